@@ -1,0 +1,101 @@
+"""Element types: one table maps our type names to numpy dtypes, ONNX codes and MIGraphX spellings.
+
+bfloat16 has no native numpy dtype; `ml_dtypes` (a dependency of `onnx`) provides one, so the
+reference evaluator computes bf16 in numpy like every other type.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+try:  # ml_dtypes ships with onnx; keep the import optional so bare numpy still works
+    import ml_dtypes
+
+    _BF16 = np.dtype(ml_dtypes.bfloat16)
+except ImportError:  # pragma: no cover - exercised only without onnx installed
+    _BF16 = None
+
+
+@dataclass(frozen=True)
+class DType:
+    name: str  # our canonical name, e.g. "float32"
+    migraphx: str  # MIGraphX's printed name, e.g. "float_type"
+    np_dtype: np.dtype | None
+    onnx_code: int
+    size: int  # bytes per element
+    is_float: bool
+    is_signed: bool
+
+    @property
+    def is_integral(self) -> bool:
+        return not self.is_float and self.name != "bool"
+
+    def __str__(self) -> str:
+        return self.migraphx
+
+
+def _t(name, mgx, npd, code, size, is_float, signed) -> DType:
+    return DType(name, mgx, np.dtype(npd) if npd is not None and not isinstance(npd, np.dtype) else npd,
+                 code, size, is_float, signed)
+
+
+_TABLE = [
+    _t("bool", "bool_type", np.bool_, 9, 1, False, False),
+    _t("float16", "half_type", np.float16, 10, 2, True, True),
+    _t("bfloat16", "bf16_type", _BF16, 16, 2, True, True),
+    _t("float32", "float_type", np.float32, 1, 4, True, True),
+    _t("float64", "double_type", np.float64, 11, 8, True, True),
+    _t("uint8", "uint8_type", np.uint8, 2, 1, False, False),
+    _t("int8", "int8_type", np.int8, 3, 1, False, True),
+    _t("uint16", "uint16_type", np.uint16, 4, 2, False, False),
+    _t("int16", "int16_type", np.int16, 5, 2, False, True),
+    _t("int32", "int32_type", np.int32, 6, 4, False, True),
+    _t("int64", "int64_type", np.int64, 7, 8, False, True),
+    _t("uint32", "uint32_type", np.uint32, 12, 4, False, False),
+    _t("uint64", "uint64_type", np.uint64, 13, 8, False, False),
+]
+
+BY_NAME: dict[str, DType] = {t.name: t for t in _TABLE}
+BY_MIGRAPHX: dict[str, DType] = {t.migraphx: t for t in _TABLE}
+BY_ONNX: dict[int, DType] = {t.onnx_code: t for t in _TABLE}
+_BY_NP: dict[np.dtype, DType] = {t.np_dtype: t for t in _TABLE if t.np_dtype is not None}
+
+ALL_NAMES = tuple(BY_NAME)
+FLOAT_NAMES = tuple(t.name for t in _TABLE if t.is_float)
+
+
+def dtype(name_or_np) -> DType:
+    """Look a type up by our name, MIGraphX's name, a numpy dtype, or a DType."""
+    if isinstance(name_or_np, DType):
+        return name_or_np
+    if isinstance(name_or_np, str):
+        if name_or_np in BY_NAME:
+            return BY_NAME[name_or_np]
+        if name_or_np in BY_MIGRAPHX:
+            return BY_MIGRAPHX[name_or_np]
+        aliases = {"float": "float32", "half": "float16", "double": "float64", "bf16": "bfloat16",
+                   "int": "int32", "long": "int64"}
+        if name_or_np in aliases:
+            return BY_NAME[aliases[name_or_np]]
+        raise ValueError(f"unknown element type {name_or_np!r}; known: {', '.join(ALL_NAMES)}")
+    npd = np.dtype(name_or_np)
+    if npd in _BY_NP:
+        return _BY_NP[npd]
+    raise ValueError(f"numpy dtype {npd} has no IR element type; known: {', '.join(ALL_NAMES)}")
+
+
+def np_dtype(name: str) -> np.dtype:
+    t = dtype(name)
+    if t.np_dtype is None:
+        raise ValueError(f"element type {name} needs the ml_dtypes package (pip install ml_dtypes)")
+    return t.np_dtype
+
+
+def common_type(*names: str) -> str:
+    """Result type when mixing element types (numpy promotion, bf16 kept as bf16 with itself)."""
+    uniq = list(dict.fromkeys(names))
+    if len(uniq) == 1:
+        return uniq[0]
+    return dtype(np.result_type(*[np_dtype(n) for n in uniq])).name

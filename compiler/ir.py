@@ -1,0 +1,692 @@
+"""Instructions, modules and programs, with the mutation API every pass goes through.
+
+Identity: every instruction gets an `id` from its program's counter when created. The id never
+changes while the instruction lives (`replace_instruction` mutates in place and keeps it). An
+instruction created during a pass records in `origin` the ids it came from: the instructions a
+matcher bound (`Program.provenance`) and any instruction whose uses it took over
+(`replace_all_uses`). Diffs, graph colouring and "where did this node go" rest on this.
+
+Modules keep instructions in a doubly linked list, so passes insert and remove in O(1) while
+sweeping. All mutation goes through Module methods (Instruction fields are read-only properties),
+which lets a module keep a version counter that snapshots use to skip unchanged modules.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any, Iterable, Iterator, Sequence
+
+import numpy as np
+
+from .errors import IRError, ValidationError
+from .op import Op, compute_shape
+from .shape import Shape
+from . import dtypes
+
+
+class Literal:
+    """Immutable literal data shared between snapshots and program copies (never copied)."""
+
+    __slots__ = ("shape", "data", "_hash")
+
+    def __init__(self, data: Any, shape: Shape | None = None):
+        arr = np.asarray(data)
+        if shape is None:
+            t = dtypes.dtype(arr.dtype).name
+            shape = Shape.of(t, arr.shape)
+        else:
+            arr = np.asarray(arr, dtype=dtypes.np_dtype(shape.type))
+            if arr.size == 1 and shape.elements() == 1:
+                arr = arr.reshape(shape.lens)
+            elif arr.shape != shape.lens:
+                if arr.size != shape.elements():
+                    raise IRError(f"literal data has {arr.size} elements but shape {shape} needs "
+                                  f"{shape.elements()}")
+                arr = arr.reshape(shape.lens)
+        arr = np.ascontiguousarray(arr)
+        arr.flags.writeable = False
+        self.data = arr
+        self.shape = shape
+        self._hash = None
+
+    def content_hash(self) -> int:
+        if self._hash is None:
+            self._hash = hash((self.shape, self.data.tobytes()))
+        return self._hash
+
+    def same_as(self, other: "Literal") -> bool:
+        if self is other:
+            return True
+        return (self.shape == other.shape and self.content_hash() == other.content_hash()
+                and np.array_equal(self.data.view(np.uint8), other.data.view(np.uint8)))
+
+    def __repr__(self) -> str:
+        return f"Literal({self.shape})"
+
+
+class Instruction:
+    __slots__ = ("_id", "_op", "_inputs", "_module_inputs", "_shape", "_outputs", "_origin",
+                 "_literal", "_module", "_prev", "_next", "_alive")
+
+    def __init__(self, module: "Module", op: Op, inputs: Sequence["Instruction"], module_inputs, shape: Shape,
+                 origin: tuple[int, ...], literal: Literal | None, id: int):
+        self._id = id
+        self._op = op
+        self._inputs = list(inputs)
+        self._module_inputs = list(module_inputs)
+        self._shape = shape
+        self._outputs: list[Instruction] = []
+        self._origin = origin
+        self._literal = literal
+        self._module = module
+        self._prev = None
+        self._next = None
+        self._alive = True
+
+    # read-only views ---------------------------------------------------------------------------
+    id = property(lambda s: s._id)
+    op = property(lambda s: s._op)
+    name = property(lambda s: s._op.name)
+    inputs = property(lambda s: tuple(s._inputs))
+    module_inputs = property(lambda s: tuple(s._module_inputs))
+    shape = property(lambda s: s._shape)
+    outputs = property(lambda s: tuple(s._outputs))
+    origin = property(lambda s: s._origin)
+    literal = property(lambda s: s._literal)
+    module = property(lambda s: s._module)
+    alive = property(lambda s: s._alive)
+
+    @property
+    def next(self) -> "Instruction | None":
+        n = self._next
+        return None if n is None or n._op is None else n
+
+    @property
+    def prev(self) -> "Instruction | None":
+        p = self._prev
+        return None if p is None or p._op is None else p
+
+    def is_param(self) -> bool:
+        return self._op.name == "@param"
+
+    def is_literal(self) -> bool:
+        return self._op.name == "@literal"
+
+    def is_return(self) -> bool:
+        return self._op.name == "@return"
+
+    def is_builtin(self) -> bool:
+        return self._op.name.startswith("@")
+
+    @property
+    def param_name(self) -> str:
+        return self._op["name"]
+
+    def can_eval(self, _cache: dict | None = None) -> bool:
+        """True for a literal, or a context-free non-param op whose inputs can all be evaluated."""
+        cache = {} if _cache is None else _cache
+        stack = [self]
+        while stack:
+            ins = stack[-1]
+            if ins._id in cache:
+                stack.pop()
+                continue
+            if ins.is_literal():
+                cache[ins._id] = True
+                stack.pop()
+                continue
+            if (ins.is_builtin() or ins._op.has("not_context_free") or ins._op.has("side_effect")
+                    or ins._op.spec.compute is None or ins._shape.dynamic_shape):
+                cache[ins._id] = False
+                stack.pop()
+                continue
+            pending = [i for i in ins._inputs if i._id not in cache]
+            if pending:
+                stack.extend(pending)
+                continue
+            cache[ins._id] = all(cache[i._id] for i in ins._inputs)
+            stack.pop()
+        return cache[self._id]
+
+    def eval(self) -> np.ndarray:
+        """Evaluate a constant subtree on the host (see `can_eval`)."""
+        from .ref import eval_instruction
+
+        return eval_instruction(self)
+
+    def __repr__(self) -> str:
+        return f"<{self._op.name} #{self._id} {self._shape}>"
+
+
+class _Sentinel(Instruction):
+    __slots__ = ()
+
+    def __init__(self):  # noqa: D401 - a list end marker, never a real instruction
+        self._op = None
+        self._module = None
+        self._prev = self._next = None
+        self._id = -1
+        self._alive = False
+
+
+class Module:
+    def __init__(self, name: str, program: "Program"):
+        self.name = name
+        self.program = program
+        self.bypass = False
+        self._head = _Sentinel()
+        self._tail = _Sentinel()
+        self._head._next = self._tail
+        self._tail._prev = self._head
+        self._count = 0
+        self.version = 0
+
+    # iteration --------------------------------------------------------------------------------
+    def __iter__(self) -> Iterator[Instruction]:
+        """Forward iteration that tolerates removal of the current instruction."""
+        ins = self._head._next
+        while ins is not self._tail:
+            yield ins
+            # Removal keeps a dead instruction's links, so we can step past it (and past a run of
+            # dead successors); an instruction inserted after the current one is visited next.
+            ins = ins._next
+            while ins is not self._tail and not ins._alive:
+                ins = ins._next
+
+    def __reversed__(self) -> Iterator[Instruction]:
+        ins = self._tail._prev
+        while ins is not self._head:
+            yield ins
+            ins = ins._prev
+            while ins is not self._head and not ins._alive:
+                ins = ins._prev
+
+    def __len__(self) -> int:
+        return self._count
+
+    def instructions(self) -> list[Instruction]:
+        return list(self)
+
+    @property
+    def first(self) -> Instruction | None:
+        return self._head.next
+
+    @property
+    def last(self) -> Instruction | None:
+        return self._tail.prev
+
+    def end(self) -> Instruction:
+        """Position marker 'after the last instruction' for insert_instruction(before=...)."""
+        return self._tail
+
+    def params(self) -> list[Instruction]:
+        return [i for i in self if i.is_param()]
+
+    def param_names(self) -> list[str]:
+        return [i.param_name for i in self.params()]
+
+    def get_parameter(self, name: str) -> Instruction:
+        for i in self:
+            if i.is_param() and i.param_name == name:
+                return i
+        raise IRError(f"module {self.name}: no parameter named {name!r}; have {', '.join(self.param_names())}")
+
+    def get_parameter_shapes(self) -> dict[str, Shape]:
+        return {i.param_name: i.shape for i in self.params()}
+
+    def return_instruction(self) -> Instruction | None:
+        last = self.last
+        return last if last is not None and last.is_return() else None
+
+    def output_instructions(self) -> list[Instruction]:
+        ret = self.return_instruction()
+        if ret is not None:
+            return list(ret._inputs)
+        return [self.last] if self.last is not None else []
+
+    def output_shapes(self) -> list[Shape]:
+        return [i.shape for i in self.output_instructions()]
+
+    def sub_modules(self) -> list["Module"]:
+        seen: dict[str, Module] = {}
+        for ins in self:
+            for m in ins._module_inputs:
+                seen.setdefault(m.name, m)
+        return list(seen.values())
+
+    def index_of(self) -> dict[int, int]:
+        return {ins._id: k for k, ins in enumerate(self)}
+
+    # creation --------------------------------------------------------------------------------------
+    def _new(self, op: Op, inputs: Sequence[Instruction], module_inputs: Sequence["Module"] = (),
+             shape: Shape | None = None, literal: Literal | None = None) -> Instruction:
+        for i in inputs:
+            if not isinstance(i, Instruction) or isinstance(i, _Sentinel):
+                raise IRError(f"module {self.name}: {op.name} input {i!r} is not an instruction")
+            if not i._alive:
+                raise IRError(f"module {self.name}: {op.name} uses removed instruction #{i._id} ({i.name})")
+            if i._module is not self:
+                raise IRError(f"module {self.name}: {op.name} uses #{i._id} ({i.name}) from module "
+                              f"{i._module.name}; values cannot cross modules")
+        if shape is None:
+            shape = compute_shape(op, [i._shape for i in inputs], list(module_inputs))
+        prog = self.program
+        ins = Instruction(self, op, inputs, module_inputs, shape, prog._current_origin(), literal, prog._take_id())
+        for i in inputs:
+            if ins not in i._outputs:
+                i._outputs.append(ins)
+        return ins
+
+    def _link_before(self, ins: Instruction, before: Instruction) -> Instruction:
+        if before is not self._tail and before._module is not self:
+            raise IRError(f"module {self.name}: insertion point #{before._id} is in module {before._module.name}")
+        prev = before._prev
+        prev._next = ins
+        ins._prev = prev
+        ins._next = before
+        before._prev = ins
+        self._count += 1
+        self.version += 1
+        return ins
+
+    def add_instruction(self, op: Op, inputs: Sequence[Instruction] = (), module_inputs: Sequence["Module"] = (),
+                        ) -> Instruction:
+        """Append at the end (before a trailing @return, if there is one)."""
+        ret = self.return_instruction()
+        return self.insert_instruction(ret if ret is not None else self._tail, op, inputs, module_inputs)
+
+    def insert_instruction(self, before: Instruction, op: Op, inputs: Sequence[Instruction] = (),
+                           module_inputs: Sequence["Module"] = ()) -> Instruction:
+        return self._link_before(self._new(op, inputs, module_inputs), before)
+
+    def insert_after(self, after: Instruction, op: Op, inputs: Sequence[Instruction] = (),
+                     module_inputs: Sequence["Module"] = ()) -> Instruction:
+        return self.insert_instruction(after._next, op, inputs, module_inputs)
+
+    def add_parameter(self, name: str, shape: Shape) -> Instruction:
+        if any(p.param_name == name for p in self.params()):
+            raise IRError(f"module {self.name}: parameter {name!r} already exists")
+        params = self.params()
+        before = params[-1]._next if params else self._head._next
+        return self._link_before(self._new(Op("@param", name=name), (), (), shape), before)
+
+    def add_literal(self, value: Any, shape: Shape | None = None, *, before: Instruction | None = None) -> Instruction:
+        lit = value if isinstance(value, Literal) else Literal(value, shape)
+        if before is None:
+            # Literals go at the end of the leading run of params and literals, so a printed
+            # module reads: params, literals (in creation order), code.
+            before = self._head._next
+            while before is not self._tail and before._op.name in ("@param", "@literal"):
+                before = before._next
+        return self._link_before(self._new(Op("@literal"), (), (), lit.shape, lit), before)
+
+    def add_return(self, inputs: Sequence[Instruction]) -> Instruction:
+        if self.return_instruction() is not None:
+            raise IRError(f"module {self.name} already has a @return; use replace_return")
+        return self._link_before(self._new(Op("@return"), inputs), self._tail)
+
+    def replace_return(self, inputs: Sequence[Instruction]) -> Instruction:
+        ret = self.return_instruction()
+        if ret is None:
+            return self.add_return(inputs)
+        return self.replace_instruction(ret, ret.op, inputs)
+
+    # rewriting -----------------------------------------------------------------------------------
+    def replace_instruction(self, ins: Instruction, op: Op | None = None, inputs: Sequence[Instruction] | None = None,
+                            module_inputs: Sequence["Module"] | None = None) -> Instruction:
+        """Change op and/or inputs in place; the id is kept, the shape recomputed.
+
+        If the new shape differs from the old one every user is re-checked, so a rewrite cannot
+        silently leave users with stale shapes."""
+        self._check_owned(ins)
+        op = ins._op if op is None else op
+        new_inputs = list(ins._inputs) if inputs is None else list(inputs)
+        mods = list(ins._module_inputs) if module_inputs is None else list(module_inputs)
+        for i in new_inputs:
+            if i._module is not self or not i._alive:
+                raise IRError(f"module {self.name}: replacement input #{i._id} ({i.name}) is not live in this module")
+            if i is ins:
+                raise IRError(f"module {self.name}: #{ins._id} ({op.name}) cannot use itself")
+        shape = ins._shape if op.name in ("@param", "@literal") else compute_shape(
+            op, [i._shape for i in new_inputs], mods)
+        for old in ins._inputs:
+            if old not in new_inputs and ins in old._outputs:
+                old._outputs.remove(ins)
+        for i in new_inputs:
+            if ins not in i._outputs:
+                i._outputs.append(ins)
+        ins._op, ins._inputs, ins._module_inputs = op, new_inputs, mods
+        old_shape, ins._shape = ins._shape, shape
+        self.version += 1
+        if old_shape != shape:
+            for user in list(ins._outputs):
+                if not user.is_return():
+                    self.replace_instruction(user)
+        return ins
+
+    def replace_all_uses(self, old: Instruction, new: Instruction) -> Instruction:
+        """Make every user of `old` (including @return) use `new` instead. Returns `new`."""
+        self._check_owned(old)
+        self._check_owned(new)
+        if old is new:
+            return new
+        epoch = self.program._epoch
+        if new._id >= epoch and old._id not in new._origin:
+            # A value created in this pass takes over old's uses: record where it came from (and,
+            # if old was itself new in this pass, where old came from).
+            extra = (old._id,) + (old._origin if old._id >= epoch else ())
+            new._origin = tuple(dict.fromkeys(new._origin + extra))
+        for user in list(old._outputs):
+            if user is new:
+                continue
+            user._inputs = [new if i is old else i for i in user._inputs]
+            old._outputs.remove(user)
+            if user not in new._outputs:
+                new._outputs.append(user)
+            if user._shape is not None and not user.is_return() and new._shape != old._shape:
+                self.replace_instruction(user)
+        self.version += 1
+        return new
+
+    def replace(self, old: Instruction, op_or_new: Op | Instruction, inputs: Sequence[Instruction] = ()) -> Instruction:
+        """MIGraphX-style replace: with an Instruction, redirect uses; with an Op, insert a new
+        instruction right before `old` and redirect uses to it. `old` is left for DCE."""
+        if isinstance(op_or_new, Instruction):
+            return self.replace_all_uses(old, op_or_new)
+        new = self.insert_instruction(old, op_or_new, inputs)
+        return self.replace_all_uses(old, new)
+
+    def remove_instruction(self, ins: Instruction) -> None:
+        self._check_owned(ins)
+        if ins._outputs:
+            users = ", ".join(f"#{u._id} ({u.name})" for u in ins._outputs)
+            raise IRError(f"module {self.name}: cannot remove #{ins._id} ({ins.name}); still used by {users}")
+        for i in ins._inputs:
+            while ins in i._outputs:
+                i._outputs.remove(ins)
+        ins._prev._next = ins._next
+        ins._next._prev = ins._prev
+        ins._alive = False
+        self._count -= 1
+        self.version += 1
+
+    def remove_instructions(self, instrs: Iterable[Instruction]) -> None:
+        """Remove a set of instructions that only use each other (users first)."""
+        todo = list(instrs)
+        ids = {i._id for i in todo}
+        for ins in todo:
+            ext = [u for u in ins._outputs if u._id not in ids]
+            if ext:
+                raise IRError(f"module {self.name}: cannot remove #{ins._id} ({ins.name}); still used by "
+                              + ", ".join(f"#{u._id} ({u.name})" for u in ext))
+        for ins in todo:
+            for i in ins._inputs:
+                while ins in i._outputs:
+                    i._outputs.remove(ins)
+            ins._outputs.clear()
+        for ins in todo:
+            ins._prev._next = ins._next
+            ins._next._prev = ins._prev
+            ins._alive = False
+            self._count -= 1
+        self.version += 1
+
+    def move_instruction(self, ins: Instruction, before: Instruction) -> None:
+        self._check_owned(ins)
+        if ins is before:
+            return
+        ins._prev._next = ins._next
+        ins._next._prev = ins._prev
+        self._count -= 1
+        self._link_before(ins, before)
+
+    def move_before_users(self, ins: Instruction) -> None:
+        """Hoist nothing, but make sure `ins` comes before all its users (after rewiring)."""
+        order = self.index_of()
+        first = min((order[u._id] for u in ins._outputs), default=None)
+        if first is not None and order[ins._id] > first:
+            target = next(u for u in self if order[u._id] == first)
+            self.move_instruction(ins, target)
+
+    def sort(self) -> None:
+        """Stable topological sort: keep the current order except where a use precedes its def."""
+        order = self.index_of()
+        ins_list = list(self)
+        placed: set[int] = set()
+        result: list[Instruction] = []
+        ret = [i for i in ins_list if i.is_return()]
+
+        def visit(root: Instruction) -> None:
+            stack = [(root, False)]
+            while stack:
+                node, expanded = stack.pop()
+                if node._id in placed:
+                    continue
+                if expanded:
+                    placed.add(node._id)
+                    result.append(node)
+                    continue
+                stack.append((node, True))
+                for i in sorted(node._inputs, key=lambda x: -order.get(x._id, 0)):
+                    if i._id not in placed:
+                        stack.append((i, False))
+
+        for ins in ins_list:
+            if not ins.is_return():
+                visit(ins)
+        for r in ret:
+            visit(r)
+        if [i._id for i in result] == [i._id for i in ins_list]:
+            return
+        self._head._next = self._tail
+        self._tail._prev = self._head
+        self._count = 0
+        for ins in result:
+            self._link_before(ins, self._tail)
+
+    def _check_owned(self, ins: Instruction) -> None:
+        if ins._module is not self:
+            raise IRError(f"instruction #{ins._id} ({ins.name}) belongs to module {ins._module.name}, not {self.name}")
+        if not ins._alive:
+            raise IRError(f"module {self.name}: instruction #{ins._id} ({ins.name}) was removed")
+
+    # validation --------------------------------------------------------------------------------
+    def validate(self) -> None:
+        """Check use lists, def-before-use, shapes and references; raise ValidationError naming
+        the module and instruction at fault."""
+        from .printer import instruction_label
+
+        seen: set[int] = set()
+        members = {id(i) for i in self}
+        count = 0
+        for ins in self:
+            count += 1
+            label = instruction_label(ins)
+
+            def fail(msg: str) -> None:
+                raise ValidationError(f"module {self.name}: {label}: {msg}", self.name, label)
+
+            if ins._module is not self:
+                fail(f"belongs to module {ins._module.name}")
+            for i in ins._inputs:
+                if not i._alive or id(i) not in members:
+                    fail(f"uses #{i._id} ({i.name}) which is not in this module (dangling reference)")
+                if i._id not in seen:
+                    fail(f"uses #{i._id} ({i.name}) before it is defined")
+                if ins not in i._outputs:
+                    fail(f"is missing from the use list of its input #{i._id} ({i.name})")
+            for u in ins._outputs:
+                if not u._alive or id(u) not in members:
+                    fail(f"use list names #{u._id} ({u.name}) which is not in this module")
+                if ins not in u._inputs:
+                    fail(f"use list names #{u._id} ({u.name}) which does not use it")
+            if ins.is_return() and ins is not self.last:
+                fail("@return is not the last instruction")
+            if not ins.is_builtin():
+                try:
+                    expect = compute_shape(ins._op, [i._shape for i in ins._inputs], ins._module_inputs)
+                except Exception as e:  # noqa: BLE001 - reported as a validation failure
+                    fail(f"shape rule fails: {e}")
+                if expect != ins._shape:
+                    fail(f"stored shape {ins._shape} differs from recomputed {expect}")
+            for m in ins._module_inputs:
+                if self.program.modules.get(m.name) is not m:
+                    fail(f"references module {m.name!r} which is not in the program")
+            seen.add(ins._id)
+        if count != self._count:
+            raise ValidationError(f"module {self.name}: instruction count {self._count} but {count} linked", self.name)
+
+    def __repr__(self) -> str:
+        return f"<Module {self.name} ({self._count} instructions)>"
+
+    def __str__(self) -> str:
+        from .printer import print_module
+
+        return print_module(self)
+
+
+class Program:
+    def __init__(self):
+        self.modules: dict[str, Module] = {}
+        self._next_id = 0
+        self._epoch = 0  # ids >= epoch were created during the current pass
+        self._origin_stack: list[tuple[int, ...]] = []
+        self.create_module("main")
+
+    @property
+    def main(self) -> Module:
+        return self.modules["main"]
+
+    def _take_id(self) -> int:
+        i = self._next_id
+        self._next_id += 1
+        return i
+
+    def _current_origin(self) -> tuple[int, ...]:
+        return self._origin_stack[-1] if self._origin_stack else ()
+
+    def begin_epoch(self) -> None:
+        """Mark the start of a pass: instructions created from now on count as new for provenance."""
+        self._epoch = self._next_id
+
+    @contextlib.contextmanager
+    def provenance(self, sources: Iterable[Instruction | int]):
+        """Instructions created inside this block record `sources` (and their origins, if they are
+        themselves new) as where they came from."""
+        ids: list[int] = []
+        for s in sources:
+            if isinstance(s, Instruction):
+                ids.append(s._id)
+                if s._id >= self._epoch:
+                    ids.extend(s._origin)
+            else:
+                ids.append(int(s))
+        self._origin_stack.append(tuple(dict.fromkeys(ids)))
+        try:
+            yield
+        finally:
+            self._origin_stack.pop()
+
+    def create_module(self, name: str) -> Module:
+        if name in self.modules:
+            raise IRError(f"module {name!r} already exists")
+        m = Module(name, self)
+        self.modules[name] = m
+        return m
+
+    def unique_module_name(self, prefix: str) -> str:
+        n = 0
+        while f"{prefix}{n}" in self.modules:
+            n += 1
+        return f"{prefix}{n}"
+
+    def remove_module(self, name: str) -> None:
+        if name == "main":
+            raise IRError("cannot remove the main module")
+        for m in self.modules.values():
+            for ins in m:
+                if any(sm.name == name for sm in ins._module_inputs):
+                    raise IRError(f"cannot remove module {name!r}: used by {m.name} #{ins._id} ({ins.name})")
+        del self.modules[name]
+
+    def rename_module(self, old: str, new: str) -> None:
+        if new in self.modules:
+            raise IRError(f"module {new!r} already exists")
+        m = self.modules.pop(old)
+        m.name = new
+        self.modules[new] = m
+        m.version += 1
+
+    def get_modules(self) -> list[Module]:
+        """main first, then submodules depth-first in order of first use, then unused modules."""
+        out: list[Module] = []
+        seen: set[str] = set()
+
+        def walk(m: Module) -> None:
+            if m.name in seen:
+                return
+            seen.add(m.name)
+            out.append(m)
+            for sm in m.sub_modules():
+                walk(sm)
+
+        walk(self.main)
+        for m in self.modules.values():
+            if m.name not in seen:
+                walk(m)
+        return out
+
+    def remove_unused_modules(self) -> list[str]:
+        used = {m.name for m in self.get_modules_reachable()}
+        dead = [n for n in self.modules if n not in used]
+        for n in dead:
+            del self.modules[n]
+        return dead
+
+    def get_modules_reachable(self) -> list[Module]:
+        out: list[Module] = []
+        seen: set[str] = set()
+        stack = [self.main]
+        while stack:
+            m = stack.pop()
+            if m.name in seen:
+                continue
+            seen.add(m.name)
+            out.append(m)
+            stack.extend(m.sub_modules())
+        return out
+
+    def validate(self) -> None:
+        for m in self.get_modules():
+            m.validate()
+
+    def total_instructions(self) -> int:
+        return sum(len(m) for m in self.modules.values())
+
+    def copy(self) -> "Program":
+        """Structural copy with the same ids (literal data shared, not copied)."""
+        from .snapshot import snapshot
+
+        return snapshot(self).to_program()
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Program):
+            return NotImplemented
+        from .snapshot import structurally_equal
+
+        return structurally_equal(self, other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __str__(self) -> str:
+        from .printer import print_program
+
+        return print_program(self)
+
+    def __repr__(self) -> str:
+        return f"<Program {len(self.modules)} modules, {self.total_instructions()} instructions>"
+
+    def eval(self, inputs: dict[str, Any]) -> list[np.ndarray]:
+        from .ref import evaluate
+
+        return evaluate(self, inputs)

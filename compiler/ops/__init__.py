@@ -1,0 +1,3 @@
+"""The op library. Importing this package registers every op spec (one module per family)."""
+
+from . import builtin, fused, nn, pointwise, reduce, views  # noqa: F401  (registration side effects)

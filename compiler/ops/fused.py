@@ -1,0 +1,70 @@
+"""Ops that carry a submodule: `pointwise` (a fused elementwise kernel) and `fused_reduce`.
+
+A pointwise submodule has scalar-shaped params x0, x1, ... (bound to the op's inputs in order) and
+ends in @return; it is evaluated on whole tensors, since every op inside is elementwise. A
+fused_reduce submodule has params with the real input shapes and contains reduce ops.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import ShapeError
+from ..op import defop
+from ..shape import Shape
+from .common import A, pointwise_shape, norm_axes
+
+
+def _single_module(op_name: str, mods) -> object:
+    if len(mods) != 1:
+        raise ShapeError(f"{op_name}: needs exactly one submodule, got {len(mods)}")
+    return mods[0]
+
+
+def _pointwise_shape(op, s, mods):
+    sub = _single_module("pointwise", mods)
+    params = sub.params()
+    if len(params) != len(s):
+        raise ShapeError(f"pointwise: submodule {sub.name} takes {len(params)} inputs, given {len(s)}")
+    outs = sub.output_shapes()
+    if not outs:
+        raise ShapeError(f"pointwise: submodule {sub.name} has no outputs")
+    shapes = [pointwise_shape("pointwise", s, o.type) for o in outs]
+    return shapes[0] if len(shapes) == 1 else Shape.tuple_of(shapes)
+
+
+def _pointwise_compute(op, args, out, run):
+    sub = run.ins.module_inputs[0]
+    res = run(sub, list(args), check_shapes=False)
+    subs = out.sub_shapes if out.is_tuple else (out,)
+    vals = [np.broadcast_to(np.asarray(r), sh.lens) for r, sh in zip(res, subs)]
+    return tuple(vals) if out.is_tuple else vals[0]
+
+
+defop("pointwise", _pointwise_shape, _pointwise_compute, nargs=(1, -1),
+      doc="A fused elementwise kernel; its body is the submodule (multiple returns give a tuple).")
+
+
+def _fused_reduce_shape(op, s, mods):
+    sub = _single_module("fused_reduce", mods)
+    params = sub.params()
+    if len(params) != len(s):
+        raise ShapeError(f"fused_reduce: submodule {sub.name} takes {len(params)} inputs, given {len(s)}")
+    for p, x in zip(params, s):
+        if p.shape.lens != x.lens or p.shape.type != x.type:
+            raise ShapeError(f"fused_reduce: input {list(x.lens)} does not match submodule param "
+                             f"{p.param_name}: {p.shape}")
+    norm_axes(op["axes"], s[0].ndim, "fused_reduce")
+    outs = [Shape.of(o.type, o.lens) for o in sub.output_shapes()]
+    return outs[0] if len(outs) == 1 else Shape.tuple_of(outs)
+
+
+def _fused_reduce_compute(op, args, out, run):
+    sub = run.ins.module_inputs[0]
+    res = run(sub, list(args), check_shapes=True)
+    return res[0] if len(res) == 1 else tuple(res)
+
+
+defop("fused_reduce", _fused_reduce_shape, _fused_reduce_compute, attrs=[A("axes", "ints", (), show=True)],
+      traits={"reduce"}, nargs=(1, -1),
+      doc="A reduction fused with elementwise producers/consumers; body in the submodule.")

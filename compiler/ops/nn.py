@@ -1,0 +1,200 @@
+"""Compute-heavy ops: dot, convolution, pooling."""
+
+from __future__ import annotations
+
+import string
+
+import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
+
+from ..errors import ShapeError
+from ..op import defop
+from ..shape import Shape
+from .common import A, same_type
+
+
+# --- dot ----------------------------------------------------------------------------------------
+def _dot_shape(op, s, m):
+    a, b = s
+    t = same_type("dot", s)
+    if a.ndim < 2 or b.ndim < 2 or a.ndim != b.ndim:
+        raise ShapeError(f"dot: needs inputs of equal rank >= 2, got {list(a.lens)} and {list(b.lens)}")
+    if a.lens[:-2] != b.lens[:-2]:
+        raise ShapeError(f"dot: batch dimensions differ: {list(a.lens)} vs {list(b.lens)}")
+    if a.lens[-1] != b.lens[-2]:
+        raise ShapeError(f"dot: inner dimensions differ: {list(a.lens)} x {list(b.lens)}")
+    return Shape.of(t, a.lens[:-1] + (b.lens[-1],))
+
+
+def _dot_compute(op, args, out, run):
+    a, b = args
+    if a.dtype.kind == "f" and a.dtype.itemsize < 4:
+        return np.matmul(a.astype(np.float32), b.astype(np.float32))
+    return np.matmul(a, b)
+
+
+defop("dot", _dot_shape, _dot_compute, nargs=2,
+      doc="Batched matrix product a[..., m, k] x b[..., k, n]; batch dims must match (broadcast explicitly).")
+
+
+# --- convolution --------------------------------------------------------------------------------
+def conv_params(op, nd: int) -> tuple[list[int], list[int], list[int], list[int]]:
+    """(pad_begin, pad_end, stride, dilation), validated for `nd` spatial dims."""
+    pad, stride, dil = list(op["padding"]), list(op["stride"]), list(op["dilation"])
+    if len(pad) == nd:
+        pb, pe = pad, pad
+    elif len(pad) == 2 * nd:
+        pb, pe = pad[:nd], pad[nd:]
+    else:
+        raise ShapeError(f"{op.name}: padding {tuple(pad)} must have {nd} or {2 * nd} values")
+    if len(stride) != nd or len(dil) != nd:
+        raise ShapeError(f"{op.name}: stride {tuple(stride)} and dilation {tuple(dil)} need {nd} values each")
+    if any(x <= 0 for x in stride + dil):
+        raise ShapeError(f"{op.name}: stride and dilation must be positive")
+    return pb, pe, stride, dil
+
+
+def _conv_shape(op, s, m):
+    x, w = s[0], s[1]
+    t = same_type("convolution", s[:2])
+    if x.ndim < 3 or w.ndim != x.ndim:
+        raise ShapeError(f"convolution: input {list(x.lens)} and weights {list(w.lens)} need equal rank >= 3")
+    nd = x.ndim - 2
+    g = op["group"]
+    pb, pe, st, dl = conv_params(op, nd)
+    if x.lens[1] != w.lens[1] * g:
+        raise ShapeError(f"convolution: input channels {x.lens[1]} != weight channels {w.lens[1]} x group {g}")
+    if w.lens[0] % g:
+        raise ShapeError(f"convolution: output channels {w.lens[0]} not divisible by group {g}")
+    out = [x.lens[0], w.lens[0]]
+    for i in range(nd):
+        eff = dl[i] * (w.lens[2 + i] - 1) + 1
+        n = (x.lens[2 + i] + pb[i] + pe[i] - eff) // st[i] + 1
+        if n <= 0:
+            raise ShapeError(f"convolution: kernel {list(w.lens[2:])} does not fit input {list(x.lens[2:])}")
+        out.append(n)
+    return Shape.of(t, out)
+
+
+def _windows(x: np.ndarray, kernel, pb, pe, st, dl, pad_value=0.0) -> np.ndarray:
+    """(N, C, *out_spatial, *kernel) view of x's sliding windows."""
+    nd = len(kernel)
+    xp = np.pad(x, [(0, 0), (0, 0)] + list(zip(pb, pe)), constant_values=pad_value)
+    span = [dl[i] * (kernel[i] - 1) + 1 for i in range(nd)]
+    win = sliding_window_view(xp, span, axis=tuple(range(2, 2 + nd)))
+    idx = (slice(None), slice(None)) + tuple(slice(None, None, s) for s in st) + tuple(
+        slice(None, None, d) for d in dl)
+    return win[idx]
+
+
+def _conv_compute(op, args, out, run):
+    x, w = args[0], args[1]
+    nd = x.ndim - 2
+    pb, pe, st, dl = conv_params(op, nd)
+    g = op["group"]
+    acc = np.float32 if x.dtype.kind == "f" and x.dtype.itemsize < 4 else None
+    xa = x.astype(acc) if acc else x
+    wa = w.astype(acc) if acc else w
+    win = _windows(xa, w.shape[2:], pb, pe, st, dl)  # N C O.. K..
+    n, c = x.shape[:2]
+    win = win.reshape((n, g, c // g) + win.shape[2:])
+    wg = wa.reshape((g, w.shape[0] // g) + w.shape[1:])
+    letters = string.ascii_lowercase
+    o = letters[:nd]
+    k = letters[nd:2 * nd]
+    expr = f"zgc{o}{k},gfc{k}->zgf{o}".replace("z", "Z")
+    res = np.einsum(expr, win, wg, optimize=True)
+    return res.reshape((n, w.shape[0]) + res.shape[3:])
+
+
+_CONV_ATTRS = [
+    A("padding", "ints", (0, 0), show=True, doc="per spatial dim, or begins then ends"),
+    A("stride", "ints", (1, 1), show=True),
+    A("dilation", "ints", (1, 1)),
+    A("group", "int", 1),
+    A("padding_mode", "int", 0),
+]
+
+defop("convolution", _conv_shape, _conv_compute, attrs=_CONV_ATTRS, nargs=2,
+      doc="N-d convolution, NCHW-style lens; weights (K, C/group, *kernel).")
+
+
+# --- pooling ------------------------------------------------------------------------------------
+def _pool_out(n, k, pb, pe, st, dl, ceil_mode) -> int:
+    eff = dl * (k - 1) + 1
+    num = n + pb + pe - eff
+    if ceil_mode:
+        o = -(-num // st) + 1
+        # the last window must start inside the input or the begin padding (ONNX/PyTorch rule)
+        if (o - 1) * st >= n + pb:
+            o -= 1
+        return o
+    return num // st + 1
+
+
+def _pool_shape(op, s, m):
+    x = s[0]
+    nd = x.ndim - 2
+    k = list(op["lengths"])
+    if len(k) != nd:
+        raise ShapeError(f"pooling: lengths {tuple(k)} need {nd} values for input {list(x.lens)}")
+    pb, pe, st, dl = _pool_params(op, nd)
+    out = list(x.lens[:2]) + [_pool_out(x.lens[2 + i], k[i], pb[i], pe[i], st[i], dl[i], op["ceil_mode"])
+                              for i in range(nd)]
+    if any(v <= 0 for v in out[2:]):
+        raise ShapeError(f"pooling: window {tuple(k)} does not fit input {list(x.lens)}")
+    return Shape.of(x.type, out)
+
+
+def _pool_params(op, nd):
+    pad = list(op["padding"]) or [0] * nd
+    pb, pe = (pad, pad) if len(pad) == nd else (pad[:nd], pad[nd:])
+    if len(pb) != nd or len(pe) != nd:
+        raise ShapeError(f"pooling: padding {tuple(pad)} must have {nd} or {2 * nd} values")
+    st = list(op["stride"]) or [1] * nd
+    dl = list(op["dilations"]) or [1] * nd
+    if len(st) != nd or len(dl) != nd:
+        raise ShapeError(f"pooling: stride {tuple(st)} / dilations {tuple(dl)} need {nd} values")
+    return pb, pe, st, dl
+
+
+def _pool_compute(op, args, out, run):
+    x = args[0]
+    nd = x.ndim - 2
+    k = list(op["lengths"])
+    pb, pe, st, dl = _pool_params(op, nd)
+    # Extra end padding so that ceil_mode windows exist; it never counts as data.
+    extra = [max(0, (out.lens[2 + i] - 1) * st[i] + dl[i] * (k[i] - 1) + 1 - (x.shape[2 + i] + pb[i] + pe[i]))
+             for i in range(nd)]
+    pe2 = [pe[i] + extra[i] for i in range(nd)]
+    mode = op["mode"]
+    xf = x.astype(np.float64)
+    axes = tuple(range(-nd, 0))
+    if mode == "max":
+        win = _windows(xf, k, pb, pe2, st, dl, pad_value=-np.inf)
+        return win.max(axis=axes)
+    real = _windows(np.ones((1, 1) + x.shape[2:]), k, pb, pe2, st, dl)
+    if mode == "lpnorm":
+        p = op["lp_order"]
+        win = _windows(np.abs(xf), k, pb, pe2, st, dl)
+        return np.power(np.power(win, p).sum(axis=axes), 1.0 / p)
+    win = _windows(xf, k, pb, pe2, st, dl)
+    total = win.sum(axis=axes)
+    if op["count_include_pad"]:
+        padded = np.pad(np.ones((1, 1) + x.shape[2:]), [(0, 0), (0, 0)] + list(zip(pb, pe)), constant_values=1.0)
+        counted = _windows(padded, k, [0] * nd, extra, st, dl).sum(axis=axes)
+    else:
+        counted = real.sum(axis=axes)
+    return total / np.maximum(counted, 1)
+
+
+defop("pooling", _pool_shape, _pool_compute, attrs=[
+    A("mode", "str", "average", choices=("average", "max", "lpnorm"), show=True),
+    A("padding", "ints", (0, 0), show=True),
+    A("stride", "ints", (1, 1), show=True),
+    A("lengths", "ints", (1, 1), show=True),
+    A("dilations", "ints", (1, 1)),
+    A("ceil_mode", "bool", False),
+    A("lp_order", "int", 2),
+    A("count_include_pad", "bool", False),
+], nargs=1, doc="Average / max / Lp pooling over sliding windows.")

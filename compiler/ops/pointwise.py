@@ -1,0 +1,150 @@
+"""Elementwise ops. One table row per op: name, numpy compute, and what differs from the default
+(inputs of one type and identical lens; output of the input type). Broadcasting is explicit in
+the IR (multibroadcast), as in MIGraphX, so every row here sees equal-shaped inputs.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import dtypes
+from ..errors import ShapeError
+from ..op import defop
+from .common import A, pointwise_shape, same_type
+
+
+def _erf(x: np.ndarray) -> np.ndarray:
+    """erf without scipy: math.erf per element (exact; fast enough for reference use)."""
+    import math
+
+    arr = np.asarray(x)
+    out = np.frompyfunc(math.erf, 1, 1)(arr.astype(np.float64))
+    return np.asarray(out, dtype=np.float64).astype(arr.dtype if arr.dtype.kind == "f" else np.float64)
+
+
+def _int_div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    if a.dtype.kind in "iu":
+        bz = np.where(b == 0, 1, b)
+        q = np.abs(a) // np.abs(bz)
+        return np.where((a < 0) ^ (b < 0), -q, q).astype(a.dtype)
+    return np.divide(a, b)
+
+
+def _pow(a, b):
+    if a.dtype.kind in "iu":
+        return np.power(a.astype(np.float64), b.astype(np.float64)).astype(a.dtype)
+    return np.power(a, b)
+
+
+def _recip(x):
+    return np.reciprocal(x) if x.dtype.kind == "f" else (1 // np.where(x == 0, 1, x))
+
+
+def _sigmoid(x):
+    x64 = x.astype(np.float64)
+    return (1.0 / (1.0 + np.exp(-x64))).astype(x.dtype)
+
+
+def _mod(a, b):
+    if a.dtype.kind in "iu":
+        return np.mod(a, np.where(b == 0, 1, b))
+    return np.mod(a, b)
+
+
+def _fmod(a, b):
+    if a.dtype.kind in "iu":
+        return np.fmod(a, np.where(b == 0, 1, b))
+    return np.fmod(a, b)
+
+
+def _bool_out(op, inputs):
+    return "bool"
+
+
+def _first_type(op, inputs):
+    return same_type(op.name, inputs)
+
+
+def _where_type(op, inputs):
+    if inputs[0].type != "bool":
+        raise ShapeError("where: condition must be bool")
+    return same_type("where", inputs, start=1)
+
+
+def _convert_type(op, inputs):
+    return op["target_type"]
+
+
+def _pw(name: str, fn, nargs: int = 1, *, traits=(), attrs=(), out_type=_first_type, doc: str = ""):
+    def shape(op, inputs, mods):
+        return pointwise_shape(name, inputs, out_type(op, inputs))
+
+    def compute(op, args, out, run):
+        return fn(op, *args)
+
+    defop(name, shape, compute, attrs=attrs, traits={"pointwise", *traits}, nargs=nargs, doc=doc)
+
+
+def _unary(name: str, f, **kw):
+    _pw(name, lambda op, x: f(x), 1, **kw)
+
+
+def _binary(name: str, f, **kw):
+    _pw(name, lambda op, a, b: f(a, b), 2, **kw)
+
+
+# --- unary --------------------------------------------------------------------------------------
+for _name, _f in {
+    "abs": np.abs, "acos": np.arccos, "acosh": np.arccosh, "asin": np.arcsin, "asinh": np.arcsinh,
+    "atan": np.arctan, "atanh": np.arctanh, "ceil": np.ceil, "cos": np.cos, "cosh": np.cosh,
+    "exp": np.exp, "floor": np.floor, "log": np.log, "log2": np.log2, "neg": np.negative,
+    "nearbyint": np.rint, "sin": np.sin, "sinh": np.sinh, "sqrt": np.sqrt, "tan": np.tan,
+    "tanh": np.tanh, "sign": np.sign, "erf": _erf, "recip": _recip, "sigmoid": _sigmoid,
+    "rsqrt": lambda x: (1.0 / np.sqrt(x.astype(np.float64))).astype(x.dtype),
+    "relu": lambda x: np.maximum(x, np.zeros((), x.dtype)),
+}.items():
+    _unary(_name, _f)
+
+_unary("isnan", np.isnan, out_type=_bool_out)
+_unary("isinf", np.isinf, out_type=_bool_out)
+_unary("not", lambda x: np.logical_not(x) if x.dtype == np.bool_ else (x == 0).astype(x.dtype))
+
+_pw("leaky_relu", lambda op, x: np.where(x >= 0, x, x * np.asarray(op["alpha"], x.dtype)), 1,
+    attrs=[A("alpha", "float", 0.01, show=True)])
+_pw("elu", lambda op, x: np.where(x >= 0, x, (np.asarray(op["alpha"], np.float64) * np.expm1(
+    x.astype(np.float64))).astype(x.dtype)), 1, attrs=[A("alpha", "float", 1.0, show=True)])
+_pw("convert", lambda op, x: _convert(x, op["target_type"]), 1, attrs=[A("target_type", "type", "float32", show=True)],
+    out_type=_convert_type, doc="Element type conversion (float to int truncates; to bool tests != 0).")
+
+
+def _convert(x: np.ndarray, t: str) -> np.ndarray:
+    npd = dtypes.np_dtype(t)
+    if npd.kind in "iu" and x.dtype.kind == "f":
+        info = np.iinfo(npd)
+        x = np.clip(np.nan_to_num(np.trunc(x.astype(np.float64))), info.min, info.max)
+    return x.astype(npd)
+
+
+# --- binary -------------------------------------------------------------------------------------
+_binary("add", np.add, traits={"commutative"})
+_binary("sub", np.subtract)
+_binary("mul", np.multiply, traits={"commutative"})
+_binary("div", _int_div)
+_binary("pow", _pow)
+_binary("max", np.maximum, traits={"commutative"})
+_binary("min", np.minimum, traits={"commutative"})
+_binary("mod", _mod)
+_binary("fmod", _fmod)
+_binary("sqdiff", lambda a, b: (a - b) * (a - b), traits={"commutative"})
+_binary("prelu", lambda x, s: np.where(x < 0, x * s, x))
+_binary("equal", np.equal, traits={"commutative"}, out_type=_bool_out)
+_binary("greater", np.greater, out_type=_bool_out)
+_binary("less", np.less, out_type=_bool_out)
+_binary("logical_and", np.logical_and, traits={"commutative"}, out_type=_bool_out)
+_binary("logical_or", np.logical_or, traits={"commutative"}, out_type=_bool_out)
+_binary("logical_xor", np.logical_xor, traits={"commutative"}, out_type=_bool_out)
+_binary("bitwise_and", np.bitwise_and, traits={"commutative"})
+
+# --- ternary ------------------------------------------------------------------------------------
+_pw("where", lambda op, c, a, b: np.where(c, a, b), 3, out_type=_where_type)
+_pw("clip", lambda op, x, lo, hi: np.minimum(np.maximum(x, lo), hi), 3)

@@ -1,0 +1,85 @@
+"""Reductions (reduced axes kept as size 1, as in MIGraphX), softmax, logsoftmax, argmax/argmin."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..op import defop
+from ..shape import Shape
+from .common import A, norm_axes, norm_axis, normalizer
+
+
+def _reduce_shape(op, s, m):
+    x = s[0]
+    axes = norm_axes(op["axes"], x.ndim, op.name)
+    lens = [1 if i in axes else n for i, n in enumerate(x.lens)]
+    return Shape.of(x.type, lens)
+
+
+def _acc(x: np.ndarray) -> np.ndarray:
+    # Accumulate small float types in float32 (as the GPU kernels do) and everything else natively.
+    return x.astype(np.float32) if x.dtype.kind == "f" and x.dtype.itemsize < 4 else x
+
+
+def _reduce(name: str, fn, doc: str = ""):
+    def compute(op, args, out, run):
+        x = args[0]
+        axes = norm_axes(op["axes"], x.ndim, name)
+        if not axes:
+            return x
+        return fn(_acc(x), axis=axes, keepdims=True)
+
+    defop(name, _reduce_shape, compute, attrs=[A("axes", "ints", (), show=True)], traits={"reduce"}, nargs=1,
+          normalize=normalizer(axes="axes"), doc=doc)
+
+
+_reduce("reduce_sum", np.sum)
+_reduce("reduce_mean", np.mean)
+_reduce("reduce_max", np.max)
+_reduce("reduce_min", np.min)
+_reduce("reduce_prod", np.prod)
+_reduce("reduce_any", np.any)
+_reduce("reduce_all", np.all)
+
+
+def _softmax(x: np.ndarray, axis: int) -> np.ndarray:
+    x64 = x.astype(np.float64)
+    e = np.exp(x64 - np.max(x64, axis=axis, keepdims=True))
+    return e / np.sum(e, axis=axis, keepdims=True)
+
+
+def _logsoftmax(x: np.ndarray, axis: int) -> np.ndarray:
+    x64 = x.astype(np.float64)
+    sh = x64 - np.max(x64, axis=axis, keepdims=True)
+    return sh - np.log(np.sum(np.exp(sh), axis=axis, keepdims=True))
+
+
+for _name, _fn in (("softmax", _softmax), ("logsoftmax", _logsoftmax)):
+    defop(_name, lambda op, s, m: Shape.of(s[0].type, s[0].lens),
+          (lambda f: lambda op, a, out, run: f(a[0], norm_axis(op["axis"], a[0].ndim, op.name)))(_fn),
+          attrs=[A("axis", "int", 1, show=True)], traits={"reduce"}, nargs=1, normalize=normalizer(axis="axis"))
+
+
+def _arg_shape(op, s, m):
+    x = s[0]
+    axis = norm_axis(op["axis"], x.ndim, op.name)
+    return Shape.of("int64", [1 if i == axis else n for i, n in enumerate(x.lens)])
+
+
+def _arg(fn):
+    def compute(op, args, out, run):
+        x = args[0]
+        axis = norm_axis(op["axis"], x.ndim, op.name)
+        if op["select_last_index"]:
+            flipped = np.flip(x, axis=axis)
+            idx = x.shape[axis] - 1 - fn(flipped, axis=axis)
+        else:
+            idx = fn(x, axis=axis)
+        return np.expand_dims(idx, axis).astype(np.int64)
+
+    return compute
+
+
+for _name, _fn in (("argmax", np.argmax), ("argmin", np.argmin)):
+    defop(_name, _arg_shape, _arg(_fn), attrs=[A("axis", "int", 0, show=True), A("select_last_index", "bool", False)],
+          traits={"reduce"}, nargs=1, normalize=normalizer(axis="axis"))

@@ -1,0 +1,137 @@
+"""MIGraphX-style text form.
+
+    module: "main"
+    x = @param:x -> float_type, {1, 3, 8, 8}, {192, 64, 8, 1}
+    @1 = @literal{ ... } -> float_type, {16, 3, 3, 3}, {27, 9, 3, 1}
+    @2 = convolution[padding={1, 1, 1, 1},stride={1, 1}](x,@1) -> float_type, {1, 16, 8, 8}, {1024, 64, 8, 1}
+    @3 = @return(@2)
+
+Variable names: a parameter prints as its name, every other instruction as `@<index>` where the
+index counts every instruction of the module. Names in a module other than main are prefixed with
+`<module>:`. In display mode literals with more than 10 elements print `{ ... }`; `full=True`
+prints every value so that `parse(print(p, full=True))` reproduces the program exactly.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from .op import Op
+from .shape import Shape
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .ir import Instruction, Module, Program
+
+ELIDE_OVER = 10
+
+
+def format_value(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (int, np.integer)):
+        return str(int(v))
+    if isinstance(v, float):
+        return _format_float(v)
+    if isinstance(v, Shape):
+        return "{" + str(v) + "}"
+    if isinstance(v, tuple):
+        return "{" + ", ".join(format_value(x) for x in v) + "}"
+    if v is None:
+        return "none"
+    s = str(v)
+    if s and all(c.isalnum() or c in "_:.-" for c in s) and s not in ("true", "false", "none", "inf", "nan") \
+            and not _looks_numeric(s):
+        return s
+    return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def _looks_numeric(s: str) -> bool:
+    try:
+        float(s)
+        return True
+    except ValueError:
+        return False
+
+
+def _format_float(v: float) -> str:
+    if math.isnan(v):
+        return "nan"
+    if math.isinf(v):
+        return "inf" if v > 0 else "-inf"
+    r = repr(float(v))
+    return r[:-2] if r.endswith(".0") else r
+
+
+def format_op(op: Op) -> str:
+    attrs = op.non_default_attrs()
+    if not attrs:
+        return op.name
+    return op.name + "[" + ",".join(f"{k}={format_value(v)}" for k, v in attrs) + "]"
+
+
+def format_literal(data: np.ndarray, full: bool) -> str:
+    flat = np.asarray(data).reshape(-1)
+    if not full and flat.size > ELIDE_OVER:
+        return "{ ... }"
+    if flat.dtype == np.bool_:
+        vals = ["true" if x else "false" for x in flat]
+    elif flat.dtype.kind in "iu":
+        vals = [str(int(x)) for x in flat]
+    else:
+        # float32 -> Python float is exact, so repr round-trips through parse + cast.
+        vals = [_format_float(float(x)) for x in flat]
+    return "{" + ", ".join(vals) + "}"
+
+
+class Namer:
+    """Variable names for one module, MIGraphX style."""
+
+    def __init__(self, module: "Module"):
+        prefix = "" if module.name == "main" else module.name + ":"
+        self.names: dict[int, str] = {}
+        for k, ins in enumerate(module):
+            self.names[ins.id] = prefix + (ins.param_name if ins.is_param() else f"@{k}")
+
+    def __getitem__(self, ins: "Instruction") -> str:
+        return self.names.get(ins.id, f"<#{ins.id}>")
+
+
+def format_instruction(ins: "Instruction", namer: Namer, full: bool = False) -> str:
+    name = namer[ins]
+    if ins.is_param():
+        return f"{name} = @param:{ins.param_name} -> {ins.shape}"
+    if ins.is_literal():
+        return f"{name} = @literal{format_literal(ins.literal.data, full)} -> {ins.shape}"
+    args = ",".join(namer[i] for i in ins.inputs)
+    if ins.is_return():
+        return f"{name} = @return({args})"
+    text = f"{name} = {format_op(ins.op)}({args})"
+    if ins.module_inputs:
+        text += ", [" + ", ".join(m.name for m in ins.module_inputs) + "]"
+    return f"{text} -> {ins.shape}"
+
+
+def print_module(module: "Module", full: bool = False) -> str:
+    namer = Namer(module)
+    lines = [f'module: "{module.name}"']
+    if module.bypass:
+        lines[0] += " bypass"
+    lines.extend(format_instruction(ins, namer, full) for ins in module)
+    return "\n".join(lines) + "\n"
+
+
+def print_program(program: "Program", full: bool = False) -> str:
+    return "\n".join(print_module(m, full) for m in program.get_modules())
+
+
+def instruction_label(ins: "Instruction") -> str:
+    """A short human label for messages: `@5 = convolution (#17)`."""
+    try:
+        k = next(k for k, i in enumerate(ins.module) if i is ins)
+        var = ins.param_name if ins.is_param() else f"@{k}"
+    except StopIteration:
+        var = "<removed>"
+    return f"{var} = {ins.name} (#{ins.id})"

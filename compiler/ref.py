@@ -1,0 +1,193 @@
+"""The numpy reference evaluator: runs any program, fused submodules included.
+
+Values are plain numpy arrays in logical (row-major) order; strides in the IR describe GPU
+memory layouts and do not matter here. Every instruction's result is checked against its IR
+shape, so an op spec whose compute disagrees with its shape rule is caught where it happens.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Mapping, Sequence
+
+import numpy as np
+
+from . import dtypes
+from .errors import EvalError, MigxError
+from .ir import Instruction, Module, Program
+from .shape import Shape
+
+Hook = Callable[[Instruction, np.ndarray], None]
+
+
+def _check_input(name: str, value: Any, shape: Shape) -> np.ndarray:
+    arr = np.asarray(value)
+    want = dtypes.np_dtype(shape.type)
+    if shape.dyn_dims is not None:
+        ok = arr.ndim == len(shape.dyn_dims) and all(d.min <= n <= d.max for n, d in zip(arr.shape, shape.dyn_dims))
+    else:
+        ok = tuple(arr.shape) == shape.lens or (arr.size == 1 and shape.elements() == 1)
+    if not ok:
+        raise EvalError(f"input {name!r} has shape {tuple(arr.shape)} but the program expects {shape}")
+    if arr.dtype != want:
+        if arr.dtype.kind == want.kind or (want.kind == "f" and arr.dtype.kind in "iuf") or np.can_cast(arr.dtype, want):
+            arr = arr.astype(want)
+        else:
+            raise EvalError(f"input {name!r} has element type {arr.dtype} but the program expects {shape.type}")
+    if shape.dyn_dims is None and arr.shape != shape.lens:
+        arr = arr.reshape(shape.lens)
+    return arr
+
+
+def _bind_params(module: Module, inputs: Mapping[str, Any] | Sequence[Any], check: bool) -> dict[int, np.ndarray]:
+    params = module.params()
+    env: dict[int, np.ndarray] = {}
+    if isinstance(inputs, Mapping):
+        names = [p.param_name for p in params]
+        missing = [n for n in names if n not in inputs]
+        if missing:
+            want = ", ".join(f"{p.param_name}: {p.shape}" for p in params if p.param_name in missing)
+            raise EvalError(f"missing input(s) for module {module.name}: {want}")
+        extra = [k for k in inputs if k not in names]
+        if extra:
+            raise EvalError(f"unknown input(s) {', '.join(map(repr, extra))}; the program's inputs are "
+                            f"{', '.join(names) or 'none'}")
+        for p in params:
+            env[p.id] = _check_input(p.param_name, inputs[p.param_name], p.shape) if check else np.asarray(
+                inputs[p.param_name])
+    else:
+        if len(inputs) != len(params):
+            raise EvalError(f"module {module.name} takes {len(params)} inputs, got {len(inputs)}")
+        for p, v in zip(params, inputs):
+            env[p.id] = _check_input(p.param_name, v, p.shape) if check else np.asarray(v)
+    return env
+
+
+def evaluate_module(module: Module, inputs: Mapping[str, Any] | Sequence[Any], *, check_shapes: bool = True,
+                    hook: Hook | None = None, keep_all: bool = False) -> list[np.ndarray]:
+    """Run one module. `check_shapes=False` is used for pointwise submodules, whose scalar params
+    are fed whole tensors."""
+    env = _bind_params(module, inputs, check_shapes)
+    instrs = [i for i in module]
+    last_use: dict[int, int] = {}
+    if not keep_all:
+        for k, ins in enumerate(instrs):
+            for i in ins.inputs:
+                last_use[i.id] = k
+    outputs = module.output_instructions()
+    keep = {o.id for o in outputs}
+
+    with np.errstate(all="ignore"):
+        for k, ins in enumerate(instrs):
+            if ins.is_param():
+                continue
+            if ins.is_return():
+                break
+            if ins.is_literal():
+                env[ins.id] = ins.literal.data
+            else:
+                env[ins.id] = _run(ins, [env[i.id] for i in ins.inputs], check_shapes)
+            if hook is not None:
+                hook(ins, env[ins.id])
+            if not keep_all:
+                for i in ins.inputs:
+                    if last_use.get(i.id) == k and i.id not in keep:
+                        env.pop(i.id, None)
+    return [env[o.id] for o in outputs]
+
+
+def _run(ins: Instruction, args: list[np.ndarray], check_shapes: bool) -> np.ndarray:
+    spec = ins.op.spec
+    if spec.compute is None:
+        raise EvalError(f"module {ins.module.name}: {ins.name} (#{ins.id}) has no reference implementation")
+    try:
+        res = spec.compute(ins.op, args, ins.shape, _SubRunner(ins))
+    except MigxError as e:
+        raise EvalError(f"module {ins.module.name}: {ins.name} (#{ins.id}): {e}") from None
+    except (ValueError, TypeError, IndexError, KeyError, ZeroDivisionError, OverflowError) as e:
+        raise EvalError(f"module {ins.module.name}: {ins.name} (#{ins.id}) failed: {e}") from None
+    out = ins.shape
+    if out.is_tuple:
+        return tuple(np.asarray(r, dtype=dtypes.np_dtype(s.type)) for r, s in zip(res, out.sub_shapes))
+    arr = np.asarray(res)
+    want = dtypes.np_dtype(out.type)
+    if arr.dtype != want:
+        arr = arr.astype(want)
+    if check_shapes and out.dyn_dims is None and tuple(arr.shape) != out.lens:
+        if arr.size == out.elements():
+            arr = arr.reshape(out.lens)
+        else:
+            raise EvalError(f"module {ins.module.name}: {ins.name} (#{ins.id}) computed shape {arr.shape}, "
+                            f"but its IR shape is {out}")
+    return arr
+
+
+class _SubRunner:
+    """Passed to op computes: call it with (module, args) to evaluate a submodule."""
+
+    __slots__ = ("ins",)
+
+    def __init__(self, ins: Instruction):
+        self.ins = ins
+
+    def __call__(self, module: Module, args: Sequence[np.ndarray], check_shapes: bool | None = None):
+        return evaluate_module(module, args, check_shapes=(not module.bypass) if check_shapes is None
+                               else check_shapes)
+
+
+def evaluate(program: Program, inputs: Mapping[str, Any], *, hook: Hook | None = None) -> list[np.ndarray]:
+    """Run `main` with named inputs; returns the outputs of @return (or the last instruction)."""
+    return evaluate_module(program.main, inputs, hook=hook)
+
+
+def evaluate_all(program: Program, inputs: Mapping[str, Any]) -> dict[int, np.ndarray]:
+    """Every value of main, keyed by stable instruction id (used to find where numerics diverge)."""
+    values: dict[int, np.ndarray] = {}
+
+    def hook(ins: Instruction, v: np.ndarray) -> None:
+        values[ins.id] = v
+
+    values.update(_bind_params(program.main, inputs, True))
+    evaluate_module(program.main, inputs, hook=hook, keep_all=True)
+    return values
+
+
+def eval_instruction(ins: Instruction) -> np.ndarray:
+    """Evaluate a constant subtree (literals and context-free ops) on the host."""
+    if not ins.can_eval():
+        raise EvalError(f"{ins.name} (#{ins.id}) depends on a parameter or a non-constant op")
+    memo: dict[int, np.ndarray] = {}
+    stack = [ins]
+    with np.errstate(all="ignore"):
+        while stack:
+            cur = stack[-1]
+            if cur.id in memo:
+                stack.pop()
+                continue
+            if cur.is_literal():
+                memo[cur.id] = cur.literal.data
+                stack.pop()
+                continue
+            pending = [i for i in cur.inputs if i.id not in memo]
+            if pending:
+                stack.extend(pending)
+                continue
+            memo[cur.id] = _run(cur, [memo[i.id] for i in cur.inputs], True)
+            stack.pop()
+    return memo[ins.id]
+
+
+def random_inputs(program: Program, seed: int = 0) -> dict[str, np.ndarray]:
+    """Deterministic inputs for every parameter of main (floats in [-1, 1), small ints)."""
+    rng = np.random.default_rng(seed)
+    out = {}
+    for p in program.main.params():
+        s = p.shape
+        lens = tuple(d.min if d.min > 0 else 1 for d in s.dyn_dims) if s.dyn_dims is not None else s.lens
+        t = dtypes.dtype(s.type)
+        if t.is_float:
+            out[p.param_name] = rng.uniform(-1, 1, lens).astype(t.np_dtype)
+        elif t.name == "bool":
+            out[p.param_name] = rng.integers(0, 2, lens).astype(np.bool_)
+        else:
+            out[p.param_name] = rng.integers(0, 4, lens).astype(t.np_dtype)
+    return out

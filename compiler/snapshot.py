@@ -1,0 +1,212 @@
+"""Immutable snapshots of a program and structural diffs keyed by stable instruction ids.
+
+A snapshot holds structure only: literal data is shared with the live program (it is immutable).
+A module whose version did not change since the last snapshot reuses its previous record, so
+snapshotting after every pass costs time only for the modules a pass touched.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import TYPE_CHECKING
+
+from .op import Op
+from .shape import Shape
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .ir import Literal, Module, Program
+
+
+@dataclass(frozen=True)
+class InstrRecord:
+    id: int
+    op: Op
+    inputs: tuple[int, ...]
+    modules: tuple[str, ...]
+    shape: Shape
+    origin: tuple[int, ...] = ()
+    literal: "Literal | None" = None
+
+    @property
+    def name(self) -> str:
+        return self.op.name
+
+    def same_content(self, other: "InstrRecord") -> bool:
+        """Equal op, inputs, submodules and shape (the literal compared by identity/content)."""
+        if (self.op != other.op or self.inputs != other.inputs or self.modules != other.modules
+                or self.shape != other.shape):
+            return False
+        if self.literal is None or other.literal is None:
+            return self.literal is other.literal
+        return self.literal.same_as(other.literal)
+
+
+@dataclass(frozen=True)
+class ModuleSnapshot:
+    name: str
+    bypass: bool
+    instrs: tuple[InstrRecord, ...]
+
+    @cached_property
+    def by_id(self) -> dict[int, InstrRecord]:
+        return {r.id: r for r in self.instrs}
+
+    def __len__(self) -> int:
+        return len(self.instrs)
+
+
+@dataclass(frozen=True, eq=False)
+class ProgramSnapshot:
+    modules: tuple[ModuleSnapshot, ...]
+    next_id: int
+
+    @cached_property
+    def by_name(self) -> dict[str, ModuleSnapshot]:
+        return {m.name: m for m in self.modules}
+
+    def module(self, name: str = "main") -> ModuleSnapshot:
+        return self.by_name[name]
+
+    @cached_property
+    def by_id(self) -> dict[int, tuple[str, InstrRecord]]:
+        return {r.id: (m.name, r) for m in self.modules for r in m.instrs}
+
+    def total_instructions(self) -> int:
+        return sum(len(m) for m in self.modules)
+
+    def to_program(self) -> "Program":
+        from .ir import Instruction, Module, Program
+
+        p = Program.__new__(Program)
+        p.modules = {}
+        p._next_id = self.next_id
+        p._epoch = self.next_id
+        p._origin_stack = []
+        for ms in self.modules:
+            m = Module(ms.name, p)
+            m.bypass = ms.bypass
+            p.modules[ms.name] = m
+        for ms in self.modules:
+            m = p.modules[ms.name]
+            live: dict[int, Instruction] = {}
+            for r in ms.instrs:
+                ins = Instruction(m, r.op, [live[i] for i in r.inputs], [p.modules[n] for n in r.modules],
+                                  r.shape, r.origin, r.literal, r.id)
+                for i in ins._inputs:
+                    if ins not in i._outputs:
+                        i._outputs.append(ins)
+                live[r.id] = ins
+                m._link_before(ins, m._tail)
+            m.version = 0
+        return p
+
+    @cached_property
+    def text(self) -> str:
+        from .printer import print_program
+
+        return print_program(self.to_program())
+
+
+_CACHE_ATTR = "_snapshot_cache"
+
+
+def snapshot_module(m: "Module") -> ModuleSnapshot:
+    cache = getattr(m, _CACHE_ATTR, None)
+    if cache is not None and cache[0] == m.version and cache[1].name == m.name and cache[1].bypass == m.bypass:
+        return cache[1]
+    recs = tuple(
+        InstrRecord(ins._id, ins._op, tuple(i._id for i in ins._inputs),
+                    tuple(sm.name for sm in ins._module_inputs), ins._shape, ins._origin, ins._literal)
+        for ins in m)
+    snap = ModuleSnapshot(m.name, m.bypass, recs)
+    setattr(m, _CACHE_ATTR, (m.version, snap))
+    return snap
+
+
+def snapshot(p: "Program") -> ProgramSnapshot:
+    return ProgramSnapshot(tuple(snapshot_module(m) for m in p.get_modules()), p._next_id)
+
+
+@dataclass(frozen=True)
+class SnapshotDiff:
+    """What a pass did, keyed by stable id (across all modules)."""
+
+    added: frozenset[int]
+    removed: frozenset[int]
+    changed: frozenset[int]
+    unchanged: frozenset[int]
+    modules_added: tuple[str, ...] = ()
+    modules_removed: tuple[str, ...] = ()
+    # replaced_by[removed id] = ids of new instructions whose origin names it
+    replaced_by: dict[int, tuple[int, ...]] = field(default_factory=dict)
+
+    @property
+    def is_noop(self) -> bool:
+        return not (self.added or self.removed or self.changed or self.modules_added or self.modules_removed)
+
+    def summary(self) -> str:
+        if self.is_noop:
+            return "no change"
+        parts = [f"+{len(self.added)}", f"-{len(self.removed)}", f"~{len(self.changed)}"]
+        if self.modules_added:
+            parts.append(f"modules +{len(self.modules_added)}")
+        if self.modules_removed:
+            parts.append(f"modules -{len(self.modules_removed)}")
+        return " ".join(parts)
+
+
+def diff(before: ProgramSnapshot, after: ProgramSnapshot) -> SnapshotDiff:
+    a, b = before.by_id, after.by_id
+    added = frozenset(b.keys() - a.keys())
+    removed = frozenset(a.keys() - b.keys())
+    changed, unchanged = set(), set()
+    order_changed_mods = set()
+    for mname in before.by_name.keys() & after.by_name.keys():
+        ma, mb = before.by_name[mname], after.by_name[mname]
+        if ma is mb:
+            unchanged.update(ma.by_id)
+            continue
+        ia = [r.id for r in ma.instrs if r.id in mb.by_id]
+        ib = [r.id for r in mb.instrs if r.id in ma.by_id]
+        if ia != ib:
+            order_changed_mods.add(mname)
+    for i in a.keys() & b.keys():
+        if i in unchanged:
+            continue
+        (ma, ra), (mb, rb) = a[i], b[i]
+        if ma != mb or not ra.same_content(rb):
+            changed.add(i)
+        else:
+            unchanged.add(i)
+    replaced_by: dict[int, list[int]] = {}
+    for i in added:
+        for o in b[i][1].origin:
+            if o in removed or o in changed:
+                replaced_by.setdefault(o, []).append(i)
+    return SnapshotDiff(
+        added, removed, frozenset(changed), frozenset(unchanged),
+        tuple(sorted(after.by_name.keys() - before.by_name.keys())),
+        tuple(sorted(before.by_name.keys() - after.by_name.keys())),
+        {k: tuple(v) for k, v in replaced_by.items()})
+
+
+def structurally_equal(p: "Program", q: "Program") -> bool:
+    """Same modules, and position by position the same ops, inputs, submodules, shapes and literal
+    values. Instruction ids are not compared (a parsed program gets fresh ids)."""
+    return structure_key(p) == structure_key(q)
+
+
+def structure_key(p: "Program") -> tuple:
+    mods = []
+    for m in p.get_modules():
+        pos = {ins.id: k for k, ins in enumerate(m)}
+        rows = []
+        for ins in m:
+            lit = None
+            if ins.literal is not None:
+                lit = (ins.literal.data.dtype.str, ins.literal.data.shape, ins.literal.data.tobytes())
+            rows.append((ins.op, tuple(pos[i.id] for i in ins.inputs), tuple(x.name for x in ins.module_inputs),
+                         ins.shape, lit))
+        mods.append((m.name, m.bypass, tuple(rows)))
+    return tuple(mods)
