@@ -14,14 +14,15 @@ which lets a module keep a version counter that snapshots use to skip unchanged 
 from __future__ import annotations
 
 import contextlib
-from typing import Any, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
 
 import numpy as np
 
+from . import dtypes
 from .errors import IRError, ValidationError
 from .op import Op, compute_shape
 from .shape import Shape
-from . import dtypes
 
 
 class Literal:
@@ -54,7 +55,7 @@ class Literal:
             self._hash = hash((self.shape, self.data.tobytes()))
         return self._hash
 
-    def same_as(self, other: "Literal") -> bool:
+    def same_as(self, other: Literal) -> bool:
         if self is other:
             return True
         return (self.shape == other.shape and self.content_hash() == other.content_hash()
@@ -68,7 +69,7 @@ class Instruction:
     __slots__ = ("_id", "_op", "_inputs", "_module_inputs", "_shape", "_outputs", "_origin",
                  "_literal", "_module", "_prev", "_next", "_alive")
 
-    def __init__(self, module: "Module", op: Op, inputs: Sequence["Instruction"], module_inputs, shape: Shape,
+    def __init__(self, module: Module, op: Op, inputs: Sequence[Instruction], module_inputs, shape: Shape,
                  origin: tuple[int, ...], literal: Literal | None, id: int):
         self._id = id
         self._op = op
@@ -97,12 +98,12 @@ class Instruction:
     alive = property(lambda s: s._alive)
 
     @property
-    def next(self) -> "Instruction | None":
+    def next(self) -> Instruction | None:
         n = self._next
         return None if n is None or n._op is None else n
 
     @property
-    def prev(self) -> "Instruction | None":
+    def prev(self) -> Instruction | None:
         p = self._prev
         return None if p is None or p._op is None else p
 
@@ -170,7 +171,7 @@ class _Sentinel(Instruction):
 
 
 class Module:
-    def __init__(self, name: str, program: "Program"):
+    def __init__(self, name: str, program: Program):
         self.name = name
         self.program = program
         self.bypass = False
@@ -247,7 +248,7 @@ class Module:
     def output_shapes(self) -> list[Shape]:
         return [i.shape for i in self.output_instructions()]
 
-    def sub_modules(self) -> list["Module"]:
+    def sub_modules(self) -> list[Module]:
         seen: dict[str, Module] = {}
         for ins in self:
             for m in ins._module_inputs:
@@ -258,7 +259,7 @@ class Module:
         return {ins._id: k for k, ins in enumerate(self)}
 
     # creation --------------------------------------------------------------------------------------
-    def _new(self, op: Op, inputs: Sequence[Instruction], module_inputs: Sequence["Module"] = (),
+    def _new(self, op: Op, inputs: Sequence[Instruction], module_inputs: Sequence[Module] = (),
              shape: Shape | None = None, literal: Literal | None = None) -> Instruction:
         for i in inputs:
             if not isinstance(i, Instruction) or isinstance(i, _Sentinel):
@@ -289,18 +290,18 @@ class Module:
         self.version += 1
         return ins
 
-    def add_instruction(self, op: Op, inputs: Sequence[Instruction] = (), module_inputs: Sequence["Module"] = (),
+    def add_instruction(self, op: Op, inputs: Sequence[Instruction] = (), module_inputs: Sequence[Module] = (),
                         ) -> Instruction:
         """Append at the end (before a trailing @return, if there is one)."""
         ret = self.return_instruction()
         return self.insert_instruction(ret if ret is not None else self._tail, op, inputs, module_inputs)
 
     def insert_instruction(self, before: Instruction, op: Op, inputs: Sequence[Instruction] = (),
-                           module_inputs: Sequence["Module"] = ()) -> Instruction:
+                           module_inputs: Sequence[Module] = ()) -> Instruction:
         return self._link_before(self._new(op, inputs, module_inputs), before)
 
     def insert_after(self, after: Instruction, op: Op, inputs: Sequence[Instruction] = (),
-                     module_inputs: Sequence["Module"] = ()) -> Instruction:
+                     module_inputs: Sequence[Module] = ()) -> Instruction:
         return self.insert_instruction(after._next, op, inputs, module_inputs)
 
     def add_parameter(self, name: str, shape: Shape) -> Instruction:
@@ -333,7 +334,7 @@ class Module:
 
     # rewriting -----------------------------------------------------------------------------------
     def replace_instruction(self, ins: Instruction, op: Op | None = None, inputs: Sequence[Instruction] | None = None,
-                            module_inputs: Sequence["Module"] | None = None) -> Instruction:
+                            module_inputs: Sequence[Module] | None = None) -> Instruction:
         """Change op and/or inputs in place; the id is kept, the shape recomputed.
 
         If the new shape differs from the old one every user is re-checked, so a rewrite cannot
@@ -663,7 +664,7 @@ class Program:
     def total_instructions(self) -> int:
         return sum(len(m) for m in self.modules.values())
 
-    def copy(self) -> "Program":
+    def copy(self) -> Program:
         """Structural copy with the same ids (literal data shared, not copied)."""
         from .snapshot import snapshot
 

@@ -21,8 +21,9 @@ from __future__ import annotations
 
 import difflib
 import importlib
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -126,7 +127,7 @@ class OpSpec:
     traits: frozenset[str] = frozenset()
     normalize: NormalizeFn | None = None
     # Index of the input whose memory the output aliases (views, ops writing into an allocation).
-    output_alias: Callable[["Op", list[Shape]], int] | None = None
+    output_alias: Callable[[Op, list[Shape]], int] | None = None
     nargs: int | tuple[int, int] | None = None  # exact count, or (min, max); max -1 = unbounded
     doc: str = ""
     attr_index: Mapping[str, AttrSpec] = field(default=None, compare=False, repr=False)
@@ -222,7 +223,7 @@ class Op:
                 return v
         return default
 
-    def with_(self, **kw: Any) -> "Op":
+    def with_(self, **kw: Any) -> Op:
         return Op(self.name, {**self.attrs, **kw})
 
     def has(self, trait: str) -> bool:
@@ -274,7 +275,7 @@ def make_op(name: str, /, **attrs: Any) -> Op:
     return Op(name, attrs)
 
 
-def compute_shape(op: Op, inputs: list[Shape], mods: Sequence["Module"] = ()) -> Shape:
+def compute_shape(op: Op, inputs: list[Shape], mods: Sequence[Module] = ()) -> Shape:
     """Run an op's shape rule with argument-count checking and a uniform error message."""
     spec = op.spec
     n = spec.nargs

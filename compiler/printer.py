@@ -89,17 +89,17 @@ def format_literal(data: np.ndarray, full: bool) -> str:
 class Namer:
     """Variable names for one module, MIGraphX style."""
 
-    def __init__(self, module: "Module"):
+    def __init__(self, module: Module):
         prefix = "" if module.name == "main" else module.name + ":"
         self.names: dict[int, str] = {}
         for k, ins in enumerate(module):
             self.names[ins.id] = prefix + (ins.param_name if ins.is_param() else f"@{k}")
 
-    def __getitem__(self, ins: "Instruction") -> str:
+    def __getitem__(self, ins: Instruction) -> str:
         return self.names.get(ins.id, f"<#{ins.id}>")
 
 
-def format_instruction(ins: "Instruction", namer: Namer, full: bool = False) -> str:
+def format_instruction(ins: Instruction, namer: Namer, full: bool = False) -> str:
     name = namer[ins]
     if ins.is_param():
         return f"{name} = @param:{ins.param_name} -> {ins.shape}"
@@ -114,7 +114,7 @@ def format_instruction(ins: "Instruction", namer: Namer, full: bool = False) -> 
     return f"{text} -> {ins.shape}"
 
 
-def print_module(module: "Module", full: bool = False) -> str:
+def print_module(module: Module, full: bool = False) -> str:
     namer = Namer(module)
     lines = [f'module: "{module.name}"']
     if module.bypass:
@@ -123,11 +123,11 @@ def print_module(module: "Module", full: bool = False) -> str:
     return "\n".join(lines) + "\n"
 
 
-def print_program(program: "Program", full: bool = False) -> str:
+def print_program(program: Program, full: bool = False) -> str:
     return "\n".join(print_module(m, full) for m in program.get_modules())
 
 
-def instruction_label(ins: "Instruction") -> str:
+def instruction_label(ins: Instruction) -> str:
     """A short human label for messages: `@5 = convolution (#17)`."""
     try:
         k = next(k for k, i in enumerate(ins.module) if i is ins)

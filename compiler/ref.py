@@ -7,7 +7,8 @@ shape, so an op spec whose compute disagrees with its shape rule is caught where
 
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 

@@ -8,8 +8,8 @@ fused ops).
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Iterable, Sequence
 
 from . import dtypes
 
@@ -52,7 +52,7 @@ class Shape:
     lens: tuple[int, ...]
     strides: tuple[int, ...] = field(default=())
     dyn_dims: tuple[DynDim, ...] | None = None
-    sub_shapes: tuple["Shape", ...] | None = None
+    sub_shapes: tuple[Shape, ...] | None = None
 
     def __post_init__(self):
         if self.type == "tuple":
@@ -71,16 +71,16 @@ class Shape:
 
     # ---- constructors -------------------------------------------------------------------------
     @staticmethod
-    def of(type: str, lens: Iterable[int], strides: Iterable[int] | None = None) -> "Shape":
+    def of(type: str, lens: Iterable[int], strides: Iterable[int] | None = None) -> Shape:
         return Shape(dtypes.dtype(type).name, tuple(lens), tuple(strides) if strides is not None else ())
 
     @staticmethod
-    def scalar(type: str) -> "Shape":
+    def scalar(type: str) -> Shape:
         """MIGraphX's scalar: lens {1}, strides {0}."""
         return Shape(dtypes.dtype(type).name, (1,), (0,))
 
     @staticmethod
-    def dynamic(type: str, dims: Sequence[DynDim | int | tuple[int, int]]) -> "Shape":
+    def dynamic(type: str, dims: Sequence[DynDim | int | tuple[int, int]]) -> Shape:
         dd = []
         for d in dims:
             if isinstance(d, DynDim):
@@ -93,11 +93,11 @@ class Shape:
         return Shape(dtypes.dtype(type).name, lens, (), tuple(dd))
 
     @staticmethod
-    def tuple_of(subs: Sequence["Shape"]) -> "Shape":
+    def tuple_of(subs: Sequence[Shape]) -> Shape:
         return Shape("tuple", (), (), None, tuple(subs))
 
     @staticmethod
-    def from_permutation(type: str, lens: Sequence[int], perm: Sequence[int]) -> "Shape":
+    def from_permutation(type: str, lens: Sequence[int], perm: Sequence[int]) -> Shape:
         """Lens in logical order, laid out in memory in `perm` order (perm[0] outermost)."""
         plens = [lens[p] for p in perm]
         pstr = standard_strides(plens)
@@ -165,16 +165,16 @@ class Shape:
         """Axes ordered from outermost (largest stride) to innermost; ties keep logical order."""
         return tuple(sorted(range(self.ndim), key=lambda i: (-self.strides[i], i)))
 
-    def with_lens(self, lens: Sequence[int]) -> "Shape":
+    def with_lens(self, lens: Sequence[int]) -> Shape:
         """Same type and memory order, new lens (packed)."""
         if self.ndim == len(lens) and not self.broadcasted():
             return Shape.from_permutation(self.type, lens, self.permutation())
         return Shape.of(self.type, lens)
 
-    def with_type(self, type: str) -> "Shape":
+    def with_type(self, type: str) -> Shape:
         return Shape(dtypes.dtype(type).name, self.lens, self.strides, self.dyn_dims)
 
-    def as_standard(self) -> "Shape":
+    def as_standard(self) -> Shape:
         return Shape.of(self.type, self.lens)
 
     # ---- printing -------------------------------------------------------------------------------

@@ -26,13 +26,13 @@ class InstrRecord:
     modules: tuple[str, ...]
     shape: Shape
     origin: tuple[int, ...] = ()
-    literal: "Literal | None" = None
+    literal: Literal | None = None
 
     @property
     def name(self) -> str:
         return self.op.name
 
-    def same_content(self, other: "InstrRecord") -> bool:
+    def same_content(self, other: InstrRecord) -> bool:
         """Equal op, inputs, submodules and shape (the literal compared by identity/content)."""
         if (self.op != other.op or self.inputs != other.inputs or self.modules != other.modules
                 or self.shape != other.shape):
@@ -75,7 +75,7 @@ class ProgramSnapshot:
     def total_instructions(self) -> int:
         return sum(len(m) for m in self.modules)
 
-    def to_program(self) -> "Program":
+    def to_program(self) -> Program:
         from .ir import Instruction, Module, Program
 
         p = Program.__new__(Program)
@@ -111,7 +111,7 @@ class ProgramSnapshot:
 _CACHE_ATTR = "_snapshot_cache"
 
 
-def snapshot_module(m: "Module") -> ModuleSnapshot:
+def snapshot_module(m: Module) -> ModuleSnapshot:
     cache = getattr(m, _CACHE_ATTR, None)
     if cache is not None and cache[0] == m.version and cache[1].name == m.name and cache[1].bypass == m.bypass:
         return cache[1]
@@ -124,7 +124,7 @@ def snapshot_module(m: "Module") -> ModuleSnapshot:
     return snap
 
 
-def snapshot(p: "Program") -> ProgramSnapshot:
+def snapshot(p: Program) -> ProgramSnapshot:
     return ProgramSnapshot(tuple(snapshot_module(m) for m in p.get_modules()), p._next_id)
 
 
@@ -191,13 +191,13 @@ def diff(before: ProgramSnapshot, after: ProgramSnapshot) -> SnapshotDiff:
         {k: tuple(v) for k, v in replaced_by.items()})
 
 
-def structurally_equal(p: "Program", q: "Program") -> bool:
+def structurally_equal(p: Program, q: Program) -> bool:
     """Same modules, and position by position the same ops, inputs, submodules, shapes and literal
     values. Instruction ids are not compared (a parsed program gets fresh ids)."""
     return structure_key(p) == structure_key(q)
 
 
-def structure_key(p: "Program") -> tuple:
+def structure_key(p: Program) -> tuple:
     mods = []
     for m in p.get_modules():
         pos = {ins.id: k for k, ins in enumerate(m)}

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import dtypes
 from ..errors import ShapeError
 from ..op import defop
 from ..shape import Shape
-from .. import dtypes
 from .common import A
 
 

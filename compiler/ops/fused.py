@@ -12,7 +12,7 @@ import numpy as np
 from ..errors import ShapeError
 from ..op import defop
 from ..shape import Shape
-from .common import A, pointwise_shape, norm_axes
+from .common import A, norm_axes, pointwise_shape
 
 
 def _single_module(op_name: str, mods) -> object:

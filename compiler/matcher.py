@@ -1,0 +1,508 @@
+"""Matcher DSL for rewrite rules, after MIGraphX's `match::` (src/include/migraphx/matcher.hpp).
+
+    m = name("mul")(either_arg(0, 1)(name("convolution")(used_once()).bind("conv"),
+                                      is_constant().bind("a")))
+
+A matcher is tried on one instruction and either succeeds (filling `bindings`) or fails with a
+reason ("arg 1: expected convolution, got relu"). Calling a matcher with sub-matchers composes
+them: all must hold on the same instruction. Rules (finders) pair a matcher with an optional
+`check` that refuses with a reason and an `apply` that rewrites. `find_matches` makes one forward
+sweep applying the first matching rule per instruction, as MIGraphX does; repeat_while_changes
+iterates to a fixpoint. Every application is recorded for the trace, and `near_misses` lists
+where a rule under development almost matched and why it did not.
+"""
+
+from __future__ import annotations
+
+import contextvars
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .ir import Instruction, Module
+
+
+class MatchState:
+    __slots__ = ("bindings", "reason", "depth", "_eval_cache")
+
+    def __init__(self):
+        self.bindings: dict[str, Instruction] = {}
+        self.reason = ""
+        self.depth = 0  # how many conditions held before the failure (near-miss ranking)
+        self._eval_cache: dict = {}
+
+
+class Matcher:
+    """Base matcher. Subclasses implement `_test(ins, st) -> bool`, setting st.reason on failure."""
+
+    desc = "matcher"
+
+    def _test(self, ins: Instruction, st: MatchState) -> bool:  # pragma: no cover
+        raise NotImplementedError
+
+    def test(self, ins: Instruction, st: MatchState) -> bool:
+        ok = self._test(ins, st)
+        if ok:
+            st.depth += 1
+        return ok
+
+    def __call__(self, *subs: Matcher) -> Matcher:
+        return AllOf((self,) + subs) if subs else self
+
+    def bind(self, name: str) -> Matcher:
+        return Bind(self, name)
+
+    def match(self, ins: Instruction) -> MatchResult | None:
+        st = MatchState()
+        if self.test(ins, st):
+            return MatchResult(ins, dict(st.bindings))
+        return None
+
+    def explain(self, ins: Instruction) -> tuple[bool, str, int]:
+        st = MatchState()
+        ok = self.test(ins, st)
+        return ok, st.reason, st.depth
+
+    def __repr__(self) -> str:
+        return self.desc
+
+
+@dataclass
+class MatchResult:
+    root: Instruction
+    bindings: dict[str, Instruction] = field(default_factory=dict)
+
+    def __getitem__(self, k: str) -> Instruction:
+        return self.bindings[k]
+
+    def get(self, k: str) -> Instruction | None:
+        return self.bindings.get(k)
+
+
+class _Pred(Matcher):
+    def __init__(self, desc: str, fn: Callable[[Instruction, MatchState], bool], why: Callable | str):
+        self.desc, self.fn, self.why = desc, fn, why
+
+    def _test(self, ins, st):
+        if self.fn(ins, st):
+            return True
+        st.reason = self.why(ins) if callable(self.why) else self.why
+        return False
+
+
+def pred(desc: str, fn: Callable[[Instruction], bool], why: str | Callable | None = None) -> Matcher:
+    """A custom predicate matcher (MIGRAPHX_PRED_MATCHER)."""
+    return _Pred(desc, lambda ins, st: fn(ins), why or (lambda ins: f"{ins.name} fails {desc}"))
+
+
+def name(*names: str) -> Matcher:
+    allowed = frozenset(names)
+    shown = "|".join(names)
+    return _Pred(f"name({shown})", lambda ins, st: ins.name in allowed,
+                 lambda ins: f"expected {shown}, got {ins.name}")
+
+
+def name_contains(part: str) -> Matcher:
+    return _Pred(f"name_contains({part})", lambda ins, st: part in ins.name,
+                 lambda ins: f"{ins.name} does not contain {part!r}")
+
+
+def any_() -> Matcher:
+    return _Pred("any", lambda ins, st: True, "")
+
+
+def none_() -> Matcher:
+    return _Pred("none", lambda ins, st: False, "never matches")
+
+
+def nargs(n: int) -> Matcher:
+    return _Pred(f"nargs({n})", lambda ins, st: len(ins.inputs) == n,
+                 lambda ins: f"{ins.name} has {len(ins.inputs)} inputs, expected {n}")
+
+
+def used_once() -> Matcher:
+    return _Pred("used_once", lambda ins, st: len(ins.outputs) == 1,
+                 lambda ins: f"{ins.name} has {len(ins.outputs)} users (needs exactly one)")
+
+
+def is_constant() -> Matcher:
+    def ok(ins, st):
+        return ins.can_eval(st._eval_cache)
+
+    return _Pred("is_constant", ok, lambda ins: f"{ins.name} is not constant (depends on a parameter)")
+
+
+def has_attribute(key: str) -> Matcher:
+    return _Pred(f"has_attribute({key})", lambda ins, st: ins.op.get(key, _MISSING) is not _MISSING,
+                 lambda ins: f"{ins.name} has no attribute {key}")
+
+
+def attr_value(key: str, value: Any) -> Matcher:
+    return _Pred(f"{key}={value}", lambda ins, st: ins.op.get(key, _MISSING) == value,
+                 lambda ins: f"{ins.name}.{key} is {ins.op.get(key, 'missing')}, expected {value}")
+
+
+has_op_value = attr_value
+
+
+def has_value(value: float, rtol: float = 0.0) -> Matcher:
+    """A constant whose every element equals `value` (evaluates constant subtrees)."""
+
+    def ok(ins, st):
+        if not ins.can_eval(st._eval_cache):
+            return False
+        data = ins.eval()
+        return data.size > 0 and bool(np.all(np.isclose(data, value, rtol=rtol, atol=0)))
+
+    return _Pred(f"has_value({value})", ok, lambda ins: f"{ins.name} is not the constant {value}")
+
+
+def standard_shape() -> Matcher:
+    return _Pred("standard_shape", lambda ins, st: ins.shape.standard(), lambda ins: f"{ins.shape} is not standard")
+
+
+def broadcast_shape() -> Matcher:
+    return _Pred("broadcast_shape", lambda ins, st: ins.shape.broadcasted(),
+                 lambda ins: f"{ins.shape} is not broadcast")
+
+
+def scalar_shape() -> Matcher:
+    return _Pred("scalar_shape", lambda ins, st: ins.shape.scalar_shape() or ins.shape.elements() == 1,
+                 lambda ins: f"{ins.shape} is not scalar")
+
+
+def pointwise() -> Matcher:
+    return _Pred("pointwise", lambda ins, st: ins.op.has("pointwise"), lambda ins: f"{ins.name} is not pointwise")
+
+
+def same_shape(*binds: str) -> Matcher:
+    def ok(ins, st):
+        return all(st.bindings[b].shape == ins.shape for b in binds if b in st.bindings)
+
+    return _Pred(f"same_shape({', '.join(binds)})", ok, "shapes differ")
+
+
+_MISSING = object()
+
+
+class Bind(Matcher):
+    def __init__(self, inner: Matcher, key: str):
+        self.inner, self.key = inner, key
+        self.desc = f"{inner.desc}.bind({key})"
+
+    def _test(self, ins, st):
+        if not self.inner.test(ins, st):
+            return False
+        prev = st.bindings.get(self.key)
+        if prev is not None and prev is not ins:
+            st.reason = f"binding {self.key} already names a different instruction"
+            return False
+        st.bindings[self.key] = ins
+        return True
+
+
+class AllOf(Matcher):
+    def __init__(self, ms: Sequence[Matcher]):
+        self.ms = tuple(ms)
+        self.desc = "all_of(" + ", ".join(m.desc for m in self.ms) + ")"
+
+    def _test(self, ins, st):
+        return all(m.test(ins, st) for m in self.ms)
+
+    def __call__(self, *subs: Matcher) -> Matcher:
+        return AllOf(self.ms + subs) if subs else self
+
+
+class AnyOf(Matcher):
+    def __init__(self, ms: Sequence[Matcher]):
+        self.ms = tuple(ms)
+        self.desc = "any_of(" + ", ".join(m.desc for m in self.ms) + ")"
+
+    def _test(self, ins, st):
+        reasons = []
+        for m in self.ms:
+            saved = dict(st.bindings)
+            if m.test(ins, st):
+                return True
+            st.bindings = saved
+            reasons.append(st.reason)
+        st.reason = "none of: " + "; ".join(reasons)
+        return False
+
+
+class NoneOf(Matcher):
+    def __init__(self, ms: Sequence[Matcher]):
+        self.ms = tuple(ms)
+        self.desc = "none_of(" + ", ".join(m.desc for m in self.ms) + ")"
+
+    def _test(self, ins, st):
+        for m in self.ms:
+            probe = MatchState()
+            if m.test(ins, probe):
+                st.reason = f"{ins.name} matches excluded {m.desc}"
+                return False
+        return True
+
+
+def all_of(*ms: Matcher) -> Matcher:
+    return AllOf(ms)
+
+
+def any_of(*ms: Matcher) -> Matcher:
+    return AnyOf(ms)
+
+
+def none_of(*ms: Matcher) -> Matcher:
+    return NoneOf(ms)
+
+
+class _Arg(Matcher):
+    def __init__(self, i: int, m: Matcher, skip: frozenset[str] = frozenset()):
+        self.i, self.m, self.skip = i, m, skip
+        self.desc = f"arg({i})({m.desc})"
+
+    def _test(self, ins, st):
+        if self.i >= len(ins.inputs):
+            st.reason = f"{ins.name} has no input {self.i}"
+            return False
+        x = _skip(ins.inputs[self.i], self.skip)
+        if not self.m.test(x, st):
+            st.reason = f"arg {self.i} of {ins.name}: {st.reason}"
+            return False
+        return True
+
+
+def _skip(ins: Instruction, names: frozenset[str]) -> Instruction:
+    while names and ins.name in names and ins.inputs:
+        ins = ins.inputs[0]
+    return ins
+
+
+def arg(i: int) -> Callable[[Matcher], Matcher]:
+    return lambda m: _Arg(i, m)
+
+
+class _Args(Matcher):
+    def __init__(self, ms: Sequence[Matcher]):
+        self.ms = tuple(ms)
+        self.desc = "args(" + ", ".join(m.desc for m in self.ms) + ")"
+
+    def _test(self, ins, st):
+        if len(ins.inputs) != len(self.ms):
+            st.reason = f"{ins.name} has {len(ins.inputs)} inputs, expected {len(self.ms)}"
+            return False
+        for k, (x, m) in enumerate(zip(ins.inputs, self.ms)):
+            if not m.test(x, st):
+                st.reason = f"arg {k} of {ins.name}: {st.reason}"
+                return False
+        return True
+
+
+def args(*ms: Matcher) -> Matcher:
+    return _Args(ms)
+
+
+class _EitherArg(Matcher):
+    def __init__(self, i: int, j: int, m1: Matcher, m2: Matcher):
+        self.i, self.j, self.m1, self.m2 = i, j, m1, m2
+        self.desc = f"either_arg({i}, {j})({m1.desc}, {m2.desc})"
+
+    def _test(self, ins, st):
+        if max(self.i, self.j) >= len(ins.inputs):
+            st.reason = f"{ins.name} has too few inputs"
+            return False
+        a, b = ins.inputs[self.i], ins.inputs[self.j]
+        reasons = []
+        for x, y in ((a, b), (b, a)):
+            saved = dict(st.bindings)
+            if self.m1.test(x, st) and self.m2.test(y, st):
+                return True
+            reasons.append(st.reason)
+            st.bindings = saved
+        st.reason = f"neither input order of {ins.name} matches ({'; '.join(reasons)})"
+        return False
+
+
+def either_arg(i: int, j: int) -> Callable[[Matcher, Matcher], Matcher]:
+    return lambda m1, m2: _EitherArg(i, j, m1, m2)
+
+
+def any_arg(*idx: int) -> Callable[[Matcher], Matcher]:
+    def make(m: Matcher) -> Matcher:
+        def ok(ins, st):
+            cands = idx or range(len(ins.inputs))
+            for k in cands:
+                if k < len(ins.inputs):
+                    saved = dict(st.bindings)
+                    if m.test(ins.inputs[k], st):
+                        return True
+                    st.bindings = saved
+            return False
+
+        return _Pred(f"any_arg({m.desc})", ok, lambda ins: f"no input of {ins.name} matches {m.desc}")
+
+    return make
+
+
+def skip(*names: str) -> Callable[[Matcher], Matcher]:
+    """skip(ops)(m): look through chains of the listed ops (e.g. contiguous, broadcasts) first."""
+    s = frozenset(names)
+
+    class _Skip(Matcher):
+        desc = f"skip({', '.join(names)})"
+
+        def __init__(self, m):
+            self.m = m
+
+        def _test(self, ins, st):
+            return self.m.test(_skip(ins, s), st)
+
+    return _Skip
+
+
+def skip_broadcasts(m: Matcher) -> Matcher:
+    return skip("broadcast", "multibroadcast")(m)
+
+
+# ---- rules and application ---------------------------------------------------------------------
+class Rule:
+    """A finder: `matcher()` picks candidates, `check(r)` may refuse with a reason, `apply` rewrites.
+
+    Subclass it, or build one from functions with `rule(name, matcher, apply, check=None)`."""
+
+    name = "rule"
+
+    def matcher(self) -> Matcher:  # pragma: no cover
+        raise NotImplementedError
+
+    def check(self, module: Module, r: MatchResult) -> str | None:
+        return None
+
+    def apply(self, module: Module, r: MatchResult) -> None:  # pragma: no cover
+        raise NotImplementedError
+
+
+class _FnRule(Rule):
+    def __init__(self, name: str, m: Matcher, apply: Callable, check: Callable | None):
+        self.name, self._m, self._apply, self._check = name, m, apply, check
+
+    def matcher(self) -> Matcher:
+        return self._m
+
+    def check(self, module, r):
+        return self._check(module, r) if self._check else None
+
+    def apply(self, module, r):
+        return self._apply(module, r)
+
+
+def rule(name: str, m: Matcher, apply: Callable, check: Callable | None = None) -> Rule:
+    return _FnRule(name, m, apply, check)
+
+
+@dataclass(frozen=True)
+class MatchRecord:
+    rule: str
+    root: int  # stable id of the root instruction
+    bound: tuple[tuple[str, int], ...]  # (binding name, stable id)
+    module: str
+
+
+_RECORDER: contextvars.ContextVar[list | None] = contextvars.ContextVar("migx_match_recorder", default=None)
+
+
+def recording(records: list) -> contextvars.Token:
+    """Direct rule applications into `records` (the pass manager does this per pass)."""
+    return _RECORDER.set(records)
+
+
+def stop_recording(token: contextvars.Token) -> None:
+    _RECORDER.reset(token)
+
+
+def _matchers(rules: Sequence[Rule]) -> list[Matcher]:
+    return [r.matcher() for r in rules]
+
+
+def find_matches(module: Module, *rules: Rule) -> int:
+    """One forward sweep; for each instruction apply the first rule that matches (and whose check
+    does not refuse). Returns the number of rewrites."""
+    ms = _matchers(rules)
+    records = _RECORDER.get()
+    count = 0
+    for ins in module:
+        if not ins.alive or ins.is_builtin():
+            continue
+        for rl, m in zip(rules, ms):
+            r = m.match(ins)
+            if r is None or rl.check(module, r) is not None:
+                continue
+            sources = [ins] + [b for b in r.bindings.values() if b.alive]
+            with module.program.provenance(sources):
+                rl.apply(module, r)
+            count += 1
+            if records is not None:
+                records.append(MatchRecord(rl.name, ins.id, tuple((k, v.id) for k, v in r.bindings.items()),
+                                           module.name))
+            break
+    return count
+
+
+def repeat_while_changes(n: int, fn: Callable[[], Any]) -> int:
+    """Run fn up to n times while it reports changes (a truthy count/bool). Returns iterations."""
+    for k in range(n):
+        if not fn():
+            return k + 1
+    return n
+
+
+@dataclass(frozen=True)
+class NearMiss:
+    rule: str
+    instruction: int  # stable id
+    op: str
+    reason: str
+    depth: int  # how many conditions held before it failed
+
+
+def near_misses(module: Module, rl: Rule, *, min_depth: int = 1) -> list[NearMiss]:
+    """Instructions where `rl` got at least past its root test but failed (or was refused by
+    check), with the reason. Full matches are not near misses."""
+    m = rl.matcher()
+    out = []
+    for ins in module:
+        if ins.is_builtin():
+            continue
+        ok, reason, depth = m.explain(ins)
+        if ok:
+            refusal = rl.check(module, MatchResult(ins, dict(_bindings_of(m, ins))))
+            if refusal is not None:
+                out.append(NearMiss(rl.name, ins.id, ins.name, f"refused: {refusal}", depth))
+        elif depth >= min_depth:
+            out.append(NearMiss(rl.name, ins.id, ins.name, reason, depth))
+    return out
+
+
+def matches(module: Module, rl: Rule) -> list[MatchResult]:
+    """All instructions the rule matches (and whose check accepts), without rewriting."""
+    m = rl.matcher()
+    out = []
+    for ins in module:
+        if ins.is_builtin():
+            continue
+        r = m.match(ins)
+        if r is not None and rl.check(module, r) is None:
+            out.append(r)
+    return out
+
+
+def _bindings_of(m: Matcher, ins: Instruction) -> dict:
+    r = m.match(ins)
+    return r.bindings if r else {}
+
+
+def rules_in(objs: Iterable[Any]) -> list[Rule]:
+    return [o for o in objs if isinstance(o, Rule)]

@@ -1,0 +1,35 @@
+"""Passes, pipelines and the instrumented pass manager.
+
+Importing this package registers every target-independent pass (one module per pass family);
+`make_pass(name, **options)` builds one by name.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+
+from .base import FunctionPass, Pass, PassEntry, Pipeline, disabled, make_pass, pass_registry, pipeline
+from .manager import NumericConfig, PassContext, PassFailed, PassManager, make_numeric_config, restore, run_passes
+from .rules import OrderWarning, check_order
+from .spec import SpecError, build_pipelines, format_spec, parse_spec, spec_from_pipelines
+from .trace import NumericCheck, PassRecord, Trace, write_trace
+
+_INFRA = {"base", "manager", "rules", "spec", "trace"}
+
+
+def _load_pass_modules() -> None:
+    # Every other module in this package defines passes; importing registers them.
+    for info in pkgutil.iter_modules(__path__):
+        if info.name not in _INFRA and not info.name.startswith("_") and not info.name.startswith("test"):
+            importlib.import_module(f"{__name__}.{info.name}")
+
+
+_load_pass_modules()
+
+__all__ = [
+    "FunctionPass", "NumericCheck", "NumericConfig", "OrderWarning", "Pass", "PassContext", "PassEntry",
+    "PassFailed", "PassManager", "PassRecord", "Pipeline", "SpecError", "Trace", "build_pipelines",
+    "check_order", "disabled", "format_spec", "make_numeric_config", "make_pass", "parse_spec", "pass_registry",
+    "pipeline", "restore", "run_passes", "spec_from_pipelines", "write_trace",
+]

@@ -1,0 +1,164 @@
+"""Passes and pipelines as small data.
+
+A pass is a frozen dataclass: its class attribute `name` is the pass name, its fields are its
+options, and it implements one of
+    apply_module(self, module, ctx)   called for every non-bypass module, submodules first
+    apply_program(self, program, ctx) called once, after the per-module walk
+where `ctx` (a `PassContext`) lets a pass run nested passes (recorded as children in the trace),
+create modules, and reach the program. Passes never print or time themselves: the PassManager
+owns instrumentation, validation and toggles.
+
+Ordering rules are declared on the pass class:
+    must_follow  = ("split_single_dyn_dim",)  run after these when they are in the pipeline
+    requires     = ("auto_contiguous",)       these must have run (enabled) earlier
+    final        = True                       nothing may run after this pass
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..ir import Module, Program
+    from .manager import PassContext
+
+_PASSES: dict[str, type[Pass]] = {}
+
+
+@dataclass(frozen=True)
+class Pass:
+    name: ClassVar[str] = "pass"
+    must_follow: ClassVar[tuple[str, ...]] = ()
+    requires: ClassVar[tuple[str, ...]] = ()
+    final: ClassVar[bool] = False
+    # How this pass relates to MIGraphX's pass of the same name: "implemented" (same semantics),
+    # "mapped" (our equivalent; `note` says what it does instead), or "disabled".
+    status: ClassVar[str] = "implemented"
+    note: ClassVar[str] = ""
+
+    def __init_subclass__(cls, **kw):
+        super().__init_subclass__(**kw)
+        if "name" in cls.__dict__ and not cls.__dict__.get("_abstract", False):
+            _PASSES[cls.name] = cls
+
+    def apply_module(self, module: Module, ctx: PassContext) -> bool | None:  # pragma: no cover
+        raise NotImplementedError
+
+    def apply_program(self, program: Program, ctx: PassContext) -> bool | None:  # pragma: no cover
+        raise NotImplementedError
+
+    @classmethod
+    def walks_modules(cls) -> bool:
+        return cls.apply_module is not Pass.apply_module
+
+    @classmethod
+    def has_program_step(cls) -> bool:
+        return cls.apply_program is not Pass.apply_program
+
+    def options(self) -> dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+
+    def non_default_options(self) -> dict[str, Any]:
+        out = {}
+        for f in dataclasses.fields(self):
+            default = f.default if f.default is not dataclasses.MISSING else (
+                f.default_factory() if f.default_factory is not dataclasses.MISSING else dataclasses.MISSING)
+            v = getattr(self, f.name)
+            if v != default:
+                out[f.name] = v
+        return out
+
+    def with_options(self, **kw: Any) -> Pass:
+        known = {f.name for f in dataclasses.fields(self)}
+        bad = [k for k in kw if k not in known]
+        if bad:
+            from ..errors import MigxError
+
+            raise MigxError(f"pass {self.name}: unknown option(s) {', '.join(bad)}; "
+                            f"valid: {', '.join(sorted(known)) or 'none'}")
+        return dataclasses.replace(self, **kw)
+
+    def describe(self) -> str:
+        opts = self.non_default_options()
+        return self.name + ("{" + ",".join(f"{k}={v}" for k, v in opts.items()) + "}" if opts else "")
+
+
+def pass_registry() -> dict[str, type[Pass]]:
+    return dict(_PASSES)
+
+
+def make_pass(name: str, **options: Any) -> Pass:
+    from ..errors import MigxError
+
+    cls = _PASSES.get(name)
+    if cls is None:
+        import difflib
+
+        close = difflib.get_close_matches(name, _PASSES, n=3)
+        hint = f" (did you mean {', '.join(close)}?)" if close else ""
+        raise MigxError(f"unknown pass {name!r}{hint}; known passes: {', '.join(sorted(_PASSES))}")
+    return cls().with_options(**options) if options else cls()
+
+
+@dataclass(frozen=True)
+class FunctionPass(Pass):
+    """Wrap a plain function `f(module)` (or `f(module, ctx)`) as a pass, for notebook prototyping."""
+
+    _abstract: ClassVar[bool] = True
+    fn: Any = None
+    label: str = "user_pass"
+
+    @property
+    def name(self) -> str:  # type: ignore[override]
+        return self.label
+
+    def apply_module(self, module, ctx):
+        import inspect
+
+        n = len(inspect.signature(self.fn).parameters)
+        return self.fn(module, ctx) if n >= 2 else self.fn(module)
+
+    def describe(self) -> str:
+        return self.label
+
+    def non_default_options(self) -> dict[str, Any]:
+        return {}
+
+
+@dataclass
+class PassEntry:
+    """One position in a pipeline. Disabled entries stay in the pipeline (and in traces)."""
+
+    pass_: Pass
+    enabled: bool = True
+    reason: str = ""  # why disabled (shown by the explorer and `migx-explore passes`)
+    user: bool = False  # inserted by the user (not part of the target's pipeline)
+
+    @property
+    def name(self) -> str:
+        return self.pass_.name
+
+
+@dataclass
+class Pipeline:
+    name: str
+    entries: list[PassEntry] = field(default_factory=list)
+    enabled: bool = True
+    doc: str = ""
+
+    def names(self) -> list[str]:
+        return [e.name for e in self.entries]
+
+    def copy(self) -> Pipeline:
+        return Pipeline(self.name, [dataclasses.replace(e) for e in self.entries], self.enabled, self.doc)
+
+
+def pipeline(name: str, items: Iterable[Pass | PassEntry], doc: str = "") -> Pipeline:
+    return Pipeline(name, [i if isinstance(i, PassEntry) else PassEntry(i) for i in items], True, doc)
+
+
+def disabled(p: Pass, reason: str) -> PassEntry:
+    return PassEntry(p, enabled=False, reason=reason)

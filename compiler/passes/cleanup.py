@@ -1,0 +1,62 @@
+"""Cleanup passes: dead_code_elimination and eliminate_identity."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from ..ir import Module, Program
+from .base import Pass
+
+
+def _removable(ins) -> bool:
+    if ins.outputs or ins.is_param() or ins.is_return():
+        return False
+    if ins.op.has("side_effect"):
+        return False
+    return True
+
+
+@dataclass(frozen=True)
+class DeadCodeElimination(Pass):
+    """Remove instructions whose results are never used (params, @return, the last instruction and
+    side-effecting ops are kept), then, at program level, modules nothing refers to."""
+
+    name: ClassVar[str] = "dead_code_elimination"
+
+    def apply_module(self, module: Module, ctx) -> bool:
+        last = module.last
+        removed = False
+        # Walk backwards so a chain of dead instructions goes in one sweep.
+        for ins in reversed(module):
+            if ins is last:
+                continue
+            if _removable(ins):
+                module.remove_instruction(ins)
+                removed = True
+        return removed
+
+    def apply_program(self, program: Program, ctx) -> bool:
+        return bool(program.remove_unused_modules())
+
+
+@dataclass(frozen=True)
+class EliminateIdentity(Pass):
+    """Replace every `identity` with its input. A trailing identity that is the module's last
+    instruction (no @return) is kept as MIGraphX does, so the module still ends in a value."""
+
+    name: ClassVar[str] = "eliminate_identity"
+    final: ClassVar[bool] = True
+
+    def apply_module(self, module: Module, ctx) -> bool:
+        changed = False
+        last = module.last
+        for ins in module:
+            if ins.name != "identity":
+                continue
+            if ins is last:
+                continue
+            module.replace_all_uses(ins, ins.inputs[0])
+            module.remove_instruction(ins)
+            changed = True
+        return changed

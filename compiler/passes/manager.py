@@ -1,0 +1,291 @@
+"""The pass manager: runs pipelines, instruments every pass (nested ones too), validates, checks
+numerics, honours toggles.
+
+For each pass it records a snapshot, a structural diff keyed by stable ids, wall time (excluding
+the manager's own instrumentation of nested passes), whether anything changed, the validation
+result and, optionally, the numeric error against the first snapshot. An invalid module or a
+failing pass stops the run with `PassFailed` naming the pass and instruction; the program is
+restored to the last good snapshot, which the trace keeps.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..errors import MigxError, ValidationError
+from ..ir import Module, Program
+from ..matcher import recording, stop_recording
+from ..snapshot import ProgramSnapshot, diff, snapshot
+from .base import Pass, PassEntry, Pipeline
+from .trace import NumericCheck, PassRecord, Trace
+
+
+class PassFailed(MigxError):
+    def __init__(self, message: str, trace: Trace, record: PassRecord):
+        super().__init__(message)
+        self.trace = trace
+        self.record = record
+
+
+@dataclass
+class NumericConfig:
+    inputs: dict[str, np.ndarray]
+    reference: list[np.ndarray]
+    rtol: float = 1e-4
+    atol: float = 1e-5
+    nested: bool = False  # also check nested passes (slower)
+    disabled_reason: str = ""
+
+
+class PassContext:
+    """What a running pass may use besides its module: nested passes, module creation, program."""
+
+    def __init__(self, manager: PassManager, program: Program, record: PassRecord, module: Module | None):
+        self.manager = manager
+        self.program = program
+        self.record = record
+        self.module = module
+
+    def run_pass(self, p: Pass) -> bool:
+        """Run a nested pass (recorded as a child). Inside apply_module it runs on this module only."""
+        return self.manager._run(p, self.program, parent=self.record, scope=self.module)
+
+    def create_module(self, name: str) -> Module:
+        return self.program.create_module(name)
+
+    def unique_module_name(self, prefix: str) -> str:
+        return self.program.unique_module_name(prefix)
+
+
+class PassManager:
+    def __init__(self, *, validate: bool = True, numeric: NumericConfig | None = None,
+                 on_record: Callable[[PassRecord], None] | None = None):
+        self.validate = validate
+        self.numeric = numeric
+        self.on_record = on_record
+        self._trace: Trace | None = None
+        self._validated: dict[int, int] = {}
+        self._instrument_s = 0.0
+
+    # ---- public ----------------------------------------------------------------------------------
+    def run(self, program: Program, pipelines: Sequence[Pipeline] | Sequence[Pass], *,
+            trace: Trace | None = None) -> Trace:
+        """Run pipelines (or a flat list of passes) on `program` in place; returns the trace.
+
+        Passing an existing `trace` appends to it (used to resume from a cached prefix)."""
+        if pipelines and isinstance(pipelines[0], Pass):
+            pipelines = [Pipeline("passes", [PassEntry(p) for p in pipelines])]
+        self._trace = trace or Trace(snapshot(program))
+        self._validated = {}
+        for pl in pipelines:
+            counts = _name_counts(pl.entries)
+            seen: dict[str, int] = {}
+            for k, e in enumerate(pl.entries):
+                seen[e.name] = seen.get(e.name, 0) + 1
+                path = f"{pl.name}.{e.name}" + (f"#{seen[e.name]}" if counts[e.name] > 1 else "")
+                if not (pl.enabled and e.enabled):
+                    self._record_disabled(program, pl, k, e, path)
+                    continue
+                self._run(e.pass_, program, parent=None, scope=None, pipeline=pl.name, entry=k, path=path,
+                          user=e.user)
+        return self._trace
+
+    # ---- internals -------------------------------------------------------------------------------
+    def _new_record(self, p: Pass, pipeline: str, entry: int | None, path: str, parent: PassRecord | None,
+                    **kw: Any) -> PassRecord:
+        tr = self._trace
+        rec = PassRecord(index=len(tr.records), path=path, name=p.name, pipeline=pipeline, entry=entry,
+                         depth=0 if parent is None else parent.depth + 1,
+                         parent=None if parent is None else parent.index, options=p.non_default_options(), **kw)
+        tr.records.append(rec)
+        if parent is not None:
+            parent.children.append(rec.index)
+        return rec
+
+    def _record_disabled(self, program: Program, pl: Pipeline, k: int, e: PassEntry, path: str) -> None:
+        snap = snapshot(program)
+        reason = e.reason if not e.enabled else f"pipeline {pl.name} is disabled"
+        rec = self._new_record(e.pass_, pl.name, k, path, None, enabled=False, status="disabled",
+                               reason=reason or "disabled", user=e.user)
+        rec.before = rec.after = snap
+        rec.diff = diff(snap, snap)
+        if self.on_record:
+            self.on_record(rec)
+
+    def _child_path(self, parent: PassRecord, p: Pass) -> str:
+        n = sum(1 for i in parent.children if self._trace.records[i].name == p.name) + 1
+        return f"{parent.path}/{p.name}" + (f"#{n}" if n > 1 else "")
+
+    def _run(self, p: Pass, program: Program, *, parent: PassRecord | None, scope: Module | None,
+             pipeline: str = "", entry: int | None = None, path: str | None = None, user: bool = False) -> bool:
+        t_start = time.perf_counter()
+        before = snapshot(program)
+        if parent is not None:
+            pipeline = parent.pipeline
+            path = self._child_path(parent, p)
+        rec = self._new_record(p, pipeline, entry, path or p.name, parent, user=user)
+        rec.before = before
+        saved_epoch = program._epoch
+        program.begin_epoch()
+        token = recording(rec.matches)
+        self._instrument_s += time.perf_counter() - t_start
+        instr_at_start = self._instrument_s
+        t0 = time.perf_counter()
+        reported: bool | None = None
+        try:
+            reported = self._apply(p, program, rec, scope)
+        except PassFailed as e:
+            rec.status = "failed"
+            rec.reason = f"nested pass {e.record.path} failed"
+            rec.time_s = time.perf_counter() - t0
+            stop_recording(token)
+            raise
+        except Exception as e:  # noqa: BLE001 - any failure inside a pass is reported with its name
+            elapsed = time.perf_counter() - t0
+            stop_recording(token)
+            msg = f"pass {rec.path} raised {type(e).__name__}: {e}"
+            self._fail(program, rec, msg, before, elapsed, exc=e)
+        finally:
+            program._epoch = saved_epoch
+        elapsed = time.perf_counter() - t0 - (self._instrument_s - instr_at_start)
+        stop_recording(token)
+        t_after = time.perf_counter()
+        after = snapshot(program)
+        rec.after = after
+        rec.diff = diff(before, after)
+        rec.time_s = max(elapsed, 0.0)
+        if reported is False and rec.changed:
+            self._fail(program, rec, f"pass {rec.path} reported no change but changed the IR "
+                                     f"({rec.diff.summary()})", before, elapsed)
+        if self.validate and rec.changed:
+            self._validate(program, rec, before, elapsed)
+        if self.numeric is not None and rec.changed and (parent is None or self.numeric.nested):
+            rec.numeric = self._numeric_check(program)
+        if self.on_record:
+            self.on_record(rec)
+        self._instrument_s += time.perf_counter() - t_after
+        return rec.changed
+
+    def _apply(self, p: Pass, program: Program, rec: PassRecord, scope: Module | None) -> bool | None:
+        if scope is not None:
+            if p.walks_modules():
+                return p.apply_module(scope, PassContext(self, program, rec, scope))
+            return p.apply_program(program, PassContext(self, program, rec, None))
+        results = []
+        if p.walks_modules():
+            # Submodules first, root last (MIGraphX's run_passes order); bypass modules skipped.
+            for m in reversed(program.get_modules()):
+                if m.bypass or program.modules.get(m.name) is not m:
+                    continue
+                results.append(p.apply_module(m, PassContext(self, program, rec, m)))
+        if p.has_program_step():
+            results.append(p.apply_program(program, PassContext(self, program, rec, None)))
+        if any(r is None for r in results):
+            return None
+        return any(results)
+
+    def _validate(self, program: Program, rec: PassRecord, before: ProgramSnapshot, elapsed: float) -> None:
+        for m in program.get_modules():
+            key = id(m)
+            if self._validated.get(key) == m.version:
+                continue
+            try:
+                m.validate()
+            except ValidationError as e:
+                rec.validation = str(e)
+                self._fail(program, rec, f"pass {rec.path} left an invalid module: {e}", before, elapsed)
+            self._validated[key] = m.version
+
+    def _fail(self, program: Program, rec: PassRecord, msg: str, before: ProgramSnapshot, elapsed: float,
+              exc: BaseException | None = None) -> None:
+        rec.status = "failed"
+        rec.reason = msg
+        rec.time_s = elapsed
+        rec.after = None
+        tr = self._trace
+        tr.error = msg
+        tr.failed_index = rec.index
+        root = rec
+        while root.parent is not None:
+            root = tr.records[root.parent]
+        # Back to the state before the top-level pass that failed (the last good snapshot).
+        restore(program, root.before if root.before is not None else before)
+        if self.on_record:
+            self.on_record(rec)
+        err = PassFailed(msg, tr, rec)
+        raise err from exc
+
+    def _numeric_check(self, program: Program) -> NumericCheck:
+        cfg = self.numeric
+        if cfg.disabled_reason:
+            return NumericCheck(float("nan"), float("nan"), True, cfg.disabled_reason)
+        from ..ref import evaluate
+
+        try:
+            outs = evaluate(program, cfg.inputs)
+        except MigxError as e:
+            cfg.disabled_reason = f"unavailable from here on: {e}"
+            return NumericCheck(float("nan"), float("nan"), True, cfg.disabled_reason)
+        return compare_outputs(outs, cfg.reference, cfg.rtol, cfg.atol)
+
+
+def compare_outputs(outs: Sequence[np.ndarray], ref: Sequence[np.ndarray], rtol: float, atol: float) -> NumericCheck:
+    if len(outs) != len(ref):
+        return NumericCheck(float("inf"), float("inf"), False, "")
+    max_abs = max_rel = 0.0
+    ok = True
+    for a, b in zip(outs, ref):
+        a = np.asarray(a)
+        b = np.asarray(b)
+        if a.shape != b.shape:
+            return NumericCheck(float("inf"), float("inf"), False, f"output shape {a.shape} != {b.shape}")
+        if a.dtype.kind in "fc" or b.dtype.kind in "fc":
+            a64, b64 = a.astype(np.float64), b.astype(np.float64)
+            both_nan = np.isnan(a64) & np.isnan(b64)
+            same_inf = np.isinf(a64) & (a64 == b64)
+            err = np.where(both_nan | same_inf, 0.0, np.abs(a64 - b64))
+            err = np.nan_to_num(err, nan=np.inf)
+            rel = err / (np.abs(b64) + atol)
+            max_abs = max(max_abs, float(err.max(initial=0.0)))
+            max_rel = max(max_rel, float(np.nan_to_num(rel, nan=np.inf).max(initial=0.0)))
+            ok = ok and bool(np.all(err <= atol + rtol * np.abs(np.nan_to_num(b64))))
+        else:
+            mism = a != b
+            if mism.any():
+                ok = False
+                max_abs = max(max_abs, float(np.abs(a.astype(np.float64) - b.astype(np.float64)).max()))
+    return NumericCheck(max_abs, max_rel, ok)
+
+
+def make_numeric_config(program: Program, inputs: Mapping[str, np.ndarray] | None = None, *, seed: int = 0,
+                        rtol: float = 1e-4, atol: float = 1e-5, nested: bool = False) -> NumericConfig:
+    from ..ref import evaluate, random_inputs
+
+    feeds = dict(inputs) if inputs is not None else random_inputs(program, seed)
+    return NumericConfig(feeds, evaluate(program, feeds), rtol, atol, nested)
+
+
+def restore(program: Program, snap: ProgramSnapshot) -> None:
+    """Put `program` back into the state of `snap` (in place, keeping the object identity)."""
+    q = snap.to_program()
+    program.modules = q.modules
+    for m in program.modules.values():
+        m.program = program
+    program._next_id = max(program._next_id, q._next_id)
+
+
+def _name_counts(entries: Sequence[PassEntry]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for e in entries:
+        out[e.name] = out.get(e.name, 0) + 1
+    return out
+
+
+def run_passes(program: Program, passes: Sequence[Pass], **kw: Any) -> Trace:
+    """Convenience: run a flat list of passes with instrumentation (used by tests)."""
+    return PassManager(**kw).run(program, list(passes))

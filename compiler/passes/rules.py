@@ -1,0 +1,62 @@
+"""Ordering rules, declared as data on pass classes (must_follow, requires, final), checked over
+a concrete list of pipelines. A toggle or reorder that breaks a rule gets a warning naming it."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from .base import Pipeline
+
+
+@dataclass(frozen=True)
+class OrderWarning:
+    rule: str  # "must_follow" | "requires" | "final"
+    pass_path: str
+    message: str
+
+    def __str__(self) -> str:
+        return self.message
+
+
+def _flatten(pipelines: Sequence[Pipeline]):
+    out = []
+    for pl in pipelines:
+        seen: dict[str, int] = {}
+        for e in pl.entries:
+            seen[e.name] = seen.get(e.name, 0) + 1
+            out.append((f"{pl.name}.{e.name}#{seen[e.name]}", e, pl.enabled and e.enabled))
+    return out
+
+
+def check_order(pipelines: Sequence[Pipeline]) -> list[OrderWarning]:
+    flat = _flatten(pipelines)
+    warnings: list[OrderWarning] = []
+    names_present = {e.name for _, e, _ in flat}
+    for k, (path, e, on) in enumerate(flat):
+        if not on:
+            continue
+        cls = type(e.pass_)
+        earlier_on = {x.name for _, x, o in flat[:k] if o}
+        later_on = [(p, x) for p, x, o in flat[k + 1:] if o]
+        for dep in getattr(cls, "must_follow", ()):
+            if dep in names_present and dep not in earlier_on:
+                where = "is disabled" if dep not in {x.name for _, x, o in flat if o} else "runs later"
+                warnings.append(OrderWarning(
+                    "must_follow", path, f"{path} must run after {dep}, but {dep} {where} (rule {cls.name}.must_follow)"))
+        for dep in getattr(cls, "requires", ()):
+            if dep not in earlier_on:
+                warnings.append(OrderWarning(
+                    "requires", path, f"{path} requires {dep} to have run before it, but it has not "
+                                      f"(rule {cls.name}.requires)"))
+        if getattr(cls, "final", False) and k == _last_final_candidate(flat, e.name) and later_on:
+            nxt = ", ".join(p for p, _ in later_on[:3])
+            warnings.append(OrderWarning("final", path, f"nothing may run after the final {e.name}, but {nxt} does "
+                                                        f"(rule {cls.name}.final)"))
+    return warnings
+
+
+def _last_final_candidate(flat, name: str) -> int:
+    """Index of the last enabled occurrence of a `final` pass (earlier occurrences are not final)."""
+    idx = [k for k, (_, e, on) in enumerate(flat) if on and e.name == name]
+    return idx[-1] if idx else -1

@@ -1,0 +1,172 @@
+"""The trace a pass manager run leaves behind: one plain-data record per pass (nested passes
+included), in execution order. The explorer, renderer and CLI read it; `write_trace` lays it out
+MLIR-style as numbered files plus a JSON index."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..matcher import MatchRecord
+from ..snapshot import ProgramSnapshot, SnapshotDiff
+
+
+@dataclass
+class NumericCheck:
+    max_abs: float
+    max_rel: float
+    ok: bool
+    note: str = ""  # e.g. "unavailable: gpu::code_object has no reference compute"
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"max_abs": self.max_abs, "max_rel": self.max_rel, "ok": self.ok, "note": self.note}
+
+
+@dataclass
+class PassRecord:
+    index: int
+    path: str  # e.g. "fusion.fuse_pointwise_reduce/fuse_pointwise#2"
+    name: str
+    pipeline: str
+    entry: int | None  # position in its pipeline (top-level records only)
+    depth: int
+    parent: int | None
+    options: dict[str, Any]
+    enabled: bool = True
+    status: str = "ok"  # ok | disabled | failed
+    reason: str = ""  # why disabled, or the failure message
+    time_s: float = 0.0
+    before: ProgramSnapshot | None = None
+    after: ProgramSnapshot | None = None
+    diff: SnapshotDiff | None = None
+    validation: str | None = None  # None = valid; else the validation message
+    numeric: NumericCheck | None = None
+    matches: list[MatchRecord] = field(default_factory=list)
+    children: list[int] = field(default_factory=list)
+    user: bool = False
+
+    @property
+    def changed(self) -> bool:
+        return self.diff is not None and not self.diff.is_noop
+
+    @property
+    def noop(self) -> bool:
+        return self.status == "ok" and not self.changed
+
+    def summary(self) -> dict[str, Any]:
+        d = self.diff
+        return {
+            "index": self.index, "path": self.path, "name": self.name, "pipeline": self.pipeline,
+            "entry": self.entry, "depth": self.depth, "parent": self.parent, "options": _jsonable(self.options),
+            "enabled": self.enabled, "status": self.status, "reason": self.reason, "time_ms": self.time_s * 1e3,
+            "changed": self.changed, "noop": self.noop, "user": self.user,
+            "added": len(d.added) if d else 0, "removed": len(d.removed) if d else 0,
+            "changed_instructions": len(d.changed) if d else 0,
+            "instructions": self.after.total_instructions() if self.after else None,
+            "validation": self.validation,
+            "numeric": self.numeric.as_dict() if self.numeric else None,
+            "matches": [{"rule": m.rule, "root": m.root, "module": m.module} for m in self.matches],
+            "children": self.children,
+        }
+
+
+def _jsonable(v: Any) -> Any:
+    if isinstance(v, dict):
+        return {str(k): _jsonable(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple, set, frozenset)):
+        return [_jsonable(x) for x in v]
+    if isinstance(v, (int, float, str, bool)) or v is None:
+        return v
+    return str(v)
+
+
+@dataclass
+class Trace:
+    initial: ProgramSnapshot
+    records: list[PassRecord] = field(default_factory=list)
+    error: str | None = None
+    failed_index: int | None = None
+
+    @property
+    def final(self) -> ProgramSnapshot:
+        """The last good snapshot (after a failure: the state before the failing pass)."""
+        for r in reversed(self.records):
+            if r.depth == 0 and r.after is not None and r.status != "failed":
+                return r.after
+        return self.initial
+
+    def top_level(self) -> list[PassRecord]:
+        return [r for r in self.records if r.depth == 0]
+
+    def children(self, rec: PassRecord) -> list[PassRecord]:
+        return [self.records[i] for i in rec.children]
+
+    def __iter__(self) -> Iterator[PassRecord]:
+        return iter(self.records)
+
+    def __len__(self) -> int:
+        return len(self.records)
+
+    def find(self, path: str) -> PassRecord:
+        """Look up by full path, or by a unique suffix such as 'fuse_pointwise'."""
+        for r in self.records:
+            if r.path == path:
+                return r
+        hits = [r for r in self.records if r.path.endswith("." + path) or r.path.endswith("/" + path)]
+        if not hits:
+            hits = [r for r in self.records if r.name == path]
+        if not hits:
+            raise KeyError(f"no pass {path!r} in the trace")
+        return hits[0]
+
+    def first_numeric_failure(self) -> PassRecord | None:
+        for r in self.records:
+            if r.numeric is not None and not r.numeric.ok and not r.numeric.note:
+                return r
+        return None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "initial_instructions": self.initial.total_instructions(),
+            "final_instructions": self.final.total_instructions(),
+            "error": self.error,
+            "failed_index": self.failed_index,
+            "passes": [r.summary() for r in self.records],
+        }
+
+
+def _file_name(rec: PassRecord) -> str:
+    stem = re.sub(r"[^A-Za-z0-9_.#-]+", "_", rec.path.replace("/", "."))
+    return f"{rec.index + 1:03d}_{stem}.txt"
+
+
+def write_trace(trace: Trace, out_dir: str, *, changed_only: bool = True, extra: dict[str, Any] | None = None
+                ) -> list[str]:
+    """Write `000_input.txt`, one numbered IR file per (changed) pass and `index.json`."""
+    os.makedirs(out_dir, exist_ok=True)
+    written = []
+    path = os.path.join(out_dir, "000_input.txt")
+    with open(path, "w") as f:
+        f.write(trace.initial.text)
+    written.append(path)
+    index = trace.to_json()
+    for rec, entry in zip(trace.records, index["passes"]):
+        entry["file"] = None
+        if rec.after is None or (changed_only and not rec.changed):
+            continue
+        name = _file_name(rec)
+        with open(os.path.join(out_dir, name), "w") as f:
+            f.write(f"# pass {rec.path} ({rec.diff.summary() if rec.diff else ''})\n")
+            f.write(rec.after.text)
+        entry["file"] = name
+        written.append(os.path.join(out_dir, name))
+    if extra:
+        index.update(extra)
+    with open(os.path.join(out_dir, "index.json"), "w") as f:
+        json.dump(index, f, indent=1)
+    written.append(os.path.join(out_dir, "index.json"))
+    return written

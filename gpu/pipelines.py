@@ -1,0 +1,186 @@
+"""The GPU target's five named sub-pipelines, in MIGraphX's order (target.cpp after PR #4904).
+
+All 90 entries are present. An entry is our implementation of the MIGraphX pass of the same name,
+our equivalent of an AMD-library pass (the pass's docstring says which), or disabled with a
+one-line reason the explorer shows, the way `enable_pass(cond, p)` leaves an `id` entry in
+MIGraphX traces. Pure data: importing this needs no GPU.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from ..compiler.passes import Pass, PassEntry, Pipeline, pass_registry
+
+# Backend passes register themselves on import (they need no GPU either).
+if importlib.util.find_spec(f"{__package__}.passes") is not None:
+    importlib.import_module(f"{__package__}.passes")
+
+PIPELINE_NAMES = ("dynamic_shapes", "required", "optimize_rewrite", "fusion", "backend")
+COMPILE_MODES = ("eager", "balanced", "max")
+
+
+@dataclass(frozen=True)
+class CompileOptions:
+    """compile_options plus the env switches target.cpp reads (MIGRAPHX_ENABLE_NHWC, ...)."""
+
+    mode: str = "balanced"  # eager skips optimize_rewrite (MIGraphX compile-modes branch)
+    fast_math: bool = True
+    offload_copy: bool = False
+    exhaustive_tune: bool = False
+    enable_nhwc: bool = False  # MIGRAPHX_ENABLE_NHWC
+    enable_rewrite_dot: bool = False  # MIGRAPHX_ENABLE_REWRITE_DOT
+    full_dynamic: bool = False  # MIGRAPHX_ENABLE_FULL_DYNAMIC
+    disable_schedule: bool = False  # MIGRAPHX_DISABLE_SCHEDULE_PASS
+    nstreams: int = 1
+
+    def __post_init__(self):
+        if self.mode not in COMPILE_MODES:
+            from ..compiler.errors import MigxError
+
+            raise MigxError(f"unknown compile mode {self.mode!r}; valid: {', '.join(COMPILE_MODES)}")
+
+
+@dataclass(frozen=True)
+class PendingPass(Pass):
+    """Stands in for a pass whose implementation is not registered (shown disabled)."""
+
+    _abstract: ClassVar[bool] = True
+    label: str = "pending"
+    status: ClassVar[str] = "pending"
+
+    @property
+    def name(self) -> str:  # type: ignore[override]
+        return self.label
+
+    def apply_module(self, module, ctx):  # pragma: no cover - never enabled
+        raise RuntimeError(f"{self.label} is not implemented")
+
+    def non_default_options(self) -> dict[str, Any]:
+        return {}
+
+
+def _p(name: str, **opts: Any) -> PassEntry:
+    cls = pass_registry().get(name)
+    if cls is None:
+        return PassEntry(PendingPass(label=name), enabled=False, reason="not implemented in migx-explore yet")
+    return PassEntry(cls(**opts) if opts else cls())
+
+
+def _off(entry: PassEntry, reason: str) -> PassEntry:
+    entry.enabled = False
+    entry.reason = reason
+    return entry
+
+
+def _when(cond: bool, entry: PassEntry, reason: str) -> PassEntry:
+    return entry if cond else _off(entry, reason)
+
+
+DCE = "dead_code_elimination"
+NO_MLIR = "no rocMLIR backend in migx-explore (mlir_enabled() is false)"
+
+
+def _dynamic_shapes(o: CompileOptions) -> list[PassEntry]:
+    return [
+        _when(not o.full_dynamic, _p("split_single_dyn_dim"), "MIGRAPHX_ENABLE_FULL_DYNAMIC is set"),
+        _p(DCE), _p("simplify_dyn_ops"), _p(DCE),
+    ]
+
+
+def _required(o: CompileOptions) -> list[PassEntry]:
+    fp8_reason = "target has OCP fp8 (or no fp8) intrinsics; the fnuz conversion applies only to gfx94x-class AMD GPUs"
+    return [
+        _p("normalize_ops"), _p(DCE), _p("eliminate_identity"), _p(DCE),
+        _off(_p("fp8_ocp_to_fnuz"), fp8_reason), _off(_p(DCE), fp8_reason),
+        _p("simplify_qdq"),
+        _p("rewrite_quantization"),  # enabled: `not mlir_enabled()` holds for us
+        _p(DCE), _p("rewrite_rnn"), _p(DCE),
+        _p("eliminate_data_type_for_gpu", disable_64bit=o.fast_math),
+        _p("rewrite_resize", affine_only=True), _p(DCE),
+        _p("simplify_reshapes", enable_gather_rewrite=True),
+        _p("eliminate_identity"), _p("eliminate_pad"), _p(DCE),
+        _p("insert_pad", ops=("convolution",)), _p(DCE), _p("inline_module"),
+        _when(not o.full_dynamic, _p("rewrite_pooling", rewrite_lrn=True), "MIGRAPHX_ENABLE_FULL_DYNAMIC is set"),
+        _p(DCE),
+    ]
+
+
+def _optimize_rewrite(o: CompileOptions) -> list[PassEntry]:
+    return [
+        _p("rewrite_gelu", fast_math=o.fast_math), _p("optimize_module"),
+        _p("layout_convolution", channels_last=o.enable_nhwc), _p(DCE),
+        _when(not o.full_dynamic, _p("fuse_horizontal"), "MIGRAPHX_ENABLE_FULL_DYNAMIC is set"), _p(DCE),
+        _p("prefuse_ops"), _p(DCE), _p(DCE),
+        _p("rewrite_reduce"), _p("rewrite_topk"), _p("rewrite_low_precision"),
+        _when(o.enable_rewrite_dot, _p("rewrite_dot"), "opt-in (MIGRAPHX_ENABLE_REWRITE_DOT / enable_rewrite_dot)"),
+        _p(DCE), _p("propagate_precision"), _p(DCE),
+        _p("simplify_reshapes", enable_op_shape_transform_op=True), _p(DCE),
+    ]
+
+
+def _fusion(o: CompileOptions) -> list[PassEntry]:
+    return [
+        _off(_p("fuse_attention"), NO_MLIR), _p(DCE), _p("optimize_module"), _p("fuse_pointwise_reduce"),
+        _p(DCE),
+        _off(_p("fuse_ck"), "Composable Kernel is an AMD-only library (MIGRAPHX_ENABLE_CK)"), _p(DCE),
+        _off(_p("fuse_mlir"), NO_MLIR + "; gemm/conv epilogues are fused by backend.fuse_ops instead"), _p(DCE),
+        _p("fuse_concat"), _p(DCE),
+    ]
+
+
+def _backend(o: CompileOptions) -> list[PassEntry]:
+    return [
+        _p("auto_contiguous"), _p(DCE), _p("lowering", offload_copy=o.offload_copy),
+        _p("eliminate_contiguous"), _p(DCE), _p("adjust_allocation"), _p(DCE),
+        _p("eliminate_concat"), _p(DCE),
+        _off(_p("compile_miopen"), "no MIOpen: convolutions become generated kernels or im2col + BLAS in compile_ops"),
+        _p(DCE), _p("fuse_ops", fast_math=o.fast_math), _p(DCE),
+        _p("compile_blas"),  # our equivalent of compile_hipblaslt
+        _p(DCE), _p("replace_allocate", offload_copy=o.offload_copy), _p(DCE),
+        _p("adjust_allocation", use_hip_allocate=True), _p(DCE),
+        _p("compile_ops", exhaustive_tune=o.exhaustive_tune), _p(DCE), _p("promote_literals"), _p(DCE),
+        _p("write_literals"),
+        _when(not o.disable_schedule, _p("schedule", nstreams=o.nstreams), "MIGRAPHX_DISABLE_SCHEDULE_PASS is set"),
+        _p("memory_coloring"), _p("sync_device"), _p("preallocate_param"), _p(DCE), _p("eliminate_allocation"),
+        _p("check_context"), _p("normalize_ops"), _p(DCE), _p("eliminate_identity"),
+    ]
+
+
+_BUILDERS = {
+    "dynamic_shapes": (_dynamic_shapes, "Split or simplify dynamic dimensions into static modules."),
+    "required": (_required, "Passes every compile needs: canonical ops, type/quantization lowering, padding."),
+    "optimize_rewrite": (_optimize_rewrite, "Algebraic and layout optimizations (skipped in eager mode)."),
+    "fusion": (_fusion, "Fuse pointwise and reduce chains into kernels."),
+    "backend": (_backend, "Lower to GPU kernels, plan memory, compile."),
+}
+
+
+def gpu_pipelines(options: CompileOptions | None = None, *, include_backend: bool = True) -> list[Pipeline]:
+    """The five pipelines for these options (eager mode keeps optimize_rewrite visible, disabled)."""
+    o = options or CompileOptions()
+    out = []
+    for name in PIPELINE_NAMES:
+        if name == "backend" and not include_backend:
+            continue
+        build, doc = _BUILDERS[name]
+        pl = Pipeline(name, build(o), True, doc)
+        if name == "optimize_rewrite" and o.mode == "eager":
+            pl.enabled = False
+            for e in pl.entries:
+                if e.enabled:
+                    e.enabled, e.reason = False, "compile mode eager skips optimize_rewrite"
+        out.append(pl)
+    return out
+
+
+TARGET_INDEPENDENT = PIPELINE_NAMES[:4]
+
+
+def pending_entries(pipelines: list[Pipeline] | None = None) -> list[str]:
+    """Entries whose pass is not implemented (should be empty once the target is complete)."""
+    pls = pipelines or gpu_pipelines()
+    return [f"{pl.name}.{e.name}" for pl in pls for e in pl.entries if isinstance(e.pass_, PendingPass)]
