@@ -30,7 +30,8 @@ def _check_input(name: str, value: Any, shape: Shape) -> np.ndarray:
     if not ok:
         raise EvalError(f"input {name!r} has shape {tuple(arr.shape)} but the program expects {shape}")
     if arr.dtype != want:
-        if arr.dtype.kind == want.kind or (want.kind == "f" and arr.dtype.kind in "iuf") or np.can_cast(arr.dtype, want):
+        same_kind = arr.dtype.kind == want.kind or (want.kind == "f" and arr.dtype.kind in "iuf")
+        if same_kind or np.can_cast(arr.dtype, want):
             arr = arr.astype(want)
         else:
             raise EvalError(f"input {name!r} has element type {arr.dtype} but the program expects {shape.type}")

@@ -42,8 +42,8 @@ def check_order(pipelines: Sequence[Pipeline]) -> list[OrderWarning]:
         for dep in getattr(cls, "must_follow", ()):
             if dep in names_present and dep not in earlier_on:
                 where = "is disabled" if dep not in {x.name for _, x, o in flat if o} else "runs later"
-                warnings.append(OrderWarning(
-                    "must_follow", path, f"{path} must run after {dep}, but {dep} {where} (rule {cls.name}.must_follow)"))
+                msg = f"{path} must run after {dep}, but {dep} {where} (rule {cls.name}.must_follow)"
+                warnings.append(OrderWarning("must_follow", path, msg))
         for dep in getattr(cls, "requires", ()):
             if dep not in earlier_on:
                 warnings.append(OrderWarning(

@@ -16,7 +16,8 @@ VERBS = ["read", "run", "onnx", "passes", "trace", "verify", "perf", "compile", 
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="migx-explore", description="Explore, compile and time ML graphs pass by pass.")
+    parser = argparse.ArgumentParser(prog="migx-explore",
+                                     description="Explore, compile and time ML graphs pass by pass.")
     sub = parser.add_subparsers(dest="verb", metavar="VERB")
     for verb in VERBS:
         try:
