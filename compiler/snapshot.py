@@ -111,9 +111,10 @@ class ProgramSnapshot:
 _CACHE_ATTR = "_snapshot_cache"
 
 
-def snapshot_module(m: Module) -> ModuleSnapshot:
+def snapshot_module(m: Module, fresh: bool = False) -> ModuleSnapshot:
     cache = getattr(m, _CACHE_ATTR, None)
-    if cache is not None and cache[0] == m.version and cache[1].name == m.name and cache[1].bypass == m.bypass:
+    if (not fresh and cache is not None and cache[0] == m.version and cache[1].name == m.name
+            and cache[1].bypass == m.bypass):
         return cache[1]
     recs = tuple(
         InstrRecord(ins._id, ins._op, tuple(i._id for i in ins._inputs),
@@ -124,8 +125,10 @@ def snapshot_module(m: Module) -> ModuleSnapshot:
     return snap
 
 
-def snapshot(p: Program) -> ProgramSnapshot:
-    return ProgramSnapshot(tuple(snapshot_module(m) for m in p.get_modules()), p._next_id)
+def snapshot(p: Program, fresh: bool = False) -> ProgramSnapshot:
+    """`fresh=True` re-reads every instruction instead of trusting module version counters (used
+    after passes that may have mutated instructions behind the mutation API)."""
+    return ProgramSnapshot(tuple(snapshot_module(m, fresh) for m in p.get_modules()), p._next_id)
 
 
 @dataclass(frozen=True)

@@ -146,8 +146,13 @@ def _backend(o: CompileOptions) -> list[PassEntry]:
         _p("write_literals"),
         _when(not o.disable_schedule, _p("schedule", nstreams=o.nstreams), "MIGRAPHX_DISABLE_SCHEDULE_PASS is set"),
         _p("memory_coloring"), _p("sync_device"), _p("preallocate_param"), _p(DCE), _p("eliminate_allocation"),
-        _p("check_context"), _p("normalize_ops"), _p(DCE), _p("eliminate_identity"),
+        _p("check_context"), _p("normalize_ops"), _p(DCE), _final(_p("eliminate_identity")),
     ]
+
+
+def _final(entry: PassEntry) -> PassEntry:
+    entry.final = True  # eliminate_identity.hpp: DCE must not run after it when it is the last pass
+    return entry
 
 
 _BUILDERS = {

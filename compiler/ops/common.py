@@ -59,7 +59,8 @@ def pointwise_shape(op: str, inputs: Sequence[Shape], out_type: str) -> Shape:
         return Shape(out_type, first.lens, (), first.dyn_dims)
     lens = same_lens(op, inputs)
     s0 = inputs[0]
-    if all(s.packed() and s.strides == s0.strides for s in inputs) and not s0.standard():
+    if all(s.strides == s0.strides for s in inputs) and (s0.packed() or s0.scalar_shape()):
+        # Same layout everywhere (e.g. NHWC, or MIGraphX's scalar {1},{0} inside fused modules): keep it.
         return Shape.of(out_type, lens, s0.strides)
     return Shape.of(out_type, lens)
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import string
-
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
@@ -99,10 +97,11 @@ def _conv_compute(op, args, out, run):
     n, c = x.shape[:2]
     win = win.reshape((n, g, c // g) + win.shape[2:])
     wg = wa.reshape((g, w.shape[0] // g) + w.shape[1:])
-    letters = string.ascii_lowercase
-    o = letters[:nd]
-    k = letters[nd:2 * nd]
-    expr = f"zgc{o}{k},gfc{k}->zgf{o}".replace("z", "Z")
+    # N=batch, G=group, C=channels per group, F=filters per group; lower-case letters for the
+    # output (o) and kernel (k) spatial axes so no label can collide.
+    o = "ijklmn"[:nd]
+    k = "pqrstu"[:nd]
+    expr = f"NGC{o}{k},GFC{k}->NGF{o}"
     res = np.einsum(expr, win, wg, optimize=True)
     return res.reshape((n, w.shape[0]) + res.shape[3:])
 

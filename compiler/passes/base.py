@@ -11,7 +11,8 @@ owns instrumentation, validation and toggles.
 Ordering rules are declared on the pass class:
     must_follow  = ("split_single_dyn_dim",)  run after these when they are in the pipeline
     requires     = ("auto_contiguous",)       these must have run (enabled) earlier
-    final        = True                       nothing may run after this pass
+and, for one position in a pipeline, on the entry: `PassEntry(final=True)` means nothing may run
+after it (MIGraphX's last eliminate_identity, after which not even DCE may run).
 """
 
 from __future__ import annotations
@@ -33,7 +34,6 @@ class Pass:
     name: ClassVar[str] = "pass"
     must_follow: ClassVar[tuple[str, ...]] = ()
     requires: ClassVar[tuple[str, ...]] = ()
-    final: ClassVar[bool] = False
     # How this pass relates to MIGraphX's pass of the same name: "implemented" (same semantics),
     # "mapped" (our equivalent; `note` says what it does instead), or "disabled".
     status: ClassVar[str] = "implemented"
@@ -136,6 +136,7 @@ class PassEntry:
     enabled: bool = True
     reason: str = ""  # why disabled (shown by the explorer and `migx-explore passes`)
     user: bool = False  # inserted by the user (not part of the target's pipeline)
+    final: bool = False  # nothing may run after this entry (ordering rule)
 
     @property
     def name(self) -> str:

@@ -46,7 +46,6 @@ class EliminateIdentity(Pass):
     instruction (no @return) is kept as MIGraphX does, so the module still ends in a value."""
 
     name: ClassVar[str] = "eliminate_identity"
-    final: ClassVar[bool] = True
 
     def apply_module(self, module: Module, ctx) -> bool:
         changed = False

@@ -155,15 +155,18 @@ class PassManager:
         elapsed = time.perf_counter() - t0 - (self._instrument_s - instr_at_start)
         stop_recording(token)
         t_after = time.perf_counter()
-        after = snapshot(program)
+        # Unless the pass says it changed nothing, re-read every instruction: a buggy pass may have
+        # mutated instructions without going through the Module API (so version counters lie).
+        suspicious = reported is not False
+        after = snapshot(program, fresh=suspicious)
         rec.after = after
         rec.diff = diff(before, after)
         rec.time_s = max(elapsed, 0.0)
         if reported is False and rec.changed:
             self._fail(program, rec, f"pass {rec.path} reported no change but changed the IR "
                                      f"({rec.diff.summary()})", before, elapsed)
-        if self.validate and rec.changed:
-            self._validate(program, rec, before, elapsed)
+        if self.validate and (rec.changed or suspicious):
+            self._validate(program, rec, before, elapsed, full=suspicious)
         if self.numeric is not None and rec.changed and (parent is None or self.numeric.nested):
             rec.numeric = self._numeric_check(program)
         if self.on_record:
@@ -189,10 +192,11 @@ class PassManager:
             return None
         return any(results)
 
-    def _validate(self, program: Program, rec: PassRecord, before: ProgramSnapshot, elapsed: float) -> None:
+    def _validate(self, program: Program, rec: PassRecord, before: ProgramSnapshot, elapsed: float,
+                  full: bool = False) -> None:
         for m in program.get_modules():
             key = id(m)
-            if self._validated.get(key) == m.version:
+            if not full and self._validated.get(key) == m.version:
                 continue
             try:
                 m.validate()

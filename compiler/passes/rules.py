@@ -49,14 +49,8 @@ def check_order(pipelines: Sequence[Pipeline]) -> list[OrderWarning]:
                 warnings.append(OrderWarning(
                     "requires", path, f"{path} requires {dep} to have run before it, but it has not "
                                       f"(rule {cls.name}.requires)"))
-        if getattr(cls, "final", False) and k == _last_final_candidate(flat, e.name) and later_on:
+        if e.final and later_on:
             nxt = ", ".join(p for p, _ in later_on[:3])
-            warnings.append(OrderWarning("final", path, f"nothing may run after the final {e.name}, but {nxt} does "
-                                                        f"(rule {cls.name}.final)"))
+            warnings.append(OrderWarning("final", path, f"nothing may run after the final {e.name} ({path}), "
+                                                        f"but {nxt} does (rule: final entry)"))
     return warnings
-
-
-def _last_final_candidate(flat, name: str) -> int:
-    """Index of the last enabled occurrence of a `final` pass (earlier occurrences are not final)."""
-    idx = [k for k, (_, e, on) in enumerate(flat) if on and e.name == name]
-    return idx[-1] if idx else -1
