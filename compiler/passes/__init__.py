@@ -10,7 +10,16 @@ import importlib
 import pkgutil
 
 from .base import FunctionPass, Pass, PassEntry, Pipeline, disabled, make_pass, pass_registry, pipeline
-from .manager import NumericConfig, PassContext, PassFailed, PassManager, make_numeric_config, restore, run_passes
+from .manager import (
+    NumericConfig,
+    PassContext,
+    PassFailed,
+    PassManager,
+    entry_paths,
+    make_numeric_config,
+    restore,
+    run_passes,
+)
 from .rules import OrderWarning, check_order
 from .spec import SpecError, build_pipelines, format_spec, parse_spec, spec_from_pipelines
 from .trace import NumericCheck, PassRecord, Trace, write_trace
@@ -30,6 +39,6 @@ _load_pass_modules()
 __all__ = [
     "FunctionPass", "NumericCheck", "NumericConfig", "OrderWarning", "Pass", "PassContext", "PassEntry",
     "PassFailed", "PassManager", "PassRecord", "Pipeline", "SpecError", "Trace", "build_pipelines",
-    "check_order", "disabled", "format_spec", "make_numeric_config", "make_pass", "parse_spec", "pass_registry",
-    "pipeline", "restore", "run_passes", "spec_from_pipelines", "write_trace",
+    "check_order", "disabled", "entry_paths", "format_spec", "make_numeric_config", "make_pass", "parse_spec",
+    "pass_registry", "pipeline", "restore", "run_passes", "spec_from_pipelines", "write_trace",
 ]

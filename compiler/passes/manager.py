@@ -74,20 +74,24 @@ class PassManager:
 
     # ---- public ----------------------------------------------------------------------------------
     def run(self, program: Program, pipelines: Sequence[Pipeline] | Sequence[Pass], *,
-            trace: Trace | None = None) -> Trace:
+            trace: Trace | None = None, start: tuple[int, int] = (0, 0)) -> Trace:
         """Run pipelines (or a flat list of passes) on `program` in place; returns the trace.
 
-        Passing an existing `trace` appends to it (used to resume from a cached prefix)."""
+        To resume from a cached prefix, pass the truncated `trace` to append to and `start` =
+        (pipeline index, entry index) of the first entry to run; `program` must be in the state
+        the trace's last record left it in."""
         if pipelines and isinstance(pipelines[0], Pass):
             pipelines = [Pipeline("passes", [PassEntry(p) for p in pipelines])]
         self._trace = trace or Trace(snapshot(program))
         self._validated = {}
-        for pl in pipelines:
+        for pi, pl in enumerate(pipelines):
             counts = _name_counts(pl.entries)
             seen: dict[str, int] = {}
             for k, e in enumerate(pl.entries):
                 seen[e.name] = seen.get(e.name, 0) + 1
-                path = f"{pl.name}.{e.name}" + (f"#{seen[e.name]}" if counts[e.name] > 1 else "")
+                if (pi, k) < start:
+                    continue
+                path = entry_path(pl.name, e.name, seen[e.name], counts[e.name])
                 if not (pl.enabled and e.enabled):
                     self._record_disabled(program, pl, k, e, path)
                     continue
@@ -281,6 +285,21 @@ def restore(program: Program, snap: ProgramSnapshot) -> None:
     for m in program.modules.values():
         m.program = program
     program._next_id = max(program._next_id, q._next_id)
+
+
+def entry_path(pipeline: str, name: str, occurrence: int, total: int) -> str:
+    """`fusion.fuse_pointwise_reduce`, or `required.dead_code_elimination#3` for repeated names."""
+    return f"{pipeline}.{name}" + (f"#{occurrence}" if total > 1 else "")
+
+
+def entry_paths(pl: Pipeline) -> list[str]:
+    counts = _name_counts(pl.entries)
+    seen: dict[str, int] = {}
+    out = []
+    for e in pl.entries:
+        seen[e.name] = seen.get(e.name, 0) + 1
+        out.append(entry_path(pl.name, e.name, seen[e.name], counts[e.name]))
+    return out
 
 
 def _name_counts(entries: Sequence[PassEntry]) -> dict[str, int]:

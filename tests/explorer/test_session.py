@@ -1,0 +1,128 @@
+"""Session: stepping, toggling with prefix-cached re-tracing, user passes, errors (no browser)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from migx_explore.compiler import Op
+from migx_explore.compiler import matcher as mt
+from migx_explore.session import Session, SessionError
+
+SRC = """
+x = @param:x -> float_type, {2, 8}, {8, 1}
+@1 = identity(x) -> float_type, {2, 8}, {8, 1}
+@2 = relu(@1) -> float_type, {2, 8}, {8, 1}
+@3 = neg(@2) -> float_type, {2, 8}, {8, 1}
+@4 = exp(@3) -> float_type, {2, 8}, {8, 1}
+@5 = @return(@4)
+"""
+
+
+def _session(**kw):
+    return Session.from_text(SRC, include_backend=False, **kw)
+
+
+def test_steps_follow_the_five_pipelines_in_order():
+    s = _session()
+    tops = [r.path for r in s.trace.top_level()]
+    assert tops[0] == "dynamic_shapes.split_single_dyn_dim"
+    assert [p.split(".")[0] for p in tops] == sorted([p.split(".")[0] for p in tops], key=[
+        "dynamic_shapes", "required", "optimize_rewrite", "fusion"].index)
+    s.first()
+    first = s.current.index
+    s.step()
+    assert s.current.index > first and s.current.depth == 0
+    s.back()
+    assert s.current.index == first
+    s.last()
+    assert s.current.path == tops[-1]
+
+
+def test_goto_and_diff():
+    s = _session()
+    r = s.goto("required.eliminate_identity#1")
+    assert r.changed and s.diff().removed
+    assert s.stats()["removed"] == 1
+    with pytest.raises(SessionError, match="no pass 'nope'"):
+        s.goto("nope")
+
+
+def test_toggle_recomputes_only_from_the_first_affected_entry():
+    s = _session()
+    s.run()
+    n_top = len(s.trace.top_level())
+    s.disable("required.eliminate_identity#1")
+    s.run()
+    info = s.last_retrace
+    assert info.first_run == "required.eliminate_identity#1"
+    assert info.reused == 4 + 2  # dynamic_shapes (4 entries) + required's first two
+    assert info.reused + info.ran == n_top
+    rec = s.trace.find("required.eliminate_identity#1")
+    assert rec.status == "disabled"
+    # toggling back reuses nothing after the change point, but the prefix again
+    s.enable("required.eliminate_identity#1")
+    s.run()
+    assert s.last_retrace.reused == 6
+
+
+def test_hide_unchanged_and_nested_view():
+    s = _session()
+    s.view.hide_unchanged = True
+    vis = s.visible()
+    assert vis and all(s.trace.records[i].changed for i in vis)
+
+
+def test_insert_user_rule_and_function_pass():
+    s = _session()
+
+    def neg_exp(module, r):
+        module.replace(r.root, Op("recip"), [module.insert_instruction(r.root, Op("exp"), [r["x"]])])
+
+    rule = mt.rule("exp_neg_to_recip_exp", mt.name("exp")(mt.arg(0)(mt.name("neg")(mt.arg(0)(mt.any_().bind(
+        "x"))))), neg_exp)
+    path = s.insert_pass(rule, after="fusion.fuse_pointwise_reduce")
+    assert path == "fusion.exp_neg_to_recip_exp"
+    rec = s.trace.find(path)
+    assert rec.user and rec.changed and rec.matches and rec.numeric.ok
+
+
+def test_error_in_user_pass_is_reported_with_its_name():
+    s = _session()
+
+    def broken(module):
+        raise ValueError("boom")
+
+    s.insert_pass(broken, after="required.normalize_ops")
+    s.run()
+    assert s.error and "required.broken" in s.error and "boom" in s.error
+    failed = s.trace.records[s.trace.failed_index]
+    assert failed.status == "failed"
+
+
+def test_numeric_check_runs_per_pass():
+    s = _session()
+    changed = [r for r in s.trace.top_level() if r.changed]
+    assert changed and all(r.numeric is not None and r.numeric.ok for r in changed)
+
+
+def test_mode_eager_skips_optimize_rewrite():
+    s = _session()
+    s.set_mode("eager")
+    recs = [r for r in s.trace.top_level() if r.pipeline == "optimize_rewrite"]
+    assert recs and all(r.status == "disabled" for r in recs)
+
+
+def test_spec_reflects_toggles():
+    s = _session()
+    s.disable("required.eliminate_identity#2")
+    assert "required{-eliminate_identity#2}" in s.spec()
+
+
+def test_final_program_evaluates_like_the_input():
+    s = _session()
+    from migx_explore.compiler import evaluate
+
+    x = np.linspace(-1, 1, 16, dtype=np.float32).reshape(2, 8)
+    np.testing.assert_allclose(evaluate(s.final().to_program(), {"x": x})[0],
+                               np.exp(-np.maximum(x, 0)), rtol=1e-6)
