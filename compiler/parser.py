@@ -196,9 +196,17 @@ def parse_attrs(op_name: str, text: str) -> dict[str, Any]:
     return attrs
 
 
-def _literal_values(body: str, shape: Shape, allow_elided: bool) -> np.ndarray:
+def _literal_values(body: str, shape: Shape, allow_elided: bool, literals=None) -> np.ndarray:
     inner = body.strip()[1:-1].strip()
     npd = dtypes.np_dtype(shape.type)
+    if inner.startswith("#"):
+        key = inner[1:]
+        if literals is None or key not in literals:
+            raise ValueError(f"literal reference #{key} has no data (saved-file form needs its literal table)")
+        arr = np.asarray(literals[key])
+        if arr.dtype != npd or arr.size != shape.elements():
+            raise ValueError(f"literal #{key} holds {arr.size} x {arr.dtype}, but its shape is {shape}")
+        return arr.reshape(shape.lens)
     if inner == "...":
         if not allow_elided:
             raise ValueError("literal values are elided ('{ ... }'); print with full=True to round-trip, "
@@ -218,8 +226,10 @@ def _literal_values(body: str, shape: Shape, allow_elided: bool) -> np.ndarray:
     return arr.reshape(shape.lens)
 
 
-def parse(text: str, *, allow_elided: bool = False) -> Program:
-    """Parse a printed program (one or more `module:` blocks; a headerless text is module main)."""
+def parse(text: str, *, allow_elided: bool = False, literals=None) -> Program:
+    """Parse a printed program (one or more `module:` blocks; a headerless text is module main).
+
+    `literals` maps keys to arrays for the saved-file form, where literals print as `{#key}`."""
     lines = text.splitlines()
     blocks: list[tuple[str, bool, list[tuple[int, str]]]] = []
     for no, line in enumerate(lines, 1):
@@ -265,7 +275,7 @@ def parse(text: str, *, allow_elided: bool = False) -> Program:
         _, bypass, body = by_name[name]
         mod = p.modules[name]
         mod.bypass = bypass
-        _parse_module(mod, body, allow_elided)
+        _parse_module(mod, body, allow_elided, literals)
         visiting.discard(name)
         done.add(name)
 
@@ -274,7 +284,7 @@ def parse(text: str, *, allow_elided: bool = False) -> Program:
     return p
 
 
-def _parse_module(mod: Module, body: list[tuple[int, str]], allow_elided: bool) -> None:
+def _parse_module(mod: Module, body: list[tuple[int, str]], allow_elided: bool, literals=None) -> None:
     env: dict[str, Any] = {}
     for no, s in body:
         try:
@@ -284,14 +294,14 @@ def _parse_module(mod: Module, body: list[tuple[int, str]], allow_elided: bool) 
             var = var.strip()
             if var in env:
                 raise ValueError(f"name {var} is defined twice")
-            env[var] = _parse_instruction(mod, rhs.strip(), env, allow_elided)
+            env[var] = _parse_instruction(mod, rhs.strip(), env, allow_elided, literals)
         except ParseError:
             raise
         except (MigxError, ValueError, KeyError, IndexError) as e:
             raise ParseError(f"module {mod.name}: {e}", no, s) from None
 
 
-def _parse_instruction(mod: Module, rhs: str, env: dict, allow_elided: bool):
+def _parse_instruction(mod: Module, rhs: str, env: dict, allow_elided: bool, literals=None):
     def lookup(arg: str):
         if arg not in env:
             raise ValueError(f"unknown name {arg!r} (names must be defined before use)")
@@ -311,8 +321,8 @@ def _parse_instruction(mod: Module, rhs: str, env: dict, allow_elided: bool):
         if not arrow:
             raise ValueError("literal needs '-> <shape>'")
         shape = parse_shape(shape_txt.strip())
-        return mod._link_before(mod._new(Op("@literal"), (), (), shape,
-                                         Literal(_literal_values(body, shape, allow_elided), shape)), mod.end())
+        data = _literal_values(body, shape, allow_elided, literals)
+        return mod._link_before(mod._new(Op("@literal"), (), (), shape, Literal(data, shape)), mod.end())
     if rhs.startswith("@return"):
         inner = rhs[rhs.index("(") + 1:_matching(rhs, rhs.index("("))]
         args = [lookup(a) for a in _split_top(inner) if a]

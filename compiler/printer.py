@@ -99,12 +99,15 @@ class Namer:
         return self.names.get(ins.id, f"<#{ins.id}>")
 
 
-def format_instruction(ins: Instruction, namer: Namer, full: bool = False) -> str:
+def format_instruction(ins: Instruction, namer: Namer, full: bool = False, literal_ref=None) -> str:
+    """`literal_ref(literal) -> str` prints literals as `{#key}` references (the saved-file form,
+    whose data lives beside the text)."""
     name = namer[ins]
     if ins.is_param():
         return f"{name} = @param:{ins.param_name} -> {ins.shape}"
     if ins.is_literal():
-        return f"{name} = @literal{format_literal(ins.literal.data, full)} -> {ins.shape}"
+        body = "{#" + literal_ref(ins.literal) + "}" if literal_ref else format_literal(ins.literal.data, full)
+        return f"{name} = @literal{body} -> {ins.shape}"
     args = ",".join(namer[i] for i in ins.inputs)
     if ins.is_return():
         return f"{name} = @return({args})"
@@ -114,17 +117,17 @@ def format_instruction(ins: Instruction, namer: Namer, full: bool = False) -> st
     return f"{text} -> {ins.shape}"
 
 
-def print_module(module: Module, full: bool = False) -> str:
+def print_module(module: Module, full: bool = False, literal_ref=None) -> str:
     namer = Namer(module)
     lines = [f'module: "{module.name}"']
     if module.bypass:
         lines[0] += " bypass"
-    lines.extend(format_instruction(ins, namer, full) for ins in module)
+    lines.extend(format_instruction(ins, namer, full, literal_ref) for ins in module)
     return "\n".join(lines) + "\n"
 
 
-def print_program(program: Program, full: bool = False) -> str:
-    return "\n".join(print_module(m, full) for m in program.get_modules())
+def print_program(program: Program, full: bool = False, literal_ref=None) -> str:
+    return "\n".join(print_module(m, full, literal_ref) for m in program.get_modules())
 
 
 def instruction_label(ins: Instruction) -> str:

@@ -1,0 +1,27 @@
+"""Arguments shared by verbs that run the pipelines (trace, verify, compile, waterfall)."""
+
+from __future__ import annotations
+
+import argparse
+
+from ..compiler.passes import build_pipelines
+from ..gpu.pipelines import COMPILE_MODES, CompileOptions
+
+
+def add_pipeline_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--mode", choices=COMPILE_MODES, default="balanced", help="compile mode (eager skips "
+                   "optimize_rewrite)")
+    p.add_argument("--spec", default=None, help="pipeline spec, e.g. 'required,optimize_rewrite{-fuse_horizontal},"
+                   "fusion' (default: all five pipelines)")
+    p.add_argument("--no-backend", action="store_true", help="stop after the target-independent pipelines")
+    p.add_argument("--nhwc", action="store_true", help="layout_convolution to NHWC (MIGRAPHX_ENABLE_NHWC)")
+
+
+def make_session(program, args: argparse.Namespace, *, numeric: bool, name: str):
+    from ..session import Session
+
+    opts = CompileOptions(mode=args.mode, enable_nhwc=args.nhwc)
+    s = Session(program, name=name, options=opts, include_backend=not args.no_backend, numeric=numeric)
+    if args.spec:
+        s.pipelines = build_pipelines(args.spec, s.catalog)
+    return s

@@ -1,0 +1,46 @@
+"""`migx-explore passes`: the GPU target's five pipelines and every entry's status."""
+
+from __future__ import annotations
+
+import argparse
+
+from ..gpu.pipelines import COMPILE_MODES, CompileOptions, PendingPass, gpu_pipelines
+
+
+def entry_status(entry) -> str:
+    if isinstance(entry.pass_, PendingPass):
+        return "pending: " + entry.reason
+    cls = type(entry.pass_)
+    if not entry.enabled:
+        return "disabled: " + (entry.reason or cls.note or "disabled")
+    if cls.status == "mapped":
+        return "mapped: " + cls.note
+    if cls.status == "disabled":
+        return "disabled: " + cls.note
+    return "implemented"
+
+
+def run(args: argparse.Namespace) -> int:
+    opts = CompileOptions(mode=args.mode, enable_nhwc=args.nhwc, enable_rewrite_dot=args.rewrite_dot)
+    total = 0
+    counts: dict[str, int] = {}
+    for pl in gpu_pipelines(opts):
+        head = f"{pl.name} ({len(pl.entries)} entries)" + ("" if pl.enabled else " [pipeline disabled]")
+        print(head)
+        for k, e in enumerate(pl.entries, 1):
+            status = entry_status(e)
+            counts[status.split(":")[0]] = counts.get(status.split(":")[0], 0) + 1
+            opts_txt = e.pass_.describe()[len(e.name):] if not isinstance(e.pass_, PendingPass) else ""
+            print(f"  {k:>3}  {e.name + opts_txt:<52} {status}")
+        total += len(pl.entries)
+        print()
+    print(f"{total} entries: " + ", ".join(f"{n} {k}" for k, n in sorted(counts.items())))
+    return 0
+
+
+def register(sub) -> None:
+    p = sub.add_parser("passes", help="list the five pipelines and their entries with status")
+    p.add_argument("--mode", choices=COMPILE_MODES, default="balanced")
+    p.add_argument("--nhwc", action="store_true", help="as MIGRAPHX_ENABLE_NHWC")
+    p.add_argument("--rewrite-dot", action="store_true", help="as MIGRAPHX_ENABLE_REWRITE_DOT")
+    p.set_defaults(func=run)

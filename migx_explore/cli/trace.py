@@ -1,0 +1,64 @@
+"""`migx-explore trace MODEL --out DIR [--svg]`: numbered IR files per pass plus a JSON index."""
+
+from __future__ import annotations
+
+import argparse
+
+from ..compiler.passes import write_trace
+from ..stats import launch_count
+from ._pipeline_args import add_pipeline_arguments, make_session
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..loading import load_program
+
+    program, name = load_program(args)
+    s = make_session(program, args, numeric=args.numeric, name=name)
+    if not args.quiet:
+        s.on_progress = lambda k, n, path: print(f"\r[{k}/{n}] {path:<60}", end="", flush=True)
+    trace = s.run()
+    if not args.quiet:
+        print("\r" + " " * 72 + "\r", end="")
+    files = write_trace(trace, args.out, changed_only=not args.all, extra={
+        "model": name, "spec": s.spec_or_label(), "launches_before": launch_count(trace.initial),
+        "launches_after": launch_count(trace.final)})
+    if args.svg:
+        from ..render import render_trace
+
+        files += render_trace(trace, args.out, changed_only=not args.all)
+    _print_summary(trace, args.verbose)
+    print(f"wrote {len(files)} files to {args.out}")
+    if s.error:
+        print(f"error: {s.error}")
+        return 1
+    return 0
+
+
+def _print_summary(trace, verbose: bool) -> None:
+    total = sum(r.time_s for r in trace.top_level())
+    changed = [r for r in trace.top_level() if r.changed]
+    print(f"{len(trace.top_level())} passes ({len(changed)} changed the IR, "
+          f"{sum(1 for r in trace.top_level() if r.status == 'disabled')} disabled), {total * 1e3:.1f} ms in passes")
+    print(f"instructions {trace.initial.total_instructions()} -> {trace.final.total_instructions()}, "
+          f"kernel launches {launch_count(trace.initial)} -> {launch_count(trace.final)}")
+    for r in trace.top_level() if verbose else changed:
+        d = r.diff.summary() if r.diff else r.status
+        num = ""
+        if r.numeric is not None and not r.numeric.note:
+            num = f"  max|err| {r.numeric.max_abs:.2e}" + ("" if r.numeric.ok else "  TOLERANCE BROKEN")
+        print(f"  {r.index + 1:>3} {r.path:<48} {d:<18} {r.time_s * 1e3:8.2f} ms{num}")
+
+
+def register(sub) -> None:
+    from ..loading import add_model_arguments
+
+    p = sub.add_parser("trace", help="run the pipelines and write numbered per-pass IR files + index.json")
+    add_model_arguments(p)
+    add_pipeline_arguments(p)
+    p.add_argument("--out", required=True, help="output folder")
+    p.add_argument("--svg", action="store_true", help="also write an SVG diff per (changed) pass")
+    p.add_argument("--all", action="store_true", help="write files for unchanged passes too")
+    p.add_argument("--numeric", action="store_true", help="check outputs against the input program after each pass")
+    p.add_argument("-v", "--verbose", action="store_true", help="list every pass, not only the changed ones")
+    p.add_argument("-q", "--quiet", action="store_true")
+    p.set_defaults(func=run)

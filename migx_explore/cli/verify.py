@@ -1,0 +1,53 @@
+"""`migx-explore verify MODEL`: evaluate after every pass and compare with the unoptimized program.
+
+Exit status 1 names the first pass that breaks the tolerance."""
+
+from __future__ import annotations
+
+import argparse
+
+from ._pipeline_args import add_pipeline_arguments, make_session
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..compiler.passes import make_numeric_config
+    from ..loading import load_program
+
+    program, name = load_program(args)
+    s = make_session(program, args, numeric=True, name=name)
+    s._numeric_base = make_numeric_config(program, rtol=args.rtol, atol=args.atol, seed=args.seed)
+    trace = s.run()
+    checked = [r for r in trace if r.numeric is not None and not r.numeric.note]
+    unavailable = next((r for r in trace if r.numeric is not None and r.numeric.note), None)
+    worst = max((r.numeric.max_abs for r in checked), default=0.0)
+    print(f"{name}: {len(checked)} passes changed the IR and were checked (rtol {args.rtol}, atol {args.atol}); "
+          f"largest max|err| {worst:.3e}")
+    if unavailable is not None:
+        print(f"numeric checks stopped at {unavailable.path}: {unavailable.numeric.note}")
+    if s.error:
+        print(f"error: {s.error}")
+        return 1
+    bad = trace.first_numeric_failure()
+    if bad is not None:
+        print(f"FAIL: pass {bad.path} breaks the tolerance: max|err| {bad.numeric.max_abs:.3e}, "
+              f"max rel {bad.numeric.max_rel:.3e}")
+        if args.bisect:
+            from ..bisect import locate_divergence
+
+            print(locate_divergence(trace, bad, s._numeric_base).describe())
+        return 1
+    print("OK: every pass keeps the outputs within tolerance")
+    return 0
+
+
+def register(sub) -> None:
+    from ..loading import add_model_arguments
+
+    p = sub.add_parser("verify", help="numeric check after every pass against the unoptimized program")
+    add_model_arguments(p)
+    add_pipeline_arguments(p)
+    p.add_argument("--rtol", type=float, default=1e-4)
+    p.add_argument("--atol", type=float, default=1e-5)
+    p.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
+    p.add_argument("--bisect", action="store_true", help="find the first diverging instruction of the failing pass")
+    p.set_defaults(func=run)

@@ -1,0 +1,38 @@
+# Shared setup for scripts/explore.sh and scripts/test.sh: system packages through apt where
+# missing, a project virtualenv (.venv), and the Python packages through pip.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+
+apt_install() {
+  local sudo=""
+  [ "$(id -u)" = 0 ] || sudo="sudo"
+  echo "[migx-explore] installing system packages: $*" >&2
+  $sudo apt-get update -q >/dev/null
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q "$@" >/dev/null
+}
+
+ensure_system() {
+  local need=()
+  command -v dot >/dev/null 2>&1 || need+=(graphviz)
+  for pkg in "$@"; do
+    case "$pkg" in
+      chromium) command -v chromium >/dev/null 2>&1 || need+=(chromium) ;;
+      *) need+=("$pkg") ;;
+    esac
+  done
+  if [ ${#need[@]} -gt 0 ]; then apt_install "${need[@]}"; fi
+}
+
+ensure_venv() {
+  # An isolated environment, so a Debian system Python (externally managed) works too.
+  if [ -z "${VIRTUAL_ENV:-}" ]; then
+    if [ ! -x .venv/bin/python ]; then
+      python3 -m venv .venv 2>/dev/null || { apt_install python3-venv; python3 -m venv .venv; }
+    fi
+    # shellcheck disable=SC1091
+    . .venv/bin/activate
+  fi
+  python -m pip install -q --disable-pip-version-check --upgrade pip >/dev/null
+  python -m pip install -q --disable-pip-version-check -e ".[$1]"
+}
