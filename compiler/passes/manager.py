@@ -234,8 +234,13 @@ class PassManager:
             return NumericCheck(float("nan"), float("nan"), True, cfg.disabled_reason)
         from ..ref import evaluate
 
+        # Parameters a backend pass introduced (output buffers, the scratch arena) get zeros.
+        feeds = dict(cfg.inputs)
+        for p in program.main.params():
+            if p.param_name not in feeds and p.shape.dyn_dims is None:
+                feeds[p.param_name] = np.zeros(p.shape.lens, dtype=p.shape.dtype.np_dtype)
         try:
-            outs = evaluate(program, cfg.inputs)
+            outs = evaluate(program, feeds)
         except MigxError as e:
             cfg.disabled_reason = f"unavailable from here on: {e}"
             return NumericCheck(float("nan"), float("nan"), True, cfg.disabled_reason)
