@@ -7,7 +7,7 @@ from numpy.lib.stride_tricks import sliding_window_view
 
 from ..errors import ShapeError
 from ..op import defop
-from ..shape import Shape
+from ..shape import DynDim, Shape
 from .common import A, same_type
 
 
@@ -15,6 +15,8 @@ from .common import A, same_type
 def _dot_shape(op, s, m):
     a, b = s
     t = same_type("dot", s)
+    if a.dyn_dims is not None or b.dyn_dims is not None:
+        return _dyn_dot_shape(t, a, b)
     if a.ndim < 2 or b.ndim < 2 or a.ndim != b.ndim:
         raise ShapeError(f"dot: needs inputs of equal rank >= 2, got {list(a.lens)} and {list(b.lens)}")
     if a.lens[:-2] != b.lens[:-2]:
@@ -22,6 +24,22 @@ def _dot_shape(op, s, m):
     if a.lens[-1] != b.lens[-2]:
         raise ShapeError(f"dot: inner dimensions differ: {list(a.lens)} x {list(b.lens)}")
     return Shape.of(t, a.lens[:-1] + (b.lens[-1],))
+
+
+def _dyn_dims(x: Shape) -> tuple[DynDim, ...]:
+    return x.dyn_dims if x.dyn_dims is not None else tuple(DynDim(n, n) for n in x.lens)
+
+
+def _dyn_dot_shape(t: str, a: Shape, b: Shape) -> Shape:
+    """Dynamic dims (e.g. a batch range) pass through; the contracted dims must be fixed and equal."""
+    da, db = _dyn_dims(a), _dyn_dims(b)
+    if len(da) < 2 or len(da) != len(db):
+        raise ShapeError(f"dot: needs inputs of equal rank >= 2, got {a} and {b}")
+    if da[:-2] != db[:-2]:
+        raise ShapeError(f"dot: batch dimensions differ: {a} vs {b}")
+    if not (da[-1].is_fixed and da[-1] == db[-2]):
+        raise ShapeError(f"dot: inner dimensions differ or are not fixed: {a} x {b}")
+    return Shape.dynamic(t, da[:-1] + db[-1:])
 
 
 def _dot_compute(op, args, out, run):
@@ -71,6 +89,11 @@ def _conv_shape(op, s, m):
         if n <= 0:
             raise ShapeError(f"convolution: kernel {list(w.lens[2:])} does not fit input {list(x.lens[2:])}")
         out.append(n)
+    # Like MIGraphX, the output takes the inputs' memory order when they agree (NHWC in, NHWC out:
+    # layout_convolution relies on it); otherwise it is standard.
+    perms = {x.permutation(), w.permutation()}
+    if len(perms) == 1 and x.packed() and w.packed():
+        return Shape.from_permutation(t, out, perms.pop())
     return Shape.of(t, out)
 
 

@@ -9,8 +9,8 @@ import math
 import numpy as np
 
 from ..errors import ShapeError
-from ..op import defop
-from ..shape import Shape
+from ..op import Op, defop
+from ..shape import DynDim, Shape
 from .common import A, norm_axes, norm_axis, normalizer, same_type
 
 
@@ -57,6 +57,8 @@ defop("transpose", _transpose_shape, lambda op, a, out, run: np.transpose(a[0], 
 # --- broadcasts ---------------------------------------------------------------------------------
 def _multibroadcast_shape(op, s, m):
     x = s[0]
+    if len(s) == 2:
+        return _multibroadcast_to(x, s[1])
     out = tuple(op["out_lens"])
     if len(out) < x.ndim:
         raise ShapeError(f"multibroadcast: cannot broadcast {list(x.lens)} to lower rank {list(out)}")
@@ -73,9 +75,29 @@ def _multibroadcast_shape(op, s, m):
     return Shape.of(x.type, out, strides)
 
 
-defop("multibroadcast", _multibroadcast_shape, lambda op, a, out, run: np.broadcast_to(a[0], out.lens),
-      attrs=[A("out_lens", "ints", (), show=True)], traits={"view"}, nargs=1, output_alias=_alias0,
-      doc="Numpy-style broadcast to out_lens (broadcast axes get stride 0).")
+def _multibroadcast_to(x: Shape, like: Shape) -> Shape:
+    """MIGraphX's 2-input form: broadcast x to the (possibly dynamic) shape of input 1."""
+    if like.dyn_dims is None:
+        return _multibroadcast_shape(Op("multibroadcast", out_lens=like.lens), [x], [])
+    dims = list(like.dyn_dims)
+    off = len(dims) - x.ndim
+    if off < 0:
+        raise ShapeError(f"multibroadcast: cannot broadcast {x} to lower rank {like}")
+    xd = x.dyn_dims if x.dyn_dims is not None else tuple(DynDim(n, n) for n in x.lens)
+    for i, d in enumerate(xd):
+        if d != dims[off + i] and not (d.is_fixed and d.min == 1):
+            raise ShapeError(f"multibroadcast: dimension {i} of {x} is incompatible with {like}")
+    return Shape.dynamic(x.type, dims)
+
+
+def _multibroadcast_compute(op, a, out, run):
+    return np.broadcast_to(a[0], np.shape(a[1]) if len(a) == 2 else out.lens)
+
+
+defop("multibroadcast", _multibroadcast_shape, _multibroadcast_compute,
+      attrs=[A("out_lens", "ints", (), show=True)], traits={"view"}, nargs=(1, 2), output_alias=_alias0,
+      doc="Numpy-style broadcast to out_lens (broadcast axes get stride 0); with a second input, to "
+          "that input's shape (dynamic shapes; simplify_dyn_ops makes it static).")
 
 
 def _broadcast_shape(op, s, m):

@@ -1,0 +1,108 @@
+"""Control ops that carry submodules: `if` and `select_module`.
+
+Values never cross modules in this IR, so an `if` passes what its branches use as explicit
+inputs (MIGraphX lets branches read the parent's instructions directly):
+
+    @3 = if(cond, x, w), [then_mod, else_mod] -> ...     both branches take params bound to (x, w)
+
+`select_module` (made by split_single_dyn_dim) runs the one submodule whose parameter shapes match
+the runtime inputs; its inputs are the parent's parameters sorted by name and bound to the
+submodule's parameters of the same names.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import EvalError, ShapeError
+from ..op import defop
+from ..shape import Shape
+from .common import A
+
+
+def _outputs_shape(shapes: list[Shape]) -> Shape:
+    return shapes[0] if len(shapes) == 1 else Shape.tuple_of(shapes)
+
+
+# --- if -----------------------------------------------------------------------------------------
+def _if_shape(op, s, mods):
+    if len(mods) != 2:
+        raise ShapeError(f"if: needs a then and an else module, got {len(mods)}")
+    cond = s[0]
+    if cond.type != "bool" or cond.elements() != 1:
+        raise ShapeError(f"if: condition must be a single bool, got {cond}")
+    args = s[1:]
+    outs = []
+    for m in mods:
+        params = m.params()
+        if len(params) != len(args):
+            raise ShapeError(f"if: branch {m.name} takes {len(params)} inputs, given {len(args)}")
+        for p, a in zip(params, args):
+            if p.shape.lens != a.lens or p.shape.type != a.type:
+                raise ShapeError(f"if: branch {m.name} param {p.param_name} is {p.shape}, given {a}")
+        outs.append([Shape.of(o.type, o.lens) for o in m.output_shapes()])
+    if outs[0] != outs[1]:
+        raise ShapeError(f"if: branches return different shapes ({mods[0].name}: {outs[0]}, "
+                         f"{mods[1].name}: {outs[1]})")
+    if not outs[0]:
+        raise ShapeError("if: branches return nothing")
+    return _outputs_shape(outs[0])
+
+
+def _if_compute(op, args, out, run):
+    then_mod, else_mod = run.ins.module_inputs
+    chosen = then_mod if bool(np.asarray(args[0]).reshape(-1)[0]) else else_mod
+    res = run(chosen, list(args[1:]), check_shapes=True)
+    return tuple(res) if out.is_tuple else res[0]
+
+
+defop("if", _if_shape, _if_compute, nargs=(1, -1),
+      doc="Run the then module if the condition holds, else the else module; the remaining inputs are "
+          "bound to each branch's params in order (several returns give a tuple).")
+
+
+# --- select_module ------------------------------------------------------------------------------
+def _fits(param: Shape, arg: Shape) -> bool:
+    if param.type != arg.type or param.ndim != arg.ndim:
+        return False
+    if arg.dyn_dims is None:
+        return param.lens == arg.lens
+    return all(d.min <= n <= d.max for n, d in zip(param.lens, arg.dyn_dims))
+
+
+def _sorted_params(m):
+    return sorted(m.params(), key=lambda p: p.param_name)
+
+
+def _select_shape(op, s, mods):
+    out = op["output_dyn_shapes"]
+    if not mods:
+        raise ShapeError("select_module: needs at least one submodule")
+    for m in mods:
+        params = _sorted_params(m)
+        if len(params) != len(s):
+            raise ShapeError(f"select_module: module {m.name} takes {len(params)} inputs, given {len(s)}")
+        for p, a in zip(params, s):
+            if not _fits(p.shape, a):
+                raise ShapeError(f"select_module: module {m.name} param {p.param_name} ({p.shape}) cannot "
+                                 f"take {a}")
+    if not out.is_tuple:
+        raise ShapeError("select_module: output_dyn_shapes must be a tuple shape")
+    return out
+
+
+def _select_compute(op, args, out, run):
+    for m in run.ins.module_inputs:
+        params = _sorted_params(m)
+        if all(tuple(np.shape(a)) == p.shape.lens for p, a in zip(params, args)):
+            feeds = {p.param_name: a for p, a in zip(params, args)}
+            return tuple(run(m, feeds, check_shapes=True))
+    got = ", ".join(str(tuple(np.shape(a))) for a in args)
+    raise EvalError(f"select_module: no submodule takes inputs of shapes {got}")
+
+
+defop("select_module", _select_shape, _select_compute,
+      attrs=[A("output_dyn_shapes", "shape", Shape.tuple_of([Shape.scalar("float32")]), show=True)],
+      nargs=(1, -1),
+      doc="Run the submodule whose parameter shapes match the inputs (parameters bound by sorted name); "
+          "returns a tuple of its outputs.")

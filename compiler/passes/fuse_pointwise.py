@@ -1,0 +1,259 @@
+"""fuse_pointwise (MIGraphX src/fuse_pointwise.cpp).
+
+1. Every op with the `pointwise` trait becomes `pointwise(inputs...), [<mod>:pointwiseN]`: a bypass
+   submodule with scalar params x0, x1, ... and @return. One-element constant inputs (through
+   broadcasts) are inlined into the submodule as scalar literals.
+2. Then, up to 8 times: optionally move reshapes (enable_rewrite_reshapes) and broadcasts
+   (enable_rewrite_broadcasts) from between two pointwise ops onto the producer's inputs, and merge
+   each pointwise op into its consumer when the consumer is its only user. The merged op keeps the
+   producer's submodule name (MIGraphX extends the producer's module); the consumer's module is
+   deleted at once rather than left behind for dead_code_elimination.
+3. With enable_multi_output, a producer that has other users is merged into a pointwise consumer
+   too, and so are sibling pointwise ops that read a common value; the merged submodule returns a
+   tuple and each old value becomes a `get_tuple_elem`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from ..ir import Instruction, Module
+from ..op import Op
+from ..shape import Shape
+from ._fusion_util import (
+    BROADCASTS,
+    copy_body,
+    depends_on,
+    drop_if_unused,
+    fix_order,
+    new_submodule,
+    param_name,
+    remove_dead,
+    scalar_constant,
+    scalar_param_shape,
+)
+from .base import Pass
+from .cleanup import EliminateIdentity
+
+RESHAPES = ("reshape", "squeeze", "unsqueeze", "flatten")
+MAX_ROUNDS = 8  # MIGraphX's loop bound in fuse_pointwise::apply
+
+
+# ---- step 1: one submodule per pointwise op ------------------------------------------------------
+def create_pointwise_modules(module: Module) -> bool:
+    changed = False
+    orphans: list[Instruction] = []
+    for ins in list(module):
+        if not ins.op.has("pointwise") or ins.module_inputs or ins.shape.is_tuple:
+            continue
+        consts = {i.id: scalar_constant(i) for i in ins.inputs}
+        if all(v is not None for v in consts.values()):
+            consts[ins.inputs[0].id] = None  # a pointwise op needs at least one input
+        sub = new_submodule(module.program, f"{module.name}:pointwise")
+        mapping: dict[int, Instruction] = {}
+        pw_inputs: list[Instruction] = []
+        for i in ins.inputs:
+            if i.id in mapping:
+                continue
+            if consts[i.id] is not None:
+                mapping[i.id] = sub.add_literal(consts[i.id], Shape.scalar(i.shape.type))
+                orphans.append(i)
+            else:
+                mapping[i.id] = sub.add_parameter(param_name(len(pw_inputs)), scalar_param_shape(i.shape))
+                pw_inputs.append(i)
+        sub.add_return([sub.add_instruction(ins.op, [mapping[i.id] for i in ins.inputs])])
+        module.replace_instruction(ins, Op("pointwise"), pw_inputs, [sub])
+        changed = True
+    remove_dead(module, orphans)
+    return changed
+
+
+# ---- merging -------------------------------------------------------------------------------------
+def _values(x: Instruction) -> list[list[Instruction]]:
+    """For each output of a pointwise op, the instructions that carry it (x, or its get_tuple_elems)."""
+    n = len(x.module_inputs[0].output_instructions())
+    if not x.shape.is_tuple:
+        return [[x]]
+    out: list[list[Instruction]] = [[] for _ in range(n)]
+    for u in x.outputs:
+        if u.name == "get_tuple_elem":
+            out[u.op["index"]].append(u)
+    return out
+
+
+def _handle_index(a: Instruction, h: Instruction) -> int | None:
+    """Which output of pointwise `a` the instruction `h` carries, if any."""
+    if h is a and not a.shape.is_tuple:
+        return 0
+    if h.name == "get_tuple_elem" and h.inputs[0] is a:
+        return h.op["index"]
+    return None
+
+
+def _producer_of(h: Instruction) -> Instruction | None:
+    if h.name == "pointwise":
+        return h
+    if h.name == "get_tuple_elem" and h.inputs[0].name == "pointwise":
+        return h.inputs[0]
+    return None
+
+
+def _tuple_consumers_ok(a: Instruction) -> bool:
+    # a tuple-valued pointwise may only be read through get_tuple_elem
+    return not a.shape.is_tuple or all(u.name == "get_tuple_elem" for u in a.outputs)
+
+
+def merge_pointwise(module: Module, a: Instruction, b: Instruction) -> Instruction:
+    """Fuse pointwise `a` and `b` into one pointwise placed where `b` was. Values of `a` that `b`
+    reads are computed inside; values of `a` with other users become extra (tuple) outputs."""
+    prog = module.program
+    with prog.provenance([a, b]):
+        return _merge(module, a, b)
+
+
+def _merge(module: Module, a: Instruction, b: Instruction) -> Instruction:
+    prog = module.program
+    am, bm = a.module_inputs[0], b.module_inputs[0]
+    a_vals, b_vals = _values(a), _values(b)
+    keep_a = [k for k, hs in enumerate(a_vals) if any(u is not b for h in hs for u in h.outputs)]
+    sub = new_submodule(prog, am.name + "~")
+    inputs: list[Instruction] = []
+    params: dict[int, Instruction] = {}
+
+    def param_for(x: Instruction) -> Instruction:
+        if x.id not in params:
+            params[x.id] = sub.add_parameter(param_name(len(inputs)), scalar_param_shape(x.shape))
+            inputs.append(x)
+        return params[x.id]
+
+    a_rets = copy_body(am, sub, {p.id: param_for(x) for p, x in zip(am.params(), a.inputs)})
+    b_map = {}
+    for p, x in zip(bm.params(), b.inputs):
+        k = _handle_index(a, x)
+        b_map[p.id] = a_rets[k] if k is not None else param_for(x)
+    b_rets = copy_body(bm, sub, b_map)
+    outs = [a_rets[k] for k in keep_a] + b_rets
+    sub.add_return(outs)
+    merged = module.insert_instruction(b, Op("pointwise"), inputs, [sub])
+    carriers = [a_vals[k] for k in keep_a] + b_vals
+    for idx, hs in enumerate(carriers):
+        if len(outs) == 1:
+            new = merged
+        else:
+            new = module.insert_instruction(b, Op("get_tuple_elem", index=idx), [merged])
+        for h in hs:
+            module.replace_all_uses(h, new)
+    dead = [h for hs in b_vals for h in hs if h is not b] + [b]
+    dead += [h for hs in a_vals for h in hs if h is not a] + [a]
+    module.remove_instructions(dead)
+    drop_if_unused(prog, [am, bm])
+    # Keep the producer's name unless its module lives on elsewhere (inside a fused_reduce).
+    final = am.name if am.name not in prog.modules else prog.unique_module_name(f"{module.name}:pointwise")
+    prog.rename_module(sub.name, final)
+    fix_order(module, merged)
+    return merged
+
+
+def _can_merge(a: Instruction, b: Instruction) -> bool:
+    """No path from `a` to `b` other than through a's own values (merging would make a cycle)."""
+    return _tuple_consumers_ok(a) and _tuple_consumers_ok(b) and not any(
+        _handle_index(a, x) is None and depends_on(x, a) for x in b.inputs)
+
+
+def fuse_producers(module: Module, multi_output: bool) -> bool:
+    """Merge a pointwise producer into its pointwise consumer (only user, or any with multi_output)."""
+    changed = False
+    last = module.last
+    for ins in module:
+        if not ins.alive or ins.name != "pointwise" or (not ins.outputs and ins is not last):
+            continue
+        for x in ins.inputs:
+            a = _producer_of(x)
+            if a is None or a is ins:
+                continue
+            only_b = _tuple_consumers_ok(a) and all(u is ins for hs in _values(a) for h in hs for u in h.outputs)
+            if only_b or (multi_output and _can_merge(a, ins)):
+                merge_pointwise(module, a, ins)
+                changed = True
+                break
+    return changed
+
+
+def fuse_siblings(module: Module) -> bool:
+    """Merge pointwise ops that read a common value and do not depend on each other."""
+    changed = False
+    for v in module:
+        if not v.alive:
+            continue
+        users = [u for u in v.outputs if u.name == "pointwise" and _tuple_consumers_ok(u)]
+        while len(users) >= 2:
+            a, b = users[0], users[1]
+            if depends_on(a, b) or depends_on(b, a):
+                users.pop(1)
+                continue
+            order = module.index_of()
+            a, b = sorted((a, b), key=lambda i: order[i.id])
+            merged = merge_pointwise(module, a, b)
+            users = [merged] + [u for u in users[2:] if u.alive]
+            changed = True
+    return changed
+
+
+# ---- moving reshapes and broadcasts onto the producer's inputs -----------------------------------
+def _single_use_pointwise(x: Instruction, user: Instruction) -> bool:
+    return x.name == "pointwise" and not x.shape.is_tuple and list(x.outputs) == [user]
+
+
+def rewrite_through(module: Module, kinds: tuple[str, ...], need_standard: bool) -> bool:
+    """pointwise P -> view V -> pointwise C  ==>  pointwise P'(V(P's inputs)) -> C, so P' and C can
+    merge. V must be P's only user and C V's only user; reshapes need standard inputs."""
+    changed = False
+    for c in module:
+        if not c.alive or c.name != "pointwise":
+            continue
+        for v in c.inputs:
+            if v.name not in kinds or list(v.outputs) != [c] or len(v.inputs) != 1:
+                continue
+            p = v.inputs[0]
+            if not _single_use_pointwise(p, v):
+                continue
+            if need_standard and not all(i.shape.standard() for i in p.inputs):
+                continue
+            with module.program.provenance([p, v]):
+                moved = [module.insert_instruction(v, v.op, [i]) for i in p.inputs]
+                new_p = module.insert_instruction(v, p.op, moved, p.module_inputs)
+            module.replace_all_uses(v, new_p)
+            module.remove_instruction(v)
+            module.remove_instruction(p)
+            changed = True
+            break
+    return changed
+
+
+@dataclass(frozen=True)
+class FusePointwise(Pass):
+    """Fuse elementwise ops into `pointwise` submodules and merge producer/consumer chains."""
+
+    name: ClassVar[str] = "fuse_pointwise"
+    enable_rewrite_reshapes: bool = True
+    enable_rewrite_broadcasts: bool = False
+    enable_multi_output: bool = False
+
+    def apply_module(self, module: Module, ctx) -> bool:
+        changed = False
+        if any(i.name == "identity" for i in module):
+            changed = ctx.run_pass(EliminateIdentity()) or changed
+        changed = create_pointwise_modules(module) or changed
+        for _ in range(MAX_ROUNDS):
+            if self.enable_rewrite_reshapes:
+                changed = rewrite_through(module, RESHAPES, need_standard=True) or changed
+            if self.enable_rewrite_broadcasts:
+                changed = rewrite_through(module, BROADCASTS, need_standard=False) or changed
+            merged = fuse_producers(module, self.enable_multi_output)
+            if self.enable_multi_output:
+                merged = fuse_siblings(module) or merged
+            if not merged:
+                break
+            changed = True
+        return changed
