@@ -44,7 +44,7 @@ class Literal:
                     raise IRError(f"literal data has {arr.size} elements but shape {shape} needs "
                                   f"{shape.elements()}")
                 arr = arr.reshape(shape.lens)
-        arr = np.ascontiguousarray(arr)
+        arr = np.ascontiguousarray(arr).reshape(arr.shape)  # ascontiguousarray makes rank 0 into rank 1
         arr.flags.writeable = False
         self.data = arr
         self.shape = shape

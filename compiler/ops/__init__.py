@@ -1,4 +1,20 @@
-"""The op library. Importing this package registers every op spec (one module per family)."""
+"""The op library. Importing this package registers every op spec (one module per family).
 
-from . import builtin, fused, nn, pointwise, reduce, views  # noqa: F401  (registration side effects)
-from . import control, fusion, quant  # noqa: F401  (ops the fusion, dynamic-shape and quantization passes make)
+bitwise, data, nn_extra, resize: ops the ONNX importer maps onto. control, fusion, quant: ops the
+fusion, dynamic-shape and quantization passes make."""
+
+from . import (  # noqa: F401  (registration side effects)
+    bitwise,
+    builtin,
+    control,
+    data,
+    fused,
+    fusion,
+    nn,
+    nn_extra,
+    pointwise,
+    quant,
+    reduce,
+    resize,
+    views,
+)

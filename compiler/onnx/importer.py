@@ -1,0 +1,184 @@
+"""parse_onnx: ONNX model -> Program (main module: params, literals, decomposed ops, @return).
+
+What the importer records on the Program (plain attributes; they are not part of the IR, so a
+`Program.copy()` or a parsed text form does not carry them):
+  program.input_names   ONNX names of the graph inputs that became @params, in graph order
+                        (the i-th is the param named `param_name(input_names[i])`).
+  program.output_names  ONNX names of the graph outputs, in @return order.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+import onnx
+
+from .. import dtypes
+from ..errors import ImportError_, MigxError
+from ..ir import Instruction, Program
+from ..shape import Shape
+from . import registry
+from .context import NodeContext, param_name
+from .loader import ModelSource, check_model, load_external_data, load_model
+from .tensors import ir_type, to_array
+
+DEFAULT_OPSET = 13  # MIGraphX's default when a model declares none
+_DEFAULT_DOMAINS = ("", "ai.onnx")
+
+
+def parse_onnx(source: ModelSource, input_dims: Mapping[str, Sequence[int]] | None = None,
+               default_dim: int = 1, constant_inputs: Mapping[str, np.ndarray] | None = None) -> Program:
+    """Import an ONNX model (path, serialized bytes or ModelProto).
+
+    input_dims fixes the dims of named graph inputs (needed for symbolic dims); any other
+    non-fixed dim becomes `default_dim`, with a warning naming the input and the dim.
+    constant_inputs freezes named graph inputs to values (they become literals, not params): for
+    models that feed shape-like operands (axes, pads, target shapes) as inputs, which a static-shape
+    compiler must know at compile time (ConstantInputRequired names them)."""
+    model, folder = load_model(source)
+    what = f"ONNX model {str(source)!r}" if folder is not None else "ONNX model"
+    load_external_data(model, folder)
+    check_model(model, what)
+    return _Importer(model, dict(input_dims or {}), int(default_dim), dict(constant_inputs or {})).run()
+
+
+def model_opset(model: onnx.ModelProto) -> int:
+    for o in model.opset_import:
+        if o.domain in _DEFAULT_DOMAINS:
+            return int(o.version)
+    return DEFAULT_OPSET
+
+
+class _Importer:
+    def __init__(self, model: onnx.ModelProto, input_dims: dict, default_dim: int, constants: dict):
+        self.model = model
+        self.graph = model.graph
+        self.opset = model_opset(model)
+        self.input_dims = input_dims
+        self.default_dim = default_dim
+        self.constants = constants
+        self.program = Program()
+        self.main = self.program.main
+        self.env: dict[str, Instruction] = {}
+
+    def run(self) -> Program:
+        self._initializers()
+        self._inputs()
+        for k, node in enumerate(self._sorted_nodes()):
+            self._node(node, k)
+        outs = []
+        for o in self.graph.output:
+            if o.name not in self.env:
+                raise ImportError_(f"graph output {o.name!r} is not produced by any node")
+            outs.append(self.env[o.name])
+        self.main.add_return(outs)
+        self.program.output_names = [o.name for o in self.graph.output]
+        return self.program
+
+    # ---- graph inputs and initializers -----------------------------------------------------------
+    def _initializers(self) -> None:
+        if len(self.graph.sparse_initializer):
+            raise ImportError_("sparse initializers are not supported")
+        for t in self.graph.initializer:
+            self.env[t.name] = self.main.add_literal(to_array(t, f"initializer {t.name!r}"))
+        inputs = {vi.name: vi for vi in self.graph.input}
+        for name, value in self.constants.items():
+            if name not in inputs or name in self.env:
+                raise ImportError_(f"constant_inputs names {name!r}, which is not a graph input")
+            vi = inputs[name]
+            t = ir_type(vi.type.tensor_type.elem_type, f"input {name!r}")
+            self.env[name] = self.main.add_literal(np.asarray(value, dtype=dtypes.np_dtype(t)))
+
+    def _inputs(self) -> None:
+        names = [i.name for i in self.graph.input if i.name not in self.env]
+        unknown = [n for n in self.input_dims if n not in names]
+        if unknown:
+            raise ImportError_(f"input_dims names unknown input(s) {', '.join(map(repr, unknown))}; the model's "
+                               f"inputs are {', '.join(map(repr, names)) or 'none'}")
+        seen: dict[str, str] = {}
+        for vi in self.graph.input:
+            if vi.name in self.env:
+                continue  # an initializer listed as an input (IR < 4): it stays a literal, as in MIGraphX
+            pname = param_name(vi.name)
+            if pname in seen:
+                raise ImportError_(f"inputs {seen[pname]!r} and {vi.name!r} map to the same parameter name {pname!r}")
+            seen[pname] = vi.name
+            self.env[vi.name] = self.main.add_parameter(pname, self._input_shape(vi))
+        self.program.input_names = names
+
+    def _input_shape(self, vi: onnx.ValueInfoProto) -> Shape:
+        if not vi.type.HasField("tensor_type"):
+            kind = vi.type.WhichOneof("value") or "unknown"
+            raise ImportError_(f"input {vi.name!r}: only tensor inputs are supported (got {kind.replace('_type', '')})")
+        tt = vi.type.tensor_type
+        t = ir_type(tt.elem_type, f"input {vi.name!r}")
+        user = self.input_dims.get(vi.name)
+        if user is not None:
+            lens = [int(d) for d in user]
+            if tt.HasField("shape") and len(tt.shape.dim) != len(lens):
+                raise ImportError_(f"input_dims for {vi.name!r} has {len(lens)} dims but the input has rank "
+                                   f"{len(tt.shape.dim)}")
+            if any(d < 0 for d in lens):
+                raise ImportError_(f"input_dims for {vi.name!r}: negative dimension in {lens}")
+            return Shape.of(t, lens)
+        if not tt.HasField("shape"):
+            raise ImportError_(f"input {vi.name!r} has no shape (unknown rank); give input_dims={{{vi.name!r}: [...]}}")
+        lens = []
+        for i, d in enumerate(tt.shape.dim):
+            if d.HasField("dim_value") and d.dim_value >= 0:
+                lens.append(int(d.dim_value))
+                continue
+            label = f" ({d.dim_param!r})" if d.dim_param else ""
+            warnings.warn(f"input {vi.name!r}: dimension {i}{label} is not fixed; using {self.default_dim} "
+                          f"(set it with input_dims={{{vi.name!r}: [...]}} or --input-dim {vi.name}=...)",
+                          stacklevel=4)
+            lens.append(self.default_dim)
+        return Shape.of(t, lens)
+
+    # ---- nodes ---------------------------------------------------------------------------------------
+    def _sorted_nodes(self) -> list[onnx.NodeProto]:
+        """Nodes in topological order (ONNX requires it; some exporters get it wrong)."""
+        nodes = list(self.graph.node)
+        known = set(self.env)
+        order, pending = [], nodes
+        while pending:
+            rest = []
+            for n in pending:
+                if all(not i or i in known for i in n.input):
+                    order.append(n)
+                    known.update(o for o in n.output if o)
+                else:
+                    rest.append(n)
+            if len(rest) == len(pending):
+                n = rest[0]
+                missing = [i for i in n.input if i and i not in known]
+                raise ImportError_(f"node {n.name or n.op_type} ({n.op_type}) uses undefined value(s) "
+                                   f"{', '.join(map(repr, missing))} (graph is not a DAG or an input is missing)")
+            pending = rest
+        return order
+
+    def _node(self, node: onnx.NodeProto, index: int) -> None:
+        ctx = NodeContext(self.main, node, self.opset, index)
+        if node.domain not in _DEFAULT_DOMAINS:
+            raise ctx.error(f"operator {node.domain}.{node.op_type} from domain {node.domain!r} is not supported; "
+                            "run `migx-explore onnx --list` for the supported operators")
+        handler = registry.HANDLERS.get(node.op_type)
+        if handler is None:
+            raise ctx.error(f"unsupported ONNX operator {node.op_type}; run `migx-explore onnx --list` for the "
+                            "supported operators")
+        args = [self.env[n] if n else None for n in node.input]
+        try:
+            result = handler(ctx, args)
+        except ImportError_:
+            raise
+        except MigxError as e:
+            raise ctx.error(str(e)) from None
+        outs = [result] if isinstance(result, Instruction) else list(result)
+        for i, name in enumerate(node.output):
+            if not name:
+                continue
+            if i >= len(outs) or outs[i] is None:
+                raise ctx.error(f"output {i} ({name!r}) is not supported")
+            self.env[name] = outs[i]

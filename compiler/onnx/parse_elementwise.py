@@ -1,0 +1,167 @@
+"""Elementwise ONNX ops: 1:1 unary maps (MIGraphX parse_generic_op), broadcasting binary ops
+(parse_binary_op: implicit broadcasting becomes explicit multibroadcast), variadic Sum/Max/Min/Mean,
+comparisons, Cast/CastLike, Clip, Where."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .registry import register, register_fn
+from .tensors import ir_type
+
+UNARY = {
+    "Abs": "abs", "Acos": "acos", "Acosh": "acosh", "Asin": "asin", "Asinh": "asinh", "Atan": "atan",
+    "Atanh": "atanh", "Ceil": "ceil", "Cos": "cos", "Cosh": "cosh", "Erf": "erf", "Exp": "exp", "Floor": "floor",
+    "Log": "log", "Neg": "neg", "Reciprocal": "recip", "Relu": "relu", "Round": "nearbyint", "Sigmoid": "sigmoid",
+    "Sign": "sign", "Sin": "sin", "Sinh": "sinh", "Sqrt": "sqrt", "Tan": "tan", "Tanh": "tanh", "Not": "not",
+    "IsNaN": "isnan", "BitwiseNot": "bitwise_not",
+}
+
+BINARY = {
+    "Add": "add", "Sub": "sub", "Mul": "mul", "Div": "div", "And": "logical_and", "Or": "logical_or",
+    "Xor": "logical_xor", "Equal": "equal", "Greater": "greater", "Less": "less", "BitwiseAnd": "bitwise_and",
+    "BitwiseOr": "bitwise_or", "BitwiseXor": "bitwise_xor",
+}
+
+VARIADIC = {"Sum": "add", "Max": "max", "Min": "min"}
+
+
+def _unary(mgx: str):
+    return lambda ctx, args: ctx.add(mgx, [args[0]])
+
+
+def _binary(mgx: str):
+    return lambda ctx, args: ctx.add_common(mgx, args[0], args[1])
+
+
+def _variadic(mgx: str):
+    def handler(ctx, args):
+        acc = args[0]
+        for a in args[1:]:
+            acc = ctx.add_common(mgx, acc, a)
+        return acc
+
+    return handler
+
+
+for _t, _m in UNARY.items():
+    register_fn(_t, _unary(_m))
+for _t, _m in BINARY.items():
+    register_fn(_t, _binary(_m))
+for _t, _m in VARIADIC.items():
+    register_fn(_t, _variadic(_m))
+
+
+@register("Mean")
+def parse_mean(ctx, args):
+    total = _variadic("add")(ctx, args)
+    return ctx.add("div", [total, ctx.scalar_like(len(args), total)])
+
+
+@register("GreaterOrEqual", "LessOrEqual")
+def parse_compare_or_equal(ctx, args):
+    strict = ctx.add_common("greater" if ctx.op_type == "GreaterOrEqual" else "less", args[0], args[1])
+    return ctx.add("logical_or", [strict, ctx.add_common("equal", args[0], args[1])])
+
+
+@register("Pow")
+def parse_pow(ctx, args):
+    base, exp = args
+    # ONNX lets the exponent have another numeric type; the IR op wants one type.
+    return ctx.add_common("pow", base, ctx.convert(exp, base.shape.type))
+
+
+@register("Mod")
+def parse_mod(ctx, args):
+    fmod = ctx.attr("fmod", 0)
+    return ctx.add_common("fmod" if fmod else "mod", args[0], args[1])
+
+
+@register("BitShift")
+def parse_bitshift(ctx, args):
+    direction = ctx.attr_choice("direction", ("LEFT", "RIGHT"))
+    return ctx.add_common("shift_left" if direction == "LEFT" else "shift_right", args[0], args[1])
+
+
+@register("PRelu")
+def parse_prelu(ctx, args):
+    x, slope = args
+    return ctx.add("prelu", [x, ctx.broadcast_to(slope, x.shape.lens)])
+
+
+@register("IsInf")
+def parse_isinf(ctx, args):
+    x = args[0]
+    pos, neg = ctx.attr("detect_positive", 1), ctx.attr("detect_negative", 1)
+    inf = ctx.add("isinf", [x])
+    if pos and neg:
+        return inf
+    if not pos and not neg:
+        return ctx.add("logical_and", [inf, ctx.add("not", [inf])])
+    side = ctx.add("greater" if pos else "less", [x, ctx.scalar_like(0, x)])
+    return ctx.add("logical_and", [inf, side])
+
+
+@register("Cast")
+def parse_cast(ctx, args):
+    return ctx.convert(args[0], ir_type(ctx.attr("to"), f"node {ctx.name} attribute 'to'"))
+
+
+@register("CastLike")
+def parse_castlike(ctx, args):
+    return ctx.convert(args[0], args[1].shape.type)
+
+
+@register("Identity")
+def parse_identity(ctx, args):
+    return args[0]
+
+
+@register("Dropout")
+def parse_dropout(ctx, args):
+    x = args[0]
+    training = ctx.need_const(args[2], "training_mode") if len(args) > 2 and args[2] is not None else None
+    if (training is not None and bool(training.reshape(-1)[0])) or ctx.attr("is_test", 1) == 0:
+        raise ctx.error("training-mode Dropout is not supported (inference only)")
+    mask = ctx.add("multibroadcast", [ctx.literal(True, "bool")], out_lens=x.shape.lens)
+    return [x, mask]
+
+
+@register("Clip")
+def parse_clip(ctx, args):
+    x = args[0]
+    if ctx.opset < 11:
+        lo = ctx.attr("min", None)
+        hi = ctx.attr("max", None)
+        lo_i = ctx.scalar_like(lo, x) if lo is not None else None
+        hi_i = ctx.scalar_like(hi, x) if hi is not None else None
+    else:
+        lo_i = ctx.broadcast_to(args[1], x.shape.lens) if len(args) > 1 and args[1] is not None else None
+        hi_i = ctx.broadcast_to(args[2], x.shape.lens) if len(args) > 2 and args[2] is not None else None
+    if lo_i is not None and hi_i is not None:
+        return ctx.add("clip", [x, lo_i, hi_i])
+    if lo_i is not None:
+        return ctx.add("max", [x, lo_i])
+    if hi_i is not None:
+        return ctx.add("min", [x, hi_i])
+    return x
+
+
+@register("Where")
+def parse_where(ctx, args):
+    return ctx.add_common("where", *args)
+
+
+@register("Constant")
+def parse_constant(ctx, args):
+    keys = [k for k in ctx.attrs]
+    if len(keys) != 1:
+        raise ctx.error(f"needs exactly one value attribute, got {keys or 'none'}")
+    key = keys[0]
+    v = ctx.attr(key)
+    if key == "value":
+        return ctx.literal(v)
+    kinds = {"value_float": "float32", "value_floats": "float32", "value_int": "int64", "value_ints": "int64"}
+    if key not in kinds:
+        raise ctx.bad_attr(key, "this kind of constant is not supported")
+    return ctx.literal(np.asarray(v), kinds[key])

@@ -1,0 +1,123 @@
+"""Normalizations, decomposed into reductions and pointwise ops with explicit broadcasts, following
+MIGraphX's parse_batchnorm / parse_instancenorm / parse_layernorm (sqdiff-based variance)."""
+
+from __future__ import annotations
+
+from ..errors import ShapeError
+from ..ops.common import norm_axis
+from .registry import register
+
+
+def _per_channel(ctx, p, x):
+    """A [C] tensor shaped [C, 1, ..., 1] to line up with axis 1 of x (broadcast later)."""
+    nd = x.shape.ndim
+    return ctx.add("unsqueeze", [p], axes=list(range(1, nd - 1))) if nd > 2 else p
+
+
+@register("BatchNormalization")
+def parse_batchnorm(ctx, args):
+    x, scale, bias, mean, var = args[:5]
+    if ctx.attr("training_mode", 0) or any(o for o in ctx.node.output[1:]):
+        raise ctx.error("training-mode BatchNormalization is not supported (inference only)")
+    if x.shape.ndim < 2:
+        raise ctx.error(f"input {list(x.shape.lens)} needs rank >= 2")
+    scale, bias, mean, var = (_per_channel(ctx, p, x) for p in (scale, bias, mean, var))
+    eps = ctx.scalar_like(ctx.attr("epsilon"), var)
+    # (x - mean) * (scale * rsqrt(var + eps)) + bias; the bracket is constant-foldable.
+    x_sub_mean = ctx.add_common("sub", x, mean)
+    mul0 = ctx.add_common("mul", scale, ctx.add("rsqrt", [ctx.add("add", [var, eps])]))
+    return ctx.add_common("add", ctx.add_common("mul", x_sub_mean, mul0), bias)
+
+
+def _normalize(ctx, x, axes, eps):
+    """(x - mean) * rsqrt(var + eps) over axes; returns (y, mean, rsqrt)."""
+    mean = ctx.add("reduce_mean", [x], axes=axes)
+    mean_b = ctx.broadcast_to(mean, x.shape.lens)
+    var = ctx.add("reduce_mean", [ctx.add("sqdiff", [x, mean_b])], axes=axes)
+    inv = ctx.add("rsqrt", [ctx.add("add", [var, ctx.scalar_like(eps, var)])])
+    y = ctx.add("mul", [ctx.add("sub", [x, mean_b]), ctx.broadcast_to(inv, x.shape.lens)])
+    return y, mean, inv
+
+
+@register("InstanceNormalization")
+def parse_instancenorm(ctx, args):
+    x, scale, bias = args
+    axes = list(range(2, x.shape.ndim))
+    y, _, _ = _normalize(ctx, x, axes, ctx.attr("epsilon"))
+    y = ctx.add("mul", [y, ctx.add("broadcast", [scale], axis=1, out_lens=x.shape.lens)])
+    return ctx.add("add", [y, ctx.add("broadcast", [bias], axis=1, out_lens=x.shape.lens)])
+
+
+def _axis(ctx, x, default):
+    try:
+        return norm_axis(ctx.attr("axis", default), x.shape.ndim, ctx.op_type)
+    except ShapeError as e:
+        raise ctx.bad_attr("axis", str(e)) from None
+
+
+@register("LayerNormalization")
+def parse_layernorm(ctx, args):
+    x, scale = args[0], args[1]
+    bias = args[2] if len(args) > 2 else None
+    axis = _axis(ctx, x, -1)
+    y, mean, inv = _normalize(ctx, x, list(range(axis, x.shape.ndim)), ctx.attr("epsilon"))
+    y = ctx.add_common("mul", y, scale)
+    if bias is not None:
+        y = ctx.add_common("add", y, bias)
+    return [y, mean, inv]
+
+
+@register("RMSNormalization")
+def parse_rmsnorm(ctx, args):
+    x, scale = args[0], args[1]
+    axis = _axis(ctx, x, -1)
+    ms = ctx.add("reduce_mean", [ctx.add("mul", [x, x])], axes=list(range(axis, x.shape.ndim)))
+    inv = ctx.add("rsqrt", [ctx.add("add", [ms, ctx.scalar_like(ctx.attr("epsilon"), ms)])])
+    return ctx.add_common("mul", ctx.add_common("mul", x, inv), scale)
+
+
+@register("GroupNormalization")
+def parse_groupnorm(ctx, args):
+    x, scale, bias = args
+    g = ctx.attr("num_groups")
+    n, c = x.shape.lens[:2]
+    if g <= 0 or c % g:
+        raise ctx.bad_attr("num_groups", f"{g} does not divide the {c} channels")
+    grouped = ctx.add("reshape", [ctx.contiguous(x)], dims=[n, g, -1])
+    y, _, _ = _normalize(ctx, grouped, [2], ctx.attr("epsilon"))
+    y = ctx.add("reshape", [y], dims=list(x.shape.lens))
+
+    def channel(p):
+        if p.shape.elements() == g and g != c:  # opset 18 wording: one value per group
+            p = ctx.add("reshape", [ctx.contiguous(ctx.broadcast_to(ctx.add("unsqueeze", [p], axes=[1]),
+                                                                      [g, c // g]))], dims=[c])
+        return ctx.add("broadcast", [p], axis=1, out_lens=x.shape.lens)
+
+    return ctx.add("add", [ctx.add("mul", [y, channel(scale)]), channel(bias)])
+
+
+@register("LpNormalization")
+def parse_lpnorm(ctx, args):
+    x = args[0]
+    axis = _axis(ctx, x, -1)
+    p = ctx.attr("p", 2)
+    if p not in (1, 2):
+        raise ctx.bad_attr("p", f"must be 1 or 2, got {p}")
+    if p == 1:
+        norm = ctx.add("reduce_sum", [ctx.add("abs", [x])], axes=[axis])
+    else:
+        norm = ctx.add("sqrt", [ctx.add("reduce_sum", [ctx.add("mul", [x, x])], axes=[axis])])
+    norm = ctx.broadcast_to(norm, x.shape.lens)
+    zero = ctx.scalar_like(0, x)
+    # A zero norm gives 0, not 0/0 (as onnx.reference does).
+    return ctx.add("where", [ctx.add("equal", [norm, zero]), zero, ctx.add("div", [x, norm])])
+
+
+@register("MeanVarianceNormalization")
+def parse_mvn(ctx, args):
+    x = args[0]
+    axes = sorted(norm_axis(a, x.shape.ndim, ctx.op_type) for a in ctx.attr("axes", [0, 2, 3]))
+    mean = ctx.broadcast_to(ctx.add("reduce_mean", [x], axes=axes), x.shape.lens)
+    sq_mean = ctx.broadcast_to(ctx.add("reduce_mean", [ctx.add("mul", [x, x])], axes=axes), x.shape.lens)
+    std = ctx.add("sqrt", [ctx.add("sub", [sq_mean, ctx.add("mul", [mean, mean])])])
+    return ctx.add("div", [ctx.add("sub", [x, mean]), ctx.add("add", [std, ctx.scalar_like(1e-9, x)])])

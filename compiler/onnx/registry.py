@@ -1,0 +1,38 @@
+"""The op-type table: ONNX op_type -> handler, filled by the parse_*.py modules (one per op
+family, like MIGraphX's src/onnx/parse_*.cpp op_parsers).
+
+A handler is `fn(ctx: NodeContext, args: list[Instruction | None]) -> Instruction | list`; it
+returns one instruction per node output (a list for multi-output nodes). Empty optional inputs
+arrive as None.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Union
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..ir import Instruction
+    from .context import NodeContext
+
+Result = Union["Instruction", Sequence["Instruction"]]
+Handler = Callable[["NodeContext", list], Result]
+
+HANDLERS: dict[str, Handler] = {}
+
+
+def register(*op_types: str) -> Callable[[Handler], Handler]:
+    """Decorator: `@register("Relu", "Sigmoid")` maps those op types to the function."""
+
+    def deco(fn: Handler) -> Handler:
+        for t in op_types:
+            if t in HANDLERS:
+                raise ValueError(f"ONNX op {t} has two handlers")
+            HANDLERS[t] = fn
+        return fn
+
+    return deco
+
+
+def register_fn(op_type: str, fn: Handler) -> None:
+    register(op_type)(fn)
