@@ -1,0 +1,53 @@
+"""One drawing per pass of a trace, named like `write_trace`'s numbered text files, for the CLI's
+`trace --svg` and for browsing a pipeline run as files."""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING, Any
+
+from .diff import diff_graph
+from .dot import DotOptions, RenderError, write_graph
+from .model import build_graph
+from .scale import apply_budget
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..compiler.passes.trace import PassRecord, Trace
+
+FORMATS = ("svg", "png", "dot")
+
+
+def pass_file_name(rec: PassRecord, fmt: str = "svg") -> str:
+    """`012_fusion.fuse_pointwise.svg`: the trace's text file name with another extension."""
+    # Reuse the trace writer's naming so a pass's .txt and .svg sort and pair up. Imported here:
+    # importing compiler.passes loads every pass module, which `import render` should not need.
+    from ..compiler.passes.trace import _file_name
+
+    return os.path.splitext(_file_name(rec))[0] + "." + fmt
+
+
+def render_trace(trace: Trace, out_dir: str, changed_only: bool = True, fmt: str = "svg", *,
+                 include_input: bool = True, dot_options: DotOptions | None = None, **diff_options: Any
+                 ) -> list[str]:
+    """Write the merged diff view of each pass (changed passes only by default) as
+    `<NNN>_<path>.<fmt>`, plus `000_input.<fmt>` for the starting program. Returns the paths.
+
+    diff_options go to `diff_graph` (focus, budget, expand, ...); big graphs are focused on the
+    change automatically, so every file renders in about a second or less."""
+    if fmt not in FORMATS:
+        raise RenderError(f"render_trace: unknown format {fmt!r}; use one of {', '.join(FORMATS)}")
+    os.makedirs(out_dir, exist_ok=True)
+    written = []
+    if include_input:
+        budget = diff_options.get("budget", 400) or None
+        g = build_graph(trace.initial, expand=diff_options.get("expand", "auto"), title="input")
+        if budget is not None:
+            g = apply_budget(g, budget)
+        written.append(write_graph(g, os.path.join(out_dir, f"000_input.{fmt}"), dot_options))
+    for rec in trace.records:
+        if rec.before is None or rec.after is None or (changed_only and not rec.changed):
+            continue
+        title = f"{rec.path}: {rec.diff.summary() if rec.diff else ''}"
+        g = diff_graph(rec.before, rec.after, rec.diff, title=title, **diff_options)
+        written.append(write_graph(g, os.path.join(out_dir, pass_file_name(rec, fmt)), dot_options))
+    return written
