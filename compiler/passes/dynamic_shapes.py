@@ -1,0 +1,134 @@
+"""split_single_dyn_dim and simplify_dyn_ops (MIGraphX src/split_single_dyn_dim.cpp,
+src/simplify_dyn_ops.cpp).
+
+split_single_dyn_dim: when the parameters have exactly one non-fixed dynamic dimension (one
+parameter, or several sharing the same range), the module body is copied once per size in the
+range into a static submodule `dim_N`; the module then reads
+
+    @k = select_module[output_dyn_shapes={tuple_type, {...}}](params sorted by name), [dim_1, ...]
+    @k+1 = get_tuple_elem[index=0](@k) ...     @return(...)
+
+and the old body is left for dead_code_elimination. A module that already feeds a select_module
+is left alone (so a second run changes nothing).
+
+simplify_dyn_ops makes dynamic ops static where their inputs allow: a two-input multibroadcast
+whose target is static becomes `multibroadcast{out_lens}`; and, last, a select_module whose
+submodules all return the same static shapes gets those as its output shapes
+(simplify_select_module_output_shape). Both are no-ops on programs without dynamic ops.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from ..ir import Instruction, Module
+from ..op import Op
+from ..shape import DynDim, Shape
+from .base import Pass
+
+
+def single_dyn_dim(module: Module) -> tuple[DynDim, dict[str, int]] | None:
+    """The shared non-fixed dimension and, per dynamic param, its axis; None if there is not
+    exactly one such range."""
+    axes: dict[str, int] = {}
+    ranges = set()
+    for p in module.params():
+        dd = p.shape.dyn_dims
+        if dd is None:
+            continue
+        loose = [k for k, d in enumerate(dd) if not d.is_fixed]
+        if len(loose) > 1:
+            return None
+        if loose:
+            axes[p.param_name] = loose[0]
+            ranges.add((dd[loose[0]].min, dd[loose[0]].max))
+    if len(ranges) != 1:
+        return None
+    lo, hi = ranges.pop()
+    return DynDim(lo, hi), axes
+
+
+def _static(s: Shape, axis: int | None, size: int) -> Shape:
+    if s.dyn_dims is None:
+        return s
+    lens = [d.max for d in s.dyn_dims]
+    if axis is not None:
+        lens[axis] = size
+    return Shape.of(s.type, lens)
+
+
+def _copy_static(module: Module, sub: Module, axes: dict[str, int], size: int) -> list[Instruction]:
+    mapping: dict[int, Instruction] = {}
+    for ins in module:
+        if ins.is_param():
+            mapping[ins.id] = sub.add_parameter(ins.param_name, _static(ins.shape, axes.get(ins.param_name), size))
+        elif ins.is_literal():
+            mapping[ins.id] = sub.add_literal(ins.literal)
+        elif ins.is_return():
+            break
+        else:
+            mapping[ins.id] = sub.add_instruction(ins.op, [mapping[i.id] for i in ins.inputs], ins.module_inputs)
+    return [mapping[o.id] for o in module.output_instructions()]
+
+
+@dataclass(frozen=True)
+class SplitSingleDynDim(Pass):
+    """Replace a single dynamic dimension by one static submodule per size plus select_module."""
+
+    name: ClassVar[str] = "split_single_dyn_dim"
+
+    def apply_module(self, module: Module, ctx) -> bool:
+        found = single_dyn_dim(module)
+        if found is None or any(u.name == "select_module" for p in module.params() for u in p.outputs):
+            return False
+        dim, axes = found
+        subs = []
+        for size in range(dim.min, dim.max + 1):
+            sub = ctx.create_module(f"dim_{size}" if module.name == "main" else f"{module.name}:dim_{size}")
+            sub.add_return(_copy_static(module, sub, axes, size))
+            subs.append(sub)
+        params = sorted(module.params(), key=lambda p: p.param_name)
+        outs = module.output_instructions()
+        attr = Shape.tuple_of([o.shape for o in outs])
+        sel = module.add_instruction(Op("select_module", output_dyn_shapes=attr), params, subs)
+        module.replace_return([module.add_instruction(Op("get_tuple_elem", index=k), [sel])
+                               for k in range(len(outs))])
+        return True
+
+
+def _select_output_shapes(ins: Instruction) -> Shape | None:
+    """Output shapes that are the same static shapes in every submodule, else None."""
+    per_mod = [tuple(Shape.of(s.type, s.lens) for s in m.output_shapes()) for m in ins.module_inputs]
+    if any(s.dyn_dims is not None for m in ins.module_inputs for s in m.output_shapes()):
+        return None
+    if len(set(per_mod)) != 1:
+        return None
+    return Shape.tuple_of(per_mod[0])
+
+
+@dataclass(frozen=True)
+class SimplifyDynOps(Pass):
+    """Turn dynamic ops static where the inputs allow it."""
+
+    name: ClassVar[str] = "simplify_dyn_ops"
+    must_follow: ClassVar[tuple[str, ...]] = ("split_single_dyn_dim",)
+
+    def apply_module(self, module: Module, ctx) -> bool:
+        changed = False
+        for ins in list(module):
+            if ins.name == "multibroadcast" and len(ins.inputs) == 2 and ins.inputs[1].shape.dyn_dims is None:
+                with module.program.provenance([ins]):
+                    new = module.insert_instruction(
+                        ins, Op("multibroadcast", out_lens=ins.inputs[1].shape.lens), [ins.inputs[0]])
+                module.replace_all_uses(ins, new)
+                module.remove_instruction(ins)
+                changed = True
+        for ins in list(module):
+            if ins.name != "select_module":
+                continue
+            out = _select_output_shapes(ins)
+            if out is not None and out != ins.op["output_dyn_shapes"]:
+                module.replace_instruction(ins, ins.op.with_(output_dyn_shapes=out))
+                changed = True
+        return changed

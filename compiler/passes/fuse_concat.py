@@ -1,0 +1,114 @@
+"""fuse_concat (MIGraphX src/fuse_concat.cpp): fold pointwise producers and a pointwise consumer of
+a `concat` into one `fused_concat{axis}` op.
+
+    fused_concat(a.., b.., extra..), [piece_0, ..., piece_n-1, post]
+
+Each piece module computes one concat input: the producer's pointwise submodule when that producer
+is a single-use `pointwise`, else a `concat:noopN` module that returns its one param. The post
+module is the consumer's pointwise body with the concat result as its last param
+(`<consumer module>:concat`), or a noop module when there is no pointwise consumer.
+
+MIGraphX fires only when the concat feeds a pointwise op (find_pointwise_concat_pointwise,
+find_concat_pointwise). We also fold a concat without a pointwise consumer when at least one of
+its inputs is a single-use pointwise op: the pieces then write straight into the output, which is
+what MIGraphX's backend gets from eliminate_concat, but visible here at the fusion stage.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from ..ir import Instruction, Module
+from ..matcher import MatchResult, Rule, find_matches, name
+from ..op import Op
+from ._fusion_util import copy_body, drop_if_unused, new_submodule, param_name, scalar_param_shape
+from .base import Pass
+
+
+def _noop_module(module: Module, x: Instruction) -> Module:
+    m = new_submodule(module.program, "concat:noop")
+    m.add_return([m.add_parameter(param_name(0), scalar_param_shape(x.shape))])
+    return m
+
+
+def _foldable_piece(x: Instruction, concat: Instruction) -> bool:
+    return x.name == "pointwise" and not x.shape.is_tuple and list(x.outputs) == [concat]
+
+
+def _post_consumer(concat: Instruction) -> Instruction | None:
+    if len(concat.outputs) != 1:
+        return None
+    p = concat.outputs[0]
+    if p.name != "pointwise" or p.shape.is_tuple or list(p.inputs).count(concat) != 1:
+        return None
+    return p
+
+
+def _post_module(module: Module, post: Instruction, concat: Instruction) -> tuple[Module, list[Instruction]]:
+    """The consumer's body with params reordered: its other inputs first, the concat result last."""
+    pm = post.module_inputs[0]
+    sub = new_submodule(module.program, pm.name + ":concat", exact=True)
+    extras: list[Instruction] = []
+    mapping: dict[int, Instruction] = {}
+    for p, x in zip(pm.params(), post.inputs):
+        if x is not concat:
+            mapping[p.id] = sub.add_parameter(param_name(len(extras)), p.shape)
+            extras.append(x)
+    cat = sub.add_parameter(param_name(len(extras)), scalar_param_shape(concat.shape))
+    for p, x in zip(pm.params(), post.inputs):
+        if x is concat:
+            mapping[p.id] = cat
+    sub.add_return(copy_body(pm, sub, mapping))
+    return sub, extras
+
+
+class ConcatPointwise(Rule):
+    name = "find_pointwise_concat_pointwise"
+
+    def matcher(self):
+        return name("concat")
+
+    def check(self, module: Module, r: MatchResult) -> str | None:
+        c = r.root
+        if c.shape.dyn_dims is not None:
+            return "dynamic shape"
+        if _post_consumer(c) is None and not any(_foldable_piece(x, c) for x in c.inputs):
+            return "no pointwise consumer and no single-use pointwise input"
+        return None
+
+    def apply(self, module: Module, r: MatchResult) -> None:
+        c = r.root
+        post = _post_consumer(c)
+        pieces, inputs, dead = [], [], [c]
+        for x in c.inputs:
+            if _foldable_piece(x, c):
+                pieces.append(x.module_inputs[0])
+                inputs.extend(x.inputs)
+                dead.append(x)
+            else:
+                pieces.append(_noop_module(module, x))
+                inputs.append(x)
+        if post is not None:
+            post_mod, extras = _post_module(module, post, c)
+            dead.insert(0, post)
+        else:
+            post_mod, extras = _noop_module(module, c), []
+        root = post if post is not None else c
+        new = module.insert_instruction(root, Op("fused_concat", axis=c.op["axis"]), inputs + extras,
+                                        pieces + [post_mod])
+        module.replace_all_uses(root, new)
+        module.remove_instructions(dead)
+        if post is not None:
+            drop_if_unused(module.program, post.module_inputs)
+
+
+@dataclass(frozen=True)
+class FuseConcat(Pass):
+    """Fold pointwise producers and a pointwise consumer of each concat into a fused_concat."""
+
+    name: ClassVar[str] = "fuse_concat"
+    must_follow: ClassVar[tuple[str, ...]] = ("fuse_pointwise_reduce",)
+
+    def apply_module(self, module: Module, ctx) -> bool:
+        return find_matches(module, ConcatPointwise()) > 0

@@ -1,0 +1,157 @@
+"""prefuse_ops (MIGraphX src/targets/gpu/prefuse_ops.cpp, [gpu::prefuse_ops]): layer normalization
+written out as reductions and pointwise ops becomes one `layernorm{epsilon}` op (MIGraphX
+gpu::prelayernorm), and `layernorm(add(a, b))` with a single-use add becomes `add_layernorm(a, b)`
+(gpu::preadd_layernorm). Scale and bias stay separate pointwise consumers, as in MIGraphX.
+
+Recognised (over the last axis, with explicit broadcasts between the steps):
+    m = reduce_mean(x); d = x - m
+    v = reduce_mean(sqdiff(x, m) | pow(d, 2) | d * d)
+    y = d * rsqrt(v + eps)   or   d / sqrt(v + eps)
+
+MIGraphX runs these finders only when MIGRAPHX_ENABLE_LAYERNORM_FUSION is set and otherwise leaves
+layernorm to fuse_reduce; `enable_layernorm_fusion` (default on here, so the explorer shows the
+rewrite) is that switch. The attention and channelwise-convolution finders of MIGraphX need CK or
+rocMLIR kernels and are not part of this pass.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+import numpy as np
+
+from ..ir import Instruction, Module
+from ..matcher import MatchResult, Rule, find_matches, name
+from ..op import Op
+from ._fusion_util import BROADCASTS
+from .base import Pass
+
+
+def _unbroadcast(x: Instruction) -> Instruction:
+    while x.name in BROADCASTS + ("contiguous",) and len(x.inputs) == 1:
+        x = x.inputs[0]
+    return x
+
+
+def _const(x: Instruction) -> float | None:
+    if not x.can_eval():
+        return None
+    v = np.asarray(x.eval(), np.float64).reshape(-1)
+    return float(v[0]) if v.size and np.all(v == v[0]) else None
+
+
+def _is_mean_of(m: Instruction, x: Instruction) -> bool:
+    last = x.shape.ndim - 1
+    return (m.name == "reduce_mean" and m.inputs[0] is x
+            and tuple(a % x.shape.ndim for a in m.op["axes"]) == (last,))
+
+
+def _centered(d: Instruction) -> tuple[Instruction, Instruction] | None:
+    """(x, mean) if d = x - broadcast(reduce_mean(x)) over the last axis."""
+    if d.name != "sub":
+        return None
+    x, m = d.inputs[0], _unbroadcast(d.inputs[1])
+    return (x, m) if _is_mean_of(m, x) else None
+
+
+def _variance_input(sq: Instruction) -> tuple[Instruction, Instruction] | None:
+    """(x, mean) if sq is the squared deviation of x from its mean."""
+    if sq.name == "sqdiff":
+        for x, m in (sq.inputs, sq.inputs[::-1]):
+            mm = _unbroadcast(m)
+            if _is_mean_of(mm, x):
+                return x, mm
+        return None
+    if sq.name == "pow" and _const(sq.inputs[1]) == 2.0:
+        return _centered(sq.inputs[0])
+    if sq.name == "mul" and sq.inputs[0] is sq.inputs[1]:
+        return _centered(sq.inputs[0])
+    return None
+
+
+def match_layernorm(y: Instruction) -> tuple[Instruction, float, list[Instruction]] | str:
+    """(x, epsilon, matched instructions) for a layernorm ending at y, or why not."""
+    if y.name not in ("mul", "div"):
+        return "not a mul or div"
+    for d, s in ((y.inputs[0], y.inputs[1]), (y.inputs[1], y.inputs[0])) if y.name == "mul" else [y.inputs]:
+        c = _centered(d)
+        if c is None:
+            continue
+        x, mean = c
+        inv = _unbroadcast(s)
+        want = "rsqrt" if y.name == "mul" else "sqrt"
+        if inv.name != want:
+            continue
+        add = inv.inputs[0]
+        if add.name != "add":
+            continue
+        for v, e in (add.inputs, add.inputs[::-1]):
+            eps = _const(e)
+            if eps is None or v.name != "reduce_mean" or not _is_mean_of(v, v.inputs[0]):
+                continue
+            vin = _variance_input(v.inputs[0])
+            if vin is not None and vin[0] is x and vin[1] is mean:
+                return x, eps, [y, d, s, inv, add, v, mean]
+        return "the normalizer is not rsqrt/sqrt of (variance + constant epsilon) of the same x"
+    return "no input is x - reduce_mean(x) over the last axis"
+
+
+class FindLayernorm(Rule):
+    name = "find_layernorm"
+
+    def matcher(self):
+        return name("mul", "div")
+
+    def check(self, module: Module, r: MatchResult) -> str | None:
+        m = match_layernorm(r.root)
+        return m if isinstance(m, str) else None
+
+    def apply(self, module: Module, r: MatchResult) -> None:
+        x, eps, _ = match_layernorm(r.root)
+        new = module.insert_instruction(r.root, Op("layernorm", epsilon=eps), [x])
+        module.replace_all_uses(r.root, new)
+
+
+class FindAddLayernorm(Rule):
+    name = "find_add_layernorm"
+
+    def matcher(self):
+        return name("layernorm")
+
+    def check(self, module: Module, r: MatchResult) -> str | None:
+        a = r.root.inputs[0]
+        if a.name != "add" or len(a.outputs) != 1:
+            return "input is not an add used only here"
+        return None
+
+    def apply(self, module: Module, r: MatchResult) -> None:
+        a = r.root.inputs[0]
+        new = module.insert_instruction(r.root, Op("add_layernorm", epsilon=r.root.op["epsilon"]), list(a.inputs))
+        module.replace_all_uses(r.root, new)
+
+
+def _dce(module: Module) -> None:
+    from .cleanup import DeadCodeElimination
+
+    DeadCodeElimination().apply_module(module, None)
+
+
+@dataclass(frozen=True)
+class PrefuseOps(Pass):
+    """Recognise layer normalization (and add + layernorm) before fusion."""
+
+    name: ClassVar[str] = "prefuse_ops"
+    enable_layernorm_fusion: bool = True
+
+    def apply_module(self, module: Module, ctx) -> bool:
+        if not self.enable_layernorm_fusion:
+            return False
+        # MIGraphX: find_matches per finder with DCE in between.
+        changed = find_matches(module, FindLayernorm()) > 0
+        if changed:
+            _dce(module)
+        if find_matches(module, FindAddLayernorm()) > 0:
+            _dce(module)
+            changed = True
+        return changed

@@ -1,0 +1,169 @@
+"""simplify_qdq and rewrite_quantization (MIGraphX src/simplify_qdq.cpp,
+src/rewrite_quantization.cpp).
+
+simplify_qdq:
+  1. match_find_quantizable_ops (skipped when remove_qdq_only): dot / convolution whose inputs are
+     both dequantizelinear of int8 data with constant per-tensor scales and zero (or no) zero
+     points becomes the int32 quant_dot / quant_convolution, rescaled by one dequantizelinear:
+         dot(dq(a, sa), dq(b, sb))  ->  dequantizelinear(quant_dot(a, b), sa * sb)
+  2. remove_qdq_pairs: a dequantizelinear(quantizelinear(x)) that no quantized op consumed is
+     fake quantization and is dropped (x is used directly), as MIGraphX does; this removes the
+     rounding, so numerics move by up to one quantization step.
+  use_mx_quant (MIGraphX's MX-format variant) matches nothing here: there are no fp4/fp8 types.
+
+rewrite_quantization lowers what is left to ordinary ops:
+  quantizelinear(x, s[, z])  ->  convert(clip(nearbyint(x / s) [+ z], qmin, qmax))
+  dequantizelinear(q, s[, z]) ->  (convert(q) [- convert(z)]) * s
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+import numpy as np
+
+from .. import dtypes
+from ..ir import Instruction, Module
+from ..matcher import MatchResult, Rule, find_matches, name
+from ..op import Op
+from ..shape import Shape
+from .base import Pass
+from .cleanup import DeadCodeElimination
+
+
+def _uniform(x: Instruction) -> float | None:
+    """The one value of a constant whose elements are all equal."""
+    if not x.can_eval():
+        return None
+    v = np.asarray(x.eval(), np.float64).reshape(-1)
+    return float(v[0]) if v.size and np.all(v == v[0]) else None
+
+
+def _quantized_input(dq: Instruction) -> tuple[Instruction, float] | str:
+    if dq.name != "dequantizelinear":
+        return f"input is {dq.name}, not dequantizelinear"
+    q = dq.inputs[0]
+    if q.shape.type != "int8":
+        return f"quantized data is {q.shape.type}; quant ops take int8"
+    scale = _uniform(dq.inputs[1])
+    if scale is None:
+        return "scale is not a constant per-tensor value"
+    if len(dq.inputs) == 3 and _uniform(dq.inputs[2]) != 0.0:
+        return "zero point is not a constant zero"
+    return q, scale
+
+
+class FindQuantizableOps(Rule):
+    name = "match_find_quantizable_ops"
+
+    def matcher(self):
+        return name("dot", "convolution")
+
+    def plan(self, r: MatchResult):
+        ins = r.root
+        parts = [_quantized_input(x) for x in ins.inputs]
+        for p in parts:
+            if isinstance(p, str):
+                return p
+        if ins.inputs[0].shape.type != ins.inputs[1].shape.type:
+            return "dequantized inputs have different types"
+        return parts
+
+    def check(self, module: Module, r: MatchResult) -> str | None:
+        p = self.plan(r)
+        return p if isinstance(p, str) else None
+
+    def apply(self, module: Module, r: MatchResult) -> None:
+        ins = r.root
+        (qa, sa), (qb, sb) = self.plan(r)
+        qop = Op("quant_dot") if ins.name == "dot" else Op("quant_convolution", ins.op.attrs)
+        q = module.insert_instruction(ins, qop, [qa, qb])
+        t = ins.shape.type
+        lit = module.add_literal(np.asarray(sa * sb, dtypes.np_dtype(t)), Shape.scalar(t))
+        scale = module.insert_instruction(ins, Op("multibroadcast", out_lens=q.shape.lens), [lit])
+        out = module.insert_instruction(ins, Op("dequantizelinear"), [q, scale])
+        module.replace_all_uses(ins, out)
+
+
+def remove_qdq_pairs(module: Module) -> bool:
+    changed = False
+    for ins in list(module):
+        if ins.name != "dequantizelinear":
+            continue
+        q = ins.inputs[0]
+        if q.name == "quantizelinear" and q.inputs[0].shape.type == ins.shape.type:
+            module.replace_all_uses(ins, q.inputs[0])
+            changed = True
+    return changed
+
+
+@dataclass(frozen=True)
+class SimplifyQdq(Pass):
+    """Fold dequantize -> dot/convolution into int8 quant ops; drop leftover fake-quant pairs."""
+
+    name: ClassVar[str] = "simplify_qdq"
+    remove_qdq_only: bool = False
+    use_mx_quant: bool = False
+
+    def apply_module(self, module: Module, ctx) -> bool:
+        dce = DeadCodeElimination()
+        changed = False
+        if not self.remove_qdq_only and find_matches(module, FindQuantizableOps()):
+            dce.apply_module(module, ctx)
+            changed = True
+        if remove_qdq_pairs(module):
+            dce.apply_module(module, ctx)
+            changed = True
+        return changed
+
+
+# ---- rewrite_quantization ----------------------------------------------------------------------
+def _bcast_scalar(module: Module, before: Instruction, value: float, t: str, lens) -> Instruction:
+    lit = module.add_literal(np.asarray(value, dtypes.np_dtype(t)), Shape.scalar(t))
+    return module.insert_instruction(before, Op("multibroadcast", out_lens=lens), [lit])
+
+
+def lower_quantizelinear(module: Module, ins: Instruction) -> None:
+    x, scale = ins.inputs[0], ins.inputs[1]
+    st = scale.shape.type
+    if x.shape.type != st:
+        x = module.insert_instruction(ins, Op("convert", target_type=st), [x])
+    y = module.insert_instruction(ins, Op("nearbyint"), [module.insert_instruction(ins, Op("div"), [x, scale])])
+    if len(ins.inputs) == 3:
+        zp = module.insert_instruction(ins, Op("convert", target_type=st), [ins.inputs[2]])
+        y = module.insert_instruction(ins, Op("add"), [y, zp])
+    info = np.iinfo(dtypes.np_dtype(ins.shape.type))
+    lo = _bcast_scalar(module, ins, info.min, st, y.shape.lens)
+    hi = _bcast_scalar(module, ins, info.max, st, y.shape.lens)
+    clipped = module.insert_instruction(ins, Op("clip"), [y, lo, hi])
+    module.replace_all_uses(ins, module.insert_instruction(ins, Op("convert", target_type=ins.shape.type), [clipped]))
+
+
+def lower_dequantizelinear(module: Module, ins: Instruction) -> None:
+    scale = ins.inputs[1]
+    st = scale.shape.type
+    x = module.insert_instruction(ins, Op("convert", target_type=st), [ins.inputs[0]])
+    if len(ins.inputs) == 3:
+        zp = module.insert_instruction(ins, Op("convert", target_type=st), [ins.inputs[2]])
+        x = module.insert_instruction(ins, Op("sub"), [x, zp])
+    module.replace_all_uses(ins, module.insert_instruction(ins, Op("mul"), [x, scale]))
+
+
+@dataclass(frozen=True)
+class RewriteQuantization(Pass):
+    """Lower quantizelinear / dequantizelinear to convert, div, nearbyint, add, clip, sub, mul."""
+
+    name: ClassVar[str] = "rewrite_quantization"
+    must_follow: ClassVar[tuple[str, ...]] = ("simplify_qdq",)
+
+    def apply_module(self, module: Module, ctx) -> bool:
+        changed = False
+        for ins in list(module):
+            if ins.name not in ("quantizelinear", "dequantizelinear") or not ins.alive:
+                continue
+            with module.program.provenance([ins]):
+                (lower_quantizelinear if ins.name == "quantizelinear" else lower_dequantizelinear)(module, ins)
+            module.remove_instruction(ins)
+            changed = True
+        return changed

@@ -1,0 +1,120 @@
+"""eliminate_data_type, eliminate_data_type_for_gpu and propagate_precision."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from migx_explore.compiler import parse
+from migx_explore.compiler.passes import make_pass, run_passes
+from migx_explore.compiler.testing import assert_same_outputs, check_pass
+
+MIXED = """
+    x = @param:x -> double_type, {2, 3}
+    t = @param:t -> float_type, {5, 3}
+    i = @param:i -> int64_type, {4}
+    @3 = exp(x) -> double_type, {2, 3}
+    @4 = gather[axis=0](t, i) -> float_type, {4, 3}
+    @5 = @return(@3, @4)
+"""
+
+
+def test_eliminate_data_type_wraps_ops_in_converts():
+    check_pass(MIXED, [make_pass("eliminate_data_type", unsupported_types=("float64",), target_type="float32")], """
+        x = @param:x -> double_type, {2, 3}
+        t = @param:t -> float_type, {5, 3}
+        i = @param:i -> int64_type, {4}
+        @3 = convert[target_type=float32](x) -> float_type, {2, 3}
+        @4 = exp(@3) -> float_type, {2, 3}
+        @5 = convert[target_type=float64](@4) -> double_type, {2, 3}
+        @6 = gather[axis=0](t, i) -> float_type, {4, 3}
+        @7 = @return(@5, @6)
+    """)
+
+
+def test_unsupported_ops_limits_the_rewrite():
+    q = parse(MIXED)
+    trace = run_passes(q, [make_pass("eliminate_data_type", unsupported_types=("float64",), unsupported_ops=("dot",))])
+    assert not trace.records[0].changed
+
+
+def test_for_gpu_runs_steps_as_children():
+    p, q = parse(MIXED), parse(MIXED)
+    trace = run_passes(q, [make_pass("eliminate_data_type_for_gpu", disable_64bit=True)])
+    top = trace.records[0]
+    kids = [trace.records[i] for i in top.children]
+    assert [k.name for k in kids] == ["eliminate_data_type"] * 4
+    assert [k.changed for k in kids] == [True, True, False, False]
+    g = next(i for i in q.main if i.name == "gather")
+    assert g.inputs[1].name == "convert" and g.inputs[1].shape.type == "int32"
+    assert_same_outputs(p, q, {"x": np.ones((2, 3)), "t": np.arange(15, dtype=np.float32).reshape(5, 3),
+                               "i": np.array([0, 4, -1, 2])}, rtol=1e-6)
+
+
+def test_64bit_is_kept_without_disable_64bit_and_int64_arithmetic_stays():
+    q = parse(MIXED)
+    assert not run_passes(q, [make_pass("eliminate_data_type_for_gpu")]).records[0].changed
+    text = """
+        a = @param:a -> int64_type, {3}
+        @1 = add(a, a) -> int64_type, {3}
+        @2 = @return(@1)
+    """
+    trace = run_passes(parse(text), [make_pass("eliminate_data_type_for_gpu", disable_64bit=True)])
+    assert not trace.records[0].changed
+
+
+def test_integer_dot_computes_in_float():
+    text = """
+        a = @param:a -> int32_type, {2, 3}
+        b = @param:b -> int32_type, {3, 2}
+        @2 = dot(a, b) -> int32_type, {2, 2}
+        @3 = @return(@2)
+    """
+    p, q = parse(text), parse(text)
+    run_passes(q, [make_pass("eliminate_data_type_for_gpu")])
+    d = next(i for i in q.main if i.name == "dot")
+    assert d.shape.type == "float32" and q.main.output_shapes()[0].type == "int32"
+    assert_same_outputs(p, q, {"a": np.arange(6).reshape(2, 3), "b": np.arange(6).reshape(3, 2) - 2})
+
+
+HALF = """
+    x = @param:x -> half_type, {2, 8}
+    @1 = exp(x) -> half_type, {2, 8}
+    @2 = reduce_sum[axes={1}](@1) -> half_type, {2, 1}
+    @3 = convert[target_type=float32](@2) -> float_type, {2, 1}
+    @4 = @return(@3)
+"""
+
+
+def test_propagate_precision_upgrades_the_inputs_of_an_upcast():
+    check_pass(HALF, [make_pass("propagate_precision")], """
+        x = @param:x -> half_type, {2, 8}
+        @1 = convert[target_type=float32](x) -> float_type, {2, 8}
+        @2 = exp(@1) -> float_type, {2, 8}
+        @3 = reduce_sum[axes={1}](@2) -> float_type, {2, 1}
+        @4 = @return(@3)
+    """, rtol=1e-2)
+
+
+def test_propagate_precision_upgrades_the_users_of_a_downcast():
+    text = """
+        x = @param:x -> float_type, {4}
+        @1 = convert[target_type=float16](x) -> half_type, {4}
+        @2 = exp(@1) -> half_type, {4}
+        @3 = sqrt(@2) -> half_type, {4}
+        @4 = @return(@3)
+    """
+    p, q = parse(text), parse(text)
+    run_passes(q, [make_pass("propagate_precision")])
+    assert [(i.name, i.shape.type) for i in q.main if not i.is_builtin()] == [
+        ("exp", "float32"), ("sqrt", "float32"), ("convert", "float16")]
+    assert_same_outputs(p, q, rtol=2e-3)
+
+
+def test_propagate_precision_stops_at_integral_float_crossings():
+    text = """
+        x = @param:x -> int32_type, {4}
+        @1 = neg(x) -> int32_type, {4}
+        @2 = convert[target_type=float32](@1) -> float_type, {4}
+        @3 = @return(@2)
+    """
+    assert not run_passes(parse(text), [make_pass("propagate_precision")]).records[0].changed

@@ -1,0 +1,122 @@
+"""simplify_qdq and rewrite_quantization."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from migx_explore.compiler import evaluate, parse
+from migx_explore.compiler.passes import make_pass, run_passes
+from migx_explore.compiler.testing import assert_same_outputs, check_pass
+
+QDQ = """
+    x = @param:x -> float_type, {2, 4}
+    s = @literal{0.05} -> float_type, {1}
+    z = @literal{3} -> int8_type, {1}
+    @3 = multibroadcast[out_lens={2, 4}](s) -> float_type, {2, 4}, {0, 0}
+    @4 = multibroadcast[out_lens={2, 4}](z) -> int8_type, {2, 4}, {0, 0}
+    @5 = quantizelinear(x, @3, @4) -> int8_type, {2, 4}
+    @6 = dequantizelinear(@5, @3, @4) -> float_type, {2, 4}
+    @7 = @return(@5, @6)
+"""
+
+
+def test_rewrite_quantization_lowers_to_elementwise_ops():
+    check_pass(QDQ, [make_pass("rewrite_quantization"), make_pass("dead_code_elimination")], """
+        x = @param:x -> float_type, {2, 4}
+        s = @literal{0.05} -> float_type, {1}
+        z = @literal{3} -> int8_type, {1}
+        lo = @literal{-128} -> float_type, {1}, {0}
+        hi = @literal{127} -> float_type, {1}, {0}
+        @5 = multibroadcast[out_lens={2, 4}](s) -> float_type, {2, 4}, {0, 0}
+        @6 = multibroadcast[out_lens={2, 4}](z) -> int8_type, {2, 4}, {0, 0}
+        @7 = div(x, @5) -> float_type, {2, 4}
+        @8 = nearbyint(@7) -> float_type, {2, 4}
+        @9 = convert[target_type=float32](@6) -> float_type, {2, 4}, {0, 0}
+        @10 = add(@8, @9) -> float_type, {2, 4}
+        @11 = multibroadcast[out_lens={2, 4}](lo) -> float_type, {2, 4}, {0, 0}
+        @12 = multibroadcast[out_lens={2, 4}](hi) -> float_type, {2, 4}, {0, 0}
+        @13 = clip(@10, @11, @12) -> float_type, {2, 4}
+        @14 = convert[target_type=int8](@13) -> int8_type, {2, 4}
+        @15 = convert[target_type=float32](@14) -> float_type, {2, 4}
+        @16 = convert[target_type=float32](@6) -> float_type, {2, 4}, {0, 0}
+        @17 = sub(@15, @16) -> float_type, {2, 4}
+        @18 = mul(@17, @5) -> float_type, {2, 4}
+        @19 = @return(@14, @18)
+    """)
+
+
+def test_lowering_saturates_like_quantizelinear():
+    p, q = parse(QDQ), parse(QDQ)
+    run_passes(q, [make_pass("rewrite_quantization")])
+    x = np.array([[-100.0, -6.5, -0.024, 0.0], [0.026, 1.0, 6.3, 100.0]], np.float32)
+    for a, b in zip(evaluate(p, {"x": x}), evaluate(q, {"x": x})):
+        np.testing.assert_array_equal(a, b)
+
+
+QDOT = """
+    a = @param:a -> float_type, {2, 4}
+    w = @literal{1, -2, 3, 4, 5, -6, 7, 8, 9, 10, 11, -12} -> int8_type, {4, 3}
+    s = @literal{0.05} -> float_type, {1}
+    sw = @literal{0.1} -> float_type, {1}
+    @4 = multibroadcast[out_lens={2, 4}](s) -> float_type, {2, 4}, {0, 0}
+    @5 = quantizelinear[out_type=int8](a, @4) -> int8_type, {2, 4}
+    @6 = dequantizelinear(@5, @4) -> float_type, {2, 4}
+    @7 = multibroadcast[out_lens={4, 3}](sw) -> float_type, {4, 3}, {0, 0}
+    @8 = dequantizelinear(w, @7) -> float_type, {4, 3}
+    @9 = dot(@6, @8) -> float_type, {2, 3}
+    @10 = @return(@9)
+"""
+
+
+def test_dequantized_dot_becomes_quant_dot():
+    p, q = parse(QDOT), parse(QDOT)
+    run_passes(q, [make_pass("simplify_qdq")])
+    names = [i.name for i in q.main if not i.is_builtin()]
+    assert names == ["multibroadcast", "quantizelinear", "quant_dot", "multibroadcast", "dequantizelinear"]
+    qd = next(i for i in q.main if i.name == "quant_dot")
+    assert qd.shape.type == "int32" and [x.shape.type for x in qd.inputs] == ["int8", "int8"]
+    assert_same_outputs(p, q, rtol=1e-5, atol=1e-5)
+
+
+def test_quantized_convolution():
+    text = """
+        x = @param:x -> int8_type, {1, 2, 4, 4}
+        w = @param:w -> int8_type, {3, 2, 3, 3}
+        s = @literal{0.5} -> float_type, {1}
+        @3 = multibroadcast[out_lens={1, 2, 4, 4}](s) -> float_type, {1, 2, 4, 4}, {0, 0, 0, 0}
+        @4 = multibroadcast[out_lens={3, 2, 3, 3}](s) -> float_type, {3, 2, 3, 3}, {0, 0, 0, 0}
+        @5 = dequantizelinear(x, @3) -> float_type, {1, 2, 4, 4}
+        @6 = dequantizelinear(w, @4) -> float_type, {3, 2, 3, 3}
+        @7 = convolution[padding={1, 1},stride={1, 1}](@5, @6) -> float_type, {1, 3, 4, 4}
+        @8 = @return(@7)
+    """
+    p, q = parse(text), parse(text)
+    run_passes(q, [make_pass("simplify_qdq")])
+    assert "quant_convolution" in [i.name for i in q.main]
+    rng = np.random.default_rng(0)
+    feeds = {"x": rng.integers(-128, 127, (1, 2, 4, 4)).astype(np.int8),
+             "w": rng.integers(-128, 127, (3, 2, 3, 3)).astype(np.int8)}
+    assert_same_outputs(p, q, feeds, rtol=1e-6)
+
+
+def test_fake_quantization_pair_is_removed():
+    text = """
+        a = @param:a -> float_type, {2, 4}
+        s = @literal{0.05} -> float_type, {1}
+        @2 = multibroadcast[out_lens={2, 4}](s) -> float_type, {2, 4}, {0, 0}
+        @3 = quantizelinear[out_type=int8](a, @2) -> int8_type, {2, 4}
+        @4 = dequantizelinear(@3, @2) -> float_type, {2, 4}
+        @5 = relu(@4) -> float_type, {2, 4}
+        @6 = @return(@5)
+    """
+    check_pass(text, [make_pass("simplify_qdq", remove_qdq_only=True)], """
+        a = @param:a -> float_type, {2, 4}
+        @1 = relu(a) -> float_type, {2, 4}
+        @2 = @return(@1)
+    """, atol=0.026)  # the rounding to a multiple of the scale is gone
+
+
+def test_remove_qdq_only_skips_quant_ops():
+    q = parse(QDOT)
+    run_passes(q, [make_pass("simplify_qdq", remove_qdq_only=True)])
+    assert "quant_dot" not in [i.name for i in q.main]
