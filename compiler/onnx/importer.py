@@ -37,10 +37,10 @@ def parse_onnx(source: ModelSource, input_dims: Mapping[str, Sequence[int]] | No
     constant_inputs freezes named graph inputs to values (they become literals, not params): for
     models that feed shape-like operands (axes, pads, target shapes) as inputs, which a static-shape
     compiler must know at compile time (ConstantInputRequired names them)."""
-    model, folder = load_model(source)
+    model, folder, raw = load_model(source)
     what = f"ONNX model {str(source)!r}" if folder is not None else "ONNX model"
     load_external_data(model, folder)
-    check_model(model, what)
+    check_model(raw if raw is not None else model, what)
     return _Importer(model, dict(input_dims or {}), int(default_dim), dict(constant_inputs or {})).run()
 
 

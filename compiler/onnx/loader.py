@@ -14,17 +14,20 @@ from ..errors import ImportError_
 ModelSource = str | os.PathLike | bytes | onnx.ModelProto
 
 
-def load_model(source: ModelSource) -> tuple[onnx.ModelProto, Path | None]:
-    """Returns (model, folder); folder is None for bytes / in-memory models."""
+def load_model(source: ModelSource) -> tuple[onnx.ModelProto, Path | None, bytes | None]:
+    """Returns (model, folder, serialized bytes); folder is None for bytes / in-memory models, the
+    bytes are None for a ModelProto (kept so the checker need not serialize a big model again)."""
     if isinstance(source, onnx.ModelProto):
-        return source, None
+        return source, None, None
     if isinstance(source, (bytes, bytearray, memoryview)):
-        return _decode(bytes(source), "model bytes"), None
+        data = bytes(source)
+        return _decode(data, "model bytes"), None, data
     path = Path(source)
     if not path.is_file():
         raise ImportError_(f"ONNX model {str(path)!r} not found" if not path.exists()
                            else f"ONNX model {str(path)!r} is not a file")
-    return _decode(path.read_bytes(), str(path)), path.resolve().parent
+    data = path.read_bytes()
+    return _decode(data, str(path)), path.resolve().parent, data
 
 
 def _decode(data: bytes, what: str) -> onnx.ModelProto:
@@ -40,7 +43,7 @@ def _decode(data: bytes, what: str) -> onnx.ModelProto:
     return model
 
 
-def check_model(model: onnx.ModelProto, what: str) -> None:
+def check_model(model: onnx.ModelProto | bytes, what: str) -> None:
     """onnx.checker, with its message on one line (structure only: external data is not read)."""
     try:
         onnx.checker.check_model(model)

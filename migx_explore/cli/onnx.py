@@ -1,0 +1,31 @@
+"""`migx-explore onnx --list`: the ONNX operators the importer supports (migraphx-driver onnx
+--list); `--models` lists the built-in example models."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.models:
+        from .. import models
+
+        for name in models.list_models():
+            print(f"{name:<14} {models.describe(name)}")
+        return 0
+    from ..compiler.onnx import supported_ops
+
+    ops = supported_ops()
+    if args.list:
+        print("\n".join(ops))
+        return 0
+    print(f"{len(ops)} ONNX operators supported (opset 11 to the newest onnx knows); `--list` names them, "
+          "`--models` lists the built-in models")
+    return 0
+
+
+def register(sub) -> None:
+    p = sub.add_parser("onnx", help="list the supported ONNX operators (--list) or built-in models (--models)")
+    p.add_argument("--list", action="store_true", help="print every supported ONNX op type, one per line")
+    p.add_argument("--models", action="store_true", help="print the built-in example models")
+    p.set_defaults(func=run)

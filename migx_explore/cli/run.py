@@ -1,0 +1,105 @@
+"""`migx-explore run MODEL [--inputs FEED.npz] [--out OUT.npz] [--target ref|gpu]`: evaluate a model.
+
+npz keys are the ONNX graph input / output names (the importer records them on the Program);
+a program without ONNX names (a saved program file) uses its parameter names and output_<i>.
+Without --inputs, seeded random inputs are used (--seed)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+import numpy as np
+
+from ..compiler.errors import MigxError
+
+
+def input_names(program) -> list[tuple[str, str]]:
+    """(npz key, parameter name) for every input of main."""
+    from ..compiler.onnx.context import param_name
+
+    names = getattr(program, "input_names", None)
+    params = program.main.param_names()
+    if names is not None and sorted(param_name(n) for n in names) == sorted(params):
+        return [(n, param_name(n)) for n in names]
+    return [(p, p) for p in params]
+
+
+def output_names(program) -> list[str]:
+    names = getattr(program, "output_names", None)
+    n = len(program.main.output_instructions())
+    return list(names) if names is not None and len(names) == n else [f"output_{i}" for i in range(n)]
+
+
+def read_feed(path: str, program) -> dict[str, np.ndarray]:
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            data = {k: z[k] for k in z.files}
+    except FileNotFoundError:
+        raise MigxError(f"inputs file {path!r} not found") from None
+    except (OSError, ValueError) as e:
+        raise MigxError(f"cannot read inputs file {path!r} as .npz: {e}") from None
+    keys = input_names(program)
+    by_key = {k: p for k, p in keys}
+    by_param = {p: p for _, p in keys}
+    missing = [k for k, p in keys if k not in data and p not in data]
+    if missing:
+        want = ", ".join(f"{k} {list(program.main.get_parameter(by_key[k]).shape.lens)}" for k in missing)
+        raise MigxError(f"{path}: missing input(s) {want}")
+    extra = [k for k in data if k not in by_key and k not in by_param]
+    if extra:
+        raise MigxError(f"{path}: unknown input(s) {', '.join(extra)}; the model's inputs are "
+                        f"{', '.join(k for k, _ in keys)}")
+    return {p: data[k] if k in data else data[p] for k, p in keys}
+
+
+def evaluate_on(program, feed: dict[str, Any], target: str, mode: str) -> list[np.ndarray]:
+    if target == "ref":
+        from ..compiler.ref import evaluate
+
+        return evaluate(program, feed)
+    try:
+        from .. import gpu
+
+        run_program = gpu.run_program
+    except (ImportError, AttributeError) as e:
+        raise MigxError(f"--target gpu is unavailable: the GPU layer could not be loaded ({e})") from None
+    return [np.asarray(o) for o in run_program(program, feed, mode=mode)]
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..compiler.ref import random_inputs
+    from ..loading import load_program
+
+    program, label = load_program(args)
+    feed = read_feed(args.inputs, program) if args.inputs else random_inputs(program, seed=args.seed)
+    outs = evaluate_on(program, feed, args.target, args.mode)
+    names = output_names(program)
+    for name, value in zip(names, outs):
+        v = np.asarray(value)
+        stats = ""
+        if v.size and v.dtype.kind in "fiub":
+            f = v.astype(np.float64)
+            stats = f"  min {np.nanmin(f):.6g}  max {np.nanmax(f):.6g}  mean {np.nanmean(f):.6g}"
+        print(f"{name}: {v.dtype} {list(v.shape)}{stats}")
+    if args.out:
+        try:
+            np.savez(args.out, **{n: np.asarray(v) for n, v in zip(names, outs)})
+        except OSError as e:
+            raise MigxError(f"cannot write {args.out!r}: {e.strerror}") from None
+        print(f"wrote {len(outs)} output(s) to {args.out}", file=sys.stderr)
+    return 0
+
+
+def register(sub) -> None:
+    from ..loading import add_model_arguments
+
+    p = sub.add_parser("run", help="evaluate a model on inputs from an .npz (or seeded random inputs)")
+    add_model_arguments(p)
+    p.add_argument("--inputs", metavar="FEED.npz", help="inputs keyed by ONNX input name")
+    p.add_argument("--out", metavar="OUT.npz", help="write the outputs keyed by ONNX output name")
+    p.add_argument("--target", choices=("ref", "gpu"), default="ref", help="ref: numpy reference evaluator")
+    p.add_argument("--mode", choices=("eager", "graph"), default="eager", help="GPU execution mode")
+    p.add_argument("--seed", type=int, default=0, help="seed of the random inputs (without --inputs)")
+    p.set_defaults(func=run)

@@ -1,0 +1,94 @@
+"""Model loading shared by the CLI verbs (and the GPU layer): MODEL is an .onnx path, a built-in
+model name (`migx_explore.models`), or a saved program file (compiler.serialize, a zip).
+`--input-dim name=1,3,224,224` (repeatable) fixes input dims."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import warnings
+import zipfile
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from .compiler.errors import MigxError
+from .compiler.ir import Program
+
+
+def parse_input_dims(items: Sequence[str] | None) -> dict[str, list[int]]:
+    """['x=1,3,224,224', 'mask=1,16'] -> {'x': [1, 3, 224, 224], 'mask': [1, 16]}."""
+    out: dict[str, list[int]] = {}
+    for item in items or ():
+        name, eq, dims = item.partition("=")
+        name = name.strip()
+        if not eq or not name:
+            raise MigxError(f"--input-dim {item!r}: expected NAME=D0,D1,... (e.g. x=1,3,224,224)")
+        try:
+            lens = [int(d) for d in dims.replace("x", ",").split(",") if d.strip()] if dims.strip() else []
+        except ValueError:
+            raise MigxError(f"--input-dim {item!r}: dims must be integers separated by commas") from None
+        if any(d < 0 for d in lens):
+            raise MigxError(f"--input-dim {item!r}: dims must not be negative")
+        if name in out:
+            raise MigxError(f"--input-dim names {name!r} twice")
+        out[name] = lens
+    return out
+
+
+def model_label(model: Any) -> str:
+    """A short display name: the file stem of a path, or the built-in model's name."""
+    if isinstance(model, (str, os.PathLike)):
+        p = Path(model)
+        return p.stem if p.suffix else str(model)
+    return "model"
+
+
+def load(model: Any, input_dims: Mapping[str, Sequence[int]] | None = None) -> Program:
+    """A Program from an .onnx path, a built-in model name, a saved program file, ONNX bytes or a
+    ModelProto. Unknown names and missing files raise MigxError listing what would work."""
+    from .compiler.onnx import parse_onnx
+
+    if isinstance(model, Program):
+        return model.copy()
+    if not isinstance(model, (str, os.PathLike)):
+        return parse_onnx(model, input_dims=input_dims)
+    path = Path(model)
+    if path.is_file():
+        if path.suffix != ".onnx" and zipfile.is_zipfile(path):
+            from .compiler.serialize import load_program_file
+
+            if input_dims:
+                raise MigxError("--input-dim does not apply to a saved program file (its shapes are fixed)")
+            return load_program_file(path).program
+        return parse_onnx(path, input_dims=input_dims)
+    from . import models
+
+    if str(model) in models.list_models():
+        return models.load(str(model), **dict(input_dims or {}))
+    if path.suffix == ".onnx" or os.sep in str(model):
+        raise MigxError(f"model file {str(model)!r} not found")
+    raise MigxError(f"{str(model)!r} is neither a file nor a built-in model; built-in models: "
+                    f"{', '.join(models.list_models())}")
+
+
+def add_model_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("model", metavar="MODEL", help="an .onnx file, a built-in model name (`migx-explore onnx "
+                   "--models` lists them), or a saved program file")
+    p.add_argument("--input-dim", action="append", default=[], metavar="NAME=D0,D1,...",
+                   help="fix an input's dims, e.g. x=1,3,224,224 (repeatable); symbolic dims default to 1")
+
+
+def load_program(source: Any, input_dims: Mapping[str, Sequence[int]] | None = None) -> Any:
+    """CLI form: `load_program(args)` with MODEL / --input-dim parsed -> (program, label).
+    Library form: `load_program(source, input_dims)` -> Program (see `load`)."""
+    if isinstance(source, argparse.Namespace):
+        dims = parse_input_dims(getattr(source, "input_dim", None))
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            program = load(source.model, dims or None)
+        for w in caught:  # one line each on stderr (e.g. a symbolic dim defaulted to 1), no file:line noise
+            print(f"migx-explore: warning: {w.message}", file=sys.stderr)
+        return program, model_label(source.model)
+    return load(source, input_dims)

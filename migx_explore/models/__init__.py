@@ -1,0 +1,59 @@
+"""Built-in example models, built in code with onnx.helper and seeded weights (no downloads).
+
+    list_models()                   -> names
+    get_model(name)                 -> onnx.ModelProto
+    load(name, **input_dims)        -> Program   e.g. load("dynamic_mlp", x=[8, 64])
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import onnx
+
+from .cnn import mobilenet, resnet18, resnet_block
+from .mlp import dynamic_mlp, mlp
+from .transformer import transformer
+from .yolo import yolo
+
+_MODELS: dict[str, tuple[Callable[[], onnx.ModelProto], str]] = {
+    "resnet_block": (resnet_block, "two ResNet basic blocks (conv-bn-relu, residual add), 1x16x32x32"),
+    "resnet18": (resnet18, "ResNet-18 layout, 1x3x224x224 -> 1000 logits"),
+    "mobilenet": (mobilenet, "MobileNetV2 inverted residuals (1x1 expand, depthwise 3x3, 1x1 project, ReLU6)"),
+    "yolo": (yolo, "YOLOv8-style Conv+SiLU, C2f, SPPF, Resize upsample + Concat, detect head"),
+    "transformer": (transformer, "encoder layer: attention with a -inf causal mask, LayerNorm, Erf GELU"),
+    "mlp": (mlp, "Gemm/ReLU classifier on 1x784"),
+    "dynamic_mlp": (dynamic_mlp, "MatMul/Add MLP with a symbolic batch dim"),
+}
+
+
+def list_models() -> list[str]:
+    return list(_MODELS)
+
+
+def describe(name: str) -> str:
+    return _entry(name)[1]
+
+
+def _entry(name: str):
+    try:
+        return _MODELS[name]
+    except KeyError:
+        from ..compiler.errors import MigxError
+
+        raise MigxError(f"unknown built-in model {name!r}; built-in models: {', '.join(_MODELS)}") from None
+
+
+def get_model(name: str) -> onnx.ModelProto:
+    """A fresh ModelProto (built on every call; weights are seeded, so identical each time)."""
+    return _entry(name)[0]()
+
+
+def load(name: str, **input_dims: Sequence[int]):
+    """Import a built-in model; keyword arguments fix input dims by ONNX input name."""
+    from ..compiler.onnx import parse_onnx
+
+    return parse_onnx(get_model(name), input_dims=input_dims or None)
+
+
+__all__ = ["describe", "get_model", "list_models", "load"]
