@@ -59,7 +59,7 @@ class Literal:
         if self is other:
             return True
         return (self.shape == other.shape and self.content_hash() == other.content_hash()
-                and np.array_equal(self.data.view(np.uint8), other.data.view(np.uint8)))
+                and np.array_equal(self.data.reshape(-1).view(np.uint8), other.data.reshape(-1).view(np.uint8)))
 
     def __repr__(self) -> str:
         return f"Literal({self.shape})"
