@@ -1,0 +1,150 @@
+"""Shared pieces of kernel generation: the generated-kernel record, C++ types, index arithmetic.
+
+Shapes are static, so every length and stride is a compile-time constant in the source: the
+compiler turns the index divisions into multiply-shifts, and a kernel's only run-time arguments
+are the buffer pointers (one per instruction input, in order), which is what lets the executor
+pre-pack every argument block once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ...compiler.errors import MigxError
+from ...compiler.shape import Shape
+
+
+class CodegenUnsupported(MigxError):
+    """No generated kernel for this op/configuration (compile_ops then falls back to a host op)."""
+
+
+@dataclass(frozen=True)
+class KernelSource:
+    """A generated kernel: `name` is the extern "C" symbol, launched as global/local threads."""
+
+    name: str
+    source: str
+    global_size: int
+    local_size: int
+
+    @property
+    def key(self) -> str:
+        return hashlib.sha256(f"{self.name}\0{self.source}".encode()).hexdigest()[:24]
+
+
+# Storage type (what a pointer points at) and compute type (what arithmetic uses).
+STORAGE = {
+    "float32": "float", "float64": "double", "float16": "migx::half_t", "bfloat16": "migx::bf16_t",
+    "int8": "signed char", "uint8": "unsigned char", "int16": "short", "uint16": "unsigned short",
+    "int32": "int", "uint32": "unsigned int", "int64": "long long", "uint64": "unsigned long long", "bool": "bool",
+}
+COMPUTE = dict(STORAGE, float16="float", bfloat16="float")
+
+
+def storage_type(t: str) -> str:
+    try:
+        return STORAGE[t]
+    except KeyError:
+        raise CodegenUnsupported(f"no device type for {t}") from None
+
+
+def compute_type(t: str) -> str:
+    return COMPUTE[t] if t in COMPUTE else storage_type(t)
+
+
+def is_float(t: str) -> bool:
+    return t in ("float16", "bfloat16", "float32", "float64")
+
+
+def literal(value, t: str) -> str:
+    """A C++ literal of compute type t."""
+    ct = compute_type(t)
+    if t == "bool":
+        return "true" if bool(value) else "false"
+    if is_float(t):
+        v = float(value)
+        if v != v:
+            return "migx::nan_f()" if ct == "float" else "(double)migx::nan_f()"
+        if v in (float("inf"), float("-inf")):
+            s = "migx::inf_f()" if ct == "float" else "migx::inf_d()"
+            return s if v > 0 else f"(-{s})"
+        r = repr(v)
+        if "e" not in r and "." not in r:
+            r += ".0"
+        return r + ("f" if ct == "float" else "")
+    return f"(({ct}){int(value)}ll)"
+
+
+def index_type(shapes: Sequence[Shape]) -> str:
+    """32-bit index math when every offset and count fits, else 64-bit."""
+    big = max((max(s.element_space(), s.elements()) for s in shapes if not s.is_tuple), default=0)
+    return "int" if big < 2**31 - 1 else "long long"
+
+
+def collapse(lens: Sequence[int], strides_list: Sequence[Sequence[int]]) -> tuple[list[int], list[list[int]]]:
+    """Merge adjacent axes that are contiguous in every tensor (fewer divisions per element).
+
+    Axes of length 1 are dropped first; returns at least one axis."""
+    keep = [i for i, n in enumerate(lens) if n != 1]
+    if not keep:
+        return [1], [[0] for _ in strides_list]
+    out_lens = [lens[keep[0]]]
+    out_strides = [[s[keep[0]]] for s in strides_list]
+    for i in keep[1:]:
+        n = lens[i]
+        if all(st[-1] == s[i] * n for st, s in zip(out_strides, strides_list)):
+            out_lens[-1] *= n
+            for st, s in zip(out_strides, strides_list):
+                st[-1] = s[i]
+        else:
+            out_lens.append(n)
+            for st, s in zip(out_strides, strides_list):
+                st.append(s[i])
+    return out_lens, out_strides
+
+
+def decompose(var: str, lens: Sequence[int], it: str, prefix: str = "c") -> list[str]:
+    """C++ lines splitting linear index `var` into coordinates `<prefix>0..` of row-major `lens`."""
+    lines = []
+    nd = len(lens)
+    if nd == 1:
+        return [f"const {it} {prefix}0 = {var};"]
+    rest = f"{prefix}_rest"
+    lines.append(f"{it} {rest} = {var};")
+    for d in range(nd - 1, 0, -1):
+        lines.append(f"const {it} {prefix}{d} = {rest} % {lens[d]}; {rest} /= {lens[d]};")
+    lines.append(f"const {it} {prefix}0 = {rest};")
+    return lines
+
+
+def offset_expr(coords: Sequence[str], strides: Sequence[int]) -> str:
+    terms = []
+    for c, s in zip(coords, strides):
+        if s == 0:
+            continue
+        terms.append(c if s == 1 else f"{c} * {s}")
+    return " + ".join(terms) if terms else "0"
+
+
+def launch_1d(n: int, local: int = 256, max_blocks: int = 8192) -> tuple[int, int]:
+    """(global, local) for a grid-stride loop over n items."""
+    blocks = max(1, min((n + local - 1) // local, max_blocks))
+    return blocks * local, local
+
+
+def kernel_params(shapes: Sequence[Shape], writes: Sequence[bool]) -> str:
+    parts = []
+    for k, (s, w) in enumerate(zip(shapes, writes)):
+        t = storage_type(s.type)
+        parts.append(f"{t}* __restrict__ p{k}" if w else f"const {t}* __restrict__ p{k}")
+    return ", ".join(parts)
+
+
+def source(body: str) -> str:
+    return '#include "migx.hpp"\n\n' + body.strip() + "\n"
+
+
+def sanitize(text: str) -> str:
+    return "".join(c if c.isalnum() else "_" for c in text).strip("_")[:48] or "k"

@@ -1,0 +1,272 @@
+"""Neural-network kernels: direct convolution (depthwise and small convs, epilogue fused in),
+im2col (the gather half of im2col + BLAS GEMM), pooling, resize.
+
+All are one thread per output element with compile-time shapes. Convolution taps are constant
+loop bounds, so the compiler unrolls them.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+from ...compiler.ir import Module
+from ...compiler.op import Op
+from ...compiler.ops.nn import _pool_params, conv_params
+from ...compiler.shape import Shape
+from .common import (
+    CodegenUnsupported,
+    KernelSource,
+    compute_type,
+    decompose,
+    index_type,
+    is_float,
+    kernel_params,
+    launch_1d,
+    literal,
+    offset_expr,
+    source,
+)
+from .expr import BodyEmitter
+
+
+def _grid_kernel(name: str, shapes: Sequence[Shape], lines_fn, prelude: str = "") -> KernelSource:
+    out = shapes[-1]
+    n = out.elements()
+    if n == 0:
+        raise CodegenUnsupported("empty output")
+    it = index_type(shapes)
+    lines = decompose("i", out.lens, it, "o")
+    coords = [f"o{d}" for d in range(out.ndim)]
+    lines += lines_fn(coords, it)
+    g, loc = launch_1d(n)
+    inner = "\n        ".join(lines)
+    writes = [False] * (len(shapes) - 1) + [True]
+    src = f"""{prelude}
+MIGX_GLOBAL void {name}({kernel_params(shapes, writes)}) {{
+    for ({it} i = ({it})blockIdx.x * blockDim.x + threadIdx.x; i < {n}; i += ({it})gridDim.x * blockDim.x) {{
+        {inner}
+    }}
+}}"""
+    return KernelSource(name, source(src), g, loc)
+
+
+def _acc_type(t: str) -> str:
+    if not is_float(t):
+        raise CodegenUnsupported(f"convolution/pooling of {t} on the GPU")
+    return "double" if t == "float64" else "float"
+
+
+def conv_kernel(op: Op, shapes: Sequence[Shape], epilogue: Module | None) -> KernelSource:
+    """Direct convolution; params (x, w, epilogue extras..., out)."""
+    x, w, out = shapes[0], shapes[1], shapes[-1]
+    extras = shapes[2:-1]
+    nd = x.ndim - 2
+    pb, _, st, dl = conv_params(op, nd)
+    g = op["group"]
+    cg, kg = w.lens[1], w.lens[0] // g
+    acc = _acc_type(x.type)
+    ksz = w.lens[2:]
+
+    def lines_fn(o, it):
+        lines = [f"{acc} acc = 0;", f"const {it} ci0 = ({o[1]} / {kg}) * {cg};",
+                 f"for ({it} c = 0; c < {cg}; ++c) {{"]
+        depth = 1
+        xi = [o[0], "(ci0 + c)"]
+        wi = [o[1], "c"]
+        for d in range(nd):
+            pad = "    " * depth
+            lines.append(f"{pad}#pragma unroll")
+            lines.append(f"{pad}for (int k{d} = 0; k{d} < {ksz[d]}; ++k{d}) {{")
+            lines.append(f"{pad}    const {it} s{d} = {o[2 + d]} * {st[d]} - {pb[d]} + k{d} * {dl[d]};")
+            lines.append(f"{pad}    if (s{d} < 0 || s{d} >= {x.lens[2 + d]}) continue;")
+            xi.append(f"s{d}")
+            wi.append(f"k{d}")
+            depth += 1
+        pad = "    " * depth
+        lines.append(f"{pad}acc += ({acc})migx::load(p0, {offset_expr(xi, x.strides)}) * "
+                     f"({acc})migx::load(p1, {offset_expr(wi, w.strides)});")
+        for d in range(depth - 1, -1, -1):
+            lines.append("    " * d + "}")
+        result = "acc"
+        if epilogue is not None:
+            loaded = []
+            for k, s in enumerate(extras):
+                var = f"e{k}"
+                lines.append(f"const {compute_type(s.type)} {var} = migx::load(p{2 + k}, {offset_expr(o, s.strides)});")
+                loaded.append(var)
+            em = BodyEmitter("ep")
+            outs = em.run(epilogue, [f"({compute_type(x.type)})acc"] + loaded, [x.type] + [s.type for s in extras])
+            lines += em.lines
+            result = outs[0][0]
+        lines.append(f"migx::store(p{len(shapes) - 1}, {offset_expr(o, out.strides)}, {result});")
+        return lines
+
+    kdesc = "x".join(map(str, ksz))
+    name = f"conv_{'depthwise' if cg == 1 and g > 1 else 'direct'}_{kdesc}"
+    return _grid_kernel(name, shapes, lines_fn)
+
+
+def im2col_kernel(op: Op, shapes: Sequence[Shape]) -> KernelSource:
+    """Params (x, out): out[n, c*prod(k) + taps, spatial] = x at the window position, or 0."""
+    x = shapes[0]
+    nd = x.ndim - 2
+    pb, pe, st, dl = conv_params(op, nd)
+    ksz = list(op["kernel"])
+    osz = [(x.lens[2 + d] + pb[d] + pe[d] - (dl[d] * (ksz[d] - 1) + 1)) // st[d] + 1 for d in range(nd)]
+    out = shapes[-1]
+
+    def lines_fn(o, it):
+        lines = decompose(o[1], [x.lens[1]] + ksz, it, "k")  # k0 = channel, k1.. = taps
+        lines += decompose(o[2], osz, it, "q")
+        inside, src = [], [o[0], "k0"]
+        for d in range(nd):
+            lines.append(f"const {it} s{d} = q{d} * {st[d]} - {pb[d]} + k{d + 1} * {dl[d]};")
+            inside.append(f"s{d} >= 0 && s{d} < {x.lens[2 + d]}")
+            src.append(f"s{d}")
+        zero = literal(0, x.type)
+        lines.append(f"const {compute_type(x.type)} v = ({' && '.join(inside)}) ? "
+                     f"migx::load(p0, {offset_expr(src, x.strides)}) : {zero};")
+        lines.append(f"migx::store(p1, {offset_expr(o, out.strides)}, v);")
+        return lines
+
+    return _grid_kernel("im2col_" + "x".join(map(str, ksz)), shapes, lines_fn)
+
+
+def pooling_kernel(op: Op, shapes: Sequence[Shape]) -> KernelSource:
+    x, out = shapes[0], shapes[-1]
+    nd = x.ndim - 2
+    k = list(op["lengths"])
+    pb, pe, st, dl = _pool_params(op, nd)
+    mode = op["mode"]
+    acc = _acc_type(x.type)
+    inf = literal(float("inf"), "float32" if acc == "float" else "float64")
+
+    def lines_fn(o, it):
+        init = f"(-{inf})" if mode == "max" else "0"
+        lines = [f"{acc} acc = {init};", "int cnt = 0;"]
+        src = [o[0], o[1]]
+        for d in range(nd):
+            pad = "    " * d
+            lines.append(f"{pad}#pragma unroll")
+            lines.append(f"{pad}for (int k{d} = 0; k{d} < {k[d]}; ++k{d}) {{")
+            lines.append(f"{pad}    const {it} s{d} = {o[2 + d]} * {st[d]} - {pb[d]} + k{d} * {dl[d]};")
+            if mode == "average" and op["count_include_pad"]:
+                # taps in the padded extent count even where they read padding (ONNX/PyTorch rule)
+                lines.append(f"{pad}    if (s{d} < -{pb[d]} || s{d} >= {x.lens[2 + d] + pe[d]}) continue;")
+            src.append(f"s{d}")
+        pad = "    " * nd
+        inside = " && ".join(f"s{d} >= 0 && s{d} < {x.lens[2 + d]}" for d in range(nd))
+        load = f"({acc})migx::load(p0, {offset_expr(src, x.strides)})"
+        if mode == "max":
+            lines.append(f"{pad}if ({inside}) acc = migx::max_(acc, {load});")
+        elif mode == "average":
+            if op["count_include_pad"]:
+                lines.append(f"{pad}++cnt; if ({inside}) acc += {load};")
+            else:
+                lines.append(f"{pad}if ({inside}) {{ acc += {load}; ++cnt; }}")
+        else:
+            p = float(op["lp_order"])
+            fp = "powf" if acc == "float" else "pow"
+            ab = "fabsf" if acc == "float" else "fabs"
+            lines.append(f"{pad}if ({inside}) acc += {fp}({ab}({load}), ({acc}){p!r});")
+        for d in range(nd - 1, -1, -1):
+            lines.append("    " * d + "}")
+        if mode == "average":
+            lines.append(f"acc = acc / ({acc})(cnt > 0 ? cnt : 1);")
+        elif mode == "lpnorm":
+            fp = "powf" if acc == "float" else "pow"
+            lines.append(f"acc = {fp}(acc, ({acc})(1.0 / {float(op['lp_order'])!r}));")
+        lines.append(f"migx::store(p1, {offset_expr(o, out.strides)}, acc);")
+        return lines
+
+    return _grid_kernel(f"pool_{mode}_" + "x".join(map(str, k)), shapes, lines_fn)
+
+
+def _resize_tables(op: Op, n_in: int, n_out: int, scale: float, roi) -> tuple[np.ndarray, np.ndarray]:
+    """(idx, weight) tables of shape (n_out, taps), exactly as the reference resamples one axis."""
+    from ...compiler.ops.resize import _coeffs, _source_coords
+
+    ctm = op["coordinate_transformation_mode"]
+    xs = _source_coords(ctm, np.arange(n_out, dtype=np.float64), scale, n_in, n_out, roi)
+    x_int = np.floor(xs)
+    ratio = np.where(xs == x_int, 1.0, xs - x_int)
+    c = _coeffs(op, ratio, scale)
+    taps = c.shape[1]
+    pad = (taps + 1) // 2
+    xp = xs + pad
+    p = np.floor(xp).astype(np.int64)
+    frac = xp - p
+    if taps % 2 == 0:
+        start = p + np.where(frac == 0, -(taps // 2), -(taps // 2) + 1)
+    else:
+        start = p + np.where(frac <= 0.5, -((taps - 1) // 2), -((taps - 1) // 2) + 1)
+    idx = start[:, None] + np.arange(taps)[None, :] - pad
+    if op["exclude_outside"]:
+        c = np.where((idx < 0) | (idx >= n_in), 0.0, c)
+        tot = c.sum(axis=1, keepdims=True)
+        c = c / np.where(tot == 0, 1.0, tot)
+    idx = np.clip(idx, 0, n_in - 1)
+    if op["mode"] == "nearest":  # 0/1 weights: keep the selected tap only
+        sel = np.argmax(c, axis=1)
+        return idx[np.arange(n_out), sel][:, None], np.ones((n_out, 1))
+    return idx, c
+
+
+def resize_kernel(op: Op, shapes: Sequence[Shape]) -> KernelSource:
+    x, out = shapes[0], shapes[-1]
+    if op["coordinate_transformation_mode"] == "tf_crop_and_resize":
+        raise CodegenUnsupported("resize tf_crop_and_resize (extrapolation) on the GPU")
+    nd = x.ndim
+    scales = list(op["scales"]) or [o / i if i else 1.0 for o, i in zip(out.lens, x.lens)]
+    roi = list(op["roi"]) or [0.0] * nd + [1.0] * nd
+    tables, prelude = {}, []
+    for d in range(nd):
+        r = (roi[d], roi[d + nd])
+        if math.isclose(scales[d], 1.0) and out.lens[d] == x.lens[d] and r == (0.0, 1.0):
+            continue
+        idx, wt = _resize_tables(op, x.lens[d], out.lens[d], float(scales[d]), r)
+        tables[d] = idx.shape[1]
+        prelude.append(f"static __device__ const int ridx{d}[] = {{{', '.join(map(str, idx.reshape(-1)))}}};")
+        if idx.shape[1] > 1:
+            prelude.append(f"static __device__ const float rw{d}[] = {{"
+                           f"{', '.join(repr(float(v)) + 'f' for v in wt.reshape(-1))}}};")
+    acc = "double" if x.type == "float64" else "float"
+
+    def lines_fn(o, it):
+        lines = [f"{acc} acc = 0;"]
+        src = []
+        depth = 0
+        for d in range(nd):
+            if d not in tables:
+                src.append(o[d])
+                continue
+            t = tables[d]
+            pad = "    " * depth
+            lines.append(f"{pad}for (int t{d} = 0; t{d} < {t}; ++t{d}) {{")
+            lines.append(f"{pad}    const {it} s{d} = ridx{d}[{o[d]} * {t} + t{d}];")
+            w = f"rw{d}[{o[d]} * {t} + t{d}]" if t > 1 else "1.0f"
+            prev = _prev(tables, d)
+            scale = f" * w{prev}" if prev is not None else ""
+            lines.append(f"{pad}    const {acc} w{d} = {w}{scale};")
+            src.append(f"s{d}")
+            depth += 1
+        last = max(tables) if tables else None
+        weight = f"w{last}" if last is not None else "1"
+        lines.append("    " * depth + f"acc += {weight} * ({acc})migx::load(p0, {offset_expr(src, x.strides)});")
+        for d in range(depth - 1, -1, -1):
+            lines.append("    " * d + "}")
+        val = "acc"
+        if not is_float(x.type):
+            val = f"({compute_type(x.type)})rint(acc)"
+        lines.append(f"migx::store(p1, {offset_expr(o, out.strides)}, {val});")
+        return lines
+
+    return _grid_kernel(f"resize_{op['mode']}", shapes, lines_fn, "\n".join(prelude))
+
+
+def _prev(tables: dict, d: int) -> int | None:
+    earlier = [k for k in tables if k < d]
+    return max(earlier) if earlier else None

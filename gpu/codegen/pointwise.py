@@ -1,0 +1,254 @@
+"""Kernels that compute each output element independently: fused pointwise bodies, single
+elementwise ops, strided copies (contiguous, layout), concat, gather, pad, and GEMM epilogues.
+
+One thread per output element in a grid-stride loop. The linear index is split into
+coordinates of the output lens after merging axes that are contiguous in every tensor; each
+tensor's offset is then a dot product with its own strides (broadcast axes have stride 0), so
+views (transpose, slice, broadcast) need no copies before a kernel.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from ...compiler.ir import Module
+from ...compiler.op import Op
+from ...compiler.ops.common import norm_axes, norm_axis
+from ...compiler.shape import Shape
+from .common import (
+    CodegenUnsupported,
+    KernelSource,
+    collapse,
+    compute_type,
+    decompose,
+    index_type,
+    kernel_params,
+    launch_1d,
+    literal,
+    offset_expr,
+    source,
+)
+from .expr import BodyEmitter, op_expr
+
+Body = Callable[[list[str], list[str]], list[str]]  # (lines, loaded input exprs) -> output exprs
+
+
+def elementwise(name: str, shapes: Sequence[Shape], writes: Sequence[bool], lens: Sequence[int],
+                loads: Sequence[int], stores: Sequence[int], body: Body) -> KernelSource:
+    """A grid-stride kernel over `lens`: load params `loads` (in compute type), run `body`, store
+    its results into params `stores`. Every listed param must have lens `lens`."""
+    n = 1
+    for x in lens:
+        n *= x
+    if n == 0:
+        raise CodegenUnsupported("empty output")
+    used = sorted(set(loads) | set(stores))
+    clens, cstrides = collapse(lens, [shapes[k].strides for k in used])
+    strides = dict(zip(used, cstrides))
+    it = index_type(shapes)
+    lines = decompose("i", clens, it)
+    coords = [f"c{d}" for d in range(len(clens))]
+    loaded = []
+    for k in loads:
+        var = f"a{k}"
+        off = offset_expr(coords, strides[k])
+        lines.append(f"const {compute_type(shapes[k].type)} {var} = migx::load(p{k}, {off});")
+        loaded.append(var)
+    results = body(lines, loaded)
+    for k, expr in zip(stores, results):
+        lines.append(f"migx::store(p{k}, {offset_expr(coords, strides[k])}, {expr});")
+    g, loc = launch_1d(n)
+    inner = "\n        ".join(lines)
+    src = f"""
+MIGX_GLOBAL void {name}({kernel_params(shapes, writes)}) {{
+    for ({it} i = ({it})blockIdx.x * blockDim.x + threadIdx.x; i < {n}; i += ({it})gridDim.x * blockDim.x) {{
+        {inner}
+    }}
+}}"""
+    return KernelSource(name, source(src), g, loc)
+
+
+def _body_from_module(module: Module, types: Sequence[str]) -> Body:
+    def body(lines: list[str], loaded: list[str]) -> list[str]:
+        em = BodyEmitter()
+        outs = em.run(module, loaded, types)
+        lines.extend(em.lines)
+        return [e for e, _ in outs]
+
+    return body
+
+
+def module_label(module: Module, limit: int = 3) -> str:
+    names = [i.name for i in module if not i.is_builtin()]
+    uniq = list(dict.fromkeys(names))
+    return "_".join(uniq[:limit]) + ("_etc" if len(uniq) > limit else "") or "copy"
+
+
+def pointwise_kernel(inner: Op, shapes: Sequence[Shape], nout: int, module: Module | None) -> KernelSource:
+    """`pointwise` with its submodule, or a single elementwise op (add, convert, contiguous, ...)."""
+    nin = len(shapes) - nout
+    writes = [False] * nin + [True] * nout
+    lens = shapes[-1].lens
+    types = [s.type for s in shapes[:nin]]
+    if module is not None:
+        body = _body_from_module(module, types)
+        label = module_label(module)
+    else:
+        out_type = shapes[-1].type
+
+        def body(lines, loaded):
+            return [op_expr(inner, loaded, types, out_type)]
+
+        label = inner.name
+    return elementwise(label, shapes, writes, lens, list(range(nin)), list(range(nin, nin + nout)), body)
+
+
+def epilogue_kernel(module: Module, shapes: Sequence[Shape]) -> KernelSource:
+    """In-place epilogue after a BLAS call: params (out, extras...); x0 is read from out."""
+    out = shapes[0]
+    types = [out.type] + [s.type for s in shapes[1:]]
+    writes = [True] + [False] * (len(shapes) - 1)
+    return elementwise("epilogue_" + module_label(module), shapes, writes, out.lens, list(range(len(shapes))), [0],
+                       _body_from_module(module, types))
+
+
+# --- kernels whose inputs have other lens than the output ---------------------------------------
+def _lookup_kernel(name: str, shapes: Sequence[Shape], load: Callable[[list[str], list[str]], str]) -> KernelSource:
+    """Output = load(lines, coords) at every output position (params: inputs..., out)."""
+    out = shapes[-1]
+    n = out.elements()
+    if n == 0:
+        raise CodegenUnsupported("empty output")
+    it = index_type(shapes)
+    lines = decompose("i", out.lens, it, "o")
+    coords = [f"o{d}" for d in range(out.ndim)]
+    expr = load(lines, coords)
+    lines.append(f"migx::store(p{len(shapes) - 1}, {offset_expr(coords, out.strides)}, {expr});")
+    g, loc = launch_1d(n)
+    inner = "\n        ".join(lines)
+    writes = [False] * (len(shapes) - 1) + [True]
+    src = f"""
+MIGX_GLOBAL void {name}({kernel_params(shapes, writes)}) {{
+    for ({it} i = ({it})blockIdx.x * blockDim.x + threadIdx.x; i < {n}; i += ({it})gridDim.x * blockDim.x) {{
+        {inner}
+    }}
+}}"""
+    return KernelSource(name, source(src), g, loc)
+
+
+def concat_kernel(op: Op, shapes: Sequence[Shape]) -> KernelSource:
+    parts = shapes[:-1]
+    axis = op["axis"]
+    ct = compute_type(shapes[-1].type)
+
+    def load(lines, coords):
+        lines.append(f"{ct} v;")
+        start = 0
+        for k, s in enumerate(parts):
+            end = start + s.lens[axis]
+            cs = [c if d != axis else f"({c} - {start})" for d, c in enumerate(coords)]
+            cond = "" if k == len(parts) - 1 else f"if ({coords[axis]} < {end}) "
+            prefix = "" if k == 0 else "else "
+            lines.append(f"{prefix}{cond}v = migx::load(p{k}, {offset_expr(cs, s.strides)});")
+            start = end
+        return "v"
+
+    return _lookup_kernel("concat", shapes, load)
+
+
+def gather_kernel(op: Op, shapes: Sequence[Shape]) -> KernelSource:
+    data, ind = shapes[0], shapes[1]
+    axis = op["axis"]
+    n_axis = data.lens[axis]
+
+    def load(lines, coords):
+        ic = coords[axis:axis + ind.ndim]
+        lines.append(f"long long j = (long long)p1[{offset_expr(ic, ind.strides) if ind.ndim else '0'}];")
+        lines.append(f"if (j < 0) j += {n_axis};")
+        dc = coords[:axis] + ["j"] + coords[axis + ind.ndim:]
+        return f"migx::load(p0, {offset_expr(dc, data.strides)})"
+
+    return _lookup_kernel("gather", shapes, load)
+
+
+def pad_kernel(op: Op, shapes: Sequence[Shape]) -> KernelSource:
+    x = shapes[0]
+    nd = x.ndim
+    pads = op["pads"]
+    mode = op["mode"]
+    ct = compute_type(x.type)
+
+    def load(lines, coords):
+        src, inside = [], []
+        for d in range(nd):
+            n, pb = x.lens[d], pads[d]
+            v = f"s{d}"
+            lines.append(f"long long {v} = (long long){coords[d]} - {pb};")
+            if mode == "constant":
+                inside.append(f"{v} >= 0 && {v} < {n}")
+            elif mode == "edge":
+                lines.append(f"{v} = {v} < 0 ? 0 : ({v} >= {n} ? {n - 1} : {v});")
+            elif mode == "reflect":
+                lines.append(f"if ({v} < 0) {v} = -{v}; if ({v} >= {n}) {v} = {2 * n - 2} - {v};")
+            elif mode == "wrap":
+                lines.append(f"{v} = (({v} % {n}) + {n}) % {n};")
+            else:
+                raise CodegenUnsupported(f"pad mode {mode}")
+            src.append(v)
+        value = f"migx::load(p0, {offset_expr(src, x.strides)})"
+        if mode == "constant" and inside:
+            return f"(({' && '.join(inside)}) ? {value} : {literal(op['value'], x.type)})"
+        return value
+
+    if ct is None:  # pragma: no cover - every type maps
+        raise CodegenUnsupported(x.type)
+    return _lookup_kernel("pad", shapes, load)
+
+
+def reverse_kernel(op: Op, shapes: Sequence[Shape]) -> KernelSource:
+    x = shapes[0]
+    axes = set(norm_axes(op["axes"], x.ndim, "reverse"))
+
+    def load(lines, coords):
+        src = [f"({x.lens[d] - 1} - {c})" if d in axes else c for d, c in enumerate(coords)]
+        return f"migx::load(p0, {offset_expr(src, x.strides)})"
+
+    return _lookup_kernel("reverse", shapes, load)
+
+
+def fused_concat_kernel(op: Op, shapes: Sequence[Shape], mods: Sequence[Module]) -> KernelSource:
+    """Pieces computed by their pointwise modules straight into the concat position, then the
+    post module (extras..., concat value) at every output element."""
+    out = shapes[-1]
+    axis = norm_axis(op["axis"], out.ndim, "fused_concat")
+    pieces, post = list(mods[:-1]), mods[-1]
+    groups, k = [], 0
+    for m in pieces:
+        n = len(m.params())
+        groups.append(list(range(k, k + n)))
+        k += n
+    extras = list(range(k, len(shapes) - 1))
+    cat_t = pieces[0].output_shapes()[0].type
+
+    def load(lines, coords):
+        lines.append(f"{compute_type(cat_t)} v;")
+        start = 0
+        for j, (m, idx) in enumerate(zip(pieces, groups)):
+            n_axis = shapes[idx[0]].lens[axis]
+            cs = [c if d != axis else f"({c} - {start})" for d, c in enumerate(coords)]
+            cond = "" if j == len(pieces) - 1 else f"if ({coords[axis]} < {start + n_axis}) "
+            lines.append(f"{'else ' if j else ''}{cond}{{")
+            loaded = [f"migx::load(p{i}, {offset_expr(cs, shapes[i].strides)})" for i in idx]
+            em = BodyEmitter(f"c{j}_")
+            res = em.run(m, loaded, [shapes[i].type for i in idx])
+            lines.extend("    " + x for x in em.lines)
+            lines.append(f"    v = {res[0][0]};")
+            lines.append("}")
+            start += n_axis
+        loaded = [f"migx::load(p{i}, {offset_expr(coords, shapes[i].strides)})" for i in extras]
+        em = BodyEmitter("post_")
+        res = em.run(post, loaded + ["v"], [shapes[i].type for i in extras] + [cat_t])
+        lines.extend(em.lines)
+        return res[0][0]
+
+    return _lookup_kernel("fused_concat", shapes, load)

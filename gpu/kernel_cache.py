@@ -1,0 +1,166 @@
+"""Generated kernel sources and their compiled binaries.
+
+compile_ops registers each generated source under its content key (the key an IR
+`gpu::code_object` carries) and, when a GPU target is bound (compile_target binds one),
+compiles the new ones in parallel. Binaries are cached in memory and on disk under
+`$MIGX_EXPLORE_CACHE_DIR` (default ~/.cache/migx-explore/kernels), keyed by (source, header,
+arch, compiler version, flags), so a warm recompile skips compilation entirely.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import hashlib
+import os
+import tempfile
+import threading
+import time
+from collections.abc import Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from ..compiler.errors import MigxError
+from .codegen.common import KernelSource
+
+HEADER_NAME = "migx.hpp"
+_HEADER_PATH = Path(__file__).parent / "kernels" / HEADER_NAME
+
+
+class KernelCompiler(Protocol):
+    """What a runtime backend offers for compilation (hiprtc, nvrtc, or the fake)."""
+
+    arch: str
+
+    def compiler_id(self) -> str: ...
+
+    def compile_flags(self) -> list[str]: ...
+
+    def compile_source(self, name: str, source: str, headers: dict[str, str], flags: list[str]) -> bytes: ...
+
+
+class CompileError(MigxError):
+    pass
+
+
+_SOURCES: dict[str, KernelSource] = {}
+_BINARIES: dict[str, bytes] = {}
+_LOCK = threading.Lock()
+_TARGET: contextvars.ContextVar[Any] = contextvars.ContextVar("migx_gpu_target", default=None)
+
+
+def register(ks: KernelSource) -> str:
+    with _LOCK:
+        _SOURCES.setdefault(ks.key, ks)
+    return ks.key
+
+
+def source_for(key: str) -> KernelSource:
+    try:
+        return _SOURCES[key]
+    except KeyError:
+        raise CompileError(f"kernel {key} is not in this process's kernel store; run compile_ops again") from None
+
+
+def header_text() -> str:
+    return _HEADER_PATH.read_text()
+
+
+def cache_dir() -> Path:
+    root = os.environ.get("MIGX_EXPLORE_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache",
+                                                                    "migx-explore")
+    return Path(root) / "kernels"
+
+
+@contextlib.contextmanager
+def bound_target(backend: Any) -> Iterator[None]:
+    """Make compile_ops compile for `backend` while passes run (compile_target uses this)."""
+    token = _TARGET.set(backend)
+    try:
+        yield
+    finally:
+        _TARGET.reset(token)
+
+
+def current_target() -> Any:
+    return _TARGET.get()
+
+
+@dataclass
+class CompileStats:
+    compiled: int = 0
+    from_memory: int = 0
+    from_disk: int = 0
+    seconds: float = 0.0
+
+
+last_stats = CompileStats()
+
+
+def binary_key(ks: KernelSource, compiler: KernelCompiler, flags: list[str]) -> str:
+    h = hashlib.sha256()
+    for part in (ks.name, ks.source, header_text(), compiler.arch, compiler.compiler_id(), " ".join(flags)):
+        h.update(part.encode())
+        h.update(b"\0")
+    return h.hexdigest()[:32]
+
+
+def compile_many(compiler: KernelCompiler, kernels: Iterable[KernelSource], *, workers: int | None = None,
+                 use_disk: bool = True) -> dict[str, bytes]:
+    """Binaries for `kernels` (by KernelSource.key): memory cache, then disk, then compile the
+    rest on a thread pool (nvrtc and hiprtc release the GIL while compiling)."""
+    global last_stats
+    t0 = time.perf_counter()
+    stats = CompileStats()
+    flags = compiler.compile_flags()
+    headers = {HEADER_NAME: header_text()}
+    out: dict[str, bytes] = {}
+    todo: list[tuple[KernelSource, str]] = []
+    folder = cache_dir()
+    for ks in {k.key: k for k in kernels}.values():
+        bk = binary_key(ks, compiler, flags)
+        if bk in _BINARIES:
+            out[ks.key] = _BINARIES[bk]
+            stats.from_memory += 1
+            continue
+        path = folder / f"{bk}.bin"
+        if use_disk and path.is_file():
+            data = path.read_bytes()
+            _BINARIES[bk] = out[ks.key] = data
+            stats.from_disk += 1
+            continue
+        todo.append((ks, bk))
+
+    def build(item: tuple[KernelSource, str]) -> tuple[str, str, bytes]:
+        ks, bk = item
+        return ks.key, bk, compiler.compile_source(ks.name, ks.source, headers, flags)
+
+    if todo:
+        n = workers or min(32, os.cpu_count() or 4, len(todo))
+        with ThreadPoolExecutor(max_workers=max(1, n)) as pool:
+            for key, bk, data in pool.map(build, todo):
+                _BINARIES[bk] = out[key] = data
+                stats.compiled += 1
+                if use_disk:
+                    _write_atomic(folder / f"{bk}.bin", data)
+    stats.seconds = time.perf_counter() - t0
+    last_stats = stats
+    return out
+
+
+def _write_atomic(path: Path, data: bytes) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except OSError:  # a read-only cache folder only costs the next run a recompile
+        pass
+
+
+def clear_memory_cache() -> None:
+    """Forget binaries held in memory (tests use it to measure the disk cache)."""
+    _BINARIES.clear()

@@ -1,0 +1,157 @@
+// migx.hpp: the one header every generated kernel includes. One dialect for hiprtc and nvrtc:
+// vendor differences are selected on __HIPCC_RTC__ / __CUDACC_RTC__ here and nowhere else.
+// No standard headers (hiprtc puts std in __hip_internal) and no CUB: reductions are written here.
+// The host passes the warp size (-DMIGX_WARP_SIZE=32|64): warpSize is not constexpr on ROCm 7.
+#pragma once
+
+#ifndef MIGX_WARP_SIZE
+#error "compile with -DMIGX_WARP_SIZE=<32|64>"
+#endif
+
+#if defined(__HIPCC_RTC__) || defined(__HIPCC__)
+#define MIGX_HIP 1
+#define MIGX_SHFL_XOR(v, m) __shfl_xor((v), (m), MIGX_WARP_SIZE)
+#elif defined(__CUDACC_RTC__) || defined(__CUDACC__)
+#define MIGX_CUDA 1
+#define MIGX_SHFL_XOR(v, m) __shfl_xor_sync(0xffffffffu, (v), (m), MIGX_WARP_SIZE)
+#else
+#error "migx.hpp is compiled by hiprtc or nvrtc"
+#endif
+
+#define MIGX_GLOBAL extern "C" __global__
+#define MIGX_DEVICE __device__ __forceinline__
+
+namespace migx {
+
+typedef long long i64;
+typedef unsigned long long u64;
+
+// ---- 16-bit float storage types ----------------------------------------------------------------
+// Stored as raw bits and converted through float, so no vendor fp16/bf16 header is needed.
+struct half_t { unsigned short bits; };
+struct bf16_t { unsigned short bits; };
+
+MIGX_DEVICE float bits_to_float(unsigned int u) { return __int_as_float((int)u); }
+MIGX_DEVICE unsigned int float_to_bits(float f) { return (unsigned int)__float_as_int(f); }
+
+MIGX_DEVICE float to_float(half_t h) {
+#if defined(MIGX_CUDA)
+    float f;
+    asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h.bits));
+    return f;
+#else
+    return (float)__builtin_bit_cast(_Float16, h.bits);
+#endif
+}
+MIGX_DEVICE half_t to_half(float f) {
+    half_t h;
+#if defined(MIGX_CUDA)
+    asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h.bits) : "f"(f));
+#else
+    h.bits = __builtin_bit_cast(unsigned short, (_Float16)f);
+#endif
+    return h;
+}
+MIGX_DEVICE float to_float(bf16_t b) { return bits_to_float(((unsigned int)b.bits) << 16); }
+MIGX_DEVICE bf16_t to_bf16(float f) {
+    unsigned int u = float_to_bits(f);
+    bf16_t b;
+    if ((u & 0x7fffffffu) > 0x7f800000u) { b.bits = (unsigned short)((u >> 16) | 0x40u); return b; }  // NaN
+    u += 0x7fffu + ((u >> 16) & 1u);  // round to nearest even
+    b.bits = (unsigned short)(u >> 16);
+    return b;
+}
+
+// load(): storage type -> compute type; store(): compute type -> storage type.
+template <class T> MIGX_DEVICE T load(const T* p, i64 i) { return p[i]; }
+MIGX_DEVICE float load(const half_t* p, i64 i) { return to_float(p[i]); }
+MIGX_DEVICE float load(const bf16_t* p, i64 i) { return to_float(p[i]); }
+template <class T, class U> MIGX_DEVICE void store(T* p, i64 i, U v) { p[i] = (T)v; }
+template <class U> MIGX_DEVICE void store(half_t* p, i64 i, U v) { p[i] = to_half((float)v); }
+template <class U> MIGX_DEVICE void store(bf16_t* p, i64 i, U v) { p[i] = to_bf16((float)v); }
+
+// ---- scalar helpers ----------------------------------------------------------------------------
+MIGX_DEVICE float inf_f() { return bits_to_float(0x7f800000u); }
+MIGX_DEVICE float nan_f() { return bits_to_float(0x7fc00000u); }
+MIGX_DEVICE double inf_d() { return __longlong_as_double(0x7ff0000000000000ll); }
+template <class T> MIGX_DEVICE T max_(T a, T b) { return a > b ? a : b; }
+template <class T> MIGX_DEVICE T min_(T a, T b) { return a < b ? a : b; }
+MIGX_DEVICE float max_(float a, float b) { return fmaxf(a, b); }
+MIGX_DEVICE float min_(float a, float b) { return fminf(a, b); }
+MIGX_DEVICE double max_(double a, double b) { return fmax(a, b); }
+MIGX_DEVICE double min_(double a, double b) { return fmin(a, b); }
+template <class T> MIGX_DEVICE bool isnan_(T x) { return x != x; }
+template <class T> MIGX_DEVICE bool isinf_(T x) { return x == x && (x - x) != (x - x); }
+template <class T> MIGX_DEVICE T sign_(T x) { return (T)((x > (T)0) - (x < (T)0)); }
+
+// Python-style modulo (sign of the divisor), numpy.mod semantics.
+MIGX_DEVICE float pymod(float a, float b) { float r = fmodf(a, b); return (r != 0.f && ((r < 0.f) != (b < 0.f))) ? r + b : r; }
+MIGX_DEVICE double pymod(double a, double b) { double r = fmod(a, b); return (r != 0. && ((r < 0.) != (b < 0.))) ? r + b : r; }
+template <class T> MIGX_DEVICE T pymod(T a, T b) { if (b == 0) return 0; T r = a % b; return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r; }
+template <class T> MIGX_DEVICE T cmod(T a, T b) { return b == 0 ? 0 : a % b; }
+template <class T> MIGX_DEVICE T idiv(T a, T b) { return b == 0 ? 0 : a / b; }
+
+// float -> integer conversion as numpy's reference does it: truncate, NaN -> 0, saturate.
+template <class I> MIGX_DEVICE I sat_int(double x, double lo, double hi) {
+    if (x != x) return (I)0;
+    x = trunc(x);
+    return (I)(x < lo ? lo : (x > hi ? hi : x));
+}
+
+// ---- reductions --------------------------------------------------------------------------------
+struct op_sum { template <class T> MIGX_DEVICE T operator()(T a, T b) const { return a + b; } };
+struct op_prod { template <class T> MIGX_DEVICE T operator()(T a, T b) const { return a * b; } };
+struct op_max { template <class T> MIGX_DEVICE T operator()(T a, T b) const { return max_(a, b); } };
+struct op_min { template <class T> MIGX_DEVICE T operator()(T a, T b) const { return min_(a, b); } };
+struct op_or { template <class T> MIGX_DEVICE T operator()(T a, T b) const { return (T)(a || b); } };
+struct op_and { template <class T> MIGX_DEVICE T operator()(T a, T b) const { return (T)(a && b); } };
+
+template <class Op, class T> MIGX_DEVICE T warp_reduce(T v, Op op) {
+#pragma unroll
+    for (int m = MIGX_WARP_SIZE / 2; m > 0; m >>= 1) v = op(v, (T)MIGX_SHFL_XOR(v, m));
+    return v;
+}
+
+// Every thread of the block gets the result. The block size must be a multiple of the warp size;
+// `smem` holds one slot per warp. The leading barrier lets consecutive reductions reuse `smem`.
+template <class Op, class T> MIGX_DEVICE T block_reduce(T v, Op op, T* smem) {
+    v = warp_reduce(v, op);
+    const int lane = threadIdx.x % MIGX_WARP_SIZE;
+    const int warp = threadIdx.x / MIGX_WARP_SIZE;
+    const int nwarps = blockDim.x / MIGX_WARP_SIZE;
+    __syncthreads();
+    if (lane == 0) smem[warp] = v;
+    __syncthreads();
+    T r = smem[0];
+    for (int w = 1; w < nwarps; ++w) r = op(r, smem[w]);
+    return r;
+}
+
+// Arg-reduction: (value, index) pairs; ties keep the lower index (or the higher one when last).
+template <class T> MIGX_DEVICE bool arg_better(T v, i64 i, T bv, i64 bi, bool largest, bool last) {
+    if (bi < 0) return i >= 0;  // an empty slot loses to any element
+    if (i < 0) return false;
+    if (v == bv) return last ? i > bi : i < bi;
+    return largest ? v > bv : v < bv;
+}
+
+template <class T> MIGX_DEVICE void block_argreduce(T& v, i64& idx, bool largest, bool last, T* sv, i64* si) {
+#pragma unroll
+    for (int m = MIGX_WARP_SIZE / 2; m > 0; m >>= 1) {
+        T ov = MIGX_SHFL_XOR(v, m);
+        i64 oi = MIGX_SHFL_XOR(idx, m);
+        if (arg_better(ov, oi, v, idx, largest, last)) { v = ov; idx = oi; }
+    }
+    const int lane = threadIdx.x % MIGX_WARP_SIZE;
+    const int warp = threadIdx.x / MIGX_WARP_SIZE;
+    const int nwarps = blockDim.x / MIGX_WARP_SIZE;
+    __syncthreads();
+    if (lane == 0) { sv[warp] = v; si[warp] = idx; }
+    __syncthreads();
+    v = sv[0];
+    idx = si[0];
+    for (int w = 1; w < nwarps; ++w)
+        if (arg_better(sv[w], si[w], v, idx, largest, last)) { v = sv[w]; idx = si[w]; }
+}
+
+}  // namespace migx

@@ -1,0 +1,290 @@
+"""Op specs of the lowered GPU program (names follow MIGraphX: gpu::*, hip::*, load).
+
+Every op that writes memory takes its output buffer(s) as its last input(s) and aliases them
+(`output_alias`), so liveness and memory planning see buffers as ordinary values. Each op has a
+numpy reference compute (allocations give zeros, kernels compute their wrapped op functionally),
+so the pass manager's numeric checks continue through the whole backend pipeline.
+
+Imported lazily by the compiler's op registry on the first `gpu::`/`hip::` name; `load` is
+registered here too, so importing `migx_explore.gpu.ops` (or `.passes`) is needed to parse a
+printed backend program.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+from ..compiler import dtypes
+from ..compiler.errors import ShapeError
+from ..compiler.op import AttrSpec, Op, compute_shape, defop, get_spec
+from ..compiler.ref import evaluate_module
+from ..compiler.shape import Shape
+
+
+def A(name: str, kind: str, default=None, **kw) -> AttrSpec:
+    return AttrSpec(name, kind, default, **kw)
+
+
+@functools.lru_cache(maxsize=4096)
+def inner_op(text: str) -> Op:
+    """The op a `gpu::precompile_op`/`gpu::code_object`/`gpu::host_op` wraps, from its printed form."""
+    from ..compiler.parser import parse_attrs
+
+    name, _, rest = text.partition("[")
+    attrs = parse_attrs(name, rest[:-1]) if rest else {}
+    return Op(name, attrs)
+
+
+def op_text(op: Op) -> str:
+    from ..compiler.printer import format_op
+
+    return format_op(op)
+
+
+def _zeros(shape: Shape) -> np.ndarray:
+    return np.zeros(shape.lens, dtypes.np_dtype(shape.type))
+
+
+def _alias_last(op, shapes) -> int:
+    return len(shapes) - 1
+
+
+# --- kernel-wrapping ops ------------------------------------------------------------------------
+# Inputs: the wrapped op's own inputs (`ninputs` of them; -1 = all but the outputs), then extra
+# inputs of a fused epilogue (a pointwise submodule whose x0 is the op's result), then `outputs`
+# buffers. The wrapped op's submodule (pointwise, fused_reduce) or the epilogue is the module input.
+def split_inputs(op: Op, items: list) -> tuple[list, list, list]:
+    nout = op["outputs"]
+    body = items[:len(items) - nout]
+    n = op["ninputs"]
+    n = len(body) if n < 0 else n
+    return body[:n], body[n:], items[len(items) - nout:]
+
+
+# Wrapped ops whose module inputs are their own bodies; for any other op a module is an epilogue.
+MODULE_OPS = frozenset({"pointwise", "fused_reduce", "split_fused_reduce", "fused_concat", "if", "select_module"})
+
+
+def _own_module(inner: Op) -> bool:
+    return inner.name in MODULE_OPS
+
+
+def _wrapped_shape(op, shapes, mods):
+    inner = inner_op(op["op"])
+    ins, extras, outs = split_inputs(op, shapes)
+    if not outs:
+        raise ShapeError(f"{op.name}: needs an output buffer as its last input")
+    own = _own_module(inner)
+    res = compute_shape(inner, ins, mods if own else [])
+    results = res.sub_shapes if res.is_tuple else (res,)
+    if len(results) != len(outs):
+        raise ShapeError(f"{op.name}: {inner.name} gives {len(results)} outputs but {len(outs)} buffers are passed")
+    epilogue = None if own else (mods[0] if mods else None)
+    if extras and epilogue is None:
+        raise ShapeError(f"{op.name}: {len(extras)} epilogue inputs but no epilogue module")
+    for r, o in zip(results, outs):
+        if r.lens != o.lens:
+            raise ShapeError(f"{op.name}: {inner.name} gives lens {list(r.lens)} but its buffer has {list(o.lens)}")
+        if epilogue is None and r.type != o.type:
+            raise ShapeError(f"{op.name}: {inner.name} gives {r.type} but its buffer is {o.type}")
+    return outs[0] if len(outs) == 1 else Shape.tuple_of(outs)
+
+
+def apply_epilogue(module, result: np.ndarray, extras, out: Shape) -> np.ndarray:
+    res = evaluate_module(module, [result, *extras], check_shapes=False)[0]
+    return np.broadcast_to(np.asarray(res), out.lens).astype(dtypes.np_dtype(out.type))
+
+
+def _wrapped_compute(op, args, out, run):
+    inner = inner_op(op["op"])
+    ins, extras, outs = split_inputs(op, list(args))
+    mods = run.ins.module_inputs
+    inner_shape = Shape.of(out.type, out.lens) if not out.is_tuple else out
+    res = get_spec(inner.name).compute(inner, ins, inner_shape, run)
+    if mods and not _own_module(inner):
+        return apply_epilogue(mods[0], np.asarray(res), extras, out)
+    return res
+
+
+_WRAPPED_ATTRS = [
+    A("op", "str", "", show=True, doc="the wrapped op, printed"),
+    A("ninputs", "int", -1, doc="inputs of the wrapped op; the rest (before the outputs) feed the epilogue"),
+    A("outputs", "int", 1, doc="number of output buffers (the last inputs)"),
+]
+
+
+def _wrapped_alias(op, shapes):
+    return len(shapes) - 1
+
+
+defop("gpu::precompile_op", _wrapped_shape, _wrapped_compute, attrs=_WRAPPED_ATTRS, nargs=(1, -1),
+      output_alias=_wrapped_alias,
+      doc="An op to be compiled into a generated kernel by compile_ops (output buffer last).")
+
+defop("gpu::code_object", _wrapped_shape, _wrapped_compute, attrs=_WRAPPED_ATTRS + [
+    A("symbol_name", "str", "", show=True),
+    A("global", "int", 0, show=True, doc="total threads"),
+    A("local", "int", 0, show=True, doc="threads per block"),
+    A("key", "str", "", doc="kernel-store key (hash of the generated source)"),
+], nargs=(1, -1), output_alias=_wrapped_alias,
+      doc="A compiled kernel launch: global/local threads, symbol in the kernel store under `key`.")
+
+defop("gpu::host_op", _wrapped_shape, _wrapped_compute, attrs=_WRAPPED_ATTRS, nargs=(1, -1),
+      output_alias=_wrapped_alias, traits={"not_context_free"},
+      doc="Runs the wrapped op's numpy compute on the host (no generated kernel yet); breaks graph capture.")
+
+
+# --- gemm ---------------------------------------------------------------------------------------
+def _gemm_shape(op, shapes, mods):
+    a, b = shapes[0], shapes[1]
+    out = shapes[-1]
+    d = compute_shape(Op("dot"), [a, b])
+    if d.elements() != out.elements():
+        raise ShapeError(f"gpu::gemm: product {list(d.lens)} does not fit buffer {list(out.lens)}")
+    if len(shapes) > 3 and not mods:
+        raise ShapeError("gpu::gemm: epilogue inputs given without an epilogue module")
+    if not mods and d.type != out.type:
+        raise ShapeError(f"gpu::gemm: product is {d.type} but the buffer is {out.type}")
+    return out
+
+
+def _gemm_compute(op, args, out, run):
+    a, b = args[0], args[1]
+    acc = np.float32 if a.dtype.kind == "f" and a.dtype.itemsize < 4 else None
+    res = np.matmul(a.astype(acc) if acc else a, b.astype(acc) if acc else b) * op["alpha"]
+    res = res.reshape(out.lens)
+    if run.ins.module_inputs:
+        return apply_epilogue(run.ins.module_inputs[0], res, list(args[2:-1]), out)
+    return res
+
+
+defop("gpu::gemm", _gemm_shape, _gemm_compute, attrs=[
+    A("alpha", "float", 1.0),
+    A("algo", "str", "", doc="BLAS algorithm chosen by compile_blas"),
+    A("plan", "str", "", doc="the BLAS call compile_blas planned (display)"),
+    A("epilogue_symbol", "str", ""),
+    A("epilogue_key", "str", ""),
+    A("epilogue_global", "int", 0),
+    A("epilogue_local", "int", 0),
+], nargs=(3, -1), output_alias=_alias_last,
+      doc="Batched matrix product through the vendor BLAS (a[..., m, k] x b[..., k, n]) written row-major into "
+          "the buffer (last input); an epilogue submodule (x0 = product, x1.. = inputs 2..) runs in place after it.")
+
+
+# --- im2col -------------------------------------------------------------------------------------
+def _im2col_shape(op, shapes, mods):
+    from ..compiler.ops.nn import conv_params
+
+    x = shapes[0]
+    nd = x.ndim - 2
+    kernel = op["kernel"]
+    if len(kernel) != nd:
+        raise ShapeError(f"gpu::im2col: kernel {kernel} needs {nd} values")
+    pb, pe, st, dl = conv_params(op, nd)
+    out = []
+    for i in range(nd):
+        n = (x.lens[2 + i] + pb[i] + pe[i] - (dl[i] * (kernel[i] - 1) + 1)) // st[i] + 1
+        if n <= 0:
+            raise ShapeError(f"gpu::im2col: kernel {kernel} does not fit input {list(x.lens)}")
+        out.append(n)
+    return Shape.of(x.type, [x.lens[0], x.lens[1] * int(np.prod(kernel)), int(np.prod(out))])
+
+
+def _im2col_compute(op, args, out, run):
+    from ..compiler.ops.nn import _windows, conv_params
+
+    x = args[0]
+    nd = x.ndim - 2
+    pb, pe, st, dl = conv_params(op, nd)
+    win = _windows(x, op["kernel"], pb, pe, st, dl)  # N C O.. K..
+    n, c = x.shape[:2]
+    o_axes = tuple(range(2, 2 + nd))
+    k_axes = tuple(range(2 + nd, 2 + 2 * nd))
+    win = np.transpose(win, (0, 1) + k_axes + o_axes)
+    return np.ascontiguousarray(win).reshape(out.lens)
+
+
+defop("gpu::im2col", _im2col_shape, _im2col_compute, attrs=[
+    A("kernel", "ints", (1, 1), show=True),
+    A("padding", "ints", (0, 0), show=True),
+    A("stride", "ints", (1, 1), show=True),
+    A("dilation", "ints", (1, 1)),
+], nargs=1, doc="Sliding windows of an NC* input as columns: (N, C*prod(kernel), prod(out spatial)).")
+
+
+# --- concat written in place --------------------------------------------------------------------
+def _concat_alias_shape(op, shapes, mods):
+    parts = shapes[1:]
+    want = compute_shape(Op("concat", axis=op["axis"]), parts)
+    if want.lens != shapes[0].lens:
+        raise ShapeError(f"gpu::concat_alias: parts concatenate to {list(want.lens)}, buffer is {list(shapes[0].lens)}")
+    return shapes[0]
+
+
+defop("gpu::concat_alias", _concat_alias_shape,
+      lambda op, a, out, run: np.concatenate(a[1:], axis=op["axis"]),
+      attrs=[A("axis", "int", 0, show=True)], nargs=(2, -1), output_alias=lambda op, s: 0,
+      doc="The concat buffer (input 0) once its producers (inputs 1..) wrote their slices (eliminate_concat).")
+
+
+# --- buffers ------------------------------------------------------------------------------------
+defop("hip::allocate", lambda op, s, m: op["shape"], lambda op, a, out, run: _zeros(out),
+      attrs=[A("shape", "shape", Shape.scalar("float32"), show=True)], nargs=0, traits={"not_context_free"},
+      doc="A device buffer; memory_coloring turns each into a `load` from the scratch arena.")
+
+defop("hip::hip_allocate_memory", lambda op, s, m: op["shape"], lambda op, a, out, run: _zeros(out),
+      attrs=[A("shape", "shape", Shape.scalar("int8"), show=True), A("id", "str", "scratch", show=True)], nargs=0,
+      traits={"not_context_free"}, doc="The preallocated arena (preallocate_param).")
+
+defop("load", lambda op, s, m: op["shape"], lambda op, a, out, run: _zeros(out),
+      attrs=[A("shape", "shape", Shape.scalar("float32"), show=True), A("offset", "int", 0, show=True)], nargs=1,
+      output_alias=lambda op, s: 0, traits={"not_context_free"},
+      doc="A typed region of a memory buffer at a byte offset (memory_coloring, eliminate_allocation).")
+
+defop("hip::hip_copy_literal", lambda op, s, m: s[0], lambda op, a, out, run: a[0],
+      attrs=[A("id", "str", "", show=True)], nargs=1,
+      doc="The device copy of a literal, uploaded once at finalize (write_literals).")
+
+defop("hip::copy_to_gpu", lambda op, s, m: s[-1], lambda op, a, out, run: a[0], nargs=2, output_alias=_alias_last,
+      traits={"not_context_free"}, doc="Host input to device buffer (offload_copy).")
+
+defop("hip::copy_from_gpu", lambda op, s, m: Shape.of(s[0].type, s[0].lens), lambda op, a, out, run: a[0],
+      nargs=1, traits={"not_context_free"}, doc="Device value to a host output buffer (offload_copy).")
+
+defop("hip::sync_stream", lambda op, s, m: s[0], lambda op, a, out, run: a[0], nargs=(1, -1),
+      output_alias=lambda op, s: 0, traits={"not_context_free", "side_effect"},
+      doc="Wait for the stream before results are read on the host (sync_device).")
+
+defop("gpu::check_context", lambda op, s, m: Shape.scalar("int8"), lambda op, a, out, run: np.zeros(1, np.int8),
+      attrs=[A("target", "str", "any", show=True)], nargs=0, traits={"not_context_free", "side_effect"},
+      doc="Checked at finalize: the program was compiled for the device it runs on (check_context).")
+
+
+def output_buffers(ins) -> list:
+    """The buffer inputs an instruction writes (empty for ops that write nothing)."""
+    name = ins.name
+    if name in ("gpu::precompile_op", "gpu::code_object", "gpu::host_op"):
+        return list(ins.inputs[len(ins.inputs) - ins.op["outputs"]:])
+    if name in ("gpu::gemm", "hip::copy_to_gpu"):
+        return [ins.inputs[-1]]
+    return []
+
+
+WRAPPING_OPS = ("gpu::precompile_op", "gpu::code_object", "gpu::host_op")
+
+
+def buffer_root(ins):
+    """The instruction that owns the memory `ins` lives in (follows views and output buffers)."""
+    while True:
+        if ins.name == "get_tuple_elem":
+            bufs = output_buffers(ins.inputs[0])
+            if not bufs:
+                return ins.inputs[0]
+            ins = bufs[ins.op["index"]]
+            continue
+        alias = ins.op.spec.output_alias
+        if alias is None or ins.is_builtin():
+            return ins
+        ins = ins.inputs[alias(ins.op, [i.shape for i in ins.inputs])]

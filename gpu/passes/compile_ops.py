@@ -1,0 +1,64 @@
+"""compile_ops: generate a kernel for every gpu::precompile_op and compile them.
+
+Each precompile_op becomes `gpu::code_object[symbol_name=..., global=..., local=...]` (the
+lowered IR shows every kernel's name and launch size); GEMM epilogues get their in-place kernel
+recorded on the gpu::gemm. An op the generators do not cover becomes a `gpu::host_op` (numpy
+on the host; the executor runs it in eager mode only). Sources go to the kernel store; when a
+GPU target is bound (compile_target binds one) they compile in parallel through the disk cache,
+otherwise the executor compiles them at finalize.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from ...compiler.ir import Module
+from ...compiler.op import Op
+from ...compiler.passes import Pass
+from .. import kernel_cache
+from ..codegen import CodegenUnsupported, epilogue_kernel, generate
+
+
+@dataclass(frozen=True)
+class CompileOps(Pass):
+    """MIGraphX gpu::compile_ops: one generated, compiled kernel per precompile_op."""
+
+    name: ClassVar[str] = "compile_ops"
+    exhaustive_tune: bool = False  # kept for MIGraphX parity: each op has one generated solution
+
+    def apply_module(self, module: Module, ctx) -> bool:
+        if module.name != "main":
+            return False
+        sources = []
+        changed = False
+        for ins in list(module):
+            if ins.name == "gpu::precompile_op":
+                try:
+                    ks = generate(ins)
+                except CodegenUnsupported:  # the IR then shows gpu::host_op for this instruction
+                    op = Op("gpu::host_op", op=ins.op["op"], ninputs=ins.op["ninputs"], outputs=ins.op["outputs"])
+                    new = module.insert_instruction(ins, op, list(ins.inputs), list(ins.module_inputs))
+                else:
+                    kernel_cache.register(ks)
+                    sources.append(ks)
+                    op = Op("gpu::code_object", op=ins.op["op"], ninputs=ins.op["ninputs"], outputs=ins.op["outputs"],
+                            symbol_name=ks.name, key=ks.key, **{"global": ks.global_size, "local": ks.local_size})
+                    new = module.insert_instruction(ins, op, list(ins.inputs), list(ins.module_inputs))
+                module.replace_all_uses(ins, new)
+                module.remove_instruction(ins)
+                changed = True
+            elif ins.name == "gpu::gemm" and ins.module_inputs and not ins.op["epilogue_key"]:
+                shapes = [ins.inputs[-1].shape] + [i.shape for i in ins.inputs[2:-1]]
+                ks = epilogue_kernel(ins.module_inputs[0], shapes)
+                kernel_cache.register(ks)
+                sources.append(ks)
+                module.replace_instruction(ins, ins.op.with_(epilogue_symbol=ks.name, epilogue_key=ks.key,
+                                                             epilogue_global=ks.global_size,
+                                                             epilogue_local=ks.local_size))
+                changed = True
+        target = kernel_cache.current_target()
+        if target is not None and sources:
+            kernel_cache.compile_many(target, sources)
+        return changed
+

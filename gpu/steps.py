@@ -1,0 +1,233 @@
+"""From a compiled program to the executor's flat step list.
+
+`plan_addresses` gives every value of main a device address (arena offsets, views, literal and
+parameter buffers); `build_steps` turns each instruction into zero or more pre-bound steps:
+a kernel launch with its argument block packed here, once; the BLAS calls of a GEMM (plus its
+epilogue launch); a host op; a copy. Views, loads and the concat alias are free.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..compiler import dtypes
+from ..compiler.errors import MigxError
+from ..compiler.ir import Instruction
+from ..compiler.ops.common import norm_axes
+from ..compiler.ops.views import slice_bounds
+from ..compiler.ref import _SubRunner
+from ..compiler.shape import Shape
+from .blas_plan import plan_gemm
+from .ops import WRAPPING_OPS, apply_epilogue, inner_op, output_buffers
+from .runtime.base import Backend, GpuError, Step
+
+FREE_OPS = {"load", "gpu::concat_alias", "hip::sync_stream", "identity", "get_tuple_elem", "gpu::check_context",
+            "hip::hip_allocate_memory", "hip::hip_copy_literal", "hip::allocate", "allocate"}
+
+
+@dataclass
+class StepInfo:
+    ins_id: int
+    label: str  # e.g. "@12 gpu::code_object"
+    kind: str  # kernel | blas | host | copy
+    kernel: str  # symbol name, BLAS plan, or host op
+
+
+@dataclass
+class Built:
+    steps: list[Step] = field(default_factory=list)
+    info: list[StepInfo] = field(default_factory=list)
+    host_ops: list[str] = field(default_factory=list)
+    keep: list[Any] = field(default_factory=list)  # argument blocks etc., alive as long as the program
+
+    def add(self, step: Step, info: StepInfo) -> None:
+        self.steps.append(step)
+        self.info.append(info)
+
+
+def nbytes(shape: Shape) -> int:
+    return shape.bytes()
+
+
+def view_offset(ins: Instruction) -> int:
+    """Byte offset of a view into its input (only slices move the start)."""
+    if ins.name != "slice":
+        return 0
+    src = ins.inputs[0].shape
+    axes = norm_axes(ins.op["axes"], src.ndim, "slice")
+    off = sum(start * src.strides[ax] for ax, start, _ in slice_bounds(src.lens, axes, ins.op["starts"],
+                                                                       ins.op["ends"]))
+    return off * src.dtype.size
+
+
+def plan_addresses(main, owned: Callable[[Instruction], int]) -> dict[int, Any]:
+    """Address of every value (a list of addresses for multi-output values). `owned(ins)` gives
+    the address of an instruction that owns memory (params, arena, literal copies, buffers)."""
+    addr: dict[int, Any] = {}
+    for ins in main:
+        name = ins.name
+        if ins.is_return():
+            continue
+        if ins.is_param() or ins.is_literal() or name in ("hip::hip_allocate_memory", "hip::hip_copy_literal",
+                                                           "hip::allocate", "allocate", "hip::copy_from_gpu"):
+            addr[ins.id] = owned(ins)
+        elif name == "gpu::check_context":
+            addr[ins.id] = 0
+        elif name == "load":
+            addr[ins.id] = addr[ins.inputs[0].id] + ins.op["offset"]
+        elif name == "get_tuple_elem":
+            addr[ins.id] = addr[ins.inputs[0].id][ins.op["index"]]
+        elif ins.op.has("view"):
+            addr[ins.id] = addr[ins.inputs[0].id] + view_offset(ins)
+        elif name in WRAPPING_OPS and ins.op["outputs"] > 1:
+            addr[ins.id] = [addr[b.id] for b in output_buffers(ins)]
+        else:
+            alias = ins.op.spec.output_alias
+            if alias is None:
+                raise MigxError(f"executor: {name} (#{ins.id}) is not a lowered GPU op; compile with the GPU "
+                                "target's backend pipeline first")
+            addr[ins.id] = addr[ins.inputs[alias(ins.op, [i.shape for i in ins.inputs])].id]
+    return addr
+
+
+def argblock(addrs: list[int], keep: list) -> int:
+    """A `void*[]` whose entries point at the kernel's pointer arguments (built once)."""
+    vals = (ctypes.c_void_p * max(len(addrs), 1))(*addrs)
+    ptrs = (ctypes.c_void_p * max(len(addrs), 1))(
+        *[ctypes.addressof(vals) + k * ctypes.sizeof(ctypes.c_void_p) for k in range(len(addrs))])
+    keep.extend((vals, ptrs))
+    return ctypes.addressof(ptrs)
+
+
+def _emulator(backend: Backend, ins: Instruction, addrs: list[int]) -> Callable[[], None]:
+    """Numpy stand-in for a kernel on the fake backend: the op's reference compute on the buffers."""
+    outs = output_buffers(ins)
+    nout = len(outs)
+
+    def run():
+        args = [np.array(backend.view(a, i.shape)) for a, i in zip(addrs, ins.inputs)]
+        res = ins.op.spec.compute(ins.op, args, ins.shape, _SubRunner(ins))
+        results = res if isinstance(res, tuple) else (res,)
+        for a, b, r in zip(addrs[len(addrs) - nout:], outs, results):
+            backend.view(a, b.shape)[...] = np.broadcast_to(np.asarray(r), b.shape.lens)
+
+    return run
+
+
+def _epilogue_emulator(backend: Backend, ins: Instruction, addrs: list[int]) -> Callable[[], None]:
+    buf = ins.inputs[-1]
+
+    def run():
+        out = backend.view(addrs[0], buf.shape)
+        extras = [np.array(backend.view(a, i.shape)) for a, i in zip(addrs[1:], ins.inputs[2:-1])]
+        out[...] = apply_epilogue(ins.module_inputs[0], np.array(out), extras, buf.shape)
+
+    return run
+
+
+class HostReader:
+    """Moves values between device buffers and numpy for host ops (synchronous)."""
+
+    def __init__(self, backend: Backend, stream: Any):
+        self.b, self.s = backend, stream
+
+    def read(self, addr: int, shape: Shape) -> np.ndarray:
+        npd = dtypes.np_dtype(shape.type)
+        n = shape.element_space()
+        buf = np.empty(max(n, 1), npd)
+        if n:
+            self.b.copy("d2h", buf.ctypes.data, addr, n * npd.itemsize, self.s)
+            self.b.stream_sync(self.s)
+        return np.array(np.lib.stride_tricks.as_strided(buf, shape.lens, [s * npd.itemsize for s in shape.strides]))
+
+    def write(self, addr: int, shape: Shape, value: np.ndarray) -> None:
+        npd = dtypes.np_dtype(shape.type)
+        n = shape.element_space()
+        if not n:
+            return
+        if shape.standard():
+            data = np.ascontiguousarray(np.broadcast_to(value, shape.lens), dtype=npd)
+        else:  # strided destination: read the region, scatter through the strides, write back
+            data = np.empty(n, npd)
+            self.b.copy("d2h", data.ctypes.data, addr, n * npd.itemsize, self.s)
+            self.b.stream_sync(self.s)
+            view = np.lib.stride_tricks.as_strided(data, shape.lens, [s * npd.itemsize for s in shape.strides])
+            view[...] = value
+        self.b.copy("h2d", addr, data.ctypes.data, n * npd.itemsize, self.s)
+        self.b.stream_sync(self.s)
+
+
+def _host_step(reader: HostReader, ins: Instruction, addrs: list[int]) -> Step:
+    outs = output_buffers(ins)
+    nout = len(outs)
+
+    def step():
+        reader.b.stream_sync(reader.s)
+        args = [reader.read(a, i.shape) for a, i in zip(addrs[:len(addrs) - nout], ins.inputs)]
+        res = ins.op.spec.compute(ins.op, args, ins.shape, _SubRunner(ins))
+        results = res if isinstance(res, tuple) else (res,)
+        for a, b, r in zip(addrs[len(addrs) - nout:], outs, results):
+            reader.write(a, b.shape, np.asarray(r))
+        return (0,)
+
+    return step
+
+
+def build_steps(main, addr: dict[int, Any], backend: Backend, stream: Any, functions: dict[str, Any],
+                blas: Callable[[], Any], host_ptr: Callable[[Instruction], int]) -> Built:
+    """Steps for every instruction of main, in order. `functions` maps kernel keys to loaded
+    functions; `blas()` gives the BLAS handle (created on first GEMM); host_ptr gives the pinned
+    buffer behind an offload_copy param or result."""
+    out = Built()
+    emulate = backend.wants_emulation
+    reader = HostReader(backend, stream)
+    for k, ins in enumerate(main):
+        name = ins.name
+        label = f"@{k} {name}"
+        if ins.is_builtin() or name in FREE_OPS or ins.op.has("view"):
+            continue
+        addrs = [addr[i.id] for i in ins.inputs]
+        if name == "gpu::code_object":
+            g, loc = ins.op["global"], ins.op["local"]
+            if g == 0:
+                continue
+            em = _emulator(backend, ins, addrs) if emulate else None
+            step = backend.make_launch(functions[ins.op["key"]], g // loc, loc, 0, stream, argblock(addrs, out.keep),
+                                       em)
+            out.add(step, StepInfo(ins.id, label, "kernel", ins.op["symbol_name"]))
+        elif name == "gpu::gemm":
+            plan = plan_gemm(ins.inputs[0].shape, ins.inputs[1].shape, ins.inputs[-1].shape)
+            if plan is None:
+                raise GpuError(f"executor: gemm #{ins.id} has no BLAS plan (run compile_blas)")
+            out.add(backend.make_gemm(blas(), plan, addrs[0], addrs[1], addrs[-1], ins.op["alpha"]),
+                    StepInfo(ins.id, label, "blas", plan.describe()))
+            if ins.module_inputs:
+                key = ins.op["epilogue_key"]
+                if not key:
+                    raise GpuError(f"executor: gemm #{ins.id} has an epilogue but no kernel (run compile_ops)")
+                ep_addrs = [addrs[-1]] + addrs[2:-1]
+                em = _epilogue_emulator(backend, ins, ep_addrs) if emulate else None
+                loc = ins.op["epilogue_local"]
+                step = backend.make_launch(functions[key], ins.op["epilogue_global"] // loc, loc, 0, stream,
+                                           argblock(ep_addrs, out.keep), em)
+                out.add(step, StepInfo(ins.id, label + " epilogue", "kernel", ins.op["epilogue_symbol"]))
+        elif name == "gpu::host_op":
+            out.add(_host_step(reader, ins, addrs), StepInfo(ins.id, label, "host", ins.op["op"]))
+            out.host_ops.append(f"#{ins.id} {inner_op(ins.op['op']).name}")
+        elif name == "hip::copy_to_gpu":
+            src = host_ptr(ins.inputs[0])
+            out.add(backend.make_copy("h2d", addrs[-1], src, nbytes(ins.shape), stream),
+                    StepInfo(ins.id, label, "copy", "h2d"))
+        elif name == "hip::copy_from_gpu":
+            out.add(backend.make_copy("d2h", host_ptr(ins), addrs[0], nbytes(ins.shape), stream),
+                    StepInfo(ins.id, label, "copy", "d2h"))
+        elif name == "gpu::precompile_op":
+            raise GpuError(f"executor: #{ins.id} was never compiled (compile_ops is switched off)")
+        else:
+            raise GpuError(f"executor: no GPU implementation for {name} (#{ins.id})")
+    return out
