@@ -434,7 +434,9 @@ def find_matches(module: Module, *rules: Rule) -> int:
     records = _RECORDER.get()
     count = 0
     for ins in module:
-        if not ins.alive or ins.is_builtin():
+        # Params and literals can be roots too (MIGraphX visits every instruction: a parameter
+        # feeding sibling dots is what find_conv_dot_horiz_fusion matches); @return cannot.
+        if not ins.alive or ins.is_return():
             continue
         for rl, m in zip(rules, ms):
             r = m.match(ins)
@@ -474,7 +476,7 @@ def near_misses(module: Module, rl: Rule, *, min_depth: int = 1) -> list[NearMis
     m = rl.matcher()
     out = []
     for ins in module:
-        if ins.is_builtin():
+        if ins.is_return():
             continue
         ok, reason, depth = m.explain(ins)
         if ok:
@@ -491,7 +493,7 @@ def matches(module: Module, rl: Rule) -> list[MatchResult]:
     m = rl.matcher()
     out = []
     for ins in module:
-        if ins.is_builtin():
+        if ins.is_return():
             continue
         r = m.match(ins)
         if r is not None and rl.check(module, r) is None:

@@ -1,0 +1,288 @@
+"""simplify_algebra finders around broadcasts, concat and split (slices of one value)."""
+
+from __future__ import annotations
+
+from ..ir import Instruction
+from ..matcher import any_arg, name, pred
+from ..op import Op
+from ..ops.common import norm_axis
+from ._finder_util import Finder, all_static, auto_reshape_op, insert_ops, move_before, replace_value, replace_with_op
+from .simplify_reshapes import ConcatOfSlices
+
+BCASTS = ("broadcast", "multibroadcast")
+
+
+def _is_pointwise(ins: Instruction) -> bool:
+    return (ins.op.has("pointwise") or ins.name == "pointwise") and ins.name != "layout"
+
+
+def _keepdims_lens(b: Instruction) -> list[int]:
+    """The broadcast source's lens placed on the output's axes (1 elsewhere)."""
+    src, n = b.inputs[0].shape, b.shape.ndim
+    lead = b.op["axis"] if b.name == "broadcast" else n - src.ndim
+    return [1] * lead + list(src.lens) + [1] * (n - lead - src.ndim)
+
+
+class InnerBroadcast(Finder):
+    """op(broadcast(a), broadcast(b)) -> broadcast(op(a', b')): compute on the axes some input
+    really varies along, then broadcast the result (a', b' keep the other axes as size 1)."""
+
+    name = "find_inner_broadcast"
+
+    def matcher(self):
+        return pred("pointwise_of_broadcasts", lambda i: _is_pointwise(i) and bool(i.inputs) and all(
+            x.name in BCASTS for x in i.inputs), "not a pointwise op whose inputs are all broadcasts")(all_static())
+
+    def plan(self, m, r):
+        ins = r.root
+        if len({x.shape.type for x in ins.inputs}) > 1:
+            return "inputs of different types"
+        out = ins.shape.lens
+        common = [ax for ax in range(len(out)) if out[ax] > 1 and all(x.shape.strides[ax] == 0 for x in ins.inputs)]
+        if not common:
+            return "no axis is broadcast in every input"
+        inner = [1 if ax in common else n for ax, n in enumerate(out)]
+        full = [_keepdims_lens(x) for x in ins.inputs]
+        if any(f[ax] != 1 for f in full for ax in common):
+            return "a broadcast source is itself broadcast along a shared axis"
+
+        def apply():
+            args = []
+            for x, f in zip(ins.inputs, full):
+                y = insert_ops(m, ins, [auto_reshape_op(x.inputs[0].shape.lens, f)], x.inputs[0])
+                if f != inner:
+                    y = m.insert_instruction(ins, Op("multibroadcast", out_lens=inner), [y])
+                args.append(y)
+            y = m.insert_instruction(ins, ins.op, args, ins.module_inputs)
+            replace_with_op(m, ins, Op("multibroadcast", out_lens=out), [y])
+
+        return apply
+
+
+class ConcatSameInput(Finder):
+    """concat(x, x, ..., x) along an axis of size 1 -> multibroadcast(x)."""
+
+    name = "find_concat_same_input"
+
+    def matcher(self):
+        return name("concat")(pred("same_inputs", lambda i: len(i.inputs) > 1 and all(
+            x is i.inputs[0] for x in i.inputs), "the inputs differ"))
+
+    def plan(self, m, r):
+        ins = r.root
+        axis = norm_axis(ins.op["axis"], ins.shape.ndim, "concat")
+        if ins.inputs[0].shape.lens[axis] != 1:
+            return "the repeated input is not of size 1 along the concat axis"
+        return lambda: replace_with_op(m, ins, Op("multibroadcast", out_lens=ins.shape.lens), [ins.inputs[0]])
+
+
+def _const_foldable(group: list[Instruction], k: int, axis: int) -> bool:
+    """Concatenating the k-th inputs must not turn broadcast constants into big constants."""
+    xs = [g.inputs[k] for g in group]
+    if not all(x.can_eval() for x in xs) or all(x.shape.scalar_shape() for x in xs):
+        return True
+    return not any(axis < x.shape.ndim and x.shape.strides[axis] == 0 for x in xs)
+
+
+class ConcatOp(Finder):
+    """concat(op(a1, b1), op(a2, b2)) with identical pointwise or broadcast ops ->
+    op(concat(a1, a2), concat(b1, b2)); runs of equal ops are merged, the rest kept."""
+
+    name = "find_concat_op"
+
+    def matcher(self):
+        ok = pred("pointwise_or_broadcast_used_once", lambda i: (_is_pointwise(i) or i.name in BCASTS)
+                  and len(i.outputs) == 1, "not a pointwise or broadcast op used once")
+        return name("concat")(all_static(), any_arg()(ok))
+
+    def plan(self, m, r):
+        ins = r.root
+        axis = norm_axis(ins.op["axis"], ins.shape.ndim, "concat")
+        runs: list[list[Instruction]] = []
+        for x in ins.inputs:
+            if runs and self._same(runs[-1][0], x):
+                runs[-1].append(x)
+            else:
+                runs.append([x])
+        plans = [self._merge_plan(run, axis) for run in runs]
+        if not any(p is not None for p in plans):
+            return "no run of two or more identical mergeable ops"
+
+        def apply():
+            args: list[Instruction] = []
+            for run, p in zip(runs, plans):
+                if p is None:
+                    args.extend(run)
+                    continue
+                op, iaxis = p
+                cats = [m.insert_instruction(ins, Op("concat", axis=iaxis), [g.inputs[k] for g in run])
+                        for k in range(len(run[0].inputs))]
+                args.append(m.insert_instruction(ins, op, cats, run[0].module_inputs))
+            if len(args) == 1:
+                replace_value(m, ins, args[0])
+            else:
+                replace_with_op(m, ins, ins.op, args)
+
+        return apply
+
+    @staticmethod
+    def _same(a: Instruction, b: Instruction) -> bool:
+        return (a.op == b.op and len(a.inputs) == len(b.inputs) and len(a.outputs) == len(b.outputs)
+                and [x.name for x in a.module_inputs] == [x.name for x in b.module_inputs])
+
+    @staticmethod
+    def _merge_plan(run: list[Instruction], axis: int) -> tuple[Op, int] | None:
+        x = run[0]
+        if len(run) < 2 or any(len(g.outputs) > 1 for g in run):
+            return None
+        if not (_is_pointwise(x) or x.name in BCASTS):
+            return None
+        if len(x.inputs) >= 3 and sum(not i.can_eval() for i in x.inputs) > 2:
+            return None
+        op, iaxis = x.op, axis
+        total = sum(g.shape.lens[axis] for g in run)
+        out_lens = list(x.shape.lens)
+        out_lens[axis] = total
+        if x.name == "broadcast":
+            if x.op["axis"] != axis:
+                return None
+            op, iaxis = x.op.with_(out_lens=out_lens), 0
+        elif x.name == "multibroadcast":
+            if any(g.shape.strides[axis] == 0 for g in run):
+                return None
+            iaxis = axis - (x.shape.ndim - x.inputs[0].shape.ndim)
+            if iaxis < 0:
+                return None
+            op = x.op.with_(out_lens=out_lens)
+        for k in range(len(x.inputs)):
+            if not _const_foldable(run, k, iaxis):
+                return None
+            shapes = [g.inputs[k].shape for g in run]
+            off = [s.lens[:iaxis] + s.lens[iaxis + 1:] for s in shapes]
+            if any(o != off[0] for o in off) or len({s.type for s in shapes}) > 1:
+                return None
+        return op, iaxis
+
+
+class SplitConcat(ConcatOfSlices):
+    """MIGraphX's find_split_concat: the same rewrite as simplify_reshapes' find_concat_of_slices."""
+
+    name = "find_split_concat"
+
+
+def get_splits(ins: Instruction) -> list[Instruction]:
+    """Slice users of `ins` that tile it exactly along the same axes, in order (else [])."""
+    sl = [u for u in ins.outputs if u.name == "slice"]
+    if len(sl) < 2:
+        return []
+    axes = sl[0].op["axes"]
+    if any(u.op["axes"] != axes for u in sl):
+        return []
+    sl.sort(key=lambda u: tuple(u.op["starts"]))
+    if any(s != 0 for s in sl[0].op["starts"]):
+        return []
+    if any(a.op["ends"] != b.op["starts"] for a, b in zip(sl, sl[1:])):
+        return []
+    if any(ins.shape.lens[ax] != e for ax, e in zip(axes, sl[-1].op["ends"])):
+        return []
+    return sl
+
+
+def _reaches(src: Instruction, dst: Instruction) -> bool:
+    """Is `dst` computed (transitively) from `src`?"""
+    seen, stack = set(), [dst]
+    while stack:
+        x = stack.pop()
+        if x is src:
+            return True
+        if x.id in seen:
+            continue
+        seen.add(x.id)
+        stack.extend(x.inputs)
+    return False
+
+
+class Splits(Finder):
+    """op(slice_1(x)), op(slice_2(x)), ... over slices tiling x -> slice_i(op(x)); a binary op's
+    other operands must be constants, concatenated in slice order."""
+
+    name = "find_splits"
+
+    def matcher(self):
+        return pred("has_splits", lambda i: len(get_splits(i)) >= 2, "no slices tiling this value")(all_static())
+
+    def plan(self, m, r):
+        splits = get_splits(r.root)
+        groups = [g for g in self._groups(splits) if self._fusable(g, splits)]
+        if not groups:
+            return "the slices do not feed matching fusable ops"
+        return lambda: [self._fuse(m, r.root, g, splits) for g in groups if all(i.alive for i in g)]
+
+    @staticmethod
+    def _groups(splits: list[Instruction]) -> list[list[Instruction]]:
+        fewest = min(splits, key=lambda s: len(s.outputs))
+        groups = []
+        for out in fewest.outputs:
+            if out.name == "slice":
+                continue
+            group = []
+            for s in splits:
+                match = out if s is fewest else next(
+                    (u for u in s.outputs if u.op == out.op and u not in group and
+                     [x.name for x in u.module_inputs] == [x.name for x in out.module_inputs]), None)
+                if match is None:
+                    break
+                group.append(match)
+            if len(group) == len(splits) and not any(
+                    a is not b and _reaches(a, b) for a in group for b in group):
+                groups.append(group)
+        return groups
+
+    @staticmethod
+    def _fusable(group: list[Instruction], splits: list[Instruction]) -> bool:
+        op = group[0]
+        if op.op.has("reduce"):
+            return not set(splits[0].op["axes"]) & set(op.op["axes"]) and len(op.inputs) == 1
+        if not _is_pointwise(op) or len(op.inputs) > 2:
+            return False
+        if len(op.inputs) == 1:
+            return True
+        if len(splits[0].op["axes"]) != 1:
+            return False
+        for g, s in zip(group, splits):
+            other = [x for x in g.inputs if x is not s]
+            if len(other) != 1 or not other[0].can_eval():
+                return False
+            if g.inputs.index(s) != group[0].inputs.index(splits[0]) and not g.op.has("commutative"):
+                return False
+        return _const_foldable([_Aligned(g, s) for g, s in zip(group, splits)], 0, splits[0].op["axes"][0])
+
+    @staticmethod
+    def _fuse(m, x: Instruction, group: list[Instruction], splits: list[Instruction]) -> None:
+        order = m.index_of()
+        pos = min(group, key=lambda g: order[g.id])
+        op = group[0]
+        if len(op.inputs) == 1:
+            c = m.insert_instruction(pos, op.op, [x], op.module_inputs)
+        else:
+            k = op.inputs.index(splits[0])
+            data = [next(i for i in g.inputs if i is not s) for g, s in zip(group, splits)]
+            move_before(m, data, pos)
+            cat = m.insert_instruction(pos, Op("concat", axis=splits[0].op["axes"][0]), data)
+            c = m.insert_instruction(pos, op.op, [x, cat] if k == 0 else [cat, x], op.module_inputs)
+        for g, s in zip(group, splits):
+            replace_with_op(m, g, s.op, [c])
+
+
+class _Aligned:
+    """A group member seen with its constant operand as input 0 (for _const_foldable)."""
+
+    def __init__(self, g: Instruction, s: Instruction):
+        self.inputs = [next(i for i in g.inputs if i is not s)]
+
+
+INNER_BROADCAST = InnerBroadcast()
+CONCAT_SAME_INPUT = ConcatSameInput()
+CONCAT_OP = ConcatOp()
+SPLIT_CONCAT = SplitConcat()
+SPLITS = Splits()

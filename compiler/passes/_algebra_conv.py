@@ -1,0 +1,479 @@
+"""simplify_algebra finders around convolution and dot (see simplify_algebra for the order).
+
+find_conv_conv_1x1 is the one not on MIGraphX's develop branch: conv(x, W1) followed by a 1x1
+convolution W2 is one convolution with weights W2 . W1 (contracted over the middle channels).
+The unmerged MIGraphX version (PR #4785) builds the combined weight with dims taken from the
+first conv, which is only right when the 1x1 conv keeps the channel count; here:
+
+* out != mid is fine: the combined weight is (out, in, kh, kw).
+* A grouped or depthwise first conv is expanded to a dense block-diagonal (mid, in, kh, kw) weight
+  before combining, so the result is an ordinary group-1 conv. Expansion can make the fused conv
+  *bigger* than the pair (depthwise 3x3 then 1x1 is the classic case), so the rule refuses when
+  the fused weight has more elements than the two original weights together (its cost per output
+  pixel, in MACs, is the same count). `ConvConv1x1(max_growth=...)` changes that bound.
+* Stride, padding (also asymmetric) and dilation of the first conv carry over unchanged.
+* A constant per-channel bias between them, conv1(x) + b, becomes conv(x) + W2 . b.
+* It refuses (reasons visible through near_misses) when the middle value has other users, when
+  anything else (a relu, ...) sits between, when the second conv is not 1x1 / group 1 / stride 1 /
+  unpadded, or when a weight or the bias is not constant.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..errors import ShapeError
+from ..ir import Instruction
+from ..matcher import (
+    Matcher,
+    MatchState,
+    any_,
+    args,
+    either_arg,
+    is_constant,
+    name,
+    none_of,
+    pred,
+    used_once,
+)
+from ..op import Op, compute_shape
+from ._finder_util import Finder, auto_reshape_op, insert_ops, move_before, replace_with_op
+
+
+def conv_const_weights(w: str = "w") -> Matcher:
+    """A convolution used once whose input is not constant and whose weights are."""
+    return name("convolution")(used_once(), args(none_of(is_constant()), is_constant().bind(w)))
+
+
+def _spatial(s) -> range:
+    return range(2, s.ndim)
+
+
+def _channel_only(s) -> bool:
+    """Does a value of shape `s` vary along axis 1 only (every other axis broadcast or size 1)?"""
+    return all(s.lens[i] == 1 or s.strides[i] == 0 for i in range(s.ndim) if i != 1)
+
+
+def _channel_vector(m, before: Instruction, a: Instruction) -> Instruction:
+    """The per-channel values of a channel-only value `a` (N, C, ...) as a (C,) vector."""
+    src = a.inputs[0] if a.name in ("broadcast", "multibroadcast") else a
+    c = a.shape.lens[1]
+    if src.shape.elements() == c and _channel_only(a.shape) and a.shape.strides[1] != 0:
+        return insert_ops(m, before, [auto_reshape_op(src.shape.lens, (c,))], src)
+    first = [i for i in range(a.shape.ndim) if i != 1]
+    corner = m.insert_instruction(before, Op("slice", axes=first, starts=[0] * len(first), ends=[1] * len(first)), [a])
+    return m.insert_instruction(before, Op("reshape", dims=[c]), [corner])
+
+
+class ConvBroadcastInput(Finder):
+    """conv(broadcast(x), w), x constant over space, no padding ->
+    broadcast(dot(x as (N, C), reduce_sum(w over space) as (C, K)))."""
+
+    name = "find_conv_broadcast_input"
+
+    def matcher(self):
+        return name("convolution")(args(name("broadcast", "multibroadcast").bind("bcast"), is_constant().bind("w")))
+
+    def plan(self, m, r):
+        ins, b, w = r.root, r["bcast"], r["w"]
+        if ins.op["group"] != 1 or ins.op["padding_mode"] != 0:
+            return "grouped or auto-padded convolution"
+        if any(b.shape.lens[i] != 1 and b.shape.strides[i] != 0 for i in _spatial(b.shape)):
+            return "the input varies over the spatial axes"
+        if any(ins.op["padding"]):
+            return "padded convolution (MIGraphX's small-conv variant is not implemented)"
+        n, k, c = ins.shape.lens[0], w.shape.lens[0], w.shape.lens[1]
+        sp = list(_spatial(ins.shape))
+
+        def apply():
+            corner = m.insert_instruction(ins, Op("slice", axes=sp, starts=[0] * len(sp), ends=[1] * len(sp)), [b])
+            x2 = m.insert_instruction(ins, Op("reshape", dims=[n, c]), [corner])
+            ws = m.insert_instruction(ins, Op("reduce_sum", axes=sp), [w])
+            w2 = m.insert_instruction(ins, Op("reshape", dims=[k, c]), [ws])
+            wt = m.insert_instruction(ins, Op("transpose", permutation=[1, 0]), [w2])
+            d = m.insert_instruction(ins, Op("dot"), [x2, wt])
+            u = m.insert_instruction(ins, Op("unsqueeze", axes=sp), [d])
+            replace_with_op(m, ins, Op("multibroadcast", out_lens=ins.shape.lens), [u])
+
+        return apply
+
+
+class AddConvs(Finder):
+    """conv(x1, w1) + conv(x2, w2) -> conv(concat(x1, x2), concat(w1, w2)) over input channels."""
+
+    name = "find_add_convs"
+
+    def matcher(self):
+        return name("add")(args(conv_const_weights("wa").bind("a"), conv_const_weights("wb").bind("b")))
+
+    def plan(self, m, r):
+        ins, a, b = r.root, r["a"], r["b"]
+        (xa, wa), (xb, wb) = a.inputs, b.inputs
+        sa, sb = wa.shape.lens, wb.shape.lens
+        if len(sa) != len(sb) or sa[:1] + sa[2:] != sb[:1] + sb[2:]:
+            return "the weights differ off the input-channel axis"
+        if a.op["group"] != 1 or b.op["group"] != 1:
+            return "grouped convolutions cannot share input channels"
+        op = a.op
+        if a.op != b.op:
+            step = self._stride_fix(a, b)
+            if isinstance(step, str):
+                return step
+            op, which, n = step
+            nd = len(sa) - 2
+            stepped = Op("step", axes=list(range(2, 2 + nd)), steps=[n] * nd)
+        xs = [xa, xb]
+        lens = [list(x.shape.lens) for x in xs]
+        if a.op != b.op:
+            lens[which] = list(compute_shape(stepped, [xs[which].shape]).lens)
+        if lens[0][:1] + lens[0][2:] != lens[1][:1] + lens[1][2:] or xa.shape.type != xb.shape.type:
+            return "the convolution inputs differ off the channel axis"
+
+        def apply():
+            if a.op != b.op:
+                xs[which] = m.insert_instruction(ins, stepped, [xs[which]])
+            x = m.insert_instruction(ins, Op("concat", axis=1), xs)
+            w = m.insert_instruction(ins, Op("concat", axis=1), [wa, wb])
+            replace_with_op(m, ins, op, [x, w])
+
+        return apply
+
+    @staticmethod
+    def _stride_fix(a, b):
+        """1x1 unpadded convs whose strides differ by an integer factor: step the finer one's input."""
+        oa, ob = a.op, b.op
+        same = ("padding", "dilation", "group", "padding_mode")
+        if any(oa[k] != ob[k] for k in same) or any(oa["padding"]):
+            return "the convolutions differ (beyond a stride ratio of unpadded 1x1 convs)"
+        if any(n != 1 for n in a.inputs[1].shape.lens[2:]):
+            return "different convolutions that are not 1x1"
+        sa, sb = oa["stride"], ob["stride"]
+        if len(set(sa)) != 1 or len(set(sb)) != 1:
+            return "asymmetric strides"
+        lo, hi = (a, b) if sa[0] < sb[0] else (b, a)
+        n, rem = divmod(hi.op["stride"][0], lo.op["stride"][0])
+        if rem:
+            return "the strides are not multiples of each other"
+        return lo.op, (1 if hi is b else 0), n
+
+
+def _horiz_users(ins: Instruction) -> list[Instruction]:
+    return [u for u in ins.outputs if u.name in ("dot", "convolution") and len(u.inputs) == 2
+            and u.inputs[0] is ins and u.inputs[1] is not ins and u.inputs[1].can_eval()]
+
+
+class ConvDotHorizFusion(Finder):
+    """Sibling dots/convs of one input with constant weights -> one op on concatenated weights,
+    then slices of its output."""
+
+    name = "find_conv_dot_horiz_fusion"
+
+    def matcher(self):
+        return pred("horiz_conv_dot", lambda i: len(_horiz_users(i)) >= 2,
+                    "fewer than two dot/convolution users with constant weights")
+
+    @staticmethod
+    def _axis(u: Instruction) -> int:
+        return u.inputs[1].shape.ndim - 1 if u.name == "dot" else 0
+
+    def plan(self, m, r):
+        groups: list[list[Instruction]] = []
+        for u in _horiz_users(r.root):
+            if u.name == "convolution" and u.op["group"] != 1:
+                continue
+            for g in groups:
+                if self._fits(g[0], u):
+                    g.append(u)
+                    break
+            else:
+                groups.append([u])
+        groups = [g for g in groups if len(g) >= 2]
+        if not groups:
+            return "the users differ in op or weight shape"
+
+        def apply():
+            order = m.index_of()
+            for g in groups:
+                g.sort(key=lambda u: order[u.id])
+                self._fuse(m, r.root, g)
+
+        return apply
+
+    def _fits(self, u: Instruction, v: Instruction) -> bool:
+        if u.op != v.op:
+            return False
+        x, y = u.inputs[1].shape.lens, v.inputs[1].shape.lens
+        ax = self._axis(u)
+        return len(x) == len(y) and x[:ax] + x[ax + 1:] == y[:ax] + y[ax + 1:]
+
+    def _fuse(self, m, x: Instruction, group: list[Instruction]) -> None:
+        first = group[0]
+        weights = [u.inputs[1] for u in group]
+        move_before(m, weights, first)
+        w = m.insert_instruction(first, Op("concat", axis=self._axis(first)), weights)
+        fused = m.insert_instruction(first, first.op, [x, w])
+        out_axis = fused.shape.ndim - 1 if first.name == "dot" else 1
+        off = 0
+        for u in group:
+            n = u.shape.lens[out_axis]
+            replace_with_op(m, u, Op("slice", axes=[out_axis], starts=[off], ends=[off + n]), [fused])
+            off += n
+
+
+class MulConv(Finder):
+    """conv(x, w) * a, a per output channel -> conv(x, w * a)."""
+
+    name = "find_mul_conv"
+
+    def matcher(self):
+        return name("mul")(either_arg(0, 1)(conv_const_weights().bind("conv"),
+                                            name("broadcast", "multibroadcast").bind("a")))
+
+    def plan(self, m, r):
+        conv, a, w = r["conv"], r["a"], r["w"]
+        if not _channel_only(a.shape):
+            return "the multiplier varies along more than the channel axis"
+
+        def apply():
+            vec = _channel_vector(m, r.root, a)
+            wa = m.insert_instruction(r.root, Op("broadcast", axis=0, out_lens=w.shape.lens), [vec])
+            nw = m.insert_instruction(r.root, Op("mul"), [wa, w])
+            replace_with_op(m, r.root, conv.op, [conv.inputs[0], nw])
+
+        return apply
+
+
+class MulDot(Finder):
+    """dot(a, b) * c, c scaling columns (b constant) or rows (a constant) -> dot with c folded in."""
+
+    name = "find_mul_dot"
+
+    def matcher(self):
+        dot = name("dot")(used_once(), pred("const_operand", lambda i: any(x.can_eval() for x in i.inputs),
+                                            "neither dot operand is constant"))
+        return name("mul")(either_arg(0, 1)(dot.bind("dot"), name("broadcast", "multibroadcast").bind("c")))
+
+    def plan(self, m, r):
+        d, c = r["dot"], r["c"]
+        a, b = d.inputs
+        s = c.shape
+        varying = [i for i in range(s.ndim) if s.lens[i] != 1 and s.strides[i] != 0]
+        if not varying:
+            k = 0 if a.can_eval() else 1
+        elif varying == [s.ndim - 1]:
+            k = 1
+        elif varying == [s.ndim - 2]:
+            k = 0
+        else:
+            return "the multiplier varies along more than one axis (or a batch axis)"
+        target = d.inputs[k]
+        if not target.can_eval():
+            return f"the {'columns' if k else 'rows'} are scaled but dot input {k} is not constant"
+        op = c.op.with_(out_lens=target.shape.lens)
+        try:
+            compute_shape(op, [c.inputs[0].shape])
+        except ShapeError as e:
+            return f"cannot rebroadcast the multiplier: {e}"
+
+        def apply():
+            cb = m.insert_instruction(r.root, op, [c.inputs[0]])
+            scaled = m.insert_instruction(r.root, Op("mul"), [target, cb])
+            ins = [a, b]
+            ins[k] = scaled
+            replace_with_op(m, r.root, d.op, ins)
+
+        return apply
+
+
+class ConvAdd(Finder):
+    """conv(x + a, w), a and w constant -> conv(a, w) + conv(x, w) (convolution is linear, and zero
+    padding of a sum is the sum of zero paddings)."""
+
+    name = "find_conv_add"
+
+    def matcher(self):
+        add = name("add")(either_arg(0, 1)(any_().bind("x"), is_constant().bind("a")), used_once())
+        return name("convolution")(used_once(), args(add, is_constant().bind("w")))
+
+    def plan(self, m, r):
+        ins = r.root
+
+        def apply():
+            c1 = m.insert_instruction(ins, ins.op, [r["a"], r["w"]])
+            c2 = m.insert_instruction(ins, ins.op, [r["x"], r["w"]])
+            replace_with_op(m, ins, Op("add"), [c1, c2])
+
+        return apply
+
+
+class ConcatConv(Finder):
+    """concat(conv(x1, w1), conv(x2, w2)) on channels, same ops -> one grouped conv."""
+
+    name = "find_concat_conv"
+
+    def matcher(self):
+        return name("concat")(pred("all_convs", lambda i: bool(i.inputs) and all(
+            x.name == "convolution" and len(x.outputs) == 1 for x in i.inputs), "not every input is a conv used once"))
+
+    def plan(self, m, r):
+        ins = r.root
+        convs = ins.inputs
+        if ins.op["axis"] not in (1, 1 - ins.shape.ndim):
+            return "not a concat over channels"
+        c0 = convs[0]
+        if any(c.op != c0.op for c in convs):
+            return "the convolutions differ"
+        if any(c.inputs[0].shape != c0.inputs[0].shape or c.inputs[1].shape != c0.inputs[1].shape for c in convs):
+            return "the convolution inputs or weights differ in shape"
+        op = c0.op.with_(group=c0.op["group"] * len(convs))
+
+        def apply():
+            x = m.insert_instruction(ins, Op("concat", axis=1), [c.inputs[0] for c in convs])
+            w = m.insert_instruction(ins, Op("concat", axis=0), [c.inputs[1] for c in convs])
+            replace_with_op(m, ins, op, [x, w])
+
+        return apply
+
+
+# ---- find_conv_conv_1x1 --------------------------------------------------------------------------
+class _FirstConv(Matcher):
+    """Input 0 of the 1x1 conv: a convolution, or a convolution plus a constant (the bias)."""
+
+    desc = "conv_or_biased_conv"
+
+    def _test(self, ins, st: MatchState) -> bool:
+        x = ins.inputs[0] if ins.inputs else None
+        if x is None:
+            st.reason = "no input"
+            return False
+        conv, bias = x, None
+        if x.name == "add":
+            a, b = x.inputs
+            conv, bias = (a, b) if a.name == "convolution" else (b, a)
+            if conv.name != "convolution":
+                st.reason = "an add between the convolutions does not take a convolution"
+                return False
+            if not bias.can_eval(st._eval_cache):
+                st.reason = "the value added between the convolutions is not constant"
+                return False
+            if len(x.outputs) != 1:
+                st.reason = f"the biased middle value has {len(x.outputs)} users (the fused conv would drop it)"
+                return False
+        elif x.name != "convolution":
+            if any(i.name == "convolution" for i in x.inputs):
+                st.reason = f"{x.name} sits between the convolutions (only a constant bias add may)"
+            else:
+                st.reason = f"input 0 is {x.name}, not a convolution"
+            return False
+        if len(conv.outputs) != 1:
+            st.reason = f"the first convolution's result has {len(conv.outputs)} users (the fused conv would drop it)"
+            return False
+        st.bindings.update({"first": conv, "mid": x})
+        if bias is not None:
+            st.bindings["bias"] = bias
+        return True
+
+
+class ConvConv1x1(Finder):
+    """conv(conv(x, W1)[+ b], W2) with W2 1x1 -> conv(x, W2 . W1)[+ W2 . b]."""
+
+    name = "find_conv_conv_1x1"
+
+    def __init__(self, max_growth: float = 1.0):
+        # Largest accepted ratio of fused weight elements to the pair's (see the module docstring).
+        self.max_growth = max_growth
+
+    def matcher(self):
+        return name("convolution")(_FirstConv())
+
+    def plan(self, m, r):
+        ins, first, bias = r.root, r["first"], r.get("bias")
+        w1, w2 = first.inputs[1], ins.inputs[1]
+        reason = self._second_ok(ins)
+        if reason:
+            return reason
+        for what, v in (("first", w1), ("1x1", w2)):
+            if not v.can_eval():
+                return f"the {what} convolution's weights are not constant"
+        if first.shape.dyn_dims is not None or ins.shape.dyn_dims is not None:
+            return "dynamic shapes"
+        out, mid = w2.shape.lens[:2]
+        cin = first.inputs[0].shape.lens[1]
+        kernel = math.prod(w1.shape.lens[2:])
+        pair = w1.shape.elements() + w2.shape.elements()
+        fused = out * cin * kernel
+        if fused > self.max_growth * pair:
+            g = first.op["group"]
+            why = f" (group {g} expands to dense)" if g > 1 else ""
+            return f"the fused weights would have {fused} elements, more than the pair's {pair}{why}"
+        if bias is not None and not _is_channel_bias(bias, mid):
+            return "the bias between the convolutions is not one value per channel"
+        return lambda: self._fuse(m, ins, first, bias)
+
+    @staticmethod
+    def _second_ok(ins) -> str | None:
+        op, w = ins.op, ins.inputs[1].shape
+        if any(n != 1 for n in w.lens[2:]):
+            return f"the second convolution is {'x'.join(map(str, w.lens[2:]))}, not 1x1"
+        if op["group"] != 1:
+            return f"the 1x1 convolution is grouped (group={op['group']})"
+        if any(s != 1 for s in op["stride"]):
+            return f"the 1x1 convolution has stride {tuple(op['stride'])}"
+        if any(op["padding"]):
+            return f"the 1x1 convolution is padded {tuple(op['padding'])}"
+        # Dilation does not matter for a 1x1 kernel, so it is not checked.
+        return None
+
+    @staticmethod
+    def _fuse(m, ins, first, bias) -> None:
+        w1 = np.asarray(first.inputs[1].eval())
+        w2 = np.asarray(ins.inputs[1].eval(), np.float64).reshape(ins.inputs[1].shape.lens[:2])
+        # Combine in float64 and round once, so low-precision weights lose no more than one rounding.
+        dense = _dense_weights(w1.astype(np.float64), first.op["group"])
+        lit = m.add_literal(np.einsum("om,mc...->oc...", w2, dense).astype(w1.dtype))
+        op = first.op.with_(group=1)
+        x = first.inputs[0]
+        if bias is None:
+            replace_with_op(m, ins, op, [x, lit])
+            return
+        b = np.asarray(bias.eval())
+        bvec = b[(0, slice(None)) + (0,) * (b.ndim - 2)].astype(np.float64)
+        nb = m.add_literal((w2 @ bvec).astype(b.dtype))
+        conv = m.insert_instruction(ins, op, [x, lit])
+        bb = m.insert_instruction(ins, Op("broadcast", axis=1, out_lens=ins.shape.lens), [nb])
+        replace_with_op(m, ins, Op("add"), [conv, bb])
+
+
+def _dense_weights(w: np.ndarray, group: int) -> np.ndarray:
+    """(mid, in/group, *k) grouped weights -> (mid, in, *k) block-diagonal dense weights."""
+    if group == 1:
+        return w
+    mid, cg = w.shape[:2]
+    dense = np.zeros((mid, cg * group) + w.shape[2:], w.dtype)
+    per = mid // group
+    for g in range(group):
+        dense[g * per:(g + 1) * per, g * cg:(g + 1) * cg] = w[g * per:(g + 1) * per]
+    return dense
+
+
+def _is_channel_bias(bias: Instruction, mid: int) -> bool:
+    s = bias.shape
+    if s.ndim < 2 or s.lens[1] != mid:
+        return False
+    if _channel_only(s):
+        return True
+    v = np.asarray(bias.eval())
+    corner = v[(slice(0, 1), slice(None)) + (slice(0, 1),) * (v.ndim - 2)]
+    return bool(np.array_equal(np.broadcast_to(corner, v.shape), v))
+
+
+CONV_BROADCAST_INPUT = ConvBroadcastInput()
+ADD_CONVS = AddConvs()
+CONV_DOT_HORIZ_FUSION = ConvDotHorizFusion()
+MUL_CONV = MulConv()
+MUL_DOT = MulDot()
+CONV_ADD = ConvAdd()
+CONCAT_CONV = ConcatConv()
+CONV_CONV_1X1 = ConvConv1x1()

@@ -1,0 +1,41 @@
+"""optimize_module (MIGraphX src/optimize_module.cpp): the composite that runs the algebraic and
+reshape simplifications to a fixpoint. Every step is a nested pass run through `ctx.run_pass`, so
+the trace shows each as a child of optimize_module (in MIGraphX these are the only runs of
+simplify_algebra, propagate_constant, eliminate_common_subexpression and eliminate_convert)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from ._finder_util import until_stable
+from .base import Pass
+from .cleanup import DeadCodeElimination
+from .eliminate_common_subexpression import EliminateCommonSubexpression
+from .eliminate_convert import EliminateConvert
+from .propagate_constant import PropagateConstant
+from .simplify_algebra import SimplifyAlgebra
+from .simplify_reshapes import SimplifyReshapes
+
+
+@dataclass(frozen=True)
+class OptimizeModule(Pass):
+    name: ClassVar[str] = "optimize_module"
+    propagate_constant_skip_ops: tuple[str, ...] = ()
+
+    def apply_module(self, module, ctx) -> bool:
+        def run(*passes) -> bool:
+            changed = False
+            for p in passes:
+                changed = ctx.run_pass(p) or changed
+            return changed
+
+        def inner() -> bool:
+            return run(SimplifyReshapes(), EliminateConvert(), DeadCodeElimination(), SimplifyAlgebra())
+
+        def outer() -> bool:
+            changed = until_stable(4, inner)
+            return run(EliminateCommonSubexpression(), DeadCodeElimination(),
+                       PropagateConstant(skip_ops=self.propagate_constant_skip_ops), DeadCodeElimination()) or changed
+
+        return until_stable(2, outer)

@@ -1,0 +1,165 @@
+"""simplify_algebra (MIGraphX src/simplify_algebra.cpp): up to 8 sweeps of the finders below, in
+MIGraphX's order, each sweep followed by DCE. Simple algebraic identities are table rows here;
+the convolution/dot finders live in _algebra_conv, the broadcast/concat/split ones in
+_algebra_concat.
+
+find_conv_conv_1x1 (unmerged MIGraphX branch, PR #4785) is inserted after find_conv_add. In a
+full run find_conv_add first splits a bias that sits between two convolutions
+(conv2(conv1(x) + b) -> conv2(conv1(x)) + conv2(b)); find_conv_conv_1x1 then folds the bias-free
+pair and find_conv_broadcast_input shrinks conv2(b) to a dot. Applied on its own the rule also
+folds the bias directly (new bias = W2 . b). `CONV_CONV_1X1` is the rule object for notebooks:
+`matches(module, CONV_CONV_1X1)`, `near_misses(module, CONV_CONV_1X1)`.
+
+Not implemented (no effect on our op set or left for later): find_dot_broadcast,
+find_mul_slice_conv, find_dot_slice, find_dot_mul, eliminate_zero_point (there are no q/dq ops),
+find_split_reshape, find_split_transpose.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from ..matcher import any_, any_of, args, either_arg, has_value, is_constant, name, none_of, used_once
+from ..op import Op
+from ._algebra_concat import (
+    CONCAT_OP,
+    CONCAT_SAME_INPUT,
+    INNER_BROADCAST,
+    SPLIT_CONCAT,
+    SPLITS,
+)
+from ._algebra_conv import (
+    ADD_CONVS,
+    CONCAT_CONV,
+    CONV_ADD,
+    CONV_BROADCAST_INPUT,
+    CONV_CONV_1X1,
+    CONV_DOT_HORIZ_FUSION,
+    MUL_CONV,
+    MUL_DOT,
+    ConvConv1x1,
+    conv_const_weights,
+)
+from ._finder_util import is_integral, lit_broadcast, not_lit_broadcast, replace_with_op, row, sweep, to, until_stable
+from .base import Pass
+
+X = any_().bind("x")
+
+
+def op_lit_broadcast(op: str, lit: str, other: str):
+    """op(lit, other) in either order, where `lit` is a constant or a broadcast and `other` is not."""
+    return name(op)(either_arg(0, 1)(lit_broadcast().bind(lit), not_lit_broadcast().bind(other)))
+
+
+def _not_integral(m, r):
+    return "integer division does not distribute as a reciprocal" if is_integral(r.root.shape) else None
+
+
+def _not_bool(m, r):
+    return "bool has no negation" if r.root.shape.type == "bool" else None
+
+
+def _double_add(m, r):
+    """(x + a) + (y + b) -> (x + y) + (a + b); two equal broadcasts add their sources first."""
+    ins, a, b = r.root, r["a"], r["b"]
+    if a.name == "broadcast" and b.name == "broadcast" and a.op == b.op \
+            and a.inputs[0].shape.lens == b.inputs[0].shape.lens:
+        pre = m.insert_instruction(ins, Op("add"), [a.inputs[0], b.inputs[0]])
+        ab = m.insert_instruction(ins, a.op, [pre])
+    else:
+        ab = m.insert_instruction(ins, Op("add"), [a, b])
+    xy = m.insert_instruction(ins, Op("add"), [r["x"], r["y"]])
+    replace_with_op(m, ins, Op("add"), [xy, ab])
+
+
+def _dot_add(m, r):
+    """dot(x + b, a) -> dot(x, a) + dot(b, a), keeping the operand order."""
+    ins, a = r.root, r["a"]
+    flipped = ins.inputs[0] is a
+
+    def dot(u):
+        return m.insert_instruction(ins, Op("dot"), [a, u] if flipped else [u, a])
+
+    replace_with_op(m, ins, Op("add"), [dot(r["x"]), dot(r["b"])])
+
+
+_add_of_const = name("add")(either_arg(0, 1)(any_().bind("x"), is_constant().bind("b")),
+                            none_of(args(is_constant(), is_constant())), used_once())
+_positive = any_of(name("exp"), name("reduce_sum")(args(name("exp"))),
+                   name("multibroadcast")(args(name("reduce_sum")(args(name("exp"))))))
+
+DOUBLE_ADD_LIT_BROADCAST = row(
+    # (x + a) + (y + b) -> (x + y) + (a + b)
+    "find_double_add_lit_broadcast",
+    name("add")(args(op_lit_broadcast("add", "a", "x"), op_lit_broadcast("add", "b", "y"))), _double_add)
+ADD_LIT_BROADCAST = row(
+    # (x + a) + b -> x + (a + b)
+    "find_add_lit_broadcast",
+    name("add")(either_arg(0, 1)(op_lit_broadcast("add", "a", "x"), lit_broadcast().bind("b"))),
+    to("add", "x", to("add", "a", "b")))
+MUL_ADD = row(
+    # a * (x + b) -> a * x + a * b      (a constant; b constant or a conv with constant weights)
+    "find_mul_add",
+    name("mul")(either_arg(0, 1)(
+        name("add")(either_arg(0, 1)(any_().bind("x"), any_of(conv_const_weights(), is_constant()).bind("b")),
+                    none_of(args(is_constant(), is_constant())), used_once()),
+        is_constant().bind("a"))),
+    to("add", to("mul", "a", "x"), to("mul", "a", "b")))
+UNIT_OPS = (
+    row("find_unit_ops", name("mul")(either_arg(0, 1)(has_value(1.0), X)), "x"),  # x * 1 -> x
+    row("find_unit_ops", name("div")(args(X, has_value(1.0))), "x"),  # x / 1 -> x
+    row("find_unit_ops", name("add")(either_arg(0, 1)(has_value(0.0), X)), "x"),  # x + 0 -> x
+    row("find_unit_ops", name("sub")(args(X, has_value(0.0))), "x"),  # x - 0 -> x
+)
+NEG_UNIT_OPS = (
+    row("find_neg_unit_ops", name("mul")(either_arg(0, 1)(has_value(-1.0), X)), to("neg", "x")),  # x * -1 -> -x
+    row("find_neg_unit_ops", name("div")(args(X, has_value(-1.0))), to("neg", "x")),  # x / -1 -> -x
+    row("find_neg_unit_ops", name("sub")(args(has_value(0.0), X)), to("neg", "x"), _not_bool),  # 0 - x -> -x
+)
+ZERO_OPS = (
+    # As in MIGraphX these ignore x = inf/nan (0 * inf is nan, not 0).
+    row("find_zero_ops", name("mul")(either_arg(0, 1)(has_value(0.0).bind("zero"), any_())), "zero"),  # 0 * x -> 0
+    row("find_zero_ops", name("div")(args(has_value(0.0).bind("zero"), any_())), "zero"),  # 0 / x -> 0
+)
+DOT_ADD = row(
+    # dot(x + b, a) -> dot(x, a) + dot(b, a)        (a, b constant)
+    "find_dot_add", name("dot")(either_arg(0, 1)(_add_of_const, is_constant().bind("a"))), _dot_add)
+DIV_CONST = row(
+    # x / c -> x * recip(c)                          (floating point only)
+    "find_div_const", name("div")(args(X, is_constant().bind("c"))), to("mul", "x", to("recip", "c")), _not_integral)
+SUB_CONST = row(
+    # x - c -> x + neg(c)
+    "find_sub_const", name("sub")(args(X, is_constant().bind("c"))), to("add", "x", to("neg", "c")), _not_bool)
+RSQRT = row(
+    # recip(sqrt(x)) -> rsqrt(x)
+    "find_rsqrt", name("recip")(args(name("sqrt")(used_once(), args(X)))), to("rsqrt", "x"))
+LOG_EXP = row(
+    # log(exp(x)) -> x
+    "find_log_exp", name("log")(args(name("exp")(args(X)))), "x")
+LOG_DIV = row(
+    # log(x / y) -> log(x) - log(y)                  (x, y: exp or a sum of exps, so positive)
+    "find_log_div", name("log")(args(name("div")(used_once(), args(_positive.bind("x"), _positive.bind("y"))))),
+    to("sub", to("log", "x"), to("log", "y")))
+POW2 = row(
+    # pow(x, 2) -> x * x
+    "find_pow2", name("pow")(args(X, has_value(2.0))), to("mul", "x", "x"))
+
+# MIGraphX's order (src/simplify_algebra.cpp), with find_conv_conv_1x1 after find_conv_add.
+RULES = (
+    CONV_BROADCAST_INPUT, INNER_BROADCAST, DOUBLE_ADD_LIT_BROADCAST, ADD_LIT_BROADCAST, ADD_CONVS,
+    CONV_DOT_HORIZ_FUSION, MUL_CONV, MUL_DOT, MUL_ADD, *UNIT_OPS, *NEG_UNIT_OPS, *ZERO_OPS, DOT_ADD, CONV_ADD,
+    CONV_CONV_1X1, DIV_CONST, SUB_CONST, RSQRT, LOG_EXP, LOG_DIV, CONCAT_CONV, CONCAT_SAME_INPUT, CONCAT_OP,
+    SPLIT_CONCAT, SPLITS, POW2,
+)
+
+
+@dataclass(frozen=True)
+class SimplifyAlgebra(Pass):
+    name: ClassVar[str] = "simplify_algebra"
+
+    def apply_module(self, module, ctx) -> bool:
+        return until_stable(8, lambda: sweep(module, RULES))
+
+
+__all__ = ["CONV_CONV_1X1", "ConvConv1x1", "RULES", "SimplifyAlgebra"]

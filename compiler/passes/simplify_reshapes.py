@@ -1,0 +1,402 @@
+"""simplify_reshapes (MIGraphX src/simplify_reshapes.cpp; fields depth, enable_op_shape_transform_op,
+enable_gather_rewrite).
+
+Order as in MIGraphX: find_gather_scalar, then find_gather when enabled, then up to `depth`
+sweeps of the finders below, each followed by DCE. Implemented: find_nop_reshapes, find_flatten,
+find_nested_shape_transforms (see _shape_chains), find_concat_slice, find_concat_transpose,
+find_concat_multibroadcasts, find_nested_slice, find_nested_concat, find_concat_of_slices (MIGraphX
+does this as simplify_algebra's find_split_concat; here it merges any adjacent run), and
+find_unary_shape_transforms (moving up only). Left out: find_reshape_cont and
+find_slice_shape_transforms (they only matter once `contiguous` ops exist, after
+auto_contiguous), find_transpose_slice (needs unsqueeze's `steps`, which our op lacks),
+find_slice_transpose, find_concat_reshape, find_reshape_dot, find_mul_add_shape_op_dot and
+find_op_shape_transform_op (so enable_op_shape_transform_op is accepted but has no effect).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+import numpy as np
+
+from ..matcher import any_arg, arg, is_constant, name, none_of, pointwise, pred, used_once
+from ..op import Op
+from ..ops.common import norm_axis
+from ._finder_util import (
+    Finder,
+    all_static,
+    auto_reshape_op,
+    insert_ops,
+    replace_value,
+    replace_with_op,
+    slice_op,
+    slice_ranges,
+    sweep,
+    until_stable,
+)
+from ._shape_chains import BROADCASTS, TRANSFORMS, plan_broadcast_chain, plan_reshape_transpose
+from .base import Pass
+
+_SHAPE_NOPS = frozenset({"flatten", "reshape", "contiguous", "squeeze", "unsqueeze", "broadcast", "concat",
+                         "convert", "multibroadcast", "pad", "slice", "step", "transpose"})
+_REDUCE_NOPS = frozenset({"reduce_mean", "reduce_max", "reduce_min", "reduce_sum", "reduce_prod"})
+
+
+def _concat_axis(ins) -> int:
+    return norm_axis(ins.op["axis"], ins.shape.ndim, "concat")
+
+
+class NopReshapes(Finder):
+    """A view/copy op whose output shape equals its input's (or a reduce over size-1 axes) -> x."""
+
+    name = "find_nop_reshapes"
+
+    def matcher(self):
+        def same(ins):
+            x = ins.inputs[0].shape
+            if ins.name in _REDUCE_NOPS:
+                return x.lens == ins.shape.lens and x.type == ins.shape.type
+            return x == ins.shape
+
+        return name(*(_SHAPE_NOPS | _REDUCE_NOPS))(pred("same_shape(arg 0)", same, "changes the shape"))
+
+    def plan(self, m, r):
+        return lambda: replace_value(m, r.root, r.root.inputs[0])
+
+
+class Flatten(Finder):
+    """flatten[axis](x) -> reshape[dims=out lens](x)."""
+
+    name = "find_flatten"
+
+    def matcher(self):
+        return name("flatten")(all_static())
+
+    def plan(self, m, r):
+        return lambda: replace_with_op(m, r.root, Op("reshape", dims=r.root.shape.lens), r.root.inputs)
+
+
+class NestedShapeTransforms(Finder):
+    """A chain of reshape/squeeze/unsqueeze/flatten/transpose/broadcast views -> its shortest form."""
+
+    name = "find_nested_shape_transforms"
+
+    def matcher(self):
+        end = pred("chain_end", lambda i: not any(u.name in TRANSFORMS for u in i.outputs),
+                   "feeds another shape transform (the chain is simplified from its end)")
+        return name(*TRANSFORMS)(end, all_static(), arg(0)(name(*TRANSFORMS)))
+
+    def plan(self, m, r):
+        chain, x = [], r.root
+        while x.name in TRANSFORMS:
+            chain.append(x)
+            x = x.inputs[0]
+        chain.reverse()
+        if any(i.name in BROADCASTS for i in chain):
+            ops = plan_broadcast_chain(x, chain)
+        else:
+            ops = plan_reshape_transpose(x.shape.lens, chain)
+        if ops is None:
+            return "no equivalent form of the chain is shorter"
+        ops = [o for o in ops if o is not None]
+        if len(ops) >= len(chain):
+            return f"the chain of {len(chain)} ops is already minimal"
+
+        def apply():
+            if not ops:
+                replace_value(m, r.root, x)
+                return
+            y = insert_ops(m, r.root, ops[:-1], x)
+            replace_with_op(m, r.root, ops[-1], [y])
+
+        return apply
+
+
+class ConcatSlice(Finder):
+    """slice(concat(a, b, c)) inside one input -> a slice of that input (or the input itself)."""
+
+    name = "find_concat_slice"
+
+    def matcher(self):
+        return name("slice")(all_static(), arg(0)(name("concat").bind("concat")))
+
+    def plan(self, m, r):
+        concat = r["concat"]
+        axis = _concat_axis(concat)
+        ranges = slice_ranges(r.root)
+        if axis not in ranges:
+            return "the slice does not cut the concat axis"
+        s, e = ranges[axis]
+        off = 0
+        for x in concat.inputs:
+            n = x.shape.lens[axis]
+            if off <= s and e <= off + n and e > s:
+                rest = {a: v for a, v in ranges.items() if a != axis}
+                if (s - off, e - off) != (0, n):
+                    rest[axis] = (s - off, e - off)
+                if not rest:
+                    return lambda: replace_value(m, r.root, x)
+                return lambda: replace_with_op(m, r.root, slice_op(rest), [x])
+            off += n
+        return f"the slice [{s}, {e}) spans more than one concat input"
+
+
+class ConcatTranspose(Finder):
+    """concat(transpose_p(a), transpose_p(b)) -> transpose_p(concat(a, b)) on the permuted axis."""
+
+    name = "find_concat_transpose"
+
+    def matcher(self):
+        return name("concat")(all_static(), pred("all_transposes", lambda i: all(
+            x.name == "transpose" for x in i.inputs), "not every input is a transpose"))
+
+    def plan(self, m, r):
+        ins = r.root
+        perm = ins.inputs[0].op
+        if any(x.op != perm for x in ins.inputs):
+            return "the transposes use different permutations"
+        new_axis = perm["permutation"][_concat_axis(ins)]
+
+        def apply():
+            cat = m.insert_instruction(ins, Op("concat", axis=new_axis), [x.inputs[0] for x in ins.inputs])
+            replace_with_op(m, ins, perm, [cat])
+
+        return apply
+
+
+class ConcatMultibroadcasts(Finder):
+    """concat(broadcast(a), broadcast(b)) along a real axis -> broadcast(concat(a, b))."""
+
+    name = "find_concat_multibroadcasts"
+
+    def matcher(self):
+        return name("concat")(all_static(), pred("all_broadcasts", lambda i: all(
+            x.name in BROADCASTS for x in i.inputs), "not every input is a broadcast"))
+
+    def plan(self, m, r):
+        ins = r.root
+        axis = _concat_axis(ins)
+        bc = ins.inputs
+        first = bc[0]
+        if any(x.shape.strides[axis] == 0 for x in bc):
+            return "an input is broadcast along the concat axis"
+        if any(x.name != first.name or (x.name == "broadcast" and x.op["axis"] != first.op["axis"]) for x in bc):
+            return "the inputs are broadcast differently"
+        srcs = [x.inputs[0] for x in bc]
+        nd = srcs[0].shape.ndim
+        if any(s.shape.ndim != nd for s in srcs):
+            return "the broadcast sources differ in rank"
+        in_axis = axis - (first.op["axis"] if first.name == "broadcast" else ins.shape.ndim - nd)
+        if not 0 <= in_axis < nd:
+            return "the concat axis is not an axis of the broadcast sources"
+        lens0 = srcs[0].shape.lens
+        if any(s.shape.lens[:in_axis] + s.shape.lens[in_axis + 1:] != lens0[:in_axis] + lens0[in_axis + 1:]
+               for s in srcs):
+            return "the broadcast sources differ off the concat axis"
+
+        def apply():
+            cat = m.insert_instruction(ins, Op("concat", axis=in_axis), srcs)
+            replace_with_op(m, ins, first.op.with_(out_lens=ins.shape.lens), [cat])
+
+        return apply
+
+
+class NestedSlice(Finder):
+    """slice(slice(x)) -> one slice of x (ranges on a shared axis compose)."""
+
+    name = "find_nested_slice"
+
+    def matcher(self):
+        return name("slice")(all_static(), arg(0)(name("slice")))
+
+    def plan(self, m, r):
+        inner = r.root.inputs[0]
+        outer_r, inner_r = slice_ranges(r.root), slice_ranges(inner)
+        merged = dict(inner_r)
+        for a, (s, e) in outer_r.items():
+            base = inner_r.get(a, (0, 0))[0]
+            merged[a] = (base + s, base + e)
+        return lambda: replace_with_op(m, r.root, slice_op(merged), [inner.inputs[0]])
+
+
+class NestedConcat(Finder):
+    """concat(concat(a, b), c) on one axis, inner used once -> concat(a, b, c)."""
+
+    name = "find_nested_concat"
+
+    def matcher(self):
+        return name("concat")(any_arg()(name("concat")(used_once())))
+
+    def plan(self, m, r):
+        ins = r.root
+        axis = _concat_axis(ins)
+
+        def flat(xs):
+            for x in xs:
+                if x.name == "concat" and len(x.outputs) == 1 and _concat_axis(x) == axis:
+                    yield from flat(x.inputs)
+                else:
+                    yield x
+
+        args = list(flat(ins.inputs))
+        if len(args) == len(ins.inputs):
+            return "no nested concat on the same axis"
+        return lambda: replace_with_op(m, ins, Op("concat", axis=axis), args)
+
+
+class ConcatOfSlices(Finder):
+    """concat(slice[a:b](x), slice[b:c](x)) -> slice[a:c](x) (x itself when it covers everything)."""
+
+    name = "find_concat_of_slices"
+
+    def matcher(self):
+        return name("concat")(all_static(), any_arg()(name("slice")))
+
+    def plan(self, m, r):
+        ins = r.root
+        axis = _concat_axis(ins)
+        groups: list[list] = []
+        for x in ins.inputs:
+            rng = slice_ranges(x) if x.name == "slice" else None
+            if rng is not None and axis not in rng:
+                rng = None
+            if groups and rng is not None and groups[-1][0] is not None and _adjacent(groups[-1], x, rng, axis):
+                groups[-1][1] = rng[axis][1]
+                groups[-1][3] += 1
+            else:
+                groups.append([rng, rng[axis][1] if rng else None, x, 1])
+        if all(g[3] == 1 for g in groups):
+            return "no adjacent slices of one value along the concat axis"
+
+        def merged(g):
+            rng, end, x, n = g
+            if n == 1:
+                return x
+            src = x.inputs[0]
+            new = dict(rng)
+            new[axis] = (rng[axis][0], end)
+            new = {a: v for a, v in new.items() if v != (0, src.shape.lens[a])}
+            return m.insert_instruction(ins, slice_op(new), [src]) if new else src
+
+        def apply():
+            args = [merged(g) for g in groups]
+            if len(args) == 1:
+                replace_value(m, ins, args[0])
+            else:
+                replace_with_op(m, ins, ins.op, args)
+
+        return apply
+
+
+def _adjacent(group, x, rng, axis) -> bool:
+    prev_rng, end, prev, _ = group
+    if x.inputs[0] is not prev.inputs[0] or rng[axis][0] != end:
+        return False
+    return {a: v for a, v in rng.items() if a != axis} == {a: v for a, v in prev_rng.items() if a != axis}
+
+
+class UnaryShapeTransforms(Finder):
+    """u(view(...view(x))) with x a literal/pointwise/reduce -> view(...view(u(x))), so u computes on
+    the smaller pre-broadcast value and fuses with x's producer."""
+
+    name = "find_unary_shape_transforms"
+
+    def matcher(self):
+        return pointwise()(none_of(name("layout")), pred("unary", lambda i: len(i.inputs) == 1, "not unary"),
+                           used_once(), all_static(), arg(0)(name(*TRANSFORMS)))
+
+    def plan(self, m, r):
+        ins = r.root
+        chain, x = [], ins.inputs[0]
+        while x.name in TRANSFORMS:
+            if len(x.outputs) != 1:
+                return f"the {x.name} in between has other users"
+            chain.append(x.op)
+            x = x.inputs[0]
+        if not (x.is_literal() or x.op.has("pointwise") or x.op.has("reduce")):
+            return f"the chain starts at {x.name}, which does not fuse with {ins.name}"
+
+        def apply():
+            y = m.insert_instruction(ins, ins.op, [x])
+            y = insert_ops(m, ins, reversed(chain[1:]), y)
+            replace_with_op(m, ins, chain[0], [y])
+
+        return apply
+
+
+# ---- gather --------------------------------------------------------------------------------------
+class GatherScalar(Finder):
+    """gather(data, scalar index) -> reshape(gather(data, unsqueeze(index))) (a 1-element index list)."""
+
+    name = "find_gather_scalar"
+
+    def matcher(self):
+        scalar = pred("scalar_index", lambda i: i.shape.ndim == 1 and i.shape.elements() == 1
+                      and i.shape.scalar_shape(), "the index is not a scalar")
+        return name("gather")(none_of(is_constant()), all_static(), arg(1)(scalar))
+
+    def plan(self, m, r):
+        ins = r.root
+        data, idx = ins.inputs
+
+        def apply():
+            one = m.insert_instruction(ins, Op("unsqueeze", axes=[0]), [idx])
+            g = m.insert_instruction(ins, ins.op, [data, one])
+            replace_value(m, ins, insert_ops(m, ins, [auto_reshape_op(g.shape.lens, ins.shape.lens)], g))
+
+        return apply
+
+
+class GatherArithmetic(Finder):
+    """gather(data, constant indices base + k*i) -> slice (k = 1), slice + step (k > 1) or slice +
+    multibroadcast (k = 0), then a reshape to the index shape."""
+
+    name = "find_gather"
+
+    def matcher(self):
+        return name("gather")(all_static(), arg(1)(is_constant()))
+
+    def plan(self, m, r):
+        ins = r.root
+        data, idx = ins.inputs
+        axis = norm_axis(ins.op["axis"], data.shape.ndim, "gather")
+        n_axis = data.shape.lens[axis]
+        flat = np.asarray(idx.eval()).astype(np.int64).reshape(-1)
+        flat = np.where(flat < 0, flat + n_axis, flat)
+        if flat.size == 0 or flat.min() < 0 or flat.max() >= n_axis:
+            return "indices are empty or out of range"
+        step = int(flat[1] - flat[0]) if flat.size > 1 else 1
+        if step < 0 or not np.array_equal(flat, flat[0] + step * np.arange(flat.size)):
+            return "indices are not an ascending arithmetic sequence"
+        base, n = int(flat[0]), int(flat.size)
+        span = 1 if step == 0 else step * (n - 1) + 1
+        ops = [Op("slice", axes=[axis], starts=[base], ends=[base + span])]
+        lens = list(data.shape.lens)
+        lens[axis] = n
+        if step > 1:
+            ops.append(Op("step", axes=[axis], steps=[step]))
+        elif step == 0 and n > 1:
+            ops.append(Op("multibroadcast", out_lens=lens))
+        ops.append(auto_reshape_op(lens, ins.shape.lens))
+        return lambda: replace_value(m, ins, insert_ops(m, ins, ops, data))
+
+
+GATHER_SCALAR = (GatherScalar(),)
+GATHER = (GatherArithmetic(),)
+RULES = (NopReshapes(), Flatten(), NestedShapeTransforms(), ConcatSlice(), ConcatTranspose(),
+         ConcatMultibroadcasts(), NestedSlice(), NestedConcat(), ConcatOfSlices(), UnaryShapeTransforms())
+
+
+@dataclass(frozen=True)
+class SimplifyReshapes(Pass):
+    name: ClassVar[str] = "simplify_reshapes"
+    depth: int = 4
+    enable_op_shape_transform_op: bool = False
+    enable_gather_rewrite: bool = False
+
+    def apply_module(self, module, ctx) -> bool:
+        changed = sweep(module, GATHER_SCALAR)
+        if self.enable_gather_rewrite:
+            changed = sweep(module, GATHER, with_dce=False) or changed
+        return until_stable(self.depth, lambda: sweep(module, RULES)) or changed
