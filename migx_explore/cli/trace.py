@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 from ..compiler.passes import write_trace
 from ..stats import launch_count
@@ -14,10 +15,11 @@ def run(args: argparse.Namespace) -> int:
 
     program, name = load_program(args)
     s = make_session(program, args, numeric=args.numeric, name=name)
-    if not args.quiet:
+    live = not args.quiet and sys.stdout.isatty()  # a progress line only on a terminal
+    if live:
         s.on_progress = lambda k, n, path: print(f"\r[{k}/{n}] {path:<60}", end="", flush=True)
     trace = s.run()
-    if not args.quiet:
+    if live:
         print("\r" + " " * 72 + "\r", end="")
     files = write_trace(trace, args.out, changed_only=not args.all, extra={
         "model": name, "spec": s.spec_or_label(), "launches_before": launch_count(trace.initial),
