@@ -502,9 +502,11 @@ class Module:
         count = 0
         for ins in self:
             count += 1
-            label = instruction_label(ins)
 
-            def fail(msg: str) -> None:
+            def fail(msg: str, ins: Instruction = ins) -> None:
+                # The label scans the module for the position, so build it only on failure
+                # (building it for every instruction made validation quadratic).
+                label = instruction_label(ins)
                 raise ValidationError(f"module {self.name}: {label}: {msg}", self.name, label)
 
             if ins._module is not self:

@@ -81,15 +81,20 @@ def scalar_param_shape(s: Shape) -> Shape:
     return Shape.scalar(s.type)
 
 
-def module_users(program: Program, m: Module) -> int:
-    return sum(1 for mod in program.modules.values() for ins in mod if any(x is m for x in ins.module_inputs))
+def referenced_modules(program: Program) -> set[str]:
+    """Names of the modules some instruction refers to (one scan of the program)."""
+    return {m.name for mod in program.modules.values() for ins in mod for m in ins.module_inputs}
 
 
 def drop_if_unused(program: Program, mods: Iterable[Module]) -> None:
     """Remove submodules nothing refers to any more (a fusion replaced their only user)."""
+    mods = [m for m in mods if program.modules.get(m.name) is m]
+    if not mods:
+        return
+    used = referenced_modules(program)
     for m in mods:
-        if program.modules.get(m.name) is m and module_users(program, m) == 0:
-            program.remove_module(m.name)
+        if m.name not in used and m.name != "main":
+            del program.modules[m.name]  # checked above; remove_module would scan the program again
 
 
 def remove_dead(module: Module, candidates: Iterable[Instruction]) -> None:

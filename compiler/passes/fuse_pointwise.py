@@ -104,20 +104,46 @@ def _tuple_consumers_ok(a: Instruction) -> bool:
     return not a.shape.is_tuple or all(u.name == "get_tuple_elem" for u in a.outputs)
 
 
-def merge_pointwise(module: Module, a: Instruction, b: Instruction) -> Instruction:
+class Renames:
+    """Module bookkeeping for one fuse_pointwise run. A merged submodule gets a temporary name and
+    the name it should end up with (its producer's); modules a merge replaced may be dead. Both are
+    settled once at the end, so a long chain of merges does not rescan the program each time."""
+
+    def __init__(self, module: Module):
+        self.module = module
+        self.final: dict[str, str] = {}  # temporary name -> wanted name
+        self.maybe_dead: list[Module] = []
+
+    def settle(self) -> None:
+        prog = self.module.program
+        drop_if_unused(prog, self.maybe_dead)
+        for tmp, want in self.final.items():
+            if tmp in prog.modules:
+                free = want not in prog.modules
+                prog.rename_module(tmp, want if free else prog.unique_module_name(f"{self.module.name}:pointwise"))
+        self.final.clear()
+        self.maybe_dead.clear()
+
+
+def merge_pointwise(module: Module, a: Instruction, b: Instruction, names: Renames) -> Instruction:
     """Fuse pointwise `a` and `b` into one pointwise placed where `b` was. Values of `a` that `b`
     reads are computed inside; values of `a` with other users become extra (tuple) outputs."""
-    prog = module.program
-    with prog.provenance([a, b]):
-        return _merge(module, a, b)
+    with module.program.provenance([a, b]):
+        return _merge(module, a, b, names)
 
 
-def _merge(module: Module, a: Instruction, b: Instruction) -> Instruction:
+def _merge(module: Module, a: Instruction, b: Instruction, names: Renames) -> Instruction:
     prog = module.program
     am, bm = a.module_inputs[0], b.module_inputs[0]
     a_vals, b_vals = _values(a), _values(b)
     keep_a = [k for k, hs in enumerate(a_vals) if any(u is not b for h in hs for u in h.outputs)]
-    sub = new_submodule(prog, am.name + "~")
+    # Only a value of `a` read outside `b`, or a sibling merge, can leave a use above the new op.
+    may_reorder = bool(keep_a) or not any(_handle_index(a, x) is not None for x in b.inputs)
+    want = names.final.pop(am.name, am.name)  # a merged module keeps its producer's name
+    names.final.pop(bm.name, None)
+    sub = new_submodule(prog, f"{module.name}:pointwise~")
+    names.final[sub.name] = want
+    names.maybe_dead += [am, bm]
     inputs: list[Instruction] = []
     params: dict[int, Instruction] = {}
 
@@ -147,11 +173,8 @@ def _merge(module: Module, a: Instruction, b: Instruction) -> Instruction:
     dead = [h for hs in b_vals for h in hs if h is not b] + [b]
     dead += [h for hs in a_vals for h in hs if h is not a] + [a]
     module.remove_instructions(dead)
-    drop_if_unused(prog, [am, bm])
-    # Keep the producer's name unless its module lives on elsewhere (inside a fused_reduce).
-    final = am.name if am.name not in prog.modules else prog.unique_module_name(f"{module.name}:pointwise")
-    prog.rename_module(sub.name, final)
-    fix_order(module, merged)
+    if may_reorder:
+        fix_order(module, merged)
     return merged
 
 
@@ -161,7 +184,7 @@ def _can_merge(a: Instruction, b: Instruction) -> bool:
         _handle_index(a, x) is None and depends_on(x, a) for x in b.inputs)
 
 
-def fuse_producers(module: Module, multi_output: bool) -> bool:
+def fuse_producers(module: Module, multi_output: bool, names: Renames) -> bool:
     """Merge a pointwise producer into its pointwise consumer (only user, or any with multi_output)."""
     changed = False
     last = module.last
@@ -174,13 +197,13 @@ def fuse_producers(module: Module, multi_output: bool) -> bool:
                 continue
             only_b = _tuple_consumers_ok(a) and all(u is ins for hs in _values(a) for h in hs for u in h.outputs)
             if only_b or (multi_output and _can_merge(a, ins)):
-                merge_pointwise(module, a, ins)
+                merge_pointwise(module, a, ins, names)
                 changed = True
                 break
     return changed
 
 
-def fuse_siblings(module: Module) -> bool:
+def fuse_siblings(module: Module, names: Renames) -> bool:
     """Merge pointwise ops that read a common value and do not depend on each other."""
     changed = False
     for v in module:
@@ -194,7 +217,7 @@ def fuse_siblings(module: Module) -> bool:
                 continue
             order = module.index_of()
             a, b = sorted((a, b), key=lambda i: order[i.id])
-            merged = merge_pointwise(module, a, b)
+            merged = merge_pointwise(module, a, b, names)
             users = [merged] + [u for u in users[2:] if u.alive]
             changed = True
     return changed
@@ -245,15 +268,17 @@ class FusePointwise(Pass):
         if any(i.name == "identity" for i in module):
             changed = ctx.run_pass(EliminateIdentity()) or changed
         changed = create_pointwise_modules(module) or changed
+        names = Renames(module)
         for _ in range(MAX_ROUNDS):
             if self.enable_rewrite_reshapes:
                 changed = rewrite_through(module, RESHAPES, need_standard=True) or changed
             if self.enable_rewrite_broadcasts:
                 changed = rewrite_through(module, BROADCASTS, need_standard=False) or changed
-            merged = fuse_producers(module, self.enable_multi_output)
+            merged = fuse_producers(module, self.enable_multi_output, names)
             if self.enable_multi_output:
-                merged = fuse_siblings(module) or merged
+                merged = fuse_siblings(module, names) or merged
             if not merged:
                 break
             changed = True
+        names.settle()
         return changed
