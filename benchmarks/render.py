@@ -70,6 +70,16 @@ def main() -> None:
     t, text = best_of(r, lambda: text_diff(rec.before, rec.after))
     print(f"{'text diff, same model':<52} {t * 1e3:8.0f} ms {len(text.splitlines()):6d} lines")
 
+    try:
+        from migx_explore.compiler.passes import make_pass
+        from migx_explore.models import load
+    except ImportError:
+        print("(YOLO-style model not available: migx_explore.models is missing)")
+        return
+    yolo = PassManager().run(load("yolo"), [make_pass("fuse_pointwise")]).records[0]
+    t, (g, svg) = best_of(r, lambda: (lambda g: (g, render_svg(g)))(diff_graph(yolo.before, yolo.after, yolo.diff)))
+    row(f"fuse_pointwise diff on YOLO ({yolo.after.total_instructions()} instr.)", t, len(g.nodes), svg)
+
 
 if __name__ == "__main__":
     main()

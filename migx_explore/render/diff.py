@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import dataclasses
 from collections import Counter
+from collections.abc import Collection
 from typing import Literal
 
 from ..compiler.snapshot import ProgramSnapshot, SnapshotDiff, diff
 from . import style as S
 from .model import AUTO_EXPAND_MAX, DisplayEdge, DisplayGraph, DisplayGroup, DisplayNode, Expand, build_graph
-from .scale import changed_names, scale_graph
+from .scale import changed_names, distances, scale_graph, summarize
 
 # Past this many nodes a diff is drawn as the changed region plus context ("auto" focus), with
 # unchanged chains collapsed; a budget caps what is left.
@@ -151,27 +152,47 @@ def _title(title: str, d: SnapshotDiff) -> str:
 
 def diff_graph(before: ProgramSnapshot, after: ProgramSnapshot, d: SnapshotDiff | None = None, *,
                module: str = "main", expand: Expand = "auto", focus: Focus = "auto", chains: bool | None = None,
-               min_chain: int = 4, budget: int | None = DEFAULT_BUDGET, show_ids: bool = False,
-               literals: bool = True, title: str = "") -> DisplayGraph:
+               min_chain: int = 4, budget: int | None = DEFAULT_BUDGET, focus_ids: Collection[int] | None = None,
+               show_ids: bool = False, literals: bool = True, title: str = "") -> DisplayGraph:
     """The merged diff view of two snapshots of one program.
 
     focus: hops of context kept around the changed nodes (the rest summarised), None for the
     whole graph, "auto" for DEFAULT_HOPS when the graph has more than AUTO_FOCUS_OVER nodes.
+    focus_ids: centre on these instructions instead of on every change (e.g. one fused block of
+    a pass that changed the whole model); implies focus.
     chains: collapse runs of unchanged nodes (None: when the graph is big). budget: node cap.
     """
     d, expand = _options(before, after, d, expand)
     kw = dict(module=module, expand=expand, show_ids=show_ids, literals=literals)
     merged = merge_graphs(build_graph(before, **kw), build_graph(after, **kw), d, _title(title, d))
     big = len(merged.nodes) > AUTO_FOCUS_OVER
-    hops = (DEFAULT_HOPS if big else None) if focus == "auto" else focus
-    return scale_graph(merged, seeds=changed_names(merged), hops=hops, chains=big if chains is None else chains,
+    seeds, hops = _focus(merged, focus, focus_ids, big)
+    return scale_graph(merged, seeds=seeds, hops=hops, chains=big if chains is None else chains,
                        min_chain=min_chain, chain_statuses=(S.UNCHANGED,), budget=budget)
+
+
+def _focus(merged: DisplayGraph, focus: Focus, focus_ids: Collection[int] | None, big: bool
+           ) -> tuple[set[str], int | None]:
+    if focus_ids is not None:
+        ids = set(focus_ids)
+        seeds = {n.name for n in merged.nodes if n.instr_id in ids or ids & set(n.members)}
+        # A focus on new nodes should show what they replaced (and vice versa), however many
+        # hops away the layout puts the ghosts: follow the replaced-by links, and take whole
+        # clusters, whose insides are further from the owner than the hop count.
+        units = {n.group[0] for n in merged.nodes if n.name in seeds and n.group}
+        seeds |= {n.name for n in merged.nodes if n.group and n.group[0] in units}
+        for e in merged.edges:
+            if e.kind == "replaced" and (e.src in seeds or e.dst in seeds):
+                seeds |= {e.src, e.dst}
+        return seeds, DEFAULT_HOPS if focus in ("auto", None) else focus
+    return changed_names(merged), (DEFAULT_HOPS if big else None) if focus == "auto" else focus
 
 
 def side_by_side(before: ProgramSnapshot, after: ProgramSnapshot, d: SnapshotDiff | None = None, *,
                  module: str = "main", expand: Expand = "auto", focus: Focus = "auto", chains: bool | None = None,
-                 min_chain: int = 4, budget: int | None = DEFAULT_BUDGET // 2, show_ids: bool = False,
-                 literals: bool = True, title: str = "") -> DisplayGraph:
+                 min_chain: int = 4, budget: int | None = DEFAULT_BUDGET // 2,
+                 focus_ids: Collection[int] | None = None, show_ids: bool = False, literals: bool = True,
+                 title: str = "") -> DisplayGraph:
     """Before and after as two panels of one graph (so dot aligns their ranks). Node names get a
     `b_` / `a_` prefix; classes keep `iid_<stable id>` so a node can be found in both panels."""
     d, expand = _options(before, after, d, expand)
@@ -179,16 +200,20 @@ def side_by_side(before: ProgramSnapshot, after: ProgramSnapshot, d: SnapshotDif
     bg, ag = build_graph(before, **kw), build_graph(after, **kw)
     merged = merge_graphs(bg, ag, d)
     status = {n.name: n.status for n in merged.nodes}
-    seeds = changed_names(merged)
     big = len(merged.nodes) > AUTO_FOCUS_OVER
-    hops = (DEFAULT_HOPS if big else None) if focus == "auto" else focus
+    seeds, hops = _focus(merged, focus, focus_ids, big)
+    keep = set(distances(merged, seeds, hops)) if hops is not None and seeds else None
     edges = _panel_edges(bg.edges, ag.edges)
     panels = []
     for prefix, label, g, es in (("b_", "before", bg, edges[0]), ("a_", "after", ag, edges[1])):
         groups = {k: dataclasses.replace(merged.groups[k]) for k in g.groups}
         g = DisplayGraph([_with(n, status=status[n.name]) for n in g.nodes], es, groups)
+        # Focus on the merged graph, where ghosts link to their replacements, so both panels
+        # show the same region even when the seeds exist on one side only.
+        if keep is not None:
+            g = summarize(g, keep & {n.name for n in g.nodes})
         mine = {s for s in seeds if s in {n.name for n in g.nodes}}
-        g = scale_graph(g, seeds=mine, hops=hops, chains=big if chains is None else chains, min_chain=min_chain,
+        g = scale_graph(g, seeds=mine, chains=big if chains is None else chains, min_chain=min_chain,
                         chain_statuses=(S.UNCHANGED,), budget=budget)
         panels.append(_prefixed(g, prefix, f"{label} ({g.instruction_count()} instructions)"))
     return DisplayGraph([n for p in panels for n in p.nodes], [e for p in panels for e in p.edges],

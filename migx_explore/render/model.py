@@ -12,7 +12,6 @@ node, or collapsed into one node that lists the fused ops.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Collection, Iterator
 from dataclasses import dataclass, field
 from typing import Literal
@@ -20,7 +19,6 @@ from typing import Literal
 from ..compiler.ir import Program
 from ..compiler.op import Op
 from ..compiler.printer import format_op
-from ..compiler.shape import Shape
 from ..compiler.snapshot import InstrRecord, ModuleSnapshot, ProgramSnapshot, snapshot
 from . import style as S
 
@@ -215,24 +213,23 @@ class _Builder:
 
     def _add_node(self, rec: InstrRecord, module: str, group: tuple[str, ...], expanded: bool = False) -> None:
         name = node_name(rec.id)
-        shape = S.short_shape(rec.shape)
+        shape, shape_text = _shape_info(rec.shape)
         self.shapes[name] = shape
-        cat = S.category_of(rec.op, rec.name)
         # Inside a pointwise body every value is a per-element scalar ({1}, strides {0});
         # repeating "float 1" on each node is noise.
         if group and not rec.shape.is_tuple and rec.shape.lens == (1,) and rec.shape.strides == (0,):
             shape = ""
-        lines, attrs = self._label(rec, shape, expanded)
-        lines = [x for x in lines if x]
+        cat, op_lines, attrs, op_text = _op_info(rec.op)
+        lines, attrs = self._label(rec, shape, expanded, op_lines, attrs)
         hidden_lits = sum(1 for i in rec.inputs if i in self.hidden)
         if hidden_lits:
             lines.insert(-1, f"+{hidden_lits} literal" + ("s" if hidden_lits > 1 else ""))
         kind, members = "instr", (rec.id,)
         if rec.modules and not expanded:
             kind, members = "fused", (rec.id,) + tuple(self._sub_ids(rec.modules, set()))
-        tooltip = f"#{rec.id} {_op_text(rec.op)} -> {_shape_text(rec.shape)}"
-        self.nodes.append(DisplayNode(name, "\n".join(lines), rec.name, cat, group, attrs, rec.id, module, shape,
-                                      kind=kind, members=members, tooltip=tooltip[:600]))
+        tooltip = f"#{rec.id} {op_text} -> {shape_text}"
+        self.nodes.append(DisplayNode(name, "\n".join(x for x in lines if x), rec.name, cat, group, attrs, rec.id,
+                                      module, shape, kind=kind, members=members, tooltip=tooltip))
 
     def _sub_ids(self, names: tuple[str, ...], seen: set[str]) -> Iterator[int]:
         if self.prog is None:
@@ -245,7 +242,8 @@ class _Builder:
                 yield r.id
                 yield from self._sub_ids(r.modules, seen)
 
-    def _label(self, rec: InstrRecord, shape: str, expanded: bool) -> tuple[list[str], dict[str, str]]:
+    def _label(self, rec: InstrRecord, shape: str, expanded: bool, op_lines: tuple[str, ...],
+               op_attrs: dict[str, str]) -> tuple[list[str], dict[str, str]]:
         tag = f"  #{rec.id}" if self.show_ids else ""
         if rec.name == "@param":
             return [f"{rec.op['name']}{tag}", shape], {}
@@ -257,19 +255,8 @@ class _Builder:
             return [head + tag, shape], {}
         if rec.name == "@return":
             return ["@return" + tag], {}
-        lines = [rec.name + tag]
-        attrs: dict[str, str] = {}
-        if rec.name.startswith("gpu::"):
-            kernel, launch = S.gpu_kernel_info(rec.op)
-            if kernel:
-                lines.append(S.format_attr_value(kernel, 40))
-                attrs["kernel"] = kernel
-            if launch:
-                lines.append(launch)
-                attrs["launch"] = launch
-        pairs = S.key_attrs(rec.op)
-        attrs.update(pairs)
-        lines.extend(S.attr_lines(pairs))
+        lines = [rec.name + tag, *op_lines]
+        attrs = dict(op_attrs)
         if rec.modules and not expanded and self.prog is not None:
             ops = [r.name for m in rec.modules if m in self.prog.by_name for r in self.prog.module(m).instrs
                    if not r.name.startswith("@")]
@@ -285,14 +272,46 @@ class _Builder:
         self.edges.append(DisplayEdge(src, dst, shape=shape))
 
 
-@functools.lru_cache(maxsize=8192)
-def _op_text(op: Op) -> str:
-    return format_op(op)[:500]
+class _IdentityCache:
+    """Results keyed by object identity. Ops and shapes are immutable and shared between the
+    snapshots of successive passes, but many are equal-yet-distinct (every conv has its own Op),
+    so a by-value cache pays a slow attribute-by-attribute __eq__ on each hit; by identity a hit
+    is one dict lookup. Entries hold the object, so an id cannot be reused while cached."""
+
+    def __init__(self, fn, maxsize: int = 50_000):
+        self.fn, self.maxsize, self.data = fn, maxsize, {}
+
+    def __call__(self, obj):
+        hit = self.data.get(id(obj))
+        if hit is not None and hit[0] is obj:
+            return hit[1]
+        if len(self.data) >= self.maxsize:
+            self.data.clear()
+        out = self.fn(obj)
+        self.data[id(obj)] = (obj, out)
+        return out
 
 
-@functools.lru_cache(maxsize=8192)
-def _shape_text(shape: Shape) -> str:
-    return str(shape)
+def _op_pieces(op: Op) -> tuple[str, tuple[str, ...], dict[str, str], str]:
+    """(category, label lines after the name, shown attributes, printed op for the tooltip)."""
+    lines: list[str] = []
+    attrs: dict[str, str] = {}
+    if op.name.startswith("gpu::"):
+        kernel, launch = S.gpu_kernel_info(op)
+        if kernel:
+            lines.append(S.format_attr_value(kernel, 40))
+            attrs["kernel"] = kernel
+        if launch:
+            lines.append(launch)
+            attrs["launch"] = launch
+    pairs = S.key_attrs(op) if not op.name.startswith("@") else ()
+    attrs.update(pairs)
+    lines.extend(S.attr_lines(pairs))
+    return S.category_of(op, op.name), tuple(lines), attrs, format_op(op)[:500]
+
+
+_op_info = _IdentityCache(_op_pieces)
+_shape_info = _IdentityCache(lambda shape: (S.short_shape(shape), str(shape)))
 
 
 def _safe(name: str) -> str:

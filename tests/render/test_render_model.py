@@ -146,3 +146,13 @@ def test_program_graph_budget_and_focus():
     conv = next(r for r in snap.module().instrs if r.name == "convolution")
     f = program_graph(snap, focus=[conv.id], hops=1, budget=None)
     assert f"i{conv.id}" in {n.name for n in f} and len(f.nodes) < 15
+
+
+def test_edge_labels_show_value_shapes():
+    g = build_graph(conv_chain(1))
+    plain = dot_edges(to_dot(g))
+    assert all("label" not in attrs for _, _, attrs in plain)
+    labelled = dot_edges(to_dot(g, edge_labels=True, rankdir="LR"))
+    conv_to_add = next(attrs for a, b, attrs in labelled if g.by_name()[a].op == "convolution")
+    assert conv_to_add["label"] == "float 1×8×16×16"
+    assert 'rankdir="LR"' in to_dot(g, rankdir="LR")
