@@ -212,6 +212,9 @@ def _literal_values(body: str, shape: Shape, allow_elided: bool, literals=None) 
             raise ValueError("literal values are elided ('{ ... }'); print with full=True to round-trip, "
                              "or parse with allow_elided=True to fill zeros")
         return np.zeros(shape.lens, npd)
+    fast = _plain_values(inner, shape, npd)
+    if fast is not None:
+        return fast
     toks = [t for t in _split_top(inner)] if inner else []
     vals = [_atom(t) for t in toks]
     if shape.type == "bool":
@@ -223,6 +226,26 @@ def _literal_values(body: str, shape: Shape, allow_elided: bool, literals=None) 
     n = shape.elements()
     if arr.size != n:
         raise ValueError(f"literal has {arr.size} values but its shape {shape} holds {n}")
+    return arr.reshape(shape.lens)
+
+
+def _plain_values(inner: str, shape: Shape, npd: np.dtype) -> np.ndarray | None:
+    """A flat comma-separated list of numbers / true / false converted by numpy in one go (the
+    general path below tokenizes character by character); None to fall back to it."""
+    if not inner or any(c in inner for c in '"{}()[]#'):
+        return None
+    toks = [t.strip() for t in inner.split(",")]
+    try:
+        if shape.type == "bool":
+            if not set(toks) <= {"true", "false"}:
+                return None
+            arr = np.array([t == "true" for t in toks], dtype=np.bool_)
+        else:
+            arr = np.array(toks).astype(np.float64 if dtypes.dtype(shape.type).is_float else npd).astype(npd)
+    except (ValueError, OverflowError):
+        return None
+    if arr.size != shape.elements():
+        raise ValueError(f"literal has {arr.size} values but its shape {shape} holds {shape.elements()}")
     return arr.reshape(shape.lens)
 
 
@@ -315,9 +338,13 @@ def _parse_instruction(mod: Module, rhs: str, env: dict, allow_elided: bool, lit
         # Linked at the end (not via add_parameter) so the text order is kept exactly.
         return mod._link_before(mod._new(Op("@param", name=pname), (), (), parse_shape(shape_txt)), mod.end())
     if rhs.startswith("@literal"):
-        end = _matching(rhs, len("@literal"))
-        body = rhs[len("@literal"):end + 1]
-        _, arrow, shape_txt = rhs[end + 1:].partition("->")
+        # Fast path: a literal body holds only numbers, so the last "->" starts the shape; this
+        # avoids a per-character bracket scan of multi-megabyte weight literals.
+        body, arrow, shape_txt = rhs[len("@literal"):].rpartition("->")
+        if not (body.strip().startswith("{") and body.strip().endswith("}")):
+            end = _matching(rhs, len("@literal"))
+            body = rhs[len("@literal"):end + 1]
+            _, arrow, shape_txt = rhs[end + 1:].partition("->")
         if not arrow:
             raise ValueError("literal needs '-> <shape>'")
         shape = parse_shape(shape_txt.strip())

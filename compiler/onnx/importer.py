@@ -39,8 +39,10 @@ def parse_onnx(source: ModelSource, input_dims: Mapping[str, Sequence[int]] | No
     compiler must know at compile time (ConstantInputRequired names them)."""
     model, folder, raw = load_model(source)
     what = f"ONNX model {str(source)!r}" if folder is not None else "ONNX model"
-    load_external_data(model, folder)
-    check_model(raw if raw is not None else model, what)
+    # The checker reads the original bytes unless external data was inlined (it would look for the
+    # data files relative to the working directory).
+    inlined = load_external_data(model, folder)
+    check_model(raw if raw is not None and not inlined else model, what)
     return _Importer(model, dict(input_dims or {}), int(default_dim), dict(constant_inputs or {})).run()
 
 

@@ -51,12 +51,12 @@ def check_model(model: onnx.ModelProto | bytes, what: str) -> None:
         raise ImportError_(f"{what} fails the ONNX checker: {_first_line(e)}") from None
 
 
-def load_external_data(model: onnx.ModelProto, folder: Path | None) -> None:
-    """Read external tensor data in place; refuse any location outside `folder`."""
+def load_external_data(model: onnx.ModelProto, folder: Path | None) -> bool:
+    """Read external tensor data in place (True if there was any); refuse locations outside `folder`."""
     tensors = [t for t in external_data_helper._get_all_tensors(model)
                if t.HasField("data_location") and t.data_location == onnx.TensorProto.EXTERNAL]
     if not tensors:
-        return
+        return False
     if folder is None:
         raise ImportError_("the model keeps tensor data in external files; load it from its path so the data "
                            "files can be found next to it")
@@ -81,6 +81,7 @@ def load_external_data(model: onnx.ModelProto, folder: Path | None) -> None:
         t.raw_data = raw
         del t.external_data[:]
         t.data_location = onnx.TensorProto.DEFAULT
+    return True
 
 
 def _first_line(e: BaseException) -> str:

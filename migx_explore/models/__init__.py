@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 
 import onnx
@@ -44,16 +45,22 @@ def _entry(name: str):
         raise MigxError(f"unknown built-in model {name!r}; built-in models: {', '.join(_MODELS)}") from None
 
 
+@functools.cache
+def _serialized(name: str) -> bytes:
+    return _entry(name)[0]().SerializeToString()
+
+
 def get_model(name: str) -> onnx.ModelProto:
-    """A fresh ModelProto (built on every call; weights are seeded, so identical each time)."""
-    return _entry(name)[0]()
+    """A fresh ModelProto (weights are seeded, so identical on every call; built once per process)."""
+    return onnx.load_model_from_string(_serialized(name))
 
 
 def load(name: str, **input_dims: Sequence[int]):
     """Import a built-in model; keyword arguments fix input dims by ONNX input name."""
     from ..compiler.onnx import parse_onnx
 
-    return parse_onnx(get_model(name), input_dims=input_dims or None)
+    _entry(name)
+    return parse_onnx(_serialized(name), input_dims=input_dims or None)
 
 
 __all__ = ["describe", "get_model", "list_models", "load"]

@@ -26,26 +26,27 @@ def resnet_block() -> onnx.ModelProto:
     y = _basic_block(g, x, 16, 16, 1)
     y = _basic_block(g, y, 16, 32, 2)
     g.node("Identity", [y], name="y")
-    g.output("y")
+    g.output("y", dims=[1, 32, 16, 16])
     return g.model()
 
 
-def resnet18(size: int = 224, classes: int = 1000) -> onnx.ModelProto:
-    """ResNet-18 layout (7x7 stem, 4 stages of 2 basic blocks, global pool, fc) on 1x3xSxS."""
+def resnet18(size: int = 224, classes: int = 1000, width: int = 64) -> onnx.ModelProto:
+    """ResNet-18 layout (7x7 stem, 4 stages of 2 basic blocks, global pool, fc) on 1x3xSxS.
+    `width` scales the channel counts (64 is ResNet-18; tests use a narrow copy)."""
     g = GraphBuilder("resnet18", seed=18)
     x = g.input("input", [1, 3, size, size])
-    y = g.node("Relu", [g.batchnorm(g.conv(x, 3, 64, 7, 2), 64)])
+    y = g.node("Relu", [g.batchnorm(g.conv(x, 3, width, 7, 2), width)])
     y = g.node("MaxPool", [y], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])
-    c = 64
-    for stage, width in enumerate((64, 128, 256, 512)):
+    c = width
+    for stage, w_out in enumerate((width, 2 * width, 4 * width, 8 * width)):
         for block in range(2):
             stride = 2 if stage > 0 and block == 0 else 1
-            y = _basic_block(g, y, c, width, stride)
-            c = width
+            y = _basic_block(g, y, c, w_out, stride)
+            c = w_out
     y = g.node("Flatten", [g.node("GlobalAveragePool", [y])], axis=1)
     w = g.weight([classes, c], fan_in=c)
     g.node("Gemm", [y, w, g.bias(classes)], name="logits", transB=1)
-    g.output("logits")
+    g.output("logits", dims=[1, classes])
     return g.model()
 
 
@@ -80,5 +81,5 @@ def mobilenet(size: int = 96, classes: int = 100) -> onnx.ModelProto:
     w = g.weight([256, classes], fan_in=256)
     logits = g.node("Add", [g.node("MatMul", [flat, w]), g.bias(classes)])
     g.node("Softmax", [logits], name="probs", axis=-1)
-    g.output("probs")
+    g.output("probs", dims=[1, classes])
     return g.model()

@@ -18,7 +18,7 @@ def mlp(features: int = 784, hidden: tuple[int, ...] = (256, 128), classes: int 
         c = h
     logits = g.node("Gemm", [y, g.weight([classes, c], fan_in=c), g.bias(classes)], transB=1, alpha=1.0, beta=1.0)
     g.node("LogSoftmax", [logits], name="log_probs", axis=1)
-    g.output("log_probs")
+    g.output("log_probs", dims=[1, classes])
     return g.model()
 
 

@@ -58,6 +58,6 @@ def transformer(seq: int = 16, d_model: int = 64, heads: int = 4, d_ff: int = 12
     out = _layernorm(g, g.node("Add", [y, _linear(g, gelu, d_ff, d_model)]), d_model)
     g.node("Identity", [out], name="encoded")
     g.node("ReduceMean", [out, g.constant(np.array([1], np.int64))], name="pooled", keepdims=0)
-    g.output("encoded")
-    g.output("pooled")
+    g.output("encoded", dims=[1, seq, d_model])
+    g.output("pooled", dims=[1, d_model])
     return g.model()

@@ -66,5 +66,5 @@ def yolo(size: int = 64, classes: int = 4, anchors: int = 3) -> onnx.ModelProto:
     head = g.conv(y, 48, anchors * per_anchor, 1, bias=True)  # 3x3 conv then a 1x1 conv to 27 channels
     r = _detect_reshape(g, head, anchors, per_anchor)
     g.node("Transpose", [r], name="detections", perm=[0, 1, 3, 2])
-    g.output("detections")
+    g.output("detections", dims=[1, anchors, (size // 8) ** 2, per_anchor])
     return g.model()
