@@ -89,11 +89,10 @@ def _conv_shape(op, s, m):
         if n <= 0:
             raise ShapeError(f"convolution: kernel {list(w.lens[2:])} does not fit input {list(x.lens[2:])}")
         out.append(n)
-    # Like MIGraphX, the output takes the inputs' memory order when they agree (NHWC in, NHWC out:
-    # layout_convolution relies on it); otherwise it is standard.
-    perms = {x.permutation(), w.permutation()}
-    if len(perms) == 1 and x.packed() and w.packed():
-        return Shape.from_permutation(t, out, perms.pop())
+    # The output takes the data input's memory order (NHWC in, NHWC out: layout_convolution relies
+    # on it). The weights' order is not consulted: constant folding may have packed them anew.
+    if x.packed() and not x.standard():
+        return Shape.from_permutation(t, out, x.permutation())
     return Shape.of(t, out)
 
 
