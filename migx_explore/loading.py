@@ -17,20 +17,28 @@ from .compiler.errors import MigxError
 from .compiler.ir import Program
 
 
-def parse_input_dims(items: Sequence[str] | None) -> dict[str, list[int]]:
-    """['x=1,3,224,224', 'mask=1,16'] -> {'x': [1, 3, 224, 224], 'mask': [1, 16]}."""
-    out: dict[str, list[int]] = {}
+def _dim(tok: str) -> int | tuple[int, int]:
+    lo, dots, hi = tok.strip().partition("..")
+    return (int(lo), int(hi)) if dots else int(lo)
+
+
+def parse_input_dims(items: Sequence[str] | None) -> dict[str, list]:
+    """['x=1,3,224,224', 'y=1..8,16'] -> {'x': [1, 3, 224, 224], 'y': [(1, 8), 16]}; `lo..hi` is a
+    dynamic dimension (a range), for the dynamic-shape passes."""
+    out: dict[str, list] = {}
     for item in items or ():
         name, eq, dims = item.partition("=")
         name = name.strip()
         if not eq or not name:
-            raise MigxError(f"--input-dim {item!r}: expected NAME=D0,D1,... (e.g. x=1,3,224,224)")
+            raise MigxError(f"--input-dim {item!r}: expected NAME=D0,D1,... (e.g. x=1,3,224,224 or x=1..8,64)")
         try:
-            lens = [int(d) for d in dims.replace("x", ",").split(",") if d.strip()] if dims.strip() else []
+            lens = [_dim(d) for d in dims.replace("x", ",").split(",") if d.strip()] if dims.strip() else []
         except ValueError:
-            raise MigxError(f"--input-dim {item!r}: dims must be integers separated by commas") from None
-        if any(d < 0 for d in lens):
-            raise MigxError(f"--input-dim {item!r}: dims must not be negative")
+            raise MigxError(f"--input-dim {item!r}: dims must be integers (or lo..hi ranges) separated by "
+                            "commas") from None
+        flat = [v for d in lens for v in (d if isinstance(d, tuple) else (d,))]
+        if any(d < 0 for d in flat) or any(d[0] > d[1] for d in lens if isinstance(d, tuple)):
+            raise MigxError(f"--input-dim {item!r}: dims must not be negative and ranges must be lo..hi")
         if name in out:
             raise MigxError(f"--input-dim names {name!r} twice")
         out[name] = lens
@@ -77,7 +85,8 @@ def add_model_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("model", metavar="MODEL", help="an .onnx file, a built-in model name (`migx-explore onnx "
                    "--models` lists them), or a saved program file")
     p.add_argument("--input-dim", action="append", default=[], metavar="NAME=D0,D1,...",
-                   help="fix an input's dims, e.g. x=1,3,224,224 (repeatable); symbolic dims default to 1")
+                   help="fix an input's dims, e.g. x=1,3,224,224, or x=1..8,64 for a dynamic range "
+                   "(repeatable); symbolic dims default to 1")
 
 
 def load_program(source: Any, input_dims: Mapping[str, Sequence[int]] | None = None) -> Any:

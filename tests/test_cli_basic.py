@@ -60,6 +60,12 @@ def test_read_onnx_file_with_input_dims(tmp_path, capsys):
     assert "{1, 3}" in cap.out and "warning: input 'x': dimension 0 ('n')" in cap.err
 
 
+def test_read_with_a_dynamic_range(capsys):
+    assert main(["read", "dynamic_mlp", "--input-dim", "x=1..4,64"]) == 0
+    assert "x = @param:x -> dynamic, float_type, {[1..4], 64}" in capsys.readouterr().out
+    assert "ranges must be lo..hi" in _error_line(capsys, ["read", "dynamic_mlp", "--input-dim", "x=4..1,64"])
+
+
 def test_onnx_list_prints_every_supported_op(capsys):
     assert main(["onnx", "--list"]) == 0
     listed = capsys.readouterr().out.split()
@@ -175,7 +181,7 @@ def test_console_entry_point_runs_in_a_subprocess(tmp_path):
 
 
 @pytest.mark.parametrize("item,want", [("x=1,3,224,224", {"x": [1, 3, 224, 224]}), ("a=2x3", {"a": [2, 3]}),
-                                       ("s=", {"s": []})])
+                                       ("s=", {"s": []}), ("x=1..8,64", {"x": [(1, 8), 64]})])
 def test_input_dim_parsing(item, want):
     from migx_explore.loading import parse_input_dims
 

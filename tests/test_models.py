@@ -80,6 +80,19 @@ def test_dynamic_mlp_batch_is_symbolic_and_settable():
     assert p.main.output_shapes()[0].lens == (8, 10)
 
 
+def test_dynamic_mlp_imports_a_batch_range_that_split_single_dyn_dim_splits():
+    from migx_explore.compiler.passes import make_pass, run_passes
+
+    p = models.load("dynamic_mlp", x=[(1, 4), 64])
+    assert p.main.get_parameter("x").shape.dynamic_shape
+    x = np.random.default_rng(0).standard_normal((3, 64)).astype(np.float32)
+    want = _ort(models.get_model("dynamic_mlp"), {"x": x})[0]
+    np.testing.assert_allclose(evaluate(p, {"x": x})[0], want, rtol=1e-4, atol=1e-5)
+    run_passes(p, [make_pass("split_single_dyn_dim"), make_pass("dead_code_elimination")])
+    assert {"dim_1", "dim_4"} <= set(p.modules)
+    np.testing.assert_allclose(evaluate(p, {"x": x})[0], want, rtol=1e-4, atol=1e-5)
+
+
 def test_unknown_model_lists_the_built_in_names():
     from migx_explore.compiler.errors import MigxError
 

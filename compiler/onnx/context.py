@@ -166,7 +166,12 @@ class NodeContext:
         return self.add("multibroadcast", [ins], out_lens=lens)
 
     def broadcast(self, *ins: Instruction) -> list[Instruction]:
-        """ONNX implicit (numpy) broadcasting made explicit with multibroadcast, as MIGraphX does."""
+        """ONNX implicit (numpy) broadcasting made explicit with multibroadcast, as MIGraphX does.
+        With a dynamic input the others use the 2-input form multibroadcast(x, dynamic_ref)."""
+        dyn = [i for i in ins if i.shape.dyn_dims is not None]
+        if dyn:
+            ref = max(dyn, key=lambda i: i.shape.ndim)
+            return [i if i.shape == ref.shape else self.add("multibroadcast", [i, ref]) for i in ins]
         lens = common_lens([i.shape.lens for i in ins])
         if lens is None:
             shapes = " and ".join(str(list(i.shape.lens)) for i in ins)

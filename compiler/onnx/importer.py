@@ -18,7 +18,7 @@ import onnx
 from .. import dtypes
 from ..errors import ImportError_, MigxError
 from ..ir import Instruction, Program
-from ..shape import Shape
+from ..shape import DynDim, Shape
 from . import registry
 from .context import NodeContext, param_name
 from .loader import ModelSource, check_model, load_external_data, load_model
@@ -32,7 +32,8 @@ def parse_onnx(source: ModelSource, input_dims: Mapping[str, Sequence[int]] | No
                default_dim: int = 1, constant_inputs: Mapping[str, np.ndarray] | None = None) -> Program:
     """Import an ONNX model (path, serialized bytes or ModelProto).
 
-    input_dims fixes the dims of named graph inputs (needed for symbolic dims); any other
+    input_dims fixes the dims of named graph inputs (needed for symbolic dims); a (min, max)
+    pair instead of an int makes that dim a dynamic range (dynamic shapes); any other
     non-fixed dim becomes `default_dim`, with a warning naming the input and the dim.
     constant_inputs freezes named graph inputs to values (they become literals, not params): for
     models that feed shape-like operands (axes, pads, target shapes) as inputs, which a static-shape
@@ -51,6 +52,22 @@ def model_opset(model: onnx.ModelProto) -> int:
         if o.domain in _DEFAULT_DOMAINS:
             return int(o.version)
     return DEFAULT_OPSET
+
+
+def _user_shape(name: str, t: str, dims: Sequence, rank: int | None) -> Shape:
+    """Shape from input_dims: ints, or (min, max) pairs / DynDims for a dynamic dim (a range)."""
+    if rank is not None and len(dims) != rank:
+        raise ImportError_(f"input_dims for {name!r} has {len(dims)} dims but the input has rank {rank}")
+    out: list[DynDim] = []
+    for d in dims:
+        try:
+            dd = d if isinstance(d, DynDim) else DynDim(int(d), int(d)) if np.ndim(d) == 0 else DynDim(*map(int, d))
+        except (TypeError, ValueError) as e:
+            raise ImportError_(f"input_dims for {name!r}: bad dimension {d!r} ({e})") from None
+        out.append(dd)
+    if all(d.is_fixed for d in out):
+        return Shape.of(t, [d.min for d in out])
+    return Shape.dynamic(t, out)
 
 
 class _Importer:
@@ -118,13 +135,7 @@ class _Importer:
         t = ir_type(tt.elem_type, f"input {vi.name!r}")
         user = self.input_dims.get(vi.name)
         if user is not None:
-            lens = [int(d) for d in user]
-            if tt.HasField("shape") and len(tt.shape.dim) != len(lens):
-                raise ImportError_(f"input_dims for {vi.name!r} has {len(lens)} dims but the input has rank "
-                                   f"{len(tt.shape.dim)}")
-            if any(d < 0 for d in lens):
-                raise ImportError_(f"input_dims for {vi.name!r}: negative dimension in {lens}")
-            return Shape.of(t, lens)
+            return _user_shape(vi.name, t, user, len(tt.shape.dim) if tt.HasField("shape") else None)
         if not tt.HasField("shape"):
             raise ImportError_(f"input {vi.name!r} has no shape (unknown rank); give input_dims={{{vi.name!r}: [...]}}")
         lens = []

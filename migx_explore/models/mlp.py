@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import numpy as np
 import onnx
 
 from ._builder import GraphBuilder
@@ -23,14 +22,15 @@ def mlp(features: int = 784, hidden: tuple[int, ...] = (256, 128), classes: int 
 
 
 def dynamic_mlp(features: int = 64, hidden: int = 128, classes: int = 10) -> onnx.ModelProto:
-    """MatMul + Add layers on a ['batch', features] input; the batch dim is symbolic."""
+    """MatMul + Add + Relu layers on a ['batch', features] input; the batch dim is symbolic.
+
+    Import with a range (`load("dynamic_mlp", x=[(1, 4), 64])`) for a dynamic program that
+    split_single_dyn_dim can split, or with a size for a static one. Only ops whose IR shape
+    rules take dynamic dims (dot, broadcasts, pointwise) are used."""
     g = GraphBuilder("dynamic_mlp", seed=4)
     x = g.input("x", ["batch", features])
     y = g.node("Relu", [g.node("Add", [g.node("MatMul", [x, g.weight([features, hidden], fan_in=features)]),
                                         g.bias(hidden)])])
-    y = g.node("Add", [g.node("MatMul", [y, g.weight([hidden, classes], fan_in=hidden)]), g.bias(classes)])
-    # mean over the class axis subtracted (opset-18 ReduceMean with axes as an input)
-    mean = g.node("ReduceMean", [y, g.constant(np.array([1], np.int64))], keepdims=1)
-    g.node("Sub", [y, mean], name="scores")
+    g.node("Add", [g.node("MatMul", [y, g.weight([hidden, classes], fan_in=hidden)]), g.bias(classes)], name="scores")
     g.output("scores", dims=["batch", classes])
     return g.model()
