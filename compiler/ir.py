@@ -141,12 +141,23 @@ class Instruction:
                 cache[ins._id] = False
                 stack.pop()
                 continue
-            pending = [i for i in ins._inputs if i._id not in cache]
-            if pending:
-                stack.extend(pending)
-                continue
-            cache[ins._id] = all(cache[i._id] for i in ins._inputs)
-            stack.pop()
+            # One input at a time, stopping at the first non-constant one: deciding that a value
+            # deep in a network is not constant must not walk everything above it.
+            pending = None
+            for i in ins._inputs:
+                known = cache.get(i._id)
+                if known is False:
+                    cache[ins._id] = False
+                    break
+                if known is None and pending is None:
+                    pending = i
+            if ins._id in cache:
+                stack.pop()
+            elif pending is not None:
+                stack.append(pending)
+            else:
+                cache[ins._id] = True
+                stack.pop()
         return cache[self._id]
 
     def eval(self) -> np.ndarray:

@@ -15,6 +15,7 @@ where a rule under development almost matched and why it did not.
 from __future__ import annotations
 
 import contextvars
+import weakref
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -28,11 +29,24 @@ if TYPE_CHECKING:  # pragma: no cover
 class MatchState:
     __slots__ = ("bindings", "reason", "depth", "_eval_cache")
 
-    def __init__(self):
+    def __init__(self, root: Instruction | None = None):
         self.bindings: dict[str, Instruction] = {}
         self.reason = ""
         self.depth = 0  # how many conditions held before the failure (near-miss ranking)
-        self._eval_cache: dict = {}
+        self._eval_cache: dict = {} if root is None else _eval_cache(root.module)
+
+
+# can_eval results per module, valid while the module's version is unchanged (every mutation bumps
+# it), so the is_constant tests of a whole sweep share one walk of the graph.
+_EVAL_CACHES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _eval_cache(module) -> dict:
+    hit = _EVAL_CACHES.get(module)
+    if hit is None or hit[0] != module.version:
+        hit = (module.version, {})
+        _EVAL_CACHES[module] = hit
+    return hit[1]
 
 
 class Matcher:
@@ -56,13 +70,13 @@ class Matcher:
         return Bind(self, name)
 
     def match(self, ins: Instruction) -> MatchResult | None:
-        st = MatchState()
+        st = MatchState(ins)
         if self.test(ins, st):
             return MatchResult(ins, dict(st.bindings))
         return None
 
     def explain(self, ins: Instruction) -> tuple[bool, str, int]:
-        st = MatchState()
+        st = MatchState(ins)
         ok = self.test(ins, st)
         return ok, st.reason, st.depth
 
@@ -101,8 +115,22 @@ def pred(desc: str, fn: Callable[[Instruction], bool], why: str | Callable | Non
 def name(*names: str) -> Matcher:
     allowed = frozenset(names)
     shown = "|".join(names)
-    return _Pred(f"name({shown})", lambda ins, st: ins.name in allowed,
-                 lambda ins: f"expected {shown}, got {ins.name}")
+    m = _Pred(f"name({shown})", lambda ins, st: ins.name in allowed,
+              lambda ins: f"expected {shown}, got {ins.name}")
+    m.names = allowed  # lets find_matches skip rules by root op name without running them
+    return m
+
+
+def _root_names(m: Matcher) -> frozenset[str] | None:
+    """Op names a matcher can possibly accept at its root, or None if it does not say."""
+    if isinstance(m, Bind):
+        return _root_names(m.inner)
+    if isinstance(m, AllOf):
+        return next((r for r in map(_root_names, m.ms) if r is not None), None)
+    if isinstance(m, AnyOf):
+        parts = [_root_names(x) for x in m.ms]
+        return None if any(p is None for p in parts) else frozenset().union(*parts)
+    return getattr(m, "names", None)
 
 
 def name_contains(part: str) -> Matcher:
@@ -146,15 +174,27 @@ def attr_value(key: str, value: Any) -> Matcher:
 
 
 has_op_value = attr_value
+_VALUE_VIEWS = frozenset({"broadcast", "multibroadcast", "reshape", "squeeze", "unsqueeze", "transpose", "flatten",
+                          "contiguous"})
 
 
 def has_value(value: float, rtol: float = 0.0) -> Matcher:
     """A constant whose every element equals `value` (evaluates constant subtrees)."""
 
     def ok(ins, st):
-        if not ins.can_eval(st._eval_cache):
+        # Views that only repeat or rearrange elements have the values of their input, so a
+        # broadcast literal is checked without evaluating (and materialising) the broadcast.
+        while ins.name in _VALUE_VIEWS and ins.inputs:
+            ins = ins.inputs[0]
+        if ins.is_literal():
+            data = ins.literal.data
+        elif ins.can_eval(st._eval_cache):
+            key = ("value", ins.id)  # evaluated once per module version, shared by every rule
+            data = st._eval_cache.get(key)
+            if data is None:
+                data = st._eval_cache[key] = ins.eval()
+        else:
             return False
-        data = ins.eval()
         return data.size > 0 and bool(np.all(np.isclose(data, value, rtol=rtol, atol=0)))
 
     return _Pred(f"has_value({value})", ok, lambda ins: f"{ins.name} is not the constant {value}")
@@ -241,6 +281,7 @@ class NoneOf(Matcher):
     def _test(self, ins, st):
         for m in self.ms:
             probe = MatchState()
+            probe._eval_cache = st._eval_cache
             if m.test(ins, probe):
                 st.reason = f"{ins.name} matches excluded {m.desc}"
                 return False
@@ -431,6 +472,7 @@ def find_matches(module: Module, *rules: Rule) -> int:
     """One forward sweep; for each instruction apply the first rule that matches (and whose check
     does not refuse). Returns the number of rewrites."""
     ms = _matchers(rules)
+    roots = [_root_names(m) for m in ms]
     records = _RECORDER.get()
     count = 0
     for ins in module:
@@ -438,7 +480,9 @@ def find_matches(module: Module, *rules: Rule) -> int:
         # feeding sibling dots is what find_conv_dot_horiz_fusion matches); @return cannot.
         if not ins.alive or ins.is_return():
             continue
-        for rl, m in zip(rules, ms):
+        for rl, m, names in zip(rules, ms, roots):
+            if names is not None and ins.name not in names:
+                continue
             r = m.match(ins)
             if r is None or rl.check(module, r) is not None:
                 continue
