@@ -39,7 +39,7 @@ from ..matcher import (
     used_once,
 )
 from ..op import Op, compute_shape
-from ._finder_util import Finder, auto_reshape_op, insert_ops, move_before, replace_with_op
+from ._finder_util import Finder, auto_reshape_op, insert_ops, move_before, replace_with_op, slice_op, slice_ranges
 
 
 def conv_const_weights(w: str = "w") -> Matcher:
@@ -287,6 +287,32 @@ class MulDot(Finder):
         return apply
 
 
+class DotSlice(Finder):
+    """slice(dot(a, b)) -> dot(slice(a), slice(b)): compute only the rows/columns that are kept."""
+
+    name = "find_dot_slice"
+
+    def matcher(self):
+        return name("slice")(args(name("dot")(used_once()).bind("dot")))
+
+    def plan(self, m, r):
+        d = r["dot"]
+        if d.shape.dyn_dims is not None:
+            return "dynamic shape"
+        nb = d.shape.ndim - 2
+        ranges = slice_ranges(r.root)
+        ra = {ax: v for ax, v in ranges.items() if ax <= nb}  # batch axes and the rows
+        rb = {ax: v for ax, v in ranges.items() if ax < nb or ax == nb + 1}  # batch axes and the columns
+
+        def apply():
+            a, b = d.inputs
+            a = m.insert_instruction(r.root, slice_op(ra), [a]) if ra else a
+            b = m.insert_instruction(r.root, slice_op(rb), [b]) if rb else b
+            replace_with_op(m, r.root, d.op, [a, b])
+
+        return apply
+
+
 class ConvAdd(Finder):
     """conv(x + a, w), a and w constant -> conv(a, w) + conv(x, w) (convolution is linear, and zero
     padding of a sum is the sum of zero paddings)."""
@@ -474,6 +500,7 @@ ADD_CONVS = AddConvs()
 CONV_DOT_HORIZ_FUSION = ConvDotHorizFusion()
 MUL_CONV = MulConv()
 MUL_DOT = MulDot()
+DOT_SLICE = DotSlice()
 CONV_ADD = ConvAdd()
 CONCAT_CONV = ConcatConv()
 CONV_CONV_1X1 = ConvConv1x1()

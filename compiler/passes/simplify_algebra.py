@@ -10,9 +10,8 @@ pair and find_conv_broadcast_input shrinks conv2(b) to a dot. Applied on its own
 folds the bias directly (new bias = W2 . b). `CONV_CONV_1X1` is the rule object for notebooks:
 `matches(module, CONV_CONV_1X1)`, `near_misses(module, CONV_CONV_1X1)`.
 
-Not implemented (no effect on our op set or left for later): find_dot_broadcast,
-find_mul_slice_conv, find_dot_slice, find_dot_mul, eliminate_zero_point (there are no q/dq ops),
-find_split_reshape, find_split_transpose.
+Not implemented: find_dot_broadcast, find_mul_slice_conv, find_dot_mul, find_split_reshape and
+find_split_transpose (MIGraphX's list has 32 finders; 27 are here, plus find_conv_conv_1x1).
 """
 
 from __future__ import annotations
@@ -20,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from ..matcher import any_, any_of, args, either_arg, has_value, is_constant, name, none_of, used_once
+from ..matcher import any_, any_of, arg, args, either_arg, has_value, is_constant, name, none_of, used_once
 from ..op import Op
 from ._algebra_concat import (
     CONCAT_OP,
@@ -36,6 +35,7 @@ from ._algebra_conv import (
     CONV_BROADCAST_INPUT,
     CONV_CONV_1X1,
     CONV_DOT_HORIZ_FUSION,
+    DOT_SLICE,
     MUL_CONV,
     MUL_DOT,
     ConvConv1x1,
@@ -117,6 +117,13 @@ NEG_UNIT_OPS = (
     row("find_neg_unit_ops", name("div")(args(X, has_value(-1.0))), to("neg", "x")),  # x / -1 -> -x
     row("find_neg_unit_ops", name("sub")(args(has_value(0.0), X)), to("neg", "x"), _not_bool),  # 0 - x -> -x
 )
+ZERO_POINT = row(
+    # quantizelinear(x, s, 0) -> quantizelinear[out_type](x, s); dequantizelinear(x, s, 0) -> dequantizelinear(x, s)
+    "eliminate_zero_point",
+    name("quantizelinear", "dequantizelinear")(arg(0)(any_().bind("x")), arg(1)(any_().bind("s")),
+                                               arg(2)(has_value(0.0))),
+    lambda m, r: replace_with_op(m, r.root, r.root.op.with_(out_type=r.root.shape.type)
+                                 if r.root.name == "quantizelinear" else r.root.op, [r["x"], r["s"]]))
 ZERO_OPS = (
     # As in MIGraphX these ignore x = inf/nan (0 * inf is nan, not 0).
     row("find_zero_ops", name("mul")(either_arg(0, 1)(has_value(0.0).bind("zero"), any_())), "zero"),  # 0 * x -> 0
@@ -148,7 +155,8 @@ POW2 = row(
 # MIGraphX's order (src/simplify_algebra.cpp), with find_conv_conv_1x1 after find_conv_add.
 RULES = (
     CONV_BROADCAST_INPUT, INNER_BROADCAST, DOUBLE_ADD_LIT_BROADCAST, ADD_LIT_BROADCAST, ADD_CONVS,
-    CONV_DOT_HORIZ_FUSION, MUL_CONV, MUL_DOT, MUL_ADD, *UNIT_OPS, *NEG_UNIT_OPS, *ZERO_OPS, DOT_ADD, CONV_ADD,
+    CONV_DOT_HORIZ_FUSION, MUL_CONV, MUL_DOT, DOT_SLICE, MUL_ADD, *UNIT_OPS, *NEG_UNIT_OPS, ZERO_POINT, *ZERO_OPS,
+    DOT_ADD, CONV_ADD,
     CONV_CONV_1X1, DIV_CONST, SUB_CONST, RSQRT, LOG_EXP, LOG_DIV, CONCAT_CONV, CONCAT_SAME_INPUT, CONCAT_OP,
     SPLIT_CONCAT, SPLITS, POW2,
 )

@@ -700,3 +700,37 @@ def test_simplify_algebra_keeps_numerics_on_a_mixed_graph():
     after = run_on_text(text, [SimplifyAlgebra()])
     assert not any(i.name in ("div", "sub") for i in after.main)
     assert_same_outputs(before, after, rtol=1e-5, atol=1e-5)
+
+
+def test_dot_slice_slices_the_operands():
+    check_pass("""
+        a = @param:a -> float_type, {2, 4, 3}
+        b = @param:b -> float_type, {2, 3, 5}
+        d = dot(a,b) -> float_type, {2, 4, 5}
+        s = slice[axes={0, 1, 2},starts={1, 1, 0},ends={2, 3, 2}](d) -> float_type, {1, 2, 2}, {20, 5, 1}
+        r = @return(s)
+    """, [only(sa.DOT_SLICE)], """
+        a = @param:a -> float_type, {2, 4, 3}
+        b = @param:b -> float_type, {2, 3, 5}
+        sa = slice[axes={0, 1},starts={1, 1},ends={2, 3}](a) -> float_type, {1, 2, 3}, {12, 3, 1}
+        sb = slice[axes={0, 2},starts={1, 0},ends={2, 2}](b) -> float_type, {1, 3, 2}, {15, 5, 1}
+        s = dot(sa,sb) -> float_type, {1, 2, 2}
+        r = @return(s)
+    """)
+
+
+def test_eliminate_zero_point():
+    check_pass("""
+        x = @param:x -> float_type, {4}
+        s = @literal{0.5, 0.25, 1, 2} -> float_type, {4}
+        z = @literal{0, 0, 0, 0} -> int8_type, {4}
+        q = quantizelinear(x,s,z) -> int8_type, {4}
+        d = dequantizelinear(q,s,z) -> float_type, {4}
+        r = @return(d)
+    """, [only(sa.ZERO_POINT)], """
+        x = @param:x -> float_type, {4}
+        s = @literal{0.5, 0.25, 1, 2} -> float_type, {4}
+        q = quantizelinear[out_type=int8](x,s) -> int8_type, {4}
+        d = dequantizelinear(q,s) -> float_type, {4}
+        r = @return(d)
+    """)
