@@ -24,6 +24,7 @@ from .scale import changed_names, distances, scale_graph, summarize
 AUTO_FOCUS_OVER = 120
 DEFAULT_HOPS = 2
 DEFAULT_BUDGET = 400
+MAX_REPLACED_LINKS = 2  # dashed replaced-by links drawn per removed node
 
 Focus = int | None | Literal["auto"]
 
@@ -132,7 +133,8 @@ def replaced_edges(graph: DisplayGraph, d: SnapshotDiff) -> list[DisplayEdge]:
         # An origin lists every matched instruction; when the replacement holds a node with the
         # ghost's own op (the add inside the fused add+relu), that is the link worth drawing.
         same_op = [t for t in targets if by_name[t].op == by_name[src].op]
-        edges.extend(DisplayEdge(src, t, kind="replaced") for t in same_op or targets)
+        # More than a couple of arrows per ghost is clutter (and layout time) without insight.
+        edges.extend(DisplayEdge(src, t, kind="replaced") for t in (same_op or targets)[:MAX_REPLACED_LINKS])
     return edges
 
 

@@ -11,6 +11,7 @@ them; `render_svg` strips the XML prolog so the string can be inlined into HTML 
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 from dataclasses import dataclass
@@ -49,6 +50,19 @@ class DotOptions:
     edge_labels: bool = False  # label data edges with the value's shape
     id_prefix: str = ""  # SVG ids must be unique in a page holding several graphs
     rank_hints: bool = True
+    ordering: bool = True  # ordering=out
+    # Replaced-by links: "free" (constraint=false, no effect on layout), "weak" (a rank
+    # constraint of weight 0) or "off". See RETRIES for why anything but "free" exists.
+    provenance: str = "free"
+    dpi: int | None = None
+
+
+# Graphviz 2.43 has layout bugs ("lost edge", "cannot find NORMAL edge", even a segfault with
+# splines=line) when constraint=false edges meet clusters and ordering=out; seen on the backend
+# fuse_ops diffs of the built-in resnet_block and transformer models. A failed layout is retried
+# with the triggers removed one by one rather than leaving the user without a picture.
+RETRIES = ({"ordering": False}, {"ordering": False, "provenance": "weak"},
+           {"ordering": False, "provenance": "off", "fast": False})
 
 
 def _q(text: str) -> str:
@@ -105,8 +119,9 @@ def _edge_attrs(e: DisplayEdge, k: int, opts: DotOptions) -> dict[str, str]:
     a = {"id": f"{opts.id_prefix}e{k}", "class": f"migx_edge kind_{e.kind}" + (f" st_{e.status}" if e.status else "")}
     if e.kind == "replaced":
         # A provenance link, not data flow: it must not pull the layout around.
-        a.update(style="dashed", color=S.EDGE_COLOUR["replaced"], constraint="false", arrowhead="vee",
-                 penwidth="1.5", tooltip="replaced by")
+        a.update(style="dashed", color=S.EDGE_COLOUR["replaced"], arrowhead="vee", penwidth="1.5",
+                 tooltip="replaced by")
+        a.update(constraint="false") if opts.provenance == "free" else a.update(weight="0")
         return a
     colour = S.EDGE_COLOUR.get("summary" if e.kind == "summary" else e.status, S.EDGE_COLOUR[None])
     a["color"] = colour
@@ -126,17 +141,18 @@ def _edge_attrs(e: DisplayEdge, k: int, opts: DotOptions) -> dict[str, str]:
 
 def to_dot(graph: DisplayGraph, options: DotOptions | None = None, **kw) -> str:
     """DOT source for a display graph. Keyword arguments override fields of DotOptions."""
-    opts = options or DotOptions()
-    if kw:
-        opts = DotOptions(**{**opts.__dict__, **kw})
+    opts = _options(options, kw)
     fast = opts.fast if opts.fast is not None else len(graph.nodes) > FAST_OVER
-    gattrs = {"rankdir": opts.rankdir, "ordering": "out", "newrank": "true", "fontname": "Helvetica",
+    gattrs = {"rankdir": opts.rankdir, "ordering": "out" if opts.ordering else "", "newrank": "true",
+              "fontname": "Helvetica",
               "fontsize": "11", "nodesep": "0.2", "ranksep": "0.3", "bgcolor": "white",
               "id": opts.id_prefix + "graph", "class": "migx_graph"}
     if graph.title:
         gattrs.update(label=graph.title, labelloc="t")
     if fast:
         gattrs.update(FAST_ATTRS)
+    if opts.dpi:
+        gattrs["dpi"] = str(opts.dpi)
     out = ["digraph " + _q(graph.title or "migx") + " {",
            "graph " + _attrs(gattrs) + ";",
            'node [shape="box" style="rounded,filled" fontname="Helvetica" fontsize="10" height="0.3" '
@@ -146,6 +162,8 @@ def to_dot(graph: DisplayGraph, options: DotOptions | None = None, **kw) -> str:
     if opts.rank_hints:
         _emit_rank_hints(graph, out)
     for k, e in enumerate(graph.edges):
+        if e.kind == "replaced" and opts.provenance == "off":
+            continue
         out.append(f"{_q(e.src)} -> {_q(e.dst)} {_attrs(_edge_attrs(e, k, opts))};")
     out.append("}")
     return "\n".join(out) + "\n"
@@ -218,29 +236,43 @@ def pipe(dot: str, fmt: str) -> bytes:
         raise RenderError(f"graphviz dot failed to render {fmt}: {' | '.join(err[-3:]) or e}") from e
 
 
-def _dot_of(graph: DisplayGraph | str, options: DotOptions | None, kw: dict) -> str:
-    return graph if isinstance(graph, str) else to_dot(graph, options, **kw)
+def _options(options: DotOptions | None, kw: dict) -> DotOptions:
+    opts = options or DotOptions()
+    return dataclasses.replace(opts, **kw) if kw else opts
+
+
+def _render(graph: DisplayGraph | str, opts: DotOptions, fmt: str) -> bytes:
+    if isinstance(graph, str):
+        return pipe(graph, fmt)
+    try:
+        return pipe(to_dot(graph, opts), fmt)
+    except GraphvizNotFoundError:
+        raise
+    except RenderError as first:
+        for retry in RETRIES:
+            try:
+                return pipe(to_dot(graph, dataclasses.replace(opts, **retry)), fmt)
+            except RenderError:
+                continue
+        raise first from None
 
 
 def render_svg(graph: DisplayGraph | str, options: DotOptions | None = None, **kw) -> InlineSvg:
     """SVG markup, without the XML prolog and doctype, ready to inline into HTML."""
-    svg = pipe(_dot_of(graph, options, kw), "svg").decode("utf-8")
+    svg = _render(graph, _options(options, kw), "svg").decode("utf-8")
     start = svg.find("<svg")
     return InlineSvg(svg[start:] if start >= 0 else svg)
 
 
 def render_png(graph: DisplayGraph | str, options: DotOptions | None = None, *, dpi: int = 96, **kw) -> bytes:
-    dot = _dot_of(graph, options, kw)
-    # dpi goes in as a graph attribute so the DOT file written alongside renders the same.
-    dot = dot.replace("graph [", f'graph [dpi="{dpi}" ', 1)
-    return pipe(dot, "png")
+    return _render(graph, _options(options, {"dpi": dpi, **kw}), "png")
 
 
 def write_graph(graph: DisplayGraph | str, path: str, options: DotOptions | None = None, **kw) -> str:
     """Write .svg, .png or .dot (.gv) according to the file extension; returns the path."""
     ext = os.path.splitext(path)[1].lower().lstrip(".")
     if ext in ("dot", "gv"):
-        data = _dot_of(graph, options, kw).encode("utf-8")
+        data = (graph if isinstance(graph, str) else to_dot(graph, _options(options, kw))).encode("utf-8")
     elif ext == "svg":
         data = render_svg(graph, options, **kw).encode("utf-8")
     elif ext == "png":

@@ -228,15 +228,23 @@ def apply_budget(graph: DisplayGraph, budget: int, seeds: Collection[str] = ()) 
     else:
         last = len(order) - 1
         rank = {u: (min(k, last - k), k) for k, u in enumerate(order)}
-    keep: set[str] = set()
-    size = 0
-    # Leave room for the summary nodes that will sit between the kept stretches.
-    for u in sorted(order, key=rank.__getitem__):
-        if size + len(units[u]) > budget * 0.85:
-            break
-        keep.update(n.name for n in units[u])
-        size += len(units[u])
-    return summarize(graph, keep)
+    ranked = sorted(order, key=rank.__getitem__)
+    # The constants kept with each node and the summaries between kept stretches come on top of
+    # what is picked here, so aim lower and shrink the aim until the result fits.
+    target = budget * 0.85
+    for _ in range(4):
+        keep: set[str] = set()
+        size = 0
+        for u in ranked:
+            if size + len(units[u]) > target:
+                break
+            keep.update(n.name for n in units[u])
+            size += len(units[u])
+        out = summarize(graph, keep)
+        if len(out.nodes) <= budget * 1.05 or size == 0:
+            return out
+        target *= budget / len(out.nodes)
+    return out
 
 
 def scale_graph(graph: DisplayGraph, *, seeds: Collection[str] = (), hops: int | None = None,

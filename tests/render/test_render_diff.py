@@ -180,3 +180,31 @@ def test_submodule_shape_lines_are_dropped():
     inner_add = next(n for n in g.nodes if n.group and n.op == "add")
     assert inner_add.label == "add"
     assert Shape.scalar("float32").lens == (1,)
+
+
+def test_nodes_keep_their_order_from_pass_to_pass():
+    # dot places nodes in declaration order first; keeping the order of the nodes two
+    # consecutive drawings share is what keeps the layout from jumping between passes.
+    tr = PassManager().run(conv_chain(4), [FuseBiasRelu(limit=1), FuseBiasRelu(limit=2),
+                                           make_pass("dead_code_elimination")])
+    orders = [list(dot_nodes(to_dot(diff_graph(r.before, r.after, r.diff, expand=True))))
+              for r in tr.records if r.changed]
+    assert len(orders) >= 2
+    for a, b in zip(orders, orders[1:]):
+        shared = set(a) & set(b)
+        assert len(shared) > 10
+        assert [n for n in a if n in shared] == [n for n in b if n in shared]
+
+
+def test_focus_ids_centre_both_panels_on_one_change(big_trace):
+    rec = big_trace.records[0]
+    fused = [r.id for r in rec.after.module().instrs if r.id in rec.diff.added]
+    g = side_by_side(rec.before, rec.after, rec.diff, focus_ids=fused, focus=1)
+    before = [n for n in g.nodes if n.group[0] == "cluster_b_panel"]
+    after = [n for n in g.nodes if n.group[0] == "cluster_a_panel"]
+    # The old add+relu show on the left although only the new node was asked for.
+    assert {n.op for n in before if n.status == S.REMOVED} == {"add", "relu"}
+    assert any(n.status == S.ADDED for n in after)
+    assert len(g.nodes) < 40
+    merged = diff_graph(rec.before, rec.after, rec.diff, focus_ids=fused, focus=1)
+    assert {n.op for n in merged.nodes if n.status == S.REMOVED} == {"add", "relu"}
