@@ -73,6 +73,9 @@ RULES = (NestedConvert(), NopConvert())
 @dataclass(frozen=True)
 class EliminateConvert(Pass):
     name: ClassVar[str] = "eliminate_convert"
+    note: ClassVar[str] = (
+        "a convert chain through an integral or narrower-integer type is kept (MIGraphX drops the "
+        "truncation)")
 
     def apply_module(self, module, ctx) -> bool:
         return sweep(module, RULES, with_dce=False)

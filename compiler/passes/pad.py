@@ -43,6 +43,9 @@ def _pad_value_ok(ins: Instruction, value: float) -> bool:
 @dataclass(frozen=True)
 class EliminatePad(Pass):
     name: ClassVar[str] = "eliminate_pad"
+    note: ClassVar[str] = (
+        "folds into max pooling only the lowest-value pad insert_pad writes (MIGraphX folds a "
+        "zero pad, which changes all-negative windows)")
 
     def apply_module(self, module: Module, ctx) -> bool:
         changed = False

@@ -131,6 +131,7 @@ class ReduceMean(Finder):
 @dataclass(frozen=True)
 class RewriteReduce(Pass):
     name: ClassVar[str] = "rewrite_reduce"
+    note: ClassVar[str] = "fp32 softmax is built upcast directly; the dot->softmax fp32 chain upcast is not done"
     fp32_softmax: bool = True
 
     def apply_module(self, module, ctx) -> bool:

@@ -102,6 +102,9 @@ def _take_along_axis(op, data, idx, axis: int):
 @dataclass(frozen=True)
 class RewriteTopk(Pass):
     name: ClassVar[str] = "rewrite_topk"
+    note: ClassVar[str] = (
+        "our topk has no indices input, so the final indices come from a gathernd of the stage-1 "
+        "winners")
     split_threshold: int = 8192
 
     def apply_module(self, module, ctx) -> bool:

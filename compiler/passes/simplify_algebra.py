@@ -165,6 +165,9 @@ RULES = (
 @dataclass(frozen=True)
 class SimplifyAlgebra(Pass):
     name: ClassVar[str] = "simplify_algebra"
+    note: ClassVar[str] = (
+        "27 of MIGraphX's 32 finders, in its order, plus find_conv_conv_1x1 (unmerged upstream) "
+        "after find_conv_add")
 
     def apply_module(self, module, ctx) -> bool:
         return until_stable(8, lambda: sweep(module, RULES))

@@ -391,6 +391,9 @@ RULES = (NopReshapes(), Flatten(), NestedShapeTransforms(), ConcatSlice(), Conca
 @dataclass(frozen=True)
 class SimplifyReshapes(Pass):
     name: ClassVar[str] = "simplify_reshapes"
+    note: ClassVar[str] = (
+        "10 of MIGraphX's finders plus find_gather(_scalar); view chains collapse through an "
+        "exact digit (atom) model; enable_op_shape_transform_op has no effect")
     depth: int = 4
     enable_op_shape_transform_op: bool = False
     enable_gather_rewrite: bool = False
