@@ -103,6 +103,9 @@ class SimplifyQdq(Pass):
     """Fold dequantize -> dot/convolution into int8 quant ops; drop leftover fake-quant pairs."""
 
     name: ClassVar[str] = "simplify_qdq"
+    status: ClassVar[str] = "mapped"
+    note: ClassVar[str] = ("int8 dot/convolution with constant per-tensor scales (zero points must be 0), and "
+                           "q -> dq pair removal; no int4, MX or zero-point rewrites")
     remove_qdq_only: bool = False
     use_mx_quant: bool = False
 
