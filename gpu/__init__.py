@@ -35,27 +35,11 @@ def _options(options: Any) -> CompileOptions:
 
 
 def load_program(source: Any, input_dims: Mapping[str, Sequence[int]] | None = None) -> Program:
-    """A fresh Program from a Program (copied), an ONNX path/bytes/ModelProto, or a built-in model name."""
-    from pathlib import Path
+    """A fresh Program from a Program (copied), an ONNX path/bytes/ModelProto, a saved program file
+    or a built-in model name (the explorer's shared loader, migx_explore.loading)."""
+    from ..loading import load
 
-    from ..compiler.ir import Program
-
-    if isinstance(source, Program):
-        return source.copy()
-    if isinstance(source, str) and not source.endswith(".onnx") and not Path(source).exists():
-        try:
-            from .. import loading  # the importer's model-loading helper, when present
-
-            return loading.load_program(source, input_dims=input_dims)
-        except ImportError:
-            from .. import models
-
-            source = models.load(source)
-            if isinstance(source, Program):
-                return source.copy()
-    from ..compiler.onnx.importer import parse_onnx
-
-    return parse_onnx(source, input_dims=input_dims)
+    return load(source, input_dims)
 
 
 def compile_program_ir(source: Any, options: Any = None, *, input_dims=None, backend: Backend | None = None,

@@ -169,6 +169,7 @@ def _host_step(reader: HostReader, ins: Instruction, addrs: list[int]) -> Step:
     def step():
         reader.b.stream_sync(reader.s)
         args = [reader.read(a, i.shape) for a, i in zip(addrs[:len(addrs) - nout], ins.inputs)]
+        args += [np.zeros(b.shape.lens, dtypes.np_dtype(b.shape.type)) for b in outs]  # buffers: written, not read
         res = ins.op.spec.compute(ins.op, args, ins.shape, _SubRunner(ins))
         results = res if isinstance(res, tuple) else (res,)
         for a, b, r in zip(addrs[len(addrs) - nout:], outs, results):

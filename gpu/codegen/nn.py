@@ -45,12 +45,12 @@ def _grid_kernel(name: str, shapes: Sequence[Shape], lines_fn, prelude: str = ""
     inner = "\n        ".join(lines)
     writes = [False] * (len(shapes) - 1) + [True]
     src = f"""{prelude}
-MIGX_GLOBAL void {name}({kernel_params(shapes, writes)}) {{
+MIGX_GLOBAL void {name}_kernel({kernel_params(shapes, writes)}) {{
     for ({it} i = ({it})blockIdx.x * blockDim.x + threadIdx.x; i < {n}; i += ({it})gridDim.x * blockDim.x) {{
         {inner}
     }}
 }}"""
-    return KernelSource(name, source(src), g, loc)
+    return KernelSource(name + "_kernel", source(src), g, loc)
 
 
 def _acc_type(t: str) -> str:

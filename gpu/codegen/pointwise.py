@@ -60,12 +60,12 @@ def elementwise(name: str, shapes: Sequence[Shape], writes: Sequence[bool], lens
     g, loc = launch_1d(n)
     inner = "\n        ".join(lines)
     src = f"""
-MIGX_GLOBAL void {name}({kernel_params(shapes, writes)}) {{
+MIGX_GLOBAL void {name}_kernel({kernel_params(shapes, writes)}) {{
     for ({it} i = ({it})blockIdx.x * blockDim.x + threadIdx.x; i < {n}; i += ({it})gridDim.x * blockDim.x) {{
         {inner}
     }}
 }}"""
-    return KernelSource(name, source(src), g, loc)
+    return KernelSource(name + "_kernel", source(src), g, loc)
 
 
 def _body_from_module(module: Module, types: Sequence[str]) -> Body:
@@ -128,12 +128,12 @@ def _lookup_kernel(name: str, shapes: Sequence[Shape], load: Callable[[list[str]
     inner = "\n        ".join(lines)
     writes = [False] * (len(shapes) - 1) + [True]
     src = f"""
-MIGX_GLOBAL void {name}({kernel_params(shapes, writes)}) {{
+MIGX_GLOBAL void {name}_kernel({kernel_params(shapes, writes)}) {{
     for ({it} i = ({it})blockIdx.x * blockDim.x + threadIdx.x; i < {n}; i += ({it})gridDim.x * blockDim.x) {{
         {inner}
     }}
 }}"""
-    return KernelSource(name, source(src), g, loc)
+    return KernelSource(name + "_kernel", source(src), g, loc)
 
 
 def concat_kernel(op: Op, shapes: Sequence[Shape]) -> KernelSource:

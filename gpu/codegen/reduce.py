@@ -281,10 +281,10 @@ class _Gen:
         writes = [False] * self.nin + [True] * nout
         body = "\n    ".join(self.shared + [f"const {self.it} row = blockIdx.x;"] + self.lines)
         src = f"""
-MIGX_GLOBAL void {name}({kernel_params(self.shapes, writes)}) {{
+MIGX_GLOBAL void {name}_kernel({kernel_params(self.shapes, writes)}) {{
     {body}
 }}"""
-        return KernelSource(name, source(src), self.nrows * block, block)
+        return KernelSource(name + "_kernel", source(src), self.nrows * block, block)
 
 
 def block_size(rsize: int) -> int:
@@ -339,7 +339,7 @@ def arg_kernel(inner: Op, shapes: Sequence[Shape]) -> KernelSource:
     block = block_size(g.rsize)
     body = "\n    ".join([f"const {g.it} row = blockIdx.x;"] + lines)
     src = f"""
-MIGX_GLOBAL void {inner.name}({kernel_params(shapes, [False, True])}) {{
+MIGX_GLOBAL void {inner.name}_kernel({kernel_params(shapes, [False, True])}) {{
     {body}
 }}"""
-    return KernelSource(inner.name, source(src), g.nrows * block, block)
+    return KernelSource(inner.name + "_kernel", source(src), g.nrows * block, block)

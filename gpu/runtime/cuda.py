@@ -269,3 +269,7 @@ class CudaBackend(Backend):
 
     def graph_exec_destroy(self, graph_exec: Any) -> None:
         self.check(cu.cuGraphExecDestroy(graph_exec), "cuGraphExecDestroy")
+
+    def graph_node_count(self, graph: Any) -> int:
+        res = cu.cuGraphGetNodes(graph, 0)
+        return int(res[-1]) if not res[0] else -1

@@ -1,0 +1,304 @@
+"""migx-explore on the GPU against PyTorch, batch 1, fp32 (TF32 off), in one run.
+
+For every built-in example model plus a ResNet-18-like and a YOLO-style network: our eager and
+graph latency (device time between events around the program, inputs already on the device),
+PyTorch eager and PyTorch CUDA-graph latency of the same network (built from the ONNX graph by
+gpu_onnx_torch), kernels launched by each, ratios, our arena against the naive buffer sum, and an
+output check against PyTorch. Then two micro-benchmarks (eager dispatch per launch, graph replay
+per node, on an empty kernel) and the kernel cache (cold vs warm compile).
+
+    python3 benchmarks/gpu_vs_torch.py --out results/   [--models resnet18_like,mlp] [--iters 200]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import gpu_models  # noqa: E402
+
+
+def torch_latency(model, feeds: dict, iters: int, warmup: int) -> dict:
+    import torch
+    from gpu_onnx_torch import OnnxTorch
+
+    net = OnnxTorch(model)
+    xs = [torch.from_numpy(np.ascontiguousarray(feeds[n])).cuda() for n in net.inputs]
+    stream = torch.cuda.Stream()
+    with torch.cuda.stream(stream):
+        for _ in range(warmup):
+            out = net(*xs)
+    torch.cuda.synchronize()
+    e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+
+    def timed(fn) -> list[float]:
+        t = []
+        with torch.cuda.stream(stream):
+            for _ in range(iters):
+                e0.record(stream)
+                fn()
+                e1.record(stream)
+                e1.synchronize()
+                t.append(e0.elapsed_time(e1) * 1e3)
+        return t
+
+    eager = timed(lambda: net(*xs))
+    enq = []
+    with torch.cuda.stream(stream):
+        for _ in range(iters):
+            t0 = time.perf_counter()
+            net(*xs)
+            enq.append((time.perf_counter() - t0) * 1e6)
+            stream.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph, stream=stream):
+        gout = net(*xs)
+    torch.cuda.synchronize()
+    replay = timed(graph.replay)
+    nodes = -1
+    try:  # node count through the driver, when torch exposes the cudaGraph_t
+        from cuda.bindings import driver as cu
+
+        raw = graph.raw_cuda_graph()
+        nodes = int(cu.cuGraphGetNodes(raw, 0)[-1])
+    except Exception:  # noqa: BLE001 - older torch
+        pass
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        with torch.cuda.stream(stream):
+            net(*xs)
+        torch.cuda.synchronize()
+    kernels = sum(1 for e in prof.events() if e.device_type.name == "CUDA" and "Memcpy" not in e.name
+                  and "Memset" not in e.name)
+    return {"eager_us": statistics.median(eager), "graph_us": statistics.median(replay),
+            "eager_enqueue_us": statistics.median(enq), "kernels": kernels, "graph_nodes": nodes,
+            "outputs": [o.float().cpu().numpy() for o in out], "graph_outputs": [o.float().cpu().numpy() for o in gout]}
+
+
+def ours(model, feeds: dict, iters: int, warmup: int) -> dict:
+    from migx_explore.compiler.onnx import parse_onnx
+    from migx_explore.compiler.passes import PassManager
+    from migx_explore.gpu import compile_program_ir
+    from migx_explore.gpu.executor import CompiledProgram
+    from migx_explore.gpu.runtime import get_backend
+    from migx_explore.gpu.timing import time_program
+
+    be = get_backend()
+    t0 = time.perf_counter()
+    program = compile_program_ir(parse_onnx(model), backend=be, pass_manager=PassManager(validate=False))
+    compile_s = time.perf_counter() - t0
+    c = CompiledProgram(program, be)
+    try:
+        from migx_explore.compiler.onnx.context import param_name
+
+        inputs = {param_name(k): v for k, v in feeds.items()}
+        res = time_program(c, modes=("eager", "graph"), warmup=warmup, iters=iters, inputs=inputs)
+        out = c.run(inputs, mode="graph")
+        mem = c.memory()
+        ev, gr = res.modes["eager"], res.modes["graph"]
+        top = sorted(ev.per_kernel, key=lambda k: -k.us)[:8]
+        return {
+            "compile_s": compile_s, "eager_us": ev.device_us.median, "eager_p10": ev.device_us.p10,
+            "eager_p90": ev.device_us.p90, "graph_us": gr.device_us.median, "graph_p10": gr.device_us.p10,
+            "graph_p90": gr.device_us.p90, "host_run_eager_us": ev.host_us.median,
+            "host_run_graph_us": gr.host_us.median,
+            "eager_enqueue_us": ev.enqueue_us.median, "launches": ev.launches, "kernels": res.kernels,
+            "blas_calls": res.blas_calls, "graph_nodes": res.graph_nodes,
+            "dispatch_us_per_launch": ev.enqueue_us.median / max(ev.launches, 1),
+            "graph_us_per_node": gr.device_us.median / max(res.graph_nodes, 1),
+            "arena_bytes": mem.arena_bytes, "naive_bytes": mem.naive_bytes,
+            "top_kernels": [(k.kernel, round(k.us, 1)) for k in top], "outputs": out,
+        }
+    finally:
+        c.close()
+
+
+def micro(n: int = 300, iters: int = 50) -> dict:
+    """Overheads on an empty kernel: eager enqueue per launch, graph replay per node."""
+    from migx_explore.gpu import kernel_cache
+    from migx_explore.gpu.codegen.common import KernelSource
+    from migx_explore.gpu.runtime import get_backend
+    from migx_explore.gpu.steps import argblock
+
+    be = get_backend()
+    ks = KernelSource("empty_kernel", '#include "migx.hpp"\nMIGX_GLOBAL void empty_kernel(float* p) {}\n', 64, 64)
+    fn = be.get_function(be.load_module(kernel_cache.compile_many(be, [ks])[ks.key]), ks.name)
+    s = be.stream_create()
+    buf = be.malloc(256)
+    keep: list = []
+    step = be.make_launch(fn, 1, 64, 0, s, argblock([buf], keep))
+    a, b = be.event_create(), be.event_create()
+    ra, rb = be.make_event_record(a, s), be.make_event_record(b, s)
+
+    def device_us(launch) -> float:
+        ra()
+        launch()
+        rb()
+        be.event_sync(b)
+        return be.event_elapsed_ms(a, b) * 1e3
+
+    def eager():
+        for _ in range(n):
+            step()
+
+    enq = []
+    for _ in range(iters):
+        t0 = time.perf_counter()
+        eager()
+        enq.append((time.perf_counter() - t0) * 1e6 / n)
+        be.stream_sync(s)
+    eager_dev = statistics.median(device_us(eager) for _ in range(iters)) / n
+    graphs = {}
+    for count in (1, n):
+        be.begin_capture(s)
+        for _ in range(count):
+            step()
+        g = be.end_capture(s)
+        gx = be.graph_instantiate(g)
+        be.graph_upload(gx, s)
+        launch = be.make_graph_launch(gx, s)
+        for _ in range(5):
+            launch()
+        graphs[count] = statistics.median(device_us(launch) for _ in range(iters))
+    per_node = (graphs[n] - graphs[1]) / (n - 1)
+    return {"eager_enqueue_us_per_launch": statistics.median(enq), "eager_device_us_per_launch": eager_dev,
+            "graph_1_node_us": graphs[1], f"graph_{n}_nodes_us": graphs[n], "graph_us_per_node": per_node}
+
+
+def cache_speedup() -> dict:
+    from migx_explore.compiler.passes import PassManager
+    from migx_explore.gpu import compile_program_ir, kernel_cache
+    from migx_explore.gpu.runtime import get_backend
+
+    be = get_backend()
+    model = gpu_models.resnet18_like()
+    with tempfile.TemporaryDirectory() as tmp:
+        os.environ["MIGX_EXPLORE_CACHE_DIR"] = tmp
+        kernel_cache.clear_memory_cache()
+        compile_program_ir(model, backend=be, pass_manager=PassManager(validate=False))
+        cold = kernel_cache.last_stats
+        kernel_cache.clear_memory_cache()
+        compile_program_ir(model, backend=be, pass_manager=PassManager(validate=False))
+        warm = kernel_cache.last_stats
+    return {"kernels": cold.compiled, "cold_s": cold.seconds, "warm_s": warm.seconds,
+            "warm_from_disk": warm.from_disk, "speedup": cold.seconds / max(warm.seconds, 1e-9)}
+
+
+def model_list(selected: str | None) -> dict:
+    from migx_explore import models
+
+    out = {}
+    for name in models.list_models():
+        out[name] = (lambda n=name: models.get_model(n))
+    out["resnet18_like"] = gpu_models.resnet18_like
+    out["yolo_style"] = gpu_models.yolo_style
+    if selected:
+        out = {k: v for k, v in out.items() if k in selected.split(",")}
+    return out
+
+
+def feeds_for(model, seed: int = 0) -> dict:
+    rng = np.random.default_rng(seed)
+    inits = {t.name for t in model.graph.initializer}
+    feeds = {}
+    for i in model.graph.input:
+        if i.name in inits:
+            continue
+        dims = [d.dim_value or 1 for d in i.type.tensor_type.shape.dim]
+        feeds[i.name] = rng.standard_normal(dims).astype(np.float32)
+    return feeds
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", default="bench_out")
+    ap.add_argument("--models", default=None)
+    ap.add_argument("--iters", type=int, default=200)
+    ap.add_argument("--warmup", type=int, default=20)
+    ap.add_argument("--skip-micro", action="store_true")
+    args = ap.parse_args()
+    import torch
+
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    torch.backends.cudnn.benchmark = True
+    out_dir = Path(args.out)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    results: dict = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "models": {}}
+    for name, build in model_list(args.models).items():
+        model = build()
+        feeds = feeds_for(model)
+        row: dict = {}
+        try:
+            row["ours"] = ours(model, feeds, args.iters, args.warmup)
+            row["torch"] = torch_latency(model, feeds, args.iters, args.warmup)
+            got, want = row["ours"].pop("outputs"), row["torch"].pop("outputs")
+            gw = row["torch"].pop("graph_outputs")
+            row["max_rel_err_vs_torch"] = max(float(np.max(np.abs(g - w) / (np.abs(w) + 1e-3)))
+                                              for g, w in zip(got, want))
+            row["torch_graph_vs_eager_err"] = max(float(np.max(np.abs(g - w))) for g, w in zip(gw, want))
+            o, t = row["ours"], row["torch"]
+            row["graph_ratio_vs_torch_graph"] = o["graph_us"] / t["graph_us"]
+            row["eager_ratio_vs_torch_eager"] = o["eager_us"] / t["eager_us"]
+        except Exception as e:  # noqa: BLE001 - one model failing must not lose the others' numbers
+            import traceback
+
+            row["error"] = f"{type(e).__name__}: {e}"
+            row["traceback"] = traceback.format_exc()[-2000:]
+        for part in ("ours", "torch"):
+            for k in ("outputs", "graph_outputs"):
+                row.get(part, {}).pop(k, None)
+        results["models"][name] = row
+        print(name, json.dumps({k: v for k, v in row.items() if k != "traceback"}, default=str)[:900], flush=True)
+        (out_dir / "gpu_vs_torch.json").write_text(json.dumps(results, indent=1, default=str))
+    if not args.skip_micro:
+        results["micro"] = micro()
+        results["kernel_cache"] = cache_speedup()
+    (out_dir / "gpu_vs_torch.json").write_text(json.dumps(results, indent=1, default=str))
+    print(report(results))
+    (out_dir / "gpu_vs_torch.md").write_text(report(results))
+
+
+def report(r: dict) -> str:
+    lines = [f"device: {r['device']}, torch {r['torch']}; batch 1, fp32, TF32 off; latencies: median device us", "",
+             "| model | ours eager | ours graph | torch eager | torch graph | graph/torch graph | eager/torch eager "
+             "| our kernels+BLAS | torch kernels | our graph nodes | dispatch us/launch | arena MiB (naive) "
+             "| err vs torch |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for name, row in r["models"].items():
+        if "error" in row:
+            lines.append(f"| {name} | error: {row['error'][:80]} |")
+            continue
+        o, t = row["ours"], row["torch"]
+        lines.append(
+            f"| {name} | {o['eager_us']:.1f} | {o['graph_us']:.1f} | {t['eager_us']:.1f} | {t['graph_us']:.1f} | "
+            f"{row['graph_ratio_vs_torch_graph']:.2f} | {row['eager_ratio_vs_torch_eager']:.2f} | "
+            f"{o['kernels']}+{o['blas_calls']} | {t['kernels']} | {o['graph_nodes']} | "
+            f"{o['dispatch_us_per_launch']:.2f} | "
+            f"{o['arena_bytes'] / 2**20:.2f} ({o['naive_bytes'] / 2**20:.2f}) | {row['max_rel_err_vs_torch']:.1e} |")
+    if "micro" in r:
+        m = r["micro"]
+        lines += ["", f"empty-kernel micro: eager enqueue {m['eager_enqueue_us_per_launch']:.2f} us/launch, "
+                  f"eager device "
+                  f"{m['eager_device_us_per_launch']:.2f} us/launch, graph replay {m['graph_us_per_node']:.3f} us/node "
+                  f"(1-node graph {m['graph_1_node_us']:.1f} us)"]
+    if "kernel_cache" in r:
+        k = r["kernel_cache"]
+        lines.append(f"kernel cache (resnet18_like, {k['kernels']} kernels): cold {k['cold_s']:.2f} s, warm "
+                     f"{k['warm_s'] * 1e3:.1f} ms, speedup {k['speedup']:.0f}x")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,164 @@
+"""Timing a compiled program: device time (events around the compute region), host time per run
+and per-enqueue, in eager and graph mode, plus a per-kernel breakdown in eager mode.
+
+Device time brackets the program's own work with two events on its stream (no input/output
+copies), so it compares with a framework's compute-only latency. `host_us` is a whole
+`run(inputs)` as a caller sees it (staging, copies, sync); `enqueue_us` is the host time to
+submit the compute (the launch loop, or one graph launch): divided by the launches it is the
+per-kernel dispatch overhead.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .executor import CompiledProgram
+
+
+@dataclass
+class Stats:
+    median: float
+    p10: float
+    p90: float
+    n: int
+
+    @staticmethod
+    def of(samples: Sequence[float]) -> Stats:
+        a = np.asarray(samples, dtype=np.float64)
+        return Stats(float(np.median(a)), float(np.percentile(a, 10)), float(np.percentile(a, 90)), len(a))
+
+    def __str__(self) -> str:
+        return f"{self.median:9.1f} [{self.p10:.1f}, {self.p90:.1f}]"
+
+
+@dataclass
+class KernelTime:
+    instruction: str
+    kernel: str
+    kind: str
+    us: float
+
+
+@dataclass
+class ModeTiming:
+    mode: str
+    device_us: Stats
+    host_us: Stats
+    enqueue_us: Stats
+    launches: int
+    per_kernel: list[KernelTime] = field(default_factory=list)
+
+    @property
+    def enqueue_per_launch_us(self) -> float:
+        return self.enqueue_us.median / max(self.launches, 1)
+
+
+@dataclass
+class TimingResult:
+    modes: dict[str, ModeTiming]
+    kernels: int
+    blas_calls: int
+    graph_nodes: int = -1
+
+    def table(self) -> str:
+        lines = [f"{'mode':6} {'device us (median [p10, p90])':>34} {'host us per run':>28} "
+                 f"{'enqueue us':>12} {'launches':>9}"]
+        for m in self.modes.values():
+            lines.append(f"{m.mode:6} {str(m.device_us):>34} {str(m.host_us):>28} {m.enqueue_us.median:12.1f} "
+                         f"{m.launches:9d}")
+        return "\n".join(lines)
+
+    def kernel_table(self, top: int = 15) -> str:
+        eager = self.modes.get("eager")
+        if eager is None or not eager.per_kernel:
+            return ""
+        rows = sorted(eager.per_kernel, key=lambda k: -k.us)[:top]
+        total = sum(k.us for k in eager.per_kernel)
+        lines = [f"{'instruction':28} {'kernel':44} {'us':>8} {'%':>6}"]
+        for k in rows:
+            lines.append(f"{k.instruction[:28]:28} {k.kernel[:44]:44} {k.us:8.1f} {100 * k.us / max(total, 1e-9):6.1f}")
+        return "\n".join(lines)
+
+
+def _device_us(compiled: CompiledProgram, launch, ev) -> float:
+    b = compiled.backend
+    a, c = ev
+    start, stop = b.make_event_record(a, compiled.stream), b.make_event_record(c, compiled.stream)
+    start()
+    launch()
+    stop()
+    b.event_sync(c)
+    return b.event_elapsed_ms(a, c) * 1e3
+
+
+def time_program(compiled: CompiledProgram, modes: Sequence[str] = ("eager", "graph"), warmup: int = 10,
+                 iters: int = 100, inputs: Mapping[str, Any] | None = None, per_kernel: bool = True,
+                 profile_iters: int = 20) -> TimingResult:
+    """Median, p10 and p90 of device and host time per mode (see the module docstring)."""
+    from ..compiler.ref import random_inputs
+
+    feeds = dict(inputs) if inputs is not None else random_inputs(compiled.program, seed=0)
+    feeds = {k: v for k, v in feeds.items() if k in compiled.inputs}
+    ev = compiled.event_pair()
+    out: dict[str, ModeTiming] = {}
+    for mode in modes:
+        compiled.run(feeds, mode=mode)  # stage inputs, load, capture
+        if mode == "eager":
+            def launch():
+                compiled.launch_eager(io=False)
+            launches = len(compiled.steps.steps)
+        else:
+            def launch():
+                compiled.launch_graph(io=False)
+            launches = 1
+        for _ in range(warmup):
+            launch()
+        compiled.backend.stream_sync(compiled.stream)
+        dev, enq, host = [], [], []
+        for _ in range(iters):
+            dev.append(_device_us(compiled, launch, ev))
+        for _ in range(iters):
+            t0 = time.perf_counter()
+            launch()
+            enq.append((time.perf_counter() - t0) * 1e6)
+            compiled.backend.stream_sync(compiled.stream)
+        for _ in range(max(iters // 4, 3)):
+            t0 = time.perf_counter()
+            compiled.run(feeds, mode=mode)
+            host.append((time.perf_counter() - t0) * 1e6)
+        mt = ModeTiming(mode, Stats.of(dev), Stats.of(host), Stats.of(enq), launches)
+        if mode == "eager" and per_kernel:
+            mt.per_kernel = kernel_breakdown(compiled, profile_iters)
+        out[mode] = mt
+    nodes = compiled.graph_nodes(io=False) if "graph" in modes else -1
+    return TimingResult(out, compiled.kernel_count, compiled.blas_calls, nodes)
+
+
+def kernel_breakdown(compiled: CompiledProgram, iters: int = 20) -> list[KernelTime]:
+    """Eager run with an event between every step: median microseconds per step."""
+    b, s = compiled.backend, compiled.stream
+    built = compiled.steps
+    events = [b.event_create() for _ in range(len(built.steps) + 1)]
+    records = [b.make_event_record(e, s) for e in events]
+    samples = np.zeros((iters, len(built.steps)))
+    try:
+        for it in range(iters):
+            records[0]()
+            for k, step in enumerate(built.steps):
+                r = step()
+                if r[0]:
+                    raise RuntimeError(f"step {built.info[k].label} failed: {r[0]}")
+                records[k + 1]()
+            b.event_sync(events[-1])
+            for k in range(len(built.steps)):
+                samples[it, k] = b.event_elapsed_ms(events[k], events[k + 1]) * 1e3
+    finally:
+        for e in events:
+            b.event_destroy(e)
+    med = np.median(samples, axis=0) if iters else np.zeros(len(built.steps))
+    return [KernelTime(i.label, i.kernel, i.kind, float(m)) for i, m in zip(built.info, med)]

@@ -1,0 +1,60 @@
+"""`migx-explore perf MODEL [--mode eager,graph]`: compile for the GPU and time it.
+
+Prints device time (events around the program), host time per run and per enqueue, for each
+mode, then the slowest kernels of an eager run (like migraphx-driver perf)."""
+
+from __future__ import annotations
+
+import argparse
+
+from ..compiler.errors import MigxError
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..loading import load_program
+
+    program, label = load_program(args)
+    modes = [m.strip() for m in args.mode.split(",") if m.strip()]
+    bad = [m for m in modes if m not in ("eager", "graph")]
+    if bad or not modes:
+        raise MigxError(f"--mode {args.mode!r}: use eager, graph or eager,graph")
+    try:
+        from ..gpu import compile_program
+        from ..gpu.runtime import unavailable_reason
+        from ..gpu.timing import time_program
+    except ImportError as e:  # pragma: no cover - the GPU layer itself is broken
+        raise MigxError(f"the GPU layer could not be loaded ({e})") from None
+    why = unavailable_reason()
+    if why:
+        raise MigxError(f"no GPU: {why}")
+    from ..gpu.pipelines import CompileOptions
+
+    compiled = compile_program(program, CompileOptions(mode=args.compile_mode))
+    try:
+        res = time_program(compiled, modes=modes, warmup=args.warmup, iters=args.iters,
+                           per_kernel="eager" in modes)
+        mem = compiled.memory()
+        print(f"{label} on {compiled.backend.describe()}: {res.kernels} kernels, {res.blas_calls} BLAS calls"
+              + (f", graph nodes {res.graph_nodes}" if res.graph_nodes >= 0 else "")
+              + f"; arena {mem.arena_bytes / 2**20:.2f} MiB (naive {mem.naive_bytes / 2**20:.2f} MiB)")
+        print(res.table())
+        if "eager" in modes and args.kernels:
+            print()
+            print(res.kernel_table(args.kernels))
+    finally:
+        compiled.close()
+    return 0
+
+
+def register(sub) -> None:
+    from ..loading import add_model_arguments
+
+    p = sub.add_parser("perf", help="compile for the GPU and time eager and graph execution")
+    add_model_arguments(p)
+    p.add_argument("--mode", default="eager,graph", help="comma-separated: eager, graph (default both)")
+    p.add_argument("--compile-mode", choices=("eager", "balanced", "max"), default="balanced",
+                   help="compile mode of the pipelines (eager skips optimize_rewrite)")
+    p.add_argument("--iters", type=int, default=100)
+    p.add_argument("--warmup", type=int, default=10)
+    p.add_argument("--kernels", type=int, default=15, help="slowest kernels to list (0: none)")
+    p.set_defaults(func=run)
