@@ -40,6 +40,12 @@ def _pad_value_ok(ins: Instruction, value: float) -> bool:
     return mode == "lpnorm" and value == 0.0
 
 
+def _ceil(ins: Instruction) -> bool:
+    # A ceil_mode window may start in the end padding only up to a limit measured from the begin
+    # padding, so moving padding between the op and a `pad` would change the output size.
+    return ins.name == "pooling" and bool(ins.op["ceil_mode"])
+
+
 @dataclass(frozen=True)
 class EliminatePad(Pass):
     name: ClassVar[str] = "eliminate_pad"
@@ -58,7 +64,7 @@ class EliminatePad(Pass):
             begin, end = pads[2:2 + nd], pads[4 + nd:]
             if pad.op["mode"] != "constant" or pads[:2] != [0, 0] or pads[2 + nd:4 + nd] != [0, 0]:
                 continue
-            if not _pad_value_ok(ins, pad.op["value"]):
+            if not _pad_value_ok(ins, pad.op["value"]) or _ceil(ins):
                 continue
             pb, pe = _split(ins.op["padding"], nd)
             padding = [a + b for a, b in zip(pb, begin)] + [a + b for a, b in zip(pe, end)]
@@ -82,7 +88,7 @@ class InsertPad(Pass):
                 continue
             nd = x.shape.ndim - 2
             pb, pe = _split(ins.op["padding"], nd)
-            if pb == pe:
+            if pb == pe or _ceil(ins):
                 continue
             if ins.name == "pooling":
                 if ins.op["mode"] == "average":

@@ -10,13 +10,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
+from ..ir import Instruction
 from ..matcher import arg, is_constant, name
 from ..op import Op
 from ._finder_util import Finder, all_static, replace_with_op, sweep
 from .base import Pass
 
 
-def is_conv_1x1(ins) -> str | None:
+def is_conv_1x1(ins: Instruction) -> str | None:
     """None for a plain 1x1 convolution, else why not."""
     op, w = ins.op, ins.inputs[1].shape
     if any(n != 1 for n in w.lens[2:]):

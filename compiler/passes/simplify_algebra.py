@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from ..matcher import any_, any_of, arg, args, either_arg, has_value, is_constant, name, none_of, used_once
+from ..matcher import Matcher, any_, any_of, arg, args, either_arg, has_value, is_constant, name, none_of, used_once
 from ..op import Op
 from ._algebra_concat import (
     CONCAT_OP,
@@ -47,7 +47,7 @@ from .base import Pass
 X = any_().bind("x")
 
 
-def op_lit_broadcast(op: str, lit: str, other: str):
+def op_lit_broadcast(op: str, lit: str, other: str) -> Matcher:
     """op(lit, other) in either order, where `lit` is a constant or a broadcast and `other` is not."""
     return name(op)(either_arg(0, 1)(lit_broadcast().bind(lit), not_lit_broadcast().bind(other)))
 

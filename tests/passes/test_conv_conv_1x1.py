@@ -211,3 +211,21 @@ def test_full_simplify_algebra_fuses_biased_pair():
     assert len(live_convs(q)) == 1
     assert live_convs(q)[0].inputs[0].is_param()
     assert_same_outputs(p, q, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("nd", [1, 3])
+def test_1d_and_3d_grouped_strided_biased_pair(nd):
+    rng = np.random.default_rng(nd)
+    p = Program()
+    m = p.main
+    x = m.add_parameter("x", Shape.of("float32", (2, 4) + (5,) * nd))
+    w1 = m.add_literal(rng.standard_normal((6, 2) + (3,) * nd).astype(np.float32))
+    w2 = m.add_literal(rng.standard_normal((3, 6) + (1,) * nd).astype(np.float32))
+    c = m.add_instruction(Op("convolution", padding=(1,) * nd, stride=(2,) * nd, dilation=(1,) * nd, group=2),
+                          [x, w1])
+    b = m.add_instruction(Op("broadcast", axis=1, out_lens=c.shape.lens),
+                          [m.add_literal(rng.standard_normal(6).astype(np.float32))])
+    z = m.add_instruction(Op("convolution", padding=(0,) * nd, stride=(1,) * nd, dilation=(1,) * nd),
+                          [m.add_instruction(Op("add"), [c, b]), w2])
+    m.add_return([z])
+    check_fused(p, out=3, cin=4, k=(3,) * nd)
