@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any
 
-from .diff import diff_graph
+from .diff import DEFAULT_BUDGET, diff_graph
 from .dot import DotOptions, RenderError, write_graph
 from .model import build_graph
 from .scale import apply_budget
@@ -39,7 +39,7 @@ def render_trace(trace: Trace, out_dir: str, changed_only: bool = True, fmt: str
     os.makedirs(out_dir, exist_ok=True)
     written = []
     if include_input:
-        budget = diff_options.get("budget", 400) or None
+        budget = diff_options.get("budget", DEFAULT_BUDGET)
         g = build_graph(trace.initial, expand=diff_options.get("expand", "auto"), title="input")
         if budget is not None:
             g = apply_budget(g, budget)
