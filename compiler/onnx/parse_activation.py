@@ -4,8 +4,13 @@ pointwise ops with scalar literals, the way MIGraphX's parsers do, so fusion has
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 from .registry import register
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .context import NodeContext
+    from .registry import Args, Result
 
 
 def _k(ctx, value, like):
@@ -13,17 +18,17 @@ def _k(ctx, value, like):
 
 
 @register("LeakyRelu")
-def parse_leaky_relu(ctx, args):
+def parse_leaky_relu(ctx: NodeContext, args: Args) -> Result:
     return ctx.add("leaky_relu", [args[0]], alpha=ctx.attr("alpha"))
 
 
 @register("Elu")
-def parse_elu(ctx, args):
+def parse_elu(ctx: NodeContext, args: Args) -> Result:
     return ctx.add("elu", [args[0]], alpha=ctx.attr("alpha"))
 
 
 @register("Selu")
-def parse_selu(ctx, args):
+def parse_selu(ctx: NodeContext, args: Args) -> Result:
     x = args[0]
     # gamma * (x > 0 ? x : alpha * (exp(x) - 1))
     neg = ctx.add("mul", [_k(ctx, ctx.attr("alpha"), x), ctx.add("sub", [ctx.add("exp", [x]), _k(ctx, 1, x)])])
@@ -32,7 +37,7 @@ def parse_selu(ctx, args):
 
 
 @register("Celu")
-def parse_celu(ctx, args):
+def parse_celu(ctx: NodeContext, args: Args) -> Result:
     x = args[0]
     alpha = ctx.attr("alpha")
     # max(0, x) + min(0, alpha * (exp(x / alpha) - 1))
@@ -47,12 +52,12 @@ def _hard_sigmoid(ctx, x, alpha, beta):
 
 
 @register("HardSigmoid")
-def parse_hard_sigmoid(ctx, args):
+def parse_hard_sigmoid(ctx: NodeContext, args: Args) -> Result:
     return _hard_sigmoid(ctx, args[0], ctx.attr("alpha"), ctx.attr("beta"))
 
 
 @register("HardSwish")
-def parse_hard_swish(ctx, args):
+def parse_hard_swish(ctx: NodeContext, args: Args) -> Result:
     x = args[0]
     return ctx.add("mul", [x, _hard_sigmoid(ctx, x, 1.0 / 6, 0.5)])
 
@@ -62,30 +67,30 @@ def _softplus(ctx, x):
 
 
 @register("Softplus")
-def parse_softplus(ctx, args):
+def parse_softplus(ctx: NodeContext, args: Args) -> Result:
     return _softplus(ctx, args[0])
 
 
 @register("Softsign")
-def parse_softsign(ctx, args):
+def parse_softsign(ctx: NodeContext, args: Args) -> Result:
     x = args[0]
     return ctx.add("div", [x, ctx.add("add", [ctx.add("abs", [x]), _k(ctx, 1, x)])])
 
 
 @register("Mish")
-def parse_mish(ctx, args):
+def parse_mish(ctx: NodeContext, args: Args) -> Result:
     x = args[0]
     return ctx.add("mul", [x, ctx.add("tanh", [_softplus(ctx, x)])])
 
 
 @register("ThresholdedRelu")
-def parse_thresholded_relu(ctx, args):
+def parse_thresholded_relu(ctx: NodeContext, args: Args) -> Result:
     x = args[0]
     return ctx.add("where", [ctx.add("greater", [x, _k(ctx, ctx.attr("alpha"), x)]), x, _k(ctx, 0, x)])
 
 
 @register("Swish")
-def parse_swish(ctx, args):
+def parse_swish(ctx: NodeContext, args: Args) -> Result:
     x = args[0]
     alpha = ctx.attr("alpha", 1.0)
     scaled = x if alpha == 1.0 else ctx.add("mul", [x, _k(ctx, alpha, x)])
@@ -93,7 +98,7 @@ def parse_swish(ctx, args):
 
 
 @register("Shrink")
-def parse_shrink(ctx, args):
+def parse_shrink(ctx: NodeContext, args: Args) -> Result:
     x = args[0]
     lambd, bias = ctx.attr("lambd"), ctx.attr("bias")
     low = ctx.add("less", [x, _k(ctx, -lambd, x)])
@@ -103,7 +108,7 @@ def parse_shrink(ctx, args):
 
 
 @register("Gelu")
-def parse_gelu(ctx, args):
+def parse_gelu(ctx: NodeContext, args: Args) -> Result:
     x = args[0]
     half_x = ctx.add("mul", [x, _k(ctx, 0.5, x)])
     if ctx.attr_choice("approximate", ("none", "tanh"), "none") == "tanh":

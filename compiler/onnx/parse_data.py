@@ -5,6 +5,7 @@ flat indices computed with pointwise ops, then one gather on the flattened data.
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -15,6 +16,10 @@ from ..shape import standard_strides
 from .registry import register
 from .tensors import ir_type
 
+if TYPE_CHECKING:  # pragma: no cover
+    from .context import NodeContext
+    from .registry import Args, Result
+
 
 def _axis(ctx, value, ndim, attr="axis"):
     try:
@@ -24,13 +29,13 @@ def _axis(ctx, value, ndim, attr="axis"):
 
 
 @register("Gather")
-def parse_gather(ctx, args):
+def parse_gather(ctx: NodeContext, args: Args) -> Result:
     data, ind = args
     return ctx.add("gather", [data, ind], axis=_axis(ctx, ctx.attr("axis", 0), data.shape.ndim))
 
 
 @register("GatherElements")
-def parse_gather_elements(ctx, args):
+def parse_gather_elements(ctx: NodeContext, args: Args) -> Result:
     data, ind = args
     r = data.shape.ndim
     axis = _axis(ctx, ctx.attr("axis", 0), r)
@@ -51,7 +56,7 @@ def parse_gather_elements(ctx, args):
 
 
 @register("GatherND")
-def parse_gathernd(ctx, args):
+def parse_gathernd(ctx: NodeContext, args: Args) -> Result:
     return ctx.add("gathernd", args, batch_dims=ctx.attr("batch_dims", 0))
 
 
@@ -60,18 +65,18 @@ def _reduction(ctx):
 
 
 @register("ScatterElements", "Scatter")
-def parse_scatter_elements(ctx, args):
+def parse_scatter_elements(ctx: NodeContext, args: Args) -> Result:
     data = args[0]
     return ctx.add(f"scatter_{_reduction(ctx)}", args, axis=_axis(ctx, ctx.attr("axis", 0), data.shape.ndim))
 
 
 @register("ScatterND")
-def parse_scatternd(ctx, args):
+def parse_scatternd(ctx: NodeContext, args: Args) -> Result:
     return ctx.add(f"scatternd_{_reduction(ctx)}", args)
 
 
 @register("Pad")
-def parse_pad(ctx, args):
+def parse_pad(ctx: NodeContext, args: Args) -> Result:
     x = args[0]
     nd = x.shape.ndim
     mode = ctx.attr_choice("mode", ("constant", "reflect", "edge", "wrap"), "constant")
@@ -130,7 +135,7 @@ def _resize_sizes(ctx, x, scales, sizes, axes):
 
 
 @register("Resize")
-def parse_resize(ctx, args):
+def parse_resize(ctx: NodeContext, args: Args) -> Result:
     x = args[0]
     nd = x.shape.ndim
     mode = ctx.attr_choice("mode", ("nearest", "linear", "cubic"), "nearest")
@@ -166,7 +171,7 @@ def parse_resize(ctx, args):
 
 
 @register("Upsample")
-def parse_upsample(ctx, args):
+def parse_upsample(ctx: NodeContext, args: Args) -> Result:
     x = args[0]
     scales = ctx.attr("scales") if ctx.opset < 9 else ctx.need_const(args[1], "scales").reshape(-1)
     mode = ctx.attr_choice("mode", ("nearest", "linear", "bilinear"), "nearest")
@@ -176,7 +181,7 @@ def parse_upsample(ctx, args):
 
 
 @register("OneHot")
-def parse_onehot(ctx, args):
+def parse_onehot(ctx: NodeContext, args: Args) -> Result:
     ind, depth, values = args
     d = ctx.need_const(depth, "depth").reshape(-1)[0]
     axis = ctx.attr("axis", -1)
@@ -184,7 +189,7 @@ def parse_onehot(ctx, args):
 
 
 @register("Trilu")
-def parse_trilu(ctx, args):
+def parse_trilu(ctx: NodeContext, args: Args) -> Result:
     x = args[0]
     k = ctx.const_ints(args[1], "k")[0] if len(args) > 1 and args[1] is not None else 0
     if x.shape.ndim < 2:
@@ -197,7 +202,7 @@ def parse_trilu(ctx, args):
 
 
 @register("NonZero")
-def parse_nonzero(ctx, args):
+def parse_nonzero(ctx: NodeContext, args: Args) -> Result:
     v = ctx.const(args[0])
     if v is None:
         raise ctx.error("NonZero of a non-constant input has a data-dependent shape (not supported)")
@@ -240,7 +245,7 @@ def _quant_args(ctx, args):
 
 
 @register("QuantizeLinear")
-def parse_quantizelinear(ctx, args):
+def parse_quantizelinear(ctx: NodeContext, args: Args) -> Result:
     code = ctx.attr("output_dtype", 0)
     kw = {}
     if code:
@@ -252,5 +257,5 @@ def parse_quantizelinear(ctx, args):
 
 
 @register("DequantizeLinear")
-def parse_dequantizelinear(ctx, args):
+def parse_dequantizelinear(ctx: NodeContext, args: Args) -> Result:
     return ctx.add("dequantizelinear", _quant_args(ctx, args))

@@ -6,10 +6,15 @@ from __future__ import annotations
 
 import math
 import string
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .registry import register
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .context import NodeContext
+    from .registry import Args, Result
 
 
 def _parse(ctx, eq: str, ranks: list[int]) -> tuple[list[str], str]:
@@ -85,7 +90,7 @@ def _contract(ctx, a, ta: str, b, tb: str, keep: set[str]):
 
 
 @register("Einsum")
-def parse_einsum(ctx, args):
+def parse_einsum(ctx: NodeContext, args: Args) -> Result:
     terms, out = _parse(ctx, ctx.attr("equation"), [a.shape.ndim for a in args])
     ops = []
     for k, (x, t) in enumerate(zip(args, terms)):

@@ -4,10 +4,16 @@ comparisons, Cast/CastLike, Clip, Where."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from .registry import register, register_fn
 from .tensors import ir_type
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .context import NodeContext
+    from .registry import Args, Result
 
 UNARY = {
     "Abs": "abs", "Acos": "acos", "Acosh": "acosh", "Asin": "asin", "Asinh": "asinh", "Atan": "atan",
@@ -35,7 +41,7 @@ def _binary(mgx: str):
 
 
 def _variadic(mgx: str):
-    def handler(ctx, args):
+    def handler(ctx: NodeContext, args: Args) -> Result:
         acc = args[0]
         for a in args[1:]:
             acc = ctx.add_common(mgx, acc, a)
@@ -53,44 +59,44 @@ for _t, _m in VARIADIC.items():
 
 
 @register("Mean")
-def parse_mean(ctx, args):
+def parse_mean(ctx: NodeContext, args: Args) -> Result:
     total = _variadic("add")(ctx, args)
     return ctx.add("div", [total, ctx.scalar_like(len(args), total)])
 
 
 @register("GreaterOrEqual", "LessOrEqual")
-def parse_compare_or_equal(ctx, args):
+def parse_compare_or_equal(ctx: NodeContext, args: Args) -> Result:
     strict = ctx.add_common("greater" if ctx.op_type == "GreaterOrEqual" else "less", args[0], args[1])
     return ctx.add("logical_or", [strict, ctx.add_common("equal", args[0], args[1])])
 
 
 @register("Pow")
-def parse_pow(ctx, args):
+def parse_pow(ctx: NodeContext, args: Args) -> Result:
     base, exp = args
     # ONNX lets the exponent have another numeric type; the IR op wants one type.
     return ctx.add_common("pow", base, ctx.convert(exp, base.shape.type))
 
 
 @register("Mod")
-def parse_mod(ctx, args):
+def parse_mod(ctx: NodeContext, args: Args) -> Result:
     fmod = ctx.attr("fmod", 0)
     return ctx.add_common("fmod" if fmod else "mod", args[0], args[1])
 
 
 @register("BitShift")
-def parse_bitshift(ctx, args):
+def parse_bitshift(ctx: NodeContext, args: Args) -> Result:
     direction = ctx.attr_choice("direction", ("LEFT", "RIGHT"))
     return ctx.add_common("shift_left" if direction == "LEFT" else "shift_right", args[0], args[1])
 
 
 @register("PRelu")
-def parse_prelu(ctx, args):
+def parse_prelu(ctx: NodeContext, args: Args) -> Result:
     x, slope = args
     return ctx.add("prelu", [x, ctx.broadcast_to(slope, x.shape.lens)])
 
 
 @register("IsInf")
-def parse_isinf(ctx, args):
+def parse_isinf(ctx: NodeContext, args: Args) -> Result:
     x = args[0]
     pos, neg = ctx.attr("detect_positive", 1), ctx.attr("detect_negative", 1)
     inf = ctx.add("isinf", [x])
@@ -103,22 +109,22 @@ def parse_isinf(ctx, args):
 
 
 @register("Cast")
-def parse_cast(ctx, args):
+def parse_cast(ctx: NodeContext, args: Args) -> Result:
     return ctx.convert(args[0], ir_type(ctx.attr("to"), f"node {ctx.name} attribute 'to'"))
 
 
 @register("CastLike")
-def parse_castlike(ctx, args):
+def parse_castlike(ctx: NodeContext, args: Args) -> Result:
     return ctx.convert(args[0], args[1].shape.type)
 
 
 @register("Identity")
-def parse_identity(ctx, args):
+def parse_identity(ctx: NodeContext, args: Args) -> Result:
     return args[0]
 
 
 @register("Dropout")
-def parse_dropout(ctx, args):
+def parse_dropout(ctx: NodeContext, args: Args) -> Result:
     x = args[0]
     training = ctx.need_const(args[2], "training_mode") if len(args) > 2 and args[2] is not None else None
     if (training is not None and bool(training.reshape(-1)[0])) or ctx.attr("is_test", 1) == 0:
@@ -128,7 +134,7 @@ def parse_dropout(ctx, args):
 
 
 @register("Clip")
-def parse_clip(ctx, args):
+def parse_clip(ctx: NodeContext, args: Args) -> Result:
     x = args[0]
     if ctx.opset < 11:
         lo = ctx.attr("min", None)
@@ -148,12 +154,12 @@ def parse_clip(ctx, args):
 
 
 @register("Where")
-def parse_where(ctx, args):
+def parse_where(ctx: NodeContext, args: Args) -> Result:
     return ctx.add_common("where", *args)
 
 
 @register("Constant")
-def parse_constant(ctx, args):
+def parse_constant(ctx: NodeContext, args: Args) -> Result:
     keys = [k for k in ctx.attrs]
     if len(keys) != 1:
         raise ctx.error(f"needs exactly one value attribute, got {keys or 'none'}")

@@ -4,7 +4,13 @@ broadcasts batch dims explicitly (1-D operands through unsqueeze/squeeze)."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from .registry import register
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .context import NodeContext
+    from .registry import Args, Result
 
 
 def _spatial_attr(ctx, key: str, nd: int, default: int) -> list[int]:
@@ -50,7 +56,7 @@ def _add_bias(ctx, y, bias):
 
 
 @register("Conv")
-def parse_conv(ctx, args):
+def parse_conv(ctx: NodeContext, args: Args) -> Result:
     x, w = args[0], args[1]
     nd = x.shape.ndim - 2
     if nd < 1:
@@ -65,7 +71,7 @@ def parse_conv(ctx, args):
 
 
 @register("ConvTranspose")
-def parse_conv_transpose(ctx, args):
+def parse_conv_transpose(ctx: NodeContext, args: Args) -> Result:
     x, w = args[0], args[1]
     nd = x.shape.ndim - 2
     strides = _spatial_attr(ctx, "strides", nd, 1)
@@ -119,22 +125,22 @@ def _pool(ctx, args, mode: str):
 
 
 @register("MaxPool")
-def parse_max_pool(ctx, args):
+def parse_max_pool(ctx: NodeContext, args: Args) -> Result:
     return _pool(ctx, args, "max")
 
 
 @register("AveragePool")
-def parse_average_pool(ctx, args):
+def parse_average_pool(ctx: NodeContext, args: Args) -> Result:
     return _pool(ctx, args, "average")
 
 
 @register("LpPool")
-def parse_lp_pool(ctx, args):
+def parse_lp_pool(ctx: NodeContext, args: Args) -> Result:
     return _pool(ctx, args, "lpnorm")
 
 
 @register("GlobalAveragePool", "GlobalMaxPool", "GlobalLpPool")
-def parse_global_pool(ctx, args):
+def parse_global_pool(ctx: NodeContext, args: Args) -> Result:
     x = args[0]
     nd = x.shape.ndim - 2
     mode = {"GlobalAveragePool": "average", "GlobalMaxPool": "max", "GlobalLpPool": "lpnorm"}[ctx.op_type]
@@ -144,13 +150,13 @@ def parse_global_pool(ctx, args):
 
 
 @register("LRN")
-def parse_lrn(ctx, args):
+def parse_lrn(ctx: NodeContext, args: Args) -> Result:
     return ctx.add("lrn", [args[0]], alpha=ctx.attr("alpha"), beta=ctx.attr("beta"), bias=ctx.attr("bias"),
                    size=ctx.attr("size"))
 
 
 @register("Gemm")
-def parse_gemm(ctx, args):
+def parse_gemm(ctx: NodeContext, args: Args) -> Result:
     a, b = args[0], args[1]
     c = args[2] if len(args) > 2 else None
     alpha, beta = ctx.attr("alpha"), ctx.attr("beta")
@@ -197,5 +203,5 @@ def matmul(ctx, a, b):
 
 
 @register("MatMul")
-def parse_matmul(ctx, args):
+def parse_matmul(ctx: NodeContext, args: Args) -> Result:
     return matmul(ctx, args[0], args[1])

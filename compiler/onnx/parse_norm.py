@@ -3,9 +3,15 @@ MIGraphX's parse_batchnorm / parse_instancenorm / parse_layernorm (sqdiff-based 
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ..errors import ShapeError
 from ..ops.common import norm_axis
 from .registry import register
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .context import NodeContext
+    from .registry import Args, Result
 
 
 def _per_channel(ctx, p, x):
@@ -15,7 +21,7 @@ def _per_channel(ctx, p, x):
 
 
 @register("BatchNormalization")
-def parse_batchnorm(ctx, args):
+def parse_batchnorm(ctx: NodeContext, args: Args) -> Result:
     x, scale, bias, mean, var = args[:5]
     if ctx.attr("training_mode", 0) or any(o for o in ctx.node.output[1:]):
         raise ctx.error("training-mode BatchNormalization is not supported (inference only)")
@@ -40,7 +46,7 @@ def _normalize(ctx, x, axes, eps):
 
 
 @register("InstanceNormalization")
-def parse_instancenorm(ctx, args):
+def parse_instancenorm(ctx: NodeContext, args: Args) -> Result:
     x, scale, bias = args
     axes = list(range(2, x.shape.ndim))
     y, _, _ = _normalize(ctx, x, axes, ctx.attr("epsilon"))
@@ -56,7 +62,7 @@ def _axis(ctx, x, default):
 
 
 @register("LayerNormalization")
-def parse_layernorm(ctx, args):
+def parse_layernorm(ctx: NodeContext, args: Args) -> Result:
     x, scale = args[0], args[1]
     bias = args[2] if len(args) > 2 else None
     axis = _axis(ctx, x, -1)
@@ -68,7 +74,7 @@ def parse_layernorm(ctx, args):
 
 
 @register("RMSNormalization")
-def parse_rmsnorm(ctx, args):
+def parse_rmsnorm(ctx: NodeContext, args: Args) -> Result:
     x, scale = args[0], args[1]
     axis = _axis(ctx, x, -1)
     ms = ctx.add("reduce_mean", [ctx.add("mul", [x, x])], axes=list(range(axis, x.shape.ndim)))
@@ -77,7 +83,7 @@ def parse_rmsnorm(ctx, args):
 
 
 @register("GroupNormalization")
-def parse_groupnorm(ctx, args):
+def parse_groupnorm(ctx: NodeContext, args: Args) -> Result:
     x, scale, bias = args
     g = ctx.attr("num_groups")
     n, c = x.shape.lens[:2]
@@ -97,7 +103,7 @@ def parse_groupnorm(ctx, args):
 
 
 @register("LpNormalization")
-def parse_lpnorm(ctx, args):
+def parse_lpnorm(ctx: NodeContext, args: Args) -> Result:
     x = args[0]
     axis = _axis(ctx, x, -1)
     p = ctx.attr("p", 2)
@@ -114,7 +120,7 @@ def parse_lpnorm(ctx, args):
 
 
 @register("MeanVarianceNormalization")
-def parse_mvn(ctx, args):
+def parse_mvn(ctx: NodeContext, args: Args) -> Result:
     x = args[0]
     axes = sorted(norm_axis(a, x.shape.ndim, ctx.op_type) for a in ctx.attr("axes", [0, 2, 3]))
     mean = ctx.broadcast_to(ctx.add("reduce_mean", [x], axes=axes), x.shape.lens)

@@ -5,12 +5,17 @@ MIGraphX; keepdims=0 adds a squeeze."""
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..errors import ShapeError
 from ..ops.common import norm_axes, norm_axis
 from .registry import register
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .context import NodeContext
+    from .registry import Args, Result
 
 
 def _axes(ctx, args, ndim: int) -> tuple[int, ...] | None:
@@ -54,32 +59,32 @@ _SIMPLE = {"ReduceSum": "reduce_sum", "ReduceMean": "reduce_mean", "ReduceMax": 
 
 
 @register(*_SIMPLE)
-def parse_reduce_simple(ctx, args):
+def parse_reduce_simple(ctx: NodeContext, args: Args) -> Result:
     return _reduce(ctx, args, op=_SIMPLE[ctx.op_type])
 
 
 @register("ReduceL1")
-def parse_reduce_l1(ctx, args):
+def parse_reduce_l1(ctx: NodeContext, args: Args) -> Result:
     return _reduce(ctx, args, pre=lambda x: ctx.add("abs", [x]))
 
 
 @register("ReduceL2")
-def parse_reduce_l2(ctx, args):
+def parse_reduce_l2(ctx: NodeContext, args: Args) -> Result:
     return _reduce(ctx, args, pre=lambda x: ctx.add("mul", [x, x]), post=lambda y: ctx.add("sqrt", [y]))
 
 
 @register("ReduceSumSquare")
-def parse_reduce_sum_square(ctx, args):
+def parse_reduce_sum_square(ctx: NodeContext, args: Args) -> Result:
     return _reduce(ctx, args, pre=lambda x: ctx.add("mul", [x, x]))
 
 
 @register("ReduceLogSum")
-def parse_reduce_log_sum(ctx, args):
+def parse_reduce_log_sum(ctx: NodeContext, args: Args) -> Result:
     return _reduce(ctx, args, post=lambda y: ctx.add("log", [y]))
 
 
 @register("ReduceLogSumExp")
-def parse_reduce_log_sum_exp(ctx, args):
+def parse_reduce_log_sum_exp(ctx: NodeContext, args: Args) -> Result:
     x = args[0]
     axes = _axes(ctx, args, x.shape.ndim)
     if axes is None:
@@ -92,7 +97,7 @@ def parse_reduce_log_sum_exp(ctx, args):
 
 
 @register("ArgMax", "ArgMin")
-def parse_arg(ctx, args):
+def parse_arg(ctx: NodeContext, args: Args) -> Result:
     x = args[0]
     try:
         axis = norm_axis(ctx.attr("axis", 0), x.shape.ndim, ctx.op_type)
@@ -125,13 +130,13 @@ def _softmax_like(ctx, args, body):
 
 
 @register("Softmax", "LogSoftmax")
-def parse_softmax(ctx, args):
+def parse_softmax(ctx: NodeContext, args: Args) -> Result:
     name = "softmax" if ctx.op_type == "Softmax" else "logsoftmax"
     return _softmax_like(ctx, args, lambda x, axis: ctx.add(name, [x], axis=axis))
 
 
 @register("Hardmax")
-def parse_hardmax(ctx, args):
+def parse_hardmax(ctx: NodeContext, args: Args) -> Result:
     def body(x, axis):
         lens = x.shape.lens
         idx = ctx.broadcast_to(ctx.add("argmax", [x], axis=axis), lens)
@@ -143,7 +148,7 @@ def parse_hardmax(ctx, args):
 
 
 @register("TopK")
-def parse_topk(ctx, args):
+def parse_topk(ctx: NodeContext, args: Args) -> Result:
     x = args[0]
     k = ctx.attr("k") if ctx.opset < 10 else ctx.const_ints(args[1], "K")[0]
     try:
@@ -155,7 +160,7 @@ def parse_topk(ctx, args):
 
 
 @register("CumSum")
-def parse_cumsum(ctx, args):
+def parse_cumsum(ctx: NodeContext, args: Args) -> Result:
     axis = ctx.const_ints(args[1], "axis")[0]
     return ctx.add("prefix_scan_sum", [args[0]], axis=axis, exclusive=bool(ctx.attr("exclusive", 0)),
                    reverse=bool(ctx.attr("reverse", 0)))

@@ -5,6 +5,8 @@ of static values become literals, as in MIGraphX's parsers."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from ..errors import ShapeError
@@ -12,6 +14,10 @@ from ..ops.common import norm_axes, norm_axis
 from .context import common_lens
 from .registry import register
 from .tensors import ir_type
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .context import NodeContext
+    from .registry import Args, Result
 
 
 def _axis(ctx, value, ndim, *, allow_end=False, attr="axis"):
@@ -37,7 +43,7 @@ def _axes_arg(ctx, args, index: int, since: int) -> list[int] | None:
 
 
 @register("Reshape")
-def parse_reshape(ctx, args):
+def parse_reshape(ctx: NodeContext, args: Args) -> Result:
     x = args[0]
     dims = list(ctx.attr("shape")) if ctx.opset < 5 else ctx.const_ints(args[1], "shape")
     if ctx.attr("allowzero", 0) and 0 in dims:
@@ -49,7 +55,7 @@ def parse_reshape(ctx, args):
 
 
 @register("Transpose")
-def parse_transpose(ctx, args):
+def parse_transpose(ctx: NodeContext, args: Args) -> Result:
     x = args[0]
     perm = ctx.attr("perm", None)
     perm = list(range(x.shape.ndim))[::-1] if perm is None else [int(p) for p in perm]
@@ -59,7 +65,7 @@ def parse_transpose(ctx, args):
 
 
 @register("Flatten")
-def parse_flatten(ctx, args):
+def parse_flatten(ctx: NodeContext, args: Args) -> Result:
     x = args[0]
     axis = ctx.attr("axis", 1)
     # ONNX counts a negative axis from rank (r + axis), the IR's allow_end rule from rank + 1.
@@ -68,7 +74,7 @@ def parse_flatten(ctx, args):
 
 
 @register("Squeeze")
-def parse_squeeze(ctx, args):
+def parse_squeeze(ctx: NodeContext, args: Args) -> Result:
     x = args[0]
     axes = _axes_arg(ctx, args, 1, 13)
     axes = _axes(ctx, axes, x.shape.ndim) if axes else ()
@@ -76,14 +82,14 @@ def parse_squeeze(ctx, args):
 
 
 @register("Unsqueeze")
-def parse_unsqueeze(ctx, args):
+def parse_unsqueeze(ctx: NodeContext, args: Args) -> Result:
     x = args[0]
     axes = _axes_arg(ctx, args, 1, 13) or []
     return ctx.add("unsqueeze", [x], axes=sorted(_axes(ctx, axes, x.shape.ndim + len(axes))))
 
 
 @register("Concat")
-def parse_concat(ctx, args):
+def parse_concat(ctx: NodeContext, args: Args) -> Result:
     return ctx.add("concat", args, axis=_axis(ctx, ctx.attr("axis"), args[0].shape.ndim))
 
 
@@ -105,7 +111,7 @@ def slice_axis(ctx, x, axis: int, start: int, end: int, step: int = 1):
 
 
 @register("Slice")
-def parse_slice(ctx, args):
+def parse_slice(ctx: NodeContext, args: Args) -> Result:
     x = args[0]
     nd = x.shape.ndim
     if ctx.opset < 10:
@@ -133,7 +139,7 @@ def parse_slice(ctx, args):
 
 
 @register("Split")
-def parse_split(ctx, args):
+def parse_split(ctx: NodeContext, args: Args) -> Result:
     x = args[0]
     axis = _axis(ctx, ctx.attr("axis", 0), x.shape.ndim)
     n = x.shape.lens[axis]
@@ -160,7 +166,7 @@ def parse_split(ctx, args):
 
 
 @register("Expand")
-def parse_expand(ctx, args):
+def parse_expand(ctx: NodeContext, args: Args) -> Result:
     x = args[0]
     shape = ctx.const_ints(args[1], "shape")
     lens = common_lens([x.shape.lens, shape])
@@ -170,7 +176,7 @@ def parse_expand(ctx, args):
 
 
 @register("Tile")
-def parse_tile(ctx, args):
+def parse_tile(ctx: NodeContext, args: Args) -> Result:
     x = args[0]
     reps = ctx.const_ints(args[1], "repeats")
     lens = x.shape.lens
@@ -185,19 +191,19 @@ def parse_tile(ctx, args):
 
 
 @register("Shape")
-def parse_shape(ctx, args):
+def parse_shape(ctx: NodeContext, args: Args) -> Result:
     lens = list(args[0].shape.lens)
     start, end = ctx.attr("start", 0), ctx.attr("end", None)
     return ctx.literal(np.asarray(lens[slice(start, end)], dtype=np.int64))
 
 
 @register("Size")
-def parse_size(ctx, args):
+def parse_size(ctx: NodeContext, args: Args) -> Result:
     return ctx.literal(np.asarray(args[0].shape.elements(), dtype=np.int64))
 
 
 @register("Range")
-def parse_range(ctx, args):
+def parse_range(ctx: NodeContext, args: Args) -> Result:
     start, limit, delta = (ctx.need_const(a, n).reshape(()) for a, n in zip(args, ("start", "limit", "delta")))
     if delta == 0:
         raise ctx.error("delta must not be 0")
@@ -205,7 +211,7 @@ def parse_range(ctx, args):
 
 
 @register("ConstantOfShape")
-def parse_constant_of_shape(ctx, args):
+def parse_constant_of_shape(ctx: NodeContext, args: Args) -> Result:
     dims = ctx.const_ints(args[0], "input")
     value = ctx.attr("value", np.zeros(1, np.float32))
     if any(d < 0 for d in dims):
@@ -214,7 +220,7 @@ def parse_constant_of_shape(ctx, args):
 
 
 @register("DepthToSpace")
-def parse_depth_to_space(ctx, args):
+def parse_depth_to_space(ctx: NodeContext, args: Args) -> Result:
     x = args[0]
     b = ctx.attr("blocksize")
     n, c, h, w = _nchw(ctx, x)
@@ -229,7 +235,7 @@ def parse_depth_to_space(ctx, args):
 
 
 @register("SpaceToDepth")
-def parse_space_to_depth(ctx, args):
+def parse_space_to_depth(ctx: NodeContext, args: Args) -> Result:
     x = args[0]
     b = ctx.attr("blocksize")
     n, c, h, w = _nchw(ctx, x)
@@ -248,7 +254,7 @@ def _nchw(ctx, x):
 
 
 @register("CenterCropPad")
-def parse_center_crop_pad(ctx, args):
+def parse_center_crop_pad(ctx: NodeContext, args: Args) -> Result:
     x = args[0]
     target = ctx.const_ints(args[1], "shape")
     nd = x.shape.ndim
@@ -267,7 +273,7 @@ def parse_center_crop_pad(ctx, args):
 
 
 @register("EyeLike")
-def parse_eye_like(ctx, args):
+def parse_eye_like(ctx: NodeContext, args: Args) -> Result:
     x = args[0]
     if x.shape.ndim != 2:
         raise ctx.error(f"needs a 2-D input, got {list(x.shape.lens)}")

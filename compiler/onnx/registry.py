@@ -15,8 +15,9 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..ir import Instruction
     from .context import NodeContext
 
+Args = list  # the node's inputs: list[Instruction | None] (None for an empty optional input)
 Result = Union["Instruction", Sequence["Instruction"]]
-Handler = Callable[["NodeContext", list], Result]
+Handler = Callable[["NodeContext", Args], Result]
 
 HANDLERS: dict[str, Handler] = {}
 

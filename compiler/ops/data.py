@@ -277,6 +277,12 @@ def _onehot_compute(op, args, out, run):
     return np.where(hot, flat[1], flat[0])
 
 
+def _onehot_normalize(op, inputs):
+    # The axis indexes the output, which has one more dim than the indices.
+    return op.with_(axis=norm_axis(op["axis"], inputs[0].ndim + 1, "onehot"))
+
+
 defop("onehot", _onehot_shape, _onehot_compute, attrs=[
     A("depth", "int", 1, show=True), A("axis", "int", -1, show=True),
-], nargs=2, doc="One-hot encode indices with values [off, on]; out-of-range indices give all `off`.")
+], nargs=2, normalize=_onehot_normalize,
+      doc="One-hot encode indices with values [off, on]; out-of-range indices give all `off`.")

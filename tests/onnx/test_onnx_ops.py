@@ -163,6 +163,8 @@ def test_onehot_depth_axis_and_out_of_range():
     out = evaluate(p, {"i": np.array([1, -1, 7], np.int64)})[0]
     assert out.shape == (4, 3)
     np.testing.assert_array_equal(out.T, [[0, 1, 0, 0], [0, 0, 0, 1], [0, 0, 0, 0]])
+    op = Op("onehot", depth=4, axis=-1)
+    assert op.spec.normalize(op, [i64(3), f32(2)])["axis"] == 1
 
 
 def _deconv_reference(x, w, stride, pads, group):
