@@ -81,8 +81,9 @@ def test_insert_user_rule_and_function_pass():
 
     rule = mt.rule("exp_neg_to_recip_exp", mt.name("exp")(mt.arg(0)(mt.name("neg")(mt.arg(0)(mt.any_().bind(
         "x"))))), neg_exp)
-    path = s.insert_pass(rule, after="fusion.fuse_pointwise_reduce")
-    assert path == "fusion.exp_neg_to_recip_exp"
+    # before fusion: afterwards exp/neg live inside bypass pointwise submodules
+    path = s.insert_pass(rule, after="optimize_rewrite.propagate_precision")
+    assert path == "optimize_rewrite.exp_neg_to_recip_exp"
     rec = s.trace.find(path)
     assert rec.user and rec.changed and rec.matches and rec.numeric.ok
 
