@@ -62,6 +62,11 @@ def pointwise_shape(op: str, inputs: Sequence[Shape], out_type: str) -> Shape:
     if all(s.strides == s0.strides for s in inputs) and (s0.packed() or s0.scalar_shape()):
         # Same layout everywhere (e.g. NHWC, or MIGraphX's scalar {1},{0} inside fused modules): keep it.
         return Shape.of(out_type, lens, s0.strides)
+    # Broadcast operands (biases, scales) have no layout of their own: follow the dense inputs,
+    # as MIGraphX does, so an NHWC conv + broadcast bias stays NHWC.
+    dense = [s for s in inputs if not s.broadcasted() and not s.scalar_shape()]
+    if dense and dense[0].packed() and all(s.strides == dense[0].strides for s in dense):
+        return Shape.of(out_type, lens, dense[0].strides)
     return Shape.of(out_type, lens)
 
 
