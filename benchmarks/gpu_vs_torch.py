@@ -60,7 +60,10 @@ def torch_latency(model, feeds: dict, iters: int, warmup: int) -> dict:
             net(*xs)
             enq.append((time.perf_counter() - t0) * 1e6)
             stream.synchronize()
-    graph = torch.cuda.CUDAGraph()
+    try:
+        graph = torch.cuda.CUDAGraph(keep_graph=True)  # keeps the cudaGraph_t for counting nodes
+    except TypeError:
+        graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph, stream=stream):
         gout = net(*xs)
     torch.cuda.synchronize()
@@ -79,10 +82,14 @@ def torch_latency(model, feeds: dict, iters: int, warmup: int) -> dict:
         with torch.cuda.stream(stream):
             net(*xs)
         torch.cuda.synchronize()
-    kernels = sum(1 for e in prof.events() if e.device_type.name == "CUDA" and "Memcpy" not in e.name
-                  and "Memset" not in e.name)
+    kev = [e for e in prof.events() if e.device_type.name == "CUDA" and "Memcpy" not in e.name
+           and "Memset" not in e.name]
+    kernels = len(kev)
+    dur = [(e.name[:60], round(float(getattr(e, "device_time_total", 0) or getattr(e, "cuda_time_total", 0)), 1))
+           for e in kev]
+    top = sorted(dur, key=lambda x: -x[1])[:8]
     return {"eager_us": statistics.median(eager), "graph_us": statistics.median(replay),
-            "eager_enqueue_us": statistics.median(enq), "kernels": kernels, "graph_nodes": nodes,
+            "eager_enqueue_us": statistics.median(enq), "kernels": kernels, "graph_nodes": nodes, "top_kernels": top,
             "outputs": [o.float().cpu().numpy() for o in out], "graph_outputs": [o.float().cpu().numpy() for o in gout]}
 
 
@@ -105,6 +112,7 @@ def ours(model, feeds: dict, iters: int, warmup: int) -> dict:
         inputs = {param_name(k): v for k, v in feeds.items()}
         res = time_program(c, modes=("eager", "graph"), warmup=warmup, iters=iters, inputs=inputs)
         out = c.run(inputs, mode="graph")
+        by_kind = dispatch_by_kind(c)
         mem = c.memory()
         ev, gr = res.modes["eager"], res.modes["graph"]
         top = sorted(ev.per_kernel, key=lambda k: -k.us)[:8]
@@ -119,9 +127,22 @@ def ours(model, feeds: dict, iters: int, warmup: int) -> dict:
             "graph_us_per_node": gr.device_us.median / max(res.graph_nodes, 1),
             "arena_bytes": mem.arena_bytes, "naive_bytes": mem.naive_bytes,
             "top_kernels": [(k.kernel, round(k.us, 1)) for k in top], "outputs": out,
+            "dispatch_us_by_kind": by_kind,
         }
     finally:
         c.close()
+
+
+def dispatch_by_kind(c, iters: int = 30) -> dict:
+    """Mean host time to enqueue one step, per kind (generated kernel launch, BLAS call)."""
+    total: dict[str, list[float]] = {}
+    for _ in range(iters):
+        for step, info in zip(c.steps.steps, c.steps.info):
+            t0 = time.perf_counter()
+            step()
+            total.setdefault(info.kind, []).append((time.perf_counter() - t0) * 1e6)
+        c.backend.stream_sync(c.stream)
+    return {k: round(statistics.mean(v), 2) for k, v in total.items()}
 
 
 def micro(n: int = 300, iters: int = 50) -> dict:

@@ -48,6 +48,10 @@ class _Cublas:
         for f in ("cublasCreate_v2", "cublasDestroy_v2", "cublasSetStream_v2", "cublasSetWorkspace_v2",
                   "cublasSetMathMode", "cublasGemmStridedBatchedEx"):
             getattr(L, f).restype = ctypes.c_int
+        # The per-run call goes through a second handle to the symbol without argtypes and is given
+        # pre-built ctypes values: ctypes then skips 23 from_param conversions on every call.
+        self.gemm_raw = ctypes.CDLL(L._name).cublasGemmStridedBatchedEx
+        self.gemm_raw.restype = ctypes.c_int
 
 
 def _find_cublas() -> str:
@@ -217,14 +221,16 @@ class CudaBackend(Backend):
         scalar = ctypes.c_double if plan.dtype == "float64" else ctypes.c_float
         al, be = scalar(alpha), scalar(0.0)
         compute = COMPUTE.get(plan.dtype, 68)
-        fn = self._cublas.lib.cublasGemmStridedBatchedEx
+        fn = self._cublas.gemm_raw
+        vp, i32, i64 = ctypes.c_void_p, ctypes.c_int, ctypes.c_longlong
         calls = []
         for oa, ob, oc in plan.offsets:
             p1, p2 = (b + ob * esz, a + oa * esz) if plan.swap else (a + oa * esz, b + ob * esz)
             calls.append(functools.partial(
-                fn, handle, int(plan.trans1), int(plan.trans2), plan.m, plan.n, plan.k, ctypes.addressof(al), p1, t,
-                plan.ld1, plan.stride1, p2, t, plan.ld2, plan.stride2, ctypes.addressof(be), c + oc * esz, t,
-                plan.ldc, plan.stride_c, plan.batch, compute, GEMM_DEFAULT))
+                fn, vp(handle.value), i32(plan.trans1), i32(plan.trans2), i32(plan.m), i32(plan.n), i32(plan.k),
+                vp(ctypes.addressof(al)), vp(p1), i32(t), i32(plan.ld1), i64(plan.stride1), vp(p2), i32(t),
+                i32(plan.ld2), i64(plan.stride2), vp(ctypes.addressof(be)), vp(c + oc * esz), i32(t), i32(plan.ldc),
+                i64(plan.stride_c), i32(plan.batch), i32(compute), i32(GEMM_DEFAULT)))
         keep = (al, be)
 
         def step(calls=tuple(calls), keep=keep) -> tuple:
