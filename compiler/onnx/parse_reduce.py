@@ -41,12 +41,33 @@ def _finish(ctx, y, axes):
     return ctx.add("squeeze", [y], axes=axes)
 
 
+# Value of a reduction over an empty set (ONNX's identity elements).
+_EMPTY = {"ReduceSum": 0, "ReduceL1": 0, "ReduceL2": 0, "ReduceSumSquare": 0, "ReduceProd": 1,
+          "ReduceMax": -np.inf, "ReduceMin": np.inf, "ReduceLogSum": -np.inf, "ReduceLogSumExp": -np.inf,
+          "ReduceMean": np.nan}
+
+
+def _empty_reduction(ctx, x, axes):
+    """A reduction over a zero-size axis does not depend on the data: a literal."""
+    lens = [1 if i in axes else n for i, n in enumerate(x.shape.lens)]
+    if not ctx.attr("keepdims", 1):
+        lens = [n for i, n in enumerate(x.shape.lens) if i not in axes]
+    npd = x.shape.dtype.np_dtype
+    v = _EMPTY[ctx.op_type]
+    if npd.kind in "iub" and not np.isfinite(v):
+        info = np.iinfo(npd) if npd.kind != "b" else None
+        v = (v > 0) if info is None else (info.max if v > 0 else info.min)
+    return ctx.literal(np.full(lens, v, dtype=npd))
+
+
 def _reduce(ctx, args, pre=None, op="reduce_sum", post=None):
     x = args[0]
     axes = _axes(ctx, args, x.shape.ndim)
     if axes is None:  # ONNX: the input itself (after the elementwise pre/post steps)
         v = pre(x) if pre else x
         return post(v) if post else v
+    if any(x.shape.lens[a] == 0 for a in axes):
+        return _empty_reduction(ctx, x, axes)
     v = pre(x) if pre else x
     y = ctx.add(op, [v], axes=axes)
     if post:
@@ -89,6 +110,8 @@ def parse_reduce_log_sum_exp(ctx: NodeContext, args: Args) -> Result:
     axes = _axes(ctx, args, x.shape.ndim)
     if axes is None:
         return ctx.add("log", [ctx.add("exp", [x])])
+    if any(x.shape.lens[a] == 0 for a in axes):
+        return _empty_reduction(ctx, x, axes)
     # log(sum(exp(x - m))) + m with m = max(x): the stable form (the naive one overflows on large x)
     m = ctx.add("reduce_max", [x], axes=axes)
     shifted = ctx.add("exp", [ctx.add("sub", [x, ctx.broadcast_to(m, x.shape.lens)])])

@@ -110,10 +110,13 @@ def _quant_shape(op, s, m):
 
 
 def _quant_compute(op, args, out, run):
-    x, scale = args[0].astype(np.float64), args[1].astype(np.float64)
+    # Divide in the inputs' own float type (float32 for float32 models), as ONNX runtimes do: a
+    # float64 quotient can land on the other side of a .5 tie and round differently.
+    ft = np.result_type(args[0].dtype, args[1].dtype, np.float32)
+    x, scale = args[0].astype(ft), args[1].astype(ft)
     zp = args[2].astype(np.float64) if len(args) == 3 else 0.0
     info = np.iinfo(dtypes.np_dtype(out.type))
-    q = np.rint(x / scale) + zp  # rint: round half to even, as ONNX asks
+    q = np.rint(x / scale).astype(np.float64) + zp  # rint: round half to even, as ONNX asks
     return np.clip(q, info.min, info.max)
 
 
