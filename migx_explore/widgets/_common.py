@@ -1,0 +1,129 @@
+"""Shared bits of the explorer widgets: the error box every callback reports into, CSS class
+helpers and the one stylesheet.
+
+ipywidgets is imported inside functions only, so `import migx_explore.widgets` works without it."""
+
+from __future__ import annotations
+
+import functools
+import html
+import re
+import traceback
+from collections.abc import Callable
+from typing import Any
+
+# Classes tests and users select on; keep them stable (they are part of the explorer's API).
+CSS = """
+<style>
+.migx-explorer { font-size: 13px; }
+.migx-explorer .migx-tree { max-height: 640px; overflow-y: auto; border: 1px solid #ddd; padding: 2px 4px; }
+.migx-explorer .migx-tree-row { min-height: 22px; align-items: center; }
+.migx-explorer .migx-tree-row .widget-checkbox { width: 22px; }
+.migx-explorer .migx-hidden { display: none !important; }
+.migx-explorer .migx-depth-2 { padding-left: 40px; } .migx-explorer .migx-depth-3 { padding-left: 58px; }
+.migx-explorer .migx-depth-4, .migx-explorer .migx-depth-5, .migx-explorer .migx-depth-6 { padding-left: 76px; }
+.migx-explorer .migx-tree-row button.migx-pass-goto { text-align: left; background: none; box-shadow: none;
+  height: 22px; line-height: 22px; padding: 0 4px; overflow: hidden; text-overflow: ellipsis; }
+.migx-explorer .migx-tree-row button.migx-pass-goto:hover { text-decoration: underline; }
+.migx-explorer .migx-tree-row .migx-row-info { color: #666; font-size: 11px; white-space: nowrap; }
+.migx-explorer .migx-pipeline-row { background: #eef2f7; font-weight: bold; margin-top: 4px; }
+.migx-explorer .migx-noop button.migx-pass-goto, .migx-explorer .migx-disabled button.migx-pass-goto,
+.migx-explorer .migx-pending button.migx-pass-goto, .migx-explorer .migx-not-run button.migx-pass-goto
+  { color: #999; }
+.migx-explorer .migx-disabled button.migx-pass-goto, .migx-explorer .migx-pending button.migx-pass-goto
+  { text-decoration: line-through; }
+.migx-explorer .migx-changed button.migx-pass-goto { color: #0b5394; font-weight: 600; }
+.migx-explorer .migx-failed button.migx-pass-goto { color: #b00020; font-weight: 700; }
+.migx-explorer .migx-current { background: #fff3c4; }
+.migx-explorer .migx-child { opacity: 0.9; }
+.migx-explorer .migx-graph { overflow: auto; max-height: 720px; border: 1px solid #e3e3e3; background: white; }
+.migx-explorer .migx-graph svg { max-width: none; height: auto; }
+.migx-explorer .migx-stats .widget-html-content, .migx-explorer .migx-warnings .widget-html-content,
+.migx-explorer .migx-pane .widget-html-content, .migx-explorer .migx-gpu .widget-html-content { line-height: 1.4; }
+.migx-explorer .migx-stats-table th { text-align: left; padding: 1px 8px 1px 0; color: #555; font-weight: normal; }
+.migx-explorer .migx-stats-table td { padding: 1px 4px; }
+.migx-explorer td.migx-good { color: #1b7f3b; } .migx-explorer td.migx-bad { color: #b00020; font-weight: 600; }
+.migx-explorer .migx-text-diff pre { font-size: 12px; line-height: 1.35; margin: 0; }
+.migx-explorer .migx-text-diff .add { background: #e6ffed; color: #1b5e20; display: block; }
+.migx-explorer .migx-text-diff .del { background: #ffeef0; color: #b00020; display: block; }
+.migx-explorer .migx-text-diff .hunk { color: #6f42c1; display: block; }
+.migx-explorer .migx-warnings-list { color: #8a5a00; } .migx-explorer .migx-warnings-none { color: #666; }
+.migx-error-box .migx-error { color: #b00020; background: #fff0f0; border: 1px solid #f3b6b6;
+  padding: 4px 8px; margin: 2px 0; }
+.migx-error-box .migx-error pre { white-space: pre-wrap; font-size: 11px; color: #444; }
+.migx-explorer .migx-gpu-unavailable { color: #8a5a00; background: #fff8e1; padding: 6px 8px; }
+.migx-explorer .migx-timing-table td, .migx-explorer .migx-timing-table th { padding: 1px 8px; text-align: right; }
+</style>
+"""
+
+
+def widgets() -> Any:
+    """ipywidgets, imported on first use (so the package imports without notebook libraries)."""
+    import ipywidgets
+
+    return ipywidgets
+
+
+def css_token(text: str) -> str:
+    """A CSS-class-safe form of a pass path: 'required.eliminate_identity#1' -> 'required-eliminate_identity-1'."""
+    return re.sub(r"[^A-Za-z0-9_-]+", "-", text).strip("-")
+
+
+def path_class(path: str) -> str:
+    """The class that names one tree row's pass (tests select `.migx-path-<token>`)."""
+    return "migx-path-" + css_token(path)
+
+
+def set_state_classes(widget: Any, states: tuple[str, ...], state: str | None) -> None:
+    """Leave exactly one of `states` (or none) among the widget's classes, in one trait update."""
+    new = [c for c in widget._dom_classes if c not in states] + ([state] if state else [])
+    if list(widget._dom_classes) != new:
+        widget._dom_classes = tuple(new)
+
+
+class ErrorBox:
+    """An HTML widget listing errors from callbacks and long-running work, newest first.
+
+    Callbacks run inside the kernel's comm handler, where an exception would only reach the
+    browser console log; `guard` catches it and shows it here instead (never swallowed)."""
+
+    def __init__(self, keep: int = 5):
+        W = widgets()
+        self.keep = keep
+        self.messages: list[str] = []
+        self.widget = W.HTML("", _dom_classes=["migx-error-box"])
+
+    def show(self, err: BaseException | str, where: str = "") -> None:
+        if isinstance(err, BaseException):
+            head = f"{type(err).__name__}: {err}"
+            tb = "".join(traceback.format_exception(type(err), err, err.__traceback__))
+        else:
+            head, tb = str(err), ""
+        prefix = f"{where}: " if where else ""
+        item = f'<div class="migx-error"><b>{html.escape(prefix + head)}</b>'
+        if tb:
+            item += f"<details><summary>traceback</summary><pre>{html.escape(tb)}</pre></details>"
+        self.messages = [item + "</div>", *self.messages][: self.keep]
+        self.widget.value = "".join(self.messages)
+
+    def clear(self) -> None:
+        self.messages = []
+        self.widget.value = ""
+
+    @property
+    def text(self) -> str:
+        """The shown messages without markup (tests read this)."""
+        return html.unescape(re.sub(r"<[^>]+>", " ", self.widget.value))
+
+    def guard(self, fn: Callable[..., Any], where: str = "") -> Callable[..., Any]:
+        """Wrap a widget callback so its exceptions land in this box."""
+
+        @functools.wraps(fn)
+        def wrapped(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return fn(*args, **kwargs)
+            except Exception as e:  # noqa: BLE001 - shown to the user, not swallowed
+                self.show(e, where or getattr(fn, "__name__", ""))
+                return None
+
+        return wrapped

@@ -1,0 +1,216 @@
+"""What the view panes show, as strings: SVG of the graph views, the text diff as HTML, the IR
+metrics chart, rule matches highlighted on a graph. Pure functions over a Session (no ipywidgets),
+plus a small cache so stepping back and forth never re-runs graphviz for a pass already drawn."""
+
+from __future__ import annotations
+
+import dataclasses
+import html
+import threading
+from collections.abc import Callable, Collection, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any
+
+from ..compiler.snapshot import ProgramSnapshot
+from ..session import Session
+
+GRAPH_VIEWS = ("diff", "side_by_side", "focus")
+VIEW_LABELS = {"diff": "Diff", "side_by_side": "Before | After", "focus": "Focus", "text": "Text diff",
+               "metrics": "IR metrics"}
+
+
+def graph_svg(before: ProgramSnapshot, after: ProgramSnapshot, view: str, *, diff: Any = None, hops: int = 2,
+              centre: Collection[int] = (), chains: bool | None = None, prefix: str = "") -> str:
+    """Inline SVG for one graph view of a pass.
+
+    diff: the merged graph (changed region plus context when the graph is big); side_by_side:
+    before and after as two panels of one layout; focus: `hops` around the changed nodes, or
+    around the instruction ids in `centre` on the after-graph."""
+    from .. import render
+
+    opts = render.DotOptions(id_prefix=prefix)
+    if view == "diff":
+        g = render.diff_graph(before, after, diff, chains=chains)
+    elif view == "side_by_side":
+        g = render.side_by_side(before, after, diff, chains=chains)
+    elif view == "focus":
+        if centre:
+            g = render.program_graph(after, focus=tuple(centre), hops=hops, chains=bool(chains))
+        else:
+            g = render.diff_graph(before, after, diff, focus=hops, chains=True if chains is None else chains)
+    else:
+        raise ValueError(f"unknown graph view {view!r}; one of {', '.join(GRAPH_VIEWS)}")
+    return str(render.render_svg(g, opts))
+
+
+def text_diff_html(text: str, *, limit: int = 4000) -> str:
+    """The unified text diff with added/removed/hunk lines classed for colouring."""
+    if not text:
+        return '<div class="migx-text-diff-empty">No change: the IR after this pass is identical.</div>'
+    lines = text.splitlines()
+    more = len(lines) - limit
+    out = []
+    for line in lines[:limit]:
+        cls = ("add" if line.startswith("+") and not line.startswith("+++") else
+               "del" if line.startswith("-") and not line.startswith("---") else
+               "hunk" if line.startswith("@@") else "")
+        esc = html.escape(line) or " "
+        # Classed lines are display:block (see the stylesheet), so only plain lines need "\n".
+        out.append(f'<span class="{cls}">{esc}</span>' if cls else esc + "\n")
+    tail = f"… {more} more lines (see Session.text_diff())" if more > 0 else ""
+    return "<pre>" + "".join(out) + html.escape(tail) + "</pre>"
+
+
+def metrics_svg(series: Mapping[str, Sequence], current: int | None = None, *, width: int = 760,
+                height: int = 220) -> str:
+    """A two-line chart of instructions and kernel launches after each top-level pass, with the
+    current pass marked (IR metrics across the pipeline, drawn as plain SVG: no matplotlib)."""
+    xs = list(series["index"])
+    if not xs:
+        return "<div>No passes traced.</div>"
+    pad_l, pad_r, pad_t, pad_b = 48, 12, 18, 28
+    w, h = width - pad_l - pad_r, height - pad_t - pad_b
+    top = max(max(series["instructions"]), max(series["launches"]), 1)
+    n = max(len(xs) - 1, 1)
+
+    def pt(k: int, v: float) -> str:
+        return f"{pad_l + w * k / n:.1f},{pad_t + h * (1 - v / top):.1f}"
+
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" class="migx-metrics-chart" width="{width}" '
+             f'height="{height}" font-family="Helvetica" font-size="11">',
+             f'<rect x="{pad_l}" y="{pad_t}" width="{w}" height="{h}" fill="white" stroke="#ccc"/>',
+             f'<text x="{pad_l - 6}" y="{pad_t + 4}" text-anchor="end">{top}</text>',
+             f'<text x="{pad_l - 6}" y="{pad_t + h}" text-anchor="end">0</text>',
+             f'<text x="{pad_l + w / 2}" y="{height - 6}" text-anchor="middle">pass (pipeline order)</text>']
+    for key, colour in (("instructions", "#1f77b4"), ("launches", "#d62728")):
+        pts = " ".join(pt(k, v) for k, v in enumerate(series[key]))
+        parts.append(f'<polyline class="migx-series-{key}" fill="none" stroke="{colour}" stroke-width="2" '
+                     f'points="{pts}"/>')
+    if current is not None and current in xs:
+        k = xs.index(current)
+        x = pad_l + w * k / n
+        parts.append(f'<line class="migx-metrics-current" x1="{x:.1f}" x2="{x:.1f}" y1="{pad_t}" y2="{pad_t + h}" '
+                     f'stroke="#f0a000" stroke-width="2"><title>{html.escape(series["path"][k])}</title></line>')
+    parts.append(f'<text x="{pad_l + 8}" y="{pad_t + 14}" fill="#1f77b4">instructions '
+                 f'{series["instructions"][0]} → {series["instructions"][-1]}</text>')
+    parts.append(f'<text x="{pad_l + 8}" y="{pad_t + 28}" fill="#d62728">kernel launches '
+                 f'{series["launches"][0]} → {series["launches"][-1]}</text>')
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def highlight_svg(snap: ProgramSnapshot, matched: Collection[int], near: Mapping[int, str], *,
+                  module: str = "main", title: str = "") -> str:
+    """The graph of `snap` with rule matches drawn as 'added' (green) and near misses as
+    'changed' (amber) with the reason in the node's tooltip: a fusion prototype's view."""
+    from .. import render
+    from ..render import style as S
+
+    g = render.program_graph(snap, module, budget=None, title=title)
+    nodes = []
+    for n in g.nodes:
+        if n.instr_id in matched:
+            n = dataclasses.replace(n, status=S.ADDED, tooltip=f"match: {n.tooltip or n.label}")
+        elif n.instr_id in near:
+            n = dataclasses.replace(n, status=S.CHANGED, tooltip=f"near miss: {near[n.instr_id]}")
+        else:
+            n = dataclasses.replace(n, status=S.UNCHANGED)
+        nodes.append(n)
+    return str(render.render_svg(dataclasses.replace(g, nodes=nodes)))
+
+
+class SvgCache:
+    """Rendered views keyed by the identity of the two snapshots plus the view options.
+
+    Snapshots are shared between re-traces for unchanged pipeline prefixes, so identity is the
+    right key; the cache holds the snapshots themselves, so an id can never be reused.
+
+    `prefetch` draws a view in a background thread (graphviz runs as a subprocess, so the
+    kernel stays responsive): the explorer prefetches the next pass after each step, so a click
+    on "next" usually finds its graph ready."""
+
+    def __init__(self, size: int = 96, prefetch: bool = True):
+        self.size = size
+        self._items: list[tuple[Any, Any, tuple, str]] = []
+        self._pending: list[tuple[Any, Any, tuple, Future]] = []
+        self._lock = threading.Lock()
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="migx-prefetch") if prefetch else None
+        self.hits = self.misses = 0
+
+    def _find(self, rows: list, before: Any, after: Any, key: tuple) -> int | None:
+        for k, row in enumerate(rows):
+            if row[0] is before and row[1] is after and row[2] == key:
+                return k
+        return None
+
+    def _store(self, before: Any, after: Any, key: tuple, svg: str) -> None:
+        with self._lock:
+            if self._find(self._items, before, after, key) is None:
+                self._items.append((before, after, key, svg))
+                del self._items[:-self.size]
+
+    def get(self, before: Any, after: Any, key: tuple, make: Callable[[], str]) -> str:
+        with self._lock:
+            k = self._find(self._items, before, after, key)
+            if k is not None:
+                self.hits += 1
+                self._items.append(self._items.pop(k))
+                return self._items[-1][3]
+            k = self._find(self._pending, before, after, key)
+            fut = self._pending.pop(k)[3] if k is not None else None
+        if fut is not None:
+            try:
+                svg = fut.result()
+                self.hits += 1
+                return svg
+            except Exception:  # noqa: BLE001 - drawn again below, so the error reaches the caller
+                pass
+        self.misses += 1
+        svg = make()
+        self._store(before, after, key, svg)
+        return svg
+
+    def prefetch(self, before: Any, after: Any, key: tuple, make: Callable[[], str]) -> None:
+        if self._pool is None:
+            return
+        with self._lock:
+            if (self._find(self._items, before, after, key) is not None
+                    or self._find(self._pending, before, after, key) is not None):
+                return
+            self._pending = [p for p in self._pending if not p[3].done()][-4:]
+
+            def fill() -> str:
+                svg = make()
+                self._store(before, after, key, svg)
+                return svg
+
+            self._pending.append((before, after, key, self._pool.submit(fill)))
+
+
+def record_snapshots(session: Session, index: int) -> tuple[ProgramSnapshot, ProgramSnapshot, Any]:
+    """(before, after, diff) of one trace record, as Session.before()/after()/diff() give them
+    for the current one (a disabled or failed pass has no after: it left the IR as it was)."""
+    r = session.trace.records[index]
+    before = r.before or session.initial
+    return before, (r.after if r.after is not None else before), r.diff
+
+
+def _graph_job(session: Session, index: int, view: str, opts: dict[str, Any]) -> tuple[Any, Any, tuple, Callable]:
+    before, after, diff = record_snapshots(session, index)
+    key = (view, tuple(sorted((k, tuple(v) if isinstance(v, (list, set, tuple)) else v) for k, v in opts.items())))
+    return before, after, key, lambda: graph_svg(before, after, view, diff=diff, prefix=f"{view[:2]}_", **opts)
+
+
+def current_graph(session: Session, view: str, cache: SvgCache | None = None, **opts: Any) -> str:
+    """The SVG of `view` for the session's current pass (through `cache` when given)."""
+    before, after, key, make = _graph_job(session, session.position, view, opts)
+    return cache.get(before, after, key, make) if cache is not None else make()
+
+
+def prefetch_next(session: Session, view: str, cache: SvgCache, **opts: Any) -> int | None:
+    """Start drawing `view` for the pass a "next" click would show; returns its record index."""
+    later = [i for i in session.visible() if i > session.position]
+    if not later:
+        return None
+    cache.prefetch(*_graph_job(session, later[0], view, opts))
+    return later[0]

@@ -1,0 +1,120 @@
+"""The GPU panel: compile the session's final program and time it eagerly and through graph
+capture; a table and plots of the results. Without a GPU it says why (gpu_bridge's reason) and
+its button stays off, so nothing fails on a laptop or in CI."""
+
+from __future__ import annotations
+
+import dataclasses
+import html
+from collections.abc import Callable
+from typing import Any
+
+from .. import gpu_bridge
+from ..session import Session
+from . import timing_view
+from ._common import ErrorBox, widgets
+
+
+class GpuPanel:
+    def __init__(self, errors: ErrorBox, get_session: Callable[[], Session | None]):
+        W = widgets()
+        self.errors = errors
+        self._get_session = get_session
+        self.reason = gpu_bridge.unavailable_reason()
+        self.status = W.HTML("", _dom_classes=["migx-gpu-status"])
+        self.eager = W.Checkbox(True, description="eager", indent=False, layout=W.Layout(width="auto"),
+                                _dom_classes=["migx-gpu-mode-eager"])
+        self.graph = W.Checkbox(True, description="graph capture", indent=False, layout=W.Layout(width="auto"),
+                                _dom_classes=["migx-gpu-mode-graph"])
+        self.iters = W.BoundedIntText(100, min=1, max=100000, description="iters", layout=W.Layout(width="11em"),
+                                      _dom_classes=["migx-gpu-iters"])
+        self.warmup = W.BoundedIntText(10, min=0, max=10000, description="warmup", layout=W.Layout(width="11em"),
+                                       _dom_classes=["migx-gpu-warmup"])
+        self.run_button = W.Button(description="Compile & time", icon="tachometer", button_style="success",
+                                   _dom_classes=["migx-time"])
+        self.progress = W.IntProgress(0, min=0, max=1, layout=W.Layout(width="280px", display="none"),
+                                      _dom_classes=["migx-gpu-progress"])
+        self.progress_label = W.HTML("", _dom_classes=["migx-gpu-progress-label"])
+        self.table = W.HTML("", _dom_classes=["migx-timing-table"])
+        # The figure goes in as SVG markup (not an Output capture) so it is in the saved widget
+        # state and the DOM whatever front end runs the kernel.
+        self.plot = W.HTML("", _dom_classes=["migx-timing-plot"])
+        self.run_button.on_click(errors.guard(lambda _b: self.run(), "GPU timing"))
+        body = W.VBox([self.status,
+                       W.HBox([self.eager, self.graph, self.warmup, self.iters, self.run_button]),
+                       W.HBox([self.progress, self.progress_label]), self.table, self.plot])
+        self.widget = W.Accordion([body], titles=("GPU: compile and time (eager vs graph capture)",),
+                                  selected_index=0, _dom_classes=["migx-gpu"])
+        self.reset()
+
+    def reset(self) -> None:
+        """Show the GPU's availability (called when a model is loaded)."""
+        if self.reason:
+            self.status.value = (f'<div class="migx-gpu-unavailable"><b>No GPU timing here.</b> '
+                                 f'{html.escape(self.reason)}</div>')
+            self.run_button.disabled = True
+            self.run_button.tooltip = self.reason
+        else:
+            self.status.value = '<div class="migx-gpu-ready">GPU ready: press “Compile & time”.</div>'
+            self.run_button.disabled = False
+        self.table.value = ""
+        self.plot.value = ""
+        self.last_result: Any = None
+
+    def _report(self, done: int, total: int, what: str) -> None:
+        self.progress.layout.display = None
+        self.progress.max = max(total, 1)
+        self.progress.value = min(done, self.progress.max)
+        self.progress_label.value = f"{html.escape(what)} ({done}/{total})"
+
+    def modes(self) -> tuple[str, ...]:
+        return tuple(m for m, w in (("eager", self.eager), ("graph", self.graph)) if w.value)
+
+    def run(self) -> Any:
+        """Compile the final program and time it in the chosen modes; show table and plots.
+
+        Stages report progress: kernel compilation one kernel at a time (through the kernel
+        cache, which finalize then hits), then one timing run per mode."""
+        session = self._get_session()
+        if session is None:
+            raise RuntimeError("load a model first")
+        if self.reason:
+            raise gpu_bridge.GpuUnavailable(f"GPU timing unavailable: {self.reason}")
+        modes = self.modes()
+        if not modes:
+            raise ValueError("pick at least one mode (eager, graph capture)")
+        self.compile_kernels(session)
+        merged = None
+        for k, mode in enumerate(modes):
+            self._report(k, len(modes), f"timing {mode}: {self.warmup.value} warm-up + {self.iters.value} runs")
+            r = session.time(modes=(mode,), warmup=self.warmup.value, iters=self.iters.value)
+            merged = r if merged is None else dataclasses.replace(merged, modes={**merged.modes, **r.modes},
+                                                                  graph_nodes=max(merged.graph_nodes, r.graph_nodes))
+        session.timings[session.spec_or_label()] = merged  # one entry with every mode, not the last one
+        self.last_result = merged
+        self._report(len(modes), len(modes), "done: " + timing_view.summary(merged))
+        self.show(merged, session)
+        return merged
+
+    def compile_kernels(self, session: Session) -> int:
+        """Compile the final program's kernels with progress; returns how many there were."""
+        from ..gpu import kernel_cache
+        from ..gpu.runtime import get_backend
+
+        main = session.final().to_program().main
+        keys = {i.op["key"] for i in main if i.name == "gpu::code_object"}
+        keys |= {i.op["epilogue_key"] for i in main if i.name == "gpu::gemm" and i.op["epilogue_key"]}
+        backend = get_backend()
+        for k, key in enumerate(sorted(keys)):
+            self._report(k, len(keys), f"compiling kernel {key[:40]}")
+            kernel_cache.compile_many(backend, [kernel_cache.source_for(key)])
+        self._report(len(keys), len(keys), "kernels compiled")
+        return len(keys)
+
+    def show(self, result: Any, session: Session) -> None:
+        self.table.value = timing_view.table_html(result) + timing_view.runs_html(session.timings)
+        self.plot.value = timing_view.figure_svg(result)
+
+    def summary(self) -> str:
+        """The last result in one line (notebooks print it)."""
+        return "not timed yet" if self.last_result is None else timing_view.summary(self.last_result)

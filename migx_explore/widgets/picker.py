@@ -1,0 +1,141 @@
+"""The model picker: a built-in example, a path, or an uploaded .onnx file; concrete dims for
+symbolic inputs; the compile mode. It builds a Session and hands it to `on_load`."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from ..session import Session
+from . import queries
+from ._common import ErrorBox, widgets
+
+COMPILE_MODES = ("balanced", "eager")
+
+
+def builtin_models() -> list[str]:
+    """Names of the built-in example models ([] while the models package is unavailable)."""
+    try:
+        from .. import models
+    except ImportError:
+        return []
+    return list(models.list_models())
+
+
+def builtin_inputs(name: str) -> dict[str, list[int | str]]:
+    """Declared input dims of a built-in model (symbolic dims by name), read off its ONNX graph."""
+    from .. import models
+
+    return queries.onnx_inputs(models.get_model(name))
+
+
+def make_session(model: Any, input_dims: dict[str, Sequence[int]] | None = None, **kw: Any) -> Session:
+    """A Session from a built-in model name, an ONNX path, ONNX bytes or a ModelProto."""
+    dims = input_dims or None
+    if isinstance(model, Session):
+        return model
+    if isinstance(model, (bytes, bytearray)):
+        with tempfile.NamedTemporaryFile(suffix=".onnx", delete=False) as f:
+            f.write(bytes(model))
+        try:
+            return Session.from_onnx(f.name, input_dims=dims, name=kw.pop("name", "uploaded.onnx"), **kw)
+        finally:
+            os.unlink(f.name)
+    if isinstance(model, (str, os.PathLike)):
+        path = os.fspath(model)
+        if os.path.exists(path) or path.endswith(".onnx"):
+            return Session.from_onnx(path, input_dims=dims, **kw)
+        return Session.from_model(path, input_dims=dims, **kw)
+    if hasattr(model, "graph"):  # an onnx.ModelProto
+        return make_session(model.SerializeToString(), input_dims, name=kw.pop("name", "model.onnx"), **kw)
+    raise TypeError(f"cannot open {type(model).__name__}: give a built-in model name ({', '.join(builtin_models())}), "
+                    f"an .onnx path, ONNX bytes or an onnx.ModelProto")
+
+
+class ModelPicker:
+    """Widget: `widget` holds the controls; Load calls on_load(session) (errors go to the box)."""
+
+    def __init__(self, errors: ErrorBox, on_load: Callable[[Session], None], *, initial: str = ""):
+        W = widgets()
+        self.errors = errors
+        self._on_load = on_load
+        names = builtin_models()
+        self.builtin = W.Dropdown(options=[("(built-in examples)", "")] + [(n, n) for n in names],
+                                  value=initial if initial in names else "", layout=W.Layout(width="14em"),
+                                  _dom_classes=["migx-model-select"])
+        self.path = W.Text("" if initial in names else initial, placeholder="or a path to an .onnx file",
+                           continuous_update=False, layout=W.Layout(width="22em"), _dom_classes=["migx-model-path"])
+        self.upload = W.FileUpload(accept=".onnx", multiple=False, description="upload .onnx",
+                                   _dom_classes=["migx-model-upload"])
+        self.dims = W.Text("", placeholder="input dims for symbolic inputs: x=1,3,224,224; y=1,77",
+                           continuous_update=False, layout=W.Layout(width="26em"), _dom_classes=["migx-input-dims"])
+        self.mode = W.Dropdown(options=COMPILE_MODES, value="balanced", description="mode",
+                               style={"description_width": "initial"}, layout=W.Layout(width="11em"),
+                               _dom_classes=["migx-mode"])
+        self.load_button = W.Button(description="Load", button_style="primary", icon="folder-open",
+                                    _dom_classes=["migx-load"])
+        self.inputs_note = W.HTML("", _dom_classes=["migx-inputs-note"])
+        self.widget = W.VBox([W.HBox([self.builtin, self.path, self.upload, self.mode, self.load_button]),
+                              W.HBox([self.dims, self.inputs_note])], _dom_classes=["migx-picker"])
+        self.builtin.observe(errors.guard(self._builtin_changed, "model"), "value")
+        self.path.observe(errors.guard(self._path_changed, "path"), "value")
+        self.upload.observe(errors.guard(self._uploaded, "upload"), "value")
+        self.load_button.on_click(errors.guard(lambda _b: self.load(), "load"))
+        self._uploaded_bytes: bytes | None = None
+
+    # ---- inspecting inputs ------------------------------------------------------------------------
+    def _show_inputs(self, dims: dict[str, list[int | str]]) -> None:
+        sym = queries.symbolic_inputs(dims)
+        if sym:
+            self.dims.value = queries.format_dims(queries.default_dims(dims))
+            self.inputs_note.value = ("symbolic inputs: " + ", ".join(f"{k}[{', '.join(map(str, v))}]"
+                                                                       for k, v in sym.items())
+                                      + " — set concrete dims before loading")
+        else:
+            self.dims.value = ""
+            self.inputs_note.value = ("inputs: " + ", ".join(f"{k}{list(v)}" for k, v in dims.items())
+                                      if dims else "")
+
+    def _builtin_changed(self, change: dict) -> None:
+        if change["new"]:
+            self.path.value = ""
+            self._uploaded_bytes = None
+            self._show_inputs(builtin_inputs(change["new"]))
+
+    def _path_changed(self, change: dict) -> None:
+        if change["new"]:
+            self.builtin.value = ""
+            self._uploaded_bytes = None
+            if os.path.exists(change["new"]):
+                self._show_inputs(queries.onnx_inputs(change["new"]))
+
+    def _uploaded(self, change: dict) -> None:
+        files = change["new"]
+        if not files:
+            return
+        f = files[0]
+        self._uploaded_bytes = bytes(f["content"])
+        self.builtin.value, self.path.value = "", ""
+        self._show_inputs(queries.onnx_inputs(self._uploaded_bytes))
+        self.inputs_note.value = f"uploaded {f['name']} ({len(self._uploaded_bytes) // 1024} KiB). " + \
+            self.inputs_note.value
+
+    # ---- loading ----------------------------------------------------------------------------------
+    def selection(self) -> Any:
+        if self._uploaded_bytes is not None:
+            return self._uploaded_bytes
+        if self.builtin.value:
+            return self.builtin.value
+        if self.path.value.strip():
+            return self.path.value.strip()
+        raise ValueError("pick a built-in example, type a path to an .onnx file, or upload one")
+
+    def load(self) -> Session:
+        """Build the session for the current selection and pass it to on_load."""
+        session = make_session(self.selection(), queries.parse_dims(self.dims.value))
+        if self.mode.value != "balanced":
+            session.set_mode(self.mode.value)
+        self._on_load(session)
+        return session

@@ -1,0 +1,205 @@
+"""The pipeline tree: five sub-pipelines, their passes and nested children, a checkbox per pass
+and per pipeline, a filter box and "hide unchanged passes".
+
+Rows come from `queries.tree_rows`; this module only turns them into controls. Row widgets are
+pooled by (kind, path) and updated in place, so a toggle (which changes statuses, not the
+structure) costs trait updates instead of rebuilding ~100 widgets in the browser."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ._common import ErrorBox, path_class, set_state_classes, widgets
+from .queries import TreeRow, row_matches
+
+ROW_STATES = ("migx-changed", "migx-noop", "migx-disabled", "migx-failed", "migx-pending", "migx-not-run")
+
+
+@dataclass
+class _RowWidgets:
+    box: Any
+    check: Any | None
+    goto: Any
+    info: Any
+    row: TreeRow | None = None
+
+
+def _info_text(r: TreeRow) -> str:
+    if r.kind == "pipeline":
+        return f"{r.summary} · {r.time_ms:.1f} ms" if r.enabled else "pipeline disabled"
+    if r.status in ("disabled", "pending", "not run"):
+        return r.reason
+    if r.status == "failed":
+        return "FAILED: " + r.reason
+    return f"{r.summary} · {r.time_ms:.2f} ms"
+
+
+class PipelineTree:
+    """Widget: `widget` holds the filter row and the scrolling tree.
+
+    on_toggle(path, enabled) is called for pass and pipeline checkboxes; on_select(record index)
+    when a pass name is clicked; on_view_change() when the filter or "hide unchanged" changes."""
+
+    def __init__(self, errors: ErrorBox, on_toggle: Callable[[str, bool], None], on_select: Callable[[int], None],
+                 on_view_change: Callable[[str, bool], None]):
+        W = widgets()
+        self.errors = errors
+        self._on_toggle, self._on_select, self._on_view_change = on_toggle, on_select, on_view_change
+        self.filter = W.Text(placeholder="filter passes (e.g. fuse, dead_code)", continuous_update=False,
+                             layout=W.Layout(width="16em"), _dom_classes=["migx-filter"])
+        self.hide_unchanged = W.Checkbox(False, description="hide unchanged passes", indent=False,
+                                         layout=W.Layout(width="auto"), _dom_classes=["migx-hide-unchanged"])
+        self.rows_box = W.VBox([], _dom_classes=["migx-tree"])
+        self.widget = W.VBox([W.HBox([self.filter, self.hide_unchanged]), self.rows_box],
+                             _dom_classes=["migx-tree-panel"], layout=W.Layout(min_width="400px", width="34%"))
+        self._pool: dict[tuple[str, str], _RowWidgets] = {}
+        from ipywidgets.widgets.widget_bool import CheckboxStyle
+        from ipywidgets.widgets.widget_string import HTMLStyle
+
+        self._shared = {"row": W.Layout(), "goto": W.Layout(width="auto", max_width="250px"),
+                        "info": W.Layout(), "check": W.Layout(width="22px", min_width="22px"),
+                        "button": W.ButtonStyle(), "html": HTMLStyle(), "check_style": CheckboxStyle()}
+        self._collapsed: set[str] = set()
+        self._rows: list[TreeRow] = []
+        self._updating = False
+        self.filter.observe(errors.guard(self._filter_changed, "filter"), "value")
+        self.hide_unchanged.observe(errors.guard(self._filter_changed, "hide unchanged"), "value")
+
+    # ---- building ---------------------------------------------------------------------------------
+    def _make(self, r: TreeRow) -> _RowWidgets:
+        # ~100 rows: widget creation dominates a first draw, so rows share Layout and Style
+        # models and indentation/visibility are CSS classes rather than widgets of their own.
+        W, sh = widgets(), self._shared
+        goto = W.Button(description=r.name, layout=sh["goto"], style=sh["button"],
+                        _dom_classes=["migx-pass-goto", path_class(r.path)])
+        info = W.HTML("", layout=sh["info"], style=sh["html"], _dom_classes=["migx-row-info"])
+        check = None
+        if r.kind != "child":
+            css = "migx-pipeline-checkbox" if r.kind == "pipeline" else "migx-pass-checkbox"
+            check = W.Checkbox(r.enabled, indent=False, layout=sh["check"], style=sh["check_style"],
+                               _dom_classes=[css, path_class(r.path)])
+            check.observe(self.errors.guard(lambda ch, key=(r.kind, r.path): self._checked(key, ch["new"]),
+                                            "toggle"), "value")
+        if r.kind == "pipeline":
+            goto.add_class("migx-pipeline-name")
+            goto.on_click(self.errors.guard(lambda _b, name=r.path: self._toggle_collapse(name), "collapse"))
+            classes = ["migx-tree-row", "migx-pipeline-row", path_class(r.path)]
+        else:
+            goto.on_click(self.errors.guard(lambda _b, key=(r.kind, r.path): self._select(key), "select pass"))
+            classes = ["migx-tree-row", "migx-pass-row" if r.kind == "pass" else "migx-child",
+                       f"migx-depth-{min(r.depth, 6)}", path_class(r.path)]
+        parts = [check, goto, info] if check is not None else [goto, info]
+        return _RowWidgets(W.HBox(parts, layout=sh["row"], _dom_classes=classes), check, goto, info)
+
+    def update(self, rows: Sequence[TreeRow], current: int | None) -> None:
+        """Show `rows` (from queries.tree_rows), marking the record `current`."""
+        self._rows = list(rows)
+        self._updating = True
+        try:
+            boxes = []
+            for r in rows:
+                key = (r.kind, r.path)
+                rw = self._pool.get(key)
+                if rw is None:
+                    rw = self._pool[key] = self._make(r)
+                self._refresh_row(rw, r, current)
+                boxes.append(rw.box)
+            if tuple(boxes) != tuple(self.rows_box.children):
+                self.rows_box.children = tuple(boxes)
+            self._apply_visibility()
+        finally:
+            self._updating = False
+
+    def _refresh_row(self, rw: _RowWidgets, r: TreeRow, current: int | None) -> None:
+        if rw.row == r and (r.index == current) == ("migx-current" in rw.box._dom_classes):
+            return
+        rw.row = r
+        if rw.check is not None:
+            rw.check.value = r.enabled
+            rw.check.disabled = not r.toggleable
+            rw.check.tooltip = (("disable " if r.enabled else "enable ") + r.path) if r.toggleable else r.reason
+        tip = r.path + (f"\n{r.reason}" if r.reason else "")
+        if rw.goto.tooltip != tip:
+            rw.goto.tooltip = tip
+        text = _info_text(r)
+        if rw.info.value != text:
+            rw.info.value = text
+        if r.kind != "pipeline":
+            set_state_classes(rw.box, ROW_STATES, r.css_state)
+        is_current = r.index is not None and r.index == current
+        if is_current and "migx-current" not in rw.box._dom_classes:
+            rw.box.add_class("migx-current")
+        elif not is_current and "migx-current" in rw.box._dom_classes:
+            rw.box.remove_class("migx-current")
+
+    def mark_current(self, current: int | None) -> None:
+        """Move the highlight without recomputing rows (the stepper's hot path)."""
+        for r in self._rows:
+            rw = self._pool[(r.kind, r.path)]
+            on = r.index is not None and r.index == current
+            if on != ("migx-current" in rw.box._dom_classes):
+                (rw.box.add_class if on else rw.box.remove_class)("migx-current")
+
+    # ---- filtering ------------------------------------------------------------------------------
+    def _apply_visibility(self) -> None:
+        text, hide = self.filter.value.strip(), self.hide_unchanged.value
+        shown_in: dict[str, bool] = {}
+        for r in self._rows:
+            if r.kind == "pipeline":
+                continue
+            ok = row_matches(r, text, hide) and r.pipeline not in self._collapsed
+            shown_in[r.pipeline] = shown_in.get(r.pipeline, False) or row_matches(r, text, hide)
+            self._set_display(self._pool[(r.kind, r.path)].box, ok)
+        for r in self._rows:
+            if r.kind == "pipeline":
+                head = self._pool[(r.kind, r.path)]
+                self._set_display(head.box, shown_in.get(r.pipeline, False) or not (text or hide))
+                head.goto.description = ("▸ " if r.pipeline in self._collapsed else "▾ ") + r.name
+
+    @staticmethod
+    def _set_display(box: Any, visible: bool) -> None:
+        # A class, not box.layout.display: the rows share one Layout model.
+        if visible == ("migx-hidden" in box._dom_classes):
+            (box.remove_class if visible else box.add_class)("migx-hidden")
+
+    def visible_paths(self) -> list[str]:
+        """Paths of the pass and child rows currently shown (tests and the README check this)."""
+        return [r.path for r in self._rows if r.kind != "pipeline"
+                and "migx-hidden" not in self._pool[(r.kind, r.path)].box._dom_classes]
+
+    def _filter_changed(self, _change: dict) -> None:
+        self._apply_visibility()
+        self._on_view_change(self.filter.value.strip(), self.hide_unchanged.value)
+
+    def _toggle_collapse(self, pipeline: str) -> None:
+        self._collapsed ^= {pipeline}
+        self._apply_visibility()
+
+    # ---- events -----------------------------------------------------------------------------------
+    def _checked(self, key: tuple[str, str], value: bool) -> None:
+        if self._updating:
+            return
+        self._on_toggle(key[1], bool(value))
+
+    def _select(self, key: tuple[str, str]) -> None:
+        rw = self._pool[key]
+        if rw.row is not None and rw.row.index is not None:
+            self._on_select(rw.row.index)
+
+    # ---- programmatic access (tests, notebooks) -------------------------------------------------
+    def checkbox(self, path: str) -> Any:
+        """The checkbox of a pass entry or pipeline, by path ('fusion', 'required.eliminate_identity#1')."""
+        for kind in ("pass", "pipeline"):
+            rw = self._pool.get((kind, path))
+            if rw is not None and rw.check is not None:
+                return rw.check
+        raise KeyError(f"no checkbox for {path!r}")
+
+    def goto_button(self, path: str) -> Any:
+        for kind in ("pass", "child"):
+            rw = self._pool.get((kind, path))
+            if rw is not None:
+                return rw.goto
+        raise KeyError(f"no row for {path!r}")

@@ -1,0 +1,618 @@
+"""Generate the example notebooks from the cell sources below, so they stay reviewable as code.
+
+    python notebooks/build_notebooks.py             # write the .ipynb files (no outputs)
+    python notebooks/build_notebooks.py --execute   # ... and run them with nbclient, saving outputs
+                                                    # and widget state (what gets committed)
+
+Every notebook runs top to bottom on the built-in models without a GPU: GPU cells print why
+they skip (gpu_bridge.unavailable_reason())."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import nbformat
+from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
+
+HERE = Path(__file__).resolve().parent
+YOLO = "yolo"  # the built-in YOLO-style detector every notebook starts from
+
+GPU_CHECK = """from migx_explore import gpu_bridge
+
+NO_GPU = gpu_bridge.unavailable_reason()  # None where a GPU stack is usable
+print("GPU:", "available" if NO_GPU is None else f"not available here ({NO_GPU}); GPU cells will skip")"""
+
+
+def md(text: str):
+    return new_markdown_cell(text.strip("\n"))
+
+
+def code(text: str):
+    return new_code_cell(text.strip("\n"))
+
+
+# ---- 01: the tour ------------------------------------------------------------------------------------
+def tour() -> list:
+    return [
+        md(f"""
+# A tour of migx-explore
+
+This notebook opens the explorer on the built-in YOLO-style model (`{YOLO}`), steps through the GPU
+target's five sub-pipelines (`dynamic_shapes`, `required`, `optimize_rewrite`, `fusion`, `backend`)
+one pass at a time, looks at what a pass changed, switches a pass off and on, and times the compiled
+program on the GPU where there is one.
+"""),
+        code("""
+import migx_explore
+from migx_explore import models
+
+models.list_models()
+"""),
+        md("""
+## The explorer
+
+* **left**: the pipeline tree. A checkbox per pass and per pipeline switches it off; bold blue
+  passes changed the IR, grey ones did nothing, struck-through ones are disabled (hover for the
+  reason). Click a name to jump there, a pipeline name to fold it. The filter box and
+  *hide unchanged passes* also decide which passes the stepper visits.
+* **top right**: the stepper. Buttons, a slider over the passes, and a key box: click it, then press
+  `n` / `p` (next / previous), `f` / `l` (first / last).
+* **views**: the merged *Diff* graph (added green, removed red and dashed, changed amber), *Before |
+  After* side by side, *Focus* (a few hops around the change, or around instruction ids you type),
+  the *Text diff* aligned by instruction id, and *IR metrics* (instructions and kernel launches
+  after every pass). Under them: the pass's stats and the pass-ordering warnings.
+* **bottom**: the GPU panel (compile and time eager vs graph capture).
+"""),
+        code(f"""
+ex = migx_explore.explore("{YOLO}")
+ex
+"""),
+        md("""
+## Stepping from Python
+
+Every control is also a method, so a notebook can drive the explorer (and the widget above follows).
+Here: only visit passes that changed something, then step three times.
+"""),
+        code("""
+ex.tree.hide_unchanged.value = True  # the same as ticking "hide unchanged passes"
+ex.first()
+for _ in range(3):
+    rec = ex.next()
+    print(f"{rec.path:48s} {rec.diff.summary():>18s}  {rec.time_s * 1e3:7.2f} ms")
+"""),
+        md("""
+## What one pass did
+
+`fusion.fuse_pointwise_reduce` turns chains of pointwise ops into single kernels. Its stats, then
+the text diff (instructions matched by their stable id, so renumbering does not show as change):
+"""),
+        code("""
+ex.goto("fusion.fuse_pointwise_reduce")
+st = ex.session.stats()
+for key in ("pass", "instructions_before", "instructions_after", "launches_before", "launches_after",
+            "time_ms", "numeric_max_abs", "numeric_ok"):
+    print(f"{key:20s} {st[key]}")
+"""),
+        code("""
+diff = ex.session.text_diff()
+print(diff[:2500] + ("\\n..." if len(diff) > 2500 else ""))
+"""),
+        md("""
+## Switching a pass off
+
+Toggling re-traces only from the first pass whose pipeline prefix changed (earlier results come from
+a cache). Without pointwise fusion every pointwise op stays its own kernel launch:
+"""),
+        code("""
+from migx_explore.stats import ir_metrics
+
+with_fusion = ir_metrics(ex.session.final())
+ex.toggle("fusion.fuse_pointwise_reduce", False)
+without_fusion = ir_metrics(ex.session.final())
+print(f"re-traced {ex.session.last_retrace.ran} passes, reused {ex.session.last_retrace.reused} from the cache")
+print(f"{'':14s}{'with fusion':>14s}{'without':>10s}")
+for key in ("instructions", "launches", "fused_modules"):
+    print(f"{key:14s}{with_fusion[key]:>14d}{without_fusion[key]:>10d}")
+print("pipeline spec:", ex.session.spec())
+"""),
+        code("""
+ex.toggle("fusion.fuse_pointwise_reduce", True)
+ex.session.spec()
+"""),
+        md("""
+## Timing on the GPU
+
+The GPU panel (bottom of the explorer) compiles the final program and times it eagerly (one launch
+per kernel) and as a captured graph (one launch for the whole program). The same from Python:
+"""),
+        code(GPU_CHECK),
+        code("""
+if NO_GPU:
+    print("Skipping GPU timing:", NO_GPU)
+else:
+    result = ex.gpu.run()  # the same as pressing "Compile & time" in the panel
+    print(result.table())
+"""),
+    ]
+
+
+# ---- 02: pass ordering ---------------------------------------------------------------------------
+def ordering() -> list:
+    return [
+        md("""
+# Pass ordering: a lesson
+
+A compiler's passes enable and undo each other, so their order matters. This notebook changes the
+order (and the set) of passes on `resnet_block` (two ResNet basic blocks: conv, batch-norm, ReLU,
+residual add) and measures each variant by
+
+* the **final IR**: instruction count and op mix,
+* the **kernel-launch count**: what an eager run pays per launch, and what graph capture removes,
+* the **rule rewrites** each variant made (every matcher rewrite is recorded in the trace),
+* the **latency** on a GPU (skipped, with the reason, where there is none),
+* the **ordering-rule warnings** the pipeline itself reports.
+"""),
+        code(GPU_CHECK),
+        code("""
+from collections import Counter
+
+from migx_explore.session import Session
+from migx_explore.stats import ir_metrics, op_histogram
+
+MODEL = "resnet_block"
+results = []
+
+
+def rewrites(session):
+    \"\"\"How often each matcher rule rewrote something over the whole trace.\"\"\"
+    return Counter(m.rule for r in session.trace.records for m in r.matches)
+
+
+def measure(session, label):
+    \"\"\"Final-IR metrics (and GPU latency where possible) of one pipeline variant.\"\"\"
+    session.run()
+    assert session.error is None, session.error
+    row = {"variant": label, **ir_metrics(session.final()), "warnings": len(session.warnings()),
+           "find_mul_conv": rewrites(session)["find_mul_conv"]}
+    if NO_GPU is None:
+        t = session.time(modes=("eager", "graph"), iters=50)
+        row.update({f"{m} µs": round(t.modes[m].device_us.median, 1) for m in t.modes})
+    results.append(row)
+    return row
+
+
+def show():
+    cols = [c for c in results[0] if c not in ("variant", "main_instructions")]
+    print(f"{'variant':52s}" + "".join(f"{c[:13]:>14s}" for c in cols))
+    for r in results:
+        print(f"{r['variant']:52s}" + "".join(f"{r.get(c, '-')!s:>14s}" for c in cols))
+
+
+def op_delta(a, b):
+    \"\"\"Ops the variant b has more (+) or fewer (-) of than a, in the final program.\"\"\"
+    d = Counter(op_histogram(b.final()))
+    d.subtract(op_histogram(a.final()))
+    return {k: v for k, v in sorted(d.items()) if v}
+
+
+base = Session.from_model(MODEL)
+measure(base, "default pipelines")
+show()
+"""),
+        md("""
+## 1. Algebra before fusion, or only after it?
+
+`optimize_module` runs `simplify_reshapes`, `eliminate_convert`, `simplify_algebra`, CSE and constant
+propagation to a fixpoint. In the default pipelines it runs in `optimize_rewrite` — *before* any
+fusion — where `simplify_algebra`'s `find_mul_conv` folds each batch-norm's scale into the
+convolution weights and `propagate_constant` folds the shifts into constants.
+
+First, move the `fusion` pipeline's `optimize_module` after `fuse_pointwise_reduce`:
+"""),
+        code("""
+late = Session.from_model(MODEL)
+late.move_pass("fusion.optimize_module", after="fusion.fuse_pointwise_reduce")
+measure(late, "fusion.optimize_module after fuse_pointwise_reduce")
+show()
+print("what the moved pass did:", late.trace.find("fusion.optimize_module").diff.summary())
+print("ordering warnings:", late.warnings() or "none")
+"""),
+        md("""
+**No change at all** — and the trace says why: by the time `fusion` runs, `optimize_rewrite` has
+already simplified everything, so `fusion.optimize_module` is a safety net that finds nothing
+wherever it sits. (`fuse_pointwise_reduce` also runs `optimize_module` as a nested step between its
+fusion steps: open it in the tree below to see its children.)
+
+The order that matters is *algebra before fusion at all*. Switch both top-level `optimize_module`
+entries off, so the algebra only runs inside `fuse_pointwise_reduce`, after `fuse_pointwise` has
+already sealed each batch-norm's multiply and add into a fused kernel with the ReLU:
+"""),
+        code("""
+after_only = Session.from_model(MODEL)
+after_only.disable("optimize_module")  # every top-level entry of that name
+measure(after_only, "optimize_module only inside fuse_pointwise_reduce")
+show()
+print("ops that differ from the default:", op_delta(base, after_only))
+"""),
+        md("""
+`find_mul_conv` never fired: once the multiply sits inside a fused kernel it is no longer
+`mul(convolution, constant)` at the top level, so the scale stays a separate constant that every run
+multiplies in (the extra literals and broadcasts above), instead of being folded into the
+weights once at compile time. The launch count is the same — the fuser still makes one kernel per
+chain — but each kernel does more work and reads more constants.
+
+## 2. `layout_convolution` on and off
+
+`layout_convolution` puts every convolution's input in one layout (standard NCHW here; NHWC with
+`channels_last=True`, MIGraphX's `MIGRAPHX_ENABLE_NHWC`) and inserts the layout changes around it,
+which later passes cancel or fuse where they can.
+"""),
+        code("""
+no_layout = Session.from_model(MODEL)
+no_layout.disable("layout_convolution")
+measure(no_layout, "layout_convolution disabled")
+
+nhwc = Session.from_model(MODEL)
+nhwc.set_options("layout_convolution", channels_last=True)
+measure(nhwc, "layout_convolution channels_last=True")
+show()
+print("layout_convolution (NHWC) did:", nhwc.trace.find("optimize_rewrite.layout_convolution").diff.summary())
+print("ops that differ from the default:", op_delta(base, nhwc))
+"""),
+        md("""
+Off makes no difference for this model: its convolutions already read standard NCHW tensors, so
+the pass has nothing to do. Channels-last inserts layout changes around every convolution; the
+ones between consecutive convolutions cancel, but those at the model's input and output and around
+the residual adds remain as extra kernels — more launches for an eager run to pay for.
+
+## 3. Open a variant in the explorer
+
+The algebra-after-fusion variant, at `fuse_pointwise_reduce`: tick *hide unchanged passes* and step
+to compare with the default; unfold `fuse_pointwise_reduce` in the tree for its nested steps.
+"""),
+        code("""
+import migx_explore
+
+ex = migx_explore.explore(after_only)
+ex.goto("fusion.fuse_pointwise_reduce")
+ex
+"""),
+        md("""
+## What to take away
+
+* Order decides what a pass can see: algebra that runs after the fuser meets ops already sealed
+  inside fused kernels and cannot fold across kernel boundaries any more.
+* A pass that "does nothing" in a trace is often a safety net for an earlier one; the trace (and
+  `last_retrace`) tells you whether moving it could matter before you measure.
+* Every extra kernel costs an eager launch (several microseconds of host time each), which graph
+  capture replaces by one launch for the whole program (see `04_graph_capture.ipynb`).
+* `session.warnings()` reports orders that break the pipeline's own rules (MIGraphX's passes rely
+  on some, e.g. nothing may run after the final `eliminate_identity`).
+"""),
+    ]
+
+
+# ---- 03: prototyping a fusion --------------------------------------------------------------------
+def prototype() -> list:
+    return [
+        md("""
+# Prototyping a fusion rule: conv → 1x1 conv
+
+A 1x1 convolution after a convolution is one convolution: `conv(conv(x, W1), W2) = conv(x, W2·W1)`
+when `W2` is 1x1 (contract `W2` over the middle channels). This notebook writes that rule with the
+matcher DSL in a cell, shows where it matches and where it *almost* matches (and why not) on the
+graph, inserts it into the `fusion` pipeline, checks the numbers and times the result. Then it
+compares with the library's own rule on the built-in models.
+"""),
+        code(GPU_CHECK),
+        md("""
+## A model to try it on
+
+The built-in models never put a 1x1 convolution *directly* after another (there is always an
+activation or a residual add between; section 5 shows their near misses), so the prototype starts
+on a small model built here with `onnx.helper`: a chain with one clean conv → 1x1 pair and three
+that each break one condition.
+"""),
+        code("""
+import numpy as np
+from onnx import TensorProto, helper, numpy_helper
+
+from migx_explore.compiler.onnx import parse_onnx
+from migx_explore.session import Session
+
+rng = np.random.default_rng(0)
+inits, nodes = [], []
+
+
+def conv(x, c_in, c_out, k, group=1):
+    w = (rng.standard_normal((c_out, c_in // group, k, k)) / np.sqrt(c_in * k * k / group)).astype(np.float32)
+    inits.append(numpy_helper.from_array(w, f"w{len(inits)}"))
+    y = f"conv{len(nodes)}"
+    nodes.append(helper.make_node("Conv", [x, inits[-1].name], [y], kernel_shape=[k, k], pads=[k // 2] * 4,
+                                  group=group))
+    return y
+
+
+def op(kind, *xs):
+    y = f"{kind.lower()}{len(nodes)}"
+    nodes.append(helper.make_node(kind, list(xs), [y]))
+    return y
+
+
+a = conv("x", 16, 32, 3)
+b = conv(a, 32, 16, 1)            # conv -> 1x1: the pattern
+d = conv(op("Relu", b), 16, 16, 1)  # a relu sits between
+e = conv(d, 16, 16, 3)            # e has two 1x1 users:
+h = op("Add", conv(e, 16, 8, 1), conv(e, 16, 8, 1))
+j = conv(conv(h, 8, 8, 3, group=2), 8, 8, 1)  # grouped first conv
+graph = helper.make_graph(nodes, "conv_pairs", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 16, 16, 16])],
+                          [helper.make_tensor_value_info(j, TensorProto.FLOAT, [1, 8, 16, 16])], inits)
+model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+session = Session(parse_onnx(model), name="conv_pairs")
+print(session.initial.text[:1200])
+"""),
+        md("""
+## The rule
+
+The matcher says *what* to look for; `check` refuses with a reason; `apply` rewrites. Each
+condition is its own matcher, so a failure names the one that failed.
+"""),
+        code("""
+from migx_explore.compiler import matcher as mt
+
+
+def is_1x1(ins):
+    return all(d == 1 for d in ins.inputs[1].shape.lens[2:])
+
+
+def plain(ins):
+    return ins.op["group"] == 1 and all(s == 1 for s in ins.op["stride"]) and not any(ins.op["padding"])
+
+
+second = mt.name("convolution")(
+    mt.pred("1x1 kernel", is_1x1, lambda ins: f"kernel is {'x'.join(map(str, ins.inputs[1].shape.lens[2:]))}"),
+    mt.pred("group 1, stride 1, no padding", plain, "the 1x1 conv is grouped, strided or padded"),
+    mt.arg(1)(mt.is_constant().bind("w2")),
+    mt.arg(0)(mt.name("convolution")(mt.used_once(), mt.arg(1)(mt.is_constant().bind("w1"))).bind("first")),
+)
+
+
+def check(module, r):
+    if r["first"].op["group"] != 1:
+        return f"the first conv is grouped (group={r['first'].op['group']}); this prototype handles dense convs"
+    return None
+
+
+def fuse(module, r):
+    w1 = np.asarray(r["w1"].eval(), np.float64)
+    w2 = np.asarray(r["w2"].eval(), np.float64)[:, :, 0, 0]
+    w = np.einsum("om,mc...->oc...", w2, w1).astype(np.float32)  # (out, mid) . (mid, in, kh, kw)
+    first = r["first"]
+    # In place: the 1x1 conv keeps its stable id (the diff shows it as changed) and becomes the
+    # fused conv; the first conv loses its only user and dead-code elimination removes it.
+    module.replace_instruction(r.root, first.op, [first.inputs[0], module.add_literal(w)])
+
+
+my_rule = mt.rule("my_conv_conv_1x1", second, fuse, check)
+"""),
+        md("""
+## Where it matches, and where it almost does
+
+`matches` lists full matches; `near_misses` lists instructions where the rule got past its first
+test and then failed (or `check` refused), with the reason. On the graph: matches green, near
+misses amber — hover a node for the reason.
+"""),
+        code("""
+from IPython.display import HTML, display
+
+from migx_explore.widgets.content import highlight_svg
+
+main = session.initial.to_program().main
+hits = mt.matches(main, my_rule)
+near = mt.near_misses(main, my_rule)
+print(f"{len(hits)} matches, {len(near)} near misses")
+for n in near:
+    print(f"  #{n.instruction:<4d} {n.op:12s} {n.reason}")
+matched = {r.root.id for r in hits} | {r["first"].id for r in hits}
+display(HTML(highlight_svg(session.initial, matched, {n.instruction: n.reason for n in near},
+                           title="my_conv_conv_1x1: matches green, near misses amber")))
+"""),
+        md("""
+## Into the pipeline
+
+The library already has this rewrite inside `simplify_algebra` (it runs in `optimize_rewrite`), so
+to see the prototype do the work, switch the top-level `optimize_module` entries off and insert
+the rule at the start of the `fusion` pipeline. `insert_pass` takes a rule (run to a fixpoint as a
+pass); the pass manager checks the result against the reference evaluator of the input model.
+"""),
+        code("""
+from migx_explore.stats import ir_metrics
+
+session.disable("optimize_module")
+path = session.insert_pass(my_rule, before="fusion.fuse_pointwise_reduce")
+rec = session.trace.find(path)
+print(path, "->", rec.diff.summary(), f"({len(rec.matches)} rewrites)")
+print("numeric check against the original model:", "ok" if rec.numeric.ok else "FAILED",
+      f"(max |error| = {rec.numeric.max_abs:.2e})")
+
+default = Session(parse_onnx(model), name="conv_pairs (default pipelines)")
+print("final IR, default pipelines:      ", ir_metrics(default.final()))
+print("final IR, prototype, no algebra:  ", ir_metrics(session.final()))
+"""),
+        md("""
+One rewrite, numerically the same program (the error is float32 rounding of the combined
+weights), and the same final IR as the default pipelines, where the library's version of this rule
+does the fold inside `optimize_rewrite`.
+"""),
+        md("""
+## The library's rule
+
+`simplify_algebra`'s `find_conv_conv_1x1` (`CONV_CONV_1X1`) also takes a constant bias between the
+convolutions and expands grouped convolutions to dense ones when that does not grow the weights.
+On the same model, and on two built-in models, its near misses show what real networks put between
+their convolutions:
+"""),
+        code("""
+from collections import Counter
+
+from migx_explore.compiler.passes.simplify_algebra import CONV_CONV_1X1
+
+print("conv_pairs:", len(mt.matches(main, CONV_CONV_1X1)), "matches")
+for n in mt.near_misses(main, CONV_CONV_1X1):
+    print(f"  #{n.instruction:<4d} {n.reason}")
+for name in ("mobilenet", "yolo"):
+    s = Session.from_model(name, numeric=False)
+    m = s.trace.find("optimize_rewrite.optimize_module").before.to_program().main
+    reasons = Counter(n.reason for n in mt.near_misses(m, CONV_CONV_1X1) if n.op == "convolution")
+    print(f"{name}: {len(mt.matches(m, CONV_CONV_1X1))} matches; near misses:")
+    for reason, count in reasons.most_common():
+        print(f"  {count:3d} x {reason}")
+"""),
+        md("""
+## Step through it, and time it
+"""),
+        code("""
+import migx_explore
+
+ex = migx_explore.explore(session)
+ex.goto(path)
+ex
+"""),
+        code("""
+if NO_GPU:
+    print("Skipping GPU timing:", NO_GPU)
+else:
+    for label, s in (("default pipelines", default), ("prototype, no algebra", session)):
+        t = s.time(modes=("eager", "graph"), iters=100)
+        print(f"{label:24s}", "   ".join(f"{m} {t.modes[m].device_us.median:8.1f} µs" for m in t.modes))
+"""),
+    ]
+
+
+# ---- 04: graph capture ---------------------------------------------------------------------------
+def graph_capture() -> list:
+    return [
+        md("""
+# Eager vs graph capture
+
+An eager run launches every kernel from the host: each launch costs host time (Python, driver call)
+and leaves a gap on the GPU, whether the kernel runs for 2 µs or 2 ms. Graph capture (CUDA graphs,
+HIP graphs) records the launches once and replays the whole program with one call. So the gain is
+about *launch count × per-launch cost*: large for small, many-kernel models, small for big kernels.
+
+This notebook measures both modes on several built-in models and splits the difference per launch.
+"""),
+        code(GPU_CHECK),
+        code("""
+from migx_explore.session import Session
+from migx_explore.stats import ir_metrics
+
+MODELS = {"mlp": None, "transformer": None, "resnet_block": None, "yolo": None, "mobilenet": None}
+sessions = {}
+print(f"{'model':14s}{'instructions':>14s}{'launches':>10s}{'fused kernels':>15s}")
+for name, dims in MODELS.items():
+    s = Session.from_model(name, input_dims=dims, numeric=False)
+    s.run()
+    sessions[name] = s
+    m = ir_metrics(s.final())
+    print(f"{name:14s}{m['instructions']:>14d}{m['launches']:>10d}{m['fused_modules']:>15d}")
+"""),
+        md("""
+## Timing both modes
+
+Each mode warms up, then runs many iterations. *Device* time brackets the program's own work with
+events on its stream; *enqueue* is the host time to submit it (the launch loop, or one graph
+launch). Per launch, the eager enqueue time is the host-side cost graph capture removes.
+"""),
+        code("""
+timings = {}
+if NO_GPU:
+    print("Skipping GPU timing:", NO_GPU)
+else:
+    print(f"{'model':14s}{'launches':>9s}{'eager µs':>10s}{'graph µs':>10s}{'speed-up':>10s}"
+          f"{'eager enqueue µs/launch':>25s}{'graph enqueue µs':>18s}")
+    for name, s in sessions.items():
+        t = s.time(modes=("eager", "graph"), warmup=20, iters=200)
+        timings[name] = t
+        e, g = t.modes["eager"], t.modes["graph"]
+        print(f"{name:14s}{e.launches:>9d}{e.device_us.median:>10.1f}{g.device_us.median:>10.1f}"
+              f"{e.device_us.median / g.device_us.median:>9.2f}x{e.enqueue_per_launch_us:>25.2f}"
+              f"{g.enqueue_us.median:>18.1f}")
+"""),
+        md("""
+## Latency distributions and the slowest kernels
+
+Per model: device and host time per mode (median, p10–p90), and the slowest kernels of an eager run
+(the GPU panel of the explorer draws the same figure).
+"""),
+        code("""
+if not timings:
+    print("Skipping the plots:", NO_GPU)
+else:
+    from IPython.display import HTML, display
+
+    from migx_explore.widgets.timing_view import figure_svg, summary
+
+    for name, t in timings.items():
+        display(HTML(f"<h4>{name}</h4><p>{summary(t)}</p>" + figure_svg(t)))
+"""),
+        md("""
+## Reading the numbers
+
+* The eager enqueue time per launch is the host-side cost of one launch (Python and driver); with
+  graph capture the host pays one graph launch for the whole program.
+* On the device, eager runs leave gaps between small kernels that a replayed graph closes; models
+  with many small kernels (the YOLO-style detector, MobileNet) gain most, models dominated by a few
+  large kernels least.
+* Fusion passes that cut the launch count help eager runs for the same reason (see
+  `02_pipeline_ordering.ipynb`); graph capture needs fixed shapes and addresses, which is why the
+  executor plans one memory arena per program and replays always read and write the same buffers.
+"""),
+    ]
+
+
+NOTEBOOKS = {
+    "01_tour.ipynb": tour,
+    "02_pipeline_ordering.ipynb": ordering,
+    "03_prototype_fusion.ipynb": prototype,
+    "04_graph_capture.ipynb": graph_capture,
+}
+
+
+def build(name: str) -> nbformat.NotebookNode:
+    nb = new_notebook(cells=NOTEBOOKS[name]())
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
+    nb.metadata["language_info"] = {"name": "python"}
+    return nb
+
+
+def execute(nb: nbformat.NotebookNode, cwd: Path = HERE, timeout: int = 900) -> nbformat.NotebookNode:
+    """Run a notebook with nbclient, keeping outputs and the widget state (what Lab shows on open)."""
+    from nbclient import NotebookClient
+
+    NotebookClient(nb, timeout=timeout, kernel_name="python3", store_widget_state=True,
+                   resources={"metadata": {"path": str(cwd)}}).execute()
+    return nb
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--execute", action="store_true", help="run each notebook and save its outputs")
+    ap.add_argument("names", nargs="*", help=f"notebooks to build (default: all of {', '.join(NOTEBOOKS)})")
+    args = ap.parse_args(argv)
+    for name in args.names or NOTEBOOKS:
+        nb = build(name)
+        if args.execute:
+            t0 = time.perf_counter()
+            execute(nb)
+            print(f"{name}: executed in {time.perf_counter() - t0:.1f} s")
+        nbformat.write(nb, HERE / name)
+        print(f"wrote {HERE / name}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

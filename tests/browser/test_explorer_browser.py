@@ -1,0 +1,100 @@
+"""The explorer in a real JupyterLab + Chromium: open 01_tour.ipynb, run all cells, step with the
+next button, uncheck a pass, and check that the inline diff SVG and the stats follow."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+TOUR = REPO / "notebooks" / "01_tour.ipynb"
+SHOT = REPO / "test-artifacts" / "explorer.png"
+DOCS_IMAGE = REPO / "docs" / "images" / "explorer.png"  # refreshed with MIGX_UPDATE_DOCS_IMAGES=1
+
+
+def _stats_pass(ex) -> str:
+    """The pass path the stats table shows (its first row)."""
+    return ex.locator(".migx-stats td").first.inner_text().strip()
+
+
+def _diff_svg(ex) -> str:
+    return ex.locator(".migx-diff-graph svg").first.evaluate("e => e.outerHTML")
+
+
+def _wait_pass_change(page, old: str) -> str:
+    page.wait_for_function(
+        "old => { const td = document.querySelector('.migx-explorer .migx-stats td');"
+        " return td && td.textContent.trim() !== old; }", arg=old, timeout=30_000)
+    return _stats_pass(page.locator(".migx-explorer").first)
+
+
+def _screenshot(page, ex) -> None:
+    """The explorer as the tour leaves it (at fusion.fuse_pointwise_reduce) under test-artifacts/;
+    with MIGX_UPDATE_DOCS_IMAGES=1 it also replaces the README's docs/images/explorer.png."""
+    for command in ("application:toggle-left-area", "notebook:hide-all-cell-code"):
+        page.evaluate(f"() => window.jupyterapp.commands.execute('{command}')")
+    ex.evaluate("e => e.scrollIntoView({block: 'start'})")
+    page.wait_for_timeout(800)
+    SHOT.parent.mkdir(exist_ok=True)
+    ex.screenshot(path=str(SHOT))
+    assert SHOT.stat().st_size > 20_000
+    if os.environ.get("MIGX_UPDATE_DOCS_IMAGES") == "1":
+        DOCS_IMAGE.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(SHOT, DOCS_IMAGE)
+
+
+def test_step_and_toggle_in_jupyterlab(open_notebook, run_all):
+    page = open_notebook(TOUR)
+    # Tall enough that the whole widget fits in the notebook panel: an element screenshot of a
+    # widget taller than its scrolling panel comes out clipped.
+    page.set_viewport_size({"width": 1500, "height": 2000})
+    run_all(page)
+    ex = page.locator(".migx-explorer").first
+    ex.locator(".migx-diff-graph svg g.node").first.wait_for(state="visible", timeout=60_000)
+    _screenshot(page, ex)
+
+    # Only visit passes that changed the IR, from the first one.
+    hide = ex.locator(".migx-hide-unchanged input[type=checkbox]")
+    if not hide.is_checked():
+        hide.check()
+    before = _stats_pass(ex)
+    ex.locator("button.migx-first").click()
+    current = _wait_pass_change(page, before) if before != _stats_pass(ex) else _stats_pass(ex)
+
+    seen = [current]
+    svgs = [_diff_svg(ex)]
+    for _ in range(3):
+        ex.locator("button.migx-next").click()
+        current = _wait_pass_change(page, current)
+        seen.append(current)
+        svgs.append(_diff_svg(ex))
+        # each visited pass changed the IR: the merged diff marks added or removed nodes
+        assert ex.locator(".migx-diff-graph svg g.node.st_added, .migx-diff-graph svg g.node.st_removed,"
+                          " .migx-diff-graph svg g.node.st_changed").count() > 0
+    assert len(set(seen)) == 4, seen
+    assert len(set(svgs)) == 4, "the diff graph did not change between passes"
+    assert re.search(r"\b4 / \d+", ex.locator(".migx-position").inner_text())
+    # the tree highlights the pass the stepper is on
+    token = re.sub(r"[^A-Za-z0-9_-]+", "-", current).strip("-")
+    row = ex.locator(f".migx-tree-row.migx-path-{token}")
+    assert "migx-current" in row.get_attribute("class")
+
+    # Uncheck the current pass: the trace recomputes, the pass shows as disabled, its diff is empty.
+    stats_before = ex.locator(".migx-stats").inner_text()
+    ex.locator(f".migx-pass-checkbox.migx-path-{token} input[type=checkbox]").uncheck()
+    page.wait_for_function(
+        "() => document.querySelector('.migx-explorer .migx-stats').textContent.includes('disabled by the user')",
+        timeout=60_000)
+    assert _stats_pass(ex) == current
+    assert ex.locator(".migx-stats").inner_text() != stats_before
+    assert "migx-disabled" in row.get_attribute("class")
+    page.wait_for_function(
+        "() => { const s = document.querySelector('.migx-explorer .migx-diff-graph svg');"
+        " return s && !s.querySelector('g.node.st_added, g.node.st_removed, g.node.st_changed'); }",
+        timeout=30_000)
+    assert ex.locator(".migx-diff-graph svg g.node").count() > 0  # still the program, nothing marked
+
+    assert not ex.locator(".migx-error").count(), ex.locator(".migx-error-box").inner_text()
+    assert not page.page_errors, page.page_errors
