@@ -18,7 +18,7 @@ def A(name: str, kind: str, default=None, **kw) -> AttrSpec:
 
 def norm_axis(axis: int, ndim: int, op: str, *, allow_end: bool = False) -> int:
     hi = ndim + (1 if allow_end else 0)
-    a = axis + hi if axis < 0 else axis
+    a = axis + ndim if axis < 0 else axis  # negative axes count from the rank (ONNX), even for flatten
     if not 0 <= a < max(hi, 1):
         raise ShapeError(f"{op}: axis {axis} is out of range for rank {ndim}")
     return a
