@@ -37,10 +37,8 @@ def _causal_mask(g: GraphBuilder, seq: int, ref: str) -> str:
     return g.node("Expand", [mask, g.node("Shape", [ref])])
 
 
-def transformer(seq: int = 16, d_model: int = 64, heads: int = 4, d_ff: int = 128) -> onnx.ModelProto:
-    g = GraphBuilder("transformer", seed=6)
+def _encoder_layer(g: GraphBuilder, x: str, seq: int, d_model: int, heads: int, d_ff: int) -> str:
     dh = d_model // heads
-    x = g.input("hidden", [1, seq, d_model])
     q = _split_heads(g, _linear(g, x, d_model, d_model), heads, dh)
     k = _split_heads(g, _linear(g, x, d_model, d_model), heads, dh)
     v = _split_heads(g, _linear(g, x, d_model, d_model), heads, dh)
@@ -55,7 +53,16 @@ def transformer(seq: int = 16, d_model: int = 64, heads: int = 4, d_ff: int = 12
     erf = g.node("Erf", [g.node("Div", [h, g.constant(np.float32(math.sqrt(2.0)))])])
     gelu = g.node("Mul", [g.node("Mul", [h, g.node("Add", [erf, g.constant(np.float32(1.0))])]),
                           g.constant(np.float32(0.5))])
-    out = _layernorm(g, g.node("Add", [y, _linear(g, gelu, d_ff, d_model)]), d_model)
+    return _layernorm(g, g.node("Add", [y, _linear(g, gelu, d_ff, d_model)]), d_model)
+
+
+def transformer(seq: int = 16, d_model: int = 64, heads: int = 4, d_ff: int = 128, layers: int = 1
+                ) -> onnx.ModelProto:
+    """Encoder layer(s); `layers` > 1 stacks them (big-model benchmarks)."""
+    g = GraphBuilder("transformer", seed=6)
+    out = g.input("hidden", [1, seq, d_model])
+    for _ in range(layers):
+        out = _encoder_layer(g, out, seq, d_model, heads, d_ff)
     g.node("Identity", [out], name="encoded")
     g.node("ReduceMean", [out, g.constant(np.array([1], np.int64))], name="pooled", keepdims=0)
     g.output("encoded", dims=[1, seq, d_model])
