@@ -205,8 +205,9 @@ def build_steps(main, addr: dict[int, Any], backend: Backend, stream: Any, funct
             plan = plan_gemm(ins.inputs[0].shape, ins.inputs[1].shape, ins.inputs[-1].shape)
             if plan is None:
                 raise GpuError(f"executor: gemm #{ins.id} has no BLAS plan (run compile_blas)")
-            out.add(backend.make_gemm(blas(), plan, addrs[0], addrs[1], addrs[-1], ins.op["alpha"]),
-                    StepInfo(ins.id, label, "blas", plan.describe()))
+            step = backend.make_gemm(blas(), plan, addrs[0], addrs[1], addrs[-1], ins.op["alpha"])
+            note = getattr(step, "note", "")
+            out.add(step, StepInfo(ins.id, label, "blas", plan.describe() + (f" [{note}]" if note else "")))
             if ins.module_inputs:
                 key = ins.op["epilogue_key"]
                 if not key:

@@ -1,22 +1,22 @@
 """NVIDIA backend: cuda-bindings (driver API + NVRTC) and cuBLAS.
 
-cuBLAS is reached through a small ctypes binding to libcublas, found by cuda.pathfinder (the
-nvidia-cublas wheel, conda, CUDA_PATH) or the system loader: six entry points, so no cupy, torch
-or nvmath-python is needed (nvmath is not on the H200 image). TF32 is never used: GEMMs run with
-CUBLAS_COMPUTE_32F (64F for double) in the default math mode.
+cuBLAS / cuBLASLt are reached through a small ctypes binding (cuda_blas.py) to the libraries found
+by cuda.pathfinder (nvidia-cublas wheel, conda, CUDA_PATH) or the system loader, so no cupy, torch
+or nvmath-python is needed (nvmath is not on the H200 image).
 """
 
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import functools
+import os
 from typing import Any
 
 import numpy as np
 
 from ..blas_plan import GemmPlan
 from .base import Backend, GpuError, Step
+from .cuda_blas import Cublas
 
 try:
     from cuda.bindings import driver as cu
@@ -24,54 +24,6 @@ try:
 except ImportError:  # pragma: no cover - cuda-bindings < 12.6 layout
     from cuda import cuda as cu  # type: ignore[no-redef]
     from cuda import nvrtc  # type: ignore[no-redef]
-
-CUDA_R = {"float32": 0, "float64": 1, "float16": 2, "bfloat16": 14}  # cudaDataType
-COMPUTE = {"float64": 70}  # CUBLAS_COMPUTE_64F; everything else CUBLAS_COMPUTE_32F (68)
-GEMM_DEFAULT = -1
-
-
-class _Cublas:
-    """The five cuBLAS entry points we call, through ctypes."""
-
-    def __init__(self):
-        self.lib = ctypes.CDLL(_find_cublas())
-        L = self.lib
-        vp, i32, i64 = ctypes.c_void_p, ctypes.c_int, ctypes.c_longlong
-        L.cublasCreate_v2.argtypes = [ctypes.POINTER(vp)]
-        L.cublasDestroy_v2.argtypes = [vp]
-        L.cublasSetStream_v2.argtypes = [vp, vp]
-        L.cublasSetWorkspace_v2.argtypes = [vp, vp, ctypes.c_size_t]
-        L.cublasSetMathMode.argtypes = [vp, i32]
-        L.cublasGemmStridedBatchedEx.argtypes = [
-            vp, i32, i32, i32, i32, i32, vp, vp, i32, i32, i64, vp, i32, i32, i64, vp, vp, i32, i32, i64, i32, i32,
-            i32]
-        for f in ("cublasCreate_v2", "cublasDestroy_v2", "cublasSetStream_v2", "cublasSetWorkspace_v2",
-                  "cublasSetMathMode", "cublasGemmStridedBatchedEx"):
-            getattr(L, f).restype = ctypes.c_int
-        # The per-run call goes through a second handle to the symbol without argtypes and is given
-        # pre-built ctypes values: ctypes then skips 23 from_param conversions on every call.
-        self.gemm_raw = ctypes.CDLL(L._name).cublasGemmStridedBatchedEx
-        self.gemm_raw.restype = ctypes.c_int
-
-
-def _find_cublas() -> str:
-    try:
-        from cuda.pathfinder import load_nvidia_dynamic_lib
-
-        loaded = load_nvidia_dynamic_lib("cublas")
-        if loaded.abs_path:
-            return loaded.abs_path
-    except Exception:  # noqa: BLE001 - fall back to the system loader
-        pass
-    for name in ("libcublas.so.13", "libcublas.so.12", ctypes.util.find_library("cublas")):
-        if name:
-            try:
-                ctypes.CDLL(name)
-                return name
-            except OSError:
-                continue
-    raise GpuError("cuda: libcublas not found (pip install nvidia-cublas, or install the CUDA toolkit)")
-
 
 class CudaBackend(Backend):
     name = "cuda"
@@ -92,7 +44,7 @@ class CudaBackend(Backend):
         self.multiprocessors = self._attr(attr.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
         raw = self.check(cu.cuDeviceGetName(256, self._dev), "cuDeviceGetName")
         self.device_name = bytes(raw).split(b"\0")[0].decode(errors="replace")
-        self._cublas: _Cublas | None = None
+        self._cublas: Cublas | None = None
         self._nvrtc_version = "nvrtc-{}.{}".format(*self.check(nvrtc.nvrtcVersion(), "nvrtcVersion"))
 
     def _attr(self, a) -> int:
@@ -198,49 +150,35 @@ class CudaBackend(Backend):
     # ---- BLAS --------------------------------------------------------------------------------
     def blas_create(self, stream: Any, workspace: int, workspace_bytes: int) -> Any:
         if self._cublas is None:
-            self._cublas = _Cublas()
-        L = self._cublas.lib
-        h = ctypes.c_void_p()
-        self.check(L.cublasCreate_v2(ctypes.byref(h)), "cublasCreate")
-        self.check(L.cublasSetStream_v2(h, int(stream)), "cublasSetStream")
-        # Set before any capture: cuBLAS would otherwise allocate its workspace lazily, and an
-        # allocation inside stream capture invalidates the graph.
-        self.check(L.cublasSetWorkspace_v2(h, workspace, workspace_bytes), "cublasSetWorkspace")
-        self.check(L.cublasSetMathMode(h, 0), "cublasSetMathMode")  # CUBLAS_DEFAULT_MATH: no TF32
-        return h
+            self._cublas = Cublas()
+        return self._cublas.create(stream, workspace, workspace_bytes)
 
     def blas_destroy(self, handle: Any) -> None:
         if self._cublas is not None:
-            self._cublas.lib.cublasDestroy_v2(handle)
+            self._cublas.destroy(handle)
 
     def make_gemm(self, handle: Any, plan: GemmPlan, a: int, b: int, c: int, alpha: float) -> Step:
-        t = CUDA_R.get(plan.dtype)
-        if t is None:
-            raise GpuError(f"cuda: no cuBLAS GEMM for {plan.dtype}")
-        esz = np.dtype(np.float16 if plan.dtype in ("float16", "bfloat16") else plan.dtype).itemsize
-        scalar = ctypes.c_double if plan.dtype == "float64" else ctypes.c_float
-        al, be = scalar(alpha), scalar(0.0)
-        compute = COMPUTE.get(plan.dtype, 68)
-        fn = self._cublas.gemm_raw
-        vp, i32, i64 = ctypes.c_void_p, ctypes.c_int, ctypes.c_longlong
-        calls = []
-        for oa, ob, oc in plan.offsets:
-            p1, p2 = (b + ob * esz, a + oa * esz) if plan.swap else (a + oa * esz, b + ob * esz)
-            calls.append(functools.partial(
-                fn, vp(handle.value), i32(plan.trans1), i32(plan.trans2), i32(plan.m), i32(plan.n), i32(plan.k),
-                vp(ctypes.addressof(al)), vp(p1), i32(t), i32(plan.ld1), i64(plan.stride1), vp(p2), i32(t),
-                i32(plan.ld2), i64(plan.stride2), vp(ctypes.addressof(be)), vp(c + oc * esz), i32(t), i32(plan.ldc),
-                i64(plan.stride_c), i32(plan.batch), i32(compute), i32(GEMM_DEFAULT)))
-        keep = (al, be)
-
-        def step(calls=tuple(calls), keep=keep) -> tuple:
-            for f in calls:
-                err = f()
-                if err:
-                    return (err, "cublasGemmStridedBatchedEx")
-            return (0,)
-
+        timer = self._timer(handle.stream) if os.environ.get("MIGX_BLAS_TUNE", "1") != "0" else None
+        step, note = self._cublas.make_gemm(handle, plan, a, b, c, alpha, timer)
+        step.note = note
         return step
+
+    def _timer(self, stream: Any):
+        """Mean device microseconds of fn() on `stream` (finalize-time BLAS algorithm tuning)."""
+        if not hasattr(self, "_tune_events"):
+            self._tune_events = (self.event_create(), self.event_create())
+        a, b = self._tune_events
+
+        def time_us(fn, reps: int = 5) -> float:
+            fn()
+            self.check(cu.cuEventRecord(a, stream), "cuEventRecord")
+            for _ in range(reps):
+                fn()
+            self.check(cu.cuEventRecord(b, stream), "cuEventRecord")
+            self.event_sync(b)
+            return self.event_elapsed_ms(a, b) * 1e3 / reps
+
+        return time_us
 
     # ---- graphs ------------------------------------------------------------------------------
     def begin_capture(self, stream: Any) -> None:

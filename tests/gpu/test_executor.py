@@ -135,3 +135,20 @@ def test_offload_copy_program_runs(fake, net):
         assert "hip::copy_to_gpu" in names and "hip::copy_from_gpu" in names and "hip::sync_stream" in names
         for mode in ("eager", "graph"):
             np.testing.assert_allclose(c.run(feeds, mode=mode)[0], evaluate(net, feeds)[0], rtol=1e-4, atol=1e-5)
+
+
+def test_recompile_for_new_input_shapes(fake):
+    from migx_explore import models
+
+    c = compile_program("dynamic_mlp", backend=fake, input_dims={"x": [2, 64]})
+    with c:
+        x2 = np.random.default_rng(0).standard_normal((2, 64)).astype(np.float32)
+        ref2 = evaluate(models.load("dynamic_mlp", x=[2, 64]), {"x": x2})[0]
+        np.testing.assert_allclose(c.run({"x": x2}, mode="graph")[0], ref2, rtol=1e-4, atol=1e-5)
+        x5 = np.random.default_rng(1).standard_normal((5, 64)).astype(np.float32)
+        with pytest.raises(Exception, match="recompile"):
+            c.run({"x": x5}, mode="graph")
+        c.recompile(input_dims={"x": [5, 64]})
+        ref5 = evaluate(models.load("dynamic_mlp", x=[5, 64]), {"x": x5})[0]
+        np.testing.assert_allclose(c.run({"x": x5}, mode="graph")[0], ref5, rtol=1e-4, atol=1e-5)
+        assert [k[0] for k in fake.calls].count("begin_capture") == 2

@@ -20,13 +20,13 @@ def _kernels(n: int, tag: str) -> list[KernelSource]:
 
 def test_warm_compile_is_at_least_10x_faster(tmp_path, monkeypatch):
     monkeypatch.setenv("MIGX_EXPLORE_CACHE_DIR", str(tmp_path))
-    be = FakeBackend(compile_delay=0.05)
+    be = FakeBackend(compile_delay=0.2)  # a slow compiler, so the ratio is not lost in noise
     ks = _kernels(24, "a")
     t0 = time.perf_counter()
     cold = kernel_cache.compile_many(be, ks)
     t_cold = time.perf_counter() - t0
     assert kernel_cache.last_stats.compiled == 24
-    assert t_cold < 24 * 0.05 * 0.6, "cold compiles should run in parallel"
+    assert t_cold < 24 * 0.2 * 0.75, "cold compiles should run in parallel"
     kernel_cache.clear_memory_cache()  # force the disk path, as in a new process
     t0 = time.perf_counter()
     warm = kernel_cache.compile_many(be, ks)

@@ -1,0 +1,228 @@
+"""cuBLAS for the CUDA backend, through ctypes (no cupy, torch or nvmath needed).
+
+Each GEMM plan runs through cuBLASLt when it can: the matmul and layout descriptors are built
+once at finalize, the heuristic's candidates (up to 8) are timed on the program's own buffers and
+the fastest is kept, so a call is one cublasLtMatmul with a fixed algorithm: less host work per
+call than cublasGemmStridedBatchedEx (which re-runs its heuristic every call) and a tuned kernel.
+If cuBLASLt refuses a plan, the classic call is used. The per-call functions are bound without
+argtypes and given pre-built ctypes values, so ctypes does no conversions per call. TF32 is never
+used: CUBLAS_COMPUTE_32F (64F for double).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import functools
+import os
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..blas_plan import GemmPlan
+from .base import GpuError
+
+CUDA_R = {"float32": 0, "float64": 1, "float16": 2, "bfloat16": 14}  # cudaDataType
+COMPUTE = {"float64": 70}  # CUBLAS_COMPUTE_64F; everything else CUBLAS_COMPUTE_32F (68)
+GEMM_DEFAULT = -1
+LT_DESC_TRANSA, LT_DESC_TRANSB = 3, 4  # cublasLtMatmulDescAttributes_t
+LT_LAYOUT_BATCH_COUNT, LT_LAYOUT_BATCH_OFFSET = 5, 6  # cublasLtMatrixLayoutAttribute_t
+LT_PREF_MAX_WORKSPACE = 1  # cublasLtMatmulPreferenceAttributes_t
+LT_CANDIDATES = 8
+vp, i32, i64 = ctypes.c_void_p, ctypes.c_int, ctypes.c_longlong
+
+
+class HeuristicResult(ctypes.Structure):  # cublasLtMatmulHeuristicResult_t, 96 bytes
+    _fields_ = [("algo", ctypes.c_uint64 * 8), ("workspaceSize", ctypes.c_size_t), ("state", ctypes.c_int),
+                ("wavesCount", ctypes.c_float), ("reserved", ctypes.c_int * 4)]
+
+
+def _find(name: str) -> str:
+    try:
+        from cuda.pathfinder import load_nvidia_dynamic_lib
+
+        loaded = load_nvidia_dynamic_lib(name)
+        if loaded.abs_path:
+            return loaded.abs_path
+    except Exception:  # noqa: BLE001 - fall back to the system loader
+        pass
+    for cand in (f"lib{name}.so.13", f"lib{name}.so.12", ctypes.util.find_library(name)):
+        if cand:
+            try:
+                ctypes.CDLL(cand)
+                return cand
+            except OSError:
+                continue
+    raise GpuError(f"cuda: lib{name} not found (pip install nvidia-cublas, or install the CUDA toolkit)")
+
+
+def _raw(path: str, symbol: str):
+    fn = getattr(ctypes.CDLL(path), symbol)
+    fn.restype = ctypes.c_int
+    return fn
+
+
+@dataclass
+class BlasHandle:
+    handle: ctypes.c_void_p
+    lt: ctypes.c_void_p | None
+    workspace: int
+    workspace_bytes: int
+    stream: Any
+
+
+class Cublas:
+    def __init__(self):
+        path = _find("cublas")
+        self.lib = L = ctypes.CDLL(path)
+        for f in ("cublasCreate_v2", "cublasDestroy_v2", "cublasSetStream_v2", "cublasSetWorkspace_v2",
+                  "cublasSetMathMode"):
+            getattr(L, f).restype = ctypes.c_int
+        L.cublasSetWorkspace_v2.argtypes = [vp, vp, ctypes.c_size_t]
+        self.gemm_raw = _raw(path, "cublasGemmStridedBatchedEx")
+        self.lt = None
+        if os.environ.get("MIGX_CUBLASLT", "1") != "0":
+            try:
+                lt_path = _find("cublasLt")
+                self.lt = ctypes.CDLL(lt_path)
+                self.lt_matmul = _raw(lt_path, "cublasLtMatmul")
+                for f in ("cublasLtCreate", "cublasLtDestroy", "cublasLtMatmulDescCreate",
+                          "cublasLtMatmulDescSetAttribute", "cublasLtMatrixLayoutCreate",
+                          "cublasLtMatrixLayoutSetAttribute", "cublasLtMatmulPreferenceCreate",
+                          "cublasLtMatmulPreferenceSetAttribute", "cublasLtMatmulAlgoGetHeuristic"):
+                    getattr(self.lt, f).restype = ctypes.c_int
+                self.lt.cublasLtMatrixLayoutCreate.argtypes = [ctypes.POINTER(vp), i32, ctypes.c_uint64,
+                                                               ctypes.c_uint64, i64]
+            except (GpuError, OSError, AttributeError):
+                self.lt = None
+
+    def create(self, stream: Any, workspace: int, workspace_bytes: int) -> BlasHandle:
+        L = self.lib
+        h = vp()
+        _ok(L.cublasCreate_v2(ctypes.byref(h)), "cublasCreate")
+        _ok(L.cublasSetStream_v2(h, vp(int(stream))), "cublasSetStream")
+        # Set before any capture: cuBLAS would otherwise allocate a workspace lazily, and an
+        # allocation during stream capture invalidates the graph.
+        _ok(L.cublasSetWorkspace_v2(h, workspace, workspace_bytes), "cublasSetWorkspace")
+        _ok(L.cublasSetMathMode(h, i32(0)), "cublasSetMathMode")  # CUBLAS_DEFAULT_MATH: no TF32
+        lt = None
+        if self.lt is not None:
+            lt = vp()
+            if self.lt.cublasLtCreate(ctypes.byref(lt)):
+                lt = None
+        return BlasHandle(h, lt, workspace, workspace_bytes, stream)
+
+    def destroy(self, bh: BlasHandle) -> None:
+        self.lib.cublasDestroy_v2(bh.handle)
+        if bh.lt is not None:
+            self.lt.cublasLtDestroy(bh.lt)
+
+    # ---- one GEMM plan -------------------------------------------------------------------------
+    def make_gemm(self, bh: BlasHandle, plan: GemmPlan, a: int, b: int, c: int, alpha: float, timer=None):
+        """(step, note): the step runs every call of the plan; note says which path/algorithm."""
+        t = CUDA_R.get(plan.dtype)
+        if t is None:
+            raise GpuError(f"cuda: no cuBLAS GEMM for {plan.dtype}")
+        esz = np.dtype(np.float16 if plan.dtype in ("float16", "bfloat16") else plan.dtype).itemsize
+        scalar = ctypes.c_double if plan.dtype == "float64" else ctypes.c_float
+        keep = [scalar(alpha), scalar(0.0)]
+        compute = COMPUTE.get(plan.dtype, 68)
+        ptrs = []
+        for oa, ob, oc in plan.offsets:
+            p1, p2 = (b + ob * esz, a + oa * esz) if plan.swap else (a + oa * esz, b + ob * esz)
+            ptrs.append((p1, p2, c + oc * esz))
+        calls, note = None, "cublas default"
+        if bh.lt is not None:
+            got = self._lt_calls(bh, plan, t, compute, ptrs, keep, timer)
+            if got is not None:
+                calls, note = got
+        if calls is None:
+            al, be = (vp(ctypes.addressof(x)) for x in keep[:2])
+            calls = [functools.partial(
+                self.gemm_raw, bh.handle, i32(plan.trans1), i32(plan.trans2), i32(plan.m), i32(plan.n), i32(plan.k),
+                al, vp(p1), i32(t), i32(plan.ld1), i64(plan.stride1), vp(p2), i32(t), i32(plan.ld2),
+                i64(plan.stride2), be, vp(pc), i32(t), i32(plan.ldc), i64(plan.stride_c), i32(plan.batch),
+                i32(compute), i32(GEMM_DEFAULT)) for p1, p2, pc in ptrs]
+
+        def step(calls=tuple(calls), keep=keep) -> tuple:
+            for f in calls:
+                err = f()
+                if err:
+                    return (err, "cuBLAS")
+            return (0,)
+
+        return step, note
+
+    def _layout(self, t: int, rows: int, cols: int, ld: int, batch: int, stride: int, keep: list) -> vp:
+        lay = vp()
+        _ok(self.lt.cublasLtMatrixLayoutCreate(ctypes.byref(lay), t, rows, cols, ld), "cublasLtMatrixLayoutCreate")
+        if batch > 1:
+            n, s = i32(batch), i64(stride)
+            set_attr = self.lt.cublasLtMatrixLayoutSetAttribute
+            _ok(set_attr(lay, i32(LT_LAYOUT_BATCH_COUNT), ctypes.byref(n), ctypes.c_size_t(4)), "layout batch")
+            _ok(set_attr(lay, i32(LT_LAYOUT_BATCH_OFFSET), ctypes.byref(s), ctypes.c_size_t(8)), "layout stride")
+        keep.append(lay)
+        return lay
+
+    def _lt_calls(self, bh: BlasHandle, plan: GemmPlan, t: int, compute: int, ptrs, keep: list, timer):
+        L = self.lt
+        try:
+            desc = vp()
+            scale_t = 1 if plan.dtype == "float64" else 0
+            _ok(L.cublasLtMatmulDescCreate(ctypes.byref(desc), i32(compute), i32(scale_t)), "MatmulDescCreate")
+            keep.append(desc)
+            for attr, v in ((LT_DESC_TRANSA, plan.trans1), (LT_DESC_TRANSB, plan.trans2)):
+                val = i32(int(v))
+                _ok(L.cublasLtMatmulDescSetAttribute(desc, i32(attr), ctypes.byref(val), ctypes.c_size_t(4)),
+                    "MatmulDescSetAttribute")
+            s1 = (plan.k, plan.m) if plan.trans1 else (plan.m, plan.k)
+            s2 = (plan.n, plan.k) if plan.trans2 else (plan.k, plan.n)
+            la = self._layout(t, *s1, plan.ld1, plan.batch, plan.stride1, keep)
+            lb = self._layout(t, *s2, plan.ld2, plan.batch, plan.stride2, keep)
+            lc = self._layout(t, plan.m, plan.n, plan.ldc, plan.batch, plan.stride_c, keep)
+            pref = vp()
+            _ok(L.cublasLtMatmulPreferenceCreate(ctypes.byref(pref)), "PreferenceCreate")
+            keep.append(pref)
+            wsb = ctypes.c_uint64(bh.workspace_bytes)
+            _ok(L.cublasLtMatmulPreferenceSetAttribute(pref, i32(LT_PREF_MAX_WORKSPACE), ctypes.byref(wsb),
+                                                    ctypes.c_size_t(8)), "pref")
+            results = (HeuristicResult * LT_CANDIDATES)()
+            count = i32(0)
+            _ok(L.cublasLtMatmulAlgoGetHeuristic(bh.lt, desc, la, lb, lc, lc, pref, i32(LT_CANDIDATES), results,
+                                                 ctypes.byref(count)), "AlgoGetHeuristic")
+        except GpuError:
+            return None
+        cands = [results[i] for i in range(count.value) if results[i].state == 0
+                 and results[i].workspaceSize <= bh.workspace_bytes]
+        if not cands:
+            return None
+        keep.append(results)
+        al, be = (vp(ctypes.addressof(x)) for x in keep[:2])
+
+        def calls_for(r: HeuristicResult) -> list:
+            return [functools.partial(self.lt_matmul, bh.lt, desc, al, vp(p1), la, vp(p2), lb, be, vp(pc), lc,
+                                      vp(pc), lc, vp(ctypes.addressof(r.algo)), vp(bh.workspace),
+                                      ctypes.c_size_t(bh.workspace_bytes), vp(int(bh.stream))) for p1, p2, pc in ptrs]
+
+        best, best_t = 0, None
+        if timer is not None and len(cands) > 1:  # time each candidate on the program's own buffers
+            for k, r in enumerate(cands):
+                fs = calls_for(r)
+                try:
+                    us = timer(lambda fs=fs: [_ok(f(), "cublasLtMatmul") for f in fs])
+                except GpuError:
+                    continue
+                if best_t is None or us < best_t:
+                    best, best_t = k, us
+        calls = calls_for(cands[best])
+        for f in calls:  # one checked call: a plan cuBLASLt accepts in the heuristic but rejects here falls back
+            if f():
+                return None
+        how = f"tuned {best + 1}/{len(cands)}" if best_t is not None else f"heuristic 1/{len(cands)}"
+        return calls, f"cublasLt {how}"
+
+
+def _ok(status: int, what: str) -> None:
+    if status:
+        raise GpuError(f"cuda: {what} failed with cuBLAS status {status}")
