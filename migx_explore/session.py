@@ -125,6 +125,8 @@ class Session:
         self.view = View()
         self.last_retrace = RetraceInfo()
         self.timings: dict[str, Any] = {}
+        # Where the model came from (for repro scripts); set by the from_* constructors.
+        self.source: dict[str, Any] = {"kind": "program", "value": name, "input_dims": {}}
         self.on_progress: Callable[[int, int, str], None] | None = None
 
     # ---- construction ----------------------------------------------------------------------------
@@ -133,14 +135,18 @@ class Session:
         from .compiler.onnx import parse_onnx
 
         prog = parse_onnx(path, input_dims=input_dims)
-        return cls(prog, name=kw.pop("name", str(path).rsplit("/", 1)[-1]), **kw)
+        s = cls(prog, name=kw.pop("name", str(path).rsplit("/", 1)[-1]), **kw)
+        s.source = {"kind": "onnx", "value": str(path), "input_dims": dict(input_dims or {})}
+        return s
 
     @classmethod
     def from_model(cls, model_name: str, **kw: Any) -> Session:
         from . import models
 
         dims = kw.pop("input_dims", None) or {}
-        return cls(models.load(model_name, **dims), name=model_name, **kw)
+        s = cls(models.load(model_name, **dims), name=model_name, **kw)
+        s.source = {"kind": "model", "value": model_name, "input_dims": dict(dims)}
+        return s
 
     @classmethod
     def from_text(cls, text: str, **kw: Any) -> Session:
@@ -432,6 +438,12 @@ class Session:
         result = time_snapshot(self.final(), modes=modes, warmup=warmup, iters=iters)
         self.timings[self.spec_or_label()] = result
         return result
+
+    def recipe(self):
+        """The current toggles as a pipeline spec, a MIGRAPHX_DISABLE_PASSES list and a repro script."""
+        from .recipe import make_recipe
+
+        return make_recipe(self)
 
     def spec_or_label(self) -> str:
         try:
