@@ -7,24 +7,11 @@ import zipfile
 
 import numpy as np
 import pytest
+from ir_samples import FUSED
 
 from migx_explore.compiler import Op, Program, Shape, evaluate, parse
 from migx_explore.compiler.errors import FormatError
 from migx_explore.compiler.serialize import load_program_file, save_program
-
-FUSED = '''
-module: "main"
-x = @param:x -> float_type, {2, 3}, {3, 1}
-y = @param:y -> float_type, {2, 3}, {3, 1}
-@2 = pointwise(x,y), [main:pointwise0] -> float_type, {2, 3}, {3, 1}
-@3 = @return(@2)
-
-module: "main:pointwise0" bypass
-main:pointwise0:x0 = @param:x0 -> float_type, {1}, {0}
-main:pointwise0:x1 = @param:x1 -> float_type, {1}, {0}
-main:pointwise0:@2 = add(main:pointwise0:x0,main:pointwise0:x1) -> float_type, {1}, {0}
-main:pointwise0:@3 = @return(main:pointwise0:@2)
-'''
 
 
 def _program():
