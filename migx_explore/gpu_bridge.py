@@ -30,11 +30,25 @@ def _require_gpu() -> None:
         raise GpuUnavailable(f"GPU timing unavailable: {why}")
 
 
+def compile_snapshot(snap: ProgramSnapshot) -> Any:
+    """Finalize a backend-lowered snapshot on the GPU (kernels load from the kernel store/cache)."""
+    _require_gpu()
+    program = snap.to_program()
+    if not any(ins.name.startswith(("gpu::", "hip::")) for ins in program.main):
+        raise MigxError("this program is not lowered for the GPU: enable the backend pipeline "
+                        "(lowering ... eliminate_allocation) and trace again before timing")
+    from .gpu.executor import CompiledProgram
+
+    return CompiledProgram(program)
+
+
 def time_snapshot(snap: ProgramSnapshot, modes: Sequence[str] = ("eager", "graph"), warmup: int = 10,
                   iters: int = 100) -> Any:
     """Finalize a compiled (backend-lowered) snapshot and time it in each mode."""
-    _require_gpu()
-    from .gpu import executor, timing
+    from .gpu import timing
 
-    compiled = executor.finalize(snap.to_program())
-    return timing.time_program(compiled, modes=tuple(modes), warmup=warmup, iters=iters)
+    compiled = compile_snapshot(snap)
+    try:
+        return timing.time_program(compiled, modes=tuple(modes), warmup=warmup, iters=iters)
+    finally:
+        compiled.close()
