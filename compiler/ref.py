@@ -193,3 +193,13 @@ def random_inputs(program: Program, seed: int = 0) -> dict[str, np.ndarray]:
         else:
             out[p.param_name] = rng.integers(0, 4, lens).astype(t.np_dtype)
     return out
+
+
+def with_buffer_params(program: Program, inputs: Mapping[str, Any]) -> dict[str, Any]:
+    """`inputs` plus zeros for parameters a backend pass introduced (output buffers, the scratch
+    arena), so a lowered program evaluates with the model's own inputs."""
+    feeds = dict(inputs)
+    for p in program.main.params():
+        if p.param_name not in feeds and p.shape.dyn_dims is None:
+            feeds[p.param_name] = np.zeros(p.shape.lens, dtype=dtypes.np_dtype(p.shape.type))
+    return feeds

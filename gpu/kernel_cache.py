@@ -161,6 +161,20 @@ def _write_atomic(path: Path, data: bytes) -> None:
         pass
 
 
+def cached_binary(bk: str) -> bytes | None:
+    """A compiled binary by binary key, from memory or the disk cache (None if never built)."""
+    if bk in _BINARIES:
+        return _BINARIES[bk]
+    path = cache_dir() / f"{bk}.bin"
+    return path.read_bytes() if path.is_file() else None
+
+
+def seed_binary(bk: str, data: bytes) -> None:
+    """Make a binary that travelled with a saved program available to compile_many."""
+    with _LOCK:
+        _BINARIES.setdefault(bk, data)
+
+
 def clear_memory_cache() -> None:
     """Forget binaries held in memory (tests use it to measure the disk cache)."""
     _BINARIES.clear()

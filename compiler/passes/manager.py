@@ -232,13 +232,9 @@ class PassManager:
         cfg = self.numeric
         if cfg.disabled_reason:
             return NumericCheck(float("nan"), float("nan"), True, cfg.disabled_reason)
-        from ..ref import evaluate
+        from ..ref import evaluate, with_buffer_params
 
-        # Parameters a backend pass introduced (output buffers, the scratch arena) get zeros.
-        feeds = dict(cfg.inputs)
-        for p in program.main.params():
-            if p.param_name not in feeds and p.shape.dyn_dims is None:
-                feeds[p.param_name] = np.zeros(p.shape.lens, dtype=p.shape.dtype.np_dtype)
+        feeds = with_buffer_params(program, cfg.inputs)
         try:
             outs = evaluate(program, feeds)
         except MigxError as e:

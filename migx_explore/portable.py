@@ -1,0 +1,124 @@
+"""Portable programs (MIGraphX PR #4205's idea in our terms): stop the pipelines after any pass,
+save the program with everything needed to continue, and resume on another machine.
+
+The saved file is compiler.serialize's container (IR text, raw literals, stable ids, SHA-256
+manifest; no pickle, no code on load) plus: the pipeline spec and compile options, the position to
+resume from, and the generated kernels as source plus the binaries built here. A program saved
+before compile_ops finishes compiling for the resuming machine's arch.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from dataclasses import dataclass
+from typing import Any
+
+from .compiler.errors import FormatError, MigxError
+from .compiler.ir import Program
+from .compiler.passes import PassManager, Trace, build_pipelines, entry_paths
+from .compiler.serialize import load_program_file, save_program
+from .gpu.pipelines import CompileOptions, gpu_pipelines
+
+KIND = "migx-explore/partial-compile"
+
+
+def _position(pipelines, path: str) -> tuple[int, int]:
+    hits = [(pi, k) for pi, pl in enumerate(pipelines) for k, p in enumerate(entry_paths(pl))
+            if p == path or p.split("#")[0] == path or p.split(".", 1)[1] == path]
+    if not hits:
+        names = [p for pl in pipelines for p in entry_paths(pl)]
+        raise MigxError(f"--until {path!r} is not a pass of the pipelines; e.g. {', '.join(names[:5])} ... "
+                        f"{names[-1]}")
+    if len(hits) > 1 and "#" not in path:
+        alts = [entry_paths(pipelines[pi])[k] for pi, k in hits]
+        raise MigxError(f"--until {path!r} occurs {len(hits)} times; pick one of {', '.join(alts)}")
+    return hits[0]
+
+
+@dataclass
+class Partial:
+    program: Program
+    options: CompileOptions
+    spec: str
+    after: str | None  # last pass run (None: nothing run yet)
+    position: tuple[int, int]  # (pipeline, entry) to run next
+    model: str
+    kernels: int = 0  # kernel binaries that travelled and were reused
+
+
+def compile_until(program: Program, until: str | None, out: str, *, options: CompileOptions | None = None,
+                  spec: str | None = None, model: str = "program") -> Trace:
+    """Run the pipelines up to and including `until` (all of them if None) and save to `out`."""
+    opts = options or CompileOptions()
+    catalog = gpu_pipelines(opts)
+    pipelines = build_pipelines(spec, catalog) if spec else [p.copy() for p in catalog]
+    spec_text = spec or ",".join(p.name for p in pipelines)
+    if until is None:
+        stop = (len(pipelines) - 1, len(pipelines[-1].entries) - 1)
+    else:
+        stop = _position(pipelines, until)
+    head = [dataclasses.replace(pl, entries=pl.entries[: stop[1] + 1] if pi == stop[0] else pl.entries)
+            for pi, pl in enumerate(pipelines[: stop[0] + 1])]
+    from .gpu import kernel_cache
+
+    target = _target_or_none()
+    with kernel_cache.bound_target(target) if target is not None else _nullcontext():
+        trace = PassManager().run(program, head)
+    after = entry_paths(pipelines[stop[0]])[stop[1]]
+    metadata = {"kind": KIND, "model": model, "spec": spec_text, "options": dataclasses.asdict(opts),
+                "after": after, "next": [stop[0], stop[1] + 1]}
+    blobs: dict[str, bytes] = {}
+    from .gpu.portable import export_kernels
+
+    rows, blobs = export_kernels(program, target)
+    metadata["kernels"] = rows
+    save_program(program, out, metadata=metadata, blobs=blobs)
+    return trace
+
+
+def load_partial(path: str) -> Partial:
+    saved = load_program_file(path)
+    md = saved.metadata
+    if md.get("kind") != KIND:
+        raise FormatError(f"{path}: not a partial compile (no resume information); it holds a plain program")
+    try:
+        opts = CompileOptions(**md["options"])
+        nxt = (int(md["next"][0]), int(md["next"][1]))
+        spec = str(md["spec"])
+        rows = list(md.get("kernels", []))
+    except (KeyError, TypeError, ValueError, MigxError) as e:
+        raise FormatError(f"{path}: resume information is malformed ({e})") from None
+    from .gpu.portable import import_kernels
+
+    seeded = import_kernels(rows, saved.blobs)
+    return Partial(saved.program, opts, spec, md.get("after"), nxt, str(md.get("model", "program")), seeded)
+
+
+def resume(part: Partial) -> Trace:
+    """Run the remaining passes of a partial compile (in place on part.program)."""
+    pipelines = build_pipelines(part.spec, gpu_pipelines(part.options))
+    from .gpu import kernel_cache
+
+    target = _target_or_none()
+    with kernel_cache.bound_target(target) if target is not None else _nullcontext():
+        return PassManager().run(part.program, pipelines, start=part.position)
+
+
+def _target_or_none() -> Any:
+    """The GPU backend when one is usable (so compile_ops builds binaries), else None."""
+    from .gpu_bridge import unavailable_reason
+
+    if os.environ.get("MIGX_GPU_BACKEND") != "fake" and unavailable_reason():
+        return None
+    from .gpu.runtime import get_backend
+
+    return get_backend()
+
+
+class _nullcontext:
+    def __enter__(self):
+        return None
+
+    def __exit__(self, *exc):
+        return False
