@@ -1,0 +1,51 @@
+"""`migx-explore waterfall MODEL`: Δ kernel launches and Δ eager / graph latency when each pass (or
+sub-pipeline) is disabled, as a table and a PNG chart."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from ._pipeline_args import add_pipeline_arguments, make_session
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..loading import load_program
+    from ..waterfall import waterfall
+
+    program, name = load_program(args)
+    s = make_session(program, args, numeric=False, name=name)
+    if args.no_backend:
+        print("note: without the backend only kernel-launch counts of the un-lowered IR are compared")
+    live = sys.stderr.isatty()
+    wf = waterfall(s, by=args.by, modes=tuple(args.mode_timing.split(",")), iters=args.iters,
+                   time_gpu=not args.no_gpu,
+                   progress=(lambda k, n, lab: print(f"\r[{k}/{n}] {lab:<60}", end="", file=sys.stderr))
+                   if live else None)
+    if live:
+        print(file=sys.stderr)
+    print(wf.table())
+    if args.png:
+        wf.plot(args.png)
+        print(f"wrote {args.png}")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"model": wf.model, "by": wf.by, "rows": wf.rows(), "note": wf.timing_note}, f, indent=1)
+        print(f"wrote {args.json}")
+    return 0
+
+
+def register(sub) -> None:
+    from ..loading import add_model_arguments
+
+    p = sub.add_parser("waterfall", help="cost of disabling each pass: Δ launches and Δ eager/graph latency")
+    add_model_arguments(p)
+    add_pipeline_arguments(p)
+    p.add_argument("--by", choices=("pass", "pipeline", "prefix"), default="pass")
+    p.add_argument("--mode-timing", default="eager,graph", help="timing modes, e.g. eager,graph")
+    p.add_argument("--iters", type=int, default=50)
+    p.add_argument("--no-gpu", action="store_true", help="count launches only")
+    p.add_argument("--png", default=None, help="write the chart here")
+    p.add_argument("--json", default=None, help="write the rows here")
+    p.set_defaults(func=run)
