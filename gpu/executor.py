@@ -277,6 +277,39 @@ class CompiledProgram:
             outs.append(arr[:shape.bytes()].view(npd).reshape(shape.lens).copy())
         return outs
 
+    def trace_values(self, inputs: Mapping[str, Any] | Sequence[Any]) -> dict[int, np.ndarray]:
+        """Run eagerly, one step at a time, reading every instruction's result back right after it
+        is produced (later steps may reuse its arena space). Keys are stable instruction ids; used
+        to find the first instruction whose GPU value diverges from the reference evaluator."""
+        import ctypes
+
+        self._stage_inputs(inputs)
+        getattr(self.backend, "make_current", lambda: None)()
+        b, s = self.backend, self._res.stream
+        self._enqueue(self._in_steps)
+        by_id = {ins.id: ins for ins in self.program.main}
+        infos = self._built.info
+        values: dict[int, np.ndarray] = {}
+        for k, step in enumerate(self._built.steps):
+            self._enqueue([step])
+            iid = infos[k].ins_id
+            if k + 1 < len(infos) and infos[k + 1].ins_id == iid:
+                continue  # the instruction's last step (e.g. a GEMM's epilogue) is still to come
+            ins = by_id.get(iid)
+            addr = self._addr.get(iid)
+            if ins is None or not isinstance(addr, int) or ins.shape.is_tuple or ins.shape.dynamic_shape:
+                continue
+            shape = ins.shape
+            npd = dtypes.np_dtype(shape.type)
+            raw = np.empty(max(shape.element_space(), 1), dtype=npd)
+            b.stream_sync(s)
+            if shape.bytes():
+                b.copy("d2h", raw.ctypes.data_as(ctypes.c_void_p).value, addr, shape.bytes(), s)
+            strides = tuple(st * npd.itemsize for st in shape.strides)
+            values[iid] = np.lib.stride_tricks.as_strided(raw, shape.lens, strides).copy()
+        b.stream_sync(s)
+        return values
+
     def launch_eager(self, io: bool = True) -> None:
         """Enqueue the program's steps (asynchronous; the caller synchronizes)."""
         if io:

@@ -85,6 +85,41 @@ def locate_divergence(before: ProgramSnapshot, after: ProgramSnapshot, inputs: M
                                                       "counterparts (e.g. a whole subgraph replaced)")
 
 
+def gpu_divergence(snap: ProgramSnapshot, inputs: Mapping[str, np.ndarray], *, rtol: float = 1e-3,
+                   atol: float = 1e-4) -> Divergence | None:
+    """Run a backend-lowered program on the GPU reading back every value, and find the first
+    instruction whose GPU result disagrees with the reference evaluator's while its inputs agree
+    (a kernel or lowering bug). None when every value agrees."""
+    from .gpu_bridge import compile_snapshot
+
+    compiled = compile_snapshot(snap)
+    try:
+        return first_gpu_divergence(compiled, inputs, rtol=rtol, atol=atol)
+    finally:
+        compiled.close()
+
+
+def first_gpu_divergence(compiled, inputs: Mapping[str, np.ndarray], *, rtol: float = 1e-3,
+                         atol: float = 1e-4) -> Divergence | None:
+    from .compiler.printer import instruction_label
+    from .compiler.ref import with_buffer_params
+
+    feeds = {k: v for k, v in inputs.items() if k in compiled.inputs}
+    gpu = compiled.trace_values(feeds)
+    program = compiled.program
+    ref = evaluate_all(program, with_buffer_params(program, feeds))
+    bad: set[int] = set()
+    for ins in program.main:
+        if ins.id not in gpu or ins.id not in ref:
+            continue
+        ok, err = _close(gpu[ins.id], ref[ins.id], rtol, atol)
+        if not ok:
+            bad.add(ins.id)
+            if not any(i.id in bad for i in ins.inputs):
+                return Divergence("gpu", ins.id, instruction_label(ins), ins.id, err)
+    return None
+
+
 def numeric_bisect(session) -> Divergence | None:
     """The first pass of the session's trace that breaks tolerance, and where inside it."""
     trace = session.trace

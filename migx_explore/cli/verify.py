@@ -32,12 +32,30 @@ def run(args: argparse.Namespace) -> int:
         print(f"FAIL: pass {bad.path} breaks the tolerance: max|err| {bad.numeric.max_abs:.3e}, "
               f"max rel {bad.numeric.max_rel:.3e}")
         if args.bisect:
-            from ..bisect import locate_divergence
+            from ..bisect import numeric_bisect
 
-            print(locate_divergence(trace, bad, s._numeric_base).describe())
+            print(numeric_bisect(s).describe())
         return 1
-    print("OK: every pass keeps the outputs within tolerance")
+    print("OK: every pass keeps the outputs within tolerance (reference evaluator)")
+    if args.gpu:
+        return _verify_gpu(s)
     return 0
+
+
+def _verify_gpu(session) -> int:
+    """Compare every value of the compiled program on the GPU with the reference evaluator."""
+    from ..bisect import gpu_divergence
+
+    if session.trace.final.module("main").instrs and not any(
+            r.op.name.startswith("gpu::") for r in session.trace.final.module("main").instrs):
+        print("--gpu needs the backend pipeline (drop --no-backend)")
+        return 1
+    d = gpu_divergence(session.final(), session._numeric().inputs)
+    if d is None:
+        print("OK: every GPU value agrees with the reference evaluator (rtol 1e-3, atol 1e-4)")
+        return 0
+    print(f"FAIL on the GPU: {d.describe()}")
+    return 1
 
 
 def register(sub) -> None:
@@ -50,4 +68,6 @@ def register(sub) -> None:
     p.add_argument("--atol", type=float, default=1e-5)
     p.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
     p.add_argument("--bisect", action="store_true", help="find the first diverging instruction of the failing pass")
+    p.add_argument("--gpu", action="store_true", help="also run on the GPU, reading back every value, and name "
+                   "the first instruction whose GPU value diverges from the reference")
     p.set_defaults(func=run)
