@@ -504,6 +504,8 @@ HIP graphs) records the launches once and replays the whole program with one cal
 about *launch count × per-launch cost*: large for small, many-kernel models, small for big kernels.
 
 This notebook measures both modes on several built-in models and splits the difference per launch.
+(The IR's count of launching instructions is a static estimate; the executor's step count below
+also counts BLAS epilogue kernels and copies.)
 """),
         code(GPU_CHECK),
         code("""
@@ -512,13 +514,13 @@ from migx_explore.stats import ir_metrics
 
 MODELS = {"mlp": None, "transformer": None, "resnet_block": None, "yolo": None, "mobilenet": None}
 sessions = {}
-print(f"{'model':14s}{'instructions':>14s}{'launches':>10s}{'fused kernels':>15s}")
+print(f"{'model':14s}{'instructions':>14s}{'fused kernels':>15s}{'launching instructions':>24s}")
 for name, dims in MODELS.items():
     s = Session.from_model(name, input_dims=dims, numeric=False)
     s.run()
     sessions[name] = s
     m = ir_metrics(s.final())
-    print(f"{name:14s}{m['instructions']:>14d}{m['launches']:>10d}{m['fused_modules']:>15d}")
+    print(f"{name:14s}{m['instructions']:>14d}{m['fused_modules']:>15d}{m['launches']:>24d}")
 """),
         md("""
 ## Timing both modes
@@ -543,6 +545,26 @@ else:
               f"{g.enqueue_us.median:>18.1f}")
 """),
         md("""
+## Where the time goes
+
+If the eager device time is close to *launches × host cost per launch*, the GPU spends the run
+waiting for the host to submit the next kernel: the program is launch-bound, and a captured graph
+removes most of that wait. The numbers measured here:
+"""),
+        code("""
+if not timings:
+    print("Skipping:", NO_GPU)
+else:
+    cost = sorted(t.modes["eager"].enqueue_per_launch_us for t in timings.values())
+    print(f"one eager launch costs the host {cost[0]:.1f}-{cost[-1]:.1f} µs here (launch loop + driver call)\\n")
+    print(f"{'model':14s}{'launches x cost':>17s}{'eager device':>14s}{'graph device':>14s}{'graph saves':>13s}")
+    for name, t in timings.items():
+        e, g = t.modes["eager"], t.modes["graph"]
+        bound = e.launches * e.enqueue_per_launch_us
+        print(f"{name:14s}{bound:>14.1f} µs{e.device_us.median:>11.1f} µs{g.device_us.median:>11.1f} µs"
+              f"{1 - g.device_us.median / e.device_us.median:>13.0%}")
+"""),
+        md("""
 ## Latency distributions and the slowest kernels
 
 Per model: device and host time per mode (median, p10–p90), and the slowest kernels of an eager run
@@ -564,9 +586,10 @@ else:
 
 * The eager enqueue time per launch is the host-side cost of one launch (Python and driver); with
   graph capture the host pays one graph launch for the whole program.
-* On the device, eager runs leave gaps between small kernels that a replayed graph closes; models
-  with many small kernels (the YOLO-style detector, MobileNet) gain most, models dominated by a few
-  large kernels least.
+* These models are small, so their kernels run for a few microseconds each: where *launches x cost*
+  matches the eager device time above, the GPU idles between kernels, and the replayed graph's
+  device time is what the kernels themselves need. A model dominated by a few large kernels would
+  show eager and graph times close together.
 * Fusion passes that cut the launch count help eager runs for the same reason (see
   `02_pipeline_ordering.ipynb`); graph capture needs fixed shapes and addresses, which is why the
   executor plans one memory arena per program and replays always read and write the same buffers.

@@ -52,7 +52,9 @@ CSS = """
   padding: 4px 8px; margin: 2px 0; }
 .migx-error-box .migx-error pre { white-space: pre-wrap; font-size: 11px; color: #444; }
 .migx-explorer .migx-gpu-unavailable { color: #8a5a00; background: #fff8e1; padding: 6px 8px; }
-.migx-explorer .migx-timing-table td, .migx-explorer .migx-timing-table th { padding: 1px 8px; text-align: right; }
+.migx-explorer .migx-timing-table table { border-collapse: collapse; margin: 4px 0; }
+.migx-explorer .migx-timing-table td, .migx-explorer .migx-timing-table th { padding: 2px 10px; text-align: right;
+  border-bottom: 1px solid #eee; }
 </style>
 """
 

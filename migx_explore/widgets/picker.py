@@ -74,11 +74,15 @@ class ModelPicker:
         self.mode = W.Dropdown(options=COMPILE_MODES, value="balanced", description="mode",
                                style={"description_width": "initial"}, layout=W.Layout(width="11em"),
                                _dom_classes=["migx-mode"])
+        # The per-pass numeric check runs the reference evaluator after every pass that changed the
+        # IR: most of a re-trace's time on conv models, so it can be switched off for speed.
+        self.numeric = W.Checkbox(True, description="numeric check per pass", indent=False,
+                                  layout=W.Layout(width="auto"), _dom_classes=["migx-numeric"])
         self.load_button = W.Button(description="Load", button_style="primary", icon="folder-open",
                                     _dom_classes=["migx-load"])
         self.inputs_note = W.HTML("", _dom_classes=["migx-inputs-note"])
         self.widget = W.VBox([W.HBox([self.builtin, self.path, self.upload, self.mode, self.load_button]),
-                              W.HBox([self.dims, self.inputs_note])], _dom_classes=["migx-picker"])
+                              W.HBox([self.dims, self.numeric, self.inputs_note])], _dom_classes=["migx-picker"])
         self.builtin.observe(errors.guard(self._builtin_changed, "model"), "value")
         self.path.observe(errors.guard(self._path_changed, "path"), "value")
         self.upload.observe(errors.guard(self._uploaded, "upload"), "value")
@@ -134,7 +138,7 @@ class ModelPicker:
 
     def load(self) -> Session:
         """Build the session for the current selection and pass it to on_load."""
-        session = make_session(self.selection(), queries.parse_dims(self.dims.value))
+        session = make_session(self.selection(), queries.parse_dims(self.dims.value), numeric=self.numeric.value)
         if self.mode.value != "balanced":
             session.set_mode(self.mode.value)
         self._on_load(session)

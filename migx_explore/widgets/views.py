@@ -7,6 +7,7 @@ are DOM elements a user (or a browser test) can find and hover."""
 
 from __future__ import annotations
 
+import html
 from typing import Any
 
 from ..session import Session
@@ -78,8 +79,14 @@ class Views:
         state = self._state + ((self.hops.value, self._centre_ids()) if view == "focus" else ())
         if self._drawn.get(view) == state:
             return
-        self.panes[view].value = self.render(view)
         self._drawn[view] = state
+        try:
+            self.panes[view].value = self.render(view)
+        except Exception as e:  # noqa: BLE001 - e.g. no graphviz `dot`: the pane and error box say so
+            self.panes[view].value = (f'<div class="migx-render-error">Cannot draw this view: '
+                                      f'{html.escape(str(e))}</div>')
+            self.errors.show(e, f"draw {content.VIEW_LABELS[view]}")
+            return
         if view in content.GRAPH_VIEWS:
             content.prefetch_next(self._session, view, self.cache, **self._graph_opts(view))
 

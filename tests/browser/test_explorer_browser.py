@@ -81,6 +81,15 @@ def test_step_and_toggle_in_jupyterlab(open_notebook, run_all):
     row = ex.locator(f".migx-tree-row.migx-path-{token}")
     assert "migx-current" in row.get_attribute("class")
 
+    # The key box: p steps back, n forward again (JupyterLab leaves keys typed into a widget's
+    # input alone, so they reach the kernel rather than the notebook's shortcuts).
+    keys = ex.locator(".migx-keys input")
+    keys.click()
+    keys.press("p")
+    assert _wait_pass_change(page, current) == seen[-2]
+    keys.press("n")
+    assert _wait_pass_change(page, seen[-2]) == current
+
     # Uncheck the current pass: the trace recomputes, the pass shows as disabled, its diff is empty.
     stats_before = ex.locator(".migx-stats").inner_text()
     ex.locator(f".migx-pass-checkbox.migx-path-{token} input[type=checkbox]").uncheck()

@@ -454,3 +454,20 @@ def test_gpu_panel_times_through_the_fake_backend(monkeypatch):
     finally:
         monkeypatch.delenv("MIGX_GPU_BACKEND")
         runtime.reset_backends()
+
+
+def test_a_render_failure_is_shown_in_the_pane_and_the_error_box(monkeypatch):
+    from migx_explore.render import GraphvizNotFoundError
+    from migx_explore.widgets import content as content_mod
+    from migx_explore.widgets.explorer import Explorer
+
+    def no_dot(*_a, **_k):
+        raise GraphvizNotFoundError("the Graphviz `dot` executable was not found on PATH")
+
+    monkeypatch.setattr(content_mod, "graph_svg", no_dot)
+    ex = Explorer(_session())  # still builds: stepping, stats and the text views work without dot
+    assert "Cannot draw this view" in ex.views.panes["diff"].value
+    assert "draw Diff: GraphvizNotFoundError" in ex.errors.text
+    ex.views.select.value = "text"
+    ex.goto(IDENT)
+    assert "identity" in ex.views.panes["text"].value and "6 → 5" in ex.views.stats.value
