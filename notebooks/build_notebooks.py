@@ -402,8 +402,9 @@ my_rule = mt.rule("my_conv_conv_1x1", second, fuse, check)
 ## Where it matches, and where it almost does
 
 `matches` lists full matches; `near_misses` lists instructions where the rule got past its first
-test and then failed (or `check` refused), with the reason. On the graph: matches green, near
-misses amber — hover a node for the reason.
+tests and then failed (or `check` refused), with the reason. `min_depth=2` skips instructions that
+fail right after the root test (every 3x3 convolution fails "1x1 kernel"). On the graph: matches
+green, near misses amber — hover a node for the reason.
 """),
         code("""
 from IPython.display import HTML, display
@@ -412,7 +413,7 @@ from migx_explore.widgets.content import highlight_svg
 
 main = session.initial.to_program().main
 hits = mt.matches(main, my_rule)
-near = mt.near_misses(main, my_rule)
+near = mt.near_misses(main, my_rule, min_depth=2)
 print(f"{len(hits)} matches, {len(near)} near misses")
 for n in near:
     print(f"  #{n.instruction:<4d} {n.op:12s} {n.reason}")

@@ -24,8 +24,9 @@ def graph_svg(before: ProgramSnapshot, after: ProgramSnapshot, view: str, *, dif
     """Inline SVG for one graph view of a pass.
 
     diff: the merged graph (changed region plus context when the graph is big); side_by_side:
-    before and after as two panels of one layout; focus: `hops` around the changed nodes, or
-    around the instruction ids in `centre` on the after-graph."""
+    before and after as two panels of one layout; focus: the merged graph cut to `hops` around
+    the changed nodes, or around the instruction ids in `centre` (hover a node: its title is
+    i<id>), with unchanged chains collapsed."""
     from .. import render
 
     opts = render.DotOptions(id_prefix=prefix)
@@ -34,10 +35,8 @@ def graph_svg(before: ProgramSnapshot, after: ProgramSnapshot, view: str, *, dif
     elif view == "side_by_side":
         g = render.side_by_side(before, after, diff, chains=chains)
     elif view == "focus":
-        if centre:
-            g = render.program_graph(after, focus=tuple(centre), hops=hops, chains=bool(chains))
-        else:
-            g = render.diff_graph(before, after, diff, focus=hops, chains=True if chains is None else chains)
+        g = render.diff_graph(before, after, diff, focus=hops, focus_ids=tuple(centre) or None,
+                              chains=True if chains is None else chains)
     else:
         raise ValueError(f"unknown graph view {view!r}; one of {', '.join(GRAPH_VIEWS)}")
     return str(render.render_svg(g, opts))

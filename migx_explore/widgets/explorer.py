@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from ..session import Session
+from ..session import Session, SessionError
 from . import queries
 from ._common import CSS, ErrorBox, widgets
 from .gpu_panel import GpuPanel
@@ -42,6 +42,8 @@ class Progress:
 
 class Stepper:
     """first / back / next / last buttons, a slider over the passes the view visits, the position."""
+
+    KEYMAP = {"n": "next", "j": "next", "p": "prev", "k": "prev", "f": "first", "l": "last"}
 
     def __init__(self, errors: ErrorBox, explorer: Explorer):
         W = widgets()
@@ -92,8 +94,6 @@ class Stepper:
         vis = self._ex.session.visible()
         if vis:
             self._ex.goto(vis[min(change["new"], len(vis) - 1)])
-
-    KEYMAP = {"n": "next", "j": "next", "p": "prev", "k": "prev", "f": "first", "l": "last"}
 
     def _key(self, change: dict) -> None:
         typed = change["new"]
@@ -161,7 +161,7 @@ class Explorer:
         if keep is not None:
             try:
                 s.goto(keep)
-            except Exception:  # noqa: BLE001 - the pass may be gone (removed); stay where we are
+            except SessionError:  # the pass is gone (removed by the user): stay at the same index
                 pass
         info = s.last_retrace
         self.progress.finish(f"traced {len(s.trace.records)} passes ({info.ran} run, {info.reused} reused from "

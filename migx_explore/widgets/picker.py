@@ -4,7 +4,6 @@ symbolic inputs; the compile mode. It builds a Session and hands it to `on_load`
 from __future__ import annotations
 
 import os
-import tempfile
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -36,20 +35,17 @@ def make_session(model: Any, input_dims: dict[str, Sequence[int]] | None = None,
     dims = input_dims or None
     if isinstance(model, Session):
         return model
-    if isinstance(model, (bytes, bytearray)):
-        with tempfile.NamedTemporaryFile(suffix=".onnx", delete=False) as f:
-            f.write(bytes(model))
-        try:
-            return Session.from_onnx(f.name, input_dims=dims, name=kw.pop("name", "uploaded.onnx"), **kw)
-        finally:
-            os.unlink(f.name)
     if isinstance(model, (str, os.PathLike)):
         path = os.fspath(model)
         if os.path.exists(path) or path.endswith(".onnx"):
             return Session.from_onnx(path, input_dims=dims, **kw)
         return Session.from_model(path, input_dims=dims, **kw)
-    if hasattr(model, "graph"):  # an onnx.ModelProto
-        return make_session(model.SerializeToString(), input_dims, name=kw.pop("name", "model.onnx"), **kw)
+    if isinstance(model, (bytes, bytearray)) or hasattr(model, "graph"):  # serialized ONNX or a ModelProto
+        from ..compiler.onnx import parse_onnx
+
+        name = kw.pop("name", None) or getattr(getattr(model, "graph", None), "name", None) or "model.onnx"
+        return Session(parse_onnx(bytes(model) if isinstance(model, bytearray) else model, input_dims=dims),
+                       name=name, **kw)
     raise TypeError(f"cannot open {type(model).__name__}: give a built-in model name ({', '.join(builtin_models())}), "
                     f"an .onnx path, ONNX bytes or an onnx.ModelProto")
 

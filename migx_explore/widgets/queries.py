@@ -6,6 +6,7 @@ wrapper binds them)."""
 
 from __future__ import annotations
 
+import dataclasses
 import html
 import os
 import re
@@ -89,7 +90,7 @@ def pipeline_rows(session: Session, pl: Pipeline) -> list[TreeRow]:
             continue
         row = _row_for_record(rec, "pass", 1, enabled=entry.enabled, toggleable=not pending)
         if pending:
-            row = _replace(row, status="pending")
+            row = dataclasses.replace(row, status="pending")
         body.append(row)
         body.extend(_row_for_record(c, "child", 1 + c.depth, enabled=True, toggleable=False)
                     for c in _children(session, rec))
@@ -105,12 +106,6 @@ def pipeline_rows(session: Session, pl: Pipeline) -> list[TreeRow]:
 def tree_rows(session: Session) -> list[TreeRow]:
     """Every row of the pipeline tree, in pipeline order (traces the session if needed)."""
     return [row for pl in session.pipelines for row in pipeline_rows(session, pl)]
-
-
-def _replace(row: TreeRow, **kw: Any) -> TreeRow:
-    import dataclasses
-
-    return dataclasses.replace(row, **kw)
 
 
 def row_matches(row: TreeRow, text: str, hide_unchanged: bool) -> bool:

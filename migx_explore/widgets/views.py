@@ -42,8 +42,8 @@ class Views:
                               W.HBox([self.stats, self.warnings], layout=W.Layout(grid_gap="24px"))],
                              _dom_classes=["migx-views"], layout=W.Layout(width="66%"))
         self._session: Session | None = None
-        self._state: tuple = ()
-        self._drawn: dict[str, tuple] = {}  # pane -> the state it shows
+        self._rec: Any = None  # the PassRecord the panes are for
+        self._drawn: dict[str, tuple] = {}  # pane -> (record, focus options) it shows
         self.select.observe(errors.guard(lambda _c: self._show_selected(), "view"), "value")
         for w in (self.hops, self.centre):
             w.observe(errors.guard(lambda _c: self._show_selected(), "focus"), "value")
@@ -52,11 +52,9 @@ class Views:
     def update(self, session: Session) -> None:
         """Redraw for the session's current pass: stats and warnings always, the selected pane."""
         self._session = session
-        rec = session.current
-        stats = session.stats()
-        self.stats.value = queries.stats_html(queries.stat_rows(stats))
+        self._rec = session.current
+        self.stats.value = queries.stats_html(queries.stat_rows(session.stats()))
         self.warnings.value = queries.warnings_html(session.warnings())
-        self._state = (id(session.trace), rec.index)
         self._show_selected()
 
     def _set_visibility(self) -> None:
@@ -71,23 +69,31 @@ class Views:
         except ValueError:
             raise ValueError(f"centre: write instruction ids such as '12, 15', not {self.centre.value!r}") from None
 
-    def _show_selected(self) -> None:
-        self._set_visibility()
-        if self._session is None:
-            return
-        view = self.select.value
-        state = self._state + ((self.hops.value, self._centre_ids()) if view == "focus" else ())
-        if self._drawn.get(view) == state:
-            return
-        self._drawn[view] = state
+    def _draw(self, view: str) -> bool:
+        """Draw `view` for the current pass unless it shows it already; False if drawing failed.
+
+        Panes remember the record object they show (not its index or id: a re-trace makes new
+        records, and a freed record's id can come back for a new one)."""
+        extra = (self.hops.value, self._centre_ids()) if view == "focus" else ()
+        drawn = self._drawn.get(view)
+        if drawn is not None and drawn[0] is self._rec and drawn[1] == extra:
+            return True
+        self._drawn[view] = (self._rec, extra)
         try:
             self.panes[view].value = self.render(view)
         except Exception as e:  # noqa: BLE001 - e.g. no graphviz `dot`: the pane and error box say so
             self.panes[view].value = (f'<div class="migx-render-error">Cannot draw this view: '
                                       f'{html.escape(str(e))}</div>')
             self.errors.show(e, f"draw {content.VIEW_LABELS[view]}")
+            return False
+        return True
+
+    def _show_selected(self) -> None:
+        self._set_visibility()
+        if self._session is None:
             return
-        if view in content.GRAPH_VIEWS:
+        view = self.select.value
+        if self._draw(view) and view in content.GRAPH_VIEWS:
             content.prefetch_next(self._session, view, self.cache, **self._graph_opts(view))
 
     def _graph_opts(self, view: str) -> dict[str, Any]:
@@ -105,8 +111,6 @@ class Views:
         raise ValueError(f"unknown view {view!r}")
 
     def svg(self, view: str = "diff") -> str:
-        """What a pane shows now (drawing it if it is stale)."""
-        if self._drawn.get(view, (None,))[:2] != self._state:
-            self.panes[view].value = self.render(view)
-            self._drawn[view] = self._state
+        """What a pane shows for the current pass (drawing it if it is stale)."""
+        self._draw(view)
         return self.panes[view].value
