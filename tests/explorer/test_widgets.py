@@ -475,3 +475,17 @@ def test_a_render_failure_is_shown_in_the_pane_and_the_error_box(monkeypatch):
     ex.views.select.value = "text"
     ex.goto(IDENT)
     assert "identity" in ex.views.panes["text"].value and "6 → 5" in ex.views.stats.value
+
+
+def test_make_session_accepts_names_protos_bytes_and_sessions():
+    from migx_explore import models
+    from migx_explore.widgets.picker import make_session
+
+    proto = models.get_model("mlp")
+    by_proto = make_session(proto, numeric=False)
+    by_bytes = make_session(proto.SerializeToString(), numeric=False, name="mlp bytes")
+    by_name = make_session("mlp", numeric=False)
+    assert by_proto.initial.text == by_bytes.initial.text == by_name.initial.text
+    assert by_bytes.name == "mlp bytes" and make_session(by_name) is by_name
+    with pytest.raises(TypeError, match="built-in model name"):
+        make_session(3.14)
