@@ -8,6 +8,7 @@ the parts that changed. The same methods are the Python API notebooks and tests 
 
 from __future__ import annotations
 
+import html
 import time
 from typing import Any
 
@@ -146,7 +147,7 @@ class Explorer:
         self.session = session
         session.on_progress = self.progress
         self.tree.filter.value, self.tree.hide_unchanged.value = session.view.filter, session.view.hide_unchanged
-        self.title.value = f"<h3 style='margin:4px 0'>migx-explore · {session.name}</h3>"
+        self.title.value = f"<h3 style='margin:4px 0'>migx-explore · {html.escape(session.name)}</h3>"
         self.gpu.reset()
         self.refresh()
         self.first()
@@ -171,9 +172,9 @@ class Explorer:
         self.tree.update(queries.tree_rows(s), s.position)
         self._show_position()
         self.last_refresh_s = time.perf_counter() - t0
+        spec = html.escape(s.spec_or_label())
         self.status.value = (f"<span class='migx-status-text'>{s.trace.initial.total_instructions()} → "
-                             f"{s.final().total_instructions()} instructions · spec: <code>{s.spec_or_label()}"
-                             f"</code></span>")
+                             f"{s.final().total_instructions()} instructions · spec: <code>{spec}</code></span>")
 
     def _show_position(self) -> None:
         s = self._require()
