@@ -478,7 +478,7 @@ def find_matches(module: Module, *rules: Rule) -> int:
     for ins in module:
         # Params and literals can be roots too (MIGraphX visits every instruction: a parameter
         # feeding sibling dots is what find_conv_dot_horiz_fusion matches); @return cannot.
-        if not ins.alive or ins.is_return():
+        if not ins.alive or ins.is_return() or _dead(ins):
             continue
         for rl, m, names in zip(rules, ms, roots):
             if names is not None and ins.name not in names:
@@ -495,6 +495,12 @@ def find_matches(module: Module, *rules: Rule) -> int:
                                            module.name))
             break
     return count
+
+
+def _dead(ins: Instruction) -> bool:
+    """An unused value awaiting DCE (a rewrite left it behind): rewriting it again is wasted work
+    and, in fixpoint loops, would count the same match over and over."""
+    return not ins.outputs and ins is not ins.module.last and not ins.op.has("side_effect")
 
 
 def repeat_while_changes(n: int, fn: Callable[[], Any]) -> int:

@@ -143,9 +143,7 @@ class CompiledProgram:
             return p
 
         self._addr = plan_addresses(main, own)
-        keys = {i.op["key"] for i in main if i.name == "gpu::code_object"}
-        keys |= {i.op["epilogue_key"] for i in main if i.name == "gpu::gemm" and i.op["epilogue_key"]}
-        functions = self._load_kernels(sorted(keys))
+        functions = self._load_kernels(sorted(kernel_cache.kernel_keys(program)))
 
         def blas() -> Any:
             if res.blas is None:

@@ -161,6 +161,19 @@ def _write_atomic(path: Path, data: bytes) -> None:
         pass
 
 
+def kernel_keys(program: Any) -> list[str]:
+    """Kernel-store keys a lowered program launches: generated kernels and the in-place epilogue
+    kernels that follow BLAS GEMMs."""
+    keys: dict[str, None] = {}
+    for m in program.modules.values():
+        for ins in m:
+            if ins.name.startswith("gpu::"):
+                for attr in ("key", "epilogue_key"):
+                    if ins.op.get(attr):
+                        keys[ins.op[attr]] = None
+    return list(keys)
+
+
 def cached_binary(bk: str) -> bytes | None:
     """A compiled binary by binary key, from memory or the disk cache (None if never built)."""
     if bk in _BINARIES:

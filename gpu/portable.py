@@ -13,23 +13,12 @@ from . import kernel_cache
 from .codegen.common import KernelSource
 
 
-def kernel_keys(program: Program) -> list[str]:
-    keys: dict[str, None] = {}
-    for m in program.modules.values():
-        for ins in m:
-            # generated kernels, and the in-place epilogue kernels that follow BLAS GEMMs
-            for attr in ("key", "epilogue_key"):
-                if ins.name.startswith("gpu::") and ins.op.get(attr):
-                    keys[ins.op[attr]] = None
-    return list(keys)
-
-
 def export_kernels(program: Program, target: Any = None) -> tuple[list[dict[str, Any]], dict[str, bytes]]:
     """(manifest rows, blobs): sources for every kernel the program launches, and binaries for
     `target`'s arch when it has built them (in memory or in the disk cache)."""
     rows, blobs = [], {}
     flags = target.compile_flags() if target is not None else None
-    for key in kernel_keys(program):
+    for key in kernel_cache.kernel_keys(program):
         ks = kernel_cache.source_for(key)
         row: dict[str, Any] = {"key": key, "name": ks.name, "global": ks.global_size, "local": ks.local_size,
                                "binaries": []}

@@ -290,12 +290,18 @@ class Session:
         return self.current
 
     # ---- what the current pass did -----------------------------------------------------------------
+    def snapshots(self, index: int | None = None) -> tuple[ProgramSnapshot, ProgramSnapshot]:
+        """(before, after) of a record (default: the current one). A disabled or failed pass has no
+        after snapshot: it left the IR as it was."""
+        r = self.current if index is None else self.trace.records[index]
+        before = r.before or self.initial
+        return before, (r.after if r.after is not None else before)
+
     def before(self) -> ProgramSnapshot:
-        return self.current.before or self.initial
+        return self.snapshots()[0]
 
     def after(self) -> ProgramSnapshot:
-        r = self.current
-        return r.after if r.after is not None else self.before()
+        return self.snapshots()[1]
 
     def diff(self) -> SnapshotDiff:
         from .compiler.snapshot import diff

@@ -189,9 +189,8 @@ class SvgCache:
 def record_snapshots(session: Session, index: int) -> tuple[ProgramSnapshot, ProgramSnapshot, Any]:
     """(before, after, diff) of one trace record, as Session.before()/after()/diff() give them
     for the current one (a disabled or failed pass has no after: it left the IR as it was)."""
-    r = session.trace.records[index]
-    before = r.before or session.initial
-    return before, (r.after if r.after is not None else before), r.diff
+    before, after = session.snapshots(index)
+    return before, after, session.trace.records[index].diff
 
 
 def _graph_job(session: Session, index: int, view: str, opts: dict[str, Any]) -> tuple[Any, Any, tuple, Callable]:

@@ -101,9 +101,7 @@ class GpuPanel:
         from ..gpu import kernel_cache
         from ..gpu.runtime import get_backend
 
-        main = session.final().to_program().main
-        keys = {i.op["key"] for i in main if i.name == "gpu::code_object"}
-        keys |= {i.op["epilogue_key"] for i in main if i.name == "gpu::gemm" and i.op["epilogue_key"]}
+        keys = kernel_cache.kernel_keys(session.final().to_program())
         backend = get_backend()
         for k, key in enumerate(sorted(keys)):
             self._report(k, len(keys), f"compiling kernel {key[:40]}")

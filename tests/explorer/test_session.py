@@ -127,3 +127,10 @@ def test_final_program_evaluates_like_the_input():
     x = np.linspace(-1, 1, 16, dtype=np.float32).reshape(2, 8)
     np.testing.assert_allclose(evaluate(s.final().to_program(), {"x": x})[0],
                                np.exp(-np.maximum(x, 0)), rtol=1e-6)
+
+
+def test_rule_pass_does_not_rematch_what_a_rewrite_left_dead():
+    s = _session()
+    rule = mt.rule("relu_to_abs", mt.name("relu"), lambda m, r: m.replace(r.root, Op("abs"), list(r.root.inputs)))
+    rec = s.trace.find(s.insert_pass(rule, after="optimize_rewrite.propagate_precision"))
+    assert len(rec.matches) == 1  # the replaced relu stays until DCE but is not matched again
