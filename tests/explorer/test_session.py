@@ -132,5 +132,6 @@ def test_final_program_evaluates_like_the_input():
 def test_rule_pass_does_not_rematch_what_a_rewrite_left_dead():
     s = _session()
     rule = mt.rule("relu_to_abs", mt.name("relu"), lambda m, r: m.replace(r.root, Op("abs"), list(r.root.inputs)))
-    rec = s.trace.find(s.insert_pass(rule, after="optimize_rewrite.propagate_precision"))
+    path = s.insert_pass(rule, after="optimize_rewrite.propagate_precision")
+    rec = s.trace.find(path)
     assert len(rec.matches) == 1  # the replaced relu stays until DCE but is not matched again
