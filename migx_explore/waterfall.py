@@ -150,7 +150,7 @@ def measure_variant(session, v: Variant, *, modes: Sequence[str], warmup: int, i
             for m in modes:
                 mt = res.modes.get(m)
                 if mt is not None:
-                    setattr(v, f"{m}_us", mt.device.median)
+                    setattr(v, f"{m}_us", mt.device_us.median)
     except MigxError as e:
         v.error = str(e).splitlines()[0][:160]
     finally:

@@ -42,3 +42,13 @@ def test_gpu_waterfall_measures_both_modes(yolo):
         assert r["eager_us"] and r["graph_us"] and not r["error"]
     rows = {r["variant"]: r for r in wf.rows()}
     assert rows["-fusion"]["d_eager_us"] > 0  # unfused pointwise kernels cost real time
+
+
+def test_timing_path_runs_on_the_recording_fake_backend(monkeypatch):
+    """The GPU timing plumbing (finalize, time both modes, read medians) without a GPU."""
+    monkeypatch.setenv("MIGX_GPU_BACKEND", "fake")
+    s = Session.from_model("mlp", numeric=False)
+    wf = waterfall(s, by="pipeline", iters=3, warmup=1)
+    assert wf.timing_note == ""
+    for r in wf.rows():
+        assert not r["error"] and r["eager_us"] is not None and r["graph_us"] is not None
