@@ -54,8 +54,10 @@ def _fused_reduce_shape(op, s, mods):
         if p.shape.lens != x.lens or p.shape.type != x.type:
             raise ShapeError(f"fused_reduce: input {list(x.lens)} does not match submodule param "
                              f"{p.param_name}: {p.shape}")
-    norm_axes(op["axes"], s[0].ndim, "fused_reduce")
     outs = [Shape.of(o.type, o.lens) for o in sub.output_shapes()]
+    # Inputs may have lower rank (a broadcast inside the submodule widens them), so the reduced
+    # axes are checked against the rank of what the submodule produces.
+    norm_axes(op["axes"], max(o.ndim for o in outs), "fused_reduce")
     return outs[0] if len(outs) == 1 else Shape.tuple_of(outs)
 
 

