@@ -445,6 +445,27 @@ class Session:
         self.timings[self.spec_or_label()] = result
         return result
 
+    # ---- beyond stepping: bisect and waterfall ------------------------------------------------------
+    def bisect(self):
+        """The first pass that breaks the numeric check, and the first instruction that diverges
+        inside it (None when every pass keeps the outputs). See migx_explore.bisect."""
+        from .bisect import numeric_bisect
+
+        return numeric_bisect(self)
+
+    def perf_bisect(self, toggles: dict[str, bool], measure: Callable[[Session], float], **kw: Any):
+        """Minimal subset of `toggles` (pass path -> enabled in the bad configuration) that makes
+        `measure(session)` regress; the session's own configuration is the good one."""
+        from .bisect import perf_bisect
+
+        return perf_bisect(self, toggles, measure, **kw)
+
+    def waterfall(self, by: str = "pass", **kw: Any):
+        """Δ launches and Δ eager/graph latency with each pass / sub-pipeline disabled."""
+        from .waterfall import waterfall
+
+        return waterfall(self, by=by, **kw)
+
     def recipe(self):
         """The current toggles as a pipeline spec, a MIGRAPHX_DISABLE_PASSES list and a repro script."""
         from .recipe import make_recipe

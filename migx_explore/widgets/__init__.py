@@ -16,8 +16,9 @@ Stable CSS classes (for browser tests and styling): .migx-explorer (root); picke
 .migx-prev .migx-next .migx-last .migx-slider .migx-keys .migx-nested .migx-position; views
 .migx-view-select .migx-diff-graph .migx-before-after-graph .migx-focus-graph .migx-focus-hops
 .migx-focus-centre .migx-text-diff .migx-metrics .migx-stats .migx-warnings; GPU .migx-gpu
-.migx-gpu-status .migx-time .migx-gpu-progress .migx-timing-table .migx-timing-plot; errors
-.migx-error-box .migx-error; progress .migx-progress.
+.migx-gpu-status .migx-time .migx-gpu-progress .migx-timing-table .migx-timing-plot; waterfall
+.migx-waterfall .migx-waterfall-by .migx-waterfall-gpu .migx-waterfall-run .migx-waterfall-table-box
+.migx-waterfall-plot; errors .migx-error-box .migx-error; progress .migx-progress.
 """
 
 from __future__ import annotations

@@ -19,6 +19,7 @@ from .gpu_panel import GpuPanel
 from .picker import ModelPicker, make_session
 from .tree import PipelineTree
 from .views import Views
+from .waterfall_panel import WaterfallPanel
 
 
 class Progress:
@@ -119,6 +120,7 @@ class Explorer:
         self.stepper = Stepper(self.errors, self)
         self.views = Views(self.errors, initial=view)
         self.gpu = GpuPanel(self.errors, lambda: self.session)
+        self.waterfall = WaterfallPanel(self.errors, lambda: self.session)
         self.title = W.HTML("", _dom_classes=["migx-title"])
         self.status = W.HTML("", _dom_classes=["migx-status"])
         right = W.VBox([self.stepper.widget, self.stepper.position, self.views.widget],
@@ -127,7 +129,7 @@ class Explorer:
         self.widget = W.VBox([W.HTML(CSS, _dom_classes=["migx-style"]), self.title, self.picker.widget,
                               self.progress.widget, self.errors.widget, self.status,
                               W.HBox([self.tree.widget, right], layout=W.Layout(grid_gap="8px")),
-                              self.gpu.widget], _dom_classes=["migx-explorer"])
+                              self.gpu.widget, self.waterfall.widget], _dom_classes=["migx-explorer"])
         self.session: Session | None = None
         self.last_refresh_s = 0.0
         if session is not None:

@@ -489,3 +489,14 @@ def test_make_session_accepts_names_protos_bytes_and_sessions():
     assert by_bytes.name == "mlp bytes" and make_session(by_name) is by_name
     with pytest.raises(TypeError, match="built-in model name"):
         make_session(3.14)
+
+
+def test_waterfall_panel_shows_launch_deltas_without_a_gpu():
+    from migx_explore.widgets.explorer import Explorer
+
+    ex = Explorer(Session.from_model("yolo", numeric=False))
+    ex.waterfall.by.value = "pipeline"
+    wf = ex.waterfall.run()
+    assert "-fusion" in ex.waterfall.table.value and "<svg" in ex.waterfall.plot.value
+    assert {r["variant"] for r in wf.rows()} == {"(all passes)", "-optimize_rewrite", "-fusion"}
+    assert ex.errors.messages == []
