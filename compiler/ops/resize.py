@@ -93,8 +93,10 @@ def _cubic_kernel(x: np.ndarray, a: float) -> np.ndarray:
     return np.where(x <= 1, near, np.where(x < 2, far, 0.0))
 
 
-def _resize_axis(op, data: np.ndarray, axis: int, scale: float, n_out: int, roi) -> np.ndarray:
-    n_in = data.shape[axis]
+def axis_taps(op, scale: float, n_in: int, n_out: int, roi) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(source coords, idx, weights) for resampling one axis: `idx` and `weights` have shape
+    (n_out, taps); idx is not clamped yet (out-of-range taps read the edge). The GPU code
+    generator builds its tables from this too, so both resample identically."""
     ctm = op["coordinate_transformation_mode"]
     x = _source_coords(ctm, np.arange(n_out, dtype=np.float64), scale, n_in, n_out, roi)
     x_int = np.floor(x)
@@ -115,6 +117,13 @@ def _resize_axis(op, data: np.ndarray, axis: int, scale: float, n_out: int, roi)
         c = np.where((idx < 0) | (idx >= n_in), 0.0, c)
         tot = c.sum(axis=1, keepdims=True)
         c = c / np.where(tot == 0, 1.0, tot)
+    return x, idx, c
+
+
+def _resize_axis(op, data: np.ndarray, axis: int, scale: float, n_out: int, roi) -> np.ndarray:
+    n_in = data.shape[axis]
+    ctm = op["coordinate_transformation_mode"]
+    x, idx, c = axis_taps(op, scale, n_in, n_out, roi)
     src = np.take(data, np.clip(idx, 0, n_in - 1), axis=axis)  # clamping = edge padding
     shape = (1,) * axis + c.shape + (1,) * (data.ndim - axis - 1)
     res = (src * c.reshape(shape)).sum(axis=axis + 1)

@@ -187,27 +187,9 @@ def pooling_kernel(op: Op, shapes: Sequence[Shape]) -> KernelSource:
 
 def _resize_tables(op: Op, n_in: int, n_out: int, scale: float, roi) -> tuple[np.ndarray, np.ndarray]:
     """(idx, weight) tables of shape (n_out, taps), exactly as the reference resamples one axis."""
-    from ...compiler.ops.resize import _coeffs, _source_coords
+    from ...compiler.ops.resize import axis_taps
 
-    ctm = op["coordinate_transformation_mode"]
-    xs = _source_coords(ctm, np.arange(n_out, dtype=np.float64), scale, n_in, n_out, roi)
-    x_int = np.floor(xs)
-    ratio = np.where(xs == x_int, 1.0, xs - x_int)
-    c = _coeffs(op, ratio, scale)
-    taps = c.shape[1]
-    pad = (taps + 1) // 2
-    xp = xs + pad
-    p = np.floor(xp).astype(np.int64)
-    frac = xp - p
-    if taps % 2 == 0:
-        start = p + np.where(frac == 0, -(taps // 2), -(taps // 2) + 1)
-    else:
-        start = p + np.where(frac <= 0.5, -((taps - 1) // 2), -((taps - 1) // 2) + 1)
-    idx = start[:, None] + np.arange(taps)[None, :] - pad
-    if op["exclude_outside"]:
-        c = np.where((idx < 0) | (idx >= n_in), 0.0, c)
-        tot = c.sum(axis=1, keepdims=True)
-        c = c / np.where(tot == 0, 1.0, tot)
+    _, idx, c = axis_taps(op, scale, n_in, n_out, roi)
     idx = np.clip(idx, 0, n_in - 1)
     if op["mode"] == "nearest":  # 0/1 weights: keep the selected tap only
         sel = np.argmax(c, axis=1)
