@@ -33,6 +33,9 @@ ensure_venv() {
     # shellcheck disable=SC1091
     . .venv/bin/activate
   fi
-  python -m pip install -q --disable-pip-version-check --upgrade pip >/dev/null
-  python -m pip install -q --disable-pip-version-check -e ".[$1]"
+  # pip's build chatter goes to a log; on failure its tail is shown.
+  local log=".venv-pip-$1.log"
+  { python -m pip install -q --disable-pip-version-check --upgrade pip &&
+    python -m pip install -q --disable-pip-version-check -e ".[$1]"; } >"$log" 2>&1 ||
+    { tail -40 "$log" >&2; echo "[migx-explore] pip install failed (full log: $log)" >&2; exit 1; }
 }
