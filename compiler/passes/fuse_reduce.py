@@ -88,7 +88,10 @@ def _through_broadcast(root: Instruction, want: str) -> list[Instruction] | None
             return [x]
         if x.name in BROADCASTS and _single(x) and x.outputs[0] is root:
             p = x.inputs[0]
-            if p.name == want and _single(p):
+            # Only same-rank broadcasts move inside: the generated reduce kernels index every
+            # input over the full rank (a rank-expanding one, e.g. a [B, S] padding mask feeding a
+            # [B, H, S, S] softmax, stays outside as a free view).
+            if p.name == want and _single(p) and p.shape.ndim == x.shape.ndim:
                 return [p, x]
     return None
 
