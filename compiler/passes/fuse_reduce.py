@@ -293,7 +293,4 @@ class FusePointwiseReduce(Pass):
         return out
 
     def apply_module(self, module: Module, ctx) -> bool:
-        changed = False
-        for p in self.steps():
-            changed = ctx.run_pass(p) or changed
-        return changed
+        return ctx.run_passes(self.steps())

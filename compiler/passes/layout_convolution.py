@@ -138,7 +138,4 @@ class LayoutConvolution(Pass):
         dce = DeadCodeElimination()
         steps = [PreserveOutputLayout(), TransformConvolutions(channels_last=self.channels_last), dce,
                  LayoutEliminateContiguous(), dce, RemoveLayout(), dce]
-        changed = False
-        for p in steps:
-            changed = ctx.run_pass(p) or changed
-        return changed
+        return ctx.run_passes(steps)

@@ -55,6 +55,14 @@ class PassContext:
         """Run a nested pass (recorded as a child). Inside apply_module it runs on this module only."""
         return self.manager._run(p, self.program, parent=self.record, scope=self.module)
 
+    def run_passes(self, passes) -> bool:
+        """Run nested passes in order (each recorded as a child); True if any changed the IR.
+        Composite passes (optimize_module, fuse_pointwise_reduce, ...) are built from this."""
+        changed = False
+        for p in passes:
+            changed = self.run_pass(p) or changed
+        return changed
+
     def create_module(self, name: str) -> Module:
         return self.program.create_module(name)
 

@@ -25,10 +25,7 @@ class OptimizeModule(Pass):
 
     def apply_module(self, module, ctx) -> bool:
         def run(*passes) -> bool:
-            changed = False
-            for p in passes:
-                changed = ctx.run_pass(p) or changed
-            return changed
+            return ctx.run_passes(passes)
 
         def inner() -> bool:
             return run(SimplifyReshapes(), EliminateConvert(), DeadCodeElimination(), SimplifyAlgebra())

@@ -138,8 +138,8 @@ class RewriteReduce(Pass):
         changed = sweep(module, [LOGSOFTMAX], with_dce=False)
         changed = sweep(module, [Softmax(self.fp32_softmax), REDUCE_MEAN_VARIANCE], with_dce=False) or changed
         if self.fp32_softmax:
-            for p in (EliminateConvert(), DeadCodeElimination(), EliminateCommonSubexpression()):
-                changed = ctx.run_pass(p) or changed
+            changed = ctx.run_passes((EliminateConvert(), DeadCodeElimination(),
+                                      EliminateCommonSubexpression())) or changed
         changed = sweep(module, [ReduceMean()], with_dce=False) or changed
         return ctx.run_pass(SimplifyReshapes()) or changed
 
