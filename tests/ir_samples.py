@@ -15,3 +15,13 @@ main:pointwise0:@3 = @literal{2} -> float_type, {1}, {0}
 main:pointwise0:@4 = mul(main:pointwise0:@2,main:pointwise0:@3) -> float_type, {1}, {0}
 main:pointwise0:@5 = @return(main:pointwise0:@4)
 """
+
+# A small chain every pipeline touches (identity removal, fusion): explorer tests use it.
+CHAIN = """
+x = @param:x -> float_type, {2, 8}, {8, 1}
+@1 = identity(x) -> float_type, {2, 8}, {8, 1}
+@2 = relu(@1) -> float_type, {2, 8}, {8, 1}
+@3 = neg(@2) -> float_type, {2, 8}, {8, 1}
+@4 = exp(@3) -> float_type, {2, 8}, {8, 1}
+@5 = @return(@4)
+"""

@@ -4,20 +4,14 @@ through their Python API and trait changes, checking traits and HTML values."""
 from __future__ import annotations
 
 import pytest
+from ir_samples import CHAIN
 
 from migx_explore.compiler import Op
 from migx_explore.compiler import matcher as mt
 from migx_explore.session import Session
 from migx_explore.widgets import content, queries
 
-SRC = """
-x = @param:x -> float_type, {2, 8}, {8, 1}
-@1 = identity(x) -> float_type, {2, 8}, {8, 1}
-@2 = relu(@1) -> float_type, {2, 8}, {8, 1}
-@3 = neg(@2) -> float_type, {2, 8}, {8, 1}
-@4 = exp(@3) -> float_type, {2, 8}, {8, 1}
-@5 = @return(@4)
-"""
+SRC = CHAIN
 IDENT = "required.eliminate_identity#1"
 
 
