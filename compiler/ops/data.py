@@ -101,15 +101,19 @@ def _scatter_compute(reduction):
         res = np.array(data, copy=True)
         coords = list(np.indices(ind.shape, sparse=True))
         coords[axis] = _wrap(ind, data.shape[axis])
-        where = tuple(coords)
-        fn = _REDUCERS[reduction]
-        if fn is None:
-            res[where] = upd
-        else:
-            fn.at(res, where, upd)
-        return res
+        return _scatter_into(res, tuple(coords), upd, reduction)
 
     return compute
+
+
+def _scatter_into(res: np.ndarray, where: tuple, upd: np.ndarray, reduction: str) -> np.ndarray:
+    """Write (or reduce, with unbuffered ufunc.at so repeated indices accumulate) `upd` at `where`."""
+    fn = _REDUCERS[reduction]
+    if fn is None:
+        res[where] = upd
+    else:
+        fn.at(res, where, upd)
+    return res
 
 
 def _scatternd_shape(name):
@@ -134,12 +138,7 @@ def _scatternd_compute(reduction):
         k = ind.shape[-1]
         res = np.array(data, copy=True)
         where = tuple(_wrap(ind[..., j], data.shape[j]) for j in range(k))
-        fn = _REDUCERS[reduction]
-        if fn is None:
-            res[where] = upd
-        else:
-            fn.at(res, where, upd)
-        return res
+        return _scatter_into(res, where, upd, reduction)
 
     return compute
 
