@@ -148,3 +148,31 @@ def source(body: str) -> str:
 
 def sanitize(text: str) -> str:
     return "".join(c if c.isalnum() else "_" for c in text).strip("_")[:48] or "k"
+
+
+def grid_stride_kernel(name: str, shapes: Sequence[Shape], writes: Sequence[bool], it: str, n: int,
+                       lines: Sequence[str], prelude: str = "") -> KernelSource:
+    """Wrap per-element `lines` (which read the flat index `i`) in a grid-stride loop over `n`
+    elements; the one kernel skeleton every elementwise-style generator shares."""
+    g, loc = launch_1d(n)
+    inner = "\n        ".join(lines)
+    src = f"""{prelude}
+MIGX_GLOBAL void {name}_kernel({kernel_params(shapes, writes)}) {{
+    for ({it} i = ({it})blockIdx.x * blockDim.x + threadIdx.x; i < {n}; i += ({it})gridDim.x * blockDim.x) {{
+        {inner}
+    }}
+}}"""
+    return KernelSource(name + "_kernel", source(src), g, loc)
+
+
+def output_grid_kernel(name: str, shapes: Sequence[Shape], lines_fn, prelude: str = "") -> KernelSource:
+    """A kernel computing each element of the last param (the output) from output coordinates
+    o0, o1, ...: `lines_fn(coords, index_type)` returns the lines that compute and store it."""
+    out = shapes[-1]
+    n = out.elements()
+    if n == 0:
+        raise CodegenUnsupported("empty output")
+    it = index_type(shapes)
+    lines = decompose("i", out.lens, it, "o")
+    lines += lines_fn([f"o{d}" for d in range(out.ndim)], it)
+    return grid_stride_kernel(name, shapes, [False] * (len(shapes) - 1) + [True], it, n, lines, prelude)

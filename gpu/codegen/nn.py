@@ -21,36 +21,12 @@ from .common import (
     KernelSource,
     compute_type,
     decompose,
-    index_type,
     is_float,
-    kernel_params,
-    launch_1d,
     literal,
     offset_expr,
-    source,
+    output_grid_kernel,
 )
 from .expr import BodyEmitter
-
-
-def _grid_kernel(name: str, shapes: Sequence[Shape], lines_fn, prelude: str = "") -> KernelSource:
-    out = shapes[-1]
-    n = out.elements()
-    if n == 0:
-        raise CodegenUnsupported("empty output")
-    it = index_type(shapes)
-    lines = decompose("i", out.lens, it, "o")
-    coords = [f"o{d}" for d in range(out.ndim)]
-    lines += lines_fn(coords, it)
-    g, loc = launch_1d(n)
-    inner = "\n        ".join(lines)
-    writes = [False] * (len(shapes) - 1) + [True]
-    src = f"""{prelude}
-MIGX_GLOBAL void {name}_kernel({kernel_params(shapes, writes)}) {{
-    for ({it} i = ({it})blockIdx.x * blockDim.x + threadIdx.x; i < {n}; i += ({it})gridDim.x * blockDim.x) {{
-        {inner}
-    }}
-}}"""
-    return KernelSource(name + "_kernel", source(src), g, loc)
 
 
 def _acc_type(t: str) -> str:
@@ -106,7 +82,7 @@ def conv_kernel(op: Op, shapes: Sequence[Shape], epilogue: Module | None) -> Ker
 
     kdesc = "x".join(map(str, ksz))
     name = f"conv_{'depthwise' if cg == 1 and g > 1 else 'direct'}_{kdesc}"
-    return _grid_kernel(name, shapes, lines_fn)
+    return output_grid_kernel(name, shapes, lines_fn)
 
 
 def im2col_kernel(op: Op, shapes: Sequence[Shape]) -> KernelSource:
@@ -132,7 +108,7 @@ def im2col_kernel(op: Op, shapes: Sequence[Shape]) -> KernelSource:
         lines.append(f"migx::store(p1, {offset_expr(o, out.strides)}, v);")
         return lines
 
-    return _grid_kernel("im2col_" + "x".join(map(str, ksz)), shapes, lines_fn)
+    return output_grid_kernel("im2col_" + "x".join(map(str, ksz)), shapes, lines_fn)
 
 
 def pooling_kernel(op: Op, shapes: Sequence[Shape]) -> KernelSource:
@@ -182,7 +158,7 @@ def pooling_kernel(op: Op, shapes: Sequence[Shape]) -> KernelSource:
         lines.append(f"migx::store(p1, {offset_expr(o, out.strides)}, acc);")
         return lines
 
-    return _grid_kernel(f"pool_{mode}_" + "x".join(map(str, k)), shapes, lines_fn)
+    return output_grid_kernel(f"pool_{mode}_" + "x".join(map(str, k)), shapes, lines_fn)
 
 
 def _resize_tables(op: Op, n_in: int, n_out: int, scale: float, roi) -> tuple[np.ndarray, np.ndarray]:
@@ -246,7 +222,7 @@ def resize_kernel(op: Op, shapes: Sequence[Shape]) -> KernelSource:
         lines.append(f"migx::store(p1, {offset_expr(o, out.strides)}, {val});")
         return lines
 
-    return _grid_kernel(f"resize_{op['mode']}", shapes, lines_fn, "\n".join(prelude))
+    return output_grid_kernel(f"resize_{op['mode']}", shapes, lines_fn, "\n".join(prelude))
 
 
 def _prev(tables: dict, d: int) -> int | None:

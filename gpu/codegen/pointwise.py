@@ -21,12 +21,11 @@ from .common import (
     collapse,
     compute_type,
     decompose,
+    grid_stride_kernel,
     index_type,
-    kernel_params,
-    launch_1d,
     literal,
     offset_expr,
-    source,
+    output_grid_kernel,
 )
 from .expr import BodyEmitter, op_expr
 
@@ -57,15 +56,7 @@ def elementwise(name: str, shapes: Sequence[Shape], writes: Sequence[bool], lens
     results = body(lines, loaded)
     for k, expr in zip(stores, results):
         lines.append(f"migx::store(p{k}, {offset_expr(coords, strides[k])}, {expr});")
-    g, loc = launch_1d(n)
-    inner = "\n        ".join(lines)
-    src = f"""
-MIGX_GLOBAL void {name}_kernel({kernel_params(shapes, writes)}) {{
-    for ({it} i = ({it})blockIdx.x * blockDim.x + threadIdx.x; i < {n}; i += ({it})gridDim.x * blockDim.x) {{
-        {inner}
-    }}
-}}"""
-    return KernelSource(name + "_kernel", source(src), g, loc)
+    return grid_stride_kernel(name, shapes, writes, it, n, lines)
 
 
 def _body_from_module(module: Module, types: Sequence[str]) -> Body:
@@ -116,24 +107,14 @@ def epilogue_kernel(module: Module, shapes: Sequence[Shape]) -> KernelSource:
 def _lookup_kernel(name: str, shapes: Sequence[Shape], load: Callable[[list[str], list[str]], str]) -> KernelSource:
     """Output = load(lines, coords) at every output position (params: inputs..., out)."""
     out = shapes[-1]
-    n = out.elements()
-    if n == 0:
-        raise CodegenUnsupported("empty output")
-    it = index_type(shapes)
-    lines = decompose("i", out.lens, it, "o")
-    coords = [f"o{d}" for d in range(out.ndim)]
-    expr = load(lines, coords)
-    lines.append(f"migx::store(p{len(shapes) - 1}, {offset_expr(coords, out.strides)}, {expr});")
-    g, loc = launch_1d(n)
-    inner = "\n        ".join(lines)
-    writes = [False] * (len(shapes) - 1) + [True]
-    src = f"""
-MIGX_GLOBAL void {name}_kernel({kernel_params(shapes, writes)}) {{
-    for ({it} i = ({it})blockIdx.x * blockDim.x + threadIdx.x; i < {n}; i += ({it})gridDim.x * blockDim.x) {{
-        {inner}
-    }}
-}}"""
-    return KernelSource(name + "_kernel", source(src), g, loc)
+
+    def lines_fn(coords: list[str], it: str) -> list[str]:
+        lines: list[str] = []
+        expr = load(lines, coords)
+        lines.append(f"migx::store(p{len(shapes) - 1}, {offset_expr(coords, out.strides)}, {expr});")
+        return lines
+
+    return output_grid_kernel(name, shapes, lines_fn)
 
 
 def concat_kernel(op: Op, shapes: Sequence[Shape]) -> KernelSource:
