@@ -9,6 +9,7 @@ before compile_ops finishes compiling for the resuming machine's arch.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 from dataclasses import dataclass
@@ -60,15 +61,12 @@ def compile_until(program: Program, until: str | None, out: str, *, options: Com
         stop = _position(pipelines, until)
     head = [dataclasses.replace(pl, entries=pl.entries[: stop[1] + 1] if pi == stop[0] else pl.entries)
             for pi, pl in enumerate(pipelines[: stop[0] + 1])]
-    from .gpu import kernel_cache
-
     target = _target_or_none()
-    with kernel_cache.bound_target(target) if target is not None else _nullcontext():
+    with _bound(target):
         trace = PassManager().run(program, head)
     after = entry_paths(pipelines[stop[0]])[stop[1]]
     metadata = {"kind": KIND, "model": model, "spec": spec_text, "options": dataclasses.asdict(opts),
                 "after": after, "next": [stop[0], stop[1] + 1]}
-    blobs: dict[str, bytes] = {}
     from .gpu.portable import export_kernels
 
     rows, blobs = export_kernels(program, target)
@@ -98,10 +96,7 @@ def load_partial(path: str) -> Partial:
 def resume(part: Partial) -> Trace:
     """Run the remaining passes of a partial compile (in place on part.program)."""
     pipelines = build_pipelines(part.spec, gpu_pipelines(part.options))
-    from .gpu import kernel_cache
-
-    target = _target_or_none()
-    with kernel_cache.bound_target(target) if target is not None else _nullcontext():
+    with _bound(_target_or_none()):
         return PassManager().run(part.program, pipelines, start=part.position)
 
 
@@ -116,9 +111,10 @@ def _target_or_none() -> Any:
     return get_backend()
 
 
-class _nullcontext:
-    def __enter__(self):
-        return None
+def _bound(target: Any):
+    """Bind the GPU target while passes run (compile_ops then builds binaries), if there is one."""
+    if target is None:
+        return contextlib.nullcontext()
+    from .gpu import kernel_cache
 
-    def __exit__(self, *exc):
-        return False
+    return kernel_cache.bound_target(target)
