@@ -65,16 +65,15 @@ def _bind_params(module: Module, inputs: Mapping[str, Any] | Sequence[Any], chec
 
 
 def evaluate_module(module: Module, inputs: Mapping[str, Any] | Sequence[Any], *, check_shapes: bool = True,
-                    hook: Hook | None = None, keep_all: bool = False) -> list[np.ndarray]:
+                    hook: Hook | None = None) -> list[np.ndarray]:
     """Run one module. `check_shapes=False` is used for pointwise submodules, whose scalar params
-    are fed whole tensors."""
+    are fed whole tensors. Values are dropped after their last use (a `hook` sees each one)."""
     env = _bind_params(module, inputs, check_shapes)
     instrs = [i for i in module]
     last_use: dict[int, int] = {}
-    if not keep_all:
-        for k, ins in enumerate(instrs):
-            for i in ins.inputs:
-                last_use[i.id] = k
+    for k, ins in enumerate(instrs):
+        for i in ins.inputs:
+            last_use[i.id] = k
     outputs = module.output_instructions()
     keep = {o.id for o in outputs}
 
@@ -90,10 +89,9 @@ def evaluate_module(module: Module, inputs: Mapping[str, Any] | Sequence[Any], *
                 env[ins.id] = _run(ins, [env[i.id] for i in ins.inputs], check_shapes)
             if hook is not None:
                 hook(ins, env[ins.id])
-            if not keep_all:
-                for i in ins.inputs:
-                    if last_use.get(i.id) == k and i.id not in keep:
-                        env.pop(i.id, None)
+            for i in ins.inputs:
+                if last_use.get(i.id) == k and i.id not in keep:
+                    env.pop(i.id, None)
     return [env[o.id] for o in outputs]
 
 
@@ -149,7 +147,7 @@ def evaluate_all(program: Program, inputs: Mapping[str, Any]) -> dict[int, np.nd
         values[ins.id] = v
 
     values.update(_bind_params(program.main, inputs, True))
-    evaluate_module(program.main, inputs, hook=hook, keep_all=True)
+    evaluate_module(program.main, inputs, hook=hook)
     return values
 
 
