@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import contextvars
 import weakref
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -528,13 +528,13 @@ def near_misses(module: Module, rl: Rule, *, min_depth: int = 1) -> list[NearMis
     for ins in module:
         if ins.is_return():
             continue
-        ok, reason, depth = m.explain(ins)
-        if ok:
-            refusal = rl.check(module, MatchResult(ins, dict(_bindings_of(m, ins))))
+        st = MatchState(ins)
+        if m.test(ins, st):
+            refusal = rl.check(module, MatchResult(ins, dict(st.bindings)))
             if refusal is not None:
-                out.append(NearMiss(rl.name, ins.id, ins.name, f"refused: {refusal}", depth))
-        elif depth >= min_depth:
-            out.append(NearMiss(rl.name, ins.id, ins.name, reason, depth))
+                out.append(NearMiss(rl.name, ins.id, ins.name, f"refused: {refusal}", st.depth))
+        elif st.depth >= min_depth:
+            out.append(NearMiss(rl.name, ins.id, ins.name, st.reason, st.depth))
     return out
 
 
@@ -549,12 +549,3 @@ def matches(module: Module, rl: Rule) -> list[MatchResult]:
         if r is not None and rl.check(module, r) is None:
             out.append(r)
     return out
-
-
-def _bindings_of(m: Matcher, ins: Instruction) -> dict:
-    r = m.match(ins)
-    return r.bindings if r else {}
-
-
-def rules_in(objs: Iterable[Any]) -> list[Rule]:
-    return [o for o in objs if isinstance(o, Rule)]
