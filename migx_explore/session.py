@@ -169,13 +169,18 @@ class Session:
     def records(self) -> list[PassRecord]:
         return self.trace.records
 
+    def set_inputs(self, inputs: dict | None) -> None:
+        """Use these inputs (None: random ones that respect the model) for the numeric checks."""
+        self._numeric_inputs = None if inputs is None else dict(inputs)
+        self._numeric_base = None
+        self.invalidate()
+
     def _numeric(self) -> NumericConfig | None:
         if not self._numeric_enabled:
             return None
         if self._numeric_base is None:
             self._numeric_base = make_numeric_config(self.initial.to_program(), self._numeric_inputs)
-        b = self._numeric_base
-        return NumericConfig(b.inputs, b.reference, b.rtol, b.atol, b.nested)
+        return dataclasses.replace(self._numeric_base, disabled_reason="")
 
     def _flat(self) -> list[tuple[int, int, str, tuple]]:
         out, prefix = [], ()
