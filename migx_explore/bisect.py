@@ -55,14 +55,19 @@ class Divergence:
         if self.instruction_id is None:
             return f"pass {self.pass_path}: no single diverging instruction found ({self.note})"
         if self.replaced:
-            what = (f"first diverging replacement: {self.label} replaced {self.counterpart_label or f'#{self.counterpart_id}'}"
-                    + (f" (rule {self.rule})" if self.rule else ""))
+            old = self.counterpart_label or f"#{self.counterpart_id}"
+            what = f"first diverging replacement: {self.label} replaced {old}" + (
+                f" (rule {self.rule})" if self.rule else "")
         else:
             what = f"first diverging instruction: {self.label} (changed in place)"
         fig = f"max|err| {self.max_abs:.3e}"
         if not math.isnan(self.threshold):
             fig = f"rms {self.rms:.3e} (threshold {self.threshold:.3e}), " + fig
         return f"pass {self.pass_path}: {what}; {fig}"
+
+
+def _label(ins) -> str:
+    return f"{ins.name} #{ins.id}"
 
 
 def _claims(after_ids: Sequence[int], before_ids: set[int], replacements: Sequence[Replacement]
@@ -98,7 +103,6 @@ def locate_divergence(before: ProgramSnapshot, after: ProgramSnapshot, inputs: M
     """First instruction of `after` (main module) whose value breaks tolerance against the value
     it claims to equal in `before`, and still does when re-run on the reference values of its
     inputs (see the module docstring)."""
-    from .compiler.printer import instruction_label
     from .compiler.ref import evaluate_instruction
 
     tol = tolerance or Tolerance(rtol=rtol, atol=atol)
@@ -106,7 +110,7 @@ def locate_divergence(before: ProgramSnapshot, after: ProgramSnapshot, inputs: M
     vb = evaluate_all(prog_before, inputs)
     va = evaluate_all(prog_after, inputs)
     compute = program_compute_type(prog_after)
-    before_labels = {i.id: instruction_label(i) for i in prog_before.main}
+    before_labels = {i.id: _label(i) for i in prog_before.main}
     order = [i for i in prog_after.main if not (i.is_param() or i.is_return()) and i.id in va]
     claims = _claims([i.id for i in order], set(vb), replacements)
 
@@ -129,7 +133,7 @@ def locate_divergence(before: ProgramSnapshot, after: ProgramSnapshot, inputs: M
             if full.ok:
                 continue
             bad.add(ins.id)
-            d = Divergence(pass_path, ins.id, instruction_label(ins), c, full.max_abs, rule=rule,
+            d = Divergence(pass_path, ins.id, _label(ins), c, full.max_abs, rule=rule,
                            counterpart_label=before_labels.get(c, ""), rms=full.rms, threshold=full.threshold)
             try:
                 local = check_value(evaluate_instruction(ins, reference_args(ins)), vb[c], tol, compute=compute)

@@ -123,8 +123,10 @@ def _graph_inputs(model: Any) -> list[str]:
     return [i.name for i in proto.graph.input if i.name not in inits]
 
 
-def feed_for_program(program: Program, feed: Feed, where: str = "the inputs") -> dict[str, np.ndarray]:
-    """The feed keyed by parameter name, checked against the program's inputs (names and shapes)."""
+def feed_for_program(program: Program, feed: Feed, where: str = "the inputs", *,
+                     require_all: bool = True) -> dict[str, np.ndarray]:
+    """The feed keyed by parameter name, checked against the program's inputs (names and shapes).
+    require_all=False accepts a feed without the parameters a backend pass added (output buffers)."""
     from .compiler import dtypes
     from .compiler.onnx.context import param_name
 
@@ -143,7 +145,7 @@ def feed_for_program(program: Program, feed: Feed, where: str = "the inputs") ->
                             f"{', '.join(onnx_names or params) or 'none'}")
         out[by_key[k]] = v
     missing = [p for p in params if p not in out]
-    if missing:
+    if missing and require_all:
         want = ", ".join(f"{m} {list(params[m].shape.lens)}" for m in missing)
         raise MigxError(f"{where}: missing input(s) {want}")
     for name, v in out.items():

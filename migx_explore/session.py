@@ -131,11 +131,14 @@ class Session:
 
     # ---- construction ----------------------------------------------------------------------------
     @classmethod
-    def from_onnx(cls, path: str, input_dims: dict[str, Sequence[int]] | None = None, **kw: Any) -> Session:
-        from .compiler.onnx import parse_onnx
+    def from_onnx(cls, path: str, input_dims: dict[str, Sequence[int]] | None = None, *,
+                  inputs: Any = None, **kw: Any) -> Session:
+        """`inputs` (an .npz path or a dict of arrays, keyed by ONNX input name) fixes symbolic dims
+        from its shapes and becomes the numeric checks' inputs (migx_explore/feeds.py)."""
+        from .feeds import load_with_feed
 
-        prog = parse_onnx(path, input_dims=input_dims)
-        s = cls(prog, name=kw.pop("name", str(path).rsplit("/", 1)[-1]), **kw)
+        prog, feed = load_with_feed(path, inputs, input_dims)
+        s = cls(prog, name=kw.pop("name", str(path).rsplit("/", 1)[-1]), inputs=feed, **kw)
         s.source = {"kind": "onnx", "value": str(path), "input_dims": dict(input_dims or {})}
         return s
 
@@ -451,12 +454,20 @@ class Session:
         return result
 
     # ---- beyond stepping: bisect and waterfall ------------------------------------------------------
-    def bisect(self):
-        """The first pass that breaks the numeric check, and the first instruction that diverges
-        inside it (None when every pass keeps the outputs). See migx_explore.bisect."""
+    def bisect(self, inputs: dict | None = None):
+        """The first pass that breaks the numeric check, and the first diverging replacement inside
+        it (None when every pass keeps the outputs). See migx_explore.bisect."""
         from .bisect import numeric_bisect
 
-        return numeric_bisect(self)
+        return numeric_bisect(self, inputs)
+
+    def verify(self, inputs: dict | None = None, **kw: Any):
+        """Numeric check after every pass (MIGraphX's relative RMS, or rtol=/atol= allclose) on
+        `inputs` (default: the session's, else random ones that respect the model); returns a
+        VerifyReport. See migx_explore.verification."""
+        from .verification import verify_session
+
+        return verify_session(self, self._numeric_inputs if inputs is None else inputs, **kw)
 
     def perf_bisect(self, toggles: dict[str, bool], measure: Callable[[Session], float], **kw: Any):
         """Minimal subset of `toggles` (pass path -> enabled in the bad configuration) that makes

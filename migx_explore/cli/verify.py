@@ -15,39 +15,15 @@ from ._pipeline_args import add_pipeline_arguments, make_session
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..compiler.passes import make_numeric_config
-    from ..compiler.verify import program_compute_type
+    from ..verification import verify_session
 
     program, name, feed = load_program_and_feed(args)
     s = make_session(program, args, numeric=True, name=name)
-    s._numeric_base = make_numeric_config(program, feed, rtol=args.rtol, atol=args.atol, rms=args.rms_tol,
-                                          seed=args.seed)
-    trace = s.run()
-    checked = [r for r in trace if r.numeric is not None and not r.numeric.note]
-    unavailable = next((r for r in trace if r.numeric is not None and r.numeric.note), None)
-    tol = s._numeric_base.tolerance
-    source = f"inputs from {args.inputs}" if feed is not None else f"random inputs (seed {args.seed})"
-    print(f"{name}: {len(checked)} passes changed the IR and were checked on {source}; "
-          f"tolerance: {tol.describe(program_compute_type(program))}")
-    if checked:
-        key = (lambda r: r.numeric.max_rel) if tol.allclose else (
-            lambda r: r.numeric.rms / r.numeric.threshold if r.numeric.threshold > 0 else r.numeric.rms)
-        worst = max(checked, key=key)
-        print(f"closest to the limit: {worst.path}: {worst.numeric.describe()}")
-    if unavailable is not None:
-        print(f"numeric checks stopped at {unavailable.path}: {unavailable.numeric.note}")
-    if s.error:
-        print(f"error: {s.error}")
+    report = verify_session(s, feed, rtol=args.rtol, atol=args.atol, rms=args.rms_tol, seed=args.seed,
+                            bisect=args.bisect, inputs_label=f"inputs from {args.inputs}" if feed is not None else None)
+    print(report)
+    if not report.ok:
         return 1
-    bad = trace.first_numeric_failure()
-    if bad is not None:
-        print(f"FAIL: pass {bad.path} breaks the tolerance: {bad.numeric.describe()}")
-        if args.bisect:
-            from ..bisect import numeric_bisect
-
-            print(numeric_bisect(s).describe())
-        return 1
-    print("OK: every pass keeps the outputs within tolerance (reference evaluator)")
     if args.gpu:
         return _verify_gpu(s)
     return 0
