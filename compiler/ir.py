@@ -212,6 +212,10 @@ class Module:
         If the new shape differs from the old one every user is re-checked, so a rewrite cannot
         silently leave users with stale shapes."""
         self._check_owned(ins)
+        log = self.program.replacement_log
+        if log is not None and self.program._rule_stack and (op is not None or inputs is not None):
+            # A rule rewrote `ins` in place: it still claims its old value (the rule is recorded).
+            log.append(Replacement(ins._id, ins._id, self.program._rule_stack[-1], self.name))
         op = ins._op if op is None else op
         new_inputs = list(ins._inputs) if inputs is None else list(inputs)
         mods = list(ins._module_inputs) if module_inputs is None else list(module_inputs)

@@ -172,7 +172,8 @@ def rms_range(actual: np.ndarray, expected: np.ndarray) -> float:
     finite = np.isfinite(a) & np.isfinite(b)
     if np.any(~same & ~finite):
         return math.inf
-    diff = np.where(same, 0.0, a - b)
+    with np.errstate(invalid="ignore", over="ignore"):
+        diff = np.where(same, 0.0, a - b)
     mag = max(float(np.max(np.abs(np.where(finite, a, 0.0)))), float(np.max(np.abs(np.where(finite, b, 0.0)))),
               np.finfo(np.float64).tiny)
     return float(np.sqrt(np.sum(diff * diff)) / (math.sqrt(a.size) * mag))
@@ -181,8 +182,9 @@ def rms_range(actual: np.ndarray, expected: np.ndarray) -> float:
 def _errors(a: np.ndarray, b: np.ndarray, atol: float) -> tuple[np.ndarray, float, float]:
     a64, b64 = a.astype(np.float64), b.astype(np.float64)
     same = (np.isnan(a64) & np.isnan(b64)) | (a64 == b64)
-    err = np.nan_to_num(np.where(same, 0.0, np.abs(a64 - b64)), nan=np.inf)
-    rel = np.nan_to_num(err / (np.abs(b64) + max(atol, 1e-30)), nan=np.inf)
+    with np.errstate(all="ignore"):
+        err = np.nan_to_num(np.where(same, 0.0, np.abs(a64 - b64)), nan=np.inf)
+        rel = np.nan_to_num(err / (np.abs(b64) + max(atol, 1e-30)), nan=np.inf)
     return err, float(err.max(initial=0.0)), float(rel.max(initial=0.0))
 
 

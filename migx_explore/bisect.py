@@ -59,7 +59,8 @@ class Divergence:
             what = f"first diverging replacement: {self.label} replaced {old}" + (
                 f" (rule {self.rule})" if self.rule else "")
         else:
-            what = f"first diverging instruction: {self.label} (changed in place)"
+            how = f"by rule {self.rule}" if self.rule else "in place"
+            what = f"first diverging instruction: {self.label} (changed {how})"
         fig = f"max|err| {self.max_abs:.3e}"
         if not math.isnan(self.threshold):
             fig = f"rms {self.rms:.3e} (threshold {self.threshold:.3e}), " + fig

@@ -48,3 +48,78 @@ def test_allclose_mode_finds_the_same_culprit():
     s._numeric_base = make_numeric_config(s.initial.to_program(), rtol=1e-4, atol=1e-5)
     d = numeric_bisect(s)
     assert (d.instruction_id, d.counterpart_id) == (bug.ids["culprit"], bug.ids["replaced"])
+
+
+def _conv_bias_scale_program():
+    import numpy as np
+
+    from migx_explore.compiler import Op, Program, Shape
+
+    rng = np.random.default_rng(0)
+    p = Program()
+    m = p.main
+    x = m.add_parameter("x", Shape.of("float32", [1, 2, 5, 5]))
+    conv = m.add_instruction(Op("convolution"), [x, m.add_literal(rng.standard_normal((3, 2, 1, 1)).astype(np.float32))])
+    bias = m.add_instruction(Op("broadcast", axis=1, out_lens=[1, 3, 5, 5]), [m.add_literal(np.ones(3, np.float32))])
+    scale = m.add_literal(np.full((1, 3, 5, 5), 2.0, np.float32))
+    y = m.add_instruction(Op("mul"), [m.add_instruction(Op("add"), [conv, bias]), scale])
+    m.add_return([m.add_instruction(Op("relu"), [y])])
+    return p
+
+
+def test_new_meaning_values_are_not_compared_with_their_origin():
+    """A correct batch-norm-style fold (conv + b) * s -> conv(x, w s) + b s creates a bias-free
+    conv whose origin is the old conv (same shape, different value by design). The same pass also
+    carries a real bug further down: bisect must name the bug, not the bias-free conv."""
+    import numpy as np
+
+    from migx_explore.compiler import Op
+
+    seen = {}
+
+    def fold_and_bug(module):
+        mul = next(i for i in module if i.name == "mul")
+        add, scale = mul.inputs
+        conv, bias = add.inputs
+        x, w = conv.inputs
+        s = float(scale.literal.data.reshape(-1)[0])
+        with module.program.provenance([mul, add, conv], rule="fold_scale_into_conv"):
+            w2 = module.add_literal((w.literal.data * s).astype(np.float32))
+            bias_free = module.insert_instruction(mul, Op("convolution"), [x, w2])  # new meaning: no claim
+            b2 = module.insert_instruction(mul, Op("mul"), [bias, scale])
+            folded = module.insert_instruction(mul, Op("add"), [bias_free, b2])
+            module.replace_all_uses(mul, folded)
+        relu = next(i for i in module if i.name == "relu")
+        wrong = module.insert_instruction(relu, Op("neg"), [folded])  # the planted bug
+        module.replace_all_uses(relu, wrong)
+        seen.update(bias_free=bias_free.id, conv=conv.id, culprit=wrong.id, replaced=relu.id)
+        return True
+
+    s = Session(_conv_bias_scale_program(), include_backend=False)
+    s.insert_pass(fold_and_bug, after="required.normalize_ops")
+    d = numeric_bisect(s)
+    assert d.instruction_id != seen["bias_free"]
+    assert (d.instruction_id, d.counterpart_id) == (seen["culprit"], seen["replaced"]), d.describe()
+
+
+def test_rule_names_are_reported_for_rule_rewrites():
+    from migx_explore.compiler import Op
+    from migx_explore.compiler.matcher import name, rule
+
+    def bad_apply(module, r):  # "exp(x) -> x + 1" as if it were exact
+        one = module.add_literal(__import__("numpy").ones(r.root.shape.lens, "float32"))
+        module.replace(r.root, Op("add"), [r.root.inputs[0], one])
+
+    s = Session.from_text(SRC_EXP, include_backend=False)
+    s.insert_pass(rule("exp_is_linear", name("exp"), bad_apply), after="required.normalize_ops", name="linearize")
+    d = numeric_bisect(s)
+    assert d.pass_path == "required.linearize" and d.rule == "exp_is_linear"
+    assert "rule exp_is_linear" in d.describe() and d.replaced
+
+
+SRC_EXP = """
+x = @param:x -> float_type, {2, 8}, {8, 1}
+@1 = relu(x) -> float_type, {2, 8}, {8, 1}
+@2 = exp(@1) -> float_type, {2, 8}, {8, 1}
+@3 = @return(@2)
+"""
