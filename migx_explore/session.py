@@ -334,6 +334,10 @@ class Session:
             "numeric_max_abs": None if r.numeric is None else r.numeric.max_abs,
             "numeric_ok": None if r.numeric is None else r.numeric.ok,
             "numeric_note": "" if r.numeric is None else r.numeric.note,
+            # MIGraphX-style relative RMS of the worst output and its threshold (compiler/verify.py)
+            "numeric_rms": None if r.numeric is None else r.numeric.rms,
+            "numeric_threshold": None if r.numeric is None else r.numeric.threshold,
+            "numeric_summary": "" if r.numeric is None else r.numeric.describe(),
             "matches": len(r.matches),
         }
 

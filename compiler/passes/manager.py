@@ -21,6 +21,7 @@ from ..errors import MigxError, ValidationError
 from ..ir import Module, Program
 from ..matcher import recording, stop_recording
 from ..snapshot import ProgramSnapshot, diff, snapshot
+from ..inputs import REAL_INPUTS_HINT
 from ..verify import Tolerance, check_outputs, program_compute_type
 from .base import Pass, PassEntry, Pipeline
 from .trace import NumericCheck, PassRecord, Trace
@@ -261,7 +262,8 @@ class PassManager:
         try:
             outs = evaluate(program, feeds)
         except MigxError as e:
-            cfg.disabled_reason = f"unavailable from here on: {e}"
+            hint = f" (on random inputs: {REAL_INPUTS_HINT})" if cfg.random_inputs else ""
+            cfg.disabled_reason = f"unavailable from here on: {e}{hint}"
             return NumericCheck(float("nan"), float("nan"), True, cfg.disabled_reason)
         return compare_outputs(outs, cfg.reference, cfg.tolerance, compute=program_compute_type(program))
 

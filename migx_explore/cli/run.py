@@ -74,7 +74,14 @@ def run(args: argparse.Namespace) -> int:
 
     program, label = load_program(args)
     feed = read_feed(args.inputs, program) if args.inputs else random_inputs(program, seed=args.seed)
-    outs = evaluate_on(program, feed, args.target, args.mode)
+    try:
+        outs = evaluate_on(program, feed, args.target, args.mode)
+    except MigxError as e:
+        if args.inputs:
+            raise
+        from ..compiler.inputs import explain_random_failure
+
+        raise explain_random_failure(e) from None
     names = output_names(program)
     for name, value in zip(names, outs):
         v = np.asarray(value)
