@@ -18,10 +18,10 @@ from typing import Any
 import numpy as np
 
 from ..errors import MigxError, ValidationError
+from ..inputs import REAL_INPUTS_HINT
 from ..ir import Module, Program
 from ..matcher import recording, stop_recording
 from ..snapshot import ProgramSnapshot, diff, snapshot
-from ..inputs import REAL_INPUTS_HINT
 from ..verify import Tolerance, check_outputs, program_compute_type
 from .base import Pass, PassEntry, Pipeline
 from .trace import NumericCheck, PassRecord, Trace

@@ -59,7 +59,8 @@ def _conv_bias_scale_program():
     p = Program()
     m = p.main
     x = m.add_parameter("x", Shape.of("float32", [1, 2, 5, 5]))
-    conv = m.add_instruction(Op("convolution"), [x, m.add_literal(rng.standard_normal((3, 2, 1, 1)).astype(np.float32))])
+    w = m.add_literal(rng.standard_normal((3, 2, 1, 1)).astype(np.float32))
+    conv = m.add_instruction(Op("convolution"), [x, w])
     bias = m.add_instruction(Op("broadcast", axis=1, out_lens=[1, 3, 5, 5]), [m.add_literal(np.ones(3, np.float32))])
     scale = m.add_literal(np.full((1, 3, 5, 5), 2.0, np.float32))
     y = m.add_instruction(Op("mul"), [m.add_instruction(Op("add"), [conv, bias]), scale])

@@ -119,3 +119,16 @@ def test_shape_like_inputs_need_real_values(tmp_path):
     prog, feed = load_with_feed(str(path), {"x": np.arange(12, dtype=np.float32).reshape(2, 6),
                                             "shape": np.array([3, 4])})
     assert list(feed) == ["x"] and prog.main.output_shapes()[0].lens == (3, 4)
+
+
+def test_waterfall_and_compile_take_inputs(tmp_path, capsys):
+    from migx_explore import models
+    from migx_explore.compiler.ref import random_inputs
+
+    feed = tmp_path / "mlp.npz"
+    np.savez(feed, **random_inputs(models.load("mlp"), seed=2))
+    assert main(["waterfall", "mlp", "--inputs", str(feed), "--no-gpu", "--by", "pipeline"]) == 0
+    bad = tmp_path / "bad.npz"
+    np.savez(bad, nope=np.zeros(3))
+    assert main(["waterfall", "mlp", "--inputs", str(bad), "--no-gpu"]) == 2
+    assert "unknown input 'nope'" in capsys.readouterr().err
