@@ -127,3 +127,27 @@ def test_pass_manager_numeric_column_uses_the_rms_check():
     rec = trace.records[0]
     assert rec.numeric.ok and 0 < rec.numeric.rms < rec.numeric.threshold
     assert rec.numeric.as_dict()["threshold"] == pytest.approx(80 * np.finfo(np.float32).eps)
+
+
+def test_a_pass_that_computes_in_fp16_is_judged_by_the_fp16_threshold():
+    from migx_explore.session import Session
+
+    src = """
+    x = @param:x -> float_type, {4, 64}, {64, 1}
+    @1 = exp(x) -> float_type, {4, 64}, {64, 1}
+    @2 = @return(@1)
+    """
+
+    def to_half(module):  # what a quantize_fp16 stage does: compute exp in half, convert back
+        e = next(i for i in module if i.name == "exp")
+        h = module.insert_instruction(e, Op("convert", target_type="float16"), [e.inputs[0]])
+        eh = module.insert_instruction(e, Op("exp"), [h])
+        module.replace_all_uses(e, module.insert_instruction(e, Op("convert", target_type="float32"), [eh]))
+        return True
+
+    s = Session.from_text(src, include_backend=False)
+    s.insert_pass(to_half, after="required.normalize_ops")
+    rec = s.trace.find("to_half")
+    assert rec.numeric.ok and rec.numeric.rms > rms_threshold("float32")  # fp32's threshold would fail it
+    assert rec.numeric.threshold == pytest.approx(rms_threshold("float16"))
+    assert "float16" in rec.numeric.tolerance
