@@ -35,12 +35,16 @@ RMS_FACTOR = 80  # MIGraphX's get_rms_tol default
 # Thresholds where epsilon * 80 is not the right figure. bf16: 80 eps = 0.625 would pass almost
 # anything; MIGraphX's driver uses 8e-2 for every 16-bit program. fp8 and int8: quantization
 # error, not rounding, dominates (our choice; MIGraphX's driver has no entry for them).
-_THRESHOLD_OVERRIDE = {"bfloat16": 8e-2, "int8": 1e-1, "uint8": 1e-1}
+_THRESHOLD_OVERRIDE = {"bfloat16": 8e-2, "int8": 1e-1}
 _FP8_THRESHOLD = 2e-1
 
-# Lowest precision first: the first of these found in a program decides its compute type.
-_PRECISION_ORDER = ("fp8", "int8", "uint8", "bfloat16", "float16", "float32", "float64")
+# Lowest precision first (fp8 variants come before all of these).
+_PRECISION_ORDER = ("int8", "bfloat16", "float16", "float32", "float64")
 _QUANT_OPS = frozenset({"quantizelinear", "dequantizelinear", "quant_dot", "quant_convolution"})
+
+
+def _is_fp8(type_name: str) -> bool:
+    return "fp8" in type_name or "float8" in type_name
 
 
 def _known(type_name: str) -> dtypes.DType | None:
@@ -66,7 +70,7 @@ def type_epsilon(type_name: str) -> float:
 
 def rms_threshold(type_name: str, factor: float = RMS_FACTOR) -> float:
     """Default RMS threshold for values computed in `type_name`."""
-    if "fp8" in type_name or "float8" in type_name:
+    if _is_fp8(type_name):
         return _FP8_THRESHOLD
     if type_name in _THRESHOLD_OVERRIDE:
         return _THRESHOLD_OVERRIDE[type_name]
@@ -74,19 +78,15 @@ def rms_threshold(type_name: str, factor: float = RMS_FACTOR) -> float:
 
 
 def compute_type(type_names: Iterable[str], op_names: Iterable[str] = ()) -> str:
-    """The lowest-precision float type among `type_names` (int8 when a quantize op is present)."""
+    """The lowest-precision float type among `type_names`; int8 only when a quantize op is present
+    (int8/uint8 data alone, such as images or indices, is not int8 compute)."""
     present = set(type_names)
+    fp8 = sorted(t for t in present if _is_fp8(t))
+    if fp8:
+        return fp8[0]
     if any(o in _QUANT_OPS for o in op_names):
-        present.add("int8")
-    else:
-        present -= {"int8", "uint8"}  # int8 data (indices, images) alone is not int8 compute
-    for t in _PRECISION_ORDER:
-        if t == "fp8":
-            if any("fp8" in p or "float8" in p for p in present):
-                return next(p for p in present if "fp8" in p or "float8" in p)
-        elif t in present:
-            return t
-    return "float32"
+        return "int8"
+    return next((t for t in _PRECISION_ORDER[1:] if t in present), "float32")
 
 
 def program_compute_type(program: Any) -> str:
