@@ -8,7 +8,8 @@ views, converts and concats):
 * index: it reaches the indices of a gather / gathernd / scatter / onehot; drawn from
   [0, smallest table extent it indexes).
 * mask: it reaches a where condition, a convert to bool, a logical op, an equality test with
-  0/1, or an additive-mask pattern ((1 - m) * -10000, m * -1e9); drawn as padding masks (each
+  0/1, or (integer inputs) an additive-mask pattern ((1 - m) * -10000, m * -1e9); drawn as
+  padding masks (each
   row a run of ones, then zeros; never all zero, so masked softmaxes stay finite).
 * shape: it sets a shape (the 2-input multibroadcast); refused: random values are meaningless,
   the user must pass real ones.
@@ -36,7 +37,7 @@ REAL_INPUTS_HINT = "pass real inputs with --inputs FEED.npz (CLI) or inputs={nam
 _TRANSPARENT = frozenset({"convert", "reshape", "squeeze", "unsqueeze", "flatten", "broadcast", "contiguous",
                           "transpose", "slice", "step", "concat", "identity", "layout"})
 _LOGICAL = frozenset({"not", "logical_and", "logical_or", "logical_xor"})
-_BIG_NEGATIVE = 1e3  # |constant| in an additive mask: masked scores pushed to -1e4, -1e9, -inf
+_BIG_NEGATIVE = 1e3  # an additive mask pushes masked scores to -1e4, -1e9, -inf
 
 
 class RandomInputsError(MigxError):
@@ -94,8 +95,9 @@ def _index_bound(user: Instruction, k: int) -> tuple[int, str] | None:
     return None
 
 
-def _mask_use(user: Instruction, k: int) -> str | None:
-    """Why operand k of `user` is a 0/1 mask (None if it is not)."""
+def _mask_use(user: Instruction, k: int, integral: bool) -> str | None:
+    """Why operand k of `user` is a 0/1 mask (None if it is not). The additive-mask patterns count
+    only for integer / bool inputs: a float input in `1 - x` is more often a blend weight."""
     name = user.name
     if name == "where" and k == 0:
         return f"the condition of {_label(user)}"
@@ -111,9 +113,11 @@ def _mask_use(user: Instruction, k: int) -> str | None:
         return None
     if name == "equal" and np.all(np.isin(c, (0.0, 1.0))):
         return f"{_label(user)} with {c.reshape(-1)[0]:g}"
+    if not integral:
+        return None
     if name == "sub" and k == 1 and np.all(c == 1.0):
         return f"1 - mask at {_label(user)} (additive mask)"
-    if name == "mul" and np.all(np.abs(c) >= _BIG_NEGATIVE):
+    if name == "mul" and np.all(c <= -_BIG_NEGATIVE):
         return f"mask * {c.reshape(-1)[0]:g} at {_label(user)} (additive mask)"
     return None
 
@@ -128,6 +132,7 @@ def input_role(param: Instruction) -> InputRole:
     """How the program uses one parameter (see the module docstring)."""
     index: tuple[int, str] | None = None
     mask: str | None = None
+    integral = not dtypes.dtype(param.shape.type).is_float
     seen: set[int] = set()
     todo = [param]
     while todo:
@@ -142,7 +147,7 @@ def input_role(param: Instruction) -> InputRole:
             hit = _index_bound(user, k)
             if hit is not None and (index is None or hit[0] < index[0]):
                 index = hit
-            mask = mask or _mask_use(user, k)
+            mask = mask or _mask_use(user, k, integral)
             if user.name in _TRANSPARENT and not (user.name == "convert" and user.shape.type == "bool"):
                 todo.append(user)
     if index is not None:
