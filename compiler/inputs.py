@@ -9,8 +9,8 @@ views, converts and concats):
   [0, smallest table extent it indexes).
 * mask: it reaches a where condition, a convert to bool, a logical op, an equality test with
   0/1, or (integer inputs) an additive-mask pattern ((1 - m) * -10000, m * -1e9); drawn as
-  padding masks (each
-  row a run of ones, then zeros; never all zero, so masked softmaxes stay finite).
+  padding masks (each row a run of ones, then zeros; never all zero, so masked softmaxes stay
+  finite).
 * shape: it sets a shape (the 2-input multibroadcast); refused: random values are meaningless,
   the user must pass real ones.
 * value: everything else; floats uniform in [-1, 1), integers in [0, 4) (the old default, with
