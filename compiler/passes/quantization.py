@@ -9,7 +9,8 @@ simplify_qdq:
   2. remove_qdq_pairs: a dequantizelinear(quantizelinear(x)) that no quantized op consumed is
      fake quantization and is dropped (x is used directly), as MIGraphX does; this removes the
      rounding, so numerics move by up to one quantization step.
-  use_mx_quant (MIGraphX's MX-format variant) matches nothing here: there are no fp4/fp8 types.
+  fp8 (float8e4m3fn) data works the same way, giving float32-accumulating quant ops.
+  use_mx_quant (MIGraphX's MX-format variant) matches nothing here: there are no fp4 types.
 
 rewrite_quantization lowers what is left to ordinary ops:
   quantizelinear(x, s[, z])  ->  convert(clip(nearbyint(x / s) [+ z], qmin, qmax))
@@ -27,6 +28,7 @@ from .. import dtypes
 from ..ir import Instruction, Module
 from ..matcher import MatchResult, Rule, find_matches, name
 from ..op import Op
+from ..ops.nn_extra import FP8_TYPES
 from ..shape import Shape
 from .base import Pass
 from .cleanup import DeadCodeElimination
@@ -44,8 +46,8 @@ def _quantized_input(dq: Instruction) -> tuple[Instruction, float] | str:
     if dq.name != "dequantizelinear":
         return f"input is {dq.name}, not dequantizelinear"
     q = dq.inputs[0]
-    if q.shape.type != "int8":
-        return f"quantized data is {q.shape.type}; quant ops take int8"
+    if q.shape.type not in ("int8", "float8e4m3fn"):
+        return f"quantized data is {q.shape.type}; quant ops take int8 or float8e4m3fn"
     scale = _uniform(dq.inputs[1])
     if scale is None:
         return "scale is not a constant per-tensor value"
@@ -104,7 +106,7 @@ class SimplifyQdq(Pass):
 
     name: ClassVar[str] = "simplify_qdq"
     status: ClassVar[str] = "mapped"
-    note: ClassVar[str] = ("int8 dot/convolution with constant per-tensor scales (zero points must be 0), and "
+    note: ClassVar[str] = ("int8/fp8 dot/convolution with constant per-tensor scales (zero points must be 0), and "
                            "q -> dq pair removal; no int4, MX or zero-point rewrites")
     remove_qdq_only: bool = False
     use_mx_quant: bool = False
@@ -132,13 +134,20 @@ def lower_quantizelinear(module: Module, ins: Instruction) -> None:
     st = scale.shape.type
     if x.shape.type != st:
         x = module.insert_instruction(ins, Op("convert", target_type=st), [x])
-    y = module.insert_instruction(ins, Op("nearbyint"), [module.insert_instruction(ins, Op("div"), [x, scale])])
+    y = module.insert_instruction(ins, Op("div"), [x, scale])
+    fp8_limit = FP8_TYPES.get(ins.shape.type)
+    if fp8_limit is None:  # integers round half to even; fp8 rounds in the final convert
+        y = module.insert_instruction(ins, Op("nearbyint"), [y])
     if len(ins.inputs) == 3:
         zp = module.insert_instruction(ins, Op("convert", target_type=st), [ins.inputs[2]])
         y = module.insert_instruction(ins, Op("add"), [y, zp])
-    info = np.iinfo(dtypes.np_dtype(ins.shape.type))
-    lo = _bcast_scalar(module, ins, info.min, st, y.shape.lens)
-    hi = _bcast_scalar(module, ins, info.max, st, y.shape.lens)
+    if fp8_limit is not None:
+        lo_v, hi_v = -fp8_limit, fp8_limit
+    else:
+        info = np.iinfo(dtypes.np_dtype(ins.shape.type))
+        lo_v, hi_v = info.min, info.max
+    lo = _bcast_scalar(module, ins, lo_v, st, y.shape.lens)
+    hi = _bcast_scalar(module, ins, hi_v, st, y.shape.lens)
     clipped = module.insert_instruction(ins, Op("clip"), [y, lo, hi])
     module.replace_all_uses(ins, module.insert_instruction(ins, Op("convert", target_type=ins.shape.type), [clipped]))
 
