@@ -11,7 +11,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from ..compiler.passes import Pass, PassEntry, Pipeline, pass_registry
@@ -39,6 +39,9 @@ class CompileOptions:
     disable_schedule: bool = False  # MIGRAPHX_DISABLE_SCHEDULE_PASS
     nstreams: int = 1
     precision: str = "fp32"  # fp16 / bf16 / int8 / fp8 add the quantize stage (migraphx-driver --fp16 ...)
+    # Feeds ({input: array}) int8 / fp8 scales are calibrated on. Data, not an option: it takes no
+    # part in equality or hashing (two compiles differing only here share a configuration label).
+    calibration: tuple = field(default=(), compare=False, hash=False, repr=False)
 
     def __post_init__(self):
         if self.mode not in COMPILE_MODES:
@@ -175,7 +178,7 @@ def gpu_pipelines(options: CompileOptions | None = None, *, include_backend: boo
     feeds int8 / fp8 scales are measured on."""
     o = options or CompileOptions()
     out = []
-    stage = quantize_pipeline(o.precision, calibration)
+    stage = quantize_pipeline(o.precision, calibration or o.calibration)
     if stage is not None:
         out.append(stage)
     for name in PIPELINE_NAMES:
