@@ -63,6 +63,16 @@ def _margin(rec: PassRecord) -> float:
     return n.max_rel
 
 
+def _tolerance_summary(initial: str, checked: list[PassRecord]) -> str:
+    """The rule, plus where a precision change (the quantize stage) switched the threshold."""
+    out, current = [initial], initial
+    for r in checked:
+        if r.numeric.tolerance and r.numeric.tolerance != current:
+            current = r.numeric.tolerance
+            out.append(f"{current.removeprefix('relative RMS ')} from {r.path} on")
+    return "; ".join(out)
+
+
 def verify_session(session, inputs: Mapping[str, np.ndarray] | None = None, *, rtol: float | None = None,
                    atol: float | None = None, rms: float | None = None, seed: int = 0, bisect: bool = False,
                    inputs_label: str | None = None) -> VerifyReport:
@@ -78,7 +88,8 @@ def verify_session(session, inputs: Mapping[str, np.ndarray] | None = None, *, r
     checked = [r for r in trace if r.numeric is not None and not r.numeric.note]
     report = VerifyReport(
         model=session.name,
-        tolerance=session._numeric_base.tolerance.describe(program_compute_type(program)),
+        tolerance=_tolerance_summary(session._numeric_base.tolerance.describe(program_compute_type(program)),
+                                     checked),
         inputs=inputs_label or ("the given inputs" if inputs is not None else f"random inputs (seed {seed})"),
         checked=len(checked),
         closest=max(checked, key=_margin, default=None),
