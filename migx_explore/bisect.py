@@ -64,7 +64,7 @@ class Divergence:
         fig = f"max|err| {self.max_abs:.3e}"
         if not math.isnan(self.threshold):
             fig = f"rms {self.rms:.3e} (threshold {self.threshold:.3e}), " + fig
-        return f"pass {self.pass_path}: {what}; {fig}"
+        return f"pass {self.pass_path}: {what}; {fig}" + (f" ({self.note})" if self.note else "")
 
 
 def _label(ins) -> str:
@@ -104,12 +104,12 @@ def locate_divergence(before: ProgramSnapshot, after: ProgramSnapshot, inputs: M
     """First instruction of `after` (main module) whose value breaks tolerance against the value
     it claims to equal in `before`, and still does when re-run on the reference values of its
     inputs (see the module docstring)."""
-    from .compiler.ref import evaluate_instruction
+    from .compiler.ref import evaluate_instruction, with_buffer_params
 
     tol = tolerance or Tolerance(rtol=rtol, atol=atol)
     prog_before, prog_after = before.to_program(), after.to_program()
-    vb = evaluate_all(prog_before, inputs)
-    va = evaluate_all(prog_after, inputs)
+    vb = evaluate_all(prog_before, with_buffer_params(prog_before, inputs))
+    va = evaluate_all(prog_after, with_buffer_params(prog_after, inputs))
     compute = program_compute_type(prog_after)
     before_labels = {i.id: _label(i) for i in prog_before.main}
     order = [i for i in prog_after.main if not (i.is_param() or i.is_return()) and i.id in va]

@@ -124,3 +124,29 @@ x = @param:x -> float_type, {2, 8}, {8, 1}
 @2 = exp(@1) -> float_type, {2, 8}, {8, 1}
 @3 = @return(@2)
 """
+
+
+def test_error_amplified_downstream_is_reported_as_such():
+    """A change below tolerance (1e-6 relative on values ~1000) that a cancellation amplifies:
+    no instruction breaks tolerance on reference inputs, so the report says the error was
+    amplified instead of blaming the subtraction."""
+    import numpy as np
+
+    from migx_explore.compiler import Op, Program, Shape
+
+    p = Program()
+    m = p.main
+    x = m.add_parameter("x", Shape.of("float32", [64]))
+    a = m.add_instruction(Op("add"), [x, m.add_literal(np.full(64, 1000, np.float32))])
+    m.add_return([m.add_instruction(Op("sub"), [a, m.add_literal(np.full(64, 1000, np.float32))])])
+
+    def nudge(module):
+        add = next(i for i in module if i.name == "add")
+        module.replace_instruction(add, add.op, [add.inputs[0], module.add_literal(np.full(64, 1000.001, np.float32))])
+        return True
+
+    s = Session(p, include_backend=False)
+    s.insert_pass(nudge, after="required.normalize_ops")
+    d = numeric_bisect(s)
+    assert d.pass_path == "required.nudge" and "sub" in d.label
+    assert d.note == "error amplified from its inputs" and d.note in d.describe()
