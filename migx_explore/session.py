@@ -134,7 +134,7 @@ class Session:
     def from_onnx(cls, path: str, input_dims: dict[str, Sequence[int]] | None = None, **kw: Any) -> Session:
         from .compiler.onnx import parse_onnx
 
-        prog = parse_onnx(path, input_dims=input_dims)
+        prog = parse_onnx(path, input_dims=input_dims, feed=kw.get("inputs"))  # a feed fixes symbolic dims
         s = cls(prog, name=kw.pop("name", str(path).rsplit("/", 1)[-1]), **kw)
         s.source = {"kind": "onnx", "value": str(path), "input_dims": dict(input_dims or {})}
         return s
@@ -144,7 +144,7 @@ class Session:
         from . import models
 
         dims = kw.pop("input_dims", None) or {}
-        s = cls(models.load(model_name, **dims), name=model_name, **kw)
+        s = cls(models.load(model_name, feed=kw.get("inputs"), **dims), name=model_name, **kw)
         s.source = {"kind": "model", "value": model_name, "input_dims": dict(dims)}
         return s
 

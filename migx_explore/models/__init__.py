@@ -57,12 +57,13 @@ def get_model(name: str) -> onnx.ModelProto:
     return onnx.load_model_from_string(_serialized(name))
 
 
-def load(name: str, **input_dims: Sequence[int]):
-    """Import a built-in model; keyword arguments fix input dims by ONNX input name."""
+def load(name: str, *, feed=None, **input_dims: Sequence[int]):
+    """Import a built-in model; keyword arguments fix input dims by ONNX input name or dim_param
+    name (`load("gpt2_decode", P=127, T=1)`); `feed` takes every input's dims from its arrays."""
     from ..compiler.onnx import parse_onnx
 
     _entry(name)
-    return parse_onnx(_serialized(name), input_dims=input_dims or None)
+    return parse_onnx(_serialized(name), input_dims=input_dims or None, feed=feed)
 
 
 __all__ = ["describe", "get_model", "list_models", "load"]
