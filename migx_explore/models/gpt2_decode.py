@@ -94,3 +94,14 @@ def gpt2_decode(layers: int = LAYERS, d_model: int = D_MODEL, heads: int = HEADS
         g.output(f"present_key_{i}", dims=[1, heads, "P+T", dh])
         g.output(f"present_value_{i}", dims=[1, heads, "P+T", dh])
     return g.model()
+
+
+def decode_feed(past: int, new: int, seed: int = 0) -> dict[str, np.ndarray]:
+    """Seeded inputs for one gpt2_decode call: `new` token ids and random pasts of length `past`."""
+    rng = np.random.default_rng(seed + 1000 * past + new)
+    dh = D_MODEL // HEADS
+    feed = {"input_ids": rng.integers(0, VOCAB, (1, new)).astype(np.int64)}
+    for i in range(LAYERS):
+        for kv in ("key", "value"):
+            feed[f"past_{kv}_{i}"] = rng.standard_normal((1, HEADS, past, dh)).astype(np.float32)
+    return feed

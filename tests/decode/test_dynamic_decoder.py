@@ -10,8 +10,7 @@ from migx_explore.compiler import evaluate, print_program
 from migx_explore.compiler.passes import PassManager
 from migx_explore.gpu.pipelines import gpu_pipelines
 from migx_explore.models import load
-
-from .util import decode_feed, onnxruntime_outputs
+from migx_explore.models.gpt2_decode import decode_feed
 
 
 def _close(outs, ref):
@@ -21,7 +20,7 @@ def _close(outs, ref):
 
 
 @pytest.mark.parametrize(("past", "new"), [(0, 16), (127, 1)], ids=["prefill_P0_T16", "decode_P127_T1"])
-def test_static_shapes_match_onnxruntime(past, new):
+def test_static_shapes_match_onnxruntime(past, new, onnxruntime_outputs):
     feed = decode_feed(past, new)
     program = load("gpt2_decode", feed=feed)
     _close(evaluate(program, feed), onnxruntime_outputs(feed))
@@ -39,7 +38,7 @@ def test_dynamic_import_keeps_shape_computations_symbolic():
 
 
 @pytest.mark.parametrize("past", [1, 3, 4])
-def test_dynamic_program_matches_onnxruntime_before_and_after_dynamic_shapes(past):
+def test_dynamic_program_matches_onnxruntime_before_and_after_dynamic_shapes(past, onnxruntime_outputs):
     feed = decode_feed(past, 1)
     ref = onnxruntime_outputs(feed)
     program = _dynamic()

@@ -9,8 +9,7 @@ from migx_explore.compiler.errors import MigxError
 from migx_explore.compiler.onnx import parse_onnx
 from migx_explore.compiler.onnx.dims import feed_input_dims, importer_input_dims, symbolic_dims
 from migx_explore.models import get_model
-
-from .util import decode_feed
+from migx_explore.models.gpt2_decode import decode_feed
 
 PASTS = [f"past_{kv}_{i}" for i in range(4) for kv in ("key", "value")]
 
