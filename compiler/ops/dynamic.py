@@ -55,3 +55,35 @@ def _range_compute(op, a, out, run):
 
 defop("range", _range_shape, _range_compute, attrs=[A("lens", "ints", (0, 0), show=True)], nargs=3,
       doc="arange(start, limit, delta) of runtime scalars; `lens` is the [min, max] length it can have.")
+
+
+# --- concat_past_present ------------------------------------------------------------------------
+def _cpp_shape(op, s, mods):
+    new, past_len, cache = s
+    axis = op["axis"]
+    if new.type != cache.type or new.ndim != cache.ndim or not 0 <= axis < cache.ndim:
+        raise ShapeError(f"concat_past_present: cannot write {new} into {cache} along axis {axis}")
+    if any(a != b for d, (a, b) in enumerate(zip(new.lens, cache.lens)) if d != axis) or new.lens[axis] > cache.lens[axis]:
+        raise ShapeError(f"concat_past_present: {new} does not fit in {cache} along axis {axis}")
+    if past_len.elements() != 1 or past_len.dtype.is_float:
+        raise ShapeError(f"concat_past_present: past length must be one integer, got {past_len}")
+    return cache
+
+
+def _cpp_compute(op, a, out, run):
+    new, past_len, cache = (np.asarray(v) for v in a)
+    axis, p = op["axis"], int(past_len.reshape(-1)[0])
+    res = cache.copy()
+    if not 0 <= p <= cache.shape[axis] - new.shape[axis]:
+        return res  # no room: the write is dropped, as the kernel's guard does (callers check the length)
+    idx = [slice(None)] * cache.ndim
+    idx[axis] = slice(p, p + new.shape[axis])
+    res[tuple(idx)] = new
+    return res
+
+
+defop("concat_past_present", _cpp_shape, _cpp_compute, attrs=[A("axis", "int", 2, show=True)], nargs=3,
+      traits={"in_place"},
+      doc="KV cache append: write `new` into `cache` (input 2, updated in place on the GPU) at offset "
+          "past_len (input 1, a runtime integer) along `axis` (a write that does not fit is dropped); the result is the cache. Named after "
+          "MIGraphX's GroupQueryAttention helper op that appends to a preallocated KV cache.")
