@@ -13,6 +13,8 @@ Traits used across the code base:
   side_effect        must not be removed by dead code elimination
   require_std_shape  inputs must be standard (auto_contiguous inserts `contiguous` before it)
   not_context_free   cannot be evaluated at compile time (propagate_constant skips it)
+  in_place           updates its last input's buffer on the GPU (lowering makes that input the
+                     output buffer; the reference compute returns the updated copy)
   builtin            @param / @literal / @return
   gpu                an op of the lowered GPU program
 """

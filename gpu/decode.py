@@ -1,76 +1,79 @@
-"""Decode loops on top of the executor: a bounded cache of compiled programs (and their captured
-graphs) keyed by input shapes, and a greedy prefill-then-decode loop for KV-cache models.
+"""KV-cache decoding on the GPU: preallocated caches written in place, and one compiled program
+and captured graph per shape bucket, cached, bounded and reported.
 
-Shape buckets are exact shapes. A KV-cache decoder derives its positions and causal mask from the
-cache's *shape* (Shape -> Gather -> Range), so a program compiled for past length P computes the
-right answer only for P: running a padded cache through a bigger bucket would need the mask
-and the position to come from a runtime length instead. `ShapeGraphs` therefore keeps one
-compiled program per distinct set of input shapes; each captures its graph on first graph-mode
-use and replays it whenever the same shapes come back (a second generation, a benchmark loop).
-Memory is bounded by `max_programs`: the least recently used program (its buffers and graph)
-is closed when a new shape needs room, and `memory()` reports what the live ones hold.
+Why buckets, and which ones. A decoder's program depends on the past length P through its
+shapes, so specialising to exact P (what split_single_dyn_dim does) would compile and capture
+a new program at every decode step. `kv_cache_bucket` (compiler/passes/kv_cache.py) turns P into
+a runtime input instead: the program for bucket B attends over the first B rows of the cache
+(a slice view), appends the step's K/V at row P with `concat_past_present`, and relies on the
+model's causal mask (key index <= P + t) to hide rows P + T .. B - 1. Buckets are powers of two
+(from `min_bucket`, capped at the cache length): at most log2(max_len) programs per new-token
+count T, the attention never reads more than twice the rows it needs, and a decode loop from
+P = 1 to 255 uses 5 programs instead of 255. `buckets="exact"` (B = P + T) is there to compare.
 
-The executor is used only through its public API (compile_program, CompiledProgram.run,
-graph_nodes, close), so this layer survives executor refactors.
+Memory. The caches are allocated once at `max_len` (one buffer per past input, zeroed, shared by
+every bucket's program through the executor's `external` binding), so a step allocates nothing
+and copies no cache: only the new K/V rows are written. Programs (with their arenas and graphs)
+live in `ShapeGraphs`, least recently used closed first beyond `max_programs`; `memory()` reports
+them. Keys are (T, B) plus the cache buffers the program was bound to.
+
+The executor is used through its public API only (compile_program_ir, CompiledProgram(external=),
+run, close), so this layer sits on top of it.
 """
 
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from ..compiler import dtypes
 from ..compiler.errors import MigxError
-
-
-def shape_key(feed: Mapping[str, Any]) -> tuple:
-    """What a compiled program is specialised to: every input's name, dtype and shape."""
-    return tuple(sorted((k, np.asarray(v).dtype.str, np.shape(v)) for k, v in feed.items()))
 
 
 @dataclass
 class GraphCacheStats:
-    programs: int  # live compiled programs (one per shape)
+    programs: int  # live compiled programs (one per bucket)
     graphs: int  # of them, how many hold a captured graph
-    device_bytes: int  # arena + params + literals of the live programs
+    device_bytes: int  # arenas + params + literals of the live programs
+    cache_bytes: int  # the KV cache buffers (allocated once)
     compiles: int  # programs compiled so far (misses)
-    hits: int  # runs served by an already compiled program
+    hits: int  # steps served by an already compiled program
     evictions: int
 
     def __str__(self) -> str:
-        return (f"{self.programs} programs ({self.graphs} with graphs), {self.device_bytes / 2**20:.1f} MiB, "
-                f"{self.compiles} compiles, {self.hits} hits, {self.evictions} evictions")
+        return (f"{self.programs} programs ({self.graphs} with graphs), {self.device_bytes / 2**20:.1f} MiB + "
+                f"{self.cache_bytes / 2**20:.1f} MiB cache, {self.compiles} compiles, {self.hits} hits, "
+                f"{self.evictions} evictions")
 
 
-def _device_bytes(program) -> int:
+def program_bytes(program) -> int:
     from .passes.memory import memory_stats
 
-    main = program.main
-    held = sum(i.shape.bytes() for i in main if i.is_param() or i.is_literal())
+    held = sum(i.shape.bytes() for i in program.main if i.is_literal() or
+               (i.is_param() and not i.param_name.startswith("cache_")))
     return memory_stats(program).arena_bytes + held
 
 
 class ShapeGraphs:
-    """Compiled programs (and graphs) per input shape, least recently used evicted first.
+    """Compiled programs keyed by shape (and buffers), least recently used closed first.
 
-    `compile(feed)` builds a program for the feed's shapes (e.g. compile_program on the model
-    with those dims); `run(feed, mode)` finds or compiles it and runs eagerly or by graph."""
+    `get(key, build)` returns the program for `key`, calling `build()` on a miss; each program
+    captures its own graph on its first graph-mode run and replays it afterwards."""
 
-    def __init__(self, compile: Callable[[Mapping[str, Any]], Any], max_programs: int = 8):
+    def __init__(self, max_programs: int = 8):
         if max_programs < 1:
             raise MigxError("ShapeGraphs needs room for at least one program")
-        self._compile = compile
         self.max_programs = max_programs
-        self._live: OrderedDict[tuple, Any] = OrderedDict()
-        self._graphed: set[tuple] = set()
-        self._bytes: dict[tuple, int] = {}
+        self._live: OrderedDict[Hashable, Any] = OrderedDict()
+        self._bytes: dict[Hashable, int] = {}
+        self.graphed: set[Hashable] = set()
         self.compiles = self.hits = self.evictions = 0
 
-    def program(self, feed: Mapping[str, Any]) -> Any:
-        key = shape_key(feed)
+    def get(self, key: Hashable, build: Callable[[], Any]) -> Any:
         cp = self._live.get(key)
         if cp is not None:
             self._live.move_to_end(key)
@@ -78,69 +81,147 @@ class ShapeGraphs:
             return cp
         while len(self._live) >= self.max_programs:
             old_key, old = self._live.popitem(last=False)
-            old.close()  # destroys its graph before freeing its buffers
-            self._graphed.discard(old_key)
+            old.close()  # destroys its graph before its buffers
+            self.graphed.discard(old_key)
             self._bytes.pop(old_key, None)
             self.evictions += 1
-        cp = self._compile(feed)
+        cp = build()
         self.compiles += 1
         self._live[key] = cp
-        self._bytes[key] = _device_bytes(cp.program)
+        self._bytes[key] = program_bytes(cp.program)
         return cp
 
-    def run(self, feed: Mapping[str, Any], mode: str = "graph") -> list[np.ndarray]:
-        cp = self.program(feed)
-        outs = cp.run(dict(feed), mode=mode)
-        if mode == "graph":
-            self._graphed.add(shape_key(feed))
-        return outs
-
-    def memory(self) -> GraphCacheStats:
-        return GraphCacheStats(len(self._live), len(self._graphed), sum(self._bytes.values()), self.compiles,
-                               self.hits, self.evictions)
+    def stats(self, cache_bytes: int = 0) -> GraphCacheStats:
+        return GraphCacheStats(len(self._live), len(self.graphed & set(self._live)), sum(self._bytes.values()),
+                               cache_bytes, self.compiles, self.hits, self.evictions)
 
     def close(self) -> None:
         while self._live:
             self._live.popitem()[1].close()
-        self._graphed.clear()
+        self.graphed.clear()
         self._bytes.clear()
 
 
-# ---- the decode loop ------------------------------------------------------------------------------
-Runner = Callable[[Mapping[str, np.ndarray]], list[np.ndarray]]
+def bucket_for(needed: int, max_len: int, buckets: str = "pow2", min_bucket: int = 16) -> int:
+    """The cache rows a step attends over: the next power of two >= needed (at least min_bucket,
+    at most max_len), or exactly `needed`."""
+    if not 0 < needed <= max_len:
+        raise MigxError(f"{needed} cache rows needed but the cache holds {max_len}")
+    if buckets == "exact":
+        return needed
+    if buckets != "pow2":
+        raise MigxError(f"unknown buckets {buckets!r}; use 'pow2' or 'exact'")
+    b = max(min_bucket, 1 << (needed - 1).bit_length())
+    return min(b, max_len)
 
 
+class KVCacheDecoder:
+    """Runs a KV-cache decoder step by step on a backend with its cache resident on the device.
+
+    `dynamic(T)` returns the model's program with the past length as a dynamic range and T new
+    tokens (the importer with input_dims={P: (0, max_len - T), T: T}); `past_shapes` maps each
+    past input to its shape with the cache at max_len."""
+
+    def __init__(self, dynamic: Callable[[int], Any], past_shapes: dict[str, tuple[int, ...]], max_len: int,
+                 backend: Any = None, *, buckets: str = "pow2", max_programs: int = 8, options: Any = None,
+                 dtype: str = "float32"):
+        from .runtime import get_backend
+
+        self.backend = backend or get_backend()
+        self.max_len, self.buckets, self.options = max_len, buckets, options
+        self._dynamic = dynamic
+        self._dyn_cache: dict[int, Any] = {}
+        self.programs = ShapeGraphs(max_programs)
+        self.caches: dict[str, int] = {}
+        b = self.backend
+        getattr(b, "make_current", lambda: None)()
+        stream = b.stream_create()
+        try:
+            for name, shape in past_shapes.items():
+                zeros = np.zeros(shape, dtypes.np_dtype(dtype))
+                ptr = b.malloc(zeros.nbytes)
+                self.caches[f"cache_{name}"] = ptr
+                b.copy("h2d", ptr, zeros.ctypes.data, zeros.nbytes, stream)  # stale rows must be finite
+            b.stream_sync(stream)
+        finally:
+            b.stream_destroy(stream)
+        self.cache_bytes = sum(int(np.prod(s)) for s in past_shapes.values()) * dtypes.dtype(dtype).size
+
+    def _program(self, new: int, bucket: int) -> Any:
+        from ..compiler.passes.kv_cache import kv_cache_bucket
+        from . import compile_program_ir
+        from .executor import CompiledProgram
+
+        def build() -> Any:
+            if new not in self._dyn_cache:
+                self._dyn_cache[new] = self._dynamic(new)
+            program = kv_cache_bucket(self._dyn_cache[new], bucket, self.max_len)
+            lowered = compile_program_ir(program, self.options, backend=self.backend)
+            return CompiledProgram(lowered, self.backend, external=self.caches)
+
+        return self.programs.get((new, bucket, tuple(sorted(self.caches.items()))), build)
+
+    def step(self, input_ids: np.ndarray, past_len: int, mode: str = "graph") -> np.ndarray:
+        """Append the step's K/V at row past_len and return its logits (host copy)."""
+        if self.caches is None:
+            raise MigxError("this KVCacheDecoder was closed")
+        ids = np.asarray(input_ids, np.int64).reshape(1, -1)
+        new = ids.shape[1]
+        if past_len < 0 or past_len + new > self.max_len:
+            raise MigxError(f"past length {past_len} + {new} new tokens exceed the cache of {self.max_len}")
+        bucket = bucket_for(past_len + new, self.max_len, self.buckets)
+        cp = self._program(new, bucket)
+        outs = cp.run({"input_ids": ids, "past_len": np.array([past_len], np.int64)}, mode=mode)
+        if mode == "graph":
+            self.programs.graphed.add((new, bucket, tuple(sorted(self.caches.items()))))
+        return outs[0]
+
+    def memory(self) -> GraphCacheStats:
+        return self.programs.stats(self.cache_bytes)
+
+    def close(self) -> None:
+        if self.caches is None:
+            return
+        self.programs.close()
+        for ptr in self.caches.values():
+            self.backend.free(ptr)
+        self.caches = None
+
+    def __enter__(self) -> KVCacheDecoder:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+# ---- the loop -----------------------------------------------------------------------------------
 @dataclass
 class Generation:
     tokens: list[int]  # the generated ids (not the prompt)
     logits: list[np.ndarray]  # each step's last-position logits [vocab]
-    stats: GraphCacheStats | None = None  # the shape cache's report after the loop (GPU runs)
+    stats: GraphCacheStats | None = None  # the program cache's report after the loop (GPU runs)
 
 
-def kv_inputs(input_names: list[str]) -> list[str]:
-    """The past inputs of a KV-cache model, in order (past_key_0, past_value_0, ...)."""
-    return [n for n in input_names if n.startswith("past_")]
+Step = Callable[[np.ndarray, int], np.ndarray]  # (input_ids [1, T], past_len) -> logits [1, T, vocab]
 
 
-def generate(run: Runner, input_names: list[str], prompt_ids: Any, steps: int, kv_shape: tuple[int, ...],
-             dtype: Any = np.float32) -> Generation:
-    """Greedy decoding: one prefill over the prompt with empty pasts (P=0), then `steps` - 1
-    single-token steps, each feeding the step's presents back as the next pasts.
-
-    `run(feed)` returns [logits, present_0, present_1, ...] in the model's output order (the
-    reference evaluator or a ShapeGraphs); kv_shape is a past's shape with P = 0."""
-    pasts = kv_inputs(input_names)
-    ids = np.asarray(prompt_ids, dtype=np.int64).reshape(1, -1)
+def greedy(step: Step, prompt_ids: Any, steps: int, check: Callable[[int, np.ndarray, int], None] | None = None
+           ) -> Generation:
+    """Prefill over the prompt at past length 0, then `steps` - 1 single-token steps, each taking
+    the previous step's argmax. `check(k, ids, past_len)` runs after each step (tests use it to
+    compare modes on the same step)."""
+    ids = np.asarray(prompt_ids, np.int64).reshape(1, -1)
     if ids.shape[1] == 0:
         raise MigxError("generate needs a non-empty prompt")
-    cache = {n: np.zeros(kv_shape, dtype) for n in pasts}
     out = Generation([], [])
-    for _ in range(steps):
-        outs = run({"input_ids": ids, **cache})
-        logits = outs[0][0, -1]
+    past = 0
+    for k in range(steps):
+        logits = step(ids, past)[0, -1]
+        if check is not None:
+            check(k, ids, past)
         token = int(np.argmax(logits))
         out.tokens.append(token)
         out.logits.append(np.array(logits))
-        cache = dict(zip(pasts, outs[1:1 + len(pasts)]))
+        past += ids.shape[1]
         ids = np.array([[token]], np.int64)
     return out

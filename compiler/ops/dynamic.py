@@ -63,7 +63,8 @@ def _cpp_shape(op, s, mods):
     axis = op["axis"]
     if new.type != cache.type or new.ndim != cache.ndim or not 0 <= axis < cache.ndim:
         raise ShapeError(f"concat_past_present: cannot write {new} into {cache} along axis {axis}")
-    if any(a != b for d, (a, b) in enumerate(zip(new.lens, cache.lens)) if d != axis) or new.lens[axis] > cache.lens[axis]:
+    others_differ = any(a != b for d, (a, b) in enumerate(zip(new.lens, cache.lens)) if d != axis)
+    if others_differ or new.lens[axis] > cache.lens[axis]:
         raise ShapeError(f"concat_past_present: {new} does not fit in {cache} along axis {axis}")
     if past_len.elements() != 1 or past_len.dtype.is_float:
         raise ShapeError(f"concat_past_present: past length must be one integer, got {past_len}")
@@ -85,5 +86,6 @@ def _cpp_compute(op, a, out, run):
 defop("concat_past_present", _cpp_shape, _cpp_compute, attrs=[A("axis", "int", 2, show=True)], nargs=3,
       traits={"in_place"},
       doc="KV cache append: write `new` into `cache` (input 2, updated in place on the GPU) at offset "
-          "past_len (input 1, a runtime integer) along `axis` (a write that does not fit is dropped); the result is the cache. Named after "
-          "MIGraphX's GroupQueryAttention helper op that appends to a preallocated KV cache.")
+          "past_len (input 1, a runtime integer) along `axis` (a write that does not fit is dropped); the "
+          "result is the cache. Named after MIGraphX's GroupQueryAttention helper op that appends to a "
+          "preallocated KV cache.")

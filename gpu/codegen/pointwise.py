@@ -166,9 +166,10 @@ def append_kernel(op: Op, shapes: Sequence[Shape]) -> KernelSource:
     coords = [f"c{d}" for d in range(new.ndim)]
     dst = [f"({c} + p)" if d == axis else c for d, c in enumerate(coords)]
     room = cache.lens[axis] - new.lens[axis]
+    src, dst_at = offset_expr(coords, new.strides), offset_expr(dst, cache.strides)
     lines += [f"const {it} p = (long long)p1[0];",
               f"if (p < 0 || p > {room}) continue;  // no room (or an unset length, e.g. a warm-up run)",
-              f"migx::store(p2, {offset_expr(dst, cache.strides)}, migx::load(p0, {offset_expr(coords, new.strides)}));"]
+              f"migx::store(p2, {dst_at}, migx::load(p0, {src}));"]
     return grid_stride_kernel("concat_past_present", shapes, [False, False, True], it, n, lines)
 
 
