@@ -1,8 +1,9 @@
 """Decode-step latency of the built-in gpt2_decode (4 layers, d128, fp32, TF32 off) on the GPU,
-in one run: our eager and graph latency against PyTorch eager, PyTorch CUDA graph and
-torch.compile (mode="reduce-overhead", which replays CUDA graphs) of the same network (built from
-the ONNX graph by gpu_onnx_torch, shapes pinned); our graph latency across past lengths P; and
-1,000 graph steps with new inputs checking that device memory does not grow.
+in one run: our decoder's step (power-of-two bucket programs, cache on the device, appended in
+place; gpu/decode.py) eager and graph, and the plain exact-P program, against PyTorch eager,
+PyTorch CUDA graph and torch.compile (mode="reduce-overhead", which replays CUDA graphs) of the
+same network (built from the ONNX graph by gpu_onnx_torch, shapes pinned at P=127); latency across
+past lengths P; and 1,000 graph decode steps checking that device memory does not grow.
 
     python3 benchmarks/decode.py --out docs/results/    [--iters 200]
 """
@@ -33,7 +34,7 @@ def pinned_model(past: int, new: int):
     return m
 
 
-def torch_times(feed: dict, past: int, iters: int) -> dict:
+def torch_times(feed: dict, past: int, iters: int, with_compile: bool = True) -> dict:
     import torch
     from gpu_onnx_torch import OnnxTorch
 
@@ -64,6 +65,8 @@ def torch_times(feed: dict, past: int, iters: int) -> dict:
         net(*xs)
     out["torch_graph_us"] = timed(graph.replay)
     try:
+        if not with_compile:
+            raise RuntimeError("skipped")
         compiled = torch.compile(net.forward, mode="reduce-overhead")
         out["torch_compile_graph_us"] = timed(lambda: compiled(*xs))
     except Exception as e:  # noqa: BLE001 - report, keep the rest of the run
@@ -72,16 +75,22 @@ def torch_times(feed: dict, past: int, iters: int) -> dict:
     return out
 
 
-def ours(backend, feed: dict, iters: int) -> tuple[dict, object]:
-    from migx_explore.gpu import compile_program
+def _time(cp, inputs: dict, iters: int, modes=("eager", "graph")) -> dict:
     from migx_explore.gpu.timing import time_program
 
-    t0 = time.perf_counter()
-    c = compile_program("gpt2_decode", backend=backend, input_dims={k: list(v.shape) for k, v in feed.items()})
-    compile_s = time.perf_counter() - t0
-    res = time_program(c, modes=("eager", "graph"), warmup=10, iters=iters, inputs=feed, per_kernel=False)
-    return {"compile_s": compile_s, "eager_us": res.modes["eager"].device_us.median,
-            "graph_us": res.modes["graph"].device_us.median, "launches": res.modes["eager"].launches}, c
+    res = time_program(cp, modes=modes, warmup=10, iters=iters, inputs=inputs, per_kernel=False)
+    out = {f"{m}_us": res.modes[m].device_us.median for m in modes}
+    out["launches"] = res.modes[modes[0]].launches
+    return out
+
+
+def exact_program(backend, past: int):
+    """The plain static program for one past length (what split_single_dyn_dim's dim_P holds)."""
+    from migx_explore.gpu import compile_program
+    from migx_explore.models.gpt2_decode import decode_feed
+
+    feed = decode_feed(past, 1)
+    return compile_program("gpt2_decode", backend=backend, input_dims={k: list(v.shape) for k, v in feed.items()}), feed
 
 
 def main() -> None:
@@ -89,40 +98,76 @@ def main() -> None:
     ap.add_argument("--out", default=None, help="folder for decode_<device>.json/.md")
     ap.add_argument("--iters", type=int, default=200)
     ap.add_argument("--pasts", default="1,16,64,127,200,255")
+    ap.add_argument("--exact-pasts", default="1,127,255", help="past lengths for the exact-P programs")
+    ap.add_argument("--no-torch-compile", action="store_true")
     args = ap.parse_args()
     import torch
 
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
+    from migx_explore.decode import decoder
     from migx_explore.gpu.runtime import get_backend
     from migx_explore.models.gpt2_decode import decode_feed
 
     be = get_backend()
     device = torch.cuda.get_device_name(0)
     r: dict = {"device": device, "date": time.strftime("%Y-%m-%d"), "model": "gpt2_decode (4 layers, d128, fp32)"}
+    pasts = [int(x) for x in args.pasts.split(",")]
+    t0 = time.perf_counter()
+    dec = decoder("gpt2_decode", target="gpu", backend=be)
+    step_inputs = {"input_ids": np.array([[7]], np.int64), "past_len": np.array([127], np.int64)}
+    bucketed = {}
+    for past in pasts:
+        cp = dec._program(1, dec_bucket(dec, past))
+        bucketed[past] = _time(cp, {**step_inputs, "past_len": np.array([past], np.int64)}, args.iters)
+    r["bucketed_compile_s"] = time.perf_counter() - t0
+    exact = {}
+    for past in sorted({int(x) for x in args.exact_pasts.split(",")} | {127}):
+        cp, feed = exact_program(be, past)
+        exact[past] = _time(cp, feed, args.iters, modes=("graph",))
+        if past == 127:
+            ref_logits = cp.run(feed, mode="graph")[0]
+        cp.close()
+    r["graph_us_by_P"] = {p: v["graph_us"] for p, v in bucketed.items()}
+    r["eager_us_by_P"] = {p: v["eager_us"] for p, v in bucketed.items()}
+    r["exact_graph_us_by_P"] = {p: v["graph_us"] for p, v in exact.items()}
+    r["flatness_max_over_min"] = max(r["graph_us_by_P"].values()) / min(r["graph_us_by_P"].values())
     feed = decode_feed(127, 1)
-    mine, c = ours(be, feed, args.iters)
-    r["P127"] = {**mine, **{k: v for k, v in torch_times(feed, 127, args.iters).items() if k != "torch_logits"}}
-    ref = torch_times(feed, 127, 3)["torch_logits"]
-    r["P127"]["max_abs_diff_vs_torch"] = float(np.abs(c.run(feed, mode="graph")[0] - ref).max())
-    p = r["P127"]
+    p = r["P127"] = {"graph_us": bucketed[127]["graph_us"], "eager_us": bucketed[127]["eager_us"],
+                     "exact_graph_us": exact[127]["graph_us"], "launches": bucketed[127]["launches"]}
+    p.update({k: v for k, v in torch_times(feed, 127, args.iters, not args.no_torch_compile).items()
+              if k != "torch_logits"})
+    torch_logits = torch_times(feed, 127, 3, False)["torch_logits"]
+    p["max_abs_diff_exact_vs_torch"] = float(np.abs(ref_logits - torch_logits).max())
     p["ratio_graph_vs_torch_graph"] = p["graph_us"] / p["torch_graph_us"]
     if "torch_compile_graph_us" in p:
         p["ratio_graph_vs_torch_compile_graph"] = p["graph_us"] / p["torch_compile_graph_us"]
-    # 1,000 graph steps with new inputs each: device memory must not grow.
+    # 1,000 decode steps (prefill + decode, restarting when the cache is full), graph mode: no
+    # program compiled after the warm-up pass and no device memory growth.
+    prompt = np.array([[1, 2, 3, 4]], np.int64)
+
+    def run_steps(n: int) -> float:
+        past, ids, t = 0, prompt, []
+        for _ in range(n):
+            if past + ids.shape[1] > dec.max_len:
+                past, ids = 0, prompt
+            s0 = time.perf_counter()
+            logits = dec.step(ids, past, "graph")
+            t.append((time.perf_counter() - s0) * 1e6)
+            past += ids.shape[1]
+            ids = np.array([[int(np.argmax(logits[0, -1]))]], np.int64)
+        return statistics.median(t)
+
+    run_steps(300)  # every bucket compiled and captured
+    compiles = dec.memory().compiles
+    torch.cuda.synchronize()
     free0 = torch.cuda.mem_get_info()[0]
-    for step in range(1000):
-        c.run(decode_feed(127, 1, seed=step % 7), mode="graph")
-    free1 = torch.cuda.mem_get_info()[0]
-    r["steps_1000_device_free_delta_bytes"] = int(free0 - free1)
-    c.close()
-    sweep = {}
-    for past in (int(x) for x in args.pasts.split(",")):
-        m, cp = ours(be, decode_feed(past, 1), args.iters)
-        cp.close()
-        sweep[past] = m["graph_us"]
-    r["graph_us_by_P"] = sweep
-    r["flatness_max_over_min"] = max(sweep.values()) / min(sweep.values())
+    r["host_step_us"] = run_steps(1000)
+    torch.cuda.synchronize()
+    r["steps_1000_device_free_delta_bytes"] = int(free0 - torch.cuda.mem_get_info()[0])
+    r["steps_1000_new_compiles"] = dec.memory().compiles - compiles
+    r["program_cache"] = str(dec.memory())
+    dec.close()
     print(report(r))
     if args.out:
         out = Path(args.out)
@@ -132,25 +177,41 @@ def main() -> None:
         (out / f"decode_{tag}.md").write_text(report(r) + "\n")
 
 
+def dec_bucket(dec, past: int) -> int:
+    from migx_explore.gpu.decode import bucket_for
+
+    return bucket_for(past + 1, dec.max_len, dec.buckets)
+
+
 def report(r: dict) -> str:
     p = r["P127"]
     lines = [f"# gpt2_decode decode step on {r['device']} ({r['date']}), fp32, TF32 off", "",
-             "| P=127, T=1 | latency (us) |", "|---|---|",
-             f"| ours eager | {p['eager_us']:.1f} |", f"| ours graph | {p['graph_us']:.1f} |",
+             "Device time per step (median), P=127, T=1:", "",
+             "| | latency (us) |", "|---|---|",
+             f"| ours eager (bucket 128) | {p['eager_us']:.1f} |",
+             f"| ours graph (bucket 128, in-place cache) | {p['graph_us']:.1f} |",
+             f"| ours graph (exact P=127 program) | {p['exact_graph_us']:.1f} |",
              f"| PyTorch eager | {p['torch_eager_us']:.1f} |", f"| PyTorch CUDA graph | {p['torch_graph_us']:.1f} |"]
     if "torch_compile_graph_us" in p:
-        lines.append(f"| torch.compile + CUDA graph | {p['torch_compile_graph_us']:.1f} |")
+        lines.append(f"| torch.compile (reduce-overhead: CUDA graphs) | {p['torch_compile_graph_us']:.1f} |")
     lines += ["", f"ours graph / PyTorch CUDA graph: {p['ratio_graph_vs_torch_graph']:.2f}x (target <= 1.0)"]
     if "ratio_graph_vs_torch_compile_graph" in p:
         lines.append(f"ours graph / torch.compile + CUDA graph: {p['ratio_graph_vs_torch_compile_graph']:.2f}x "
                      "(target <= 1.3)")
     else:
-        lines.append(f"torch.compile failed: {p.get('torch_compile_error')}")
-    lines += [f"launches per step (eager): {p['launches']}; compile {p['compile_s']:.1f} s; "
-              f"max |logits - torch| = {p['max_abs_diff_vs_torch']:.2e}",
-              "graph latency by P (us): " + ", ".join(f"P={k}: {v:.1f}" for k, v in r["graph_us_by_P"].items()),
-              f"flatness max/min over P: {r['flatness_max_over_min']:.2f} (target <= 1.2)",
-              f"1,000 graph steps: device free memory changed by {r['steps_1000_device_free_delta_bytes']} bytes"]
+        lines.append(f"torch.compile: {p.get('torch_compile_error')}")
+    lines += ["", f"launches per step (eager): {p['launches']}; max |logits - torch| (exact program) = "
+              f"{p['max_abs_diff_exact_vs_torch']:.2e}", "",
+              "| P | bucketed graph (us) | bucketed eager (us) | exact-P graph (us) |", "|---|---|---|---|"]
+    for k in r["graph_us_by_P"]:
+        ex = r["exact_graph_us_by_P"].get(k)
+        lines.append(f"| {k} | {r['graph_us_by_P'][k]:.1f} | {r['eager_us_by_P'][k]:.1f} | "
+                     + (f"{ex:.1f} |" if ex is not None else "- |"))
+    lines += ["", f"flatness of the bucketed graph latency, max/min over P: {r['flatness_max_over_min']:.2f} "
+              "(target <= 1.2)",
+              f"1,000 graph steps (host step incl. ids/past_len in, logits out: {r['host_step_us']:.0f} us median): "
+              f"device free memory changed by {r['steps_1000_device_free_delta_bytes']} bytes, "
+              f"{r['steps_1000_new_compiles']} new compiles; program cache: {r['program_cache']}"]
     return "\n".join(lines)
 
 

@@ -171,10 +171,15 @@ class KVCacheDecoder:
             raise MigxError(f"past length {past_len} + {new} new tokens exceed the cache of {self.max_len}")
         bucket = bucket_for(past_len + new, self.max_len, self.buckets)
         cp = self._program(new, bucket)
-        outs = cp.run({"input_ids": ids, "past_len": np.array([past_len], np.int64)}, mode=mode)
-        if mode == "graph":
-            self.programs.graphed.add((new, bucket, tuple(sorted(self.caches.items()))))
-        return outs[0]
+        feed = {"input_ids": ids, "past_len": np.array([past_len], np.int64)}
+        key = (new, bucket, tuple(sorted(self.caches.items())))
+        if mode == "graph" and key not in self.programs.graphed:
+            # Before its first capture the executor warms a program up on whatever its input
+            # buffers hold; here that would append at a garbage row of the shared cache. An eager
+            # run with this step's inputs sets them (the append is idempotent: same rows, values).
+            cp.run(feed, mode="eager")
+            self.programs.graphed.add(key)
+        return cp.run(feed, mode=mode)[0]
 
     def memory(self) -> GraphCacheStats:
         return self.programs.stats(self.cache_bytes)
