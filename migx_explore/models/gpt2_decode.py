@@ -88,7 +88,8 @@ def gpt2_decode(layers: int = LAYERS, d_model: int = D_MODEL, heads: int = HEADS
     for i in range(layers):
         x = _block(g, x, i, query_pos, d_model, heads)
     x = _layernorm(g, x, d_model)
-    g.node("MatMul", [x, g.node("Transpose", [wte], perm=[1, 0])], name="logits")  # tied embeddings
+    # An untied LM head (the tied one makes a random-weight model repeat its input token forever).
+    g.node("MatMul", [x, g.weight([d_model, vocab], fan_in=d_model, prefix="lm_head")], name="logits")
     g.output("logits", dims=[1, "T", vocab])
     for i in range(layers):
         g.output(f"present_key_{i}", dims=[1, heads, "P+T", dh])
