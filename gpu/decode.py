@@ -50,12 +50,11 @@ class GraphCacheStats:
                 f"{self.evictions} evictions")
 
 
-def program_bytes(program) -> int:
-    from .passes.memory import memory_stats
-
-    held = sum(i.shape.bytes() for i in program.main if i.is_literal() or
-               (i.is_param() and not i.param_name.startswith("cache_")))
-    return memory_stats(program).arena_bytes + held
+def program_bytes(compiled) -> int:
+    """A compiled program's arena plus its literals and own params (the bound caches are not its)."""
+    held = sum(i.shape.bytes() for i in compiled.program.main if i.is_literal() or
+               (i.is_param() and i.param_name not in getattr(compiled, "external", {})))
+    return compiled.memory().arena_bytes + held
 
 
 class ShapeGraphs:
@@ -88,7 +87,7 @@ class ShapeGraphs:
         cp = build()
         self.compiles += 1
         self._live[key] = cp
-        self._bytes[key] = program_bytes(cp.program)
+        self._bytes[key] = program_bytes(cp)
         return cp
 
     def stats(self, cache_bytes: int = 0) -> GraphCacheStats:

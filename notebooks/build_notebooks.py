@@ -19,7 +19,8 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from decode_notebook import decode  # noqa: E402
+from decode_notebook import decode  # noqa: E402  (notebook 05's cells live in their own file)
+
 YOLO = "yolo"  # the built-in YOLO-style detector every notebook starts from
 
 GPU_CHECK = """from migx_explore import gpu_bridge

@@ -92,10 +92,12 @@ for r in trace.top_level():
     print(f"{r.name:30s}{str(r.changed):>8s}{len(snap.modules):>9d}{len(main):>13d}  "
           f"{r.diff.summary() if r.diff else ''}")
 print()
-print("\\n".join(l for l in print_program(program).splitlines() if l.startswith(("module", "@")) and "literal" not in l)[:1200])
+lines = [ln for ln in print_program(program).splitlines() if ln.startswith(("module", "@")) and "literal" not in ln]
+print("\\n".join(lines)[:1200])
 """),
         code("""
 import numpy as np
+
 from migx_explore.compiler import evaluate
 
 feed = decode_feed(past=3, new=1)
@@ -176,15 +178,17 @@ else:
     data = recorded
     print(f"No GPU here: recorded on {data['device']} on {data['date']} by benchmarks/decode.py")
 for k in data["graph_us_by_P"]:
-    print(f"P={k:>4}: bucketed graph {data['graph_us_by_P'][k]:6.1f} us   eager {data['eager_us_by_P'][k]:6.1f} us")
+    graph_us, eager_us = data["graph_us_by_P"][k], data["eager_us_by_P"][k]
+    print(f"P={k:>4}: bucketed graph {graph_us:6.1f} us   eager {eager_us:6.1f} us")
 """),
         code("""
+import io
+
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt
-from IPython.display import SVG, display
-import io
+import matplotlib.pyplot as plt  # noqa: E402
+from IPython.display import SVG, display  # noqa: E402
 
 fig, ax = plt.subplots(figsize=(7, 3.6))
 for key, label, style in (("eager_us_by_P", "eager (bucketed programs)", "o-"),
@@ -193,10 +197,15 @@ for key, label, style in (("eager_us_by_P", "eager (bucketed programs)", "o-"),
     series = data.get(key) or {}
     if series:
         ax.plot([int(p) for p in series], list(series.values()), style, label=label)
-ax.set_xlabel("past length P"); ax.set_ylabel("device time per step (µs)"); ax.set_yscale("log")
+ax.set_xlabel("past length P")
+ax.set_ylabel("device time per step (µs)")
+ax.set_yscale("log")
 ax.set_title(f"gpt2_decode decode step, fp32 — {data['device']}, {data['date']}")
-ax.legend(); ax.grid(alpha=0.3)
-buf = io.StringIO(); fig.savefig(buf, format="svg", bbox_inches="tight"); plt.close(fig)
+ax.legend()
+ax.grid(alpha=0.3)
+buf = io.StringIO()
+fig.savefig(buf, format="svg", bbox_inches="tight")
+plt.close(fig)
 display(SVG(buf.getvalue()))
 """),
         md("""

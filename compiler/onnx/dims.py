@@ -96,7 +96,8 @@ def _model_dims(vi: onnx.ValueInfoProto) -> list:
 
 
 def feed_input_dims(model: onnx.ModelProto, feed: Mapping[str, Any], skip: Sequence[str] = ()) -> dict[str, list]:
-    """Dims per input from a feed's arrays (keys: ONNX input names or their parameter names).
+    """Dims per input from a feed's arrays (keys: ONNX input names or their parameter names): the
+    feed fills the symbolic dims; the model's fixed dims stay.
 
     A dim_param must have one size across the inputs that use it; the error names the dim, every
     input that uses it and the sizes the feed gives them."""
@@ -114,7 +115,14 @@ def feed_input_dims(model: onnx.ModelProto, feed: Mapping[str, Any], skip: Seque
         if len(values) > 1:
             raise ImportError_(f"symbolic dim {sym!r} (used by {_users(uses)}) has different sizes in the feed: "
                                f"{', '.join(sorted(sizes))}")
-    return {name: list(lens) for name, lens in shapes.items()}
+    out = {}
+    for vi in inputs:
+        lens = shapes.get(vi.name)
+        model = _model_dims(vi)
+        if lens is None or len(lens) != len(model) or None not in model:
+            continue  # fixed dims stay the model's: a feed that disagrees is reported when it is run
+        out[vi.name] = [n if m is None else m for n, m in zip(lens, model)]
+    return out
 
 
 def importer_input_dims(model: onnx.ModelProto, input_dims: Mapping[str, Any] | None = None,

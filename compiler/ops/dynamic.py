@@ -6,7 +6,7 @@ With a dynamic input, ONNX Shape cannot become a literal at import: it is MIGrap
 such inputs has a length known only at run time; the importer records its [min..max] length range
 in `lens` (found by evaluating the inputs at both ends of the dynamic dimension), so the rest of
 the dynamic module gets dynamic shapes. Once split_single_dyn_dim makes the params static, both
-fold to literals (simplify_dyn_ops's dimensions_of rule; see passes/dynamic_shapes.py).
+fold to literals (simplify_dyn_ops's dimensions_of rule, applied by passes/split_single_dyn_dim.py).
 """
 
 from __future__ import annotations

@@ -28,7 +28,7 @@ from ..errors import MigxError
 from ..ir import Instruction, Program
 from ..op import Op
 from ..shape import Shape
-from .dynamic_shapes import shape_computations
+from .split_single_dyn_dim import shape_computations
 
 PAST_LEN = "past_len"
 

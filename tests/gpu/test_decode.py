@@ -80,6 +80,11 @@ def test_shape_graphs_evicts_least_recently_used_and_reports():
         def close(self):
             closed.append(self.k)
 
+        def memory(self):
+            from migx_explore.gpu.passes.memory_coloring import MemoryStats
+
+            return MemoryStats(1024, 2048, 1)
+
     cache = ShapeGraphs(max_programs=2)
     for k in ("a", "b", "a", "c"):
         cache.get(k, lambda k=k: Prog(k))
