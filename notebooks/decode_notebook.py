@@ -155,9 +155,9 @@ for folder in (Path("docs/results"), Path("../docs/results")):
         recorded = json.loads((folder / "decode_h100.json").read_text())
 if recorded is None:  # the same numbers, embedded (benchmarks/decode.py on an H100)
     recorded = {"device": "NVIDIA H100 80GB HBM3", "date": "2026-11-24",
-        "graph_us_by_P": {"1": 115.8, "16": 126.5, "64": 130.0, "127": 129.4, "200": 133.0, "255": 132.5},
-        "eager_us_by_P": {"1": 407.2, "16": 527.2, "64": 503.9, "127": 499.8, "200": 498.7, "255": 497.7},
-        "exact_graph_us_by_P": {"1": 123.6, "127": 125.0, "255": 128.4}}
+        "graph_us_by_P": {"1": 116.0, "16": 128.0, "64": 130.7, "127": 129.8, "200": 131.3, "255": 130.5},
+        "eager_us_by_P": {"1": 421.1, "16": 576.0, "64": 563.4, "127": 432.8, "200": 577.2, "255": 532.0},
+        "exact_graph_us_by_P": {"1": 124.8, "127": 127.0, "255": 130.5}}
 
 if NO_GPU is None:
     from migx_explore.decode import decoder
@@ -211,11 +211,11 @@ display(SVG(buf.getvalue()))
         md("""
 ## Reading it
 
-* Eager runs are launch-bound (77 launches a step): about 0.5 ms whatever `P` is.
-* A captured graph removes the launch gaps: about 0.13 ms, below PyTorch's own CUDA graph of the same
-  network (0.20 ms on the same H100, `docs/results/decode_h100.md`).
-* The bucketed graph is flat in `P` (within 15% from P=1 to 255) and within a few percent of a
-  program compiled for the exact `P`, while a generation of 255 tokens compiles 5 programs instead
-  of 255. 1,000 graph steps allocate nothing and compile nothing after the first pass.
+* Eager runs are launch-bound (77 launches a step): 0.4-0.6 ms whatever `P` is.
+* A captured graph removes the launch gaps: 0.13 ms at P=127, 0.64x PyTorch's own CUDA graph of the
+  same network (0.20 ms in the same H100 run, `docs/results/decode_h100.md`).
+* The bucketed graph is flat in `P` (max/min 1.13 from P=1 to 255) and within 2-7% of a program
+  compiled for the exact `P`, while a generation of 255 tokens compiles 5 decode programs instead
+  of 255. 1,000 graph steps allocated nothing and compiled nothing after the first pass.
 """),
     ]
