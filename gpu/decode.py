@@ -3,7 +3,7 @@ and captured graph per shape bucket, cached, bounded and reported.
 
 Why buckets, and which ones. A decoder's program depends on the past length P through its
 shapes, so specialising to exact P (what split_single_dyn_dim does) would compile and capture
-a new program at every decode step. `kv_cache_bucket` (compiler/passes/kv_cache.py) turns P into
+a new program at every decode step. `kv_cache_bucket` (compiler/kv_cache.py) turns P into
 a runtime input instead: the program for bucket B attends over the first B rows of the cache
 (a slice view), appends the step's K/V at row P with `concat_past_present`, and relies on the
 model's causal mask (key index <= P + t) to hide rows P + T .. B - 1. Buckets are powers of two
@@ -147,7 +147,7 @@ class KVCacheDecoder:
         self.cache_bytes = sum(int(np.prod(s)) for s in past_shapes.values()) * dtypes.dtype(dtype).size
 
     def _program(self, new: int, bucket: int) -> Any:
-        from ..compiler.passes.kv_cache import kv_cache_bucket
+        from ..compiler.kv_cache import kv_cache_bucket
         from . import compile_program_ir
         from .executor import CompiledProgram
 

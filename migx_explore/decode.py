@@ -1,7 +1,7 @@
 """Greedy generation with a KV-cache model (built-in `gpt2_decode` or an ONNX file): a prefill,
 then decode steps, on the reference evaluator or the GPU (eager or graph mode).
 
-Both targets run the same per-bucket programs (compiler/passes/kv_cache.py): the past length is
+Both targets run the same per-bucket programs (compiler/kv_cache.py): the past length is
 a runtime input and the cache is preallocated at `max_len`; on the GPU the cache stays on the
 device and each step writes only its new K/V rows (gpu/decode.py); the reference evaluator
 carries the caches as arrays.
@@ -88,7 +88,7 @@ class ReferenceDecoder:
         self.caches = {n: np.zeros(s, np.float32) for n, s in layout.shapes.items()}
 
     def step(self, input_ids: np.ndarray, past_len: int) -> np.ndarray:
-        from .compiler.passes.kv_cache import cache_name, kv_cache_bucket
+        from .compiler.kv_cache import cache_name, kv_cache_bucket
         from .compiler.ref import evaluate
         from .gpu.decode import bucket_for
 

@@ -123,7 +123,7 @@ the attention reads the first `bucket` rows through a `slice` view; rows past `P
 the model's own causal mask. No per-step allocation, no copy of the past.
 """),
         code("""
-from migx_explore.compiler.passes.kv_cache import kv_cache_bucket
+from migx_explore.compiler.kv_cache import kv_cache_bucket
 
 bucket = kv_cache_bucket(load("gpt2_decode", P=(0, 255), T=1), 128, 256)
 for line in print_program(bucket).splitlines():

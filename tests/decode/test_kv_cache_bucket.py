@@ -8,7 +8,7 @@ import pytest
 
 from migx_explore.compiler import evaluate, print_program
 from migx_explore.compiler.errors import MigxError
-from migx_explore.compiler.passes.kv_cache import kv_cache_bucket
+from migx_explore.compiler.kv_cache import kv_cache_bucket
 from migx_explore.models import load
 from migx_explore.models.gpt2_decode import decode_feed
 

@@ -18,17 +18,20 @@ P..P+T-1 (no copy of the past); rows at and beyond P + T hold zeros or stale ent
 model's own causal mask (key index <= query position P + t) hides them. The presents are not
 returned: the cache buffers hold them (`return_cache=True` returns the updated caches too, for the
 reference evaluator, where values are not updated in place).
+
+Not a pass of the five pipelines: it makes a new program per bucket from the dynamic one, which
+the GPU decoder (gpu/decode.py) and the reference decoder (migx_explore/decode.py) then compile.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from ..errors import MigxError
-from ..ir import Instruction, Program
-from ..op import Op
-from ..shape import Shape
-from .split_single_dyn_dim import shape_computations
+from .errors import MigxError
+from .ir import Instruction, Program
+from .op import Op
+from .shape import Shape
+from .passes.split_single_dyn_dim import shape_computations
 
 PAST_LEN = "past_len"
 
@@ -134,7 +137,7 @@ def _append(m, ins: Instruction, env, cache: Instruction, past_len: Instruction,
 
 def _fold(m, ins: Instruction, args: list[Instruction]) -> Instruction:
     """A shape computation whose inputs became literals is a literal (else it stays an op)."""
-    from ..ref import _run
+    from .ref import _run
 
     if not all(a.is_literal() for a in args) and not (ins.name == "dimensions_of" and not args[0].shape.dynamic_shape):
         if ins.name == "range":
