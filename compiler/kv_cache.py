@@ -30,8 +30,8 @@ import numpy as np
 from .errors import MigxError
 from .ir import Instruction, Program
 from .op import Op
-from .shape import Shape
 from .passes.split_single_dyn_dim import shape_computations
+from .shape import Shape
 
 PAST_LEN = "past_len"
 
