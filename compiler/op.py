@@ -319,5 +319,5 @@ def _lifted_dynamic_shape(spec: OpSpec, op: Op, inputs: list[Shape], mods: list)
         raise ShapeError(f"{op.name}: has no shape rule for dynamic inputs")
     if lo.lens == hi.lens:
         return hi
-    dims = tuple(DynDim(min(a, b), max(a, b)) for a, b in zip(lo.lens, hi.lens))
-    return Shape(hi.type, hi.lens, hi.strides, dims)
+    # Dynamic shapes carry no layout (they print without strides and never reach the GPU).
+    return Shape.dynamic(hi.type, [DynDim(min(a, b), max(a, b)) for a, b in zip(lo.lens, hi.lens)])

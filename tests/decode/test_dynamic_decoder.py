@@ -60,3 +60,12 @@ def test_dynamic_shapes_splits_into_static_submodules_without_dynamic_ops():
         assert all(not i.shape.dynamic_shape for i in m), m.name
         size = int(m.name.split("_")[1])
         assert m.get_parameter("past_value_2").shape.lens == (1, 4, size, 32)
+
+
+def test_dynamic_decoder_text_form_round_trips_before_and_after_dynamic_shapes():
+    from migx_explore.compiler import parse
+
+    program = _dynamic()
+    assert parse(print_program(program, full=True)) == program
+    PassManager().run(program, gpu_pipelines()[:1])
+    assert parse(print_program(program, full=True)) == program
