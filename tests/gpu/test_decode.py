@@ -20,6 +20,8 @@ def _graph_equals_eager_each_step(dec, steps: int) -> None:
     past = 0
     ids = np.array([PROMPT], np.int64)
     for k in range(steps):
+        if past + ids.shape[1] > dec.max_len:  # cache full: a new generation over the stale rows
+            past, ids = 0, np.array([PROMPT[::-1]], np.int64)
         eager = dec.step(ids, past, "eager")
         graph = dec.step(ids, past, "graph")
         np.testing.assert_array_equal(graph, eager, err_msg=f"step {k} (past length {past})")
@@ -34,12 +36,14 @@ def test_bucket_sizes():
         bucket_for(257, 256)
 
 
-def test_graph_equals_eager_every_step_on_fake(fake):
-    with decoder("gpt2_decode", target="gpu", backend=fake) as dec:
-        _graph_equals_eager_each_step(dec, 20)  # prefill + 19 steps: buckets 16 and 32
+def test_graph_equals_eager_every_step_200_steps_on_fake(fake):
+    # A 64-row cache: 200 steps are four generations (prefill + 60 steps each), so later ones run
+    # over rows a previous generation left behind.
+    with decoder("gpt2_decode", target="gpu", backend=fake, max_len=64) as dec:
+        _graph_equals_eager_each_step(dec, 200)
         stats = dec.memory()
-    assert (stats.programs, stats.graphs, stats.compiles) == (3, 3, 3)  # prefill T=4; T=1 at 16, 32
-    assert stats.cache_bytes == 8 * 4 * 256 * 32 * 4
+    assert (stats.programs, stats.graphs, stats.compiles) == (4, 4, 4)  # prefill T=4; T=1 at 16, 32, 64
+    assert stats.cache_bytes == 8 * 4 * 64 * 32 * 4 and stats.hits > 390
 
 
 def test_gpu_generation_matches_reference_on_fake(fake):
