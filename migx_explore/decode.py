@@ -136,6 +136,12 @@ def generate(source: Any, prompt_ids: Any, steps: int, *, target: str = "ref", m
     if steps < 1:
         raise MigxError("generate needs steps >= 1")
     dec = decoder(source, target=target, **kw)
+    rows = len(np.asarray(prompt_ids).reshape(-1)) + steps - 1
+    if rows > dec.max_len:
+        if target != "ref":
+            dec.close()
+        raise MigxError(f"a prompt of {rows - steps + 1} tokens and {steps} steps need {rows} cache rows, but the "
+                        f"cache holds {dec.max_len} (max_len / --max-len)")
     if target == "ref":
         return greedy(dec.step, prompt_ids, steps)
     try:

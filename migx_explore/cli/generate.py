@@ -1,5 +1,6 @@
 """`migx-explore generate MODEL --steps N [--prompt 1,2,3] [--target ref|gpu] [--mode eager|graph]`:
-greedy decoding with a KV-cache model (prefill, then decode steps feeding presents back)."""
+greedy decoding with a KV-cache model: a prefill, then decode steps on per-bucket programs that
+append to a preallocated cache in place (migx_explore.decode)."""
 
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ def generate(args: argparse.Namespace) -> int:
 
     start = time.perf_counter()
     out = run(args.model, _prompt(args.prompt), args.steps, target=args.target, mode=args.mode,
-              max_programs=args.max_programs)
+              max_programs=args.max_programs, buckets=args.buckets, max_len=args.max_len)
     elapsed = time.perf_counter() - start
     print("tokens: " + ",".join(map(str, out.tokens)))
     print(f"{len(out.tokens)} steps in {elapsed:.2f} s on {args.target}"
@@ -42,5 +43,8 @@ def register(sub) -> None:
     p.add_argument("--target", choices=("ref", "gpu"), default="ref", help="ref: numpy reference evaluator")
     p.add_argument("--mode", choices=("eager", "graph"), default="graph", help="GPU execution mode")
     p.add_argument("--max-programs", type=int, default=8,
-                   help="GPU: compiled programs (one per shape, each with its graph) kept at most")
+                   help="GPU: compiled programs (one per bucket, each with its graph) kept at most")
+    p.add_argument("--buckets", choices=("pow2", "exact"), default="pow2",
+                   help="cache rows a step attends over: the next power of two, or exactly P + T")
+    p.add_argument("--max-len", type=int, default=None, help="cache length (default: the model's 256 positions)")
     p.set_defaults(func=generate)

@@ -27,3 +27,8 @@ def test_generate_refuses_a_bad_prompt(capsys):
 def test_session_generate_uses_its_model():
     s = Session.from_model("gpt2_decode", input_dims={"P": 0, "T": 4}, include_backend=False)
     assert s.generate([5, 17, 99, 3], 3).tokens == generate("gpt2_decode", [5, 17, 99, 3], 3).tokens
+
+
+def test_generate_refuses_more_steps_than_the_cache_holds(capsys):
+    assert main(["generate", "gpt2_decode", "--steps", "40", "--max-len", "32"]) == 2
+    assert "need 43 cache rows, but the cache holds 32" in capsys.readouterr().err
