@@ -150,9 +150,19 @@ class Session:
         from . import models
 
         dims = kw.pop("input_dims", None) or {}
-        s = cls(models.load(model_name, **dims), name=model_name, **kw)
+        s = cls(models.load(model_name, feed=kw.get("inputs"), **dims), name=model_name, **kw)
         s.source = {"kind": "model", "value": model_name, "input_dims": dict(dims)}
         return s
+
+    def generate(self, prompt_ids: Sequence[int], steps: int, *, target: str = "ref", mode: str = "graph",
+                 **kw: Any) -> Any:
+        """Greedy generation with this session's KV-cache model (an ONNX file or built-in model):
+        prefill, then decode steps feeding presents back as pasts (migx_explore.decode)."""
+        from .decode import generate
+
+        if self.source.get("kind") not in ("model", "onnx"):
+            raise MigxError("generate needs a session made by from_model or from_onnx (it recompiles per shape)")
+        return generate(self.source["value"], prompt_ids, steps, target=target, mode=mode, **kw)
 
     @classmethod
     def from_text(cls, text: str, **kw: Any) -> Session:

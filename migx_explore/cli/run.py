@@ -34,13 +34,9 @@ def output_names(program) -> list[str]:
 
 
 def read_feed(path: str, program) -> dict[str, np.ndarray]:
-    try:
-        with np.load(path, allow_pickle=False) as z:
-            data = {k: z[k] for k in z.files}
-    except FileNotFoundError:
-        raise MigxError(f"inputs file {path!r} not found") from None
-    except (OSError, ValueError) as e:
-        raise MigxError(f"cannot read inputs file {path!r} as .npz: {e}") from None
+    from ..loading import read_npz
+
+    data = read_npz(path)
     keys = input_names(program)
     by_key = {k: p for k, p in keys}
     by_param = {p: p for _, p in keys}
