@@ -33,7 +33,12 @@ class GemmPlan:
     stride_c: int
     batch: int
     offsets: tuple[tuple[int, int, int], ...]  # element offsets (a, b, c) of each host-looped call
-    dtype: str
+    dtype: str  # the operands' type
+    out_dtype: str = ""  # the result's type when it differs (quant_dot: int8 -> int32, fp8 -> float32)
+
+    @property
+    def c_dtype(self) -> str:
+        return self.out_dtype or self.dtype
 
     def describe(self) -> str:
         ops = ("T" if self.trans1 else "N") + ("T" if self.trans2 else "N")
@@ -136,7 +141,30 @@ def plan_gemm(a: Shape, b: Shape, c: Shape) -> GemmPlan | None:
     count, (st_a, st_b, st_c), offsets = batched
     first, second = ((st_b, st_a) if row_c else (st_a, st_b))
     offs = tuple((oa, ob, oc) for oa, ob, oc in offsets)
-    return GemmPlan(row_c, o1[0], o2[0], mm, nn, k, o1[1], o2[1], ldc, first, second, st_c, count, offs, a.type)
+    return GemmPlan(row_c, o1[0], o2[0], mm, nn, k, o1[1], o2[1], ldc, first, second, st_c, count, offs, a.type,
+                    c.type if c.type != a.type else "")
+
+
+# 8-bit GEMMs vendor BLAS takes: cuBLASLt's int8 (IMMA) and fp8 kernels in the regular column
+# order need op(A) = T, op(B) = N ("TN") and sizes / leading dimensions / batch strides in
+# multiples of 4 (int8) or 16 elements (fp8: 16-byte alignment); hipBLAS(Lt) int8 likewise.
+QUANT_ALIGN = {"int8": 4, "float8e4m3fn": 16}
+
+
+def quant_blas_refusal(plan: GemmPlan, types: Sequence[str]) -> str | None:
+    """Why vendor BLAS cannot run this 8-bit plan (None: it can). `types`: the 8-bit operand
+    types the target's BLAS has GEMMs for."""
+    if plan.dtype not in types:
+        return f"no {plan.dtype} BLAS GEMM on this target"
+    if not plan.trans1 or plan.trans2:
+        return "layout is not TN"
+    q = QUANT_ALIGN[plan.dtype]
+    sizes = (plan.m, plan.k, plan.ld1, plan.ld2, plan.stride1, plan.stride2) + (
+        (plan.n,) if plan.dtype == "float8e4m3fn" else ())
+    offs = [o for t in plan.offsets for o in t[:2]]
+    if any(v % q for v in sizes + tuple(offs)) or plan.ldc % 4 or plan.stride_c % 4:
+        return f"sizes not multiples of {q}"
+    return None
 
 
 def _split_batch(lens: Sequence[int], strides: Sequence[Sequence[int]]):

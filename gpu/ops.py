@@ -144,7 +144,8 @@ defop("gpu::host_op", _wrapped_shape, _wrapped_compute, attrs=_WRAPPED_ATTRS, na
 def _gemm_shape(op, shapes, mods):
     a, b = shapes[0], shapes[1]
     out = shapes[-1]
-    d = compute_shape(Op("dot"), [a, b])
+    quant = a.type in _QUANT_ACC
+    d = compute_shape(Op("quant_dot" if quant else "dot"), [a, b])
     if d.elements() != out.elements():
         raise ShapeError(f"gpu::gemm: product {list(d.lens)} does not fit buffer {list(out.lens)}")
     if len(shapes) > 3 and not mods:
@@ -154,9 +155,13 @@ def _gemm_shape(op, shapes, mods):
     return out
 
 
+# int8 / fp8 GEMMs (quant_dot lowered): int32 / float32 accumulation and result.
+_QUANT_ACC = {"int8": np.int32, "uint8": np.int32, "float8e4m3fn": np.float32}
+
+
 def _gemm_compute(op, args, out, run):
     a, b = args[0], args[1]
-    acc = np.float32 if dtypes.is_low_float(a.dtype) else None
+    acc = _QUANT_ACC.get(dtypes.dtype(a.dtype).name) or (np.float32 if dtypes.is_low_float(a.dtype) else None)
     res = np.matmul(a.astype(acc) if acc else a, b.astype(acc) if acc else b) * op["alpha"]
     res = res.reshape(out.lens)
     if run.ins.module_inputs:

@@ -130,6 +130,35 @@ def _epilogue_emulator(backend: Backend, ins: Instruction, addrs: list[int]) -> 
     return run
 
 
+QUANT_TYPES = ("int8", "uint8", "float8e4m3fn")
+
+
+def _generated_gemm(backend: Backend, ins: Instruction, addrs: list[int], stream: Any, keep: list, emulate: bool):
+    """An 8-bit gpu::gemm the BLAS library refused at finalize: the generated tiled kernel
+    instead (compiled here, through the kernel cache), never the host."""
+    from . import kernel_cache
+    from .codegen import gemm_kernel
+
+    a, b, c = ins.inputs[0], ins.inputs[1], ins.inputs[-1]
+    ks = gemm_kernel([a.shape, b.shape, c.shape], ins.op["alpha"])
+    kernel_cache.register(ks)
+    binary = kernel_cache.compile_many(backend, [ks])[ks.key]
+    module = backend.load_module(binary)
+    keep.append(module)  # lives as long as the step list
+    pa, pb, pc = addrs[0], addrs[1], addrs[-1]
+
+    def run():
+        acc = np.int64 if c.shape.type == "int32" else np.float64
+        x = np.array(backend.view(pa, a.shape)).astype(acc)
+        y = np.array(backend.view(pb, b.shape)).astype(acc)
+        r = (np.matmul(x, y) * acc(ins.op["alpha"])).astype(dtypes.np_dtype(c.shape.type))
+        backend.view(pc, c.shape)[...] = r.reshape(c.shape.lens)
+
+    step = backend.make_launch(backend.get_function(module, ks.name), ks.global_size // ks.local_size,
+                               ks.local_size, 0, stream, argblock([pa, pb, pc], keep), run if emulate else None)
+    return step, ks
+
+
 class HostReader:
     """Moves values between device buffers and numpy for host ops (synchronous)."""
 
@@ -205,9 +234,16 @@ def build_steps(main, addr: dict[int, Any], backend: Backend, stream: Any, funct
             plan = plan_gemm(ins.inputs[0].shape, ins.inputs[1].shape, ins.inputs[-1].shape)
             if plan is None:
                 raise GpuError(f"executor: gemm #{ins.id} has no BLAS plan (run compile_blas)")
-            step = backend.make_gemm(blas(), plan, addrs[0], addrs[1], addrs[-1], ins.op["alpha"])
-            note = getattr(step, "note", "")
-            out.add(step, StepInfo(ins.id, label, "blas", plan.describe() + (f" [{note}]" if note else "")))
+            try:
+                step = backend.make_gemm(blas(), plan, addrs[0], addrs[1], addrs[-1], ins.op["alpha"])
+            except GpuError as e:
+                if plan.dtype not in QUANT_TYPES:
+                    raise
+                step, ks = _generated_gemm(backend, ins, addrs, stream, out.keep, emulate)
+                out.add(step, StepInfo(ins.id, label, "kernel", f"{ks.name} (BLAS refused: {e})"))
+            else:
+                note = getattr(step, "note", "")
+                out.add(step, StepInfo(ins.id, label, "blas", plan.describe() + (f" [{note}]" if note else "")))
             if ins.module_inputs:
                 key = ins.op["epilogue_key"]
                 if not key:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from ...compiler.ir import Instruction
 from ..ops import MODULE_OPS, inner_op, split_inputs
 from .common import CodegenUnsupported, KernelSource, sanitize
+from .gemm import gemm_kernel
 from .nn import conv_kernel, im2col_kernel, pooling_kernel, resize_kernel
 from .pointwise import (
     append_kernel,
@@ -18,12 +19,12 @@ from .pointwise import (
 )
 from .reduce import REDUCE_OPS, reduce_kernel
 
-__all__ = ["CodegenUnsupported", "KernelSource", "epilogue_kernel", "generate", "kernel_family"]
+__all__ = ["CodegenUnsupported", "KernelSource", "epilogue_kernel", "gemm_kernel", "generate", "kernel_family"]
 
 _REDUCTIONS = set(REDUCE_OPS) | {"softmax", "logsoftmax", "argmax", "argmin", "fused_reduce", "split_fused_reduce",
                                   "layernorm", "add_layernorm"}
 _OWN_FAMILY = ("convolution", "gpu::im2col", "pooling", "resize", "concat", "gather", "pad", "reverse", "fused_concat",
-               "concat_past_present")
+               "concat_past_present", "quant_dot")
 
 
 def kernel_family(name: str) -> str | None:
@@ -32,6 +33,8 @@ def kernel_family(name: str) -> str | None:
         return "pointwise"
     if name in _REDUCTIONS:
         return "reduce"
+    if name == "quant_convolution":  # the direct kernel with int32 / float accumulation
+        return "convolution"
     if name in _OWN_FAMILY:
         return name
     if elementwise_supported_name(name):
@@ -81,6 +84,8 @@ def generate(ins: Instruction) -> KernelSource:
         ks = pad_kernel(inner, shapes)
     elif family == "reverse":
         ks = reverse_kernel(inner, shapes)
+    elif family == "quant_dot":  # where BLAS cannot take it (layout, alignment, no fp8 GEMM)
+        ks = gemm_kernel(shapes)
     elif family == "fused_concat":
         ks = fused_concat_kernel(inner, shapes, list(mods))
     else:

@@ -37,10 +37,11 @@ class KernelSource:
 # Storage type (what a pointer points at) and compute type (what arithmetic uses).
 STORAGE = {
     "float32": "float", "float64": "double", "float16": "migx::half_t", "bfloat16": "migx::bf16_t",
+    "float8e4m3fn": "migx::fp8e4m3_t",
     "int8": "signed char", "uint8": "unsigned char", "int16": "short", "uint16": "unsigned short",
     "int32": "int", "uint32": "unsigned int", "int64": "long long", "uint64": "unsigned long long", "bool": "bool",
 }
-COMPUTE = dict(STORAGE, float16="float", bfloat16="float")
+COMPUTE = dict(STORAGE, float16="float", bfloat16="float", float8e4m3fn="float")
 
 
 def storage_type(t: str) -> str:
@@ -55,7 +56,7 @@ def compute_type(t: str) -> str:
 
 
 def is_float(t: str) -> bool:
-    return t in ("float16", "bfloat16", "float32", "float64")
+    return t in ("float8e4m3fn", "float16", "bfloat16", "float32", "float64")
 
 
 def literal(value, t: str) -> str:

@@ -116,6 +116,10 @@ def _shift(sym: str) -> Row:
 
 
 def _quantize(op, a, ts, out):
+    if is_float(out):  # fp8: saturate to the finite range in float; the store rounds to fp8
+        limit = float(dtypes.finfo(out).max)
+        zp = f" + (float){a[2]}" if len(a) == 3 else ""
+        return f"fminf(fmaxf((float){a[0]} / (float){a[1]}{zp}, {-limit!r}f), {limit!r}f)"
     info = np.iinfo(dtypes.np_dtype(out))
     zp = f" + (double){a[2]}" if len(a) == 3 else ""
     return (f"(({compute_type(out)})fmin(fmax(rint((double){a[0]} / (double){a[1]}){zp}, {float(info.min)!r}), "

@@ -43,7 +43,8 @@ def conv_kernel(op: Op, shapes: Sequence[Shape], epilogue: Module | None) -> Ker
     pb, _, st, dl = conv_params(op, nd)
     g = op["group"]
     cg, kg = w.lens[1], w.lens[0] // g
-    acc = _acc_type(x.type)
+    # quant_convolution: int8 accumulates in int32 (exact), fp8 in float (MIGraphX's output types)
+    acc = "int" if x.type in ("int8", "uint8") else _acc_type(x.type)
     ksz = w.lens[2:]
 
     def lines_fn(o, it):
@@ -74,7 +75,8 @@ def conv_kernel(op: Op, shapes: Sequence[Shape], epilogue: Module | None) -> Ker
                 lines.append(f"const {compute_type(s.type)} {var} = migx::load(p{2 + k}, {offset_expr(o, s.strides)});")
                 loaded.append(var)
             em = BodyEmitter("ep")
-            outs = em.run(epilogue, [f"({compute_type(x.type)})acc"] + loaded, [x.type] + [s.type for s in extras])
+            conv_t = {"int8": "int32", "uint8": "int32", "float8e4m3fn": "float32"}.get(x.type, x.type)
+            outs = em.run(epilogue, [f"({compute_type(conv_t)})acc"] + loaded, [conv_t] + [s.type for s in extras])
             lines += em.lines
             result = outs[0][0]
         lines.append(f"migx::store(p{len(shapes) - 1}, {offset_expr(o, out.strides)}, {result});")

@@ -62,13 +62,49 @@ MIGX_DEVICE bf16_t to_bf16(float f) {
     return b;
 }
 
+// ---- OCP fp8 e4m3fn storage (quantize_fp8) ----------------------------------------------------
+// 1 sign, 4 exponent (bias 7), 3 mantissa bits; no infinities, S.1111.111 is NaN, finite range
+// +-448. Converted through float in software (integer ops only), as ml_dtypes does on the host:
+// round to nearest even; values past the range (and infinities) become NaN.
+struct fp8e4m3_t { unsigned char bits; };
+
+MIGX_DEVICE float to_float(fp8e4m3_t v) {
+    const unsigned int s = (v.bits & 0x80u) << 24, e = (v.bits >> 3) & 0xFu, m = v.bits & 0x7u;
+    if (e == 0xFu && m == 0x7u) return bits_to_float(s | 0x7fc00000u);
+    if (e == 0) return bits_to_float(s | float_to_bits((float)m * 0.001953125f));  // m * 2^-9
+    return bits_to_float(s | ((e + 120u) << 23) | (m << 20));
+}
+MIGX_DEVICE fp8e4m3_t to_fp8e4m3(float f) {
+    const unsigned int u = float_to_bits(f);
+    const unsigned char sign = (unsigned char)((u >> 24) & 0x80u);
+    const unsigned int a = u & 0x7fffffffu;
+    fp8e4m3_t r;
+    if (a > 0x43e80000u) { r.bits = (unsigned char)(sign | 0x7Fu); return r; }  // NaN, inf, |f| > 464
+    if (a < 0x3c800000u) {  // below 2^-6: subnormal, a multiple of 2^-9 (rounded to nearest even)
+        const float q = bits_to_float(a) * 512.0f;
+        int n = (int)q;
+        const float rem = q - (float)n;
+        if (rem > 0.5f || (rem == 0.5f && (n & 1))) ++n;
+        r.bits = (unsigned char)(sign | n);  // n == 8 is the smallest normal's encoding
+        return r;
+    }
+    unsigned int e = (a >> 23) - 120u, m = a & 0x7fffffu;
+    unsigned int keep = m >> 20, rest = m & 0xfffffu;
+    if (rest > 0x80000u || (rest == 0x80000u && (keep & 1u))) ++keep;
+    if (keep == 8u) { keep = 0; ++e; }
+    r.bits = (unsigned char)(sign | (e << 3) | keep);
+    return r;
+}
+
 // load(): storage type -> compute type; store(): compute type -> storage type.
 template <class T> MIGX_DEVICE T load(const T* p, i64 i) { return p[i]; }
 MIGX_DEVICE float load(const half_t* p, i64 i) { return to_float(p[i]); }
 MIGX_DEVICE float load(const bf16_t* p, i64 i) { return to_float(p[i]); }
+MIGX_DEVICE float load(const fp8e4m3_t* p, i64 i) { return to_float(p[i]); }
 template <class T, class U> MIGX_DEVICE void store(T* p, i64 i, U v) { p[i] = (T)v; }
 template <class U> MIGX_DEVICE void store(half_t* p, i64 i, U v) { p[i] = to_half((float)v); }
 template <class U> MIGX_DEVICE void store(bf16_t* p, i64 i, U v) { p[i] = to_bf16((float)v); }
+template <class U> MIGX_DEVICE void store(fp8e4m3_t* p, i64 i, U v) { p[i] = to_fp8e4m3((float)v); }
 
 // ---- scalar helpers ----------------------------------------------------------------------------
 MIGX_DEVICE float inf_f() { return bits_to_float(0x7f800000u); }

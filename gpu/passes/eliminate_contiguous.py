@@ -8,7 +8,7 @@ from typing import ClassVar
 from ...compiler.ir import Instruction, Module
 from ...compiler.op import compute_shape
 from ...compiler.passes import Pass
-from ..blas_plan import plan_gemm
+from ..blas_plan import QUANT_ALIGN, plan_gemm, quant_blas_refusal
 from ..ops import WRAPPING_OPS, split_inputs
 
 
@@ -27,7 +27,12 @@ def accepts_any_layout(user: Instruction, index: int, new_shape) -> bool:
     if user.name == "gpu::gemm" and index < 2:
         shapes = [i.shape for i in user.inputs]
         shapes[index] = new_shape
-        return plan_gemm(shapes[0], shapes[1], shapes[-1]) is not None
+        plan = plan_gemm(shapes[0], shapes[1], shapes[-1])
+        if plan is not None and plan.dtype in QUANT_ALIGN:  # 8-bit BLAS needs its TN layout kept
+            from .lowering import quant_blas_types
+
+            return quant_blas_refusal(plan, quant_blas_types()) is None
+        return plan is not None
     if user.op.has("view") and not user.op.has("require_std_shape"):
         try:  # the view's own users see the changed strides too
             shape = compute_shape(user.op, [new_shape if k == index else i.shape for k, i in enumerate(user.inputs)])

@@ -26,7 +26,7 @@ from ...compiler.op import Op
 from ...compiler.ops.nn import conv_params
 from ...compiler.passes import Pass
 from ...compiler.shape import Shape
-from ..blas_plan import plan_gemm
+from ..blas_plan import plan_gemm, quant_blas_refusal
 from ..codegen import kernel_family
 from ..ops import op_text
 
@@ -115,6 +115,10 @@ class Lowering(Pass):
             new = self._dot(m, ins)
         elif ins.name == "convolution" and _is_float(ins.shape):
             new = self._conv(m, ins)
+        elif ins.name == "quant_dot":
+            new = quant_dot(m, ins, ins.inputs[0], ins.inputs[1], ins.shape)
+        elif ins.name == "quant_convolution":
+            new = self._quant_conv(m, ins)
         elif op.has("in_place"):  # e.g. concat_past_present: its last input is its output buffer
             *own, buf = ins.inputs
             new = m.insert_instruction(ins, Op("gpu::precompile_op", op=op_text(op), ninputs=len(own), outputs=1),
@@ -168,6 +172,30 @@ class Lowering(Pass):
         b = view(m, ins, "reshape", col, dims=[n, g, cg * taps, p])
         return gemm(m, ins, a, b, ins.shape.as_standard())
 
+    def _quant_conv(self, m: Module, ins: Instruction) -> Instruction:
+        """int8 / fp8 convolution: small and depthwise as the direct kernel (int32 / float
+        accumulation), the rest as im2col written k-contiguous ([n, p, K] in memory) so the
+        quantized GEMM gets the TN layout 8-bit BLAS wants."""
+        x, w = ins.inputs
+        op = ins.op
+        nd = x.shape.ndim - 2
+        _, _, st, dl = conv_params(op, nd)
+        g = op["group"]
+        k_out, cg = w.shape.lens[0], w.shape.lens[1]
+        ksz = list(w.shape.lens[2:])
+        taps = math.prod(ksz)
+        if g > 1 or cg * taps <= SMALL_CONV_TAPS:
+            return precompile(m, ins, op, [x, w], ins.shape)
+        from ...compiler.op import compute_shape
+
+        col_op = Op("gpu::im2col", kernel=ksz, padding=op["padding"], stride=st, dilation=dl)
+        n, kk, p = compute_shape(col_op, [x.shape]).lens
+        col_t = Shape(x.shape.type, [n, kk, p], [kk * p, 1, kk])  # element (n, K, p) at n*K*p + p*K + K
+        col = precompile(m, ins, col_op, [x], col_t)
+        a = view(m, ins, "multibroadcast", view(m, ins, "reshape", make_standard(m, ins, w), dims=[k_out, kk]),
+                 out_lens=[n, k_out, kk])
+        return quant_dot(m, ins, a, col, ins.shape.as_standard())
+
     def _conv_1x1(self, m: Module, ins: Instruction, x: Instruction, w: Instruction) -> Instruction:
         n, c = x.shape.lens[:2]
         k_out = w.shape.lens[0]
@@ -198,3 +226,55 @@ class Lowering(Pass):
 def gemm(m: Module, before: Instruction, a: Instruction, b: Instruction, out: Shape) -> Instruction:
     buf = allocate(m, before, out)
     return m.insert_instruction(before, Op("gpu::gemm"), [a, b, buf])
+
+
+def quant_blas_types() -> tuple[str, ...]:
+    """8-bit operand types the bound target's BLAS multiplies (both when no target is bound)."""
+    from .. import kernel_cache
+
+    target = kernel_cache.current_target()
+    return tuple(getattr(target, "quant_gemm_types", ("int8", "float8e4m3fn")))
+
+
+def _transposed_copy(m: Module, before: Instruction, b: Instruction) -> Instruction:
+    """b[..., k, n] re-stored k-contiguous (as the standard [..., n, k] seen through a transpose):
+    folded into a new literal when b is constant (weights), else one copy kernel."""
+    perm = list(range(b.shape.ndim - 2)) + [b.shape.ndim - 1, b.shape.ndim - 2]
+    if b.can_eval():
+        import numpy as np
+
+        lit = m.add_literal(np.ascontiguousarray(np.transpose(np.asarray(b.eval()), perm)))
+        return view(m, before, "transpose", lit, permutation=perm)
+    t = make_standard(m, before, view(m, before, "transpose", b, permutation=perm))
+    return view(m, before, "transpose", t, permutation=perm)
+
+
+def _k_contiguous(s: Shape) -> Shape:
+    """s[..., k, n] stored as the standard [..., n, k] seen through a transpose."""
+    lens = list(s.lens)
+    std = Shape(s.type, lens[:-2] + [lens[-1], lens[-2]]).strides
+    return Shape(s.type, lens, list(std[:-2]) + [std[-1], std[-2]])
+
+
+def quant_dot(m: Module, before: Instruction, a: Instruction, b: Instruction, out: Shape) -> Instruction:
+    """int8 / fp8 product: a BLAS GEMM when the target's library takes the layout (made TN: a
+    row-major, b k-contiguous), else the generated tiled kernel (int32 / float accumulation)."""
+    out = alloc_shape(out)
+    types = quant_blas_types()
+    plan = plan_gemm(a.shape, b.shape, out)
+    if plan is not None and quant_blas_refusal(plan, types) is None:
+        return gemm(m, before, a, b, out)
+    a_row = a.shape.strides[-1] == 1 or a.shape.lens[-1] == 1
+    b_kc = b.shape.strides[-2] == 1 and b.shape.lens[-2] > 1
+    want_a = a.shape if a_row else a.shape.as_standard()
+    want_b = b.shape if b_kc else _k_contiguous(b.shape)
+    plan = plan_gemm(want_a, want_b, out)
+    if a.shape.type in types and plan is not None and quant_blas_refusal(plan, types) is None:
+        a2 = a if a_row else make_standard(m, before, a)
+        b2 = b if b_kc else _transposed_copy(m, before, b)
+        return gemm(m, before, a2, b2, out)
+    prod = list(a.shape.lens[:-2]) + [a.shape.lens[-2], b.shape.lens[-1]]
+    if list(out.lens) == prod:
+        return precompile(m, before, Op("quant_dot"), [a, b], out)
+    res = precompile(m, before, Op("quant_dot"), [a, b], Shape(out.type, prod))  # e.g. conv: [n, k, h*w]
+    return view(m, before, "reshape", res, dims=list(out.lens))

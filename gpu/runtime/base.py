@@ -117,7 +117,13 @@ class Backend(ABC):
 
     @abstractmethod
     def make_gemm(self, handle: Any, plan: GemmPlan, a: int, b: int, c: int, alpha: float) -> Step:
-        """The BLAS calls of `plan` for device addresses a, b, c (element offsets in the plan)."""
+        """The BLAS calls of `plan` for device addresses a, b, c (element offsets in the plan).
+        Raises GpuError when the library refuses an 8-bit plan (the executor then launches a
+        generated kernel instead)."""
+
+    # 8-bit operand types this target's BLAS has GEMMs for (lowering sends the rest of quant_dot
+    # to the generated tiled kernel).
+    quant_gemm_types: tuple[str, ...] = ("int8",)
 
     # ---- graphs ------------------------------------------------------------------------------
     @abstractmethod

@@ -40,6 +40,8 @@ class CudaBackend(Backend):
         major = self._attr(attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)
         minor = self._attr(attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)
         self.arch = f"sm_{major}{minor}"
+        # cuBLASLt has fp8 e4m3 GEMMs from Ada / Hopper (sm_89) on
+        self.quant_gemm_types = ("int8", "float8e4m3fn") if (major, minor) >= (8, 9) else ("int8",)
         self.warp_size = self._attr(attr.CU_DEVICE_ATTRIBUTE_WARP_SIZE)
         self.multiprocessors = self._attr(attr.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
         raw = self.check(cu.cuDeviceGetName(256, self._dev), "cuDeviceGetName")

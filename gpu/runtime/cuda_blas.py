@@ -23,8 +23,12 @@ import numpy as np
 from ..blas_plan import GemmPlan
 from .base import GpuError
 
-CUDA_R = {"float32": 0, "float64": 1, "float16": 2, "bfloat16": 14}  # cudaDataType
-COMPUTE = {"float64": 70}  # CUBLAS_COMPUTE_64F; everything else CUBLAS_COMPUTE_32F (68)
+CUDA_R = {"float32": 0, "float64": 1, "float16": 2, "bfloat16": 14,  # cudaDataType
+          "int8": 3, "int32": 10, "float8e4m3fn": 28}
+# CUBLAS_COMPUTE_64F for double, CUBLAS_COMPUTE_32I for int8 (int32 accumulation and int32
+# alpha/beta); everything else CUBLAS_COMPUTE_32F (68), fp8 included (float32 accumulation).
+COMPUTE = {"float64": 70, "int8": 72}
+ESIZE = {"float16": 2, "bfloat16": 2, "int8": 1, "float8e4m3fn": 1}
 GEMM_DEFAULT = -1
 LT_DESC_TRANSA, LT_DESC_TRANSB = 3, 4  # cublasLtMatmulDescAttributes_t
 LT_LAYOUT_BATCH_COUNT, LT_LAYOUT_BATCH_OFFSET = 5, 6  # cublasLtMatrixLayoutAttribute_t
@@ -121,29 +125,37 @@ class Cublas:
     # ---- one GEMM plan -------------------------------------------------------------------------
     def make_gemm(self, bh: BlasHandle, plan: GemmPlan, a: int, b: int, c: int, alpha: float, timer=None):
         """(step, note): the step runs every call of the plan; note says which path/algorithm."""
-        t = CUDA_R.get(plan.dtype)
-        if t is None:
-            raise GpuError(f"cuda: no cuBLAS GEMM for {plan.dtype}")
-        esz = np.dtype(np.float16 if plan.dtype in ("float16", "bfloat16") else plan.dtype).itemsize
-        scalar = ctypes.c_double if plan.dtype == "float64" else ctypes.c_float
-        keep = [scalar(alpha), scalar(0.0)]
+        t, tc = CUDA_R.get(plan.dtype), CUDA_R.get(plan.c_dtype)
+        if t is None or tc is None:
+            raise GpuError(f"cuda: no cuBLAS GEMM for {plan.dtype} -> {plan.c_dtype}")
+        esz = ESIZE.get(plan.dtype) or np.dtype(plan.dtype).itemsize
+        esz_c = ESIZE.get(plan.c_dtype) or np.dtype(plan.c_dtype).itemsize
         compute = COMPUTE.get(plan.dtype, 68)
+        scalar = {70: ctypes.c_double, 72: ctypes.c_int32}.get(compute, ctypes.c_float)
+        keep = [scalar(int(alpha) if compute == 72 else alpha), scalar(0)]
         ptrs = []
         for oa, ob, oc in plan.offsets:
             p1, p2 = (b + ob * esz, a + oa * esz) if plan.swap else (a + oa * esz, b + ob * esz)
-            ptrs.append((p1, p2, c + oc * esz))
+            ptrs.append((p1, p2, c + oc * esz_c))
         calls, note = None, "cublas default"
         if bh.lt is not None:
-            got = self._lt_calls(bh, plan, t, compute, ptrs, keep, timer)
+            got = self._lt_calls(bh, plan, (t, tc), compute, ptrs, keep, timer)
             if got is not None:
                 calls, note = got
         if calls is None:
+            if plan.dtype == "float8e4m3fn":  # fp8 GEMMs exist only in cuBLASLt
+                raise GpuError(f"cuda: cuBLASLt refused the fp8 GEMM {plan.describe()}")
             al, be = (vp(ctypes.addressof(x)) for x in keep[:2])
             calls = [functools.partial(
                 self.gemm_raw, bh.handle, i32(plan.trans1), i32(plan.trans2), i32(plan.m), i32(plan.n), i32(plan.k),
                 al, vp(p1), i32(t), i32(plan.ld1), i64(plan.stride1), vp(p2), i32(t), i32(plan.ld2),
-                i64(plan.stride2), be, vp(pc), i32(t), i32(plan.ldc), i64(plan.stride_c), i32(plan.batch),
+                i64(plan.stride2), be, vp(pc), i32(tc), i32(plan.ldc), i64(plan.stride_c), i32(plan.batch),
                 i32(compute), i32(GEMM_DEFAULT)) for p1, p2, pc in ptrs]
+            if plan.dtype == "int8":  # one checked call: a refusal falls back to a generated kernel
+                for f in calls:
+                    err = f()
+                    if err:
+                        raise GpuError(f"cuda: cuBLAS refused the int8 GEMM {plan.describe()} (status {err})")
 
         def step(calls=tuple(calls), keep=keep) -> tuple:
             for f in calls:
@@ -165,11 +177,13 @@ class Cublas:
         keep.append(lay)
         return lay
 
-    def _lt_calls(self, bh: BlasHandle, plan: GemmPlan, t: int, compute: int, ptrs, keep: list, timer):
+    def _lt_calls(self, bh: BlasHandle, plan: GemmPlan, types: tuple[int, int], compute: int, ptrs, keep: list,
+                  timer):
         L = self.lt
+        t, tc = types
         try:
             desc = vp()
-            scale_t = 1 if plan.dtype == "float64" else 0
+            scale_t = {70: 1, 72: CUDA_R["int32"]}.get(compute, 0)  # the alpha/beta type
             _ok(L.cublasLtMatmulDescCreate(ctypes.byref(desc), i32(compute), i32(scale_t)), "MatmulDescCreate")
             keep.append(desc)
             for attr, v in ((LT_DESC_TRANSA, plan.trans1), (LT_DESC_TRANSB, plan.trans2)):
@@ -180,7 +194,7 @@ class Cublas:
             s2 = (plan.n, plan.k) if plan.trans2 else (plan.k, plan.n)
             la = self._layout(t, *s1, plan.ld1, plan.batch, plan.stride1, keep)
             lb = self._layout(t, *s2, plan.ld2, plan.batch, plan.stride2, keep)
-            lc = self._layout(t, plan.m, plan.n, plan.ldc, plan.batch, plan.stride_c, keep)
+            lc = self._layout(tc, plan.m, plan.n, plan.ldc, plan.batch, plan.stride_c, keep)
             pref = vp()
             _ok(L.cublasLtMatmulPreferenceCreate(ctypes.byref(pref)), "PreferenceCreate")
             keep.append(pref)

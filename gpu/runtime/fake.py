@@ -46,6 +46,7 @@ class FakeBackend(Backend):
     multiprocessors = 4
     device_name = "recording fake"
     wants_emulation = True
+    quant_gemm_types = ("int8", "float8e4m3fn")  # replays any GEMM, so CI exercises both BLAS paths
 
     def __init__(self, compile_delay: float = 0.0):
         self.calls: list[tuple] = []
@@ -56,6 +57,7 @@ class FakeBackend(Backend):
         self._streams = 0
         self._clock = 0.0
         self.fail: Callable[[str, tuple], None] | None = None  # failure injection hook
+        self.refuse_gemm_types: tuple[str, ...] = ()  # make_gemm raises for these (BLAS refusal)
 
     def _log(self, *entry) -> None:
         self.calls.append(entry)
@@ -236,8 +238,11 @@ class FakeBackend(Backend):
         return np.lib.stride_tricks.as_strided(typed, (rows, cols), (npd.itemsize, ld * npd.itemsize))
 
     def make_gemm(self, handle: Any, plan: GemmPlan, a: int, b: int, c: int, alpha: float) -> Step:
-        npd = dtypes.np_dtype(plan.dtype)
-        esz = npd.itemsize
+        if plan.dtype in self.refuse_gemm_types:
+            raise GpuError(f"fake: BLAS refuses {plan.dtype} GEMMs")
+        npd, npc = dtypes.np_dtype(plan.dtype), dtypes.np_dtype(plan.c_dtype)
+        esz, esz_c = npd.itemsize, npc.itemsize
+        acc = np.int64 if plan.c_dtype == "int32" else np.float64
 
         def work():
             for oa, ob, oc in plan.offsets:
@@ -247,10 +252,10 @@ class FakeBackend(Backend):
                     s2 = (plan.n, plan.k) if plan.trans2 else (plan.k, plan.n)
                     m1 = self._colmajor(p1 + i * plan.stride1 * esz, *s1, plan.ld1, npd)
                     m2 = self._colmajor(p2 + i * plan.stride2 * esz, *s2, plan.ld2, npd)
-                    out = self._colmajor(c + (oc + i * plan.stride_c) * esz, plan.m, plan.n, plan.ldc, npd)
+                    out = self._colmajor(c + (oc + i * plan.stride_c) * esz_c, plan.m, plan.n, plan.ldc, npc)
                     op1 = m1.T if plan.trans1 else m1
                     op2 = m2.T if plan.trans2 else m2
-                    out[...] = (alpha * (op1.astype(np.float64) @ op2.astype(np.float64))).astype(npd)
+                    out[...] = (acc(alpha) * (op1.astype(acc) @ op2.astype(acc))).astype(npc)
 
         def step():
             self._log("gemm", plan.describe())

@@ -22,9 +22,12 @@ from .base import Backend, GpuError, Step
 
 HIPBLAS_OP = {False: 111, True: 112}  # HIPBLAS_OP_N, HIPBLAS_OP_T
 HIPBLAS_GEMM_DEFAULT = 160
-HIP_R = {"float32": 0, "float64": 1, "float16": 2, "bfloat16": 14}  # hipDataType (7.x+), = cudaDataType
-HIPBLAS_COMPUTE = {"float64": 7}  # HIPBLAS_COMPUTE_64F; else HIPBLAS_COMPUTE_32F = 2
-HIPBLAS_R_6X = {"float32": 151, "float64": 152, "float16": 150, "bfloat16": 168}  # hipblasDatatype_t (6.x)
+HIP_R = {"float32": 0, "float64": 1, "float16": 2, "bfloat16": 14,  # hipDataType (7.x+), = cudaDataType
+         "int8": 3, "int32": 10}
+HIPBLAS_COMPUTE = {"float64": 7, "int8": 9}  # HIPBLAS_COMPUTE_64F, _32I; else HIPBLAS_COMPUTE_32F = 2
+HIPBLAS_R_6X = {"float32": 151, "float64": 152, "float16": 150, "bfloat16": 168,  # hipblasDatatype_t (6.x)
+                "int8": 160, "int32": 162}
+ESIZE = {"float16": 2, "bfloat16": 2, "int8": 1}
 
 
 def import_bindings() -> tuple[Any, Any, Any, str]:
@@ -188,18 +191,27 @@ class HipBackend(Backend):
         if self.hipblas is not None:
             self.hipblas.hipblasDestroy(handle)
 
-    def gemm_types(self, dtype: str) -> tuple[Any, Any]:
-        """(data type, compute type) for this hip-python version."""
+    # hipBLAS routes int8 GEMMs to hipBLASLt / rocBLAS; hip-python has no fp8 GEMM binding, so
+    # fp8 quant_dot lowers to the generated tiled kernel here.
+    quant_gemm_types = ("int8",)
+
+    def gemm_types(self, dtype: str, out_dtype: str | None = None) -> tuple[Any, Any, Any]:
+        """(A/B type, C type, compute type) for this hip-python version; int8 x int8 -> int32
+        accumulates in int32 (HIPBLAS_COMPUTE_32I / HIPBLAS_R_32I with int32 alpha and beta)."""
+        out = out_dtype or dtype
+        if dtype not in HIP_R or out not in HIP_R:
+            raise GpuError(f"hip: no hipBLAS GEMM for {dtype} -> {out}")
         if self.major <= 6:
-            t = HIPBLAS_R_6X[dtype]
-            return t, (HIPBLAS_R_6X["float64"] if dtype == "float64" else HIPBLAS_R_6X["float32"])
-        return HIP_R[dtype], HIPBLAS_COMPUTE.get(dtype, 2)
+            acc = {"float64": "float64", "int8": "int32"}.get(dtype, "float32")
+            return HIPBLAS_R_6X[dtype], HIPBLAS_R_6X[out], HIPBLAS_R_6X[acc]
+        return HIP_R[dtype], HIP_R[out], HIPBLAS_COMPUTE.get(dtype, 2)
 
     def make_gemm(self, handle: Any, plan: GemmPlan, a: int, b: int, c: int, alpha: float) -> Step:
-        t, compute = self.gemm_types(plan.dtype)
-        esz = np.dtype(np.float16 if plan.dtype in ("float16", "bfloat16") else plan.dtype).itemsize
-        scalar = ctypes.c_double if plan.dtype == "float64" else ctypes.c_float
-        al, be = scalar(alpha), scalar(0.0)
+        t, tc, compute = self.gemm_types(plan.dtype, plan.c_dtype)
+        esz = ESIZE.get(plan.dtype) or np.dtype(plan.dtype).itemsize
+        esz_c = ESIZE.get(plan.c_dtype) or np.dtype(plan.c_dtype).itemsize
+        scalar = {"float64": ctypes.c_double, "int8": ctypes.c_int32}.get(plan.dtype, ctypes.c_float)
+        al, be = scalar(int(alpha) if plan.dtype == "int8" else alpha), scalar(0)
         fn = self.hipblas.hipblasGemmStridedBatchedEx
         calls = []
         for oa, ob, oc in plan.offsets:
@@ -207,7 +219,7 @@ class HipBackend(Backend):
             calls.append(functools.partial(
                 fn, handle, HIPBLAS_OP[plan.trans1], HIPBLAS_OP[plan.trans2], plan.m, plan.n, plan.k,
                 ctypes.addressof(al), p1, t, plan.ld1, plan.stride1, p2, t, plan.ld2, plan.stride2,
-                ctypes.addressof(be), c + oc * esz, t, plan.ldc, plan.stride_c, plan.batch, compute,
+                ctypes.addressof(be), c + oc * esz_c, tc, plan.ldc, plan.stride_c, plan.batch, compute,
                 HIPBLAS_GEMM_DEFAULT))
 
         def step(calls=tuple(calls), keep=(al, be)) -> tuple:

@@ -1,0 +1,93 @@
+"""A generated tiled GEMM: the device path for `quant_dot` (int8 x int8 -> int32, fp8 x fp8 ->
+float32) wherever vendor BLAS cannot take the product (cuBLASLt's int8 and fp8 kernels want the
+"TN" layout and aligned sizes, fp8 needs sm_89+, hip-python has no fp8 BLAS), and the executor's
+fallback when the library refuses a planned call at finalize. Never the host.
+
+One 16x16 output tile per 256-thread block; A and B tiles are staged through shared memory
+already converted to the accumulator type (int32 for 8-bit integers, float otherwise), so the
+inner loop is 16 multiply-adds from shared memory per k step. Any strides (batch broadcast,
+transposed views) are compile-time constants, like every other generated kernel.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from ...compiler.shape import Shape
+from ..blas_plan import view_strides
+from .common import CodegenUnsupported, KernelSource, decompose, index_type, kernel_params, source
+
+TILE = 16
+
+
+def accumulator(t: str) -> str:
+    """C++ accumulator of a product of `t` values: exact int32 for 8-bit integers, float for
+    fp8 / half / bf16 / float32 (fp32 accumulation), double for double."""
+    if t in ("int8", "uint8", "int16", "uint16", "int32"):
+        return "int"
+    if t == "float64":
+        return "double"
+    return "float"
+
+
+def gemm_kernel(shapes: Sequence[Shape], alpha: float = 1.0) -> KernelSource:
+    """Params (a, b, out): out = alpha * a[..., m, k] . b[..., k, n]; out may be any buffer the
+    product's lens can view without a copy (a conv output seen as [n, k_out, h*w])."""
+    a, b, c = shapes[0], shapes[1], shapes[-1]
+    if a.ndim < 2 or a.ndim != b.ndim:
+        raise CodegenUnsupported(f"gemm of ranks {a.ndim} and {b.ndim}")
+    batch = list(a.lens[:-2])
+    m, k, n = a.lens[-2], a.lens[-1], b.lens[-1]
+    cs = view_strides(c.lens, c.strides, batch + [m, n])
+    if cs is None:
+        raise CodegenUnsupported(f"gemm output {c} cannot view the product's lens {batch + [m, n]}")
+    if m * n * k == 0:
+        raise CodegenUnsupported("empty gemm")
+    acc = accumulator(a.type)
+    it = index_type(shapes)
+    tm, tn = -(-m // TILE), -(-n // TILE)
+    nb = math.prod(batch) if batch else 1
+    lines = [f"const int tx = threadIdx.x % {TILE}, ty = threadIdx.x / {TILE};",
+             f"{it} blk = blockIdx.x;",
+             f"const {it} tn = blk % {tn}; blk /= {tn};",
+             f"const {it} tm = blk % {tm}; blk /= {tm};"]
+    if batch:
+        lines += decompose("blk", batch, it, "g")
+        coords = [f"g{d}" for d in range(len(batch))]
+
+        def base(strides):
+            terms = [f"{c_} * {s}" for c_, s in zip(coords, strides) if s]
+            return " + ".join(terms) or "0"
+
+        lines += [f"const {it} oa = {base(a.strides[:-2])};", f"const {it} ob = {base(b.strides[:-2])};",
+                  f"const {it} oc = {base(cs[:-2])};"]
+    else:
+        lines += [f"const {it} oa = 0, ob = 0, oc = 0;"]
+    scale = "" if alpha == 1.0 else f" * ({acc}){alpha!r}"
+    lines += [
+        f"const {it} row = tm * {TILE} + ty, col = tn * {TILE} + tx;",
+        f"{acc} acc = 0;",
+        f"for ({it} k0 = 0; k0 < {k}; k0 += {TILE}) {{",
+        f"    const {it} ak = k0 + tx, bk = k0 + ty;",
+        f"    sa[ty][tx] = (row < {m} && ak < {k}) ? ({acc})migx::load(p0, oa + row * {a.strides[-2]} + "
+        f"ak * {a.strides[-1]}) : ({acc})0;",
+        f"    sb[ty][tx] = (bk < {k} && col < {n}) ? ({acc})migx::load(p1, ob + bk * {b.strides[-2]} + "
+        f"col * {b.strides[-1]}) : ({acc})0;",
+        "    __syncthreads();",
+        "#pragma unroll",
+        f"    for (int kk = 0; kk < {TILE}; ++kk) acc += sa[ty][kk] * sb[kk][tx];",
+        "    __syncthreads();",
+        "}",
+        f"if (row < {m} && col < {n}) migx::store(p2, oc + row * {cs[-2]} + col * {cs[-1]}, acc{scale});",
+    ]
+    body = "\n    ".join(lines)
+    name = f"gemm_tiled_{a.type}_{m}x{n}x{k}" + (f"_b{nb}" if nb > 1 else "")
+    src = f"""
+MIGX_GLOBAL void {name}_kernel({kernel_params([a, b, c], [False, False, True])}) {{
+    __shared__ {acc} sa[{TILE}][{TILE + 1}];
+    __shared__ {acc} sb[{TILE}][{TILE + 1}];
+    {body}
+}}"""
+    local = TILE * TILE
+    return KernelSource(name + "_kernel", source(src), nb * tm * tn * local, local)
