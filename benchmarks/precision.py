@@ -8,7 +8,7 @@ kernels and BLAS calls, and the five slowest steps of the per-kernel breakdown (
 between every step), which is what says why int8 / fp8 are or are not faster than fp16.
 
     python3 benchmarks/precision.py --out docs/results/  [--models resnet18_like,transformer]
-                                    [--no-compile] [--iters 50]
+                                    [--builtins transformer,resnet_block] [--no-compile] [--iters 50]
 
 Writes precision_<device>.json and .md; prints the ratios.
 """
@@ -39,6 +39,8 @@ def rel_rms(got, want) -> float:
 
 
 def ours(model, feeds: dict, precision: str, iters: int) -> dict:
+    """`model`: an ONNX model (feeds by ONNX input name) or a built-in model name (feeds by parameter)."""
+    from migx_explore import models
     from migx_explore.compiler.onnx import parse_onnx
     from migx_explore.compiler.onnx.context import param_name
     from migx_explore.compiler.passes import PassManager
@@ -49,12 +51,14 @@ def ours(model, feeds: dict, precision: str, iters: int) -> dict:
     from migx_explore.gpu.timing import time_program
 
     be = get_backend()
-    inputs = {param_name(k): v for k, v in feeds.items()}
+    builtin = isinstance(model, str)
+    inputs = dict(feeds) if builtin else {param_name(k): v for k, v in feeds.items()}
     opts = CompileOptions(precision=precision, calibration=(inputs,))
     t0 = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        program = compile_program_ir(parse_onnx(model), opts, backend=be, pass_manager=PassManager(validate=False))
+        source = models.load(model) if builtin else parse_onnx(model)
+        program = compile_program_ir(source, opts, backend=be, pass_manager=PassManager(validate=False))
     compile_s = time.perf_counter() - t0
     c = CompiledProgram(program, be)
     try:
@@ -125,6 +129,13 @@ def torch_baselines(model, feeds: dict, iters: int, with_compile: bool) -> dict:
         xh = [x.half() if x.is_floating_point() else x for x in xs]
         out["torch_half_graph_us"] = torch_graph_us(net, xh, iters)
         if with_compile:
+            import torch._dynamo
+
+            # OnnxTorch dispatches node by node; every op type is its own resume function for
+            # dynamo, so the default limit (8) would leave most of the network uncompiled.
+            for knob in ("recompile_limit", "cache_size_limit", "accumulated_recompile_limit"):
+                if hasattr(torch._dynamo.config, knob):
+                    setattr(torch._dynamo.config, knob, 100000)
             t0 = time.perf_counter()
             compiled = torch.compile(net.forward)
             compiled(*xh)
@@ -139,6 +150,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", default="docs/results")
     ap.add_argument("--models", default=",".join(DEFAULT_MODELS))
+    ap.add_argument("--builtins", default="transformer,resnet_block", help="built-in models timed too (ours only)")
     ap.add_argument("--precisions", default=",".join(PRECISIONS))
     ap.add_argument("--iters", type=int, default=50)
     ap.add_argument("--no-compile", action="store_true", help="skip the torch.compile baseline")
@@ -152,11 +164,19 @@ def main() -> None:
     outdir = Path(args.out)
     outdir.mkdir(parents=True, exist_ok=True)
     slug = "".join(ch if ch.isalnum() else "_" for ch in device).strip("_").lower()
-    for name in args.models.split(","):
-        model = gpu_models.MODELS[name](**DEFAULT_MODELS.get(name, {}))
-        from gpu_vs_torch import feeds_for
+    names = [n for n in args.models.split(",") if n] + [f"builtin:{n}" for n in args.builtins.split(",") if n]
+    for name in names:
+        if name.startswith("builtin:"):  # a built-in model (the notebook's): ours only, no ONNX for torch
+            from migx_explore import models
+            from migx_explore.compiler.ref import random_inputs
 
-        feeds = feeds_for(model)
+            model = name.split(":", 1)[1]
+            feeds = random_inputs(models.load(model), seed=1)
+        else:
+            from gpu_vs_torch import feeds_for
+
+            model = gpu_models.MODELS[name](**DEFAULT_MODELS.get(name, {}))
+            feeds = feeds_for(model)
         entry: dict = {"ours": {}}
         ref = None
         for prec in args.precisions.split(","):
@@ -167,7 +187,8 @@ def main() -> None:
             entry["ours"][prec] = r
             print(f"{name:14s} {prec:5s} graph {r['graph_us']:9.1f} us  eager {r['eager_us']:9.1f} us  "
                   f"rel_rms {r['rel_rms_vs_fp32'] or 0:.2e}  compile {r['compile_s']} s", flush=True)
-        entry["torch"] = torch_baselines(model, feeds, args.iters, not args.no_compile)
+        builtin = isinstance(model, str)
+        entry["torch"] = {} if builtin else torch_baselines(model, feeds, args.iters, not args.no_compile)
         print(f"{name:14s} torch {entry['torch']}", flush=True)
         entry["ratios"] = ratios(entry)
         for k, v in entry["ratios"].items():

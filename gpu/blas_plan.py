@@ -43,8 +43,9 @@ class GemmPlan:
     def describe(self) -> str:
         ops = ("T" if self.trans1 else "N") + ("T" if self.trans2 else "N")
         calls = f" x{len(self.offsets)} calls" if len(self.offsets) > 1 else ""
+        types = f" {self.dtype}->{self.out_dtype}" if self.out_dtype else ""
         return (f"{ops} m={self.m} n={self.n} k={self.k} ld={self.ld1},{self.ld2},{self.ldc} "
-                f"batch={self.batch}{calls}")
+                f"batch={self.batch}{calls}{types}")
 
 
 def view_strides(lens: Sequence[int], strides: Sequence[int], new_lens: Sequence[int]) -> tuple[int, ...] | None:

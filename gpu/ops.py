@@ -150,7 +150,8 @@ def _gemm_shape(op, shapes, mods):
         raise ShapeError(f"gpu::gemm: product {list(d.lens)} does not fit buffer {list(out.lens)}")
     if len(shapes) > 3 and not mods:
         raise ShapeError("gpu::gemm: epilogue inputs given without an epilogue module")
-    if not mods and d.type != out.type:
+    widened = d.type in ("float16", "bfloat16") and out.type == "float32"  # half inputs, float32 result
+    if not mods and d.type != out.type and not widened:
         raise ShapeError(f"gpu::gemm: product is {d.type} but the buffer is {out.type}")
     return out
 

@@ -17,8 +17,11 @@ With offload_copy, params are copied in (`hip::copy_to_gpu`) and results out (`h
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass
 from typing import ClassVar
+
+import numpy as np
 
 from ...compiler.errors import MigxError
 from ...compiler.ir import Instruction, Module
@@ -191,10 +194,18 @@ class Lowering(Pass):
         col_op = Op("gpu::im2col", kernel=ksz, padding=op["padding"], stride=st, dilation=dl)
         n, kk, p = compute_shape(col_op, [x.shape]).lens
         col_t = Shape(x.shape.type, [n, kk, p], [kk * p, 1, kk])  # element (n, K, p) at n*K*p + p*K + K
-        col = precompile(m, ins, col_op, [x], col_t)
+        a_t = Shape(w.shape.type, [n, k_out, kk], [0, kk, 1])
+        out = ins.shape.as_standard()
+        plan = plan_gemm(a_t, col_t, out)
+        if plan is None or quant_blas_refusal(plan, quant_blas_types()) is not None:
+            # widen the (smaller) input before im2col, not the column matrix after it
+            x, w = widened(m, ins, x), widened(m, ins, w)
+            col = precompile(m, ins, col_op, [x], compute_shape(col_op, [x.shape]))
+        else:
+            col = precompile(m, ins, col_op, [x], col_t)
         a = view(m, ins, "multibroadcast", view(m, ins, "reshape", make_standard(m, ins, w), dims=[k_out, kk]),
                  out_lens=[n, k_out, kk])
-        return quant_dot(m, ins, a, col, ins.shape.as_standard())
+        return quant_dot(m, ins, a, col, out)
 
     def _conv_1x1(self, m: Module, ins: Instruction, x: Instruction, w: Instruction) -> Instruction:
         n, c = x.shape.lens[:2]
@@ -228,6 +239,36 @@ def gemm(m: Module, before: Instruction, a: Instruction, b: Instruction, out: Sh
     return m.insert_instruction(before, Op("gpu::gemm"), [a, b, buf])
 
 
+# Where 8-bit BLAS cannot take a product (sizes not aligned, or no fp8 GEMM on the target), its
+# operands are widened to float16, which holds every int8 and every fp8 e4m3 value exactly, and
+# the product runs as a float16 GEMM with float32 accumulation and result (exact products; sums
+# exact up to 2^24). MIGX_WIDEN_8BIT=0 sends those products to the generated tiled kernel instead.
+WIDEN_8BIT = os.environ.get("MIGX_WIDEN_8BIT", "1") != "0"
+
+
+def widened(m: Module, before: Instruction, x: Instruction) -> Instruction:
+    """An int8 / fp8 value as float16 (exact): a literal folded now, else one convert kernel.
+    Values already in a float type are returned as they are."""
+    if x.shape.type not in ("int8", "uint8", "float8e4m3fn"):
+        return x
+    if x.can_eval():
+        return m.add_literal(np.asarray(x.eval()).astype(np.float16))
+    return precompile(m, before, Op("convert", target_type="float16"), [x], Shape("float16", list(x.shape.lens)))
+
+
+def widened_gemm(m: Module, before: Instruction, a: Instruction, b: Instruction, out: Shape) -> Instruction:
+    """float16 GEMM with a float32 result; int32 for int8 quant_dot through one convert kernel."""
+    out32 = Shape("float32", list(out.lens), list(out.strides))
+    if plan_gemm(a.shape, b.shape, out32) is None:
+        a = make_standard(m, before, a)
+        if plan_gemm(a.shape, b.shape, out32) is None:
+            b = make_standard(m, before, b)
+    g = gemm(m, before, a, b, out32)
+    if out.type == "float32":
+        return g
+    return precompile(m, before, Op("convert", target_type=out.type), [g], out)
+
+
 def quant_blas_types() -> tuple[str, ...]:
     """8-bit operand types the bound target's BLAS multiplies (both when no target is bound)."""
     from .. import kernel_cache
@@ -241,8 +282,6 @@ def _transposed_copy(m: Module, before: Instruction, b: Instruction) -> Instruct
     folded into a new literal when b is constant (weights), else one copy kernel."""
     perm = list(range(b.shape.ndim - 2)) + [b.shape.ndim - 1, b.shape.ndim - 2]
     if b.can_eval():
-        import numpy as np
-
         lit = m.add_literal(np.ascontiguousarray(np.transpose(np.asarray(b.eval()), perm)))
         return view(m, before, "transpose", lit, permutation=perm)
     t = make_standard(m, before, view(m, before, "transpose", b, permutation=perm))
@@ -273,6 +312,8 @@ def quant_dot(m: Module, before: Instruction, a: Instruction, b: Instruction, ou
         a2 = a if a_row else make_standard(m, before, a)
         b2 = b if b_kc else _transposed_copy(m, before, b)
         return gemm(m, before, a2, b2, out)
+    if WIDEN_8BIT:
+        return widened_gemm(m, before, widened(m, before, a), widened(m, before, b), out)
     prod = list(a.shape.lens[:-2]) + [a.shape.lens[-2], b.shape.lens[-1]]
     if list(out.lens) == prod:
         return precompile(m, before, Op("quant_dot"), [a, b], out)

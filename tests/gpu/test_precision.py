@@ -31,7 +31,8 @@ PER_TENSOR_OVER_BUDGET = {("mobilenet", "bf16"), ("mobilenet", "int8"), ("mobile
                           ("yolo", "fp8")}
 # GPU against the reference at the same precision: summation order and fp16/bf16 rounding of
 # intermediates differ; a flipped 8-bit rounding step downstream costs one quantization step.
-SAME_PRECISION = {"fp16": 5e-3, "bf16": 2e-2, "int8": 2e-2, "fp8": 4e-2}
+# (mobilenet bf16 is 3.3e-2 from fp32 on the reference itself; the GPU lands as far the other way.)
+SAME_PRECISION = {"fp16": 5e-3, "bf16": 5e-2, "int8": 2e-2, "fp8": 4e-2}
 
 
 def rel_rms(got, want) -> float:
@@ -99,13 +100,24 @@ def test_quantized_gemms_go_to_blas_in_the_tn_layout(fake, precision, qtype):
     assert not [k for k in kinds if k[0] == "gpu::host_op"]
 
 
-def test_fp8_without_fp8_blas_uses_the_generated_gemm(fake):
+def test_fp8_without_fp8_blas_widens_to_a_half_gemm(fake):
     fake.quant_gemm_types = ("int8",)  # e.g. an sm_80 GPU, or hip-python (no fp8 GEMM binding)
     kinds = _kinds(_lowered("mlp", "fp8", fake))
-    assert not [k for k in kinds if k[0] == "gemm"]
+    gemms = [k for k in kinds if k[0] == "gemm"]
+    assert gemms and all(t == "float16" and plan.endswith("float16->float32") for _, t, plan in gemms), gemms
+    assert not [k for k in kinds if k[0] == "gpu::host_op"]
+
+
+def test_without_widening_the_generated_gemm_runs(fake, monkeypatch):
+    from migx_explore.gpu.passes import lowering
+
+    monkeypatch.setattr(lowering, "WIDEN_8BIT", False)
+    fake.quant_gemm_types = ("int8",)
+    kinds = _kinds(_lowered("mlp", "fp8", fake))
     tiled = [k for k in kinds if k[1] == "quant_dot"]
     assert tiled and all(k[2].startswith("gemm_tiled_float8e4m3fn") for k in tiled), kinds
-    assert not [k for k in kinds if k[0] == "gpu::host_op"]
+    assert not [k for k in kinds if k[0] in ("gemm", "gpu::host_op")]
+    check_precision("mlp", "fp8", fake)
 
 
 @pytest.mark.parametrize("name", ["resnet_block", "mobilenet"])
@@ -243,9 +255,15 @@ GEMM_CASES = [((64, 256), (256, 128), False), ((33, 45), (45, 17), False), ((2, 
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("widen", [True, False])
 @pytest.mark.parametrize("a,b,b_t", GEMM_CASES)
 @pytest.mark.parametrize("t", ["int8", "fp8", "half", "bf16"])
-def test_gemms_against_the_reference(device, t, a, b, b_t):
+def test_gemms_against_the_reference(device, t, a, b, b_t, widen, monkeypatch):
+    from migx_explore.gpu.passes import lowering
+
+    if not widen and t in ("half", "bf16"):
+        pytest.skip("widening applies to 8-bit products only")
+    monkeypatch.setattr(lowering, "WIDEN_8BIT", widen)  # False: the generated tiled kernel
     ir_t, npd, out_t, op = {"int8": ("int8_type", np.int8, "int32_type", "quant_dot"),
                             "fp8": ("fp8e4m3fn_type", ml_dtypes.float8_e4m3fn, "float_type", "quant_dot"),
                             "half": ("half_type", np.float16, "half_type", "dot"),
@@ -264,7 +282,11 @@ def test_gemms_against_the_reference(device, t, a, b, b_t):
             if t == "int8":
                 np.testing.assert_array_equal(got, want)  # int32 accumulation is exact
             else:
-                tol = {"fp8": 1e-5, "half": 2e-3, "bf16": 1.6e-2}[t]  # fp8 products are exact in fp32
+                # fp8 products are exact in fp32 and the tiled kernel and the widened half GEMM sum them
+                # in fp32; Hopper's fp8 tensor cores (cuBLASLt) accumulate with fewer bits: on the H100
+                # we measured up to 2e-2 absolute (1e-3 relative) at k=256.
+                native = any(i.kind == "blas" and "float8e4m3fn" in i.kernel for i in c.steps.info)
+                tol = {"fp8": 2e-3 if native else 1e-5, "half": 2e-3, "bf16": 1.6e-2}[t]
                 np.testing.assert_allclose(np.asarray(got, np.float32), np.asarray(want, np.float32),
                                            rtol=tol, atol=tol * np.sqrt(a[-1]))
         paths = [i.kernel for i in c.steps.info if i.kind in ("blas", "kernel")]
