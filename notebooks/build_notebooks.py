@@ -20,6 +20,7 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 from decode_notebook import decode  # noqa: E402  (notebook 05's cells live in their own file)
+from precision_notebook import precision  # noqa: E402  (notebook 06's cells live in their own file)
 
 YOLO = "yolo"  # the built-in YOLO-style detector every notebook starts from
 
@@ -607,6 +608,7 @@ NOTEBOOKS = {
     "03_prototype_fusion.ipynb": prototype,
     "04_graph_capture.ipynb": graph_capture,
     "05_decode.ipynb": decode,  # cells in decode_notebook.py
+    "06_precision.ipynb": precision,  # cells in precision_notebook.py
 }
 
 

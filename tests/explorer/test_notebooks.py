@@ -121,3 +121,15 @@ def test_decode_notebook_runs(tmp_path):
     assert "dimensions_of(past_key_0)" in text and "split_single_dyn_dim" in text
     assert "concat_past_present[axis=2]" in text and "max |ours - onnxruntime|" in text
     assert "recorded on NVIDIA H100" in text or "live" in text
+
+
+def test_precision_notebook_runs(tmp_path):
+    nb = _run("06_precision.ipynb", tmp_path)
+    assert not _errors(nb)
+    text = _outputs_text(nb)
+    assert "truncate_float" in text and "quantize_8bits" in text  # the stage at fp16 and int8
+    assert "quant_dot(" in text and "-> half_type" in text  # the graphs at int8 and fp16
+    assert "'quantizelinear': 12" in text  # a pair per dot input after the stage (6 dots)
+    assert "int8->int32" in text and "float16" in text  # int8 GEMMs on BLAS; half GEMMs
+    assert "<svg" in text and "relative RMS error" in text
+    assert "recorded on NVIDIA H100" in text or "live" in text
