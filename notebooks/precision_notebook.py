@@ -214,8 +214,8 @@ if recorded is None:  # the same numbers, embedded (benchmarks/precision.py on a
                           "torch_compile_half_graph_us": 54.5}}
 
 if NO_GPU is None:
-    from precision import ours, torch_baselines
     from gpu_vs_torch import feeds_for
+    from precision import ours, torch_baselines
 
     feeds = feeds_for(MODEL)
     data = {"device": "this GPU (live)", "date": "now",
@@ -226,7 +226,8 @@ else:
     print(f"No GPU here: recorded on {data['device']} on {data['date']} by benchmarks/precision.py")
 for prec in ("fp32", "fp16", "int8"):
     print(f"ours {prec:5s} graph {data['ours'][prec]:7.1f} us")
-for key, label in (("torch_fp32_graph_us", "torch fp32 + CUDA graph"), ("torch_half_graph_us", "torch .half() + CUDA graph"),
+for key, label in (("torch_fp32_graph_us", "torch fp32 + CUDA graph"),
+                   ("torch_half_graph_us", "torch .half() + CUDA graph"),
                    ("torch_compile_half_graph_us", "torch.compile fp16 + CUDA graph")):
     if key in data["torch"]:
         print(f"{label:32s} {data['torch'][key]:7.1f} us")
