@@ -19,7 +19,7 @@ import numpy as np
 
 from ..errors import MigxError, ValidationError
 from ..ir import Module, Program
-from ..matcher import recording, stop_recording
+from ..rewrite import recording, stop_recording
 from ..snapshot import ProgramSnapshot, diff, snapshot
 from .base import Pass, PassEntry, Pipeline
 from .trace import NumericCheck, PassRecord, Trace

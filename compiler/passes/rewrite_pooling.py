@@ -20,18 +20,20 @@ import numpy as np
 from ..matcher import name
 from ..op import Op
 from ..ops.nn import _pool_params
-from ._finder_util import Finder, all_static, broadcast_scalar, replace_value, replace_with_op, sweep
+from ..rewrite import Rule, replace_value, replace_with_op
+from ._rewrite_util import all_static, broadcast_scalar
 from .base import Pass
 from .eliminate_pad import LOWEST
+from .rewrite import sweep
 
 
-class PoolingToReduce(Finder):
+class PoolingToReduce(Rule):
     name = "find_global_pooling"
 
-    def matcher(self):
+    def pattern(self):
         return name("pooling")(all_static())
 
-    def plan(self, m, r):
+    def check(self, m, r):
         ins = r.root
         x = ins.inputs[0].shape
         nd = x.ndim - 2
@@ -47,13 +49,13 @@ class PoolingToReduce(Finder):
         return lambda: replace_with_op(m, ins, op, ins.inputs)
 
 
-class DilatedPooling(Finder):
+class DilatedPooling(Rule):
     name = "find_dilated_pooling"
 
-    def matcher(self):
+    def pattern(self):
         return name("pooling")(all_static())
 
-    def plan(self, m, r):
+    def check(self, m, r):
         ins = r.root
         x = ins.inputs[0]
         nd = x.shape.ndim - 2
@@ -84,13 +86,13 @@ class DilatedPooling(Finder):
         return apply
 
 
-class LrnToPooling(Finder):
+class LrnToPooling(Rule):
     name = "find_lrn"
 
-    def matcher(self):
+    def pattern(self):
         return name("lrn")(all_static())
 
-    def plan(self, m, r):
+    def check(self, m, r):
         ins = r.root
         x = ins.inputs[0]
         size = ins.op["size"]

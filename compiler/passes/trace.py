@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..matcher import MatchRecord
+from ..rewrite import MatchRecord
 from ..snapshot import ProgramSnapshot, SnapshotDiff
 
 
