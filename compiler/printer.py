@@ -1,10 +1,15 @@
 """MIGraphX-style text form.
 
     module: "main"
-    x = @param:x -> float_type, {1, 3, 8, 8}, {192, 64, 8, 1}
-    @1 = @literal{ ... } -> float_type, {16, 3, 3, 3}, {27, 9, 3, 1}
-    @2 = convolution[padding={1, 1, 1, 1},stride={1, 1}](x,@1) -> float_type, {1, 16, 8, 8}, {1024, 64, 8, 1}
+    x = @param:x -> float32, {1, 3, 8, 8}, {192, 64, 8, 1}
+    @1 = @literal{ ... } -> float32, {16, 3, 3, 3}, {27, 9, 3, 1}
+    @2 = convolution[padding={1, 1, 1, 1},stride={1, 1}](x,@1) -> float32, {1, 16, 8, 8}, {1024, 64, 8, 1}
     @3 = @return(@2)
+
+Element types print as the API names them (`float32`, `float16`, `int64`, as in `Shape.of` and
+`convert[target_type=...]`), so one spelling appears from code to printed IR. MIGraphX prints
+`float_type`, `half_type`, `int64_type`; the parser reads those too, so text copied from
+`migraphx-driver` parses, and `parse(print(p)) == p` holds whichever spelling went in.
 
 Variable names: a parameter prints as its name, every other instruction as `@<index>` where the
 index counts every instruction of the module. Names in a module other than main are prefixed with
