@@ -6,7 +6,7 @@ import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
 from ..errors import ShapeError
-from ..op import defop
+from ..op import GpuCode, defop
 from ..shape import DynDim, Shape
 from .common import A, same_type
 
@@ -50,7 +50,8 @@ def _dot_compute(op, args, out, run):
 
 
 defop("dot", _dot_shape, _dot_compute, nargs=2,
-      doc="Batched matrix product a[..., m, k] x b[..., k, n]; batch dims must match (broadcast explicitly).")
+      doc="Batched matrix product a[..., m, k] x b[..., k, n]; batch dims must match (broadcast explicitly).",
+      gpu=GpuCode.kernel("gemm"))
 
 
 # --- convolution --------------------------------------------------------------------------------
@@ -137,7 +138,8 @@ _CONV_ATTRS = [
 ]
 
 defop("convolution", _conv_shape, _conv_compute, attrs=_CONV_ATTRS, nargs=2,
-      doc="N-d convolution, NCHW-style lens; weights (K, C/group, *kernel).")
+      doc="N-d convolution, NCHW-style lens; weights (K, C/group, *kernel).",
+      gpu=GpuCode.kernel("convolution"))
 
 
 # --- pooling ------------------------------------------------------------------------------------
@@ -218,4 +220,5 @@ defop("pooling", _pool_shape, _pool_compute, attrs=[
     A("ceil_mode", "bool", False),
     A("lp_order", "int", 2),
     A("count_include_pad", "bool", False),
-], nargs=1, doc="Average / max / Lp pooling over sliding windows.")
+], nargs=1, doc="Average / max / Lp pooling over sliding windows.",
+      gpu=GpuCode.kernel("pooling"))

@@ -9,7 +9,7 @@ import numpy as np
 
 from .. import dtypes
 from ..errors import ShapeError
-from ..op import defop
+from ..op import GpuCode, defop
 from .common import A, pointwise_shape, same_type
 
 
@@ -82,7 +82,8 @@ def _pw(name: str, fn, nargs: int = 1, *, traits=(), attrs=(), out_type=_first_t
     def compute(op, args, out, run):
         return fn(op, *args)
 
-    defop(name, shape, compute, attrs=attrs, traits={"pointwise", *traits}, nargs=nargs, doc=doc)
+    defop(name, shape, compute, attrs=attrs, traits={"pointwise", *traits}, nargs=nargs, doc=doc,
+          gpu=GpuCode.pointwise())
 
 
 def _unary(name: str, f, **kw):

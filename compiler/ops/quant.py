@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import ShapeError
-from ..op import defop, get_spec
+from ..op import GpuCode, defop, get_spec
 from ..shape import Shape
 
 _QUANT_TYPES = ("int8", "uint8")
@@ -36,8 +36,10 @@ def _like(base: str):
 
 _dot, _dot_shape, _dot_compute = _like("dot")
 defop("quant_dot", _dot_shape, _dot_compute, nargs=2,
-      doc="int8 matrix product with int32 accumulation and output (a dequantizelinear rescales it).")
+      doc="int8 matrix product with int32 accumulation and output (a dequantizelinear rescales it).",
+      gpu=GpuCode.host("int8 GEMM: no int8 BLAS path or generated kernel yet"))
 
 _conv, _conv_shape, _conv_compute = _like("convolution")
 defop("quant_convolution", _conv_shape, _conv_compute, attrs=_conv.attrs, nargs=2,
-      doc="int8 convolution with int32 accumulation and output; attributes as convolution.")
+      doc="int8 convolution with int32 accumulation and output; attributes as convolution.",
+      gpu=GpuCode.host("int8 convolution: no generated kernel yet"))
