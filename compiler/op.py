@@ -31,6 +31,8 @@ taken name is an error naming both definitions.
 from __future__ import annotations
 
 import difflib
+import math
+import os
 import re
 import sys
 import types
@@ -286,10 +288,13 @@ def defop(name: str, shape: ShapeFn, compute: ComputeFn | None = None, *,
 
 
 def _caller() -> str:
-    """Where the op was defined: the outermost frame, in the first file outside this one, that led
-    to the defop (the table line of a helper loop, the notebook cell, the test)."""
+    """Where the op was defined: the outermost frame, in the first file outside this one and the
+    op-library helpers (elementwise, unary, ...), that led to the defop: the table line of a loop,
+    the notebook cell, the test."""
+    helpers = os.path.join(os.path.dirname(__file__), "ops") + os.sep
     frame = sys._getframe(1)
-    while frame is not None and frame.f_code.co_filename == __file__:
+    while frame is not None and (frame.f_code.co_filename == __file__ or (
+            frame.f_code.co_filename.startswith(helpers) and frame.f_code.co_name != "<module>")):
         frame = frame.f_back
     if frame is None:
         return ""
@@ -426,8 +431,6 @@ class Op:
         return self._hash
 
     def __repr__(self) -> str:
-        from .printer import format_op
-
         return f"Op({format_op(self)})"
 
     def __reduce__(self):  # copy/deepcopy support without exposing pickle-based saving
@@ -474,3 +477,48 @@ def compute_shape(op: Op, inputs: list[Shape], mods: Sequence[Module] = ()) -> S
     except (ValueError, IndexError, KeyError, TypeError, ZeroDivisionError) as e:
         ins = "; ".join(str(s) for s in inputs)
         raise ShapeError(f"{op.name}: cannot compute output shape from inputs [{ins}]: {e}") from None
+
+
+# ---- text of attribute values (the printer and Op.__repr__ share it) ----------------------------
+def format_value(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (int, np.integer)):
+        return str(int(v))
+    if isinstance(v, float):
+        return format_float(v)
+    if isinstance(v, Shape):
+        return "{" + str(v) + "}"
+    if isinstance(v, tuple):
+        return "{" + ", ".join(format_value(x) for x in v) + "}"
+    if v is None:
+        return "none"
+    s = str(v)
+    if s and all(c.isalnum() or c in "_:.-" for c in s) and s not in ("true", "false", "none", "inf", "nan") \
+            and not _looks_numeric(s):
+        return s
+    return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def _looks_numeric(s: str) -> bool:
+    try:
+        float(s)
+        return True
+    except ValueError:
+        return False
+
+
+def format_float(v: float) -> str:
+    if math.isnan(v):
+        return "nan"
+    if math.isinf(v):
+        return "inf" if v > 0 else "-inf"
+    r = repr(float(v))
+    return r[:-2] if r.endswith(".0") else r
+
+
+def format_op(op: Op) -> str:
+    attrs = op.non_default_attrs()
+    if not attrs:
+        return op.name
+    return op.name + "[" + ",".join(f"{k}={format_value(v)}" for k, v in attrs) + "]"

@@ -8,16 +8,18 @@ shape, so an op spec whose compute disagrees with its shape rule is caught where
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from . import dtypes
 from .errors import EvalError, MigxError
-from .ir import Instruction, Module, Program
 from .shape import Shape
 
-Hook = Callable[[Instruction, np.ndarray], None]
+if TYPE_CHECKING:  # pragma: no cover - the evaluator walks IR objects but never builds them
+    from .ir import Instruction, Module, Program
+
+Hook = Callable[["Instruction", np.ndarray], None]
 
 
 def _check_input(name: str, value: Any, shape: Shape) -> np.ndarray:
@@ -100,7 +102,7 @@ def _run(ins: Instruction, args: list[np.ndarray], check_shapes: bool) -> np.nda
     if spec.compute is None:
         raise EvalError(f"module {ins.module.name}: {ins.name} (#{ins.id}) has no reference implementation")
     try:
-        res = spec.compute(ins.op, args, ins.shape, _SubRunner(ins))
+        res = spec.compute(ins.op, args, ins.shape, SubmoduleRunner(ins))
     except MigxError as e:
         raise EvalError(f"module {ins.module.name}: {ins.name} (#{ins.id}): {e}") from None
     except (ValueError, TypeError, IndexError, KeyError, ZeroDivisionError, OverflowError) as e:
@@ -121,7 +123,7 @@ def _run(ins: Instruction, args: list[np.ndarray], check_shapes: bool) -> np.nda
     return arr
 
 
-class _SubRunner:
+class SubmoduleRunner:
     """Passed to op computes: call it with (module, args) to evaluate a submodule."""
 
     __slots__ = ("ins",)

@@ -195,12 +195,12 @@ def _im2col_shape(op, shapes, mods):
 
 
 def _im2col_compute(op, args, out, run):
-    from ..compiler.ops.nn import _windows, conv_params
+    from ..compiler.ops.nn import conv_params, sliding_windows
 
     x = args[0]
     nd = x.ndim - 2
     pb, pe, st, dl = conv_params(op, nd)
-    win = _windows(x, op["kernel"], pb, pe, st, dl)  # N C O.. K..
+    win = sliding_windows(x, op["kernel"], pb, pe, st, dl)  # N C O.. K..
     n, c = x.shape[:2]
     o_axes = tuple(range(2, 2 + nd))
     k_axes = tuple(range(2 + nd, 2 + 2 * nd))

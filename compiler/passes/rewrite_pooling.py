@@ -19,7 +19,7 @@ import numpy as np
 
 from ..matcher import name
 from ..op import Op
-from ..ops.nn import _pool_params
+from ..ops.nn import pool_params
 from ..rewrite import Rule, replace_value, replace_with_op
 from ._rewrite_util import all_static, broadcast_scalar
 from .base import Pass
@@ -37,7 +37,7 @@ class PoolingToReduce(Rule):
         ins = r.root
         x = ins.inputs[0].shape
         nd = x.ndim - 2
-        pb, pe, st, dl = _pool_params(ins.op, nd)
+        pb, pe, st, dl = pool_params(ins.op, nd)
         if list(ins.op["lengths"]) != list(x.lens[2:]):
             return "the window is not the whole spatial extent"
         if any(pb + pe) or any(s != 1 for s in st) or any(d != 1 for d in dl):
@@ -59,7 +59,7 @@ class DilatedPooling(Rule):
         ins = r.root
         x = ins.inputs[0]
         nd = x.shape.ndim - 2
-        pb, pe, st, dl = _pool_params(ins.op, nd)
+        pb, pe, st, dl = pool_params(ins.op, nd)
         k = list(ins.op["lengths"])
         if all(d == 1 for d in dl):
             return "not dilated"
