@@ -36,6 +36,7 @@ import os
 import re
 import sys
 import types
+import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -278,13 +279,22 @@ def register(spec: OpSpec, *, replace: bool = False) -> OpSpec:
     return spec
 
 
+def unregister(name: str) -> OpSpec | None:
+    """Remove an op (a notebook experiment, a test); returns its spec."""
+    return _REGISTRY.pop(name, None)
+
+
 def defop(name: str, shape: ShapeFn, compute: ComputeFn | None = None, *,
           attrs: Sequence[AttrSpec] = (), traits: Iterable[str] = (), normalize: NormalizeFn | None = None,
           output_alias=None, nargs=None, doc: str = "", gpu: GpuCode | None = None,
           replace: bool = False) -> OpSpec:
     """Declare and register an op spec in one call (see the module docstring for the contract)."""
-    return register(OpSpec(name, shape, compute, tuple(attrs), frozenset(traits), normalize, output_alias,
+    spec = register(OpSpec(name, shape, compute, tuple(attrs), frozenset(traits), normalize, output_alias,
                            nargs, doc, gpu, _caller()), replace=replace)
+    if spec.gpu is None:  # said now, not after every pass has run: the GPU target will run it on the host
+        warnings.warn(f"op {name} declares no GPU code (gpu=GpuCode.pointwise/kernel/host); the GPU target runs "
+                      f"it on the host, and tests/test_op_contract.py fails until it declares one", stacklevel=2)
+    return spec
 
 
 def _caller() -> str:

@@ -14,9 +14,10 @@ from migx_explore.compiler.ops.common import pointwise_shape
 from migx_explore.gpu.codegen import op_contract_problems
 from migx_explore.gpu.codegen.expr import op_expr
 
-HOW = ("Each op needs, in its defop (compiler/ops/*.py): a shape rule, a reference compute, traits from "
-       "compiler.op.TRAITS, and gpu= one of GpuCode.pointwise('<expr over existing ops>'), "
-       "GpuCode.kernel('<family in gpu/codegen GENERATORS>'), GpuCode.host('<why>'). See README 'Extending'.")
+HOW = ("Each op needs, in its defop (compiler/ops/*.py; `from ..op import GpuCode`): a shape rule, a "
+       "reference compute, traits from compiler.op.TRAITS, and gpu= one of "
+       "GpuCode.pointwise('<expr over existing ops>'), GpuCode.kernel('<family in gpu/codegen GENERATORS>'), "
+       "GpuCode.host('<why>'). See README 'Extending'.")
 
 
 def test_every_op_keeps_the_contract():
@@ -92,6 +93,13 @@ def test_bad_declarations_fail_at_the_defop():
         GpuCode.pointwise("mul(x, sigmoid(x)")
     with pytest.raises(ValueError, match="needs a reason"):
         GpuCode.host("")
+
+
+def test_an_op_without_gpu_code_is_reported_at_its_defop():
+    with pytest.warns(UserWarning, match="demo_no_gpu declares no GPU code"):
+        defop("demo_no_gpu", _silu_shape, _silu, traits={"pointwise"}, nargs=1)
+    assert any("no GPU code" in p for p in op_contract_problems("demo_no_gpu"))
+    ops.unregister("demo_no_gpu")  # keep the registry-wide contract test meaningful
 
 
 def test_the_contract_names_what_is_missing():
