@@ -318,12 +318,14 @@ def spec_differences(a: OpSpec, b: OpSpec) -> list[str]:
     """Which parts of two specs differ; functions compare by their code, constants and closures."""
     out = [f for f in ("attrs", "traits", "nargs", "doc", "gpu") if getattr(a, f) != getattr(b, f)]
     for f in ("shape", "compute", "normalize", "output_alias"):
-        if _fingerprint(getattr(a, f)) != _fingerprint(getattr(b, f)):
+        if function_fingerprint(getattr(a, f)) != function_fingerprint(getattr(b, f)):
             out.append(f if f != "shape" else "shape rule")
     return out
 
 
-def _fingerprint(fn: Any, depth: int = 0) -> Any:
+def function_fingerprint(fn: Any, depth: int = 0) -> Any:
+    """What makes two functions the same definition: name, code, constants, closure contents (a
+    re-run notebook cell gives equal fingerprints; an edited body does not)."""
     code = getattr(fn, "__code__", None)
     if code is None or depth > 3:
         return fn if fn is None or depth > 3 else repr(fn)
@@ -333,7 +335,7 @@ def _fingerprint(fn: Any, depth: int = 0) -> Any:
             v = c.cell_contents
         except ValueError:  # an empty cell
             v = None
-        cells.append(_fingerprint(v, depth + 1) if callable(v) else repr(v))
+        cells.append(function_fingerprint(v, depth + 1) if callable(v) else repr(v))
     return fn.__qualname__, _code_fingerprint(code), tuple(cells)
 
 

@@ -110,3 +110,16 @@ def test_the_contract_names_what_is_missing():
     from migx_explore.gpu.codegen import gpu_code_problems
 
     assert "register_generator('warp_magic'" in gpu_code_problems(spec)[0]
+
+
+def test_a_kernel_family_registers_once_and_again_as_the_same_generator():
+    from migx_explore.gpu.codegen import GENERATORS, register_generator
+
+    def gen(request):
+        return GENERATORS["pointwise"](request)
+
+    register_generator("demo_family", gen)
+    register_generator("demo_family", gen)  # a re-run cell
+    with pytest.raises(ValueError, match="demo_family.*already has a different generator"):
+        register_generator("demo_family", lambda request: None)
+    del GENERATORS["demo_family"]

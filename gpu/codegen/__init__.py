@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ...compiler.ir import Instruction, Module
-from ...compiler.op import Op, OpSpec, contract_problems, get_spec, parse_expression
+from ...compiler.op import Op, OpSpec, contract_problems, function_fingerprint, get_spec, parse_expression
 from ...compiler.shape import Shape
 from ..ops import MODULE_OPS, inner_op, split_inputs
 from .common import CodegenUnsupported, KernelSource, sanitize
@@ -68,8 +68,9 @@ LIBRARY_FAMILIES: dict[str, str] = {"gemm": "vendor BLAS (cuBLAS / hipBLAS) thro
 def register_generator(family: str, generator: Generator) -> None:
     """Add a kernel family. Registering the same generator again is a no-op (a re-run cell)."""
     old = GENERATORS.get(family)
-    if old is not None and old is not generator and getattr(old, "__qualname__", None) != generator.__qualname__:
-        raise ValueError(f"kernel family {family!r} already has generator {old.__qualname__}")
+    if old is not None and function_fingerprint(old) != function_fingerprint(generator):
+        raise ValueError(f"kernel family {family!r} already has a different generator ({old.__qualname__} in "
+                         f"{old.__module__}); pick another family name")
     GENERATORS[family] = generator
 
 
