@@ -2,6 +2,8 @@
 
 One table row per op: `a -> C++`. Arguments arrive already in compute type (16-bit floats as
 float), so each row only has to get the arithmetic right; `convert` and comparisons handle types.
+An op declared with `GpuCode.pointwise("mul(x, sigmoid(x))")` needs no row: its C++ is composed
+from the rows of the ops in its expression (`op_expr`).
 """
 
 from __future__ import annotations
