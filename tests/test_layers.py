@@ -26,15 +26,14 @@ def _imports(mod: str, path: Path):
                    for n in ast.walk(i)}
     here = mod.split(".") if path.name == "__init__.py" else mod.split(".")[:-1]
     for n in ast.walk(tree):
+        runs = id(n) not in typing_only
         if isinstance(n, ast.Import):
-            yield from ((a.name, "", id(n) not in typing_only, n.lineno) for a in n.names)
+            yield from ((a.name, "", runs, n.lineno) for a in n.names)
         elif isinstance(n, ast.ImportFrom):
             base = ".".join(x for x in [".".join(here[:len(here) - n.level + 1]) if n.level else "", n.module] if x)
-            for a in n.names:
+            for a in n.names:  # `from pkg import mod` imports the module; `from mod import name`, a name
                 sub = f"{base}.{a.name}"
-                yield (sub, "", id(n) not in typing_only, n.lineno) if sub in FILES else (base, a.name,
-                                                                                          id(n) not in typing_only,
-                                                                                          n.lineno)
+                yield (sub, "", runs, n.lineno) if sub in FILES else (base, a.name, runs, n.lineno)
 
 
 IMPORTS = {m: [i for i in _imports(m, p) if i[0] in FILES] for m, p in FILES.items()}
@@ -103,3 +102,18 @@ def test_no_import_cycle_among_files(rule):
         if m not in state:
             visit(m, [m])
     assert not cycles, "import cycles:\n  " + "\n  ".join(cycles)
+
+
+def test_importing_needs_no_gpu_or_notebook_library():
+    """Module-level imports (those that run on `import`) of GPU stacks or notebook libraries live only
+    in gpu/runtime (loaded when a backend is asked for); everything else imports them lazily."""
+    heavy = {"cuda", "hip", "hiprtc", "cupy", "torch", "triton", "nvmath", "ipywidgets", "IPython", "matplotlib",
+             "anywidget"}
+    bad = []
+    for m, path in FILES.items():
+        top = [n for s in ast.parse(path.read_text()).body for n in ([s] + (s.body if isinstance(s, ast.Try) else []))]
+        names = [(a.name, n.lineno) for n in top if isinstance(n, ast.Import) for a in n.names]
+        names += [(n.module, n.lineno) for n in top if isinstance(n, ast.ImportFrom) and n.level == 0 and n.module]
+        bad += [f"{_where(m, ln)} imports {name}" for name, ln in names
+                if name.split(".")[0] in heavy and not _in(m, "migx_explore.gpu.runtime")]
+    assert not bad, "GPU / notebook libraries imported at module level:\n  " + "\n  ".join(bad)
