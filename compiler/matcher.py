@@ -402,3 +402,14 @@ def skip(*names: str) -> Callable[[Matcher], Matcher]:
 
 def skip_broadcasts(m: Matcher) -> Matcher:
     return skip("broadcast", "multibroadcast")(m)
+
+
+_MOVED_TO_REWRITE = frozenset({"Rule", "rule", "find_matches", "near_misses", "matches", "repeat_while_changes",
+                               "recording", "stop_recording", "MatchRecord", "NearMiss"})
+
+
+def __getattr__(name: str):
+    if name in _MOVED_TO_REWRITE:  # the rule protocol moved; say where instead of a bare AttributeError
+        raise AttributeError(f"migx_explore.compiler.matcher.{name} moved to migx_explore.compiler.rewrite "
+                             f"(one rule protocol: pattern, check -> reason or plan, rewrite)")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -226,7 +226,7 @@ def find_matches(module: Module, *rules: Rule) -> int:
             if refused(plan):
                 continue
             sources = [ins] + [b for b in r.bindings.values() if b.alive]
-            with module.program.provenance(sources):
+            with module.program.provenance(sources, rule=rl.name):
                 rl.rewrite(module, r, plan)
             count += 1
             if records is not None:

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import nbformat
 from cells import GPU_CHECK, YOLO, code, md  # shared cell helpers (this folder is on sys.path)
+from decode_notebook import decode  # notebook 05's cells live in their own file
 from nbformat.v4 import new_notebook
 from prototype_fusion import prototype  # notebook 03 lives in its own file
 
@@ -393,6 +394,7 @@ NOTEBOOKS = {
     "02_pipeline_ordering.ipynb": ordering,
     "03_prototype_fusion.ipynb": prototype,
     "04_graph_capture.ipynb": graph_capture,
+    "05_decode.ipynb": decode,  # cells in decode_notebook.py
 }
 
 

@@ -19,6 +19,7 @@ from .common import CodegenUnsupported, KernelSource, sanitize
 from .expr import ROWS
 from .nn import conv_kernel, im2col_kernel, pooling_kernel, resize_kernel
 from .pointwise import (
+    append_kernel,
     concat_kernel,
     epilogue_kernel,
     fused_concat_kernel,
@@ -60,6 +61,7 @@ GENERATORS: dict[str, Generator] = {
     "pad": lambda r: pad_kernel(r.inner, r.shapes),
     "reverse": lambda r: reverse_kernel(r.inner, r.shapes),
     "fused_concat": lambda r: fused_concat_kernel(r.inner, r.shapes, r.modules),
+    "concat_past_present": lambda r: append_kernel(r.inner, r.shapes),
 }
 # Families that lowering maps to a library call instead of a generated kernel.
 LIBRARY_FAMILIES: dict[str, str] = {"gemm": "vendor BLAS (cuBLAS / hipBLAS) through gpu::gemm"}
