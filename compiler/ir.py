@@ -429,15 +429,18 @@ class Module:
 
 
 class Program:
-    def __init__(self):
+    def __init__(self, *, next_id: int = 0, empty: bool = False):
+        """A program with an empty main module (`empty=True`: no modules, ids from `next_id`; how
+        copies and snapshots rebuild one with the same ids)."""
         self.modules: dict[str, Module] = {}
-        self._next_id = 0
-        self._epoch = 0  # ids >= epoch were created during the current pass
+        self._next_id = next_id
+        self._epoch = next_id  # ids >= epoch were created during the current pass
         self._origin_stack: list[tuple[int, ...]] = []
         self._rule_stack: list[str] = []
         # Where replace_all_uses records its claims while a pass runs (set by the pass manager).
         self.replacement_log: list[Replacement] | None = None
-        self.create_module("main")
+        if not empty:
+            self.create_module("main")
 
     @property
     def main(self) -> Module:
@@ -555,8 +558,7 @@ class Program:
 
     def copy(self) -> Program:
         """Structural copy with the same ids (literal data shared, not copied)."""
-        p = Program.__new__(Program)
-        p.modules, p._next_id, p._epoch, p._origin_stack = {}, self._next_id, self._next_id, []
+        p = Program(next_id=self._next_id, empty=True)
         for m in self.get_modules():
             p.modules[m.name] = Module(m.name, p)
             p.modules[m.name].bypass = m.bypass

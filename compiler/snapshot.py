@@ -74,13 +74,7 @@ class ProgramSnapshot:
         return sum(len(m) for m in self.modules)
 
     def to_program(self) -> Program:
-        p = Program.__new__(Program)
-        p.modules = {}
-        p._next_id = self.next_id
-        p._epoch = self.next_id
-        p._origin_stack = []
-        p._rule_stack = []
-        p.replacement_log = None
+        p = Program(next_id=self.next_id, empty=True)
         for ms in self.modules:
             m = Module(ms.name, p)
             m.bypass = ms.bypass
