@@ -285,3 +285,25 @@ defop("onehot", _onehot_shape, _onehot_compute, attrs=[
     A("depth", "int", 1, show=True), A("axis", "int", -1, show=True),
 ], nargs=2, normalize=_onehot_normalize,
       doc="One-hot encode indices with values [off, on]; out-of-range indices give all `off`.")
+
+
+# --- nonzero ------------------------------------------------------------------------------------
+def _nonzero_shape(op, s, m):
+    x = s[0]
+    if x.ndim == 0:
+        raise ShapeError("nonzero: input must have rank >= 1")
+    return Shape.tuple_of([Shape.of("int64", [x.ndim, x.elements()]), Shape.of("int64", [1])])
+
+
+def _nonzero_compute(op, args, out, run):
+    x = args[0]
+    found = np.nonzero(x)
+    coords = np.zeros((x.ndim, x.size), np.int64)
+    count = len(found[0])
+    coords[:, :count] = np.asarray(found, np.int64).reshape(x.ndim, count)
+    return coords, np.array([count], np.int64)
+
+
+defop("nonzero", _nonzero_shape, _nonzero_compute, nargs=1,
+      doc="Coordinates of the non-zero elements in row-major order, as MIGraphX's nonzero: a maximum-size "
+          "[rank, elements] buffer, zero after the last found element, and the count (a tuple).")

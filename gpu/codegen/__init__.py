@@ -5,6 +5,8 @@ from __future__ import annotations
 from ...compiler.ir import Instruction
 from ..ops import MODULE_OPS, inner_op, split_inputs
 from .common import CodegenUnsupported, KernelSource, sanitize
+from .indexing import FAMILY_OF as _INDEXING_FAMILY
+from .indexing import GENERATORS as _INDEXING_GENERATORS
 from .nn import conv_kernel, im2col_kernel, pooling_kernel, resize_kernel
 from .pointwise import (
     concat_kernel,
@@ -32,6 +34,10 @@ def kernel_family(name: str) -> str | None:
         return "reduce"
     if name in _OWN_FAMILY:
         return name
+    if name == "quant_convolution":
+        return "convolution"
+    if name in _INDEXING_FAMILY:
+        return _INDEXING_FAMILY[name]
     if elementwise_supported_name(name):
         return "pointwise"
     return None
@@ -79,6 +85,8 @@ def generate(ins: Instruction) -> KernelSource:
         ks = reverse_kernel(inner, shapes)
     elif family == "fused_concat":
         ks = fused_concat_kernel(inner, shapes, list(mods))
+    elif family in _INDEXING_GENERATORS:
+        ks = _INDEXING_GENERATORS[family](inner, shapes)
     else:
         raise CodegenUnsupported(f"no kernel generator for {inner.name}")
     del ins_in, extras, outs
