@@ -240,7 +240,8 @@ def topk_kernel(op: Op, shapes: Sequence[Shape]) -> KernelSource:
               "    }",
               "}",
               f"if (i < {n} && rank < {k}) {{",
-              f"    migx::store(p1, base1 + rank * {vals.strides[axis]}, migx::load(p0, base0 + i * {x.strides[axis]}));",
+              f"    const {ct} v = migx::load(p0, base0 + i * {x.strides[axis]});",
+              f"    migx::store(p1, base1 + rank * {vals.strides[axis]}, v);",
               f"    migx::store(p2, base2 + rank * {idx.strides[axis]}, (long long)i);",
               "}"]
     body = "\n    ".join(lines)
@@ -347,7 +348,8 @@ def int_dot_kernel(op: Op, shapes: Sequence[Shape]) -> KernelSource:
         ai = offset_expr(batch + [o[-2], "kk"], a.strides)
         bi = offset_expr(batch + ["kk", o[-1]], b.strides)
         return [f"{acc} acc = 0;",
-                f"for ({it} kk = 0; kk < {kdim}; ++kk) acc += ({acc})migx::load(p0, {ai}) * ({acc})migx::load(p1, {bi});",
+                f"for ({it} kk = 0; kk < {kdim}; ++kk)",
+                f"    acc += ({acc})migx::load(p0, {ai}) * ({acc})migx::load(p1, {bi});",
                 _store(2, out, o, "acc")]
 
     return output_grid_kernel(f"int_dot_{a.type}", shapes, lines_fn)
