@@ -144,7 +144,7 @@ class CudaBackend(Backend):
         self.check(cu.cuModuleUnload(module), "cuModuleUnload")
 
     # ---- launches ----------------------------------------------------------------------------
-    def make_launch(self, fn, grid, block, smem, stream, argblock, emulate=None) -> Step:
+    def make_launch(self, fn, grid, block, smem, stream, argblock, site=None) -> Step:
         return functools.partial(cu.cuLaunchKernel, fn, grid, 1, 1, block, 1, 1, smem, stream, argblock, 0)
 
     # ---- BLAS --------------------------------------------------------------------------------
@@ -157,11 +157,9 @@ class CudaBackend(Backend):
         if self._cublas is not None:
             self._cublas.destroy(handle)
 
-    def make_gemm(self, handle: Any, plan: GemmPlan, a: int, b: int, c: int, alpha: float) -> Step:
+    def make_gemm(self, handle: Any, plan: GemmPlan, a: int, b: int, c: int, alpha: float) -> tuple[Step, str]:
         timer = self._timer(handle.stream) if os.environ.get("MIGX_BLAS_TUNE", "1") != "0" else None
-        step, note = self._cublas.make_gemm(handle, plan, a, b, c, alpha, timer)
-        step.note = note
-        return step
+        return self._cublas.make_gemm(handle, plan, a, b, c, alpha, timer)
 
     def _timer(self, stream: Any):
         """Mean device microseconds of fn() on `stream` (finalize-time BLAS algorithm tuning)."""

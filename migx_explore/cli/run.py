@@ -62,10 +62,11 @@ def evaluate_on(program, feed: dict[str, Any], target: str, mode: str) -> list[n
     try:
         from .. import gpu
 
-        run_program = gpu.run_program
+        compile_for_gpu = gpu.compile
     except (ImportError, AttributeError) as e:
         raise MigxError(f"--target gpu is unavailable: the GPU layer could not be loaded ({e})") from None
-    return [np.asarray(o) for o in run_program(program, feed, mode=mode)]
+    with compile_for_gpu(program) as compiled:
+        return [np.asarray(o) for o in compiled.run(feed, mode=mode)]
 
 
 def run(args: argparse.Namespace) -> int:
