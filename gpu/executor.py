@@ -227,8 +227,8 @@ class CompiledProgram:
         pieces: list[tuple[list[Step], Step | None, str]] = []
         current: list[Step] = list(state.in_steps) if io else []
         for step, info in zip(state.built.steps, state.built.info):
-            if info.kind == "host":
-                pieces.append((current, step, info.label))
+            if info.kind == "host":  # label: position and the op it runs, e.g. "@7 topk[k=3]"
+                pieces.append((current, step, f"{info.label.split()[0]} {info.kernel}"))
                 current = []
             else:
                 current.append(step)
