@@ -170,6 +170,30 @@ def topk(lens: list[int], k: int, axis: int, largest: bool = True, ties: bool = 
     return _prog({"x": (dtype, lens)}, body)
 
 
+def _topk_nan() -> Program:
+    """NaN counts as the largest value and ties with +inf by index (the reference's rule)."""
+    def body(m, p):
+        special = m.add_literal(np.array([[np.nan, np.inf, 2.0, np.nan, -np.inf]] * 3, np.float32))
+        x = op(m, "concat", [p["x"], special], axis=1)
+        t = op(m, "topk", [x], k=6, axis=1, largest=True)
+        u = op(m, "topk", [x], k=6, axis=1, largest=False)
+        return [op(m, "get_tuple_elem", [t], index=1), op(m, "get_tuple_elem", [u], index=1)]
+
+    return _prog({"x": ("float32", [3, 20])}, body)
+
+
+def _quant_conv() -> Program:
+    rng = np.random.default_rng(7)
+
+    def body(m, p):
+        w = m.add_literal(rng.integers(-5, 6, (6, 4, 3, 3)).astype(np.int8))
+        xq = op(m, "convert", [op(m, "mul", [p["x"], m.add_literal(np.full([1, 4, 7, 7], 3.0, np.float32))])],
+                target_type="int8")
+        return op(m, "quant_convolution", [xq, w], padding=[1, 1], stride=[1, 1])
+
+    return _prog({"x": ("float32", [1, 4, 7, 7])}, body)
+
+
 def gathernd(data: list[int], ind: np.ndarray, batch_dims: int) -> Program:
     return _prog({"x": ("float32", data)},
                  lambda m, p: op(m, "gathernd", [p["x"], m.add_literal(ind)], batch_dims=batch_dims))
@@ -297,6 +321,7 @@ CASES.update({
     "cumsum": lambda: cumsum([3, 600], 1, False, False), "cumsum_exclusive": lambda: cumsum([4, 9, 5], 1, True, False),
     "cumsum_reverse": lambda: cumsum([7, 3], 0, False, True),
     "cumsum_exclusive_reverse": lambda: cumsum([2, 300, 2], -2, True, True),
+    "topk_nan": _topk_nan, "quant_convolution": _quant_conv,
     "nonzero": _nonzero, "onehot": _onehot, "quant_dot": _int_dot, "conv_transpose": _deconv, "lrn": _lrn,
 })
 
