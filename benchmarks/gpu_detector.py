@@ -49,6 +49,9 @@ def ours(model, feeds: dict, iters: int, warmup: int) -> dict:
         inputs = {param_name(k): v for k, v in feeds.items()}
         res = time_program(c, modes=("eager", "graph"), warmup=warmup, iters=iters, inputs=inputs)
         out = c.run(inputs, mode="graph")
+        from gpu_vs_torch import dispatch_by_kind
+
+        by_kind = dispatch_by_kind(c)
         ev, gr = res.modes["eager"], res.modes["graph"]
         top = sorted(ev.per_kernel, key=lambda k: -k.us)[:12]
         by_op: dict[str, float] = {}
@@ -60,7 +63,7 @@ def ours(model, feeds: dict, iters: int, warmup: int) -> dict:
             "eager_enqueue_us": ev.enqueue_us.median, "launches": ev.launches, "kernels": res.kernels,
             "blas_calls": res.blas_calls, "graph_nodes": res.graph_nodes, "graph_segments": res.graph_segments,
             "segment_nodes": res.segment_nodes, "host_gaps": res.host_gaps, "graph_launches": gr.launches,
-            "dispatch_us_per_launch": ev.enqueue_us.median / max(ev.launches, 1),
+            "dispatch_us_per_launch": ev.enqueue_us.median / max(ev.launches, 1), "dispatch_us_by_kind": by_kind,
             "host_ops": list(c.steps.host_ops),
             "top_kernels": [(k.instruction, k.kernel, round(k.us, 1)) for k in top],
             "us_by_kernel_family": dict(sorted(((k, round(v, 1)) for k, v in by_op.items()), key=lambda x: -x[1])[:12]),
@@ -137,6 +140,33 @@ def torch_eager(model, feeds: dict, iters: int, warmup: int) -> dict:
             "outputs": [o.float().cpu().numpy() for o in out]}
 
 
+def torch_replay_per_node(n: int = 300, iters: int = 50) -> float:
+    """PyTorch CUDA-graph replay cost per node on a chain of tiny ops (the same measure as ours)."""
+    import torch
+
+    x = torch.zeros(1, device="cuda")
+    stream = torch.cuda.Stream()
+    e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    cost = {}
+    with torch.cuda.stream(stream):
+        for count in (1, n):
+            for _ in range(3):
+                x.add_(1)
+            g = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(g, stream=stream):
+                for _ in range(count):
+                    x.add_(1)
+            times = []
+            for _ in range(iters):
+                e0.record(stream)
+                g.replay()
+                e1.record(stream)
+                e1.synchronize()
+                times.append(e0.elapsed_time(e1) * 1e3)
+            cost[count] = statistics.median(times)
+    return (cost[n] - cost[1]) / (n - 1)
+
+
 def compare(ours_out: np.ndarray, torch_out: np.ndarray) -> dict:
     """Detections [1, 300, 6] (x1 y1 x2 y2 score label): scores in rank order, and how many rows agree."""
     a, b = ours_out.reshape(-1, 6), torch_out.reshape(-1, 6)
@@ -162,7 +192,7 @@ def main() -> None:
     model = detector(args.size)
     rng = np.random.default_rng(0)
     feeds = {"images": rng.uniform(0, 1, (1, 3, args.size, args.size)).astype(np.float32)}
-    r: dict = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "size": args.size}
+    r: dict = {"device": torch.cuda.get_device_name(), "torch_version": torch.__version__, "size": args.size}
     r["ours"] = ours(model, feeds, args.iters, args.warmup)
     r["torch"] = torch_eager(model, feeds, args.iters, args.warmup)
     r["agreement"] = compare(r["ours"].pop("outputs")[0], r["torch"].pop("outputs")[0])
@@ -172,6 +202,10 @@ def main() -> None:
         r["micro"] = micro()
     except Exception as e:  # noqa: BLE001 - the micro-benchmark is secondary
         r["micro"] = {"error": f"{type(e).__name__}: {e}"}
+    try:
+        r["micro"]["torch_graph_us_per_node"] = torch_replay_per_node()
+    except Exception as e:  # noqa: BLE001
+        r["micro"]["torch_error"] = f"{type(e).__name__}: {e}"
     o, t = r["ours"], r["torch"]
     r["graph_vs_torch_eager"] = o["graph_us"] / t["eager_us"]
     r["launches_vs_torch_kernels"] = (o["kernels"] + o["blas_calls"]) / max(t["kernels"], 1)
@@ -185,7 +219,7 @@ def report(r: dict) -> str:
     o, t, m = r["ours"], r["torch"], r.get("micro", {})
     ok = lambda v, target: "met" if v <= target else "missed"  # noqa: E731
     lines = [f"# YOLOv10n-style end-to-end detector, {r['size']}x{r['size']}, batch 1, fp32, TF32 off",
-             f"device: {r['device']}, torch {r['torch']}; median device us (inputs on the device)", "",
+             f"device: {r['device']}, torch {r['torch_version']}; median device us (inputs on the device)", "",
              "| | ours eager | ours graph | PyTorch eager |", "|---|---|---|---|",
              f"| latency us | {o['eager_us']:.1f} | {o['graph_us']:.1f} [{o['graph_p10']:.1f}, {o['graph_p90']:.1f}] "
              f"| {t['eager_us']:.1f} |",
@@ -198,11 +232,13 @@ def report(r: dict) -> str:
              f"- our launches / PyTorch kernels: {r['launches_vs_torch_kernels']:.2f} (target < 1)",
              f"- eager dispatch: {o['dispatch_us_per_launch']:.2f} us per launch (target <= "
              f"{TARGETS['dispatch_us_per_launch']}: "
-             f"{ok(o['dispatch_us_per_launch'], TARGETS['dispatch_us_per_launch'])})"]
+             f"{ok(o['dispatch_us_per_launch'], TARGETS['dispatch_us_per_launch'])}); mean enqueue per step by kind: "
+             f"{o['dispatch_us_by_kind']}"]
     if "graph_us_per_node" in m:
         lines.append(f"- graph replay (empty-kernel chain): {m['graph_us_per_node']:.3f} us per node (target <= "
                      f"{TARGETS['replay_us_per_node']}: {ok(m['graph_us_per_node'], TARGETS['replay_us_per_node'])}); "
-                     f"eager enqueue {m['eager_enqueue_us_per_launch']:.2f} us per launch")
+                     f"eager enqueue {m['eager_enqueue_us_per_launch']:.2f} us per launch; PyTorch CUDA graph on "
+                     f"the same kind of chain: {m.get('torch_graph_us_per_node', float('nan')):.3f} us per node")
     a = r["agreement"]
     lines += [f"- detections vs PyTorch: {a['rows_equal']}/{a['rows']} rows equal, max score difference "
               f"{a['max_score_diff']:.1e}", f"- compile (lowering, kernels from a cold cache): {o['compile_s']:.1f} s",

@@ -29,7 +29,7 @@ from ..compiler.shape import Shape
 from .finalize import Finalized, finalize
 from .passes.memory import MemoryStats, memory_stats
 from .runtime import Backend, GpuError, get_backend
-from .runtime.base import Step
+from .runtime.base import Step, step_status
 from .steps import Built
 
 
@@ -145,8 +145,8 @@ class CompiledProgram:
     def _enqueue(self, steps: Sequence[Step]) -> None:
         for f in steps:
             r = f()
-            if r[0]:
-                raise GpuError(f"{self.backend.name}: launch failed: {self.backend.error_string(r[0])}")
+            if r and step_status(r):
+                raise GpuError(f"{self.backend.name}: launch failed: {self.backend.error_string(step_status(r))}")
 
     def run(self, inputs: Mapping[str, Any] | Sequence[Any] | None = None, mode: str = "eager") -> list[np.ndarray]:
         """Copy `inputs` in, execute (eager launches or the captured graphs), return the outputs."""
@@ -218,8 +218,9 @@ class CompiledProgram:
         pg = self._graphs.get(io) or self._capture(io)
         for part in pg.parts:
             r = part.launch() if isinstance(part, _Graph) else part()
-            if r[0]:
-                raise GpuError(f"{self.backend.name}: graph launch failed: {self.backend.error_string(r[0])}")
+            if r and step_status(r):
+                raise GpuError(f"{self.backend.name}: graph launch failed: "
+                               f"{self.backend.error_string(step_status(r))}")
 
     def _pieces(self, io: bool) -> list[tuple[list[Step], Step | None, str]]:
         """(device steps, following host step or None, its label): the program cut at host steps."""

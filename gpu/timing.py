@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from .executor import CompiledProgram, GraphPart
+from .runtime.base import step_status
 
 
 @dataclass
@@ -183,8 +184,8 @@ def kernel_breakdown(compiled: CompiledProgram, iters: int = 20) -> list[KernelT
             records[0]()
             for k, step in enumerate(built.steps):
                 r = step()
-                if r[0]:
-                    raise RuntimeError(f"step {built.info[k].label} failed: {r[0]}")
+                if r and step_status(r):
+                    raise RuntimeError(f"step {built.info[k].label} failed: {step_status(r)}")
                 records[k + 1]()
             b.event_sync(events[-1])
             for k in range(len(built.steps)):

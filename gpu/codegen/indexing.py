@@ -200,11 +200,16 @@ MIGX_GLOBAL void {name}({kernel_params(shapes, [False, True])}) {{
 
 
 # --- topk ---------------------------------------------------------------------------------------
+TOPK_LANES, TOPK_SCANNERS = 32, BLOCK // 32  # elements per block, threads counting for each element
+
+
 def topk_kernel(op: Op, shapes: Sequence[Shape]) -> KernelSource:
-    """One thread per input element computes its rank in its slice (how many elements come
-    before it: better by value, or equal with a lower index, NaN counting as the largest value as
-    in the reference) and writes itself at that position when the rank is below k. Blocks stage
-    the slice through shared memory in tiles. Exact for every k, sorted, ties by lower index."""
+    """Each element's rank in its slice is how many elements come before it (better by value,
+    or equal with a lower index; NaN counts as the largest value, as in the reference); an element
+    whose rank is below k writes itself at that position. Exact for every k, sorted, ties by lower
+    index. A block ranks 32 elements: each warp counts over one eighth of the slice (every lane
+    reads the same element, a broadcast load) and stops once its count reaches k; the eight
+    partial counts are summed in shared memory."""
     x, vals, idx = shapes[0], shapes[1], shapes[2]
     axis = norm_axis(op["axis"], x.ndim, "topk")
     n, k = x.lens[axis], op["k"]
@@ -214,35 +219,35 @@ def topk_kernel(op: Op, shapes: Sequence[Shape]) -> KernelSource:
     it = index_type(shapes)
     lens, dims = _slices(x, axis)
     nslices = x.elements() // n
-    chunks = (n + BLOCK - 1) // BLOCK
+    chunks = (n + TOPK_LANES - 1) // TOPK_LANES
+    span = (n + TOPK_SCANNERS - 1) // TOPK_SCANNERS
     better = ">" if op["largest"] else "<"
     key = (lambda v: f"(migx::isnan_({v}) ? {literal(float('inf'), x.type)} : {v})") if is_float(x.type) else str
-    lines = [f"__shared__ {ct} tile[{BLOCK}];",
+    at = f"* {x.strides[axis]}"
+    lines = [f"__shared__ int ranks[{TOPK_LANES}];",
+             f"if (threadIdx.x < {TOPK_LANES}) ranks[threadIdx.x] = 0;",
              f"const {it} slice = blockIdx.x / {chunks};",
-             f"const {it} i = (blockIdx.x % {chunks}) * {BLOCK} + threadIdx.x;"]
+             f"const {it} i = (blockIdx.x % {chunks}) * {TOPK_LANES} + threadIdx.x % {TOPK_LANES};",
+             f"const {it} lo = (threadIdx.x / {TOPK_LANES}) * {span};",
+             f"const {it} hi = lo + {span} < {n} ? lo + {span} : {n};"]
     _slice_base(lines, "slice", lens, dims, it, [(0, x), (1, vals), (2, idx)])
     lines += [f"{ct} mine = 0;",
-              f"if (i < {n}) {{ const {ct} v = migx::load(p0, base0 + i * {x.strides[axis]}); mine = {key('v')}; }}",
-              f"{it} rank = 0;",
-              f"for ({it} t0 = 0; t0 < {n}; t0 += {BLOCK}) {{",
-              "    __syncthreads();",
-              f"    if (t0 + threadIdx.x < {n}) {{",
-              f"        const {ct} w = migx::load(p0, base0 + (t0 + threadIdx.x) * {x.strides[axis]});",
-              f"        tile[threadIdx.x] = {key('w')};",
-              "    }",
-              "    __syncthreads();",
-              f"    const int m = {n} - t0 < {BLOCK} ? (int)({n} - t0) : {BLOCK};",
-              f"    if (i < {n} && rank < {k}) {{",
-              "        for (int t = 0; t < m; ++t) {",
-              f"            const {ct} o = tile[t];",
-              f"            rank += (o {better} mine) || (o == mine && t0 + t < i);",
-              "        }",
+              f"if (i < {n}) {{ const {ct} v = migx::load(p0, base0 + i {at}); mine = {key('v')}; }}",
+              "int rank = 0;",
+              f"if (i < {n}) {{",
+              f"    for ({it} j = lo; j < hi && rank < {k}; ++j) {{",
+              f"        const {ct} w = migx::load(p0, base0 + j {at});",
+              f"        const {ct} o = {key('w')};",
+              f"        rank += (o {better} mine) || (o == mine && j < i);",
               "    }",
               "}",
-              f"if (i < {n} && rank < {k}) {{",
-              f"    const {ct} v = migx::load(p0, base0 + i * {x.strides[axis]});",
-              f"    migx::store(p1, base1 + rank * {vals.strides[axis]}, v);",
-              f"    migx::store(p2, base2 + rank * {idx.strides[axis]}, (long long)i);",
+              "__syncthreads();",
+              f"if (i < {n}) atomicAdd(&ranks[threadIdx.x % {TOPK_LANES}], rank);",
+              "__syncthreads();",
+              f"if (threadIdx.x < {TOPK_LANES} && i < {n} && ranks[threadIdx.x] < {k}) {{",
+              "    const int r = ranks[threadIdx.x];",
+              f"    migx::store(p1, base1 + r * {vals.strides[axis]}, migx::load(p0, base0 + i {at}));",
+              f"    migx::store(p2, base2 + r * {idx.strides[axis]}, (long long)i);",
               "}"]
     body = "\n    ".join(lines)
     name = f"topk_{'largest' if op['largest'] else 'smallest'}_kernel"

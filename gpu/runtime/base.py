@@ -2,8 +2,9 @@
 
 All device addresses are plain ints. Streams, events, modules, functions and graphs are opaque
 handles of the vendor binding. `make_launch` / `make_gemm` / `make_copy` return zero-argument
-callables for the executor's step list; each returns a tuple whose first item is the status
-(falsy on success), so the eager loop checks errors without any argument packing per launch.
+callables for the executor's step list; each returns its status (falsy on success), bare or as the
+first item of a tuple (`step_status`), so the eager loop checks errors without any argument packing
+per launch.
 """
 
 from __future__ import annotations
@@ -21,7 +22,13 @@ from ..blas_plan import GemmPlan
 if TYPE_CHECKING:  # pragma: no cover
     from ...compiler.ir import Instruction
 
-Step = Callable[[], tuple]
+Step = Callable[[], Any]
+
+
+def step_status(result: Any) -> Any:
+    """A step's status (falsy on success): steps return it bare (a ctypes call's int) or as the first
+    item of a tuple (the vendor bindings' return convention)."""
+    return result[0] if isinstance(result, tuple) else result
 
 
 @dataclass(frozen=True)
