@@ -27,7 +27,7 @@ from ..compiler.errors import MigxError
 from ..compiler.ir import Program
 from ..compiler.shape import Shape
 from .finalize import Finalized, finalize
-from .passes.memory import MemoryStats, memory_stats
+from .passes.memory_coloring import MemoryStats, memory_stats
 from .runtime import Backend, GpuError, get_backend
 from .runtime.base import Step, step_status
 from .steps import Built

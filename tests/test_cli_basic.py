@@ -102,7 +102,7 @@ def test_run_gpu_target_goes_through_the_gpu_hook(monkeypatch, capsys):
     calls = []
 
     class FakeCompiled:
-        def __init__(self, program):
+        def __init__(self, program, options=None):
             self.program = program
 
         def __enter__(self):
