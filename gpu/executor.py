@@ -69,15 +69,18 @@ class CompiledProgram:
     """A finalized program bound to one backend. `run(inputs, mode)` returns numpy outputs."""
 
     def __init__(self, program: Program, backend: Backend | None = None, *, source: Any = None,
-                 options: Any = None, trace: Any = None):
+                 options: Any = None, trace: Any = None, external: Mapping[str, int] | None = None):
         self.backend = backend or get_backend()
+        # Params bound to caller-owned device buffers (a KV cache that outlives this program): read
+        # and written in place, never staged from the host, never freed here.
+        self.external = dict(external or {})
         self.source = source  # what gpu.compile was given (kept for recompile)
         self.options = options
         self.trace = trace  # the pass manager's trace of the compile, when gpu.compile made it
         self.generation = 0
         self._graphs: dict[bool, _PiecewiseGraph] = {}
         self._warm = False
-        self._state: Finalized | None = finalize(program, self.backend)
+        self._state: Finalized | None = finalize(program, self.backend, self.external)
 
     # ---- the finalized state -----------------------------------------------------------------
     @property
@@ -329,7 +332,7 @@ class CompiledProgram:
         self.generation += 1
         self.options = options or self.options
         self._warm = False
-        self._state = finalize(program, self.backend)
+        self._state = finalize(program, self.backend, self.external)
         return self
 
     def close(self) -> None:

@@ -10,7 +10,7 @@ allocated, and `Resources.free()` releases it all together.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -86,14 +86,15 @@ class Finalized:
         return self.resources.stream
 
 
-def finalize(program: Program, backend: Backend) -> Finalized:
-    """Everything a run of `program` needs on `backend` (see the module docstring)."""
+def finalize(program: Program, backend: Backend, external: Mapping[str, int] | None = None) -> Finalized:
+    """Everything a run of `program` needs on `backend` (see the module docstring). `external`
+    binds params to caller-owned device buffers (used in place, never staged, never freed here)."""
     backend.make_current()
     main = program.main
     check_target(main, backend)
     res = Resources(backend)
     try:
-        return _Finalizer(program, backend, res).build()
+        return _Finalizer(program, backend, res, dict(external or {})).build()
     except BaseException:
         res.free()
         raise
@@ -111,8 +112,8 @@ def check_target(main, backend: Backend) -> None:
 class _Finalizer:
     """The steps of finalize, sharing the buffers they allocate."""
 
-    def __init__(self, program: Program, backend: Backend, res: Resources):
-        self.program, self.b, self.res = program, backend, res
+    def __init__(self, program: Program, backend: Backend, res: Resources, external: dict[str, int]):
+        self.program, self.b, self.res, self.external = program, backend, res, external
         self.inputs: dict[str, Shape] = {}
         self.param_dev: dict[str, int] = {}
         self.host_bufs: dict[int, tuple[int, np.ndarray]] = {}
@@ -156,7 +157,9 @@ class _Finalizer:
             return owned[ins.id]
         if ins.is_param():
             name = ins.param_name
-            if name in INTERNAL_PARAMS or is_output_param(name):
+            if name in self.external:
+                p = self.external[name]
+            elif name in INTERNAL_PARAMS or is_output_param(name):
                 p = self.dev(ins.shape.bytes())
             else:
                 self.inputs[name] = ins.shape

@@ -9,6 +9,7 @@ from .indexing import FAMILY_OF as _INDEXING_FAMILY
 from .indexing import GENERATORS as _INDEXING_GENERATORS
 from .nn import conv_kernel, im2col_kernel, pooling_kernel, resize_kernel
 from .pointwise import (
+    append_kernel,
     concat_kernel,
     epilogue_kernel,
     fused_concat_kernel,
@@ -23,7 +24,8 @@ __all__ = ["CodegenUnsupported", "KernelSource", "epilogue_kernel", "generate", 
 
 _REDUCTIONS = set(REDUCE_OPS) | {"softmax", "logsoftmax", "argmax", "argmin", "fused_reduce", "split_fused_reduce",
                                   "layernorm", "add_layernorm"}
-_OWN_FAMILY = ("convolution", "gpu::im2col", "pooling", "resize", "concat", "gather", "pad", "reverse", "fused_concat")
+_OWN_FAMILY = ("convolution", "gpu::im2col", "pooling", "resize", "concat", "gather", "pad", "reverse", "fused_concat",
+               "concat_past_present")
 
 
 def kernel_family(name: str) -> str | None:
@@ -79,6 +81,8 @@ def generate(ins: Instruction) -> KernelSource:
         ks = concat_kernel(inner, shapes)
     elif family == "gather":
         ks = gather_kernel(inner, shapes)
+    elif family == "concat_past_present":
+        ks = append_kernel(inner, shapes)
     elif family == "pad":
         ks = pad_kernel(inner, shapes)
     elif family == "reverse":
