@@ -9,15 +9,7 @@ with the device and the date."""
 
 from __future__ import annotations
 
-from nbformat.v4 import new_code_cell, new_markdown_cell
-
-
-def md(text: str):
-    return new_markdown_cell(text.strip("\n"))
-
-
-def code(text: str):
-    return new_code_cell(text.strip("\n"))
+from cells import code, md  # shared cell helpers (this folder is on sys.path)
 
 
 def precision() -> list:

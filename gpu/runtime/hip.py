@@ -171,7 +171,7 @@ class HipBackend(Backend):
         self.check(self.hip.hipModuleUnload(module), "hipModuleUnload")
 
     # ---- launches ----------------------------------------------------------------------------
-    def make_launch(self, fn, grid, block, smem, stream, argblock, emulate=None) -> Step:
+    def make_launch(self, fn, grid, block, smem, stream, argblock, site=None) -> Step:
         # kernelParams as the int address of our own void*[]: no per-launch packing by hip-python.
         return functools.partial(self.hip.hipModuleLaunchKernel, fn, grid, 1, 1, block, 1, 1, smem, stream,
                                  argblock, None)
@@ -206,7 +206,7 @@ class HipBackend(Backend):
             return HIPBLAS_R_6X[dtype], HIPBLAS_R_6X[out], HIPBLAS_R_6X[acc]
         return HIP_R[dtype], HIP_R[out], HIPBLAS_COMPUTE.get(dtype, 2)
 
-    def make_gemm(self, handle: Any, plan: GemmPlan, a: int, b: int, c: int, alpha: float) -> Step:
+    def make_gemm(self, handle: Any, plan: GemmPlan, a: int, b: int, c: int, alpha: float) -> tuple[Step, str]:
         t, tc, compute = self.gemm_types(plan.dtype, plan.c_dtype)
         esz = ESIZE.get(plan.dtype) or np.dtype(plan.dtype).itemsize
         esz_c = ESIZE.get(plan.c_dtype) or np.dtype(plan.c_dtype).itemsize
@@ -230,7 +230,7 @@ class HipBackend(Backend):
                     return (err, "hipblasGemmStridedBatchedEx")
             return (0,)
 
-        return step
+        return step, ""
 
     # ---- graphs ------------------------------------------------------------------------------
     def begin_capture(self, stream: Any) -> None:
@@ -269,3 +269,6 @@ class HipBackend(Backend):
 
     def graph_exec_destroy(self, graph_exec: Any) -> None:
         self.check(self.hip.hipGraphExecDestroy(graph_exec), "hipGraphExecDestroy")
+
+    def graph_node_count(self, graph: Any) -> int:
+        return -1  # hipGraphGetNodes' Python signature differs across hip-python 6.x/7.x/10.x: not counted

@@ -97,6 +97,9 @@ def test_prototype_fusion_runs_and_highlights(tmp_path):
     text = _outputs_text(nb)
     assert "matches" in text and "near misses" in text and "st_added" in text  # the highlighted graph
     assert "numeric check against the original model: ok" in text
+    # adding an op end to end: the contract, the rule, every pass, the generated kernel
+    assert "silu: contract complete" in text and "differs in" in text and "18 matches on yolo" in text
+    assert "fusion.fuse_silu 18 rewrites" in text and "failed: none" in text and "expf(-" in text
     diff = _values(_widget_models(nb), "HTMLModel", "migx-diff-graph")
     assert diff and "<svg" in diff[0]
 
@@ -128,7 +131,7 @@ def test_precision_notebook_runs(tmp_path):
     assert not _errors(nb)
     text = _outputs_text(nb)
     assert "truncate_float" in text and "quantize_8bits" in text  # the stage at fp16 and int8
-    assert "quant_dot(" in text and "-> half_type" in text  # the graphs at int8 and fp16
+    assert "quant_dot(" in text and "-> float16" in text  # the graphs at int8 and fp16
     assert "'quantizelinear': 12" in text  # a pair per dot input after the stage (6 dots)
     assert "int8->int32" in text and "float16" in text  # int8 GEMMs on BLAS; half GEMMs
     assert "<svg" in text and "relative RMS error" in text
