@@ -7,6 +7,11 @@
 - `convolution` -> 1x1/stride-1 as one GEMM on the NCHW buffer; depthwise and small convs
   (C/group x kernel taps <= 32) as a generated direct kernel; the rest as a generated im2col
   kernel + BLAS GEMM (grouped: a batched GEMM per group);
+- `quant_dot` / `quant_convolution` (int8 -> int32, fp8 -> float32) -> `gpu::gemm` on 8-bit BLAS
+  in the "TN" layout it needs (weights re-laid out at compile time, activations by a copy; convs
+  through an im2col written k-contiguous); products 8-bit BLAS cannot take (sizes not multiples of
+  4 / 16, no fp8 GEMM on the target) widen exactly to a float16 GEMM with a float32 result; small
+  and depthwise quantized convs are the direct kernel with int32 / float accumulation;
 - views (reshape, transpose, broadcast, slice, ...) stay: kernels read through their strides;
 - in-place ops (trait `in_place`, e.g. concat_past_present appending to a KV cache) write into
   their last input, which becomes the kernel's output buffer (no allocation);
