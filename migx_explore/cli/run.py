@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import zipfile
 from typing import Any
 
 import numpy as np
@@ -34,12 +35,25 @@ def output_names(program) -> list[str]:
 
 def read_feed(path: str, program) -> dict[str, np.ndarray]:
     try:
-        with np.load(path, allow_pickle=False) as z:
-            data = {k: z[k] for k in z.files}
+        loaded = np.load(path, allow_pickle=False)
+        if isinstance(loaded, np.ndarray):
+            data = loaded
+        else:
+            with loaded as z:
+                data = {k: z[k] for k in z.files}
     except FileNotFoundError:
         raise MigxError(f"inputs file {path!r} not found") from None
-    except (OSError, ValueError) as e:
+    except IsADirectoryError:
+        raise MigxError(f"inputs file {path!r} is a folder, not an .npz file") from None
+    except ValueError as e:
+        # numpy reports any non-npz file as "pickled data" and advises allow_pickle=True: never do that
+        why = "numpy could read it only by unpickling, which migx-explore never does" if "pickle" in str(e) else e
+        raise MigxError(f"cannot read inputs file {path!r}: not an .npz of arrays ({why}); write one with "
+                        "numpy.savez(path, name=array, ...)") from None
+    except (OSError, EOFError, zipfile.BadZipFile) as e:
         raise MigxError(f"cannot read inputs file {path!r} as .npz: {e}") from None
+    if not isinstance(data, dict):
+        raise MigxError(f"inputs file {path!r} holds one array (.npy); write an .npz keyed by input name")
     keys = input_names(program)
     by_key = {k: p for k, p in keys}
     by_param = {p: p for _, p in keys}
@@ -84,8 +98,11 @@ def run(args: argparse.Namespace) -> int:
             stats = f"  min {np.nanmin(f):.6g}  max {np.nanmax(f):.6g}  mean {np.nanmean(f):.6g}"
         print(f"{name}: {v.dtype} {list(v.shape)}{stats}")
     if args.out:
+        from ..outputs import atomic_file
+
         try:
-            np.savez(args.out, **{n: np.asarray(v) for n, v in zip(names, outs)})
+            with atomic_file(args.out, suffix=".npz") as tmp:
+                np.savez(tmp, **{n: np.asarray(v) for n, v in zip(names, outs)})
         except OSError as e:
             raise MigxError(f"cannot write {args.out!r}: {e.strerror}") from None
         print(f"wrote {len(outs)} output(s) to {args.out}", file=sys.stderr)
