@@ -84,7 +84,8 @@ def main() -> None:
         if n in GOALS:
             t_max, mem_max = GOALS[n]
             ok = row["seconds"] <= t_max and (mem_max is None or row["rss"] <= mem_max)
-            goal = f"<= {t_max:.0f} s" + (f", <= {mem_max >> 30} GB" if mem_max else "") + (": met" if ok else ": MISSED")
+            goal = f"<= {t_max:.0f} s" + (f", <= {mem_max >> 30} GB" if mem_max else "")
+            goal += ": met" if ok else ": MISSED"
         print(f"{n:>7}{row['seconds']:>10.2f}{ratio:>8}{row['rss'] / 2**20:>9.0f}  {goal:<20}{row['slowest']}")
         prev = row
 

@@ -8,6 +8,7 @@ with a K/M/G/T suffix: `MIGX_EXPLORE_MEMORY_BUDGET=32G`).
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 from collections.abc import Iterable
@@ -23,6 +24,7 @@ class BudgetError(MigxError):
     """A size over the memory budget (or an impossible one), refused before allocating."""
 
 
+@functools.cache
 def _physical_memory() -> int:
     try:
         return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")

@@ -14,6 +14,7 @@ import numpy as np
 from . import dtypes
 from .errors import MigxError, ParseError
 from .ir import Literal, Module, Program
+from .limits import check_lens
 from .op import Op, get_spec
 from .shape import DynDim, Shape
 
@@ -211,6 +212,7 @@ def _literal_values(body: str, shape: Shape, allow_elided: bool, literals=None) 
         if not allow_elided:
             raise ValueError("literal values are elided ('{ ... }'); print with full=True to round-trip, "
                              "or parse with allow_elided=True to fill zeros")
+        check_lens(shape.lens, npd.itemsize, "an elided literal")
         return np.zeros(shape.lens, npd)
     fast = _plain_values(inner, shape, npd)
     if fast is not None:

@@ -7,6 +7,7 @@ shape, so an op spec whose compute disagrees with its shape rule is caught where
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -15,6 +16,7 @@ import numpy as np
 from . import dtypes
 from .errors import EvalError, MigxError
 from .ir import Instruction, Module, Program
+from .limits import check_bytes
 from .shape import Shape
 
 Hook = Callable[[Instruction, np.ndarray], None]
@@ -99,13 +101,18 @@ def _run(ins: Instruction, args: list[np.ndarray], check_shapes: bool) -> np.nda
     spec = ins.op.spec
     if spec.compute is None:
         raise EvalError(f"module {ins.module.name}: {ins.name} (#{ins.id}) has no reference implementation")
+    out = ins.shape
+    if check_shapes and not out.is_tuple and out.dyn_dims is None:
+        check_bytes(out.elements() * dtypes.np_dtype(out.type).itemsize,
+                    f"module {ins.module.name}: {ins.name} (#{ins.id}) output")
     try:
         res = spec.compute(ins.op, args, ins.shape, _SubRunner(ins))
     except MigxError as e:
         raise EvalError(f"module {ins.module.name}: {ins.name} (#{ins.id}): {e}") from None
     except (ValueError, TypeError, IndexError, KeyError, ZeroDivisionError, OverflowError) as e:
         raise EvalError(f"module {ins.module.name}: {ins.name} (#{ins.id}) failed: {e}") from None
-    out = ins.shape
+    except MemoryError:
+        raise EvalError(f"module {ins.module.name}: {ins.name} (#{ins.id}) ran out of memory") from None
     if out.is_tuple:
         return tuple(np.asarray(r, dtype=dtypes.np_dtype(s.type)) for r, s in zip(res, out.sub_shapes))
     arr = np.asarray(res)
@@ -180,9 +187,17 @@ def random_inputs(program: Program, seed: int = 0) -> dict[str, np.ndarray]:
     """Deterministic inputs for every parameter of main (floats in [-1, 1), small ints)."""
     rng = np.random.default_rng(seed)
     out = {}
+    sizes = {}
     for p in program.main.params():
         s = p.shape
         lens = tuple(d.min if d.min > 0 else 1 for d in s.dyn_dims) if s.dyn_dims is not None else s.lens
+        # float64 draws are made before the cast: count 8 bytes per element
+        sizes[p.param_name] = (lens, math.prod(lens) * max(8, dtypes.np_dtype(s.type).itemsize))
+    check_bytes(sum(b for _, b in sizes.values()), "random inputs " + ", ".join(
+        f"{name} {list(lens)}" for name, (lens, _) in sizes.items()))
+    for p in program.main.params():
+        s = p.shape
+        lens = sizes[p.param_name][0]
         t = dtypes.dtype(s.type)
         if t.is_float:
             out[p.param_name] = rng.uniform(-1, 1, lens).astype(t.np_dtype)

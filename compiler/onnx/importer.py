@@ -18,6 +18,7 @@ import onnx
 from .. import dtypes
 from ..errors import ImportError_, MigxError
 from ..ir import Instruction, Program
+from ..limits import BudgetError, check_bytes, check_lens, human_bytes, memory_budget
 from ..shape import DynDim, Shape
 from . import registry
 from .context import NodeContext, param_name
@@ -40,11 +41,21 @@ def parse_onnx(source: ModelSource, input_dims: Mapping[str, Sequence[int]] | No
     compiler must know at compile time (ConstantInputRequired names them)."""
     model, folder, raw = load_model(source)
     what = f"ONNX model {str(source)!r}" if folder is not None else "ONNX model"
+    _check_opset(model, what)
     # The checker reads the original bytes unless external data was inlined (it would look for the
     # data files relative to the working directory).
     inlined = load_external_data(model, folder)
     check_model(raw if raw is not None and not inlined else model, what)
     return _Importer(model, dict(input_dims or {}), int(default_dim), dict(constant_inputs or {})).run()
+
+
+def _check_opset(model: onnx.ModelProto, what: str) -> None:
+    """An opset newer than the installed onnx knows has operator semantics nobody here can check."""
+    known = onnx.defs.onnx_opset_version()
+    for o in model.opset_import:
+        if o.domain in _DEFAULT_DOMAINS and not 1 <= o.version <= known:
+            raise ImportError_(f"{what} declares opset {o.version}, but the installed onnx {onnx.__version__} "
+                               f"knows opsets 1 to {known}; upgrade onnx or export with an older opset")
 
 
 def model_opset(model: onnx.ModelProto) -> int:
@@ -70,6 +81,16 @@ def _user_shape(name: str, t: str, dims: Sequence, rank: int | None) -> Shape:
     return Shape.dynamic(t, out)
 
 
+def _check_budget(ctx: NodeContext, ins: Instruction | None) -> None:
+    """Refuse a value over the memory budget up front (evaluating it would need that much)."""
+    if ins is None or ins.shape.is_tuple or ins.shape.dyn_dims is not None:
+        return
+    try:
+        check_bytes(ins.shape.elements() * dtypes.np_dtype(ins.shape.type).itemsize, "its output")
+    except BudgetError as e:
+        raise ctx.error(f"{e} ({ins.shape})") from None
+
+
 class _Importer:
     def __init__(self, model: onnx.ModelProto, input_dims: dict, default_dim: int, constants: dict):
         self.model = model
@@ -83,6 +104,13 @@ class _Importer:
         self.env: dict[str, Instruction] = {}
 
     def run(self) -> Program:
+        names = [o.name for o in self.graph.output]
+        if not names:
+            raise ImportError_("the graph has no outputs (an empty graph computes nothing)")
+        dups = sorted({n for n in names if names.count(n) > 1})
+        if dups:
+            raise ImportError_(f"graph output name(s) {', '.join(map(repr, dups))} appear more than once; "
+                               "output names must be unique")
         self._initializers()
         self._inputs()
         for k, node in enumerate(self._sorted_nodes()):
@@ -143,11 +171,15 @@ class _Importer:
             if d.HasField("dim_value") and d.dim_value >= 0:
                 lens.append(int(d.dim_value))
                 continue
+            if d.HasField("dim_value"):
+                raise ImportError_(f"input {vi.name!r}: dimension {i} is {d.dim_value}; dimensions must not be "
+                                   "negative")
             label = f" ({d.dim_param!r})" if d.dim_param else ""
             warnings.warn(f"input {vi.name!r}: dimension {i}{label} is not fixed; using {self.default_dim} "
                           f"(set it with input_dims={{{vi.name!r}: [...]}} or --input-dim {vi.name}=...)",
                           stacklevel=4)
             lens.append(self.default_dim)
+        check_lens(lens, dtypes.np_dtype(t).itemsize, f"input {vi.name!r}")
         return Shape.of(t, lens)
 
     # ---- nodes ---------------------------------------------------------------------------------------
@@ -188,7 +220,11 @@ class _Importer:
             raise
         except MigxError as e:
             raise ctx.error(str(e)) from None
+        except MemoryError:
+            raise ctx.error(f"out of memory while importing (over {human_bytes(memory_budget())}?)") from None
         outs = [result] if isinstance(result, Instruction) else list(result)
+        for out in outs:
+            _check_budget(ctx, out)
         for i, name in enumerate(node.output):
             if not name:
                 continue
