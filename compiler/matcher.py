@@ -41,7 +41,17 @@ class MatchState:
 _EVAL_CACHES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
+# While find_matches sweeps a module, one cache serves the whole sweep even as rewrites bump the
+# version: a rewrite replaces a value by an equivalent one, so a constant stays constant, and a
+# value that became constant only waits for the next sweep (until_stable runs one). Dropping the
+# cache on every rewrite made each is_constant test re-walk a long chain: O(n^2) on n-node chains.
+_SWEEP_CACHES: dict[int, dict] = {}
+
+
 def _eval_cache(module) -> dict:
+    pinned = _SWEEP_CACHES.get(id(module))
+    if pinned is not None:
+        return pinned
     hit = _EVAL_CACHES.get(module)
     if hit is None or hit[0] != module.version:
         hit = (module.version, {})
@@ -474,6 +484,18 @@ def find_matches(module: Module, *rules: Rule) -> int:
     ms = _matchers(rules)
     roots = [_root_names(m) for m in ms]
     records = _RECORDER.get()
+    outer = _SWEEP_CACHES.get(id(module))
+    _SWEEP_CACHES[id(module)] = {}
+    try:
+        return _sweep(module, rules, ms, roots, records)
+    finally:
+        if outer is None:
+            _SWEEP_CACHES.pop(id(module), None)
+        else:
+            _SWEEP_CACHES[id(module)] = outer
+
+
+def _sweep(module: Module, rules, ms, roots, records) -> int:
     count = 0
     for ins in module:
         # Params and literals can be roots too (MIGraphX visits every instruction: a parameter

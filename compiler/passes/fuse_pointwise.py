@@ -113,6 +113,15 @@ class Renames:
         self.module = module
         self.final: dict[str, str] = {}  # temporary name -> wanted name
         self.maybe_dead: list[Module] = []
+        self.owned: set[str] = set()  # submodules this run created: only their one instruction uses them
+        self._bodies: dict[str, _Body] = {}
+
+    def body(self, sub: Module, inputs: list[Instruction]) -> _Body:
+        """The extension state of `sub` (whose params stand for `inputs`), kept across merges."""
+        b = self._bodies.get(sub.name)
+        if b is None or b.module is not sub or [x.id for x in b.inputs] != [x.id for x in inputs]:
+            b = self._bodies[sub.name] = _Body(sub, inputs)
+        return b
 
     def settle(self) -> None:
         prog = self.module.program
@@ -133,35 +142,34 @@ def merge_pointwise(module: Module, a: Instruction, b: Instruction, names: Renam
 
 
 def _merge(module: Module, a: Instruction, b: Instruction, names: Renames) -> Instruction:
-    prog = module.program
     am, bm = a.module_inputs[0], b.module_inputs[0]
     a_vals, b_vals = _values(a), _values(b)
     keep_a = [k for k, hs in enumerate(a_vals) if any(u is not b for h in hs for u in h.outputs)]
     # Only a value of `a` read outside `b`, or a sibling merge, can leave a use above the new op.
     may_reorder = bool(keep_a) or not any(_handle_index(a, x) is not None for x in b.inputs)
-    want = names.final.pop(am.name, am.name)  # a merged module keeps its producer's name
     names.final.pop(bm.name, None)
-    sub = new_submodule(prog, f"{module.name}:pointwise~")
-    names.final[sub.name] = want
-    names.maybe_dead += [am, bm]
-    inputs: list[Instruction] = []
-    params: dict[int, Instruction] = {}
-
-    def param_for(x: Instruction) -> Instruction:
-        if x.id not in params:
-            params[x.id] = sub.add_parameter(param_name(len(inputs)), scalar_param_shape(x.shape))
-            inputs.append(x)
-        return params[x.id]
-
-    a_rets = copy_body(am, sub, {p.id: param_for(x) for p, x in zip(am.params(), a.inputs)})
+    names.maybe_dead.append(bm)
+    if am.name in names.owned:
+        # Extend the producer's own body with a copy of the consumer's: a chain of n merges then
+        # costs O(n), where copying both bodies into a fresh module each time cost O(n^2).
+        body = names.body(am, a.inputs)
+    else:  # a submodule from before this pass may be shared: copy it into a fresh one first
+        want = names.final.pop(am.name, am.name)
+        names.maybe_dead.append(am)
+        sub = new_submodule(module.program, f"{module.name}:pointwise~")
+        names.final[sub.name] = want
+        names.owned.add(sub.name)
+        body = names.body(sub, [])
+        copy_body(am, sub, {p.id: body.param_for(x) for p, x in zip(am.params(), a.inputs)})
+    a_rets = body.module.output_instructions()
     b_map = {}
     for p, x in zip(bm.params(), b.inputs):
         k = _handle_index(a, x)
-        b_map[p.id] = a_rets[k] if k is not None else param_for(x)
-    b_rets = copy_body(bm, sub, b_map)
+        b_map[p.id] = a_rets[k] if k is not None else body.param_for(x)
+    b_rets = body.append(bm, b_map)
     outs = [a_rets[k] for k in keep_a] + b_rets
-    sub.add_return(outs)
-    merged = module.insert_instruction(b, Op("pointwise"), inputs, [sub])
+    body.module.replace_return(outs)
+    merged = module.insert_instruction(b, Op("pointwise"), body.inputs, [body.module])
     carriers = [a_vals[k] for k in keep_a] + b_vals
     for idx, hs in enumerate(carriers):
         if len(outs) == 1:
@@ -176,6 +184,52 @@ def _merge(module: Module, a: Instruction, b: Instruction, names: Renames) -> In
     if may_reorder:
         fix_order(module, merged)
     return merged
+
+
+class _Body:
+    """A pointwise submodule being extended: the outer values its params stand for, and where new
+    literals go, kept here so one extension costs the size of what it adds, not of the body."""
+
+    def __init__(self, module: Module, inputs: list[Instruction]):
+        self.module = module
+        self.inputs = list(inputs)
+        self.params: dict[int, Instruction] = {}
+        by_name = {}
+        ins = module.first
+        while ins is not None and ins.is_param():  # params are the module's leading run
+            by_name[ins.param_name] = ins
+            ins = ins.next
+        for k, x in enumerate(self.inputs):
+            self.params[x.id] = by_name[param_name(k)]
+
+    def param_for(self, x: Instruction) -> Instruction:
+        if x.id not in self.params:
+            self.params[x.id] = self.module.add_parameter(param_name(len(self.inputs)), scalar_param_shape(x.shape))
+            self.inputs.append(x)
+        return self.params[x.id]
+
+    def _code_start(self) -> Instruction | None:
+        ins = self.module.first
+        while ins is not None and (ins.is_param() or ins.is_literal()):
+            ins = ins.next
+        return ins
+
+    def append(self, src: Module, mapping: dict[int, Instruction]) -> list[Instruction]:
+        """Copy src's body (params mapped by id) before the @return; returns src's outputs' copies."""
+        mapping = dict(mapping)
+        code_start = None
+        for ins in src:
+            if ins.is_param():
+                continue
+            if ins.is_return():
+                break
+            if ins.is_literal():
+                code_start = code_start or self._code_start()  # literals follow params and literals
+                mapping[ins.id] = self.module.add_literal(ins.literal, before=code_start)
+                continue
+            mapping[ins.id] = self.module.add_instruction(ins.op, [mapping[i.id] for i in ins.inputs],
+                                                          ins.module_inputs)
+        return [mapping[o.id] for o in src.output_instructions()]
 
 
 def _can_merge(a: Instruction, b: Instruction) -> bool:
@@ -267,8 +321,10 @@ class FusePointwise(Pass):
         changed = False
         if any(i.name == "identity" for i in module):
             changed = ctx.run_pass(EliminateIdentity()) or changed
+        before = set(module.program.modules)
         changed = create_pointwise_modules(module) or changed
         names = Renames(module)
+        names.owned = set(module.program.modules) - before
         for _ in range(MAX_ROUNDS):
             if self.enable_rewrite_reshapes:
                 changed = rewrite_through(module, RESHAPES, need_standard=True) or changed
