@@ -64,7 +64,7 @@ def load(model: Any, input_dims: Mapping[str, Sequence[int]] | None = None) -> P
         return parse_onnx(model, input_dims=input_dims)
     path = Path(model)
     if path.is_file():
-        if path.suffix != ".onnx" and zipfile.is_zipfile(path):
+        if _looks_like_zip(path):  # a saved program, even truncated (is_zipfile needs the central directory)
             from .compiler.serialize import load_program_file
 
             if input_dims:
@@ -79,6 +79,14 @@ def load(model: Any, input_dims: Mapping[str, Sequence[int]] | None = None) -> P
         raise MigxError(f"model file {str(model)!r} not found")
     raise MigxError(f"{str(model)!r} is neither a file nor a built-in model; built-in models: "
                     f"{', '.join(models.list_models())}")
+
+
+def _looks_like_zip(path: Path) -> bool:
+    try:
+        with open(path, "rb") as f:
+            return f.read(4) == b"PK\x03\x04" or zipfile.is_zipfile(f)
+    except OSError:
+        return False
 
 
 def add_model_arguments(p: argparse.ArgumentParser) -> None:

@@ -45,7 +45,12 @@ class Partial:
     after: str | None  # last pass run (None: nothing run yet)
     position: tuple[int, int]  # (pipeline, entry) to run next
     model: str
-    kernels: int = 0  # kernel binaries that travelled and were reused
+    binaries: dict[str, bytes] = dataclasses.field(default_factory=dict)  # shipped, usable here (by binary key)
+
+    @property
+    def kernels(self) -> int:
+        """Kernel binaries that travelled and will be reused on this machine."""
+        return len(self.binaries)
 
 
 def compile_until(program: Program, until: str | None, out: str, *, options: CompileOptions | None = None,
@@ -75,7 +80,9 @@ def compile_until(program: Program, until: str | None, out: str, *, options: Com
     return trace
 
 
-def load_partial(path: str) -> Partial:
+def load_partial(path: str, *, recompile: bool = False) -> Partial:
+    """A saved partial compile, checked: its resume position must lie inside its own pipelines.
+    Shipped kernel binaries are kept for this program only, and none with `recompile`."""
     saved = load_program_file(path)
     md = saved.metadata
     if md.get("kind") != KIND:
@@ -84,20 +91,38 @@ def load_partial(path: str) -> Partial:
         opts = CompileOptions(**md["options"])
         nxt = (int(md["next"][0]), int(md["next"][1]))
         spec = str(md["spec"])
-        rows = list(md.get("kernels", []))
-    except (KeyError, TypeError, ValueError, MigxError) as e:
+        after = md.get("after")
+        pipelines = build_pipelines(spec, gpu_pipelines(opts))
+    except (KeyError, TypeError, ValueError, IndexError, MigxError) as e:
         raise FormatError(f"{path}: resume information is malformed ({e})") from None
+    pi, k = nxt
+    if not (0 <= pi < len(pipelines) and 0 <= k <= len(pipelines[pi].entries)):
+        raise FormatError(f"{path}: resume position {list(nxt)} is outside its pipelines ({spec}); the file is "
+                          "damaged or was edited")
     from .gpu.portable import import_kernels
 
-    seeded = import_kernels(rows, saved.blobs)
-    return Partial(saved.program, opts, spec, md.get("after"), nxt, str(md.get("model", "program")), seeded)
+    try:
+        binaries = import_kernels(md.get("kernels", []), saved.blobs, None if recompile else _target_or_none())
+    except FormatError as e:
+        raise FormatError(f"{path}: {e}") from None
+    return Partial(saved.program, opts, spec, None if after is None else str(after), nxt,
+                   str(md.get("model", "program")), binaries)
 
 
 def resume(part: Partial) -> Trace:
     """Run the remaining passes of a partial compile (in place on part.program)."""
     pipelines = build_pipelines(part.spec, gpu_pipelines(part.options))
-    with _bound(_target_or_none()):
+    with _bound(_target_or_none()), part_binaries(part):
         return PassManager().run(part.program, pipelines, start=part.position)
+
+
+def part_binaries(part: Partial):
+    """Make the binaries shipped with `part` usable (for its own kernels) while the context is open."""
+    if not part.binaries:
+        return contextlib.nullcontext()
+    from .gpu import kernel_cache
+
+    return kernel_cache.shipped_binaries(part.binaries)
 
 
 def _target_or_none() -> Any:

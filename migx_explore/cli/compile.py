@@ -17,9 +17,10 @@ def run(args: argparse.Namespace) -> int:
     from ..gpu.pipelines import CompileOptions
 
     if args.resume:
-        part = portable.load_partial(args.model)
-        print(f"{args.model}: {part.model}, saved after {part.after}; resuming "
-              f"({part.kernels} kernel binaries reused from the file)")
+        part = portable.load_partial(args.model, recompile=args.recompile)
+        reuse = "shipped kernel binaries ignored (--recompile)" if args.recompile else \
+            f"{part.kernels} kernel binaries reused from the file"
+        print(f"{args.model}: {part.model}, saved after {part.after}; resuming ({reuse})")
         trace = portable.resume(part)
         changed = sum(1 for r in trace.top_level() if r.changed)
         print(f"ran {len(trace.top_level())} passes ({changed} changed the IR); "
@@ -30,7 +31,8 @@ def run(args: argparse.Namespace) -> int:
             save_program(part.program, args.out, metadata={"model": part.model, "spec": part.spec})
             print(f"wrote {args.out}")
         if args.run:
-            return _run_and_check(part.program)
+            with portable.part_binaries(part):
+                return _run_and_check(part.program)
         return 0
     if not args.out:
         raise MigxError("compile needs --out FILE (or --resume to continue a saved partial compile)")
@@ -80,4 +82,6 @@ def register(sub) -> None:
     p.add_argument("--out", default=None, help="file to write")
     p.add_argument("--resume", action="store_true", help="MODEL is a saved partial compile: finish it")
     p.add_argument("--run", action="store_true", help="after --resume, run the result on this machine's GPU")
+    p.add_argument("--recompile", action="store_true", help="with --resume, compile every kernel from its source "
+                   "and ignore the binaries shipped in the file (a saved program's binaries run on your GPU)")
     p.set_defaults(func=run)
