@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import difflib
 import os
 from dataclasses import dataclass
 from typing import Any
@@ -25,16 +26,27 @@ KIND = "migx-explore/partial-compile"
 
 
 def _position(pipelines, path: str) -> tuple[int, int]:
-    hits = [(pi, k) for pi, pl in enumerate(pipelines) for k, p in enumerate(entry_paths(pl))
-            if p == path or p.split("#")[0] == path or p.split(".", 1)[1] == path]
+    """(pipeline, entry) of `path`: a full entry path (`fusion.dead_code_elimination#3`), or one
+    without its pipeline or its `#n`, as long as that names exactly one entry."""
+    def forms(p: str) -> set[str]:
+        name = p.split(".", 1)[1]
+        return {p, p.split("#")[0], name, name.split("#")[0]}
+
+    entries = [(pi, k, p) for pi, pl in enumerate(pipelines) for k, p in enumerate(entry_paths(pl))]
+    hits = [(pi, k, p) for pi, k, p in entries if path in forms(p)]
     if not hits:
-        names = [p for pl in pipelines for p in entry_paths(pl)]
-        raise MigxError(f"--until {path!r} is not a pass of the pipelines; e.g. {', '.join(names[:5])} ... "
-                        f"{names[-1]}")
-    if len(hits) > 1 and "#" not in path:
-        alts = [entry_paths(pipelines[pi])[k] for pi, k in hits]
-        raise MigxError(f"--until {path!r} occurs {len(hits)} times; pick one of {', '.join(alts)}")
-    return hits[0]
+        names = [p for _, _, p in entries]
+        close = difflib.get_close_matches(path, sorted({f for p in names for f in forms(p)}), n=3)
+        hint = f"; did you mean {', '.join(close)}?" if close else f"; e.g. {', '.join(names[:5])} ... {names[-1]}"
+        raise MigxError(f"--until {path!r} is not a pass of the pipelines{hint}")
+    exact = [h for h in hits if h[2] == path]
+    if len(hits) > 1 and not exact:
+        shown = [p for _, _, p in hits][:6]
+        more = f" (and {len(hits) - len(shown)} more)" if len(hits) > len(shown) else ""
+        raise MigxError(f"--until {path!r} is ambiguous: it names {len(hits)} passes; pick one of "
+                        f"{', '.join(shown)}{more}")
+    pi, k, _ = (exact or hits)[0]
+    return pi, k
 
 
 @dataclass

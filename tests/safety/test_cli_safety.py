@@ -162,3 +162,11 @@ def test_env_script_skips_pip_when_the_install_is_current(tmp_path):
     stamp.write_text("stale\n")
     subprocess.run(["bash", "-c", cmd], env=env, check=True, timeout=60)
     assert calls.read_text().count("install -q --disable-pip-version-check -e") == 2
+
+
+def test_ambiguous_pass_name_is_called_ambiguous(capsys, tmp_path):
+    line = one_line(capsys, ["compile", "mlp", "--until", "dead_code_elimination", "--out", tmp_path / "x.migx"])
+    assert "is ambiguous" in line and "fusion.dead_code_elimination#1" in line and "not a pass" not in line
+    line = one_line(capsys, ["compile", "mlp", "--until", "dead_code", "--out", tmp_path / "x.migx"])
+    assert "did you mean dead_code_elimination" in line
+    assert main(["compile", "mlp", "--until", "fuse_concat", "--out", str(tmp_path / "x.migx")]) == 0
