@@ -166,7 +166,7 @@ def test_env_script_skips_pip_when_the_install_is_current(tmp_path):
 
 def test_ambiguous_pass_name_is_called_ambiguous(capsys, tmp_path):
     line = one_line(capsys, ["compile", "mlp", "--until", "dead_code_elimination", "--out", tmp_path / "x.migx"])
-    assert "is ambiguous" in line and "fusion.dead_code_elimination#1" in line and "not a pass" not in line
+    assert "is ambiguous" in line and "required.dead_code_elimination#1" in line and "not a pass" not in line
     line = one_line(capsys, ["compile", "mlp", "--until", "dead_code", "--out", tmp_path / "x.migx"])
     assert "did you mean dead_code_elimination" in line
     assert main(["compile", "mlp", "--until", "fuse_concat", "--out", str(tmp_path / "x.migx")]) == 0
