@@ -170,3 +170,14 @@ def test_ambiguous_pass_name_is_called_ambiguous(capsys, tmp_path):
     line = one_line(capsys, ["compile", "mlp", "--until", "dead_code", "--out", tmp_path / "x.migx"])
     assert "did you mean dead_code_elimination" in line
     assert main(["compile", "mlp", "--until", "fuse_concat", "--out", str(tmp_path / "x.migx")]) == 0
+
+
+def test_explorer_error_box_shows_known_errors_without_a_traceback():
+    pytest.importorskip("ipywidgets")
+    from migx_explore.widgets._common import ErrorBox
+
+    box = ErrorBox()
+    box.show(MigxError("input 'x' needs\n4 TiB"), "load")
+    assert "load: MigxError: input 'x' needs 4 TiB" in box.text and "traceback" not in box.widget.value
+    box.show(KeyError("k"), "step")
+    assert "traceback" in box.widget.value  # an internal error keeps it, folded
