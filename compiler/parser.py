@@ -304,8 +304,11 @@ def parse(text: str, *, allow_elided: bool = False, literals=None) -> Program:
         visiting.discard(name)
         done.add(name)
 
-    for name in names:
-        build(name)
+    try:
+        for name in names:
+            build(name)
+    except RecursionError:
+        raise ParseError("submodules are nested too deeply") from None
     return p
 
 
@@ -322,8 +325,10 @@ def _parse_module(mod: Module, body: list[tuple[int, str]], allow_elided: bool, 
             env[var] = _parse_instruction(mod, rhs.strip(), env, allow_elided, literals)
         except ParseError:
             raise
-        except (MigxError, ValueError, KeyError, IndexError) as e:
+        except (MigxError, ValueError, KeyError, IndexError, TypeError, OverflowError) as e:
             raise ParseError(f"module {mod.name}: {e}", no, s) from None
+        except RecursionError:
+            raise ParseError(f"module {mod.name}: nested too deeply", no, s[:200]) from None
 
 
 def _parse_instruction(mod: Module, rhs: str, env: dict, allow_elided: bool, literals=None):

@@ -16,6 +16,7 @@ import os
 import stat
 import tempfile
 import zipfile
+import zlib
 from typing import Any
 
 import numpy as np
@@ -203,7 +204,7 @@ def _read_manifest(z: zipfile.ZipFile, where: str) -> dict[str, Any]:
         raise FormatError(f"{where}: manifest.json would decompress to {human_bytes(size)}; refusing")
     try:
         manifest = json.loads(z.read("manifest.json"))
-    except (zipfile.BadZipFile, ValueError, OSError, EOFError, RecursionError) as e:
+    except (zipfile.BadZipFile, zlib.error, ValueError, OSError, EOFError, RecursionError) as e:
         raise FormatError(f"{where}: manifest unreadable ({type(e).__name__}: {str(e)[:200]})") from None
     if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
         raise FormatError(f"{where}: not a migx-explore program file (format {manifest.get('format')!r})"
@@ -223,7 +224,7 @@ def _read_manifest(z: zipfile.ZipFile, where: str) -> dict[str, Any]:
 def _read_member(z: zipfile.ZipFile, name: str, info: dict[str, Any], where: str) -> bytes:
     try:
         data = z.read(name)
-    except (zipfile.BadZipFile, OSError, EOFError, ValueError, NotImplementedError) as e:
+    except (zipfile.BadZipFile, zlib.error, OSError, EOFError, ValueError, NotImplementedError) as e:
         raise FormatError(f"{where}: member {name} is corrupt ({e})") from None
     if _sha(data) != info["sha256"]:
         raise FormatError(f"{where}: member {name} fails its SHA-256 check (tampered or corrupt)")
