@@ -134,11 +134,15 @@ class Renames:
         """The extension state of `sub` (whose params stand for `inputs`), kept across merges."""
         b = self._bodies.get(sub.name)
         if b is None or b.module is not sub or [x.id for x in b.inputs] != [x.id for x in inputs]:
-            b = self._bodies[sub.name] = _Body(sub, inputs)
+            old, b = b, _Body(sub, inputs)
+            if old is not None and old.module is sub:
+                b.sources = old.sources  # the body's provenance survives a change of its inputs
+            self._bodies[sub.name] = b
         return b
 
     def settle(self) -> None:
         prog = self.module.program
+        self._record_origins()
         drop_if_unused(prog, self.maybe_dead)
         for tmp, want in self.final.items():
             if tmp in prog.modules:
@@ -148,10 +152,25 @@ class Renames:
         self.maybe_dead.clear()
 
 
+    def _record_origins(self) -> None:
+        """Give each fused op the provenance of everything merged into it, once: recording it at
+        every merge of a chain (each origin holding all the earlier ones) cost O(n^2)."""
+        for body in self._bodies.values():
+            m = body.user
+            if m is None or not m.alive:
+                continue
+            with self.module.program.provenance(body.sources):
+                final = self.module.insert_instruction(m, m.op, list(m.inputs), list(m.module_inputs))
+            self.module.replace_all_uses(m, final)
+            self.module.remove_instruction(m)
+        self._bodies.clear()
+
+
 def merge_pointwise(module: Module, a: Instruction, b: Instruction, names: Renames) -> Instruction:
     """Fuse pointwise `a` and `b` into one pointwise placed where `b` was. Values of `a` that `b`
-    reads are computed inside; values of `a` with other users become extra (tuple) outputs."""
-    with module.program.provenance([a, b]):
+    reads are computed inside; values of `a` with other users become extra (tuple) outputs. The
+    merged op's full provenance ([a, b] and all they came from) is recorded by `names.settle()`."""
+    with module.program.provenance([b]):
         return _merge(module, a, b, names)
 
 
@@ -184,6 +203,8 @@ def _merge(module: Module, a: Instruction, b: Instruction, names: Renames) -> In
     outs = [a_rets[k] for k in keep_a] + b_rets
     body.module.replace_return(outs)
     merged = module.insert_instruction(b, Op("pointwise"), body.inputs, [body.module])
+    body.sources += [a.id, *a.origin, b.id, *b.origin]
+    body.user = merged
     carriers = [a_vals[k] for k in keep_a] + b_vals
     for idx, hs in enumerate(carriers):
         if len(outs) == 1:
@@ -207,6 +228,8 @@ class _Body:
     def __init__(self, module: Module, inputs: list[Instruction]):
         self.module = module
         self.inputs = list(inputs)
+        self.sources: list[int] = []  # ids merged into it so far (with their origins), for provenance
+        self.user: Instruction | None = None  # the pointwise op that runs this body now
         self.params: dict[int, Instruction] = {}
         by_name = {}
         ins = module.first
@@ -241,8 +264,11 @@ class _Body:
                 code_start = code_start or self._code_start()  # literals follow params and literals
                 mapping[ins.id] = self.module.add_literal(ins.literal, before=code_start)
                 continue
-            mapping[ins.id] = self.module.add_instruction(ins.op, [mapping[i.id] for i in ins.inputs],
-                                                          ins.module_inputs)
+            # A copy comes from its source op alone: recording the whole merge ([a, b], whose
+            # origins grow with every merge along a chain) would make a body's origins O(n^2).
+            with self.module.program.provenance([ins]):
+                mapping[ins.id] = self.module.add_instruction(ins.op, [mapping[i.id] for i in ins.inputs],
+                                                              ins.module_inputs)
         return [mapping[o.id] for o in src.output_instructions()]
 
 
