@@ -95,7 +95,9 @@ def check_output_folder(path: str | os.PathLike) -> None:
     """MigxError unless `path` is absent, an empty folder, or a previous trace of ours."""
     target = Path(path)
     if target.exists() or target.is_symlink():
-        if not target.is_dir() or target.is_symlink():
+        if target.is_symlink():
+            raise MigxError(f"--out {str(target)!r} is a link; give the folder itself (it is replaced whole)")
+        if not target.is_dir():
             raise MigxError(f"--out {str(target)!r} exists and is not a folder; give a new or empty folder")
         if any(target.iterdir()) and not _is_our_trace(target):
             raise MigxError(f"--out {str(target)!r} is not empty and holds no previous trace (no index.json of "
