@@ -195,6 +195,10 @@ def compile_many(compiler: KernelCompiler, kernels: Iterable[KernelSource], *, w
         if bk in _BINARIES:
             out[ks.key] = _BINARIES[bk]
             stats.from_memory += 1
+            # Write through: a binary another cache folder (or an earlier, since-cleared folder)
+            # produced must still land in this one, or a warm start from this folder recompiles it.
+            if folder is not None and not (folder / f"{bk}.bin").is_file():
+                _write_entry(folder, bk, out[ks.key])
             continue
         if bk in shipped:  # for this program only: not remembered beyond it
             out[ks.key] = shipped[bk]
@@ -218,10 +222,15 @@ def compile_many(compiler: KernelCompiler, kernels: Iterable[KernelSource], *, w
                 _BINARIES[bk] = out[key] = data
                 stats.compiled += 1
                 if folder is not None:
-                    _write_atomic(folder / f"{bk}.bin", _ENTRY_MAGIC + _entry_hash(bk, data) + b"\n" + data)
+                    _write_entry(folder, bk, data)
     stats.seconds = time.perf_counter() - t0
     last_stats = stats
     return out
+
+
+def _write_entry(folder: Path, bk: str, data: bytes) -> None:
+    """A disk entry: magic, the content hash _read_entry checks, then the binary."""
+    _write_atomic(folder / f"{bk}.bin", _ENTRY_MAGIC + _entry_hash(bk, data) + b"\n" + data)
 
 
 def _write_atomic(path: Path, data: bytes) -> None:
