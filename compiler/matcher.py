@@ -509,7 +509,7 @@ def _sweep(module: Module, rules, ms, roots, records) -> int:
             if r is None or rl.check(module, r) is not None:
                 continue
             sources = [ins] + [b for b in r.bindings.values() if b.alive]
-            with module.program.provenance(sources):
+            with module.program.provenance(sources, rule=rl.name):
                 rl.apply(module, r)
             count += 1
             if records is not None:

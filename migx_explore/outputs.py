@@ -21,7 +21,7 @@ from .compiler.errors import MigxError
 
 # Argument names (argparse dests) that name files a verb reads or writes. New verbs and options
 # get the clobber check by using these names.
-INPUT_ARGS = ("model", "inputs", "feed", "reference")
+INPUT_ARGS = ("model", "inputs", "feed", "reference", "calibration")
 OUTPUT_ARGS = ("out", "png", "json")
 TRACE_MARKER = "migx-explore trace"  # index.json's "generator": a folder we may replace
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import zipfile
 from typing import Any
 
 import numpy as np
@@ -35,26 +34,9 @@ def output_names(program) -> list[str]:
 
 
 def read_feed(path: str, program) -> dict[str, np.ndarray]:
-    try:
-        loaded = np.load(path, allow_pickle=False)
-        if isinstance(loaded, np.ndarray):
-            data = loaded
-        else:
-            with loaded as z:
-                data = {k: z[k] for k in z.files}
-    except FileNotFoundError:
-        raise MigxError(f"inputs file {path!r} not found") from None
-    except IsADirectoryError:
-        raise MigxError(f"inputs file {path!r} is a folder, not an .npz file") from None
-    except ValueError as e:
-        # numpy reports any non-npz file as "pickled data" and advises allow_pickle=True: never do that
-        why = "numpy could read it only by unpickling, which migx-explore never does" if "pickle" in str(e) else e
-        raise MigxError(f"cannot read inputs file {path!r}: not an .npz of arrays ({why}); write one with "
-                        "numpy.savez(path, name=array, ...)") from None
-    except (OSError, EOFError, zipfile.BadZipFile) as e:
-        raise MigxError(f"cannot read inputs file {path!r} as .npz: {e}") from None
-    if not isinstance(data, dict):
-        raise MigxError(f"inputs file {path!r} holds one array (.npy); write an .npz keyed by input name")
+    from ..loading import read_npz
+
+    data = read_npz(path)
     keys = input_names(program)
     by_key = {k: p for k, p in keys}
     by_param = {p: p for _, p in keys}
@@ -97,7 +79,14 @@ def run(args: argparse.Namespace) -> int:
             from ..gpu.pipelines import CompileOptions
 
             options = CompileOptions(**precision_options(args))
-    outs = evaluate_on(program, feed, args.target, args.mode, options)
+    try:
+        outs = evaluate_on(program, feed, args.target, args.mode, options)
+    except MigxError as e:
+        if args.inputs:
+            raise
+        from ..compiler.inputs import explain_random_failure
+
+        raise explain_random_failure(e) from None
     names = output_names(program)
     for name, value in zip(names, outs):
         v = np.asarray(value)
