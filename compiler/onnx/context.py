@@ -16,8 +16,10 @@ import numpy as np
 import onnx
 from onnx import helper
 
+from .. import dtypes
 from ..errors import AttributeError_, EvalError, ImportError_, MigxError, ShapeError
 from ..ir import Instruction, Module
+from ..limits import check_lens
 from ..op import Op
 from ..ops.views import common_dyn_dims
 from .tensors import to_array
@@ -84,6 +86,13 @@ class NodeContext:
     def error(self, msg: str) -> ImportError_:
         return ImportError_(f"node {self.name} ({self.op_type}, opset {self.opset}): {msg}")
 
+    def check_size(self, lens: Sequence[int], itemsize: int) -> None:
+        """Refuse a tensor this node would allocate over the memory budget, before allocating it."""
+        try:
+            check_lens(lens, itemsize, "a constant")
+        except MigxError as e:
+            raise self.error(str(e)) from None
+
     def bad_attr(self, attr: str, msg: str) -> ImportError_:
         return self.error(f"attribute {attr!r}: {msg}")
 
@@ -139,14 +148,12 @@ class NodeContext:
             raise self.error(str(e)) from None
 
     def literal(self, value: Any, type: str | None = None) -> Instruction:
-        from .. import dtypes
 
         arr = np.asarray(value) if type is None else np.asarray(value, dtype=dtypes.np_dtype(type))
         return self.module.add_literal(arr)
 
     def scalar_like(self, value: float, like: Instruction) -> Instruction:
         """A literal of `like`'s element type broadcast to its lens."""
-        from .. import dtypes
 
         lit = self.module.add_literal(np.asarray(value, dtype=dtypes.np_dtype(like.shape.type)))
         return self.broadcast_to(lit, like.shape.lens)
@@ -194,6 +201,8 @@ class NodeContext:
         """The value of an input that can be computed now (literals and ops on literals), else None."""
         if ins is None or not ins.can_eval():
             return None
+        if not ins.shape.is_tuple and ins.shape.dyn_dims is None:
+            self.check_size(ins.shape.lens, np.dtype(dtypes.np_dtype(ins.shape.type)).itemsize)
         try:
             return np.asarray(ins.eval())
         except (EvalError, MigxError) as e:

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from .. import dtypes
 from .registry import register, register_fn
 from .tensors import ir_type
 
@@ -24,7 +25,7 @@ UNARY = {
 }
 
 BINARY = {
-    "Add": "add", "Sub": "sub", "Mul": "mul", "Div": "div", "And": "logical_and", "Or": "logical_or",
+    "Add": "add", "Sub": "sub", "Mul": "mul", "And": "logical_and", "Or": "logical_or",
     "Xor": "logical_xor", "Equal": "equal", "Greater": "greater", "Less": "less", "BitwiseAnd": "bitwise_and",
     "BitwiseOr": "bitwise_or", "BitwiseXor": "bitwise_xor",
 }
@@ -58,6 +59,22 @@ for _t, _m in VARIADIC.items():
     register_fn(_t, _variadic(_m))
 
 
+def _refuse_integer_zero_divisor(ctx: NodeContext, divisor) -> None:
+    """Integer division by zero has no value (numpy would quietly give 0, a GPU garbage): refuse a
+    constant divisor holding a zero at import, naming the node."""
+    if dtypes.dtype(divisor.shape.type).is_float:
+        return
+    value = ctx.const(divisor)
+    if value is not None and value.size and not np.all(value):
+        raise ctx.error("integer division by a constant divisor that holds 0 (the result is undefined)")
+
+
+@register("Div")
+def parse_div(ctx: NodeContext, args: Args) -> Result:
+    _refuse_integer_zero_divisor(ctx, args[1])
+    return ctx.add_common("div", args[0], args[1])
+
+
 @register("Mean")
 def parse_mean(ctx: NodeContext, args: Args) -> Result:
     total = _variadic("add")(ctx, args)
@@ -80,6 +97,7 @@ def parse_pow(ctx: NodeContext, args: Args) -> Result:
 @register("Mod")
 def parse_mod(ctx: NodeContext, args: Args) -> Result:
     fmod = ctx.attr("fmod", 0)
+    _refuse_integer_zero_divisor(ctx, args[1])
     return ctx.add_common("fmod" if fmod else "mod", args[0], args[1])
 
 

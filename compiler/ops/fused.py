@@ -23,8 +23,13 @@ def _single_module(op_name: str, mods) -> object:
 
 def _pointwise_shape(op, s, mods):
     sub = _single_module("pointwise", mods)
-    params = sub.params()
-    if len(params) != len(s):
+    # Fusion builds params as the body's leading run; counting that run keeps a shape check O(inputs)
+    # while a long chain grows one body (the full scan is only for the error case).
+    n, ins = 0, sub.first
+    while ins is not None and ins.is_param():
+        n, ins = n + 1, ins.next
+    params = sub.params() if n != len(s) else None
+    if params is not None and len(params) != len(s):
         raise ShapeError(f"pointwise: submodule {sub.name} takes {len(params)} inputs, given {len(s)}")
     outs = sub.output_shapes()
     if not outs:
