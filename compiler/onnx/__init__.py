@@ -10,12 +10,15 @@ from __future__ import annotations
 
 from . import (  # noqa: F401  (registration side effects)
     parse_activation,
+    parse_control,
     parse_data,
     parse_einsum,
     parse_elementwise,
+    parse_function_ops,
     parse_nn,
     parse_norm,
     parse_reduce,
+    parse_rnn,
     parse_shape,
 )
 from .context import ConstantInputRequired, param_name

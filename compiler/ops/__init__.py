@@ -16,5 +16,6 @@ from . import (  # noqa: F401  (registration side effects)
     quant,
     reduce,
     resize,
+    rnn,
     views,
 )

@@ -1,0 +1,111 @@
+"""Import an ONNX op by expanding the function body its schema defines (Attention,
+RotaryEmbedding, SoftmaxCrossEntropyLoss, NegativeLogLikelihoodLoss, ...).
+
+ONNX defines many newer ops as functions of older ones; some bodies depend on the node (its
+attributes and input types: "context-dependent functions"). Expanding the body at import is the
+decomposition MIGraphX writes by hand in its parsers, taken from the standard itself: the result
+is plain IR (dot, softmax, where, ...) that every pass and the GPU backend already handle.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import onnx
+from onnx import helper
+
+from .. import dtypes
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..ir import Instruction
+    from .context import NodeContext
+
+
+def _input_type(ins: Instruction | None) -> onnx.TypeProto:
+    if ins is None:
+        return onnx.TypeProto()
+    return helper.make_tensor_type_proto(dtypes.dtype(ins.shape.type).onnx_code, list(ins.shape.lens))
+
+
+def _function_body(ctx: NodeContext, args: list) -> onnx.FunctionProto:
+    node = ctx.node
+    try:
+        schema = onnx.defs.get_schema(node.op_type, ctx.opset, node.domain)
+    except onnx.defs.SchemaError:
+        raise ctx.error("no ONNX schema for this op at this opset") from None
+    plain = [v for v in schema.function_opset_versions if v <= ctx.opset]
+    dependent = [v for v in schema.context_dependent_function_opset_versions if v <= ctx.opset]
+    if not plain and not dependent:
+        raise ctx.error("the ONNX schema defines no function body to expand at this opset")
+    fn = onnx.FunctionProto()
+    if dependent and (not plain or max(dependent) >= max(plain)):
+        # The body may depend on defaulted attributes: fill them in as the schema does.
+        full = onnx.NodeProto()
+        full.CopyFrom(node)
+        have = {a.name for a in node.attribute}
+        for name, spec in schema.attributes.items():
+            if name not in have and spec.default_value.name:
+                full.attribute.append(spec.default_value)
+        types = [_input_type(a).SerializeToString() for a in args]
+        fn.ParseFromString(schema.get_context_dependent_function_with_opset_version(
+            max(dependent), full.SerializeToString(), types))
+    else:
+        fn.ParseFromString(schema.get_function_with_opset_version(max(plain)))
+    return fn
+
+
+def _attribute_values(ctx: NodeContext, fn: onnx.FunctionProto) -> dict[str, onnx.AttributeProto]:
+    """The node's attributes, plus schema defaults, by name (what body nodes' ref_attr_name read)."""
+    out = {a.name: a for a in ctx.node.attribute}
+    try:
+        schema = onnx.defs.get_schema(ctx.node.op_type, ctx.opset, ctx.node.domain)
+        for name, spec in schema.attributes.items():
+            if name not in out and spec.default_value.name:
+                out[name] = spec.default_value
+    except onnx.defs.SchemaError:
+        pass
+    for a in fn.attribute_proto:  # defaults the function itself declares
+        out.setdefault(a.name, a)
+    return out
+
+
+def _renamed(node: onnx.NodeProto, rename, attrs: dict[str, onnx.AttributeProto]) -> onnx.NodeProto:
+    new = onnx.NodeProto()
+    new.CopyFrom(node)
+    new.input[:] = [rename(n) for n in node.input]
+    new.output[:] = [rename(n) for n in node.output]
+    del new.attribute[:]
+    for a in node.attribute:
+        if a.ref_attr_name:
+            if a.ref_attr_name not in attrs:
+                continue  # an optional attribute the node does not set: the body op's default applies
+            b = onnx.AttributeProto()
+            b.CopyFrom(attrs[a.ref_attr_name])
+            b.name = a.name
+            new.attribute.append(b)
+        else:
+            new.attribute.append(a)
+    return new
+
+
+def expand_function(ctx: NodeContext, args: list) -> list[Instruction | None]:
+    """Import the node's function body into the current module; returns its outputs."""
+    fn = _function_body(ctx, args)
+    prefix = f"{ctx.node.output[0] if ctx.node.output else ctx.op_type}/{ctx.op_type}/"
+    env: dict[str, Instruction] = {}
+    names: dict[str, str] = {}
+    for i, formal in enumerate(fn.input):
+        if i < len(args) and args[i] is not None:
+            env[prefix + formal] = args[i]
+            names[formal] = prefix + formal
+        else:
+            names[formal] = ""  # a missing optional input stays missing inside the body
+    attrs = _attribute_values(ctx, fn)
+
+    def rename(n: str) -> str:
+        return "" if not n else names.get(n, prefix + n)
+
+    body_opset = next((o.version for o in fn.opset_import if o.domain in ("", "ai.onnx")), ctx.opset)
+    nodes = ctx.importer.sorted_nodes([_renamed(n, rename, attrs) for n in fn.node], set(env))
+    ctx.importer.import_nodes(ctx.module, nodes, env, body_opset)
+    return [env.get(prefix + o) for o in fn.output]
