@@ -1,7 +1,10 @@
 """Element types: one table maps our type names to numpy dtypes, ONNX codes and MIGraphX spellings.
 
-bfloat16 has no native numpy dtype; `ml_dtypes` (a dependency of `onnx`) provides one, so the
-reference evaluator computes bf16 in numpy like every other type.
+bfloat16, the float8 variants (OCP e4m3fn / e5m2 and the fnuz forms AMD's gfx94x use), float4
+e2m1 and int4/uint4 have no native numpy dtype; `ml_dtypes` (a dependency of `onnx`) provides
+them, so the reference evaluator computes them in numpy like every other type. ONNX packs int4 /
+uint4 / float4 two to a byte; onnx's numpy_helper unpacks them, so in the IR each element is
+one value (one byte in numpy), as MIGraphX's unpacked int4 view.
 """
 
 from __future__ import annotations
@@ -12,10 +15,15 @@ import numpy as np
 
 try:  # ml_dtypes ships with onnx; keep the import optional so bare numpy still works
     import ml_dtypes
-
-    _BF16 = np.dtype(ml_dtypes.bfloat16)
 except ImportError:  # pragma: no cover - exercised only without onnx installed
-    _BF16 = None
+    ml_dtypes = None
+
+
+def _ml(name: str) -> np.dtype | None:
+    return np.dtype(getattr(ml_dtypes, name)) if ml_dtypes is not None else None
+
+
+_BF16 = _ml("bfloat16")
 
 
 @dataclass(frozen=True)
@@ -55,7 +63,20 @@ _TABLE = [
     _t("int64", "int64_type", np.int64, 7, 8, False, True),
     _t("uint32", "uint32_type", np.uint32, 12, 4, False, False),
     _t("uint64", "uint64_type", np.uint64, 13, 8, False, False),
+    _t("float8_e4m3fn", "fp8e4m3fn_type", _ml("float8_e4m3fn"), 17, 1, True, True),
+    _t("float8_e4m3fnuz", "fp8e4m3fnuz_type", _ml("float8_e4m3fnuz"), 18, 1, True, True),
+    _t("float8_e5m2", "fp8e5m2_type", _ml("float8_e5m2"), 19, 1, True, True),
+    _t("float8_e5m2fnuz", "fp8e5m2fnuz_type", _ml("float8_e5m2fnuz"), 20, 1, True, True),
+    _t("uint4", "uint4_type", _ml("uint4"), 21, 1, False, False),
+    _t("int4", "int4_type", _ml("int4"), 22, 1, False, True),
+    _t("float4_e2m1fn", "fp4e2m1_type", _ml("float4_e2m1fn"), 23, 1, True, True),
+    _t("uint2", "uint2_type", _ml("uint2"), 25, 1, False, False),
+    _t("int2", "int2_type", _ml("int2"), 26, 1, False, True),
 ]
+# Low-precision types: numpy cannot do arithmetic in them directly, so reference computes widen
+# to float32 / int32 (see `compute_type`) and round back, as the hardware's converts do.
+LOW_PRECISION = frozenset({"float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz", "float4_e2m1fn",
+                           "uint4", "int4", "uint2", "int2"})
 
 BY_NAME: dict[str, DType] = {t.name: t for t in _TABLE}
 BY_MIGRAPHX: dict[str, DType] = {t.migraphx: t for t in _TABLE}
@@ -76,7 +97,8 @@ def dtype(name_or_np) -> DType:
         if name_or_np in BY_MIGRAPHX:
             return BY_MIGRAPHX[name_or_np]
         aliases = {"float": "float32", "half": "float16", "double": "float64", "bf16": "bfloat16",
-                   "int": "int32", "long": "int64"}
+                   "int": "int32", "long": "int64", "fp8e4m3fn": "float8_e4m3fn", "fp8e4m3fnuz": "float8_e4m3fnuz",
+                   "fp8e5m2": "float8_e5m2", "fp8e5m2fnuz": "float8_e5m2fnuz"}
         if name_or_np in aliases:
             return BY_NAME[aliases[name_or_np]]
         raise ValueError(f"unknown element type {name_or_np!r}; known: {', '.join(ALL_NAMES)}")
@@ -99,3 +121,26 @@ def common_type(*names: str) -> str:
     if len(uniq) == 1:
         return uniq[0]
     return dtype(np.result_type(*[np_dtype(n) for n in uniq])).name
+
+
+def int_limits(name: str) -> tuple[int, int]:
+    """(min, max) of an integer type, the ml_dtypes ones (int4, uint4, ...) included."""
+    npd = np_dtype(name)
+    info = ml_dtypes.iinfo(npd) if name in LOW_PRECISION else np.iinfo(npd)
+    return int(info.min), int(info.max)
+
+
+def float_max(name: str) -> float:
+    """Largest finite value of a float type (float8 / float4 saturate to it)."""
+    npd = np_dtype(name)
+    return float(ml_dtypes.finfo(npd).max if name in LOW_PRECISION or name == "bfloat16" else np.finfo(npd).max)
+
+
+def saturate_to(x: np.ndarray, name: str) -> np.ndarray:
+    """Convert with ONNX's saturate=1 rule for float8 / float4 targets: out-of-range values and
+    infinities become the largest finite value of the sign (NaN stays NaN)."""
+    t = dtype(name)
+    if name in LOW_PRECISION and t.is_float:
+        m = float_max(name)
+        x = np.clip(x.astype(np.float32), -m, m)
+    return x.astype(t.np_dtype)

@@ -17,6 +17,7 @@ from . import (  # noqa: F401  (registration side effects)
     parse_function_ops,
     parse_nn,
     parse_norm,
+    parse_quant,
     parse_reduce,
     parse_rnn,
     parse_shape,

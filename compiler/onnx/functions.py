@@ -109,3 +109,13 @@ def expand_function(ctx: NodeContext, args: list) -> list[Instruction | None]:
     nodes = ctx.importer.sorted_nodes([_renamed(n, rename, attrs) for n in fn.node], set(env))
     ctx.importer.import_nodes(ctx.module, nodes, env, body_opset)
     return [env.get(prefix + o) for o in fn.output]
+
+
+def import_expansion(ctx: NodeContext, bindings: dict[str, Instruction | None], nodes: list[onnx.NodeProto],
+                     outputs: list[str], opset: int | None = None) -> list[Instruction]:
+    """Import hand-written ONNX nodes that stand for this node (QLinear* as DequantizeLinear -> op
+    -> QuantizeLinear, ...): `bindings` names the node's values, `outputs` the results to return.
+    The nodes go through the same handlers as the model's own nodes."""
+    env = {k: v for k, v in bindings.items() if v is not None}
+    ctx.importer.import_nodes(ctx.module, nodes, env, opset or max(ctx.opset, 21))
+    return [env[o] for o in outputs]

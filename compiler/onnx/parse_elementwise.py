@@ -110,12 +110,18 @@ def parse_isinf(ctx: NodeContext, args: Args) -> Result:
 
 @register("Cast")
 def parse_cast(ctx: NodeContext, args: Args) -> Result:
-    return ctx.convert(args[0], ir_type(ctx.attr("to"), f"node {ctx.name} attribute 'to'"))
+    t = ir_type(ctx.attr("to"), f"node {ctx.name} attribute 'to'")
+    if not ctx.attr("saturate", 1) and args[0].shape.type != t:
+        return ctx.add("convert", [args[0]], target_type=t, saturate=False)
+    return ctx.convert(args[0], t)
 
 
 @register("CastLike")
 def parse_castlike(ctx: NodeContext, args: Args) -> Result:
-    return ctx.convert(args[0], args[1].shape.type)
+    t = args[1].shape.type
+    if not ctx.attr("saturate", 1) and args[0].shape.type != t:
+        return ctx.add("convert", [args[0]], target_type=t, saturate=False)
+    return ctx.convert(args[0], t)
 
 
 @register("Identity")

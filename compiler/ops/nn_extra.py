@@ -104,8 +104,8 @@ def _quant_shape(op, s, m):
     if not scale.dtype.is_float:
         raise ShapeError(f"quantizelinear: scale must be float, got {scale.type}")
     t = s[2].type if len(s) == 3 else op["out_type"]
-    if dtypes.dtype(t).is_float or t == "bool":
-        raise ShapeError(f"quantizelinear: output type {t} is not an integer type")
+    if (dtypes.dtype(t).is_float and t not in dtypes.LOW_PRECISION) or t == "bool":
+        raise ShapeError(f"quantizelinear: output type {t} is not an integer, float8 or float4 type")
     return Shape.of(t, x.lens)
 
 
@@ -115,9 +115,11 @@ def _quant_compute(op, args, out, run):
     ft = np.result_type(args[0].dtype, args[1].dtype, np.float32)
     x, scale = args[0].astype(ft), args[1].astype(ft)
     zp = args[2].astype(np.float64) if len(args) == 3 else 0.0
-    info = np.iinfo(dtypes.np_dtype(out.type))
+    if out.dtype.is_float:  # float8 / float4: the conversion rounds (to nearest even) and saturates
+        return dtypes.saturate_to((x / scale).astype(np.float32) + np.float32(zp), out.type)
+    lo, hi = dtypes.int_limits(out.type)
     q = np.rint(x / scale).astype(np.float64) + zp  # rint: round half to even, as ONNX asks
-    return np.clip(q, info.min, info.max)
+    return np.clip(q, lo, hi).astype(dtypes.np_dtype(out.type))
 
 
 defop("quantizelinear", _quant_shape, _quant_compute, attrs=[A("out_type", "type", "uint8")], nargs=(2, 3),
