@@ -34,7 +34,8 @@ def markdown(rep, seconds: float) -> str:
         f"| listed: every op type is one we list | {rep.listed} |",
         f"| ... of which rejected for a value type we lack (counted as failures) | {len(rep.rejected)} |",
         f"| ... of which ran and failed | {len(rep.failures)} |",
-        f"| **passed** | **{rep.passed}: {100 * rep.pass_rate:.1f}% of listed, {100 * rep.overall_rate:.1f}% of all** |",
+        f"| **passed** | **{rep.passed}: {100 * rep.pass_rate:.1f}% of listed, "
+        f"{100 * rep.overall_rate:.1f}% of all** |",
         f"| passed without freezing any input | {plain} ({100 * plain / max(rep.listed, 1):.1f}% of listed) |",
         "",
         "**Rule.** A case is *listed* iff every node's op type is in `supported_ops()` (default domain). The "

@@ -204,22 +204,23 @@ def qdq_cnn() -> onnx.ModelProto:
     ]
     u8 = np.uint8
     inits = [_t("xs", np.float32(0.02)), _t("xz", u8(128)), _t("w1", w1),
-             _t("w1s", np.full(4, 0.01, np.float32)), _w("b1", 4, scale=0.1), _t("as", np.float32(0.03)),
+             _t("w1s", np.full(4, 0.01, np.float32)), _w("b1", 4, scale=0.1), _t("as", np.float32(0.15)),
              _t("az", u8(0)), _t("w2", w2), _t("w2s", np.array([0.01, 0.02, 0.015, 0.012], np.float32)),
-             _t("wz2", np.zeros(4, np.int8)), _t("bs", np.float32(0.05)), _t("bz", u8(10)),
+             _t("wz2", np.zeros(4, np.int8)), _t("bs", np.float32(0.25)), _t("bz", u8(128)),
              _t("b2", RNG.integers(-200, 200, size=4).astype(np.int32)),
              _t("flat", np.array([4, -1], np.int64)), _t("s0", np.array([0], np.int64)),
              _t("s1", np.array([4], np.int64)), _t("s_axes", np.array([1], np.int64)), _t("w3", w3),
-             _t("w3s", np.float32(0.02)), _t("wz3", np.int8(0)), _t("ys", np.float32(0.1)), _t("yz", u8(100))]
+             _t("w3s", np.float32(0.02)), _t("wz3", np.int8(0)), _t("ys", np.float32(0.5)), _t("yz", u8(128))]
     return _model(nodes, [helper.make_tensor_value_info("x", F, [1, 3, 8, 8])],
                   [helper.make_tensor_value_info("y", F, [4, 5])], inits, opset=13)
 
 
-def test_qdq_int8_cnn_matches_onnxruntime_within_one_step():
+def test_qdq_int8_cnn_matches_onnxruntime_exactly():
     feeds = {"x": RNG.uniform(-2, 2, (1, 3, 8, 8)).astype(np.float32)}
-    prog, got, want = _compare(qdq_cnn(), feeds, rtol=0, atol=0.1 + 1e-6)  # one output step (scale 0.1)
-    assert np.mean(np.isclose(got[0], want[0], atol=1e-6)) > 0.9  # almost every value exactly equal
-    check_pipelines(prog, feeds, rtol=0, atol=0.1 + 1e-6)
+    prog, got, _ = _compare(qdq_cnn(), feeds, rtol=0, atol=1e-6)
+    assert len(np.unique(got[0])) > 5  # not saturated to a constant
+    # simplify_qdq drops the fake-quantization pairs (MIGraphX does too): within one output step.
+    check_pipelines(prog, feeds, rtol=0, atol=0.5 + 1e-6)
 
 
 # --- transformer block in ONNX Runtime's fused ops --------------------------------------------------------------
