@@ -27,7 +27,7 @@ from ..op import Op
 from ..ops.common import norm_axis
 from ._finder_util import Finder, broadcast_scalar, is_integral, replace_value, replace_with_op, row, sweep, to
 from .base import Pass
-from .cleanup import DeadCodeElimination
+from .dead_code_elimination import DeadCodeElimination
 from .eliminate_common_subexpression import EliminateCommonSubexpression
 from .eliminate_convert import EliminateConvert
 from .simplify_reshapes import SimplifyReshapes
