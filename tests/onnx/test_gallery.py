@@ -18,11 +18,18 @@ from migx_explore.compiler.onnx import param_name, parse_onnx
 ort = pytest.importorskip("onnxruntime")
 
 F, I64 = TensorProto.FLOAT, TensorProto.INT64
+# Every model and test draws from its own generator, so results do not depend on test order.
 RNG = np.random.default_rng(1234)
 
 
 def _w(name: str, *shape: int, scale: float = 0.3, dtype=np.float32) -> onnx.TensorProto:
     return numpy_helper.from_array((RNG.standard_normal(shape) * scale).astype(dtype), name)
+
+
+def _seeded(seed: int):
+    """Reset the module generator: each builder / test starts from a fixed state."""
+    global RNG
+    RNG = np.random.default_rng(seed)
 
 
 def _t(name: str, value) -> onnx.TensorProto:
@@ -53,6 +60,7 @@ def _compare(model: onnx.ModelProto, feeds: dict, rtol: float = 1e-4, atol: floa
 def lstm_classifier(seq: int = 6, batch: int = 2, vocab: int = 20, emb: int = 8, hidden: int = 12,
                     classes: int = 3) -> onnx.ModelProto:
     """Token ids -> embedding -> bidirectional LSTM -> GRU over its outputs -> last state -> Gemm -> Softmax."""
+    _seeded(1)
     nodes = [
         helper.make_node("Gather", ["emb", "tokens"], ["x"]),  # [seq, batch, emb]
         helper.make_node("LSTM", ["x", "W", "R", "B"], ["y", "y_h", "y_c"], hidden_size=hidden,
@@ -74,6 +82,7 @@ def lstm_classifier(seq: int = 6, batch: int = 2, vocab: int = 20, emb: int = 8,
 
 
 def test_lstm_sequence_model_matches_onnxruntime_and_is_unrolled():
+    _seeded(2)
     feeds = {"tokens": RNG.integers(0, 20, size=(6, 2)).astype(np.int64)}
     prog, _, _ = _compare(lstm_classifier(), feeds)
     assert {"lstm", "gru"} <= {i.name for i in prog.main}
@@ -88,6 +97,7 @@ def test_lstm_sequence_model_matches_onnxruntime_and_is_unrolled():
 def control_flow_model(n: int = 4) -> onnx.ModelProto:
     """Loop 3 times: acc = tanh(acc @ W + x) (scan output: each acc); then If sum(acc) > 0: acc * 2
     else acc - w_bias (both branches read outer values)."""
+    _seeded(3)
     body = helper.make_graph(
         [helper.make_node("MatMul", ["acc_in", "W"], ["mm"]),
          helper.make_node("Add", ["mm", "x"], ["pre"]),
@@ -118,6 +128,7 @@ def control_flow_model(n: int = 4) -> onnx.ModelProto:
 
 @pytest.mark.parametrize("sign", [1.0, -1.0])
 def test_if_loop_model_matches_onnxruntime_on_both_branches(sign):
+    _seeded(4)
     feeds = {"x": (sign * np.abs(RNG.standard_normal((1, 4)))).astype(np.float32)}
     prog, _, _ = _compare(control_flow_model(), feeds)
     names = {i.name for i in prog.main}
@@ -128,6 +139,7 @@ def test_if_loop_model_matches_onnxruntime_on_both_branches(sign):
 
 
 def test_if_and_loop_render_as_nested_clusters():
+    _seeded(5)
     from migx_explore.render.model import build_graph
 
     g = build_graph(parse_onnx(control_flow_model()), expand=True)
@@ -139,6 +151,7 @@ def test_if_and_loop_render_as_nested_clusters():
 def nms_detector(boxes: int = 12, classes: int = 2) -> onnx.ModelProto:
     """Conv features -> per-anchor box deltas and class scores -> NonMaxSuppression; RoiAlign pools the
     anchors' feature windows."""
+    _seeded(6)
     nodes = [
         helper.make_node("Conv", ["img", "cw", "cb"], ["feat"], pads=[1, 1, 1, 1]),
         helper.make_node("Relu", ["feat"], ["act"]),
@@ -168,6 +181,7 @@ def nms_detector(boxes: int = 12, classes: int = 2) -> onnx.ModelProto:
 
 
 def test_nms_detector_matches_onnxruntime_with_padded_selection():
+    _seeded(7)
     model = nms_detector()
     feeds = {"img": RNG.standard_normal((1, 3, 16, 16)).astype(np.float32)}
     sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
@@ -185,6 +199,7 @@ def test_nms_detector_matches_onnxruntime_with_padded_selection():
 # --- QDQ int8 CNN -------------------------------------------------------------------------------------------
 def qdq_cnn() -> onnx.ModelProto:
     """QDQ-format conv (per-channel int8 weights) -> QLinearConv -> QLinearMatMul head, uint8 activations."""
+    _seeded(8)
     w1 = RNG.integers(-60, 60, size=(4, 3, 3, 3)).astype(np.int8)
     w2 = RNG.integers(-60, 60, size=(4, 4, 3, 3)).astype(np.int8)
     w3 = RNG.integers(-60, 60, size=(4, 5)).astype(np.int8)
@@ -216,6 +231,7 @@ def qdq_cnn() -> onnx.ModelProto:
 
 
 def test_qdq_int8_cnn_matches_onnxruntime_exactly():
+    _seeded(9)
     feeds = {"x": RNG.uniform(-2, 2, (1, 3, 8, 8)).astype(np.float32)}
     prog, got, _ = _compare(qdq_cnn(), feeds, rtol=0, atol=1e-6)
     assert len(np.unique(got[0])) > 5  # not saturated to a constant
@@ -227,6 +243,7 @@ def test_qdq_int8_cnn_matches_onnxruntime_exactly():
 def fused_transformer(batch: int = 2, seq: int = 5, hidden: int = 16, heads: int = 2, ff: int = 32) -> onnx.ModelProto:
     """A decoder block as ORT's transformer optimizer writes it: SkipLayerNormalization,
     RotaryEmbedding on q/k, MultiHeadAttention, 4-bit MatMulNBits projections, BiasGelu, FastGelu."""
+    _seeded(10)
     ms = "com.microsoft"
     head = hidden // heads
     block = 16
@@ -265,6 +282,7 @@ def fused_transformer(batch: int = 2, seq: int = 5, hidden: int = 16, heads: int
 
 
 def test_transformer_with_ort_fused_ops_matches_onnxruntime():
+    _seeded(11)
     feeds = {"x": RNG.standard_normal((2, 5, 16)).astype(np.float32)}
     prog, _, _ = _compare(fused_transformer(), feeds, rtol=1e-3, atol=1e-4)
     assert not any(i.name.startswith("com.") for i in prog.main)
@@ -272,6 +290,7 @@ def test_transformer_with_ort_fused_ops_matches_onnxruntime():
 
 
 def test_group_query_attention_matches_onnxruntime():
+    _seeded(12)
     b, s, heads, kv, d = 1, 4, 4, 2, 8
     nodes = [helper.make_node("GroupQueryAttention", ["q", "k", "v", "pk", "pv", "seqlens", "total"],
                               ["y", "present_k", "present_v"], domain="com.microsoft", num_heads=heads,
