@@ -22,7 +22,8 @@ def _run(node: onnx.NodeProto, inputs: dict[str, np.ndarray], inits: dict[str, n
          *, opset: int = 17, atol: float = 1e-5, rtol: float = 1e-4, out_type: int = F) -> None:
     g = helper.make_graph(
         [node], "t",
-        [helper.make_tensor_value_info(k, helper.np_dtype_to_tensor_dtype(v.dtype), v.shape) for k, v in inputs.items()],
+        [helper.make_tensor_value_info(k, helper.np_dtype_to_tensor_dtype(v.dtype), v.shape)
+         for k, v in inputs.items()],
         [helper.make_tensor_value_info(o, out_type, None) for o in outputs],
         [numpy_helper.from_array(np.asarray(v), k) for k, v in inits.items()])
     for out in g.output:
@@ -121,7 +122,8 @@ def test_qlinear_binary(op):
     b = RNG.integers(0, 255, size=(6,)).astype(np.uint8)
     node = helper.make_node(op, ["a", "as", "az", "b", "bs", "bz", "ys", "yz"], ["y"], domain=MS)
     (as_, az), (bs, bz), (ys, yz) = _qparams(0.05, 128), _qparams(0.02, 100), _qparams(0.1, 120)
-    _run(node, {"a": a, "b": b}, {"as": as_, "az": az, "bs": bs, "bz": bz, "ys": ys, "yz": yz}, ["y"], atol=1, out_type=U8)
+    params = {"as": as_, "az": az, "bs": bs, "bz": bz, "ys": ys, "yz": yz}
+    _run(node, {"a": a, "b": b}, params, ["y"], atol=1, out_type=U8)
 
 
 @pytest.mark.parametrize("op", ["QLinearSigmoid", "QLinearLeakyRelu", "QLinearGlobalAveragePool", "QLinearAveragePool"])
@@ -138,7 +140,8 @@ def test_qlinear_concat():
     b = RNG.integers(0, 255, size=(2, 2)).astype(np.uint8)
     node = helper.make_node("QLinearConcat", ["ys", "yz", "a", "as", "az", "b", "bs", "bz"], ["y"], domain=MS, axis=1)
     (as_, az), (bs, bz), (ys, yz) = _qparams(0.05, 128), _qparams(0.02, 100), _qparams(0.04, 120)
-    _run(node, {"a": a, "b": b}, {"as": as_, "az": az, "bs": bs, "bz": bz, "ys": ys, "yz": yz}, ["y"], atol=1, out_type=U8)
+    params = {"as": as_, "az": az, "bs": bs, "bz": bz, "ys": ys, "yz": yz}
+    _run(node, {"a": a, "b": b}, params, ["y"], atol=1, out_type=U8)
 
 
 def test_matmul_integer_to_float():
