@@ -11,9 +11,11 @@ body (a Reshape's shape) stay constant.
   the same).
 - Loop needs its trip count at import (an input fed at run time raises ConstantInputRequired)
   or runs at most MAX_LOOP_ITERATIONS (MIGraphX's default); scan outputs have that many rows,
-  and rows past an early exit are zeros (MIGraphX pads the same way).
-- Scan's sequence length is a static dim, so the body is imported once per step: plain ops,
-  nothing left to run on the host.
+  and rows past an early exit are zeros (MIGraphX pads the same way). A body that needs its
+  iteration number as a constant (a Slice at `i`) is unrolled at import instead, with the same
+  semantics (a `where` keeps values once the condition turns false).
+- Scan's sequence length is a static dim, so the body is imported once per step (opset 8's
+  batched form: once per step and batch entry): plain ops, nothing left to run on the host.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from ..errors import MigxError
 from ..ir import Instruction, Module
 from ..op import Op
 from ..shape import Shape
-from .context import param_name
+from .context import ConstantInputRequired, param_name
 from .registry import register
 from .tensors import to_array
 
@@ -36,6 +38,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from .registry import Args, Result
 
 MAX_LOOP_ITERATIONS = 10  # MIGraphX's onnx_options::max_loop_iterations default
+MAX_SCAN_ROWS = 1 << 16  # per-iteration outputs are stacked to the trip count: keep that allocatable
+MAX_UNROLL = 256  # a body that needs its iteration number as a constant is unrolled up to this many times
 
 
 def outer_names(graph: onnx.GraphProto) -> list[str]:
@@ -171,33 +175,80 @@ def parse_loop(ctx: NodeContext, args: Args) -> Result:
         raise ctx.error("every loop-carried input must be given")
     if len(body.input) != 2 + len(carried):
         raise ctx.error(f"body takes {len(body.input)} inputs, expected 2 + {len(carried)} loop-carried")
+    if len(body.output) > 1 + len(carried) and max_iter > MAX_SCAN_ROWS:
+        raise ctx.error(f"trip count {max_iter} with per-iteration outputs would stack more than {MAX_SCAN_ROWS} rows")
+    cond = ctx.add("reshape", [ctx.convert(cond, "bool")], dims=[1])
     captured = captured_inputs(ctx, [body])
     formal = [(body.input[0].name, Shape.of("int64", [1])), (body.input[1].name, Shape.of("bool", [1]))]
     formal += [_formal(ctx, vi, c) for vi, c in zip(body.input[2:], carried)]
-    mod = import_body(ctx, body, "loop_body", formal, captured)
-    cond = ctx.add("reshape", [ctx.convert(cond, "bool")], dims=[1])
+    program = ctx.module.program
+    before = set(program.modules)
+    try:
+        mod = import_body(ctx, body, "loop_body", formal, captured)
+    except ConstantInputRequired as e:
+        # The body needs the iteration number as a constant (a Slice at `i`, say): unroll instead.
+        for name in set(program.modules) - before:
+            program.remove_module(name)
+        if param_name(body.input[0].name) not in e.params or max_iter > MAX_UNROLL:
+            raise
+        return _unroll_loop(ctx, body, max_iter, cond, carried)
     op = Op("loop", max_iterations=max_iter, carried=len(carried))
     return _with_modules(ctx, op, [cond, *carried, *(ctx.env[n] for n in captured)], [mod])
 
 
-@register("Scan")
-def parse_scan(ctx: NodeContext, args: Args) -> Result:
-    if ctx.opset < 9:
-        raise ctx.error("Scan before opset 9 (with a batch axis and sequence_lens) is not supported")
-    body = _graph_attr(ctx, "body")
-    n_scan = int(ctx.attr("num_scan_inputs"))
-    states, xs = list(args[: len(args) - n_scan]), list(args[len(args) - n_scan:])
-    n_out = len(body.output) - len(states)
-    in_axes = [int(a) for a in ctx.attr("scan_input_axes", [0] * n_scan)]
-    in_dirs = [int(d) for d in ctx.attr("scan_input_directions", [0] * n_scan)]
-    out_axes = [int(a) for a in ctx.attr("scan_output_axes", [0] * n_out)]
-    out_dirs = [int(d) for d in ctx.attr("scan_output_directions", [0] * n_out)]
+def _unroll_loop(ctx: NodeContext, body: onnx.GraphProto, max_iter: int, cond: Instruction,
+                 carried: list[Instruction]) -> list[Instruction]:
+    """The loop op's semantics, one body copy per iteration: after the condition turns false the
+    carried values stop changing and per-iteration outputs are zeros."""
+    n = len(carried)
+    active = cond
+    scans: list[list[Instruction]] = []
+    for i in range(max_iter):
+        if ctx.const(active) is not None and not bool(ctx.const(active).reshape(-1)[0]):
+            break
+        bind = {body.input[0].name: ctx.literal(np.array(i, np.int64)),
+                body.input[1].name: ctx.add("reshape", [active], dims=list(_lens(body.input[1])))}
+        bind.update({vi.name: c for vi, c in zip(body.input[2:], carried)})
+        outs = _inline(ctx, body, bind)
+        new, ys = outs[1: 1 + n], outs[1 + n:]
+        always = ctx.const(active) is not None  # constant and true here
+        carried = new if always else [_where(ctx, active, a, b) for a, b in zip(new, carried)]
+        scans.append(ys if always else [_where(ctx, active, y, ctx.scalar_like(0, y)) for y in ys])
+        step = ctx.add("reshape", [ctx.convert(outs[0], "bool")], dims=[1])
+        active = ctx.add("logical_and", [active, step])
+    n_scan = len(body.output) - 1 - n
+    if not scans and n_scan:
+        raise ctx.error("the loop runs no iteration, so its per-iteration outputs have no shape")
+    stacked = []
+    for j in range(n_scan):
+        rows = [ctx.add("unsqueeze", [s[j]], axes=[0]) for s in scans]
+        zero = ctx.scalar_like(0, rows[0])
+        rows += [zero] * (max_iter - len(rows))  # iterations the constant condition skipped
+        stacked.append(rows[0] if len(rows) == 1 else ctx.add("concat", rows, axis=0))
+    return carried + stacked
+
+
+def _lens(vi: onnx.ValueInfoProto) -> list[int]:
+    dims = vi.type.tensor_type.shape.dim
+    return [1] if not dims else [int(d.dim_value) or 1 for d in dims]
+
+
+def _where(ctx: NodeContext, cond: Instruction, a: Instruction, b: Instruction) -> Instruction:
+    return ctx.add("where", [ctx.broadcast_to(ctx.add("reshape", [cond], dims=[1] * a.shape.ndim or [1]),
+                                              a.shape.lens), a, b])
+
+
+def _unroll_scan(ctx: NodeContext, body: onnx.GraphProto, states: list, xs: list, in_axes: list[int],
+                 in_dirs: list[int], out_axes: list[int], out_dirs: list[int]) -> list[Instruction]:
+    """Import the body once per step; returns the final states then the stacked scan outputs."""
     in_axes = [a + x.shape.ndim if a < 0 else a for a, x in zip(in_axes, xs)]
     lengths = {x.shape.lens[a] for x, a in zip(xs, in_axes)}
     if len(lengths) != 1:
         raise ctx.error(f"scan inputs have different sequence lengths {sorted(lengths)}")
     steps = lengths.pop()
-    per_step: list[list[Instruction]] = [[] for _ in range(n_out)]
+    if steps == 0:
+        raise ctx.error("scan over an empty sequence is not supported")
+    per_step: list[list[Instruction]] = [[] for _ in out_axes]
     for t in range(steps):
         bind = {vi.name: s for vi, s in zip(body.input, states)}
         for vi, x, axis, rev in zip(body.input[len(states):], xs, in_axes, in_dirs):
@@ -216,3 +267,43 @@ def parse_scan(ctx: NodeContext, args: Args) -> Result:
         parts = [ctx.add("unsqueeze", [y], axes=[axis]) for y in ys]
         results.append(parts[0] if len(parts) == 1 else ctx.add("concat", parts, axis=axis))
     return results
+
+
+def _stack(ctx: NodeContext, values: list[Instruction]) -> Instruction:
+    parts = [ctx.add("unsqueeze", [v], axes=[0]) for v in values]
+    return parts[0] if len(parts) == 1 else ctx.add("concat", parts, axis=0)
+
+
+def _scan_v8(ctx: NodeContext, args: Args, body: onnx.GraphProto, n_scan: int) -> Result:
+    """Opset 8: a leading batch axis on every input and output, scanning axis 1; each batch entry
+    runs the body on its own (sequence_lens must be the full length)."""
+    lens, rest = args[0], list(args[1:])
+    states, xs = rest[: len(rest) - n_scan], rest[len(rest) - n_scan:]
+    if lens is not None:
+        full = xs[0].shape.lens[1]
+        if any(v != full for v in ctx.const_ints(lens, "sequence_lens")):
+            raise ctx.error("sequence_lens shorter than the sequence are not supported")
+    n_out = len(body.output) - len(states)
+    dirs = [int(d) for d in ctx.attr("directions", [0] * n_scan)]
+    per_batch = []
+    for b in range(xs[0].shape.lens[0]):
+        def row(v, b=b):
+            return ctx.add("squeeze", [ctx.add("slice", [v], axes=[0], starts=[b], ends=[b + 1])], axes=[0])
+
+        per_batch.append(_unroll_scan(ctx, body, [row(s) for s in states], [row(x) for x in xs], [0] * n_scan,
+                                      dirs, [0] * n_out, [0] * n_out))
+    return [_stack(ctx, list(vals)) for vals in zip(*per_batch)]
+
+
+@register("Scan")
+def parse_scan(ctx: NodeContext, args: Args) -> Result:
+    body = _graph_attr(ctx, "body")
+    n_scan = int(ctx.attr("num_scan_inputs"))
+    if ctx.opset < 9:
+        return _scan_v8(ctx, args, body, n_scan)
+    states, xs = list(args[: len(args) - n_scan]), list(args[len(args) - n_scan:])
+    n_out = len(body.output) - len(states)
+    return _unroll_scan(ctx, body, states, xs, [int(a) for a in ctx.attr("scan_input_axes", [0] * n_scan)],
+                        [int(d) for d in ctx.attr("scan_input_directions", [0] * n_scan)],
+                        [int(a) for a in ctx.attr("scan_output_axes", [0] * n_out)],
+                        [int(d) for d in ctx.attr("scan_output_directions", [0] * n_out)])

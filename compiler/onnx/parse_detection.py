@@ -48,8 +48,6 @@ def parse_gridsample(ctx: NodeContext, args: Args) -> Result:
     x, grid = args
     mode = ctx.attr("mode", "linear" if ctx.opset >= 20 else "bilinear")
     mode = {"bilinear": "linear", "bicubic": "cubic"}.get(mode, mode)
-    if x.shape.ndim != 4:
-        raise ctx.error(f"only 2-D sampling (4-D input) is supported, got input {list(x.shape.lens)}")
     return ctx.add("gridsample", [x, ctx.convert(grid, x.shape.type)], mode=mode,
                    padding_mode=ctx.attr_choice("padding_mode", ("zeros", "border", "reflection"), "zeros"),
                    align_corners=bool(ctx.attr("align_corners", 0)))

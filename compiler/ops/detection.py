@@ -174,10 +174,13 @@ defop("roialign", _roialign_shape, _roialign_compute, nargs=3,
 # --- gridsample ------------------------------------------------------------------------------------
 def _gridsample_shape(op, s, mods):
     x, grid = s
-    if x.ndim != 4 or grid.ndim != 4 or grid.lens[3] != 2 or grid.lens[0] != x.lens[0]:
-        raise ShapeError(f"gridsample: expects X [N, C, H, W] and grid [N, Ho, Wo, 2]; got {list(x.lens)} and "
-                         f"{list(grid.lens)} (only 2-D sampling is supported)")
-    return Shape.of(x.type, [x.lens[0], x.lens[1], grid.lens[1], grid.lens[2]])
+    r = x.ndim - 2
+    if r not in (2, 3) or grid.ndim != x.ndim or grid.lens[-1] != r or grid.lens[0] != x.lens[0]:
+        raise ShapeError(f"gridsample: expects X [N, C, *spatial] (2 or 3 spatial dims) and grid [N, *out, "
+                         f"{max(r, 2)}]; got {list(x.lens)} and {list(grid.lens)}")
+    if op["mode"] == "cubic" and r != 2:
+        raise ShapeError("gridsample: cubic mode samples 2-D images only")
+    return Shape.of(x.type, [x.lens[0], x.lens[1], *grid.lens[1:-1]])
 
 
 def _reflect(v: np.ndarray, lo: float, hi: float) -> np.ndarray:
@@ -221,36 +224,62 @@ def _cubic_weights(t: np.ndarray) -> list[np.ndarray]:
     return [far(t + 1), near(t), near(1 - t), far(2 - t)]
 
 
+def _gather(img: np.ndarray, idx: list[np.ndarray], ok: np.ndarray) -> np.ndarray:
+    """img [C, *spatial] read at integer indices (one array per spatial dim); 0 where not ok."""
+    clipped = tuple(np.clip(i, 0, n - 1) for i, n in zip(idx, img.shape[1:]))
+    return np.where(ok, img[(slice(None), *clipped)], 0)
+
+
+def _linear(img: np.ndarray, coords: list[np.ndarray]) -> np.ndarray:
+    """Multilinear interpolation over 2^r corners; corners outside the image read 0."""
+    lo = [np.floor(c).astype(np.int64) for c in coords]
+    out = 0
+    for corner in range(2 ** len(coords)):
+        idx, wgt, ok = [], 1.0, True
+        for d, (c, base) in enumerate(zip(coords, lo)):
+            i = base + ((corner >> d) & 1)
+            wgt = wgt * (1 - np.abs(c - i))
+            ok = ok & (i >= 0) & (i < img.shape[1 + d])
+            idx.append(i)
+        out = out + wgt * _gather(img, idx, ok)
+    return out
+
+
+def _cubic(op, img: np.ndarray, coords: list[np.ndarray]) -> np.ndarray:
+    (py, px), (h, w) = coords, img.shape[1:]
+    y0, x0 = np.floor(py).astype(np.int64), np.floor(px).astype(np.int64)
+    wy, wx = _cubic_weights(py - y0), _cubic_weights(px - x0)
+    acc = 0
+    for i in range(4):
+        yi, oky = _pad_index(op, y0 - 1 + i, h)
+        for j in range(4):
+            xj, okx = _pad_index(op, x0 - 1 + j, w)
+            acc = acc + wy[i] * wx[j] * _gather(img, [yi, xj], oky & okx)
+    return acc
+
+
 def _gridsample_compute(op, args, out, run):
     x, grid = np.asarray(args[0]), np.asarray(args[1]).astype(np.float64)
-    n, c, h, w = x.shape
+    sizes = x.shape[2:]
     res = np.zeros(out.lens, dtype=np.float64)
-    for b in range(n):
-        gx, gy = grid[b, ..., 0], grid[b, ..., 1]
+    for b in range(x.shape[0]):
+        # grid's last axis lists coordinates innermost first (x, y[, z]): reverse to spatial order.
+        norm = [grid[b, ..., k] for k in reversed(range(len(sizes)))]
         if op["align_corners"]:
-            px, py = (gx + 1) / 2 * (w - 1), (gy + 1) / 2 * (h - 1)
+            coords = [(g + 1) / 2 * (n - 1) for g, n in zip(norm, sizes)]
         else:
-            px, py = ((gx + 1) * w - 1) / 2, ((gy + 1) * h - 1) / 2
+            coords = [((g + 1) * n - 1) / 2 for g, n in zip(norm, sizes)]
         img = x[b].astype(np.float64)
-        mode = op["mode"]
-        if mode == "cubic":
-            y0, x0 = np.floor(py).astype(np.int64), np.floor(px).astype(np.int64)
-            wy, wx = _cubic_weights(py - y0), _cubic_weights(px - x0)
-            acc = 0
-            for i in range(4):
-                yi, oky = _pad_index(op, y0 - 1 + i, h)
-                for j in range(4):
-                    xj, okx = _pad_index(op, x0 - 1 + j, w)
-                    acc = acc + wy[i] * wx[j] * np.where(oky & okx, img[:, yi, xj], 0)
-            res[b] = acc
+        if op["mode"] == "cubic":
+            res[b] = _cubic(op, img, coords)
             continue
-        px, py = _pad_coord(op, px, w), _pad_coord(op, py, h)
-        if mode == "nearest":
-            yi, xi = np.rint(py).astype(np.int64), np.rint(px).astype(np.int64)
-            ok = (yi >= 0) & (yi < h) & (xi >= 0) & (xi < w)
-            res[b] = np.where(ok, img[:, np.clip(yi, 0, h - 1), np.clip(xi, 0, w - 1)], 0)
+        coords = [_pad_coord(op, c, n) for c, n in zip(coords, sizes)]
+        if op["mode"] == "nearest":
+            idx = [np.rint(c).astype(np.int64) for c in coords]
+            ok = np.logical_and.reduce([(i >= 0) & (i < n) for i, n in zip(idx, sizes)])
+            res[b] = _gather(img, idx, ok)
         else:
-            res[b] = _bilinear(img, py, px)
+            res[b] = _linear(img, coords)
     return res.astype(x.dtype)
 
 
@@ -258,4 +287,4 @@ defop("gridsample", _gridsample_shape, _gridsample_compute, nargs=2,
       attrs=[A("mode", "str", "linear", choices=("linear", "nearest", "cubic"), show=True),
              A("padding_mode", "str", "zeros", choices=("zeros", "border", "reflection"), show=True),
              A("align_corners", "bool", False)],
-      doc="Sample X [N, C, H, W] at the normalized (x, y) locations of grid [N, Ho, Wo, 2].")
+      doc="Sample X [N, C, *spatial] (2-D or 3-D) at the normalized (x, y[, z]) locations of grid [N, *out, r].")

@@ -117,3 +117,33 @@ def test_scan_unrolls_with_directions_and_axes(in_dir, out_dir, out_axis):
     assert list(p.modules) == ["main"]  # unrolled: no submodule
     for g, w in zip(evaluate(p, feeds), _ort(m, feeds)):
         np.testing.assert_allclose(g, w, rtol=1e-6)
+
+
+def test_loop_whose_body_slices_at_the_iteration_number_is_unrolled():
+    """acc += table[i] while max(acc) < limit (limit fed at run time): the Slice needs i at import."""
+    table = numpy_helper.from_array(np.arange(10, dtype=np.float32).reshape(5, 2), "table")
+    one = numpy_helper.from_array(np.array([1], np.int64), "one")
+    body = helper.make_graph(
+        [helper.make_node("Unsqueeze", ["i", "zero_axis"], ["start"]),
+         helper.make_node("Add", ["start", "one"], ["end"]),
+         helper.make_node("Slice", ["table", "start", "end"], ["row2"]),
+         helper.make_node("Squeeze", ["row2", "zero_axis"], ["row"]),
+         helper.make_node("Add", ["acc_in", "row"], ["acc_out"]),
+         helper.make_node("ReduceMax", ["acc_out"], ["m"], keepdims=0),
+         helper.make_node("Less", ["m", "limit"], ["cond_out"]),
+         helper.make_node("Identity", ["row"], ["seen"])],
+        "body", [_vi("i", I64, []), _vi("cond_in", B, []), _vi("acc_in", F, [2])],
+        [_vi("cond_out", B, []), _vi("acc_out", F, [2]), _vi("seen", F, [2])])
+    inits = [table, one, numpy_helper.from_array(np.array([0], np.int64), "zero_axis"),
+             numpy_helper.from_array(np.array(5, np.int64), "trip"), numpy_helper.from_array(np.array(True), "go"),
+             numpy_helper.from_array(np.zeros(2, np.float32), "acc0")]
+    m = _model([helper.make_node("Loop", ["trip", "go", "acc0"], ["acc", "rows"], body=body)],
+               [_vi("limit", F, [])], [_vi("acc", F, [2]), _vi("rows", F, [None, 2])], inits)
+    p = parse_onnx(m)
+    assert list(p.modules) == ["main"] and "loop" not in {i.name for i in p.main}
+    for limit in (100.0, 7.0):
+        feeds = {"limit": np.array(limit, np.float32)}
+        (acc, rows), (want_acc, want_rows) = evaluate(p, feeds), _ort(m, feeds)
+        np.testing.assert_allclose(acc, want_acc)
+        np.testing.assert_allclose(rows[: len(want_rows)], want_rows)
+        assert rows.shape == (5, 2) and not rows[len(want_rows):].any()
