@@ -1,10 +1,12 @@
 """The remaining MIGraphX-parsed ops: ConstantFill and ImageScaler (legacy Caffe2 exports),
 ReverseSequence, Unique, ATen's embedding_bag, the Random* generators and Multinomial.
 
-Random ops are deterministic here: a graph-time sample is drawn at import from numpy's PCG64
-generator seeded with the node's `seed` attribute (0 when absent), the way MIGraphX's parser fills
-a literal. Multinomial keeps its logits input live: its uniform draws are such a literal, and the
-sampling (inverse CDF through a prefix sum) is plain IR.
+Random ops are deterministic here: the sample is drawn at import into a literal (as MIGraphX's
+parser does) from numpy's RandomState seeded with the node's `seed` attribute, the generator and
+draws ONNX's reference implementation uses, so a seeded node gives the same numbers as
+onnx.reference; without a seed we use 0 rather than a fresh one. Multinomial keeps its logits
+input live: its uniform draws are such a literal, and the sampling (inverse CDF through a prefix
+sum) is plain IR.
 """
 
 from __future__ import annotations
@@ -102,9 +104,9 @@ def parse_aten(ctx: NodeContext, args: Args) -> Result:
 
 
 # --- random ---------------------------------------------------------------------------------------
-def _rng(ctx) -> np.random.Generator:
+def random_state(ctx) -> np.random.RandomState:
     seed = ctx.attr("seed", None)
-    return np.random.default_rng(0 if seed is None else int(np.float32(seed).view(np.uint32)))
+    return np.random.RandomState(0 if seed is None or np.isnan(seed) else int(seed))
 
 
 def _random_shape_type(ctx, args) -> tuple[list[int], str]:
@@ -119,15 +121,17 @@ def _random_shape_type(ctx, args) -> tuple[list[int], str]:
 @register("RandomNormal", "RandomNormalLike")
 def parse_random_normal(ctx: NodeContext, args: Args) -> Result:
     shape, t = _random_shape_type(ctx, args)
-    v = _rng(ctx).normal(float(ctx.attr("mean", 0.0)), float(ctx.attr("scale", 1.0)), size=shape)
+    npt = dtypes.np_dtype(t)
+    v = random_state(ctx).randn(*shape).astype(npt) * npt.type(ctx.attr("scale", 1.0)) + npt.type(ctx.attr("mean", 0.0))
     return ctx.literal(v, t)
 
 
 @register("RandomUniform", "RandomUniformLike")
 def parse_random_uniform(ctx: NodeContext, args: Args) -> Result:
     shape, t = _random_shape_type(ctx, args)
-    v = _rng(ctx).uniform(float(ctx.attr("low", 0.0)), float(ctx.attr("high", 1.0)), size=shape)
-    return ctx.literal(v, t)
+    npt = dtypes.np_dtype(t)
+    low, high = npt.type(ctx.attr("low", 0.0)), npt.type(ctx.attr("high", 1.0))
+    return ctx.literal(random_state(ctx).rand(*shape).astype(npt) * (high - low) + low, t)
 
 
 @register("Multinomial")
@@ -141,7 +145,7 @@ def parse_multinomial(ctx: NodeContext, args: Args) -> Result:
     mx = ctx.broadcast_to(ctx.add("reduce_max", [x], axes=[1]), x.shape.lens)
     cdf = ctx.add("prefix_scan_sum", [ctx.add("exp", [ctx.add("sub", [x, mx])])], axis=1)
     total = ctx.add("slice", [cdf], axes=[1], starts=[classes - 1], ends=[classes])  # [batch, 1]
-    u = ctx.literal(_rng(ctx).uniform(size=[batch, n, 1]), x.shape.type)
+    u = ctx.literal(random_state(ctx).rand(batch, n, 1), x.shape.type)
     target = ctx.add("mul", [u, ctx.broadcast_to(ctx.add("unsqueeze", [total], axes=[1]), [batch, n, 1])])
     wide = [batch, n, classes]
     below = ctx.add("less", [ctx.broadcast_to(ctx.add("unsqueeze", [cdf], axes=[1]), wide),
