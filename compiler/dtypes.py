@@ -70,13 +70,14 @@ _TABLE = [
     _t("uint4", "uint4_type", _ml("uint4"), 21, 1, False, False),
     _t("int4", "int4_type", _ml("int4"), 22, 1, False, True),
     _t("float4_e2m1fn", "fp4e2m1_type", _ml("float4_e2m1fn"), 23, 1, True, True),
+    _t("float8_e8m0fnu", "fp8e8m0fnu_type", _ml("float8_e8m0fnu"), 24, 1, True, False),
     _t("uint2", "uint2_type", _ml("uint2"), 25, 1, False, False),
     _t("int2", "int2_type", _ml("int2"), 26, 1, False, True),
 ]
 # Low-precision types: numpy cannot do arithmetic in them directly, so reference computes widen
 # to float32 / int32 (see `compute_type`) and round back, as the hardware's converts do.
 LOW_PRECISION = frozenset({"float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz", "float4_e2m1fn",
-                           "uint4", "int4", "uint2", "int2"})
+                           "float8_e8m0fnu", "uint4", "int4", "uint2", "int2"})
 
 BY_NAME: dict[str, DType] = {t.name: t for t in _TABLE}
 BY_MIGRAPHX: dict[str, DType] = {t.migraphx: t for t in _TABLE}
@@ -140,7 +141,18 @@ def saturate_to(x: np.ndarray, name: str) -> np.ndarray:
     """Convert with ONNX's saturate=1 rule for float8 / float4 targets: out-of-range values and
     infinities become the largest finite value of the sign (NaN stays NaN)."""
     t = dtype(name)
+    if name == "float8_e8m0fnu":
+        return _to_e8m0(np.asarray(x, np.float32)).astype(t.np_dtype)
     if name in LOW_PRECISION and t.is_float:
         m = float_max(name)
         x = np.clip(x.astype(np.float32), -m, m)
     return x.astype(t.np_dtype)
+
+
+def _to_e8m0(x: np.ndarray) -> np.ndarray:
+    """float8 e8m0 (a power of two 2^-127 .. 2^127) with ONNX Cast's defaults: round up to the next
+    power of two, saturate to the range (0 and tiny values give 2^-127); NaN and negatives are NaN."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        e = np.ceil(np.log2(np.where(x > 0, x, np.float32(2.0 ** -127))))
+    v = np.exp2(np.clip(e, -127, 127)).astype(np.float32)
+    return np.where(np.isnan(x) | (x < 0), np.float32(np.nan), v)
