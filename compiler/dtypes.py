@@ -156,3 +156,20 @@ def _to_e8m0(x: np.ndarray) -> np.ndarray:
         e = np.ceil(np.log2(np.where(x > 0, x, np.float32(2.0 ** -127))))
     v = np.exp2(np.clip(e, -127, 127)).astype(np.float32)
     return np.where(np.isnan(x) | (x < 0), np.float32(np.nan), v)
+
+
+def is_float_np(npd) -> bool:
+    """Whether a numpy dtype is a float type, ml_dtypes' (bfloat16, float8, float4) included:
+    numpy reports those as kind 'V', so `dtype.kind == "f"` misses them."""
+    npd = np.dtype(npd)
+    if npd.kind == "f":
+        return True
+    t = _BY_NP.get(npd)
+    return t is not None and t.is_float
+
+
+def accumulate_as(npd) -> np.dtype:
+    """The dtype to accumulate sums and products of `npd` in: float32 for floats narrower than
+    32 bits (fp16, bf16, fp8, fp4: what GPUs accumulate them in), else `npd` itself."""
+    npd = np.dtype(npd)
+    return np.dtype(np.float32) if is_float_np(npd) and npd.itemsize < 4 else npd

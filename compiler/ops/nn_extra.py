@@ -44,7 +44,7 @@ def _deconv_compute(op, args, out, run):
     nd = x.ndim - 2
     pb, pe, st, dl = conv_params(op, nd)
     g = op["group"]
-    acc = np.float32 if x.dtype.kind == "f" and x.dtype.itemsize < 4 else np.result_type(x.dtype, w.dtype)
+    acc = np.float32 if dtypes.accumulate_as(x.dtype) != x.dtype else np.result_type(x.dtype, w.dtype)
     n, c = x.shape[:2]
     cg, kg = c // g, w.shape[1]
     kernel = w.shape[2:]

@@ -19,7 +19,7 @@ def _erf(x: np.ndarray) -> np.ndarray:
 
     arr = np.asarray(x)
     out = np.frompyfunc(math.erf, 1, 1)(arr.astype(np.float64))
-    return np.asarray(out, dtype=np.float64).astype(arr.dtype if arr.dtype.kind == "f" else np.float64)
+    return np.asarray(out, dtype=np.float64).astype(arr.dtype if dtypes.is_float_np(arr.dtype) else np.float64)
 
 
 def _int_div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -37,7 +37,7 @@ def _pow(a, b):
 
 
 def _recip(x):
-    return np.reciprocal(x) if x.dtype.kind == "f" else (1 // np.where(x == 0, 1, x))
+    return np.reciprocal(x) if dtypes.is_float_np(x.dtype) else (1 // np.where(x == 0, 1, x))
 
 
 def _sigmoid(x):
