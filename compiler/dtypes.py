@@ -1,10 +1,10 @@
 """Element types: one table maps our type names to numpy dtypes, ONNX codes and MIGraphX spellings.
 
-bfloat16, the float8 variants (OCP e4m3fn / e5m2 and the fnuz forms AMD's gfx94x use), float4
-e2m1 and int4/uint4 have no native numpy dtype; `ml_dtypes` (a dependency of `onnx`) provides
-them, so the reference evaluator computes them in numpy like every other type. ONNX packs int4 /
-uint4 / float4 two to a byte; onnx's numpy_helper unpacks them, so in the IR each element is
-one value (one byte in numpy), as MIGraphX's unpacked int4 view.
+bfloat16, the float8 variants (OCP e4m3fn / e5m2, the fnuz forms AMD's gfx94x use, e8m0 scales),
+float4 e2m1 and int4/uint4 (int2/uint2) have no native numpy dtype; `ml_dtypes` (a dependency of
+`onnx`) provides them, so the reference evaluator computes them in numpy like every other type.
+ONNX packs the 4- and 2-bit types several to a byte; onnx's numpy_helper unpacks them, so in the
+IR each element is one value (one byte in numpy).
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ def _ml(name: str) -> np.dtype | None:
 
 
 _BF16 = _ml("bfloat16")
+_FP8E4M3FN = _ml("float8_e4m3fn")
 
 
 @dataclass(frozen=True)
@@ -55,6 +56,8 @@ _TABLE = [
     _t("bfloat16", "bf16_type", _BF16, 16, 2, True, True),
     _t("float32", "float_type", np.float32, 1, 4, True, True),
     _t("float64", "double_type", np.float64, 11, 8, True, True),
+    # OCP fp8 e4m3fn (ONNX FLOAT8E4M3FN): finite range +-448, no infinities; quantize_fp8's type.
+    _t("float8e4m3fn", "fp8e4m3fn_type", _FP8E4M3FN, 17, 1, True, True),
     _t("uint8", "uint8_type", np.uint8, 2, 1, False, False),
     _t("int8", "int8_type", np.int8, 3, 1, False, True),
     _t("uint16", "uint16_type", np.uint16, 4, 2, False, False),
@@ -63,21 +66,19 @@ _TABLE = [
     _t("int64", "int64_type", np.int64, 7, 8, False, True),
     _t("uint32", "uint32_type", np.uint32, 12, 4, False, False),
     _t("uint64", "uint64_type", np.uint64, 13, 8, False, False),
-    _t("float8_e4m3fn", "fp8e4m3fn_type", _ml("float8_e4m3fn"), 17, 1, True, True),
-    _t("float8_e4m3fnuz", "fp8e4m3fnuz_type", _ml("float8_e4m3fnuz"), 18, 1, True, True),
-    _t("float8_e5m2", "fp8e5m2_type", _ml("float8_e5m2"), 19, 1, True, True),
-    _t("float8_e5m2fnuz", "fp8e5m2fnuz_type", _ml("float8_e5m2fnuz"), 20, 1, True, True),
+    _t("float8e4m3fnuz", "fp8e4m3fnuz_type", _ml("float8_e4m3fnuz"), 18, 1, True, True),
+    _t("float8e5m2", "fp8e5m2_type", _ml("float8_e5m2"), 19, 1, True, True),
+    _t("float8e5m2fnuz", "fp8e5m2fnuz_type", _ml("float8_e5m2fnuz"), 20, 1, True, True),
     _t("uint4", "uint4_type", _ml("uint4"), 21, 1, False, False),
     _t("int4", "int4_type", _ml("int4"), 22, 1, False, True),
-    _t("float4_e2m1fn", "fp4e2m1_type", _ml("float4_e2m1fn"), 23, 1, True, True),
-    _t("float8_e8m0fnu", "fp8e8m0fnu_type", _ml("float8_e8m0fnu"), 24, 1, True, False),
+    _t("float4e2m1", "fp4e2m1_type", _ml("float4_e2m1fn"), 23, 1, True, True),
+    _t("float8e8m0", "fp8e8m0fnu_type", _ml("float8_e8m0fnu"), 24, 1, True, False),
     _t("uint2", "uint2_type", _ml("uint2"), 25, 1, False, False),
     _t("int2", "int2_type", _ml("int2"), 26, 1, False, True),
 ]
-# Low-precision types: numpy cannot do arithmetic in them directly, so reference computes widen
-# to float32 / int32 (see `compute_type`) and round back, as the hardware's converts do.
-LOW_PRECISION = frozenset({"float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz", "float4_e2m1fn",
-                           "float8_e8m0fnu", "uint4", "int4", "uint2", "int2"})
+# Types numpy cannot do arithmetic in directly (ml_dtypes): reference computes widen and round back.
+LOW_PRECISION = frozenset({"float8e4m3fn", "float8e4m3fnuz", "float8e5m2", "float8e5m2fnuz", "float4e2m1",
+                           "float8e8m0", "uint4", "int4", "uint2", "int2"})
 
 BY_NAME: dict[str, DType] = {t.name: t for t in _TABLE}
 BY_MIGRAPHX: dict[str, DType] = {t.migraphx: t for t in _TABLE}
@@ -98,8 +99,8 @@ def dtype(name_or_np) -> DType:
         if name_or_np in BY_MIGRAPHX:
             return BY_MIGRAPHX[name_or_np]
         aliases = {"float": "float32", "half": "float16", "double": "float64", "bf16": "bfloat16",
-                   "int": "int32", "long": "int64", "fp8e4m3fn": "float8_e4m3fn", "fp8e4m3fnuz": "float8_e4m3fnuz",
-                   "fp8e5m2": "float8_e5m2", "fp8e5m2fnuz": "float8_e5m2fnuz"}
+                   "fp8": "float8e4m3fn", "fp16": "float16", "fp32": "float32",
+                   "int": "int32", "long": "int64"}
         if name_or_np in aliases:
             return BY_NAME[aliases[name_or_np]]
         raise ValueError(f"unknown element type {name_or_np!r}; known: {', '.join(ALL_NAMES)}")
@@ -124,6 +125,28 @@ def common_type(*names: str) -> str:
     return dtype(np.result_type(*[np_dtype(n) for n in uniq])).name
 
 
+def is_float_np(npd) -> bool:
+    """Is this numpy dtype a float type? True for bfloat16 and fp8 too, which ml_dtypes gives numpy
+    kind 'V' (so `dtype.kind == "f"` silently treats them as integers)."""
+    npd = np.dtype(npd)
+    return npd.kind == "f" or (npd in _BY_NP and _BY_NP[npd].is_float)
+
+
+def is_low_float(npd: np.dtype) -> bool:
+    """float16, bfloat16 and fp8 arrays: the reference evaluator accumulates these in float32, as
+    the GPU kernels and BLAS do (ml_dtypes types report numpy kind 'V', so kind alone misses them)."""
+    npd = np.dtype(npd)
+    return npd.itemsize < 4 and npd in _BY_NP and _BY_NP[npd].is_float
+
+
+def finfo(name_or_np):
+    """np.finfo that also knows bfloat16 and fp8 (through ml_dtypes)."""
+    npd = np_dtype(dtype(name_or_np).name)
+    if npd in (np.float16, np.float32, np.float64):  # some ml_dtypes types report kind 'f' too
+        return np.finfo(npd)
+    return ml_dtypes.finfo(npd)
+
+
 def int_limits(name: str) -> tuple[int, int]:
     """(min, max) of an integer type, the ml_dtypes ones (int4, uint4, ...) included."""
     npd = np_dtype(name)
@@ -133,15 +156,14 @@ def int_limits(name: str) -> tuple[int, int]:
 
 def float_max(name: str) -> float:
     """Largest finite value of a float type (float8 / float4 saturate to it)."""
-    npd = np_dtype(name)
-    return float(ml_dtypes.finfo(npd).max if name in LOW_PRECISION or name == "bfloat16" else np.finfo(npd).max)
+    return float(finfo(name).max)
 
 
 def saturate_to(x: np.ndarray, name: str) -> np.ndarray:
     """Convert with ONNX's saturate=1 rule for float8 / float4 targets: out-of-range values and
     infinities become the largest finite value of the sign (NaN stays NaN)."""
     t = dtype(name)
-    if name == "float8_e8m0fnu":
+    if name == "float8e8m0":
         return _to_e8m0(np.asarray(x, np.float32)).astype(t.np_dtype)
     if name in LOW_PRECISION and t.is_float:
         m = float_max(name)
@@ -156,20 +178,3 @@ def _to_e8m0(x: np.ndarray) -> np.ndarray:
         e = np.ceil(np.log2(np.where(x > 0, x, np.float32(2.0 ** -127))))
     v = np.exp2(np.clip(e, -127, 127)).astype(np.float32)
     return np.where(np.isnan(x) | (x < 0), np.float32(np.nan), v)
-
-
-def is_float_np(npd) -> bool:
-    """Whether a numpy dtype is a float type, ml_dtypes' (bfloat16, float8, float4) included:
-    numpy reports those as kind 'V', so `dtype.kind == "f"` misses them."""
-    npd = np.dtype(npd)
-    if npd.kind == "f":
-        return True
-    t = _BY_NP.get(npd)
-    return t is not None and t.is_float
-
-
-def accumulate_as(npd) -> np.dtype:
-    """The dtype to accumulate sums and products of `npd` in: float32 for floats narrower than
-    32 bits (fp16, bf16, fp8, fp4: what GPUs accumulate them in), else `npd` itself."""
-    npd = np.dtype(npd)
-    return np.dtype(np.float32) if is_float_np(npd) and npd.itemsize < 4 else npd

@@ -108,9 +108,12 @@ def as_pass(p: Pass | Rule | Sequence[Rule] | Callable, name: str | None = None)
 class Session:
     def __init__(self, program: Program, *, name: str = "program", options: CompileOptions | None = None,
                  include_backend: bool = True, numeric: bool = True, inputs: dict | None = None,
-                 validate: bool = True):
+                 validate: bool = True, precision: str | None = None, calibration: Sequence[dict] = ()):
         self.name = name
         self.options = options or CompileOptions()
+        if precision is not None or calibration:  # the quantize stage (fp16/bf16/int8/fp8) runs first
+            self.options = dataclasses.replace(self.options, precision=precision or self.options.precision,
+                                               calibration=tuple(calibration) or self.options.calibration)
         self.initial: ProgramSnapshot = snapshot(program)
         self.catalog = gpu_pipelines(self.options, include_backend=include_backend)
         self.pipelines: list[Pipeline] = [p.copy() for p in self.catalog]

@@ -111,7 +111,7 @@ def parse_isinf(ctx: NodeContext, args: Args) -> Result:
 @register("Cast")
 def parse_cast(ctx: NodeContext, args: Args) -> Result:
     t = ir_type(ctx.attr("to"), f"node {ctx.name} attribute 'to'")
-    if t == "float8_e8m0fnu" and ctx.attr("round_mode", "up") != "up":
+    if t == "float8e8m0" and ctx.attr("round_mode", "up") != "up":
         raise ctx.bad_attr("round_mode", "only 'up' (the default) is supported for float8 e8m0")
     if not ctx.attr("saturate", 1) and args[0].shape.type != t:
         return ctx.add("convert", [args[0]], target_type=t, saturate=False)

@@ -188,5 +188,5 @@ def parse_mx_qdq(ctx: NodeContext, args: Args) -> Result:
     s = ctx.add("reshape", [ctx.contiguous(ctx.broadcast_to(scales, blocked))], dims=lens)
     if lens[axis] != n:
         s = ctx.add("slice", [s], axes=[axis], starts=[0], ends=[n])
-    q = ctx.convert(ctx.convert(ctx.add("div", [x, s]), "float4_e2m1fn"), x.shape.type)
+    q = ctx.convert(ctx.convert(ctx.add("div", [x, s]), "float4e2m1"), x.shape.type)
     return ctx.add("mul", [q, s])

@@ -109,7 +109,7 @@ defop("split_fused_reduce", _split_reduce_shape, _split_reduce_compute,
 
 # --- layernorm ----------------------------------------------------------------------------------
 def _layernorm(x: np.ndarray, eps: float, axis: int) -> np.ndarray:
-    acc = x.astype(dtypes.accumulate_as(x.dtype))
+    acc = x.astype(np.float32) if dtypes.is_low_float(x.dtype) else x
     mean = np.mean(acc, axis=axis, keepdims=True)
     d = acc - mean
     var = np.mean(d * d, axis=axis, keepdims=True)

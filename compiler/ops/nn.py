@@ -45,9 +45,8 @@ def _dyn_dot_shape(t: str, a: Shape, b: Shape) -> Shape:
 
 def _dot_compute(op, args, out, run):
     a, b = args
-    acc = dtypes.accumulate_as(a.dtype)
-    if acc != a.dtype:
-        return np.matmul(a.astype(acc), b.astype(acc))
+    if dtypes.is_low_float(a.dtype):
+        return np.matmul(a.astype(np.float32), b.astype(np.float32))
     return np.matmul(a, b)
 
 
@@ -114,7 +113,7 @@ def _conv_compute(op, args, out, run):
     nd = x.ndim - 2
     pb, pe, st, dl = conv_params(op, nd)
     g = op["group"]
-    acc = np.float32 if dtypes.accumulate_as(x.dtype) != x.dtype else None
+    acc = np.float32 if dtypes.is_low_float(x.dtype) else None
     xa = x.astype(acc) if acc else x
     wa = w.astype(acc) if acc else w
     win = _windows(xa, w.shape[2:], pb, pe, st, dl)  # N C O.. K..

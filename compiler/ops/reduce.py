@@ -19,7 +19,7 @@ def _reduce_shape(op, s, m):
 
 def _acc(x: np.ndarray) -> np.ndarray:
     # Accumulate small float types in float32 (as the GPU kernels do) and everything else natively.
-    return x.astype(dtypes.accumulate_as(x.dtype), copy=False)
+    return x.astype(np.float32) if dtypes.is_low_float(x.dtype) else x
 
 
 def _reduce(name: str, fn, doc: str = ""):

@@ -1,6 +1,7 @@
 """rewrite_quantization (MIGraphX src/rewrite_quantization.cpp) lowers what simplify_qdq left to
 ordinary ops:
   quantizelinear(x, s[, z])  ->  convert(clip(nearbyint(x / s) [+ z], qmin, qmax))
+  (fp8 targets: no nearbyint; the clip is +-448 and the convert rounds)
   dequantizelinear(q, s[, z]) ->  (convert(q) [- convert(z)]) * s
 """
 
@@ -14,6 +15,7 @@ import numpy as np
 from .. import dtypes
 from ..ir import Instruction, Module
 from ..op import Op
+from ..ops.nn_extra import FP8_TYPES
 from ..shape import Shape
 from .base import Pass
 
@@ -28,13 +30,19 @@ def lower_quantizelinear(module: Module, ins: Instruction) -> None:
     st = scale.shape.type
     if x.shape.type != st:
         x = module.insert_instruction(ins, Op("convert", target_type=st), [x])
-    y = module.insert_instruction(ins, Op("nearbyint"), [module.insert_instruction(ins, Op("div"), [x, scale])])
+    y = module.insert_instruction(ins, Op("div"), [x, scale])
+    fp8_limit = FP8_TYPES.get(ins.shape.type)
+    if fp8_limit is None:  # integers round half to even; fp8 rounds in the final convert
+        y = module.insert_instruction(ins, Op("nearbyint"), [y])
     if len(ins.inputs) == 3:
         zp = module.insert_instruction(ins, Op("convert", target_type=st), [ins.inputs[2]])
         y = module.insert_instruction(ins, Op("add"), [y, zp])
-    info = np.iinfo(dtypes.np_dtype(ins.shape.type))
-    lo = _bcast_scalar(module, ins, info.min, st, y.shape.lens)
-    hi = _bcast_scalar(module, ins, info.max, st, y.shape.lens)
+    if fp8_limit is not None:
+        lo_v, hi_v = -fp8_limit, fp8_limit
+    else:
+        lo_v, hi_v = dtypes.int_limits(ins.shape.type)
+    lo = _bcast_scalar(module, ins, lo_v, st, y.shape.lens)
+    hi = _bcast_scalar(module, ins, hi_v, st, y.shape.lens)
     clipped = module.insert_instruction(ins, Op("clip"), [y, lo, hi])
     module.replace_all_uses(ins, module.insert_instruction(ins, Op("convert", target_type=ins.shape.type), [clipped]))
 

@@ -7,7 +7,8 @@
   2. remove_qdq_pairs: a dequantizelinear(quantizelinear(x)) that no quantized op consumed is
      fake quantization and is dropped (x is used directly), as MIGraphX does; this removes the
      rounding, so numerics move by up to one quantization step.
-  use_mx_quant (MIGraphX's MX-format variant) matches nothing here: there are no fp4/fp8 types.
+  fp8 (float8e4m3fn) data works the same way, giving float32-accumulating quant ops.
+  use_mx_quant (MIGraphX's MX-format variant) matches nothing here: there are no fp4 types.
 """
 
 from __future__ import annotations
@@ -38,8 +39,8 @@ def _quantized_input(dq: Instruction) -> tuple[Instruction, float] | str:
     if dq.name != "dequantizelinear":
         return f"input is {dq.name}, not dequantizelinear"
     q = dq.inputs[0]
-    if q.shape.type != "int8":
-        return f"quantized data is {q.shape.type}; quant ops take int8"
+    if q.shape.type not in ("int8", "float8e4m3fn"):
+        return f"quantized data is {q.shape.type}; quant ops take int8 or float8e4m3fn"
     scale = _uniform(dq.inputs[1])
     if scale is None:
         return "scale is not a constant per-tensor value"
@@ -98,7 +99,7 @@ class SimplifyQdq(Pass):
 
     name: ClassVar[str] = "simplify_qdq"
     status: ClassVar[str] = "mapped"
-    note: ClassVar[str] = ("int8 dot/convolution with constant per-tensor scales (zero points must be 0), and "
+    note: ClassVar[str] = ("int8/fp8 dot/convolution with constant per-tensor scales (zero points must be 0), and "
                            "q -> dq pair removal; no int4, MX or zero-point rewrites")
     remove_qdq_only: bool = False
     use_mx_quant: bool = False

@@ -15,10 +15,10 @@ from migx_explore.compiler.onnx import parse_onnx
 TYPES = {  # ONNX code, numpy dtype, relative step of the type's mantissa
     "bfloat16": (TensorProto.BFLOAT16, np.dtype(ml_dtypes.bfloat16), 2.0 ** -7),
     "float16": (TensorProto.FLOAT16, np.dtype(np.float16), 2.0 ** -10),
-    "float8_e4m3fn": (TensorProto.FLOAT8E4M3FN, np.dtype(ml_dtypes.float8_e4m3fn), 2.0 ** -3),
-    "float8_e5m2": (TensorProto.FLOAT8E5M2, np.dtype(ml_dtypes.float8_e5m2), 2.0 ** -2),
-    "float8_e4m3fnuz": (TensorProto.FLOAT8E4M3FNUZ, np.dtype(ml_dtypes.float8_e4m3fnuz), 2.0 ** -3),
-    "float8_e5m2fnuz": (TensorProto.FLOAT8E5M2FNUZ, np.dtype(ml_dtypes.float8_e5m2fnuz), 2.0 ** -2),
+    "float8e4m3fn": (TensorProto.FLOAT8E4M3FN, np.dtype(ml_dtypes.float8_e4m3fn), 2.0 ** -3),
+    "float8e5m2": (TensorProto.FLOAT8E5M2, np.dtype(ml_dtypes.float8_e5m2), 2.0 ** -2),
+    "float8e4m3fnuz": (TensorProto.FLOAT8E4M3FNUZ, np.dtype(ml_dtypes.float8_e4m3fnuz), 2.0 ** -3),
+    "float8e5m2fnuz": (TensorProto.FLOAT8E5M2FNUZ, np.dtype(ml_dtypes.float8_e5m2fnuz), 2.0 ** -2),
 }
 OPS = [("Relu", {}), ("Sigmoid", {}), ("Tanh", {}), ("Softmax", {"axis": -1}), ("ReduceSum", {"keepdims": 1}),
        ("ReduceMean", {"keepdims": 1}), ("Gelu", {}), ("LayerNormalization", {}), ("MatMul", {})]
