@@ -74,3 +74,15 @@ def test_float8_casts_saturate_unless_told_not_to():
                               [helper.make_tensor_value_info("y", TensorProto.FLOAT8E4M3FN, [4])])
         got = evaluate(parse_onnx(helper.make_model(g, opset_imports=[helper.make_opsetid("", 21)])), {"x": x})[0]
         np.testing.assert_array_equal(got.astype(np.float32), np.array(want, np.float32))
+
+
+@pytest.mark.parametrize("tname", ["int4", "uint4", "int2", "float8e4m3fn", "float8e5m2fnuz", "float4e2m1",
+                                   "float8e8m0"])
+def test_low_precision_literals_round_trip_through_the_text_form(tname):
+    from migx_explore.compiler.ir import Program
+    from migx_explore.compiler.parser import parse
+    from migx_explore.compiler.printer import print_program
+
+    p = Program()
+    p.main.add_return([p.main.add_literal(np.array([1, 2, 0, 1]).astype(dtypes.np_dtype(tname)))])
+    assert parse(print_program(p, full=True)) == p

@@ -303,3 +303,17 @@ def test_group_query_attention_matches_onnxruntime():
     feeds = {n: RNG.standard_normal((b, s, h * d)).astype(np.float32) for n, h in (("q", heads), ("k", kv),
                                                                                       ("v", kv))}
     _compare(model, feeds, rtol=1e-4, atol=1e-5)
+
+
+def test_explorer_steps_onto_rewrite_rnn_and_shows_what_it_unrolled():
+    from migx_explore.session import Session
+
+    _seeded(13)
+    s = Session(parse_onnx(lstm_classifier()), name="lstm")
+    assert s.run().error is None
+    rec = s.goto("rewrite_rnn")
+    assert not rec.noop
+    d = s.diff()
+    lstm_ids = {r.id for r in s.before().module("main").instrs if r.name in ("lstm", "gru")}
+    assert lstm_ids <= set(d.removed) and len(d.added) > 100
+    assert all(d.replaced_by.get(i) for i in lstm_ids)  # provenance: the unrolled cells name their op
