@@ -116,19 +116,38 @@ def _merge_heads(ctx, x):
                    dims=[b, s, n * d])
 
 
-def _sdpa(ctx, q, k, v, scale: float, causal: bool, bias=None):
-    """softmax(q k^T * scale [+ bias] [causal]) v on [B, N, S, d] tensors."""
+def _sdpa(ctx, q, k, v, scale: float, causal: bool, bias=None, allowed=None):
+    """softmax(q k^T * scale [+ bias] [causal] [allowed]) v on [B, N, S, d] tensors; `allowed` is a
+    bool mask broadcastable to the scores."""
     scores = ctx.add("dot", [q, ctx.add("transpose", [k], permutation=[0, 1, 3, 2])])
     scores = ctx.add("mul", [scores, ctx.scalar_like(scale, scores)])
     if bias is not None:
         scores = ctx.add_common("add", scores, bias)
-    if causal:
+    if causal and allowed is None:
         s, total = scores.shape.lens[-2:]
         # query i sits at absolute position total - s + i and sees keys up to it
-        allowed = np.arange(total)[None, :] <= (np.arange(s)[:, None] + total - s)
-        mask = ctx.broadcast_to(ctx.literal(allowed), scores.shape.lens)
+        allowed = ctx.literal(np.arange(total)[None, :] <= (np.arange(s)[:, None] + total - s))
+    if allowed is not None:
+        mask = ctx.broadcast_to(allowed, scores.shape.lens)
         scores = ctx.add("where", [mask, scores, ctx.scalar_like(-np.inf, scores)])
     return ctx.add("dot", [ctx.add("softmax", [scores], axis=3), v])
+
+
+def _seqlens_mask(ctx, seqlens_k, s: int, total: int, prompt: bool):
+    """GQA's per-batch causal mask ([B, 1, s, total] bool) as ONNX Runtime defines it: batch b holds
+    seqlens_k[b] + 1 valid keys. In a prompt (no past) query i sits at position i (a right-padded
+    entry's extra queries see its valid keys only); with a past, the queries are the last s
+    positions."""
+    b = seqlens_k.shape.elements()
+    last = ctx.add("reshape", [ctx.convert(seqlens_k, "int64")], dims=[b, 1, 1, 1])  # seqlens_k = valid - 1
+    if prompt:
+        rows = ctx.literal(np.arange(s, dtype=np.int64).reshape(1, 1, s, 1))
+        reach = ctx.add_common("min", last, rows)
+    else:
+        rows = ctx.literal(np.arange(s, dtype=np.int64).reshape(1, 1, s, 1) - (s - 1))
+        reach = ctx.add_common("add", last, rows)  # [B, 1, s, 1]: the last key each query sees
+    keys = ctx.literal(np.arange(total, dtype=np.int64).reshape(1, 1, 1, total))
+    return ctx.add("not", [ctx.add_common("greater", keys, reach)])
 
 
 @register("MultiHeadAttention", msft=True)
@@ -171,7 +190,8 @@ def parse_group_query_attention(ctx: NodeContext, args: Args) -> Result:
         raise ctx.error("do_rotary and local_window_size are not supported")
     n, kv = int(ctx.attr("num_heads")), int(ctx.attr("kv_num_heads"))
     qh, kh, vh = _heads(ctx, q, n), _heads(ctx, k, kv), _heads(ctx, v, kv)
-    if past_k is not None and past_k.shape.lens[2] > 0:
+    prompt = past_k is None or past_k.shape.lens[2] == 0
+    if not prompt:
         kh = ctx.add("concat", [past_k, kh], axis=2)
         vh = ctx.add("concat", [past_v, vh], axis=2)
     d = qh.shape.lens[-1]
@@ -179,7 +199,9 @@ def parse_group_query_attention(ctx: NodeContext, args: Args) -> Result:
     softcap = float(ctx.attr("softcap", 0.0))
     if softcap:
         raise ctx.error("softcap is not supported")
-    out = _sdpa(ctx, qh, _repeat_kv(ctx, kh, n // kv), _repeat_kv(ctx, vh, n // kv), scale, True)
+    seqlens = _opt(args, 5)
+    allowed = None if seqlens is None else _seqlens_mask(ctx, seqlens, qh.shape.lens[2], kh.shape.lens[2], prompt)
+    out = _sdpa(ctx, qh, _repeat_kv(ctx, kh, n // kv), _repeat_kv(ctx, vh, n // kv), scale, True, allowed=allowed)
     return [_merge_heads(ctx, out), kh, vh]
 
 

@@ -174,3 +174,42 @@ def test_random_ops_are_seeded_like_the_onnx_reference(op, attrs):
     np.testing.assert_array_equal(a, b)
     assert not np.array_equal(a, c) and a.dtype == np.float32
     np.testing.assert_array_equal(a, ReferenceEvaluator(model(1.0)).run(None, {})[0])
+
+
+def test_group_query_attention_masks_each_batch_entry_by_its_length():
+    b, s, heads, kv, d = 2, 4, 4, 2, 8
+    node = helper.make_node("GroupQueryAttention", ["q", "k", "v", "", "", "seqlens", "total"], ["y", "pk", "pv"],
+                            domain=MS, num_heads=heads, kv_num_heads=kv)
+    feeds = {"q": _f(b, s, heads * d), "k": _f(b, s, kv * d), "v": _f(b, s, kv * d),
+             "seqlens": np.array([3, 1], np.int32)}  # the second entry holds 2 tokens (right-padded)
+    g = helper.make_graph(
+        [node], "t", [helper.make_tensor_value_info(k, helper.np_dtype_to_tensor_dtype(v.dtype), v.shape)
+                      for k, v in feeds.items()],
+        [helper.make_tensor_value_info("y", F, [b, s, heads * d])],
+        [numpy_helper.from_array(np.array(s, np.int32), "total")])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid(MS, 1)])
+    m.ir_version = 9
+    want = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, feeds)[0]
+    got = evaluate(parse_onnx(m), feeds)[0]
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+
+
+def test_group_query_attention_decode_step_with_past():
+    b, p, heads, kv, d = 2, 3, 4, 2, 8
+    node = helper.make_node("GroupQueryAttention", ["q", "k", "v", "pk", "pv", "seqlens", "total"],
+                            ["y", "present_k", "present_v"], domain=MS, num_heads=heads, kv_num_heads=kv)
+    feeds = {"q": _f(b, 1, heads * d), "k": _f(b, 1, kv * d), "v": _f(b, 1, kv * d), "pk": _f(b, kv, p, d),
+             "pv": _f(b, kv, p, d)}
+    g = helper.make_graph(
+        [node], "t", [helper.make_tensor_value_info(k, F, v.shape) for k, v in feeds.items()],
+        [helper.make_tensor_value_info(o, F, None) for o in ("y", "present_k", "present_v")],
+        [numpy_helper.from_array(np.full(b, p, np.int32), "seqlens"), numpy_helper.from_array(np.array(p + 1, np.int32),
+                                                                                              "total")])
+    for out in g.output:
+        out.type.tensor_type.shape.SetInParent()
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid(MS, 1)])
+    m.ir_version = 9
+    want = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, feeds)
+    got = evaluate(parse_onnx(m), feeds)
+    for name, g_, w in zip(("y", "present_k", "present_v"), got, want):
+        np.testing.assert_allclose(g_, w, rtol=1e-4, atol=1e-5, err_msg=name)
