@@ -156,8 +156,12 @@ def parse_multi_head_attention(ctx: NodeContext, args: Args) -> Result:
     bias = _opt(args, 3)
     if k is None or v is None or k.shape.ndim != 3:
         raise ctx.error("only separate 3-D query, key and value inputs are supported (no packed QKV)")
-    if any(a is not None for a in args[4:]):
-        raise ctx.error("key_padding_mask, attention_bias and past key/value inputs are not supported")
+    pad_mask, attn_bias = _opt(args, 4), _opt(args, 5)
+    if any(a is not None for a in args[6:]):
+        raise ctx.error("past key/value inputs are not supported")
+    if pad_mask is not None and pad_mask.shape.ndim != 2:
+        raise ctx.error(f"key_padding_mask {list(pad_mask.shape.lens)}: only the [batch, kv_length] form is "
+                        "supported")
     n = int(ctx.attr("num_heads"))
     if bias is not None:
         dq, dk = q.shape.lens[-1], k.shape.lens[-1]
@@ -166,8 +170,17 @@ def parse_multi_head_attention(ctx: NodeContext, args: Args) -> Result:
         q, k, v = (ctx.add_common("add", x, p) for x, p in zip((q, k, v), parts))
     d = q.shape.lens[-1] // n
     scale = float(ctx.attr("scale", 0.0)) or 1 / math.sqrt(d)
-    out = _sdpa(ctx, _heads(ctx, q, n), _heads(ctx, k, n), _heads(ctx, v, n), scale,
-                bool(ctx.attr("unidirectional", 0)))
+    causal = bool(ctx.attr("unidirectional", 0))
+    allowed = None
+    if pad_mask is not None:  # [B, L], nonzero = attend: as [B, 1, 1, L]
+        b, length = pad_mask.shape.lens
+        allowed = ctx.add("reshape", [ctx.convert(pad_mask, "bool")], dims=[b, 1, 1, length])
+        if causal:
+            s_, total = q.shape.lens[1], length
+            tri = ctx.literal((np.arange(total)[None, :] <= (np.arange(s_)[:, None] + total - s_))[None, None])
+            allowed = ctx.add_common("logical_and", allowed, tri)
+    out = _sdpa(ctx, _heads(ctx, q, n), _heads(ctx, k, n), _heads(ctx, v, n), scale, causal, bias=attn_bias,
+                allowed=allowed)
     return _merge_heads(ctx, out)
 
 

@@ -213,3 +213,11 @@ def test_group_query_attention_decode_step_with_past():
     got = evaluate(parse_onnx(m), feeds)
     for name, g_, w in zip(("y", "present_k", "present_v"), got, want):
         np.testing.assert_allclose(g_, w, rtol=1e-4, atol=1e-5, err_msg=name)
+
+
+def test_multi_head_attention_with_padding_mask_and_attention_bias():
+    b, s, n, d = 2, 3, 2, 4
+    node = helper.make_node("MultiHeadAttention", ["q", "k", "v", "", "mask", "ab"], ["y"], domain=MS, num_heads=n)
+    mask = np.array([[1, 1, 1, 1], [1, 1, 0, 0]], np.int32)
+    _run(node, {"q": _f(b, s, n * d), "k": _f(b, 4, n * d), "v": _f(b, 4, n * d)},
+         {"mask": mask, "ab": _f(1, n, s, 4)}, ["y"])
