@@ -7,6 +7,7 @@ from ..ops import MODULE_OPS, inner_op, split_inputs
 from .common import CodegenUnsupported, KernelSource, sanitize
 from .nn import conv_kernel, im2col_kernel, pooling_kernel, resize_kernel
 from .pointwise import (
+    append_kernel,
     concat_kernel,
     epilogue_kernel,
     fused_concat_kernel,
@@ -21,7 +22,8 @@ __all__ = ["CodegenUnsupported", "KernelSource", "epilogue_kernel", "generate", 
 
 _REDUCTIONS = set(REDUCE_OPS) | {"softmax", "logsoftmax", "argmax", "argmin", "fused_reduce", "split_fused_reduce",
                                   "layernorm", "add_layernorm"}
-_OWN_FAMILY = ("convolution", "gpu::im2col", "pooling", "resize", "concat", "gather", "pad", "reverse", "fused_concat")
+_OWN_FAMILY = ("convolution", "gpu::im2col", "pooling", "resize", "concat", "gather", "pad", "reverse", "fused_concat",
+               "concat_past_present")
 
 
 def kernel_family(name: str) -> str | None:
@@ -73,6 +75,8 @@ def generate(ins: Instruction) -> KernelSource:
         ks = concat_kernel(inner, shapes)
     elif family == "gather":
         ks = gather_kernel(inner, shapes)
+    elif family == "concat_past_present":
+        ks = append_kernel(inner, shapes)
     elif family == "pad":
         ks = pad_kernel(inner, shapes)
     elif family == "reverse":
