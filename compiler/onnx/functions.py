@@ -27,46 +27,40 @@ def _input_type(ins: Instruction | None) -> onnx.TypeProto:
     return helper.make_tensor_type_proto(dtypes.dtype(ins.shape.type).onnx_code, list(ins.shape.lens))
 
 
-def _function_body(ctx: NodeContext, args: list) -> onnx.FunctionProto:
-    node = ctx.node
+def _schema(ctx: NodeContext) -> onnx.defs.OpSchema:
     try:
-        schema = onnx.defs.get_schema(node.op_type, ctx.opset, node.domain)
+        return onnx.defs.get_schema(ctx.node.op_type, ctx.opset, ctx.node.domain)
     except onnx.defs.SchemaError:
         raise ctx.error("no ONNX schema for this op at this opset") from None
+
+
+def _defaulted(schema: onnx.defs.OpSchema, node: onnx.NodeProto) -> dict[str, onnx.AttributeProto]:
+    """The node's attributes plus the schema's defaults for the ones it leaves out, by name."""
+    out = {a.name: a for a in node.attribute}
+    for name, spec in schema.attributes.items():
+        if name not in out and spec.default_value.name:
+            out[name] = spec.default_value
+    return out
+
+
+def _function_body(ctx: NodeContext, schema: onnx.defs.OpSchema, args: list) -> onnx.FunctionProto:
     plain = [v for v in schema.function_opset_versions if v <= ctx.opset]
     dependent = [v for v in schema.context_dependent_function_opset_versions if v <= ctx.opset]
     if not plain and not dependent:
         raise ctx.error("the ONNX schema defines no function body to expand at this opset")
     fn = onnx.FunctionProto()
     if dependent and (not plain or max(dependent) >= max(plain)):
-        # The body may depend on defaulted attributes: fill them in as the schema does.
+        # The body may depend on defaulted attributes: build it from the node with them filled in.
         full = onnx.NodeProto()
-        full.CopyFrom(node)
-        have = {a.name for a in node.attribute}
-        for name, spec in schema.attributes.items():
-            if name not in have and spec.default_value.name:
-                full.attribute.append(spec.default_value)
+        full.CopyFrom(ctx.node)
+        del full.attribute[:]
+        full.attribute.extend(_defaulted(schema, ctx.node).values())
         types = [_input_type(a).SerializeToString() for a in args]
         fn.ParseFromString(schema.get_context_dependent_function_with_opset_version(
             max(dependent), full.SerializeToString(), types))
     else:
         fn.ParseFromString(schema.get_function_with_opset_version(max(plain)))
     return fn
-
-
-def _attribute_values(ctx: NodeContext, fn: onnx.FunctionProto) -> dict[str, onnx.AttributeProto]:
-    """The node's attributes, plus schema defaults, by name (what body nodes' ref_attr_name read)."""
-    out = {a.name: a for a in ctx.node.attribute}
-    try:
-        schema = onnx.defs.get_schema(ctx.node.op_type, ctx.opset, ctx.node.domain)
-        for name, spec in schema.attributes.items():
-            if name not in out and spec.default_value.name:
-                out[name] = spec.default_value
-    except onnx.defs.SchemaError:
-        pass
-    for a in fn.attribute_proto:  # defaults the function itself declares
-        out.setdefault(a.name, a)
-    return out
 
 
 def _renamed(node: onnx.NodeProto, rename, attrs: dict[str, onnx.AttributeProto]) -> onnx.NodeProto:
@@ -90,7 +84,8 @@ def _renamed(node: onnx.NodeProto, rename, attrs: dict[str, onnx.AttributeProto]
 
 def expand_function(ctx: NodeContext, args: list) -> list[Instruction | None]:
     """Import the node's function body into the current module; returns its outputs."""
-    fn = _function_body(ctx, args)
+    schema = _schema(ctx)
+    fn = _function_body(ctx, schema, args)
     prefix = f"{ctx.node.output[0] if ctx.node.output else ctx.op_type}/{ctx.op_type}/"
     env: dict[str, Instruction] = {}
     names: dict[str, str] = {}
@@ -100,7 +95,9 @@ def expand_function(ctx: NodeContext, args: list) -> list[Instruction | None]:
             names[formal] = prefix + formal
         else:
             names[formal] = ""  # a missing optional input stays missing inside the body
-    attrs = _attribute_values(ctx, fn)
+    attrs = _defaulted(schema, ctx.node)  # what body nodes' ref_attr_name read
+    for a in fn.attribute_proto:  # defaults the function itself declares
+        attrs.setdefault(a.name, a)
 
     def rename(n: str) -> str:
         return "" if not n else names.get(n, prefix + n)
