@@ -5,6 +5,9 @@ ONNX defines many newer ops as functions of older ones; some bodies depend on th
 attributes and input types: "context-dependent functions"). Expanding the body at import is the
 decomposition MIGraphX writes by hand in its parsers, taken from the standard itself: the result
 is plain IR (dot, softmax, where, ...) that every pass and the GPU backend already handle.
+
+Body nodes are renamed into the node's own namespace; names inside a body node's subgraphs are
+not, so ops whose bodies hold Loop/If/Scan (LinearAttention, AffineGrid) are not expanded here.
 """
 
 from __future__ import annotations
