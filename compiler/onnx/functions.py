@@ -6,8 +6,8 @@ attributes and input types: "context-dependent functions"). Expanding the body a
 decomposition MIGraphX writes by hand in its parsers, taken from the standard itself: the result
 is plain IR (dot, softmax, where, ...) that every pass and the GPU backend already handle.
 
-Body nodes are renamed into the node's own namespace; names inside a body node's subgraphs are
-not, so ops whose bodies hold Loop/If/Scan (LinearAttention, AffineGrid) are not expanded here.
+Body names are prefixed into the node's own namespace; inside a body node's subgraphs (a Loop in
+LinearAttention's body, an If in AffineGrid's) only the names read from the body are.
 """
 
 from __future__ import annotations
@@ -80,9 +80,30 @@ def _renamed(node: onnx.NodeProto, rename, attrs: dict[str, onnx.AttributeProto]
             b.CopyFrom(attrs[a.ref_attr_name])
             b.name = a.name
             new.attribute.append(b)
+        elif a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS):
+            b = onnx.AttributeProto()
+            b.CopyFrom(a)
+            for g in [b.g] if a.type == onnx.AttributeProto.GRAPH else list(b.graphs):
+                _rename_subgraph(g, rename, attrs)
+            new.attribute.append(b)
         else:
             new.attribute.append(a)
     return new
+
+
+def _rename_subgraph(g: onnx.GraphProto, rename, attrs: dict[str, onnx.AttributeProto]) -> None:
+    """In place: names the subgraph reads from the function body take the body's new names; its
+    own names (inputs, initializers, node outputs) stay."""
+    own = {i.name for i in g.input} | {t.name for t in g.initializer} | {o for n in g.node for o in n.output if o}
+
+    def outer(n: str) -> str:
+        return n if not n or n in own else rename(n)
+
+    nodes = [_renamed(n, outer, attrs) for n in g.node]
+    del g.node[:]
+    g.node.extend(nodes)
+    for o in g.output:
+        o.name = outer(o.name)
 
 
 def expand_function(ctx: NodeContext, args: list) -> list[Instruction | None]:

@@ -15,7 +15,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from .registry import Args, Result
 
 EXPANDED_OPS = ("Attention", "SoftmaxCrossEntropyLoss", "NegativeLogLikelihoodLoss", "DynamicQuantizeLinear",
-                "SwiGLU", "CausalConvWithState")
+                "SwiGLU", "CausalConvWithState", "LinearAttention", "AffineGrid")
 
 
 @register(*EXPANDED_OPS)
