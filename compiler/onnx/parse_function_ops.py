@@ -1,6 +1,7 @@
 """Ops imported by expanding the function body their ONNX schema defines (functions.py): the
 opset-23 Attention and RotaryEmbedding, the two losses, DynamicQuantizeLinear and newer ops that
-ONNX defines in terms of older ones. ONNX Runtime's com.microsoft RotaryEmbedding has other
+ONNX defines in terms of older ones (SwiGLU, LinearAttention, CausalConvWithState, AffineGrid, the
+signal windows). ONNX Runtime's com.microsoft RotaryEmbedding has other
 inputs and is handled in parse_msft.py."""
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from .registry import Args, Result
 
 EXPANDED_OPS = ("Attention", "SoftmaxCrossEntropyLoss", "NegativeLogLikelihoodLoss", "DynamicQuantizeLinear",
-                "SwiGLU", "CausalConvWithState", "LinearAttention", "AffineGrid")
+                "SwiGLU", "CausalConvWithState", "LinearAttention", "AffineGrid", "BlackmanWindow", "HammingWindow",
+                "HannWindow")
 
 
 @register(*EXPANDED_OPS)
