@@ -154,3 +154,18 @@ def parse_multinomial(ctx: NodeContext, args: Args) -> Result:
     count = ctx.add("squeeze", [count], axes=[2])
     last = ctx.literal(np.full([batch, n], classes - 1, dtype=dtypes.np_dtype("int32")))
     return ctx.convert(ctx.add("min", [count, last]), t)
+
+
+@register("Compress")
+def parse_compress(ctx: NodeContext, args: Args) -> Result:
+    """Keep the slices where `condition` holds: a gather of the selected indices, so the condition
+    must be known at import (the output length depends on it)."""
+    x = args[0]
+    cond = ctx.need_const(args[1], "condition").reshape(-1).astype(bool)
+    axis = ctx.attr("axis", None)
+    if axis is None:
+        x = ctx.add("reshape", [ctx.contiguous(x)], dims=[-1])
+        axis = 0
+    axis = int(axis) + x.shape.ndim if int(axis) < 0 else int(axis)
+    keep = np.flatnonzero(cond[: x.shape.lens[axis]])
+    return ctx.add("gather", [x, ctx.literal(keep.astype(np.int64))], axis=axis)
