@@ -179,7 +179,9 @@ def parse_loop(ctx: NodeContext, args: Args) -> Result:
         raise ctx.error(f"trip count {max_iter} with per-iteration outputs would stack more than {MAX_SCAN_ROWS} rows")
     cond = ctx.add("reshape", [ctx.convert(cond, "bool")], dims=[1])
     captured = captured_inputs(ctx, [body])
-    formal = [(body.input[0].name, Shape.of("int64", [1])), (body.input[1].name, Shape.of("bool", [1]))]
+    # The iteration number and condition keep the body's declared rank (a scalar, usually).
+    formal = [(body.input[0].name, Shape.of("int64", _lens(body.input[0]))),
+              (body.input[1].name, Shape.of("bool", _lens(body.input[1])))]
     formal += [_formal(ctx, vi, c) for vi, c in zip(body.input[2:], carried)]
     program = ctx.module.program
     before = set(program.modules)
@@ -229,8 +231,11 @@ def _unroll_loop(ctx: NodeContext, body: onnx.GraphProto, max_iter: int, cond: I
 
 
 def _lens(vi: onnx.ValueInfoProto) -> list[int]:
-    dims = vi.type.tensor_type.shape.dim
-    return [1] if not dims else [int(d.dim_value) or 1 for d in dims]
+    """A loop body's iteration / condition input: rank 0 unless it declares one element ([1])."""
+    tt = vi.type.tensor_type
+    if not tt.HasField("shape"):
+        return []
+    return [int(d.dim_value) or 1 for d in tt.shape.dim]
 
 
 def _where(ctx: NodeContext, cond: Instruction, a: Instruction, b: Instruction) -> Instruction:

@@ -116,6 +116,10 @@ def _loop_shape(op, s, mods):
     if s[0].type != "bool" or s[0].elements() != 1:
         raise ShapeError(f"loop: condition must be a single bool, got {s[0]}")
     params = body.params()
+    if len(params) >= 2 and (params[0].shape.type != "int64" or params[1].shape.type != "bool"
+                             or params[0].shape.elements() != 1 or params[1].shape.elements() != 1):
+        raise ShapeError(f"loop: body {body.name} must take the iteration (one int64) and the condition (one "
+                         f"bool) first, got {params[0].shape} and {params[1].shape}")
     if len(params) != len(s) + 1:
         raise ShapeError(f"loop: body {body.name} takes {len(params)} inputs, given iteration, condition and "
                          f"{len(s) - 1} more")
@@ -138,10 +142,12 @@ def _loop_compute(op, args, out, run):
     carried, rest = list(args[1: 1 + n]), list(args[1 + n:])
     subs = out.sub_shapes if out.is_tuple else (out,)
     scans = [np.zeros(sh.lens, dtype=sh.dtype.np_dtype) for sh in subs[n:]]
+    it_lens, cond_lens = (p.shape.lens for p in body.params()[:2])
     for i in range(op["max_iterations"]):
         if not cond:
             break
-        res = run(body, [np.array([i], dtype=np.int64), np.array([cond]), *carried, *rest], check_shapes=True)
+        res = run(body, [np.full(it_lens, i, dtype=np.int64), np.full(cond_lens, cond), *carried, *rest],
+                  check_shapes=True)
         cond = bool(np.asarray(res[0]).reshape(-1)[0])
         carried = list(res[1: 1 + n])
         for buf, v in zip(scans, res[1 + n:]):
