@@ -221,3 +221,54 @@ def test_multi_head_attention_with_padding_mask_and_attention_bias():
     mask = np.array([[1, 1, 1, 1], [1, 1, 0, 0]], np.int32)
     _run(node, {"q": _f(b, s, n * d), "k": _f(b, 4, n * d), "v": _f(b, 4, n * d)},
          {"mask": mask, "ab": _f(1, n, s, 4)}, ["y"])
+
+
+def _ours(node: onnx.NodeProto, feeds: dict[str, np.ndarray]) -> np.ndarray:
+    g = helper.make_graph([node], "t", [helper.make_tensor_value_info(k, F, v.shape) for k, v in feeds.items()],
+                          [helper.make_tensor_value_info("y", F, None)])
+    g.output[0].type.tensor_type.shape.SetInParent()
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid(MS, 1)])
+    return evaluate(parse_onnx(m), feeds)[0]
+
+
+def _onnx_reference(nodes, feeds: dict[str, np.ndarray], opset: int = 21) -> np.ndarray:
+    from onnx.reference import ReferenceEvaluator
+
+    g = helper.make_graph(nodes, "t", [helper.make_tensor_value_info(k, F, v.shape) for k, v in feeds.items()],
+                          [helper.make_tensor_value_info("y", F, None)])
+    return ReferenceEvaluator(helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])).run(None, feeds)[0]
+
+
+# ORT's CPU build has no kernels for these four (CUDA only): checked against onnx.reference on the
+# standard-op graph ORT's docs give as their meaning.
+def test_bias_add_and_bias_split_gelu():
+    x, bias, skip = _f(2, 3, 8), _f(8), _f(2, 3, 8)
+    np.testing.assert_allclose(_ours(helper.make_node("BiasAdd", ["x", "b", "s"], ["y"], domain=MS),
+                                     {"x": x, "b": bias, "s": skip}), x + bias + skip, rtol=1e-6)
+    want = _onnx_reference([helper.make_node("Add", ["x", "b"], ["xb"]),
+                            helper.make_node("Split", ["xb"], ["l", "r"], axis=-1, num_outputs=2),
+                            helper.make_node("Gelu", ["r"], ["g"]), helper.make_node("Mul", ["l", "g"], ["y"])],
+                           {"x": x, "b": bias})
+    got = _ours(helper.make_node("BiasSplitGelu", ["x", "b"], ["y"], domain=MS), {"x": x, "b": bias})
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+def test_nhwc_conv_and_nhwc_group_norm_with_silu():
+    x, w, b = _f(1, 5, 5, 4), _f(6, 4, 3, 3), _f(6)
+    nchw = [helper.make_node("Transpose", ["x"], ["xc"], perm=[0, 3, 1, 2])]
+    want = _onnx_reference(nchw + [helper.make_node("Conv", ["xc", "w", "b"], ["yc"], pads=[1, 1, 1, 1]),
+                                   helper.make_node("Transpose", ["yc"], ["y"], perm=[0, 2, 3, 1])],
+                           {"x": x, "w": w, "b": b})
+    got = _ours(helper.make_node("NhwcConv", ["x", "w", "b"], ["y"], domain=MS, pads=[1, 1, 1, 1]),
+                {"x": x, "w": w, "b": b})
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    g, beta = _f(4), _f(4)
+    want = _onnx_reference(nchw + [helper.make_node("GroupNormalization", ["xc", "g", "beta"], ["n"], num_groups=2,
+                                                    epsilon=1e-5),
+                                   helper.make_node("Sigmoid", ["n"], ["s"]),
+                                   helper.make_node("Mul", ["n", "s"], ["a"]),
+                                   helper.make_node("Transpose", ["a"], ["y"], perm=[0, 2, 3, 1])],
+                           {"x": x, "g": g, "beta": beta})
+    got = _ours(helper.make_node("GroupNorm", ["x", "g", "beta"], ["y"], domain=MS, groups=2, activation=1,
+                                 epsilon=1e-5), {"x": x, "g": g, "beta": beta})
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
