@@ -1,8 +1,10 @@
 """ONNX Runtime's fused ops (com.microsoft domain) that optimized transformer exports contain,
 decomposed into plain IR the way MIGraphX's parsers do: bias + GELU variants, skip / simplified
-layer norms, MultiHeadAttention and GroupQueryAttention (no KV cache reuse), MatMulNBits and
-MatMulBnb4 (4-bit weights kept packed-free as uint4 / codebook literals, dequantized in the
-graph), RotaryEmbedding, NHWC GroupNorm and NhwcConv. Semantics follow ORT's contrib op docs."""
+layer norms, MultiHeadAttention (padding mask, attention bias) and GroupQueryAttention (per-entry
+lengths, past key/value concatenated), MatMulNBits and MatMulBnb4 (4-bit weights unpacked at
+import into uint4 / codebook-index literals and dequantized in the graph), RotaryEmbedding, NHWC
+GroupNorm and NhwcConv. Semantics follow ORT's contrib op docs and are checked against onnxruntime
+(tests/onnx/test_msft_quant_ops.py)."""
 
 from __future__ import annotations
 
