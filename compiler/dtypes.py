@@ -30,7 +30,7 @@ _FP8E4M3FN = _ml("float8_e4m3fn")
 @dataclass(frozen=True)
 class DType:
     name: str  # our canonical name, e.g. "float32"
-    migraphx: str  # MIGraphX's printed name, e.g. "float_type"
+    migraphx: str  # MIGraphX's printed name, e.g. "float_type" (the parser accepts it; we print `name`)
     np_dtype: np.dtype | None
     onnx_code: int
     size: int  # bytes per element
@@ -42,7 +42,7 @@ class DType:
         return not self.is_float and self.name != "bool"
 
     def __str__(self) -> str:
-        return self.migraphx
+        return self.name
 
 
 def _t(name, mgx, npd, code, size, is_float, signed) -> DType:

@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from . import ops as _ops  # noqa: F401  (registers the gpu::/hip:: op specs, so backend IR parses)
+
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
 

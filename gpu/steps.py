@@ -20,7 +20,7 @@ from ..compiler.errors import MigxError
 from ..compiler.ir import Instruction
 from ..compiler.ops.common import norm_axes
 from ..compiler.ops.views import slice_bounds
-from ..compiler.ref import _SubRunner
+from ..compiler.ref import SubmoduleRunner
 from ..compiler.shape import Shape
 from .blas_plan import plan_gemm
 from .ops import WRAPPING_OPS, apply_epilogue, inner_op, output_buffers
@@ -111,7 +111,7 @@ def _emulator(backend: Backend, ins: Instruction, addrs: list[int]) -> Callable[
 
     def run():
         args = [np.array(backend.view(a, i.shape)) for a, i in zip(addrs, ins.inputs)]
-        res = ins.op.spec.compute(ins.op, args, ins.shape, _SubRunner(ins))
+        res = ins.op.spec.compute(ins.op, args, ins.shape, SubmoduleRunner(ins))
         results = res if isinstance(res, tuple) else (res,)
         for a, b, r in zip(addrs[len(addrs) - nout:], outs, results):
             backend.view(a, b.shape)[...] = np.broadcast_to(np.asarray(r), b.shape.lens)
@@ -170,7 +170,7 @@ def _host_step(reader: HostReader, ins: Instruction, addrs: list[int]) -> Step:
         reader.b.stream_sync(reader.s)
         args = [reader.read(a, i.shape) for a, i in zip(addrs[:len(addrs) - nout], ins.inputs)]
         args += [np.zeros(b.shape.lens, dtypes.np_dtype(b.shape.type)) for b in outs]  # buffers: written, not read
-        res = ins.op.spec.compute(ins.op, args, ins.shape, _SubRunner(ins))
+        res = ins.op.spec.compute(ins.op, args, ins.shape, SubmoduleRunner(ins))
         results = res if isinstance(res, tuple) else (res,)
         for a, b, r in zip(addrs[len(addrs) - nout:], outs, results):
             reader.write(a, b.shape, np.asarray(r))

@@ -54,7 +54,7 @@ def test_read_onnx_file_with_input_dims(tmp_path, capsys):
                           [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["n", 3])])
     assert main(["read", str(path), "--input-dim", "x=5,3"]) == 0
     cap = capsys.readouterr()
-    assert "x = @param:x -> float_type, {5, 3}" in cap.out and cap.err == ""
+    assert "x = @param:x -> float32, {5, 3}" in cap.out and cap.err == ""
     assert main(["read", str(path)]) == 0
     cap = capsys.readouterr()
     assert "{1, 3}" in cap.out and "warning: input 'x': dimension 0 ('n')" in cap.err
@@ -62,7 +62,7 @@ def test_read_onnx_file_with_input_dims(tmp_path, capsys):
 
 def test_read_with_a_dynamic_range(capsys):
     assert main(["read", "dynamic_mlp", "--input-dim", "x=1..4,64"]) == 0
-    assert "x = @param:x -> dynamic, float_type, {[1..4], 64}" in capsys.readouterr().out
+    assert "x = @param:x -> dynamic, float32, {[1..4], 64}" in capsys.readouterr().out
     assert "ranges must be lo..hi" in _error_line(capsys, ["read", "dynamic_mlp", "--input-dim", "x=4..1,64"])
 
 

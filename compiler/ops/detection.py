@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import ShapeError
-from ..op import defop
+from ..op import GpuCode, defop
 from ..shape import Shape
 from .common import A
 
@@ -78,6 +78,7 @@ def _nms_compute(op, args, out, run):
 
 
 defop("nonmaxsuppression", _nms_shape, _nms_compute, nargs=2,
+      gpu=GpuCode.host("greedy suppression is sequential per class; no generated kernel yet"),
       attrs=[A("center_point_box", "int", 0), A("max_output_boxes_per_class", "int", 0, show=True),
              A("iou_threshold", "float", 0.0, show=True), A("score_threshold", "float", 0.0),
              A("use_score_threshold", "bool", False)],
@@ -164,6 +165,7 @@ def _max_corner(img, y, x):
 
 
 defop("roialign", _roialign_shape, _roialign_compute, nargs=3,
+      gpu=GpuCode.host("no generated kernel yet (per-roi adaptive sampling grids)"),
       attrs=[A("coordinate_transformation_mode", "str", "half_pixel", choices=("half_pixel", "output_half_pixel")),
              A("mode", "str", "avg", choices=("avg", "max"), show=True),
              A("output_height", "int", 1, show=True), A("output_width", "int", 1, show=True),
@@ -284,6 +286,7 @@ def _gridsample_compute(op, args, out, run):
 
 
 defop("gridsample", _gridsample_shape, _gridsample_compute, nargs=2,
+      gpu=GpuCode.host("no generated kernel yet (data-dependent gathers with interpolation)"),
       attrs=[A("mode", "str", "linear", choices=("linear", "nearest", "cubic"), show=True),
              A("padding_mode", "str", "zeros", choices=("zeros", "border", "reflection"), show=True),
              A("align_corners", "bool", False)],

@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import ShapeError
-from ..op import defop
+from ..op import GpuCode, defop
 from ..shape import Shape
 from .common import A
 
@@ -171,10 +171,12 @@ _COMMON = [A("hidden_size", "int", 1, show=True),
            A("clip", "float", 0.0, doc="clip gate pre-activations to [-clip, clip]; 0 means no clip")]
 
 _DOC = "unrolled by rewrite_rnn; inputs X, W, R, B, sequence lengths, initial_h"
-defop("rnn", _shape, _compute, attrs=_COMMON, nargs=6,
+_UNROLLED = GpuCode.host("rewrite_rnn unrolls it into dot and pointwise ops before lowering; it stays (and runs on "
+                         "the host) only for uneven sequence lengths in a reverse direction")
+defop("rnn", _shape, _compute, attrs=_COMMON, nargs=6, gpu=_UNROLLED,
       doc=f"Simple recurrent layer (ONNX RNN), {_DOC}; returns (Y, Y_h).")
-defop("gru", _shape, _compute, attrs=_COMMON + [A("linear_before_reset", "int", 0)], nargs=6,
+defop("gru", _shape, _compute, attrs=_COMMON + [A("linear_before_reset", "int", 0)], nargs=6, gpu=_UNROLLED,
       doc=f"Gated recurrent unit (ONNX GRU, gates z, r, h), {_DOC}; returns (Y, Y_h).")
-defop("lstm", _shape, _compute, attrs=_COMMON + [A("input_forget", "int", 0)], nargs=8,
+defop("lstm", _shape, _compute, attrs=_COMMON + [A("input_forget", "int", 0)], nargs=8, gpu=_UNROLLED,
       doc=f"Long short-term memory (ONNX LSTM, gates i, o, f, c), {_DOC}, initial_c, peepholes P; returns "
           "(Y, Y_h, Y_c).")

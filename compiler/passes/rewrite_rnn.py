@@ -23,8 +23,9 @@ from ..ir import Instruction, Module
 from ..matcher import any_of, name
 from ..op import Op
 from ..ops.rnn import DEFAULT_ACTIVATIONS, activations, directions
-from ._finder_util import Finder, replace_value, sweep
+from ..rewrite import Rule, replace_value
 from .base import Pass
+from .rewrite import sweep
 
 RNN_OPS = ("rnn", "gru", "lstm")
 
@@ -114,13 +115,13 @@ def _lengths(ins: Instruction) -> np.ndarray | None:
     return np.asarray(lens.eval()).reshape(-1) if lens.can_eval() else None
 
 
-class UnrollRecurrent(Finder):
+class UnrollRecurrent(Rule):
     name = "unroll_rnn"
 
-    def matcher(self):
+    def pattern(self):
         return any_of(*(name(n) for n in RNN_OPS))
 
-    def plan(self, m: Module, r):
+    def check(self, m: Module, r):
         ins = r.root
         lens = _lengths(ins)
         if lens is None:

@@ -14,7 +14,7 @@ import numpy as np
 
 from ...compiler.ir import Module
 from ...compiler.op import Op
-from ...compiler.ops.nn import _pool_params, conv_params
+from ...compiler.ops.nn import conv_params, pool_params
 from ...compiler.shape import Shape
 from .common import (
     CodegenUnsupported,
@@ -115,7 +115,7 @@ def pooling_kernel(op: Op, shapes: Sequence[Shape]) -> KernelSource:
     x, out = shapes[0], shapes[-1]
     nd = x.ndim - 2
     k = list(op["lengths"])
-    pb, pe, st, dl = _pool_params(op, nd)
+    pb, pe, st, dl = pool_params(op, nd)
     mode = op["mode"]
     acc = _acc_type(x.type)
     inf = literal(float("inf"), "float32" if acc == "float" else "float64")

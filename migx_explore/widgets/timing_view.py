@@ -65,7 +65,7 @@ def runs_html(timings: Mapping[str, Any]) -> str:
             f'<th>launches</th></tr>{"".join(rows)}</table>')
 
 
-def _svg(fig: Any) -> str:
+def svg_of(fig: Any) -> str:
     buf = io.StringIO()
     fig.savefig(buf, format="svg", bbox_inches="tight")
     text = buf.getvalue()
@@ -109,4 +109,4 @@ def figure_svg(result: Any, top: int = 12) -> str:
         total = sum(k.us for k in eager.per_kernel)
         kx.set_title(f"slowest kernels ({len(eager.per_kernel)} steps, {total:.1f} µs total; "
                      "green: generated, purple: BLAS)", fontsize=9)
-    return _svg(fig)
+    return svg_of(fig)
