@@ -58,11 +58,14 @@ def test_if_loop_model_matches_onnxruntime_on_both_branches(sign):
 
 
 def test_if_and_loop_render_as_nested_clusters():
+    from migx_explore.render.dot import to_dot
     from migx_explore.render.model import build_graph
 
     g = build_graph(parse_onnx(control_flow_model()), expand=True)
     labels = " ".join(gr.label for gr in g.groups.values())
     assert "loop [loop_body" in labels and "if [if_then" in labels and "if [if_else" in labels
+    dot = to_dot(g)
+    assert dot.count('subgraph "cluster_') == 3 and 'label="loop [loop_body0]"' in dot
 
 
 def test_nms_detector_matches_onnxruntime_with_padded_selection():
