@@ -101,14 +101,24 @@ def test_run_gpu_target_goes_through_the_gpu_hook(monkeypatch, capsys):
 
     calls = []
 
-    def fake_run_program(program, inputs, mode="eager", options=None):
-        calls.append((sorted(inputs), mode))
-        return evaluate(program, inputs)
+    class FakeCompiled:
+        def __init__(self, program, options=None):
+            self.program = program
 
-    monkeypatch.setattr(gpu, "run_program", fake_run_program)
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            calls.append("closed")
+
+        def run(self, inputs, mode="eager"):
+            calls.append((sorted(inputs), mode))
+            return evaluate(self.program, inputs)
+
+    monkeypatch.setattr(gpu, "compile", FakeCompiled)
     assert main(["run", "mlp", "--target", "gpu", "--mode", "graph"]) == 0
-    assert calls == [(["x"], "graph")] and "log_probs: float32 [1, 10]" in capsys.readouterr().out
-    monkeypatch.delattr(gpu, "run_program")
+    assert calls == [(["x"], "graph"), "closed"] and "log_probs: float32 [1, 10]" in capsys.readouterr().out
+    monkeypatch.delattr(gpu, "compile")
     line = _error_line(capsys, ["run", "mlp", "--target", "gpu"])
     assert "--target gpu is unavailable" in line
 

@@ -61,10 +61,8 @@ RULES = {
 # Violations other helpers are removing now (issue 15 items 4 and 5); the lead drops these when
 # their work lands, and the test fails if one is fixed (strict xfail) so the entry gets removed.
 KNOWN = {
-    "gpu imports the explorer": "gpudev: gpu/__init__.py load_program imports migx_explore.loading",
     "a widget reaches the GPU without the session": "explorer: widgets/gpu_panel.py and waterfall_panel.py "
                                                     "reach gpu_bridge, kernel_cache and the runtime directly",
-    "import cycle": "gpudev: gpu/__init__.py <-> gpu/executor.py (recompile imports compile_program_ir)",
 }
 
 

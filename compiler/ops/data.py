@@ -76,7 +76,7 @@ def _gathernd_compute(op, args, out, run):
 
 defop("gathernd", _gathernd_shape, _gathernd_compute, attrs=[A("batch_dims", "int", 0)], nargs=2,
       doc="ONNX GatherND: the last axis of `indices` holds coordinates into data (after batch_dims).",
-      gpu=GpuCode.host("no generated gathernd kernel yet"))
+      gpu=GpuCode.kernel("gathernd"))
 
 
 # --- scatter (elements) and scatternd -----------------------------------------------------------
@@ -150,10 +150,10 @@ for _red in _REDUCERS:
     defop(f"scatter_{_red}", _scatter_shape(f"scatter_{_red}"), _scatter_compute(_red),
           attrs=[A("axis", "int", 0, show=True)], nargs=3, normalize=normalizer(axis="axis"),
           doc=f"ONNX ScatterElements with reduction '{_red}': data with `updates` written at `indices` on axis.",
-          gpu=GpuCode.host("scatter: no generated kernel yet (colliding writes need atomics)"))
+          gpu=GpuCode.kernel("scatter"))
     defop(f"scatternd_{_red}", _scatternd_shape(f"scatternd_{_red}"), _scatternd_compute(_red), nargs=3,
           doc=f"ONNX ScatterND with reduction '{_red}'.",
-          gpu=GpuCode.host("scatternd: no generated kernel yet (colliding writes need atomics)"))
+          gpu=GpuCode.kernel("scatternd"))
 
 
 # --- pad ----------------------------------------------------------------------------------------
@@ -225,7 +225,7 @@ def _scan_compute(op, args, out, run):
 defop("prefix_scan_sum", _scan_shape, _scan_compute, attrs=[
     A("axis", "int", 0, show=True), A("exclusive", "bool", False), A("reverse", "bool", False),
 ], nargs=1, normalize=normalizer(axis="axis"), doc="Cumulative sum along axis (ONNX CumSum).",
-      gpu=GpuCode.host("no generated scan kernel yet"))
+      gpu=GpuCode.kernel("prefix_scan_sum"))
 
 
 # --- topk ---------------------------------------------------------------------------------------
@@ -256,7 +256,7 @@ defop("topk", _topk_shape, _topk_compute, attrs=[
     A("k", "int", 1, show=True), A("axis", "int", -1, show=True), A("largest", "bool", True),
 ], nargs=1, normalize=normalizer(axis="axis"),
       doc="The k largest (or smallest) values along axis, sorted, and their int64 indices (a tuple).",
-      gpu=GpuCode.host("no generated top-k kernel yet"))
+      gpu=GpuCode.kernel("topk"))
 
 
 # --- onehot -------------------------------------------------------------------------------------
@@ -294,4 +294,27 @@ defop("onehot", _onehot_shape, _onehot_compute, attrs=[
     A("depth", "int", 1, show=True), A("axis", "int", -1, show=True),
 ], nargs=2, normalize=_onehot_normalize,
       doc="One-hot encode indices with values [off, on]; out-of-range indices give all `off`.",
-      gpu=GpuCode.host("no generated onehot kernel yet"))
+      gpu=GpuCode.kernel("onehot"))
+
+
+
+# --- nonzero ------------------------------------------------------------------------------------
+def _nonzero_shape(op, s, m):
+    x = s[0]
+    if x.ndim == 0:
+        raise ShapeError("nonzero: input must have rank >= 1")
+    return Shape.tuple_of([Shape.of("int64", [x.ndim, x.elements()]), Shape.of("int64", [1])])
+
+
+def _nonzero_compute(op, args, out, run):
+    x = args[0]
+    found = np.nonzero(x)
+    coords = np.zeros((x.ndim, x.size), np.int64)
+    count = len(found[0])
+    coords[:, :count] = np.asarray(found, np.int64).reshape(x.ndim, count)
+    return coords, np.array([count], np.int64)
+
+
+defop("nonzero", _nonzero_shape, _nonzero_compute, nargs=1, gpu=GpuCode.kernel("nonzero"),
+      doc="Coordinates of the non-zero elements in row-major order, as MIGraphX's nonzero: a maximum-size "
+          "[rank, elements] buffer, zero after the last found element, and the count (a tuple).")

@@ -70,7 +70,7 @@ defop("convolution_backwards", _deconv_shape, _deconv_compute, attrs=[
     A("group", "int", 1),
     A("padding_mode", "int", 0),
 ], nargs=2, doc="Transposed convolution; weights (C, K/group, *kernel) as in ONNX ConvTranspose.",
-      gpu=GpuCode.host("no generated transposed-convolution kernel yet"))
+      gpu=GpuCode.kernel("convolution_backwards"))
 
 
 # --- lrn ----------------------------------------------------------------------------------------
@@ -94,7 +94,7 @@ def _lrn_shape(op, s, m):
 defop("lrn", _lrn_shape, _lrn_compute, attrs=[
     A("alpha", "float", 0.0001), A("beta", "float", 0.75), A("bias", "float", 1.0), A("size", "int", 1, show=True),
 ], nargs=1, doc="Local response normalization across channels (axis 1).",
-      gpu=GpuCode.host("no generated lrn kernel yet (rewrite_pooling turns most into pooling)"))
+      gpu=GpuCode.kernel("lrn"))
 
 
 # --- quantizelinear / dequantizelinear ----------------------------------------------------------

@@ -45,12 +45,12 @@ _dot, _dot_shape, _dot_compute = _like("dot")
 defop("quant_dot", _dot_shape, _dot_compute, nargs=2,
       doc="int8 (fp8) matrix product with int32 (float32) accumulation and output; a dequantizelinear "
           "rescales it.",
-      gpu=GpuCode.host("int8/fp8 GEMM: no 8-bit BLAS path or generated kernel yet"))
+      gpu=GpuCode.kernel("int_dot"))
 
 _conv, _conv_shape, _conv_compute = _like("convolution")
 defop("quant_convolution", _conv_shape, _conv_compute, attrs=_conv.attrs, nargs=2,
       doc="int8 (fp8) convolution with int32 (float32) accumulation and output; attributes as convolution.",
-      gpu=GpuCode.host("int8/fp8 convolution: no generated kernel yet"))
+      gpu=GpuCode.kernel("convolution"))
 
 
 defop("capture", lambda op, s, m: s[0], lambda op, args, out, run: args[0], attrs=[A("ins_index", "int", 0,

@@ -17,6 +17,7 @@ from ...compiler.shape import Shape
 from ..ops import MODULE_OPS, inner_op, split_inputs
 from .common import CodegenUnsupported, KernelSource, sanitize
 from .expr import ROWS
+from .indexing import GENERATORS as _INDEXING_GENERATORS
 from .nn import conv_kernel, im2col_kernel, pooling_kernel, resize_kernel
 from .pointwise import (
     append_kernel,
@@ -63,6 +64,11 @@ GENERATORS: dict[str, Generator] = {
     "fused_concat": lambda r: fused_concat_kernel(r.inner, r.shapes, r.modules),
     "concat_past_present": lambda r: append_kernel(r.inner, r.shapes),
 }
+# gpu/codegen/indexing.py's families (topk, gathernd, scatter, scans, nonzero, ...) take (op, shapes).
+GENERATORS.update({family: (lambda r, g=gen: g(r.inner, r.shapes)) for family, gen in _INDEXING_GENERATORS.items()})
+# `gemm` is vendor BLAS for float types (lowering sends float dots there first); an integer dot
+# that reaches code generation gets the generated integer kernel.
+GENERATORS["gemm"] = GENERATORS["int_dot"]
 # Families that lowering maps to a library call instead of a generated kernel.
 LIBRARY_FAMILIES: dict[str, str] = {"gemm": "vendor BLAS (cuBLAS / hipBLAS) through gpu::gemm"}
 

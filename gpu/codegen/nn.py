@@ -30,6 +30,8 @@ from .expr import BodyEmitter
 
 
 def _acc_type(t: str) -> str:
+    if t in ("int8", "uint8"):  # quant_convolution: int32 accumulation, as its output
+        return "int"
     if not is_float(t):
         raise CodegenUnsupported(f"convolution/pooling of {t} on the GPU")
     return "double" if t == "float64" else "float"

@@ -47,7 +47,8 @@ def table_html(result: Any) -> str:
     s = speedup(result)
     foot = (f"<p>{result.kernels} kernels, {result.blas_calls} BLAS calls"
             + (f", {result.graph_nodes} graph nodes" if result.graph_nodes >= 0 else "")
-            + (f"; graph capture is <b>{s:.2f}x</b> faster on the device" if s is not None else "") + ".</p>")
+            + (f"; graph capture is <b>{s:.2f}x</b> faster on the device" if s is not None else "") + ".</p>"
+            + (f"<p>{html.escape(result.segments_line())}</p>" if result.graph_parts else ""))
     return f'<table class="migx-timing-results">{head}{"".join(rows)}</table>{foot}'
 
 
