@@ -243,8 +243,11 @@ def _plain_values(inner: str, shape: Shape, npd: np.dtype) -> np.ndarray | None:
                 return None
             arr = np.array([t == "true" for t in toks], dtype=np.bool_)
         else:
-            arr = np.array(toks).astype(np.float64 if dtypes.dtype(shape.type).is_float else npd).astype(npd)
-    except (ValueError, OverflowError):
+            # ml_dtypes' narrow types (int4, float8, ...) do not parse strings: go through a wide type.
+            wide = np.float64 if dtypes.dtype(shape.type).is_float else (
+                np.int64 if shape.type in dtypes.LOW_PRECISION else npd)
+            arr = np.array(toks).astype(wide).astype(npd)
+    except (ValueError, OverflowError, TypeError):
         return None
     if arr.size != shape.elements():
         raise ValueError(f"literal has {arr.size} values but its shape {shape} holds {shape.elements()}")

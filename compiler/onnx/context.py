@@ -74,8 +74,13 @@ def _params_feeding(ins: Instruction) -> list[str]:
 class NodeContext:
     """One ONNX node being imported into `module`."""
 
-    def __init__(self, module: Module, node: onnx.NodeProto, opset: int, index: int):
+    def __init__(self, module: Module, node: onnx.NodeProto, opset: int, index: int, *,
+                 importer: Any = None, env: dict[str, Instruction] | None = None):
         self.module = module
+        # The importer and the ONNX-name environment of the graph being imported: handlers of
+        # control-flow ops and function-expanded ops import nested graphs through them.
+        self.importer = importer
+        self.env = env if env is not None else {}
         self.node = node
         self.opset = opset
         self.op_type = node.op_type

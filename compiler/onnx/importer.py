@@ -17,7 +17,7 @@ import onnx
 
 from .. import dtypes
 from ..errors import ImportError_, MigxError
-from ..ir import Instruction, Program
+from ..ir import Instruction, Module, Program
 from ..limits import BudgetError, check_bytes, check_lens, human_bytes, memory_budget
 from ..shape import DynDim, Shape
 from . import registry
@@ -28,6 +28,9 @@ from .tensors import ir_type, to_array
 
 DEFAULT_OPSET = 13  # MIGraphX's default when a model declares none
 _DEFAULT_DOMAINS = ("", "ai.onnx")
+# ONNX Runtime's contrib domain: optimized transformer exports use its fused ops (parse_msft.py).
+MSFT_DOMAIN = "com.microsoft"
+_DOMAINS = (*_DEFAULT_DOMAINS, MSFT_DOMAIN)
 
 
 def parse_onnx(source: ModelSource, input_dims: Mapping[str, Sequence[int]] | None = None,
@@ -119,8 +122,7 @@ class _Importer:
                                "output names must be unique")
         self._initializers()
         self._inputs()
-        for k, node in enumerate(self._sorted_nodes()):
-            self._node(node, k)
+        self.import_nodes(self.main, self.sorted_nodes(self.graph.node, set(self.env)), self.env, self.opset)
         outs = []
         for o in self.graph.output:
             if o.name not in self.env:
@@ -199,10 +201,11 @@ class _Importer:
         return self.default_dim
 
     # ---- nodes ---------------------------------------------------------------------------------------
-    def _sorted_nodes(self) -> list[onnx.NodeProto]:
+    @staticmethod
+    def sorted_nodes(nodes: Sequence[onnx.NodeProto], known: set[str]) -> list[onnx.NodeProto]:
         """Nodes in topological order (ONNX requires it; some exporters get it wrong)."""
-        nodes = list(self.graph.node)
-        known = set(self.env)
+        nodes = list(nodes)
+        known = set(known)
         order, pending = [], nodes
         while pending:
             rest = []
@@ -220,16 +223,31 @@ class _Importer:
             pending = rest
         return order
 
-    def _node(self, node: onnx.NodeProto, index: int) -> None:
-        ctx = NodeContext(self.main, node, self.opset, index)
-        if node.domain not in _DEFAULT_DOMAINS:
+    def import_nodes(self, module: Module, nodes: Sequence[onnx.NodeProto], env: dict[str, Instruction],
+                     opset: int) -> None:
+        """Import `nodes` (in order) into `module`, reading and writing ONNX names in `env`. Used for
+        the main graph, subgraphs (If/Loop bodies, unrolled Scan bodies) and expanded function bodies."""
+        for k, node in enumerate(nodes):
+            self._node(module, env, opset, node, k)
+
+    def subgraph_order(self, graph: onnx.GraphProto, known: set[str]) -> list[onnx.NodeProto]:
+        return self.sorted_nodes(graph.node, known | {i.name for i in graph.input}
+                                  | {t.name for t in graph.initializer})
+
+    def _node(self, module: Module, env: dict[str, Instruction], opset: int, node: onnx.NodeProto,
+              index: int) -> None:
+        ctx = NodeContext(module, node, opset, index, importer=self, env=env)
+        if node.domain == MSFT_DOMAIN and node.op_type not in registry.MSFT_OPS:
+            raise ctx.error(f"operator {node.domain}.{node.op_type} is not supported; run `migx-explore onnx "
+                            "--list` for the supported operators")
+        if node.domain not in _DOMAINS:
             raise ctx.error(f"operator {node.domain}.{node.op_type} from domain {node.domain!r} is not supported; "
                             "run `migx-explore onnx --list` for the supported operators")
         handler = registry.HANDLERS.get(node.op_type)
         if handler is None:
             raise ctx.error(f"unsupported ONNX operator {node.op_type}; run `migx-explore onnx --list` for the "
                             "supported operators")
-        args = [self.env[n] if n else None for n in node.input]
+        args = [env[n] if n else None for n in node.input]
         try:
             result = handler(ctx, args)
         except ImportError_:
@@ -246,4 +264,4 @@ class _Importer:
                 continue
             if i >= len(outs) or outs[i] is None:
                 raise ctx.error(f"output {i} ({name!r}) is not supported")
-            self.env[name] = outs[i]
+            env[name] = outs[i]

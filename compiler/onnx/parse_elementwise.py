@@ -128,12 +128,20 @@ def parse_isinf(ctx: NodeContext, args: Args) -> Result:
 
 @register("Cast")
 def parse_cast(ctx: NodeContext, args: Args) -> Result:
-    return ctx.convert(args[0], ir_type(ctx.attr("to"), f"node {ctx.name} attribute 'to'"))
+    t = ir_type(ctx.attr("to"), f"node {ctx.name} attribute 'to'")
+    if t == "float8e8m0" and ctx.attr("round_mode", "up") != "up":
+        raise ctx.bad_attr("round_mode", "only 'up' (the default) is supported for float8 e8m0")
+    if not ctx.attr("saturate", 1) and args[0].shape.type != t:
+        return ctx.add("convert", [args[0]], target_type=t, saturate=False)
+    return ctx.convert(args[0], t)
 
 
 @register("CastLike")
 def parse_castlike(ctx: NodeContext, args: Args) -> Result:
-    return ctx.convert(args[0], args[1].shape.type)
+    t = args[1].shape.type
+    if not ctx.attr("saturate", 1) and args[0].shape.type != t:
+        return ctx.add("convert", [args[0]], target_type=t, saturate=False)
+    return ctx.convert(args[0], t)
 
 
 @register("Identity")
@@ -145,8 +153,16 @@ def parse_identity(ctx: NodeContext, args: Args) -> Result:
 def parse_dropout(ctx: NodeContext, args: Args) -> Result:
     x = args[0]
     training = ctx.need_const(args[2], "training_mode") if len(args) > 2 and args[2] is not None else None
-    if (training is not None and bool(training.reshape(-1)[0])) or ctx.attr("is_test", 1) == 0:
-        raise ctx.error("training-mode Dropout is not supported (inference only)")
+    ratio = float(ctx.need_const(args[1], "ratio").reshape(-1)[0]) if len(args) > 1 and args[1] is not None \
+        else float(ctx.attr("ratio", 0.5))
+    if ((training is not None and bool(training.reshape(-1)[0])) or ctx.attr("is_test", 1) == 0) and ratio > 0:
+        # Training mode: a seeded mask drawn at import (parse_misc.random_state, onnx.reference's draws).
+        from .parse_misc import random_state
+
+        keep = random_state(ctx).uniform(0, 1.0, x.shape.lens) >= ratio
+        mask = ctx.literal(keep)
+        scale = ctx.scalar_like(1.0 / (1.0 - ratio), x)
+        return [ctx.add("mul", [ctx.add("mul", [x, ctx.convert(mask, x.shape.type)]), scale]), mask]
     mask = ctx.add("multibroadcast", [ctx.literal(True, "bool")], out_lens=x.shape.lens)
     return [x, mask]
 

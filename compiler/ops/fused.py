@@ -38,11 +38,19 @@ def _pointwise_shape(op, s, mods):
     return shapes[0] if len(shapes) == 1 else Shape.tuple_of(shapes)
 
 
+def _fit(r: np.ndarray, lens: tuple[int, ...]) -> np.ndarray:
+    """The body's result at the op's lens: scalar params are {1}-shaped, so a rank-0 output comes
+    back with one element in a 1-D array (reshape), and constants come back unbroadcast."""
+    if r.ndim > len(lens) and r.size == int(np.prod(lens)):
+        return r.reshape(lens)
+    return np.broadcast_to(r, lens)
+
+
 def _pointwise_compute(op, args, out, run):
     sub = run.ins.module_inputs[0]
     res = run(sub, list(args), check_shapes=False)
     subs = out.sub_shapes if out.is_tuple else (out,)
-    vals = [np.broadcast_to(np.asarray(r), sh.lens) for r, sh in zip(res, subs)]
+    vals = [_fit(np.asarray(r), sh.lens) for r, sh in zip(res, subs)]
     return tuple(vals) if out.is_tuple else vals[0]
 
 
