@@ -12,6 +12,7 @@ import argparse
 import importlib
 import sys
 import traceback
+import warnings
 
 from ..errors import debug_enabled, describe_error, format_error
 
@@ -36,6 +37,10 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _one_line_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    print(f"migx-explore: warning: {message}", file=sys.stderr)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -45,6 +50,8 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return 1
+    if not getattr(args, "debug", False):  # warnings as one line each, without file:line noise
+        warnings.showwarning = _one_line_warning
     try:
         from ..outputs import check_args
 
