@@ -37,12 +37,6 @@ class Fp8OcpToFnuz(NotApplicable):
 
 
 @dataclass(frozen=True)
-class FuseAttention(NotApplicable):
-    name: ClassVar[str] = "fuse_attention"
-    note: ClassVar[str] = "its attention groups are compiled by rocMLIR, which migx-explore does not have"
-
-
-@dataclass(frozen=True)
 class FuseCk(NotApplicable):
     name: ClassVar[str] = "fuse_ck"
     note: ClassVar[str] = "Composable Kernel is an AMD-only kernel library"

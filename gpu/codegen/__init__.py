@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ...compiler.ir import Instruction
 from ..ops import MODULE_OPS, inner_op, split_inputs
+from .attention import attention_kernel
 from .common import CodegenUnsupported, KernelSource, sanitize
 from .nn import conv_kernel, im2col_kernel, pooling_kernel, resize_kernel
 from .pointwise import (
@@ -26,6 +27,8 @@ _OWN_FAMILY = ("convolution", "gpu::im2col", "pooling", "resize", "concat", "gat
 
 def kernel_family(name: str) -> str | None:
     """Which generator handles an op name (None: no generated kernel, the op runs on the host)."""
+    if name == "group":  # fuse_attention's groups; generate() checks the tag
+        return "attention"
     if name == "pointwise" or name in ("contiguous", "layout"):
         return "pointwise"
     if name in _REDUCTIONS:
@@ -77,6 +80,10 @@ def generate(ins: Instruction) -> KernelSource:
         ks = pad_kernel(inner, shapes)
     elif family == "reverse":
         ks = reverse_kernel(inner, shapes)
+    elif family == "attention":
+        if inner["tag"] != "attention" or module is None:
+            raise CodegenUnsupported(f"no kernel for group[tag={inner['tag']}]")
+        ks = attention_kernel(module, shapes)
     elif family == "fused_concat":
         ks = fused_concat_kernel(inner, shapes, list(mods))
     else:
