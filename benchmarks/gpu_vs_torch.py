@@ -120,7 +120,7 @@ def torch_compiled_latency(net, xs: list, iters: int, warmup: int) -> dict:
     stream = torch.cuda.Stream()
     with torch.no_grad(), torch.cuda.stream(stream):
         for _ in range(max(warmup, 3)):
-            out = compiled(*xs)
+            compiled(*xs)
     torch.cuda.synchronize()
     compile_s = time.perf_counter() - t0
     with torch.no_grad():

@@ -106,7 +106,8 @@ def _tile_load(dst: str, ptr: str, base: str, cols: int, srow: int, scol: int, p
         idx = "const int j = e % MIGX_WARP_SIZE, c = e / MIGX_WARP_SIZE;"
     return f"""for (int e = threadIdx.x; e < MIGX_WARP_SIZE * {cols}; e += {THREADS}) {{
             {idx}
-            {dst}[j * ({cols} + {pad}) + c] = (j0 + j < {n}) ? (float)migx::load({ptr}, {base} + (j0 + j) * {srow} + c * {scol}) : 0.0f;
+            {dst}[j * ({cols} + {pad}) + c] =
+                (j0 + j < {n}) ? (float)migx::load({ptr}, {base} + (j0 + j) * {srow} + c * {scol}) : 0.0f;
         }}"""
 
 
@@ -157,7 +158,8 @@ MIGX_GLOBAL void {name}_kernel({kernel_params(shapes, [False] * nout + [True])})
     const {it} q_base = {offsets[plan.q]}, k_base = {offsets[plan.k]}, v_base = {offsets[plan.v]};
     for (int e = threadIdx.x; e < ROWS * {d}; e += {THREADS}) {{
         const {it} r = row0 + e / {d};
-        q_s[e] = r < {m} ? (float)migx::load(p{plan.q}, q_base + r * {qs.strides[-2]} + (e % {d}) * {qs.strides[-1]}) : 0.0f;
+        const {it} off = q_base + r * {qs.strides[-2]} + (e % {d}) * {qs.strides[-1]};
+        q_s[e] = r < {m} ? (float)migx::load(p{plan.q}, off) : 0.0f;
     }}
     float m_run[RPW], l_run[RPW], acc[RPW][DVL];
     for (int r = 0; r < RPW; ++r) {{
@@ -210,7 +212,8 @@ MIGX_GLOBAL void {name}_kernel({kernel_params(shapes, [False] * nout + [True])})
         for (int t = 0; t < DVL; ++t) {{
             const int c = lane + t * MIGX_WARP_SIZE;
             // A fully masked row gives 0/0 = NaN, as softmax over all -inf does.
-            if (c < {dv}) migx::store(p{nout}, o_base + row * {out.strides[-2]} + c * {out.strides[-1]}, acc[r][t] / l_run[r]);
+            if (c < {dv})
+                migx::store(p{nout}, o_base + row * {out.strides[-2]} + c * {out.strides[-1]}, acc[r][t] / l_run[r]);
         }}
     }}
 }}"""

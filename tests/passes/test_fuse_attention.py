@@ -197,8 +197,8 @@ def test_plain_matmul_is_left_alone():
 
 @pytest.mark.parametrize("layers", [1, 2])
 def test_builtin_transformer_gets_one_group_per_layer_and_keeps_its_numerics(layers):
-    from migx_explore.gpu.pipelines import TARGET_INDEPENDENT, gpu_pipelines
     from migx_explore.compiler.passes import PassManager
+    from migx_explore.gpu.pipelines import TARGET_INDEPENDENT, gpu_pipelines
     from migx_explore.models.transformer import transformer
 
     model = transformer(seq=8, d_model=16, heads=2, d_ff=32, layers=layers)
