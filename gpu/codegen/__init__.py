@@ -18,10 +18,12 @@ from .pointwise import (
 )
 from .reduce import REDUCE_OPS, reduce_kernel
 
-__all__ = ["CodegenUnsupported", "KernelSource", "epilogue_kernel", "generate", "kernel_family"]
+__all__ = ["EPILOGUE_REDUCTIONS", "CodegenUnsupported", "KernelSource", "epilogue_kernel", "generate", "kernel_family"]
 
 _REDUCTIONS = set(REDUCE_OPS) | {"softmax", "logsoftmax", "argmax", "argmin", "fused_reduce", "split_fused_reduce",
                                   "layernorm", "add_layernorm"}
+# Reductions whose kernel takes a pointwise epilogue (fuse_ops' find_layernorm_pointwise).
+EPILOGUE_REDUCTIONS = ("layernorm", "add_layernorm")
 _OWN_FAMILY = ("convolution", "gpu::im2col", "pooling", "resize", "concat", "gather", "pad", "reverse", "fused_concat")
 
 
@@ -58,12 +60,12 @@ def generate(ins: Instruction) -> KernelSource:
     module = mods[0] if own and mods else None
     epilogue = mods[0] if not own and mods else None
     family = kernel_family(inner.name)
-    if epilogue is not None and family != "convolution":
+    if epilogue is not None and family != "convolution" and inner.name not in EPILOGUE_REDUCTIONS:
         raise CodegenUnsupported(f"epilogue on {inner.name}")
     if family == "pointwise":
         ks = pointwise_kernel(inner, shapes, nout, module)
     elif family == "reduce":
-        ks = reduce_kernel(inner, shapes, nout, module)
+        ks = reduce_kernel(inner, shapes, nout, module, epilogue, op["ninputs"])
     elif family == "convolution":
         ks = conv_kernel(inner, shapes, epilogue)
     elif family == "gpu::im2col":

@@ -113,6 +113,8 @@ class Lowering(Pass):
             new = self._dot(m, ins)
         elif ins.name == "convolution" and _is_float(ins.shape):
             new = self._conv(m, ins)
+        elif ins.name == "group":
+            new = self._group(m, ins)
         elif kernel_family(ins.name) is not None:
             new = precompile(m, ins, op, ins.inputs, ins.shape, ins.module_inputs)
         elif op.spec.compute is not None:
@@ -161,6 +163,21 @@ class Lowering(Pass):
                  out_lens=[n, g, kg, cg * taps])
         b = view(m, ins, "reshape", col, dims=[n, g, cg * taps, p])
         return gemm(m, ins, a, b, ins.shape.as_standard())
+
+    def _group(self, m: Module, ins: Instruction) -> Instruction:
+        """A fused group writes through its output strides, so when its one user is a transpose
+        (attention's [B, H, S, D] -> [B, S, H, D] before the output projection) the buffer gets
+        the layout that makes the transposed view standard, and the copy after it disappears."""
+        shape = ins.shape
+        users = list(ins.outputs)
+        if len(users) == 1 and users[0].name == "transpose" and not shape.is_tuple:
+            perm = users[0].op["permutation"]
+            std = users[0].shape.as_standard().strides
+            strides = [0] * len(perm)
+            for i, p in enumerate(perm):
+                strides[p] = std[i]
+            shape = Shape.of(shape.type, shape.lens, strides)
+        return precompile(m, ins, ins.op, ins.inputs, shape, ins.module_inputs)
 
     def _conv_1x1(self, m: Module, ins: Instruction, x: Instruction, w: Instruction) -> Instruction:
         n, c = x.shape.lens[:2]
