@@ -6,9 +6,11 @@ the HF module itself (eager, CUDA graph, torch.compile + CUDA graph) and we run 
            last 16 positions are padding (the exported padding-mask form)
     gpt2   GPT2Model, n_embd 128, 4 layers, 4 heads, seq 128 (the exported causal-mask form)
 
-Attention is HF's "eager" implementation (matmul, scale, mask, softmax, matmul), the form ONNX
-exporters emit. Where transformers or the exporter is missing or fails, an equivalent network
-from migx_explore's built-in transformer builder stands in (recorded as source "builtin").
+Biases and layernorm parameters are randomised (fresh HF models have zero biases and unit
+scales, which constant folding would unfairly delete). Attention is HF's "eager" implementation
+(matmul, scale, mask, softmax, matmul), the form ONNX exporters emit. Where transformers or the
+exporter is missing or fails, an equivalent network from migx_explore's built-in transformer
+builder stands in (recorded as source "builtin").
 """
 
 from __future__ import annotations
@@ -40,6 +42,19 @@ def _eager(cfg) -> None:
             setattr(cfg, attr, "eager")
         except Exception:  # noqa: BLE001 - newer configs make one of them a property
             pass
+
+
+def _randomize_vectors(model) -> None:
+    """Fresh HF models have zero biases and unit layernorm scales, which our constant folding
+    would delete (and torch.compile would not): give every 1-D parameter trained-looking values."""
+    import torch
+
+    g = torch.Generator().manual_seed(0)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if p.dim() == 1:
+                base = 1.0 if name.endswith("weight") else 0.0
+                p.copy_(base + 0.05 * torch.randn(p.shape, generator=g))
 
 
 def _export(module, args: tuple, names: list[str]) -> onnx.ModelProto:
@@ -84,6 +99,7 @@ def hf_bert() -> TransformerCase:
     _eager(cfg)
     torch.manual_seed(0)
     model = BertModel(cfg, add_pooling_layer=False).eval()
+    _randomize_vectors(model)
     names = ["input_ids", "attention_mask"]
     ids = np.random.default_rng(0).integers(0, 1000, (1, SEQ)).astype(np.int64)
     mask = np.ones((1, SEQ), np.int64)
@@ -102,6 +118,7 @@ def hf_gpt2() -> TransformerCase:
     _eager(cfg)
     torch.manual_seed(0)
     model = GPT2Model(cfg).eval()
+    _randomize_vectors(model)
     names = ["input_ids"]
     ids = np.random.default_rng(1).integers(0, 1000, (1, SEQ)).astype(np.int64)
     wrapped = _last_hidden(model, names)

@@ -7,9 +7,10 @@ find_nested_shape_transforms (see _shape_chains), find_concat_slice, find_concat
 find_concat_multibroadcasts, find_nested_slice, find_nested_concat, find_concat_of_slices (MIGraphX
 does this as simplify_algebra's find_split_concat; here it merges any adjacent run), and
 find_unary_shape_transforms (moving up only), and find_slice_shape_transforms for a reshape that
-splits the sliced axis (_slice_reshape). Left out: find_reshape_cont, find_transpose_slice (needs unsqueeze's `steps`, which our op lacks),
-find_slice_transpose, find_concat_reshape, find_reshape_dot, find_mul_add_shape_op_dot and
-find_op_shape_transform_op (so enable_op_shape_transform_op is accepted but has no effect).
+splits the sliced axis (_slice_reshape). Left out: find_reshape_cont, find_transpose_slice (needs
+unsqueeze's `steps`, which our op lacks), find_slice_transpose, find_concat_reshape, find_reshape_dot,
+find_mul_add_shape_op_dot and find_op_shape_transform_op
+(so enable_op_shape_transform_op is accepted but has no effect).
 """
 
 from __future__ import annotations
