@@ -14,6 +14,7 @@ from ...compiler.shape import Shape
 from ..blas_plan import plan_gemm
 from ..codegen import EPILOGUE_REDUCTIONS
 from ..ops import inner_op, split_inputs
+from ._layernorm_fusion import fuse_layernorm_neighbours
 
 
 def _pointwise_consumer(ins: Instruction) -> tuple[Op, Module | None] | None:
@@ -112,6 +113,11 @@ class FuseOps(Pass):
         if module.name != "main":
             return False
         changed = False
+        # Layernorms first: a pointwise producer used only by the layernorm is better inside
+        # its kernel than as the producing GEMM's epilogue (one launch instead of two).
+        for ins in list(module):
+            if ins.alive:
+                changed |= fuse_layernorm_neighbours(module, ins, ctx)
         for ins in list(module):
             if ins.alive:
                 with module.program.provenance([ins]):

@@ -61,3 +61,41 @@ def test_block_runs_as_gemms_and_one_layernorm_kernel(backend, request):
         for mode in ("eager", "graph"):
             for got, w in zip(compiled.run(feeds, mode=mode), want):
                 np.testing.assert_allclose(got, w, rtol=1e-4, atol=1e-4, err_msg=mode)
+
+
+def bert_block(seq: int = 12, d: int = 32) -> Program:
+    """Post-LN: layernorm(x·W + bias + x) * g + b (BERT's output sub-layer)."""
+    rng = np.random.default_rng(2)
+    p = Program()
+    m = p.main
+
+    def op(name: str, *args, **attrs):
+        return m.add_instruction(Op(name, **attrs), list(args))
+
+    def lit(*shape):
+        return m.add_literal(rng.standard_normal(shape).astype(np.float32) * 0.3)
+
+    x = m.add_parameter("x", Shape.of("float32", [1, seq, d]))
+    h = op("dot", x, op("multibroadcast", lit(d, d), out_lens=[1, d, d]))
+    h = op("add", op("add", h, op("multibroadcast", lit(d), out_lens=[1, seq, d])), x)
+    y = op("add", op("mul", op("layernorm", h, epsilon=1e-12), op("multibroadcast", lit(d), out_lens=[1, seq, d])),
+           op("multibroadcast", lit(d), out_lens=[1, seq, d]))
+    m.add_return([y])
+    return p
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_post_ln_block_is_a_gemm_and_one_kernel(backend, request):
+    """bias + residual before the layernorm and scale + shift after it share one kernel; the
+    GEMM writes its raw product (no epilogue launch)."""
+    program = bert_block()
+    feeds = {"x": np.random.default_rng(3).standard_normal((1, 12, 32)).astype(np.float32)}
+    want = evaluate(program, feeds)[0]
+    with compile_program(program, backend=request.getfixturevalue(backend)) as compiled:
+        main = compiled.program.main
+        kernels = [i.op["symbol_name"] for i in main if i.name == "gpu::code_object"]
+        gemms = [i for i in main if i.name == "gpu::gemm"]
+        assert len(kernels) == 1 and kernels[0].startswith("fused_reduce"), kernels
+        assert len(gemms) == 1 and not gemms[0].module_inputs
+        for mode in ("eager", "graph"):
+            np.testing.assert_allclose(compiled.run(feeds, mode=mode)[0], want, rtol=1e-4, atol=1e-4, err_msg=mode)
