@@ -32,6 +32,46 @@ def _as_list(out) -> list:
     return list(out) if isinstance(out, (list, tuple)) else [out]
 
 
+CATEGORIES = ("gemm", "gemm epilogue", "attention/softmax", "layernorm/reduction", "pointwise", "other")
+
+
+def kernel_category(name: str) -> str:
+    """A coarse kind for a kernel name, ours (generated symbols, cuBLAS) or PyTorch's."""
+    n = name.lower()
+    if n.startswith("attention_") or "softmax" in n or "fmha" in n or "flash" in n:
+        return "attention/softmax"
+    if any(k in n for k in ("gemm", "cutlass", "xmma", "cublas", "matmul")):
+        return "gemm"
+    if n.startswith("epilogue_"):
+        return "gemm epilogue"
+    if "layernorm" in n or "layer_norm" in n or n.startswith("fused_reduce") or "triton_per" in n or "triton_red" in n:
+        return "layernorm/reduction"
+    if "triton_poi" in n or "elementwise" in n:
+        return "pointwise"
+    return "other"
+
+
+def kernel_breakdown(fn, sync) -> dict:
+    """Device time per kernel of one call of fn (CUPTI, through torch.profiler; graph replays
+    included), summed by kernel_category: {category: [count, us]} plus the total."""
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        fn()
+        sync()
+    out: dict = {}
+    total = 0.0
+    for e in prof.events():
+        if e.device_type.name != "CUDA" or "Memcpy" in e.name or "Memset" in e.name:
+            continue
+        us = float(getattr(e, "device_time_total", 0) or getattr(e, "cuda_time_total", 0))
+        c = out.setdefault(kernel_category(e.name), [0, 0.0])
+        c[0] += 1
+        c[1] = round(c[1] + us, 1)
+        total += us
+    return {"by_kind": out, "kernel_us": round(total, 1)}
+
+
 def _kernel_profile(fn, stream) -> tuple[int, list]:
     """(kernels launched by one call of fn, the 8 longest as (name, device us))."""
     import torch
@@ -127,7 +167,9 @@ def torch_compiled_latency(net, xs: list, iters: int, warmup: int) -> dict:
         graph, gout, nodes = _graph_of(lambda: compiled(*xs), stream)
         replay = _timed(graph.replay, stream, iters)
         kernels, top = _kernel_profile(graph.replay, stream)
-    return {"graph_us": statistics.median(replay), "compile_s": compile_s, "graph_nodes": nodes, "kernels": kernels,
+        breakdown = kernel_breakdown(graph.replay, torch.cuda.synchronize)
+    return {"graph_us": statistics.median(replay), "compile_s": compile_s, "graph_kernel_breakdown": breakdown,
+            "graph_nodes": nodes, "kernels": kernels,
             "top_kernels": top, "outputs": [o.float().cpu().numpy() for o in _as_list(gout)]}
 
 
@@ -150,6 +192,10 @@ def ours(model, feeds: dict, iters: int, warmup: int) -> dict:
         inputs = {param_name(k): v for k, v in feeds.items()}
         res = time_program(c, modes=("eager", "graph"), warmup=warmup, iters=iters, inputs=inputs)
         out = c.run(inputs, mode="graph")
+        try:
+            breakdown = kernel_breakdown(lambda: c.launch_graph(io=False), lambda: c.backend.stream_sync(c.stream))
+        except Exception as e:  # noqa: BLE001 - no profiler: the rest still counts
+            breakdown = {"error": f"{type(e).__name__}: {e}"}
         by_kind = dispatch_by_kind(c)
         mem = c.memory()
         ev, gr = res.modes["eager"], res.modes["graph"]
@@ -165,7 +211,7 @@ def ours(model, feeds: dict, iters: int, warmup: int) -> dict:
             "graph_us_per_node": gr.device_us.median / max(res.graph_nodes, 1),
             "arena_bytes": mem.arena_bytes, "naive_bytes": mem.naive_bytes,
             "top_kernels": [(k.kernel, round(k.us, 1)) for k in top], "outputs": out,
-            "dispatch_us_by_kind": by_kind,
+            "dispatch_us_by_kind": by_kind, "graph_kernel_breakdown": breakdown,
         }
     finally:
         c.close()
@@ -293,7 +339,7 @@ def _first_that_works(fn, nets: list) -> tuple[dict, object, list[str]]:
     raise RuntimeError("; ".join(notes))
 
 
-def compare_row(model, feeds: dict, nets: list, xs: list, args, with_compile: bool) -> dict:
+def compare_row(model, feeds: dict, nets: list, xs: list, args) -> dict:
     """Ours against the first torch network in `nets` ((label, module) pairs, all the same
     model: an HF module, then its ONNX export run by PyTorch) that PyTorch can capture."""
     row: dict = {}
@@ -301,6 +347,7 @@ def compare_row(model, feeds: dict, nets: list, xs: list, args, with_compile: bo
         row["ours"] = ours(model, feeds, args.iters, args.warmup)
         row["torch"], net, notes = _first_that_works(lambda n: torch_latency(n, xs, args.iters, args.warmup), nets)
         got, want = row["ours"].pop("outputs"), row["torch"].pop("outputs")
+        row["_torch_outputs"] = want
         gw = row["torch"].pop("graph_outputs")
         row["max_rel_err_vs_torch"] = max(float(np.max(np.abs(g.reshape(w.shape) - w) / (np.abs(w) + 1e-3)))
                                           for g, w in zip(got, want))
@@ -308,17 +355,7 @@ def compare_row(model, feeds: dict, nets: list, xs: list, args, with_compile: bo
         o, t = row["ours"], row["torch"]
         row["graph_ratio_vs_torch_graph"] = o["graph_us"] / t["graph_us"]
         row["eager_ratio_vs_torch_eager"] = o["eager_us"] / t["eager_us"]
-        if with_compile:
-            try:
-                tc, _, more = _first_that_works(
-                    lambda n: torch_compiled_latency(n, xs, args.iters, args.warmup), nets)
-                notes += more
-                cw = tc.pop("outputs")
-                tc["max_abs_err_vs_eager"] = max(float(np.max(np.abs(g - w))) for g, w in zip(cw, want))
-                row["torch_compile"] = tc
-                row["graph_ratio_vs_torch_compile"] = o["graph_us"] / tc["graph_us"]
-            except Exception as e:  # noqa: BLE001 - keep the other columns
-                row["torch_compile"] = {"error": f"{type(e).__name__}: {str(e)[:300]}"}
+        row["_nets"] = nets  # for the torch.compile phase, which runs after every other measurement
         if notes:
             row["torch_notes"] = notes
     except Exception as e:  # noqa: BLE001 - one model failing must not lose the others' numbers
@@ -330,6 +367,31 @@ def compare_row(model, feeds: dict, nets: list, xs: list, args, with_compile: bo
         for k in ("outputs", "graph_outputs"):
             row.get(part, {}).pop(k, None)
     return row
+
+
+def add_compile(row: dict, xs: list, args) -> None:
+    """torch.compile + CUDA graph for a finished row (kept last: inductor's compile workers load
+    the host, and host load shows up in every event-timed latency measured while they run)."""
+    nets = row.pop("_nets", None)
+    if nets is None or "error" in row:
+        return
+    try:
+        tc, _, notes = _first_that_works(lambda n: torch_compiled_latency(n, xs, args.iters, args.warmup), nets)
+        row.setdefault("torch_notes", []).extend(notes)
+        cw = tc.pop("outputs")
+        want = row.pop("_torch_outputs")
+        tc["max_abs_err_vs_eager"] = max(float(np.max(np.abs(g - w))) for g, w in zip(cw, want))
+        row["torch_compile"] = tc
+        row["graph_ratio_vs_torch_compile"] = row["ours"]["graph_us"] / tc["graph_us"]
+    except Exception as e:  # noqa: BLE001 - keep the other columns
+        row["torch_compile"] = {"error": f"{type(e).__name__}: {str(e)[:300]}"}
+    finally:
+        try:  # stop inductor's worker pool before anything else is timed
+            from torch._inductor import async_compile
+
+            async_compile.shutdown_compile_workers()
+        except Exception:  # noqa: BLE001 - older torch
+            pass
 
 
 def main() -> None:
@@ -355,9 +417,11 @@ def main() -> None:
 
     def record(name: str, row: dict) -> None:
         results["models"][name] = row
-        print(name, json.dumps({k: v for k, v in row.items() if k != "traceback"}, default=str)[:1500], flush=True)
-        (out_dir / "gpu_vs_torch.json").write_text(json.dumps(results, indent=1, default=str))
+        shown = {k: v for k, v in row.items() if k != "traceback" and not k.startswith("_")}
+        print(name, json.dumps(shown, default=str)[:1500], flush=True)
+        (out_dir / "gpu_vs_torch.json").write_text(json.dumps(_public(results), indent=1, default=str))
 
+    pending: list = []
     if args.transformers:
         from gpu_transformers import transformer_cases
 
@@ -372,8 +436,9 @@ def main() -> None:
                     nets.append(("OnnxTorch of the export", OnnxTorch(case.model)))
                 except Exception as e:  # noqa: BLE001 - the HF module alone then
                     print(f"{case.name}: no OnnxTorch fallback: {type(e).__name__}: {e}", flush=True)
-            row = compare_row(case.model, case.feeds, nets, xs, args, compiled is None or case.name in compiled)
+            row = compare_row(case.model, case.feeds, nets, xs, args)
             row["source"], row["note"] = case.source, case.note
+            pending.append((case.name, row, xs))
             record(case.name, row)
     for name, build in model_list(args.models).items():
         from gpu_onnx_torch import OnnxTorch
@@ -386,13 +451,51 @@ def main() -> None:
         except Exception as e:  # noqa: BLE001
             record(name, {"error": f"torch side: {type(e).__name__}: {e}"})
             continue
-        record(name, compare_row(model, feeds, [("OnnxTorch", net)], xs, args, compiled is None or name in compiled))
+        row = compare_row(model, feeds, [("OnnxTorch", net)], xs, args)
+        pending.append((name, row, xs))
+        record(name, row)
+    for name, row, xs in pending:
+        if compiled is None or name in compiled:
+            add_compile(row, xs, args)
+        row.pop("_nets", None)
+        row.pop("_torch_outputs", None)
+        record(name, row)
     if not args.skip_micro:
         results["micro"] = micro()
         results["kernel_cache"] = cache_speedup()
-    (out_dir / "gpu_vs_torch.json").write_text(json.dumps(results, indent=1, default=str))
+    (out_dir / "gpu_vs_torch.json").write_text(json.dumps(_public(results), indent=1, default=str))
     print(report(results))
     (out_dir / "gpu_vs_torch.md").write_text(report(results))
+
+
+def _breakdown_lines(r: dict) -> list[str]:
+    """Per-kernel device time of one graph replay by kind, ours against torch.compile's."""
+    out = []
+    for name, row in r["models"].items():
+        ours_b = (row.get("ours") or {}).get("graph_kernel_breakdown") or {}
+        tc_b = (row.get("torch_compile") or {}).get("graph_kernel_breakdown") or {}
+        if "by_kind" not in ours_b:
+            continue
+        if not out:
+            out = ["", "Device time of one graph replay by kernel kind (CUPTI): count / us; 'gaps' is graph latency "
+                   "minus the kernels' sum (launch and dependency gaps between nodes).", "",
+                   "| model | side | " + " | ".join(CATEGORIES) + " | kernels sum | graph latency | gaps |",
+                   "|---|---|" + "---|" * (len(CATEGORIES) + 3)]
+        for side, b, lat in (("ours", ours_b, row["ours"]["graph_us"]),
+                             ("torch.compile", tc_b, (row.get("torch_compile") or {}).get("graph_us"))):
+            if "by_kind" not in b or lat is None:
+                continue
+            cells = [f"{b['by_kind'][c][0]} / {b['by_kind'][c][1]:.1f}" if c in b["by_kind"] else "—"
+                     for c in CATEGORIES]
+            out.append(f"| {name} | {side} | " + " | ".join(cells) +
+                       f" | {b['kernel_us']:.1f} | {lat:.1f} | {lat - b['kernel_us']:.1f} |")
+    return out
+
+
+def _public(results: dict) -> dict:
+    """results without the working fields (torch modules, reference outputs) of pending rows."""
+    models = {n: {k: v for k, v in row.items() if not k.startswith("_")} for n, row in results["models"].items()}
+    return {**results, "models": models}
 
 
 def _fmt(v, spec: str = ".1f") -> str:
@@ -426,6 +529,7 @@ def report(r: dict) -> str:
               if "error" in (row.get("torch_compile") or {})]
     if notes:
         lines += ["", *notes]
+    lines += _breakdown_lines(r)
     if "micro" in r:
         m = r["micro"]
         lines += ["", f"empty-kernel micro: eager enqueue {m['eager_enqueue_us_per_launch']:.2f} us/launch, "
