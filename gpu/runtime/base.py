@@ -116,8 +116,13 @@ class Backend(ABC):
     def blas_destroy(self, handle: Any) -> None: ...
 
     @abstractmethod
-    def make_gemm(self, handle: Any, plan: GemmPlan, a: int, b: int, c: int, alpha: float) -> Step:
-        """The BLAS calls of `plan` for device addresses a, b, c (element offsets in the plan)."""
+    def make_gemm(self, handle: Any, plan: GemmPlan, a: int, b: int, c: int, alpha: float,
+                  bias: int | None = None, c_in: int | None = None) -> Step:
+        """The BLAS calls of `plan` for device addresses a, b, c (element offsets in the plan).
+
+        `bias` (a vector per output column) and `c_in` (added with beta = 1) are optional: a
+        backend that adds them sets `fused_epilogue = True` on the step; one that cannot
+        ignores them, and the caller runs the epilogue kernel instead."""
 
     # ---- graphs ------------------------------------------------------------------------------
     @abstractmethod

@@ -58,6 +58,12 @@ def test_block_runs_as_gemms_and_one_layernorm_kernel(backend, request):
         # layernorm, scale and shift in one kernel; each GEMM's pointwise tail in its epilogue
         assert len(kernels) == 1 and kernels[0].startswith("layernorm_"), kernels
         assert len(gemms) == 2 and all(g.module_inputs for g in gemms)
+        # bias + residual: the BLAS call adds them (cuBLASLt bias epilogue, beta = 1 with C);
+        # the GELU's epilogue stays a kernel
+        assert [(g.op["blas_bias"], g.op["blas_c"]) for g in gemms] == [(0, 1), (-1, -1)]
+        epilogues = [i.kernel for i in compiled.steps.info if i.label.endswith(" epilogue")]
+        if backend == "fake":  # a device BLAS may refuse the fused form and fall back to the kernel
+            assert len(epilogues) == 1 and "tanh" in epilogues[0], epilogues
         for mode in ("eager", "graph"):
             for got, w in zip(compiled.run(feeds, mode=mode), want):
                 np.testing.assert_allclose(got, w, rtol=1e-4, atol=1e-4, err_msg=mode)
