@@ -7,6 +7,11 @@ instruction created during a pass records in `origin` the ids it came from: the 
 matcher bound (`Program.provenance`) and any instruction whose uses it took over
 (`replace_all_uses`). Diffs, graph colouring and "where did this node go" rest on this.
 
+Claims: `replace_all_uses(old, new)` is a claim that `new` computes the value `old` did. While a
+pass runs, the pass manager collects these claims (`Replacement`: old id, new id, the matcher
+rule applying at the time) so numeric bisect compares each value only with the one it claims
+to equal, never with whatever it was derived from.
+
 Modules keep instructions in a doubly linked list, so passes insert and remove in O(1) while
 sweeping. All mutation goes through Module methods (Instruction fields are read-only properties),
 which lets a module keep a version counter that snapshots use to skip unchanged modules.
@@ -16,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -24,6 +30,16 @@ from .errors import IRError, ValidationError
 from .instruction import Instruction, Literal, _Sentinel  # noqa: F401  (Literal re-exported)
 from .op import Op, compute_shape
 from .shape import Shape
+
+
+@dataclass(frozen=True)
+class Replacement:
+    """`new` took over every use of `old`: a claim that it computes the same value."""
+
+    old: int
+    new: int
+    rule: str = ""  # the matcher rule being applied ("" outside rules)
+    module: str = "main"
 
 
 class Module:
@@ -196,6 +212,10 @@ class Module:
         If the new shape differs from the old one every user is re-checked, so a rewrite cannot
         silently leave users with stale shapes."""
         self._check_owned(ins)
+        log = self.program.replacement_log
+        if log is not None and self.program._rule_stack and (op is not None or inputs is not None):
+            # A rule rewrote `ins` in place: it still claims its old value (the rule is recorded).
+            log.append(Replacement(ins._id, ins._id, self.program._rule_stack[-1], self.name))
         op = ins._op if op is None else op
         new_inputs = list(ins._inputs) if inputs is None else list(inputs)
         mods = list(ins._module_inputs) if module_inputs is None else list(module_inputs)
@@ -227,6 +247,10 @@ class Module:
         self._check_owned(new)
         if old is new:
             return new
+        log = self.program.replacement_log
+        if log is not None:
+            rules = self.program._rule_stack
+            log.append(Replacement(old._id, new._id, rules[-1] if rules else "", self.name))
         epoch = self.program._epoch
         if new._id >= epoch and old._id not in new._origin:
             # A value created in this pass takes over old's uses: record where it came from (and,
@@ -410,6 +434,9 @@ class Program:
         self._next_id = 0
         self._epoch = 0  # ids >= epoch were created during the current pass
         self._origin_stack: list[tuple[int, ...]] = []
+        self._rule_stack: list[str] = []
+        # Where replace_all_uses records its claims while a pass runs (set by the pass manager).
+        self.replacement_log: list[Replacement] | None = None
         self.create_module("main")
 
     @property
@@ -429,9 +456,9 @@ class Program:
         self._epoch = self._next_id
 
     @contextlib.contextmanager
-    def provenance(self, sources: Iterable[Instruction | int]):
+    def provenance(self, sources: Iterable[Instruction | int], rule: str = ""):
         """Instructions created inside this block record `sources` (and their origins, if they are
-        themselves new) as where they came from."""
+        themselves new) as where they came from; replacements made inside it name `rule`."""
         ids: list[int] = []
         for s in sources:
             if isinstance(s, Instruction):
@@ -441,10 +468,14 @@ class Program:
             else:
                 ids.append(int(s))
         self._origin_stack.append(tuple(dict.fromkeys(ids)))
+        if rule:
+            self._rule_stack.append(rule)
         try:
             yield
         finally:
             self._origin_stack.pop()
+            if rule:
+                self._rule_stack.pop()
 
     def create_module(self, name: str) -> Module:
         if name in self.modules:

@@ -487,7 +487,7 @@ def find_matches(module: Module, *rules: Rule) -> int:
             if r is None or rl.check(module, r) is not None:
                 continue
             sources = [ins] + [b for b in r.bindings.values() if b.alive]
-            with module.program.provenance(sources):
+            with module.program.provenance(sources, rule=rl.name):
                 rl.apply(module, r)
             count += 1
             if records is not None:

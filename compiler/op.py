@@ -13,6 +13,8 @@ Traits used across the code base:
   side_effect        must not be removed by dead code elimination
   require_std_shape  inputs must be standard (auto_contiguous inserts `contiguous` before it)
   not_context_free   cannot be evaluated at compile time (propagate_constant skips it)
+  in_place           updates its last input's buffer on the GPU (lowering makes that input the
+                     output buffer; the reference compute returns the updated copy)
   builtin            @param / @literal / @return
   gpu                an op of the lowered GPU program
 """
@@ -29,7 +31,7 @@ import numpy as np
 
 from . import dtypes
 from .errors import AttributeError_, ShapeError, UnknownOpError
-from .shape import Shape
+from .shape import DynDim, Shape
 
 if TYPE_CHECKING:  # pragma: no cover
     from .ir import Module
@@ -285,9 +287,37 @@ def compute_shape(op: Op, inputs: list[Shape], mods: Sequence[Module] = ()) -> S
             want = str(lo) if lo == hi else f"{lo}..{'' if hi < 0 else hi}"
             raise ShapeError(f"{op.name}: expects {want} inputs, got {len(inputs)}")
     try:
+        if op.name not in NATIVE_DYNAMIC_OPS and any(s.dynamic_shape for s in inputs):
+            return _lifted_dynamic_shape(spec, op, list(inputs), list(mods))
         return spec.shape(op, list(inputs), list(mods))
     except ShapeError:
         raise
     except (ValueError, IndexError, KeyError, TypeError, ZeroDivisionError) as e:
         ins = "; ".join(str(s) for s in inputs)
         raise ShapeError(f"{op.name}: cannot compute output shape from inputs [{ins}]: {e}") from None
+
+
+# Ops whose shape rules read dynamic dims themselves; every other op's static rule is lifted.
+NATIVE_DYNAMIC_OPS = frozenset({"select_module", "multibroadcast", "range", "dimensions_of", "@return"})
+
+
+def _at_end(s: Shape, end: str) -> Shape:
+    """A dynamic shape at the low or high end of its ranges (static shapes are returned as they are)."""
+    if not s.dynamic_shape:
+        return s
+    lens = [d.min if end == "min" else d.max for d in s.dyn_dims]
+    return Shape(s.type, s.lens, s.strides) if end == "max" else s.with_lens(lens)
+
+
+def _lifted_dynamic_shape(spec: OpSpec, op: Op, inputs: list[Shape], mods: list) -> Shape:
+    """A static shape rule applied to dynamic inputs: run it with every dynamic dim at its minimum
+    and at its maximum (the single-dynamic-dimension case split_single_dyn_dim handles: all of
+    them move together), and make each output axis that differs a [min..max] range."""
+    lo = spec.shape(op, [_at_end(s, "min") for s in inputs], mods)
+    hi = spec.shape(op, [_at_end(s, "max") for s in inputs], mods)
+    if lo.is_tuple or hi.is_tuple or lo.ndim != hi.ndim:
+        raise ShapeError(f"{op.name}: has no shape rule for dynamic inputs")
+    if lo.lens == hi.lens:
+        return hi
+    # Dynamic shapes carry no layout (they print without strides and never reach the GPU).
+    return Shape.dynamic(hi.type, [DynDim(min(a, b), max(a, b)) for a, b in zip(lo.lens, hi.lens)])

@@ -151,6 +151,12 @@ def evaluate_all(program: Program, inputs: Mapping[str, Any]) -> dict[int, np.nd
     return values
 
 
+def evaluate_instruction(ins: Instruction, args: Sequence[np.ndarray]) -> np.ndarray:
+    """One instruction on given argument values (numeric bisect re-runs a suspect on reference inputs)."""
+    with np.errstate(all="ignore"):
+        return _run(ins, list(args), True)
+
+
 def eval_instruction(ins: Instruction) -> np.ndarray:
     """Evaluate a constant subtree (literals and context-free ops) on the host."""
     if not ins.can_eval():
@@ -177,20 +183,11 @@ def eval_instruction(ins: Instruction) -> np.ndarray:
 
 
 def random_inputs(program: Program, seed: int = 0) -> dict[str, np.ndarray]:
-    """Deterministic inputs for every parameter of main (floats in [-1, 1), small ints)."""
-    rng = np.random.default_rng(seed)
-    out = {}
-    for p in program.main.params():
-        s = p.shape
-        lens = tuple(d.min if d.min > 0 else 1 for d in s.dyn_dims) if s.dyn_dims is not None else s.lens
-        t = dtypes.dtype(s.type)
-        if t.is_float:
-            out[p.param_name] = rng.uniform(-1, 1, lens).astype(t.np_dtype)
-        elif t.name == "bool":
-            out[p.param_name] = rng.integers(0, 2, lens).astype(np.bool_)
-        else:
-            out[p.param_name] = rng.integers(0, 4, lens).astype(t.np_dtype)
-    return out
+    """Deterministic inputs for every parameter of main: floats in [-1, 1), small ints, and
+    indices / masks drawn to suit how the model uses them (compiler/inputs.py)."""
+    from .inputs import model_inputs
+
+    return model_inputs(program, seed)
 
 
 def with_buffer_params(program: Program, inputs: Mapping[str, Any]) -> dict[str, Any]:

@@ -83,6 +83,8 @@ class ProgramSnapshot:
         p._next_id = self.next_id
         p._epoch = self.next_id
         p._origin_stack = []
+        p._rule_stack = []
+        p.replacement_log = None
         for ms in self.modules:
             m = Module(ms.name, p)
             m.bypass = ms.bypass

@@ -27,7 +27,7 @@ from ..compiler.errors import MigxError
 from ..compiler.ir import Instruction, Program
 from ..compiler.shape import Shape
 from . import kernel_cache
-from .passes.memory import MemoryStats, memory_stats
+from .passes.memory_coloring import MemoryStats, memory_stats
 from .runtime import Backend, GpuError, get_backend
 from .steps import Built, build_steps, plan_addresses
 
@@ -84,8 +84,11 @@ class CompiledProgram:
     """A finalized program bound to one backend. `run(inputs, mode)` returns numpy outputs."""
 
     def __init__(self, program: Program, backend: Backend | None = None, *, source: Any = None,
-                 options: Any = None):
+                 options: Any = None, external: Mapping[str, int] | None = None):
         self.backend = backend or get_backend()
+        # Params bound to caller-owned device buffers (a KV cache that outlives this program): read
+        # and written in place, never staged from the host, never freed here.
+        self.external = dict(external or {})
         self.source = source  # what compile_program was given (kept for recompile)
         self.options = options
         self.generation = 0
@@ -125,7 +128,9 @@ class CompiledProgram:
                 return owned[ins.id]
             if ins.is_param():
                 name = ins.param_name
-                if name in INTERNAL_PARAMS or is_output_param(name):
+                if name in self.external:
+                    p = self.external[name]
+                elif name in INTERNAL_PARAMS or is_output_param(name):
                     p = dev(ins.shape.bytes())
                 else:
                     self.inputs[name] = ins.shape

@@ -78,6 +78,8 @@ def _wrapped_shape(op, shapes, mods):
     if not outs:
         raise ShapeError(f"{op.name}: needs an output buffer as its last input")
     own = _own_module(inner)
+    if inner.has("in_place"):  # the op updates its output buffer (its last own input) in place
+        ins = ins + outs
     res = compute_shape(inner, ins, mods if own else [])
     results = res.sub_shapes if res.is_tuple else (res,)
     if len(results) != len(outs):
@@ -103,6 +105,8 @@ def _wrapped_compute(op, args, out, run):
     ins, extras, outs = split_inputs(op, list(args))
     mods = run.ins.module_inputs
     inner_shape = Shape.of(out.type, out.lens) if not out.is_tuple else out
+    if inner.has("in_place"):
+        ins = ins + outs
     res = get_spec(inner.name).compute(inner, ins, inner_shape, run)
     if mods and not _own_module(inner):
         return apply_epilogue(mods[0], np.asarray(res), extras, out)
@@ -153,7 +157,7 @@ def _gemm_shape(op, shapes, mods):
 
 def _gemm_compute(op, args, out, run):
     a, b = args[0], args[1]
-    acc = np.float32 if a.dtype.kind == "f" and a.dtype.itemsize < 4 else None
+    acc = np.float32 if dtypes.is_low_float(a.dtype) else None
     res = np.matmul(a.astype(acc) if acc else a, b.astype(acc) if acc else b) * op["alpha"]
     res = res.reshape(out.lens)
     if run.ins.module_inputs:

@@ -43,12 +43,13 @@ def compile_snapshot(snap: ProgramSnapshot) -> Any:
 
 
 def time_snapshot(snap: ProgramSnapshot, modes: Sequence[str] = ("eager", "graph"), warmup: int = 10,
-                  iters: int = 100) -> Any:
-    """Finalize a compiled (backend-lowered) snapshot and time it in each mode."""
+                  iters: int = 100, inputs: Any = None) -> Any:
+    """Finalize a compiled (backend-lowered) snapshot and time it in each mode (on `inputs`, or
+    random ones that respect the model)."""
     from .gpu import timing
 
     compiled = compile_snapshot(snap)
     try:
-        return timing.time_program(compiled, modes=tuple(modes), warmup=warmup, iters=iters)
+        return timing.time_program(compiled, modes=tuple(modes), warmup=warmup, iters=iters, inputs=inputs)
     finally:
         compiled.close()

@@ -108,9 +108,12 @@ def as_pass(p: Pass | Rule | Sequence[Rule] | Callable, name: str | None = None)
 class Session:
     def __init__(self, program: Program, *, name: str = "program", options: CompileOptions | None = None,
                  include_backend: bool = True, numeric: bool = True, inputs: dict | None = None,
-                 validate: bool = True):
+                 validate: bool = True, precision: str | None = None, calibration: Sequence[dict] = ()):
         self.name = name
         self.options = options or CompileOptions()
+        if precision is not None or calibration:  # the quantize stage (fp16/bf16/int8/fp8) runs first
+            self.options = dataclasses.replace(self.options, precision=precision or self.options.precision,
+                                               calibration=tuple(calibration) or self.options.calibration)
         self.initial: ProgramSnapshot = snapshot(program)
         self.catalog = gpu_pipelines(self.options, include_backend=include_backend)
         self.pipelines: list[Pipeline] = [p.copy() for p in self.catalog]
@@ -131,11 +134,14 @@ class Session:
 
     # ---- construction ----------------------------------------------------------------------------
     @classmethod
-    def from_onnx(cls, path: str, input_dims: dict[str, Sequence[int]] | None = None, **kw: Any) -> Session:
-        from .compiler.onnx import parse_onnx
+    def from_onnx(cls, path: str, input_dims: dict[str, Sequence[int]] | None = None, *,
+                  inputs: Any = None, **kw: Any) -> Session:
+        """`inputs` (an .npz path or a dict of arrays, keyed by ONNX input name) fixes symbolic dims
+        from its shapes and becomes the numeric checks' inputs (migx_explore/feeds.py)."""
+        from .feeds import load_with_feed
 
-        prog = parse_onnx(path, input_dims=input_dims)
-        s = cls(prog, name=kw.pop("name", str(path).rsplit("/", 1)[-1]), **kw)
+        prog, feed = load_with_feed(path, inputs, input_dims)
+        s = cls(prog, name=kw.pop("name", str(path).rsplit("/", 1)[-1]), inputs=feed, **kw)
         s.source = {"kind": "onnx", "value": str(path), "input_dims": dict(input_dims or {})}
         return s
 
@@ -144,9 +150,19 @@ class Session:
         from . import models
 
         dims = kw.pop("input_dims", None) or {}
-        s = cls(models.load(model_name, **dims), name=model_name, **kw)
+        s = cls(models.load(model_name, feed=kw.get("inputs"), **dims), name=model_name, **kw)
         s.source = {"kind": "model", "value": model_name, "input_dims": dict(dims)}
         return s
+
+    def generate(self, prompt_ids: Sequence[int], steps: int, *, target: str = "ref", mode: str = "graph",
+                 **kw: Any) -> Any:
+        """Greedy generation with this session's KV-cache model (an ONNX file or built-in model):
+        prefill, then decode steps feeding presents back as pasts (migx_explore.decode)."""
+        from .decode import generate
+
+        if self.source.get("kind") not in ("model", "onnx"):
+            raise MigxError("generate needs a session made by from_model or from_onnx (it recompiles per shape)")
+        return generate(self.source["value"], prompt_ids, steps, target=target, mode=mode, **kw)
 
     @classmethod
     def from_text(cls, text: str, **kw: Any) -> Session:
@@ -169,13 +185,18 @@ class Session:
     def records(self) -> list[PassRecord]:
         return self.trace.records
 
+    def set_inputs(self, inputs: dict | None) -> None:
+        """Use these inputs (None: random ones that respect the model) for the numeric checks."""
+        self._numeric_inputs = None if inputs is None else dict(inputs)
+        self._numeric_base = None
+        self.invalidate()
+
     def _numeric(self) -> NumericConfig | None:
         if not self._numeric_enabled:
             return None
         if self._numeric_base is None:
             self._numeric_base = make_numeric_config(self.initial.to_program(), self._numeric_inputs)
-        b = self._numeric_base
-        return NumericConfig(b.inputs, b.reference, b.rtol, b.atol, b.nested)
+        return dataclasses.replace(self._numeric_base, disabled_reason="")
 
     def _flat(self) -> list[tuple[int, int, str, tuple]]:
         out, prefix = [], ()
@@ -326,6 +347,10 @@ class Session:
             "numeric_max_abs": None if r.numeric is None else r.numeric.max_abs,
             "numeric_ok": None if r.numeric is None else r.numeric.ok,
             "numeric_note": "" if r.numeric is None else r.numeric.note,
+            # MIGraphX-style relative RMS of the worst output and its threshold (compiler/verify.py)
+            "numeric_rms": None if r.numeric is None else r.numeric.rms,
+            "numeric_threshold": None if r.numeric is None else r.numeric.threshold,
+            "numeric_summary": "" if r.numeric is None else r.numeric.describe(),
             "matches": len(r.matches),
         }
 
@@ -446,12 +471,20 @@ class Session:
         return result
 
     # ---- beyond stepping: bisect and waterfall ------------------------------------------------------
-    def bisect(self):
-        """The first pass that breaks the numeric check, and the first instruction that diverges
-        inside it (None when every pass keeps the outputs). See migx_explore.bisect."""
+    def bisect(self, inputs: dict | None = None):
+        """The first pass that breaks the numeric check, and the first diverging replacement inside
+        it (None when every pass keeps the outputs). See migx_explore.bisect."""
         from .bisect import numeric_bisect
 
-        return numeric_bisect(self)
+        return numeric_bisect(self, inputs)
+
+    def verify(self, inputs: dict | None = None, **kw: Any):
+        """Numeric check after every pass (MIGraphX's relative RMS, or rtol=/atol= allclose) on
+        `inputs` (default: the session's, else random ones that respect the model); returns a
+        VerifyReport. See migx_explore.verification."""
+        from .verification import verify_session
+
+        return verify_session(self, self._numeric_inputs if inputs is None else inputs, **kw)
 
     def perf_bisect(self, toggles: dict[str, bool], measure: Callable[[Session], float], **kw: Any):
         """Minimal subset of `toggles` (pass path -> enabled in the bad configuration) that makes

@@ -18,6 +18,9 @@ import nbformat
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+from decode_notebook import decode  # noqa: E402  (notebook 05's cells live in their own file)
+
 YOLO = "yolo"  # the built-in YOLO-style detector every notebook starts from
 
 GPU_CHECK = """from migx_explore import gpu_bridge
@@ -603,6 +606,7 @@ NOTEBOOKS = {
     "02_pipeline_ordering.ipynb": ordering,
     "03_prototype_fusion.ipynb": prototype,
     "04_graph_capture.ipynb": graph_capture,
+    "05_decode.ipynb": decode,  # cells in decode_notebook.py
 }
 
 

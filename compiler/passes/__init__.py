@@ -1,7 +1,7 @@
 """Passes, pipelines and the instrumented pass manager.
 
-Importing this package registers every target-independent pass (one module per pass family);
-`make_pass(name, **options)` builds one by name.
+Importing this package registers every target-independent pass (one module per pass, named after
+it; composites hold their steps); `make_pass(name, **options)` builds one by name.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from .manager import (
     PassContext,
     PassFailed,
     PassManager,
+    compare_outputs,
     entry_paths,
     make_numeric_config,
     restore,
@@ -39,6 +40,6 @@ _load_pass_modules()
 __all__ = [
     "FunctionPass", "NumericCheck", "NumericConfig", "OrderWarning", "Pass", "PassContext", "PassEntry",
     "PassFailed", "PassManager", "PassRecord", "Pipeline", "SpecError", "Trace", "build_pipelines",
-    "check_order", "disabled", "entry_paths", "format_spec", "make_numeric_config", "make_pass", "parse_spec",
-    "pass_registry", "pipeline", "restore", "run_passes", "spec_from_pipelines", "write_trace",
+    "check_order", "compare_outputs", "disabled", "entry_paths", "format_spec", "make_numeric_config", "make_pass",
+    "parse_spec", "pass_registry", "pipeline", "restore", "run_passes", "spec_from_pipelines", "write_trace",
 ]

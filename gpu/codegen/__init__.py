@@ -8,6 +8,7 @@ from .attention import attention_kernel
 from .common import CodegenUnsupported, KernelSource, sanitize
 from .nn import conv_kernel, im2col_kernel, pooling_kernel, resize_kernel
 from .pointwise import (
+    append_kernel,
     concat_kernel,
     epilogue_kernel,
     fused_concat_kernel,
@@ -24,7 +25,8 @@ _REDUCTIONS = set(REDUCE_OPS) | {"softmax", "logsoftmax", "argmax", "argmin", "f
                                   "layernorm", "add_layernorm"}
 # Reductions whose kernel takes a pointwise epilogue (fuse_ops' find_layernorm_pointwise).
 EPILOGUE_REDUCTIONS = ("layernorm", "add_layernorm")
-_OWN_FAMILY = ("convolution", "gpu::im2col", "pooling", "resize", "concat", "gather", "pad", "reverse", "fused_concat")
+_OWN_FAMILY = ("convolution", "gpu::im2col", "pooling", "resize", "concat", "gather", "pad", "reverse", "fused_concat",
+               "concat_past_present")
 
 
 def kernel_family(name: str) -> str | None:
@@ -78,6 +80,8 @@ def generate(ins: Instruction) -> KernelSource:
         ks = concat_kernel(inner, shapes)
     elif family == "gather":
         ks = gather_kernel(inner, shapes)
+    elif family == "concat_past_present":
+        ks = append_kernel(inner, shapes)
     elif family == "pad":
         ks = pad_kernel(inner, shapes)
     elif family == "reverse":

@@ -8,12 +8,13 @@ from __future__ import annotations
 import argparse
 
 from ..compiler.errors import MigxError
+from ._precision import add_precision_arguments, precision_options
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..loading import load_program
+    from ._inputs import load_program_and_feed
 
-    program, label = load_program(args)
+    program, label, feed = load_program_and_feed(args)
     modes = [m.strip() for m in args.mode.split(",") if m.strip()]
     bad = [m for m in modes if m not in ("eager", "graph")]
     if bad or not modes:
@@ -29,10 +30,10 @@ def run(args: argparse.Namespace) -> int:
         raise MigxError(f"no GPU: {why}")
     from ..gpu.pipelines import CompileOptions
 
-    compiled = compile_program(program, CompileOptions(mode=args.compile_mode))
+    compiled = compile_program(program, CompileOptions(mode=args.compile_mode, **precision_options(args)))
     try:
         res = time_program(compiled, modes=modes, warmup=args.warmup, iters=args.iters,
-                           per_kernel="eager" in modes)
+                           per_kernel="eager" in modes, inputs=feed)
         mem = compiled.memory()
         print(f"{label} on {compiled.backend.describe()}: {res.kernels} kernels, {res.blas_calls} BLAS calls"
               + (f", graph nodes {res.graph_nodes}" if res.graph_nodes >= 0 else "")
@@ -51,10 +52,14 @@ def register(sub) -> None:
 
     p = sub.add_parser("perf", help="compile for the GPU and time eager and graph execution")
     add_model_arguments(p)
+    add_precision_arguments(p)
     p.add_argument("--mode", default="eager,graph", help="comma-separated: eager, graph (default both)")
     p.add_argument("--compile-mode", choices=("eager", "balanced", "max"), default="balanced",
                    help="compile mode of the pipelines (eager skips optimize_rewrite)")
     p.add_argument("--iters", type=int, default=100)
     p.add_argument("--warmup", type=int, default=10)
     p.add_argument("--kernels", type=int, default=15, help="slowest kernels to list (0: none)")
+    from ._inputs import add_inputs_argument
+
+    add_inputs_argument(p, "timed runs")
     p.set_defaults(func=run)

@@ -112,3 +112,12 @@ def test_graph_capture_runs_without_failing(tmp_path):
         assert "Skipping GPU timing" in text
     else:
         assert "launches x cost" in text
+
+
+def test_decode_notebook_runs(tmp_path):
+    nb = _run("05_decode.ipynb", tmp_path)
+    assert not _errors(nb)
+    text = _outputs_text(nb)
+    assert "dimensions_of(past_key_0)" in text and "split_single_dyn_dim" in text
+    assert "concat_past_present[axis=2]" in text and "max |ours - onnxruntime|" in text
+    assert "recorded on NVIDIA H100" in text or "live" in text

@@ -1,26 +1,24 @@
-"""split_single_dyn_dim and simplify_dyn_ops (MIGraphX src/split_single_dyn_dim.cpp,
-src/simplify_dyn_ops.cpp).
+"""split_single_dyn_dim (MIGraphX src/split_single_dyn_dim.cpp).
 
-split_single_dyn_dim: when the parameters have exactly one non-fixed dynamic dimension (one
-parameter, or several sharing the same range), the module body is copied once per size in the
-range into a static submodule `dim_N`; the module then reads
+When the parameters have exactly one non-fixed dynamic dimension (one parameter, or several
+sharing the same range), the module body is copied once per size in the range into a static
+submodule `dim_N`; the module then reads
 
     @k = select_module[output_dyn_shapes={tuple_type, {...}}](params sorted by name), [dim_1, ...]
     @k+1 = get_tuple_elem[index=0](@k) ...     @return(...)
 
 and the old body is left for dead_code_elimination. A module that already feeds a select_module
-is left alone (so a second run changes nothing).
-
-simplify_dyn_ops makes dynamic ops static where their inputs allow: a two-input multibroadcast
-whose target is static becomes `multibroadcast{out_lens}`; and, last, a select_module whose
-submodules all return the same static shapes gets those as its output shapes
-(simplify_select_module_output_shape). Both are no-ops on programs without dynamic ops.
+is left alone (so a second run changes nothing). Shape computations (dimensions_of and what
+follows from it with literals, e.g. a KV cache length and the `range` built on it) are folded
+to literals per size as they are copied.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import ClassVar
+
+import numpy as np
 
 from ..ir import Instruction, Module
 from ..op import Op
@@ -58,7 +56,27 @@ def _static(s: Shape, axis: int | None, size: int) -> Shape:
     return Shape.of(s.type, lens)
 
 
+def shape_computations(module: Module) -> set[int]:
+    """Ids of the instructions whose values follow from param shapes alone: dimensions_of and
+    what is computed from it with literals (a cache length, positions, a range's limit)."""
+    derived: set[int] = set()
+    for ins in module:
+        if ins.name == "dimensions_of":
+            derived.add(ins.id)
+        elif (ins.inputs and not ins.is_builtin() and not ins.module_inputs and ins.op.spec.compute is not None
+              and any(i.id in derived for i in ins.inputs)
+              and all(i.id in derived or i.is_literal() for i in ins.inputs)):
+            derived.add(ins.id)
+    return derived
+
+
 def _copy_static(module: Module, sub: Module, axes: dict[str, int], size: int) -> list[Instruction]:
+    """Copy the body with static params. Shape computations are folded to literals as they are
+    copied (simplify_dyn_ops's dimensions_of and constant rules, applied here so that every copied
+    shape rule, e.g. a `range` whose length follows P, sees static inputs)."""
+    from ..ref import _run
+
+    fold = shape_computations(module)
     mapping: dict[int, Instruction] = {}
     for ins in module:
         if ins.is_param():
@@ -67,6 +85,15 @@ def _copy_static(module: Module, sub: Module, axes: dict[str, int], size: int) -
             mapping[ins.id] = sub.add_literal(ins.literal)
         elif ins.is_return():
             break
+        elif ins.id in fold:
+            args = [mapping[i.id] for i in ins.inputs]
+            if ins.name == "dimensions_of":
+                value = np.asarray(args[0].shape.lens[slice(ins.op["start"], ins.op["end"])], dtype=np.int64)
+            else:
+                tmp = sub.add_instruction(ins.op, args)
+                value = _run(tmp, [a.literal.data for a in args], False)
+                sub.remove_instruction(tmp)
+            mapping[ins.id] = sub.add_literal(np.asarray(value))
         else:
             mapping[ins.id] = sub.add_instruction(ins.op, [mapping[i.id] for i in ins.inputs], ins.module_inputs)
     return [mapping[o.id] for o in module.output_instructions()]
@@ -95,40 +122,3 @@ class SplitSingleDynDim(Pass):
         module.replace_return([module.add_instruction(Op("get_tuple_elem", index=k), [sel])
                                for k in range(len(outs))])
         return True
-
-
-def _select_output_shapes(ins: Instruction) -> Shape | None:
-    """Output shapes that are the same static shapes in every submodule, else None."""
-    per_mod = [tuple(Shape.of(s.type, s.lens) for s in m.output_shapes()) for m in ins.module_inputs]
-    if any(s.dyn_dims is not None for m in ins.module_inputs for s in m.output_shapes()):
-        return None
-    if len(set(per_mod)) != 1:
-        return None
-    return Shape.tuple_of(per_mod[0])
-
-
-@dataclass(frozen=True)
-class SimplifyDynOps(Pass):
-    """Turn dynamic ops static where the inputs allow it."""
-
-    name: ClassVar[str] = "simplify_dyn_ops"
-    must_follow: ClassVar[tuple[str, ...]] = ("split_single_dyn_dim",)
-
-    def apply_module(self, module: Module, ctx) -> bool:
-        changed = False
-        for ins in list(module):
-            if ins.name == "multibroadcast" and len(ins.inputs) == 2 and ins.inputs[1].shape.dyn_dims is None:
-                with module.program.provenance([ins]):
-                    new = module.insert_instruction(
-                        ins, Op("multibroadcast", out_lens=ins.inputs[1].shape.lens), [ins.inputs[0]])
-                module.replace_all_uses(ins, new)
-                module.remove_instruction(ins)
-                changed = True
-        for ins in list(module):
-            if ins.name != "select_module":
-                continue
-            out = _select_output_shapes(ins)
-            if out is not None and out != ins.op["output_dyn_shapes"]:
-                module.replace_instruction(ins, ins.op.with_(output_dyn_shapes=out))
-                changed = True
-        return changed
