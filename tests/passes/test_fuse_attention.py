@@ -123,6 +123,18 @@ def test_padding_mask_with_the_softmax_rewrite_reduce_leaves():
     """)
 
 
+def test_explorer_shows_the_group_as_one_node_that_expands_into_its_steps():
+    from migx_explore.render.model import build_graph
+
+    p = parse(DECOMPOSED_PADDING)
+    run_passes(p, [FA, DCE])
+    collapsed = [n for n in build_graph(p, expand=False).nodes if n.kind == "fused"]
+    assert len(collapsed) == 1 and collapsed[0].label.startswith("group\ntag=attention")
+    expanded = build_graph(p, expand=True)
+    inside = [n.label.split("\n")[0] for n in expanded.nodes if n.module == "attn0"]
+    assert {"dot", "reduce_max", "exp", "reduce_sum", "div"} <= set(inside), inside
+
+
 def test_where_mask_with_a_minus_inf_fill():
     """GPT-2's form: where(keep, scores, -inf); the bool mask is an input, the fill moves inside."""
     p = parse(QKV + """
