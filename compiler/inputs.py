@@ -24,12 +24,15 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from . import dtypes
 from .errors import MigxError
-from .ir import Instruction, Program
+
+if TYPE_CHECKING:  # pragma: no cover - reads IR objects, never builds them
+    from .ir import Instruction, Program
 
 REAL_INPUTS_HINT = "pass real inputs with --inputs FEED.npz (CLI) or inputs={name: array} (Python)"
 

@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from .errors import IRError, ValidationError
-from .instruction import Instruction, Literal, _Sentinel  # noqa: F401  (Literal re-exported)
+from .instruction import Instruction, Literal, Sentinel  # noqa: F401  (Literal re-exported)
 from .op import Op, compute_shape
 from .shape import Shape
 
@@ -47,8 +47,8 @@ class Module:
         self.name = name
         self.program = program
         self.bypass = False
-        self._head = _Sentinel()
-        self._tail = _Sentinel()
+        self._head = Sentinel()
+        self._tail = Sentinel()
         self._head._next = self._tail
         self._tail._prev = self._head
         self._count = 0
@@ -134,7 +134,7 @@ class Module:
     def _new(self, op: Op, inputs: Sequence[Instruction], module_inputs: Sequence[Module] = (),
              shape: Shape | None = None, literal: Literal | None = None) -> Instruction:
         for i in inputs:
-            if not isinstance(i, Instruction) or isinstance(i, _Sentinel):
+            if not isinstance(i, Instruction) or isinstance(i, Sentinel):
                 raise IRError(f"module {self.name}: {op.name} input {i!r} is not an instruction")
             if not i._alive:
                 raise IRError(f"module {self.name}: {op.name} uses removed instruction #{i._id} ({i.name})")
@@ -429,15 +429,18 @@ class Module:
 
 
 class Program:
-    def __init__(self):
+    def __init__(self, *, next_id: int = 0, empty: bool = False):
+        """A program with an empty main module (`empty=True`: no modules, ids from `next_id`; how
+        copies and snapshots rebuild one with the same ids)."""
         self.modules: dict[str, Module] = {}
-        self._next_id = 0
-        self._epoch = 0  # ids >= epoch were created during the current pass
+        self._next_id = next_id
+        self._epoch = next_id  # ids >= epoch were created during the current pass
         self._origin_stack: list[tuple[int, ...]] = []
         self._rule_stack: list[str] = []
         # Where replace_all_uses records its claims while a pass runs (set by the pass manager).
         self.replacement_log: list[Replacement] | None = None
-        self.create_module("main")
+        if not empty:
+            self.create_module("main")
 
     @property
     def main(self) -> Module:
@@ -555,16 +558,45 @@ class Program:
 
     def copy(self) -> Program:
         """Structural copy with the same ids (literal data shared, not copied)."""
-        from .snapshot import snapshot
+        p = Program(next_id=self._next_id, empty=True)
+        for m in self.get_modules():
+            p.modules[m.name] = Module(m.name, p)
+            p.modules[m.name].bypass = m.bypass
+        for m in self.get_modules():
+            copy = p.modules[m.name]
+            live: dict[int, Instruction] = {}
+            for ins in m:
+                new = Instruction(copy, ins._op, [live[i._id] for i in ins._inputs],
+                                  [p.modules[s.name] for s in ins._module_inputs], ins._shape, ins._origin,
+                                  ins._literal, ins._id)
+                for i in new._inputs:
+                    if new not in i._outputs:
+                        i._outputs.append(new)
+                live[ins._id] = new
+                copy._link_before(new, copy._tail)
+            copy.version = 0
+        return p
 
-        return snapshot(self).to_program()
+    def structure_key(self) -> tuple:
+        """Modules and, position by position, ops, inputs, submodules, shapes and literal values.
+        Instruction ids are left out (a parsed program gets fresh ids)."""
+        mods = []
+        for m in self.get_modules():
+            pos = {ins.id: k for k, ins in enumerate(m)}
+            rows = []
+            for ins in m:
+                lit = None
+                if ins.literal is not None:
+                    lit = (ins.literal.data.dtype.str, ins.literal.data.shape, ins.literal.data.tobytes())
+                rows.append((ins.op, tuple(pos[i.id] for i in ins.inputs), tuple(x.name for x in ins.module_inputs),
+                             ins.shape, lit))
+            mods.append((m.name, m.bypass, tuple(rows)))
+        return tuple(mods)
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Program):
             return NotImplemented
-        from .snapshot import structurally_equal
-
-        return structurally_equal(self, other)
+        return self.structure_key() == other.structure_key()
 
     __hash__ = None  # type: ignore[assignment]
 

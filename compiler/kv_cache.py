@@ -137,7 +137,7 @@ def _append(m, ins: Instruction, env, cache: Instruction, past_len: Instruction,
 
 def _fold(m, ins: Instruction, args: list[Instruction]) -> Instruction:
     """A shape computation whose inputs became literals is a literal (else it stays an op)."""
-    from .ref import _run
+    from .ref import run_instruction
 
     if not all(a.is_literal() for a in args) and not (ins.name == "dimensions_of" and not args[0].shape.dynamic_shape):
         if ins.name == "range":
@@ -146,6 +146,6 @@ def _fold(m, ins: Instruction, args: list[Instruction]) -> Instruction:
     if ins.name == "dimensions_of":
         return m.add_literal(np.asarray(args[0].shape.lens[slice(ins.op["start"], ins.op["end"])], np.int64))
     tmp = m.add_instruction(ins.op, args)
-    value = _run(tmp, [a.literal.data for a in args], False)
+    value = run_instruction(tmp, [a.literal.data for a in args], False)
     m.remove_instruction(tmp)
     return m.add_literal(np.asarray(value))

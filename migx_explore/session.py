@@ -17,13 +17,11 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any
 
 from .compiler.errors import MigxError
 from .compiler.ir import Program
-from .compiler.matcher import Rule
 from .compiler.passes import (
-    FunctionPass,
     NumericConfig,
     Pass,
     PassEntry,
@@ -37,6 +35,9 @@ from .compiler.passes import (
     make_numeric_config,
     spec_from_pipelines,
 )
+from .compiler.passes.rewrite import RewritePass as RulePass  # noqa: F401  (RulePass: the old name)
+from .compiler.passes.rewrite import as_pass
+from .compiler.rewrite import Rule
 from .compiler.snapshot import ProgramSnapshot, SnapshotDiff, snapshot
 from .gpu.pipelines import CompileOptions, gpu_pipelines
 from .stats import launch_count
@@ -65,44 +66,6 @@ class RetraceInfo:
     reused: int = 0  # top-level entries served from the cache
     ran: int = 0  # top-level entries executed
     first_run: str | None = None  # path of the first entry re-run
-
-
-@dataclass(frozen=True)
-class RulePass(Pass):
-    """Run matcher rules to a fixpoint as a pass (prototype fusions from a notebook)."""
-
-    _abstract: ClassVar[bool] = True  # built from rules at run time, not registered by name
-    rules: tuple = ()
-    label: str = "user_rules"
-    max_iterations: int = 8
-
-    @property
-    def name(self) -> str:  # type: ignore[override]
-        return self.label
-
-    def apply_module(self, module, ctx):
-        from .compiler.matcher import find_matches, repeat_while_changes
-
-        changed = []
-        repeat_while_changes(self.max_iterations, lambda: changed.append(find_matches(module, *self.rules))
-                             or changed[-1])
-        return any(changed)
-
-    def non_default_options(self) -> dict[str, Any]:
-        return {}
-
-
-def as_pass(p: Pass | Rule | Sequence[Rule] | Callable, name: str | None = None) -> Pass:
-    """A Pass from a Pass, a matcher Rule (or several), or a function f(module[, ctx])."""
-    if isinstance(p, Pass):
-        return p
-    if isinstance(p, Rule):
-        return RulePass((p,), name or p.name)
-    if isinstance(p, (list, tuple)) and p and all(isinstance(r, Rule) for r in p):
-        return RulePass(tuple(p), name or "+".join(r.name for r in p))
-    if callable(p):
-        return FunctionPass(fn=p, label=name or getattr(p, "__name__", "user_pass"))
-    raise SessionError(f"cannot make a pass from {type(p).__name__}; give a Pass, a matcher Rule or a function")
 
 
 class Session:

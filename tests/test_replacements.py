@@ -9,8 +9,9 @@ import numpy as np
 from migx_explore.bisect import _claims
 from migx_explore.compiler import Op, parse
 from migx_explore.compiler.ir import Replacement
-from migx_explore.compiler.matcher import find_matches, name, rule
+from migx_explore.compiler.matcher import name
 from migx_explore.compiler.passes import FunctionPass, run_passes
+from migx_explore.compiler.rewrite import find_matches, rule
 
 SRC = """
 x = @param:x -> float_type, {4}, {1}

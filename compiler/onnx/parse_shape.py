@@ -305,7 +305,7 @@ def _probe_range(ctx, args, end: str) -> np.ndarray:
 def probe_value(ins, end: str) -> np.ndarray:
     """Evaluate a shape computation with each dynamic dim at its min or max; ValueError when it
     reads a graph input's data rather than its shape."""
-    from ..ref import _run
+    from ..ref import run_instruction
 
     memo: dict[int, np.ndarray] = {}
 
@@ -321,7 +321,7 @@ def probe_value(ins, end: str) -> np.ndarray:
         elif i.is_builtin() or i.op.spec.compute is None:
             raise ValueError(f"{i.name} is not a shape computation")
         else:
-            v = np.asarray(_run(i, [value(a) for a in i.inputs], False))
+            v = np.asarray(run_instruction(i, [value(a) for a in i.inputs], False))
         memo[i.id] = v
         return v
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import ShapeError
-from ..op import defop
+from ..op import GpuCode, defop
 from ..shape import DynDim, Shape
 from .common import A
 
@@ -37,7 +37,8 @@ def _dimensions_of_compute(op, a, out, run):
 
 defop("dimensions_of", _dimensions_of_shape, _dimensions_of_compute,
       attrs=[A("start", "int", 0), A("end", "int", None)], nargs=1,
-      doc="The input's runtime dims[start:end] as int64 (ONNX Shape of a dynamic input).")
+      doc="The input's runtime dims[start:end] as int64 (ONNX Shape of a dynamic input).",
+      gpu=GpuCode.host("reads runtime dims; split_single_dyn_dim folds it to a literal before the GPU pipelines"))
 
 
 def _range_shape(op, s, mods):
@@ -54,7 +55,8 @@ def _range_compute(op, a, out, run):
 
 
 defop("range", _range_shape, _range_compute, attrs=[A("lens", "ints", (0, 0), show=True)], nargs=3,
-      doc="arange(start, limit, delta) of runtime scalars; `lens` is the [min, max] length it can have.")
+      doc="arange(start, limit, delta) of runtime scalars; `lens` is the [min, max] length it can have.",
+      gpu=GpuCode.host("a length known only at run time; split_single_dyn_dim folds static cases to literals"))
 
 
 # --- concat_past_present ------------------------------------------------------------------------
@@ -88,4 +90,5 @@ defop("concat_past_present", _cpp_shape, _cpp_compute, attrs=[A("axis", "int", 2
       doc="KV cache append: write `new` into `cache` (input 2, updated in place on the GPU) at offset "
           "past_len (input 1, a runtime integer) along `axis` (a write that does not fit is dropped); the "
           "result is the cache. Named after MIGraphX's GroupQueryAttention helper op that appends to a "
-          "preallocated KV cache.")
+          "preallocated KV cache.",
+      gpu=GpuCode.kernel("concat_past_present"))

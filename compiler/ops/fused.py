@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import ShapeError
-from ..op import defop
+from ..op import GpuCode, defop
 from ..shape import Shape
 from .common import A, norm_axes, pointwise_shape
 
@@ -44,7 +44,8 @@ def _pointwise_compute(op, args, out, run):
 
 
 defop("pointwise", _pointwise_shape, _pointwise_compute, nargs=(1, -1),
-      doc="A fused elementwise kernel; its body is the submodule (multiple returns give a tuple).")
+      doc="A fused elementwise kernel; its body is the submodule (multiple returns give a tuple).",
+      gpu=GpuCode.kernel("pointwise"))
 
 
 def _fused_reduce_shape(op, s, mods):
@@ -71,7 +72,8 @@ def _fused_reduce_compute(op, args, out, run):
 
 defop("fused_reduce", _fused_reduce_shape, _fused_reduce_compute, attrs=[A("axes", "ints", (), show=True)],
       traits={"reduce"}, nargs=(1, -1),
-      doc="A reduction fused with elementwise producers/consumers; body in the submodule.")
+      doc="A reduction fused with elementwise producers/consumers; body in the submodule.",
+      gpu=GpuCode.kernel("reduce"))
 
 
 def _group_shape(op, s, mods):
@@ -90,4 +92,5 @@ def _group_shape(op, s, mods):
 
 
 defop("group", _group_shape, _fused_reduce_compute, attrs=[A("tag", "str", "", show=True)], nargs=(1, -1),
-      doc="A subgraph compiled as one kernel (MIGraphX op::group); `tag` names its kind, e.g. attention.")
+      doc="A subgraph compiled as one kernel (MIGraphX op::group); `tag` names its kind, e.g. attention.",
+      gpu=GpuCode.kernel("attention"))

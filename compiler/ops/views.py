@@ -9,7 +9,7 @@ import math
 import numpy as np
 
 from ..errors import ShapeError
-from ..op import Op, defop
+from ..op import GpuCode, Op, defop
 from ..shape import DynDim, Shape
 from .common import A, norm_axes, norm_axis, normalizer, same_type
 
@@ -253,7 +253,8 @@ defop("step", _step_shape, _step_compute, attrs=[A("axes", "ints", (), show=True
 # --- copies -------------------------------------------------------------------------------------
 defop("contiguous", lambda op, s, m: Shape.of(s[0].type, s[0].lens),
       lambda op, a, out, run: np.ascontiguousarray(a[0]), nargs=1,
-      doc="Copy into standard (row-major, packed) layout.")
+      doc="Copy into standard (row-major, packed) layout.",
+      gpu=GpuCode.kernel("pointwise"))
 
 
 def _layout_shape(op, s, m):
@@ -265,7 +266,8 @@ def _layout_shape(op, s, m):
 
 defop("layout", _layout_shape, lambda op, a, out, run: np.ascontiguousarray(a[0]),
       attrs=[A("permutation", "ints", (), show=True)], nargs=1,
-      doc="Copy into the memory order `permutation` (e.g. {0, 2, 3, 1} = NHWC for NCHW lens).")
+      doc="Copy into the memory order `permutation` (e.g. {0, 2, 3, 1} = NHWC for NCHW lens).",
+      gpu=GpuCode.kernel("pointwise"))
 
 
 def _concat_shape(op, s, m):
@@ -282,4 +284,5 @@ def _concat_shape(op, s, m):
 
 defop("concat", _concat_shape, lambda op, a, out, run: np.concatenate(a, axis=norm_axis(op["axis"], a[0].ndim,
                                                                                          "concat")),
-      attrs=[A("axis", "int", 0, show=True)], nargs=(1, -1), normalize=normalizer(axis="axis"))
+      attrs=[A("axis", "int", 0, show=True)], nargs=(1, -1), normalize=normalizer(axis="axis"),
+      gpu=GpuCode.kernel("concat"))

@@ -14,18 +14,19 @@ import math
 
 from ..matcher import arg, name, skip
 from ..op import Op
-from ._finder_util import Finder, all_static, replace_with_op, slice_ranges
+from ..rewrite import Rule, replace_with_op
+from ._rewrite_util import all_static, slice_ranges
 
 
-class SliceShapeTransforms(Finder):
+class SliceShapeTransforms(Rule):
     """reshape(slice(x)) splitting only the sliced axis -> slice(reshape(x)), a view of x."""
 
     name = "find_slice_shape_transforms"
 
-    def matcher(self):
+    def pattern(self):
         return name("reshape")(all_static(), arg(0)(skip("contiguous")(name("slice").bind("slice"))))
 
-    def plan(self, m, r):
+    def check(self, m, r):
         sl, out = r["slice"], r.root
         x = sl.inputs[0]
         if not x.shape.standard():

@@ -25,8 +25,9 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from ..ir import Instruction, Module
-from ..matcher import MatchResult, Rule, find_matches, name
+from ..matcher import MatchResult, name
 from ..op import Op
+from ..rewrite import Rule, find_matches
 from ..shape import Shape
 from ._fusion_util import new_submodule, param_name
 from .base import Pass
@@ -210,17 +211,17 @@ class FindAttention(Rule):
     def __init__(self, max_head_dim: int = 128):
         self.max_head_dim = max_head_dim
 
-    def matcher(self):
+    def pattern(self):
         return name("dot")
 
-    def check(self, module: Module, r: MatchResult) -> str | None:
-        got = match_attention(r.root, self.max_head_dim)
-        return got if isinstance(got, str) else None
+    def check(self, module: Module, r: MatchResult) -> str | AttentionMatch:
+        return match_attention(r.root, self.max_head_dim)
 
-    def apply(self, module: Module, r: MatchResult) -> None:
-        got = match_attention(r.root, self.max_head_dim)
-        assert not isinstance(got, str)
-        fuse_attention_group(module, got, "attn")
+    def rewrite(self, module: Module, r: MatchResult, plan: AttentionMatch) -> None:
+        fuse_attention_group(module, plan, "attn")
+
+    def target(self) -> str:
+        return "group[tag=attention](Q, Kᵀ, masks..., V)"
 
 
 @dataclass(frozen=True)

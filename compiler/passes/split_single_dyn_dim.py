@@ -74,7 +74,7 @@ def _copy_static(module: Module, sub: Module, axes: dict[str, int], size: int) -
     """Copy the body with static params. Shape computations are folded to literals as they are
     copied (simplify_dyn_ops's dimensions_of and constant rules, applied here so that every copied
     shape rule, e.g. a `range` whose length follows P, sees static inputs)."""
-    from ..ref import _run
+    from ..ref import run_instruction
 
     fold = shape_computations(module)
     mapping: dict[int, Instruction] = {}
@@ -91,7 +91,7 @@ def _copy_static(module: Module, sub: Module, axes: dict[str, int], size: int) -
                 value = np.asarray(args[0].shape.lens[slice(ins.op["start"], ins.op["end"])], dtype=np.int64)
             else:
                 tmp = sub.add_instruction(ins.op, args)
-                value = _run(tmp, [a.literal.data for a in args], False)
+                value = run_instruction(tmp, [a.literal.data for a in args], False)
                 sub.remove_instruction(tmp)
             mapping[ins.id] = sub.add_literal(np.asarray(value))
         else:

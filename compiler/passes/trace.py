@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..ir import Replacement
-from ..matcher import MatchRecord
+from ..rewrite import MatchRecord
 from ..snapshot import ProgramSnapshot, SnapshotDiff
 
 
@@ -157,7 +157,7 @@ class Trace:
         }
 
 
-def _file_name(rec: PassRecord) -> str:
+def record_file_name(rec: PassRecord) -> str:
     stem = re.sub(r"[^A-Za-z0-9_.#-]+", "_", rec.path.replace("/", "."))
     return f"{rec.index + 1:03d}_{stem}.txt"
 
@@ -176,7 +176,7 @@ def write_trace(trace: Trace, out_dir: str, *, changed_only: bool = True, extra:
         entry["file"] = None
         if rec.after is None or (changed_only and not rec.changed):
             continue
-        name = _file_name(rec)
+        name = record_file_name(rec)
         with open(os.path.join(out_dir, name), "w") as f:
             f.write(f"# pass {rec.path} ({rec.diff.summary() if rec.diff else ''})\n")
             f.write(rec.after.text)

@@ -20,7 +20,7 @@ def run(args: argparse.Namespace) -> int:
     if bad or not modes:
         raise MigxError(f"--mode {args.mode!r}: use eager, graph or eager,graph")
     try:
-        from ..gpu import compile_program
+        from .. import gpu
         from ..gpu.runtime import unavailable_reason
         from ..gpu.timing import time_program
     except ImportError as e:  # pragma: no cover - the GPU layer itself is broken
@@ -30,7 +30,7 @@ def run(args: argparse.Namespace) -> int:
         raise MigxError(f"no GPU: {why}")
     from ..gpu.pipelines import CompileOptions
 
-    compiled = compile_program(program, CompileOptions(mode=args.compile_mode, **precision_options(args)))
+    compiled = gpu.compile(program, CompileOptions(mode=args.compile_mode, **precision_options(args)))
     try:
         res = time_program(compiled, modes=modes, warmup=args.warmup, iters=args.iters,
                            per_kernel="eager" in modes, inputs=feed)

@@ -59,10 +59,11 @@ def evaluate_on(program, feed: dict[str, Any], target: str, mode: str, options: 
     try:
         from .. import gpu
 
-        run_program = gpu.run_program
+        compile_for_gpu = gpu.compile
     except (ImportError, AttributeError) as e:
         raise MigxError(f"--target gpu is unavailable: the GPU layer could not be loaded ({e})") from None
-    return [np.asarray(o) for o in run_program(program, feed, mode=mode, options=options)]
+    with compile_for_gpu(program, options) as compiled:
+        return [np.asarray(o) for o in compiled.run(feed, mode=mode)]
 
 
 def run(args: argparse.Namespace) -> int:

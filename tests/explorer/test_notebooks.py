@@ -97,6 +97,9 @@ def test_prototype_fusion_runs_and_highlights(tmp_path):
     text = _outputs_text(nb)
     assert "matches" in text and "near misses" in text and "st_added" in text  # the highlighted graph
     assert "numeric check against the original model: ok" in text
+    # adding an op end to end: the contract, the rule, every pass, the generated kernel
+    assert "silu: contract complete" in text and "differs in" in text and "18 matches on yolo" in text
+    assert "fusion.fuse_silu 18 rewrites" in text and "failed: none" in text and "expf(-" in text
     diff = _values(_widget_models(nb), "HTMLModel", "migx-diff-graph")
     assert diff and "<svg" in diff[0]
 

@@ -22,7 +22,7 @@ def _plant_bug(compiled) -> int:
     """Overwrite the first weight buffer on the device; returns the id of its first consumer."""
     main = compiled.program.main
     lit = next(i for i in main if i.name == "hip::hip_copy_literal" and i.shape.elements() > 100)
-    addr = compiled._addr[lit.id]
+    addr = compiled.state.addresses[lit.id]
     junk = np.full(lit.shape.elements(), 7.0, dtype=np.float32)
     compiled.backend.copy("h2d", addr, junk.ctypes.data, junk.nbytes, compiled.stream)
     compiled.backend.stream_sync(compiled.stream)
