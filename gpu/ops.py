@@ -63,7 +63,7 @@ def split_inputs(op: Op, items: list) -> tuple[list, list, list]:
 
 
 # Wrapped ops whose module inputs are their own bodies; for any other op a module is an epilogue.
-MODULE_OPS = frozenset({"pointwise", "fused_reduce", "split_fused_reduce", "fused_concat", "group", "if",
+MODULE_OPS = frozenset({"pointwise", "fused_reduce", "split_fused_reduce", "fused_concat", "group", "if", "loop",
                         "select_module"})
 
 
