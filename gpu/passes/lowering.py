@@ -127,6 +127,8 @@ class Lowering(Pass):
             new = quant_dot(m, ins, ins.inputs[0], ins.inputs[1], ins.shape)
         elif ins.name == "quant_convolution":
             new = self._quant_conv(m, ins)
+        elif ins.name == "group":
+            new = self._group(m, ins)
         elif op.has("in_place"):  # e.g. concat_past_present: its last input is its output buffer
             *own, buf = ins.inputs
             new = m.insert_instruction(ins, Op("gpu::precompile_op", op=op_text(op), ninputs=len(own), outputs=1),
@@ -211,6 +213,21 @@ class Lowering(Pass):
         a = view(m, ins, "multibroadcast", view(m, ins, "reshape", make_standard(m, ins, w), dims=[k_out, kk]),
                  out_lens=[n, k_out, kk])
         return quant_dot(m, ins, a, col, out)
+
+    def _group(self, m: Module, ins: Instruction) -> Instruction:
+        """A fused group writes through its output strides, so when its one user is a transpose
+        (attention's [B, H, S, D] -> [B, S, H, D] before the output projection) the buffer gets
+        the layout that makes the transposed view standard, and the copy after it disappears."""
+        shape = ins.shape
+        users = list(ins.outputs)
+        if len(users) == 1 and users[0].name == "transpose" and not shape.is_tuple:
+            perm = users[0].op["permutation"]
+            std = users[0].shape.as_standard().strides
+            strides = [0] * len(perm)
+            for i, p in enumerate(perm):
+                strides[p] = std[i]
+            shape = Shape.of(shape.type, shape.lens, strides)
+        return precompile(m, ins, ins.op, ins.inputs, shape, ins.module_inputs)
 
     def _conv_1x1(self, m: Module, ins: Instruction, x: Instruction, w: Instruction) -> Instruction:
         n, c = x.shape.lens[:2]

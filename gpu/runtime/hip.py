@@ -206,7 +206,9 @@ class HipBackend(Backend):
             return HIPBLAS_R_6X[dtype], HIPBLAS_R_6X[out], HIPBLAS_R_6X[acc]
         return HIP_R[dtype], HIP_R[out], HIPBLAS_COMPUTE.get(dtype, 2)
 
-    def make_gemm(self, handle: Any, plan: GemmPlan, a: int, b: int, c: int, alpha: float) -> tuple[Step, str]:
+    def make_gemm(self, handle: Any, plan: GemmPlan, a: int, b: int, c: int, alpha: float,
+                  bias: int | None = None, c_in: int | None = None) -> tuple[Step, str]:
+        # bias / c_in are not fused here: the caller runs the GEMM's epilogue kernel.
         t, tc, compute = self.gemm_types(plan.dtype, plan.c_dtype)
         esz = ESIZE.get(plan.dtype) or np.dtype(plan.dtype).itemsize
         esz_c = ESIZE.get(plan.c_dtype) or np.dtype(plan.c_dtype).itemsize
