@@ -137,7 +137,7 @@ def numeric_bisect(session) -> Divergence | None:
     bad = trace.first_numeric_failure()
     if bad is None:
         return None
-    cfg = session._numeric()
+    cfg = session.numeric_config()
     return locate_divergence(bad.before, bad.after, cfg.inputs, pass_path=bad.path, rtol=cfg.rtol, atol=cfg.atol)
 
 

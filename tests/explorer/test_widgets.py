@@ -412,7 +412,9 @@ def test_timing_view_tables_and_figure():
     html = timing_view.table_html(r)
     assert "graph capture (one launch)" in html and "<b>1.60x</b>" in html and "40 graph nodes" in html
     assert "7.00" in timing_view.summary(r)  # (300 - 20) / 40 µs saved per eager launch
-    runs = timing_view.runs_html({"dynamic_shapes,required": r})
+    from migx_explore.session import TimingRun
+
+    runs = timing_view.runs_html([TimingRun("dynamic_shapes,required", r)])
     assert "<code>dynamic_shapes,required</code>" in runs and "400.0" in runs
     svg = timing_view.figure_svg(r)
     assert svg.startswith("<svg") and "latency per mode" in svg and "slowest kernels" in svg
@@ -447,7 +449,8 @@ def test_gpu_panel_times_through_the_fake_backend(monkeypatch):
         assert "graph capture (one launch)" in ex.gpu.table.value
         assert ex.gpu.plot.value.startswith("<svg")
         assert ex.gpu.progress_label.value.startswith("done:")
-        result = ex.session.timings[ex.session.spec()]
+        result = ex.session.timing()
+        assert list(ex.session.timings) == [ex.session.config.identity()]
         assert set(result.modes) == {"eager", "graph"} and ex.gpu.summary().startswith("eager:")
     finally:
         monkeypatch.delenv("MIGX_GPU_BACKEND")
