@@ -318,14 +318,15 @@ class Session:
         }
 
     def numeric_state(self, r: PassRecord) -> str:
-        """'ok' | 'bad' | 'note' | 'pending' (deferred, not yet run) | 'off' | 'unchanged'."""
+        """'ok' | 'bad' | 'note' | 'pending' (deferred, not yet run) | 'off' | 'nested' (checked
+        through its top-level pass) | 'unchanged'."""
         if r.numeric is not None:
             return "note" if r.numeric.note else ("ok" if r.numeric.ok else "bad")
+        if not r.changed:
+            return "unchanged"
         if not self.traces.numeric:
             return "off"
-        if r.changed and r.depth == 0:
-            return "pending"
-        return "unchanged"
+        return "pending" if r.depth == 0 else "nested"
 
     def final(self) -> ProgramSnapshot:
         return self.trace.final

@@ -16,12 +16,15 @@ from .cnn import mobilenet, resnet18, resnet_block
 from .mlp import dynamic_mlp, mlp
 from .transformer import transformer
 from .yolo import yolo
+from .yolov8 import yolov8
 
 _MODELS: dict[str, tuple[Callable[[], onnx.ModelProto], str]] = {
     "resnet_block": (resnet_block, "two ResNet basic blocks (conv-bn-relu, residual add), 1x16x32x32"),
     "resnet18": (resnet18, "ResNet-18 layout, 1x3x224x224 -> 1000 logits"),
     "mobilenet": (mobilenet, "MobileNetV2 inverted residuals (1x1 expand, depthwise 3x3, 1x1 project, ReLU6)"),
     "yolo": (yolo, "YOLOv8-style Conv+SiLU, C2f, SPPF, Resize upsample + Concat, detect head"),
+    "yolov8": (yolov8, "full YOLOv8-shaped detector (backbone, PAN neck, 3-scale head, DFL; n width, l "
+                       "depth): ~800 instructions, the real-size example"),
     "transformer": (transformer, "encoder layer: attention with a -inf causal mask, LayerNorm, Erf GELU"),
     "mlp": (mlp, "Gemm/ReLU classifier on 1x784"),
     "dynamic_mlp": (dynamic_mlp, "MatMul/Add MLP with a symbolic batch dim"),
