@@ -1,7 +1,8 @@
 """A full YOLOv8-shaped detector (backbone, PAN neck, three-scale decoupled head with the DFL box
 decode) at YOLOv8n's width and YOLOv8l's depth: ~800 instructions after import, the size of a
-real export and the explorer's real-size example. Weights are seeded; the input is small (1x3x96x96 by default) so the per-pass numeric
-check stays quick while the graph keeps its real structure.
+real export and the explorer's real-size example. Weights are seeded; the input is small
+(1x3x96x96 by default) so the per-pass numeric check stays quick while the graph keeps its real
+structure.
 """
 
 from __future__ import annotations

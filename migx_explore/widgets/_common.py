@@ -16,8 +16,9 @@ from typing import Any
 CSS = """
 <style>
 .migx-explorer { font-size: 13px; max-width: 100%; }
+.migx-explorer .migx-progress-label, .migx-explorer .migx-numeric-progress { white-space: nowrap; }
 .migx-explorer .migx-title-text { margin: 2px 0; font-size: 15px; }
-.migx-explorer .migx-tree { height: 330px; overflow-y: auto; border: 1px solid #ddd; padding: 2px 4px;
+.migx-explorer .migx-tree { height: 270px; overflow-y: auto; border: 1px solid #ddd; padding: 2px 4px;
   flex: none; }
 .migx-explorer .migx-tree-row { min-height: 22px; align-items: center; flex-wrap: nowrap; width: 100%;
   overflow: hidden; }
@@ -28,7 +29,8 @@ CSS = """
 .migx-explorer .migx-num-ok { color: #1b7f3b; font-weight: 700; }
 .migx-explorer .migx-num-bad { color: #b00020; font-weight: 700; }
 .migx-explorer .migx-num-pending, .migx-explorer .migx-num-note { color: #999; }
-.migx-explorer .migx-side .migx-stats-table { font-size: 12px; }
+.migx-explorer .migx-side .migx-stats-table { font-size: 11.5px; line-height: 1.25; }
+.migx-explorer .migx-side .migx-stats-table th { white-space: nowrap; }
 .migx-explorer .migx-side .migx-stats-table td { word-break: break-word; }
 .migx-explorer .migx-warnings { font-size: 11px; }
 .migx-explorer .migx-warnings ul { margin: 2px 0; padding-left: 16px; }

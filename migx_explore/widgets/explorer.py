@@ -60,10 +60,13 @@ class NumericFiller:
         self._generation = 0
         self._thread: threading.Thread | None = None
 
-    def restart(self, session: Session) -> int:
-        """Check the session's unchecked passes (listed now, on the caller's thread); returns how many."""
+    def restart(self, session: Session, on_start: Any = None) -> int:
+        """Check the session's unchecked passes (listed now, on the caller's thread); `on_start(n)`
+        runs before the thread starts. Returns how many there are."""
         self.cancel()
         todo = session.unchecked()
+        if on_start is not None:
+            on_start(len(todo))
         if todo:
             gen = self._generation
             self._thread = threading.Thread(target=self._run, args=(session, todo, gen), daemon=True,
@@ -177,7 +180,7 @@ class Explorer:
     `display(ex)`); drive it from Python with next/prev/first/last/goto/toggle/load."""
 
     def __init__(self, session: Session | None = None, *, view: str = "diff", model_name: str = "",
-                 graph_height: int = 500):
+                 graph_height: int = 640):
         W = widgets()
         self.css_id = "migx-ex-" + uuid.uuid4().hex[:8]  # scopes browser-side lookups to this explorer
         self.errors = ErrorBox()
@@ -257,9 +260,8 @@ class Explorer:
         t_shown = time.perf_counter()
         self.last_load = {"import_s": t_trace - t0, "trace_s": t_traced - t_trace, "first_view_s": t_shown - t_traced,
                           "total_s": t_shown - t0}
-        self.progress.finish(f"loaded {session.name}: {session.initial.total_instructions()} instructions, "
-                             f"{len(session.trace.records)} passes traced in {t_traced - t_trace:.2f} s, first graph "
-                             f"after {t_shown - t0:.2f} s")
+        self.progress.finish(f"loaded {session.name} ({session.initial.total_instructions()} instructions): traced "
+                             f"in {t_traced - t_trace:.2f} s, first graph after {t_shown - t0:.2f} s")
         self._start_numeric()
 
     def _show_status(self) -> None:
@@ -278,8 +280,10 @@ class Explorer:
 
     # ---- the deferred numeric check ----------------------------------------------------------------------
     def _start_numeric(self) -> None:
-        n = self.numeric.restart(self._require())
-        self.numeric_progress.value = f"numeric check: 0/{n} passes…" if n else ""
+        def started(n: int) -> None:
+            self.numeric_progress.value = f"numeric check: 0/{n} passes…" if n else ""
+
+        self.numeric.restart(self._require(), started)
 
     def _numeric_result(self, session: Session, rec: Any, done: int, total: int) -> None:
         if session is not self.session:
@@ -311,9 +315,8 @@ class Explorer:
         self._show_position()
         self._show_status()
         self.last_refresh_s = time.perf_counter() - t0
-        first = f", from {info.first_run}" if info.first_run else ""
-        self.progress.finish(f"re-traced {info.ran} of {info.ran + info.reused} passes{first} in "
-                             f"{self.last_refresh_s:.2f} s ({info.reused} reused from the cache)")
+        self.progress.finish(f"re-traced {info.ran}/{info.ran + info.reused} passes in {self.last_refresh_s:.2f} s"
+                             + (f" (from {info.first_run.split('#')[0]})" if info.first_run else ""))
         self._start_numeric()
 
     def _show_position(self) -> None:

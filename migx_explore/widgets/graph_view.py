@@ -72,13 +72,19 @@ def _widget_class() -> type:
         svg = t.Unicode("").tag(sync=True)
         svg_right = t.Unicode("").tag(sync=True)  # non-empty: two panels (a comparison)
         titles = t.List(t.Unicode(), default_value=[]).tag(sync=True)
-        height = t.Int(560, min=120).tag(sync=True)
+        height = t.Int(640, min=120).tag(sync=True)  # the most the pane takes (less on a short window)
         auto_centre = t.Bool(True).tag(sync=True)  # centre on the changed nodes of each new drawing
         sync = t.Bool(True).tag(sync=True)  # pan/zoom the two panels together
         pinned = t.Unicode("").tag(sync=True)  # node title ("i42") marked across drawings
         search = t.Unicode("").tag(sync=True)
         search_hits = t.Int(0).tag(sync=True)
         view_state = t.Dict().tag(sync=True)  # from the front end: zoom, changed, changed_in_view
+        # Commands travel as a trait (with a counter so a repeat is still a change), which the
+        # front end also replays when it starts after the command was given.
+        command = t.Dict().tag(sync=True)
+
+        def _command(self, **cmd: Any) -> None:
+            self.command = {**cmd, "n": self.command.get("n", 0) + 1}
 
         def show(self, svg: str, right: str = "", titles: tuple[str, ...] = ()) -> None:
             """Draw new markup (one trait round-trip: both panels and titles change together)."""
@@ -88,14 +94,14 @@ def _widget_class() -> type:
                 self.svg = svg
 
         def fit(self) -> None:
-            self.send({"cmd": "fit"})
+            self._command(cmd="fit")
 
         def centre_changes(self) -> None:
-            self.send({"cmd": "centre"})
+            self._command(cmd="centre")
 
         def find(self, query: str, next: bool = False) -> None:
             """Search nodes by name, op or instruction id ('42', '#42' or 'i42')."""
-            self.send({"cmd": "find", "query": query, "next": next})
+            self._command(cmd="find", query=query, next=next)
 
     return GraphView
 

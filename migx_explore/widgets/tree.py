@@ -59,8 +59,8 @@ class PipelineTree:
         self.errors = errors
         self._on_toggle, self._on_select, self._on_view_change = on_toggle, on_select, on_view_change
         self.filter = W.Text(placeholder="filter passes (e.g. fuse)", continuous_update=False,
-                             layout=W.Layout(width="13em"), _dom_classes=["migx-filter"])
-        self.hide_unchanged = W.Checkbox(False, description="hide unchanged passes", indent=False,
+                             layout=W.Layout(width="12em"), _dom_classes=["migx-filter"])
+        self.hide_unchanged = W.Checkbox(False, description="hide unchanged", indent=False,
                                          layout=W.Layout(width="auto"), _dom_classes=["migx-hide-unchanged"])
         self.rows_box = W.VBox([], _dom_classes=["migx-tree"])
         self.widget = W.VBox([W.HBox([self.filter, self.hide_unchanged]), self.rows_box],

@@ -24,7 +24,7 @@ class Views:
     """Widget: `widget` holds the view selector, the view's controls, the graph view and the text
     panes; `stats` and `warnings` are placed by the explorer."""
 
-    def __init__(self, errors: ErrorBox, initial: str = "diff", on_pick: Any = None, graph_height: int = 520):
+    def __init__(self, errors: ErrorBox, initial: str = "diff", on_pick: Any = None, graph_height: int = 640):
         W = widgets()
         self.errors = errors
         self.cache = content.SvgCache()
@@ -76,7 +76,11 @@ class Views:
         self.refresh_stats()
         self.warnings.value = queries.warnings_html(session.warnings())
         self._fill_compare_choices(session)
+        shown = self.graph.svg
         self._show_selected()
+        if self.graph.svg == shown and self.select.value in content.PASS_GRAPH_VIEWS:
+            # every step centres on the change, also one that lands on the drawing already shown
+            self.graph.centre_changes()
 
     def refresh_stats(self) -> None:
         if self._session is not None:

@@ -177,7 +177,7 @@ def test_explorer_opens_on_the_first_pass_that_changed_something(ex):
     assert "migx-diff-graph" in ex.views.graph._dom_classes
     assert "<table" in ex.views.stats.value
     assert not ex.errors.messages
-    assert ex.progress.label.value.startswith("loaded program: ")
+    assert ex.progress.label.value.startswith("loaded program (")
     assert ex.last_load["total_s"] > 0 and f"{ex.last_load['trace_s']:.2f} s" in ex.progress.label.value
     assert "No GPU timing here" in ex.gpu.status.value or not ex.gpu.reason
 

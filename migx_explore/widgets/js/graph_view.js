@@ -13,6 +13,10 @@ function el(tag, cls, text) {
   return e;
 }
 
+function afterPaint(fn) {
+  requestAnimationFrame(() => requestAnimationFrame(fn));
+}
+
 function unionRect(nodes) {
   let r = null;
   for (const n of nodes) {
@@ -50,7 +54,7 @@ class Panel {
     this.root = el("div", "migx-gv-panel");
     if (title) this.root.appendChild(el("div", "migx-gv-title", title));
     this.canvas = el("div", "migx-gv-canvas");
-    this.canvas.style.height = view.height() + "px";
+    this.canvas.style.height = view.canvasHeight();
     this.root.appendChild(this.canvas);
     this.canvas.innerHTML = markup;
     this.svg = this.canvas.querySelector("svg");
@@ -140,7 +144,7 @@ class Panel {
     const c = this.canvas.getBoundingClientRect();
     const w = Math.max(r.right - r.left, 1), h = Math.max(r.bottom - r.top, 1);
     const real = this.spz.getSizes().realZoom;
-    let k = Math.min(0.9 * c.width / w, 0.9 * c.height / h);
+    let k = Math.min(0.88 * c.width / w, 0.88 * c.height / h);
     k = Math.min(k, maxZoom / real);
     const px = (r.left + r.right) / 2 - c.left, py = (r.top + r.bottom) / 2 - c.top;
     this.spz.zoomAtPoint(this.spz.getZoom() * k, { x: px, y: py });
@@ -208,7 +212,8 @@ class GraphView {
     this.build();
   }
 
-  height() { return this.model.get("height"); }
+  // Fill the window below the controls on a laptop screen, up to `height` on a tall one.
+  canvasHeight() { return `clamp(260px, calc(100vh - 400px), ${this.model.get("height")}px)`; }
   each(fn) { this.panels.forEach(fn); }
 
   build() {
@@ -240,7 +245,7 @@ class GraphView {
 
   fit() {
     this.each((p) => { if (p.spz) { p.spz.resize(); p.spz.fit(); p.spz.center(); } });
-    this.report();
+    afterPaint(() => this.report());
   }
 
   centre(user) {
@@ -250,26 +255,47 @@ class GraphView {
     this.each((p) => { p.spz.resize(); p.spz.fit(); p.spz.center(); });
     if (!changed.length) {
       this.setNote(user ? "nothing changed here: showing the whole graph" : "");
-      this.report();
+      afterPaint(() => this.report());
       return;
     }
-    // Centre each panel on its own changed nodes (a compare's two sides differ); the sync
-    // is off meanwhile so one panel's move does not undo the other's.
-    this.syncing = true;
-    try { this.each((p) => p.focus(p.changed().length ? p.changed() : changed, 1.5)); }
-    finally { this.syncing = false; }
-    this.report();
+    // svg-pan-zoom applies a move on the next animation frame, and focus() measures nodes on
+    // screen: measure after the fit is painted. Each panel centres on its own changed nodes
+    // (a compare's two sides differ), with the sync off so one does not undo the other.
+    // Measured on screen, so a second look corrects what the first move left out (up to 3).
+    const attempt = (left) => {
+      this.syncing = true;
+      try { this.each((p) => p.focus(p.changed().length ? p.changed() : changed, 1.5)); }
+      finally { this.syncing = false; }
+      afterPaint(() => {
+        const out = this.panels.some((p) => p.changed().some((n) => !inside(n, p.visibleBox())));
+        if (out && left > 0) attempt(left - 1); else this.report();
+      });
+    };
+    afterPaint(() => attempt(2));
   }
 
+  transformOf(p) {
+    const z = p.spz.getSizes().realZoom, pan = p.spz.getPan();
+    return { s: z, x: pan.x, y: pan.y };
+  }
+
+  // Synced panels make the same screen motion: the change of one panel's transform (scale r,
+  // shift) is applied to the other, so each keeps its own framing of its own graph.
   changedView(panel) {
-    if (!this.syncing && this.model.get("sync") && this.panels.length > 1) {
+    if (!this.syncing && this.model.get("sync") && this.panels.length > 1 && panel.last) {
+      const now = this.transformOf(panel), was = panel.last;
+      const r = now.s / was.s, dx = now.x - r * was.x, dy = now.y - r * was.y;
       this.syncing = true;
       try {
         for (const p of this.panels) {
-          if (p !== panel && p.spz) { p.spz.zoom(panel.spz.getZoom()); p.spz.pan(panel.spz.getPan()); }
+          if (p === panel || !p.spz || !p.last) continue;
+          const t = p.last, base = t.s / p.spz.getZoom();
+          p.spz.zoom((r * t.s) / base);
+          p.spz.pan({ x: r * t.x + dx, y: r * t.y + dy });
         }
       } finally { this.syncing = false; }
     }
+    if (!this.syncing) this.each((p) => { if (p.spz) p.last = this.transformOf(p); });
     if (!this.frame) {
       this.frame = requestAnimationFrame(() => { this.frame = null; this.report(); });
     }
@@ -277,7 +303,7 @@ class GraphView {
 
   // The note says where the change is relative to the view, the minimap follows the view.
   report() {
-    this.each((p) => p.updateMinimap());
+    this.each((p) => { p.updateMinimap(); if (p.spz) p.last = this.transformOf(p); });
     let total = 0, shown = 0, zoom = 1;
     for (const p of this.panels) {
       if (!p.spz) continue;
@@ -333,6 +359,7 @@ class GraphView {
       const [p, n] = hits[this.hitIndex];
       n.classList.add("migx-gv-hit-current");
       p.focus([n], 1.5);
+      afterPaint(() => this.report());
     }
     this.syncSearch(q, hits.length);
   }
@@ -373,8 +400,8 @@ function render({ model, el: root }) {
   model.on("change:svg_right", rebuild);
   model.on("change:titles", rebuild);
   model.on("change:pinned", () => view.applyPin());
-  model.on("change:height", () => { view.each((p) => { p.canvas.style.height = model.get("height") + "px"; }); view.whenVisible(); });
-  model.on("msg:custom", (msg) => view.message(msg));
+  model.on("change:height", () => { view.each((p) => { p.canvas.style.height = view.canvasHeight(); }); view.whenVisible(); });
+  model.on("change:command", () => view.message(model.get("command") || {}));
   return () => { view.observer.disconnect(); view.each((p) => p.destroy()); };
 }
 
