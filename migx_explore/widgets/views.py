@@ -76,6 +76,7 @@ class Views:
         self.refresh_stats()
         self.warnings.value = queries.warnings_html(session.warnings())
         self._fill_compare_choices(session)
+        self._default_compare(session)
         shown = self.graph.svg
         self._show_selected()
         if self.graph.svg == shown and self.select.value in content.PASS_GRAPH_VIEWS:
@@ -99,6 +100,20 @@ class Views:
             self.compare_b.options = options
             self.compare_a.value = old_a if old_a in idx else -1
             self.compare_b.value = old_b if old_b in idx else options[-1][1]
+        finally:
+            self._quiet = False
+
+    def _default_compare(self, session: Session) -> None:
+        """Outside the Compare view, keep its choice on 'the previous change vs this pass', so
+        opening it shows the step the user is on against the last one that changed the IR."""
+        cur = session.current
+        if cur.depth > 0 or self.select.value == "compare":
+            return
+        earlier = [r.index for r in session.trace.top_level() if r.changed and r.index < cur.index]
+        self._quiet = True
+        try:
+            self.compare_a.value = earlier[-1] if earlier else -1
+            self.compare_b.value = cur.index
         finally:
             self._quiet = False
 

@@ -213,7 +213,7 @@ class GraphView {
   }
 
   // Fill the window below the controls on a laptop screen, up to `height` on a tall one.
-  canvasHeight() { return `clamp(260px, calc(100vh - 400px), ${this.model.get("height")}px)`; }
+  canvasHeight() { return `clamp(260px, calc(100vh - 430px), ${this.model.get("height")}px)`; }
   each(fn) { this.panels.forEach(fn); }
 
   build() {
