@@ -14,8 +14,9 @@ try:  # ml_dtypes ships with onnx; keep the import optional so bare numpy still 
     import ml_dtypes
 
     _BF16 = np.dtype(ml_dtypes.bfloat16)
+    _FP8E4M3FN = np.dtype(ml_dtypes.float8_e4m3fn)
 except ImportError:  # pragma: no cover - exercised only without onnx installed
-    _BF16 = None
+    _BF16 = _FP8E4M3FN = None
 
 
 @dataclass(frozen=True)
@@ -47,6 +48,8 @@ _TABLE = [
     _t("bfloat16", "bf16_type", _BF16, 16, 2, True, True),
     _t("float32", "float_type", np.float32, 1, 4, True, True),
     _t("float64", "double_type", np.float64, 11, 8, True, True),
+    # OCP fp8 e4m3fn (ONNX FLOAT8E4M3FN): finite range +-448, no infinities; quantize_fp8's type.
+    _t("float8e4m3fn", "fp8e4m3fn_type", _FP8E4M3FN, 17, 1, True, True),
     _t("uint8", "uint8_type", np.uint8, 2, 1, False, False),
     _t("int8", "int8_type", np.int8, 3, 1, False, True),
     _t("uint16", "uint16_type", np.uint16, 4, 2, False, False),
@@ -76,6 +79,7 @@ def dtype(name_or_np) -> DType:
         if name_or_np in BY_MIGRAPHX:
             return BY_MIGRAPHX[name_or_np]
         aliases = {"float": "float32", "half": "float16", "double": "float64", "bf16": "bfloat16",
+                   "fp8": "float8e4m3fn", "fp16": "float16", "fp32": "float32",
                    "int": "int32", "long": "int64"}
         if name_or_np in aliases:
             return BY_NAME[aliases[name_or_np]]
@@ -99,3 +103,25 @@ def common_type(*names: str) -> str:
     if len(uniq) == 1:
         return uniq[0]
     return dtype(np.result_type(*[np_dtype(n) for n in uniq])).name
+
+
+def is_float_np(npd) -> bool:
+    """Is this numpy dtype a float type? True for bfloat16 and fp8 too, which ml_dtypes gives numpy
+    kind 'V' (so `dtype.kind == "f"` silently treats them as integers)."""
+    npd = np.dtype(npd)
+    return npd.kind == "f" or (npd in _BY_NP and _BY_NP[npd].is_float)
+
+
+def is_low_float(npd: np.dtype) -> bool:
+    """float16, bfloat16 and fp8 arrays: the reference evaluator accumulates these in float32, as
+    the GPU kernels and BLAS do (ml_dtypes types report numpy kind 'V', so kind alone misses them)."""
+    npd = np.dtype(npd)
+    return npd.itemsize < 4 and npd in _BY_NP and _BY_NP[npd].is_float
+
+
+def finfo(name_or_np):
+    """np.finfo that also knows bfloat16 and fp8 (through ml_dtypes)."""
+    npd = np_dtype(dtype(name_or_np).name)
+    if npd.kind == "f":
+        return np.finfo(npd)
+    return ml_dtypes.finfo(npd)

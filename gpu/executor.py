@@ -27,7 +27,7 @@ from ..compiler.errors import MigxError
 from ..compiler.ir import Instruction, Program
 from ..compiler.shape import Shape
 from . import kernel_cache
-from .passes.memory import MemoryStats, memory_stats
+from .passes.memory_coloring import MemoryStats, memory_stats
 from .runtime import Backend, GpuError, get_backend
 from .steps import Built, build_steps, plan_addresses
 

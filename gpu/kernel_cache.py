@@ -121,11 +121,15 @@ def compile_many(compiler: KernelCompiler, kernels: Iterable[KernelSource], *, w
     folder = cache_dir()
     for ks in {k.key: k for k in kernels}.values():
         bk = binary_key(ks, compiler, flags)
+        path = folder / f"{bk}.bin"
         if bk in _BINARIES:
             out[ks.key] = _BINARIES[bk]
             stats.from_memory += 1
+            # Write through: a binary another cache folder (or an earlier, since-cleared folder)
+            # produced must still land in this one, or a warm start from this folder recompiles it.
+            if use_disk and not path.is_file():
+                _write_atomic(path, out[ks.key])
             continue
-        path = folder / f"{bk}.bin"
         if use_disk and path.is_file():
             data = path.read_bytes()
             _BINARIES[bk] = out[ks.key] = data

@@ -152,7 +152,7 @@ def _gemm_shape(op, shapes, mods):
 
 def _gemm_compute(op, args, out, run):
     a, b = args[0], args[1]
-    acc = np.float32 if a.dtype.kind == "f" and a.dtype.itemsize < 4 else None
+    acc = np.float32 if dtypes.is_low_float(a.dtype) else None
     res = np.matmul(a.astype(acc) if acc else a, b.astype(acc) if acc else b) * op["alpha"]
     res = res.reshape(out.lens)
     if run.ins.module_inputs:

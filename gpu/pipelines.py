@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from ..compiler.passes import Pass, PassEntry, Pipeline, pass_registry
+from ..compiler.quantize import check_precision, quantize_pipeline
 
 # Backend passes register themselves on import (they need no GPU either).
 if importlib.util.find_spec(f"{__package__}.passes") is not None:
@@ -36,12 +38,17 @@ class CompileOptions:
     full_dynamic: bool = False  # MIGRAPHX_ENABLE_FULL_DYNAMIC
     disable_schedule: bool = False  # MIGRAPHX_DISABLE_SCHEDULE_PASS
     nstreams: int = 1
+    precision: str = "fp32"  # fp16 / bf16 / int8 / fp8 add the quantize stage (migraphx-driver --fp16 ...)
+    # Feeds ({input: array}) int8 / fp8 scales are calibrated on. Data, not an option: it takes no
+    # part in equality or hashing (two compiles differing only here share a configuration label).
+    calibration: tuple = field(default=(), compare=False, hash=False, repr=False)
 
     def __post_init__(self):
         if self.mode not in COMPILE_MODES:
             from ..compiler.errors import MigxError
 
             raise MigxError(f"unknown compile mode {self.mode!r}; valid: {', '.join(COMPILE_MODES)}")
+        check_precision(self.precision)
 
 
 @dataclass(frozen=True)
@@ -164,10 +171,16 @@ _BUILDERS = {
 }
 
 
-def gpu_pipelines(options: CompileOptions | None = None, *, include_backend: bool = True) -> list[Pipeline]:
-    """The five pipelines for these options (eager mode keeps optimize_rewrite visible, disabled)."""
+def gpu_pipelines(options: CompileOptions | None = None, *, include_backend: bool = True,
+                  calibration: Sequence[Mapping[str, Any]] = ()) -> list[Pipeline]:
+    """The five pipelines for these options (eager mode keeps optimize_rewrite visible, disabled),
+    preceded by the `quantize` stage when options.precision is not fp32; `calibration` holds the
+    feeds int8 / fp8 scales are measured on."""
     o = options or CompileOptions()
     out = []
+    stage = quantize_pipeline(o.precision, calibration or o.calibration)
+    if stage is not None:
+        out.append(stage)
     for name in PIPELINE_NAMES:
         if name == "backend" and not include_backend:
             continue

@@ -14,6 +14,7 @@ from the first entry whose prefix changed.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -91,8 +92,13 @@ class Session:
 
     def __init__(self, program: Program, *, name: str = "program", options: CompileOptions | None = None,
                  include_backend: bool = True, numeric: bool = True, inputs: dict | None = None,
-                 validate: bool = True, defer_numeric: bool = False):
+                 validate: bool = True, defer_numeric: bool = False, precision: str | None = None,
+                 calibration: Sequence[dict] = ()):
         self.name = name
+        options = options or CompileOptions()
+        if precision is not None or calibration:  # the quantize stage (fp16/bf16/int8/fp8) runs first
+            options = dataclasses.replace(options, precision=precision or options.precision,
+                                          calibration=tuple(calibration) or options.calibration)
         self.initial: ProgramSnapshot = snapshot(program)
         self.config = PipelineConfig(options, include_backend=include_backend)
         self.traces = TraceCache(self.initial, validate=validate, numeric=numeric, numeric_inputs=inputs,

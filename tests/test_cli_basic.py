@@ -101,7 +101,7 @@ def test_run_gpu_target_goes_through_the_gpu_hook(monkeypatch, capsys):
 
     calls = []
 
-    def fake_run_program(program, inputs, mode="eager"):
+    def fake_run_program(program, inputs, mode="eager", options=None):
         calls.append((sorted(inputs), mode))
         return evaluate(program, inputs)
 

@@ -26,7 +26,8 @@ from migx_explore.compiler.passes import (
     spec_from_pipelines,
     write_trace,
 )
-from migx_explore.compiler.passes.cleanup import DeadCodeElimination, EliminateIdentity
+from migx_explore.compiler.passes.dead_code_elimination import DeadCodeElimination
+from migx_explore.compiler.passes.eliminate_identity import EliminateIdentity
 
 SRC = """
 x = @param:x -> float_type, {4}, {1}

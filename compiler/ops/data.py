@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import dtypes
 from ..errors import ShapeError
 from ..op import defop
 from ..shape import Shape
@@ -238,7 +239,7 @@ def _topk_compute(op, args, out, run):
     # A stable sort on the (negated) key keeps the lower index first among equal values, as ONNX asks.
     key = x.astype(np.float64) if x.dtype.kind in "ub" or x.dtype.itemsize < 4 else x
     key = -key if op["largest"] else key
-    if key.dtype.kind == "f":  # NaN counts as the largest value
+    if dtypes.is_float_np(key.dtype):  # NaN counts as the largest value
         key = np.where(np.isnan(key), -np.inf if op["largest"] else np.inf, key)
     idx = np.take(np.argsort(key, axis=axis, kind="stable"), np.arange(op["k"]), axis=axis)
     return np.take_along_axis(x, idx, axis=axis), idx.astype(np.int64)
@@ -270,7 +271,7 @@ def _onehot_compute(op, args, out, run):
     ind, values = args
     depth = op["depth"]
     axis = norm_axis(op["axis"], ind.ndim + 1, "onehot")
-    i = _wrap(np.trunc(ind) if ind.dtype.kind == "f" else ind, depth)
+    i = _wrap(np.trunc(ind) if dtypes.is_float_np(ind.dtype) else ind, depth)
     hot = np.expand_dims(i, axis) == np.arange(depth).reshape([-1 if d == axis else 1 for d in range(ind.ndim + 1)])
     flat = values.reshape(-1)
     return np.where(hot, flat[1], flat[0])

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import dtypes
 from ..errors import ShapeError
 from ..op import defop
 from ..shape import Shape
@@ -108,7 +109,7 @@ defop("split_fused_reduce", _split_reduce_shape, _split_reduce_compute,
 
 # --- layernorm ----------------------------------------------------------------------------------
 def _layernorm(x: np.ndarray, eps: float, axis: int) -> np.ndarray:
-    acc = x.astype(np.float32) if x.dtype.kind == "f" and x.dtype.itemsize < 4 else x
+    acc = x.astype(np.float32) if dtypes.is_low_float(x.dtype) else x
     mean = np.mean(acc, axis=axis, keepdims=True)
     d = acc - mean
     var = np.mean(d * d, axis=axis, keepdims=True)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
+from .. import dtypes
 from ..errors import ShapeError
 from ..op import defop
 from ..shape import DynDim, Shape
@@ -44,7 +45,7 @@ def _dyn_dot_shape(t: str, a: Shape, b: Shape) -> Shape:
 
 def _dot_compute(op, args, out, run):
     a, b = args
-    if a.dtype.kind == "f" and a.dtype.itemsize < 4:
+    if dtypes.is_low_float(a.dtype):
         return np.matmul(a.astype(np.float32), b.astype(np.float32))
     return np.matmul(a, b)
 
@@ -112,7 +113,7 @@ def _conv_compute(op, args, out, run):
     nd = x.ndim - 2
     pb, pe, st, dl = conv_params(op, nd)
     g = op["group"]
-    acc = np.float32 if x.dtype.kind == "f" and x.dtype.itemsize < 4 else None
+    acc = np.float32 if dtypes.is_low_float(x.dtype) else None
     xa = x.astype(acc) if acc else x
     wa = w.astype(acc) if acc else w
     win = _windows(xa, w.shape[2:], pb, pe, st, dl)  # N C O.. K..

@@ -44,7 +44,7 @@ def _deconv_compute(op, args, out, run):
     nd = x.ndim - 2
     pb, pe, st, dl = conv_params(op, nd)
     g = op["group"]
-    acc = np.float32 if x.dtype.kind == "f" and x.dtype.itemsize < 4 else np.result_type(x.dtype, w.dtype)
+    acc = np.float32 if dtypes.is_low_float(x.dtype) else np.result_type(x.dtype, w.dtype)
     n, c = x.shape[:2]
     cg, kg = c // g, w.shape[1]
     kernel = w.shape[2:]
@@ -104,9 +104,13 @@ def _quant_shape(op, s, m):
     if not scale.dtype.is_float:
         raise ShapeError(f"quantizelinear: scale must be float, got {scale.type}")
     t = s[2].type if len(s) == 3 else op["out_type"]
-    if dtypes.dtype(t).is_float or t == "bool":
-        raise ShapeError(f"quantizelinear: output type {t} is not an integer type")
+    if (dtypes.dtype(t).is_float and t not in FP8_TYPES) or t == "bool":
+        raise ShapeError(f"quantizelinear: output type {t} is not an integer or fp8 type")
     return Shape.of(t, x.lens)
+
+
+# Quantized float types: saturate to their finite range instead of rounding to an integer.
+FP8_TYPES = {"float8e4m3fn": 448.0}
 
 
 def _quant_compute(op, args, out, run):
@@ -115,6 +119,9 @@ def _quant_compute(op, args, out, run):
     ft = np.result_type(args[0].dtype, args[1].dtype, np.float32)
     x, scale = args[0].astype(ft), args[1].astype(ft)
     zp = args[2].astype(np.float64) if len(args) == 3 else 0.0
+    if out.type in FP8_TYPES:  # ONNX saturate=1: clip to the finite range, then round to fp8
+        limit = FP8_TYPES[out.type]
+        return np.clip((x / scale).astype(np.float32) + np.float32(zp), -limit, limit)
     info = np.iinfo(dtypes.np_dtype(out.type))
     q = np.rint(x / scale).astype(np.float64) + zp  # rint: round half to even, as ONNX asks
     return np.clip(q, info.min, info.max)

@@ -19,7 +19,7 @@ def _erf(x: np.ndarray) -> np.ndarray:
 
     arr = np.asarray(x)
     out = np.frompyfunc(math.erf, 1, 1)(arr.astype(np.float64))
-    return np.asarray(out, dtype=np.float64).astype(arr.dtype if arr.dtype.kind == "f" else np.float64)
+    return np.asarray(out, dtype=np.float64).astype(arr.dtype if dtypes.is_float_np(arr.dtype) else np.float64)
 
 
 def _int_div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -37,7 +37,7 @@ def _pow(a, b):
 
 
 def _recip(x):
-    return np.reciprocal(x) if x.dtype.kind == "f" else (1 // np.where(x == 0, 1, x))
+    return np.reciprocal(x) if dtypes.is_float_np(x.dtype) else (1 // np.where(x == 0, 1, x))
 
 
 def _sigmoid(x):
@@ -119,7 +119,7 @@ _pw("convert", lambda op, x: _convert(x, op["target_type"]), 1, attrs=[A("target
 
 def _convert(x: np.ndarray, t: str) -> np.ndarray:
     npd = dtypes.np_dtype(t)
-    if npd.kind in "iu" and x.dtype.kind == "f":
+    if npd.kind in "iu" and dtypes.is_float_np(x.dtype):
         info = np.iinfo(npd)
         x = np.clip(np.nan_to_num(np.trunc(x.astype(np.float64))), info.min, info.max)
     return x.astype(npd)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import dtypes
 from ..op import defop
 from ..shape import Shape
 from .common import A, norm_axes, norm_axis, normalizer
@@ -18,7 +19,7 @@ def _reduce_shape(op, s, m):
 
 def _acc(x: np.ndarray) -> np.ndarray:
     # Accumulate small float types in float32 (as the GPU kernels do) and everything else natively.
-    return x.astype(np.float32) if x.dtype.kind == "f" and x.dtype.itemsize < 4 else x
+    return x.astype(np.float32) if dtypes.is_low_float(x.dtype) else x
 
 
 def _reduce(name: str, fn, doc: str = ""):

@@ -1,7 +1,7 @@
 """Passes, pipelines and the instrumented pass manager.
 
-Importing this package registers every target-independent pass (one module per pass family);
-`make_pass(name, **options)` builds one by name.
+Importing this package registers every target-independent pass (one module per pass, named after
+it; composites hold their steps); `make_pass(name, **options)` builds one by name.
 """
 
 from __future__ import annotations

@@ -131,7 +131,7 @@ def row(name: str, m: Matcher, out: To | str | Callable, check: Callable | None 
 
 # ---- running rules -------------------------------------------------------------------------------
 def dce(m: Module) -> bool:
-    from .cleanup import DeadCodeElimination
+    from .dead_code_elimination import DeadCodeElimination
 
     return bool(DeadCodeElimination().apply_module(m, None))
 

@@ -128,6 +128,22 @@ class FunctionPass(Pass):
         return {}
 
 
+@dataclass(frozen=True)
+class NotApplicable(Pass):
+    """Base of a pass that stands for a MIGraphX pass with no counterpart here (an AMD library or
+    rocMLIR step). It is registered so the pipeline shows it by name with its `note` as the reason;
+    pipelines keep it switched off, and force-enabling it fails with that reason rather than
+    silently doing nothing."""
+
+    _abstract: ClassVar[bool] = True
+    status: ClassVar[str] = "disabled"
+
+    def apply_program(self, program: Program, ctx: PassContext) -> bool:
+        from ..errors import MigxError
+
+        raise MigxError(f"{self.name} does not apply to migx-explore: {self.note}")
+
+
 @dataclass
 class PassEntry:
     """One position in a pipeline. Disabled entries stay in the pipeline (and in traces)."""

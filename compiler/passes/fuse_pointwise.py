@@ -34,7 +34,7 @@ from ._fusion_util import (
     scalar_param_shape,
 )
 from .base import Pass
-from .cleanup import EliminateIdentity
+from .eliminate_identity import EliminateIdentity
 
 RESHAPES = ("reshape", "squeeze", "unsqueeze", "flatten")
 MAX_ROUNDS = 8  # MIGraphX's loop bound in fuse_pointwise::apply

@@ -26,7 +26,7 @@ from ..ir import Instruction, Module
 from ..op import Op, compute_shape
 from ..shape import Shape
 from .base import Pass
-from .cleanup import DeadCodeElimination
+from .dead_code_elimination import DeadCodeElimination
 
 NHWC = (0, 2, 3, 1)
 CONVS = ("convolution", "quant_convolution")

@@ -10,7 +10,7 @@ from typing import ClassVar
 
 from ._finder_util import until_stable
 from .base import Pass
-from .cleanup import DeadCodeElimination
+from .dead_code_elimination import DeadCodeElimination
 from .eliminate_common_subexpression import EliminateCommonSubexpression
 from .eliminate_convert import EliminateConvert
 from .propagate_constant import PropagateConstant

@@ -132,7 +132,7 @@ class FindAddLayernorm(Rule):
 
 
 def _dce(module: Module) -> None:
-    from .cleanup import DeadCodeElimination
+    from .dead_code_elimination import DeadCodeElimination
 
     DeadCodeElimination().apply_module(module, None)
 

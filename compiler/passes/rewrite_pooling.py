@@ -22,7 +22,7 @@ from ..op import Op
 from ..ops.nn import _pool_params
 from ._finder_util import Finder, all_static, broadcast_scalar, replace_value, replace_with_op, sweep
 from .base import Pass
-from .pad import LOWEST
+from .eliminate_pad import LOWEST
 
 
 class PoolingToReduce(Finder):

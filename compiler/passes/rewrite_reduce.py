@@ -22,12 +22,13 @@ from typing import ClassVar
 
 import numpy as np
 
+from .. import dtypes
 from ..matcher import any_, any_of, arg, args, either_arg, has_value, name, skip_broadcasts
 from ..op import Op
 from ..ops.common import norm_axis
 from ._finder_util import Finder, broadcast_scalar, is_integral, replace_value, replace_with_op, row, sweep, to
 from .base import Pass
-from .cleanup import DeadCodeElimination
+from .dead_code_elimination import DeadCodeElimination
 from .eliminate_common_subexpression import EliminateCommonSubexpression
 from .eliminate_convert import EliminateConvert
 from .simplify_reshapes import SimplifyReshapes
@@ -106,7 +107,7 @@ class ReduceMean(Finder):
         integral = is_integral(x.shape)
         if t.name == "bool":
             return "bool mean"
-        top = np.iinfo(t.np_dtype).max if integral else float(np.finfo(t.np_dtype).max)
+        top = np.iinfo(t.np_dtype).max if integral else float(dtypes.finfo(t.name).max)
         acc = None
         if t.size == 1 or (n >= top / 4 and t.size < 3):
             acc = "int32" if integral else "float32"

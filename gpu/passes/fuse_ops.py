@@ -1,11 +1,10 @@
-"""fuse_ops (GEMM / convolution + pointwise epilogues) and compile_blas (plan each BLAS call)."""
+"""fuse_ops: GEMM / convolution + pointwise epilogues."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import ClassVar
 
-from ...compiler.errors import MigxError
 from ...compiler.ir import Instruction, Module
 from ...compiler.op import Op
 from ...compiler.passes import Pass
@@ -117,31 +116,3 @@ class FuseOps(Pass):
             m.remove_instruction(x)
             return True
         return False
-
-
-@dataclass(frozen=True)
-class CompileBlas(Pass):
-    """Our equivalent of compile_hipblaslt: plans every gpu::gemm as strided-batched BLAS calls
-    (cuBLAS on NVIDIA, hipBLAS on AMD) and records the plan and algorithm on the instruction."""
-
-    name: ClassVar[str] = "compile_blas"
-    status: ClassVar[str] = "mapped"
-    note: ClassVar[str] = ("equivalent of compile_hipblaslt: records each GEMM's strided-batched BLAS call; the "
-                           "algorithm is the library's default heuristic (no per-problem tuning)")
-
-    def apply_module(self, module: Module, ctx) -> bool:
-        if module.name != "main":
-            return False
-        changed = False
-        for ins in list(module):
-            if ins.name != "gpu::gemm":
-                continue
-            plan = plan_gemm(ins.inputs[0].shape, ins.inputs[1].shape, ins.inputs[-1].shape)
-            if plan is None:
-                raise MigxError(f"compile_blas: no BLAS call fits gemm #{ins.id} "
-                                f"({ins.inputs[0].shape} x {ins.inputs[1].shape} -> {ins.inputs[-1].shape})")
-            op = ins.op.with_(algo="default", plan=plan.describe())
-            if op != ins.op:
-                module.replace_instruction(ins, op)
-                changed = True
-        return changed

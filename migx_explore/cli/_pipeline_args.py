@@ -6,6 +6,7 @@ import argparse
 
 from ..compiler.passes import build_pipelines
 from ..gpu.pipelines import COMPILE_MODES, CompileOptions
+from ._precision import add_precision_arguments, precision_options
 
 
 def add_pipeline_arguments(p: argparse.ArgumentParser) -> None:
@@ -15,12 +16,13 @@ def add_pipeline_arguments(p: argparse.ArgumentParser) -> None:
                    "fusion' (default: all five pipelines)")
     p.add_argument("--no-backend", action="store_true", help="stop after the target-independent pipelines")
     p.add_argument("--nhwc", action="store_true", help="layout_convolution to NHWC (MIGRAPHX_ENABLE_NHWC)")
+    add_precision_arguments(p)
 
 
 def make_session(program, args: argparse.Namespace, *, numeric: bool, name: str):
     from ..session import Session
 
-    opts = CompileOptions(mode=args.mode, enable_nhwc=args.nhwc)
+    opts = CompileOptions(mode=args.mode, enable_nhwc=args.nhwc, **precision_options(args))
     s = Session(program, name=name, options=opts, include_backend=not args.no_backend, numeric=numeric)
     if args.spec:
         s.pipelines = build_pipelines(args.spec, s.catalog)

@@ -10,6 +10,7 @@ import argparse
 
 from ..compiler.errors import MigxError
 from ._pipeline_args import add_pipeline_arguments
+from ._precision import precision_options
 
 
 def run(args: argparse.Namespace) -> int:
@@ -37,7 +38,7 @@ def run(args: argparse.Namespace) -> int:
     from ..loading import load_program
 
     program, name = load_program(args)
-    opts = CompileOptions(mode=args.mode, enable_nhwc=args.nhwc)
+    opts = CompileOptions(mode=args.mode, enable_nhwc=args.nhwc, **precision_options(args))
     trace = portable.compile_until(program, args.until, args.out, options=opts, spec=args.spec, model=name)
     last = trace.top_level()[-1].path if trace.top_level() else "(nothing)"
     print(f"{name}: ran {len(trace.top_level())} passes up to {last}; wrote {args.out}")

@@ -21,7 +21,8 @@ def entry_status(entry) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    opts = CompileOptions(mode=args.mode, enable_nhwc=args.nhwc, enable_rewrite_dot=args.rewrite_dot)
+    opts = CompileOptions(mode=args.mode, enable_nhwc=args.nhwc, enable_rewrite_dot=args.rewrite_dot,
+                          precision=args.precision)
     total = 0
     counts: dict[str, int] = {}
     for pl in gpu_pipelines(opts):
@@ -43,4 +44,9 @@ def register(sub) -> None:
     p.add_argument("--mode", choices=COMPILE_MODES, default="balanced")
     p.add_argument("--nhwc", action="store_true", help="as MIGRAPHX_ENABLE_NHWC")
     p.add_argument("--rewrite-dot", action="store_true", help="as MIGRAPHX_ENABLE_REWRITE_DOT")
+    g = p.add_mutually_exclusive_group()
+    for name in ("fp16", "bf16", "int8", "fp8"):
+        g.add_argument(f"--{name}", dest="precision", action="store_const", const=name,
+                       help=f"show the quantize stage for {name} first")
+    p.set_defaults(precision="fp32")
     p.set_defaults(func=run)

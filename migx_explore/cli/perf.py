@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 
 from ..compiler.errors import MigxError
+from ._precision import add_precision_arguments, precision_options
 
 
 def run(args: argparse.Namespace) -> int:
@@ -29,7 +30,7 @@ def run(args: argparse.Namespace) -> int:
         raise MigxError(f"no GPU: {why}")
     from ..gpu.pipelines import CompileOptions
 
-    compiled = compile_program(program, CompileOptions(mode=args.compile_mode))
+    compiled = compile_program(program, CompileOptions(mode=args.compile_mode, **precision_options(args)))
     try:
         res = time_program(compiled, modes=modes, warmup=args.warmup, iters=args.iters,
                            per_kernel="eager" in modes)
@@ -51,6 +52,7 @@ def register(sub) -> None:
 
     p = sub.add_parser("perf", help="compile for the GPU and time eager and graph execution")
     add_model_arguments(p)
+    add_precision_arguments(p)
     p.add_argument("--mode", default="eager,graph", help="comma-separated: eager, graph (default both)")
     p.add_argument("--compile-mode", choices=("eager", "balanced", "max"), default="balanced",
                    help="compile mode of the pipelines (eager skips optimize_rewrite)")

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from ..compiler.errors import MigxError
+from ._precision import add_precision_arguments, apply_quantize_stage, precision_options
 
 
 def input_names(program) -> list[tuple[str, str]]:
@@ -54,7 +55,7 @@ def read_feed(path: str, program) -> dict[str, np.ndarray]:
     return {p: data[k] if k in data else data[p] for k, p in keys}
 
 
-def evaluate_on(program, feed: dict[str, Any], target: str, mode: str) -> list[np.ndarray]:
+def evaluate_on(program, feed: dict[str, Any], target: str, mode: str, options: Any = None) -> list[np.ndarray]:
     if target == "ref":
         from ..compiler.ref import evaluate
 
@@ -65,7 +66,7 @@ def evaluate_on(program, feed: dict[str, Any], target: str, mode: str) -> list[n
         run_program = gpu.run_program
     except (ImportError, AttributeError) as e:
         raise MigxError(f"--target gpu is unavailable: the GPU layer could not be loaded ({e})") from None
-    return [np.asarray(o) for o in run_program(program, feed, mode=mode)]
+    return [np.asarray(o) for o in run_program(program, feed, mode=mode, options=options)]
 
 
 def run(args: argparse.Namespace) -> int:
@@ -74,7 +75,15 @@ def run(args: argparse.Namespace) -> int:
 
     program, label = load_program(args)
     feed = read_feed(args.inputs, program) if args.inputs else random_inputs(program, seed=args.seed)
-    outs = evaluate_on(program, feed, args.target, args.mode)
+    options = None
+    if args.precision != "fp32":  # ref: the quantize stage alone; gpu: the stage plus the five pipelines
+        if args.target == "ref":
+            apply_quantize_stage(program, args)
+        else:
+            from ..gpu.pipelines import CompileOptions
+
+            options = CompileOptions(**precision_options(args))
+    outs = evaluate_on(program, feed, args.target, args.mode, options)
     names = output_names(program)
     for name, value in zip(names, outs):
         v = np.asarray(value)
@@ -97,6 +106,7 @@ def register(sub) -> None:
 
     p = sub.add_parser("run", help="evaluate a model on inputs from an .npz (or seeded random inputs)")
     add_model_arguments(p)
+    add_precision_arguments(p)
     p.add_argument("--inputs", metavar="FEED.npz", help="inputs keyed by ONNX input name")
     p.add_argument("--out", metavar="OUT.npz", help="write the outputs keyed by ONNX output name")
     p.add_argument("--target", choices=("ref", "gpu"), default="ref", help="ref: numpy reference evaluator")

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 import time
 
 import pytest
 
+from migx_explore import models
 from migx_explore.gpu import compile_program_ir, kernel_cache
 from migx_explore.gpu.codegen.common import KernelSource
 from migx_explore.gpu.runtime.fake import FakeBackend
@@ -45,8 +50,17 @@ def test_key_changes_with_arch_and_flags(tmp_path, monkeypatch):
     assert kernel_cache.binary_key(ks, a, ["-O3"]) != kernel_cache.binary_key(ks, a, ["-O2"])
 
 
-def test_compile_ops_compiles_when_a_target_is_bound(tmp_path, monkeypatch):
+@pytest.fixture
+def fresh_cache(tmp_path, monkeypatch):
+    """An empty disk cache folder and an empty memory cache (binaries earlier tests built are
+    forgotten, so what a test counts is what it compiled itself)."""
     monkeypatch.setenv("MIGX_EXPLORE_CACHE_DIR", str(tmp_path))
+    kernel_cache.clear_memory_cache()
+    yield tmp_path
+    kernel_cache.clear_memory_cache()
+
+
+def test_compile_ops_compiles_when_a_target_is_bound(fresh_cache):
     be = FakeBackend()
     compile_program_ir(CASES["conv_bias_relu"](), backend=be)
     first = be.compiles
@@ -56,17 +70,66 @@ def test_compile_ops_compiles_when_a_target_is_bound(tmp_path, monkeypatch):
     assert be.compiles == first  # second compile: every binary from the disk cache
 
 
-@pytest.mark.gpu
-def test_real_compiler_warm_cache(tmp_path, monkeypatch, device):
-    monkeypatch.setenv("MIGX_EXPLORE_CACHE_DIR", str(tmp_path))
-    from migx_explore import models
-
-    program = models.load("resnet_block")
-    t0 = time.perf_counter()
-    compile_program_ir(program, backend=device)
-    stats_cold = kernel_cache.last_stats
+def _compile_twice(name: str, backend) -> tuple[list[str], list[str], kernel_cache.CompileStats]:
+    """Compile a built-in model, forget the memory cache (as a new process would), compile again."""
+    first = kernel_cache.kernel_keys(compile_program_ir(models.load(name), backend=backend))
     kernel_cache.clear_memory_cache()
-    compile_program_ir(program, backend=device)
-    stats_warm = kernel_cache.last_stats
-    assert stats_cold.compiled > 0 and stats_warm.compiled == 0
-    assert stats_cold.seconds / max(stats_warm.seconds, 1e-6) >= 10, (stats_cold, stats_warm, time.perf_counter() - t0)
+    second = kernel_cache.kernel_keys(compile_program_ir(models.load(name), backend=backend))
+    return first, second, kernel_cache.last_stats
+
+
+@pytest.mark.parametrize("name", models.list_models())
+def test_warm_recompile_compiles_nothing(name, fresh_cache):
+    be = FakeBackend()
+    first, second, warm = _compile_twice(name, be)
+    assert first == second, "kernel sources must be a pure function of the program and target"
+    compiles_cold = be.compiles
+    assert compiles_cold == len(set(first)) > 0 or not first
+    kernel_cache.clear_memory_cache()
+    compile_program_ir(models.load(name), backend=be)
+    assert be.compiles == compiles_cold, "a warm disk cache must make a recompile compile nothing"
+    assert kernel_cache.last_stats.from_disk == len(set(first))
+
+
+def test_memory_hit_is_written_to_the_current_cache_folder(tmp_path, monkeypatch):
+    """The H100 failure of issue 19: binaries another cache folder put in memory were never
+    written to the folder in use, so a warm start from that folder recompiled them."""
+    ks = _kernels(3, "w")
+    be = FakeBackend()
+    monkeypatch.setenv("MIGX_EXPLORE_CACHE_DIR", str(tmp_path / "first"))
+    kernel_cache.clear_memory_cache()
+    kernel_cache.compile_many(be, ks)
+    monkeypatch.setenv("MIGX_EXPLORE_CACHE_DIR", str(tmp_path / "second"))
+    kernel_cache.compile_many(be, ks)  # all from memory
+    assert kernel_cache.last_stats.from_memory == 3
+    kernel_cache.clear_memory_cache()
+    kernel_cache.compile_many(be, ks)
+    assert kernel_cache.last_stats.from_disk == 3 and kernel_cache.last_stats.compiled == 0
+    assert be.compiles == 3
+
+
+def test_kernel_keys_do_not_depend_on_the_process(tmp_path):
+    """Sources must not leak hash-seed-dependent iteration order, ids or counters: two processes
+    with different hash seeds produce the same keys for every built-in model."""
+    script = ("import json, warnings; warnings.simplefilter('ignore')\n"
+              "from migx_explore import models\n"
+              "from migx_explore.gpu import compile_program_ir, kernel_cache\n"
+              "from migx_explore.gpu.runtime.fake import FakeBackend\n"
+              "print(json.dumps({n: kernel_cache.kernel_keys(compile_program_ir(models.load(n), "
+              "backend=FakeBackend())) for n in models.list_models()}))\n")
+    outs = []
+    for seed in ("1", "2"):
+        env = dict(os.environ, PYTHONHASHSEED=seed, MIGX_EXPLORE_CACHE_DIR=str(tmp_path / seed))
+        res = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)
+        assert res.returncode == 0, res.stderr[-2000:]
+        outs.append(json.loads(res.stdout.strip().splitlines()[-1]))
+    assert outs[0] == outs[1]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", models.list_models())
+def test_real_compiler_warm_cache(name, fresh_cache, device):
+    t0 = time.perf_counter()
+    first, second, warm = _compile_twice(name, device)
+    assert first == second
+    assert warm.compiled == 0, (name, warm, time.perf_counter() - t0)

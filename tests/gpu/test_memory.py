@@ -11,7 +11,7 @@ from migx_explore.compiler import evaluate
 from migx_explore.compiler.ref import random_inputs
 from migx_explore.gpu import compile_program
 from migx_explore.gpu.ops import output_buffers
-from migx_explore.gpu.passes.memory import assign_offsets, live_intervals
+from migx_explore.gpu.passes.memory_coloring import assign_offsets, live_intervals
 
 from .op_cases import CASES
 

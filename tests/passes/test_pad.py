@@ -6,7 +6,8 @@ import pytest
 
 from migx_explore.compiler.op import registered_ops
 from migx_explore.compiler.parser import parse
-from migx_explore.compiler.passes.pad import LOWEST, EliminatePad, InsertPad
+from migx_explore.compiler.passes.eliminate_pad import LOWEST, EliminatePad
+from migx_explore.compiler.passes.insert_pad import InsertPad
 from migx_explore.compiler.printer import format_value
 from migx_explore.compiler.testing import assert_same_outputs, check_pass, run_on_text
 

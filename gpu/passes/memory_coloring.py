@@ -1,4 +1,4 @@
-"""schedule (single stream) and memory_coloring (liveness-based offsets into one arena)."""
+"""memory_coloring: liveness-based offsets into one arena, and the arena report."""
 
 from __future__ import annotations
 
@@ -10,33 +10,9 @@ from ...compiler.op import Op
 from ...compiler.passes import Pass
 from ...compiler.shape import Shape
 from ..ops import buffer_root
-from .allocation import aligned
+from .eliminate_allocation import aligned
 
 ALLOC = "hip::allocate"
-
-
-@dataclass(frozen=True)
-class Schedule(Pass):
-    """Single-stream schedule: a stable topological order, with every allocation moved to just
-    before its first use so buffer lifetimes (and so the arena) stay short. The executor runs
-    instructions in exactly this recorded order. More streams are not modelled (nstreams > 1 is
-    scheduled on one stream)."""
-
-    name: ClassVar[str] = "schedule"
-    nstreams: int = 1
-
-    def apply_module(self, module: Module, ctx) -> bool:
-        if module.name != "main":
-            return False
-        before = [i.id for i in module]
-        module.sort()
-        for ins in list(module):
-            if ins.name in (ALLOC, "allocate") and ins.outputs:
-                order = module.index_of()
-                first = min(ins.outputs, key=lambda u: order[u.id])
-                if order[first.id] != order[ins.id] + 1:
-                    module.move_instruction(ins, first)
-        return [i.id for i in module] != before
 
 
 def live_intervals(module: Module, kinds: tuple[str, ...] = (ALLOC,)) -> dict[int, tuple[int, int]]:

@@ -1,20 +1,14 @@
-"""split_single_dyn_dim and simplify_dyn_ops (MIGraphX src/split_single_dyn_dim.cpp,
-src/simplify_dyn_ops.cpp).
+"""split_single_dyn_dim (MIGraphX src/split_single_dyn_dim.cpp).
 
-split_single_dyn_dim: when the parameters have exactly one non-fixed dynamic dimension (one
-parameter, or several sharing the same range), the module body is copied once per size in the
-range into a static submodule `dim_N`; the module then reads
+When the parameters have exactly one non-fixed dynamic dimension (one parameter, or several
+sharing the same range), the module body is copied once per size in the range into a static
+submodule `dim_N`; the module then reads
 
     @k = select_module[output_dyn_shapes={tuple_type, {...}}](params sorted by name), [dim_1, ...]
     @k+1 = get_tuple_elem[index=0](@k) ...     @return(...)
 
 and the old body is left for dead_code_elimination. A module that already feeds a select_module
 is left alone (so a second run changes nothing).
-
-simplify_dyn_ops makes dynamic ops static where their inputs allow: a two-input multibroadcast
-whose target is static becomes `multibroadcast{out_lens}`; and, last, a select_module whose
-submodules all return the same static shapes gets those as its output shapes
-(simplify_select_module_output_shape). Both are no-ops on programs without dynamic ops.
 """
 
 from __future__ import annotations
@@ -95,40 +89,3 @@ class SplitSingleDynDim(Pass):
         module.replace_return([module.add_instruction(Op("get_tuple_elem", index=k), [sel])
                                for k in range(len(outs))])
         return True
-
-
-def _select_output_shapes(ins: Instruction) -> Shape | None:
-    """Output shapes that are the same static shapes in every submodule, else None."""
-    per_mod = [tuple(Shape.of(s.type, s.lens) for s in m.output_shapes()) for m in ins.module_inputs]
-    if any(s.dyn_dims is not None for m in ins.module_inputs for s in m.output_shapes()):
-        return None
-    if len(set(per_mod)) != 1:
-        return None
-    return Shape.tuple_of(per_mod[0])
-
-
-@dataclass(frozen=True)
-class SimplifyDynOps(Pass):
-    """Turn dynamic ops static where the inputs allow it."""
-
-    name: ClassVar[str] = "simplify_dyn_ops"
-    must_follow: ClassVar[tuple[str, ...]] = ("split_single_dyn_dim",)
-
-    def apply_module(self, module: Module, ctx) -> bool:
-        changed = False
-        for ins in list(module):
-            if ins.name == "multibroadcast" and len(ins.inputs) == 2 and ins.inputs[1].shape.dyn_dims is None:
-                with module.program.provenance([ins]):
-                    new = module.insert_instruction(
-                        ins, Op("multibroadcast", out_lens=ins.inputs[1].shape.lens), [ins.inputs[0]])
-                module.replace_all_uses(ins, new)
-                module.remove_instruction(ins)
-                changed = True
-        for ins in list(module):
-            if ins.name != "select_module":
-                continue
-            out = _select_output_shapes(ins)
-            if out is not None and out != ins.op["output_dyn_shapes"]:
-                module.replace_instruction(ins, ins.op.with_(output_dyn_shapes=out))
-                changed = True
-        return changed

@@ -1,7 +1,5 @@
-"""simplify_qdq and rewrite_quantization (MIGraphX src/simplify_qdq.cpp,
-src/rewrite_quantization.cpp).
+"""simplify_qdq (MIGraphX src/simplify_qdq.cpp).
 
-simplify_qdq:
   1. match_find_quantizable_ops (skipped when remove_qdq_only): dot / convolution whose inputs are
      both dequantizelinear of int8 data with constant per-tensor scales and zero (or no) zero
      points becomes the int32 quant_dot / quant_convolution, rescaled by one dequantizelinear:
@@ -9,11 +7,8 @@ simplify_qdq:
   2. remove_qdq_pairs: a dequantizelinear(quantizelinear(x)) that no quantized op consumed is
      fake quantization and is dropped (x is used directly), as MIGraphX does; this removes the
      rounding, so numerics move by up to one quantization step.
-  use_mx_quant (MIGraphX's MX-format variant) matches nothing here: there are no fp4/fp8 types.
-
-rewrite_quantization lowers what is left to ordinary ops:
-  quantizelinear(x, s[, z])  ->  convert(clip(nearbyint(x / s) [+ z], qmin, qmax))
-  dequantizelinear(q, s[, z]) ->  (convert(q) [- convert(z)]) * s
+  fp8 (float8e4m3fn) data works the same way, giving float32-accumulating quant ops.
+  use_mx_quant (MIGraphX's MX-format variant) matches nothing here: there are no fp4 types.
 """
 
 from __future__ import annotations
@@ -29,7 +24,7 @@ from ..matcher import MatchResult, Rule, find_matches, name
 from ..op import Op
 from ..shape import Shape
 from .base import Pass
-from .cleanup import DeadCodeElimination
+from .dead_code_elimination import DeadCodeElimination
 
 
 def _uniform(x: Instruction) -> float | None:
@@ -44,8 +39,8 @@ def _quantized_input(dq: Instruction) -> tuple[Instruction, float] | str:
     if dq.name != "dequantizelinear":
         return f"input is {dq.name}, not dequantizelinear"
     q = dq.inputs[0]
-    if q.shape.type != "int8":
-        return f"quantized data is {q.shape.type}; quant ops take int8"
+    if q.shape.type not in ("int8", "float8e4m3fn"):
+        return f"quantized data is {q.shape.type}; quant ops take int8 or float8e4m3fn"
     scale = _uniform(dq.inputs[1])
     if scale is None:
         return "scale is not a constant per-tensor value"
@@ -104,7 +99,7 @@ class SimplifyQdq(Pass):
 
     name: ClassVar[str] = "simplify_qdq"
     status: ClassVar[str] = "mapped"
-    note: ClassVar[str] = ("int8 dot/convolution with constant per-tensor scales (zero points must be 0), and "
+    note: ClassVar[str] = ("int8/fp8 dot/convolution with constant per-tensor scales (zero points must be 0), and "
                            "q -> dq pair removal; no int4, MX or zero-point rewrites")
     remove_qdq_only: bool = False
     use_mx_quant: bool = False
@@ -117,56 +112,5 @@ class SimplifyQdq(Pass):
             changed = True
         if remove_qdq_pairs(module):
             dce.apply_module(module, ctx)
-            changed = True
-        return changed
-
-
-# ---- rewrite_quantization ----------------------------------------------------------------------
-def _bcast_scalar(module: Module, before: Instruction, value: float, t: str, lens) -> Instruction:
-    lit = module.add_literal(np.asarray(value, dtypes.np_dtype(t)), Shape.scalar(t))
-    return module.insert_instruction(before, Op("multibroadcast", out_lens=lens), [lit])
-
-
-def lower_quantizelinear(module: Module, ins: Instruction) -> None:
-    x, scale = ins.inputs[0], ins.inputs[1]
-    st = scale.shape.type
-    if x.shape.type != st:
-        x = module.insert_instruction(ins, Op("convert", target_type=st), [x])
-    y = module.insert_instruction(ins, Op("nearbyint"), [module.insert_instruction(ins, Op("div"), [x, scale])])
-    if len(ins.inputs) == 3:
-        zp = module.insert_instruction(ins, Op("convert", target_type=st), [ins.inputs[2]])
-        y = module.insert_instruction(ins, Op("add"), [y, zp])
-    info = np.iinfo(dtypes.np_dtype(ins.shape.type))
-    lo = _bcast_scalar(module, ins, info.min, st, y.shape.lens)
-    hi = _bcast_scalar(module, ins, info.max, st, y.shape.lens)
-    clipped = module.insert_instruction(ins, Op("clip"), [y, lo, hi])
-    module.replace_all_uses(ins, module.insert_instruction(ins, Op("convert", target_type=ins.shape.type), [clipped]))
-
-
-def lower_dequantizelinear(module: Module, ins: Instruction) -> None:
-    scale = ins.inputs[1]
-    st = scale.shape.type
-    x = module.insert_instruction(ins, Op("convert", target_type=st), [ins.inputs[0]])
-    if len(ins.inputs) == 3:
-        zp = module.insert_instruction(ins, Op("convert", target_type=st), [ins.inputs[2]])
-        x = module.insert_instruction(ins, Op("sub"), [x, zp])
-    module.replace_all_uses(ins, module.insert_instruction(ins, Op("mul"), [x, scale]))
-
-
-@dataclass(frozen=True)
-class RewriteQuantization(Pass):
-    """Lower quantizelinear / dequantizelinear to convert, div, nearbyint, add, clip, sub, mul."""
-
-    name: ClassVar[str] = "rewrite_quantization"
-    must_follow: ClassVar[tuple[str, ...]] = ("simplify_qdq",)
-
-    def apply_module(self, module: Module, ctx) -> bool:
-        changed = False
-        for ins in list(module):
-            if ins.name not in ("quantizelinear", "dequantizelinear") or not ins.alive:
-                continue
-            with module.program.provenance([ins]):
-                (lower_quantizelinear if ins.name == "quantizelinear" else lower_dequantizelinear)(module, ins)
-            module.remove_instruction(ins)
             changed = True
         return changed

@@ -1,8 +1,5 @@
-"""eliminate_pad and insert_pad: move zero padding between an explicit `pad` op and the padding
-attribute of convolution / pooling (MIGraphX src/eliminate_pad.cpp, src/insert_pad.cpp).
-
-insert_pad turns asymmetric padding (begins != ends) into a `pad` op plus zero attribute padding,
-because kernels take one pad per spatial dim. eliminate_pad folds a `pad` back into the attribute.
+"""eliminate_pad (MIGraphX src/eliminate_pad.cpp): fold a `pad` op into the padding attribute of
+convolution / pooling.
 
 Where we differ from MIGraphX, on purpose: MIGraphX folds any zero `pad` into max pooling, whose
 own padding acts as -inf, so a window that sees only negative values changes result. We fold into
@@ -19,14 +16,13 @@ from typing import ClassVar
 import numpy as np
 
 from ..ir import Instruction, Module
-from ..op import Op
 from .base import Pass
 
 LOWEST = float(np.finfo(np.float32).min)
-_TARGETS = ("convolution", "pooling")
+PADDED_OPS = ("convolution", "pooling")
 
 
-def _split(padding, nd: int) -> tuple[list[int], list[int]]:
+def split_padding(padding, nd: int) -> tuple[list[int], list[int]]:
     pad = list(padding) or [0] * nd
     return (pad, pad) if len(pad) == nd else (pad[:nd], pad[nd:])
 
@@ -40,7 +36,7 @@ def _pad_value_ok(ins: Instruction, value: float) -> bool:
     return mode == "lpnorm" and value == 0.0
 
 
-def _ceil(ins: Instruction) -> bool:
+def ceil_mode_pooling(ins: Instruction) -> bool:
     # A ceil_mode window may start in the end padding only up to a limit measured from the begin
     # padding, so moving padding between the op and a `pad` would change the output size.
     return ins.name == "pooling" and bool(ins.op["ceil_mode"])
@@ -56,7 +52,7 @@ class EliminatePad(Pass):
     def apply_module(self, module: Module, ctx) -> bool:
         changed = False
         for ins in module:
-            if ins.name not in _TARGETS or not ins.inputs or ins.inputs[0].name != "pad":
+            if ins.name not in PADDED_OPS or not ins.inputs or ins.inputs[0].name != "pad":
                 continue
             pad = ins.inputs[0]
             nd = pad.shape.ndim - 2
@@ -64,40 +60,10 @@ class EliminatePad(Pass):
             begin, end = pads[2:2 + nd], pads[4 + nd:]
             if pad.op["mode"] != "constant" or pads[:2] != [0, 0] or pads[2 + nd:4 + nd] != [0, 0]:
                 continue
-            if not _pad_value_ok(ins, pad.op["value"]) or _ceil(ins):
+            if not _pad_value_ok(ins, pad.op["value"]) or ceil_mode_pooling(ins):
                 continue
-            pb, pe = _split(ins.op["padding"], nd)
+            pb, pe = split_padding(ins.op["padding"], nd)
             padding = [a + b for a, b in zip(pb, begin)] + [a + b for a, b in zip(pe, end)]
             module.replace_instruction(ins, ins.op.with_(padding=padding), [pad.inputs[0], *ins.inputs[1:]])
-            changed = True
-        return changed
-
-
-@dataclass(frozen=True)
-class InsertPad(Pass):
-    name: ClassVar[str] = "insert_pad"
-    ops: tuple[str, ...] = _TARGETS
-
-    def apply_module(self, module: Module, ctx) -> bool:
-        changed = False
-        for ins in module:
-            if ins.name not in self.ops or ins.name not in _TARGETS or not ins.inputs:
-                continue
-            x = ins.inputs[0]
-            if x.shape.dyn_dims is not None:
-                continue
-            nd = x.shape.ndim - 2
-            pb, pe = _split(ins.op["padding"], nd)
-            if pb == pe or _ceil(ins):
-                continue
-            if ins.name == "pooling":
-                if ins.op["mode"] == "average":
-                    continue  # the divisor would count the explicit padding
-                value = LOWEST if ins.op["mode"] == "max" else 0.0
-            else:
-                value = 0.0
-            with module.program.provenance([ins]):
-                pad = module.insert_instruction(ins, Op("pad", pads=[0, 0, *pb, 0, 0, *pe], value=value), [x])
-            module.replace_instruction(ins, ins.op.with_(padding=[0] * (2 * nd)), [pad, *ins.inputs[1:]])
             changed = True
         return changed

@@ -1,4 +1,4 @@
-"""Cleanup passes: dead_code_elimination and eliminate_identity."""
+"""dead_code_elimination: remove unused instructions, then unused modules."""
 
 from __future__ import annotations
 
@@ -38,24 +38,3 @@ class DeadCodeElimination(Pass):
 
     def apply_program(self, program: Program, ctx) -> bool:
         return bool(program.remove_unused_modules())
-
-
-@dataclass(frozen=True)
-class EliminateIdentity(Pass):
-    """Replace every `identity` with its input. A trailing identity that is the module's last
-    instruction (no @return) is kept as MIGraphX does, so the module still ends in a value."""
-
-    name: ClassVar[str] = "eliminate_identity"
-
-    def apply_module(self, module: Module, ctx) -> bool:
-        changed = False
-        last = module.last
-        for ins in module:
-            if ins.name != "identity":
-                continue
-            if ins is last:
-                continue
-            module.replace_all_uses(ins, ins.inputs[0])
-            module.remove_instruction(ins)
-            changed = True
-        return changed

@@ -1,0 +1,58 @@
+"""eliminate_data_type (MIGraphX src/eliminate_data_type.cpp): compute ops that read an unsupported
+type in a supported one, through converts."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from .. import dtypes
+from ..ir import Instruction, Module
+from ..op import Op
+from .base import Pass
+
+# Ops eliminate_data_type leaves alone unless named explicitly (MIGraphX's skip_op_names).
+SKIP_OPS = frozenset({"convert", "get_tuple_elem", "if", "loop", "roialign", "nonmaxsuppression", "scatternd_add",
+                      "scatternd_mul", "scatternd_none", "select_module"})
+
+
+def convert_to_supported(module: Module, ins: Instruction, unsupported: frozenset[str], target: str) -> bool:
+    """Compute `ins` in `target`: convert its unsupported-typed inputs, convert the result back."""
+    if ins.module_inputs or ins.shape.is_tuple:
+        return False
+    if not any(i.shape.type in unsupported for i in ins.inputs):
+        return False
+    with module.program.provenance([ins]):
+        args = [module.insert_instruction(ins, Op("convert", target_type=target), [i])
+                if i.shape.type in unsupported else i for i in ins.inputs]
+        out = module.insert_instruction(ins, ins.op, args)
+        if out.shape.type != ins.shape.type:
+            out = module.insert_instruction(ins, Op("convert", target_type=ins.shape.type), [out])
+    module.replace_all_uses(ins, out)
+    module.remove_instruction(ins)
+    return True
+
+
+@dataclass(frozen=True)
+class EliminateDataType(Pass):
+    """Wrap the listed ops (or all) that read an unsupported type in converts so they compute in
+    target_type; the result is converted back to the type users expect."""
+
+    name: ClassVar[str] = "eliminate_data_type"
+    unsupported_types: tuple[str, ...] = ()
+    target_type: str = "float32"
+    unsupported_ops: tuple[str, ...] = ("all",)
+
+    def apply_module(self, module: Module, ctx) -> bool:
+        if not self.unsupported_types:
+            return False
+        bad = frozenset(dtypes.dtype(t).name for t in self.unsupported_types)
+        target = dtypes.dtype(self.target_type).name
+        every = "all" in self.unsupported_ops
+        changed = False
+        for ins in list(module):
+            if ins.is_builtin() or (ins.name in SKIP_OPS and ins.name not in self.unsupported_ops):
+                continue
+            if every or ins.name in self.unsupported_ops:
+                changed = convert_to_supported(module, ins, bad, target) or changed
+        return changed

@@ -1,0 +1,30 @@
+"""eliminate_identity: replace every `identity` with its input."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from ..ir import Module
+from .base import Pass
+
+
+@dataclass(frozen=True)
+class EliminateIdentity(Pass):
+    """Replace every `identity` with its input. A trailing identity that is the module's last
+    instruction (no @return) is kept as MIGraphX does, so the module still ends in a value."""
+
+    name: ClassVar[str] = "eliminate_identity"
+
+    def apply_module(self, module: Module, ctx) -> bool:
+        changed = False
+        last = module.last
+        for ins in module:
+            if ins.name != "identity":
+                continue
+            if ins is last:
+                continue
+            module.replace_all_uses(ins, ins.inputs[0])
+            module.remove_instruction(ins)
+            changed = True
+        return changed

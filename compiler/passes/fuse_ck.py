@@ -1,0 +1,14 @@
+"""fuse_ck (disabled): Composable Kernel is AMD-only."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from .base import NotApplicable
+
+
+@dataclass(frozen=True)
+class FuseCk(NotApplicable):
+    name: ClassVar[str] = "fuse_ck"
+    note: ClassVar[str] = "Composable Kernel is an AMD-only kernel library"

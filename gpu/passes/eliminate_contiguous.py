@@ -1,0 +1,62 @@
+"""eliminate_contiguous (after lowering): drop copies whose readers take any layout."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from ...compiler.ir import Instruction, Module
+from ...compiler.op import compute_shape
+from ...compiler.passes import Pass
+from ..blas_plan import plan_gemm
+from ..ops import WRAPPING_OPS, split_inputs
+
+
+def is_copy(ins: Instruction) -> bool:
+    """A lowered `contiguous` (or an unlowered one, when lowering is switched off)."""
+    if ins.name == "contiguous":
+        return True
+    return ins.name == "gpu::precompile_op" and ins.op["op"] == "contiguous" and not ins.module_inputs
+
+
+def accepts_any_layout(user: Instruction, index: int, new_shape) -> bool:
+    """Can `user` read input `index` with strides `new_shape` instead of a standard copy?"""
+    if user.name in WRAPPING_OPS:
+        _, _, outs = split_inputs(user.op, list(user.inputs))
+        return user.inputs[index] not in outs  # generated kernels and numpy read any strides
+    if user.name == "gpu::gemm" and index < 2:
+        shapes = [i.shape for i in user.inputs]
+        shapes[index] = new_shape
+        return plan_gemm(shapes[0], shapes[1], shapes[-1]) is not None
+    if user.op.has("view") and not user.op.has("require_std_shape"):
+        try:  # the view's own users see the changed strides too
+            shape = compute_shape(user.op, [new_shape if k == index else i.shape for k, i in enumerate(user.inputs)])
+        except Exception:  # noqa: BLE001 - a view that cannot take the layout refuses
+            return False
+        return all(accepts_any_layout(u, list(u.inputs).index(user), shape) for u in user.outputs)
+    return False
+
+
+@dataclass(frozen=True)
+class EliminateContiguous(Pass):
+    """Remove a copy to standard layout when every consumer reads strided input directly (every
+    generated kernel does; a BLAS operand does when its strides fit a BLAS call)."""
+
+    name: ClassVar[str] = "eliminate_contiguous"
+
+    def apply_module(self, module: Module, ctx) -> bool:
+        if module.name != "main":
+            return False
+        changed = False
+        for ins in list(module):
+            if not ins.alive or not is_copy(ins):
+                continue
+            src = ins.inputs[0]
+            users = list(ins.outputs)
+            if not users or any(u.is_return() for u in users):
+                continue
+            if all(accepts_any_layout(u, list(u.inputs).index(ins), src.shape) for u in users):
+                module.replace_all_uses(ins, src)
+                module.remove_instruction(ins)
+                changed = True
+        return changed
