@@ -127,12 +127,14 @@ def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", default="yolov8")
     ap.add_argument("--repeat", type=int, default=2, help="toggle off/on cycles")
+    ap.add_argument("--sections", default="first,session,explorer",
+                    help="comma-separated: first (first render), session, explorer")
     args = ap.parse_args(argv)
     print(f"model {args.model}; targets: first render <= {FIRST_RENDER_TARGET_S:g} s, step <= "
           f"{STEP_TARGET_S * 1e3:.0f} ms, toggle + recompute <= {TOGGLE_TARGET_S:g} s")
-    first_render_numbers(args.model, args.repeat)
-    session_numbers(args.model, args.repeat)
-    explorer_numbers(args.model, args.repeat)
+    sections = {"first": first_render_numbers, "session": session_numbers, "explorer": explorer_numbers}
+    for name in args.sections.split(","):
+        sections[name.strip()](args.model, args.repeat)
 
 
 if __name__ == "__main__":
