@@ -47,7 +47,10 @@ def line(label: str, seconds: list[float], target: float | None = None) -> None:
 def first_render_numbers(model: str, repeat: int) -> None:
     from migx_explore.widgets.explorer import Explorer
 
-    Explorer().load(model).run()  # warm: imports, the model's ONNX bytes, graphviz's first start
+    warm = Explorer()  # warm: imports, the model's ONNX bytes, graphviz's first start
+    warm.load(model)
+    warm.numeric.cancel()  # its background check must not run beside the timed loads
+    warm.numeric.wait(120)
     totals, phases = [], []
     for _ in range(repeat):
         ex = Explorer()

@@ -167,6 +167,12 @@ def test_real_size_model_in_jupyterlab(lab, page, open_notebook, run_all, tmp_pa
                                " return td && td.textContent.trim() !== old; }", arg=here, timeout=60_000)
         _wait_graph(page, ex, old if old else None)
     assert len(seen) >= 15, seen  # yolov8 has ~20 changed top-level passes
+    # the tree followed: the current pass's row is inside the tree's scrolled box
+    page.wait_for_timeout(300)
+    row_box = ex.locator(".migx-tree-row.migx-current").first.bounding_box()
+    tree_box = ex.locator(".migx-tree").first.bounding_box()
+    assert row_box and tree_box["y"] <= row_box["y"] and row_box["y"] + row_box["height"] <= \
+        tree_box["y"] + tree_box["height"] + 1, (row_box, tree_box)
 
     # ---- toggle with "hide unchanged": the switched-off pass stays in the tree and back on
     ex.locator("button.migx-first").click()
