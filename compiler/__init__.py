@@ -7,7 +7,7 @@ reference evaluator, snapshots and diffs. Imports only numpy (onnx loads lazily 
 from . import ops  # noqa: F401  (registers op specs)
 from .errors import MigxError
 from .ir import Instruction, Literal, Module, Program
-from .op import Op, OpSpec, make_op, registered_ops
+from .op import GpuCode, Op, OpSpec, defop, make_op, registered_ops
 from .parser import parse, parse_shape
 from .printer import print_module, print_program
 from .ref import evaluate, evaluate_all, random_inputs
@@ -15,7 +15,7 @@ from .shape import DynDim, Shape
 from .snapshot import ProgramSnapshot, SnapshotDiff, diff, snapshot
 
 __all__ = [
-    "DynDim", "Instruction", "Literal", "MigxError", "Module", "Op", "OpSpec", "Program", "ProgramSnapshot",
-    "Shape", "SnapshotDiff", "diff", "evaluate", "evaluate_all", "make_op", "parse", "parse_shape",
+    "DynDim", "GpuCode", "Instruction", "Literal", "MigxError", "Module", "Op", "OpSpec", "Program", "ProgramSnapshot",
+    "Shape", "SnapshotDiff", "defop", "diff", "evaluate", "evaluate_all", "make_op", "parse", "parse_shape",
     "print_module", "print_program", "random_inputs", "registered_ops", "snapshot",
 ]

@@ -22,7 +22,7 @@ except ImportError:  # pragma: no cover - exercised only without onnx installed
 @dataclass(frozen=True)
 class DType:
     name: str  # our canonical name, e.g. "float32"
-    migraphx: str  # MIGraphX's printed name, e.g. "float_type"
+    migraphx: str  # MIGraphX's printed name, e.g. "float_type" (the parser accepts it; we print `name`)
     np_dtype: np.dtype | None
     onnx_code: int
     size: int  # bytes per element
@@ -34,7 +34,7 @@ class DType:
         return not self.is_float and self.name != "bool"
 
     def __str__(self) -> str:
-        return self.migraphx
+        return self.name
 
 
 def _t(name, mgx, npd, code, size, is_float, signed) -> DType:

@@ -164,7 +164,7 @@ class Instruction:
         return f"<{self._op.name} #{self._id} {self._shape}>"
 
 
-class _Sentinel(Instruction):
+class Sentinel(Instruction):
     __slots__ = ()
 
     def __init__(self):  # noqa: D401 - a list end marker, never a real instruction

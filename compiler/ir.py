@@ -7,6 +7,11 @@ instruction created during a pass records in `origin` the ids it came from: the 
 matcher bound (`Program.provenance`) and any instruction whose uses it took over
 (`replace_all_uses`). Diffs, graph colouring and "where did this node go" rest on this.
 
+Claims: `replace_all_uses(old, new)` is a claim that `new` computes the value `old` did. While a
+pass runs, the pass manager collects these claims (`Replacement`: old id, new id, the matcher
+rule applying at the time) so numeric bisect compares each value only with the one it claims
+to equal, never with whatever it was derived from.
+
 Modules keep instructions in a doubly linked list, so passes insert and remove in O(1) while
 sweeping. All mutation goes through Module methods (Instruction fields are read-only properties),
 which lets a module keep a version counter that snapshots use to skip unchanged modules.
@@ -16,14 +21,25 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from .errors import IRError, ValidationError
-from .instruction import Instruction, Literal, _Sentinel  # noqa: F401  (Literal re-exported)
+from .instruction import Instruction, Literal, Sentinel  # noqa: F401  (Literal re-exported)
 from .op import Op, compute_shape
 from .shape import Shape
+
+
+@dataclass(frozen=True)
+class Replacement:
+    """`new` took over every use of `old`: a claim that it computes the same value."""
+
+    old: int
+    new: int
+    rule: str = ""  # the matcher rule being applied ("" outside rules)
+    module: str = "main"
 
 
 class Module:
@@ -31,8 +47,8 @@ class Module:
         self.name = name
         self.program = program
         self.bypass = False
-        self._head = _Sentinel()
-        self._tail = _Sentinel()
+        self._head = Sentinel()
+        self._tail = Sentinel()
         self._head._next = self._tail
         self._tail._prev = self._head
         self._count = 0
@@ -118,7 +134,7 @@ class Module:
     def _new(self, op: Op, inputs: Sequence[Instruction], module_inputs: Sequence[Module] = (),
              shape: Shape | None = None, literal: Literal | None = None) -> Instruction:
         for i in inputs:
-            if not isinstance(i, Instruction) or isinstance(i, _Sentinel):
+            if not isinstance(i, Instruction) or isinstance(i, Sentinel):
                 raise IRError(f"module {self.name}: {op.name} input {i!r} is not an instruction")
             if not i._alive:
                 raise IRError(f"module {self.name}: {op.name} uses removed instruction #{i._id} ({i.name})")
@@ -196,6 +212,10 @@ class Module:
         If the new shape differs from the old one every user is re-checked, so a rewrite cannot
         silently leave users with stale shapes."""
         self._check_owned(ins)
+        log = self.program.replacement_log
+        if log is not None and self.program._rule_stack and (op is not None or inputs is not None):
+            # A rule rewrote `ins` in place: it still claims its old value (the rule is recorded).
+            log.append(Replacement(ins._id, ins._id, self.program._rule_stack[-1], self.name))
         op = ins._op if op is None else op
         new_inputs = list(ins._inputs) if inputs is None else list(inputs)
         mods = list(ins._module_inputs) if module_inputs is None else list(module_inputs)
@@ -227,6 +247,10 @@ class Module:
         self._check_owned(new)
         if old is new:
             return new
+        log = self.program.replacement_log
+        if log is not None:
+            rules = self.program._rule_stack
+            log.append(Replacement(old._id, new._id, rules[-1] if rules else "", self.name))
         epoch = self.program._epoch
         if new._id >= epoch and old._id not in new._origin:
             # A value created in this pass takes over old's uses: record where it came from (and,
@@ -405,12 +429,18 @@ class Module:
 
 
 class Program:
-    def __init__(self):
+    def __init__(self, *, next_id: int = 0, empty: bool = False):
+        """A program with an empty main module (`empty=True`: no modules, ids from `next_id`; how
+        copies and snapshots rebuild one with the same ids)."""
         self.modules: dict[str, Module] = {}
-        self._next_id = 0
-        self._epoch = 0  # ids >= epoch were created during the current pass
+        self._next_id = next_id
+        self._epoch = next_id  # ids >= epoch were created during the current pass
         self._origin_stack: list[tuple[int, ...]] = []
-        self.create_module("main")
+        self._rule_stack: list[str] = []
+        # Where replace_all_uses records its claims while a pass runs (set by the pass manager).
+        self.replacement_log: list[Replacement] | None = None
+        if not empty:
+            self.create_module("main")
 
     @property
     def main(self) -> Module:
@@ -429,9 +459,9 @@ class Program:
         self._epoch = self._next_id
 
     @contextlib.contextmanager
-    def provenance(self, sources: Iterable[Instruction | int]):
+    def provenance(self, sources: Iterable[Instruction | int], rule: str = ""):
         """Instructions created inside this block record `sources` (and their origins, if they are
-        themselves new) as where they came from."""
+        themselves new) as where they came from; replacements made inside it name `rule`."""
         ids: list[int] = []
         for s in sources:
             if isinstance(s, Instruction):
@@ -441,10 +471,14 @@ class Program:
             else:
                 ids.append(int(s))
         self._origin_stack.append(tuple(dict.fromkeys(ids)))
+        if rule:
+            self._rule_stack.append(rule)
         try:
             yield
         finally:
             self._origin_stack.pop()
+            if rule:
+                self._rule_stack.pop()
 
     def create_module(self, name: str) -> Module:
         if name in self.modules:
@@ -524,16 +558,45 @@ class Program:
 
     def copy(self) -> Program:
         """Structural copy with the same ids (literal data shared, not copied)."""
-        from .snapshot import snapshot
+        p = Program(next_id=self._next_id, empty=True)
+        for m in self.get_modules():
+            p.modules[m.name] = Module(m.name, p)
+            p.modules[m.name].bypass = m.bypass
+        for m in self.get_modules():
+            copy = p.modules[m.name]
+            live: dict[int, Instruction] = {}
+            for ins in m:
+                new = Instruction(copy, ins._op, [live[i._id] for i in ins._inputs],
+                                  [p.modules[s.name] for s in ins._module_inputs], ins._shape, ins._origin,
+                                  ins._literal, ins._id)
+                for i in new._inputs:
+                    if new not in i._outputs:
+                        i._outputs.append(new)
+                live[ins._id] = new
+                copy._link_before(new, copy._tail)
+            copy.version = 0
+        return p
 
-        return snapshot(self).to_program()
+    def structure_key(self) -> tuple:
+        """Modules and, position by position, ops, inputs, submodules, shapes and literal values.
+        Instruction ids are left out (a parsed program gets fresh ids)."""
+        mods = []
+        for m in self.get_modules():
+            pos = {ins.id: k for k, ins in enumerate(m)}
+            rows = []
+            for ins in m:
+                lit = None
+                if ins.literal is not None:
+                    lit = (ins.literal.data.dtype.str, ins.literal.data.shape, ins.literal.data.tobytes())
+                rows.append((ins.op, tuple(pos[i.id] for i in ins.inputs), tuple(x.name for x in ins.module_inputs),
+                             ins.shape, lit))
+            mods.append((m.name, m.bypass, tuple(rows)))
+        return tuple(mods)
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Program):
             return NotImplemented
-        from .snapshot import structurally_equal
-
-        return structurally_equal(self, other)
+        return self.structure_key() == other.structure_key()
 
     __hash__ = None  # type: ignore[assignment]
 

@@ -5,16 +5,12 @@
 
 A matcher is tried on one instruction and either succeeds (filling `bindings`) or fails with a
 reason ("arg 1: expected convolution, got relu"). Calling a matcher with sub-matchers composes
-them: all must hold on the same instruction. Rules (finders) pair a matcher with an optional
-`check` that refuses with a reason and an `apply` that rewrites. `find_matches` makes one forward
-sweep applying the first matching rule per instruction, as MIGraphX does; repeat_while_changes
-iterates to a fixpoint. Every application is recorded for the trace, and `near_misses` lists
-where a rule under development almost matched and why it did not.
+them: all must hold on the same instruction. A rule (compiler/rewrite.py) pairs a matcher, its
+pattern, with a check that refuses with a reason or returns a plan, and a rewrite.
 """
 
 from __future__ import annotations
 
-import contextvars
 import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -23,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .ir import Instruction, Module
+    from .ir import Instruction
 
 
 class MatchState:
@@ -121,14 +117,14 @@ def name(*names: str) -> Matcher:
     return m
 
 
-def _root_names(m: Matcher) -> frozenset[str] | None:
+def root_names(m: Matcher) -> frozenset[str] | None:
     """Op names a matcher can possibly accept at its root, or None if it does not say."""
     if isinstance(m, Bind):
-        return _root_names(m.inner)
+        return root_names(m.inner)
     if isinstance(m, AllOf):
-        return next((r for r in map(_root_names, m.ms) if r is not None), None)
+        return next((r for r in map(root_names, m.ms) if r is not None), None)
     if isinstance(m, AnyOf):
-        parts = [_root_names(x) for x in m.ms]
+        parts = [root_names(x) for x in m.ms]
         return None if any(p is None for p in parts) else frozenset().union(*parts)
     return getattr(m, "names", None)
 
@@ -408,144 +404,12 @@ def skip_broadcasts(m: Matcher) -> Matcher:
     return skip("broadcast", "multibroadcast")(m)
 
 
-# ---- rules and application ---------------------------------------------------------------------
-class Rule:
-    """A finder: `matcher()` picks candidates, `check(r)` may refuse with a reason, `apply` rewrites.
-
-    Subclass it, or build one from functions with `rule(name, matcher, apply, check=None)`."""
-
-    name = "rule"
-
-    def matcher(self) -> Matcher:  # pragma: no cover
-        raise NotImplementedError
-
-    def check(self, module: Module, r: MatchResult) -> str | None:
-        return None
-
-    def apply(self, module: Module, r: MatchResult) -> None:  # pragma: no cover
-        raise NotImplementedError
+_MOVED_TO_REWRITE = frozenset({"Rule", "rule", "find_matches", "near_misses", "matches", "repeat_while_changes",
+                               "recording", "stop_recording", "MatchRecord", "NearMiss"})
 
 
-class _FnRule(Rule):
-    def __init__(self, name: str, m: Matcher, apply: Callable, check: Callable | None):
-        self.name, self._m, self._apply, self._check = name, m, apply, check
-
-    def matcher(self) -> Matcher:
-        return self._m
-
-    def check(self, module, r):
-        return self._check(module, r) if self._check else None
-
-    def apply(self, module, r):
-        return self._apply(module, r)
-
-
-def rule(name: str, m: Matcher, apply: Callable, check: Callable | None = None) -> Rule:
-    return _FnRule(name, m, apply, check)
-
-
-@dataclass(frozen=True)
-class MatchRecord:
-    rule: str
-    root: int  # stable id of the root instruction
-    bound: tuple[tuple[str, int], ...]  # (binding name, stable id)
-    module: str
-
-
-_RECORDER: contextvars.ContextVar[list | None] = contextvars.ContextVar("migx_match_recorder", default=None)
-
-
-def recording(records: list) -> contextvars.Token:
-    """Direct rule applications into `records` (the pass manager does this per pass)."""
-    return _RECORDER.set(records)
-
-
-def stop_recording(token: contextvars.Token) -> None:
-    _RECORDER.reset(token)
-
-
-def _matchers(rules: Sequence[Rule]) -> list[Matcher]:
-    return [r.matcher() for r in rules]
-
-
-def find_matches(module: Module, *rules: Rule) -> int:
-    """One forward sweep; for each instruction apply the first rule that matches (and whose check
-    does not refuse). Returns the number of rewrites."""
-    ms = _matchers(rules)
-    roots = [_root_names(m) for m in ms]
-    records = _RECORDER.get()
-    count = 0
-    for ins in module:
-        # Params and literals can be roots too (MIGraphX visits every instruction: a parameter
-        # feeding sibling dots is what find_conv_dot_horiz_fusion matches); @return cannot.
-        if not ins.alive or ins.is_return() or _dead(ins):
-            continue
-        for rl, m, names in zip(rules, ms, roots):
-            if names is not None and ins.name not in names:
-                continue
-            r = m.match(ins)
-            if r is None or rl.check(module, r) is not None:
-                continue
-            sources = [ins] + [b for b in r.bindings.values() if b.alive]
-            with module.program.provenance(sources):
-                rl.apply(module, r)
-            count += 1
-            if records is not None:
-                records.append(MatchRecord(rl.name, ins.id, tuple((k, v.id) for k, v in r.bindings.items()),
-                                           module.name))
-            break
-    return count
-
-
-def _dead(ins: Instruction) -> bool:
-    """An unused value awaiting DCE (a rewrite left it behind): rewriting it again is wasted work
-    and, in fixpoint loops, would count the same match over and over."""
-    return not ins.outputs and ins is not ins.module.last and not ins.op.has("side_effect")
-
-
-def repeat_while_changes(n: int, fn: Callable[[], Any]) -> int:
-    """Run fn up to n times while it reports changes (a truthy count/bool). Returns iterations."""
-    for k in range(n):
-        if not fn():
-            return k + 1
-    return n
-
-
-@dataclass(frozen=True)
-class NearMiss:
-    rule: str
-    instruction: int  # stable id
-    op: str
-    reason: str
-    depth: int  # how many conditions held before it failed
-
-
-def near_misses(module: Module, rl: Rule, *, min_depth: int = 1) -> list[NearMiss]:
-    """Instructions where `rl` got at least past its root test but failed (or was refused by
-    check), with the reason. Full matches are not near misses."""
-    m = rl.matcher()
-    out = []
-    for ins in module:
-        if ins.is_return():
-            continue
-        st = MatchState(ins)
-        if m.test(ins, st):
-            refusal = rl.check(module, MatchResult(ins, dict(st.bindings)))
-            if refusal is not None:
-                out.append(NearMiss(rl.name, ins.id, ins.name, f"refused: {refusal}", st.depth))
-        elif st.depth >= min_depth:
-            out.append(NearMiss(rl.name, ins.id, ins.name, st.reason, st.depth))
-    return out
-
-
-def matches(module: Module, rl: Rule) -> list[MatchResult]:
-    """All instructions the rule matches (and whose check accepts), without rewriting."""
-    m = rl.matcher()
-    out = []
-    for ins in module:
-        if ins.is_return():
-            continue
-        r = m.match(ins)
-        if r is not None and rl.check(module, r) is None:
-            out.append(r)
-    return out
+def __getattr__(name: str):
+    if name in _MOVED_TO_REWRITE:  # the rule protocol moved; say where instead of a bare AttributeError
+        raise AttributeError(f"migx_explore.compiler.matcher.{name} moved to migx_explore.compiler.rewrite "
+                             f"(one rule protocol: pattern, check -> reason or plan, rewrite)")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -13,14 +13,32 @@ Traits used across the code base:
   side_effect        must not be removed by dead code elimination
   require_std_shape  inputs must be standard (auto_contiguous inserts `contiguous` before it)
   not_context_free   cannot be evaluated at compile time (propagate_constant skips it)
+  in_place           updates its last input's buffer on the GPU (lowering makes that input the
+                     output buffer; the reference compute returns the updated copy)
   builtin            @param / @literal / @return
   gpu                an op of the lowered GPU program
+Any other trait name is an error at registration (TRAITS is the declared set).
+
+Adding an op is one checked contract (tests/test_op_contract.py lists every op that breaks it):
+a shape rule, a reference compute, traits from TRAITS, and its GPU code, one of
+  GpuCode.pointwise("mul(x, sigmoid(x))")  elementwise, written over existing ops (or no text:
+                                           the gpu layer has a row for the op's own name)
+  GpuCode.kernel("reduce")                 a generator the gpu layer registers for that family
+  GpuCode.host("why")                      runs on the host (numpy), with the reason shown
+  GpuCode.none("why")                      moves no data (views, builtins, allocation)
+Registering the same spec again is a no-op (a re-run notebook cell); a different spec under a
+taken name is an error naming both definitions.
 """
 
 from __future__ import annotations
 
 import difflib
-import importlib
+import math
+import os
+import re
+import sys
+import types
+import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -29,12 +47,101 @@ import numpy as np
 
 from . import dtypes
 from .errors import AttributeError_, ShapeError, UnknownOpError
-from .shape import Shape
+from .shape import DynDim, Shape
 
 if TYPE_CHECKING:  # pragma: no cover
     from .ir import Module
 
 ATTR_KINDS = ("int", "float", "bool", "str", "ints", "floats", "shape", "type", "any")
+TRAITS = frozenset({"pointwise", "commutative", "reduce", "view", "side_effect", "require_std_shape",
+                    "not_context_free", "in_place", "builtin", "gpu"})
+GPU_CODE_KINDS = ("pointwise", "kernel", "host", "none")
+
+
+@dataclass(frozen=True)
+class GpuCode:
+    """How an op runs on the GPU target (see the module docstring). `detail` is the pointwise
+    expression, the kernel family, or the reason, by kind."""
+
+    kind: str
+    detail: str = ""
+
+    def __post_init__(self):
+        if self.kind not in GPU_CODE_KINDS:
+            raise ValueError(f"GpuCode kind {self.kind!r}: must be one of {', '.join(GPU_CODE_KINDS)}")
+        if self.kind in ("kernel", "host", "none") and not self.detail.strip():
+            what = "a family name" if self.kind == "kernel" else "a reason"
+            raise ValueError(f"GpuCode.{self.kind} needs {what}")
+        if self.kind == "pointwise" and self.detail:
+            parse_expression(self.detail)  # a typo fails here, at the defop
+
+    @classmethod
+    def pointwise(cls, expression: str = "") -> GpuCode:
+        return cls("pointwise", expression)
+
+    @classmethod
+    def kernel(cls, family: str) -> GpuCode:
+        return cls("kernel", family)
+
+    @classmethod
+    def host(cls, reason: str) -> GpuCode:
+        return cls("host", reason)
+
+    @classmethod
+    def none(cls, reason: str) -> GpuCode:
+        return cls("none", reason)
+
+    def __str__(self) -> str:
+        return f"{self.kind}({self.detail!r})" if self.detail else self.kind
+
+
+# A pointwise expression: op calls over the inputs x, y, z (or x0, x1, ...) and numbers.
+Expr = Any  # str (an input name), float (a constant), or tuple (op name, *args)
+
+
+def parse_expression(text: str) -> Expr:
+    """`mul(x, sigmoid(x))` -> ("mul", "x", ("sigmoid", "x")). Op names are checked when used."""
+    toks = re.findall(r"[A-Za-z_][A-Za-z0-9_]*|-?\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|[(),]|\S", text)
+    pos = 0
+
+    def fail(why: str):
+        raise ValueError(f"pointwise expression {text!r}: {why}")
+
+    def term() -> Expr:
+        nonlocal pos
+        if pos >= len(toks):
+            fail("ends early")
+        t = toks[pos]
+        pos += 1
+        if t[0].isdigit() or t[0] == "-":
+            return float(t)
+        if not (t[0].isalpha() or t[0] == "_"):
+            fail(f"unexpected {t!r}")
+        if pos < len(toks) and toks[pos] == "(":
+            pos += 1
+            args = [term()]
+            while pos < len(toks) and toks[pos] == ",":
+                pos += 1
+                args.append(term())
+            if pos >= len(toks) or toks[pos] != ")":
+                fail(f"missing ')' after the arguments of {t}")
+            pos += 1
+            return (t, *args)
+        if t not in INPUT_NAMES:
+            fail(f"unknown input {t!r} (inputs are {', '.join(INPUT_NAMES[:3])} or x0, x1, ...)")
+        return t
+
+    tree = term()
+    if pos != len(toks):
+        fail(f"unexpected {toks[pos]!r} after the expression")
+    return tree
+
+
+INPUT_NAMES = ("x", "y", "z") + tuple(f"x{i}" for i in range(10))
+
+
+def input_index(name: str) -> int:
+    return "xyz".index(name) if len(name) == 1 else int(name[1:])
 
 
 @dataclass(frozen=True)
@@ -130,53 +237,148 @@ class OpSpec:
     output_alias: Callable[[Op, list[Shape]], int] | None = None
     nargs: int | tuple[int, int] | None = None  # exact count, or (min, max); max -1 = unbounded
     doc: str = ""
+    gpu: GpuCode | None = None  # how it runs on the GPU target; None: not declared (a contract failure)
+    origin: str = field(default="", compare=False)  # where it was defined, "file:line"
     attr_index: Mapping[str, AttrSpec] = field(default=None, compare=False, repr=False)
 
     def __post_init__(self):
         object.__setattr__(self, "traits", frozenset(self.traits))
         object.__setattr__(self, "attr_index", {a.name: a for a in self.attrs})
+        unknown = sorted(self.traits - TRAITS)
+        if unknown:
+            raise ValueError(f"op {self.name}: unknown trait(s) {', '.join(unknown)}; "
+                             f"declared traits: {', '.join(sorted(TRAITS))}")
+        if self.gpu is None and (self.traits & {"builtin", "view"} or "::" in self.name):
+            why = "a target op; its executor runs it" if "::" in self.name else "moves no data"
+            object.__setattr__(self, "gpu", GpuCode.none(why))
 
     def has(self, trait: str) -> bool:
         return trait in self.traits
 
 
 _REGISTRY: dict[str, OpSpec] = {}
-# Op families defined outside the compiler package, imported on first lookup of a name with
-# that prefix so the compiler never imports them eagerly (keeps the GPU layer optional).
-_LAZY_PROVIDERS = {"gpu::": "migx_explore.gpu.ops", "hip::": "migx_explore.gpu.ops"}
+# Op namespaces ("gpu::") a target package registers, so an unknown name in one says which
+# package to import (the compiler never imports a target itself).
+_NAMESPACES: dict[str, str] = {}
+
+
+def register_namespace(prefix: str, owner: str) -> None:
+    _NAMESPACES[prefix] = owner
 
 
 def register(spec: OpSpec, *, replace: bool = False) -> OpSpec:
-    if spec.name in _REGISTRY and not replace:
-        raise ValueError(f"op {spec.name!r} is registered twice")
+    """Add `spec` to the registry. The same spec again is a no-op (re-running a notebook cell);
+    a different spec under a taken name is an error naming both definitions, unless `replace`."""
+    old = _REGISTRY.get(spec.name)
+    if old is not None and not replace:
+        differs = spec_differences(old, spec)
+        if not differs:
+            return old
+        raise ValueError(f"op {spec.name!r} is already registered (at {old.origin or 'unknown'}); this definition "
+                         f"(at {spec.origin or 'unknown'}) differs in {', '.join(differs)}. Use another name, or "
+                         f"defop(..., replace=True) to replace it")
     _REGISTRY[spec.name] = spec
     return spec
 
 
+def unregister(name: str) -> OpSpec | None:
+    """Remove an op (a notebook experiment, a test); returns its spec."""
+    return _REGISTRY.pop(name, None)
+
+
 def defop(name: str, shape: ShapeFn, compute: ComputeFn | None = None, *,
           attrs: Sequence[AttrSpec] = (), traits: Iterable[str] = (), normalize: NormalizeFn | None = None,
-          output_alias=None, nargs=None, doc: str = "") -> OpSpec:
-    """Declare and register an op spec in one call."""
-    return register(OpSpec(name, shape, compute, tuple(attrs), frozenset(traits), normalize, output_alias,
-                           nargs, doc))
+          output_alias=None, nargs=None, doc: str = "", gpu: GpuCode | None = None,
+          replace: bool = False) -> OpSpec:
+    """Declare and register an op spec in one call (see the module docstring for the contract)."""
+    spec = register(OpSpec(name, shape, compute, tuple(attrs), frozenset(traits), normalize, output_alias,
+                           nargs, doc, gpu, _caller()), replace=replace)
+    if spec.gpu is None:  # said now, not after every pass has run: the GPU target will run it on the host
+        warnings.warn(f"op {name} declares no GPU code (gpu=GpuCode.pointwise/kernel/host); the GPU target runs "
+                      f"it on the host, and tests/test_op_contract.py fails until it declares one", stacklevel=2)
+    return spec
+
+
+def _caller() -> str:
+    """Where the op was defined: the outermost frame, in the first file outside this one and the
+    op-library helpers (elementwise, unary, ...), that led to the defop: the table line of a loop,
+    the notebook cell, the test."""
+    helpers = os.path.join(os.path.dirname(__file__), "ops") + os.sep
+    frame = sys._getframe(1)
+    while frame is not None and (frame.f_code.co_filename == __file__ or (
+            frame.f_code.co_filename.startswith(helpers) and frame.f_code.co_name != "<module>")):
+        frame = frame.f_back
+    if frame is None:
+        return ""
+    where = frame
+    while frame is not None and frame.f_code.co_filename == where.f_code.co_filename:
+        where, frame = frame, frame.f_back
+    return f"{where.f_code.co_filename}:{where.f_lineno}"
+
+
+def spec_differences(a: OpSpec, b: OpSpec) -> list[str]:
+    """Which parts of two specs differ; functions compare by their code, constants and closures."""
+    out = [f for f in ("attrs", "traits", "nargs", "doc", "gpu") if getattr(a, f) != getattr(b, f)]
+    for f in ("shape", "compute", "normalize", "output_alias"):
+        if function_fingerprint(getattr(a, f)) != function_fingerprint(getattr(b, f)):
+            out.append(f if f != "shape" else "shape rule")
+    return out
+
+
+def function_fingerprint(fn: Any, depth: int = 0) -> Any:
+    """What makes two functions the same definition: name, code, constants, closure contents (a
+    re-run notebook cell gives equal fingerprints; an edited body does not)."""
+    code = getattr(fn, "__code__", None)
+    if code is None or depth > 3:
+        return fn if fn is None or depth > 3 else repr(fn)
+    cells = []
+    for c in fn.__closure__ or ():
+        try:
+            v = c.cell_contents
+        except ValueError:  # an empty cell
+            v = None
+        cells.append(function_fingerprint(v, depth + 1) if callable(v) else repr(v))
+    return fn.__qualname__, _code_fingerprint(code), tuple(cells)
+
+
+def _code_fingerprint(code: types.CodeType) -> tuple:
+    consts = tuple(_code_fingerprint(c) if isinstance(c, types.CodeType) else repr(c) for c in code.co_consts)
+    return code.co_code, consts, code.co_names
 
 
 def get_spec(name: str) -> OpSpec:
     spec = _REGISTRY.get(name)
     if spec is None:
-        for prefix, module in _LAZY_PROVIDERS.items():
-            if name.startswith(prefix):
-                try:
-                    importlib.import_module(module)
-                except ImportError:
-                    break
-                spec = _REGISTRY.get(name)
-                break
-    if spec is None:
         close = difflib.get_close_matches(name, _REGISTRY, n=3)
         hint = f"; did you mean {', '.join(close)}?" if close else ""
+        prefix = name.split("::")[0] + "::" if "::" in name else None
+        if prefix is not None and prefix not in _NAMESPACES:
+            hint += f" ({prefix} ops are registered by their target package; import it first)"
         raise UnknownOpError(f"unknown op {name!r}{hint}")
     return spec
+
+
+def contract_problems(spec: OpSpec) -> list[str]:
+    """What the target-independent half of the op contract misses (the gpu layer checks the GPU
+    code against what it implements)."""
+    out = []
+    if not callable(spec.shape):
+        out.append("no shape rule: give defop a shape function (op, input shapes, modules) -> Shape")
+    if spec.compute is None and not spec.has("builtin"):
+        out.append("no reference compute: give defop a compute function (op, args, out_shape, run) -> ndarray")
+    if spec.gpu is None:
+        out.append("no GPU code: add gpu=GpuCode.pointwise('<expression over existing ops>'), "
+                   "GpuCode.kernel('<family>') or GpuCode.host('<reason>') to its defop")
+    elif spec.gpu.kind == "none" and not (spec.traits & {"builtin", "view"} or "::" in spec.name
+                                           or spec.name in STRUCTURAL_OPS):
+        out.append(f"GpuCode.none is only for ops that move no data (views, builtins, {', '.join(STRUCTURAL_OPS)})")
+    elif spec.gpu.kind == "pointwise" and not spec.has("pointwise"):
+        out.append("GpuCode.pointwise on an op without the 'pointwise' trait")
+    return out
+
+
+# Ops the lowering handles without a kernel: buffers and tuple access.
+STRUCTURAL_OPS = ("allocate", "load", "get_tuple_elem")
 
 
 def registered_ops() -> list[str]:
@@ -243,8 +445,6 @@ class Op:
         return self._hash
 
     def __repr__(self) -> str:
-        from .printer import format_op
-
         return f"Op({format_op(self)})"
 
     def __reduce__(self):  # copy/deepcopy support without exposing pickle-based saving
@@ -285,9 +485,82 @@ def compute_shape(op: Op, inputs: list[Shape], mods: Sequence[Module] = ()) -> S
             want = str(lo) if lo == hi else f"{lo}..{'' if hi < 0 else hi}"
             raise ShapeError(f"{op.name}: expects {want} inputs, got {len(inputs)}")
     try:
+        if op.name not in NATIVE_DYNAMIC_OPS and any(s.dynamic_shape for s in inputs):
+            return _lifted_dynamic_shape(spec, op, list(inputs), list(mods))
         return spec.shape(op, list(inputs), list(mods))
     except ShapeError:
         raise
     except (ValueError, IndexError, KeyError, TypeError, ZeroDivisionError) as e:
         ins = "; ".join(str(s) for s in inputs)
         raise ShapeError(f"{op.name}: cannot compute output shape from inputs [{ins}]: {e}") from None
+
+
+# Ops whose shape rules read dynamic dims themselves; every other op's static rule is lifted.
+NATIVE_DYNAMIC_OPS = frozenset({"select_module", "multibroadcast", "range", "dimensions_of", "@return"})
+
+
+def _at_end(s: Shape, end: str) -> Shape:
+    """A dynamic shape at the low or high end of its ranges (static shapes are returned as they are)."""
+    if not s.dynamic_shape:
+        return s
+    lens = [d.min if end == "min" else d.max for d in s.dyn_dims]
+    return Shape(s.type, s.lens, s.strides) if end == "max" else s.with_lens(lens)
+
+
+def _lifted_dynamic_shape(spec: OpSpec, op: Op, inputs: list[Shape], mods: list) -> Shape:
+    """A static shape rule applied to dynamic inputs: run it with every dynamic dim at its minimum
+    and at its maximum (the single-dynamic-dimension case split_single_dyn_dim handles: all of
+    them move together), and make each output axis that differs a [min..max] range."""
+    lo = spec.shape(op, [_at_end(s, "min") for s in inputs], mods)
+    hi = spec.shape(op, [_at_end(s, "max") for s in inputs], mods)
+    if lo.is_tuple or hi.is_tuple or lo.ndim != hi.ndim:
+        raise ShapeError(f"{op.name}: has no shape rule for dynamic inputs")
+    if lo.lens == hi.lens:
+        return hi
+    # Dynamic shapes carry no layout (they print without strides and never reach the GPU).
+    return Shape.dynamic(hi.type, [DynDim(min(a, b), max(a, b)) for a, b in zip(lo.lens, hi.lens)])
+
+
+# ---- text of attribute values (the printer and Op.__repr__ share it) ----------------------------
+def format_value(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (int, np.integer)):
+        return str(int(v))
+    if isinstance(v, float):
+        return format_float(v)
+    if isinstance(v, Shape):
+        return "{" + str(v) + "}"
+    if isinstance(v, tuple):
+        return "{" + ", ".join(format_value(x) for x in v) + "}"
+    if v is None:
+        return "none"
+    s = str(v)
+    if s and all(c.isalnum() or c in "_:.-" for c in s) and s not in ("true", "false", "none", "inf", "nan") \
+            and not _looks_numeric(s):
+        return s
+    return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def _looks_numeric(s: str) -> bool:
+    try:
+        float(s)
+        return True
+    except ValueError:
+        return False
+
+
+def format_float(v: float) -> str:
+    if math.isnan(v):
+        return "nan"
+    if math.isinf(v):
+        return "inf" if v > 0 else "-inf"
+    r = repr(float(v))
+    return r[:-2] if r.endswith(".0") else r
+
+
+def format_op(op: Op) -> str:
+    attrs = op.non_default_attrs()
+    if not attrs:
+        return op.name
+    return op.name + "[" + ",".join(f"{k}={format_value(v)}" for k, v in attrs) + "]"

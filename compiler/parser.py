@@ -21,7 +21,7 @@ _HEADER = re.compile(r'^module:\s*"([^"]+)"\s*(bypass)?\s*$')
 _MOD_REF = re.compile(r"\),\s*\[([^\]]*)\]\s*->")
 
 
-class _Reader:
+class ValueReader:
     """Generic nested-value reader: {a, b} and (a, b) -> tuples, "x" -> str, atoms -> str."""
 
     def __init__(self, text: str):
@@ -91,9 +91,9 @@ class _Quoted(str):
     """A string that was quoted in the source (never converted to a number)."""
 
 
-def _atom(tok: Any) -> Any:
+def atom_value(tok: Any) -> Any:
     if isinstance(tok, tuple):
-        return tuple(_atom(t) for t in tok)
+        return tuple(atom_value(t) for t in tok)
     if isinstance(tok, _Quoted):
         return str(tok)
     if tok == "true":
@@ -136,8 +136,8 @@ def _shape_from(v: tuple) -> Shape:
 
 
 def parse_shape(text: str) -> Shape:
-    r = _Reader("{" + text + "}")
-    return _shape_from(_atom(r.value()))
+    r = ValueReader("{" + text + "}")
+    return _shape_from(atom_value(r.value()))
 
 
 def _split_top(text: str, sep: str = ",") -> list[str]:
@@ -189,7 +189,7 @@ def parse_attrs(op_name: str, text: str) -> dict[str, Any]:
         if not eq:
             raise ValueError(f"attribute {part!r} has no '='")
         a = spec.attr_index.get(key)
-        val = _atom(_Reader(raw.strip()).value())
+        val = atom_value(ValueReader(raw.strip()).value())
         if a is not None and a.kind == "shape" and isinstance(val, tuple):
             val = _shape_from(val)
         attrs[key] = val
@@ -216,7 +216,7 @@ def _literal_values(body: str, shape: Shape, allow_elided: bool, literals=None) 
     if fast is not None:
         return fast
     toks = [t for t in _split_top(inner)] if inner else []
-    vals = [_atom(t) for t in toks]
+    vals = [atom_value(t) for t in toks]
     if shape.type == "bool":
         arr = np.array([bool(v) for v in vals], dtype=np.bool_)
     else:

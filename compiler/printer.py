@@ -1,10 +1,15 @@
 """MIGraphX-style text form.
 
     module: "main"
-    x = @param:x -> float_type, {1, 3, 8, 8}, {192, 64, 8, 1}
-    @1 = @literal{ ... } -> float_type, {16, 3, 3, 3}, {27, 9, 3, 1}
-    @2 = convolution[padding={1, 1, 1, 1},stride={1, 1}](x,@1) -> float_type, {1, 16, 8, 8}, {1024, 64, 8, 1}
+    x = @param:x -> float32, {1, 3, 8, 8}, {192, 64, 8, 1}
+    @1 = @literal{ ... } -> float32, {16, 3, 3, 3}, {27, 9, 3, 1}
+    @2 = convolution[padding={1, 1, 1, 1},stride={1, 1}](x,@1) -> float32, {1, 16, 8, 8}, {1024, 64, 8, 1}
     @3 = @return(@2)
+
+Element types print as the API names them (`float32`, `float16`, `int64`, as in `Shape.of` and
+`convert[target_type=...]`), so one spelling appears from code to printed IR. MIGraphX prints
+`float_type`, `half_type`, `int64_type`; the parser reads those too, so text copied from
+`migraphx-driver` parses, and `parse(print(p)) == p` holds whichever spelling went in.
 
 Variable names: a parameter prints as its name, every other instruction as `@<index>` where the
 index counts every instruction of the module. Names in a module other than main are prefixed with
@@ -14,62 +19,16 @@ prints every value so that `parse(print(p, full=True))` reproduces the program e
 
 from __future__ import annotations
 
-import math
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .op import Op
-from .shape import Shape
+from .op import format_float, format_op, format_value  # noqa: F401  (format_op, format_value: re-exported)
 
 if TYPE_CHECKING:  # pragma: no cover
     from .ir import Instruction, Module, Program
 
 ELIDE_OVER = 10
-
-
-def format_value(v: Any) -> str:
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, (int, np.integer)):
-        return str(int(v))
-    if isinstance(v, float):
-        return _format_float(v)
-    if isinstance(v, Shape):
-        return "{" + str(v) + "}"
-    if isinstance(v, tuple):
-        return "{" + ", ".join(format_value(x) for x in v) + "}"
-    if v is None:
-        return "none"
-    s = str(v)
-    if s and all(c.isalnum() or c in "_:.-" for c in s) and s not in ("true", "false", "none", "inf", "nan") \
-            and not _looks_numeric(s):
-        return s
-    return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
-
-
-def _looks_numeric(s: str) -> bool:
-    try:
-        float(s)
-        return True
-    except ValueError:
-        return False
-
-
-def _format_float(v: float) -> str:
-    if math.isnan(v):
-        return "nan"
-    if math.isinf(v):
-        return "inf" if v > 0 else "-inf"
-    r = repr(float(v))
-    return r[:-2] if r.endswith(".0") else r
-
-
-def format_op(op: Op) -> str:
-    attrs = op.non_default_attrs()
-    if not attrs:
-        return op.name
-    return op.name + "[" + ",".join(f"{k}={format_value(v)}" for k, v in attrs) + "]"
 
 
 def format_literal(data: np.ndarray, full: bool) -> str:
@@ -82,7 +41,7 @@ def format_literal(data: np.ndarray, full: bool) -> str:
         vals = [str(int(x)) for x in flat]
     else:
         # float32 -> Python float is exact, so repr round-trips through parse + cast.
-        vals = [_format_float(float(x)) for x in flat]
+        vals = [format_float(float(x)) for x in flat]
     return "{" + ", ".join(vals) + "}"
 
 

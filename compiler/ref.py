@@ -8,16 +8,18 @@ shape, so an op spec whose compute disagrees with its shape rule is caught where
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from . import dtypes
 from .errors import EvalError, MigxError
-from .ir import Instruction, Module, Program
 from .shape import Shape
 
-Hook = Callable[[Instruction, np.ndarray], None]
+if TYPE_CHECKING:  # pragma: no cover - the evaluator walks IR objects but never builds them
+    from .ir import Instruction, Module, Program
+
+Hook = Callable[["Instruction", np.ndarray], None]
 
 
 def _check_input(name: str, value: Any, shape: Shape) -> np.ndarray:
@@ -86,7 +88,7 @@ def evaluate_module(module: Module, inputs: Mapping[str, Any] | Sequence[Any], *
             if ins.is_literal():
                 env[ins.id] = ins.literal.data
             else:
-                env[ins.id] = _run(ins, [env[i.id] for i in ins.inputs], check_shapes)
+                env[ins.id] = run_instruction(ins, [env[i.id] for i in ins.inputs], check_shapes)
             if hook is not None:
                 hook(ins, env[ins.id])
             for i in ins.inputs:
@@ -95,12 +97,13 @@ def evaluate_module(module: Module, inputs: Mapping[str, Any] | Sequence[Any], *
     return [env[o.id] for o in outputs]
 
 
-def _run(ins: Instruction, args: list[np.ndarray], check_shapes: bool) -> np.ndarray:
+def run_instruction(ins: Instruction, args: list[np.ndarray], check_shapes: bool) -> np.ndarray:
+    """Run one instruction's reference compute on `args` (its submodules through SubmoduleRunner)."""
     spec = ins.op.spec
     if spec.compute is None:
         raise EvalError(f"module {ins.module.name}: {ins.name} (#{ins.id}) has no reference implementation")
     try:
-        res = spec.compute(ins.op, args, ins.shape, _SubRunner(ins))
+        res = spec.compute(ins.op, args, ins.shape, SubmoduleRunner(ins))
     except MigxError as e:
         raise EvalError(f"module {ins.module.name}: {ins.name} (#{ins.id}): {e}") from None
     except (ValueError, TypeError, IndexError, KeyError, ZeroDivisionError, OverflowError) as e:
@@ -121,7 +124,7 @@ def _run(ins: Instruction, args: list[np.ndarray], check_shapes: bool) -> np.nda
     return arr
 
 
-class _SubRunner:
+class SubmoduleRunner:
     """Passed to op computes: call it with (module, args) to evaluate a submodule."""
 
     __slots__ = ("ins",)
@@ -151,6 +154,12 @@ def evaluate_all(program: Program, inputs: Mapping[str, Any]) -> dict[int, np.nd
     return values
 
 
+def evaluate_instruction(ins: Instruction, args: Sequence[np.ndarray]) -> np.ndarray:
+    """One instruction on given argument values (numeric bisect re-runs a suspect on reference inputs)."""
+    with np.errstate(all="ignore"):
+        return run_instruction(ins, list(args), True)
+
+
 def eval_instruction(ins: Instruction) -> np.ndarray:
     """Evaluate a constant subtree (literals and context-free ops) on the host."""
     if not ins.can_eval():
@@ -171,26 +180,17 @@ def eval_instruction(ins: Instruction) -> np.ndarray:
             if pending:
                 stack.extend(pending)
                 continue
-            memo[cur.id] = _run(cur, [memo[i.id] for i in cur.inputs], True)
+            memo[cur.id] = run_instruction(cur, [memo[i.id] for i in cur.inputs], True)
             stack.pop()
     return memo[ins.id]
 
 
 def random_inputs(program: Program, seed: int = 0) -> dict[str, np.ndarray]:
-    """Deterministic inputs for every parameter of main (floats in [-1, 1), small ints)."""
-    rng = np.random.default_rng(seed)
-    out = {}
-    for p in program.main.params():
-        s = p.shape
-        lens = tuple(d.min if d.min > 0 else 1 for d in s.dyn_dims) if s.dyn_dims is not None else s.lens
-        t = dtypes.dtype(s.type)
-        if t.is_float:
-            out[p.param_name] = rng.uniform(-1, 1, lens).astype(t.np_dtype)
-        elif t.name == "bool":
-            out[p.param_name] = rng.integers(0, 2, lens).astype(np.bool_)
-        else:
-            out[p.param_name] = rng.integers(0, 4, lens).astype(t.np_dtype)
-    return out
+    """Deterministic inputs for every parameter of main: floats in [-1, 1), small ints, and
+    indices / masks drawn to suit how the model uses them (compiler/inputs.py)."""
+    from .inputs import model_inputs
+
+    return model_inputs(program, seed)
 
 
 def with_buffer_params(program: Program, inputs: Mapping[str, Any]) -> dict[str, Any]:

@@ -181,7 +181,7 @@ class Shape:
     def __str__(self) -> str:
         if self.is_tuple:
             return "tuple_type, {" + ", ".join(f"({s})" for s in self.sub_shapes) + "}"
-        t = self.dtype.migraphx
+        t = self.type  # our type names, as the API spells them (the parser also reads MIGraphX's float_type)
         if self.dyn_dims is not None:
             return f"dynamic, {t}, {{{', '.join(str(d) for d in self.dyn_dims)}}}"
         return f"{t}, {{{', '.join(map(str, self.lens))}}}, {{{', '.join(map(str, self.strides))}}}"

@@ -9,13 +9,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING
 
+from .ir import Instruction, Literal, Module, Program
 from .op import Op
+from .printer import print_program
 from .shape import Shape
-
-if TYPE_CHECKING:  # pragma: no cover
-    from .ir import Literal, Module, Program
 
 
 @dataclass(frozen=True)
@@ -76,13 +74,7 @@ class ProgramSnapshot:
         return sum(len(m) for m in self.modules)
 
     def to_program(self) -> Program:
-        from .ir import Instruction, Module, Program
-
-        p = Program.__new__(Program)
-        p.modules = {}
-        p._next_id = self.next_id
-        p._epoch = self.next_id
-        p._origin_stack = []
+        p = Program(next_id=self.next_id, empty=True)
         for ms in self.modules:
             m = Module(ms.name, p)
             m.bypass = ms.bypass
@@ -103,8 +95,6 @@ class ProgramSnapshot:
 
     @cached_property
     def text(self) -> str:
-        from .printer import print_program
-
         return print_program(self.to_program())
 
 
@@ -197,19 +187,8 @@ def diff(before: ProgramSnapshot, after: ProgramSnapshot) -> SnapshotDiff:
 def structurally_equal(p: Program, q: Program) -> bool:
     """Same modules, and position by position the same ops, inputs, submodules, shapes and literal
     values. Instruction ids are not compared (a parsed program gets fresh ids)."""
-    return structure_key(p) == structure_key(q)
+    return p.structure_key() == q.structure_key()
 
 
 def structure_key(p: Program) -> tuple:
-    mods = []
-    for m in p.get_modules():
-        pos = {ins.id: k for k, ins in enumerate(m)}
-        rows = []
-        for ins in m:
-            lit = None
-            if ins.literal is not None:
-                lit = (ins.literal.data.dtype.str, ins.literal.data.shape, ins.literal.data.tobytes())
-            rows.append((ins.op, tuple(pos[i.id] for i in ins.inputs), tuple(x.name for x in ins.module_inputs),
-                         ins.shape, lit))
-        mods.append((m.name, m.bypass, tuple(rows)))
-    return tuple(mods)
+    return p.structure_key()

@@ -1,11 +1,11 @@
 """Helpers for pass tests: IR text in, passes, IR text out; and numeric equivalence checks.
 
     check_pass('''
-        x = @param:x -> float_type, {4}, {1}
-        @1 = identity(x) -> float_type, {4}, {1}
+        x = @param:x -> float32, {4}, {1}
+        @1 = identity(x) -> float32, {4}, {1}
         @2 = @return(@1)
     ''', [EliminateIdentity()], '''
-        x = @param:x -> float_type, {4}, {1}
+        x = @param:x -> float32, {4}, {1}
         @1 = @return(x)
     ''')
 """

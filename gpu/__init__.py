@@ -1,27 +1,33 @@
 """migx_explore.gpu: the GPU target (pipelines, lowering, kernels, runtimes, executor, timing).
 
 Importing this package needs no GPU stack; runtimes (cuda-bindings, hip-python) load lazily and
-say clearly what is missing when they cannot.
+say clearly what is missing when they cannot. Two entry points:
 
-    compiled = compile_program("model.onnx")          # five pipelines + finalize
+    program = gpu.lower(source)                       # the five pipelines -> the lowered Program
+    compiled = gpu.compile(source)                    # lower + finalize -> CompiledProgram
     outs = compiled.run({"x": x}, mode="graph")       # or mode="eager"
+
+`source` is a Program (left untouched) or what the ONNX importer reads (a path, bytes, a
+ModelProto). Built-in example models and saved sessions are the explorer's business: it loads
+them into a Program first (gpu imports nothing of the explorer).
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-if TYPE_CHECKING:  # pragma: no cover
-    import numpy as np
+from . import ops as _ops  # noqa: F401  (registers the gpu::/hip:: op specs, so backend IR parses)
 
+if TYPE_CHECKING:  # pragma: no cover
     from ..compiler.ir import Program
-    from ..compiler.passes import PassManager
+    from ..compiler.passes import PassManager, Trace
     from .executor import CompiledProgram
     from .pipelines import CompileOptions
     from .runtime import Backend
 
-__all__ = ["compile_program", "compile_program_ir", "compile_target", "load_program", "run_program"]
+__all__ = ["compile", "lower"]
 
 
 def _options(options: Any) -> CompileOptions:
@@ -34,68 +40,65 @@ def _options(options: Any) -> CompileOptions:
     return options
 
 
-def load_program(source: Any, input_dims: Mapping[str, Sequence[int]] | None = None) -> Program:
-    """A fresh Program from a Program (copied), an ONNX path/bytes/ModelProto, a saved program file
-    or a built-in model name (the explorer's shared loader, migx_explore.loading)."""
-    from ..loading import load
+def _program(source: Any, input_dims: Mapping[str, Sequence[int]] | None) -> Program:
+    """A fresh Program from a Program (copied), an ONNX path/bytes/ModelProto or a saved program file."""
+    from ..compiler.errors import MigxError
+    from ..compiler.ir import Program
 
-    return load(source, input_dims)
+    if isinstance(source, Program):
+        if input_dims:
+            raise MigxError("input_dims applies to an ONNX source; this Program's shapes are already fixed")
+        return source.copy()
+    if isinstance(source, (str, os.PathLike)) and not str(source).endswith(".onnx") and os.path.isfile(source):
+        from ..compiler.serialize import load_program_file
+
+        return load_program_file(source).program
+    from ..compiler.onnx import parse_onnx
+
+    return parse_onnx(source, input_dims=input_dims)
+
+
+def _run_pipelines(program: Program, options: Any, backend: Backend, pass_manager: PassManager | None) -> Trace:
+    from ..compiler.passes import PassManager
+    from . import kernel_cache
+    from .pipelines import gpu_pipelines
+
+    with kernel_cache.bound_target(backend):  # kernels compile inside compile_ops
+        return (pass_manager or PassManager()).run(program, gpu_pipelines(_options(options)))
+
+
+def lower(source: Any, options: Any = None, *, input_dims: Mapping[str, Sequence[int]] | None = None,
+          backend: Backend | None = None, pass_manager: PassManager | None = None) -> Program:
+    """Run the GPU target's five pipelines on (a copy of) `source`; returns the lowered program."""
+    from .runtime import get_backend
+
+    program = _program(source, input_dims)
+    _run_pipelines(program, options, backend or get_backend(), pass_manager)
+    return program
+
+
+def compile(source: Any, options: Any = None, *, input_dims: Mapping[str, Sequence[int]] | None = None,  # noqa: A001
+            backend: Backend | None = None, pass_manager: PassManager | None = None) -> CompiledProgram:
+    """Lower `source` (left untouched) and finalize it on `backend`: a runnable CompiledProgram
+    that remembers its source and options, so `recompile()` can run the pipelines again."""
+    from .executor import CompiledProgram
+    from .runtime import get_backend
+
+    be = backend or get_backend()
+    program = _program(source, input_dims)
+    trace = _run_pipelines(program, options, be, pass_manager)
+    return CompiledProgram(program, be, source=source, options=options, trace=trace, lowerer=lower)
+
+
+# ---- deprecated aliases (callers outside this package that predate compile/lower) -------------
+def compile_program(source: Any, options: Any = None, *, backend: Backend | None = None,
+                    input_dims: Mapping[str, Sequence[int]] | None = None) -> CompiledProgram:
+    """Deprecated: use `compile`."""
+    return compile(source, options, backend=backend, input_dims=input_dims)
 
 
 def compile_program_ir(source: Any, options: Any = None, *, input_dims=None, backend: Backend | None = None,
                        pass_manager: PassManager | None = None) -> Program:
-    """Run the GPU target's five pipelines on (a copy of) `source`; returns the lowered program."""
-    from ..compiler.passes import PassManager
-    from . import kernel_cache
-    from .pipelines import gpu_pipelines
-    from .runtime import get_backend
+    """Deprecated: use `lower`."""
+    return lower(source, options, input_dims=input_dims, backend=backend, pass_manager=pass_manager)
 
-    program = load_program(source, input_dims)
-    be = backend or get_backend()
-    pm = pass_manager or PassManager()
-    with kernel_cache.bound_target(be):
-        pm.run(program, gpu_pipelines(_options(options)))
-    return program
-
-
-def compile_target(program: Program, options: Any = None, pass_manager: PassManager | None = None, *,
-                   backend: Backend | None = None) -> CompiledProgram:
-    """Compile `program` in place through the five pipelines (PassManager), then finalize it.
-
-    Kernels compile inside compile_ops (the backend is bound while the passes run)."""
-    from ..compiler.passes import PassManager
-    from . import kernel_cache
-    from .executor import CompiledProgram
-    from .pipelines import gpu_pipelines
-    from .runtime import get_backend
-
-    be = backend or get_backend()
-    pm = pass_manager or PassManager()
-    with kernel_cache.bound_target(be):
-        trace = pm.run(program, gpu_pipelines(_options(options)))
-    compiled = CompiledProgram(program, be, options=options)
-    compiled.trace = trace
-    return compiled
-
-
-def compile_program(program_or_onnx: Any, options: Any = None, *, backend: Backend | None = None,
-                    input_dims: Mapping[str, Sequence[int]] | None = None) -> CompiledProgram:
-    """Compile a Program (left untouched), an ONNX model or a built-in model name for the GPU."""
-    from .executor import CompiledProgram
-
-    be = backend
-    if be is None:
-        from .runtime import get_backend
-
-        be = get_backend()
-    program = compile_program_ir(program_or_onnx, options, input_dims=input_dims, backend=be)
-    return CompiledProgram(program, be, source=program_or_onnx, options=options)
-
-
-def run_program(program: Any, inputs: Mapping[str, Any], mode: str = "eager", options: Any = None) -> list[np.ndarray]:
-    """Compile and run once (the `run --target gpu` CLI hook)."""
-    compiled = compile_program(program, options)
-    try:
-        return compiled.run(inputs, mode=mode)
-    finally:
-        compiled.close()

@@ -1,276 +1,178 @@
-"""Run a compiled program: finalize once, then eager launches or one captured graph per run.
-
-finalize: check the target, compile and load every kernel, allocate the arena, parameter and
-output buffers and upload literals, set up BLAS (workspace set here, before any capture), and
-pre-pack every launch's argument block. After that nothing is allocated.
+"""Run a compiled program: finalize once (gpu/finalize.py), then eager launches or captured graphs.
 
 Eager mode walks the step list; a launch is a pre-bound call, so no Python packs arguments per
-launch. Graph mode captures the whole program (input copies, kernels, BLAS, output copies) once
-and replays it. Unlike MIGraphX's prototype (PR #4785), every run honours its inputs: they are
-copied into pinned staging buffers that the graph's own copy nodes read, so a replay computes on
-the new data; a failure during capture always ends the capture (the eager path keeps working); a
-recompile or close destroys the graph before any buffer it uses is freed; host ops refuse
-capture instead of silently baking in stale host results.
+launch. Graph mode captures the program (input copies, kernels, BLAS, output copies) and replays
+it. Where a host step remains (a data-dependent shape, a user's Python op), graph mode is
+piecewise, as vLLM's piecewise CUDA graphs: each device segment between host steps is captured as
+its own graph, and a run replays them in order around the host steps, which synchronize the
+stream themselves. `graph_segments()` describes the pieces.
+
+Unlike MIGraphX's prototype (PR #4785), every run honours its inputs: they are copied into pinned
+staging buffers that the graph's own copy nodes read, so a replay computes on the new data; a
+failure during capture always ends the capture and destroys the pieces captured so far (the eager
+path keeps working); a recompile or close destroys the graphs before any buffer they use is freed.
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from ..compiler import dtypes
 from ..compiler.errors import MigxError
-from ..compiler.ir import Instruction, Program
+from ..compiler.ir import Program
 from ..compiler.shape import Shape
-from . import kernel_cache
+from .finalize import Finalized, finalize
 from .passes.memory_coloring import MemoryStats, memory_stats
 from .runtime import Backend, GpuError, get_backend
-from .steps import Built, build_steps, plan_addresses
-
-BLAS_WORKSPACE = 32 << 20
-INTERNAL_PARAMS = ("scratch", "memory")
-
-
-def is_output_param(name: str) -> bool:
-    return name.startswith("main:#output_")
-
-
-@dataclass
-class _Resources:
-    """Everything on the device a finalized program (and any graph of it) uses; freed together."""
-
-    backend: Backend
-    stream: Any = None
-    device: list[int] = field(default_factory=list)
-    host: list[int] = field(default_factory=list)
-    modules: list[Any] = field(default_factory=list)
-    blas: Any = None
-    events: list[Any] = field(default_factory=list)
-
-    def free(self) -> None:
-        b = self.backend
-        with contextlib.suppress(GpuError):
-            if self.stream is not None:
-                b.stream_sync(self.stream)
-        for e in self.events:
-            b.event_destroy(e)
-        if self.blas is not None:
-            b.blas_destroy(self.blas)
-        for m in self.modules:
-            b.unload_module(m)
-        for p in self.device:
-            b.free(p)
-        for p in self.host:
-            b.host_free(p)
-        if self.stream is not None:
-            b.stream_destroy(self.stream)
-        self.device, self.host, self.modules, self.events = [], [], [], []
-        self.blas = self.stream = None
+from .runtime.base import Step, step_status
+from .steps import Built
 
 
 @dataclass
 class _Graph:
     graph: Any
     exec: Any
-    launch: Any
+    launch: Step
     nodes: int
+
+
+@dataclass(frozen=True)
+class GraphPart:
+    """One piece of a graph-mode run, in order: a captured device segment (`kind` "graph": `steps`
+    device steps replayed as one graph of `nodes` driver nodes) or a host step (`kind` "host",
+    `label` names its instruction) that the device segments are replayed around."""
+
+    kind: str
+    steps: int = 0
+    nodes: int = 0
+    label: str = ""
+
+
+@dataclass
+class _PiecewiseGraph:
+    """Graphs and host steps in run order (a whole-device program is one graph and no host step)."""
+
+    parts: list[_Graph | Step]
+    layout: list[GraphPart]
+
+    @property
+    def graphs(self) -> list[_Graph]:
+        return [p for p in self.parts if isinstance(p, _Graph)]
 
 
 class CompiledProgram:
     """A finalized program bound to one backend. `run(inputs, mode)` returns numpy outputs."""
 
     def __init__(self, program: Program, backend: Backend | None = None, *, source: Any = None,
-                 options: Any = None):
+                 options: Any = None, trace: Any = None, external: Mapping[str, int] | None = None,
+                 lowerer: Callable[..., Program] | None = None):
         self.backend = backend or get_backend()
-        self.source = source  # what compile_program was given (kept for recompile)
+        # How recompile() runs the pipelines again (gpu.lower, passed in by gpu.compile: the
+        # executor never imports the package that imports it).
+        self.lowerer = lowerer
+        # Params bound to caller-owned device buffers (a KV cache that outlives this program): read
+        # and written in place, never staged from the host, never freed here.
+        self.external = dict(external or {})
+        self.source = source  # what gpu.compile was given (kept for recompile)
         self.options = options
+        self.trace = trace  # the pass manager's trace of the compile, when gpu.compile made it
         self.generation = 0
-        self._graphs: dict[bool, _Graph] = {}
-        self._res: _Resources | None = None
-        self._finalize(program)
-
-    # ---- finalize ----------------------------------------------------------------------------
-    def _finalize(self, program: Program) -> None:
-        b = self.backend
-        getattr(b, "make_current", lambda: None)()
-        self.program = program
-        main = program.main
-        self._check_target(main)
-        res = self._res = _Resources(b)
-        res.stream = b.stream_create()
-        self.inputs: dict[str, Shape] = {}
-        self._param_dev: dict[str, int] = {}
-        self._host_bufs: dict[int, tuple[int, np.ndarray]] = {}
-        self.offload = any(i.name == "hip::copy_to_gpu" for i in main)
-        owned: dict[int, int] = {}
-
-        def dev(nbytes: int) -> int:
-            p = b.malloc(nbytes)
-            res.device.append(p)
-            return p
-
-        def pinned(ins: Instruction) -> int:
-            if ins.id not in self._host_bufs:
-                ptr, arr = b.host_alloc(ins.shape.bytes())
-                res.host.append(ptr)
-                self._host_bufs[ins.id] = (ptr, arr)
-            return self._host_bufs[ins.id][0]
-
-        def own(ins: Instruction) -> int:
-            if ins.id in owned:
-                return owned[ins.id]
-            if ins.is_param():
-                name = ins.param_name
-                if name in INTERNAL_PARAMS or is_output_param(name):
-                    p = dev(ins.shape.bytes())
-                else:
-                    self.inputs[name] = ins.shape
-                    p = pinned(ins) if self.offload else dev(ins.shape.bytes())
-                    self._param_dev[name] = p
-            elif ins.is_literal() or ins.name == "hip::hip_copy_literal":
-                lit = ins if ins.is_literal() else ins.inputs[0]
-                p = owned.get(lit.id) or self._upload(dev, lit.literal.data)
-                owned[lit.id] = p
-            elif ins.name == "hip::copy_from_gpu":
-                p = pinned(ins)
-            else:  # hip_allocate_memory, and buffers no pass placed in an arena
-                p = dev(ins.shape.bytes())
-            owned[ins.id] = p
-            return p
-
-        self._addr = plan_addresses(main, own)
-        functions = self._load_kernels(sorted(kernel_cache.kernel_keys(program)))
-
-        def blas() -> Any:
-            if res.blas is None:
-                ws = dev(BLAS_WORKSPACE)
-                res.blas = b.blas_create(res.stream, ws, BLAS_WORKSPACE)
-            return res.blas
-
-        self._built: Built = build_steps(main, self._addr, b, res.stream, functions, blas, pinned)
-        self._io(main, pinned)
-        b.stream_sync(res.stream)
+        self._graphs: dict[bool, _PiecewiseGraph] = {}
         self._warm = False
+        self._state: Finalized | None = finalize(program, self.backend, self.external)
 
-    def _check_target(self, main) -> None:
-        for ins in main:
-            if ins.name == "gpu::check_context":
-                t = ins.op["target"]
-                here = f"{self.backend.name}:{self.backend.arch}"
-                if t not in ("any", here):
-                    raise MigxError(f"program was compiled for {t} but runs on {here}; compile it again")
+    # ---- the finalized state -----------------------------------------------------------------
+    @property
+    def state(self) -> Finalized:
+        if self._state is None:
+            raise MigxError("this CompiledProgram was closed")
+        return self._state
 
-    def _upload(self, dev, data: np.ndarray) -> int:
-        arr = np.ascontiguousarray(data)
-        p = dev(arr.nbytes)
-        if arr.nbytes:
-            self.backend.copy("h2d", p, arr.ctypes.data, arr.nbytes, self._res.stream)
-            self.backend.stream_sync(self._res.stream)
-        return p
+    @property
+    def program(self) -> Program:
+        return self.state.program
 
-    def _load_kernels(self, keys: Sequence[str]) -> dict[str, Any]:
-        sources = [kernel_cache.source_for(k) for k in keys]
-        binaries = kernel_cache.compile_many(self.backend, sources)
-        out = {}
-        for ks in sources:
-            mod = self.backend.load_module(binaries[ks.key])
-            self._res.modules.append(mod)
-            out[ks.key] = self.backend.get_function(mod, ks.name)
-        return out
+    @property
+    def inputs(self) -> dict[str, Shape]:
+        return self.state.inputs
 
-    def _io(self, main, pinned) -> None:
-        """Staging: input copies before the program and output copies after it (in the graph too)."""
-        b, s = self.backend, self._res.stream
-        self._in_steps, self._stage_in = [], {}
-        if not self.offload:
-            for name, shape in self.inputs.items():
-                ptr, arr = b.host_alloc(shape.bytes())
-                self._res.host.append(ptr)
-                self._stage_in[name] = arr
-                self._in_steps.append(b.make_copy("h2d", self._param_dev[name], ptr, shape.bytes(), s))
-        else:
-            for ins in main:
-                if ins.is_param() and ins.param_name in self.inputs:
-                    self._stage_in[ins.param_name] = self._host_bufs[ins.id][1]
-        ret = main.return_instruction()
-        outs = list(ret.inputs) if ret is not None else [main.last]
-        self.output_shapes = [o.shape for o in outs]
-        self._out_steps, self._stage_out = [], []
-        for o in outs:
-            if o.name == "hip::sync_stream":
-                o = o.inputs[0]
-            if o.name == "hip::copy_from_gpu":
-                self._stage_out.append(self._host_bufs[o.id][1])
-                continue
-            ptr, arr = b.host_alloc(o.shape.bytes())
-            self._res.host.append(ptr)
-            self._stage_out.append(arr)
-            self._out_steps.append(b.make_copy("d2h", ptr, self._addr[o.id], o.shape.bytes(), s))
+    @property
+    def output_shapes(self) -> list[Shape]:
+        return self.state.output_shapes
 
-    # ---- running -----------------------------------------------------------------------------
+    @property
+    def offload(self) -> bool:
+        return self.state.offload
+
     @property
     def steps(self) -> Built:
-        return self._built
+        return self.state.built
+
+    @property
+    def stream(self) -> Any:
+        return self.state.stream
 
     @property
     def kernel_count(self) -> int:
-        return sum(1 for i in self._built.info if i.kind == "kernel")
+        return sum(1 for i in self.steps.info if i.kind == "kernel")
 
     @property
     def blas_calls(self) -> int:
-        return sum(1 for i in self._built.info if i.kind == "blas")
+        return sum(1 for i in self.steps.info if i.kind == "blas")
 
     def memory(self) -> MemoryStats:
         return memory_stats(self.program)
 
+    # ---- running -----------------------------------------------------------------------------
     def _stage_inputs(self, inputs: Mapping[str, Any] | Sequence[Any]) -> None:
-        names = list(self.inputs)
+        shapes, stage = self.state.inputs, self.state.stage_in
+        names = list(shapes)
         if not isinstance(inputs, Mapping):
             if len(inputs) != len(names):
                 raise MigxError(f"program takes {len(names)} inputs ({', '.join(names)}), got {len(inputs)}")
             inputs = dict(zip(names, inputs))
         missing = [n for n in names if n not in inputs]
-        extra = [n for n in inputs if n not in self.inputs]
+        extra = [n for n in inputs if n not in shapes]
         if missing or extra:
             raise MigxError(f"inputs: missing {missing or 'none'}, unknown {extra or 'none'}; expected "
-                            + ", ".join(f"{n}: {s}" for n, s in self.inputs.items()))
-        for n, shape in self.inputs.items():
+                            + ", ".join(f"{n}: {s}" for n, s in shapes.items()))
+        for n, shape in shapes.items():
             arr = np.asarray(inputs[n])
             if tuple(arr.shape) != shape.lens and arr.size != shape.elements():
                 raise MigxError(f"input {n!r} has shape {tuple(arr.shape)} but the program was compiled for "
                                 f"{list(shape.lens)}; recompile for the new shape (CompiledProgram.recompile)")
             npd = dtypes.np_dtype(shape.type)
-            self._stage_in[n][:shape.bytes()].view(npd)[...] = arr.astype(npd, copy=False).reshape(-1)
+            stage[n][:shape.bytes()].view(npd)[...] = arr.astype(npd, copy=False).reshape(-1)
 
-    def _enqueue(self, steps) -> None:
+    def _enqueue(self, steps: Sequence[Step]) -> None:
         for f in steps:
             r = f()
-            if r[0]:
-                raise GpuError(f"{self.backend.name}: launch failed: {self.backend.error_string(r[0])}")
+            if r and step_status(r):
+                raise GpuError(f"{self.backend.name}: launch failed: {self.backend.error_string(step_status(r))}")
 
     def run(self, inputs: Mapping[str, Any] | Sequence[Any] | None = None, mode: str = "eager") -> list[np.ndarray]:
-        """Copy `inputs` in, execute (eager launches or the captured graph), return the outputs."""
-        if self._res is None:
-            raise MigxError("this CompiledProgram was closed")
+        """Copy `inputs` in, execute (eager launches or the captured graphs), return the outputs."""
+        state = self.state
         if mode not in ("eager", "graph"):
             raise MigxError(f"unknown mode {mode!r}; use 'eager' or 'graph'")
         self._stage_inputs(inputs or {})
-        getattr(self.backend, "make_current", lambda: None)()
+        self.backend.make_current()
         if mode == "eager":
             self.launch_eager(io=True)
         else:
             self.launch_graph(io=True)
-        self.backend.stream_sync(self._res.stream)
+        self.backend.stream_sync(state.stream)
         self._warm = True
         return self._outputs()
 
     def _outputs(self) -> list[np.ndarray]:
         outs = []
-        for shape, arr in zip(self.output_shapes, self._stage_out):
+        for shape, arr in zip(self.state.output_shapes, self.state.stage_out):
             npd = dtypes.np_dtype(shape.type)
             outs.append(arr[:shape.bytes()].view(npd).reshape(shape.lens).copy())
         return outs
@@ -281,20 +183,21 @@ class CompiledProgram:
         to find the first instruction whose GPU value diverges from the reference evaluator."""
         import ctypes
 
+        state = self.state
         self._stage_inputs(inputs)
-        getattr(self.backend, "make_current", lambda: None)()
-        b, s = self.backend, self._res.stream
-        self._enqueue(self._in_steps)
-        by_id = {ins.id: ins for ins in self.program.main}
-        infos = self._built.info
+        self.backend.make_current()
+        b, s = self.backend, state.stream
+        self._enqueue(state.in_steps)
+        by_id = {ins.id: ins for ins in state.program.main}
+        infos = state.built.info
         values: dict[int, np.ndarray] = {}
-        for k, step in enumerate(self._built.steps):
+        for k, step in enumerate(state.built.steps):
             self._enqueue([step])
             iid = infos[k].ins_id
             if k + 1 < len(infos) and infos[k + 1].ins_id == iid:
                 continue  # the instruction's last step (e.g. a GEMM's epilogue) is still to come
             ins = by_id.get(iid)
-            addr = self._addr.get(iid)
+            addr = state.addresses.get(iid)
             if ins is None or not isinstance(addr, int) or ins.shape.is_tuple or ins.shape.dynamic_shape:
                 continue
             shape = ins.shape
@@ -310,28 +213,62 @@ class CompiledProgram:
 
     def launch_eager(self, io: bool = True) -> None:
         """Enqueue the program's steps (asynchronous; the caller synchronizes)."""
+        state = self.state
         if io:
-            self._enqueue(self._in_steps)
-        self._enqueue(self._built.steps)
+            self._enqueue(state.in_steps)
+        self._enqueue(state.built.steps)
         if io:
-            self._enqueue(self._out_steps)
+            self._enqueue(state.out_steps)
 
     def launch_graph(self, io: bool = True) -> None:
-        g = self._graphs.get(io) or self._capture(io)
-        r = g.launch()
-        if r[0]:
-            raise GpuError(f"{self.backend.name}: graph launch failed: {self.backend.error_string(r[0])}")
+        """Replay the captured graphs (capturing them on first use), host steps in between."""
+        pg = self._graphs.get(io) or self._capture(io)
+        for part in pg.parts:
+            r = part.launch() if isinstance(part, _Graph) else part()
+            if r and step_status(r):
+                raise GpuError(f"{self.backend.name}: graph launch failed: "
+                               f"{self.backend.error_string(step_status(r))}")
 
-    def _capture(self, io: bool) -> _Graph:
-        if self._built.host_ops:
-            raise MigxError("graph mode unavailable: these instructions run on the host, which a graph cannot "
-                            f"capture: {', '.join(self._built.host_ops)}")
-        b, s = self.backend, self._res.stream
+    def _pieces(self, io: bool) -> list[tuple[list[Step], Step | None, str]]:
+        """(device steps, following host step or None, its label): the program cut at host steps."""
+        state = self.state
+        pieces: list[tuple[list[Step], Step | None, str]] = []
+        current: list[Step] = list(state.in_steps) if io else []
+        for step, info in zip(state.built.steps, state.built.info):
+            if info.kind == "host":  # label: position and the op it runs, e.g. "@7 topk[k=3]"
+                pieces.append((current, step, f"{info.label.split()[0]} {info.kernel}"))
+                current = []
+            else:
+                current.append(step)
+        pieces.append((current + (list(state.out_steps) if io else []), None, ""))
+        return pieces
+
+    def _capture(self, io: bool) -> _PiecewiseGraph:
+        b, s = self.backend, self.stream
         if not self._warm:  # module loading and BLAS setup happen on first use, never inside capture
             self.launch_eager(io=False)
             b.stream_sync(s)
             self._warm = True
-        steps = (self._in_steps if io else []) + self._built.steps + (self._out_steps if io else [])
+        parts: list[_Graph | Step] = []
+        layout: list[GraphPart] = []
+        try:
+            for steps, host, label in self._pieces(io):
+                if steps:
+                    g = self._capture_segment(steps)
+                    parts.append(g)
+                    layout.append(GraphPart("graph", len(steps), g.nodes))
+                if host is not None:
+                    parts.append(host)
+                    layout.append(GraphPart("host", 1, 0, label))
+        except BaseException:
+            self._destroy([p for p in parts if isinstance(p, _Graph)])
+            raise
+        pg = _PiecewiseGraph(parts, layout)
+        self._graphs[io] = pg
+        return pg
+
+    def _capture_segment(self, steps: list[Step]) -> _Graph:
+        b, s = self.backend, self.stream
         b.begin_capture(s)
         try:
             self._enqueue(steps)
@@ -345,25 +282,41 @@ class CompiledProgram:
         except BaseException:
             b.graph_destroy(graph)
             raise
-        getattr(b, "graph_upload", lambda *a: None)(gexec, s)
-        nodes = getattr(b, "graph_node_count", lambda g: -1)(graph)
-        g = _Graph(graph, gexec, b.make_graph_launch(gexec, s), nodes)
-        self._graphs[io] = g
+        g = _Graph(graph, gexec, b.make_graph_launch(gexec, s), b.graph_node_count(graph))
+        try:
+            b.graph_upload(gexec, s)
+        except BaseException:
+            self._destroy([g])
+            raise
         return g
 
+    def graph_parts(self, io: bool = False) -> list[GraphPart]:
+        """What graph mode replays, in order (captured now if needed): one "graph" part for an
+        all-device program; device segments and the host steps between them otherwise."""
+        return (self._graphs.get(io) or self._capture(io)).layout
+
     def graph_nodes(self, io: bool = False) -> int:
-        g = self._graphs.get(io) or self._capture(io)
-        return g.nodes
+        """Driver nodes over all segments (-1 where the backend cannot count them)."""
+        counts = [p.nodes for p in self.graph_parts(io) if p.kind == "graph"]
+        return -1 if any(n < 0 for n in counts) else sum(counts)
+
+    def graph_launches(self, io: bool = False) -> int:
+        """Host calls per graph-mode run: one per captured segment plus one per host step."""
+        return len(self.graph_parts(io))
+
+    def _destroy(self, graphs: Sequence[_Graph]) -> None:
+        b = self.backend
+        for g in graphs:
+            b.graph_exec_destroy(g.exec)
+            b.graph_destroy(g.graph)
 
     def invalidate_graphs(self) -> None:
         """Destroy captured graphs (after the stream is idle); the next graph run captures again."""
         if not self._graphs:
             return
-        b = self.backend
-        b.stream_sync(self._res.stream)
-        for g in self._graphs.values():
-            b.graph_exec_destroy(g.exec)
-            b.graph_destroy(g.graph)
+        self.backend.stream_sync(self.stream)
+        for pg in self._graphs.values():
+            self._destroy(pg.graphs)
         self._graphs = {}
 
     # ---- lifetime ----------------------------------------------------------------------------
@@ -372,26 +325,24 @@ class CompiledProgram:
         """Compile again (new options, a new program, or new input shapes for an ONNX source) and
         re-finalize in place. Graphs are destroyed before the old buffers are freed."""
         if program is None:
-            if self.source is None:
+            if self.source is None or self.lowerer is None:
                 raise MigxError("recompile needs a program: this one was finalized from an already compiled program")
-            from . import compile_program_ir
-
-            program = compile_program_ir(self.source, options or self.options, input_dims=input_dims,
-                                         backend=self.backend)
+            program = self.lowerer(self.source, options or self.options, input_dims=input_dims, backend=self.backend)
         self.invalidate_graphs()
-        old, self._res = self._res, None
-        old.free()
+        old, self._state = self.state, None
+        old.resources.free()
         self.generation += 1
         self.options = options or self.options
-        self._finalize(program)
+        self._warm = False
+        self._state = finalize(program, self.backend, self.external)
         return self
 
     def close(self) -> None:
-        if self._res is None:
+        if self._state is None:
             return
         self.invalidate_graphs()
-        self._res.free()
-        self._res = None
+        self._state.resources.free()
+        self._state = None
 
     def __enter__(self) -> CompiledProgram:
         return self
@@ -405,14 +356,6 @@ class CompiledProgram:
 
     def event_pair(self) -> tuple[Any, Any]:
         a, c = self.backend.event_create(), self.backend.event_create()
-        self._res.events += [a, c]
+        self.state.resources.events += [a, c]
         return a, c
 
-    @property
-    def stream(self) -> Any:
-        return self._res.stream
-
-
-def finalize(program: Program, backend: Backend | None = None) -> CompiledProgram:
-    """Finalize an already compiled (backend-lowered) program for execution."""
-    return CompiledProgram(program, backend)

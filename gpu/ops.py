@@ -5,9 +5,8 @@ Every op that writes memory takes its output buffer(s) as its last input(s) and 
 numpy reference compute (allocations give zeros, kernels compute their wrapped op functionally),
 so the pass manager's numeric checks continue through the whole backend pipeline.
 
-Imported lazily by the compiler's op registry on the first `gpu::`/`hip::` name; `load` is
-registered here too, so importing `migx_explore.gpu.ops` (or `.passes`) is needed to parse a
-printed backend program.
+Importing `migx_explore.gpu` imports this module, which registers these specs (and `load`) and
+the `gpu::`/`hip::` namespaces, so a printed backend program parses once the gpu layer is loaded.
 """
 
 from __future__ import annotations
@@ -18,7 +17,7 @@ import numpy as np
 
 from ..compiler import dtypes
 from ..compiler.errors import ShapeError
-from ..compiler.op import AttrSpec, Op, compute_shape, defop, get_spec
+from ..compiler.op import AttrSpec, GpuCode, Op, compute_shape, defop, get_spec, register_namespace
 from ..compiler.ref import evaluate_module
 from ..compiler.shape import Shape
 
@@ -77,6 +76,8 @@ def _wrapped_shape(op, shapes, mods):
     if not outs:
         raise ShapeError(f"{op.name}: needs an output buffer as its last input")
     own = _own_module(inner)
+    if inner.has("in_place"):  # the op updates its output buffer (its last own input) in place
+        ins = ins + outs
     res = compute_shape(inner, ins, mods if own else [])
     results = res.sub_shapes if res.is_tuple else (res,)
     if len(results) != len(outs):
@@ -102,6 +103,8 @@ def _wrapped_compute(op, args, out, run):
     ins, extras, outs = split_inputs(op, list(args))
     mods = run.ins.module_inputs
     inner_shape = Shape.of(out.type, out.lens) if not out.is_tuple else out
+    if inner.has("in_place"):
+        ins = ins + outs
     res = get_spec(inner.name).compute(inner, ins, inner_shape, run)
     if mods and not _own_module(inner):
         return apply_epilogue(mods[0], np.asarray(res), extras, out)
@@ -118,6 +121,9 @@ _WRAPPED_ATTRS = [
 def _wrapped_alias(op, shapes):
     return len(shapes) - 1
 
+
+register_namespace("gpu::", "migx_explore.gpu")
+register_namespace("hip::", "migx_explore.gpu")
 
 defop("gpu::precompile_op", _wrapped_shape, _wrapped_compute, attrs=_WRAPPED_ATTRS, nargs=(1, -1),
       output_alias=_wrapped_alias,
@@ -193,12 +199,12 @@ def _im2col_shape(op, shapes, mods):
 
 
 def _im2col_compute(op, args, out, run):
-    from ..compiler.ops.nn import _windows, conv_params
+    from ..compiler.ops.nn import conv_params, sliding_windows
 
     x = args[0]
     nd = x.ndim - 2
     pb, pe, st, dl = conv_params(op, nd)
-    win = _windows(x, op["kernel"], pb, pe, st, dl)  # N C O.. K..
+    win = sliding_windows(x, op["kernel"], pb, pe, st, dl)  # N C O.. K..
     n, c = x.shape[:2]
     o_axes = tuple(range(2, 2 + nd))
     k_axes = tuple(range(2 + nd, 2 + 2 * nd))
@@ -211,7 +217,8 @@ defop("gpu::im2col", _im2col_shape, _im2col_compute, attrs=[
     A("padding", "ints", (0, 0), show=True),
     A("stride", "ints", (1, 1), show=True),
     A("dilation", "ints", (1, 1)),
-], nargs=1, doc="Sliding windows of an NC* input as columns: (N, C*prod(kernel), prod(out spatial)).")
+], nargs=1, doc="Sliding windows of an NC* input as columns: (N, C*prod(kernel), prod(out spatial)).",
+      gpu=GpuCode.kernel("im2col"))
 
 
 # --- concat written in place --------------------------------------------------------------------
@@ -241,7 +248,8 @@ defop("hip::hip_allocate_memory", lambda op, s, m: op["shape"], lambda op, a, ou
 defop("load", lambda op, s, m: op["shape"], lambda op, a, out, run: _zeros(out),
       attrs=[A("shape", "shape", Shape.scalar("float32"), show=True), A("offset", "int", 0, show=True)], nargs=1,
       output_alias=lambda op, s: 0, traits={"not_context_free"},
-      doc="A typed region of a memory buffer at a byte offset (memory_coloring, eliminate_allocation).")
+      doc="A typed region of a memory buffer at a byte offset (memory_coloring, eliminate_allocation).",
+      gpu=GpuCode.none("a buffer at an offset of the memory parameter"))
 
 defop("hip::hip_copy_literal", lambda op, s, m: s[0], lambda op, a, out, run: a[0],
       attrs=[A("id", "str", "", show=True)], nargs=1,

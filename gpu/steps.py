@@ -20,11 +20,11 @@ from ..compiler.errors import MigxError
 from ..compiler.ir import Instruction
 from ..compiler.ops.common import norm_axes
 from ..compiler.ops.views import slice_bounds
-from ..compiler.ref import _SubRunner
+from ..compiler.ref import SubmoduleRunner
 from ..compiler.shape import Shape
 from .blas_plan import plan_gemm
-from .ops import WRAPPING_OPS, apply_epilogue, inner_op, output_buffers
-from .runtime.base import Backend, GpuError, Step
+from .ops import WRAPPING_OPS, inner_op, output_buffers
+from .runtime.base import Backend, GpuError, LaunchSite, Step
 
 FREE_OPS = {"load", "gpu::concat_alias", "hip::sync_stream", "identity", "get_tuple_elem", "gpu::check_context",
             "hip::hip_allocate_memory", "hip::hip_copy_literal", "hip::allocate", "allocate"}
@@ -104,32 +104,6 @@ def argblock(addrs: list[int], keep: list) -> int:
     return ctypes.addressof(ptrs)
 
 
-def _emulator(backend: Backend, ins: Instruction, addrs: list[int]) -> Callable[[], None]:
-    """Numpy stand-in for a kernel on the fake backend: the op's reference compute on the buffers."""
-    outs = output_buffers(ins)
-    nout = len(outs)
-
-    def run():
-        args = [np.array(backend.view(a, i.shape)) for a, i in zip(addrs, ins.inputs)]
-        res = ins.op.spec.compute(ins.op, args, ins.shape, _SubRunner(ins))
-        results = res if isinstance(res, tuple) else (res,)
-        for a, b, r in zip(addrs[len(addrs) - nout:], outs, results):
-            backend.view(a, b.shape)[...] = np.broadcast_to(np.asarray(r), b.shape.lens)
-
-    return run
-
-
-def _epilogue_emulator(backend: Backend, ins: Instruction, addrs: list[int]) -> Callable[[], None]:
-    buf = ins.inputs[-1]
-
-    def run():
-        out = backend.view(addrs[0], buf.shape)
-        extras = [np.array(backend.view(a, i.shape)) for a, i in zip(addrs[1:], ins.inputs[2:-1])]
-        out[...] = apply_epilogue(ins.module_inputs[0], np.array(out), extras, buf.shape)
-
-    return run
-
-
 class HostReader:
     """Moves values between device buffers and numpy for host ops (synchronous)."""
 
@@ -170,7 +144,7 @@ def _host_step(reader: HostReader, ins: Instruction, addrs: list[int]) -> Step:
         reader.b.stream_sync(reader.s)
         args = [reader.read(a, i.shape) for a, i in zip(addrs[:len(addrs) - nout], ins.inputs)]
         args += [np.zeros(b.shape.lens, dtypes.np_dtype(b.shape.type)) for b in outs]  # buffers: written, not read
-        res = ins.op.spec.compute(ins.op, args, ins.shape, _SubRunner(ins))
+        res = ins.op.spec.compute(ins.op, args, ins.shape, SubmoduleRunner(ins))
         results = res if isinstance(res, tuple) else (res,)
         for a, b, r in zip(addrs[len(addrs) - nout:], outs, results):
             reader.write(a, b.shape, np.asarray(r))
@@ -185,7 +159,6 @@ def build_steps(main, addr: dict[int, Any], backend: Backend, stream: Any, funct
     functions; `blas()` gives the BLAS handle (created on first GEMM); host_ptr gives the pinned
     buffer behind an offload_copy param or result."""
     out = Built()
-    emulate = backend.wants_emulation
     reader = HostReader(backend, stream)
     for k, ins in enumerate(main):
         name = ins.name
@@ -197,26 +170,23 @@ def build_steps(main, addr: dict[int, Any], backend: Backend, stream: Any, funct
             g, loc = ins.op["global"], ins.op["local"]
             if g == 0:
                 continue
-            em = _emulator(backend, ins, addrs) if emulate else None
             step = backend.make_launch(functions[ins.op["key"]], g // loc, loc, 0, stream, argblock(addrs, out.keep),
-                                       em)
+                                       LaunchSite(ins, tuple(addrs)))
             out.add(step, StepInfo(ins.id, label, "kernel", ins.op["symbol_name"]))
         elif name == "gpu::gemm":
             plan = plan_gemm(ins.inputs[0].shape, ins.inputs[1].shape, ins.inputs[-1].shape)
             if plan is None:
                 raise GpuError(f"executor: gemm #{ins.id} has no BLAS plan (run compile_blas)")
-            step = backend.make_gemm(blas(), plan, addrs[0], addrs[1], addrs[-1], ins.op["alpha"])
-            note = getattr(step, "note", "")
+            step, note = backend.make_gemm(blas(), plan, addrs[0], addrs[1], addrs[-1], ins.op["alpha"])
             out.add(step, StepInfo(ins.id, label, "blas", plan.describe() + (f" [{note}]" if note else "")))
             if ins.module_inputs:
                 key = ins.op["epilogue_key"]
                 if not key:
                     raise GpuError(f"executor: gemm #{ins.id} has an epilogue but no kernel (run compile_ops)")
                 ep_addrs = [addrs[-1]] + addrs[2:-1]
-                em = _epilogue_emulator(backend, ins, ep_addrs) if emulate else None
                 loc = ins.op["epilogue_local"]
                 step = backend.make_launch(functions[key], ins.op["epilogue_global"] // loc, loc, 0, stream,
-                                           argblock(ep_addrs, out.keep), em)
+                                           argblock(ep_addrs, out.keep), LaunchSite(ins, tuple(ep_addrs), True))
                 out.add(step, StepInfo(ins.id, label + " epilogue", "kernel", ins.op["epilogue_symbol"]))
         elif name == "gpu::host_op":
             out.add(_host_step(reader, ins, addrs), StepInfo(ins.id, label, "host", ins.op["op"]))

@@ -17,7 +17,8 @@ from typing import Any
 
 import numpy as np
 
-from .executor import CompiledProgram
+from .executor import CompiledProgram, GraphPart
+from .runtime.base import step_status
 
 
 @dataclass
@@ -60,10 +61,38 @@ class ModeTiming:
 
 @dataclass
 class TimingResult:
+    """Timings per mode. Graph mode is piecewise where host steps remain: `graph_parts` lists what
+    a graph run replays in order (device segments as graphs, host steps between them)."""
+
     modes: dict[str, ModeTiming]
     kernels: int
     blas_calls: int
     graph_nodes: int = -1
+    graph_parts: list[GraphPart] = field(default_factory=list)
+
+    @property
+    def graph_segments(self) -> int:
+        """Captured device segments (1 for a program without host steps; 0 before graph mode ran)."""
+        return sum(1 for p in self.graph_parts if p.kind == "graph")
+
+    @property
+    def segment_nodes(self) -> list[int]:
+        """Graph nodes of each captured segment, in order."""
+        return [p.nodes for p in self.graph_parts if p.kind == "graph"]
+
+    @property
+    def host_gaps(self) -> list[str]:
+        """The host steps graph mode runs between its segments, in order."""
+        return [p.label for p in self.graph_parts if p.kind == "host"]
+
+    def segments_line(self) -> str:
+        """One line on how graph mode ran: whole, or in pieces around host steps."""
+        if not self.graph_parts:
+            return ""
+        if not self.host_gaps:
+            return f"graph: 1 segment, {self.graph_nodes} nodes"
+        return (f"graph: {self.graph_segments} segments (nodes {' + '.join(map(str, self.segment_nodes))}) around "
+                f"{len(self.host_gaps)} host step(s): {', '.join(self.host_gaps)}")
 
     def table(self) -> str:
         lines = [f"{'mode':6} {'device us (median [p10, p90])':>34} {'host us per run':>28} "
@@ -71,6 +100,8 @@ class TimingResult:
         for m in self.modes.values():
             lines.append(f"{m.mode:6} {str(m.device_us):>34} {str(m.host_us):>28} {m.enqueue_us.median:12.1f} "
                          f"{m.launches:9d}")
+        if self.segments_line():
+            lines.append(self.segments_line())
         return "\n".join(lines)
 
     def kernel_table(self, top: int = 15) -> str:
@@ -115,7 +146,7 @@ def time_program(compiled: CompiledProgram, modes: Sequence[str] = ("eager", "gr
         else:
             def launch():
                 compiled.launch_graph(io=False)
-            launches = 1
+            launches = compiled.graph_launches(io=False)
         for _ in range(warmup):
             launch()
         compiled.backend.stream_sync(compiled.stream)
@@ -135,8 +166,10 @@ def time_program(compiled: CompiledProgram, modes: Sequence[str] = ("eager", "gr
         if mode == "eager" and per_kernel:
             mt.per_kernel = kernel_breakdown(compiled, profile_iters)
         out[mode] = mt
-    nodes = compiled.graph_nodes(io=False) if "graph" in modes else -1
-    return TimingResult(out, compiled.kernel_count, compiled.blas_calls, nodes)
+    graphed = "graph" in modes
+    nodes = compiled.graph_nodes(io=False) if graphed else -1
+    parts = list(compiled.graph_parts(io=False)) if graphed else []
+    return TimingResult(out, compiled.kernel_count, compiled.blas_calls, nodes, parts)
 
 
 def kernel_breakdown(compiled: CompiledProgram, iters: int = 20) -> list[KernelTime]:
@@ -151,8 +184,8 @@ def kernel_breakdown(compiled: CompiledProgram, iters: int = 20) -> list[KernelT
             records[0]()
             for k, step in enumerate(built.steps):
                 r = step()
-                if r[0]:
-                    raise RuntimeError(f"step {built.info[k].label} failed: {r[0]}")
+                if r and step_status(r):
+                    raise RuntimeError(f"step {built.info[k].label} failed: {step_status(r)}")
                 records[k + 1]()
             b.event_sync(events[-1])
             for k in range(len(built.steps)):

@@ -1,10 +1,17 @@
 """Bisecting: which pass broke the numbers (and at which instruction), and which toggles made a
 program slower (or broke graph capture).
 
-Numeric: the trace's per-pass numeric check finds the first pass whose outputs leave tolerance;
-`locate_divergence` then evaluates every value before and after that pass on the same inputs and
-walks the new program in order to the first instruction whose value differs from its counterpart
-(same stable id, or the instruction it came from) while its inputs still agree.
+Numeric: the trace's per-pass check (compiler/verify.py: MIGraphX's relative RMS per output)
+finds the first pass whose outputs leave tolerance; `numeric_bisect` descends into its nested
+passes to the innermost one that already breaks it, and `locate_divergence` evaluates every value
+before and after that pass on the same inputs. Each value of the new program is compared only
+with the value it claims to equal: the instruction it replaced (the pass's recorded
+`replace_all_uses` claims, followed through chains of replacements inside the pass) or, for an
+instruction kept or changed in place, itself. Instructions a rewrite created with a new meaning
+(the bias-free half of a folded batch norm, the weights of a fused conv) claim nothing and are
+not compared. A suspect is confirmed by re-running it on the *reference* values of its inputs, so
+error that merely flows in from upstream never makes a culprit. The report names the first
+diverging replacement and the rule that made it.
 
 Performance: `ddmin` is Zeller's delta debugging over the set of toggles that differ between a
 good and a bad configuration; `perf_bisect` wires it to a Session and any measure (GPU latency,
@@ -13,6 +20,7 @@ kernel count, "graph capture fails").
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -20,8 +28,10 @@ from typing import Any
 import numpy as np
 
 from .compiler.errors import MigxError
+from .compiler.ir import Replacement
 from .compiler.ref import evaluate_all
 from .compiler.snapshot import ProgramSnapshot
+from .compiler.verify import Tolerance, check_value, program_compute_type
 
 
 @dataclass
@@ -32,68 +42,134 @@ class Divergence:
     counterpart_id: int | None
     max_abs: float
     note: str = ""
+    rule: str = ""  # the matcher rule that made the replacement ("" outside rules / in place)
+    counterpart_label: str = ""
+    rms: float = math.nan
+    threshold: float = math.nan
+
+    @property
+    def replaced(self) -> bool:
+        return self.counterpart_id is not None and self.counterpart_id != self.instruction_id
 
     def describe(self) -> str:
         if self.instruction_id is None:
             return f"pass {self.pass_path}: no single diverging instruction found ({self.note})"
-        via = f" (compared with #{self.counterpart_id})" if self.counterpart_id != self.instruction_id else ""
-        return (f"pass {self.pass_path}: first diverging instruction {self.label}{via}, "
-                f"max|err| {self.max_abs:.3e}")
+        if self.replaced:
+            old = self.counterpart_label or f"#{self.counterpart_id}"
+            what = f"first diverging replacement: {self.label} replaced {old}" + (
+                f" (rule {self.rule})" if self.rule else "")
+        else:
+            how = f"by rule {self.rule}" if self.rule else "in place"
+            what = f"first diverging instruction: {self.label} (changed {how})"
+        fig = f"max|err| {self.max_abs:.3e}"
+        if not math.isnan(self.threshold):
+            fig = f"rms {self.rms:.3e} (threshold {self.threshold:.3e}), " + fig
+        return f"pass {self.pass_path}: {what}; {fig}" + (f" ({self.note})" if self.note else "")
 
 
-def _close_scaled(a: np.ndarray, b: np.ndarray, rtol: float, atol: float) -> tuple[bool, float]:
-    """GPU vs reference for one intermediate value: the error is measured against the tensor's
-    scale (max |ref|), not element by element, because a long fp32 reduction (a GEMM with
-    K = 4608, say) legitimately differs by accumulation order on elements near zero."""
-    ok, err = _close(a, b, rtol, atol)
-    if ok:
-        return ok, err
-    scale = float(np.max(np.abs(np.nan_to_num(np.asarray(b, np.float64))), initial=0.0))
-    return err <= atol + rtol * scale, err
+def _label(ins) -> str:
+    return f"{ins.name} #{ins.id}"
 
 
-def _close(a: np.ndarray, b: np.ndarray, rtol: float, atol: float) -> tuple[bool, float]:
-    a, b = np.asarray(a), np.asarray(b)
-    if a.shape != b.shape:
-        if a.size != b.size:
-            return False, float("inf")
-        a = a.reshape(b.shape)
-    if a.dtype.kind not in "fc" and b.dtype.kind not in "fc":
-        return bool(np.array_equal(a, b)), float(np.abs(a.astype(np.float64) - b.astype(np.float64)).max(initial=0))
-    a64, b64 = a.astype(np.float64), b.astype(np.float64)
-    same = (np.isnan(a64) & np.isnan(b64)) | (a64 == b64)
-    err = np.where(same, 0.0, np.abs(a64 - b64))
-    err = np.nan_to_num(err, nan=np.inf)
-    return bool(np.all(err <= atol + rtol * np.abs(np.nan_to_num(b64)))), float(err.max(initial=0.0))
+def _claims(after_ids: Sequence[int], before_ids: set[int], replacements: Sequence[Replacement]
+            ) -> dict[int, list[tuple[int, str]]]:
+    """For each instruction of the new program, the (before-id, rule) values it claims to equal."""
+    raw: dict[int, list[tuple[int, str]]] = {}
+    for r in replacements:
+        raw.setdefault(r.new, []).append((r.old, r.rule))
+
+    def resolve(i: int, rule: str, seen: frozenset) -> list[tuple[int, str]]:
+        if i in before_ids:
+            return [(i, rule)]
+        if i in seen:
+            return []
+        # `i` was itself new in this pass: it stands for whatever it claimed; the rule reported is
+        # the outer one (the rewrite that produced the value now in use).
+        return [(o, rule or r2) for old, r2 in raw.get(i, []) for o, _ in resolve(old, r2, seen | {i})]
+
+    out: dict[int, list[tuple[int, str]]] = {}
+    for i in after_ids:
+        got = [c for old, rule in raw.get(i, []) for c in resolve(old, rule, frozenset({i}))]
+        if not got and i in before_ids:
+            got = [(i, "")]
+        if got:
+            out[i] = list(dict.fromkeys(got))
+    return out
 
 
 def locate_divergence(before: ProgramSnapshot, after: ProgramSnapshot, inputs: Mapping[str, np.ndarray], *,
-                      pass_path: str = "", rtol: float = 1e-4, atol: float = 1e-5) -> Divergence:
-    """First instruction of `after` (main module) whose value disagrees with its counterpart in
-    `before` while all of its own inputs agree (or have no counterpart)."""
-    vb = evaluate_all(before.to_program(), inputs)
-    prog_after = after.to_program()
-    va = evaluate_all(prog_after, inputs)
-    agree: dict[int, bool] = {}
-    for ins in prog_after.main:
-        if ins.is_builtin() or ins.id not in va:
-            agree[ins.id] = True
-            continue
-        cands = [ins.id] if ins.id in vb else [o for o in ins.origin if o in vb]
-        cands = [c for c in cands if np.asarray(vb[c]).size == np.asarray(va[ins.id]).size]
-        if not cands:
-            agree[ins.id] = all(agree.get(i.id, True) for i in ins.inputs)
-            continue
-        results = [(c, *_close(va[ins.id], vb[c], rtol, atol)) for c in cands]
-        ok = any(r[1] for r in results)
-        agree[ins.id] = ok
-        if not ok and all(agree.get(i.id, True) for i in ins.inputs):
-            c, _, err = min(results, key=lambda r: r[2])
-            from .compiler.printer import instruction_label
+                      pass_path: str = "", replacements: Sequence[Replacement] = (),
+                      tolerance: Tolerance | None = None, rtol: float | None = None,
+                      atol: float | None = None) -> Divergence:
+    """First instruction of `after` (main module) whose value breaks tolerance against the value
+    it claims to equal in `before`, and still does when re-run on the reference values of its
+    inputs (see the module docstring)."""
+    from .compiler.ref import evaluate_instruction, with_buffer_params
 
-            return Divergence(pass_path, ins.id, instruction_label(ins), c, err)
-    return Divergence(pass_path, None, "", None, 0.0, "outputs differ only through instructions without "
-                                                      "counterparts (e.g. a whole subgraph replaced)")
+    tol = tolerance or Tolerance(rtol=rtol, atol=atol)
+    prog_before, prog_after = before.to_program(), after.to_program()
+    vb = evaluate_all(prog_before, with_buffer_params(prog_before, inputs))
+    va = evaluate_all(prog_after, with_buffer_params(prog_after, inputs))
+    compute = program_compute_type(prog_after)
+    before_labels = {i.id: _label(i) for i in prog_before.main}
+    order = [i for i in prog_after.main if not (i.is_param() or i.is_return()) and i.id in va]
+    claims = _claims([i.id for i in order], set(vb), replacements)
+
+    def counterparts(ins) -> list[tuple[int, str]]:
+        shape = np.shape(va[ins.id])
+        return [(c, rule) for c, rule in claims.get(ins.id, []) if c in vb and np.shape(vb[c]) == shape]
+
+    def reference_args(ins) -> list[np.ndarray]:
+        args = []
+        for i in ins.inputs:
+            cps = counterparts(i) if i.id in va else []
+            args.append(vb[cps[0][0]] if cps else va[i.id])
+        return args
+
+    first_unconfirmed: Divergence | None = None
+    bad: set[int] = set()
+    for ins in order:
+        for c, rule in counterparts(ins):
+            full = check_value(va[ins.id], vb[c], tol, compute=compute)
+            if full.ok:
+                continue
+            bad.add(ins.id)
+            d = Divergence(pass_path, ins.id, _label(ins), c, full.max_abs, rule=rule,
+                           counterpart_label=before_labels.get(c, ""), rms=full.rms, threshold=full.threshold)
+            try:
+                local = check_value(evaluate_instruction(ins, reference_args(ins)), vb[c], tol, compute=compute)
+            except MigxError:
+                local = full
+            if not local.ok:
+                return d
+            if first_unconfirmed is None and not any(i.id in bad for i in ins.inputs):
+                first_unconfirmed = d
+            break
+    if first_unconfirmed is not None:
+        first_unconfirmed.note = "error amplified from its inputs"
+        return first_unconfirmed
+    return Divergence(pass_path, None, "", None, 0.0, "the outputs differ only through instructions that "
+                                                      "claim no earlier value (e.g. a whole subgraph rebuilt)")
+
+
+def _breaks(snap: ProgramSnapshot, cfg) -> bool:
+    from .compiler.passes import compare_outputs
+    from .compiler.ref import evaluate, with_buffer_params
+
+    prog = snap.to_program()
+    try:
+        outs = evaluate(prog, with_buffer_params(prog, cfg.inputs))
+    except MigxError:
+        return False
+    return not compare_outputs(outs, cfg.reference, cfg.tolerance, compute=program_compute_type(prog)).ok
+
+
+def _innermost_failure(trace, rec, cfg):
+    """The first nested pass of `rec` (recursively) whose own result already breaks tolerance."""
+    for child in trace.children(rec):
+        if child.after is not None and child.changed and _breaks(child.after, cfg):
+            return _innermost_failure(trace, child, cfg)
+    return rec
 
 
 def gpu_divergence(snap: ProgramSnapshot, inputs: Mapping[str, np.ndarray], *, rtol: float = 1e-3,
@@ -108,6 +184,17 @@ def gpu_divergence(snap: ProgramSnapshot, inputs: Mapping[str, np.ndarray], *, r
         return first_gpu_divergence(compiled, inputs, rtol=rtol, atol=atol)
     finally:
         compiled.close()
+
+
+def _close_scaled(a: np.ndarray, b: np.ndarray, rtol: float, atol: float) -> tuple[bool, float]:
+    """GPU vs reference for one intermediate value: the error is measured against the tensor's
+    scale (max |ref|), not element by element, because a long fp32 reduction (a GEMM with
+    K = 4608, say) legitimately differs by accumulation order on elements near zero."""
+    c = check_value(a, b, Tolerance(rtol=rtol, atol=atol))
+    if c.ok or c.note:
+        return c.ok, c.max_abs
+    scale = float(np.max(np.abs(np.nan_to_num(np.asarray(b, np.float64))), initial=0.0))
+    return c.max_abs <= atol + rtol * scale, c.max_abs
 
 
 def first_gpu_divergence(compiled, inputs: Mapping[str, np.ndarray], *, rtol: float = 1e-3,
@@ -131,14 +218,24 @@ def first_gpu_divergence(compiled, inputs: Mapping[str, np.ndarray], *, rtol: fl
     return None
 
 
-def numeric_bisect(session) -> Divergence | None:
-    """The first pass of the session's trace that breaks tolerance, and where inside it."""
+def numeric_bisect(session, inputs: Mapping[str, np.ndarray] | None = None) -> Divergence | None:
+    """The first pass of the session's trace that breaks tolerance, the innermost nested pass
+    that does, and the first diverging replacement inside it (None when every pass keeps the
+    outputs). `inputs` replaces the session's numeric inputs first."""
+    if inputs is not None:
+        session.set_inputs(inputs)
     trace = session.trace
     bad = trace.first_numeric_failure()
     if bad is None:
         return None
     cfg = session.numeric_config()
-    return locate_divergence(bad.before, bad.after, cfg.inputs, pass_path=bad.path, rtol=cfg.rtol, atol=cfg.atol)
+    rec = _innermost_failure(trace, bad, cfg)
+    found = locate_divergence(rec.before, rec.after, cfg.inputs, pass_path=rec.path,
+                              replacements=rec.replacements, tolerance=cfg.tolerance)
+    if found.instruction_id is None and rec is not bad:
+        found = locate_divergence(bad.before, bad.after, cfg.inputs, pass_path=bad.path,
+                                  replacements=bad.replacements, tolerance=cfg.tolerance)
+    return found
 
 
 # ---- performance -------------------------------------------------------------------------------

@@ -75,9 +75,10 @@ def compile_kernels(snap: ProgramSnapshot, progress: Progress | None = None) -> 
 
 
 def time_snapshot(snap: ProgramSnapshot, modes: Sequence[str] = ("eager", "graph"), warmup: int = 10,
-                  iters: int = 100, progress: Progress | None = None) -> Any:
-    """Finalize a compiled (backend-lowered) snapshot and time it in each mode (one mode at a
-    time when `progress` is given, so the caller sees each start)."""
+                  iters: int = 100, inputs: Any = None, progress: Progress | None = None) -> Any:
+    """Finalize a compiled (backend-lowered) snapshot and time it in each mode (on `inputs`, or
+    random ones that respect the model; one mode at a time when `progress` is given, so the
+    caller sees each start)."""
     import dataclasses
 
     from .gpu import timing
@@ -85,11 +86,11 @@ def time_snapshot(snap: ProgramSnapshot, modes: Sequence[str] = ("eager", "graph
     compiled = compile_snapshot(snap)
     try:
         if progress is None:
-            return timing.time_program(compiled, modes=tuple(modes), warmup=warmup, iters=iters)
+            return timing.time_program(compiled, modes=tuple(modes), warmup=warmup, iters=iters, inputs=inputs)
         merged = None
         for k, mode in enumerate(modes):
             progress(k, len(modes), f"timing {mode}: {warmup} warm-up + {iters} runs")
-            r = timing.time_program(compiled, modes=(mode,), warmup=warmup, iters=iters)
+            r = timing.time_program(compiled, modes=(mode,), warmup=warmup, iters=iters, inputs=inputs)
             merged = r if merged is None else dataclasses.replace(
                 merged, modes={**merged.modes, **r.modes}, graph_nodes=max(merged.graph_nodes, r.graph_nodes))
         progress(len(modes), len(modes), "timed")

@@ -53,15 +53,18 @@ def model_label(model: Any) -> str:
     return "model"
 
 
-def load(model: Any, input_dims: Mapping[str, Sequence[int]] | None = None) -> Program:
+def load(model: Any, input_dims: Mapping[str, Sequence[int]] | None = None,
+         feed: Mapping[str, Any] | None = None) -> Program:
     """A Program from an .onnx path, a built-in model name, a saved program file, ONNX bytes or a
-    ModelProto. Unknown names and missing files raise MigxError listing what would work."""
+    ModelProto. Unknown names and missing files raise MigxError listing what would work.
+    input_dims names inputs or ONNX dim_params; `feed` (arrays by input name) fixes the dims of
+    every input from the arrays, so a KV-cache model needs no flags (compiler/onnx/dims.py)."""
     from .compiler.onnx import parse_onnx
 
     if isinstance(model, Program):
         return model.copy()
     if not isinstance(model, (str, os.PathLike)):
-        return parse_onnx(model, input_dims=input_dims)
+        return parse_onnx(model, input_dims=input_dims, feed=feed)
     path = Path(model)
     if path.is_file():
         if path.suffix != ".onnx" and zipfile.is_zipfile(path):
@@ -70,23 +73,37 @@ def load(model: Any, input_dims: Mapping[str, Sequence[int]] | None = None) -> P
             if input_dims:
                 raise MigxError("--input-dim does not apply to a saved program file (its shapes are fixed)")
             return load_program_file(path).program
-        return parse_onnx(path, input_dims=input_dims)
+        return parse_onnx(path, input_dims=input_dims, feed=feed)
     from . import models
 
     if str(model) in models.list_models():
-        return models.load(str(model), **dict(input_dims or {}))
+        return models.load(str(model), feed=feed, **dict(input_dims or {}))
     if path.suffix == ".onnx" or os.sep in str(model):
         raise MigxError(f"model file {str(model)!r} not found")
     raise MigxError(f"{str(model)!r} is neither a file nor a built-in model; built-in models: "
                     f"{', '.join(models.list_models())}")
 
 
+def read_npz(path: str) -> dict[str, Any]:
+    """The arrays of an .npz feed (no pickles), with one-line errors for a missing or bad file."""
+    import numpy as np
+
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            return {k: z[k] for k in z.files}
+    except FileNotFoundError:
+        raise MigxError(f"inputs file {path!r} not found") from None
+    except (OSError, ValueError) as e:
+        raise MigxError(f"cannot read inputs file {path!r} as .npz: {e}") from None
+
+
 def add_model_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("model", metavar="MODEL", help="an .onnx file, a built-in model name (`migx-explore onnx "
                    "--models` lists them), or a saved program file")
     p.add_argument("--input-dim", action="append", default=[], metavar="NAME=D0,D1,...",
-                   help="fix an input's dims, e.g. x=1,3,224,224, or x=1..8,64 for a dynamic range "
-                   "(repeatable); symbolic dims default to 1")
+                   help="fix an input's dims, e.g. x=1,3,224,224, or x=1..8,64 for a dynamic range, or an "
+                   "ONNX symbolic dim by name for every input using it, e.g. P=1..255 (repeatable); with "
+                   "--inputs the dims come from the feed; other symbolic dims default to 1")
 
 
 def load_program(source: Any, input_dims: Mapping[str, Sequence[int]] | None = None) -> Any:
@@ -94,9 +111,10 @@ def load_program(source: Any, input_dims: Mapping[str, Sequence[int]] | None = N
     Library form: `load_program(source, input_dims)` -> Program (see `load`)."""
     if isinstance(source, argparse.Namespace):
         dims = parse_input_dims(getattr(source, "input_dim", None))
+        feed = read_npz(source.inputs) if getattr(source, "inputs", None) else None
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            program = load(source.model, dims or None)
+            program = load(source.model, dims or None, feed=feed)
         for w in caught:  # one line each on stderr (e.g. a symbolic dim defaulted to 1), no file:line noise
             print(f"migx-explore: warning: {w.message}", file=sys.stderr)
         return program, model_label(source.model)

@@ -17,12 +17,11 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any
 
+from .compiler.errors import MigxError
 from .compiler.ir import Program
-from .compiler.matcher import Rule
 from .compiler.passes import (
-    FunctionPass,
     NumericConfig,
     Pass,
     PassEntry,
@@ -30,50 +29,15 @@ from .compiler.passes import (
     Pipeline,
     Trace,
 )
+from .compiler.passes.rewrite import RewritePass as RulePass  # noqa: F401  (RulePass: the old name)
+from .compiler.passes.rewrite import as_pass
+from .compiler.rewrite import Rule
 from .compiler.snapshot import ProgramSnapshot, SnapshotDiff, snapshot
 from .gpu.pipelines import CompileOptions
 from .session_config import PipelineConfig, SessionError
 from .session_cursor import Cursor, View
 from .session_trace import RetraceInfo, TraceCache
 from .stats import launch_count
-
-
-@dataclass(frozen=True)
-class RulePass(Pass):
-    """Run matcher rules to a fixpoint as a pass (prototype fusions from a notebook)."""
-
-    _abstract: ClassVar[bool] = True  # built from rules at run time, not registered by name
-    rules: tuple = ()
-    label: str = "user_rules"
-    max_iterations: int = 8
-
-    @property
-    def name(self) -> str:  # type: ignore[override]
-        return self.label
-
-    def apply_module(self, module, ctx):
-        from .compiler.matcher import find_matches, repeat_while_changes
-
-        changed = []
-        repeat_while_changes(self.max_iterations, lambda: changed.append(find_matches(module, *self.rules))
-                             or changed[-1])
-        return any(changed)
-
-    def non_default_options(self) -> dict[str, Any]:
-        return {}
-
-
-def as_pass(p: Pass | Rule | Sequence[Rule] | Callable, name: str | None = None) -> Pass:
-    """A Pass from a Pass, a matcher Rule (or several), or a function f(module[, ctx])."""
-    if isinstance(p, Pass):
-        return p
-    if isinstance(p, Rule):
-        return RulePass((p,), name or p.name)
-    if isinstance(p, (list, tuple)) and p and all(isinstance(r, Rule) for r in p):
-        return RulePass(tuple(p), name or "+".join(r.name for r in p))
-    if callable(p):
-        return FunctionPass(fn=p, label=name or getattr(p, "__name__", "user_pass"))
-    raise SessionError(f"cannot make a pass from {type(p).__name__}; give a Pass, a matcher Rule or a function")
 
 
 @dataclass
@@ -110,11 +74,14 @@ class Session:
 
     # ---- construction ----------------------------------------------------------------------------
     @classmethod
-    def from_onnx(cls, path: str, input_dims: dict[str, Sequence[int]] | None = None, **kw: Any) -> Session:
-        from .compiler.onnx import parse_onnx
+    def from_onnx(cls, path: str, input_dims: dict[str, Sequence[int]] | None = None, *,
+                  inputs: Any = None, **kw: Any) -> Session:
+        """`inputs` (an .npz path or a dict of arrays, keyed by ONNX input name) fixes symbolic dims
+        from its shapes and becomes the numeric checks' inputs (migx_explore/feeds.py)."""
+        from .feeds import load_with_feed
 
-        prog = parse_onnx(path, input_dims=input_dims)
-        s = cls(prog, name=kw.pop("name", str(path).rsplit("/", 1)[-1]), **kw)
+        prog, feed = load_with_feed(path, inputs, input_dims)
+        s = cls(prog, name=kw.pop("name", str(path).rsplit("/", 1)[-1]), inputs=feed, **kw)
         s.source = {"kind": "onnx", "value": str(path), "input_dims": dict(input_dims or {})}
         return s
 
@@ -123,9 +90,19 @@ class Session:
         from . import models
 
         dims = kw.pop("input_dims", None) or {}
-        s = cls(models.load(model_name, **dims), name=model_name, **kw)
+        s = cls(models.load(model_name, feed=kw.get("inputs"), **dims), name=model_name, **kw)
         s.source = {"kind": "model", "value": model_name, "input_dims": dict(dims)}
         return s
+
+    def generate(self, prompt_ids: Sequence[int], steps: int, *, target: str = "ref", mode: str = "graph",
+                 **kw: Any) -> Any:
+        """Greedy generation with this session's KV-cache model (an ONNX file or built-in model):
+        prefill, then decode steps feeding presents back as pasts (migx_explore.decode)."""
+        from .decode import generate
+
+        if self.source.get("kind") not in ("model", "onnx"):
+            raise MigxError("generate needs a session made by from_model or from_onnx (it recompiles per shape)")
+        return generate(self.source["value"], prompt_ids, steps, target=target, mode=mode, **kw)
 
     @classmethod
     def from_text(cls, text: str, **kw: Any) -> Session:
@@ -207,7 +184,11 @@ class Session:
     def set_numeric_config(self, cfg: NumericConfig | None) -> None:
         self.traces.set_numeric_config(cfg)
 
-    # Kept for callers written against the single-class Session (cli.verify, older notebooks).
+    def set_inputs(self, inputs: dict | None) -> None:
+        """Use these inputs (None: random ones that respect the model) for the numeric checks."""
+        self.traces.set_inputs(inputs)
+
+    # Kept for callers written against the single-class Session (cli.verify, verification, bisect).
     _numeric = numeric_config
 
     @property
@@ -217,6 +198,22 @@ class Session:
     @_numeric_base.setter
     def _numeric_base(self, cfg: NumericConfig | None) -> None:
         self.set_numeric_config(cfg)
+
+    @property
+    def _numeric_inputs(self) -> dict | None:
+        return self.traces._numeric_inputs
+
+    @_numeric_inputs.setter
+    def _numeric_inputs(self, inputs: dict | None) -> None:
+        self.traces._numeric_inputs = inputs
+
+    @property
+    def _numeric_enabled(self) -> bool:
+        return self.traces.numeric
+
+    @_numeric_enabled.setter
+    def _numeric_enabled(self, on: bool) -> None:
+        self.traces.numeric = on
 
     def unchecked(self) -> list[PassRecord]:
         """Changed top-level passes whose numeric check is still to run (deferred mode)."""
@@ -319,6 +316,10 @@ class Session:
             "numeric_max_abs": None if r.numeric is None else r.numeric.max_abs,
             "numeric_ok": None if r.numeric is None else r.numeric.ok,
             "numeric_note": "" if r.numeric is None else r.numeric.note,
+            # MIGraphX-style relative RMS of the worst output and its threshold (compiler/verify.py)
+            "numeric_rms": None if r.numeric is None else r.numeric.rms,
+            "numeric_threshold": None if r.numeric is None else r.numeric.threshold,
+            "numeric_summary": "" if r.numeric is None else r.numeric.describe(),
             "numeric_state": self.numeric_state(r),
             "matches": len(r.matches),
         }
@@ -414,12 +415,25 @@ class Session:
         return None if run is None else run.result
 
     # ---- beyond stepping: bisect and waterfall ------------------------------------------------------
-    def bisect(self):
-        """The first pass that breaks the numeric check, and the first instruction that diverges
-        inside it (None when every pass keeps the outputs). See migx_explore.bisect."""
+    def bisect(self, inputs: dict | None = None):
+        """The first pass that breaks the numeric check, and the first diverging replacement inside
+        it (None when every pass keeps the outputs). See migx_explore.bisect."""
         from .bisect import numeric_bisect
 
-        return numeric_bisect(self)
+        return numeric_bisect(self, inputs)
+
+    def verify(self, inputs: dict | None = None, **kw: Any):
+        """Numeric check after every pass (MIGraphX's relative RMS, or rtol=/atol= allclose) on
+        `inputs` (default: the session's, else random ones that respect the model); returns a
+        VerifyReport. See migx_explore.verification. Runs the check inline even where the session
+        defers it (the report needs every pass's result)."""
+        from .verification import verify_session
+
+        deferred, self.traces.defer_numeric = self.traces.defer_numeric, False
+        try:
+            return verify_session(self, self._numeric_inputs if inputs is None else inputs, **kw)
+        finally:
+            self.traces.defer_numeric = deferred
 
     def perf_bisect(self, toggles: dict[str, bool], measure: Callable[[Session], float], **kw: Any):
         """Minimal subset of `toggles` (pass path -> enabled in the bad configuration) that makes
@@ -446,4 +460,4 @@ class Session:
         return f"<Session {self.name}: {n} records, at {self.position}>"
 
 
-__all__ = ["RetraceInfo", "RulePass", "Session", "SessionError", "TimingRun", "View", "as_pass"]
+__all__ = ["RetraceInfo", "Rule", "RulePass", "Session", "SessionError", "TimingRun", "View", "as_pass"]

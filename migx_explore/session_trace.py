@@ -8,6 +8,7 @@ configuration's version moved, so neither can describe an older configuration.
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -70,8 +71,14 @@ class TraceCache:
             return None
         if self._numeric_base is None:
             self._numeric_base = make_numeric_config(self.initial.to_program(), self._numeric_inputs)
-        b = self._numeric_base
-        return NumericConfig(b.inputs, b.reference, b.rtol, b.atol, b.nested)
+        # a fresh copy per trace: the manager sets disabled_reason once evaluation stops working
+        return dataclasses.replace(self._numeric_base, disabled_reason="")
+
+    def set_inputs(self, inputs: dict | None) -> None:
+        """Use these inputs (None: random ones that respect the model); forgets cached results."""
+        self._numeric_inputs = None if inputs is None else dict(inputs)
+        self._numeric_base = None
+        self.invalidate()
 
     def set_numeric_config(self, cfg: NumericConfig | None) -> None:
         """Use these inputs/reference/tolerances (e.g. the CLI's --rtol); forgets cached results."""
@@ -158,17 +165,20 @@ class TraceCache:
 
 def numeric_check(cfg: NumericConfig, snap: ProgramSnapshot):
     """One snapshot's outputs against the reference, as PassManager's inline check computes them
-    (the comparison itself is compiler.passes.compare_outputs, which owns the tolerance)."""
+    (the comparison and its tolerance are compiler.passes.manager.compare_outputs')."""
     from .compiler.errors import MigxError
+    from .compiler.inputs import REAL_INPUTS_HINT
     from .compiler.passes import NumericCheck
     from .compiler.ref import evaluate, with_buffer_params
+    from .compiler.verify import program_compute_type
 
     program = snap.to_program()
     try:
         outs = evaluate(program, with_buffer_params(program, cfg.inputs))
     except MigxError as e:
-        return NumericCheck(float("nan"), float("nan"), True, f"not checked: {e}")
-    return compare_outputs(outs, cfg.reference, cfg.rtol, cfg.atol)
+        hint = f" (on random inputs: {REAL_INPUTS_HINT})" if cfg.random_inputs else ""
+        return NumericCheck(float("nan"), float("nan"), True, f"not checked: {e}{hint}")
+    return compare_outputs(outs, cfg.reference, cfg.tolerance, compute=program_compute_type(program))
 
 
 __all__ = ["CachedStep", "RetraceInfo", "TraceCache", "numeric_check"]

@@ -169,11 +169,13 @@ def _state(session, target: str) -> bool:
 
 
 def waterfall(session, *, by: str = "pass", modes: Sequence[str] = ("eager", "graph"), warmup: int = 5,
-              iters: int = 50, time_gpu: bool = True, progress=None) -> Waterfall:
+              iters: int = 50, time_gpu: bool = True, progress=None, inputs=None) -> Waterfall:
+    import functools
+
     from .gpu_bridge import time_snapshot, unavailable_reason
 
     why = unavailable_reason() if time_gpu else "timing not requested"
-    timer = time_snapshot if why is None else None
+    timer = functools.partial(time_snapshot, inputs=inputs) if why is None else None
     base = Variant("(all passes)", ())
     plan = variant_plan(session, by)
     measure_variant(session, base, modes=modes, warmup=warmup, iters=iters, timer=timer)

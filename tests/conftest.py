@@ -2,7 +2,22 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _private_kernel_cache(tmp_path_factory):
+    """Every test session compiles into its own kernel cache folder: results never depend on
+    binaries an earlier run (or another checkout) left in ~/.cache/migx-explore."""
+    old = os.environ.get("MIGX_EXPLORE_CACHE_DIR")
+    os.environ["MIGX_EXPLORE_CACHE_DIR"] = str(tmp_path_factory.mktemp("migx-kernel-cache"))
+    yield
+    if old is None:
+        os.environ.pop("MIGX_EXPLORE_CACHE_DIR", None)
+    else:
+        os.environ["MIGX_EXPLORE_CACHE_DIR"] = old
 
 
 def pytest_collection_modifyitems(config, items):

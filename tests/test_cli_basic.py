@@ -54,7 +54,7 @@ def test_read_onnx_file_with_input_dims(tmp_path, capsys):
                           [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["n", 3])])
     assert main(["read", str(path), "--input-dim", "x=5,3"]) == 0
     cap = capsys.readouterr()
-    assert "x = @param:x -> float_type, {5, 3}" in cap.out and cap.err == ""
+    assert "x = @param:x -> float32, {5, 3}" in cap.out and cap.err == ""
     assert main(["read", str(path)]) == 0
     cap = capsys.readouterr()
     assert "{1, 3}" in cap.out and "warning: input 'x': dimension 0 ('n')" in cap.err
@@ -62,7 +62,7 @@ def test_read_onnx_file_with_input_dims(tmp_path, capsys):
 
 def test_read_with_a_dynamic_range(capsys):
     assert main(["read", "dynamic_mlp", "--input-dim", "x=1..4,64"]) == 0
-    assert "x = @param:x -> dynamic, float_type, {[1..4], 64}" in capsys.readouterr().out
+    assert "x = @param:x -> dynamic, float32, {[1..4], 64}" in capsys.readouterr().out
     assert "ranges must be lo..hi" in _error_line(capsys, ["read", "dynamic_mlp", "--input-dim", "x=4..1,64"])
 
 
@@ -101,14 +101,24 @@ def test_run_gpu_target_goes_through_the_gpu_hook(monkeypatch, capsys):
 
     calls = []
 
-    def fake_run_program(program, inputs, mode="eager", options=None):
-        calls.append((sorted(inputs), mode))
-        return evaluate(program, inputs)
+    class FakeCompiled:
+        def __init__(self, program, options=None):
+            self.program = program
 
-    monkeypatch.setattr(gpu, "run_program", fake_run_program)
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            calls.append("closed")
+
+        def run(self, inputs, mode="eager"):
+            calls.append((sorted(inputs), mode))
+            return evaluate(self.program, inputs)
+
+    monkeypatch.setattr(gpu, "compile", FakeCompiled)
     assert main(["run", "mlp", "--target", "gpu", "--mode", "graph"]) == 0
-    assert calls == [(["x"], "graph")] and "log_probs: float32 [1, 10]" in capsys.readouterr().out
-    monkeypatch.delattr(gpu, "run_program")
+    assert calls == [(["x"], "graph"), "closed"] and "log_probs: float32 [1, 10]" in capsys.readouterr().out
+    monkeypatch.delattr(gpu, "compile")
     line = _error_line(capsys, ["run", "mlp", "--target", "gpu"])
     assert "--target gpu is unavailable" in line
 

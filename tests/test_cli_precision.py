@@ -26,7 +26,7 @@ def test_passes_without_a_flag_has_no_stage(capsys):
 def test_read_fp16_prints_half_weights(capsys):
     assert main(["read", "mlp", "--fp16"]) == 0
     out = capsys.readouterr().out
-    assert "half_type" in out and "convert[target_type=float16]" in out
+    assert "-> float16, {" in out and "convert[target_type=float16]" in out
 
 
 def test_run_int8_with_calibration_matches_fp32_closely(tmp_path, capsys):

@@ -47,7 +47,7 @@ def test_all_dtypes_print_and_parse(t):
 
 def test_dynamic_shape_text():
     s = Shape.dynamic("float32", [DynDim(1, 4), 16])
-    assert s.dynamic_shape and str(s) == "dynamic, float_type, {[1..4], 16}"
+    assert s.dynamic_shape and str(s) == "dynamic, float32, {[1..4], 16}"
     from migx_explore.compiler import parse_shape
 
     assert parse_shape(str(s)) == s

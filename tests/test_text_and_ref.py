@@ -28,11 +28,25 @@ def test_printer_matches_migraphx_style():
     m.add_return([c])
     lines = str(p).splitlines()
     assert lines[0] == 'module: "main"'
-    assert lines[1] == "x = @param:x -> float_type, {1, 3, 8, 8}, {192, 64, 8, 1}"
-    assert lines[2] == "@1 = @literal{ ... } -> float_type, {4, 3, 3, 3}, {27, 9, 3, 1}"
-    assert lines[3] == ("@2 = convolution[padding={1, 1},stride={1, 1}](x,@1) -> float_type, {1, 4, 8, 8}, "
+    assert lines[1] == "x = @param:x -> float32, {1, 3, 8, 8}, {192, 64, 8, 1}"
+    assert lines[2] == "@1 = @literal{ ... } -> float32, {4, 3, 3, 3}, {27, 9, 3, 1}"
+    assert lines[3] == ("@2 = convolution[padding={1, 1},stride={1, 1}](x,@1) -> float32, {1, 4, 8, 8}, "
                         "{256, 64, 8, 1}")
     assert lines[4] == "@3 = @return(@2)"
+
+
+def test_types_print_as_the_api_names_them_and_parse_in_both_spellings():
+    # MIGraphX prints float_type / half_type; we print the API's float32 / float16 (one spelling
+    # from Shape.of("float32") to convert[target_type=float16] to the printed line) and read both.
+    migraphx_text = """
+x = @param:x -> float_type, {4}, {1}
+@1 = convert[target_type=half_type](x) -> half_type, {4}, {1}
+@2 = @return(@1)
+"""
+    p = parse(migraphx_text)
+    text = print_program(p)
+    assert "@1 = convert[target_type=float16](x) -> float16, {4}, {1}" in text and "float_type" not in text
+    assert parse(text) == p
 
 
 def test_full_print_round_trips_float_values_exactly():
@@ -58,7 +72,7 @@ def test_parse_errors_name_the_line():
 
 def test_evaluator_errors_are_clear():
     p = parse("x = @param:x -> float_type, {2, 2}, {2, 1}\n@1 = relu(x) -> float_type, {2, 2}, {2, 1}\n")
-    with pytest.raises(EvalError, match=r"missing input\(s\) .*x: float_type, \{2, 2\}"):
+    with pytest.raises(EvalError, match=r"missing input\(s\) .*x: float32, \{2, 2\}"):
         evaluate(p, {})
     with pytest.raises(EvalError, match=r"input 'x' has shape \(3, 2\)"):
         evaluate(p, {"x": np.zeros((3, 2), np.float32)})

@@ -19,6 +19,7 @@ from onnx import helper
 from ..errors import AttributeError_, EvalError, ImportError_, MigxError, ShapeError
 from ..ir import Instruction, Module
 from ..op import Op
+from ..ops.views import common_dyn_dims
 from .tensors import to_array
 
 _MISSING = object()
@@ -168,10 +169,17 @@ class NodeContext:
     def broadcast(self, *ins: Instruction) -> list[Instruction]:
         """ONNX implicit (numpy) broadcasting made explicit with multibroadcast, as MIGraphX does.
         With a dynamic input the others use the 2-input form multibroadcast(x, dynamic_ref)."""
-        dyn = [i for i in ins if i.shape.dyn_dims is not None]
-        if dyn:
-            ref = max(dyn, key=lambda i: i.shape.ndim)
-            return [i if i.shape == ref.shape else self.add("multibroadcast", [i, ref]) for i in ins]
+        if any(i.shape.dynamic_shape for i in ins):
+            try:
+                dims = common_dyn_dims([i.shape for i in ins])
+            except ShapeError as e:
+                raise self.error(str(e)) from None
+            out = []
+            for k, i in enumerate(ins):
+                full = [r for r in ins if r.shape.dyn_dims == dims]
+                refs = full[:1] or [r for j, r in enumerate(ins) if j != k]  # one full-shape ref, else all
+                out.append(i if i.shape.dyn_dims == dims else self.add("multibroadcast", [i, *refs]))
+            return out
         lens = common_lens([i.shape.lens for i in ins])
         if lens is None:
             shapes = " and ".join(str(list(i.shape.lens)) for i in ins)

@@ -21,6 +21,7 @@ from ..ir import Instruction, Program
 from ..shape import DynDim, Shape
 from . import registry
 from .context import NodeContext, param_name
+from .dims import importer_input_dims
 from .loader import ModelSource, check_model, load_external_data, load_model
 from .tensors import ir_type, to_array
 
@@ -29,22 +30,27 @@ _DEFAULT_DOMAINS = ("", "ai.onnx")
 
 
 def parse_onnx(source: ModelSource, input_dims: Mapping[str, Sequence[int]] | None = None,
-               default_dim: int = 1, constant_inputs: Mapping[str, np.ndarray] | None = None) -> Program:
+               default_dim: int = 1, constant_inputs: Mapping[str, np.ndarray] | None = None,
+               feed: Mapping[str, np.ndarray] | None = None) -> Program:
     """Import an ONNX model (path, serialized bytes or ModelProto).
 
-    input_dims fixes the dims of named graph inputs (needed for symbolic dims); a (min, max)
+    input_dims fixes the dims of named graph inputs (needed for symbolic dims), or of every input
+    that uses a named ONNX dim_param (`{"P": (1, 255), "T": 1}`, see onnx/dims.py); a (min, max)
     pair instead of an int makes that dim a dynamic range (dynamic shapes); any other
     non-fixed dim becomes `default_dim`, with a warning naming the input and the dim.
     constant_inputs freezes named graph inputs to values (they become literals, not params): for
     models that feed shape-like operands (axes, pads, target shapes) as inputs, which a static-shape
-    compiler must know at compile time (ConstantInputRequired names them)."""
+    compiler must know at compile time (ConstantInputRequired names them). `feed` (arrays keyed by
+    input name) fixes every input's dims from the arrays' shapes; input_dims overrides it."""
     model, folder, raw = load_model(source)
     what = f"ONNX model {str(source)!r}" if folder is not None else "ONNX model"
     # The checker reads the original bytes unless external data was inlined (it would look for the
     # data files relative to the working directory).
     inlined = load_external_data(model, folder)
     check_model(raw if raw is not None and not inlined else model, what)
-    return _Importer(model, dict(input_dims or {}), int(default_dim), dict(constant_inputs or {})).run()
+    constants = dict(constant_inputs or {})
+    dims = importer_input_dims(model, input_dims, feed, skip=list(constants))
+    return _Importer(model, dims, int(default_dim), constants).run()
 
 
 def model_opset(model: onnx.ModelProto) -> int:
@@ -135,6 +141,7 @@ class _Importer:
         t = ir_type(tt.elem_type, f"input {vi.name!r}")
         user = self.input_dims.get(vi.name)
         if user is not None:
+            user = [self._default(vi, i) if d is None else d for i, d in enumerate(user)]
             return _user_shape(vi.name, t, user, len(tt.shape.dim) if tt.HasField("shape") else None)
         if not tt.HasField("shape"):
             raise ImportError_(f"input {vi.name!r} has no shape (unknown rank); give input_dims={{{vi.name!r}: [...]}}")
@@ -143,12 +150,21 @@ class _Importer:
             if d.HasField("dim_value") and d.dim_value >= 0:
                 lens.append(int(d.dim_value))
                 continue
-            label = f" ({d.dim_param!r})" if d.dim_param else ""
-            warnings.warn(f"input {vi.name!r}: dimension {i}{label} is not fixed; using {self.default_dim} "
-                          f"(set it with input_dims={{{vi.name!r}: [...]}} or --input-dim {vi.name}=...)",
-                          stacklevel=4)
-            lens.append(self.default_dim)
+            lens.append(self._default(vi, i))
         return Shape.of(t, lens)
+
+    def _default(self, vi: onnx.ValueInfoProto, axis: int) -> int:
+        """default_dim for a dim nothing fixed, with a warning saying how to set it (by its name)."""
+        d = vi.type.tensor_type.shape.dim[axis]
+        if d.dim_param:
+            warnings.warn(f"input {vi.name!r}: dimension {axis} ({d.dim_param!r}) is not fixed; using "
+                          f"{self.default_dim} (set it with input_dims={{{d.dim_param!r}: ...}} or "
+                          f"--input-dim {d.dim_param}=..., or give a feed)", stacklevel=5)
+        else:
+            warnings.warn(f"input {vi.name!r}: dimension {axis} is not fixed; using {self.default_dim} "
+                          f"(set it with input_dims={{{vi.name!r}: [...]}} or --input-dim {vi.name}=...)",
+                          stacklevel=5)
+        return self.default_dim
 
     # ---- nodes ---------------------------------------------------------------------------------------
     def _sorted_nodes(self) -> list[onnx.NodeProto]:

@@ -204,8 +204,10 @@ def parse_trilu(ctx: NodeContext, args: Args) -> Result:
 @register("NonZero")
 def parse_nonzero(ctx: NodeContext, args: Args) -> Result:
     v = ctx.const(args[0])
-    if v is None:
-        raise ctx.error("NonZero of a non-constant input has a data-dependent shape (not supported)")
+    if v is None:  # MIGraphX's answer to the data-dependent shape: [rank, elements], zero-padded
+        if args[0].shape.ndim == 0:
+            raise ctx.error("NonZero of a non-constant scalar is not supported")
+        return ctx.add("get_tuple_elem", [ctx.add("nonzero", [args[0]])], index=0)
     return ctx.literal(np.asarray(np.nonzero(v), dtype=np.int64).reshape(v.ndim, -1))
 
 

@@ -192,8 +192,11 @@ def parse_tile(ctx: NodeContext, args: Args) -> Result:
 
 @register("Shape")
 def parse_shape(ctx: NodeContext, args: Args) -> Result:
+    """A literal, or for a dynamic input MIGraphX's dimensions_of (the dims are known at run time)."""
     lens = list(args[0].shape.lens)
     start, end = ctx.attr("start", 0), ctx.attr("end", None)
+    if args[0].shape.dynamic_shape:
+        return ctx.add("dimensions_of", [args[0]], start=start, end=end)
     return ctx.literal(np.asarray(lens[slice(start, end)], dtype=np.int64))
 
 
@@ -204,6 +207,9 @@ def parse_size(ctx: NodeContext, args: Args) -> Result:
 
 @register("Range")
 def parse_range(ctx: NodeContext, args: Args) -> Result:
+    if all(a is not None for a in args) and any(ctx.const(a) is None for a in args):
+        lens = sorted(len(_probe_range(ctx, args, end)) for end in ("min", "max"))
+        return ctx.add("range", list(args), lens=lens)
     start, limit, delta = (ctx.need_const(a, n).reshape(()) for a, n in zip(args, ("start", "limit", "delta")))
     if delta == 0:
         raise ctx.error("delta must not be 0")
@@ -281,3 +287,42 @@ def parse_eye_like(ctx: NodeContext, args: Args) -> Result:
     t = ir_type(code, f"node {ctx.name} attribute 'dtype'") if code is not None else x.shape.type
     m, n = x.shape.lens
     return ctx.literal(np.eye(m, n, k=ctx.attr("k", 0)), t)
+
+
+def _probe_range(ctx, args, end: str) -> np.ndarray:
+    """Range's value with every dynamic dim at its `end` ("min" or "max"): its inputs may depend
+    on the graph inputs only through their shapes (dimensions_of), else the length is not knowable."""
+    try:
+        start, limit, delta = (probe_value(a, end).reshape(()) for a in args)
+    except ValueError:
+        ctx.need_const(next(a for a in args if ctx.const(a) is None), "limit")  # raises, naming the inputs
+        raise
+    if delta == 0:
+        raise ctx.error("delta must not be 0")
+    return np.arange(start, limit, delta)
+
+
+def probe_value(ins, end: str) -> np.ndarray:
+    """Evaluate a shape computation with each dynamic dim at its min or max; ValueError when it
+    reads a graph input's data rather than its shape."""
+    from ..ref import run_instruction
+
+    memo: dict[int, np.ndarray] = {}
+
+    def value(i):
+        if i.id in memo:
+            return memo[i.id]
+        if i.is_literal():
+            v = i.literal.data
+        elif i.name == "dimensions_of":
+            x = i.inputs[0].shape
+            lens = [d.min if end == "min" else d.max for d in x.dyn_dims] if x.dyn_dims else list(x.lens)
+            v = np.asarray(lens[slice(i.op["start"], i.op["end"])], dtype=np.int64)
+        elif i.is_builtin() or i.op.spec.compute is None:
+            raise ValueError(f"{i.name} is not a shape computation")
+        else:
+            v = np.asarray(run_instruction(i, [value(a) for a in i.inputs], False))
+        memo[i.id] = v
+        return v
+
+    return value(ins)

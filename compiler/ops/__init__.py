@@ -8,6 +8,7 @@ from . import (  # noqa: F401  (registration side effects)
     builtin,
     control,
     data,
+    dynamic,
     fused,
     fusion,
     nn,

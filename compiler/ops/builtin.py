@@ -6,7 +6,7 @@ import numpy as np
 
 from .. import dtypes
 from ..errors import ShapeError
-from ..op import defop
+from ..op import GpuCode, defop
 from ..shape import Shape
 from .common import A
 
@@ -33,7 +33,8 @@ defop("identity", lambda op, s, m: s[0], lambda op, a, out, run: a[0], traits={"
 defop("allocate", lambda op, s, m: op["shape"],
       lambda op, a, out, run: np.zeros(out.lens, dtypes.np_dtype(out.type)),
       attrs=[A("shape", "shape", Shape.scalar("float32"), show=True)], traits={"not_context_free"}, nargs=0,
-      doc="An uninitialised output buffer (the GPU lowering makes one per kernel output).")
+      doc="An uninitialised output buffer (the GPU lowering makes one per kernel output).",
+      gpu=GpuCode.none("an output buffer: lowering turns it into hip::allocate"))
 
 
 def _tuple_elem_shape(op, inputs, mods):
@@ -48,4 +49,5 @@ def _tuple_elem_shape(op, inputs, mods):
 
 defop("get_tuple_elem", _tuple_elem_shape, lambda op, a, out, run: a[0][op["index"]],
       attrs=[A("index", "int", 0, show=True)], nargs=1, output_alias=lambda op, s: 0,
-      doc="One element of a tuple value (multi-output fused ops).")
+      doc="One element of a tuple value (multi-output fused ops).",
+      gpu=GpuCode.none("picks one value of a tuple; no data moves"))

@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import EvalError, ShapeError
-from ..op import defop
+from ..op import GpuCode, defop
 from ..shape import Shape
 from .common import A
 
@@ -58,7 +58,8 @@ def _if_compute(op, args, out, run):
 
 defop("if", _if_shape, _if_compute, nargs=(1, -1),
       doc="Run the then module if the condition holds, else the else module; the remaining inputs are "
-          "bound to each branch's params in order (several returns give a tuple).")
+          "bound to each branch's params in order (several returns give a tuple).",
+      gpu=GpuCode.host("control flow: the host evaluates the condition and runs one branch"))
 
 
 # --- select_module ------------------------------------------------------------------------------
@@ -105,4 +106,5 @@ defop("select_module", _select_shape, _select_compute,
       attrs=[A("output_dyn_shapes", "shape", Shape.tuple_of([Shape.scalar("float32")]), show=True)],
       nargs=(1, -1),
       doc="Run the submodule whose parameter shapes match the inputs (parameters bound by sorted name); "
-          "returns a tuple of its outputs.")
+          "returns a tuple of its outputs.",
+      gpu=GpuCode.host("picks the static submodule that fits the runtime shapes on the host"))

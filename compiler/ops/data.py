@@ -8,7 +8,7 @@ import numpy as np
 
 from .. import dtypes
 from ..errors import ShapeError
-from ..op import defop
+from ..op import GpuCode, defop
 from ..shape import Shape
 from .common import A, norm_axes, norm_axis, normalizer, same_type
 
@@ -42,7 +42,8 @@ def _gather_compute(op, args, out, run):
 
 defop("gather", _gather_shape, _gather_compute, attrs=[A("axis", "int", 0, show=True)], nargs=2,
       normalize=normalizer(axis="axis"),
-      doc="out = data indexed by `indices` along `axis` (numpy take; negative indices wrap).")
+      doc="out = data indexed by `indices` along `axis` (numpy take; negative indices wrap).",
+      gpu=GpuCode.kernel("gather"))
 
 
 # --- gathernd -----------------------------------------------------------------------------------
@@ -74,7 +75,8 @@ def _gathernd_compute(op, args, out, run):
 
 
 defop("gathernd", _gathernd_shape, _gathernd_compute, attrs=[A("batch_dims", "int", 0)], nargs=2,
-      doc="ONNX GatherND: the last axis of `indices` holds coordinates into data (after batch_dims).")
+      doc="ONNX GatherND: the last axis of `indices` holds coordinates into data (after batch_dims).",
+      gpu=GpuCode.kernel("gathernd"))
 
 
 # --- scatter (elements) and scatternd -----------------------------------------------------------
@@ -147,9 +149,11 @@ def _scatternd_compute(reduction):
 for _red in _REDUCERS:
     defop(f"scatter_{_red}", _scatter_shape(f"scatter_{_red}"), _scatter_compute(_red),
           attrs=[A("axis", "int", 0, show=True)], nargs=3, normalize=normalizer(axis="axis"),
-          doc=f"ONNX ScatterElements with reduction '{_red}': data with `updates` written at `indices` on axis.")
+          doc=f"ONNX ScatterElements with reduction '{_red}': data with `updates` written at `indices` on axis.",
+          gpu=GpuCode.kernel("scatter"))
     defop(f"scatternd_{_red}", _scatternd_shape(f"scatternd_{_red}"), _scatternd_compute(_red), nargs=3,
-          doc=f"ONNX ScatterND with reduction '{_red}'.")
+          doc=f"ONNX ScatterND with reduction '{_red}'.",
+          gpu=GpuCode.kernel("scatternd"))
 
 
 # --- pad ----------------------------------------------------------------------------------------
@@ -186,7 +190,8 @@ defop("pad", _pad_shape, _pad_compute, attrs=[
     A("pads", "ints", (), show=True, doc="begins for every axis, then ends"),
     A("value", "float", 0.0),
     A("mode", "str", "constant", choices=("constant", "reflect", "edge", "wrap")),
-], nargs=1, doc="Pad with a constant, a reflection, the edge value, or wrap around.")
+], nargs=1, doc="Pad with a constant, a reflection, the edge value, or wrap around.",
+      gpu=GpuCode.kernel("pad"))
 
 
 # --- reverse ------------------------------------------------------------------------------------
@@ -197,7 +202,8 @@ def _reverse_shape(op, s, m):
 
 defop("reverse", _reverse_shape, lambda op, a, out, run: np.flip(a[0], norm_axes(op["axes"], a[0].ndim, "reverse")),
       attrs=[A("axes", "ints", (), show=True)], nargs=1, normalize=normalizer(axes="axes"),
-      doc="Reverse the element order along `axes`.")
+      doc="Reverse the element order along `axes`.",
+      gpu=GpuCode.kernel("reverse"))
 
 
 # --- prefix_scan_sum (CumSum) -------------------------------------------------------------------
@@ -218,7 +224,8 @@ def _scan_compute(op, args, out, run):
 
 defop("prefix_scan_sum", _scan_shape, _scan_compute, attrs=[
     A("axis", "int", 0, show=True), A("exclusive", "bool", False), A("reverse", "bool", False),
-], nargs=1, normalize=normalizer(axis="axis"), doc="Cumulative sum along axis (ONNX CumSum).")
+], nargs=1, normalize=normalizer(axis="axis"), doc="Cumulative sum along axis (ONNX CumSum).",
+      gpu=GpuCode.kernel("prefix_scan_sum"))
 
 
 # --- topk ---------------------------------------------------------------------------------------
@@ -248,7 +255,8 @@ def _topk_compute(op, args, out, run):
 defop("topk", _topk_shape, _topk_compute, attrs=[
     A("k", "int", 1, show=True), A("axis", "int", -1, show=True), A("largest", "bool", True),
 ], nargs=1, normalize=normalizer(axis="axis"),
-      doc="The k largest (or smallest) values along axis, sorted, and their int64 indices (a tuple).")
+      doc="The k largest (or smallest) values along axis, sorted, and their int64 indices (a tuple).",
+      gpu=GpuCode.kernel("topk"))
 
 
 # --- onehot -------------------------------------------------------------------------------------
@@ -285,4 +293,28 @@ def _onehot_normalize(op, inputs):
 defop("onehot", _onehot_shape, _onehot_compute, attrs=[
     A("depth", "int", 1, show=True), A("axis", "int", -1, show=True),
 ], nargs=2, normalize=_onehot_normalize,
-      doc="One-hot encode indices with values [off, on]; out-of-range indices give all `off`.")
+      doc="One-hot encode indices with values [off, on]; out-of-range indices give all `off`.",
+      gpu=GpuCode.kernel("onehot"))
+
+
+
+# --- nonzero ------------------------------------------------------------------------------------
+def _nonzero_shape(op, s, m):
+    x = s[0]
+    if x.ndim == 0:
+        raise ShapeError("nonzero: input must have rank >= 1")
+    return Shape.tuple_of([Shape.of("int64", [x.ndim, x.elements()]), Shape.of("int64", [1])])
+
+
+def _nonzero_compute(op, args, out, run):
+    x = args[0]
+    found = np.nonzero(x)
+    coords = np.zeros((x.ndim, x.size), np.int64)
+    count = len(found[0])
+    coords[:, :count] = np.asarray(found, np.int64).reshape(x.ndim, count)
+    return coords, np.array([count], np.int64)
+
+
+defop("nonzero", _nonzero_shape, _nonzero_compute, nargs=1, gpu=GpuCode.kernel("nonzero"),
+      doc="Coordinates of the non-zero elements in row-major order, as MIGraphX's nonzero: a maximum-size "
+          "[rank, elements] buffer, zero after the last found element, and the count (a tuple).")

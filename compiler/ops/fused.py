@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import ShapeError
-from ..op import defop
+from ..op import GpuCode, defop
 from ..shape import Shape
 from .common import A, norm_axes, pointwise_shape
 
@@ -42,7 +42,8 @@ def _pointwise_compute(op, args, out, run):
 
 
 defop("pointwise", _pointwise_shape, _pointwise_compute, nargs=(1, -1),
-      doc="A fused elementwise kernel; its body is the submodule (multiple returns give a tuple).")
+      doc="A fused elementwise kernel; its body is the submodule (multiple returns give a tuple).",
+      gpu=GpuCode.kernel("pointwise"))
 
 
 def _fused_reduce_shape(op, s, mods):
@@ -69,4 +70,5 @@ def _fused_reduce_compute(op, args, out, run):
 
 defop("fused_reduce", _fused_reduce_shape, _fused_reduce_compute, attrs=[A("axes", "ints", (), show=True)],
       traits={"reduce"}, nargs=(1, -1),
-      doc="A reduction fused with elementwise producers/consumers; body in the submodule.")
+      doc="A reduction fused with elementwise producers/consumers; body in the submodule.",
+      gpu=GpuCode.kernel("reduce"))

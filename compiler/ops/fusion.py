@@ -13,7 +13,7 @@ import numpy as np
 
 from .. import dtypes
 from ..errors import ShapeError
-from ..op import defop
+from ..op import GpuCode, defop
 from ..shape import Shape
 from .common import A, norm_axes, norm_axis, pointwise_shape, same_lens, same_type
 
@@ -74,7 +74,8 @@ defop("fused_concat", _fused_concat_shape, _fused_concat_compute, attrs=[A("axis
       nargs=(1, -1),
       doc="concat of pointwise pieces followed by a pointwise op: modules [piece_0 .. piece_n-1, post]; "
           "the inputs are each piece's inputs in turn, then the post module's extras (its last param "
-          "is the concat result).")
+          "is the concat result).",
+      gpu=GpuCode.kernel("fused_concat"))
 
 
 # --- split_fused_reduce -------------------------------------------------------------------------
@@ -104,7 +105,8 @@ defop("split_fused_reduce", _split_reduce_shape, _split_reduce_compute,
                                                      show=True)],
       traits={"reduce"}, nargs=(1, -1),
       doc="The sum-reduction part of a large fused_reduce, split across workgroups that accumulate "
-          "atomically into the output (results are reduce_sums, a tuple if several).")
+          "atomically into the output (results are reduce_sums, a tuple if several).",
+      gpu=GpuCode.kernel("reduce"))
 
 
 # --- layernorm ----------------------------------------------------------------------------------
@@ -130,8 +132,10 @@ defop("layernorm", _ln_shape,
       lambda op, a, out, run: _layernorm(a[0], op["epsilon"], norm_axis(op["axis"], a[0].ndim, "layernorm")),
       attrs=_LN_ATTRS, nargs=1,
       doc="(x - mean) / sqrt(variance + epsilon) over `axis` (MIGraphX gpu::prelayernorm; scale and bias "
-          "stay separate pointwise ops).")
+          "stay separate pointwise ops).",
+      gpu=GpuCode.kernel("reduce"))
 defop("add_layernorm", _ln_shape,
       lambda op, a, out, run: _layernorm(a[0] + a[1], op["epsilon"],
                                          norm_axis(op["axis"], a[0].ndim, "add_layernorm")),
-      attrs=_LN_ATTRS, nargs=2, doc="layernorm(a + b) (MIGraphX gpu::preadd_layernorm).")
+      attrs=_LN_ATTRS, nargs=2, doc="layernorm(a + b) (MIGraphX gpu::preadd_layernorm).",
+      gpu=GpuCode.kernel("reduce"))

@@ -7,7 +7,7 @@ from numpy.lib.stride_tricks import sliding_window_view
 
 from .. import dtypes
 from ..errors import ShapeError
-from ..op import defop
+from ..op import GpuCode, defop
 from ..shape import DynDim, Shape
 from .common import A, same_type
 
@@ -51,7 +51,8 @@ def _dot_compute(op, args, out, run):
 
 
 defop("dot", _dot_shape, _dot_compute, nargs=2,
-      doc="Batched matrix product a[..., m, k] x b[..., k, n]; batch dims must match (broadcast explicitly).")
+      doc="Batched matrix product a[..., m, k] x b[..., k, n]; batch dims must match (broadcast explicitly).",
+      gpu=GpuCode.kernel("gemm"))
 
 
 # --- convolution --------------------------------------------------------------------------------
@@ -97,7 +98,7 @@ def _conv_shape(op, s, m):
     return Shape.of(t, out)
 
 
-def _windows(x: np.ndarray, kernel, pb, pe, st, dl, pad_value=0.0) -> np.ndarray:
+def sliding_windows(x: np.ndarray, kernel, pb, pe, st, dl, pad_value=0.0) -> np.ndarray:
     """(N, C, *out_spatial, *kernel) view of x's sliding windows."""
     nd = len(kernel)
     xp = np.pad(x, [(0, 0), (0, 0)] + list(zip(pb, pe)), constant_values=pad_value)
@@ -116,7 +117,7 @@ def _conv_compute(op, args, out, run):
     acc = np.float32 if dtypes.is_low_float(x.dtype) else None
     xa = x.astype(acc) if acc else x
     wa = w.astype(acc) if acc else w
-    win = _windows(xa, w.shape[2:], pb, pe, st, dl)  # N C O.. K..
+    win = sliding_windows(xa, w.shape[2:], pb, pe, st, dl)  # N C O.. K..
     n, c = x.shape[:2]
     win = win.reshape((n, g, c // g) + win.shape[2:])
     wg = wa.reshape((g, w.shape[0] // g) + w.shape[1:])
@@ -138,7 +139,8 @@ _CONV_ATTRS = [
 ]
 
 defop("convolution", _conv_shape, _conv_compute, attrs=_CONV_ATTRS, nargs=2,
-      doc="N-d convolution, NCHW-style lens; weights (K, C/group, *kernel).")
+      doc="N-d convolution, NCHW-style lens; weights (K, C/group, *kernel).",
+      gpu=GpuCode.kernel("convolution"))
 
 
 # --- pooling ------------------------------------------------------------------------------------
@@ -160,7 +162,7 @@ def _pool_shape(op, s, m):
     k = list(op["lengths"])
     if len(k) != nd:
         raise ShapeError(f"pooling: lengths {tuple(k)} need {nd} values for input {list(x.lens)}")
-    pb, pe, st, dl = _pool_params(op, nd)
+    pb, pe, st, dl = pool_params(op, nd)
     out = list(x.lens[:2]) + [_pool_out(x.lens[2 + i], k[i], pb[i], pe[i], st[i], dl[i], op["ceil_mode"])
                               for i in range(nd)]
     if any(v <= 0 for v in out[2:]):
@@ -168,7 +170,7 @@ def _pool_shape(op, s, m):
     return Shape.of(x.type, out)
 
 
-def _pool_params(op, nd):
+def pool_params(op, nd):
     pad = list(op["padding"]) or [0] * nd
     pb, pe = (pad, pad) if len(pad) == nd else (pad[:nd], pad[nd:])
     if len(pb) != nd or len(pe) != nd:
@@ -184,7 +186,7 @@ def _pool_compute(op, args, out, run):
     x = args[0]
     nd = x.ndim - 2
     k = list(op["lengths"])
-    pb, pe, st, dl = _pool_params(op, nd)
+    pb, pe, st, dl = pool_params(op, nd)
     # Extra end padding so that ceil_mode windows exist; it never counts as data.
     extra = [max(0, (out.lens[2 + i] - 1) * st[i] + dl[i] * (k[i] - 1) + 1 - (x.shape[2 + i] + pb[i] + pe[i]))
              for i in range(nd)]
@@ -193,18 +195,18 @@ def _pool_compute(op, args, out, run):
     xf = x.astype(np.float64)
     axes = tuple(range(-nd, 0))
     if mode == "max":
-        win = _windows(xf, k, pb, pe2, st, dl, pad_value=-np.inf)
+        win = sliding_windows(xf, k, pb, pe2, st, dl, pad_value=-np.inf)
         return win.max(axis=axes)
-    real = _windows(np.ones((1, 1) + x.shape[2:]), k, pb, pe2, st, dl)
+    real = sliding_windows(np.ones((1, 1) + x.shape[2:]), k, pb, pe2, st, dl)
     if mode == "lpnorm":
         p = op["lp_order"]
-        win = _windows(np.abs(xf), k, pb, pe2, st, dl)
+        win = sliding_windows(np.abs(xf), k, pb, pe2, st, dl)
         return np.power(np.power(win, p).sum(axis=axes), 1.0 / p)
-    win = _windows(xf, k, pb, pe2, st, dl)
+    win = sliding_windows(xf, k, pb, pe2, st, dl)
     total = win.sum(axis=axes)
     if op["count_include_pad"]:
         padded = np.pad(np.ones((1, 1) + x.shape[2:]), [(0, 0), (0, 0)] + list(zip(pb, pe)), constant_values=1.0)
-        counted = _windows(padded, k, [0] * nd, extra, st, dl).sum(axis=axes)
+        counted = sliding_windows(padded, k, [0] * nd, extra, st, dl).sum(axis=axes)
     else:
         counted = real.sum(axis=axes)
     return total / np.maximum(counted, 1)
@@ -219,4 +221,5 @@ defop("pooling", _pool_shape, _pool_compute, attrs=[
     A("ceil_mode", "bool", False),
     A("lp_order", "int", 2),
     A("count_include_pad", "bool", False),
-], nargs=1, doc="Average / max / Lp pooling over sliding windows.")
+], nargs=1, doc="Average / max / Lp pooling over sliding windows.",
+      gpu=GpuCode.kernel("pooling"))

@@ -10,7 +10,7 @@ import numpy as np
 
 from .. import dtypes
 from ..errors import ShapeError
-from ..op import defop
+from ..op import GpuCode, defop
 from ..shape import Shape
 from .common import A, same_lens, same_type
 from .nn import conv_params
@@ -69,7 +69,8 @@ defop("convolution_backwards", _deconv_shape, _deconv_compute, attrs=[
     A("dilation", "ints", (1, 1)),
     A("group", "int", 1),
     A("padding_mode", "int", 0),
-], nargs=2, doc="Transposed convolution; weights (C, K/group, *kernel) as in ONNX ConvTranspose.")
+], nargs=2, doc="Transposed convolution; weights (C, K/group, *kernel) as in ONNX ConvTranspose.",
+      gpu=GpuCode.kernel("convolution_backwards"))
 
 
 # --- lrn ----------------------------------------------------------------------------------------
@@ -92,7 +93,8 @@ def _lrn_shape(op, s, m):
 
 defop("lrn", _lrn_shape, _lrn_compute, attrs=[
     A("alpha", "float", 0.0001), A("beta", "float", 0.75), A("bias", "float", 1.0), A("size", "int", 1, show=True),
-], nargs=1, doc="Local response normalization across channels (axis 1).")
+], nargs=1, doc="Local response normalization across channels (axis 1).",
+      gpu=GpuCode.kernel("lrn"))
 
 
 # --- quantizelinear / dequantizelinear ----------------------------------------------------------
@@ -128,7 +130,8 @@ def _quant_compute(op, args, out, run):
 
 
 defop("quantizelinear", _quant_shape, _quant_compute, attrs=[A("out_type", "type", "uint8")], nargs=(2, 3),
-      doc="saturate(round(x / scale) + zero_point); output type from zero_point, else out_type.")
+      doc="saturate(round(x / scale) + zero_point); output type from zero_point, else out_type.",
+      gpu=GpuCode.kernel("pointwise"))
 
 
 def _dequant_shape(op, s, m):
@@ -147,4 +150,5 @@ def _dequant_compute(op, args, out, run):
 
 
 defop("dequantizelinear", _dequant_shape, _dequant_compute, nargs=(2, 3),
-      doc="(x - zero_point) * scale, in the scale's type.")
+      doc="(x - zero_point) * scale, in the scale's type.",
+      gpu=GpuCode.kernel("pointwise"))

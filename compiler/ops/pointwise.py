@@ -9,7 +9,7 @@ import numpy as np
 
 from .. import dtypes
 from ..errors import ShapeError
-from ..op import defop
+from ..op import GpuCode, defop
 from .common import A, pointwise_shape, same_type
 
 
@@ -75,22 +75,30 @@ def _convert_type(op, inputs):
     return op["target_type"]
 
 
-def _pw(name: str, fn, nargs: int = 1, *, traits=(), attrs=(), out_type=_first_type, doc: str = ""):
+def elementwise(name: str, fn, nargs: int = 1, *, traits=(), attrs=(), out_type=_first_type, doc: str = "",
+                gpu: GpuCode | None = None, replace: bool = False):
+    """Declare an elementwise op from `fn(op, *inputs)`: equal-lens inputs, output of the first
+    input's type unless `out_type(op, input_shapes)` says otherwise. Its GPU code is a row of
+    gpu/codegen/expr.py unless `gpu` gives an expression, e.g. GpuCode.pointwise("mul(x, sigmoid(x))")."""
+
     def shape(op, inputs, mods):
         return pointwise_shape(name, inputs, out_type(op, inputs))
 
     def compute(op, args, out, run):
         return fn(op, *args)
 
-    defop(name, shape, compute, attrs=attrs, traits={"pointwise", *traits}, nargs=nargs, doc=doc)
+    return defop(name, shape, compute, attrs=attrs, traits={"pointwise", *traits}, nargs=nargs, doc=doc,
+                 gpu=gpu or GpuCode.pointwise(), replace=replace)
 
 
-def _unary(name: str, f, **kw):
-    _pw(name, lambda op, x: f(x), 1, **kw)
+def unary(name: str, f, **kw):
+    """An elementwise op of one input from a numpy function `f(x)` (see `elementwise`)."""
+    return elementwise(name, lambda op, x: f(x), 1, **kw)
 
 
-def _binary(name: str, f, **kw):
-    _pw(name, lambda op, a, b: f(a, b), 2, **kw)
+def binary(name: str, f, **kw):
+    """An elementwise op of two inputs from a numpy function `f(a, b)` (see `elementwise`)."""
+    return elementwise(name, lambda op, a, b: f(a, b), 2, **kw)
 
 
 # --- unary --------------------------------------------------------------------------------------
@@ -103,18 +111,19 @@ for _name, _f in {
     "rsqrt": lambda x: (1.0 / np.sqrt(x.astype(np.float64))).astype(x.dtype),
     "relu": lambda x: np.maximum(x, np.zeros((), x.dtype)),
 }.items():
-    _unary(_name, _f)
+    unary(_name, _f)
 
-_unary("isnan", np.isnan, out_type=_bool_out)
-_unary("isinf", np.isinf, out_type=_bool_out)
-_unary("not", lambda x: np.logical_not(x) if x.dtype == np.bool_ else (x == 0).astype(x.dtype))
+unary("isnan", np.isnan, out_type=_bool_out)
+unary("isinf", np.isinf, out_type=_bool_out)
+unary("not", lambda x: np.logical_not(x) if x.dtype == np.bool_ else (x == 0).astype(x.dtype))
 
-_pw("leaky_relu", lambda op, x: np.where(x >= 0, x, x * np.asarray(op["alpha"], x.dtype)), 1,
+elementwise("leaky_relu", lambda op, x: np.where(x >= 0, x, x * np.asarray(op["alpha"], x.dtype)), 1,
     attrs=[A("alpha", "float", 0.01, show=True)])
-_pw("elu", lambda op, x: np.where(x >= 0, x, (np.asarray(op["alpha"], np.float64) * np.expm1(
+elementwise("elu", lambda op, x: np.where(x >= 0, x, (np.asarray(op["alpha"], np.float64) * np.expm1(
     x.astype(np.float64))).astype(x.dtype)), 1, attrs=[A("alpha", "float", 1.0, show=True)])
-_pw("convert", lambda op, x: _convert(x, op["target_type"]), 1, attrs=[A("target_type", "type", "float32", show=True)],
-    out_type=_convert_type, doc="Element type conversion (float to int truncates; to bool tests != 0).")
+elementwise("convert", lambda op, x: _convert(x, op["target_type"]), 1,
+            attrs=[A("target_type", "type", "float32", show=True)], out_type=_convert_type,
+            doc="Element type conversion (float to int truncates; to bool tests != 0).")
 
 
 def _convert(x: np.ndarray, t: str) -> np.ndarray:
@@ -126,25 +135,25 @@ def _convert(x: np.ndarray, t: str) -> np.ndarray:
 
 
 # --- binary -------------------------------------------------------------------------------------
-_binary("add", np.add, traits={"commutative"})
-_binary("sub", np.subtract)
-_binary("mul", np.multiply, traits={"commutative"})
-_binary("div", _int_div)
-_binary("pow", _pow)
-_binary("max", np.maximum, traits={"commutative"})
-_binary("min", np.minimum, traits={"commutative"})
-_binary("mod", _mod)
-_binary("fmod", _fmod)
-_binary("sqdiff", lambda a, b: (a - b) * (a - b), traits={"commutative"})
-_binary("prelu", lambda x, s: np.where(x < 0, x * s, x))
-_binary("equal", np.equal, traits={"commutative"}, out_type=_bool_out)
-_binary("greater", np.greater, out_type=_bool_out)
-_binary("less", np.less, out_type=_bool_out)
-_binary("logical_and", np.logical_and, traits={"commutative"}, out_type=_bool_out)
-_binary("logical_or", np.logical_or, traits={"commutative"}, out_type=_bool_out)
-_binary("logical_xor", np.logical_xor, traits={"commutative"}, out_type=_bool_out)
-_binary("bitwise_and", np.bitwise_and, traits={"commutative"})
+binary("add", np.add, traits={"commutative"})
+binary("sub", np.subtract)
+binary("mul", np.multiply, traits={"commutative"})
+binary("div", _int_div)
+binary("pow", _pow)
+binary("max", np.maximum, traits={"commutative"})
+binary("min", np.minimum, traits={"commutative"})
+binary("mod", _mod)
+binary("fmod", _fmod)
+binary("sqdiff", lambda a, b: (a - b) * (a - b), traits={"commutative"})
+binary("prelu", lambda x, s: np.where(x < 0, x * s, x))
+binary("equal", np.equal, traits={"commutative"}, out_type=_bool_out)
+binary("greater", np.greater, out_type=_bool_out)
+binary("less", np.less, out_type=_bool_out)
+binary("logical_and", np.logical_and, traits={"commutative"}, out_type=_bool_out)
+binary("logical_or", np.logical_or, traits={"commutative"}, out_type=_bool_out)
+binary("logical_xor", np.logical_xor, traits={"commutative"}, out_type=_bool_out)
+binary("bitwise_and", np.bitwise_and, traits={"commutative"})
 
 # --- ternary ------------------------------------------------------------------------------------
-_pw("where", lambda op, c, a, b: np.where(c, a, b), 3, out_type=_where_type)
-_pw("clip", lambda op, x, lo, hi: np.minimum(np.maximum(x, lo), hi), 3)
+elementwise("where", lambda op, c, a, b: np.where(c, a, b), 3, out_type=_where_type)
+elementwise("clip", lambda op, x, lo, hi: np.minimum(np.maximum(x, lo), hi), 3)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes
-from ..op import defop
+from ..op import GpuCode, defop
 from ..shape import Shape
 from .common import A, norm_axes, norm_axis, normalizer
 
@@ -31,7 +31,8 @@ def _reduce(name: str, fn, doc: str = ""):
         return fn(_acc(x), axis=axes, keepdims=True)
 
     defop(name, _reduce_shape, compute, attrs=[A("axes", "ints", (), show=True)], traits={"reduce"}, nargs=1,
-          normalize=normalizer(axes="axes"), doc=doc)
+          normalize=normalizer(axes="axes"), doc=doc,
+          gpu=GpuCode.kernel("reduce"))
 
 
 _reduce("reduce_sum", np.sum)
@@ -58,7 +59,8 @@ def _logsoftmax(x: np.ndarray, axis: int) -> np.ndarray:
 for _name, _fn in (("softmax", _softmax), ("logsoftmax", _logsoftmax)):
     defop(_name, lambda op, s, m: Shape.of(s[0].type, s[0].lens),
           (lambda f: lambda op, a, out, run: f(a[0], norm_axis(op["axis"], a[0].ndim, op.name)))(_fn),
-          attrs=[A("axis", "int", 1, show=True)], traits={"reduce"}, nargs=1, normalize=normalizer(axis="axis"))
+          attrs=[A("axis", "int", 1, show=True)], traits={"reduce"}, nargs=1, normalize=normalizer(axis="axis"),
+          gpu=GpuCode.kernel("reduce"))
 
 
 def _arg_shape(op, s, m):
@@ -83,4 +85,5 @@ def _arg(fn):
 
 for _name, _fn in (("argmax", np.argmax), ("argmin", np.argmin)):
     defop(_name, _arg_shape, _arg(_fn), attrs=[A("axis", "int", 0, show=True), A("select_last_index", "bool", False)],
-          traits={"reduce"}, nargs=1, normalize=normalizer(axis="axis"))
+          traits={"reduce"}, nargs=1, normalize=normalizer(axis="axis"),
+          gpu=GpuCode.kernel("reduce"))

@@ -13,7 +13,7 @@ import math
 import numpy as np
 
 from ..errors import ShapeError
-from ..op import defop
+from ..op import GpuCode, defop
 from ..shape import Shape
 from .common import A
 
@@ -165,4 +165,5 @@ defop("resize", _resize_shape, _resize_compute, attrs=[
     A("extrapolation_value", "float", 0.0),
     A("antialias", "bool", False),
     A("roi", "floats", (), doc="tf_crop_and_resize region: starts for every axis, then ends"),
-], nargs=1, doc="ONNX Resize: nearest, n-linear or cubic resampling to `sizes`.")
+], nargs=1, doc="ONNX Resize: nearest, n-linear or cubic resampling to `sizes`.",
+      gpu=GpuCode.kernel("resize"))

@@ -9,7 +9,7 @@ import math
 import numpy as np
 
 from ..errors import ShapeError
-from ..op import Op, defop
+from ..op import GpuCode, Op, defop
 from ..shape import DynDim, Shape
 from .common import A, norm_axes, norm_axis, normalizer, same_type
 
@@ -57,8 +57,8 @@ defop("transpose", _transpose_shape, lambda op, a, out, run: np.transpose(a[0], 
 # --- broadcasts ---------------------------------------------------------------------------------
 def _multibroadcast_shape(op, s, m):
     x = s[0]
-    if len(s) == 2:
-        return _multibroadcast_to(x, s[1])
+    if len(s) > 1:
+        return _multibroadcast_to(x, s[1:])
     out = tuple(op["out_lens"])
     if len(out) < x.ndim:
         raise ShapeError(f"multibroadcast: cannot broadcast {list(x.lens)} to lower rank {list(out)}")
@@ -75,29 +75,38 @@ def _multibroadcast_shape(op, s, m):
     return Shape.of(x.type, out, strides)
 
 
-def _multibroadcast_to(x: Shape, like: Shape) -> Shape:
-    """MIGraphX's 2-input form: broadcast x to the (possibly dynamic) shape of input 1."""
-    if like.dyn_dims is None:
-        return _multibroadcast_shape(Op("multibroadcast", out_lens=like.lens), [x], [])
-    dims = list(like.dyn_dims)
-    off = len(dims) - x.ndim
-    if off < 0:
-        raise ShapeError(f"multibroadcast: cannot broadcast {x} to lower rank {like}")
-    xd = x.dyn_dims if x.dyn_dims is not None else tuple(DynDim(n, n) for n in x.lens)
-    for i, d in enumerate(xd):
-        if d != dims[off + i] and not (d.is_fixed and d.min == 1):
-            raise ShapeError(f"multibroadcast: dimension {i} of {x} is incompatible with {like}")
-    return Shape.dynamic(x.type, dims)
+def common_dyn_dims(shapes) -> tuple[DynDim, ...]:
+    """Numpy broadcasting over (possibly dynamic) dims: a fixed 1 yields to the other side."""
+    rank = max(s.ndim for s in shapes)
+    out = [DynDim(1, 1)] * rank
+    for s in shapes:
+        dd = s.dyn_dims if s.dyn_dims is not None else tuple(DynDim(n, n) for n in s.lens)
+        for k, d in enumerate(dd, rank - len(dd)):
+            if d == out[k] or (d.is_fixed and d.min == 1):
+                continue
+            if out[k].is_fixed and out[k].min == 1:
+                out[k] = d
+            else:
+                raise ShapeError(f"multibroadcast: {', '.join(map(str, shapes))} cannot be broadcast together")
+    return tuple(out)
+
+
+def _multibroadcast_to(x: Shape, likes: list[Shape]) -> Shape:
+    """MIGraphX's multi-input form: x broadcast to the common (possibly dynamic) shape of all inputs."""
+    if x.dyn_dims is None and all(s.dyn_dims is None for s in likes):
+        lens = tuple(np.broadcast_shapes(x.lens, *(s.lens for s in likes)))
+        return _multibroadcast_shape(Op("multibroadcast", out_lens=lens), [x], [])
+    return Shape.dynamic(x.type, common_dyn_dims([x, *likes]))
 
 
 def _multibroadcast_compute(op, a, out, run):
-    return np.broadcast_to(a[0], np.shape(a[1]) if len(a) == 2 else out.lens)
+    return np.broadcast_to(a[0], np.broadcast_shapes(*(np.shape(v) for v in a)) if len(a) > 1 else out.lens)
 
 
 defop("multibroadcast", _multibroadcast_shape, _multibroadcast_compute,
-      attrs=[A("out_lens", "ints", (), show=True)], traits={"view"}, nargs=(1, 2), output_alias=_alias0,
-      doc="Numpy-style broadcast to out_lens (broadcast axes get stride 0); with a second input, to "
-          "that input's shape (dynamic shapes; simplify_dyn_ops makes it static).")
+      attrs=[A("out_lens", "ints", (), show=True)], traits={"view"}, nargs=(1, -1), output_alias=_alias0,
+      doc="Numpy-style broadcast to out_lens (broadcast axes get stride 0); with more inputs, to "
+          "their common shape (dynamic shapes; simplify_dyn_ops makes it static).")
 
 
 def _broadcast_shape(op, s, m):
@@ -244,7 +253,8 @@ defop("step", _step_shape, _step_compute, attrs=[A("axes", "ints", (), show=True
 # --- copies -------------------------------------------------------------------------------------
 defop("contiguous", lambda op, s, m: Shape.of(s[0].type, s[0].lens),
       lambda op, a, out, run: np.ascontiguousarray(a[0]), nargs=1,
-      doc="Copy into standard (row-major, packed) layout.")
+      doc="Copy into standard (row-major, packed) layout.",
+      gpu=GpuCode.kernel("pointwise"))
 
 
 def _layout_shape(op, s, m):
@@ -256,7 +266,8 @@ def _layout_shape(op, s, m):
 
 defop("layout", _layout_shape, lambda op, a, out, run: np.ascontiguousarray(a[0]),
       attrs=[A("permutation", "ints", (), show=True)], nargs=1,
-      doc="Copy into the memory order `permutation` (e.g. {0, 2, 3, 1} = NHWC for NCHW lens).")
+      doc="Copy into the memory order `permutation` (e.g. {0, 2, 3, 1} = NHWC for NCHW lens).",
+      gpu=GpuCode.kernel("pointwise"))
 
 
 def _concat_shape(op, s, m):
@@ -273,4 +284,5 @@ def _concat_shape(op, s, m):
 
 defop("concat", _concat_shape, lambda op, a, out, run: np.concatenate(a, axis=norm_axis(op["axis"], a[0].ndim,
                                                                                          "concat")),
-      attrs=[A("axis", "int", 0, show=True)], nargs=(1, -1), normalize=normalizer(axis="axis"))
+      attrs=[A("axis", "int", 0, show=True)], nargs=(1, -1), normalize=normalizer(axis="axis"),
+      gpu=GpuCode.kernel("concat"))

@@ -15,11 +15,13 @@ from .manager import (
     PassContext,
     PassFailed,
     PassManager,
+    compare_outputs,
     entry_paths,
     make_numeric_config,
     restore,
     run_passes,
 )
+from .rewrite import RewritePass, as_pass
 from .rules import OrderWarning, check_order
 from .spec import SpecError, build_pipelines, format_spec, parse_spec, spec_from_pipelines
 from .trace import NumericCheck, PassRecord, Trace, write_trace
@@ -38,7 +40,8 @@ _load_pass_modules()
 
 __all__ = [
     "FunctionPass", "NumericCheck", "NumericConfig", "OrderWarning", "Pass", "PassContext", "PassEntry",
-    "PassFailed", "PassManager", "PassRecord", "Pipeline", "SpecError", "Trace", "build_pipelines",
-    "check_order", "disabled", "entry_paths", "format_spec", "make_numeric_config", "make_pass", "parse_spec",
-    "pass_registry", "pipeline", "restore", "run_passes", "spec_from_pipelines", "write_trace",
+    "PassFailed", "PassManager", "PassRecord", "Pipeline", "RewritePass", "SpecError", "Trace", "as_pass",
+    "build_pipelines", "check_order", "compare_outputs", "disabled", "entry_paths", "format_spec",
+    "make_numeric_config", "make_pass",
+    "parse_spec", "pass_registry", "pipeline", "restore", "run_passes", "spec_from_pipelines", "write_trace",
 ]

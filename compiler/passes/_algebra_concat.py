@@ -6,7 +6,8 @@ from ..ir import Instruction
 from ..matcher import any_arg, name, pred
 from ..op import Op
 from ..ops.common import norm_axis
-from ._finder_util import Finder, all_static, auto_reshape_op, insert_ops, move_before, replace_value, replace_with_op
+from ..rewrite import Rule, replace_value, replace_with_op
+from ._rewrite_util import all_static, auto_reshape_op, insert_ops, move_before
 from .simplify_reshapes import ConcatOfSlices
 
 BCASTS = ("broadcast", "multibroadcast")
@@ -23,17 +24,17 @@ def _keepdims_lens(b: Instruction) -> list[int]:
     return [1] * lead + list(src.lens) + [1] * (n - lead - src.ndim)
 
 
-class InnerBroadcast(Finder):
+class InnerBroadcast(Rule):
     """op(broadcast(a), broadcast(b)) -> broadcast(op(a', b')): compute on the axes some input
     really varies along, then broadcast the result (a', b' keep the other axes as size 1)."""
 
     name = "find_inner_broadcast"
 
-    def matcher(self):
+    def pattern(self):
         return pred("pointwise_of_broadcasts", lambda i: _is_pointwise(i) and bool(i.inputs) and all(
             x.name in BCASTS for x in i.inputs), "not a pointwise op whose inputs are all broadcasts")(all_static())
 
-    def plan(self, m, r):
+    def check(self, m, r):
         ins = r.root
         if len({x.shape.type for x in ins.inputs}) > 1:
             return "inputs of different types"
@@ -59,16 +60,16 @@ class InnerBroadcast(Finder):
         return apply
 
 
-class ConcatSameInput(Finder):
+class ConcatSameInput(Rule):
     """concat(x, x, ..., x) along an axis of size 1 -> multibroadcast(x)."""
 
     name = "find_concat_same_input"
 
-    def matcher(self):
+    def pattern(self):
         return name("concat")(pred("same_inputs", lambda i: len(i.inputs) > 1 and all(
             x is i.inputs[0] for x in i.inputs), "the inputs differ"))
 
-    def plan(self, m, r):
+    def check(self, m, r):
         ins = r.root
         axis = norm_axis(ins.op["axis"], ins.shape.ndim, "concat")
         if ins.inputs[0].shape.lens[axis] != 1:
@@ -84,18 +85,18 @@ def _const_foldable(group: list[Instruction], k: int, axis: int) -> bool:
     return not any(axis < x.shape.ndim and x.shape.strides[axis] == 0 for x in xs)
 
 
-class ConcatOp(Finder):
+class ConcatOp(Rule):
     """concat(op(a1, b1), op(a2, b2)) with identical pointwise or broadcast ops ->
     op(concat(a1, a2), concat(b1, b2)); runs of equal ops are merged, the rest kept."""
 
     name = "find_concat_op"
 
-    def matcher(self):
+    def pattern(self):
         ok = pred("pointwise_or_broadcast_used_once", lambda i: (_is_pointwise(i) or i.name in BCASTS)
                   and len(i.outputs) == 1, "not a pointwise or broadcast op used once")
         return name("concat")(all_static(), any_arg()(ok))
 
-    def plan(self, m, r):
+    def check(self, m, r):
         ins = r.root
         axis = norm_axis(ins.op["axis"], ins.shape.ndim, "concat")
         runs: list[list[Instruction]] = []
@@ -202,16 +203,16 @@ def _reaches(src: Instruction, dst: Instruction) -> bool:
     return False
 
 
-class Splits(Finder):
+class Splits(Rule):
     """op(slice_1(x)), op(slice_2(x)), ... over slices tiling x -> slice_i(op(x)); a binary op's
     other operands must be constants, concatenated in slice order."""
 
     name = "find_splits"
 
-    def matcher(self):
+    def pattern(self):
         return pred("has_splits", lambda i: len(get_splits(i)) >= 2, "no slices tiling this value")(all_static())
 
-    def plan(self, m, r):
+    def check(self, m, r):
         splits = get_splits(r.root)
         groups = [g for g in self._groups(splits) if self._fusable(g, splits)]
         if not groups:

@@ -26,20 +26,10 @@ import numpy as np
 
 from ..errors import ShapeError
 from ..ir import Instruction
-from ..matcher import (
-    Matcher,
-    MatchState,
-    any_,
-    args,
-    either_arg,
-    is_constant,
-    name,
-    none_of,
-    pred,
-    used_once,
-)
+from ..matcher import Matcher, MatchState, any_, args, either_arg, is_constant, name, none_of, pred, used_once
 from ..op import Op, compute_shape
-from ._finder_util import Finder, auto_reshape_op, insert_ops, move_before, replace_with_op, slice_op, slice_ranges
+from ..rewrite import Rule, replace_with_op
+from ._rewrite_util import auto_reshape_op, insert_ops, move_before, slice_op, slice_ranges
 
 
 def conv_const_weights(w: str = "w") -> Matcher:
@@ -67,16 +57,16 @@ def _channel_vector(m, before: Instruction, a: Instruction) -> Instruction:
     return m.insert_instruction(before, Op("reshape", dims=[c]), [corner])
 
 
-class ConvBroadcastInput(Finder):
+class ConvBroadcastInput(Rule):
     """conv(broadcast(x), w), x constant over space, no padding ->
     broadcast(dot(x as (N, C), reduce_sum(w over space) as (C, K)))."""
 
     name = "find_conv_broadcast_input"
 
-    def matcher(self):
+    def pattern(self):
         return name("convolution")(args(name("broadcast", "multibroadcast").bind("bcast"), is_constant().bind("w")))
 
-    def plan(self, m, r):
+    def check(self, m, r):
         ins, b, w = r.root, r["bcast"], r["w"]
         if ins.op["group"] != 1 or ins.op["padding_mode"] != 0:
             return "grouped or auto-padded convolution"
@@ -100,15 +90,15 @@ class ConvBroadcastInput(Finder):
         return apply
 
 
-class AddConvs(Finder):
+class AddConvs(Rule):
     """conv(x1, w1) + conv(x2, w2) -> conv(concat(x1, x2), concat(w1, w2)) over input channels."""
 
     name = "find_add_convs"
 
-    def matcher(self):
+    def pattern(self):
         return name("add")(args(conv_const_weights("wa").bind("a"), conv_const_weights("wb").bind("b")))
 
-    def plan(self, m, r):
+    def check(self, m, r):
         ins, a, b = r.root, r["a"], r["b"]
         (xa, wa), (xb, wb) = a.inputs, b.inputs
         sa, sb = wa.shape.lens, wb.shape.lens
@@ -164,13 +154,13 @@ def _horiz_users(ins: Instruction) -> list[Instruction]:
             and u.inputs[0] is ins and u.inputs[1] is not ins and u.inputs[1].can_eval()]
 
 
-class ConvDotHorizFusion(Finder):
+class ConvDotHorizFusion(Rule):
     """Sibling dots/convs of one input with constant weights -> one op on concatenated weights,
     then slices of its output."""
 
     name = "find_conv_dot_horiz_fusion"
 
-    def matcher(self):
+    def pattern(self):
         return pred("horiz_conv_dot", lambda i: len(_horiz_users(i)) >= 2,
                     "fewer than two dot/convolution users with constant weights")
 
@@ -178,7 +168,7 @@ class ConvDotHorizFusion(Finder):
     def _axis(u: Instruction) -> int:
         return u.inputs[1].shape.ndim - 1 if u.name == "dot" else 0
 
-    def plan(self, m, r):
+    def check(self, m, r):
         groups: list[list[Instruction]] = []
         for u in _horiz_users(r.root):
             if u.name == "convolution" and u.op["group"] != 1:
@@ -222,16 +212,16 @@ class ConvDotHorizFusion(Finder):
             off += n
 
 
-class MulConv(Finder):
+class MulConv(Rule):
     """conv(x, w) * a, a per output channel -> conv(x, w * a)."""
 
     name = "find_mul_conv"
 
-    def matcher(self):
+    def pattern(self):
         return name("mul")(either_arg(0, 1)(conv_const_weights().bind("conv"),
                                             name("broadcast", "multibroadcast").bind("a")))
 
-    def plan(self, m, r):
+    def check(self, m, r):
         conv, a, w = r["conv"], r["a"], r["w"]
         if not _channel_only(a.shape):
             return "the multiplier varies along more than the channel axis"
@@ -245,17 +235,17 @@ class MulConv(Finder):
         return apply
 
 
-class MulDot(Finder):
+class MulDot(Rule):
     """dot(a, b) * c, c scaling columns (b constant) or rows (a constant) -> dot with c folded in."""
 
     name = "find_mul_dot"
 
-    def matcher(self):
+    def pattern(self):
         dot = name("dot")(used_once(), pred("const_operand", lambda i: any(x.can_eval() for x in i.inputs),
                                             "neither dot operand is constant"))
         return name("mul")(either_arg(0, 1)(dot.bind("dot"), name("broadcast", "multibroadcast").bind("c")))
 
-    def plan(self, m, r):
+    def check(self, m, r):
         d, c = r["dot"], r["c"]
         a, b = d.inputs
         s = c.shape
@@ -287,15 +277,15 @@ class MulDot(Finder):
         return apply
 
 
-class DotSlice(Finder):
+class DotSlice(Rule):
     """slice(dot(a, b)) -> dot(slice(a), slice(b)): compute only the rows/columns that are kept."""
 
     name = "find_dot_slice"
 
-    def matcher(self):
+    def pattern(self):
         return name("slice")(args(name("dot")(used_once()).bind("dot")))
 
-    def plan(self, m, r):
+    def check(self, m, r):
         d = r["dot"]
         if d.shape.dyn_dims is not None:
             return "dynamic shape"
@@ -313,17 +303,17 @@ class DotSlice(Finder):
         return apply
 
 
-class ConvAdd(Finder):
+class ConvAdd(Rule):
     """conv(x + a, w), a and w constant -> conv(a, w) + conv(x, w) (convolution is linear, and zero
     padding of a sum is the sum of zero paddings)."""
 
     name = "find_conv_add"
 
-    def matcher(self):
+    def pattern(self):
         add = name("add")(either_arg(0, 1)(any_().bind("x"), is_constant().bind("a")), used_once())
         return name("convolution")(used_once(), args(add, is_constant().bind("w")))
 
-    def plan(self, m, r):
+    def check(self, m, r):
         ins = r.root
 
         def apply():
@@ -334,16 +324,16 @@ class ConvAdd(Finder):
         return apply
 
 
-class ConcatConv(Finder):
+class ConcatConv(Rule):
     """concat(conv(x1, w1), conv(x2, w2)) on channels, same ops -> one grouped conv."""
 
     name = "find_concat_conv"
 
-    def matcher(self):
+    def pattern(self):
         return name("concat")(pred("all_convs", lambda i: bool(i.inputs) and all(
             x.name == "convolution" and len(x.outputs) == 1 for x in i.inputs), "not every input is a conv used once"))
 
-    def plan(self, m, r):
+    def check(self, m, r):
         ins = r.root
         convs = ins.inputs
         if ins.op["axis"] not in (1, 1 - ins.shape.ndim):
@@ -402,7 +392,7 @@ class _FirstConv(Matcher):
         return True
 
 
-class ConvConv1x1(Finder):
+class ConvConv1x1(Rule):
     """conv(conv(x, W1)[+ b], W2) with W2 1x1 -> conv(x, W2 . W1)[+ W2 . b]."""
 
     name = "find_conv_conv_1x1"
@@ -411,10 +401,10 @@ class ConvConv1x1(Finder):
         # Largest accepted ratio of fused weight elements to the pair's (see the module docstring).
         self.max_growth = max_growth
 
-    def matcher(self):
+    def pattern(self):
         return name("convolution")(_FirstConv())
 
-    def plan(self, m, r):
+    def check(self, m, r):
         ins, first, bias = r.root, r["first"], r.get("bias")
         w1, w2 = first.inputs[1], ins.inputs[1]
         reason = self._second_ok(ins)

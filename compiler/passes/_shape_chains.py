@@ -27,7 +27,7 @@ import numpy as np
 
 from ..ir import Instruction
 from ..op import Op
-from ._finder_util import auto_reshape_op
+from ._rewrite_util import auto_reshape_op
 
 RESHAPES = frozenset({"reshape", "squeeze", "unsqueeze", "flatten"})
 BROADCASTS = frozenset({"broadcast", "multibroadcast"})

@@ -41,8 +41,10 @@ class Pass:
 
     def __init_subclass__(cls, **kw):
         super().__init_subclass__(**kw)
-        if "name" in cls.__dict__ and not cls.__dict__.get("_abstract", False):
-            _PASSES[cls.name] = cls
+        # A pass whose `name` is per instance (a property) registers under `registered_as`.
+        key = cls.__dict__.get("registered_as", cls.__dict__.get("name"))
+        if isinstance(key, str) and not cls.__dict__.get("_abstract", False):
+            _PASSES[key] = cls
 
     def apply_module(self, module: Module, ctx: PassContext) -> bool | None:  # pragma: no cover
         raise NotImplementedError

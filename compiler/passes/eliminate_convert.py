@@ -16,8 +16,9 @@ import numpy as np
 
 from .. import dtypes
 from ..matcher import arg, name, pred
-from ._finder_util import Finder, replace_value, sweep
+from ..rewrite import Rule, replace_value
 from .base import Pass
+from .rewrite import sweep
 
 
 def _value_preserving(src: str, mid: str) -> bool:
@@ -32,15 +33,15 @@ def _value_preserving(src: str, mid: str) -> bool:
     return bool(np.iinfo(ti).min <= np.iinfo(si).min and np.iinfo(ti).max >= np.iinfo(si).max)
 
 
-class NestedConvert(Finder):
+class NestedConvert(Rule):
     """convert(convert(...convert(x))) -> convert(x), or x when the types round-trip."""
 
     name = "find_nested_convert"
 
-    def matcher(self):
+    def pattern(self):
         return name("convert")(arg(0)(name("convert")))
 
-    def plan(self, m, r):
+    def check(self, m, r):
         ins = r.root
         chain, x = [], ins.inputs[0]
         while x.name == "convert":
@@ -54,16 +55,16 @@ class NestedConvert(Finder):
         return lambda: m.replace_instruction(ins, ins.op, [x])
 
 
-class NopConvert(Finder):
+class NopConvert(Rule):
     """convert(x) to x's own type -> x."""
 
     name = "find_nop_converts"
 
-    def matcher(self):
+    def pattern(self):
         return name("convert")(pred("same_type", lambda i: i.shape.type == i.inputs[0].shape.type,
                                     lambda i: f"converts {i.inputs[0].shape.type} to {i.shape.type}"))
 
-    def plan(self, m, r):
+    def check(self, m, r):
         return lambda: replace_value(m, r.root, r.root.inputs[0])
 
 

@@ -20,8 +20,9 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from ..ir import Instruction, Module
-from ..matcher import MatchResult, Rule, find_matches, name
+from ..matcher import MatchResult, name
 from ..op import Op
+from ..rewrite import Rule, find_matches
 from ._fusion_util import copy_body, drop_if_unused, new_submodule, param_name, scalar_param_shape
 from .base import Pass
 
@@ -66,7 +67,7 @@ def _post_module(module: Module, post: Instruction, concat: Instruction) -> tupl
 class ConcatPointwise(Rule):
     name = "find_pointwise_concat_pointwise"
 
-    def matcher(self):
+    def pattern(self):
         return name("concat")
 
     def check(self, module: Module, r: MatchResult) -> str | None:
@@ -77,7 +78,7 @@ class ConcatPointwise(Rule):
             return "no pointwise consumer and no single-use pointwise input"
         return None
 
-    def apply(self, module: Module, r: MatchResult) -> None:
+    def rewrite(self, module: Module, r: MatchResult, plan: None) -> None:
         c = r.root
         post = _post_consumer(c)
         pieces, inputs, dead = [], [], [c]

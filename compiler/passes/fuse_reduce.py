@@ -15,8 +15,9 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from ..ir import Instruction, Module
-from ..matcher import MatchResult, Rule, find_matches, name
+from ..matcher import MatchResult, name
 from ..op import Op
+from ..rewrite import Rule, find_matches
 from ..shape import Shape
 from ._fusion_util import BROADCASTS, copy_body, drop_if_unused, new_submodule, param_name
 from .base import Pass
@@ -96,18 +97,16 @@ def _through_broadcast(root: Instruction, want: str) -> list[Instruction] | None
 class _ReduceRule(Rule):
     root = ""
 
-    def matcher(self):
+    def pattern(self):
         return name(self.root)
 
     def chain(self, r: MatchResult) -> list[Instruction] | str:  # pragma: no cover - abstract
         raise NotImplementedError
 
-    def check(self, module: Module, r: MatchResult) -> str | None:
-        c = self.chain(r)
-        return c if isinstance(c, str) else None
+    def check(self, module: Module, r: MatchResult) -> list[Instruction] | str:
+        return self.chain(r)
 
-    def apply(self, module: Module, r: MatchResult) -> None:
-        region = self.chain(r)
+    def rewrite(self, module: Module, r: MatchResult, region: list[Instruction]) -> None:
         first, last = region[0], region[-1]
         reduce = first if first.name == "fused_reduce" else last
         mod_name = f"{first.module_inputs[0].name}:{last.module_inputs[0].name}"

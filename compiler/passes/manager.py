@@ -18,9 +18,11 @@ from typing import Any
 import numpy as np
 
 from ..errors import MigxError, ValidationError
+from ..inputs import REAL_INPUTS_HINT
 from ..ir import Module, Program
-from ..matcher import recording, stop_recording
+from ..rewrite import recording, stop_recording
 from ..snapshot import ProgramSnapshot, diff, snapshot
+from ..verify import Tolerance, check_outputs, program_compute_type
 from .base import Pass, PassEntry, Pipeline
 from .trace import NumericCheck, PassRecord, Trace
 
@@ -34,12 +36,22 @@ class PassFailed(MigxError):
 
 @dataclass
 class NumericConfig:
+    """Inputs, reference outputs and tolerance of the per-pass numeric check. With rtol/atol unset
+    the check is MIGraphX's relative RMS with a per-type threshold (`rms` overrides it); setting
+    either selects elementwise allclose (compiler/verify.py)."""
+
     inputs: dict[str, np.ndarray]
     reference: list[np.ndarray]
-    rtol: float = 1e-4
-    atol: float = 1e-5
+    rtol: float | None = None
+    atol: float | None = None
     nested: bool = False  # also check nested passes (slower)
     disabled_reason: str = ""
+    rms: float | None = None
+    random_inputs: bool = False  # the inputs were generated (errors then say how to pass real ones)
+
+    @property
+    def tolerance(self) -> Tolerance:
+        return Tolerance(rms=self.rms, rtol=self.rtol, atol=self.atol)
 
 
 class PassContext:
@@ -144,6 +156,7 @@ class PassManager:
         rec.before = before
         saved_epoch = program._epoch
         program.begin_epoch()
+        outer_log, program.replacement_log = program.replacement_log, rec.replacements
         token = recording(rec.matches)
         self._instrument_s += time.perf_counter() - t_start
         instr_at_start = self._instrument_s
@@ -164,6 +177,9 @@ class PassManager:
             self._fail(program, rec, msg, before, elapsed, exc=e)
         finally:
             program._epoch = saved_epoch
+            program.replacement_log = outer_log
+            if outer_log is not None:
+                outer_log.extend(rec.replacements)
         elapsed = time.perf_counter() - t0 - (self._instrument_s - instr_at_start)
         stop_recording(token)
         t_after = time.perf_counter()
@@ -246,45 +262,44 @@ class PassManager:
         try:
             outs = evaluate(program, feeds)
         except MigxError as e:
-            cfg.disabled_reason = f"unavailable from here on: {e}"
+            hint = f" (on random inputs: {REAL_INPUTS_HINT})" if cfg.random_inputs else ""
+            cfg.disabled_reason = f"unavailable from here on: {e}{hint}"
             return NumericCheck(float("nan"), float("nan"), True, cfg.disabled_reason)
-        return compare_outputs(outs, cfg.reference, cfg.rtol, cfg.atol)
+        return compare_outputs(outs, cfg.reference, cfg.tolerance, compute=program_compute_type(program))
 
 
-def compare_outputs(outs: Sequence[np.ndarray], ref: Sequence[np.ndarray], rtol: float, atol: float) -> NumericCheck:
-    if len(outs) != len(ref):
-        return NumericCheck(float("inf"), float("inf"), False, "")
-    max_abs = max_rel = 0.0
-    ok = True
-    for a, b in zip(outs, ref):
-        a = np.asarray(a)
-        b = np.asarray(b)
-        if a.shape != b.shape:
-            return NumericCheck(float("inf"), float("inf"), False, f"output shape {a.shape} != {b.shape}")
-        if a.dtype.kind in "fc" or b.dtype.kind in "fc":
-            a64, b64 = a.astype(np.float64), b.astype(np.float64)
-            both_nan = np.isnan(a64) & np.isnan(b64)
-            same_inf = np.isinf(a64) & (a64 == b64)
-            err = np.where(both_nan | same_inf, 0.0, np.abs(a64 - b64))
-            err = np.nan_to_num(err, nan=np.inf)
-            rel = err / (np.abs(b64) + atol)
-            max_abs = max(max_abs, float(err.max(initial=0.0)))
-            max_rel = max(max_rel, float(np.nan_to_num(rel, nan=np.inf).max(initial=0.0)))
-            ok = ok and bool(np.all(err <= atol + rtol * np.abs(np.nan_to_num(b64))))
-        else:
-            mism = a != b
-            if mism.any():
-                ok = False
-                max_abs = max(max_abs, float(np.abs(a.astype(np.float64) - b.astype(np.float64)).max()))
-    return NumericCheck(max_abs, max_rel, ok)
+def compare_outputs(outs: Sequence[np.ndarray], ref: Sequence[np.ndarray], tol: Tolerance | None = None,
+                    atol: float | None = None, *, compute: str = "float32") -> NumericCheck:
+    """Outputs against reference outputs, summarised for the trace: the worst output's figures.
+    `compare_outputs(outs, ref, rtol, atol)` (two floats) is the allclose form."""
+    if not isinstance(tol, Tolerance):
+        tol = Tolerance(rtol=tol, atol=atol) if tol is not None or atol is not None else Tolerance()
+    res = check_outputs(outs, ref, tol, compute=compute)
+    if not res.outputs:
+        return NumericCheck(float("inf"), float("inf"), False, res.note, tolerance=tol.describe(compute))
+    k = res.worst
+    w = res.outputs[k]
+    return NumericCheck(max(c.max_abs for c in res.outputs), max(c.max_rel for c in res.outputs), res.ok,
+                        w.note, rms=w.rms, threshold=w.threshold, output=k, tolerance=tol.describe(compute))
 
 
 def make_numeric_config(program: Program, inputs: Mapping[str, np.ndarray] | None = None, *, seed: int = 0,
-                        rtol: float = 1e-4, atol: float = 1e-5, nested: bool = False) -> NumericConfig:
-    from ..ref import evaluate, random_inputs
+                        rtol: float | None = None, atol: float | None = None, rms: float | None = None,
+                        nested: bool = False) -> NumericConfig:
+    """Reference outputs of `program` on `inputs` (default: random inputs that respect the model,
+    compiler/inputs.py). An evaluation error on random inputs says so and how to pass real ones."""
+    from ..inputs import explain_random_failure, model_inputs
+    from ..ref import evaluate
 
-    feeds = dict(inputs) if inputs is not None else random_inputs(program, seed)
-    return NumericConfig(feeds, evaluate(program, feeds), rtol, atol, nested)
+    generated = inputs is None
+    feeds = dict(inputs) if inputs is not None else model_inputs(program, seed)
+    try:
+        reference = evaluate(program, feeds)
+    except MigxError as e:
+        if generated:
+            raise explain_random_failure(e) from None
+        raise
+    return NumericConfig(feeds, reference, rtol, atol, nested, rms=rms, random_inputs=generated)
 
 
 def restore(program: Program, snap: ProgramSnapshot) -> None:

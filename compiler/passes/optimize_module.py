@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from ._finder_util import until_stable
+from ..rewrite import repeat_while_changes
 from .base import Pass
 from .dead_code_elimination import DeadCodeElimination
 from .eliminate_common_subexpression import EliminateCommonSubexpression
@@ -31,8 +31,8 @@ class OptimizeModule(Pass):
             return run(SimplifyReshapes(), EliminateConvert(), DeadCodeElimination(), SimplifyAlgebra())
 
         def outer() -> bool:
-            changed = until_stable(4, inner)
+            changed = repeat_while_changes(4, inner)
             return run(EliminateCommonSubexpression(), DeadCodeElimination(),
                        PropagateConstant(skip_ops=self.propagate_constant_skip_ops), DeadCodeElimination()) or changed
 
-        return until_stable(2, outer)
+        return repeat_while_changes(2, outer) > 0

@@ -22,8 +22,9 @@ from typing import ClassVar
 import numpy as np
 
 from ..ir import Instruction, Module
-from ..matcher import MatchResult, Rule, find_matches, name
+from ..matcher import MatchResult, name
 from ..op import Op
+from ..rewrite import Rule, find_matches
 from ._fusion_util import BROADCASTS
 from .base import Pass
 
@@ -100,15 +101,14 @@ def match_layernorm(y: Instruction) -> tuple[Instruction, float, list[Instructio
 class FindLayernorm(Rule):
     name = "find_layernorm"
 
-    def matcher(self):
+    def pattern(self):
         return name("mul", "div")
 
-    def check(self, module: Module, r: MatchResult) -> str | None:
-        m = match_layernorm(r.root)
-        return m if isinstance(m, str) else None
+    def check(self, module: Module, r: MatchResult):
+        return match_layernorm(r.root)  # a reason, or (x, epsilon, the matched instructions)
 
-    def apply(self, module: Module, r: MatchResult) -> None:
-        x, eps, _ = match_layernorm(r.root)
+    def rewrite(self, module: Module, r: MatchResult, plan) -> None:
+        x, eps, _ = plan
         new = module.insert_instruction(r.root, Op("layernorm", epsilon=eps), [x])
         module.replace_all_uses(r.root, new)
 
@@ -116,7 +116,7 @@ class FindLayernorm(Rule):
 class FindAddLayernorm(Rule):
     name = "find_add_layernorm"
 
-    def matcher(self):
+    def pattern(self):
         return name("layernorm")
 
     def check(self, module: Module, r: MatchResult) -> str | None:
@@ -125,7 +125,7 @@ class FindAddLayernorm(Rule):
             return "input is not an add used only here"
         return None
 
-    def apply(self, module: Module, r: MatchResult) -> None:
+    def rewrite(self, module: Module, r: MatchResult, plan: None) -> None:
         a = r.root.inputs[0]
         new = module.insert_instruction(r.root, Op("add_layernorm", epsilon=r.root.op["epsilon"]), list(a.inputs))
         module.replace_all_uses(r.root, new)

@@ -13,8 +13,10 @@ from typing import ClassVar
 from ..ir import Instruction
 from ..matcher import arg, is_constant, name
 from ..op import Op
-from ._finder_util import Finder, all_static, replace_with_op, sweep
+from ..rewrite import Rule, replace_with_op
+from ._rewrite_util import all_static
 from .base import Pass
+from .rewrite import sweep
 
 
 def is_conv_1x1(ins: Instruction) -> str | None:
@@ -29,13 +31,13 @@ def is_conv_1x1(ins: Instruction) -> str | None:
     return None
 
 
-class Conv1x1ToDot(Finder):
+class Conv1x1ToDot(Rule):
     name = "find_1x1_convolution"
 
-    def matcher(self):
+    def pattern(self):
         return name("convolution")(all_static(), arg(1)(is_constant()))
 
-    def plan(self, m, r):
+    def check(self, m, r):
         ins = r.root
         reason = is_conv_1x1(ins)
         if reason:

@@ -28,8 +28,10 @@ import numpy as np
 from ..ir import Instruction
 from ..matcher import name
 from ..op import Op
-from ._finder_util import Finder, broadcast_scalar, replace_with_op, sweep
+from ..rewrite import Rule, replace_with_op
+from ._rewrite_util import broadcast_scalar
 from .base import Pass
+from .rewrite import sweep
 
 
 def _is(ins: Instruction, value: float) -> bool:
@@ -120,14 +122,14 @@ def gelu_input(root: Instruction) -> tuple[str, Instruction] | None:
     return None
 
 
-class Gelu(Finder):
+class Gelu(Rule):
     def __init__(self, rule_name: str, kinds: tuple[str, ...], fp16_only: bool):
         self.name, self.kinds, self.fp16_only = rule_name, kinds, fp16_only
 
-    def matcher(self):
+    def pattern(self):
         return name("mul")
 
-    def plan(self, m, r):
+    def check(self, m, r):
         found = gelu_input(r.root)
         if found is None:
             return "not an erf- or tanh-GELU"

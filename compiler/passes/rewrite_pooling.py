@@ -19,23 +19,25 @@ import numpy as np
 
 from ..matcher import name
 from ..op import Op
-from ..ops.nn import _pool_params
-from ._finder_util import Finder, all_static, broadcast_scalar, replace_value, replace_with_op, sweep
+from ..ops.nn import pool_params
+from ..rewrite import Rule, replace_value, replace_with_op
+from ._rewrite_util import all_static, broadcast_scalar
 from .base import Pass
 from .eliminate_pad import LOWEST
+from .rewrite import sweep
 
 
-class PoolingToReduce(Finder):
+class PoolingToReduce(Rule):
     name = "find_global_pooling"
 
-    def matcher(self):
+    def pattern(self):
         return name("pooling")(all_static())
 
-    def plan(self, m, r):
+    def check(self, m, r):
         ins = r.root
         x = ins.inputs[0].shape
         nd = x.ndim - 2
-        pb, pe, st, dl = _pool_params(ins.op, nd)
+        pb, pe, st, dl = pool_params(ins.op, nd)
         if list(ins.op["lengths"]) != list(x.lens[2:]):
             return "the window is not the whole spatial extent"
         if any(pb + pe) or any(s != 1 for s in st) or any(d != 1 for d in dl):
@@ -47,17 +49,17 @@ class PoolingToReduce(Finder):
         return lambda: replace_with_op(m, ins, op, ins.inputs)
 
 
-class DilatedPooling(Finder):
+class DilatedPooling(Rule):
     name = "find_dilated_pooling"
 
-    def matcher(self):
+    def pattern(self):
         return name("pooling")(all_static())
 
-    def plan(self, m, r):
+    def check(self, m, r):
         ins = r.root
         x = ins.inputs[0]
         nd = x.shape.ndim - 2
-        pb, pe, st, dl = _pool_params(ins.op, nd)
+        pb, pe, st, dl = pool_params(ins.op, nd)
         k = list(ins.op["lengths"])
         if all(d == 1 for d in dl):
             return "not dilated"
@@ -84,13 +86,13 @@ class DilatedPooling(Finder):
         return apply
 
 
-class LrnToPooling(Finder):
+class LrnToPooling(Rule):
     name = "find_lrn"
 
-    def matcher(self):
+    def pattern(self):
         return name("lrn")(all_static())
 
-    def plan(self, m, r):
+    def check(self, m, r):
         ins = r.root
         x = ins.inputs[0]
         size = ins.op["size"]

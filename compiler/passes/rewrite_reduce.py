@@ -26,11 +26,13 @@ from .. import dtypes
 from ..matcher import any_, any_of, arg, args, either_arg, has_value, name, skip_broadcasts
 from ..op import Op
 from ..ops.common import norm_axis
-from ._finder_util import Finder, broadcast_scalar, is_integral, replace_value, replace_with_op, row, sweep, to
+from ..rewrite import Rule, replace_value, replace_with_op, row, to
+from ._rewrite_util import broadcast_scalar, is_integral
 from .base import Pass
 from .dead_code_elimination import DeadCodeElimination
 from .eliminate_common_subexpression import EliminateCommonSubexpression
 from .eliminate_convert import EliminateConvert
+from .rewrite import sweep
 from .simplify_reshapes import SimplifyReshapes
 
 LOGSOFTMAX = row(
@@ -39,7 +41,7 @@ LOGSOFTMAX = row(
     to("log", to("softmax", "x", axis=lambda r: r.root.op["axis"])))
 
 
-class Softmax(Finder):
+class Softmax(Rule):
     """softmax(x) -> e / broadcast(reduce_sum(e)),  e = exp(x - broadcast(reduce_max(x)))."""
 
     name = "find_softmax"
@@ -47,10 +49,10 @@ class Softmax(Finder):
     def __init__(self, fp32: bool = True):
         self.fp32 = fp32
 
-    def matcher(self):
+    def pattern(self):
         return name("softmax")
 
-    def plan(self, m, r):
+    def check(self, m, r):
         ins = r.root
         if ins.shape.dyn_dims is not None:
             return "dynamic shape"
@@ -91,13 +93,13 @@ REDUCE_MEAN_VARIANCE = row(
     else "the inner mean is over other axes or of another value")
 
 
-class ReduceMean(Finder):
+class ReduceMean(Rule):
     name = "find_reduce_mean"
 
-    def matcher(self):
+    def pattern(self):
         return name("reduce_mean")
 
-    def plan(self, m, r):
+    def check(self, m, r):
         ins = r.root
         x = ins.inputs[0]
         if x.shape.dyn_dims is not None:

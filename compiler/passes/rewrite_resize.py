@@ -24,9 +24,11 @@ import numpy as np
 from .. import dtypes
 from ..matcher import name
 from ..op import Op
+from ..rewrite import Rule, replace_value
 from ..shape import Shape
-from ._finder_util import Finder, all_static, replace_value, sweep
+from ._rewrite_util import all_static
 from .base import Pass
+from .rewrite import sweep
 
 
 def axis_matrix(op: Op, n_in: int, n_out: int, scale: float, roi: tuple[float, float]) -> np.ndarray:
@@ -42,16 +44,16 @@ def _affine(op: Op, in_lens, out_lens) -> bool:
     return op["mode"] == "nearest" or all(a >= b for a, b in zip(in_lens, out_lens))
 
 
-class ResizeToGather(Finder):
+class ResizeToGather(Rule):
     name = "find_resize"
 
     def __init__(self, affine_only: bool):
         self.affine_only = affine_only
 
-    def matcher(self):
+    def pattern(self):
         return name("resize")(all_static())
 
-    def plan(self, m, r):
+    def check(self, m, r):
         ins = r.root
         x = ins.inputs[0]
         op = ins.op

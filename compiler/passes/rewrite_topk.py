@@ -20,8 +20,10 @@ import numpy as np
 from ..matcher import name, pred
 from ..op import Op
 from ..ops.common import norm_axis
-from ._finder_util import Finder, replace_value, replace_with_op, static, sweep
+from ..rewrite import Rule, replace_value, replace_with_op
+from ._rewrite_util import static
 from .base import Pass
+from .rewrite import sweep
 
 
 def split_dim(r: int, min_size: int) -> tuple[int, int]:
@@ -36,16 +38,16 @@ def split_dim(r: int, min_size: int) -> tuple[int, int]:
     return n, r
 
 
-class LargeTopk(Finder):
+class LargeTopk(Rule):
     name = "find_large_topk"
 
     def __init__(self, threshold: int):
         self.threshold = threshold
 
-    def matcher(self):
+    def pattern(self):
         return name("topk")(pred("static_input", lambda i: static(i.inputs[0]), "dynamic input"))
 
-    def plan(self, m, r):
+    def check(self, m, r):
         ins = r.root
         x = ins.inputs[0]
         axis = norm_axis(ins.op["axis"], x.shape.ndim, "topk")

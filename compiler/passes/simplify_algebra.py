@@ -21,6 +21,7 @@ from typing import ClassVar
 
 from ..matcher import Matcher, any_, any_of, arg, args, either_arg, has_value, is_constant, name, none_of, used_once
 from ..op import Op
+from ..rewrite import repeat_while_changes, replace_with_op, row, to
 from ._algebra_concat import (
     CONCAT_OP,
     CONCAT_SAME_INPUT,
@@ -41,8 +42,9 @@ from ._algebra_conv import (
     ConvConv1x1,
     conv_const_weights,
 )
-from ._finder_util import is_integral, lit_broadcast, not_lit_broadcast, replace_with_op, row, sweep, to, until_stable
+from ._rewrite_util import is_integral, lit_broadcast, not_lit_broadcast
 from .base import Pass
+from .rewrite import sweep
 
 X = any_().bind("x")
 
@@ -170,7 +172,7 @@ class SimplifyAlgebra(Pass):
         "after find_conv_add")
 
     def apply_module(self, module, ctx) -> bool:
-        return until_stable(8, lambda: sweep(module, RULES))
+        return repeat_while_changes(8, lambda: sweep(module, RULES)) > 0
 
 
 __all__ = ["CONV_CONV_1X1", "ConvConv1x1", "RULES", "SimplifyAlgebra"]

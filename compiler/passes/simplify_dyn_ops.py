@@ -1,7 +1,7 @@
 """simplify_dyn_ops (MIGraphX src/simplify_dyn_ops.cpp).
 
-Makes dynamic ops static where their inputs allow: a two-input multibroadcast whose target is
-static becomes `multibroadcast{out_lens}`; and, last, a select_module whose submodules all return
+Makes dynamic ops static where their inputs allow: a multi-input multibroadcast whose inputs are
+all static becomes `multibroadcast{out_lens}`; and, last, a select_module whose submodules all return
 the same static shapes gets those as its output shapes (simplify_select_module_output_shape). A
 no-op on programs without dynamic ops.
 """
@@ -37,10 +37,11 @@ class SimplifyDynOps(Pass):
     def apply_module(self, module: Module, ctx) -> bool:
         changed = False
         for ins in list(module):
-            if ins.name == "multibroadcast" and len(ins.inputs) == 2 and ins.inputs[1].shape.dyn_dims is None:
+            if (ins.name == "multibroadcast" and len(ins.inputs) > 1
+                    and all(i.shape.dyn_dims is None for i in ins.inputs)):
                 with module.program.provenance([ins]):
                     new = module.insert_instruction(
-                        ins, Op("multibroadcast", out_lens=ins.inputs[1].shape.lens), [ins.inputs[0]])
+                        ins, Op("multibroadcast", out_lens=ins.shape.lens), [ins.inputs[0]])
                 module.replace_all_uses(ins, new)
                 module.remove_instruction(ins)
                 changed = True

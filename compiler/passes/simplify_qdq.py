@@ -20,8 +20,9 @@ import numpy as np
 
 from .. import dtypes
 from ..ir import Instruction, Module
-from ..matcher import MatchResult, Rule, find_matches, name
+from ..matcher import MatchResult, name
 from ..op import Op
+from ..rewrite import Rule, find_matches
 from ..shape import Shape
 from .base import Pass
 from .dead_code_elimination import DeadCodeElimination
@@ -52,10 +53,10 @@ def _quantized_input(dq: Instruction) -> tuple[Instruction, float] | str:
 class FindQuantizableOps(Rule):
     name = "match_find_quantizable_ops"
 
-    def matcher(self):
+    def pattern(self):
         return name("dot", "convolution")
 
-    def plan(self, r: MatchResult):
+    def check(self, module: Module, r: MatchResult):
         ins = r.root
         parts = [_quantized_input(x) for x in ins.inputs]
         for p in parts:
@@ -65,13 +66,9 @@ class FindQuantizableOps(Rule):
             return "dequantized inputs have different types"
         return parts
 
-    def check(self, module: Module, r: MatchResult) -> str | None:
-        p = self.plan(r)
-        return p if isinstance(p, str) else None
-
-    def apply(self, module: Module, r: MatchResult) -> None:
+    def rewrite(self, module: Module, r: MatchResult, plan) -> None:
         ins = r.root
-        (qa, sa), (qb, sb) = self.plan(r)
+        (qa, sa), (qb, sb) = plan
         qop = Op("quant_dot") if ins.name == "dot" else Op("quant_convolution", ins.op.attrs)
         q = module.insert_instruction(ins, qop, [qa, qb])
         t = ins.shape.type

@@ -23,20 +23,11 @@ import numpy as np
 from ..matcher import any_arg, arg, is_constant, name, none_of, pointwise, pred, used_once
 from ..op import Op
 from ..ops.common import norm_axis
-from ._finder_util import (
-    Finder,
-    all_static,
-    auto_reshape_op,
-    insert_ops,
-    replace_value,
-    replace_with_op,
-    slice_op,
-    slice_ranges,
-    sweep,
-    until_stable,
-)
+from ..rewrite import Rule, repeat_while_changes, replace_value, replace_with_op
+from ._rewrite_util import all_static, auto_reshape_op, insert_ops, slice_op, slice_ranges
 from ._shape_chains import BROADCASTS, TRANSFORMS, plan_broadcast_chain, plan_reshape_transpose
 from .base import Pass
+from .rewrite import sweep
 
 _SHAPE_NOPS = frozenset({"flatten", "reshape", "contiguous", "squeeze", "unsqueeze", "broadcast", "concat",
                          "convert", "multibroadcast", "pad", "slice", "step", "transpose"})
@@ -47,12 +38,12 @@ def _concat_axis(ins) -> int:
     return norm_axis(ins.op["axis"], ins.shape.ndim, "concat")
 
 
-class NopReshapes(Finder):
+class NopReshapes(Rule):
     """A view/copy op whose output shape equals its input's (or a reduce over size-1 axes) -> x."""
 
     name = "find_nop_reshapes"
 
-    def matcher(self):
+    def pattern(self):
         def same(ins):
             x = ins.inputs[0].shape
             if ins.name in _REDUCE_NOPS:
@@ -61,33 +52,33 @@ class NopReshapes(Finder):
 
         return name(*(_SHAPE_NOPS | _REDUCE_NOPS))(pred("same_shape(arg 0)", same, "changes the shape"))
 
-    def plan(self, m, r):
+    def check(self, m, r):
         return lambda: replace_value(m, r.root, r.root.inputs[0])
 
 
-class Flatten(Finder):
+class Flatten(Rule):
     """flatten[axis](x) -> reshape[dims=out lens](x)."""
 
     name = "find_flatten"
 
-    def matcher(self):
+    def pattern(self):
         return name("flatten")(all_static())
 
-    def plan(self, m, r):
+    def check(self, m, r):
         return lambda: replace_with_op(m, r.root, Op("reshape", dims=r.root.shape.lens), r.root.inputs)
 
 
-class NestedShapeTransforms(Finder):
+class NestedShapeTransforms(Rule):
     """A chain of reshape/squeeze/unsqueeze/flatten/transpose/broadcast views -> its shortest form."""
 
     name = "find_nested_shape_transforms"
 
-    def matcher(self):
+    def pattern(self):
         end = pred("chain_end", lambda i: not any(u.name in TRANSFORMS for u in i.outputs),
                    "feeds another shape transform (the chain is simplified from its end)")
         return name(*TRANSFORMS)(end, all_static(), arg(0)(name(*TRANSFORMS)))
 
-    def plan(self, m, r):
+    def check(self, m, r):
         chain, x = [], r.root
         while x.name in TRANSFORMS:
             chain.append(x)
@@ -113,15 +104,15 @@ class NestedShapeTransforms(Finder):
         return apply
 
 
-class ConcatSlice(Finder):
+class ConcatSlice(Rule):
     """slice(concat(a, b, c)) inside one input -> a slice of that input (or the input itself)."""
 
     name = "find_concat_slice"
 
-    def matcher(self):
+    def pattern(self):
         return name("slice")(all_static(), arg(0)(name("concat").bind("concat")))
 
-    def plan(self, m, r):
+    def check(self, m, r):
         concat = r["concat"]
         axis = _concat_axis(concat)
         ranges = slice_ranges(r.root)
@@ -142,16 +133,16 @@ class ConcatSlice(Finder):
         return f"the slice [{s}, {e}) spans more than one concat input"
 
 
-class ConcatTranspose(Finder):
+class ConcatTranspose(Rule):
     """concat(transpose_p(a), transpose_p(b)) -> transpose_p(concat(a, b)) on the permuted axis."""
 
     name = "find_concat_transpose"
 
-    def matcher(self):
+    def pattern(self):
         return name("concat")(all_static(), pred("all_transposes", lambda i: all(
             x.name == "transpose" for x in i.inputs), "not every input is a transpose"))
 
-    def plan(self, m, r):
+    def check(self, m, r):
         ins = r.root
         perm = ins.inputs[0].op
         if any(x.op != perm for x in ins.inputs):
@@ -165,16 +156,16 @@ class ConcatTranspose(Finder):
         return apply
 
 
-class ConcatMultibroadcasts(Finder):
+class ConcatMultibroadcasts(Rule):
     """concat(broadcast(a), broadcast(b)) along a real axis -> broadcast(concat(a, b))."""
 
     name = "find_concat_multibroadcasts"
 
-    def matcher(self):
+    def pattern(self):
         return name("concat")(all_static(), pred("all_broadcasts", lambda i: all(
             x.name in BROADCASTS for x in i.inputs), "not every input is a broadcast"))
 
-    def plan(self, m, r):
+    def check(self, m, r):
         ins = r.root
         axis = _concat_axis(ins)
         bc = ins.inputs
@@ -202,15 +193,15 @@ class ConcatMultibroadcasts(Finder):
         return apply
 
 
-class NestedSlice(Finder):
+class NestedSlice(Rule):
     """slice(slice(x)) -> one slice of x (ranges on a shared axis compose)."""
 
     name = "find_nested_slice"
 
-    def matcher(self):
+    def pattern(self):
         return name("slice")(all_static(), arg(0)(name("slice")))
 
-    def plan(self, m, r):
+    def check(self, m, r):
         inner = r.root.inputs[0]
         outer_r, inner_r = slice_ranges(r.root), slice_ranges(inner)
         merged = dict(inner_r)
@@ -220,15 +211,15 @@ class NestedSlice(Finder):
         return lambda: replace_with_op(m, r.root, slice_op(merged), [inner.inputs[0]])
 
 
-class NestedConcat(Finder):
+class NestedConcat(Rule):
     """concat(concat(a, b), c) on one axis, inner used once -> concat(a, b, c)."""
 
     name = "find_nested_concat"
 
-    def matcher(self):
+    def pattern(self):
         return name("concat")(any_arg()(name("concat")(used_once())))
 
-    def plan(self, m, r):
+    def check(self, m, r):
         ins = r.root
         axis = _concat_axis(ins)
 
@@ -245,15 +236,15 @@ class NestedConcat(Finder):
         return lambda: replace_with_op(m, ins, Op("concat", axis=axis), args)
 
 
-class ConcatOfSlices(Finder):
+class ConcatOfSlices(Rule):
     """concat(slice[a:b](x), slice[b:c](x)) -> slice[a:c](x) (x itself when it covers everything)."""
 
     name = "find_concat_of_slices"
 
-    def matcher(self):
+    def pattern(self):
         return name("concat")(all_static(), any_arg()(name("slice")))
 
-    def plan(self, m, r):
+    def check(self, m, r):
         ins = r.root
         axis = _concat_axis(ins)
         groups: list[list] = []
@@ -296,17 +287,17 @@ def _adjacent(group, x, rng, axis) -> bool:
     return {a: v for a, v in rng.items() if a != axis} == {a: v for a, v in prev_rng.items() if a != axis}
 
 
-class UnaryShapeTransforms(Finder):
+class UnaryShapeTransforms(Rule):
     """u(view(...view(x))) with x a literal/pointwise/reduce -> view(...view(u(x))), so u computes on
     the smaller pre-broadcast value and fuses with x's producer."""
 
     name = "find_unary_shape_transforms"
 
-    def matcher(self):
+    def pattern(self):
         return pointwise()(none_of(name("layout")), pred("unary", lambda i: len(i.inputs) == 1, "not unary"),
                            used_once(), all_static(), arg(0)(name(*TRANSFORMS)))
 
-    def plan(self, m, r):
+    def check(self, m, r):
         ins = r.root
         chain, x = [], ins.inputs[0]
         while x.name in TRANSFORMS:
@@ -326,17 +317,17 @@ class UnaryShapeTransforms(Finder):
 
 
 # ---- gather --------------------------------------------------------------------------------------
-class GatherScalar(Finder):
+class GatherScalar(Rule):
     """gather(data, scalar index) -> reshape(gather(data, unsqueeze(index))) (a 1-element index list)."""
 
     name = "find_gather_scalar"
 
-    def matcher(self):
+    def pattern(self):
         scalar = pred("scalar_index", lambda i: i.shape.ndim == 1 and i.shape.elements() == 1
                       and i.shape.scalar_shape(), "the index is not a scalar")
         return name("gather")(none_of(is_constant()), all_static(), arg(1)(scalar))
 
-    def plan(self, m, r):
+    def check(self, m, r):
         ins = r.root
         data, idx = ins.inputs
 
@@ -348,16 +339,16 @@ class GatherScalar(Finder):
         return apply
 
 
-class GatherArithmetic(Finder):
+class GatherArithmetic(Rule):
     """gather(data, constant indices base + k*i) -> slice (k = 1), slice + step (k > 1) or slice +
     multibroadcast (k = 0), then a reshape to the index shape."""
 
     name = "find_gather"
 
-    def matcher(self):
+    def pattern(self):
         return name("gather")(all_static(), arg(1)(is_constant()))
 
-    def plan(self, m, r):
+    def check(self, m, r):
         ins = r.root
         data, idx = ins.inputs
         axis = norm_axis(ins.op["axis"], data.shape.ndim, "gather")
@@ -402,4 +393,4 @@ class SimplifyReshapes(Pass):
         changed = sweep(module, GATHER_SCALAR)
         if self.enable_gather_rewrite:
             changed = sweep(module, GATHER, with_dce=False) or changed
-        return until_stable(self.depth, lambda: sweep(module, RULES)) or changed
+        return repeat_while_changes(self.depth, lambda: sweep(module, RULES)) > 0 or changed

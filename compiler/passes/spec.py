@@ -94,14 +94,14 @@ def _split(text: str) -> list[str]:
 
 
 def _parse_opts(text: str, where: str) -> dict[str, Any]:
-    from ..parser import _atom, _Reader
+    from ..parser import ValueReader, atom_value
 
     opts = {}
     for part in _split(text):
         k, eq, v = part.partition("=")
         if not eq:
             raise SpecError(f"{where}: option {part!r} needs the form key=value")
-        opts[k.strip()] = _atom(_Reader(v.strip()).value())
+        opts[k.strip()] = atom_value(ValueReader(v.strip()).value())
     return opts
 
 

@@ -8,13 +8,17 @@ submodule `dim_N`; the module then reads
     @k+1 = get_tuple_elem[index=0](@k) ...     @return(...)
 
 and the old body is left for dead_code_elimination. A module that already feeds a select_module
-is left alone (so a second run changes nothing).
+is left alone (so a second run changes nothing). Shape computations (dimensions_of and what
+follows from it with literals, e.g. a KV cache length and the `range` built on it) are folded
+to literals per size as they are copied.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import ClassVar
+
+import numpy as np
 
 from ..ir import Instruction, Module
 from ..op import Op
@@ -52,7 +56,27 @@ def _static(s: Shape, axis: int | None, size: int) -> Shape:
     return Shape.of(s.type, lens)
 
 
+def shape_computations(module: Module) -> set[int]:
+    """Ids of the instructions whose values follow from param shapes alone: dimensions_of and
+    what is computed from it with literals (a cache length, positions, a range's limit)."""
+    derived: set[int] = set()
+    for ins in module:
+        if ins.name == "dimensions_of":
+            derived.add(ins.id)
+        elif (ins.inputs and not ins.is_builtin() and not ins.module_inputs and ins.op.spec.compute is not None
+              and any(i.id in derived for i in ins.inputs)
+              and all(i.id in derived or i.is_literal() for i in ins.inputs)):
+            derived.add(ins.id)
+    return derived
+
+
 def _copy_static(module: Module, sub: Module, axes: dict[str, int], size: int) -> list[Instruction]:
+    """Copy the body with static params. Shape computations are folded to literals as they are
+    copied (simplify_dyn_ops's dimensions_of and constant rules, applied here so that every copied
+    shape rule, e.g. a `range` whose length follows P, sees static inputs)."""
+    from ..ref import run_instruction
+
+    fold = shape_computations(module)
     mapping: dict[int, Instruction] = {}
     for ins in module:
         if ins.is_param():
@@ -61,6 +85,15 @@ def _copy_static(module: Module, sub: Module, axes: dict[str, int], size: int) -
             mapping[ins.id] = sub.add_literal(ins.literal)
         elif ins.is_return():
             break
+        elif ins.id in fold:
+            args = [mapping[i.id] for i in ins.inputs]
+            if ins.name == "dimensions_of":
+                value = np.asarray(args[0].shape.lens[slice(ins.op["start"], ins.op["end"])], dtype=np.int64)
+            else:
+                tmp = sub.add_instruction(ins.op, args)
+                value = run_instruction(tmp, [a.literal.data for a in args], False)
+                sub.remove_instruction(tmp)
+            mapping[ins.id] = sub.add_literal(np.asarray(value))
         else:
             mapping[ins.id] = sub.add_instruction(ins.op, [mapping[i.id] for i in ins.inputs], ins.module_inputs)
     return [mapping[o.id] for o in module.output_instructions()]

@@ -11,19 +11,35 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..matcher import MatchRecord
+from ..ir import Replacement
+from ..rewrite import MatchRecord
 from ..snapshot import ProgramSnapshot, SnapshotDiff
 
 
 @dataclass
 class NumericCheck:
+    """The outputs after a pass against the unoptimized program's (compiler/verify.py decides)."""
+
     max_abs: float
     max_rel: float
     ok: bool
     note: str = ""  # e.g. "unavailable: gpu::code_object has no reference compute"
+    rms: float = float("nan")  # relative RMS error of the worst output (MIGraphX's rms_range)
+    threshold: float = float("nan")  # its threshold (nan in allclose mode)
+    output: int = 0  # index of the worst output
+    tolerance: str = ""  # the rule applied, e.g. "relative RMS <= 9.54e-06 (float32)"
+
+    def describe(self) -> str:
+        if self.note:
+            return self.note
+        head = f"output {self.output}: " if self.output else ""
+        if self.threshold == self.threshold:  # not nan: rms mode
+            return (f"{head}rms {self.rms:.3e} (threshold {self.threshold:.3e}), max|err| {self.max_abs:.3e}")
+        return f"{head}max|err| {self.max_abs:.3e}, max rel {self.max_rel:.3e} ({self.tolerance})"
 
     def as_dict(self) -> dict[str, Any]:
-        return {"max_abs": self.max_abs, "max_rel": self.max_rel, "ok": self.ok, "note": self.note}
+        return {"max_abs": self.max_abs, "max_rel": self.max_rel, "ok": self.ok, "note": self.note,
+                "rms": self.rms, "threshold": self.threshold, "output": self.output, "tolerance": self.tolerance}
 
 
 @dataclass
@@ -48,6 +64,8 @@ class PassRecord:
     matches: list[MatchRecord] = field(default_factory=list)
     children: list[int] = field(default_factory=list)
     user: bool = False
+    # Claims "new computes old's value" made during the pass (nested passes' included), in order.
+    replacements: list[Replacement] = field(default_factory=list)
 
     @property
     def changed(self) -> bool:
@@ -139,7 +157,7 @@ class Trace:
         }
 
 
-def _file_name(rec: PassRecord) -> str:
+def record_file_name(rec: PassRecord) -> str:
     stem = re.sub(r"[^A-Za-z0-9_.#-]+", "_", rec.path.replace("/", "."))
     return f"{rec.index + 1:03d}_{stem}.txt"
 
@@ -158,7 +176,7 @@ def write_trace(trace: Trace, out_dir: str, *, changed_only: bool = True, extra:
         entry["file"] = None
         if rec.after is None or (changed_only and not rec.changed):
             continue
-        name = _file_name(rec)
+        name = record_file_name(rec)
         with open(os.path.join(out_dir, name), "w") as f:
             f.write(f"# pass {rec.path} ({rec.diff.summary() if rec.diff else ''})\n")
             f.write(rec.after.text)

@@ -1,12 +1,26 @@
-"""Kernel generation: one C++ source per kernel-wrapping instruction (see `generate`)."""
+"""Kernel generation: one C++ source per kernel-wrapping instruction (see `generate`).
+
+Each op declares its GPU code in its spec (compiler/op.py `GpuCode`); this layer implements the
+declarations: a `{family: generator}` table for `GpuCode.kernel(family)`, and the pointwise
+generator, which writes `GpuCode.pointwise` ops from their expression or from expr.ROWS.
+`gpu_code_problems` says what an op's declaration asks for that this layer does not provide.
+"""
 
 from __future__ import annotations
 
-from ...compiler.ir import Instruction
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from ...compiler.ir import Instruction, Module
+from ...compiler.op import Op, OpSpec, contract_problems, function_fingerprint, get_spec, parse_expression
+from ...compiler.shape import Shape
 from ..ops import MODULE_OPS, inner_op, split_inputs
 from .common import CodegenUnsupported, KernelSource, sanitize
+from .expr import ROWS
+from .indexing import GENERATORS as _INDEXING_GENERATORS
 from .nn import conv_kernel, im2col_kernel, pooling_kernel, resize_kernel
 from .pointwise import (
+    append_kernel,
     concat_kernel,
     epilogue_kernel,
     fused_concat_kernel,
@@ -15,32 +29,114 @@ from .pointwise import (
     pointwise_kernel,
     reverse_kernel,
 )
-from .reduce import REDUCE_OPS, reduce_kernel
+from .reduce import reduce_kernel
 
-__all__ = ["CodegenUnsupported", "KernelSource", "epilogue_kernel", "generate", "kernel_family"]
+__all__ = ["GENERATORS", "LIBRARY_FAMILIES", "CodegenUnsupported", "KernelRequest", "KernelSource", "epilogue_kernel",
+           "generate", "gpu_code_problems", "kernel_family", "op_contract_problems", "register_generator"]
 
-_REDUCTIONS = set(REDUCE_OPS) | {"softmax", "logsoftmax", "argmax", "argmin", "fused_reduce", "split_fused_reduce",
-                                  "layernorm", "add_layernorm"}
-_OWN_FAMILY = ("convolution", "gpu::im2col", "pooling", "resize", "concat", "gather", "pad", "reverse", "fused_concat")
+
+@dataclass(frozen=True)
+class KernelRequest:
+    """What a generator gets: the wrapped op, every param's shape (inputs, then outputs), the
+    number of outputs, the op's own submodule (pointwise, fused_reduce) or a GEMM/conv epilogue."""
+
+    inner: Op
+    shapes: list[Shape]
+    nout: int
+    module: Module | None
+    epilogue: Module | None
+    modules: list[Module]
+
+
+Generator = Callable[[KernelRequest], KernelSource]
+
+GENERATORS: dict[str, Generator] = {
+    "pointwise": lambda r: pointwise_kernel(r.inner, r.shapes, r.nout, r.module),
+    "reduce": lambda r: reduce_kernel(r.inner, r.shapes, r.nout, r.module),
+    "convolution": lambda r: conv_kernel(r.inner, r.shapes, r.epilogue),
+    "im2col": lambda r: im2col_kernel(r.inner, r.shapes),
+    "pooling": lambda r: pooling_kernel(r.inner, r.shapes),
+    "resize": lambda r: resize_kernel(r.inner, r.shapes),
+    "concat": lambda r: concat_kernel(r.inner, r.shapes),
+    "gather": lambda r: gather_kernel(r.inner, r.shapes),
+    "pad": lambda r: pad_kernel(r.inner, r.shapes),
+    "reverse": lambda r: reverse_kernel(r.inner, r.shapes),
+    "fused_concat": lambda r: fused_concat_kernel(r.inner, r.shapes, r.modules),
+    "concat_past_present": lambda r: append_kernel(r.inner, r.shapes),
+}
+# gpu/codegen/indexing.py's families (topk, gathernd, scatter, scans, nonzero, ...) take (op, shapes).
+GENERATORS.update({family: (lambda r, g=gen: g(r.inner, r.shapes)) for family, gen in _INDEXING_GENERATORS.items()})
+# `gemm` is vendor BLAS for float types (lowering sends float dots there first); an integer dot
+# that reaches code generation gets the generated integer kernel.
+GENERATORS["gemm"] = GENERATORS["int_dot"]
+# Families that lowering maps to a library call instead of a generated kernel.
+LIBRARY_FAMILIES: dict[str, str] = {"gemm": "vendor BLAS (cuBLAS / hipBLAS) through gpu::gemm"}
+
+
+def register_generator(family: str, generator: Generator) -> None:
+    """Add a kernel family. Registering the same generator again is a no-op (a re-run cell)."""
+    old = GENERATORS.get(family)
+    if old is not None and function_fingerprint(old) != function_fingerprint(generator):
+        raise ValueError(f"kernel family {family!r} already has a different generator ({old.__qualname__} in "
+                         f"{old.__module__}); pick another family name")
+    GENERATORS[family] = generator
 
 
 def kernel_family(name: str) -> str | None:
-    """Which generator handles an op name (None: no generated kernel, the op runs on the host)."""
-    if name == "pointwise" or name in ("contiguous", "layout"):
+    """The generator family an op's declared GPU code names (None: no generated kernel)."""
+    code = get_spec(name).gpu
+    if code is None:
+        return None
+    if code.kind == "pointwise":
         return "pointwise"
-    if name in _REDUCTIONS:
-        return "reduce"
-    if name in _OWN_FAMILY:
-        return name
-    if elementwise_supported_name(name):
-        return "pointwise"
+    if code.kind == "kernel" and code.detail in GENERATORS:
+        return code.detail
     return None
 
 
-def elementwise_supported_name(name: str) -> bool:
-    from .expr import ROWS
+def _expression_ops(tree) -> list[str]:
+    if not isinstance(tree, tuple):
+        return []
+    return [tree[0], *(n for a in tree[1:] for n in _expression_ops(a))]
 
-    return name in ROWS
+
+def gpu_code_problems(spec: OpSpec) -> list[str]:
+    """What `spec.gpu` declares that this layer does not implement."""
+    code = spec.gpu
+    if code is None or code.kind in ("host", "none"):
+        return []
+    if code.kind == "kernel":
+        if code.detail in LIBRARY_FAMILIES:
+            return []
+        if code.detail not in GENERATORS:
+            return [f"GpuCode.kernel({code.detail!r}) names no generator; register one with "
+                    f"gpu.codegen.register_generator({code.detail!r}, fn) or use a family of: "
+                    f"{', '.join(sorted(GENERATORS))}"]
+        if code.detail == "pointwise" and spec.name not in ROWS and spec.name not in MODULE_OPS:
+            return [f"GpuCode.kernel('pointwise') but gpu/codegen/expr.py ROWS has no row for {spec.name}"]
+        return []
+    if not code.detail:
+        if spec.name not in ROWS:
+            return [f"GpuCode.pointwise() without an expression needs a row for {spec.name} in gpu/codegen/expr.py "
+                    f"ROWS; or write it over existing ops, e.g. GpuCode.pointwise('mul(x, sigmoid(x))')"]
+        return []
+    missing = []
+    for name in _expression_ops(parse_expression(code.detail)):
+        try:
+            sub = get_spec(name)
+        except Exception:  # noqa: BLE001 - an unknown op is the problem reported
+            missing.append(f"{name} (not an op)")
+            continue
+        if name not in ROWS and not (sub.gpu and sub.gpu.kind == "pointwise" and sub.gpu.detail) or name == spec.name:
+            missing.append(name)
+    return [f"pointwise expression {code.detail!r} uses ops without elementwise code: {', '.join(missing)}"] \
+        if missing else []
+
+
+def op_contract_problems(name: str) -> list[str]:
+    """Everything the op contract misses for `name`: the compiler's half and this layer's."""
+    spec = get_spec(name)
+    return contract_problems(spec) + gpu_code_problems(spec)
 
 
 def generate(ins: Instruction) -> KernelSource:
@@ -48,40 +144,19 @@ def generate(ins: Instruction) -> KernelSource:
     op = ins.op
     inner = inner_op(op["op"])
     shapes = [i.shape for i in ins.inputs]
-    nout = op["outputs"]
-    ins_in, extras, outs = split_inputs(op, shapes)
-    mods = ins.module_inputs
+    split_inputs(op, shapes)  # validates the input / output split
+    mods = list(ins.module_inputs)
     own = inner.name in MODULE_OPS
-    module = mods[0] if own and mods else None
-    epilogue = mods[0] if not own and mods else None
     family = kernel_family(inner.name)
+    generator = GENERATORS.get(family) if family else None
+    if generator is None:
+        code = inner.spec.gpu
+        raise CodegenUnsupported(f"no kernel generator for {inner.name} (declared GPU code: {code})")
+    epilogue = mods[0] if not own and mods else None
     if epilogue is not None and family != "convolution":
         raise CodegenUnsupported(f"epilogue on {inner.name}")
-    if family == "pointwise":
-        ks = pointwise_kernel(inner, shapes, nout, module)
-    elif family == "reduce":
-        ks = reduce_kernel(inner, shapes, nout, module)
-    elif family == "convolution":
-        ks = conv_kernel(inner, shapes, epilogue)
-    elif family == "gpu::im2col":
-        ks = im2col_kernel(inner, shapes)
-    elif family == "pooling":
-        ks = pooling_kernel(inner, shapes)
-    elif family == "resize":
-        ks = resize_kernel(inner, shapes)
-    elif family == "concat":
-        ks = concat_kernel(inner, shapes)
-    elif family == "gather":
-        ks = gather_kernel(inner, shapes)
-    elif family == "pad":
-        ks = pad_kernel(inner, shapes)
-    elif family == "reverse":
-        ks = reverse_kernel(inner, shapes)
-    elif family == "fused_concat":
-        ks = fused_concat_kernel(inner, shapes, list(mods))
-    else:
-        raise CodegenUnsupported(f"no kernel generator for {inner.name}")
-    del ins_in, extras, outs
+    ks = generator(KernelRequest(inner, shapes, op["outputs"], mods[0] if own and mods else None, epilogue, mods))
     if sanitize(ks.name) != ks.name:  # pragma: no cover - generators build identifier names
         raise CodegenUnsupported(f"kernel name {ks.name!r} is not an identifier")
     return ks
+

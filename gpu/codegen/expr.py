@@ -2,6 +2,8 @@
 
 One table row per op: `a -> C++`. Arguments arrive already in compute type (16-bit floats as
 float), so each row only has to get the arithmetic right; `convert` and comparisons handle types.
+An op declared with `GpuCode.pointwise("mul(x, sigmoid(x))")` needs no row: its C++ is composed
+from the rows of the ops in its expression (`op_expr`).
 """
 
 from __future__ import annotations
@@ -12,7 +14,8 @@ import numpy as np
 
 from ...compiler import dtypes
 from ...compiler.ir import Instruction, Module
-from ...compiler.op import Op
+from ...compiler.op import Expr, Op, compute_shape, input_index, parse_expression
+from ...compiler.shape import Shape
 from .common import CodegenUnsupported, compute_type, is_float, literal
 
 # Float functions: name for float (suffix f) and double come from one base name.
@@ -168,22 +171,41 @@ ROWS: dict[str, Row] = {
     "multibroadcast": lambda op, a, ts, out: a[0],
     "broadcast": lambda op, a, ts, out: a[0],
     "reshape": lambda op, a, ts, out: a[0],
+    "layout": lambda op, a, ts, out: a[0],  # a copy: the output buffer's strides are the new layout
 }
 for _name in _FLOAT_FN:
     ROWS.setdefault(_name, _unary_float(_name))
 
-ELEMENTWISE_EXTRA = frozenset({"quantizelinear", "dequantizelinear", "contiguous", "layout", "identity"})
 
 
 def op_expr(op: Op, args: Sequence[str], arg_types: Sequence[str], out_type: str) -> str:
+    """C++ for one elementwise op: its row, or its declared expression over existing ops."""
     row = ROWS.get(op.name)
-    if row is None:
-        raise CodegenUnsupported(f"no elementwise code for {op.name}")
-    return row(op, list(args), list(arg_types), out_type)
+    if row is not None:
+        return row(op, list(args), list(arg_types), out_type)
+    code = op.spec.gpu
+    if code is not None and code.kind == "pointwise" and code.detail:
+        return _composed(parse_expression(code.detail), list(args), list(arg_types), op.name)[0]
+    raise CodegenUnsupported(
+        f"no elementwise code for {op.name}: declare gpu=GpuCode.pointwise('<expression over existing ops>') "
+        f"in its defop (README 'Extending'), or add a row to gpu/codegen/expr.py ROWS")
 
 
-def supports(op: Op) -> bool:
-    return op.name in ROWS
+def _composed(tree: Expr, args: list[str], types: list[str], owner: str) -> tuple[str, str]:
+    """(C++, element type) of a parsed pointwise expression, built from the rows of its ops."""
+    if isinstance(tree, str):
+        k = input_index(tree)
+        if k >= len(args):
+            raise CodegenUnsupported(f"{owner}: expression reads {tree} but the op has {len(args)} inputs")
+        return args[k], types[k]
+    if isinstance(tree, float):
+        raise CodegenUnsupported(f"{owner}: a bare constant {tree} has no type")  # typed by its neighbours below
+    name, *subs = tree
+    done = {i: _composed(a, args, types, owner) for i, a in enumerate(subs) if not isinstance(a, float)}
+    like = next(iter(done.values()), (None, types[0] if types else "float32"))[1]
+    parts = [done[i] if i in done else (literal(a, like), like) for i, a in enumerate(subs)]
+    out = compute_shape(Op(name), [Shape.scalar(t) for _, t in parts]).type
+    return op_expr(Op(name), [e for e, _ in parts], [t for _, t in parts], out), out
 
 
 def scalar_literal(ins: Instruction) -> str:

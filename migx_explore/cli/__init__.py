@@ -12,7 +12,7 @@ from ..compiler.errors import MigxError
 
 # Verb modules, in the order `--help` lists them. A module missing here is skipped, so verbs can
 # be added one file at a time.
-VERBS = ["read", "run", "onnx", "passes", "trace", "verify", "perf", "compile", "waterfall", "bisect"]
+VERBS = ["read", "run", "onnx", "passes", "trace", "verify", "perf", "compile", "waterfall", "bisect", "generate"]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -31,7 +31,12 @@ def run(args: argparse.Namespace) -> int:
             save_program(part.program, args.out, metadata={"model": part.model, "spec": part.spec})
             print(f"wrote {args.out}")
         if args.run:
-            return _run_and_check(part.program)
+            feed = None
+            if args.inputs:
+                from ..feeds import feed_for_program, read_npz
+
+                feed = feed_for_program(part.program, read_npz(args.inputs), args.inputs, require_all=False)
+            return _run_and_check(part.program, feed)
         return 0
     if not args.out:
         raise MigxError("compile needs --out FILE (or --resume to continue a saved partial compile)")
@@ -45,8 +50,9 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _run_and_check(program) -> int:
-    """Finalize on this machine's GPU, run in graph mode, compare with the reference evaluator."""
+def _run_and_check(program, feed=None) -> int:
+    """Finalize on this machine's GPU, run in graph mode, compare with the reference evaluator
+    on `feed` (default: random inputs that respect the model)."""
     import numpy as np
 
     from ..compiler.ref import evaluate, random_inputs, with_buffer_params
@@ -55,7 +61,8 @@ def _run_and_check(program) -> int:
 
     compiled = compile_snapshot(snapshot(program))
     try:
-        feeds = {k: v for k, v in random_inputs(program, seed=0).items() if k in compiled.inputs}
+        given = feed if feed is not None else random_inputs(program, seed=0)
+        feeds = {k: v for k, v in given.items() if k in compiled.inputs}
         outs = compiled.run(feeds, mode="graph")
         if compiled.backend.name == "fake":
             print("finalized on the recording fake backend (no numbers to compare)")
@@ -81,4 +88,6 @@ def register(sub) -> None:
     p.add_argument("--out", default=None, help="file to write")
     p.add_argument("--resume", action="store_true", help="MODEL is a saved partial compile: finish it")
     p.add_argument("--run", action="store_true", help="after --resume, run the result on this machine's GPU")
+    p.add_argument("--inputs", metavar="FEED.npz", default=None, help="with --run: real inputs (keyed by input name) "
+                   "instead of random ones that respect the model")
     p.set_defaults(func=run)

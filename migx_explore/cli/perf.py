@@ -12,15 +12,15 @@ from ._precision import add_precision_arguments, precision_options
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..loading import load_program
+    from ._inputs import load_program_and_feed
 
-    program, label = load_program(args)
+    program, label, feed = load_program_and_feed(args)
     modes = [m.strip() for m in args.mode.split(",") if m.strip()]
     bad = [m for m in modes if m not in ("eager", "graph")]
     if bad or not modes:
         raise MigxError(f"--mode {args.mode!r}: use eager, graph or eager,graph")
     try:
-        from ..gpu import compile_program
+        from .. import gpu
         from ..gpu.runtime import unavailable_reason
         from ..gpu.timing import time_program
     except ImportError as e:  # pragma: no cover - the GPU layer itself is broken
@@ -30,10 +30,10 @@ def run(args: argparse.Namespace) -> int:
         raise MigxError(f"no GPU: {why}")
     from ..gpu.pipelines import CompileOptions
 
-    compiled = compile_program(program, CompileOptions(mode=args.compile_mode, **precision_options(args)))
+    compiled = gpu.compile(program, CompileOptions(mode=args.compile_mode, **precision_options(args)))
     try:
         res = time_program(compiled, modes=modes, warmup=args.warmup, iters=args.iters,
-                           per_kernel="eager" in modes)
+                           per_kernel="eager" in modes, inputs=feed)
         mem = compiled.memory()
         print(f"{label} on {compiled.backend.describe()}: {res.kernels} kernels, {res.blas_calls} BLAS calls"
               + (f", graph nodes {res.graph_nodes}" if res.graph_nodes >= 0 else "")
@@ -59,4 +59,7 @@ def register(sub) -> None:
     p.add_argument("--iters", type=int, default=100)
     p.add_argument("--warmup", type=int, default=10)
     p.add_argument("--kernels", type=int, default=15, help="slowest kernels to list (0: none)")
+    from ._inputs import add_inputs_argument
+
+    add_inputs_argument(p, "timed runs")
     p.set_defaults(func=run)

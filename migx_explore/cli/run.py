@@ -34,13 +34,9 @@ def output_names(program) -> list[str]:
 
 
 def read_feed(path: str, program) -> dict[str, np.ndarray]:
-    try:
-        with np.load(path, allow_pickle=False) as z:
-            data = {k: z[k] for k in z.files}
-    except FileNotFoundError:
-        raise MigxError(f"inputs file {path!r} not found") from None
-    except (OSError, ValueError) as e:
-        raise MigxError(f"cannot read inputs file {path!r} as .npz: {e}") from None
+    from ..loading import read_npz
+
+    data = read_npz(path)
     keys = input_names(program)
     by_key = {k: p for k, p in keys}
     by_param = {p: p for _, p in keys}
@@ -63,10 +59,11 @@ def evaluate_on(program, feed: dict[str, Any], target: str, mode: str, options: 
     try:
         from .. import gpu
 
-        run_program = gpu.run_program
+        compile_for_gpu = gpu.compile
     except (ImportError, AttributeError) as e:
         raise MigxError(f"--target gpu is unavailable: the GPU layer could not be loaded ({e})") from None
-    return [np.asarray(o) for o in run_program(program, feed, mode=mode, options=options)]
+    with compile_for_gpu(program, options) as compiled:
+        return [np.asarray(o) for o in compiled.run(feed, mode=mode)]
 
 
 def run(args: argparse.Namespace) -> int:
@@ -83,7 +80,14 @@ def run(args: argparse.Namespace) -> int:
             from ..gpu.pipelines import CompileOptions
 
             options = CompileOptions(**precision_options(args))
-    outs = evaluate_on(program, feed, args.target, args.mode, options)
+    try:
+        outs = evaluate_on(program, feed, args.target, args.mode, options)
+    except MigxError as e:
+        if args.inputs:
+            raise
+        from ..compiler.inputs import explain_random_failure
+
+        raise explain_random_failure(e) from None
     names = output_names(program)
     for name, value in zip(names, outs):
         v = np.asarray(value)

@@ -7,14 +7,15 @@ import sys
 
 from ..compiler.passes import write_trace
 from ..stats import launch_count
+from ._inputs import add_inputs_argument, load_program_and_feed
 from ._pipeline_args import add_pipeline_arguments, make_session
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..loading import load_program
-
-    program, name = load_program(args)
-    s = make_session(program, args, numeric=args.numeric, name=name)
+    program, name, feed = load_program_and_feed(args)
+    s = make_session(program, args, numeric=args.numeric or feed is not None, name=name)
+    if feed is not None:
+        s.set_inputs(feed)
     live = not args.quiet and sys.stdout.isatty()  # a progress line only on a terminal
     if live:
         s.on_progress = lambda k, n, path: print(f"\r[{k}/{n}] {path:<60}", end="", flush=True)
@@ -47,7 +48,9 @@ def _print_summary(trace, verbose: bool) -> None:
         d = r.diff.summary() if r.diff else r.status
         num = ""
         if r.numeric is not None and not r.numeric.note:
-            num = f"  max|err| {r.numeric.max_abs:.2e}" + ("" if r.numeric.ok else "  TOLERANCE BROKEN")
+            fig = (f"rms {r.numeric.rms:.2e}" if r.numeric.threshold == r.numeric.threshold
+                   else f"max|err| {r.numeric.max_abs:.2e}")
+            num = f"  {fig}" + ("" if r.numeric.ok else f"  TOLERANCE BROKEN ({r.numeric.describe()})")
         print(f"  {r.index + 1:>3} {r.path:<48} {d:<18} {r.time_s * 1e3:8.2f} ms{num}")
 
 
@@ -60,7 +63,9 @@ def register(sub) -> None:
     p.add_argument("--out", required=True, help="output folder")
     p.add_argument("--svg", action="store_true", help="also write an SVG diff per (changed) pass")
     p.add_argument("--all", action="store_true", help="write files for unchanged passes too")
-    p.add_argument("--numeric", action="store_true", help="check outputs against the input program after each pass")
+    p.add_argument("--numeric", action="store_true", help="check outputs against the input program after each pass "
+                   "(MIGraphX's relative RMS; implied by --inputs)")
+    add_inputs_argument(p)
     p.add_argument("-v", "--verbose", action="store_true", help="list every pass, not only the changed ones")
     p.add_argument("-q", "--quiet", action="store_true")
     p.set_defaults(func=run)

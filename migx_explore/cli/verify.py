@@ -1,42 +1,29 @@
 """`migx-explore verify MODEL`: evaluate after every pass and compare with the unoptimized program.
 
+The check is MIGraphX's (verify_rms_range): per output, the RMS of the error over the range of
+the reference, against a threshold of 80 x epsilon of the type the program computes in
+(compiler/verify.py); `--rtol/--atol` switch to elementwise allclose. Inputs are seeded random
+values that respect the model, or real ones from `--inputs FEED.npz`.
 Exit status 1 names the first pass that breaks the tolerance."""
 
 from __future__ import annotations
 
 import argparse
 
+from ._inputs import add_inputs_argument, load_program_and_feed
 from ._pipeline_args import add_pipeline_arguments, make_session
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..compiler.passes import make_numeric_config
-    from ..loading import load_program
+    from ..verification import verify_session
 
-    program, name = load_program(args)
+    program, name, feed = load_program_and_feed(args)
     s = make_session(program, args, numeric=True, name=name)
-    s._numeric_base = make_numeric_config(program, rtol=args.rtol, atol=args.atol, seed=args.seed)
-    trace = s.run()
-    checked = [r for r in trace if r.numeric is not None and not r.numeric.note]
-    unavailable = next((r for r in trace if r.numeric is not None and r.numeric.note), None)
-    worst = max((r.numeric.max_abs for r in checked), default=0.0)
-    print(f"{name}: {len(checked)} passes changed the IR and were checked (rtol {args.rtol}, atol {args.atol}); "
-          f"largest max|err| {worst:.3e}")
-    if unavailable is not None:
-        print(f"numeric checks stopped at {unavailable.path}: {unavailable.numeric.note}")
-    if s.error:
-        print(f"error: {s.error}")
+    report = verify_session(s, feed, rtol=args.rtol, atol=args.atol, rms=args.rms_tol, seed=args.seed,
+                            bisect=args.bisect, inputs_label=f"inputs from {args.inputs}" if feed is not None else None)
+    print(report)
+    if not report.ok:
         return 1
-    bad = trace.first_numeric_failure()
-    if bad is not None:
-        print(f"FAIL: pass {bad.path} breaks the tolerance: max|err| {bad.numeric.max_abs:.3e}, "
-              f"max rel {bad.numeric.max_rel:.3e}")
-        if args.bisect:
-            from ..bisect import numeric_bisect
-
-            print(numeric_bisect(s).describe())
-        return 1
-    print("OK: every pass keeps the outputs within tolerance (reference evaluator)")
     if args.gpu:
         return _verify_gpu(s)
     return 0
@@ -64,10 +51,14 @@ def register(sub) -> None:
     p = sub.add_parser("verify", help="numeric check after every pass against the unoptimized program")
     add_model_arguments(p)
     add_pipeline_arguments(p)
-    p.add_argument("--rtol", type=float, default=1e-4)
-    p.add_argument("--atol", type=float, default=1e-5)
+    add_inputs_argument(p)
+    p.add_argument("--rms-tol", type=float, default=None, metavar="T",
+                   help="fixed threshold for the relative RMS error (default: 80 x epsilon of the compute type, "
+                   "e.g. 9.5e-06 for float32, 7.8e-02 for float16)")
+    p.add_argument("--rtol", type=float, default=None, help="use elementwise allclose with this rtol instead")
+    p.add_argument("--atol", type=float, default=None, help="use elementwise allclose with this atol instead")
     p.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
-    p.add_argument("--bisect", action="store_true", help="find the first diverging instruction of the failing pass")
+    p.add_argument("--bisect", action="store_true", help="find the first diverging replacement of the failing pass")
     p.add_argument("--gpu", action="store_true", help="also run on the GPU, reading back every value, and name "
                    "the first instruction whose GPU value diverges from the reference")
     p.set_defaults(func=run)

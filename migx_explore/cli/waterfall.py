@@ -7,20 +7,20 @@ import argparse
 import json
 import sys
 
+from ._inputs import add_inputs_argument, load_program_and_feed
 from ._pipeline_args import add_pipeline_arguments, make_session
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..loading import load_program
     from ..waterfall import waterfall
 
-    program, name = load_program(args)
+    program, name, feed = load_program_and_feed(args)
     s = make_session(program, args, numeric=False, name=name)
     if args.no_backend:
         print("note: without the backend only kernel-launch counts of the un-lowered IR are compared")
     live = sys.stderr.isatty()
     wf = waterfall(s, by=args.by, modes=tuple(args.mode_timing.split(",")), iters=args.iters,
-                   time_gpu=not args.no_gpu,
+                   time_gpu=not args.no_gpu, inputs=feed,
                    progress=(lambda k, n, lab: print(f"\r[{k}/{n}] {lab:<60}", end="", file=sys.stderr))
                    if live else None)
     if live:
@@ -48,4 +48,5 @@ def register(sub) -> None:
     p.add_argument("--no-gpu", action="store_true", help="count launches only")
     p.add_argument("--png", default=None, help="write the chart here")
     p.add_argument("--json", default=None, help="write the rows here")
+    add_inputs_argument(p, "GPU timings")
     p.set_defaults(func=run)

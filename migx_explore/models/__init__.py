@@ -13,9 +13,11 @@ from collections.abc import Callable, Sequence
 import onnx
 
 from .cnn import mobilenet, resnet18, resnet_block
+from .gpt2_decode import gpt2_decode
 from .mlp import dynamic_mlp, mlp
 from .transformer import transformer
 from .yolo import yolo
+from .yolo_e2e import yolo_e2e
 from .yolov8 import yolov8
 
 _MODELS: dict[str, tuple[Callable[[], onnx.ModelProto], str]] = {
@@ -23,11 +25,14 @@ _MODELS: dict[str, tuple[Callable[[], onnx.ModelProto], str]] = {
     "resnet18": (resnet18, "ResNet-18 layout, 1x3x224x224 -> 1000 logits"),
     "mobilenet": (mobilenet, "MobileNetV2 inverted residuals (1x1 expand, depthwise 3x3, 1x1 project, ReLU6)"),
     "yolo": (yolo, "YOLOv8-style Conv+SiLU, C2f, SPPF, Resize upsample + Concat, detect head"),
+    "yolo_e2e": (yolo_e2e, "YOLOv10-style end-to-end detector: DFL head, NMS-free TopK / GatherElements / "
+                           "GatherND post-processing"),
     "yolov8": (yolov8, "full YOLOv8-shaped detector (backbone, PAN neck, 3-scale head, DFL; n width, l "
                        "depth): ~800 instructions, the real-size example"),
     "transformer": (transformer, "encoder layer: attention with a -inf causal mask, LayerNorm, Erf GELU"),
     "mlp": (mlp, "Gemm/ReLU classifier on 1x784"),
     "dynamic_mlp": (dynamic_mlp, "MatMul/Add MLP with a symbolic batch dim"),
+    "gpt2_decode": (gpt2_decode, "GPT-2-style decoder step, 4 layers d128, KV cache (dims P = past, T = new tokens)"),
 }
 
 
@@ -58,12 +63,13 @@ def get_model(name: str) -> onnx.ModelProto:
     return onnx.load_model_from_string(_serialized(name))
 
 
-def load(name: str, **input_dims: Sequence[int]):
-    """Import a built-in model; keyword arguments fix input dims by ONNX input name."""
+def load(name: str, *, feed=None, **input_dims: Sequence[int]):
+    """Import a built-in model; keyword arguments fix input dims by ONNX input name or dim_param
+    name (`load("gpt2_decode", P=127, T=1)`); `feed` takes every input's dims from its arrays."""
     from ..compiler.onnx import parse_onnx
 
     _entry(name)
-    return parse_onnx(_serialized(name), input_dims=input_dims or None)
+    return parse_onnx(_serialized(name), input_dims=input_dims or None, feed=feed)
 
 
 __all__ = ["describe", "get_model", "list_models", "load"]

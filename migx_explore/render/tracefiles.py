@@ -21,9 +21,9 @@ def pass_file_name(rec: PassRecord, fmt: str = "svg") -> str:
     """`012_fusion.fuse_pointwise.svg`: the trace's text file name with another extension."""
     # Reuse the trace writer's naming so a pass's .txt and .svg sort and pair up. Imported here:
     # importing compiler.passes loads every pass module, which `import render` should not need.
-    from ..compiler.passes.trace import _file_name
+    from ..compiler.passes.trace import record_file_name
 
-    return os.path.splitext(_file_name(rec))[0] + "." + fmt
+    return os.path.splitext(record_file_name(rec))[0] + "." + fmt
 
 
 def render_trace(trace: Trace, out_dir: str, changed_only: bool = True, fmt: str = "svg", *,

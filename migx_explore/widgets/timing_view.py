@@ -47,7 +47,8 @@ def table_html(result: Any) -> str:
     s = speedup(result)
     foot = (f"<p>{result.kernels} kernels, {result.blas_calls} BLAS calls"
             + (f", {result.graph_nodes} graph nodes" if result.graph_nodes >= 0 else "")
-            + (f"; graph capture is <b>{s:.2f}x</b> faster on the device" if s is not None else "") + ".</p>")
+            + (f"; graph capture is <b>{s:.2f}x</b> faster on the device" if s is not None else "") + ".</p>"
+            + (f"<p>{html.escape(result.segments_line())}</p>" if result.graph_parts else ""))
     return f'<table class="migx-timing-results">{head}{"".join(rows)}</table>{foot}'
 
 
@@ -67,7 +68,7 @@ def runs_html(runs: Iterable[Any]) -> str:
             f'<th>launches</th></tr>{"".join(rows)}</table>')
 
 
-def _svg(fig: Any) -> str:
+def svg_of(fig: Any) -> str:
     buf = io.StringIO()
     fig.savefig(buf, format="svg", bbox_inches="tight")
     text = buf.getvalue()
@@ -111,7 +112,7 @@ def figure_svg(result: Any, top: int = 12) -> str:
         total = sum(k.us for k in eager.per_kernel)
         kx.set_title(f"slowest kernels ({len(eager.per_kernel)} steps, {total:.1f} µs total; "
                      "green: generated, purple: BLAS)", fontsize=9)
-    return _svg(fig)
+    return svg_of(fig)
 
 
 def recorded_html(model: str = "") -> str:

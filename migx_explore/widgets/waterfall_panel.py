@@ -11,7 +11,7 @@ from typing import Any
 from .. import gpu_bridge
 from ..session import Session
 from ._common import ErrorBox, widgets
-from .timing_view import _svg
+from .timing_view import svg_of
 
 
 def table_html(wf: Any) -> str:
@@ -77,7 +77,7 @@ class WaterfallPanel:
 
         fig = wf.plot()
         try:
-            self.plot.value = _svg(fig)
+            self.plot.value = svg_of(fig)
         finally:
             plt.close(fig)
         self.last = wf

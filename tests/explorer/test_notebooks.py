@@ -102,6 +102,9 @@ def test_prototype_fusion_runs_and_highlights(tmp_path):
     text = _outputs_text(nb)
     assert "matches" in text and "near misses" in text and "st_added" in text  # the highlighted graph
     assert "numeric check against the original model: ok" in text
+    # adding an op end to end: the contract, the rule, every pass, the generated kernel
+    assert "silu: contract complete" in text and "differs in" in text and "18 matches on yolo" in text
+    assert "fusion.fuse_silu 18 rewrites" in text and "failed: none" in text and "expf(-" in text
     diff = _graphs(_widget_models(nb))
     assert diff and "<svg" in diff[0]
 
@@ -117,3 +120,12 @@ def test_graph_capture_runs_without_failing(tmp_path):
         assert "Skipping GPU timing" in text and "Recorded on NVIDIA H200, 2026-11-21" in text
     else:
         assert "launches x cost" in text
+
+
+def test_decode_notebook_runs(tmp_path):
+    nb = _run("05_decode.ipynb", tmp_path)
+    assert not _errors(nb)
+    text = _outputs_text(nb)
+    assert "dimensions_of(past_key_0)" in text and "split_single_dyn_dim" in text
+    assert "concat_past_present[axis=2]" in text and "max |ours - onnxruntime|" in text
+    assert "recorded on NVIDIA H100" in text or "live" in text

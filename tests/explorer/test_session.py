@@ -8,6 +8,7 @@ from ir_samples import CHAIN
 
 from migx_explore.compiler import Op
 from migx_explore.compiler import matcher as mt
+from migx_explore.compiler import rewrite as rw
 from migx_explore.session import Session, SessionError
 
 SRC = CHAIN
@@ -73,7 +74,7 @@ def test_insert_user_rule_and_function_pass():
     def neg_exp(module, r):
         module.replace(r.root, Op("recip"), [module.insert_instruction(r.root, Op("exp"), [r["x"]])])
 
-    rule = mt.rule("exp_neg_to_recip_exp", mt.name("exp")(mt.arg(0)(mt.name("neg")(mt.arg(0)(mt.any_().bind(
+    rule = rw.rule("exp_neg_to_recip_exp", mt.name("exp")(mt.arg(0)(mt.name("neg")(mt.arg(0)(mt.any_().bind(
         "x"))))), neg_exp)
     # before fusion: afterwards exp/neg live inside bypass pointwise submodules
     path = s.insert_pass(rule, after="optimize_rewrite.propagate_precision")
@@ -125,7 +126,7 @@ def test_final_program_evaluates_like_the_input():
 
 def test_rule_pass_does_not_rematch_what_a_rewrite_left_dead():
     s = _session()
-    rule = mt.rule("relu_to_abs", mt.name("relu"), lambda m, r: m.replace(r.root, Op("abs"), list(r.root.inputs)))
+    rule = rw.rule("relu_to_abs", mt.name("relu"), lambda m, r: m.replace(r.root, Op("abs"), list(r.root.inputs)))
     path = s.insert_pass(rule, after="optimize_rewrite.propagate_precision")
     rec = s.trace.find(path)
     assert len(rec.matches) == 1  # the replaced relu stays until DCE but is not matched again

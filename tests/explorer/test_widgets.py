@@ -8,6 +8,7 @@ from ir_samples import CHAIN
 
 from migx_explore.compiler import Op
 from migx_explore.compiler import matcher as mt
+from migx_explore.compiler import rewrite as rw
 from migx_explore.session import Session
 from migx_explore.widgets import content, queries
 
@@ -327,7 +328,7 @@ def test_user_rule_matches_show_in_stats():
     def neg_exp(module, r):
         module.replace(r.root, Op("recip"), [module.insert_instruction(r.root, Op("exp"), [r["x"]])])
 
-    rule = mt.rule("exp_neg_to_recip_exp",
+    rule = rw.rule("exp_neg_to_recip_exp",
                    mt.name("exp")(mt.arg(0)(mt.name("neg")(mt.arg(0)(mt.any_().bind("x"))))), neg_exp)
     s = _session()
     path = s.insert_pass(rule, after="required.normalize_ops")  # before fusion hides neg/exp in a kernel

@@ -159,9 +159,106 @@ def _slice_reverse() -> Program:
     return _prog({"x": ("float32", [3, 7, 4])}, body)
 
 
-def _topk() -> Program:
-    return _prog({"x": ("float32", [4, 12])}, lambda m, p: op(m, "get_tuple_elem", [op(m, "topk", [p["x"]], k=3)],
-                                                           index=0))
+def topk(lens: list[int], k: int, axis: int, largest: bool = True, ties: bool = False, dtype: str = "float32"
+         ) -> Program:
+    """Both outputs (values and int64 indices); `ties` rounds the input so equal values abound."""
+    def body(m, p):
+        x = op(m, "floor", [p["x"]]) if ties else p["x"]
+        t = op(m, "topk", [x], k=k, axis=axis, largest=largest)
+        return [op(m, "get_tuple_elem", [t], index=0), op(m, "get_tuple_elem", [t], index=1)]
+
+    return _prog({"x": (dtype, lens)}, body)
+
+
+def _topk_nan() -> Program:
+    """NaN counts as the largest value and ties with +inf by index (the reference's rule)."""
+    def body(m, p):
+        special = m.add_literal(np.array([[np.nan, np.inf, 2.0, np.nan, -np.inf]] * 3, np.float32))
+        x = op(m, "concat", [p["x"], special], axis=1)
+        t = op(m, "topk", [x], k=6, axis=1, largest=True)
+        u = op(m, "topk", [x], k=6, axis=1, largest=False)
+        return [op(m, "get_tuple_elem", [t], index=1), op(m, "get_tuple_elem", [u], index=1)]
+
+    return _prog({"x": ("float32", [3, 20])}, body)
+
+
+def _quant_conv() -> Program:
+    rng = np.random.default_rng(7)
+
+    def body(m, p):
+        w = m.add_literal(rng.integers(-5, 6, (6, 4, 3, 3)).astype(np.int8))
+        xq = op(m, "convert", [op(m, "mul", [p["x"], m.add_literal(np.full([1, 4, 7, 7], 3.0, np.float32))])],
+                target_type="int8")
+        return op(m, "quant_convolution", [xq, w], padding=[1, 1], stride=[1, 1])
+
+    return _prog({"x": ("float32", [1, 4, 7, 7])}, body)
+
+
+def gathernd(data: list[int], ind: np.ndarray, batch_dims: int) -> Program:
+    return _prog({"x": ("float32", data)},
+                 lambda m, p: op(m, "gathernd", [p["x"], m.add_literal(ind)], batch_dims=batch_dims))
+
+
+def scatternd(reduction: str) -> Program:
+    def body(m, p):
+        ind = m.add_literal(np.array([[[1], [3]], [[-1], [1 if reduction != "none" else 0]]], np.int64))
+        return op(m, f"scatternd_{reduction}", [p["x"], ind, p["u"]])
+
+    return _prog({"x": ("float32", [5, 3, 4]), "u": ("float32", [2, 2, 3, 4])}, body)
+
+
+def scatter(reduction: str) -> Program:
+    def body(m, p):
+        ind = m.add_literal(np.array([[0, 2, 2], [3, 1, 3]] if reduction != "none" else [[0, 2, 1], [3, 1, 0]],
+                                     np.int64))
+        return op(m, f"scatter_{reduction}", [p["x"], ind, p["u"]], axis=1)
+
+    return _prog({"x": ("float32", [2, 4]), "u": ("float32", [2, 3])}, body)
+
+
+def cumsum(lens: list[int], axis: int, exclusive: bool, reverse: bool) -> Program:
+    return _prog({"x": ("float32", lens)},
+                 lambda m, p: op(m, "prefix_scan_sum", [p["x"]], axis=axis, exclusive=exclusive, reverse=reverse))
+
+
+def _nonzero() -> Program:
+    def body(m, p):
+        t = op(m, "nonzero", [op(m, "relu", [p["x"]])])
+        return [op(m, "get_tuple_elem", [t], index=0), op(m, "get_tuple_elem", [t], index=1)]
+
+    return _prog({"x": ("float32", [3, 7, 45])}, body)
+
+
+def _onehot() -> Program:
+    def body(m, p):
+        ind = m.add_literal(np.array([[0, 3, -1], [7, 2, -8]], np.int64))
+        return op(m, "onehot", [ind, p["v"]], depth=5, axis=1)
+
+    return _prog({"v": ("float32", [2])}, body)
+
+
+def _int_dot() -> Program:
+    def body(m, p):
+        a = op(m, "convert", [p["a"]], target_type="int8")
+        b = op(m, "convert", [p["b"]], target_type="int8")
+        return op(m, "quant_dot", [a, b])
+
+    return _prog({"a": ("float32", [2, 5, 7]), "b": ("float32", [2, 7, 3])}, body)
+
+
+def _deconv() -> Program:
+    rng = np.random.default_rng(3)
+
+    def body(m, p):
+        w = m.add_literal((rng.standard_normal([4, 3, 3, 3]) * 0.3).astype(np.float32))
+        return op(m, "convolution_backwards", [p["x"], w], padding=[1, 0, 1, 1], stride=[2, 2], group=2)
+
+    return _prog({"x": ("float32", [1, 4, 5, 6])}, body)
+
+
+def _lrn() -> Program:
+    return _prog({"x": ("float32", [2, 7, 3, 4])},
+                 lambda m, p: op(m, "lrn", [p["x"]], size=3, alpha=0.01, beta=0.75, bias=1.0))
 
 
 POSITIVE = {"log", "sqrt", "rsqrt", "log2", "pow", "acosh"}
@@ -211,8 +308,22 @@ CASES.update({
                                           coordinate_transformation_mode="align_corners"),
     "resize_cubic": lambda: resize(sizes=[1, 2, 7, 9], mode="cubic"),
     "slice_reverse": _slice_reverse,
+    # data-dependent and index-driven ops (gpu/codegen/indexing.py)
+    "topk_ties": lambda: topk([4, 300], 7, -1, ties=True), "topk_k1": lambda: topk([3, 50], 1, 1),
+    "topk_k_all": lambda: topk([2, 37], 37, -1, ties=True), "topk_smallest": lambda: topk([3, 40, 2], 5, 1, False),
+    "topk_axis0_ties": lambda: topk([600, 3], 20, -2, largest=False, ties=True),
+    "topk_int": lambda: topk([5, 30], 4, 1, dtype="int32"),
+    "gathernd": lambda: gathernd([4, 5, 3], np.array([[1, -1], [3, 0], [0, 4]], np.int64), 0),
+    "gathernd_batch1": lambda: gathernd([2, 5, 3, 4], np.array([[[4, 2], [0, 1]], [[1, -1], [2, 2]]], np.int64), 1),
+    "gathernd_batch2": lambda: gathernd([2, 3, 4, 5], np.arange(24, dtype=np.int64).reshape(2, 3, 4, 1) % 4, 2),
+    **{f"scatternd_{r}": (lambda r: lambda: scatternd(r))(r) for r in ("none", "add", "mul", "min", "max")},
+    **{f"scatter_{r}": (lambda r: lambda: scatter(r))(r) for r in ("none", "add", "max")},
+    "cumsum": lambda: cumsum([3, 600], 1, False, False), "cumsum_exclusive": lambda: cumsum([4, 9, 5], 1, True, False),
+    "cumsum_reverse": lambda: cumsum([7, 3], 0, False, True),
+    "cumsum_exclusive_reverse": lambda: cumsum([2, 300, 2], -2, True, True),
+    "topk_nan": _topk_nan, "quant_convolution": _quant_conv,
+    "nonzero": _nonzero, "onehot": _onehot, "quant_dot": _int_dot, "conv_transpose": _deconv, "lrn": _lrn,
 })
-HOST_ONLY = {"topk": _topk}
 
 
 def inputs_for(name: str, program: Program, seed: int = 0) -> dict[str, np.ndarray]:

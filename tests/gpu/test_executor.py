@@ -85,16 +85,16 @@ def test_failure_during_capture_ends_capture_and_eager_still_works(fake, net, fa
 def test_allocation_inside_capture_is_caught(fake, net):
     with compile_program(net, backend=fake) as c:
         c.run(_feeds(net, 0))
-        orig = c._built.steps[0]
+        orig = c.steps.steps[0]
 
         def allocating_step():
             fake.malloc(64)  # what a lazily initialising library would do
             return orig()
 
-        c._built.steps[0] = allocating_step
+        c.steps.steps[0] = allocating_step
         with pytest.raises(GpuError, match="during stream capture"):
             c.run(_feeds(net, 1), mode="graph")
-        c._built.steps[0] = orig
+        c.steps.steps[0] = orig
         assert not fake.capturing_any()
         feeds = _feeds(net, 3)
         np.testing.assert_allclose(c.run(feeds, mode="graph")[0], evaluate(net, feeds)[0], rtol=1e-4, atol=1e-5)
@@ -140,7 +140,7 @@ def test_offload_copy_program_runs(fake, net):
 def test_recompile_for_new_input_shapes(fake):
     from migx_explore import models
 
-    c = compile_program("dynamic_mlp", backend=fake, input_dims={"x": [2, 64]})
+    c = compile_program(models.get_model("dynamic_mlp"), backend=fake, input_dims={"x": [2, 64]})
     with c:
         x2 = np.random.default_rng(0).standard_normal((2, 64)).astype(np.float32)
         ref2 = evaluate(models.load("dynamic_mlp", x=[2, 64]), {"x": x2})[0]

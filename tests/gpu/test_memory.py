@@ -60,7 +60,7 @@ def run_poisoned(compiled, feeds):
     dead_after: dict[int, list] = {}
     for load, _, end in load_intervals(main).values():
         dead_after.setdefault(end, []).append(load)
-    steps, info = compiled._built.steps, compiled._built.info
+    steps, info = compiled.steps.steps, compiled.steps.info
     last_step = {order[i.ins_id]: k for k, i in enumerate(info)}
     wrapped = []
     for k, (step, inf) in enumerate(zip(steps, info)):
@@ -71,15 +71,15 @@ def run_poisoned(compiled, feeds):
             if last_step[idx] == k:
                 for later in sorted(i for i in dead_after if i <= idx):
                     for load in dead_after.pop(later):
-                        be.view(compiled._addr[load.id], load.shape)[...] = np.nan
+                        be.view(compiled.state.addresses[load.id], load.shape)[...] = np.nan
             return r
 
         wrapped.append(run)
-    compiled._built.steps = wrapped
+    compiled.steps.steps = wrapped
     try:
         return compiled.run(feeds)
     finally:
-        compiled._built.steps = steps
+        compiled.steps.steps = steps
 
 
 PROGRAMS = {"resnet_block": lambda: models.load("resnet_block"), "yolo": lambda: models.load("yolo"),

@@ -75,12 +75,12 @@ def test_failures_during_capture_on_device(device):
     ref = evaluate(program, feeds)[0]
     with compile_program(program, backend=device) as c:
         c.run(feeds)
-        steps = list(c._built.steps)
+        steps = list(c.steps.steps)
 
         def boom():
             raise RuntimeError("injected during capture")
 
-        c._built.steps = steps[:2] + [boom] + steps[2:]  # a Python error mid-capture
+        c.steps.steps = steps[:2] + [boom] + steps[2:]  # a Python error mid-capture
         with pytest.raises(RuntimeError, match="injected"):
             c.run(feeds, mode="graph")
         assert not device.is_capturing(c.stream)
@@ -89,11 +89,11 @@ def test_failures_during_capture_on_device(device):
             device.free(device.malloc(1 << 20))
             return (0,)
 
-        c._built.steps = steps[:2] + [alloc] + steps[2:]
+        c.steps.steps = steps[:2] + [alloc] + steps[2:]
         with contextlib.suppress(GpuError):
             c.run(feeds, mode="graph")
         assert not device.is_capturing(c.stream)
-        c._built.steps = steps
+        c.steps.steps = steps
         c.invalidate_graphs()
         np.testing.assert_allclose(c.run(feeds)[0], ref, rtol=RTOL, atol=ATOL)
         np.testing.assert_allclose(c.run(feeds, mode="graph")[0], ref, rtol=RTOL, atol=ATOL)

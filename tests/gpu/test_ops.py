@@ -8,10 +8,9 @@ import numpy as np
 import pytest
 
 from migx_explore.compiler import evaluate
-from migx_explore.compiler.errors import MigxError
 from migx_explore.gpu import compile_program
 
-from .op_cases import CASES, HOST_ONLY, inputs_for
+from .op_cases import CASES, inputs_for
 
 BACKENDS = ["fake", pytest.param("device", marks=pytest.mark.gpu)]
 
@@ -36,16 +35,3 @@ def test_op_matches_reference(case, backend, request):
             for got, want in zip(outs, ref):
                 np.testing.assert_allclose(got.astype(np.float64), np.asarray(want, np.float64), rtol=rtol,
                                            atol=atol, err_msg=f"{case} ({mode})")
-
-
-@pytest.mark.parametrize("backend", BACKENDS)
-def test_host_fallback_runs_eager_and_refuses_graph(backend, request):
-    be = request.getfixturevalue(backend)
-    program = HOST_ONLY["topk"]()
-    feeds = inputs_for("topk", program)
-    with compile_program(program, backend=be) as compiled:
-        assert compiled.steps.host_ops
-        np.testing.assert_allclose(compiled.run(feeds)[0], evaluate(program, feeds)[0], rtol=1e-6)
-        with pytest.raises(MigxError, match="graph mode unavailable"):
-            compiled.run(feeds, mode="graph")
-        np.testing.assert_allclose(compiled.run(feeds)[0], evaluate(program, feeds)[0], rtol=1e-6)

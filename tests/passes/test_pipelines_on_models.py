@@ -1,5 +1,5 @@
 """Every built-in model through dynamic_shapes, required, optimize_rewrite and fusion: outputs stay
-within rtol 1e-4 / atol 1e-5 of the unoptimized program, and every pass validates."""
+within the default tolerance (MIGraphX's relative RMS) of the unoptimized program, and every pass validates."""
 
 from __future__ import annotations
 

@@ -6,9 +6,9 @@ import math
 
 import pytest
 
-from migx_explore.compiler.matcher import near_misses
 from migx_explore.compiler.parser import parse
 from migx_explore.compiler.passes.rewrite_gelu import GELU_ERF, RewriteGelu
+from migx_explore.compiler.rewrite import near_misses
 from migx_explore.compiler.testing import assert_same_outputs, run_on_text
 
 

@@ -5,13 +5,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from migx_explore.compiler.matcher import near_misses
 from migx_explore.compiler.op import registered_ops
 from migx_explore.compiler.parser import parse
 from migx_explore.compiler.passes import FunctionPass
 from migx_explore.compiler.passes import simplify_reshapes as sr
-from migx_explore.compiler.passes._finder_util import sweep
+from migx_explore.compiler.passes.rewrite import sweep
 from migx_explore.compiler.passes.simplify_reshapes import SimplifyReshapes
+from migx_explore.compiler.rewrite import near_misses
 from migx_explore.compiler.testing import assert_same_outputs, check_pass, run_on_text
 
 

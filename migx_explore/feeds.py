@@ -1,0 +1,185 @@
+"""Real inputs: load a model together with a feed (an .npz file or a dict of arrays).
+
+The feed's shapes fix the model's symbolic dims (every input whose ONNX shape has a dim_param or
+unknown dim is imported at the shape fed); a static dim that disagrees with the feed is a
+one-line error naming the input and the dim. Inputs the importer needs as constants (shape-like
+operands: a reshape target, pads, axes) are frozen to the fed values, as the ONNX reference
+backend does. Without a feed, such a model is refused with a message asking for real inputs.
+
+npz keys are the ONNX graph input names (or the program's parameter names)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .compiler.errors import MigxError
+from .compiler.inputs import REAL_INPUTS_HINT
+from .compiler.ir import Program
+
+Feed = Mapping[str, Any]
+
+
+def read_npz(path: str | os.PathLike) -> dict[str, np.ndarray]:
+    """Arrays of an .npz file (never unpickled)."""
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            return {k: z[k] for k in z.files}
+    except FileNotFoundError:
+        raise MigxError(f"inputs file {str(path)!r} not found") from None
+    except (OSError, ValueError) as e:
+        raise MigxError(f"cannot read inputs file {str(path)!r} as .npz: {e}") from None
+
+
+def _as_feed(feed: str | os.PathLike | Feed) -> tuple[dict[str, np.ndarray], str]:
+    if isinstance(feed, (str, os.PathLike)):
+        return read_npz(feed), str(feed)
+    return {k: np.asarray(v) for k, v in feed.items()}, "the inputs"
+
+
+def _is_onnx(model: Any) -> bool:
+    if isinstance(model, (str, os.PathLike)):
+        p = Path(model)
+        return p.is_file() and (p.suffix == ".onnx" or not _is_zip(p))
+    return not isinstance(model, Program)  # bytes or a ModelProto
+
+
+def _is_zip(p: Path) -> bool:
+    import zipfile
+
+    return zipfile.is_zipfile(p)
+
+
+def _onnx_input_dims(model: Any, feed: dict[str, np.ndarray], where: str,
+                     user_dims: Mapping[str, Sequence]) -> dict[str, list]:
+    """input_dims for the importer: the feed's shape for every input with a non-static dim; a
+    static dim that disagrees with the feed raises."""
+    from .compiler.onnx.context import param_name
+    from .compiler.onnx.loader import load_model
+
+    proto, _, _ = load_model(model)
+    inits = {t.name for t in proto.graph.initializer}
+    dims: dict[str, list] = {}
+    for vi in proto.graph.input:
+        if vi.name in inits:
+            continue
+        key = vi.name if vi.name in feed else param_name(vi.name)
+        if key not in feed or vi.name in user_dims:
+            continue
+        got = tuple(feed[key].shape)
+        tt = vi.type.tensor_type
+        if not tt.HasField("shape"):
+            dims[vi.name] = list(got)
+            continue
+        decl = [int(d.dim_value) if d.HasField("dim_value") and d.dim_value > 0 else None for d in tt.shape.dim]
+        if len(decl) != len(got):
+            raise MigxError(f"{where}: input {vi.name!r} has rank {len(got)} {list(got)} but the model declares "
+                            f"rank {len(decl)} {['?' if d is None else d for d in decl]}")
+        for i, (d, g) in enumerate(zip(decl, got)):
+            if d is not None and d != g:
+                raise MigxError(f"{where}: input {vi.name!r} has shape {list(got)} but the model fixes dim {i} "
+                                f"to {d} (declared {['?' if x is None else x for x in decl]})")
+        if any(d is None for d in decl):
+            dims[vi.name] = list(got)
+    return {**dims, **dict(user_dims)}
+
+
+def _import_onnx(model: Any, feed: dict[str, np.ndarray] | None, where: str,
+                 user_dims: Mapping[str, Sequence]) -> Program:
+    import warnings
+
+    from .compiler.onnx import ConstantInputRequired, parse_onnx
+    from .compiler.onnx.context import param_name
+
+    dims = _onnx_input_dims(model, feed, where, user_dims) if feed is not None else dict(user_dims)
+    frozen: dict[str, np.ndarray] = {}
+    while True:
+        try:
+            with warnings.catch_warnings():
+                if feed is not None:  # dims fixed by the feed: no "symbolic dim defaulted" warnings
+                    warnings.simplefilter("ignore")
+                return parse_onnx(model, input_dims={k: v for k, v in dims.items() if k not in frozen} or None,
+                                  constant_inputs=frozen or None)
+        except ConstantInputRequired as e:
+            if feed is None:
+                raise MigxError(f"{e}; these inputs are shape-like, so random values cannot stand in for them: "
+                                f"{REAL_INPUTS_HINT}") from None
+            names = [n for n in _graph_inputs(model) if param_name(n) in e.params and n not in frozen]
+            missing = [n for n in names if n not in feed and param_name(n) not in feed]
+            if not names or missing:
+                raise MigxError(f"{e} ({where} lacks {', '.join(missing) or 'them'})") from None
+            frozen.update({n: feed[n] if n in feed else feed[param_name(n)] for n in names})
+
+
+def _graph_inputs(model: Any) -> list[str]:
+    from .compiler.onnx.loader import load_model
+
+    proto, _, _ = load_model(model)
+    inits = {t.name for t in proto.graph.initializer}
+    return [i.name for i in proto.graph.input if i.name not in inits]
+
+
+def feed_for_program(program: Program, feed: Feed, where: str = "the inputs", *,
+                     require_all: bool = True) -> dict[str, np.ndarray]:
+    """The feed keyed by parameter name, checked against the program's inputs (names and shapes).
+    require_all=False accepts a feed without the parameters a backend pass added (output buffers)."""
+    from .compiler import dtypes
+    from .compiler.onnx.context import param_name
+
+    data = {k: np.asarray(v) for k, v in feed.items()}
+    params = {p.param_name: p for p in program.main.params()}
+    onnx_names = getattr(program, "input_names", None) or []
+    by_key = {n: param_name(n) for n in onnx_names if param_name(n) in params}
+    by_key.update({p: p for p in params})
+    frozen = set(getattr(program, "frozen_inputs", ()))
+    out: dict[str, np.ndarray] = {}
+    for k, v in data.items():
+        if k not in by_key:
+            if k in frozen or param_name(k) in frozen:
+                continue
+            raise MigxError(f"{where}: unknown input {k!r}; the model's inputs are "
+                            f"{', '.join(onnx_names or params) or 'none'}")
+        out[by_key[k]] = v
+    missing = [p for p in params if p not in out]
+    if missing and require_all:
+        want = ", ".join(f"{m} {list(params[m].shape.lens)}" for m in missing)
+        raise MigxError(f"{where}: missing input(s) {want}")
+    for name, v in out.items():
+        s = params[name].shape
+        if s.dyn_dims is None and tuple(v.shape) != s.lens and not (v.size == 1 and s.elements() == 1):
+            raise MigxError(f"{where}: input {name!r} has shape {list(v.shape)} but the program expects "
+                            f"{list(s.lens)}")
+        want = dtypes.np_dtype(s.type)
+        if v.dtype != want:
+            if not (np.can_cast(v.dtype, want, "same_kind") or (want.kind == "f" and v.dtype.kind in "iu")):
+                raise MigxError(f"{where}: input {name!r} has element type {v.dtype} but the program expects "
+                                f"{s.type}")
+            out[name] = v.astype(want)
+    return out
+
+
+def load_with_feed(model: Any, feed: str | os.PathLike | Feed | None = None,
+                   input_dims: Mapping[str, Sequence] | None = None) -> tuple[Program, dict[str, np.ndarray] | None]:
+    """(program, feed keyed by parameter name) for a model path / name / ONNX bytes / Program and
+    an optional feed (an .npz path or a dict). See the module docstring."""
+    from .loading import load
+
+    data, where = _as_feed(feed) if feed is not None else (None, "")
+    if _is_onnx(model):
+        program = _import_onnx(model, data, where, dict(input_dims or {}))
+        if data is not None:
+            frozen = [n for n in _graph_inputs(model)
+                      if n not in (getattr(program, "input_names", None) or [])]
+            program.frozen_inputs = frozen
+    else:
+        program = load(model, input_dims)
+    if data is None:
+        return program, None
+    return program, feed_for_program(program, data, where)
+
+
+__all__ = ["feed_for_program", "load_with_feed", "read_npz"]

@@ -1,0 +1,107 @@
+"""`verify` as data: run a session's pipelines with the per-pass numeric check on given (or random)
+inputs and a tolerance (compiler/verify.py), and summarise: how many passes were checked, which
+came closest to the limit, the first that broke it, and (optionally) the bisect result.
+
+    report = Session.from_onnx("bert.onnx", inputs="feed.npz").verify()
+    print(report)            # the lines the CLI prints
+    report.ok, report.failure.path, report.divergence
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .compiler.passes import PassRecord, make_numeric_config
+from .compiler.verify import program_compute_type
+
+
+@dataclass
+class VerifyReport:
+    model: str
+    tolerance: str  # e.g. "relative RMS <= 9.54e-06 (float32)"
+    inputs: str  # where the inputs came from
+    checked: int  # passes that changed the IR and were checked
+    closest: PassRecord | None  # the checked pass nearest its threshold
+    failure: PassRecord | None  # the first pass that broke tolerance
+    unavailable: PassRecord | None  # where the reference evaluator stopped (GPU-only ops)
+    error: str | None = None  # a pass that failed outright
+    divergence: Any = None  # migx_explore.bisect.Divergence when bisect was asked for
+
+    @property
+    def ok(self) -> bool:
+        return self.failure is None and self.error is None
+
+    def lines(self) -> list[str]:
+        out = [f"{self.model}: {self.checked} passes changed the IR and were checked on {self.inputs}; "
+               f"tolerance: {self.tolerance}"]
+        if self.closest is not None:
+            out.append(f"closest to the limit: {self.closest.path}: {self.closest.numeric.describe()}")
+        if self.unavailable is not None:
+            out.append(f"numeric checks stopped at {self.unavailable.path}: {self.unavailable.numeric.note}")
+        if self.error:
+            out.append(f"error: {self.error}")
+        elif self.failure is not None:
+            out.append(f"FAIL: pass {self.failure.path} breaks the tolerance: {self.failure.numeric.describe()}")
+            if self.divergence is not None:
+                out.append(self.divergence.describe())
+        else:
+            out.append("OK: every pass keeps the outputs within tolerance (reference evaluator)")
+        return out
+
+    def __str__(self) -> str:
+        return "\n".join(self.lines())
+
+
+def _margin(rec: PassRecord) -> float:
+    n = rec.numeric
+    if n.threshold == n.threshold:  # rms mode
+        return n.rms / n.threshold if n.threshold > 0 else (0.0 if n.rms == 0 else float("inf"))
+    return n.max_rel
+
+
+def _tolerance_summary(initial: str, checked: list[PassRecord]) -> str:
+    """The rule, plus where a precision change (the quantize stage) switched the threshold."""
+    out, current = [initial], initial
+    for r in checked:
+        if r.numeric.tolerance and r.numeric.tolerance != current:
+            current = r.numeric.tolerance
+            out.append(f"{current.removeprefix('relative RMS ')} from {r.path} on")
+    return "; ".join(out)
+
+
+def verify_session(session, inputs: Mapping[str, np.ndarray] | None = None, *, rtol: float | None = None,
+                   atol: float | None = None, rms: float | None = None, seed: int = 0, bisect: bool = False,
+                   inputs_label: str | None = None) -> VerifyReport:
+    """Re-trace `session` with numeric checks on `inputs` (default: random inputs that respect the
+    model) under the given tolerance (default: MIGraphX's relative RMS per compute type)."""
+    program = session.initial.to_program()
+    session._numeric_enabled = True
+    session._numeric_inputs = None if inputs is None else dict(inputs)
+    session._numeric_base = make_numeric_config(program, session._numeric_inputs, rtol=rtol, atol=atol, rms=rms,
+                                                seed=seed)
+    session.invalidate()
+    trace = session.run()
+    checked = [r for r in trace if r.numeric is not None and not r.numeric.note]
+    report = VerifyReport(
+        model=session.name,
+        tolerance=_tolerance_summary(session._numeric_base.tolerance.describe(program_compute_type(program)),
+                                     checked),
+        inputs=inputs_label or ("the given inputs" if inputs is not None else f"random inputs (seed {seed})"),
+        checked=len(checked),
+        closest=max(checked, key=_margin, default=None),
+        failure=trace.first_numeric_failure(),
+        unavailable=next((r for r in trace if r.numeric is not None and r.numeric.note), None),
+        error=session.error,
+    )
+    if bisect and report.failure is not None and report.error is None:
+        from .bisect import numeric_bisect
+
+        report.divergence = numeric_bisect(session)
+    return report
+
+
+__all__ = ["VerifyReport", "verify_session"]

@@ -1,0 +1,205 @@
+"""simplify_algebra's convolution and dot finders (compiler/passes/_algebra_conv.py): one IR-text
+test per finder (the finder alone, then DCE), and refusals."""
+
+from __future__ import annotations
+
+from algebra_helpers import CONV, X23, lit, only  # noqa: F401
+
+from migx_explore.compiler.parser import parse
+from migx_explore.compiler.passes import simplify_algebra as sa
+from migx_explore.compiler.passes.rewrite import sweep
+from migx_explore.compiler.rewrite import near_misses
+from migx_explore.compiler.testing import assert_same_outputs, check_pass
+
+
+def test_mul_conv_folds_channel_scale_into_weights():
+    check_pass(f"""
+        x = @param:x -> float_type, {{1, 2, 3, 3}}
+        w = @literal{lit([1, 2, 3, 4])} -> float_type, {{2, 2, 1, 1}}
+        a = @literal{{2, 3}} -> float_type, {{2}}
+        c = {CONV}(x,w) -> float_type, {{1, 2, 3, 3}}
+        ab = broadcast[axis=1,out_lens={{1, 2, 3, 3}}](a) -> float_type, {{1, 2, 3, 3}}, {{0, 1, 0, 0}}
+        y = mul(c,ab) -> float_type, {{1, 2, 3, 3}}
+        r = @return(y)
+    """, [only(sa.MUL_CONV)], f"""
+        x = @param:x -> float_type, {{1, 2, 3, 3}}
+        w = @literal{lit([1, 2, 3, 4])} -> float_type, {{2, 2, 1, 1}}
+        a = @literal{{2, 3}} -> float_type, {{2}}
+        aw = broadcast[axis=0,out_lens={{2, 2, 1, 1}}](a) -> float_type, {{2, 2, 1, 1}}, {{1, 0, 0, 0}}
+        nw = mul(aw,w) -> float_type, {{2, 2, 1, 1}}
+        y = {CONV}(x,nw) -> float_type, {{1, 2, 3, 3}}
+        r = @return(y)
+    """)
+
+
+def test_mul_conv_refuses_spatially_varying_multiplier():
+    p = parse(f"""
+        x = @param:x -> float_type, {{1, 2, 3, 3}}
+        w = @literal{lit([1, 2, 3, 4])} -> float_type, {{2, 2, 1, 1}}
+        a = @literal{lit(range(9))} -> float_type, {{3, 3}}
+        c = {CONV}(x,w) -> float_type, {{1, 2, 3, 3}}
+        ab = multibroadcast[out_lens={{1, 2, 3, 3}}](a) -> float_type, {{1, 2, 3, 3}}, {{0, 0, 3, 1}}
+        y = mul(c,ab) -> float_type, {{1, 2, 3, 3}}
+        r = @return(y)
+    """)
+    (miss,) = [nm for nm in near_misses(p.main, sa.MUL_CONV) if nm.op == "mul"]
+    assert "more than the channel axis" in miss.reason
+
+
+def test_add_convs_concatenates_inputs_and_weights():
+    check_pass(f"""
+        x = @param:x -> float_type, {{1, 2, 3, 3}}
+        y = @param:y -> float_type, {{1, 1, 3, 3}}
+        w1 = @literal{lit([1, 2, 3, 4])} -> float_type, {{2, 2, 1, 1}}
+        w2 = @literal{{5, 6}} -> float_type, {{2, 1, 1, 1}}
+        c1 = {CONV}(x,w1) -> float_type, {{1, 2, 3, 3}}
+        c2 = {CONV}(y,w2) -> float_type, {{1, 2, 3, 3}}
+        s = add(c1,c2) -> float_type, {{1, 2, 3, 3}}
+        r = @return(s)
+    """, [only(sa.ADD_CONVS)], f"""
+        x = @param:x -> float_type, {{1, 2, 3, 3}}
+        y = @param:y -> float_type, {{1, 1, 3, 3}}
+        w1 = @literal{lit([1, 2, 3, 4])} -> float_type, {{2, 2, 1, 1}}
+        w2 = @literal{{5, 6}} -> float_type, {{2, 1, 1, 1}}
+        xy = concat[axis=1](x,y) -> float_type, {{1, 3, 3, 3}}
+        w = concat[axis=1](w1,w2) -> float_type, {{2, 3, 1, 1}}
+        s = {CONV}(xy,w) -> float_type, {{1, 2, 3, 3}}
+        r = @return(s)
+    """)
+
+
+def test_add_convs_steps_the_finer_strided_1x1():
+    p = parse(f"""
+        x = @param:x -> float_type, {{1, 2, 4, 4}}
+        y = @param:y -> float_type, {{1, 1, 8, 8}}
+        w1 = @literal{lit([1, 2, 3, 4])} -> float_type, {{2, 2, 1, 1}}
+        w2 = @literal{{5, 6}} -> float_type, {{2, 1, 1, 1}}
+        c1 = {CONV}(x,w1) -> float_type, {{1, 2, 4, 4}}
+        c2 = convolution[padding={{0, 0}},stride={{2, 2}}](y,w2) -> float_type, {{1, 2, 4, 4}}
+        s = add(c1,c2) -> float_type, {{1, 2, 4, 4}}
+        r = @return(s)
+    """)
+    q = p.copy()
+    assert sweep(q.main, [sa.ADD_CONVS])
+    names = [i.name for i in q.main if not i.is_builtin()]
+    assert names == ["step", "concat", "concat", "convolution"]
+    assert_same_outputs(p, q)
+
+
+def test_conv_dot_horiz_fusion_of_dots():
+    check_pass(f"""
+        x = @param:x -> float_type, {{2, 4}}
+        a = @literal{lit(range(12))} -> float_type, {{4, 3}}
+        b = @literal{lit(range(20))} -> float_type, {{4, 5}}
+        d1 = dot(x,a) -> float_type, {{2, 3}}
+        d2 = dot(x,b) -> float_type, {{2, 5}}
+        r = @return(d1,d2)
+    """, [only(sa.CONV_DOT_HORIZ_FUSION)], f"""
+        x = @param:x -> float_type, {{2, 4}}
+        a = @literal{lit(range(12))} -> float_type, {{4, 3}}
+        b = @literal{lit(range(20))} -> float_type, {{4, 5}}
+        ab = concat[axis=1](a,b) -> float_type, {{4, 8}}
+        d = dot(x,ab) -> float_type, {{2, 8}}
+        d1 = slice[axes={{1}},starts={{0}},ends={{3}}](d) -> float_type, {{2, 3}}, {{8, 1}}
+        d2 = slice[axes={{1}},starts={{3}},ends={{8}}](d) -> float_type, {{2, 5}}, {{8, 1}}
+        r = @return(d1,d2)
+    """)
+
+
+def test_conv_dot_horiz_fusion_of_convs_moves_late_weights():
+    p = parse(f"""
+        x = @param:x -> float_type, {{1, 2, 3, 3}}
+        w1 = @literal{lit(range(4))} -> float_type, {{2, 2, 1, 1}}
+        c1 = {CONV}(x,w1) -> float_type, {{1, 2, 3, 3}}
+        w2 = @literal{lit(range(6))} -> float_type, {{3, 2, 1, 1}}
+        w2n = neg(w2) -> float_type, {{3, 2, 1, 1}}
+        c2 = {CONV}(x,w2n) -> float_type, {{1, 3, 3, 3}}
+        r = @return(c1,c2)
+    """)
+    q = p.copy()
+    assert sweep(q.main, [sa.CONV_DOT_HORIZ_FUSION])
+    q.validate()
+    assert sum(1 for i in q.main if i.name == "convolution") == 1
+    assert [i.name for i in q.main if i.name == "slice"] == ["slice", "slice"]
+    assert_same_outputs(p, q)
+
+
+def test_mul_dot_scales_constant_columns():
+    check_pass(f"""
+        x = @param:x -> float_type, {{2, 2}}
+        b = @literal{lit([1, 2, 3, 4, 5, 6])} -> float_type, {{2, 3}}
+        c = @literal{{2, 3, 4}} -> float_type, {{3}}
+        d = dot(x,b) -> float_type, {{2, 3}}
+        cb = multibroadcast[out_lens={{2, 3}}](c) -> float_type, {{2, 3}}, {{0, 1}}
+        y = mul(d,cb) -> float_type, {{2, 3}}
+        r = @return(y)
+    """, [only(sa.MUL_DOT)], f"""
+        x = @param:x -> float_type, {{2, 2}}
+        b = @literal{lit([1, 2, 3, 4, 5, 6])} -> float_type, {{2, 3}}
+        c = @literal{{2, 3, 4}} -> float_type, {{3}}
+        cb = multibroadcast[out_lens={{2, 3}}](c) -> float_type, {{2, 3}}, {{0, 1}}
+        bc = mul(b,cb) -> float_type, {{2, 3}}
+        y = dot(x,bc) -> float_type, {{2, 3}}
+        r = @return(y)
+    """)
+
+
+def test_mul_dot_refuses_rows_of_a_parameter():
+    p = parse("""
+        x = @param:x -> float_type, {2, 2}
+        b = @literal{1, 2, 3, 4} -> float_type, {2, 2}
+        c = @literal{2, 3} -> float_type, {2, 1}
+        d = dot(x,b) -> float_type, {2, 2}
+        cb = multibroadcast[out_lens={2, 2}](c) -> float_type, {2, 2}, {1, 0}
+        y = mul(d,cb) -> float_type, {2, 2}
+        r = @return(y)
+    """)
+    (miss,) = [nm for nm in near_misses(p.main, sa.MUL_DOT) if nm.op == "mul"]
+    assert "rows are scaled but dot input 0 is not constant" in miss.reason
+
+
+def test_conv_add_splits_constant_addend():
+    check_pass(f"""
+        x = @param:x -> float_type, {{1, 2, 3, 3}}
+        a = @literal{lit(range(18))} -> float_type, {{1, 2, 3, 3}}
+        w = @literal{lit([1, 2, 3, 4])} -> float_type, {{2, 2, 1, 1}}
+        s = add(x,a) -> float_type, {{1, 2, 3, 3}}
+        c = {CONV}(s,w) -> float_type, {{1, 2, 3, 3}}
+        r = @return(c)
+    """, [only(sa.CONV_ADD)], f"""
+        x = @param:x -> float_type, {{1, 2, 3, 3}}
+        a = @literal{lit(range(18))} -> float_type, {{1, 2, 3, 3}}
+        w = @literal{lit([1, 2, 3, 4])} -> float_type, {{2, 2, 1, 1}}
+        ca = {CONV}(a,w) -> float_type, {{1, 2, 3, 3}}
+        cx = {CONV}(x,w) -> float_type, {{1, 2, 3, 3}}
+        c = add(ca,cx) -> float_type, {{1, 2, 3, 3}}
+        r = @return(c)
+    """)
+
+
+def test_conv_broadcast_input_becomes_dot():
+    p = parse(f"""
+        x = @param:x -> float_type, {{2, 3}}
+        w = @literal{lit(range(2 * 3 * 2 * 2))} -> float_type, {{2, 3, 2, 2}}
+        u = unsqueeze[axes={{2, 3}}](x) -> float_type, {{2, 3, 1, 1}}
+        b = multibroadcast[out_lens={{2, 3, 4, 4}}](u) -> float_type, {{2, 3, 4, 4}}, {{3, 1, 0, 0}}
+        c = convolution[padding={{0, 0}},stride={{2, 2}}](b,w) -> float_type, {{2, 2, 2, 2}}
+        r = @return(c)
+    """)
+    q = p.copy()
+    assert sweep(q.main, [sa.CONV_BROADCAST_INPUT])
+    assert not any(i.name == "convolution" for i in q.main)
+    assert any(i.name == "dot" for i in q.main)
+    assert_same_outputs(p, q)
+
+
+def test_conv_broadcast_input_refuses_padding():
+    p = parse(f"""
+        x = @param:x -> float_type, {{1, 3, 1, 1}}
+        w = @literal{lit(range(2 * 3 * 3 * 3))} -> float_type, {{2, 3, 3, 3}}
+        b = multibroadcast[out_lens={{1, 3, 4, 4}}](x) -> float_type, {{1, 3, 4, 4}}, {{0, 1, 0, 0}}
+        c = convolution[padding={{1, 1}},stride={{1, 1}}](b,w) -> float_type, {{1, 2, 4, 4}}
+        r = @return(c)
+    """)
+    (miss,) = near_misses(p.main, sa.CONV_BROADCAST_INPUT)
+    assert "padded" in miss.reason
