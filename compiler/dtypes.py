@@ -1,7 +1,10 @@
 """Element types: one table maps our type names to numpy dtypes, ONNX codes and MIGraphX spellings.
 
-bfloat16 has no native numpy dtype; `ml_dtypes` (a dependency of `onnx`) provides one, so the
-reference evaluator computes bf16 in numpy like every other type.
+bfloat16, the float8 variants (OCP e4m3fn / e5m2, the fnuz forms AMD's gfx94x use, e8m0 scales),
+float4 e2m1 and int4/uint4 (int2/uint2) have no native numpy dtype; `ml_dtypes` (a dependency of
+`onnx`) provides them, so the reference evaluator computes them in numpy like every other type.
+ONNX packs the 4- and 2-bit types several to a byte; onnx's numpy_helper unpacks them, so in the
+IR each element is one value (one byte in numpy).
 """
 
 from __future__ import annotations
@@ -12,11 +15,16 @@ import numpy as np
 
 try:  # ml_dtypes ships with onnx; keep the import optional so bare numpy still works
     import ml_dtypes
-
-    _BF16 = np.dtype(ml_dtypes.bfloat16)
-    _FP8E4M3FN = np.dtype(ml_dtypes.float8_e4m3fn)
 except ImportError:  # pragma: no cover - exercised only without onnx installed
-    _BF16 = _FP8E4M3FN = None
+    ml_dtypes = None
+
+
+def _ml(name: str) -> np.dtype | None:
+    return np.dtype(getattr(ml_dtypes, name)) if ml_dtypes is not None else None
+
+
+_BF16 = _ml("bfloat16")
+_FP8E4M3FN = _ml("float8_e4m3fn")
 
 
 @dataclass(frozen=True)
@@ -58,7 +66,19 @@ _TABLE = [
     _t("int64", "int64_type", np.int64, 7, 8, False, True),
     _t("uint32", "uint32_type", np.uint32, 12, 4, False, False),
     _t("uint64", "uint64_type", np.uint64, 13, 8, False, False),
+    _t("float8e4m3fnuz", "fp8e4m3fnuz_type", _ml("float8_e4m3fnuz"), 18, 1, True, True),
+    _t("float8e5m2", "fp8e5m2_type", _ml("float8_e5m2"), 19, 1, True, True),
+    _t("float8e5m2fnuz", "fp8e5m2fnuz_type", _ml("float8_e5m2fnuz"), 20, 1, True, True),
+    _t("uint4", "uint4_type", _ml("uint4"), 21, 1, False, False),
+    _t("int4", "int4_type", _ml("int4"), 22, 1, False, True),
+    _t("float4e2m1", "fp4e2m1_type", _ml("float4_e2m1fn"), 23, 1, True, True),
+    _t("float8e8m0", "fp8e8m0fnu_type", _ml("float8_e8m0fnu"), 24, 1, True, False),
+    _t("uint2", "uint2_type", _ml("uint2"), 25, 1, False, False),
+    _t("int2", "int2_type", _ml("int2"), 26, 1, False, True),
 ]
+# Types numpy cannot do arithmetic in directly (ml_dtypes): reference computes widen and round back.
+LOW_PRECISION = frozenset({"float8e4m3fn", "float8e4m3fnuz", "float8e5m2", "float8e5m2fnuz", "float4e2m1",
+                           "float8e8m0", "uint4", "int4", "uint2", "int2"})
 
 BY_NAME: dict[str, DType] = {t.name: t for t in _TABLE}
 BY_MIGRAPHX: dict[str, DType] = {t.migraphx: t for t in _TABLE}
@@ -122,6 +142,39 @@ def is_low_float(npd: np.dtype) -> bool:
 def finfo(name_or_np):
     """np.finfo that also knows bfloat16 and fp8 (through ml_dtypes)."""
     npd = np_dtype(dtype(name_or_np).name)
-    if npd.kind == "f":
+    if npd in (np.float16, np.float32, np.float64):  # some ml_dtypes types report kind 'f' too
         return np.finfo(npd)
     return ml_dtypes.finfo(npd)
+
+
+def int_limits(name: str) -> tuple[int, int]:
+    """(min, max) of an integer type, the ml_dtypes ones (int4, uint4, ...) included."""
+    npd = np_dtype(name)
+    info = ml_dtypes.iinfo(npd) if name in LOW_PRECISION else np.iinfo(npd)
+    return int(info.min), int(info.max)
+
+
+def float_max(name: str) -> float:
+    """Largest finite value of a float type (float8 / float4 saturate to it)."""
+    return float(finfo(name).max)
+
+
+def saturate_to(x: np.ndarray, name: str) -> np.ndarray:
+    """Convert with ONNX's saturate=1 rule for float8 / float4 targets: out-of-range values and
+    infinities become the largest finite value of the sign (NaN stays NaN)."""
+    t = dtype(name)
+    if name == "float8e8m0":
+        return _to_e8m0(np.asarray(x, np.float32)).astype(t.np_dtype)
+    if name in LOW_PRECISION and t.is_float:
+        m = float_max(name)
+        x = np.clip(x.astype(np.float32), -m, m)
+    return x.astype(t.np_dtype)
+
+
+def _to_e8m0(x: np.ndarray) -> np.ndarray:
+    """float8 e8m0 (a power of two 2^-127 .. 2^127) with ONNX Cast's defaults: round up to the next
+    power of two, saturate to the range (0 and tiny values give 2^-127); NaN and negatives are NaN."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        e = np.ceil(np.log2(np.where(x > 0, x, np.float32(2.0 ** -127))))
+    v = np.exp2(np.clip(e, -127, 127)).astype(np.float32)
+    return np.where(np.isnan(x) | (x < 0), np.float32(np.nan), v)

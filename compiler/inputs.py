@@ -22,6 +22,7 @@ inputs were random and how to pass real ones.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -30,6 +31,7 @@ import numpy as np
 
 from . import dtypes
 from .errors import MigxError
+from .limits import check_bytes
 
 if TYPE_CHECKING:  # pragma: no cover - reads IR objects, never builds them
     from .ir import Instruction, Program
@@ -179,9 +181,10 @@ def model_inputs(program: Program, seed: int = 0) -> dict[str, np.ndarray]:
     Raises RandomInputsError for shape-like inputs (they need real values)."""
     rng = np.random.default_rng(seed)
     out: dict[str, np.ndarray] = {}
+    _check_budget(program)
     for p in program.main.params():
         s = p.shape
-        lens = tuple(d.min if d.min > 0 else 1 for d in s.dyn_dims) if s.dyn_dims is not None else s.lens
+        lens = _draw_lens(s)
         t = dtypes.dtype(s.type)
         role = input_role(p)
         if role.kind == "shape":
@@ -198,6 +201,19 @@ def model_inputs(program: Program, seed: int = 0) -> dict[str, np.ndarray]:
         else:
             out[p.param_name] = rng.integers(0, 4, lens).astype(t.np_dtype)
     return out
+
+
+def _draw_lens(s) -> tuple[int, ...]:
+    return tuple(d.min if d.min > 0 else 1 for d in s.dyn_dims) if s.dyn_dims is not None else s.lens
+
+
+def _check_budget(program: Program) -> None:
+    """Refuse inputs over the memory budget before drawing any (float64 draws precede the cast:
+    8 bytes per element at least)."""
+    sizes = [(p.param_name, _draw_lens(p.shape), max(8, dtypes.np_dtype(p.shape.type).itemsize))
+             for p in program.main.params()]
+    check_bytes(sum(math.prod(lens) * size for _, lens, size in sizes),
+                "random inputs " + ", ".join(f"{name} {list(lens)}" for name, lens, _ in sizes))
 
 
 def explain_random_failure(error: BaseException) -> RandomInputsError:

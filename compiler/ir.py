@@ -32,6 +32,17 @@ from .op import Op, compute_shape
 from .shape import Shape
 
 
+def _drop_user(users: list[Instruction], ins: Instruction) -> None:
+    """Remove `ins` from a use list (which holds each user once: every append is guarded).
+    Rewrites mostly drop the newest user, at the end, so that is checked before list.remove's
+    scan from the front (a long use list made removal O(n) per rewrite)."""
+    if users and users[-1] is ins:
+        users.pop()
+        return
+    with contextlib.suppress(ValueError):
+        users.remove(ins)
+
+
 @dataclass(frozen=True)
 class Replacement:
     """`new` took over every use of `old`: a claim that it computes the same value."""
@@ -145,9 +156,10 @@ class Module:
             shape = compute_shape(op, [i._shape for i in inputs], list(module_inputs))
         prog = self.program
         ins = Instruction(self, op, inputs, module_inputs, shape, prog._current_origin(), literal, prog._take_id())
-        for i in inputs:
-            if ins not in i._outputs:
-                i._outputs.append(ins)
+        # Once per distinct input: `ins` is new, so no use list holds it yet (a membership test
+        # here scanned the whole use list of a widely shared value: O(n^2) on long chains).
+        for i in {id(i): i for i in inputs}.values():
+            i._outputs.append(ins)
         return ins
 
     def _link_before(self, ins: Instruction, before: Instruction) -> Instruction:
@@ -282,9 +294,8 @@ class Module:
         if ins._outputs:
             users = ", ".join(f"#{u._id} ({u.name})" for u in ins._outputs)
             raise IRError(f"module {self.name}: cannot remove #{ins._id} ({ins.name}); still used by {users}")
-        for i in ins._inputs:
-            while ins in i._outputs:
-                i._outputs.remove(ins)
+        for i in {id(i): i for i in ins._inputs}.values():
+            _drop_user(i._outputs, ins)
         ins._prev._next = ins._next
         ins._next._prev = ins._prev
         ins._alive = False
@@ -301,9 +312,8 @@ class Module:
                 raise IRError(f"module {self.name}: cannot remove #{ins._id} ({ins.name}); still used by "
                               + ", ".join(f"#{u._id} ({u.name})" for u in ext))
         for ins in todo:
-            for i in ins._inputs:
-                while ins in i._outputs:
-                    i._outputs.remove(ins)
+            for i in {id(i): i for i in ins._inputs}.values():
+                _drop_user(i._outputs, ins)
             ins._outputs.clear()
         for ins in todo:
             ins._prev._next = ins._next
@@ -379,6 +389,7 @@ class Module:
 
         seen: set[int] = set()
         members = {id(i) for i in self}
+        user_ids: dict[int, set[int]] = {}
         count = 0
         for ins in self:
             count += 1
@@ -396,7 +407,10 @@ class Module:
                     fail(f"uses #{i._id} ({i.name}) which is not in this module (dangling reference)")
                 if i._id not in seen:
                     fail(f"uses #{i._id} ({i.name}) before it is defined")
-                if ins not in i._outputs:
+                users = user_ids.get(id(i))
+                if users is None:  # one set per value: `in` on a long use list per edge was O(n^2)
+                    users = user_ids[id(i)] = {id(u) for u in i._outputs}
+                if id(ins) not in users:
                     fail(f"is missing from the use list of its input #{i._id} ({i.name})")
             for u in ins._outputs:
                 if not u._alive or id(u) not in members:

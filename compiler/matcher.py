@@ -11,8 +11,9 @@ pattern, with a check that refuses with a reason or returns a plan, and a rewrit
 
 from __future__ import annotations
 
+import contextlib
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -37,7 +38,29 @@ class MatchState:
 _EVAL_CACHES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
+# While find_matches sweeps a module, one cache serves the whole sweep even as rewrites bump the
+# version: a rewrite replaces a value by an equivalent one, so a constant stays constant, and a
+# value that became constant only waits for the next sweep (until_stable runs one). Dropping the
+# cache on every rewrite made each is_constant test re-walk a long chain: O(n^2) on n-node chains.
+_SWEEP_CACHES: dict[int, dict] = {}
+
+
+@contextlib.contextmanager
+def sweep_cache(module) -> Iterator[None]:
+    """One can_eval cache for `module` while a rule sweep (find_matches) runs over it."""
+    outer = _SWEEP_CACHES.get(id(module))
+    _SWEEP_CACHES[id(module)] = {} if outer is None else outer
+    try:
+        yield
+    finally:
+        if outer is None:
+            _SWEEP_CACHES.pop(id(module), None)
+
+
 def _eval_cache(module) -> dict:
+    pinned = _SWEEP_CACHES.get(id(module))
+    if pinned is not None:
+        return pinned
     hit = _EVAL_CACHES.get(module)
     if hit is None or hit[0] != module.version:
         hit = (module.version, {})

@@ -14,6 +14,7 @@ import numpy as np
 from . import dtypes
 from .errors import MigxError, ParseError
 from .ir import Literal, Module, Program
+from .limits import check_lens
 from .op import Op, get_spec
 from .shape import DynDim, Shape
 
@@ -211,6 +212,7 @@ def _literal_values(body: str, shape: Shape, allow_elided: bool, literals=None) 
         if not allow_elided:
             raise ValueError("literal values are elided ('{ ... }'); print with full=True to round-trip, "
                              "or parse with allow_elided=True to fill zeros")
+        check_lens(shape.lens, npd.itemsize, "an elided literal")
         return np.zeros(shape.lens, npd)
     fast = _plain_values(inner, shape, npd)
     if fast is not None:
@@ -241,8 +243,11 @@ def _plain_values(inner: str, shape: Shape, npd: np.dtype) -> np.ndarray | None:
                 return None
             arr = np.array([t == "true" for t in toks], dtype=np.bool_)
         else:
-            arr = np.array(toks).astype(np.float64 if dtypes.dtype(shape.type).is_float else npd).astype(npd)
-    except (ValueError, OverflowError):
+            # ml_dtypes' narrow types (int4, float8, ...) do not parse strings: go through a wide type.
+            wide = np.float64 if dtypes.dtype(shape.type).is_float else (
+                np.int64 if shape.type in dtypes.LOW_PRECISION else npd)
+            arr = np.array(toks).astype(wide).astype(npd)
+    except (ValueError, OverflowError, TypeError):
         return None
     if arr.size != shape.elements():
         raise ValueError(f"literal has {arr.size} values but its shape {shape} holds {shape.elements()}")
@@ -302,8 +307,11 @@ def parse(text: str, *, allow_elided: bool = False, literals=None) -> Program:
         visiting.discard(name)
         done.add(name)
 
-    for name in names:
-        build(name)
+    try:
+        for name in names:
+            build(name)
+    except RecursionError:
+        raise ParseError("submodules are nested too deeply") from None
     return p
 
 
@@ -320,8 +328,10 @@ def _parse_module(mod: Module, body: list[tuple[int, str]], allow_elided: bool, 
             env[var] = _parse_instruction(mod, rhs.strip(), env, allow_elided, literals)
         except ParseError:
             raise
-        except (MigxError, ValueError, KeyError, IndexError) as e:
+        except (MigxError, ValueError, KeyError, IndexError, TypeError, OverflowError) as e:
             raise ParseError(f"module {mod.name}: {e}", no, s) from None
+        except RecursionError:
+            raise ParseError(f"module {mod.name}: nested too deeply", no, s[:200]) from None
 
 
 def _parse_instruction(mod: Module, rhs: str, env: dict, allow_elided: bool, literals=None):

@@ -14,6 +14,7 @@ import numpy as np
 
 from . import dtypes
 from .errors import EvalError, MigxError
+from .limits import check_bytes
 from .shape import Shape
 
 if TYPE_CHECKING:  # pragma: no cover - the evaluator walks IR objects but never builds them
@@ -102,13 +103,18 @@ def run_instruction(ins: Instruction, args: list[np.ndarray], check_shapes: bool
     spec = ins.op.spec
     if spec.compute is None:
         raise EvalError(f"module {ins.module.name}: {ins.name} (#{ins.id}) has no reference implementation")
+    out = ins.shape
+    if check_shapes and not out.is_tuple and out.dyn_dims is None:
+        check_bytes(out.elements() * dtypes.np_dtype(out.type).itemsize,
+                    f"module {ins.module.name}: {ins.name} (#{ins.id}) output")
     try:
         res = spec.compute(ins.op, args, ins.shape, SubmoduleRunner(ins))
     except MigxError as e:
         raise EvalError(f"module {ins.module.name}: {ins.name} (#{ins.id}): {e}") from None
     except (ValueError, TypeError, IndexError, KeyError, ZeroDivisionError, OverflowError) as e:
         raise EvalError(f"module {ins.module.name}: {ins.name} (#{ins.id}) failed: {e}") from None
-    out = ins.shape
+    except MemoryError:
+        raise EvalError(f"module {ins.module.name}: {ins.name} (#{ins.id}) ran out of memory") from None
     if out.is_tuple:
         return tuple(np.asarray(r, dtype=dtypes.np_dtype(s.type)) for r, s in zip(res, out.sub_shapes))
     arr = np.asarray(res)

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .errors import IRError
-from .matcher import Matcher, MatchResult, MatchState, root_names
+from .matcher import Matcher, MatchResult, MatchState, root_names, sweep_cache
 from .op import Op
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -210,6 +210,11 @@ def find_matches(module: Module, *rules: Rule) -> int:
     patterns = [r.pattern() for r in rules]
     roots = [root_names(p) for p in patterns]
     records = _RECORDER.get()
+    with sweep_cache(module):  # rewrites bump the version; the sweep keeps one is_constant cache
+        return _sweep(module, rules, patterns, roots, records)
+
+
+def _sweep(module: Module, rules: Sequence[Rule], patterns: list, roots: list, records: list | None) -> int:
     count = 0
     for ins in module:
         # Params and literals can be roots too (MIGraphX visits every instruction: a parameter

@@ -8,11 +8,15 @@ tampered or unknown-version files fail with a `FormatError` naming the problem.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
-import io
 import json
+import math
 import os
+import stat
+import tempfile
 import zipfile
+import zlib
 from typing import Any
 
 import numpy as np
@@ -20,12 +24,16 @@ import numpy as np
 from . import dtypes
 from .errors import FormatError, MigxError
 from .ir import Program
+from .limits import check_bytes, human_bytes, memory_budget
 from .parser import parse
 from .printer import print_program
 
 FORMAT = "migx-explore-program"
 VERSION = 1
-MAX_MEMBER_BYTES = 8 << 30  # refuse absurd sizes before reading (zip-bomb guard)
+# Limits checked on the zip directory before decompressing anything (zip-bomb guard); literals are
+# bounded by the memory budget and by their declared shape.
+MAX_TEXT_BYTES = 256 << 20  # manifest.json, program.txt, ids.json
+MAX_BLOB_BYTES = 256 << 20  # one kernel source or binary
 
 
 def _sha(data: bytes) -> str:
@@ -66,12 +74,23 @@ def save_program(program: Program, path: str | os.PathLike, *, metadata: dict[st
         "members": {name: {"sha256": _sha(data), "size": len(data)} for name, data in members.items()},
         "metadata": metadata or {},
     }
-    tmp = f"{os.fspath(path)}.tmp"
-    with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_DEFLATED) as z:
-        z.writestr("manifest.json", json.dumps(manifest, indent=1))
-        for name, data in members.items():
-            z.writestr(name, data)
-    os.replace(tmp, path)  # never leave a half-written file under the real name
+    target = os.fspath(path)
+    if os.path.isdir(target):
+        raise MigxError(f"cannot write {target!r}: it is a folder")
+    # A unique temporary name beside the target, renamed into place: an error or interrupt never
+    # leaves a half-written file under the real name, nor clobbers an unrelated `<path>.tmp`.
+    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(target)), prefix=".migx-", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f, zipfile.ZipFile(f, "w", compression=zipfile.ZIP_DEFLATED) as z:
+            z.writestr("manifest.json", json.dumps(manifest, indent=1))
+            for name, data in members.items():
+                z.writestr(name, data)
+        os.chmod(tmp, 0o666 & ~_umask())
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
     return os.fspath(path)
 
 
@@ -83,52 +102,115 @@ class SavedProgram:
 
 
 def load_program_file(path: str | os.PathLike) -> SavedProgram:
+    """Read a saved program. Every size is checked before anything is decompressed, every
+    structure before it is used; any problem is one FormatError naming the file and the part."""
     where = os.fspath(path)
     try:
-        with open(where, "rb") as f:
-            raw = f.read()
+        st = os.stat(where)
     except OSError as e:
         raise FormatError(f"{where}: cannot read ({e.strerror})") from None
+    if not stat.S_ISREG(st.st_mode):
+        raise FormatError(f"{where}: not a regular file")
     try:
-        z = zipfile.ZipFile(io.BytesIO(raw))
-    except zipfile.BadZipFile:
+        z = zipfile.ZipFile(where)
+    except (zipfile.BadZipFile, EOFError):
         raise FormatError(f"{where}: not a migx-explore program file (not a zip archive, or truncated)") from None
+    except OSError as e:
+        raise FormatError(f"{where}: cannot read ({e.strerror})") from None
     with z:
         manifest = _read_manifest(z, where)
-        data = {}
-        for name, info in manifest["members"].items():
-            data[name] = _read_member(z, name, info, where)
-        literals = {}
-        for key, meta in manifest["literals"].items():
-            try:
-                npd = dtypes.np_dtype(meta["type"]).newbyteorder("<")
-                arr = np.frombuffer(data[meta["member"]], dtype=npd).astype(npd.newbyteorder("="))
-                literals[key] = arr.reshape(meta["shape"])
-            except (KeyError, ValueError, TypeError) as e:
-                raise FormatError(f"{where}: literal {key} is malformed ({e})") from None
+        _check_sizes(z, manifest, where)
+        data = {name: _read_member(z, name, info, where) for name, info in manifest["members"].items()}
+        literals = {key: _literal(key, meta, data, where) for key, meta in manifest["literals"].items()}
         try:
-            program = parse(data["program.txt"].decode(), literals=literals)
+            text = data["program.txt"].decode()
             ids = json.loads(data["ids.json"])
+        except (UnicodeDecodeError, ValueError) as e:
+            raise FormatError(f"{where}: program text or ids.json is not valid ({e})") from None
+        try:
+            program = parse(text, literals=literals)
             _restore_ids(program, ids, manifest["next_id"])
             program.validate()
-        except (MigxError, ValueError, KeyError, TypeError, UnicodeDecodeError) as e:
+        except MigxError as e:
             raise FormatError(f"{where}: program does not load: {e}") from None
-        blobs = {name: data[f"blobs/{name}"] for name in manifest["blobs"]}
+        blobs = {}
+        for name in manifest["blobs"]:
+            member = f"blobs/{name}" if isinstance(name, str) else None
+            if member not in data:
+                raise FormatError(f"{where}: blob {name!r} is listed but its member is missing from the manifest")
+            blobs[name] = data[member]
     return SavedProgram(program, manifest["metadata"], blobs)
+
+
+def _limit_for(name: str, manifest: dict[str, Any]) -> int:
+    if name in ("program.txt", "ids.json"):
+        return MAX_TEXT_BYTES
+    if name.startswith("blobs/"):
+        return MAX_BLOB_BYTES
+    return memory_budget()  # literals: their exact size is checked against their shape as well
+
+
+def _check_sizes(z: zipfile.ZipFile, manifest: dict[str, Any], where: str) -> None:
+    """Refuse oversized members from the zip directory alone: a zip bomb never gets decompressed."""
+    total = 0
+    for name, info in manifest["members"].items():
+        if not isinstance(info, dict) or not isinstance(info.get("size"), int) or info["size"] < 0 \
+                or not isinstance(info.get("sha256"), str):
+            raise FormatError(f"{where}: manifest entry for {name} is malformed")
+        try:
+            zi = z.getinfo(name)
+        except KeyError:
+            raise FormatError(f"{where}: member {name} is missing (truncated file?)") from None
+        if zi.file_size != info["size"]:
+            raise FormatError(f"{where}: member {name} has {zi.file_size} bytes, manifest says {info['size']} "
+                              "(tampered or truncated)")
+        limit = _limit_for(name, manifest)
+        if zi.file_size > limit:
+            raise FormatError(f"{where}: member {name} would decompress to {human_bytes(zi.file_size)}, over the "
+                              f"limit of {human_bytes(limit)}; refusing")
+        total += zi.file_size
+    try:
+        check_bytes(total, f"{where}: the members together")
+    except MigxError as e:
+        raise FormatError(str(e)) from None
+    for key, meta in manifest["literals"].items():
+        member = meta.get("member") if isinstance(meta, dict) else None
+        if member not in manifest["members"]:
+            raise FormatError(f"{where}: literal {key} names no member of the manifest")
+        try:
+            want = math.prod(int(d) for d in meta["shape"]) * dtypes.np_dtype(meta["type"]).itemsize
+        except (KeyError, TypeError, ValueError, MigxError) as e:
+            raise FormatError(f"{where}: literal {key} is malformed ({e})") from None
+        if want != manifest["members"][member]["size"]:
+            raise FormatError(f"{where}: literal {key} is {manifest['members'][member]['size']} bytes but its "
+                              f"shape {meta['shape']} {meta['type']} needs {want} (tampered)")
+
+
+def _literal(key: str, meta: dict[str, Any], data: dict[str, bytes], where: str) -> np.ndarray:
+    try:
+        npd = dtypes.np_dtype(meta["type"]).newbyteorder("<")
+        arr = np.frombuffer(data[meta["member"]], dtype=npd).astype(npd.newbyteorder("="))
+        return arr.reshape([int(d) for d in meta["shape"]])
+    except (KeyError, ValueError, TypeError, MigxError) as e:
+        raise FormatError(f"{where}: literal {key} is malformed ({e})") from None
 
 
 def _read_manifest(z: zipfile.ZipFile, where: str) -> dict[str, Any]:
     try:
-        manifest = json.loads(z.read("manifest.json"))
+        size = z.getinfo("manifest.json").file_size
     except KeyError:
         raise FormatError(f"{where}: no manifest.json; not a migx-explore program file") from None
-    except (zipfile.BadZipFile, ValueError, OSError) as e:
-        raise FormatError(f"{where}: manifest unreadable ({e})") from None
+    if size > MAX_TEXT_BYTES:
+        raise FormatError(f"{where}: manifest.json would decompress to {human_bytes(size)}; refusing")
+    try:
+        manifest = json.loads(z.read("manifest.json"))
+    except (zipfile.BadZipFile, zlib.error, ValueError, OSError, EOFError, RecursionError) as e:
+        raise FormatError(f"{where}: manifest unreadable ({type(e).__name__}: {str(e)[:200]})") from None
     if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
         raise FormatError(f"{where}: not a migx-explore program file (format {manifest.get('format')!r})"
                           if isinstance(manifest, dict) else f"{where}: manifest is not an object")
     if manifest.get("version") != VERSION:
-        raise FormatError(f"{where}: format version {manifest.get('version')} is not supported "
+        raise FormatError(f"{where}: format version {manifest.get('version')!r} is not supported "
                           f"(this migx-explore reads version {VERSION})")
     for key, kind in (("members", dict), ("literals", dict), ("blobs", list), ("metadata", dict), ("next_id", int)):
         if not isinstance(manifest.get(key), kind):
@@ -139,35 +221,37 @@ def _read_manifest(z: zipfile.ZipFile, where: str) -> dict[str, Any]:
     return manifest
 
 
-def _read_member(z: zipfile.ZipFile, name: str, info: Any, where: str) -> bytes:
-    if not isinstance(info, dict) or not isinstance(info.get("size"), int) or not isinstance(info.get("sha256"), str):
-        raise FormatError(f"{where}: manifest entry for {name} is malformed")
-    if info["size"] > MAX_MEMBER_BYTES:
-        raise FormatError(f"{where}: member {name} claims {info['size']} bytes; refusing")
+def _read_member(z: zipfile.ZipFile, name: str, info: dict[str, Any], where: str) -> bytes:
     try:
-        zi = z.getinfo(name)
-        if zi.file_size != info["size"]:
-            raise FormatError(f"{where}: member {name} has {zi.file_size} bytes, manifest says {info['size']} "
-                              "(tampered or truncated)")
         data = z.read(name)
-    except KeyError:
-        raise FormatError(f"{where}: member {name} is missing (truncated file?)") from None
-    except (zipfile.BadZipFile, OSError, EOFError) as e:
+    except (zipfile.BadZipFile, zlib.error, OSError, EOFError, ValueError, NotImplementedError) as e:
         raise FormatError(f"{where}: member {name} is corrupt ({e})") from None
     if _sha(data) != info["sha256"]:
         raise FormatError(f"{where}: member {name} fails its SHA-256 check (tampered or corrupt)")
     return data
 
 
-def _restore_ids(program: Program, ids: dict[str, list], next_id: int) -> None:
+def _restore_ids(program: Program, ids: Any, next_id: Any) -> None:
     """Give instructions back the stable ids and provenance they had when saved."""
+    if not isinstance(ids, dict):
+        raise FormatError(f"ids.json must map module names to rows, not a {type(ids).__name__}")
     for m in program.modules.values():
         rows = ids.get(m.name)
         instrs = list(m)
-        if rows is None or len(rows) != len(instrs):
+        if not isinstance(rows, list) or len(rows) != len(instrs):
             raise FormatError(f"ids.json does not match module {m.name}")
-        for ins, (iid, origin) in zip(instrs, rows):
-            ins._id = int(iid)
-            ins._origin = tuple(int(o) for o in origin)
+        for ins, row in zip(instrs, rows):
+            try:
+                iid, origin = row
+                ins._id = int(iid)
+                ins._origin = tuple(int(o) for o in origin)
+            except (TypeError, ValueError):
+                raise FormatError(f"ids.json row {row!r} of module {m.name} is not [id, [origin ids]]") from None
     program._next_id = max(next_id, program._next_id)
     program._epoch = program._next_id
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask

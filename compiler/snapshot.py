@@ -85,9 +85,8 @@ class ProgramSnapshot:
             for r in ms.instrs:
                 ins = Instruction(m, r.op, [live[i] for i in r.inputs], [p.modules[n] for n in r.modules],
                                   r.shape, r.origin, r.literal, r.id)
-                for i in ins._inputs:
-                    if ins not in i._outputs:
-                        i._outputs.append(ins)
+                for i in {id(i): i for i in ins._inputs}.values():  # no scan of a long use list
+                    i._outputs.append(ins)
                 live[r.id] = ins
                 m._link_before(ins, m._tail)
             m.version = 0

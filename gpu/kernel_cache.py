@@ -13,9 +13,11 @@ import contextlib
 import contextvars
 import hashlib
 import os
+import stat
 import tempfile
 import threading
 import time
+import warnings
 from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -49,6 +51,11 @@ _SOURCES: dict[str, KernelSource] = {}
 _BINARIES: dict[str, bytes] = {}
 _LOCK = threading.Lock()
 _TARGET: contextvars.ContextVar[Any] = contextvars.ContextVar("migx_gpu_target", default=None)
+# Binaries that travelled with one saved program, by binary key: visible only while that program
+# compiles (shipped_binaries), never added to the process-wide or disk caches.
+_SHIPPED: contextvars.ContextVar[dict[str, bytes] | None] = contextvars.ContextVar("migx_shipped", default=None)
+_ENTRY_MAGIC = b"MIGXKBIN1\n"  # disk entry: magic, sha256(binary key + data) hex, newline, data
+_WARNED: set[str] = set()
 
 
 def register(ks: KernelSource) -> str:
@@ -72,6 +79,69 @@ def cache_dir() -> Path:
     root = os.environ.get("MIGX_EXPLORE_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache",
                                                                     "migx-explore")
     return Path(root) / "kernels"
+
+
+def disk_cache_refusal(folder: Path) -> str | None:
+    """Why `folder` must not be used as a kernel cache (None if it may): a binary read from it runs
+    on the GPU, so a folder another user can write to (or that another user owns) is refused."""
+    try:
+        st = folder.stat()
+    except FileNotFoundError:
+        return None
+    except OSError as e:
+        return f"cannot inspect it ({e.strerror})"
+    if not stat.S_ISDIR(st.st_mode):
+        return "it is not a folder"
+    if hasattr(os, "getuid") and st.st_uid != os.getuid():
+        return "it belongs to another user"
+    if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        return "other users can write to it (chmod go-w it, or set MIGX_EXPLORE_CACHE_DIR)"
+    return None
+
+
+def _disk_folder() -> Path | None:
+    """The disk cache folder, or None (with one warning) when it is refused."""
+    folder = cache_dir()
+    why = disk_cache_refusal(folder)
+    if why is None:
+        return folder
+    if str(folder) not in _WARNED:
+        _WARNED.add(str(folder))
+        warnings.warn(f"kernel cache {str(folder)!r} not used: {why}", stacklevel=3)
+    return None
+
+
+def _entry_hash(bk: str, data: bytes) -> bytes:
+    return hashlib.sha256(bk.encode() + b"\0" + data).hexdigest().encode()
+
+
+def _read_entry(folder: Path | None, bk: str) -> bytes | None:
+    """A disk entry's binary if its content hash checks out (else None: the entry is recompiled)."""
+    if folder is None:
+        return None
+    path = folder / f"{bk}.bin"
+    try:
+        if not path.is_file():
+            return None
+        raw = path.read_bytes()
+    except OSError:
+        return None
+    head = len(_ENTRY_MAGIC) + 64
+    if not raw.startswith(_ENTRY_MAGIC) or raw[head:head + 1] != b"\n":
+        return None
+    data = raw[head + 1:]
+    return data if raw[len(_ENTRY_MAGIC):head] == _entry_hash(bk, data) else None
+
+
+@contextlib.contextmanager
+def shipped_binaries(binaries: dict[str, bytes]) -> Iterator[None]:
+    """Let compile_many use `binaries` (binary key -> bytes, from one saved program) while this
+    context is open; they never enter the process-wide or disk caches."""
+    token = _SHIPPED.set(dict(binaries))
+    try:
+        yield
+    finally:
+        _SHIPPED.reset(token)
 
 
 @contextlib.contextmanager
@@ -118,20 +188,24 @@ def compile_many(compiler: KernelCompiler, kernels: Iterable[KernelSource], *, w
     headers = {HEADER_NAME: header_text()}
     out: dict[str, bytes] = {}
     todo: list[tuple[KernelSource, str]] = []
-    folder = cache_dir()
+    folder = _disk_folder() if use_disk else None
+    shipped = _SHIPPED.get() or {}
     for ks in {k.key: k for k in kernels}.values():
         bk = binary_key(ks, compiler, flags)
-        path = folder / f"{bk}.bin"
         if bk in _BINARIES:
             out[ks.key] = _BINARIES[bk]
             stats.from_memory += 1
             # Write through: a binary another cache folder (or an earlier, since-cleared folder)
             # produced must still land in this one, or a warm start from this folder recompiles it.
-            if use_disk and not path.is_file():
-                _write_atomic(path, out[ks.key])
+            if folder is not None and not (folder / f"{bk}.bin").is_file():
+                _write_entry(folder, bk, out[ks.key])
             continue
-        if use_disk and path.is_file():
-            data = path.read_bytes()
+        if bk in shipped:  # for this program only: not remembered beyond it
+            out[ks.key] = shipped[bk]
+            stats.from_memory += 1
+            continue
+        data = _read_entry(folder, bk)
+        if data is not None:
             _BINARIES[bk] = out[ks.key] = data
             stats.from_disk += 1
             continue
@@ -147,16 +221,21 @@ def compile_many(compiler: KernelCompiler, kernels: Iterable[KernelSource], *, w
             for key, bk, data in pool.map(build, todo):
                 _BINARIES[bk] = out[key] = data
                 stats.compiled += 1
-                if use_disk:
-                    _write_atomic(folder / f"{bk}.bin", data)
+                if folder is not None:
+                    _write_entry(folder, bk, data)
     stats.seconds = time.perf_counter() - t0
     last_stats = stats
     return out
 
 
+def _write_entry(folder: Path, bk: str, data: bytes) -> None:
+    """A disk entry: magic, the content hash _read_entry checks, then the binary."""
+    _write_atomic(folder / f"{bk}.bin", _ENTRY_MAGIC + _entry_hash(bk, data) + b"\n" + data)
+
+
 def _write_atomic(path: Path, data: bytes) -> None:
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
         with os.fdopen(fd, "wb") as f:
             f.write(data)
@@ -182,14 +261,7 @@ def cached_binary(bk: str) -> bytes | None:
     """A compiled binary by binary key, from memory or the disk cache (None if never built)."""
     if bk in _BINARIES:
         return _BINARIES[bk]
-    path = cache_dir() / f"{bk}.bin"
-    return path.read_bytes() if path.is_file() else None
-
-
-def seed_binary(bk: str, data: bytes) -> None:
-    """Make a binary that travelled with a saved program available to compile_many."""
-    with _LOCK:
-        _BINARIES.setdefault(bk, data)
+    return _read_entry(_disk_folder(), bk)
 
 
 def clear_memory_cache() -> None:

@@ -63,7 +63,8 @@ def split_inputs(op: Op, items: list) -> tuple[list, list, list]:
 
 
 # Wrapped ops whose module inputs are their own bodies; for any other op a module is an epilogue.
-MODULE_OPS = frozenset({"pointwise", "fused_reduce", "split_fused_reduce", "fused_concat", "if", "select_module"})
+MODULE_OPS = frozenset({"pointwise", "fused_reduce", "split_fused_reduce", "fused_concat", "if", "loop",
+                        "select_module"})
 
 
 def _own_module(inner: Op) -> bool:

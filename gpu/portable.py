@@ -34,21 +34,38 @@ def export_kernels(program: Program, target: Any = None) -> tuple[list[dict[str,
     return rows, blobs
 
 
-def import_kernels(rows: list[dict[str, Any]], blobs: dict[str, bytes]) -> int:
-    """Register every kernel source and pre-seed the binary cache; returns binaries seeded."""
-    seeded = 0
+def import_kernels(rows: Any, blobs: dict[str, bytes], target: Any = None) -> dict[str, bytes]:
+    """Register every shipped kernel source (its key is its content hash, checked) and return the
+    shipped binaries usable on `target`, by binary key, for `kernel_cache.shipped_binaries`.
+
+    A binary is used only under the key recomputed here from its own shipped source and this
+    machine's target, so it can stand in for nothing else; it is never registered process-wide."""
+    if not isinstance(rows, list):
+        raise FormatError(f"the kernel table is a {type(rows).__name__}, not a list of rows")
+    flags = target.compile_flags() if target is not None else None
+    usable: dict[str, bytes] = {}
     for row in rows:
+        key = row.get("key") if isinstance(row, dict) else None
+        if not isinstance(key, str):
+            raise FormatError(f"kernel row {str(row)[:80]!r} is malformed (no key)")
         try:
-            spec = json.loads(blobs[f"kernels/{row['key']}.json"])
-            ks = KernelSource(spec["name"], spec["source"], int(spec["global"]), int(spec["local"]))
-        except (KeyError, ValueError, TypeError) as e:
-            raise FormatError(f"kernel {row.get('key')!r} in the saved program is malformed ({e})") from None
-        if ks.key != row["key"]:
-            raise FormatError(f"kernel {row['key']}: its source does not hash to its key (tampered)")
+            spec = json.loads(blobs[f"kernels/{key}.json"])
+            ks = KernelSource(str(spec["name"]), str(spec["source"]), int(spec["global"]), int(spec["local"]))
+        except KeyError as e:
+            raise FormatError(f"kernel {key!r}: its source blob or field {e} is missing") from None
+        except (ValueError, TypeError) as e:
+            raise FormatError(f"kernel {key!r} in the saved program is malformed ({e})") from None
+        if ks.key != key:
+            raise FormatError(f"kernel {key}: its source does not hash to its key (tampered)")
         kernel_cache.register(ks)
-        for b in row.get("binaries", []):
-            data = blobs.get(f"kernels/{b['binary_key']}.bin")
-            if data is not None:
-                kernel_cache.seed_binary(b["binary_key"], data)
-                seeded += 1
-    return seeded
+        entries = row.get("binaries", [])
+        if not isinstance(entries, list) or not all(isinstance(b, dict) for b in entries):
+            raise FormatError(f"kernel {key}: its binaries entry is malformed")
+        if target is None:
+            continue
+        mine = kernel_cache.binary_key(ks, target, flags)
+        for b in entries:
+            data = blobs.get(f"kernels/{b.get('binary_key')}.bin")
+            if b.get("binary_key") == mine and data is not None:
+                usable[mine] = data
+    return usable

@@ -11,6 +11,8 @@ npz keys are the ONNX graph input names (or the program's parameter names)."""
 from __future__ import annotations
 
 import os
+import zipfile
+import zlib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -25,14 +27,25 @@ Feed = Mapping[str, Any]
 
 
 def read_npz(path: str | os.PathLike) -> dict[str, np.ndarray]:
-    """Arrays of an .npz file (never unpickled)."""
+    """Arrays of an .npz file (never unpickled), with one-line errors for a missing or bad file."""
+    where = str(path)
     try:
-        with np.load(path, allow_pickle=False) as z:
+        loaded = np.load(path, allow_pickle=False)
+        if isinstance(loaded, np.ndarray):
+            raise MigxError(f"inputs file {where!r} holds one array (.npy); write an .npz keyed by input name")
+        with loaded as z:
             return {k: z[k] for k in z.files}
     except FileNotFoundError:
-        raise MigxError(f"inputs file {str(path)!r} not found") from None
-    except (OSError, ValueError) as e:
-        raise MigxError(f"cannot read inputs file {str(path)!r} as .npz: {e}") from None
+        raise MigxError(f"inputs file {where!r} not found") from None
+    except IsADirectoryError:
+        raise MigxError(f"inputs file {where!r} is a folder, not an .npz file") from None
+    except ValueError as e:
+        # numpy reports any non-npz file as "pickled data" and advises allow_pickle=True: never do that
+        why = "numpy could read it only by unpickling, which migx-explore never does" if "pickle" in str(e) else e
+        raise MigxError(f"cannot read inputs file {where!r}: not an .npz of arrays ({why}); write one with "
+                        "numpy.savez(path, name=array, ...)") from None
+    except (OSError, EOFError, zipfile.BadZipFile, zlib.error) as e:
+        raise MigxError(f"cannot read inputs file {where!r} as .npz: {e}") from None
 
 
 def _as_feed(feed: str | os.PathLike | Feed) -> tuple[dict[str, np.ndarray], str]:

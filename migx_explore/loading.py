@@ -67,7 +67,7 @@ def load(model: Any, input_dims: Mapping[str, Sequence[int]] | None = None,
         return parse_onnx(model, input_dims=input_dims, feed=feed)
     path = Path(model)
     if path.is_file():
-        if path.suffix != ".onnx" and zipfile.is_zipfile(path):
+        if _looks_like_zip(path):  # a saved program, even truncated (is_zipfile needs the central directory)
             from .compiler.serialize import load_program_file
 
             if input_dims:
@@ -84,17 +84,19 @@ def load(model: Any, input_dims: Mapping[str, Sequence[int]] | None = None,
                     f"{', '.join(models.list_models())}")
 
 
+def _looks_like_zip(path: Path) -> bool:
+    try:
+        with open(path, "rb") as f:
+            return f.read(4) == b"PK\x03\x04" or zipfile.is_zipfile(f)
+    except OSError:
+        return False
+
+
 def read_npz(path: str) -> dict[str, Any]:
     """The arrays of an .npz feed (no pickles), with one-line errors for a missing or bad file."""
-    import numpy as np
+    from .feeds import read_npz as read
 
-    try:
-        with np.load(path, allow_pickle=False) as z:
-            return {k: z[k] for k in z.files}
-    except FileNotFoundError:
-        raise MigxError(f"inputs file {path!r} not found") from None
-    except (OSError, ValueError) as e:
-        raise MigxError(f"cannot read inputs file {path!r} as .npz: {e}") from None
+    return read(path)
 
 
 def add_model_arguments(p: argparse.ArgumentParser) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import difflib
 import os
 from dataclasses import dataclass
 from typing import Any
@@ -25,16 +26,27 @@ KIND = "migx-explore/partial-compile"
 
 
 def _position(pipelines, path: str) -> tuple[int, int]:
-    hits = [(pi, k) for pi, pl in enumerate(pipelines) for k, p in enumerate(entry_paths(pl))
-            if p == path or p.split("#")[0] == path or p.split(".", 1)[1] == path]
+    """(pipeline, entry) of `path`: a full entry path (`fusion.dead_code_elimination#3`), or one
+    without its pipeline or its `#n`, as long as that names exactly one entry."""
+    def forms(p: str) -> set[str]:
+        name = p.split(".", 1)[1]
+        return {p, p.split("#")[0], name, name.split("#")[0]}
+
+    entries = [(pi, k, p) for pi, pl in enumerate(pipelines) for k, p in enumerate(entry_paths(pl))]
+    hits = [(pi, k, p) for pi, k, p in entries if path in forms(p)]
     if not hits:
-        names = [p for pl in pipelines for p in entry_paths(pl)]
-        raise MigxError(f"--until {path!r} is not a pass of the pipelines; e.g. {', '.join(names[:5])} ... "
-                        f"{names[-1]}")
-    if len(hits) > 1 and "#" not in path:
-        alts = [entry_paths(pipelines[pi])[k] for pi, k in hits]
-        raise MigxError(f"--until {path!r} occurs {len(hits)} times; pick one of {', '.join(alts)}")
-    return hits[0]
+        names = [p for _, _, p in entries]
+        close = difflib.get_close_matches(path, sorted({f for p in names for f in forms(p)}), n=3)
+        hint = f"; did you mean {', '.join(close)}?" if close else f"; e.g. {', '.join(names[:5])} ... {names[-1]}"
+        raise MigxError(f"--until {path!r} is not a pass of the pipelines{hint}")
+    exact = [h for h in hits if h[2] == path]
+    if len(hits) > 1 and not exact:
+        shown = [p for _, _, p in hits][:6]
+        more = f" (and {len(hits) - len(shown)} more)" if len(hits) > len(shown) else ""
+        raise MigxError(f"--until {path!r} is ambiguous: it names {len(hits)} passes; pick one of "
+                        f"{', '.join(shown)}{more}")
+    pi, k, _ = (exact or hits)[0]
+    return pi, k
 
 
 @dataclass
@@ -45,7 +57,12 @@ class Partial:
     after: str | None  # last pass run (None: nothing run yet)
     position: tuple[int, int]  # (pipeline, entry) to run next
     model: str
-    kernels: int = 0  # kernel binaries that travelled and were reused
+    binaries: dict[str, bytes] = dataclasses.field(default_factory=dict)  # shipped, usable here (by binary key)
+
+    @property
+    def kernels(self) -> int:
+        """Kernel binaries that travelled and will be reused on this machine."""
+        return len(self.binaries)
 
 
 def compile_until(program: Program, until: str | None, out: str, *, options: CompileOptions | None = None,
@@ -75,7 +92,9 @@ def compile_until(program: Program, until: str | None, out: str, *, options: Com
     return trace
 
 
-def load_partial(path: str) -> Partial:
+def load_partial(path: str, *, recompile: bool = False) -> Partial:
+    """A saved partial compile, checked: its resume position must lie inside its own pipelines.
+    Shipped kernel binaries are kept for this program only, and none with `recompile`."""
     saved = load_program_file(path)
     md = saved.metadata
     if md.get("kind") != KIND:
@@ -84,20 +103,38 @@ def load_partial(path: str) -> Partial:
         opts = CompileOptions(**md["options"])
         nxt = (int(md["next"][0]), int(md["next"][1]))
         spec = str(md["spec"])
-        rows = list(md.get("kernels", []))
-    except (KeyError, TypeError, ValueError, MigxError) as e:
+        after = md.get("after")
+        pipelines = build_pipelines(spec, gpu_pipelines(opts))
+    except (KeyError, TypeError, ValueError, IndexError, MigxError) as e:
         raise FormatError(f"{path}: resume information is malformed ({e})") from None
+    pi, k = nxt
+    if not (0 <= pi < len(pipelines) and 0 <= k <= len(pipelines[pi].entries)):
+        raise FormatError(f"{path}: resume position {list(nxt)} is outside its pipelines ({spec}); the file is "
+                          "damaged or was edited")
     from .gpu.portable import import_kernels
 
-    seeded = import_kernels(rows, saved.blobs)
-    return Partial(saved.program, opts, spec, md.get("after"), nxt, str(md.get("model", "program")), seeded)
+    try:
+        binaries = import_kernels(md.get("kernels", []), saved.blobs, None if recompile else _target_or_none())
+    except FormatError as e:
+        raise FormatError(f"{path}: {e}") from None
+    return Partial(saved.program, opts, spec, None if after is None else str(after), nxt,
+                   str(md.get("model", "program")), binaries)
 
 
 def resume(part: Partial) -> Trace:
     """Run the remaining passes of a partial compile (in place on part.program)."""
     pipelines = build_pipelines(part.spec, gpu_pipelines(part.options))
-    with _bound(_target_or_none()):
+    with _bound(_target_or_none()), part_binaries(part):
         return PassManager().run(part.program, pipelines, start=part.position)
+
+
+def part_binaries(part: Partial):
+    """Make the binaries shipped with `part` usable (for its own kernels) while the context is open."""
+    if not part.binaries:
+        return contextlib.nullcontext()
+    from .gpu import kernel_cache
+
+    return kernel_cache.shipped_binaries(part.binaries)
 
 
 def _target_or_none() -> Any:

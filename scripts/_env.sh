@@ -33,9 +33,22 @@ ensure_venv() {
     # shellcheck disable=SC1091
     . .venv/bin/activate
   fi
+  # pip runs only when the install is not current: the stamp records what it installed from
+  # (pyproject.toml, setup.py, the extra, this checkout's path, the Python), so a second call skips it.
+  local stamp="$VIRTUAL_ENV/.migx-explore-install-$1.stamp" want
+  want="$(install_fingerprint "$1")"
+  if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
+    return 0
+  fi
   # pip's build chatter goes to a log; on failure its tail is shown.
-  local log=".venv-pip-$1.log"
+  local log="$VIRTUAL_ENV/pip-$1.log"
   { python -m pip install -q --disable-pip-version-check --upgrade pip &&
     python -m pip install -q --disable-pip-version-check -e ".[$1]"; } >"$log" 2>&1 ||
     { tail -40 "$log" >&2; echo "[migx-explore] pip install failed (full log: $log)" >&2; exit 1; }
+  echo "$want" >"$stamp"
+}
+
+install_fingerprint() {
+  { cat pyproject.toml setup.py; echo "extra=$1 root=$ROOT"; python -c 'import sys; print(sys.version)'; } |
+    sha256sum | cut -d' ' -f1
 }

@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # Open JupyterLab on the tour notebook (built-in model), or, with --headless, trace a built-in
-# model through all five pipelines and write numbered IR files, SVGs and a JSON index to out/.
+# model through all five pipelines and write numbered IR files, SVGs and a JSON index to
+# out/<model>/ (one folder per model, replaced whole on the next trace of that model).
 . "$(dirname "${BASH_SOURCE[0]}")/_env.sh"
 ensure_system
 ensure_venv notebook
 if [ "${1:-}" = "--headless" ]; then
   shift
-  exec migx-explore trace "${1:-yolo}" --out "${2:-out/trace}" --svg
+  model="${1:-yolo}"
+  name="$(basename "$model")"
+  exec migx-explore trace "$model" --out "${2:-out/${name%.onnx}}" --svg
 fi
 exec python -m jupyterlab --ServerApp.root_dir="$ROOT" notebooks/01_tour.ipynb "$@"

@@ -10,22 +10,34 @@ from __future__ import annotations
 
 from . import (  # noqa: F401  (registration side effects)
     parse_activation,
+    parse_control,
     parse_data,
+    parse_detection,
     parse_einsum,
     parse_elementwise,
+    parse_function_ops,
+    parse_misc,
+    parse_msft,
     parse_nn,
     parse_norm,
+    parse_quant,
     parse_reduce,
+    parse_rnn,
     parse_shape,
 )
 from .context import ConstantInputRequired, param_name
 from .importer import model_opset, parse_onnx
-from .registry import HANDLERS
+from .registry import HANDLERS, MSFT_OPS
 
 
 def supported_ops() -> list[str]:
-    """ONNX op types (default domain) the importer handles, sorted."""
+    """ONNX op types the importer handles, sorted (default domain, plus ONNX Runtime's contrib ops)."""
     return sorted(HANDLERS)
 
 
-__all__ = ["ConstantInputRequired", "model_opset", "param_name", "parse_onnx", "supported_ops"]
+def msft_ops() -> list[str]:
+    """The op types also accepted from ONNX Runtime's com.microsoft domain, sorted."""
+    return sorted(MSFT_OPS)
+
+
+__all__ = ["ConstantInputRequired", "model_opset", "msft_ops", "param_name", "parse_onnx", "supported_ops"]

@@ -16,8 +16,10 @@ import numpy as np
 import onnx
 from onnx import helper
 
+from .. import dtypes
 from ..errors import AttributeError_, EvalError, ImportError_, MigxError, ShapeError
 from ..ir import Instruction, Module
+from ..limits import check_lens
 from ..op import Op
 from ..ops.views import common_dyn_dims
 from .tensors import to_array
@@ -72,8 +74,13 @@ def _params_feeding(ins: Instruction) -> list[str]:
 class NodeContext:
     """One ONNX node being imported into `module`."""
 
-    def __init__(self, module: Module, node: onnx.NodeProto, opset: int, index: int):
+    def __init__(self, module: Module, node: onnx.NodeProto, opset: int, index: int, *,
+                 importer: Any = None, env: dict[str, Instruction] | None = None):
         self.module = module
+        # The importer and the ONNX-name environment of the graph being imported: handlers of
+        # control-flow ops and function-expanded ops import nested graphs through them.
+        self.importer = importer
+        self.env = env if env is not None else {}
         self.node = node
         self.opset = opset
         self.op_type = node.op_type
@@ -83,6 +90,13 @@ class NodeContext:
     # ---- errors ------------------------------------------------------------------------------
     def error(self, msg: str) -> ImportError_:
         return ImportError_(f"node {self.name} ({self.op_type}, opset {self.opset}): {msg}")
+
+    def check_size(self, lens: Sequence[int], itemsize: int) -> None:
+        """Refuse a tensor this node would allocate over the memory budget, before allocating it."""
+        try:
+            check_lens(lens, itemsize, "a constant")
+        except MigxError as e:
+            raise self.error(str(e)) from None
 
     def bad_attr(self, attr: str, msg: str) -> ImportError_:
         return self.error(f"attribute {attr!r}: {msg}")
@@ -139,14 +153,12 @@ class NodeContext:
             raise self.error(str(e)) from None
 
     def literal(self, value: Any, type: str | None = None) -> Instruction:
-        from .. import dtypes
 
         arr = np.asarray(value) if type is None else np.asarray(value, dtype=dtypes.np_dtype(type))
         return self.module.add_literal(arr)
 
     def scalar_like(self, value: float, like: Instruction) -> Instruction:
         """A literal of `like`'s element type broadcast to its lens."""
-        from .. import dtypes
 
         lit = self.module.add_literal(np.asarray(value, dtype=dtypes.np_dtype(like.shape.type)))
         return self.broadcast_to(lit, like.shape.lens)
@@ -194,6 +206,8 @@ class NodeContext:
         """The value of an input that can be computed now (literals and ops on literals), else None."""
         if ins is None or not ins.can_eval():
             return None
+        if not ins.shape.is_tuple and ins.shape.dyn_dims is None:
+            self.check_size(ins.shape.lens, np.dtype(dtypes.np_dtype(ins.shape.type)).itemsize)
         try:
             return np.asarray(ins.eval())
         except (EvalError, MigxError) as e:

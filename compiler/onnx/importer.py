@@ -17,7 +17,8 @@ import onnx
 
 from .. import dtypes
 from ..errors import ImportError_, MigxError
-from ..ir import Instruction, Program
+from ..ir import Instruction, Module, Program
+from ..limits import BudgetError, check_bytes, check_lens, human_bytes, memory_budget
 from ..shape import DynDim, Shape
 from . import registry
 from .context import NodeContext, param_name
@@ -27,6 +28,9 @@ from .tensors import ir_type, to_array
 
 DEFAULT_OPSET = 13  # MIGraphX's default when a model declares none
 _DEFAULT_DOMAINS = ("", "ai.onnx")
+# ONNX Runtime's contrib domain: optimized transformer exports use its fused ops (parse_msft.py).
+MSFT_DOMAIN = "com.microsoft"
+_DOMAINS = (*_DEFAULT_DOMAINS, MSFT_DOMAIN)
 
 
 def parse_onnx(source: ModelSource, input_dims: Mapping[str, Sequence[int]] | None = None,
@@ -44,6 +48,7 @@ def parse_onnx(source: ModelSource, input_dims: Mapping[str, Sequence[int]] | No
     input name) fixes every input's dims from the arrays' shapes; input_dims overrides it."""
     model, folder, raw = load_model(source)
     what = f"ONNX model {str(source)!r}" if folder is not None else "ONNX model"
+    _check_opset(model, what)
     # The checker reads the original bytes unless external data was inlined (it would look for the
     # data files relative to the working directory).
     inlined = load_external_data(model, folder)
@@ -51,6 +56,15 @@ def parse_onnx(source: ModelSource, input_dims: Mapping[str, Sequence[int]] | No
     constants = dict(constant_inputs or {})
     dims = importer_input_dims(model, input_dims, feed, skip=list(constants))
     return _Importer(model, dims, int(default_dim), constants).run()
+
+
+def _check_opset(model: onnx.ModelProto, what: str) -> None:
+    """An opset newer than the installed onnx knows has operator semantics nobody here can check."""
+    known = onnx.defs.onnx_opset_version()
+    for o in model.opset_import:
+        if o.domain in _DEFAULT_DOMAINS and not 1 <= o.version <= known:
+            raise ImportError_(f"{what} declares opset {o.version}, but the installed onnx {onnx.__version__} "
+                               f"knows opsets 1 to {known}; upgrade onnx or export with an older opset")
 
 
 def model_opset(model: onnx.ModelProto) -> int:
@@ -76,6 +90,16 @@ def _user_shape(name: str, t: str, dims: Sequence, rank: int | None) -> Shape:
     return Shape.dynamic(t, out)
 
 
+def _check_budget(ctx: NodeContext, ins: Instruction | None) -> None:
+    """Refuse a value over the memory budget up front (evaluating it would need that much)."""
+    if ins is None or ins.shape.is_tuple or ins.shape.dyn_dims is not None:
+        return
+    try:
+        check_bytes(ins.shape.elements() * dtypes.np_dtype(ins.shape.type).itemsize, "its output")
+    except BudgetError as e:
+        raise ctx.error(f"{e} ({ins.shape})") from None
+
+
 class _Importer:
     def __init__(self, model: onnx.ModelProto, input_dims: dict, default_dim: int, constants: dict):
         self.model = model
@@ -89,10 +113,16 @@ class _Importer:
         self.env: dict[str, Instruction] = {}
 
     def run(self) -> Program:
+        names = [o.name for o in self.graph.output]
+        if not names:
+            raise ImportError_("the graph has no outputs (an empty graph computes nothing)")
+        dups = sorted({n for n in names if names.count(n) > 1})
+        if dups:
+            raise ImportError_(f"graph output name(s) {', '.join(map(repr, dups))} appear more than once; "
+                               "output names must be unique")
         self._initializers()
         self._inputs()
-        for k, node in enumerate(self._sorted_nodes()):
-            self._node(node, k)
+        self.import_nodes(self.main, self.sorted_nodes(self.graph.node, set(self.env)), self.env, self.opset)
         outs = []
         for o in self.graph.output:
             if o.name not in self.env:
@@ -150,7 +180,11 @@ class _Importer:
             if d.HasField("dim_value") and d.dim_value >= 0:
                 lens.append(int(d.dim_value))
                 continue
+            if d.HasField("dim_value"):
+                raise ImportError_(f"input {vi.name!r}: dimension {i} is {d.dim_value}; dimensions must not be "
+                                   "negative")
             lens.append(self._default(vi, i))
+        check_lens(lens, dtypes.np_dtype(t).itemsize, f"input {vi.name!r}")
         return Shape.of(t, lens)
 
     def _default(self, vi: onnx.ValueInfoProto, axis: int) -> int:
@@ -167,10 +201,11 @@ class _Importer:
         return self.default_dim
 
     # ---- nodes ---------------------------------------------------------------------------------------
-    def _sorted_nodes(self) -> list[onnx.NodeProto]:
+    @staticmethod
+    def sorted_nodes(nodes: Sequence[onnx.NodeProto], known: set[str]) -> list[onnx.NodeProto]:
         """Nodes in topological order (ONNX requires it; some exporters get it wrong)."""
-        nodes = list(self.graph.node)
-        known = set(self.env)
+        nodes = list(nodes)
+        known = set(known)
         order, pending = [], nodes
         while pending:
             rest = []
@@ -188,26 +223,45 @@ class _Importer:
             pending = rest
         return order
 
-    def _node(self, node: onnx.NodeProto, index: int) -> None:
-        ctx = NodeContext(self.main, node, self.opset, index)
-        if node.domain not in _DEFAULT_DOMAINS:
+    def import_nodes(self, module: Module, nodes: Sequence[onnx.NodeProto], env: dict[str, Instruction],
+                     opset: int) -> None:
+        """Import `nodes` (in order) into `module`, reading and writing ONNX names in `env`. Used for
+        the main graph, subgraphs (If/Loop bodies, unrolled Scan bodies) and expanded function bodies."""
+        for k, node in enumerate(nodes):
+            self._node(module, env, opset, node, k)
+
+    def subgraph_order(self, graph: onnx.GraphProto, known: set[str]) -> list[onnx.NodeProto]:
+        return self.sorted_nodes(graph.node, known | {i.name for i in graph.input}
+                                  | {t.name for t in graph.initializer})
+
+    def _node(self, module: Module, env: dict[str, Instruction], opset: int, node: onnx.NodeProto,
+              index: int) -> None:
+        ctx = NodeContext(module, node, opset, index, importer=self, env=env)
+        if node.domain == MSFT_DOMAIN and node.op_type not in registry.MSFT_OPS:
+            raise ctx.error(f"operator {node.domain}.{node.op_type} is not supported; run `migx-explore onnx "
+                            "--list` for the supported operators")
+        if node.domain not in _DOMAINS:
             raise ctx.error(f"operator {node.domain}.{node.op_type} from domain {node.domain!r} is not supported; "
                             "run `migx-explore onnx --list` for the supported operators")
         handler = registry.HANDLERS.get(node.op_type)
         if handler is None:
             raise ctx.error(f"unsupported ONNX operator {node.op_type}; run `migx-explore onnx --list` for the "
                             "supported operators")
-        args = [self.env[n] if n else None for n in node.input]
+        args = [env[n] if n else None for n in node.input]
         try:
             result = handler(ctx, args)
         except ImportError_:
             raise
         except MigxError as e:
             raise ctx.error(str(e)) from None
+        except MemoryError:
+            raise ctx.error(f"out of memory while importing (over {human_bytes(memory_budget())}?)") from None
         outs = [result] if isinstance(result, Instruction) else list(result)
+        for out in outs:
+            _check_budget(ctx, out)
         for i, name in enumerate(node.output):
             if not name:
                 continue
             if i >= len(outs) or outs[i] is None:
                 raise ctx.error(f"output {i} ({name!r}) is not supported")
-            self.env[name] = outs[i]
+            env[name] = outs[i]

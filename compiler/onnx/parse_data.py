@@ -94,6 +94,12 @@ def parse_pad(ctx: NodeContext, args: Args) -> Result:
             pads = full
     if len(pads) != 2 * nd:
         raise ctx.error(f"pads {pads} needs {2 * nd} values (begins then ends) for input {list(x.shape.lens)}")
+    lens = x.shape.lens
+    short = [a for a in range(nd) if lens[a] + pads[a] + pads[a + nd] < 0]
+    if short:
+        a = short[0]
+        raise ctx.error(f"pads {pads} crop {-(pads[a] + pads[a + nd])} from axis {a}, which has only {lens[a]} "
+                        f"elements (input {list(lens)})")
     # Negative pads crop (a slice); the rest is a pad op.
     y = x
     if any(p < 0 for p in pads):

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from .. import dtypes
 from .registry import register, register_fn
 from .tensors import ir_type
 
@@ -24,7 +25,7 @@ UNARY = {
 }
 
 BINARY = {
-    "Add": "add", "Sub": "sub", "Mul": "mul", "Div": "div", "And": "logical_and", "Or": "logical_or",
+    "Add": "add", "Sub": "sub", "Mul": "mul", "And": "logical_and", "Or": "logical_or",
     "Xor": "logical_xor", "Equal": "equal", "Greater": "greater", "Less": "less", "BitwiseAnd": "bitwise_and",
     "BitwiseOr": "bitwise_or", "BitwiseXor": "bitwise_xor",
 }
@@ -58,6 +59,22 @@ for _t, _m in VARIADIC.items():
     register_fn(_t, _variadic(_m))
 
 
+def _refuse_integer_zero_divisor(ctx: NodeContext, divisor) -> None:
+    """Integer division by zero has no value (numpy would quietly give 0, a GPU garbage): refuse a
+    constant divisor holding a zero at import, naming the node."""
+    if dtypes.dtype(divisor.shape.type).is_float:
+        return
+    value = ctx.const(divisor)
+    if value is not None and value.size and not np.all(value):
+        raise ctx.error("integer division by a constant divisor that holds 0 (the result is undefined)")
+
+
+@register("Div")
+def parse_div(ctx: NodeContext, args: Args) -> Result:
+    _refuse_integer_zero_divisor(ctx, args[1])
+    return ctx.add_common("div", args[0], args[1])
+
+
 @register("Mean")
 def parse_mean(ctx: NodeContext, args: Args) -> Result:
     total = _variadic("add")(ctx, args)
@@ -80,6 +97,7 @@ def parse_pow(ctx: NodeContext, args: Args) -> Result:
 @register("Mod")
 def parse_mod(ctx: NodeContext, args: Args) -> Result:
     fmod = ctx.attr("fmod", 0)
+    _refuse_integer_zero_divisor(ctx, args[1])
     return ctx.add_common("fmod" if fmod else "mod", args[0], args[1])
 
 
@@ -110,12 +128,20 @@ def parse_isinf(ctx: NodeContext, args: Args) -> Result:
 
 @register("Cast")
 def parse_cast(ctx: NodeContext, args: Args) -> Result:
-    return ctx.convert(args[0], ir_type(ctx.attr("to"), f"node {ctx.name} attribute 'to'"))
+    t = ir_type(ctx.attr("to"), f"node {ctx.name} attribute 'to'")
+    if t == "float8e8m0" and ctx.attr("round_mode", "up") != "up":
+        raise ctx.bad_attr("round_mode", "only 'up' (the default) is supported for float8 e8m0")
+    if not ctx.attr("saturate", 1) and args[0].shape.type != t:
+        return ctx.add("convert", [args[0]], target_type=t, saturate=False)
+    return ctx.convert(args[0], t)
 
 
 @register("CastLike")
 def parse_castlike(ctx: NodeContext, args: Args) -> Result:
-    return ctx.convert(args[0], args[1].shape.type)
+    t = args[1].shape.type
+    if not ctx.attr("saturate", 1) and args[0].shape.type != t:
+        return ctx.add("convert", [args[0]], target_type=t, saturate=False)
+    return ctx.convert(args[0], t)
 
 
 @register("Identity")
@@ -127,8 +153,16 @@ def parse_identity(ctx: NodeContext, args: Args) -> Result:
 def parse_dropout(ctx: NodeContext, args: Args) -> Result:
     x = args[0]
     training = ctx.need_const(args[2], "training_mode") if len(args) > 2 and args[2] is not None else None
-    if (training is not None and bool(training.reshape(-1)[0])) or ctx.attr("is_test", 1) == 0:
-        raise ctx.error("training-mode Dropout is not supported (inference only)")
+    ratio = float(ctx.need_const(args[1], "ratio").reshape(-1)[0]) if len(args) > 1 and args[1] is not None \
+        else float(ctx.attr("ratio", 0.5))
+    if ((training is not None and bool(training.reshape(-1)[0])) or ctx.attr("is_test", 1) == 0) and ratio > 0:
+        # Training mode: a seeded mask drawn at import (parse_misc.random_state, onnx.reference's draws).
+        from .parse_misc import random_state
+
+        keep = random_state(ctx).uniform(0, 1.0, x.shape.lens) >= ratio
+        mask = ctx.literal(keep)
+        scale = ctx.scalar_like(1.0 / (1.0 - ratio), x)
+        return [ctx.add("mul", [ctx.add("mul", [x, ctx.convert(mask, x.shape.type)]), scale]), mask]
     mask = ctx.add("multibroadcast", [ctx.literal(True, "bool")], out_lens=x.shape.lens)
     return [x, mask]
 

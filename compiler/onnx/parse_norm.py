@@ -23,16 +23,36 @@ def _per_channel(ctx, p, x):
 @register("BatchNormalization")
 def parse_batchnorm(ctx: NodeContext, args: Args) -> Result:
     x, scale, bias, mean, var = args[:5]
-    if ctx.attr("training_mode", 0) or any(o for o in ctx.node.output[1:]):
-        raise ctx.error("training-mode BatchNormalization is not supported (inference only)")
     if x.shape.ndim < 2:
         raise ctx.error(f"input {list(x.shape.lens)} needs rank >= 2")
+    if ctx.attr("training_mode", 0) or any(o for o in ctx.node.output[1:]):
+        return _batchnorm_training(ctx, x, scale, bias, mean, var)
     scale, bias, mean, var = (_per_channel(ctx, p, x) for p in (scale, bias, mean, var))
     eps = ctx.scalar_like(ctx.attr("epsilon"), var)
     # (x - mean) * (scale * rsqrt(var + eps)) + bias; the bracket is constant-foldable.
     x_sub_mean = ctx.add_common("sub", x, mean)
     mul0 = ctx.add_common("mul", scale, ctx.add("rsqrt", [ctx.add("add", [var, eps])]))
     return ctx.add_common("add", ctx.add_common("mul", x_sub_mean, mul0), bias)
+
+
+def _batchnorm_training(ctx, x, scale, bias, running_mean, running_var):
+    """Normalize with the batch's own statistics; also return the updated running mean and
+    variance (momentum-weighted, population variance), as ONNX's training mode defines."""
+    axes = [0] + list(range(2, x.shape.ndim))
+    y, mean, inv = _normalize(ctx, x, axes, ctx.attr("epsilon"))
+    y = ctx.add_common("mul", y, _per_channel(ctx, scale, x))
+    y = ctx.add_common("add", y, _per_channel(ctx, bias, x))
+    c = x.shape.lens[1]
+    batch_mean = ctx.add("reshape", [mean], dims=[c])
+    mean_b = ctx.broadcast_to(mean, x.shape.lens)
+    batch_var = ctx.add("reshape", [ctx.add("reduce_mean", [ctx.add("sqdiff", [x, mean_b])], axes=axes)], dims=[c])
+    momentum = float(ctx.attr("momentum", 0.9))
+
+    def blend(running, batch):
+        return ctx.add("add", [ctx.add("mul", [running, ctx.scalar_like(momentum, running)]),
+                               ctx.add("mul", [batch, ctx.scalar_like(1 - momentum, batch)])])
+
+    return [y, blend(running_mean, batch_mean), blend(running_var, batch_var)]
 
 
 def _normalize(ctx, x, axes, eps):

@@ -213,6 +213,11 @@ def parse_range(ctx: NodeContext, args: Args) -> Result:
     start, limit, delta = (ctx.need_const(a, n).reshape(()) for a, n in zip(args, ("start", "limit", "delta")))
     if delta == 0:
         raise ctx.error("delta must not be 0")
+    count = max(int(np.ceil((float(limit) - float(start)) / float(delta))), 0) if np.isfinite(
+        [start, limit, delta]).all() else -1
+    if count < 0:
+        raise ctx.error(f"start {start}, limit {limit} and delta {delta} must be finite")
+    ctx.check_size([count], start.dtype.itemsize)
     return ctx.literal(np.arange(start, limit, delta).astype(start.dtype))
 
 
@@ -222,6 +227,7 @@ def parse_constant_of_shape(ctx: NodeContext, args: Args) -> Result:
     value = ctx.attr("value", np.zeros(1, np.float32))
     if any(d < 0 for d in dims):
         raise ctx.error(f"negative dimension in shape {dims}")
+    ctx.check_size(dims, value.dtype.itemsize)
     return ctx.literal(np.full(dims, value.reshape(-1)[0], dtype=value.dtype))
 
 
@@ -286,6 +292,7 @@ def parse_eye_like(ctx: NodeContext, args: Args) -> Result:
     code = ctx.attr("dtype", None)
     t = ir_type(code, f"node {ctx.name} attribute 'dtype'") if code is not None else x.shape.type
     m, n = x.shape.lens
+    ctx.check_size([m, n], 8)
     return ctx.literal(np.eye(m, n, k=ctx.attr("k", 0)), t)
 
 

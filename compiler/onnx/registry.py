@@ -20,16 +20,22 @@ Result = Union["Instruction", Sequence["Instruction"]]
 Handler = Callable[["NodeContext", Args], Result]
 
 HANDLERS: dict[str, Handler] = {}
+# Op types also accepted from ONNX Runtime's com.microsoft domain (the handler reads
+# ctx.node.domain where the two domains' semantics differ, e.g. RotaryEmbedding).
+MSFT_OPS: set[str] = set()
 
 
-def register(*op_types: str) -> Callable[[Handler], Handler]:
-    """Decorator: `@register("Relu", "Sigmoid")` maps those op types to the function."""
+def register(*op_types: str, msft: bool = False) -> Callable[[Handler], Handler]:
+    """Decorator: `@register("Relu", "Sigmoid")` maps those op types to the function; msft=True
+    also accepts them from the com.microsoft domain."""
 
     def deco(fn: Handler) -> Handler:
         for t in op_types:
             if t in HANDLERS:
                 raise ValueError(f"ONNX op {t} has two handlers")
             HANDLERS[t] = fn
+            if msft:
+                MSFT_OPS.add(t)
         return fn
 
     return deco

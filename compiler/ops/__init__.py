@@ -1,6 +1,7 @@
 """The op library. Importing this package registers every op spec (one module per family).
 
-bitwise, data, nn_extra, resize: ops the ONNX importer maps onto. control, fusion, quant: ops the
+bitwise, data, detection, nn_extra, resize, rnn: ops the ONNX importer maps onto (rewrite_rnn
+unrolls the recurrent ones). control, fusion, quant: ops the
 fusion, dynamic-shape and quantization passes make."""
 
 from . import (  # noqa: F401  (registration side effects)
@@ -8,6 +9,7 @@ from . import (  # noqa: F401  (registration side effects)
     builtin,
     control,
     data,
+    detection,
     dynamic,
     fused,
     fusion,
@@ -17,5 +19,6 @@ from . import (  # noqa: F401  (registration side effects)
     quant,
     reduce,
     resize,
+    rnn,
     views,
 )

@@ -1,4 +1,4 @@
-"""Control ops that carry submodules: `if` and `select_module`.
+"""Control ops that carry submodules: `if`, `loop` and `select_module`.
 
 Values never cross modules in this IR, so an `if` passes what its branches use as explicit
 inputs (MIGraphX lets branches read the parent's instructions directly):
@@ -108,3 +108,61 @@ defop("select_module", _select_shape, _select_compute,
       doc="Run the submodule whose parameter shapes match the inputs (parameters bound by sorted name); "
           "returns a tuple of its outputs.",
       gpu=GpuCode.host("picks the static submodule that fits the runtime shapes on the host"))
+
+
+# --- loop ---------------------------------------------------------------------------------------
+def _loop_shape(op, s, mods):
+    if len(mods) != 1:
+        raise ShapeError(f"loop: needs exactly one body module, got {len(mods)}")
+    body, n = mods[0], op["carried"]
+    if s[0].type != "bool" or s[0].elements() != 1:
+        raise ShapeError(f"loop: condition must be a single bool, got {s[0]}")
+    params = body.params()
+    if len(params) >= 2 and (params[0].shape.type != "int64" or params[1].shape.type != "bool"
+                             or params[0].shape.elements() != 1 or params[1].shape.elements() != 1):
+        raise ShapeError(f"loop: body {body.name} must take the iteration (one int64) and the condition (one "
+                         f"bool) first, got {params[0].shape} and {params[1].shape}")
+    if len(params) != len(s) + 1:
+        raise ShapeError(f"loop: body {body.name} takes {len(params)} inputs, given iteration, condition and "
+                         f"{len(s) - 1} more")
+    for p, a in zip(params[2:], s[1:]):
+        if p.shape.lens != a.lens or p.shape.type != a.type:
+            raise ShapeError(f"loop: body {body.name} param {p.param_name} is {p.shape}, given {a}")
+    outs = [Shape.of(o.type, o.lens) for o in body.output_shapes()]
+    if len(outs) < 1 + n:
+        raise ShapeError(f"loop: body {body.name} returns {len(outs)} values, needs condition + {n} carried")
+    for o, a in zip(outs[1: 1 + n], s[1: 1 + n]):
+        if o.lens != a.lens or o.type != a.type:
+            raise ShapeError(f"loop: body {body.name} changes a loop-carried value from {a} to {o}")
+    scans = [Shape.of(o.type, (op["max_iterations"], *o.lens)) for o in outs[1 + n:]]
+    return _outputs_shape([Shape.of(a.type, a.lens) for a in s[1: 1 + n]] + scans)
+
+
+def _loop_compute(op, args, out, run):
+    body, n = run.ins.module_inputs[0], op["carried"]
+    cond = bool(np.asarray(args[0]).reshape(-1)[0])
+    carried, rest = list(args[1: 1 + n]), list(args[1 + n:])
+    subs = out.sub_shapes if out.is_tuple else (out,)
+    scans = [np.zeros(sh.lens, dtype=sh.dtype.np_dtype) for sh in subs[n:]]
+    it_lens, cond_lens = (p.shape.lens for p in body.params()[:2])
+    for i in range(op["max_iterations"]):
+        if not cond:
+            break
+        res = run(body, [np.full(it_lens, i, dtype=np.int64), np.full(cond_lens, cond), *carried, *rest],
+                  check_shapes=True)
+        cond = bool(np.asarray(res[0]).reshape(-1)[0])
+        carried = list(res[1: 1 + n])
+        for buf, v in zip(scans, res[1 + n:]):
+            buf[i] = v
+    vals = carried + scans
+    return tuple(vals) if out.is_tuple else vals[0]
+
+
+defop("loop", _loop_shape, _loop_compute, nargs=(1, -1),
+      gpu=GpuCode.host("control flow: the host runs the body module once per iteration"),
+      attrs=[A("max_iterations", "int", 10, show=True), A("carried", "int", 0, show=True)],
+      doc="Run the body module while its condition holds, at most max_iterations times. Inputs: condition, "
+          "the `carried` loop-carried values, then values the body reads; the body takes (iteration, "
+          "condition, carried..., reads...) and returns (condition, carried..., per-iteration outputs...). "
+          "Outputs: final carried values, then per-iteration outputs stacked to max_iterations rows (rows "
+          "after an early exit are zero).")

@@ -23,8 +23,13 @@ def _single_module(op_name: str, mods) -> object:
 
 def _pointwise_shape(op, s, mods):
     sub = _single_module("pointwise", mods)
-    params = sub.params()
-    if len(params) != len(s):
+    # Fusion builds params as the body's leading run; counting that run keeps a shape check O(inputs)
+    # while a long chain grows one body (the full scan is only for the error case).
+    n, ins = 0, sub.first
+    while ins is not None and ins.is_param():
+        n, ins = n + 1, ins.next
+    params = sub.params() if n != len(s) else None
+    if params is not None and len(params) != len(s):
         raise ShapeError(f"pointwise: submodule {sub.name} takes {len(params)} inputs, given {len(s)}")
     outs = sub.output_shapes()
     if not outs:
@@ -33,11 +38,19 @@ def _pointwise_shape(op, s, mods):
     return shapes[0] if len(shapes) == 1 else Shape.tuple_of(shapes)
 
 
+def _fit(r: np.ndarray, lens: tuple[int, ...]) -> np.ndarray:
+    """The body's result at the op's lens: scalar params are {1}-shaped, so a rank-0 output comes
+    back with one element in a 1-D array (reshape), and constants come back unbroadcast."""
+    if r.ndim > len(lens) and r.size == int(np.prod(lens)):
+        return r.reshape(lens)
+    return np.broadcast_to(r, lens)
+
+
 def _pointwise_compute(op, args, out, run):
     sub = run.ins.module_inputs[0]
     res = run(sub, list(args), check_shapes=False)
     subs = out.sub_shapes if out.is_tuple else (out,)
-    vals = [np.broadcast_to(np.asarray(r), sh.lens) for r, sh in zip(res, subs)]
+    vals = [_fit(np.asarray(r), sh.lens) for r, sh in zip(res, subs)]
     return tuple(vals) if out.is_tuple else vals[0]
 
 

@@ -107,12 +107,14 @@ def _quant_shape(op, s, m):
         raise ShapeError(f"quantizelinear: scale must be float, got {scale.type}")
     t = s[2].type if len(s) == 3 else op["out_type"]
     if (dtypes.dtype(t).is_float and t not in FP8_TYPES) or t == "bool":
-        raise ShapeError(f"quantizelinear: output type {t} is not an integer or fp8 type")
+        raise ShapeError(f"quantizelinear: output type {t} is not an integer, float8 or float4 type")
     return Shape.of(t, x.lens)
 
 
-# Quantized float types: saturate to their finite range instead of rounding to an integer.
-FP8_TYPES = {"float8e4m3fn": 448.0}
+# Quantized float types (float8, float4): saturate to their finite range instead of rounding to an
+# integer (e8m0 holds scales, not quantized data).
+FP8_TYPES = {n: dtypes.float_max(n) for n in sorted(dtypes.LOW_PRECISION)
+             if dtypes.dtype(n).is_float and n != "float8e8m0" and dtypes.BY_NAME[n].np_dtype is not None}
 
 
 def _quant_compute(op, args, out, run):
@@ -124,9 +126,9 @@ def _quant_compute(op, args, out, run):
     if out.type in FP8_TYPES:  # ONNX saturate=1: clip to the finite range, then round to fp8
         limit = FP8_TYPES[out.type]
         return np.clip((x / scale).astype(np.float32) + np.float32(zp), -limit, limit)
-    info = np.iinfo(dtypes.np_dtype(out.type))
+    lo, hi = dtypes.int_limits(out.type)  # int4 / uint4 too
     q = np.rint(x / scale).astype(np.float64) + zp  # rint: round half to even, as ONNX asks
-    return np.clip(q, info.min, info.max)
+    return np.clip(q, lo, hi).astype(dtypes.np_dtype(out.type))
 
 
 defop("quantizelinear", _quant_shape, _quant_compute, attrs=[A("out_type", "type", "uint8")], nargs=(2, 3),

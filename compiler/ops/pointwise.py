@@ -121,17 +121,29 @@ elementwise("leaky_relu", lambda op, x: np.where(x >= 0, x, x * np.asarray(op["a
     attrs=[A("alpha", "float", 0.01, show=True)])
 elementwise("elu", lambda op, x: np.where(x >= 0, x, (np.asarray(op["alpha"], np.float64) * np.expm1(
     x.astype(np.float64))).astype(x.dtype)), 1, attrs=[A("alpha", "float", 1.0, show=True)])
-elementwise("convert", lambda op, x: _convert(x, op["target_type"]), 1,
-            attrs=[A("target_type", "type", "float32", show=True)], out_type=_convert_type,
-            doc="Element type conversion (float to int truncates; to bool tests != 0).")
+elementwise("convert", lambda op, x: _convert(x, op["target_type"], op["saturate"]), 1,
+            attrs=[A("target_type", "type", "float32", show=True),
+                   A("saturate", "bool", True, doc="float8/float4 targets: clamp out-of-range values to the largest "
+                                                   "finite value (ONNX Cast saturate=1) instead of giving inf/NaN")],
+            out_type=_convert_type, doc="Element type conversion (float to int truncates; to bool tests != 0).")
 
 
-def _convert(x: np.ndarray, t: str) -> np.ndarray:
-    npd = dtypes.np_dtype(t)
-    if npd.kind in "iu" and dtypes.is_float_np(x.dtype):
-        info = np.iinfo(npd)
-        x = np.clip(np.nan_to_num(np.trunc(x.astype(np.float64))), info.min, info.max)
-    return x.astype(npd)
+def _convert(x: np.ndarray, t: str, saturate: bool = True) -> np.ndarray:
+    target = dtypes.dtype(t)
+    src = dtypes.dtype(x.dtype)
+    if target.is_integral and target.name in dtypes.LOW_PRECISION:
+        # int4 / uint4 / int2 / uint2 keep the low bits (ONNX's Cast wraps; it does not clamp).
+        lo, hi = dtypes.int_limits(t)
+        v = np.nan_to_num(np.trunc(x.astype(np.float64))).astype(np.int64) if src.is_float else x.astype(np.int64)
+        return ((v - lo) % (hi - lo + 1) + lo).astype(target.np_dtype)
+    if target.is_integral and src.is_float:
+        lo, hi = dtypes.int_limits(t)
+        x = np.clip(np.nan_to_num(np.trunc(x.astype(np.float64))), lo, hi)
+    elif target.name in dtypes.LOW_PRECISION and target.is_float and saturate:
+        return dtypes.saturate_to(x, t)
+    if src.name in dtypes.LOW_PRECISION and target.name in dtypes.LOW_PRECISION:
+        x = x.astype(np.float32)  # ml_dtypes converts between its own types through float32
+    return x.astype(target.np_dtype)
 
 
 # --- binary -------------------------------------------------------------------------------------

@@ -217,7 +217,11 @@ class Splits(Rule):
         groups = [g for g in self._groups(splits) if self._fusable(g, splits)]
         if not groups:
             return "the slices do not feed matching fusable ops"
-        return lambda: [self._fuse(m, r.root, g, splits) for g in groups if all(i.alive for i in g)]
+        # Fusing one group rewrites its members into slices in place, and a later group may have
+        # picked one of them (a member consuming two splits): fuse only groups still as planned.
+        planned = [(g, g[0].op) for g in groups]
+        return lambda: [self._fuse(m, r.root, g, splits) for g, op in planned
+                        if all(i.alive and i.op == op and s in i.inputs for i, s in zip(g, splits))]
 
     @staticmethod
     def _groups(splits: list[Instruction]) -> list[list[Instruction]]:

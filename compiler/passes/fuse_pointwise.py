@@ -44,13 +44,14 @@ MAX_ROUNDS = 8  # MIGraphX's loop bound in fuse_pointwise::apply
 def create_pointwise_modules(module: Module) -> bool:
     changed = False
     orphans: list[Instruction] = []
+    names = _FreshNames(module.program, f"{module.name}:pointwise")
     for ins in list(module):
         if not ins.op.has("pointwise") or ins.module_inputs or ins.shape.is_tuple:
             continue
         consts = {i.id: scalar_constant(i) for i in ins.inputs}
         if all(v is not None for v in consts.values()):
             consts[ins.inputs[0].id] = None  # a pointwise op needs at least one input
-        sub = new_submodule(module.program, f"{module.name}:pointwise")
+        sub = names.create()
         mapping: dict[int, Instruction] = {}
         pw_inputs: list[Instruction] = []
         for i in ins.inputs:
@@ -67,6 +68,19 @@ def create_pointwise_modules(module: Module) -> bool:
         changed = True
     remove_dead(module, orphans)
     return changed
+
+
+class _FreshNames:
+    """new_submodule's smallest-free-number names, found without rescanning from 0 for every op
+    (which made creating n submodules O(n^2))."""
+
+    def __init__(self, program, prefix: str):
+        self.program, self.prefix, self.n = program, prefix, 0
+
+    def create(self) -> Module:
+        while f"{self.prefix}{self.n}" in self.program.modules:
+            self.n += 1
+        return new_submodule(self.program, f"{self.prefix}{self.n}", exact=True)
 
 
 # ---- merging -------------------------------------------------------------------------------------
@@ -113,9 +127,22 @@ class Renames:
         self.module = module
         self.final: dict[str, str] = {}  # temporary name -> wanted name
         self.maybe_dead: list[Module] = []
+        self.owned: set[str] = set()  # submodules this run created: only their one instruction uses them
+        self._bodies: dict[str, _Body] = {}
+
+    def body(self, sub: Module, inputs: list[Instruction]) -> _Body:
+        """The extension state of `sub` (whose params stand for `inputs`), kept across merges."""
+        b = self._bodies.get(sub.name)
+        if b is None or b.module is not sub or [x.id for x in b.inputs] != [x.id for x in inputs]:
+            old, b = b, _Body(sub, inputs)
+            if old is not None and old.module is sub:
+                b.sources = old.sources  # the body's provenance survives a change of its inputs
+            self._bodies[sub.name] = b
+        return b
 
     def settle(self) -> None:
         prog = self.module.program
+        self._record_origins()
         drop_if_unused(prog, self.maybe_dead)
         for tmp, want in self.final.items():
             if tmp in prog.modules:
@@ -125,43 +152,59 @@ class Renames:
         self.maybe_dead.clear()
 
 
+    def _record_origins(self) -> None:
+        """Give each fused op the provenance of everything merged into it, once: recording it at
+        every merge of a chain (each origin holding all the earlier ones) cost O(n^2)."""
+        for body in self._bodies.values():
+            m = body.user
+            if m is None or not m.alive:
+                continue
+            with self.module.program.provenance(body.sources):
+                final = self.module.insert_instruction(m, m.op, list(m.inputs), list(m.module_inputs))
+            self.module.replace_all_uses(m, final)
+            self.module.remove_instruction(m)
+        self._bodies.clear()
+
+
 def merge_pointwise(module: Module, a: Instruction, b: Instruction, names: Renames) -> Instruction:
     """Fuse pointwise `a` and `b` into one pointwise placed where `b` was. Values of `a` that `b`
-    reads are computed inside; values of `a` with other users become extra (tuple) outputs."""
-    with module.program.provenance([a, b]):
+    reads are computed inside; values of `a` with other users become extra (tuple) outputs. The
+    merged op's full provenance ([a, b] and all they came from) is recorded by `names.settle()`."""
+    with module.program.provenance([b]):
         return _merge(module, a, b, names)
 
 
 def _merge(module: Module, a: Instruction, b: Instruction, names: Renames) -> Instruction:
-    prog = module.program
     am, bm = a.module_inputs[0], b.module_inputs[0]
     a_vals, b_vals = _values(a), _values(b)
     keep_a = [k for k, hs in enumerate(a_vals) if any(u is not b for h in hs for u in h.outputs)]
     # Only a value of `a` read outside `b`, or a sibling merge, can leave a use above the new op.
     may_reorder = bool(keep_a) or not any(_handle_index(a, x) is not None for x in b.inputs)
-    want = names.final.pop(am.name, am.name)  # a merged module keeps its producer's name
     names.final.pop(bm.name, None)
-    sub = new_submodule(prog, f"{module.name}:pointwise~")
-    names.final[sub.name] = want
-    names.maybe_dead += [am, bm]
-    inputs: list[Instruction] = []
-    params: dict[int, Instruction] = {}
-
-    def param_for(x: Instruction) -> Instruction:
-        if x.id not in params:
-            params[x.id] = sub.add_parameter(param_name(len(inputs)), scalar_param_shape(x.shape))
-            inputs.append(x)
-        return params[x.id]
-
-    a_rets = copy_body(am, sub, {p.id: param_for(x) for p, x in zip(am.params(), a.inputs)})
+    names.maybe_dead.append(bm)
+    if am.name in names.owned:
+        # Extend the producer's own body with a copy of the consumer's: a chain of n merges then
+        # costs O(n), where copying both bodies into a fresh module each time cost O(n^2).
+        body = names.body(am, a.inputs)
+    else:  # a submodule from before this pass may be shared: copy it into a fresh one first
+        want = names.final.pop(am.name, am.name)
+        names.maybe_dead.append(am)
+        sub = new_submodule(module.program, f"{module.name}:pointwise~")
+        names.final[sub.name] = want
+        names.owned.add(sub.name)
+        body = names.body(sub, [])
+        copy_body(am, sub, {p.id: body.param_for(x) for p, x in zip(am.params(), a.inputs)})
+    a_rets = body.module.output_instructions()
     b_map = {}
     for p, x in zip(bm.params(), b.inputs):
         k = _handle_index(a, x)
-        b_map[p.id] = a_rets[k] if k is not None else param_for(x)
-    b_rets = copy_body(bm, sub, b_map)
+        b_map[p.id] = a_rets[k] if k is not None else body.param_for(x)
+    b_rets = body.append(bm, b_map)
     outs = [a_rets[k] for k in keep_a] + b_rets
-    sub.add_return(outs)
-    merged = module.insert_instruction(b, Op("pointwise"), inputs, [sub])
+    body.module.replace_return(outs)
+    merged = module.insert_instruction(b, Op("pointwise"), body.inputs, [body.module])
+    body.sources += [a.id, *a.origin, b.id, *b.origin]
+    body.user = merged
     carriers = [a_vals[k] for k in keep_a] + b_vals
     for idx, hs in enumerate(carriers):
         if len(outs) == 1:
@@ -176,6 +219,57 @@ def _merge(module: Module, a: Instruction, b: Instruction, names: Renames) -> In
     if may_reorder:
         fix_order(module, merged)
     return merged
+
+
+class _Body:
+    """A pointwise submodule being extended: the outer values its params stand for, and where new
+    literals go, kept here so one extension costs the size of what it adds, not of the body."""
+
+    def __init__(self, module: Module, inputs: list[Instruction]):
+        self.module = module
+        self.inputs = list(inputs)
+        self.sources: list[int] = []  # ids merged into it so far (with their origins), for provenance
+        self.user: Instruction | None = None  # the pointwise op that runs this body now
+        self.params: dict[int, Instruction] = {}
+        by_name = {}
+        ins = module.first
+        while ins is not None and ins.is_param():  # params are the module's leading run
+            by_name[ins.param_name] = ins
+            ins = ins.next
+        for k, x in enumerate(self.inputs):
+            self.params[x.id] = by_name[param_name(k)]
+
+    def param_for(self, x: Instruction) -> Instruction:
+        if x.id not in self.params:
+            self.params[x.id] = self.module.add_parameter(param_name(len(self.inputs)), scalar_param_shape(x.shape))
+            self.inputs.append(x)
+        return self.params[x.id]
+
+    def _code_start(self) -> Instruction | None:
+        ins = self.module.first
+        while ins is not None and (ins.is_param() or ins.is_literal()):
+            ins = ins.next
+        return ins
+
+    def append(self, src: Module, mapping: dict[int, Instruction]) -> list[Instruction]:
+        """Copy src's body (params mapped by id) before the @return; returns src's outputs' copies."""
+        mapping = dict(mapping)
+        code_start = None
+        for ins in src:
+            if ins.is_param():
+                continue
+            if ins.is_return():
+                break
+            if ins.is_literal():
+                code_start = code_start or self._code_start()  # literals follow params and literals
+                mapping[ins.id] = self.module.add_literal(ins.literal, before=code_start)
+                continue
+            # A copy comes from its source op alone: recording the whole merge ([a, b], whose
+            # origins grow with every merge along a chain) would make a body's origins O(n^2).
+            with self.module.program.provenance([ins]):
+                mapping[ins.id] = self.module.add_instruction(ins.op, [mapping[i.id] for i in ins.inputs],
+                                                              ins.module_inputs)
+        return [mapping[o.id] for o in src.output_instructions()]
 
 
 def _can_merge(a: Instruction, b: Instruction) -> bool:
@@ -267,8 +361,10 @@ class FusePointwise(Pass):
         changed = False
         if any(i.name == "identity" for i in module):
             changed = ctx.run_pass(EliminateIdentity()) or changed
+        before = set(module.program.modules)
         changed = create_pointwise_modules(module) or changed
         names = Renames(module)
+        names.owned = set(module.program.modules) - before
         for _ in range(MAX_ROUNDS):
             if self.enable_rewrite_reshapes:
                 changed = rewrite_through(module, RESHAPES, need_standard=True) or changed

@@ -40,8 +40,7 @@ def lower_quantizelinear(module: Module, ins: Instruction) -> None:
     if fp8_limit is not None:
         lo_v, hi_v = -fp8_limit, fp8_limit
     else:
-        info = np.iinfo(dtypes.np_dtype(ins.shape.type))
-        lo_v, hi_v = info.min, info.max
+        lo_v, hi_v = dtypes.int_limits(ins.shape.type)
     lo = _bcast_scalar(module, ins, lo_v, st, y.shape.lens)
     hi = _bcast_scalar(module, ins, hi_v, st, y.shape.lens)
     clipped = module.insert_instruction(ins, Op("clip"), [y, lo, hi])

@@ -1,8 +1,15 @@
-"""rewrite_rnn (MIGraphX src/rewrite_rnn.cpp).
+"""rewrite_rnn (MIGraphX src/rewrite_rnn.cpp): unroll `rnn`, `gru` and `lstm` over time.
 
-MIGraphX unrolls rnn/gru/lstm ops; our op set has none of them, so on any program we can build the
-pass has nothing to rewrite. If such an op ever appears, the pass fails naming it instead of
-leaving an op no backend can run.
+As in MIGraphX, each direction becomes a chain of per-step cells built from slice / squeeze /
+dot / add / pointwise activations: W and R are sliced per direction and transposed once, the two
+biases are added once, and each step computes x_t W^T + h R^T + b and the gates from column
+slices of that. The per-step hidden states are stacked with concat into Y; the last step's
+hidden (and cell) state feed Y_h (Y_c). The op's get_tuple_elem users are rewired to those.
+
+Sequence lengths must be known at compile time. When they are all the full length (the
+importer's default) nothing is masked; shorter forward sequences keep their state with a
+`where` per step and write zeros to Y. A reverse direction with uneven lengths is refused
+(near-miss reason), and the op stays (the backend runs its reference compute on the host).
 """
 
 from __future__ import annotations
@@ -10,24 +17,174 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from ..errors import MigxError
-from ..ir import Module
+import numpy as np
+
+from ..ir import Instruction, Module
+from ..matcher import any_of, name
+from ..op import Op
+from ..ops.rnn import DEFAULT_ACTIVATIONS, activations, directions
+from ..rewrite import Rule, replace_value
 from .base import Pass
+from .rewrite import sweep
 
 RNN_OPS = ("rnn", "gru", "lstm")
 
 
+class _Builder:
+    """Inserts ops before the recurrent instruction; scalars become broadcast literals."""
+
+    def __init__(self, m: Module, at: Instruction):
+        self.m, self.at, self.type = m, at, at.inputs[0].shape.type
+
+    def __call__(self, op: str, *args: Instruction, **attrs) -> Instruction:
+        return self.m.insert_instruction(self.at, Op(op, **attrs), list(args))
+
+    def const(self, value: float, like: Instruction) -> Instruction:
+        lit = self.m.add_literal(np.asarray(value, dtype=like.shape.dtype.np_dtype), before=self.at)
+        return self("multibroadcast", lit, out_lens=like.shape.lens)
+
+    def cols(self, v: Instruction, k: int, width: int) -> Instruction:
+        return self("slice", v, axes=[v.shape.ndim - 1], starts=[k * width], ends=[(k + 1) * width])
+
+    def pick(self, v: Instruction, i: int) -> Instruction:
+        """v[i] along axis 0."""
+        return self("squeeze", self("slice", v, axes=[0], starts=[i], ends=[i + 1]), axes=[0])
+
+    def act(self, spec: tuple[str, float, float], v: Instruction) -> Instruction:
+        f, alpha, beta = spec
+        if f in ("sigmoid", "tanh", "relu"):
+            return self(f, v)
+        if f == "leakyrelu":
+            return self("leaky_relu", v, alpha=alpha)
+        if f == "elu":
+            return self("elu", v, alpha=alpha)
+        if f == "softsign":
+            return self("div", v, self("add", self("abs", v), self.const(1, v)))
+        if f == "softplus":
+            return self("log", self("add", self("exp", v), self.const(1, v)))
+        if f == "thresholdedrelu":
+            return self("where", self("greater", v, self.const(alpha, v)), v, self.const(0, v))
+        scaled = self("mul", v, self.const(alpha if f != "scaledtanh" else beta, v))
+        if f == "scaledtanh":
+            return self("mul", self("tanh", scaled), self.const(alpha, v))
+        shifted = self("add", scaled, self.const(beta, v))
+        if f == "affine":
+            return shifted
+        return self("clip", shifted, self.const(0, v), self.const(1, v))  # hardsigmoid
+
+
+def _cell(b: _Builder, op: Op, xw: Instruction, h: Instruction, c: Instruction | None, rd: Instruction,
+          rb: Instruction, p: Instruction | None, acts) -> tuple[Instruction, Instruction | None]:
+    """One step: xw = x_t W^T + Wb (all gates); returns the new (h, c)."""
+    hs = op["hidden_size"]
+    f = acts[0]
+    clip = op["clip"]
+
+    def cl(v):
+        return b("clip", v, b.const(-clip, v), b.const(clip, v)) if clip > 0 else v
+
+    if op.name == "rnn":
+        return b.act(f, cl(b("add", xw, b("add", b("dot", h, rd), rb)))), c
+    if op.name == "gru":
+        hr = b("add", b("dot", h, rd), rb)  # h R^T + Rb, all three gates
+        z = b.act(f, cl(b("add", b.cols(xw, 0, hs), b.cols(hr, 0, hs))))
+        r = b.act(f, cl(b("add", b.cols(xw, 1, hs), b.cols(hr, 1, hs))))
+        if op["linear_before_reset"]:
+            hn = b("mul", r, b.cols(hr, 2, hs))
+        else:
+            rh = b("dot", b("mul", r, h), b.cols(rd, 2, hs))
+            hn = b("add", rh, b.cols(rb, 2, hs))
+        n = b.act(acts[1], cl(b("add", b.cols(xw, 2, hs), hn)))
+        one_minus_z = b("sub", b.const(1, z), z)
+        return b("add", b("mul", one_minus_z, n), b("mul", z, h)), c
+    gates = b("add", xw, b("add", b("dot", h, rd), rb))
+    gi, go, gf, gc = (b.cols(gates, k, hs) for k in range(4))
+
+    def peep(k: int, state: Instruction) -> Instruction:
+        return b("mul", b("multibroadcast", b.cols(p, k, hs), out_lens=state.shape.lens), state)
+
+    i = b.act(f, cl(b("add", gi, peep(0, c))))
+    ff = b("sub", b.const(1, i), i) if op["input_forget"] else b.act(f, cl(b("add", gf, peep(2, c))))
+    c2 = b("add", b("mul", ff, c), b("mul", i, b.act(acts[1], cl(gc))))
+    o = b.act(f, cl(b("add", go, peep(1, c2))))
+    return b("mul", o, b.act(acts[2], c2)), c2
+
+
+def _lengths(ins: Instruction) -> np.ndarray | None:
+    lens = ins.inputs[4]
+    return np.asarray(lens.eval()).reshape(-1) if lens.can_eval() else None
+
+
+class UnrollRecurrent(Rule):
+    name = "unroll_rnn"
+
+    def pattern(self):
+        return any_of(*(name(n) for n in RNN_OPS))
+
+    def check(self, m: Module, r):
+        ins = r.root
+        lens = _lengths(ins)
+        if lens is None:
+            return "sequence lengths are computed at run time"
+        seq = ins.inputs[0].shape.lens[0]
+        uneven = bool((np.minimum(lens, seq) != seq).any())
+        if uneven and any(directions(ins.op)):
+            return "a reverse direction with uneven sequence lengths"
+        if any(u.name != "get_tuple_elem" for u in ins.outputs):
+            return "the result is used other than through get_tuple_elem"
+        return lambda: self._unroll(m, ins, np.minimum(lens, seq) if uneven else None)
+
+    @staticmethod
+    def _unroll(m: Module, ins: Instruction, lens: np.ndarray | None) -> None:
+        b, op = _Builder(m, ins), ins.op
+        lstm = op.name == "lstm"
+        x, w, r, bias, _, h0 = ins.inputs[:6]
+        seq, batch, _ = x.shape.lens
+        gh = w.shape.lens[1]
+        n_act = len(DEFAULT_ACTIVATIONS[op.name])
+        acts = activations(op)
+        ys, hs, cs = [], [], []
+        for d, backwards in enumerate(directions(op)):
+            wd = b("transpose", b.pick(w, d), permutation=[1, 0])  # [input, G*hidden]
+            rd = b("transpose", b.pick(r, d), permutation=[1, 0])  # [hidden, G*hidden]
+            bd = b.pick(bias, d)
+            wb = b("multibroadcast", b.cols(bd, 0, gh), out_lens=[batch, gh])
+            rb = b("multibroadcast", b.cols(bd, 1, gh), out_lens=[batch, gh])
+            h = b.pick(h0, d)
+            c = b.pick(ins.inputs[6], d) if lstm else None
+            p = b.pick(ins.inputs[7], d) if lstm else None
+            steps: list[Instruction | None] = [None] * seq
+            for step in range(seq):
+                t = seq - 1 - step if backwards else step
+                xw = b("add", b("dot", b.pick(x, t), wd), wb)
+                h2, c2 = _cell(b, op, xw, h, c, rd, rb, p, acts[d * n_act: (d + 1) * n_act])
+                if lens is not None:  # forward only (plan refuses reverse with uneven lengths)
+                    valid = b("multibroadcast", m.add_literal((t < lens)[:, None], before=ins), out_lens=h2.shape.lens)
+                    steps[t] = b("where", valid, h2, b.const(0, h2))
+                    h2 = b("where", valid, h2, h)
+                    c2 = b("where", valid, c2, c) if lstm else None
+                else:
+                    steps[t] = h2
+                h, c = h2, c2
+            ys.append(b("concat", *(b("unsqueeze", s, axes=[0, 1]) for s in steps), axis=0))
+            hs.append(b("unsqueeze", h, axes=[0]))
+            cs.append(b("unsqueeze", c, axes=[0]) if lstm else None)
+
+        def join(parts, axis):
+            return parts[0] if len(parts) == 1 else b("concat", *parts, axis=axis)
+
+        values = [join(ys, 1), join(hs, 0)] + ([join(cs, 0)] if lstm else [])
+        for u in list(ins.outputs):
+            replace_value(m, u, values[u.op["index"]])
+
+
 @dataclass(frozen=True)
 class RewriteRnn(Pass):
-    """Unroll rnn/gru/lstm over time. There are no such ops in migx-explore, so this finds nothing."""
+    """Unroll rnn/gru/lstm over time (MIGraphX's rewrite_rnn)."""
 
     name: ClassVar[str] = "rewrite_rnn"
-    status: ClassVar[str] = "mapped"
-    note: ClassVar[str] = "no rnn/gru/lstm ops in migx-explore's op set, so there is nothing to unroll"
+    note: ClassVar[str] = ("sequence lengths must be compile-time constants; uneven lengths are masked with "
+                           "`where` (forward directions only)")
 
     def apply_module(self, module: Module, ctx) -> bool:
-        for ins in module:
-            if ins.name in RNN_OPS:
-                raise MigxError(f"rewrite_rnn: {ins.name} (#{ins.id}) in module {module.name} cannot be unrolled; "
-                                "migx-explore has no recurrent-op lowering")
-        return False
+        return sweep(module, [UnrollRecurrent()])

@@ -8,6 +8,7 @@ why no backend can be used and what to install.
 from __future__ import annotations
 
 import os
+import re
 import threading
 
 from .base import Backend, GpuError
@@ -49,10 +50,16 @@ def _try(name: str) -> Backend | None:
             _FAILED[name] = f"{name}: Python bindings not installed ({e.name or e}); {INSTALL.get(name, '')}"
             return None
         except Exception as e:  # noqa: BLE001 - no driver, no device, library missing: all say "not usable"
-            _FAILED[name] = f"{name}: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+            _FAILED[name] = f"{name}: {type(e).__name__}: {_plain(str(e).splitlines()[0] if str(e) else '')}"
             return None
         _CACHE[name] = be
         return be
+
+
+def _plain(text: str) -> str:
+    """Loader messages from the bindings carry Python bytes reprs (`'b'libamdhip64.so''`); show the
+    names themselves."""
+    return re.sub(r"'?b'([^']*)''?", r"'\1'", text)
 
 
 def _requested() -> str | None:

@@ -1,14 +1,20 @@
 """`migx-explore` command line (verbs mirror migraphx-driver's: read, run, passes, trace, verify,
-perf, compile, ...). Each verb lives in its own module with `register(subparsers)`; errors the
-tool raises on purpose (MigxError) print as one line and exit 2, never as a traceback."""
+perf, compile, ...). Each verb lives in its own module with `register(subparsers)`.
+
+One error boundary (migx_explore.errors) wraps every verb: errors the tool raises on purpose
+(MigxError) and OS refusals print as one line `migx-explore VERB: error: ...` and exit 2;
+anything else is an internal error, one line naming it and exit 3 (`--debug` shows the traceback).
+Outputs that would overwrite an input are refused before the verb runs (migx_explore.outputs)."""
 
 from __future__ import annotations
 
 import argparse
 import importlib
 import sys
+import traceback
+import warnings
 
-from ..compiler.errors import MigxError
+from ..errors import debug_enabled, describe_error, format_error
 
 # Verb modules, in the order `--help` lists them. A module missing here is skipped, so verbs can
 # be added one file at a time.
@@ -18,6 +24,7 @@ VERBS = ["read", "run", "onnx", "passes", "trace", "verify", "perf", "compile", 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="migx-explore",
                                      description="Explore, compile and time ML graphs pass by pass.")
+    parser.add_argument("--debug", action="store_true", help="show the traceback of an internal error")
     sub = parser.add_subparsers(dest="verb", metavar="VERB")
     for verb in VERBS:
         try:
@@ -30,22 +37,34 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _one_line_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    print(f"migx-explore: warning: {message}", file=sys.stderr)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if "--debug" in argv[1:]:  # accepted after the verb too: `migx-explore read m.onnx --debug`
+        argv = ["--debug"] + [a for a in argv if a != "--debug"]
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         parser.print_help()
         return 1
+    if not getattr(args, "debug", False):  # warnings as one line each, without file:line noise
+        warnings.showwarning = _one_line_warning
     try:
+        from ..outputs import check_args
+
+        check_args(args)
         return int(args.func(args) or 0)
-    except MigxError as e:
-        print(f"migx-explore {args.verb}: error: {e}", file=sys.stderr)
-        return 2
-    except FileNotFoundError as e:
-        print(f"migx-explore {args.verb}: error: file not found: {e.filename}", file=sys.stderr)
-        return 2
     except KeyboardInterrupt:
         return 130
+    except Exception as e:  # noqa: BLE001 - the one boundary: every error becomes one line
+        message = describe_error(e)
+        if not message.known and (args.debug or debug_enabled()):
+            traceback.print_exc()
+        print(format_error(e, args.verb), file=sys.stderr)
+        return message.exit_code
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -18,9 +18,10 @@ def run(args: argparse.Namespace) -> int:
     from ..gpu.pipelines import CompileOptions
 
     if args.resume:
-        part = portable.load_partial(args.model)
-        print(f"{args.model}: {part.model}, saved after {part.after}; resuming "
-              f"({part.kernels} kernel binaries reused from the file)")
+        part = portable.load_partial(args.model, recompile=args.recompile)
+        reuse = "shipped kernel binaries ignored (--recompile)" if args.recompile else \
+            f"{part.kernels} kernel binaries reused from the file"
+        print(f"{args.model}: {part.model}, saved after {part.after}; resuming ({reuse})")
         trace = portable.resume(part)
         changed = sum(1 for r in trace.top_level() if r.changed)
         print(f"ran {len(trace.top_level())} passes ({changed} changed the IR); "
@@ -36,7 +37,8 @@ def run(args: argparse.Namespace) -> int:
                 from ..feeds import feed_for_program, read_npz
 
                 feed = feed_for_program(part.program, read_npz(args.inputs), args.inputs, require_all=False)
-            return _run_and_check(part.program, feed)
+            with portable.part_binaries(part):
+                return _run_and_check(part.program, feed)
         return 0
     if not args.out:
         raise MigxError("compile needs --out FILE (or --resume to continue a saved partial compile)")
@@ -88,6 +90,8 @@ def register(sub) -> None:
     p.add_argument("--out", default=None, help="file to write")
     p.add_argument("--resume", action="store_true", help="MODEL is a saved partial compile: finish it")
     p.add_argument("--run", action="store_true", help="after --resume, run the result on this machine's GPU")
+    p.add_argument("--recompile", action="store_true", help="with --resume, compile every kernel from its source "
+                   "and ignore the binaries shipped in the file (a saved program's binaries run on your GPU)")
     p.add_argument("--inputs", metavar="FEED.npz", default=None, help="with --run: real inputs (keyed by input name) "
                    "instead of random ones that respect the model")
     p.set_defaults(func=run)

@@ -13,14 +13,14 @@ def run(args: argparse.Namespace) -> int:
         for name in models.list_models():
             print(f"{name:<14} {models.describe(name)}")
         return 0
-    from ..compiler.onnx import supported_ops
+    from ..compiler.onnx import msft_ops, supported_ops
 
     ops = supported_ops()
     if args.list:
         print("\n".join(ops))
         return 0
-    print(f"{len(ops)} ONNX operators supported (opset 11 to the newest onnx knows); `--list` names them, "
-          "`--models` lists the built-in models")
+    print(f"{len(ops)} ONNX operators supported (opset 11 to the newest onnx knows; {len(msft_ops())} of them also "
+          "from ONNX Runtime's com.microsoft domain); `--list` names them, `--models` lists the built-in models")
     return 0
 
 

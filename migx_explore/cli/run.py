@@ -97,8 +97,11 @@ def run(args: argparse.Namespace) -> int:
             stats = f"  min {np.nanmin(f):.6g}  max {np.nanmax(f):.6g}  mean {np.nanmean(f):.6g}"
         print(f"{name}: {v.dtype} {list(v.shape)}{stats}")
     if args.out:
+        from ..outputs import atomic_file
+
         try:
-            np.savez(args.out, **{n: np.asarray(v) for n, v in zip(names, outs)})
+            with atomic_file(args.out, suffix=".npz") as tmp:
+                np.savez(tmp, **{n: np.asarray(v) for n, v in zip(names, outs)})
         except OSError as e:
             raise MigxError(f"cannot write {args.out!r}: {e.strerror}") from None
         print(f"wrote {len(outs)} output(s) to {args.out}", file=sys.stderr)

@@ -6,12 +6,14 @@ import argparse
 import sys
 
 from ..compiler.passes import write_trace
+from ..outputs import TRACE_MARKER, check_output_folder, replaced_folder
 from ..stats import launch_count
 from ._inputs import add_inputs_argument, load_program_and_feed
 from ._pipeline_args import add_pipeline_arguments, make_session
 
 
 def run(args: argparse.Namespace) -> int:
+    check_output_folder(args.out)  # refuse a folder we may not replace before spending time on the trace
     program, name, feed = load_program_and_feed(args)
     s = make_session(program, args, numeric=args.numeric or feed is not None, name=name)
     if feed is not None:
@@ -22,13 +24,14 @@ def run(args: argparse.Namespace) -> int:
     trace = s.run()
     if live:
         print("\r" + " " * 72 + "\r", end="")
-    files = write_trace(trace, args.out, changed_only=not args.all, extra={
-        "model": name, "spec": s.spec_or_label(), "launches_before": launch_count(trace.initial),
-        "launches_after": launch_count(trace.final)})
-    if args.svg:
-        from ..render import render_trace
+    with replaced_folder(args.out) as folder:  # a previous trace there is replaced whole, never mixed
+        files = write_trace(trace, folder, changed_only=not args.all, extra={
+            "generator": TRACE_MARKER, "model": name, "spec": s.spec_or_label(),
+            "launches_before": launch_count(trace.initial), "launches_after": launch_count(trace.final)})
+        if args.svg:
+            from ..render import render_trace
 
-        files += render_trace(trace, args.out, changed_only=not args.all)
+            files += render_trace(trace, folder, changed_only=not args.all)
     _print_summary(trace, args.verbose)
     print(f"wrote {len(files)} files to {args.out}")
     if s.error:

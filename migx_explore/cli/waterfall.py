@@ -26,11 +26,14 @@ def run(args: argparse.Namespace) -> int:
     if live:
         print(file=sys.stderr)
     print(wf.table())
+    from ..outputs import atomic_file
+
     if args.png:
-        wf.plot(args.png)
+        with atomic_file(args.png, suffix=".png") as tmp:
+            wf.plot(tmp)
         print(f"wrote {args.png}")
     if args.json:
-        with open(args.json, "w") as f:
+        with atomic_file(args.json) as tmp, open(tmp, "w") as f:
             json.dump({"model": wf.model, "by": wf.by, "rows": wf.rows(), "note": wf.timing_note}, f, indent=1)
         print(f"wrote {args.json}")
     return 0

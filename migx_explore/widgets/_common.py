@@ -12,6 +12,8 @@ import traceback
 from collections.abc import Callable
 from typing import Any
 
+from ..errors import describe_error
+
 # Classes tests and users select on; keep them stable (they are part of the explorer's API).
 CSS = """
 <style>
@@ -138,8 +140,11 @@ class ErrorBox:
 
     def show(self, err: BaseException | str, where: str = "") -> None:
         if isinstance(err, BaseException):
-            head = f"{type(err).__name__}: {err}"
-            tb = "".join(traceback.format_exception(type(err), err, err.__traceback__))
+            # The CLI's error boundary decides: a known error is its one line; only an internal
+            # error keeps its traceback (folded, the notebook's --debug).
+            known = describe_error(err).known
+            head = f"{type(err).__name__}: {describe_error(err).text if known else err}"
+            tb = "" if known else "".join(traceback.format_exception(type(err), err, err.__traceback__))
         else:
             head, tb = str(err), ""
         prefix = f"{where}: " if where else ""

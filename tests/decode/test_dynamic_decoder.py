@@ -34,7 +34,7 @@ def test_dynamic_import_keeps_shape_computations_symbolic():
     text = print_program(_dynamic())
     assert "dimensions_of(past_key_0)" in text  # P = Shape(past)[2], not a literal at the maximum
     assert "range[lens={2, 5}]" in text  # key index Range(0, P + T): length 2..5
-    assert "concat[axis=2](past_key_0," in text and "dynamic, float_type, {1, 4, [2..5], 32}" in text
+    assert "concat[axis=2](past_key_0," in text and "dynamic, float32, {1, 4, [2..5], 32}" in text
 
 
 @pytest.mark.parametrize("past", [1, 3, 4])

@@ -28,8 +28,8 @@ def _feed(past: int, new: int) -> dict[str, np.ndarray]:
 
 def test_bucket_program_ir_shows_the_view_and_the_in_place_append():
     text = print_program(kv_cache_bucket(load("gpt2_decode", P=(0, MAX_LEN - 1), T=1), 32, MAX_LEN))
-    assert "cache_past_key_0 = @param:cache_past_key_0 -> float_type, {1, 4, 64, 32}" in text
-    assert "past_len = @param:past_len -> int64_type, {1}" in text
+    assert "cache_past_key_0 = @param:cache_past_key_0 -> float32, {1, 4, 64, 32}" in text
+    assert "past_len = @param:past_len -> int64, {1}" in text
     assert "concat_past_present[axis=2](" in text and "slice[axes={2},starts={0},ends={32}](" in text
     assert "dimensions_of" not in text and "range" not in text and "dynamic" not in text
     assert "concat[axis=2]" not in text  # no copy of the past

@@ -35,7 +35,7 @@ def test_a_named_dim_binds_every_input_that_uses_it():
 def test_a_named_range_makes_every_user_dynamic():
     shapes = _param_lens(parse_onnx(get_model("gpt2_decode"), input_dims={"P": [(1, 255)], "T": 1}))
     for name in PASTS:
-        assert str(shapes[name]) == "dynamic, float_type, {1, 4, [1..255], 32}"
+        assert str(shapes[name]) == "dynamic, float32, {1, 4, [1..255], 32}"
 
 
 def test_an_input_named_directly_wins_over_its_symbolic_dim():
@@ -83,7 +83,7 @@ def test_cli_input_dim_by_symbolic_name(capsys):
     from migx_explore.cli import main
 
     assert main(["read", "gpt2_decode", "--input-dim", "P=1..255", "--input-dim", "T=1"]) == 0
-    assert "past_key_3 = @param:past_key_3 -> dynamic, float_type, {1, 4, [1..255], 32}" in capsys.readouterr().out
+    assert "past_key_3 = @param:past_key_3 -> dynamic, float32, {1, 4, [1..255], 32}" in capsys.readouterr().out
 
 
 def test_session_takes_dims_from_its_inputs():

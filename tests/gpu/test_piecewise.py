@@ -10,7 +10,7 @@ import pytest
 
 from migx_explore import gpu, models
 from migx_explore.compiler import Program, Shape, evaluate, make_op
-from migx_explore.compiler.op import _REGISTRY, defop
+from migx_explore.compiler.op import _REGISTRY, GpuCode, defop
 from migx_explore.compiler.ref import random_inputs
 from migx_explore.gpu.runtime.base import GpuError
 from migx_explore.gpu.timing import time_program
@@ -22,7 +22,7 @@ PLANTED = "planted_python_square"
 def planted():
     """A user's Python op: a reference compute and no GPU code, so lowering keeps it on the host."""
     defop(PLANTED, lambda op, s, m: s[0], lambda op, a, out, run: np.square(a[0]), nargs=1,
-          doc="test-only: x * x in numpy on the host")
+          doc="test-only: x * x in numpy on the host", gpu=GpuCode.host("a user's Python op (planted)"))
     yield PLANTED
     _REGISTRY.pop(PLANTED, None)
 

@@ -9,7 +9,7 @@ from migx_explore.compiler.parser import parse
 from migx_explore.compiler.passes import simplify_algebra as sa
 from migx_explore.compiler.passes.rewrite import sweep
 from migx_explore.compiler.rewrite import near_misses
-from migx_explore.compiler.testing import assert_same_outputs, check_pass
+from migx_explore.compiler.testing import assert_same_outputs, check_pass, run_on_text
 
 
 # ---- broadcast / concat / split finders -----------------------------------------------------
@@ -165,6 +165,29 @@ def test_splits_binary_with_constants():
         mb = slice[axes={1},starts={1},ends={3}](m) -> float_type, {2, 2}, {3, 1}
         r = @return(ma,mb)
     """)
+
+
+def test_splits_two_groups_sharing_a_slice_consumer_keep_shapes():
+    # Both slices feed two muls: planning pairs the second slice's first mul with each of the first
+    # slice's muls; fusing the first group turns that mul into a slice, so the second group must be
+    # re-planned rather than fused with it (it used to build a mul of mismatched lens).
+    text = """
+        x = @param:x -> float_type, {2, 4}
+        c0 = @literal{1, 2, 3, 4} -> float_type, {2, 2}
+        c1 = @literal{5, 6, 7, 8} -> float_type, {2, 2}
+        a = slice[axes={1},starts={0},ends={2}](x) -> float_type, {2, 2}, {4, 1}
+        b = slice[axes={1},starts={2},ends={4}](x) -> float_type, {2, 2}, {4, 1}
+        ma = mul(c0,a) -> float_type, {2, 2}
+        mb = mul(c1,b) -> float_type, {2, 2}
+        na = mul(c1,a) -> float_type, {2, 2}
+        nb = mul(c0,b) -> float_type, {2, 2}
+        s = sub(ma,mb) -> float_type, {2, 2}
+        t = add(na,nb) -> float_type, {2, 2}
+        r = @return(s,t)
+    """
+    before = parse(text)
+    after = run_on_text(text, [only(sa.SPLITS)])
+    assert_same_outputs(before, after)
 
 
 def test_splits_reduce_off_the_slice_axis():

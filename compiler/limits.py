@@ -1,0 +1,70 @@
+"""The memory budget: sizes are checked against it up front, before anything is allocated, so a
+model that declares a 4 TiB input gets one line with the byte count instead of a MemoryError.
+
+The budget is per allocation (one tensor, one set of random inputs, one archive member). It
+defaults to half of this machine's memory; MIGX_EXPLORE_MEMORY_BUDGET overrides it (bytes, or
+with a K/M/G/T suffix: `MIGX_EXPLORE_MEMORY_BUDGET=32G`).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import os
+from collections.abc import Iterable
+
+from .errors import MigxError
+
+ENV = "MIGX_EXPLORE_MEMORY_BUDGET"
+_SUFFIX = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+_FALLBACK = 8 << 30
+
+
+class BudgetError(MigxError):
+    """A size over the memory budget (or an impossible one), refused before allocating."""
+
+
+@functools.cache
+def _physical_memory() -> int:
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return 2 * _FALLBACK
+
+
+def memory_budget() -> int:
+    """Bytes one allocation may take (MIGX_EXPLORE_MEMORY_BUDGET, else half the machine's memory)."""
+    text = os.environ.get(ENV, "").strip().upper().removesuffix("B").removesuffix("I")
+    if text:
+        num, unit = (text[:-1], text[-1]) if text[-1] in _SUFFIX else (text, "")
+        try:
+            value = int(float(num) * _SUFFIX[unit])
+        except ValueError:
+            raise BudgetError(f"{ENV}={os.environ[ENV]!r} is not a size (e.g. 8G, 512M or a byte count)") from None
+        if value > 0:
+            return value
+    return max(_physical_memory() // 2, 1 << 30)
+
+
+def human_bytes(n: int) -> str:
+    for unit, size in (("TiB", 1 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= size:
+            return f"{n:,} bytes ({n / size:.1f} {unit})"
+    return f"{n:,} bytes"
+
+
+def check_bytes(nbytes: int, what: str) -> int:
+    """`nbytes` if within the budget, else a BudgetError naming `what` and the byte count."""
+    budget = memory_budget()
+    if nbytes > budget:
+        raise BudgetError(f"{what} needs {human_bytes(nbytes)}, over the memory budget of {human_bytes(budget)} "
+                          f"(set {ENV} to change it)")
+    return nbytes
+
+
+def check_lens(lens: Iterable[int], itemsize: int, what: str) -> int:
+    """check_bytes for a tensor of `lens` (negative dims refused too); returns the byte count."""
+    dims = [int(d) for d in lens]
+    if any(d < 0 for d in dims):
+        raise BudgetError(f"{what}: negative dimension in {dims}")
+    return check_bytes(math.prod(dims) * int(itemsize), f"{what} {dims}")

@@ -1,0 +1,34 @@
+"""Ops imported by expanding the function body their ONNX schema defines (functions.py): the
+opset-23 Attention and RotaryEmbedding, the two losses, DynamicQuantizeLinear and newer ops that
+ONNX defines in terms of older ones (SwiGLU, LinearAttention, CausalConvWithState, AffineGrid, the
+signal windows). ONNX Runtime's com.microsoft RotaryEmbedding has other
+inputs and is handled in parse_msft.py."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .functions import expand_function
+from .registry import register
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .context import NodeContext
+    from .registry import Args, Result
+
+EXPANDED_OPS = ("Attention", "SoftmaxCrossEntropyLoss", "NegativeLogLikelihoodLoss", "DynamicQuantizeLinear",
+                "SwiGLU", "CausalConvWithState", "LinearAttention", "AffineGrid", "BlackmanWindow", "HammingWindow",
+                "HannWindow")
+
+
+@register(*EXPANDED_OPS)
+def parse_expanded(ctx: NodeContext, args: Args) -> Result:
+    return expand_function(ctx, args)
+
+
+@register("RotaryEmbedding", msft=True)
+def parse_rotary_embedding(ctx: NodeContext, args: Args) -> Result:
+    if ctx.node.domain == "com.microsoft":
+        from .parse_msft import ms_rotary_embedding
+
+        return ms_rotary_embedding(ctx, args)
+    return expand_function(ctx, args)

@@ -1,0 +1,182 @@
+"""Recurrent ops `rnn`, `gru` and `lstm` (MIGraphX's names), as ONNX defines them with
+layout 0: X [seq, batch, input], W [dirs, G*hidden, input], R [dirs, G*hidden, hidden],
+B [dirs, 2*G*hidden], sequence lengths [batch] (int32), initial_h [dirs, batch, hidden]
+(lstm also initial_c and peepholes P [dirs, 3*hidden]). The importer fills every optional
+input, so the ops always take all of them.
+
+Each returns a tuple (Y [seq, dirs, batch, hidden], Y_h [dirs, batch, hidden][, Y_c]).
+`rewrite_rnn` unrolls them over time into dot / slice / pointwise ops (compiler/passes/
+rewrite_rnn.py); the compute here is the independent numpy reference the unrolling is checked
+against. Steps at or past a batch entry's sequence length leave its state unchanged and write
+zeros to Y (ONNX semantics).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import ShapeError
+from ..op import GpuCode, defop
+from ..shape import Shape
+from .common import A
+
+GATES = {"rnn": 1, "gru": 3, "lstm": 4}
+DEFAULT_ACTIVATIONS = {"rnn": ("tanh",), "gru": ("sigmoid", "tanh"), "lstm": ("sigmoid", "tanh", "tanh")}
+ACTIVATIONS = ("sigmoid", "tanh", "relu", "leakyrelu", "hardsigmoid", "elu", "softsign", "softplus", "affine",
+               "scaledtanh", "thresholdedrelu")
+_DEFAULT_ALPHA = {"leakyrelu": 0.01, "hardsigmoid": 0.2, "elu": 1.0, "affine": 1.0, "scaledtanh": 1.0,
+                  "thresholdedrelu": 1.0}
+_DEFAULT_BETA = {"hardsigmoid": 0.5, "affine": 0.0, "scaledtanh": 1.0}
+
+
+def activation_params(name: str, alpha: float | None, beta: float | None) -> tuple[float, float]:
+    return (_DEFAULT_ALPHA.get(name, 0.0) if alpha is None else alpha,
+            _DEFAULT_BETA.get(name, 0.0) if beta is None else beta)
+
+
+def np_activation(name: str, x: np.ndarray, alpha: float, beta: float) -> np.ndarray:
+    if name == "sigmoid":
+        return 1 / (1 + np.exp(-x))
+    if name == "tanh":
+        return np.tanh(x)
+    if name == "relu":
+        return np.maximum(x, 0)
+    if name == "leakyrelu":
+        return np.where(x >= 0, x, alpha * x)
+    if name == "hardsigmoid":
+        return np.clip(alpha * x + beta, 0, 1)
+    if name == "elu":
+        return np.where(x >= 0, x, alpha * (np.exp(x) - 1))
+    if name == "softsign":
+        return x / (1 + np.abs(x))
+    if name == "softplus":
+        return np.log1p(np.exp(x))
+    if name == "affine":
+        return alpha * x + beta
+    if name == "scaledtanh":
+        return alpha * np.tanh(beta * x)
+    return np.where(x > alpha, x, 0)  # thresholdedrelu
+
+
+def directions(op) -> list[bool]:
+    """One entry per direction: whether it runs backwards in time."""
+    return {"forward": [False], "reverse": [True], "bidirectional": [False, True]}[op["direction"]]
+
+
+def activations(op) -> list[tuple[str, float, float]]:
+    """(name, alpha, beta) per activation slot, per direction (forward's then reverse's)."""
+    names = op["actv_funcs"] or DEFAULT_ACTIVATIONS[op.name] * len(directions(op))
+    alphas, betas = op["actv_alpha"], op["actv_beta"]
+    out = []
+    for k, n in enumerate(names):
+        out.append((n, *activation_params(n, alphas[k] if k < len(alphas) else None,
+                                          betas[k] if k < len(betas) else None)))
+    return out
+
+
+def _shape(op, s, mods):
+    g, h = GATES[op.name], op["hidden_size"]
+    nd = len(directions(op))
+    want = 8 if op.name == "lstm" else 6
+    if len(s) != want:
+        raise ShapeError(f"{op.name}: takes {want} inputs, got {len(s)}")
+    x, w, r = s[0], s[1], s[2]
+    if x.ndim != 3:
+        raise ShapeError(f"{op.name}: X must be [seq, batch, input], got {list(x.lens)}")
+    seq, batch, inp = x.lens
+    if w.lens != (nd, g * h, inp) or r.lens != (nd, g * h, h):
+        raise ShapeError(f"{op.name}: W {list(w.lens)} / R {list(r.lens)} do not match {nd} direction(s), "
+                         f"{g} gate(s), hidden {h}, input {inp}")
+    n_act = len(DEFAULT_ACTIVATIONS[op.name])
+    if op["actv_funcs"] and len(op["actv_funcs"]) != n_act * nd:
+        raise ShapeError(f"{op.name}: needs {n_act * nd} activation functions, got {len(op['actv_funcs'])}")
+    for a in op["actv_funcs"]:
+        if a not in ACTIVATIONS:
+            raise ShapeError(f"{op.name}: activation {a!r} is not one of {', '.join(ACTIVATIONS)}")
+    t = x.type
+    state = Shape.of(t, [nd, batch, h])
+    outs = [Shape.of(t, [seq, nd, batch, h]), state] + ([state] if op.name == "lstm" else [])
+    return Shape.tuple_of(outs)
+
+
+def _cell(name: str, op, x, h, c, w, r, b, p, acts):
+    """One time step for a batch: returns the new (h, c)."""
+    hs = op["hidden_size"]
+    f, g, hh = acts[0], acts[1] if len(acts) > 1 else None, acts[2] if len(acts) > 2 else None
+
+    def act(a, v):
+        return np_activation(a[0], v, a[1], a[2])
+
+    def clip(v):
+        return np.clip(v, -op["clip"], op["clip"]) if op["clip"] > 0 else v
+
+    wb, rb = b[: len(b) // 2], b[len(b) // 2:]
+    if name == "rnn":
+        return act(f, clip(x @ w.T + h @ r.T + wb + rb)), c
+    if name == "gru":
+        xw = x @ w.T + wb
+        z = act(f, clip(xw[:, :hs] + h @ r[:hs].T + rb[:hs]))
+        rr = act(f, clip(xw[:, hs: 2 * hs] + h @ r[hs: 2 * hs].T + rb[hs: 2 * hs]))
+        if op["linear_before_reset"]:
+            n = act(g, clip(xw[:, 2 * hs:] + rr * (h @ r[2 * hs:].T + rb[2 * hs:])))
+        else:
+            n = act(g, clip(xw[:, 2 * hs:] + (rr * h) @ r[2 * hs:].T + rb[2 * hs:]))
+        return (1 - z) * n + z * h, c
+    gates = x @ w.T + h @ r.T + wb + rb
+    gi, go, gf, gc = (gates[:, k * hs: (k + 1) * hs] for k in range(4))
+    i = act(f, clip(gi + p[:hs] * c))
+    ff = act(f, clip(gf + p[2 * hs:] * c))
+    if op["input_forget"]:
+        ff = 1 - i
+    c2 = ff * c + i * act(g, clip(gc))
+    o = act(f, clip(go + p[hs: 2 * hs] * c2))
+    return o * act(hh, c2), c2
+
+
+def _compute(op, args, out, run):
+    lstm = op.name == "lstm"
+    x, w, r, b, lens, h0 = (np.asarray(a) for a in args[:6])
+    c0 = np.asarray(args[6]) if lstm else np.zeros_like(h0)
+    p = np.asarray(args[7]) if lstm else None
+    seq, batch, _ = x.shape
+    acc = np.float64 if x.dtype == np.float64 else np.float32
+    n_act = len(DEFAULT_ACTIVATIONS[op.name])
+    acts = activations(op)
+    ys = np.zeros(out.sub_shapes[0].lens, dtype=acc)
+    hs_out, cs_out = np.zeros(h0.shape, acc), np.zeros(h0.shape, acc)
+    lens = np.minimum(lens.astype(np.int64).reshape(-1), seq)
+    for d, backwards in enumerate(directions(op)):
+        h, c = h0[d].astype(acc), c0[d].astype(acc)
+        pd = p[d].astype(acc) if lstm else None
+        wd, rd, bd = w[d].astype(acc), r[d].astype(acc), b[d].astype(acc)
+        for step in range(seq):
+            # Reverse runs each batch entry from its own last valid step down to 0.
+            t = np.array([(ln - 1 - step) if backwards else step for ln in lens])
+            valid = (step < lens)[:, None]
+            xt = x[np.clip(t, 0, seq - 1), np.arange(batch)].astype(acc)
+            h2, c2 = _cell(op.name, op, xt, h, c, wd, rd, bd, pd, acts[d * n_act: (d + 1) * n_act])
+            h, c = np.where(valid, h2, h), np.where(valid, c2, c)
+            for bi in range(batch):
+                if valid[bi, 0]:
+                    ys[t[bi], d, bi] = h[bi]
+        hs_out[d], cs_out[d] = h, c
+    res = [ys.astype(x.dtype), hs_out.astype(x.dtype)] + ([cs_out.astype(x.dtype)] if lstm else [])
+    return tuple(res)
+
+
+_COMMON = [A("hidden_size", "int", 1, show=True),
+           A("direction", "str", "forward", choices=("forward", "reverse", "bidirectional"), show=True),
+           A("actv_funcs", "any", (), doc="activation names per direction (empty: the ONNX defaults)"),
+           A("actv_alpha", "floats", ()), A("actv_beta", "floats", ()),
+           A("clip", "float", 0.0, doc="clip gate pre-activations to [-clip, clip]; 0 means no clip")]
+
+_DOC = "unrolled by rewrite_rnn; inputs X, W, R, B, sequence lengths, initial_h"
+_UNROLLED = GpuCode.host("rewrite_rnn unrolls it into dot and pointwise ops before lowering; it stays (and runs on "
+                         "the host) only for uneven sequence lengths in a reverse direction")
+defop("rnn", _shape, _compute, attrs=_COMMON, nargs=6, gpu=_UNROLLED,
+      doc=f"Simple recurrent layer (ONNX RNN), {_DOC}; returns (Y, Y_h).")
+defop("gru", _shape, _compute, attrs=_COMMON + [A("linear_before_reset", "int", 0)], nargs=6, gpu=_UNROLLED,
+      doc=f"Gated recurrent unit (ONNX GRU, gates z, r, h), {_DOC}; returns (Y, Y_h).")
+defop("lstm", _shape, _compute, attrs=_COMMON + [A("input_forget", "int", 0)], nargs=8, gpu=_UNROLLED,
+      doc=f"Long short-term memory (ONNX LSTM, gates i, o, f, c), {_DOC}, initial_c, peepholes P; returns "
+          "(Y, Y_h, Y_c).")

@@ -1,0 +1,88 @@
+"""rewrite_rnn unrolls rnn / gru / lstm into plain ops with the same numbers as the ops' own
+reference compute (itself checked against onnxruntime in tests/onnx/test_gallery.py and the node
+conformance cases); uneven lengths are masked forward and refused (a near miss) in reverse."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from migx_explore.compiler.ir import Program
+from migx_explore.compiler.op import Op
+from migx_explore.compiler.passes import make_pass, run_passes
+from migx_explore.compiler.passes.rewrite_rnn import UnrollRecurrent
+from migx_explore.compiler.ref import evaluate
+from migx_explore.compiler.rewrite import near_misses
+from migx_explore.compiler.shape import Shape
+
+GATES = {"rnn": 1, "gru": 3, "lstm": 4}
+
+
+def recurrent(name: str, direction: str = "forward", lens=None, seq: int = 4, batch: int = 3, inp: int = 2,
+              hidden: int = 5, **attrs) -> Program:
+    rng = np.random.default_rng(len(name) + len(direction))
+    nd, g = (2 if direction == "bidirectional" else 1), GATES[name]
+    p = Program()
+    m = p.main
+
+    def lit(*shape):
+        return m.add_literal((rng.standard_normal(shape) * 0.5).astype(np.float32))
+
+    x = m.add_parameter("x", Shape.of("float32", [seq, batch, inp]))
+    lens = np.full(batch, seq, np.int32) if lens is None else np.asarray(lens, np.int32)
+    ins = [x, lit(nd, g * hidden, inp), lit(nd, g * hidden, hidden), lit(nd, 2 * g * hidden), m.add_literal(lens),
+           lit(nd, batch, hidden)]
+    if name == "lstm":
+        ins += [lit(nd, batch, hidden), lit(nd, 3 * hidden)]
+    r = m.add_instruction(Op(name, hidden_size=hidden, direction=direction, **attrs), ins)
+    outs = [m.add_instruction(Op("get_tuple_elem", index=i), [r]) for i in range(len(r.shape.sub_shapes))]
+    m.add_return(outs)
+    return p
+
+
+def _unrolled_matches(p: Program) -> Program:
+    x = np.random.default_rng(0).standard_normal(p.main.get_parameter("x").shape.lens).astype(np.float32)
+    want = evaluate(p, {"x": x})
+    trace = run_passes(p, [make_pass("rewrite_rnn")])
+    assert not trace.records[0].noop
+    assert not {"rnn", "gru", "lstm"} & {i.name for i in p.main}
+    for g, w in zip(evaluate(p, {"x": x}), want):
+        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)
+    return p
+
+
+@pytest.mark.parametrize("name", ["rnn", "gru", "lstm"])
+@pytest.mark.parametrize("direction", ["forward", "reverse", "bidirectional"])
+def test_unrolled_cells_match_the_reference_op(name, direction):
+    p = _unrolled_matches(recurrent(name, direction))
+    dots = sum(1 for i in p.main if i.name == "dot")
+    steps = 4 * (2 if direction == "bidirectional" else 1)
+    # per step: x W^T and h R^T (GRU's reset gate adds one more when the reset comes first)
+    assert dots == steps * (3 if name == "gru" else 2)
+
+
+@pytest.mark.parametrize("attrs", [
+    {"clip": 0.5},
+    {"actv_funcs": ("hardsigmoid", "leakyrelu", "softsign"), "actv_alpha": (0.3, 0.1), "actv_beta": (0.4,)},
+    {"input_forget": 1},
+])
+def test_lstm_activations_clip_and_coupled_gates(attrs):
+    _unrolled_matches(recurrent("lstm", **attrs))
+
+
+def test_gru_linear_before_reset_and_affine_activations():
+    _unrolled_matches(recurrent("gru", linear_before_reset=1, actv_funcs=("affine", "scaledtanh"),
+                                actv_alpha=(0.7, 1.5), actv_beta=(0.1, 0.5)))
+
+
+def test_uneven_forward_lengths_are_masked():
+    p = _unrolled_matches(recurrent("lstm", lens=[4, 2, 1]))
+    assert any(i.name == "where" for i in p.main)
+
+
+def test_uneven_reverse_lengths_are_a_near_miss_and_stay():
+    p = recurrent("gru", "reverse", lens=[4, 2, 1])
+    reasons = [nm.reason for nm in near_misses(p.main, UnrollRecurrent())]
+    assert any("reverse direction with uneven sequence lengths" in r for r in reasons), reasons
+    assert run_passes(p, [make_pass("rewrite_rnn")]).records[0].noop
+    assert any(i.name == "gru" for i in p.main)

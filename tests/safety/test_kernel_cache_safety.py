@@ -1,0 +1,114 @@
+"""Issue 14: the kernel cache and shipped binaries trust nothing (recording fake backend, no GPU)."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from migx_explore.gpu import kernel_cache
+from migx_explore.gpu.codegen.common import KernelSource
+from migx_explore.gpu.portable import import_kernels
+from migx_explore.gpu.runtime.fake import FakeBackend
+
+
+def _kernel(tag: str) -> KernelSource:
+    return KernelSource(f"k{tag}_kernel", f'#include "migx.hpp"\nMIGX_GLOBAL void k{tag}_kernel(float* p) '
+                        "{ p[0] = 1; }\n", 64, 64)
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    folder = tmp_path / "cache"
+    folder.mkdir(mode=0o700)
+    monkeypatch.setenv("MIGX_EXPLORE_CACHE_DIR", str(folder))
+    kernel_cache.clear_memory_cache()
+    yield folder / "kernels"
+    kernel_cache.clear_memory_cache()
+
+
+def test_disk_entries_carry_a_checked_content_hash(cache):
+    be, ks = FakeBackend(), _kernel("hash")
+    good = kernel_cache.compile_many(be, [ks])[ks.key]
+    bk = kernel_cache.binary_key(ks, be, be.compile_flags())
+    entry = cache / f"{bk}.bin"
+    assert entry.read_bytes().endswith(good) and entry.read_bytes() != good
+    entry.write_bytes(b"planted machine code")  # a file put there by someone else
+    kernel_cache.clear_memory_cache()
+    assert kernel_cache.compile_many(be, [ks])[ks.key] == good
+    assert kernel_cache.last_stats.compiled == 1 and kernel_cache.last_stats.from_disk == 0
+
+
+def test_an_entry_renamed_to_another_key_fails_its_check(cache):
+    be, a, b = FakeBackend(), _kernel("a"), _kernel("b")
+    kernel_cache.compile_many(be, [a, b])
+    ka, kb = (kernel_cache.binary_key(k, be, be.compile_flags()) for k in (a, b))
+    (cache / f"{kb}.bin").write_bytes((cache / f"{ka}.bin").read_bytes())
+    kernel_cache.clear_memory_cache()
+    kernel_cache.compile_many(be, [b])
+    assert kernel_cache.last_stats.compiled == 1
+
+
+def test_a_cache_folder_others_can_write_is_refused(cache):
+    be, ks = FakeBackend(), _kernel("perm")
+    cache.mkdir(parents=True)
+    cache.chmod(0o777)
+    with pytest.warns(UserWarning, match="other users can write to it"):
+        kernel_cache.compile_many(be, [ks])
+    assert not list(cache.iterdir())  # nothing written to, nor read from, that folder
+    assert kernel_cache.disk_cache_refusal(cache) is not None
+    cache.chmod(0o700)
+    assert kernel_cache.disk_cache_refusal(cache) is None
+
+
+def _shipped(ks: KernelSource, be, binary: bytes, binary_key: str | None = None):
+    bk = binary_key or kernel_cache.binary_key(ks, be, be.compile_flags())
+    rows = [{"key": ks.key, "binaries": [{"arch": be.arch, "binary_key": bk}]}]
+    blobs = {f"kernels/{ks.key}.json": json.dumps({"name": ks.name, "source": ks.source, "global": 64,
+                                                    "local": 64}).encode(), f"kernels/{bk}.bin": binary}
+    return rows, blobs
+
+
+def test_shipped_binaries_serve_only_their_program(cache):
+    be, ks = FakeBackend(), _kernel("ship")
+    rows, blobs = _shipped(ks, be, b"shipped code")
+    usable = import_kernels(rows, blobs, be)
+    assert list(usable.values()) == [b"shipped code"]
+    with kernel_cache.shipped_binaries(usable):
+        assert kernel_cache.compile_many(be, [ks], use_disk=False)[ks.key] == b"shipped code"
+    assert be.compiles == 0
+    # Outside that program's context the process never saw it: the kernel is compiled from source.
+    assert kernel_cache.compile_many(be, [ks], use_disk=False)[ks.key] != b"shipped code"
+    assert be.compiles == 1
+
+
+def test_shipped_binary_under_a_foreign_key_is_ignored(cache):
+    be, ks, other = FakeBackend(), _kernel("mine"), _kernel("other")
+    foreign = kernel_cache.binary_key(other, be, be.compile_flags())
+    rows, blobs = _shipped(ks, be, b"evil", binary_key=foreign)
+    assert import_kernels(rows, blobs, be) == {}
+
+
+def test_shipped_binary_for_another_arch_is_ignored(cache):
+    be, ks = FakeBackend(), _kernel("arch")
+    there = FakeBackend()
+    there.arch = "elsewhere"
+    rows, blobs = _shipped(ks, there, b"other arch")
+    assert import_kernels(rows, blobs, be) == {}
+
+
+def test_recompile_ignores_shipped_binaries(tmp_path, monkeypatch, capsys):
+    from migx_explore import models
+    from migx_explore.cli import main
+    from migx_explore.portable import compile_until, load_partial
+
+    monkeypatch.setenv("MIGX_GPU_BACKEND", "fake")
+    monkeypatch.setenv("MIGX_EXPLORE_CACHE_DIR", str(tmp_path / "c"))
+    os.makedirs(tmp_path / "c", mode=0o700)
+    part = tmp_path / "p.migx"
+    compile_until(models.load("mlp"), "backend.compile_ops", str(part), model="mlp")
+    assert load_partial(str(part)).kernels > 0
+    assert load_partial(str(part), recompile=True).kernels == 0
+    assert main(["compile", str(part), "--resume", "--recompile"]) == 0
+    assert "ignored (--recompile)" in capsys.readouterr().out
