@@ -186,8 +186,8 @@ class GraphView {
     };
     button("Fit", "migx-gv-fit", "fit the whole graph in the pane", () => this.fit());
     button("Changes", "migx-gv-centre", "centre on what this pass changed", () => this.centre(true));
-    button("+", "migx-gv-zoom-in", "zoom in (or scroll)", () => this.each((p) => p.spz && p.spz.zoomIn()));
-    button("−", "migx-gv-zoom-out", "zoom out (or scroll)", () => this.each((p) => p.spz && p.spz.zoomOut()));
+    button("+", "migx-gv-zoom-in", "zoom in (or scroll)", () => this.driven((p) => p.spz.zoomIn()));
+    button("−", "migx-gv-zoom-out", "zoom out (or scroll)", () => this.driven((p) => p.spz.zoomOut()));
     this.search = el("input", "migx-gv-search");
     this.search.type = "search";
     this.search.placeholder = "find: name, op or id (Enter: next)";
@@ -241,6 +241,14 @@ class GraphView {
       if (this.search.value) this.find(this.search.value, false);
       if (this.model.get("auto_centre")) this.centre(false); else this.fit();
     }
+  }
+
+  // A toolbar move: on one panel when synced (the sync carries it to the others), else on each.
+  driven(fn) {
+    const live = this.panels.filter((p) => p.spz);
+    if (!live.length) return;
+    live.forEach((p) => { p.last = this.transformOf(p); });
+    if (this.model.get("sync")) fn(live[0]); else live.forEach(fn);
   }
 
   fit() {
