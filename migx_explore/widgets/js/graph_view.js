@@ -272,7 +272,8 @@ class GraphView {
     // Measured on screen, so a second look corrects what the first move left out (up to 3).
     const attempt = (left) => {
       this.syncing = true;
-      try { this.each((p) => p.focus(p.changed().length ? p.changed() : changed, 1.5)); }
+      // a panel without changed nodes (e.g. the after side of a dead-code pass) stays fitted
+      try { this.each((p) => { if (p.changed().length) p.focus(p.changed(), 1.5); }); }
       finally { this.syncing = false; }
       afterPaint(() => {
         const out = this.panels.some((p) => p.changed().some((n) => !inside(n, p.visibleBox())));
