@@ -122,6 +122,13 @@ OPS = {
     "Div": lambda a, b, **_: a / b, "Equal": lambda a, b, **_: a == b, "LessOrEqual": lambda a, b, **_: a <= b,
     "Range": lambda s, lim, d, **_: torch.arange(int(s), int(lim), int(d), device=s.device),
     "Where": lambda c, a, b, **_: torch.where(c, a, b), "Identity": lambda x, **_: x,
+    # Exported HF transformers (attention masks, GPT-2's tanh GELU): comparisons and logic.
+    "And": lambda a, b, **_: a & b, "Or": lambda a, b, **_: a | b, "Not": lambda a, **_: ~a,
+    "Less": lambda a, b, **_: a < b, "Greater": lambda a, b, **_: a > b,
+    "GreaterOrEqual": lambda a, b, **_: a >= b,
+    "Pow": lambda a, b, **_: torch.pow(a, b), "Tanh": lambda x, **_: torch.tanh(x),
+    "Cast": lambda x, to, **_: x.to(_ONNX_TORCH_TYPES[to]),
+    "GatherElements": lambda x, i, axis=0, **_: torch.gather(x, axis, torch.where(i < 0, i + x.shape[axis], i).long()),
     "MatMul": lambda a, b, **_: a @ b,
     "GlobalAveragePool": lambda x, **_: x.mean(dim=tuple(range(2, x.dim())), keepdim=True),
     "Flatten": lambda x, axis=1, **_: x.reshape(int(np.prod(x.shape[:axis])), -1),
@@ -132,11 +139,18 @@ OPS = {
     "Gather": lambda x, i, axis=0, **_: torch.index_select(x, axis, i.reshape(-1).long()).reshape(
         tuple(x.shape[:axis]) + tuple(i.shape) + tuple(x.shape[axis + 1:])) if i.dim() else x.select(axis, int(i)),
     "BatchNormalization": lambda x, s, b, m, v, epsilon=1e-5, **_: F.batch_norm(x, m, v, s, b, False, 0.0, epsilon),
-    "ConstantOfShape": lambda shape, value=None, **_: torch.full(
-        [int(s) for s in shape.tolist()], float(numpy_helper.to_array(value).reshape(-1)[0]) if value is not None
-        else 0.0, device=shape.device),
+    "ConstantOfShape": lambda shape, value=None, **_: _constant_of_shape(shape, value),
 }
 
+
+def _constant_of_shape(shape, value=None):
+    fill = torch.from_numpy(numpy_helper.to_array(value).reshape(-1)[:1].copy()) if value is not None else \
+        torch.zeros(1)
+    return torch.full([int(s) for s in shape.tolist()], fill.item(), dtype=fill.dtype, device=shape.device)
+
+
+_ONNX_TORCH_TYPES = {1: torch.float32, 2: torch.uint8, 3: torch.int8, 6: torch.int32, 7: torch.int64, 9: torch.bool,
+                     10: torch.float16, 11: torch.float64, 16: torch.bfloat16}
 
 # Ops whose inputs after the first are shapes/axes/sizes read on the host (kept on the CPU so
 # forward() never synchronizes; everything else is resident on the GPU).
@@ -151,6 +165,7 @@ class OnnxTorch(torch.nn.Module):
         self.inputs = [i.name for i in g.input if i.name not in inits]
         self.outputs = [o.name for o in g.output]
         shapes = {i.name: [d.dim_value for d in i.type.tensor_type.shape.dim] for i in g.input}
+        self.types = {i.name: _ONNX_TORCH_TYPES.get(i.type.tensor_type.elem_type, torch.float32) for i in g.input}
         self.device = device
         self._fold(list(g.node), inits, shapes)
 
@@ -179,7 +194,7 @@ class OnnxTorch(torch.nn.Module):
         env = dict(inits)
         dynamic = set(self.inputs)
         for name in self.inputs:
-            env[name] = torch.zeros(shapes[name])
+            env[name] = torch.zeros(shapes[name], dtype=self.types[name])
         program = []
         with torch.no_grad():
             for node in nodes:

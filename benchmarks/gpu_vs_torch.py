@@ -28,69 +28,149 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import gpu_models  # noqa: E402
 
 
-def torch_latency(model, feeds: dict, iters: int, warmup: int) -> dict:
+def _as_list(out) -> list:
+    return list(out) if isinstance(out, (list, tuple)) else [out]
+
+
+CATEGORIES = ("gemm", "gemm epilogue", "attention/softmax", "layernorm/reduction", "pointwise", "other")
+
+
+def kernel_category(name: str) -> str:
+    """A coarse kind for a kernel name, ours (generated symbols, cuBLAS) or PyTorch's."""
+    n = name.lower()
+    if n.startswith("attention_") or "softmax" in n or "fmha" in n or "flash" in n:
+        return "attention/softmax"
+    if any(k in n for k in ("gemm", "cutlass", "xmma", "cublas", "matmul")):
+        return "gemm"
+    if n.startswith("epilogue_"):
+        return "gemm epilogue"
+    if "layernorm" in n or "layer_norm" in n or n.startswith("fused_reduce") or "triton_per" in n or "triton_red" in n:
+        return "layernorm/reduction"
+    if "triton_poi" in n or "elementwise" in n:
+        return "pointwise"
+    return "other"
+
+
+def kernel_breakdown(fn, sync) -> dict:
+    """Device time per kernel of one call of fn (CUPTI, through torch.profiler; graph replays
+    included), summed by kernel_category: {category: [count, us]} plus the total."""
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        fn()
+        sync()
+    out: dict = {}
+    total = 0.0
+    for e in prof.events():
+        if e.device_type.name != "CUDA" or "Memcpy" in e.name or "Memset" in e.name:
+            continue
+        us = float(getattr(e, "device_time_total", 0) or getattr(e, "cuda_time_total", 0))
+        c = out.setdefault(kernel_category(e.name), [0, 0.0])
+        c[0] += 1
+        c[1] = round(c[1] + us, 1)
+        total += us
+    return {"by_kind": out, "kernel_us": round(total, 1)}
+
+
+def _kernel_profile(fn, stream) -> tuple[int, list]:
+    """(kernels launched by one call of fn, the 8 longest as (name, device us))."""
     import torch
-    from gpu_onnx_torch import OnnxTorch
+    from torch.profiler import ProfilerActivity, profile
 
-    net = OnnxTorch(model)
-    xs = [torch.from_numpy(np.ascontiguousarray(feeds[n])).cuda() for n in net.inputs]
-    stream = torch.cuda.Stream()
-    with torch.cuda.stream(stream):
-        for _ in range(warmup):
-            out = net(*xs)
-    torch.cuda.synchronize()
-    e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-
-    def timed(fn) -> list[float]:
-        t = []
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
         with torch.cuda.stream(stream):
-            for _ in range(iters):
-                e0.record(stream)
-                fn()
-                e1.record(stream)
-                e1.synchronize()
-                t.append(e0.elapsed_time(e1) * 1e3)
-        return t
+            fn()
+        torch.cuda.synchronize()
+    kev = [e for e in prof.events() if e.device_type.name == "CUDA" and "Memcpy" not in e.name
+           and "Memset" not in e.name]
+    dur = [(e.name[:60], round(float(getattr(e, "device_time_total", 0) or getattr(e, "cuda_time_total", 0)), 1))
+           for e in kev]
+    return len(kev), sorted(dur, key=lambda x: -x[1])[:8]
 
-    eager = timed(lambda: net(*xs))
-    enq = []
+
+def _timed(fn, stream, iters: int) -> list[float]:
+    import torch
+
+    e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    t = []
     with torch.cuda.stream(stream):
         for _ in range(iters):
-            t0 = time.perf_counter()
-            net(*xs)
-            enq.append((time.perf_counter() - t0) * 1e6)
-            stream.synchronize()
+            e0.record(stream)
+            fn()
+            e1.record(stream)
+            e1.synchronize()
+            t.append(e0.elapsed_time(e1) * 1e3)
+    return t
+
+
+def _graph_of(fn, stream):
+    import torch
+
     try:
         graph = torch.cuda.CUDAGraph(keep_graph=True)  # keeps the cudaGraph_t for counting nodes
     except TypeError:
         graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph, stream=stream):
-        gout = net(*xs)
+        out = fn()
     torch.cuda.synchronize()
-    replay = timed(graph.replay)
     nodes = -1
     try:  # node count through the driver, when torch exposes the cudaGraph_t
         from cuda.bindings import driver as cu
 
-        raw = graph.raw_cuda_graph()
-        nodes = int(cu.cuGraphGetNodes(raw, 0)[-1])
+        nodes = int(cu.cuGraphGetNodes(graph.raw_cuda_graph(), 0)[-1])
     except Exception:  # noqa: BLE001 - older torch
         pass
-    from torch.profiler import ProfilerActivity, profile
+    return graph, out, nodes
 
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+
+def torch_latency(net, xs: list, iters: int, warmup: int) -> dict:
+    """PyTorch eager and CUDA-graph latency of `net(*xs)` (inputs already on the device)."""
+    import torch
+
+    stream = torch.cuda.Stream()
+    with torch.no_grad(), torch.cuda.stream(stream):
+        for _ in range(warmup):
+            out = net(*xs)
+    torch.cuda.synchronize()
+    with torch.no_grad():
+        eager = _timed(lambda: net(*xs), stream, iters)
+        enq = []
         with torch.cuda.stream(stream):
-            net(*xs)
-        torch.cuda.synchronize()
-    kev = [e for e in prof.events() if e.device_type.name == "CUDA" and "Memcpy" not in e.name
-           and "Memset" not in e.name]
-    kernels = len(kev)
-    dur = [(e.name[:60], round(float(getattr(e, "device_time_total", 0) or getattr(e, "cuda_time_total", 0)), 1))
-           for e in kev]
-    top = sorted(dur, key=lambda x: -x[1])[:8]
+            for _ in range(iters):
+                t0 = time.perf_counter()
+                net(*xs)
+                enq.append((time.perf_counter() - t0) * 1e6)
+                stream.synchronize()
+        graph, gout, nodes = _graph_of(lambda: net(*xs), stream)
+        replay = _timed(graph.replay, stream, iters)
+        kernels, top = _kernel_profile(lambda: net(*xs), stream)
     return {"eager_us": statistics.median(eager), "graph_us": statistics.median(replay),
             "eager_enqueue_us": statistics.median(enq), "kernels": kernels, "graph_nodes": nodes, "top_kernels": top,
-            "outputs": [o.float().cpu().numpy() for o in out], "graph_outputs": [o.float().cpu().numpy() for o in gout]}
+            "outputs": [o.float().cpu().numpy() for o in _as_list(out)],
+            "graph_outputs": [o.float().cpu().numpy() for o in _as_list(gout)]}
+
+
+def torch_compiled_latency(net, xs: list, iters: int, warmup: int) -> dict:
+    """torch.compile (inductor, default mode) of `net`, then the compiled call captured in a CUDA
+    graph and replayed: PyTorch's best fp32 latency for one static shape."""
+    import torch
+
+    t0 = time.perf_counter()
+    compiled = torch.compile(net, dynamic=False)
+    stream = torch.cuda.Stream()
+    with torch.no_grad(), torch.cuda.stream(stream):
+        for _ in range(max(warmup, 3)):
+            compiled(*xs)
+    torch.cuda.synchronize()
+    compile_s = time.perf_counter() - t0
+    with torch.no_grad():
+        graph, gout, nodes = _graph_of(lambda: compiled(*xs), stream)
+        replay = _timed(graph.replay, stream, iters)
+        kernels, top = _kernel_profile(graph.replay, stream)
+        breakdown = kernel_breakdown(graph.replay, torch.cuda.synchronize)
+    return {"graph_us": statistics.median(replay), "compile_s": compile_s, "graph_kernel_breakdown": breakdown,
+            "graph_nodes": nodes, "kernels": kernels,
+            "top_kernels": top, "outputs": [o.float().cpu().numpy() for o in _as_list(gout)]}
 
 
 def ours(model, feeds: dict, iters: int, warmup: int) -> dict:
@@ -112,6 +192,10 @@ def ours(model, feeds: dict, iters: int, warmup: int) -> dict:
         inputs = {param_name(k): v for k, v in feeds.items()}
         res = time_program(c, modes=("eager", "graph"), warmup=warmup, iters=iters, inputs=inputs)
         out = c.run(inputs, mode="graph")
+        try:
+            breakdown = kernel_breakdown(lambda: c.launch_graph(io=False), lambda: c.backend.stream_sync(c.stream))
+        except Exception as e:  # noqa: BLE001 - no profiler: the rest still counts
+            breakdown = {"error": f"{type(e).__name__}: {e}"}
         by_kind = dispatch_by_kind(c)
         mem = c.memory()
         ev, gr = res.modes["eager"], res.modes["graph"]
@@ -127,7 +211,7 @@ def ours(model, feeds: dict, iters: int, warmup: int) -> dict:
             "graph_us_per_node": gr.device_us.median / max(res.graph_nodes, 1),
             "arena_bytes": mem.arena_bytes, "naive_bytes": mem.naive_bytes,
             "top_kernels": [(k.kernel, round(k.us, 1)) for k in top], "outputs": out,
-            "dispatch_us_by_kind": by_kind,
+            "dispatch_us_by_kind": by_kind, "graph_kernel_breakdown": breakdown,
         }
     finally:
         c.close()
@@ -241,10 +325,82 @@ def feeds_for(model, seed: int = 0) -> dict:
     return feeds
 
 
+def _first_that_works(fn, nets: list) -> tuple[dict, object, list[str]]:
+    """fn(net) for the first (label, net) that does not raise: (result, net, notes on failures)."""
+    notes = []
+    for k, (label, net) in enumerate(nets):
+        try:
+            res = fn(net)
+            if k:
+                res["torch_side"] = label
+            return res, net, notes
+        except Exception as e:  # noqa: BLE001 - e.g. an HF forward that cannot be captured
+            notes.append(f"{label}: {type(e).__name__}: {str(e)[:160]}")
+    raise RuntimeError("; ".join(notes))
+
+
+def compare_row(model, feeds: dict, nets: list, xs: list, args) -> dict:
+    """Ours against the first torch network in `nets` ((label, module) pairs, all the same
+    model: an HF module, then its ONNX export run by PyTorch) that PyTorch can capture."""
+    row: dict = {}
+    try:
+        row["ours"] = ours(model, feeds, args.iters, args.warmup)
+        row["torch"], net, notes = _first_that_works(lambda n: torch_latency(n, xs, args.iters, args.warmup), nets)
+        got, want = row["ours"].pop("outputs"), row["torch"].pop("outputs")
+        row["_torch_outputs"] = want
+        gw = row["torch"].pop("graph_outputs")
+        row["max_rel_err_vs_torch"] = max(float(np.max(np.abs(g.reshape(w.shape) - w) / (np.abs(w) + 1e-3)))
+                                          for g, w in zip(got, want))
+        row["torch_graph_vs_eager_err"] = max(float(np.max(np.abs(g - w))) for g, w in zip(gw, want))
+        o, t = row["ours"], row["torch"]
+        row["graph_ratio_vs_torch_graph"] = o["graph_us"] / t["graph_us"]
+        row["eager_ratio_vs_torch_eager"] = o["eager_us"] / t["eager_us"]
+        row["_nets"] = nets  # for the torch.compile phase, which runs after every other measurement
+        if notes:
+            row["torch_notes"] = notes
+    except Exception as e:  # noqa: BLE001 - one model failing must not lose the others' numbers
+        import traceback
+
+        row["error"] = f"{type(e).__name__}: {e}"
+        row["traceback"] = traceback.format_exc()[-2000:]
+    for part in ("ours", "torch"):
+        for k in ("outputs", "graph_outputs"):
+            row.get(part, {}).pop(k, None)
+    return row
+
+
+def add_compile(row: dict, xs: list, args) -> None:
+    """torch.compile + CUDA graph for a finished row (kept last: inductor's compile workers load
+    the host, and host load shows up in every event-timed latency measured while they run)."""
+    nets = row.pop("_nets", None)
+    if nets is None or "error" in row:
+        return
+    try:
+        tc, _, notes = _first_that_works(lambda n: torch_compiled_latency(n, xs, args.iters, args.warmup), nets)
+        row.setdefault("torch_notes", []).extend(notes)
+        cw = tc.pop("outputs")
+        want = row.pop("_torch_outputs")
+        tc["max_abs_err_vs_eager"] = max(float(np.max(np.abs(g - w))) for g, w in zip(cw, want))
+        row["torch_compile"] = tc
+        row["graph_ratio_vs_torch_compile"] = row["ours"]["graph_us"] / tc["graph_us"]
+    except Exception as e:  # noqa: BLE001 - keep the other columns
+        row["torch_compile"] = {"error": f"{type(e).__name__}: {str(e)[:300]}"}
+    finally:
+        try:  # stop inductor's worker pool before anything else is timed
+            from torch._inductor import async_compile
+
+            async_compile.shutdown_compile_workers()
+        except Exception:  # noqa: BLE001 - older torch
+            pass
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default="bench_out")
-    ap.add_argument("--models", default=None)
+    ap.add_argument("--models", default=None, help="ONNX-built models to run (default: all)")
+    ap.add_argument("--transformers", default="bert,gpt2", help="HF-config transformers ('' for none)")
+    ap.add_argument("--compile", default="bert,gpt2,resnet18,transformer",
+                    help="models that also get the torch.compile + CUDA graph baseline ('all' for every one)")
     ap.add_argument("--iters", type=int, default=200)
     ap.add_argument("--warmup", type=int, default=20)
     ap.add_argument("--skip-micro", action="store_true")
@@ -257,57 +413,123 @@ def main() -> None:
     out_dir = Path(args.out)
     out_dir.mkdir(parents=True, exist_ok=True)
     results: dict = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "models": {}}
+    compiled = set(args.compile.split(",")) if args.compile != "all" else None
+
+    def record(name: str, row: dict) -> None:
+        results["models"][name] = row
+        shown = {k: v for k, v in row.items() if k != "traceback" and not k.startswith("_")}
+        print(name, json.dumps(shown, default=str)[:1500], flush=True)
+        (out_dir / "gpu_vs_torch.json").write_text(json.dumps(_public(results), indent=1, default=str))
+
+    pending: list = []
+    if args.transformers:
+        from gpu_transformers import transformer_cases
+
+        for case in transformer_cases(args.transformers.split(",")):
+            with torch.no_grad():
+                xs = [torch.from_numpy(np.ascontiguousarray(case.feeds[n])).cuda() for n in case.feeds]
+            nets = [("HF module", case.torch_module)]
+            if case.source == "hf":
+                from gpu_onnx_torch import OnnxTorch
+
+                try:
+                    nets.append(("OnnxTorch of the export", OnnxTorch(case.model)))
+                except Exception as e:  # noqa: BLE001 - the HF module alone then
+                    print(f"{case.name}: no OnnxTorch fallback: {type(e).__name__}: {e}", flush=True)
+            row = compare_row(case.model, case.feeds, nets, xs, args)
+            row["source"], row["note"] = case.source, case.note
+            pending.append((case.name, row, xs))
+            record(case.name, row)
     for name, build in model_list(args.models).items():
+        from gpu_onnx_torch import OnnxTorch
+
         model = build()
         feeds = feeds_for(model)
-        row: dict = {}
         try:
-            row["ours"] = ours(model, feeds, args.iters, args.warmup)
-            row["torch"] = torch_latency(model, feeds, args.iters, args.warmup)
-            got, want = row["ours"].pop("outputs"), row["torch"].pop("outputs")
-            gw = row["torch"].pop("graph_outputs")
-            row["max_rel_err_vs_torch"] = max(float(np.max(np.abs(g - w) / (np.abs(w) + 1e-3)))
-                                              for g, w in zip(got, want))
-            row["torch_graph_vs_eager_err"] = max(float(np.max(np.abs(g - w))) for g, w in zip(gw, want))
-            o, t = row["ours"], row["torch"]
-            row["graph_ratio_vs_torch_graph"] = o["graph_us"] / t["graph_us"]
-            row["eager_ratio_vs_torch_eager"] = o["eager_us"] / t["eager_us"]
-        except Exception as e:  # noqa: BLE001 - one model failing must not lose the others' numbers
-            import traceback
-
-            row["error"] = f"{type(e).__name__}: {e}"
-            row["traceback"] = traceback.format_exc()[-2000:]
-        for part in ("ours", "torch"):
-            for k in ("outputs", "graph_outputs"):
-                row.get(part, {}).pop(k, None)
-        results["models"][name] = row
-        print(name, json.dumps({k: v for k, v in row.items() if k != "traceback"}, default=str)[:900], flush=True)
-        (out_dir / "gpu_vs_torch.json").write_text(json.dumps(results, indent=1, default=str))
+            net = OnnxTorch(model)
+            xs = [torch.from_numpy(np.ascontiguousarray(feeds[n])).cuda() for n in net.inputs]
+        except Exception as e:  # noqa: BLE001
+            record(name, {"error": f"torch side: {type(e).__name__}: {e}"})
+            continue
+        row = compare_row(model, feeds, [("OnnxTorch", net)], xs, args)
+        pending.append((name, row, xs))
+        record(name, row)
+    for name, row, xs in pending:
+        if compiled is None or name in compiled:
+            add_compile(row, xs, args)
+        row.pop("_nets", None)
+        row.pop("_torch_outputs", None)
+        record(name, row)
     if not args.skip_micro:
         results["micro"] = micro()
         results["kernel_cache"] = cache_speedup()
-    (out_dir / "gpu_vs_torch.json").write_text(json.dumps(results, indent=1, default=str))
+    (out_dir / "gpu_vs_torch.json").write_text(json.dumps(_public(results), indent=1, default=str))
     print(report(results))
     (out_dir / "gpu_vs_torch.md").write_text(report(results))
 
 
+def _breakdown_lines(r: dict) -> list[str]:
+    """Per-kernel device time of one graph replay by kind, ours against torch.compile's."""
+    out = []
+    for name, row in r["models"].items():
+        ours_b = (row.get("ours") or {}).get("graph_kernel_breakdown") or {}
+        tc_b = (row.get("torch_compile") or {}).get("graph_kernel_breakdown") or {}
+        if "by_kind" not in ours_b:
+            continue
+        if not out:
+            out = ["", "Device time of one graph replay by kernel kind (CUPTI): count / us; 'gaps' is graph latency "
+                   "minus the kernels' sum (launch and dependency gaps between nodes).", "",
+                   "| model | side | " + " | ".join(CATEGORIES) + " | kernels sum | graph latency | gaps |",
+                   "|---|---|" + "---|" * (len(CATEGORIES) + 3)]
+        for side, b, lat in (("ours", ours_b, row["ours"]["graph_us"]),
+                             ("torch.compile", tc_b, (row.get("torch_compile") or {}).get("graph_us"))):
+            if "by_kind" not in b or lat is None:
+                continue
+            cells = [f"{b['by_kind'][c][0]} / {b['by_kind'][c][1]:.1f}" if c in b["by_kind"] else "—"
+                     for c in CATEGORIES]
+            out.append(f"| {name} | {side} | " + " | ".join(cells) +
+                       f" | {b['kernel_us']:.1f} | {lat:.1f} | {lat - b['kernel_us']:.1f} |")
+    return out
+
+
+def _public(results: dict) -> dict:
+    """results without the working fields (torch modules, reference outputs) of pending rows."""
+    models = {n: {k: v for k, v in row.items() if not k.startswith("_")} for n, row in results["models"].items()}
+    return {**results, "models": models}
+
+
+def _fmt(v, spec: str = ".1f") -> str:
+    return "—" if v is None else format(v, spec)
+
+
 def report(r: dict) -> str:
     lines = [f"device: {r['device']}, torch {r['torch']}; batch 1, fp32, TF32 off; latencies: median device us", "",
-             "| model | ours eager | ours graph | torch eager | torch graph | graph/torch graph | eager/torch eager "
-             "| our kernels+BLAS | torch kernels | our graph nodes | dispatch us/launch | arena MiB (naive) "
-             "| err vs torch |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "| model | ours eager | ours graph | torch eager | torch graph | torch.compile + graph "
+             "| graph/torch graph | graph/torch.compile | eager/torch eager "
+             "| our kernels+BLAS | torch kernels | torch.compile kernels | our graph nodes | dispatch us/launch "
+             "| arena MiB (naive) | err vs torch |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for name, row in r["models"].items():
         if "error" in row:
             lines.append(f"| {name} | error: {row['error'][:80]} |")
             continue
         o, t = row["ours"], row["torch"]
+        tc = row.get("torch_compile") or {}
         lines.append(
             f"| {name} | {o['eager_us']:.1f} | {o['graph_us']:.1f} | {t['eager_us']:.1f} | {t['graph_us']:.1f} | "
-            f"{row['graph_ratio_vs_torch_graph']:.2f} | {row['eager_ratio_vs_torch_eager']:.2f} | "
-            f"{o['kernels']}+{o['blas_calls']} | {t['kernels']} | {o['graph_nodes']} | "
+            f"{_fmt(tc.get('graph_us'))} | {row['graph_ratio_vs_torch_graph']:.2f} | "
+            f"{_fmt(row.get('graph_ratio_vs_torch_compile'), '.2f')} | {row['eager_ratio_vs_torch_eager']:.2f} | "
+            f"{o['kernels']}+{o['blas_calls']} | {t['kernels']} | {tc.get('kernels', '—')} | {o['graph_nodes']} | "
             f"{o['dispatch_us_per_launch']:.2f} | "
             f"{o['arena_bytes'] / 2**20:.2f} ({o['naive_bytes'] / 2**20:.2f}) | {row['max_rel_err_vs_torch']:.1e} |")
+    notes = [f"- {n}: {row['note']}" for n, row in r["models"].items() if row.get("note")]
+    notes += [f"- {n}: torch side fell back: {'; '.join(row['torch_notes'])}" for n, row in r["models"].items()
+              if row.get("torch_notes")]
+    notes += [f"- {n}: torch.compile failed: {row['torch_compile']['error']}" for n, row in r["models"].items()
+              if "error" in (row.get("torch_compile") or {})]
+    if notes:
+        lines += ["", *notes]
+    lines += _breakdown_lines(r)
     if "micro" in r:
         m = r["micro"]
         lines += ["", f"empty-kernel micro: eager enqueue {m['eager_enqueue_us_per_launch']:.2f} us/launch, "

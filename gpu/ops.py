@@ -63,7 +63,7 @@ def split_inputs(op: Op, items: list) -> tuple[list, list, list]:
 
 
 # Wrapped ops whose module inputs are their own bodies; for any other op a module is an epilogue.
-MODULE_OPS = frozenset({"pointwise", "fused_reduce", "split_fused_reduce", "fused_concat", "if", "loop",
+MODULE_OPS = frozenset({"pointwise", "fused_reduce", "split_fused_reduce", "fused_concat", "group", "if", "loop",
                         "select_module"})
 
 
@@ -175,6 +175,8 @@ defop("gpu::gemm", _gemm_shape, _gemm_compute, attrs=[
     A("epilogue_key", "str", ""),
     A("epilogue_global", "int", 0),
     A("epilogue_local", "int", 0),
+    A("blas_bias", "int", -1, doc="epilogue input the BLAS call adds as a per-column bias (-1: none)"),
+    A("blas_c", "int", -1, doc="epilogue input the BLAS call adds as C with beta = 1 (-1: none)"),
 ], nargs=(3, -1), output_alias=_alias_last,
       doc="Batched matrix product through the vendor BLAS (a[..., m, k] x b[..., k, n]) written row-major into "
           "the buffer (last input); an epilogue submodule (x0 = product, x1.. = inputs 2..) runs in place after it.")

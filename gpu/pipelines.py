@@ -131,7 +131,8 @@ def _optimize_rewrite(o: CompileOptions) -> list[PassEntry]:
 
 def _fusion(o: CompileOptions) -> list[PassEntry]:
     return [
-        _off(_p("fuse_attention"), NO_MLIR), _p(DCE), _p("optimize_module"), _p("fuse_pointwise_reduce"),
+        _p("fuse_attention"),  # attn_enabled: our flash-attention kernel stands in for rocMLIR's
+        _p(DCE), _p("optimize_module"), _p("fuse_pointwise_reduce"),
         _p(DCE),
         _off(_p("fuse_ck"), "Composable Kernel is an AMD-only library (MIGRAPHX_ENABLE_CK)"), _p(DCE),
         _off(_p("fuse_mlir"), NO_MLIR + "; gemm/conv epilogues are fused by backend.fuse_ops instead"), _p(DCE),

@@ -177,9 +177,12 @@ def build_steps(main, addr: dict[int, Any], backend: Backend, stream: Any, funct
             plan = plan_gemm(ins.inputs[0].shape, ins.inputs[1].shape, ins.inputs[-1].shape)
             if plan is None:
                 raise GpuError(f"executor: gemm #{ins.id} has no BLAS plan (run compile_blas)")
-            step, note = backend.make_gemm(blas(), plan, addrs[0], addrs[1], addrs[-1], ins.op["alpha"])
+            # Bias and residual inputs the BLAS call may add itself (compile_blas marked them).
+            bias, c_in = (addrs[2 + ins.op[k]] if ins.op[k] >= 0 else None for k in ("blas_bias", "blas_c"))
+            extra = {"bias": bias, "c_in": c_in} if bias is not None or c_in is not None else {}
+            step, note = backend.make_gemm(blas(), plan, addrs[0], addrs[1], addrs[-1], ins.op["alpha"], **extra)
             out.add(step, StepInfo(ins.id, label, "blas", plan.describe() + (f" [{note}]" if note else "")))
-            if ins.module_inputs:
+            if ins.module_inputs and not getattr(step, "fused_epilogue", False):
                 key = ins.op["epilogue_key"]
                 if not key:
                     raise GpuError(f"executor: gemm #{ins.id} has an epilogue but no kernel (run compile_ops)")

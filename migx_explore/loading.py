@@ -15,6 +15,7 @@ from typing import Any
 
 from .compiler.errors import MigxError
 from .compiler.ir import Program
+from .npz import read_npz
 
 
 def _dim(tok: str) -> int | tuple[int, int]:
@@ -90,13 +91,6 @@ def _looks_like_zip(path: Path) -> bool:
             return f.read(4) == b"PK\x03\x04" or zipfile.is_zipfile(f)
     except OSError:
         return False
-
-
-def read_npz(path: str) -> dict[str, Any]:
-    """The arrays of an .npz feed (no pickles), with one-line errors for a missing or bad file."""
-    from .feeds import read_npz as read
-
-    return read(path)
 
 
 def add_model_arguments(p: argparse.ArgumentParser) -> None:

@@ -1,8 +1,10 @@
-"""Ops that carry a submodule: `pointwise` (a fused elementwise kernel) and `fused_reduce`.
+"""Ops that carry a submodule: `pointwise` (a fused elementwise kernel), `fused_reduce` and `group`.
 
 A pointwise submodule has scalar-shaped params x0, x1, ... (bound to the op's inputs in order) and
 ends in @return; it is evaluated on whole tensors, since every op inside is elementwise. A
-fused_reduce submodule has params with the real input shapes and contains reduce ops.
+fused_reduce submodule has params with the real input shapes and contains reduce ops. A `group`
+submodule (MIGraphX op::group) is any subgraph kept together for one kernel, its `tag` saying
+which kind (fuse_attention makes `group[tag=attention]`); its params have the input lens.
 """
 
 from __future__ import annotations
@@ -85,3 +87,23 @@ defop("fused_reduce", _fused_reduce_shape, _fused_reduce_compute, attrs=[A("axes
       traits={"reduce"}, nargs=(1, -1),
       doc="A reduction fused with elementwise producers/consumers; body in the submodule.",
       gpu=GpuCode.kernel("reduce"))
+
+
+def _group_shape(op, s, mods):
+    sub = _single_module("group", mods)
+    params = sub.params()
+    if len(params) != len(s):
+        raise ShapeError(f"group: submodule {sub.name} takes {len(params)} inputs, given {len(s)}")
+    for p, x in zip(params, s):
+        if p.shape.lens != x.lens or p.shape.type != x.type:
+            raise ShapeError(f"group: input {x.type}{list(x.lens)} does not match submodule param "
+                             f"{p.param_name}: {p.shape}")
+    outs = [Shape.of(o.type, o.lens) for o in sub.output_shapes()]
+    if not outs:
+        raise ShapeError(f"group: submodule {sub.name} has no outputs")
+    return outs[0] if len(outs) == 1 else Shape.tuple_of(outs)
+
+
+defop("group", _group_shape, _fused_reduce_compute, attrs=[A("tag", "str", "", show=True)], nargs=(1, -1),
+      doc="A subgraph compiled as one kernel (MIGraphX op::group); `tag` names its kind, e.g. attention.",
+      gpu=GpuCode.kernel("attention"))

@@ -1,14 +1,241 @@
-"""fuse_attention (disabled): attention groups are compiled by rocMLIR."""
+"""fuse_attention (MIGraphX src/fuse_attention.cpp, find_attention): the attention group
+
+    dot(Q, Kᵀ) -> elementwise score ops (scale, additive or `where` masks) -> softmax -> dot(·, V)
+
+becomes one `group[tag=attention](inputs...), [attnN]` whose bypass submodule holds exactly those
+instructions, so the backend can compile it into one flash-attention kernel (MIGraphX hands the
+same group to rocMLIR). The softmax is matched both as the `softmax` op and in the form
+rewrite_reduce leaves (div(exp(x - max(x)), sum(exp(x - max(x))))), with converts skipped
+before the second dot, as match::softmax_input does.
+
+What goes inside: the two dots, every instruction on a path between them, and scalar constants
+(a scale, a -inf fill) they read. Everything else stays outside as an input: Q, Kᵀ and V with
+their views (transposes, slices), mask tensors (a causal -inf literal, a padding mask computed
+from an input) with the broadcast that widens them to the score shape. Keeping views outside
+means every submodule param already has the score's (or Q/K/V's) lens, so a kernel generator
+reads each input through its own strides.
+
+The pattern code is self-contained (`match_attention` returns a plan or the reason it refuses)
+so it can move to the public rule API unchanged.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import ClassVar
 
-from .base import NotApplicable
+from ..ir import Instruction, Module
+from ..matcher import MatchResult, name
+from ..op import Op
+from ..rewrite import Rule, find_matches
+from ..shape import Shape
+from ._fusion_util import new_submodule, param_name
+from .base import Pass
+
+ATTENTION_TAG = "attention"
+SOFTMAX_PARTS = ("reduce_max", "sub", "exp", "reduce_sum", "div")
+_VIEWS_OF_SCALARS = ("multibroadcast", "broadcast", "reshape", "squeeze", "unsqueeze", "contiguous")
+
+
+@dataclass
+class AttentionMatch:
+    """What match_attention found: the two dots, the softmax input, the instructions to move
+    into the group (module order) and the scalar constants to copy into it."""
+
+    dot1: Instruction
+    dot2: Instruction
+    scores: Instruction  # the softmax input
+    region: list[Instruction]
+    constants: list[Instruction]
+
+
+def _skip(ins: Instruction, *names: str) -> Instruction:
+    while ins.name in names and len(ins.inputs) == 1:
+        ins = ins.inputs[0]
+    return ins
+
+
+def _through_broadcasts(ins: Instruction) -> Instruction:
+    return _skip(ins, "broadcast", "multibroadcast")
+
+
+def _last_axis_only(ins: Instruction, ndim: int) -> bool:
+    return tuple(a % ndim for a in ins.op["axes"]) == (ndim - 1,)
+
+
+def softmax_input(probs: Instruction) -> Instruction | str:
+    """The x of softmax(x) over the last axis that `probs` computes, or why it is not one."""
+    if probs.name == "softmax":
+        x = probs.inputs[0]
+        if probs.op["axis"] % x.shape.ndim != x.shape.ndim - 1:
+            return f"softmax over axis {probs.op['axis']}, not the last axis (the keys)"
+        return x
+    if probs.name != "div":
+        return f"the first input of the second dot is {probs.name}, not a softmax"
+    e, total = probs.inputs[0], _through_broadcasts(probs.inputs[1])
+    if e.name != "exp" or e.inputs[0].name != "sub":
+        return "div is not exp(x - max(x)) / sum(...) (a decomposed softmax)"
+    x, mx = e.inputs[0].inputs[0], _through_broadcasts(e.inputs[0].inputs[1])
+    if total.name != "reduce_sum" or total.inputs[0] is not e:
+        return "the divisor is not reduce_sum of the same exp"
+    if mx.name != "reduce_max" or mx.inputs[0] is not x:
+        return "the subtracted value is not reduce_max of the softmax input"
+    nd = x.shape.ndim
+    if not (_last_axis_only(total, nd) and _last_axis_only(mx, nd)):
+        return "the softmax reductions are not over the last axis (the keys)"
+    return x
+
+
+def _score_leaves(x: Instruction) -> tuple[list[Instruction], list[Instruction]]:
+    """Walk back from the softmax input through elementwise ops: (dots reached, other leaves)."""
+    dots, seen, stack = [], set(), [x]
+    others = []
+    while stack:
+        ins = stack.pop()
+        if ins.id in seen:
+            continue
+        seen.add(ins.id)
+        if ins.name == "dot":
+            dots.append(ins)
+        elif ins.op.has("pointwise") and not ins.is_builtin():
+            stack.extend(ins.inputs)
+        else:
+            others.append(ins)
+    return dots, others
+
+
+def _between(dot1: Instruction, dot2: Instruction, module: Module) -> list[Instruction]:
+    """dot1, dot2 and every instruction on a path from dot1 to dot2, in module order."""
+    index = module.index_of()
+    stop = index[dot2.id]
+    down, stack = {dot1.id}, [dot1]
+    while stack:
+        for o in stack.pop().outputs:
+            if o.id not in down and o.id in index and index[o.id] <= stop:
+                down.add(o.id)
+                stack.append(o)
+    up, stack = {dot2.id}, [dot2]
+    while stack:
+        for i in stack.pop().inputs:
+            if i.id not in up and i.id in down:
+                up.add(i.id)
+                stack.append(i)
+    return sorted((i for i in module if i.id in up), key=lambda i: index[i.id])
+
+
+def _scalar_constant(ins: Instruction) -> bool:
+    src = _skip(ins, *_VIEWS_OF_SCALARS)
+    return src.is_literal() and src.shape.elements() == 1
+
+
+def match_attention(dot2: Instruction, max_head_dim: int = 128) -> AttentionMatch | str:
+    """The attention group ending in `dot2`, or the reason there is none."""
+    module = dot2.module
+    probs = _skip(dot2.inputs[0], "convert")
+    x = softmax_input(probs)
+    if isinstance(x, str):
+        return x
+    dots, _ = _score_leaves(x)
+    if not dots:
+        return "the softmax input is not computed from a dot through elementwise ops"
+    if len(dots) > 1:
+        return f"the softmax input depends on {len(dots)} dots through elementwise ops; expected one (Q·Kᵀ)"
+    dot1 = dots[0]
+    q, k = dot1.inputs
+    v = dot2.inputs[1]
+    nd = dot1.shape.ndim
+    if nd < 2 or dot2.shape.ndim != nd:
+        return "the two dots have different ranks"
+    for ins in (dot1, dot2):
+        if ins.shape.type not in ("float32", "float16", "bfloat16"):
+            return f"{ins.shape.type} attention (the fused kernel computes float, half and bfloat16)"
+    if dot2.inputs[0].shape.lens != dot1.shape.lens:
+        return "the probabilities have other lens than the scores"
+    head, vdim = q.shape.lens[-1], v.shape.lens[-1]
+    if max(head, vdim) > max_head_dim:
+        return (f"head dim {max(head, vdim)} > {max_head_dim} (the fused kernel keeps a row's accumulator in "
+                f"registers and a K/V tile in shared memory)")
+    region = _between(dot1, dot2, module)
+    inside = {i.id for i in region}
+    for ins in region:
+        if ins is dot2:
+            continue
+        if ins.shape.lens != dot1.shape.lens and ins.name not in ("reduce_max", "reduce_sum"):
+            return f"{ins.name} #{ins.id} changes the score shape inside the group"
+        outside = [o for o in ins.outputs if o.id not in inside]
+        if outside:
+            return (f"{ins.name} #{ins.id} (scores or probabilities) is also used outside the attention, by "
+                    f"{outside[0].name} #{outside[0].id}")
+    constants = []
+    for ins in region:
+        for i in ins.inputs:
+            if i.id not in inside and _scalar_constant(i) and i not in constants:
+                constants.append(i)
+    return AttentionMatch(dot1, dot2, x, region, constants)
+
+
+def fuse_attention_group(module: Module, m: AttentionMatch, mod_name: str) -> Instruction:
+    """Move `m.region` into a new bypass submodule; the group instruction replaces dot2."""
+    sub = new_submodule(module.program, mod_name)
+    mapping: dict[int, Instruction] = {}
+    inputs: list[Instruction] = []
+
+    def copy_constant(c: Instruction) -> Instruction:
+        if c.id not in mapping:
+            mapping[c.id] = sub.add_literal(c.literal) if c.is_literal() else sub.add_instruction(
+                c.op, [copy_constant(c.inputs[0])])
+        return mapping[c.id]
+
+    def arg(x: Instruction) -> Instruction:
+        if x.id not in mapping:
+            if x in m.constants:
+                return copy_constant(x)
+            mapping[x.id] = sub.add_parameter(param_name(len(inputs)), Shape.of(x.shape.type, x.shape.lens))
+            inputs.append(x)
+        return mapping[x.id]
+
+    for ins in m.region:
+        mapping[ins.id] = sub.add_instruction(ins.op, [arg(x) for x in ins.inputs], ins.module_inputs)
+    sub.add_return([mapping[m.dot2.id]])
+    group = module.insert_instruction(m.dot2, Op("group", tag=ATTENTION_TAG), inputs, [sub])
+    module.replace_all_uses(m.dot2, group)
+    module.remove_instructions(m.region)
+    return group
+
+
+class FindAttention(Rule):
+    """dot(softmax(elementwise(dot(Q, Kᵀ))), V) -> group[tag=attention] (MIGraphX find_attention)."""
+
+    name = "find_attention"
+
+    def __init__(self, max_head_dim: int = 128):
+        self.max_head_dim = max_head_dim
+
+    def pattern(self):
+        return name("dot")
+
+    def check(self, module: Module, r: MatchResult) -> str | AttentionMatch:
+        return match_attention(r.root, self.max_head_dim)
+
+    def rewrite(self, module: Module, r: MatchResult, plan: AttentionMatch) -> None:
+        fuse_attention_group(module, plan, "attn")
+
+    def target(self) -> str:
+        return "group[tag=attention](Q, Kᵀ, masks..., V)"
 
 
 @dataclass(frozen=True)
-class FuseAttention(NotApplicable):
+class FuseAttention(Pass):
+    """Fuse each attention (Q·Kᵀ, scale and masks, softmax, ·V) into a `group[tag=attention]`
+    with a bypass submodule, which the GPU backend compiles into one flash-attention kernel
+    (online softmax, K/V streamed through shared memory, no score matrix in memory). MIGraphX
+    builds the same group and compiles it with rocMLIR; kv-cache attention and flash decoding
+    (its other two finders) are not implemented."""
+
     name: ClassVar[str] = "fuse_attention"
-    note: ClassVar[str] = "its attention groups are compiled by rocMLIR, which migx-explore does not have"
+    note: ClassVar[str] = ("our attention kernel replaces rocMLIR's; kv-cache attention and flash-decoding splits "
+                           "are not implemented")
+    max_head_dim: int = 128
+
+    def apply_module(self, module: Module, ctx) -> bool:
+        return find_matches(module, FindAttention(self.max_head_dim)) > 0

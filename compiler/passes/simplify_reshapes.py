@@ -6,11 +6,11 @@ sweeps of the finders below, each followed by DCE. Implemented: find_nop_reshape
 find_nested_shape_transforms (see _shape_chains), find_concat_slice, find_concat_transpose,
 find_concat_multibroadcasts, find_nested_slice, find_nested_concat, find_concat_of_slices (MIGraphX
 does this as simplify_algebra's find_split_concat; here it merges any adjacent run), and
-find_unary_shape_transforms (moving up only). Left out: find_reshape_cont and
-find_slice_shape_transforms (they only matter once `contiguous` ops exist, after
-auto_contiguous), find_transpose_slice (needs unsqueeze's `steps`, which our op lacks),
-find_slice_transpose, find_concat_reshape, find_reshape_dot, find_mul_add_shape_op_dot and
-find_op_shape_transform_op (so enable_op_shape_transform_op is accepted but has no effect).
+find_unary_shape_transforms (moving up only), and find_slice_shape_transforms for a reshape that
+splits the sliced axis (_slice_reshape). Left out: find_reshape_cont, find_transpose_slice (needs
+unsqueeze's `steps`, which our op lacks), find_slice_transpose, find_concat_reshape, find_reshape_dot,
+find_mul_add_shape_op_dot and find_op_shape_transform_op
+(so enable_op_shape_transform_op is accepted but has no effect).
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from ..ops.common import norm_axis
 from ..rewrite import Rule, repeat_while_changes, replace_value, replace_with_op
 from ._rewrite_util import all_static, auto_reshape_op, insert_ops, slice_op, slice_ranges
 from ._shape_chains import BROADCASTS, TRANSFORMS, plan_broadcast_chain, plan_reshape_transpose
+from ._slice_reshape import SliceShapeTransforms
 from .base import Pass
 from .rewrite import sweep
 
@@ -376,7 +377,8 @@ class GatherArithmetic(Rule):
 GATHER_SCALAR = (GatherScalar(),)
 GATHER = (GatherArithmetic(),)
 RULES = (NopReshapes(), Flatten(), NestedShapeTransforms(), ConcatSlice(), ConcatTranspose(),
-         ConcatMultibroadcasts(), NestedSlice(), NestedConcat(), ConcatOfSlices(), UnaryShapeTransforms())
+         ConcatMultibroadcasts(), NestedSlice(), NestedConcat(), ConcatOfSlices(), UnaryShapeTransforms(),
+         SliceShapeTransforms())
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ from ...compiler.ir import Instruction, Module
 from ...compiler.op import Op, OpSpec, contract_problems, function_fingerprint, get_spec, parse_expression
 from ...compiler.shape import Shape
 from ..ops import MODULE_OPS, inner_op, split_inputs
+from .attention import attention_kernel
 from .common import CodegenUnsupported, KernelSource, sanitize
 from .expr import ROWS
 from .indexing import GENERATORS as _INDEXING_GENERATORS
@@ -31,7 +32,8 @@ from .pointwise import (
 )
 from .reduce import reduce_kernel
 
-__all__ = ["GENERATORS", "LIBRARY_FAMILIES", "CodegenUnsupported", "KernelRequest", "KernelSource", "epilogue_kernel",
+__all__ = ["EPILOGUE_REDUCTIONS", "GENERATORS", "LIBRARY_FAMILIES", "CodegenUnsupported", "KernelRequest",
+           "KernelSource", "epilogue_kernel",
            "generate", "gpu_code_problems", "kernel_family", "op_contract_problems", "register_generator"]
 
 
@@ -49,10 +51,26 @@ class KernelRequest:
 
 
 Generator = Callable[[KernelRequest], KernelSource]
+# Reductions whose kernel takes a pointwise epilogue (fuse_ops' find_layernorm_pointwise).
+EPILOGUE_REDUCTIONS = ("layernorm", "add_layernorm")
+
+
+def _reduce(r: KernelRequest) -> KernelSource:
+    # With an epilogue, the inputs are the op's own, then the epilogue's extras (its params x1..).
+    extras = len(r.epilogue.params()) - 1 if r.epilogue is not None else 0
+    return reduce_kernel(r.inner, r.shapes, r.nout, r.module, r.epilogue, len(r.shapes) - r.nout - extras)
+
+
+def _attention(r: KernelRequest) -> KernelSource:
+    if r.inner["tag"] != "attention" or r.module is None:
+        raise CodegenUnsupported(f"no kernel for group[tag={r.inner['tag']}]")
+    return attention_kernel(r.module, r.shapes)
+
 
 GENERATORS: dict[str, Generator] = {
     "pointwise": lambda r: pointwise_kernel(r.inner, r.shapes, r.nout, r.module),
-    "reduce": lambda r: reduce_kernel(r.inner, r.shapes, r.nout, r.module),
+    "reduce": _reduce,
+    "attention": _attention,  # group[tag=attention] from fuse_attention
     "convolution": lambda r: conv_kernel(r.inner, r.shapes, r.epilogue),
     "im2col": lambda r: im2col_kernel(r.inner, r.shapes),
     "pooling": lambda r: pooling_kernel(r.inner, r.shapes),
@@ -153,7 +171,7 @@ def generate(ins: Instruction) -> KernelSource:
         code = inner.spec.gpu
         raise CodegenUnsupported(f"no kernel generator for {inner.name} (declared GPU code: {code})")
     epilogue = mods[0] if not own and mods else None
-    if epilogue is not None and family != "convolution":
+    if epilogue is not None and family != "convolution" and inner.name not in EPILOGUE_REDUCTIONS:
         raise CodegenUnsupported(f"epilogue on {inner.name}")
     ks = generator(KernelRequest(inner, shapes, op["outputs"], mods[0] if own and mods else None, epilogue, mods))
     if sanitize(ks.name) != ks.name:  # pragma: no cover - generators build identifier names

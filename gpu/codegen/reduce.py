@@ -295,7 +295,18 @@ def block_size(rsize: int) -> int:
     return b
 
 
-def reduce_kernel(inner: Op, shapes: Sequence[Shape], nout: int, module: Module | None) -> KernelSource:
+def with_epilogue(module: Module, epilogue: Module, extra_shapes: Sequence[Shape]) -> Module:
+    """`module` whose result then runs through a pointwise `epilogue` (x0 = the result, x1.. =
+    the extra inputs, appended as params): layernorm's scale and shift in the same kernel."""
+    n = len(module.params())
+    extras = [module.add_parameter(f"x{n + k}", Shape.of(s.type, s.lens)) for k, s in enumerate(extra_shapes)]
+    out = module.output_instructions()[0]
+    module.replace_return([module.add_instruction(Op("pointwise"), [out, *extras], [epilogue])])
+    return module
+
+
+def reduce_kernel(inner: Op, shapes: Sequence[Shape], nout: int, module: Module | None,
+                  epilogue: Module | None = None, ninputs: int = -1) -> KernelSource:
     if inner.name in ("argmax", "argmin"):
         return arg_kernel(inner, shapes)
     if inner.name in ("fused_reduce", "split_fused_reduce"):  # split: one kernel does the whole reduction
@@ -303,8 +314,13 @@ def reduce_kernel(inner: Op, shapes: Sequence[Shape], nout: int, module: Module 
         axes = norm_axes(inner["axes"], params[0].shape.ndim, "fused_reduce")
         name = "fused_reduce_" + "_".join(dict.fromkeys(i.name for i in module if i.name in REDUCE_OPS))
         return _Gen(module, tuple(sorted(axes)), shapes, nout).build(name)
-    mod, axes = synthesize(inner, shapes[:len(shapes) - nout])
-    return _Gen(mod, tuple(sorted(axes)), shapes, nout).build(inner.name)
+    nin = len(shapes) - nout if ninputs < 0 else ninputs
+    mod, axes = synthesize(inner, shapes[:nin])
+    name = inner.name
+    if epilogue is not None:
+        mod = with_epilogue(mod, epilogue, shapes[nin:len(shapes) - nout])
+        name += "_" + "_".join(dict.fromkeys(i.name for i in epilogue if not i.is_builtin()))[:32]
+    return _Gen(mod, tuple(sorted(axes)), shapes, nout).build(name)
 
 
 def arg_kernel(inner: Op, shapes: Sequence[Shape]) -> KernelSource:

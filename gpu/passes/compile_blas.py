@@ -8,13 +8,15 @@ from typing import ClassVar
 from ...compiler.errors import MigxError
 from ...compiler.ir import Module
 from ...compiler.passes import Pass
+from ..blas_epilogue import blas_epilogue
 from ..blas_plan import plan_gemm
 
 
 @dataclass(frozen=True)
 class CompileBlas(Pass):
     """Our equivalent of compile_hipblaslt: plans every gpu::gemm as strided-batched BLAS calls
-    (cuBLAS on NVIDIA, hipBLAS on AMD) and records the plan and algorithm on the instruction."""
+    (cuBLAS on NVIDIA, hipBLAS on AMD) and records the plan and algorithm on the instruction,
+    and which epilogue inputs the call itself can add (bias epilogue, beta = 1 with C)."""
 
     name: ClassVar[str] = "compile_blas"
     status: ClassVar[str] = "mapped"
@@ -33,6 +35,9 @@ class CompileBlas(Pass):
                 raise MigxError(f"compile_blas: no BLAS call fits gemm #{ins.id} "
                                 f"({ins.inputs[0].shape} x {ins.inputs[1].shape} -> {ins.inputs[-1].shape})")
             op = ins.op.with_(algo="default", plan=plan.describe())
+            lt = blas_epilogue(ins)
+            if lt is not None:  # the BLAS call can do the whole epilogue (the kernel stays as fallback)
+                op = op.with_(blas_bias=lt[0], blas_c=lt[1])
             if op != ins.op:
                 module.replace_instruction(ins, op)
                 changed = True

@@ -55,7 +55,9 @@ class EliminateContiguous(Pass):
             users = list(ins.outputs)
             if not users or any(u.is_return() for u in users):
                 continue
-            if all(accepts_any_layout(u, list(u.inputs).index(ins), src.shape) for u in users):
+            # A copy of a value that is already standard changes nothing its users could see.
+            same = src.shape.standard() and src.shape.lens == ins.shape.lens and src.shape.type == ins.shape.type
+            if same or all(accepts_any_layout(u, list(u.inputs).index(ins), src.shape) for u in users):
                 module.replace_all_uses(ins, src)
                 module.remove_instruction(ins)
                 changed = True

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -10,7 +11,9 @@ from ...compiler.op import Op
 from ...compiler.passes import Pass
 from ...compiler.shape import Shape
 from ..blas_plan import plan_gemm
+from ..codegen import EPILOGUE_REDUCTIONS
 from ..ops import inner_op, split_inputs
+from ._layernorm_fusion import fuse_layernorm_neighbours
 
 
 def _pointwise_consumer(ins: Instruction) -> tuple[Op, Module | None] | None:
@@ -26,43 +29,68 @@ def _pointwise_consumer(ins: Instruction) -> tuple[Op, Module | None] | None:
 
 
 def _producer_kind(p: Instruction) -> str | None:
-    if p.name == "gpu::gemm" and not p.module_inputs and len(p.inputs) == 3:
-        return "gemm"
-    if (p.name == "gpu::precompile_op" and not p.module_inputs and p.op["outputs"] == 1
-            and inner_op(p.op["op"]).name == "convolution"):
-        return "conv"
+    if p.name == "gpu::gemm" and (len(p.inputs) == 3 or p.module_inputs):
+        return "gemm"  # an existing epilogue is composed with the new one
+    if p.name == "gpu::precompile_op" and not p.module_inputs and p.op["outputs"] == 1:
+        inner = inner_op(p.op["op"]).name
+        if inner == "convolution":
+            return "conv"
+        if inner in EPILOGUE_REDUCTIONS:
+            return "layernorm"
     return None
 
 
-def build_epilogue(ctx, src: Module | None, inner: Op, inputs: list[Instruction], x: Instruction) -> tuple[
-        Module, list[Instruction]]:
-    """A bypass module computing the consumer's body with x0 = the producer's result; returns it
-    and the remaining (extra) inputs in the order of its params x1, x2, ..."""
-    extras = [i for i in dict.fromkeys(inputs) if i is not x]
-    mod = ctx.create_module(ctx.unique_module_name("main:epilogue"))
-    mod.bypass = True
-    params = [mod.add_parameter("x0", _scalar(x))]
-    params += [mod.add_parameter(f"x{k + 1}", _scalar(e)) for k, e in enumerate(extras)]
-    slot = {x.id: params[0], **{e.id: params[k + 1] for k, e in enumerate(extras)}}
-    if src is None:
-        out = mod.add_instruction(inner, [slot[i.id] for i in inputs])
-        mod.add_return([out])
-        return mod, extras
-    env = {}
-    src_params = src.params()
-    for p, i in zip(src_params, inputs):
-        env[p.id] = slot[i.id]
+def _copy_body(src: Module, dst: Module, env: dict[int, Instruction]) -> list[Instruction]:
+    """Copy a pointwise body into `dst` with its params bound through `env`; returns its outputs."""
     for s in src:
         if s.is_param():
             continue
         if s.is_return():
-            mod.add_return([env[i.id] for i in s.inputs])
-            break
+            return [env[i.id] for i in s.inputs]
         if s.is_literal():
-            env[s.id] = mod.add_literal(s.literal)
+            env[s.id] = dst.add_literal(s.literal)
         else:
-            env[s.id] = mod.add_instruction(s.op, [env[i.id] for i in s.inputs])
+            env[s.id] = dst.add_instruction(s.op, [env[i.id] for i in s.inputs])
+    raise ValueError(f"{src.name} has no @return")
+
+
+def build_epilogue(ctx, src: Module | None, inner: Op, inputs: list[Instruction], x: Instruction,
+                   first: tuple[Module, list[Instruction]] | None = None) -> tuple[Module, list[Instruction]]:
+    """A bypass module computing the consumer's body with x0 = the producer's result; returns it
+    and the remaining (extra) inputs in the order of its params x1, x2, .... `first` is an
+    epilogue the producer already has (its module and extra inputs): it runs first, and the
+    consumer's body reads its result in place of x."""
+    pre_extras = list(first[1]) if first else []
+    extras = pre_extras + [i for i in dict.fromkeys(inputs) if i is not x]
+    mod = ctx.create_module(ctx.unique_module_name("main:epilogue"))
+    mod.bypass = True
+    x0 = mod.add_parameter("x0", _scalar(x))
+    params = [mod.add_parameter(f"x{k + 1}", _scalar(e)) for k, e in enumerate(extras)]
+    value = x0
+    if first:
+        fp = first[0].params()
+        value = _copy_body(first[0], mod, {fp[0].id: x0, **{q.id: params[k] for k, q in enumerate(fp[1:])}})[0]
+    own = params[len(pre_extras):]
+    slot = {x.id: value, **{e.id: own[k] for k, e in enumerate(extras[len(pre_extras):])}}
+    if src is None:
+        mod.add_return([mod.add_instruction(inner, [slot[i.id] for i in inputs])])
+        return mod, extras
+    mod.add_return(_copy_body(src, mod, {p.id: slot[i.id] for p, i in zip(src.params(), inputs)}))
     return mod, extras
+
+
+def _as_lens(m: Module, before: Instruction, e: Instruction, lens) -> Instruction | None:
+    """`e` viewed with `lens` (an earlier epilogue's input seen through the consumer's reshape):
+    a broadcast is redone from its source, a standard value reshaped; None when neither fits."""
+    if tuple(e.shape.lens) == tuple(lens):
+        return e
+    if e.name in ("multibroadcast", "broadcast") and e.inputs[0].shape.ndim <= len(lens):
+        src = e.inputs[0].shape.lens
+        if all(a in (1, b) for a, b in zip(reversed(src), reversed(lens))):
+            return m.insert_instruction(before, Op("multibroadcast", out_lens=list(lens)), [e.inputs[0]])
+    if e.shape.standard() and e.shape.elements() == math.prod(lens):
+        return m.insert_instruction(before, Op("reshape", dims=list(lens)), [e])
+    return None
 
 
 def _scalar(ins: Instruction) -> Shape:
@@ -71,10 +99,11 @@ def _scalar(ins: Instruction) -> Shape:
 
 @dataclass(frozen=True)
 class FuseOps(Pass):
-    """Fold a pointwise consumer (bias, activation, residual add, ...) into the GEMM or direct
-    convolution that produces its input: the producer writes into the consumer's buffer and the
-    body runs as its epilogue (inline in a direct-conv kernel; an in-place kernel right after the
-    BLAS call for GEMMs). MIGraphX gpu::fuse_ops's find_*_gemm_pointwise / find_conv_pointwise."""
+    """Fold a pointwise consumer (bias, activation, residual add, ...) into the GEMM, direct
+    convolution or layernorm that produces its input: the producer writes into the consumer's
+    buffer and the body runs as its epilogue (inline in a direct-conv or layernorm kernel; an
+    in-place kernel right after the BLAS call for GEMMs). MIGraphX gpu::fuse_ops's
+    find_*_gemm_pointwise / find_conv_pointwise / find_layernorm_pointwise."""
 
     name: ClassVar[str] = "fuse_ops"
     fast_math: bool = True
@@ -83,6 +112,11 @@ class FuseOps(Pass):
         if module.name != "main":
             return False
         changed = False
+        # Layernorms first: a pointwise producer used only by the layernorm is better inside
+        # its kernel than as the producing GEMM's epilogue (one launch instead of two).
+        for ins in list(module):
+            if ins.alive:
+                changed |= fuse_layernorm_neighbours(module, ins, ctx)
         for ins in list(module):
             if ins.alive:
                 with module.program.provenance([ins]):
@@ -97,22 +131,36 @@ class FuseOps(Pass):
         ins_in, _, outs = split_inputs(ins.op, list(ins.inputs))
         buf = outs[0]
         for x in dict.fromkeys(ins_in):
-            kind = _producer_kind(x)
-            if kind is None or list(x.outputs) != [ins] or x.shape.lens != ins.shape.lens:
+            # A GEMM's result may reach the consumer through a reshape (exporters flatten to 2-D
+            # for the matmul and reshape back before the residual add): the GEMM then writes the
+            # consumer's buffer directly, viewed with the product's lens.
+            view = x if x.name == "reshape" and list(x.outputs) == [ins] else None
+            p = x.inputs[0] if view is not None else x
+            kind = _producer_kind(p)
+            if kind is None or list(p.outputs) != [ins if view is None else view] or x.shape.lens != ins.shape.lens:
                 continue
-            if x.shape.type != ins.shape.type:
+            if p.shape.type != ins.shape.type or (view is not None and kind != "gemm"):
                 continue
-            if kind == "gemm" and plan_gemm(x.inputs[0].shape, x.inputs[1].shape, buf.shape) is None:
+            if kind == "gemm" and plan_gemm(p.inputs[0].shape, p.inputs[1].shape, buf.shape) is None:
                 continue
-            with m.program.provenance([ins, x]):
-                epi, extras = build_epilogue(ctx, body, inner, ins_in, x)
+            first = None
+            if kind == "gemm" and p.module_inputs:
+                pre = [_as_lens(m, ins, e, ins.shape.lens) for e in p.inputs[2:-1]]
+                if any(e is None for e in pre):
+                    continue
+                first = (p.module_inputs[0], pre)
+            with m.program.provenance([ins, p]):
+                epi, extras = build_epilogue(ctx, body, inner, ins_in, x, first)
                 if kind == "gemm":
-                    new = m.insert_instruction(ins, Op("gpu::gemm"), [x.inputs[0], x.inputs[1], *extras, buf], [epi])
-                else:
-                    op = x.op.with_(ninputs=2)
-                    new = m.insert_instruction(ins, op, [x.inputs[0], x.inputs[1], *extras, buf], [epi])
+                    new = m.insert_instruction(ins, Op("gpu::gemm"), [p.inputs[0], p.inputs[1], *extras, buf], [epi])
+                else:  # the kernel's own inputs, the epilogue's, then the consumer's buffer
+                    own = list(p.inputs[:-1])
+                    op = p.op.with_(ninputs=len(own))
+                    new = m.insert_instruction(ins, op, [*own, *extras, buf], [epi])
             m.replace_all_uses(ins, new)
             m.remove_instruction(ins)
-            m.remove_instruction(x)
+            if view is not None:
+                m.remove_instruction(view)
+            m.remove_instruction(p)
             return True
         return False

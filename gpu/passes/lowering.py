@@ -115,6 +115,8 @@ class Lowering(Pass):
             new = self._dot(m, ins)
         elif ins.name == "convolution" and _is_float(ins.shape):
             new = self._conv(m, ins)
+        elif ins.name == "group":
+            new = self._group(m, ins)
         elif op.has("in_place"):  # e.g. concat_past_present: its last input is its output buffer
             *own, buf = ins.inputs
             new = m.insert_instruction(ins, Op("gpu::precompile_op", op=op_text(op), ninputs=len(own), outputs=1),
@@ -167,6 +169,21 @@ class Lowering(Pass):
                  out_lens=[n, g, kg, cg * taps])
         b = view(m, ins, "reshape", col, dims=[n, g, cg * taps, p])
         return gemm(m, ins, a, b, ins.shape.as_standard())
+
+    def _group(self, m: Module, ins: Instruction) -> Instruction:
+        """A fused group writes through its output strides, so when its one user is a transpose
+        (attention's [B, H, S, D] -> [B, S, H, D] before the output projection) the buffer gets
+        the layout that makes the transposed view standard, and the copy after it disappears."""
+        shape = ins.shape
+        users = list(ins.outputs)
+        if len(users) == 1 and users[0].name == "transpose" and not shape.is_tuple:
+            perm = users[0].op["permutation"]
+            std = users[0].shape.as_standard().strides
+            strides = [0] * len(perm)
+            for i, p in enumerate(perm):
+                strides[p] = std[i]
+            shape = Shape.of(shape.type, shape.lens, strides)
+        return precompile(m, ins, ins.op, ins.inputs, shape, ins.module_inputs)
 
     def _conv_1x1(self, m: Module, ins: Instruction, x: Instruction, w: Instruction) -> Instruction:
         n, c = x.shape.lens[:2]

@@ -144,9 +144,14 @@ class Backend(ABC):
     def blas_destroy(self, handle: Any) -> None: ...
 
     @abstractmethod
-    def make_gemm(self, handle: Any, plan: GemmPlan, a: int, b: int, c: int, alpha: float) -> tuple[Step, str]:
+    def make_gemm(self, handle: Any, plan: GemmPlan, a: int, b: int, c: int, alpha: float,
+                  bias: int | None = None, c_in: int | None = None) -> tuple[Step, str]:
         """The BLAS calls of `plan` for device addresses a, b, c (element offsets in the plan), and
-        a note naming the path or algorithm chosen ('' when there is nothing to say)."""
+        a note naming the path or algorithm chosen ('' when there is nothing to say).
+
+        `bias` (a vector per output column) and `c_in` (added with beta = 1) are optional: a
+        backend that adds them sets `fused_epilogue = True` on the step; one that cannot
+        ignores them, and the caller runs the epilogue kernel instead."""
 
     # ---- graphs ------------------------------------------------------------------------------
     @abstractmethod

@@ -160,9 +160,12 @@ class CudaBackend(Backend):
         if self._cublas is not None:
             self._cublas.destroy(handle)
 
-    def make_gemm(self, handle: Any, plan: GemmPlan, a: int, b: int, c: int, alpha: float) -> tuple[Step, str]:
+    def make_gemm(self, handle: Any, plan: GemmPlan, a: int, b: int, c: int, alpha: float,
+                  bias: int | None = None, c_in: int | None = None) -> tuple[Step, str]:
         timer = self._timer(handle.stream) if os.environ.get("MIGX_BLAS_TUNE", "1") != "0" else None
-        return self._cublas.make_gemm(handle, plan, a, b, c, alpha, timer)
+        step, note = self._cublas.make_gemm(handle, plan, a, b, c, alpha, timer, bias=bias, c_in=c_in)
+        step.fused_epilogue = note.endswith("+epilogue")
+        return step, note
 
     def _timer(self, stream: Any):
         """Mean device microseconds of fn() on `stream` (finalize-time BLAS algorithm tuning)."""

@@ -27,6 +27,8 @@ CUDA_R = {"float32": 0, "float64": 1, "float16": 2, "bfloat16": 14}  # cudaDataT
 COMPUTE = {"float64": 70}  # CUBLAS_COMPUTE_64F; everything else CUBLAS_COMPUTE_32F (68)
 GEMM_DEFAULT = -1
 LT_DESC_TRANSA, LT_DESC_TRANSB = 3, 4  # cublasLtMatmulDescAttributes_t
+LT_DESC_EPILOGUE, LT_DESC_BIAS_POINTER = 7, 8
+LT_EPILOGUE_BIAS = 4  # cublasLtEpilogue_t: D = alpha·A·B + beta·C + bias (one value per row of D)
 LT_LAYOUT_BATCH_COUNT, LT_LAYOUT_BATCH_OFFSET = 5, 6  # cublasLtMatrixLayoutAttribute_t
 LT_PREF_MAX_WORKSPACE = 1  # cublasLtMatmulPreferenceAttributes_t
 LT_CANDIDATES = 8
@@ -119,21 +121,29 @@ class Cublas:
             self.lt.cublasLtDestroy(bh.lt)
 
     # ---- one GEMM plan -------------------------------------------------------------------------
-    def make_gemm(self, bh: BlasHandle, plan: GemmPlan, a: int, b: int, c: int, alpha: float, timer=None):
-        """(step, note): the step runs every call of the plan; note says which path/algorithm."""
+    def make_gemm(self, bh: BlasHandle, plan: GemmPlan, a: int, b: int, c: int, alpha: float, timer=None, *,
+                  bias: int | None = None, c_in: int | None = None):
+        """(step, note): the step runs every call of the plan; note says which path/algorithm
+        (it contains "epilogue" when cuBLASLt also adds `bias` and/or `c_in`)."""
         t = CUDA_R.get(plan.dtype)
         if t is None:
             raise GpuError(f"cuda: no cuBLAS GEMM for {plan.dtype}")
         esz = np.dtype(np.float16 if plan.dtype in ("float16", "bfloat16") else plan.dtype).itemsize
         scalar = ctypes.c_double if plan.dtype == "float64" else ctypes.c_float
-        keep = [scalar(alpha), scalar(0.0)]
         compute = COMPUTE.get(plan.dtype, 68)
         ptrs = []
         for oa, ob, oc in plan.offsets:
             p1, p2 = (b + ob * esz, a + oa * esz) if plan.swap else (a + oa * esz, b + ob * esz)
             ptrs.append((p1, p2, c + oc * esz))
         calls, note = None, "cublas default"
-        if bh.lt is not None:
+        if bh.lt is not None and (bias is not None or c_in is not None) and len(ptrs) == 1 and plan.batch == 1:
+            keep = [scalar(alpha), scalar(1.0 if c_in is not None else 0.0)]  # the calls point into it
+            got = self._lt_calls(bh, plan, t, compute, ptrs, keep, timer, bias=bias, c_in=c_in)
+            if got is not None:
+                calls, note = got[0], got[1] + " +epilogue"
+        if calls is None:
+            keep = [scalar(alpha), scalar(0.0)]
+        if calls is None and bh.lt is not None:
             got = self._lt_calls(bh, plan, t, compute, ptrs, keep, timer)
             if got is not None:
                 calls, note = got
@@ -165,7 +175,8 @@ class Cublas:
         keep.append(lay)
         return lay
 
-    def _lt_calls(self, bh: BlasHandle, plan: GemmPlan, t: int, compute: int, ptrs, keep: list, timer):
+    def _lt_calls(self, bh: BlasHandle, plan: GemmPlan, t: int, compute: int, ptrs, keep: list, timer, *,
+                  bias: int | None = None, c_in: int | None = None):
         L = self.lt
         try:
             desc = vp()
@@ -176,6 +187,13 @@ class Cublas:
                 val = i32(int(v))
                 _ok(L.cublasLtMatmulDescSetAttribute(desc, i32(attr), ctypes.byref(val), ctypes.c_size_t(4)),
                     "MatmulDescSetAttribute")
+            if bias is not None:  # set before the heuristic: it picks kernels that support the epilogue
+                epi, ptr = ctypes.c_uint32(LT_EPILOGUE_BIAS), vp(bias)
+                keep += [epi, ptr]
+                _ok(L.cublasLtMatmulDescSetAttribute(desc, i32(LT_DESC_EPILOGUE), ctypes.byref(epi),
+                                                     ctypes.c_size_t(4)), "MatmulDescSetAttribute(epilogue)")
+                _ok(L.cublasLtMatmulDescSetAttribute(desc, i32(LT_DESC_BIAS_POINTER), ctypes.byref(ptr),
+                                                     ctypes.c_size_t(8)), "MatmulDescSetAttribute(bias)")
             s1 = (plan.k, plan.m) if plan.trans1 else (plan.m, plan.k)
             s2 = (plan.n, plan.k) if plan.trans2 else (plan.k, plan.n)
             la = self._layout(t, *s1, plan.ld1, plan.batch, plan.stride1, keep)
@@ -201,8 +219,10 @@ class Cublas:
         al, be = (vp(ctypes.addressof(x)) for x in keep[:2])
 
         def calls_for(r: HeuristicResult) -> list:
-            return [functools.partial(self.lt_matmul, bh.lt, desc, al, vp(p1), la, vp(p2), lb, be, vp(pc), lc,
-                                      vp(pc), lc, vp(ctypes.addressof(r.algo)), vp(bh.workspace),
+            # C is the output itself (beta = 0) or, for a fused residual, c_in (same layout, beta = 1).
+            return [functools.partial(self.lt_matmul, bh.lt, desc, al, vp(p1), la, vp(p2), lb, be,
+                                      vp(pc if c_in is None else c_in), lc, vp(pc), lc,
+                                      vp(ctypes.addressof(r.algo)), vp(bh.workspace),
                                       ctypes.c_size_t(bh.workspace_bytes), vp(int(bh.stream))) for p1, p2, pc in ptrs]
 
         best, best_t = 0, None

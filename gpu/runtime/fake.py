@@ -263,9 +263,19 @@ class FakeBackend(Backend):
         typed = arr[off:off + max(nbytes, npd.itemsize)].view(npd)
         return np.lib.stride_tricks.as_strided(typed, (rows, cols), (npd.itemsize, ld * npd.itemsize))
 
-    def make_gemm(self, handle: Any, plan: GemmPlan, a: int, b: int, c: int, alpha: float) -> tuple[Step, str]:
+    def make_gemm(self, handle: Any, plan: GemmPlan, a: int, b: int, c: int, alpha: float,
+                  bias: int | None = None, c_in: int | None = None) -> tuple[Step, str]:
         npd = dtypes.np_dtype(plan.dtype)
         esz = npd.itemsize
+        fused = plan.batch == 1 and len(plan.offsets) == 1 and (bias is not None or c_in is not None)
+
+        def add_epilogue(out: np.ndarray, acc: np.ndarray) -> np.ndarray:
+            """cuBLASLt's bias epilogue (one value per row of the column-major product) and C."""
+            if bias is not None:
+                acc = acc + self._colmajor(bias, plan.m, 1, plan.m, npd).astype(np.float64)
+            if c_in is not None:
+                acc = acc + self._colmajor(c_in, plan.m, plan.n, plan.ldc, npd).astype(np.float64)
+            return acc
 
         def work():
             for oa, ob, oc in plan.offsets:
@@ -278,13 +288,15 @@ class FakeBackend(Backend):
                     out = self._colmajor(c + (oc + i * plan.stride_c) * esz, plan.m, plan.n, plan.ldc, npd)
                     op1 = m1.T if plan.trans1 else m1
                     op2 = m2.T if plan.trans2 else m2
-                    out[...] = (alpha * (op1.astype(np.float64) @ op2.astype(np.float64))).astype(npd)
+                    acc = alpha * (op1.astype(np.float64) @ op2.astype(np.float64))
+                    out[...] = (add_epilogue(out, acc) if fused else acc).astype(npd)
 
         def step():
-            self._log("gemm", plan.describe())
+            self._log("gemm", plan.describe() + (" +epilogue" if fused else ""))
             return self._submit(handle["stream"], work)
 
-        return step, ""
+        step.fused_epilogue = fused
+        return step, "+epilogue" if fused else ""
 
     # ---- graphs ------------------------------------------------------------------------------
     def begin_capture(self, stream: Any) -> None:

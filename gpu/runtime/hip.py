@@ -195,7 +195,9 @@ class HipBackend(Backend):
             return t, (HIPBLAS_R_6X["float64"] if dtype == "float64" else HIPBLAS_R_6X["float32"])
         return HIP_R[dtype], HIPBLAS_COMPUTE.get(dtype, 2)
 
-    def make_gemm(self, handle: Any, plan: GemmPlan, a: int, b: int, c: int, alpha: float) -> tuple[Step, str]:
+    def make_gemm(self, handle: Any, plan: GemmPlan, a: int, b: int, c: int, alpha: float,
+                  bias: int | None = None, c_in: int | None = None) -> tuple[Step, str]:
+        # bias / c_in are not fused here: the caller runs the GEMM's epilogue kernel.
         t, compute = self.gemm_types(plan.dtype)
         esz = np.dtype(np.float16 if plan.dtype in ("float16", "bfloat16") else plan.dtype).itemsize
         scalar = ctypes.c_double if plan.dtype == "float64" else ctypes.c_float

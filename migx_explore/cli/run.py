@@ -34,7 +34,7 @@ def output_names(program) -> list[str]:
 
 
 def read_feed(path: str, program) -> dict[str, np.ndarray]:
-    from ..loading import read_npz
+    from ..npz import read_npz
 
     data = read_npz(path)
     keys = input_names(program)

@@ -30,7 +30,7 @@ SUMMARY = "summary"  # "… N more" nodes standing for hidden instructions
 CHAIN = "chain"  # a collapsed run of unchanged instructions
 
 _CONV_GEMM_OPS = frozenset({"convolution", "convolution_backwards", "quant_convolution", "dot", "quant_dot",
-                            "gemm", "deconvolution"})
+                            "gemm", "deconvolution", "group"})  # group: fuse_attention's two matmuls
 # Ops that move or re-layout data without arithmetic; view ops are found by their trait.
 _DATA_OPS = frozenset({"contiguous", "concat", "gather", "gathernd", "pad", "layout", "reverse", "get_tuple_elem",
                        "resize", "copy", "hip::copy", "hip::copy_to_gpu", "hip::copy_from_gpu",

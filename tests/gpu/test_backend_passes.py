@@ -116,7 +116,7 @@ a = @param:a -> float_type, {4, 5}, {5, 1}
 b = @param:b -> float_type, {5, 6}, {6, 1}
 c = @param:c -> float_type, {4, 6}, {6, 1}
 @3 = allocate[shape={float_type, {4, 6}, {6, 1}}]() -> float_type, {4, 6}, {6, 1}
-@4 = gpu::gemm[algo=default,plan="NN m=6 n=4 k=5 ld=6,5,6 batch=1"](a,b,c,@3), [main:epilogue0] -> float_type, {4, 6}, {6, 1}
+@4 = gpu::gemm[algo=default,plan="NN m=6 n=4 k=5 ld=6,5,6 batch=1",blas_c=0](a,b,c,@3), [main:epilogue0] -> float_type, {4, 6}, {6, 1}
 @5 = @return(@4)
 
 module: "main:epilogue0" bypass

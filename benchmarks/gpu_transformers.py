@@ -1,0 +1,149 @@
+"""Transformer models for the GPU benchmark, built from Hugging Face configs (random weights, no
+download) and exported with torch.onnx.export, so both sides run the same network: PyTorch runs
+the HF module itself (eager, CUDA graph, torch.compile + CUDA graph) and we run its ONNX export.
+
+    bert   BertModel, hidden 256, 4 layers, 4 heads, seq 128, with an attention_mask input whose
+           last 16 positions are padding (the exported padding-mask form)
+    gpt2   GPT2Model, n_embd 128, 4 layers, 4 heads, seq 128 (the exported causal-mask form)
+
+Biases and layernorm parameters are randomised (fresh HF models have zero biases and unit
+scales, which constant folding would unfairly delete). Attention is HF's "eager" implementation
+(matmul, scale, mask, softmax, matmul), the form ONNX exporters emit. Where transformers or the
+exporter is missing or fails, an equivalent network from migx_explore's built-in transformer
+builder stands in (recorded as source "builtin").
+"""
+
+from __future__ import annotations
+
+import io
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import onnx
+
+SEQ = 128
+PADDING = 16
+
+
+@dataclass
+class TransformerCase:
+    name: str
+    source: str  # "hf" or "builtin"
+    model: onnx.ModelProto
+    feeds: dict[str, np.ndarray]  # ONNX input name -> value
+    torch_module: Any  # a torch.nn.Module on the GPU taking the feeds' tensors in input order
+    note: str = ""
+
+
+def _eager(cfg) -> None:
+    for attr in ("_attn_implementation", "attn_implementation"):
+        try:
+            setattr(cfg, attr, "eager")
+        except Exception:  # noqa: BLE001 - newer configs make one of them a property
+            pass
+
+
+def _randomize_vectors(model) -> None:
+    """Fresh HF models have zero biases and unit layernorm scales, which our constant folding
+    would delete (and torch.compile would not): give every 1-D parameter trained-looking values."""
+    import torch
+
+    g = torch.Generator().manual_seed(0)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if p.dim() == 1:
+                base = 1.0 if name.endswith("weight") else 0.0
+                p.copy_(base + 0.05 * torch.randn(p.shape, generator=g))
+
+
+def _export(module, args: tuple, names: list[str]) -> onnx.ModelProto:
+    import torch
+
+    buf = io.BytesIO()
+    errors = []
+    for dynamo in (False, True):
+        try:
+            with torch.no_grad():
+                torch.onnx.export(module, args, buf, input_names=names, output_names=["hidden"], opset_version=18,
+                                  do_constant_folding=True, dynamo=dynamo)
+            return onnx.load_from_string(buf.getvalue())
+        except Exception as e:  # noqa: BLE001 - try the other exporter
+            errors.append(f"dynamo={dynamo}: {type(e).__name__}: {str(e)[:200]}")
+            buf = io.BytesIO()
+    raise RuntimeError("; ".join(errors))
+
+
+def _last_hidden(model, names: list[str]):
+    """module(*tensors) -> last_hidden_state of the HF model (what both sides compute)."""
+    import torch
+
+    class LastHidden(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.model = model
+
+        def forward(self, *xs):
+            return self.model(**dict(zip(names, xs))).last_hidden_state
+
+    return LastHidden().eval()
+
+
+def hf_bert() -> TransformerCase:
+    import torch
+    from transformers import BertConfig, BertModel
+
+    cfg = BertConfig(vocab_size=1000, hidden_size=256, num_hidden_layers=4, num_attention_heads=4,
+                     intermediate_size=1024, max_position_embeddings=SEQ, hidden_dropout_prob=0.0,
+                     attention_probs_dropout_prob=0.0)
+    _eager(cfg)
+    torch.manual_seed(0)
+    model = BertModel(cfg, add_pooling_layer=False).eval()
+    _randomize_vectors(model)
+    names = ["input_ids", "attention_mask"]
+    ids = np.random.default_rng(0).integers(0, 1000, (1, SEQ)).astype(np.int64)
+    mask = np.ones((1, SEQ), np.int64)
+    mask[:, SEQ - PADDING:] = 0
+    wrapped = _last_hidden(model, names)
+    onnx_model = _export(wrapped, (torch.from_numpy(ids), torch.from_numpy(mask)), names)
+    return TransformerCase("bert", "hf", onnx_model, {"input_ids": ids, "attention_mask": mask}, wrapped.cuda())
+
+
+def hf_gpt2() -> TransformerCase:
+    import torch
+    from transformers import GPT2Config, GPT2Model
+
+    cfg = GPT2Config(vocab_size=1000, n_embd=128, n_layer=4, n_head=4, n_positions=SEQ, resid_pdrop=0.0,
+                     embd_pdrop=0.0, attn_pdrop=0.0, use_cache=False)
+    _eager(cfg)
+    torch.manual_seed(0)
+    model = GPT2Model(cfg).eval()
+    _randomize_vectors(model)
+    names = ["input_ids"]
+    ids = np.random.default_rng(1).integers(0, 1000, (1, SEQ)).astype(np.int64)
+    wrapped = _last_hidden(model, names)
+    onnx_model = _export(wrapped, (torch.from_numpy(ids),), names)
+    return TransformerCase("gpt2", "hf", onnx_model, {"input_ids": ids}, wrapped.cuda())
+
+
+def builtin_case(name: str, d_model: int, why: str) -> TransformerCase:
+    from gpu_onnx_torch import OnnxTorch
+
+    from migx_explore.models.transformer import transformer
+
+    model = transformer(seq=SEQ, d_model=d_model, heads=4, d_ff=4 * d_model, layers=4)
+    x = np.random.default_rng(2).standard_normal((1, SEQ, d_model)).astype(np.float32)
+    net = OnnxTorch(model)
+    return TransformerCase(name, "builtin", model, {"hidden": x}, net, note=why)
+
+
+def transformer_cases(names: list[str]) -> list[TransformerCase]:
+    builders = {"bert": (hf_bert, 256), "gpt2": (hf_gpt2, 128)}
+    out = []
+    for n in names:
+        build, d = builders[n]
+        try:
+            out.append(build())
+        except Exception as e:  # noqa: BLE001 - no transformers, or the export failed
+            out.append(builtin_case(n, d, f"HF build/export failed: {type(e).__name__}: {str(e)[:300]}"))
+    return out

@@ -1,0 +1,220 @@
+"""The flash-attention kernel for `group[tag=attention]` (fuse_attention's groups).
+
+One kernel computes out = softmax(score(Q·Kᵀ)) · V without writing the score matrix anywhere:
+a block takes ROWS query rows of one batch/head, K and V stream through shared memory one tile
+of warp-size keys at a time, each lane scores one key, and each row keeps a running maximum, a
+running sum and its output accumulator in registers (the online softmax of FlashAttention):
+
+    m' = max(m, max_j s_j);  α = exp(m - m');  l = α·l + Σ_j exp(s_j - m');  acc = α·acc + Σ_j exp(s_j - m')·V_j
+
+`score` is whatever elementwise chain the group holds between the first dot and the softmax
+(a scale, an additive mask, a `where` with a -inf fill): it is emitted from the submodule with the
+same expression table as pointwise kernels, each mask input read through its own strides at
+(row, key). Every length and stride is a compile-time constant; storage types come from the
+shapes and arithmetic is float, so half and bfloat16 inputs need no other code.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ...compiler.ir import Instruction, Module
+from ...compiler.shape import Shape
+from .common import (
+    CodegenUnsupported,
+    KernelSource,
+    compute_type,
+    decompose,
+    index_type,
+    kernel_params,
+    offset_expr,
+    source,
+)
+from .expr import op_expr, scalar_literal
+
+THREADS = 128  # a multiple of 64: whole waves on AMD, four warps on NVIDIA
+MAX_SHARED_BYTES = 48 * 1024
+
+
+@dataclass(frozen=True)
+class AttentionPlan:
+    q: int  # param indices of the group's inputs
+    k: int
+    v: int
+    dot1: Instruction
+    scores: Instruction  # softmax input: the last instruction of the score chain
+    chain: tuple[Instruction, ...]  # module order, up to `scores`, after the params
+
+
+def attention_plan(module: Module) -> AttentionPlan:
+    params = {p.id: k for k, p in enumerate(module.params())}
+    dots = [i for i in module if i.name == "dot"]
+    if len(dots) != 2:
+        raise CodegenUnsupported(f"{module.name}: an attention group has 2 dots, found {len(dots)}")
+    dot1, dot2 = dots
+    sm = next((i for i in module if i.name in ("softmax", "reduce_max")), None)
+    if sm is None:
+        raise CodegenUnsupported(f"{module.name}: no softmax in the attention group")
+    scores = sm.inputs[0]
+    q, k, v = dot1.inputs[0], dot1.inputs[1], dot2.inputs[1]
+    for what, x in (("Q", q), ("K", k), ("V", v)):
+        if x.id not in params:
+            raise CodegenUnsupported(f"{module.name}: {what} is computed inside the group, not an input")
+    order = list(module)
+    chain = tuple(i for i in order[:order.index(scores) + 1] if not i.is_param())
+    return AttentionPlan(params[q.id], params[k.id], params[v.id], dot1, scores, chain)
+
+
+def _score_lines(plan: AttentionPlan, module: Module, shapes: Sequence[Shape], offsets: dict[int, str]
+                 ) -> tuple[list[str], str]:
+    """C++ computing the score of (row, j) from the dot value `s`; returns (lines, expr)."""
+    params = {p.id: k for k, p in enumerate(module.params())}
+    env: dict[int, tuple[str, str]] = {}
+    lines: list[str] = []
+    for ins in plan.chain:
+        if ins is plan.dot1:
+            env[ins.id] = ("s", ins.shape.type)
+            continue
+        if ins.is_literal():
+            env[ins.id] = (scalar_literal(ins), ins.shape.type)
+            continue
+        args = []
+        for x in ins.inputs:
+            if x.id in params and x.id not in env:
+                k = params[x.id]
+                sh = shapes[k]
+                off = f"{offsets[k]} + row * {sh.strides[-2]} + j * {sh.strides[-1]}"
+                var = f"m{k}"
+                lines.append(f"const {compute_type(sh.type)} {var} = migx::load(p{k}, {off});")
+                env[x.id] = (var, sh.type)
+            args.append(env[x.id])
+        expr = op_expr(ins.op, [a for a, _ in args], [t for _, t in args], ins.shape.type)
+        var = f"v{ins.id}"
+        lines.append(f"const {compute_type(ins.shape.type)} {var} = {expr};")
+        env[ins.id] = (var, ins.shape.type)
+    return lines, f"(float){env[plan.scores.id][0]}"
+
+
+def _tile_load(dst: str, ptr: str, base: str, cols: int, srow: int, scol: int, pad: int, n: int) -> str:
+    """Cooperative copy of a (warp size x cols) tile, key j0 + j, into dst[j][c]; the thread
+    index runs along whichever axis is contiguous in memory, so the loads coalesce."""
+    if abs(scol) <= abs(srow):
+        idx = f"const int j = e / {cols}, c = e % {cols};"
+    else:
+        idx = "const int j = e % MIGX_WARP_SIZE, c = e / MIGX_WARP_SIZE;"
+    return f"""for (int e = threadIdx.x; e < MIGX_WARP_SIZE * {cols}; e += {THREADS}) {{
+            {idx}
+            {dst}[j * ({cols} + {pad}) + c] =
+                (j0 + j < {n}) ? (float)migx::load({ptr}, {base} + (j0 + j) * {srow} + c * {scol}) : 0.0f;
+        }}"""
+
+
+def attention_kernel(module: Module, shapes: Sequence[Shape]) -> KernelSource:
+    """params: the group's inputs (in order), then the output buffer."""
+    plan = attention_plan(module)
+    out = shapes[-1]
+    qs, ks, vs = shapes[plan.q], shapes[plan.k], shapes[plan.v]
+    *batch, m, d = qs.lens
+    n, dv = ks.lens[-1], vs.lens[-1]
+    nb = math.prod(batch)
+    if out.ndim != qs.ndim or list(out.lens) != [*batch, m, dv]:
+        raise CodegenUnsupported(f"attention output {list(out.lens)} is not [batch..., {m}, {dv}]")
+    rows_per_warp = 1 if nb * m <= 8192 else 4
+    rows = rows_per_warp * THREADS // 32  # rows per block, the same for every warp size
+    blocks = nb * -(-m // rows)
+    # 32-wide warps (NVIDIA); 64-wide AMD waves need about twice this of their 64 KiB of LDS.
+    smem = 4 * (rows * d + 32 * (d + 1) + 32 * dv + rows * 32)
+    if smem > MAX_SHARED_BYTES:
+        raise CodegenUnsupported(f"attention head dims {d}/{dv} need {smem} bytes of shared memory")
+    it = index_type(shapes)
+    nbd = len(batch)
+    bcoords = [f"b{i}" for i in range(nbd)]
+    offsets = {k: (offset_expr(bcoords, s.strides[:nbd]) if nbd else "0") for k, s in enumerate(shapes)}
+    score_lines, score = _score_lines(plan, module, shapes, offsets)
+    score_body = "\n                ".join(score_lines)
+    batch_lines = "\n    ".join(decompose("bh", batch, it, "b")) if nbd else ""
+    nout = len(shapes) - 1
+    k_load = _tile_load("k_s", f"p{plan.k}", "k_base", d, ks.strides[-1], ks.strides[-2], 1, n)
+    v_load = _tile_load("v_s", f"p{plan.v}", "v_base", dv, vs.strides[-2], vs.strides[-1], 0, n)
+    name = f"attention_{nb}x{m}x{n}x{d}x{dv}"
+    src = f"""
+constexpr int ROWS = {rows};
+constexpr int NWARPS = {THREADS} / MIGX_WARP_SIZE;
+constexpr int RPW = ROWS / NWARPS;  // rows per warp
+constexpr int DVL = ({dv} + MIGX_WARP_SIZE - 1) / MIGX_WARP_SIZE;  // output columns per lane
+
+MIGX_GLOBAL void {name}_kernel({kernel_params(shapes, [False] * nout + [True])}) {{
+    __shared__ float q_s[ROWS * {d}];
+    __shared__ float k_s[MIGX_WARP_SIZE * ({d} + 1)];
+    __shared__ float v_s[MIGX_WARP_SIZE * {dv}];
+    __shared__ float p_s[ROWS * MIGX_WARP_SIZE];
+    const int lane = threadIdx.x % MIGX_WARP_SIZE;
+    const int warp = threadIdx.x / MIGX_WARP_SIZE;
+    const {it} bh = blockIdx.x / {-(-m // rows)};
+    const {it} row0 = (blockIdx.x % {-(-m // rows)}) * ROWS;
+    {batch_lines}
+    const {it} q_base = {offsets[plan.q]}, k_base = {offsets[plan.k]}, v_base = {offsets[plan.v]};
+    for (int e = threadIdx.x; e < ROWS * {d}; e += {THREADS}) {{
+        const {it} r = row0 + e / {d};
+        const {it} off = q_base + r * {qs.strides[-2]} + (e % {d}) * {qs.strides[-1]};
+        q_s[e] = r < {m} ? (float)migx::load(p{plan.q}, off) : 0.0f;
+    }}
+    float m_run[RPW], l_run[RPW], acc[RPW][DVL];
+    for (int r = 0; r < RPW; ++r) {{
+        m_run[r] = -migx::inf_f();
+        l_run[r] = 0.0f;
+        for (int t = 0; t < DVL; ++t) acc[r][t] = 0.0f;
+    }}
+    for (int j0 = 0; j0 < {n}; j0 += MIGX_WARP_SIZE) {{
+        __syncthreads();
+        {k_load}
+        {v_load}
+        __syncthreads();
+        const {it} j = j0 + lane;
+        float alpha[RPW];
+        for (int r = 0; r < RPW; ++r) {{
+            const int lr = warp * RPW + r;
+            const {it} row = row0 + lr;
+            float x = -migx::inf_f();
+            if (row < {m} && j < {n}) {{
+                float s = 0.0f;
+                for (int c = 0; c < {d}; ++c) s += q_s[lr * {d} + c] * k_s[lane * ({d} + 1) + c];
+                {score_body}
+                x = {score};
+            }}
+            const float m_new = migx::max_(m_run[r], migx::warp_reduce(x, migx::op_max{{}}));
+            // A row whose keys so far are all masked (-inf) has nothing to rescale yet.
+            alpha[r] = m_new == -migx::inf_f() ? 1.0f : expf(m_run[r] - m_new);
+            const float p = x == -migx::inf_f() ? 0.0f : expf(x - m_new);
+            l_run[r] = l_run[r] * alpha[r] + migx::warp_reduce(p, migx::op_sum{{}});
+            m_run[r] = m_new;
+            p_s[lr * MIGX_WARP_SIZE + lane] = p;
+        }}
+        __syncthreads();
+        for (int r = 0; r < RPW; ++r) {{
+            const float* pr = p_s + (warp * RPW + r) * MIGX_WARP_SIZE;
+            for (int t = 0; t < DVL; ++t) {{
+                const int c = lane + t * MIGX_WARP_SIZE;
+                if (c < {dv}) {{
+                    float a = acc[r][t] * alpha[r];
+                    for (int jj = 0; jj < MIGX_WARP_SIZE; ++jj) a += pr[jj] * v_s[jj * {dv} + c];
+                    acc[r][t] = a;
+                }}
+            }}
+        }}
+    }}
+    const {it} o_base = {offsets[nout]};
+    for (int r = 0; r < RPW; ++r) {{
+        const {it} row = row0 + warp * RPW + r;
+        if (row >= {m}) continue;
+        for (int t = 0; t < DVL; ++t) {{
+            const int c = lane + t * MIGX_WARP_SIZE;
+            // A fully masked row gives 0/0 = NaN, as softmax over all -inf does.
+            if (c < {dv})
+                migx::store(p{nout}, o_base + row * {out.strides[-2]} + c * {out.strides[-1]}, acc[r][t] / l_run[r]);
+        }}
+    }}
+}}"""
+    return KernelSource(name + "_kernel", source(src), blocks * THREADS, THREADS)

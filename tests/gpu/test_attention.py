@@ -1,0 +1,117 @@
+"""The fused attention kernel (group[tag=attention]) against the reference evaluator: without a
+mask, with a padding mask, a causal -inf mask and a `where` mask, at odd sequence lengths (one
+key, partial key tiles, more than four tiles), unusual head dims, a 3-D (headless) batch and
+half precision. On the fake backend (lowering and buffers, emulated kernel) and, marked `gpu`,
+on a device (the generated kernel itself)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from migx_explore.compiler import evaluate
+from migx_explore.compiler.ir import Program
+from migx_explore.compiler.op import Op
+from migx_explore.compiler.shape import Shape
+from migx_explore.gpu import compile_program
+
+BACKENDS = ["fake", pytest.param("device", marks=pytest.mark.gpu)]
+MASKS = ("none", "padding", "causal", "where")
+
+
+def attention_program(seq: int, mask: str, *, heads: int = 2, d: int = 64, dv: int | None = None,
+                      kv: int | None = None, dtype: str = "float32") -> Program:
+    """scores = (q · kᵀ) · 1/sqrt(d) [+ mask], softmax, · v; kᵀ is a transpose view of k."""
+    dv = dv or d
+    n = kv or seq
+    b = [1, heads] if heads else [2]
+    nb = len(b)
+    p = Program()
+    m = p.main
+
+    def op(name: str, *args, **attrs):
+        return m.add_instruction(Op(name, **attrs), list(args))
+
+    q = m.add_parameter("q", Shape.of(dtype, [*b, seq, d]))
+    k = m.add_parameter("k", Shape.of(dtype, [*b, n, d]))
+    v = m.add_parameter("v", Shape.of(dtype, [*b, n, dv]))
+    kt = op("transpose", k, permutation=[*range(nb), nb + 1, nb])
+    s_lens = [*b, seq, n]
+    scale = m.add_literal(np.array([1 / math.sqrt(d)], dtype))
+    s = op("mul", op("dot", q, kt), op("multibroadcast", scale, out_lens=s_lens))
+    if mask == "padding":
+        pm = m.add_parameter("pm", Shape.of(dtype, [1, n]))
+        s = op("add", s, op("multibroadcast", pm, out_lens=s_lens))
+    elif mask == "causal":
+        tri = np.triu(np.full((seq, n), -np.inf, dtype), 1 + n - seq)
+        s = op("add", s, op("multibroadcast", m.add_literal(tri), out_lens=s_lens))
+    elif mask == "where":
+        keep = m.add_parameter("keep", Shape.of("bool", s_lens))
+        fill = op("multibroadcast", m.add_literal(np.array([-np.inf], dtype)), out_lens=s_lens)
+        s = op("where", keep, s, fill)
+    m.add_return([op("dot", op("softmax", s, axis=-1), v)])
+    return p
+
+
+def feeds_for(program, seed: int = 0) -> dict:
+    rng = np.random.default_rng(seed)
+    out = {}
+    for p in program.main.params():
+        name, lens = p.param_name, p.shape.lens
+        if name == "pm":  # padding: the last quarter of the keys is masked with a large negative value
+            m = np.zeros(lens, np.float32)
+            m[..., lens[-1] - lens[-1] // 4:] = -1e9
+            out[name] = m
+        elif name == "keep":  # random keep pattern, never a fully masked row
+            keep = rng.random(lens) < 0.7
+            keep[..., 0] = True
+            out[name] = keep
+        else:
+            out[name] = rng.standard_normal(lens).astype(np.float32)
+        if p.shape.type == "float16":
+            out[name] = out[name].astype(np.float16)
+    return out
+
+
+def check(program, backend, *, rtol=1e-4, atol=1e-5, fused: bool = True) -> None:
+    feeds = feeds_for(program)
+    want = evaluate(program, feeds)[0]
+    with compile_program(program, backend=backend) as compiled:
+        kernels = [i.op["symbol_name"] for i in compiled.program.main if i.name == "gpu::code_object"]
+        assert any(k.startswith("attention_") for k in kernels) == fused, kernels
+        assert not compiled.steps.host_ops
+        for mode in ("eager", "graph"):
+            got = compiled.run(feeds, mode=mode)[0]
+            np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64), rtol=rtol, atol=atol,
+                                       err_msg=mode)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("mask", MASKS)
+@pytest.mark.parametrize("seq, kv", [(1, 9), (17, 17), (127, 127), (130, 130)])
+def test_attention_matches_reference(seq, kv, mask, backend, request):
+    check(attention_program(seq, mask, kv=kv), request.getfixturevalue(backend))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_one_key_attention_is_simplified_before_fusion(backend, request):
+    """softmax over one key is 1: optimize_module folds it, so no attention kernel is left."""
+    check(attention_program(1, "none"), request.getfixturevalue(backend), fused=False)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_attention_odd_head_dims_and_more_keys_than_queries(backend, request):
+    check(attention_program(5, "causal", d=80, dv=48, kv=70), request.getfixturevalue(backend))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_attention_without_a_head_axis(backend, request):
+    check(attention_program(33, "padding", heads=0, d=32), request.getfixturevalue(backend))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_attention_in_half_precision(backend, request):
+    check(attention_program(40, "causal", d=32, dtype="float16"), request.getfixturevalue(backend), rtol=2e-2,
+          atol=2e-2)
