@@ -61,8 +61,9 @@ class Session:
         self.name = name
         options = options or CompileOptions()
         if precision is not None or calibration:  # the quantize stage (fp16/bf16/int8/fp8) runs first
-            options = dataclasses.replace(options, precision=precision or options.precision,
-                                          calibration=tuple(calibration) or options.calibration)
+            # int8 / fp8 calibrate on the given feeds, else on the session's own inputs
+            feeds = tuple(calibration) or options.calibration or ((inputs,) if inputs else ())
+            options = dataclasses.replace(options, precision=precision or options.precision, calibration=feeds)
         self.initial: ProgramSnapshot = snapshot(program)
         self.config = PipelineConfig(options, include_backend=include_backend)
         self.traces = TraceCache(self.initial, validate=validate, numeric=numeric, numeric_inputs=inputs,

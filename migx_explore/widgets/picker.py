@@ -8,6 +8,7 @@ import os
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from ..compiler.quantize import PRECISIONS
 from ..session import Session
 from . import queries
 from ._common import ErrorBox, widgets
@@ -74,6 +75,11 @@ class ModelPicker:
         self.mode = W.Dropdown(options=COMPILE_MODES, value="balanced", description="mode",
                                style={"description_width": "initial"}, layout=W.Layout(width="10em"),
                                _dom_classes=["migx-mode"])
+        # The quantize stage (fp16 / bf16 / int8 / fp8) runs before the five pipelines; int8 and fp8
+        # calibrate on the session's inputs (seeded random ones unless a feed was given).
+        self.precision = W.Dropdown(options=PRECISIONS, value="fp32", description="precision",
+                                    style={"description_width": "initial"}, layout=W.Layout(width="11em"),
+                                    _dom_classes=["migx-precision"])
         # The per-pass numeric check runs the reference evaluator after every pass that changed the
         # IR: most of a re-trace's time on conv models, so it can be switched off for speed.
         self.numeric = W.Checkbox(True, description="numeric check per pass", indent=False,
@@ -81,7 +87,8 @@ class ModelPicker:
         self.load_button = W.Button(description="Load", button_style="primary", icon="folder-open",
                                     _dom_classes=["migx-load"])
         self.inputs_note = W.HTML("", _dom_classes=["migx-inputs-note"])
-        self.widget = W.VBox([W.HBox([self.builtin, self.path, self.upload, self.mode, self.load_button],
+        self.widget = W.VBox([W.HBox([self.builtin, self.path, self.upload, self.mode, self.precision,
+                                      self.load_button],
                                      layout=W.Layout(flex_flow="row wrap", align_items="center")),
                               W.HBox([self.dims, self.numeric, self.inputs_note],
                                      layout=W.Layout(flex_flow="row wrap", align_items="center"))],
@@ -146,6 +153,8 @@ class ModelPicker:
         kw: dict[str, Any] = {"numeric": self.numeric.value, "defer_numeric": True}
         if self._uploaded_bytes is not None:
             kw["name"] = self._uploaded_name
+        if self.precision.value != "fp32":
+            kw["precision"] = self.precision.value
         session = make_session(self.selection(), queries.parse_dims(self.dims.value), **kw)
         if self.mode.value != "balanced":
             session.set_mode(self.mode.value)

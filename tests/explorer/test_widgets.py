@@ -502,3 +502,16 @@ def test_waterfall_panel_shows_launch_deltas_without_a_gpu():
     assert "-fusion" in ex.waterfall.table.value and "<svg" in ex.waterfall.plot.value
     assert {r["variant"] for r in wf.rows()} == {"(all passes)", "-optimize_rewrite", "-fusion"}
     assert ex.errors.messages == []
+
+
+def test_picker_precision_adds_the_quantize_stage():
+    from migx_explore.widgets.explorer import Explorer
+
+    ex = Explorer()
+    ex.picker.builtin.value = "mlp"
+    ex.picker.precision.value = "fp16"
+    ex.picker.load_button.click()
+    assert not ex.errors.messages, ex.errors.text
+    s = ex.session
+    assert s.options.precision == "fp16" and s.pipelines[0].name == "quantize"
+    assert any(r.path == "quantize.truncate_float" for r in s.trace.records)
