@@ -14,11 +14,7 @@ from typing import Any
 
 from .compiler.errors import MigxError
 from .compiler.snapshot import ProgramSnapshot
-
-
-class GpuUnavailable(MigxError):
-    pass
-
+from .errors import GpuUnavailable  # noqa: E402,F401  (defined beside the other explorer errors; re-exported)
 
 Progress = Callable[[int, int, str], None]
 

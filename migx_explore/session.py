@@ -388,7 +388,17 @@ class Session:
         return self.config.entries()
 
     # ---- GPU (the explorer's widgets reach the GPU only through these) ----------------------------------
-    def gpu_unavailable_reason(self) -> str | None:
+    @staticmethod
+    def recorded_gpu_results() -> Any:
+        """Timings recorded on a real GPU that ship with the package (device, date, per model), or
+        None: what the GPU panel shows where no GPU is usable."""
+        from .gpu_bridge import recorded_results
+
+        return recorded_results()
+
+    @staticmethod
+    def gpu_unavailable_reason() -> str | None:
+        """Why GPU features are unavailable here (None when a GPU stack is usable)."""
         from .gpu_bridge import unavailable_reason
 
         return unavailable_reason()

@@ -10,6 +10,7 @@ import html
 from collections.abc import Callable
 from typing import Any
 
+from ..errors import GpuUnavailable
 from ..session import Session
 from . import timing_view
 from ._common import ErrorBox, widgets
@@ -82,8 +83,6 @@ class GpuPanel:
         if session is None:
             raise RuntimeError("load a model first")
         if self.reason:
-            from ..gpu_bridge import GpuUnavailable
-
             raise GpuUnavailable(f"GPU timing unavailable: {self.reason}")
         modes = self.modes()
         if not modes:
@@ -105,6 +104,4 @@ class GpuPanel:
 
 
 def _unavailable_reason() -> str | None:
-    from ..gpu_bridge import unavailable_reason
-
-    return unavailable_reason()
+    return Session.gpu_unavailable_reason()
