@@ -147,11 +147,13 @@ def _time(cp, inputs: dict, iters: int, modes=("eager", "graph")) -> dict:
 
 def exact_program(backend, past: int):
     """The plain static program for one past length (what split_single_dyn_dim's dim_P holds)."""
-    from migx_explore.gpu import compile_program
+    from migx_explore.gpu import compile
+    from migx_explore.models import get_model
     from migx_explore.models.gpt2_decode import decode_feed
 
     feed = decode_feed(past, 1)
-    return compile_program("gpt2_decode", backend=backend, input_dims={k: list(v.shape) for k, v in feed.items()}), feed
+    dims = {k: list(v.shape) for k, v in feed.items()}
+    return compile(get_model("gpt2_decode"), backend=backend, input_dims=dims), feed
 
 
 def main() -> None:

@@ -9,8 +9,9 @@ from __future__ import annotations
 __version__ = "0.1.0"
 
 
-def explore(model, **kwargs):
-    """Open the explorer widget on an ONNX path, a ModelProto, or a built-in model name."""
+def explore(model=None, **kwargs):
+    """Open the explorer widget on an ONNX path, a ModelProto, or a built-in model name (None: an
+    empty explorer with the model picker)."""
     from .widgets import explore as _explore
 
     return _explore(model, **kwargs)

@@ -228,7 +228,7 @@ def numeric_bisect(session, inputs: Mapping[str, np.ndarray] | None = None) -> D
     bad = trace.first_numeric_failure()
     if bad is None:
         return None
-    cfg = session._numeric()
+    cfg = session.numeric_config()
     rec = _innermost_failure(trace, bad, cfg)
     found = locate_divergence(rec.before, rec.after, cfg.inputs, pass_path=rec.path,
                               replacements=rec.replacements, tolerance=cfg.tolerance)

@@ -13,6 +13,10 @@ from dataclasses import dataclass
 
 from .compiler.errors import MigxError
 
+
+class GpuUnavailable(MigxError):
+    """A GPU feature was asked for where no GPU stack is usable (the message says why)."""
+
 EXIT_KNOWN = 2
 EXIT_INTERNAL = 3
 

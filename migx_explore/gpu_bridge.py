@@ -5,15 +5,24 @@ when no GPU stack is present."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import json
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from .compiler.errors import MigxError
 from .compiler.snapshot import ProgramSnapshot
+from .errors import GpuUnavailable  # noqa: E402,F401  (defined beside the other explorer errors; re-exported)
+
+Progress = Callable[[int, int, str], None]
 
 
-class GpuUnavailable(MigxError):
-    pass
+def _readable(text: str) -> str:
+    # Vendor bindings put bytes reprs into their messages ("dlopen 'b'libamdhip64.so''"); a user
+    # reading the reason wants the library name.
+    return re.sub(r"""'?b(['"])(.*?)\1'?""", r"\2", text)
 
 
 def unavailable_reason() -> str | None:
@@ -21,7 +30,8 @@ def unavailable_reason() -> str | None:
         from .gpu.runtime import unavailable_reason as reason
     except ImportError as e:
         return f"the GPU runtime layer could not be imported ({e})"
-    return reason()
+    why = reason()
+    return None if why is None else _readable(why)
 
 
 def _require_gpu() -> None:
@@ -42,14 +52,88 @@ def compile_snapshot(snap: ProgramSnapshot) -> Any:
     return CompiledProgram(program)
 
 
+def compile_kernels(snap: ProgramSnapshot, progress: Progress | None = None) -> int:
+    """Compile a lowered snapshot's kernels one at a time into the kernel cache (which finalize then
+    hits), reporting progress; returns how many there were."""
+    _require_gpu()
+    from .gpu import kernel_cache
+    from .gpu.runtime import get_backend
+
+    keys = sorted(kernel_cache.kernel_keys(snap.to_program()))
+    backend = get_backend()
+    for k, key in enumerate(keys):
+        if progress:
+            progress(k, len(keys), f"compiling kernel {key[:40]}")
+        kernel_cache.compile_many(backend, [kernel_cache.source_for(key)])
+    if progress:
+        progress(len(keys), len(keys), "kernels compiled")
+    return len(keys)
+
+
 def time_snapshot(snap: ProgramSnapshot, modes: Sequence[str] = ("eager", "graph"), warmup: int = 10,
-                  iters: int = 100, inputs: Any = None) -> Any:
+                  iters: int = 100, inputs: Any = None, progress: Progress | None = None) -> Any:
     """Finalize a compiled (backend-lowered) snapshot and time it in each mode (on `inputs`, or
-    random ones that respect the model)."""
+    random ones that respect the model; one mode at a time when `progress` is given, so the
+    caller sees each start)."""
+    import dataclasses
+
     from .gpu import timing
 
     compiled = compile_snapshot(snap)
     try:
-        return timing.time_program(compiled, modes=tuple(modes), warmup=warmup, iters=iters, inputs=inputs)
+        if progress is None:
+            return timing.time_program(compiled, modes=tuple(modes), warmup=warmup, iters=iters, inputs=inputs)
+        merged = None
+        for k, mode in enumerate(modes):
+            progress(k, len(modes), f"timing {mode}: {warmup} warm-up + {iters} runs")
+            r = timing.time_program(compiled, modes=(mode,), warmup=warmup, iters=iters, inputs=inputs)
+            merged = r if merged is None else dataclasses.replace(
+                merged, modes={**merged.modes, **r.modes}, graph_nodes=max(merged.graph_nodes, r.graph_nodes))
+        progress(len(modes), len(modes), "timed")
+        return merged
     finally:
         compiled.close()
+
+
+# ---- results recorded on a real GPU (shown where there is none) ------------------------------------
+RESULTS_DIR = Path(__file__).resolve().parent / "results"
+
+
+@dataclass(frozen=True)
+class RecordedModel:
+    """One model's timings from a recorded GPU run (benchmarks/gpu_vs_torch.py's JSON)."""
+
+    model: str
+    eager_us: float
+    graph_us: float
+    launches: int
+    kernels: int
+    blas_calls: int
+    torch_eager_us: float | None
+    torch_graph_us: float | None
+
+
+@dataclass(frozen=True)
+class RecordedRun:
+    device: str
+    date: str
+    source: str  # file name, for the label
+    models: dict[str, RecordedModel]
+
+
+def recorded_results(path: Path | None = None) -> RecordedRun | None:
+    """The GPU results recorded with the package (device, date and per-model timings), or None."""
+    path = path or RESULTS_DIR / "gpu_vs_torch_h200.json"
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    models = {}
+    for name, m in data.get("models", {}).items():
+        ours, torch = m.get("ours") or {}, m.get("torch") or {}
+        if "eager_us" not in ours:
+            continue
+        models[name] = RecordedModel(name, ours["eager_us"], ours.get("graph_us", float("nan")),
+                                     ours.get("launches", 0), ours.get("kernels", 0), ours.get("blas_calls", 0),
+                                     torch.get("eager_us"), torch.get("graph_us"))
+    return RecordedRun(data.get("device", "unknown GPU"), data.get("date", "date not recorded"), path.name, models)

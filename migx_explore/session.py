@@ -25,75 +25,53 @@ from .compiler.passes import (
     NumericConfig,
     Pass,
     PassEntry,
-    PassFailed,
-    PassManager,
     PassRecord,
     Pipeline,
     Trace,
-    check_order,
-    entry_paths,
-    make_numeric_config,
-    spec_from_pipelines,
 )
 from .compiler.passes.rewrite import RewritePass as RulePass  # noqa: F401  (RulePass: the old name)
 from .compiler.passes.rewrite import as_pass
 from .compiler.rewrite import Rule
 from .compiler.snapshot import ProgramSnapshot, SnapshotDiff, snapshot
-from .gpu.pipelines import CompileOptions, gpu_pipelines
+from .gpu.pipelines import CompileOptions
+from .session_config import PipelineConfig, SessionError
+from .session_cursor import Cursor, View
+from .session_trace import RetraceInfo, TraceCache
 from .stats import launch_count
 
 
-class SessionError(MigxError):
-    pass
-
-
 @dataclass
-class _Step:
-    key: tuple
-    records: list[PassRecord]
-    after: ProgramSnapshot
+class TimingRun:
+    """One GPU timing of one configuration: its readable label (the spec, or 'custom pipeline')
+    and the result. Session.timings keys these by configuration identity, not by the label."""
 
-
-@dataclass
-class View:
-    nested: bool = False  # step into children of composite passes
-    hide_unchanged: bool = False  # skip no-op and disabled passes when stepping
-    filter: str = ""  # only passes whose path contains this text
-
-
-@dataclass
-class RetraceInfo:
-    reused: int = 0  # top-level entries served from the cache
-    ran: int = 0  # top-level entries executed
-    first_run: str | None = None  # path of the first entry re-run
+    label: str
+    result: Any
 
 
 class Session:
+    """The facade notebooks use over three parts: `config` (PipelineConfig: toggles, order,
+    options, spec), `traces` (TraceCache: the trace of the configuration, prefix-cached, and
+    the numeric check) and `cursor` (Cursor: position and view)."""
+
     def __init__(self, program: Program, *, name: str = "program", options: CompileOptions | None = None,
                  include_backend: bool = True, numeric: bool = True, inputs: dict | None = None,
-                 validate: bool = True, precision: str | None = None, calibration: Sequence[dict] = ()):
+                 validate: bool = True, defer_numeric: bool = False, precision: str | None = None,
+                 calibration: Sequence[dict] = ()):
         self.name = name
-        self.options = options or CompileOptions()
+        options = options or CompileOptions()
         if precision is not None or calibration:  # the quantize stage (fp16/bf16/int8/fp8) runs first
-            self.options = dataclasses.replace(self.options, precision=precision or self.options.precision,
-                                               calibration=tuple(calibration) or self.options.calibration)
+            # int8 / fp8 calibrate on the given feeds, else on the session's own inputs
+            feeds = tuple(calibration) or options.calibration or ((inputs,) if inputs else ())
+            options = dataclasses.replace(options, precision=precision or options.precision, calibration=feeds)
         self.initial: ProgramSnapshot = snapshot(program)
-        self.catalog = gpu_pipelines(self.options, include_backend=include_backend)
-        self.pipelines: list[Pipeline] = [p.copy() for p in self.catalog]
-        self.validate = validate
-        self._numeric_enabled = numeric
-        self._numeric_inputs = inputs
-        self._numeric_base: NumericConfig | None = None
-        self._cache: list[_Step] = []
-        self._trace: Trace | None = None
-        self.error: str | None = None
-        self.position = 0
-        self.view = View()
-        self.last_retrace = RetraceInfo()
-        self.timings: dict[str, Any] = {}
+        self.config = PipelineConfig(options, include_backend=include_backend)
+        self.traces = TraceCache(self.initial, validate=validate, numeric=numeric, numeric_inputs=inputs,
+                                 defer_numeric=defer_numeric)
+        self.cursor = Cursor()
+        self.timings: dict[tuple, TimingRun] = {}
         # Where the model came from (for repro scripts); set by the from_* constructors.
         self.source: dict[str, Any] = {"kind": "program", "value": name, "input_dims": {}}
-        self.on_progress: Callable[[int, int, str], None] | None = None
 
     # ---- construction ----------------------------------------------------------------------------
     @classmethod
@@ -133,12 +111,58 @@ class Session:
 
         return cls(parse(text), **kw)
 
+    # ---- the parts, as the attributes notebooks know -----------------------------------------------
+    @property
+    def options(self) -> CompileOptions:
+        return self.config.options
+
+    @property
+    def catalog(self) -> list[Pipeline]:
+        return self.config.catalog
+
+    @property
+    def pipelines(self) -> list[Pipeline]:
+        return self.config.pipelines
+
+    @pipelines.setter
+    def pipelines(self, value: list[Pipeline]) -> None:
+        self.config.pipelines = value
+
+    @property
+    def validate(self) -> bool:
+        return self.traces.validate
+
+    @property
+    def position(self) -> int:
+        return self.cursor.position
+
+    @position.setter
+    def position(self, value: int) -> None:
+        self.cursor.position = value
+
+    @property
+    def view(self) -> View:
+        return self.cursor.view
+
+    @property
+    def last_retrace(self) -> RetraceInfo:
+        return self.traces.last_retrace
+
+    @property
+    def on_progress(self) -> Callable[[int, int, str], None] | None:
+        return self.traces.on_progress
+
+    @on_progress.setter
+    def on_progress(self, fn: Callable[[int, int, str], None] | None) -> None:
+        self.traces.on_progress = fn
+
     # ---- the trace ---------------------------------------------------------------------------------
     @property
     def trace(self) -> Trace:
-        if self._trace is None:
-            self._retrace()
-        return self._trace
+        """The trace of the current configuration (re-traced from the first changed entry if stale)."""
+        trace = self.traces.trace(self.config)
+        self.cursor.clamp(trace)
+        return trace
 
     def run(self) -> Trace:
         """Trace now (re-running only what toggles invalidated) and return the trace."""
@@ -148,132 +172,97 @@ class Session:
     def records(self) -> list[PassRecord]:
         return self.trace.records
 
+    @property
+    def error(self) -> str | None:
+        """The failure of the current configuration's trace (None when every pass ran). Read off
+        the trace, so it can never describe an earlier configuration."""
+        return self.trace.error
+
+    def numeric_config(self) -> NumericConfig | None:
+        """The inputs, reference outputs and tolerances of the per-pass numeric check (None: off)."""
+        return self.traces.numeric_config()
+
+    def set_numeric_config(self, cfg: NumericConfig | None) -> None:
+        self.traces.set_numeric_config(cfg)
+
     def set_inputs(self, inputs: dict | None) -> None:
         """Use these inputs (None: random ones that respect the model) for the numeric checks."""
-        self._numeric_inputs = None if inputs is None else dict(inputs)
-        self._numeric_base = None
-        self.invalidate()
+        self.traces.set_inputs(inputs)
 
-    def _numeric(self) -> NumericConfig | None:
-        if not self._numeric_enabled:
-            return None
-        if self._numeric_base is None:
-            self._numeric_base = make_numeric_config(self.initial.to_program(), self._numeric_inputs)
-        return dataclasses.replace(self._numeric_base, disabled_reason="")
+    # Kept for callers written against the single-class Session (cli.verify, verification, bisect).
+    _numeric = numeric_config
 
-    def _flat(self) -> list[tuple[int, int, str, tuple]]:
-        out, prefix = [], ()
-        for pi, pl in enumerate(self.pipelines):
-            for k, (e, path) in enumerate(zip(pl.entries, entry_paths(pl))):
-                opts = tuple(sorted((n, repr(v)) for n, v in e.pass_.options().items()))
-                ident = id(e.pass_) if e.user else type(e.pass_).__name__
-                prefix = prefix + ((pl.name, pl.enabled, path, e.enabled, opts, ident),)
-                out.append((pi, k, path, prefix))
-        return out
+    @property
+    def _numeric_base(self) -> NumericConfig | None:
+        return self.traces._numeric_base
 
-    def _retrace(self) -> None:
-        flat = self._flat()
-        keep = 0
-        while keep < min(len(flat), len(self._cache)) and self._cache[keep].key == flat[keep][3]:
-            keep += 1
-        self._cache = self._cache[:keep]
-        trace = Trace(self.initial)
-        for st in self._cache:
-            trace.records.extend(st.records)
-        start_snap = self._cache[-1].after if self._cache else self.initial
-        self.last_retrace = RetraceInfo(keep, len(flat) - keep, flat[keep][2] if keep < len(flat) else None)
-        self.error = None
-        if keep < len(flat):
-            program = start_snap.to_program()
-            order = {f[2]: k for k, f in enumerate(flat)}
+    @_numeric_base.setter
+    def _numeric_base(self, cfg: NumericConfig | None) -> None:
+        self.set_numeric_config(cfg)
 
-            def progress(rec: PassRecord) -> None:
-                if rec.depth == 0 and self.on_progress:
-                    self.on_progress(order.get(rec.path, 0) + 1, len(flat), rec.path)
+    @property
+    def _numeric_inputs(self) -> dict | None:
+        return self.traces._numeric_inputs
 
-            pm = PassManager(validate=self.validate, numeric=self._numeric(), on_record=progress)
-            try:
-                trace = pm.run(program, self.pipelines, trace=trace, start=flat[keep][:2])
-            except PassFailed as e:
-                trace = e.trace
-                self.error = str(e)
-            self._store_steps(trace, flat, keep)
-        self._trace = trace
-        self.position = min(self.position, max(len(trace.records) - 1, 0))
+    @_numeric_inputs.setter
+    def _numeric_inputs(self, inputs: dict | None) -> None:
+        self.traces._numeric_inputs = inputs
 
-    def _store_steps(self, trace: Trace, flat, keep: int) -> None:
-        tops = [r for r in trace.records[sum(len(s.records) for s in self._cache):] if r.depth == 0]
-        for j, top in enumerate(tops):
-            if top.status == "failed":
-                break
-            nxt = tops[j + 1].index if j + 1 < len(tops) else len(trace.records)
-            self._cache.append(_Step(flat[keep + j][3], trace.records[top.index:nxt], top.after))
+    @property
+    def _numeric_enabled(self) -> bool:
+        return self.traces.numeric
+
+    @_numeric_enabled.setter
+    def _numeric_enabled(self, on: bool) -> None:
+        self.traces.numeric = on
+
+    def unchecked(self) -> list[PassRecord]:
+        """Changed top-level passes whose numeric check is still to run (deferred mode)."""
+        return self.traces.unchecked(self.trace)
+
+    def check_numeric(self, rec: PassRecord | None = None) -> PassRecord | None:
+        """Run the deferred numeric check of `rec` (default: the first unchecked pass); returns the
+        record checked, None when nothing is left."""
+        if rec is None:
+            todo = self.unchecked()
+            if not todo:
+                return None
+            rec = todo[0]
+        self.traces.check_numeric(rec)
+        return rec
 
     def invalidate(self) -> None:
         """Forget cached results (e.g. after changing numeric settings)."""
-        self._cache.clear()
-        self._trace = None
+        self.traces.invalidate()
 
     # ---- navigation ------------------------------------------------------------------------------
     def visible(self) -> list[int]:
-        v = self.view
-        out = []
-        for r in self.trace.records:
-            if r.depth > 0 and not v.nested:
-                continue
-            if v.hide_unchanged and not r.changed and r.status != "failed":
-                continue
-            if v.filter and v.filter not in r.path:
-                continue
-            out.append(r.index)
-        return out
+        return self.cursor.visible(self.trace)
 
     @property
     def current(self) -> PassRecord:
-        recs = self.trace.records
-        if not recs:
-            raise SessionError("the pipeline is empty")
-        return recs[self.position]
-
-    def _move(self, delta: int) -> PassRecord:
-        vis = self.visible()
-        if not vis:
-            return self.current
-        after = [i for i in vis if i > self.position] if delta > 0 else [i for i in vis if i < self.position][::-1]
-        if after:
-            self.position = after[min(abs(delta), len(after)) - 1]
-        return self.current
+        return self.cursor.current(self.trace)
 
     def step(self, n: int = 1) -> PassRecord:
-        return self._move(n)
+        return self.cursor.move(self.trace, n)
 
     def back(self, n: int = 1) -> PassRecord:
-        return self._move(-n)
+        return self.cursor.move(self.trace, -n)
 
     def first(self) -> PassRecord:
-        vis = self.visible()
-        self.position = vis[0] if vis else 0
-        return self.current
+        return self.cursor.first(self.trace)
 
     def last(self) -> PassRecord:
-        vis = self.visible()
-        self.position = vis[-1] if vis else 0
-        return self.current
+        return self.cursor.last(self.trace)
+
+    def first_changed(self) -> PassRecord:
+        """Go to the first visible pass that changed the IR (where a first look starts)."""
+        return self.cursor.first_changed(self.trace)
 
     def goto(self, where: str | int) -> PassRecord:
-        if isinstance(where, int):
-            if not 0 <= where < len(self.trace.records):
-                raise SessionError(f"position {where} is out of range 0..{len(self.trace.records) - 1}")
-            self.position = where
-        else:
-            try:
-                self.position = self.trace.find(where).index
-            except KeyError:
-                raise SessionError(f"no pass {where!r} in the trace; e.g. "
-                                   f"{', '.join(r.path for r in self.trace.top_level()[:4])}") from None
-        return self.current
+        return self.cursor.goto(self.trace, where)
 
-    # ---- what the current pass did -----------------------------------------------------------------
+    # ---- what a pass did ------------------------------------------------------------------------------
     def snapshots(self, index: int | None = None) -> tuple[ProgramSnapshot, ProgramSnapshot]:
         """(before, after) of a record (default: the current one). A disabled or failed pass has no
         after snapshot: it left the IR as it was."""
@@ -298,6 +287,24 @@ class Session:
 
         return text_diff(self.before(), self.after(), context=context)
 
+    def compare(self, a: str | int, b: str | int) -> tuple[ProgramSnapshot, ProgramSnapshot]:
+        """The IR after pass `a` and after pass `b` (paths or record indexes), to compare any two
+        points of the pipeline rather than one pass's before and after."""
+        return self._after_of(a), self._after_of(b)
+
+    def _after_of(self, where: str | int) -> ProgramSnapshot:
+        trace = self.trace
+        if isinstance(where, int):
+            if not 0 <= where < len(trace.records):
+                raise SessionError(f"position {where} is out of range 0..{len(trace.records) - 1}")
+            rec = trace.records[where]
+        else:
+            try:
+                rec = trace.find(where)
+            except KeyError:
+                raise SessionError(f"no pass {where!r} in the trace") from None
+        return self.snapshots(rec.index)[1]
+
     def stats(self) -> dict[str, Any]:
         r = self.current
         d = self.diff()
@@ -314,45 +321,29 @@ class Session:
             "numeric_rms": None if r.numeric is None else r.numeric.rms,
             "numeric_threshold": None if r.numeric is None else r.numeric.threshold,
             "numeric_summary": "" if r.numeric is None else r.numeric.describe(),
+            "numeric_state": self.numeric_state(r),
             "matches": len(r.matches),
         }
+
+    def numeric_state(self, r: PassRecord) -> str:
+        """'ok' | 'bad' | 'note' | 'pending' (deferred, not yet run) | 'off' | 'nested' (checked
+        through its top-level pass) | 'unchanged'."""
+        if r.numeric is not None:
+            return "note" if r.numeric.note else ("ok" if r.numeric.ok else "bad")
+        if not r.changed:
+            return "unchanged"
+        if not self.traces.numeric:
+            return "off"
+        return "pending" if r.depth == 0 else "nested"
 
     def final(self) -> ProgramSnapshot:
         return self.trace.final
 
-    # ---- toggles ------------------------------------------------------------------------------------
-    def _resolve(self, target: str) -> list[tuple[Pipeline, PassEntry]]:
-        hits = []
-        for pl in self.pipelines:
-            if target == pl.name:
-                return [(pl, e) for e in pl.entries]
-            for e, path in zip(pl.entries, entry_paths(pl)):
-                base = path.split("#")[0]
-                if target in (path, e.name) or (target == base and "#" not in target):
-                    hits.append((pl, e))
-        if not hits:
-            names = sorted({e.name for pl in self.pipelines for e in pl.entries})
-            raise SessionError(f"no pass or pipeline {target!r}; pipelines: "
-                               f"{', '.join(p.name for p in self.pipelines)}; passes: {', '.join(names)}")
-        return hits
-
+    # ---- toggles (PipelineConfig) ---------------------------------------------------------------------
     def set_enabled(self, target: str, enabled: bool, reason: str = "") -> list[str]:
         """Enable/disable a pass everywhere (`fuse_horizontal`), at one position
         (`required.dead_code_elimination#3`) or a whole pipeline (`optimize_rewrite`)."""
-        pl_names = {p.name for p in self.pipelines}
-        if target in pl_names:
-            pl = next(p for p in self.pipelines if p.name == target)
-            pl.enabled = enabled
-            self._trace = None
-            return [pl.name]
-        changed = []
-        for _, e in self._resolve(target):
-            if e.enabled != enabled:
-                e.enabled = enabled
-                e.reason = "" if enabled else (reason or "disabled by the user")
-                changed.append(e.name)
-        self._trace = None
-        return changed
+        return self.config.set_enabled(target, enabled, reason)
 
     def disable(self, target: str, reason: str = "") -> list[str]:
         return self.set_enabled(target, False, reason)
@@ -362,76 +353,77 @@ class Session:
 
     def set_mode(self, mode: str) -> None:
         """eager skips optimize_rewrite (MIGraphX compile-modes); balanced runs everything."""
-        self.options = dataclasses.replace(self.options, mode=mode)
-        for pl in self.pipelines:
-            if pl.name == "optimize_rewrite":
-                pl.enabled = mode != "eager"
-        self._trace = None
+        self.config.set_mode(mode)
 
     def set_options(self, target: str, **options: Any) -> None:
-        for _, e in self._resolve(target):
-            e.pass_ = e.pass_.with_options(**options)
-        self._trace = None
+        self.config.set_options(target, **options)
 
     def insert_pass(self, p: Pass | Rule | Sequence[Rule] | Callable, *, after: str | None = None,
                     before: str | None = None, name: str | None = None) -> str:
         """Insert a user pass (a Pass, matcher Rule(s) or function) after/before a position."""
         if (after is None) == (before is None):
             raise SessionError("insert_pass needs exactly one of after= or before=")
-        where = after or before
-        pl, e = self._one(where)
-        entry = PassEntry(as_pass(p, name), user=True)
-        k = pl.entries.index(e) + (1 if after else 0)
-        pl.entries.insert(k, entry)
-        self._trace = None
-        return entry_paths(pl)[k]
+        return self.config.insert(PassEntry(as_pass(p, name), user=True), after=after, before=before)
 
     def remove_pass(self, target: str) -> None:
-        pl, e = self._one(target)
-        pl.entries.remove(e)
-        self._trace = None
+        self.config.remove(target)
 
     def move_pass(self, target: str, *, after: str | None = None, before: str | None = None) -> str:
         """Move one entry (ordering lessons); ordering-rule warnings tell what it breaks."""
-        pl, e = self._one(target)
-        pl.entries.remove(e)
-        dst_pl, dst = self._one(after or before)
-        k = dst_pl.entries.index(dst) + (1 if after else 0)
-        dst_pl.entries.insert(k, e)
-        self._trace = None
-        return entry_paths(dst_pl)[k]
-
-    def _one(self, target: str) -> tuple[Pipeline, PassEntry]:
-        hits = self._resolve(target)
-        if len(hits) != 1:
-            paths = [p for pl in self.pipelines for p, e in zip(entry_paths(pl), pl.entries)
-                     if any(e is h for _, h in hits)]
-            raise SessionError(f"{target!r} names {len(hits)} entries; pick one of {', '.join(paths[:8])}")
-        return hits[0]
+        return self.config.move(target, after=after, before=before)
 
     def reset(self) -> None:
-        self.pipelines = [p.copy() for p in self.catalog]
-        self._trace = None
+        self.config.reset()
 
     def warnings(self) -> list[str]:
-        return [str(w) for w in check_order(self.pipelines)]
+        return self.config.warnings()
 
     def spec(self) -> str:
-        return spec_from_pipelines(self.pipelines, self.catalog)
+        return self.config.spec()
+
+    def spec_or_label(self) -> str:
+        return self.config.label()
 
     def entries(self) -> Iterable[tuple[str, PassEntry, Pipeline]]:
-        for pl in self.pipelines:
-            for e, path in zip(pl.entries, entry_paths(pl)):
-                yield path, e, pl
+        return self.config.entries()
 
-    # ---- GPU ------------------------------------------------------------------------------------------
-    def time(self, modes: Sequence[str] = ("eager", "graph"), warmup: int = 10, iters: int = 100) -> Any:
-        """Compile the final program for the GPU and time it in each mode (results kept in .timings)."""
+    # ---- GPU (the explorer's widgets reach the GPU only through these) ----------------------------------
+    @staticmethod
+    def recorded_gpu_results() -> Any:
+        """Timings recorded on a real GPU that ship with the package (device, date, per model), or
+        None: what the GPU panel shows where no GPU is usable."""
+        from .gpu_bridge import recorded_results
+
+        return recorded_results()
+
+    @staticmethod
+    def gpu_unavailable_reason() -> str | None:
+        """Why GPU features are unavailable here (None when a GPU stack is usable)."""
+        from .gpu_bridge import unavailable_reason
+
+        return unavailable_reason()
+
+    def compile_kernels(self, progress: Callable[[int, int, str], None] | None = None) -> int:
+        """Compile the final program's kernels (one at a time, reporting progress) into the kernel
+        cache that timing then hits; returns how many there were."""
+        from .gpu_bridge import compile_kernels
+
+        return compile_kernels(self.final(), progress)
+
+    def time(self, modes: Sequence[str] = ("eager", "graph"), warmup: int = 10, iters: int = 100,
+             progress: Callable[[int, int, str], None] | None = None) -> Any:
+        """Compile the final program for the GPU and time it in each mode; the result is kept in
+        .timings under this configuration's identity (see timing())."""
         from .gpu_bridge import time_snapshot
 
-        result = time_snapshot(self.final(), modes=modes, warmup=warmup, iters=iters)
-        self.timings[self.spec_or_label()] = result
+        result = time_snapshot(self.final(), modes=modes, warmup=warmup, iters=iters, progress=progress)
+        self.timings[self.config.identity()] = TimingRun(self.spec_or_label(), result)
         return result
+
+    def timing(self) -> Any:
+        """The last timing result of the current configuration (None if it was not timed)."""
+        run = self.timings.get(self.config.identity())
+        return None if run is None else run.result
 
     # ---- beyond stepping: bisect and waterfall ------------------------------------------------------
     def bisect(self, inputs: dict | None = None):
@@ -444,10 +436,15 @@ class Session:
     def verify(self, inputs: dict | None = None, **kw: Any):
         """Numeric check after every pass (MIGraphX's relative RMS, or rtol=/atol= allclose) on
         `inputs` (default: the session's, else random ones that respect the model); returns a
-        VerifyReport. See migx_explore.verification."""
+        VerifyReport. See migx_explore.verification. Runs the check inline even where the session
+        defers it (the report needs every pass's result)."""
         from .verification import verify_session
 
-        return verify_session(self, self._numeric_inputs if inputs is None else inputs, **kw)
+        deferred, self.traces.defer_numeric = self.traces.defer_numeric, False
+        try:
+            return verify_session(self, self._numeric_inputs if inputs is None else inputs, **kw)
+        finally:
+            self.traces.defer_numeric = deferred
 
     def perf_bisect(self, toggles: dict[str, bool], measure: Callable[[Session], float], **kw: Any):
         """Minimal subset of `toggles` (pass path -> enabled in the bad configuration) that makes
@@ -468,15 +465,10 @@ class Session:
 
         return make_recipe(self)
 
-    def spec_or_label(self) -> str:
-        try:
-            return self.spec()
-        except MigxError:
-            return "custom pipeline"
-
     def __repr__(self) -> str:
-        n = len(self._trace.records) if self._trace else "untraced"
+        t = self.traces.peek()
+        n = len(t.records) if t is not None else "untraced"
         return f"<Session {self.name}: {n} records, at {self.position}>"
 
 
-__all__ = ["RetraceInfo", "RulePass", "Session", "SessionError", "View", "as_pass"]
+__all__ = ["RetraceInfo", "Rule", "RulePass", "Session", "SessionError", "TimingRun", "View", "as_pass"]

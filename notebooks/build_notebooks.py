@@ -51,10 +51,19 @@ models.list_models()
 * **top right**: the stepper. Buttons, a slider over the passes, and a key box: click it, then press
   `n` / `p` (next / previous), `f` / `l` (first / last).
 * **views**: the merged *Diff* graph (added green, removed red and dashed, changed amber), *Before |
-  After* side by side, *Focus* (a few hops around the change, or around instruction ids you type),
-  the *Text diff* aligned by instruction id, and *IR metrics* (instructions and kernel launches
-  after every pass). Under them: the pass's stats and the pass-ordering warnings.
-* **bottom**: the GPU panel (compile and time eager vs graph capture).
+  After* side by side, *Focus* (a few hops around the change, or around instruction ids you type;
+  ids are printed on the nodes), *Compare* (the IR after any two passes, side by side with synced
+  pan/zoom, and their text side by side), the *Text diff* aligned by instruction id, and *IR
+  metrics* (instructions and kernel launches after every pass; click a pass to go there).
+* **the graph**: scroll to zoom, drag to pan, *Fit* for the whole graph, *Changes* to centre on what
+  the pass changed (every step does this; a note says when changed nodes are off-screen), a search
+  box (name, op or instruction id; Enter steps through the hits), a minimap (click to move there),
+  and a click on a node pins it across passes. Under the tree: the pass's stats, including the
+  numeric check, which runs in the background after the first graph is shown.
+* **Recipe / export**: the pipeline as a spec string, a `MIGRAPHX_DISABLE_PASSES` line and a repro
+  script.
+* **bottom**: the GPU panel (compile and time eager vs graph capture; without a GPU it shows the
+  results recorded on an H200, labelled with device and date).
 """),
         code(f"""
 ex = migx_explore.explore("{YOLO}")
@@ -111,6 +120,17 @@ print("pipeline spec:", ex.session.spec())
         code("""
 ex.toggle("fusion.fuse_pointwise_reduce", True)
 ex.session.spec()
+"""),
+        md("""
+## Comparing two points of the pipeline
+
+The *Compare* view shows the IR after any two passes (or the input program, `-1`) side by side; pan
+and zoom move both panels. From Python:
+"""),
+        code("""
+ex.views.compare("optimize_rewrite.optimize_module", "fusion.fuse_pointwise_reduce")
+print(ex.views.graph.titles)
+ex.views.select.value = "diff"  # back to the merged diff of the current pass
 """),
         md("""
 ## Timing on the GPU
@@ -321,6 +341,20 @@ for name, dims in MODELS.items():
 Each mode warms up, then runs many iterations. *Device* time brackets the program's own work with
 events on its stream; *enqueue* is the host time to submit it (the launch loop, or one graph
 launch). Per launch, the eager enqueue time is the host-side cost graph capture removes.
+"""),
+        md("""
+Without a GPU here, these are the timings recorded on a real one (the same benchmark, run on the
+device and date named in the table):
+"""),
+        code("""
+from IPython.display import HTML, display
+
+from migx_explore.widgets.timing_view import recorded_html
+
+if NO_GPU:
+    display(HTML(recorded_html("yolo")))
+else:
+    print("A GPU is present: the live timings follow.")
 """),
         code("""
 timings = {}

@@ -61,8 +61,6 @@ RULES = {
 # Violations other helpers are removing now (issue 15 items 4 and 5); the lead drops these when
 # their work lands, and the test fails if one is fixed (strict xfail) so the entry gets removed.
 KNOWN = {
-    "a widget reaches the GPU without the session": "explorer: widgets/gpu_panel.py and waterfall_panel.py "
-                                                    "reach gpu_bridge, kernel_cache and the runtime directly",
 }
 
 

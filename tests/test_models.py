@@ -42,7 +42,8 @@ def test_model_matches_onnxruntime(name):
         np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
 
 
-@pytest.mark.parametrize("name", [n for n in models.list_models() if n != "resnet18"])
+# resnet18 and yolov8 print millions of weights; their ops round-trip in the smaller models.
+@pytest.mark.parametrize("name", [n for n in models.list_models() if n not in ("resnet18", "yolov8")])
 def test_imported_model_round_trips_through_text(name):
     p = _load(name)
     assert parse(print_program(p, full=True)) == p

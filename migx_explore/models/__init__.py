@@ -18,6 +18,7 @@ from .mlp import dynamic_mlp, mlp
 from .transformer import transformer
 from .yolo import yolo
 from .yolo_e2e import yolo_e2e
+from .yolov8 import yolov8
 
 _MODELS: dict[str, tuple[Callable[[], onnx.ModelProto], str]] = {
     "resnet_block": (resnet_block, "two ResNet basic blocks (conv-bn-relu, residual add), 1x16x32x32"),
@@ -26,6 +27,8 @@ _MODELS: dict[str, tuple[Callable[[], onnx.ModelProto], str]] = {
     "yolo": (yolo, "YOLOv8-style Conv+SiLU, C2f, SPPF, Resize upsample + Concat, detect head"),
     "yolo_e2e": (yolo_e2e, "YOLOv10-style end-to-end detector: DFL head, NMS-free TopK / GatherElements / "
                            "GatherND post-processing"),
+    "yolov8": (yolov8, "full YOLOv8-shaped detector (backbone, PAN neck, 3-scale head, DFL; n width, l "
+                       "depth): ~800 instructions, the real-size example"),
     "transformer": (transformer, "encoder layer: attention with a -inf causal mask, LayerNorm, Erf GELU"),
     "mlp": (mlp, "Gemm/ReLU classifier on 1x784"),
     "dynamic_mlp": (dynamic_mlp, "MatMul/Add MLP with a symbolic batch dim"),

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Collection
 
-from .diff import DEFAULT_BUDGET, diff_graph, merge_graphs, side_by_side
+from .diff import DEFAULT_BUDGET, compare_panels, diff_graph, merge_graphs, side_by_side
 from .dot import (
     DotOptions,
     GraphvizNotFoundError,
@@ -46,7 +46,7 @@ def program_graph(source: Source, module: str = "main", *, expand: Expand = "aut
 
 
 __all__ = [
-    "DEFAULT_BUDGET", "DisplayEdge", "DisplayGraph", "DisplayGroup", "DisplayNode", "DotOptions",
+    "DEFAULT_BUDGET", "DisplayEdge", "compare_panels", "DisplayGraph", "DisplayGroup", "DisplayNode", "DotOptions",
     "GraphvizNotFoundError", "InlineSvg", "RenderError", "apply_budget", "build_graph", "collapse_chains",
     "diff_graph", "merge_graphs", "node_name", "pass_file_name", "program_graph", "render_png", "render_svg",
     "render_trace", "scale_graph", "side_by_side", "summarize", "text_diff", "to_dot", "write_graph",

@@ -190,13 +190,13 @@ def _focus(merged: DisplayGraph, focus: Focus, focus_ids: Collection[int] | None
     return changed_names(merged), (DEFAULT_HOPS if big else None) if focus == "auto" else focus
 
 
-def side_by_side(before: ProgramSnapshot, after: ProgramSnapshot, d: SnapshotDiff | None = None, *,
-                 module: str = "main", expand: Expand = "auto", focus: Focus = "auto", chains: bool | None = None,
-                 min_chain: int = 4, budget: int | None = DEFAULT_BUDGET // 2,
-                 focus_ids: Collection[int] | None = None, show_ids: bool = False, literals: bool = True,
-                 title: str = "") -> DisplayGraph:
-    """Before and after as two panels of one graph (so dot aligns their ranks). Node names get a
-    `b_` / `a_` prefix; classes keep `iid_<stable id>` so a node can be found in both panels."""
+def compare_panels(before: ProgramSnapshot, after: ProgramSnapshot, d: SnapshotDiff | None = None, *,
+                   module: str = "main", expand: Expand = "auto", focus: Focus = "auto", chains: bool | None = None,
+                   min_chain: int = 4, budget: int | None = DEFAULT_BUDGET // 2,
+                   focus_ids: Collection[int] | None = None, show_ids: bool = False, literals: bool = True,
+                   labels: tuple[str, str] = ("before", "after")) -> tuple[DisplayGraph, DisplayGraph]:
+    """Before and after as two graphs of their own (drawn apart, e.g. side by side with synced
+    pan/zoom), coloured by the diff and cut to the same region around the change."""
     d, expand = _options(before, after, d, expand)
     kw = dict(module=module, expand=expand, show_ids=show_ids, literals=literals)
     bg, ag = build_graph(before, **kw), build_graph(after, **kw)
@@ -207,7 +207,7 @@ def side_by_side(before: ProgramSnapshot, after: ProgramSnapshot, d: SnapshotDif
     keep = set(distances(merged, seeds, hops)) if hops is not None and seeds else None
     edges = _panel_edges(bg.edges, ag.edges)
     panels = []
-    for prefix, label, g, es in (("b_", "before", bg, edges[0]), ("a_", "after", ag, edges[1])):
+    for label, g, es in ((labels[0], bg, edges[0]), (labels[1], ag, edges[1])):
         groups = {k: dataclasses.replace(merged.groups[k]) for k in g.groups}
         g = DisplayGraph([_with(n, status=status[n.name]) for n in g.nodes], es, groups)
         # Focus on the merged graph, where ghosts link to their replacements, so both panels
@@ -217,7 +217,20 @@ def side_by_side(before: ProgramSnapshot, after: ProgramSnapshot, d: SnapshotDif
         mine = {s for s in seeds if s in {n.name for n in g.nodes}}
         g = scale_graph(g, seeds=mine, chains=big if chains is None else chains, min_chain=min_chain,
                         chain_statuses=(S.UNCHANGED,), budget=budget)
-        panels.append(_prefixed(g, prefix, f"{label} ({g.instruction_count()} instructions)"))
+        panels.append(dataclasses.replace(g, title=f"{label} ({g.instruction_count()} instructions)"))
+    return panels[0], panels[1]
+
+
+def side_by_side(before: ProgramSnapshot, after: ProgramSnapshot, d: SnapshotDiff | None = None, *,
+                 title: str = "", **kw) -> DisplayGraph:
+    """Before and after as two panels of one graph (so dot aligns their ranks). Node names get a
+    `b_` / `a_` prefix; classes keep `iid_<stable id>` so a node can be found in both panels.
+    Keywords as for compare_panels."""
+    if d is None:
+        d = diff(before, after)
+    kw.setdefault("budget", DEFAULT_BUDGET // 2)
+    left, right = compare_panels(before, after, d, **kw)
+    panels = [_prefixed(left, "b_", left.title), _prefixed(right, "a_", right.title)]
     return DisplayGraph([n for p in panels for n in p.nodes], [e for p in panels for e in p.edges],
                         {k: v for p in panels for k, v in p.groups.items()}, _title(title, d))
 

@@ -132,10 +132,16 @@ def _edge_attrs(e: DisplayEdge, k: int, opts: DotOptions) -> dict[str, str]:
     elif e.status == S.ADDED:
         a["penwidth"] = "1.5"
     label = e.label or (e.shape if opts.edge_labels else "")
+    dtype = e.shape.split(" ", 1)[0] if e.kind == "data" and e.shape else ""
+    typed = S.DTYPE_EDGE_COLOUR.get(dtype)
+    if typed is not None:  # low-precision or integer data: colour and name the type
+        if e.status in (None, S.UNCHANGED):
+            a["color"] = typed
+        label = label or dtype
     if label:
         a["label"] = label
         a["fontsize"] = "8"
-        a["fontcolor"] = "#636363"
+        a["fontcolor"] = typed or "#636363"
     return a
 
 

@@ -117,7 +117,13 @@ EDGE_COLOUR = {None: "#525252", ADDED: "#238b45", REMOVED: "#cb181d", UNCHANGED:
 
 
 # ---- label pieces --------------------------------------------------------------------------------
-_SHORT_TYPE = {"float32": "float", "float16": "half", "bfloat16": "bf16", "float64": "double", "bool": "bool"}
+_SHORT_TYPE = {"float32": "float", "float16": "half", "bfloat16": "bf16", "float64": "double", "bool": "bool",
+               "float8e4m3fn": "fp8"}
+
+# Edges carrying a value of these types are coloured and labelled with the type, so a quantized
+# program shows where the converts sit (float32 edges stay plain).
+DTYPE_EDGE_COLOUR = {"half": "#e6550d", "bf16": "#756bb1", "fp8": "#8c510a", "int8": "#3182bd",
+                     "uint8": "#3182bd", "int32": "#08519c", "double": "#636363"}
 
 
 def short_type(type_name: str) -> str:

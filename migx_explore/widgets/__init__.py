@@ -5,20 +5,26 @@ widget modules load on first use, so `import migx_explore` works without noteboo
     ex = migx_explore.explore("yolo")      # or an .onnx path, a ModelProto, a Session
 
 Modules: `queries` and `content` (pure: rows, stats, SVG/HTML strings), `timing_view` (GPU
-results as tables and a figure), and the thin widget layers `tree`, `views`, `picker`,
-`gpu_panel`, glued by `explorer`.
+results as tables and a figure), `graph_view` (the pan/zoom graph widget: an anywidget around the
+vendored svg-pan-zoom in js/), `dom_tools` (clickable SVG, tree scrolling, chunked upload), and the
+thin widget layers `tree`, `views`, `picker`, `gpu_panel`, glued by `explorer`.
 
-Stable CSS classes (for browser tests and styling): .migx-explorer (root); picker .migx-model-select
-.migx-model-path .migx-model-upload .migx-input-dims .migx-mode .migx-numeric .migx-load; tree
-.migx-filter .migx-hide-unchanged .migx-tree .migx-tree-row (+ .migx-changed / -noop / -disabled /
--failed / -pending / -not-run, .migx-current) .migx-pass-checkbox .migx-pipeline-checkbox
-.migx-pass-goto and .migx-path-<pass path with non-word characters as '-'>; stepper .migx-first
-.migx-prev .migx-next .migx-last .migx-slider .migx-keys .migx-nested .migx-position; views
-.migx-view-select .migx-diff-graph .migx-before-after-graph .migx-focus-graph .migx-focus-hops
-.migx-focus-centre .migx-text-diff .migx-metrics .migx-stats .migx-warnings; GPU .migx-gpu
-.migx-gpu-status .migx-time .migx-gpu-progress .migx-timing-table .migx-timing-plot; waterfall
-.migx-waterfall .migx-waterfall-by .migx-waterfall-gpu .migx-waterfall-run .migx-waterfall-table-box
-.migx-waterfall-plot; errors .migx-error-box .migx-error; progress .migx-progress.
+Stable CSS classes (for browser tests and styling): .migx-explorer (root, plus a per-instance
+.migx-ex-<id>); picker .migx-model-select .migx-model-path .migx-model-upload (.migx-upload-input)
+.migx-input-dims .migx-mode .migx-numeric .migx-load; tree .migx-filter .migx-hide-unchanged
+.migx-tree .migx-tree-row (+ .migx-changed / -noop / -disabled / -failed / -pending / -not-run,
+.migx-current) .migx-pass-checkbox .migx-pipeline-checkbox .migx-pass-goto and .migx-path-<pass
+path with non-word characters as '-'>; stepper .migx-first .migx-prev .migx-next .migx-last
+.migx-slider .migx-keys .migx-nested .migx-position; views .migx-view-select .migx-graph-view (+
+.migx-diff-graph / -before-after-graph / -focus-graph / -compare-graph for the view shown; inside:
+.migx-gv-fit .migx-gv-centre .migx-gv-zoom-in .migx-gv-zoom-out .migx-gv-search .migx-gv-hits
+.migx-gv-note .migx-gv-panel .migx-gv-canvas .migx-gv-minimap, data-zoom and data-changed-in-view
+on .migx-gv) .migx-focus-hops .migx-focus-centre .migx-compare-a .migx-compare-b .migx-compare-text
+.migx-text-diff .migx-metrics .migx-legend .migx-stats .migx-warnings .migx-recipe-button
+.migx-recipe; GPU .migx-gpu .migx-gpu-status .migx-gpu-recorded .migx-time .migx-gpu-progress
+.migx-timing-table .migx-timing-plot; waterfall .migx-waterfall .migx-waterfall-by
+.migx-waterfall-gpu .migx-waterfall-run .migx-waterfall-table-box .migx-waterfall-plot; errors
+.migx-error-box .migx-error; progress .migx-progress .migx-numeric-progress.
 """
 
 from __future__ import annotations

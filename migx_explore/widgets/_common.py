@@ -17,14 +17,55 @@ from ..errors import describe_error
 # Classes tests and users select on; keep them stable (they are part of the explorer's API).
 CSS = """
 <style>
-.migx-explorer { font-size: 13px; }
-.migx-explorer .migx-tree { max-height: 640px; overflow-y: auto; border: 1px solid #ddd; padding: 2px 4px; }
-.migx-explorer .migx-tree-row { min-height: 22px; align-items: center; }
+.migx-explorer { font-size: 13px; max-width: 100%; }
+.migx-explorer .migx-progress-label, .migx-explorer .migx-numeric-progress { white-space: nowrap; }
+.migx-explorer .migx-title-text { margin: 2px 0; font-size: 15px; }
+.migx-explorer .migx-tree { height: 270px; overflow-y: auto; border: 1px solid #ddd; padding: 2px 4px;
+  flex: none; }
+.migx-explorer .migx-tree-row { min-height: 22px; align-items: center; flex-wrap: nowrap; width: 100%;
+  overflow: hidden; }
+.migx-explorer .migx-tree-row > .migx-pass-goto { flex: 0 1 auto; min-width: 40px; max-width: 62%; }
+.migx-explorer .migx-tree-row > .migx-row-info { flex: 1 1 0; min-width: 0; overflow: hidden; }
+.migx-explorer .migx-tree-row .migx-row-info .widget-html-content { overflow: hidden; text-overflow: ellipsis;
+  white-space: nowrap; display: block; }
+.migx-explorer .migx-num-ok { color: #1b7f3b; font-weight: 700; }
+.migx-explorer .migx-num-bad { color: #b00020; font-weight: 700; }
+.migx-explorer .migx-num-pending, .migx-explorer .migx-num-note { color: #999; }
+.migx-explorer .migx-side .migx-stats-table { font-size: 11.5px; line-height: 1.25; }
+.migx-explorer .migx-side .migx-stats-table th { white-space: nowrap; }
+.migx-explorer .migx-side .migx-stats-table td { word-break: break-word; }
+.migx-explorer .migx-warnings { font-size: 11px; }
+.migx-explorer .migx-warnings ul { margin: 2px 0; padding-left: 16px; }
+.migx-explorer .migx-position-row { align-items: center; justify-content: space-between; width: 100%; }
+.migx-explorer .migx-stepper { flex-wrap: nowrap; }
+.migx-explorer .migx-stepper button { flex: none; }
+.migx-explorer .migx-view-select .widget-toggle-button { padding: 0 8px; }
+.migx-explorer .migx-legend { font-size: 11px; color: #444; line-height: 1.6; }
+.migx-explorer .migx-legend-item { margin-right: 8px; white-space: nowrap; }
+.migx-explorer .migx-legend-chip { display: inline-block; width: 11px; height: 11px; border: 2px solid;
+  vertical-align: -2px; margin-right: 3px; border-radius: 2px; }
+.migx-explorer .migx-recipe pre { font-size: 11px; background: #f6f8fa; padding: 4px 6px; margin: 2px 0 6px;
+  white-space: pre-wrap; max-height: 220px; overflow: auto; }
+.migx-explorer .migx-compare-text { max-height: 260px; overflow: auto; }
+.migx-explorer .migx-cmp-text { font-family: monospace; font-size: 11px; border-collapse: collapse; width: 100%; }
+.migx-explorer .migx-cmp-text td { white-space: pre; vertical-align: top; padding: 0 6px; width: 50%;
+  border-right: 1px solid #ddd; }
+.migx-explorer .migx-cmp-replace td, .migx-explorer .migx-cmp-delete td:first-child { background: #ffeef0; }
+.migx-explorer .migx-cmp-insert td:last-child, .migx-explorer .migx-cmp-replace td:last-child { background: #e6ffed; }
+.migx-explorer .migx-metrics { overflow-x: auto; }
+.migx-explorer .migx-upload { display: inline-flex; align-items: center; gap: 4px; font-size: 12px; }
+.migx-explorer .migx-upload-input { max-width: 15em; }
+.migx-explorer .migx-gpu-recorded table { border-collapse: collapse; margin: 4px 0; }
+.migx-explorer .migx-gpu-recorded td, .migx-explorer .migx-gpu-recorded th { padding: 1px 8px; text-align: right;
+  border-bottom: 1px solid #eee; }
+.migx-explorer .migx-recorded-current { background: #fff3c4; }
+.migx-explorer .migx-recorded-label { color: #5a4a00; background: #fff8e1; padding: 4px 8px; margin-top: 6px; }
 .migx-explorer .migx-tree-row .widget-checkbox { width: 22px; }
 .migx-explorer .migx-hidden { display: none !important; }
 .migx-explorer .migx-depth-2 { padding-left: 40px; } .migx-explorer .migx-depth-3 { padding-left: 58px; }
 .migx-explorer .migx-depth-4, .migx-explorer .migx-depth-5, .migx-explorer .migx-depth-6 { padding-left: 76px; }
 .migx-explorer .migx-tree-row button.migx-pass-goto { text-align: left; background: none; box-shadow: none;
+  width: auto;
   height: 22px; line-height: 22px; padding: 0 4px; overflow: hidden; text-overflow: ellipsis; }
 .migx-explorer .migx-tree-row button.migx-pass-goto:hover { text-decoration: underline; }
 .migx-explorer .migx-tree-row .migx-row-info { color: #666; font-size: 11px; white-space: nowrap; }

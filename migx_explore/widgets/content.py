@@ -14,9 +14,10 @@ from typing import Any
 from ..compiler.snapshot import ProgramSnapshot
 from ..session import Session
 
-GRAPH_VIEWS = ("diff", "side_by_side", "focus")
-VIEW_LABELS = {"diff": "Diff", "side_by_side": "Before | After", "focus": "Focus", "text": "Text diff",
-               "metrics": "IR metrics"}
+PASS_GRAPH_VIEWS = ("diff", "side_by_side", "focus")  # drawn for one pass (its before and after)
+GRAPH_VIEWS = PASS_GRAPH_VIEWS + ("compare",)  # every view the graph widget shows
+VIEW_LABELS = {"diff": "Diff", "side_by_side": "Before | After", "focus": "Focus", "compare": "Compare",
+               "text": "Text diff", "metrics": "IR metrics"}
 
 
 def graph_svg(before: ProgramSnapshot, after: ProgramSnapshot, view: str, *, diff: Any = None, hops: int = 2,
@@ -35,11 +36,55 @@ def graph_svg(before: ProgramSnapshot, after: ProgramSnapshot, view: str, *, dif
     elif view == "side_by_side":
         g = render.side_by_side(before, after, diff, chains=chains)
     elif view == "focus":
+        # ids on the nodes: Focus is centred by instruction id, so the user needs to read them
         g = render.diff_graph(before, after, diff, focus=hops, focus_ids=tuple(centre) or None,
-                              chains=True if chains is None else chains)
+                              chains=True if chains is None else chains, show_ids=True)
     else:
-        raise ValueError(f"unknown graph view {view!r}; one of {', '.join(GRAPH_VIEWS)}")
+        raise ValueError(f"unknown graph view {view!r}; one of {', '.join(PASS_GRAPH_VIEWS)}")
     return str(render.render_svg(g, opts))
+
+
+def compare_svgs(a: ProgramSnapshot, b: ProgramSnapshot, labels: tuple[str, str]) -> tuple[str, str]:
+    """Two SVGs, the IR at `a` and at `b`, coloured by what differs and cut to the same region (for
+    the synced side-by-side Compare view)."""
+    from .. import render
+
+    left, right = render.compare_panels(a, b, labels=labels)
+    return (str(render.render_svg(left, render.DotOptions(id_prefix="ca_"))),
+            str(render.render_svg(right, render.DotOptions(id_prefix="cb_"))))
+
+
+def legend_html() -> str:
+    """What the colours mean: diff status fills, then op-category borders (one line)."""
+    from ..render import style as S
+
+    items = [(S.STATUS_STYLE[k].fill, S.STATUS_STYLE[k].border, k) for k in (S.ADDED, S.REMOVED, S.CHANGED,
+                                                                            S.UNCHANGED)]
+    cats = [(S.CATEGORY_STYLE[k].fill, S.CATEGORY_STYLE[k].border, k.replace("_", " "))
+            for k in (S.CONV_GEMM, S.POINTWISE, S.REDUCE, S.DATA, S.GPU_KERNEL, S.ALLOCATION, S.LITERAL)]
+    chip = ('<span class="migx-legend-item"><span class="migx-legend-chip" style="background:{};border-color:{}">'
+            '</span>{}</span>')
+    return ('<div class="migx-legend"><b>diff:</b> ' + "".join(chip.format(*i) for i in items)
+            + ' <b>ops:</b> ' + "".join(chip.format(*i) for i in cats)
+            + ' <span class="migx-legend-item">dashed: removed; purple dashes: pinned node</span></div>')
+
+
+def side_by_side_text_html(left: str, right: str, labels: tuple[str, str], *, limit: int = 3000) -> str:
+    """Two IR printouts side by side, lines that differ marked (the Compare view's text part)."""
+    import difflib
+
+    a, b = left.splitlines(), right.splitlines()
+    rows = []
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+        for k in range(max(i2 - i1, j2 - j1)):
+            la = a[i1 + k] if i1 + k < i2 else ""
+            lb = b[j1 + k] if j1 + k < j2 else ""
+            cls = "" if tag == "equal" else f' class="migx-cmp-{tag}"'
+            rows.append(f"<tr{cls}><td>{html.escape(la)}</td><td>{html.escape(lb)}</td></tr>")
+            if len(rows) >= limit:
+                break
+    head = f"<tr><th>{html.escape(labels[0])}</th><th>{html.escape(labels[1])}</th></tr>"
+    return f'<table class="migx-cmp-text">{head}{"".join(rows)}</table>'
 
 
 def text_diff_html(text: str, *, limit: int = 4000) -> str:
@@ -61,35 +106,52 @@ def text_diff_html(text: str, *, limit: int = 4000) -> str:
 
 
 def metrics_svg(series: Mapping[str, Sequence], current: int | None = None, *, width: int = 760,
-                height: int = 220) -> str:
-    """A two-line chart of instructions and kernel launches after each top-level pass, with the
-    current pass marked (IR metrics across the pipeline, drawn as plain SVG: no matplotlib)."""
+                height: int = 300) -> str:
+    """A two-line chart of instructions and kernel launches after each top-level pass, the current
+    pass marked, and the passes that moved a count labelled below the axis. Every pass has a
+    clickable column (`data-index` = its record index; the explorer goes there on a click).
+    Plain SVG: no matplotlib."""
     xs = list(series["index"])
     if not xs:
         return "<div>No passes traced.</div>"
-    pad_l, pad_r, pad_t, pad_b = 48, 12, 18, 28
+    pad_l, pad_r, pad_t, pad_b = 48, 12, 18, 120
     w, h = width - pad_l - pad_r, height - pad_t - pad_b
     top = max(max(series["instructions"]), max(series["launches"]), 1)
     n = max(len(xs) - 1, 1)
 
+    def x_of(k: int) -> float:
+        return pad_l + w * k / n
+
     def pt(k: int, v: float) -> str:
-        return f"{pad_l + w * k / n:.1f},{pad_t + h * (1 - v / top):.1f}"
+        return f"{x_of(k):.1f},{pad_t + h * (1 - v / top):.1f}"
 
     parts = [f'<svg xmlns="http://www.w3.org/2000/svg" class="migx-metrics-chart" width="{width}" '
              f'height="{height}" font-family="Helvetica" font-size="11">',
              f'<rect x="{pad_l}" y="{pad_t}" width="{w}" height="{h}" fill="white" stroke="#ccc"/>',
              f'<text x="{pad_l - 6}" y="{pad_t + 4}" text-anchor="end">{top}</text>',
-             f'<text x="{pad_l - 6}" y="{pad_t + h}" text-anchor="end">0</text>',
-             f'<text x="{pad_l + w / 2}" y="{height - 6}" text-anchor="middle">pass (pipeline order)</text>']
+             f'<text x="{pad_l - 6}" y="{pad_t + h}" text-anchor="end">0</text>']
+    col = w / n
+    for k, (idx, path) in enumerate(zip(xs, series["path"])):
+        moved = k > 0 and any(series[key][k] != series[key][k - 1] for key in ("instructions", "launches"))
+        label = (f"{path}: {series['instructions'][k]} instructions, {series['launches'][k]} launches"
+                 " (click to go there)")
+        parts.append(f'<rect class="migx-metrics-hit" data-index="{idx}" x="{x_of(k) - col / 2:.1f}" y="{pad_t}" '
+                     f'width="{col:.1f}" height="{h}" fill="#000" fill-opacity="0" style="cursor:pointer">'
+                     f"<title>{html.escape(label)}</title></rect>")
+        if moved:  # name the passes that changed a count, under the axis
+            x = x_of(k)
+            parts.append(f'<text class="migx-metrics-label" data-index="{idx}" transform="translate({x:.1f},'
+                         f'{pad_t + h + 6}) rotate(60)" font-size="9" fill="#333" style="cursor:pointer">'
+                         f"{html.escape(path.split('.', 1)[-1][:28])}</text>")
     for key, colour in (("instructions", "#1f77b4"), ("launches", "#d62728")):
         pts = " ".join(pt(k, v) for k, v in enumerate(series[key]))
         parts.append(f'<polyline class="migx-series-{key}" fill="none" stroke="{colour}" stroke-width="2" '
-                     f'points="{pts}"/>')
+                     f'points="{pts}" pointer-events="none"/>')
     if current is not None and current in xs:
         k = xs.index(current)
-        x = pad_l + w * k / n
-        parts.append(f'<line class="migx-metrics-current" x1="{x:.1f}" x2="{x:.1f}" y1="{pad_t}" y2="{pad_t + h}" '
-                     f'stroke="#f0a000" stroke-width="2"><title>{html.escape(series["path"][k])}</title></line>')
+        parts.append(f'<line class="migx-metrics-current" x1="{x_of(k):.1f}" x2="{x_of(k):.1f}" y1="{pad_t}" '
+                     f'y2="{pad_t + h}" stroke="#f0a000" stroke-width="2" pointer-events="none">'
+                     f'<title>{html.escape(series["path"][k])}</title></line>')
     parts.append(f'<text x="{pad_l + 8}" y="{pad_t + 14}" fill="#1f77b4">instructions '
                  f'{series["instructions"][0]} → {series["instructions"][-1]}</text>')
     parts.append(f'<text x="{pad_l + 8}" y="{pad_t + 28}" fill="#d62728">kernel launches '

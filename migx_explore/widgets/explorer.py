@@ -2,19 +2,27 @@
 panel. Every control calls a method here; every method works on the Session and then refreshes
 the parts that changed. The same methods are the Python API notebooks and tests drive.
 
-    ex = migx_explore.explore("yolo")     # displays itself as the last expression of a cell
-    ex.next(3); ex.toggle("fusion.fuse_pointwise_reduce", False); ex.views.svg("diff")
+    ex = migx_explore.explore("yolov8")    # displays itself as the last expression of a cell
+    ex.next(3); ex.toggle("fusion.fuse_pointwise_reduce", False); ex.views.drawn("diff")
+
+Loading is one transaction: the new session is imported and traced, and its first view chosen,
+before any control changes, so a failed load leaves title, tree, graph and stats on the old
+model with the error shown. The per-pass numeric check runs after the first graph is up, in the
+background (NumericFiller), and a new load or toggle cancels what is left of it.
 """
 
 from __future__ import annotations
 
 import html
+import threading
 import time
+import uuid
 from typing import Any
 
 from ..session import Session, SessionError
 from . import queries
 from ._common import CSS, ErrorBox, widgets
+from .dom_tools import ScrollTo
 from .gpu_panel import GpuPanel
 from .picker import ModelPicker, make_session
 from .tree import PipelineTree
@@ -27,19 +35,74 @@ class Progress:
 
     def __init__(self, css: str):
         W = widgets()
-        self.bar = W.IntProgress(0, min=0, max=1, layout=W.Layout(width="280px"), _dom_classes=[css + "-bar"])
+        self.bar = W.IntProgress(0, min=0, max=1, layout=W.Layout(width="200px"), _dom_classes=[css + "-bar"])
         self.label = W.HTML("", _dom_classes=[css + "-label"])
         self.widget = W.HBox([self.bar, self.label], _dom_classes=[css], layout=W.Layout(display="none"))
+        self._last = 0.0
 
     def __call__(self, done: int, total: int, what: str) -> None:
+        # A trace reports ~100 passes in a second or two: redraw at most ~10 times a second (each
+        # update is three widget messages), and always the last one.
+        now = time.perf_counter()
+        if done < total and now - self._last < 0.1:
+            return
+        self._last = now
         self.widget.layout.display = None
         self.bar.max = max(total, 1)
         self.bar.value = min(done, self.bar.max)
-        self.label.value = f"{what} ({done}/{total})"
+        self.label.value = html.escape(f"{what} ({done}/{total})")
 
     def finish(self, message: str) -> None:
+        self.widget.layout.display = None
         self.bar.value = self.bar.max
-        self.label.value = message
+        self.label.value = html.escape(message)
+
+
+class NumericFiller:
+    """Runs the deferred per-pass numeric check in a thread, one pass at a time, reporting each
+    result; `cancel` (a new load or a toggle) stops it before the next pass."""
+
+    def __init__(self, on_result: Any, on_error: Any):
+        self._on_result, self._on_error = on_result, on_error
+        self._generation = 0
+        self._thread: threading.Thread | None = None
+
+    def restart(self, session: Session, on_start: Any = None) -> int:
+        """Check the session's unchecked passes (listed now, on the caller's thread); `on_start(n)`
+        runs before the thread starts. Returns how many there are."""
+        self.cancel()
+        todo = session.unchecked()
+        if on_start is not None:
+            on_start(len(todo))
+        if todo:
+            gen = self._generation
+            self._thread = threading.Thread(target=self._run, args=(session, todo, gen), daemon=True,
+                                            name="migx-numeric")
+            self._thread.start()
+        return len(todo)
+
+    def cancel(self) -> None:
+        self._generation += 1
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Block until the current check finishes (tests, scripts); False on timeout."""
+        t = self._thread
+        if t is not None:
+            t.join(timeout)
+            return not t.is_alive()
+        return True
+
+    def _run(self, session: Session, todo: list, gen: int) -> None:
+        try:
+            for k, rec in enumerate(todo):
+                if gen != self._generation:
+                    return
+                session.check_numeric(rec)
+                if gen != self._generation:
+                    return
+                self._on_result(session, rec, k + 1, len(todo))
+        except Exception as e:  # noqa: BLE001 - a thread's error would otherwise vanish
+            self._on_error(e)
 
 
 class Stepper:
@@ -52,30 +115,31 @@ class Stepper:
         ex = explorer
 
         def button(desc: str, icon: str, css: str, fn: Any, tip: str) -> Any:
-            b = W.Button(description=desc, icon=icon, tooltip=tip, layout=W.Layout(width="auto"), _dom_classes=[css])
-            b.on_click(errors.guard(lambda _b: fn(), css))
+            b = W.Button(description=desc, icon=icon, tooltip=tip, layout=W.Layout(width="auto", min_width="36px"),
+                         _dom_classes=[css])
+            b.on_click(errors.guard(lambda _b: fn(), tip.split(" (")[0]))
             return b
 
         self.first = button("", "fast-backward", "migx-first", ex.first, "first pass")
-        self.prev = button("back", "step-backward", "migx-prev", ex.prev, "previous pass (key: p or ←)")
-        self.next = button("next", "step-forward", "migx-next", ex.next, "next pass (key: n or →)")
+        self.prev = button("back", "step-backward", "migx-prev", ex.prev, "previous pass (key: p)")
+        self.next = button("next", "step-forward", "migx-next", ex.next, "next pass (key: n)")
         self.last = button("", "fast-forward", "migx-last", ex.last, "last pass")
         self.slider = W.IntSlider(0, min=0, max=0, readout=False, continuous_update=False,
-                                  layout=W.Layout(width="360px"), _dom_classes=["migx-slider"])
+                                  layout=W.Layout(flex="1 1 160px", min_width="120px"), _dom_classes=["migx-slider"])
         self.position = W.HTML("", _dom_classes=["migx-position"])
-        self.nested = W.Checkbox(False, description="step into nested passes", indent=False,
+        self.nested = W.Checkbox(False, description="nested passes", indent=False,
                                  layout=W.Layout(width="auto"), _dom_classes=["migx-nested"])
-        # Keyboard: JupyterLab owns the notebook's keys, and ipywidgets runs no custom JS, so
-        # keys are read from a small text box (n/p/f/l, or j/k) that stays focused while typing.
+        # Keyboard: JupyterLab owns the notebook's keys, so keys are read from a small text box
+        # (n/p/f/l, or j/k) that stays focused while typing.
         self.keys = W.Text("", placeholder="keys: n p f l", continuous_update=True,
                            layout=W.Layout(width="7em"), tooltip="click here, then press n / p (next / previous), "
                            "f / l (first / last)", _dom_classes=["migx-keys"])
         self.widget = W.HBox([self.first, self.prev, self.next, self.last, self.slider, self.keys, self.nested],
-                             _dom_classes=["migx-stepper"], layout=W.Layout(align_items="center"))
+                             _dom_classes=["migx-stepper"], layout=W.Layout(align_items="center", width="100%"))
         self._quiet = False
         self.slider.observe(errors.guard(self._slid, "slider"), "value")
         self.keys.observe(errors.guard(self._key, "keys"), "value")
-        self.nested.observe(errors.guard(lambda c: ex.set_nested(c["new"]), "nested"), "value")
+        self.nested.observe(errors.guard(lambda c: ex.set_nested(c["new"]), "nested passes"), "value")
         self._ex = ex
 
     def show(self, session: Session) -> None:
@@ -88,7 +152,7 @@ class Stepper:
                 self.slider.value = vis.index(session.position)
         finally:
             self._quiet = False
-        self.position.value = f"<b>{queries.position_label(session)}</b>"
+        self.position.value = f"<b>{html.escape(queries.position_label(session))}</b>"
 
     def _slid(self, change: dict) -> None:
         if self._quiet:
@@ -107,52 +171,136 @@ class Stepper:
             getattr(self._ex, action)()
 
 
+def recipe_html(session: Session) -> str:
+    """The recipe box: our spec string, MIGraphX's MIGRAPHX_DISABLE_PASSES line, a repro script."""
+    r = session.recipe()
+    caveats = "".join(f"<li>{html.escape(c)}</li>" for c in r.caveats)
+    return (f'<div class="migx-recipe-body"><b>pipeline spec</b><pre class="migx-recipe-spec">'
+            f"{html.escape(r.spec or '(not expressible as a spec: see caveats)')}</pre>"
+            f'<b>MIGraphX</b><pre class="migx-recipe-env">{html.escape(r.env() or "(nothing disabled)")}</pre>'
+            + (f"<ul>{caveats}</ul>" if caveats else "")
+            + f'<b>repro script</b><pre class="migx-recipe-script">{html.escape(r.script)}</pre></div>')
+
+
 class Explorer:
     """The explorer widget around a Session. Display it (it is the last expression of a cell, or
     `display(ex)`); drive it from Python with next/prev/first/last/goto/toggle/load."""
 
-    def __init__(self, session: Session | None = None, *, view: str = "diff", model_name: str = ""):
+    def __init__(self, session: Session | None = None, *, view: str = "diff", model_name: str = "",
+                 graph_height: int = 640):
         W = widgets()
+        self.css_id = "migx-ex-" + uuid.uuid4().hex[:8]  # scopes browser-side lookups to this explorer
         self.errors = ErrorBox()
         self.progress = Progress("migx-progress")
+        self.numeric_progress = W.HTML("", _dom_classes=["migx-numeric-progress"])
+        self.numeric = NumericFiller(self._numeric_result, lambda e: self.errors.show(e, "numeric check"))
         self.picker = ModelPicker(self.errors, self.set_session, initial=model_name)
         self.tree = PipelineTree(self.errors, self.toggle, self.goto, self._view_changed)
         self.stepper = Stepper(self.errors, self)
-        self.views = Views(self.errors, initial=view)
+        self.views = Views(self.errors, initial=view, on_pick=self.errors.guard(self.goto, "metrics chart"),
+                           graph_height=graph_height)
         self.gpu = GpuPanel(self.errors, lambda: self.session)
         self.waterfall = WaterfallPanel(self.errors, lambda: self.session)
+        self.scroller = ScrollTo(container=f".{self.css_id} .migx-tree")
         self.title = W.HTML("", _dom_classes=["migx-title"])
         self.status = W.HTML("", _dom_classes=["migx-status"])
-        right = W.VBox([self.stepper.widget, self.stepper.position, self.views.widget],
-                       layout=W.Layout(width="66%"), _dom_classes=["migx-main"])
-        self.views.widget.layout.width = "100%"
+        self.recipe_button = W.ToggleButton(False, description="Recipe / export", icon="file-code-o",
+                                            tooltip="the pipeline as a spec string, a MIGRAPHX_DISABLE_PASSES line "
+                                                    "and a repro script", layout=W.Layout(width="auto"),
+                                            _dom_classes=["migx-recipe-button"])
+        self.recipe = W.HTML("", layout=W.Layout(display="none"), _dom_classes=["migx-recipe"])
+        self.recipe_button.observe(self.errors.guard(lambda _c: self._show_recipe(), "recipe"), "value")
+        left = W.VBox([self.tree.widget, self.views.stats, self.views.warnings],
+                      layout=W.Layout(width="330px", min_width="330px", flex="0 0 330px"), _dom_classes=["migx-side"])
+        right = W.VBox([self.stepper.widget, W.HBox([self.stepper.position, self.recipe_button],
+                                                    _dom_classes=["migx-position-row"]),
+                        self.recipe, self.views.widget],
+                       layout=W.Layout(flex="1 1 auto", min_width="0", width="auto"), _dom_classes=["migx-main"])
         self.widget = W.VBox([W.HTML(CSS, _dom_classes=["migx-style"]), self.title, self.picker.widget,
-                              self.progress.widget, self.errors.widget, self.status,
-                              W.HBox([self.tree.widget, right], layout=W.Layout(grid_gap="8px")),
-                              self.gpu.widget, self.waterfall.widget], _dom_classes=["migx-explorer"])
+                              W.HBox([self.progress.widget, self.numeric_progress], layout=W.Layout(grid_gap="12px")),
+                              self.errors.widget, self.status,
+                              W.HBox([left, right], layout=W.Layout(grid_gap="8px", width="100%")),
+                              self.gpu.widget, self.waterfall.widget, self.scroller],
+                             _dom_classes=["migx-explorer", self.css_id])
         self.session: Session | None = None
         self.last_refresh_s = 0.0
+        self.last_load: dict[str, float] = {}
         if session is not None:
             self.set_session(session)
 
     def _repr_mimebundle_(self, **kwargs: Any) -> Any:
         return self.widget._repr_mimebundle_(**kwargs)
 
-    # ---- loading ------------------------------------------------------------------------------------
+    # ---- loading (one transaction) ---------------------------------------------------------------------
     def load(self, model: Any, input_dims: dict | None = None, **kw: Any) -> Session:
-        """Open a built-in model name, an .onnx path, ONNX bytes or a ModelProto."""
+        """Open a built-in model name, an .onnx path, ONNX bytes or a ModelProto. The numeric
+        check is deferred until the first graph is shown unless defer_numeric=False is given."""
+        kw.setdefault("defer_numeric", True)
+        t0 = time.perf_counter()
         session = make_session(model, input_dims, **kw)
-        self.set_session(session)
+        self.set_session(session, started=t0)
         return session
 
-    def set_session(self, session: Session) -> None:
-        self.session = session
+    def set_session(self, session: Session, *, started: float | None = None) -> None:
+        """Trace `session` and show it. Everything that can fail (import, tracing) happens before
+        any control changes; a pass that fails is part of the new state, shown with its error."""
+        t0 = started if started is not None else time.perf_counter()
+        t_trace = time.perf_counter()
         session.on_progress = self.progress
-        self.tree.filter.value, self.tree.hide_unchanged.value = session.view.filter, session.view.hide_unchanged
-        self.title.value = f"<h3 style='margin:4px 0'>migx-explore · {html.escape(session.name)}</h3>"
-        self.gpu.reset()
-        self.refresh()
-        self.first()
+        session.view.filter = self.tree.filter.value.strip()
+        session.view.hide_unchanged = self.tree.hide_unchanged.value
+        session.run()
+        t_traced = time.perf_counter()
+        session.first_changed()
+        rows = queries.tree_rows(session)
+        # ---- commit: from here on only display updates
+        self.numeric.cancel()
+        self.session = session
+        self.errors.clear()
+        self.title.value = f"<h3 class='migx-title-text'>migx-explore · {html.escape(session.name)}</h3>"
+        self.gpu.reset(session.source.get("value", session.name) if session.source.get("kind") == "model" else "")
+        self.tree.update(rows, session.position)
+        self._show_position()
+        self._show_status()
+        if session.error:
+            self.errors.show(session.error, "pipeline")
+        t_shown = time.perf_counter()
+        self.last_load = {"import_s": t_trace - t0, "trace_s": t_traced - t_trace, "first_view_s": t_shown - t_traced,
+                          "total_s": t_shown - t0}
+        self.progress.finish(f"loaded {session.name} ({session.initial.total_instructions()} instructions): traced "
+                             f"in {t_traced - t_trace:.2f} s, first graph after {t_shown - t0:.2f} s")
+        self._start_numeric()
+
+    def _show_status(self) -> None:
+        s = self._require()
+        spec = html.escape(s.spec_or_label())
+        self.status.value = (f"<span class='migx-status-text'>{s.trace.initial.total_instructions()} → "
+                             f"{s.final().total_instructions()} instructions · spec: <code>{spec}</code></span>")
+        if self.recipe_button.value:
+            self.recipe.value = recipe_html(s)
+
+    def _show_recipe(self) -> None:
+        on = self.recipe_button.value
+        self.recipe.layout.display = None if on else "none"
+        if on and self.session is not None:
+            self.recipe.value = recipe_html(self.session)
+
+    # ---- the deferred numeric check ----------------------------------------------------------------------
+    def _start_numeric(self) -> None:
+        def started(n: int) -> None:
+            self.numeric_progress.value = f"numeric check: 0/{n} passes…" if n else ""
+
+        self.numeric.restart(self._require(), started)
+
+    def _numeric_result(self, session: Session, rec: Any, done: int, total: int) -> None:
+        if session is not self.session:
+            return
+        self.tree.set_numeric(rec.path, session.numeric_state(rec))
+        if self.session.position == rec.index:
+            self.views.refresh_stats()
+        bad = sum(1 for r in session.trace.top_level() if r.numeric is not None and not r.numeric.ok)
+        self.numeric_progress.value = (f"numeric check: {done}/{total} passes" + ("…" if done < total else " ✓")
+                                       + (f" — <b class='migx-bad'>{bad} beyond tolerance</b>" if bad else ""))
 
     # ---- recomputing --------------------------------------------------------------------------------
     def refresh(self, keep: str | None = None) -> None:
@@ -160,6 +308,7 @@ class Explorer:
         pass path to stay on (record indexes shift when nested passes come and go)."""
         s = self._require()
         t0 = time.perf_counter()
+        self.numeric.cancel()
         s.run()
         if keep is not None:
             try:
@@ -167,22 +316,24 @@ class Explorer:
             except SessionError:  # the pass is gone (removed by the user): stay at the same index
                 pass
         info = s.last_retrace
-        self.progress.finish(f"traced {len(s.trace.records)} passes ({info.ran} run, {info.reused} reused from "
-                             f"cache) in {time.perf_counter() - t0:.2f} s")
         if s.error:
             self.errors.show(s.error, "pipeline")
         self.tree.update(queries.tree_rows(s), s.position)
         self._show_position()
+        self._show_status()
         self.last_refresh_s = time.perf_counter() - t0
-        spec = html.escape(s.spec_or_label())
-        self.status.value = (f"<span class='migx-status-text'>{s.trace.initial.total_instructions()} → "
-                             f"{s.final().total_instructions()} instructions · spec: <code>{spec}</code></span>")
+        self.progress.finish(f"re-traced {info.ran}/{info.ran + info.reused} passes in {self.last_refresh_s:.2f} s"
+                             + (f" (from {info.first_run.split('#')[0]})" if info.first_run else ""))
+        self._start_numeric()
 
     def _show_position(self) -> None:
         s = self._require()
         self.stepper.show(s)
         self.tree.mark_current(s.position)
         self.views.update(s)
+        sel = self.tree.current_selector(s.position)
+        if sel:
+            self.scroller.scroll(f".{self.css_id} {sel}")
 
     def _require(self) -> Session:
         if self.session is None:
@@ -236,10 +387,7 @@ class Explorer:
 
     def _snap_to_visible(self) -> None:
         s = self._require()
-        vis = s.visible()
-        if vis and s.position not in vis:
-            later = [i for i in vis if i >= s.position]
-            s.goto(later[0] if later else vis[-1])
+        s.cursor.snap_to_visible(s.trace)
         self._show_position()
 
 

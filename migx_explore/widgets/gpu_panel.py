@@ -1,15 +1,16 @@
 """The GPU panel: compile the session's final program and time it eagerly and through graph
-capture; a table and plots of the results. Without a GPU it says why (gpu_bridge's reason) and
-its button stays off, so nothing fails on a laptop or in CI."""
+capture; a table and plots of the results. Without a GPU it says why, keeps its button off, and
+shows the results recorded on a real GPU (labelled with device and date) instead.
+
+It reaches the GPU only through Session methods (compile_kernels, time, timings)."""
 
 from __future__ import annotations
 
-import dataclasses
 import html
 from collections.abc import Callable
 from typing import Any
 
-from .. import gpu_bridge
+from ..errors import GpuUnavailable
 from ..session import Session
 from . import timing_view
 from ._common import ErrorBox, widgets
@@ -20,7 +21,7 @@ class GpuPanel:
         W = widgets()
         self.errors = errors
         self._get_session = get_session
-        self.reason = gpu_bridge.unavailable_reason()
+        self.reason = _unavailable_reason()
         self.status = W.HTML("", _dom_classes=["migx-gpu-status"])
         self.eager = W.Checkbox(True, description="eager", indent=False, layout=W.Layout(width="auto"),
                                 _dom_classes=["migx-gpu-mode-eager"])
@@ -36,19 +37,22 @@ class GpuPanel:
                                       _dom_classes=["migx-gpu-progress"])
         self.progress_label = W.HTML("", _dom_classes=["migx-gpu-progress-label"])
         self.table = W.HTML("", _dom_classes=["migx-timing-table"])
+        self.recorded = W.HTML("", _dom_classes=["migx-gpu-recorded"])
         # The figure goes in as SVG markup (not an Output capture) so it is in the saved widget
         # state and the DOM whatever front end runs the kernel.
         self.plot = W.HTML("", _dom_classes=["migx-timing-plot"])
         self.run_button.on_click(errors.guard(lambda _b: self.run(), "GPU timing"))
         body = W.VBox([self.status,
                        W.HBox([self.eager, self.graph, self.warmup, self.iters, self.run_button]),
-                       W.HBox([self.progress, self.progress_label]), self.table, self.plot])
+                       W.HBox([self.progress, self.progress_label]), self.table, self.plot, self.recorded])
         self.widget = W.Accordion([body], titles=("GPU: compile and time (eager vs graph capture)",),
                                   selected_index=0, _dom_classes=["migx-gpu"])
         self.reset()
 
-    def reset(self) -> None:
-        """Show the GPU's availability (called when a model is loaded)."""
+    def reset(self, model: str = "") -> None:
+        """Show the GPU's availability (called when a model is loaded); without a GPU, the results
+        recorded on a real one."""
+        self.recorded.value = timing_view.recorded_html(model) if self.reason else ""
         if self.reason:
             self.status.value = (f'<div class="migx-gpu-unavailable"><b>No GPU timing here.</b> '
                                  f'{html.escape(self.reason)}</div>')
@@ -79,40 +83,25 @@ class GpuPanel:
         if session is None:
             raise RuntimeError("load a model first")
         if self.reason:
-            raise gpu_bridge.GpuUnavailable(f"GPU timing unavailable: {self.reason}")
+            raise GpuUnavailable(f"GPU timing unavailable: {self.reason}")
         modes = self.modes()
         if not modes:
             raise ValueError("pick at least one mode (eager, graph capture)")
-        self.compile_kernels(session)
-        merged = None
-        for k, mode in enumerate(modes):
-            self._report(k, len(modes), f"timing {mode}: {self.warmup.value} warm-up + {self.iters.value} runs")
-            r = session.time(modes=(mode,), warmup=self.warmup.value, iters=self.iters.value)
-            merged = r if merged is None else dataclasses.replace(merged, modes={**merged.modes, **r.modes},
-                                                                  graph_nodes=max(merged.graph_nodes, r.graph_nodes))
-        session.timings[session.spec_or_label()] = merged  # one entry with every mode, not the last one
-        self.last_result = merged
-        self._report(len(modes), len(modes), "done: " + timing_view.summary(merged))
-        self.show(merged, session)
-        return merged
-
-    def compile_kernels(self, session: Session) -> int:
-        """Compile the final program's kernels with progress; returns how many there were."""
-        from ..gpu import kernel_cache
-        from ..gpu.runtime import get_backend
-
-        keys = kernel_cache.kernel_keys(session.final().to_program())
-        backend = get_backend()
-        for k, key in enumerate(sorted(keys)):
-            self._report(k, len(keys), f"compiling kernel {key[:40]}")
-            kernel_cache.compile_many(backend, [kernel_cache.source_for(key)])
-        self._report(len(keys), len(keys), "kernels compiled")
-        return len(keys)
+        session.compile_kernels(self._report)
+        result = session.time(modes=modes, warmup=self.warmup.value, iters=self.iters.value, progress=self._report)
+        self.last_result = result
+        self._report(len(modes), len(modes), "done: " + timing_view.summary(result))
+        self.show(result, session)
+        return result
 
     def show(self, result: Any, session: Session) -> None:
-        self.table.value = timing_view.table_html(result) + timing_view.runs_html(session.timings)
+        self.table.value = timing_view.table_html(result) + timing_view.runs_html(session.timings.values())
         self.plot.value = timing_view.figure_svg(result)
 
     def summary(self) -> str:
         """The last result in one line (notebooks print it)."""
         return "not timed yet" if self.last_result is None else timing_view.summary(self.last_result)
+
+
+def _unavailable_reason() -> str | None:
+    return Session.gpu_unavailable_reason()

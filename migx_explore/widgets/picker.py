@@ -3,13 +3,16 @@ symbolic inputs; the compile mode. It builds a Session and hands it to `on_load`
 
 from __future__ import annotations
 
+import html
 import os
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from ..compiler.quantize import PRECISIONS
 from ..session import Session
 from . import queries
 from ._common import ErrorBox, widgets
+from .dom_tools import ChunkedUpload
 
 COMPILE_MODES = ("balanced", "eager")
 
@@ -63,13 +66,20 @@ class ModelPicker:
                                   _dom_classes=["migx-model-select"])
         self.path = W.Text("" if initial in names else initial, placeholder="or a path to an .onnx file",
                            continuous_update=False, layout=W.Layout(width="22em"), _dom_classes=["migx-model-path"])
-        self.upload = W.FileUpload(accept=".onnx", multiple=False, description="upload .onnx",
-                                   _dom_classes=["migx-model-upload"])
+        # Chunked: a model of any size arrives (ipywidgets' FileUpload sends one websocket message).
+        self.upload = ChunkedUpload(on_file=errors.guard(self._uploaded, "upload"),
+                                    on_error=lambda msg: errors.show(msg, "upload"))
+        self.upload.add_class("migx-model-upload")
         self.dims = W.Text("", placeholder="input dims for symbolic inputs: x=1,3,224,224; y=1,77",
                            continuous_update=False, layout=W.Layout(width="26em"), _dom_classes=["migx-input-dims"])
         self.mode = W.Dropdown(options=COMPILE_MODES, value="balanced", description="mode",
-                               style={"description_width": "initial"}, layout=W.Layout(width="11em"),
+                               style={"description_width": "initial"}, layout=W.Layout(width="10em"),
                                _dom_classes=["migx-mode"])
+        # The quantize stage (fp16 / bf16 / int8 / fp8) runs before the five pipelines; int8 and fp8
+        # calibrate on the session's inputs (seeded random ones unless a feed was given).
+        self.precision = W.Dropdown(options=PRECISIONS, value="fp32", description="precision",
+                                    style={"description_width": "initial"}, layout=W.Layout(width="11em"),
+                                    _dom_classes=["migx-precision"])
         # The per-pass numeric check runs the reference evaluator after every pass that changed the
         # IR: most of a re-trace's time on conv models, so it can be switched off for speed.
         self.numeric = W.Checkbox(True, description="numeric check per pass", indent=False,
@@ -77,13 +87,17 @@ class ModelPicker:
         self.load_button = W.Button(description="Load", button_style="primary", icon="folder-open",
                                     _dom_classes=["migx-load"])
         self.inputs_note = W.HTML("", _dom_classes=["migx-inputs-note"])
-        self.widget = W.VBox([W.HBox([self.builtin, self.path, self.upload, self.mode, self.load_button]),
-                              W.HBox([self.dims, self.numeric, self.inputs_note])], _dom_classes=["migx-picker"])
+        self.widget = W.VBox([W.HBox([self.builtin, self.path, self.upload, self.mode, self.precision,
+                                      self.load_button],
+                                     layout=W.Layout(flex_flow="row wrap", align_items="center")),
+                              W.HBox([self.dims, self.numeric, self.inputs_note],
+                                     layout=W.Layout(flex_flow="row wrap", align_items="center"))],
+                             _dom_classes=["migx-picker"])
         self.builtin.observe(errors.guard(self._builtin_changed, "model"), "value")
         self.path.observe(errors.guard(self._path_changed, "path"), "value")
-        self.upload.observe(errors.guard(self._uploaded, "upload"), "value")
         self.load_button.on_click(errors.guard(lambda _b: self.load(), "load"))
         self._uploaded_bytes: bytes | None = None
+        self._uploaded_name = "model.onnx"
 
     # ---- inspecting inputs ------------------------------------------------------------------------
     def _show_inputs(self, dims: dict[str, list[int | str]]) -> None:
@@ -111,16 +125,17 @@ class ModelPicker:
             if os.path.exists(change["new"]):
                 self._show_inputs(queries.onnx_inputs(change["new"]))
 
-    def _uploaded(self, change: dict) -> None:
-        files = change["new"]
-        if not files:
-            return
-        f = files[0]
-        self._uploaded_bytes = bytes(f["content"])
+    def _uploaded(self, name: str, data: bytes) -> None:
         self.builtin.value, self.path.value = "", ""
-        self._show_inputs(queries.onnx_inputs(self._uploaded_bytes))
-        self.inputs_note.value = f"uploaded {f['name']} ({len(self._uploaded_bytes) // 1024} KiB). " + \
-            self.inputs_note.value
+        self._uploaded_bytes = None
+        self._uploaded_name = name
+        try:
+            dims = queries.onnx_inputs(data)
+        except Exception as e:  # noqa: BLE001 - reported as one line naming the file
+            raise ValueError(f"{name} is not a readable ONNX model ({type(e).__name__}: {e})") from None
+        self._uploaded_bytes = data
+        self._show_inputs(dims)
+        self.inputs_note.value = f"uploaded {html.escape(name)} ({len(data) / 1e6:.1f} MB). " + self.inputs_note.value
 
     # ---- loading ----------------------------------------------------------------------------------
     def selection(self) -> Any:
@@ -133,8 +148,14 @@ class ModelPicker:
         raise ValueError("pick a built-in example, type a path to an .onnx file, or upload one")
 
     def load(self) -> Session:
-        """Build the session for the current selection and pass it to on_load."""
-        session = make_session(self.selection(), queries.parse_dims(self.dims.value), numeric=self.numeric.value)
+        """Build the session for the current selection and pass it to on_load (which traces it and
+        shows it, or changes nothing and raises)."""
+        kw: dict[str, Any] = {"numeric": self.numeric.value, "defer_numeric": True}
+        if self._uploaded_bytes is not None:
+            kw["name"] = self._uploaded_name
+        if self.precision.value != "fp32":
+            kw["precision"] = self.precision.value
+        session = make_session(self.selection(), queries.parse_dims(self.dims.value), **kw)
         if self.mode.value != "balanced":
             session.set_mode(self.mode.value)
         self._on_load(session)

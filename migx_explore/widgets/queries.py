@@ -37,6 +37,8 @@ class TreeRow:
     toggleable: bool = True  # pending passes and nested children have no switch
     user: bool = False
     summary: str = ""  # "+3 -2 ~1", "no change", "12 passes, 4 changed"
+    numeric: str = ""  # Session.numeric_state: ok | bad | note | pending | off | unchanged
+    default_enabled: bool = True  # the catalogue's setting (a row the user switched stays in view)
 
     @property
     def noop(self) -> bool:
@@ -68,31 +70,39 @@ def _children(session: Session, rec: PassRecord) -> Iterable[PassRecord]:
         yield from _children(session, child)
 
 
-def _row_for_record(rec: PassRecord, kind: str, depth: int, *, enabled: bool, toggleable: bool,
-                    reason: str = "") -> TreeRow:
+def _row_for_record(session: Session, rec: PassRecord, kind: str, depth: int, *, enabled: bool,
+                    toggleable: bool, reason: str = "", default_enabled: bool = True) -> TreeRow:
     d = rec.diff
     return TreeRow(kind=kind, path=rec.path, name=rec.name, pipeline=rec.pipeline, depth=depth, enabled=enabled,
                    effective=rec.status != "disabled", status=rec.status, changed=rec.changed,
                    reason=rec.reason or reason, time_ms=rec.time_s * 1e3, index=rec.index, toggleable=toggleable,
-                   user=rec.user, summary=d.summary() if d is not None else "")
+                   user=rec.user, summary=d.summary() if d is not None else "",
+                   numeric=session.numeric_state(rec), default_enabled=default_enabled)
+
+
+def _catalogue_defaults(session: Session) -> dict[str, bool]:
+    return {path: e.enabled for pl in session.catalog for e, path in zip(pl.entries, entry_paths(pl))}
 
 
 def pipeline_rows(session: Session, pl: Pipeline) -> list[TreeRow]:
     """The rows of one pipeline: its header, its entries, and each entry's nested children."""
     recs = _records_by_path(session)
+    defaults = _catalogue_defaults(session)
     body: list[TreeRow] = []
     for entry, path in zip(pl.entries, entry_paths(pl)):
         rec = recs.get(path)
         pending = is_pending(entry)
         if rec is None:  # the trace stopped at a failure before this entry
             body.append(TreeRow("pass", path, entry.name, pl.name, 1, entry.enabled, False, "not run", False,
-                                reason="not run: an earlier pass failed", toggleable=not pending, user=entry.user))
+                                reason="not run: an earlier pass failed", toggleable=not pending, user=entry.user,
+                                default_enabled=defaults.get(path, True)))
             continue
-        row = _row_for_record(rec, "pass", 1, enabled=entry.enabled, toggleable=not pending)
+        row = _row_for_record(session, rec, "pass", 1, enabled=entry.enabled, toggleable=not pending,
+                              default_enabled=defaults.get(path, True))
         if pending:
             row = dataclasses.replace(row, status="pending")
         body.append(row)
-        body.extend(_row_for_record(c, "child", 1 + c.depth, enabled=True, toggleable=False)
+        body.extend(_row_for_record(session, c, "child", 1 + c.depth, enabled=True, toggleable=False)
                     for c in _children(session, rec))
     passes = [r for r in body if r.kind == "pass"]
     n_changed = sum(r.changed for r in passes)
@@ -109,10 +119,13 @@ def tree_rows(session: Session) -> list[TreeRow]:
 
 
 def row_matches(row: TreeRow, text: str, hide_unchanged: bool) -> bool:
-    """Whether a pass/child row stays visible under the filter box and "hide unchanged"."""
+    """Whether a pass/child row stays visible under the filter box and "hide unchanged". A pass
+    the user switched away from the catalogue's setting stays visible, so it can be switched back."""
     if text and text.lower() not in row.path.lower():
         return False
-    return not (hide_unchanged and not row.changed and row.status != "failed")
+    if not hide_unchanged or row.changed or row.status == "failed":
+        return True
+    return row.kind == "pass" and row.toggleable and row.enabled != row.default_enabled
 
 
 def visible_rows(rows: Sequence[TreeRow], text: str = "", hide_unchanged: bool = False) -> list[TreeRow]:
@@ -122,6 +135,9 @@ def visible_rows(rows: Sequence[TreeRow], text: str = "", hide_unchanged: bool =
     for r in rows:
         if r.kind == "pipeline":
             head = r
+            if not r.enabled:  # a switched-off pipeline stays, so it can be switched back on
+                out.append(r)
+                head = None
             continue
         if row_matches(r, text, hide_unchanged):
             if head is not None:
@@ -166,16 +182,27 @@ def stat_rows(stats: dict[str, Any]) -> list[StatRow]:
         StatRow("kernel launches", _delta(stats["launches_before"], stats["launches_after"])),
         StatRow("pass time", f"{stats['time_ms']:.3f} ms"),
     ]
-    if stats.get("numeric_max_abs") is not None or stats.get("numeric_note"):
+    state = stats.get("numeric_state")
+    if stats.get("numeric_note"):
+        rows.append(StatRow("numeric error", stats["numeric_note"]))
+    elif stats.get("numeric_max_abs") is not None:
         ok = stats.get("numeric_ok")
-        val = stats.get("numeric_note") or f"max |Δ| = {stats['numeric_max_abs']:.3g}"
+        val = f"max |Δ| = {stats['numeric_max_abs']:.3g}"
         rows.append(StatRow("numeric error", val + ("" if ok is None else (" ✓" if ok else " ✗ exceeds tolerance")),
                             "" if ok is None else ("migx-good" if ok else "migx-bad")))
     else:
-        rows.append(StatRow("numeric error", "not checked (the pass did not change the IR)"))
+        rows.append(StatRow("numeric error", NUMERIC_STATE_TEXT.get(state or "unchanged", "not checked")))
     if stats.get("matches"):
         rows.append(StatRow("rule matches", str(stats["matches"])))
     return rows
+
+
+NUMERIC_STATE_TEXT = {
+    "pending": "checking in the background…",
+    "off": "not checked (the numeric check is off)",
+    "nested": "checked through its top-level pass",
+    "unchanged": "not checked (the pass did not change the IR)",
+}
 
 
 def stats_html(rows: Sequence[StatRow]) -> str:

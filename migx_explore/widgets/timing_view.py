@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import html
 import io
-from collections.abc import Mapping
+from collections.abc import Iterable
 from typing import Any
 
 MODE_LABEL = {"eager": "eager (a launch per kernel)", "graph": "graph capture (one launch)"}
@@ -52,16 +52,18 @@ def table_html(result: Any) -> str:
     return f'<table class="migx-timing-results">{head}{"".join(rows)}</table>{foot}'
 
 
-def runs_html(timings: Mapping[str, Any]) -> str:
-    """Every timed pipeline variant of a session (Session.timings), to compare toggles."""
-    if not timings:
-        return ""
+def runs_html(runs: Iterable[Any]) -> str:
+    """Every timed pipeline variant of a session (Session.timings.values(): label and result), to
+    compare toggles."""
     rows = []
-    for spec, r in timings.items():
+    for run in runs:
+        spec, r = run.label, run.result
         cells = "".join(f"<td>{r.modes[m].device_us.median:.1f}</td>" if m in r.modes else "<td>–</td>"
                         for m in ("eager", "graph"))
         launches = r.modes["eager"].launches if "eager" in r.modes else "–"
         rows.append(f"<tr><td><code>{html.escape(spec)}</code></td>{cells}<td>{launches}</td></tr>")
+    if not rows:
+        return ""
     return ('<table class="migx-timing-runs"><tr><th>pipeline (spec)</th><th>eager µs</th><th>graph µs</th>'
             f'<th>launches</th></tr>{"".join(rows)}</table>')
 
@@ -111,3 +113,28 @@ def figure_svg(result: Any, top: int = 12) -> str:
         kx.set_title(f"slowest kernels ({len(eager.per_kernel)} steps, {total:.1f} µs total; "
                      "green: generated, purple: BLAS)", fontsize=9)
     return svg_of(fig)
+
+
+def recorded_html(model: str = "") -> str:
+    """The timings recorded on a real GPU (Session.recorded_gpu_results), labelled with device and
+    date; the loaded model's row first and marked. Empty when no recording ships."""
+    from ..session import Session
+
+    run = Session.recorded_gpu_results()
+    if run is None or not run.models:
+        return ""
+
+    def us(v: float | None) -> str:
+        return "–" if v is None else f"{v:.1f}"
+
+    order = sorted(run.models.values(), key=lambda m: (m.model != model, m.model))
+    rows = "".join(
+        f'<tr class="{"migx-recorded-current" if m.model == model else ""}"><td>{html.escape(m.model)}</td>'
+        f"<td>{us(m.eager_us)}</td><td>{us(m.graph_us)}</td><td>{m.eager_us / m.graph_us:.2f}x</td>"
+        f"<td>{m.launches}</td><td>{us(m.torch_eager_us)}</td><td>{us(m.torch_graph_us)}</td></tr>"
+        for m in order if m.graph_us and m.graph_us == m.graph_us)
+    return (f'<div class="migx-recorded-label"><b>Recorded on {html.escape(run.device)}, {html.escape(run.date)}</b> '
+            f"(not measured here; from {html.escape(run.source)}, median device µs per run):</div>"
+            '<table class="migx-recorded-table"><tr><th>model</th><th>eager µs</th><th>graph µs</th>'
+            "<th>graph speed-up</th><th>launches</th><th>torch eager µs</th><th>torch graph µs</th></tr>"
+            f"{rows}</table>")

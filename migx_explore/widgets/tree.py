@@ -7,6 +7,8 @@ structure) costs trait updates instead of rebuilding ~100 widgets in the browser
 
 from __future__ import annotations
 
+import dataclasses
+import html
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -26,14 +28,23 @@ class _RowWidgets:
     row: TreeRow | None = None
 
 
+NUMERIC_MARK = {"ok": ("✓", "migx-num-ok", "outputs match the reference"),
+                "bad": ("✗", "migx-num-bad", "outputs differ from the reference beyond tolerance"),
+                "note": ("–", "migx-num-note", "numeric check unavailable"),
+                "pending": ("…", "migx-num-pending", "numeric check running in the background")}
+
+
 def _info_text(r: TreeRow) -> str:
+    """The row's right-hand text as HTML (the widget cuts it with an ellipsis; the tooltip has all)."""
     if r.kind == "pipeline":
-        return f"{r.summary} · {r.time_ms:.1f} ms" if r.enabled else "pipeline disabled"
+        return html.escape(f"{r.summary} · {r.time_ms:.1f} ms" if r.enabled else "pipeline disabled")
     if r.status in ("disabled", "pending", "not run"):
-        return r.reason
+        return f'<span class="migx-row-reason">{html.escape(r.reason)}</span>'
     if r.status == "failed":
-        return "FAILED: " + r.reason
-    return f"{r.summary} · {r.time_ms:.2f} ms"
+        return f'<span class="migx-row-reason">{html.escape("FAILED: " + r.reason)}</span>'
+    mark = NUMERIC_MARK.get(r.numeric)
+    num = f' <span class="{mark[1]}" title="{mark[2]}">{mark[0]}</span>' if mark else ""
+    return f"{html.escape(r.summary)} · {r.time_ms:.2f} ms{num}"
 
 
 class PipelineTree:
@@ -47,18 +58,18 @@ class PipelineTree:
         W = widgets()
         self.errors = errors
         self._on_toggle, self._on_select, self._on_view_change = on_toggle, on_select, on_view_change
-        self.filter = W.Text(placeholder="filter passes (e.g. fuse, dead_code)", continuous_update=False,
-                             layout=W.Layout(width="16em"), _dom_classes=["migx-filter"])
-        self.hide_unchanged = W.Checkbox(False, description="hide unchanged passes", indent=False,
+        self.filter = W.Text(placeholder="filter passes (e.g. fuse)", continuous_update=False,
+                             layout=W.Layout(width="12em"), _dom_classes=["migx-filter"])
+        self.hide_unchanged = W.Checkbox(False, description="hide unchanged", indent=False,
                                          layout=W.Layout(width="auto"), _dom_classes=["migx-hide-unchanged"])
         self.rows_box = W.VBox([], _dom_classes=["migx-tree"])
         self.widget = W.VBox([W.HBox([self.filter, self.hide_unchanged]), self.rows_box],
-                             _dom_classes=["migx-tree-panel"], layout=W.Layout(min_width="400px", width="34%"))
+                             _dom_classes=["migx-tree-panel"], layout=W.Layout(width="100%"))
         self._pool: dict[tuple[str, str], _RowWidgets] = {}
         from ipywidgets.widgets.widget_bool import CheckboxStyle
         from ipywidgets.widgets.widget_string import HTMLStyle
 
-        self._shared = {"row": W.Layout(), "goto": W.Layout(width="auto", max_width="250px"),
+        self._shared = {"row": W.Layout(), "goto": W.Layout(width="auto"),
                         "info": W.Layout(), "check": W.Layout(width="22px", min_width="22px"),
                         "button": W.ButtonStyle(), "html": HTMLStyle(), "check_style": CheckboxStyle()}
         self._collapsed: set[str] = set()
@@ -120,7 +131,7 @@ class PipelineTree:
             rw.check.value = r.enabled
             rw.check.disabled = not r.toggleable
             rw.check.tooltip = (("disable " if r.enabled else "enable ") + r.path) if r.toggleable else r.reason
-        tip = r.path + (f"\n{r.reason}" if r.reason else "")
+        tip = r.path + (f"\n{r.reason}" if r.reason else "") + (f"\n{r.summary}" if r.summary else "")
         if rw.goto.tooltip != tip:
             rw.goto.tooltip = tip
         text = _info_text(r)
@@ -133,6 +144,22 @@ class PipelineTree:
             rw.box.add_class("migx-current")
         elif not is_current and "migx-current" in rw.box._dom_classes:
             rw.box.remove_class("migx-current")
+
+    def set_numeric(self, path: str, state: str) -> None:
+        """Update one pass row's numeric mark (the deferred check fills them in one at a time)."""
+        rw = self._pool.get(("pass", path))
+        if rw is None or rw.row is None or rw.row.numeric == state:
+            return
+        rw.row = dataclasses.replace(rw.row, numeric=state)
+        self._rows = [rw.row if (r.kind, r.path) == ("pass", path) else r for r in self._rows]
+        rw.info.value = _info_text(rw.row)
+
+    def current_selector(self, current: int | None) -> str:
+        """A CSS selector of the current row (the explorer scrolls the tree to it)."""
+        for r in self._rows:
+            if r.index is not None and r.index == current:
+                return ".migx-tree-row." + path_class(r.path)
+        return ""
 
     def mark_current(self, current: int | None) -> None:
         """Move the highlight without recomputing rows (the stepper's hot path)."""
@@ -155,7 +182,7 @@ class PipelineTree:
         for r in self._rows:
             if r.kind == "pipeline":
                 head = self._pool[(r.kind, r.path)]
-                self._set_display(head.box, shown_in.get(r.pipeline, False) or not (text or hide))
+                self._set_display(head.box, shown_in.get(r.pipeline, False) or not (text or hide) or not r.enabled)
                 head.goto.description = ("▸ " if r.pipeline in self._collapsed else "▾ ") + r.name
 
     @staticmethod

@@ -1,9 +1,9 @@
-"""The view panes: merged diff graph, before | after, focus, text diff, IR metrics, plus the stats
-table and the ordering-rule warnings.
+"""The view panes: merged diff graph, before | after, focus, compare (any two passes, two synced
+panels and a side-by-side text diff), text diff, IR metrics, plus the legend and the recipe.
 
-Only the selected pane is drawn (graphviz is the slow part of a step); the others are marked
-stale and drawn when selected. Graphs are ipywidgets.HTML holding the SVG markup, so the nodes
-are DOM elements a user (or a browser test) can find and hover."""
+The graph views share one GraphView (pan/zoom, centre on the change, search, minimap, pinned
+node); only the selected view is drawn (graphviz is the slow part of a step) and the next pass
+is prefetched in the background. Stats and warnings live in the explorer's side column."""
 
 from __future__ import annotations
 
@@ -13,95 +13,197 @@ from typing import Any
 from ..session import Session
 from . import content, queries
 from ._common import ErrorBox, widgets
+from .dom_tools import ClickableSvg
+from .graph_view import GraphView
 
 VIEW_CLASSES = {"diff": "migx-diff-graph", "side_by_side": "migx-before-after-graph", "focus": "migx-focus-graph",
-                "text": "migx-text-diff", "metrics": "migx-metrics"}
+                "compare": "migx-compare-graph", "text": "migx-text-diff", "metrics": "migx-metrics"}
 
 
 class Views:
-    """Widget: `widget` holds the view selector, the panes, the stats and the warnings."""
+    """Widget: `widget` holds the view selector, the view's controls, the graph view and the text
+    panes; `stats` and `warnings` are placed by the explorer."""
 
-    def __init__(self, errors: ErrorBox, initial: str = "diff"):
+    def __init__(self, errors: ErrorBox, initial: str = "diff", on_pick: Any = None, graph_height: int = 640):
         W = widgets()
         self.errors = errors
         self.cache = content.SvgCache()
         self.select = W.ToggleButtons(options=[(content.VIEW_LABELS[k], k) for k in VIEW_CLASSES], value=initial,
                                       style={"button_width": "auto"}, _dom_classes=["migx-view-select"])
-        self.panes = {k: W.HTML("", _dom_classes=["migx-pane", cls] + (["migx-graph"] if k in content.GRAPH_VIEWS
-                                                                          else []))
-                      for k, cls in VIEW_CLASSES.items()}
+        self.graph = GraphView(height=graph_height)
+        self.graph.add_class("migx-graph-view")
+        self.text = W.HTML("", _dom_classes=["migx-pane", VIEW_CLASSES["text"]])
+        self.metrics = ClickableSvg()
+        self.metrics.add_class("migx-pane")
+        self.metrics.add_class(VIEW_CLASSES["metrics"])
+        self.compare_text = W.HTML("", _dom_classes=["migx-pane", "migx-compare-text"])
+        self.legend = W.HTML(content.legend_html(), _dom_classes=["migx-legend-box"])
         self.hops = W.IntSlider(2, min=0, max=6, description="hops", continuous_update=False,
-                                _dom_classes=["migx-focus-hops"])
+                                layout=W.Layout(width="16em"), _dom_classes=["migx-focus-hops"])
         self.centre = W.Text("", placeholder="instruction ids, e.g. 12, 15 (empty: the changed nodes)",
-                             description="centre", continuous_update=False, layout=W.Layout(width="26em"),
+                             description="centre", continuous_update=False, layout=W.Layout(width="24em"),
                              _dom_classes=["migx-focus-centre"])
         self.focus_controls = W.HBox([self.hops, self.centre], _dom_classes=["migx-focus-controls"])
+        self.compare_a = W.Dropdown(options=[], description="A", layout=W.Layout(width="22em"),
+                                    style={"description_width": "1.5em"}, _dom_classes=["migx-compare-a"])
+        self.compare_b = W.Dropdown(options=[], description="B", layout=W.Layout(width="22em"),
+                                    style={"description_width": "1.5em"}, _dom_classes=["migx-compare-b"])
+        self.compare_controls = W.HBox([self.compare_a, self.compare_b,
+                                        W.HTML("<i>the IR after each pass; pan/zoom move both</i>")],
+                                       _dom_classes=["migx-compare-controls"])
         self.stats = W.HTML("", _dom_classes=["migx-stats"])
         self.warnings = W.HTML("", _dom_classes=["migx-warnings"])
-        self.widget = W.VBox([self.select, self.focus_controls, *self.panes.values(),
-                              W.HBox([self.stats, self.warnings], layout=W.Layout(grid_gap="24px"))],
-                             _dom_classes=["migx-views"], layout=W.Layout(width="66%"))
+        self.widget = W.VBox([self.select, self.focus_controls, self.compare_controls, self.graph, self.legend,
+                              self.compare_text, self.text, self.metrics], _dom_classes=["migx-views"],
+                             layout=W.Layout(width="100%"))
         self._session: Session | None = None
         self._rec: Any = None  # the PassRecord the panes are for
-        self._drawn: dict[str, tuple] = {}  # pane -> (record, focus options) it shows
+        self._drawn: dict[str, tuple] = {}  # view -> (record, options) it shows
+        self._markup: dict[str, str] = {}  # view -> the markup drawn last (tests and notebooks read it)
+        self._on_pick = on_pick  # called with a record index (metrics chart clicks)
         self.select.observe(errors.guard(lambda _c: self._show_selected(), "view"), "value")
-        for w in (self.hops, self.centre):
-            w.observe(errors.guard(lambda _c: self._show_selected(), "focus"), "value")
+        self._quiet = False
+        for w in (self.hops, self.centre, self.compare_a, self.compare_b):
+            w.observe(errors.guard(lambda _c: self._quiet or self._show_selected(), "view options"), "value")
+        self.metrics.observe(errors.guard(self._metrics_clicked, "metrics chart"), "clicks")
         self._set_visibility()
 
+    # ---- updating -----------------------------------------------------------------------------------
     def update(self, session: Session) -> None:
-        """Redraw for the session's current pass: stats and warnings always, the selected pane."""
+        """Redraw for the session's current pass: stats and warnings always, the selected view."""
         self._session = session
         self._rec = session.current
-        self.stats.value = queries.stats_html(queries.stat_rows(session.stats()))
+        self.refresh_stats()
         self.warnings.value = queries.warnings_html(session.warnings())
+        self._fill_compare_choices(session)
+        self._default_compare(session)
+        shown = self.graph.svg
         self._show_selected()
+        if self.graph.svg == shown and self.select.value in content.PASS_GRAPH_VIEWS:
+            # every step centres on the change, also one that lands on the drawing already shown
+            self.graph.centre_changes()
+
+    def refresh_stats(self) -> None:
+        if self._session is not None:
+            self.stats.value = queries.stats_html(queries.stat_rows(self._session.stats()))
+
+    def _fill_compare_choices(self, session: Session) -> None:
+        tops = [(("" if r.changed else "· ") + r.path, r.index) for r in session.trace.top_level()]
+        options = [("(input program)", -1)] + tops
+        if list(self.compare_a.options) == options:
+            return
+        old_a, old_b = self.compare_a.value, self.compare_b.value
+        idx = {v for _, v in options}
+        self._quiet = True  # one redraw after both lists changed, not one per trait
+        try:
+            self.compare_a.options = options
+            self.compare_b.options = options
+            self.compare_a.value = old_a if old_a in idx else -1
+            self.compare_b.value = old_b if old_b in idx else options[-1][1]
+        finally:
+            self._quiet = False
+
+    def _default_compare(self, session: Session) -> None:
+        """Outside the Compare view, keep its choice on 'the previous change vs this pass', so
+        opening it shows the step the user is on against the last one that changed the IR."""
+        cur = session.current
+        if cur.depth > 0 or self.select.value == "compare":
+            return
+        earlier = [r.index for r in session.trace.top_level() if r.changed and r.index < cur.index]
+        self._quiet = True
+        try:
+            self.compare_a.value = earlier[-1] if earlier else -1
+            self.compare_b.value = cur.index
+        finally:
+            self._quiet = False
 
     def _set_visibility(self) -> None:
-        for k, pane in self.panes.items():
-            pane.layout.display = None if k == self.select.value else "none"
-        self.focus_controls.layout.display = None if self.select.value == "focus" else "none"
+        view = self.select.value
+        shown = {self.focus_controls: view == "focus", self.compare_controls: view == "compare",
+                 self.graph: view in content.GRAPH_VIEWS, self.legend: view in content.GRAPH_VIEWS,
+                 self.compare_text: view == "compare", self.text: view == "text", self.metrics: view == "metrics"}
+        for w, on in shown.items():
+            w.layout.display = None if on else "none"
+        classes = [c for c in self.graph._dom_classes if c not in VIEW_CLASSES.values()]
+        self.graph._dom_classes = tuple(classes + [VIEW_CLASSES[view]] if view in content.GRAPH_VIEWS else classes)
 
     def _centre_ids(self) -> tuple[int, ...]:
         text = self.centre.value.replace(",", " ").split()
         try:
-            return tuple(int(t.lstrip("@i")) for t in text)
+            return tuple(int(t.lstrip("@i#")) for t in text)
         except ValueError:
             raise ValueError(f"centre: write instruction ids such as '12, 15', not {self.centre.value!r}") from None
+
+    def _options(self, view: str) -> tuple:
+        if view == "focus":
+            return (self.hops.value, self._centre_ids())
+        if view == "compare":
+            return (self.compare_a.value, self.compare_b.value)
+        return ()
 
     def _draw(self, view: str) -> bool:
         """Draw `view` for the current pass unless it shows it already; False if drawing failed.
 
-        Panes remember the record object they show (not its index or id: a re-trace makes new
+        Views remember the record object they show (not its index or id: a re-trace makes new
         records, and a freed record's id can come back for a new one)."""
-        extra = (self.hops.value, self._centre_ids()) if view == "focus" else ()
+        extra = self._options(view)
         drawn = self._drawn.get(view)
         if drawn is not None and drawn[0] is self._rec and drawn[1] == extra:
+            if view in content.GRAPH_VIEWS and self.graph.svg != self._markup.get(view):
+                self._put(view)
             return True
         self._drawn[view] = (self._rec, extra)
         try:
-            self.panes[view].value = self.render(view)
+            self._markup[view] = self.render(view)
         except Exception as e:  # noqa: BLE001 - e.g. no graphviz `dot`: the pane and error box say so
-            self.panes[view].value = (f'<div class="migx-render-error">Cannot draw this view: '
-                                      f'{html.escape(str(e))}</div>')
+            self._markup[view] = f'<div class="migx-render-error">Cannot draw this view: {html.escape(str(e))}</div>'
+            self._markup.pop(view + ":right", None)
+            self._put(view)
             self.errors.show(e, f"draw {content.VIEW_LABELS[view]}")
             return False
+        self._put(view)
         return True
+
+    def _put(self, view: str) -> None:
+        markup = self._markup[view]
+        if view in content.GRAPH_VIEWS:
+            right = self._markup.get(view + ":right", "") if view == "compare" else ""
+            titles = self._compare_titles() if view == "compare" else ()
+            self.graph.show(markup, right, titles)
+        elif view == "text":
+            self.text.value = markup
+        elif view == "metrics":
+            self.metrics.svg = markup
 
     def _show_selected(self) -> None:
         self._set_visibility()
         if self._session is None:
             return
         view = self.select.value
-        if self._draw(view) and view in content.GRAPH_VIEWS:
+        if self._draw(view) and view in content.PASS_GRAPH_VIEWS:
             content.prefetch_next(self._session, view, self.cache, **self._graph_opts(view))
 
     def _graph_opts(self, view: str) -> dict[str, Any]:
         return {"hops": self.hops.value, "centre": self._centre_ids()} if view == "focus" else {}
 
-    def render(self, view: str) -> str:
-        """The markup of one pane for the current pass (public so notebooks can embed a pane)."""
+    def _compare_titles(self) -> tuple[str, str]:
+        names = dict((v, k.lstrip("· ")) for k, v in self.compare_a.options)
+        return (f"A: {names.get(self.compare_a.value, '?')}", f"B: {names.get(self.compare_b.value, '?')}")
+
+    def _snapshot_at(self, index: int) -> Any:
         s = self._session
+        return s.initial if index < 0 else s.snapshots(index)[1]
+
+    def render(self, view: str) -> str:
+        """The markup of one view for the current pass (public so notebooks can embed a view)."""
+        s = self._session
+        if view == "compare":
+            a, b = self._snapshot_at(self.compare_a.value), self._snapshot_at(self.compare_b.value)
+            titles = self._compare_titles()
+            left, right = content.compare_svgs(a, b, titles)
+            self._markup["compare:right"] = right
+            self.compare_text.value = content.side_by_side_text_html(a.text, b.text, titles)
+            return left
         if view in content.GRAPH_VIEWS:
             return content.current_graph(s, view, self.cache, **self._graph_opts(view))
         if view == "text":
@@ -110,7 +212,23 @@ class Views:
             return content.metrics_svg(queries.metrics_series(s), s.current.index)
         raise ValueError(f"unknown view {view!r}")
 
-    def svg(self, view: str = "diff") -> str:
-        """What a pane shows for the current pass (drawing it if it is stale)."""
+    def drawn(self, view: str = "diff") -> str:
+        """What a view shows for the current pass (drawing it if it is stale)."""
         self._draw(view)
-        return self.panes[view].value
+        return self._markup[view]
+
+    svg = drawn  # the older name
+
+    def compare(self, a: str | int, b: str | int) -> None:
+        """Show the Compare view of the IR after pass `a` and after pass `b` (paths or indexes;
+        -1: the input program)."""
+        s = self._session
+        ia = a if isinstance(a, int) else s.trace.find(a).index
+        ib = b if isinstance(b, int) else s.trace.find(b).index
+        self.compare_a.value, self.compare_b.value = ia, ib
+        self.select.value = "compare"
+        self._show_selected()
+
+    def _metrics_clicked(self, _change: dict) -> None:
+        if self._on_pick is not None and self.metrics.clicked >= 0:
+            self._on_pick(self.metrics.clicked)

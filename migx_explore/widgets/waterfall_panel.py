@@ -8,7 +8,6 @@ import html
 from collections.abc import Callable
 from typing import Any
 
-from .. import gpu_bridge
 from ..session import Session
 from ._common import ErrorBox, widgets
 from .timing_view import svg_of
@@ -38,7 +37,7 @@ class WaterfallPanel:
         W = widgets()
         self.errors = errors
         self._get_session = get_session
-        self.reason = gpu_bridge.unavailable_reason()
+        self.reason = Session.gpu_unavailable_reason()
         self.by = W.Dropdown(options=[("each pass disabled", "pass"), ("each sub-pipeline disabled", "pipeline"),
                                       ("pipeline prefixes", "prefix")], value="pass", description="variants",
                              _dom_classes=["migx-waterfall-by"])

@@ -19,8 +19,13 @@ def _stats_pass(ex) -> str:
     return ex.locator(".migx-stats td").first.inner_text().strip()
 
 
+# What a drawing shows (its nodes, their ids and diff classes), not how it is panned or zoomed.
+DRAWING_JS = ("s => [...s.querySelectorAll('g.node, g.graph > title')]"
+              ".map(n => n.id + ' ' + (n.getAttribute('class') || n.textContent)).join('|')")
+
+
 def _diff_svg(ex) -> str:
-    return ex.locator(".migx-diff-graph svg").first.evaluate("e => e.outerHTML")
+    return ex.locator(".migx-diff-graph .migx-gv-canvas svg").first.evaluate(DRAWING_JS)
 
 
 def _wait_pass_change(page, old: str) -> str:
@@ -69,6 +74,10 @@ def test_step_and_toggle_in_jupyterlab(open_notebook, run_all):
         ex.locator("button.migx-next").click()
         current = _wait_pass_change(page, current)
         seen.append(current)
+        # the stats update first, the graph (drawn by graphviz) follows
+        page.wait_for_function(
+            "([js, old]) => { const s = document.querySelector('.migx-explorer .migx-diff-graph .migx-gv-canvas svg');"
+            " return s && eval(js)(s) !== old; }", arg=[DRAWING_JS, svgs[-1]], timeout=30_000)
         svgs.append(_diff_svg(ex))
         # each visited pass changed the IR: the merged diff marks added or removed nodes
         assert ex.locator(".migx-diff-graph svg g.node.st_added, .migx-diff-graph svg g.node.st_removed,"

@@ -36,13 +36,18 @@ def _widget_models(nb) -> dict[str, dict]:
     return nb.metadata["widgets"][WIDGET_STATE]["state"]
 
 
-def _values(models: dict, name: str, cls: str | None = None) -> list[str]:
+def _values(models: dict, name: str, cls: str | None = None, key: str = "value") -> list[str]:
     out = []
     for m in models.values():
         st = m["state"]
         if m["model_name"] == name and (cls is None or cls in st.get("_dom_classes", [])):
-            out.append(st.get("value", ""))
+            out.append(st.get(key, ""))
     return out
+
+
+def _graphs(models: dict) -> list[str]:
+    """The SVG markup of the explorer's graph view (an anywidget model)."""
+    return _values(models, "AnyModel", "migx-graph-view", key="svg")
 
 
 def _outputs_text(nb) -> str:
@@ -70,7 +75,7 @@ def test_tour_runs_and_saves_the_explorer(tmp_path):
     nb = _run("01_tour.ipynb", tmp_path)
     assert not _errors(nb)
     models = _widget_models(nb)
-    diff = _values(models, "HTMLModel", "migx-diff-graph")
+    diff = _graphs(models)
     assert diff and "<svg" in diff[0] and "migx_node" in diff[0]
     stats = _values(models, "HTMLModel", "migx-stats")
     assert stats and "fusion.fuse_pointwise_reduce" in stats[0]  # where the notebook left the explorer
@@ -87,7 +92,7 @@ def test_pipeline_ordering_lesson_runs(tmp_path):
     for variant in ("default pipelines", "optimize_module after fuse_pointwise_reduce",
                     "layout_convolution disabled", "channels_last=True"):
         assert variant in text
-    diff = _values(_widget_models(nb), "HTMLModel", "migx-diff-graph")
+    diff = _graphs(_widget_models(nb))
     assert diff and "<svg" in diff[0]
 
 
@@ -100,7 +105,7 @@ def test_prototype_fusion_runs_and_highlights(tmp_path):
     # adding an op end to end: the contract, the rule, every pass, the generated kernel
     assert "silu: contract complete" in text and "differs in" in text and "18 matches on yolo" in text
     assert "fusion.fuse_silu 18 rewrites" in text and "failed: none" in text and "expf(-" in text
-    diff = _values(_widget_models(nb), "HTMLModel", "migx-diff-graph")
+    diff = _graphs(_widget_models(nb))
     assert diff and "<svg" in diff[0]
 
 
@@ -112,7 +117,7 @@ def test_graph_capture_runs_without_failing(tmp_path):
     from migx_explore import gpu_bridge
 
     if gpu_bridge.unavailable_reason():
-        assert "Skipping GPU timing" in text
+        assert "Skipping GPU timing" in text and "Recorded on NVIDIA H200, 2026-11-21" in text
     else:
         assert "launches x cost" in text
 

@@ -133,7 +133,7 @@ def test_graph_views_render_inline_svg_and_cache():
     s = _session()
     s.goto(IDENT)
     cache = content.SvgCache()
-    for view in content.GRAPH_VIEWS:
+    for view in content.PASS_GRAPH_VIEWS:
         svg = content.current_graph(s, view, cache)
         assert svg.startswith("<svg") and "migx_node" in svg, view
     content.current_graph(s, "diff", cache)
@@ -169,20 +169,23 @@ def _text(html: str) -> str:
     return re.sub(r"<[^>]+>", "", html)
 
 
-def test_explorer_opens_on_the_first_pass(ex):
+def test_explorer_opens_on_the_first_pass_that_changed_something(ex):
     s = ex.session
-    assert s.position == s.visible()[0]
-    assert "1 / " in ex.stepper.position.value
-    assert ex.views.panes["diff"].value.startswith("<svg")
-    assert "migx-diff-graph" in ex.views.panes["diff"]._dom_classes
+    first_changed = next(i for i in s.visible() if s.trace.records[i].changed)
+    assert s.position == first_changed and first_changed != s.visible()[0]
+    assert f"{s.visible().index(first_changed) + 1} / " in ex.stepper.position.value
+    assert ex.views.drawn("diff").startswith("<svg")
+    assert "migx-diff-graph" in ex.views.graph._dom_classes
     assert "<table" in ex.views.stats.value
     assert not ex.errors.messages
-    assert ex.progress.label.value.startswith("traced ")
+    assert ex.progress.label.value.startswith("loaded program (")
+    assert ex.last_load["total_s"] > 0 and f"{ex.last_load['trace_s']:.2f} s" in ex.progress.label.value
     assert "No GPU timing here" in ex.gpu.status.value or not ex.gpu.reason
 
 
 def test_buttons_and_slider_step(ex):
     s = ex.session
+    ex.stepper.first.click()
     ex.stepper.next.click()
     ex.stepper.next.click()
     assert s.position == s.visible()[2] and ex.stepper.slider.value == 2
@@ -197,6 +200,7 @@ def test_buttons_and_slider_step(ex):
 
 
 def test_key_box_steps_and_clears(ex):
+    ex.stepper.keys.value = "f"
     ex.stepper.keys.value = "n"
     ex.stepper.keys.value = "n"
     assert ex.stepper.keys.value == "" and ex.stepper.slider.value == 2
@@ -212,10 +216,10 @@ def test_stats_and_diff_follow_the_step(ex):
     ex.goto(IDENT)
     stats = _text(ex.views.stats.value)
     assert IDENT in stats and "6 → 5 (-1)" in stats
-    svg = ex.views.panes["diff"].value
+    svg = ex.views.drawn("diff")
     assert "st_removed" in svg
     ex.next()
-    assert _text(ex.views.stats.value) != stats and ex.views.panes["diff"].value != svg
+    assert _text(ex.views.stats.value) != stats and ex.views.drawn("diff") != svg
     row = ex.tree._pool[("pass", ex.session.current.path)].box
     assert "migx-current" in row._dom_classes
 
@@ -229,7 +233,7 @@ def test_unchecking_a_pass_retraces_and_updates(ex):
     s = ex.session
     assert s.current.path == IDENT and s.current.status == "disabled"
     assert "disabled by the user" in _text(ex.views.stats.value) and ex.views.stats.value != before
-    assert "st_removed" not in ex.views.panes["diff"].value  # redrawn: a disabled pass changes nothing
+    assert "st_removed" not in ex.views.drawn("diff")  # redrawn: a disabled pass changes nothing
     row = ex.tree._pool[("pass", IDENT)].box
     assert "migx-disabled" in row._dom_classes and "migx-changed" not in row._dom_classes
     # the identity now goes away later: eliminate_identity#2 changes instead
@@ -278,21 +282,21 @@ def test_pipeline_header_collapses(ex):
 
 def test_view_selector_draws_each_pane_lazily(ex):
     ex.goto(IDENT)
-    assert ex.views.panes["text"].value == ""  # not drawn until selected
+    assert ex.views.text.value == ""  # not drawn until selected
     ex.views.select.value = "text"
-    assert "identity" in ex.views.panes["text"].value
-    assert ex.views.panes["diff"].layout.display == "none" and ex.views.panes["text"].layout.display is None
+    assert "identity" in ex.views.text.value
+    assert ex.views.graph.layout.display == "none" and ex.views.text.layout.display is None
     ex.views.select.value = "side_by_side"
-    assert "cluster_b_panel" in ex.views.panes["side_by_side"].value
+    assert "cluster_b_panel" in ex.views.drawn("side_by_side")
     ex.views.select.value = "focus"
     ex.views.hops.value = 0
-    assert ex.views.panes["focus"].value.startswith("<svg")
+    assert ex.views.drawn("focus").startswith("<svg")
     relu = next(r.id for r in ex.session.after().module("main").instrs if r.op.name == "relu")
     ex.views.centre.value = f"i{relu}"  # as the node's SVG title shows it
-    focused = ex.views.panes["focus"].value
+    focused = ex.views.drawn("focus")
     assert f"iid_{relu}" in focused and "st_" in focused and not ex.errors.messages
     ex.views.select.value = "metrics"
-    assert "migx-metrics-chart" in ex.views.panes["metrics"].value
+    assert "migx-metrics-chart" in ex.views.metrics.svg
 
 
 def test_bad_focus_centre_is_reported_not_raised(ex):
@@ -413,7 +417,9 @@ def test_timing_view_tables_and_figure():
     html = timing_view.table_html(r)
     assert "graph capture (one launch)" in html and "<b>1.60x</b>" in html and "40 graph nodes" in html
     assert "7.00" in timing_view.summary(r)  # (300 - 20) / 40 µs saved per eager launch
-    runs = timing_view.runs_html({"dynamic_shapes,required": r})
+    from migx_explore.session import TimingRun
+
+    runs = timing_view.runs_html([TimingRun("dynamic_shapes,required", r)])
     assert "<code>dynamic_shapes,required</code>" in runs and "400.0" in runs
     svg = timing_view.figure_svg(r)
     assert svg.startswith("<svg") and "latency per mode" in svg and "slowest kernels" in svg
@@ -448,7 +454,8 @@ def test_gpu_panel_times_through_the_fake_backend(monkeypatch):
         assert "graph capture (one launch)" in ex.gpu.table.value
         assert ex.gpu.plot.value.startswith("<svg")
         assert ex.gpu.progress_label.value.startswith("done:")
-        result = ex.session.timings[ex.session.spec()]
+        result = ex.session.timing()
+        assert list(ex.session.timings) == [ex.session.config.identity()]
         assert set(result.modes) == {"eager", "graph"} and ex.gpu.summary().startswith("eager:")
     finally:
         monkeypatch.delenv("MIGX_GPU_BACKEND")
@@ -465,11 +472,11 @@ def test_a_render_failure_is_shown_in_the_pane_and_the_error_box(monkeypatch):
 
     monkeypatch.setattr(content_mod, "graph_svg", no_dot)
     ex = Explorer(_session())  # still builds: stepping, stats and the text views work without dot
-    assert "Cannot draw this view" in ex.views.panes["diff"].value
+    assert "Cannot draw this view" in ex.views.drawn("diff")
     assert "draw Diff: GraphvizNotFoundError" in ex.errors.text
     ex.views.select.value = "text"
     ex.goto(IDENT)
-    assert "identity" in ex.views.panes["text"].value and "6 → 5" in ex.views.stats.value
+    assert "identity" in ex.views.text.value and "6 → 5" in ex.views.stats.value
 
 
 def test_make_session_accepts_names_protos_bytes_and_sessions():
@@ -495,3 +502,16 @@ def test_waterfall_panel_shows_launch_deltas_without_a_gpu():
     assert "-fusion" in ex.waterfall.table.value and "<svg" in ex.waterfall.plot.value
     assert {r["variant"] for r in wf.rows()} == {"(all passes)", "-optimize_rewrite", "-fusion"}
     assert ex.errors.messages == []
+
+
+def test_picker_precision_adds_the_quantize_stage():
+    from migx_explore.widgets.explorer import Explorer
+
+    ex = Explorer()
+    ex.picker.builtin.value = "mlp"
+    ex.picker.precision.value = "fp16"
+    ex.picker.load_button.click()
+    assert not ex.errors.messages, ex.errors.text
+    s = ex.session
+    assert s.options.precision == "fp16" and s.pipelines[0].name == "quantize"
+    assert any(r.path == "quantize.truncate_float" for r in s.trace.records)

@@ -1,0 +1,417 @@
+// The explorer's graph view (an anywidget front end): graphviz SVG with pan/zoom through the
+// vendored svg-pan-zoom, fit, centre on the change, node search, a minimap, a pinned node, and two
+// panels with synced pan/zoom for comparisons. `svgPanZoom` is defined by the loader that
+// graph_view.py puts in front of this file.
+
+const CHANGED = "g.node.st_added, g.node.st_removed, g.node.st_changed";
+const READABLE_ZOOM = 0.35; // below this real zoom node labels are too small to read
+
+function el(tag, cls, text) {
+  const e = document.createElement(tag);
+  if (cls) e.className = cls;
+  if (text !== undefined) e.textContent = text;
+  return e;
+}
+
+function afterPaint(fn) {
+  requestAnimationFrame(() => requestAnimationFrame(fn));
+}
+
+function unionRect(nodes) {
+  let r = null;
+  for (const n of nodes) {
+    const b = n.getBoundingClientRect();
+    if (b.width === 0 && b.height === 0) continue;
+    r = r ? { left: Math.min(r.left, b.left), top: Math.min(r.top, b.top),
+              right: Math.max(r.right, b.right), bottom: Math.max(r.bottom, b.bottom) }
+          : { left: b.left, top: b.top, right: b.right, bottom: b.bottom };
+  }
+  return r;
+}
+
+function inside(node, box) {
+  const b = node.getBoundingClientRect();
+  return b.left >= box.left - 1 && b.right <= box.right + 1 && b.top >= box.top - 1 && b.bottom <= box.bottom + 1;
+}
+
+function nodeText(n) {
+  const t = n.querySelector("title");
+  const a = n.querySelector("a");
+  return ((t ? t.textContent : "") + " " + (a ? a.getAttribute("xlink:title") || a.getAttribute("title") || "" : "")
+          + " " + n.textContent).toLowerCase();
+}
+
+function matches(n, q) {
+  const t = n.querySelector("title");
+  const id = q.replace(/^[#@i]/, "");
+  if (/^\d+$/.test(id)) return !!t && t.textContent.trim() === "i" + id || n.classList.contains("iid_" + id);
+  return nodeText(n).includes(q);
+}
+
+class Panel {
+  constructor(view, markup, title) {
+    this.view = view;
+    this.root = el("div", "migx-gv-panel");
+    if (title) this.root.appendChild(el("div", "migx-gv-title", title));
+    this.canvas = el("div", "migx-gv-canvas");
+    this.canvas.style.height = view.canvasHeight();
+    this.root.appendChild(this.canvas);
+    this.canvas.innerHTML = markup;
+    this.svg = this.canvas.querySelector("svg");
+    this.spz = null;
+    this.mini = null;
+    if (!this.svg) return;
+    const vb = (this.svg.getAttribute("viewBox") || "0 0 100 100").split(/[\s,]+/).map(Number);
+    this.vb = { x: vb[0], y: vb[1], w: vb[2], h: vb[3] };
+    this.svg.removeAttribute("width");
+    this.svg.removeAttribute("height");
+    this.svg.style.width = "100%";
+    this.svg.style.height = "100%";
+    this.markup = markup;
+    this.svg.addEventListener("click", (ev) => {
+      const n = ev.target.closest && ev.target.closest("g.node");
+      if (!n || this.view.dragged) return;
+      const t = n.querySelector("title");
+      if (t) this.view.pin(t.textContent.trim());
+    });
+  }
+
+  ready() {
+    return this.svg && this.canvas.clientWidth > 0 && this.canvas.clientHeight > 0;
+  }
+
+  init() {
+    if (this.spz || !this.ready()) return false;
+    const v = this.view;
+    this.spz = svgPanZoom(this.svg, {
+      zoomEnabled: true, panEnabled: true, controlIconsEnabled: false, dblClickZoomEnabled: false,
+      mouseWheelZoomEnabled: true, preventMouseEventsDefault: true, zoomScaleSensitivity: 0.25,
+      minZoom: 0.01, maxZoom: 40, fit: true, center: true,
+      onZoom: () => v.changedView(this), onPan: () => v.changedView(this),
+    });
+    this.addMinimap();
+    return true;
+  }
+
+  addMinimap() {
+    const box = el("div", "migx-gv-minimap");
+    box.title = "overview: click to move there";
+    const img = el("img", "migx-gv-minimap-img");
+    img.src = "data:image/svg+xml," + encodeURIComponent(this.markup);
+    img.alt = "overview";
+    const frame = el("div", "migx-gv-minimap-view");
+    box.appendChild(img);
+    box.appendChild(frame);
+    this.canvas.appendChild(box);
+    this.mini = { box, img, frame };
+    box.addEventListener("click", (ev) => {
+      const s = this.miniScale();
+      const r = box.getBoundingClientRect();
+      const ux = this.vb.x + (ev.clientX - r.left - s.ox) / s.k;
+      const uy = this.vb.y + (ev.clientY - r.top - s.oy) / s.k;
+      const z = this.spz.getSizes().realZoom;
+      this.spz.pan({ x: this.canvas.clientWidth / 2 - (ux - this.vb.x) * z,
+                     y: this.canvas.clientHeight / 2 - (uy - this.vb.y) * z });
+      ev.stopPropagation();
+    });
+    this.updateMinimap();
+  }
+
+  miniScale() {
+    const bw = this.mini.box.clientWidth, bh = this.mini.box.clientHeight;
+    const k = Math.min(bw / this.vb.w, bh / this.vb.h);
+    return { k, ox: (bw - this.vb.w * k) / 2, oy: (bh - this.vb.h * k) / 2 };
+  }
+
+  updateMinimap() {
+    if (!this.mini || !this.spz) return;
+    const s = this.miniScale();
+    const pan = this.spz.getPan(), z = this.spz.getSizes().realZoom;
+    const x0 = -pan.x / z, y0 = -pan.y / z;
+    const w = this.canvas.clientWidth / z, h = this.canvas.clientHeight / z;
+    const f = this.mini.frame.style;
+    f.left = s.ox + x0 * s.k + "px";
+    f.top = s.oy + y0 * s.k + "px";
+    f.width = Math.max(w * s.k, 2) + "px";
+    f.height = Math.max(h * s.k, 2) + "px";
+  }
+
+  // Zoom and pan so `nodes` fill most of the pane (never past natural size x maxZoom).
+  focus(nodes, maxZoom) {
+    if (!this.spz) return false;
+    const r = unionRect(nodes);
+    if (!r) return false;
+    const c = this.canvas.getBoundingClientRect();
+    const w = Math.max(r.right - r.left, 1), h = Math.max(r.bottom - r.top, 1);
+    const real = this.spz.getSizes().realZoom;
+    let k = Math.min(0.88 * c.width / w, 0.88 * c.height / h);
+    k = Math.min(k, maxZoom / real);
+    const px = (r.left + r.right) / 2 - c.left, py = (r.top + r.bottom) / 2 - c.top;
+    this.spz.zoomAtPoint(this.spz.getZoom() * k, { x: px, y: py });
+    this.spz.panBy({ x: c.width / 2 - px, y: c.height / 2 - py });
+    return true;
+  }
+
+  changed() {
+    return this.svg ? [...this.svg.querySelectorAll(CHANGED)] : [];
+  }
+
+  visibleBox() {
+    return this.canvas.getBoundingClientRect();
+  }
+
+  destroy() {
+    if (this.spz) this.spz.destroy();
+    this.spz = null;
+  }
+}
+
+class GraphView {
+  constructor(model, root) {
+    this.model = model;
+    this.root = root;
+    this.panels = [];
+    this.hits = [];
+    this.hitIndex = -1;
+    this.syncing = false;
+    this.dragged = false;
+    root.classList.add("migx-gv");
+    const bar = el("div", "migx-gv-bar");
+    const button = (label, cls, tip, fn) => {
+      const b = el("button", "migx-gv-btn " + cls, label);
+      b.title = tip;
+      b.addEventListener("click", (ev) => { ev.preventDefault(); fn(); });
+      bar.appendChild(b);
+      return b;
+    };
+    button("Fit", "migx-gv-fit", "fit the whole graph in the pane", () => this.fit());
+    button("Changes", "migx-gv-centre", "centre on what this pass changed", () => this.centre(true));
+    button("+", "migx-gv-zoom-in", "zoom in (or scroll)", () => this.driven((p) => p.spz.zoomIn()));
+    button("−", "migx-gv-zoom-out", "zoom out (or scroll)", () => this.driven((p) => p.spz.zoomOut()));
+    this.search = el("input", "migx-gv-search");
+    this.search.type = "search";
+    this.search.placeholder = "find: name, op or id (Enter: next)";
+    this.search.addEventListener("keydown", (ev) => {
+      ev.stopPropagation(); // keep JupyterLab's notebook shortcuts out of the search box
+      if (ev.key === "Enter") { ev.preventDefault(); this.find(this.search.value, true); }
+    });
+    this.search.addEventListener("input", () => this.find(this.search.value, false));
+    bar.appendChild(this.search);
+    this.hitLabel = el("span", "migx-gv-hits", "");
+    bar.appendChild(this.hitLabel);
+    this.note = el("span", "migx-gv-note", "");
+    bar.appendChild(this.note);
+    root.appendChild(bar);
+    this.panes = el("div", "migx-gv-panes");
+    root.appendChild(this.panes);
+    root.addEventListener("mousedown", () => { this.dragged = false; });
+    root.addEventListener("mousemove", (ev) => { if (ev.buttons) this.dragged = true; });
+    this.observer = new ResizeObserver(() => this.whenVisible());
+    this.observer.observe(this.panes);
+    this.pendingCentre = true;
+    this.build();
+  }
+
+  // Fill the window below the controls on a laptop screen, up to `height` on a tall one.
+  canvasHeight() { return `clamp(260px, calc(100vh - 430px), ${this.model.get("height")}px)`; }
+  each(fn) { this.panels.forEach(fn); }
+
+  build() {
+    this.each((p) => p.destroy());
+    this.panes.innerHTML = "";
+    const titles = this.model.get("titles") || [];
+    const sources = [this.model.get("svg"), this.model.get("svg_right")].filter((s) => s);
+    this.panels = sources.map((s, i) => new Panel(this, s, titles[i] || ""));
+    this.panels.forEach((p) => this.panes.appendChild(p.root));
+    this.root.classList.toggle("migx-gv-compare", this.panels.length > 1);
+    this.hits = [];
+    this.hitIndex = -1;
+    this.pendingCentre = true;
+    this.whenVisible();
+  }
+
+  // svg-pan-zoom needs a laid-out SVG: panels start when the pane first has a size.
+  whenVisible() {
+    let started = false;
+    this.each((p) => { started = p.init() || started; if (p.spz) { p.spz.resize(); } });
+    if (!this.panels.length || !this.panels.every((p) => p.spz)) return;
+    if (this.pendingCentre || started) {
+      this.pendingCentre = false;
+      this.applyPin();
+      if (this.search.value) this.find(this.search.value, false);
+      if (this.model.get("auto_centre")) this.centre(false); else this.fit();
+    }
+  }
+
+  // A toolbar move: on one panel when synced (the sync carries it to the others), else on each.
+  driven(fn) {
+    const live = this.panels.filter((p) => p.spz);
+    if (!live.length) return;
+    live.forEach((p) => { p.last = this.transformOf(p); });
+    if (this.model.get("sync")) fn(live[0]); else live.forEach(fn);
+  }
+
+  fit() {
+    this.each((p) => { if (p.spz) { p.spz.resize(); p.spz.fit(); p.spz.center(); } });
+    afterPaint(() => this.report());
+  }
+
+  centre(user) {
+    const main = this.panels[this.panels.length - 1];
+    if (!main || !main.spz) return;
+    const changed = this.panels.flatMap((p) => p.changed());
+    this.each((p) => { p.spz.resize(); p.spz.fit(); p.spz.center(); });
+    if (!changed.length) {
+      this.setNote(user ? "nothing changed here: showing the whole graph" : "");
+      afterPaint(() => this.report());
+      return;
+    }
+    // svg-pan-zoom applies a move on the next animation frame, and focus() measures nodes on
+    // screen: measure after the fit is painted. Each panel centres on its own changed nodes
+    // (a compare's two sides differ), with the sync off so one does not undo the other.
+    // Measured on screen, so a second look corrects what the first move left out (up to 3).
+    const attempt = (left) => {
+      this.syncing = true;
+      // a panel without changed nodes (e.g. the after side of a dead-code pass) stays fitted
+      try { this.each((p) => { if (p.changed().length) p.focus(p.changed(), 1.5); }); }
+      finally { this.syncing = false; }
+      afterPaint(() => {
+        const out = this.panels.some((p) => p.changed().some((n) => !inside(n, p.visibleBox())));
+        if (out && left > 0) attempt(left - 1); else this.report();
+      });
+    };
+    afterPaint(() => attempt(2));
+  }
+
+  transformOf(p) {
+    const z = p.spz.getSizes().realZoom, pan = p.spz.getPan();
+    return { s: z, x: pan.x, y: pan.y };
+  }
+
+  // Synced panels make the same screen motion: the change of one panel's transform (scale r,
+  // shift) is applied to the other, so each keeps its own framing of its own graph.
+  changedView(panel) {
+    if (!this.syncing && this.model.get("sync") && this.panels.length > 1 && panel.last) {
+      const now = this.transformOf(panel), was = panel.last;
+      const r = now.s / was.s, dx = now.x - r * was.x, dy = now.y - r * was.y;
+      this.syncing = true;
+      try {
+        for (const p of this.panels) {
+          if (p === panel || !p.spz || !p.last) continue;
+          const t = p.last, base = t.s / p.spz.getZoom();
+          p.spz.zoom((r * t.s) / base);
+          p.spz.pan({ x: r * t.x + dx, y: r * t.y + dy });
+        }
+      } finally { this.syncing = false; }
+    }
+    if (!this.syncing) this.each((p) => { if (p.spz) p.last = this.transformOf(p); });
+    if (!this.frame) {
+      this.frame = requestAnimationFrame(() => { this.frame = null; this.report(); });
+    }
+  }
+
+  // The note says where the change is relative to the view, the minimap follows the view.
+  report() {
+    this.each((p) => { p.updateMinimap(); if (p.spz) p.last = this.transformOf(p); });
+    let total = 0, shown = 0, zoom = 1;
+    for (const p of this.panels) {
+      if (!p.spz) continue;
+      const box = p.visibleBox();
+      const ch = p.changed();
+      total += ch.length;
+      shown += ch.filter((n) => inside(n, box)).length;
+      zoom = p.spz.getSizes().realZoom;
+    }
+    let text = "";
+    if (total && shown < total) {
+      text = `${total - shown} of ${total} changed nodes are off-screen: press Changes`;
+    } else if (total && zoom < READABLE_ZOOM) {
+      text = `the change spans the graph: zoomed out to show all ${total} changed nodes (scroll to zoom in)`;
+    } else if (total) {
+      text = `${total} changed node${total === 1 ? "" : "s"} in view`;
+    }
+    this.setNote(text);
+    const state = { zoom, changed: total, changed_in_view: shown };
+    this.root.dataset.zoom = zoom.toFixed(4);
+    this.root.dataset.changedInView = `${shown}/${total}`;
+    const old = this.model.get("view_state") || {};
+    if (old.changed !== total || old.changed_in_view !== shown || Math.abs((old.zoom || 0) - zoom) > 1e-3) {
+      this.model.set("view_state", state);
+      this.model.save_changes();
+    }
+  }
+
+  setNote(text) {
+    this.note.textContent = text;
+    this.note.classList.toggle("migx-gv-offscreen", text.includes("off-screen"));
+  }
+
+  find(query, next) {
+    const q = (query || "").trim().toLowerCase();
+    this.each((p) => p.svg && p.svg.querySelectorAll(".migx-gv-hit, .migx-gv-hit-current").forEach(
+      (n) => n.classList.remove("migx-gv-hit", "migx-gv-hit-current")));
+    if (!q) {
+      this.hits = [];
+      this.hitLabel.textContent = "";
+      this.syncSearch(q, 0);
+      return;
+    }
+    const hits = [];
+    this.each((p) => p.svg && p.svg.querySelectorAll("g.node").forEach((n) => {
+      if (matches(n, q)) { n.classList.add("migx-gv-hit"); hits.push([p, n]); }
+    }));
+    const same = this.hits.length === hits.length && this.hits.every((h, i) => h[1] === hits[i][1]);
+    this.hits = hits;
+    this.hitIndex = !hits.length ? -1 : (same && next ? (this.hitIndex + 1) % hits.length : 0);
+    this.hitLabel.textContent = hits.length ? `${this.hitIndex + 1} / ${hits.length}` : "no match";
+    if (hits.length) {
+      const [p, n] = hits[this.hitIndex];
+      n.classList.add("migx-gv-hit-current");
+      p.focus([n], 1.5);
+      afterPaint(() => this.report());
+    }
+    this.syncSearch(q, hits.length);
+  }
+
+  syncSearch(q, n) {
+    if (this.model.get("search") !== q || this.model.get("search_hits") !== n) {
+      this.model.set("search", q);
+      this.model.set("search_hits", n);
+      this.model.save_changes();
+    }
+  }
+
+  pin(title) {
+    this.model.set("pinned", this.model.get("pinned") === title ? "" : title);
+    this.model.save_changes();
+    this.applyPin();
+  }
+
+  applyPin() {
+    const title = this.model.get("pinned");
+    this.each((p) => p.svg && p.svg.querySelectorAll("g.node").forEach((n) => {
+      const t = n.querySelector("title");
+      n.classList.toggle("migx-gv-pinned", !!title && !!t && t.textContent.trim() === title);
+    }));
+  }
+
+  message(msg) {
+    if (msg.cmd === "fit") this.fit();
+    else if (msg.cmd === "centre") this.centre(true);
+    else if (msg.cmd === "find") { this.search.value = msg.query || ""; this.find(this.search.value, !!msg.next); }
+  }
+}
+
+function render({ model, el: root }) {
+  const view = new GraphView(model, root);
+  const rebuild = () => view.build();
+  model.on("change:svg", rebuild);
+  model.on("change:svg_right", rebuild);
+  model.on("change:titles", rebuild);
+  model.on("change:pinned", () => view.applyPin());
+  model.on("change:height", () => { view.each((p) => { p.canvas.style.height = view.canvasHeight(); }); view.whenVisible(); });
+  model.on("change:command", () => view.message(model.get("command") || {}));
+  return () => { view.observer.disconnect(); view.each((p) => p.destroy()); };
+}
+
+export default { render };
