@@ -9,9 +9,10 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-import nbformat
 import numpy as np
 import pytest
+
+nbformat = pytest.importorskip("nbformat")
 
 REPO = Path(__file__).resolve().parents[2]
 SHOTS = REPO / "test-artifacts"
