@@ -28,8 +28,11 @@ LIMITS = {"fp16": 1e-2, "bf16": 3e-2, "int8": 5e-2, "fp8": 8e-2}
 # Per-tensor scales exceed the budget against fp32 even on the reference (tests/passes/test_quantize.py):
 # there the GPU is compared with the reference at the same precision only.
 # gpt2_decode fp8 too: 9.6e-2 on the reference (and 9.59e-2 on the H100).
+# yolo_e2e int8 / fp8: its TopK re-ranks candidates once the scores are quantized, so the selected
+# boxes differ from fp32 (on the reference too: 1.3e-1 / 4.6e-2 of the output range) — a discrete
+# change no tolerance covers.
 PER_TENSOR_OVER_BUDGET = {("mobilenet", "bf16"), ("mobilenet", "int8"), ("mobilenet", "fp8"), ("yolo", "int8"),
-                          ("yolo", "fp8"), ("gpt2_decode", "fp8")}
+                          ("yolo", "fp8"), ("gpt2_decode", "fp8"), ("yolo_e2e", "int8"), ("yolo_e2e", "fp8")}
 # GPU against the reference at the same precision: summation order and fp16/bf16 rounding of
 # intermediates differ; a flipped 8-bit rounding step downstream costs one quantization step.
 # (mobilenet bf16 is 3.3e-2 from fp32 on the reference itself; the GPU lands as far the other way.)
