@@ -38,9 +38,15 @@ class Pass:
     # "mapped" (our equivalent; `note` says what it does instead), or "disabled".
     status: ClassVar[str] = "implemented"
     note: ClassVar[str] = ""
+    # MIGraphX's source of the pass (in ROCm/AMDMIGraphX), "" for a pass of ours only; a subclass
+    # that does not set it gets src/<name>.cpp, or the path _MIGRAPHX_SOURCES gives
+    migraphx_source: ClassVar[str] = ""
 
     def __init_subclass__(cls, **kw):
         super().__init_subclass__(**kw)
+        name = cls.__dict__.get("registered_as", cls.__dict__.get("name"))
+        if isinstance(name, str) and "migraphx_source" not in cls.__dict__:
+            cls.migraphx_source = _MIGRAPHX_SOURCES.get(name, f"src/{name}.cpp")
         # A pass whose `name` is per instance (a property) registers under `registered_as`.
         key = cls.__dict__.get("registered_as", cls.__dict__.get("name"))
         if isinstance(key, str) and not cls.__dict__.get("_abstract", False):
@@ -86,6 +92,29 @@ class Pass:
     def describe(self) -> str:
         opts = self.non_default_options()
         return self.name + ("{" + ",".join(f"{k}={v}" for k, v in opts.items()) + "}" if opts else "")
+
+    @classmethod
+    def info(cls) -> dict[str, Any]:
+        """What the explorer and `migx-explore passes` show about the pass: its status and note,
+        MIGraphX's source file, and how it fares on MIGraphX's own unit tests (None where the
+        conformance suite has no case for it; docs/migraphx_conformance.md has the details)."""
+        from .conformance_data import pass_conformance
+
+        name = cls.__dict__.get("registered_as", getattr(cls, "name", ""))
+        return {"name": name, "status": cls.status, "note": cls.note, "migraphx_source": cls.migraphx_source,
+                "conformance": pass_conformance(name) if isinstance(name, str) else None}
+
+
+# Passes whose MIGraphX source is not src/<name>.cpp ("" where MIGraphX has no such pass)
+_MIGRAPHX_SOURCES = {
+    **{n: f"src/targets/gpu/{n}.cpp" for n in ("eliminate_data_type_for_gpu", "fuse_ck", "fuse_mlir", "prefuse_ops",
+                                               "compile_hipblaslt", "compile_miopen", "compile_ops", "lowering",
+                                               "fuse_ops", "sync_device", "write_literals", "pack_int8_args")},
+    "capture_arguments": "src/quantize_8bits.cpp",
+    "compile_blas": "src/targets/gpu/compile_hipblaslt.cpp",
+    "check_context": "src/targets/gpu/include/migraphx/gpu/context.hpp",
+    "rewrite": "",
+}
 
 
 def pass_registry() -> dict[str, type[Pass]]:

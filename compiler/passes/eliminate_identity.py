@@ -12,7 +12,8 @@ from .base import Pass
 @dataclass(frozen=True)
 class EliminateIdentity(Pass):
     """Replace every `identity` with its input. A trailing identity that is the module's last
-    instruction (no @return) is kept as MIGraphX does, so the module still ends in a value."""
+    instruction (no @return) is removed only when it is its input's one user: the input moves to
+    the end so the module still ends in its output value (as MIGraphX does); otherwise it stays."""
 
     name: ClassVar[str] = "eliminate_identity"
 
@@ -23,7 +24,12 @@ class EliminateIdentity(Pass):
             if ins.name != "identity":
                 continue
             if ins is last:
-                continue
+                x = ins.inputs[0]
+                if len(x.outputs) == 1 and not x.is_param():
+                    module.remove_instruction(ins)
+                    module.move_instruction(x, module.end())
+                    changed = True
+                break  # the last instruction: nothing follows
             module.replace_all_uses(ins, ins.inputs[0])
             module.remove_instruction(ins)
             changed = True

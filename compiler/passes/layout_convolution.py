@@ -5,15 +5,16 @@ transform_convolutions, DCE, eliminate_contiguous{contiguous}, DCE, remove_layou
 
 - preserve_output_layout: each 4-D module output gets `layout{its current permutation}`, so
   whatever happens inside, the module returns the layout it returned before.
-- transform_convolutions: each 4-D, group-1 convolution reads `layout{NHWC}` copies of its inputs
-  (when channels_last) and is followed by `contiguous`. The convolution keeps its id; its output
-  is NHWC because a convolution's output follows its inputs' memory order.
+- transform_convolutions: each 4-D convolution reads `layout` copies of its inputs (NHWC when
+  channels_last and the convolution is not grouped, else the default order, which makes a
+  transposed input standard) and is followed by `contiguous`. The convolution keeps its id; its
+  output follows its inputs' memory order.
 - eliminate_contiguous: drop a `contiguous` when every consumer accepts the non-standard input
   (its shape rule accepts it and the result is standard or unchanged, recursively).
 - remove_layout: drop a `layout` whose input already has that memory order.
 
-With channels_last off the permutation is the default one, for which MIGraphX inserts layouts
-that remove_layout deletes again; we skip that round trip, so the pass leaves the IR unchanged.
+With channels_last off, layouts of already-standard inputs are removed again by remove_layout, so
+only convolutions reading transposed (non-standard) inputs change, as in MIGraphX.
 """
 
 from __future__ import annotations
@@ -60,18 +61,16 @@ class TransformConvolutions(Pass):
     channels_last: bool = False
 
     def apply_module(self, module: Module, ctx) -> bool:
-        if not self.channels_last:
-            return False
         changed = False
         for conv in list(module):
             if conv.name not in CONVS or conv.shape.dyn_dims is not None or conv.shape.ndim != 4:
                 continue
-            if conv.op["group"] != 1:  # MIGraphX keeps the default layout for group convolutions
-                continue
+            # MIGraphX keeps the default layout for group convolutions
+            perm = NHWC if self.channels_last and conv.op["group"] == 1 else (0, 1, 2, 3)
             with module.program.provenance([conv]):
                 c = module.insert_after(conv, Op("contiguous"), [conv])
                 module.replace_all_uses(conv, c)
-                args = [module.insert_instruction(conv, Op("layout", permutation=NHWC), [x]) for x in conv.inputs]
+                args = [module.insert_instruction(conv, Op("layout", permutation=perm), [x]) for x in conv.inputs]
                 module.replace_instruction(conv, inputs=args)
             changed = True
         return changed

@@ -1,7 +1,8 @@
 """simplify_dyn_ops (MIGraphX src/simplify_dyn_ops.cpp).
 
 Makes dynamic ops static where their inputs allow: a multi-input multibroadcast whose inputs are
-all static becomes `multibroadcast{out_lens}`; and, last, a select_module whose submodules all return
+all static becomes `multibroadcast{out_lens}`; `dimensions_of` a static shape becomes an int64
+literal of those dimensions (find_static_dimensions_of); and, last, a select_module whose submodules all return
 the same static shapes gets those as its output shapes (simplify_select_module_output_shape). A
 no-op on programs without dynamic ops.
 """
@@ -10,6 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import ClassVar
+
+import numpy as np
 
 from ..ir import Instruction, Module
 from ..op import Op
@@ -44,6 +47,13 @@ class SimplifyDynOps(Pass):
                         ins, Op("multibroadcast", out_lens=ins.shape.lens), [ins.inputs[0]])
                 module.replace_all_uses(ins, new)
                 module.remove_instruction(ins)
+                changed = True
+            elif (ins.name == "dimensions_of" and ins.inputs[0].shape.dyn_dims is None
+                  and not ins.inputs[0].shape.is_tuple):
+                lens = ins.inputs[0].shape.lens[ins.op["start"]:ins.op["end"]]
+                with module.program.provenance([ins]):
+                    lit = module.add_literal(np.asarray(lens, np.int64), ins.shape)
+                module.replace_all_uses(ins, lit)
                 changed = True
         for ins in list(module):
             if ins.name != "select_module":

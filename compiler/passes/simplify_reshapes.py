@@ -386,7 +386,10 @@ class SimplifyReshapes(Pass):
     name: ClassVar[str] = "simplify_reshapes"
     note: ClassVar[str] = (
         "10 of MIGraphX's finders plus find_gather(_scalar); view chains collapse through an "
-        "exact digit (atom) model; enable_op_shape_transform_op has no effect")
+        "exact digit (atom) model; enable_op_shape_transform_op has no effect; missing: "
+        "find_op_shape_transform_op, find_slice_shape_transforms, find_concat_reshape, find_reshape_cont, "
+        "find_slice_transpose, find_transpose_slice, find_reshape_dot, find_mul_add_shape_op_dot, and "
+        "find_gather's strided/permuted indices")
     depth: int = 4
     enable_op_shape_transform_op: bool = False
     enable_gather_rewrite: bool = False

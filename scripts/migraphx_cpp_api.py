@@ -1,0 +1,271 @@
+"""The MIGraphX API the pass tests call, natively: module/program methods, shapes and literals
+(ApiMixin, part of migraphx_cpp.Reader), and the test/include helpers (pointwise.hpp, reduce.hpp,
+quantize_helpers.hpp, migraphx/common.hpp) and test-file checks (check_resize)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from migraphx_cpp_model import (
+    _IGNORED,
+    Function,
+    MakeOp,
+    PassSpec,
+    PropertyCheck,
+    Scalar,
+    TypeRef,
+    Unsupported,
+    _attr_dict,
+    _our_op,
+    _pass_spec,
+)
+
+from migx_explore.compiler import dtypes
+from migx_explore.compiler.ir import Program
+from migx_explore.compiler.op import Op
+from migx_explore.compiler.shape import Shape
+
+
+class ApiMixin:
+    """Reader methods for the MIGraphX C++ API (mixed into migraphx_cpp.Reader)."""
+
+    # ---- the MIGraphX API ------------------------------------------------------------------------
+    def method(self, obj: Any, name: str, args: list) -> Any:
+        if obj is _IGNORED:
+            return _IGNORED
+        if isinstance(obj, PassSpec):
+            if name != "apply" or len(args) != 1:
+                raise Unsupported(f"pass.{name}")
+            self.run_event(args[0], [obj])
+            return None
+        if isinstance(obj, Program):
+            if name == "get_main_module":
+                return obj.main
+            if name == "create_module":
+                return obj.create_module(args[0])
+            if name == "sort":
+                return obj
+            if name == "eval":
+                return _IGNORED
+            raise Unsupported(f"program.{name}")
+        from migx_explore.compiler.ir import Module
+
+        if isinstance(obj, Module):
+            if name == "add_parameter":
+                return obj.add_parameter(args[0], self.as_shape(args[1]))
+            if name == "add_literal":
+                if len(args) == 2:
+                    args = [("literal", self.as_shape(args[0]), args[1])]
+                value, shape = self.literal_value(args[0])
+                return obj.add_literal(value, shape)
+            if name == "add_instruction":
+                op = args[0]
+                if not isinstance(op, MakeOp):
+                    raise Unsupported("add_instruction without make_op")
+                inputs, mods = args[1:], []
+                if len(inputs) in (1, 2) and isinstance(inputs[0], list):
+                    mods = inputs[1] if len(inputs) == 2 else []
+                    inputs = inputs[0]
+                    if not isinstance(mods, list):
+                        mods = [mods]
+                return obj.add_instruction(_our_op(op), inputs, mods)
+            if name == "set_bypass":
+                obj.bypass = True if not args else bool(args[0])
+                return None
+            if name == "add_return":
+                return obj.add_return(args[0] if args and isinstance(args[0], list) else args)
+            if name == "sort":
+                return obj
+            if name in ("begin", "end") and not args:
+                return (name, obj)
+            if name in ("get_output_shapes", "add_debug_symbols", "validate"):
+                return _IGNORED  # read only by EXPECTs on shapes, which a program comparison covers
+            raise Unsupported(f"module.{name}")
+        if name == "get_shape" and hasattr(obj, "shape"):
+            return obj.shape
+        if name in ("lens", "type", "elements", "strides", "ndim") and isinstance(obj, Shape):
+            return {"lens": lambda: list(obj.lens), "type": lambda: TypeRef(obj.type),
+                    "elements": obj.elements, "strides": lambda: list(obj.strides),
+                    "ndim": lambda: len(obj.lens)}[name]()
+        if name in ("begin", "end") and isinstance(obj, list) and not args:
+            return (name, obj)
+        if name in ("size", "back", "front") and isinstance(obj, list):
+            return {"size": lambda: len(obj), "back": lambda: obj[-1], "front": lambda: obj[0]}[name]()
+        raise Unsupported(f".{name} on {type(obj).__name__}")
+
+    def pointwise_helper(self, name: str, args: list) -> Any:
+        """test/include/pointwise.hpp: a bypass submodule with scalar params x0.. and @return."""
+        if name == "single_pointwise":
+            return ("single", args[0])
+        if name == "noop_pointwise":
+            return ("noop",)
+        from migx_explore.compiler.ir import Module
+
+        prog = args[0] if isinstance(args[0], Program) else None
+        if prog is None:
+            raise Unsupported(f"{name} without a program")
+        rest = args[1:]
+        mm = rest.pop(0) if name == "add_pointwise" and isinstance(rest[0], Module) else prog.main
+        sub_name, inputs, f = rest[0], rest[1], rest[2]
+        pm = prog.create_module(sub_name)
+        pm.bypass = True
+        params = [pm.add_parameter(f"x{k}", Shape.scalar(x.shape.type)) for k, x in enumerate(inputs)]
+        if isinstance(f, tuple) and f[0] == "single":
+            r = pm.add_instruction(_our_op(MakeOp(f[1])), params)
+        elif isinstance(f, tuple) and f[0] == "squared":
+            r = pm.add_instruction(Op("mul"), [params[0], params[0]])
+        elif isinstance(f, Function):
+            r = self.call(f, [pm, params])
+        else:
+            raise Unsupported("pointwise body")
+        pm.add_return(r if isinstance(r, list) else [r])
+        if name == "create_pointwise_module":
+            return pm
+        return mm.add_instruction(Op("pointwise"), inputs, [pm])
+
+    def as_shape(self, v: Any) -> Shape:
+        if isinstance(v, Shape):
+            return v
+        if isinstance(v, list):
+            return self.shape_from(v)
+        raise Unsupported(f"not a shape: {v!r}")
+
+    def shape_from(self, items: list) -> Shape:
+        if len(items) == 1 and isinstance(items[0], Shape):
+            return items[0]
+        if not items or not isinstance(items[0], TypeRef):
+            raise Unsupported(f"shape without a type: {items!r}")
+        t = items[0].name
+        if len(items) == 1:
+            return Shape.scalar(t)
+        lens = items[1]
+        if not isinstance(lens, list) or any(isinstance(x, list) for x in lens):
+            raise Unsupported("dynamic shape")
+        if len(items) > 2:
+            return Shape(t, tuple(lens), tuple(items[2]))
+        return Shape.of(t, lens)
+
+    def literal_from(self, items: list) -> tuple:
+        shape = self.as_shape(items[0])
+        values = items[1] if len(items) > 1 else []
+        return ("literal", shape, values)
+
+    def literal_value(self, v: Any) -> tuple[Any, Shape | None]:
+        if isinstance(v, tuple) and v and v[0] == "literal":
+            _, shape, values = v
+            data = np.asarray(values if values else [0], dtype=dtypes.np_dtype(shape.type))
+            if data.size == 1 and shape.elements() != 1:
+                data = np.full(shape.lens, data.ravel()[0], data.dtype)
+            return data.reshape(shape.lens) if data.size == shape.elements() else data, shape
+        if isinstance(v, tuple) and v and v[0] == "generated":
+            return v[2], v[1]
+        if isinstance(v, list) and v and isinstance(v[0], (Shape, list)) and len(v) <= 2:
+            return self.literal_value(self.literal_from(v))
+        if isinstance(v, Scalar):
+            return np.asarray(v.value, dtypes.np_dtype(v.type)), Shape.scalar(v.type)
+        if isinstance(v, bool):
+            return np.asarray(v), Shape.scalar("bool")
+        if isinstance(v, int):
+            return np.asarray(v, np.int32), Shape.scalar("int32")
+        if isinstance(v, float):
+            return np.asarray(v, np.float32), Shape.scalar("float32")
+        raise Unsupported(f"literal from {type(v).__name__}")
+
+
+# ---- test/include helpers (pointwise.hpp, reduce.hpp, quantize_helpers.hpp), natively -----------------
+def _broadcast_scale(m, scale, out_lens, axis):
+    lens = list(scale.shape.lens)
+    if lens == list(out_lens):
+        return scale
+    if len(lens) == 1 and lens[0] == 1:
+        return m.add_instruction(Op("multibroadcast", out_lens=list(out_lens)), [scale])
+    return m.add_instruction(Op("broadcast", axis=axis, out_lens=list(out_lens)), [scale])
+
+
+def _add_quantize_op(reader, m, name, x, scale, *rest):
+    shift = rest[0] if rest and not isinstance(rest[0], int) else None
+    axis = rest[-1] if rest and isinstance(rest[-1], int) else 1
+    lens = list(x.shape.lens)
+    inputs = [x, _broadcast_scale(m, scale, lens, axis)]
+    if shift is not None:
+        inputs.append(shift if list(shift.shape.lens) == lens else
+                      m.add_instruction(Op("multibroadcast", out_lens=lens), [shift]))
+    return m.add_instruction(_our_op(MakeOp(name)), inputs)
+
+
+def _add_reduce(reader, prog, name, inputs, axes, *rest):
+    f = rest[-1]
+    assign = rest[0] if len(rest) == 2 else None
+    rm = prog.create_module(name)
+    rm.bypass = True
+    params = [rm.add_parameter(f"x{k}", Shape.of(x.shape.type, x.shape.lens)) for k, x in enumerate(inputs)]
+    if isinstance(f, tuple) and f[0] == "single_reduce":
+        r = rm.add_instruction(_our_op(MakeOp(f[1], {"axes": list(axes)})), params)
+    elif isinstance(f, Function):
+        r = reader.call(f, [rm, params, list(axes)])
+    else:
+        raise Unsupported("reduce body")
+    rm.add_return(r if isinstance(r, list) else [r])
+    attrs = {"axes": list(axes)}
+    op_name = "fused_reduce"
+    if assign is not None:
+        op_name, attrs["assign"] = "split_fused_reduce", assign
+    return prog.main.add_instruction(_our_op(MakeOp(op_name, attrs)), inputs, [rm])
+
+
+INCLUDE_HELPERS = {
+    "add_quantize_op": _add_quantize_op,
+    "broadcast_scale": lambda r, m, scale, lens, axis: _broadcast_scale(m, scale, lens, axis),
+    "add_reduce": _add_reduce,
+    "single_reduce": lambda r, name: ("single_reduce", name),
+    "squared": lambda r: ("squared",),
+}
+
+
+def _from_permutation(t: str, lens: list[int], perm: list[int]) -> Shape:
+    """shape::from_permutation: lens stored so that memory runs in the order `perm` gives."""
+    order = list(perm)
+    strides = [0] * len(lens)
+    stride = 1
+    for axis in reversed(order):
+        strides[axis] = stride
+        stride *= lens[axis]
+    return Shape(t, tuple(lens), tuple(strides))
+
+
+def _add_scale_mul(reader, m, s1, s2, axis1, axis2, out_lens):
+    return m.add_instruction(Op("mul"), [_broadcast_scale(m, s1, out_lens, axis1),
+                                         _broadcast_scale(m, s2, out_lens, axis2)])
+
+
+INCLUDE_HELPERS["add_scale_mul"] = _add_scale_mul
+INCLUDE_HELPERS["broadcast_shift"] = lambda r, m, shift, lens: shift if list(shift.shape.lens) == list(lens) else \
+    m.add_instruction(Op("multibroadcast", out_lens=list(lens)), [shift])
+
+
+def _add_common_op(reader, m, op, inputs):
+    """migraphx/common.hpp add_common_op: multibroadcast the inputs to their common lens."""
+    types = {x.shape.type for x in inputs}
+    if len(types) != 1:
+        raise Unsupported("add_common_op over mixed types")
+    lens = list(np.broadcast_shapes(*[tuple(x.shape.lens) for x in inputs]))
+    args = [x if list(x.shape.lens) == lens else m.add_instruction(Op("multibroadcast", out_lens=lens), [x])
+            for x in inputs]
+    return m.add_instruction(_our_op(op), args)
+
+
+INCLUDE_HELPERS["add_common_op"] = _add_common_op
+
+def _check_resize(reader, v, input_shape, check_gather=True):
+    """test/rewrite_resize_test.cpp check_resize: after rewrite_resize + DCE no resize is left, a
+    gather is (when check_gather), and the values equal the resize's."""
+    prog = Program()
+    x = prog.main.add_parameter("x", reader.as_shape(input_shape))
+    prog.main.add_instruction(_our_op(MakeOp("resize", _attr_dict(v))), [x])
+    reader.run_event(prog, [_pass_spec("rewrite_resize", [], {}), _pass_spec("dead_code_elimination", [], {})])
+    checks = ("removes:resize",) + (("has:gather",) if check_gather else ()) + ("same_values",)
+    return PropertyCheck(prog, checks)
+
+
+NATIVE_CHECKS = {"check_resize": _check_resize}
