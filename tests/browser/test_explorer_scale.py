@@ -200,10 +200,10 @@ def test_real_size_model_in_jupyterlab(lab, page, open_notebook, run_all, tmp_pa
     _wait_centred(page, ex)
     transforms_js = ("r => [...r.querySelectorAll('.migx-gv-panel .svg-pan-zoom_viewport')]"
                      ".map(g => g.getAttribute('transform').match(/[-\\d.e]+/g).map(Number))")
-    before = ex.evaluate(transforms_js)
+    before = _settled(page, ex, transforms_js)  # both panels done fitting / centring
     ex.locator(".migx-gv-zoom-in").click()
     page.wait_for_timeout(400)
-    after = ex.evaluate(transforms_js)
+    after = _settled(page, ex, transforms_js)
     assert len(before) == len(after) == 2, (before, after)
     ratios = [a[0] / b[0] for a, b in zip(after, before)]
     assert ratios[0] > 1.05 and abs(ratios[0] - ratios[1]) < 1e-3, (before, after)  # both zoomed alike
@@ -240,3 +240,17 @@ def test_real_size_model_in_jupyterlab(lab, page, open_notebook, run_all, tmp_pa
 
 if __name__ == "__main__":  # pragma: no cover
     pytest.main([__file__, "-x", "-q"])
+
+
+def _settled(page, ex, js: str, tries: int = 50):
+    """The value of `js` once it has stopped changing (three equal reads 200 ms apart): panels fit
+    and centre asynchronously after a redraw, and a loaded machine can be seconds late."""
+    last, same = None, 0
+    for _ in range(tries):
+        now = ex.evaluate(js)
+        same = same + 1 if now == last else 0
+        if same >= 2:
+            return now
+        last = now
+        page.wait_for_timeout(200)
+    return last
