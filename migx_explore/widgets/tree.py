@@ -8,6 +8,7 @@ structure) costs trait updates instead of rebuilding ~100 widgets in the browser
 from __future__ import annotations
 
 import dataclasses
+import functools
 import html
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -132,6 +133,8 @@ class PipelineTree:
             rw.check.disabled = not r.toggleable
             rw.check.tooltip = (("disable " if r.enabled else "enable ") + r.path) if r.toggleable else r.reason
         tip = r.path + (f"\n{r.reason}" if r.reason else "") + (f"\n{r.summary}" if r.summary else "")
+        if r.kind != "pipeline":
+            tip += pass_info_text(r.name)
         if rw.goto.tooltip != tip:
             rw.goto.tooltip = tip
         text = _info_text(r)
@@ -230,3 +233,19 @@ class PipelineTree:
             if rw is not None:
                 return rw.goto
         raise KeyError(f"no row for {path!r}")
+
+
+@functools.lru_cache(maxsize=512)
+def pass_info_text(name: str) -> str:
+    """Tooltip lines about a pass: its MIGraphX source file, how it fares on MIGraphX's own unit
+    tests (docs/migraphx_conformance.md) and its note (what we do differently, and why)."""
+    from ..compiler.passes import pass_registry
+    from ..compiler.passes.conformance_data import conformance_summary
+
+    cls = pass_registry().get(name)
+    if cls is None:
+        return ""
+    info = cls.info()
+    lines = [f"MIGraphX: {info['migraphx_source']}" if info.get("migraphx_source") else "",
+             conformance_summary(name), info.get("note") or ""]
+    return "".join(f"\n{line}" for line in lines if line)

@@ -515,3 +515,11 @@ def test_picker_precision_adds_the_quantize_stage():
     s = ex.session
     assert s.options.precision == "fp16" and s.pipelines[0].name == "quantize"
     assert any(r.path == "quantize.truncate_float" for r in s.trace.records)
+
+
+def test_tree_tooltip_names_the_migraphx_source_and_conformance():
+    from migx_explore.widgets.tree import pass_info_text
+
+    text = pass_info_text("simplify_algebra")
+    assert "MIGraphX: src/simplify_algebra.cpp" in text and "MIGraphX tests: " in text
+    assert pass_info_text("no_such_pass") == ""
