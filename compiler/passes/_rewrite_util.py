@@ -122,6 +122,19 @@ def move_before(m: Module, instrs: Iterable[Instruction], pos: Instruction) -> N
         m.move_instruction(ins, pos)
 
 
+def broadcast_literal(m: Module, before: Instruction, value: float, type_: str, lens) -> Instruction:
+    """A constant `value` of element type `type_` broadcast to `lens`; a rank-0 target takes a
+    rank-0 literal (multibroadcast cannot lower the rank)."""
+    from ..dtypes import np_dtype
+    from ..shape import Shape
+
+    data = np.asarray(value, np_dtype(type_))
+    if not lens:
+        return m.add_literal(data, Shape.of(type_, ()))
+    lit = m.add_literal(data, Shape.scalar(type_))
+    return m.insert_instruction(before, Op("multibroadcast", out_lens=lens), [lit])
+
+
 def broadcast_scalar(m: Module, before: Instruction, value: float, like: Instruction) -> Instruction:
     """A constant `value` in `like`'s type, broadcast to its lens (MIGraphX's insert_common_op on a
     scalar literal)."""

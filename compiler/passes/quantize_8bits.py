@@ -30,7 +30,7 @@ from .. import dtypes
 from ..errors import MigxError
 from ..ir import Program
 from ..op import Op
-from ..shape import Shape
+from ._rewrite_util import broadcast_literal
 from .base import Pass
 from .capture_arguments import QUANTIZABLE_TYPES
 
@@ -75,20 +75,13 @@ class QuantizeEightBits(Pass):
             scale = 1.0 if seen == 0.0 else float(np.clip(seen / qrange, info.eps, info.max))
             with program.provenance([ins]):
                 lens = x.shape.lens
-                s = _broadcast_scalar(module, ins, scale, x.shape.type, lens)
-                z = _broadcast_scalar(module, ins, 0, self.precision, lens)
+                s = broadcast_literal(module, ins, scale, x.shape.type, lens)
+                z = broadcast_literal(module, ins, 0, self.precision, lens)
                 q = module.insert_instruction(ins, Op("quantizelinear"), [x, s, z])
                 dq = module.insert_instruction(ins, Op("dequantizelinear"), [q, s, z])
             module.replace_all_uses(ins, dq)
             module.remove_instruction(ins)
         return True
-
-
-def _broadcast_scalar(module, before, value, type_: str, lens) -> Any:
-    if not lens:  # a rank-0 value takes a rank-0 literal (multibroadcast cannot lower the rank)
-        return module.add_literal(np.asarray(value, dtypes.np_dtype(type_)), Shape.of(type_, ()))
-    lit = module.add_literal(np.asarray(value, dtypes.np_dtype(type_)), Shape.scalar(type_))
-    return module.insert_instruction(before, Op("multibroadcast", out_lens=lens), [lit])
 
 
 def calibrate(program: Program, feeds: Sequence[Mapping[str, Any]]) -> dict[int, float]:

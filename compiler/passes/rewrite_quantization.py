@@ -10,19 +10,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-import numpy as np
-
 from .. import dtypes
 from ..ir import Instruction, Module
 from ..op import Op
 from ..ops.nn_extra import FP8_TYPES
-from ..shape import Shape
+from ._rewrite_util import broadcast_literal
 from .base import Pass
-
-
-def _bcast_scalar(module: Module, before: Instruction, value: float, t: str, lens) -> Instruction:
-    lit = module.add_literal(np.asarray(value, dtypes.np_dtype(t)), Shape.scalar(t))
-    return module.insert_instruction(before, Op("multibroadcast", out_lens=lens), [lit])
 
 
 def lower_quantizelinear(module: Module, ins: Instruction) -> None:
@@ -41,8 +34,8 @@ def lower_quantizelinear(module: Module, ins: Instruction) -> None:
         lo_v, hi_v = -fp8_limit, fp8_limit
     else:
         lo_v, hi_v = dtypes.int_limits(ins.shape.type)
-    lo = _bcast_scalar(module, ins, lo_v, st, y.shape.lens)
-    hi = _bcast_scalar(module, ins, hi_v, st, y.shape.lens)
+    lo = broadcast_literal(module, ins, lo_v, st, y.shape.lens)
+    hi = broadcast_literal(module, ins, hi_v, st, y.shape.lens)
     clipped = module.insert_instruction(ins, Op("clip"), [y, lo, hi])
     module.replace_all_uses(ins, module.insert_instruction(ins, Op("convert", target_type=ins.shape.type), [clipped]))
 
