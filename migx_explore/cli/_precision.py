@@ -4,6 +4,7 @@ verb that compiles a program (read, run, trace, verify, perf, waterfall, compile
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from typing import Any
 
@@ -24,15 +25,15 @@ def add_precision_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _load_feed(path: str) -> dict:
-    import numpy as np
+    """A calibration feed through the one safe .npz reader (never unpickled), errors naming the flag."""
+    from ..npz import read_npz
 
+    if not os.path.exists(path):
+        raise MigxError(f"--calibration {path}: file not found")
     try:
-        with np.load(path, allow_pickle=False) as z:
-            return {k: z[k] for k in z.files}
-    except FileNotFoundError:
-        raise MigxError(f"--calibration {path}: file not found") from None
-    except (OSError, ValueError) as e:
-        raise MigxError(f"--calibration {path}: not a readable .npz feed ({e})") from None
+        return read_npz(path)
+    except MigxError as e:
+        raise MigxError(f"--calibration {path}: {e}") from None
 
 
 def precision_options(args: argparse.Namespace) -> dict[str, Any]:
