@@ -35,6 +35,13 @@ def _wait_pass_change(page, old: str) -> str:
     return _stats_pass(page.locator(".migx-explorer").first)
 
 
+def _wait_position(page, k: int) -> None:
+    """Until the stepper shows position k ("k / N") among the visible passes."""
+    page.wait_for_function(
+        "k => { const p = document.querySelector('.migx-explorer .migx-position');"
+        r" return p && new RegExp('\\b' + k + ' / \\d+').test(p.textContent); }", arg=k, timeout=30_000)
+
+
 def _screenshot(page, ex) -> None:
     """The explorer as the tour leaves it (at fusion.fuse_pointwise_reduce) under test-artifacts/;
     with MIGX_UPDATE_DOCS_IMAGES=1 it also replaces the README's docs/images/explorer.png."""
@@ -95,8 +102,10 @@ def test_step_and_toggle_in_jupyterlab(open_notebook, run_all):
     keys = ex.locator(".migx-keys input")
     keys.click()
     keys.press("p")
+    _wait_position(page, 3)  # the step landed (stats can pass through an older record first)
     assert _wait_pass_change(page, current) == seen[-2]
     keys.press("n")
+    _wait_position(page, 4)
     assert _wait_pass_change(page, seen[-2]) == current
 
     # Uncheck the current pass: the trace recomputes, the pass shows as disabled, its diff is empty.
