@@ -193,6 +193,7 @@ class Explorer:
         self.errors = ErrorBox()
         self.progress = Progress("migx-progress")
         self.numeric_progress = W.HTML("", _dom_classes=["migx-numeric-progress"])
+        self._stats_lock = threading.Lock()
         self.numeric = NumericFiller(self._numeric_result, lambda e: self.errors.show(e, "numeric check"))
         self.picker = ModelPicker(self.errors, self.set_session, initial=model_name)
         self.tree = PipelineTree(self.errors, self.toggle, self.goto, self._view_changed)
@@ -296,8 +297,11 @@ class Explorer:
         if session is not self.session:
             return
         self.tree.set_numeric(rec.path, session.numeric_state(rec))
-        if self.session.position == rec.index:
-            self.views.refresh_stats()
+        # This runs on the numeric thread: without the lock a step on the kernel thread could land
+        # between the position check and the write, and the stats would end on the pass just left.
+        with self._stats_lock:
+            if self.session.position == rec.index:
+                self.views.refresh_stats()
         bad = sum(1 for r in session.trace.top_level() if r.numeric is not None and not r.numeric.ok)
         self.numeric_progress.value = (f"numeric check: {done}/{total} passes" + ("…" if done < total else " ✓")
                                        + (f" — <b class='migx-bad'>{bad} beyond tolerance</b>" if bad else ""))
@@ -330,7 +334,8 @@ class Explorer:
         s = self._require()
         self.stepper.show(s)
         self.tree.mark_current(s.position)
-        self.views.update(s)
+        with self._stats_lock:  # the step's stats are written last (see _numeric_result)
+            self.views.update(s)
         sel = self.tree.current_selector(s.position)
         if sel:
             self.scroller.scroll(f".{self.css_id} {sel}")
