@@ -20,10 +20,19 @@ from typing import ClassVar
 
 import numpy as np
 
-from ..matcher import any_arg, arg, is_constant, name, none_of, pointwise, pred, used_once
+from ..matcher import any_arg, arg, is_constant, name, none_of, pointwise, pred, skip, used_once
 from ..op import Op
 from ..ops.common import norm_axis
 from ..rewrite import Rule, repeat_while_changes, replace_value, replace_with_op
+from ._reshape_moves import (
+    ConcatReshape,
+    MulAddShapeOpDot,
+    ReshapeCont,
+    ReshapeDot,
+    SliceTranspose,
+    TransposeSlice,
+    skip_output,
+)
 from ._rewrite_util import all_static, auto_reshape_op, insert_ops, slice_op, slice_ranges
 from ._shape_chains import BROADCASTS, TRANSFORMS, plan_broadcast_chain, plan_reshape_transpose
 from ._slice_reshape import SliceShapeTransforms
@@ -49,6 +58,11 @@ class NopReshapes(Rule):
             x = ins.inputs[0].shape
             if ins.name in _REDUCE_NOPS:
                 return x.lens == ins.shape.lens and x.type == ins.shape.type
+            if ins.name in BROADCASTS:
+                # Our broadcasts give a kept size-1 axis stride 0 where MIGraphX keeps the input's
+                # stride; that stride addresses nothing, so only the other axes must agree.
+                return x.lens == ins.shape.lens and x.type == ins.shape.type and all(
+                    n == 1 or a == b for n, a, b in zip(x.lens, x.strides, ins.shape.strides))
             return x == ins.shape
 
         return name(*(_SHAPE_NOPS | _REDUCE_NOPS))(pred("same_shape(arg 0)", same, "changes the shape"))
@@ -70,30 +84,41 @@ class Flatten(Rule):
 
 
 class NestedShapeTransforms(Rule):
-    """A chain of reshape/squeeze/unsqueeze/flatten/transpose/broadcast views -> its shortest form."""
+    """A chain of reshape/squeeze/unsqueeze/flatten/transpose/broadcast views (with the copies
+    `contiguous` between them) -> its shortest form."""
 
     name = "find_nested_shape_transforms"
 
     def pattern(self):
-        end = pred("chain_end", lambda i: not any(u.name in TRANSFORMS for u in i.outputs),
-                   "feeds another shape transform (the chain is simplified from its end)")
-        return name(*TRANSFORMS)(end, all_static(), arg(0)(name(*TRANSFORMS)))
+        def chain_end(i):
+            nxt = skip_output(i, ("contiguous",))
+            return nxt is None or nxt.name not in TRANSFORMS
+
+        end = pred("chain_end", chain_end, "feeds another shape transform (the chain is simplified from its end)")
+        return name(*TRANSFORMS)(end, all_static(), arg(0)(skip("contiguous")(name(*TRANSFORMS))))
 
     def check(self, m, r):
-        chain, x = [], r.root
-        while x.name in TRANSFORMS:
-            chain.append(x)
+        full, x = [], r.root
+        while x.name in TRANSFORMS or x.name == "contiguous":
+            full.append(x)
             x = x.inputs[0]
-        chain.reverse()
-        if any(i.name in BROADCASTS for i in chain):
-            ops = plan_broadcast_chain(x, chain)
+        full.reverse()
+        out = r.root.shape
+        if x.shape.scalar_shape() and _broadcastable(x.shape.lens, out.lens):
+            ops = [Op("multibroadcast", out_lens=out.lens)]
+        elif x.shape.elements() == 1 and out.elements() == 1:
+            ops = [Op("reshape", dims=out.lens)]
         else:
-            ops = plan_reshape_transpose(x.shape.lens, chain)
-        if ops is None:
-            return "no equivalent form of the chain is shorter"
-        ops = [o for o in ops if o is not None]
-        if len(ops) >= len(chain):
-            return f"the chain of {len(chain)} ops is already minimal"
+            chain = [i for i in full if i.name != "contiguous"]
+            if any(i.name in BROADCASTS for i in chain):
+                ops = plan_broadcast_chain(x, chain)
+            else:
+                ops = plan_reshape_transpose(x.shape.lens, chain)
+            if ops is None:
+                return "no equivalent form of the chain is shorter"
+            ops = [o for o in ops if o is not None]
+        if len(ops) >= len(full):
+            return f"the chain of {len(full)} ops is already minimal"
 
         def apply():
             if not ops:
@@ -105,33 +130,46 @@ class NestedShapeTransforms(Rule):
         return apply
 
 
+def _broadcastable(src, out) -> bool:
+    k = len(out) - len(src)
+    return k >= 0 and all(n in (1, out[k + i]) for i, n in enumerate(src))
+
+
 class ConcatSlice(Rule):
-    """slice(concat(a, b, c)) inside one input -> a slice of that input (or the input itself)."""
+    """slice(concat(a, b, c)) on the concat axis covering exactly one input -> that input."""
 
     name = "find_concat_slice"
 
     def pattern(self):
-        return name("slice")(all_static(), arg(0)(name("concat").bind("concat")))
+        return name("concat")(all_static(), pred("slice_user", lambda i: any(u.name == "slice" for u in i.outputs),
+                                                 "no user is a slice"))
 
     def check(self, m, r):
-        concat = r["concat"]
+        concat = r.root
         axis = _concat_axis(concat)
-        ranges = slice_ranges(r.root)
-        if axis not in ranges:
-            return "the slice does not cut the concat axis"
-        s, e = ranges[axis]
-        off = 0
+        starts, off = {}, 0
         for x in concat.inputs:
-            n = x.shape.lens[axis]
-            if off <= s and e <= off + n and e > s:
-                rest = {a: v for a, v in ranges.items() if a != axis}
-                if (s - off, e - off) != (0, n):
-                    rest[axis] = (s - off, e - off)
-                if not rest:
-                    return lambda: replace_value(m, r.root, x)
-                return lambda: replace_with_op(m, r.root, slice_op(rest), [x])
-            off += n
-        return f"the slice [{s}, {e}) spans more than one concat input"
+            starts[off] = x
+            off += x.shape.lens[axis]
+        hits = []
+        for s in concat.outputs:
+            if s.name != "slice" or len(s.op["axes"]) != 1:
+                continue
+            ranges = slice_ranges(s)
+            if list(ranges) != [axis]:
+                continue
+            start, end = ranges[axis]
+            x = starts.get(start)
+            if x is not None and x.shape.lens[axis] == end - start:
+                hits.append((s, x))
+        if not hits:
+            return "no slice on the concat axis covers exactly one input"
+
+        def apply():
+            for s, x in hits:
+                replace_value(m, s, x)
+
+        return apply
 
 
 class ConcatTranspose(Rule):
@@ -289,32 +327,64 @@ def _adjacent(group, x, rng, axis) -> bool:
 
 
 class UnaryShapeTransforms(Rule):
-    """u(view(...view(x))) with x a literal/pointwise/reduce -> view(...view(u(x))), so u computes on
-    the smaller pre-broadcast value and fuses with x's producer."""
+    """u(views(x)) -> views(u(x)) (moved up) or, when what follows the views fuses with u, u(views)
+    moved down past them: a unary pointwise op goes next to the op it can fuse with."""
 
     name = "find_unary_shape_transforms"
 
     def pattern(self):
+        def output_not_pointwise(i):
+            nxt = skip_output(i, ("contiguous",))
+            return nxt is None or not nxt.op.has("pointwise")
+
         return pointwise()(none_of(name("layout")), pred("unary", lambda i: len(i.inputs) == 1, "not unary"),
-                           used_once(), all_static(), arg(0)(name(*TRANSFORMS)))
+                           used_once(), all_static(), arg(0)(skip("contiguous")(name(*TRANSFORMS))),
+                           pred("output_not_pointwise", output_not_pointwise, "feeds a pointwise op"))
 
     def check(self, m, r):
         ins = r.root
-        chain, x = [], ins.inputs[0]
-        while x.name in TRANSFORMS:
-            if len(x.outputs) != 1:
-                return f"the {x.name} in between has other users"
-            chain.append(x.op)
+        if not ins.outputs:
+            return "no users"
+        xops, x = [], ins.inputs[0]
+        while _is_view_step(x):
+            xops.append(x.op)
             x = x.inputs[0]
-        if not (x.is_literal() or x.op.has("pointwise") or x.op.has("reduce")):
-            return f"the chain starts at {x.name}, which does not fuse with {ins.name}"
+        xops.reverse()
+        yops, y, last = [], ins.outputs[0], None
+        while _is_view_step(y) and len(y.outputs) == 1:
+            yops.append(y.op)
+            last, y = y, y.outputs[0]
+        up, down = _fuses_unary(x), _fuses_unary(y)
+        if up and down:  # one direction only: towards a literal, else down when there are views below
+            if x.is_literal():
+                down = False
+            elif not yops:
+                up = False
+            else:
+                down = False
+        elif not up and not down and yops:
+            up = True
+        if up:
+            def apply_up():
+                z = m.insert_instruction(ins, ins.op, [x])
+                replace_value(m, ins, insert_ops(m, ins, xops, z))
 
-        def apply():
-            y = m.insert_instruction(ins, ins.op, [x])
-            y = insert_ops(m, ins, reversed(chain[1:]), y)
-            replace_with_op(m, ins, chain[0], [y])
+            return apply_up
+        if down and yops:
+            def apply_down():
+                z = insert_ops(m, last, yops, ins.inputs[0])
+                replace_with_op(m, last, ins.op, [z])
 
-        return apply
+            return apply_down
+        return "neither side of the views fuses with the op"
+
+
+def _is_view_step(ins) -> bool:
+    return len(ins.inputs) == 1 and (ins.name in TRANSFORMS or ins.name == "contiguous")
+
+
+def _fuses_unary(ins) -> bool:
+    return ins.is_literal() or ins.op.has("pointwise") or "reduce" in ins.name
 
 
 # ---- gather --------------------------------------------------------------------------------------
@@ -376,9 +446,10 @@ class GatherArithmetic(Rule):
 
 GATHER_SCALAR = (GatherScalar(),)
 GATHER = (GatherArithmetic(),)
-RULES = (NopReshapes(), Flatten(), NestedShapeTransforms(), ConcatSlice(), ConcatTranspose(),
-         ConcatMultibroadcasts(), NestedSlice(), NestedConcat(), ConcatOfSlices(), UnaryShapeTransforms(),
-         SliceShapeTransforms())
+# MIGraphX's order (find_matches applies the first rule that takes an instruction).
+RULES = (NopReshapes(), Flatten(), ReshapeCont(), SliceShapeTransforms(), NestedShapeTransforms(), ConcatSlice(),
+         ConcatTranspose(), ConcatReshape(), ConcatMultibroadcasts(), NestedSlice(), NestedConcat(), TransposeSlice(),
+         SliceTranspose(), UnaryShapeTransforms(), ReshapeDot(), MulAddShapeOpDot(), ConcatOfSlices())
 
 
 @dataclass(frozen=True)

@@ -458,8 +458,6 @@ CASES = [
         @10 = add(y,z) -> float32, {2, 160}, {160, 1}
         @11 = @return(@8,@9,@10)
         """,
-         status='EQUIV',
-         reason='both rewrite; equivalent form (same values on random inputs)',
          options={'simplify_reshapes': {'enable_op_shape_transform_op': True, 'enable_gather_rewrite': True}}),
     case('concat_slice_uneven_len_2',
          'simplify_reshapes,eliminate_common_subexpression,dead_code_elimination',
@@ -485,8 +483,6 @@ CASES = [
         @6 = add(@3,@4) -> float32, {2, 150}, {150, 1}
         @7 = @return(@6,@5)
         """,
-         status='DIFF',
-         reason="we rewrite, MIGraphX leaves the program: we fold uneven slices of a concat MIGraphX's find_concat_slice declines",
          options={'simplify_reshapes': {'enable_op_shape_transform_op': True, 'enable_gather_rewrite': True}}),
     case('concat_slice_multiple_slice_use',
          'simplify_reshapes,eliminate_common_subexpression,dead_code_elimination',
@@ -834,8 +830,6 @@ CASES = [
         @3 = reshape[dims={1, 22016, 4096}](@2) -> float32, {1, 22016, 4096}, {90177536, 4096, 1}
         @4 = @return(@3)
         """,
-         status='DIFF',
-         reason="MIGraphX rewrites, we leave the program: MIGraphX's find_concat_reshape (not in our simplify_reshapes)",
          options={'simplify_reshapes': {'enable_op_shape_transform_op': True, 'enable_gather_rewrite': True}}),
     case('concat_reshape',
          'simplify_reshapes,eliminate_common_subexpression,dead_code_elimination',
@@ -856,8 +850,6 @@ CASES = [
         @3 = reshape[dims={22016, 4096}](@2) -> float32, {22016, 4096}, {4096, 1}
         @4 = @return(@3)
         """,
-         status='DIFF',
-         reason="MIGraphX rewrites, we leave the program: MIGraphX's find_concat_reshape (not in our simplify_reshapes)",
          options={'simplify_reshapes': {'enable_op_shape_transform_op': True, 'enable_gather_rewrite': True}}),
     case('concat_reshape_change_axis',
          'simplify_reshapes,eliminate_common_subexpression,dead_code_elimination',
@@ -878,8 +870,6 @@ CASES = [
         @3 = reshape[dims={2, 16, 16, 2560}](@2) -> float32, {2, 16, 16, 2560}, {655360, 40960, 2560, 1}
         @4 = @return(@3)
         """,
-         status='DIFF',
-         reason="MIGraphX rewrites, we leave the program: MIGraphX's find_concat_reshape (not in our simplify_reshapes)",
          options={'simplify_reshapes': {'enable_op_shape_transform_op': True, 'enable_gather_rewrite': True}}),
     case('concat_reshape_broadcast',
          'simplify_reshapes,eliminate_common_subexpression,dead_code_elimination',
@@ -903,8 +893,6 @@ CASES = [
         @4 = reshape[dims={22016, 4096}](@3) -> float32, {22016, 4096}, {4096, 1}
         @5 = @return(@4)
         """,
-         status='DIFF',
-         reason="MIGraphX rewrites, we leave the program: MIGraphX's find_concat_reshape (not in our simplify_reshapes)",
          options={'simplify_reshapes': {'enable_op_shape_transform_op': True, 'enable_gather_rewrite': True}}),
     case('nested_concat',
          'simplify_reshapes,eliminate_common_subexpression,dead_code_elimination',
@@ -945,8 +933,6 @@ CASES = [
         @2 = mul(@1,@1) -> float32, {1, 2, 3, 4}, {0, 12, 4, 1}
         """,
          '',
-         status='DIFF',
-         reason='MIGraphX keeps 2 instructions in main, we keep 3: MIGraphX folds this multibroadcast chain (find_nested_shape_transforms over broadcasts); ours keeps it',
          options={'simplify_reshapes': {'enable_op_shape_transform_op': True, 'enable_gather_rewrite': True}},
          expected_count=2),
     case('multibroadcast_unsqueeze_scalar',
@@ -985,8 +971,6 @@ CASES = [
         @2 = mul(@1,@1) -> float32, {2, 1}, {0, 0}
         @3 = @return(@2)
         """,
-         status='DIFF',
-         reason='MIGraphX rewrites, we leave the program: MIGraphX folds this multibroadcast chain (find_nested_shape_transforms over broadcasts); ours keeps it',
          options={'simplify_reshapes': {'enable_op_shape_transform_op': True, 'enable_gather_rewrite': True}}),
     case('double_slice1',
          'simplify_reshapes,eliminate_common_subexpression,dead_code_elimination',
@@ -1892,8 +1876,6 @@ CASES = [
         @4 = add(@3,y) -> float32, {2, 2, 2, 6}, {24, 12, 6, 1}
         @5 = @return(@4)
         """,
-         status='DIFF',
-         reason="MIGraphX rewrites, we leave the program: MIGraphX's find_reshape_cont (not in our simplify_reshapes)",
          options={'simplify_reshapes': {'enable_op_shape_transform_op': True, 'enable_gather_rewrite': True}}),
     case('reshape_input_non_std',
          'simplify_reshapes,eliminate_common_subexpression,dead_code_elimination',
@@ -1918,8 +1900,6 @@ CASES = [
         @5 = add(@3,@4) -> float32, {2, 2, 2, 6}, {24, 2, 1, 4}
         @6 = @return(@5)
         """,
-         status='DIFF',
-         reason="MIGraphX rewrites, we leave the program: MIGraphX's find_reshape_cont (not in our simplify_reshapes)",
          options={'simplify_reshapes': {'enable_op_shape_transform_op': True, 'enable_gather_rewrite': True}}),
     case('reshape_cont_nonpw',
          'simplify_reshapes,eliminate_common_subexpression,dead_code_elimination',
@@ -1942,8 +1922,6 @@ CASES = [
         @4 = convolution[padding={0, 0},stride={1, 1}](@3,y) -> float32, {2, 2, 1, 1}, {2, 1, 1, 1}
         @5 = @return(@4)
         """,
-         status='DIFF',
-         reason="MIGraphX rewrites, we leave the program: MIGraphX's find_reshape_cont (not in our simplify_reshapes)",
          options={'simplify_reshapes': {'enable_op_shape_transform_op': True, 'enable_gather_rewrite': True}}),
     case('reshape_unary_transpose',
          'simplify_reshapes,eliminate_common_subexpression,dead_code_elimination',
@@ -1963,8 +1941,6 @@ CASES = [
         @3 = transpose[permutation={0, 3, 4, 1, 5, 2}](@2) -> float32, {2, 2, 5, 2, 5, 2}, {200, 25, 5, 100, 1, 50}
         @4 = identity(@3) -> float32, {2, 2, 5, 2, 5, 2}, {200, 25, 5, 100, 1, 50}
         """,
-         status='DIFF',
-         reason="MIGraphX rewrites, we leave the program: MIGraphX's find_op_shape_transform_op (moving shape transforms across pointwise and reduce ops) (not in our simplify_reshapes)",
          options={'simplify_reshapes': {'enable_op_shape_transform_op': True, 'enable_gather_rewrite': True}}),
     case('reshape_unary_last',
          'simplify_reshapes,eliminate_common_subexpression,dead_code_elimination',
@@ -2006,8 +1982,8 @@ CASES = [
         @7 = add(z,@6) -> float32, {2, 2, 2, 2, 5, 5}, {200, 100, 50, 25, 5, 1}
         @8 = identity(@7) -> float32, {2, 2, 2, 2, 5, 5}, {200, 100, 50, 25, 5, 1}
         """,
-         status='EQUIV',
-         reason='both rewrite; equivalent form (same values on random inputs)',
+         status='DIFF',
+         reason="MIGraphX's find_op_shape_transform_op moves the reshape below mul -> relu -> add (all pointwise); our find_unary_shape_transforms, like MIGraphX's, declines a unary op that feeds a pointwise op",
          options={'simplify_reshapes': {'enable_op_shape_transform_op': True, 'enable_gather_rewrite': True}}),
     case('pointwise_reshape_unary_pointwise_multi_use',
          'simplify_reshapes,eliminate_common_subexpression,dead_code_elimination',
@@ -2043,8 +2019,8 @@ CASES = [
         @11 = reshape[dims={2, 32, 40960}](@10) -> float16, {2, 32, 40960}, {1310720, 40960, 1}
         @12 = @return(@7,@11)
         """,
-         status='EQUIV',
-         reason='both rewrite; equivalent form (same values on random inputs)',
+         status='DIFF',
+         reason="MIGraphX's find_op_shape_transform_op moves the reshape below mul -> relu -> add (all pointwise); our find_unary_shape_transforms, like MIGraphX's, declines a unary op that feeds a pointwise op",
          options={'simplify_reshapes': {'enable_op_shape_transform_op': True, 'enable_gather_rewrite': True}}),
     case('literal_reshape_unary_transpose_pointwise',
          'simplify_reshapes,eliminate_common_subexpression,dead_code_elimination',
@@ -2094,8 +2070,6 @@ CASES = [
         @5 = add(@4,y) -> float32, {2, 2, 5, 2, 5, 2}, {200, 100, 20, 10, 2, 1}
         @6 = identity(@5) -> float32, {2, 2, 5, 2, 5, 2}, {200, 100, 20, 10, 2, 1}
         """,
-         status='DIFF',
-         reason="MIGraphX rewrites, we leave the program: MIGraphX's find_op_shape_transform_op (moving shape transforms across pointwise and reduce ops) (not in our simplify_reshapes)",
          options={'simplify_reshapes': {'enable_op_shape_transform_op': True, 'enable_gather_rewrite': True}}),
     case('pointwise_reshape_unary',
          'simplify_reshapes,eliminate_common_subexpression,dead_code_elimination',
@@ -2744,8 +2718,6 @@ CASES = [
         @9 = reshape[dims={2, 128, 28, 28}](@8) -> float32, {2, 128, 28, 28}, {100352, 784, 28, 1}
         @10 = identity(@9) -> float32, {2, 128, 28, 28}, {100352, 784, 28, 1}
         """,
-         status='DIFF',
-         reason="MIGraphX rewrites, we leave the program: MIGraphX's find_op_shape_transform_op (moving shape transforms across pointwise and reduce ops) (not in our simplify_reshapes)",
          options={'simplify_reshapes': {'enable_op_shape_transform_op': True, 'enable_gather_rewrite': True}},
          literals={'gen_float32_256x128x1x1_0': ('generate', 'float32', [256, 128, 1, 1], 0), 'gen_float32_512x256x1x1_0': ('generate', 'float32', [512, 256, 1, 1], 0)}),
     case('transpose_contiguous_reshape_binary_broadcast',
@@ -2771,8 +2743,8 @@ CASES = [
         @6 = reshape[dims={2, 4, 6}](@5) -> float32, {2, 4, 6}, {24, 6, 1}
         @7 = @return(@6)
         """,
-         status='DIFF',
-         reason="MIGraphX rewrites, we leave the program: MIGraphX's find_op_shape_transform_op (moving shape transforms across pointwise and reduce ops) (not in our simplify_reshapes)",
+         status='EQUIV',
+         reason='both move the add before the reshape (find_reshape_cont); MIGraphX then rewrites reshape(broadcast(x)) as broadcast(reshape(x)), ours keeps the equally long broadcast + reshape chain',
          options={'simplify_reshapes': {'enable_op_shape_transform_op': True, 'enable_gather_rewrite': True}}),
     case('transpose_slice',
          'simplify_reshapes,eliminate_common_subexpression,dead_code_elimination',
@@ -2796,8 +2768,6 @@ CASES = [
         @4 = slice[axes={1},starts={24},ends={36}](@1) -> float32, {1, 12, 384, 64}, {884736, 64, 2304, 1}
         @5 = @return(@2,@3,@4)
         """,
-         status='DIFF',
-         reason="MIGraphX rewrites, we leave the program: MIGraphX's find_transpose_slice (not in our simplify_reshapes)",
          options={'simplify_reshapes': {'enable_op_shape_transform_op': True, 'enable_gather_rewrite': True}}),
     case('transpose_slice_unsqueeze',
          'simplify_reshapes,eliminate_common_subexpression,dead_code_elimination',
@@ -2823,8 +2793,6 @@ CASES = [
         @8 = squeeze[axes={0}](@7) -> float32, {4, 8, 64, 1024}, {6291456, 64, 1, 6144}
         @9 = @return(@4,@6,@8)
         """,
-         status='DIFF',
-         reason="MIGraphX rewrites, we leave the program: MIGraphX's find_transpose_slice (not in our simplify_reshapes)",
          options={'simplify_reshapes': {'enable_op_shape_transform_op': True, 'enable_gather_rewrite': True}}),
     case('transpose_slice_diff_perm',
          'simplify_reshapes,eliminate_common_subexpression,dead_code_elimination',
@@ -2849,8 +2817,6 @@ CASES = [
         @5 = slice[axes={1},starts={24},ends={36}](@1) -> float32, {1, 12, 384, 64}, {884736, 64, 2304, 1}
         @6 = @return(@2,@4,@5)
         """,
-         status='DIFF',
-         reason="MIGraphX rewrites, we leave the program: MIGraphX's find_transpose_slice (not in our simplify_reshapes)",
          options={'simplify_reshapes': {'enable_op_shape_transform_op': True, 'enable_gather_rewrite': True}}),
     case('transpose_slice_single_transpose',
          'simplify_reshapes,eliminate_common_subexpression,dead_code_elimination',
@@ -2897,8 +2863,6 @@ CASES = [
         @5 = sqrt(@4) -> float32, {2, 12, 384, 64}, {294912, 24576, 64, 1}
         @6 = @return(@5)
         """,
-         status='DIFF',
-         reason="MIGraphX rewrites, we leave the program: MIGraphX's find_transpose_slice (not in our simplify_reshapes)",
          options={'simplify_reshapes': {'enable_op_shape_transform_op': True, 'enable_gather_rewrite': True}}),
     case('transpose_slice_non_packed_multi_axis',
          'simplify_reshapes,eliminate_common_subexpression,dead_code_elimination',
@@ -2926,8 +2890,8 @@ CASES = [
         @9 = squeeze[axes={0}](@8) -> float32, {2, 12, 384, 64}, {884736, 64, 2304, 1}
         @10 = @return(@4,@7,@9)
         """,
-         status='DIFF',
-         reason="MIGraphX rewrites, we leave the program: MIGraphX's find_transpose_slice (not in our simplify_reshapes)",
+         status='EQUIV',
+         reason="both split the axis, transpose once and slice + squeeze (find_transpose_slice); the second slice's own transpose lands before the squeeze in MIGraphX, after it in ours",
          options={'simplify_reshapes': {'enable_op_shape_transform_op': True, 'enable_gather_rewrite': True}}),
     case('reshape_reshape_dot',
          'simplify_reshapes,eliminate_common_subexpression,dead_code_elimination',
@@ -2948,8 +2912,6 @@ CASES = [
         @2 = dot(@1,input) -> float32, {2, 10, 32, 32}, {10240, 1024, 32, 1}
         @3 = @return(@2)
         """,
-         status='DIFF',
-         reason="MIGraphX rewrites, we leave the program: MIGraphX's find_reshape_dot (not in our simplify_reshapes)",
          options={'simplify_reshapes': {'enable_op_shape_transform_op': True, 'enable_gather_rewrite': True}},
          literals={'gen_float32_2x10x32x16_0': ('generate', 'float32', [2, 10, 32, 16], 0)}),
     case('reshape_reshape_dot_gemm_axis',
@@ -2996,8 +2958,6 @@ CASES = [
         @4 = reshape[dims={2, 64, 32}](@3) -> float32, {2, 64, 32}, {2048, 32, 1}
         @5 = @return(@4)
         """,
-         status='DIFF',
-         reason="MIGraphX rewrites, we leave the program: MIGraphX's find_reshape_dot (not in our simplify_reshapes)",
          options={'simplify_reshapes': {'enable_op_shape_transform_op': True, 'enable_gather_rewrite': True}},
          literals={'gen_float32_32x32_0': ('generate', 'float32', [32, 32], 0)}),
     case('reshape_dot_flipped',
@@ -3020,8 +2980,6 @@ CASES = [
         @4 = reshape[dims={16, 16, 32}](@3) -> float32, {16, 16, 32}, {512, 32, 1}
         @5 = @return(@4)
         """,
-         status='DIFF',
-         reason="MIGraphX rewrites, we leave the program: MIGraphX's find_reshape_dot (not in our simplify_reshapes)",
          options={'simplify_reshapes': {'enable_op_shape_transform_op': True, 'enable_gather_rewrite': True}},
          literals={'gen_float32_16x8_0': ('generate', 'float32', [16, 8], 0)}),
     case('reshape_dot_dot_axis',
@@ -3088,8 +3046,6 @@ CASES = [
         @4 = reshape[dims={2, 64, 32}](@3) -> float32, {2, 64, 32}, {2048, 32, 1}
         @5 = @return(@4)
         """,
-         status='DIFF',
-         reason="MIGraphX rewrites, we leave the program: MIGraphX's find_reshape_dot (not in our simplify_reshapes)",
          options={'simplify_reshapes': {'enable_op_shape_transform_op': True, 'enable_gather_rewrite': True}},
          literals={'gen_float32_32_0': ('generate', 'float32', [32], 0)}),
     case('reshape_dot_broadcast_2',
@@ -3112,8 +3068,6 @@ CASES = [
         @4 = reshape[dims={128, 32}](@3) -> float32, {128, 32}, {32, 1}
         @5 = @return(@4)
         """,
-         status='DIFF',
-         reason="MIGraphX rewrites, we leave the program: MIGraphX's find_reshape_dot (not in our simplify_reshapes)",
          options={'simplify_reshapes': {'enable_op_shape_transform_op': True, 'enable_gather_rewrite': True}},
          literals={'gen_float32_32_0': ('generate', 'float32', [32], 0)}),
     case('mul_transpose',
@@ -3139,8 +3093,6 @@ CASES = [
         @6 = dot(@5,@2) -> float32, {2, 64, 64, 32}, {131072, 2048, 32, 1}
         @7 = @return(@6)
         """,
-         status='DIFF',
-         reason="MIGraphX rewrites, we leave the program: MIGraphX's find_op_shape_transform_op (moving shape transforms across pointwise and reduce ops) (not in our simplify_reshapes)",
          options={'simplify_reshapes': {'enable_op_shape_transform_op': True, 'enable_gather_rewrite': True}},
          literals={'gen_float32_2x32x64x64_0': ('generate', 'float32', [2, 32, 64, 64], 0), 'gen_float32_2x64x32x32_0': ('generate', 'float32', [2, 64, 32, 32], 0)}),
     case('add_transpose',
@@ -3166,8 +3118,6 @@ CASES = [
         @6 = dot(@5,@2) -> float32, {2, 64, 64, 32}, {131072, 2048, 32, 1}
         @7 = @return(@6)
         """,
-         status='DIFF',
-         reason="MIGraphX rewrites, we leave the program: MIGraphX's find_op_shape_transform_op (moving shape transforms across pointwise and reduce ops) (not in our simplify_reshapes)",
          options={'simplify_reshapes': {'enable_op_shape_transform_op': True, 'enable_gather_rewrite': True}},
          literals={'gen_float32_2x32x64x64_0': ('generate', 'float32', [2, 32, 64, 64], 0), 'gen_float32_2x64x32x32_0': ('generate', 'float32', [2, 64, 32, 32], 0)}),
     case('slice_squeeze_unsqueeze',
