@@ -18,12 +18,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-import numpy as np
-
 from ..matcher import any_arg, arg, is_constant, name, none_of, pointwise, pred, skip, used_once
 from ..op import Op
 from ..ops.common import norm_axis
 from ..rewrite import Rule, repeat_while_changes, replace_value, replace_with_op
+from ._gather_view import GatherView
 from ._reshape_moves import (
     ConcatReshape,
     MulAddShapeOpDot,
@@ -410,42 +409,8 @@ class GatherScalar(Rule):
         return apply
 
 
-class GatherArithmetic(Rule):
-    """gather(data, constant indices base + k*i) -> slice (k = 1), slice + step (k > 1) or slice +
-    multibroadcast (k = 0), then a reshape to the index shape."""
-
-    name = "find_gather"
-
-    def pattern(self):
-        return name("gather")(all_static(), arg(1)(is_constant()))
-
-    def check(self, m, r):
-        ins = r.root
-        data, idx = ins.inputs
-        axis = norm_axis(ins.op["axis"], data.shape.ndim, "gather")
-        n_axis = data.shape.lens[axis]
-        flat = np.asarray(idx.eval()).astype(np.int64).reshape(-1)
-        flat = np.where(flat < 0, flat + n_axis, flat)
-        if flat.size == 0 or flat.min() < 0 or flat.max() >= n_axis:
-            return "indices are empty or out of range"
-        step = int(flat[1] - flat[0]) if flat.size > 1 else 1
-        if step < 0 or not np.array_equal(flat, flat[0] + step * np.arange(flat.size)):
-            return "indices are not an ascending arithmetic sequence"
-        base, n = int(flat[0]), int(flat.size)
-        span = 1 if step == 0 else step * (n - 1) + 1
-        ops = [Op("slice", axes=[axis], starts=[base], ends=[base + span])]
-        lens = list(data.shape.lens)
-        lens[axis] = n
-        if step > 1:
-            ops.append(Op("step", axes=[axis], steps=[step]))
-        elif step == 0 and n > 1:
-            ops.append(Op("multibroadcast", out_lens=lens))
-        ops.append(auto_reshape_op(lens, ins.shape.lens))
-        return lambda: replace_value(m, ins, insert_ops(m, ins, ops, data))
-
-
 GATHER_SCALAR = (GatherScalar(),)
-GATHER = (GatherArithmetic(),)
+GATHER = (GatherView(),)
 # MIGraphX's order (find_matches applies the first rule that takes an instruction).
 RULES = (NopReshapes(), Flatten(), ReshapeCont(), SliceShapeTransforms(), NestedShapeTransforms(), ConcatSlice(),
          ConcatTranspose(), ConcatReshape(), ConcatMultibroadcasts(), NestedSlice(), NestedConcat(), TransposeSlice(),

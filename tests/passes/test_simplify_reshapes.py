@@ -361,10 +361,42 @@ def test_gather_rewrite_is_off_by_default_and_refuses_shuffles():
         r = @return(y)
     """
     check_pass(text, [SimplifyReshapes(enable_gather_rewrite=True)], text)
-    (miss,) = [nm for nm in near_misses(parse(text).main, sr.GatherArithmetic()) if nm.op == "gather"]
-    assert "not an ascending arithmetic sequence" in miss.reason
+    (miss,) = [nm for nm in near_misses(parse(text).main, sr.GatherView()) if nm.op == "gather"]
+    assert "do not read a strided view" in miss.reason
     p = run_on_text(text.replace("{3, 1, 2}", "{1, 2, 3}"), [SimplifyReshapes()])
     assert any(i.name == "gather" for i in p.main)
+
+
+@pytest.mark.parametrize("data, indices, idx_shape, axis", [
+    ("{8}", "{0, 4, 1, 5, 2, 6, 3, 7}", "{8}", 0),  # a transpose of the data read as {2, 4}
+    ("{12}", "{1, 4, 7, 10, 2, 5, 8, 11}", "{8}", 0),  # transpose + slice of a window
+    ("{30}", "{5, 10, 15}", "{3}", 0),  # the window runs past the end: read from a doubled copy
+    ("{2, 4}", "{1, 1, 1, 2, 2, 2}", "{2, 3}", 1),  # repeated indices: a broadcast
+    ("{48}", "{0, 1, 2, 3, 16, 17, 18, 19, 32, 33, 34, 35, 4, 5, 6, 7, 20, 21, 22, 23, 36, 37, 38, 39}", "{24}", 0),
+])
+def test_gather_of_a_strided_view_becomes_views(data, indices, idx_shape, axis):
+    n_idx = idx_shape.strip("{}").split(", ")
+    lens = data.strip("{}").split(", ")
+    out = lens[:axis] + n_idx + lens[axis + 1:]
+    text = f"""
+        x = @param:x -> float_type, {data}
+        i = @literal{indices} -> int64_type, {idx_shape}
+        y = gather[axis={axis}](x,i) -> float_type, {{{", ".join(out)}}}
+        r = @return(y)
+    """
+    original = parse(text)
+    p = run_on_text(text, [SimplifyReshapes(enable_gather_rewrite=True)])
+    assert not any(i.name == "gather" for i in p.main)
+    assert_same_outputs(original, p)
+
+
+def test_strided_view_decision_follows_migraphx():
+    from migx_explore.compiler.passes._gather_view import strided_view, view_ops
+
+    assert strided_view([0, 4, 1, 5, 2, 6, 3, 7]) == ([4, 2], [1, 4])
+    assert strided_view([1, 0]) is None  # an offset below the first
+    assert strided_view([0, 1, 2, 4]) is None  # runs of different lengths
+    assert view_ops([3, 1], [2, 3], 30, 0) is None  # strides that do not nest
 
 
 def test_full_pass_cleans_a_reshape_heavy_graph():
