@@ -187,7 +187,9 @@ def plan_broadcast_chain(x: Instruction, chain: Sequence[Instruction]) -> list[O
     src, n = tuple(x.shape.lens), len(out_lens)
     if tuple(core_lens) == (1,) * (n - len(src)) + src:  # multibroadcast aligns x to the right
         return [Op("multibroadcast", out_lens=out_lens)]
-    for k in range(n - len(src) + 1):  # x's axes sit contiguously in the output: one broadcast
+    # x's axes sit contiguously in the output: one broadcast. Not when x has 1-long axes of its own
+    # (MIGraphX keeps unsqueeze + multibroadcast for those, and so do we).
+    for k in range(n - len(src) + 1 if 1 not in src else 0):
         if tuple(core_lens) == (1,) * k + src + (1,) * (n - k - len(src)):
             return [Op("broadcast", axis=k, out_lens=out_lens)]
     return [auto_reshape_op(src, core_lens), Op("multibroadcast", out_lens=out_lens)]

@@ -1,16 +1,21 @@
 """simplify_reshapes (MIGraphX src/simplify_reshapes.cpp; fields depth, enable_op_shape_transform_op,
 enable_gather_rewrite).
 
-Order as in MIGraphX: find_gather_scalar, then find_gather when enabled, then up to `depth`
-sweeps of the finders below, each followed by DCE. Implemented: find_nop_reshapes, find_flatten,
-find_nested_shape_transforms (see _shape_chains), find_concat_slice, find_concat_transpose,
-find_concat_multibroadcasts, find_nested_slice, find_nested_concat, find_concat_of_slices (MIGraphX
-does this as simplify_algebra's find_split_concat; here it merges any adjacent run), and
-find_unary_shape_transforms (moving up only), and find_slice_shape_transforms for a reshape that
-splits the sliced axis (_slice_reshape). Left out: find_reshape_cont, find_transpose_slice (needs
-unsqueeze's `steps`, which our op lacks), find_slice_transpose, find_concat_reshape, find_reshape_dot,
-find_mul_add_shape_op_dot and find_op_shape_transform_op
-(so enable_op_shape_transform_op is accepted but has no effect).
+Order as in MIGraphX: find_gather_scalar, then find_gather when enabled (_gather_view), then up to
+`depth` sweeps of MIGraphX's 17 finders in its order, each sweep followed by DCE: find_nop_reshapes,
+find_flatten, find_reshape_cont, find_slice_shape_transforms (_slice_reshape),
+find_nested_shape_transforms (_shape_chains), find_concat_slice, find_concat_transpose,
+find_concat_reshape, find_concat_multibroadcasts, find_nested_slice, find_nested_concat,
+find_transpose_slice, find_slice_transpose, find_unary_shape_transforms, find_reshape_dot,
+find_mul_add_shape_op_dot (_reshape_moves) and, when enabled, find_op_shape_transform_op
+(_op_shape_transform). One extra: find_concat_of_slices (MIGraphX does it in simplify_algebra's
+find_split_concat; here it merges any adjacent run).
+
+Where we differ in form: MIGraphX normalises view chains through its shape_transform_descriptor;
+we use an exact digit (atom) model, so a chain can come out as different but equal views (the
+conformance table's EQUIV cases). find_transpose_slice writes a reshape where MIGraphX writes
+unsqueeze with `steps`. Still different in decision (conformance DIFF): a gather whose index is a
+1-element broadcast ({1}, strides {0}) keeps the axis in our gather op, MIGraphX's drops it.
 """
 
 from __future__ import annotations
@@ -19,10 +24,11 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from ..matcher import any_arg, arg, is_constant, name, none_of, pointwise, pred, skip, used_once
-from ..op import Op
+from ..op import Op, compute_shape
 from ..ops.common import norm_axis
 from ..rewrite import Rule, repeat_while_changes, replace_value, replace_with_op
 from ._gather_view import GatherView
+from ._op_shape_transform import OpShapeTransformOp
 from ._reshape_moves import (
     ConcatReshape,
     MulAddShapeOpDot,
@@ -116,7 +122,7 @@ class NestedShapeTransforms(Rule):
             if ops is None:
                 return "no equivalent form of the chain is shorter"
             ops = [o for o in ops if o is not None]
-        if len(ops) >= len(full):
+        if len(ops) > len(full) or (len(ops) == len(full) and not _canonicalizes(x, full, ops)):
             return f"the chain of {len(full)} ops is already minimal"
 
         def apply():
@@ -127,6 +133,21 @@ class NestedShapeTransforms(Rule):
             replace_with_op(m, r.root, ops[-1], [y])
 
         return apply
+
+
+def _canonicalizes(x, chain, ops) -> bool:
+    """As long as `chain`, and the same but for reshapes that only add or drop 1-axes, which
+    become the (un)squeeze MIGraphX writes for them."""
+    s, changed = x.shape, False
+    for ins, op in zip(chain, ops):
+        s = compute_shape(op, [s])
+        if s.lens != ins.shape.lens:
+            return False
+        if op != ins.op:
+            if not (ins.name == "reshape" and op.name in ("squeeze", "unsqueeze")):
+                return False
+            changed = True
+    return changed
 
 
 def _broadcastable(src, out) -> bool:
@@ -421,11 +442,10 @@ RULES = (NopReshapes(), Flatten(), ReshapeCont(), SliceShapeTransforms(), Nested
 class SimplifyReshapes(Pass):
     name: ClassVar[str] = "simplify_reshapes"
     note: ClassVar[str] = (
-        "10 of MIGraphX's finders plus find_gather(_scalar); view chains collapse through an "
-        "exact digit (atom) model; enable_op_shape_transform_op has no effect; missing: "
-        "find_op_shape_transform_op, find_slice_shape_transforms, find_concat_reshape, find_reshape_cont, "
-        "find_slice_transpose, find_transpose_slice, find_reshape_dot, find_mul_add_shape_op_dot, and "
-        "find_gather's strided/permuted indices")
+        "all 17 of MIGraphX's finders in its order, plus find_gather(_scalar) with MIGraphX's "
+        "strided-view decision; view chains are simplified through an exact digit (atom) model "
+        "instead of MIGraphX's shape_transform_descriptor, so some come out as different but equal "
+        "views; a gather on a {1},{0} index keeps the axis (our gather op's semantics)")
     depth: int = 4
     enable_op_shape_transform_op: bool = False
     enable_gather_rewrite: bool = False
@@ -434,4 +454,5 @@ class SimplifyReshapes(Pass):
         changed = sweep(module, GATHER_SCALAR)
         if self.enable_gather_rewrite:
             changed = sweep(module, GATHER, with_dce=False) or changed
-        return repeat_while_changes(self.depth, lambda: sweep(module, RULES)) > 0 or changed
+        rules = RULES + (OpShapeTransformOp(),) if self.enable_op_shape_transform_op else RULES
+        return repeat_while_changes(self.depth, lambda: sweep(module, rules)) > 0 or changed

@@ -1042,7 +1042,7 @@ CASES = [
         @6 = @return(@5)
         """,
          status='EQUIV',
-         reason="both turn the gather into views (find_gather, the same strided-view decision); MIGraphX simplifies the generated slice/reshape/transpose/multibroadcast chain with its shape_transform_descriptor, ours keeps a different but equal chain (same values)",
+         reason='both turn the gather into views (find_gather, the same strided-view decision); MIGraphX simplifies the generated slice/reshape/transpose/multibroadcast chain with its shape_transform_descriptor, ours keeps a different but equal chain (same values)',
          options={'simplify_reshapes': {'enable_op_shape_transform_op': True, 'enable_gather_rewrite': True}}),
     case('optimize_resize_flatten',
          'simplify_reshapes,eliminate_common_subexpression,dead_code_elimination',
@@ -1064,7 +1064,7 @@ CASES = [
         @5 = @return(@4)
         """,
          status='EQUIV',
-         reason="both turn the gather into views (find_gather, the same strided-view decision); MIGraphX simplifies the generated slice/reshape/transpose/multibroadcast chain with its shape_transform_descriptor, ours keeps a different but equal chain (same values)",
+         reason='both turn the gather into views (find_gather, the same strided-view decision); MIGraphX simplifies the generated slice/reshape/transpose/multibroadcast chain with its shape_transform_descriptor, ours keeps a different but equal chain (same values)',
          options={'simplify_reshapes': {'enable_op_shape_transform_op': True, 'enable_gather_rewrite': True}}),
     case('optimize_resize_ind_not_apply',
          'simplify_reshapes,eliminate_common_subexpression,dead_code_elimination',
@@ -1156,7 +1156,7 @@ CASES = [
         @9 = @return(@8)
         """,
          status='EQUIV',
-         reason="both turn the gather into views (find_gather, the same strided-view decision); MIGraphX simplifies the generated slice/reshape/transpose/multibroadcast chain with its shape_transform_descriptor, ours keeps a different but equal chain (same values)",
+         reason='both turn the gather into views (find_gather, the same strided-view decision); MIGraphX simplifies the generated slice/reshape/transpose/multibroadcast chain with its shape_transform_descriptor, ours keeps a different but equal chain (same values)',
          options={'simplify_reshapes': {'enable_op_shape_transform_op': True, 'enable_gather_rewrite': True}}),
     case('optimize_resize_ind_non_const',
          'simplify_reshapes,eliminate_common_subexpression,dead_code_elimination',
@@ -1254,7 +1254,7 @@ CASES = [
         @5 = @return(@4)
         """,
          status='EQUIV',
-         reason="both turn the gather into views (find_gather, the same strided-view decision); MIGraphX simplifies the generated slice/reshape/transpose/multibroadcast chain with its shape_transform_descriptor, ours keeps a different but equal chain (same values)",
+         reason='both turn the gather into views (find_gather, the same strided-view decision); MIGraphX simplifies the generated slice/reshape/transpose/multibroadcast chain with its shape_transform_descriptor, ours keeps a different but equal chain (same values)',
          options={'simplify_reshapes': {'enable_op_shape_transform_op': True, 'enable_gather_rewrite': True}}),
     case('gather_flatten_multi_axis_stride',
          'simplify_reshapes,eliminate_common_subexpression,dead_code_elimination',
@@ -1960,8 +1960,6 @@ CASES = [
         @7 = add(z,@6) -> float32, {2, 2, 2, 2, 5, 5}, {200, 100, 50, 25, 5, 1}
         @8 = identity(@7) -> float32, {2, 2, 2, 2, 5, 5}, {200, 100, 50, 25, 5, 1}
         """,
-         status='DIFF',
-         reason="MIGraphX's find_op_shape_transform_op moves the reshape below mul -> relu -> add (all pointwise); our find_unary_shape_transforms, like MIGraphX's, declines a unary op that feeds a pointwise op",
          options={'simplify_reshapes': {'enable_op_shape_transform_op': True, 'enable_gather_rewrite': True}}),
     case('pointwise_reshape_unary_pointwise_multi_use',
          'simplify_reshapes,eliminate_common_subexpression,dead_code_elimination',
@@ -1997,8 +1995,6 @@ CASES = [
         @11 = reshape[dims={2, 32, 40960}](@10) -> float16, {2, 32, 40960}, {1310720, 40960, 1}
         @12 = @return(@7,@11)
         """,
-         status='DIFF',
-         reason="MIGraphX's find_op_shape_transform_op moves the reshape below mul -> relu -> add (all pointwise); our find_unary_shape_transforms, like MIGraphX's, declines a unary op that feeds a pointwise op",
          options={'simplify_reshapes': {'enable_op_shape_transform_op': True, 'enable_gather_rewrite': True}}),
     case('literal_reshape_unary_transpose_pointwise',
          'simplify_reshapes,eliminate_common_subexpression,dead_code_elimination',
@@ -2022,8 +2018,6 @@ CASES = [
         @5 = add(x,@4) -> float32, {2, 2, 5, 2, 5, 2}, {200, 100, 20, 10, 2, 1}
         @6 = identity(@5) -> float32, {2, 2, 5, 2, 5, 2}, {200, 100, 20, 10, 2, 1}
         """,
-         status='EQUIV',
-         reason='both rewrite; equivalent form (same values on random inputs)',
          options={'simplify_reshapes': {'enable_op_shape_transform_op': True, 'enable_gather_rewrite': True}},
          literals={'gen_float32_2x8x5x5_0': ('generate', 'float32', [2, 8, 5, 5], 0)}),
     case('reshape_unary_transpose_pointwise',
@@ -2094,8 +2088,6 @@ CASES = [
         @6 = convolution[padding={0, 0},stride={1, 1}](@5,w) -> float32, {2, 640, 64, 64}, {2621440, 4096, 64, 1}
         @7 = identity(@6) -> float32, {2, 640, 64, 64}, {2621440, 4096, 64, 1}
         """,
-         status='DIFF',
-         reason="MIGraphX rewrites, we leave the program: MIGraphX's find_op_shape_transform_op (moving shape transforms across pointwise and reduce ops) (not in our simplify_reshapes)",
          options={'simplify_reshapes': {'enable_op_shape_transform_op': True, 'enable_gather_rewrite': True}}),
     case('pointwise_transpose_pointwise',
          'simplify_reshapes,eliminate_common_subexpression,dead_code_elimination',
@@ -2122,8 +2114,6 @@ CASES = [
         @7 = relu(@6) -> float32, {2, 4, 4, 64}, {1024, 256, 64, 1}
         @8 = @return(@7)
         """,
-         status='DIFF',
-         reason="MIGraphX rewrites, we leave the program: MIGraphX's find_op_shape_transform_op (moving shape transforms across pointwise and reduce ops) (not in our simplify_reshapes)",
          options={'simplify_reshapes': {'enable_op_shape_transform_op': True, 'enable_gather_rewrite': True}}),
     case('pointwise_squeeze_1x1_pointwise',
          'simplify_reshapes,eliminate_common_subexpression,dead_code_elimination',
@@ -2150,8 +2140,8 @@ CASES = [
         @7 = squeeze[axes={0}](@6) -> float32, {1}, {1}
         @8 = @return(@7)
         """,
-         status='DIFF',
-         reason="MIGraphX rewrites, we leave the program: MIGraphX's find_op_shape_transform_op (moving shape transforms across pointwise and reduce ops) (not in our simplify_reshapes)",
+         status='EQUIV',
+         reason="both move mul -> squeeze -> add into one shape (find_op_shape_transform_op); MIGraphX's common shape keeps both 1-axes ({1, 1}), ours drops size-1 axes and computes in {1} (same values)",
          options={'simplify_reshapes': {'enable_op_shape_transform_op': True, 'enable_gather_rewrite': True}}),
     case('scalar_pointwise_unsqueeze_1x1_pointwise',
          'simplify_reshapes,eliminate_common_subexpression,dead_code_elimination',
@@ -2178,8 +2168,6 @@ CASES = [
         @7 = relu(@6) -> float32, {1, 1}, {1, 1}
         @8 = @return(@7)
         """,
-         status='DIFF',
-         reason="MIGraphX rewrites, we leave the program: MIGraphX's find_op_shape_transform_op (moving shape transforms across pointwise and reduce ops) (not in our simplify_reshapes)",
          options={'simplify_reshapes': {'enable_op_shape_transform_op': True, 'enable_gather_rewrite': True}}),
     case('pointwise_transpose_pointwise_used_twice1',
          'simplify_reshapes,eliminate_common_subexpression,dead_code_elimination',
@@ -2207,8 +2195,6 @@ CASES = [
         @8 = relu(@7) -> float32, {2, 4, 4, 64}, {1024, 256, 64, 1}
         @9 = @return(@8,@6)
         """,
-         status='DIFF',
-         reason="MIGraphX rewrites, we leave the program: MIGraphX's find_op_shape_transform_op (moving shape transforms across pointwise and reduce ops) (not in our simplify_reshapes)",
          options={'simplify_reshapes': {'enable_op_shape_transform_op': True, 'enable_gather_rewrite': True}}),
     case('pointwise_transpose_pointwise_used_twice2',
          'simplify_reshapes,eliminate_common_subexpression,dead_code_elimination',
@@ -2263,8 +2249,6 @@ CASES = [
         @7 = relu(@6) -> float32, {64, 3, 7, 7}, {147, 49, 7, 1}
         @8 = @return(@7)
         """,
-         status='DIFF',
-         reason="we rewrite, MIGraphX leaves the program: MIGraphX's find_op_shape_transform_op (moving shape transforms across pointwise and reduce ops) (not in our simplify_reshapes)",
          options={'simplify_reshapes': {'enable_op_shape_transform_op': True, 'enable_gather_rewrite': True}}),
     case('split_pointwise_reshape_transpose_pointwise',
          'simplify_reshapes,eliminate_common_subexpression,dead_code_elimination',
@@ -2359,8 +2343,6 @@ CASES = [
         @6 = squeeze[axes={1}](@5) -> float32, {1, 1024, 1280}, {1310720, 1280, 1}
         @7 = @return(@6)
         """,
-         status='DIFF',
-         reason="MIGraphX rewrites, we leave the program: MIGraphX's find_op_shape_transform_op (moving shape transforms across pointwise and reduce ops) (not in our simplify_reshapes)",
          options={'simplify_reshapes': {'enable_op_shape_transform_op': True, 'enable_gather_rewrite': True}}),
     case('reduce_squeeze_pointwise2',
          'simplify_reshapes,eliminate_common_subexpression,dead_code_elimination',
@@ -2385,8 +2367,6 @@ CASES = [
         @6 = squeeze[axes={1}](@5) -> float32, {1, 1024, 1280}, {1310720, 1280, 1}
         @7 = @return(@6)
         """,
-         status='DIFF',
-         reason="MIGraphX rewrites, we leave the program: MIGraphX's find_op_shape_transform_op (moving shape transforms across pointwise and reduce ops) (not in our simplify_reshapes)",
          options={'simplify_reshapes': {'enable_op_shape_transform_op': True, 'enable_gather_rewrite': True}}),
     case('reduce_squeeze_pointwise3',
          'simplify_reshapes,eliminate_common_subexpression,dead_code_elimination',
@@ -2411,8 +2391,8 @@ CASES = [
         @6 = squeeze[axes={2, 3}](@5) -> float32, {2, 32, 1}, {32, 1, 1}
         @7 = @return(@6)
         """,
-         status='DIFF',
-         reason="MIGraphX rewrites, we leave the program: MIGraphX's find_op_shape_transform_op (moving shape transforms across pointwise and reduce ops) (not in our simplify_reshapes)",
+         status='EQUIV',
+         reason="both run the add/relu in the reduction's shape and squeeze after (find_op_shape_transform_op); the other input is unsqueezed at a different 1-axis of the same lens (same values)",
          options={'simplify_reshapes': {'enable_op_shape_transform_op': True, 'enable_gather_rewrite': True}}),
     case('reduce_squeeze_pointwise4',
          'simplify_reshapes,eliminate_common_subexpression,dead_code_elimination',
@@ -2437,8 +2417,8 @@ CASES = [
         @6 = squeeze[axes={0}](@5) -> float32, {1}, {1}
         @7 = @return(@6)
         """,
-         status='DIFF',
-         reason="MIGraphX rewrites, we leave the program: MIGraphX's find_op_shape_transform_op (moving shape transforms across pointwise and reduce ops) (not in our simplify_reshapes)",
+         status='EQUIV',
+         reason="both run the add/relu in the reduction's shape and squeeze after (find_op_shape_transform_op); the other input is unsqueezed at a different 1-axis of the same lens (same values)",
          options={'simplify_reshapes': {'enable_op_shape_transform_op': True, 'enable_gather_rewrite': True}}),
     case('reduce_squeeze_pointwise5',
          'simplify_reshapes,eliminate_common_subexpression,dead_code_elimination',
@@ -2463,8 +2443,8 @@ CASES = [
         @6 = squeeze[axes={0}](@5) -> float32, {1}, {1}
         @7 = @return(@6)
         """,
-         status='DIFF',
-         reason="MIGraphX rewrites, we leave the program: MIGraphX's find_op_shape_transform_op (moving shape transforms across pointwise and reduce ops) (not in our simplify_reshapes)",
+         status='EQUIV',
+         reason="both run the add/relu in the reduction's shape and squeeze after (find_op_shape_transform_op); the other input is unsqueezed at a different 1-axis of the same lens (same values)",
          options={'simplify_reshapes': {'enable_op_shape_transform_op': True, 'enable_gather_rewrite': True}}),
     case('reduce_squeeze_broadcast_pointwise',
          'simplify_reshapes,eliminate_common_subexpression,dead_code_elimination',
@@ -2491,8 +2471,6 @@ CASES = [
         @7 = reshape[dims={2, 32, 40960}](@6) -> float32, {2, 32, 40960}, {1310720, 40960, 1}
         @8 = @return(@7)
         """,
-         status='DIFF',
-         reason="MIGraphX rewrites, we leave the program: MIGraphX's find_op_shape_transform_op (moving shape transforms across pointwise and reduce ops) (not in our simplify_reshapes)",
          options={'simplify_reshapes': {'enable_op_shape_transform_op': True, 'enable_gather_rewrite': True}}),
     case('reduce_broadcast_reshape_pointwise1',
          'simplify_reshapes,eliminate_common_subexpression,dead_code_elimination',
@@ -2518,8 +2496,6 @@ CASES = [
         @6 = relu(@5) -> float32, {8, 8, 2, 2}, {32, 4, 2, 1}
         @7 = @return(@6)
         """,
-         status='DIFF',
-         reason="MIGraphX rewrites, we leave the program: MIGraphX's find_op_shape_transform_op (moving shape transforms across pointwise and reduce ops) (not in our simplify_reshapes)",
          options={'simplify_reshapes': {'enable_op_shape_transform_op': True, 'enable_gather_rewrite': True}}),
     case('reduce_broadcast_reshape_pointwise2',
          'simplify_reshapes,eliminate_common_subexpression,dead_code_elimination',
@@ -2547,8 +2523,6 @@ CASES = [
         @8 = reshape[dims={2, 320, 64, 64}](@7) -> float32, {2, 320, 64, 64}, {1310720, 4096, 64, 1}
         @9 = @return(@8)
         """,
-         status='DIFF',
-         reason="MIGraphX rewrites, we leave the program: MIGraphX's find_op_shape_transform_op (moving shape transforms across pointwise and reduce ops) (not in our simplify_reshapes)",
          options={'simplify_reshapes': {'enable_op_shape_transform_op': True, 'enable_gather_rewrite': True}}),
     case('reduce_transpose_broadcast_pointwise_diff_size',
          'simplify_reshapes,eliminate_common_subexpression,dead_code_elimination',
@@ -2574,8 +2548,6 @@ CASES = [
         @6 = relu(@5) -> float32, {1, 3, 256, 256}, {196608, 65536, 256, 1}
         @7 = @return(@6)
         """,
-         status='DIFF',
-         reason="MIGraphX rewrites, we leave the program: MIGraphX's find_op_shape_transform_op (moving shape transforms across pointwise and reduce ops) (not in our simplify_reshapes)",
          options={'simplify_reshapes': {'enable_op_shape_transform_op': True, 'enable_gather_rewrite': True}}),
     case('reduce_unsqueeze_broadcast_pointwise',
          'simplify_reshapes,eliminate_common_subexpression,dead_code_elimination',
@@ -2601,8 +2573,6 @@ CASES = [
         @6 = relu(@5) -> float32, {1, 3, 256, 2, 256, 2}, {786432, 262144, 1024, 512, 2, 1}
         @7 = @return(@6)
         """,
-         status='EQUIV',
-         reason='both rewrite; equivalent form (same values on random inputs)',
          options={'simplify_reshapes': {'enable_op_shape_transform_op': True, 'enable_gather_rewrite': True}}),
     case('reduce_unsqueeze_broadcast_transpose_pointwise1',
          'simplify_reshapes,eliminate_common_subexpression,dead_code_elimination',
@@ -3177,8 +3147,6 @@ CASES = [
         @5 = add(@4,y) -> int64, {2, 3, 4}, {12, 4, 1}
         @6 = @return(@5)
         """,
-         status='EQUIV',
-         reason='both rewrite; equivalent form (same values on random inputs)',
          options={'simplify_reshapes': {'enable_op_shape_transform_op': True, 'enable_gather_rewrite': True}}),
     case('argmax_reshape_unsqueeze',
          'simplify_reshapes,eliminate_common_subexpression,dead_code_elimination',
@@ -3202,8 +3170,6 @@ CASES = [
         @5 = add(@4,y) -> int64, {3, 2, 4}, {8, 4, 1}
         @6 = @return(@5)
         """,
-         status='EQUIV',
-         reason='both rewrite; equivalent form (same values on random inputs)',
          options={'simplify_reshapes': {'enable_op_shape_transform_op': True, 'enable_gather_rewrite': True}}),
     case('argmin_negative_axis_reshape',
          'simplify_reshapes,eliminate_common_subexpression,dead_code_elimination',
@@ -3227,8 +3193,6 @@ CASES = [
         @5 = add(@4,y) -> int64, {2, 3, 2, 2}, {12, 4, 2, 1}
         @6 = @return(@5)
         """,
-         status='EQUIV',
-         reason='both rewrite; equivalent form (same values on random inputs)',
          options={'simplify_reshapes': {'enable_op_shape_transform_op': True, 'enable_gather_rewrite': True}}),
     case('broadcast_nop_reduce_mean',
          'simplify_reshapes,eliminate_common_subexpression,dead_code_elimination',
