@@ -259,6 +259,12 @@ class OpShapeTransformOp(Rule):
         if isinstance(plan, str):
             return plan
         common = plan["common"]
+        if ("squeeze" in plan) and not ins.op.has("pointwise"):
+            return f"{ins.name} would need its axes moved into the reduction's shape"
+        dst_map = plan.get("dst_map")
+        if dst_map and ins.name in ("argmin", "argmax"):
+            if len(dst_map[norm_axis(ins.op["axis"], ins.inputs[0].shape.ndim, ins.name)]) != 1:
+                return f"{ins.name} would reduce over more than one axis"
         others = [o for o in x.outputs if o is not chain[0]]
         if ins.shape.ndim == len(common) and any(matches_op(o) for o in others):
             return "already in the common shape and x_op has other fusible users"
@@ -382,7 +388,7 @@ def _plan_squeeze(x: Instruction, views, reduced):
             return "the views do more than drop reduced 1-axes"
     if j != len(out):
         return "the views do more than drop reduced 1-axes"
-    return {"squeeze": dropped, "common": lens}
+    return {"squeeze": dropped, "common": lens, "reordered": False}
 
 
 def _plan_other_size(x, views, reduced):
@@ -431,7 +437,7 @@ def _rewrite(m, ins: Instruction, input_ins: Instruction, x: Instruction, plan: 
         axes = plan["squeeze"]
         args = [x if a is input_ins else m.insert_instruction(ins, Op("unsqueeze", axes=axes), [a])
                 for a in ins.inputs]
-        y = m.insert_instruction(ins, ins.op, args)
+        y = m.insert_instruction(ins, ins.op, args, ins.module_inputs)
         replace_value(m, ins, m.insert_instruction(ins, Op("squeeze", axes=axes), [y]))
         return
     if "other_size" in plan:
@@ -439,7 +445,7 @@ def _rewrite(m, ins: Instruction, input_ins: Instruction, x: Instruction, plan: 
         red = m.insert_instruction(x, x.op.with_(axes=plan["axes"]) if "axes" in x.op.attrs
                                    else x.op.with_(axis=plan["axes"][0]), [t])
         new_in = m.insert_instruction(ins, Op("multibroadcast", out_lens=plan["common"]), [red])
-        y = m.insert_instruction(ins, ins.op, [new_in if a is input_ins else a for a in ins.inputs])
+        y = m.insert_instruction(ins, ins.op, [new_in if a is input_ins else a for a in ins.inputs], ins.module_inputs)
         replace_value(m, ins, y)
         return
     common = plan["common"]
@@ -449,7 +455,8 @@ def _rewrite(m, ins: Instruction, input_ins: Instruction, x: Instruction, plan: 
             return m.insert_instruction(x, Op("multibroadcast", out_lens=common), [a])
         return insert_ops(m, x, plan["to_common"], a)
 
-    new_x = m.insert_instruction(x, _op_in_common(x, plan["src_map"]), [to_common(a) for a in x.inputs])
+    new_x = m.insert_instruction(x, _op_in_common(x, plan["src_map"]), [to_common(a) for a in x.inputs],
+                                 x.module_inputs)
     if others:  # x_op's other users read it back in its own shape
         back = [auto_reshape_op(new_x.shape.lens, x.shape.lens)] if is_reduce(x) else plan["from_common"]
         replace_value(m, x, insert_ops(m, x, back, new_x))
@@ -463,5 +470,5 @@ def _rewrite(m, ins: Instruction, input_ins: Instruction, x: Instruction, plan: 
         return insert_ops(m, ins, [auto_reshape_op(a.shape.lens, common)], a)
 
     args = [new_in if a is input_ins else other(a) for a in ins.inputs]
-    y = m.insert_instruction(ins, _op_in_common(ins, plan["dst_map"]), args)
+    y = m.insert_instruction(ins, _op_in_common(ins, plan["dst_map"]), args, ins.module_inputs)
     replace_value(m, ins, insert_ops(m, ins, [auto_reshape_op(y.shape.lens, ins.shape.lens)], y))

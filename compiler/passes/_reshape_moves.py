@@ -49,7 +49,7 @@ class ReshapeCont(Rule):
 
         def apply():
             args = [src if x is rsp else m.insert_instruction(ins, Op("reshape", dims=dims), [x]) for x in ins.inputs]
-            y = m.insert_instruction(ins, ins.op, args)
+            y = m.insert_instruction(ins, ins.op, args, ins.module_inputs)
             replace_with_op(m, ins, Op("reshape", dims=list(ins.shape.lens)), [y])
 
         return apply
@@ -165,7 +165,7 @@ class SliceTranspose(Rule):
         iperm = [perm.index(k) for k in range(len(perm))]
 
         def apply():
-            pre = m.insert_instruction(splits[0], Op("transpose", permutation=list(perm)), [ins])
+            pre = m.insert_after(ins, Op("transpose", permutation=list(perm)), [ins])
             for s, t in zip(splits, transposes):
                 rng = slice_ranges(s)
                 new = m.insert_instruction(t, Op("slice", axes=[iperm[a] for a in sorted(rng)],

@@ -386,14 +386,14 @@ class UnaryShapeTransforms(Rule):
             up = True
         if up:
             def apply_up():
-                z = m.insert_instruction(ins, ins.op, [x])
+                z = m.insert_instruction(ins, ins.op, [x], ins.module_inputs)
                 replace_value(m, ins, insert_ops(m, ins, xops, z))
 
             return apply_up
         if down and yops:
             def apply_down():
                 z = insert_ops(m, last, yops, ins.inputs[0])
-                replace_with_op(m, last, ins.op, [z])
+                replace_value(m, last, m.insert_instruction(last, ins.op, [z], ins.module_inputs))
 
             return apply_down
         return "neither side of the views fuses with the op"
