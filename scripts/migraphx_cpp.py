@@ -29,6 +29,7 @@ from migraphx_cpp_model import (
     Function,
     InstructionCount,
     MakeOp,
+    OutputShapes,
     Overloads,
     PassSpec,
     PropertyCheck,
@@ -50,8 +51,8 @@ from migraphx_cpp_model import (
 from migx_explore.compiler.ir import Program
 
 # what scripts/transcribe_migraphx_tests.py reads from here
-__all__ = ["GENERATED", "InstructionCount", "PropertyCheck", "Reader", "RunEvent", "Unsupported", "file_functions",
-           "run_pass_list", "test_cases", "tokenize"]
+__all__ = ["GENERATED", "InstructionCount", "OutputShapes", "PropertyCheck", "Reader", "RunEvent", "Unsupported",
+           "file_functions", "run_pass_list", "test_cases", "tokenize"]
 
 
 class Reader(ApiMixin):

@@ -132,6 +132,14 @@ _IGNORED = _Ignored()
 
 
 @dataclass
+class OutputShapes:
+    """m.get_output_shapes(): read by EXPECTs on shapes; comparing a pass's module with its copy
+    from before the pass (a "does not crash, keeps the outputs" test) becomes a same_values check."""
+
+    program: Program
+
+
+@dataclass
 class InstructionCount:
     """std::distance(m.begin(), m.end()) inside an EXPECT: the count after the passes, to compare."""
 

@@ -80,6 +80,66 @@ CASES = [
         @4 = @return(@1,@3)
         """,
          options={'simplify_reshapes': {'enable_op_shape_transform_op': True, 'enable_gather_rewrite': True}}),
+    case('double_contig',
+         'simplify_reshapes,eliminate_common_subexpression,dead_code_elimination',
+         """
+        module: "main"
+        @0 = @literal{1, 2, 3, 4} -> float32, {2, 2}, {2, 1}
+        @1 = transpose[permutation={1, 0}](@0) -> float32, {2, 2}, {1, 2}
+        @2 = contiguous(@1) -> float32, {2, 2}, {2, 1}
+        @3 = contiguous(@2) -> float32, {2, 2}, {2, 1}
+        @4 = @return(@3)
+        """,
+         '',
+         options={'simplify_reshapes': {'enable_op_shape_transform_op': True, 'enable_gather_rewrite': True}},
+         expected_count=4),
+    case('double_transpose',
+         'simplify_reshapes,eliminate_common_subexpression,dead_code_elimination',
+         """
+        module: "main"
+        @0 = @literal{1, 2, 3, 4} -> float32, {2, 2}, {2, 1}
+        @1 = transpose[permutation={1, 0}](@0) -> float32, {2, 2}, {1, 2}
+        @2 = transpose[permutation={1, 0}](@1) -> float32, {2, 2}, {2, 1}
+        @3 = @return(@2)
+        """,
+         '',
+         options={'simplify_reshapes': {'enable_op_shape_transform_op': True, 'enable_gather_rewrite': True}},
+         expected_count=2),
+    case('double_transpose_contig',
+         'simplify_reshapes,eliminate_common_subexpression,dead_code_elimination',
+         """
+        module: "main"
+        @0 = @literal{1, 2, 3, 4} -> float32, {2, 2}, {2, 1}
+        @1 = transpose[permutation={1, 0}](@0) -> float32, {2, 2}, {1, 2}
+        @2 = contiguous(@1) -> float32, {2, 2}, {2, 1}
+        @3 = transpose[permutation={1, 0}](@2) -> float32, {2, 2}, {1, 2}
+        @4 = contiguous(@3) -> float32, {2, 2}, {2, 1}
+        @5 = @return(@4)
+        """,
+         '',
+         options={'simplify_reshapes': {'enable_op_shape_transform_op': True, 'enable_gather_rewrite': True}},
+         expected_count=2),
+    case('single_transpose',
+         'simplify_reshapes,eliminate_common_subexpression,dead_code_elimination',
+         """
+        module: "main"
+        @0 = @literal{1, 2, 3, 4} -> float32, {2, 2}, {2, 1}
+        @1 = transpose[permutation={1, 0}](@0) -> float32, {2, 2}, {1, 2}
+        @2 = @return(@1)
+        """,
+         '',
+         options={'simplify_reshapes': {'enable_op_shape_transform_op': True, 'enable_gather_rewrite': True}},
+         expected_count=3),
+    case('single_transpose_sin_pass',
+         'simplify_reshapes,eliminate_common_subexpression,dead_code_elimination',
+         """
+        module: "main"
+        @0 = @literal{1, 2, 3, 4} -> float32, {2, 2}, {2, 1}
+        @1 = transpose[permutation={1, 0}](@0) -> float32, {2, 2}, {1, 2}
+        """,
+         '',
+         options={'simplify_reshapes': {'enable_op_shape_transform_op': True, 'enable_gather_rewrite': True}},
+         expected_count=2),
     case('reshape_transpose',
          'simplify_reshapes,eliminate_common_subexpression,dead_code_elimination',
          """
@@ -3194,6 +3254,92 @@ CASES = [
         @6 = @return(@5)
         """,
          options={'simplify_reshapes': {'enable_op_shape_transform_op': True, 'enable_gather_rewrite': True}}),
+    case('argmin_squeeze_pointwise',
+         'simplify_reshapes,eliminate_common_subexpression,dead_code_elimination',
+         """
+        module: "main"
+        x = @param:x -> float32, {1, 8, 1024, 1280}, {10485760, 1310720, 1280, 1}
+        y = @param:y -> int64, {1, 1024, 1280}, {1310720, 1280, 1}
+        @2 = argmin[axis=1](x) -> int64, {1, 1, 1024, 1280}, {1310720, 1310720, 1280, 1}
+        @3 = squeeze[axes={1}](@2) -> int64, {1, 1024, 1280}, {1310720, 1280, 1}
+        @4 = add(@3,y) -> int64, {1, 1024, 1280}, {1310720, 1280, 1}
+        @5 = relu(@4) -> int64, {1, 1024, 1280}, {1310720, 1280, 1}
+        @6 = @return(@5)
+        """,
+         '',
+         options={'simplify_reshapes': {'enable_op_shape_transform_op': True, 'enable_gather_rewrite': True}},
+         checks=('same_values',)),
+    case('argmax_squeeze_pointwise',
+         'simplify_reshapes,eliminate_common_subexpression,dead_code_elimination',
+         """
+        module: "main"
+        x = @param:x -> float32, {1, 8, 512, 640}, {2621440, 327680, 640, 1}
+        y = @param:y -> int64, {1, 512, 640}, {327680, 640, 1}
+        @2 = argmax[axis=1](x) -> int64, {1, 1, 512, 640}, {327680, 327680, 640, 1}
+        @3 = squeeze[axes={1}](@2) -> int64, {1, 512, 640}, {327680, 640, 1}
+        @4 = add(@3,y) -> int64, {1, 512, 640}, {327680, 640, 1}
+        @5 = relu(@4) -> int64, {1, 512, 640}, {327680, 640, 1}
+        @6 = @return(@5)
+        """,
+         '',
+         options={'simplify_reshapes': {'enable_op_shape_transform_op': True, 'enable_gather_rewrite': True}},
+         checks=('same_values',)),
+    case('argmin_negative_axis_squeeze_pointwise',
+         'simplify_reshapes,eliminate_common_subexpression,dead_code_elimination',
+         """
+        module: "main"
+        x = @param:x -> float32, {1, 8, 256, 320}, {655360, 81920, 320, 1}
+        y = @param:y -> int64, {1, 256, 320}, {81920, 320, 1}
+        @2 = argmin[axis=-3](x) -> int64, {1, 1, 256, 320}, {81920, 81920, 320, 1}
+        @3 = squeeze[axes={1}](@2) -> int64, {1, 256, 320}, {81920, 320, 1}
+        @4 = add(@3,y) -> int64, {1, 256, 320}, {81920, 320, 1}
+        @5 = relu(@4) -> int64, {1, 256, 320}, {81920, 320, 1}
+        @6 = @return(@5)
+        """,
+         '',
+         options={'simplify_reshapes': {'enable_op_shape_transform_op': True, 'enable_gather_rewrite': True}},
+         checks=('same_values',)),
+    case('argmax_negative_axis_squeeze_pointwise',
+         'simplify_reshapes,eliminate_common_subexpression,dead_code_elimination',
+         """
+        module: "main"
+        x = @param:x -> float32, {1, 4, 128, 160}, {81920, 20480, 160, 1}
+        y = @param:y -> int64, {1, 128, 160}, {20480, 160, 1}
+        @2 = argmax[axis=-3](x) -> int64, {1, 1, 128, 160}, {20480, 20480, 160, 1}
+        @3 = squeeze[axes={1}](@2) -> int64, {1, 128, 160}, {20480, 160, 1}
+        @4 = add(@3,y) -> int64, {1, 128, 160}, {20480, 160, 1}
+        @5 = relu(@4) -> int64, {1, 128, 160}, {20480, 160, 1}
+        @6 = @return(@5)
+        """,
+         '',
+         options={'simplify_reshapes': {'enable_op_shape_transform_op': True, 'enable_gather_rewrite': True}},
+         checks=('same_values',)),
+    case('gather_strided_view_elements_mismatch',
+         'simplify_reshapes,eliminate_common_subexpression,dead_code_elimination',
+         """
+        module: "main"
+        x = @param:x -> float32, {12}, {1}
+        @1 = @literal{0, 2, 5, 7, 9, 11} -> int32, {6}, {1}
+        @2 = gather[axis=0](x,@1) -> float32, {6}, {1}
+        @3 = @return(@2)
+        """,
+         '',
+         options={'simplify_reshapes': {'enable_op_shape_transform_op': True, 'enable_gather_rewrite': True}},
+         checks=('same_values',)),
+    case('slice_reshape_multibroadcast_rebase_axis',
+         'simplify_reshapes,eliminate_common_subexpression,dead_code_elimination',
+         """
+        module: "main"
+        x = @param:x -> float32, {1, 3, 8, 8}, {192, 64, 8, 1}
+        @1 = reshape[dims={3, 64}](x) -> float32, {3, 64}, {64, 1}
+        @2 = slice[axes={0},starts={2},ends={3}](@1) -> float32, {1, 64}, {64, 1}
+        @3 = reshape[dims={1, 1, 8, 8}](@2) -> float32, {1, 1, 8, 8}, {64, 64, 8, 1}
+        @4 = multibroadcast[out_lens={1, 3, 8, 8}](@3) -> float32, {1, 3, 8, 8}, {0, 0, 8, 1}
+        @5 = @return(@4)
+        """,
+         '',
+         options={'simplify_reshapes': {'enable_op_shape_transform_op': True, 'enable_gather_rewrite': True}},
+         checks=('same_values',)),
     case('broadcast_nop_reduce_mean',
          'simplify_reshapes,eliminate_common_subexpression,dead_code_elimination',
          """
@@ -3214,12 +3360,7 @@ CASES = [
 
 # Not transcribed (the construct the reader stopped at):
 NOT_TRANSCRIBED = [
-    ('double_contig', "unknown name 'get_2x2'"),
-    ('double_transpose', "unknown name 'get_2x2'"),
-    ('double_transpose_contig', "unknown name 'get_2x2'"),
-    ('single_transpose', "unknown name 'get_2x2'"),
-    ('double_transpose_sin_pass', "unknown name 'get_2x2'"),
-    ('single_transpose_sin_pass', "unknown name 'get_2x2'"),
+    ('double_transpose_sin_pass', 'no run_passes / EXPECT(a == b) pair'),
     ('optimize_where_true', "unknown name 'static_cast'"),
     ('where_different_cond_values', 'ShapeError: gather: indices must be an integer type, got bool'),
     ('where_axis_nonzero', 'ShapeError: gather: indices must be an integer type, got bool'),
@@ -3230,12 +3371,6 @@ NOT_TRANSCRIBED = [
     ('pointwise_squeeze_scalar_pointwise', 'ShapeError: add: input dimensions differ ([], [1]); broadcast explicitly with multibroadcast'),
     ('transpose_unsqueeze_concat', "expected '=', found ';'"),
     ('conv_add_layernorm_conv', "op unsqueeze{'axes': [1, 2, 3, 4], 'steps': []}: unsqueeze: unknown attribute(s) steps; valid: axes"),
-    ('argmin_squeeze_pointwise', 'no run_passes / EXPECT(a == b) pair'),
-    ('argmax_squeeze_pointwise', 'no run_passes / EXPECT(a == b) pair'),
-    ('argmin_negative_axis_squeeze_pointwise', 'no run_passes / EXPECT(a == b) pair'),
-    ('argmax_negative_axis_squeeze_pointwise', 'no run_passes / EXPECT(a == b) pair'),
-    ('gather_strided_view_elements_mismatch', 'no run_passes / EXPECT(a == b) pair'),
-    ('slice_reshape_multibroadcast_rebase_axis', 'no run_passes / EXPECT(a == b) pair'),
 ]
 
 
