@@ -255,7 +255,7 @@ class OpShapeTransformOp(Rule):
         if all(c.name in BROADCASTS or c.name == "contiguous" for c in chain):
             return "the views are only broadcasts"
         views = [c for c in chain if c.name != "contiguous"]
-        plan = _plan_reduce(x, views, input_ins) if is_reduce(x) else _plan_pointwise(x, views)
+        plan = _plan_reduce(x, views) if is_reduce(x) else _plan_pointwise(x, views)
         if isinstance(plan, str):
             return plan
         common = plan["common"]
@@ -302,7 +302,7 @@ def _plan_pointwise(x: Instruction, views: Sequence[Instruction]):
     return _finish(sp, x.shape.lens, reduced=())
 
 
-def _plan_reduce(x: Instruction, views: Sequence[Instruction], input_ins: Instruction):
+def _plan_reduce(x: Instruction, views: Sequence[Instruction]):
     src = x.inputs[0].shape.lens
     reduced = _reduce_axes(x)
     if any(x.shape.lens[a] != 1 for a in reduced):
