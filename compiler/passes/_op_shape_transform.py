@@ -14,7 +14,9 @@ model of _shape_chains, extended with broadcast atoms for the reduce case:
 - x_op a reduction: every reduced axis must come back as broadcast atoms of the same total size
   (reduce -> views -> broadcast back -> pointwise, the softmax/norm shape); a chain that only drops
   the reduced 1-axes (squeeze) runs ins in x_op's own shape instead.
-Anything else is declined with the reason.
+Anything else is declined with the reason. One deliberate difference: a pointwise x_op that is
+the only reader of a dot/convolution stays put (our backend fuses it into the GEMM as its epilogue
+only when it reads the GEMM directly); no MIGraphX test case covers that shape.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from ._shape_chains import BROADCASTS
 VIEWS = frozenset({"reshape", "squeeze", "unsqueeze", "flatten", "transpose", "contiguous", "multibroadcast",
                    "broadcast"})
 _RESHAPES = frozenset({"reshape", "squeeze", "unsqueeze", "flatten"})
+_GEMMS = frozenset({"dot", "quant_dot", "convolution", "quant_convolution"})
 
 
 def is_reduce(ins: Instruction) -> bool:
@@ -254,6 +257,10 @@ class OpShapeTransformOp(Rule):
         chain = _chain(input_ins, x)
         if all(c.name in BROADCASTS or c.name == "contiguous" for c in chain):
             return "the views are only broadcasts"
+        if not is_reduce(x) and any(a.name in _GEMMS and len(a.outputs) == 1 for a in x.inputs):
+            # Deliberate: our backend folds a GEMM's bias/residual adds into the BLAS call only when
+            # the add reads the GEMM directly; moving the add behind a reshape would cost that.
+            return f"x_op is the epilogue of a {next(a.name for a in x.inputs if a.name in _GEMMS)}"
         views = [c for c in chain if c.name != "contiguous"]
         plan = _plan_reduce(x, views) if is_reduce(x) else _plan_pointwise(x, views)
         if isinstance(plan, str):

@@ -210,6 +210,12 @@ class ReshapeDot(Rule):
         else:
             if other.shape.ndim > 2:
                 return "the other operand has batch axes of its own"
+            if dot.shape.ndim == 2 and other is bc_other:
+                # Deliberate: a 2-D GEMM on a plain weight is already one BLAS call whose bias add
+                # stays a per-column bias epilogue; a batch-broadcast 3-D dot gains nothing and lets
+                # simplify_algebra's find_dot_add fold the bias into a full tensor. (MIGraphX lifts
+                # it; no MIGraphX test covers this shape.)
+                return "a 2-D dot on a plain 2-D weight stays a 2-D GEMM"
             new_lens = list(inp.shape.lens[:-2]) + list(bc_other.shape.lens[-2:])
             if other.shape.ndim == 1:
                 strides = bc_other.shape.strides

@@ -16,6 +16,10 @@ we use an exact digit (atom) model, so a chain can come out as different but equ
 conformance table's EQUIV cases). find_transpose_slice writes a reshape where MIGraphX writes
 unsqueeze with `steps`. Still different in decision (conformance DIFF): a gather whose index is a
 1-element broadcast ({1}, strides {0}) keeps the axis in our gather op, MIGraphX's drops it.
+Deliberately different (no MIGraphX test covers them): find_reshape_dot leaves a 2-D dot on a plain
+2-D weight as a 2-D GEMM, and find_op_shape_transform_op leaves a pointwise op that is the only
+reader of a dot/convolution next to it; both keep the GEMM + bias (+ residual) shape our backend
+folds into one BLAS call (tests/gpu/test_transformer_fusions.py).
 """
 
 from __future__ import annotations
@@ -445,7 +449,8 @@ class SimplifyReshapes(Pass):
         "all 17 of MIGraphX's finders in its order, plus find_gather(_scalar) with MIGraphX's "
         "strided-view decision; view chains are simplified through an exact digit (atom) model "
         "instead of MIGraphX's shape_transform_descriptor, so some come out as different but equal "
-        "views; a gather on a {1},{0} index keeps the axis (our gather op's semantics)")
+        "views; a gather on a {1},{0} index keeps the axis (our gather op's semantics); deliberately, a 2-D "
+        "GEMM on a plain weight and a GEMM's pointwise epilogue are not moved (our BLAS bias epilogue)")
     depth: int = 4
     enable_op_shape_transform_op: bool = False
     enable_gather_rewrite: bool = False
