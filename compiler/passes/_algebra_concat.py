@@ -189,6 +189,29 @@ def get_splits(ins: Instruction) -> list[Instruction]:
     return sl
 
 
+def _module_body(m) -> tuple:
+    """A submodule's computation without its name: ops, input positions (parameters by name),
+    shapes and literal values, in order."""
+    pos = {ins.id: k for k, ins in enumerate(m)}
+    rows = []
+    for ins in m:
+        lit = None
+        if ins.literal is not None:
+            data = ins.literal.data
+            lit = (data.dtype.str, data.shape, data.tobytes())
+        rows.append((ins.op, tuple(pos[i.id] for i in ins.inputs), tuple(_module_body(x) for x in ins.module_inputs),
+                     ins.shape, lit))
+    return tuple(rows)
+
+
+def same_computation(a: Instruction, b: Instruction) -> bool:
+    """Same op and, for a fused op (pointwise, ...), submodules computing the same thing (MIGraphX
+    compares the modules' contents, not their names)."""
+    if a.op != b.op or len(a.module_inputs) != len(b.module_inputs):
+        return False
+    return all(x is y or _module_body(x) == _module_body(y) for x, y in zip(a.module_inputs, b.module_inputs))
+
+
 def _reaches(src: Instruction, dst: Instruction) -> bool:
     """Is `dst` computed (transitively) from `src`?"""
     seen, stack = set(), [dst]
@@ -214,7 +237,10 @@ class Splits(Rule):
 
     def check(self, m, r):
         splits = get_splits(r.root)
-        groups = [g for g in self._groups(splits) if self._fusable(g, splits)]
+        groups = self._groups(splits)
+        if any(a is not b and _reaches(a, b) for g in groups for h in groups if g is not h for a in g for b in h):
+            return "one group of split users depends on another"
+        groups = [g for g in groups if self._fusable(g, splits)]
         if not groups:
             return "the slices do not feed matching fusable ops"
         # Fusing one group rewrites its members into slices in place, and a later group may have
@@ -233,8 +259,7 @@ class Splits(Rule):
             group = []
             for s in splits:
                 match = out if s is fewest else next(
-                    (u for u in s.outputs if u.op == out.op and u not in group and
-                     [x.name for x in u.module_inputs] == [x.name for x in out.module_inputs]), None)
+                    (u for u in s.outputs if u not in group and same_computation(u, out)), None)
                 if match is None:
                     break
                 group.append(match)
@@ -276,7 +301,8 @@ class Splits(Rule):
             cat = m.insert_instruction(pos, Op("concat", axis=splits[0].op["axes"][0]), data)
             c = m.insert_instruction(pos, op.op, [x, cat] if k == 0 else [cat, x], op.module_inputs)
         for g, s in zip(group, splits):
-            replace_with_op(m, g, s.op, [c])
+            # module_inputs=(): a fused member (pointwise module) becomes a slice, which has none
+            m.replace_instruction(g, s.op, [c], module_inputs=())
 
 
 class _Aligned:

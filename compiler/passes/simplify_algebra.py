@@ -42,6 +42,7 @@ from ._algebra_conv import (
     ConvConv1x1,
     conv_const_weights,
 )
+from ._algebra_shape import DOT_BROADCAST
 from ._rewrite_util import is_integral, lit_broadcast, not_lit_broadcast
 from .base import Pass
 from .rewrite import sweep
@@ -156,7 +157,7 @@ POW2 = row(
 
 # MIGraphX's order (src/simplify_algebra.cpp), with find_conv_conv_1x1 after find_conv_add.
 RULES = (
-    CONV_BROADCAST_INPUT, INNER_BROADCAST, DOUBLE_ADD_LIT_BROADCAST, ADD_LIT_BROADCAST, ADD_CONVS,
+    CONV_BROADCAST_INPUT, INNER_BROADCAST, DOT_BROADCAST, DOUBLE_ADD_LIT_BROADCAST, ADD_LIT_BROADCAST, ADD_CONVS,
     CONV_DOT_HORIZ_FUSION, MUL_CONV, MUL_DOT, DOT_SLICE, MUL_ADD, *UNIT_OPS, *NEG_UNIT_OPS, ZERO_POINT, *ZERO_OPS,
     DOT_ADD, CONV_ADD,
     CONV_CONV_1X1, DIV_CONST, SUB_CONST, RSQRT, LOG_EXP, LOG_DIV, CONCAT_CONV, CONCAT_SAME_INPUT, CONCAT_OP,

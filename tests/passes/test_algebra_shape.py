@@ -1,0 +1,92 @@
+"""simplify_algebra finders that move shape ops: find_dot_broadcast, find_split_reshape,
+find_split_transpose, and find_splits over pointwise modules / dependent groups. IR-text cases
+checked numerically against the program before (check_pass)."""
+
+from __future__ import annotations
+
+from algebra_helpers import only
+
+from migx_explore.compiler.parser import parse
+from migx_explore.compiler.passes import simplify_algebra as sa
+from migx_explore.compiler.rewrite import near_misses
+from migx_explore.compiler.testing import check_pass, run_on_text
+
+
+def test_dot_broadcast_drops_batch_axes_broadcast_in_both_inputs():
+    check_pass("""
+        x = @param:x -> float_type, {1, 3, 4}
+        y = @param:y -> float_type, {4, 5}
+        a = multibroadcast[out_lens={2, 3, 4}](x) -> float_type, {2, 3, 4}, {0, 4, 1}
+        b = multibroadcast[out_lens={2, 4, 5}](y) -> float_type, {2, 4, 5}, {0, 5, 1}
+        d = dot(a, b) -> float_type, {2, 3, 5}
+        r = @return(d)
+    """, [only(sa.DOT_BROADCAST)], """
+        x = @param:x -> float_type, {1, 3, 4}
+        y = @param:y -> float_type, {4, 5}
+        s = squeeze[axes={0}](x) -> float_type, {3, 4}
+        m = multibroadcast[out_lens={3, 4}](s) -> float_type, {3, 4}
+        d = dot(m, y) -> float_type, {3, 5}
+        b = multibroadcast[out_lens={2, 3, 5}](d) -> float_type, {2, 3, 5}, {0, 5, 1}
+        r = @return(b)
+    """)
+
+
+def test_dot_broadcast_refuses_a_batch_axis_that_varies():
+    text = """
+        x = @param:x -> float_type, {2, 3, 4}
+        y = @param:y -> float_type, {4, 5}
+        a = multibroadcast[out_lens={2, 3, 4}](x) -> float_type, {2, 3, 4}
+        b = multibroadcast[out_lens={2, 4, 5}](y) -> float_type, {2, 4, 5}, {0, 5, 1}
+        d = dot(a, b) -> float_type, {2, 3, 5}
+        r = @return(d)
+    """
+    assert any("not broadcast in both" in n.reason for n in near_misses(parse(text).main, sa.DOT_BROADCAST))
+
+
+def test_splits_fuse_identical_pointwise_modules_of_different_names():
+    check_pass("""
+        x = @param:x -> float_type, {3, 2, 4}
+        s0 = slice[axes={1},starts={0},ends={1}](x) -> float_type, {3, 1, 4}, {8, 4, 1}
+        s1 = slice[axes={1},starts={1},ends={2}](x) -> float_type, {3, 1, 4}, {8, 4, 1}
+        p0 = pointwise(s0), [pw0] -> float_type, {3, 1, 4}
+        p1 = pointwise(s1), [pw1] -> float_type, {3, 1, 4}
+        r = @return(p0, p1)
+        module: "pw0"
+        a = @param:x0 -> float_type, {1}, {0}
+        b = exp(a) -> float_type, {1}, {0}
+        c = @return(b)
+        module: "pw1"
+        a = @param:x0 -> float_type, {1}, {0}
+        b = exp(a) -> float_type, {1}, {0}
+        c = @return(b)
+    """, [only(sa.SPLITS)], """
+        x = @param:x -> float_type, {3, 2, 4}
+        p = pointwise(x), [pw0] -> float_type, {3, 2, 4}
+        s0 = slice[axes={1},starts={0},ends={1}](p) -> float_type, {3, 1, 4}, {8, 4, 1}
+        s1 = slice[axes={1},starts={1},ends={2}](p) -> float_type, {3, 1, 4}, {8, 4, 1}
+        r = @return(s0, s1)
+        module: "pw0"
+        a = @param:x0 -> float_type, {1}, {0}
+        b = exp(a) -> float_type, {1}, {0}
+        c = @return(b)
+        module: "pw1"
+        a = @param:x0 -> float_type, {1}, {0}
+        b = exp(a) -> float_type, {1}, {0}
+        c = @return(b)
+    """)
+
+
+def test_splits_refuse_when_one_group_feeds_another():
+    text = """
+        x = @param:x -> float_type, {3, 2, 4}
+        s0 = slice[axes={1},starts={0},ends={1}](x) -> float_type, {3, 1, 4}, {8, 4, 1}
+        s1 = slice[axes={1},starts={1},ends={2}](x) -> float_type, {3, 1, 4}, {8, 4, 1}
+        e0 = relu(s0) -> float_type, {3, 1, 4}
+        a0 = add(e0, s0) -> float_type, {3, 1, 4}
+        e1 = relu(s1) -> float_type, {3, 1, 4}
+        a1 = add(s1, e1) -> float_type, {3, 1, 4}
+        r = @return(a0, a1)
+    """
+    p = run_on_text(text, [only(sa.SPLITS)])
+    assert [i.name for i in p.main].count("relu") == 2
+    assert any("depends on another" in n.reason for n in near_misses(parse(text).main, sa.SPLITS))
