@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
-from ..matcher import name, pred
+import math
+
+from ..matcher import arg, name, pred
 from ..op import Op
+from ..ops.common import norm_axis
 from ..rewrite import Rule, replace_with_op
-from ._rewrite_util import all_static
+from ._algebra_concat import get_splits
+from ._rewrite_util import all_static, slice_ranges
 
 BCASTS = ("broadcast", "multibroadcast")
 
@@ -59,3 +63,93 @@ class DotBroadcast(Rule):
 
 
 DOT_BROADCAST = DotBroadcast()
+
+
+def _single_axis_splits(x) -> list:
+    splits = get_splits(x)
+    return splits if splits and len(splits[0].op["axes"]) == 1 else []
+
+
+class SplitReshape(Rule):
+    """reshape(contiguous(slice_i(x))) with the same reshape after several slices tiling x along
+    one axis -> slice_i(reshape(x)): one reshape of x, sliced, instead of a copy per slice."""
+
+    name = "find_split_reshape"
+
+    def pattern(self):
+        return name("reshape")(all_static(), arg(0)(name("contiguous")(arg(0)(name("slice").bind("slice")))))
+
+    def check(self, m, r):
+        rsp, slc = r.root, r["slice"]
+        x = slc.inputs[0]
+        splits = _single_axis_splits(x)
+        if not splits:
+            return "the slices of the input do not tile it along one axis"
+        group = [u for s in splits for c in s.outputs if c.name == "contiguous"
+                 for u in c.outputs if u.op == rsp.op]
+        if len(group) < 2:
+            return "only one slice -> contiguous -> reshape of this form"
+        axis = norm_axis(splits[0].op["axes"][0], x.shape.ndim, "slice")
+        in_lens, out_lens = x.shape.lens, list(rsp.shape.lens)
+        block = math.prod(slc.shape.lens[axis:])  # one slice's elements per outer index
+        rsp_axis = next((k for k in range(len(out_lens)) if math.prod(out_lens[k:]) == block), None)
+        if rsp_axis is None:
+            return "no reshape axis starts where the sliced axis starts"
+        # MIGraphX also accepts a one-element block matched against the last axis, which slices the
+        # wrong elements (its test reorder_reshape_slice_len_1); the block must be whole axes here.
+        inner, rsp_inner = math.prod(in_lens[axis + 1:]), math.prod(out_lens[rsp_axis + 1:])
+        fixed = math.prod(out_lens[:rsp_axis]) * rsp_inner
+        if x.shape.elements() % fixed:
+            return "the input cannot be reshaped to slice along the reshape axis"
+        bounds = []
+        for u in group:
+            s = u.inputs[0].inputs[0]
+            start, end = (v * inner for v in slice_ranges(s)[axis])
+            if start % rsp_inner or end % rsp_inner:
+                return "a slice boundary falls inside the reshape's inner block"
+            bounds.append((start // rsp_inner, end // rsp_inner))
+        new_lens = list(out_lens)
+        new_lens[rsp_axis] = x.shape.elements() // fixed
+
+        def apply():
+            whole = m.insert_after(x, Op("reshape", dims=new_lens), [x])
+            for u, (b, e) in zip(group, bounds):
+                replace_with_op(m, u, Op("slice", axes=[rsp_axis], starts=[b], ends=[e]), [whole])
+
+        return apply
+
+
+class SplitTranspose(Rule):
+    """transpose(slice_i(x)), the same transpose after every slice tiling x -> slice_i(transpose(x))."""
+
+    name = "find_split_transpose"
+
+    def pattern(self):
+        return name("transpose")(all_static(), arg(0)(name("slice").bind("slice")))
+
+    def check(self, m, r):
+        trans, slc = r.root, r["slice"]
+        x = slc.inputs[0]
+        splits = _single_axis_splits(x)
+        if not splits:
+            return "the slices of the input do not tile it along one axis"
+        if any(len(s.outputs) != 1 for s in splits):
+            return "a slice has more than one user"
+        group = [s.outputs[0] for s in splits]
+        if any(u.op != trans.op for u in group):
+            return "the slices are not all followed by this transpose"
+        perm = list(trans.op["permutation"])
+        axis = norm_axis(splits[0].op["axes"][0], x.shape.ndim, "slice")
+        new_axis = perm.index(axis)
+
+        def apply():
+            whole = m.insert_after(x, trans.op, [x])
+            for u, s in zip(group, splits):
+                b, e = slice_ranges(s)[axis]
+                replace_with_op(m, u, Op("slice", axes=[new_axis], starts=[b], ends=[e]), [whole])
+
+        return apply
+
+
+SPLIT_RESHAPE = SplitReshape()
+SPLIT_TRANSPOSE = SplitTranspose()

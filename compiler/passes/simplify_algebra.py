@@ -10,8 +10,13 @@ pair and find_conv_broadcast_input shrinks conv2(b) to a dot. Applied on its own
 folds the bias directly (new bias = W2 . b). `CONV_CONV_1X1` is the rule object for notebooks:
 `matches(module, CONV_CONV_1X1)`, `near_misses(module, CONV_CONV_1X1)`.
 
-Not implemented: find_dot_broadcast, find_mul_slice_conv, find_dot_mul, find_split_reshape and
-find_split_transpose (MIGraphX's list has 32 finders; 27 are here, plus find_conv_conv_1x1).
+find_dot_broadcast, find_split_reshape and find_split_transpose (shape ops moved across a dot or
+a split) live in _algebra_shape. find_split_reshape refuses what MIGraphX's version gets wrong: a
+one-element slice block matched against the last reshape axis slices the wrong elements (MIGraphX's
+own test reorder_reshape_slice_len_1 expects that program, which computes different values).
+
+Not implemented: find_mul_slice_conv and find_dot_mul (MIGraphX's list has 32 finders; 30 are
+here, plus find_conv_conv_1x1).
 """
 
 from __future__ import annotations
@@ -42,7 +47,7 @@ from ._algebra_conv import (
     ConvConv1x1,
     conv_const_weights,
 )
-from ._algebra_shape import DOT_BROADCAST
+from ._algebra_shape import DOT_BROADCAST, SPLIT_RESHAPE, SPLIT_TRANSPOSE
 from ._rewrite_util import is_integral, lit_broadcast, not_lit_broadcast
 from .base import Pass
 from .rewrite import sweep
@@ -161,7 +166,7 @@ RULES = (
     CONV_DOT_HORIZ_FUSION, MUL_CONV, MUL_DOT, DOT_SLICE, MUL_ADD, *UNIT_OPS, *NEG_UNIT_OPS, ZERO_POINT, *ZERO_OPS,
     DOT_ADD, CONV_ADD,
     CONV_CONV_1X1, DIV_CONST, SUB_CONST, RSQRT, LOG_EXP, LOG_DIV, CONCAT_CONV, CONCAT_SAME_INPUT, CONCAT_OP,
-    SPLIT_CONCAT, SPLITS, POW2,
+    SPLIT_CONCAT, SPLITS, SPLIT_RESHAPE, SPLIT_TRANSPOSE, POW2,
 )
 
 
@@ -169,8 +174,8 @@ RULES = (
 class SimplifyAlgebra(Pass):
     name: ClassVar[str] = "simplify_algebra"
     note: ClassVar[str] = (
-        "27 of MIGraphX's 32 finders, in its order, plus find_conv_conv_1x1 (unmerged upstream) "
-        "after find_conv_add")
+        "30 of MIGraphX's 32 finders, in its order, plus find_conv_conv_1x1 (unmerged upstream) "
+        "after find_conv_add; find_split_reshape refuses a reorder MIGraphX gets wrong (len-1 slices)")
 
     def apply_module(self, module, ctx) -> bool:
         return repeat_while_changes(8, lambda: sweep(module, RULES)) > 0

@@ -90,3 +90,68 @@ def test_splits_refuse_when_one_group_feeds_another():
     p = run_on_text(text, [only(sa.SPLITS)])
     assert [i.name for i in p.main].count("relu") == 2
     assert any("depends on another" in n.reason for n in near_misses(parse(text).main, sa.SPLITS))
+
+
+def test_split_reshape_reshapes_once_then_slices():
+    check_pass("""
+        x = @param:x -> float_type, {4, 6}
+        s0 = slice[axes={1},starts={0},ends={2}](x) -> float_type, {4, 2}, {6, 1}
+        s1 = slice[axes={1},starts={2},ends={4}](x) -> float_type, {4, 2}, {6, 1}
+        s2 = slice[axes={1},starts={4},ends={6}](x) -> float_type, {4, 2}, {6, 1}
+        c0 = contiguous(s0) -> float_type, {4, 2}
+        c1 = contiguous(s1) -> float_type, {4, 2}
+        c2 = contiguous(s2) -> float_type, {4, 2}
+        r0 = reshape[dims={2, 2, 2}](c0) -> float_type, {2, 2, 2}
+        r1 = reshape[dims={2, 2, 2}](c1) -> float_type, {2, 2, 2}
+        r2 = reshape[dims={2, 2, 2}](c2) -> float_type, {2, 2, 2}
+        a = add(r0, r1) -> float_type, {2, 2, 2}
+        m = mul(a, r2) -> float_type, {2, 2, 2}
+        r = @return(m)
+    """, [only(sa.SPLIT_RESHAPE)], """
+        x = @param:x -> float_type, {4, 6}
+        w = reshape[dims={2, 2, 6}](x) -> float_type, {2, 2, 6}
+        r0 = slice[axes={2},starts={0},ends={2}](w) -> float_type, {2, 2, 2}, {12, 6, 1}
+        r1 = slice[axes={2},starts={2},ends={4}](w) -> float_type, {2, 2, 2}, {12, 6, 1}
+        r2 = slice[axes={2},starts={4},ends={6}](w) -> float_type, {2, 2, 2}, {12, 6, 1}
+        a = add(r0, r1) -> float_type, {2, 2, 2}
+        m = mul(a, r2) -> float_type, {2, 2, 2}
+        r = @return(m)
+    """)
+
+
+def test_split_reshape_refuses_a_block_that_is_not_whole_axes():
+    # MIGraphX's reorder_reshape_slice_len_1 rewrites this into slices of the wrong elements
+    text = """
+        x = @param:x -> float_type, {1, 4, 3}
+        s0 = slice[axes={2},starts={0},ends={1}](x) -> float_type, {1, 4, 1}, {12, 3, 1}
+        s1 = slice[axes={2},starts={1},ends={2}](x) -> float_type, {1, 4, 1}, {12, 3, 1}
+        s2 = slice[axes={2},starts={2},ends={3}](x) -> float_type, {1, 4, 1}, {12, 3, 1}
+        c0 = contiguous(s0) -> float_type, {1, 4, 1}
+        c1 = contiguous(s1) -> float_type, {1, 4, 1}
+        c2 = contiguous(s2) -> float_type, {1, 4, 1}
+        r0 = reshape[dims={1, 4}](c0) -> float_type, {1, 4}
+        r1 = reshape[dims={1, 4}](c1) -> float_type, {1, 4}
+        r2 = reshape[dims={1, 4}](c2) -> float_type, {1, 4}
+        a = add(r0, r1) -> float_type, {1, 4}
+        m = mul(a, r2) -> float_type, {1, 4}
+        r = @return(m)
+    """
+    assert [i.name for i in run_on_text(text, [only(sa.SPLIT_RESHAPE)]).main].count("reshape") == 3
+    assert any("starts where the sliced axis" in n.reason for n in near_misses(parse(text).main, sa.SPLIT_RESHAPE))
+
+
+def test_split_transpose_transposes_once_then_slices():
+    check_pass("""
+        x = @param:x -> float_type, {2, 3, 6}
+        s0 = slice[axes={2},starts={0},ends={2}](x) -> float_type, {2, 3, 2}, {18, 6, 1}
+        s1 = slice[axes={2},starts={2},ends={6}](x) -> float_type, {2, 3, 4}, {18, 6, 1}
+        t0 = transpose[permutation={2, 0, 1}](s0) -> float_type, {2, 2, 3}, {1, 18, 6}
+        t1 = transpose[permutation={2, 0, 1}](s1) -> float_type, {4, 2, 3}, {1, 18, 6}
+        r = @return(t0, t1)
+    """, [only(sa.SPLIT_TRANSPOSE)], """
+        x = @param:x -> float_type, {2, 3, 6}
+        t = transpose[permutation={2, 0, 1}](x) -> float_type, {6, 2, 3}, {1, 18, 6}
+        t0 = slice[axes={0},starts={0},ends={2}](t) -> float_type, {2, 2, 3}, {1, 18, 6}
+        t1 = slice[axes={0},starts={2},ends={6}](t) -> float_type, {4, 2, 3}, {1, 18, 6}
+        r = @return(t0, t1)
+    """)
