@@ -7,7 +7,7 @@ from ..matcher import any_arg, name, pred
 from ..op import Op
 from ..ops.common import norm_axis
 from ..rewrite import Rule, replace_value, replace_with_op
-from ._rewrite_util import all_static, auto_reshape_op, insert_ops, move_before
+from ._rewrite_util import all_static, move_before
 from .simplify_reshapes import ConcatOfSlices
 
 BCASTS = ("broadcast", "multibroadcast")
@@ -15,49 +15,6 @@ BCASTS = ("broadcast", "multibroadcast")
 
 def _is_pointwise(ins: Instruction) -> bool:
     return (ins.op.has("pointwise") or ins.name == "pointwise") and ins.name != "layout"
-
-
-def _keepdims_lens(b: Instruction) -> list[int]:
-    """The broadcast source's lens placed on the output's axes (1 elsewhere)."""
-    src, n = b.inputs[0].shape, b.shape.ndim
-    lead = b.op["axis"] if b.name == "broadcast" else n - src.ndim
-    return [1] * lead + list(src.lens) + [1] * (n - lead - src.ndim)
-
-
-class InnerBroadcast(Rule):
-    """op(broadcast(a), broadcast(b)) -> broadcast(op(a', b')): compute on the axes some input
-    really varies along, then broadcast the result (a', b' keep the other axes as size 1)."""
-
-    name = "find_inner_broadcast"
-
-    def pattern(self):
-        return pred("pointwise_of_broadcasts", lambda i: _is_pointwise(i) and bool(i.inputs) and all(
-            x.name in BCASTS for x in i.inputs), "not a pointwise op whose inputs are all broadcasts")(all_static())
-
-    def check(self, m, r):
-        ins = r.root
-        if len({x.shape.type for x in ins.inputs}) > 1:
-            return "inputs of different types"
-        out = ins.shape.lens
-        common = [ax for ax in range(len(out)) if out[ax] > 1 and all(x.shape.strides[ax] == 0 for x in ins.inputs)]
-        if not common:
-            return "no axis is broadcast in every input"
-        inner = [1 if ax in common else n for ax, n in enumerate(out)]
-        full = [_keepdims_lens(x) for x in ins.inputs]
-        if any(f[ax] != 1 for f in full for ax in common):
-            return "a broadcast source is itself broadcast along a shared axis"
-
-        def apply():
-            args = []
-            for x, f in zip(ins.inputs, full):
-                y = insert_ops(m, ins, [auto_reshape_op(x.inputs[0].shape.lens, f)], x.inputs[0])
-                if f != inner:
-                    y = m.insert_instruction(ins, Op("multibroadcast", out_lens=inner), [y])
-                args.append(y)
-            y = m.insert_instruction(ins, ins.op, args, ins.module_inputs)
-            replace_with_op(m, ins, Op("multibroadcast", out_lens=out), [y])
-
-        return apply
 
 
 class ConcatSameInput(Rule):
@@ -312,7 +269,6 @@ class _Aligned:
         self.inputs = [next(i for i in g.inputs if i is not s)]
 
 
-INNER_BROADCAST = InnerBroadcast()
 CONCAT_SAME_INPUT = ConcatSameInput()
 CONCAT_OP = ConcatOp()
 SPLIT_CONCAT = SplitConcat()

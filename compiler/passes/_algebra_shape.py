@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
+from ..errors import ShapeError
+from ..ir import Instruction
 from ..matcher import arg, name, pred
-from ..op import Op
+from ..op import Op, compute_shape
 from ..ops.common import norm_axis
 from ..rewrite import Rule, replace_with_op
-from ._algebra_concat import get_splits
+from ._algebra_concat import BCASTS, _is_pointwise, get_splits
 from ._rewrite_util import all_static, slice_ranges
-
-BCASTS = ("broadcast", "multibroadcast")
 
 
 class DotBroadcast(Rule):
@@ -153,3 +155,130 @@ class SplitTranspose(Rule):
 
 SPLIT_RESHAPE = SplitReshape()
 SPLIT_TRANSPOSE = SplitTranspose()
+
+
+def _source(x: Instruction) -> Instruction:
+    """Below a chain of broadcasts (MIGraphX's get_non_broadcast_input)."""
+    while len(x.inputs) == 1 and "broadcast" in x.name:
+        x = x.inputs[0]
+    return x
+
+
+class _Shaped:
+    """A value that is only planned: its shape, for a dry run of a rewrite."""
+
+    def __init__(self, shape):
+        self.shape = shape
+
+
+def _dry_emit(before, op: Op, inputs, mods=()) -> _Shaped:
+    return _Shaped(compute_shape(op, [x.shape for x in inputs], list(mods)))
+
+
+def _common_args(emit, before: Instruction, xs: list) -> list:
+    """MIGraphX's insert_common_args: multibroadcast every input to the inputs' common lens."""
+    common = list(np.broadcast_shapes(*(tuple(x.shape.lens) for x in xs)))
+    return [x if list(x.shape.lens) == common else emit(before, Op("multibroadcast", out_lens=common), [x])
+            for x in xs]
+
+
+class InnerBroadcast(Rule):
+    """op(broadcast(a), broadcast(b)) -> broadcast(op(a', b')): compute on the axes some input
+    really varies along, then broadcast the result. As MIGraphX: with equal broadcasts the op runs
+    on their sources and the same broadcast follows; otherwise the axes broadcast in every input are
+    squeezed away (rank reduction) and the result is broadcast back."""
+
+    name = "find_inner_broadcast"
+
+    def pattern(self):
+        return pred("pointwise_of_broadcasts", lambda i: _is_pointwise(i) and bool(i.inputs) and all(
+            x.name in BCASTS for x in i.inputs), "not a pointwise op whose inputs are all broadcasts")(all_static())
+
+    def check(self, m, r):
+        ins = r.root
+        bcasts = list(ins.inputs)
+        if len({x.shape.type for x in bcasts}) > 1:
+            return "inputs of different types"
+        if any(x.inputs[0].shape.elements() >= ins.shape.elements() for x in bcasts):
+            return "a broadcast source is as large as the result"
+        first = next((x for x in bcasts if not x.shape.scalar_shape()), None)
+        same = first is None or all(
+            x.op == first.op and (_source(x).shape.elements() == 1
+                                  or _source(x).shape.lens == _source(first).shape.lens)
+            for x in bcasts[bcasts.index(first):])
+        if same:
+            build = lambda emit: self._same_broadcasts(emit, ins, first or bcasts[0])  # noqa: E731
+        elif any(x.inputs[0].shape.broadcasted() for x in bcasts):
+            return "a broadcast source is itself broadcast"
+        else:
+            axes = [a for a in range(ins.shape.ndim)
+                    if all(x.shape.lens[a] == 1 or x.shape.strides[a] == 0 for x in bcasts)]
+            if not axes:
+                return "no axis is broadcast in every input"
+            build = lambda emit: self._diff_broadcasts(emit, ins, axes)  # noqa: E731
+        try:  # a dry run: where MIGraphX's construction gives no valid program here, refuse
+            op, y = build(_dry_emit)
+            got = compute_shape(op, [y.shape])
+        except (ShapeError, ValueError) as e:
+            return f"the broadcasts cannot be moved after the op here ({e})"
+        if got.lens != ins.shape.lens:
+            return "the broadcasts cannot be moved after the op here"
+
+        def apply():
+            op, y = build(m.insert_instruction)
+            replace_with_op(m, ins, op, [y])
+
+        return apply
+
+    @staticmethod
+    def _same_broadcasts(emit, ins, first):
+        ndim = ins.shape.ndim
+        srcs = []
+        for x in ins.inputs:
+            src = _source(x)
+            if src.shape.elements() == 1 and src.shape.ndim > 1 and src.shape.ndim != ndim:
+                src = emit(x, Op("squeeze"), [src])
+            srcs.append(src)
+        return first.op, emit(ins, ins.op, _common_args(emit, ins, srcs), ins.module_inputs)
+
+    @staticmethod
+    def _diff_broadcasts(emit, ins, axes: list[int]):
+        ndim, out = ins.shape.ndim, ins.shape.lens
+        iaxes = [a for a in range(ndim) if a not in axes]
+        idims = [out[a] for a in iaxes]
+        args = []
+        for x in ins.inputs:
+            src = x.inputs[0]
+            s = src.shape
+            if s.elements() == 1:
+                args.append(emit(x, Op("squeeze"), [src]) if s.ndim > 1 else src)
+                continue
+            shift = x.op["axis"] if x.name == "broadcast" else ndim - s.ndim
+            sq = [a - shift for a in axes if 0 <= a - shift < s.ndim]
+            y = emit(x, Op("squeeze", axes=sq), [src]) if sq else src
+            if y.shape.ndim < len(iaxes):
+                start = next((k for k, a in enumerate(iaxes) if a >= shift), len(iaxes))
+                y = emit(x, Op("broadcast", axis=start, out_lens=idims), [y])
+            args.append(y)
+        y = emit(ins, ins.op, _common_args(emit, ins, args), ins.module_inputs)
+        if len(iaxes) == 1:
+            return Op("broadcast", axis=iaxes[0], out_lens=list(out)), y
+        if _unsqueeze_needed(y.shape, ins.shape):
+            y = emit(ins, Op("unsqueeze", axes=axes), [y])
+        return Op("multibroadcast", out_lens=list(out)), y
+
+
+def _unsqueeze_needed(inner, out) -> bool:
+    """Does multibroadcast need the broadcast axes put back first (inner's lens are not out's
+    trailing lens after 1s)?"""
+    if inner.elements() == 1:
+        return False
+    shift = out.ndim - inner.ndim
+    if shift == 0:
+        return False
+    if tuple(out.lens[shift:]) == tuple(inner.lens):
+        return all(n == 1 for n in out.lens[:shift])
+    return True
+
+
+INNER_BROADCAST = InnerBroadcast()

@@ -30,7 +30,6 @@ from ..rewrite import repeat_while_changes, replace_with_op, row, to
 from ._algebra_concat import (
     CONCAT_OP,
     CONCAT_SAME_INPUT,
-    INNER_BROADCAST,
     SPLIT_CONCAT,
     SPLITS,
 )
@@ -47,7 +46,7 @@ from ._algebra_conv import (
     ConvConv1x1,
     conv_const_weights,
 )
-from ._algebra_shape import DOT_BROADCAST, SPLIT_RESHAPE, SPLIT_TRANSPOSE
+from ._algebra_shape import DOT_BROADCAST, INNER_BROADCAST, SPLIT_RESHAPE, SPLIT_TRANSPOSE
 from ._rewrite_util import is_integral, lit_broadcast, not_lit_broadcast
 from .base import Pass
 from .rewrite import sweep

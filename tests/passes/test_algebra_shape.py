@@ -155,3 +155,43 @@ def test_split_transpose_transposes_once_then_slices():
         t1 = slice[axes={0},starts={2},ends={6}](t) -> float_type, {4, 2, 3}, {1, 18, 6}
         r = @return(t0, t1)
     """)
+
+
+def test_inner_broadcast_of_different_ranks_reduces_rank():
+    # MIGraphX's simplify_inner_broadcast_different_dims: {384, 768} + {768}, both broadcast to
+    # {2, 384, 768}: the add runs at rank 2, then one multibroadcast
+    check_pass("""
+        x = @param:x -> float_type, {4, 5}
+        y = @param:y -> float_type, {5}
+        xb = multibroadcast[out_lens={2, 4, 5}](x) -> float_type, {2, 4, 5}, {0, 5, 1}
+        yb = multibroadcast[out_lens={2, 4, 5}](y) -> float_type, {2, 4, 5}, {0, 0, 1}
+        s = add(xb, yb) -> float_type, {2, 4, 5}
+        r = @return(s)
+    """, [only(sa.INNER_BROADCAST)], """
+        x = @param:x -> float_type, {4, 5}
+        y = @param:y -> float_type, {5}
+        yb = broadcast[axis=1,out_lens={4, 5}](y) -> float_type, {4, 5}, {0, 1}
+        s = add(x, yb) -> float_type, {4, 5}
+        b = multibroadcast[out_lens={2, 4, 5}](s) -> float_type, {2, 4, 5}, {0, 5, 1}
+        r = @return(b)
+    """)
+
+
+def test_inner_broadcast_unsqueezes_when_the_inner_axes_are_not_trailing():
+    check_pass("""
+        a = @param:a -> float_type, {3}
+        b = @param:b -> float_type, {3, 4, 1}
+        ab = broadcast[axis=0,out_lens={3, 4, 2}](a) -> float_type, {3, 4, 2}, {1, 0, 0}
+        bb = multibroadcast[out_lens={3, 4, 2}](b) -> float_type, {3, 4, 2}, {4, 1, 0}
+        s = mul(ab, bb) -> float_type, {3, 4, 2}
+        r = @return(s)
+    """, [only(sa.INNER_BROADCAST)], """
+        a = @param:a -> float_type, {3}
+        b = @param:b -> float_type, {3, 4, 1}
+        ab = broadcast[axis=0,out_lens={3, 4}](a) -> float_type, {3, 4}, {1, 0}
+        sb = squeeze[axes={2}](b) -> float_type, {3, 4}
+        s = mul(ab, sb) -> float_type, {3, 4}
+        u = unsqueeze[axes={2}](s) -> float_type, {3, 4, 1}
+        y = multibroadcast[out_lens={3, 4, 2}](u) -> float_type, {3, 4, 2}, {4, 1, 0}
+        r = @return(y)
+    """)
