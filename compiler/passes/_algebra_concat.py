@@ -28,7 +28,9 @@ class ConcatSameInput(Rule):
 
     def check(self, m, r):
         ins = r.root
-        axis = norm_axis(ins.op["axis"], ins.shape.ndim, "concat")
+        axis = ins.op["axis"]
+        if axis < 0:  # as MIGraphX: a negative axis is left for normalize_ops to make positive first
+            return "negative concat axis (not normalized)"
         if ins.inputs[0].shape.lens[axis] != 1:
             return "the repeated input is not of size 1 along the concat axis"
         return lambda: replace_with_op(m, ins, Op("multibroadcast", out_lens=ins.shape.lens), [ins.inputs[0]])

@@ -28,7 +28,7 @@ from ..errors import ShapeError
 from ..ir import Instruction
 from ..matcher import Matcher, MatchState, any_, args, either_arg, is_constant, name, none_of, pred, used_once
 from ..op import Op, compute_shape
-from ..rewrite import Rule, replace_with_op
+from ..rewrite import Rule, replace_value, replace_with_op
 from ._rewrite_util import auto_reshape_op, insert_ops, move_before, slice_op, slice_ranges
 
 
@@ -58,36 +58,80 @@ def _channel_vector(m, before: Instruction, a: Instruction) -> Instruction:
 
 
 class ConvBroadcastInput(Rule):
-    """conv(broadcast(x), w), x constant over space, no padding ->
-    broadcast(dot(x as (N, C), reduce_sum(w over space) as (C, K)))."""
+    """conv(broadcast(x), w), x constant over space ->
+    unpadded: broadcast(dot(x as (N, C), reduce_sum(w over space) as (C, K)));
+    padded (stride 1, dilation 1): the conv of a kernel-sized broadcast, whose border rows and
+    columns are kept and whose centre is broadcast over the interior (MIGraphX's small conv)."""
 
     name = "find_conv_broadcast_input"
 
     def pattern(self):
-        return name("convolution")(args(name("broadcast", "multibroadcast").bind("bcast"), is_constant().bind("w")))
+        return name("convolution")(args(name("broadcast", "multibroadcast")(args(any_().bind("x"))).bind("bcast"),
+                                        is_constant().bind("w")))
 
     def check(self, m, r):
-        ins, b, w = r.root, r["bcast"], r["w"]
+        ins, b, w, x = r.root, r["bcast"], r["w"], r["x"]
         if ins.op["group"] != 1 or ins.op["padding_mode"] != 0:
             return "grouped or auto-padded convolution"
+        if any(n != 1 for n in x.shape.lens[2:]):
+            return "the broadcast input varies over the spatial axes"
+        # MIGraphX checks only the source's lens; its spatial axes must be broadcast in b too
         if any(b.shape.lens[i] != 1 and b.shape.strides[i] != 0 for i in _spatial(b.shape)):
             return "the input varies over the spatial axes"
-        if any(ins.op["padding"]):
-            return "padded convolution (MIGraphX's small-conv variant is not implemented)"
         n, k, c = ins.shape.lens[0], w.shape.lens[0], w.shape.lens[1]
+        if x.shape.elements() != n * c:
+            return "the broadcast source is not one value per batch and channel"
+        nsp = ins.shape.ndim - 2
+        pad = list(ins.op["padding"])
+        if not any(pad):
+            return lambda: self._dot(m, ins, x, w, n, k, c)
+        if any(v != 1 for v in ins.op["stride"]) or any(v != 1 for v in ins.op["dilation"]):
+            return "a padded convolution with stride or dilation"
+        if len(pad) == nsp:
+            pad = pad + pad
+        out = ins.shape.lens
+        if any(out[i + 2] <= pad[i] + pad[i + nsp] for i in range(nsp)):
+            return "the padding covers the whole output"
+        return lambda: self._small_conv(m, ins, b, x, w, pad, nsp)
+
+    @staticmethod
+    def _dot(m, ins, x, w, n, k, c) -> None:
         sp = list(_spatial(ins.shape))
+        ws = m.insert_instruction(ins, Op("reduce_sum", axes=sp), [w])
+        w2 = m.insert_instruction(ins, Op("reshape", dims=[k, c]), [ws])
+        wt = m.insert_instruction(ins, Op("transpose", permutation=[1, 0]), [w2])
+        if x.shape.ndim == 1 and n == 1:
+            x2 = m.insert_instruction(ins, Op("unsqueeze", axes=[0]), [x])
+        else:
+            x2 = m.insert_instruction(ins, Op("reshape", dims=[n, c]), [x])
+        d = m.insert_instruction(ins, Op("dot"), [x2, wt])
+        u = m.insert_instruction(ins, Op("unsqueeze", axes=sp), [d])
+        replace_with_op(m, ins, Op("multibroadcast", out_lens=ins.shape.lens), [u])
 
-        def apply():
-            corner = m.insert_instruction(ins, Op("slice", axes=sp, starts=[0] * len(sp), ends=[1] * len(sp)), [b])
-            x2 = m.insert_instruction(ins, Op("reshape", dims=[n, c]), [corner])
-            ws = m.insert_instruction(ins, Op("reduce_sum", axes=sp), [w])
-            w2 = m.insert_instruction(ins, Op("reshape", dims=[k, c]), [ws])
-            wt = m.insert_instruction(ins, Op("transpose", permutation=[1, 0]), [w2])
-            d = m.insert_instruction(ins, Op("dot"), [x2, wt])
-            u = m.insert_instruction(ins, Op("unsqueeze", axes=sp), [d])
-            replace_with_op(m, ins, Op("multibroadcast", out_lens=ins.shape.lens), [u])
+    @staticmethod
+    def _small_conv(m, ins, b, x, w, pad, nsp) -> None:
+        small = list(b.shape.lens[:2]) + list(w.shape.lens[2:])
+        sb = m.insert_instruction(ins, b.op.with_(out_lens=small), [x])
+        cur = m.insert_instruction(ins, ins.op, [sb, w])
+        out = ins.shape.lens
+        for i in range(nsp):
+            ps, pe, axis = pad[i], pad[i + nsp], i + 2
+            interior = out[axis] - ps - pe
+            if interior == 1:
+                continue
 
-        return apply
+            def piece(start, end, src=cur, axis=axis):
+                return m.insert_instruction(ins, Op("slice", axes=[axis], starts=[start], ends=[end]), [src])
+
+            pieces = [piece(0, ps)] if ps else []
+            center = piece(ps, ps + 1)
+            lens = list(center.shape.lens)
+            lens[axis] = interior
+            pieces.append(m.insert_instruction(ins, Op("multibroadcast", out_lens=lens), [center]))
+            if pe:
+                pieces.append(piece(ps + 1, ps + 1 + pe))
+            cur = m.insert_instruction(ins, Op("concat", axis=axis), pieces)
+        replace_value(m, ins, cur)
 
 
 class AddConvs(Rule):

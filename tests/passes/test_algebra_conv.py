@@ -3,6 +3,8 @@ test per finder (the finder alone, then DCE), and refusals."""
 
 from __future__ import annotations
 
+import numpy as np
+import pytest
 from algebra_helpers import CONV, X23, lit, only  # noqa: F401
 
 from migx_explore.compiler.parser import parse
@@ -193,13 +195,44 @@ def test_conv_broadcast_input_becomes_dot():
     assert_same_outputs(p, q)
 
 
-def test_conv_broadcast_input_refuses_padding():
+@pytest.mark.parametrize("spatial, kernel, padding", [
+    ((4, 4), (3, 3), (1, 1)),
+    ((7, 5), (3, 2), (2, 0, 1, 1)),  # asymmetric: begins then ends; a width-2 kernel
+    ((6,), (3,), (2,)),
+    ((4, 3, 5), (3, 1, 3), (1, 0, 1)),
+    ((3, 3), (3, 3), (1, 1)),  # the interior is one position: no broadcast needed there
+])
+def test_padded_conv_of_broadcast_input_runs_a_kernel_sized_conv(spatial, kernel, padding):
+    nd = len(spatial)
+    ones = ", ".join(["1"] * nd)
+    zeros = ", ".join(["0"] * nd)
+    lens = ", ".join(map(str, spatial))
+    klens = ", ".join(map(str, kernel))
+    pad = ", ".join(map(str, padding))
+    both = padding if len(padding) == 2 * nd else padding + padding
+    out = ", ".join(str(spatial[i] + both[i] + both[i + nd] - kernel[i] + 1) for i in range(nd))
+    p = parse(f"""
+        x = @param:x -> float_type, {{2, 3}}
+        w = @literal{lit([(v % 7) - 3 for v in range(2 * 3 * int(np.prod(kernel)))])} -> float_type, {{2, 3, {klens}}}
+        u = reshape[dims={{2, 3, {ones}}}](x) -> float_type, {{2, 3, {ones}}}
+        b = multibroadcast[out_lens={{2, 3, {lens}}}](u) -> float_type, {{2, 3, {lens}}}, {{3, 1, {zeros}}}
+        c = convolution[padding={{{pad}}},stride={{{ones}}},dilation={{{ones}}}](b,w) -> float_type, {{2, 2, {out}}}
+        r = @return(c)
+    """)
+    q = p.copy()
+    assert sweep(q.main, [sa.CONV_BROADCAST_INPUT])
+    (conv,) = [i for i in q.main if i.name == "convolution"]
+    assert conv.inputs[0].shape.lens[2:] == kernel
+    assert_same_outputs(p, q)
+
+
+def test_conv_broadcast_input_refuses_padding_with_stride():
     p = parse(f"""
         x = @param:x -> float_type, {{1, 3, 1, 1}}
         w = @literal{lit(range(2 * 3 * 3 * 3))} -> float_type, {{2, 3, 3, 3}}
-        b = multibroadcast[out_lens={{1, 3, 4, 4}}](x) -> float_type, {{1, 3, 4, 4}}, {{0, 1, 0, 0}}
-        c = convolution[padding={{1, 1}},stride={{1, 1}}](b,w) -> float_type, {{1, 2, 4, 4}}
+        b = multibroadcast[out_lens={{1, 3, 5, 5}}](x) -> float_type, {{1, 3, 5, 5}}, {{0, 1, 0, 0}}
+        c = convolution[padding={{1, 1}},stride={{2, 2}}](b,w) -> float_type, {{1, 2, 3, 3}}
         r = @return(c)
     """)
     (miss,) = near_misses(p.main, sa.CONV_BROADCAST_INPUT)
-    assert "padded" in miss.reason
+    assert "stride or dilation" in miss.reason
