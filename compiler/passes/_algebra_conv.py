@@ -2,20 +2,26 @@
 
 find_conv_conv_1x1 is the one not on MIGraphX's develop branch: conv(x, W1) followed by a 1x1
 convolution W2 is one convolution with weights W2 . W1 (contracted over the middle channels).
-The unmerged MIGraphX version (PR #4785) builds the combined weight with dims taken from the
-first conv, which is only right when the 1x1 conv keeps the channel count; here:
+It decides as the unmerged MIGraphX version (branch conv1x1-fusion, PR #4785): grouped and
+depthwise first convolutions and non-constant weights are fused too. That version builds the
+combined weight with dims taken from the first conv, which is only right when the 1x1 conv keeps
+the channel count; here:
 
 * out != mid is fine: the combined weight is (out, in, kh, kw).
 * A grouped or depthwise first conv is expanded to a dense block-diagonal (mid, in, kh, kw) weight
   before combining, so the result is an ordinary group-1 conv. Expansion can make the fused conv
-  *bigger* than the pair (depthwise 3x3 then 1x1 is the classic case), so the rule refuses when
-  the fused weight has more elements than the two original weights together (its cost per output
-  pixel, in MACs, is the same count). `ConvConv1x1(max_growth=...)` changes that bound.
+  *bigger* than the pair (depthwise 3x3 then 1x1 is the classic case: out x in x 9 MACs per pixel
+  instead of in x 9 + out x in); MIGraphX's branch fuses it anyway, and so does the default here.
+  `ConvConv1x1(max_growth=1.0)` refuses when the fused weight has more elements than the two
+  original weights together.
+* Constant weights are combined here, in float64, into one literal; non-constant weights are
+  combined in the graph (reshape, transpose, batched dot per group, as MIGraphX's branch).
 * Stride, padding (also asymmetric) and dilation of the first conv carry over unchanged.
-* A constant per-channel bias between them, conv1(x) + b, becomes conv(x) + W2 . b.
+* A constant per-channel bias between them, conv1(x) + b, becomes conv(x) + W2 . b (constant
+  weights only; MIGraphX's branch takes no bias: there find_conv_add splits it off first).
 * It refuses (reasons visible through near_misses) when the middle value has other users, when
-  anything else (a relu, ...) sits between, when the second conv is not 1x1 / group 1 / stride 1 /
-  unpadded, or when a weight or the bias is not constant.
+  anything else (a relu, ...) sits between, or when the second conv is not 1x1 / group 1 /
+  stride 1 / unpadded.
 """
 
 from __future__ import annotations
@@ -79,12 +85,16 @@ class ConvBroadcastInput(Rule):
         if any(b.shape.lens[i] != 1 and b.shape.strides[i] != 0 for i in _spatial(b.shape)):
             return "the input varies over the spatial axes"
         n, k, c = ins.shape.lens[0], w.shape.lens[0], w.shape.lens[1]
+        rows = n  # MIGraphX's case: one value per batch and channel
         if x.shape.elements() != n * c:
-            return "the broadcast source is not one value per batch and channel"
+            # ours too: one value per channel, shared by the batch (MIGraphX leaves it)
+            if x.shape.elements() != c or b.shape.strides[0] != 0:
+                return "the broadcast source is not one value per batch and channel, nor per channel"
+            rows = 1
         nsp = ins.shape.ndim - 2
         pad = list(ins.op["padding"])
         if not any(pad):
-            return lambda: self._dot(m, ins, x, w, n, k, c)
+            return lambda: self._dot(m, ins, x, w, rows, k, c)
         if any(v != 1 for v in ins.op["stride"]) or any(v != 1 for v in ins.op["dilation"]):
             return "a padded convolution with stride or dilation"
         if len(pad) == nsp:
@@ -441,8 +451,9 @@ class ConvConv1x1(Rule):
 
     name = "find_conv_conv_1x1"
 
-    def __init__(self, max_growth: float = 1.0):
-        # Largest accepted ratio of fused weight elements to the pair's (see the module docstring).
+    def __init__(self, max_growth: float = math.inf):
+        # Largest accepted ratio of fused weight elements to the pair's (see the module docstring);
+        # unbounded by default, as MIGraphX's branch.
         self.max_growth = max_growth
 
     def pattern(self):
@@ -454,9 +465,9 @@ class ConvConv1x1(Rule):
         reason = self._second_ok(ins)
         if reason:
             return reason
-        for what, v in (("first", w1), ("1x1", w2)):
-            if not v.can_eval():
-                return f"the {what} convolution's weights are not constant"
+        constant = w1.can_eval() and w2.can_eval()
+        if bias is not None and not constant:
+            return "a bias between the convolutions needs constant weights to fold"
         if first.shape.dyn_dims is not None or ins.shape.dyn_dims is not None:
             return "dynamic shapes"
         out, mid = w2.shape.lens[:2]
@@ -470,6 +481,8 @@ class ConvConv1x1(Rule):
             return f"the fused weights would have {fused} elements, more than the pair's {pair}{why}"
         if bias is not None and not _is_channel_bias(bias, mid):
             return "the bias between the convolutions is not one value per channel"
+        if not constant:
+            return lambda: self._fuse_in_graph(m, ins, first)
         return lambda: self._fuse(m, ins, first, bias)
 
     @staticmethod
@@ -485,6 +498,11 @@ class ConvConv1x1(Rule):
             return f"the 1x1 convolution is padded {tuple(op['padding'])}"
         # Dilation does not matter for a 1x1 kernel, so it is not checked.
         return None
+
+    @staticmethod
+    def _fuse_in_graph(m, ins, first) -> None:
+        w = _combined_weights_in_graph(m, ins, first.inputs[1], ins.inputs[1], first.op["group"])
+        replace_with_op(m, ins, first.op.with_(group=1), [first.inputs[0], w])
 
     @staticmethod
     def _fuse(m, ins, first, bias) -> None:
@@ -504,6 +522,22 @@ class ConvConv1x1(Rule):
         conv = m.insert_instruction(ins, op, [x, lit])
         bb = m.insert_instruction(ins, Op("broadcast", axis=1, out_lens=ins.shape.lens), [nb])
         replace_with_op(m, ins, Op("add"), [conv, bb])
+
+
+def _combined_weights_in_graph(m, before, w1: Instruction, w2: Instruction, group: int) -> Instruction:
+    """W2 . W1 as instructions, per group (MIGraphX's branch): (out, g, mid/g) x (g, mid/g, cin/g * k)
+    batched over g, then (out, g * cin/g, *k). The result is (out, in, *k) for any out / mid."""
+    out, mid = w2.shape.lens[:2]
+    cpg, kernel = w1.shape.lens[1], list(w1.shape.lens[2:])
+    per = mid // group
+
+    def op(name: str, x: Instruction, **attrs) -> Instruction:
+        return m.insert_instruction(before, Op(name, **attrs), [x])
+
+    a = op("transpose", op("reshape", w2, dims=[out, group, per]), permutation=[1, 0, 2])
+    b = op("reshape", w1, dims=[group, per, cpg * math.prod(kernel)])
+    d = m.insert_instruction(before, Op("dot"), [a, b])
+    return op("reshape", op("transpose", d, permutation=[1, 0, 2]), dims=[out, group * cpg, *kernel])
 
 
 def _dense_weights(w: np.ndarray, group: int) -> np.ndarray:
