@@ -277,11 +277,20 @@ class MulConv(Rule):
 
     def check(self, m, r):
         conv, a, w = r["conv"], r["a"], r["w"]
-        if not _channel_only(a.shape):
+        src = a.inputs[0]
+        # As MIGraphX: the broadcast source is one vector (a literal already broadcast to more
+        # axes, e.g. {256, 14, 14} with strides {1, 0, 0}, is skipped), laid along the channels
+        # with stride 1, and batch and spatial axes are broadcast.
+        if sum(n != 1 for n in src.shape.lens) > 1:
+            return "the broadcast source has more than one axis longer than 1"
+        s = a.shape
+        if s.ndim < 2 or s.strides[1] != 1:
+            return "the multiplier is not laid along the channel axis"
+        if not _channel_only(s):
             return "the multiplier varies along more than the channel axis"
 
         def apply():
-            vec = _channel_vector(m, r.root, a)
+            vec = src if src.shape.ndim == 1 else m.insert_instruction(r.root, Op("squeeze"), [src])
             wa = m.insert_instruction(r.root, Op("broadcast", axis=0, out_lens=w.shape.lens), [vec])
             nw = m.insert_instruction(r.root, Op("mul"), [wa, w])
             replace_with_op(m, r.root, conv.op, [conv.inputs[0], nw])

@@ -7,10 +7,13 @@ import numpy as np
 import pytest
 from algebra_helpers import CONV, X23, lit, only  # noqa: F401
 
+from migx_explore.compiler.ir import Program
+from migx_explore.compiler.op import Op
 from migx_explore.compiler.parser import parse
 from migx_explore.compiler.passes import simplify_algebra as sa
-from migx_explore.compiler.passes.rewrite import sweep
+from migx_explore.compiler.passes.rewrite import dce, sweep
 from migx_explore.compiler.rewrite import near_misses
+from migx_explore.compiler.shape import Shape
 from migx_explore.compiler.testing import assert_same_outputs, check_pass
 
 
@@ -45,7 +48,33 @@ def test_mul_conv_refuses_spatially_varying_multiplier():
         r = @return(y)
     """)
     (miss,) = [nm for nm in near_misses(p.main, sa.MUL_CONV) if nm.op == "mul"]
-    assert "more than the channel axis" in miss.reason
+    assert "more than one axis longer than 1" in miss.reason
+
+
+# MIGraphX's simplify_mul_conv1..3 (fold) and simplify_mul_conv_skip1..2 (a literal already
+# broadcast over space: skipped); their tests check only whether the mul survives
+@pytest.mark.parametrize("name, lens, strides, bcast, folds", [
+    ("simplify_mul_conv1", (4,), (1,), dict(name="broadcast", axis=1), True),
+    ("simplify_mul_conv3", (4, 1, 1), (1, 18, 1), dict(name="multibroadcast"), True),
+    ("simplify_mul_conv_skip1", (4, 3, 3), (1, 0, 0), dict(name="broadcast", axis=1), False),
+    ("simplify_mul_conv_skip2", (4, 3, 3), (1, 0, 0), dict(name="multibroadcast"), False),
+])
+def test_mul_conv_migraphx_cases(name, lens, strides, bcast, folds):
+    p = Program()
+    m = p.main
+    x = m.add_parameter("x", Shape.of("float32", (1, 2, 3, 3)))
+    w = m.add_literal(np.arange(8, dtype=np.float32).reshape(4, 2, 1, 1))
+    values = np.array([2, 3, 5, 7], np.float32).reshape((4,) + (1,) * (len(lens) - 1))
+    a = m.add_literal(np.broadcast_to(values, lens), Shape.of("float32", lens, strides))
+    c = m.add_instruction(Op("convolution"), [x, w])
+    ab = m.add_instruction(Op(bcast.pop("name"), out_lens=[1, 4, 3, 3], **bcast), [a])
+    m.add_return([m.add_instruction(Op("mul"), [c, ab])])
+    q = p.copy()
+    sweep(q.main, [sa.MUL_CONV])
+    dce(q.main)
+    (conv,) = [i for i in q.main if i.name == "convolution"]
+    assert (conv.outputs[0].name != "mul") == folds, name
+    assert_same_outputs(p, q)
 
 
 def test_add_convs_concatenates_inputs_and_weights():
