@@ -528,6 +528,17 @@ class Reader(ApiMixin):
         if tok in ("std::move", "std::ref", "std::cref"):
             self.take()
             return self.call_args()[0]
+        if tok == "static_cast":  # static_cast<std::int64_t>(n): a number converted, anything else as is
+            self.take()
+            self.take("<")
+            type_toks = []
+            while self.peek() != ">":
+                type_toks.append(self.take())
+            self.take(">")
+            (value,) = self.call_args()
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                return float(value) if type_toks[-1] in ("float", "double") else int(value)
+            return value
         if tok in ("migraphx::make_op", "migraphx::to_value", "migraphx::generate_literal", "std::numeric_limits"):
             self.take()
             if tok == "std::numeric_limits":

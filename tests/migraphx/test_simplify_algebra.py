@@ -3314,6 +3314,448 @@ CASES = [
         @2 = concat[axis=1](x,y) -> float32, {2, 2, 4}, {8, 4, 1}
         @3 = @return(@2)
         """),
+    case('reorder_reshape_slice<1, true>',
+         'simplify_algebra,dead_code_elimination',
+         """
+        module: "main"
+        input = @param:input -> float32, {1, 128, 1920}, {165120, 1, 128}
+        @1 = slice[axes={2},starts={0},ends={640}](input) -> float32, {1, 128, 640}, {165120, 1, 128}
+        @2 = slice[axes={2},starts={640},ends={1280}](input) -> float32, {1, 128, 640}, {165120, 1, 128}
+        @3 = slice[axes={2},starts={1280},ends={1920}](input) -> float32, {1, 128, 640}, {165120, 1, 128}
+        @4 = contiguous(@1) -> float32, {1, 128, 640}, {81920, 640, 1}
+        @5 = contiguous(@2) -> float32, {1, 128, 640}, {81920, 640, 1}
+        @6 = contiguous(@3) -> float32, {1, 128, 640}, {81920, 640, 1}
+        @7 = reshape[dims={1, 128, 10, 64}](@4) -> float32, {1, 128, 10, 64}, {81920, 640, 64, 1}
+        @8 = reshape[dims={1, 128, 10, 64}](@5) -> float32, {1, 128, 10, 64}, {81920, 640, 64, 1}
+        @9 = reshape[dims={1, 128, 10, 64}](@6) -> float32, {1, 128, 10, 64}, {81920, 640, 64, 1}
+        @10 = transpose[permutation={0, 2, 1, 3}](@7) -> float32, {1, 10, 128, 64}, {81920, 64, 640, 1}
+        @11 = transpose[permutation={0, 2, 1, 3}](@8) -> float32, {1, 10, 128, 64}, {81920, 64, 640, 1}
+        @12 = transpose[permutation={0, 2, 3, 1}](@9) -> float32, {1, 10, 64, 128}, {81920, 64, 1, 640}
+        @13 = add(@10,@11) -> float32, {1, 10, 128, 64}, {81920, 64, 640, 1}
+        @14 = dot(@13,@12) -> float32, {1, 10, 128, 128}, {163840, 16384, 128, 1}
+        @15 = @return(@14)
+        """,
+         """
+        module: "main"
+        input = @param:input -> float32, {1, 128, 1920}, {165120, 1, 128}
+        @1 = reshape[dims={1, 128, 30, 64}](input) -> float32, {1, 128, 30, 64}, {245760, 1920, 64, 1}
+        @2 = slice[axes={2},starts={0},ends={10}](@1) -> float32, {1, 128, 10, 64}, {245760, 1920, 64, 1}
+        @3 = slice[axes={2},starts={10},ends={20}](@1) -> float32, {1, 128, 10, 64}, {245760, 1920, 64, 1}
+        @4 = slice[axes={2},starts={20},ends={30}](@1) -> float32, {1, 128, 10, 64}, {245760, 1920, 64, 1}
+        @5 = transpose[permutation={0, 2, 1, 3}](@2) -> float32, {1, 10, 128, 64}, {245760, 64, 1920, 1}
+        @6 = transpose[permutation={0, 2, 1, 3}](@3) -> float32, {1, 10, 128, 64}, {245760, 64, 1920, 1}
+        @7 = transpose[permutation={0, 2, 3, 1}](@4) -> float32, {1, 10, 64, 128}, {245760, 64, 1, 1920}
+        @8 = add(@5,@6) -> float32, {1, 10, 128, 64}, {81920, 8192, 64, 1}
+        @9 = dot(@8,@7) -> float32, {1, 10, 128, 128}, {163840, 16384, 128, 1}
+        @10 = @return(@9)
+        """),
+    case('reorder_reshape_slice<4, true>',
+         'simplify_algebra,dead_code_elimination',
+         """
+        module: "main"
+        input = @param:input -> float32, {4, 128, 1920}, {165120, 1, 128}
+        @1 = slice[axes={2},starts={0},ends={640}](input) -> float32, {4, 128, 640}, {165120, 1, 128}
+        @2 = slice[axes={2},starts={640},ends={1280}](input) -> float32, {4, 128, 640}, {165120, 1, 128}
+        @3 = slice[axes={2},starts={1280},ends={1920}](input) -> float32, {4, 128, 640}, {165120, 1, 128}
+        @4 = contiguous(@1) -> float32, {4, 128, 640}, {81920, 640, 1}
+        @5 = contiguous(@2) -> float32, {4, 128, 640}, {81920, 640, 1}
+        @6 = contiguous(@3) -> float32, {4, 128, 640}, {81920, 640, 1}
+        @7 = reshape[dims={4, 128, 10, 64}](@4) -> float32, {4, 128, 10, 64}, {81920, 640, 64, 1}
+        @8 = reshape[dims={4, 128, 10, 64}](@5) -> float32, {4, 128, 10, 64}, {81920, 640, 64, 1}
+        @9 = reshape[dims={4, 128, 10, 64}](@6) -> float32, {4, 128, 10, 64}, {81920, 640, 64, 1}
+        @10 = transpose[permutation={0, 2, 1, 3}](@7) -> float32, {4, 10, 128, 64}, {81920, 64, 640, 1}
+        @11 = transpose[permutation={0, 2, 1, 3}](@8) -> float32, {4, 10, 128, 64}, {81920, 64, 640, 1}
+        @12 = transpose[permutation={0, 2, 3, 1}](@9) -> float32, {4, 10, 64, 128}, {81920, 64, 1, 640}
+        @13 = add(@10,@11) -> float32, {4, 10, 128, 64}, {81920, 64, 640, 1}
+        @14 = dot(@13,@12) -> float32, {4, 10, 128, 128}, {163840, 16384, 128, 1}
+        @15 = @return(@14)
+        """,
+         """
+        module: "main"
+        input = @param:input -> float32, {4, 128, 1920}, {165120, 1, 128}
+        @1 = reshape[dims={4, 128, 30, 64}](input) -> float32, {4, 128, 30, 64}, {245760, 1920, 64, 1}
+        @2 = slice[axes={2},starts={0},ends={10}](@1) -> float32, {4, 128, 10, 64}, {245760, 1920, 64, 1}
+        @3 = slice[axes={2},starts={10},ends={20}](@1) -> float32, {4, 128, 10, 64}, {245760, 1920, 64, 1}
+        @4 = slice[axes={2},starts={20},ends={30}](@1) -> float32, {4, 128, 10, 64}, {245760, 1920, 64, 1}
+        @5 = transpose[permutation={0, 2, 1, 3}](@2) -> float32, {4, 10, 128, 64}, {245760, 64, 1920, 1}
+        @6 = transpose[permutation={0, 2, 1, 3}](@3) -> float32, {4, 10, 128, 64}, {245760, 64, 1920, 1}
+        @7 = transpose[permutation={0, 2, 3, 1}](@4) -> float32, {4, 10, 64, 128}, {245760, 64, 1, 1920}
+        @8 = add(@5,@6) -> float32, {4, 10, 128, 64}, {81920, 8192, 64, 1}
+        @9 = dot(@8,@7) -> float32, {4, 10, 128, 128}, {163840, 16384, 128, 1}
+        @10 = @return(@9)
+        """),
+    case('reorder_reshape_slice<8, true>',
+         'simplify_algebra,dead_code_elimination',
+         """
+        module: "main"
+        input = @param:input -> float32, {8, 128, 1920}, {165120, 1, 128}
+        @1 = slice[axes={2},starts={0},ends={640}](input) -> float32, {8, 128, 640}, {165120, 1, 128}
+        @2 = slice[axes={2},starts={640},ends={1280}](input) -> float32, {8, 128, 640}, {165120, 1, 128}
+        @3 = slice[axes={2},starts={1280},ends={1920}](input) -> float32, {8, 128, 640}, {165120, 1, 128}
+        @4 = contiguous(@1) -> float32, {8, 128, 640}, {81920, 640, 1}
+        @5 = contiguous(@2) -> float32, {8, 128, 640}, {81920, 640, 1}
+        @6 = contiguous(@3) -> float32, {8, 128, 640}, {81920, 640, 1}
+        @7 = reshape[dims={8, 128, 10, 64}](@4) -> float32, {8, 128, 10, 64}, {81920, 640, 64, 1}
+        @8 = reshape[dims={8, 128, 10, 64}](@5) -> float32, {8, 128, 10, 64}, {81920, 640, 64, 1}
+        @9 = reshape[dims={8, 128, 10, 64}](@6) -> float32, {8, 128, 10, 64}, {81920, 640, 64, 1}
+        @10 = transpose[permutation={0, 2, 1, 3}](@7) -> float32, {8, 10, 128, 64}, {81920, 64, 640, 1}
+        @11 = transpose[permutation={0, 2, 1, 3}](@8) -> float32, {8, 10, 128, 64}, {81920, 64, 640, 1}
+        @12 = transpose[permutation={0, 2, 3, 1}](@9) -> float32, {8, 10, 64, 128}, {81920, 64, 1, 640}
+        @13 = add(@10,@11) -> float32, {8, 10, 128, 64}, {81920, 64, 640, 1}
+        @14 = dot(@13,@12) -> float32, {8, 10, 128, 128}, {163840, 16384, 128, 1}
+        @15 = @return(@14)
+        """,
+         """
+        module: "main"
+        input = @param:input -> float32, {8, 128, 1920}, {165120, 1, 128}
+        @1 = reshape[dims={8, 128, 30, 64}](input) -> float32, {8, 128, 30, 64}, {245760, 1920, 64, 1}
+        @2 = slice[axes={2},starts={0},ends={10}](@1) -> float32, {8, 128, 10, 64}, {245760, 1920, 64, 1}
+        @3 = slice[axes={2},starts={10},ends={20}](@1) -> float32, {8, 128, 10, 64}, {245760, 1920, 64, 1}
+        @4 = slice[axes={2},starts={20},ends={30}](@1) -> float32, {8, 128, 10, 64}, {245760, 1920, 64, 1}
+        @5 = transpose[permutation={0, 2, 1, 3}](@2) -> float32, {8, 10, 128, 64}, {245760, 64, 1920, 1}
+        @6 = transpose[permutation={0, 2, 1, 3}](@3) -> float32, {8, 10, 128, 64}, {245760, 64, 1920, 1}
+        @7 = transpose[permutation={0, 2, 3, 1}](@4) -> float32, {8, 10, 64, 128}, {245760, 64, 1, 1920}
+        @8 = add(@5,@6) -> float32, {8, 10, 128, 64}, {81920, 8192, 64, 1}
+        @9 = dot(@8,@7) -> float32, {8, 10, 128, 128}, {163840, 16384, 128, 1}
+        @10 = @return(@9)
+        """),
+    case('reorder_reshape_slice<1, false>',
+         'simplify_algebra,dead_code_elimination',
+         """
+        module: "main"
+        input = @param:input -> float32, {1, 128, 1920}, {245760, 1920, 1}
+        @1 = slice[axes={2},starts={0},ends={640}](input) -> float32, {1, 128, 640}, {245760, 1920, 1}
+        @2 = slice[axes={2},starts={640},ends={1280}](input) -> float32, {1, 128, 640}, {245760, 1920, 1}
+        @3 = slice[axes={2},starts={1280},ends={1920}](input) -> float32, {1, 128, 640}, {245760, 1920, 1}
+        @4 = contiguous(@1) -> float32, {1, 128, 640}, {81920, 640, 1}
+        @5 = contiguous(@2) -> float32, {1, 128, 640}, {81920, 640, 1}
+        @6 = contiguous(@3) -> float32, {1, 128, 640}, {81920, 640, 1}
+        @7 = reshape[dims={1, 128, 10, 64}](@4) -> float32, {1, 128, 10, 64}, {81920, 640, 64, 1}
+        @8 = reshape[dims={1, 128, 10, 64}](@5) -> float32, {1, 128, 10, 64}, {81920, 640, 64, 1}
+        @9 = reshape[dims={1, 128, 10, 64}](@6) -> float32, {1, 128, 10, 64}, {81920, 640, 64, 1}
+        @10 = transpose[permutation={0, 2, 1, 3}](@7) -> float32, {1, 10, 128, 64}, {81920, 64, 640, 1}
+        @11 = transpose[permutation={0, 2, 1, 3}](@8) -> float32, {1, 10, 128, 64}, {81920, 64, 640, 1}
+        @12 = transpose[permutation={0, 2, 3, 1}](@9) -> float32, {1, 10, 64, 128}, {81920, 64, 1, 640}
+        @13 = add(@10,@11) -> float32, {1, 10, 128, 64}, {81920, 64, 640, 1}
+        @14 = dot(@13,@12) -> float32, {1, 10, 128, 128}, {163840, 16384, 128, 1}
+        @15 = @return(@14)
+        """,
+         """
+        module: "main"
+        input = @param:input -> float32, {1, 128, 1920}, {245760, 1920, 1}
+        @1 = reshape[dims={1, 128, 30, 64}](input) -> float32, {1, 128, 30, 64}, {245760, 1920, 64, 1}
+        @2 = slice[axes={2},starts={0},ends={10}](@1) -> float32, {1, 128, 10, 64}, {245760, 1920, 64, 1}
+        @3 = slice[axes={2},starts={10},ends={20}](@1) -> float32, {1, 128, 10, 64}, {245760, 1920, 64, 1}
+        @4 = slice[axes={2},starts={20},ends={30}](@1) -> float32, {1, 128, 10, 64}, {245760, 1920, 64, 1}
+        @5 = transpose[permutation={0, 2, 1, 3}](@2) -> float32, {1, 10, 128, 64}, {245760, 64, 1920, 1}
+        @6 = transpose[permutation={0, 2, 1, 3}](@3) -> float32, {1, 10, 128, 64}, {245760, 64, 1920, 1}
+        @7 = transpose[permutation={0, 2, 3, 1}](@4) -> float32, {1, 10, 64, 128}, {245760, 64, 1, 1920}
+        @8 = add(@5,@6) -> float32, {1, 10, 128, 64}, {81920, 8192, 64, 1}
+        @9 = dot(@8,@7) -> float32, {1, 10, 128, 128}, {163840, 16384, 128, 1}
+        @10 = @return(@9)
+        """),
+    case('reorder_reshape_slice<4, false>',
+         'simplify_algebra,dead_code_elimination',
+         """
+        module: "main"
+        input = @param:input -> float32, {4, 128, 1920}, {245760, 1920, 1}
+        @1 = slice[axes={2},starts={0},ends={640}](input) -> float32, {4, 128, 640}, {245760, 1920, 1}
+        @2 = slice[axes={2},starts={640},ends={1280}](input) -> float32, {4, 128, 640}, {245760, 1920, 1}
+        @3 = slice[axes={2},starts={1280},ends={1920}](input) -> float32, {4, 128, 640}, {245760, 1920, 1}
+        @4 = contiguous(@1) -> float32, {4, 128, 640}, {81920, 640, 1}
+        @5 = contiguous(@2) -> float32, {4, 128, 640}, {81920, 640, 1}
+        @6 = contiguous(@3) -> float32, {4, 128, 640}, {81920, 640, 1}
+        @7 = reshape[dims={4, 128, 10, 64}](@4) -> float32, {4, 128, 10, 64}, {81920, 640, 64, 1}
+        @8 = reshape[dims={4, 128, 10, 64}](@5) -> float32, {4, 128, 10, 64}, {81920, 640, 64, 1}
+        @9 = reshape[dims={4, 128, 10, 64}](@6) -> float32, {4, 128, 10, 64}, {81920, 640, 64, 1}
+        @10 = transpose[permutation={0, 2, 1, 3}](@7) -> float32, {4, 10, 128, 64}, {81920, 64, 640, 1}
+        @11 = transpose[permutation={0, 2, 1, 3}](@8) -> float32, {4, 10, 128, 64}, {81920, 64, 640, 1}
+        @12 = transpose[permutation={0, 2, 3, 1}](@9) -> float32, {4, 10, 64, 128}, {81920, 64, 1, 640}
+        @13 = add(@10,@11) -> float32, {4, 10, 128, 64}, {81920, 64, 640, 1}
+        @14 = dot(@13,@12) -> float32, {4, 10, 128, 128}, {163840, 16384, 128, 1}
+        @15 = @return(@14)
+        """,
+         """
+        module: "main"
+        input = @param:input -> float32, {4, 128, 1920}, {245760, 1920, 1}
+        @1 = reshape[dims={4, 128, 30, 64}](input) -> float32, {4, 128, 30, 64}, {245760, 1920, 64, 1}
+        @2 = slice[axes={2},starts={0},ends={10}](@1) -> float32, {4, 128, 10, 64}, {245760, 1920, 64, 1}
+        @3 = slice[axes={2},starts={10},ends={20}](@1) -> float32, {4, 128, 10, 64}, {245760, 1920, 64, 1}
+        @4 = slice[axes={2},starts={20},ends={30}](@1) -> float32, {4, 128, 10, 64}, {245760, 1920, 64, 1}
+        @5 = transpose[permutation={0, 2, 1, 3}](@2) -> float32, {4, 10, 128, 64}, {245760, 64, 1920, 1}
+        @6 = transpose[permutation={0, 2, 1, 3}](@3) -> float32, {4, 10, 128, 64}, {245760, 64, 1920, 1}
+        @7 = transpose[permutation={0, 2, 3, 1}](@4) -> float32, {4, 10, 64, 128}, {245760, 64, 1, 1920}
+        @8 = add(@5,@6) -> float32, {4, 10, 128, 64}, {81920, 8192, 64, 1}
+        @9 = dot(@8,@7) -> float32, {4, 10, 128, 128}, {163840, 16384, 128, 1}
+        @10 = @return(@9)
+        """),
+    case('reorder_reshape_slice<8, false>',
+         'simplify_algebra,dead_code_elimination',
+         """
+        module: "main"
+        input = @param:input -> float32, {8, 128, 1920}, {245760, 1920, 1}
+        @1 = slice[axes={2},starts={0},ends={640}](input) -> float32, {8, 128, 640}, {245760, 1920, 1}
+        @2 = slice[axes={2},starts={640},ends={1280}](input) -> float32, {8, 128, 640}, {245760, 1920, 1}
+        @3 = slice[axes={2},starts={1280},ends={1920}](input) -> float32, {8, 128, 640}, {245760, 1920, 1}
+        @4 = contiguous(@1) -> float32, {8, 128, 640}, {81920, 640, 1}
+        @5 = contiguous(@2) -> float32, {8, 128, 640}, {81920, 640, 1}
+        @6 = contiguous(@3) -> float32, {8, 128, 640}, {81920, 640, 1}
+        @7 = reshape[dims={8, 128, 10, 64}](@4) -> float32, {8, 128, 10, 64}, {81920, 640, 64, 1}
+        @8 = reshape[dims={8, 128, 10, 64}](@5) -> float32, {8, 128, 10, 64}, {81920, 640, 64, 1}
+        @9 = reshape[dims={8, 128, 10, 64}](@6) -> float32, {8, 128, 10, 64}, {81920, 640, 64, 1}
+        @10 = transpose[permutation={0, 2, 1, 3}](@7) -> float32, {8, 10, 128, 64}, {81920, 64, 640, 1}
+        @11 = transpose[permutation={0, 2, 1, 3}](@8) -> float32, {8, 10, 128, 64}, {81920, 64, 640, 1}
+        @12 = transpose[permutation={0, 2, 3, 1}](@9) -> float32, {8, 10, 64, 128}, {81920, 64, 1, 640}
+        @13 = add(@10,@11) -> float32, {8, 10, 128, 64}, {81920, 64, 640, 1}
+        @14 = dot(@13,@12) -> float32, {8, 10, 128, 128}, {163840, 16384, 128, 1}
+        @15 = @return(@14)
+        """,
+         """
+        module: "main"
+        input = @param:input -> float32, {8, 128, 1920}, {245760, 1920, 1}
+        @1 = reshape[dims={8, 128, 30, 64}](input) -> float32, {8, 128, 30, 64}, {245760, 1920, 64, 1}
+        @2 = slice[axes={2},starts={0},ends={10}](@1) -> float32, {8, 128, 10, 64}, {245760, 1920, 64, 1}
+        @3 = slice[axes={2},starts={10},ends={20}](@1) -> float32, {8, 128, 10, 64}, {245760, 1920, 64, 1}
+        @4 = slice[axes={2},starts={20},ends={30}](@1) -> float32, {8, 128, 10, 64}, {245760, 1920, 64, 1}
+        @5 = transpose[permutation={0, 2, 1, 3}](@2) -> float32, {8, 10, 128, 64}, {245760, 64, 1920, 1}
+        @6 = transpose[permutation={0, 2, 1, 3}](@3) -> float32, {8, 10, 128, 64}, {245760, 64, 1920, 1}
+        @7 = transpose[permutation={0, 2, 3, 1}](@4) -> float32, {8, 10, 64, 128}, {245760, 64, 1, 1920}
+        @8 = add(@5,@6) -> float32, {8, 10, 128, 64}, {81920, 8192, 64, 1}
+        @9 = dot(@8,@7) -> float32, {8, 10, 128, 128}, {163840, 16384, 128, 1}
+        @10 = @return(@9)
+        """),
+    case('reorder_reshape_slice_move_axis1<4>',
+         'simplify_algebra,dead_code_elimination',
+         """
+        module: "main"
+        input = @param:input -> float32, {4, 256, 96}, {24576, 96, 1}
+        @1 = slice[axes={2},starts={0},ends={32}](input) -> float32, {4, 256, 32}, {24576, 96, 1}
+        @2 = slice[axes={2},starts={32},ends={64}](input) -> float32, {4, 256, 32}, {24576, 96, 1}
+        @3 = slice[axes={2},starts={64},ends={96}](input) -> float32, {4, 256, 32}, {24576, 96, 1}
+        @4 = contiguous(@1) -> float32, {4, 256, 32}, {8192, 32, 1}
+        @5 = contiguous(@2) -> float32, {4, 256, 32}, {8192, 32, 1}
+        @6 = contiguous(@3) -> float32, {4, 256, 32}, {8192, 32, 1}
+        @7 = reshape[dims={4, 64, 4, 32}](@4) -> float32, {4, 64, 4, 32}, {8192, 128, 32, 1}
+        @8 = reshape[dims={4, 64, 4, 32}](@5) -> float32, {4, 64, 4, 32}, {8192, 128, 32, 1}
+        @9 = reshape[dims={4, 64, 4, 32}](@6) -> float32, {4, 64, 4, 32}, {8192, 128, 32, 1}
+        @10 = transpose[permutation={0, 2, 1, 3}](@7) -> float32, {4, 4, 64, 32}, {8192, 32, 128, 1}
+        @11 = transpose[permutation={0, 2, 1, 3}](@8) -> float32, {4, 4, 64, 32}, {8192, 32, 128, 1}
+        @12 = transpose[permutation={0, 2, 3, 1}](@9) -> float32, {4, 4, 32, 64}, {8192, 32, 1, 128}
+        @13 = add(@10,@11) -> float32, {4, 4, 64, 32}, {8192, 32, 128, 1}
+        @14 = dot(@13,@12) -> float32, {4, 4, 64, 64}, {16384, 4096, 64, 1}
+        @15 = @return(@14)
+        """,
+         """
+        module: "main"
+        input = @param:input -> float32, {4, 256, 96}, {24576, 96, 1}
+        @1 = reshape[dims={4, 64, 4, 96}](input) -> float32, {4, 64, 4, 96}, {24576, 384, 96, 1}
+        @2 = slice[axes={3},starts={0},ends={32}](@1) -> float32, {4, 64, 4, 32}, {24576, 384, 96, 1}
+        @3 = transpose[permutation={0, 2, 1, 3}](@2) -> float32, {4, 4, 64, 32}, {24576, 96, 384, 1}
+        @4 = slice[axes={3},starts={32},ends={64}](@1) -> float32, {4, 64, 4, 32}, {24576, 384, 96, 1}
+        @5 = transpose[permutation={0, 2, 1, 3}](@4) -> float32, {4, 4, 64, 32}, {24576, 96, 384, 1}
+        @6 = slice[axes={3},starts={64},ends={96}](@1) -> float32, {4, 64, 4, 32}, {24576, 384, 96, 1}
+        @7 = transpose[permutation={0, 2, 3, 1}](@6) -> float32, {4, 4, 32, 64}, {24576, 96, 1, 384}
+        @8 = add(@3,@5) -> float32, {4, 4, 64, 32}, {8192, 2048, 32, 1}
+        @9 = dot(@8,@7) -> float32, {4, 4, 64, 64}, {16384, 4096, 64, 1}
+        @10 = @return(@9)
+        """),
+    case('reorder_reshape_slice_move_axis1<8>',
+         'simplify_algebra,dead_code_elimination',
+         """
+        module: "main"
+        input = @param:input -> float32, {8, 256, 96}, {24576, 96, 1}
+        @1 = slice[axes={2},starts={0},ends={32}](input) -> float32, {8, 256, 32}, {24576, 96, 1}
+        @2 = slice[axes={2},starts={32},ends={64}](input) -> float32, {8, 256, 32}, {24576, 96, 1}
+        @3 = slice[axes={2},starts={64},ends={96}](input) -> float32, {8, 256, 32}, {24576, 96, 1}
+        @4 = contiguous(@1) -> float32, {8, 256, 32}, {8192, 32, 1}
+        @5 = contiguous(@2) -> float32, {8, 256, 32}, {8192, 32, 1}
+        @6 = contiguous(@3) -> float32, {8, 256, 32}, {8192, 32, 1}
+        @7 = reshape[dims={8, 64, 4, 32}](@4) -> float32, {8, 64, 4, 32}, {8192, 128, 32, 1}
+        @8 = reshape[dims={8, 64, 4, 32}](@5) -> float32, {8, 64, 4, 32}, {8192, 128, 32, 1}
+        @9 = reshape[dims={8, 64, 4, 32}](@6) -> float32, {8, 64, 4, 32}, {8192, 128, 32, 1}
+        @10 = transpose[permutation={0, 2, 1, 3}](@7) -> float32, {8, 4, 64, 32}, {8192, 32, 128, 1}
+        @11 = transpose[permutation={0, 2, 1, 3}](@8) -> float32, {8, 4, 64, 32}, {8192, 32, 128, 1}
+        @12 = transpose[permutation={0, 2, 3, 1}](@9) -> float32, {8, 4, 32, 64}, {8192, 32, 1, 128}
+        @13 = add(@10,@11) -> float32, {8, 4, 64, 32}, {8192, 32, 128, 1}
+        @14 = dot(@13,@12) -> float32, {8, 4, 64, 64}, {16384, 4096, 64, 1}
+        @15 = @return(@14)
+        """,
+         """
+        module: "main"
+        input = @param:input -> float32, {8, 256, 96}, {24576, 96, 1}
+        @1 = reshape[dims={8, 64, 4, 96}](input) -> float32, {8, 64, 4, 96}, {24576, 384, 96, 1}
+        @2 = slice[axes={3},starts={0},ends={32}](@1) -> float32, {8, 64, 4, 32}, {24576, 384, 96, 1}
+        @3 = transpose[permutation={0, 2, 1, 3}](@2) -> float32, {8, 4, 64, 32}, {24576, 96, 384, 1}
+        @4 = slice[axes={3},starts={32},ends={64}](@1) -> float32, {8, 64, 4, 32}, {24576, 384, 96, 1}
+        @5 = transpose[permutation={0, 2, 1, 3}](@4) -> float32, {8, 4, 64, 32}, {24576, 96, 384, 1}
+        @6 = slice[axes={3},starts={64},ends={96}](@1) -> float32, {8, 64, 4, 32}, {24576, 384, 96, 1}
+        @7 = transpose[permutation={0, 2, 3, 1}](@6) -> float32, {8, 4, 32, 64}, {24576, 96, 1, 384}
+        @8 = add(@3,@5) -> float32, {8, 4, 64, 32}, {8192, 2048, 32, 1}
+        @9 = dot(@8,@7) -> float32, {8, 4, 64, 64}, {16384, 4096, 64, 1}
+        @10 = @return(@9)
+        """),
+    case('reorder_reshape_slice_diff_dims<4>',
+         'simplify_algebra,dead_code_elimination',
+         """
+        module: "main"
+        input = @param:input -> float32, {4, 96, 96}, {9216, 96, 1}
+        @1 = slice[axes={2},starts={0},ends={32}](input) -> float32, {4, 96, 32}, {9216, 96, 1}
+        @2 = slice[axes={2},starts={32},ends={64}](input) -> float32, {4, 96, 32}, {9216, 96, 1}
+        @3 = slice[axes={2},starts={64},ends={96}](input) -> float32, {4, 96, 32}, {9216, 96, 1}
+        @4 = contiguous(@1) -> float32, {4, 96, 32}, {3072, 32, 1}
+        @5 = contiguous(@2) -> float32, {4, 96, 32}, {3072, 32, 1}
+        @6 = contiguous(@3) -> float32, {4, 96, 32}, {3072, 32, 1}
+        @7 = reshape[dims={4, 32, 3, 32}](@4) -> float32, {4, 32, 3, 32}, {3072, 96, 32, 1}
+        @8 = reshape[dims={4, 48, 2, 32}](@5) -> float32, {4, 48, 2, 32}, {3072, 64, 32, 1}
+        @9 = reshape[dims={4, 32, 3, 32}](@6) -> float32, {4, 32, 3, 32}, {3072, 96, 32, 1}
+        @10 = @return(@7,@8,@9)
+        """,
+         """
+        module: "main"
+        input = @param:input -> float32, {4, 96, 96}, {9216, 96, 1}
+        @1 = slice[axes={2},starts={32},ends={64}](input) -> float32, {4, 96, 32}, {9216, 96, 1}
+        @2 = contiguous(@1) -> float32, {4, 96, 32}, {3072, 32, 1}
+        @3 = reshape[dims={4, 48, 2, 32}](@2) -> float32, {4, 48, 2, 32}, {3072, 64, 32, 1}
+        @4 = reshape[dims={4, 32, 3, 96}](input) -> float32, {4, 32, 3, 96}, {9216, 288, 96, 1}
+        @5 = slice[axes={3},starts={0},ends={32}](@4) -> float32, {4, 32, 3, 32}, {9216, 288, 96, 1}
+        @6 = slice[axes={3},starts={64},ends={96}](@4) -> float32, {4, 32, 3, 32}, {9216, 288, 96, 1}
+        @7 = @return(@5,@3,@6)
+        """),
+    case('reorder_reshape_slice_diff_dims<8>',
+         'simplify_algebra,dead_code_elimination',
+         """
+        module: "main"
+        input = @param:input -> float32, {8, 96, 96}, {9216, 96, 1}
+        @1 = slice[axes={2},starts={0},ends={32}](input) -> float32, {8, 96, 32}, {9216, 96, 1}
+        @2 = slice[axes={2},starts={32},ends={64}](input) -> float32, {8, 96, 32}, {9216, 96, 1}
+        @3 = slice[axes={2},starts={64},ends={96}](input) -> float32, {8, 96, 32}, {9216, 96, 1}
+        @4 = contiguous(@1) -> float32, {8, 96, 32}, {3072, 32, 1}
+        @5 = contiguous(@2) -> float32, {8, 96, 32}, {3072, 32, 1}
+        @6 = contiguous(@3) -> float32, {8, 96, 32}, {3072, 32, 1}
+        @7 = reshape[dims={8, 32, 3, 32}](@4) -> float32, {8, 32, 3, 32}, {3072, 96, 32, 1}
+        @8 = reshape[dims={8, 48, 2, 32}](@5) -> float32, {8, 48, 2, 32}, {3072, 64, 32, 1}
+        @9 = reshape[dims={8, 32, 3, 32}](@6) -> float32, {8, 32, 3, 32}, {3072, 96, 32, 1}
+        @10 = @return(@7,@8,@9)
+        """,
+         """
+        module: "main"
+        input = @param:input -> float32, {8, 96, 96}, {9216, 96, 1}
+        @1 = slice[axes={2},starts={32},ends={64}](input) -> float32, {8, 96, 32}, {9216, 96, 1}
+        @2 = contiguous(@1) -> float32, {8, 96, 32}, {3072, 32, 1}
+        @3 = reshape[dims={8, 48, 2, 32}](@2) -> float32, {8, 48, 2, 32}, {3072, 64, 32, 1}
+        @4 = reshape[dims={8, 32, 3, 96}](input) -> float32, {8, 32, 3, 96}, {9216, 288, 96, 1}
+        @5 = slice[axes={3},starts={0},ends={32}](@4) -> float32, {8, 32, 3, 32}, {9216, 288, 96, 1}
+        @6 = slice[axes={3},starts={64},ends={96}](@4) -> float32, {8, 32, 3, 32}, {9216, 288, 96, 1}
+        @7 = @return(@5,@3,@6)
+        """),
+    case('reorder_slice_trans<1>',
+         'simplify_algebra,dead_code_elimination',
+         """
+        module: "main"
+        input = @param:input -> float32, {1, 128, 1920}, {245760, 1920, 1}
+        @1 = slice[axes={2},starts={0},ends={640}](input) -> float32, {1, 128, 640}, {245760, 1920, 1}
+        @2 = slice[axes={2},starts={640},ends={1280}](input) -> float32, {1, 128, 640}, {245760, 1920, 1}
+        @3 = slice[axes={2},starts={1280},ends={1920}](input) -> float32, {1, 128, 640}, {245760, 1920, 1}
+        @4 = transpose[permutation={0, 2, 1}](@1) -> float32, {1, 640, 128}, {245760, 1, 1920}
+        @5 = transpose[permutation={0, 2, 1}](@2) -> float32, {1, 640, 128}, {245760, 1, 1920}
+        @6 = transpose[permutation={0, 2, 1}](@3) -> float32, {1, 640, 128}, {245760, 1, 1920}
+        @7 = add(@4,@5) -> float32, {1, 640, 128}, {81920, 128, 1}
+        @8 = mul(@7,@6) -> float32, {1, 640, 128}, {81920, 128, 1}
+        @9 = @return(@8)
+        """,
+         """
+        module: "main"
+        input = @param:input -> float32, {1, 128, 1920}, {245760, 1920, 1}
+        @1 = transpose[permutation={0, 2, 1}](input) -> float32, {1, 1920, 128}, {245760, 1, 1920}
+        @2 = slice[axes={1},starts={0},ends={640}](@1) -> float32, {1, 640, 128}, {245760, 1, 1920}
+        @3 = slice[axes={1},starts={640},ends={1280}](@1) -> float32, {1, 640, 128}, {245760, 1, 1920}
+        @4 = slice[axes={1},starts={1280},ends={1920}](@1) -> float32, {1, 640, 128}, {245760, 1, 1920}
+        @5 = add(@2,@3) -> float32, {1, 640, 128}, {81920, 128, 1}
+        @6 = mul(@5,@4) -> float32, {1, 640, 128}, {81920, 128, 1}
+        @7 = @return(@6)
+        """),
+    case('reorder_slice_trans<8>',
+         'simplify_algebra,dead_code_elimination',
+         """
+        module: "main"
+        input = @param:input -> float32, {8, 128, 1920}, {245760, 1920, 1}
+        @1 = slice[axes={2},starts={0},ends={640}](input) -> float32, {8, 128, 640}, {245760, 1920, 1}
+        @2 = slice[axes={2},starts={640},ends={1280}](input) -> float32, {8, 128, 640}, {245760, 1920, 1}
+        @3 = slice[axes={2},starts={1280},ends={1920}](input) -> float32, {8, 128, 640}, {245760, 1920, 1}
+        @4 = transpose[permutation={0, 2, 1}](@1) -> float32, {8, 640, 128}, {245760, 1, 1920}
+        @5 = transpose[permutation={0, 2, 1}](@2) -> float32, {8, 640, 128}, {245760, 1, 1920}
+        @6 = transpose[permutation={0, 2, 1}](@3) -> float32, {8, 640, 128}, {245760, 1, 1920}
+        @7 = add(@4,@5) -> float32, {8, 640, 128}, {81920, 128, 1}
+        @8 = mul(@7,@6) -> float32, {8, 640, 128}, {81920, 128, 1}
+        @9 = @return(@8)
+        """,
+         """
+        module: "main"
+        input = @param:input -> float32, {8, 128, 1920}, {245760, 1920, 1}
+        @1 = transpose[permutation={0, 2, 1}](input) -> float32, {8, 1920, 128}, {245760, 1, 1920}
+        @2 = slice[axes={1},starts={0},ends={640}](@1) -> float32, {8, 640, 128}, {245760, 1, 1920}
+        @3 = slice[axes={1},starts={640},ends={1280}](@1) -> float32, {8, 640, 128}, {245760, 1, 1920}
+        @4 = slice[axes={1},starts={1280},ends={1920}](@1) -> float32, {8, 640, 128}, {245760, 1, 1920}
+        @5 = add(@2,@3) -> float32, {8, 640, 128}, {81920, 128, 1}
+        @6 = mul(@5,@4) -> float32, {8, 640, 128}, {81920, 128, 1}
+        @7 = @return(@6)
+        """),
+    case('reorder_slice_trans_diff_perm<1>',
+         'simplify_algebra,dead_code_elimination',
+         """
+        module: "main"
+        input = @param:input -> float32, {1, 128, 1920}, {245760, 1920, 1}
+        @1 = slice[axes={2},starts={0},ends={640}](input) -> float32, {1, 128, 640}, {245760, 1920, 1}
+        @2 = slice[axes={2},starts={640},ends={1280}](input) -> float32, {1, 128, 640}, {245760, 1920, 1}
+        @3 = slice[axes={2},starts={1280},ends={1920}](input) -> float32, {1, 128, 640}, {245760, 1920, 1}
+        @4 = transpose[permutation={0, 2, 1}](@1) -> float32, {1, 640, 128}, {245760, 1, 1920}
+        @5 = transpose[permutation={0, 2, 1}](@2) -> float32, {1, 640, 128}, {245760, 1, 1920}
+        @6 = transpose[permutation={0, 1, 2}](@3) -> float32, {1, 128, 640}, {245760, 1920, 1}
+        @7 = add(@4,@5) -> float32, {1, 640, 128}, {81920, 128, 1}
+        @8 = dot(@7,@6) -> float32, {1, 640, 640}, {409600, 640, 1}
+        @9 = @return(@8)
+        """,
+         """
+        module: "main"
+        input = @param:input -> float32, {1, 128, 1920}, {245760, 1920, 1}
+        @1 = slice[axes={2},starts={0},ends={640}](input) -> float32, {1, 128, 640}, {245760, 1920, 1}
+        @2 = slice[axes={2},starts={640},ends={1280}](input) -> float32, {1, 128, 640}, {245760, 1920, 1}
+        @3 = slice[axes={2},starts={1280},ends={1920}](input) -> float32, {1, 128, 640}, {245760, 1920, 1}
+        @4 = transpose[permutation={0, 2, 1}](@1) -> float32, {1, 640, 128}, {245760, 1, 1920}
+        @5 = transpose[permutation={0, 2, 1}](@2) -> float32, {1, 640, 128}, {245760, 1, 1920}
+        @6 = transpose[permutation={0, 1, 2}](@3) -> float32, {1, 128, 640}, {245760, 1920, 1}
+        @7 = add(@4,@5) -> float32, {1, 640, 128}, {81920, 128, 1}
+        @8 = dot(@7,@6) -> float32, {1, 640, 640}, {409600, 640, 1}
+        @9 = @return(@8)
+        """),
+    case('reorder_slice_trans_diff_perm<4>',
+         'simplify_algebra,dead_code_elimination',
+         """
+        module: "main"
+        input = @param:input -> float32, {4, 128, 1920}, {245760, 1920, 1}
+        @1 = slice[axes={2},starts={0},ends={640}](input) -> float32, {4, 128, 640}, {245760, 1920, 1}
+        @2 = slice[axes={2},starts={640},ends={1280}](input) -> float32, {4, 128, 640}, {245760, 1920, 1}
+        @3 = slice[axes={2},starts={1280},ends={1920}](input) -> float32, {4, 128, 640}, {245760, 1920, 1}
+        @4 = transpose[permutation={0, 2, 1}](@1) -> float32, {4, 640, 128}, {245760, 1, 1920}
+        @5 = transpose[permutation={0, 2, 1}](@2) -> float32, {4, 640, 128}, {245760, 1, 1920}
+        @6 = transpose[permutation={0, 1, 2}](@3) -> float32, {4, 128, 640}, {245760, 1920, 1}
+        @7 = add(@4,@5) -> float32, {4, 640, 128}, {81920, 128, 1}
+        @8 = dot(@7,@6) -> float32, {4, 640, 640}, {409600, 640, 1}
+        @9 = @return(@8)
+        """,
+         """
+        module: "main"
+        input = @param:input -> float32, {4, 128, 1920}, {245760, 1920, 1}
+        @1 = slice[axes={2},starts={0},ends={640}](input) -> float32, {4, 128, 640}, {245760, 1920, 1}
+        @2 = slice[axes={2},starts={640},ends={1280}](input) -> float32, {4, 128, 640}, {245760, 1920, 1}
+        @3 = slice[axes={2},starts={1280},ends={1920}](input) -> float32, {4, 128, 640}, {245760, 1920, 1}
+        @4 = transpose[permutation={0, 2, 1}](@1) -> float32, {4, 640, 128}, {245760, 1, 1920}
+        @5 = transpose[permutation={0, 2, 1}](@2) -> float32, {4, 640, 128}, {245760, 1, 1920}
+        @6 = transpose[permutation={0, 1, 2}](@3) -> float32, {4, 128, 640}, {245760, 1920, 1}
+        @7 = add(@4,@5) -> float32, {4, 640, 128}, {81920, 128, 1}
+        @8 = dot(@7,@6) -> float32, {4, 640, 640}, {409600, 640, 1}
+        @9 = @return(@8)
+        """),
 ]
 
 # Not transcribed (the construct the reader stopped at):
