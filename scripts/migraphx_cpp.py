@@ -54,6 +54,33 @@ __all__ = ["GENERATED", "InstructionCount", "PropertyCheck", "Reader", "RunEvent
            "run_pass_list", "test_cases", "tokenize"]
 
 
+def _unwrapped(parts: list[str]) -> list[str]:
+    """`( a == b )` -> `a == b` while the whole condition sits in one pair of parentheses."""
+    while len(parts) > 2 and parts[0] == "(" and parts[-1] == ")":
+        depth = 0
+        for k, x in enumerate(parts):
+            depth += x in ("(", "{", "[")
+            depth -= x in (")", "}", "]")
+            if depth == 0 and k < len(parts) - 1:
+                return parts  # the first parenthesis closes before the end: `(a) == (b)`
+        parts = parts[1:-1]
+    return parts
+
+
+def _conjuncts(parts: list[str]) -> list[list[str]]:
+    """The top-level `and` / `&&` operands of an EXPECT condition, each unwrapped."""
+    out, cur, depth = [], [], 0
+    for x in _unwrapped(parts):
+        depth += x in ("(", "{", "[")
+        depth -= x in (")", "}", "]")
+        if depth == 0 and x in ("and", "&&"):
+            out.append(_unwrapped(cur))
+            cur = []
+        else:
+            cur.append(x)
+    return out + [_unwrapped(cur)]
+
+
 class Reader(ApiMixin):
     """Evaluates the statements of one TEST_CASE body."""
 
@@ -171,10 +198,11 @@ class Reader(ApiMixin):
                 if depth:
                     parts.append(x)
             self.take(";")
-            try:
-                self.events.append(self.expect_event(parts))
-            except Unsupported:
-                pass  # not a program comparison (a count, none_of, eval): nothing to transcribe
+            for cond in _conjuncts(parts):  # EXPECT((m1 == m2) and (m2 == m3)): each comparison
+                try:
+                    self.events.append(self.expect_event(cond))
+                except Unsupported:
+                    pass  # not a program comparison (a count, none_of, eval): nothing to transcribe
             return
         if tok in self.env and self.peek(1) == "=" and not isinstance(self.env[tok], (Function, Overloads)):
             self.take()

@@ -26,7 +26,7 @@ from typing import ClassVar
 
 from ..matcher import Matcher, any_, any_of, arg, args, either_arg, has_value, is_constant, name, none_of, used_once
 from ..op import Op
-from ..rewrite import repeat_while_changes, replace_with_op, row, to
+from ..rewrite import repeat_while_changes, replace_value, replace_with_op, row, to
 from ._algebra_concat import (
     CONCAT_OP,
     CONCAT_SAME_INPUT,
@@ -65,6 +65,11 @@ def _not_integral(m, r):
 
 def _not_bool(m, r):
     return "bool has no negation" if r.root.shape.type == "bool" else None
+
+
+def _neg(m, r):
+    """A new neg takes the root's place (as MIGraphX: a trailing root becomes identity(neg))."""
+    replace_value(m, r.root, m.insert_instruction(r.root, Op("neg"), [r["x"]]))
 
 
 def _double_add(m, r):
@@ -120,9 +125,9 @@ UNIT_OPS = (
     row("find_unit_ops", name("sub")(args(X, has_value(0.0))), "x"),  # x - 0 -> x
 )
 NEG_UNIT_OPS = (
-    row("find_neg_unit_ops", name("mul")(either_arg(0, 1)(has_value(-1.0), X)), to("neg", "x")),  # x * -1 -> -x
-    row("find_neg_unit_ops", name("div")(args(X, has_value(-1.0))), to("neg", "x")),  # x / -1 -> -x
-    row("find_neg_unit_ops", name("sub")(args(has_value(0.0), X)), to("neg", "x"), _not_bool),  # 0 - x -> -x
+    row("find_neg_unit_ops", name("mul")(either_arg(0, 1)(has_value(-1.0), X)), _neg),  # x * -1 -> -x
+    row("find_neg_unit_ops", name("div")(args(X, has_value(-1.0))), _neg),  # x / -1 -> -x
+    row("find_neg_unit_ops", name("sub")(args(has_value(0.0), X)), _neg, _not_bool),  # 0 - x -> -x
 )
 ZERO_POINT = row(
     # quantizelinear(x, s, 0) -> quantizelinear[out_type](x, s); dequantizelinear(x, s, 0) -> dequantizelinear(x, s)
