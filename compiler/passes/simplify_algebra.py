@@ -72,6 +72,15 @@ def _neg(m, r):
     replace_value(m, r.root, m.insert_instruction(r.root, Op("neg"), [r["x"]]))
 
 
+def _zero(m, r):
+    """The zero takes the root's place; a zero with all strides 0 (a scalar or a broadcast) is
+    first reshaped to the root's lens, as MIGraphX does (a standard-shaped value)."""
+    zero = r["zero"]
+    if zero.shape.scalar_shape():
+        zero = m.insert_instruction(r.root, Op("reshape", dims=list(r.root.shape.lens)), [zero])
+    replace_value(m, r.root, zero)
+
+
 def _double_add(m, r):
     """(x + a) + (y + b) -> (x + y) + (a + b); two equal broadcasts add their sources first."""
     ins, a, b = r.root, r["a"], r["b"]
@@ -138,8 +147,8 @@ ZERO_POINT = row(
                                  if r.root.name == "quantizelinear" else r.root.op, [r["x"], r["s"]]))
 ZERO_OPS = (
     # As in MIGraphX these ignore x = inf/nan (0 * inf is nan, not 0).
-    row("find_zero_ops", name("mul")(either_arg(0, 1)(has_value(0.0).bind("zero"), any_())), "zero"),  # 0 * x -> 0
-    row("find_zero_ops", name("div")(args(has_value(0.0).bind("zero"), any_())), "zero"),  # 0 / x -> 0
+    row("find_zero_ops", name("mul")(either_arg(0, 1)(has_value(0.0).bind("zero"), any_())), _zero),  # 0 * x -> 0
+    row("find_zero_ops", name("div")(args(has_value(0.0).bind("zero"), any_())), _zero),  # 0 / x -> 0
 )
 DOT_ADD = row(
     # dot(x + b, a) -> dot(x, a) + dot(b, a)        (a, b constant)

@@ -1044,9 +1044,7 @@ CASES = [
         @1 = @literal{0} -> int32, {1}, {0}
         @2 = reshape[dims={1}](@1) -> int32, {1}, {1}
         @3 = @return(@2)
-        """,
-         status='EQUIV',
-         reason='both rewrite; equivalent form (same values on random inputs)'),
+        """),
     case('simplify_zero_mult_const2',
          'simplify_algebra,dead_code_elimination',
          """
@@ -1062,9 +1060,7 @@ CASES = [
         @1 = @literal{0} -> int32, {1}, {0}
         @2 = reshape[dims={1}](@1) -> int32, {1}, {1}
         @3 = @return(@2)
-        """,
-         status='EQUIV',
-         reason='both rewrite; equivalent form (same values on random inputs)'),
+        """),
     case('simplify_zero_mult_unsqueeze#1',
          'simplify_algebra,dead_code_elimination',
          """
@@ -1082,9 +1078,7 @@ CASES = [
         @2 = reshape[dims={1}](@1) -> int32, {1}, {1}
         @3 = unsqueeze[axes={0}](@2) -> int32, {1, 1}, {1, 1}
         @4 = @return(@3)
-        """,
-         status='EQUIV',
-         reason='both rewrite; equivalent form (same values on random inputs)'),
+        """),
     case('simplify_zero_mult_unsqueeze#2',
          'simplify_algebra,dead_code_elimination',
          """
@@ -1102,9 +1096,7 @@ CASES = [
         @2 = reshape[dims={1}](@1) -> int32, {1}, {1}
         @3 = unsqueeze[axes={1}](@2) -> int32, {1, 1}, {1, 1}
         @4 = @return(@3)
-        """,
-         status='EQUIV',
-         reason='both rewrite; equivalent form (same values on random inputs)'),
+        """),
     case('simplify_zero_mul_const_vec',
          'simplify_algebra,dead_code_elimination',
          """
@@ -1154,9 +1146,7 @@ CASES = [
         @1 = @literal{0} -> int32, {1}, {0}
         @2 = reshape[dims={1}](@1) -> int32, {1}, {1}
         @3 = @return(@2)
-        """,
-         status='EQUIV',
-         reason='both rewrite; equivalent form (same values on random inputs)'),
+        """),
     case('simplify_zero_div_const_vec',
          'simplify_algebra,dead_code_elimination',
          """
