@@ -1,38 +1,12 @@
 """simplify_algebra finders around convolution and dot (see simplify_algebra for the order).
-
-find_conv_conv_1x1 is the one not on MIGraphX's develop branch: conv(x, W1) followed by a 1x1
-convolution W2 is one convolution with weights W2 . W1 (contracted over the middle channels).
-It decides as the unmerged MIGraphX version (branch conv1x1-fusion, PR #4785): grouped and
-depthwise first convolutions and non-constant weights are fused too. That version builds the
-combined weight with dims taken from the first conv, which is only right when the 1x1 conv keeps
-the channel count; here:
-
-* out != mid is fine: the combined weight is (out, in, kh, kw).
-* A grouped or depthwise first conv is expanded to a dense block-diagonal (mid, in, kh, kw) weight
-  before combining, so the result is an ordinary group-1 conv. Expansion can make the fused conv
-  *bigger* than the pair (depthwise 3x3 then 1x1 is the classic case: out x in x 9 MACs per pixel
-  instead of in x 9 + out x in); MIGraphX's branch fuses it anyway, and so does the default here.
-  `ConvConv1x1(max_growth=1.0)` refuses when the fused weight has more elements than the two
-  original weights together.
-* Constant weights are combined here, in float64, into one literal; non-constant weights are
-  combined in the graph (reshape, transpose, batched dot per group, as MIGraphX's branch).
-* Stride, padding (also asymmetric) and dilation of the first conv carry over unchanged.
-* A constant per-channel bias between them, conv1(x) + b, becomes conv(x) + W2 . b (constant
-  weights only; MIGraphX's branch takes no bias: there find_conv_add splits it off first).
-* It refuses (reasons visible through near_misses) when the middle value has other users, when
-  anything else (a relu, ...) sits between, or when the second conv is not 1x1 / group 1 /
-  stride 1 / unpadded.
+find_conv_conv_1x1 (from an unmerged MIGraphX branch) lives in _algebra_conv1x1.
 """
 
 from __future__ import annotations
 
-import math
-
-import numpy as np
-
 from ..errors import ShapeError
 from ..ir import Instruction
-from ..matcher import Matcher, MatchState, any_, args, either_arg, is_constant, name, none_of, pred, used_once
+from ..matcher import Matcher, any_, args, either_arg, is_constant, name, none_of, pred, used_once
 from ..op import Op, compute_shape
 from ..rewrite import Rule, replace_value, replace_with_op
 from ._rewrite_util import auto_reshape_op, insert_ops, move_before, slice_op, slice_ranges
@@ -204,23 +178,23 @@ class AddConvs(Rule):
 
 
 def _horiz_users(ins: Instruction) -> list[Instruction]:
-    return [u for u in ins.outputs if u.name in ("dot", "convolution") and len(u.inputs) == 2
+    return [u for u in ins.outputs if u.name in ("dot", "quant_dot", "convolution") and len(u.inputs) == 2
             and u.inputs[0] is ins and u.inputs[1] is not ins and u.inputs[1].can_eval()]
 
 
 class ConvDotHorizFusion(Rule):
-    """Sibling dots/convs of one input with constant weights -> one op on concatenated weights,
+    """Sibling dots/quant_dots/convs of one input with constant weights -> one op on concatenated weights,
     then slices of its output."""
 
     name = "find_conv_dot_horiz_fusion"
 
     def pattern(self):
         return pred("horiz_conv_dot", lambda i: len(_horiz_users(i)) >= 2,
-                    "fewer than two dot/convolution users with constant weights")
+                    "fewer than two dot/quant_dot/convolution users with constant weights")
 
     @staticmethod
     def _axis(u: Instruction) -> int:
-        return u.inputs[1].shape.ndim - 1 if u.name == "dot" else 0
+        return u.inputs[1].shape.ndim - 1 if u.name in ("dot", "quant_dot") else 0
 
     def check(self, m, r):
         groups: list[list[Instruction]] = []
@@ -258,7 +232,7 @@ class ConvDotHorizFusion(Rule):
         move_before(m, weights, first)
         w = m.insert_instruction(first, Op("concat", axis=self._axis(first)), weights)
         fused = m.insert_instruction(first, first.op, [x, w])
-        out_axis = fused.shape.ndim - 1 if first.name == "dot" else 1
+        out_axis = fused.shape.ndim - 1 if first.name in ("dot", "quant_dot") else 1
         off = 0
         for u in group:
             n = u.shape.lens[out_axis]
@@ -294,6 +268,58 @@ class MulConv(Rule):
             wa = m.insert_instruction(r.root, Op("broadcast", axis=0, out_lens=w.shape.lens), [vec])
             nw = m.insert_instruction(r.root, Op("mul"), [wa, w])
             replace_with_op(m, r.root, conv.op, [conv.inputs[0], nw])
+
+        return apply
+
+
+class MulSliceConv(Rule):
+    """slice(conv(x, w)) * a, a per channel of the slice -> the slice of conv(x, w') where w' scales
+    that slice's output channels of w by a (the other slices of the conv read the new conv too)."""
+
+    name = "find_mul_slice_conv"
+
+    def pattern(self):
+        conv = name("convolution")(
+            pred("slices_only", lambda i: bool(i.outputs) and all(u.name == "slice" for u in i.outputs),
+                 "the convolution has a user that is not a slice"),
+            args(any_(), is_constant().bind("w")))
+        return name("mul")(either_arg(0, 1)(name("slice")(used_once(), args(conv.bind("conv"))).bind("slice"),
+                                            name("broadcast")(is_constant()).bind("a")))
+
+    def check(self, m, r):
+        ins, sl, conv, a, w = r.root, r["slice"], r["conv"], r["a"], r["w"]
+        if a.op["axis"] != 1 or a.inputs[0].shape.ndim != 1:
+            return "the multiplier is not a vector broadcast along the channels"
+        if list(sl.op["axes"]) != [1]:
+            return "the slice is not along the channels alone"
+        start, end = slice_ranges(sl)[1]
+        order = m.index_of()
+        others = [u for u in conv.outputs if u is not sl]
+        for u in others:
+            if order[u.id] < order[sl.id]:
+                return "another slice of the convolution comes before this one"
+            if list(u.op["axes"]) != [1]:
+                return "another slice of the convolution is along other axes"
+            b, e = slice_ranges(u)[1]
+            if max(b, start) < min(e, end):
+                return "another slice of the convolution overlaps this one"
+        k = w.shape.lens[0]
+
+        def apply():
+            pos = min([ins, *others], key=lambda i: order[i.id])
+            move_before(m, [a.inputs[0]], pos)
+            part = m.insert_instruction(pos, Op("slice", axes=[0], starts=[start], ends=[end]), [w])
+            scale = m.insert_instruction(pos, Op("broadcast", axis=0, out_lens=list(part.shape.lens)), [a.inputs[0]])
+            pieces = [m.insert_instruction(pos, Op("mul"), [scale, part])]
+            if start:
+                pieces.insert(0, m.insert_instruction(pos, Op("slice", axes=[0], starts=[0], ends=[start]), [w]))
+            if end != k:
+                pieces.append(m.insert_instruction(pos, Op("slice", axes=[0], starts=[end], ends=[k]), [w]))
+            nw = m.insert_instruction(pos, Op("concat", axis=0), pieces)
+            new_conv = m.insert_instruction(pos, conv.op, [conv.inputs[0], nw])
+            replace_with_op(m, ins, sl.op, [new_conv])
+            for u in others:
+                m.replace_instruction(u, None, [new_conv])
 
         return apply
 
@@ -416,168 +442,12 @@ class ConcatConv(Rule):
         return apply
 
 
-# ---- find_conv_conv_1x1 --------------------------------------------------------------------------
-class _FirstConv(Matcher):
-    """Input 0 of the 1x1 conv: a convolution, or a convolution plus a constant (the bias)."""
-
-    desc = "conv_or_biased_conv"
-
-    def _test(self, ins, st: MatchState) -> bool:
-        x = ins.inputs[0] if ins.inputs else None
-        if x is None:
-            st.reason = "no input"
-            return False
-        conv, bias = x, None
-        if x.name == "add":
-            a, b = x.inputs
-            conv, bias = (a, b) if a.name == "convolution" else (b, a)
-            if conv.name != "convolution":
-                st.reason = "an add between the convolutions does not take a convolution"
-                return False
-            if not bias.can_eval(st._eval_cache):
-                st.reason = "the value added between the convolutions is not constant"
-                return False
-            if len(x.outputs) != 1:
-                st.reason = f"the biased middle value has {len(x.outputs)} users (the fused conv would drop it)"
-                return False
-        elif x.name != "convolution":
-            if any(i.name == "convolution" for i in x.inputs):
-                st.reason = f"{x.name} sits between the convolutions (only a constant bias add may)"
-            else:
-                st.reason = f"input 0 is {x.name}, not a convolution"
-            return False
-        if len(conv.outputs) != 1:
-            st.reason = f"the first convolution's result has {len(conv.outputs)} users (the fused conv would drop it)"
-            return False
-        st.bindings.update({"first": conv, "mid": x})
-        if bias is not None:
-            st.bindings["bias"] = bias
-        return True
-
-
-class ConvConv1x1(Rule):
-    """conv(conv(x, W1)[+ b], W2) with W2 1x1 -> conv(x, W2 . W1)[+ W2 . b]."""
-
-    name = "find_conv_conv_1x1"
-
-    def __init__(self, max_growth: float = math.inf):
-        # Largest accepted ratio of fused weight elements to the pair's (see the module docstring);
-        # unbounded by default, as MIGraphX's branch.
-        self.max_growth = max_growth
-
-    def pattern(self):
-        return name("convolution")(_FirstConv())
-
-    def check(self, m, r):
-        ins, first, bias = r.root, r["first"], r.get("bias")
-        w1, w2 = first.inputs[1], ins.inputs[1]
-        reason = self._second_ok(ins)
-        if reason:
-            return reason
-        constant = w1.can_eval() and w2.can_eval()
-        if bias is not None and not constant:
-            return "a bias between the convolutions needs constant weights to fold"
-        if first.shape.dyn_dims is not None or ins.shape.dyn_dims is not None:
-            return "dynamic shapes"
-        out, mid = w2.shape.lens[:2]
-        cin = first.inputs[0].shape.lens[1]
-        kernel = math.prod(w1.shape.lens[2:])
-        pair = w1.shape.elements() + w2.shape.elements()
-        fused = out * cin * kernel
-        if fused > self.max_growth * pair:
-            g = first.op["group"]
-            why = f" (group {g} expands to dense)" if g > 1 else ""
-            return f"the fused weights would have {fused} elements, more than the pair's {pair}{why}"
-        if bias is not None and not _is_channel_bias(bias, mid):
-            return "the bias between the convolutions is not one value per channel"
-        if not constant:
-            return lambda: self._fuse_in_graph(m, ins, first)
-        return lambda: self._fuse(m, ins, first, bias)
-
-    @staticmethod
-    def _second_ok(ins) -> str | None:
-        op, w = ins.op, ins.inputs[1].shape
-        if any(n != 1 for n in w.lens[2:]):
-            return f"the second convolution is {'x'.join(map(str, w.lens[2:]))}, not 1x1"
-        if op["group"] != 1:
-            return f"the 1x1 convolution is grouped (group={op['group']})"
-        if any(s != 1 for s in op["stride"]):
-            return f"the 1x1 convolution has stride {tuple(op['stride'])}"
-        if any(op["padding"]):
-            return f"the 1x1 convolution is padded {tuple(op['padding'])}"
-        # Dilation does not matter for a 1x1 kernel, so it is not checked.
-        return None
-
-    @staticmethod
-    def _fuse_in_graph(m, ins, first) -> None:
-        w = _combined_weights_in_graph(m, ins, first.inputs[1], ins.inputs[1], first.op["group"])
-        replace_with_op(m, ins, first.op.with_(group=1), [first.inputs[0], w])
-
-    @staticmethod
-    def _fuse(m, ins, first, bias) -> None:
-        w1 = np.asarray(first.inputs[1].eval())
-        w2 = np.asarray(ins.inputs[1].eval(), np.float64).reshape(ins.inputs[1].shape.lens[:2])
-        # Combine in float64 and round once, so low-precision weights lose no more than one rounding.
-        dense = _dense_weights(w1.astype(np.float64), first.op["group"])
-        lit = m.add_literal(np.einsum("om,mc...->oc...", w2, dense).astype(w1.dtype))
-        op = first.op.with_(group=1)
-        x = first.inputs[0]
-        if bias is None:
-            replace_with_op(m, ins, op, [x, lit])
-            return
-        b = np.asarray(bias.eval())
-        bvec = b[(0, slice(None)) + (0,) * (b.ndim - 2)].astype(np.float64)
-        nb = m.add_literal((w2 @ bvec).astype(b.dtype))
-        conv = m.insert_instruction(ins, op, [x, lit])
-        bb = m.insert_instruction(ins, Op("broadcast", axis=1, out_lens=ins.shape.lens), [nb])
-        replace_with_op(m, ins, Op("add"), [conv, bb])
-
-
-def _combined_weights_in_graph(m, before, w1: Instruction, w2: Instruction, group: int) -> Instruction:
-    """W2 . W1 as instructions, per group (MIGraphX's branch): (out, g, mid/g) x (g, mid/g, cin/g * k)
-    batched over g, then (out, g * cin/g, *k). The result is (out, in, *k) for any out / mid."""
-    out, mid = w2.shape.lens[:2]
-    cpg, kernel = w1.shape.lens[1], list(w1.shape.lens[2:])
-    per = mid // group
-
-    def op(name: str, x: Instruction, **attrs) -> Instruction:
-        return m.insert_instruction(before, Op(name, **attrs), [x])
-
-    a = op("transpose", op("reshape", w2, dims=[out, group, per]), permutation=[1, 0, 2])
-    b = op("reshape", w1, dims=[group, per, cpg * math.prod(kernel)])
-    d = m.insert_instruction(before, Op("dot"), [a, b])
-    return op("reshape", op("transpose", d, permutation=[1, 0, 2]), dims=[out, group * cpg, *kernel])
-
-
-def _dense_weights(w: np.ndarray, group: int) -> np.ndarray:
-    """(mid, in/group, *k) grouped weights -> (mid, in, *k) block-diagonal dense weights."""
-    if group == 1:
-        return w
-    mid, cg = w.shape[:2]
-    dense = np.zeros((mid, cg * group) + w.shape[2:], w.dtype)
-    per = mid // group
-    for g in range(group):
-        dense[g * per:(g + 1) * per, g * cg:(g + 1) * cg] = w[g * per:(g + 1) * per]
-    return dense
-
-
-def _is_channel_bias(bias: Instruction, mid: int) -> bool:
-    s = bias.shape
-    if s.ndim < 2 or s.lens[1] != mid:
-        return False
-    if _channel_only(s):
-        return True
-    v = np.asarray(bias.eval())
-    corner = v[(slice(0, 1), slice(None)) + (slice(0, 1),) * (v.ndim - 2)]
-    return bool(np.array_equal(np.broadcast_to(corner, v.shape), v))
-
-
 CONV_BROADCAST_INPUT = ConvBroadcastInput()
 ADD_CONVS = AddConvs()
 CONV_DOT_HORIZ_FUSION = ConvDotHorizFusion()
 MUL_CONV = MulConv()
+MUL_SLICE_CONV = MulSliceConv()
 MUL_DOT = MulDot()
 DOT_SLICE = DotSlice()
 CONV_ADD = ConvAdd()
 CONCAT_CONV = ConcatConv()
-CONV_CONV_1X1 = ConvConv1x1()

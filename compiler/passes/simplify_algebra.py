@@ -1,22 +1,25 @@
 """simplify_algebra (MIGraphX src/simplify_algebra.cpp): up to 8 sweeps of the finders below, in
 MIGraphX's order, each sweep followed by DCE. Simple algebraic identities are table rows here;
-the convolution/dot finders live in _algebra_conv, the broadcast/concat/split ones in
-_algebra_concat.
+the convolution/dot finders live in _algebra_conv, the concat/split ones in _algebra_concat,
+those moving broadcasts / reshapes / transposes across an op in _algebra_shape.
 
-find_conv_conv_1x1 (unmerged MIGraphX branch, PR #4785) is inserted after find_conv_add. In a
-full run find_conv_add first splits a bias that sits between two convolutions
+find_conv_conv_1x1 (unmerged MIGraphX branch, PR #4785; _algebra_conv1x1) is inserted after
+find_conv_add. In a full run find_conv_add first splits a bias that sits between two convolutions
 (conv2(conv1(x) + b) -> conv2(conv1(x)) + conv2(b)); find_conv_conv_1x1 then folds the bias-free
 pair and find_conv_broadcast_input shrinks conv2(b) to a dot. Applied on its own the rule also
 folds the bias directly (new bias = W2 . b). `CONV_CONV_1X1` is the rule object for notebooks:
 `matches(module, CONV_CONV_1X1)`, `near_misses(module, CONV_CONV_1X1)`.
 
-find_dot_broadcast, find_split_reshape and find_split_transpose (shape ops moved across a dot or
-a split) live in _algebra_shape. find_split_reshape refuses what MIGraphX's version gets wrong: a
-one-element slice block matched against the last reshape axis slices the wrong elements (MIGraphX's
-own test reorder_reshape_slice_len_1 expects that program, which computes different values).
+Deliberate difference: find_split_reshape refuses what MIGraphX's version gets wrong, a one-element
+slice block matched against the last reshape axis, which slices the wrong elements (MIGraphX's own
+test reorder_reshape_slice_len_1 expects that program, which computes different values).
 
-Not implemented: find_mul_slice_conv and find_dot_mul (MIGraphX's list has 32 finders; 30 are
-here, plus find_conv_conv_1x1).
+Where MIGraphX's own construction throws (an invalid program), ours refuses with a reason instead
+(find_inner_broadcast tries its plan on shapes first). One extension, numerically exact:
+find_conv_broadcast_input also takes a per-channel input shared by the batch.
+
+Not implemented: find_dot_mul (MIGraphX's list has 32 finders; 31 are here, plus
+find_conv_conv_1x1).
 """
 
 from __future__ import annotations
@@ -38,14 +41,14 @@ from ._algebra_conv import (
     CONCAT_CONV,
     CONV_ADD,
     CONV_BROADCAST_INPUT,
-    CONV_CONV_1X1,
     CONV_DOT_HORIZ_FUSION,
     DOT_SLICE,
     MUL_CONV,
     MUL_DOT,
-    ConvConv1x1,
+    MUL_SLICE_CONV,
     conv_const_weights,
 )
+from ._algebra_conv1x1 import CONV_CONV_1X1, ConvConv1x1
 from ._algebra_shape import DOT_BROADCAST, INNER_BROADCAST, SPLIT_RESHAPE, SPLIT_TRANSPOSE
 from ._rewrite_util import is_integral, lit_broadcast, not_lit_broadcast
 from .base import Pass
@@ -176,8 +179,8 @@ POW2 = row(
 # MIGraphX's order (src/simplify_algebra.cpp), with find_conv_conv_1x1 after find_conv_add.
 RULES = (
     CONV_BROADCAST_INPUT, INNER_BROADCAST, DOT_BROADCAST, DOUBLE_ADD_LIT_BROADCAST, ADD_LIT_BROADCAST, ADD_CONVS,
-    CONV_DOT_HORIZ_FUSION, MUL_CONV, MUL_DOT, DOT_SLICE, MUL_ADD, *UNIT_OPS, *NEG_UNIT_OPS, ZERO_POINT, *ZERO_OPS,
-    DOT_ADD, CONV_ADD,
+    CONV_DOT_HORIZ_FUSION, MUL_CONV, MUL_SLICE_CONV, MUL_DOT, DOT_SLICE, MUL_ADD, *UNIT_OPS, *NEG_UNIT_OPS,
+    ZERO_POINT, *ZERO_OPS, DOT_ADD, CONV_ADD,
     CONV_CONV_1X1, DIV_CONST, SUB_CONST, RSQRT, LOG_EXP, LOG_DIV, CONCAT_CONV, CONCAT_SAME_INPUT, CONCAT_OP,
     SPLIT_CONCAT, SPLITS, SPLIT_RESHAPE, SPLIT_TRANSPOSE, POW2,
 )
@@ -187,8 +190,8 @@ RULES = (
 class SimplifyAlgebra(Pass):
     name: ClassVar[str] = "simplify_algebra"
     note: ClassVar[str] = (
-        "30 of MIGraphX's 32 finders, in its order, plus find_conv_conv_1x1 (unmerged upstream) "
-        "after find_conv_add; find_split_reshape refuses a reorder MIGraphX gets wrong (len-1 slices)")
+        "31 of MIGraphX's 32 finders (not find_dot_mul), in its order, plus find_conv_conv_1x1 (unmerged "
+        "upstream) after find_conv_add; find_split_reshape refuses a reorder MIGraphX gets wrong (len-1 slices)")
 
     def apply_module(self, module, ctx) -> bool:
         return repeat_while_changes(8, lambda: sweep(module, RULES)) > 0

@@ -191,8 +191,6 @@ CASES = [
         @11 = add(@9,@10) -> int32, {1, 384, 17, 17}, {221952, 289, 17, 1}
         @12 = identity(@11) -> int32, {1, 384, 17, 17}, {221952, 289, 17, 1}
         """,
-         status='DIFF',
-         reason='MIGraphX rewrites, we leave the program: find_mul_slice_conv: MIGraphX folds this mul into one slice of the convolution weights; ours declines',
          literals={'gen_int32_768x1024x1x1_0': ('generate', 'int32', [768, 1024, 1, 1], 0), 'gen_int32_384_0': ('generate', 'int32', [384], 0)}),
     case('simplify_mul_slice_conv_overlapping_slice',
          'simplify_algebra,dead_code_elimination',
@@ -1977,9 +1975,7 @@ CASES = [
         @6 = slice[axes={2},starts={2},ends={4}](@4) -> int32, {3, 2, 2}, {8, 4, 1}
         @7 = add(@5,@6) -> int32, {3, 2, 2}, {4, 2, 1}
         @8 = identity(@7) -> int32, {3, 2, 2}, {4, 2, 1}
-        """,
-         status='DIFF',
-         reason='MIGraphX rewrites, we leave the program: find_dot_horiz: MIGraphX also fuses horizontal quant_dots; ours only dot'),
+        """),
     case('simplify_dot_horiz_same_constant',
          'simplify_algebra,dead_code_elimination',
          """

@@ -265,3 +265,69 @@ def test_conv_broadcast_input_refuses_padding_with_stride():
     """)
     (miss,) = near_misses(p.main, sa.CONV_BROADCAST_INPUT)
     assert "stride or dilation" in miss.reason
+
+
+def _sliced_conv(slices: list[tuple[int, int]], scaled: int) -> Program:
+    """conv(x, w) with 6 output channels, sliced along the channels; slice `scaled` times a vector."""
+    rng = np.random.default_rng(3)
+    p = Program()
+    m = p.main
+    x = m.add_parameter("x", Shape.of("float32", (1, 2, 4, 4)))
+    w = m.add_literal(rng.standard_normal((6, 2, 3, 3)).astype(np.float32))
+    c = m.add_instruction(Op("convolution", padding=[1, 1]), [x, w])
+    outs = []
+    # MIGraphX's order: the scaled slice first, then the others (an earlier one is refused)
+    for k in [scaled] + [k for k in range(len(slices)) if k != scaled]:
+        b, e = slices[k]
+        s = m.add_instruction(Op("slice", axes=[1], starts=[b], ends=[e]), [c])
+        if k == scaled:
+            a = m.add_literal(rng.standard_normal(e - b).astype(np.float32))
+            ab = m.add_instruction(Op("broadcast", axis=1, out_lens=list(s.shape.lens)), [a])
+            s = m.add_instruction(Op("mul"), [s, ab])
+        outs.append(s)
+    m.add_return(outs)
+    return p
+
+
+@pytest.mark.parametrize("slices, scaled", [([(0, 2), (2, 6)], 0), ([(0, 2), (2, 4), (4, 6)], 1),
+                                            ([(0, 3), (3, 6)], 1)])
+def test_mul_slice_conv_scales_those_output_channels_of_the_weights(slices, scaled):
+    p = _sliced_conv(slices, scaled)
+    q = p.copy()
+    assert sweep(q.main, [sa.MUL_SLICE_CONV])
+    dce(q.main)
+    assert not any(i.name == "mul" and i.shape.ndim == 4 and i.inputs[0].name == "slice" for i in q.main)
+    assert len([i for i in q.main if i.name == "convolution"]) == 1
+    assert_same_outputs(p, q)
+
+
+def test_mul_slice_conv_refuses_an_earlier_slice_of_the_conv():
+    p = _sliced_conv([(0, 2), (2, 6)], 1)
+    p.main.move_instruction(next(i for i in p.main if i.name == "slice" and list(i.op["starts"]) == [0]),
+                            next(i for i in p.main if i.name == "slice"))
+    (miss,) = [nm for nm in near_misses(p.main, sa.MUL_SLICE_CONV) if nm.op == "mul"]
+    assert "comes before" in miss.reason
+
+
+def test_mul_slice_conv_refuses_overlapping_slices():
+    p = _sliced_conv([(0, 3), (2, 6)], 0)
+    (miss,) = [nm for nm in near_misses(p.main, sa.MUL_SLICE_CONV) if nm.op == "mul"]
+    assert "overlaps" in miss.reason
+
+
+def test_horizontal_quant_dots_share_one_quant_dot():
+    text = f"""
+        x = @param:x -> int8_type, {{2, 3}}
+        a = @literal{lit([1, -2, 3, 4, 5, -6])} -> int8_type, {{3, 2}}
+        b = @literal{lit([7, 0, -1, 2, 2, 3, -4, 1, 0])} -> int8_type, {{3, 3}}
+        da = quant_dot(x, a) -> int32_type, {{2, 2}}
+        db = quant_dot(x, b) -> int32_type, {{2, 3}}
+        r = @return(da, db)
+    """
+    p = parse(text)
+    q = p.copy()
+    assert sweep(q.main, [sa.CONV_DOT_HORIZ_FUSION])
+    dce(q.main)
+    assert len([i for i in q.main if i.name == "quant_dot"]) == 1
+    rng = np.random.default_rng(0)
+    assert_same_outputs(p, q, {"x": rng.integers(-128, 127, (2, 3)).astype(np.int8)})
