@@ -14,6 +14,7 @@ case is listed as not transcribed with the construct that stopped it.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from migraphx_cpp_api import INCLUDE_HELPERS, NATIVE_CHECKS, ApiMixin, _from_permutation
@@ -52,6 +53,10 @@ from migx_explore.compiler.ir import Program
 # what scripts/transcribe_migraphx_tests.py reads from here
 __all__ = ["GENERATED", "InstructionCount", "PropertyCheck", "Reader", "RunEvent", "Unsupported", "file_functions",
            "run_pass_list", "test_cases", "tokenize"]
+
+
+_OP_COUNT = re.compile(r'^std::count_if \( (\w+) \. begin \( \) , \1 \. end \( \) , \[ \] \( auto &?&? ?(\w+) \) '
+                       r'\{ return \2 \. name \( \) == "(\w+)" ; \} \) == (\d+)$')
 
 
 def _unwrapped(parts: list[str]) -> list[str]:
@@ -230,6 +235,9 @@ class Reader(ApiMixin):
         self.events.append(RunEvent(prog, print_program(prog, full=True), passes))
 
     def expect_event(self, parts: list[str]) -> ExpectEvent:
+        counted = self.op_count_check(parts)
+        if counted is not None:
+            return counted
         depth, split, op = 0, None, None
         for k, x in enumerate(parts):
             depth += x in ("(", "{", "[")
@@ -264,6 +272,18 @@ class Reader(ApiMixin):
                 self.t, self.i = saved
                 self.in_expect = False
         return ExpectEvent(sides, op == "==")
+
+    def op_count_check(self, parts: list[str]) -> PropertyCheck | None:
+        """EXPECT(std::count_if(m.begin(), m.end(), [](auto&& ins) { return ins.name() == "op"; }) == N):
+        how many `op` instructions the module keeps, a property check on the pass's result."""
+        m = _OP_COUNT.match(" ".join(parts))
+        if m is None:
+            return None
+        module = self.env.get(m.group(1))
+        prog = getattr(module, "program", module)
+        if not isinstance(prog, Program):
+            return None
+        return PropertyCheck(prog, (f"count:{m.group(3)}={m.group(4)}",))
 
     def as_pass(self, v: Any, name: str | None = None) -> PassSpec:
         """A pass list item: a PassSpec, or designated options `{.x = v}` for the named pass."""

@@ -44,7 +44,8 @@ class Case:
     # large literals, printed `@literal{#key}`: key -> ("generate", type, lens, seed) | ("fill", type, lens, value)
     literals: dict = field(default_factory=dict)
     # where MIGraphX's test checks properties of the result instead of a program (check_resize):
-    # "removes:<op>" (none left), "has:<op>" (one at least), "same_values" (as before the passes)
+    # "removes:<op>" (none left), "has:<op>" (one at least), "same_values" (as before the passes),
+    # "count:<op>=N" (exactly N such instructions)
     checks: tuple = ()
 
 
@@ -222,6 +223,11 @@ def _check_properties(c: Case, before: Program, ours: Program) -> tuple[str, str
             return "DIFF", f"MIGraphX's pass writes a {op}, ours does not"
         if kind == "same_values" and not same_values(before, ours):
             return "DIFF", "our rewrite changes the values"
+        if kind == "count":  # "count:convolution=1": how many such instructions main keeps
+            name, _, want = op.partition("=")
+            n = sum(ins.name == name for ins in ours.main)
+            if n != int(want):
+                return "DIFF", f"MIGraphX keeps {want} {name} in main, we keep {n}"
     return "MATCH", ""
 
 

@@ -537,6 +537,118 @@ CASES = [
         @4 = add(@2,@3) -> int32, {1, 5, 10}, {0, 10, 1}
         @5 = identity(@4) -> int32, {1, 5, 10}, {0, 10, 1}
         """),
+    case('simplify_add_conv1',
+         'simplify_algebra,dead_code_elimination',
+         """
+        module: "main"
+        x = @param:x -> float32, {1, 128, 28, 28}, {100352, 784, 28, 1}
+        y = @param:y -> float32, {1, 128, 28, 28}, {100352, 784, 28, 1}
+        @2 = @literal{#gen_float32_256x128x3x3_0} -> float32, {256, 128, 3, 3}, {1152, 9, 3, 1}
+        @3 = @literal{#gen_float32_256x128x3x3_0} -> float32, {256, 128, 3, 3}, {1152, 9, 3, 1}
+        @4 = convolution[padding={0, 0},stride={1, 1}](x,@2) -> float32, {1, 256, 26, 26}, {173056, 676, 26, 1}
+        @5 = convolution[padding={0, 0},stride={1, 1}](y,@3) -> float32, {1, 256, 26, 26}, {173056, 676, 26, 1}
+        @6 = add(@4,@5) -> float32, {1, 256, 26, 26}, {173056, 676, 26, 1}
+        @7 = identity(@6) -> float32, {1, 256, 26, 26}, {173056, 676, 26, 1}
+        """,
+         '',
+         literals={'gen_float32_256x128x3x3_0': ('generate', 'float32', [256, 128, 3, 3], 0)},
+         checks=('count:convolution=1',)),
+    case('simplify_add_conv_no_fusion_7x7_diff_strides',
+         'simplify_algebra,dead_code_elimination',
+         """
+        module: "main"
+        x = @param:x -> float32, {1, 128, 14, 14}, {25088, 196, 14, 1}
+        y = @param:y -> float32, {1, 128, 28, 28}, {100352, 784, 28, 1}
+        @2 = @literal{#gen_float32_256x128x7x7_0} -> float32, {256, 128, 7, 7}, {6272, 49, 7, 1}
+        @3 = @literal{#gen_float32_256x128x7x7_0} -> float32, {256, 128, 7, 7}, {6272, 49, 7, 1}
+        @4 = convolution[padding={0, 0},stride={1, 1}](x,@2) -> float32, {1, 256, 8, 8}, {16384, 64, 8, 1}
+        @5 = convolution[padding={0, 0},stride={3, 3}](y,@3) -> float32, {1, 256, 8, 8}, {16384, 64, 8, 1}
+        @6 = add(@4,@5) -> float32, {1, 256, 8, 8}, {16384, 64, 8, 1}
+        @7 = identity(@6) -> float32, {1, 256, 8, 8}, {16384, 64, 8, 1}
+        """,
+         '',
+         literals={'gen_float32_256x128x7x7_0': ('generate', 'float32', [256, 128, 7, 7], 0)},
+         checks=('count:convolution=2',)),
+    case('simplify_add_conv_1x1_diff_strides1',
+         'simplify_algebra,dead_code_elimination',
+         """
+        module: "main"
+        x = @param:x -> float32, {1, 128, 14, 14}, {25088, 196, 14, 1}
+        y = @param:y -> float32, {1, 128, 28, 28}, {100352, 784, 28, 1}
+        @2 = @literal{#gen_float32_256x128x1x1_0} -> float32, {256, 128, 1, 1}, {128, 1, 1, 1}
+        @3 = @literal{#gen_float32_256x128x1x1_0} -> float32, {256, 128, 1, 1}, {128, 1, 1, 1}
+        @4 = convolution[padding={0, 0},stride={1, 1}](x,@2) -> float32, {1, 256, 14, 14}, {50176, 196, 14, 1}
+        @5 = convolution[padding={0, 0},stride={2, 2}](y,@3) -> float32, {1, 256, 14, 14}, {50176, 196, 14, 1}
+        @6 = add(@4,@5) -> float32, {1, 256, 14, 14}, {50176, 196, 14, 1}
+        @7 = identity(@6) -> float32, {1, 256, 14, 14}, {50176, 196, 14, 1}
+        """,
+         '',
+         literals={'gen_float32_256x128x1x1_0': ('generate', 'float32', [256, 128, 1, 1], 0)},
+         checks=('count:convolution=1',)),
+    case('simplify_add_conv_1x1_diff_strides2',
+         'simplify_algebra,dead_code_elimination',
+         """
+        module: "main"
+        x = @param:x -> float32, {1, 128, 28, 28}, {100352, 784, 28, 1}
+        y = @param:y -> float32, {1, 128, 14, 14}, {25088, 196, 14, 1}
+        @2 = @literal{#gen_float32_256x128x1x1_0} -> float32, {256, 128, 1, 1}, {128, 1, 1, 1}
+        @3 = @literal{#gen_float32_256x128x1x1_0} -> float32, {256, 128, 1, 1}, {128, 1, 1, 1}
+        @4 = convolution[padding={0, 0},stride={2, 2}](x,@2) -> float32, {1, 256, 14, 14}, {50176, 196, 14, 1}
+        @5 = convolution[padding={0, 0},stride={1, 1}](y,@3) -> float32, {1, 256, 14, 14}, {50176, 196, 14, 1}
+        @6 = add(@4,@5) -> float32, {1, 256, 14, 14}, {50176, 196, 14, 1}
+        @7 = identity(@6) -> float32, {1, 256, 14, 14}, {50176, 196, 14, 1}
+        """,
+         '',
+         literals={'gen_float32_256x128x1x1_0': ('generate', 'float32', [256, 128, 1, 1], 0)},
+         checks=('count:convolution=1',)),
+    case('simplify_add_conv_1x1_diff_strides_odd',
+         'simplify_algebra,dead_code_elimination',
+         """
+        module: "main"
+        x = @param:x -> float32, {1, 54, 83, 83}, {372006, 6889, 83, 1}
+        y = @param:y -> float32, {1, 54, 165, 165}, {1470150, 27225, 165, 1}
+        @2 = @literal{#gen_float32_54x54x1x1_0} -> float32, {54, 54, 1, 1}, {54, 1, 1, 1}
+        @3 = @literal{#gen_float32_54x54x1x1_0} -> float32, {54, 54, 1, 1}, {54, 1, 1, 1}
+        @4 = convolution[padding={0, 0},stride={1, 1}](x,@2) -> float32, {1, 54, 83, 83}, {372006, 6889, 83, 1}
+        @5 = convolution[padding={0, 0},stride={2, 2}](y,@3) -> float32, {1, 54, 83, 83}, {372006, 6889, 83, 1}
+        @6 = add(@4,@5) -> float32, {1, 54, 83, 83}, {372006, 6889, 83, 1}
+        @7 = identity(@6) -> float32, {1, 54, 83, 83}, {372006, 6889, 83, 1}
+        """,
+         '',
+         literals={'gen_float32_54x54x1x1_0': ('generate', 'float32', [54, 54, 1, 1], 0)},
+         checks=('count:convolution=1',)),
+    case('simplify_add_conv_no_fusion_asymetrical_strides1',
+         'simplify_algebra,dead_code_elimination',
+         """
+        module: "main"
+        x = @param:x -> float32, {1, 128, 28, 14}, {50176, 392, 14, 1}
+        y = @param:y -> float32, {1, 128, 14, 14}, {25088, 196, 14, 1}
+        @2 = @literal{#gen_float32_256x128x1x1_0} -> float32, {256, 128, 1, 1}, {128, 1, 1, 1}
+        @3 = @literal{#gen_float32_256x128x1x1_0} -> float32, {256, 128, 1, 1}, {128, 1, 1, 1}
+        @4 = convolution[padding={0, 0},stride={2, 1}](x,@2) -> float32, {1, 256, 14, 14}, {50176, 196, 14, 1}
+        @5 = convolution[padding={0, 0},stride={1, 1}](y,@3) -> float32, {1, 256, 14, 14}, {50176, 196, 14, 1}
+        @6 = add(@4,@5) -> float32, {1, 256, 14, 14}, {50176, 196, 14, 1}
+        @7 = identity(@6) -> float32, {1, 256, 14, 14}, {50176, 196, 14, 1}
+        """,
+         '',
+         literals={'gen_float32_256x128x1x1_0': ('generate', 'float32', [256, 128, 1, 1], 0)},
+         checks=('count:convolution=2',)),
+    case('simplify_add_conv_no_fusion_asymetrical_strides2',
+         'simplify_algebra,dead_code_elimination',
+         """
+        module: "main"
+        x = @param:x -> float32, {1, 128, 14, 14}, {25088, 196, 14, 1}
+        y = @param:y -> float32, {1, 128, 28, 14}, {50176, 392, 14, 1}
+        @2 = @literal{#gen_float32_256x128x1x1_0} -> float32, {256, 128, 1, 1}, {128, 1, 1, 1}
+        @3 = @literal{#gen_float32_256x128x1x1_0} -> float32, {256, 128, 1, 1}, {128, 1, 1, 1}
+        @4 = convolution[padding={0, 0},stride={1, 1}](x,@2) -> float32, {1, 256, 14, 14}, {50176, 196, 14, 1}
+        @5 = convolution[padding={0, 0},stride={2, 1}](y,@3) -> float32, {1, 256, 14, 14}, {50176, 196, 14, 1}
+        @6 = add(@4,@5) -> float32, {1, 256, 14, 14}, {50176, 196, 14, 1}
+        @7 = identity(@6) -> float32, {1, 256, 14, 14}, {50176, 196, 14, 1}
+        """,
+         '',
+         literals={'gen_float32_256x128x1x1_0': ('generate', 'float32', [256, 128, 1, 1], 0)},
+         checks=('count:convolution=2',)),
     case('simplify_concat_add_relu',
          'simplify_algebra,dead_code_elimination',
          """
@@ -3810,13 +3922,6 @@ NOT_TRANSCRIBED = [
     ('simplify_mul_conv_skip2', "unknown name 'std::find_if'"),
     ('simplify_dot_add', "unknown name 'get_2x2'"),
     ('simplify_inner_broadcast_different_dims_single_element_no_squeeze', 'ShapeError: where: condition must be bool'),
-    ('simplify_add_conv1', 'no run_passes / EXPECT(a == b) pair'),
-    ('simplify_add_conv_no_fusion_7x7_diff_strides', 'no run_passes / EXPECT(a == b) pair'),
-    ('simplify_add_conv_1x1_diff_strides1', 'no run_passes / EXPECT(a == b) pair'),
-    ('simplify_add_conv_1x1_diff_strides2', 'no run_passes / EXPECT(a == b) pair'),
-    ('simplify_add_conv_1x1_diff_strides_odd', 'no run_passes / EXPECT(a == b) pair'),
-    ('simplify_add_conv_no_fusion_asymetrical_strides1', 'no run_passes / EXPECT(a == b) pair'),
-    ('simplify_add_conv_no_fusion_asymetrical_strides2', 'no run_passes / EXPECT(a == b) pair'),
     ('simplify_concat_unpack_int4', "op unpack_int4{}: unknown op 'unpack_int4'"),
     ('simplify_div_const', "unknown name 'std::next'"),
     ('simplify_sub_const', "unknown name 'std::next'"),
