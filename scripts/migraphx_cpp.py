@@ -15,6 +15,7 @@ case is listed as not transcribed with the construct that stopped it.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Any
 
 from migraphx_cpp_api import INCLUDE_HELPERS, NATIVE_CHECKS, ApiMixin, _from_permutation
@@ -25,6 +26,7 @@ from migraphx_cpp_model import (
     MATH_CONSTANTS,
     MATH_FUNCTIONS,
     PASS_NAMES,
+    PASS_OP,
     TYPE_NAMES,
     ExpectEvent,
     Function,
@@ -48,11 +50,19 @@ from migraphx_cpp_model import (
     tokenize,
 )
 
-from migx_explore.compiler.ir import Program
+from migx_explore.compiler.instruction import Instruction
+from migx_explore.compiler.ir import Module, Program
 
 # what scripts/transcribe_migraphx_tests.py reads from here
 __all__ = ["GENERATED", "InstructionCount", "PropertyCheck", "Reader", "RunEvent", "Unsupported", "file_functions",
            "run_pass_list", "test_cases", "tokenize"]
+
+
+@dataclass(frozen=True)
+class _After:
+    """std::next(ins): the position after an instruction."""
+
+    ins: Instruction
 
 
 _OP_COUNT = re.compile(r'^std::count_if \( (\w+) \. begin \( \) , \1 \. end \( \) , \[ \] \( auto &?&? ?(\w+) \) '
@@ -157,8 +167,15 @@ class Reader(ApiMixin):
                 self.env[name] = self.copy_module(self.expr())
                 self.take(";")
                 return
-            if self.peek() == "{":
-                raise Unsupported(f"{tok} {name} brace-initialised")
+            if self.peek() == "{":  # `migraphx::module m2{m1};` copies m1
+                self.take("{")
+                value = self.expr()
+                self.take("}")
+                if not isinstance(value, (Module, Program)):
+                    raise Unsupported(f"{tok} {name} brace-initialised")
+                self.env[name] = self.copy_module(value)
+                self.take(";")
+                return
             prog = Program()
             self.programs[name] = prog
             self.env[name] = prog.main if tok == "migraphx::module" else prog
@@ -536,7 +553,7 @@ class Reader(ApiMixin):
             if tok == "pass_op" or tok == "migraphx::op::identity":
                 self.take("{")
                 self.take("}")
-                return MakeOp("identity")
+                return MakeOp(PASS_OP if tok == "pass_op" else "identity")
             items = self.braced() if self.peek() == "{" else self.call_args()
             if tok == "migraphx::shape":
                 return self.shape_from(items)
@@ -573,6 +590,12 @@ class Reader(ApiMixin):
             if len(args) in (1, 2) and isinstance(args[0], int):
                 return [args[1] if len(args) == 2 else 0] * args[0]
             raise Unsupported("std::vector(...) other than (count[, value])")
+        if tok == "std::next":  # a position: insert_instruction(std::next(ins), ...) inserts after ins
+            self.take()
+            args = self.call_args()
+            if len(args) != 1 or not isinstance(args[0], Instruction):
+                raise Unsupported("std::next of something other than an instruction")
+            return _After(args[0])
         if tok in ("std::move", "std::ref", "std::cref"):
             self.take()
             return self.call_args()[0]
