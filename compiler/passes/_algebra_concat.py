@@ -13,7 +13,7 @@ from .simplify_reshapes import ConcatOfSlices
 BCASTS = ("broadcast", "multibroadcast")
 
 
-def _is_pointwise(ins: Instruction) -> bool:
+def is_pointwise_op(ins: Instruction) -> bool:
     return (ins.op.has("pointwise") or ins.name == "pointwise") and ins.name != "layout"
 
 
@@ -51,7 +51,7 @@ class ConcatOp(Rule):
     name = "find_concat_op"
 
     def pattern(self):
-        ok = pred("pointwise_or_broadcast_used_once", lambda i: (_is_pointwise(i) or i.name in BCASTS)
+        ok = pred("pointwise_or_broadcast_used_once", lambda i: (is_pointwise_op(i) or i.name in BCASTS)
                   and len(i.outputs) == 1, "not a pointwise or broadcast op used once")
         return name("concat")(all_static(), any_arg()(ok))
 
@@ -95,7 +95,7 @@ class ConcatOp(Rule):
         x = run[0]
         if len(run) < 2 or any(len(g.outputs) > 1 for g in run):
             return None
-        if not (_is_pointwise(x) or x.name in BCASTS):
+        if not (is_pointwise_op(x) or x.name in BCASTS):
             return None
         if len(x.inputs) >= 3 and sum(not i.can_eval() for i in x.inputs) > 2:
             return None
@@ -232,7 +232,7 @@ class Splits(Rule):
         op = group[0]
         if op.op.has("reduce"):
             return not set(splits[0].op["axes"]) & set(op.op["axes"]) and len(op.inputs) == 1
-        if not _is_pointwise(op) or len(op.inputs) > 2:
+        if not is_pointwise_op(op) or len(op.inputs) > 2:
             return False
         if len(op.inputs) == 1:
             return True

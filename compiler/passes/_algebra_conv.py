@@ -21,7 +21,7 @@ def _spatial(s) -> range:
     return range(2, s.ndim)
 
 
-def _channel_only(s) -> bool:
+def channel_only(s) -> bool:
     """Does a value of shape `s` vary along axis 1 only (every other axis broadcast or size 1)?"""
     return all(s.lens[i] == 1 or s.strides[i] == 0 for i in range(s.ndim) if i != 1)
 
@@ -30,7 +30,7 @@ def _channel_vector(m, before: Instruction, a: Instruction) -> Instruction:
     """The per-channel values of a channel-only value `a` (N, C, ...) as a (C,) vector."""
     src = a.inputs[0] if a.name in ("broadcast", "multibroadcast") else a
     c = a.shape.lens[1]
-    if src.shape.elements() == c and _channel_only(a.shape) and a.shape.strides[1] != 0:
+    if src.shape.elements() == c and channel_only(a.shape) and a.shape.strides[1] != 0:
         return insert_ops(m, before, [auto_reshape_op(src.shape.lens, (c,))], src)
     first = [i for i in range(a.shape.ndim) if i != 1]
     corner = m.insert_instruction(before, Op("slice", axes=first, starts=[0] * len(first), ends=[1] * len(first)), [a])
@@ -260,7 +260,7 @@ class MulConv(Rule):
         s = a.shape
         if s.ndim < 2 or s.strides[1] != 1:
             return "the multiplier is not laid along the channel axis"
-        if not _channel_only(s):
+        if not channel_only(s):
             return "the multiplier varies along more than the channel axis"
 
         def apply():

@@ -32,7 +32,7 @@ from ..ir import Instruction
 from ..matcher import Matcher, MatchState, name
 from ..op import Op
 from ..rewrite import Rule, replace_with_op
-from ._algebra_conv import _channel_only
+from ._algebra_conv import channel_only
 
 
 class _FirstConv(Matcher):
@@ -183,7 +183,7 @@ def _is_channel_bias(bias: Instruction, mid: int) -> bool:
     s = bias.shape
     if s.ndim < 2 or s.lens[1] != mid:
         return False
-    if _channel_only(s):
+    if channel_only(s):
         return True
     v = np.asarray(bias.eval())
     corner = v[(slice(0, 1), slice(None)) + (slice(0, 1),) * (v.ndim - 2)]

@@ -12,7 +12,7 @@ from ..matcher import arg, name, pred
 from ..op import Op, compute_shape
 from ..ops.common import norm_axis
 from ..rewrite import Rule, replace_with_op
-from ._algebra_concat import BCASTS, _is_pointwise, get_splits
+from ._algebra_concat import BCASTS, get_splits, is_pointwise_op
 from ._rewrite_util import all_static, slice_ranges
 
 
@@ -191,7 +191,7 @@ class InnerBroadcast(Rule):
     name = "find_inner_broadcast"
 
     def pattern(self):
-        return pred("pointwise_of_broadcasts", lambda i: _is_pointwise(i) and bool(i.inputs) and all(
+        return pred("pointwise_of_broadcasts", lambda i: is_pointwise_op(i) and bool(i.inputs) and all(
             x.name in BCASTS for x in i.inputs), "not a pointwise op whose inputs are all broadcasts")(all_static())
 
     def check(self, m, r):
