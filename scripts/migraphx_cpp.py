@@ -590,6 +590,10 @@ class Reader(ApiMixin):
             if len(args) in (1, 2) and isinstance(args[0], int):
                 return [args[1] if len(args) == 2 else 0] * args[0]
             raise Unsupported("std::vector(...) other than (count[, value])")
+        if tok == "migraphx::reorder_dims":  # reorder_dims(dims, permutation): dims permuted
+            self.take()
+            dims, perm = self.call_args()
+            return [dims[k] for k in perm]
         if tok == "std::next":  # a position: insert_instruction(std::next(ins), ...) inserts after ins
             self.take()
             args = self.call_args()

@@ -366,6 +366,47 @@ class MulDot(Rule):
         return apply
 
 
+class DotMul(Rule):
+    """dot(z * d, c) / dot(c, z * d), d a constant broadcast along the reduction axis (or a scalar),
+    c constant -> dot(z, c * d') / dot(c * d', z): the scale moves onto the constant operand, where
+    constant folding absorbs it."""
+
+    name = "find_dot_mul"
+
+    def pattern(self):
+        mul = name("mul")(used_once(), either_arg(0, 1)(
+            name("broadcast", "multibroadcast")(is_constant()).bind("d"), none_of(is_constant()).bind("z")))
+        return name("dot")(either_arg(0, 1)(mul.bind("mul"), is_constant().bind("c")))
+
+    def check(self, m, r):
+        ins, d, c, z = r.root, r["d"], r["c"], r["z"]
+        a, b = ins.inputs
+        strides = d.shape.strides
+        if sum(st != 0 for st in strides) > 1:
+            return "the scale varies along more than one axis"
+        if not d.shape.scalar_shape():
+            if strides[-1] == 1 and not b.can_eval():
+                return "the scale varies along the output columns of the second operand"
+            if strides[-2] == 1 and not a.can_eval():
+                return "the scale varies along the output rows of the first operand"
+        perm = list(range(c.shape.ndim))
+        perm[-1], perm[-2] = perm[-2], perm[-1]
+        swapped = [c.shape.lens[k] for k in perm]
+        op = d.op.with_(out_lens=swapped)
+        try:  # MIGraphX's rebroadcast of d to c's lens (last two swapped) must be a valid shape
+            compute_shape(op, [x.shape for x in d.inputs])
+        except ShapeError as e:
+            return f"the scale cannot be broadcast to the constant operand ({e})"
+
+        def apply():
+            db = m.insert_instruction(ins, op, list(d.inputs))
+            dt = m.insert_instruction(ins, Op("transpose", permutation=perm), [db])
+            cd = m.insert_instruction(ins, Op("mul"), [c, dt])
+            replace_with_op(m, ins, Op("dot"), [z, cd] if c is b else [cd, z])
+
+        return apply
+
+
 class DotSlice(Rule):
     """slice(dot(a, b)) -> dot(slice(a), slice(b)): compute only the rows/columns that are kept."""
 
@@ -449,5 +490,6 @@ MUL_CONV = MulConv()
 MUL_SLICE_CONV = MulSliceConv()
 MUL_DOT = MulDot()
 DOT_SLICE = DotSlice()
+DOT_MUL = DotMul()
 CONV_ADD = ConvAdd()
 CONCAT_CONV = ConcatConv()

@@ -18,8 +18,7 @@ Where MIGraphX's own construction throws (an invalid program), ours refuses with
 (find_inner_broadcast tries its plan on shapes first). One extension, numerically exact:
 find_conv_broadcast_input also takes a per-channel input shared by the batch.
 
-Not implemented: find_dot_mul (MIGraphX's list has 32 finders; 31 are here, plus
-find_conv_conv_1x1).
+All 32 of MIGraphX's finders are here, plus find_conv_conv_1x1.
 """
 
 from __future__ import annotations
@@ -42,6 +41,7 @@ from ._algebra_conv import (
     CONV_ADD,
     CONV_BROADCAST_INPUT,
     CONV_DOT_HORIZ_FUSION,
+    DOT_MUL,
     DOT_SLICE,
     MUL_CONV,
     MUL_DOT,
@@ -179,7 +179,7 @@ POW2 = row(
 # MIGraphX's order (src/simplify_algebra.cpp), with find_conv_conv_1x1 after find_conv_add.
 RULES = (
     CONV_BROADCAST_INPUT, INNER_BROADCAST, DOT_BROADCAST, DOUBLE_ADD_LIT_BROADCAST, ADD_LIT_BROADCAST, ADD_CONVS,
-    CONV_DOT_HORIZ_FUSION, MUL_CONV, MUL_SLICE_CONV, MUL_DOT, DOT_SLICE, MUL_ADD, *UNIT_OPS, *NEG_UNIT_OPS,
+    CONV_DOT_HORIZ_FUSION, MUL_CONV, MUL_SLICE_CONV, MUL_DOT, DOT_SLICE, DOT_MUL, MUL_ADD, *UNIT_OPS, *NEG_UNIT_OPS,
     ZERO_POINT, *ZERO_OPS, DOT_ADD, CONV_ADD,
     CONV_CONV_1X1, DIV_CONST, SUB_CONST, RSQRT, LOG_EXP, LOG_DIV, CONCAT_CONV, CONCAT_SAME_INPUT, CONCAT_OP,
     SPLIT_CONCAT, SPLITS, SPLIT_RESHAPE, SPLIT_TRANSPOSE, POW2,
@@ -190,7 +190,7 @@ RULES = (
 class SimplifyAlgebra(Pass):
     name: ClassVar[str] = "simplify_algebra"
     note: ClassVar[str] = (
-        "31 of MIGraphX's 32 finders (not find_dot_mul), in its order, plus find_conv_conv_1x1 (unmerged "
+        "MIGraphX's 32 finders, in its order, plus find_conv_conv_1x1 (unmerged "
         "upstream) after find_conv_add; find_split_reshape refuses a reorder MIGraphX gets wrong (len-1 slices)")
 
     def apply_module(self, module, ctx) -> bool:

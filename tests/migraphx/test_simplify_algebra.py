@@ -2765,6 +2765,54 @@ CASES = [
         @8 = @return(@7,@6)
         """,
          literals={'gen_float32_2x320x320_0': ('generate', 'float32', [2, 320, 320], 0), 'gen_float32_2x320x320_1': ('generate', 'float32', [2, 320, 320], 1)}),
+    case('mul_dot_a',
+         'simplify_algebra,dead_code_elimination',
+         """
+        module: "main"
+        input = @param:input -> float32, {2, 256, 32}, {8192, 32, 1}
+        @1 = @literal{#gen_float32_1x1x32_0} -> float32, {1, 1, 32}, {32, 32, 1}
+        @2 = @literal{#gen_float32_2x32x128_0} -> float32, {2, 32, 128}, {4096, 128, 1}
+        @3 = multibroadcast[out_lens={2, 256, 32}](@1) -> float32, {2, 256, 32}, {0, 0, 1}
+        @4 = mul(input,@3) -> float32, {2, 256, 32}, {8192, 32, 1}
+        @5 = dot(@4,@2) -> float32, {2, 256, 128}, {32768, 128, 1}
+        @6 = @return(@5)
+        """,
+         """
+        module: "main"
+        input = @param:input -> float32, {2, 256, 32}, {8192, 32, 1}
+        @1 = @literal{#gen_float32_1x1x32_0} -> float32, {1, 1, 32}, {32, 32, 1}
+        @2 = @literal{#gen_float32_2x32x128_0} -> float32, {2, 32, 128}, {4096, 128, 1}
+        @3 = multibroadcast[out_lens={2, 128, 32}](@1) -> float32, {2, 128, 32}, {0, 0, 1}
+        @4 = transpose[permutation={0, 2, 1}](@3) -> float32, {2, 32, 128}, {0, 1, 0}
+        @5 = mul(@2,@4) -> float32, {2, 32, 128}, {4096, 128, 1}
+        @6 = dot(input,@5) -> float32, {2, 256, 128}, {32768, 128, 1}
+        @7 = @return(@6)
+        """,
+         literals={'gen_float32_1x1x32_0': ('generate', 'float32', [1, 1, 32], 0), 'gen_float32_2x32x128_0': ('generate', 'float32', [2, 32, 128], 0)}),
+    case('mul_dot_b',
+         'simplify_algebra,dead_code_elimination',
+         """
+        module: "main"
+        input = @param:input -> float32, {2, 32, 128}, {4096, 128, 1}
+        @1 = @literal{#gen_float32_1x32x1_0} -> float32, {1, 32, 1}, {32, 1, 1}
+        @2 = @literal{#gen_float32_2x256x32_0} -> float32, {2, 256, 32}, {8192, 32, 1}
+        @3 = multibroadcast[out_lens={2, 32, 128}](@1) -> float32, {2, 32, 128}, {0, 1, 0}
+        @4 = mul(input,@3) -> float32, {2, 32, 128}, {4096, 128, 1}
+        @5 = dot(@2,@4) -> float32, {2, 256, 128}, {32768, 128, 1}
+        @6 = @return(@5)
+        """,
+         """
+        module: "main"
+        input = @param:input -> float32, {2, 32, 128}, {4096, 128, 1}
+        @1 = @literal{#gen_float32_1x32x1_0} -> float32, {1, 32, 1}, {32, 1, 1}
+        @2 = @literal{#gen_float32_2x256x32_0} -> float32, {2, 256, 32}, {8192, 32, 1}
+        @3 = multibroadcast[out_lens={2, 32, 256}](@1) -> float32, {2, 32, 256}, {0, 1, 0}
+        @4 = transpose[permutation={0, 2, 1}](@3) -> float32, {2, 256, 32}, {0, 0, 1}
+        @5 = mul(@2,@4) -> float32, {2, 256, 32}, {8192, 32, 1}
+        @6 = dot(@5,input) -> float32, {2, 256, 128}, {32768, 128, 1}
+        @7 = @return(@6)
+        """,
+         literals={'gen_float32_1x32x1_0': ('generate', 'float32', [1, 32, 1], 0), 'gen_float32_2x256x32_0': ('generate', 'float32', [2, 256, 32], 0)}),
     case('mul_dot_a_not_k_broadcast',
          'simplify_algebra,dead_code_elimination',
          """
@@ -4034,8 +4082,6 @@ NOT_TRANSCRIBED = [
     ('simplify_inner_broadcast_different_dims_single_element_no_squeeze', 'ShapeError: where: condition must be bool'),
     ('simplify_concat_unpack_int4', "op unpack_int4{}: unknown op 'unpack_int4'"),
     ('simplify_dot_horiz_reshape', "op unsqueeze{'axes': [2], 'steps': [2]}: unsqueeze: unknown attribute(s) steps; valid: axes"),
-    ('mul_dot_a', "unknown name 'migraphx::reorder_dims'"),
-    ('mul_dot_b', "unknown name 'migraphx::reorder_dims'"),
     ('mul_dot_a_int4_dq', "op unpack_int4{}: unknown op 'unpack_int4'"),
     ('mul_dot_a_int4_dq_concat', "expected '=', found ';'"),
     ('simplify_concat_same_input_dynamic', "unknown name 'dd'"),

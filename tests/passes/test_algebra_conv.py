@@ -331,3 +331,40 @@ def test_horizontal_quant_dots_share_one_quant_dot():
     assert len([i for i in q.main if i.name == "quant_dot"]) == 1
     rng = np.random.default_rng(0)
     assert_same_outputs(p, q, {"x": rng.integers(-128, 127, (2, 3)).astype(np.int8)})
+
+
+def _dot_of_scaled(scale_lens, bcast: dict, constant_first: bool) -> Program:
+    """dot(z * d, c) (or dot(c, z * d)), z a parameter, d a broadcast constant, c constant."""
+    rng = np.random.default_rng(5)
+    p = Program()
+    m = p.main
+    z_lens, c_lens = ((2, 3, 4), (2, 5, 3)) if constant_first else ((2, 5, 3), (2, 3, 4))
+    z = m.add_parameter("z", Shape.of("float32", z_lens))
+    d = m.add_literal(rng.standard_normal(scale_lens).astype(np.float32))
+    db = m.add_instruction(Op(bcast.pop("name"), out_lens=list(z_lens), **bcast), [d])
+    zd = m.add_instruction(Op("mul"), [z, db])
+    c = m.add_literal(rng.standard_normal(c_lens).astype(np.float32))
+    m.add_return([m.add_instruction(Op("dot"), [c, zd] if constant_first else [zd, c])])
+    return p
+
+
+@pytest.mark.parametrize("scale_lens, bcast, constant_first", [
+    ((1, 1, 3), dict(name="multibroadcast"), False),  # along K of the first operand (mul_dot_a)
+    ((3,), dict(name="broadcast", axis=1), True),  # along K of the second operand (mul_dot_b)
+    ((1,), dict(name="multibroadcast"), False),  # a scalar
+    ((2, 1, 1), dict(name="multibroadcast"), False),  # along the batch
+])
+def test_dot_mul_moves_the_scale_onto_the_constant(scale_lens, bcast, constant_first):
+    p = _dot_of_scaled(scale_lens, dict(bcast), constant_first)
+    q = p.copy()
+    assert sweep(q.main, [sa.DOT_MUL])
+    dce(q.main)
+    (dot,) = [i for i in q.main if i.name == "dot"]
+    assert any(x.is_param() for x in dot.inputs)  # z is now a direct operand
+    assert_same_outputs(p, q)
+
+
+def test_dot_mul_refuses_a_scale_along_the_output_rows():
+    p = _dot_of_scaled((5, 1), dict(name="multibroadcast"), False)
+    (miss,) = [nm for nm in near_misses(p.main, sa.DOT_MUL) if nm.op == "dot"]
+    assert "output rows" in miss.reason
