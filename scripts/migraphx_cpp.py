@@ -65,8 +65,20 @@ class _After:
     ins: Instruction
 
 
-_OP_COUNT = re.compile(r'^std::count_if \( (\w+) \. begin \( \) , \1 \. end \( \) , \[ \] \( auto &?&? ?(\w+) \) '
-                       r'\{ return \2 \. name \( \) == "(\w+)" ; \} \) == (\d+)$')
+# a lambda that tests an instruction's name: [](auto&& ins) { return ins.name() == "op"; }
+_NAME_IS = r'\[ \] \( auto &?&? ?(\w+) \) \{ return \2 \. name \( \) == "(\w+)" ; \}'
+_OP_COUNT = re.compile(rf'^std::count_if \( (\w+) \. begin \( \) , \1 \. end \( \) , {_NAME_IS} \) == (\d+)$')
+_FIND_OP = re.compile(rf'^std::find_if \( (\w+) \. begin \( \) , \1 \. end \( \) , {_NAME_IS} \)$')
+_FIRST_USER = re.compile(r'^(\w+) -> outputs \( \) \. front \( \) -> name \( \) (==|!=) "(\w+)"$')
+
+
+@dataclass(frozen=True)
+class _FirstOf:
+    """std::find_if(m.begin(), m.end(), name == op): the module's first `op`, looked up when an
+    EXPECT reads it (after the passes)."""
+
+    program: Program
+    op: str
 
 
 def _unwrapped(parts: list[str]) -> list[str]:
@@ -252,7 +264,7 @@ class Reader(ApiMixin):
         self.events.append(RunEvent(prog, print_program(prog, full=True), passes))
 
     def expect_event(self, parts: list[str]) -> ExpectEvent:
-        counted = self.op_count_check(parts)
+        counted = self.op_count_check(parts) or self.first_user_check(parts)
         if counted is not None:
             return counted
         depth, split, op = 0, None, None
@@ -289,6 +301,15 @@ class Reader(ApiMixin):
                 self.t, self.i = saved
                 self.in_expect = False
         return ExpectEvent(sides, op == "==")
+
+    def first_user_check(self, parts: list[str]) -> PropertyCheck | None:
+        """EXPECT(found->outputs().front()->name() != "mul"), `found` a std::find_if of an op name:
+        what the first such instruction's first user is, a property check on the pass's result."""
+        m = _FIRST_USER.match(" ".join(parts))
+        found = self.env.get(m.group(1)) if m else None
+        if not isinstance(found, _FirstOf):
+            return None
+        return PropertyCheck(found.program, (f"first_user:{found.op}{m.group(2)}{m.group(3)}",))
 
     def op_count_check(self, parts: list[str]) -> PropertyCheck | None:
         """EXPECT(std::count_if(m.begin(), m.end(), [](auto&& ins) { return ins.name() == "op"; }) == N):
@@ -590,6 +611,20 @@ class Reader(ApiMixin):
             if len(args) in (1, 2) and isinstance(args[0], int):
                 return [args[1] if len(args) == 2 else 0] * args[0]
             raise Unsupported("std::vector(...) other than (count[, value])")
+        if tok == "std::find_if":  # only over a whole module, by op name (see _FirstOf)
+            start, depth = self.i, 0
+            while True:
+                x = self.take()
+                depth += x == "("
+                depth -= x == ")"
+                if x == ")" and depth == 0:
+                    break
+            m = _FIND_OP.match(" ".join(self.t[start:self.i]))
+            module = self.env.get(m.group(1)) if m else None
+            prog = getattr(module, "program", module)
+            if not isinstance(prog, Program):
+                raise Unsupported("std::find_if other than over a module by op name")
+            return _FirstOf(prog, m.group(3))
         if tok == "migraphx::reorder_dims":  # reorder_dims(dims, permutation): dims permuted
             self.take()
             dims, perm = self.call_args()

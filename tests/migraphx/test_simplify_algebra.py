@@ -160,6 +160,82 @@ CASES = [
         @7 = add(@6,@5) -> int32, {1, 2, 3, 3}, {18, 9, 3, 1}
         @8 = identity(@7) -> int32, {1, 2, 3, 3}, {18, 9, 3, 1}
         """),
+    case('simplify_mul_conv1',
+         'simplify_algebra,dead_code_elimination',
+         """
+        module: "main"
+        x = @param:x -> int32, {1, 128, 28, 28}, {100352, 784, 28, 1}
+        @1 = @literal{#gen_int32_256x128x3x3_0} -> int32, {256, 128, 3, 3}, {1152, 9, 3, 1}
+        @2 = @literal{#gen_int32_256_0} -> int32, {256}, {1}
+        @3 = convolution[padding={1, 1},stride={2, 2}](x,@1) -> int32, {1, 256, 14, 14}, {50176, 196, 14, 1}
+        @4 = broadcast[axis=1,out_lens={1, 256, 14, 14}](@2) -> int32, {1, 256, 14, 14}, {0, 1, 0, 0}
+        @5 = mul(@3,@4) -> int32, {1, 256, 14, 14}, {50176, 196, 14, 1}
+        @6 = identity(@5) -> int32, {1, 256, 14, 14}, {50176, 196, 14, 1}
+        """,
+         '',
+         literals={'gen_int32_256x128x3x3_0': ('generate', 'int32', [256, 128, 3, 3], 0), 'gen_int32_256_0': ('generate', 'int32', [256], 0)},
+         checks=('first_user:convolution!=mul',)),
+    case('simplify_mul_conv2',
+         'simplify_algebra,dead_code_elimination',
+         """
+        module: "main"
+        x = @param:x -> int32, {1, 128, 28, 28}, {100352, 784, 28, 1}
+        @1 = @literal{#gen_int32_256x128x3x3_0} -> int32, {256, 128, 3, 3}, {1152, 9, 3, 1}
+        @2 = @literal{#gen_int32_256_0} -> int32, {256}, {1}
+        @3 = convolution[padding={1, 1},stride={2, 2}](x,@1) -> int32, {1, 256, 14, 14}, {50176, 196, 14, 1}
+        @4 = unsqueeze[axes={1, 2}](@2) -> int32, {256, 1, 1}, {1, 1, 1}
+        @5 = multibroadcast[out_lens={1, 256, 14, 14}](@4) -> int32, {1, 256, 14, 14}, {0, 1, 0, 0}
+        @6 = mul(@3,@5) -> int32, {1, 256, 14, 14}, {50176, 196, 14, 1}
+        @7 = identity(@6) -> int32, {1, 256, 14, 14}, {50176, 196, 14, 1}
+        """,
+         '',
+         literals={'gen_int32_256x128x3x3_0': ('generate', 'int32', [256, 128, 3, 3], 0), 'gen_int32_256_0': ('generate', 'int32', [256], 0)},
+         checks=('first_user:convolution!=mul',)),
+    case('simplify_mul_conv3',
+         'simplify_algebra,dead_code_elimination',
+         """
+        module: "main"
+        x = @param:x -> int32, {1, 128, 28, 28}, {100352, 784, 28, 1}
+        @1 = @literal{#gen_int32_256x128x3x3_0} -> int32, {256, 128, 3, 3}, {1152, 9, 3, 1}
+        @2 = @literal{#gen_int32_256x1x1_0} -> int32, {256, 1, 1}, {1, 18, 1}
+        @3 = convolution[padding={1, 1},stride={2, 2}](x,@1) -> int32, {1, 256, 14, 14}, {50176, 196, 14, 1}
+        @4 = multibroadcast[out_lens={1, 256, 14, 14}](@2) -> int32, {1, 256, 14, 14}, {0, 1, 0, 0}
+        @5 = mul(@3,@4) -> int32, {1, 256, 14, 14}, {50176, 196, 14, 1}
+        @6 = identity(@5) -> int32, {1, 256, 14, 14}, {50176, 196, 14, 1}
+        """,
+         '',
+         literals={'gen_int32_256x128x3x3_0': ('generate', 'int32', [256, 128, 3, 3], 0), 'gen_int32_256x1x1_0': ('generate', 'int32', [256, 1, 1], 0)},
+         checks=('first_user:convolution!=mul',)),
+    case('simplify_mul_conv_skip1',
+         'simplify_algebra,dead_code_elimination',
+         """
+        module: "main"
+        x = @param:x -> int32, {1, 128, 28, 28}, {100352, 784, 28, 1}
+        @1 = @literal{#gen_int32_256x128x3x3_0} -> int32, {256, 128, 3, 3}, {1152, 9, 3, 1}
+        @2 = @literal{#gen_int32_256x14x14_0} -> int32, {256, 14, 14}, {1, 0, 0}
+        @3 = convolution[padding={1, 1},stride={2, 2}](x,@1) -> int32, {1, 256, 14, 14}, {50176, 196, 14, 1}
+        @4 = broadcast[axis=1,out_lens={1, 256, 14, 14}](@2) -> int32, {1, 256, 14, 14}, {0, 1, 0, 0}
+        @5 = mul(@3,@4) -> int32, {1, 256, 14, 14}, {50176, 196, 14, 1}
+        @6 = identity(@5) -> int32, {1, 256, 14, 14}, {50176, 196, 14, 1}
+        """,
+         '',
+         literals={'gen_int32_256x128x3x3_0': ('generate', 'int32', [256, 128, 3, 3], 0), 'gen_int32_256x14x14_0': ('generate', 'int32', [256, 14, 14], 0)},
+         checks=('first_user:convolution==mul',)),
+    case('simplify_mul_conv_skip2',
+         'simplify_algebra,dead_code_elimination',
+         """
+        module: "main"
+        x = @param:x -> int32, {1, 128, 28, 28}, {100352, 784, 28, 1}
+        @1 = @literal{#gen_int32_256x128x3x3_0} -> int32, {256, 128, 3, 3}, {1152, 9, 3, 1}
+        @2 = @literal{#gen_int32_256x14x14_0} -> int32, {256, 14, 14}, {1, 0, 0}
+        @3 = convolution[padding={1, 1},stride={2, 2}](x,@1) -> int32, {1, 256, 14, 14}, {50176, 196, 14, 1}
+        @4 = multibroadcast[out_lens={1, 256, 14, 14}](@2) -> int32, {1, 256, 14, 14}, {0, 1, 0, 0}
+        @5 = mul(@3,@4) -> int32, {1, 256, 14, 14}, {50176, 196, 14, 1}
+        @6 = identity(@5) -> int32, {1, 256, 14, 14}, {50176, 196, 14, 1}
+        """,
+         '',
+         literals={'gen_int32_256x128x3x3_0': ('generate', 'int32', [256, 128, 3, 3], 0), 'gen_int32_256x14x14_0': ('generate', 'int32', [256, 14, 14], 0)},
+         checks=('first_user:convolution==mul',)),
     case('simplify_mul_slice_conv1',
          'simplify_algebra,dead_code_elimination',
          """
@@ -4073,11 +4149,6 @@ CASES = [
 
 # Not transcribed (the construct the reader stopped at):
 NOT_TRANSCRIBED = [
-    ('simplify_mul_conv1', "unknown name 'std::find_if'"),
-    ('simplify_mul_conv2', "unknown name 'std::find_if'"),
-    ('simplify_mul_conv3', "unknown name 'std::find_if'"),
-    ('simplify_mul_conv_skip1', "unknown name 'std::find_if'"),
-    ('simplify_mul_conv_skip2', "unknown name 'std::find_if'"),
     ('simplify_dot_add', "unknown name 'get_2x2'"),
     ('simplify_inner_broadcast_different_dims_single_element_no_squeeze', 'ShapeError: where: condition must be bool'),
     ('simplify_concat_unpack_int4', "op unpack_int4{}: unknown op 'unpack_int4'"),
