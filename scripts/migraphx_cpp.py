@@ -14,6 +14,8 @@ case is listed as not transcribed with the construct that stopped it.
 
 from __future__ import annotations
 
+import re
+from dataclasses import dataclass
 from typing import Any
 
 from migraphx_cpp_api import INCLUDE_HELPERS, NATIVE_CHECKS, ApiMixin, _from_permutation
@@ -24,6 +26,7 @@ from migraphx_cpp_model import (
     MATH_CONSTANTS,
     MATH_FUNCTIONS,
     PASS_NAMES,
+    PASS_OP,
     TYPE_NAMES,
     ExpectEvent,
     Function,
@@ -48,11 +51,62 @@ from migraphx_cpp_model import (
     tokenize,
 )
 
-from migx_explore.compiler.ir import Program
+from migx_explore.compiler.instruction import Instruction
+from migx_explore.compiler.ir import Module, Program
 
 # what scripts/transcribe_migraphx_tests.py reads from here
 __all__ = ["GENERATED", "InstructionCount", "OutputShapes", "PropertyCheck", "Reader", "RunEvent", "Unsupported",
            "file_functions", "run_pass_list", "test_cases", "tokenize"]
+
+
+@dataclass(frozen=True)
+class _After:
+    """std::next(ins): the position after an instruction."""
+
+    ins: Instruction
+
+
+# a lambda that tests an instruction's name: [](auto&& ins) { return ins.name() == "op"; }
+_NAME_IS = r'\[ \] \( auto &?&? ?(\w+) \) \{ return \2 \. name \( \) == "(\w+)" ; \}'
+_OP_COUNT = re.compile(rf'^std::count_if \( (\w+) \. begin \( \) , \1 \. end \( \) , {_NAME_IS} \) == (\d+)$')
+_FIND_OP = re.compile(rf'^std::find_if \( (\w+) \. begin \( \) , \1 \. end \( \) , {_NAME_IS} \)$')
+_FIRST_USER = re.compile(r'^(\w+) -> outputs \( \) \. front \( \) -> name \( \) (==|!=) "(\w+)"$')
+
+
+@dataclass(frozen=True)
+class _FirstOf:
+    """std::find_if(m.begin(), m.end(), name == op): the module's first `op`, looked up when an
+    EXPECT reads it (after the passes)."""
+
+    program: Program
+    op: str
+
+
+def _unwrapped(parts: list[str]) -> list[str]:
+    """`( a == b )` -> `a == b` while the whole condition sits in one pair of parentheses."""
+    while len(parts) > 2 and parts[0] == "(" and parts[-1] == ")":
+        depth = 0
+        for k, x in enumerate(parts):
+            depth += x in ("(", "{", "[")
+            depth -= x in (")", "}", "]")
+            if depth == 0 and k < len(parts) - 1:
+                return parts  # the first parenthesis closes before the end: `(a) == (b)`
+        parts = parts[1:-1]
+    return parts
+
+
+def _conjuncts(parts: list[str]) -> list[list[str]]:
+    """The top-level `and` / `&&` operands of an EXPECT condition, each unwrapped."""
+    out, cur, depth = [], [], 0
+    for x in _unwrapped(parts):
+        depth += x in ("(", "{", "[")
+        depth -= x in (")", "}", "]")
+        if depth == 0 and x in ("and", "&&"):
+            out.append(_unwrapped(cur))
+            cur = []
+        else:
+            cur.append(x)
+    return out + [_unwrapped(cur)]
 
 
 class Reader(ApiMixin):
@@ -126,8 +180,15 @@ class Reader(ApiMixin):
                 self.env[name] = self.copy_module(self.expr())
                 self.take(";")
                 return
-            if self.peek() == "{":
-                raise Unsupported(f"{tok} {name} brace-initialised")
+            if self.peek() == "{":  # `migraphx::module m2{m1};` copies m1
+                self.take("{")
+                value = self.expr()
+                self.take("}")
+                if not isinstance(value, (Module, Program)):
+                    raise Unsupported(f"{tok} {name} brace-initialised")
+                self.env[name] = self.copy_module(value)
+                self.take(";")
+                return
             prog = Program()
             self.programs[name] = prog
             self.env[name] = prog.main if tok == "migraphx::module" else prog
@@ -172,10 +233,11 @@ class Reader(ApiMixin):
                 if depth:
                     parts.append(x)
             self.take(";")
-            try:
-                self.events.append(self.expect_event(parts))
-            except Unsupported:
-                pass  # not a program comparison (a count, none_of, eval): nothing to transcribe
+            for cond in _conjuncts(parts):  # EXPECT((m1 == m2) and (m2 == m3)): each comparison
+                try:
+                    self.events.append(self.expect_event(cond))
+                except Unsupported:
+                    pass  # not a program comparison (a count, none_of, eval): nothing to transcribe
             return
         if tok in self.env and self.peek(1) == "=" and not isinstance(self.env[tok], (Function, Overloads)):
             self.take()
@@ -203,6 +265,9 @@ class Reader(ApiMixin):
         self.events.append(RunEvent(prog, print_program(prog, full=True), passes))
 
     def expect_event(self, parts: list[str]) -> ExpectEvent:
+        counted = self.op_count_check(parts) or self.first_user_check(parts)
+        if counted is not None:
+            return counted
         depth, split, op = 0, None, None
         for k, x in enumerate(parts):
             depth += x in ("(", "{", "[")
@@ -237,6 +302,27 @@ class Reader(ApiMixin):
                 self.t, self.i = saved
                 self.in_expect = False
         return ExpectEvent(sides, op == "==")
+
+    def first_user_check(self, parts: list[str]) -> PropertyCheck | None:
+        """EXPECT(found->outputs().front()->name() != "mul"), `found` a std::find_if of an op name:
+        what the first such instruction's first user is, a property check on the pass's result."""
+        m = _FIRST_USER.match(" ".join(parts))
+        found = self.env.get(m.group(1)) if m else None
+        if not isinstance(found, _FirstOf):
+            return None
+        return PropertyCheck(found.program, (f"first_user:{found.op}{m.group(2)}{m.group(3)}",))
+
+    def op_count_check(self, parts: list[str]) -> PropertyCheck | None:
+        """EXPECT(std::count_if(m.begin(), m.end(), [](auto&& ins) { return ins.name() == "op"; }) == N):
+        how many `op` instructions the module keeps, a property check on the pass's result."""
+        m = _OP_COUNT.match(" ".join(parts))
+        if m is None:
+            return None
+        module = self.env.get(m.group(1))
+        prog = getattr(module, "program", module)
+        if not isinstance(prog, Program):
+            return None
+        return PropertyCheck(prog, (f"count:{m.group(3)}={m.group(4)}",))
 
     def as_pass(self, v: Any, name: str | None = None) -> PassSpec:
         """A pass list item: a PassSpec, or designated options `{.x = v}` for the named pass."""
@@ -489,7 +575,7 @@ class Reader(ApiMixin):
             if tok == "pass_op" or tok == "migraphx::op::identity":
                 self.take("{")
                 self.take("}")
-                return MakeOp("identity")
+                return MakeOp(PASS_OP if tok == "pass_op" else "identity")
             items = self.braced() if self.peek() == "{" else self.call_args()
             if tok == "migraphx::shape":
                 return self.shape_from(items)
@@ -526,9 +612,44 @@ class Reader(ApiMixin):
             if len(args) in (1, 2) and isinstance(args[0], int):
                 return [args[1] if len(args) == 2 else 0] * args[0]
             raise Unsupported("std::vector(...) other than (count[, value])")
+        if tok == "std::find_if":  # only over a whole module, by op name (see _FirstOf)
+            start, depth = self.i, 0
+            while True:
+                x = self.take()
+                depth += x == "("
+                depth -= x == ")"
+                if x == ")" and depth == 0:
+                    break
+            m = _FIND_OP.match(" ".join(self.t[start:self.i]))
+            module = self.env.get(m.group(1)) if m else None
+            prog = getattr(module, "program", module)
+            if not isinstance(prog, Program):
+                raise Unsupported("std::find_if other than over a module by op name")
+            return _FirstOf(prog, m.group(3))
+        if tok == "migraphx::reorder_dims":  # reorder_dims(dims, permutation): dims permuted
+            self.take()
+            dims, perm = self.call_args()
+            return [dims[k] for k in perm]
+        if tok == "std::next":  # a position: insert_instruction(std::next(ins), ...) inserts after ins
+            self.take()
+            args = self.call_args()
+            if len(args) != 1 or not isinstance(args[0], Instruction):
+                raise Unsupported("std::next of something other than an instruction")
+            return _After(args[0])
         if tok in ("std::move", "std::ref", "std::cref"):
             self.take()
             return self.call_args()[0]
+        if tok == "static_cast":  # static_cast<std::int64_t>(n): a number converted, anything else as is
+            self.take()
+            self.take("<")
+            type_toks = []
+            while self.peek() != ">":
+                type_toks.append(self.take())
+            self.take(">")
+            (value,) = self.call_args()
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                return float(value) if type_toks[-1] in ("float", "double") else int(value)
+            return value
         if tok in ("migraphx::make_op", "migraphx::to_value", "migraphx::generate_literal", "std::numeric_limits"):
             self.take()
             if tok == "std::numeric_limits":

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 from migraphx_cpp_model import (
     _IGNORED,
+    PASS_OP,
     Function,
     MakeOp,
     OutputShapes,
@@ -70,7 +71,19 @@ class ApiMixin:
                     inputs = inputs[0]
                     if not isinstance(mods, list):
                         mods = [mods]
+                if op.name == PASS_OP and len(inputs) > 1:
+                    return obj.add_return(inputs)
                 return obj.add_instruction(_our_op(op), inputs, mods)
+            if name == "insert_instruction":  # insert_instruction(pos, make_op(...), args...)
+                pos, op, inputs = args[0], args[1], args[2:]
+                if not isinstance(op, MakeOp):
+                    raise Unsupported("insert_instruction without make_op")
+                if len(inputs) == 1 and isinstance(inputs[0], list):
+                    inputs = inputs[0]
+                after = getattr(pos, "ins", None)
+                if after is not None:
+                    return obj.insert_after(after, _our_op(op), inputs)
+                return obj.insert_instruction(pos, _our_op(op), inputs)
             if name == "set_bypass":
                 obj.bypass = True if not args else bool(args[0])
                 return None

@@ -204,7 +204,14 @@ def _attr_dict(items: list) -> dict[str, Any]:
     return out
 
 
+# MIGraphX's test pass_op: with one input our identity; with several (a sink for several values at
+# the end of a test module) our @return of them
+PASS_OP = "pass_op"
+
+
 def _our_op(op: MakeOp) -> Op:
+    if op.name == PASS_OP:
+        return Op("identity")
     attrs = {}
     for k, v in op.attrs.items():
         if isinstance(v, TypeRef):
@@ -219,17 +226,36 @@ def _our_op(op: MakeOp) -> Op:
 
 
 # ---- files ------------------------------------------------------------------------------------------
+def _braced_body(source: str, start: int) -> str:
+    """The text from `start` (just after an opening brace) to its matching closing brace."""
+    depth, i = 1, start
+    while depth and i < len(source):
+        depth += source[i] == "{"
+        depth -= source[i] == "}"
+        i += 1
+    return source[start:i - 1]
+
+
 def test_cases(source: str) -> list[tuple[str, str]]:
-    """(name, body) of every TEST_CASE in a test file."""
-    out = []
-    for m in re.finditer(r"^TEST_CASE\((\w+)\)\s*\{", source, re.M):
-        start = m.end()
-        depth, i = 1, start
-        while depth and i < len(source):
-            depth += source[i] == "{"
-            depth -= source[i] == "}"
-            i += 1
-        out.append((m.group(1), source[start:i - 1]))
+    """(name, body) of every TEST_CASE in a test file, and of every TEST_CASE_REGISTER(f<args>) of
+    a `template <...> static void f()` (its body with the template parameters replaced by the
+    arguments; named as MIGraphX's test driver names it, `f<args>`)."""
+    out = [(m.group(1), _braced_body(source, m.end()))
+           for m in re.finditer(r"^TEST_CASE\((\w+)\)\s*\{", source, re.M)]
+    templates = {m.group(2): (m.group(1), m.end()) for m in re.finditer(
+        r"^template\s*<([^>]*)>\s*(?:static\s+)?void\s+(\w+)\(\s*\)\s*\{", source, re.M)}
+    for m in re.finditer(r"^TEST_CASE_REGISTER\((\w+)<([^>]*)>\);", source, re.M):
+        if m.group(1) not in templates:
+            continue
+        params_txt, start = templates[m.group(1)]
+        params = [p.split()[-1] for p in params_txt.split(",") if p.strip()]
+        values = [v.strip() for v in m.group(2).split(",")]
+        if len(params) != len(values):
+            continue
+        body = _braced_body(source, start)
+        for name, value in zip(params, values):
+            body = re.sub(rf"\b{name}\b", value, body)
+        out.append((f"{m.group(1)}<{', '.join(values)}>", body))
     return out
 
 

@@ -7,57 +7,14 @@ from ..matcher import any_arg, name, pred
 from ..op import Op
 from ..ops.common import norm_axis
 from ..rewrite import Rule, replace_value, replace_with_op
-from ._rewrite_util import all_static, auto_reshape_op, insert_ops, move_before
+from ._rewrite_util import all_static, move_before
 from .simplify_reshapes import ConcatOfSlices
 
 BCASTS = ("broadcast", "multibroadcast")
 
 
-def _is_pointwise(ins: Instruction) -> bool:
+def is_pointwise_op(ins: Instruction) -> bool:
     return (ins.op.has("pointwise") or ins.name == "pointwise") and ins.name != "layout"
-
-
-def _keepdims_lens(b: Instruction) -> list[int]:
-    """The broadcast source's lens placed on the output's axes (1 elsewhere)."""
-    src, n = b.inputs[0].shape, b.shape.ndim
-    lead = b.op["axis"] if b.name == "broadcast" else n - src.ndim
-    return [1] * lead + list(src.lens) + [1] * (n - lead - src.ndim)
-
-
-class InnerBroadcast(Rule):
-    """op(broadcast(a), broadcast(b)) -> broadcast(op(a', b')): compute on the axes some input
-    really varies along, then broadcast the result (a', b' keep the other axes as size 1)."""
-
-    name = "find_inner_broadcast"
-
-    def pattern(self):
-        return pred("pointwise_of_broadcasts", lambda i: _is_pointwise(i) and bool(i.inputs) and all(
-            x.name in BCASTS for x in i.inputs), "not a pointwise op whose inputs are all broadcasts")(all_static())
-
-    def check(self, m, r):
-        ins = r.root
-        if len({x.shape.type for x in ins.inputs}) > 1:
-            return "inputs of different types"
-        out = ins.shape.lens
-        common = [ax for ax in range(len(out)) if out[ax] > 1 and all(x.shape.strides[ax] == 0 for x in ins.inputs)]
-        if not common:
-            return "no axis is broadcast in every input"
-        inner = [1 if ax in common else n for ax, n in enumerate(out)]
-        full = [_keepdims_lens(x) for x in ins.inputs]
-        if any(f[ax] != 1 for f in full for ax in common):
-            return "a broadcast source is itself broadcast along a shared axis"
-
-        def apply():
-            args = []
-            for x, f in zip(ins.inputs, full):
-                y = insert_ops(m, ins, [auto_reshape_op(x.inputs[0].shape.lens, f)], x.inputs[0])
-                if f != inner:
-                    y = m.insert_instruction(ins, Op("multibroadcast", out_lens=inner), [y])
-                args.append(y)
-            y = m.insert_instruction(ins, ins.op, args, ins.module_inputs)
-            replace_with_op(m, ins, Op("multibroadcast", out_lens=out), [y])
-
-        return apply
 
 
 class ConcatSameInput(Rule):
@@ -71,7 +28,9 @@ class ConcatSameInput(Rule):
 
     def check(self, m, r):
         ins = r.root
-        axis = norm_axis(ins.op["axis"], ins.shape.ndim, "concat")
+        axis = ins.op["axis"]
+        if axis < 0:  # as MIGraphX: a negative axis is left for normalize_ops to make positive first
+            return "negative concat axis (not normalized)"
         if ins.inputs[0].shape.lens[axis] != 1:
             return "the repeated input is not of size 1 along the concat axis"
         return lambda: replace_with_op(m, ins, Op("multibroadcast", out_lens=ins.shape.lens), [ins.inputs[0]])
@@ -92,7 +51,7 @@ class ConcatOp(Rule):
     name = "find_concat_op"
 
     def pattern(self):
-        ok = pred("pointwise_or_broadcast_used_once", lambda i: (_is_pointwise(i) or i.name in BCASTS)
+        ok = pred("pointwise_or_broadcast_used_once", lambda i: (is_pointwise_op(i) or i.name in BCASTS)
                   and len(i.outputs) == 1, "not a pointwise or broadcast op used once")
         return name("concat")(all_static(), any_arg()(ok))
 
@@ -136,7 +95,7 @@ class ConcatOp(Rule):
         x = run[0]
         if len(run) < 2 or any(len(g.outputs) > 1 for g in run):
             return None
-        if not (_is_pointwise(x) or x.name in BCASTS):
+        if not (is_pointwise_op(x) or x.name in BCASTS):
             return None
         if len(x.inputs) >= 3 and sum(not i.can_eval() for i in x.inputs) > 2:
             return None
@@ -189,6 +148,29 @@ def get_splits(ins: Instruction) -> list[Instruction]:
     return sl
 
 
+def _module_body(m) -> tuple:
+    """A submodule's computation without its name: ops, input positions (parameters by name),
+    shapes and literal values, in order."""
+    pos = {ins.id: k for k, ins in enumerate(m)}
+    rows = []
+    for ins in m:
+        lit = None
+        if ins.literal is not None:
+            data = ins.literal.data
+            lit = (data.dtype.str, data.shape, data.tobytes())
+        rows.append((ins.op, tuple(pos[i.id] for i in ins.inputs), tuple(_module_body(x) for x in ins.module_inputs),
+                     ins.shape, lit))
+    return tuple(rows)
+
+
+def same_computation(a: Instruction, b: Instruction) -> bool:
+    """Same op and, for a fused op (pointwise, ...), submodules computing the same thing (MIGraphX
+    compares the modules' contents, not their names)."""
+    if a.op != b.op or len(a.module_inputs) != len(b.module_inputs):
+        return False
+    return all(x is y or _module_body(x) == _module_body(y) for x, y in zip(a.module_inputs, b.module_inputs))
+
+
 def _reaches(src: Instruction, dst: Instruction) -> bool:
     """Is `dst` computed (transitively) from `src`?"""
     seen, stack = set(), [dst]
@@ -214,7 +196,10 @@ class Splits(Rule):
 
     def check(self, m, r):
         splits = get_splits(r.root)
-        groups = [g for g in self._groups(splits) if self._fusable(g, splits)]
+        groups = self._groups(splits)
+        if any(a is not b and _reaches(a, b) for g in groups for h in groups if g is not h for a in g for b in h):
+            return "one group of split users depends on another"
+        groups = [g for g in groups if self._fusable(g, splits)]
         if not groups:
             return "the slices do not feed matching fusable ops"
         # Fusing one group rewrites its members into slices in place, and a later group may have
@@ -233,8 +218,7 @@ class Splits(Rule):
             group = []
             for s in splits:
                 match = out if s is fewest else next(
-                    (u for u in s.outputs if u.op == out.op and u not in group and
-                     [x.name for x in u.module_inputs] == [x.name for x in out.module_inputs]), None)
+                    (u for u in s.outputs if u not in group and same_computation(u, out)), None)
                 if match is None:
                     break
                 group.append(match)
@@ -248,7 +232,7 @@ class Splits(Rule):
         op = group[0]
         if op.op.has("reduce"):
             return not set(splits[0].op["axes"]) & set(op.op["axes"]) and len(op.inputs) == 1
-        if not _is_pointwise(op) or len(op.inputs) > 2:
+        if not is_pointwise_op(op) or len(op.inputs) > 2:
             return False
         if len(op.inputs) == 1:
             return True
@@ -276,7 +260,8 @@ class Splits(Rule):
             cat = m.insert_instruction(pos, Op("concat", axis=splits[0].op["axes"][0]), data)
             c = m.insert_instruction(pos, op.op, [x, cat] if k == 0 else [cat, x], op.module_inputs)
         for g, s in zip(group, splits):
-            replace_with_op(m, g, s.op, [c])
+            # module_inputs=(): a fused member (pointwise module) becomes a slice, which has none
+            m.replace_instruction(g, s.op, [c], module_inputs=())
 
 
 class _Aligned:
@@ -286,7 +271,6 @@ class _Aligned:
         self.inputs = [next(i for i in g.inputs if i is not s)]
 
 
-INNER_BROADCAST = InnerBroadcast()
 CONCAT_SAME_INPUT = ConcatSameInput()
 CONCAT_OP = ConcatOp()
 SPLIT_CONCAT = SplitConcat()

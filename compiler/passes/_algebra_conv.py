@@ -1,34 +1,14 @@
 """simplify_algebra finders around convolution and dot (see simplify_algebra for the order).
-
-find_conv_conv_1x1 is the one not on MIGraphX's develop branch: conv(x, W1) followed by a 1x1
-convolution W2 is one convolution with weights W2 . W1 (contracted over the middle channels).
-The unmerged MIGraphX version (PR #4785) builds the combined weight with dims taken from the
-first conv, which is only right when the 1x1 conv keeps the channel count; here:
-
-* out != mid is fine: the combined weight is (out, in, kh, kw).
-* A grouped or depthwise first conv is expanded to a dense block-diagonal (mid, in, kh, kw) weight
-  before combining, so the result is an ordinary group-1 conv. Expansion can make the fused conv
-  *bigger* than the pair (depthwise 3x3 then 1x1 is the classic case), so the rule refuses when
-  the fused weight has more elements than the two original weights together (its cost per output
-  pixel, in MACs, is the same count). `ConvConv1x1(max_growth=...)` changes that bound.
-* Stride, padding (also asymmetric) and dilation of the first conv carry over unchanged.
-* A constant per-channel bias between them, conv1(x) + b, becomes conv(x) + W2 . b.
-* It refuses (reasons visible through near_misses) when the middle value has other users, when
-  anything else (a relu, ...) sits between, when the second conv is not 1x1 / group 1 / stride 1 /
-  unpadded, or when a weight or the bias is not constant.
+find_conv_conv_1x1 (from an unmerged MIGraphX branch) lives in _algebra_conv1x1.
 """
 
 from __future__ import annotations
 
-import math
-
-import numpy as np
-
 from ..errors import ShapeError
 from ..ir import Instruction
-from ..matcher import Matcher, MatchState, any_, args, either_arg, is_constant, name, none_of, pred, used_once
+from ..matcher import Matcher, any_, args, either_arg, is_constant, name, none_of, pred, used_once
 from ..op import Op, compute_shape
-from ..rewrite import Rule, replace_with_op
+from ..rewrite import Rule, replace_value, replace_with_op
 from ._rewrite_util import auto_reshape_op, insert_ops, move_before, slice_op, slice_ranges
 
 
@@ -41,7 +21,7 @@ def _spatial(s) -> range:
     return range(2, s.ndim)
 
 
-def _channel_only(s) -> bool:
+def channel_only(s) -> bool:
     """Does a value of shape `s` vary along axis 1 only (every other axis broadcast or size 1)?"""
     return all(s.lens[i] == 1 or s.strides[i] == 0 for i in range(s.ndim) if i != 1)
 
@@ -50,7 +30,7 @@ def _channel_vector(m, before: Instruction, a: Instruction) -> Instruction:
     """The per-channel values of a channel-only value `a` (N, C, ...) as a (C,) vector."""
     src = a.inputs[0] if a.name in ("broadcast", "multibroadcast") else a
     c = a.shape.lens[1]
-    if src.shape.elements() == c and _channel_only(a.shape) and a.shape.strides[1] != 0:
+    if src.shape.elements() == c and channel_only(a.shape) and a.shape.strides[1] != 0:
         return insert_ops(m, before, [auto_reshape_op(src.shape.lens, (c,))], src)
     first = [i for i in range(a.shape.ndim) if i != 1]
     corner = m.insert_instruction(before, Op("slice", axes=first, starts=[0] * len(first), ends=[1] * len(first)), [a])
@@ -58,36 +38,84 @@ def _channel_vector(m, before: Instruction, a: Instruction) -> Instruction:
 
 
 class ConvBroadcastInput(Rule):
-    """conv(broadcast(x), w), x constant over space, no padding ->
-    broadcast(dot(x as (N, C), reduce_sum(w over space) as (C, K)))."""
+    """conv(broadcast(x), w), x constant over space ->
+    unpadded: broadcast(dot(x as (N, C), reduce_sum(w over space) as (C, K)));
+    padded (stride 1, dilation 1): the conv of a kernel-sized broadcast, whose border rows and
+    columns are kept and whose centre is broadcast over the interior (MIGraphX's small conv)."""
 
     name = "find_conv_broadcast_input"
 
     def pattern(self):
-        return name("convolution")(args(name("broadcast", "multibroadcast").bind("bcast"), is_constant().bind("w")))
+        return name("convolution")(args(name("broadcast", "multibroadcast")(args(any_().bind("x"))).bind("bcast"),
+                                        is_constant().bind("w")))
 
     def check(self, m, r):
-        ins, b, w = r.root, r["bcast"], r["w"]
+        ins, b, w, x = r.root, r["bcast"], r["w"], r["x"]
         if ins.op["group"] != 1 or ins.op["padding_mode"] != 0:
             return "grouped or auto-padded convolution"
+        if any(n != 1 for n in x.shape.lens[2:]):
+            return "the broadcast input varies over the spatial axes"
+        # MIGraphX checks only the source's lens; its spatial axes must be broadcast in b too
         if any(b.shape.lens[i] != 1 and b.shape.strides[i] != 0 for i in _spatial(b.shape)):
             return "the input varies over the spatial axes"
-        if any(ins.op["padding"]):
-            return "padded convolution (MIGraphX's small-conv variant is not implemented)"
         n, k, c = ins.shape.lens[0], w.shape.lens[0], w.shape.lens[1]
+        rows = n  # MIGraphX's case: one value per batch and channel
+        if x.shape.elements() != n * c:
+            # ours too: one value per channel, shared by the batch (MIGraphX leaves it)
+            if x.shape.elements() != c or b.shape.strides[0] != 0:
+                return "the broadcast source is not one value per batch and channel, nor per channel"
+            rows = 1
+        nsp = ins.shape.ndim - 2
+        pad = list(ins.op["padding"])
+        if not any(pad):
+            return lambda: self._dot(m, ins, x, w, rows, k, c)
+        if any(v != 1 for v in ins.op["stride"]) or any(v != 1 for v in ins.op["dilation"]):
+            return "a padded convolution with stride or dilation"
+        if len(pad) == nsp:
+            pad = pad + pad
+        out = ins.shape.lens
+        if any(out[i + 2] <= pad[i] + pad[i + nsp] for i in range(nsp)):
+            return "the padding covers the whole output"
+        return lambda: self._small_conv(m, ins, b, x, w, pad, nsp)
+
+    @staticmethod
+    def _dot(m, ins, x, w, n, k, c) -> None:
         sp = list(_spatial(ins.shape))
+        ws = m.insert_instruction(ins, Op("reduce_sum", axes=sp), [w])
+        w2 = m.insert_instruction(ins, Op("reshape", dims=[k, c]), [ws])
+        wt = m.insert_instruction(ins, Op("transpose", permutation=[1, 0]), [w2])
+        if x.shape.ndim == 1 and n == 1:
+            x2 = m.insert_instruction(ins, Op("unsqueeze", axes=[0]), [x])
+        else:
+            x2 = m.insert_instruction(ins, Op("reshape", dims=[n, c]), [x])
+        d = m.insert_instruction(ins, Op("dot"), [x2, wt])
+        u = m.insert_instruction(ins, Op("unsqueeze", axes=sp), [d])
+        replace_with_op(m, ins, Op("multibroadcast", out_lens=ins.shape.lens), [u])
 
-        def apply():
-            corner = m.insert_instruction(ins, Op("slice", axes=sp, starts=[0] * len(sp), ends=[1] * len(sp)), [b])
-            x2 = m.insert_instruction(ins, Op("reshape", dims=[n, c]), [corner])
-            ws = m.insert_instruction(ins, Op("reduce_sum", axes=sp), [w])
-            w2 = m.insert_instruction(ins, Op("reshape", dims=[k, c]), [ws])
-            wt = m.insert_instruction(ins, Op("transpose", permutation=[1, 0]), [w2])
-            d = m.insert_instruction(ins, Op("dot"), [x2, wt])
-            u = m.insert_instruction(ins, Op("unsqueeze", axes=sp), [d])
-            replace_with_op(m, ins, Op("multibroadcast", out_lens=ins.shape.lens), [u])
+    @staticmethod
+    def _small_conv(m, ins, b, x, w, pad, nsp) -> None:
+        small = list(b.shape.lens[:2]) + list(w.shape.lens[2:])
+        sb = m.insert_instruction(ins, b.op.with_(out_lens=small), [x])
+        cur = m.insert_instruction(ins, ins.op, [sb, w])
+        out = ins.shape.lens
+        for i in range(nsp):
+            ps, pe, axis = pad[i], pad[i + nsp], i + 2
+            interior = out[axis] - ps - pe
+            if interior == 1:
+                continue
 
-        return apply
+            def piece(start, end, src=cur, axis=axis):
+                return m.insert_instruction(ins, Op("slice", axes=[axis], starts=[start], ends=[end]), [src])
+
+            pieces = [piece(0, ps)] if ps else []
+            center = piece(ps, ps + 1)
+            lens = list(center.shape.lens)
+            lens[axis] = interior
+            pieces.append(m.insert_instruction(ins, Op("multibroadcast", out_lens=lens), [center]))
+            if pe:
+                pieces.append(piece(ps + 1, ps + 1 + pe))
+            cur = m.insert_instruction(ins, Op("concat", axis=axis), pieces)
+        replace_value(m, ins, cur)
 
 
 class AddConvs(Rule):
@@ -150,23 +178,23 @@ class AddConvs(Rule):
 
 
 def _horiz_users(ins: Instruction) -> list[Instruction]:
-    return [u for u in ins.outputs if u.name in ("dot", "convolution") and len(u.inputs) == 2
+    return [u for u in ins.outputs if u.name in ("dot", "quant_dot", "convolution") and len(u.inputs) == 2
             and u.inputs[0] is ins and u.inputs[1] is not ins and u.inputs[1].can_eval()]
 
 
 class ConvDotHorizFusion(Rule):
-    """Sibling dots/convs of one input with constant weights -> one op on concatenated weights,
+    """Sibling dots/quant_dots/convs of one input with constant weights -> one op on concatenated weights,
     then slices of its output."""
 
     name = "find_conv_dot_horiz_fusion"
 
     def pattern(self):
         return pred("horiz_conv_dot", lambda i: len(_horiz_users(i)) >= 2,
-                    "fewer than two dot/convolution users with constant weights")
+                    "fewer than two dot/quant_dot/convolution users with constant weights")
 
     @staticmethod
     def _axis(u: Instruction) -> int:
-        return u.inputs[1].shape.ndim - 1 if u.name == "dot" else 0
+        return u.inputs[1].shape.ndim - 1 if u.name in ("dot", "quant_dot") else 0
 
     def check(self, m, r):
         groups: list[list[Instruction]] = []
@@ -204,7 +232,7 @@ class ConvDotHorizFusion(Rule):
         move_before(m, weights, first)
         w = m.insert_instruction(first, Op("concat", axis=self._axis(first)), weights)
         fused = m.insert_instruction(first, first.op, [x, w])
-        out_axis = fused.shape.ndim - 1 if first.name == "dot" else 1
+        out_axis = fused.shape.ndim - 1 if first.name in ("dot", "quant_dot") else 1
         off = 0
         for u in group:
             n = u.shape.lens[out_axis]
@@ -223,14 +251,75 @@ class MulConv(Rule):
 
     def check(self, m, r):
         conv, a, w = r["conv"], r["a"], r["w"]
-        if not _channel_only(a.shape):
+        src = a.inputs[0]
+        # As MIGraphX: the broadcast source is one vector (a literal already broadcast to more
+        # axes, e.g. {256, 14, 14} with strides {1, 0, 0}, is skipped), laid along the channels
+        # with stride 1, and batch and spatial axes are broadcast.
+        if sum(n != 1 for n in src.shape.lens) > 1:
+            return "the broadcast source has more than one axis longer than 1"
+        s = a.shape
+        if s.ndim < 2 or s.strides[1] != 1:
+            return "the multiplier is not laid along the channel axis"
+        if not channel_only(s):
             return "the multiplier varies along more than the channel axis"
 
         def apply():
-            vec = _channel_vector(m, r.root, a)
+            vec = src if src.shape.ndim == 1 else m.insert_instruction(r.root, Op("squeeze"), [src])
             wa = m.insert_instruction(r.root, Op("broadcast", axis=0, out_lens=w.shape.lens), [vec])
             nw = m.insert_instruction(r.root, Op("mul"), [wa, w])
             replace_with_op(m, r.root, conv.op, [conv.inputs[0], nw])
+
+        return apply
+
+
+class MulSliceConv(Rule):
+    """slice(conv(x, w)) * a, a per channel of the slice -> the slice of conv(x, w') where w' scales
+    that slice's output channels of w by a (the other slices of the conv read the new conv too)."""
+
+    name = "find_mul_slice_conv"
+
+    def pattern(self):
+        conv = name("convolution")(
+            pred("slices_only", lambda i: bool(i.outputs) and all(u.name == "slice" for u in i.outputs),
+                 "the convolution has a user that is not a slice"),
+            args(any_(), is_constant().bind("w")))
+        return name("mul")(either_arg(0, 1)(name("slice")(used_once(), args(conv.bind("conv"))).bind("slice"),
+                                            name("broadcast")(is_constant()).bind("a")))
+
+    def check(self, m, r):
+        ins, sl, conv, a, w = r.root, r["slice"], r["conv"], r["a"], r["w"]
+        if a.op["axis"] != 1 or a.inputs[0].shape.ndim != 1:
+            return "the multiplier is not a vector broadcast along the channels"
+        if list(sl.op["axes"]) != [1]:
+            return "the slice is not along the channels alone"
+        start, end = slice_ranges(sl)[1]
+        order = m.index_of()
+        others = [u for u in conv.outputs if u is not sl]
+        for u in others:
+            if order[u.id] < order[sl.id]:
+                return "another slice of the convolution comes before this one"
+            if list(u.op["axes"]) != [1]:
+                return "another slice of the convolution is along other axes"
+            b, e = slice_ranges(u)[1]
+            if max(b, start) < min(e, end):
+                return "another slice of the convolution overlaps this one"
+        k = w.shape.lens[0]
+
+        def apply():
+            pos = min([ins, *others], key=lambda i: order[i.id])
+            move_before(m, [a.inputs[0]], pos)
+            part = m.insert_instruction(pos, Op("slice", axes=[0], starts=[start], ends=[end]), [w])
+            scale = m.insert_instruction(pos, Op("broadcast", axis=0, out_lens=list(part.shape.lens)), [a.inputs[0]])
+            pieces = [m.insert_instruction(pos, Op("mul"), [scale, part])]
+            if start:
+                pieces.insert(0, m.insert_instruction(pos, Op("slice", axes=[0], starts=[0], ends=[start]), [w]))
+            if end != k:
+                pieces.append(m.insert_instruction(pos, Op("slice", axes=[0], starts=[end], ends=[k]), [w]))
+            nw = m.insert_instruction(pos, Op("concat", axis=0), pieces)
+            new_conv = m.insert_instruction(pos, conv.op, [conv.inputs[0], nw])
+            replace_with_op(m, ins, sl.op, [new_conv])
+            for u in others:
+                m.replace_instruction(u, None, [new_conv])
 
         return apply
 
@@ -273,6 +362,47 @@ class MulDot(Rule):
             ins = [a, b]
             ins[k] = scaled
             replace_with_op(m, r.root, d.op, ins)
+
+        return apply
+
+
+class DotMul(Rule):
+    """dot(z * d, c) / dot(c, z * d), d a constant broadcast along the reduction axis (or a scalar),
+    c constant -> dot(z, c * d') / dot(c * d', z): the scale moves onto the constant operand, where
+    constant folding absorbs it."""
+
+    name = "find_dot_mul"
+
+    def pattern(self):
+        mul = name("mul")(used_once(), either_arg(0, 1)(
+            name("broadcast", "multibroadcast")(is_constant()).bind("d"), none_of(is_constant()).bind("z")))
+        return name("dot")(either_arg(0, 1)(mul.bind("mul"), is_constant().bind("c")))
+
+    def check(self, m, r):
+        ins, d, c, z = r.root, r["d"], r["c"], r["z"]
+        a, b = ins.inputs
+        strides = d.shape.strides
+        if sum(st != 0 for st in strides) > 1:
+            return "the scale varies along more than one axis"
+        if not d.shape.scalar_shape():
+            if strides[-1] == 1 and not b.can_eval():
+                return "the scale varies along the output columns of the second operand"
+            if strides[-2] == 1 and not a.can_eval():
+                return "the scale varies along the output rows of the first operand"
+        perm = list(range(c.shape.ndim))
+        perm[-1], perm[-2] = perm[-2], perm[-1]
+        swapped = [c.shape.lens[k] for k in perm]
+        op = d.op.with_(out_lens=swapped)
+        try:  # MIGraphX's rebroadcast of d to c's lens (last two swapped) must be a valid shape
+            compute_shape(op, [x.shape for x in d.inputs])
+        except ShapeError as e:
+            return f"the scale cannot be broadcast to the constant operand ({e})"
+
+        def apply():
+            db = m.insert_instruction(ins, op, list(d.inputs))
+            dt = m.insert_instruction(ins, Op("transpose", permutation=perm), [db])
+            cd = m.insert_instruction(ins, Op("mul"), [c, dt])
+            replace_with_op(m, ins, Op("dot"), [z, cd] if c is b else [cd, z])
 
         return apply
 
@@ -353,144 +483,13 @@ class ConcatConv(Rule):
         return apply
 
 
-# ---- find_conv_conv_1x1 --------------------------------------------------------------------------
-class _FirstConv(Matcher):
-    """Input 0 of the 1x1 conv: a convolution, or a convolution plus a constant (the bias)."""
-
-    desc = "conv_or_biased_conv"
-
-    def _test(self, ins, st: MatchState) -> bool:
-        x = ins.inputs[0] if ins.inputs else None
-        if x is None:
-            st.reason = "no input"
-            return False
-        conv, bias = x, None
-        if x.name == "add":
-            a, b = x.inputs
-            conv, bias = (a, b) if a.name == "convolution" else (b, a)
-            if conv.name != "convolution":
-                st.reason = "an add between the convolutions does not take a convolution"
-                return False
-            if not bias.can_eval(st._eval_cache):
-                st.reason = "the value added between the convolutions is not constant"
-                return False
-            if len(x.outputs) != 1:
-                st.reason = f"the biased middle value has {len(x.outputs)} users (the fused conv would drop it)"
-                return False
-        elif x.name != "convolution":
-            if any(i.name == "convolution" for i in x.inputs):
-                st.reason = f"{x.name} sits between the convolutions (only a constant bias add may)"
-            else:
-                st.reason = f"input 0 is {x.name}, not a convolution"
-            return False
-        if len(conv.outputs) != 1:
-            st.reason = f"the first convolution's result has {len(conv.outputs)} users (the fused conv would drop it)"
-            return False
-        st.bindings.update({"first": conv, "mid": x})
-        if bias is not None:
-            st.bindings["bias"] = bias
-        return True
-
-
-class ConvConv1x1(Rule):
-    """conv(conv(x, W1)[+ b], W2) with W2 1x1 -> conv(x, W2 . W1)[+ W2 . b]."""
-
-    name = "find_conv_conv_1x1"
-
-    def __init__(self, max_growth: float = 1.0):
-        # Largest accepted ratio of fused weight elements to the pair's (see the module docstring).
-        self.max_growth = max_growth
-
-    def pattern(self):
-        return name("convolution")(_FirstConv())
-
-    def check(self, m, r):
-        ins, first, bias = r.root, r["first"], r.get("bias")
-        w1, w2 = first.inputs[1], ins.inputs[1]
-        reason = self._second_ok(ins)
-        if reason:
-            return reason
-        for what, v in (("first", w1), ("1x1", w2)):
-            if not v.can_eval():
-                return f"the {what} convolution's weights are not constant"
-        if first.shape.dyn_dims is not None or ins.shape.dyn_dims is not None:
-            return "dynamic shapes"
-        out, mid = w2.shape.lens[:2]
-        cin = first.inputs[0].shape.lens[1]
-        kernel = math.prod(w1.shape.lens[2:])
-        pair = w1.shape.elements() + w2.shape.elements()
-        fused = out * cin * kernel
-        if fused > self.max_growth * pair:
-            g = first.op["group"]
-            why = f" (group {g} expands to dense)" if g > 1 else ""
-            return f"the fused weights would have {fused} elements, more than the pair's {pair}{why}"
-        if bias is not None and not _is_channel_bias(bias, mid):
-            return "the bias between the convolutions is not one value per channel"
-        return lambda: self._fuse(m, ins, first, bias)
-
-    @staticmethod
-    def _second_ok(ins) -> str | None:
-        op, w = ins.op, ins.inputs[1].shape
-        if any(n != 1 for n in w.lens[2:]):
-            return f"the second convolution is {'x'.join(map(str, w.lens[2:]))}, not 1x1"
-        if op["group"] != 1:
-            return f"the 1x1 convolution is grouped (group={op['group']})"
-        if any(s != 1 for s in op["stride"]):
-            return f"the 1x1 convolution has stride {tuple(op['stride'])}"
-        if any(op["padding"]):
-            return f"the 1x1 convolution is padded {tuple(op['padding'])}"
-        # Dilation does not matter for a 1x1 kernel, so it is not checked.
-        return None
-
-    @staticmethod
-    def _fuse(m, ins, first, bias) -> None:
-        w1 = np.asarray(first.inputs[1].eval())
-        w2 = np.asarray(ins.inputs[1].eval(), np.float64).reshape(ins.inputs[1].shape.lens[:2])
-        # Combine in float64 and round once, so low-precision weights lose no more than one rounding.
-        dense = _dense_weights(w1.astype(np.float64), first.op["group"])
-        lit = m.add_literal(np.einsum("om,mc...->oc...", w2, dense).astype(w1.dtype))
-        op = first.op.with_(group=1)
-        x = first.inputs[0]
-        if bias is None:
-            replace_with_op(m, ins, op, [x, lit])
-            return
-        b = np.asarray(bias.eval())
-        bvec = b[(0, slice(None)) + (0,) * (b.ndim - 2)].astype(np.float64)
-        nb = m.add_literal((w2 @ bvec).astype(b.dtype))
-        conv = m.insert_instruction(ins, op, [x, lit])
-        bb = m.insert_instruction(ins, Op("broadcast", axis=1, out_lens=ins.shape.lens), [nb])
-        replace_with_op(m, ins, Op("add"), [conv, bb])
-
-
-def _dense_weights(w: np.ndarray, group: int) -> np.ndarray:
-    """(mid, in/group, *k) grouped weights -> (mid, in, *k) block-diagonal dense weights."""
-    if group == 1:
-        return w
-    mid, cg = w.shape[:2]
-    dense = np.zeros((mid, cg * group) + w.shape[2:], w.dtype)
-    per = mid // group
-    for g in range(group):
-        dense[g * per:(g + 1) * per, g * cg:(g + 1) * cg] = w[g * per:(g + 1) * per]
-    return dense
-
-
-def _is_channel_bias(bias: Instruction, mid: int) -> bool:
-    s = bias.shape
-    if s.ndim < 2 or s.lens[1] != mid:
-        return False
-    if _channel_only(s):
-        return True
-    v = np.asarray(bias.eval())
-    corner = v[(slice(0, 1), slice(None)) + (slice(0, 1),) * (v.ndim - 2)]
-    return bool(np.array_equal(np.broadcast_to(corner, v.shape), v))
-
-
 CONV_BROADCAST_INPUT = ConvBroadcastInput()
 ADD_CONVS = AddConvs()
 CONV_DOT_HORIZ_FUSION = ConvDotHorizFusion()
 MUL_CONV = MulConv()
+MUL_SLICE_CONV = MulSliceConv()
 MUL_DOT = MulDot()
 DOT_SLICE = DotSlice()
+DOT_MUL = DotMul()
 CONV_ADD = ConvAdd()
 CONCAT_CONV = ConcatConv()
-CONV_CONV_1X1 = ConvConv1x1()

@@ -1,17 +1,24 @@
 """simplify_algebra (MIGraphX src/simplify_algebra.cpp): up to 8 sweeps of the finders below, in
 MIGraphX's order, each sweep followed by DCE. Simple algebraic identities are table rows here;
-the convolution/dot finders live in _algebra_conv, the broadcast/concat/split ones in
-_algebra_concat.
+the convolution/dot finders live in _algebra_conv, the concat/split ones in _algebra_concat,
+those moving broadcasts / reshapes / transposes across an op in _algebra_shape.
 
-find_conv_conv_1x1 (unmerged MIGraphX branch, PR #4785) is inserted after find_conv_add. In a
-full run find_conv_add first splits a bias that sits between two convolutions
+find_conv_conv_1x1 (unmerged MIGraphX branch, PR #4785; _algebra_conv1x1) is inserted after
+find_conv_add. In a full run find_conv_add first splits a bias that sits between two convolutions
 (conv2(conv1(x) + b) -> conv2(conv1(x)) + conv2(b)); find_conv_conv_1x1 then folds the bias-free
 pair and find_conv_broadcast_input shrinks conv2(b) to a dot. Applied on its own the rule also
 folds the bias directly (new bias = W2 . b). `CONV_CONV_1X1` is the rule object for notebooks:
 `matches(module, CONV_CONV_1X1)`, `near_misses(module, CONV_CONV_1X1)`.
 
-Not implemented: find_dot_broadcast, find_mul_slice_conv, find_dot_mul, find_split_reshape and
-find_split_transpose (MIGraphX's list has 32 finders; 27 are here, plus find_conv_conv_1x1).
+Deliberate difference: find_split_reshape refuses what MIGraphX's version gets wrong, a one-element
+slice block matched against the last reshape axis, which slices the wrong elements (MIGraphX's own
+test reorder_reshape_slice_len_1 expects that program, which computes different values).
+
+Where MIGraphX's own construction throws (an invalid program), ours refuses with a reason instead
+(find_inner_broadcast tries its plan on shapes first). One extension, numerically exact:
+find_conv_broadcast_input also takes a per-channel input shared by the batch.
+
+All 32 of MIGraphX's finders are here, plus find_conv_conv_1x1.
 """
 
 from __future__ import annotations
@@ -21,11 +28,10 @@ from typing import ClassVar
 
 from ..matcher import Matcher, any_, any_of, arg, args, either_arg, has_value, is_constant, name, none_of, used_once
 from ..op import Op
-from ..rewrite import repeat_while_changes, replace_with_op, row, to
+from ..rewrite import repeat_while_changes, replace_value, replace_with_op, row, to
 from ._algebra_concat import (
     CONCAT_OP,
     CONCAT_SAME_INPUT,
-    INNER_BROADCAST,
     SPLIT_CONCAT,
     SPLITS,
 )
@@ -34,14 +40,16 @@ from ._algebra_conv import (
     CONCAT_CONV,
     CONV_ADD,
     CONV_BROADCAST_INPUT,
-    CONV_CONV_1X1,
     CONV_DOT_HORIZ_FUSION,
+    DOT_MUL,
     DOT_SLICE,
     MUL_CONV,
     MUL_DOT,
-    ConvConv1x1,
+    MUL_SLICE_CONV,
     conv_const_weights,
 )
+from ._algebra_conv1x1 import CONV_CONV_1X1, ConvConv1x1
+from ._algebra_shape import DOT_BROADCAST, INNER_BROADCAST, SPLIT_RESHAPE, SPLIT_TRANSPOSE
 from ._rewrite_util import is_integral, lit_broadcast, not_lit_broadcast
 from .base import Pass
 from .rewrite import sweep
@@ -60,6 +68,20 @@ def _not_integral(m, r):
 
 def _not_bool(m, r):
     return "bool has no negation" if r.root.shape.type == "bool" else None
+
+
+def _neg(m, r):
+    """A new neg takes the root's place (as MIGraphX: a trailing root becomes identity(neg))."""
+    replace_value(m, r.root, m.insert_instruction(r.root, Op("neg"), [r["x"]]))
+
+
+def _zero(m, r):
+    """The zero takes the root's place; a zero with all strides 0 (a scalar or a broadcast) is
+    first reshaped to the root's lens, as MIGraphX does (a standard-shaped value)."""
+    zero = r["zero"]
+    if zero.shape.scalar_shape():
+        zero = m.insert_instruction(r.root, Op("reshape", dims=list(r.root.shape.lens)), [zero])
+    replace_value(m, r.root, zero)
 
 
 def _double_add(m, r):
@@ -115,9 +137,9 @@ UNIT_OPS = (
     row("find_unit_ops", name("sub")(args(X, has_value(0.0))), "x"),  # x - 0 -> x
 )
 NEG_UNIT_OPS = (
-    row("find_neg_unit_ops", name("mul")(either_arg(0, 1)(has_value(-1.0), X)), to("neg", "x")),  # x * -1 -> -x
-    row("find_neg_unit_ops", name("div")(args(X, has_value(-1.0))), to("neg", "x")),  # x / -1 -> -x
-    row("find_neg_unit_ops", name("sub")(args(has_value(0.0), X)), to("neg", "x"), _not_bool),  # 0 - x -> -x
+    row("find_neg_unit_ops", name("mul")(either_arg(0, 1)(has_value(-1.0), X)), _neg),  # x * -1 -> -x
+    row("find_neg_unit_ops", name("div")(args(X, has_value(-1.0))), _neg),  # x / -1 -> -x
+    row("find_neg_unit_ops", name("sub")(args(has_value(0.0), X)), _neg, _not_bool),  # 0 - x -> -x
 )
 ZERO_POINT = row(
     # quantizelinear(x, s, 0) -> quantizelinear[out_type](x, s); dequantizelinear(x, s, 0) -> dequantizelinear(x, s)
@@ -128,8 +150,8 @@ ZERO_POINT = row(
                                  if r.root.name == "quantizelinear" else r.root.op, [r["x"], r["s"]]))
 ZERO_OPS = (
     # As in MIGraphX these ignore x = inf/nan (0 * inf is nan, not 0).
-    row("find_zero_ops", name("mul")(either_arg(0, 1)(has_value(0.0).bind("zero"), any_())), "zero"),  # 0 * x -> 0
-    row("find_zero_ops", name("div")(args(has_value(0.0).bind("zero"), any_())), "zero"),  # 0 / x -> 0
+    row("find_zero_ops", name("mul")(either_arg(0, 1)(has_value(0.0).bind("zero"), any_())), _zero),  # 0 * x -> 0
+    row("find_zero_ops", name("div")(args(has_value(0.0).bind("zero"), any_())), _zero),  # 0 / x -> 0
 )
 DOT_ADD = row(
     # dot(x + b, a) -> dot(x, a) + dot(b, a)        (a, b constant)
@@ -156,11 +178,11 @@ POW2 = row(
 
 # MIGraphX's order (src/simplify_algebra.cpp), with find_conv_conv_1x1 after find_conv_add.
 RULES = (
-    CONV_BROADCAST_INPUT, INNER_BROADCAST, DOUBLE_ADD_LIT_BROADCAST, ADD_LIT_BROADCAST, ADD_CONVS,
-    CONV_DOT_HORIZ_FUSION, MUL_CONV, MUL_DOT, DOT_SLICE, MUL_ADD, *UNIT_OPS, *NEG_UNIT_OPS, ZERO_POINT, *ZERO_OPS,
-    DOT_ADD, CONV_ADD,
+    CONV_BROADCAST_INPUT, INNER_BROADCAST, DOT_BROADCAST, DOUBLE_ADD_LIT_BROADCAST, ADD_LIT_BROADCAST, ADD_CONVS,
+    CONV_DOT_HORIZ_FUSION, MUL_CONV, MUL_SLICE_CONV, MUL_DOT, DOT_SLICE, DOT_MUL, MUL_ADD, *UNIT_OPS, *NEG_UNIT_OPS,
+    ZERO_POINT, *ZERO_OPS, DOT_ADD, CONV_ADD,
     CONV_CONV_1X1, DIV_CONST, SUB_CONST, RSQRT, LOG_EXP, LOG_DIV, CONCAT_CONV, CONCAT_SAME_INPUT, CONCAT_OP,
-    SPLIT_CONCAT, SPLITS, POW2,
+    SPLIT_CONCAT, SPLITS, SPLIT_RESHAPE, SPLIT_TRANSPOSE, POW2,
 )
 
 
@@ -168,8 +190,8 @@ RULES = (
 class SimplifyAlgebra(Pass):
     name: ClassVar[str] = "simplify_algebra"
     note: ClassVar[str] = (
-        "27 of MIGraphX's 32 finders, in its order, plus find_conv_conv_1x1 (unmerged upstream) "
-        "after find_conv_add")
+        "MIGraphX's 32 finders, in its order, plus find_conv_conv_1x1 (unmerged "
+        "upstream) after find_conv_add; find_split_reshape refuses a reorder MIGraphX gets wrong (len-1 slices)")
 
     def apply_module(self, module, ctx) -> bool:
         return repeat_while_changes(8, lambda: sweep(module, RULES)) > 0

@@ -1,14 +1,22 @@
-"""simplify_qdq (MIGraphX src/simplify_qdq.cpp).
+"""simplify_qdq (MIGraphX src/simplify_qdq.cpp), its steps in MIGraphX's order:
 
-  1. match_find_quantizable_ops (skipped when remove_qdq_only): dot / convolution whose inputs are
-     both dequantizelinear of int8 data with constant per-tensor scales and zero (or no) zero
-     points becomes the int32 quant_dot / quant_convolution, rescaled by one dequantizelinear:
-         dot(dq(a, sa), dq(b, sb))  ->  dequantizelinear(quant_dot(a, b), sa * sb)
-  2. remove_qdq_pairs: a dequantizelinear(quantizelinear(x)) that no quantized op consumed is
-     fake quantization and is dropped (x is used directly), as MIGraphX does; this removes the
-     rounding, so numerics move by up to one quantization step.
-  fp8 (float8e4m3fn) data works the same way, giving float32-accumulating quant ops.
-  use_mx_quant (MIGraphX's MX-format variant) matches nothing here: there are no fp4 types.
+  0. remove_zero_scales: a dequantizelinear with a constant all-zero scale is a zero.
+  1. match_find_quantizable_ops (skipped when remove_qdq_only; _qdq_quant_ops.py): dot /
+     convolution of two dequantized int8 / fp8 values becomes quant_dot / quant_convolution,
+     rescaled by one dequantizelinear (product of scales, zero-point cross terms); per-tensor and
+     per-axis scales, symmetric and asymmetric zero points, shape ops between replayed.
+  2. remove_qdq_pairs: dequantizelinear(quantizelinear(x, s, z), s', z') with the same scale and
+     zero point values (through broadcasts / slices / reshapes) is fake quantization: x is used
+     directly. Pairs with different parameters stay (they change values). Removing a pair drops
+     the rounding, so numerics move by up to one quantization step, as in MIGraphX.
+  3. match_qlinear_reused: when x feeds both a quantizelinear and one pointwise op after it, the
+     pointwise op reads the dequantized value instead, so the pair can fuse later.
+  4. match_concat_qlinear: quantizelinear(concat(..)) with a pointwise concat input quantizes
+     each concat input (sliced scale and zero point) and concatenates the 8-bit results.
+  5. remove_zero_point: a constant all-zero zero point is dropped from dequantizelinear.
+
+Not here: use_mx_quant (MIGraphX's block-scaled MX formats; there are no fp4 types) and the int4
+pack/unpack pair (no unpack_int4 op).
 """
 
 from __future__ import annotations
@@ -20,94 +28,176 @@ import numpy as np
 
 from .. import dtypes
 from ..ir import Instruction, Module
-from ..matcher import MatchResult, name
 from ..op import Op
-from ..rewrite import Rule, find_matches
+from ..rewrite import find_matches
 from ..shape import Shape
+from ._qdq_quant_ops import FindQuantizableOps
 from .base import Pass
 from .dead_code_elimination import DeadCodeElimination
 
-
-def _uniform(x: Instruction) -> float | None:
-    """The one value of a constant whose elements are all equal."""
-    if not x.can_eval():
-        return None
-    v = np.asarray(x.eval(), np.float64).reshape(-1)
-    return float(v[0]) if v.size and np.all(v == v[0]) else None
+_BROADCASTS = ("broadcast", "multibroadcast")
+# what remove_qdq_pairs looks through between the dequantizelinear and its quantizelinear (MIGraphX
+# also lists pad and the fp4 pack/unpack pair, which we do not have or cannot replay exactly)
+_PAIR_SKIP = ("broadcast", "slice", "reshape", "reshape_lazy")
 
 
-def _quantized_input(dq: Instruction) -> tuple[Instruction, float] | str:
-    if dq.name != "dequantizelinear":
-        return f"input is {dq.name}, not dequantizelinear"
-    q = dq.inputs[0]
-    if q.shape.type not in ("int8", "float8e4m3fn"):
-        return f"quantized data is {q.shape.type}; quant ops take int8 or float8e4m3fn"
-    scale = _uniform(dq.inputs[1])
-    if scale is None:
-        return "scale is not a constant per-tensor value"
-    if len(dq.inputs) == 3 and _uniform(dq.inputs[2]) != 0.0:
-        return "zero point is not a constant zero"
-    return q, scale
+def _constant_values(x: Instruction) -> np.ndarray | None:
+    """x's values with one broadcast layer looked through (MIGraphX's compare_literals), or None."""
+    if x.name in _BROADCASTS:
+        x = x.inputs[0]
+    return np.asarray(x.eval(), np.float64) if x.can_eval() else None
 
 
-class FindQuantizableOps(Rule):
-    name = "match_find_quantizable_ops"
+def _same_value(a: Instruction, b: Instruction) -> bool:
+    """The same instruction, or constants with equal values: identical arrays, or both uniform
+    at one value (a per-tensor scale written at different shapes)."""
+    if a is b:
+        return True
+    x, y = _constant_values(a), _constant_values(b)
+    if x is None or y is None or x.size == 0:
+        return False
+    if x.shape == y.shape and np.array_equal(x, y, equal_nan=False):
+        return True
+    first = x.reshape(-1)[0]
 
-    def pattern(self):
-        return name("dot", "convolution")
+    def at_first(v: np.ndarray) -> bool:
+        return bool(np.all((v == first) | (np.isinf(v) & np.isinf(first))))
 
-    def check(self, module: Module, r: MatchResult):
-        ins = r.root
-        parts = [_quantized_input(x) for x in ins.inputs]
-        for p in parts:
-            if isinstance(p, str):
-                return p
-        if ins.inputs[0].shape.type != ins.inputs[1].shape.type:
-            return "dequantized inputs have different types"
-        return parts
+    return at_first(x) and at_first(y)
 
-    def rewrite(self, module: Module, r: MatchResult, plan) -> None:
-        ins = r.root
-        (qa, sa), (qb, sb) = plan
-        qop = Op("quant_dot") if ins.name == "dot" else Op("quant_convolution", ins.op.attrs)
-        q = module.insert_instruction(ins, qop, [qa, qb])
-        t = ins.shape.type
-        lit = module.add_literal(np.asarray(sa * sb, dtypes.np_dtype(t)), Shape.scalar(t))
-        scale = module.insert_instruction(ins, Op("multibroadcast", out_lens=q.shape.lens), [lit])
-        out = module.insert_instruction(ins, Op("dequantizelinear"), [q, scale])
-        module.replace_all_uses(ins, out)
+
+def _same_scale_zero(dq: Instruction, q: Instruction) -> bool:
+    if len(dq.inputs) != len(q.inputs) or not _same_value(dq.inputs[1], q.inputs[1]):
+        return False
+    return len(dq.inputs) == 2 or _same_value(dq.inputs[2], q.inputs[2])
 
 
 def remove_qdq_pairs(module: Module) -> bool:
     changed = False
-    for ins in list(module):
-        if ins.name != "dequantizelinear":
+    for dq in list(module):
+        if dq.name != "dequantizelinear" or not dq.alive:
             continue
-        q = ins.inputs[0]
-        if q.name == "quantizelinear" and q.inputs[0].shape.type == ins.shape.type:
-            module.replace_all_uses(ins, q.inputs[0])
+        chain, q = [], dq.inputs[0]
+        while q.name in _PAIR_SKIP and len(q.inputs) == 1:
+            chain.append(q)
+            q = q.inputs[0]
+        if q.name != "quantizelinear" or not _same_scale_zero(dq, q):
+            continue
+        x = q.inputs[0]
+        if x.shape.type != dq.shape.type:
+            continue  # the float value would change type under its users
+        for c in reversed(chain):  # the shape ops between, replayed on the float value
+            x = module.insert_instruction(dq, c.op, [x])
+        module.replace_all_uses(dq, x)
+        changed = True
+    return changed
+
+
+def _precedes(a: Instruction, b: Instruction) -> bool:
+    n = a.next
+    while n is not None:
+        if n is b:
+            return True
+        n = n.next
+    return False
+
+
+def qlinear_reused(module: Module) -> bool:
+    """match_qlinear_reused: x -> quantizelinear (its only use) and x -> pointwise op after it."""
+    changed = False
+    for q in list(module):
+        if q.name != "quantizelinear" or len(q.outputs) != 1:
+            continue
+        x = q.inputs[0]
+        if len(x.outputs) != 2:
+            continue
+        for user in list(x.outputs):
+            if user.name == "quantizelinear" or not user.op.has("pointwise") or not _precedes(q, user):
+                continue
+            dq = module.insert_after(q, Op("dequantizelinear"), [q, *q.inputs[1:]])
+            if dq.shape.type != x.shape.type:
+                module.remove_instruction(dq)
+                continue
+            module.replace_instruction(user, None, [dq if i is x else i for i in user.inputs])
+            changed = True
+    return changed
+
+
+def concat_qlinear(module: Module) -> bool:
+    """match_concat_qlinear: quantizelinear(concat(a, b)) -> concat(quantizelinear(a), quantizelinear(b))."""
+    changed = False
+    for q in list(module):
+        if q.name != "quantizelinear" or not q.alive:
+            continue
+        cat = q.inputs[0]
+        if cat.name != "concat" or len(cat.outputs) != 1 or not any(i.op.has("pointwise") for i in cat.inputs):
+            continue
+        axis = cat.op["axis"] % cat.shape.ndim
+        parts, start = [], 0
+        for x in cat.inputs:
+            end = start + x.shape.lens[axis]
+            sl = Op("slice", axes=[axis], starts=[start], ends=[end])
+            params = [module.insert_instruction(q, sl, [p]) for p in q.inputs[1:]]
+            parts.append(module.insert_instruction(q, q.op, [x, *params]))
+            start = end
+        module.replace_all_uses(q, module.insert_instruction(q, cat.op, parts))
+        changed = True
+    return changed
+
+
+def _constant_all_zero(x: Instruction) -> bool:
+    return x.can_eval() and bool(np.all(np.asarray(x.eval(), np.float64) == 0))
+
+
+def remove_zero_point(module: Module) -> bool:
+    changed = False
+    for dq in list(module):
+        if dq.name == "dequantizelinear" and len(dq.inputs) == 3 and _constant_all_zero(dq.inputs[2]):
+            module.replace_instruction(dq, None, list(dq.inputs[:2]))
+            changed = True
+    return changed
+
+
+def remove_zero_scales(module: Module) -> bool:
+    changed = False
+    for dq in list(module):
+        if dq.name == "dequantizelinear" and len(dq.inputs) >= 2 and _constant_all_zero(dq.inputs[1]):
+            t = dq.shape.type
+            zero = module.add_literal(np.zeros((), dtypes.np_dtype(t)), Shape.scalar(t))
+            zeros = module.insert_instruction(dq, Op("multibroadcast", out_lens=list(dq.shape.lens)), [zero])
+            module.replace_all_uses(dq, zeros)
             changed = True
     return changed
 
 
 @dataclass(frozen=True)
 class SimplifyQdq(Pass):
-    """Fold dequantize -> dot/convolution into int8 quant ops; drop leftover fake-quant pairs."""
+    """Fold dequantize -> dot/convolution into 8-bit quant ops; drop fake-quant pairs."""
 
     name: ClassVar[str] = "simplify_qdq"
-    status: ClassVar[str] = "mapped"
-    note: ClassVar[str] = ("int8/fp8 dot/convolution with constant per-tensor scales (zero points must be 0), and "
-                           "q -> dq pair removal; no int4, MX or zero-point rewrites")
+    note: ClassVar[str] = (
+        "MIGraphX's steps: zero scales, quant dot/convolution (per-tensor / per-axis scales, "
+        "asymmetric zero points), same-parameter q -> dq pair removal, reused and concat "
+        "quantizelinear, zero-point removal; no MX (fp4) or int4 pack/unpack")
     remove_qdq_only: bool = False
     use_mx_quant: bool = False
 
     def apply_module(self, module: Module, ctx) -> bool:
         dce = DeadCodeElimination()
-        changed = False
-        if not self.remove_qdq_only and find_matches(module, FindQuantizableOps()):
-            dce.apply_module(module, ctx)
-            changed = True
-        if remove_qdq_pairs(module):
-            dce.apply_module(module, ctx)
-            changed = True
-        return changed
+
+        def step(changed_now: bool) -> bool:
+            if changed_now:
+                dce.apply_module(module, ctx)
+            return changed_now
+
+        changed = remove_zero_scales(module)
+        if self.remove_qdq_only:
+            return step(remove_qdq_pairs(module)) or changed
+        changed = step(find_matches(module, FindQuantizableOps()) > 0) or changed
+        changed = step(remove_qdq_pairs(module)) or changed
+        changed = step(qlinear_reused(module)) or changed
+        changed = step(concat_qlinear(module)) or changed
+        return remove_zero_point(module) or changed
+
+
+__all__ = ["FindQuantizableOps", "SimplifyQdq", "remove_qdq_pairs"]

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import re
 import signal
 import threading
 import warnings
@@ -44,7 +45,9 @@ class Case:
     # large literals, printed `@literal{#key}`: key -> ("generate", type, lens, seed) | ("fill", type, lens, value)
     literals: dict = field(default_factory=dict)
     # where MIGraphX's test checks properties of the result instead of a program (check_resize):
-    # "removes:<op>" (none left), "has:<op>" (one at least), "same_values" (as before the passes)
+    # "removes:<op>" (none left), "has:<op>" (one at least), "same_values" (as before the passes),
+    # "count:<op>=N" (exactly N such instructions), "first_user:<op>==<user>" (or !=: the first <op>'s
+    # first user)
     checks: tuple = ()
 
 
@@ -222,6 +225,18 @@ def _check_properties(c: Case, before: Program, ours: Program) -> tuple[str, str
             return "DIFF", f"MIGraphX's pass writes a {op}, ours does not"
         if kind == "same_values" and not same_values(before, ours):
             return "DIFF", "our rewrite changes the values"
+        if kind == "first_user":  # "first_user:convolution!=mul": the first conv's first user
+            name, cmp, user = re.match(r"(\w+)(==|!=)(\w+)$", op).groups()
+            first = next((ins for ins in ours.main if ins.name == name), None)
+            got = first.outputs[0].name if first is not None and first.outputs else None
+            if (got == user) != (cmp == "=="):
+                neg = " not" if cmp == "!=" else ""
+                return "DIFF", f"MIGraphX's first {name} is{neg} used by {user}, ours by {got}"
+        if kind == "count":  # "count:convolution=1": how many such instructions main keeps
+            name, _, want = op.partition("=")
+            n = sum(ins.name == name for ins in ours.main)
+            if n != int(want):
+                return "DIFF", f"MIGraphX keeps {want} {name} in main, we keep {n}"
     return "MATCH", ""
 
 

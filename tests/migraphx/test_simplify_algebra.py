@@ -81,6 +81,32 @@ CASES = [
         @5 = add(x,@4) -> int32, {1}, {1}
         @6 = identity(@5) -> int32, {1}, {1}
         """),
+    case('simplify_zero_add_constant#1',
+         'simplify_algebra,dead_code_elimination',
+         """
+        module: "main"
+        x = @param:x -> int32, {1}, {1}
+        @1 = @literal{0} -> int32, {1}, {0}
+        @2 = add(@1,x) -> int32, {1}, {1}
+        """,
+         """
+        module: "main"
+        x = @param:x -> int32, {1}, {1}
+        @1 = identity(x) -> int32, {1}, {1}
+        """),
+    case('simplify_zero_add_constant#2',
+         'simplify_algebra,dead_code_elimination',
+         """
+        module: "main"
+        x = @param:x -> int32, {1}, {1}
+        @1 = @literal{0} -> int32, {1}, {0}
+        @2 = add(x,@1) -> int32, {1}, {1}
+        """,
+         """
+        module: "main"
+        x = @param:x -> int32, {1}, {1}
+        @1 = identity(x) -> int32, {1}, {1}
+        """),
     case('simplify_add_broadcast1',
          'simplify_algebra,dead_code_elimination',
          """
@@ -134,6 +160,82 @@ CASES = [
         @7 = add(@6,@5) -> int32, {1, 2, 3, 3}, {18, 9, 3, 1}
         @8 = identity(@7) -> int32, {1, 2, 3, 3}, {18, 9, 3, 1}
         """),
+    case('simplify_mul_conv1',
+         'simplify_algebra,dead_code_elimination',
+         """
+        module: "main"
+        x = @param:x -> int32, {1, 128, 28, 28}, {100352, 784, 28, 1}
+        @1 = @literal{#gen_int32_256x128x3x3_0} -> int32, {256, 128, 3, 3}, {1152, 9, 3, 1}
+        @2 = @literal{#gen_int32_256_0} -> int32, {256}, {1}
+        @3 = convolution[padding={1, 1},stride={2, 2}](x,@1) -> int32, {1, 256, 14, 14}, {50176, 196, 14, 1}
+        @4 = broadcast[axis=1,out_lens={1, 256, 14, 14}](@2) -> int32, {1, 256, 14, 14}, {0, 1, 0, 0}
+        @5 = mul(@3,@4) -> int32, {1, 256, 14, 14}, {50176, 196, 14, 1}
+        @6 = identity(@5) -> int32, {1, 256, 14, 14}, {50176, 196, 14, 1}
+        """,
+         '',
+         literals={'gen_int32_256x128x3x3_0': ('generate', 'int32', [256, 128, 3, 3], 0), 'gen_int32_256_0': ('generate', 'int32', [256], 0)},
+         checks=('first_user:convolution!=mul',)),
+    case('simplify_mul_conv2',
+         'simplify_algebra,dead_code_elimination',
+         """
+        module: "main"
+        x = @param:x -> int32, {1, 128, 28, 28}, {100352, 784, 28, 1}
+        @1 = @literal{#gen_int32_256x128x3x3_0} -> int32, {256, 128, 3, 3}, {1152, 9, 3, 1}
+        @2 = @literal{#gen_int32_256_0} -> int32, {256}, {1}
+        @3 = convolution[padding={1, 1},stride={2, 2}](x,@1) -> int32, {1, 256, 14, 14}, {50176, 196, 14, 1}
+        @4 = unsqueeze[axes={1, 2}](@2) -> int32, {256, 1, 1}, {1, 1, 1}
+        @5 = multibroadcast[out_lens={1, 256, 14, 14}](@4) -> int32, {1, 256, 14, 14}, {0, 1, 0, 0}
+        @6 = mul(@3,@5) -> int32, {1, 256, 14, 14}, {50176, 196, 14, 1}
+        @7 = identity(@6) -> int32, {1, 256, 14, 14}, {50176, 196, 14, 1}
+        """,
+         '',
+         literals={'gen_int32_256x128x3x3_0': ('generate', 'int32', [256, 128, 3, 3], 0), 'gen_int32_256_0': ('generate', 'int32', [256], 0)},
+         checks=('first_user:convolution!=mul',)),
+    case('simplify_mul_conv3',
+         'simplify_algebra,dead_code_elimination',
+         """
+        module: "main"
+        x = @param:x -> int32, {1, 128, 28, 28}, {100352, 784, 28, 1}
+        @1 = @literal{#gen_int32_256x128x3x3_0} -> int32, {256, 128, 3, 3}, {1152, 9, 3, 1}
+        @2 = @literal{#gen_int32_256x1x1_0} -> int32, {256, 1, 1}, {1, 18, 1}
+        @3 = convolution[padding={1, 1},stride={2, 2}](x,@1) -> int32, {1, 256, 14, 14}, {50176, 196, 14, 1}
+        @4 = multibroadcast[out_lens={1, 256, 14, 14}](@2) -> int32, {1, 256, 14, 14}, {0, 1, 0, 0}
+        @5 = mul(@3,@4) -> int32, {1, 256, 14, 14}, {50176, 196, 14, 1}
+        @6 = identity(@5) -> int32, {1, 256, 14, 14}, {50176, 196, 14, 1}
+        """,
+         '',
+         literals={'gen_int32_256x128x3x3_0': ('generate', 'int32', [256, 128, 3, 3], 0), 'gen_int32_256x1x1_0': ('generate', 'int32', [256, 1, 1], 0)},
+         checks=('first_user:convolution!=mul',)),
+    case('simplify_mul_conv_skip1',
+         'simplify_algebra,dead_code_elimination',
+         """
+        module: "main"
+        x = @param:x -> int32, {1, 128, 28, 28}, {100352, 784, 28, 1}
+        @1 = @literal{#gen_int32_256x128x3x3_0} -> int32, {256, 128, 3, 3}, {1152, 9, 3, 1}
+        @2 = @literal{#gen_int32_256x14x14_0} -> int32, {256, 14, 14}, {1, 0, 0}
+        @3 = convolution[padding={1, 1},stride={2, 2}](x,@1) -> int32, {1, 256, 14, 14}, {50176, 196, 14, 1}
+        @4 = broadcast[axis=1,out_lens={1, 256, 14, 14}](@2) -> int32, {1, 256, 14, 14}, {0, 1, 0, 0}
+        @5 = mul(@3,@4) -> int32, {1, 256, 14, 14}, {50176, 196, 14, 1}
+        @6 = identity(@5) -> int32, {1, 256, 14, 14}, {50176, 196, 14, 1}
+        """,
+         '',
+         literals={'gen_int32_256x128x3x3_0': ('generate', 'int32', [256, 128, 3, 3], 0), 'gen_int32_256x14x14_0': ('generate', 'int32', [256, 14, 14], 0)},
+         checks=('first_user:convolution==mul',)),
+    case('simplify_mul_conv_skip2',
+         'simplify_algebra,dead_code_elimination',
+         """
+        module: "main"
+        x = @param:x -> int32, {1, 128, 28, 28}, {100352, 784, 28, 1}
+        @1 = @literal{#gen_int32_256x128x3x3_0} -> int32, {256, 128, 3, 3}, {1152, 9, 3, 1}
+        @2 = @literal{#gen_int32_256x14x14_0} -> int32, {256, 14, 14}, {1, 0, 0}
+        @3 = convolution[padding={1, 1},stride={2, 2}](x,@1) -> int32, {1, 256, 14, 14}, {50176, 196, 14, 1}
+        @4 = multibroadcast[out_lens={1, 256, 14, 14}](@2) -> int32, {1, 256, 14, 14}, {0, 1, 0, 0}
+        @5 = mul(@3,@4) -> int32, {1, 256, 14, 14}, {50176, 196, 14, 1}
+        @6 = identity(@5) -> int32, {1, 256, 14, 14}, {50176, 196, 14, 1}
+        """,
+         '',
+         literals={'gen_int32_256x128x3x3_0': ('generate', 'int32', [256, 128, 3, 3], 0), 'gen_int32_256x14x14_0': ('generate', 'int32', [256, 14, 14], 0)},
+         checks=('first_user:convolution==mul',)),
     case('simplify_mul_slice_conv1',
          'simplify_algebra,dead_code_elimination',
          """
@@ -165,8 +267,6 @@ CASES = [
         @11 = add(@9,@10) -> int32, {1, 384, 17, 17}, {221952, 289, 17, 1}
         @12 = identity(@11) -> int32, {1, 384, 17, 17}, {221952, 289, 17, 1}
         """,
-         status='DIFF',
-         reason='MIGraphX rewrites, we leave the program: find_mul_slice_conv: MIGraphX folds this mul into one slice of the convolution weights; ours declines',
          literals={'gen_int32_768x1024x1x1_0': ('generate', 'int32', [768, 1024, 1, 1], 0), 'gen_int32_384_0': ('generate', 'int32', [384], 0)}),
     case('simplify_mul_slice_conv_overlapping_slice',
          'simplify_algebra,dead_code_elimination',
@@ -289,9 +389,7 @@ CASES = [
         @2 = add(x,y) -> int32, {1}, {1}
         @3 = broadcast[axis=1,out_lens={2, 1, 4, 5}](@2) -> int32, {2, 1, 4, 5}, {0, 0, 0, 0}
         @4 = identity(@3) -> int32, {2, 1, 4, 5}, {0, 0, 0, 0}
-        """,
-         status='EQUIV',
-         reason='both rewrite; equivalent form (same values on random inputs)'),
+        """),
     case('simplify_inner_broadcast2',
          'simplify_algebra,dead_code_elimination',
          """
@@ -350,9 +448,7 @@ CASES = [
         @3 = add(x,@2) -> int32, {384, 768}, {768, 1}
         @4 = multibroadcast[out_lens={2, 384, 768}](@3) -> int32, {2, 384, 768}, {0, 768, 1}
         @5 = identity(@4) -> int32, {2, 384, 768}, {0, 768, 1}
-        """,
-         status='EQUIV',
-         reason='both rewrite; equivalent form (same values on random inputs)'),
+        """),
     case('simplify_inner_broadcast_different_dims_single_element',
          'simplify_algebra,dead_code_elimination',
          """
@@ -373,9 +469,7 @@ CASES = [
         @4 = add(@3,y) -> int32, {1, 1, 1, 1}, {1, 1, 1, 1}
         @5 = multibroadcast[out_lens={2, 1, 4, 5}](@4) -> int32, {2, 1, 4, 5}, {0, 0, 0, 0}
         @6 = identity(@5) -> int32, {2, 1, 4, 5}, {0, 0, 0, 0}
-        """,
-         status='EQUIV',
-         reason='both rewrite; equivalent form (same values on random inputs)'),
+        """),
     case('simplify_inner_broadcast_different_dims_broadcasted',
          'simplify_algebra,dead_code_elimination',
          """
@@ -395,9 +489,7 @@ CASES = [
         @2 = add(x,y) -> int32, {1, 768}, {768, 1}
         @3 = multibroadcast[out_lens={2, 384, 768}](@2) -> int32, {2, 384, 768}, {0, 0, 1}
         @4 = identity(@3) -> int32, {2, 384, 768}, {0, 0, 1}
-        """,
-         status='DIFF',
-         reason='MIGraphX rewrites, we leave the program: find_inner_broadcast: MIGraphX also moves broadcasts of different rank inward (rank reduction with squeeze); ours needs equal ranks'),
+        """),
     case('simplify_inner_broadcast_different_dims_broadcasted_scalar',
          'simplify_algebra,dead_code_elimination',
          """
@@ -418,9 +510,7 @@ CASES = [
         @3 = add(@2,y) -> int32, {1, 384}, {384, 1}
         @4 = multibroadcast[out_lens={2, 384}](@3) -> int32, {2, 384}, {0, 1}
         @5 = identity(@4) -> int32, {2, 384}, {0, 1}
-        """,
-         status='DIFF',
-         reason='MIGraphX rewrites, we leave the program: find_inner_broadcast: MIGraphX also moves broadcasts of different rank inward (rank reduction with squeeze); ours needs equal ranks'),
+        """),
     case('simplify_inner_broadcast_different_broadcasts',
          'simplify_algebra,dead_code_elimination',
          """
@@ -440,9 +530,7 @@ CASES = [
         @3 = add(x,@2) -> int32, {24}, {1}
         @4 = broadcast[axis=1,out_lens={1, 24, 112, 112}](@3) -> int32, {1, 24, 112, 112}, {0, 1, 0, 0}
         @5 = identity(@4) -> int32, {1, 24, 112, 112}, {0, 1, 0, 0}
-        """,
-         status='EQUIV',
-         reason='both rewrite; equivalent form (same values on random inputs)'),
+        """),
     case('simplify_inner_broadcast_different_broadcasts_scalar_vector',
          'simplify_algebra,dead_code_elimination',
          """
@@ -462,9 +550,7 @@ CASES = [
         @3 = add(@2,y) -> int32, {24}, {1}
         @4 = broadcast[axis=1,out_lens={1, 24, 112, 112}](@3) -> int32, {1, 24, 112, 112}, {0, 1, 0, 0}
         @5 = identity(@4) -> int32, {1, 24, 112, 112}, {0, 1, 0, 0}
-        """,
-         status='EQUIV',
-         reason='both rewrite; equivalent form (same values on random inputs)'),
+        """),
     case('simplify_inner_broadcast_different_broadcasts_diff_axis',
          'simplify_algebra,dead_code_elimination',
          """
@@ -485,9 +571,7 @@ CASES = [
         @4 = add(@2,@3) -> int32, {64}, {1}
         @5 = broadcast[axis=1,out_lens={1, 64, 112, 112}](@4) -> int32, {1, 64, 112, 112}, {0, 1, 0, 0}
         @6 = identity(@5) -> int32, {1, 64, 112, 112}, {0, 1, 0, 0}
-        """,
-         status='EQUIV',
-         reason='both rewrite; equivalent form (same values on random inputs)'),
+        """),
     case('simplify_inner_broadcast_different_broadcasts_diff_dims',
          'simplify_algebra,dead_code_elimination',
          """
@@ -508,9 +592,7 @@ CASES = [
         @4 = add(@2,@3) -> int32, {256, 31, 31}, {961, 31, 1}
         @5 = multibroadcast[out_lens={64, 256, 31, 31}](@4) -> int32, {64, 256, 31, 31}, {0, 961, 31, 1}
         @6 = identity(@5) -> int32, {64, 256, 31, 31}, {0, 961, 31, 1}
-        """,
-         status='EQUIV',
-         reason='both rewrite; equivalent form (same values on random inputs)'),
+        """),
     case('simplify_inner_broadcast_no_common_axis',
          'simplify_algebra,dead_code_elimination',
          """
@@ -531,6 +613,118 @@ CASES = [
         @4 = add(@2,@3) -> int32, {1, 5, 10}, {0, 10, 1}
         @5 = identity(@4) -> int32, {1, 5, 10}, {0, 10, 1}
         """),
+    case('simplify_add_conv1',
+         'simplify_algebra,dead_code_elimination',
+         """
+        module: "main"
+        x = @param:x -> float32, {1, 128, 28, 28}, {100352, 784, 28, 1}
+        y = @param:y -> float32, {1, 128, 28, 28}, {100352, 784, 28, 1}
+        @2 = @literal{#gen_float32_256x128x3x3_0} -> float32, {256, 128, 3, 3}, {1152, 9, 3, 1}
+        @3 = @literal{#gen_float32_256x128x3x3_0} -> float32, {256, 128, 3, 3}, {1152, 9, 3, 1}
+        @4 = convolution[padding={0, 0},stride={1, 1}](x,@2) -> float32, {1, 256, 26, 26}, {173056, 676, 26, 1}
+        @5 = convolution[padding={0, 0},stride={1, 1}](y,@3) -> float32, {1, 256, 26, 26}, {173056, 676, 26, 1}
+        @6 = add(@4,@5) -> float32, {1, 256, 26, 26}, {173056, 676, 26, 1}
+        @7 = identity(@6) -> float32, {1, 256, 26, 26}, {173056, 676, 26, 1}
+        """,
+         '',
+         literals={'gen_float32_256x128x3x3_0': ('generate', 'float32', [256, 128, 3, 3], 0)},
+         checks=('count:convolution=1',)),
+    case('simplify_add_conv_no_fusion_7x7_diff_strides',
+         'simplify_algebra,dead_code_elimination',
+         """
+        module: "main"
+        x = @param:x -> float32, {1, 128, 14, 14}, {25088, 196, 14, 1}
+        y = @param:y -> float32, {1, 128, 28, 28}, {100352, 784, 28, 1}
+        @2 = @literal{#gen_float32_256x128x7x7_0} -> float32, {256, 128, 7, 7}, {6272, 49, 7, 1}
+        @3 = @literal{#gen_float32_256x128x7x7_0} -> float32, {256, 128, 7, 7}, {6272, 49, 7, 1}
+        @4 = convolution[padding={0, 0},stride={1, 1}](x,@2) -> float32, {1, 256, 8, 8}, {16384, 64, 8, 1}
+        @5 = convolution[padding={0, 0},stride={3, 3}](y,@3) -> float32, {1, 256, 8, 8}, {16384, 64, 8, 1}
+        @6 = add(@4,@5) -> float32, {1, 256, 8, 8}, {16384, 64, 8, 1}
+        @7 = identity(@6) -> float32, {1, 256, 8, 8}, {16384, 64, 8, 1}
+        """,
+         '',
+         literals={'gen_float32_256x128x7x7_0': ('generate', 'float32', [256, 128, 7, 7], 0)},
+         checks=('count:convolution=2',)),
+    case('simplify_add_conv_1x1_diff_strides1',
+         'simplify_algebra,dead_code_elimination',
+         """
+        module: "main"
+        x = @param:x -> float32, {1, 128, 14, 14}, {25088, 196, 14, 1}
+        y = @param:y -> float32, {1, 128, 28, 28}, {100352, 784, 28, 1}
+        @2 = @literal{#gen_float32_256x128x1x1_0} -> float32, {256, 128, 1, 1}, {128, 1, 1, 1}
+        @3 = @literal{#gen_float32_256x128x1x1_0} -> float32, {256, 128, 1, 1}, {128, 1, 1, 1}
+        @4 = convolution[padding={0, 0},stride={1, 1}](x,@2) -> float32, {1, 256, 14, 14}, {50176, 196, 14, 1}
+        @5 = convolution[padding={0, 0},stride={2, 2}](y,@3) -> float32, {1, 256, 14, 14}, {50176, 196, 14, 1}
+        @6 = add(@4,@5) -> float32, {1, 256, 14, 14}, {50176, 196, 14, 1}
+        @7 = identity(@6) -> float32, {1, 256, 14, 14}, {50176, 196, 14, 1}
+        """,
+         '',
+         literals={'gen_float32_256x128x1x1_0': ('generate', 'float32', [256, 128, 1, 1], 0)},
+         checks=('count:convolution=1',)),
+    case('simplify_add_conv_1x1_diff_strides2',
+         'simplify_algebra,dead_code_elimination',
+         """
+        module: "main"
+        x = @param:x -> float32, {1, 128, 28, 28}, {100352, 784, 28, 1}
+        y = @param:y -> float32, {1, 128, 14, 14}, {25088, 196, 14, 1}
+        @2 = @literal{#gen_float32_256x128x1x1_0} -> float32, {256, 128, 1, 1}, {128, 1, 1, 1}
+        @3 = @literal{#gen_float32_256x128x1x1_0} -> float32, {256, 128, 1, 1}, {128, 1, 1, 1}
+        @4 = convolution[padding={0, 0},stride={2, 2}](x,@2) -> float32, {1, 256, 14, 14}, {50176, 196, 14, 1}
+        @5 = convolution[padding={0, 0},stride={1, 1}](y,@3) -> float32, {1, 256, 14, 14}, {50176, 196, 14, 1}
+        @6 = add(@4,@5) -> float32, {1, 256, 14, 14}, {50176, 196, 14, 1}
+        @7 = identity(@6) -> float32, {1, 256, 14, 14}, {50176, 196, 14, 1}
+        """,
+         '',
+         literals={'gen_float32_256x128x1x1_0': ('generate', 'float32', [256, 128, 1, 1], 0)},
+         checks=('count:convolution=1',)),
+    case('simplify_add_conv_1x1_diff_strides_odd',
+         'simplify_algebra,dead_code_elimination',
+         """
+        module: "main"
+        x = @param:x -> float32, {1, 54, 83, 83}, {372006, 6889, 83, 1}
+        y = @param:y -> float32, {1, 54, 165, 165}, {1470150, 27225, 165, 1}
+        @2 = @literal{#gen_float32_54x54x1x1_0} -> float32, {54, 54, 1, 1}, {54, 1, 1, 1}
+        @3 = @literal{#gen_float32_54x54x1x1_0} -> float32, {54, 54, 1, 1}, {54, 1, 1, 1}
+        @4 = convolution[padding={0, 0},stride={1, 1}](x,@2) -> float32, {1, 54, 83, 83}, {372006, 6889, 83, 1}
+        @5 = convolution[padding={0, 0},stride={2, 2}](y,@3) -> float32, {1, 54, 83, 83}, {372006, 6889, 83, 1}
+        @6 = add(@4,@5) -> float32, {1, 54, 83, 83}, {372006, 6889, 83, 1}
+        @7 = identity(@6) -> float32, {1, 54, 83, 83}, {372006, 6889, 83, 1}
+        """,
+         '',
+         literals={'gen_float32_54x54x1x1_0': ('generate', 'float32', [54, 54, 1, 1], 0)},
+         checks=('count:convolution=1',)),
+    case('simplify_add_conv_no_fusion_asymetrical_strides1',
+         'simplify_algebra,dead_code_elimination',
+         """
+        module: "main"
+        x = @param:x -> float32, {1, 128, 28, 14}, {50176, 392, 14, 1}
+        y = @param:y -> float32, {1, 128, 14, 14}, {25088, 196, 14, 1}
+        @2 = @literal{#gen_float32_256x128x1x1_0} -> float32, {256, 128, 1, 1}, {128, 1, 1, 1}
+        @3 = @literal{#gen_float32_256x128x1x1_0} -> float32, {256, 128, 1, 1}, {128, 1, 1, 1}
+        @4 = convolution[padding={0, 0},stride={2, 1}](x,@2) -> float32, {1, 256, 14, 14}, {50176, 196, 14, 1}
+        @5 = convolution[padding={0, 0},stride={1, 1}](y,@3) -> float32, {1, 256, 14, 14}, {50176, 196, 14, 1}
+        @6 = add(@4,@5) -> float32, {1, 256, 14, 14}, {50176, 196, 14, 1}
+        @7 = identity(@6) -> float32, {1, 256, 14, 14}, {50176, 196, 14, 1}
+        """,
+         '',
+         literals={'gen_float32_256x128x1x1_0': ('generate', 'float32', [256, 128, 1, 1], 0)},
+         checks=('count:convolution=2',)),
+    case('simplify_add_conv_no_fusion_asymetrical_strides2',
+         'simplify_algebra,dead_code_elimination',
+         """
+        module: "main"
+        x = @param:x -> float32, {1, 128, 14, 14}, {25088, 196, 14, 1}
+        y = @param:y -> float32, {1, 128, 28, 14}, {50176, 392, 14, 1}
+        @2 = @literal{#gen_float32_256x128x1x1_0} -> float32, {256, 128, 1, 1}, {128, 1, 1, 1}
+        @3 = @literal{#gen_float32_256x128x1x1_0} -> float32, {256, 128, 1, 1}, {128, 1, 1, 1}
+        @4 = convolution[padding={0, 0},stride={1, 1}](x,@2) -> float32, {1, 256, 14, 14}, {50176, 196, 14, 1}
+        @5 = convolution[padding={0, 0},stride={2, 1}](y,@3) -> float32, {1, 256, 14, 14}, {50176, 196, 14, 1}
+        @6 = add(@4,@5) -> float32, {1, 256, 14, 14}, {50176, 196, 14, 1}
+        @7 = identity(@6) -> float32, {1, 256, 14, 14}, {50176, 196, 14, 1}
+        """,
+         '',
+         literals={'gen_float32_256x128x1x1_0': ('generate', 'float32', [256, 128, 1, 1], 0)},
+         checks=('count:convolution=2',)),
     case('simplify_concat_add_relu',
          'simplify_algebra,dead_code_elimination',
          """
@@ -767,6 +961,21 @@ CASES = [
         @4 = concat[axis=1](@2,@3) -> bfloat16, {1, 192}, {192, 1}
         @5 = identity(@4) -> bfloat16, {1, 192}, {192, 1}
         """),
+    case('simplify_div_const',
+         'simplify_algebra,dead_code_elimination',
+         """
+        module: "main"
+        x = @param:x -> float32, {1}, {1}
+        @1 = @literal{2} -> float32, {1}, {0}
+        @2 = div(x,@1) -> float32, {1}, {1}
+        """,
+         """
+        module: "main"
+        x = @param:x -> float32, {1}, {1}
+        @1 = @literal{2} -> float32, {1}, {0}
+        @2 = recip(@1) -> float32, {1}, {0}
+        @3 = mul(x,@2) -> float32, {1}, {1}
+        """),
     case('simplify_div_integral_const',
          'simplify_algebra,dead_code_elimination',
          """
@@ -863,6 +1072,49 @@ CASES = [
         x = @param:x -> int32, {1, 2, 3, 3}, {18, 9, 3, 1}
         @1 = identity(x) -> int32, {1, 2, 3, 3}, {18, 9, 3, 1}
         """),
+    case('simplify_neg_unit_mult_const',
+         'simplify_algebra,dead_code_elimination',
+         """
+        module: "main"
+        x = @param:x -> int32, {1, 6}, {6, 1}
+        @1 = @literal{-1, -1, -1, -1, -1, -1} -> int32, {1, 6}, {6, 1}
+        @2 = mul(x,@1) -> int32, {1, 6}, {6, 1}
+        """,
+         """
+        module: "main"
+        x = @param:x -> int32, {1, 6}, {6, 1}
+        @1 = neg(x) -> int32, {1, 6}, {6, 1}
+        @2 = identity(@1) -> int32, {1, 6}, {6, 1}
+        """),
+    case('simplify_neg_unit_mult_const2',
+         'simplify_algebra,dead_code_elimination',
+         """
+        module: "main"
+        x = @param:x -> int32, {1}, {1}
+        @1 = @literal{-1} -> int32, {1}, {0}
+        @2 = mul(@1,x) -> int32, {1}, {1}
+        """,
+         """
+        module: "main"
+        x = @param:x -> int32, {1}, {1}
+        @1 = neg(x) -> int32, {1}, {1}
+        @2 = identity(@1) -> int32, {1}, {1}
+        """),
+    case('simplify_neg_unit_mult_const_add',
+         'simplify_algebra,dead_code_elimination',
+         """
+        module: "main"
+        x = @param:x -> int32, {1}, {1}
+        @1 = @literal{-1} -> int32, {1}, {0}
+        @2 = mul(@1,x) -> int32, {1}, {1}
+        @3 = add(@2,@2) -> int32, {1}, {1}
+        """,
+         """
+        module: "main"
+        x = @param:x -> int32, {1}, {1}
+        @1 = neg(x) -> int32, {1}, {1}
+        @2 = add(@1,@1) -> int32, {1}, {1}
+        """),
     case('simplify_neg_unit_mul_const_vec',
          'simplify_algebra,dead_code_elimination',
          """
@@ -877,9 +1129,7 @@ CASES = [
         x = @param:x -> int32, {1, 2, 3, 3}, {18, 9, 3, 1}
         @1 = neg(x) -> int32, {1, 2, 3, 3}, {18, 9, 3, 1}
         @2 = identity(@1) -> int32, {1, 2, 3, 3}, {18, 9, 3, 1}
-        """,
-         status='EQUIV',
-         reason='both rewrite; equivalent form (same values on random inputs)'),
+        """),
     case('simplify_neg_unit_mul_const_vec2',
          'simplify_algebra,dead_code_elimination',
          """
@@ -894,9 +1144,7 @@ CASES = [
         x = @param:x -> int32, {1, 2, 3, 3}, {18, 9, 3, 1}
         @1 = neg(x) -> int32, {1, 2, 3, 3}, {18, 9, 3, 1}
         @2 = identity(@1) -> int32, {1, 2, 3, 3}, {18, 9, 3, 1}
-        """,
-         status='EQUIV',
-         reason='both rewrite; equivalent form (same values on random inputs)'),
+        """),
     case('simplify_neg_unit_div_const',
          'simplify_algebra,dead_code_elimination',
          """
@@ -910,9 +1158,7 @@ CASES = [
         x = @param:x -> int32, {1}, {1}
         @1 = neg(x) -> int32, {1}, {1}
         @2 = identity(@1) -> int32, {1}, {1}
-        """,
-         status='EQUIV',
-         reason='both rewrite; equivalent form (same values on random inputs)'),
+        """),
     case('simplify_neg_unit_div_const_vec',
          'simplify_algebra,dead_code_elimination',
          """
@@ -927,9 +1173,7 @@ CASES = [
         x = @param:x -> int32, {1, 2, 3, 3}, {18, 9, 3, 1}
         @1 = neg(x) -> int32, {1, 2, 3, 3}, {18, 9, 3, 1}
         @2 = identity(@1) -> int32, {1, 2, 3, 3}, {18, 9, 3, 1}
-        """,
-         status='EQUIV',
-         reason='both rewrite; equivalent form (same values on random inputs)'),
+        """),
     case('simplify_sub_zero_const',
          'simplify_algebra,dead_code_elimination',
          """
@@ -970,9 +1214,7 @@ CASES = [
         x = @param:x -> int32, {1}, {1}
         @1 = neg(x) -> int32, {1}, {1}
         @2 = identity(@1) -> int32, {1}, {1}
-        """,
-         status='EQUIV',
-         reason='both rewrite; equivalent form (same values on random inputs)'),
+        """),
     case('simplify_sub_neg_zero_const_vec',
          'simplify_algebra,dead_code_elimination',
          """
@@ -987,9 +1229,22 @@ CASES = [
         x = @param:x -> int32, {1, 2, 3, 3}, {18, 9, 3, 1}
         @1 = neg(x) -> int32, {1, 2, 3, 3}, {18, 9, 3, 1}
         @2 = identity(@1) -> int32, {1, 2, 3, 3}, {18, 9, 3, 1}
+        """),
+    case('simplify_sub_const',
+         'simplify_algebra,dead_code_elimination',
+         """
+        module: "main"
+        x = @param:x -> int32, {1}, {1}
+        @1 = @literal{2} -> int32, {1}, {0}
+        @2 = sub(x,@1) -> int32, {1}, {1}
         """,
-         status='EQUIV',
-         reason='both rewrite; equivalent form (same values on random inputs)'),
+         """
+        module: "main"
+        x = @param:x -> int32, {1}, {1}
+        @1 = @literal{2} -> int32, {1}, {0}
+        @2 = neg(@1) -> int32, {1}, {0}
+        @3 = add(x,@2) -> int32, {1}, {1}
+        """),
     case('simplify_zero_mult_const',
          'simplify_algebra,dead_code_elimination',
          """
@@ -1005,9 +1260,7 @@ CASES = [
         @1 = @literal{0} -> int32, {1}, {0}
         @2 = reshape[dims={1}](@1) -> int32, {1}, {1}
         @3 = @return(@2)
-        """,
-         status='EQUIV',
-         reason='both rewrite; equivalent form (same values on random inputs)'),
+        """),
     case('simplify_zero_mult_const2',
          'simplify_algebra,dead_code_elimination',
          """
@@ -1023,9 +1276,7 @@ CASES = [
         @1 = @literal{0} -> int32, {1}, {0}
         @2 = reshape[dims={1}](@1) -> int32, {1}, {1}
         @3 = @return(@2)
-        """,
-         status='EQUIV',
-         reason='both rewrite; equivalent form (same values on random inputs)'),
+        """),
     case('simplify_zero_mult_unsqueeze#1',
          'simplify_algebra,dead_code_elimination',
          """
@@ -1043,9 +1294,7 @@ CASES = [
         @2 = reshape[dims={1}](@1) -> int32, {1}, {1}
         @3 = unsqueeze[axes={0}](@2) -> int32, {1, 1}, {1, 1}
         @4 = @return(@3)
-        """,
-         status='EQUIV',
-         reason='both rewrite; equivalent form (same values on random inputs)'),
+        """),
     case('simplify_zero_mult_unsqueeze#2',
          'simplify_algebra,dead_code_elimination',
          """
@@ -1063,9 +1312,7 @@ CASES = [
         @2 = reshape[dims={1}](@1) -> int32, {1}, {1}
         @3 = unsqueeze[axes={1}](@2) -> int32, {1, 1}, {1, 1}
         @4 = @return(@3)
-        """,
-         status='EQUIV',
-         reason='both rewrite; equivalent form (same values on random inputs)'),
+        """),
     case('simplify_zero_mul_const_vec',
          'simplify_algebra,dead_code_elimination',
          """
@@ -1115,9 +1362,7 @@ CASES = [
         @1 = @literal{0} -> int32, {1}, {0}
         @2 = reshape[dims={1}](@1) -> int32, {1}, {1}
         @3 = @return(@2)
-        """,
-         status='EQUIV',
-         reason='both rewrite; equivalent form (same values on random inputs)'),
+        """),
     case('simplify_zero_div_const_vec',
          'simplify_algebra,dead_code_elimination',
          """
@@ -1147,6 +1392,24 @@ CASES = [
         module: "main"
         x = @param:x -> int32, {1}, {1}
         @1 = rsqrt(x) -> int32, {1}, {1}
+        """),
+    case('simplify_rsqrt_multi_use',
+         'simplify_algebra,dead_code_elimination',
+         """
+        module: "main"
+        x = @param:x -> int32, {1}, {1}
+        @1 = sqrt(x) -> int32, {1}, {1}
+        @2 = add(@1,@1) -> int32, {1}, {1}
+        @3 = recip(@1) -> int32, {1}, {1}
+        @4 = add(@3,@2) -> int32, {1}, {1}
+        """,
+         """
+        module: "main"
+        x = @param:x -> int32, {1}, {1}
+        @1 = sqrt(x) -> int32, {1}, {1}
+        @2 = add(@1,@1) -> int32, {1}, {1}
+        @3 = recip(@1) -> int32, {1}, {1}
+        @4 = add(@3,@2) -> int32, {1}, {1}
         """),
     case('simplify_slice_concat',
          'simplify_algebra,dead_code_elimination',
@@ -1336,9 +1599,7 @@ CASES = [
         @11 = relu(@10) -> int32, {3, 1, 4}, {4, 4, 1}
         @12 = sub(@9,@11) -> int32, {3, 1, 4}, {4, 4, 1}
         @13 = identity(@12) -> int32, {3, 1, 4}, {4, 4, 1}
-        """,
-         status='EQUIV',
-         reason='both rewrite; equivalent form (same values on random inputs)'),
+        """),
     case('simplify_split_reduce0',
          'simplify_algebra,dead_code_elimination',
          """
@@ -1511,9 +1772,7 @@ CASES = [
         @5 = relu(@2) -> int32, {3, 1, 4}, {4, 4, 1}
         @6 = add(@2,@5) -> int32, {3, 1, 4}, {4, 4, 1}
         @7 = @return(@4,@6)
-        """,
-         status='DIFF',
-         reason="we rewrite, MIGraphX leaves the program: find_splits: we split where one group depends on another, which MIGraphX's dependency check refuses"),
+        """),
     case('find_splits_for_pointwise0',
          'simplify_algebra,dead_code_elimination',
          """
@@ -1547,9 +1806,7 @@ CASES = [
         main:pointwise0:x0 = @param:x0 -> float32, {1}, {0}
         main:pointwise0:@1 = relu(main:pointwise0:x0) -> float32, {1}, {0}
         main:pointwise0:@2 = @return(main:pointwise0:@1)
-        """,
-         status='DIFF',
-         reason='MIGraphX rewrites, we leave the program: find_splits: MIGraphX also moves slices across pointwise modules; ours only across plain ops'),
+        """),
     case('find_splits_for_pointwise1',
          'simplify_algebra,dead_code_elimination',
          """
@@ -1586,9 +1843,7 @@ CASES = [
         main:pointwise0:@1 = sigmoid(main:pointwise0:x0) -> float32, {1}, {0}
         main:pointwise0:@2 = add(main:pointwise0:@1,main:pointwise0:x0) -> float32, {1}, {0}
         main:pointwise0:@3 = @return(main:pointwise0:@2)
-        """,
-         status='DIFF',
-         reason='MIGraphX rewrites, we leave the program: find_splits: MIGraphX also moves slices across pointwise modules; ours only across plain ops'),
+        """),
     case('find_splits_for_pointwise2',
          'simplify_algebra,dead_code_elimination,fuse_pointwise,dead_code_elimination,simplify_algebra,dead_code_elimination',
          """
@@ -1615,9 +1870,7 @@ CASES = [
         main:pointwise0:@1 = sigmoid(main:pointwise0:x0) -> float32, {1}, {0}
         main:pointwise0:@2 = add(main:pointwise0:@1,main:pointwise0:x0) -> float32, {1}, {0}
         main:pointwise0:@3 = @return(main:pointwise0:@2)
-        """,
-         status='EQUIV',
-         reason='both rewrite; equivalent form (same values on random inputs)'),
+        """),
     case('simplify_slice_different_axis',
          'simplify_algebra,dead_code_elimination',
          """
@@ -1958,9 +2211,7 @@ CASES = [
         @6 = slice[axes={2},starts={2},ends={4}](@4) -> int32, {3, 2, 2}, {8, 4, 1}
         @7 = add(@5,@6) -> int32, {3, 2, 2}, {4, 2, 1}
         @8 = identity(@7) -> int32, {3, 2, 2}, {4, 2, 1}
-        """,
-         status='DIFF',
-         reason='MIGraphX rewrites, we leave the program: find_dot_horiz: MIGraphX also fuses horizontal quant_dots; ours only dot'),
+        """),
     case('simplify_dot_horiz_same_constant',
          'simplify_algebra,dead_code_elimination',
          """
@@ -2030,6 +2281,27 @@ CASES = [
         @8 = identity(@7) -> int32, {8, 12, 62, 62}, {46128, 3844, 62, 1}
         """,
          literals={'gen_int32_12x3x3x3_0': ('generate', 'int32', [12, 3, 3, 3], 0), 'gen_int32_12x3x3x3_1': ('generate', 'int32', [12, 3, 3, 3], 1)}),
+    case('simplify_group_conv_horiz',
+         'simplify_algebra,dead_code_elimination',
+         """
+        module: "main"
+        x = @param:x -> int32, {1, 32, 111, 111}, {394272, 12321, 111, 1}
+        @1 = @literal{#gen_int32_32x1x7x7_1} -> int32, {32, 1, 7, 7}, {49, 49, 7, 1}
+        @2 = @literal{#gen_int32_32x1x7x7_2} -> int32, {32, 1, 7, 7}, {49, 49, 7, 1}
+        @3 = convolution[padding={3, 3},stride={2, 2},group=32](x,@1) -> int32, {1, 32, 56, 56}, {100352, 3136, 56, 1}
+        @4 = convolution[padding={3, 3},stride={2, 2},group=32](x,@2) -> int32, {1, 32, 56, 56}, {100352, 3136, 56, 1}
+        @5 = @return(@3,@4)
+        """,
+         """
+        module: "main"
+        x = @param:x -> int32, {1, 32, 111, 111}, {394272, 12321, 111, 1}
+        @1 = @literal{#gen_int32_32x1x7x7_1} -> int32, {32, 1, 7, 7}, {49, 49, 7, 1}
+        @2 = @literal{#gen_int32_32x1x7x7_2} -> int32, {32, 1, 7, 7}, {49, 49, 7, 1}
+        @3 = convolution[padding={3, 3},stride={2, 2},group=32](x,@1) -> int32, {1, 32, 56, 56}, {100352, 3136, 56, 1}
+        @4 = convolution[padding={3, 3},stride={2, 2},group=32](x,@2) -> int32, {1, 32, 56, 56}, {100352, 3136, 56, 1}
+        @5 = @return(@3,@4)
+        """,
+         literals={'gen_int32_32x1x7x7_1': ('generate', 'int32', [32, 1, 7, 7], 1), 'gen_int32_32x1x7x7_2': ('generate', 'int32', [32, 1, 7, 7], 2)}),
     case('simplify_conv_horiz_grouped',
          'simplify_algebra,dead_code_elimination',
          """
@@ -2165,6 +2437,47 @@ CASES = [
         @22 = identity(@21) -> int32, {8, 6, 64, 64}, {24576, 4096, 64, 1}
         """,
          literals={'gen_int32_6x6x3x3_0': ('generate', 'int32', [6, 6, 3, 3], 0), 'gen_int32_6x6x3x3_1': ('generate', 'int32', [6, 6, 3, 3], 1), 'gen_int32_8x6x64x64_2': ('generate', 'int32', [8, 6, 64, 64], 2), 'gen_int32_8x6x64x64_3': ('generate', 'int32', [8, 6, 64, 64], 3), 'gen_int32_8x6x64x64_4': ('generate', 'int32', [8, 6, 64, 64], 4), 'gen_int32_8x6x64x64_5': ('generate', 'int32', [8, 6, 64, 64], 5)}),
+    case('simplify_mul_slice_conv_horiz_fusion',
+         'simplify_algebra,dead_code_elimination',
+         """
+        module: "main"
+        x = @param:x -> int32, {1, 1024, 17, 17}, {295936, 289, 17, 1}
+        @1 = @literal{#gen_int32_768x1024x1x1_0} -> int32, {768, 1024, 1, 1}, {1024, 1, 1, 1}
+        @2 = @literal{#gen_int32_384_1} -> int32, {384}, {1}
+        @3 = @literal{#gen_int32_384_2} -> int32, {384}, {1}
+        @4 = @literal{#gen_int32_384_3} -> int32, {384}, {1}
+        @5 = convolution[padding={0, 0},stride={1, 1}](x,@1) -> int32, {1, 768, 17, 17}, {221952, 289, 17, 1}
+        @6 = slice[axes={1},starts={0},ends={384}](@5) -> int32, {1, 384, 17, 17}, {221952, 289, 17, 1}
+        @7 = broadcast[axis=1,out_lens={1, 384, 17, 17}](@2) -> int32, {1, 384, 17, 17}, {0, 1, 0, 0}
+        @8 = mul(@6,@7) -> int32, {1, 384, 17, 17}, {221952, 289, 17, 1}
+        @9 = broadcast[axis=1,out_lens={1, 384, 17, 17}](@3) -> int32, {1, 384, 17, 17}, {0, 1, 0, 0}
+        @10 = add(@8,@9) -> int32, {1, 384, 17, 17}, {221952, 289, 17, 1}
+        @11 = broadcast[axis=1,out_lens={1, 384, 17, 17}](@4) -> int32, {1, 384, 17, 17}, {0, 1, 0, 0}
+        @12 = slice[axes={1},starts={384},ends={768}](@5) -> int32, {1, 384, 17, 17}, {221952, 289, 17, 1}
+        @13 = add(@12,@11) -> int32, {1, 384, 17, 17}, {221952, 289, 17, 1}
+        @14 = @return(@10,@13)
+        """,
+         """
+        module: "main"
+        x = @param:x -> int32, {1, 1024, 17, 17}, {295936, 289, 17, 1}
+        @1 = @literal{#gen_int32_768x1024x1x1_0} -> int32, {768, 1024, 1, 1}, {1024, 1, 1, 1}
+        @2 = @literal{#gen_int32_384_1} -> int32, {384}, {1}
+        @3 = @literal{#gen_int32_384_2} -> int32, {384}, {1}
+        @4 = @literal{#gen_int32_384_3} -> int32, {384}, {1}
+        @5 = slice[axes={0},starts={0},ends={384}](@1) -> int32, {384, 1024, 1, 1}, {1024, 1, 1, 1}
+        @6 = broadcast[axis=0,out_lens={384, 1024, 1, 1}](@2) -> int32, {384, 1024, 1, 1}, {1, 0, 0, 0}
+        @7 = mul(@6,@5) -> int32, {384, 1024, 1, 1}, {1024, 1, 1, 1}
+        @8 = slice[axes={0},starts={384},ends={768}](@1) -> int32, {384, 1024, 1, 1}, {1024, 1, 1, 1}
+        @9 = concat[axis=0](@7,@8) -> int32, {768, 1024, 1, 1}, {1024, 1, 1, 1}
+        @10 = convolution[padding={0, 0},stride={1, 1}](x,@9) -> int32, {1, 768, 17, 17}, {221952, 289, 17, 1}
+        @11 = concat[axis=0](@3,@4) -> int32, {768}, {1}
+        @12 = broadcast[axis=1,out_lens={1, 768, 17, 17}](@11) -> int32, {1, 768, 17, 17}, {0, 1, 0, 0}
+        @13 = add(@10,@12) -> int32, {1, 768, 17, 17}, {221952, 289, 17, 1}
+        @14 = slice[axes={1},starts={0},ends={384}](@13) -> int32, {1, 384, 17, 17}, {221952, 289, 17, 1}
+        @15 = slice[axes={1},starts={384},ends={768}](@13) -> int32, {1, 384, 17, 17}, {221952, 289, 17, 1}
+        @16 = @return(@14,@15)
+        """,
+         literals={'gen_int32_768x1024x1x1_0': ('generate', 'int32', [768, 1024, 1, 1], 0), 'gen_int32_384_1': ('generate', 'int32', [384], 1), 'gen_int32_384_2': ('generate', 'int32', [384], 2), 'gen_int32_384_3': ('generate', 'int32', [384], 3)}),
     case('reorder_reshape_slice_move_axis2',
          'simplify_algebra,dead_code_elimination',
          """
@@ -2193,9 +2506,7 @@ CASES = [
         @5 = add(@2,@3) -> float32, {1, 16, 8, 32}, {4096, 256, 32, 1}
         @6 = mul(@5,@4) -> float32, {1, 16, 8, 32}, {4096, 256, 32, 1}
         @7 = @return(@6)
-        """,
-         status='DIFF',
-         reason='MIGraphX rewrites, we leave the program: find_reshape_slice: MIGraphX reorders reshape and slice in these cases (moved axis, len-1 and partial slices, several reshapes); ours declines them'),
+        """),
     case('reorder_reshape_slice_len_1',
          'simplify_algebra,dead_code_elimination',
          """
@@ -2226,7 +2537,7 @@ CASES = [
         @7 = @return(@6)
         """,
          status='DIFF',
-         reason='MIGraphX rewrites, we leave the program: find_reshape_slice: MIGraphX reorders reshape and slice in these cases (moved axis, len-1 and partial slices, several reshapes); ours declines them'),
+         reason="deliberate: MIGraphX's find_split_reshape matches the one-element slice block against the last reshape axis and slices reshape(input, {1, 384}) in contiguous chunks of 128 (flat elements 128k..128k+127) instead of input[0, :, k] (every third element): its expected program computes different values from the program before (evaluated on random inputs); ours refuses (the block must be whole reshape axes)"),
     case('reorder_reshape_slice_not_apply',
          'simplify_algebra,dead_code_elimination',
          """
@@ -2300,9 +2611,7 @@ CASES = [
         @10 = slice[axes={0},starts={4},ends={8}](@9) -> float32, {4, 32, 128, 80}, {327680, 10240, 80, 1}
         @11 = slice[axes={0},starts={8},ends={12}](@9) -> float32, {4, 32, 128, 80}, {327680, 10240, 80, 1}
         @12 = @return(@10,@11,@8,@3)
-        """,
-         status='DIFF',
-         reason='MIGraphX rewrites, we leave the program: find_reshape_slice: MIGraphX reorders reshape and slice in these cases (moved axis, len-1 and partial slices, several reshapes); ours declines them'),
+        """),
     case('reorder_reshape_slice_partial',
          'simplify_algebra,dead_code_elimination',
          """
@@ -2333,9 +2642,7 @@ CASES = [
         @6 = add(@3,@4) -> float32, {2, 4, 96}, {384, 96, 1}
         @7 = mul(@6,@5) -> float32, {2, 4, 96}, {384, 96, 1}
         @8 = @return(@7,@2)
-        """,
-         status='DIFF',
-         reason='MIGraphX rewrites, we leave the program: find_reshape_slice: MIGraphX reorders reshape and slice in these cases (moved axis, len-1 and partial slices, several reshapes); ours declines them'),
+        """),
     case('reorder_reshape_slice_uneven_slice',
          'simplify_algebra,dead_code_elimination',
          """
@@ -2447,9 +2754,7 @@ CASES = [
         @3 = dot(@2,y) -> float32, {4, 64}, {64, 1}
         @4 = multibroadcast[out_lens={2, 4, 4, 64}](@3) -> float32, {2, 4, 4, 64}, {0, 0, 64, 1}
         @5 = @return(@4)
-        """,
-         status='DIFF',
-         reason="MIGraphX rewrites, we leave the program: find_dot_broadcast: MIGraphX moves differently broadcast / different-rank operands' broadcasts after the dot; ours needs identical broadcasts"),
+        """),
     case('dot_broadcast_different_broadcast2',
          'simplify_algebra,dead_code_elimination',
          """
@@ -2469,9 +2774,7 @@ CASES = [
         @3 = dot(@2,y) -> float32, {384, 3072}, {3072, 1}
         @4 = multibroadcast[out_lens={2, 384, 3072}](@3) -> float32, {2, 384, 3072}, {0, 3072, 1}
         @5 = @return(@4)
-        """,
-         status='DIFF',
-         reason="MIGraphX rewrites, we leave the program: find_dot_broadcast: MIGraphX moves differently broadcast / different-rank operands' broadcasts after the dot; ours needs identical broadcasts"),
+        """),
     case('dot_broadcast_different_rank',
          'simplify_algebra,dead_code_elimination',
          """
@@ -2491,9 +2794,7 @@ CASES = [
         @3 = dot(@2,y) -> float32, {384, 3072}, {3072, 1}
         @4 = multibroadcast[out_lens={2, 384, 3072}](@3) -> float32, {2, 384, 3072}, {0, 3072, 1}
         @5 = @return(@4)
-        """,
-         status='DIFF',
-         reason="MIGraphX rewrites, we leave the program: find_dot_broadcast: MIGraphX moves differently broadcast / different-rank operands' broadcasts after the dot; ours needs identical broadcasts"),
+        """),
     case('dot_broadcast_unsqueezed_input',
          'simplify_algebra,dead_code_elimination',
          """
@@ -2514,9 +2815,7 @@ CASES = [
         @4 = dot(@3,y) -> float32, {8, 8}, {8, 1}
         @5 = multibroadcast[out_lens={2, 2, 8, 8}](@4) -> float32, {2, 2, 8, 8}, {0, 0, 8, 1}
         @6 = @return(@5)
-        """,
-         status='DIFF',
-         reason="MIGraphX rewrites, we leave the program: find_dot_broadcast: MIGraphX moves differently broadcast / different-rank operands' broadcasts after the dot; ours needs identical broadcasts"),
+        """),
     case('dot_fusion_reshape',
          'simplify_algebra,dead_code_elimination',
          """
@@ -2542,6 +2841,54 @@ CASES = [
         @8 = @return(@7,@6)
         """,
          literals={'gen_float32_2x320x320_0': ('generate', 'float32', [2, 320, 320], 0), 'gen_float32_2x320x320_1': ('generate', 'float32', [2, 320, 320], 1)}),
+    case('mul_dot_a',
+         'simplify_algebra,dead_code_elimination',
+         """
+        module: "main"
+        input = @param:input -> float32, {2, 256, 32}, {8192, 32, 1}
+        @1 = @literal{#gen_float32_1x1x32_0} -> float32, {1, 1, 32}, {32, 32, 1}
+        @2 = @literal{#gen_float32_2x32x128_0} -> float32, {2, 32, 128}, {4096, 128, 1}
+        @3 = multibroadcast[out_lens={2, 256, 32}](@1) -> float32, {2, 256, 32}, {0, 0, 1}
+        @4 = mul(input,@3) -> float32, {2, 256, 32}, {8192, 32, 1}
+        @5 = dot(@4,@2) -> float32, {2, 256, 128}, {32768, 128, 1}
+        @6 = @return(@5)
+        """,
+         """
+        module: "main"
+        input = @param:input -> float32, {2, 256, 32}, {8192, 32, 1}
+        @1 = @literal{#gen_float32_1x1x32_0} -> float32, {1, 1, 32}, {32, 32, 1}
+        @2 = @literal{#gen_float32_2x32x128_0} -> float32, {2, 32, 128}, {4096, 128, 1}
+        @3 = multibroadcast[out_lens={2, 128, 32}](@1) -> float32, {2, 128, 32}, {0, 0, 1}
+        @4 = transpose[permutation={0, 2, 1}](@3) -> float32, {2, 32, 128}, {0, 1, 0}
+        @5 = mul(@2,@4) -> float32, {2, 32, 128}, {4096, 128, 1}
+        @6 = dot(input,@5) -> float32, {2, 256, 128}, {32768, 128, 1}
+        @7 = @return(@6)
+        """,
+         literals={'gen_float32_1x1x32_0': ('generate', 'float32', [1, 1, 32], 0), 'gen_float32_2x32x128_0': ('generate', 'float32', [2, 32, 128], 0)}),
+    case('mul_dot_b',
+         'simplify_algebra,dead_code_elimination',
+         """
+        module: "main"
+        input = @param:input -> float32, {2, 32, 128}, {4096, 128, 1}
+        @1 = @literal{#gen_float32_1x32x1_0} -> float32, {1, 32, 1}, {32, 1, 1}
+        @2 = @literal{#gen_float32_2x256x32_0} -> float32, {2, 256, 32}, {8192, 32, 1}
+        @3 = multibroadcast[out_lens={2, 32, 128}](@1) -> float32, {2, 32, 128}, {0, 1, 0}
+        @4 = mul(input,@3) -> float32, {2, 32, 128}, {4096, 128, 1}
+        @5 = dot(@2,@4) -> float32, {2, 256, 128}, {32768, 128, 1}
+        @6 = @return(@5)
+        """,
+         """
+        module: "main"
+        input = @param:input -> float32, {2, 32, 128}, {4096, 128, 1}
+        @1 = @literal{#gen_float32_1x32x1_0} -> float32, {1, 32, 1}, {32, 1, 1}
+        @2 = @literal{#gen_float32_2x256x32_0} -> float32, {2, 256, 32}, {8192, 32, 1}
+        @3 = multibroadcast[out_lens={2, 32, 256}](@1) -> float32, {2, 32, 256}, {0, 1, 0}
+        @4 = transpose[permutation={0, 2, 1}](@3) -> float32, {2, 256, 32}, {0, 0, 1}
+        @5 = mul(@2,@4) -> float32, {2, 256, 32}, {8192, 32, 1}
+        @6 = dot(@5,input) -> float32, {2, 256, 128}, {32768, 128, 1}
+        @7 = @return(@6)
+        """,
+         literals={'gen_float32_1x32x1_0': ('generate', 'float32', [1, 32, 1], 0), 'gen_float32_2x256x32_0': ('generate', 'float32', [2, 256, 32], 0)}),
     case('mul_dot_a_not_k_broadcast',
          'simplify_algebra,dead_code_elimination',
          """
@@ -2914,8 +3261,6 @@ CASES = [
         @8 = multibroadcast[out_lens={1, 64, 2, 2}](@7) -> float32, {1, 64, 2, 2}, {0, 1, 0, 0}
         @9 = identity(@8) -> float32, {1, 64, 2, 2}, {0, 1, 0, 0}
         """,
-         status='EQUIV',
-         reason='both rewrite; equivalent form (same values on random inputs)',
          literals={'gen_float32_64x64x3x3_1': ('generate', 'float32', [64, 64, 3, 3], 1)}),
     case('conv_multibroadcast_input',
          'simplify_algebra,dead_code_elimination',
@@ -2940,8 +3285,6 @@ CASES = [
         @8 = multibroadcast[out_lens={1, 64, 2, 2}](@7) -> float32, {1, 64, 2, 2}, {0, 1, 0, 0}
         @9 = identity(@8) -> float32, {1, 64, 2, 2}, {0, 1, 0, 0}
         """,
-         status='EQUIV',
-         reason='both rewrite; equivalent form (same values on random inputs)',
          literals={'gen_float32_64x64x3x3_1': ('generate', 'float32', [64, 64, 3, 3], 1)}),
     case('conv_broadcast_input_padded',
          'simplify_algebra,dead_code_elimination',
@@ -2971,8 +3314,6 @@ CASES = [
         @13 = concat[axis=3](@9,@11,@12) -> float32, {1, 4, 8, 8}, {256, 64, 8, 1}
         @14 = identity(@13) -> float32, {1, 4, 8, 8}, {256, 64, 8, 1}
         """,
-         status='DIFF',
-         reason='MIGraphX rewrites, we leave the program: find_conv_broadcast_input: MIGraphX also handles a padded convolution of a broadcast input; ours skips padding',
          literals={'gen_float32_4x3x3x3_1': ('generate', 'float32', [4, 3, 3, 3], 1)}),
     case('conv_broadcast_input_padded_no_interior_add',
          'simplify_algebra,dead_code_elimination',
@@ -3137,8 +3478,6 @@ CASES = [
         @8 = multibroadcast[out_lens={2, 64, 2, 2}](@7) -> float32, {2, 64, 2, 2}, {64, 1, 0, 0}
         @9 = identity(@8) -> float32, {2, 64, 2, 2}, {64, 1, 0, 0}
         """,
-         status='EQUIV',
-         reason='both rewrite; equivalent form (same values on random inputs)',
          literals={'gen_float32_64x64x3x3_1': ('generate', 'float32', [64, 64, 3, 3], 1)}),
     case('pow2_to_mul',
          'simplify_algebra,dead_code_elimination',
@@ -3301,9 +3640,7 @@ CASES = [
         x = @param:x -> float32, {2, 1, 4}, {4, 4, 1}
         @1 = concat[axis=-2](x,x,x) -> float32, {2, 3, 4}, {12, 4, 1}
         @2 = @return(@1)
-        """,
-         status='DIFF',
-         reason="we rewrite, MIGraphX leaves the program: we fold a concat of one input repeated on a negative axis into a broadcast, MIGraphX's find_concat_same_input does not normalise the axis and leaves it"),
+        """),
     case('simplify_concat_same_input_multi_use',
          'simplify_algebra,dead_code_elimination',
          """
@@ -3366,37 +3703,456 @@ CASES = [
         @2 = concat[axis=1](x,y) -> float32, {2, 2, 4}, {8, 4, 1}
         @3 = @return(@2)
         """),
+    case('reorder_reshape_slice<1, true>',
+         'simplify_algebra,dead_code_elimination',
+         """
+        module: "main"
+        input = @param:input -> float32, {1, 128, 1920}, {165120, 1, 128}
+        @1 = slice[axes={2},starts={0},ends={640}](input) -> float32, {1, 128, 640}, {165120, 1, 128}
+        @2 = slice[axes={2},starts={640},ends={1280}](input) -> float32, {1, 128, 640}, {165120, 1, 128}
+        @3 = slice[axes={2},starts={1280},ends={1920}](input) -> float32, {1, 128, 640}, {165120, 1, 128}
+        @4 = contiguous(@1) -> float32, {1, 128, 640}, {81920, 640, 1}
+        @5 = contiguous(@2) -> float32, {1, 128, 640}, {81920, 640, 1}
+        @6 = contiguous(@3) -> float32, {1, 128, 640}, {81920, 640, 1}
+        @7 = reshape[dims={1, 128, 10, 64}](@4) -> float32, {1, 128, 10, 64}, {81920, 640, 64, 1}
+        @8 = reshape[dims={1, 128, 10, 64}](@5) -> float32, {1, 128, 10, 64}, {81920, 640, 64, 1}
+        @9 = reshape[dims={1, 128, 10, 64}](@6) -> float32, {1, 128, 10, 64}, {81920, 640, 64, 1}
+        @10 = transpose[permutation={0, 2, 1, 3}](@7) -> float32, {1, 10, 128, 64}, {81920, 64, 640, 1}
+        @11 = transpose[permutation={0, 2, 1, 3}](@8) -> float32, {1, 10, 128, 64}, {81920, 64, 640, 1}
+        @12 = transpose[permutation={0, 2, 3, 1}](@9) -> float32, {1, 10, 64, 128}, {81920, 64, 1, 640}
+        @13 = add(@10,@11) -> float32, {1, 10, 128, 64}, {81920, 64, 640, 1}
+        @14 = dot(@13,@12) -> float32, {1, 10, 128, 128}, {163840, 16384, 128, 1}
+        @15 = @return(@14)
+        """,
+         """
+        module: "main"
+        input = @param:input -> float32, {1, 128, 1920}, {165120, 1, 128}
+        @1 = reshape[dims={1, 128, 30, 64}](input) -> float32, {1, 128, 30, 64}, {245760, 1920, 64, 1}
+        @2 = slice[axes={2},starts={0},ends={10}](@1) -> float32, {1, 128, 10, 64}, {245760, 1920, 64, 1}
+        @3 = slice[axes={2},starts={10},ends={20}](@1) -> float32, {1, 128, 10, 64}, {245760, 1920, 64, 1}
+        @4 = slice[axes={2},starts={20},ends={30}](@1) -> float32, {1, 128, 10, 64}, {245760, 1920, 64, 1}
+        @5 = transpose[permutation={0, 2, 1, 3}](@2) -> float32, {1, 10, 128, 64}, {245760, 64, 1920, 1}
+        @6 = transpose[permutation={0, 2, 1, 3}](@3) -> float32, {1, 10, 128, 64}, {245760, 64, 1920, 1}
+        @7 = transpose[permutation={0, 2, 3, 1}](@4) -> float32, {1, 10, 64, 128}, {245760, 64, 1, 1920}
+        @8 = add(@5,@6) -> float32, {1, 10, 128, 64}, {81920, 8192, 64, 1}
+        @9 = dot(@8,@7) -> float32, {1, 10, 128, 128}, {163840, 16384, 128, 1}
+        @10 = @return(@9)
+        """),
+    case('reorder_reshape_slice<4, true>',
+         'simplify_algebra,dead_code_elimination',
+         """
+        module: "main"
+        input = @param:input -> float32, {4, 128, 1920}, {165120, 1, 128}
+        @1 = slice[axes={2},starts={0},ends={640}](input) -> float32, {4, 128, 640}, {165120, 1, 128}
+        @2 = slice[axes={2},starts={640},ends={1280}](input) -> float32, {4, 128, 640}, {165120, 1, 128}
+        @3 = slice[axes={2},starts={1280},ends={1920}](input) -> float32, {4, 128, 640}, {165120, 1, 128}
+        @4 = contiguous(@1) -> float32, {4, 128, 640}, {81920, 640, 1}
+        @5 = contiguous(@2) -> float32, {4, 128, 640}, {81920, 640, 1}
+        @6 = contiguous(@3) -> float32, {4, 128, 640}, {81920, 640, 1}
+        @7 = reshape[dims={4, 128, 10, 64}](@4) -> float32, {4, 128, 10, 64}, {81920, 640, 64, 1}
+        @8 = reshape[dims={4, 128, 10, 64}](@5) -> float32, {4, 128, 10, 64}, {81920, 640, 64, 1}
+        @9 = reshape[dims={4, 128, 10, 64}](@6) -> float32, {4, 128, 10, 64}, {81920, 640, 64, 1}
+        @10 = transpose[permutation={0, 2, 1, 3}](@7) -> float32, {4, 10, 128, 64}, {81920, 64, 640, 1}
+        @11 = transpose[permutation={0, 2, 1, 3}](@8) -> float32, {4, 10, 128, 64}, {81920, 64, 640, 1}
+        @12 = transpose[permutation={0, 2, 3, 1}](@9) -> float32, {4, 10, 64, 128}, {81920, 64, 1, 640}
+        @13 = add(@10,@11) -> float32, {4, 10, 128, 64}, {81920, 64, 640, 1}
+        @14 = dot(@13,@12) -> float32, {4, 10, 128, 128}, {163840, 16384, 128, 1}
+        @15 = @return(@14)
+        """,
+         """
+        module: "main"
+        input = @param:input -> float32, {4, 128, 1920}, {165120, 1, 128}
+        @1 = reshape[dims={4, 128, 30, 64}](input) -> float32, {4, 128, 30, 64}, {245760, 1920, 64, 1}
+        @2 = slice[axes={2},starts={0},ends={10}](@1) -> float32, {4, 128, 10, 64}, {245760, 1920, 64, 1}
+        @3 = slice[axes={2},starts={10},ends={20}](@1) -> float32, {4, 128, 10, 64}, {245760, 1920, 64, 1}
+        @4 = slice[axes={2},starts={20},ends={30}](@1) -> float32, {4, 128, 10, 64}, {245760, 1920, 64, 1}
+        @5 = transpose[permutation={0, 2, 1, 3}](@2) -> float32, {4, 10, 128, 64}, {245760, 64, 1920, 1}
+        @6 = transpose[permutation={0, 2, 1, 3}](@3) -> float32, {4, 10, 128, 64}, {245760, 64, 1920, 1}
+        @7 = transpose[permutation={0, 2, 3, 1}](@4) -> float32, {4, 10, 64, 128}, {245760, 64, 1, 1920}
+        @8 = add(@5,@6) -> float32, {4, 10, 128, 64}, {81920, 8192, 64, 1}
+        @9 = dot(@8,@7) -> float32, {4, 10, 128, 128}, {163840, 16384, 128, 1}
+        @10 = @return(@9)
+        """),
+    case('reorder_reshape_slice<8, true>',
+         'simplify_algebra,dead_code_elimination',
+         """
+        module: "main"
+        input = @param:input -> float32, {8, 128, 1920}, {165120, 1, 128}
+        @1 = slice[axes={2},starts={0},ends={640}](input) -> float32, {8, 128, 640}, {165120, 1, 128}
+        @2 = slice[axes={2},starts={640},ends={1280}](input) -> float32, {8, 128, 640}, {165120, 1, 128}
+        @3 = slice[axes={2},starts={1280},ends={1920}](input) -> float32, {8, 128, 640}, {165120, 1, 128}
+        @4 = contiguous(@1) -> float32, {8, 128, 640}, {81920, 640, 1}
+        @5 = contiguous(@2) -> float32, {8, 128, 640}, {81920, 640, 1}
+        @6 = contiguous(@3) -> float32, {8, 128, 640}, {81920, 640, 1}
+        @7 = reshape[dims={8, 128, 10, 64}](@4) -> float32, {8, 128, 10, 64}, {81920, 640, 64, 1}
+        @8 = reshape[dims={8, 128, 10, 64}](@5) -> float32, {8, 128, 10, 64}, {81920, 640, 64, 1}
+        @9 = reshape[dims={8, 128, 10, 64}](@6) -> float32, {8, 128, 10, 64}, {81920, 640, 64, 1}
+        @10 = transpose[permutation={0, 2, 1, 3}](@7) -> float32, {8, 10, 128, 64}, {81920, 64, 640, 1}
+        @11 = transpose[permutation={0, 2, 1, 3}](@8) -> float32, {8, 10, 128, 64}, {81920, 64, 640, 1}
+        @12 = transpose[permutation={0, 2, 3, 1}](@9) -> float32, {8, 10, 64, 128}, {81920, 64, 1, 640}
+        @13 = add(@10,@11) -> float32, {8, 10, 128, 64}, {81920, 64, 640, 1}
+        @14 = dot(@13,@12) -> float32, {8, 10, 128, 128}, {163840, 16384, 128, 1}
+        @15 = @return(@14)
+        """,
+         """
+        module: "main"
+        input = @param:input -> float32, {8, 128, 1920}, {165120, 1, 128}
+        @1 = reshape[dims={8, 128, 30, 64}](input) -> float32, {8, 128, 30, 64}, {245760, 1920, 64, 1}
+        @2 = slice[axes={2},starts={0},ends={10}](@1) -> float32, {8, 128, 10, 64}, {245760, 1920, 64, 1}
+        @3 = slice[axes={2},starts={10},ends={20}](@1) -> float32, {8, 128, 10, 64}, {245760, 1920, 64, 1}
+        @4 = slice[axes={2},starts={20},ends={30}](@1) -> float32, {8, 128, 10, 64}, {245760, 1920, 64, 1}
+        @5 = transpose[permutation={0, 2, 1, 3}](@2) -> float32, {8, 10, 128, 64}, {245760, 64, 1920, 1}
+        @6 = transpose[permutation={0, 2, 1, 3}](@3) -> float32, {8, 10, 128, 64}, {245760, 64, 1920, 1}
+        @7 = transpose[permutation={0, 2, 3, 1}](@4) -> float32, {8, 10, 64, 128}, {245760, 64, 1, 1920}
+        @8 = add(@5,@6) -> float32, {8, 10, 128, 64}, {81920, 8192, 64, 1}
+        @9 = dot(@8,@7) -> float32, {8, 10, 128, 128}, {163840, 16384, 128, 1}
+        @10 = @return(@9)
+        """),
+    case('reorder_reshape_slice<1, false>',
+         'simplify_algebra,dead_code_elimination',
+         """
+        module: "main"
+        input = @param:input -> float32, {1, 128, 1920}, {245760, 1920, 1}
+        @1 = slice[axes={2},starts={0},ends={640}](input) -> float32, {1, 128, 640}, {245760, 1920, 1}
+        @2 = slice[axes={2},starts={640},ends={1280}](input) -> float32, {1, 128, 640}, {245760, 1920, 1}
+        @3 = slice[axes={2},starts={1280},ends={1920}](input) -> float32, {1, 128, 640}, {245760, 1920, 1}
+        @4 = contiguous(@1) -> float32, {1, 128, 640}, {81920, 640, 1}
+        @5 = contiguous(@2) -> float32, {1, 128, 640}, {81920, 640, 1}
+        @6 = contiguous(@3) -> float32, {1, 128, 640}, {81920, 640, 1}
+        @7 = reshape[dims={1, 128, 10, 64}](@4) -> float32, {1, 128, 10, 64}, {81920, 640, 64, 1}
+        @8 = reshape[dims={1, 128, 10, 64}](@5) -> float32, {1, 128, 10, 64}, {81920, 640, 64, 1}
+        @9 = reshape[dims={1, 128, 10, 64}](@6) -> float32, {1, 128, 10, 64}, {81920, 640, 64, 1}
+        @10 = transpose[permutation={0, 2, 1, 3}](@7) -> float32, {1, 10, 128, 64}, {81920, 64, 640, 1}
+        @11 = transpose[permutation={0, 2, 1, 3}](@8) -> float32, {1, 10, 128, 64}, {81920, 64, 640, 1}
+        @12 = transpose[permutation={0, 2, 3, 1}](@9) -> float32, {1, 10, 64, 128}, {81920, 64, 1, 640}
+        @13 = add(@10,@11) -> float32, {1, 10, 128, 64}, {81920, 64, 640, 1}
+        @14 = dot(@13,@12) -> float32, {1, 10, 128, 128}, {163840, 16384, 128, 1}
+        @15 = @return(@14)
+        """,
+         """
+        module: "main"
+        input = @param:input -> float32, {1, 128, 1920}, {245760, 1920, 1}
+        @1 = reshape[dims={1, 128, 30, 64}](input) -> float32, {1, 128, 30, 64}, {245760, 1920, 64, 1}
+        @2 = slice[axes={2},starts={0},ends={10}](@1) -> float32, {1, 128, 10, 64}, {245760, 1920, 64, 1}
+        @3 = slice[axes={2},starts={10},ends={20}](@1) -> float32, {1, 128, 10, 64}, {245760, 1920, 64, 1}
+        @4 = slice[axes={2},starts={20},ends={30}](@1) -> float32, {1, 128, 10, 64}, {245760, 1920, 64, 1}
+        @5 = transpose[permutation={0, 2, 1, 3}](@2) -> float32, {1, 10, 128, 64}, {245760, 64, 1920, 1}
+        @6 = transpose[permutation={0, 2, 1, 3}](@3) -> float32, {1, 10, 128, 64}, {245760, 64, 1920, 1}
+        @7 = transpose[permutation={0, 2, 3, 1}](@4) -> float32, {1, 10, 64, 128}, {245760, 64, 1, 1920}
+        @8 = add(@5,@6) -> float32, {1, 10, 128, 64}, {81920, 8192, 64, 1}
+        @9 = dot(@8,@7) -> float32, {1, 10, 128, 128}, {163840, 16384, 128, 1}
+        @10 = @return(@9)
+        """),
+    case('reorder_reshape_slice<4, false>',
+         'simplify_algebra,dead_code_elimination',
+         """
+        module: "main"
+        input = @param:input -> float32, {4, 128, 1920}, {245760, 1920, 1}
+        @1 = slice[axes={2},starts={0},ends={640}](input) -> float32, {4, 128, 640}, {245760, 1920, 1}
+        @2 = slice[axes={2},starts={640},ends={1280}](input) -> float32, {4, 128, 640}, {245760, 1920, 1}
+        @3 = slice[axes={2},starts={1280},ends={1920}](input) -> float32, {4, 128, 640}, {245760, 1920, 1}
+        @4 = contiguous(@1) -> float32, {4, 128, 640}, {81920, 640, 1}
+        @5 = contiguous(@2) -> float32, {4, 128, 640}, {81920, 640, 1}
+        @6 = contiguous(@3) -> float32, {4, 128, 640}, {81920, 640, 1}
+        @7 = reshape[dims={4, 128, 10, 64}](@4) -> float32, {4, 128, 10, 64}, {81920, 640, 64, 1}
+        @8 = reshape[dims={4, 128, 10, 64}](@5) -> float32, {4, 128, 10, 64}, {81920, 640, 64, 1}
+        @9 = reshape[dims={4, 128, 10, 64}](@6) -> float32, {4, 128, 10, 64}, {81920, 640, 64, 1}
+        @10 = transpose[permutation={0, 2, 1, 3}](@7) -> float32, {4, 10, 128, 64}, {81920, 64, 640, 1}
+        @11 = transpose[permutation={0, 2, 1, 3}](@8) -> float32, {4, 10, 128, 64}, {81920, 64, 640, 1}
+        @12 = transpose[permutation={0, 2, 3, 1}](@9) -> float32, {4, 10, 64, 128}, {81920, 64, 1, 640}
+        @13 = add(@10,@11) -> float32, {4, 10, 128, 64}, {81920, 64, 640, 1}
+        @14 = dot(@13,@12) -> float32, {4, 10, 128, 128}, {163840, 16384, 128, 1}
+        @15 = @return(@14)
+        """,
+         """
+        module: "main"
+        input = @param:input -> float32, {4, 128, 1920}, {245760, 1920, 1}
+        @1 = reshape[dims={4, 128, 30, 64}](input) -> float32, {4, 128, 30, 64}, {245760, 1920, 64, 1}
+        @2 = slice[axes={2},starts={0},ends={10}](@1) -> float32, {4, 128, 10, 64}, {245760, 1920, 64, 1}
+        @3 = slice[axes={2},starts={10},ends={20}](@1) -> float32, {4, 128, 10, 64}, {245760, 1920, 64, 1}
+        @4 = slice[axes={2},starts={20},ends={30}](@1) -> float32, {4, 128, 10, 64}, {245760, 1920, 64, 1}
+        @5 = transpose[permutation={0, 2, 1, 3}](@2) -> float32, {4, 10, 128, 64}, {245760, 64, 1920, 1}
+        @6 = transpose[permutation={0, 2, 1, 3}](@3) -> float32, {4, 10, 128, 64}, {245760, 64, 1920, 1}
+        @7 = transpose[permutation={0, 2, 3, 1}](@4) -> float32, {4, 10, 64, 128}, {245760, 64, 1, 1920}
+        @8 = add(@5,@6) -> float32, {4, 10, 128, 64}, {81920, 8192, 64, 1}
+        @9 = dot(@8,@7) -> float32, {4, 10, 128, 128}, {163840, 16384, 128, 1}
+        @10 = @return(@9)
+        """),
+    case('reorder_reshape_slice<8, false>',
+         'simplify_algebra,dead_code_elimination',
+         """
+        module: "main"
+        input = @param:input -> float32, {8, 128, 1920}, {245760, 1920, 1}
+        @1 = slice[axes={2},starts={0},ends={640}](input) -> float32, {8, 128, 640}, {245760, 1920, 1}
+        @2 = slice[axes={2},starts={640},ends={1280}](input) -> float32, {8, 128, 640}, {245760, 1920, 1}
+        @3 = slice[axes={2},starts={1280},ends={1920}](input) -> float32, {8, 128, 640}, {245760, 1920, 1}
+        @4 = contiguous(@1) -> float32, {8, 128, 640}, {81920, 640, 1}
+        @5 = contiguous(@2) -> float32, {8, 128, 640}, {81920, 640, 1}
+        @6 = contiguous(@3) -> float32, {8, 128, 640}, {81920, 640, 1}
+        @7 = reshape[dims={8, 128, 10, 64}](@4) -> float32, {8, 128, 10, 64}, {81920, 640, 64, 1}
+        @8 = reshape[dims={8, 128, 10, 64}](@5) -> float32, {8, 128, 10, 64}, {81920, 640, 64, 1}
+        @9 = reshape[dims={8, 128, 10, 64}](@6) -> float32, {8, 128, 10, 64}, {81920, 640, 64, 1}
+        @10 = transpose[permutation={0, 2, 1, 3}](@7) -> float32, {8, 10, 128, 64}, {81920, 64, 640, 1}
+        @11 = transpose[permutation={0, 2, 1, 3}](@8) -> float32, {8, 10, 128, 64}, {81920, 64, 640, 1}
+        @12 = transpose[permutation={0, 2, 3, 1}](@9) -> float32, {8, 10, 64, 128}, {81920, 64, 1, 640}
+        @13 = add(@10,@11) -> float32, {8, 10, 128, 64}, {81920, 64, 640, 1}
+        @14 = dot(@13,@12) -> float32, {8, 10, 128, 128}, {163840, 16384, 128, 1}
+        @15 = @return(@14)
+        """,
+         """
+        module: "main"
+        input = @param:input -> float32, {8, 128, 1920}, {245760, 1920, 1}
+        @1 = reshape[dims={8, 128, 30, 64}](input) -> float32, {8, 128, 30, 64}, {245760, 1920, 64, 1}
+        @2 = slice[axes={2},starts={0},ends={10}](@1) -> float32, {8, 128, 10, 64}, {245760, 1920, 64, 1}
+        @3 = slice[axes={2},starts={10},ends={20}](@1) -> float32, {8, 128, 10, 64}, {245760, 1920, 64, 1}
+        @4 = slice[axes={2},starts={20},ends={30}](@1) -> float32, {8, 128, 10, 64}, {245760, 1920, 64, 1}
+        @5 = transpose[permutation={0, 2, 1, 3}](@2) -> float32, {8, 10, 128, 64}, {245760, 64, 1920, 1}
+        @6 = transpose[permutation={0, 2, 1, 3}](@3) -> float32, {8, 10, 128, 64}, {245760, 64, 1920, 1}
+        @7 = transpose[permutation={0, 2, 3, 1}](@4) -> float32, {8, 10, 64, 128}, {245760, 64, 1, 1920}
+        @8 = add(@5,@6) -> float32, {8, 10, 128, 64}, {81920, 8192, 64, 1}
+        @9 = dot(@8,@7) -> float32, {8, 10, 128, 128}, {163840, 16384, 128, 1}
+        @10 = @return(@9)
+        """),
+    case('reorder_reshape_slice_move_axis1<4>',
+         'simplify_algebra,dead_code_elimination',
+         """
+        module: "main"
+        input = @param:input -> float32, {4, 256, 96}, {24576, 96, 1}
+        @1 = slice[axes={2},starts={0},ends={32}](input) -> float32, {4, 256, 32}, {24576, 96, 1}
+        @2 = slice[axes={2},starts={32},ends={64}](input) -> float32, {4, 256, 32}, {24576, 96, 1}
+        @3 = slice[axes={2},starts={64},ends={96}](input) -> float32, {4, 256, 32}, {24576, 96, 1}
+        @4 = contiguous(@1) -> float32, {4, 256, 32}, {8192, 32, 1}
+        @5 = contiguous(@2) -> float32, {4, 256, 32}, {8192, 32, 1}
+        @6 = contiguous(@3) -> float32, {4, 256, 32}, {8192, 32, 1}
+        @7 = reshape[dims={4, 64, 4, 32}](@4) -> float32, {4, 64, 4, 32}, {8192, 128, 32, 1}
+        @8 = reshape[dims={4, 64, 4, 32}](@5) -> float32, {4, 64, 4, 32}, {8192, 128, 32, 1}
+        @9 = reshape[dims={4, 64, 4, 32}](@6) -> float32, {4, 64, 4, 32}, {8192, 128, 32, 1}
+        @10 = transpose[permutation={0, 2, 1, 3}](@7) -> float32, {4, 4, 64, 32}, {8192, 32, 128, 1}
+        @11 = transpose[permutation={0, 2, 1, 3}](@8) -> float32, {4, 4, 64, 32}, {8192, 32, 128, 1}
+        @12 = transpose[permutation={0, 2, 3, 1}](@9) -> float32, {4, 4, 32, 64}, {8192, 32, 1, 128}
+        @13 = add(@10,@11) -> float32, {4, 4, 64, 32}, {8192, 32, 128, 1}
+        @14 = dot(@13,@12) -> float32, {4, 4, 64, 64}, {16384, 4096, 64, 1}
+        @15 = @return(@14)
+        """,
+         """
+        module: "main"
+        input = @param:input -> float32, {4, 256, 96}, {24576, 96, 1}
+        @1 = reshape[dims={4, 64, 4, 96}](input) -> float32, {4, 64, 4, 96}, {24576, 384, 96, 1}
+        @2 = slice[axes={3},starts={0},ends={32}](@1) -> float32, {4, 64, 4, 32}, {24576, 384, 96, 1}
+        @3 = transpose[permutation={0, 2, 1, 3}](@2) -> float32, {4, 4, 64, 32}, {24576, 96, 384, 1}
+        @4 = slice[axes={3},starts={32},ends={64}](@1) -> float32, {4, 64, 4, 32}, {24576, 384, 96, 1}
+        @5 = transpose[permutation={0, 2, 1, 3}](@4) -> float32, {4, 4, 64, 32}, {24576, 96, 384, 1}
+        @6 = slice[axes={3},starts={64},ends={96}](@1) -> float32, {4, 64, 4, 32}, {24576, 384, 96, 1}
+        @7 = transpose[permutation={0, 2, 3, 1}](@6) -> float32, {4, 4, 32, 64}, {24576, 96, 1, 384}
+        @8 = add(@3,@5) -> float32, {4, 4, 64, 32}, {8192, 2048, 32, 1}
+        @9 = dot(@8,@7) -> float32, {4, 4, 64, 64}, {16384, 4096, 64, 1}
+        @10 = @return(@9)
+        """),
+    case('reorder_reshape_slice_move_axis1<8>',
+         'simplify_algebra,dead_code_elimination',
+         """
+        module: "main"
+        input = @param:input -> float32, {8, 256, 96}, {24576, 96, 1}
+        @1 = slice[axes={2},starts={0},ends={32}](input) -> float32, {8, 256, 32}, {24576, 96, 1}
+        @2 = slice[axes={2},starts={32},ends={64}](input) -> float32, {8, 256, 32}, {24576, 96, 1}
+        @3 = slice[axes={2},starts={64},ends={96}](input) -> float32, {8, 256, 32}, {24576, 96, 1}
+        @4 = contiguous(@1) -> float32, {8, 256, 32}, {8192, 32, 1}
+        @5 = contiguous(@2) -> float32, {8, 256, 32}, {8192, 32, 1}
+        @6 = contiguous(@3) -> float32, {8, 256, 32}, {8192, 32, 1}
+        @7 = reshape[dims={8, 64, 4, 32}](@4) -> float32, {8, 64, 4, 32}, {8192, 128, 32, 1}
+        @8 = reshape[dims={8, 64, 4, 32}](@5) -> float32, {8, 64, 4, 32}, {8192, 128, 32, 1}
+        @9 = reshape[dims={8, 64, 4, 32}](@6) -> float32, {8, 64, 4, 32}, {8192, 128, 32, 1}
+        @10 = transpose[permutation={0, 2, 1, 3}](@7) -> float32, {8, 4, 64, 32}, {8192, 32, 128, 1}
+        @11 = transpose[permutation={0, 2, 1, 3}](@8) -> float32, {8, 4, 64, 32}, {8192, 32, 128, 1}
+        @12 = transpose[permutation={0, 2, 3, 1}](@9) -> float32, {8, 4, 32, 64}, {8192, 32, 1, 128}
+        @13 = add(@10,@11) -> float32, {8, 4, 64, 32}, {8192, 32, 128, 1}
+        @14 = dot(@13,@12) -> float32, {8, 4, 64, 64}, {16384, 4096, 64, 1}
+        @15 = @return(@14)
+        """,
+         """
+        module: "main"
+        input = @param:input -> float32, {8, 256, 96}, {24576, 96, 1}
+        @1 = reshape[dims={8, 64, 4, 96}](input) -> float32, {8, 64, 4, 96}, {24576, 384, 96, 1}
+        @2 = slice[axes={3},starts={0},ends={32}](@1) -> float32, {8, 64, 4, 32}, {24576, 384, 96, 1}
+        @3 = transpose[permutation={0, 2, 1, 3}](@2) -> float32, {8, 4, 64, 32}, {24576, 96, 384, 1}
+        @4 = slice[axes={3},starts={32},ends={64}](@1) -> float32, {8, 64, 4, 32}, {24576, 384, 96, 1}
+        @5 = transpose[permutation={0, 2, 1, 3}](@4) -> float32, {8, 4, 64, 32}, {24576, 96, 384, 1}
+        @6 = slice[axes={3},starts={64},ends={96}](@1) -> float32, {8, 64, 4, 32}, {24576, 384, 96, 1}
+        @7 = transpose[permutation={0, 2, 3, 1}](@6) -> float32, {8, 4, 32, 64}, {24576, 96, 1, 384}
+        @8 = add(@3,@5) -> float32, {8, 4, 64, 32}, {8192, 2048, 32, 1}
+        @9 = dot(@8,@7) -> float32, {8, 4, 64, 64}, {16384, 4096, 64, 1}
+        @10 = @return(@9)
+        """),
+    case('reorder_reshape_slice_diff_dims<4>',
+         'simplify_algebra,dead_code_elimination',
+         """
+        module: "main"
+        input = @param:input -> float32, {4, 96, 96}, {9216, 96, 1}
+        @1 = slice[axes={2},starts={0},ends={32}](input) -> float32, {4, 96, 32}, {9216, 96, 1}
+        @2 = slice[axes={2},starts={32},ends={64}](input) -> float32, {4, 96, 32}, {9216, 96, 1}
+        @3 = slice[axes={2},starts={64},ends={96}](input) -> float32, {4, 96, 32}, {9216, 96, 1}
+        @4 = contiguous(@1) -> float32, {4, 96, 32}, {3072, 32, 1}
+        @5 = contiguous(@2) -> float32, {4, 96, 32}, {3072, 32, 1}
+        @6 = contiguous(@3) -> float32, {4, 96, 32}, {3072, 32, 1}
+        @7 = reshape[dims={4, 32, 3, 32}](@4) -> float32, {4, 32, 3, 32}, {3072, 96, 32, 1}
+        @8 = reshape[dims={4, 48, 2, 32}](@5) -> float32, {4, 48, 2, 32}, {3072, 64, 32, 1}
+        @9 = reshape[dims={4, 32, 3, 32}](@6) -> float32, {4, 32, 3, 32}, {3072, 96, 32, 1}
+        @10 = @return(@7,@8,@9)
+        """,
+         """
+        module: "main"
+        input = @param:input -> float32, {4, 96, 96}, {9216, 96, 1}
+        @1 = slice[axes={2},starts={32},ends={64}](input) -> float32, {4, 96, 32}, {9216, 96, 1}
+        @2 = contiguous(@1) -> float32, {4, 96, 32}, {3072, 32, 1}
+        @3 = reshape[dims={4, 48, 2, 32}](@2) -> float32, {4, 48, 2, 32}, {3072, 64, 32, 1}
+        @4 = reshape[dims={4, 32, 3, 96}](input) -> float32, {4, 32, 3, 96}, {9216, 288, 96, 1}
+        @5 = slice[axes={3},starts={0},ends={32}](@4) -> float32, {4, 32, 3, 32}, {9216, 288, 96, 1}
+        @6 = slice[axes={3},starts={64},ends={96}](@4) -> float32, {4, 32, 3, 32}, {9216, 288, 96, 1}
+        @7 = @return(@5,@3,@6)
+        """),
+    case('reorder_reshape_slice_diff_dims<8>',
+         'simplify_algebra,dead_code_elimination',
+         """
+        module: "main"
+        input = @param:input -> float32, {8, 96, 96}, {9216, 96, 1}
+        @1 = slice[axes={2},starts={0},ends={32}](input) -> float32, {8, 96, 32}, {9216, 96, 1}
+        @2 = slice[axes={2},starts={32},ends={64}](input) -> float32, {8, 96, 32}, {9216, 96, 1}
+        @3 = slice[axes={2},starts={64},ends={96}](input) -> float32, {8, 96, 32}, {9216, 96, 1}
+        @4 = contiguous(@1) -> float32, {8, 96, 32}, {3072, 32, 1}
+        @5 = contiguous(@2) -> float32, {8, 96, 32}, {3072, 32, 1}
+        @6 = contiguous(@3) -> float32, {8, 96, 32}, {3072, 32, 1}
+        @7 = reshape[dims={8, 32, 3, 32}](@4) -> float32, {8, 32, 3, 32}, {3072, 96, 32, 1}
+        @8 = reshape[dims={8, 48, 2, 32}](@5) -> float32, {8, 48, 2, 32}, {3072, 64, 32, 1}
+        @9 = reshape[dims={8, 32, 3, 32}](@6) -> float32, {8, 32, 3, 32}, {3072, 96, 32, 1}
+        @10 = @return(@7,@8,@9)
+        """,
+         """
+        module: "main"
+        input = @param:input -> float32, {8, 96, 96}, {9216, 96, 1}
+        @1 = slice[axes={2},starts={32},ends={64}](input) -> float32, {8, 96, 32}, {9216, 96, 1}
+        @2 = contiguous(@1) -> float32, {8, 96, 32}, {3072, 32, 1}
+        @3 = reshape[dims={8, 48, 2, 32}](@2) -> float32, {8, 48, 2, 32}, {3072, 64, 32, 1}
+        @4 = reshape[dims={8, 32, 3, 96}](input) -> float32, {8, 32, 3, 96}, {9216, 288, 96, 1}
+        @5 = slice[axes={3},starts={0},ends={32}](@4) -> float32, {8, 32, 3, 32}, {9216, 288, 96, 1}
+        @6 = slice[axes={3},starts={64},ends={96}](@4) -> float32, {8, 32, 3, 32}, {9216, 288, 96, 1}
+        @7 = @return(@5,@3,@6)
+        """),
+    case('reorder_slice_trans<1>',
+         'simplify_algebra,dead_code_elimination',
+         """
+        module: "main"
+        input = @param:input -> float32, {1, 128, 1920}, {245760, 1920, 1}
+        @1 = slice[axes={2},starts={0},ends={640}](input) -> float32, {1, 128, 640}, {245760, 1920, 1}
+        @2 = slice[axes={2},starts={640},ends={1280}](input) -> float32, {1, 128, 640}, {245760, 1920, 1}
+        @3 = slice[axes={2},starts={1280},ends={1920}](input) -> float32, {1, 128, 640}, {245760, 1920, 1}
+        @4 = transpose[permutation={0, 2, 1}](@1) -> float32, {1, 640, 128}, {245760, 1, 1920}
+        @5 = transpose[permutation={0, 2, 1}](@2) -> float32, {1, 640, 128}, {245760, 1, 1920}
+        @6 = transpose[permutation={0, 2, 1}](@3) -> float32, {1, 640, 128}, {245760, 1, 1920}
+        @7 = add(@4,@5) -> float32, {1, 640, 128}, {81920, 128, 1}
+        @8 = mul(@7,@6) -> float32, {1, 640, 128}, {81920, 128, 1}
+        @9 = @return(@8)
+        """,
+         """
+        module: "main"
+        input = @param:input -> float32, {1, 128, 1920}, {245760, 1920, 1}
+        @1 = transpose[permutation={0, 2, 1}](input) -> float32, {1, 1920, 128}, {245760, 1, 1920}
+        @2 = slice[axes={1},starts={0},ends={640}](@1) -> float32, {1, 640, 128}, {245760, 1, 1920}
+        @3 = slice[axes={1},starts={640},ends={1280}](@1) -> float32, {1, 640, 128}, {245760, 1, 1920}
+        @4 = slice[axes={1},starts={1280},ends={1920}](@1) -> float32, {1, 640, 128}, {245760, 1, 1920}
+        @5 = add(@2,@3) -> float32, {1, 640, 128}, {81920, 128, 1}
+        @6 = mul(@5,@4) -> float32, {1, 640, 128}, {81920, 128, 1}
+        @7 = @return(@6)
+        """),
+    case('reorder_slice_trans<8>',
+         'simplify_algebra,dead_code_elimination',
+         """
+        module: "main"
+        input = @param:input -> float32, {8, 128, 1920}, {245760, 1920, 1}
+        @1 = slice[axes={2},starts={0},ends={640}](input) -> float32, {8, 128, 640}, {245760, 1920, 1}
+        @2 = slice[axes={2},starts={640},ends={1280}](input) -> float32, {8, 128, 640}, {245760, 1920, 1}
+        @3 = slice[axes={2},starts={1280},ends={1920}](input) -> float32, {8, 128, 640}, {245760, 1920, 1}
+        @4 = transpose[permutation={0, 2, 1}](@1) -> float32, {8, 640, 128}, {245760, 1, 1920}
+        @5 = transpose[permutation={0, 2, 1}](@2) -> float32, {8, 640, 128}, {245760, 1, 1920}
+        @6 = transpose[permutation={0, 2, 1}](@3) -> float32, {8, 640, 128}, {245760, 1, 1920}
+        @7 = add(@4,@5) -> float32, {8, 640, 128}, {81920, 128, 1}
+        @8 = mul(@7,@6) -> float32, {8, 640, 128}, {81920, 128, 1}
+        @9 = @return(@8)
+        """,
+         """
+        module: "main"
+        input = @param:input -> float32, {8, 128, 1920}, {245760, 1920, 1}
+        @1 = transpose[permutation={0, 2, 1}](input) -> float32, {8, 1920, 128}, {245760, 1, 1920}
+        @2 = slice[axes={1},starts={0},ends={640}](@1) -> float32, {8, 640, 128}, {245760, 1, 1920}
+        @3 = slice[axes={1},starts={640},ends={1280}](@1) -> float32, {8, 640, 128}, {245760, 1, 1920}
+        @4 = slice[axes={1},starts={1280},ends={1920}](@1) -> float32, {8, 640, 128}, {245760, 1, 1920}
+        @5 = add(@2,@3) -> float32, {8, 640, 128}, {81920, 128, 1}
+        @6 = mul(@5,@4) -> float32, {8, 640, 128}, {81920, 128, 1}
+        @7 = @return(@6)
+        """),
+    case('reorder_slice_trans_diff_perm<1>',
+         'simplify_algebra,dead_code_elimination',
+         """
+        module: "main"
+        input = @param:input -> float32, {1, 128, 1920}, {245760, 1920, 1}
+        @1 = slice[axes={2},starts={0},ends={640}](input) -> float32, {1, 128, 640}, {245760, 1920, 1}
+        @2 = slice[axes={2},starts={640},ends={1280}](input) -> float32, {1, 128, 640}, {245760, 1920, 1}
+        @3 = slice[axes={2},starts={1280},ends={1920}](input) -> float32, {1, 128, 640}, {245760, 1920, 1}
+        @4 = transpose[permutation={0, 2, 1}](@1) -> float32, {1, 640, 128}, {245760, 1, 1920}
+        @5 = transpose[permutation={0, 2, 1}](@2) -> float32, {1, 640, 128}, {245760, 1, 1920}
+        @6 = transpose[permutation={0, 1, 2}](@3) -> float32, {1, 128, 640}, {245760, 1920, 1}
+        @7 = add(@4,@5) -> float32, {1, 640, 128}, {81920, 128, 1}
+        @8 = dot(@7,@6) -> float32, {1, 640, 640}, {409600, 640, 1}
+        @9 = @return(@8)
+        """,
+         """
+        module: "main"
+        input = @param:input -> float32, {1, 128, 1920}, {245760, 1920, 1}
+        @1 = slice[axes={2},starts={0},ends={640}](input) -> float32, {1, 128, 640}, {245760, 1920, 1}
+        @2 = slice[axes={2},starts={640},ends={1280}](input) -> float32, {1, 128, 640}, {245760, 1920, 1}
+        @3 = slice[axes={2},starts={1280},ends={1920}](input) -> float32, {1, 128, 640}, {245760, 1920, 1}
+        @4 = transpose[permutation={0, 2, 1}](@1) -> float32, {1, 640, 128}, {245760, 1, 1920}
+        @5 = transpose[permutation={0, 2, 1}](@2) -> float32, {1, 640, 128}, {245760, 1, 1920}
+        @6 = transpose[permutation={0, 1, 2}](@3) -> float32, {1, 128, 640}, {245760, 1920, 1}
+        @7 = add(@4,@5) -> float32, {1, 640, 128}, {81920, 128, 1}
+        @8 = dot(@7,@6) -> float32, {1, 640, 640}, {409600, 640, 1}
+        @9 = @return(@8)
+        """),
+    case('reorder_slice_trans_diff_perm<4>',
+         'simplify_algebra,dead_code_elimination',
+         """
+        module: "main"
+        input = @param:input -> float32, {4, 128, 1920}, {245760, 1920, 1}
+        @1 = slice[axes={2},starts={0},ends={640}](input) -> float32, {4, 128, 640}, {245760, 1920, 1}
+        @2 = slice[axes={2},starts={640},ends={1280}](input) -> float32, {4, 128, 640}, {245760, 1920, 1}
+        @3 = slice[axes={2},starts={1280},ends={1920}](input) -> float32, {4, 128, 640}, {245760, 1920, 1}
+        @4 = transpose[permutation={0, 2, 1}](@1) -> float32, {4, 640, 128}, {245760, 1, 1920}
+        @5 = transpose[permutation={0, 2, 1}](@2) -> float32, {4, 640, 128}, {245760, 1, 1920}
+        @6 = transpose[permutation={0, 1, 2}](@3) -> float32, {4, 128, 640}, {245760, 1920, 1}
+        @7 = add(@4,@5) -> float32, {4, 640, 128}, {81920, 128, 1}
+        @8 = dot(@7,@6) -> float32, {4, 640, 640}, {409600, 640, 1}
+        @9 = @return(@8)
+        """,
+         """
+        module: "main"
+        input = @param:input -> float32, {4, 128, 1920}, {245760, 1920, 1}
+        @1 = slice[axes={2},starts={0},ends={640}](input) -> float32, {4, 128, 640}, {245760, 1920, 1}
+        @2 = slice[axes={2},starts={640},ends={1280}](input) -> float32, {4, 128, 640}, {245760, 1920, 1}
+        @3 = slice[axes={2},starts={1280},ends={1920}](input) -> float32, {4, 128, 640}, {245760, 1920, 1}
+        @4 = transpose[permutation={0, 2, 1}](@1) -> float32, {4, 640, 128}, {245760, 1, 1920}
+        @5 = transpose[permutation={0, 2, 1}](@2) -> float32, {4, 640, 128}, {245760, 1, 1920}
+        @6 = transpose[permutation={0, 1, 2}](@3) -> float32, {4, 128, 640}, {245760, 1920, 1}
+        @7 = add(@4,@5) -> float32, {4, 640, 128}, {81920, 128, 1}
+        @8 = dot(@7,@6) -> float32, {4, 640, 640}, {409600, 640, 1}
+        @9 = @return(@8)
+        """),
 ]
 
 # Not transcribed (the construct the reader stopped at):
 NOT_TRANSCRIBED = [
-    ('simplify_zero_add_constant', 'no run_passes / EXPECT(a == b) pair'),
-    ('simplify_mul_conv1', "unknown name 'std::find_if'"),
-    ('simplify_mul_conv2', "unknown name 'std::find_if'"),
-    ('simplify_mul_conv3', "unknown name 'std::find_if'"),
-    ('simplify_mul_conv_skip1', "unknown name 'std::find_if'"),
-    ('simplify_mul_conv_skip2', "unknown name 'std::find_if'"),
     ('simplify_dot_add', "unknown name 'get_2x2'"),
     ('simplify_inner_broadcast_different_dims_single_element_no_squeeze', 'ShapeError: where: condition must be bool'),
-    ('simplify_add_conv1', 'no run_passes / EXPECT(a == b) pair'),
-    ('simplify_add_conv_no_fusion_7x7_diff_strides', 'no run_passes / EXPECT(a == b) pair'),
-    ('simplify_add_conv_1x1_diff_strides1', 'no run_passes / EXPECT(a == b) pair'),
-    ('simplify_add_conv_1x1_diff_strides2', 'no run_passes / EXPECT(a == b) pair'),
-    ('simplify_add_conv_1x1_diff_strides_odd', 'no run_passes / EXPECT(a == b) pair'),
-    ('simplify_add_conv_no_fusion_asymetrical_strides1', 'no run_passes / EXPECT(a == b) pair'),
-    ('simplify_add_conv_no_fusion_asymetrical_strides2', 'no run_passes / EXPECT(a == b) pair'),
     ('simplify_concat_unpack_int4', "op unpack_int4{}: unknown op 'unpack_int4'"),
-    ('simplify_div_const', "unknown name 'std::next'"),
-    ('simplify_neg_unit_mult_const', 'no run_passes / EXPECT(a == b) pair'),
-    ('simplify_neg_unit_mult_const2', 'no run_passes / EXPECT(a == b) pair'),
-    ('simplify_neg_unit_mult_const_add', 'no run_passes / EXPECT(a == b) pair'),
-    ('simplify_sub_const', "unknown name 'std::next'"),
-    ('simplify_rsqrt_multi_use', 'migraphx::module m2 brace-initialised'),
     ('simplify_dot_horiz_reshape', "op unsqueeze{'axes': [2], 'steps': [2]}: unsqueeze: unknown attribute(s) steps; valid: axes"),
-    ('simplify_group_conv_horiz', 'ShapeError: identity: expects 1 inputs, got 2'),
-    ('simplify_mul_slice_conv_horiz_fusion', 'ShapeError: identity: expects 1 inputs, got 2'),
-    ('mul_dot_a', "unknown name 'migraphx::reorder_dims'"),
-    ('mul_dot_b', "unknown name 'migraphx::reorder_dims'"),
     ('mul_dot_a_int4_dq', "op unpack_int4{}: unknown op 'unpack_int4'"),
     ('mul_dot_a_int4_dq_concat', "expected '=', found ';'"),
     ('simplify_concat_same_input_dynamic', "unknown name 'dd'"),

@@ -88,8 +88,6 @@ CASES = [
         @17 = add(@10,@16) -> float32, {100, 100}, {100, 1}
         @18 = @return(@17)
         """,
-         status='DIFF',
-         reason="we rewrite, MIGraphX leaves the program: simplify_qdq is mapped, not MIGraphX's: int8/fp8 per-tensor dot/convolution with constant scales only (no MX, asymmetric, multi-scale or concat rewrites), so its decisions and dequantize placement differ",
          options={'simplify_qdq': {'remove_qdq_only': False, 'use_mx_quant': True}}),
     case('dot',
          'simplify_qdq,dead_code_elimination',
@@ -133,8 +131,6 @@ CASES = [
         @14 = dequantizelinear(@10,@13) -> float32, {1280, 1024}, {1024, 1}
         @15 = @return(@14)
         """,
-         status='DIFF',
-         reason="both rewrite, but the results compute different values: simplify_qdq is mapped, not MIGraphX's: int8/fp8 per-tensor dot/convolution with constant scales only (no MX, asymmetric, multi-scale or concat rewrites), so its decisions and dequantize placement differ",
          options={'simplify_qdq': {'remove_qdq_only': False, 'use_mx_quant': True}}),
     case('dot_fp16',
          'simplify_qdq,dead_code_elimination',
@@ -185,8 +181,6 @@ CASES = [
         @17 = convert[target_type=float16](@16) -> float16, {1280, 1024}, {1024, 1}
         @18 = @return(@17)
         """,
-         status='DIFF',
-         reason="both rewrite, but the results compute different values: simplify_qdq is mapped, not MIGraphX's: int8/fp8 per-tensor dot/convolution with constant scales only (no MX, asymmetric, multi-scale or concat rewrites), so its decisions and dequantize placement differ",
          options={'simplify_qdq': {'remove_qdq_only': False, 'use_mx_quant': True}}),
     case('dot_multi_scale',
          'simplify_qdq,dead_code_elimination',
@@ -232,8 +226,6 @@ CASES = [
         @15 = dequantizelinear(@11,@14) -> float32, {1280, 1024}, {1024, 1}
         @16 = @return(@15)
         """,
-         status='DIFF',
-         reason="both rewrite, but the results compute different values: simplify_qdq is mapped, not MIGraphX's: int8/fp8 per-tensor dot/convolution with constant scales only (no MX, asymmetric, multi-scale or concat rewrites), so its decisions and dequantize placement differ",
          options={'simplify_qdq': {'remove_qdq_only': False, 'use_mx_quant': True}},
          literals={'gen_float32_1280_0': ('generate', 'float32', [1280], 0)}),
     case('dot_broadcasted',
@@ -280,8 +272,6 @@ CASES = [
         @15 = dequantizelinear(@11,@14) -> float32, {2, 1280, 1024}, {1310720, 1024, 1}
         @16 = @return(@15)
         """,
-         status='DIFF',
-         reason="both rewrite, but the results compute different values: simplify_qdq is mapped, not MIGraphX's: int8/fp8 per-tensor dot/convolution with constant scales only (no MX, asymmetric, multi-scale or concat rewrites), so its decisions and dequantize placement differ",
          options={'simplify_qdq': {'remove_qdq_only': False, 'use_mx_quant': True}}),
     case('dot_transposed',
          'simplify_qdq,dead_code_elimination',
@@ -327,8 +317,6 @@ CASES = [
         @15 = dequantizelinear(@11,@14) -> float32, {1280, 1024}, {1024, 1}
         @16 = @return(@15)
         """,
-         status='DIFF',
-         reason="both rewrite, but the results compute different values: simplify_qdq is mapped, not MIGraphX's: int8/fp8 per-tensor dot/convolution with constant scales only (no MX, asymmetric, multi-scale or concat rewrites), so its decisions and dequantize placement differ",
          options={'simplify_qdq': {'remove_qdq_only': False, 'use_mx_quant': True}}),
     case('dot_reshaped',
          'simplify_qdq,dead_code_elimination',
@@ -374,8 +362,6 @@ CASES = [
         @15 = dequantizelinear(@11,@14) -> float32, {1280, 1024}, {1024, 1}
         @16 = @return(@15)
         """,
-         status='DIFF',
-         reason="both rewrite, but the results compute different values: simplify_qdq is mapped, not MIGraphX's: int8/fp8 per-tensor dot/convolution with constant scales only (no MX, asymmetric, multi-scale or concat rewrites), so its decisions and dequantize placement differ",
          options={'simplify_qdq': {'remove_qdq_only': False, 'use_mx_quant': True}}),
     case('dot_multi_scale_all_skip_post_dq_ops',
          'simplify_qdq,dead_code_elimination',
@@ -427,8 +413,6 @@ CASES = [
         @18 = dequantizelinear(@14,@17) -> float32, {2, 3, 1280, 1024}, {3932160, 1310720, 1024, 1}
         @19 = @return(@18)
         """,
-         status='DIFF',
-         reason="both rewrite, but the results compute different values: simplify_qdq is mapped, not MIGraphX's: int8/fp8 per-tensor dot/convolution with constant scales only (no MX, asymmetric, multi-scale or concat rewrites), so its decisions and dequantize placement differ",
          options={'simplify_qdq': {'remove_qdq_only': False, 'use_mx_quant': True}},
          literals={'gen_float32_1280_0': ('generate', 'float32', [1280], 0), 'gen_float32_1024_0': ('generate', 'float32', [1024], 0)}),
     case('dot_multi_scale_unsupported_axis',
@@ -513,8 +497,6 @@ CASES = [
         @20 = dequantizelinear(@12,@15,@19) -> float32, {1280, 1024}, {1024, 1}
         @21 = @return(@20)
         """,
-         status='DIFF',
-         reason="both rewrite, but the results compute different values: simplify_qdq is mapped, not MIGraphX's: int8/fp8 per-tensor dot/convolution with constant scales only (no MX, asymmetric, multi-scale or concat rewrites), so its decisions and dequantize placement differ",
          options={'simplify_qdq': {'remove_qdq_only': False, 'use_mx_quant': True}}),
     case('dot_asymmetric_second_arg',
          'simplify_qdq,dead_code_elimination',
@@ -565,8 +547,6 @@ CASES = [
         @20 = dequantizelinear(@12,@15,@19) -> float32, {1280, 1024}, {1024, 1}
         @21 = @return(@20)
         """,
-         status='DIFF',
-         reason="both rewrite, but the results compute different values: simplify_qdq is mapped, not MIGraphX's: int8/fp8 per-tensor dot/convolution with constant scales only (no MX, asymmetric, multi-scale or concat rewrites), so its decisions and dequantize placement differ",
          options={'simplify_qdq': {'remove_qdq_only': False, 'use_mx_quant': True}}),
     case('dot_asymmetric_both_args',
          'simplify_qdq,dead_code_elimination',
@@ -622,8 +602,6 @@ CASES = [
         @25 = dequantizelinear(@12,@15,@24) -> float32, {1280, 1024}, {1024, 1}
         @26 = @return(@25)
         """,
-         status='DIFF',
-         reason="both rewrite, but the results compute different values: simplify_qdq is mapped, not MIGraphX's: int8/fp8 per-tensor dot/convolution with constant scales only (no MX, asymmetric, multi-scale or concat rewrites), so its decisions and dequantize placement differ",
          options={'simplify_qdq': {'remove_qdq_only': False, 'use_mx_quant': True}}),
     case('dot_uint8',
          'simplify_qdq,dead_code_elimination',
@@ -708,8 +686,6 @@ CASES = [
         @16 = add(@15,ab) -> float32, {1280, 1024}, {1024, 1}
         @17 = @return(@16)
         """,
-         status='DIFF',
-         reason="both rewrite, but the results compute different values: simplify_qdq is mapped, not MIGraphX's: int8/fp8 per-tensor dot/convolution with constant scales only (no MX, asymmetric, multi-scale or concat rewrites), so its decisions and dequantize placement differ",
          options={'simplify_qdq': {'remove_qdq_only': False, 'use_mx_quant': True}}),
     case('dot_add_multiple_dq_use',
          'simplify_qdq,dead_code_elimination',
@@ -776,8 +752,6 @@ CASES = [
         @26 = add(@25,t1) -> float32, {32, 1}, {1, 1}
         @27 = @return(@26)
         """,
-         status='DIFF',
-         reason="both rewrite, but the results compute different values: simplify_qdq is mapped, not MIGraphX's: int8/fp8 per-tensor dot/convolution with constant scales only (no MX, asymmetric, multi-scale or concat rewrites), so its decisions and dequantize placement differ",
          options={'simplify_qdq': {'remove_qdq_only': False, 'use_mx_quant': True}}),
     case('conv',
          'simplify_qdq,dead_code_elimination',
@@ -815,8 +789,6 @@ CASES = [
         @11 = dequantizelinear(@7,@10) -> float32, {1, 1280, 7, 7}, {62720, 49, 7, 1}
         @12 = @return(@11)
         """,
-         status='EQUIV',
-         reason='both rewrite; equivalent form (same values on random inputs)',
          options={'simplify_qdq': {'remove_qdq_only': False, 'use_mx_quant': True}}),
     case('conv_asymmetric_input',
          'simplify_qdq,dead_code_elimination',
@@ -860,8 +832,6 @@ CASES = [
         @16 = dequantizelinear(@8,@11,@15) -> float32, {1, 1280, 7, 7}, {62720, 49, 7, 1}
         @17 = @return(@16)
         """,
-         status='DIFF',
-         reason="both rewrite, but the results compute different values: simplify_qdq is mapped, not MIGraphX's: int8/fp8 per-tensor dot/convolution with constant scales only (no MX, asymmetric, multi-scale or concat rewrites), so its decisions and dequantize placement differ",
          options={'simplify_qdq': {'remove_qdq_only': False, 'use_mx_quant': True}}),
     case('conv_multi_scale',
          'simplify_qdq,dead_code_elimination',
@@ -901,8 +871,6 @@ CASES = [
         @12 = dequantizelinear(@8,@11) -> float32, {1, 1280, 7, 7}, {62720, 49, 7, 1}
         @13 = @return(@12)
         """,
-         status='DIFF',
-         reason="both rewrite, but the results compute different values: simplify_qdq is mapped, not MIGraphX's: int8/fp8 per-tensor dot/convolution with constant scales only (no MX, asymmetric, multi-scale or concat rewrites), so its decisions and dequantize placement differ",
          options={'simplify_qdq': {'remove_qdq_only': False, 'use_mx_quant': True}},
          literals={'gen_float32_1280_0': ('generate', 'float32', [1280], 0)}),
     case('conv_multi_scale_unsupported_axis',
@@ -935,8 +903,6 @@ CASES = [
         @5 = convolution[padding={0, 0, 0, 0},stride={1, 1}](input,@4) -> float32, {1, 1280, 7, 7}, {62720, 49, 7, 1}
         @6 = @return(@5)
         """,
-         status='EQUIV',
-         reason='both rewrite; equivalent form (same values on random inputs)',
          options={'simplify_qdq': {'remove_qdq_only': False, 'use_mx_quant': True}},
          literals={'gen_float32_320_0': ('generate', 'float32', [320], 0)}),
     case('conv_bias_add',
@@ -987,8 +953,6 @@ CASES = [
         @16 = add(@14,@15) -> float32, {1, 1280, 7, 7}, {62720, 49, 7, 1}
         @17 = @return(@16)
         """,
-         status='EQUIV',
-         reason='both rewrite; equivalent form (same values on random inputs)',
          options={'simplify_qdq': {'remove_qdq_only': False, 'use_mx_quant': True}}),
     case('conv_pooling_dot',
          'simplify_qdq,dead_code_elimination',
@@ -1079,8 +1043,6 @@ CASES = [
         @32 = add(@30,@31) -> float32, {1, 1000}, {1000, 1}
         @33 = @return(@32)
         """,
-         status='EQUIV',
-         reason='both rewrite; equivalent form (same values on random inputs)',
          options={'simplify_qdq': {'remove_qdq_only': False, 'use_mx_quant': True}}),
     case('pointwise_concat_quant_per_tensor',
          'simplify_qdq,dead_code_elimination',
@@ -1115,8 +1077,6 @@ CASES = [
         @13 = concat[axis=1](@9,@12) -> int8, {1, 6, 28, 28}, {4704, 784, 28, 1}
         @14 = @return(@13)
         """,
-         status='DIFF',
-         reason="MIGraphX rewrites, we leave the program: simplify_qdq is mapped, not MIGraphX's: int8/fp8 per-tensor dot/convolution with constant scales only (no MX, asymmetric, multi-scale or concat rewrites), so its decisions and dequantize placement differ",
          options={'simplify_qdq': {'remove_qdq_only': False, 'use_mx_quant': True}}),
     case('pointwise_concat_quant_per_channel',
          'simplify_qdq,dead_code_elimination',
@@ -1151,8 +1111,6 @@ CASES = [
         @13 = concat[axis=1](@9,@12) -> int8, {1, 6, 28, 28}, {4704, 784, 28, 1}
         @14 = @return(@13)
         """,
-         status='DIFF',
-         reason="MIGraphX rewrites, we leave the program: simplify_qdq is mapped, not MIGraphX's: int8/fp8 per-tensor dot/convolution with constant scales only (no MX, asymmetric, multi-scale or concat rewrites), so its decisions and dequantize placement differ",
          options={'simplify_qdq': {'remove_qdq_only': False, 'use_mx_quant': True}}),
     case('qdq_computed_scale',
          'simplify_qdq,dead_code_elimination',

@@ -7,8 +7,6 @@ reference evaluator. Refusals are checked through near_misses.
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import pytest
 
@@ -24,14 +22,16 @@ from migx_explore.compiler.testing import assert_same_outputs
 
 def pair(*, cin=4, mid=6, out=3, k=(3, 3), group=1, stride=(1, 1), padding=(1, 1), dilation=(1, 1),
          bias=None, between=None, middle_returned=False, k2=(1, 1), group2=1, padding2=(0, 0), stride2=(1, 1),
-         w2_param=False, hw=(9, 9), dtype=np.float32, seed=0) -> Program:
+         w2_param=False, w1_param=False, hw=(9, 9), dtype=np.float32, seed=0) -> Program:
     """x -> conv(W1) [-> + bias] [-> between op] -> conv 1x1 (W2) -> return."""
     rng = np.random.default_rng(seed)
     t = {np.float32: "float32", np.float16: "float16"}[dtype]
     p = Program()
     m = p.main
     x = m.add_parameter("x", Shape.of(t, (2, cin, *hw)))
-    w1 = m.add_literal(rng.standard_normal((mid, cin // group, *k)).astype(dtype))
+    w1_lens = (mid, cin // group, *k)
+    w1 = (m.add_parameter("w1", Shape.of(t, w1_lens)) if w1_param
+          else m.add_literal(rng.standard_normal(w1_lens).astype(dtype)))
     w2_lens = (out, mid // group2, *k2)
     w2 = (m.add_parameter("w2", Shape.of(t, w2_lens)) if w2_param
           else m.add_literal(rng.standard_normal(w2_lens).astype(dtype)))
@@ -95,28 +95,48 @@ def test_channel_count_changes(out):
     check_fused(pair(cin=2, mid=6, out=out), out=out, cin=2)
 
 
-def test_widening_that_costs_more_is_refused_then_forced():
+def test_widening_is_fused_by_default_and_refused_under_a_growth_bound():
     p = pair(cin=4, mid=6, out=8)  # fused 8*4*9 = 288 > 6*4*9 + 8*6 = 264
-    q, n = fuse(p)
-    assert n == 0
-    reasons = [nm.reason for nm in near_misses(p.main, CONV_CONV_1X1)]
+    check_fused(p, out=8, cin=4)  # MIGraphX's branch fuses regardless of cost
+    bounded = ConvConv1x1(max_growth=1.0)
+    assert fuse(p, bounded)[1] == 0
+    reasons = [nm.reason for nm in near_misses(p.main, bounded)]
     assert any("288" in r and "264" in r for r in reasons), reasons
-    check_fused(p, out=8, cin=4, rule=ConvConv1x1(max_growth=math.inf))
 
 
 def test_grouped_first_conv_expands_block_diagonal():
     check_fused(pair(cin=4, mid=8, out=2, group=2), out=2, cin=4)
 
 
-def test_depthwise_first_conv_is_refused_by_cost():
+def test_depthwise_first_conv_fuses_like_migraphx_branch():
+    # MIGraphX's conv1x1-fusion branch fuses depthwise-then-1x1 into one dense conv
+    check_fused(pair(cin=4, mid=4, out=8, group=4), out=8, cin=4)
+
+
+def test_depthwise_first_conv_is_refused_under_a_growth_bound():
     p = pair(cin=4, mid=4, out=8, group=4)
-    assert fuse(p)[1] == 0
-    (miss,) = [nm for nm in near_misses(p.main, CONV_CONV_1X1) if nm.reason.startswith("refused")]
+    bounded = ConvConv1x1(max_growth=1.0)
+    assert fuse(p, bounded)[1] == 0
+    (miss,) = [nm for nm in near_misses(p.main, bounded) if nm.reason.startswith("refused")]
     assert "group 4 expands to dense" in miss.reason
 
 
-def test_depthwise_first_conv_when_allowed_is_exact():
-    check_fused(pair(cin=4, mid=4, out=8, group=4), out=8, cin=4, rule=ConvConv1x1(max_growth=math.inf))
+@pytest.mark.parametrize("kw", [
+    dict(w2_param=True),
+    dict(w1_param=True),
+    dict(w1_param=True, w2_param=True, cin=4, mid=6, out=8),  # widening: out != mid
+    dict(w1_param=True, w2_param=True, cin=4, mid=8, out=2, group=2),
+    dict(w1_param=True, w2_param=True, cin=6, mid=6, out=4, group=6),  # depthwise, out != mid
+    dict(w2_param=True, k=(1, 3), padding=(0, 1), stride=(2, 1)),
+])
+def test_non_constant_weights_are_combined_in_the_graph(kw):
+    p = pair(**kw)
+    q = check_fused(p, out=kw.get("out", 3), cin=kw.get("cin", 4), k=kw.get("k", (3, 3)))
+    assert any(i.name == "dot" and i.outputs for i in q.main)  # W2 . W1 computed at run time
+
+
+def test_refuses_bias_with_non_constant_weights():
+    assert "needs constant weights" in _refusal(pair(w2_param=True, bias="vector"))
 
 
 @pytest.mark.parametrize("kw", [
@@ -189,10 +209,6 @@ def test_refuses_bias_varying_over_space():
 ])
 def test_refuses_second_conv_that_is_not_plain_1x1(kw, why):
     assert why in _refusal(pair(**kw))
-
-
-def test_refuses_non_constant_weights():
-    assert "weights are not constant" in _refusal(pair(w2_param=True))
 
 
 def test_matches_lists_candidates_for_notebooks():

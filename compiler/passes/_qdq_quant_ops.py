@@ -1,0 +1,181 @@
+"""match_find_quantizable_ops of simplify_qdq (MIGraphX src/simplify_qdq.cpp): a dot or
+convolution whose two inputs are dequantized 8-bit values becomes the quantized op, rescaled by
+one dequantizelinear whose scale is the product of the input scales and whose zero point
+collects the zero-point cross terms:
+
+    dot(dq(a, sa, za), dq(b, sb, zb))
+      -> dequantizelinear(quant_dot(a, b), sa * sb, quant_dot(za, b) + quant_dot(a, zb) - quant_dot(za, zb))
+
+(the zero-point terms only where a zero point is not all zeros). Between the dequantizelinear and
+the op there may be broadcasts, transposes, reshapes, contiguous and converts (the same list as
+MIGraphX's skip_post_dq_ops); they are replayed on the quantized data, converts excepted in an
+fp16 model (float dequantize, half op), whose result is converted back to half.
+
+Quantization axes, as MIGraphX: dot scales / zero points are per tensor or per row of the first
+input (axis M) and per column of the second (axis K); convolution input parameters are per tensor
+and weight parameters per tensor or per output channel. Other axes are left alone.
+
+One extension: MIGraphX's matcher needs a dequantizelinear with an explicit zero point; a
+two-input dequantizelinear (zero point omitted, i.e. zero) is accepted here too.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .. import dtypes
+from ..ir import Instruction, Module
+from ..matcher import MatchResult, arg, is_constant, name, skip, skip_broadcasts
+from ..op import Op
+from ..rewrite import Rule, replace_value
+from ..shape import Shape
+
+# MIGraphX's supported quantized data: int8 and the fp8 family. Our quant ops take int8 and
+# float8e4m3fn (compiler/ops/quant.py); the other fp8 variants are refused with that reason.
+QUANT_DATA_TYPES = ("int8", "float8e4m3fn")
+_FP8_FAMILY = ("float8e4m3fnuz", "float8e5m2", "float8e5m2fnuz")
+POST_DQ_OPS = ("broadcast", "multibroadcast", "contiguous", "transpose", "reshape", "convert")
+
+
+def _dequantized(key: str) -> object:
+    dq = name("dequantizelinear")(arg(1)(skip_broadcasts(is_constant().bind(f"scale{key}"))))
+    return skip(*POST_DQ_OPS)(dq.bind(f"dq{key}"))
+
+
+def _between(dq: Instruction, op_arg: Instruction) -> list[Instruction]:
+    """The ops from the op's argument back to (not including) the dequantizelinear."""
+    chain = []
+    while op_arg is not dq:
+        chain.append(op_arg)
+        op_arg = op_arg.inputs[0]
+    return chain
+
+
+def _zero_point(dq: Instruction) -> Instruction | None | str:
+    """The constant behind dq's zero point (broadcasts skipped), None without one, or a refusal."""
+    if len(dq.inputs) < 3:
+        return None
+    zp = dq.inputs[2]
+    while zp.name in ("broadcast", "multibroadcast") and len(zp.inputs) == 1:
+        zp = zp.inputs[0]
+    return zp if zp.can_eval() else "zero point is not a constant"
+
+
+def _all_zero(zp: Instruction | None) -> bool:
+    return zp is None or bool(np.all(np.asarray(zp.eval(), np.float64) == 0))
+
+
+def _valid_qparam(q: Instruction | None, lens, axis: int) -> bool:
+    return q is None or q.shape.elements() in (1, lens[axis])
+
+
+def _broadcast_to(m: Module, before: Instruction, q: Instruction, lens, axis: int) -> Instruction:
+    """MIGraphX's qparam_broadcast_op: a single value is multibroadcast, a vector broadcast along axis."""
+    if q.shape.elements() == 1:
+        return m.insert_instruction(before, Op("multibroadcast", out_lens=list(lens)), [q])
+    return m.insert_instruction(before, Op("broadcast", axis=axis, out_lens=list(lens)), [q])
+
+
+@dataclass(frozen=True)
+class _Plan:
+    chains: tuple[list[Instruction], list[Instruction]]
+    zps: tuple[Instruction | None, Instruction | None]
+    fp16: bool
+
+
+class FindQuantizableOps(Rule):
+    """dot / convolution of two dequantized values -> dequantizelinear(quant op, product of scales)"""
+
+    name = "match_find_quantizable_ops"
+
+    def pattern(self):
+        return name("dot", "convolution")(arg(0)(_dequantized("1")), arg(1)(_dequantized("2")))
+
+    def check(self, module: Module, r: MatchResult):
+        ins, dq1, dq2 = r.root, r["dq1"], r["dq2"]
+        fp16 = dq1.shape.type != ins.shape.type and ins.shape.type == "float16"
+        chains = (_between(dq1, ins.inputs[0]), _between(dq2, ins.inputs[1]))
+        for chain in chains:
+            for c in chain:
+                if c.name == "convert" and not fp16:
+                    return f"a convert to {c.shape.type} sits between dequantizelinear and {ins.name}"
+        types = {dq1.inputs[0].shape.type, dq2.inputs[0].shape.type}
+        for t in types:
+            if t in _FP8_FAMILY:
+                return f"quantized data is {t}; our quant ops take int8 or float8e4m3fn"
+            if t not in QUANT_DATA_TYPES:
+                return f"quantized data is {t}; quant ops take int8 or fp8"
+        if len(types) != 1:
+            return f"the two inputs are quantized to different types ({', '.join(sorted(types))})"
+        zps = (_zero_point(dq1), _zero_point(dq2))
+        for z in zps:
+            if isinstance(z, str):
+                return z
+        s1, s2 = r["scale1"], r["scale2"]
+        b_lens = _replayed_lens(dq2, chains[1])
+        if ins.name == "convolution":
+            ok = (s1.shape.elements() == 1 and (zps[0] is None or zps[0].shape.elements() == 1)
+                  and _valid_qparam(s2, b_lens, 0) and _valid_qparam(zps[1], b_lens, 0))
+            if not ok:
+                return "convolution quantization is per tensor for the input, per output channel for the weights"
+        else:
+            out = ins.shape.lens
+            ok = (_valid_qparam(s1, out, len(out) - 2) and _valid_qparam(zps[0], out, len(out) - 2)
+                  and _valid_qparam(s2, out, len(out) - 1) and _valid_qparam(zps[1], out, len(out) - 1))
+            if not ok:
+                return "dot quantization axes are the rows of the first input and the columns of the second"
+        return _Plan(chains, zps, fp16)
+
+    def rewrite(self, module: Module, r: MatchResult, plan: _Plan) -> None:
+        ins, dq1, dq2 = r.root, r["dq1"], r["dq2"]
+        a = _replay(module, dq1, plan.chains[0], plan.fp16)
+        b = _replay(module, dq2, plan.chains[1], plan.fp16)
+        conv = ins.name == "convolution"
+
+        def qop(x: Instruction, y: Instruction) -> Instruction:
+            op = Op("quant_convolution", ins.op.attrs) if conv else Op("quant_dot")
+            return module.insert_instruction(ins, op, [x, y])
+
+        q = qop(a, b)
+        out = q.shape.lens
+        # scales: conv input per tensor and weights per output channel (axis 1 of the result);
+        # dot rows of the first input (axis M) and columns of the second (axis K)
+        s_axes = (1, 1) if conv else (len(out) - 2, len(out) - 1)
+        s1 = _broadcast_to(module, ins, r["scale1"], out, s_axes[0])
+        s2 = _broadcast_to(module, ins, r["scale2"], out, s_axes[1])
+        scale = module.insert_instruction(ins, Op("mul"), [s1, s2])
+        acc = q.shape.type
+        zero = module.add_literal(np.zeros((), dtypes.np_dtype(acc)), Shape.scalar(acc))
+        zp = module.insert_instruction(ins, Op("multibroadcast", out_lens=list(out)), [zero])
+        z1, z2 = plan.zps
+        zp_axes = (1, 0) if conv else (len(a.shape.lens) - 2, len(b.shape.lens) - 1)
+        z1b = None if z1 is None else _broadcast_to(module, ins, z1, a.shape.lens, zp_axes[0])
+        z2b = None if z2 is None else _broadcast_to(module, ins, z2, b.shape.lens, zp_axes[1])
+        asym1, asym2 = not _all_zero(z1), not _all_zero(z2)
+        if asym1:
+            zp = module.insert_instruction(ins, Op("add"), [zp, qop(z1b, b)])
+        if asym2:
+            zp = module.insert_instruction(ins, Op("add"), [zp, qop(a, z2b)])
+        if asym1 and asym2:
+            zp = module.insert_instruction(ins, Op("sub"), [zp, qop(z1b, z2b)])
+        out_ins = module.insert_instruction(ins, Op("dequantizelinear"), [q, scale, zp])
+        if plan.fp16:
+            out_ins = module.insert_instruction(ins, Op("convert", target_type="float16"), [out_ins])
+        replace_value(module, ins, out_ins)
+
+
+def _replayed_lens(dq: Instruction, chain: list[Instruction]) -> tuple[int, ...]:
+    """The lens of the quantized argument after replaying the chain (converts change no lens)."""
+    return chain[0].shape.lens if chain else dq.shape.lens
+
+
+def _replay(m: Module, dq: Instruction, chain: list[Instruction], fp16: bool) -> Instruction:
+    """MIGraphX's propagate_quantized_ins: the chain's ops applied to the quantized data."""
+    x = dq.inputs[0]
+    for c in reversed(chain):
+        if c.name == "convert" and fp16:
+            continue
+        x = m.insert_instruction(dq, c.op, [x])
+    return x
