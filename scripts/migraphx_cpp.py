@@ -16,7 +16,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from migraphx_cpp_api import INCLUDE_HELPERS, NATIVE_CHECKS, ApiMixin, _from_permutation
+from migraphx_cpp_api import (
+    INCLUDE_HELPERS,
+    LIBRARY_CALLS,
+    NATIVE_CHECKS,
+    PRESENCE_CHECKS,
+    ApiMixin,
+    _from_permutation,
+)
 from migraphx_cpp_model import (
     _QUALIFIED,
     CPP_SCALARS,
@@ -209,16 +216,25 @@ class Reader(ApiMixin):
             if depth == 0 and x in ("==", "!="):
                 split, op = k, x
         if split is None:
-            if parts and parts[0] in NATIVE_CHECKS:  # EXPECT(check_resize(...)): a property check
+            # EXPECT(check_resize(...)), EXPECT(none_of(m, &is_x)): a property check
+            if parts and (parts[0] in NATIVE_CHECKS or parts[0] in PRESENCE_CHECKS):
                 saved = (self.t, self.i)
                 self.t, self.i = parts, 0
+                self.in_expect = True
                 try:
                     got = self.expr()
                 finally:
                     self.t, self.i = saved
+                    self.in_expect = False
                 if isinstance(got, PropertyCheck):
                     return got
             raise Unsupported(f"EXPECT({' '.join(parts)[:80]})")
+        if op == "==" and parts[:2] == ["eval", "("] and parts[split + 1:split + 3] == ["eval", "("]:
+            # EXPECT(eval(p1) == eval(p2)): the pass keeps the values (p1 built like p2, not run)
+            progs = [self.env.get(parts[2]), self.env.get(parts[split + 3])]
+            ran = [p for p in progs if any(isinstance(e, RunEvent) and e.program is p for e in self.events)]
+            if len(ran) == 1 and all(isinstance(p, Program) for p in progs):
+                return PropertyCheck(ran[0], ("same_values",))
         sides = []
         for side in (parts[:split], parts[split + 1:]):
             while side and side[0] == "*":
@@ -270,6 +286,8 @@ class Reader(ApiMixin):
             name = self.take()
             if self.peek() == "{":
                 self.env[name] = self.braced()
+            elif self.peek() == ";":  # an empty vector, filled later (push_back, std::transform)
+                self.env[name] = []
             elif self.peek() == "(":
                 args = self.call_args()
                 if len(args) not in (1, 2) or not isinstance(args[0], int):
@@ -328,10 +346,11 @@ class Reader(ApiMixin):
         self.take("[")
         while self.take() != "]":
             pass
+        by_reference = self.t[self.i - 2] == "&" if self.i >= 2 else False  # `[&]`
         params, defaults = self.param_list() if self.peek() == "(" else ([], {})
         while self.peek() != "{":
             self.take()  # -> return type, mutable
-        return Function(params, self.block_tokens(), defaults)
+        return Function(params, self.block_tokens(), defaults, by_reference=by_reference)
 
     def param_list(self) -> tuple[list[str], dict[str, list[str]]]:
         """A lambda's parameter names, and the tokens of their defaults (`bool add_return = false`)."""
@@ -408,7 +427,11 @@ class Reader(ApiMixin):
         except _Return as r:
             return r.value
         finally:
+            inner = self.env
             self.t, self.i, self.env = saved[0], saved[1], saved[2]
+            if fn.by_reference:  # `[&](auto qt) { max_quant = qt.max(); }` assigns the caller's variable
+                for k in self.env.keys() - bound.keys():
+                    self.env[k] = inner[k]
         return None  # a void helper (run_pass)
 
     # ---- expressions -----------------------------------------------------------------------------
@@ -509,6 +532,8 @@ class Reader(ApiMixin):
             if self.in_expect:
                 return InstructionCount(module.program)
             return len(list(module))
+        if tok in LIBRARY_CALLS and (tok not in PRESENCE_CHECKS or tok not in self.env and self.in_expect):
+            return self.library_call(tok)
         if tok == "std::iota":
             self.take()
             a, b, start = self.call_args()
@@ -528,10 +553,8 @@ class Reader(ApiMixin):
         if tok in ("std::move", "std::ref", "std::cref"):
             self.take()
             return self.call_args()[0]
-        if tok in ("migraphx::make_op", "migraphx::to_value", "migraphx::generate_literal", "std::numeric_limits"):
+        if tok in ("migraphx::make_op", "migraphx::to_value", "migraphx::generate_literal"):
             self.take()
-            if tok == "std::numeric_limits":
-                raise Unsupported("std::numeric_limits")
             args = self.call_args()
             if tok == "migraphx::make_op":
                 attrs = args[1] if len(args) > 1 else []

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 from migraphx_cpp_model import (
     _IGNORED,
+    CPP_SCALARS,
     Function,
     MakeOp,
     PassSpec,
@@ -25,6 +26,10 @@ from migx_explore.compiler import dtypes
 from migx_explore.compiler.ir import Program
 from migx_explore.compiler.op import Op
 from migx_explore.compiler.shape import Shape
+
+PRESENCE_CHECKS = ("any_of", "none_of", "std::any_of", "std::none_of")
+LIBRARY_CALLS = ("std::numeric_limits", "migraphx::shape::get_type", "migraphx::enabled", "std::transform",
+                 "std::back_inserter", *PRESENCE_CHECKS)
 
 
 class ApiMixin:
@@ -82,6 +87,13 @@ class ApiMixin:
             if name in ("get_output_shapes", "add_debug_symbols", "validate"):
                 return _IGNORED  # read only by EXPECTs on shapes, which a program comparison covers
             raise Unsupported(f"module.{name}")
+        if isinstance(obj, TypeLimits):
+            return obj.method(name)
+        if name == "visit_type" and isinstance(obj, Shape) and len(args) == 1 and isinstance(args[0], Function):
+            self.call(args[0], [TypeLimits(obj.type)])
+            return None
+        if name == "eval" and hasattr(obj, "shape") and not args:
+            return _IGNORED  # ins->eval().visit(...): a check on values, not on the program
         if name == "get_shape" and hasattr(obj, "shape"):
             return obj.shape
         if name in ("lens", "type", "elements", "strides", "ndim") and isinstance(obj, Shape):
@@ -93,6 +105,57 @@ class ApiMixin:
         if name in ("size", "back", "front") and isinstance(obj, list):
             return {"size": lambda: len(obj), "back": lambda: obj[-1], "front": lambda: obj[0]}[name]()
         raise Unsupported(f".{name} on {type(obj).__name__}")
+
+    def library_call(self, tok: str) -> Any:
+        """The standard-library and MIGraphX utility calls of LIBRARY_CALLS, at `tok`."""
+        self.take()
+        if tok in ("std::numeric_limits", "migraphx::shape::get_type"):  # std::numeric_limits<float>::max()
+            self.take("<")
+            type_tok = self.take()
+            self.take(">")
+            if type_tok not in CPP_SCALARS:
+                raise Unsupported(f"{tok}<{type_tok}>")
+            if tok == "migraphx::shape::get_type":  # shape::get_type<migraphx::fp8::fp8e4m3fn>{}
+                self.braced()
+                return TypeRef(CPP_SCALARS[type_tok])
+            self.take("::")
+            what = self.take()
+            self.call_args()
+            return numeric_limit(CPP_SCALARS[type_tok], what)
+        if tok == "migraphx::enabled":  # MIGRAPHX_ENABLE_... environment switches: unset, as in CI
+            self.take("(")
+            depth = 1
+            while depth:
+                depth += {"(": 1, ")": -1}.get(self.take(), 0)
+            return False
+        args = self.call_args()
+        if tok in PRESENCE_CHECKS:
+            return self.op_presence(tok.removeprefix("std::"), args)
+        if tok == "std::back_inserter":
+            if len(args) != 1 or not isinstance(args[0], list):
+                raise Unsupported("std::back_inserter on a non-vector")
+            return ("back_inserter", args[0])
+        # std::transform(v.begin(), v.end(), std::back_inserter(w), f)
+        a, b, out, f = args if len(args) == 4 else (None,) * 4
+        if not (isinstance(a, tuple) and a[0] == "begin" and b == ("end", a[1]) and isinstance(out, tuple)
+                and out[0] == "back_inserter" and isinstance(f, Function)):
+            raise Unsupported("std::transform other than whole vector into back_inserter")
+        out[1].extend(self.call(f, [x]) for x in a[1])
+        return None
+
+    def op_presence(self, kind: str, args: list) -> PropertyCheck:
+        """any_of(m, &is_x) / none_of(m, &is_x) in an EXPECT, with a predicate that only compares
+        the instruction's name: "has:x" / "removes:x" on the module's program."""
+        from migx_explore.compiler.ir import Module
+
+        if len(args) != 2 or not isinstance(args[0], Module) or not isinstance(args[1], Function):
+            raise Unsupported(f"{kind} other than (module, name predicate)")
+        body = args[1].body
+        if len(body) != 9 or body[0] != "return" or body[2:7] != [".", "name", "(", ")", "=="] or \
+                not body[7].startswith('"'):
+            raise Unsupported(f"{kind} predicate other than ins.name() == \"op\"")
+        op = body[7][1:-1]
+        return PropertyCheck(args[0].program, (f"has:{op}",) if kind == "any_of" else (f"removes:{op}",))
 
     def pointwise_helper(self, name: str, args: list) -> Any:
         """test/include/pointwise.hpp: a bypass submodule with scalar params x0.. and @return."""
@@ -146,7 +209,9 @@ class ApiMixin:
             return Shape(t, tuple(lens), tuple(items[2]))
         return Shape.of(t, lens)
 
-    def literal_from(self, items: list) -> tuple:
+    def literal_from(self, items: list) -> Any:
+        if len(items) == 1 and isinstance(items[0], (bool, int, float, Scalar)):
+            return items[0]  # migraphx::literal(10.0f): a scalar literal
         shape = self.as_shape(items[0])
         values = items[1] if len(items) > 1 else []
         return ("literal", shape, values)
@@ -154,6 +219,7 @@ class ApiMixin:
     def literal_value(self, v: Any) -> tuple[Any, Shape | None]:
         if isinstance(v, tuple) and v and v[0] == "literal":
             _, shape, values = v
+            values = [x.value if isinstance(x, Scalar) else x for x in values] if isinstance(values, list) else values
             data = np.asarray(values if values else [0], dtype=dtypes.np_dtype(shape.type))
             if data.size == 1 and shape.elements() != 1:
                 data = np.full(shape.lens, data.ravel()[0], data.dtype)
@@ -256,6 +322,52 @@ def _add_common_op(reader, m, op, inputs):
 
 
 INCLUDE_HELPERS["add_common_op"] = _add_common_op
+
+
+def _add_group(reader, prog, name, tag, inputs, *rest):
+    """test/include/group.hpp add_group: a bypass submodule with params x0.. (or the given names)
+    the lambda fills, returned from a `group[tag=...]` in main."""
+    f = rest[-1]
+    names = rest[0] if len(rest) == 2 else [f"x{k}" for k in range(len(inputs))]
+    if not isinstance(f, Function) or len(names) != len(inputs):
+        raise Unsupported("add_group body")
+    gm = prog.create_module(name)
+    gm.bypass = True
+    params = [gm.add_parameter(n, Shape.of(x.shape.type, x.shape.lens)) for n, x in zip(names, inputs)]
+    r = reader.call(f, [gm, params])
+    gm.add_return(r if isinstance(r, list) else [r])
+    return prog.main.add_instruction(Op("group", tag=tag), inputs, [gm])
+
+
+INCLUDE_HELPERS["add_group"] = _add_group
+
+
+def numeric_limit(type_name: str, what: str) -> float | int:
+    """std::numeric_limits<T>::what() for the C++ scalar types the tests name."""
+    floating = dtypes.dtype(type_name).is_float
+    if not floating:
+        low, high = dtypes.int_limits(type_name)
+        if what in ("max", "lowest", "min"):
+            return high if what == "max" else low
+        raise Unsupported(f"std::numeric_limits<{type_name}>::{what}")
+    info = dtypes.finfo(type_name)
+    values = {"infinity": float("inf"), "quiet_NaN": float("nan"), "max": float(info.max),
+              "lowest": float(info.min), "min": float(info.tiny), "epsilon": float(info.eps)}
+    if what not in values:
+        raise Unsupported(f"std::numeric_limits<{type_name}>::{what}")
+    return values[what]
+
+
+class TypeLimits:
+    """What shape::visit_type hands its lambda: the element type's max() / min() (lowest)."""
+
+    def __init__(self, type_name: str):
+        self.type_name = type_name
+
+    def method(self, name: str) -> Any:
+        if name in ("max", "min", "lowest"):
+            return numeric_limit(self.type_name, "max" if name == "max" else "lowest")
+        raise Unsupported(f"visit_type value .{name}")
 
 def _check_resize(reader, v, input_shape, check_gather=True):
     """test/rewrite_resize_test.cpp check_resize: after rewrite_resize + DCE no resize is left, a

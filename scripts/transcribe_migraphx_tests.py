@@ -109,7 +109,13 @@ def transcribe_case(name: str, body: str, passes: list[tuple[str, dict]], functi
             runs[id(ev.program)] = ev
             continue
         if isinstance(ev, PropertyCheck):
-            out.append(_found(runs[id(ev.program)], "", None) | {"checks": ev.checks})
+            run = runs.get(id(ev.program))
+            if run is None:  # a check on the program before the passes (any_of(p1, ...)): not the pass's
+                continue
+            if out and out[-1].get("run") is run and out[-1].get("checks"):  # several checks of one result
+                out[-1]["checks"] = out[-1]["checks"] + ev.checks
+                continue
+            out.append(_found(run, "", None) | {"checks": ev.checks, "run": run})
             continue
         counted = [s for s in ev.sides if isinstance(s, InstructionCount)]
         if counted and ev.equal:  # EXPECT(std::distance(m.begin(), m.end()) == N)

@@ -15,7 +15,7 @@ CASES = [
 
 # Not transcribed (the construct the reader stopped at):
 NOT_TRANSCRIBED = [
-    ('fp8_gemm_conversion', "expected '=', found ';'"),
+    ('fp8_gemm_conversion', '.push_back on list'),
 ]
 
 
