@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 from migraphx_cpp_api import (
     INCLUDE_HELPERS,
     LIBRARY_CALLS,
@@ -54,6 +55,7 @@ from migraphx_cpp_model import (
     tokenize,
 )
 
+from migx_explore.compiler import dtypes
 from migx_explore.compiler.ir import Program
 
 # what scripts/transcribe_migraphx_tests.py reads from here
@@ -206,7 +208,14 @@ class Reader(ApiMixin):
         if isinstance(last, RunEvent) and last.program is prog:  # `pass.apply(m); dce.apply(m);`
             last.passes.extend(passes)
             return
-        self.events.append(RunEvent(prog, print_program(prog, full=True), passes))
+        text = print_program(prog, full=True)
+        earlier = next((e for e in reversed(self.events) if isinstance(e, RunEvent) and e.program is prog), None)
+        if earlier is not None:  # run_a(m1); EXPECT(m1 == m2); run_b(m1): m1 has been through a, then b
+            if earlier.before != text:
+                raise Unsupported("a program changed between two run_passes")
+            self.events.append(RunEvent(prog, text, earlier.passes + passes))
+            return
+        self.events.append(RunEvent(prog, text, passes))
 
     def expect_event(self, parts: list[str]) -> ExpectEvent:
         depth, split, op = 0, None, None
@@ -522,25 +531,8 @@ class Reader(ApiMixin):
         if tok in MATH_FUNCTIONS and self.peek(1) == "(":
             self.take()
             return float(MATH_FUNCTIONS[tok](*self.call_args()))
-        if tok == "std::distance":
-            self.take()
-            a, b = self.call_args()
-            whole = isinstance(a, tuple) and isinstance(b, tuple) and a[1] is b[1] and (a[0], b[0]) == ("begin", "end")
-            if not whole:
-                raise Unsupported("std::distance over something other than a whole module")
-            module = a[1]
-            if self.in_expect:
-                return InstructionCount(module.program)
-            return len(list(module))
         if tok in LIBRARY_CALLS and (tok not in PRESENCE_CHECKS or tok not in self.env and self.in_expect):
             return self.library_call(tok)
-        if tok == "std::iota":
-            self.take()
-            a, b, start = self.call_args()
-            if not (isinstance(a, tuple) and isinstance(a[1], list) and a[0] == "begin" and b == ("end", a[1])):
-                raise Unsupported("std::iota over something other than a whole vector")
-            a[1][:] = [start + k for k in range(len(a[1]))]
-            return None
         if tok == "std::vector":
             self.take()
             self.skip_template()
@@ -573,7 +565,14 @@ class Reader(ApiMixin):
         if tok in CPP_SCALARS and self.peek(1) in ("{", "("):
             self.take()
             args = self.braced() if self.peek() == "{" else self.call_args()
+            if len(args) == 2 and args[1] == "from_bits":  # fp8e4m3fnuz(0x80, fp8e4m3fnuz::from_bits())
+                bits = np.asarray(args[0], np.uint8).view(dtypes.np_dtype(CPP_SCALARS[tok]))
+                return Scalar(float(bits.astype(np.float32)), CPP_SCALARS[tok])
             return Scalar(args[0] if args else 0, CPP_SCALARS[tok])
+        if tok.endswith("::from_bits") and tok.rsplit("::", 2)[-2] in CPP_SCALARS:
+            self.take()
+            self.call_args()
+            return "from_bits"
         if tok in self.env:
             self.take()
             value = self.env[tok]

@@ -11,6 +11,7 @@ from migraphx_cpp_model import (
     _IGNORED,
     CPP_SCALARS,
     Function,
+    InstructionCount,
     MakeOp,
     PassSpec,
     PropertyCheck,
@@ -28,8 +29,9 @@ from migx_explore.compiler.op import Op
 from migx_explore.compiler.shape import Shape
 
 PRESENCE_CHECKS = ("any_of", "none_of", "std::any_of", "std::none_of")
+QUANTIZE_FLOAT = {"migraphx::quantize_fp16": "float16", "migraphx::quantize_bf16": "bfloat16"}
 LIBRARY_CALLS = ("std::numeric_limits", "migraphx::shape::get_type", "migraphx::enabled", "std::transform",
-                 "std::back_inserter", *PRESENCE_CHECKS)
+                 "std::back_inserter", "std::distance", "std::iota", *PRESENCE_CHECKS, *QUANTIZE_FLOAT)
 
 
 class ApiMixin:
@@ -102,8 +104,14 @@ class ApiMixin:
                     "ndim": lambda: len(obj.lens)}[name]()
         if name in ("begin", "end") and isinstance(obj, list) and not args:
             return (name, obj)
-        if name in ("size", "back", "front") and isinstance(obj, list):
-            return {"size": lambda: len(obj), "back": lambda: obj[-1], "front": lambda: obj[0]}[name]()
+        if name in ("size", "back", "front", "at", "push_back") and isinstance(obj, list):
+            if name == "push_back":
+                obj.append(args[0])
+                return None
+            return {"size": lambda: len(obj), "back": lambda: obj[-1], "front": lambda: obj[0],
+                    "at": lambda: obj[args[0]]}[name]()
+        if name in ("inputs", "outputs") and hasattr(obj, "shape") and not args:
+            return list(obj.inputs if name == "inputs" else obj.outputs)
         raise Unsupported(f".{name} on {type(obj).__name__}")
 
     def library_call(self, tok: str) -> Any:
@@ -129,8 +137,28 @@ class ApiMixin:
                 depth += {"(": 1, ")": -1}.get(self.take(), 0)
             return False
         args = self.call_args()
+        if tok in QUANTIZE_FLOAT:  # src/quantization.cpp quantize_fp16(prog, ins_names): its pass list
+            names = tuple(args[1]) if len(args) > 1 and args[1] else ("all",)
+            skip = {"propagate_constant_skip_ops": ("quantizelinear", "dequantizelinear")}
+            self.run_event(args[0], [_pass_spec("normalize_ops", [], {}), _pass_spec("optimize_module", [], skip),
+                                     _pass_spec("truncate_float", [], {"ins_names": names,
+                                                                        "float_type": QUANTIZE_FLOAT[tok]}),
+                                     _pass_spec("optimize_module", [], skip)])
+            return None
         if tok in PRESENCE_CHECKS:
             return self.op_presence(tok.removeprefix("std::"), args)
+        if tok == "std::distance":  # std::distance(m.begin(), m.end()): the module's instruction count
+            a, b = args
+            whole = isinstance(a, tuple) and isinstance(b, tuple) and a[1] is b[1]
+            if not whole or (a[0], b[0]) != ("begin", "end"):
+                raise Unsupported("std::distance over something other than a whole module")
+            return InstructionCount(a[1].program) if self.in_expect else len(list(a[1]))
+        if tok == "std::iota":
+            a, b, start = args
+            if not (isinstance(a, tuple) and isinstance(a[1], list) and a[0] == "begin" and b == ("end", a[1])):
+                raise Unsupported("std::iota over something other than a whole vector")
+            a[1][:] = [start + k for k in range(len(a[1]))]
+            return None
         if tok == "std::back_inserter":
             if len(args) != 1 or not isinstance(args[0], list):
                 raise Unsupported("std::back_inserter on a non-vector")

@@ -26,7 +26,7 @@ class Unsupported(Exception):
 
 TOKEN = re.compile(r"""
     (?P<ws>\s+|//[^\n]*|/\*.*?\*/)
-  | (?P<num>(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?[fFuUlL]*)
+  | (?P<num>0[xX][0-9a-fA-F]+[uUlL]*|(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?[fFuUlL]*)
   | (?P<str>"(?:[^"\\]|\\.)*")
   | (?P<id>[A-Za-z_][A-Za-z_0-9]*(?:::[A-Za-z_][A-Za-z_0-9]*)*)
   | (?P<op>::|->|==|!=|&&|\|\||<=|>=|[{}()\[\],;=.*&<>+\-!:?/%|^~])
@@ -171,6 +171,8 @@ class _Return(Exception):
 
 
 def _number(tok: str) -> int | float:
+    if tok[:2] in ("0x", "0X"):
+        return int(tok.rstrip("uUlL"), 16)
     body = tok.rstrip("fFuUlL")
     if any(c in body for c in ".eE") or tok.endswith(("f", "F")):
         return float(body)
@@ -207,6 +209,8 @@ def _our_op(op: MakeOp) -> Op:
         if op.name == "pad" and k == "mode" and isinstance(v, str):
             v = v.removesuffix("_pad")  # migraphx::op::pad::constant_pad
         attrs[k] = v
+    if op.name == "convert" and "target_type" not in attrs:
+        attrs["target_type"] = "float16"  # MIGraphX's op::convert default (ours is float32)
     try:
         return Op(op.name, attrs)
     except Exception as e:  # noqa: BLE001 - any refusal means this case is not transcribable
