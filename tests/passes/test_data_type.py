@@ -31,6 +31,39 @@ def test_eliminate_data_type_wraps_ops_in_converts():
     """)
 
 
+def test_quant_dot_computes_as_dot_and_a_tuple_result_converts_per_element():
+    # MIGraphX TEST_CASE(quant): quant_dot's general_data_type is dot
+    check_pass("""
+        x = @param:x -> int8_type, {2, 2}
+        y = @param:y -> int8_type, {2, 2}
+        @2 = quant_dot(x, y) -> int32_type, {2, 2}
+        @3 = @return(@2)
+    """, [make_pass("eliminate_data_type", unsupported_types=("int8",), target_type="float32")], """
+        x = @param:x -> int8_type, {2, 2}
+        y = @param:y -> int8_type, {2, 2}
+        a = convert[target_type=float32](x) -> float_type, {2, 2}
+        b = convert[target_type=float32](y) -> float_type, {2, 2}
+        d = dot(a, b) -> float_type, {2, 2}
+        c = convert[target_type=int32](d) -> int32_type, {2, 2}
+        @3 = @return(c)
+    """)
+    check_pass("""
+        d = @param:d -> double_type, {3, 5}
+        t = topk[k=2,axis=1,largest=true](d) -> tuple_type, {(double_type, {3, 2}), (int64_type, {3, 2})}
+        v = get_tuple_elem[index=0](t) -> double_type, {3, 2}
+        i = get_tuple_elem[index=1](t) -> int64_type, {3, 2}
+        r = @return(v, i)
+    """, [make_pass("eliminate_data_type", unsupported_types=("float64",), target_type="float32")], """
+        d = @param:d -> double_type, {3, 5}
+        f = convert[target_type=float32](d) -> float_type, {3, 5}
+        t = topk[k=2,axis=1,largest=true](f) -> tuple_type, {(float_type, {3, 2}), (int64_type, {3, 2})}
+        fv = get_tuple_elem[index=0](t) -> float_type, {3, 2}
+        v = convert[target_type=float64](fv) -> double_type, {3, 2}
+        i = get_tuple_elem[index=1](t) -> int64_type, {3, 2}
+        r = @return(v, i)
+    """)
+
+
 def test_unsupported_ops_limits_the_rewrite():
     q = parse(MIXED)
     trace = run_passes(q, [make_pass("eliminate_data_type", unsupported_types=("float64",), unsupported_ops=("dot",))])
