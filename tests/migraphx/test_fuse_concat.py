@@ -48,9 +48,7 @@ CASES = [
         main:pointwise0:x1 = @param:x1 -> float32, {1}, {0}
         main:pointwise0:@2 = add(main:pointwise0:x0,main:pointwise0:x1) -> float32, {1}, {0}
         main:pointwise0:@3 = @return(main:pointwise0:@2)
-        """,
-         status='DIFF',
-         reason='we rewrite, MIGraphX leaves the program: fusion boundary: we fuse the pointwise input (add) into fused_concat next to reduce/pooling inputs, where MIGraphX leaves the concat alone'),
+        """),
 ]
 
 # Not transcribed (the construct the reader stopped at):
