@@ -559,9 +559,9 @@ class Reader(ApiMixin):
         if tok in ("add_pointwise", "create_pointwise_module", "single_pointwise", "noop_pointwise"):
             self.take()
             return self.pointwise_helper(tok, self.call_args())
-        if tok in INCLUDE_HELPERS and tok not in self.env:
+        if tok.removeprefix("migraphx::") in INCLUDE_HELPERS and tok not in self.env:
             self.take()
-            return INCLUDE_HELPERS[tok](self, *self.call_args())
+            return INCLUDE_HELPERS[tok.removeprefix("migraphx::")](self, *self.call_args())
         if tok in CPP_SCALARS and self.peek(1) in ("{", "("):
             self.take()
             args = self.braced() if self.peek() == "{" else self.call_args()

@@ -341,11 +341,14 @@ INCLUDE_HELPERS["broadcast_shift"] = lambda r, m, shift, lens: shift if list(shi
 def _add_common_op(reader, m, op, inputs):
     """migraphx/common.hpp add_common_op: multibroadcast the inputs to their common lens."""
     types = {x.shape.type for x in inputs}
-    if len(types) != 1:
-        raise Unsupported("add_common_op over mixed types")
+    if len(types) != 1 and not all(dtypes.dtype(t).is_float for t in types):
+        raise Unsupported("add_common_op over mixed integer / float types")
+    common = dtypes.common_type(*types)  # the wider float, as MIGraphX's common type
     lens = list(np.broadcast_shapes(*[tuple(x.shape.lens) for x in inputs]))
     args = [x if list(x.shape.lens) == lens else m.add_instruction(Op("multibroadcast", out_lens=lens), [x])
             for x in inputs]
+    args = [x if x.shape.type == common else m.add_instruction(Op("convert", target_type=common), [x])
+            for x in args]
     return m.add_instruction(_our_op(op), args)
 
 
