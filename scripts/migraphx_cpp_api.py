@@ -354,7 +354,8 @@ def _add_common_op(reader, m, op, inputs):
 
 INCLUDE_HELPERS["add_common_op"] = _add_common_op
 # test/include/basic_ops.hpp literals
-INCLUDE_HELPERS["get_2x2"] = lambda r, base=0: ("literal", Shape.of("float32", [2, 2]), [base + k for k in (1, 2, 3, 4)])
+INCLUDE_HELPERS["get_2x2"] = lambda r, base=0: ("literal", Shape.of("float32", [2, 2]),
+                                                [base + k for k in (1, 2, 3, 4)])
 INCLUDE_HELPERS["get_2"] = lambda r: ("literal", Shape.of("float32", [2]), [1, 2])
 
 
