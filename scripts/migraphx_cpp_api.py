@@ -225,12 +225,19 @@ class ApiMixin:
     def shape_from(self, items: list) -> Shape:
         if len(items) == 1 and isinstance(items[0], Shape):
             return items[0]
+        if len(items) == 1 and isinstance(items[0], list) and items[0] and all(isinstance(x, Shape) for x in items[0]):
+            return Shape.tuple_of(items[0])  # migraphx::shape{sub_shapes}
         if not items or not isinstance(items[0], TypeRef):
             raise Unsupported(f"shape without a type: {items!r}")
         t = items[0].name
         if len(items) == 1:
             return Shape.scalar(t)
         lens = items[1]
+        if isinstance(lens, list) and lens and all(isinstance(x, list) and len(x) in (2, 3) for x in lens):
+            # {type, {{min, max[, {optimals}]}, ...}}: a dynamic shape (optimals are a tuning hint)
+            if len(items) > 2 or not all(isinstance(v, int) for x in lens for v in x[:2]):
+                raise Unsupported("dynamic shape with strides or symbolic dims")
+            return Shape.dynamic(t, [(x[0], x[1]) for x in lens])
         if not isinstance(lens, list) or any(isinstance(x, list) for x in lens):
             raise Unsupported("dynamic shape")
         if len(items) > 2:

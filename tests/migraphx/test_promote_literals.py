@@ -15,9 +15,9 @@ CASES = [
 
 # Not transcribed (the construct the reader stopped at):
 NOT_TRANSCRIBED = [
-    ('promote_only', 'dynamic shape'),
-    ('promote_and_ecs0', 'dynamic shape'),
-    ('promote_and_ecs1', 'dynamic shape'),
+    ('promote_only', 'shape without a type: [[Shape(dynamic, float32, {[1..4], 4})]]'),
+    ('promote_and_ecs0', 'shape without a type: [[Shape(dynamic, float32, {[1..4], 4})]]'),
+    ('promote_and_ecs1', 'shape without a type: [[Shape(dynamic, float32, {[1..4], 4})]]'),
 ]
 
 
