@@ -577,7 +577,10 @@ class Reader(ApiMixin):
             self.take()
             value = self.env[tok]
             if isinstance(value, (Function, Overloads)) and self.peek() == "(":
-                return self.call(value, self.call_args())
+                args = self.call_args()
+                if isinstance(value, Function) and len(args) > len(value.params) and tok in INCLUDE_HELPERS:
+                    return INCLUDE_HELPERS[tok](self, *args)  # a variadic template helper, done natively
+                return self.call(value, args)
             return value
         raise Unsupported(f"unknown name {tok!r}")
 

@@ -202,18 +202,24 @@ class ApiMixin:
         pm = prog.create_module(sub_name)
         pm.bypass = True
         params = [pm.add_parameter(f"x{k}", Shape.scalar(x.shape.type)) for k, x in enumerate(inputs)]
+        pm.add_return(self.pointwise_body(pm, params, f))
+        if name == "create_pointwise_module":
+            return pm
+        return mm.add_instruction(Op("pointwise"), inputs, [pm])
+
+    def pointwise_body(self, pm, params: list, f: Any) -> list:
+        """The outputs a pointwise.hpp body function `f` adds to `pm` over `params`."""
         if isinstance(f, tuple) and f[0] == "single":
             r = pm.add_instruction(_our_op(MakeOp(f[1])), params)
         elif isinstance(f, tuple) and f[0] == "squared":
             r = pm.add_instruction(Op("mul"), [params[0], params[0]])
+        elif isinstance(f, tuple) and f[0] == "noop":
+            r = list(params)
         elif isinstance(f, Function):
             r = self.call(f, [pm, params])
         else:
             raise Unsupported("pointwise body")
-        pm.add_return(r if isinstance(r, list) else [r])
-        if name == "create_pointwise_module":
-            return pm
-        return mm.add_instruction(Op("pointwise"), inputs, [pm])
+        return r if isinstance(r, list) else [r]
 
     def as_shape(self, v: Any) -> Shape:
         if isinstance(v, Shape):
@@ -360,6 +366,28 @@ def _add_common_op(reader, m, op, inputs):
 
 
 INCLUDE_HELPERS["add_common_op"] = _add_common_op
+
+
+def _add_pointwise_concat(reader, prog, axis, post, *pieces):
+    """test/fuse_concat.cpp add_pointwise_concat: a fused_concat of one pointwise module per piece
+    (arg(name, inputs, f)) and a post module whose first param `!x0` is the concat result."""
+    modules, inputs = [], []
+    for _, name, ins, f in pieces:
+        modules.append(reader.pointwise_helper("create_pointwise_module", [prog, name, ins, f]))
+        inputs += ins
+    if not inputs:
+        raise Unsupported("add_pointwise_concat without inputs")
+    _, name, extra, f = post
+    pm = prog.create_module(name)
+    pm.bypass = True
+    params = [pm.add_parameter("!x0", Shape.scalar(inputs[-1].shape.type))]
+    params += [pm.add_parameter(f"x{k + 1}", Shape.scalar(x.shape.type)) for k, x in enumerate(extra)]
+    pm.add_return(reader.pointwise_body(pm, params, f))
+    return prog.main.add_instruction(Op("fused_concat", axis=axis), inputs + list(extra), modules + [pm])
+
+
+INCLUDE_HELPERS["add_pointwise_concat"] = _add_pointwise_concat
+INCLUDE_HELPERS["arg"] = lambda r, name, inputs, f: ("concat_arg", name, list(inputs), f)  # fuse_concat.cpp
 # test/include/basic_ops.hpp literals
 INCLUDE_HELPERS["get_2x2"] = lambda r, base=0: ("literal", Shape.of("float32", [2, 2]),
                                                 [base + k for k in (1, 2, 3, 4)])
