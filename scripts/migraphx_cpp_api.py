@@ -176,6 +176,8 @@ class ApiMixin:
         the instruction's name: "has:x" / "removes:x" on the module's program."""
         from migx_explore.compiler.ir import Module
 
+        if len(args) == 3 and isinstance(args[0], tuple) and args[0][0] == "begin" and args[1] == ("end", args[0][1]):
+            args = [args[0][1], args[2]]  # std::none_of(m.begin(), m.end(), [](auto& ins) { ... })
         if len(args) != 2 or not isinstance(args[0], Module) or not isinstance(args[1], Function):
             raise Unsupported(f"{kind} other than (module, name predicate)")
         body = args[1].body

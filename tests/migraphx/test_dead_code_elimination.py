@@ -136,6 +136,17 @@ CASES = [
         @3 = add(x,y) -> int32, {2, 2}, {2, 1}
         @4 = @return(@3)
         """),
+    case('zero_element_shape_eliminated',
+         'dead_code_elimination',
+         """
+        module: "main"
+        x = @param:x -> float32, {2, 0, 4}, {4, 4, 1}
+        y = @param:y -> float32, {2, 3, 4}, {12, 4, 1}
+        @2 = neg(x) -> float32, {2, 0, 4}, {4, 4, 1}
+        @3 = @return(y)
+        """,
+         '',
+         checks=('removes:neg',)),
 ]
 
 # Not transcribed (the construct the reader stopped at):
@@ -146,7 +157,6 @@ NOT_TRANSCRIBED = [
     ('unused_module', "unknown name 'mod_pass_op'"),
     ('tuple_test', "unknown name 'tuple_op'"),
     ('empty_literal', 'IndexError: list index out of range'),
-    ('zero_element_shape_eliminated', 'no run_passes / EXPECT(a == b) pair'),
     ('comment_not_eliminated', "op @comment{'text': 'test comment'}: unknown op '@comment'"),
 ]
 

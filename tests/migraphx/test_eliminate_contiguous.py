@@ -80,7 +80,7 @@ CASES = [
         """,
          '',
          expected_count=3),
-    case('contiguous_pointwise',
+    case('contiguous_pointwise#1',
          'eliminate_contiguous,dead_code_elimination',
          """
         module: "main"
@@ -100,6 +100,26 @@ CASES = [
         """,
          '',
          expected_count=5),
+    case('contiguous_pointwise#2',
+         'eliminate_contiguous,dead_code_elimination',
+         """
+        module: "main"
+        x = @param:x -> float32, {2, 3, 8, 8}, {192, 64, 8, 1}
+        y = @param:y -> float32, {3}, {1}
+        @2 = broadcast[axis=1,out_lens={2, 3, 8, 8}](y) -> float32, {2, 3, 8, 8}, {0, 1, 0, 0}
+        @3 = contiguous(@2) -> float32, {2, 3, 8, 8}, {192, 64, 8, 1}
+        @4 = pointwise(x,@3), [main:pointwise0] -> float32, {2, 3, 8, 8}, {192, 64, 8, 1}
+        @5 = contiguous(@4) -> float32, {2, 3, 8, 8}, {192, 64, 8, 1}
+        @6 = identity(@5) -> float32, {2, 3, 8, 8}, {192, 64, 8, 1}
+
+        module: "main:pointwise0" bypass
+        main:pointwise0:x0 = @param:x0 -> float32, {1}, {0}
+        main:pointwise0:x1 = @param:x1 -> float32, {1}, {0}
+        main:pointwise0:@2 = add(main:pointwise0:x0,main:pointwise0:x1) -> float32, {1}, {0}
+        main:pointwise0:@3 = @return(main:pointwise0:@2)
+        """,
+         '',
+         checks=('removes:contiguous',)),
     case('contiguous_nhwc_pointwise',
          'eliminate_contiguous,dead_code_elimination',
          """
