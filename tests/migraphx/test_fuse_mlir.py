@@ -50,8 +50,8 @@ NOT_TRANSCRIBED = [
     ('dot_mul_dot', "unknown name 'static'"),
     ('conv_add', "unknown name 'static'"),
     ('conv_add_dot', "unknown name 'static'"),
-    ('dyn_dot', 'dynamic shape'),
-    ('dyn_conv', 'dynamic shape'),
+    ('dyn_dot', "unknown name 'static'"),
+    ('dyn_conv', "unknown name 'static'"),
 ]
 
 
