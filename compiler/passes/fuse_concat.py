@@ -8,10 +8,12 @@ is a single-use `pointwise`, else a `concat:noopN` module that returns its one p
 module is the consumer's pointwise body with the concat result as its last param
 (`<consumer module>:concat`), or a noop module when there is no pointwise consumer.
 
-As MIGraphX, the concat must be used once and have at least one single-use pointwise input; with
-a pointwise consumer it is always fused (find_pointwise_concat_pointwise), without one only when
-at most max(1, inputs / 4) inputs would be noop pieces (find_concat_pointwise): a concat of mostly
-other ops' results gains nothing from one kernel.
+As MIGraphX, the concat needs at least one single-use pointwise input; with a pointwise consumer
+it is always fused (find_pointwise_concat_pointwise), without one only when at most
+max(1, inputs / 4) inputs would be noop pieces (find_concat_pointwise): a concat of mostly other
+ops' results gains nothing from one kernel. Unlike MIGraphX we also fuse a concat with several
+users (a KV cache's `present` is returned and read by the attention): the pieces still write
+straight into the one output.
 """
 
 from __future__ import annotations
@@ -74,8 +76,6 @@ class ConcatPointwise(Rule):
         c = r.root
         if c.shape.dyn_dims is not None:
             return "dynamic shape"
-        if len(c.outputs) != 1:
-            return "the concat has several users"
         folded = sum(_foldable_piece(x, c) for x in c.inputs)
         if not folded:
             return "no single-use pointwise input"
