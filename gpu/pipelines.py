@@ -89,6 +89,9 @@ def _when(cond: bool, entry: PassEntry, reason: str) -> PassEntry:
 
 DCE = "dead_code_elimination"
 NO_MLIR = "no rocMLIR backend in migx-explore (mlir_enabled() is false)"
+# the widest head our flash-attention kernel (gpu/codegen/attention.py) keeps a row's accumulator
+# for in registers and a K/V tile for in shared memory; wider heads stay dot + softmax + dot
+ATTENTION_MAX_HEAD_DIM = 128
 
 
 def _dynamic_shapes(o: CompileOptions) -> list[PassEntry]:
@@ -131,7 +134,8 @@ def _optimize_rewrite(o: CompileOptions) -> list[PassEntry]:
 
 def _fusion(o: CompileOptions) -> list[PassEntry]:
     return [
-        _p("fuse_attention"),  # attn_enabled: our flash-attention kernel stands in for rocMLIR's
+        # attn_enabled: our flash-attention kernel stands in for rocMLIR's, up to its head size
+        _p("fuse_attention", max_head_dim=ATTENTION_MAX_HEAD_DIM),
         _p(DCE), _p("optimize_module"), _p("fuse_pointwise_reduce"),
         _p(DCE),
         _off(_p("fuse_ck"), "Composable Kernel is an AMD-only library (MIGRAPHX_ENABLE_CK)"), _p(DCE),

@@ -18,7 +18,15 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from migraphx_cpp_api import INCLUDE_HELPERS, NATIVE_CHECKS, ApiMixin, _from_permutation
+import numpy as np
+from migraphx_cpp_api import (
+    INCLUDE_HELPERS,
+    LIBRARY_CALLS,
+    NATIVE_CHECKS,
+    PRESENCE_CHECKS,
+    ApiMixin,
+    _from_permutation,
+)
 from migraphx_cpp_model import (
     _QUALIFIED,
     CPP_SCALARS,
@@ -51,6 +59,7 @@ from migraphx_cpp_model import (
     tokenize,
 )
 
+from migx_explore.compiler import dtypes
 from migx_explore.compiler.instruction import Instruction
 from migx_explore.compiler.ir import Module, Program
 
@@ -262,7 +271,14 @@ class Reader(ApiMixin):
         if isinstance(last, RunEvent) and last.program is prog:  # `pass.apply(m); dce.apply(m);`
             last.passes.extend(passes)
             return
-        self.events.append(RunEvent(prog, print_program(prog, full=True), passes))
+        text = print_program(prog, full=True)
+        earlier = next((e for e in reversed(self.events) if isinstance(e, RunEvent) and e.program is prog), None)
+        if earlier is not None:  # run_a(m1); EXPECT(m1 == m2); run_b(m1): m1 has been through a, then b
+            if earlier.before != text:
+                raise Unsupported("a program changed between two run_passes")
+            self.events.append(RunEvent(prog, text, earlier.passes + passes))
+            return
+        self.events.append(RunEvent(prog, text, passes))
 
     def expect_event(self, parts: list[str]) -> ExpectEvent:
         counted = self.op_count_check(parts) or self.first_user_check(parts)
@@ -275,16 +291,25 @@ class Reader(ApiMixin):
             if depth == 0 and x in ("==", "!="):
                 split, op = k, x
         if split is None:
-            if parts and parts[0] in NATIVE_CHECKS:  # EXPECT(check_resize(...)): a property check
+            # EXPECT(check_resize(...)), EXPECT(none_of(m, &is_x)): a property check
+            if parts and (parts[0] in NATIVE_CHECKS or parts[0] in PRESENCE_CHECKS):
                 saved = (self.t, self.i)
                 self.t, self.i = parts, 0
+                self.in_expect = True
                 try:
                     got = self.expr()
                 finally:
                     self.t, self.i = saved
+                    self.in_expect = False
                 if isinstance(got, PropertyCheck):
                     return got
             raise Unsupported(f"EXPECT({' '.join(parts)[:80]})")
+        if op == "==" and parts[:2] == ["eval", "("] and parts[split + 1:split + 3] == ["eval", "("]:
+            # EXPECT(eval(p1) == eval(p2)): the pass keeps the values (p1 built like p2, not run)
+            progs = [self.env.get(parts[2]), self.env.get(parts[split + 3])]
+            ran = [p for p in progs if any(isinstance(e, RunEvent) and e.program is p for e in self.events)]
+            if len(ran) == 1 and all(isinstance(p, Program) for p in progs):
+                return PropertyCheck(ran[0], ("same_values",))
         sides = []
         for side in (parts[:split], parts[split + 1:]):
             while side and side[0] == "*":
@@ -357,6 +382,8 @@ class Reader(ApiMixin):
             name = self.take()
             if self.peek() == "{":
                 self.env[name] = self.braced()
+            elif self.peek() == ";":  # an empty vector, filled later (push_back, std::transform)
+                self.env[name] = []
             elif self.peek() == "(":
                 args = self.call_args()
                 if len(args) not in (1, 2) or not isinstance(args[0], int):
@@ -415,10 +442,11 @@ class Reader(ApiMixin):
         self.take("[")
         while self.take() != "]":
             pass
+        by_reference = self.t[self.i - 2] == "&" if self.i >= 2 else False  # `[&]`
         params, defaults = self.param_list() if self.peek() == "(" else ([], {})
         while self.peek() != "{":
             self.take()  # -> return type, mutable
-        return Function(params, self.block_tokens(), defaults)
+        return Function(params, self.block_tokens(), defaults, by_reference=by_reference)
 
     def param_list(self) -> tuple[list[str], dict[str, list[str]]]:
         """A lambda's parameter names, and the tokens of their defaults (`bool add_return = false`)."""
@@ -495,7 +523,11 @@ class Reader(ApiMixin):
         except _Return as r:
             return r.value
         finally:
+            inner = self.env
             self.t, self.i, self.env = saved[0], saved[1], saved[2]
+            if fn.by_reference:  # `[&](auto qt) { max_quant = qt.max(); }` assigns the caller's variable
+                for k in self.env.keys() - bound.keys():
+                    self.env[k] = inner[k]
         return None  # a void helper (run_pass)
 
     # ---- expressions -----------------------------------------------------------------------------
@@ -586,23 +618,8 @@ class Reader(ApiMixin):
         if tok in MATH_FUNCTIONS and self.peek(1) == "(":
             self.take()
             return float(MATH_FUNCTIONS[tok](*self.call_args()))
-        if tok == "std::distance":
-            self.take()
-            a, b = self.call_args()
-            whole = isinstance(a, tuple) and isinstance(b, tuple) and a[1] is b[1] and (a[0], b[0]) == ("begin", "end")
-            if not whole:
-                raise Unsupported("std::distance over something other than a whole module")
-            module = a[1]
-            if self.in_expect:
-                return InstructionCount(module.program)
-            return len(list(module))
-        if tok == "std::iota":
-            self.take()
-            a, b, start = self.call_args()
-            if not (isinstance(a, tuple) and isinstance(a[1], list) and a[0] == "begin" and b == ("end", a[1])):
-                raise Unsupported("std::iota over something other than a whole vector")
-            a[1][:] = [start + k for k in range(len(a[1]))]
-            return None
+        if tok in LIBRARY_CALLS and (tok not in PRESENCE_CHECKS or tok not in self.env and self.in_expect):
+            return self.library_call(tok)
         if tok == "std::vector":
             self.take()
             self.skip_template()
@@ -650,10 +667,8 @@ class Reader(ApiMixin):
             if isinstance(value, (int, float)) and not isinstance(value, bool):
                 return float(value) if type_toks[-1] in ("float", "double") else int(value)
             return value
-        if tok in ("migraphx::make_op", "migraphx::to_value", "migraphx::generate_literal", "std::numeric_limits"):
+        if tok in ("migraphx::make_op", "migraphx::to_value", "migraphx::generate_literal"):
             self.take()
-            if tok == "std::numeric_limits":
-                raise Unsupported("std::numeric_limits")
             args = self.call_args()
             if tok == "migraphx::make_op":
                 attrs = args[1] if len(args) > 1 else []
@@ -666,18 +681,28 @@ class Reader(ApiMixin):
         if tok in ("add_pointwise", "create_pointwise_module", "single_pointwise", "noop_pointwise"):
             self.take()
             return self.pointwise_helper(tok, self.call_args())
-        if tok in INCLUDE_HELPERS and tok not in self.env:
+        if tok.removeprefix("migraphx::") in INCLUDE_HELPERS and tok not in self.env:
             self.take()
-            return INCLUDE_HELPERS[tok](self, *self.call_args())
+            return INCLUDE_HELPERS[tok.removeprefix("migraphx::")](self, *self.call_args())
         if tok in CPP_SCALARS and self.peek(1) in ("{", "("):
             self.take()
             args = self.braced() if self.peek() == "{" else self.call_args()
+            if len(args) == 2 and args[1] == "from_bits":  # fp8e4m3fnuz(0x80, fp8e4m3fnuz::from_bits())
+                bits = np.asarray(args[0], np.uint8).view(dtypes.np_dtype(CPP_SCALARS[tok]))
+                return Scalar(float(bits.astype(np.float32)), CPP_SCALARS[tok])
             return Scalar(args[0] if args else 0, CPP_SCALARS[tok])
+        if tok.endswith("::from_bits") and tok.rsplit("::", 2)[-2] in CPP_SCALARS:
+            self.take()
+            self.call_args()
+            return "from_bits"
         if tok in self.env:
             self.take()
             value = self.env[tok]
             if isinstance(value, (Function, Overloads)) and self.peek() == "(":
-                return self.call(value, self.call_args())
+                args = self.call_args()
+                if isinstance(value, Function) and len(args) > len(value.params) and tok in INCLUDE_HELPERS:
+                    return INCLUDE_HELPERS[tok](self, *args)  # a variadic template helper, done natively
+                return self.call(value, args)
             return value
         raise Unsupported(f"unknown name {tok!r}")
 

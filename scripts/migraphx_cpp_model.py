@@ -26,7 +26,7 @@ class Unsupported(Exception):
 
 TOKEN = re.compile(r"""
     (?P<ws>\s+|//[^\n]*|/\*.*?\*/)
-  | (?P<num>(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?[fFuUlL]*)
+  | (?P<num>0[xX][0-9a-fA-F]+[uUlL]*|(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?[fFuUlL]*)
   | (?P<str>"(?:[^"\\]|\\.)*")
   | (?P<id>[A-Za-z_][A-Za-z_0-9]*(?:::[A-Za-z_][A-Za-z_0-9]*)*)
   | (?P<op>::|->|==|!=|&&|\|\||<=|>=|[{}()\[\],;=.*&<>+\-!:?/%|^~])
@@ -48,7 +48,9 @@ def tokenize(text: str) -> list[str]:
 CPP_SCALARS = {"std::int8_t": "int8", "int8_t": "int8", "std::uint8_t": "uint8", "uint8_t": "uint8",
                "std::int32_t": "int32", "int32_t": "int32", "std::int64_t": "int64", "int64_t": "int64",
                "std::uint64_t": "uint64", "std::size_t": "uint64", "float": "float32", "double": "float64",
-               "int": "int32", "migraphx::half": "float16", "half": "float16", "bool": "bool"}
+               "int": "int32", "migraphx::half": "float16", "half": "float16", "bool": "bool",
+               "migraphx::fp8::fp8e4m3fn": "float8e4m3fn", "fp8e4m3fn": "float8e4m3fn",
+               "migraphx::fp8::fp8e4m3fnuz": "float8e4m3fnuz", "fp8e4m3fnuz": "float8e4m3fnuz"}
 
 TYPE_NAMES = {f"migraphx::shape::{t.migraphx}": t.name for t in dtypes.BY_NAME.values()}
 TYPE_NAMES.update({k.replace("migraphx::shape::", "shape::"): v for k, v in list(TYPE_NAMES.items())})
@@ -84,6 +86,7 @@ class Function:
     body: list[str]
     defaults: dict[str, list[str]] = field(default_factory=dict)  # param -> default's tokens
     types: dict[str, str] = field(default_factory=dict)  # param -> its C++ type's last token
+    by_reference: bool = False  # a `[&]` lambda: what its body assigns to outer names stays assigned
 
 
 @dataclass
@@ -176,6 +179,8 @@ class _Return(Exception):
 
 
 def _number(tok: str) -> int | float:
+    if tok[:2] in ("0x", "0X"):
+        return int(tok.rstrip("uUlL"), 16)
     body = tok.rstrip("fFuUlL")
     if any(c in body for c in ".eE") or tok.endswith(("f", "F")):
         return float(body)
@@ -219,6 +224,8 @@ def _our_op(op: MakeOp) -> Op:
         if op.name == "pad" and k == "mode" and isinstance(v, str):
             v = v.removesuffix("_pad")  # migraphx::op::pad::constant_pad
         attrs[k] = v
+    if op.name == "convert" and "target_type" not in attrs:
+        attrs["target_type"] = "float16"  # MIGraphX's op::convert default (ours is float32)
     try:
         return Op(op.name, attrs)
     except Exception as e:  # noqa: BLE001 - any refusal means this case is not transcribable
@@ -285,7 +292,8 @@ def file_functions(source: str) -> dict[str, Function]:
     """Static helpers returning a module or program (`static migraphx::module create_program(...)
     { ... }`), callable from the file's test cases."""
     out = {}
-    pat = re.compile(r"^(?:template\s*<[^>]*>\s*)?(?:static\s+|inline\s+)*(?:migraphx::[\w:]+|auto|void|std::[\w:]+)"
+    pat = re.compile(r"^(?:template\s*<[^>]*>\s*)?(?:static\s+|inline\s+)*"
+                     r"(?:migraphx::[\w:]+|auto|void|bool|std::[\w:]+)"
                      r"\s*[&*]?\s+(\w+)\s*\(([^)]*)\)\s*\{", re.M)
     for m in pat.finditer(source):
         start = m.end()

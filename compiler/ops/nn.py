@@ -7,7 +7,7 @@ from numpy.lib.stride_tricks import sliding_window_view
 
 from .. import dtypes
 from ..errors import ShapeError
-from ..op import GpuCode, defop
+from ..op import GpuCode, Op, defop
 from ..shape import DynDim, Shape
 from .common import A, same_type
 
@@ -138,7 +138,16 @@ _CONV_ATTRS = [
     A("padding_mode", "int", 0),
 ]
 
-defop("convolution", _conv_shape, _conv_compute, attrs=_CONV_ATTRS, nargs=2,
+def normalize_padding(op: Op, shapes) -> Op:
+    """MIGraphX normalize_padding: a symmetric `padding` (one value per spatial axis) is written
+    out as begin and end values, unless padding_mode computes the padding."""
+    if "padding_mode" in op.attrs and op["padding_mode"] != 0:
+        return op
+    pad, nd = list(op["padding"]), shapes[0].ndim - 2
+    return op.with_(padding=pad + pad) if nd > 0 and len(pad) == nd else op
+
+
+defop("convolution", _conv_shape, _conv_compute, attrs=_CONV_ATTRS, nargs=2, normalize=normalize_padding,
       doc="N-d convolution, NCHW-style lens; weights (K, C/group, *kernel).",
       gpu=GpuCode.kernel("convolution"))
 
@@ -221,5 +230,5 @@ defop("pooling", _pool_shape, _pool_compute, attrs=[
     A("ceil_mode", "bool", False),
     A("lp_order", "int", 2),
     A("count_include_pad", "bool", False),
-], nargs=1, doc="Average / max / Lp pooling over sliding windows.",
+], nargs=1, normalize=normalize_padding, doc="Average / max / Lp pooling over sliding windows.",
       gpu=GpuCode.kernel("pooling"))

@@ -48,7 +48,7 @@ defop("quant_dot", _dot_shape, _dot_compute, nargs=2,
       gpu=GpuCode.kernel("quant_gemm"))
 
 _conv, _conv_shape, _conv_compute = _like("convolution")
-defop("quant_convolution", _conv_shape, _conv_compute, attrs=_conv.attrs, nargs=2,
+defop("quant_convolution", _conv_shape, _conv_compute, attrs=_conv.attrs, nargs=2, normalize=_conv.normalize,
       doc="int8 (fp8) convolution with int32 (float32) accumulation and output; attributes as convolution.",
       gpu=GpuCode.kernel("convolution"))
 

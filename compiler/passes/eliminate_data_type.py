@@ -16,19 +16,36 @@ SKIP_OPS = frozenset({"convert", "get_tuple_elem", "if", "loop", "roialign", "no
                       "scatternd_mul", "scatternd_none", "select_module"})
 
 
+# Ops whose computation on other types is another op (MIGraphX's `general_data_type` attribute):
+# quant_dot on float inputs is a dot.
+GENERAL_DATA_TYPE = {"quant_dot": "dot", "quant_convolution": "convolution"}
+
+
 def convert_to_supported(module: Module, ins: Instruction, unsupported: frozenset[str], target: str) -> bool:
-    """Compute `ins` in `target`: convert its unsupported-typed inputs, convert the result back."""
-    if ins.module_inputs or ins.shape.is_tuple:
+    """Compute `ins` in `target`: convert its unsupported-typed inputs, convert the result back
+    (through each get_tuple_elem user for a tuple result, as MIGraphX)."""
+    if ins.module_inputs or not any(i.shape.type in unsupported for i in ins.inputs):
         return False
-    if not any(i.shape.type in unsupported for i in ins.inputs):
+    if ins.shape.is_tuple and not all(o.name == "get_tuple_elem" for o in ins.outputs):
         return False
+    op = ins.op
+    if ins.name in GENERAL_DATA_TYPE:
+        op = Op(GENERAL_DATA_TYPE[ins.name], dict(ins.op.attrs))
     with module.program.provenance([ins]):
         args = [module.insert_instruction(ins, Op("convert", target_type=target), [i])
                 if i.shape.type in unsupported else i for i in ins.inputs]
-        out = module.insert_instruction(ins, ins.op, args)
-        if out.shape.type != ins.shape.type:
+        out = module.insert_instruction(ins, op, args)
+        if ins.shape.is_tuple:
+            for gte in list(ins.outputs):
+                elem = module.insert_instruction(ins, gte.op, [out])
+                if elem.shape.type != gte.shape.type:
+                    elem = module.insert_instruction(ins, Op("convert", target_type=gte.shape.type), [elem])
+                module.replace_all_uses(gte, elem)
+                module.remove_instruction(gte)
+        elif out.shape.type != ins.shape.type:
             out = module.insert_instruction(ins, Op("convert", target_type=ins.shape.type), [out])
-    module.replace_all_uses(ins, out)
+    if not ins.shape.is_tuple:
+        module.replace_all_uses(ins, out)
     module.remove_instruction(ins)
     return True
 

@@ -128,8 +128,8 @@ def _scalar_constant(ins: Instruction) -> bool:
     return src.is_literal() and src.shape.elements() == 1
 
 
-def match_attention(dot2: Instruction, max_head_dim: int = 128) -> AttentionMatch | str:
-    """The attention group ending in `dot2`, or the reason there is none."""
+def match_attention(dot2: Instruction, max_head_dim: int = 0) -> AttentionMatch | str:
+    """The attention group ending in `dot2`, or the reason there is none (max_head_dim 0: any)."""
     module = dot2.module
     probs = _skip(dot2.inputs[0], "convert")
     x = softmax_input(probs)
@@ -152,7 +152,7 @@ def match_attention(dot2: Instruction, max_head_dim: int = 128) -> AttentionMatc
     if dot2.inputs[0].shape.lens != dot1.shape.lens:
         return "the probabilities have other lens than the scores"
     head, vdim = q.shape.lens[-1], v.shape.lens[-1]
-    if max(head, vdim) > max_head_dim:
+    if max_head_dim and max(head, vdim) > max_head_dim:
         return (f"head dim {max(head, vdim)} > {max_head_dim} (the fused kernel keeps a row's accumulator in "
                 f"registers and a K/V tile in shared memory)")
     region = _between(dot1, dot2, module)
@@ -208,7 +208,7 @@ class FindAttention(Rule):
 
     name = "find_attention"
 
-    def __init__(self, max_head_dim: int = 128):
+    def __init__(self, max_head_dim: int = 0):
         self.max_head_dim = max_head_dim
 
     def pattern(self):
@@ -230,12 +230,16 @@ class FuseAttention(Pass):
     with a bypass submodule, which the GPU backend compiles into one flash-attention kernel
     (online softmax, K/V streamed through shared memory, no score matrix in memory). MIGraphX
     builds the same group and compiles it with rocMLIR; kv-cache attention and flash decoding
-    (its other two finders) are not implemented."""
+    (its other two finders) are not implemented.
+
+    `max_head_dim` (0: no limit, as MIGraphX, whose rocMLIR kernel takes any head size) is where
+    a target's kernel stops: the GPU pipeline sets it to what our kernel keeps in registers and
+    shared memory (gpu.pipelines), so wider heads stay unfused dots + softmax there."""
 
     name: ClassVar[str] = "fuse_attention"
     note: ClassVar[str] = ("our attention kernel replaces rocMLIR's; kv-cache attention and flash-decoding splits "
                            "are not implemented")
-    max_head_dim: int = 128
+    max_head_dim: int = 0
 
     def apply_module(self, module: Module, ctx) -> bool:
         return find_matches(module, FindAttention(self.max_head_dim)) > 0

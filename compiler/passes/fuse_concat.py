@@ -8,10 +8,12 @@ is a single-use `pointwise`, else a `concat:noopN` module that returns its one p
 module is the consumer's pointwise body with the concat result as its last param
 (`<consumer module>:concat`), or a noop module when there is no pointwise consumer.
 
-MIGraphX fires only when the concat feeds a pointwise op (find_pointwise_concat_pointwise,
-find_concat_pointwise). We also fold a concat without a pointwise consumer when at least one of
-its inputs is a single-use pointwise op: the pieces then write straight into the output, which is
-what MIGraphX's backend gets from eliminate_concat, but visible here at the fusion stage.
+As MIGraphX, the concat needs at least one single-use pointwise input; with a pointwise consumer
+it is always fused (find_pointwise_concat_pointwise), without one only when at most
+max(1, inputs / 4) inputs would be noop pieces (find_concat_pointwise): a concat of mostly other
+ops' results gains nothing from one kernel. Unlike MIGraphX we also fuse a concat with several
+users (a KV cache's `present` is returned and read by the attention): the pieces still write
+straight into the one output.
 """
 
 from __future__ import annotations
@@ -74,8 +76,12 @@ class ConcatPointwise(Rule):
         c = r.root
         if c.shape.dyn_dims is not None:
             return "dynamic shape"
-        if _post_consumer(c) is None and not any(_foldable_piece(x, c) for x in c.inputs):
-            return "no pointwise consumer and no single-use pointwise input"
+        folded = sum(_foldable_piece(x, c) for x in c.inputs)
+        if not folded:
+            return "no single-use pointwise input"
+        noops = len(c.inputs) - folded
+        if _post_consumer(c) is None and noops > max(1, len(c.inputs) // 4):
+            return f"{noops} of {len(c.inputs)} inputs are not pointwise and there is no pointwise consumer"
         return None
 
     def rewrite(self, module: Module, r: MatchResult, plan: None) -> None:

@@ -1,14 +1,17 @@
-"""fuse_horizontal (MIGraphX src/include/migraphx/fuse_horizontal.hpp): independent gathers along
-axis 0 whose tables share the embedding shape (lens[1:]) and type become one gather over the
-concatenated tables, with each index offset by the rows of the tables before it; the results are
-sliced back apart and reshaped.
+"""fuse_horizontal (MIGraphX src/fuse_horizontal.cpp, gather_horizontal_fusion): four or more
+independent embedding lookups, axis-0 gathers from constant 2-D tables with the same row width,
+index type and index trailing dims, become one gather over the concatenated tables, with each
+index offset by the rows of the tables before it; the result is sliced back apart along axis 0.
 
-    gather(T1, i1), gather(T2, i2)
-      ==>  g = gather(concat(T1, T2), concat(flat(i1), flat(i2) + rows(T1)))
-           slice(g, [0, n1)) -> reshape,  slice(g, [n1, n1 + n2)) -> reshape
+    gather(T1, i1), ..., gather(T4, i4)
+      ==>  g = gather(concat(T1, ..., T4), concat(i1, i2 + rows(T1), ...))
+           slice(g, [0, n1)), slice(g, [n1, n1 + n2)), ...
 
-Negative indices count from the end of their own table, so a non-constant index is first wrapped
-with `mod(i, rows)`; constant indices are wrapped and offset at compile time.
+As MIGraphX: fewer than four gathers, a non-constant or non-2-D table, or a scalar index are left
+alone. Where we differ, on purpose: a negative index counts from the end of its own table, and
+MIGraphX adds the offset to it as is, so it then reads rows of the table before; we wrap a signed
+non-constant index with `mod(i, rows)` first (constant indices are wrapped and offset at compile
+time). A table several gathers share is concatenated once.
 """
 
 from __future__ import annotations
@@ -25,30 +28,33 @@ from ..shape import Shape
 from ._fusion_util import depends_on, ensure_order
 from .base import Pass
 
+MIN_GROUP = 4  # MIGraphX gather_horizontal_fusion::min_group_size
+
 
 def _key(g: Instruction) -> tuple | None:
+    """The group a candidate gather joins (MIGraphX's is_candidate and group_key), or None."""
     data, ind = g.inputs
-    if g.op["axis"] % max(data.shape.ndim, 1) != 0 or data.shape.dyn_dims is not None or ind.shape.dyn_dims is not None:
+    if data.shape.ndim != 2 or g.op["axis"] % 2 != 0 or not data.can_eval():
         return None
-    return (data.shape.type, data.shape.lens[1:], ind.shape.type)
+    if data.shape.dyn_dims is not None or ind.shape.dyn_dims is not None or ind.shape.ndim == 0 or \
+            ind.shape.scalar_shape():
+        return None
+    return (data.shape.type, data.shape.lens[1], ind.shape.type, tuple(ind.shape.lens[1:]))
 
 
-def _flat_index(module: Module, before: Instruction, ind: Instruction, rows: int, offset: int) -> Instruction:
-    n = max(ind.shape.elements(), 1)
+def _offset_index(module: Module, before: Instruction, ind: Instruction, rows: int, offset: int) -> Instruction:
     if ind.can_eval():
-        v = np.asarray(ind.eval()).reshape(-1).astype(np.int64)
+        v = np.asarray(ind.eval()).astype(np.int64)
         v = np.where(v < 0, v + rows, v) + offset
-        return module.add_literal(v.astype(ind.shape.dtype.np_dtype), Shape.of(ind.shape.type, (n,)))
-    flat = module.insert_instruction(before, Op("reshape", dims=(n,)), [
-        ind if ind.shape.standard() else module.insert_instruction(before, Op("contiguous"), [ind])])
+        return module.add_literal(v.astype(ind.shape.dtype.np_dtype), Shape.of(ind.shape.type, ind.shape.lens))
     if offset == 0 and not ind.shape.dtype.is_signed:
-        return flat
+        return ind
 
     def const(v: int) -> Instruction:
         lit = module.add_literal(np.asarray(v, ind.shape.dtype.np_dtype), Shape.scalar(ind.shape.type))
-        return module.insert_instruction(before, Op("multibroadcast", out_lens=(n,)), [lit])
+        return module.insert_instruction(before, Op("multibroadcast", out_lens=ind.shape.lens), [lit])
 
-    wrapped = module.insert_instruction(before, Op("mod"), [flat, const(rows)]) if ind.shape.dtype.is_signed else flat
+    wrapped = module.insert_instruction(before, Op("mod"), [ind, const(rows)]) if ind.shape.dtype.is_signed else ind
     return module.insert_instruction(before, Op("add"), [wrapped, const(offset)]) if offset else wrapped
 
 
@@ -66,16 +72,16 @@ def fuse_group(module: Module, gathers: list[Instruction]) -> None:
                 rows_so_far += t.shape.lens[0]
         uniq = list(dict.fromkeys(g.inputs[0] for g in gathers))
         table = module.insert_instruction(before, Op("concat", axis=0), uniq) if len(uniq) > 1 else uniq[0]
-        idx = [_flat_index(module, before, g.inputs[1], g.inputs[0].shape.lens[0], tables[g.inputs[0].id])
+        idx = [_offset_index(module, before, g.inputs[1], g.inputs[0].shape.lens[0], tables[g.inputs[0].id])
                for g in gathers]
         all_idx = module.insert_instruction(before, Op("concat", axis=0), idx)
         fused = module.insert_instruction(before, Op("gather", axis=0), [table, all_idx])
         start = 0
         for g in gathers:
-            n = max(g.inputs[1].shape.elements(), 1)
+            n = g.inputs[1].shape.lens[0]
             part = module.insert_instruction(before, Op("slice", axes=(0,), starts=(start,), ends=(start + n,)),
                                              [fused])
-            module.replace_all_uses(g, module.insert_instruction(before, Op("reshape", dims=g.shape.lens), [part]))
+            module.replace_all_uses(g, part)
             start += n
     for g in gathers:
         module.remove_instruction(g)
@@ -84,14 +90,17 @@ def fuse_group(module: Module, gathers: list[Instruction]) -> None:
 
 @dataclass(frozen=True)
 class FuseHorizontal(Pass):
-    """Fuse sibling embedding lookups (axis-0 gathers with the same row shape) into one gather."""
+    """Fuse four or more sibling embedding lookups (axis-0 gathers from constant 2-D tables of one
+    row width) into one gather."""
 
     name: ClassVar[str] = "fuse_horizontal"
+    note: ClassVar[str] = ("a signed non-constant index is wrapped with mod(i, rows) before its table offset is added "
+                           "(MIGraphX adds the offset as is, so a negative index reads the previous table)")
 
     def apply_module(self, module: Module, ctx) -> bool:
         groups: dict[tuple, list[Instruction]] = defaultdict(list)
         for ins in module:
-            if ins.name == "gather" and ins.inputs[0].shape.ndim >= 1:
+            if ins.name == "gather":
                 k = _key(ins)
                 if k is not None:
                     groups[k].append(ins)
@@ -101,7 +110,7 @@ class FuseHorizontal(Pass):
             for g in members:  # keep only gathers independent of those already chosen
                 if not any(depends_on(g, c) or depends_on(c, g) for c in chosen):
                     chosen.append(g)
-            if len(chosen) >= 2:
+            if len(chosen) >= MIN_GROUP:
                 fuse_group(module, chosen)
                 changed = True
         return changed

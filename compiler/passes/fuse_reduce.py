@@ -23,21 +23,27 @@ from ._fusion_util import BROADCASTS, copy_body, drop_if_unused, new_submodule, 
 from .base import Pass
 
 REDUCE_OPS = ("reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "reduce_prod", "reduce_any", "reduce_all")
+ARG_OPS = ("argmin", "argmax")  # wrapped too, with fused_reduce axes = {axis} (as MIGraphX)
 SWEEPS = 4
 
 
 def create_reduce_modules(module: Module) -> bool:
     changed = False
     for ins in list(module):
-        if ins.name not in REDUCE_OPS or len(ins.inputs) != 1 or ins.shape.dyn_dims is not None:
+        if ins.name not in REDUCE_OPS + ARG_OPS or len(ins.inputs) != 1 or ins.shape.dyn_dims is not None:
             continue
         x = ins.inputs[0]
-        axes = tuple(sorted(a % x.shape.ndim for a in ins.op["axes"]))
+        if ins.name in ARG_OPS:
+            axis = ins.op["axis"] % max(x.shape.ndim, 1)
+            axes, op = (axis,), ins.op.with_(axis=axis)
+        else:
+            axes = tuple(sorted(a % x.shape.ndim for a in ins.op["axes"]))
+            op = ins.op.with_(axes=axes)
         if not axes:
             continue
         sub = new_submodule(module.program, f"{module.name}:{ins.name}")
         p = sub.add_parameter(param_name(0), Shape.of(x.shape.type, x.shape.lens))
-        sub.add_return([sub.add_instruction(ins.op.with_(axes=axes), [p])])
+        sub.add_return([sub.add_instruction(op, [p])])
         module.replace_instruction(ins, Op("fused_reduce", axes=axes), [x], [sub])
         changed = True
     return changed
@@ -163,8 +169,7 @@ class FuseReduce(Pass):
     (MIGraphX's reduce_reshape) is not implemented, so it changes nothing."""
 
     name: ClassVar[str] = "fuse_reduce"
-    note: ClassVar[str] = ("reshape rewrites around reductions (enable_rewrite_reshapes) are not implemented; "
-                           "argmin/argmax are not wrapped (our fused_reduce kernels carry no index)")
+    note: ClassVar[str] = "reshape rewrites around reductions (enable_rewrite_reshapes) are not implemented"
     enable_rewrite_reshapes: bool = True
 
     def apply_module(self, module: Module, ctx) -> bool:

@@ -24,13 +24,20 @@ def _higher(a: str, b: str) -> bool:
     return da.is_float == db.is_float and da.size > db.size
 
 
-def _upgradable(ins: Instruction) -> bool:
-    return (ins.name.startswith("reduce_") or ins.op.has("pointwise")) and not ins.module_inputs \
-        and ins.name != "convert"
+def _upgradable(ins: Instruction, target: str) -> bool:
+    """A reduction or pointwise op (converts included, as in MIGraphX) of target's kind (float or
+    integral). Unlike MIGraphX, a convert to or from bool is never upgraded: bool(x) -> int64 is
+    not int64(x) (0.5 gives true, but truncates to 0)."""
+    if not (ins.name.startswith("reduce_") or ins.op.has("pointwise")) or ins.module_inputs:
+        return False
+    if ins.shape.is_tuple or dtypes.dtype(ins.shape.type).is_float != dtypes.dtype(target).is_float:
+        return False
+    return ins.name != "convert" or "bool" not in (ins.shape.type, ins.inputs[0].shape.type)
 
 
 def _non_scalar_const(x: Instruction) -> bool:
-    return not (x.shape.elements() == 1 and x.can_eval())
+    """Not a broadcast scalar constant (MIGraphX's shape::scalar(): every stride 0)."""
+    return not (x.shape.scalar_shape() and x.can_eval())
 
 
 def _next_input(ins: Instruction) -> Instruction | None:
@@ -41,9 +48,9 @@ def _next_input(ins: Instruction) -> Instruction | None:
     return data[0] if len(data) == 1 else None
 
 
-def _adjacent_inputs(convert: Instruction) -> list[Instruction]:
+def _adjacent_inputs(convert: Instruction, target: str) -> list[Instruction]:
     out, x = [], convert.inputs[0]
-    while _upgradable(x) and x not in out:
+    while _upgradable(x, target) and x not in out:
         nxt = _next_input(x)
         if nxt is None:
             break
@@ -52,13 +59,13 @@ def _adjacent_inputs(convert: Instruction) -> list[Instruction]:
     return out
 
 
-def _adjacent_outputs(convert: Instruction) -> list[Instruction]:
+def _adjacent_outputs(convert: Instruction, target: str) -> list[Instruction]:
     out: list[Instruction] = []
     stack = [convert]
     while stack:
         x = stack.pop()
         for u in x.outputs:
-            if _upgradable(u) and u not in out and _next_input(u) is x:
+            if _upgradable(u, target) and u not in out and _next_input(u) is x:
                 out.append(u)
                 stack.append(u)
     return out
@@ -73,9 +80,9 @@ def find_upgrades(module: Module) -> dict[int, tuple[Instruction, str]]:
         if src == "bool" or dst == "bool" or dtypes.dtype(src).is_float != dtypes.dtype(dst).is_float:
             continue  # MIGraphX stops where a convert crosses between integral and floating types
         if _higher(dst, src):
-            group, t = _adjacent_inputs(c), dst
+            group, t = _adjacent_inputs(c, dst), dst
         elif _higher(src, dst):
-            group, t = _adjacent_outputs(c), src
+            group, t = _adjacent_outputs(c, src), src
         else:
             continue
         for ins in group:
@@ -92,6 +99,8 @@ class PropagatePrecision(Pass):
     eliminate_convert fold the convert pairs this leaves."""
 
     name: ClassVar[str] = "propagate_precision"
+    note: ClassVar[str] = ("a chain through a convert to or from bool is not upgraded: MIGraphX's int64(x) in place of "
+                           "bool(x) changes the values (0.5 is true but truncates to 0)")
 
     def apply_module(self, module: Module, ctx) -> bool:
         downs: dict[int, Instruction] = {}  # convert(high -> low) made here, by id
@@ -107,7 +116,10 @@ class PropagatePrecision(Pass):
             if not ins.alive or ins.shape.type == t or ins.shape.is_tuple:
                 continue
             with module.program.provenance([ins]):
-                up = module.insert_instruction(ins, ins.op, [arg(i, t) for i in ins.inputs])
+                if ins.name == "convert":  # an upgraded convert converts straight to the higher type
+                    up = module.insert_instruction(ins, Op("convert", target_type=t), [ins.inputs[0]])
+                else:
+                    up = module.insert_instruction(ins, ins.op, [arg(i, t) for i in ins.inputs])
                 down = module.insert_instruction(ins, Op("convert", target_type=ins.shape.type), [up])
             downs[down.id] = down
             module.replace_all_uses(ins, down)

@@ -8,8 +8,9 @@ Steps, as in MIGraphX:
 3. (fp32_softmax, MIGraphX's default unless MIGRAPHX_DISABLE_FP32_SOFTMAX) a softmax of a type
    narrower than fp32 computes in fp32: we build it upcast directly (convert in, convert out),
    which is what MIGraphX reaches after upcasting each op and running eliminate_convert, DCE and
-   CSE; those three then run here as nested passes. The dot -> softmax fp32 chain upcast
-   (find_dot_softmax_fp32) is not done.
+   CSE; those three then run here as nested passes. find_dot_softmax_fp32: when the softmax
+   input comes from a dot through elementwise ops (a scale, a mask), those ops compute in fp32
+   too, from the dot's result on (the dot itself stays in its type).
 4. find_reduce_mean: reduce_mean -> reduce_sum of x / n (float) or reduce_sum(x) / n (integral),
    accumulating in float/int32 for 1-byte types or when n is large for a 2-byte type.
 5. simplify_reshapes (nested), to tidy the broadcasts made above.
@@ -23,6 +24,7 @@ from typing import ClassVar
 import numpy as np
 
 from .. import dtypes
+from ..ir import Instruction, Module
 from ..matcher import any_, any_of, arg, args, either_arg, has_value, name, skip_broadcasts
 from ..op import Op
 from ..ops.common import norm_axis
@@ -39,6 +41,55 @@ LOGSOFTMAX = row(
     # logsoftmax(x) -> log(softmax(x))
     "find_logsoftmax", name("logsoftmax")(arg(0)(any_().bind("x"))),
     to("log", to("softmax", "x", axis=lambda r: r.root.op["axis"])))
+
+
+def upstream_dot(x: Instruction) -> Instruction | None:
+    """MIGraphX find_dot_softmax_fp32's walk back from a softmax input: through single inputs, else
+    the first non-constant, non-bool input (skipping scales, -inf literals, masks) to a dot."""
+    seen: set[int] = set()
+    while x.id not in seen:
+        seen.add(x.id)
+        if x.name == "dot":
+            return x
+        if len(x.inputs) == 1:
+            x = x.inputs[0]
+            continue
+        data = [i for i in x.inputs if not i.can_eval() and i.shape.type != "bool"]
+        if not data:
+            return None
+        x = data[0]
+    return None
+
+
+def upcast_from_dot(m: Module, dot: Instruction, x: Instruction) -> Instruction:
+    """Recompute the instructions after `dot` up to `x` in float32, each converted back to its own
+    type for its users; returns what now stands for x."""
+    index = m.index_of()
+    down, stack = {dot.id}, [dot]
+    while stack:  # everything reachable from the dot, up to x
+        for o in stack.pop().outputs:
+            if o.id not in down and o.id in index and index[o.id] <= index[x.id]:
+                down.add(o.id)
+                stack.append(o)
+    chain, stack = {x.id}, [x]
+    while stack:  # ... that x depends on
+        for i in stack.pop().inputs:
+            if i.id in down and i.id not in chain and i is not dot:
+                chain.add(i.id)
+                stack.append(i)
+    out = x
+    for ins in sorted((i for i in m if i.id in chain), key=lambda i: index[i.id]):
+        if ins.module_inputs or ins.shape.is_tuple or ins.shape.type in ("float32", "float64", "bool"):
+            continue
+        args = [i if i.shape.type in ("bool", "float32") else
+                m.insert_instruction(ins, Op("convert", target_type="float32"), [i]) for i in ins.inputs]
+        up = m.insert_instruction(ins, ins.op, args)
+        back = m.insert_instruction(ins, Op("convert", target_type=ins.shape.type), [up])
+        m.replace_all_uses(ins, back)
+        m.remove_instruction(ins)
+        if ins is x:
+            out = back
+    return out
 
 
 class Softmax(Rule):
@@ -60,6 +111,9 @@ class Softmax(Rule):
 
         def apply():
             x = ins.inputs[0]
+            dot = upstream_dot(x) if upcast else None
+            if dot is not None and x is not dot:
+                x = upcast_from_dot(m, dot, x)
             if upcast:
                 x = m.insert_instruction(ins, Op("convert", target_type="float32"), [x])
             axis = norm_axis(ins.op["axis"], x.shape.ndim, "softmax")
@@ -134,7 +188,7 @@ class ReduceMean(Rule):
 @dataclass(frozen=True)
 class RewriteReduce(Pass):
     name: ClassVar[str] = "rewrite_reduce"
-    note: ClassVar[str] = "fp32 softmax is built upcast directly; the dot->softmax fp32 chain upcast is not done"
+    note: ClassVar[str] = "fp32 softmax is built upcast directly (the same program MIGraphX reaches op by op)"
     fp32_softmax: bool = True
 
     def apply_module(self, module, ctx) -> bool:

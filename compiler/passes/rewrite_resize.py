@@ -81,8 +81,11 @@ class ResizeToGather(Rule):
 
     @staticmethod
     def _rewrite(m, ins, x, mats, taps) -> None:
-        y = x
-        npt = dtypes.np_dtype(x.shape.type)
+        # A half / bf16 linear resize interpolates in float32 and rounds once at the end, as the
+        # resize op computes: rounding each weighted term to half would change the values.
+        low = taps > 1 and x.shape.type in ("float16", "bfloat16")
+        y = m.insert_instruction(ins, Op("convert", target_type="float32"), [x]) if low else x
+        npt = dtypes.np_dtype(y.shape.type)
         for a, mat in mats.items():
             order = np.argsort(-np.abs(mat), axis=1, kind="stable")[:, :taps]
             idx = np.sort(order, axis=1)
@@ -98,6 +101,8 @@ class ResizeToGather(Rule):
             y = parts[0]
             for p in parts[1:]:
                 y = m.insert_instruction(ins, Op("add"), [y, p])
+        if low:
+            y = m.insert_instruction(ins, Op("convert", target_type=x.shape.type), [y])
         replace_value(m, ins, y)
 
 

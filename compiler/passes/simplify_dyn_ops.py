@@ -2,9 +2,9 @@
 
 Makes dynamic ops static where their inputs allow: a multi-input multibroadcast whose inputs are
 all static becomes `multibroadcast{out_lens}`; `dimensions_of` a static shape becomes an int64
-literal of those dimensions (find_static_dimensions_of); and, last, a select_module whose submodules all return
-the same static shapes gets those as its output shapes (simplify_select_module_output_shape). A
-no-op on programs without dynamic ops.
+literal of those dimensions when they are fixed, even in a dynamic shape (find_static_dimensions_of);
+and, last, a select_module gets as output shapes the ranges that cover its submodules' outputs, static
+where they all agree (simplify_select_module_output_shape). A no-op on programs without dynamic ops.
 """
 
 from __future__ import annotations
@@ -20,14 +20,36 @@ from ..shape import Shape
 from .base import Pass
 
 
+def _range(s: Shape) -> list[tuple[int, int]]:
+    return [(d.min, d.max) for d in s.dyn_dims] if s.dyn_dims is not None else [(n, n) for n in s.lens]
+
+
 def _select_output_shapes(ins: Instruction) -> Shape | None:
-    """Output shapes that are the same static shapes in every submodule, else None."""
-    per_mod = [tuple(Shape.of(s.type, s.lens) for s in m.output_shapes()) for m in ins.module_inputs]
-    if any(s.dyn_dims is not None for m in ins.module_inputs for s in m.output_shapes()):
+    """MIGraphX simplify_select_module_output_shape: per output, the range that covers that output
+    of every submodule (static where they all agree); None where outputs differ in rank or type."""
+    per_mod = [list(m.output_shapes()) for m in ins.module_inputs]
+    if not per_mod:
         return None
-    if len(set(per_mod)) != 1:
+    first = per_mod[0]
+    if any([(s.type, s.ndim) for s in outs] != [(s.type, s.ndim) for s in first] for outs in per_mod[1:]):
         return None
-    return Shape.tuple_of(per_mod[0])
+    shapes = []
+    for k, s0 in enumerate(first):
+        ranges = [_range(outs[k]) for outs in per_mod]
+        lo = [min(r[a][0] for r in ranges) for a in range(s0.ndim)]
+        hi = [max(r[a][1] for r in ranges) for a in range(s0.ndim)]
+        shapes.append(Shape.of(s0.type, lo) if lo == hi else Shape.dynamic(s0.type, list(zip(lo, hi))))
+    return Shape.tuple_of(shapes)
+
+
+def _fixed_dims(s: Shape, start: int, end: int) -> list[int] | None:
+    """The lens from start to end when all of them are fixed (find_static_dimensions_of)."""
+    if s.is_tuple:
+        return None
+    if s.dyn_dims is None:
+        return list(s.lens[start:end])
+    dims = s.dyn_dims[start:end]
+    return [d.min for d in dims] if all(d.min == d.max for d in dims) else None
 
 
 @dataclass(frozen=True)
@@ -48,9 +70,8 @@ class SimplifyDynOps(Pass):
                 module.replace_all_uses(ins, new)
                 module.remove_instruction(ins)
                 changed = True
-            elif (ins.name == "dimensions_of" and ins.inputs[0].shape.dyn_dims is None
-                  and not ins.inputs[0].shape.is_tuple):
-                lens = ins.inputs[0].shape.lens[ins.op["start"]:ins.op["end"]]
+            elif (ins.name == "dimensions_of"
+                  and (lens := _fixed_dims(ins.inputs[0].shape, ins.op["start"], ins.op["end"])) is not None):
                 with module.program.provenance([ins]):
                     lit = module.add_literal(np.asarray(lens, np.int64), ins.shape)
                 module.replace_all_uses(ins, lit)

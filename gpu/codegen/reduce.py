@@ -36,6 +36,7 @@ from .expr import BodyEmitter, op_expr, scalar_literal
 REDUCE_OPS = {"reduce_sum": "op_sum", "reduce_mean": "op_sum", "reduce_max": "op_max", "reduce_min": "op_min",
               "reduce_prod": "op_prod", "reduce_any": "op_or", "reduce_all": "op_and"}
 _PASS_THROUGH = ("multibroadcast", "broadcast", "contiguous", "identity", "reshape")
+ARG_OPS = ("argmin", "argmax")  # index-carrying reductions (fuse_reduce wraps them too, as MIGraphX)
 
 
 def synthesize(inner: Op, in_shapes: Sequence[Shape]) -> tuple[Module, tuple[int, ...]]:
@@ -118,6 +119,10 @@ class _Gen:
                 self.kind[ins.id] = "full" if lens == self.full_lens else ("row" if lens == self.row_lens else "?")
             elif ins.is_literal():
                 self.kind[ins.id] = "const"
+            elif ins.name in ARG_OPS:
+                if (norm_axis(ins.op["axis"], ins.inputs[0].shape.ndim, ins.name),) != self.axes:
+                    raise CodegenUnsupported(f"{ins.name} over an axis other than the fused reduction's {self.axes}")
+                self.kind[ins.id] = "row"
             elif ins.name in REDUCE_OPS:
                 if tuple(norm_axes(ins.op["axes"], ins.inputs[0].shape.ndim, ins.name)) != self.axes:
                     raise CodegenUnsupported(f"{ins.name} over axes other than the fused reduction's {self.axes}")
@@ -193,6 +198,8 @@ class _Gen:
             self.lines.append(f"const {compute_type(ins.shape.type)} {var} = migx::load(p{k}, base{k});")
         elif ins.name in REDUCE_OPS:
             var = self.reduction(ins)
+        elif ins.name in ARG_OPS:
+            var = self.arg_reduction(ins)
         else:
             args = [self.row_env[i.id] if i.id in self.row_env else scalar_literal(i) for i in ins.inputs]
             var = self.compute(ins, args, self.lines, f"w{ins.id}")
@@ -244,6 +251,34 @@ class _Gen:
             self.lines.append(f"const {compute_type(t)} {var} = ({compute_type(t)})(acc{r} / ({acc_t}){self.rsize});")
         else:
             self.lines.append(f"const {compute_type(t)} {var} = ({compute_type(t)})acc{r};")
+        return var
+
+    def arg_reduction(self, ins: Instruction) -> str:
+        """argmin / argmax over the (single) reduced axis: a (value, index) pair per thread, then a
+        block arg-reduction every thread gets (the same steps as arg_kernel)."""
+        r = self.nred
+        self.nred += 1
+        ct = compute_type(ins.inputs[0].shape.type)
+        largest = "true" if ins.name == "argmax" else "false"
+        last = "true" if ins.op["select_last_index"] else "false"
+        if ct in ("float", "double"):
+            worst = literal(float("inf"), "float32" if ct == "float" else "float64")
+            init = f"(-{worst})" if ins.name == "argmax" else worst
+        else:
+            init = f"(({ct})0)"
+        loop: list[str] = []
+        self.inner_offsets(loop)
+        val = self.full_expr(ins.inputs[0], loop, {})
+        loop.append(f"const {ct} av{r} = ({ct}){val};")
+        loop.append(f"if (bi{r} < 0 || migx::arg_better(av{r}, (migx::i64)j, best{r}, bi{r}, {largest}, {last})) "
+                    f"{{ best{r} = av{r}; bi{r} = j; }}")
+        self.shared += [f"__shared__ {ct} asv{r}[32];", f"__shared__ migx::i64 asi{r}[32];"]
+        self.lines += [f"{ct} best{r} = {init};", f"migx::i64 bi{r} = -1;",
+                       f"for ({self.it} j = threadIdx.x; j < {self.rsize}; j += blockDim.x) {{"]
+        self.lines += ["    " + x for x in loop] + ["}"]
+        self.lines.append(f"migx::block_argreduce(best{r}, bi{r}, {largest}, {last}, asv{r}, asi{r});")
+        var = f"red{r}"
+        self.lines.append(f"const {compute_type(ins.shape.type)} {var} = ({compute_type(ins.shape.type)})bi{r};")
         return var
 
     def outputs(self) -> None:
@@ -311,8 +346,12 @@ def reduce_kernel(inner: Op, shapes: Sequence[Shape], nout: int, module: Module 
         return arg_kernel(inner, shapes)
     if inner.name in ("fused_reduce", "split_fused_reduce"):  # split: one kernel does the whole reduction
         params = module.params()
+        body = [i for i in module if not i.is_param() and not i.is_return()]
+        if len(body) == 1 and body[0].name in ARG_OPS and body[0].inputs[0] is params[0] and len(params) == 1:
+            return arg_kernel(body[0].op, shapes)  # a lone argmin / argmax: its own kernel
         axes = norm_axes(inner["axes"], params[0].shape.ndim, "fused_reduce")
-        name = "fused_reduce_" + "_".join(dict.fromkeys(i.name for i in module if i.name in REDUCE_OPS))
+        name = "fused_reduce_" + "_".join(dict.fromkeys(i.name for i in module
+                                                        if i.name in REDUCE_OPS or i.name in ARG_OPS))
         return _Gen(module, tuple(sorted(axes)), shapes, nout).build(name)
     nin = len(shapes) - nout if ninputs < 0 else ninputs
     mod, axes = synthesize(inner, shapes[:nin])

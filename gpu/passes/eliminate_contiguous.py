@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
+import numpy as np
+
 from ...compiler.ir import Instruction, Module
 from ...compiler.op import compute_shape
 from ...compiler.passes import Pass
@@ -33,12 +35,21 @@ def accepts_any_layout(user: Instruction, index: int, new_shape) -> bool:
 
             return quant_blas_refusal(plan, quant_blas_types()) is None
         return plan is not None
-    if user.op.has("view") and not user.op.has("require_std_shape"):
-        try:  # the view's own users see the changed strides too
-            shape = compute_shape(user.op, [new_shape if k == index else i.shape for k, i in enumerate(user.inputs)])
-        except Exception:  # noqa: BLE001 - a view that cannot take the layout refuses
+    if (user.op.has("view") and not user.op.has("require_std_shape")) or user.name == "pointwise" or \
+            (user.op.has("pointwise") and not user.name.startswith("gpu::")):
+        # elementwise ops (a fused pointwise module, evaluated or generated per element) and views
+        # take any strides; as MIGraphX's try_compute_shape, the result must then stay unchanged,
+        # or every user must take its new strides too (not the module's output). Unlike MIGraphX, a
+        # result that turns standard is checked too: an 8-bit BLAS operand must keep its TN layout.
+        try:
+            shape = compute_shape(user.op, [new_shape if k == index else i.shape for k, i in enumerate(user.inputs)],
+                                  user.module_inputs)
+        except Exception:  # noqa: BLE001 - an op that cannot take the layout refuses
             return False
-        return all(accepts_any_layout(u, list(u.inputs).index(user), shape) for u in user.outputs)
+        if shape == user.shape:  # its users see exactly what they saw
+            return True
+        users = list(user.outputs)
+        return bool(users) and all(accepts_any_layout(u, list(u.inputs).index(user), shape) for u in users)
     return False
 
 
@@ -64,6 +75,12 @@ class EliminateContiguous(Pass):
             same = src.shape.standard() and src.shape.lens == ins.shape.lens and src.shape.type == ins.shape.type
             if same or all(accepts_any_layout(u, list(u.inputs).index(ins), src.shape) for u in users):
                 module.replace_all_uses(ins, src)
+                module.remove_instruction(ins)
+                changed = True
+            elif ins.name == "contiguous" and src.can_eval():
+                # a copy that must stay, of a constant: MIGraphX stores it copied, as a literal
+                lit = module.add_literal(np.ascontiguousarray(ins.eval()), ins.shape)
+                module.replace_all_uses(ins, lit)
                 module.remove_instruction(ins)
                 changed = True
         return changed

@@ -227,3 +227,26 @@ def test_backend_pass_ir(name):
     for got, want in zip(evaluate(program, _zeros_for_new_params(program, feeds)), evaluate(original, feeds)):
         np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
 
+
+
+@pytest.mark.parametrize("tail", ["", "neg"])
+def test_fused_argmin_gets_a_generated_kernel(tail):
+    # fuse_reduce wraps argmin with its pointwise producer (as MIGraphX); the reduce kernel
+    # generator carries the (value, index) pair instead of falling back to a host op
+    post = f"@4 = convert[target_type=float32](@3) -> float_type, {{3, 1}}\n@5 = {tail}(@4) -> float_type, {{3, 1}}\n" \
+        "@6 = @return(@5)" if tail else "@4 = @return(@3)"
+    text = f"""
+x = @param:x -> float_type, {{3, 7}}
+@1 = exp(x) -> float_type, {{3, 7}}
+@2 = neg(@1) -> float_type, {{3, 7}}
+@3 = argmin[axis=1](@2) -> int64_type, {{3, 1}}
+{post}
+"""
+    original, program = parse(text), parse(text)
+    run_passes(program, [make_pass(p) for p in ("fuse_pointwise", "fuse_reduce", "lowering", "compile_ops")])
+    objects = [i for i in program.main if i.name == "gpu::code_object"]
+    assert objects and not any(i.name == "gpu::host_op" for i in program.main)
+    assert any("argmin" in i.op["symbol_name"] for i in objects)
+    feeds = {"x": np.random.default_rng(1).standard_normal((3, 7)).astype(np.float32)}
+    for got, want in zip(evaluate(program, _zeros_for_new_params(program, feeds)), evaluate(original, feeds)):
+        np.testing.assert_array_equal(got, want)

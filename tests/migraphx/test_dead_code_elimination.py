@@ -94,6 +94,30 @@ CASES = [
         """,
          '',
          expected_count=2),
+    case('reused_twice',
+         'dead_code_elimination',
+         """
+        module: "main"
+        x = @param:x -> float32, {1, 2, 2}, {4, 2, 1}
+        y = @param:y -> float32, {1, 2, 2}, {4, 2, 1}
+        z = @param:z -> float32, {1, 2, 2}, {4, 2, 1}
+        @3 = @literal{9.999999960041972e-13} -> float32, {1}, {0}
+        @4 = @literal{2} -> float32, {1}, {0}
+        @5 = add(x,y) -> float32, {1, 2, 2}, {4, 2, 1}
+        @6 = add(@5,z) -> float32, {1, 2, 2}, {4, 2, 1}
+        @7 = reduce_mean[axes={2}](@6) -> float32, {1, 2, 1}, {2, 1, 1}
+        @8 = multibroadcast[out_lens={1, 2, 2}](@7) -> float32, {1, 2, 2}, {0, 1, 0}
+        @9 = sub(@6,@8) -> float32, {1, 2, 2}, {4, 2, 1}
+        @10 = multibroadcast[out_lens={1, 2, 2}](@4) -> float32, {1, 2, 2}, {0, 0, 0}
+        @11 = pow(@9,@10) -> float32, {1, 2, 2}, {4, 2, 1}
+        @12 = reduce_mean[axes={2}](@11) -> float32, {1, 2, 1}, {2, 1, 1}
+        @13 = multibroadcast[out_lens={1, 2, 1}](@3) -> float32, {1, 2, 1}, {0, 0, 0}
+        @14 = add(@12,@13) -> float32, {1, 2, 1}, {2, 1, 1}
+        @15 = sqrt(@14) -> float32, {1, 2, 1}, {2, 1, 1}
+        @16 = add(x,y) -> float32, {1, 2, 2}, {4, 2, 1}
+        """,
+         '',
+         expected_count=4),
     case('param_not_eliminated',
          'dead_code_elimination',
          """
@@ -112,6 +136,17 @@ CASES = [
         @3 = add(x,y) -> int32, {2, 2}, {2, 1}
         @4 = @return(@3)
         """),
+    case('zero_element_shape_eliminated',
+         'dead_code_elimination',
+         """
+        module: "main"
+        x = @param:x -> float32, {2, 0, 4}, {4, 4, 1}
+        y = @param:y -> float32, {2, 3, 4}, {12, 4, 1}
+        @2 = neg(x) -> float32, {2, 0, 4}, {4, 4, 1}
+        @3 = @return(y)
+        """,
+         '',
+         checks=('removes:neg',)),
 ]
 
 # Not transcribed (the construct the reader stopped at):
@@ -119,11 +154,9 @@ NOT_TRANSCRIBED = [
     ('simple_test_nop', "unknown name 'nop'"),
     ('simple_test_nop2', "unknown name 'nop'"),
     ('undefined_test', "op undefined{}: unknown op 'undefined'"),
-    ('reused_twice', '.at on list'),
     ('unused_module', "unknown name 'mod_pass_op'"),
     ('tuple_test', "unknown name 'tuple_op'"),
     ('empty_literal', 'IndexError: list index out of range'),
-    ('zero_element_shape_eliminated', 'no run_passes / EXPECT(a == b) pair'),
     ('comment_not_eliminated', "op @comment{'text': 'test comment'}: unknown op '@comment'"),
 ]
 

@@ -46,8 +46,6 @@ CASES = [
         @4 = dot(@2,@3) -> float32, {2, 2}, {2, 1}
         @5 = convert[target_type=int32](@4) -> int32, {2, 2}, {2, 1}
         """,
-         status='DIFF',
-         reason="our passes failed: PassFailed: pass passes.eliminate_data_type raised ShapeError: quant_dot: inputs must be int8, uint8 or float8e4m3fn, got float32: our pass converts quant_dot's int8 inputs to float32, which our quant_dot shape rule rejects (the pass fails); MIGraphX's quant_dot takes them",
          options={'eliminate_data_type': {'unsupported_types': ('int8',), 'target_type': 'float32'}}),
 ]
 

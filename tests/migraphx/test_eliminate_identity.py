@@ -11,6 +11,42 @@ import pytest
 from .conformance import case, check
 
 CASES = [
+    case('simple_test',
+         'eliminate_identity',
+         """
+        module: "main"
+        @0 = @literal{1} -> int32, {1}, {0}
+        @1 = @literal{2} -> int32, {1}, {0}
+        @2 = identity(@0) -> int32, {1}, {0}
+        @3 = identity(@1) -> int32, {1}, {0}
+        @4 = add(@2,@3) -> int32, {1}, {0}
+        """,
+         '',
+         checks=('removes:identity',)),
+    case('simple_test_end',
+         'eliminate_identity',
+         """
+        module: "main"
+        @0 = @literal{1} -> int32, {1}, {0}
+        @1 = @literal{2} -> int32, {1}, {0}
+        @2 = add(@0,@1) -> int32, {1}, {0}
+        @3 = identity(@2) -> int32, {1}, {0}
+        """,
+         '',
+         checks=('removes:identity',)),
+    case('simple_test_end_dependency',
+         'eliminate_identity',
+         """
+        module: "main"
+        @0 = @literal{1} -> float32, {1}, {0}
+        @1 = @literal{2} -> float32, {1}, {0}
+        @2 = @literal{3} -> float32, {1}, {0}
+        @3 = add(@0,@1) -> float32, {1}, {0}
+        @4 = add(@3,@2) -> float32, {1}, {0}
+        @5 = identity(@3) -> float32, {1}, {0}
+        """,
+         '',
+         checks=('has:identity',)),
     case('input_first_ins',
          'eliminate_identity',
          """
@@ -28,9 +64,6 @@ CASES = [
 
 # Not transcribed (the construct the reader stopped at):
 NOT_TRANSCRIBED = [
-    ('simple_test', 'no run_passes / EXPECT(a == b) pair'),
-    ('simple_test_end', 'no run_passes / EXPECT(a == b) pair'),
-    ('simple_test_end_dependency', 'no run_passes / EXPECT(a == b) pair'),
 ]
 
 

@@ -8,9 +8,323 @@ from __future__ import annotations
 
 import pytest
 
-from .conformance import case, check  # noqa: F401 - no case transcribed yet
+from .conformance import case, check
 
 CASES = [
+    case('gemm_softmax_gemm',
+         'fuse_attention,dead_code_elimination',
+         """
+        module: "main"
+        1 = @param:1 -> float16, {1, 12, 256, 256}, {786432, 65536, 256, 1}
+        2 = @param:2 -> float16, {1, 12, 256, 256}, {786432, 65536, 256, 1}
+        3 = @param:3 -> float16, {1, 12, 256, 256}, {786432, 65536, 256, 1}
+        @3 = transpose[permutation={0, 1, 3, 2}](2) -> float16, {1, 12, 256, 256}, {786432, 65536, 1, 256}
+        @4 = transpose[permutation={0, 1, 3, 2}](3) -> float16, {1, 12, 256, 256}, {786432, 65536, 1, 256}
+        @5 = dot(1,@3) -> float16, {1, 12, 256, 256}, {786432, 65536, 256, 1}
+        @6 = reduce_max[axes={3}](@5) -> float16, {1, 12, 256, 1}, {3072, 256, 1, 1}
+        @7 = multibroadcast[out_lens={1, 12, 256, 256}](@6) -> float16, {1, 12, 256, 256}, {0, 256, 1, 0}
+        @8 = sub(@5,@7) -> float16, {1, 12, 256, 256}, {786432, 65536, 256, 1}
+        @9 = exp(@8) -> float16, {1, 12, 256, 256}, {786432, 65536, 256, 1}
+        @10 = reduce_sum[axes={3}](@9) -> float16, {1, 12, 256, 1}, {3072, 256, 1, 1}
+        @11 = multibroadcast[out_lens={1, 12, 256, 256}](@10) -> float16, {1, 12, 256, 256}, {0, 256, 1, 0}
+        @12 = div(@9,@11) -> float16, {1, 12, 256, 256}, {786432, 65536, 256, 1}
+        @13 = dot(@12,@4) -> float16, {1, 12, 256, 256}, {786432, 65536, 256, 1}
+        @14 = @return(@13)
+        """,
+         """
+        module: "main"
+        1 = @param:1 -> float16, {1, 12, 256, 256}, {786432, 65536, 256, 1}
+        2 = @param:2 -> float16, {1, 12, 256, 256}, {786432, 65536, 256, 1}
+        3 = @param:3 -> float16, {1, 12, 256, 256}, {786432, 65536, 256, 1}
+        @3 = transpose[permutation={0, 1, 3, 2}](2) -> float16, {1, 12, 256, 256}, {786432, 65536, 1, 256}
+        @4 = transpose[permutation={0, 1, 3, 2}](3) -> float16, {1, 12, 256, 256}, {786432, 65536, 1, 256}
+        @5 = group[tag=attention](1,@3,@4), [attn0] -> float16, {1, 12, 256, 256}, {786432, 65536, 256, 1}
+        @6 = @return(@5)
+
+        module: "attn0" bypass
+        attn0:x0 = @param:x0 -> float16, {1, 12, 256, 256}, {786432, 65536, 256, 1}
+        attn0:x1 = @param:x1 -> float16, {1, 12, 256, 256}, {786432, 65536, 256, 1}
+        attn0:x2 = @param:x2 -> float16, {1, 12, 256, 256}, {786432, 65536, 256, 1}
+        attn0:@3 = dot(attn0:x0,attn0:x1) -> float16, {1, 12, 256, 256}, {786432, 65536, 256, 1}
+        attn0:@4 = reduce_max[axes={3}](attn0:@3) -> float16, {1, 12, 256, 1}, {3072, 256, 1, 1}
+        attn0:@5 = multibroadcast[out_lens={1, 12, 256, 256}](attn0:@4) -> float16, {1, 12, 256, 256}, {0, 256, 1, 0}
+        attn0:@6 = sub(attn0:@3,attn0:@5) -> float16, {1, 12, 256, 256}, {786432, 65536, 256, 1}
+        attn0:@7 = exp(attn0:@6) -> float16, {1, 12, 256, 256}, {786432, 65536, 256, 1}
+        attn0:@8 = reduce_sum[axes={3}](attn0:@7) -> float16, {1, 12, 256, 1}, {3072, 256, 1, 1}
+        attn0:@9 = multibroadcast[out_lens={1, 12, 256, 256}](attn0:@8) -> float16, {1, 12, 256, 256}, {0, 256, 1, 0}
+        attn0:@10 = div(attn0:@7,attn0:@9) -> float16, {1, 12, 256, 256}, {786432, 65536, 256, 1}
+        attn0:@11 = dot(attn0:@10,attn0:x2) -> float16, {1, 12, 256, 256}, {786432, 65536, 256, 1}
+        attn0:@12 = @return(attn0:@11)
+        """),
+    case('gemm_pw_softmax_gemm',
+         'fuse_attention,dead_code_elimination',
+         """
+        module: "main"
+        1 = @param:1 -> float16, {1, 12, 256, 256}, {786432, 65536, 256, 1}
+        2 = @param:2 -> float16, {1, 12, 256, 256}, {786432, 65536, 256, 1}
+        3 = @param:3 -> float16, {1, 12, 256, 256}, {786432, 65536, 256, 1}
+        4 = @param:4 -> bool, {1, 12, 256, 256}, {786432, 65536, 256, 1}
+        @4 = @literal{#fill_float16_1x12x256x256_0p125} -> float16, {1, 12, 256, 256}, {786432, 65536, 256, 1}
+        @5 = @literal{#fill_float16_1x12x256x256_10p0} -> float16, {1, 12, 256, 256}, {786432, 65536, 256, 1}
+        @6 = transpose[permutation={0, 1, 3, 2}](2) -> float16, {1, 12, 256, 256}, {786432, 65536, 1, 256}
+        @7 = transpose[permutation={0, 1, 3, 2}](3) -> float16, {1, 12, 256, 256}, {786432, 65536, 1, 256}
+        @8 = dot(1,@6) -> float16, {1, 12, 256, 256}, {786432, 65536, 256, 1}
+        @9 = mul(@8,@4) -> float16, {1, 12, 256, 256}, {786432, 65536, 256, 1}
+        @10 = where(4,@9,@5) -> float16, {1, 12, 256, 256}, {786432, 65536, 256, 1}
+        @11 = reduce_max[axes={3}](@10) -> float16, {1, 12, 256, 1}, {3072, 256, 1, 1}
+        @12 = multibroadcast[out_lens={1, 12, 256, 256}](@11) -> float16, {1, 12, 256, 256}, {0, 256, 1, 0}
+        @13 = sub(@10,@12) -> float16, {1, 12, 256, 256}, {786432, 65536, 256, 1}
+        @14 = exp(@13) -> float16, {1, 12, 256, 256}, {786432, 65536, 256, 1}
+        @15 = reduce_sum[axes={3}](@14) -> float16, {1, 12, 256, 1}, {3072, 256, 1, 1}
+        @16 = multibroadcast[out_lens={1, 12, 256, 256}](@15) -> float16, {1, 12, 256, 256}, {0, 256, 1, 0}
+        @17 = div(@14,@16) -> float16, {1, 12, 256, 256}, {786432, 65536, 256, 1}
+        @18 = dot(@17,@7) -> float16, {1, 12, 256, 256}, {786432, 65536, 256, 1}
+        @19 = @return(@18)
+        """,
+         """
+        module: "main"
+        1 = @param:1 -> float16, {1, 12, 256, 256}, {786432, 65536, 256, 1}
+        2 = @param:2 -> float16, {1, 12, 256, 256}, {786432, 65536, 256, 1}
+        3 = @param:3 -> float16, {1, 12, 256, 256}, {786432, 65536, 256, 1}
+        4 = @param:4 -> bool, {1, 12, 256, 256}, {786432, 65536, 256, 1}
+        @4 = transpose[permutation={0, 1, 3, 2}](2) -> float16, {1, 12, 256, 256}, {786432, 65536, 1, 256}
+        @5 = transpose[permutation={0, 1, 3, 2}](3) -> float16, {1, 12, 256, 256}, {786432, 65536, 1, 256}
+        @6 = group[tag=attention](1,@4,4,@5), [attn0] -> float16, {1, 12, 256, 256}, {786432, 65536, 256, 1}
+        @7 = @return(@6)
+
+        module: "attn0" bypass
+        attn0:x0 = @param:x0 -> float16, {1, 12, 256, 256}, {786432, 65536, 256, 1}
+        attn0:x1 = @param:x1 -> float16, {1, 12, 256, 256}, {786432, 65536, 256, 1}
+        attn0:x2 = @param:x2 -> bool, {1, 12, 256, 256}, {786432, 65536, 256, 1}
+        attn0:x3 = @param:x3 -> float16, {1, 12, 256, 256}, {786432, 65536, 256, 1}
+        attn0:@4 = @literal{#fill_float16_1x12x256x256_0p125} -> float16, {1, 12, 256, 256}, {786432, 65536, 256, 1}
+        attn0:@5 = @literal{#fill_float16_1x12x256x256_10p0} -> float16, {1, 12, 256, 256}, {786432, 65536, 256, 1}
+        attn0:@6 = dot(attn0:x0,attn0:x1) -> float16, {1, 12, 256, 256}, {786432, 65536, 256, 1}
+        attn0:@7 = mul(attn0:@6,attn0:@4) -> float16, {1, 12, 256, 256}, {786432, 65536, 256, 1}
+        attn0:@8 = where(attn0:x2,attn0:@7,attn0:@5) -> float16, {1, 12, 256, 256}, {786432, 65536, 256, 1}
+        attn0:@9 = reduce_max[axes={3}](attn0:@8) -> float16, {1, 12, 256, 1}, {3072, 256, 1, 1}
+        attn0:@10 = multibroadcast[out_lens={1, 12, 256, 256}](attn0:@9) -> float16, {1, 12, 256, 256}, {0, 256, 1, 0}
+        attn0:@11 = sub(attn0:@8,attn0:@10) -> float16, {1, 12, 256, 256}, {786432, 65536, 256, 1}
+        attn0:@12 = exp(attn0:@11) -> float16, {1, 12, 256, 256}, {786432, 65536, 256, 1}
+        attn0:@13 = reduce_sum[axes={3}](attn0:@12) -> float16, {1, 12, 256, 1}, {3072, 256, 1, 1}
+        attn0:@14 = multibroadcast[out_lens={1, 12, 256, 256}](attn0:@13) -> float16, {1, 12, 256, 256}, {0, 256, 1, 0}
+        attn0:@15 = div(attn0:@12,attn0:@14) -> float16, {1, 12, 256, 256}, {786432, 65536, 256, 1}
+        attn0:@16 = dot(attn0:@15,attn0:x3) -> float16, {1, 12, 256, 256}, {786432, 65536, 256, 1}
+        attn0:@17 = @return(attn0:@16)
+        """,
+         status='EQUIV',
+         reason="constants: MIGraphX pulls every evaluable constant the scores read into the group (get_attn_instructions' can_eval expansion: full-size literals, a converted -inf); ours copies only scalar constants and their broadcasts, and passes the rest in as group inputs. Same decision, same values",
+         literals={'fill_float16_1x12x256x256_0p125': ('fill', 'float16', [1, 12, 256, 256], 0.125), 'fill_float16_1x12x256x256_10p0': ('fill', 'float16', [1, 12, 256, 256], 10.0)}),
+    case('gemm_causal_mask_softmax_gemm',
+         'fuse_attention,dead_code_elimination',
+         """
+        module: "main"
+        1 = @param:1 -> float16, {1, 12, 256, 256}, {786432, 65536, 256, 1}
+        2 = @param:2 -> float16, {1, 12, 256, 256}, {786432, 65536, 256, 1}
+        3 = @param:3 -> float16, {1, 12, 256, 256}, {786432, 65536, 256, 1}
+        4 = @param:4 -> bool, {1, 12, 256, 256}, {786432, 65536, 256, 1}
+        @4 = @literal{-inf} -> float32, {1}, {0}
+        @5 = convert[target_type=float16](@4) -> float16, {1}, {0}
+        @6 = transpose[permutation={0, 1, 3, 2}](2) -> float16, {1, 12, 256, 256}, {786432, 65536, 1, 256}
+        @7 = transpose[permutation={0, 1, 3, 2}](3) -> float16, {1, 12, 256, 256}, {786432, 65536, 1, 256}
+        @8 = dot(1,@6) -> float16, {1, 12, 256, 256}, {786432, 65536, 256, 1}
+        @9 = multibroadcast[out_lens={1, 12, 256, 256}](@5) -> float16, {1, 12, 256, 256}, {0, 0, 0, 0}
+        @10 = where(4,@8,@9) -> float16, {1, 12, 256, 256}, {786432, 65536, 256, 1}
+        @11 = reduce_max[axes={3}](@10) -> float16, {1, 12, 256, 1}, {3072, 256, 1, 1}
+        @12 = multibroadcast[out_lens={1, 12, 256, 256}](@11) -> float16, {1, 12, 256, 256}, {0, 256, 1, 0}
+        @13 = sub(@10,@12) -> float16, {1, 12, 256, 256}, {786432, 65536, 256, 1}
+        @14 = exp(@13) -> float16, {1, 12, 256, 256}, {786432, 65536, 256, 1}
+        @15 = reduce_sum[axes={3}](@14) -> float16, {1, 12, 256, 1}, {3072, 256, 1, 1}
+        @16 = multibroadcast[out_lens={1, 12, 256, 256}](@15) -> float16, {1, 12, 256, 256}, {0, 256, 1, 0}
+        @17 = div(@14,@16) -> float16, {1, 12, 256, 256}, {786432, 65536, 256, 1}
+        @18 = dot(@17,@7) -> float16, {1, 12, 256, 256}, {786432, 65536, 256, 1}
+        @19 = @return(@18)
+        """,
+         """
+        module: "main"
+        1 = @param:1 -> float16, {1, 12, 256, 256}, {786432, 65536, 256, 1}
+        2 = @param:2 -> float16, {1, 12, 256, 256}, {786432, 65536, 256, 1}
+        3 = @param:3 -> float16, {1, 12, 256, 256}, {786432, 65536, 256, 1}
+        4 = @param:4 -> bool, {1, 12, 256, 256}, {786432, 65536, 256, 1}
+        @4 = transpose[permutation={0, 1, 3, 2}](2) -> float16, {1, 12, 256, 256}, {786432, 65536, 1, 256}
+        @5 = transpose[permutation={0, 1, 3, 2}](3) -> float16, {1, 12, 256, 256}, {786432, 65536, 1, 256}
+        @6 = group[tag=attention](1,@4,4,@5), [attn0] -> float16, {1, 12, 256, 256}, {786432, 65536, 256, 1}
+        @7 = @return(@6)
+
+        module: "attn0" bypass
+        attn0:x0 = @param:x0 -> float16, {1, 12, 256, 256}, {786432, 65536, 256, 1}
+        attn0:x1 = @param:x1 -> float16, {1, 12, 256, 256}, {786432, 65536, 256, 1}
+        attn0:x2 = @param:x2 -> bool, {1, 12, 256, 256}, {786432, 65536, 256, 1}
+        attn0:x3 = @param:x3 -> float16, {1, 12, 256, 256}, {786432, 65536, 256, 1}
+        attn0:@4 = @literal{-inf} -> float32, {1}, {0}
+        attn0:@5 = convert[target_type=float16](attn0:@4) -> float16, {1}, {0}
+        attn0:@6 = multibroadcast[out_lens={1, 12, 256, 256}](attn0:@5) -> float16, {1, 12, 256, 256}, {0, 0, 0, 0}
+        attn0:@7 = dot(attn0:x0,attn0:x1) -> float16, {1, 12, 256, 256}, {786432, 65536, 256, 1}
+        attn0:@8 = where(attn0:x2,attn0:@7,attn0:@6) -> float16, {1, 12, 256, 256}, {786432, 65536, 256, 1}
+        attn0:@9 = reduce_max[axes={3}](attn0:@8) -> float16, {1, 12, 256, 1}, {3072, 256, 1, 1}
+        attn0:@10 = multibroadcast[out_lens={1, 12, 256, 256}](attn0:@9) -> float16, {1, 12, 256, 256}, {0, 256, 1, 0}
+        attn0:@11 = sub(attn0:@8,attn0:@10) -> float16, {1, 12, 256, 256}, {786432, 65536, 256, 1}
+        attn0:@12 = exp(attn0:@11) -> float16, {1, 12, 256, 256}, {786432, 65536, 256, 1}
+        attn0:@13 = reduce_sum[axes={3}](attn0:@12) -> float16, {1, 12, 256, 1}, {3072, 256, 1, 1}
+        attn0:@14 = multibroadcast[out_lens={1, 12, 256, 256}](attn0:@13) -> float16, {1, 12, 256, 256}, {0, 256, 1, 0}
+        attn0:@15 = div(attn0:@12,attn0:@14) -> float16, {1, 12, 256, 256}, {786432, 65536, 256, 1}
+        attn0:@16 = dot(attn0:@15,attn0:x3) -> float16, {1, 12, 256, 256}, {786432, 65536, 256, 1}
+        attn0:@17 = @return(attn0:@16)
+        """,
+         status='EQUIV',
+         reason="constants: MIGraphX pulls every evaluable constant the scores read into the group (get_attn_instructions' can_eval expansion: full-size literals, a converted -inf); ours copies only scalar constants and their broadcasts, and passes the rest in as group inputs. Same decision, same values"),
+    case('gemm_multi_use_pw_softmax_gemm',
+         'fuse_attention,dead_code_elimination',
+         """
+        module: "main"
+        mask = @param:mask -> int64, {2, 16}, {16, 1}
+        x = @param:x -> float32, {2, 4, 16, 8}, {512, 128, 8, 1}
+        @2 = @literal{#fill_float32_2x4x8x16_0p125} -> float32, {2, 4, 8, 16}, {512, 128, 16, 1}
+        @3 = @literal{#fill_float32_2x4x16x8_10p0} -> float32, {2, 4, 16, 8}, {512, 128, 8, 1}
+        @4 = @literal{10} -> float32, {1}, {0}
+        @5 = @literal{0} -> float32, {1}, {0}
+        @6 = @literal{0} -> int32, {1}, {0}
+        @7 = @literal{0.25} -> float32, {1}, {0}
+        @8 = convert[target_type=int32](mask) -> int32, {2, 16}, {16, 1}
+        @9 = unsqueeze[axes={1, 2}](@8) -> int32, {2, 1, 1, 16}, {16, 16, 16, 1}
+        @10 = multibroadcast[out_lens={2, 1, 1, 16}](@6) -> int32, {2, 1, 1, 16}, {0, 0, 0, 0}
+        @11 = equal(@9,@10) -> bool, {2, 1, 1, 16}, {16, 16, 16, 1}
+        @12 = convert[target_type=bool](@11) -> bool, {2, 1, 1, 16}, {16, 16, 16, 1}
+        @13 = dot(x,@2) -> float32, {2, 4, 16, 16}, {1024, 256, 16, 1}
+        @14 = multibroadcast[out_lens={2, 4, 16, 16}](@12) -> bool, {2, 4, 16, 16}, {16, 0, 0, 1}
+        @15 = multibroadcast[out_lens={2, 4, 16, 16}](@4) -> float32, {2, 4, 16, 16}, {0, 0, 0, 0}
+        @16 = multibroadcast[out_lens={2, 4, 16, 16}](@5) -> float32, {2, 4, 16, 16}, {0, 0, 0, 0}
+        @17 = where(@14,@15,@16) -> float32, {2, 4, 16, 16}, {1024, 256, 16, 1}
+        @18 = multibroadcast[out_lens={2, 4, 16, 16}](@7) -> float32, {2, 4, 16, 16}, {0, 0, 0, 0}
+        @19 = add(@13,@17) -> float32, {2, 4, 16, 16}, {1024, 256, 16, 1}
+        @20 = mul(@19,@18) -> float32, {2, 4, 16, 16}, {1024, 256, 16, 1}
+        @21 = reduce_max[axes={3}](@20) -> float32, {2, 4, 16, 1}, {64, 16, 1, 1}
+        @22 = multibroadcast[out_lens={2, 4, 16, 16}](@21) -> float32, {2, 4, 16, 16}, {64, 16, 1, 0}
+        @23 = sub(@20,@22) -> float32, {2, 4, 16, 16}, {1024, 256, 16, 1}
+        @24 = exp(@23) -> float32, {2, 4, 16, 16}, {1024, 256, 16, 1}
+        @25 = reduce_sum[axes={3}](@24) -> float32, {2, 4, 16, 1}, {64, 16, 1, 1}
+        @26 = multibroadcast[out_lens={2, 4, 16, 16}](@25) -> float32, {2, 4, 16, 16}, {64, 16, 1, 0}
+        @27 = div(@24,@26) -> float32, {2, 4, 16, 16}, {1024, 256, 16, 1}
+        @28 = dot(@27,@3) -> float32, {2, 4, 16, 8}, {512, 128, 8, 1}
+        @29 = @return(@28,@16,@14,@18)
+        """,
+         """
+        module: "main"
+        mask = @param:mask -> int64, {2, 16}, {16, 1}
+        x = @param:x -> float32, {2, 4, 16, 8}, {512, 128, 8, 1}
+        @2 = @literal{10} -> float32, {1}, {0}
+        @3 = @literal{0} -> float32, {1}, {0}
+        @4 = @literal{0} -> int32, {1}, {0}
+        @5 = @literal{0.25} -> float32, {1}, {0}
+        @6 = convert[target_type=int32](mask) -> int32, {2, 16}, {16, 1}
+        @7 = unsqueeze[axes={1, 2}](@6) -> int32, {2, 1, 1, 16}, {16, 16, 16, 1}
+        @8 = multibroadcast[out_lens={2, 1, 1, 16}](@4) -> int32, {2, 1, 1, 16}, {0, 0, 0, 0}
+        @9 = equal(@7,@8) -> bool, {2, 1, 1, 16}, {16, 16, 16, 1}
+        @10 = convert[target_type=bool](@9) -> bool, {2, 1, 1, 16}, {16, 16, 16, 1}
+        @11 = multibroadcast[out_lens={2, 4, 16, 16}](@10) -> bool, {2, 4, 16, 16}, {16, 0, 0, 1}
+        @12 = multibroadcast[out_lens={2, 4, 16, 16}](@2) -> float32, {2, 4, 16, 16}, {0, 0, 0, 0}
+        @13 = multibroadcast[out_lens={2, 4, 16, 16}](@3) -> float32, {2, 4, 16, 16}, {0, 0, 0, 0}
+        @14 = where(@11,@12,@13) -> float32, {2, 4, 16, 16}, {1024, 256, 16, 1}
+        @15 = multibroadcast[out_lens={2, 4, 16, 16}](@5) -> float32, {2, 4, 16, 16}, {0, 0, 0, 0}
+        @16 = group[tag=attention](x,@14), [attn0] -> float32, {2, 4, 16, 8}, {512, 128, 8, 1}
+        @17 = @return(@16,@13,@11,@15)
+
+        module: "attn0" bypass
+        attn0:x0 = @param:x0 -> float32, {2, 4, 16, 8}, {512, 128, 8, 1}
+        attn0:x1 = @param:x1 -> float32, {2, 4, 16, 16}, {1024, 256, 16, 1}
+        attn0:@2 = @literal{#fill_float32_2x4x8x16_0p125} -> float32, {2, 4, 8, 16}, {512, 128, 16, 1}
+        attn0:@3 = @literal{0.25} -> float32, {1}, {0}
+        attn0:@4 = @literal{#fill_float32_2x4x16x8_10p0} -> float32, {2, 4, 16, 8}, {512, 128, 8, 1}
+        attn0:@5 = dot(attn0:x0,attn0:@2) -> float32, {2, 4, 16, 16}, {1024, 256, 16, 1}
+        attn0:@6 = add(attn0:@5,attn0:x1) -> float32, {2, 4, 16, 16}, {1024, 256, 16, 1}
+        attn0:@7 = multibroadcast[out_lens={2, 4, 16, 16}](attn0:@3) -> float32, {2, 4, 16, 16}, {0, 0, 0, 0}
+        attn0:@8 = mul(attn0:@6,attn0:@7) -> float32, {2, 4, 16, 16}, {1024, 256, 16, 1}
+        attn0:@9 = reduce_max[axes={3}](attn0:@8) -> float32, {2, 4, 16, 1}, {64, 16, 1, 1}
+        attn0:@10 = multibroadcast[out_lens={2, 4, 16, 16}](attn0:@9) -> float32, {2, 4, 16, 16}, {64, 16, 1, 0}
+        attn0:@11 = sub(attn0:@8,attn0:@10) -> float32, {2, 4, 16, 16}, {1024, 256, 16, 1}
+        attn0:@12 = exp(attn0:@11) -> float32, {2, 4, 16, 16}, {1024, 256, 16, 1}
+        attn0:@13 = reduce_sum[axes={3}](attn0:@12) -> float32, {2, 4, 16, 1}, {64, 16, 1, 1}
+        attn0:@14 = multibroadcast[out_lens={2, 4, 16, 16}](attn0:@13) -> float32, {2, 4, 16, 16}, {64, 16, 1, 0}
+        attn0:@15 = div(attn0:@12,attn0:@14) -> float32, {2, 4, 16, 16}, {1024, 256, 16, 1}
+        attn0:@16 = dot(attn0:@15,attn0:@4) -> float32, {2, 4, 16, 8}, {512, 128, 8, 1}
+        attn0:@17 = @return(attn0:@16)
+        """,
+         status='EQUIV',
+         reason="constants: MIGraphX pulls every evaluable constant the scores read into the group (get_attn_instructions' can_eval expansion: full-size literals, a converted -inf); ours copies only scalar constants and their broadcasts, and passes the rest in as group inputs. Same decision, same values",
+         literals={'fill_float32_2x4x8x16_0p125': ('fill', 'float32', [2, 4, 8, 16], 0.125), 'fill_float32_2x4x16x8_10p0': ('fill', 'float32', [2, 4, 16, 8], 10.0)}),
+    case('gemm_pw_softmax_lse_gemm',
+         'fuse_attention,dead_code_elimination',
+         """
+        module: "main"
+        1 = @param:1 -> float16, {1, 12, 256, 256}, {786432, 65536, 256, 1}
+        2 = @param:2 -> float16, {1, 12, 256, 256}, {786432, 65536, 256, 1}
+        3 = @param:3 -> float16, {1, 12, 256, 256}, {786432, 65536, 256, 1}
+        4 = @param:4 -> bool, {1, 12, 256, 256}, {786432, 65536, 256, 1}
+        @4 = @literal{#fill_float16_1x12x256x256_0p125} -> float16, {1, 12, 256, 256}, {786432, 65536, 256, 1}
+        @5 = @literal{#fill_float16_1x12x256x256_10p0} -> float16, {1, 12, 256, 256}, {786432, 65536, 256, 1}
+        @6 = @literal{#fill_float16_1x12x256x1_1p4423828125} -> float16, {1, 12, 256, 1}, {3072, 256, 1, 1}
+        @7 = transpose[permutation={0, 1, 3, 2}](2) -> float16, {1, 12, 256, 256}, {786432, 65536, 1, 256}
+        @8 = dot(1,@7) -> float16, {1, 12, 256, 256}, {786432, 65536, 256, 1}
+        @9 = mul(@8,@4) -> float16, {1, 12, 256, 256}, {786432, 65536, 256, 1}
+        @10 = where(4,@9,@5) -> float16, {1, 12, 256, 256}, {786432, 65536, 256, 1}
+        @11 = reduce_max[axes={3}](@10) -> float16, {1, 12, 256, 1}, {3072, 256, 1, 1}
+        @12 = multibroadcast[out_lens={1, 12, 256, 256}](@11) -> float16, {1, 12, 256, 256}, {0, 256, 1, 0}
+        @13 = sub(@10,@12) -> float16, {1, 12, 256, 256}, {786432, 65536, 256, 1}
+        @14 = exp(@13) -> float16, {1, 12, 256, 256}, {786432, 65536, 256, 1}
+        @15 = reduce_sum[axes={3}](@14) -> float16, {1, 12, 256, 1}, {3072, 256, 1, 1}
+        @16 = log(@15) -> float16, {1, 12, 256, 1}, {3072, 256, 1, 1}
+        @17 = multibroadcast[out_lens={1, 12, 256, 256}](@15) -> float16, {1, 12, 256, 256}, {0, 256, 1, 0}
+        @18 = div(@14,@17) -> float16, {1, 12, 256, 256}, {786432, 65536, 256, 1}
+        @19 = add(@16,@11) -> float16, {1, 12, 256, 1}, {3072, 256, 1, 1}
+        @20 = mul(@19,@6) -> float16, {1, 12, 256, 1}, {3072, 256, 1, 1}
+        @21 = convert[target_type=float32](@20) -> float32, {1, 12, 256, 1}, {3072, 256, 1, 1}
+        @22 = squeeze[axes={3}](@21) -> float32, {1, 12, 256}, {3072, 256, 1}
+        @23 = transpose[permutation={0, 1, 3, 2}](3) -> float16, {1, 12, 256, 256}, {786432, 65536, 1, 256}
+        @24 = dot(@18,@23) -> float16, {1, 12, 256, 256}, {786432, 65536, 256, 1}
+        @25 = @return(@24,@22)
+        """,
+         """
+        module: "main"
+        1 = @param:1 -> float16, {1, 12, 256, 256}, {786432, 65536, 256, 1}
+        2 = @param:2 -> float16, {1, 12, 256, 256}, {786432, 65536, 256, 1}
+        3 = @param:3 -> float16, {1, 12, 256, 256}, {786432, 65536, 256, 1}
+        4 = @param:4 -> bool, {1, 12, 256, 256}, {786432, 65536, 256, 1}
+        @4 = @literal{#fill_float16_1x12x256x1_1p4423828125} -> float16, {1, 12, 256, 1}, {3072, 256, 1, 1}
+        @5 = transpose[permutation={0, 1, 3, 2}](2) -> float16, {1, 12, 256, 256}, {786432, 65536, 1, 256}
+        @6 = transpose[permutation={0, 1, 3, 2}](3) -> float16, {1, 12, 256, 256}, {786432, 65536, 1, 256}
+        @7 = group[tag=attention](1,@5,4,@6), [attn0] -> tuple_type, {(float16, {1, 12, 256, 256}, {786432, 65536, 256, 1}), (float16, {1, 12, 256, 1}, {3072, 256, 1, 1})}
+        @8 = get_tuple_elem[index=1](@7) -> float16, {1, 12, 256, 1}, {3072, 256, 1, 1}
+        @9 = mul(@8,@4) -> float16, {1, 12, 256, 1}, {3072, 256, 1, 1}
+        @10 = convert[target_type=float32](@9) -> float32, {1, 12, 256, 1}, {3072, 256, 1, 1}
+        @11 = squeeze[axes={3}](@10) -> float32, {1, 12, 256}, {3072, 256, 1}
+        @12 = get_tuple_elem[index=0](@7) -> float16, {1, 12, 256, 256}, {786432, 65536, 256, 1}
+        @13 = @return(@12,@11)
+
+        module: "attn0" bypass
+        attn0:x0 = @param:x0 -> float16, {1, 12, 256, 256}, {786432, 65536, 256, 1}
+        attn0:x1 = @param:x1 -> float16, {1, 12, 256, 256}, {786432, 65536, 256, 1}
+        attn0:x2 = @param:x2 -> bool, {1, 12, 256, 256}, {786432, 65536, 256, 1}
+        attn0:x3 = @param:x3 -> float16, {1, 12, 256, 256}, {786432, 65536, 256, 1}
+        attn0:@4 = @literal{#fill_float16_1x12x256x256_0p125} -> float16, {1, 12, 256, 256}, {786432, 65536, 256, 1}
+        attn0:@5 = @literal{#fill_float16_1x12x256x256_10p0} -> float16, {1, 12, 256, 256}, {786432, 65536, 256, 1}
+        attn0:@6 = dot(attn0:x0,attn0:x1) -> float16, {1, 12, 256, 256}, {786432, 65536, 256, 1}
+        attn0:@7 = mul(attn0:@6,attn0:@4) -> float16, {1, 12, 256, 256}, {786432, 65536, 256, 1}
+        attn0:@8 = where(attn0:x2,attn0:@7,attn0:@5) -> float16, {1, 12, 256, 256}, {786432, 65536, 256, 1}
+        attn0:@9 = reduce_max[axes={3}](attn0:@8) -> float16, {1, 12, 256, 1}, {3072, 256, 1, 1}
+        attn0:@10 = multibroadcast[out_lens={1, 12, 256, 256}](attn0:@9) -> float16, {1, 12, 256, 256}, {0, 256, 1, 0}
+        attn0:@11 = sub(attn0:@8,attn0:@10) -> float16, {1, 12, 256, 256}, {786432, 65536, 256, 1}
+        attn0:@12 = exp(attn0:@11) -> float16, {1, 12, 256, 256}, {786432, 65536, 256, 1}
+        attn0:@13 = reduce_sum[axes={3}](attn0:@12) -> float16, {1, 12, 256, 1}, {3072, 256, 1, 1}
+        attn0:@14 = multibroadcast[out_lens={1, 12, 256, 256}](attn0:@13) -> float16, {1, 12, 256, 256}, {0, 256, 1, 0}
+        attn0:@15 = div(attn0:@12,attn0:@14) -> float16, {1, 12, 256, 256}, {786432, 65536, 256, 1}
+        attn0:@16 = dot(attn0:@15,attn0:x3) -> float16, {1, 12, 256, 256}, {786432, 65536, 256, 1}
+        attn0:@17 = log(attn0:@13) -> float16, {1, 12, 256, 1}, {3072, 256, 1, 1}
+        attn0:@18 = add(attn0:@17,attn0:@9) -> float16, {1, 12, 256, 1}, {3072, 256, 1, 1}
+        attn0:@19 = @return(attn0:@16,attn0:@18)
+        """,
+         status='DIFF',
+         reason="not implemented: MIGraphX's group also returns the log-sum-exp (its has_lse_out / get_lse_instructions path, a second output from reduce_max and reduce_sum); ours refuses an attention whose softmax reductions are used outside it, our kernel writes only the attention output",
+         literals={'fill_float16_1x12x256x256_0p125': ('fill', 'float16', [1, 12, 256, 256], 0.125), 'fill_float16_1x12x256x256_10p0': ('fill', 'float16', [1, 12, 256, 256], 10.0), 'fill_float16_1x12x256x1_1p4423828125': ('fill', 'float16', [1, 12, 256, 1], 1.4423828125)}),
 ]
 
 # Not transcribed (the construct the reader stopped at):
@@ -18,19 +332,14 @@ NOT_TRANSCRIBED = [
     ('get_num_splits_from_member', 'pass.flash_decoding_num_splits'),
     ('calculate_flash_decoding_splits_basic', "unknown name 'migraphx::split_dim'"),
     ('padding_calculation', "unknown name 'migraphx::ceil_mul_of'"),
-    ('gemm_softmax_gemm', "unknown name 'add_group'"),
-    ('gemm_pw_softmax_gemm', "unknown name 'add_group'"),
-    ('gemm_causal_mask_softmax_gemm', 'std::numeric_limits'),
-    ('kv_cache_attention_shared_broadcasts', 'std::numeric_limits'),
-    ('gemm_multi_use_pw_softmax_gemm', 'not a shape: 10.0'),
-    ('gemm_pw_softmax_lse_gemm', "unknown name 'add_group'"),
+    ('kv_cache_attention_shared_broadcasts', "expected '=', found 'out0'"),
     ('gemm_softmax_gemm_flash_decoding', 'option fuse_attention.flash_decoding_enabled has no counterpart in migx-explore'),
     ('flash_decoding_3d', 'option fuse_attention.flash_decoding_enabled has no counterpart in migx-explore'),
     ('flash_decoding_3d_rectangular', 'option fuse_attention.flash_decoding_enabled has no counterpart in migx-explore'),
     ('flash_decoding_3d_padding', 'option fuse_attention.flash_decoding_enabled has no counterpart in migx-explore'),
-    ('kv_cache_attention', 'std::numeric_limits'),
-    ('kv_cache_attention_with_fp32_softmax_upcast', 'std::numeric_limits'),
-    ('kv_cache_attention_external_pointwise', 'std::numeric_limits'),
+    ('kv_cache_attention', "op gqa_rotary_embedding{'num_heads': 2, 'kv_num_heads': 2, 'interleaved': 0}: unknown op 'gqa_rotary_embedding"),
+    ('kv_cache_attention_with_fp32_softmax_upcast', "op gqa_rotary_embedding{'num_heads': 2, 'kv_num_heads': 2, 'interleaved': 0}: unknown op 'gqa_rotary_embedding"),
+    ('kv_cache_attention_external_pointwise', "op concat_past_present{'kv_num_heads': 2}: concat_past_present: unknown attribute(s) kv_num_heads; valid: axis"),
     ('flash_decoding_3d_auto_split_large_sequence', 'option fuse_attention.flash_decoding_enabled has no counterpart in migx-explore'),
     ('flash_decoding_3d_auto_split_small_sequence', 'option fuse_attention.flash_decoding_enabled has no counterpart in migx-explore'),
     ('flash_decoding_4d_auto_split_custom_params', 'option fuse_attention.flash_decoding_enabled has no counterpart in migx-explore'),

@@ -11,6 +11,97 @@ import pytest
 from .conformance import case, check
 
 CASES = [
+    case('simple_concat_pointwise',
+         'fuse_concat,dead_code_elimination',
+         """
+        module: "main"
+        x = @param:x -> float32, {2, 3}, {3, 1}
+        y = @param:y -> float32, {2, 3}, {3, 1}
+        @2 = pointwise(x,y), [main:pointwise0] -> float32, {2, 3}, {3, 1}
+        @3 = pointwise(x,y), [main:pointwise1] -> float32, {2, 3}, {3, 1}
+        @4 = concat[axis=1](@2,@3) -> float32, {2, 6}, {6, 1}
+        @5 = @return(@4)
+
+        module: "main:pointwise0" bypass
+        main:pointwise0:x0 = @param:x0 -> float32, {1}, {0}
+        main:pointwise0:x1 = @param:x1 -> float32, {1}, {0}
+        main:pointwise0:@2 = add(main:pointwise0:x0,main:pointwise0:x1) -> float32, {1}, {0}
+        main:pointwise0:@3 = @return(main:pointwise0:@2)
+
+        module: "main:pointwise1" bypass
+        main:pointwise1:x0 = @param:x0 -> float32, {1}, {0}
+        main:pointwise1:x1 = @param:x1 -> float32, {1}, {0}
+        main:pointwise1:@2 = sub(main:pointwise1:x0,main:pointwise1:x1) -> float32, {1}, {0}
+        main:pointwise1:@3 = @return(main:pointwise1:@2)
+        """,
+         """
+        module: "main"
+        x = @param:x -> float32, {2, 3}, {3, 1}
+        y = @param:y -> float32, {2, 3}, {3, 1}
+        @2 = fused_concat[axis=1](x,y,x,y), [concat:main:pointwise0, concat:main:pointwise1, noop:concat0] -> float32, {2, 6}, {6, 1}
+        @3 = @return(@2)
+
+        module: "concat:main:pointwise0" bypass
+        concat:main:pointwise0:x0 = @param:x0 -> float32, {1}, {0}
+        concat:main:pointwise0:x1 = @param:x1 -> float32, {1}, {0}
+        concat:main:pointwise0:@2 = add(concat:main:pointwise0:x0,concat:main:pointwise0:x1) -> float32, {1}, {0}
+        concat:main:pointwise0:@3 = @return(concat:main:pointwise0:@2)
+
+        module: "concat:main:pointwise1" bypass
+        concat:main:pointwise1:x0 = @param:x0 -> float32, {1}, {0}
+        concat:main:pointwise1:x1 = @param:x1 -> float32, {1}, {0}
+        concat:main:pointwise1:@2 = sub(concat:main:pointwise1:x0,concat:main:pointwise1:x1) -> float32, {1}, {0}
+        concat:main:pointwise1:@3 = @return(concat:main:pointwise1:@2)
+
+        module: "noop:concat0" bypass
+        noop:concat0:!x0 = @param:!x0 -> float32, {1}, {0}
+        noop:concat0:@1 = @return(noop:concat0:!x0)
+        """,
+         status='EQUIV',
+         reason="same fused_concat and pieces; naming only: MIGraphX copies each folded pointwise module as concat:<name> and names the concat result in the post module !x0 (!x<k> in a consumer's body, its other params kept in order), ours reuses the pointwise modules and passes the concat result as the post module's last param x<k>. Same values"),
+    case('partial_pointwise_concat',
+         'fuse_concat,dead_code_elimination',
+         """
+        module: "main"
+        x = @param:x -> float32, {1, 4, 8, 8}, {256, 64, 8, 1}
+        y = @param:y -> float32, {1, 4, 8, 8}, {256, 64, 8, 1}
+        z = @param:z -> float32, {1, 4, 16, 16}, {1024, 256, 16, 1}
+        @3 = pooling[mode=average,padding={0, 0},stride={2, 2},lengths={2, 2}](z) -> float32, {1, 4, 8, 8}, {256, 64, 8, 1}
+        @4 = pointwise(x,y), [main:pointwise0] -> float32, {1, 4, 8, 8}, {256, 64, 8, 1}
+        @5 = concat[axis=1](@4,@3) -> float32, {1, 8, 8, 8}, {512, 64, 8, 1}
+        @6 = @return(@5)
+
+        module: "main:pointwise0" bypass
+        main:pointwise0:x0 = @param:x0 -> float32, {1}, {0}
+        main:pointwise0:x1 = @param:x1 -> float32, {1}, {0}
+        main:pointwise0:@2 = add(main:pointwise0:x0,main:pointwise0:x1) -> float32, {1}, {0}
+        main:pointwise0:@3 = @return(main:pointwise0:@2)
+        """,
+         """
+        module: "main"
+        x = @param:x -> float32, {1, 4, 8, 8}, {256, 64, 8, 1}
+        y = @param:y -> float32, {1, 4, 8, 8}, {256, 64, 8, 1}
+        z = @param:z -> float32, {1, 4, 16, 16}, {1024, 256, 16, 1}
+        @3 = pooling[mode=average,padding={0, 0},stride={2, 2},lengths={2, 2}](z) -> float32, {1, 4, 8, 8}, {256, 64, 8, 1}
+        @4 = fused_concat[axis=1](x,y,@3), [concat:main:pointwise0, concat:noop0, noop:concat2] -> float32, {1, 8, 8, 8}, {512, 64, 8, 1}
+        @5 = @return(@4)
+
+        module: "concat:main:pointwise0" bypass
+        concat:main:pointwise0:x0 = @param:x0 -> float32, {1}, {0}
+        concat:main:pointwise0:x1 = @param:x1 -> float32, {1}, {0}
+        concat:main:pointwise0:@2 = add(concat:main:pointwise0:x0,concat:main:pointwise0:x1) -> float32, {1}, {0}
+        concat:main:pointwise0:@3 = @return(concat:main:pointwise0:@2)
+
+        module: "concat:noop0" bypass
+        concat:noop0:x0 = @param:x0 -> float32, {1}, {0}
+        concat:noop0:@1 = @return(concat:noop0:x0)
+
+        module: "noop:concat2" bypass
+        noop:concat2:!x0 = @param:!x0 -> float32, {1}, {0}
+        noop:concat2:@1 = @return(noop:concat2:!x0)
+        """,
+         status='EQUIV',
+         reason="same fused_concat and pieces; naming only: MIGraphX copies each folded pointwise module as concat:<name> and names the concat result in the post module !x0 (!x<k> in a consumer's body, its other params kept in order), ours reuses the pointwise modules and passes the concat result as the post module's last param x<k>. Same values"),
     case('skip_pointwise_concat',
          'fuse_concat,dead_code_elimination',
          """
@@ -48,20 +139,233 @@ CASES = [
         main:pointwise0:x1 = @param:x1 -> float32, {1}, {0}
         main:pointwise0:@2 = add(main:pointwise0:x0,main:pointwise0:x1) -> float32, {1}, {0}
         main:pointwise0:@3 = @return(main:pointwise0:@2)
+        """),
+    case('simple_pointwise_concat_pointwise',
+         'fuse_concat,dead_code_elimination',
+         """
+        module: "main"
+        x = @param:x -> float32, {2, 3}, {3, 1}
+        y = @param:y -> float32, {2, 3}, {3, 1}
+        @2 = pointwise(x,y), [main:pointwise0] -> float32, {2, 3}, {3, 1}
+        @3 = pointwise(x,y), [main:pointwise1] -> float32, {2, 3}, {3, 1}
+        @4 = concat[axis=1](@2,@3) -> float32, {2, 6}, {6, 1}
+        @5 = pointwise(@4), [main:pointwise2] -> float32, {2, 6}, {6, 1}
+        @6 = @return(@5)
+
+        module: "main:pointwise0" bypass
+        main:pointwise0:x0 = @param:x0 -> float32, {1}, {0}
+        main:pointwise0:x1 = @param:x1 -> float32, {1}, {0}
+        main:pointwise0:@2 = add(main:pointwise0:x0,main:pointwise0:x1) -> float32, {1}, {0}
+        main:pointwise0:@3 = @return(main:pointwise0:@2)
+
+        module: "main:pointwise1" bypass
+        main:pointwise1:x0 = @param:x0 -> float32, {1}, {0}
+        main:pointwise1:x1 = @param:x1 -> float32, {1}, {0}
+        main:pointwise1:@2 = sub(main:pointwise1:x0,main:pointwise1:x1) -> float32, {1}, {0}
+        main:pointwise1:@3 = @return(main:pointwise1:@2)
+
+        module: "main:pointwise2" bypass
+        main:pointwise2:x0 = @param:x0 -> float32, {1}, {0}
+        main:pointwise2:@1 = relu(main:pointwise2:x0) -> float32, {1}, {0}
+        main:pointwise2:@2 = @return(main:pointwise2:@1)
         """,
-         status='DIFF',
-         reason='we rewrite, MIGraphX leaves the program: fusion boundary: we fuse the pointwise input (add) into fused_concat next to reduce/pooling inputs, where MIGraphX leaves the concat alone'),
+         """
+        module: "main"
+        x = @param:x -> float32, {2, 3}, {3, 1}
+        y = @param:y -> float32, {2, 3}, {3, 1}
+        @2 = fused_concat[axis=1](x,y,x,y), [concat:main:pointwise0, concat:main:pointwise1, main:pointwise2:concat] -> float32, {2, 6}, {6, 1}
+        @3 = @return(@2)
+
+        module: "concat:main:pointwise0" bypass
+        concat:main:pointwise0:x0 = @param:x0 -> float32, {1}, {0}
+        concat:main:pointwise0:x1 = @param:x1 -> float32, {1}, {0}
+        concat:main:pointwise0:@2 = add(concat:main:pointwise0:x0,concat:main:pointwise0:x1) -> float32, {1}, {0}
+        concat:main:pointwise0:@3 = @return(concat:main:pointwise0:@2)
+
+        module: "concat:main:pointwise1" bypass
+        concat:main:pointwise1:x0 = @param:x0 -> float32, {1}, {0}
+        concat:main:pointwise1:x1 = @param:x1 -> float32, {1}, {0}
+        concat:main:pointwise1:@2 = sub(concat:main:pointwise1:x0,concat:main:pointwise1:x1) -> float32, {1}, {0}
+        concat:main:pointwise1:@3 = @return(concat:main:pointwise1:@2)
+
+        module: "main:pointwise2:concat" bypass
+        main:pointwise2:concat:!x0 = @param:!x0 -> float32, {1}, {0}
+        main:pointwise2:concat:@1 = relu(main:pointwise2:concat:!x0) -> float32, {1}, {0}
+        main:pointwise2:concat:@2 = @return(main:pointwise2:concat:@1)
+        """,
+         status='EQUIV',
+         reason="same fused_concat and pieces; naming only: MIGraphX copies each folded pointwise module as concat:<name> and names the concat result in the post module !x0 (!x<k> in a consumer's body, its other params kept in order), ours reuses the pointwise modules and passes the concat result as the post module's last param x<k>. Same values"),
+    case('pointwise_concat_pointwise_multi_out',
+         'fuse_concat,dead_code_elimination',
+         """
+        module: "main"
+        x = @param:x -> float32, {2, 3}, {3, 1}
+        y = @param:y -> float32, {2, 3}, {3, 1}
+        z = @param:z -> float32, {2, 6}, {6, 1}
+        @3 = pointwise(x,y), [main:pointwise0] -> float32, {2, 3}, {3, 1}
+        @4 = pointwise(x,y), [main:pointwise1] -> float32, {2, 3}, {3, 1}
+        @5 = concat[axis=1](@3,@4) -> float32, {2, 6}, {6, 1}
+        @6 = pointwise(@5,z), [main:pointwise2] -> tuple_type, {(float32, {2, 6}, {6, 1}), (float32, {2, 6}, {6, 1})}
+        @7 = get_tuple_elem[index=0](@6) -> float32, {2, 6}, {6, 1}
+        @8 = get_tuple_elem[index=1](@6) -> float32, {2, 6}, {6, 1}
+        @9 = @return(@7,@8)
+
+        module: "main:pointwise0" bypass
+        main:pointwise0:x0 = @param:x0 -> float32, {1}, {0}
+        main:pointwise0:x1 = @param:x1 -> float32, {1}, {0}
+        main:pointwise0:@2 = add(main:pointwise0:x0,main:pointwise0:x1) -> float32, {1}, {0}
+        main:pointwise0:@3 = @return(main:pointwise0:@2)
+
+        module: "main:pointwise1" bypass
+        main:pointwise1:x0 = @param:x0 -> float32, {1}, {0}
+        main:pointwise1:x1 = @param:x1 -> float32, {1}, {0}
+        main:pointwise1:@2 = sub(main:pointwise1:x0,main:pointwise1:x1) -> float32, {1}, {0}
+        main:pointwise1:@3 = @return(main:pointwise1:@2)
+
+        module: "main:pointwise2" bypass
+        main:pointwise2:x0 = @param:x0 -> float32, {1}, {0}
+        main:pointwise2:x1 = @param:x1 -> float32, {1}, {0}
+        main:pointwise2:@2 = mul(main:pointwise2:x0,main:pointwise2:x1) -> float32, {1}, {0}
+        main:pointwise2:@3 = relu(main:pointwise2:@2) -> float32, {1}, {0}
+        main:pointwise2:@4 = @return(main:pointwise2:@2,main:pointwise2:@3)
+        """,
+         """
+        module: "main"
+        x = @param:x -> float32, {2, 3}, {3, 1}
+        y = @param:y -> float32, {2, 3}, {3, 1}
+        z = @param:z -> float32, {2, 6}, {6, 1}
+        @3 = fused_concat[axis=1](x,y,x,y), [concat:main:pointwise0, concat:main:pointwise1, noop:concat0] -> float32, {2, 6}, {6, 1}
+        @4 = pointwise(@3,z), [main:pointwise2] -> tuple_type, {(float32, {2, 6}, {6, 1}), (float32, {2, 6}, {6, 1})}
+        @5 = get_tuple_elem[index=0](@4) -> float32, {2, 6}, {6, 1}
+        @6 = get_tuple_elem[index=1](@4) -> float32, {2, 6}, {6, 1}
+        @7 = @return(@5,@6)
+
+        module: "concat:main:pointwise0" bypass
+        concat:main:pointwise0:x0 = @param:x0 -> float32, {1}, {0}
+        concat:main:pointwise0:x1 = @param:x1 -> float32, {1}, {0}
+        concat:main:pointwise0:@2 = add(concat:main:pointwise0:x0,concat:main:pointwise0:x1) -> float32, {1}, {0}
+        concat:main:pointwise0:@3 = @return(concat:main:pointwise0:@2)
+
+        module: "concat:main:pointwise1" bypass
+        concat:main:pointwise1:x0 = @param:x0 -> float32, {1}, {0}
+        concat:main:pointwise1:x1 = @param:x1 -> float32, {1}, {0}
+        concat:main:pointwise1:@2 = sub(concat:main:pointwise1:x0,concat:main:pointwise1:x1) -> float32, {1}, {0}
+        concat:main:pointwise1:@3 = @return(concat:main:pointwise1:@2)
+
+        module: "noop:concat0" bypass
+        noop:concat0:!x0 = @param:!x0 -> float32, {1}, {0}
+        noop:concat0:@1 = @return(noop:concat0:!x0)
+
+        module: "main:pointwise2" bypass
+        main:pointwise2:x0 = @param:x0 -> float32, {1}, {0}
+        main:pointwise2:x1 = @param:x1 -> float32, {1}, {0}
+        main:pointwise2:@2 = mul(main:pointwise2:x0,main:pointwise2:x1) -> float32, {1}, {0}
+        main:pointwise2:@3 = relu(main:pointwise2:@2) -> float32, {1}, {0}
+        main:pointwise2:@4 = @return(main:pointwise2:@2,main:pointwise2:@3)
+        """,
+         status='EQUIV',
+         reason="same fused_concat and pieces; naming only: MIGraphX copies each folded pointwise module as concat:<name> and names the concat result in the post module !x0 (!x<k> in a consumer's body, its other params kept in order), ours reuses the pointwise modules and passes the concat result as the post module's last param x<k>. Same values"),
+    case('partial_pointwise_concat_pointwise',
+         'fuse_concat,dead_code_elimination',
+         """
+        module: "main"
+        x = @param:x -> float32, {1, 4, 8, 8}, {256, 64, 8, 1}
+        y = @param:y -> float32, {1, 4, 8, 8}, {256, 64, 8, 1}
+        z = @param:z -> float32, {1, 4, 16, 16}, {1024, 256, 16, 1}
+        @3 = pooling[mode=average,padding={0, 0},stride={2, 2},lengths={2, 2}](z) -> float32, {1, 4, 8, 8}, {256, 64, 8, 1}
+        @4 = pointwise(x,y), [main:pointwise0] -> float32, {1, 4, 8, 8}, {256, 64, 8, 1}
+        @5 = concat[axis=1](@4,@3) -> float32, {1, 8, 8, 8}, {512, 64, 8, 1}
+        @6 = pointwise(@5), [main:pointwise2] -> float32, {1, 8, 8, 8}, {512, 64, 8, 1}
+        @7 = @return(@6)
+
+        module: "main:pointwise0" bypass
+        main:pointwise0:x0 = @param:x0 -> float32, {1}, {0}
+        main:pointwise0:x1 = @param:x1 -> float32, {1}, {0}
+        main:pointwise0:@2 = add(main:pointwise0:x0,main:pointwise0:x1) -> float32, {1}, {0}
+        main:pointwise0:@3 = @return(main:pointwise0:@2)
+
+        module: "main:pointwise2" bypass
+        main:pointwise2:x0 = @param:x0 -> float32, {1}, {0}
+        main:pointwise2:@1 = relu(main:pointwise2:x0) -> float32, {1}, {0}
+        main:pointwise2:@2 = @return(main:pointwise2:@1)
+        """,
+         """
+        module: "main"
+        x = @param:x -> float32, {1, 4, 8, 8}, {256, 64, 8, 1}
+        y = @param:y -> float32, {1, 4, 8, 8}, {256, 64, 8, 1}
+        z = @param:z -> float32, {1, 4, 16, 16}, {1024, 256, 16, 1}
+        @3 = pooling[mode=average,padding={0, 0},stride={2, 2},lengths={2, 2}](z) -> float32, {1, 4, 8, 8}, {256, 64, 8, 1}
+        @4 = fused_concat[axis=1](x,y,@3), [concat:main:pointwise0, concat:noop1, main:pointwise2:concat] -> float32, {1, 8, 8, 8}, {512, 64, 8, 1}
+        @5 = @return(@4)
+
+        module: "concat:main:pointwise0" bypass
+        concat:main:pointwise0:x0 = @param:x0 -> float32, {1}, {0}
+        concat:main:pointwise0:x1 = @param:x1 -> float32, {1}, {0}
+        concat:main:pointwise0:@2 = add(concat:main:pointwise0:x0,concat:main:pointwise0:x1) -> float32, {1}, {0}
+        concat:main:pointwise0:@3 = @return(concat:main:pointwise0:@2)
+
+        module: "concat:noop1" bypass
+        concat:noop1:x0 = @param:x0 -> float32, {1}, {0}
+        concat:noop1:@1 = @return(concat:noop1:x0)
+
+        module: "main:pointwise2:concat" bypass
+        main:pointwise2:concat:!x0 = @param:!x0 -> float32, {1}, {0}
+        main:pointwise2:concat:@1 = relu(main:pointwise2:concat:!x0) -> float32, {1}, {0}
+        main:pointwise2:concat:@2 = @return(main:pointwise2:concat:@1)
+        """,
+         status='EQUIV',
+         reason="same fused_concat and pieces; naming only: MIGraphX copies each folded pointwise module as concat:<name> and names the concat result in the post module !x0 (!x<k> in a consumer's body, its other params kept in order), ours reuses the pointwise modules and passes the concat result as the post module's last param x<k>. Same values"),
+    case('pointwise_concat_fusion',
+         'fuse_concat,dead_code_elimination',
+         """
+        module: "main"
+        x = @param:x -> float16, {2, 3}, {3, 1}
+        y = @param:y -> float16, {2, 3}, {1, 2}
+        @2 = contiguous(y) -> float16, {2, 3}, {3, 1}
+        @3 = pointwise(x), [main:pointwise0] -> float16, {2, 3}, {3, 1}
+        @4 = concat[axis=1](@3,@2) -> float16, {2, 6}, {6, 1}
+        @5 = pointwise(@4), [main:pointwise2] -> float16, {2, 6}, {6, 1}
+        @6 = @return(@5)
+
+        module: "main:pointwise0" bypass
+        main:pointwise0:x0 = @param:x0 -> float16, {1}, {0}
+        main:pointwise0:@1 = sigmoid(main:pointwise0:x0) -> float16, {1}, {0}
+        main:pointwise0:@2 = @return(main:pointwise0:@1)
+
+        module: "main:pointwise2" bypass
+        main:pointwise2:x0 = @param:x0 -> float16, {1}, {0}
+        main:pointwise2:@1 = relu(main:pointwise2:x0) -> float16, {1}, {0}
+        main:pointwise2:@2 = @return(main:pointwise2:@1)
+        """,
+         """
+        module: "main"
+        x = @param:x -> float16, {2, 3}, {3, 1}
+        y = @param:y -> float16, {2, 3}, {1, 2}
+        @2 = contiguous(y) -> float16, {2, 3}, {3, 1}
+        @3 = fused_concat[axis=1](x,@2), [concat:main:pointwise0, concat:noop1, main:pointwise2:concat] -> float16, {2, 6}, {6, 1}
+        @4 = @return(@3)
+
+        module: "concat:main:pointwise0" bypass
+        concat:main:pointwise0:x0 = @param:x0 -> float16, {1}, {0}
+        concat:main:pointwise0:@1 = sigmoid(concat:main:pointwise0:x0) -> float16, {1}, {0}
+        concat:main:pointwise0:@2 = @return(concat:main:pointwise0:@1)
+
+        module: "concat:noop1" bypass
+        concat:noop1:x0 = @param:x0 -> float16, {1}, {0}
+        concat:noop1:@1 = @return(concat:noop1:x0)
+
+        module: "main:pointwise2:concat" bypass
+        main:pointwise2:concat:!x0 = @param:!x0 -> float16, {1}, {0}
+        main:pointwise2:concat:@1 = relu(main:pointwise2:concat:!x0) -> float16, {1}, {0}
+        main:pointwise2:concat:@2 = @return(main:pointwise2:concat:@1)
+        """,
+         status='EQUIV',
+         reason="same fused_concat and pieces; naming only: MIGraphX copies each folded pointwise module as concat:<name> and names the concat result in the post module !x0 (!x<k> in a consumer's body, its other params kept in order), ours reuses the pointwise modules and passes the concat result as the post module's last param x<k>. Same values"),
 ]
 
 # Not transcribed (the construct the reader stopped at):
 NOT_TRANSCRIBED = [
-    ('simple_concat_pointwise', "unknown name 'arg'"),
-    ('partial_pointwise_concat', "unknown name 'arg'"),
-    ('simple_pointwise_concat_pointwise', "unknown name 'arg'"),
-    ('pointwise_concat_pointwise_multi_out', "unknown name 'arg'"),
-    ('partial_pointwise_concat_pointwise', "unknown name 'arg'"),
     ('multiple_use_pointwise_concat_pointwise', "op ['mul']{}: unhashable type: 'list'"),
-    ('pointwise_concat_fusion', "unknown name 'arg'"),
 ]
 
 

@@ -11,6 +11,54 @@ import pytest
 from .conformance import case, check
 
 CASES = [
+    case('gather_horiz_fusion_basic',
+         'fuse_horizontal,dead_code_elimination',
+         """
+        module: "main"
+        idx1 = @param:idx1 -> int32, {2}, {1}
+        idx2 = @param:idx2 -> int32, {3}, {1}
+        idx3 = @param:idx3 -> int32, {1}, {1}
+        idx4 = @param:idx4 -> int32, {2}, {1}
+        @4 = @literal{0.04277147725224495, 0.20768369734287262, -0.058116406202316284, -0.5935041308403015, 0.05751805007457733, -0.6179274320602417} -> float32, {3, 2}, {2, 1}
+        @5 = @literal{0.22518984973430634, -0.9685990810394287, -0.6246208548545837, 0.7157801389694214, -0.8476027250289917, -0.5978195071220398, 0.26020199060440063, -0.8028757572174072} -> float32, {4, 2}, {2, 1}
+        @6 = @literal{-0.23835767805576324, -0.28562131524086, 0.49522462487220764, -0.22101616859436035} -> float32, {2, 2}, {2, 1}
+        @7 = @literal{-0.6244852542877197, -0.48658838868141174, -0.010641345754265785, 0.3215831220149994, 0.5042257308959961, 0.44619572162628174, -0.31912559270858765, 0.1950811743736267, 0.9411542415618896, 0.4134082794189453} -> float32, {5, 2}, {2, 1}
+        @8 = gather[axis=0](@4,idx1) -> float32, {2, 2}, {2, 1}
+        @9 = gather[axis=0](@5,idx2) -> float32, {3, 2}, {2, 1}
+        @10 = gather[axis=0](@6,idx3) -> float32, {1, 2}, {2, 1}
+        @11 = gather[axis=0](@7,idx4) -> float32, {2, 2}, {2, 1}
+        @12 = concat[axis=0](@8,@9,@10,@11) -> float32, {8, 2}, {2, 1}
+        """,
+         """
+        module: "main"
+        idx1 = @param:idx1 -> int32, {2}, {1}
+        idx2 = @param:idx2 -> int32, {3}, {1}
+        idx3 = @param:idx3 -> int32, {1}, {1}
+        idx4 = @param:idx4 -> int32, {2}, {1}
+        @4 = @literal{0.04277147725224495, 0.20768369734287262, -0.058116406202316284, -0.5935041308403015, 0.05751805007457733, -0.6179274320602417} -> float32, {3, 2}, {2, 1}
+        @5 = @literal{0.22518984973430634, -0.9685990810394287, -0.6246208548545837, 0.7157801389694214, -0.8476027250289917, -0.5978195071220398, 0.26020199060440063, -0.8028757572174072} -> float32, {4, 2}, {2, 1}
+        @6 = @literal{-0.23835767805576324, -0.28562131524086, 0.49522462487220764, -0.22101616859436035} -> float32, {2, 2}, {2, 1}
+        @7 = @literal{-0.6244852542877197, -0.48658838868141174, -0.010641345754265785, 0.3215831220149994, 0.5042257308959961, 0.44619572162628174, -0.31912559270858765, 0.1950811743736267, 0.9411542415618896, 0.4134082794189453} -> float32, {5, 2}, {2, 1}
+        @8 = @literal{3} -> int32, {1}, {0}
+        @9 = @literal{7} -> int32, {1}, {0}
+        @10 = @literal{9} -> int32, {1}, {0}
+        @11 = concat[axis=0](@4,@5,@6,@7) -> float32, {14, 2}, {2, 1}
+        @12 = multibroadcast[out_lens={3}](@8) -> int32, {3}, {0}
+        @13 = add(idx2,@12) -> int32, {3}, {1}
+        @14 = multibroadcast[out_lens={1}](@9) -> int32, {1}, {0}
+        @15 = add(idx3,@14) -> int32, {1}, {1}
+        @16 = multibroadcast[out_lens={2}](@10) -> int32, {2}, {0}
+        @17 = add(idx4,@16) -> int32, {2}, {1}
+        @18 = concat[axis=0](idx1,@13,@15,@17) -> int32, {8}, {1}
+        @19 = gather[axis=0](@11,@18) -> float32, {8, 2}, {2, 1}
+        @20 = slice[axes={0},starts={0},ends={2}](@19) -> float32, {2, 2}, {2, 1}
+        @21 = slice[axes={0},starts={2},ends={5}](@19) -> float32, {3, 2}, {2, 1}
+        @22 = slice[axes={0},starts={5},ends={6}](@19) -> float32, {1, 2}, {2, 1}
+        @23 = slice[axes={0},starts={6},ends={8}](@19) -> float32, {2, 2}, {2, 1}
+        @24 = concat[axis=0](@20,@21,@22,@23) -> float32, {8, 2}, {2, 1}
+        """,
+         status='DIFF',
+         reason="deliberate: we wrap a signed non-constant index with mod(i, rows) before adding its table's offset, so a negative index still reads its own table; MIGraphX adds the offset as is (index -1 then reads the previous table's last row). Otherwise the same rewrite: with in-range non-negative indices both give equal values (checked); the random feed here holds index 3 for a 3-row table, which the two forms read differently"),
     case('gather_horiz_no_fusion_below_threshold',
          'fuse_horizontal,dead_code_elimination',
          """
@@ -38,9 +86,7 @@ CASES = [
         @7 = gather[axis=0](@4,idx2) -> float32, {3, 2}, {2, 1}
         @8 = gather[axis=0](@5,idx3) -> float32, {1, 2}, {2, 1}
         @9 = concat[axis=0](@6,@7,@8) -> float32, {6, 2}, {2, 1}
-        """,
-         status='DIFF',
-         reason='we rewrite, MIGraphX leaves the program: we fuse gathers MIGraphX leaves alone: its minimum number of gathers, and its refusal of non-constant or 3-D embeddings, are not checked by ours'),
+        """),
     case('gather_horiz_no_fusion_non_constant_embedding',
          'fuse_horizontal,dead_code_elimination',
          """
@@ -74,9 +120,7 @@ CASES = [
         @10 = gather[axis=0](emb3,idx3) -> float32, {1, 2}, {2, 1}
         @11 = gather[axis=0](emb4,idx4) -> float32, {2, 2}, {2, 1}
         @12 = concat[axis=0](@8,@9,@10,@11) -> float32, {8, 2}, {2, 1}
-        """,
-         status='DIFF',
-         reason='we rewrite, MIGraphX leaves the program: we fuse gathers MIGraphX leaves alone: its minimum number of gathers, and its refusal of non-constant or 3-D embeddings, are not checked by ours'),
+        """),
     case('gather_horiz_no_fusion_wrong_axis',
          'fuse_horizontal,dead_code_elimination',
          """
@@ -181,16 +225,103 @@ CASES = [
         @11 = gather[axis=0](@7,idx4) -> float32, {2, 3, 4}, {12, 4, 1}
         @12 = concat[axis=0](@8,@9,@10,@11) -> float32, {8, 3, 4}, {12, 4, 1}
         """,
-         status='DIFF',
-         reason='we rewrite, MIGraphX leaves the program: we fuse gathers MIGraphX leaves alone: its minimum number of gathers, and its refusal of non-constant or 3-D embeddings, are not checked by ours',
          literals={'gen_float32_2x3x4_0': ('generate', 'float32', [2, 3, 4], 0), 'gen_float32_2x3x4_1': ('generate', 'float32', [2, 3, 4], 1), 'gen_float32_2x3x4_2': ('generate', 'float32', [2, 3, 4], 2), 'gen_float32_2x3x4_3': ('generate', 'float32', [2, 3, 4], 3)}),
+    case('gather_horiz_fusion_interleaved_consumers',
+         'fuse_horizontal,dead_code_elimination',
+         """
+        module: "main"
+        idx1 = @param:idx1 -> int32, {2}, {1}
+        idx2 = @param:idx2 -> int32, {2}, {1}
+        idx3 = @param:idx3 -> int32, {2}, {1}
+        idx4 = @param:idx4 -> int32, {2}, {1}
+        @4 = @literal{0.04277147725224495, 0.20768369734287262, -0.058116406202316284, -0.5935041308403015, 0.05751805007457733, -0.6179274320602417} -> float32, {3, 2}, {2, 1}
+        @5 = @literal{0.22518984973430634, -0.9685990810394287, -0.6246208548545837, 0.7157801389694214, -0.8476027250289917, -0.5978195071220398, 0.26020199060440063, -0.8028757572174072} -> float32, {4, 2}, {2, 1}
+        @6 = @literal{-0.23835767805576324, -0.28562131524086, 0.49522462487220764, -0.22101616859436035} -> float32, {2, 2}, {2, 1}
+        @7 = @literal{-0.6244852542877197, -0.48658838868141174, -0.010641345754265785, 0.3215831220149994, 0.5042257308959961, 0.44619572162628174, -0.31912559270858765, 0.1950811743736267, 0.9411542415618896, 0.4134082794189453} -> float32, {5, 2}, {2, 1}
+        @8 = gather[axis=0](@4,idx1) -> float32, {2, 2}, {2, 1}
+        @9 = relu(@8) -> float32, {2, 2}, {2, 1}
+        @10 = gather[axis=0](@5,idx2) -> float32, {2, 2}, {2, 1}
+        @11 = gather[axis=0](@6,idx3) -> float32, {2, 2}, {2, 1}
+        @12 = gather[axis=0](@7,idx4) -> float32, {2, 2}, {2, 1}
+        @13 = concat[axis=0](@9,@10,@11,@12) -> float32, {8, 2}, {2, 1}
+        """,
+         """
+        module: "main"
+        idx1 = @param:idx1 -> int32, {2}, {1}
+        idx2 = @param:idx2 -> int32, {2}, {1}
+        idx3 = @param:idx3 -> int32, {2}, {1}
+        idx4 = @param:idx4 -> int32, {2}, {1}
+        @4 = @literal{0.04277147725224495, 0.20768369734287262, -0.058116406202316284, -0.5935041308403015, 0.05751805007457733, -0.6179274320602417} -> float32, {3, 2}, {2, 1}
+        @5 = @literal{0.22518984973430634, -0.9685990810394287, -0.6246208548545837, 0.7157801389694214, -0.8476027250289917, -0.5978195071220398, 0.26020199060440063, -0.8028757572174072} -> float32, {4, 2}, {2, 1}
+        @6 = @literal{-0.23835767805576324, -0.28562131524086, 0.49522462487220764, -0.22101616859436035} -> float32, {2, 2}, {2, 1}
+        @7 = @literal{-0.6244852542877197, -0.48658838868141174, -0.010641345754265785, 0.3215831220149994, 0.5042257308959961, 0.44619572162628174, -0.31912559270858765, 0.1950811743736267, 0.9411542415618896, 0.4134082794189453} -> float32, {5, 2}, {2, 1}
+        @8 = @literal{3} -> int32, {1}, {0}
+        @9 = @literal{7} -> int32, {1}, {0}
+        @10 = @literal{9} -> int32, {1}, {0}
+        @11 = concat[axis=0](@4,@5,@6,@7) -> float32, {14, 2}, {2, 1}
+        @12 = multibroadcast[out_lens={2}](@8) -> int32, {2}, {0}
+        @13 = add(idx2,@12) -> int32, {2}, {1}
+        @14 = multibroadcast[out_lens={2}](@9) -> int32, {2}, {0}
+        @15 = add(idx3,@14) -> int32, {2}, {1}
+        @16 = multibroadcast[out_lens={2}](@10) -> int32, {2}, {0}
+        @17 = add(idx4,@16) -> int32, {2}, {1}
+        @18 = concat[axis=0](idx1,@13,@15,@17) -> int32, {8}, {1}
+        @19 = gather[axis=0](@11,@18) -> float32, {8, 2}, {2, 1}
+        @20 = slice[axes={0},starts={0},ends={2}](@19) -> float32, {2, 2}, {2, 1}
+        @21 = slice[axes={0},starts={2},ends={4}](@19) -> float32, {2, 2}, {2, 1}
+        @22 = slice[axes={0},starts={4},ends={6}](@19) -> float32, {2, 2}, {2, 1}
+        @23 = slice[axes={0},starts={6},ends={8}](@19) -> float32, {2, 2}, {2, 1}
+        @24 = relu(@20) -> float32, {2, 2}, {2, 1}
+        @25 = concat[axis=0](@24,@21,@22,@23) -> float32, {8, 2}, {2, 1}
+        """,
+         status='DIFF',
+         reason="deliberate: we wrap a signed non-constant index with mod(i, rows) before adding its table's offset, so a negative index still reads its own table; MIGraphX adds the offset as is (index -1 then reads the previous table's last row). Otherwise the same rewrite: with in-range non-negative indices both give equal values (checked); the random feed here holds index 3 for a 3-row table, which the two forms read differently"),
+    case('gather_horiz_fusion_shared_index',
+         'fuse_horizontal,dead_code_elimination',
+         """
+        module: "main"
+        idx = @param:idx -> int32, {2}, {1}
+        @1 = @literal{0.04277147725224495, 0.20768369734287262, -0.058116406202316284, -0.5935041308403015, 0.05751805007457733, -0.6179274320602417} -> float32, {3, 2}, {2, 1}
+        @2 = @literal{0.22518984973430634, -0.9685990810394287, -0.6246208548545837, 0.7157801389694214, -0.8476027250289917, -0.5978195071220398, 0.26020199060440063, -0.8028757572174072} -> float32, {4, 2}, {2, 1}
+        @3 = @literal{-0.23835767805576324, -0.28562131524086, 0.49522462487220764, -0.22101616859436035} -> float32, {2, 2}, {2, 1}
+        @4 = @literal{-0.6244852542877197, -0.48658838868141174, -0.010641345754265785, 0.3215831220149994, 0.5042257308959961, 0.44619572162628174, -0.31912559270858765, 0.1950811743736267, 0.9411542415618896, 0.4134082794189453} -> float32, {5, 2}, {2, 1}
+        @5 = gather[axis=0](@1,idx) -> float32, {2, 2}, {2, 1}
+        @6 = gather[axis=0](@2,idx) -> float32, {2, 2}, {2, 1}
+        @7 = gather[axis=0](@3,idx) -> float32, {2, 2}, {2, 1}
+        @8 = gather[axis=0](@4,idx) -> float32, {2, 2}, {2, 1}
+        @9 = concat[axis=0](@5,@6,@7,@8) -> float32, {8, 2}, {2, 1}
+        """,
+         """
+        module: "main"
+        idx = @param:idx -> int32, {2}, {1}
+        @1 = @literal{0.04277147725224495, 0.20768369734287262, -0.058116406202316284, -0.5935041308403015, 0.05751805007457733, -0.6179274320602417} -> float32, {3, 2}, {2, 1}
+        @2 = @literal{0.22518984973430634, -0.9685990810394287, -0.6246208548545837, 0.7157801389694214, -0.8476027250289917, -0.5978195071220398, 0.26020199060440063, -0.8028757572174072} -> float32, {4, 2}, {2, 1}
+        @3 = @literal{-0.23835767805576324, -0.28562131524086, 0.49522462487220764, -0.22101616859436035} -> float32, {2, 2}, {2, 1}
+        @4 = @literal{-0.6244852542877197, -0.48658838868141174, -0.010641345754265785, 0.3215831220149994, 0.5042257308959961, 0.44619572162628174, -0.31912559270858765, 0.1950811743736267, 0.9411542415618896, 0.4134082794189453} -> float32, {5, 2}, {2, 1}
+        @5 = @literal{3} -> int32, {1}, {0}
+        @6 = @literal{7} -> int32, {1}, {0}
+        @7 = @literal{9} -> int32, {1}, {0}
+        @8 = concat[axis=0](@1,@2,@3,@4) -> float32, {14, 2}, {2, 1}
+        @9 = multibroadcast[out_lens={2}](@5) -> int32, {2}, {0}
+        @10 = add(idx,@9) -> int32, {2}, {1}
+        @11 = multibroadcast[out_lens={2}](@6) -> int32, {2}, {0}
+        @12 = add(idx,@11) -> int32, {2}, {1}
+        @13 = multibroadcast[out_lens={2}](@7) -> int32, {2}, {0}
+        @14 = add(idx,@13) -> int32, {2}, {1}
+        @15 = concat[axis=0](idx,@10,@12,@14) -> int32, {8}, {1}
+        @16 = gather[axis=0](@8,@15) -> float32, {8, 2}, {2, 1}
+        @17 = slice[axes={0},starts={0},ends={2}](@16) -> float32, {2, 2}, {2, 1}
+        @18 = slice[axes={0},starts={2},ends={4}](@16) -> float32, {2, 2}, {2, 1}
+        @19 = slice[axes={0},starts={4},ends={6}](@16) -> float32, {2, 2}, {2, 1}
+        @20 = slice[axes={0},starts={6},ends={8}](@16) -> float32, {2, 2}, {2, 1}
+        @21 = concat[axis=0](@17,@18,@19,@20) -> float32, {8, 2}, {2, 1}
+        """,
+         status='DIFF',
+         reason="deliberate: we wrap a signed non-constant index with mod(i, rows) before adding its table's offset, so a negative index still reads its own table; MIGraphX adds the offset as is (index -1 then reads the previous table's last row). Otherwise the same rewrite: with in-range non-negative indices both give equal values (checked); the random feed here holds index 3 for a 3-row table, which the two forms read differently"),
 ]
 
 # Not transcribed (the construct the reader stopped at):
 NOT_TRANSCRIBED = [
-    ('gather_horiz_fusion_basic', "TypeError: int() argument must be a string, a bytes-like object or a real number, not 'Scalar'"),
-    ('gather_horiz_fusion_interleaved_consumers', "TypeError: int() argument must be a string, a bytes-like object or a real number, not 'Scalar'"),
-    ('gather_horiz_fusion_shared_index', "TypeError: int() argument must be a string, a bytes-like object or a real number, not 'Scalar'"),
     ('gather_horiz_no_fusion_dependent', 'ShapeError: gather: indices must be an integer type, got float32'),
 ]
 

@@ -35,11 +35,11 @@ NOT_TRANSCRIBED = [
     ('int_quant_dot_abs', "unknown name 'static'"),
     ('int_quant_dot_tanh_fails', "unknown name 'static'"),
     ('conv_split_reduce', "unknown name 'static'"),
-    ('conv_add_split_reduce_multi_use', '.at on list'),
-    ('conv_add_split_reduce_multi_use_conv', '.at on list'),
-    ('standalone_attention', "unknown name 'add_group'"),
-    ('fused_attention', "unknown name 'add_group'"),
-    ('lse_attention', "unknown name 'add_group'"),
+    ('conv_add_split_reduce_multi_use', "unknown name 'static'"),
+    ('conv_add_split_reduce_multi_use_conv', "unknown name 'static'"),
+    ('standalone_attention', "unknown name 'static'"),
+    ('fused_attention', "unknown name 'static'"),
+    ('lse_attention', "unknown name 'static'"),
     ('conv_output_reshapes', "op reshape_lazy{'dims': [64, 2, 32, 160, 160]}: unknown op 'reshape_lazy'; did you mean reshape?"),
     ('channel_slice_convolution', "unknown name 'static'"),
     ('unpack_fp4_dot_even', "unknown name 'migraphx::shape::fp4x2_type'"),
@@ -50,8 +50,8 @@ NOT_TRANSCRIBED = [
     ('dot_mul_dot', "unknown name 'static'"),
     ('conv_add', "unknown name 'static'"),
     ('conv_add_dot', "unknown name 'static'"),
-    ('dyn_dot', 'dynamic shape'),
-    ('dyn_conv', 'dynamic shape'),
+    ('dyn_dot', "unknown name 'static'"),
+    ('dyn_conv', "unknown name 'static'"),
 ]
 
 

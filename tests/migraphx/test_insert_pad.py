@@ -8,15 +8,23 @@ from __future__ import annotations
 
 import pytest
 
-from .conformance import case, check  # noqa: F401 - no case transcribed yet
+from .conformance import case, check
 
 CASES = [
+    case('rewrite_pad_symmetric',
+         'normalize_ops,insert_pad,dead_code_elimination',
+         """
+        module: "main"
+        @0 = @literal{0, 1, 2, 3} -> int32, {1, 1, 2, 2}, {4, 4, 2, 1}
+        @1 = pooling[mode=max,padding={1, 1, 1, 1},stride={1, 1},lengths={1, 1}](@0) -> int32, {1, 1, 4, 4}, {16, 16, 4, 1}
+        """,
+         '',
+         checks=('removes:pad',)),
 ]
 
 # Not transcribed (the construct the reader stopped at):
 NOT_TRANSCRIBED = [
     ('rewrite_pad', "op im2col{'padding': [0, 0, 1, 1]}: unknown op 'im2col'; did you mean gpu::im2col?"),
-    ('rewrite_pad_symmetric', 'no run_passes / EXPECT(a == b) pair'),
 ]
 
 

@@ -56,9 +56,7 @@ CASES = [
         data = @param:data -> float32, {2, 3, 4, 5}, {60, 20, 5, 1}
         @1 = pooling[mode=average,padding={0, 1, 0, 1},stride={1, 1},lengths={1, 1}](data) -> float32, {2, 3, 4, 7}, {84, 28, 7, 1}
         @2 = @return(@1)
-        """,
-         status='DIFF',
-         reason="MIGraphX rewrites, we leave the program: MIGraphX expands pooling's 2-element padding to the 4-element begin/end form; ours keeps the short form (same values)"),
+        """),
     case('reduce_mean_test',
          'normalize_ops,dead_code_elimination',
          """

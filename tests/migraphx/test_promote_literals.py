@@ -15,9 +15,9 @@ CASES = [
 
 # Not transcribed (the construct the reader stopped at):
 NOT_TRANSCRIBED = [
-    ('promote_only', 'dynamic shape'),
-    ('promote_and_ecs0', 'dynamic shape'),
-    ('promote_and_ecs1', 'dynamic shape'),
+    ('promote_only', 'IRError: module dim_1: multibroadcast uses #3 (@literal) from module main; values cannot cross modules'),
+    ('promote_and_ecs0', 'IRError: module dim_1: multibroadcast uses #0 (@literal) from module main; values cannot cross modules'),
+    ('promote_and_ecs1', 'IRError: module dim_1: multibroadcast uses #1 (@literal) from module main; values cannot cross modules'),
 ]
 
 

@@ -11,6 +11,123 @@ import pytest
 from .conformance import case, check
 
 CASES = [
+    case('propagate_input',
+         'propagate_precision,eliminate_common_subexpression,dead_code_elimination',
+         """
+        module: "main"
+        x = @param:x -> float16, {2, 3}, {3, 1}
+        y = @param:y -> float32, {2, 3}, {3, 1}
+        @2 = @literal{2} -> float16, {1}, {0}
+        @3 = multibroadcast[out_lens={2, 3}](@2) -> float16, {2, 3}, {0, 0}
+        @4 = div(x,@3) -> float16, {2, 3}, {3, 1}
+        @5 = sqrt(@4) -> float16, {2, 3}, {3, 1}
+        @6 = convert[target_type=float32](@5) -> float32, {2, 3}, {3, 1}
+        @7 = mul(@6,y) -> float32, {2, 3}, {3, 1}
+        @8 = convert[target_type=float16](@7) -> float16, {2, 3}, {3, 1}
+        @9 = @return(@8)
+        """,
+         """
+        module: "main"
+        x = @param:x -> float16, {2, 3}, {3, 1}
+        y = @param:y -> float32, {2, 3}, {3, 1}
+        @2 = @literal{2} -> float16, {1}, {0}
+        @3 = convert[target_type=float32](x) -> float32, {2, 3}, {3, 1}
+        @4 = multibroadcast[out_lens={2, 3}](@2) -> float16, {2, 3}, {0, 0}
+        @5 = convert[target_type=float32](@4) -> float32, {2, 3}, {0, 0}
+        @6 = div(@3,@5) -> float32, {2, 3}, {3, 1}
+        @7 = sqrt(@6) -> float32, {2, 3}, {3, 1}
+        @8 = mul(@7,y) -> float32, {2, 3}, {3, 1}
+        @9 = convert[target_type=float16](@8) -> float16, {2, 3}, {3, 1}
+        @10 = @return(@9)
+        """),
+    case('propagate_output',
+         'propagate_precision,eliminate_common_subexpression,dead_code_elimination',
+         """
+        module: "main"
+        x = @param:x -> float32, {2, 3}, {3, 1}
+        y = @param:y -> float16, {2, 3}, {3, 1}
+        @2 = @literal{2} -> float16, {1}, {0}
+        @3 = convert[target_type=float16](x) -> float16, {2, 3}, {3, 1}
+        @4 = multibroadcast[out_lens={2, 3}](@2) -> float16, {2, 3}, {0, 0}
+        @5 = div(@3,@4) -> float16, {2, 3}, {3, 1}
+        @6 = sqrt(@5) -> float16, {2, 3}, {3, 1}
+        @7 = mul(@6,y) -> float16, {2, 3}, {3, 1}
+        @8 = @return(@7)
+        """,
+         """
+        module: "main"
+        x = @param:x -> float32, {2, 3}, {3, 1}
+        y = @param:y -> float16, {2, 3}, {3, 1}
+        @2 = @literal{2} -> float16, {1}, {0}
+        @3 = multibroadcast[out_lens={2, 3}](@2) -> float16, {2, 3}, {0, 0}
+        @4 = convert[target_type=float32](@3) -> float32, {2, 3}, {0, 0}
+        @5 = div(x,@4) -> float32, {2, 3}, {3, 1}
+        @6 = sqrt(@5) -> float32, {2, 3}, {3, 1}
+        @7 = convert[target_type=float16](@6) -> float16, {2, 3}, {3, 1}
+        @8 = mul(@7,y) -> float16, {2, 3}, {3, 1}
+        @9 = @return(@8)
+        """),
+    case('propagate_conflict',
+         'propagate_precision,eliminate_common_subexpression,dead_code_elimination',
+         """
+        module: "main"
+        x = @param:x -> float32, {2, 3}, {3, 1}
+        y = @param:y -> float64, {2, 3}, {3, 1}
+        @2 = @literal{2} -> float16, {1}, {0}
+        @3 = convert[target_type=float16](x) -> float16, {2, 3}, {3, 1}
+        @4 = multibroadcast[out_lens={2, 3}](@2) -> float16, {2, 3}, {0, 0}
+        @5 = div(@3,@4) -> float16, {2, 3}, {3, 1}
+        @6 = sqrt(@5) -> float16, {2, 3}, {3, 1}
+        @7 = convert[target_type=float64](@6) -> float64, {2, 3}, {3, 1}
+        @8 = mul(@7,y) -> float64, {2, 3}, {3, 1}
+        @9 = @return(@8)
+        """,
+         """
+        module: "main"
+        x = @param:x -> float32, {2, 3}, {3, 1}
+        y = @param:y -> float64, {2, 3}, {3, 1}
+        @2 = @literal{2} -> float16, {1}, {0}
+        @3 = convert[target_type=float64](x) -> float64, {2, 3}, {3, 1}
+        @4 = multibroadcast[out_lens={2, 3}](@2) -> float16, {2, 3}, {0, 0}
+        @5 = convert[target_type=float64](@4) -> float64, {2, 3}, {0, 0}
+        @6 = div(@3,@5) -> float64, {2, 3}, {3, 1}
+        @7 = sqrt(@6) -> float64, {2, 3}, {3, 1}
+        @8 = mul(@7,y) -> float64, {2, 3}, {3, 1}
+        @9 = @return(@8)
+        """),
+    case('propagate_reduce',
+         'propagate_precision,eliminate_common_subexpression,dead_code_elimination',
+         """
+        module: "main"
+        x = @param:x -> float16, {2, 3}, {3, 1}
+        @1 = @literal{3} -> float16, {1}, {0}
+        @2 = mul(x,x) -> float16, {2, 3}, {3, 1}
+        @3 = multibroadcast[out_lens={2, 3}](@1) -> float16, {2, 3}, {0, 0}
+        @4 = div(@2,@3) -> float16, {2, 3}, {3, 1}
+        @5 = convert[target_type=float32](@4) -> float32, {2, 3}, {3, 1}
+        @6 = reduce_sum[axes={1}](@5) -> float32, {2, 1}, {1, 1}
+        @7 = convert[target_type=float16](@6) -> float16, {2, 1}, {1, 1}
+        @8 = sqrt(@7) -> float16, {2, 1}, {1, 1}
+        @9 = multibroadcast[out_lens={2, 3}](@8) -> float16, {2, 3}, {1, 0}
+        @10 = mul(x,@9) -> float16, {2, 3}, {3, 1}
+        @11 = @return(@10)
+        """,
+         """
+        module: "main"
+        x = @param:x -> float16, {2, 3}, {3, 1}
+        @1 = @literal{3} -> float16, {1}, {0}
+        @2 = convert[target_type=float32](x) -> float32, {2, 3}, {3, 1}
+        @3 = mul(@2,@2) -> float32, {2, 3}, {3, 1}
+        @4 = multibroadcast[out_lens={2, 3}](@1) -> float16, {2, 3}, {0, 0}
+        @5 = convert[target_type=float32](@4) -> float32, {2, 3}, {0, 0}
+        @6 = div(@3,@5) -> float32, {2, 3}, {3, 1}
+        @7 = reduce_sum[axes={1}](@6) -> float32, {2, 1}, {1, 1}
+        @8 = sqrt(@7) -> float32, {2, 1}, {1, 1}
+        @9 = convert[target_type=float16](@8) -> float16, {2, 1}, {1, 1}
+        @10 = multibroadcast[out_lens={2, 3}](@9) -> float16, {2, 3}, {1, 0}
+        @11 = mul(x,@10) -> float16, {2, 3}, {3, 1}
+        @12 = @return(@11)
+        """),
     case('propagate_reduce_float_to_double',
          'propagate_precision,eliminate_common_subexpression,dead_code_elimination',
          """
@@ -28,6 +145,34 @@ CASES = [
         @1 = reduce_sum[axes={1}](x) -> float64, {3, 1}, {1, 1}
         @2 = squeeze[axes={1}](@1) -> float64, {3}, {1}
         @3 = @return(@2)
+        """),
+    case('propagate_type_category_boundary',
+         'propagate_precision,eliminate_common_subexpression,dead_code_elimination',
+         """
+        module: "main"
+        x = @param:x -> int32, {1, 4}, {4, 1}
+        @1 = @literal{2} -> int32, {1}, {0}
+        @2 = @literal{1} -> float32, {1}, {0}
+        @3 = multibroadcast[out_lens={1, 4}](@1) -> int32, {1, 4}, {0, 0}
+        @4 = div(x,@3) -> int32, {1, 4}, {4, 1}
+        @5 = convert[target_type=float32](@4) -> float32, {1, 4}, {4, 1}
+        @6 = multibroadcast[out_lens={1, 4}](@2) -> float32, {1, 4}, {0, 0}
+        @7 = add(@5,@6) -> float32, {1, 4}, {4, 1}
+        @8 = convert[target_type=float64](@7) -> float64, {1, 4}, {4, 1}
+        @9 = @return(@8)
+        """,
+         """
+        module: "main"
+        x = @param:x -> int32, {1, 4}, {4, 1}
+        @1 = @literal{2} -> int32, {1}, {0}
+        @2 = @literal{1} -> float32, {1}, {0}
+        @3 = multibroadcast[out_lens={1, 4}](@1) -> int32, {1, 4}, {0, 0}
+        @4 = div(x,@3) -> int32, {1, 4}, {4, 1}
+        @5 = convert[target_type=float64](@4) -> float64, {1, 4}, {4, 1}
+        @6 = multibroadcast[out_lens={1, 4}](@2) -> float32, {1, 4}, {0, 0}
+        @7 = convert[target_type=float64](@6) -> float64, {1, 4}, {0, 0}
+        @8 = add(@5,@7) -> float64, {1, 4}, {4, 1}
+        @9 = @return(@8)
         """),
     case('propagate_no_crossover_through_bool_int_chain',
          'propagate_precision,eliminate_common_subexpression,dead_code_elimination',
@@ -51,16 +196,11 @@ CASES = [
         @5 = @return(@4)
         """,
          status='DIFF',
-         reason='MIGraphX rewrites, we leave the program: MIGraphX moves the int64 convert ahead of not() and drops the bool round trip; ours leaves the bool chain'),
+         reason="deliberate: MIGraphX moves the int64 convert ahead of not() and drops the bool round trip, which changes the result: bool(sigmoid(x)) is true, so not() gives 0 and the sum is 0, while int64(sigmoid(x)) truncates to 0, not() gives 1 and the sum is 32 (checked with our evaluator on the case's random input); ours leaves the bool chain"),
 ]
 
 # Not transcribed (the construct the reader stopped at):
 NOT_TRANSCRIBED = [
-    ('propagate_input', "unknown name 'migraphx::add_common_op'"),
-    ('propagate_output', "unknown name 'migraphx::add_common_op'"),
-    ('propagate_conflict', "unknown name 'migraphx::add_common_op'"),
-    ('propagate_reduce', "unknown name 'migraphx::add_common_op'"),
-    ('propagate_type_category_boundary', "unknown name 'migraphx::add_common_op'"),
 ]
 
 

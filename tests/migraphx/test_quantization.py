@@ -8,18 +8,249 @@ from __future__ import annotations
 
 import pytest
 
-from .conformance import case, check  # noqa: F401 - no case transcribed yet
+from .conformance import case, check
 
 CASES = [
+    case('param_add#1',
+         'normalize_ops,optimize_module,truncate_float,optimize_module',
+         """
+        module: "main"
+        x = @param:x -> float32, {2, 3}, {3, 1}
+        y = @param:y -> float32, {2, 3}, {3, 1}
+        @2 = add(x,y) -> float32, {2, 3}, {3, 1}
+        """,
+         """
+        module: "main"
+        x = @param:x -> float32, {2, 3}, {3, 1}
+        y = @param:y -> float32, {2, 3}, {3, 1}
+        @2 = convert[target_type=float16](x) -> float16, {2, 3}, {3, 1}
+        @3 = convert[target_type=float16](y) -> float16, {2, 3}, {3, 1}
+        @4 = add(@2,@3) -> float16, {2, 3}, {3, 1}
+        @5 = convert[target_type=float32](@4) -> float32, {2, 3}, {3, 1}
+        @6 = identity(@5) -> float32, {2, 3}, {3, 1}
+        """,
+         status='EQUIV',
+         reason="MIGraphX's module::replace_instruction turns a replaced last instruction (the output of a module without @return) into identity(replacement); our IR needs no placeholder, the final convert is the output. Same values",
+         options={'optimize_module': {'propagate_constant_skip_ops': ('quantizelinear', 'dequantizelinear')}, 'truncate_float': {'ins_names': ('all',), 'float_type': 'float16'}}),
+    case('param_add#2',
+         'normalize_ops,optimize_module,truncate_float,optimize_module',
+         """
+        module: "main"
+        x = @param:x -> float32, {2, 3}, {3, 1}
+        y = @param:y -> float32, {2, 3}, {3, 1}
+        @2 = add(x,y) -> float32, {2, 3}, {3, 1}
+        """,
+         """
+        module: "main"
+        x = @param:x -> float32, {2, 3}, {3, 1}
+        y = @param:y -> float32, {2, 3}, {3, 1}
+        @2 = convert[target_type=float16](x) -> float16, {2, 3}, {3, 1}
+        @3 = convert[target_type=float16](y) -> float16, {2, 3}, {3, 1}
+        @4 = add(@2,@3) -> float16, {2, 3}, {3, 1}
+        @5 = convert[target_type=float32](@4) -> float32, {2, 3}, {3, 1}
+        @6 = identity(@5) -> float32, {2, 3}, {3, 1}
+        """,
+         status='EQUIV',
+         reason="MIGraphX's module::replace_instruction turns a replaced last instruction (the output of a module without @return) into identity(replacement); our IR needs no placeholder, the final convert is the output. Same values",
+         options={'optimize_module': {'propagate_constant_skip_ops': ('quantizelinear', 'dequantizelinear')}, 'truncate_float': {'ins_names': ('add',), 'float_type': 'float16'}}),
+    case('param_add#3',
+         'normalize_ops,optimize_module,truncate_float,optimize_module',
+         """
+        module: "main"
+        x = @param:x -> float32, {2, 3}, {3, 1}
+        y = @param:y -> float32, {2, 3}, {3, 1}
+        @2 = add(x,y) -> float32, {2, 3}, {3, 1}
+        @3 = @return(@2)
+        """,
+         """
+        module: "main"
+        x = @param:x -> float32, {2, 3}, {3, 1}
+        y = @param:y -> float32, {2, 3}, {3, 1}
+        @2 = convert[target_type=float16](x) -> float16, {2, 3}, {3, 1}
+        @3 = convert[target_type=float16](y) -> float16, {2, 3}, {3, 1}
+        @4 = add(@2,@3) -> float16, {2, 3}, {3, 1}
+        @5 = convert[target_type=float32](@4) -> float32, {2, 3}, {3, 1}
+        @6 = @return(@5)
+        """,
+         options={'optimize_module': {'propagate_constant_skip_ops': ('quantizelinear', 'dequantizelinear')}, 'truncate_float': {'ins_names': ('all',), 'float_type': 'float16'}}),
+    case('param_add#4',
+         'normalize_ops,optimize_module,truncate_float,optimize_module',
+         """
+        module: "main"
+        x = @param:x -> float32, {2, 3}, {3, 1}
+        y = @param:y -> float32, {2, 3}, {3, 1}
+        @2 = add(x,y) -> float32, {2, 3}, {3, 1}
+        @3 = @return(@2)
+        """,
+         """
+        module: "main"
+        x = @param:x -> float32, {2, 3}, {3, 1}
+        y = @param:y -> float32, {2, 3}, {3, 1}
+        @2 = convert[target_type=float16](x) -> float16, {2, 3}, {3, 1}
+        @3 = convert[target_type=float16](y) -> float16, {2, 3}, {3, 1}
+        @4 = add(@2,@3) -> float16, {2, 3}, {3, 1}
+        @5 = convert[target_type=float32](@4) -> float32, {2, 3}, {3, 1}
+        @6 = @return(@5)
+        """,
+         options={'optimize_module': {'propagate_constant_skip_ops': ('quantizelinear', 'dequantizelinear')}, 'truncate_float': {'ins_names': ('add',), 'float_type': 'float16'}}),
+    case('param_add_sub#1',
+         'normalize_ops,optimize_module,truncate_float,optimize_module',
+         """
+        module: "main"
+        x = @param:x -> float32, {2, 3}, {3, 1}
+        y = @param:y -> float32, {2, 3}, {3, 1}
+        @2 = add(x,y) -> float32, {2, 3}, {3, 1}
+        @3 = sub(@2,y) -> float32, {2, 3}, {3, 1}
+        @4 = add(@3,x) -> float32, {2, 3}, {3, 1}
+        @5 = @return(@4)
+        """,
+         """
+        module: "main"
+        x = @param:x -> float32, {2, 3}, {3, 1}
+        y = @param:y -> float32, {2, 3}, {3, 1}
+        @2 = convert[target_type=float16](x) -> float16, {2, 3}, {3, 1}
+        @3 = convert[target_type=float16](y) -> float16, {2, 3}, {3, 1}
+        @4 = add(@2,@3) -> float16, {2, 3}, {3, 1}
+        @5 = convert[target_type=float32](@4) -> float32, {2, 3}, {3, 1}
+        @6 = sub(@5,y) -> float32, {2, 3}, {3, 1}
+        @7 = convert[target_type=float16](@6) -> float16, {2, 3}, {3, 1}
+        @8 = add(@7,@2) -> float16, {2, 3}, {3, 1}
+        @9 = convert[target_type=float32](@8) -> float32, {2, 3}, {3, 1}
+        @10 = @return(@9)
+        """,
+         options={'optimize_module': {'propagate_constant_skip_ops': ('quantizelinear', 'dequantizelinear')}, 'truncate_float': {'ins_names': ('add',), 'float_type': 'float16'}}),
+    case('param_add_sub#2',
+         'normalize_ops,optimize_module,truncate_float,optimize_module',
+         """
+        module: "main"
+        x = @param:x -> float32, {2, 3}, {3, 1}
+        y = @param:y -> float32, {2, 3}, {3, 1}
+        @2 = add(x,y) -> float32, {2, 3}, {3, 1}
+        @3 = sub(@2,y) -> float32, {2, 3}, {3, 1}
+        @4 = add(@3,x) -> float32, {2, 3}, {3, 1}
+        @5 = @return(@4)
+        """,
+         """
+        module: "main"
+        x = @param:x -> float32, {2, 3}, {3, 1}
+        y = @param:y -> float32, {2, 3}, {3, 1}
+        @2 = add(x,y) -> float32, {2, 3}, {3, 1}
+        @3 = convert[target_type=float16](@2) -> float16, {2, 3}, {3, 1}
+        @4 = convert[target_type=float16](y) -> float16, {2, 3}, {3, 1}
+        @5 = sub(@3,@4) -> float16, {2, 3}, {3, 1}
+        @6 = convert[target_type=float32](@5) -> float32, {2, 3}, {3, 1}
+        @7 = add(@6,x) -> float32, {2, 3}, {3, 1}
+        @8 = @return(@7)
+        """,
+         options={'optimize_module': {'propagate_constant_skip_ops': ('quantizelinear', 'dequantizelinear')}, 'truncate_float': {'ins_names': ('sub',), 'float_type': 'float16'}}),
+    case('param_add_sub#3',
+         'truncate_float,dead_code_elimination',
+         """
+        module: "main"
+        x = @param:x -> float32, {2, 3}, {3, 1}
+        y = @param:y -> float32, {2, 3}, {3, 1}
+        @2 = add(x,y) -> float32, {2, 3}, {3, 1}
+        @3 = sub(@2,y) -> float32, {2, 3}, {3, 1}
+        @4 = add(@3,x) -> float32, {2, 3}, {3, 1}
+        @5 = @return(@4)
+        """,
+         """
+        module: "main"
+        x = @param:x -> float32, {2, 3}, {3, 1}
+        y = @param:y -> float32, {2, 3}, {3, 1}
+        @2 = convert[target_type=float16](x) -> float16, {2, 3}, {3, 1}
+        @3 = convert[target_type=float16](y) -> float16, {2, 3}, {3, 1}
+        @4 = add(@2,@3) -> float16, {2, 3}, {3, 1}
+        @5 = convert[target_type=float32](@4) -> float32, {2, 3}, {3, 1}
+        @6 = convert[target_type=float16](@5) -> float16, {2, 3}, {3, 1}
+        @7 = convert[target_type=float16](y) -> float16, {2, 3}, {3, 1}
+        @8 = sub(@6,@7) -> float16, {2, 3}, {3, 1}
+        @9 = convert[target_type=float32](@8) -> float32, {2, 3}, {3, 1}
+        @10 = convert[target_type=float16](@9) -> float16, {2, 3}, {3, 1}
+        @11 = convert[target_type=float16](x) -> float16, {2, 3}, {3, 1}
+        @12 = add(@10,@11) -> float16, {2, 3}, {3, 1}
+        @13 = convert[target_type=float32](@12) -> float32, {2, 3}, {3, 1}
+        @14 = @return(@13)
+        """,
+         options={'truncate_float': {'ins_names': ('all',), 'float_type': 'float16'}}),
+    case('param_add_sub#4',
+         'normalize_ops,optimize_module,truncate_float,optimize_module',
+         """
+        module: "main"
+        x = @param:x -> float32, {2, 3}, {3, 1}
+        y = @param:y -> float32, {2, 3}, {3, 1}
+        @2 = add(x,y) -> float32, {2, 3}, {3, 1}
+        @3 = sub(@2,y) -> float32, {2, 3}, {3, 1}
+        @4 = add(@3,x) -> float32, {2, 3}, {3, 1}
+        @5 = @return(@4)
+        """,
+         """
+        module: "main"
+        x = @param:x -> float32, {2, 3}, {3, 1}
+        y = @param:y -> float32, {2, 3}, {3, 1}
+        @2 = convert[target_type=float16](x) -> float16, {2, 3}, {3, 1}
+        @3 = convert[target_type=float16](y) -> float16, {2, 3}, {3, 1}
+        @4 = add(@2,@3) -> float16, {2, 3}, {3, 1}
+        @5 = sub(@4,@3) -> float16, {2, 3}, {3, 1}
+        @6 = add(@5,@2) -> float16, {2, 3}, {3, 1}
+        @7 = convert[target_type=float32](@6) -> float32, {2, 3}, {3, 1}
+        @8 = @return(@7)
+        """,
+         options={'optimize_module': {'propagate_constant_skip_ops': ('quantizelinear', 'dequantizelinear')}, 'truncate_float': {'ins_names': ('all',), 'float_type': 'float16'}}),
+    case('literal_add#1',
+         'normalize_ops,optimize_module,truncate_float,optimize_module,propagate_constant,dead_code_elimination',
+         """
+        module: "main"
+        @0 = @literal{1, 2, 3, 4, 5, 6} -> float32, {2, 3}, {3, 1}
+        @1 = @literal{1, 2, 3, 4, 5, 6} -> float32, {2, 3}, {3, 1}
+        @2 = add(@0,@1) -> float32, {2, 3}, {3, 1}
+        """,
+         """
+        module: "main"
+        @0 = @literal{2, 4, 6, 8, 10, 12} -> float32, {2, 3}, {3, 1}
+        @1 = identity(@0) -> float32, {2, 3}, {3, 1}
+        """,
+         options={'optimize_module': {'propagate_constant_skip_ops': ('quantizelinear', 'dequantizelinear')}, 'truncate_float': {'ins_names': ('all',), 'float_type': 'float16'}}),
+    case('literal_add#2',
+         'normalize_ops,optimize_module,truncate_float,optimize_module,propagate_constant,dead_code_elimination',
+         """
+        module: "main"
+        @0 = @literal{1, 2, 3, 4, 5, 6} -> float32, {2, 3}, {3, 1}
+        @1 = @literal{1, 2, 3, 4, 5, 6} -> float32, {2, 3}, {3, 1}
+        @2 = add(@0,@1) -> float32, {2, 3}, {3, 1}
+        """,
+         """
+        module: "main"
+        @0 = @literal{2, 4, 6, 8, 10, 12} -> float32, {2, 3}, {3, 1}
+        @1 = identity(@0) -> float32, {2, 3}, {3, 1}
+        """,
+         options={'optimize_module': {'propagate_constant_skip_ops': ('quantizelinear', 'dequantizelinear')}, 'truncate_float': {'ins_names': ('add',), 'float_type': 'float16'}}),
+    case('topk',
+         'normalize_ops,optimize_module,truncate_float,optimize_module',
+         """
+        module: "main"
+        data = @param:data -> float32, {3, 5}, {5, 1}
+        @1 = topk[k=3,axis=0,largest=false](data) -> tuple_type, {(float32, {3, 5}, {5, 1}), (int64, {3, 5}, {5, 1})}
+        @2 = get_tuple_elem[index=0](@1) -> float32, {3, 5}, {5, 1}
+        @3 = get_tuple_elem[index=1](@1) -> int64, {3, 5}, {5, 1}
+        @4 = @return(@2,@3)
+        """,
+         """
+        module: "main"
+        data = @param:data -> float32, {3, 5}, {5, 1}
+        @1 = convert[target_type=float16](data) -> float16, {3, 5}, {5, 1}
+        @2 = topk[k=3,axis=0,largest=false](@1) -> tuple_type, {(float16, {3, 5}, {5, 1}), (int64, {3, 5}, {5, 1})}
+        @3 = get_tuple_elem[index=0](@2) -> float16, {3, 5}, {5, 1}
+        @4 = convert[target_type=float32](@3) -> float32, {3, 5}, {5, 1}
+        @5 = get_tuple_elem[index=1](@2) -> int64, {3, 5}, {5, 1}
+        @6 = @return(@4,@5)
+        """,
+         options={'optimize_module': {'propagate_constant_skip_ops': ('quantizelinear', 'dequantizelinear')}, 'truncate_float': {'ins_names': ('all',), 'float_type': 'float16'}}),
 ]
 
 # Not transcribed (the construct the reader stopped at):
 NOT_TRANSCRIBED = [
-    ('param_add', "unknown name 'migraphx::quantize_fp16'"),
-    ('param_add_sub', "unknown name 'migraphx::quantize_fp16'"),
-    ('literal_add', "unknown name 'migraphx::quantize_fp16'"),
     ('fp16_subgraph', 'IRError: module If_6_if: multibroadcast uses #0 (@literal) from module main; values cannot cross modules'),
-    ('topk', "unknown name 'migraphx::quantize_fp16'"),
     ('op_capture', "unknown name 'migraphx::add_apply_alpha_beta'"),
     ('op_capture_subgraph', 'IRError: module If_6_if: dot uses #1 (@param) from module main; values cannot cross modules'),
     ('dot_float', "unknown name 'migraphx::add_apply_alpha_beta'"),
@@ -30,7 +261,7 @@ NOT_TRANSCRIBED = [
     ('conv_half', "expected '=', found 'quant_params'"),
     ('target_copy', "unknown name 'migraphx::parameter_map'"),
     ('int8_quantization_dot', "unknown name 'migraphx::add_apply_alpha_beta'"),
-    ('int8_quantization_conv', "expected '=', found ';'"),
+    ('int8_quantization_conv', "unknown name 'migraphx::target'"),
     ('int8_subgraph', "unknown name 'migraphx::add_apply_alpha_beta'"),
     ('test_op_capture', "unknown name 'migraphx::add_apply_alpha_beta'"),
 ]

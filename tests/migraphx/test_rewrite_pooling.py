@@ -129,6 +129,27 @@ CASES = [
         @1 = pooling[mode=average,padding={1},stride={1},lengths={3},dilations={2}](x) -> float32, {2, 2, 3}, {6, 3, 1}
         @2 = @return(@1)
         """),
+    case('rewrite_pooling_dialtions_test4',
+         'rewrite_pooling,dead_code_elimination',
+         """
+        module: "main"
+        x = @param:x -> float32, {1, 1, 5, 5}, {25, 25, 5, 1}
+        @1 = pooling[mode=max,padding={1, 0},stride={1, 3},lengths={3, 1},dilations={1, 2}](x) -> float32, {1, 1, 5, 2}, {10, 10, 2, 1}
+        @2 = @return(@1)
+        """,
+         """
+        module: "main"
+        x = @param:x -> float32, {1, 1, 5, 5}, {25, 25, 5, 1}
+        @1 = @literal{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14} -> int32, {15}, {1}
+        @2 = @literal{0, 3} -> int32, {2}, {1}
+        @3 = pad[pads={0, 0, 1, 0, 0, 0, 1, 0},value=-3.4028234663852886e+38](x) -> float32, {1, 1, 7, 5}, {35, 35, 5, 1}
+        @4 = gather[axis=2](@3,@1) -> float32, {1, 1, 15, 5}, {75, 75, 5, 1}
+        @5 = gather[axis=3](@4,@2) -> float32, {1, 1, 15, 2}, {30, 30, 2, 1}
+        @6 = pooling[mode=max,padding={0, 0},stride={3, 1},lengths={3, 1}](@5) -> float32, {1, 1, 5, 2}, {10, 10, 2, 1}
+        @7 = @return(@6)
+        """,
+         status='DIFF',
+         reason="deliberate: MIGraphX's expected program gathers rows {0, 1, ..., 14} along an axis of 7 padded rows, indices past its end (out-of-range reads, so its values are not the pooling's); ours gathers the stride-1 windows {0, 1, 2, 1, 2, 3, ...}, and keeps the pooling's values"),
     case('rewrite_pooling_dialtions_test5#1',
          'rewrite_pooling,dead_code_elimination',
          """
@@ -211,7 +232,6 @@ CASES = [
 
 # Not transcribed (the construct the reader stopped at):
 NOT_TRANSCRIBED = [
-    ('rewrite_pooling_dialtions_test4', 'std::numeric_limits'),
     ('test_lower_lrn_to_pooling', "unknown name 'int64_t'"),
     ('rewrite_avgpool_rank3_dil_test', "unknown name 'migraphx::op::pooling'"),
     ('rewrite_avgpool_rank3_dil_test2', "unknown name 'migraphx::op::pooling'"),

@@ -8,17 +8,83 @@ from __future__ import annotations
 
 import pytest
 
-from .conformance import case, check  # noqa: F401 - no case transcribed yet
+from .conformance import case, check
 
 CASES = [
+    case('quantizelinear',
+         'rewrite_quantization',
+         """
+        module: "main"
+        @0 = @literal{-300, 200, 129, 1, 2, 3, 500, 1000, 50} -> float32, {1, 3, 3}, {9, 3, 1}
+        @1 = @literal{2, 2, 2, 2, 2, 2, 2, 2, 2} -> float32, {1, 3, 3}, {9, 3, 1}
+        @2 = quantizelinear(@0,@1) -> uint8, {1, 3, 3}, {9, 3, 1}
+        """,
+         '',
+         checks=('same_values', 'removes:quantizelinear')),
+    case('dequantizelinear',
+         'rewrite_quantization',
+         """
+        module: "main"
+        @0 = @literal{0, 1, 2, 5, 10, 50, 100, 150, 250} -> float32, {1, 3, 3}, {9, 3, 1}
+        @1 = @literal{2, 2, 2, 2, 2, 2, 2, 2, 2} -> float32, {1, 3, 3}, {9, 3, 1}
+        @2 = @literal{0, 0, 0, 0, 0, 0, 0, 0, 0} -> float32, {1, 3, 3}, {9, 3, 1}
+        @3 = dequantizelinear(@0,@1,@2) -> float32, {1, 3, 3}, {9, 3, 1}
+        """,
+         '',
+         checks=('same_values', 'removes:dequantizelinear')),
+    case('quantize_to_integral_type',
+         'rewrite_quantization',
+         """
+        module: "main"
+        @0 = @literal{-300, 600, 129, -1000, 4, 3, -6, 600, 550, -300, 600, 129, -1000, 4, 3, -6, 600, 550} -> float32, {2, 3, 3}, {9, 3, 1}
+        @1 = @literal{2, 2, 2, 4, 4, 4, 6, 6, 6, 2, 2, 2, 4, 4, 4, 6, 6, 6} -> float32, {2, 3, 3}, {9, 3, 1}
+        @2 = @literal{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0} -> int8, {2, 3, 3}, {9, 3, 1}
+        @3 = quantizelinear(@0,@1,@2) -> int8, {2, 3, 3}, {9, 3, 1}
+        """,
+         """
+        module: "main"
+        @0 = @literal{-300, 600, 129, -1000, 4, 3, -6, 600, 550, -300, 600, 129, -1000, 4, 3, -6, 600, 550} -> float32, {2, 3, 3}, {9, 3, 1}
+        @1 = @literal{2, 2, 2, 4, 4, 4, 6, 6, 6, 2, 2, 2, 4, 4, 4, 6, 6, 6} -> float32, {2, 3, 3}, {9, 3, 1}
+        @2 = @literal{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0} -> int8, {2, 3, 3}, {9, 3, 1}
+        @3 = @literal{-128} -> float32, {1}, {0}
+        @4 = @literal{127} -> float32, {1}, {0}
+        @5 = div(@0,@1) -> float32, {2, 3, 3}, {9, 3, 1}
+        @6 = nearbyint(@5) -> float32, {2, 3, 3}, {9, 3, 1}
+        @7 = convert[target_type=float32](@2) -> float32, {2, 3, 3}, {9, 3, 1}
+        @8 = add(@6,@7) -> float32, {2, 3, 3}, {9, 3, 1}
+        @9 = multibroadcast[out_lens={2, 3, 3}](@3) -> float32, {2, 3, 3}, {0, 0, 0}
+        @10 = multibroadcast[out_lens={2, 3, 3}](@4) -> float32, {2, 3, 3}, {0, 0, 0}
+        @11 = clip(@8,@9,@10) -> float32, {2, 3, 3}, {9, 3, 1}
+        @12 = convert[target_type=int8](@11) -> int8, {2, 3, 3}, {9, 3, 1}
+        """),
+    case('quantize_to_floating_point_type',
+         'rewrite_quantization',
+         """
+        module: "main"
+        @0 = @literal{0.5, 0.75, -0.4375, 0.6875, -0.9375, -0.9375, 0.625, -0.5625} -> float32, {2, 2, 2}, {4, 2, 1}
+        @1 = @literal{0.25, 0.75, 0.5625, 0.4375, 0.8125, -0.6875, 0.875, -0.0625} -> float32, {2, 2, 2}, {4, 2, 1}
+        @2 = @literal{0.6875, 0.75, -0.75, 0.5, -0.0625, 0.0625, -0.375, 0.25} -> float8e4m3fn, {2, 2, 2}, {4, 2, 1}
+        @3 = quantizelinear(@0,@1,@2) -> float8e4m3fn, {2, 2, 2}, {4, 2, 1}
+        """,
+         """
+        module: "main"
+        @0 = @literal{0.5, 0.75, -0.4375, 0.6875, -0.9375, -0.9375, 0.625, -0.5625} -> float32, {2, 2, 2}, {4, 2, 1}
+        @1 = @literal{0.25, 0.75, 0.5625, 0.4375, 0.8125, -0.6875, 0.875, -0.0625} -> float32, {2, 2, 2}, {4, 2, 1}
+        @2 = @literal{0.6875, 0.75, -0.75, 0.5, -0.0625, 0.0625, -0.375, 0.25} -> float8e4m3fn, {2, 2, 2}, {4, 2, 1}
+        @3 = @literal{-448} -> float32, {1}, {0}
+        @4 = @literal{448} -> float32, {1}, {0}
+        @5 = div(@0,@1) -> float32, {2, 2, 2}, {4, 2, 1}
+        @6 = convert[target_type=float32](@2) -> float32, {2, 2, 2}, {4, 2, 1}
+        @7 = add(@5,@6) -> float32, {2, 2, 2}, {4, 2, 1}
+        @8 = multibroadcast[out_lens={2, 2, 2}](@3) -> float32, {2, 2, 2}, {0, 0, 0}
+        @9 = multibroadcast[out_lens={2, 2, 2}](@4) -> float32, {2, 2, 2}, {0, 0, 0}
+        @10 = clip(@7,@8,@9) -> float32, {2, 2, 2}, {4, 2, 1}
+        @11 = convert[target_type=float8e4m3fn](@10) -> float8e4m3fn, {2, 2, 2}, {4, 2, 1}
+        """),
 ]
 
 # Not transcribed (the construct the reader stopped at):
 NOT_TRANSCRIBED = [
-    ('quantizelinear', "unknown name 'migraphx::enabled'"),
-    ('dequantizelinear', 'no run_passes / EXPECT(a == b) pair'),
-    ('quantize_to_integral_type', '.visit_type on Shape'),
-    ('quantize_to_floating_point_type', "unknown name 'migraphx::shape::get_type'"),
 ]
 
 

@@ -43,9 +43,7 @@ CASES = [
         @14 = div(@11,@13) -> float32, {1, 12, 1, 128}, {1536, 128, 128, 1}
         @15 = convert[target_type=float16](@14) -> float16, {1, 12, 1, 128}, {1536, 128, 128, 1}
         @16 = @return(@15)
-        """,
-         status='DIFF',
-         reason='both rewrite, but the results compute different values: both rewrite to an fp32 softmax; MIGraphX converts before the fp16 scale multiply, ours after it, so the fp16 rounding of the product differs beyond the comparison tolerance'),
+        """),
     case('softmax_dot_only',
          'rewrite_reduce,dead_code_elimination',
          """
@@ -149,9 +147,7 @@ CASES = [
         @11 = div(@8,@10) -> float32, {1, 12, 1, 128}, {1536, 128, 128, 1}
         @12 = convert[target_type=float16](@11) -> float16, {1, 12, 1, 128}, {1536, 128, 128, 1}
         @13 = @return(@12)
-        """,
-         status='EQUIV',
-         reason='both rewrite; equivalent form (same values on random inputs)'),
+        """),
     case('logsoftmax',
          'rewrite_reduce,dead_code_elimination',
          """

@@ -208,8 +208,6 @@ CASES = [
         @1 = resize[sizes={},scales={1, 1, 0.6, 0.5},mode=linear](x) -> float16, {1, 1, 1, 2}, {2, 2, 2, 1}
         """,
          '',
-         status='DIFF',
-         reason="our rewrite changes the values: fp16 input: our linear rewrite sums the two weighted gathers in fp16, which rounds differently from the resize it replaces; MIGraphX's test requires equal values (float_equal)",
          checks=('removes:resize', 'has:gather', 'same_values')),
 ]
 

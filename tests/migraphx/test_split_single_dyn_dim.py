@@ -11,6 +11,169 @@ import pytest
 from .conformance import case, check
 
 CASES = [
+    case('dynamic_batch',
+         'split_single_dyn_dim,dead_code_elimination',
+         """
+        module: "main"
+        data = @param:data -> dynamic, float32, {[1..4], 4}
+        @1 = @literal{6} -> float32, {1}, {1}
+        @2 = multibroadcast[out_lens={}](@1,data) -> dynamic, float32, {[1..4], 4}
+        @3 = add(data,@2) -> dynamic, float32, {[1..4], 4}
+        @4 = @return(@3)
+        """,
+         """
+        module: "main"
+        data = @param:data -> dynamic, float32, {[1..4], 4}
+        @1 = select_module[output_dyn_shapes={tuple_type, {(dynamic, float32, {[1..4], 4})}}](data), [dim_1, dim_2, dim_3, dim_4] -> tuple_type, {(dynamic, float32, {[1..4], 4})}
+        @2 = get_tuple_elem[index=0](@1) -> dynamic, float32, {[1..4], 4}
+        @3 = @return(@2)
+
+        module: "dim_1"
+        dim_1:data = @param:data -> float32, {1, 4}, {4, 1}
+        dim_1:@1 = @literal{6} -> float32, {1}, {1}
+        dim_1:@2 = multibroadcast[out_lens={}](dim_1:@1,dim_1:data) -> float32, {1, 4}, {0, 0}
+        dim_1:@3 = add(dim_1:data,dim_1:@2) -> float32, {1, 4}, {4, 1}
+        dim_1:@4 = @return(dim_1:@3)
+
+        module: "dim_2"
+        dim_2:data = @param:data -> float32, {2, 4}, {4, 1}
+        dim_2:@1 = @literal{6} -> float32, {1}, {1}
+        dim_2:@2 = multibroadcast[out_lens={}](dim_2:@1,dim_2:data) -> float32, {2, 4}, {0, 0}
+        dim_2:@3 = add(dim_2:data,dim_2:@2) -> float32, {2, 4}, {4, 1}
+        dim_2:@4 = @return(dim_2:@3)
+
+        module: "dim_3"
+        dim_3:data = @param:data -> float32, {3, 4}, {4, 1}
+        dim_3:@1 = @literal{6} -> float32, {1}, {1}
+        dim_3:@2 = multibroadcast[out_lens={}](dim_3:@1,dim_3:data) -> float32, {3, 4}, {0, 0}
+        dim_3:@3 = add(dim_3:data,dim_3:@2) -> float32, {3, 4}, {4, 1}
+        dim_3:@4 = @return(dim_3:@3)
+
+        module: "dim_4"
+        dim_4:data = @param:data -> float32, {4, 4}, {4, 1}
+        dim_4:@1 = @literal{6} -> float32, {1}, {1}
+        dim_4:@2 = multibroadcast[out_lens={}](dim_4:@1,dim_4:data) -> float32, {4, 4}, {0, 0}
+        dim_4:@3 = add(dim_4:data,dim_4:@2) -> float32, {4, 4}, {4, 1}
+        dim_4:@4 = @return(dim_4:@3)
+        """),
+    case('dynamic_batch_multiple_input',
+         'split_single_dyn_dim,dead_code_elimination',
+         """
+        module: "main"
+        data0 = @param:data0 -> dynamic, float32, {[1..4], 4}
+        data1 = @param:data1 -> dynamic, float32, {[1..4], 4}
+        data2 = @param:data2 -> dynamic, float32, {[1..4], 4}
+        @3 = @literal{6} -> float32, {1}, {1}
+        @4 = multibroadcast[out_lens={}](@3,data0) -> dynamic, float32, {[1..4], 4}
+        @5 = add(data0,@4) -> dynamic, float32, {[1..4], 4}
+        @6 = add(@5,data1) -> dynamic, float32, {[1..4], 4}
+        @7 = add(@6,data2) -> dynamic, float32, {[1..4], 4}
+        @8 = @return(@7)
+        """,
+         """
+        module: "main"
+        data0 = @param:data0 -> dynamic, float32, {[1..4], 4}
+        data1 = @param:data1 -> dynamic, float32, {[1..4], 4}
+        data2 = @param:data2 -> dynamic, float32, {[1..4], 4}
+        @3 = select_module[output_dyn_shapes={tuple_type, {(dynamic, float32, {[1..4], 4})}}](data0,data1,data2), [dim_1, dim_2, dim_3, dim_4] -> tuple_type, {(dynamic, float32, {[1..4], 4})}
+        @4 = get_tuple_elem[index=0](@3) -> dynamic, float32, {[1..4], 4}
+        @5 = @return(@4)
+
+        module: "dim_1"
+        dim_1:data0 = @param:data0 -> float32, {1, 4}, {4, 1}
+        dim_1:data1 = @param:data1 -> float32, {1, 4}, {4, 1}
+        dim_1:data2 = @param:data2 -> float32, {1, 4}, {4, 1}
+        dim_1:@3 = @literal{6} -> float32, {1}, {1}
+        dim_1:@4 = multibroadcast[out_lens={}](dim_1:@3,dim_1:data0) -> float32, {1, 4}, {0, 0}
+        dim_1:@5 = add(dim_1:data0,dim_1:@4) -> float32, {1, 4}, {4, 1}
+        dim_1:@6 = add(dim_1:@5,dim_1:data1) -> float32, {1, 4}, {4, 1}
+        dim_1:@7 = add(dim_1:@6,dim_1:data2) -> float32, {1, 4}, {4, 1}
+        dim_1:@8 = @return(dim_1:@7)
+
+        module: "dim_2"
+        dim_2:data0 = @param:data0 -> float32, {2, 4}, {4, 1}
+        dim_2:data1 = @param:data1 -> float32, {2, 4}, {4, 1}
+        dim_2:data2 = @param:data2 -> float32, {2, 4}, {4, 1}
+        dim_2:@3 = @literal{6} -> float32, {1}, {1}
+        dim_2:@4 = multibroadcast[out_lens={}](dim_2:@3,dim_2:data0) -> float32, {2, 4}, {0, 0}
+        dim_2:@5 = add(dim_2:data0,dim_2:@4) -> float32, {2, 4}, {4, 1}
+        dim_2:@6 = add(dim_2:@5,dim_2:data1) -> float32, {2, 4}, {4, 1}
+        dim_2:@7 = add(dim_2:@6,dim_2:data2) -> float32, {2, 4}, {4, 1}
+        dim_2:@8 = @return(dim_2:@7)
+
+        module: "dim_3"
+        dim_3:data0 = @param:data0 -> float32, {3, 4}, {4, 1}
+        dim_3:data1 = @param:data1 -> float32, {3, 4}, {4, 1}
+        dim_3:data2 = @param:data2 -> float32, {3, 4}, {4, 1}
+        dim_3:@3 = @literal{6} -> float32, {1}, {1}
+        dim_3:@4 = multibroadcast[out_lens={}](dim_3:@3,dim_3:data0) -> float32, {3, 4}, {0, 0}
+        dim_3:@5 = add(dim_3:data0,dim_3:@4) -> float32, {3, 4}, {4, 1}
+        dim_3:@6 = add(dim_3:@5,dim_3:data1) -> float32, {3, 4}, {4, 1}
+        dim_3:@7 = add(dim_3:@6,dim_3:data2) -> float32, {3, 4}, {4, 1}
+        dim_3:@8 = @return(dim_3:@7)
+
+        module: "dim_4"
+        dim_4:data0 = @param:data0 -> float32, {4, 4}, {4, 1}
+        dim_4:data1 = @param:data1 -> float32, {4, 4}, {4, 1}
+        dim_4:data2 = @param:data2 -> float32, {4, 4}, {4, 1}
+        dim_4:@3 = @literal{6} -> float32, {1}, {1}
+        dim_4:@4 = multibroadcast[out_lens={}](dim_4:@3,dim_4:data0) -> float32, {4, 4}, {0, 0}
+        dim_4:@5 = add(dim_4:data0,dim_4:@4) -> float32, {4, 4}, {4, 1}
+        dim_4:@6 = add(dim_4:@5,dim_4:data1) -> float32, {4, 4}, {4, 1}
+        dim_4:@7 = add(dim_4:@6,dim_4:data2) -> float32, {4, 4}, {4, 1}
+        dim_4:@8 = @return(dim_4:@7)
+        """),
+    case('multiple_outputs',
+         'split_single_dyn_dim,dead_code_elimination',
+         """
+        module: "main"
+        data = @param:data -> dynamic, float32, {[1..4], 4}
+        @1 = @literal{6} -> float32, {1}, {1}
+        @2 = multibroadcast[out_lens={}](@1,data) -> dynamic, float32, {[1..4], 4}
+        @3 = add(data,@2) -> dynamic, float32, {[1..4], 4}
+        @4 = add(data,data) -> dynamic, float32, {[1..4], 4}
+        @5 = @return(@3,@4)
+        """,
+         """
+        module: "main"
+        data = @param:data -> dynamic, float32, {[1..4], 4}
+        @1 = select_module[output_dyn_shapes={tuple_type, {(dynamic, float32, {[1..4], 4}), (dynamic, float32, {[1..4], 4})}}](data), [dim_1, dim_2, dim_3, dim_4] -> tuple_type, {(dynamic, float32, {[1..4], 4}), (dynamic, float32, {[1..4], 4})}
+        @2 = get_tuple_elem[index=0](@1) -> dynamic, float32, {[1..4], 4}
+        @3 = get_tuple_elem[index=1](@1) -> dynamic, float32, {[1..4], 4}
+        @4 = @return(@2,@3)
+
+        module: "dim_1"
+        dim_1:data = @param:data -> float32, {1, 4}, {4, 1}
+        dim_1:@1 = @literal{6} -> float32, {1}, {1}
+        dim_1:@2 = multibroadcast[out_lens={}](dim_1:@1,dim_1:data) -> float32, {1, 4}, {0, 0}
+        dim_1:@3 = add(dim_1:data,dim_1:@2) -> float32, {1, 4}, {4, 1}
+        dim_1:@4 = add(dim_1:data,dim_1:data) -> float32, {1, 4}, {4, 1}
+        dim_1:@5 = @return(dim_1:@3,dim_1:@4)
+
+        module: "dim_2"
+        dim_2:data = @param:data -> float32, {2, 4}, {4, 1}
+        dim_2:@1 = @literal{6} -> float32, {1}, {1}
+        dim_2:@2 = multibroadcast[out_lens={}](dim_2:@1,dim_2:data) -> float32, {2, 4}, {0, 0}
+        dim_2:@3 = add(dim_2:data,dim_2:@2) -> float32, {2, 4}, {4, 1}
+        dim_2:@4 = add(dim_2:data,dim_2:data) -> float32, {2, 4}, {4, 1}
+        dim_2:@5 = @return(dim_2:@3,dim_2:@4)
+
+        module: "dim_3"
+        dim_3:data = @param:data -> float32, {3, 4}, {4, 1}
+        dim_3:@1 = @literal{6} -> float32, {1}, {1}
+        dim_3:@2 = multibroadcast[out_lens={}](dim_3:@1,dim_3:data) -> float32, {3, 4}, {0, 0}
+        dim_3:@3 = add(dim_3:data,dim_3:@2) -> float32, {3, 4}, {4, 1}
+        dim_3:@4 = add(dim_3:data,dim_3:data) -> float32, {3, 4}, {4, 1}
+        dim_3:@5 = @return(dim_3:@3,dim_3:@4)
+
+        module: "dim_4"
+        dim_4:data = @param:data -> float32, {4, 4}, {4, 1}
+        dim_4:@1 = @literal{6} -> float32, {1}, {1}
+        dim_4:@2 = multibroadcast[out_lens={}](dim_4:@1,dim_4:data) -> float32, {4, 4}, {0, 0}
+        dim_4:@3 = add(dim_4:data,dim_4:@2) -> float32, {4, 4}, {4, 1}
+        dim_4:@4 = add(dim_4:data,dim_4:data) -> float32, {4, 4}, {4, 1}
+        dim_4:@5 = @return(dim_4:@3,dim_4:@4)
+        """),
     case('empty_param_shapes',
          'split_single_dyn_dim,dead_code_elimination',
          """
@@ -29,16 +192,49 @@ CASES = [
         @3 = add(@0,@2) -> float32, {1, 4}, {4, 1}
         @4 = @return(@3)
         """),
+    case('multiple_non_fixed_dd_in_a_param',
+         'split_single_dyn_dim,dead_code_elimination',
+         """
+        module: "main"
+        data = @param:data -> dynamic, float32, {[1..4], [4..20]}
+        @1 = @literal{6} -> float32, {1}, {1}
+        @2 = multibroadcast[out_lens={}](@1,data) -> dynamic, float32, {[1..4], [4..20]}
+        @3 = add(data,@2) -> dynamic, float32, {[1..4], [4..20]}
+        @4 = @return(@3)
+        """,
+         """
+        module: "main"
+        data = @param:data -> dynamic, float32, {[1..4], [4..20]}
+        @1 = @literal{6} -> float32, {1}, {1}
+        @2 = multibroadcast[out_lens={}](@1,data) -> dynamic, float32, {[1..4], [4..20]}
+        @3 = add(data,@2) -> dynamic, float32, {[1..4], [4..20]}
+        @4 = @return(@3)
+        """),
+    case('different_non_fixed_dd',
+         'split_single_dyn_dim,dead_code_elimination',
+         """
+        module: "main"
+        data0 = @param:data0 -> dynamic, float32, {[1..4], 4}
+        data1 = @param:data1 -> dynamic, float32, {[3..6], 1, 4}
+        @2 = multibroadcast[out_lens={}](data0,data1) -> dynamic, float32, {[3..6], [1..4], 4}
+        @3 = multibroadcast[out_lens={}](data1,data0) -> dynamic, float32, {[3..6], [1..4], 4}
+        @4 = add(@2,@3) -> dynamic, float32, {[3..6], [1..4], 4}
+        @5 = @return(@4)
+        """,
+         """
+        module: "main"
+        data0 = @param:data0 -> dynamic, float32, {[1..4], 4}
+        data1 = @param:data1 -> dynamic, float32, {[3..6], 1, 4}
+        @2 = multibroadcast[out_lens={}](data0,data1) -> dynamic, float32, {[3..6], [1..4], 4}
+        @3 = multibroadcast[out_lens={}](data1,data0) -> dynamic, float32, {[3..6], [1..4], 4}
+        @4 = add(@2,@3) -> dynamic, float32, {[3..6], [1..4], 4}
+        @5 = @return(@4)
+        """),
 ]
 
 # Not transcribed (the construct the reader stopped at):
 NOT_TRANSCRIBED = [
-    ('dynamic_batch', 'dynamic shape'),
-    ('dynamic_batch_multiple_input', 'dynamic shape'),
-    ('multiple_outputs', 'dynamic shape'),
-    ('multiple_non_fixed_dd_in_a_param', 'dynamic shape'),
-    ('different_non_fixed_dd', 'dynamic shape'),
-    ('ordered_inputs_to_select_module', 'dynamic shape'),
+    ('ordered_inputs_to_select_module', "unknown name 'std::find_if'"),
 ]
 
 

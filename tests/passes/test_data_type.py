@@ -31,6 +31,39 @@ def test_eliminate_data_type_wraps_ops_in_converts():
     """)
 
 
+def test_quant_dot_computes_as_dot_and_a_tuple_result_converts_per_element():
+    # MIGraphX TEST_CASE(quant): quant_dot's general_data_type is dot
+    check_pass("""
+        x = @param:x -> int8_type, {2, 2}
+        y = @param:y -> int8_type, {2, 2}
+        @2 = quant_dot(x, y) -> int32_type, {2, 2}
+        @3 = @return(@2)
+    """, [make_pass("eliminate_data_type", unsupported_types=("int8",), target_type="float32")], """
+        x = @param:x -> int8_type, {2, 2}
+        y = @param:y -> int8_type, {2, 2}
+        a = convert[target_type=float32](x) -> float_type, {2, 2}
+        b = convert[target_type=float32](y) -> float_type, {2, 2}
+        d = dot(a, b) -> float_type, {2, 2}
+        c = convert[target_type=int32](d) -> int32_type, {2, 2}
+        @3 = @return(c)
+    """)
+    check_pass("""
+        d = @param:d -> double_type, {3, 5}
+        t = topk[k=2,axis=1,largest=true](d) -> tuple_type, {(double_type, {3, 2}), (int64_type, {3, 2})}
+        v = get_tuple_elem[index=0](t) -> double_type, {3, 2}
+        i = get_tuple_elem[index=1](t) -> int64_type, {3, 2}
+        r = @return(v, i)
+    """, [make_pass("eliminate_data_type", unsupported_types=("float64",), target_type="float32")], """
+        d = @param:d -> double_type, {3, 5}
+        f = convert[target_type=float32](d) -> float_type, {3, 5}
+        t = topk[k=2,axis=1,largest=true](f) -> tuple_type, {(float_type, {3, 2}), (int64_type, {3, 2})}
+        fv = get_tuple_elem[index=0](t) -> float_type, {3, 2}
+        v = convert[target_type=float64](fv) -> double_type, {3, 2}
+        i = get_tuple_elem[index=1](t) -> int64_type, {3, 2}
+        r = @return(v, i)
+    """)
+
+
 def test_unsupported_ops_limits_the_rewrite():
     q = parse(MIXED)
     trace = run_passes(q, [make_pass("eliminate_data_type", unsupported_types=("float64",), unsupported_ops=("dot",))])
@@ -118,3 +151,32 @@ def test_propagate_precision_stops_at_integral_float_crossings():
         @3 = @return(@2)
     """
     assert not run_passes(parse(text), [make_pass("propagate_precision")]).records[0].changed
+
+
+def test_propagate_precision_reads_through_broadcast_scalars_and_converts_but_not_bool():
+    # a broadcast scalar constant does not stop the chain (MIGraphX's shape::scalar()); the
+    # int32 -> float32 convert in the chain becomes int32 -> float64 (MIGraphX upgrades converts)
+    text = """
+        x = @param:x -> int32_type, {1, 4}
+        @1 = @literal{1} -> float_type, {1}, {0}
+        @2 = convert[target_type=float32](x) -> float_type, {1, 4}
+        @3 = multibroadcast[out_lens={1, 4}](@1) -> float_type, {1, 4}, {0, 0}
+        @4 = add(@2, @3) -> float_type, {1, 4}
+        @5 = convert[target_type=float64](@4) -> double_type, {1, 4}
+        @6 = @return(@5)
+    """
+    p, q = parse(text), parse(text)
+    run_passes(q, [make_pass("propagate_precision")])
+    assert [(i.name, i.shape.type) for i in q.main if i.name in ("add", "convert")][0] == ("convert", "float64")
+    assert next(i for i in q.main if i.name == "add").shape.type == "float64"
+    assert_same_outputs(p, q)
+    # float -> bool -> not -> int64: bool(0.5) is true, int64(0.5) is 0, so nothing is upgraded
+    boolean = """
+        x = @param:x -> float_type, {1, 8}
+        @1 = sigmoid(x) -> float_type, {1, 8}
+        @2 = convert[target_type=bool](@1) -> bool_type, {1, 8}
+        @3 = not(@2) -> bool_type, {1, 8}
+        @4 = convert[target_type=int64](@3) -> int64_type, {1, 8}
+        @5 = @return(@4)
+    """
+    assert not run_passes(parse(boolean), [make_pass("propagate_precision")]).records[0].changed

@@ -71,18 +71,22 @@ def test_plain_concat_is_left_alone():
 
 
 def test_shared_pointwise_input_stays_outside():
-    # exp(x) is also returned, so it is not folded: the concat reads it through a noop piece
+    # exp(x) is also returned, so it is not folded: the concat reads it through a noop piece;
+    # neg(x) is used once and folds (MIGraphX needs one such input to fuse at all)
     text = """
         x = @param:x -> float_type, {4, 2}
         @1 = exp(x) -> float_type, {4, 2}
-        @2 = concat[axis=0](@1, x) -> float_type, {8, 2}
-        @3 = sigmoid(@2) -> float_type, {8, 2}
-        @4 = @return(@3, @1)
+        @2 = neg(x) -> float_type, {4, 2}
+        @3 = concat[axis=0](@1, @2) -> float_type, {8, 2}
+        @4 = sigmoid(@3) -> float_type, {8, 2}
+        @5 = @return(@4, @1)
     """
     p, q = parse(text), parse(text)
     run_passes(q, [FP, FC])
     assert sorted(i.name for i in q.main if not i.is_builtin()) == ["fused_concat", "pointwise"]
     assert_same_outputs(p, q)
     x = np.arange(8, dtype=np.float32).reshape(4, 2) / 8
-    want = 1 / (1 + np.exp(-np.concatenate([np.exp(x), x])))
+    want = 1 / (1 + np.exp(-np.concatenate([np.exp(x), -x])))
     np.testing.assert_allclose(evaluate(q, {"x": x})[0], want, rtol=1e-6)
+    only_shared = text.replace("concat[axis=0](@1, @2)", "concat[axis=0](@1, x)")
+    assert not run_passes(parse(only_shared), [FP, FC]).records[1].changed  # no single-use pointwise input

@@ -1,4 +1,5 @@
-"""fuse_horizontal: sibling axis-0 gathers with equal row shapes become one gather."""
+"""fuse_horizontal: four or more sibling axis-0 gathers from constant 2-D tables of one row width
+become one gather (MIGraphX's gather_horizontal_fusion rules)."""
 
 from __future__ import annotations
 
@@ -10,74 +11,103 @@ from migx_explore.compiler.testing import assert_same_outputs
 
 FH = make_pass("fuse_horizontal")
 
-TWO_TABLES = """
-    t1 = @param:t1 -> float_type, {10, 4}
-    t2 = @param:t2 -> float_type, {6, 4}
-    i1 = @param:i1 -> int64_type, {2, 3}
-    i2 = @param:i2 -> int64_type, {5}
-    @4 = gather[axis=0](t1, i1) -> float_type, {2, 3, 4}
-    @5 = gather[axis=0](t2, i2) -> float_type, {5, 4}
-    @6 = @return(@4, @5)
+
+def _tables(rows: list[int], width: int = 4) -> str:
+    return "\n".join(
+        f"t{k} = @literal{{{', '.join(str(v) for v in range(r * width))}}} -> float_type, {{{r}, {width}}}"
+        for k, r in enumerate(rows))
+
+
+FOUR_LOOKUPS = _tables([10, 6, 3, 5]) + """
+    i0 = @param:i0 -> int64_type, {2, 3}
+    i1 = @param:i1 -> int64_type, {5, 3}
+    i2 = @param:i2 -> int64_type, {1, 3}
+    i3 = @param:i3 -> int64_type, {2, 3}
+    @8 = gather[axis=0](t0, i0) -> float_type, {2, 3, 4}
+    @9 = gather[axis=0](t1, i1) -> float_type, {5, 3, 4}
+    @10 = gather[axis=0](t2, i2) -> float_type, {1, 3, 4}
+    @11 = gather[axis=0](t3, i3) -> float_type, {2, 3, 4}
+    @12 = @return(@8, @9, @10, @11)
 """
 
 
-def test_two_embedding_lookups_become_one_gather():
-    p, q = parse(TWO_TABLES), parse(TWO_TABLES)
+def test_four_embedding_lookups_become_one_gather_negative_indices_kept():
+    p, q = parse(FOUR_LOOKUPS), parse(FOUR_LOOKUPS)
     run_passes(q, [FH, make_pass("dead_code_elimination")])
     names = [i.name for i in q.main if not i.is_builtin()]
-    assert names.count("gather") == 1 and names.count("slice") == 2
+    assert names.count("gather") == 1 and names.count("slice") == 4 and "reshape" not in names
     g = next(i for i in q.main if i.name == "gather")
-    assert g.inputs[0].name == "concat" and list(g.shape.lens) == [11, 4]
-    rng = np.random.default_rng(0)
-    feeds = {"t1": rng.normal(size=(10, 4)).astype(np.float32), "t2": rng.normal(size=(6, 4)).astype(np.float32),
-             "i1": np.array([[0, 9, -1], [3, -10, 4]]), "i2": np.array([5, 0, -6, -1, 2])}
-    assert_same_outputs(p, q, feeds)
+    assert g.inputs[0].name == "concat" and list(g.shape.lens) == [10, 3, 4]
+    feeds = {"i0": np.array([[0, 9, -1], [3, -10, 4]]), "i1": np.array([[5, 0, -6]] * 5),
+             "i2": np.array([[-3, 2, -1]]), "i3": np.array([[4, -5, 0], [1, 2, 3]])}
+    assert_same_outputs(p, q, feeds)  # a negative index still reads its own table (MIGraphX's would not)
 
 
 def test_constant_indices_are_offset_at_compile_time():
-    text = """
-        t1 = @param:t1 -> float_type, {3, 2}
-        t2 = @param:t2 -> float_type, {4, 2}
-        i1 = @literal{0, 2} -> int32_type, {2}
-        i2 = @literal{-1, 1} -> int32_type, {2}
-        @4 = gather[axis=0](t1, i1) -> float_type, {2, 2}
-        @5 = gather[axis=0](t2, i2) -> float_type, {2, 2}
-        @6 = add(@4, @5) -> float_type, {2, 2}
-        @7 = @return(@6)
+    text = _tables([3, 4, 2, 3], 2) + """
+        i = @literal{0, 2} -> int32_type, {2}
+        j = @literal{-1, 1} -> int32_type, {2}
+        @6 = gather[axis=0](t0, i) -> float_type, {2, 2}
+        @7 = gather[axis=0](t1, j) -> float_type, {2, 2}
+        @8 = gather[axis=0](t2, j) -> float_type, {2, 2}
+        @9 = gather[axis=0](t3, i) -> float_type, {2, 2}
+        @10 = @return(@6, @7, @8, @9)
     """
     p, q = parse(text), parse(text)
     run_passes(q, [FH, make_pass("dead_code_elimination")])
     assert not any(i.name in ("mod", "add") and i.shape.type == "int32" for i in q.main)
-    t1 = np.arange(6, dtype=np.float32).reshape(3, 2)
-    t2 = np.arange(8, dtype=np.float32).reshape(4, 2) * 10
-    np.testing.assert_array_equal(evaluate(q, {"t1": t1, "t2": t2})[0], t1[[0, 2]] + t2[[3, 1]])
+    assert [i.name for i in q.main].count("gather") == 1
+    t1 = np.arange(8, dtype=np.float32).reshape(4, 2)
+    np.testing.assert_array_equal(evaluate(q, {})[1], t1[[3, 1]])
     assert_same_outputs(p, q)
 
 
-def test_dependent_or_mismatched_gathers_are_not_fused():
-    text = """
-        t1 = @param:t1 -> float_type, {10, 4}
-        t2 = @param:t2 -> float_type, {6, 3}
-        i1 = @param:i1 -> int64_type, {2}
-        @3 = gather[axis=0](t1, i1) -> float_type, {2, 4}
-        @4 = gather[axis=0](t2, i1) -> float_type, {2, 3}
-        @5 = gather[axis=1](t1, i1) -> float_type, {10, 2}
-        @6 = @return(@3, @4, @5)
+def test_left_alone_as_in_migraphx():
+    three = _tables([10, 6, 3]) + """
+        i = @param:i -> int64_type, {2}
+        @4 = gather[axis=0](t0, i) -> float_type, {2, 4}
+        @5 = gather[axis=0](t1, i) -> float_type, {2, 4}
+        @6 = gather[axis=0](t2, i) -> float_type, {2, 4}
+        @7 = @return(@4, @5, @6)
     """
-    assert not run_passes(parse(text), [FH]).records[0].changed
+    assert not run_passes(parse(three), [FH]).records[0].changed  # fewer than four
+    params = """
+        t0 = @param:t0 -> float_type, {10, 4}
+        t1 = @param:t1 -> float_type, {6, 4}
+        t2 = @param:t2 -> float_type, {3, 4}
+        t3 = @param:t3 -> float_type, {5, 4}
+        i = @param:i -> int64_type, {2}
+        @5 = gather[axis=0](t0, i) -> float_type, {2, 4}
+        @6 = gather[axis=0](t1, i) -> float_type, {2, 4}
+        @7 = gather[axis=0](t2, i) -> float_type, {2, 4}
+        @8 = gather[axis=0](t3, i) -> float_type, {2, 4}
+        @9 = @return(@5, @6, @7, @8)
+    """
+    assert not run_passes(parse(params), [FH]).records[0].changed  # tables not constant
+    dependent = _tables([10, 10, 10, 10]) + """
+        i = @param:i -> int64_type, {2}
+        @5 = gather[axis=0](t0, i) -> float_type, {2, 4}
+        @6 = gather[axis=0](t1, i) -> float_type, {2, 4}
+        @7 = gather[axis=0](t2, i) -> float_type, {2, 4}
+        @8 = convert[target_type=int64_type](@7) -> int64_type, {2, 4}
+        @9 = gather[axis=0](t3, @8) -> float_type, {2, 4, 4}
+        @10 = @return(@5, @6, @9)
+    """
+    assert not run_passes(parse(dependent), [FH]).records[0].changed  # only three are independent
 
 
 def test_shared_table_is_concatenated_once():
-    text = """
-        t = @param:t -> float_type, {5, 2}
+    text = _tables([5, 3], 2) + """
         a = @param:a -> int64_type, {3}
         b = @param:b -> int64_type, {2}
-        @3 = gather[axis=0](t, a) -> float_type, {3, 2}
-        @4 = gather[axis=0](t, b) -> float_type, {2, 2}
-        @5 = @return(@3, @4)
+        @4 = gather[axis=0](t0, a) -> float_type, {3, 2}
+        @5 = gather[axis=0](t0, b) -> float_type, {2, 2}
+        @6 = gather[axis=0](t1, a) -> float_type, {3, 2}
+        @7 = gather[axis=0](t1, b) -> float_type, {2, 2}
+        @8 = @return(@4, @5, @6, @7)
     """
     p, q = parse(text), parse(text)
     run_passes(q, [FH, make_pass("dead_code_elimination")])
-    assert [i.name for i in q.main].count("concat") == 1  # indices only
-    assert_same_outputs(p, q, {"t": np.arange(10, dtype=np.float32).reshape(5, 2), "a": np.array([0, 4, -1]),
-                               "b": np.array([-5, 2])})
+    concat = [i for i in q.main if i.name == "concat"]
+    assert len(concat) == 2 and list(concat[0].shape.lens) == [8, 2]  # tables: 5 + 3 rows, not 16
+    assert_same_outputs(p, q, {"a": np.array([0, 2, -1]), "b": np.array([-3, 1])})

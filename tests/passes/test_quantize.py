@@ -69,6 +69,24 @@ def test_integer_ops_and_converts_are_left_alone():
     check_pass(text, [TruncateFloat()], text)
 
 
+def test_tuple_result_converts_back_through_get_tuple_elem():  # MIGraphX TEST_CASE(topk)
+    check_pass("""
+        d = @param:d -> float_type, {3, 5}
+        t = topk[k=2,axis=1,largest=true](d) -> tuple_type, {(float_type, {3, 2}), (int64_type, {3, 2})}
+        v = get_tuple_elem[index=0](t) -> float_type, {3, 2}
+        i = get_tuple_elem[index=1](t) -> int64_type, {3, 2}
+        r = @return(v, i)
+    """, [TruncateFloat()], """
+        d = @param:d -> float_type, {3, 5}
+        h = convert[target_type=half](d) -> half_type, {3, 5}
+        t = topk[k=2,axis=1,largest=true](h) -> tuple_type, {(half_type, {3, 2}), (int64_type, {3, 2})}
+        hv = get_tuple_elem[index=0](t) -> half_type, {3, 2}
+        v = convert[target_type=float](hv) -> float_type, {3, 2}
+        i = get_tuple_elem[index=1](t) -> int64_type, {3, 2}
+        r = @return(v, i)
+    """, rtol=1e-3, atol=1e-3)
+
+
 def test_truncate_float_refuses_a_non_low_type():
     with pytest.raises(MigxError, match="float_type must be one of"):
         TruncateFloat(float_type="int8")
