@@ -221,13 +221,18 @@ def apply_budget(graph: DisplayGraph, budget: int, seeds: Collection[str] = ()) 
     for n in graph.nodes:
         units.setdefault(_unit(n), []).append(n)
     order = list(units)
+    # Constants come with the nodes they feed (summarize keeps them), so they never take a place
+    # of their own: a lowered program lists ~200 literal copies first, and ranking them like
+    # compute filled a whole-program comparison with literals and nothing else.
+    consts = constant_names(graph)
+    const = {u: all(n.name in consts for n in ns) for u, ns in units.items()}
     if seeds:
         dist = distances(graph, seeds)
         far = len(order) + 1
-        rank = {u: (min(dist.get(n.name, far) for n in units[u]), k) for k, u in enumerate(order)}
+        rank = {u: (min(dist.get(n.name, far) for n in units[u]), const[u], k) for k, u in enumerate(order)}
     else:
         last = len(order) - 1
-        rank = {u: (min(k, last - k), k) for k, u in enumerate(order)}
+        rank = {u: (const[u], min(k, last - k), k) for k, u in enumerate(order)}
     ranked = sorted(order, key=rank.__getitem__)
     # The constants kept with each node and the summaries between kept stretches come on top of
     # what is picked here, so aim lower and shrink the aim until the result fits.

@@ -50,7 +50,7 @@ class Views:
         self.compare_b = W.Dropdown(options=[], description="B", layout=W.Layout(width="22em"),
                                     style={"description_width": "1.5em"}, _dom_classes=["migx-compare-b"])
         self.compare_mode = W.Dropdown(options=[("two passes", "passes"), ("this pass on vs off", "config")],
-                                       value="passes", description="compare", layout=W.Layout(width="15em"),
+                                       value="passes", description="compare", layout=W.Layout(width="17.5em"),
                                        style={"description_width": "4.5em"}, _dom_classes=["migx-compare-mode"])
         self.compare_at = W.Dropdown(options=[("final program", "final"), ("after this pass", "here")],
                                      value="final", description="at", layout=W.Layout(width="13em"),
@@ -175,8 +175,8 @@ class Views:
         shown.update({self.compare_a: not config, self.compare_b: not config, self.compare_at: config})
         for w, on in shown.items():
             w.layout.display = None if on else "none"
-        self.compare_note.value = ("<i>the final program (or the IR after this pass) without this pass and with it, "
-                                   "traced on a copy of your toggles; pan/zoom move both</i>" if config else
+        self.compare_note.value = ("<i>without this pass vs with it (your toggles stay as they are); "
+                                   "pan/zoom move both</i>" if config else
                                    "<i>the IR after each pass; pan/zoom move both</i>")
         classes = [c for c in self.graph._dom_classes if c not in VIEW_CLASSES.values()]
         self.graph._dom_classes = tuple(classes + [VIEW_CLASSES[view]] if view in content.GRAPH_VIEWS else classes)
