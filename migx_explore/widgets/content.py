@@ -69,7 +69,8 @@ def legend_html() -> str:
             '</span>{}</span>')
     return ('<div class="migx-legend"><b>diff:</b> ' + "".join(chip.format(*i) for i in items)
             + ' <b>ops:</b> ' + "".join(chip.format(*i) for i in cats)
-            + ' <span class="migx-legend-item">dashed: removed; purple dashes: pinned node</span></div>')
+            + ' <span class="migx-legend-item">dashed: removed; purple dashes: pinned node; ⊞ double-click: '
+              'open a fused node; ⊟ click: close the cluster; ↳ name: a copy of a node with many users</span></div>')
 
 
 def side_by_side_text_html(left: str, right: str, labels: tuple[str, str], *, limit: int = 3000) -> str:

@@ -310,16 +310,24 @@ class Views:
         s = self._session
         ia = a if isinstance(a, int) else s.trace.find(a).index
         ib = b if isinstance(b, int) else s.trace.find(b).index
-        self.compare_a.value, self.compare_b.value = ia, ib
-        self.compare_mode.value = "passes"
+        self._quiet = True  # one drawing at the end, not one per control
+        try:
+            self.compare_a.value, self.compare_b.value = ia, ib
+            self.compare_mode.value = "passes"
+        finally:
+            self._quiet = False
         self.select.value = "compare"
         self._show_selected()
 
     def compare_pass_off(self, at: str = "final") -> None:
         """Show the Compare view of the current pass on vs off ("final": the final programs,
         "here": the IR right after the pass) without changing the session's toggles."""
-        self.compare_at.value = at
-        self.compare_mode.value = "config"
+        self._quiet = True
+        try:
+            self.compare_at.value = at
+            self.compare_mode.value = "config"
+        finally:
+            self._quiet = False
         self.select.value = "compare"
         self._show_selected()
 
