@@ -28,30 +28,18 @@ def _diff_svg(ex) -> str:
     return ex.locator(".migx-diff-graph .migx-gv-canvas svg").first.evaluate(DRAWING_JS)
 
 
-def _wait_pass_change(page, old: str) -> str:
-    page.wait_for_function(
-        "old => { const td = document.querySelector('.migx-explorer .migx-stats td');"
-        " return td && td.textContent.trim() !== old; }", arg=old, timeout=30_000)
-    return _stats_pass(page.locator(".migx-explorer").first)
-
-
-def _wait_pass(page, expected: str) -> str:
-    """Until the stats show `expected`; a step can pass through an older record on its way, so the
-    first change seen is not necessarily where the step lands. Returns what is shown at the end."""
-    try:
-        page.wait_for_function(
-            "want => { const td = document.querySelector('.migx-explorer .migx-stats td');"
-            " return td && td.textContent.trim() === want; }", arg=expected, timeout=30_000)
-    except Exception:  # noqa: BLE001 - the assertion below names what was shown instead
-        pass
-    return _stats_pass(page.locator(".migx-explorer").first)
-
-
-def _wait_position(page, k: int) -> None:
-    """Until the stepper shows position k ("k / N") among the visible passes."""
+def _wait_position(page, k: int) -> str:
+    """Until the stepper shows position k ("k / N · path") among the visible passes and the stats
+    show the same pass (they can pass through an older record on the way); returns the path."""
     page.wait_for_function(
         "k => { const p = document.querySelector('.migx-explorer .migx-position');"
-        r" return p && new RegExp('\\b' + k + ' / \\d+').test(p.textContent); }", arg=k, timeout=30_000)
+        r" return p && new RegExp('\\b' + k + ' / \\d+ · ').test(p.textContent); }", arg=k, timeout=30_000)
+    ex = page.locator(".migx-explorer").first
+    path = ex.locator(".migx-position").inner_text().split("·", 1)[1].strip()
+    page.wait_for_function(
+        "want => { const td = document.querySelector('.migx-explorer .migx-stats td');"
+        " return td && td.textContent.trim() === want; }", arg=path, timeout=30_000)
+    return path
 
 
 def _screenshot(page, ex) -> None:
@@ -83,15 +71,16 @@ def test_step_and_toggle_in_jupyterlab(open_notebook, run_all):
     hide = ex.locator(".migx-hide-unchanged input[type=checkbox]")
     if not hide.is_checked():
         hide.check()
-    before = _stats_pass(ex)
     ex.locator("button.migx-first").click()
-    current = _wait_pass_change(page, before) if before != _stats_pass(ex) else _stats_pass(ex)
+    current = _wait_position(page, 1)
+    page.wait_for_function(  # the first pass's drawing replaced the tour's
+        "() => !!document.querySelector('.migx-explorer .migx-diff-graph .migx-gv-canvas svg')", timeout=30_000)
 
     seen = [current]
     svgs = [_diff_svg(ex)]
-    for _ in range(3):
+    for k in range(2, 5):
         ex.locator("button.migx-next").click()
-        current = _wait_pass_change(page, current)
+        current = _wait_position(page, k)
         seen.append(current)
         # the stats update first, the graph (drawn by graphviz) follows
         page.wait_for_function(
@@ -114,11 +103,9 @@ def test_step_and_toggle_in_jupyterlab(open_notebook, run_all):
     keys = ex.locator(".migx-keys input")
     keys.click()
     keys.press("p")
-    _wait_position(page, 3)  # the step landed (stats can pass through an older record first)
-    assert _wait_pass(page, seen[-2]) == seen[-2]
+    assert _wait_position(page, 3) == seen[-2]
     keys.press("n")
-    _wait_position(page, 4)
-    assert _wait_pass(page, current) == current
+    assert _wait_position(page, 4) == current
 
     # Uncheck the current pass: the trace recomputes, the pass shows as disabled, its diff is empty.
     stats_before = ex.locator(".migx-stats").inner_text()
