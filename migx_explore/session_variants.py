@@ -8,7 +8,8 @@ given pass, without touching the user's own toggles.
 The variant is traced on a copy of the session's PipelineConfig through a TraceCache seeded with
 the session's cached steps, so only the passes from the first toggled one on run again. The last
 few variant traces are kept (keyed by the configuration's identity), so redrawing the Compare view
-while stepping never re-traces.
+while stepping never re-traces. The variant's instructions are renumbered like the base's where
+they match (id_alignment), so the diff names what differs, not every id the traces drew apart.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from typing import TYPE_CHECKING
 
 from .compiler.passes import Trace
 from .compiler.snapshot import ProgramSnapshot, SnapshotDiff, diff
+from .id_alignment import align_ids
 from .session_config import PipelineConfig, SessionError
 
 if TYPE_CHECKING:
@@ -66,9 +68,21 @@ class VariantTraces:
 
     def __init__(self) -> None:
         self._traces: OrderedDict[tuple, Trace] = OrderedDict()
+        # (configuration, point) -> (the base trace it was made against, the comparison)
+        self._comparisons: OrderedDict[tuple, tuple[Trace, ConfigComparison]] = OrderedDict()
 
     def clear(self) -> None:
         self._traces.clear()
+        self._comparisons.clear()
+
+    def comparison(self, key: tuple, base: Trace) -> ConfigComparison | None:
+        hit = self._comparisons.get(key)
+        return hit[1] if hit is not None and hit[0] is base else None
+
+    def keep(self, key: tuple, base: Trace, cmp: ConfigComparison) -> None:
+        self._comparisons[key] = (base, cmp)
+        while len(self._comparisons) > KEEP_VARIANTS:
+            self._comparisons.popitem(last=False)
 
     def trace_with(self, session: Session, toggles: Mapping[str, bool]) -> Trace:
         if not toggles:
@@ -109,12 +123,30 @@ def after_in(trace: Trace, at: str) -> ProgramSnapshot:
     return rec.before if rec.before is not None else trace.initial
 
 
+def parting_id(base: Trace, other: Trace) -> int:
+    """The first instruction id the two traces may number differently: the next id of the program
+    in front of the first pass they do not share."""
+    for a, b in zip(base.records, other.records):
+        if a is not b:
+            return (a.before or base.initial).next_id
+    return min(base.final.next_id, other.final.next_id)
+
+
 def compare_configs(session: Session, variants: VariantTraces, toggles: Mapping[str, bool],
                     at: str = "") -> ConfigComparison:
     other = variants.trace_with(session, toggles)
     base = session.trace
-    return ConfigComparison(after_in(base, at), after_in(other, at), tuple((t, bool(on)) for t, on in toggles.items()),
-                            at, base.error, other.error)
+    key = (tuple((t, bool(on)) for t, on in toggles.items()), at)  # the base trace names the configuration
+    cmp = variants.comparison(key, base)
+    if cmp is not None:
+        return cmp
+    mine = after_in(base, at)
+    # Renumbered like the base where the instructions match, so the diff shows what differs
+    # rather than every instruction made after the traces parted.
+    theirs = align_ids(mine, after_in(other, at), parting_id(base, other))
+    cmp = ConfigComparison(mine, theirs, key[0], at, base.error, other.error)
+    variants.keep(key, base, cmp)
+    return cmp
 
 
 __all__ = ["ConfigComparison", "VariantTraces", "compare_configs", "variant_config"]

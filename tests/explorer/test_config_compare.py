@@ -41,7 +41,9 @@ def test_the_variant_reuses_the_prefix_and_is_cached():
     assert all(a is b for a, b in zip(trace.records[:fuse], s.trace.records[:fuse]))
     assert trace.records[fuse] is not s.trace.records[fuse] and not trace.records[fuse].enabled
     assert s.variants.trace_with(s, {FUSE: False}) is trace  # the same configuration: no re-trace
-    assert s.compare_configs({FUSE: False}).variant is trace.final
+    cmp = s.compare_configs({FUSE: False})
+    assert cmp.variant.text == trace.final.text  # nothing to renumber: no id was drawn apart
+    assert s.compare_configs({FUSE: False}) is cmp  # the comparison itself is kept too
     s.invalidate()
     assert s.variants.trace_with(s, {FUSE: False}) is not trace
 
@@ -73,3 +75,46 @@ def test_variant_config_is_a_copy():
     cfg = variant_config(s.config, {"fusion": False})
     assert cfg is not s.config and "fusion" in cfg.disabled_passes() and "fusion" not in s.config.disabled_passes()
     assert cfg.flat()[0][3] == s.config.flat()[0][3]  # same prefix keys up to the switched pipeline
+
+
+# ---- id alignment: two traces number new instructions apart; the comparison renumbers them back
+def _renumbered(snap, start: int, shift: int):
+    """`snap` with every id from `start` on moved up by `shift` (what a trace that parted ways at
+    `start` and made a few extra instructions in between would give)."""
+    from migx_explore.compiler.snapshot import InstrRecord, ModuleSnapshot, ProgramSnapshot
+
+    def m(i: int) -> int:
+        return i + shift if i >= start else i
+
+    mods = tuple(ModuleSnapshot(ms.name, ms.bypass, tuple(
+        InstrRecord(m(r.id), r.op, tuple(map(m, r.inputs)), r.modules, r.shape, tuple(map(m, r.origin)), r.literal)
+        for r in ms.instrs)) for ms in snap.modules)
+    return ProgramSnapshot(mods, snap.next_id + shift)
+
+
+def test_align_ids_recovers_a_renumbered_program():
+    from migx_explore.compiler.snapshot import diff
+    from migx_explore.id_alignment import align_ids
+
+    s = Session.from_model("mlp", numeric=False)
+    final = s.final()
+    start = s.trace.find("backend.lowering").before.next_id
+    moved = _renumbered(final, start, 1000)
+    assert diff(final, moved).summary() != "no change"  # by raw id everything new looks replaced
+    assert diff(final, align_ids(final, moved, start)).is_noop
+    assert diff(final, align_ids(final, final, start)).is_noop
+
+
+def test_pass_off_comparison_names_only_what_differs():
+    from migx_explore.compiler.snapshot import diff
+
+    s = Session.from_model("mlp", numeric=False)
+    # optimize_module changes nothing the rest of the pipeline keeps: switched off, the final
+    # programs are the same, though every later instruction got another number in the variant
+    other = s.variants.trace_with(s, {"optimize_rewrite.optimize_module": False})
+    assert not diff(s.final(), other.final).is_noop
+    assert s.compare_configs({"optimize_rewrite.optimize_module": False}).diff().is_noop
+    # pointwise fusion off: unfused kernels differ, but far fewer than by raw id
+    raw = diff(s.final(), s.variants.trace_with(s, {FUSE: False}).final)
+    aligned = s.compare_configs({FUSE: False}).diff()
+    assert 0 < len(aligned.added) + len(aligned.removed) < len(raw.added) + len(raw.removed)
