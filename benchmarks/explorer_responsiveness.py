@@ -11,6 +11,9 @@ toggling a fusion pass and recomputing <= 2 s. Measured:
 * explorer step, cold: the widget's whole step, drawing the diff graph with graphviz;
 * explorer step, prefetched: the same when the user paused long enough for the background
   prefetch of the next pass to finish (the common case when reading each graph);
+* graphs: every changed top-level pass drawn cold (display graph, DOT, graphviz) in the diff view,
+  the diff view with every fused node expanded into its cluster, and before | after; the median
+  and the slowest (a single graph must stay within a few seconds: hub nodes once took 8-20 s);
 * toggle: disabling fusion.fuse_pointwise_reduce and re-tracing (prefix-cached), in the session
   alone and through the explorer (tree and views refreshed), with the per-pass numeric check
   inline (the reference evaluator after every pass that changed the IR), deferred (the
@@ -28,6 +31,7 @@ from migx_explore.session import Session
 
 FIRST_RENDER_TARGET_S = 3.0
 STEP_TARGET_S = 0.200
+SINGLE_GRAPH_TARGET_S = 3.0
 TOGGLE_TARGET_S = 2.0
 FUSION_PASS = "fusion.fuse_pointwise_reduce"
 
@@ -126,16 +130,38 @@ def explorer_numbers(model: str, repeat: int) -> None:
         line(f"explorer toggle {FUSION_PASS} (re-trace + redraw)", toggles, TOGGLE_TARGET_S)
 
 
+def graph_numbers(model: str, repeat: int) -> None:
+    from migx_explore.render import Clusters
+    from migx_explore.widgets import content
+
+    s = Session.from_model(model, numeric=False)
+    s.run()
+    changed = [r for r in s.trace.top_level() if r.changed]
+    print(f"\n[graphs] {model}: {len(changed)} changed top-level passes, each drawn cold")
+    for label, view, kw in (("diff", "diff", {}), ("diff, every cluster expanded", "diff", {"expand": Clusters(True)}),
+                            ("before | after", "side_by_side", {})):
+        times: list[tuple[float, str]] = []
+        for r in changed:
+            before, after, d = content.record_snapshots(s, r.index)
+            times.append((timed(lambda: content.graph_svg(before, after, view, diff=d, **kw)), r.path))  # noqa: B023
+        line(f"graph: {label}", [t for t, _ in times])
+        worst = max(times)
+        verdict = "within" if worst[0] <= SINGLE_GRAPH_TARGET_S else "OVER"
+        print(f"{'':58s} slowest: {worst[1]} ({worst[0]:.2f} s, {verdict} the {SINGLE_GRAPH_TARGET_S:g} s "
+              "target for one graph)")
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", default="yolov8")
     ap.add_argument("--repeat", type=int, default=2, help="toggle off/on cycles")
-    ap.add_argument("--sections", default="first,session,explorer",
-                    help="comma-separated: first (first render), session, explorer")
+    ap.add_argument("--sections", default="first,session,explorer,graphs",
+                    help="comma-separated: first (first render), session, explorer, graphs")
     args = ap.parse_args(argv)
     print(f"model {args.model}; targets: first render <= {FIRST_RENDER_TARGET_S:g} s, step <= "
           f"{STEP_TARGET_S * 1e3:.0f} ms, toggle + recompute <= {TOGGLE_TARGET_S:g} s")
-    sections = {"first": first_render_numbers, "session": session_numbers, "explorer": explorer_numbers}
+    sections = {"first": first_render_numbers, "session": session_numbers, "explorer": explorer_numbers,
+                "graphs": graph_numbers}
     for name in args.sections.split(","):
         sections[name.strip()](args.model, args.repeat)
 

@@ -37,6 +37,7 @@ from .gpu.pipelines import CompileOptions
 from .session_config import PipelineConfig, SessionError
 from .session_cursor import Cursor, View
 from .session_trace import RetraceInfo, TraceCache
+from .session_variants import ConfigComparison, VariantTraces, compare_configs
 from .stats import launch_count
 
 
@@ -69,6 +70,7 @@ class Session:
         self.traces = TraceCache(self.initial, validate=validate, numeric=numeric, numeric_inputs=inputs,
                                  defer_numeric=defer_numeric)
         self.cursor = Cursor()
+        self.variants = VariantTraces()  # traces of other configurations (compare_configs)
         self.timings: dict[tuple, TimingRun] = {}
         # Where the model came from (for repro scripts); set by the from_* constructors.
         self.source: dict[str, Any] = {"kind": "program", "value": name, "input_dims": {}}
@@ -234,6 +236,7 @@ class Session:
     def invalidate(self) -> None:
         """Forget cached results (e.g. after changing numeric settings)."""
         self.traces.invalidate()
+        self.variants.clear()
 
     # ---- navigation ------------------------------------------------------------------------------
     def visible(self) -> list[int]:
@@ -291,6 +294,13 @@ class Session:
         """The IR after pass `a` and after pass `b` (paths or record indexes), to compare any two
         points of the pipeline rather than one pass's before and after."""
         return self._after_of(a), self._after_of(b)
+
+    def compare_configs(self, toggles: dict[str, bool], at: str = "") -> ConfigComparison:
+        """The IR as configured against the IR with `toggles` (pass path, pass name or pipeline ->
+        enabled) applied to a copy of the configuration, at the end of the pipeline or after
+        pass `at`. The session's own toggles are untouched; only the passes from the first
+        switched one on are traced again (e.g. {"fusion.fuse_pointwise_reduce": False})."""
+        return compare_configs(self, self.variants, toggles, at)
 
     def _after_of(self, where: str | int) -> ProgramSnapshot:
         trace = self.trace

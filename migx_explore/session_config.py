@@ -97,6 +97,16 @@ class PipelineConfig:
             users = [path for path, e, _ in self.entries() if e.user]
             return "custom pipeline" + (f" (+{', '.join(users)})" if users else "")
 
+    def copy(self) -> PipelineConfig:
+        """An independent configuration with the same pipelines, toggles and options (entries are
+        copied; passes are shared, so the copy's prefix keys match this one's)."""
+        new = object.__new__(PipelineConfig)
+        new.options, new.catalog = self.options, self.catalog
+        new._pipelines = [p.copy() for p in self._pipelines]
+        new.version = 0
+        new._user_passes = list(self._user_passes)
+        return new
+
     # ---- resolving names ------------------------------------------------------------------------------
     def resolve(self, target: str) -> list[tuple[Pipeline, PassEntry]]:
         hits = []

@@ -100,6 +100,15 @@ class TraceCache:
         """The last trace made, without re-tracing (may belong to an older configuration)."""
         return self._trace
 
+    def variant(self) -> TraceCache:
+        """A cache for another configuration of the same program that starts from this one's
+        cached steps (so it re-runs only from the first entry where the two differ), with the
+        numeric check off and no progress reports. Records are shared, never changed."""
+        other = TraceCache(self.initial, validate=self.validate, numeric=False)
+        with self._lock:
+            other._steps = list(self._steps)
+        return other
+
     def invalidate(self) -> None:
         """Forget cached results (e.g. after changing numeric settings)."""
         self._steps.clear()

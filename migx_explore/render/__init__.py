@@ -26,7 +26,17 @@ from .dot import (
     to_dot,
     write_graph,
 )
-from .model import DisplayEdge, DisplayGraph, DisplayGroup, DisplayNode, Expand, Source, build_graph, node_name
+from .model import (
+    Clusters,
+    DisplayEdge,
+    DisplayGraph,
+    DisplayGroup,
+    DisplayNode,
+    Expand,
+    Source,
+    build_graph,
+    node_name,
+)
 from .scale import apply_budget, collapse_chains, scale_graph, summarize
 from .textdiff import text_diff
 from .tracefiles import pass_file_name, render_trace
@@ -46,7 +56,8 @@ def program_graph(source: Source, module: str = "main", *, expand: Expand = "aut
 
 
 __all__ = [
-    "DEFAULT_BUDGET", "DisplayEdge", "compare_panels", "DisplayGraph", "DisplayGroup", "DisplayNode", "DotOptions",
+    "Clusters", "DEFAULT_BUDGET", "DisplayEdge", "compare_panels", "DisplayGraph",
+    "DisplayGroup", "DisplayNode", "DotOptions",
     "GraphvizNotFoundError", "InlineSvg", "RenderError", "apply_budget", "build_graph", "collapse_chains",
     "diff_graph", "merge_graphs", "node_name", "pass_file_name", "program_graph", "render_png", "render_svg",
     "render_trace", "scale_graph", "side_by_side", "summarize", "text_diff", "to_dot", "write_graph",

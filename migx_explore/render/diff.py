@@ -16,7 +16,7 @@ from typing import Literal
 
 from ..compiler.snapshot import ProgramSnapshot, SnapshotDiff, diff
 from . import style as S
-from .model import AUTO_EXPAND_MAX, DisplayEdge, DisplayGraph, DisplayGroup, DisplayNode, Expand, build_graph
+from .model import AUTO_EXPAND_MAX, Clusters, DisplayEdge, DisplayGraph, DisplayGroup, DisplayNode, Expand, build_graph
 from .scale import changed_names, distances, scale_graph, summarize
 
 # Past this many nodes a diff is drawn as the changed region plus context ("auto" focus), with
@@ -142,9 +142,10 @@ def _options(before: ProgramSnapshot, after: ProgramSnapshot, d: SnapshotDiff | 
              ) -> tuple[SnapshotDiff, Expand]:
     if d is None:
         d = diff(before, after)
-    if expand == "auto":
+    if expand == "auto" or isinstance(expand, Clusters):
         # Decide once for both sides so a node is a cluster in both or in neither.
-        expand = max(before.total_instructions(), after.total_instructions()) <= AUTO_EXPAND_MAX
+        total = max(before.total_instructions(), after.total_instructions())
+        expand = expand.resolved(total) if isinstance(expand, Clusters) else total <= AUTO_EXPAND_MAX
     return d, expand
 
 

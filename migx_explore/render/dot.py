@@ -55,6 +55,9 @@ class DotOptions:
     # constraint of weight 0) or "off". See RETRIES for why anything but "free" exists.
     provenance: str = "free"
     dpi: int | None = None
+    # The explorer's graph view opens a collapsed fused node on double-click and closes a cluster
+    # on a click on its label: mark both (⊞ / ⊟) so the controls can be found.
+    cluster_controls: bool = False
 
 
 # Graphviz 2.43 has layout bugs ("lost edge", "cannot find NORMAL edge", even a segfault with
@@ -88,7 +91,8 @@ def node_classes(n: DisplayNode) -> str:
 
 def _node_attrs(n: DisplayNode, opts: DotOptions) -> dict[str, str]:
     cs = S.CATEGORY_STYLE.get(n.category, S.CATEGORY_STYLE[S.OTHER])
-    a = {"label": n.label, "id": opts.id_prefix + n.name, "class": node_classes(n)}
+    label = f"⊞ {n.label}" if opts.cluster_controls and n.kind == "fused" else n.label
+    a = {"label": label, "id": opts.id_prefix + n.name, "class": node_classes(n)}
     style, fill, border, font, pen = cs.style, cs.fill, cs.border, cs.fontcolor, ""
     if n.status in S.STATUS_STYLE:
         ss = S.STATUS_STYLE[n.status]
@@ -111,7 +115,8 @@ def _node_attrs(n: DisplayNode, opts: DotOptions) -> dict[str, str]:
     if pen and pen != "1":
         a["penwidth"] = pen
     if n.tooltip:
-        a["tooltip"] = n.tooltip
+        a["tooltip"] = n.tooltip + (" (double-click: show the fused ops)" if opts.cluster_controls and
+                                    n.kind == "fused" else "")
     return a
 
 
@@ -202,7 +207,11 @@ def _emit_items(graph: DisplayGraph, opts: DotOptions, out: list[str]) -> None:
                 border = S.STATUS_STYLE[grp.status].border if grp.status in S.STATUS_STYLE else cs.border
                 style = "rounded,dashed" if grp.status == S.REMOVED else "rounded"
                 cls = f"migx_cluster cat_{grp.category}" + (f" st_{grp.status}" if grp.status else "")
-                out.append(f"{indent}  graph {_attrs({'label': grp.label, 'id': opts.id_prefix + item, 'class': cls, 'style': style, 'color': border, 'fontsize': '9', 'fontcolor': '#525252', 'labeljust': 'l'})};")  # noqa: E501
+                label = grp.label
+                if grp.owner is not None:
+                    cls += f" owner_{grp.owner}"
+                    label = f"⊟ {label}" if opts.cluster_controls else label
+                out.append(f"{indent}  graph {_attrs({'label': label, 'id': opts.id_prefix + item, 'class': cls, 'style': style, 'color': border, 'fontsize': '9', 'fontcolor': '#525252', 'labeljust': 'l'})};")  # noqa: E501
             emit(item, indent + "  ")
             out.append(f"{indent}}}")
 

@@ -27,7 +27,36 @@ from . import style as S
 AUTO_EXPAND_MAX = 300
 
 Source = ProgramSnapshot | ModuleSnapshot | Program
-Expand = bool | Literal["auto"] | Collection[str | int]
+
+
+@dataclass(frozen=True)
+class Clusters:
+    """Which fused submodules are drawn as clusters: all of them or none (`default`; "auto":
+    all when the program has at most AUTO_EXPAND_MAX instructions), except the owners in
+    `flipped` (instruction ids, stable across passes), which get the opposite. The explorer keeps
+    one of these per model, so a cluster the user opened stays open while stepping."""
+
+    default: bool | Literal["auto"] = "auto"
+    flipped: frozenset[int] = frozenset()
+
+    def resolved(self, instructions: int) -> Clusters:
+        """The same choice with "auto" decided for a program of this many instructions."""
+        if self.default != "auto":
+            return self
+        return Clusters(instructions <= AUTO_EXPAND_MAX, self.flipped)
+
+    def expands(self, owner: int) -> bool:
+        return bool(self.default) != (owner in self.flipped)
+
+    def with_owner(self, owner: int, expanded: bool, instructions: int) -> Clusters:
+        """The choice with `owner`'s cluster expanded or collapsed ("auto" is decided first, for
+        a program of `instructions` instructions, so the choice keeps its meaning)."""
+        r = self.resolved(instructions)
+        flipped = r.flipped - {owner} if expanded == bool(r.default) else r.flipped | {owner}
+        return Clusters(r.default, frozenset(flipped))
+
+
+Expand = bool | Literal["auto"] | Collection[str | int] | Clusters
 
 
 @dataclass
@@ -110,8 +139,8 @@ def build_graph(source: Source, module: str = "main", *, expand: Expand = "auto"
                 literals: bool = True, title: str = "") -> DisplayGraph:
     """The display graph of one module (submodules appear inside it as clusters or fused nodes).
 
-    expand: True / False for every fused submodule, "auto" (expand when the program is small), or
-    a collection of module names and owner instruction ids to expand.
+    expand: True / False for every fused submodule, "auto" (expand when the program is small), a
+    collection of module names and owner instruction ids to expand, or a Clusters choice.
     literals: False leaves literal nodes out (their consumers' labels count them instead).
     """
     snap = as_snapshot(source)
@@ -119,9 +148,9 @@ def build_graph(source: Source, module: str = "main", *, expand: Expand = "auto"
         prog, ms = None, snap
     else:
         prog, ms = snap, snap.module(module)
-    if expand == "auto":
+    if expand == "auto" or isinstance(expand, Clusters):
         total = prog.total_instructions() if prog is not None else len(ms)
-        expand = total <= AUTO_EXPAND_MAX
+        expand = expand.resolved(total) if isinstance(expand, Clusters) else total <= AUTO_EXPAND_MAX
     builder = _Builder(prog, expand, show_ids, literals)
     builder.add_module(ms, (), None, None)
     return DisplayGraph(builder.nodes, builder.edges, builder.groups, title)
@@ -146,6 +175,8 @@ class _Builder:
             return False
         if isinstance(self.expand, bool):
             return self.expand
+        if isinstance(self.expand, Clusters):
+            return self.expand.expands(rec.id)
         return rec.id in self.expand or any(m in self.expand for m in rec.modules)
 
     # -- building ----------------------------------------------------------------------------------

@@ -221,13 +221,18 @@ def apply_budget(graph: DisplayGraph, budget: int, seeds: Collection[str] = ()) 
     for n in graph.nodes:
         units.setdefault(_unit(n), []).append(n)
     order = list(units)
+    # Constants come with the nodes they feed (summarize keeps them), so they never take a place
+    # of their own: a lowered program lists ~200 literal copies first, and ranking them like
+    # compute filled a whole-program comparison with literals and nothing else.
+    consts = constant_names(graph)
+    const = {u: all(n.name in consts for n in ns) for u, ns in units.items()}
     if seeds:
         dist = distances(graph, seeds)
         far = len(order) + 1
-        rank = {u: (min(dist.get(n.name, far) for n in units[u]), k) for k, u in enumerate(order)}
+        rank = {u: (min(dist.get(n.name, far) for n in units[u]), const[u], k) for k, u in enumerate(order)}
     else:
         last = len(order) - 1
-        rank = {u: (min(k, last - k), k) for k, u in enumerate(order)}
+        rank = {u: (const[u], min(k, last - k), k) for k, u in enumerate(order)}
     ranked = sorted(order, key=rank.__getitem__)
     # The constants kept with each node and the summaries between kept stretches come on top of
     # what is picked here, so aim lower and shrink the aim until the result fits.
@@ -247,10 +252,69 @@ def apply_budget(graph: DisplayGraph, budget: int, seeds: Collection[str] = ()) 
     return out
 
 
+# A node feeding more users than this is drawn once, with a small copy beside each user (see
+# split_hubs): its long edges spanning the whole drawing were most of dot's time.
+HUB_FANOUT = 16
+
+
+def split_hubs(graph: DisplayGraph, max_fanout: int = HUB_FANOUT) -> DisplayGraph:
+    """Give each user of a node with more than `max_fanout` users its own small copy of that node.
+
+    Why: a node used all over the graph (the `scratch` buffer every kernel reads after
+    preallocate_param, a shared weight, a summary of literals) sends edges across every rank.
+    dot turns each rank an edge crosses into a virtual node and orders them all, so 150 such
+    edges made one 300-node diff take 8-20 s to lay out; with copies it takes a fraction of a
+    second. The copy (category `ref`, no status, so it never counts as a change) names the node
+    and its id; the edge from it keeps its diff status and colour. The node itself stays where it
+    was, its tooltip saying how many users it has."""
+    fanout: dict[str, int] = {}
+    for e in graph.edges:
+        if e.kind != "replaced":
+            fanout[e.src] = fanout.get(e.src, 0) + 1
+    hubs = {name for name, k in fanout.items() if k > max_fanout}
+    if not hubs:
+        return graph
+    by_name = graph.by_name()
+    refs: dict[str, list[DisplayNode]] = {}  # user -> the copies drawn just before it
+    made: set[str] = set()
+    edges: list[DisplayEdge] = []
+    for e in graph.edges:
+        if e.src not in hubs or e.kind == "replaced" or e.dst not in by_name:
+            edges.append(e)
+            continue
+        ref = f"ref_{e.src}_{e.dst}"
+        if ref not in made:
+            made.add(ref)
+            refs.setdefault(e.dst, []).append(_ref_node(by_name[e.src], ref, by_name[e.dst].group, fanout[e.src]))
+        edges.append(DisplayEdge(ref, e.dst, e.label, e.kind, e.status, e.shape))
+    nodes: list[DisplayNode] = []
+    for n in graph.nodes:
+        nodes.extend(refs.get(n.name, ()))
+        if n.name in hubs:
+            n = _with_tooltip(n, f"{n.tooltip or n.label.splitlines()[0]} (used by {fanout[n.name]} nodes: a copy "
+                                 "is drawn beside each)")
+        nodes.append(n)
+    return DisplayGraph(nodes, edges, dict(graph.groups), graph.title)
+
+
+def _ref_node(hub: DisplayNode, name: str, group: tuple[str, ...], users: int) -> DisplayNode:
+    head = hub.label.splitlines()[0] if hub.label else hub.name
+    tag = f" #{hub.instr_id}" if hub.instr_id is not None and f"#{hub.instr_id}" not in head else ""
+    return DisplayNode(name, f"↳ {head}{tag}", hub.op, S.REF, group, {}, None, hub.module, hub.shape, None, "ref",
+                       (), f"{hub.tooltip or head} (one of {users} users' copies)")
+
+
+def _with_tooltip(n: DisplayNode, tooltip: str) -> DisplayNode:
+    new = object.__new__(DisplayNode)
+    new.__dict__.update(n.__dict__, tooltip=tooltip)
+    return new
+
+
 def scale_graph(graph: DisplayGraph, *, seeds: Collection[str] = (), hops: int | None = None,
                 chains: bool = False, min_chain: int = 4, chain_statuses: Collection[str | None] = (None, S.UNCHANGED),
-                budget: int | None = None) -> DisplayGraph:
-    """Focus (keep `hops` around the seeds), then collapse chains, then apply the node budget."""
+                budget: int | None = None, hubs: int | None = HUB_FANOUT) -> DisplayGraph:
+    """Focus (keep `hops` around the seeds), then collapse chains, then apply the node budget,
+    then split hubs (nodes with more than `hubs` users; None: never)."""
     if hops is not None and seeds:
         near = distances(graph, seeds, hops)
         graph = summarize(graph, set(near))
@@ -259,4 +323,6 @@ def scale_graph(graph: DisplayGraph, *, seeds: Collection[str] = (), hops: int |
     if budget is not None:
         names = {n.name for n in graph.nodes}
         graph = apply_budget(graph, budget, [s for s in seeds if s in names])
+    if hubs is not None:
+        graph = split_hubs(graph, hubs)
     return graph

@@ -28,6 +28,7 @@ RETURN = "return"
 OTHER = "other"
 SUMMARY = "summary"  # "… N more" nodes standing for hidden instructions
 CHAIN = "chain"  # a collapsed run of unchanged instructions
+REF = "ref"  # a copy of a widely used node drawn beside one of its users (see scale.split_hubs)
 
 _CONV_GEMM_OPS = frozenset({"convolution", "convolution_backwards", "quant_convolution", "dot", "quant_dot",
                             "gemm", "deconvolution", "group"})  # group: fuse_attention's two matmuls
@@ -89,6 +90,7 @@ CATEGORY_STYLE: dict[str, NodeStyle] = {
     OTHER: NodeStyle("#e5f5e0", "#41ab5d"),
     SUMMARY: NodeStyle("#ffffff", "#969696", shape="box", style="dashed", fontcolor="#636363"),
     CHAIN: NodeStyle("#f7f7f7", "#969696", shape="box", style="rounded,filled,bold", fontcolor="#525252"),
+    REF: NodeStyle("#ffffff", "#bdbdbd", shape="box", style="rounded,dashed", fontcolor="#525252", fontsize="8"),
 }
 
 ADDED, REMOVED, CHANGED, UNCHANGED = "added", "removed", "changed", "unchanged"

@@ -21,37 +21,40 @@ VIEW_LABELS = {"diff": "Diff", "side_by_side": "Before | After", "focus": "Focus
 
 
 def graph_svg(before: ProgramSnapshot, after: ProgramSnapshot, view: str, *, diff: Any = None, hops: int = 2,
-              centre: Collection[int] = (), chains: bool | None = None, prefix: str = "") -> str:
+              centre: Collection[int] = (), chains: bool | None = None, prefix: str = "",
+              expand: Any = "auto") -> str:
     """Inline SVG for one graph view of a pass.
 
     diff: the merged graph (changed region plus context when the graph is big); side_by_side:
     before and after as two panels of one layout; focus: the merged graph cut to `hops` around
     the changed nodes, or around the instruction ids in `centre` (hover a node: its title is
-    i<id>), with unchanged chains collapsed."""
+    i<id>), with unchanged chains collapsed. expand: which fused submodules are drawn as clusters
+    (a render.Clusters choice; "auto": all of them on small programs)."""
     from .. import render
 
-    opts = render.DotOptions(id_prefix=prefix)
+    opts = render.DotOptions(id_prefix=prefix, cluster_controls=True)
     if view == "diff":
-        g = render.diff_graph(before, after, diff, chains=chains)
+        g = render.diff_graph(before, after, diff, chains=chains, expand=expand)
     elif view == "side_by_side":
-        g = render.side_by_side(before, after, diff, chains=chains)
+        g = render.side_by_side(before, after, diff, chains=chains, expand=expand)
     elif view == "focus":
         # ids on the nodes: Focus is centred by instruction id, so the user needs to read them
         g = render.diff_graph(before, after, diff, focus=hops, focus_ids=tuple(centre) or None,
-                              chains=True if chains is None else chains, show_ids=True)
+                              chains=True if chains is None else chains, show_ids=True, expand=expand)
     else:
         raise ValueError(f"unknown graph view {view!r}; one of {', '.join(PASS_GRAPH_VIEWS)}")
     return str(render.render_svg(g, opts))
 
 
-def compare_svgs(a: ProgramSnapshot, b: ProgramSnapshot, labels: tuple[str, str]) -> tuple[str, str]:
+def compare_svgs(a: ProgramSnapshot, b: ProgramSnapshot, labels: tuple[str, str], *,
+                 expand: Any = "auto") -> tuple[str, str]:
     """Two SVGs, the IR at `a` and at `b`, coloured by what differs and cut to the same region (for
     the synced side-by-side Compare view)."""
     from .. import render
 
-    left, right = render.compare_panels(a, b, labels=labels)
-    return (str(render.render_svg(left, render.DotOptions(id_prefix="ca_"))),
-            str(render.render_svg(right, render.DotOptions(id_prefix="cb_"))))
+    left, right = render.compare_panels(a, b, labels=labels, expand=expand)
+    return (str(render.render_svg(left, render.DotOptions(id_prefix="ca_", cluster_controls=True))),
+            str(render.render_svg(right, render.DotOptions(id_prefix="cb_", cluster_controls=True))))
 
 
 def legend_html() -> str:
@@ -66,7 +69,8 @@ def legend_html() -> str:
             '</span>{}</span>')
     return ('<div class="migx-legend"><b>diff:</b> ' + "".join(chip.format(*i) for i in items)
             + ' <b>ops:</b> ' + "".join(chip.format(*i) for i in cats)
-            + ' <span class="migx-legend-item">dashed: removed; purple dashes: pinned node</span></div>')
+            + ' <span class="migx-legend-item">dashed: removed; purple dashes: pinned node; ⊞ double-click: '
+              'open a fused node; ⊟ click: close the cluster; ↳ name: a copy of a node with many users</span></div>')
 
 
 def side_by_side_text_html(left: str, right: str, labels: tuple[str, str], *, limit: int = 3000) -> str:

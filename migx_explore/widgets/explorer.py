@@ -257,6 +257,7 @@ class Explorer:
         # ---- commit: from here on only display updates
         self.numeric.cancel()
         self.session = session
+        self.views.reset_clusters()  # opened clusters belong to the old model's instruction ids
         self.errors.clear()
         self.title.value = f"<h3 class='migx-title-text'>migx-explore · {html.escape(session.name)}</h3>"
         self.gpu.reset(session.source.get("value", session.name) if session.source.get("kind") == "model" else "")

@@ -5,10 +5,12 @@ What the front end (js/graph_view.js) adds: zoom (wheel, +/-), pan (drag), Fit, 
 nodes the pass changed on every new drawing (and a note when some are off-screen), search by
 name, op or instruction id (Enter steps through the hits), a minimap, a pinned node (click one;
 it stays marked while stepping), and two panels with synced pan/zoom (`svg_right`) for
-comparisons. No network: the library ships inside the package (widgets/js, with its licence).
+comparisons; double-click a collapsed fused node (⊞) to draw its submodule as a cluster, click a
+cluster's ⊟ label to collapse it, or expand / collapse all from the toolbar. No network: the
+library ships inside the package (widgets/js, with its licence).
 
 The traits are the whole interface, so a test can build the widget and check them without a
-browser; `view_state`, `search_hits` and `pinned` come back from the front end.
+browser; `view_state`, `search_hits`, `pinned` and `cluster_request` come back from the front end.
 """
 
 from __future__ import annotations
@@ -79,6 +81,12 @@ def _widget_class() -> type:
         search = t.Unicode("").tag(sync=True)
         search_hits = t.Int(0).tag(sync=True)
         view_state = t.Dict().tag(sync=True)  # from the front end: zoom, changed, changed_in_view
+        # Clusters: the front end asks to expand a fused node (double-click) or collapse a cluster
+        # (click on its ⊟ label), {"owner": id, "expand": bool} or all of them, {"all": bool};
+        # a counter makes a repeat a change. `all_expanded` names the toolbar toggle's state.
+        cluster_request = t.Dict().tag(sync=True)
+        all_expanded = t.Bool(False).tag(sync=True)
+        focus = t.Unicode("").tag(sync=True)  # node title to centre the next drawing on, not the change
         # Commands travel as a trait (with a counter so a repeat is still a change), which the
         # front end also replays when it starts after the command was given.
         command = t.Dict().tag(sync=True)
@@ -86,11 +94,14 @@ def _widget_class() -> type:
         def _command(self, **cmd: Any) -> None:
             self.command = {**cmd, "n": self.command.get("n", 0) + 1}
 
-        def show(self, svg: str, right: str = "", titles: tuple[str, ...] = ()) -> None:
-            """Draw new markup (one trait round-trip: both panels and titles change together)."""
+        def show(self, svg: str, right: str = "", titles: tuple[str, ...] = (), focus: str = "") -> None:
+            """Draw new markup (one trait round-trip: both panels and titles change together);
+            `focus`: a node title ("i42") or cluster owner ("owner_42") to centre on instead of
+            the change (after the user opened or closed that cluster)."""
             with self.hold_sync():
                 self.titles = list(titles)
                 self.svg_right = right
+                self.focus = focus
                 self.svg = svg
 
         def fit(self) -> None:

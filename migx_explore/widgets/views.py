@@ -10,6 +10,7 @@ from __future__ import annotations
 import html
 from typing import Any
 
+from ..render.model import Clusters
 from ..session import Session
 from . import content, queries
 from ._common import ErrorBox, widgets
@@ -48,9 +49,16 @@ class Views:
                                     style={"description_width": "1.5em"}, _dom_classes=["migx-compare-a"])
         self.compare_b = W.Dropdown(options=[], description="B", layout=W.Layout(width="22em"),
                                     style={"description_width": "1.5em"}, _dom_classes=["migx-compare-b"])
-        self.compare_controls = W.HBox([self.compare_a, self.compare_b,
-                                        W.HTML("<i>the IR after each pass; pan/zoom move both</i>")],
-                                       _dom_classes=["migx-compare-controls"])
+        self.compare_mode = W.Dropdown(options=[("two passes", "passes"), ("this pass on vs off", "config")],
+                                       value="passes", description="compare", layout=W.Layout(width="17.5em"),
+                                       style={"description_width": "4.5em"}, _dom_classes=["migx-compare-mode"])
+        self.compare_at = W.Dropdown(options=[("final program", "final"), ("after this pass", "here")],
+                                     value="final", description="at", layout=W.Layout(width="13em"),
+                                     style={"description_width": "1.5em"}, _dom_classes=["migx-compare-at"])
+        self.compare_note = W.HTML("", _dom_classes=["migx-compare-note"])
+        self.compare_controls = W.HBox([self.compare_mode, self.compare_a, self.compare_b, self.compare_at,
+                                        self.compare_note], _dom_classes=["migx-compare-controls"],
+                                       layout=W.Layout(flex_flow="row wrap"))
         self.stats = W.HTML("", _dom_classes=["migx-stats"])
         self.warnings = W.HTML("", _dom_classes=["migx-warnings"])
         self.widget = W.VBox([self.select, self.focus_controls, self.compare_controls, self.graph, self.legend,
@@ -61,9 +69,15 @@ class Views:
         self._drawn: dict[str, tuple] = {}  # view -> (record, options) it shows
         self._markup: dict[str, str] = {}  # view -> the markup drawn last (tests and notebooks read it)
         self._on_pick = on_pick  # called with a record index (metrics chart clicks)
+        # Which fused nodes are drawn as clusters: one choice for the whole model, keyed by owner
+        # instruction id (stable across passes), so an opened cluster stays open while stepping.
+        self.clusters = Clusters()
+        self._focus_next = ""  # what the next drawing centres on instead of the change
+        self._config_titles: tuple[str, str] | None = None  # the panels' labels in "on vs off" mode
+        self.graph.observe(errors.guard(self._cluster_requested, "expand / collapse"), "cluster_request")
         self.select.observe(errors.guard(lambda _c: self._show_selected(), "view"), "value")
         self._quiet = False
-        for w in (self.hops, self.centre, self.compare_a, self.compare_b):
+        for w in (self.hops, self.centre, self.compare_a, self.compare_b, self.compare_mode, self.compare_at):
             w.observe(errors.guard(lambda _c: self._quiet or self._show_selected(), "view options"), "value")
         self.metrics.observe(errors.guard(self._metrics_clicked, "metrics chart"), "clicks")
         self._set_visibility()
@@ -82,6 +96,41 @@ class Views:
         if self.graph.svg == shown and self.select.value in content.PASS_GRAPH_VIEWS:
             # every step centres on the change, also one that lands on the drawing already shown
             self.graph.centre_changes()
+
+    # ---- clusters -----------------------------------------------------------------------------------
+    def _instructions(self) -> int:
+        """The size "auto" clusters are decided on: the bigger side of what the view shows."""
+        s = self._session
+        if self.select.value == "compare":
+            a, b = self._compared()
+        else:
+            a, b = s.before(), s.after()
+        return max(a.total_instructions(), b.total_instructions())
+
+    def set_cluster(self, owner: int, expanded: bool) -> None:
+        """Draw the fused instruction `owner` as a cluster of its ops (expanded) or as one node, in
+        every pass from now on (until a new model is loaded), and redraw centred on it."""
+        if self._session is None:
+            return
+        self.clusters = self.clusters.with_owner(int(owner), expanded, self._instructions())
+        self._focus_next = f"owner_{owner}" if expanded else f"i{owner}"
+        self._show_selected()
+
+    def set_all_clusters(self, expanded: bool) -> None:
+        """Expand every fused node into a cluster, or collapse them all."""
+        self.clusters = Clusters(bool(expanded))
+        self._show_selected()
+
+    def reset_clusters(self) -> None:
+        """Back to the default (clusters on small programs only): a new model was loaded."""
+        self.clusters = Clusters()
+
+    def _cluster_requested(self, change: dict) -> None:
+        req = change["new"] or {}
+        if "all" in req:
+            self.set_all_clusters(bool(req["all"]))
+        elif "owner" in req:
+            self.set_cluster(int(req["owner"]), bool(req.get("expand", True)))
 
     def refresh_stats(self) -> None:
         if self._session is not None:
@@ -122,8 +171,13 @@ class Views:
         shown = {self.focus_controls: view == "focus", self.compare_controls: view == "compare",
                  self.graph: view in content.GRAPH_VIEWS, self.legend: view in content.GRAPH_VIEWS,
                  self.compare_text: view == "compare", self.text: view == "text", self.metrics: view == "metrics"}
+        config = self.compare_mode.value == "config"
+        shown.update({self.compare_a: not config, self.compare_b: not config, self.compare_at: config})
         for w, on in shown.items():
             w.layout.display = None if on else "none"
+        self.compare_note.value = ("<i>without this pass vs with it (your toggles stay as they are); "
+                                   "pan/zoom move both</i>" if config else
+                                   "<i>the IR after each pass; pan/zoom move both</i>")
         classes = [c for c in self.graph._dom_classes if c not in VIEW_CLASSES.values()]
         self.graph._dom_classes = tuple(classes + [VIEW_CLASSES[view]] if view in content.GRAPH_VIEWS else classes)
 
@@ -136,10 +190,12 @@ class Views:
 
     def _options(self, view: str) -> tuple:
         if view == "focus":
-            return (self.hops.value, self._centre_ids())
+            return (self.hops.value, self._centre_ids(), self.clusters)
+        if view == "compare" and self.compare_mode.value == "config":
+            return ("config", self.compare_at.value, self.clusters)
         if view == "compare":
-            return (self.compare_a.value, self.compare_b.value)
-        return ()
+            return (self.compare_a.value, self.compare_b.value, self.clusters)
+        return (self.clusters,) if view in content.GRAPH_VIEWS else ()
 
     def _draw(self, view: str) -> bool:
         """Draw `view` for the current pass unless it shows it already; False if drawing failed.
@@ -169,7 +225,10 @@ class Views:
         if view in content.GRAPH_VIEWS:
             right = self._markup.get(view + ":right", "") if view == "compare" else ""
             titles = self._compare_titles() if view == "compare" else ()
-            self.graph.show(markup, right, titles)
+            if self._session is not None:
+                self.graph.all_expanded = bool(self.clusters.resolved(self._instructions()).default)
+            focus, self._focus_next = self._focus_next, ""
+            self.graph.show(markup, right, titles, focus)
         elif view == "text":
             self.text.value = markup
         elif view == "metrics":
@@ -184,11 +243,37 @@ class Views:
             content.prefetch_next(self._session, view, self.cache, **self._graph_opts(view))
 
     def _graph_opts(self, view: str) -> dict[str, Any]:
-        return {"hops": self.hops.value, "centre": self._centre_ids()} if view == "focus" else {}
+        opts: dict[str, Any] = {"expand": self.clusters}
+        if view == "focus":
+            opts.update(hops=self.hops.value, centre=self._centre_ids())
+        return opts
 
     def _compare_titles(self) -> tuple[str, str]:
+        if self.compare_mode.value == "config" and self._config_titles:
+            return self._config_titles
         names = dict((v, k.lstrip("· ")) for k, v in self.compare_a.options)
         return (f"A: {names.get(self.compare_a.value, '?')}", f"B: {names.get(self.compare_b.value, '?')}")
+
+    def _compared(self) -> tuple[Any, Any]:
+        """The two programs the Compare view shows (A, B)."""
+        if self.compare_mode.value != "config":
+            self._config_titles = None
+            return self._snapshot_at(self.compare_a.value), self._snapshot_at(self.compare_b.value)
+        cmp = self.config_comparison()
+        base, variant = (cmp.base, cmp.labels[0]), (cmp.variant, cmp.labels[1])
+        # A is the program without the pass, B the one with it: A -> B is what the pass brings.
+        (a, la), (b, lb) = (variant, base) if not cmp.toggles[0][1] else (base, variant)
+        self._config_titles = (f"A: {la}", f"B: {lb}")
+        return a, b
+
+    def config_comparison(self) -> Any:
+        """The current top-level pass switched the other way, traced on a copy of the
+        configuration, against the program as configured (a session.ConfigComparison)."""
+        s = self._session
+        cur = s.current
+        top = next(r for r in reversed(s.trace.top_level()) if r.index <= cur.index)
+        at = top.path if self.compare_at.value == "here" else ""
+        return s.compare_configs({top.path: not top.enabled}, at=at)
 
     def _snapshot_at(self, index: int) -> Any:
         s = self._session
@@ -198,9 +283,9 @@ class Views:
         """The markup of one view for the current pass (public so notebooks can embed a view)."""
         s = self._session
         if view == "compare":
-            a, b = self._snapshot_at(self.compare_a.value), self._snapshot_at(self.compare_b.value)
+            a, b = self._compared()
             titles = self._compare_titles()
-            left, right = content.compare_svgs(a, b, titles)
+            left, right = content.compare_svgs(a, b, titles, expand=self.clusters)
             self._markup["compare:right"] = right
             self.compare_text.value = content.side_by_side_text_html(a.text, b.text, titles)
             return left
@@ -225,7 +310,24 @@ class Views:
         s = self._session
         ia = a if isinstance(a, int) else s.trace.find(a).index
         ib = b if isinstance(b, int) else s.trace.find(b).index
-        self.compare_a.value, self.compare_b.value = ia, ib
+        self._quiet = True  # one drawing at the end, not one per control
+        try:
+            self.compare_a.value, self.compare_b.value = ia, ib
+            self.compare_mode.value = "passes"
+        finally:
+            self._quiet = False
+        self.select.value = "compare"
+        self._show_selected()
+
+    def compare_pass_off(self, at: str = "final") -> None:
+        """Show the Compare view of the current pass on vs off ("final": the final programs,
+        "here": the IR right after the pass) without changing the session's toggles."""
+        self._quiet = True
+        try:
+            self.compare_at.value = at
+            self.compare_mode.value = "config"
+        finally:
+            self._quiet = False
         self.select.value = "compare"
         self._show_selected()
 

@@ -254,3 +254,106 @@ def _settled(page, ex, js: str, tries: int = 50):
         last = now
         page.wait_for_timeout(200)
     return last
+
+
+def _cluster_notebook(path: Path) -> Path:
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(f"import migx_explore\nex = migx_explore.explore({MODEL!r})\n"
+                                          "ex.goto('fusion.fuse_pointwise_reduce')\nex")]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(nb, path)
+    return path
+
+
+# The nodes drawn inside the cluster of `owner` (graphviz draws nodes beside, not inside, a
+# cluster's <g>, so "inside" is geometric), or -1 while the cluster is not drawn.
+NODES_IN_CLUSTER_JS = """([root, owner]) => {
+  const c = root.querySelector('.migx-gv-canvas svg g.cluster.owner_' + owner);
+  if (!c) return -1;
+  const b = c.getBoundingClientRect();
+  return [...root.querySelectorAll('.migx-gv-canvas svg g.node')].filter((n) => {
+    const r = n.getBoundingClientRect();
+    return r.left >= b.left - 1 && r.right <= b.right + 1 && r.top >= b.top - 1 && r.bottom <= b.bottom + 1;
+  }).length; }"""
+
+
+def test_clusters_open_and_close_and_pass_on_vs_off(lab, page, open_notebook, run_all, tmp_path):
+    """On yolov8 (~800 instructions, so fused nodes start collapsed): double-click a fused node and
+    its ops appear as a cluster; click the cluster's ⊟ label and it is one node again; expand all /
+    collapse all; then Compare "this pass on vs off" with synced panels and the text diff."""
+    page = open_notebook(_cluster_notebook(tmp_path / "clusters.ipynb"))
+    page.set_viewport_size({"width": 1280, "height": 800})
+    run_all(page)
+    ex = page.locator(".migx-explorer").first
+    _wait_graph(page, ex)
+    ex.evaluate("e => e.scrollIntoView({block: 'start'})")
+    fused = ex.locator(".migx-gv-canvas svg g.node.kind_fused")
+    assert fused.count() > 5, fused.count()
+    assert ex.locator(".migx-gv-canvas svg g.cluster.migx_cluster").count() == 0
+    owner = re.search(r"\biid_(\d+)\b", fused.first.get_attribute("class")).group(1)
+
+    # find it (the search centres on it), then double-click it: its fused ops appear as a cluster
+    search = ex.locator(".migx-gv-search")
+    search.fill(f"i{owner}")
+    search.press("Enter")
+    page.wait_for_function("e => e.textContent.startsWith('1 / ')", arg=ex.locator(".migx-gv-hits").element_handle())
+    node = ex.locator(f".migx-gv-canvas svg g.node.kind_fused.iid_{owner}")
+    old = _svg_len(ex)
+    node.dblclick()
+    page.wait_for_function(f"([root, owner]) => ({NODES_IN_CLUSTER_JS})([root, owner]) >= 2",
+                           arg=[ex.element_handle(), owner], timeout=60_000)
+    assert _svg_len(ex) != old
+    assert ex.locator(f".migx-gv-canvas svg g.node.kind_fused.iid_{owner}").count() == 0
+    search.fill("")
+
+    # the cluster's ⊟ label closes it again
+    label = ex.locator(f".migx-gv-canvas svg g.cluster.owner_{owner} text").first
+    assert label.text_content().startswith("⊟")
+    label.click()
+    page.wait_for_function(f"([root, owner]) => ({NODES_IN_CLUSTER_JS})([root, owner]) === -1 &&"
+                           f" root.querySelector('.migx-gv-canvas svg g.node.kind_fused.iid_' + owner)",
+                           arg=[ex.element_handle(), owner], timeout=60_000)
+
+    # expand all, collapse all
+    toggle = ex.locator(".migx-gv-clusters")
+    assert toggle.inner_text().strip() == "Expand all"
+    toggle.click()
+    page.wait_for_function("root => root.querySelectorAll('.migx-gv-canvas svg g.cluster.migx_cluster').length > 5"
+                           " && root.querySelector('.migx-gv-clusters').textContent === 'Collapse all'",
+                           arg=ex.element_handle(), timeout=60_000)
+    assert ex.locator(".migx-gv-canvas svg g.node.kind_fused").count() == 0
+    toggle.click()
+    page.wait_for_function("root => root.querySelectorAll('.migx-gv-canvas svg g.cluster.migx_cluster').length === 0"
+                           " && root.querySelectorAll('.migx-gv-canvas svg g.node.kind_fused').length > 5",
+                           arg=ex.element_handle(), timeout=60_000)
+
+    # Compare: this pass on vs off, two synced panels and the side-by-side text diff
+    ex.locator(".migx-view-select button[data-value=\"Compare\"]").click()
+    page.wait_for_function("root => root.querySelectorAll('.migx-gv-panel').length === 2",
+                           arg=ex.element_handle(), timeout=60_000)
+    ex.locator(".migx-compare-mode select").select_option(label="this pass on vs off")
+    page.wait_for_function(
+        "root => { const t = [...root.querySelectorAll('.migx-gv-panel .migx-gv-title')].map(e => e.textContent);"
+        " return t.length === 2 && t[0].includes('fuse_pointwise_reduce off (final program)') &&"
+        " t[1].includes('as configured (final program)') &&"
+        " root.querySelectorAll('.migx-gv-panel svg g.node').length > 0; }",
+        arg=ex.element_handle(), timeout=120_000)
+    transforms_js = ("r => [...r.querySelectorAll('.migx-gv-panel .svg-pan-zoom_viewport')]"
+                     ".map(g => g.getAttribute('transform').match(/[-\\d.e]+/g).map(Number))")
+    before = _settled(page, ex, transforms_js)
+    ex.locator(".migx-gv-zoom-in").click()
+    page.wait_for_function("([r, b]) => { const t = [...r.querySelectorAll('.migx-gv-panel .svg-pan-zoom_viewport')]"
+                           ".map(g => Number(g.getAttribute('transform').match(/[-\\d.e]+/g)[0]));"
+                           " return t.length === 2 && t[0] > b * 1.05; }",
+                           arg=[ex.element_handle(), before[0][0]], timeout=10_000)
+    after = _settled(page, ex, transforms_js)
+    ratios = [a[0] / b[0] for a, b in zip(after, before)]
+    assert ratios[0] > 1.05 and abs(ratios[0] - ratios[1]) < 1e-3, (before, after)  # both zoomed alike
+    assert ex.locator(".migx-cmp-text tr.migx-cmp-replace, .migx-cmp-text tr.migx-cmp-insert, "
+                      ".migx-cmp-text tr.migx-cmp-delete").count() > 5
+    # the user's own toggles did not move: the pass is still on in the tree
+    token = "fusion-fuse_pointwise_reduce"
+    assert ex.locator(f".migx-pass-checkbox.migx-path-{token} input[type=checkbox]").is_checked()
+    SHOTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(SHOTS / "explorer-compare-pass-off-1280x800.png"))
+    assert not page.page_errors, page.page_errors

@@ -101,3 +101,25 @@ def test_focus_names_are_stable_between_passes(big_trace):
     g1 = diff_graph(rec.before, rec.after, rec.diff)
     g2 = diff_graph(rec.before, rec.after, rec.diff)
     assert [n.name for n in g1.nodes] == [n.name for n in g2.nodes]
+
+
+def test_budget_spends_its_places_on_compute_not_constants():
+    """A lowered program lists its literal copies first; with every node a seed (a whole-program
+    comparison), the budget must still keep compute nodes, the constants coming with them."""
+    from migx_explore.render.model import DisplayEdge, DisplayGraph, DisplayNode
+
+    n = 60
+    nodes = [DisplayNode("x", "x", "@param", S.PARAM, status=S.CHANGED)]
+    nodes += [DisplayNode(f"l{k}", "literal", "@literal", S.LITERAL, status=S.CHANGED) for k in range(n)]
+    nodes += [DisplayNode(f"c{k}", "copy", "hip::hip_copy_literal", S.GPU_KERNEL, status=S.CHANGED) for k in range(n)]
+    nodes += [DisplayNode(f"x{k}", "add", "add", S.POINTWISE, status=S.CHANGED) for k in range(n)]
+    edges = [DisplayEdge(f"l{k}", f"c{k}") for k in range(n)] + [DisplayEdge(f"c{k}", f"x{k}") for k in range(n)]
+    edges += [DisplayEdge("x" if k == 0 else f"x{k - 1}", f"x{k}") for k in range(n)]
+    g = DisplayGraph(nodes, edges)
+    out = apply_budget(g, 60, seeds=[m.name for m in nodes])  # ids differ everywhere: all are seeds
+    kept = [m.name for m in out.nodes if m.kind != "summary"]
+    assert len(out.nodes) <= 63
+    compute = [name for name in kept if name.startswith("x") and name != "x"]
+    assert len(compute) >= 15, kept
+    assert all(f"c{name[1:]}" in kept for name in compute)  # each brings its constant inputs along
+    assert _edges_valid(out) and _acyclic(out)

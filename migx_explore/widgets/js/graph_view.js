@@ -1,6 +1,7 @@
 // The explorer's graph view (an anywidget front end): graphviz SVG with pan/zoom through the
 // vendored svg-pan-zoom, fit, centre on the change, node search, a minimap, a pinned node, and two
-// panels with synced pan/zoom for comparisons. `svgPanZoom` is defined by the loader that
+// panels with synced pan/zoom for comparisons, and fused nodes that open into clusters (double-click
+// a ⊞ node; click a cluster's ⊟ label to close it; the toolbar expands or collapses all). `svgPanZoom` is defined by the loader that
 // graph_view.py puts in front of this file.
 
 const CHANGED = "g.node.st_added, g.node.st_removed, g.node.st_changed";
@@ -41,6 +42,12 @@ function nodeText(n) {
           + " " + n.textContent).toLowerCase();
 }
 
+// The number in a class such as "iid_42" or "owner_42" (null when absent).
+function classNumber(e, prefix) {
+  for (const c of e.classList) if (c.startsWith(prefix)) return Number(c.slice(prefix.length));
+  return null;
+}
+
 function matches(n, q) {
   const t = n.querySelector("title");
   const id = q.replace(/^[#@i]/, "");
@@ -69,10 +76,36 @@ class Panel {
     this.svg.style.height = "100%";
     this.markup = markup;
     this.svg.addEventListener("click", (ev) => {
-      const n = ev.target.closest && ev.target.closest("g.node");
-      if (!n || this.view.dragged) return;
+      if (this.view.dragged || !ev.target.closest) return;
+      const n = ev.target.closest("g.node");
+      if (!n) {
+        // a click on a cluster's label (its ⊟ control) collapses that cluster
+        const c = ev.target.closest("g.cluster");
+        const owner = c && ev.target.closest("text") ? classNumber(c, "owner_") : null;
+        if (owner !== null) this.view.requestCluster(owner, false);
+        return;
+      }
       const t = n.querySelector("title");
       if (t) this.view.pin(t.textContent.trim());
+    });
+    this.svg.addEventListener("dblclick", (ev) => {
+      if (!ev.target.closest) return;
+      const n = ev.target.closest("g.node");
+      const c = n ? null : ev.target.closest("g.cluster");
+      const owner = n && n.classList.contains("kind_fused") ? classNumber(n, "iid_") : c ? classNumber(c, "owner_") : null;
+      if (owner === null) return;
+      ev.preventDefault();
+      this.view.requestCluster(owner, !!n);
+    });
+  }
+
+  // The elements a focus target names: "owner_42" a cluster, "i42" a node.
+  targets(target) {
+    if (!this.svg || !target) return [];
+    if (target.startsWith("owner_")) return [...this.svg.querySelectorAll("g.cluster." + target)];
+    return [...this.svg.querySelectorAll("g.node")].filter((n) => {
+      const t = n.querySelector("title");
+      return t && t.textContent.trim().replace(/^(ca_|cb_|b_|a_)/, "") === target;
     });
   }
 
@@ -188,6 +221,10 @@ class GraphView {
     button("Changes", "migx-gv-centre", "centre on what this pass changed", () => this.centre(true));
     button("+", "migx-gv-zoom-in", "zoom in (or scroll)", () => this.driven((p) => p.spz.zoomIn()));
     button("−", "migx-gv-zoom-out", "zoom out (or scroll)", () => this.driven((p) => p.spz.zoomOut()));
+    this.clusterButton = button("", "migx-gv-clusters", "draw every fused node as a cluster of its ops, or "
+      + "every cluster as one node (one at a time: double-click a ⊞ node, click a cluster's ⊟ label)",
+      () => this.requestAll(!this.model.get("all_expanded")));
+    this.showClusterState();
     this.search = el("input", "migx-gv-search");
     this.search.type = "search";
     this.search.placeholder = "find: name, op or id (Enter: next)";
@@ -227,7 +264,36 @@ class GraphView {
     this.hits = [];
     this.hitIndex = -1;
     this.pendingCentre = true;
+    this.pendingFocus = this.model.get("focus") || "";
     this.whenVisible();
+  }
+
+  showClusterState() {
+    this.clusterButton.textContent = this.model.get("all_expanded") ? "Collapse all" : "Expand all";
+  }
+
+  // Ask the kernel to redraw with a cluster opened or closed (the drawing comes back as new svg).
+  requestCluster(owner, expand) {
+    const n = ((this.model.get("cluster_request") || {}).n || 0) + 1;
+    this.model.set("cluster_request", { owner, expand, n });
+    this.model.save_changes();
+  }
+
+  requestAll(expand) {
+    const n = ((this.model.get("cluster_request") || {}).n || 0) + 1;
+    this.model.set("cluster_request", { all: expand, n });
+    this.model.save_changes();
+  }
+
+  // After opening or closing a cluster, show it rather than the pass's change.
+  focusTarget(target) {
+    this.each((p) => { p.spz.resize(); p.spz.fit(); p.spz.center(); });
+    afterPaint(() => {
+      this.syncing = true;
+      try { this.each((p) => { const t = p.targets(target); if (t.length) p.focus(t, 1.2); }); }
+      finally { this.syncing = false; }
+      afterPaint(() => this.report());
+    });
   }
 
   // svg-pan-zoom needs a laid-out SVG: panels start when the pane first has a size.
@@ -239,7 +305,10 @@ class GraphView {
       this.pendingCentre = false;
       this.applyPin();
       if (this.search.value) this.find(this.search.value, false);
-      if (this.model.get("auto_centre")) this.centre(false); else this.fit();
+      const focus = this.pendingFocus;
+      this.pendingFocus = "";
+      if (focus && this.panels.some((p) => p.targets(focus).length)) this.focusTarget(focus);
+      else if (this.model.get("auto_centre")) this.centre(false); else this.fit();
     }
   }
 
@@ -409,6 +478,7 @@ function render({ model, el: root }) {
   model.on("change:svg_right", rebuild);
   model.on("change:titles", rebuild);
   model.on("change:pinned", () => view.applyPin());
+  model.on("change:all_expanded", () => view.showClusterState());
   model.on("change:height", () => { view.each((p) => { p.canvas.style.height = view.canvasHeight(); }); view.whenVisible(); });
   model.on("change:command", () => view.message(model.get("command") || {}));
   return () => { view.observer.disconnect(); view.each((p) => p.destroy()); };
