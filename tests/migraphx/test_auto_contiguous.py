@@ -48,7 +48,7 @@ CASES = [
 
 # Not transcribed (the construct the reader stopped at):
 NOT_TRANSCRIBED = [
-    ('literal_transpose', "unknown name 'get_2x2_transposed'"),
+    ('literal_transpose', 'no run_passes / EXPECT(a == b) pair'),
     ('after_literal_transpose', 'no run_passes / EXPECT(a == b) pair'),
     ('after_literal_broadcast', 'no run_passes / EXPECT(a == b) pair'),
     ('after_param_transpose', 'no run_passes / EXPECT(a == b) pair'),

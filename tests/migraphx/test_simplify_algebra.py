@@ -349,6 +349,27 @@ CASES = [
         @5 = add(@3,@4) -> int32, {1}, {1}
         @6 = identity(@5) -> int32, {1}, {1}
         """),
+    case('simplify_dot_add',
+         'simplify_algebra,dead_code_elimination',
+         """
+        module: "main"
+        x = @param:x -> float32, {2, 2}, {2, 1}
+        @1 = @literal{1, 2, 3, 4} -> float32, {2, 2}, {2, 1}
+        @2 = @literal{2, 3, 4, 5} -> float32, {2, 2}, {2, 1}
+        @3 = add(@1,x) -> float32, {2, 2}, {2, 1}
+        @4 = dot(@3,@2) -> float32, {2, 2}, {2, 1}
+        @5 = identity(@4) -> float32, {2, 2}, {2, 1}
+        """,
+         """
+        module: "main"
+        x = @param:x -> float32, {2, 2}, {2, 1}
+        @1 = @literal{1, 2, 3, 4} -> float32, {2, 2}, {2, 1}
+        @2 = @literal{2, 3, 4, 5} -> float32, {2, 2}, {2, 1}
+        @3 = dot(x,@2) -> float32, {2, 2}, {2, 1}
+        @4 = dot(@1,@2) -> float32, {2, 2}, {2, 1}
+        @5 = add(@3,@4) -> float32, {2, 2}, {2, 1}
+        @6 = identity(@5) -> float32, {2, 2}, {2, 1}
+        """),
     case('simplify_conv_add',
          'simplify_algebra,dead_code_elimination',
          """
@@ -4149,12 +4170,11 @@ CASES = [
 
 # Not transcribed (the construct the reader stopped at):
 NOT_TRANSCRIBED = [
-    ('simplify_dot_add', "unknown name 'get_2x2'"),
     ('simplify_inner_broadcast_different_dims_single_element_no_squeeze', 'ShapeError: where: condition must be bool'),
     ('simplify_concat_unpack_int4', "op unpack_int4{}: unknown op 'unpack_int4'"),
     ('simplify_dot_horiz_reshape', "op unsqueeze{'axes': [2], 'steps': [2]}: unsqueeze: unknown attribute(s) steps; valid: axes"),
     ('mul_dot_a_int4_dq', "op unpack_int4{}: unknown op 'unpack_int4'"),
-    ('mul_dot_a_int4_dq_concat', "expected '=', found ';'"),
+    ('mul_dot_a_int4_dq_concat', "unknown name 'for'"),
     ('simplify_concat_same_input_dynamic', "unknown name 'dd'"),
 ]
 

@@ -1044,6 +1044,71 @@ CASES = [
         @33 = @return(@32)
         """,
          options={'simplify_qdq': {'remove_qdq_only': False, 'use_mx_quant': True}}),
+    case('dot_reused',
+         'simplify_qdq,dead_code_elimination,eliminate_common_subexpression,dead_code_elimination',
+         """
+        module: "main"
+        x = @param:x -> float32, {256, 256}, {256, 1}
+        y = @param:y -> float32, {256, 256}, {256, 1}
+        w1 = @param:w1 -> float32, {256, 256}, {256, 1}
+        w2 = @param:w2 -> float32, {256, 256}, {256, 1}
+        @4 = @literal{0.5} -> float32, {1}, {0}
+        @5 = @literal{0} -> int8, {1}, {0}
+        @6 = multibroadcast[out_lens={256, 256}](@4) -> float32, {256, 256}, {0, 0}
+        @7 = multibroadcast[out_lens={256, 256}](@5) -> int8, {256, 256}, {0, 0}
+        @8 = quantizelinear(x,@6,@7) -> int8, {256, 256}, {256, 1}
+        @9 = multibroadcast[out_lens={256, 256}](@4) -> float32, {256, 256}, {0, 0}
+        @10 = multibroadcast[out_lens={256, 256}](@5) -> int8, {256, 256}, {0, 0}
+        @11 = dequantizelinear(@8,@9,@10) -> float32, {256, 256}, {256, 1}
+        @12 = multibroadcast[out_lens={256, 256}](@4) -> float32, {256, 256}, {0, 0}
+        @13 = multibroadcast[out_lens={256, 256}](@5) -> int8, {256, 256}, {0, 0}
+        @14 = quantizelinear(w1,@12,@13) -> int8, {256, 256}, {256, 1}
+        @15 = multibroadcast[out_lens={256, 256}](@4) -> float32, {256, 256}, {0, 0}
+        @16 = multibroadcast[out_lens={256, 256}](@5) -> int8, {256, 256}, {0, 0}
+        @17 = dequantizelinear(@14,@15,@16) -> float32, {256, 256}, {256, 1}
+        @18 = dot(@11,@17) -> float32, {256, 256}, {256, 1}
+        @19 = add(@18,y) -> float32, {256, 256}, {256, 1}
+        @20 = multibroadcast[out_lens={256, 256}](@4) -> float32, {256, 256}, {0, 0}
+        @21 = multibroadcast[out_lens={256, 256}](@5) -> int8, {256, 256}, {0, 0}
+        @22 = quantizelinear(@19,@20,@21) -> int8, {256, 256}, {256, 1}
+        @23 = multibroadcast[out_lens={256, 256}](@4) -> float32, {256, 256}, {0, 0}
+        @24 = multibroadcast[out_lens={256, 256}](@5) -> int8, {256, 256}, {0, 0}
+        @25 = dequantizelinear(@22,@23,@24) -> float32, {256, 256}, {256, 1}
+        @26 = multibroadcast[out_lens={256, 256}](@4) -> float32, {256, 256}, {0, 0}
+        @27 = multibroadcast[out_lens={256, 256}](@5) -> int8, {256, 256}, {0, 0}
+        @28 = quantizelinear(w2,@26,@27) -> int8, {256, 256}, {256, 1}
+        @29 = multibroadcast[out_lens={256, 256}](@4) -> float32, {256, 256}, {0, 0}
+        @30 = multibroadcast[out_lens={256, 256}](@5) -> int8, {256, 256}, {0, 0}
+        @31 = dequantizelinear(@28,@29,@30) -> float32, {256, 256}, {256, 1}
+        @32 = dot(@25,@31) -> float32, {256, 256}, {256, 1}
+        @33 = add(@32,@19) -> float32, {256, 256}, {256, 1}
+        @34 = @return(@33)
+        """,
+         """
+        module: "main"
+        x = @param:x -> float32, {256, 256}, {256, 1}
+        y = @param:y -> float32, {256, 256}, {256, 1}
+        w1 = @param:w1 -> float32, {256, 256}, {256, 1}
+        w2 = @param:w2 -> float32, {256, 256}, {256, 1}
+        @4 = @literal{0.5} -> float32, {1}, {0}
+        @5 = @literal{0} -> int8, {1}, {0}
+        @6 = multibroadcast[out_lens={256, 256}](@4) -> float32, {256, 256}, {0, 0}
+        @7 = multibroadcast[out_lens={256, 256}](@5) -> int8, {256, 256}, {0, 0}
+        @8 = quantizelinear(x,@6,@7) -> int8, {256, 256}, {256, 1}
+        @9 = quantizelinear(w1,@6,@7) -> int8, {256, 256}, {256, 1}
+        @10 = quant_dot(@8,@9) -> int32, {256, 256}, {256, 1}
+        @11 = mul(@6,@6) -> float32, {256, 256}, {0, 0}
+        @12 = dequantizelinear(@10,@11) -> float32, {256, 256}, {256, 1}
+        @13 = add(@12,y) -> float32, {256, 256}, {256, 1}
+        @14 = quantizelinear(@13,@6,@7) -> int8, {256, 256}, {256, 1}
+        @15 = quantizelinear(w2,@6,@7) -> int8, {256, 256}, {256, 1}
+        @16 = quant_dot(@14,@15) -> int32, {256, 256}, {256, 1}
+        @17 = dequantizelinear(@16,@11) -> float32, {256, 256}, {256, 1}
+        @18 = dequantizelinear(@14,@6) -> float32, {256, 256}, {256, 1}
+        @19 = add(@17,@18) -> float32, {256, 256}, {256, 1}
+        @20 = @return(@19)
+        """,
+         options={'simplify_qdq': {'remove_qdq_only': False, 'use_mx_quant': True}}),
     case('pointwise_concat_quant_per_tensor',
          'simplify_qdq,dead_code_elimination',
          """
@@ -1153,7 +1218,6 @@ NOT_TRANSCRIBED = [
     ('conv_correctness', "unknown name 'migraphx::argument'"),
     ('conv_asymmetric_correctness', "unknown name 'migraphx::argument'"),
     ('dot_correctness', "unknown name 'migraphx::argument'"),
-    ('dot_reused', '.inputs on Instruction'),
     ('dot_asymmetric_correctness', "unknown name 'migraphx::argument'"),
     ('int4_simplify_qdq_pass_test', "op unpack_int4{}: unknown op 'unpack_int4'"),
     ('fp4x2_quant_dot_even', "unknown name 'migraphx::shape::fp4x2_type'"),

@@ -954,7 +954,7 @@ CASES = [
         @5 = @return(@4)
         """,
          options={'simplify_reshapes': {'enable_op_shape_transform_op': True, 'enable_gather_rewrite': True}}),
-    case('nested_concat',
+    case('nested_concat#1',
          'simplify_reshapes,eliminate_common_subexpression,dead_code_elimination',
          """
         module: "main"
@@ -968,7 +968,21 @@ CASES = [
          '',
          options={'simplify_reshapes': {'enable_op_shape_transform_op': True, 'enable_gather_rewrite': True}},
          expected_count=4),
-    case('nested_concat_partial',
+    case('nested_concat#2',
+         'simplify_reshapes,eliminate_common_subexpression,dead_code_elimination',
+         """
+        module: "main"
+        x = @param:x -> float32, {1, 2, 3, 4}, {24, 12, 4, 1}
+        y = @param:y -> float32, {1, 2, 3, 4}, {24, 12, 4, 1}
+        @2 = concat[axis=1](x,y) -> float32, {1, 4, 3, 4}, {48, 12, 4, 1}
+        @3 = concat[axis=1](y,x) -> float32, {1, 4, 3, 4}, {48, 12, 4, 1}
+        @4 = concat[axis=1](@2,@3) -> float32, {1, 8, 3, 4}, {96, 12, 4, 1}
+        @5 = @return(@4)
+        """,
+         '',
+         options={'simplify_reshapes': {'enable_op_shape_transform_op': True, 'enable_gather_rewrite': True}},
+         checks=('count:concat=1',)),
+    case('nested_concat_partial#1',
          'simplify_reshapes,eliminate_common_subexpression,dead_code_elimination',
          """
         module: "main"
@@ -984,6 +998,22 @@ CASES = [
          options={'simplify_reshapes': {'enable_op_shape_transform_op': True, 'enable_gather_rewrite': True}},
          expected_count=5,
          literals={'gen_float32_1x4x3x4_0': ('generate', 'float32', [1, 4, 3, 4], 0)}),
+    case('nested_concat_partial#2',
+         'simplify_reshapes,eliminate_common_subexpression,dead_code_elimination',
+         """
+        module: "main"
+        x = @param:x -> float32, {1, 2, 3, 4}, {24, 12, 4, 1}
+        y = @param:y -> float32, {1, 2, 3, 4}, {24, 12, 4, 1}
+        @2 = @literal{#gen_float32_1x4x3x4_0} -> float32, {1, 4, 3, 4}, {48, 12, 4, 1}
+        @3 = concat[axis=1](x,y) -> float32, {1, 4, 3, 4}, {48, 12, 4, 1}
+        @4 = concat[axis=1](y,x) -> float32, {1, 4, 3, 4}, {48, 12, 4, 1}
+        @5 = concat[axis=1](@3,@4,@2) -> float32, {1, 12, 3, 4}, {144, 12, 4, 1}
+        @6 = @return(@5)
+        """,
+         '',
+         options={'simplify_reshapes': {'enable_op_shape_transform_op': True, 'enable_gather_rewrite': True}},
+         literals={'gen_float32_1x4x3x4_0': ('generate', 'float32', [1, 4, 3, 4], 0)},
+         checks=('count:concat=1',)),
     case('multibroadcast_simplify',
          'simplify_reshapes,eliminate_common_subexpression,dead_code_elimination',
          """
@@ -3361,15 +3391,15 @@ CASES = [
 # Not transcribed (the construct the reader stopped at):
 NOT_TRANSCRIBED = [
     ('double_transpose_sin_pass', 'no run_passes / EXPECT(a == b) pair'),
-    ('optimize_where_true', "unknown name 'static_cast'"),
+    ('optimize_where_true', 'ShapeError: gather: indices must be an integer type, got bool'),
     ('where_different_cond_values', 'ShapeError: gather: indices must be an integer type, got bool'),
     ('where_axis_nonzero', 'ShapeError: gather: indices must be an integer type, got bool'),
     ('where_three_concat_inputs', 'ShapeError: gather: indices must be an integer type, got bool'),
     ('where_three_inputs_diff_shapes', 'ShapeError: gather: indices must be an integer type, got bool'),
     ('where_three_lens_diff', 'ShapeError: gather: indices must be an integer type, got bool'),
-    ('gather_axis0_half_split_concat', "unknown name 'std::find_if'"),
+    ('gather_axis0_half_split_concat', 'std::find_if other than over a module by op name'),
     ('pointwise_squeeze_scalar_pointwise', 'ShapeError: add: input dimensions differ ([], [1]); broadcast explicitly with multibroadcast'),
-    ('transpose_unsqueeze_concat', "expected '=', found ';'"),
+    ('transpose_unsqueeze_concat', "unknown name 'int64_t'"),
     ('conv_add_layernorm_conv', "op unsqueeze{'axes': [1, 2, 3, 4], 'steps': []}: unsqueeze: unknown attribute(s) steps; valid: axes"),
 ]
 
