@@ -168,10 +168,33 @@ def diff_graph(before: ProgramSnapshot, after: ProgramSnapshot, d: SnapshotDiff 
     d, expand = _options(before, after, d, expand)
     kw = dict(module=module, expand=expand, show_ids=show_ids, literals=literals)
     merged = merge_graphs(build_graph(before, **kw), build_graph(after, **kw), d, _title(title, d))
+    _add_undrawn_module_changes(merged, before, after, d)
     big = len(merged.nodes) > AUTO_FOCUS_OVER
     seeds, hops = _focus(merged, focus, focus_ids, big)
     return scale_graph(merged, seeds=seeds, hops=hops, chains=big if chains is None else chains,
                        min_chain=min_chain, chain_statuses=(S.UNCHANGED,), budget=budget)
+
+
+def _add_undrawn_module_changes(merged: DisplayGraph, before: ProgramSnapshot, after: ProgramSnapshot,
+                                 d: SnapshotDiff) -> None:
+    """A module added or removed with no instruction of the drawing owning it (e.g. the fused
+    modules dead_code_elimination drops once no instruction calls them) gets one node saying so;
+    otherwise such a pass would draw as if it had changed nothing."""
+    drawn = {n.instr_id for n in merged.nodes if n.instr_id is not None}
+    drawn |= {i for n in merged.nodes for i in n.members}
+    drawn_modules = {g.module for g in merged.groups.values()} | {n.module for n in merged.nodes}
+    for names, snap, status in ((d.modules_removed, before, S.REMOVED), (d.modules_added, after, S.ADDED)):
+        for name in names:
+            mod = next((m for m in snap.modules if m.name == name), None)
+            if mod is None or name in drawn_modules or drawn & {r.id for r in mod.instrs}:
+                continue
+            ops = [r.op.name for r in mod.instrs if not r.op.name.startswith("@")]
+            verb = "removed (no longer used)" if status == S.REMOVED else "added (not used yet)"
+            merged.nodes.append(DisplayNode(
+                f"module_{status}_{''.join(c if c.isalnum() else '_' for c in name)}",
+                f"module {name}\n{verb}\n{', '.join(dict.fromkeys(ops)) or 'empty'}", "module", S.SUMMARY,
+                module=name, status=status, kind="summary", members=tuple(r.id for r in mod.instrs),
+                tooltip=f"module {name}: {len(mod.instrs)} instructions, {verb}"))
 
 
 def _focus(merged: DisplayGraph, focus: Focus, focus_ids: Collection[int] | None, big: bool

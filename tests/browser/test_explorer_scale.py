@@ -73,6 +73,19 @@ def _stats_pass(ex) -> str:
     return ex.locator(".migx-stats td").first.inner_text().strip()
 
 
+def _wait_at(page, k: int) -> str:
+    """Until the stepper shows position k ("k / N · path") and the stats show that pass (a step's
+    stats can pass through an older record on the way); returns the path."""
+    page.wait_for_function(
+        "k => { const p = document.querySelector('.migx-explorer .migx-position');"
+        r" return p && new RegExp('\\b' + k + ' / \\d+ · ').test(p.textContent); }", arg=k, timeout=60_000)
+    path = page.locator(".migx-explorer .migx-position").first.inner_text().split("·", 1)[1].strip()
+    page.wait_for_function(
+        "want => { const td = document.querySelector('.migx-explorer .migx-stats td');"
+        " return td && td.textContent.trim() === want; }", arg=path, timeout=60_000)
+    return path
+
+
 def _wait_graph(page, ex, old_svg: str | None = None) -> None:
     """Wait until the graph view shows a drawing (a new one, if `old_svg` is given) and settled."""
     page.wait_for_function(
@@ -150,13 +163,12 @@ def test_real_size_model_in_jupyterlab(lab, page, open_notebook, run_all, tmp_pa
     # ---- every changed pass: the view centres on the change, all changed nodes in the viewport
     ex.locator(".migx-hide-unchanged input[type=checkbox]").check()
     ex.locator("button.migx-first").click()
-    page.wait_for_timeout(300)
+    here = _wait_at(page, 1)
     seen, positions = [], ex.locator(".migx-position")
-    for _ in range(40):
+    for k in range(1, 41):
         _wait_graph(page, ex)
         _wait_centred(page, ex)
         inside, total = ex.evaluate(CHANGED_IN_VIEW_JS)
-        here = _stats_pass(ex)
         seen.append(here)
         assert total > 0 and inside == total, (here, inside, total)
         m = re.search(r"(\d+) / (\d+)", positions.inner_text())
@@ -164,8 +176,7 @@ def test_real_size_model_in_jupyterlab(lab, page, open_notebook, run_all, tmp_pa
             break
         old = _svg_len(ex)
         ex.locator("button.migx-next").click()
-        page.wait_for_function("old => { const td = document.querySelector('.migx-explorer .migx-stats td');"
-                               " return td && td.textContent.trim() !== old; }", arg=here, timeout=60_000)
+        here = _wait_at(page, k + 1)
         _wait_graph(page, ex, old if old else None)
     assert len(seen) >= 15, seen  # yolov8 has ~20 changed top-level passes
     # the tree followed: the current pass's row is inside the tree's scrolled box
@@ -177,8 +188,7 @@ def test_real_size_model_in_jupyterlab(lab, page, open_notebook, run_all, tmp_pa
 
     # ---- toggle with "hide unchanged": the switched-off pass stays in the tree and back on
     ex.locator("button.migx-first").click()
-    page.wait_for_timeout(500)
-    current = _stats_pass(ex)
+    current = _wait_at(page, 1)
     token = re.sub(r"[^A-Za-z0-9_-]+", "-", current).strip("-")
     box = ex.locator(f".migx-pass-checkbox.migx-path-{token} input[type=checkbox]")
     box.uncheck()

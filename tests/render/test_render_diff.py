@@ -7,7 +7,7 @@ from render_helpers import dot_edges, dot_nodes
 from migx_explore.compiler.op import Op
 from migx_explore.compiler.passes import PassManager, make_pass
 from migx_explore.compiler.shape import Shape
-from migx_explore.compiler.snapshot import snapshot
+from migx_explore.compiler.snapshot import diff, snapshot
 from migx_explore.render import build_graph, diff_graph, side_by_side, to_dot
 from migx_explore.render import style as S
 from migx_explore.render.synthetic import FuseBiasRelu, conv_chain
@@ -208,3 +208,23 @@ def test_focus_ids_centre_both_panels_on_one_change(big_trace):
     assert len(g.nodes) < 40
     merged = diff_graph(rec.before, rec.after, rec.diff, focus_ids=fused, focus=1)
     assert {n.op for n in merged.nodes if n.status == S.REMOVED} == {"add", "relu"}
+
+
+def test_a_removed_module_no_instruction_calls_is_drawn_as_removed():
+    # dead_code_elimination drops fused modules nothing calls any more; the main graph does not
+    # change, so without a node of its own the diff would look like a pass that did nothing.
+    p = conv_chain(1)
+    orphan = p.create_module("main:pointwise_unused")
+    a = orphan.add_parameter("x0", Shape.of("float32", (1,)))
+    orphan.add_return([orphan.add_instruction(Op("sigmoid"), [a])])
+    before = snapshot(p)
+    p.remove_module("main:pointwise_unused")
+    after = snapshot(p)
+    d = diff(before, after)
+    assert d.modules_removed == ("main:pointwise_unused",)
+    g = diff_graph(before, after, d)
+    marks = [n for n in g.nodes if n.status == S.REMOVED]
+    assert len(marks) == 1 and "pointwise_unused" in marks[0].label and "sigmoid" in marks[0].label
+    assert f"st_{S.REMOVED}" in dot_nodes(to_dot(g))[marks[0].name]["class"]
+    # a module an instruction still calls is drawn through that instruction, not as a lone node
+    assert not [n for n in diff_graph(before, before, diff(before, before)).nodes if n.status == S.REMOVED]
