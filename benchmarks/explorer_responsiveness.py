@@ -158,12 +158,17 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--sections", default="first,session,explorer,graphs",
                     help="comma-separated: first (first render), session, explorer, graphs")
     args = ap.parse_args(argv)
-    print(f"model {args.model}; targets: first render <= {FIRST_RENDER_TARGET_S:g} s, step <= "
-          f"{STEP_TARGET_S * 1e3:.0f} ms, toggle + recompute <= {TOGGLE_TARGET_S:g} s")
     sections = {"first": first_render_numbers, "session": session_numbers, "explorer": explorer_numbers,
                 "graphs": graph_numbers}
-    for name in args.sections.split(","):
-        sections[name.strip()](args.model, args.repeat)
+    chosen = [name.strip() for name in args.sections.split(",") if name.strip()]
+    unknown = [name for name in chosen if name not in sections]
+    if unknown:  # before minutes of measuring, not after
+        ap.error(f"unknown section(s) {', '.join(unknown)}; choose from {', '.join(sections)} "
+                 "(toggle times are part of session and explorer)")
+    print(f"model {args.model}; targets: first render <= {FIRST_RENDER_TARGET_S:g} s, step <= "
+          f"{STEP_TARGET_S * 1e3:.0f} ms, toggle + recompute <= {TOGGLE_TARGET_S:g} s")
+    for name in chosen:
+        sections[name](args.model, args.repeat)
 
 
 if __name__ == "__main__":
