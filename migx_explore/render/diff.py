@@ -225,6 +225,10 @@ def compare_panels(before: ProgramSnapshot, after: ProgramSnapshot, d: SnapshotD
     kw = dict(module=module, expand=expand, show_ids=show_ids, literals=literals)
     bg, ag = build_graph(before, **kw), build_graph(after, **kw)
     merged = merge_graphs(bg, ag, d)
+    drawn = len(merged.nodes)
+    _add_undrawn_module_changes(merged, before, after, d)
+    for n in merged.nodes[drawn:]:  # a dropped module shows on the before side, a new one after
+        (bg if n.status == S.REMOVED else ag).nodes.append(n)
     status = {n.name: n.status for n in merged.nodes}
     big = len(merged.nodes) > AUTO_FOCUS_OVER
     seeds, hops = _focus(merged, focus, focus_ids, big)

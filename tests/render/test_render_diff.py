@@ -8,7 +8,7 @@ from migx_explore.compiler.op import Op
 from migx_explore.compiler.passes import PassManager, make_pass
 from migx_explore.compiler.shape import Shape
 from migx_explore.compiler.snapshot import diff, snapshot
-from migx_explore.render import build_graph, diff_graph, side_by_side, to_dot
+from migx_explore.render import build_graph, compare_panels, diff_graph, side_by_side, to_dot
 from migx_explore.render import style as S
 from migx_explore.render.synthetic import FuseBiasRelu, conv_chain
 
@@ -226,5 +226,8 @@ def test_a_removed_module_no_instruction_calls_is_drawn_as_removed():
     marks = [n for n in g.nodes if n.status == S.REMOVED]
     assert len(marks) == 1 and "pointwise_unused" in marks[0].label and "sigmoid" in marks[0].label
     assert f"st_{S.REMOVED}" in dot_nodes(to_dot(g))[marks[0].name]["class"]
+    left, right = compare_panels(before, after, d)  # before | after: on the side that had it
+    assert [n.name for n in left.nodes if n.status == S.REMOVED] == [marks[0].name]
+    assert not [n for n in right.nodes if n.status == S.REMOVED]
     # a module an instruction still calls is drawn through that instruction, not as a lone node
     assert not [n for n in diff_graph(before, before, diff(before, before)).nodes if n.status == S.REMOVED]
