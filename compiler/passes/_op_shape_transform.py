@@ -30,7 +30,7 @@ from ..op import Op
 from ..ops.common import norm_axes, norm_axis
 from ..rewrite import Rule, replace_value
 from ._rewrite_util import all_static, auto_reshape_op, insert_ops
-from ._shape_chains import BROADCASTS
+from ._shape_chains import BROADCASTS, regroup_atoms
 
 VIEWS = frozenset({"reshape", "squeeze", "unsqueeze", "flatten", "transpose", "contiguous", "multibroadcast",
                    "broadcast"})
@@ -103,31 +103,8 @@ class _Space:
         return [math.prod(self.atoms[a][0] for a in ax) for ax in self.axes]
 
     def reshape(self, dims: Sequence[int]) -> bool:
-        seq = [(a, k) for k, ax in enumerate(self.axes) for a in ax]
-        new_axes: list[list[int]] = []
-        i = 0
-        for d in dims:
-            cur: list[int] = []
-            rem = d
-            while rem > 1:
-                if i >= len(seq):
-                    return False
-                a = seq[i][0]
-                s = self.atoms[a][0]
-                if rem % s == 0:
-                    cur.append(a)
-                    rem //= s
-                    i += 1
-                elif s % rem == 0:
-                    hi, lo = self._split(a, rem)
-                    seq[i:i + 1] = [(hi, 0), (lo, 0)]
-                    cur.append(hi)
-                    rem = 1
-                    i += 1
-                else:
-                    return False
-            new_axes.append(cur)
-        if i != len(seq):
+        new_axes = regroup_atoms(self.axes, dims, lambda a: self.atoms[a][0], self._split)
+        if new_axes is None:
             return False
         # A reduced 1-axis stays where it sits among the digits: on the first 1-long output axis
         # with as many digits before it (MIGraphX keeps it as a subdimension there).

@@ -21,7 +21,7 @@ is "reshape the source, then broadcast" becomes exactly that.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -35,6 +35,37 @@ TRANSFORMS = RESHAPES | BROADCASTS | {"transpose"}
 # Simulating a broadcast chain materialises one index per output element; beyond this we skip.
 MAX_SIMULATED = 1 << 22
 
+
+
+def regroup_atoms(axes: Sequence[Sequence[int]], lens: Sequence[int], size: Callable[[int], int],
+                  split: Callable[[int, int], tuple[int, int]]) -> list[list[int]] | None:
+    """The atoms of `axes` (in order) grouped into the axes of a reshape to `lens`, splitting an
+    atom (split(atom, outer) -> (hi, lo)) where an output axis ends inside it; None where the
+    reshape is not a regrouping of whole or split atoms (size-1 axes take no atom)."""
+    seq = [a for ax in axes for a in ax]
+    new_axes: list[list[int]] = []
+    i = 0
+    for d in lens:
+        cur: list[int] = []
+        rem = d
+        while rem > 1:
+            if i >= len(seq):
+                return None
+            a = seq[i]
+            n = size(a)
+            if rem % n == 0:
+                cur.append(a)
+                rem //= n
+            elif n % rem == 0:
+                hi, lo = split(a, rem)
+                seq[i:i + 1] = [hi, lo]
+                cur.append(hi)
+                rem = 1
+            else:
+                return None
+            i += 1
+        new_axes.append(cur)
+    return new_axes if i == len(seq) else None
 
 class _Atoms:
     def __init__(self, lens: Sequence[int]):
@@ -61,31 +92,8 @@ class _Atoms:
         return hi, lo
 
     def reshape(self, lens: Sequence[int]) -> bool:
-        seq = [a for ax in self.axes for a in ax]
-        new_axes: list[list[int]] = []
-        i = 0
-        for d in lens:
-            cur: list[int] = []
-            rem = d
-            while rem > 1:
-                if i >= len(seq):
-                    return False
-                a = seq[i]
-                s = self.size[a]
-                if rem % s == 0:
-                    cur.append(a)
-                    rem //= s
-                    i += 1
-                elif s % rem == 0:
-                    hi, lo = self._split(a, rem)
-                    seq[i:i + 1] = [hi, lo]
-                    cur.append(hi)
-                    rem = 1
-                    i += 1
-                else:
-                    return False
-            new_axes.append(cur)
-        if i != len(seq):
+        new_axes = regroup_atoms(self.axes, lens, self.size.__getitem__, self._split)
+        if new_axes is None:
             return False
         self.axes = new_axes
         return True
