@@ -269,9 +269,7 @@ class Session:
     def snapshots(self, index: int | None = None) -> tuple[ProgramSnapshot, ProgramSnapshot]:
         """(before, after) of a record (default: the current one). A disabled or failed pass has no
         after snapshot: it left the IR as it was."""
-        r = self.current if index is None else self.trace.records[index]
-        before = r.before or self.initial
-        return before, (r.after if r.after is not None else before)
+        return self.trace.snapshots(self.current if index is None else self.trace.records[index])
 
     def before(self) -> ProgramSnapshot:
         return self.snapshots()[0]

@@ -118,9 +118,7 @@ def after_in(trace: Trace, at: str) -> ProgramSnapshot:
         rec = trace.find(at)
     except KeyError:
         raise SessionError(f"compare_configs: no pass {at!r} in the trace") from None
-    if rec.after is not None:
-        return rec.after
-    return rec.before if rec.before is not None else trace.initial
+    return trace.snapshots(rec)[1]
 
 
 def parting_id(base: Trace, other: Trace) -> int:

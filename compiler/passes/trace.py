@@ -129,6 +129,12 @@ class Trace:
     def __len__(self) -> int:
         return len(self.records)
 
+    def snapshots(self, rec: PassRecord) -> tuple[ProgramSnapshot, ProgramSnapshot]:
+        """(before, after) of a record. A disabled or failed pass has no after snapshot: it left
+        the IR as it was."""
+        before = rec.before or self.initial
+        return before, (rec.after if rec.after is not None else before)
+
     def find(self, path: str) -> PassRecord:
         """Look up by full path, or by a unique suffix such as 'fuse_pointwise'."""
         for r in self.records:
