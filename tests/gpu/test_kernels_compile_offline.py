@@ -34,7 +34,7 @@ def _sources(program, options=None) -> dict[str, tuple[str, dict[str, str]]]:
 
     class Recording(FakeBackend):
         def compile_source(self, name, source, headers, flags):
-            seen.setdefault(f"{name}_{len(seen)}", (source, dict(headers)))
+            seen[f"{name}_{len(seen)}"] = (source, dict(headers))
             return super().compile_source(name, source, headers, flags)
 
     gpu.compile(program, options, backend=Recording())
