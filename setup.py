@@ -1,4 +1,4 @@
-"""Install compiler/ and gpu/ inside the migx_explore namespace (see ARCHITECTURE: no generic
+"""Install compiler/ and gpu/ inside the migx_explore namespace (docs/architecture.md: no generic
 top-level `compiler` or `gpu` package lands in site-packages)."""
 
 from setuptools import find_packages, setup

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from ..compiler.passes import Pass, PassEntry, Pipeline, pass_registry
+from ..compiler.passes import Pass, PassEntry, Pipeline, make_pass
 from ..compiler.quantize import check_precision, quantize_pipeline
 
 # Backend passes register themselves on import (they need no GPU either).
@@ -71,10 +71,10 @@ class PendingPass(Pass):
 
 
 def _p(name: str, **opts: Any) -> PassEntry:
-    cls = pass_registry().get(name)
-    if cls is None:
-        return PassEntry(PendingPass(label=name), enabled=False, reason="not implemented in migx-explore yet")
-    return PassEntry(cls(**opts) if opts else cls())
+    """The registered pass `name` with these options. A name or option that does not exist is a
+    bug in this file, so make_pass fails (here, and at import below) listing what does exist,
+    rather than the entry turning into a silently disabled one."""
+    return PassEntry(make_pass(name, **opts))
 
 
 def _off(entry: PassEntry, reason: str) -> PassEntry:
@@ -207,3 +207,15 @@ def pending_entries(pipelines: list[Pipeline] | None = None) -> list[str]:
     """Entries whose pass is not implemented (should be empty once the target is complete)."""
     pls = pipelines or gpu_pipelines()
     return [f"{pl.name}.{e.name}" for pl in pls for e in pl.entries if isinstance(e.pass_, PendingPass)]
+
+
+def _check_every_configuration() -> None:
+    """Build the pipelines for every switch that changes which entries exist, so a mistyped pass
+    name or option fails when this module is imported, not when some configuration is first used."""
+    for mode in COMPILE_MODES:
+        for flag in (False, True):
+            gpu_pipelines(CompileOptions(mode=mode, enable_nhwc=flag, enable_rewrite_dot=flag,
+                                         full_dynamic=flag, disable_schedule=flag, fast_math=flag))
+
+
+_check_every_configuration()
