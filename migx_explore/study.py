@@ -200,14 +200,18 @@ def impact(base: dict, r: dict) -> float:
 
 
 def rewrite_change(base: dict, r: dict, top: int = 3) -> str:
-    """'loses 12 simplify_algebra:find_mul_conv, gains 3 ...': rewrite rules (or, for passes
-    without rules, instructions a pass changed) that fired a different number of times."""
-    for key, unit in (("rewrites", ""), ("work", " instruction changes by")):
+    """'loses 12 find_mul_conv (optimize_module), gains 3 ...': rewrite rules that fired a
+    different number of times; for passes without rules, how many instructions each changed."""
+    for key in ("rewrites", "work"):
         a, b = Counter(r.get(key) or {}), Counter(base.get(key) or {})
         diff = {k: a[k] - b[k] for k in set(a) | set(b) if a[k] != b[k]}
-        if diff:
-            items = sorted(diff.items(), key=lambda kv: -abs(kv[1]))[:top]
-            return ", ".join(f"{'gains' if v > 0 else 'loses'} {abs(v)}{unit} {k}" for k, v in items)
+        if not diff:
+            continue
+        items = sorted(diff.items(), key=lambda kv: (-abs(kv[1]), kv[0]))[:top]
+        if key == "rewrites":
+            return ", ".join(f"{'gains' if v > 0 else 'loses'} {abs(v)} {k.split(':', 1)[1]} ({k.split(':', 1)[0]})"
+                             for k, v in items)
+        return ", ".join(f"{k} changes {abs(v)} {'more' if v > 0 else 'fewer'} instructions" for k, v in items)
     return ""
 
 
@@ -363,15 +367,16 @@ def _reference(session):
 
 def study_models(paths: Sequence[str], *, scope: str = "pass", progress=None, cluster: str | None = None,
                  workers: int | None = None, gpus: int | None = None, gpu: bool = False,
-                 session_factory: Callable[[str], Any] | None = None) -> list[OrderStudy]:
-    """The study over several models (ONNX paths or built-in names) on one cluster."""
+                 session_factory: Callable[[str], Any] | None = None, **kw: Any) -> list[OrderStudy]:
+    """The study over several models (ONNX paths or built-in names) on one cluster; `kw` goes to
+    study_order (numeric, modes, warmup, iters)."""
     from .sweep import Sweeper
 
     make = session_factory or _session_of
     out = []
     with Sweeper(cluster=cluster, workers=workers, gpus=gpus) as sw:
         for p in paths:
-            out.append(study_order(make(p), scope=scope, gpu=gpu, progress=progress, sweeper=sw))
+            out.append(study_order(make(p), scope=scope, gpu=gpu, progress=progress, sweeper=sw, **kw))
     return out
 
 

@@ -162,7 +162,7 @@ class Sweeper:
 
         if self.address:
             try:
-                self._client = Client(self.address, timeout="20s")
+                self._client = Client(self.address, timeout="10s")
             except OSError as e:
                 raise MigxError(f"cannot reach the Dask scheduler at {self.address}: {e}") from None
             n = len(self._client.scheduler_info().get("workers", {}))

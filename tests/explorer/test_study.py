@@ -1,0 +1,160 @@
+"""The ordering study and sweeps on Dask: planning legal moves, a planted ordering dependency found
+and ranked first on a local cluster of 2 processes, failed variants as rows, the serial fallback,
+results across models to parquet / CSV, and the CLI."""
+
+from __future__ import annotations
+
+import csv
+import os
+from pathlib import Path
+
+import pytest
+
+from migx_explore.session import Session
+from migx_explore.study import plan_order_variants, study_models, study_order, write_rows
+from migx_explore.sweep import Sweeper, dask_available, sweep
+from tests.planted_orderings import NAME, recompute_shared_kernels
+
+ROOT = Path(__file__).resolve().parents[2]
+needs_dask = pytest.mark.skipif(not dask_available(), reason="dask.distributed is not installed (the [sweep] extra)")
+
+
+@pytest.fixture
+def workers_import_tests(monkeypatch):
+    """Dask worker processes unpickle the planted pass by reference: they must import `tests`."""
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
+
+
+def _planted(model: str = "resnet_block") -> Session:
+    s = Session.from_model(model, numeric=False)
+    s.insert_pass(recompute_shared_kernels, name=NAME, after="fusion.fuse_pointwise_reduce")
+    return s
+
+
+def test_plan_swaps_neighbours_and_skips_moves_the_rules_forbid():
+    s = Session.from_model("mlp", numeric=False)
+    plan, skipped = plan_order_variants(s.pipelines, "pass")
+    labels = [v.label for v in plan]
+    assert "fuse_pointwise_reduce before optimize_module" in labels
+    # the boundary between pipelines is crossed: the last of optimize_rewrite trades with fusion's first
+    across = [v for v in plan if v.across]
+    assert any("optimize_rewrite | fusion" in v.label for v in across)
+    # no cleanup (DCE) moves, nothing from the backend
+    assert not any("dead_code_elimination" in v.label for v in plan)
+    assert not any(v.moved.startswith("backend.") for v in plan)
+    # fuse_concat must follow fuse_pointwise_reduce: that swap is listed with its rule, not run
+    rules = {k.label: k.reason for k in skipped}
+    assert "rule fuse_concat.must_follow" in rules["fuse_concat before fuse_pointwise_reduce"]
+    # the session's own configuration is untouched by planning
+    assert s.spec() == Session.from_model("mlp", numeric=False).spec()
+    pplan, _ = plan_order_variants(s.pipelines, "pipeline")
+    assert [v.label for v in pplan] == ["required before dynamic_shapes", "optimize_rewrite before required",
+                                        "fusion before optimize_rewrite"]
+
+
+@needs_dask
+def test_planted_dependency_is_found_and_ranked_first_on_a_local_cluster(workers_import_tests, tmp_path):
+    s = _planted()
+    before = s.spec_or_label()
+    st = study_order(s, workers=2)
+    assert st.where == "local Dask cluster (2 worker processes)"
+    ranked = st.ranked()
+    assert ranked, st.report()
+    top = ranked[0]
+    assert top["label"] == f"{NAME} before fuse_pointwise_reduce", st.report()
+    row = next(r for r in st.rows() if r["variant"] == top["label"])
+    assert row["d_launches"] < 0 and row["changed"]
+    assert f"{NAME} changes" in st.describe(top) and "fewer instructions" in st.describe(top)
+    assert top["numeric_ok"] and st.baseline["numeric_ok"]
+    assert s.spec_or_label() == before  # the session's configuration is left as it was
+    st.plot(str(tmp_path / "study.png"))
+    assert (tmp_path / "study.png").stat().st_size > 5_000
+
+
+def test_serial_study_measures_the_same_figures_and_says_how_to_scale_out(monkeypatch):
+    s = _planted()
+    st = study_order(s, workers=0)
+    assert st.where == "serial (workers=0)"
+    assert st.ranked()[0]["label"] == f"{NAME} before fuse_pointwise_reduce"
+    import migx_explore.sweep as sw
+
+    monkeypatch.setattr(sw, "dask_available", lambda: False)
+    run = sweep(s, _launches, [None, None], ["a", "b"])
+    assert run.where == "serial" and "[sweep]" in run.note and "MIGX_DASK_SCHEDULER" in run.note
+    assert [r["launches"] for r in run.records] == [r["launches"] for r in run.records[:1]] * 2
+
+
+def _launches(session, payload) -> dict:
+    from migx_explore.stats import launch_count
+
+    return {"launches": launch_count(session.final())}
+
+
+def _fails_on_b(session, payload) -> dict:
+    if payload == "b":
+        raise ValueError("planted failure")
+    return {"ok": True}
+
+
+@needs_dask
+def test_a_failed_variant_is_a_row_and_the_sweep_goes_on():
+    s = Session.from_model("mlp", numeric=False)
+    run = sweep(s, _fails_on_b, ["a", "b", "c"], ["a", "b", "c"], workers=2)
+    assert [r["label"] for r in run.records] == ["a", "b", "c"]
+    assert run.records[1]["error"].startswith("ValueError: planted failure")
+    assert run.records[0]["ok"] and run.records[2]["ok"] and not run.records[0]["error"]
+
+
+@needs_dask
+def test_study_across_built_in_models_with_fake_gpu_timing(monkeypatch, tmp_path):
+    """The CI run: built-in models on one local cluster of 2 processes, timed on the fake backend."""
+    monkeypatch.setenv("MIGX_GPU_BACKEND", "fake")
+    studies = study_models(["mlp", "transformer"], workers=2, gpu=True, warmup=1, iters=2)
+    assert [st.model for st in studies] == ["mlp", "transformer"]
+    for st in studies:
+        assert st.baseline["eager_us"] is not None and st.baseline["graph_us"] is not None
+        assert all(not r["error"] for r in st.variants), st.report()
+        assert st.baseline["numeric_ok"]
+    out = write_rows(studies, str(tmp_path / "results.csv"))
+    with open(out) as f:
+        rows = list(csv.DictReader(f))
+    assert {r["model"] for r in rows} == {"mlp", "transformer"}
+    assert len(rows) == sum(len(st.variants) + 1 for st in studies)
+
+
+def test_parquet_needs_pyarrow_else_csv(tmp_path):
+    s = Session.from_model("mlp", numeric=False)
+    st = study_order(s, scope="pipeline", workers=0, numeric=False)
+    # swapping whole pipelines breaks what later pipelines assume: each is a row, none end the study
+    assert len(st.variants) == 3
+    out = write_rows([st], str(tmp_path / "r.parquet"))
+    try:
+        import pyarrow.parquet as pq
+    except ImportError:
+        assert out.endswith("r.csv") and Path(out).exists()
+    else:
+        assert out.endswith("r.parquet")
+        assert pq.read_table(out).num_rows == 4
+
+
+def test_cli_study_order(tmp_path, capsys):
+    from migx_explore.cli import main
+
+    rc = main(["study", "order", "mlp", "--workers", "0", "--no-numeric", "--out", str(tmp_path / "r.csv"),
+               "--json", str(tmp_path / "r.json")])
+    out = capsys.readouterr().out
+    assert rc == 0, out
+    assert "mlp: ordering study (pass scope)" in out and "not run: fuse_concat before fuse_pointwise_reduce" in out
+    assert (tmp_path / "r.csv").exists() and (tmp_path / "r.json").exists()
+
+
+def test_unreachable_scheduler_is_one_clear_error(monkeypatch):
+    if not dask_available():
+        pytest.skip("dask.distributed is not installed")
+    from migx_explore.compiler.errors import MigxError
+
+    monkeypatch.setenv("MIGX_DASK_SCHEDULER", "tcp://127.0.0.1:9")
+    s = Session.from_model("mlp", numeric=False)
+    with pytest.raises(MigxError, match="cannot reach the Dask scheduler at tcp://127.0.0.1:9"):
+        with Sweeper() as sw:
+            sweep(s, _launches, [None, None], ["a", "b"], sweeper=sw)
