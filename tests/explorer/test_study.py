@@ -158,3 +158,29 @@ def test_unreachable_scheduler_is_one_clear_error(monkeypatch):
     with pytest.raises(MigxError, match="cannot reach the Dask scheduler at tcp://127.0.0.1:9"):
         with Sweeper() as sw:
             sweep(s, _launches, [None, None], ["a", "b"], sweeper=sw)
+
+
+@needs_dask
+def test_perf_bisect_rounds_run_as_dask_tasks():
+    from migx_explore.compiler import Op
+    from migx_explore.stats import launch_count
+
+    s = Session.from_model("mlp", numeric=False, include_backend=False)
+
+    def slow(module):
+        # planted regression: two redundant copies after the last kernel (same values, +2 launches)
+        ret = module.return_instruction()
+        a = module.insert_instruction(ret, Op("contiguous"), [ret.inputs[0]])
+        b = module.insert_instruction(ret, Op("contiguous"), [a])
+        module.replace_return([b])
+        return True
+
+    s.insert_pass(slow, after="fusion.fuse_concat")
+    s.disable("fusion.slow")
+    toggles = {"fusion.slow": True, "required.eliminate_identity#1": False, "optimize_rewrite.rewrite_gelu": False,
+               "optimize_rewrite.rewrite_reduce": False}
+    serial = s.perf_bisect(toggles, lambda sess: launch_count(sess.final()))
+    res = s.perf_bisect(toggles, lambda sess: launch_count(sess.final()), workers=2)
+    assert res.culprits == serial.culprits == ["fusion.slow"]
+    assert (res.good, res.bad) == (serial.good, serial.bad) and res.bad > res.good
+    assert s.trace.find("fusion.slow").status == "disabled"
