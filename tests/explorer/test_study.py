@@ -184,3 +184,15 @@ def test_perf_bisect_rounds_run_as_dask_tasks():
     assert res.culprits == serial.culprits == ["fusion.slow"]
     assert (res.good, res.bad) == (serial.good, serial.bad) and res.bad > res.good
     assert s.trace.find("fusion.slow").status == "disabled"
+
+
+def test_study_panel_shows_the_ranked_moves():
+    from migx_explore.widgets.explorer import Explorer
+
+    ex = Explorer(_planted())
+    ex.study.workers = 0
+    st = ex.study.run()
+    assert f"<code>{NAME} before fuse_pointwise_reduce</code>" in ex.study.table.value
+    assert "not run (ordering rules)" in ex.study.table.value and "<svg" in ex.study.plot.value
+    assert ex.study.progress.value == ex.study.progress.max == len(st.variants) + 1
+    assert ex.errors.messages == []
