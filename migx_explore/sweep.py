@@ -155,6 +155,11 @@ class Sweeper:
     def serial(self) -> bool:
         return self.where.startswith("serial")
 
+    def start(self, n_tasks: int = 0) -> Any:
+        """Start (or connect to) the cluster now rather than at the first sweep; returns the Dask
+        client, None when the sweep runs serially. `n_tasks` bounds the local cluster's size."""
+        return self._start(max(n_tasks, 2))
+
     def _start(self, n_tasks: int) -> Any:
         if self._client is not None or self.serial:
             return self._client
