@@ -50,6 +50,9 @@ class SessionSpec:
     pipelines: list  # the configuration the sweep starts from (list of Pipeline)
     numeric: Any = None  # NumericConfig of the session, for variants that measure numeric error
     validate: bool = True
+    # The session class (pickled by reference): workers build their session with it, so this module
+    # need not import migx_explore.session (which imports the sweeps).
+    factory: Any = None
     token: str = field(default_factory=lambda: uuid.uuid4().hex)
 
     @classmethod
@@ -57,7 +60,7 @@ class SessionSpec:
         return cls(session.initial.to_program(), session.name, session.options,
                    any(pl.name == "backend" for pl in session.catalog),
                    [pl.copy() for pl in session.pipelines],
-                   session.numeric_config() if numeric else None, session.validate)
+                   session.numeric_config() if numeric else None, session.validate, type(session))
 
 
 @dataclass
@@ -76,12 +79,10 @@ _KEEP_SESSIONS = 2  # a study over many models must not keep every model's trace
 
 
 def _session_for(spec: SessionSpec) -> Any:
-    from .session import Session
-
     with _SESSIONS_LOCK:
         s = _SESSIONS.get(spec.token)
         if s is None:
-            s = Session(spec.program, name=spec.name, options=spec.options, include_backend=spec.include_backend,
+            s = spec.factory(spec.program, name=spec.name, options=spec.options, include_backend=spec.include_backend,
                         numeric=False, validate=spec.validate)
             _SESSIONS[spec.token] = s
             while len(_SESSIONS) > _KEEP_SESSIONS:
@@ -150,6 +151,11 @@ class Sweeper:
             if self.address or gpus:
                 raise MigxError(f"a Dask cluster was asked for but dask.distributed is not installed; {SCALE_OUT_HINT}")
             self.where, self.note = "serial", SCALE_OUT_HINT
+
+    @property
+    def started(self) -> bool:
+        """Whether a Dask client is open (a cluster started or connected to, not yet closed)."""
+        return self._client is not None
 
     @property
     def serial(self) -> bool:

@@ -119,7 +119,7 @@ parquet (or CSV without pyarrow); from a shell:
 import tempfile
 from pathlib import Path
 
-from migx_explore.study import write_rows
+from migx_explore.study_set import write_rows
 
 print(write_rows([study, planted_study], str(Path(tempfile.mkdtemp()) / "ordering_study.parquet")))
 """),

@@ -16,7 +16,8 @@ from ._sweep_args import add_sweep_arguments, sweep_kwargs
 def run(args: argparse.Namespace) -> int:
     from ..compiler.errors import MigxError
     from ..outputs import atomic_file
-    from ..study import study_order, write_rows
+    from ..study import study_order
+    from ..study_set import write_rows
     from ..sweep import Sweeper, terminal_progress
     from ._pipeline_args import make_session
 

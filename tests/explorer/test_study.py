@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from migx_explore.session import Session
-from migx_explore.study import plan_order_variants, study_models, study_order, write_rows
+from migx_explore.study import plan_order_variants, study_order
+from migx_explore.study_set import study_models, write_rows
 from migx_explore.sweep import Sweeper, dask_available, sweep
 from tests.planted_orderings import NAME, recompute_shared_kernels
 
@@ -196,3 +197,16 @@ def test_study_panel_shows_the_ranked_moves():
     assert "not run (ordering rules)" in ex.study.table.value and "<svg" in ex.study.plot.value
     assert ex.study.progress.value == ex.study.progress.max == len(st.variants) + 1
     assert ex.errors.messages == []
+
+
+def _interrupt(k: int, n: int, label: str) -> None:
+    raise KeyboardInterrupt
+
+
+@needs_dask
+def test_ctrl_c_cancels_the_tasks_and_closes_the_cluster():
+    s = Session.from_model("mlp", numeric=False)
+    sw = Sweeper(workers=2)
+    with pytest.raises(KeyboardInterrupt):
+        sweep(s, _launches, [None] * 4, ["a", "b", "c", "d"], sweeper=sw, progress=_interrupt)
+    assert not sw.started
