@@ -344,12 +344,11 @@ def study_order(session, *, scope: str = "pass", gpu: bool = False, numeric: boo
     plan, skipped = plan_order_variants(session.pipelines, scope)
     why = unavailable_reason() if gpu else "timing not requested (--gpu)"
     common = {"timed": why is None, "modes": tuple(modes), "warmup": warmup, "iters": iters, "inputs": inputs}
-    if numeric:
-        common["numeric"] = session.numeric_config() or _reference(session)
+    reference = (session.numeric_config() or _reference(session)) if numeric else None
     payloads = [dict(common, pipelines=None)] + [dict(common, pipelines=v.pipelines) for v in plan]
     labels = ["(shipped order)"] + [v.label for v in plan]
-    run = sweep(session, measure_order, payloads, labels, sweeper=sweeper, progress=progress, cluster=cluster,
-                workers=workers, gpus=gpus)
+    run = sweep(session, measure_order, payloads, labels, sweeper=sweeper, numeric=reference, progress=progress,
+                cluster=cluster, workers=workers, gpus=gpus)
     base, recs = run.records[0], run.records[1:]
     if base.get("error"):
         raise MigxError(f"the ordering study needs the shipped order to compile: {base['error']}")

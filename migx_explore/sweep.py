@@ -48,7 +48,9 @@ class SessionSpec:
     options: Any  # gpu.pipelines.CompileOptions
     include_backend: bool
     pipelines: list  # the configuration the sweep starts from (list of Pipeline)
-    numeric: Any = None  # NumericConfig of the session, for variants that measure numeric error
+    # NumericConfig (inputs and reference outputs) for variants that measure numeric error: shipped
+    # once with the spec, not with every task; a dict payload finds it under "numeric"
+    numeric: Any = None
     validate: bool = True
     # The session class (pickled by reference): workers build their session with it, so this module
     # need not import migx_explore.session (which imports the sweeps).
@@ -56,11 +58,10 @@ class SessionSpec:
     token: str = field(default_factory=lambda: uuid.uuid4().hex)
 
     @classmethod
-    def of(cls, session: Any, *, numeric: bool = False) -> SessionSpec:
+    def of(cls, session: Any, *, numeric: Any = None) -> SessionSpec:
         return cls(session.initial.to_program(), session.name, session.options,
                    any(pl.name == "backend" for pl in session.catalog),
-                   [pl.copy() for pl in session.pipelines],
-                   session.numeric_config() if numeric else None, session.validate, type(session))
+                   [pl.copy() for pl in session.pipelines], numeric, session.validate, type(session))
 
 
 @dataclass
@@ -76,6 +77,7 @@ class SweepRun:
 _SESSIONS: OrderedDict[str, Any] = OrderedDict()
 _SESSIONS_LOCK = threading.Lock()
 _KEEP_SESSIONS = 2  # a study over many models must not keep every model's trace alive
+_task_locks: dict[str, threading.Lock] = {}
 
 
 def _session_for(spec: SessionSpec) -> Any:
@@ -99,6 +101,8 @@ def run_task(spec: SessionSpec, fn: TaskFn, payload: Any, label: str) -> dict:
         lock = _task_locks.setdefault(spec.token, threading.Lock())
         with lock:  # a worker with several threads must not interleave two variants on one session
             s.pipelines = [pl.copy() for pl in spec.pipelines]
+            if spec.numeric is not None and isinstance(payload, dict) and "numeric" not in payload:
+                payload = dict(payload, numeric=spec.numeric)
             rec = fn(s, payload)
     except Exception as e:  # noqa: BLE001 - a failed variant is a row, never the end of the sweep
         rec = {"error": _one_line(e)}
@@ -106,8 +110,6 @@ def run_task(spec: SessionSpec, fn: TaskFn, payload: Any, label: str) -> dict:
     rec.setdefault("error", "")
     return rec
 
-
-_task_locks: dict[str, threading.Lock] = {}
 
 
 def _one_line(e: BaseException) -> str:
@@ -202,10 +204,15 @@ class Sweeper:
         client = self._start(n) if n > 1 or self.address else None  # one task: no cluster to start
         if client is None:
             out = []
-            for k, (p, lab) in enumerate(zip(payloads, labels)):
-                out.append(run_task(spec, fn, p, lab))
-                if progress:
-                    progress(k + 1, n, lab)
+            try:
+                for k, (p, lab) in enumerate(zip(payloads, labels)):
+                    out.append(run_task(spec, fn, p, lab))
+                    if progress:
+                        progress(k + 1, n, lab)
+            finally:
+                with _SESSIONS_LOCK:  # in this process the sweep's session must not outlive the sweep
+                    _SESSIONS.pop(spec.token, None)
+                    _task_locks.pop(spec.token, None)
             return out
         from dask.distributed import as_completed
 
@@ -264,9 +271,10 @@ def _gpu_cluster(gpus: int) -> Any:
 
 
 def sweep(session: Any, fn: TaskFn, payloads: Sequence[Any], labels: Sequence[str], *,
-          sweeper: Sweeper | None = None, numeric: bool = False, progress: Progress | None = None,
+          sweeper: Sweeper | None = None, numeric: Any = None, progress: Progress | None = None,
           cluster: str | None = None, workers: int | None = None, gpus: int | None = None) -> SweepRun:
-    """Run the variants of a sweep over `session` (see the module docstring for where)."""
+    """Run the variants of a sweep over `session` (see the module docstring for where); `numeric`
+    (a NumericConfig) travels once with the session's spec."""
     spec = SessionSpec.of(session, numeric=numeric)
     own = sweeper is None
     sw = sweeper or Sweeper(cluster=cluster, workers=workers, gpus=gpus)
