@@ -17,8 +17,9 @@ from .timing_view import svg_of
 def study_html(st: Any, top: int = 15) -> str:
     """The ranked moves as an HTML table, then the forbidden moves and the notes."""
     rows = []
+    by_label = {x["variant"]: x for x in st.rows()}
     for k, r in enumerate(st.ranked()[:top], 1):
-        d = {x["variant"]: x for x in st.rows()}[r["label"]]
+        d = by_label[r["label"]]
         cls = ' class="migx-study-failed"' if r.get("error") else ""
         rows.append(f"<tr{cls}><td>{k}</td><td><code>{html.escape(r['label'])}</code></td>"
                     f"<td>{_num(d['d_launches'])}</td><td>{_num(d['d_blas'])}</td><td>{_num(d['d_instructions'])}</td>"

@@ -138,15 +138,46 @@ def test_parquet_needs_pyarrow_else_csv(tmp_path):
         assert pq.read_table(out).num_rows == 4
 
 
-def test_cli_study_order(tmp_path, capsys):
+def test_cli_study_order_across_models(tmp_path, capsys):
     from migx_explore.cli import main
 
-    rc = main(["study", "order", "mlp", "--workers", "0", "--no-numeric", "--out", str(tmp_path / "r.csv"),
-               "--json", str(tmp_path / "r.json")])
+    rc = main(["study", "order", "mlp", "transformer", "--workers", "0", "--no-numeric", "--out",
+               str(tmp_path / "r.csv"), "--json", str(tmp_path / "r.json")])
     out = capsys.readouterr().out
     assert rc == 0, out
-    assert "mlp: ordering study (pass scope)" in out and "not run: fuse_concat before fuse_pointwise_reduce" in out
-    assert (tmp_path / "r.csv").exists() and (tmp_path / "r.json").exists()
+    assert "mlp: ordering study (pass scope)" in out and "transformer: ordering study (pass scope)" in out
+    assert "not run: fuse_concat before fuse_pointwise_reduce" in out
+    with open(tmp_path / "r.csv") as f:
+        assert {r["model"] for r in csv.DictReader(f)} == {"mlp", "transformer"}
+    assert (tmp_path / "r.json").exists()
+    assert main(["study", "order", "mlp", "transformer", "--png", str(tmp_path / "x.png")]) == 2
+    assert "--png draws one model's study" in capsys.readouterr().err
+
+
+def test_cli_waterfall_says_where_the_variants_ran(capsys):
+    from migx_explore.cli import main
+
+    assert main(["waterfall", "mlp", "--by", "pipeline", "--no-gpu", "--workers", "0"]) == 0
+    assert "variants ran on: serial (workers=0)" in capsys.readouterr().out
+
+
+def _visible_gpu(session, payload) -> dict:
+    return {"device": os.environ.get("CUDA_VISIBLE_DEVICES")}
+
+
+@needs_dask
+def test_one_worker_per_gpu_pins_each_worker_to_its_device():
+    """--gpus N without dask-cuda: one worker process per GPU, each seeing only its own device."""
+    pytest.importorskip("distributed")
+    try:
+        import dask_cuda  # noqa: F401
+        pytest.skip("dask-cuda is installed: LocalCUDACluster pins the devices")
+    except ImportError:
+        pass
+    s = Session.from_model("mlp", numeric=False)
+    run = sweep(s, _visible_gpu, list(range(6)), [str(k) for k in range(6)], gpus=2)
+    assert run.where == "local Dask cluster, one worker per GPU (2)"
+    assert {r["device"] for r in run.records} <= {"0", "1"} and all(not r["error"] for r in run.records)
 
 
 def test_unreachable_scheduler_is_one_clear_error(monkeypatch):
