@@ -238,8 +238,13 @@ def _flat(pipelines: Sequence[Pipeline]) -> list[tuple[int, int, str]]:
 
 
 def _new_warnings(base: Sequence[Pipeline], variant: Sequence[Pipeline]) -> list[str]:
-    known = {(w.rule, w.message.split(" ")[0].split("#")[0]) for w in check_order(base)}
-    return [w.message for w in check_order(variant) if (w.rule, w.message.split(" ")[0].split("#")[0]) not in known]
+    """Ordering-rule warnings the variant adds to those the configuration already has (compared by
+    rule and pass, without the #n a move may renumber)."""
+    def key(w) -> tuple[str, str]:
+        return w.rule, w.pass_path.split("#")[0]
+
+    known = {key(w) for w in check_order(base)}
+    return [w.message for w in check_order(variant) if key(w) not in known]
 
 
 def plan_order_variants(pipelines: Sequence[Pipeline], scope: str = "pass") -> tuple[list[OrderVariant], list[Skipped]]:
