@@ -462,7 +462,8 @@ class Session:
         return perf_bisect(self, toggles, measure, **kw)
 
     def waterfall(self, by: str = "pass", **kw: Any):
-        """Δ launches and Δ eager/graph latency with each pass / sub-pipeline disabled."""
+        """Δ launches and Δ eager/graph latency with each pass / sub-pipeline disabled; the variants
+        run as Dask tasks (cluster=, workers=, gpus=; see migx_explore.sweep)."""
         from .waterfall import waterfall
 
         return waterfall(self, by=by, **kw)

@@ -31,7 +31,7 @@ from .stats import launch_count
 
 SCOPES = ("pass", "pipeline")
 CLEANUPS = frozenset({"dead_code_elimination"})
-BLAS_OPS = frozenset({"gpu::gemm", "gpu::quant_gemm", "gpu::blas_gemm"})
+BLAS_OPS = frozenset({"gpu::gemm"})  # compile_blas plans every gpu::gemm (quantized ones too) as a BLAS call
 # A latency change under this fraction of the baseline is timing noise, not a change.
 LATENCY_NOISE = 0.05
 # Relative RMS a move may add before it counts as a numeric change (passes reassociate fp32 sums).
