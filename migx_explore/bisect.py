@@ -239,10 +239,13 @@ def numeric_bisect(session, inputs: Mapping[str, np.ndarray] | None = None) -> D
 
 
 # ---- performance -------------------------------------------------------------------------------
-def ddmin(changes: Sequence[Any], is_bad: Callable[[Sequence[Any]], bool]) -> list[Any]:
+def ddmin(changes: Sequence[Any], is_bad: Callable[[Sequence[Any]], bool], *,
+          are_bad: Callable[[list[list[Any]]], list[bool]] | None = None) -> list[Any]:
     """Minimal subset of `changes` for which `is_bad` still holds (1-minimal, Zeller & Hildebrandt).
 
-    `is_bad(all changes)` must be True and `is_bad([])` False."""
+    `is_bad(all changes)` must be True and `is_bad([])` False. With `are_bad` (a batch of subsets
+    -> one verdict each, e.g. Dask tasks in parallel) every chunk of a round, then every
+    complement, is tested at once; the subsets chosen are the ones the serial order would choose."""
     cur = list(changes)
     if not is_bad(cur):
         raise MigxError("delta debugging needs the full set of changes to reproduce the problem")
@@ -251,29 +254,35 @@ def ddmin(changes: Sequence[Any], is_bad: Callable[[Sequence[Any]], bool]) -> li
     n = 2
     cache: dict[tuple[int, ...], bool] = {}
 
-    def test(subset: list[Any]) -> bool:
-        key = tuple(sorted(changes.index(c) for c in subset))
-        if key not in cache:
-            cache[key] = bool(is_bad(subset))
-        return cache[key]
+    def key(subset: list[Any]) -> tuple[int, ...]:
+        return tuple(sorted(changes.index(c) for c in subset))
+
+    def first_bad(subsets: list[list[Any]]) -> list[Any] | None:
+        subsets = [x for x in subsets if x]
+        todo = [x for x in subsets if key(x) not in cache]
+        if are_bad is not None and len(todo) > 1:
+            for x, verdict in zip(todo, are_bad(todo)):
+                cache[key(x)] = bool(verdict)
+        for x in subsets:
+            if key(x) not in cache:
+                cache[key(x)] = bool(is_bad(x))
+            if cache[key(x)]:
+                return x
+        return None
 
     while len(cur) >= 2:
         chunks = [cur[i * len(cur) // n:(i + 1) * len(cur) // n] for i in range(n)]
-        reduced = False
-        for ch in chunks:
-            if ch and test(ch):
-                cur, n, reduced = ch, 2, True
-                break
-        if not reduced:
-            for ch in chunks:
-                comp = [c for c in cur if c not in ch]
-                if comp and test(comp):
-                    cur, n, reduced = comp, max(n - 1, 2), True
-                    break
-        if not reduced:
-            if n >= len(cur):
-                break
-            n = min(len(cur), 2 * n)
+        found = first_bad(chunks)
+        if found is not None:
+            cur, n = found, 2
+            continue
+        found = first_bad([[c for c in cur if c not in ch] for ch in chunks])
+        if found is not None:
+            cur, n = found, max(n - 1, 2)
+            continue
+        if n >= len(cur):
+            break
+        n = min(len(cur), 2 * n)
     return cur
 
 
@@ -290,11 +299,19 @@ class PerfBisectResult:
 
 
 def perf_bisect(session, toggles: Mapping[str, bool], measure: Callable[[Any], float], *,
-                threshold: float | None = None) -> PerfBisectResult:
+                threshold: float | None = None, cluster: str | None = None, workers: int | None = None,
+                gpus: int | None = None, sweeper: Any = None) -> PerfBisectResult:
     """`toggles` maps pass paths to the enabled state of the *bad* configuration (the session's
     current state is the good one). Finds a minimal set of those toggles that, applied to the good
     configuration, make `measure(session)` exceed `threshold` (default: halfway to the bad value).
-    The session is left in its original configuration."""
+    The session is left in its original configuration.
+
+    By default every configuration is measured here, in this session (`measure` may hold live
+    state such as an open GPU timer). With `workers=`, `cluster=`, `gpus=` or `sweeper=` each
+    round's configurations are Dask tasks (migx_explore.sweep) measured in parallel on workers'
+    own sessions; `measure` must then be picklable (a module function or a lambda)."""
+    if any(x is not None for x in (cluster, workers, gpus, sweeper)):
+        return _perf_bisect_sweep(session, toggles, measure, threshold, cluster, workers, gpus, sweeper)
     original = {path: e.enabled for path, e, _ in session.entries()}
     count = [0]
 
@@ -309,11 +326,51 @@ def perf_bisect(session, toggles: Mapping[str, bool], measure: Callable[[Any], f
     try:
         good = apply([])
         bad = apply(list(toggles))
-        limit = threshold if threshold is not None else (good + bad) / 2
-        if not bad > limit:
-            raise MigxError(f"the bad configuration measures {bad:.4g}, not above the threshold {limit:.4g}")
+        limit = _limit(good, bad, threshold)
         culprits = ddmin(list(toggles), lambda subset: apply(subset) > limit)
     finally:
         for path, enabled in original.items():
             session.set_enabled(path, enabled)
+    return PerfBisectResult(culprits, good, bad, count[0])
+
+
+def _limit(good: float, bad: float, threshold: float | None) -> float:
+    limit = threshold if threshold is not None else (good + bad) / 2
+    if not bad > limit:
+        raise MigxError(f"the bad configuration measures {bad:.4g}, not above the threshold {limit:.4g}")
+    return limit
+
+
+def perf_task(session, payload: dict) -> dict:
+    """One perf-bisect configuration on a sweep worker: the toggles applied, then measured."""
+    for path, enabled in payload["toggles"].items():
+        session.set_enabled(path, enabled)
+    return {"value": float(payload["measure"](session))}
+
+
+def _perf_bisect_sweep(session, toggles, measure, threshold, cluster, workers, gpus, sweeper) -> PerfBisectResult:
+    from .sweep import SessionSpec, Sweeper
+
+    own = sweeper is None
+    sw = sweeper or Sweeper(cluster=cluster, workers=workers, gpus=gpus)
+    spec = SessionSpec.of(session)
+    count = [0]
+
+    def measure_many(subsets: list[list[str]]) -> list[float]:
+        payloads = [{"toggles": {p: toggles[p] for p in sub}, "measure": measure} for sub in subsets]
+        recs = sw.map(spec, perf_task, payloads, ["+".join(sub) or "(good)" for sub in subsets])
+        count[0] += len(subsets)
+        for r in recs:
+            if r.get("error"):
+                raise MigxError(f"perf bisect: configuration {r['label']} failed: {r['error']}")
+        return [r["value"] for r in recs]
+
+    try:
+        good, bad = measure_many([[], list(toggles)])
+        limit = _limit(good, bad, threshold)
+        culprits = ddmin(list(toggles), lambda sub: measure_many([sub])[0] > limit,
+                         are_bad=lambda subs: [v > limit for v in measure_many(subs)])
+    finally:
+        if own:
+            sw.close()
     return PerfBisectResult(culprits, good, bad, count[0])

@@ -462,10 +462,19 @@ class Session:
         return perf_bisect(self, toggles, measure, **kw)
 
     def waterfall(self, by: str = "pass", **kw: Any):
-        """Δ launches and Δ eager/graph latency with each pass / sub-pipeline disabled."""
+        """Δ launches and Δ eager/graph latency with each pass / sub-pipeline disabled; the variants
+        run as Dask tasks (cluster=, workers=, gpus=; see migx_explore.sweep)."""
         from .waterfall import waterfall
 
         return waterfall(self, by=by, **kw)
+
+    def study_order(self, scope: str = "pass", **kw: Any):
+        """Which pass orderings matter: every movable pass swapped with its neighbour (or adjacent
+        sub-pipelines), each variant's figures, the moves that change something ranked. See
+        migx_explore.study; variants run as Dask tasks (migx_explore.sweep)."""
+        from .study import study_order
+
+        return study_order(self, scope=scope, **kw)
 
     def recipe(self):
         """The current toggles as a pipeline spec, a MIGRAPHX_DISABLE_PASSES list and a repro script."""

@@ -43,6 +43,8 @@ class Waterfall:
     baseline: Variant
     variants: list[Variant] = field(default_factory=list)
     timing_note: str = ""
+    where: str = ""  # where the variants ran (migx_explore.sweep): serial, local cluster, ...
+    scale_note: str = ""  # how to scale out, when the sweep ran serially for want of Dask
 
     def rows(self) -> list[dict[str, Any]]:
         b = self.baseline
@@ -168,20 +170,49 @@ def _state(session, target: str) -> bool:
     return True
 
 
-def waterfall(session, *, by: str = "pass", modes: Sequence[str] = ("eager", "graph"), warmup: int = 5,
-              iters: int = 50, time_gpu: bool = True, progress=None, inputs=None) -> Waterfall:
+def waterfall_task(session, payload: dict) -> dict:
+    """One waterfall variant on a sweep worker's own session (migx_explore.sweep): the targets
+    switched off, the trace re-run from the first changed entry, the figures read off."""
     import functools
 
-    from .gpu_bridge import time_snapshot, unavailable_reason
+    from .gpu_bridge import time_snapshot
+
+    v = Variant(payload["label"], tuple(payload["disabled"]))
+    timer = functools.partial(time_snapshot, inputs=payload.get("inputs")) if payload.get("timed") else None
+    measure_variant(session, v, modes=payload["modes"], warmup=payload["warmup"], iters=payload["iters"],
+                    timer=timer)
+    return {"label": v.label, "launches": v.launches, "eager_us": v.eager_us, "graph_us": v.graph_us,
+            "error": v.error}
+
+
+def waterfall(session, *, by: str = "pass", modes: Sequence[str] = ("eager", "graph"), warmup: int = 5,
+              iters: int = 50, time_gpu: bool = True, progress=None, inputs=None, cluster: str | None = None,
+              workers: int | None = None, gpus: int | None = None, sweeper=None) -> Waterfall:
+    """Every variant of `by` (and the baseline) as a task of a sweep (migx_explore.sweep): a local
+    Dask cluster by default, `cluster=` a running one, `gpus=N` one worker per GPU, `workers=0` or
+    no dask installed: serially in this process. The session itself is left untouched."""
+    from .gpu_bridge import unavailable_reason
+    from .sweep import sweep
 
     why = unavailable_reason() if time_gpu else "timing not requested"
-    timer = functools.partial(time_snapshot, inputs=inputs) if why is None else None
     base = Variant("(all passes)", ())
     plan = variant_plan(session, by)
-    measure_variant(session, base, modes=modes, warmup=warmup, iters=iters, timer=timer)
-    for k, v in enumerate(plan):
-        if progress:
-            progress(k + 1, len(plan), v.label)
-        measure_variant(session, v, modes=modes, warmup=warmup, iters=iters, timer=timer)
-    note = "" if timer is not None else f"latency not measured: {why}"
-    return Waterfall(session.name, by, base, plan, note)
+    common = {"modes": tuple(modes), "warmup": warmup, "iters": iters, "timed": why is None, "inputs": inputs}
+    payloads = [dict(common, label=v.label, disabled=v.disabled) for v in [base, *plan]]
+    run = sweep(session, waterfall_task, payloads, [p["label"] for p in payloads], sweeper=sweeper,
+                progress=_skip_baseline(progress), cluster=cluster, workers=workers, gpus=gpus)
+    for v, rec in zip([base, *plan], run.records):
+        v.launches = rec.get("launches", 0)
+        v.eager_us, v.graph_us, v.error = rec.get("eager_us"), rec.get("graph_us"), rec.get("error", "")
+    note = "" if why is None else f"latency not measured: {why}"
+    wf = Waterfall(session.name, by, base, plan, note)
+    wf.where = run.where
+    wf.scale_note = run.note
+    return wf
+
+
+def _skip_baseline(progress):
+    """The caller's progress counts the variants; the baseline runs as one more task."""
+    if progress is None:
+        return None
+    return lambda k, n, label: progress(max(k - 1, 0), n - 1, label) if k > 1 else None

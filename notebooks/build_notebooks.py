@@ -18,6 +18,7 @@ import nbformat
 from cells import GPU_CHECK, YOLO, code, md  # shared cell helpers (this folder is on sys.path)
 from decode_notebook import decode  # notebook 05's cells live in their own file
 from nbformat.v4 import new_notebook
+from ordering_study_notebook import ordering_study  # notebook 07 lives in its own file
 from precision_notebook import precision  # notebook 06 lives in its own file
 from prototype_fusion import prototype  # notebook 03 lives in its own file
 
@@ -431,6 +432,7 @@ NOTEBOOKS = {
     "04_graph_capture.ipynb": graph_capture,
     "05_decode.ipynb": decode,  # cells in decode_notebook.py
     "06_precision.ipynb": precision,  # cells in precision_notebook.py
+    "07_ordering_study.ipynb": ordering_study,  # cells in ordering_study_notebook.py
 }
 
 

@@ -9,6 +9,7 @@ import sys
 
 from ._inputs import add_inputs_argument, load_program_and_feed
 from ._pipeline_args import add_pipeline_arguments, make_session
+from ._sweep_args import add_sweep_arguments, sweep_kwargs
 
 
 def run(args: argparse.Namespace) -> int:
@@ -18,14 +19,16 @@ def run(args: argparse.Namespace) -> int:
     s = make_session(program, args, numeric=False, name=name)
     if args.no_backend:
         print("note: without the backend only kernel-launch counts of the un-lowered IR are compared")
-    live = sys.stderr.isatty()
-    wf = waterfall(s, by=args.by, modes=tuple(args.mode_timing.split(",")), iters=args.iters,
-                   time_gpu=not args.no_gpu, inputs=feed,
-                   progress=(lambda k, n, lab: print(f"\r[{k}/{n}] {lab:<60}", end="", file=sys.stderr))
-                   if live else None)
-    if live:
-        print(file=sys.stderr)
+    from ..sweep import terminal_progress
+
+    report, end = terminal_progress("waterfall") if sys.stderr.isatty() else (None, lambda: None)
+    try:
+        wf = waterfall(s, by=args.by, modes=tuple(args.mode_timing.split(",")), iters=args.iters,
+                       time_gpu=not args.no_gpu, inputs=feed, progress=report, **sweep_kwargs(args))
+    finally:
+        end()
     print(wf.table())
+    print(f"variants ran on: {wf.where}" + (f" ({wf.scale_note})" if wf.scale_note else ""))
     from ..outputs import atomic_file
 
     if args.png:
@@ -52,4 +55,5 @@ def register(sub) -> None:
     p.add_argument("--png", default=None, help="write the chart here")
     p.add_argument("--json", default=None, help="write the rows here")
     add_inputs_argument(p, "GPU timings")
+    add_sweep_arguments(p)
     p.set_defaults(func=run)

@@ -23,7 +23,8 @@ on .migx-gv) .migx-focus-hops .migx-focus-centre .migx-compare-a .migx-compare-b
 .migx-text-diff .migx-metrics .migx-legend .migx-stats .migx-warnings .migx-recipe-button
 .migx-recipe; GPU .migx-gpu .migx-gpu-status .migx-gpu-recorded .migx-time .migx-gpu-progress
 .migx-timing-table .migx-timing-plot; waterfall .migx-waterfall .migx-waterfall-by
-.migx-waterfall-gpu .migx-waterfall-run .migx-waterfall-table-box .migx-waterfall-plot; errors
+.migx-waterfall-gpu .migx-waterfall-run .migx-waterfall-table-box .migx-waterfall-plot; ordering study
+.migx-study .migx-study-scope .migx-study-gpu .migx-study-run .migx-study-table-box .migx-study-plot; errors
 .migx-error-box .migx-error; progress .migx-progress .migx-numeric-progress.
 """
 

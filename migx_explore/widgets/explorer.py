@@ -25,6 +25,7 @@ from ._common import CSS, ErrorBox, widgets
 from .dom_tools import ScrollTo
 from .gpu_panel import GpuPanel
 from .picker import ModelPicker, make_session
+from .study_panel import StudyPanel
 from .tree import PipelineTree
 from .views import Views
 from .waterfall_panel import WaterfallPanel
@@ -202,6 +203,7 @@ class Explorer:
                            graph_height=graph_height)
         self.gpu = GpuPanel(self.errors, lambda: self.session)
         self.waterfall = WaterfallPanel(self.errors, lambda: self.session)
+        self.study = StudyPanel(self.errors, lambda: self.session)
         self.scroller = ScrollTo(container=f".{self.css_id} .migx-tree")
         self.title = W.HTML("", _dom_classes=["migx-title"])
         self.status = W.HTML("", _dom_classes=["migx-status"])
@@ -221,7 +223,7 @@ class Explorer:
                               W.HBox([self.progress.widget, self.numeric_progress], layout=W.Layout(grid_gap="12px")),
                               self.errors.widget, self.status,
                               W.HBox([left, right], layout=W.Layout(grid_gap="8px", width="100%")),
-                              self.gpu.widget, self.waterfall.widget, self.scroller],
+                              self.gpu.widget, self.waterfall.widget, self.study.widget, self.scroller],
                              _dom_classes=["migx-explorer", self.css_id])
         self.session: Session | None = None
         self.last_refresh_s = 0.0
