@@ -18,7 +18,7 @@ from ..errors import debug_enabled, describe_error, format_error
 
 # Verb modules, in the order `--help` lists them. A module missing here is skipped, so verbs can
 # be added one file at a time.
-VERBS = ["read", "run", "onnx", "passes", "trace", "verify", "perf", "compile", "waterfall", "bisect", "generate"]
+VERBS = ["read", "run", "onnx", "passes", "trace", "verify", "perf", "compile", "waterfall", "bisect", "generate", "keys"]
 
 
 def build_parser() -> argparse.ArgumentParser:
