@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from . import dtypes
+from . import dtypes, tmpfiles
 from .errors import FormatError, MigxError
 from .ir import Program
 from .limits import check_bytes, human_bytes, memory_budget
@@ -88,7 +88,9 @@ def save_program(program: Program, path: str | os.PathLike, *, metadata: dict[st
         raise MigxError(f"cannot write {target!r}: it is a folder")
     # A unique temporary name beside the target, renamed into place: an error or interrupt never
     # leaves a half-written file under the real name, nor clobbers an unrelated `<path>.tmp`.
-    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(target)), prefix=".migx-", suffix=".tmp")
+    folder = os.path.dirname(os.path.abspath(target))
+    tmpfiles.clean_stale_temporaries(folder)  # an interrupted earlier save's leftovers
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=tmpfiles.prefix(), suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as f, zipfile.ZipFile(f, "w", compression=zipfile.ZIP_DEFLATED) as z:
             z.writestr("manifest.json", manifest_raw)

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from ..compiler import tmpfiles
 from ..compiler.errors import MigxError
 from . import cache_trust
 from .codegen.common import KernelSource
@@ -57,6 +58,7 @@ _TARGET: contextvars.ContextVar[Any] = contextvars.ContextVar("migx_gpu_target",
 _SHIPPED: contextvars.ContextVar[dict[str, bytes] | None] = contextvars.ContextVar("migx_shipped", default=None)
 _ENTRY_MAGIC = b"MIGXKBIN2\n"  # disk entry: magic, HMAC-SHA256(secret; binary key + data) hex, newline, data
 _WARNED: set[str] = set()
+_CLEANED: set[Path] = set()
 
 
 def register(ks: KernelSource) -> str:
@@ -242,7 +244,10 @@ def _write_atomic(path: Path, data: bytes) -> None:
         path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         if path.parent.is_symlink():
             return
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".migx-", suffix=".tmp")  # mkstemp: mode 0600
+        if path.parent not in _CLEANED:  # once per folder and process: interrupted writes' leftovers
+            _CLEANED.add(path.parent)
+            tmpfiles.clean_stale_temporaries(path.parent)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=tmpfiles.prefix(), suffix=".tmp")  # mode 0600
         try:
             with os.fdopen(fd, "wb") as f:
                 f.write(data)
