@@ -32,6 +32,7 @@ _POSITIVE = ("kernel_shape", "strides", "dilations")
 # Initializers above this many bytes are handed to shape inference as typed inputs, not data: no
 # copy of the weights, and shape-like operands (small) keep their values.
 _INLINE_BYTES = 4096
+MAX_GRAPH_DEPTH = 64  # If/Loop/Scan bodies inside bodies; protobuf itself stops parsing near 32
 _VALID_TYPES = {v for v in onnx.TensorProto.DataType.values() if v != onnx.TensorProto.UNDEFINED}
 
 
@@ -69,14 +70,20 @@ def _check_opset(model: onnx.ModelProto, what: str) -> None:
 
 
 def _all_nodes(graph: onnx.GraphProto) -> Iterator[onnx.NodeProto]:
-    for node in graph.node:
-        yield node
-        for a in node.attribute:
-            if a.type == onnx.AttributeProto.GRAPH:
-                yield from _all_nodes(a.g)
-            elif a.type == onnx.AttributeProto.GRAPHS:
-                for g in a.graphs:
-                    yield from _all_nodes(g)
+    """Every node, subgraphs (If/Loop/Scan bodies) included; refuses nesting deeper than
+    MAX_GRAPH_DEPTH (the importer and the evaluator recurse once per level). Iterative, so a
+    hostile depth cannot exhaust the Python stack here."""
+    stack = [(graph, 0)]
+    while stack:
+        g, depth = stack.pop()
+        for node in g.node:
+            yield node
+            subs = [a.g for a in node.attribute if a.type == onnx.AttributeProto.GRAPH]
+            subs += [sg for a in node.attribute if a.type == onnx.AttributeProto.GRAPHS for sg in a.graphs]
+            if subs and depth + 1 > MAX_GRAPH_DEPTH:
+                raise ImportError_(f"{node_name(node)}: subgraphs nested more than {MAX_GRAPH_DEPTH} deep; refusing "
+                                   "(the importer and the evaluator recurse once per level)")
+            stack.extend((sg, depth + 1) for sg in subs)
 
 
 def _check_value_types(graph: onnx.GraphProto) -> None:
