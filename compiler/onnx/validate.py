@@ -20,6 +20,7 @@ import onnx
 from onnx import numpy_helper
 
 from ..errors import ImportError_
+from .validate_ops import check_constant_scales, check_node_operands, node_name
 
 # ONNX Runtime implements ai.onnx from opset 7 (and still runs most opset-6 models: the backend
 # test suite has 112 of them); before 6 operators had other attributes (consumed_inputs) and
@@ -36,12 +37,6 @@ MAX_GRAPH_DEPTH = 64  # If/Loop/Scan bodies inside bodies; protobuf itself stops
 _VALID_TYPES = {v for v in onnx.TensorProto.DataType.values() if v != onnx.TensorProto.UNDEFINED}
 
 
-def node_name(node: onnx.NodeProto) -> str:
-    """As the importer names a node: its name, else the value it produces."""
-    name = node.name or (f"producing {node.output[0]!r}" if node.output else "(unnamed)")
-    return f"node {name} ({node.op_type})"
-
-
 def validate_model(model: onnx.ModelProto, what: str) -> None:
     """Refuse `model` (ImportError_) where ONNX Runtime would refuse it: the checks that must come
     before import (the importer would read these with wrong meanings or loop on them)."""
@@ -50,15 +45,21 @@ def validate_model(model: onnx.ModelProto, what: str) -> None:
     for node in _all_nodes(model.graph):
         _check_attributes(node)
     _check_windowed_weights(model.graph)
+    check_constant_scales(model.graph)
 
 
 def validate_imported(model: onnx.ModelProto, output_shapes: list, check_outputs: bool = True) -> None:
     """After import (whose per-node errors are more precise, so they come first): strict shape
     inference, constant Gather indices, and the declared output dims."""
-    shapes = _infer_strict(model)
+    shapes, types = _infer_strict(model)
     _check_constant_gathers(model.graph, shapes)
+    check_node_operands(model.graph, shapes, types, _default_opset(model))
     if check_outputs:
         check_declared_outputs(model, output_shapes)
+
+
+def _default_opset(model: onnx.ModelProto) -> int:
+    return next((o.version for o in model.opset_import if o.domain in _DEFAULT_DOMAINS), 13)
 
 
 def _check_opset(model: onnx.ModelProto, what: str) -> None:
@@ -67,6 +68,26 @@ def _check_opset(model: onnx.ModelProto, what: str) -> None:
             raise ImportError_(f"{what} declares opset {o.version}; its operators predate the versions ONNX Runtime "
                                f"implements (opset 7 and newer) and would be read with modern semantics; convert it "
                                f"with onnx.version_converter.convert_version(model, 13)")
+        if o.domain in _DEFAULT_DOMAINS and MIN_OPSET <= o.version < 7:
+            _check_legacy_ops(model.graph, o.version, what)
+
+
+def _check_legacy_ops(graph: onnx.GraphProto, opset: int, what: str) -> None:
+    """In an opset-6 model, an operator whose definition changed at opset 7 is the legacy version
+    (Add/Mul with a `broadcast` attribute, BatchNormalization with `spatial`, AveragePool-1, ...):
+    ONNX Runtime has no kernel for it, and the importer would read it with opset-7 semantics."""
+    for node in graph.node:
+        if node.domain not in _DEFAULT_DOMAINS:
+            continue
+        try:
+            changed_at_7 = onnx.defs.get_schema(node.op_type, 7).since_version == 7
+            mine = onnx.defs.get_schema(node.op_type, opset).since_version
+        except onnx.defs.SchemaError:
+            continue  # unknown at that opset: the importer names it
+        if changed_at_7:
+            raise ImportError_(f"{node_name(node)}: {what} uses {node.op_type}-{mine} (opset {opset}), whose semantics "
+                               f"changed at opset 7; ONNX Runtime implements only the newer version; convert the model "
+                               "with onnx.version_converter.convert_version(model, 13)")
 
 
 def _all_nodes(graph: onnx.GraphProto) -> Iterator[onnx.NodeProto]:
@@ -147,9 +168,9 @@ def _copy_without_weights(model: onnx.ModelProto, lean: onnx.ModelProto) -> None
             g.input.append(onnx.helper.make_tensor_value_info(t.name, t.data_type, list(t.dims)))
 
 
-def _infer_strict(model: onnx.ModelProto) -> dict[str, list[int | None]]:
-    """Strict ONNX shape inference on a lean copy; returns the inferred dims by value name (None
-    for an unknown dim). An inference error names its node."""
+def _infer_strict(model: onnx.ModelProto) -> tuple[dict[str, list[int | None]], dict[str, int]]:
+    """Strict ONNX shape inference on a lean copy; returns the inferred dims (None for an unknown
+    dim) and element types, by value name. An inference error names its node."""
     try:
         inferred = onnx.shape_inference.infer_shapes(_lean_copy(model), check_type=False, strict_mode=True)
     except onnx.shape_inference.InferenceError as e:
@@ -157,14 +178,18 @@ def _infer_strict(model: onnx.ModelProto) -> dict[str, list[int | None]]:
     except (ValueError, RuntimeError, onnx.checker.ValidationError) as e:
         raise ImportError_(f"ONNX shape inference fails on the model: {_one_line(e)}") from None
     shapes: dict[str, list[int | None]] = {}
+    types: dict[str, int] = {}
     g = inferred.graph
     for vi in (*g.input, *g.value_info, *g.output):
         tt = vi.type.tensor_type
+        if vi.type.HasField("tensor_type") and tt.elem_type:
+            types[vi.name] = tt.elem_type
         if vi.type.HasField("tensor_type") and tt.HasField("shape"):
             shapes[vi.name] = [int(d.dim_value) if d.HasField("dim_value") else None for d in tt.shape.dim]
     for t in model.graph.initializer:
         shapes[t.name] = list(t.dims)
-    return shapes
+        types[t.name] = t.data_type
+    return shapes, types
 
 
 def _constant_values(graph: onnx.GraphProto) -> dict[str, onnx.TensorProto]:
