@@ -45,6 +45,16 @@ def gather(index, data_input=False):
     return model([node], [], [vi("y", F, None)], [weight([4], "d"), idx])
 
 
+def const(name, value):
+    return numpy_helper.from_array(value, name)
+
+
+def one(op, inputs, x_dims, *inits, opset=18, y_type=F):
+    """A one-node model `n` reading input x (float, x_dims) and constants."""
+    return model([helper.make_node(op, inputs, ["y"], name="n")], [vi("x", F, x_dims)], [vi("y", y_type, None)],
+                 list(inits), opset=opset)
+
+
 def ort_refuses(m) -> bool:
     ort = pytest.importorskip("onnxruntime")
     try:
@@ -73,6 +83,18 @@ CASES = {
                                             None),
     "gather out of range (input data)": (gather(-5, data_input=True), r"node g1 \(Gather\): index -5 is out of range",
                                          None),
+    "inputs of one type parameter with two types": (
+        one("Equal", ["x", "i"], [2], const("i", np.array([1, 2], np.int64)), y_type=TensorProto.BOOL),
+        r"node n \(Equal\): inputs 'x' \(float\) and 'i' \(int64\) must have one type", True),
+    "conv kernel_shape vs weight": (conv(kernel_shape=[3, 7]),
+                                    r"node c1 \(Conv\): kernel_shape \[3, 7\] does not match the weight's", None),
+    "2-D axes": (one("Unsqueeze", ["x", "a"], [2], const("a", np.array([[0]], np.int64))),
+                 r"node n \(Unsqueeze\): input 1 \('a'\) must be 1-D", None),
+    "infinite resize scale": (one("Resize", ["x", "", "s"], [1, 1, 2, 2], const("s", np.array([1, 1, np.inf, 2],
+                                                                                         np.float32))),
+                              r"node n \(Resize\): scales .* must be finite and positive", None),
+    "opset-6 legacy Add": (one("Add", ["x", "x"], [2], opset=6), r"node n \(Add\): .* uses Add-6 .* changed at opset 7",
+                           True),
     "shape inference error": (model([helper.make_node("Transpose", ["x"], ["y"], name="t", perm=[0, 0])],
                                     [vi("x", F, [2, 3])], [vi("y", F, None)]), r"perm", True),
 }
@@ -112,6 +134,7 @@ def test_valid_edges_still_import():
     assert parse_onnx(gather(-4)).main.output_shapes()[0].lens == (1,)
     assert parse_onnx(gather(3, data_input=True)).main.output_shapes()[0].lens == (1,)
     parse_onnx(relu([1, 4], [1, 4], opset=7))
+    parse_onnx(relu([1, 4], [1, 4], opset=6))  # Relu-6 is what ORT implements: opset-6 models with it still load
     parse_onnx(relu([1, 4], [1, None]))  # an unknown declared dim matches anything
     parse_onnx(relu(["N", 4], ["N", 4]))
     parse_onnx(conv(kernel_shape=[3, 3], strides=[1, 1]))
