@@ -60,10 +60,25 @@ def refuse_clobber(outputs: Iterable[str], inputs: Iterable[str]) -> None:
 
 
 def check_args(args) -> None:
-    """refuse_clobber over a parsed command line's input and output arguments."""
+    """refuse_clobber over a parsed command line's input and output arguments, and every output
+    file checked for being writable where it is (before the verb spends time on the model)."""
     ins = [p for name in INPUT_ARGS for p in _paths(getattr(args, name, None))]
     outs = [p for name in OUTPUT_ARGS for p in _paths(getattr(args, name, None))]
     refuse_clobber(outs, ins)
+    for name in OUTPUT_ARGS:
+        if name == "out" and getattr(args, "verb", None) == "trace":
+            continue  # a folder: check_output_folder
+        for path in _paths(getattr(args, name, None)):
+            check_output_file(path, f"--{name}")
+
+
+def check_output_file(path: str, flag: str = "output") -> None:
+    """MigxError unless a file can be written at `path`: not a folder, in a folder that exists."""
+    folder = os.path.dirname(os.path.abspath(path))
+    if os.path.isdir(path):
+        raise MigxError(f"{flag} {path!r} is a folder; give a file name")
+    if not os.path.isdir(folder):
+        raise MigxError(f"{flag} {path!r}: its folder {folder!r} does not exist")
 
 
 @contextlib.contextmanager
