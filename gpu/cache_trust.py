@@ -38,7 +38,10 @@ def _ancestor_refusal(path: Path, uid: int | None) -> str | None:
         return f"cannot inspect {str(path)!r} ({e.strerror})"
     owners = {0} if uid is None else {0, uid}
     if stat.S_ISLNK(st.st_mode):
-        parent = path.parent.lstat()
+        try:
+            parent = path.parent.lstat()
+        except OSError as e:
+            return f"cannot inspect {str(path.parent)!r} ({e.strerror})"
         if st.st_uid != 0 or parent.st_uid != 0 or parent.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
             return (f"{str(path)!r} above it is a symbolic link (set MIGX_EXPLORE_CACHE_DIR to the real "
                     f"folder, {os.path.realpath(path)!r})")

@@ -61,6 +61,7 @@ def _private_folder(folder: Path) -> None:
 
 def create_key(*, replace: bool = False) -> str:
     """Create this user's signing key (0600) and trust it; returns its id."""
+    ed25519 = _ed25519()
     from cryptography.hazmat.primitives import serialization
 
     folder = key_dir()
@@ -69,7 +70,7 @@ def create_key(*, replace: bool = False) -> str:
     if path.exists() and not replace:
         raise KeyError_(f"a signing key already exists ({str(path)!r}, id {own_key_id()}); pass --replace to make "
                         "a new one (files signed with the old key stay trusted only if you keep trusting it)")
-    private = _ed25519().Ed25519PrivateKey.generate()
+    private = ed25519.Ed25519PrivateKey.generate()
     pem = private.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
                                 serialization.NoEncryption())
     tmp = folder / ".signing.key.tmp"
@@ -82,9 +83,8 @@ def create_key(*, replace: bool = False) -> str:
 
 
 def _own_private():
-    """This user's private key, or None when none was created."""
-    from cryptography.hazmat.primitives import serialization
-
+    """This user's private key, or None when none was created (then `cryptography` is not even
+    imported: unsigned use works where it is not installed)."""
     path = key_dir() / "signing.key"
     data, why = read_own_file(path, limit=4096)
     if data is None:
@@ -93,6 +93,9 @@ def _own_private():
         raise KeyError_(f"signing key {str(path)!r} not used: {why}")
     if os.stat(path).st_mode & (stat.S_IRWXG | stat.S_IRWXO):
         raise KeyError_(f"signing key {str(path)!r} is readable by other users; chmod 600 it")
+    _ed25519()  # a clear error where cryptography is missing
+    from cryptography.hazmat.primitives import serialization
+
     try:
         return serialization.load_pem_private_key(data, password=None)
     except (ValueError, TypeError) as e:
@@ -189,6 +192,7 @@ def check(manifest: bytes, member: bytes | None, where: str) -> Signature:
     means the file was edited after signing: FormatError, whoever signed it."""
     if member is None:
         return Signature("unsigned")
+    ed25519 = _ed25519()
     from cryptography.exceptions import InvalidSignature
 
     try:
@@ -201,7 +205,7 @@ def check(manifest: bytes, member: bytes | None, where: str) -> Signature:
         raise FormatError(f"{where}: its signature is malformed ({str(e)[:120]})") from None
     kid = key_id(raw)
     try:
-        _ed25519().Ed25519PublicKey.from_public_bytes(raw).verify(signature, manifest)
+        ed25519.Ed25519PublicKey.from_public_bytes(raw).verify(signature, manifest)
     except InvalidSignature:
         raise FormatError(f"{where}: edited after it was signed by key {kid}: its IR, weights or kernels no "
                           "longer match the signature; refusing it") from None

@@ -16,6 +16,8 @@ from migx_explore.portable import compile_until, load_partial
 
 from .saved_tamper import read_members, tamper
 
+pytest.importorskip("cryptography", reason="signing needs the cryptography package (a declared dependency)")
+
 
 @pytest.fixture
 def env(tmp_path, monkeypatch):
