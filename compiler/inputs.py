@@ -216,8 +216,13 @@ def _check_budget(program: Program) -> None:
                 "random inputs " + ", ".join(f"{name} {list(lens)}" for name, lens, _ in sizes))
 
 
-def explain_random_failure(error: BaseException) -> RandomInputsError:
-    """The error of evaluating a model on generated inputs, saying so and how to pass real ones."""
+def explain_random_failure(error: BaseException) -> BaseException:
+    """The error of evaluating a model on generated inputs, saying so and how to pass real ones (a
+    work budget stop is returned as it is: other inputs would not make a huge loop shorter)."""
+    from .limits import WorkBudgetError
+
+    if isinstance(error, WorkBudgetError):
+        return error
     return RandomInputsError(f"{error} (on random inputs: {REAL_INPUTS_HINT})")
 
 

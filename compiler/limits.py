@@ -3,15 +3,18 @@ model that declares a 4 TiB input gets one line with the byte count instead of a
 
 The budget is per allocation (one tensor, one set of random inputs, one archive member). It
 defaults to half of this machine's memory; MIGX_EXPLORE_MEMORY_BUDGET overrides it (bytes, or
-with a K/M/G/T suffix: `MIGX_EXPLORE_MEMORY_BUDGET=32G`).
+with a K/M/G/T suffix: `MIGX_EXPLORE_MEMORY_BUDGET=32G`). The work budget (below) bounds the
+instructions one evaluation runs (MIGX_EXPLORE_WORK_BUDGET, or the CLI's --work-budget).
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import functools
 import math
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 
 from .errors import MigxError
 
@@ -68,3 +71,64 @@ def check_lens(lens: Iterable[int], itemsize: int, what: str) -> int:
     if any(d < 0 for d in dims):
         raise BudgetError(f"{what}: negative dimension in {dims}")
     return check_bytes(math.prod(dims) * int(itemsize), f"{what} {dims}")
+
+
+# ---- the work budget ------------------------------------------------------------------------------
+# Memory is checked per allocation; time needs its own bound: a Loop with a constant trip count of
+# 10^12 allocates nothing, yet never finishes. The reference evaluator counts the instructions it
+# runs (loop and If bodies included) against this budget, per top-level evaluation.
+WORK_ENV = "MIGX_EXPLORE_WORK_BUDGET"
+# Instructions. The evaluator runs ~100k small instructions a second, so the default stops a runaway
+# loop within about a minute; a real model's evaluation runs thousands (a decoder loop, ~10^5).
+DEFAULT_WORK = 10_000_000
+_WORK_SUFFIX = {"": 1, "K": 10**3, "M": 10**6, "G": 10**9, "T": 10**12}
+_METER: contextvars.ContextVar[WorkMeter | None] = contextvars.ContextVar("migx_work_meter", default=None)
+
+
+class WorkBudgetError(BudgetError):
+    """An evaluation ran more instructions than the work budget allows."""
+
+
+def work_budget() -> int:
+    """Instructions one evaluation may run (MIGX_EXPLORE_WORK_BUDGET, e.g. 500M; default 10M)."""
+    text = os.environ.get(WORK_ENV, "").strip().upper()
+    if not text:
+        return DEFAULT_WORK
+    num, unit = (text[:-1], text[-1]) if text[-1] in _WORK_SUFFIX else (text, "")
+    try:
+        value = int(float(num) * _WORK_SUFFIX[unit])
+    except ValueError:
+        raise BudgetError(f"{WORK_ENV}={os.environ[WORK_ENV]!r} is not a count (e.g. 500M, 2G or a number)") from None
+    if value <= 0:
+        raise BudgetError(f"{WORK_ENV}={os.environ[WORK_ENV]!r} must be positive")
+    return value
+
+
+class WorkMeter:
+    __slots__ = ("spent", "limit")
+
+    def __init__(self, limit: int):
+        self.spent = 0
+        self.limit = limit
+
+    def spend(self, where: str) -> None:
+        self.spent += 1
+        if self.spent > self.limit:
+            raise WorkBudgetError(f"evaluation stopped after {self.limit:,} instructions, at {where}: over the work "
+                                  f"budget (a loop with a huge trip count?); raise it with --work-budget N or "
+                                  f"{WORK_ENV}=N")
+
+
+@contextlib.contextmanager
+def work_meter() -> Iterator[WorkMeter]:
+    """The meter of the evaluation in progress, or a new one (for the outermost evaluation)."""
+    meter = _METER.get()
+    if meter is not None:
+        yield meter
+        return
+    meter = WorkMeter(work_budget())
+    token = _METER.set(meter)
+    try:
+        yield meter
+    finally:
+        _METER.reset(token)

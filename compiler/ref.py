@@ -14,7 +14,7 @@ import numpy as np
 
 from . import dtypes
 from .errors import EvalError, MigxError
-from .limits import check_bytes
+from .limits import WorkBudgetError, check_bytes, work_meter
 from .shape import Shape
 
 if TYPE_CHECKING:  # pragma: no cover - the evaluator walks IR objects but never builds them
@@ -80,12 +80,13 @@ def evaluate_module(module: Module, inputs: Mapping[str, Any] | Sequence[Any], *
     outputs = module.output_instructions()
     keep = {o.id for o in outputs}
 
-    with np.errstate(all="ignore"):
+    with np.errstate(all="ignore"), work_meter() as meter:
         for k, ins in enumerate(instrs):
             if ins.is_param():
                 continue
             if ins.is_return():
                 break
+            meter.spend(f"module {module.name}: {ins.name} (#{ins.id})")
             if ins.is_literal():
                 env[ins.id] = ins.literal.data
             else:
@@ -109,6 +110,8 @@ def run_instruction(ins: Instruction, args: list[np.ndarray], check_shapes: bool
                     f"module {ins.module.name}: {ins.name} (#{ins.id}) output")
     try:
         res = spec.compute(ins.op, args, ins.shape, SubmoduleRunner(ins))
+    except WorkBudgetError:
+        raise  # said where it stopped already; wrapping it per enclosing loop would only repeat that
     except MigxError as e:
         raise EvalError(f"module {ins.module.name}: {ins.name} (#{ins.id}): {e}") from None
     except (ValueError, TypeError, IndexError, KeyError, ZeroDivisionError, OverflowError) as e:

@@ -17,11 +17,12 @@ import stat
 import tempfile
 import zipfile
 import zlib
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from . import dtypes
+from . import dtypes, tmpfiles
 from .errors import FormatError, MigxError
 from .ir import Program
 from .limits import check_bytes, human_bytes, memory_budget
@@ -34,6 +35,9 @@ VERSION = 1
 # bounded by the memory budget and by their declared shape.
 MAX_TEXT_BYTES = 256 << 20  # manifest.json, program.txt, ids.json
 MAX_BLOB_BYTES = 256 << 20  # one kernel source or binary
+MAX_SIGNATURE_BYTES = 4096
+# Beside manifest.json and outside it (it signs the manifest's bytes); migx_explore.keys makes it.
+SIGNATURE_MEMBER = "signature.json"
 
 
 def _sha(data: bytes) -> str:
@@ -41,8 +45,11 @@ def _sha(data: bytes) -> str:
 
 
 def save_program(program: Program, path: str | os.PathLike, *, metadata: dict[str, Any] | None = None,
-                 blobs: dict[str, bytes] | None = None) -> str:
-    """Write `program` (plus JSON-able `metadata` and named binary `blobs`) to `path`."""
+                 blobs: dict[str, bytes] | None = None,
+                 sign: Callable[[bytes], bytes | None] | None = None) -> str:
+    """Write `program` (plus JSON-able `metadata` and named binary `blobs`) to `path`. `sign`, given
+    the manifest's bytes, returns a signature member (SIGNATURE_MEMBER) or None: the manifest holds
+    every member's SHA-256, so signing it covers the whole file."""
     literal_keys: dict[int, str] = {}
     literal_data: dict[str, bytes] = {}
     literal_meta: dict[str, dict[str, Any]] = {}
@@ -74,17 +81,23 @@ def save_program(program: Program, path: str | os.PathLike, *, metadata: dict[st
         "members": {name: {"sha256": _sha(data), "size": len(data)} for name, data in members.items()},
         "metadata": metadata or {},
     }
+    manifest_raw = json.dumps(manifest, indent=1).encode()
+    signature = sign(manifest_raw) if sign is not None else None
     target = os.fspath(path)
     if os.path.isdir(target):
         raise MigxError(f"cannot write {target!r}: it is a folder")
     # A unique temporary name beside the target, renamed into place: an error or interrupt never
     # leaves a half-written file under the real name, nor clobbers an unrelated `<path>.tmp`.
-    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(target)), prefix=".migx-", suffix=".tmp")
+    folder = os.path.dirname(os.path.abspath(target))
+    tmpfiles.clean_stale_temporaries(folder)  # an interrupted earlier save's leftovers
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=tmpfiles.prefix(), suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as f, zipfile.ZipFile(f, "w", compression=zipfile.ZIP_DEFLATED) as z:
-            z.writestr("manifest.json", json.dumps(manifest, indent=1))
+            z.writestr("manifest.json", manifest_raw)
             for name, data in members.items():
                 z.writestr(name, data)
+            if signature is not None:
+                z.writestr(SIGNATURE_MEMBER, signature)
         os.chmod(tmp, 0o666 & ~_umask())
         os.replace(tmp, target)
     except BaseException:
@@ -95,10 +108,13 @@ def save_program(program: Program, path: str | os.PathLike, *, metadata: dict[st
 
 
 class SavedProgram:
-    def __init__(self, program: Program, metadata: dict[str, Any], blobs: dict[str, bytes]):
+    def __init__(self, program: Program, metadata: dict[str, Any], blobs: dict[str, bytes],
+                 manifest_raw: bytes = b"", signature: bytes | None = None):
         self.program = program
         self.metadata = metadata
         self.blobs = blobs
+        self.manifest_raw = manifest_raw  # the exact bytes a signature covers
+        self.signature = signature  # the SIGNATURE_MEMBER's bytes, unverified (None: unsigned)
 
 
 def load_program_file(path: str | os.PathLike) -> SavedProgram:
@@ -118,7 +134,8 @@ def load_program_file(path: str | os.PathLike) -> SavedProgram:
     except OSError as e:
         raise FormatError(f"{where}: cannot read ({e.strerror})") from None
     with z:
-        manifest = _read_manifest(z, where)
+        manifest, manifest_raw = _read_manifest(z, where)
+        signature = _read_signature(z, where)
         _check_sizes(z, manifest, where)
         data = {name: _read_member(z, name, info, where) for name, info in manifest["members"].items()}
         literals = {key: _literal(key, meta, data, where) for key, meta in manifest["literals"].items()}
@@ -139,7 +156,20 @@ def load_program_file(path: str | os.PathLike) -> SavedProgram:
             if member not in data:
                 raise FormatError(f"{where}: blob {name!r} is listed but its member is missing from the manifest")
             blobs[name] = data[member]
-    return SavedProgram(program, manifest["metadata"], blobs)
+    return SavedProgram(program, manifest["metadata"], blobs, manifest_raw, signature)
+
+
+def _read_signature(z: zipfile.ZipFile, where: str) -> bytes | None:
+    try:
+        info = z.getinfo(SIGNATURE_MEMBER)
+    except KeyError:
+        return None
+    if info.file_size > MAX_SIGNATURE_BYTES:
+        raise FormatError(f"{where}: {SIGNATURE_MEMBER} is {human_bytes(info.file_size)}; refusing")
+    try:
+        return z.read(SIGNATURE_MEMBER)
+    except (zipfile.BadZipFile, zlib.error, OSError, EOFError, ValueError, NotImplementedError) as e:
+        raise FormatError(f"{where}: {SIGNATURE_MEMBER} is corrupt ({e})") from None
 
 
 def _limit_for(name: str, manifest: dict[str, Any]) -> int:
@@ -195,7 +225,7 @@ def _literal(key: str, meta: dict[str, Any], data: dict[str, bytes], where: str)
         raise FormatError(f"{where}: literal {key} is malformed ({e})") from None
 
 
-def _read_manifest(z: zipfile.ZipFile, where: str) -> dict[str, Any]:
+def _read_manifest(z: zipfile.ZipFile, where: str) -> tuple[dict[str, Any], bytes]:
     try:
         size = z.getinfo("manifest.json").file_size
     except KeyError:
@@ -203,7 +233,8 @@ def _read_manifest(z: zipfile.ZipFile, where: str) -> dict[str, Any]:
     if size > MAX_TEXT_BYTES:
         raise FormatError(f"{where}: manifest.json would decompress to {human_bytes(size)}; refusing")
     try:
-        manifest = json.loads(z.read("manifest.json"))
+        raw = z.read("manifest.json")
+        manifest = json.loads(raw)
     except (zipfile.BadZipFile, zlib.error, ValueError, OSError, EOFError, RecursionError) as e:
         raise FormatError(f"{where}: manifest unreadable ({type(e).__name__}: {str(e)[:200]})") from None
     if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
@@ -218,7 +249,7 @@ def _read_manifest(z: zipfile.ZipFile, where: str) -> dict[str, Any]:
     for req in ("program.txt", "ids.json"):
         if req not in manifest["members"]:
             raise FormatError(f"{where}: manifest does not list {req}")
-    return manifest
+    return manifest, raw
 
 
 def _read_member(z: zipfile.ZipFile, name: str, info: dict[str, Any], where: str) -> bytes:

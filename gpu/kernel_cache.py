@@ -12,8 +12,8 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import hashlib
+import hmac
 import os
-import stat
 import tempfile
 import threading
 import time
@@ -24,7 +24,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from ..compiler import tmpfiles
 from ..compiler.errors import MigxError
+from . import cache_trust
 from .codegen.common import KernelSource
 
 HEADER_NAME = "migx.hpp"
@@ -54,8 +56,9 @@ _TARGET: contextvars.ContextVar[Any] = contextvars.ContextVar("migx_gpu_target",
 # Binaries that travelled with one saved program, by binary key: visible only while that program
 # compiles (shipped_binaries), never added to the process-wide or disk caches.
 _SHIPPED: contextvars.ContextVar[dict[str, bytes] | None] = contextvars.ContextVar("migx_shipped", default=None)
-_ENTRY_MAGIC = b"MIGXKBIN1\n"  # disk entry: magic, sha256(binary key + data) hex, newline, data
+_ENTRY_MAGIC = b"MIGXKBIN2\n"  # disk entry: magic, HMAC-SHA256(secret; binary key + data) hex, newline, data
 _WARNED: set[str] = set()
+_CLEANED: set[Path] = set()
 
 
 def register(ks: KernelSource) -> str:
@@ -75,62 +78,64 @@ def header_text() -> str:
     return _HEADER_PATH.read_text()
 
 
-def cache_dir() -> Path:
+def cache_root() -> Path:
+    """The user's cache root: its `kernels` folder and the per-user HMAC secret live here."""
     root = os.environ.get("MIGX_EXPLORE_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache",
                                                                     "migx-explore")
-    return Path(root) / "kernels"
+    return Path(root)
+
+
+def cache_dir() -> Path:
+    return cache_root() / "kernels"
 
 
 def disk_cache_refusal(folder: Path) -> str | None:
     """Why `folder` must not be used as a kernel cache (None if it may): a binary read from it runs
-    on the GPU, so a folder another user can write to (or that another user owns) is refused."""
-    try:
-        st = folder.stat()
-    except FileNotFoundError:
-        return None
-    except OSError as e:
-        return f"cannot inspect it ({e.strerror})"
-    if not stat.S_ISDIR(st.st_mode):
-        return "it is not a folder"
-    if hasattr(os, "getuid") and st.st_uid != os.getuid():
-        return "it belongs to another user"
-    if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
-        return "other users can write to it (chmod go-w it, or set MIGX_EXPLORE_CACHE_DIR)"
-    return None
+    on the GPU, so a folder another user can write to (or that another user owns), a symlink, or one
+    under a folder another user controls is refused."""
+    return cache_trust.folder_refusal(folder)
 
 
-def _disk_folder() -> Path | None:
-    """The disk cache folder, or None (with one warning) when it is refused."""
+def _warn_once(what: str, why: str) -> None:
+    if what not in _WARNED:
+        _WARNED.add(what)
+        warnings.warn(f"{what} not used: {why}", stacklevel=4)
+
+
+def _disk_folder() -> tuple[Path, bytes] | None:
+    """(the disk cache folder, the HMAC secret), or None (with one warning) when either is refused."""
     folder = cache_dir()
     why = disk_cache_refusal(folder)
     if why is None:
-        return folder
-    if str(folder) not in _WARNED:
-        _WARNED.add(str(folder))
-        warnings.warn(f"kernel cache {str(folder)!r} not used: {why}", stacklevel=3)
+        secret, why = cache_trust.user_secret(cache_root())
+        if secret is not None:
+            return folder, secret
+    _warn_once(f"kernel cache {str(folder)!r}", why or "unknown")
     return None
 
 
-def _entry_hash(bk: str, data: bytes) -> bytes:
-    return hashlib.sha256(bk.encode() + b"\0" + data).hexdigest().encode()
+def _entry_mac(secret: bytes, bk: str, data: bytes) -> bytes:
+    """Keyed with the user's secret: without it nobody can write an entry that validates."""
+    return hmac.new(secret, bk.encode() + b"\0" + data, hashlib.sha256).hexdigest().encode()
 
 
-def _read_entry(folder: Path | None, bk: str) -> bytes | None:
-    """A disk entry's binary if its content hash checks out (else None: the entry is recompiled)."""
-    if folder is None:
+def _read_entry(disk: tuple[Path, bytes] | None, bk: str) -> bytes | None:
+    """A disk entry's binary if the file is the user's own and its HMAC checks out (else None: the
+    entry is recompiled and rewritten)."""
+    if disk is None:
         return None
+    folder, secret = disk
     path = folder / f"{bk}.bin"
-    try:
-        if not path.is_file():
-            return None
-        raw = path.read_bytes()
-    except OSError:
+    raw, why = cache_trust.read_own_file(path)
+    if raw is None:
+        if why is not None:
+            _warn_once(f"kernel cache entry {str(path)!r}", why)
         return None
     head = len(_ENTRY_MAGIC) + 64
     if not raw.startswith(_ENTRY_MAGIC) or raw[head:head + 1] != b"\n":
         return None
     data = raw[head + 1:]
-    return data if raw[len(_ENTRY_MAGIC):head] == _entry_hash(bk, data) else None
+    return data if hmac.compare_digest(raw[len(_ENTRY_MAGIC):head], _entry_mac(secret, bk, data)) else None
 
 
 @contextlib.contextmanager
@@ -188,7 +193,7 @@ def compile_many(compiler: KernelCompiler, kernels: Iterable[KernelSource], *, w
     headers = {HEADER_NAME: header_text()}
     out: dict[str, bytes] = {}
     todo: list[tuple[KernelSource, str]] = []
-    folder = _disk_folder() if use_disk else None
+    disk = _disk_folder() if use_disk else None
     shipped = _SHIPPED.get() or {}
     for ks in {k.key: k for k in kernels}.values():
         bk = binary_key(ks, compiler, flags)
@@ -197,14 +202,14 @@ def compile_many(compiler: KernelCompiler, kernels: Iterable[KernelSource], *, w
             stats.from_memory += 1
             # Write through: a binary another cache folder (or an earlier, since-cleared folder)
             # produced must still land in this one, or a warm start from this folder recompiles it.
-            if folder is not None and not (folder / f"{bk}.bin").is_file():
-                _write_entry(folder, bk, out[ks.key])
+            if disk is not None and not (disk[0] / f"{bk}.bin").is_file():
+                _write_entry(disk, bk, out[ks.key])
             continue
         if bk in shipped:  # for this program only: not remembered beyond it
             out[ks.key] = shipped[bk]
             stats.from_memory += 1
             continue
-        data = _read_entry(folder, bk)
+        data = _read_entry(disk, bk)
         if data is not None:
             _BINARIES[bk] = out[ks.key] = data
             stats.from_disk += 1
@@ -221,25 +226,36 @@ def compile_many(compiler: KernelCompiler, kernels: Iterable[KernelSource], *, w
             for key, bk, data in pool.map(build, todo):
                 _BINARIES[bk] = out[key] = data
                 stats.compiled += 1
-                if folder is not None:
-                    _write_entry(folder, bk, data)
+                if disk is not None:
+                    _write_entry(disk, bk, data)
     stats.seconds = time.perf_counter() - t0
     last_stats = stats
     return out
 
 
-def _write_entry(folder: Path, bk: str, data: bytes) -> None:
-    """A disk entry: magic, the content hash _read_entry checks, then the binary."""
-    _write_atomic(folder / f"{bk}.bin", _ENTRY_MAGIC + _entry_hash(bk, data) + b"\n" + data)
+def _write_entry(disk: tuple[Path, bytes], bk: str, data: bytes) -> None:
+    """A disk entry: magic, the HMAC _read_entry checks, then the binary (mode 0600)."""
+    folder, secret = disk
+    _write_atomic(folder / f"{bk}.bin", _ENTRY_MAGIC + _entry_mac(secret, bk, data) + b"\n" + data)
 
 
 def _write_atomic(path: Path, data: bytes) -> None:
     try:
         path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
+        if path.parent.is_symlink():
+            return
+        if path.parent not in _CLEANED:  # once per folder and process: interrupted writes' leftovers
+            _CLEANED.add(path.parent)
+            tmpfiles.clean_stale_temporaries(path.parent)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=tmpfiles.prefix(), suffix=".tmp")  # mode 0600
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+            os.replace(tmp, path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
     except OSError:  # a read-only cache folder only costs the next run a recompile
         pass
 

@@ -79,6 +79,10 @@ def load(model: Any, input_dims: Mapping[str, Sequence[int]] | None = None,
 
     if str(model) in models.list_models():
         return models.load(str(model), feed=feed, **dict(input_dims or {}))
+    if path.is_dir():
+        raise MigxError(f"model {str(model)!r} is a directory; give the .onnx file (or saved program) inside it")
+    if path.exists():
+        raise MigxError(f"model {str(model)!r} is not a regular file")
     if path.suffix == ".onnx" or os.sep in str(model):
         raise MigxError(f"model file {str(model)!r} not found")
     raise MigxError(f"{str(model)!r} is neither a file nor a built-in model; built-in models: "

@@ -3,8 +3,11 @@
 - An output that is (or links to) one of the command's inputs is refused before any work.
 - Files are written to a temporary name in the same folder and renamed into place, so an error
   or an interrupt never leaves a half-written file under the real name.
-- An output folder (`trace --out`) is created, or must be empty, or must hold a previous trace of
-  ours, which is then replaced whole (no stale files from an earlier model survive).
+- An output folder (`trace --out`) is created (its parent must exist), or must be empty, or must
+  hold a previous trace of ours: the files that trace wrote (its index.json lists them) are
+  replaced, and nothing else there is touched (a user's notes survive).
+- Temporaries carry the writer's process id (compiler/tmpfiles.py): the next run removes those
+  an interrupted run left.
 """
 
 from __future__ import annotations
@@ -17,7 +20,9 @@ import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
+from .compiler import tmpfiles
 from .compiler.errors import MigxError
+from .compiler.tmpfiles import clean_stale_temporaries
 
 # Argument names (argparse dests) that name files a verb reads or writes. New verbs and options
 # get the clobber check by using these names.
@@ -55,10 +60,25 @@ def refuse_clobber(outputs: Iterable[str], inputs: Iterable[str]) -> None:
 
 
 def check_args(args) -> None:
-    """refuse_clobber over a parsed command line's input and output arguments."""
+    """refuse_clobber over a parsed command line's input and output arguments, and every output
+    file checked for being writable where it is (before the verb spends time on the model)."""
     ins = [p for name in INPUT_ARGS for p in _paths(getattr(args, name, None))]
     outs = [p for name in OUTPUT_ARGS for p in _paths(getattr(args, name, None))]
     refuse_clobber(outs, ins)
+    for name in OUTPUT_ARGS:
+        if name == "out" and getattr(args, "verb", None) == "trace":
+            continue  # a folder: check_output_folder
+        for path in _paths(getattr(args, name, None)):
+            check_output_file(path, f"--{name}")
+
+
+def check_output_file(path: str, flag: str = "output") -> None:
+    """MigxError unless a file can be written at `path`: not a folder, in a folder that exists."""
+    folder = os.path.dirname(os.path.abspath(path))
+    if os.path.isdir(path):
+        raise MigxError(f"{flag} {path!r} is a folder; give a file name")
+    if not os.path.isdir(folder):
+        raise MigxError(f"{flag} {path!r}: its folder {folder!r} does not exist")
 
 
 @contextlib.contextmanager
@@ -71,7 +91,8 @@ def atomic_file(path: str | os.PathLike, suffix: str = "") -> Iterator[str]:
         raise MigxError(f"output {target!r} is a folder; give a file name")
     if not os.path.isdir(folder):
         raise MigxError(f"cannot write {target!r}: folder {folder!r} does not exist")
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{os.path.basename(target)}.", suffix=f".tmp{suffix}")
+    clean_stale_temporaries(folder)
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=tmpfiles.prefix(), suffix=f".tmp{suffix}")
     os.close(fd)
     try:
         yield tmp
@@ -92,40 +113,91 @@ def _is_our_trace(folder: Path) -> bool:
 
 
 def check_output_folder(path: str | os.PathLike) -> None:
-    """MigxError unless `path` is absent, an empty folder, or a previous trace of ours."""
+    """MigxError unless `path` can take a trace: absent (in a folder that exists), an empty folder,
+    or a previous trace of ours. Checked before any work, so a bad --out costs nothing."""
     target = Path(path)
-    if target.exists() or target.is_symlink():
-        if target.is_symlink():
-            raise MigxError(f"--out {str(target)!r} is a link; give the folder itself (it is replaced whole)")
+    if target.is_symlink():
+        raise MigxError(f"--out {str(target)!r} is a link; give the folder itself")
+    if target.exists():
         if not target.is_dir():
             raise MigxError(f"--out {str(target)!r} exists and is not a folder; give a new or empty folder")
         if any(target.iterdir()) and not _is_our_trace(target):
             raise MigxError(f"--out {str(target)!r} is not empty and holds no previous trace (no index.json of "
                             "ours); give a new or empty folder")
+        return
+    parent = target.absolute().parent
+    if not parent.is_dir():
+        raise MigxError(f"--out {str(target)!r}: its folder {str(parent)!r} does not exist"
+                        if not parent.exists() else f"--out {str(target)!r}: {str(parent)!r} is not a folder")
+
+
+def _safe_name(name: object) -> str | None:
+    """A relative path inside the trace folder, or None (a hostile index cannot point elsewhere)."""
+    if not isinstance(name, str) or not name or os.path.isabs(name) or "\0" in name:
+        return None
+    norm = os.path.normpath(name)
+    return None if norm.startswith("..") or norm in (".", "") else norm
+
+
+def previous_trace_files(folder: Path) -> list[str]:
+    """What an earlier trace in `folder` wrote: its index's `files` list, or for an index from before
+    that list existed, the IR files its passes name (and their rendered siblings) and 000_input.*."""
+    try:
+        index = json.loads((folder / "index.json").read_text())
+    except (OSError, ValueError):
+        return []
+    if not isinstance(index, dict):
+        return []
+    names = index.get("files")
+    if not isinstance(names, list):
+        listed = ["000_input.txt"] + [p.get("file") for p in index.get("passes", []) if isinstance(p, dict)]
+        stems = {os.path.splitext(n)[0] for n in listed if isinstance(n, str)}
+        names = [e.name for e in folder.iterdir() if os.path.splitext(e.name)[0] in stems]
+    safe = [n for n in map(_safe_name, names) if n is not None]
+    return sorted(set(safe) | {"index.json"})
+
+
+def _record_files(folder: Path) -> list[str]:
+    """List every file written into the fresh trace folder in its index.json (`files`), so a later
+    trace into the same --out removes exactly these and nothing a user put there."""
+    names = sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file())
+    index_path = folder / "index.json"
+    if index_path.is_file():
+        index = json.loads(index_path.read_text())
+        index["files"] = names
+        index_path.write_text(json.dumps(index, indent=1))
+    return names
 
 
 @contextlib.contextmanager
 def replaced_folder(path: str | os.PathLike) -> Iterator[str]:
-    """Yield a fresh temporary folder beside `path`; on success it becomes `path`. An existing
-    `path` must be an empty folder or a previous trace of ours (index.json says so)."""
+    """Yield a fresh temporary folder beside `path`; on success its files land in `path`. An
+    existing `path` must be an empty folder or a previous trace of ours: the files that trace wrote
+    (its index lists them) are removed first; anything else there (a user's notes) stays."""
     check_output_folder(path)
     target = Path(path)
     parent = target.absolute().parent
-    if not parent.is_dir():
-        parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(dir=parent, prefix=f".{target.name}.", suffix=".tmp"))
+    clean_stale_temporaries(parent)  # what an interrupted earlier run left
+    tmp = Path(tempfile.mkdtemp(dir=parent, prefix=tmpfiles.prefix(), suffix=".tmp"))
     umask = os.umask(0)
     os.umask(umask)
     tmp.chmod(0o777 & ~umask)  # mkdtemp's 0700 would make the trace private to this user
     try:
         yield str(tmp)
+        names = _record_files(tmp)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-    old = None
-    if target.exists():
-        old = Path(tempfile.mkdtemp(dir=parent, prefix=f".{target.name}.", suffix=".old"))
-        os.replace(target, old / "trace")
-    os.replace(tmp, target)
-    if old is not None:
-        shutil.rmtree(old, ignore_errors=True)
+    if not target.exists() or not any(target.iterdir()):
+        if target.exists():
+            target.rmdir()
+        os.replace(tmp, target)
+        return
+    for name in previous_trace_files(target):
+        old = target / name
+        if old.is_symlink() or old.is_file():
+            old.unlink()
+    for name in names:
+        (target / name).parent.mkdir(parents=True, exist_ok=True)
+        os.replace(tmp / name, target / name)
+    shutil.rmtree(tmp, ignore_errors=True)

@@ -16,11 +16,13 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
+from . import keys
 from .compiler.errors import FormatError, MigxError
 from .compiler.ir import Program
 from .compiler.passes import PassManager, Trace, build_pipelines, entry_paths
 from .compiler.serialize import load_program_file, save_program
 from .gpu.pipelines import CompileOptions, gpu_pipelines
+from .keys import Signature
 
 KIND = "migx-explore/partial-compile"
 
@@ -58,6 +60,8 @@ class Partial:
     position: tuple[int, int]  # (pipeline, entry) to run next
     model: str
     binaries: dict[str, bytes] = dataclasses.field(default_factory=dict)  # shipped, usable here (by binary key)
+    signature: Signature = Signature("unsigned")
+    shipped: int = 0  # binaries the file carries for this machine, used or not
 
     @property
     def kernels(self) -> int:
@@ -88,14 +92,19 @@ def compile_until(program: Program, until: str | None, out: str, *, options: Com
 
     rows, blobs = export_kernels(program, target)
     metadata["kernels"] = rows
-    save_program(program, out, metadata=metadata, blobs=blobs)
+    save_program(program, out, metadata=metadata, blobs=blobs, sign=keys.sign)
     return trace
 
 
-def load_partial(path: str, *, recompile: bool = False) -> Partial:
-    """A saved partial compile, checked: its resume position must lie inside its own pipelines.
-    Shipped kernel binaries are kept for this program only, and none with `recompile`."""
+def load_partial(path: str, *, recompile: bool = False, trust_binaries: bool = False) -> Partial:
+    """A saved partial compile, checked: its resume position must lie inside its own pipelines, and
+    a signature, if any, must verify (an edit after signing is refused).
+
+    Shipped kernel binaries are kept for this program only, and only when a key this user trusts
+    signed the file (or `trust_binaries` says to use them anyway); none with `recompile`. Otherwise
+    every kernel is compiled from its shipped source."""
     saved = load_program_file(path)
+    signature = keys.check(saved.manifest_raw, saved.signature, path)
     md = saved.metadata
     if md.get("kind") != KIND:
         raise FormatError(f"{path}: not a partial compile (no resume information); it holds a plain program")
@@ -114,11 +123,12 @@ def load_partial(path: str, *, recompile: bool = False) -> Partial:
     from .gpu.portable import import_kernels
 
     try:
-        binaries = import_kernels(md.get("kernels", []), saved.blobs, None if recompile else _target_or_none())
+        shipped = import_kernels(md.get("kernels", []), saved.blobs, None if recompile else _target_or_none())
     except FormatError as e:
         raise FormatError(f"{path}: {e}") from None
+    binaries = shipped if signature.trusted or trust_binaries else {}
     return Partial(saved.program, opts, spec, None if after is None else str(after), nxt,
-                   str(md.get("model", "program")), binaries)
+                   str(md.get("model", "program")), binaries, signature, len(shipped))
 
 
 def resume(part: Partial) -> Trace:

@@ -71,6 +71,9 @@ class Cursor:
         return self.current(trace)
 
     def goto(self, trace: Trace, where: str | int) -> PassRecord:
+        if isinstance(where, bool) or not isinstance(where, (int, str)):
+            raise SessionError(f"goto needs a pass path (str) or a position (int), not {type(where).__name__} "
+                               f"{where!r}")
         if isinstance(where, int):
             if not 0 <= where < len(trace.records):
                 raise SessionError(f"position {where} is out of range 0..{len(trace.records) - 1}")
@@ -79,6 +82,8 @@ class Cursor:
             try:
                 self.position = trace.find(where).index
             except KeyError:
+                if trace.error:  # the pass may exist but never ran: say why, not just "no pass"
+                    raise SessionError(f"no pass {where!r} in the trace, which stopped early: {trace.error}") from None
                 raise SessionError(f"no pass {where!r} in the trace; e.g. "
                                   f"{', '.join(r.path for r in trace.top_level()[:4])}") from None
         return self.current(trace)

@@ -20,6 +20,19 @@ def _private_kernel_cache(tmp_path_factory):
         os.environ["MIGX_EXPLORE_CACHE_DIR"] = old
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _private_key_folder(tmp_path_factory):
+    """Signing keys (migx_explore/keys.py) live in a folder of the test session's own, empty at
+    the start: no test signs with, or trusts, the keys of the user running the tests."""
+    old = os.environ.get("MIGX_EXPLORE_KEY_DIR")
+    os.environ["MIGX_EXPLORE_KEY_DIR"] = str(tmp_path_factory.mktemp("migx-keys") / "keys")
+    yield
+    if old is None:
+        os.environ.pop("MIGX_EXPLORE_KEY_DIR", None)
+    else:
+        os.environ["MIGX_EXPLORE_KEY_DIR"] = old
+
+
 def pytest_collection_modifyitems(config, items):
     gpu_items = [i for i in items if i.get_closest_marker("gpu")]
     if not gpu_items:

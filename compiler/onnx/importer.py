@@ -25,6 +25,7 @@ from .context import NodeContext, param_name
 from .dims import importer_input_dims
 from .loader import ModelSource, check_model, load_external_data, load_model
 from .tensors import ir_type, to_array
+from .validate import overrides_fixed_dims, validate_imported, validate_model
 
 DEFAULT_OPSET = 13  # MIGraphX's default when a model declares none
 _DEFAULT_DOMAINS = ("", "ai.onnx")
@@ -53,9 +54,12 @@ def parse_onnx(source: ModelSource, input_dims: Mapping[str, Sequence[int]] | No
     # data files relative to the working directory).
     inlined = load_external_data(model, folder)
     check_model(raw if raw is not None and not inlined else model, what)
+    validate_model(model, what)  # what ONNX Runtime refuses (onnx/validate.py)
     constants = dict(constant_inputs or {})
     dims = importer_input_dims(model, input_dims, feed, skip=list(constants))
-    return _Importer(model, dims, int(default_dim), constants).run()
+    program = _Importer(model, dims, int(default_dim), constants).run()
+    validate_imported(model, program.main.output_shapes(), check_outputs=not overrides_fixed_dims(model, dims))
+    return program
 
 
 def _check_opset(model: onnx.ModelProto, what: str) -> None:

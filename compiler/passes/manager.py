@@ -184,8 +184,10 @@ class PassManager:
         stop_recording(token)
         t_after = time.perf_counter()
         # Unless the pass says it changed nothing, re-read every instruction: a buggy pass may have
-        # mutated instructions without going through the Module API (so version counters lie).
-        suspicious = reported is not False
+        # mutated instructions without going through the Module API (so version counters lie). A
+        # user's pass is always re-read and validated: its report is not trusted, and an illegal
+        # mutation must be blamed on it, not on the next built-in pass that trips over it.
+        suspicious = reported is not False or user
         after = snapshot(program, fresh=suspicious)
         rec.after = after
         rec.diff = diff(before, after)

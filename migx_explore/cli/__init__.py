@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 import traceback
 import warnings
@@ -19,13 +20,15 @@ from ..errors import debug_enabled, describe_error, format_error
 # Verb modules, in the order `--help` lists them. A module missing here is skipped, so verbs can
 # be added one file at a time.
 VERBS = ["read", "run", "onnx", "passes", "trace", "verify", "perf", "compile", "waterfall", "study", "bisect",
-         "generate"]
+         "generate", "keys"]
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="migx-explore",
                                      description="Explore, compile and time ML graphs pass by pass.")
     parser.add_argument("--debug", action="store_true", help="show the traceback of an internal error")
+    parser.add_argument("--work-budget", metavar="N", default=None, help="instructions one reference evaluation may "
+                        "run, e.g. 500M (default 10M; MIGX_EXPLORE_WORK_BUDGET): stops a Loop with a huge trip count")
     sub = parser.add_subparsers(dest="verb", metavar="VERB")
     for verb in VERBS:
         try:
@@ -38,6 +41,20 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _global_option_first(argv: list[str], flag: str) -> list[str]:
+    """Move `flag VALUE` (or `flag=VALUE`) from after the verb to the front, where argparse wants it."""
+    out, front, i = [], [], 0
+    while i < len(argv):
+        a = argv[i]
+        if a == flag and i + 1 < len(argv):
+            front += [a, argv[i + 1]]
+            i += 2
+            continue
+        (front if a.startswith(flag + "=") else out).append(a)
+        i += 1
+    return front + out
+
+
 def _one_line_warning(message, category, filename, lineno, file=None, line=None) -> None:
     print(f"migx-explore: warning: {message}", file=sys.stderr)
 
@@ -47,7 +64,10 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if "--debug" in argv[1:]:  # accepted after the verb too: `migx-explore read m.onnx --debug`
         argv = ["--debug"] + [a for a in argv if a != "--debug"]
+    argv = _global_option_first(argv, "--work-budget")
     args = parser.parse_args(argv)
+    if args.work_budget is not None:  # the evaluator reads it from the environment (compiler/limits.py)
+        os.environ["MIGX_EXPLORE_WORK_BUDGET"] = args.work_budget
     if not getattr(args, "func", None):
         parser.print_help()
         return 1

@@ -18,10 +18,9 @@ def run(args: argparse.Namespace) -> int:
     from ..gpu.pipelines import CompileOptions
 
     if args.resume:
-        part = portable.load_partial(args.model, recompile=args.recompile)
-        reuse = "shipped kernel binaries ignored (--recompile)" if args.recompile else \
-            f"{part.kernels} kernel binaries reused from the file"
-        print(f"{args.model}: {part.model}, saved after {part.after}; resuming ({reuse})")
+        part = portable.load_partial(args.model, recompile=args.recompile, trust_binaries=args.trust_binaries)
+        print(f"{args.model}: {part.model}, saved after {part.after}, {part.signature.describe()}; "
+              f"resuming ({_reuse(part, args)})")
         trace = portable.resume(part)
         changed = sum(1 for r in trace.top_level() if r.changed)
         print(f"ran {len(trace.top_level())} passes ({changed} changed the IR); "
@@ -48,8 +47,28 @@ def run(args: argparse.Namespace) -> int:
     opts = CompileOptions(mode=args.mode, enable_nhwc=args.nhwc, **precision_options(args))
     trace = portable.compile_until(program, args.until, args.out, options=opts, spec=args.spec, model=name)
     last = trace.top_level()[-1].path if trace.top_level() else "(nothing)"
-    print(f"{name}: ran {len(trace.top_level())} passes up to {last}; wrote {args.out}")
+    from ..keys import own_key_id
+
+    kid = own_key_id()
+    signed = f"signed by key {kid}" if kid else "unsigned: its kernel binaries are used only with " \
+        "--trust-binaries (create a signing key with `migx-explore keys create`)"
+    print(f"{name}: ran {len(trace.top_level())} passes up to {last}; wrote {args.out} ({signed})")
     return 0
+
+
+def _reuse(part, args: argparse.Namespace) -> str:
+    """What happens to the binaries the file carries, and why."""
+    if args.recompile:
+        return "shipped kernel binaries ignored (--recompile)"
+    if part.kernels and not part.signature.trusted:
+        return f"{part.kernels} kernel binaries reused from the file without a trusted signature (--trust-binaries)"
+    if part.kernels:
+        return f"{part.kernels} kernel binaries reused from the file"
+    if part.shipped:
+        how = ("trust its key with `migx-explore keys trust`" if part.signature.status == "untrusted"
+               else "only signed files' binaries are used")
+        return f"{part.shipped} shipped kernel binaries not used, every kernel is compiled from its source ({how})"
+    return "no kernel binaries for this machine in the file"
 
 
 def _run_and_check(program, feed=None) -> int:
@@ -92,6 +111,8 @@ def register(sub) -> None:
     p.add_argument("--run", action="store_true", help="after --resume, run the result on this machine's GPU")
     p.add_argument("--recompile", action="store_true", help="with --resume, compile every kernel from its source "
                    "and ignore the binaries shipped in the file (a saved program's binaries run on your GPU)")
+    p.add_argument("--trust-binaries", action="store_true", help="with --resume, use the kernel binaries shipped "
+                   "in the file even when no key you trust signed it (what versions before signing did)")
     p.add_argument("--inputs", metavar="FEED.npz", default=None, help="with --run: real inputs (keyed by input name) "
                    "instead of random ones that respect the model")
     p.set_defaults(func=run)

@@ -13,7 +13,7 @@ from ._pipeline_args import add_pipeline_arguments, make_session
 
 
 def run(args: argparse.Namespace) -> int:
-    check_output_folder(args.out)  # refuse a folder we may not replace before spending time on the trace
+    check_output_folder(args.out)  # refuse a bad --out before spending time on the model
     program, name, feed = load_program_and_feed(args)
     s = make_session(program, args, numeric=args.numeric or feed is not None, name=name)
     if feed is not None:
@@ -24,7 +24,7 @@ def run(args: argparse.Namespace) -> int:
     trace = s.run()
     if live:
         print("\r" + " " * 72 + "\r", end="")
-    with replaced_folder(args.out) as folder:  # a previous trace there is replaced whole, never mixed
+    with replaced_folder(args.out) as folder:  # replaces only what a previous trace there wrote
         files = write_trace(trace, folder, changed_only=not args.all, extra={
             "generator": TRACE_MARKER, "model": name, "spec": s.spec_or_label(),
             "launches_before": launch_count(trace.initial), "launches_after": launch_count(trace.final)})

@@ -66,5 +66,6 @@ def yolo(size: int = 64, classes: int = 4, anchors: int = 3) -> onnx.ModelProto:
     head = g.conv(y, 48, anchors * per_anchor, 1, bias=True)  # 3x3 conv then a 1x1 conv to 27 channels
     r = _detect_reshape(g, head, anchors, per_anchor)
     g.node("Transpose", [r], name="detections", perm=[0, 1, 3, 2])
-    g.output("detections", dims=[1, anchors, (size // 8) ** 2, per_anchor])
+    # three stride-2 convs then one 2x upsample: the head works at 1/4 of the input size
+    g.output("detections", dims=[1, anchors, (size // 4) ** 2, per_anchor])
     return g.model()
