@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
+import numpy as np
 from onnx import helper
 
 from .functions import import_expansion
@@ -41,8 +42,10 @@ def _qlinear(ctx: NodeContext, groups: list[tuple], op_type: str, ys, yz, attrs:
     for k, e in enumerate(extra or []):
         bind[f"e{k}"] = e
         fin.append(f"e{k}" if e is not None else "")
-    bind.update({"ys": ys, "yz": yz})
     nodes.append(helper.make_node(op_type, fin, ["y"], **attrs))
+    if ys is None:  # QGemm without y_scale: a float output
+        return import_expansion(ctx, bind, nodes, ["y"])[0]
+    bind.update({"ys": ys, "yz": yz})
     nodes.append(helper.make_node("QuantizeLinear", ["y", "ys"] + (["yz"] if yz is not None else []), ["q"]))
     return import_expansion(ctx, bind, nodes, ["q"])[0]
 
@@ -67,6 +70,24 @@ def parse_qlinear_conv(ctx: NodeContext, args: Args) -> Result:
 def parse_qlinear_matmul(ctx: NodeContext, args: Args) -> Result:
     a, a_s, az, b, bs, bz, ys, yz = args[:8]
     return _qlinear(ctx, [(a, a_s, az, {}), (b, bs, bz, _per_axis(ctx, bs, b.shape.ndim - 1))], "MatMul", ys, yz, {})
+
+
+@register("QGemm", msft=True)
+def parse_qgemm(ctx: NodeContext, args: Args) -> Result:
+    """com.microsoft.QGemm: alpha * A' B' + C with C an int32 bias in units of alpha * a_scale *
+    b_scale (zero point 0); quantized with (y_scale, y_zero_point) when y_scale is given, else a
+    float32 output. B's scale is per tensor or per output column (axis 0 of B when transB)."""
+    a, a_s, az, b, bs, bz = args[:6]
+    bias, ys, yz = _opt(args, 6), _opt(args, 7), _opt(args, 8)
+    alpha, trans_b = float(ctx.attr("alpha", 1.0)), int(ctx.attr("transB", 0))
+    extra = []
+    if bias is not None:
+        scale = ctx.add_common("mul", a_s, bs) if bs.shape.elements() > 1 else ctx.add("mul", [a_s, bs])
+        scale = ctx.add_common("mul", scale, ctx.literal(np.array(alpha, np.float32)))
+        extra = [ctx.add_common("mul", ctx.convert(bias, "float32"), scale)]
+    attrs = {"alpha": alpha, "transA": int(ctx.attr("transA", 0)), "transB": trans_b}
+    return _qlinear(ctx, [(a, a_s, az, {}), (b, bs, bz, _per_axis(ctx, bs, 0 if trans_b else 1))], "Gemm", ys,
+                    yz, attrs, extra)
 
 
 @register("QLinearAdd", "QLinearMul", msft=True)

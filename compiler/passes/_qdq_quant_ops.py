@@ -15,8 +15,15 @@ Quantization axes, as MIGraphX: dot scales / zero points are per tensor or per r
 input (axis M) and per column of the second (axis K); convolution input parameters are per tensor
 and weight parameters per tensor or per output channel. Other axes are left alone.
 
-One extension: MIGraphX's matcher needs a dequantizelinear with an explicit zero point; a
-two-input dequantizelinear (zero point omitted, i.e. zero) is accepted here too.
+Two extensions:
+- MIGraphX's matcher needs a dequantizelinear with an explicit zero point; a two-input
+  dequantizelinear (zero point omitted, i.e. zero) is accepted here too.
+- uint8 data (ONNX Runtime's default for activations, asymmetric with a zero point) is moved to
+  int8 the way MIGraphX's ONNX parser moves MatMulInteger / ConvInteger operands (its bias_uint8
+  builder): data and zero point both minus 128, which leaves x - zero_point, and so every
+  dequantized value, unchanged. A uint8 quantizelinear becomes an int8 one with the shifted zero
+  point (its clamp [0, 255] becomes [-128, 127], the same values); other uint8 data (constants)
+  is shifted by convert / add / convert, which propagate_constant folds.
 """
 
 from __future__ import annotations
@@ -35,6 +42,7 @@ from ..shape import Shape
 # MIGraphX's supported quantized data: int8 and the fp8 family. Our quant ops take int8 and
 # float8e4m3fn (compiler/ops/quant.py); the other fp8 variants are refused with that reason.
 QUANT_DATA_TYPES = ("int8", "float8e4m3fn")
+_SHIFTED_TO_INT8 = "uint8"  # x - 128: the same x - zero_point in int8 (see the module docstring)
 _FP8_FAMILY = ("float8e4m3fnuz", "float8e5m2", "float8e5m2fnuz")
 POST_DQ_OPS = ("broadcast", "multibroadcast", "contiguous", "transpose", "reshape", "convert")
 
@@ -101,7 +109,7 @@ class FindQuantizableOps(Rule):
             for c in chain:
                 if c.name == "convert" and not fp16:
                     return f"a convert to {c.shape.type} sits between dequantizelinear and {ins.name}"
-        types = {dq1.inputs[0].shape.type, dq2.inputs[0].shape.type}
+        types = {_as_quant_type(dq1.inputs[0].shape.type), _as_quant_type(dq2.inputs[0].shape.type)}
         for t in types:
             if t in _FP8_FAMILY:
                 return f"quantized data is {t}; our quant ops take int8 or float8e4m3fn"
@@ -132,6 +140,8 @@ class FindQuantizableOps(Rule):
         ins, dq1, dq2 = r.root, r["dq1"], r["dq2"]
         a = _replay(module, dq1, plan.chains[0], plan.fp16)
         b = _replay(module, dq2, plan.chains[1], plan.fp16)
+        plan = _Plan(plan.chains, (_shifted_zero_point(module, dq1, plan.zps[0]),
+                                   _shifted_zero_point(module, dq2, plan.zps[1])), plan.fp16)
         conv = ins.name == "convolution"
 
         def qop(x: Instruction, y: Instruction) -> Instruction:
@@ -174,8 +184,48 @@ def _replayed_lens(dq: Instruction, chain: list[Instruction]) -> tuple[int, ...]
 def _replay(m: Module, dq: Instruction, chain: list[Instruction], fp16: bool) -> Instruction:
     """MIGraphX's propagate_quantized_ins: the chain's ops applied to the quantized data."""
     x = dq.inputs[0]
+    if x.shape.type == _SHIFTED_TO_INT8:
+        x = shift_uint8_to_int8(m, dq, x)
     for c in reversed(chain):
         if c.name == "convert" and fp16:
             continue
         x = m.insert_instruction(dq, c.op, [x])
     return x
+
+
+def _as_quant_type(t: str) -> str:
+    return "int8" if t == _SHIFTED_TO_INT8 else t
+
+
+def _int8_from_shifted(m: Module, before: Instruction, x: Instruction) -> Instruction:
+    """convert(int8, convert(int32, x) - 128): uint8 values (or zero points) as int8, same x - zp."""
+    wide = m.insert_instruction(before, Op("convert", target_type="int32"), [x])
+    k = m.add_literal(np.array(-128, np.int32), Shape.scalar("int32"))
+    kb = m.insert_instruction(before, Op("multibroadcast", out_lens=list(x.shape.lens)), [k])
+    moved = m.insert_instruction(before, Op("add"), [wide, kb])
+    return m.insert_instruction(before, Op("convert", target_type="int8"), [moved])
+
+
+def shift_uint8_to_int8(m: Module, before: Instruction, x: Instruction) -> Instruction:
+    """uint8 data x as int8 data x - 128. A quantizelinear is re-made with an int8 output and its
+    zero point minus 128 (or -128 when it had none): the same rounding and the same clamp."""
+    if x.name != "quantizelinear":
+        return _int8_from_shifted(m, before, x)
+    src, scale = x.inputs[0], x.inputs[1]
+    if len(x.inputs) == 3:
+        zp = _int8_from_shifted(m, before, x.inputs[2])
+    else:
+        k = m.add_literal(np.array(-128, np.int8), Shape.scalar("int8"))
+        zp = m.insert_instruction(before, Op("multibroadcast", out_lens=list(x.shape.lens)), [k])
+    return m.insert_instruction(before, Op("quantizelinear"), [src, scale, zp])
+
+
+def _shifted_zero_point(m: Module, dq: Instruction, zp: Instruction | None) -> Instruction | None:
+    """The constant zero point behind a uint8 dequantizelinear, minus 128, as an int8 literal of its
+    shape (-128 where there was none); others as they are."""
+    if dq.inputs[0].shape.type != _SHIFTED_TO_INT8:
+        return zp
+    if zp is None:
+        return m.add_literal(np.array(-128, np.int8), Shape.scalar("int8"))
+    v = np.asarray(zp.eval(), np.int32) - 128
+    return m.add_literal(v.astype(np.int8), Shape.of("int8", zp.shape.lens))
