@@ -12,6 +12,12 @@ from onnx import TensorProto, helper, numpy_helper
 F = TensorProto.FLOAT
 
 
+def _any_shape_output(name: str, elem: int) -> onnx.ValueInfoProto:
+    v = helper.make_tensor_value_info(name, elem, None)
+    v.type.tensor_type.shape.SetInParent()  # unknown rank; the checker wants the field present
+    return v
+
+
 def _init(name: str, a: np.ndarray) -> onnx.TensorProto:
     return numpy_helper.from_array(np.ascontiguousarray(a), name)
 
@@ -62,7 +68,7 @@ def image_batches(n: int, seed: int = 1, hw: int = 16) -> list[np.ndarray]:
 
 
 def quantize_qdq(model: onnx.ModelProto, calibration: list[np.ndarray], *, activation: str = "uint8",
-                 per_channel: bool = True) -> onnx.ModelProto:
+                 per_channel: bool = True, fmt: str = "QDQ") -> onnx.ModelProto:
     """onnxruntime.quantization.quantize_static in QDQ format with MinMax calibration; activations
     uint8 (asymmetric, zero points) or int8 (ORT's default for int8 is symmetric: zero point 0
     unless ActivationSymmetric is turned off, which we do to get zero points)."""
@@ -88,8 +94,65 @@ def quantize_qdq(model: onnx.ModelProto, calibration: list[np.ndarray], *, activ
     with tempfile.TemporaryDirectory() as d:
         src, dst = Path(d) / "f.onnx", Path(d) / "q.onnx"
         onnx.save(model, src)
-        quantize_static(str(src), str(dst), Reader(), quant_format=QuantFormat.QDQ, per_channel=per_channel,
+        quantize_static(str(src), str(dst), Reader(), quant_format=getattr(QuantFormat, fmt), per_channel=per_channel,
                         activation_type=act, weight_type=QuantType.QInt8,
                         calibrate_method=CalibrationMethod.MinMax,
                         extra_options={"ActivationSymmetric": False, "WeightSymmetric": True})
         return onnx.load(str(dst))
+
+
+def quantize_qoperator(model: onnx.ModelProto, calibration: list[np.ndarray], *,
+                       activation: str = "uint8") -> onnx.ModelProto:
+    """The same quantizer in QOperator format: QLinearConv, com.microsoft QLinearAdd /
+    QLinearGlobalAveragePool / QGemm, per-channel int8 weights."""
+    return quantize_qdq(model, calibration, activation=activation, per_channel=True, fmt="QOperator")
+
+
+def qlinear_matmul(a_shape: tuple[int, ...], b_shape: tuple[int, ...], *, per_channel: bool, signed: bool,
+                   seed: int = 0, opset: int = 21) -> tuple[onnx.ModelProto, dict[str, np.ndarray]]:
+    """One QLinearMatMul on N-D operands, B constant with a per-tensor or per-column scale and
+    zero point: 1-D (length N) for a 2-D B, and for an N-D B ONNX Runtime's N-D form, one row per
+    batch matrix with the second-to-last dim 1 (shape [..., 1, N]). A is a graph input."""
+    rng = np.random.default_rng(seed)
+    qt, npt = (TensorProto.INT8, np.int8) if signed else (TensorProto.UINT8, np.uint8)
+    lo, hi = (-128, 128) if signed else (0, 256)
+    n = b_shape[-1]
+    b = rng.integers(lo, hi, b_shape).astype(npt)
+    q_shape = ((n,) if len(b_shape) == 2 else (*b_shape[:-2], 1, n)) if per_channel else ()
+    bs = rng.uniform(0.01, 0.05, q_shape).astype(np.float32)
+    bz = rng.integers(lo + 100, lo + 140, q_shape).astype(npt)
+    inits = [_init("b", b), _init("a_s", np.array(0.03, np.float32)), _init("a_z", np.array(lo + 117, npt)),
+             _init("b_s", bs), _init("b_z", bz), _init("y_s", np.array(0.7, np.float32)),
+             _init("y_z", np.array(lo + 131, npt))]
+    node = helper.make_node("QLinearMatMul", ["a", "a_s", "a_z", "b", "b_s", "b_z", "y_s", "y_z"], ["y"])
+    g = helper.make_graph([node], "qlinear_matmul", [helper.make_tensor_value_info("a", qt, list(a_shape))],
+                          [_any_shape_output("y", qt)], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
+    m.ir_version = 10
+    return m, {"a": rng.integers(lo, hi, a_shape).astype(npt)}
+
+
+def qlinear_conv(*, per_channel: bool, signed: bool, bias: bool = True, group: int = 1,
+                 seed: int = 0) -> tuple[onnx.ModelProto, dict[str, np.ndarray]]:
+    """One QLinearConv (3x3, pad 1) with per-channel or per-tensor weight parameters; sizes the
+    8-bit BLAS takes (M, N, K multiples of 4) so the GPU runs it as an int8 GEMM."""
+    rng = np.random.default_rng(seed)
+    qt, npt = (TensorProto.INT8, np.int8) if signed else (TensorProto.UINT8, np.uint8)
+    lo, hi = (-128, 128) if signed else (0, 256)
+    cin, cout, hw = 8, 8, 8
+    w = rng.integers(-127, 128, (cout, cin // group, 3, 3)).astype(np.int8)
+    ws = (rng.uniform(0.001, 0.01, cout) if per_channel else np.array(0.004)).astype(np.float32)
+    wz = np.zeros(cout if per_channel else (), np.int8)
+    inits = [_init("x_s", np.array(0.05, np.float32)), _init("x_z", np.array(lo + 113, npt)), _init("w", w),
+             _init("w_s", ws), _init("w_z", wz), _init("y_s", np.array(0.04, np.float32)),
+             _init("y_z", np.array(lo + 128, npt))]
+    ins = ["x", "x_s", "x_z", "w", "w_s", "w_z", "y_s", "y_z"]
+    if bias:
+        inits.append(_init("bias", rng.integers(-2000, 2000, cout).astype(np.int32)))
+        ins.append("bias")
+    node = helper.make_node("QLinearConv", ins, ["y"], pads=[1, 1, 1, 1], kernel_shape=[3, 3], group=group)
+    g = helper.make_graph([node], "qlinear_conv", [helper.make_tensor_value_info("x", qt, [1, cin, hw, hw])],
+                          [_any_shape_output("y", qt)], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 8
+    return m, {"x": rng.integers(lo, hi, (1, cin, hw, hw)).astype(npt)}

@@ -68,8 +68,19 @@ def parse_qlinear_conv(ctx: NodeContext, args: Args) -> Result:
 
 @register("QLinearMatMul")
 def parse_qlinear_matmul(ctx: NodeContext, args: Args) -> Result:
+    """B's parameters per tensor, per column (1-D, length N), or ONNX Runtime's N-D form for a
+    batched B, [..., 1, N]: one row of column parameters per batch matrix. The N-D form is not a
+    DequantizeLinear axis; it is dequantized here with the parameters broadcast to B."""
     a, a_s, az, b, bs, bz, ys, yz = args[:8]
-    return _qlinear(ctx, [(a, a_s, az, {}), (b, bs, bz, _per_axis(ctx, bs, b.shape.ndim - 1))], "MatMul", ys, yz, {})
+    if bs.shape.ndim < 2 or bs.shape.elements() == 1:
+        return _qlinear(ctx, [(a, a_s, az, {}), (b, bs, bz, _per_axis(ctx, bs, b.shape.ndim - 1))], "MatMul", ys,
+                        yz, {})
+    if bs.shape.ndim != b.shape.ndim or bs.shape.lens[-2] != 1:
+        raise ctx.error(f"b_scale {list(bs.shape.lens)} must be a scalar, 1-D of B's columns, or [..., 1, N] "
+                        f"for B {list(b.shape.lens)}")
+    params = [ctx.broadcast_to(p, b.shape.lens) for p in ([bs, bz] if bz is not None else [bs])]
+    fb = ctx.add("dequantizelinear", [b, *params])
+    return _qlinear(ctx, [(a, a_s, az, {})], "MatMul", ys, yz, {}, [fb])
 
 
 @register("QGemm", msft=True)

@@ -79,9 +79,25 @@ def _valid_qparam(q: Instruction | None, lens, axis: int) -> bool:
     return q is None or q.shape.elements() in (1, lens[axis])
 
 
+def _fits(q: Instruction, lens) -> bool:
+    return q.shape.ndim == len(lens) and all(d in (1, n) for d, n in zip(q.shape.lens, lens))
+
+
+def _valid_dot_qparam(q: Instruction | None, out, operand, which: int) -> bool:
+    """Dot parameters per tensor, per row of the first input (which=0) or per column of the second
+    (which=1), as MIGraphX; plus the N-D form ONNX Runtime's QLinearMatMul takes, one row / column
+    per batch matrix: shape [..., M, 1] / [..., 1, N] (the reduced K side 1)."""
+    axis = len(out) - 2 + which
+    if _valid_qparam(q, out, axis):
+        return True
+    k_side = len(out) - 1 - which
+    return _fits(q, out) and _fits(q, operand) and q.shape.lens[k_side] == 1
+
+
 def _broadcast_to(m: Module, before: Instruction, q: Instruction, lens, axis: int) -> Instruction:
-    """MIGraphX's qparam_broadcast_op: a single value is multibroadcast, a vector broadcast along axis."""
-    if q.shape.elements() == 1:
+    """MIGraphX's qparam_broadcast_op: a single value is multibroadcast, a vector broadcast along
+    axis; an N-D parameter of the full rank (see _valid_dot_qparam) is multibroadcast."""
+    if q.shape.elements() == 1 or (q.shape.ndim == len(lens) and q.shape.ndim > 1):
         return m.insert_instruction(before, Op("multibroadcast", out_lens=list(lens)), [q])
     return m.insert_instruction(before, Op("broadcast", axis=axis, out_lens=list(lens)), [q])
 
@@ -129,9 +145,9 @@ class FindQuantizableOps(Rule):
             if not ok:
                 return "convolution quantization is per tensor for the input, per output channel for the weights"
         else:
-            out = ins.shape.lens
-            ok = (_valid_qparam(s1, out, len(out) - 2) and _valid_qparam(zps[0], out, len(out) - 2)
-                  and _valid_qparam(s2, out, len(out) - 1) and _valid_qparam(zps[1], out, len(out) - 1))
+            out, a_lens = ins.shape.lens, _replayed_lens(dq1, chains[0])
+            ok = (_valid_dot_qparam(s1, out, a_lens, 0) and _valid_dot_qparam(zps[0], out, a_lens, 0)
+                  and _valid_dot_qparam(s2, out, b_lens, 1) and _valid_dot_qparam(zps[1], out, b_lens, 1))
             if not ok:
                 return "dot quantization axes are the rows of the first input and the columns of the second"
         return _Plan(chains, zps, fp16)
