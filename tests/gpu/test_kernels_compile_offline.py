@@ -46,7 +46,7 @@ def _nvcc_all(sources: dict[str, tuple[str, dict[str, str]]], tmp_path: Path) ->
     failures = []
     for key, (source, headers) in sources.items():
         d = tmp_path / key
-        d.mkdir()
+        d.mkdir(parents=True)
         (d / "k.cu").write_text(source)
         for name, text in headers.items():
             (d / name).parent.mkdir(parents=True, exist_ok=True)
@@ -75,3 +75,27 @@ def test_transformer_kernels_compile_at_each_precision(precision, tmp_path):
 
     sources = _sources(models.load("transformer"), CompileOptions(precision=precision))
     _nvcc_all(sources, tmp_path)
+
+
+def _ort_quantized_programs():
+    """Issue 24's quantized exports: an ORT QDQ ResNet with uint8 activations (int8 direct and
+    im2col convolutions, int8 GEMMs, requantize pointwise kernels) and a QLinearMatMul whose
+    K = 1100 is past the exact float16 widening (the tiled int32 kernel)."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from qdq_models import image_batches, qlinear_matmul, quantize_qdq, resnet_like
+
+    from migx_explore.compiler.onnx import parse_onnx
+
+    pytest.importorskip("onnxruntime.quantization")
+    yield "resnet_qdq_uint8", parse_onnx(quantize_qdq(resnet_like(), image_batches(4)))
+    yield "qlinear_matmul_k1100", parse_onnx(qlinear_matmul((5, 1100), (1100, 6), per_channel=True, signed=False)[0])
+
+
+def test_int8_quantized_model_kernels_compile(tmp_path):
+    for name, program in _ort_quantized_programs():
+        sources = _sources(program)
+        text = "\n".join(src for src, _ in sources.values())
+        assert "signed char" in text, name  # the quantized data stays 8-bit on the device
+        _nvcc_all(sources, tmp_path / name)
