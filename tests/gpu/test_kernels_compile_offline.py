@@ -80,7 +80,7 @@ def test_transformer_kernels_compile_at_each_precision(precision, tmp_path):
 def _ort_quantized_programs():
     """Issue 24's quantized exports: an ORT QDQ ResNet with uint8 activations (int8 direct and
     im2col convolutions, int8 GEMMs, requantize pointwise kernels) and a QLinearMatMul whose
-    K = 1100 is past the exact float16 widening (the tiled int32 kernel)."""
+    K = 1101 is neither BLAS-aligned nor exact when widened to float16 (the tiled int32 kernel)."""
     import sys
 
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -90,7 +90,7 @@ def _ort_quantized_programs():
 
     pytest.importorskip("onnxruntime.quantization")
     yield "resnet_qdq_uint8", parse_onnx(quantize_qdq(resnet_like(), image_batches(4)))
-    yield "qlinear_matmul_k1100", parse_onnx(qlinear_matmul((5, 1100), (1100, 6), per_channel=True, signed=False)[0])
+    yield "qlinear_matmul_k1101", parse_onnx(qlinear_matmul((5, 1101), (1101, 6), per_channel=True, signed=False)[0])
 
 
 def test_int8_quantized_model_kernels_compile(tmp_path):
@@ -98,4 +98,6 @@ def test_int8_quantized_model_kernels_compile(tmp_path):
         sources = _sources(program)
         text = "\n".join(src for src, _ in sources.values())
         assert "signed char" in text, name  # the quantized data stays 8-bit on the device
+        if name == "qlinear_matmul_k1101":
+            assert any(k.startswith("gemm_tiled_int8") for k in sources), list(sources)
         _nvcc_all(sources, tmp_path / name)
