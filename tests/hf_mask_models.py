@@ -21,7 +21,7 @@ F32_MIN = float(np.finfo(np.float32).min)
 F, I64 = TensorProto.FLOAT, TensorProto.INT64
 
 
-class _G:
+class GraphBuilder:
     """A tiny graph builder: nodes, initializers and fresh names."""
 
     def __init__(self, seed: int):
@@ -49,33 +49,33 @@ class _G:
         return out
 
 
-def _layer_norm(g: _G, x: str, d: int) -> str:
+def _layer_norm(g: GraphBuilder, x: str, d: int) -> str:
     return g.op("LayerNormalization", x, g.const(np.ones(d, np.float32) + g.rng.standard_normal(d).astype(
         np.float32) * 0.1), g.const(g.rng.standard_normal(d).astype(np.float32) * 0.1), axis=-1, epsilon=1e-5)
 
 
-def _rms_norm(g: _G, x: str, d: int) -> str:
+def rms_norm(g: GraphBuilder, x: str, d: int) -> str:
     var = g.op("ReduceMean", g.op("Pow", x, g.const(np.float32(2.0))), axes=[-1], keepdims=1)
     norm = g.op("Div", x, g.op("Sqrt", g.op("Add", var, g.const(np.float32(1e-6)))))
     return g.op("Mul", norm, g.const((1 + g.rng.standard_normal(d) * 0.1).astype(np.float32)))
 
 
-def _gelu_erf(g: _G, x: str) -> str:
+def _gelu_erf(g: GraphBuilder, x: str) -> str:
     e = g.op("Erf", g.op("Div", x, g.const(np.float32(math.sqrt(2)))))
     return g.op("Mul", g.op("Mul", x, g.op("Add", e, g.const(np.float32(1)))), g.const(np.float32(0.5)))
 
 
-def _gelu_tanh(g: _G, x: str) -> str:
+def _gelu_tanh(g: GraphBuilder, x: str) -> str:
     cube = g.op("Mul", g.op("Pow", x, g.const(np.float32(3))), g.const(np.float32(0.044715)))
     t = g.op("Tanh", g.op("Mul", g.op("Add", x, cube), g.const(np.float32(math.sqrt(2 / math.pi)))))
     return g.op("Mul", g.op("Mul", x, g.const(np.float32(0.5))), g.op("Add", t, g.const(np.float32(1))))
 
 
-def _silu(g: _G, x: str) -> str:
+def _silu(g: GraphBuilder, x: str) -> str:
     return g.op("Mul", x, g.op("Sigmoid", x))
 
 
-def _attention(g: _G, x: str, mask: str, d: int, heads: int) -> str:
+def _attention(g: GraphBuilder, x: str, mask: str, d: int, heads: int) -> str:
     """HF eager attention: softmax(q k^T / sqrt(dh) + mask) v, heads split by Reshape/Transpose."""
     dh = d // heads
     shape4 = g.const(np.array([0, 0, heads, dh], np.int64))
@@ -92,20 +92,20 @@ def _attention(g: _G, x: str, mask: str, d: int, heads: int) -> str:
     return g.op("MatMul", ctx, g.weight(d, d))
 
 
-def _inputs_and_embed(g: _G, vocab: int, d: int, seq: int) -> tuple[str, str]:
+def _inputs_and_embed(g: GraphBuilder, vocab: int, d: int, seq: int) -> tuple[str, str]:
     emb = g.weight(vocab, d, scale=1.0)
     pos = g.const((g.rng.standard_normal((seq, d)) * 0.5).astype(np.float32), "pos")
     x = g.op("Add", g.op("Gather", emb, "input_ids", axis=0), pos)
     return x, emb
 
 
-def _padding_bool(g: _G) -> str:
+def _padding_bool(g: GraphBuilder) -> str:
     """[B, 1, 1, S] true where a key is padding."""
     m = g.op("Unsqueeze", "attention_mask", g.const(np.array([1, 2], np.int64)))
     return g.op("Equal", m, g.const(np.int64(0)))
 
 
-def _causal_bool(g: _G, seq: int) -> str:
+def _causal_bool(g: GraphBuilder, seq: int) -> str:
     """[S, S] true above the diagonal (key after query), from Range like the exporters build it."""
     r = g.op("Range", g.const(np.int64(0)), g.const(np.int64(seq)), g.const(np.int64(1)))
     rows = g.op("Unsqueeze", r, g.const(np.array([1], np.int64)))
@@ -113,7 +113,7 @@ def _causal_bool(g: _G, seq: int) -> str:
     return g.op("Greater", cols, rows)
 
 
-def _model(g: _G, out: str, batch: int, seq: int, vocab: int, name: str) -> onnx.ModelProto:
+def _model(g: GraphBuilder, out: str, batch: int, seq: int, vocab: int, name: str) -> onnx.ModelProto:
     graph = helper.make_graph(
         g.nodes, name,
         [helper.make_tensor_value_info("input_ids", I64, [batch, seq]),
@@ -127,7 +127,7 @@ def _model(g: _G, out: str, batch: int, seq: int, vocab: int, name: str) -> onnx
 
 def bert_like_masked(batch: int = 2, seq: int = 8, d: int = 32, heads: int = 2, layers: int = 2,
                      vocab: int = 40, seed: int = 0) -> onnx.ModelProto:
-    g = _G(seed)
+    g = GraphBuilder(seed)
     x, _ = _inputs_and_embed(g, vocab, d, seq)
     x = _layer_norm(g, x, d)
     # transformers' _prepare_4d_attention_mask: inverted = 1 - m; inverted.masked_fill(inverted.bool(), min)
@@ -144,7 +144,7 @@ def bert_like_masked(batch: int = 2, seq: int = 8, d: int = 32, heads: int = 2, 
 
 def gpt2_like_masked(batch: int = 2, seq: int = 8, d: int = 32, heads: int = 2, layers: int = 2,
                      vocab: int = 40, seed: int = 1) -> onnx.ModelProto:
-    g = _G(seed)
+    g = GraphBuilder(seed)
     x, emb = _inputs_and_embed(g, vocab, d, seq)
     blocked = g.op("Or", _causal_bool(g, seq), _padding_bool(g))  # [B, 1, S, S]
     mask = g.op("Where", blocked, g.const(np.float32(F32_MIN)), g.const(np.float32(0)))
@@ -159,17 +159,17 @@ def gpt2_like_masked(batch: int = 2, seq: int = 8, d: int = 32, heads: int = 2, 
 
 def llama_like_masked(batch: int = 2, seq: int = 8, d: int = 32, heads: int = 2, layers: int = 2,
                       vocab: int = 40, seed: int = 2) -> onnx.ModelProto:
-    g = _G(seed)
+    g = GraphBuilder(seed)
     x, _ = _inputs_and_embed(g, vocab, d, seq)
     allowed = g.op("Not", g.op("Or", _causal_bool(g, seq), _padding_bool(g)))
     mask = g.op("Where", allowed, g.const(np.float32(0)), g.const(np.float32(F32_MIN)))  # dynamo exporter
     mask = g.op("Expand", mask, g.const(np.array([batch, 1, seq, seq], np.int64)))
     for _ in range(layers):
-        x = g.op("Add", x, _attention(g, _rms_norm(g, x, d), mask, d, heads))
-        h = _rms_norm(g, x, d)
+        x = g.op("Add", x, _attention(g, rms_norm(g, x, d), mask, d, heads))
+        h = rms_norm(g, x, d)
         mlp = g.op("Mul", _silu(g, g.op("MatMul", h, g.weight(d, 3 * d))), g.op("MatMul", h, g.weight(d, 3 * d)))
         x = g.op("Add", x, g.op("MatMul", mlp, g.weight(3 * d, d)))
-    return _model(g, g.op("MatMul", _rms_norm(g, x, d), g.weight(d, vocab)), batch, seq, vocab,
+    return _model(g, g.op("MatMul", rms_norm(g, x, d), g.weight(d, vocab)), batch, seq, vocab,
                   "llama_like_masked")
 
 
