@@ -101,3 +101,19 @@ def test_int8_quantized_model_kernels_compile(tmp_path):
         if name == "qlinear_matmul_k1101":
             assert any(k.startswith("gemm_tiled_int8") for k in sources), list(sources)
         _nvcc_all(sources, tmp_path / name)
+
+
+@pytest.mark.parametrize("precision", ["fp16", "bf16"])
+def test_hf_masked_decoder_kernels_compile(precision, tmp_path):
+    """The float32-min mask at fp16 / bf16: convert kernels clamp with migx::sat_float."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from hf_mask_models import llama_like_masked
+
+    from migx_explore.compiler.onnx import parse_onnx
+    from migx_explore.gpu.pipelines import CompileOptions
+
+    sources = _sources(parse_onnx(llama_like_masked()), CompileOptions(precision=precision))
+    assert any("migx::sat_float" in src for src, _ in sources.values())
+    _nvcc_all(sources, tmp_path)
