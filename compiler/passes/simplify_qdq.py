@@ -11,7 +11,8 @@
      the rounding, so numerics move by up to one quantization step, as in MIGraphX -- and drops
      the clamp to [(qmin - z) s, (qmax - z) s], which is not a small change: ONNX Runtime's
      quantizer removes a ReLU before a uint8 quantizelinear whose zero point is 0 because that
-     clamp does its work. With keep_qdq_pairs (what the GPU pipelines set) a pair is removed only
+     clamp does its work. With keep_qdq_pairs (what the GPU pipelines set, except under the --int8 /
+     --fp8 stage, whose own calibration pairs are fake quantization) a pair is removed only
      where that is exact: x is itself dequantizelinear(y, s, z) of the same type and parameters,
      so round and clamp give y back. The kept pairs are lowered to pointwise ops by
      rewrite_quantization and fuse with their neighbours.
