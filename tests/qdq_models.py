@@ -67,11 +67,12 @@ def image_batches(n: int, seed: int = 1, hw: int = 16) -> list[np.ndarray]:
     return [rng.standard_normal((1, 3, hw, hw)).astype(np.float32) for _ in range(n)]
 
 
-def quantize_qdq(model: onnx.ModelProto, calibration: list[np.ndarray], *, activation: str = "uint8",
+def quantize_qdq(model: onnx.ModelProto, calibration: list, *, activation: str = "uint8",
                  per_channel: bool = True, fmt: str = "QDQ") -> onnx.ModelProto:
     """onnxruntime.quantization.quantize_static in QDQ format with MinMax calibration; activations
     uint8 (asymmetric, zero points) or int8 (ORT's default for int8 is symmetric: zero point 0
-    unless ActivationSymmetric is turned off, which we do to get zero points)."""
+    unless ActivationSymmetric is turned off, which we do to get zero points). `calibration`: image
+    arrays for the "input" of resnet_like, or whole feeds (dicts)."""
     import tempfile
     from pathlib import Path
 
@@ -85,7 +86,7 @@ def quantize_qdq(model: onnx.ModelProto, calibration: list[np.ndarray], *, activ
 
     class Reader(CalibrationDataReader):
         def __init__(self) -> None:
-            self._it = iter([{"input": x} for x in calibration])
+            self._it = iter([x if isinstance(x, dict) else {"input": x} for x in calibration])
 
         def get_next(self):
             return next(self._it, None)
@@ -101,10 +102,10 @@ def quantize_qdq(model: onnx.ModelProto, calibration: list[np.ndarray], *, activ
         return onnx.load(str(dst))
 
 
-def quantize_qoperator(model: onnx.ModelProto, calibration: list[np.ndarray], *,
+def quantize_qoperator(model: onnx.ModelProto, calibration: list, *,
                        activation: str = "uint8") -> onnx.ModelProto:
-    """The same quantizer in QOperator format: QLinearConv, com.microsoft QLinearAdd /
-    QLinearGlobalAveragePool / QGemm, per-channel int8 weights."""
+    """The same quantizer in QOperator format: QLinearConv, QLinearMatMul, com.microsoft QLinearAdd /
+    QLinearGlobalAveragePool / QGemm / QLinearSoftmax, per-channel int8 weights."""
     return quantize_qdq(model, calibration, activation=activation, per_channel=True, fmt="QOperator")
 
 
@@ -156,3 +157,24 @@ def qlinear_conv(*, per_channel: bool, signed: bool, bias: bool = True, group: i
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
     m.ir_version = 8
     return m, {"x": rng.integers(lo, hi, (1, cin, hw, hw)).astype(npt)}
+
+
+def qlinear_where(seed: int = 0) -> tuple[onnx.ModelProto, dict[str, np.ndarray]]:
+    """One com.microsoft.QLinearWhere on uint8 operands with different scales and zero points."""
+    rng = np.random.default_rng(seed)
+    u8 = TensorProto.UINT8
+    inits = [_init("xs", np.array(0.02, np.float32)), _init("xz", np.array(100, np.uint8)),
+             _init("ys", np.array(0.05, np.float32)), _init("yz", np.array(30, np.uint8)),
+             _init("zs", np.array(0.04, np.float32)), _init("zz", np.array(90, np.uint8))]
+    node = helper.make_node("QLinearWhere", ["c", "x", "xs", "xz", "y", "ys", "yz", "zs", "zz"], ["q"],
+                            domain="com.microsoft")
+    g = helper.make_graph([node], "qlinear_where",
+                          [helper.make_tensor_value_info("c", TensorProto.BOOL, [3, 5]),
+                           helper.make_tensor_value_info("x", u8, [3, 5]),
+                           helper.make_tensor_value_info("y", u8, [3, 5])],
+                          [helper.make_tensor_value_info("q", u8, [3, 5])], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("com.microsoft", 1)])
+    m.ir_version = 8
+    feeds = {"c": rng.random((3, 5)) < 0.5, "x": rng.integers(0, 256, (3, 5)).astype(np.uint8),
+             "y": rng.integers(0, 256, (3, 5)).astype(np.uint8)}
+    return m, feeds

@@ -120,6 +120,31 @@ def parse_qlinear_unary(ctx: NodeContext, args: Args) -> Result:
     return _qlinear(ctx, [(x, xs, xz, {})], op, ys, yz, attrs)
 
 
+@register("QLinearSoftmax", msft=True)
+def parse_qlinear_softmax(ctx: NodeContext, args: Args) -> Result:
+    """com.microsoft.QLinearSoftmax (ONNX Runtime's QOperator softmax): dequantize, Softmax over
+    `axis`, quantize. Its `opset` attribute is the softmax semantics; before 13 a softmax flattens
+    at `axis`, the same as opset 13's only where axis is the last one."""
+    x, xs, xz, ys, yz = (list(args) + [None] * 5)[:5]
+    axis = int(ctx.attr("axis", -1))
+    if int(ctx.attr("opset", 13)) < 13 and axis % x.shape.ndim != x.shape.ndim - 1:
+        raise ctx.bad_attr("axis", f"softmax before opset 13 flattens at axis {axis}; only the last axis is "
+                                   "supported")
+    return _qlinear(ctx, [(x, xs, xz, {})], "Softmax", ys, yz, {"axis": axis})
+
+
+@register("QLinearWhere", msft=True)
+def parse_qlinear_where(ctx: NodeContext, args: Args) -> Result:
+    """com.microsoft.QLinearWhere: where(condition, dequantized X, dequantized Y), quantized."""
+    cond, x, xs, xz, y, ys_in, yz_in, zs, zz = (list(args) + [None] * 9)[:9]
+    bind = {"c": cond, "x": x, "xs": xs, "xz": xz, "y": y, "ys": ys_in, "yz": yz_in, "zs": zs, "zz": zz}
+    nodes = [_dq("fx", "x", "xs", "xz" if xz is not None else None),
+             _dq("fy", "y", "ys", "yz" if yz_in is not None else None),
+             helper.make_node("Where", ["c", "fx", "fy"], ["w"]),
+             helper.make_node("QuantizeLinear", ["w", "zs"] + (["zz"] if zz is not None else []), ["q"])]
+    return import_expansion(ctx, {k: v for k, v in bind.items() if v is not None}, nodes, ["q"])[0]
+
+
 @register("QLinearConcat", msft=True)
 def parse_qlinear_concat(ctx: NodeContext, args: Args) -> Result:
     ys, yz = args[0], args[1]

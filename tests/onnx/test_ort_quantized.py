@@ -20,11 +20,13 @@ from migx_explore.compiler.ref import with_buffer_params
 from migx_explore.compiler.verify import rms_range
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from hf_mask_models import MODELS, masked_feed  # noqa: E402
 from pipeline_check import check_pipelines  # noqa: E402
 from qdq_models import (  # noqa: E402
     image_batches,
     qlinear_conv,
     qlinear_matmul,
+    qlinear_where,
     quantize_qdq,
     quantize_qoperator,
     resnet_like,
@@ -123,3 +125,31 @@ def test_qlinear_conv_matches_ort_and_becomes_quant_convolution(signed, per_chan
     final = _ours(trace.final.to_program(), feeds)[0]
     _within_one_step(final, want)
     assert _int8_kernels(trace)
+
+
+@pytest.mark.parametrize("name, fmt", [("bert", "QOperator"), ("gpt2", "QOperator"), ("llama", "QOperator"),
+                                       ("llama", "QDQ")])
+def test_ort_quantized_transformer_matches_ort(name, fmt):
+    """QLinearMatMul / QLinearSoftmax / QLinearAdd (QOperator) or Q/DQ around every MatMul, with the
+    float32-min mask: every MatMul becomes quant_dot and the result equals ORT's (graph
+    optimizations off: ORT's own fusions move its decoder outputs by ~2e-2 on the QDQ form)."""
+    build, left = MODELS[name]
+    cal = [masked_feed(left=left, seed=s) for s in range(4)]
+    model = quantize_qdq(build(), cal, fmt=fmt)
+    feed = masked_feed(left=left, seed=9)
+    so = ort.SessionOptions()
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    want = ort.InferenceSession(model.SerializeToString(), so, providers=["CPUExecutionProvider"]).run(None, feed)[0]
+    prog = parse_onnx(model)
+    feeds = {param_name(k): v for k, v in feed.items()}
+    np.testing.assert_allclose(_ours(prog, feed)[0], want, rtol=0, atol=1e-5)
+    trace = check_pipelines(prog, feeds, backend=True)
+    final = _ours(trace.final.to_program(), feed)[0]
+    assert rms_range(final, want) < 1e-3
+    assert sum(_int8_kernels(trace).values()) >= 6, _int8_kernels(trace)
+
+
+def test_qlinear_where_matches_ort():
+    model, feeds = qlinear_where()
+    want = _ort(model, feeds)[0]
+    _within_one_step(_ours(parse_onnx(model), feeds)[0], want)
