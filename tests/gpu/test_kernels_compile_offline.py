@@ -77,6 +77,16 @@ def test_transformer_kernels_compile_at_each_precision(precision, tmp_path):
     _nvcc_all(sources, tmp_path)
 
 
+@pytest.fixture
+def fresh_kernel_cache(tmp_path, monkeypatch):
+    """An empty kernel cache, so every kernel of the program is compiled (and recorded) here even
+    when an earlier test of the session built the same ones."""
+    from migx_explore.gpu import kernel_cache
+
+    monkeypatch.setenv("MIGX_EXPLORE_CACHE_DIR", str(tmp_path / "kernel-cache"))
+    kernel_cache.clear_memory_cache()
+
+
 def _ort_quantized_programs():
     """Issue 24's quantized exports: an ORT QDQ ResNet with uint8 activations (int8 direct and
     im2col convolutions, int8 GEMMs, requantize pointwise kernels) and a QLinearMatMul whose
@@ -93,7 +103,7 @@ def _ort_quantized_programs():
     yield "qlinear_matmul_k1101", parse_onnx(qlinear_matmul((5, 1101), (1101, 6), per_channel=True, signed=False)[0])
 
 
-def test_int8_quantized_model_kernels_compile(tmp_path):
+def test_int8_quantized_model_kernels_compile(tmp_path, fresh_kernel_cache):
     for name, program in _ort_quantized_programs():
         sources = _sources(program)
         text = "\n".join(src for src, _ in sources.values())
@@ -104,7 +114,7 @@ def test_int8_quantized_model_kernels_compile(tmp_path):
 
 
 @pytest.mark.parametrize("precision", ["fp16", "bf16"])
-def test_hf_masked_decoder_kernels_compile(precision, tmp_path):
+def test_hf_masked_decoder_kernels_compile(precision, tmp_path, fresh_kernel_cache):
     """The float32-min mask at fp16 / bf16: convert kernels clamp with migx::sat_float."""
     import sys
 
