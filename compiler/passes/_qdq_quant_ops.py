@@ -28,6 +28,7 @@ Two extensions:
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -102,6 +103,70 @@ def _broadcast_to(m: Module, before: Instruction, q: Instruction, lens, axis: in
     return m.insert_instruction(before, Op("broadcast", axis=axis, out_lens=list(lens)), [q])
 
 
+def _varying_axes(param: Instruction) -> set[int]:
+    """The axes of a dequantizelinear's (broadcast) scale or zero point along which it may vary,
+    read from what places it: broadcast[axis] or multibroadcast of a smaller constant, else every
+    axis with a real stride."""
+    lens = param.shape.lens
+    if param.name in ("broadcast", "multibroadcast") and len(param.inputs) == 1:
+        src = param.inputs[0].shape.lens
+        off = param.op["axis"] if param.name == "broadcast" else len(lens) - len(src)
+        return {off + i for i, n in enumerate(src) if n != 1}
+    return {i for i, (n, st) in enumerate(zip(lens, param.shape.strides)) if n != 1 and st != 0}
+
+
+def _reshaped_axis(axis: int, src, dst) -> int | None:
+    """Where a reshape from src to dst lens puts axis `axis`, when it keeps it whole."""
+    before = math.prod(src[:axis])
+    for j, n in enumerate(dst):
+        if n == src[axis] and math.prod(dst[:j]) == before:
+            return j
+    return None
+
+
+def _mapped_axes(axes: set[int], chain: list[Instruction]) -> set[int] | None:
+    """The axes of a dequantized value after the shape ops between it and the quantizable op
+    (`chain`, op side first); None where a reshape splits or merges one of them."""
+    for c in reversed(chain):
+        if c.name == "transpose":
+            perm = list(c.op["permutation"])
+            axes = {perm.index(a) for a in axes}
+        elif c.name in ("broadcast", "multibroadcast"):
+            off = c.op["axis"] if c.name == "broadcast" else c.shape.ndim - c.inputs[0].shape.ndim
+            axes = {a + off for a in axes}
+        elif c.name in ("reshape", "reshape_lazy"):
+            moved = {_reshaped_axis(a, c.inputs[0].shape.lens, c.shape.lens) for a in axes}
+            if None in moved:
+                return None
+            axes = moved
+    return axes
+
+
+def _axis_refusal(dq: Instruction, chain: list[Instruction], target: int, batch: set[int], what: str) -> str | None:
+    """Why dq's per-axis scale / zero point does not vary along the `target` axis only of the
+    operand the quantizable op reads (a per-column scale of a MatMul weight quantized along its
+    rows, say: its length may equal the column count by chance). The N-D per-matrix form (a
+    constant of full rank) may vary along the `batch` axes too."""
+    for param in dq.inputs[1:]:
+        if param.shape.elements() == 1 or (param.can_eval() and _uniform(param)):
+            continue
+        raw = param
+        while raw.name in ("broadcast", "multibroadcast") and len(raw.inputs) == 1:
+            raw = raw.inputs[0]
+        allowed = {target} | (batch if raw.shape.ndim > 1 else set())
+        axes = _mapped_axes(_varying_axes(param), chain)
+        if axes is None:
+            return f"a reshape between dequantizelinear and the op splits the {what} quantization axis"
+        if not axes <= allowed:
+            return f"the {what} is quantized along axis {sorted(axes)}, not {sorted(allowed)}"
+    return None
+
+
+def _uniform(param: Instruction) -> bool:
+    v = np.asarray(param.eval())
+    return v.size == 0 or bool(np.all(v == v.reshape(-1)[0]))
+
+
 @dataclass(frozen=True)
 class _Plan:
     chains: tuple[list[Instruction], list[Instruction]]
@@ -139,13 +204,23 @@ class FindQuantizableOps(Rule):
                 return z
         s1, s2 = r["scale1"], r["scale2"]
         b_lens = _replayed_lens(dq2, chains[1])
+        a_lens = _replayed_lens(dq1, chains[0])
+        if ins.name == "convolution":
+            why = _axis_refusal(dq2, chains[1], 0, set(), "weight")
+        else:
+            n = len(ins.shape.lens)
+            batch = set(range(n - 2))
+            why = (_axis_refusal(dq1, chains[0], n - 2, batch, "first input")
+                   or _axis_refusal(dq2, chains[1], n - 1, batch, "second input"))
+        if why:
+            return why
         if ins.name == "convolution":
             ok = (s1.shape.elements() == 1 and (zps[0] is None or zps[0].shape.elements() == 1)
                   and _valid_qparam(s2, b_lens, 0) and _valid_qparam(zps[1], b_lens, 0))
             if not ok:
                 return "convolution quantization is per tensor for the input, per output channel for the weights"
         else:
-            out, a_lens = ins.shape.lens, _replayed_lens(dq1, chains[0])
+            out = ins.shape.lens
             ok = (_valid_dot_qparam(s1, out, a_lens, 0) and _valid_dot_qparam(zps[0], out, a_lens, 0)
                   and _valid_dot_qparam(s2, out, b_lens, 1) and _valid_dot_qparam(zps[1], out, b_lens, 1))
             if not ok:

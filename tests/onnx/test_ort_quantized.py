@@ -153,3 +153,36 @@ def test_qlinear_where_matches_ort():
     model, feeds = qlinear_where()
     want = _ort(model, feeds)[0]
     _within_one_step(_ours(parse_onnx(model), feeds)[0], want)
+
+
+@pytest.mark.parametrize("axis, transpose, quantized", [(1, False, True), (0, True, True), (0, False, False),
+                                                        (1, True, False)])
+def test_weight_quantized_along_the_reduction_axis_is_not_taken_for_per_column(axis, transpose, quantized):
+    """A square MatMul weight dequantized per row (axis 0) has as many scales as columns: only its
+    quantization axis, followed through the transpose, says whether quant_dot's per-column rescale
+    applies. Along the reduction axis it does not, and the dot stays float."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(0)
+    nodes = [helper.make_node("QuantizeLinear", ["x", "xs", "xz"], ["xq"]),
+             helper.make_node("DequantizeLinear", ["xq", "xs", "xz"], ["xf"]),
+             helper.make_node("DequantizeLinear", ["w", "ws"], ["wf"], axis=axis)]
+    if transpose:
+        nodes.append(helper.make_node("Transpose", ["wf"], ["wt"], perm=[1, 0]))
+    nodes.append(helper.make_node("MatMul", ["xf", "wt" if transpose else "wf"], ["y"]))
+    inits = [numpy_helper.from_array(rng.integers(-127, 128, (8, 8)).astype(np.int8), "w"),
+             numpy_helper.from_array(rng.uniform(0.01, 0.1, 8).astype(np.float32), "ws"),
+             numpy_helper.from_array(np.array(0.05, np.float32), "xs"),
+             numpy_helper.from_array(np.array(7, np.uint8), "xz")]
+    g = helper.make_graph(nodes, "t", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 8])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, 8])], inits)
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    feeds = {"x": rng.uniform(-1, 5, (4, 8)).astype(np.float32)}
+    so = ort.SessionOptions()
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    want = ort.InferenceSession(model.SerializeToString(), so, providers=["CPUExecutionProvider"]).run(None, feeds)[0]
+    trace = check_pipelines(parse_onnx(model), feeds)
+    prog = trace.final.to_program()
+    np.testing.assert_allclose(_ours(prog, feeds)[0], want, rtol=1e-5, atol=1e-4)
+    assert ("quant_dot" in {i.name for i in prog.main}) == quantized
