@@ -244,8 +244,8 @@ class FindQuantizableOps(Rule):
         # scales: conv input per tensor and weights per output channel (axis 1 of the result);
         # dot rows of the first input (axis M) and columns of the second (axis K)
         s_axes = (1, 1) if conv else (len(out) - 2, len(out) - 1)
-        s1 = _broadcast_to(module, ins, r["scale1"], out, s_axes[0])
-        s2 = _broadcast_to(module, ins, r["scale2"], out, s_axes[1])
+        s1 = _broadcast_to(module, ins, _wide_scale(module, ins, r["scale1"]), out, s_axes[0])
+        s2 = _broadcast_to(module, ins, _wide_scale(module, ins, r["scale2"]), out, s_axes[1])
         scale = module.insert_instruction(ins, Op("mul"), [s1, s2])
         acc = q.shape.type
         zero = module.add_literal(np.zeros((), dtypes.np_dtype(acc)), Shape.scalar(acc))
@@ -264,7 +264,18 @@ class FindQuantizableOps(Rule):
         out_ins = module.insert_instruction(ins, Op("dequantizelinear"), [q, scale, zp])
         if plan.fp16:
             out_ins = module.insert_instruction(ins, Op("convert", target_type="float16"), [out_ins])
+        elif out_ins.shape.type != ins.shape.type:  # rescaled in float32 (see _wide_scale)
+            out_ins = module.insert_instruction(ins, Op("convert", target_type=ins.shape.type), [out_ins])
         replace_value(module, ins, out_ins)
+
+
+def _wide_scale(m: Module, before: Instruction, scale: Instruction) -> Instruction:
+    """A half / bf16 scale as float32: the rescale of an int32 accumulator (up to ~2^20 for a
+    3x3x64 convolution) must not pass through half, whose range ends at 65504 (an fp16-quantized
+    QDQ model dequantizes in half). The result is converted back to the op's type."""
+    if scale.shape.type not in ("float16", "bfloat16"):
+        return scale
+    return m.insert_instruction(before, Op("convert", target_type="float32"), [scale])
 
 
 def _replayed_lens(dq: Instruction, chain: list[Instruction]) -> tuple[int, ...]:

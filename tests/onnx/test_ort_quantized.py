@@ -186,3 +186,21 @@ def test_weight_quantized_along_the_reduction_axis_is_not_taken_for_per_column(a
     prog = trace.final.to_program()
     np.testing.assert_allclose(_ours(prog, feeds)[0], want, rtol=1e-5, atol=1e-4)
     assert ("quant_dot" in {i.name for i in prog.main}) == quantized
+
+
+@pytest.mark.parametrize("precision", ["fp16", "bf16"])
+def test_ort_quantized_resnet_at_half_precision(float_resnet, precision):
+    """--fp16 / --bf16 on a QDQ model: the half scales would rescale int32 accumulators (well past
+    65504) in half; simplify_qdq rescales them in float32, and the convolutions stay int8."""
+    from migx_explore.compiler.passes import PassManager
+    from migx_explore.gpu.pipelines import CompileOptions, gpu_pipelines
+
+    model = quantize_qdq(float_resnet, image_batches(8))
+    feeds = {"input": np.random.default_rng(5).standard_normal((1, 3, 16, 16)).astype(np.float32)}
+    want = _ort(model, feeds)[0]
+    prog = parse_onnx(model)
+    trace = PassManager().run(prog, gpu_pipelines(CompileOptions(precision=precision), include_backend=True))
+    assert trace.error is None, trace.error
+    final = _ours(trace.final.to_program(), feeds)[0]
+    assert rms_range(final, want) < 2e-2 and final.argmax() == want.argmax()
+    assert sum(_int8_kernels(trace).values()) >= 6, _int8_kernels(trace)
