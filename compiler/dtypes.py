@@ -159,6 +159,21 @@ def float_max(name: str) -> float:
     return float(finfo(name).max)
 
 
+def narrows(src: str, dst: str) -> bool:
+    """dst's finite range is smaller than src's (float32 -> float16 / bfloat16, float16 -> fp8, ...)."""
+    return float_max(dst) < float_max(src)
+
+
+def clamp_finite(x: np.ndarray, name: str) -> np.ndarray:
+    """MIGraphX's convert to a narrower float: finite values beyond the target's range become its
+    largest finite value of that sign (the float32 minimum of an HF attention mask becomes -65504
+    in half, not -inf); infinities and NaN pass through."""
+    m = float_max(name)
+    x = np.asarray(x)
+    with np.errstate(invalid="ignore"):
+        return np.where(np.isfinite(x), np.clip(x, -m, m), x).astype(x.dtype, copy=False)
+
+
 def saturate_to(x: np.ndarray, name: str) -> np.ndarray:
     """Convert with ONNX's saturate=1 rule for float8 / float4 targets: out-of-range values and
     infinities become the largest finite value of the sign (NaN stays NaN)."""

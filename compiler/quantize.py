@@ -1,8 +1,8 @@
 """Precision as a stage: the `quantize` pipeline that runs before the GPU target's five pipelines
 (migraphx-driver's --fp16 / --bf16 / --int8 / --fp8, MIGraphX src/quantization.cpp).
 
-    fp16, bf16: normalize_ops, optimize_module{skip q/dq}, truncate_float{half|bf16},
-                optimize_module{skip q/dq}                               (quantize_fp16 / _bf16)
+    fp16, bf16: normalize_ops, optimize_module{skip q/dq}, truncate_float{half|bf16,
+                keep_out_of_range}, optimize_module{skip q/dq}           (quantize_fp16 / _bf16)
     int8:       rewrite_rnn, normalize_ops, optimize_module, capture_arguments{dot, convolution},
                 quantize_8bits{int8}, dead_code_elimination             (quantize_int8)
     fp8:        the same with every op but convert probed and fp8 e4m3fn (quantize_fp8)
@@ -40,7 +40,7 @@ def quantize_pipeline(precision: str, calibration: Sequence[Mapping[str, Any]] =
         low = "float16" if precision == "fp16" else "bfloat16"
         passes = [make_pass("normalize_ops"),
                   make_pass("optimize_module", propagate_constant_skip_ops=_QDQ),
-                  make_pass("truncate_float", float_type=low),
+                  make_pass("truncate_float", float_type=low, keep_out_of_range=True),
                   make_pass("optimize_module", propagate_constant_skip_ops=_QDQ)]
         doc = f"quantize_{precision}: compute every float op in {low}; converts at the program's edges"
     else:

@@ -106,7 +106,10 @@ def _required(o: CompileOptions) -> list[PassEntry]:
     return [
         _p("normalize_ops"), _p(DCE), _p("eliminate_identity"), _p(DCE),
         _off(_p("fp8_ocp_to_fnuz"), fp8_reason), _off(_p(DCE), fp8_reason),
-        _p("simplify_qdq"),
+        # a model's q -> dq pair is a clamp and a rounding (ONNX Runtime's quantizer folds ReLUs into
+        # it); the --int8 / --fp8 stage's own calibration pairs are fake quantization, whose leftovers
+        # (around ops that do not become quant ops) MIGraphX drops
+        _p("simplify_qdq", keep_qdq_pairs=o.precision not in ("int8", "fp8")),
         _p("rewrite_quantization"),  # enabled: `not mlir_enabled()` holds for us
         _p(DCE), _p("rewrite_rnn"), _p(DCE),
         _p("eliminate_data_type_for_gpu", disable_64bit=o.fast_math),

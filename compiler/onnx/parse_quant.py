@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
+import numpy as np
 from onnx import helper
 
 from .functions import import_expansion
@@ -41,8 +42,10 @@ def _qlinear(ctx: NodeContext, groups: list[tuple], op_type: str, ys, yz, attrs:
     for k, e in enumerate(extra or []):
         bind[f"e{k}"] = e
         fin.append(f"e{k}" if e is not None else "")
-    bind.update({"ys": ys, "yz": yz})
     nodes.append(helper.make_node(op_type, fin, ["y"], **attrs))
+    if ys is None:  # QGemm without y_scale: a float output
+        return import_expansion(ctx, bind, nodes, ["y"])[0]
+    bind.update({"ys": ys, "yz": yz})
     nodes.append(helper.make_node("QuantizeLinear", ["y", "ys"] + (["yz"] if yz is not None else []), ["q"]))
     return import_expansion(ctx, bind, nodes, ["q"])[0]
 
@@ -65,8 +68,37 @@ def parse_qlinear_conv(ctx: NodeContext, args: Args) -> Result:
 
 @register("QLinearMatMul")
 def parse_qlinear_matmul(ctx: NodeContext, args: Args) -> Result:
+    """B's parameters per tensor, per column (1-D, length N), or ONNX Runtime's N-D form for a
+    batched B, [..., 1, N]: one row of column parameters per batch matrix. The N-D form is not a
+    DequantizeLinear axis; it is dequantized here with the parameters broadcast to B."""
     a, a_s, az, b, bs, bz, ys, yz = args[:8]
-    return _qlinear(ctx, [(a, a_s, az, {}), (b, bs, bz, _per_axis(ctx, bs, b.shape.ndim - 1))], "MatMul", ys, yz, {})
+    if bs.shape.ndim < 2 or bs.shape.elements() == 1:
+        return _qlinear(ctx, [(a, a_s, az, {}), (b, bs, bz, _per_axis(ctx, bs, b.shape.ndim - 1))], "MatMul", ys,
+                        yz, {})
+    if bs.shape.ndim != b.shape.ndim or bs.shape.lens[-2] != 1:
+        raise ctx.error(f"b_scale {list(bs.shape.lens)} must be a scalar, 1-D of B's columns, or [..., 1, N] "
+                        f"for B {list(b.shape.lens)}")
+    params = [ctx.broadcast_to(p, b.shape.lens) for p in ([bs, bz] if bz is not None else [bs])]
+    fb = ctx.add("dequantizelinear", [b, *params])
+    return _qlinear(ctx, [(a, a_s, az, {})], "MatMul", ys, yz, {}, [fb])
+
+
+@register("QGemm", msft=True)
+def parse_qgemm(ctx: NodeContext, args: Args) -> Result:
+    """com.microsoft.QGemm: alpha * A' B' + C with C an int32 bias in units of alpha * a_scale *
+    b_scale (zero point 0); quantized with (y_scale, y_zero_point) when y_scale is given, else a
+    float32 output. B's scale is per tensor or per output column (axis 0 of B when transB)."""
+    a, a_s, az, b, bs, bz = args[:6]
+    bias, ys, yz = _opt(args, 6), _opt(args, 7), _opt(args, 8)
+    alpha, trans_b = float(ctx.attr("alpha", 1.0)), int(ctx.attr("transB", 0))
+    extra = []
+    if bias is not None:
+        scale = ctx.add_common("mul", a_s, bs) if bs.shape.elements() > 1 else ctx.add("mul", [a_s, bs])
+        scale = ctx.add_common("mul", scale, ctx.literal(np.array(alpha, np.float32)))
+        extra = [ctx.add_common("mul", ctx.convert(bias, "float32"), scale)]
+    attrs = {"alpha": alpha, "transA": int(ctx.attr("transA", 0)), "transB": trans_b}
+    return _qlinear(ctx, [(a, a_s, az, {}), (b, bs, bz, _per_axis(ctx, bs, 0 if trans_b else 1))], "Gemm", ys,
+                    yz, attrs, extra)
 
 
 @register("QLinearAdd", "QLinearMul", msft=True)
@@ -86,6 +118,31 @@ def parse_qlinear_unary(ctx: NodeContext, args: Args) -> Result:
     if ctx.attr("channels_last", 0):
         raise ctx.bad_attr("channels_last", "NHWC quantized pooling is not supported")
     return _qlinear(ctx, [(x, xs, xz, {})], op, ys, yz, attrs)
+
+
+@register("QLinearSoftmax", msft=True)
+def parse_qlinear_softmax(ctx: NodeContext, args: Args) -> Result:
+    """com.microsoft.QLinearSoftmax (ONNX Runtime's QOperator softmax): dequantize, Softmax over
+    `axis`, quantize. Its `opset` attribute is the softmax semantics; before 13 a softmax flattens
+    at `axis`, the same as opset 13's only where axis is the last one."""
+    x, xs, xz, ys, yz = (list(args) + [None] * 5)[:5]
+    axis = int(ctx.attr("axis", -1))
+    if int(ctx.attr("opset", 13)) < 13 and axis % x.shape.ndim != x.shape.ndim - 1:
+        raise ctx.bad_attr("axis", f"softmax before opset 13 flattens at axis {axis}; only the last axis is "
+                                   "supported")
+    return _qlinear(ctx, [(x, xs, xz, {})], "Softmax", ys, yz, {"axis": axis})
+
+
+@register("QLinearWhere", msft=True)
+def parse_qlinear_where(ctx: NodeContext, args: Args) -> Result:
+    """com.microsoft.QLinearWhere: where(condition, dequantized X, dequantized Y), quantized."""
+    cond, x, xs, xz, y, ys_in, yz_in, zs, zz = (list(args) + [None] * 9)[:9]
+    bind = {"c": cond, "x": x, "xs": xs, "xz": xz, "y": y, "ys": ys_in, "yz": yz_in, "zs": zs, "zz": zz}
+    nodes = [_dq("fx", "x", "xs", "xz" if xz is not None else None),
+             _dq("fy", "y", "ys", "yz" if yz_in is not None else None),
+             helper.make_node("Where", ["c", "fx", "fy"], ["w"]),
+             helper.make_node("QuantizeLinear", ["w", "zs"] + (["zz"] if zz is not None else []), ["q"])]
+    return import_expansion(ctx, {k: v for k, v in bind.items() if v is not None}, nodes, ["q"])[0]
 
 
 @register("QLinearConcat", msft=True)

@@ -123,9 +123,12 @@ elementwise("elu", lambda op, x: np.where(x >= 0, x, (np.asarray(op["alpha"], np
     x.astype(np.float64))).astype(x.dtype)), 1, attrs=[A("alpha", "float", 1.0, show=True)])
 elementwise("convert", lambda op, x: _convert(x, op["target_type"], op["saturate"]), 1,
             attrs=[A("target_type", "type", "float32", show=True),
-                   A("saturate", "bool", True, doc="float8/float4 targets: clamp out-of-range values to the largest "
-                                                   "finite value (ONNX Cast saturate=1) instead of giving inf/NaN")],
-            out_type=_convert_type, doc="Element type conversion (float to int truncates; to bool tests != 0).")
+                   A("saturate", "bool", True, doc="float narrowing: clamp out-of-range finite values to the "
+                                                   "target's largest finite value (MIGraphX's convert; ONNX Cast "
+                                                   "saturate=1 for float8/float4, which clamps infinities too) "
+                                                   "instead of giving inf/NaN")],
+            out_type=_convert_type, doc="Element type conversion (float to int truncates; to bool tests != 0; a "
+                                        "narrower float clamps finite values to its range).")
 
 
 def _convert(x: np.ndarray, t: str, saturate: bool = True) -> np.ndarray:
@@ -141,6 +144,8 @@ def _convert(x: np.ndarray, t: str, saturate: bool = True) -> np.ndarray:
         x = np.clip(np.nan_to_num(np.trunc(x.astype(np.float64))), lo, hi)
     elif target.name in dtypes.LOW_PRECISION and target.is_float and saturate:
         return dtypes.saturate_to(x, t)
+    elif saturate and src.is_float and target.is_float and dtypes.narrows(src.name, target.name):
+        x = dtypes.clamp_finite(x, t)
     if src.name in dtypes.LOW_PRECISION and target.name in dtypes.LOW_PRECISION:
         x = x.astype(np.float32)  # ml_dtypes converts between its own types through float32
     return x.astype(target.np_dtype)

@@ -8,7 +8,14 @@
   2. remove_qdq_pairs: dequantizelinear(quantizelinear(x, s, z), s', z') with the same scale and
      zero point values (through broadcasts / slices / reshapes) is fake quantization: x is used
      directly. Pairs with different parameters stay (they change values). Removing a pair drops
-     the rounding, so numerics move by up to one quantization step, as in MIGraphX.
+     the rounding, so numerics move by up to one quantization step, as in MIGraphX -- and drops
+     the clamp to [(qmin - z) s, (qmax - z) s], which is not a small change: ONNX Runtime's
+     quantizer removes a ReLU before a uint8 quantizelinear whose zero point is 0 because that
+     clamp does its work. With keep_qdq_pairs (what the GPU pipelines set, except under the --int8 /
+     --fp8 stage, whose own calibration pairs are fake quantization) a pair is removed only
+     where that is exact: x is itself dequantizelinear(y, s, z) of the same type and parameters,
+     so round and clamp give y back. The kept pairs are lowered to pointwise ops by
+     rewrite_quantization and fuse with their neighbours.
   3. match_qlinear_reused: when x feeds both a quantizelinear and one pointwise op after it, the
      pointwise op reads the dequantized value instead, so the pair can fuse later.
   4. match_concat_qlinear: quantizelinear(concat(..)) with a pointwise concat input quantizes
@@ -72,7 +79,16 @@ def _same_scale_zero(dq: Instruction, q: Instruction) -> bool:
     return len(dq.inputs) == 2 or _same_value(dq.inputs[2], q.inputs[2])
 
 
-def remove_qdq_pairs(module: Module) -> bool:
+def _exact_pair(q: Instruction) -> bool:
+    """q = quantizelinear(dequantizelinear(y, s, z), s, z) with y of q's type: q gives y back."""
+    x = q.inputs[0]
+    return (x.name == "dequantizelinear" and x.inputs[0].shape.type == q.shape.type
+            and _same_scale_zero(x, q))
+
+
+def remove_qdq_pairs(module: Module, *, exact_only: bool = False) -> bool:
+    """MIGraphX's remove_qdq_pairs; exact_only keeps every pair whose rounding or clamp can change
+    a value (see the module docstring)."""
     changed = False
     for dq in list(module):
         if dq.name != "dequantizelinear" or not dq.alive:
@@ -82,6 +98,8 @@ def remove_qdq_pairs(module: Module) -> bool:
             chain.append(q)
             q = q.inputs[0]
         if q.name != "quantizelinear" or not _same_scale_zero(dq, q):
+            continue
+        if exact_only and not _exact_pair(q):
             continue
         x = q.inputs[0]
         if x.shape.type != dq.shape.type:
@@ -181,6 +199,9 @@ class SimplifyQdq(Pass):
         "quantizelinear, zero-point removal; no MX (fp4) or int4 pack/unpack")
     remove_qdq_only: bool = False
     use_mx_quant: bool = False
+    # ours: keep q -> dq pairs whose clamp or rounding can change a value (MIGraphX drops them;
+    # the GPU pipelines turn this on, MIGraphX's own tests run with the default)
+    keep_qdq_pairs: bool = False
 
     def apply_module(self, module: Module, ctx) -> bool:
         dce = DeadCodeElimination()
@@ -191,10 +212,11 @@ class SimplifyQdq(Pass):
             return changed_now
 
         changed = remove_zero_scales(module)
+        exact = self.keep_qdq_pairs
         if self.remove_qdq_only:
-            return step(remove_qdq_pairs(module)) or changed
+            return step(remove_qdq_pairs(module, exact_only=exact)) or changed
         changed = step(find_matches(module, FindQuantizableOps()) > 0) or changed
-        changed = step(remove_qdq_pairs(module)) or changed
+        changed = step(remove_qdq_pairs(module, exact_only=exact)) or changed
         changed = step(qlinear_reused(module)) or changed
         changed = step(concat_qlinear(module)) or changed
         return remove_zero_point(module) or changed

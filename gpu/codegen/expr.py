@@ -63,6 +63,13 @@ def _convert(op, a, ts, out):
     if is_float(src) and not is_float(dst):
         info = np.iinfo(dtypes.np_dtype(dst))
         return f"migx::sat_int<{ct}>((double){a[0]}, {float(info.min)!r}, {float(info.max)!r})"
+    if is_float(src) and is_float(dst) and op["saturate"] and dtypes.narrows(src, dst):
+        # clamp in the source's compute type, before a cast that would overflow to inf
+        m = dtypes.float_max(dst)
+        st = compute_type(src)
+        lim = f"{m!r}f" if st == "float" else repr(m)
+        inf_too = "true" if dst in dtypes.LOW_PRECISION else "false"  # fp8: ONNX saturate clamps inf too
+        return f"(({ct})migx::sat_float<{st}>({a[0]}, {lim}, {inf_too}))"
     return f"(({ct}){a[0]})"
 
 

@@ -134,6 +134,15 @@ template <class I> MIGX_DEVICE I sat_int(double x, double lo, double hi) {
     return (I)(x < lo ? lo : (x > hi ? hi : x));
 }
 
+// float -> narrower float as MIGraphX's convert does it: finite values beyond the target's range
+// become its largest finite value of that sign (an HF mask's -3.4e38 becomes -65504 in half, not
+// -inf); infinities too where `inf_too` (ONNX's saturating fp8 cast); NaN passes through.
+template <class T> MIGX_DEVICE T sat_float(T x, T m, bool inf_too) {
+    if (x > m) return (inf_too || !isinf_(x)) ? m : x;
+    if (x < -m) return (inf_too || !isinf_(x)) ? -m : x;
+    return x;
+}
+
 // ---- reductions --------------------------------------------------------------------------------
 struct op_sum { template <class T> MIGX_DEVICE T operator()(T a, T b) const { return a + b; } };
 struct op_prod { template <class T> MIGX_DEVICE T operator()(T a, T b) const { return a * b; } };

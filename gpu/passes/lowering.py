@@ -268,6 +268,15 @@ def gemm(m: Module, before: Instruction, a: Instruction, b: Instruction, out: Sh
 WIDEN_8BIT = os.environ.get("MIGX_WIDEN_8BIT", "1") != "0"
 
 
+def widening_is_exact(a: Instruction, b: Instruction) -> bool:
+    """An int8 product keeps int32 semantics in a float32 accumulator while every partial sum
+    stays below 2^24: K * 128 * 128 <= 2^24, K <= 1024. Longer int8 reductions take the tiled
+    int32 kernel. fp8 products accumulate in float32 either way."""
+    if "int8" not in (a.shape.type, b.shape.type):
+        return True
+    return a.shape.lens[-1] * 128 * 128 <= 2 ** 24
+
+
 def widened(m: Module, before: Instruction, x: Instruction) -> Instruction:
     """An int8 / fp8 value as float16 (exact): a literal folded now, else one convert kernel.
     Values already in a float type are returned as they are."""
@@ -334,7 +343,7 @@ def quant_dot(m: Module, before: Instruction, a: Instruction, b: Instruction, ou
         a2 = a if a_row else make_standard(m, before, a)
         b2 = b if b_kc else _transposed_copy(m, before, b)
         return gemm(m, before, a2, b2, out)
-    if WIDEN_8BIT:
+    if WIDEN_8BIT and widening_is_exact(a, b):
         return widened_gemm(m, before, widened(m, before, a), widened(m, before, b), out)
     prod = list(a.shape.lens[:-2]) + [a.shape.lens[-2], b.shape.lens[-1]]
     if list(out.lens) == prod:

@@ -46,7 +46,7 @@ def _nvcc_all(sources: dict[str, tuple[str, dict[str, str]]], tmp_path: Path) ->
     failures = []
     for key, (source, headers) in sources.items():
         d = tmp_path / key
-        d.mkdir()
+        d.mkdir(parents=True)
         (d / "k.cu").write_text(source)
         for name, text in headers.items():
             (d / name).parent.mkdir(parents=True, exist_ok=True)
@@ -74,4 +74,56 @@ def test_transformer_kernels_compile_at_each_precision(precision, tmp_path):
     from migx_explore.gpu.pipelines import CompileOptions
 
     sources = _sources(models.load("transformer"), CompileOptions(precision=precision))
+    _nvcc_all(sources, tmp_path)
+
+
+@pytest.fixture
+def fresh_kernel_cache(tmp_path, monkeypatch):
+    """An empty kernel cache, so every kernel of the program is compiled (and recorded) here even
+    when an earlier test of the session built the same ones."""
+    from migx_explore.gpu import kernel_cache
+
+    monkeypatch.setenv("MIGX_EXPLORE_CACHE_DIR", str(tmp_path / "kernel-cache"))
+    kernel_cache.clear_memory_cache()
+
+
+def _ort_quantized_programs():
+    """Issue 24's quantized exports: an ORT QDQ ResNet with uint8 activations (int8 direct and
+    im2col convolutions, int8 GEMMs, requantize pointwise kernels) and a QLinearMatMul whose
+    K = 1101 is neither BLAS-aligned nor exact when widened to float16 (the tiled int32 kernel)."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from qdq_models import image_batches, qlinear_matmul, quantize_qdq, resnet_like
+
+    from migx_explore.compiler.onnx import parse_onnx
+
+    pytest.importorskip("onnxruntime.quantization")
+    yield "resnet_qdq_uint8", parse_onnx(quantize_qdq(resnet_like(), image_batches(4)))
+    yield "qlinear_matmul_k1101", parse_onnx(qlinear_matmul((5, 1101), (1101, 6), per_channel=True, signed=False)[0])
+
+
+def test_int8_quantized_model_kernels_compile(tmp_path, fresh_kernel_cache):
+    for name, program in _ort_quantized_programs():
+        sources = _sources(program)
+        text = "\n".join(src for src, _ in sources.values())
+        assert "signed char" in text, name  # the quantized data stays 8-bit on the device
+        if name == "qlinear_matmul_k1101":
+            assert any(k.startswith("gemm_tiled_int8") for k in sources), list(sources)
+        _nvcc_all(sources, tmp_path / name)
+
+
+@pytest.mark.parametrize("precision", ["fp16", "bf16"])
+def test_hf_masked_decoder_kernels_compile(precision, tmp_path, fresh_kernel_cache):
+    """The float32-min mask at fp16 / bf16: convert kernels clamp with migx::sat_float."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from hf_mask_models import llama_like_masked
+
+    from migx_explore.compiler.onnx import parse_onnx
+    from migx_explore.gpu.pipelines import CompileOptions
+
+    sources = _sources(parse_onnx(llama_like_masked()), CompileOptions(precision=precision))
+    assert any("migx::sat_float" in src for src, _ in sources.values())
     _nvcc_all(sources, tmp_path)

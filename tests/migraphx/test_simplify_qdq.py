@@ -633,6 +633,8 @@ CASES = [
         @2 = dot(t1,t2) -> float32, {1280, 1024}, {1024, 1}
         @3 = @return(@2)
         """,
+         status='DIFF',
+         reason="both rewrite, differently: ours quantizes uint8 data too, moving data and zero point by -128 to int8 (the shift of MIGraphX's bias_uint8 builder for MatMulInteger) and making quant_dot; MIGraphX's matcher takes int8 / fp8 only and its remove_qdq_pairs then drops the uint8 pairs with their clamp to [0, 127.5], which ONNX Runtime's quantizer relies on to replace ReLUs (issue 24)",
          options={'simplify_qdq': {'remove_qdq_only': False, 'use_mx_quant': True}}),
     case('dot_add',
          'simplify_qdq,dead_code_elimination',

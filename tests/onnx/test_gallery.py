@@ -89,10 +89,9 @@ def test_qdq_int8_cnn_matches_onnxruntime_exactly():
     feeds = {"x": rng.uniform(-2, 2, (1, 3, 8, 8)).astype(np.float32)}
     prog, got, _ = _compare(qdq_cnn(), feeds, rtol=0, atol=1e-6)
     assert len(np.unique(got[0])) > 5  # not saturated to a constant
-    # simplify_qdq drops the two fake-quantization pairs (input and first activation), as MIGraphX
-    # does; their rounding then no longer happens, and the two layers after them carry that shift
-    # into the output: allow two output steps.
-    check_pipelines(prog, feeds, rtol=0, atol=1.0 + 1e-6)
+    # the GPU pipelines keep the two fake-quantization pairs (input and first activation) that
+    # MIGraphX's simplify_qdq drops: their rounding and clamp are values (issue 24)
+    check_pipelines(prog, feeds, rtol=0, atol=1e-6)
 
 
 def test_transformer_with_ort_fused_ops_matches_onnxruntime():
