@@ -10,8 +10,10 @@ running sum and its output accumulator in registers (the online softmax of Flash
 `score` is whatever elementwise chain the group holds between the first dot and the softmax
 (a scale, an additive mask, a `where` with a -inf fill): it is emitted from the submodule with the
 same expression table as pointwise kernels, each mask input read through its own strides at
-(row, key). Every length and stride is a compile-time constant; storage types come from the
-shapes and arithmetic is float, so half and bfloat16 inputs need no other code.
+(row, key). A group whose probabilities carry the exporters' NaN guard, where(isnan(p), 0, p),
+writes 0 for a row with no unmasked key (where the unguarded softmax gives 0/0 = NaN).
+Every length and stride is a compile-time constant; storage types come from the shapes and
+arithmetic is float, so half and bfloat16 inputs need no other code.
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ class AttentionPlan:
     dot1: Instruction
     scores: Instruction  # softmax input: the last instruction of the score chain
     chain: tuple[Instruction, ...]  # module order, up to `scores`, after the params
+    nan_guard: bool = False  # the probabilities pass through where(isnan(p), 0, p)
 
 
 def attention_plan(module: Module) -> AttentionPlan:
@@ -64,7 +67,12 @@ def attention_plan(module: Module) -> AttentionPlan:
             raise CodegenUnsupported(f"{module.name}: {what} is computed inside the group, not an input")
     order = list(module)
     chain = tuple(i for i in order[:order.index(scores) + 1] if not i.is_param())
-    return AttentionPlan(params[q.id], params[k.id], params[v.id], dot1, scores, chain)
+    probs = dot2.inputs[0]
+    while probs.name == "convert":
+        probs = probs.inputs[0]
+    # fuse_attention admits the guard only with a 0 fill (fuse_attention.unguarded_probs)
+    guard = probs.name == "where" and probs.inputs[0].name == "isnan"
+    return AttentionPlan(params[q.id], params[k.id], params[v.id], dot1, scores, chain, guard)
 
 
 def _score_lines(plan: AttentionPlan, module: Module, shapes: Sequence[Shape], offsets: dict[int, str]
@@ -138,7 +146,13 @@ def attention_kernel(module: Module, shapes: Sequence[Shape]) -> KernelSource:
     nout = len(shapes) - 1
     k_load = _tile_load("k_s", f"p{plan.k}", "k_base", d, ks.strides[-1], ks.strides[-2], 1, n)
     v_load = _tile_load("v_s", f"p{plan.v}", "v_base", dv, vs.strides[-2], vs.strides[-1], 0, n)
-    name = f"attention_{nb}x{m}x{n}x{d}x{dv}"
+    name = f"attention_{nb}x{m}x{n}x{d}x{dv}" + ("_guarded" if plan.nan_guard else "")
+    if plan.nan_guard:
+        row_comment = "// where(isnan(p), 0, p): a row with no unmasked key (l = 0) gives 0."
+        row_value = "l_run[r] > 0.0f ? acc[r][t] / l_run[r] : 0.0f"
+    else:
+        row_comment = "// A fully masked row gives 0/0 = NaN, as softmax over all -inf does."
+        row_value = "acc[r][t] / l_run[r]"
     src = f"""
 constexpr int ROWS = {rows};
 constexpr int NWARPS = {THREADS} / MIGX_WARP_SIZE;
@@ -211,9 +225,9 @@ MIGX_GLOBAL void {name}_kernel({kernel_params(shapes, [False] * nout + [True])})
         if (row >= {m}) continue;
         for (int t = 0; t < DVL; ++t) {{
             const int c = lane + t * MIGX_WARP_SIZE;
-            // A fully masked row gives 0/0 = NaN, as softmax over all -inf does.
+            {row_comment}
             if (c < {dv})
-                migx::store(p{nout}, o_base + row * {out.strides[-2]} + c * {out.strides[-1]}, acc[r][t] / l_run[r]);
+                migx::store(p{nout}, o_base + row * {out.strides[-2]} + c * {out.strides[-1]}, {row_value});
         }}
     }}
 }}"""
