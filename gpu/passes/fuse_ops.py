@@ -139,7 +139,10 @@ class FuseOps(Pass):
             kind = _producer_kind(p)
             if kind is None or list(p.outputs) != [ins if view is None else view] or x.shape.lens != ins.shape.lens:
                 continue
-            if p.shape.type != ins.shape.type or (view is not None and kind != "gemm"):
+            # A BLAS call writes its own type; a generated kernel stores whatever its buffer
+            # holds, so a layernorm or convolution takes a type-changing consumer too (at fp16,
+            # the convert of a model's float output).
+            if (p.shape.type != ins.shape.type and kind == "gemm") or (view is not None and kind != "gemm"):
                 continue
             if kind == "gemm" and plan_gemm(p.inputs[0].shape, p.inputs[1].shape, buf.shape) is None:
                 continue
