@@ -1,4 +1,4 @@
-"""migx-explore on the GPU against PyTorch, batch 1, fp32 (TF32 off), in one run.
+"""migx-explore on the GPU against PyTorch, batch 1, fp32 (TF32 off) and, with --fp16, fp16, in one run.
 
 For every built-in example model plus a ResNet-18-like and a YOLO-style network: our eager and
 graph latency (device time between events around the program, inputs already on the device),
@@ -7,7 +7,12 @@ gpu_onnx_torch), kernels launched by each, ratios, our arena against the naive b
 output check against PyTorch. Then two micro-benchmarks (eager dispatch per launch, graph replay
 per node, on an empty kernel) and the kernel cache (cold vs warm compile).
 
-    python3 benchmarks/gpu_vs_torch.py --out results/   [--models resnet18_like,mlp] [--iters 200]
+With --fp16 every row also runs at half precision: ours compiled with precision="fp16" (the
+quantize stage), PyTorch's network converted with .half() (HF modules) or with its float
+constants in half (OnnxTorch), fed half inputs, as CUDA graph and torch.compile + CUDA graph;
+a second table compares our fp32 and fp16 graphs with the best PyTorch of each precision.
+
+    python3 benchmarks/gpu_vs_torch.py --out results/   [--models resnet18_like,mlp] [--iters 200] [--fp16]
 """
 
 from __future__ import annotations
@@ -173,17 +178,19 @@ def torch_compiled_latency(net, xs: list, iters: int, warmup: int) -> dict:
             "top_kernels": top, "outputs": [o.float().cpu().numpy() for o in _as_list(gout)]}
 
 
-def ours(model, feeds: dict, iters: int, warmup: int) -> dict:
+def ours(model, feeds: dict, iters: int, warmup: int, precision: str = "fp32") -> dict:
     from migx_explore.compiler.onnx import parse_onnx
     from migx_explore.compiler.passes import PassManager
     from migx_explore.gpu import compile_program_ir
     from migx_explore.gpu.executor import CompiledProgram
+    from migx_explore.gpu.pipelines import CompileOptions
     from migx_explore.gpu.runtime import get_backend
     from migx_explore.gpu.timing import time_program
 
     be = get_backend()
     t0 = time.perf_counter()
-    program = compile_program_ir(parse_onnx(model), backend=be, pass_manager=PassManager(validate=False))
+    program = compile_program_ir(parse_onnx(model), CompileOptions(precision=precision), backend=be,
+                                 pass_manager=PassManager(validate=False))
     compile_s = time.perf_counter() - t0
     c = CompiledProgram(program, be)
     try:
@@ -369,12 +376,62 @@ def compare_row(model, feeds: dict, nets: list, xs: list, args) -> dict:
     return row
 
 
+def half_net(net):
+    """The fp16 copy of a torch side: an OnnxTorch with half constants, else module.half()."""
+    import copy
+
+    return net.to_half() if hasattr(net, "to_half") else copy.deepcopy(net).half()
+
+
+def half_inputs(xs: list) -> list:
+    return [x.half() if x.is_floating_point() else x for x in xs]
+
+
+def add_fp16(row: dict, model, feeds: dict, nets: list, xs: list, args) -> None:
+    """row["fp16"]: our fp16 graph against PyTorch's fp16 network (eager, CUDA graph); the
+    torch.compile column follows in add_compile. Errors are relative to PyTorch's fp32 outputs."""
+    if "error" in row:
+        return
+    part: dict = {}
+    try:
+        part["ours"] = ours(model, feeds, args.iters, args.warmup, precision="fp16")
+        nets16 = [(label, half_net(n)) for label, n in nets]
+        xs16 = half_inputs(xs)
+        part["torch"], _, notes = _first_that_works(lambda n: torch_latency(n, xs16, args.iters, args.warmup), nets16)
+        want = row["_torch_outputs"]
+        got, got_t = part["ours"].pop("outputs"), part["torch"].pop("outputs")
+        part["torch"].pop("graph_outputs", None)
+        rel = lambda a, b: float(np.max(np.abs(a.reshape(b.shape).astype(np.float32) - b)) / (np.max(np.abs(b)) + 1e-6))  # noqa: E731
+        part["ours_err_vs_torch_fp32"] = max(rel(g, w) for g, w in zip(got, want))
+        part["torch_err_vs_torch_fp32"] = max(rel(g, w) for g, w in zip(got_t, want))
+        part["graph_ratio_vs_torch_graph"] = part["ours"]["graph_us"] / part["torch"]["graph_us"]
+        row["_nets16"], row["_xs16"] = nets16, xs16
+        if notes:
+            part["torch_notes"] = notes
+    except Exception as e:  # noqa: BLE001 - keep the fp32 columns
+        import traceback
+
+        part["error"] = f"{type(e).__name__}: {str(e)[:300]}"
+        part["traceback"] = traceback.format_exc()[-1500:]
+    row["fp16"] = part
+
+
 def add_compile(row: dict, xs: list, args) -> None:
     """torch.compile + CUDA graph for a finished row (kept last: inductor's compile workers load
     the host, and host load shows up in every event-timed latency measured while they run)."""
     nets = row.pop("_nets", None)
     if nets is None or "error" in row:
         return
+    nets16, xs16 = row.pop("_nets16", None), row.pop("_xs16", None)
+    if nets16 is not None:
+        part = row["fp16"]
+        try:
+            tc16, _, _ = _first_that_works(lambda n: torch_compiled_latency(n, xs16, args.iters, args.warmup), nets16)
+            tc16.pop("outputs", None)
+            part["torch_compile"] = tc16
+            part["graph_ratio_vs_torch_compile"] = part["ours"]["graph_us"] / tc16["graph_us"]
+        except Exception as e:  # noqa: BLE001 - keep the other columns
+            part["torch_compile"] = {"error": f"{type(e).__name__}: {str(e)[:300]}"}
     try:
         tc, _, notes = _first_that_works(lambda n: torch_compiled_latency(n, xs, args.iters, args.warmup), nets)
         row.setdefault("torch_notes", []).extend(notes)
@@ -404,6 +461,7 @@ def main() -> None:
     ap.add_argument("--iters", type=int, default=200)
     ap.add_argument("--warmup", type=int, default=20)
     ap.add_argument("--skip-micro", action="store_true")
+    ap.add_argument("--fp16", action="store_true", help="also run every row at fp16 (ours and PyTorch's)")
     args = ap.parse_args()
     import torch
 
@@ -437,6 +495,8 @@ def main() -> None:
                 except Exception as e:  # noqa: BLE001 - the HF module alone then
                     print(f"{case.name}: no OnnxTorch fallback: {type(e).__name__}: {e}", flush=True)
             row = compare_row(case.model, case.feeds, nets, xs, args)
+            if args.fp16:
+                add_fp16(row, case.model, case.feeds, nets, xs, args)
             row["source"], row["note"] = case.source, case.note
             pending.append((case.name, row, xs))
             record(case.name, row)
@@ -452,13 +512,15 @@ def main() -> None:
             record(name, {"error": f"torch side: {type(e).__name__}: {e}"})
             continue
         row = compare_row(model, feeds, [("OnnxTorch", net)], xs, args)
+        if args.fp16:
+            add_fp16(row, model, feeds, [("OnnxTorch", net)], xs, args)
         pending.append((name, row, xs))
         record(name, row)
     for name, row, xs in pending:
         if compiled is None or name in compiled:
             add_compile(row, xs, args)
-        row.pop("_nets", None)
-        row.pop("_torch_outputs", None)
+        for k in ("_nets", "_torch_outputs", "_nets16", "_xs16"):
+            row.pop(k, None)
         record(name, row)
     if not args.skip_micro:
         results["micro"] = micro()
@@ -489,6 +551,41 @@ def _breakdown_lines(r: dict) -> list[str]:
                      for c in CATEGORIES]
             out.append(f"| {name} | {side} | " + " | ".join(cells) +
                        f" | {b['kernel_us']:.1f} | {lat:.1f} | {lat - b['kernel_us']:.1f} |")
+    return out
+
+
+def _best_torch(part: dict) -> float | None:
+    """The faster of PyTorch CUDA graph and torch.compile + CUDA graph."""
+    vals = [v for v in ((part.get("torch") or {}).get("graph_us"), (part.get("torch_compile") or {}).get("graph_us"))
+            if v is not None]
+    return min(vals) if vals else None
+
+
+def _precision_lines(r: dict) -> list[str]:
+    """fp32 and fp16 side by side: our graph against the best PyTorch graph of each precision."""
+    rows = [(n, row) for n, row in r["models"].items() if "fp16" in row and "error" not in row]
+    if not rows:
+        return []
+    out = ["", "fp32 and fp16 graphs (median device us; best torch = the faster of CUDA graph and "
+           "torch.compile + CUDA graph; kernels = generated kernels + BLAS calls; fp16 error relative to "
+           "PyTorch fp32, max |diff| / max |ref|)", "",
+           "| model | ours fp32 | best torch fp32 | ratio | ours fp16 | best torch fp16 | ratio "
+           "| our kernels fp32 / fp16 | torch.compile kernels fp32 / fp16 | ours fp16 err | torch fp16 err |",
+           "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for name, row in rows:
+        o, h = row["ours"], row["fp16"]
+        b32 = _best_torch(row)
+        if "error" in h:
+            out.append(f"| {name} | {o['graph_us']:.1f} | {_fmt(b32)} | {_fmt(b32 and o['graph_us'] / b32, '.2f')} "
+                       f"| fp16 error: {h['error'][:80]} |")
+            continue
+        ho, b16 = h["ours"], _best_torch(h)
+        tck = (row.get("torch_compile") or {}).get("kernels", "—")
+        tck16 = (h.get("torch_compile") or {}).get("kernels", "—")
+        out.append(f"| {name} | {o['graph_us']:.1f} | {_fmt(b32)} | {_fmt(b32 and o['graph_us'] / b32, '.2f')} | "
+                   f"{ho['graph_us']:.1f} | {_fmt(b16)} | {_fmt(b16 and ho['graph_us'] / b16, '.2f')} | "
+                   f"{o['kernels']}+{o['blas_calls']} / {ho['kernels']}+{ho['blas_calls']} | {tck} / {tck16} | "
+                   f"{h['ours_err_vs_torch_fp32']:.1e} | {h['torch_err_vs_torch_fp32']:.1e} |")
     return out
 
 
@@ -529,6 +626,7 @@ def report(r: dict) -> str:
               if "error" in (row.get("torch_compile") or {})]
     if notes:
         lines += ["", *notes]
+    lines += _precision_lines(r)
     lines += _breakdown_lines(r)
     if "micro" in r:
         m = r["micro"]
