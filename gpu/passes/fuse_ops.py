@@ -14,6 +14,7 @@ from ..blas_plan import plan_gemm
 from ..codegen import EPILOGUE_REDUCTIONS
 from ..ops import inner_op, split_inputs
 from ._layernorm_fusion import fuse_layernorm_neighbours
+from ._widening_epilogue import fuse_widening_epilogue
 
 
 def _pointwise_consumer(ins: Instruction) -> tuple[Op, Module | None] | None:
@@ -139,10 +140,14 @@ class FuseOps(Pass):
             kind = _producer_kind(p)
             if kind is None or list(p.outputs) != [ins if view is None else view] or x.shape.lens != ins.shape.lens:
                 continue
-            # A BLAS call writes its own type; a generated kernel stores whatever its buffer
-            # holds, so a layernorm or convolution takes a type-changing consumer too (at fp16,
-            # the convert of a model's float output).
-            if (p.shape.type != ins.shape.type and kind == "gemm") or (view is not None and kind != "gemm"):
+            # A generated kernel stores whatever its buffer holds, so a layernorm or convolution
+            # takes a type-changing consumer too (at fp16, the convert of a model's float output);
+            # a half GEMM only when the consumer widens a sum of constants (_widening_epilogue).
+            if kind == "gemm" and p.shape.type != ins.shape.type:
+                if view is None and fuse_widening_epilogue(m, ins, p, body, ins_in, buf, ctx):
+                    return True
+                continue
+            if view is not None and kind != "gemm":
                 continue
             if kind == "gemm" and plan_gemm(p.inputs[0].shape, p.inputs[1].shape, buf.shape) is None:
                 continue
