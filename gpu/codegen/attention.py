@@ -158,6 +158,7 @@ constexpr int ROWS = {rows};
 constexpr int NWARPS = {THREADS} / MIGX_WARP_SIZE;
 constexpr int RPW = ROWS / NWARPS;  // rows per warp
 constexpr int DVL = ({dv} + MIGX_WARP_SIZE - 1) / MIGX_WARP_SIZE;  // output columns per lane
+constexpr int ILP = 4;  // independent accumulators in the Q·K and P·V loops
 
 MIGX_GLOBAL void {name}_kernel({kernel_params(shapes, [False] * nout + [True])}) {{
     __shared__ float q_s[ROWS * {d}];
@@ -193,8 +194,14 @@ MIGX_GLOBAL void {name}_kernel({kernel_params(shapes, [False] * nout + [True])})
             const {it} row = row0 + lr;
             float x = -migx::inf_f();
             if (row < {m} && j < {n}) {{
-                float s = 0.0f;
-                for (int c = 0; c < {d}; ++c) s += q_s[lr * {d} + c] * k_s[lane * ({d} + 1) + c];
+                // ILP independent partial sums: a block holds only a few warps (one row each), so
+                // a single dependent FMA chain would leave the SM waiting on each step.
+                float s4[ILP] = {{}};
+                #pragma unroll
+                for (int c = 0; c < {d}; ++c) s4[c % ILP] += q_s[lr * {d} + c] * k_s[lane * ({d} + 1) + c];
+                float s = s4[0];
+                #pragma unroll
+                for (int u = 1; u < ILP; ++u) s += s4[u];
                 {score_body}
                 x = {score};
             }}
@@ -212,8 +219,12 @@ MIGX_GLOBAL void {name}_kernel({kernel_params(shapes, [False] * nout + [True])})
             for (int t = 0; t < DVL; ++t) {{
                 const int c = lane + t * MIGX_WARP_SIZE;
                 if (c < {dv}) {{
+                    float a4[ILP] = {{}};
+                    #pragma unroll
+                    for (int jj = 0; jj < MIGX_WARP_SIZE; ++jj) a4[jj % ILP] += pr[jj] * v_s[jj * {dv} + c];
                     float a = acc[r][t] * alpha[r];
-                    for (int jj = 0; jj < MIGX_WARP_SIZE; ++jj) a += pr[jj] * v_s[jj * {dv} + c];
+                    #pragma unroll
+                    for (int u = 0; u < ILP; ++u) a += a4[u];
                     acc[r][t] = a;
                 }}
             }}
