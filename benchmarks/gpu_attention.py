@@ -4,7 +4,10 @@ separately, an additive padding mask, the IsNaN guard), fp32 and fp16: the atten
 median device time (per-kernel events, eager mode; at fp16 the input converts are not counted),
 against PyTorch's scaled_dot_product_attention with the same mask in a CUDA graph.
 
-    python3 benchmarks/gpu_attention.py [--iters 200] [--json out.json]
+    python3 benchmarks/gpu_attention.py [--iters 200] [--json out.json] [--sweep]
+
+--sweep times the kernel's block shape instead (threads per block x query rows per warp,
+gpu/codegen/attention.py's THREADS and ROWS_PER_WARP) at fp16, for choosing those defaults.
 """
 
 from __future__ import annotations
@@ -83,12 +86,32 @@ def torch_sdpa(heads: int, seq: int, d: int, precision: str, iters: int) -> dict
     return {"us": statistics.median(times), "out": out.float().cpu().numpy()}
 
 
+def sweep(iters: int) -> None:
+    from migx_explore.gpu.codegen import attention
+
+    print("| heads x seq x d | threads | rows per warp | our us |")
+    print("|---|---|---|---|")
+    for heads, seq, d in SHAPES:
+        for threads in (32, 64, 128, 256):
+            for rpw in (1, 2):
+                attention.THREADS, attention.ROWS_PER_WARP = threads, rpw
+                try:
+                    us = f"{ours(heads, seq, d, 'fp16', iters)['us']:.1f}"
+                except Exception as e:  # noqa: BLE001 - a shape the kernel refuses
+                    us = f"{type(e).__name__}: {str(e)[:60]}"
+                print(f"| {heads}x{seq}x{d} | {threads} | {rpw} | {us} |", flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--iters", type=int, default=200)
     ap.add_argument("--json", default=None)
     ap.add_argument("--no-torch", action="store_true")
+    ap.add_argument("--sweep", action="store_true")
     a = ap.parse_args()
+    if a.sweep:
+        sweep(a.iters)
+        return
     rows = []
     print("| heads x seq x d | precision | our kernel | our us | torch sdpa graph us | max abs err vs torch |")
     print("|---|---|---|---|---|---|")

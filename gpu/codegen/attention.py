@@ -37,6 +37,7 @@ from .common import (
 from .expr import op_expr, scalar_literal
 
 THREADS = 128  # a multiple of 64: whole waves on AMD, four warps on NVIDIA
+ROWS_PER_WARP = 0  # 0: one query row per warp up to 8192 rows in all, else four
 MAX_SHARED_BYTES = 48 * 1024
 
 
@@ -129,7 +130,7 @@ def attention_kernel(module: Module, shapes: Sequence[Shape]) -> KernelSource:
     nb = math.prod(batch)
     if out.ndim != qs.ndim or list(out.lens) != [*batch, m, dv]:
         raise CodegenUnsupported(f"attention output {list(out.lens)} is not [batch..., {m}, {dv}]")
-    rows_per_warp = 1 if nb * m <= 8192 else 4
+    rows_per_warp = ROWS_PER_WARP or (1 if nb * m <= 8192 else 4)
     rows = rows_per_warp * THREADS // 32  # rows per block, the same for every warp size
     blocks = nb * -(-m // rows)
     # 32-wide warps (NVIDIA); 64-wide AMD waves need about twice this of their 64 KiB of LDS.
