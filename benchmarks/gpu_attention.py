@@ -7,7 +7,7 @@ against PyTorch's scaled_dot_product_attention with the same mask in a CUDA grap
     python3 benchmarks/gpu_attention.py [--iters 200] [--json out.json] [--sweep]
 
 --sweep times the kernel's block shape instead (threads per block x query rows per warp,
-gpu/codegen/attention.py's THREADS and ROWS_PER_WARP) at fp16, for choosing those defaults.
+gpu/codegen/attention.py's SMALL_THREADS / THREADS and ROWS_PER_WARP) at fp16, for choosing those defaults.
 """
 
 from __future__ import annotations
@@ -94,7 +94,8 @@ def sweep(iters: int) -> None:
     for heads, seq, d in SHAPES:
         for threads in (32, 64, 128, 256):
             for rpw in (1, 2):
-                attention.THREADS, attention.ROWS_PER_WARP = threads, rpw
+                attention.THREADS = attention.SMALL_THREADS = threads
+                attention.ROWS_PER_WARP = rpw
                 try:
                     us = f"{ours(heads, seq, d, 'fp16', iters)['us']:.1f}"
                 except Exception as e:  # noqa: BLE001 - a shape the kernel refuses
