@@ -138,3 +138,48 @@ def test_a_scaled_operand_with_another_user_keeps_its_mul_outside():
              (("q", (1, 2, 3, 4)), ("k", (1, 2, 4, 3)), ("v", (1, 2, 3, 4)))}
     for got, want in zip(evaluate(p, feeds), evaluate(before, feeds)):
         np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("family", ["bert", "gpt2", "llama"])
+def test_real_hf_sdpa_exports_get_one_group_per_layer(family):
+    """Where torch and transformers are installed (no download: models built from a config with
+    random weights), the TorchScript exporter's form of each family fuses, one group per layer,
+    and evaluates like PyTorch."""
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    import io
+
+    import onnx
+
+    from migx_explore.compiler.passes import PassManager
+    from migx_explore.gpu.pipelines import TARGET_INDEPENDENT, gpu_pipelines
+
+    small = dict(vocab_size=100, num_hidden_layers=2, num_attention_heads=4, intermediate_size=128,
+                 max_position_embeddings=64)
+    cfg = {"bert": lambda: transformers.BertConfig(hidden_size=64, **small),
+           "gpt2": lambda: transformers.GPT2Config(vocab_size=100, n_embd=64, n_layer=2, n_head=4, n_positions=64,
+                                                   use_cache=False),
+           "llama": lambda: transformers.LlamaConfig(hidden_size=64, num_key_value_heads=2, use_cache=False,
+                                                     **small)}[family]()
+    torch.manual_seed(0)
+    model = transformers.AutoModel.from_config(cfg, attn_implementation="sdpa").eval()
+    ids = np.random.default_rng(0).integers(0, 100, (2, 16)).astype(np.int64)
+    mask = np.ones((2, 16), np.int64)
+    mask[1, 11:] = 0
+
+    class LastHidden(torch.nn.Module):
+        def forward(self, input_ids, attention_mask):
+            return model(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
+
+    args = (torch.from_numpy(ids), torch.from_numpy(mask))
+    buf = io.BytesIO()
+    with torch.no_grad():
+        want = LastHidden()(*args).numpy()
+        torch.onnx.export(LastHidden(), args, buf, input_names=["input_ids", "attention_mask"], opset_version=18,
+                          dynamo=False)
+    p = parse_onnx(onnx.load_from_string(buf.getvalue()))
+    PassManager().run(p, [pl for pl in gpu_pipelines() if pl.name in TARGET_INDEPENDENT])
+    assert sum(i.name == "group" for i in p.main) == 2
+    got = evaluate(p, {"input_ids": ids, "attention_mask": mask})[0]
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
