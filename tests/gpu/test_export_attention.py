@@ -58,6 +58,9 @@ def test_guarded_attention_kernels_compile_offline(tmp_path, precision):
     sources: list[tuple[str, dict[str, str]]] = []
 
     class Recording(FakeBackend):
+        def compiler_id(self) -> str:  # its own cache keys: kernels an earlier test built are compiled again
+            return f"fakecc-recording-{id(self)}"
+
         def compile_source(self, name, source, headers, flags):
             if name.startswith("attention_"):
                 sources.append((source, dict(headers)))
