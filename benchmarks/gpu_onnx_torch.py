@@ -214,6 +214,16 @@ class OnnxTorch(torch.nn.Module):
                     args.append(env[n] if host else env[n].to(self.device))
             self.program.append((node, args))
 
+    def to_half(self) -> OnnxTorch:
+        """A copy whose float32 constants are float16 (the fp16 baseline: feed it half inputs)."""
+        import copy
+
+        net = copy.copy(self)
+        net.program = [(node, [a.half() if isinstance(a, torch.Tensor) and a.dtype == torch.float32 else a
+                               for a in args]) for node, args in self.program]
+        net.types = {k: torch.float16 if v == torch.float32 else v for k, v in self.types.items()}
+        return net
+
     @torch.no_grad()
     def forward(self, *xs: torch.Tensor) -> list[torch.Tensor]:
         env = dict(zip(self.inputs, xs))

@@ -5,12 +5,17 @@ the HF module itself (eager, CUDA graph, torch.compile + CUDA graph) and we run 
     bert   BertModel, hidden 256, 4 layers, 4 heads, seq 128, with an attention_mask input whose
            last 16 positions are padding (the exported padding-mask form)
     gpt2   GPT2Model, n_embd 128, 4 layers, 4 heads, seq 128 (the exported causal-mask form)
+    llama  LlamaModel, hidden 128, 4 layers, 4 query heads sharing 2 K/V heads (GQA), rotary
+           embeddings, seq 64
 
 Biases and layernorm parameters are randomised (fresh HF models have zero biases and unit
-scales, which constant folding would unfairly delete). Attention is HF's "eager" implementation
-(matmul, scale, mask, softmax, matmul), the form ONNX exporters emit. Where transformers or the
-exporter is missing or fails, an equivalent network from migx_explore's built-in transformer
-builder stands in (recorded as source "builtin").
+scales, which constant folding would unfairly delete). Attention is HF's "sdpa" implementation
+(torch's scaled_dot_product_attention, the transformers default) on both sides: PyTorch runs its
+fused kernels, and the export carries the decomposed form (Q and Kᵀ scaled separately, a
+Where-built mask, the IsNaN guard) that fuse_attention turns into one kernel. ATTENTION =
+"eager" gives the older matmul/softmax/matmul form. Where transformers or the exporter is
+missing or fails, an equivalent network from migx_explore's built-in transformer builder stands
+in (recorded as source "builtin").
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ import onnx
 
 SEQ = 128
 PADDING = 16
+ATTENTION = "sdpa"
 
 
 @dataclass
@@ -36,10 +42,10 @@ class TransformerCase:
     note: str = ""
 
 
-def _eager(cfg) -> None:
+def _attention(cfg) -> None:
     for attr in ("_attn_implementation", "attn_implementation"):
         try:
-            setattr(cfg, attr, "eager")
+            setattr(cfg, attr, ATTENTION)
         except Exception:  # noqa: BLE001 - newer configs make one of them a property
             pass
 
@@ -96,7 +102,7 @@ def hf_bert() -> TransformerCase:
     cfg = BertConfig(vocab_size=1000, hidden_size=256, num_hidden_layers=4, num_attention_heads=4,
                      intermediate_size=1024, max_position_embeddings=SEQ, hidden_dropout_prob=0.0,
                      attention_probs_dropout_prob=0.0)
-    _eager(cfg)
+    _attention(cfg)
     torch.manual_seed(0)
     model = BertModel(cfg, add_pooling_layer=False).eval()
     _randomize_vectors(model)
@@ -115,7 +121,7 @@ def hf_gpt2() -> TransformerCase:
 
     cfg = GPT2Config(vocab_size=1000, n_embd=128, n_layer=4, n_head=4, n_positions=SEQ, resid_pdrop=0.0,
                      embd_pdrop=0.0, attn_pdrop=0.0, use_cache=False)
-    _eager(cfg)
+    _attention(cfg)
     torch.manual_seed(0)
     model = GPT2Model(cfg).eval()
     _randomize_vectors(model)
@@ -124,6 +130,24 @@ def hf_gpt2() -> TransformerCase:
     wrapped = _last_hidden(model, names)
     onnx_model = _export(wrapped, (torch.from_numpy(ids),), names)
     return TransformerCase("gpt2", "hf", onnx_model, {"input_ids": ids}, wrapped.cuda())
+
+
+def hf_llama() -> TransformerCase:
+    import torch
+    from transformers import LlamaConfig, LlamaModel
+
+    seq = 64
+    cfg = LlamaConfig(vocab_size=1000, hidden_size=128, num_hidden_layers=4, num_attention_heads=4,
+                      num_key_value_heads=2, intermediate_size=512, max_position_embeddings=seq, use_cache=False)
+    _attention(cfg)
+    torch.manual_seed(0)
+    model = LlamaModel(cfg).eval()
+    _randomize_vectors(model)
+    names = ["input_ids"]
+    ids = np.random.default_rng(2).integers(0, 1000, (1, seq)).astype(np.int64)
+    wrapped = _last_hidden(model, names)
+    onnx_model = _export(wrapped, (torch.from_numpy(ids),), names)
+    return TransformerCase("llama", "hf", onnx_model, {"input_ids": ids}, wrapped.cuda())
 
 
 def builtin_case(name: str, d_model: int, why: str) -> TransformerCase:
@@ -138,7 +162,7 @@ def builtin_case(name: str, d_model: int, why: str) -> TransformerCase:
 
 
 def transformer_cases(names: list[str]) -> list[TransformerCase]:
-    builders = {"bert": (hf_bert, 256), "gpt2": (hf_gpt2, 128)}
+    builders = {"bert": (hf_bert, 256), "gpt2": (hf_gpt2, 128), "llama": (hf_llama, 128)}
     out = []
     for n in names:
         build, d = builders[n]

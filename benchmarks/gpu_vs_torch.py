@@ -1,4 +1,4 @@
-"""migx-explore on the GPU against PyTorch, batch 1, fp32 (TF32 off), in one run.
+"""migx-explore on the GPU against PyTorch, batch 1, fp32 (TF32 off) and, with --fp16, fp16, in one run.
 
 For every built-in example model plus a ResNet-18-like and a YOLO-style network: our eager and
 graph latency (device time between events around the program, inputs already on the device),
@@ -7,7 +7,12 @@ gpu_onnx_torch), kernels launched by each, ratios, our arena against the naive b
 output check against PyTorch. Then two micro-benchmarks (eager dispatch per launch, graph replay
 per node, on an empty kernel) and the kernel cache (cold vs warm compile).
 
-    python3 benchmarks/gpu_vs_torch.py --out results/   [--models resnet18_like,mlp] [--iters 200]
+With --fp16 every row also runs at half precision: ours compiled with precision="fp16" (the
+quantize stage), PyTorch's network converted with .half() (HF modules) or with its float
+constants in half (OnnxTorch), fed half inputs, as CUDA graph and torch.compile + CUDA graph;
+a second table compares our fp32 and fp16 graphs with the best PyTorch of each precision.
+
+    python3 benchmarks/gpu_vs_torch.py --out results/   [--models resnet18_like,mlp] [--iters 200] [--fp16]
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import gpu_models  # noqa: E402
+from gpu_vs_torch_report import report  # noqa: E402
 
 
 def _as_list(out) -> list:
@@ -173,17 +179,19 @@ def torch_compiled_latency(net, xs: list, iters: int, warmup: int) -> dict:
             "top_kernels": top, "outputs": [o.float().cpu().numpy() for o in _as_list(gout)]}
 
 
-def ours(model, feeds: dict, iters: int, warmup: int) -> dict:
+def ours(model, feeds: dict, iters: int, warmup: int, precision: str = "fp32") -> dict:
     from migx_explore.compiler.onnx import parse_onnx
     from migx_explore.compiler.passes import PassManager
     from migx_explore.gpu import compile_program_ir
     from migx_explore.gpu.executor import CompiledProgram
+    from migx_explore.gpu.pipelines import CompileOptions
     from migx_explore.gpu.runtime import get_backend
     from migx_explore.gpu.timing import time_program
 
     be = get_backend()
     t0 = time.perf_counter()
-    program = compile_program_ir(parse_onnx(model), backend=be, pass_manager=PassManager(validate=False))
+    program = compile_program_ir(parse_onnx(model), CompileOptions(precision=precision), backend=be,
+                                 pass_manager=PassManager(validate=False))
     compile_s = time.perf_counter() - t0
     c = CompiledProgram(program, be)
     try:
@@ -369,12 +377,62 @@ def compare_row(model, feeds: dict, nets: list, xs: list, args) -> dict:
     return row
 
 
+def half_net(net):
+    """The fp16 copy of a torch side: an OnnxTorch with half constants, else module.half()."""
+    import copy
+
+    return net.to_half() if hasattr(net, "to_half") else copy.deepcopy(net).half()
+
+
+def half_inputs(xs: list) -> list:
+    return [x.half() if x.is_floating_point() else x for x in xs]
+
+
+def add_fp16(row: dict, model, feeds: dict, nets: list, xs: list, args) -> None:
+    """row["fp16"]: our fp16 graph against PyTorch's fp16 network (eager, CUDA graph); the
+    torch.compile column follows in add_compile. Errors are relative to PyTorch's fp32 outputs."""
+    if "error" in row:
+        return
+    part: dict = {}
+    try:
+        part["ours"] = ours(model, feeds, args.iters, args.warmup, precision="fp16")
+        nets16 = [(label, half_net(n)) for label, n in nets]
+        xs16 = half_inputs(xs)
+        part["torch"], _, notes = _first_that_works(lambda n: torch_latency(n, xs16, args.iters, args.warmup), nets16)
+        want = row["_torch_outputs"]
+        got, got_t = part["ours"].pop("outputs"), part["torch"].pop("outputs")
+        part["torch"].pop("graph_outputs", None)
+        rel = lambda a, b: float(np.max(np.abs(a.reshape(b.shape).astype(np.float32) - b)) / (np.max(np.abs(b)) + 1e-6))  # noqa: E731
+        part["ours_err_vs_torch_fp32"] = max(rel(g, w) for g, w in zip(got, want))
+        part["torch_err_vs_torch_fp32"] = max(rel(g, w) for g, w in zip(got_t, want))
+        part["graph_ratio_vs_torch_graph"] = part["ours"]["graph_us"] / part["torch"]["graph_us"]
+        row["_nets16"], row["_xs16"] = nets16, xs16
+        if notes:
+            part["torch_notes"] = notes
+    except Exception as e:  # noqa: BLE001 - keep the fp32 columns
+        import traceback
+
+        part["error"] = f"{type(e).__name__}: {str(e)[:300]}"
+        part["traceback"] = traceback.format_exc()[-1500:]
+    row["fp16"] = part
+
+
 def add_compile(row: dict, xs: list, args) -> None:
     """torch.compile + CUDA graph for a finished row (kept last: inductor's compile workers load
     the host, and host load shows up in every event-timed latency measured while they run)."""
     nets = row.pop("_nets", None)
     if nets is None or "error" in row:
         return
+    nets16, xs16 = row.pop("_nets16", None), row.pop("_xs16", None)
+    if nets16 is not None:
+        part = row["fp16"]
+        try:
+            tc16, _, _ = _first_that_works(lambda n: torch_compiled_latency(n, xs16, args.iters, args.warmup), nets16)
+            tc16.pop("outputs", None)
+            part["torch_compile"] = tc16
+            part["graph_ratio_vs_torch_compile"] = part["ours"]["graph_us"] / tc16["graph_us"]
+        except Exception as e:  # noqa: BLE001 - keep the other columns
+            part["torch_compile"] = {"error": f"{type(e).__name__}: {str(e)[:300]}"}
     try:
         tc, _, notes = _first_that_works(lambda n: torch_compiled_latency(n, xs, args.iters, args.warmup), nets)
         row.setdefault("torch_notes", []).extend(notes)
@@ -398,12 +456,13 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default="bench_out")
     ap.add_argument("--models", default=None, help="ONNX-built models to run (default: all)")
-    ap.add_argument("--transformers", default="bert,gpt2", help="HF-config transformers ('' for none)")
-    ap.add_argument("--compile", default="bert,gpt2,resnet18,transformer",
+    ap.add_argument("--transformers", default="bert,gpt2,llama", help="HF-config transformers ('' for none)")
+    ap.add_argument("--compile", default="bert,gpt2,llama,resnet18,transformer",
                     help="models that also get the torch.compile + CUDA graph baseline ('all' for every one)")
     ap.add_argument("--iters", type=int, default=200)
     ap.add_argument("--warmup", type=int, default=20)
     ap.add_argument("--skip-micro", action="store_true")
+    ap.add_argument("--fp16", action="store_true", help="also run every row at fp16 (ours and PyTorch's)")
     args = ap.parse_args()
     import torch
 
@@ -437,6 +496,8 @@ def main() -> None:
                 except Exception as e:  # noqa: BLE001 - the HF module alone then
                     print(f"{case.name}: no OnnxTorch fallback: {type(e).__name__}: {e}", flush=True)
             row = compare_row(case.model, case.feeds, nets, xs, args)
+            if args.fp16:
+                add_fp16(row, case.model, case.feeds, nets, xs, args)
             row["source"], row["note"] = case.source, case.note
             pending.append((case.name, row, xs))
             record(case.name, row)
@@ -452,13 +513,15 @@ def main() -> None:
             record(name, {"error": f"torch side: {type(e).__name__}: {e}"})
             continue
         row = compare_row(model, feeds, [("OnnxTorch", net)], xs, args)
+        if args.fp16:
+            add_fp16(row, model, feeds, [("OnnxTorch", net)], xs, args)
         pending.append((name, row, xs))
         record(name, row)
     for name, row, xs in pending:
         if compiled is None or name in compiled:
             add_compile(row, xs, args)
-        row.pop("_nets", None)
-        row.pop("_torch_outputs", None)
+        for k in ("_nets", "_torch_outputs", "_nets16", "_xs16"):
+            row.pop(k, None)
         record(name, row)
     if not args.skip_micro:
         results["micro"] = micro()
@@ -468,79 +531,10 @@ def main() -> None:
     (out_dir / "gpu_vs_torch.md").write_text(report(results))
 
 
-def _breakdown_lines(r: dict) -> list[str]:
-    """Per-kernel device time of one graph replay by kind, ours against torch.compile's."""
-    out = []
-    for name, row in r["models"].items():
-        ours_b = (row.get("ours") or {}).get("graph_kernel_breakdown") or {}
-        tc_b = (row.get("torch_compile") or {}).get("graph_kernel_breakdown") or {}
-        if "by_kind" not in ours_b:
-            continue
-        if not out:
-            out = ["", "Device time of one graph replay by kernel kind (CUPTI): count / us; 'gaps' is graph latency "
-                   "minus the kernels' sum (launch and dependency gaps between nodes).", "",
-                   "| model | side | " + " | ".join(CATEGORIES) + " | kernels sum | graph latency | gaps |",
-                   "|---|---|" + "---|" * (len(CATEGORIES) + 3)]
-        for side, b, lat in (("ours", ours_b, row["ours"]["graph_us"]),
-                             ("torch.compile", tc_b, (row.get("torch_compile") or {}).get("graph_us"))):
-            if "by_kind" not in b or lat is None:
-                continue
-            cells = [f"{b['by_kind'][c][0]} / {b['by_kind'][c][1]:.1f}" if c in b["by_kind"] else "—"
-                     for c in CATEGORIES]
-            out.append(f"| {name} | {side} | " + " | ".join(cells) +
-                       f" | {b['kernel_us']:.1f} | {lat:.1f} | {lat - b['kernel_us']:.1f} |")
-    return out
-
-
 def _public(results: dict) -> dict:
     """results without the working fields (torch modules, reference outputs) of pending rows."""
     models = {n: {k: v for k, v in row.items() if not k.startswith("_")} for n, row in results["models"].items()}
     return {**results, "models": models}
-
-
-def _fmt(v, spec: str = ".1f") -> str:
-    return "—" if v is None else format(v, spec)
-
-
-def report(r: dict) -> str:
-    lines = [f"device: {r['device']}, torch {r['torch']}; batch 1, fp32, TF32 off; latencies: median device us", "",
-             "| model | ours eager | ours graph | torch eager | torch graph | torch.compile + graph "
-             "| graph/torch graph | graph/torch.compile | eager/torch eager "
-             "| our kernels+BLAS | torch kernels | torch.compile kernels | our graph nodes | dispatch us/launch "
-             "| arena MiB (naive) | err vs torch |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
-    for name, row in r["models"].items():
-        if "error" in row:
-            lines.append(f"| {name} | error: {row['error'][:80]} |")
-            continue
-        o, t = row["ours"], row["torch"]
-        tc = row.get("torch_compile") or {}
-        lines.append(
-            f"| {name} | {o['eager_us']:.1f} | {o['graph_us']:.1f} | {t['eager_us']:.1f} | {t['graph_us']:.1f} | "
-            f"{_fmt(tc.get('graph_us'))} | {row['graph_ratio_vs_torch_graph']:.2f} | "
-            f"{_fmt(row.get('graph_ratio_vs_torch_compile'), '.2f')} | {row['eager_ratio_vs_torch_eager']:.2f} | "
-            f"{o['kernels']}+{o['blas_calls']} | {t['kernels']} | {tc.get('kernels', '—')} | {o['graph_nodes']} | "
-            f"{o['dispatch_us_per_launch']:.2f} | "
-            f"{o['arena_bytes'] / 2**20:.2f} ({o['naive_bytes'] / 2**20:.2f}) | {row['max_rel_err_vs_torch']:.1e} |")
-    notes = [f"- {n}: {row['note']}" for n, row in r["models"].items() if row.get("note")]
-    notes += [f"- {n}: torch side fell back: {'; '.join(row['torch_notes'])}" for n, row in r["models"].items()
-              if row.get("torch_notes")]
-    notes += [f"- {n}: torch.compile failed: {row['torch_compile']['error']}" for n, row in r["models"].items()
-              if "error" in (row.get("torch_compile") or {})]
-    if notes:
-        lines += ["", *notes]
-    lines += _breakdown_lines(r)
-    if "micro" in r:
-        m = r["micro"]
-        lines += ["", f"empty-kernel micro: eager enqueue {m['eager_enqueue_us_per_launch']:.2f} us/launch, "
-                  f"eager device "
-                  f"{m['eager_device_us_per_launch']:.2f} us/launch, graph replay {m['graph_us_per_node']:.3f} us/node "
-                  f"(1-node graph {m['graph_1_node_us']:.1f} us)"]
-    if "kernel_cache" in r:
-        k = r["kernel_cache"]
-        lines.append(f"kernel cache (resnet18_like, {k['kernels']} kernels): cold {k['cold_s']:.2f} s, warm "
-                     f"{k['warm_s'] * 1e3:.1f} ms, speedup {k['speedup']:.0f}x")
-    return "\n".join(lines)
 
 
 if __name__ == "__main__":

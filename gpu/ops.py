@@ -204,7 +204,9 @@ def _im2col_shape(op, shapes, mods):
         if n <= 0:
             raise ShapeError(f"gpu::im2col: kernel {kernel} does not fit input {list(x.lens)}")
         out.append(n)
-    return Shape.of(x.type, [x.lens[0], x.lens[1] * int(np.prod(kernel)), int(np.prod(out))])
+    # out_type: the column matrix's type when the input is read in another float type (at fp16,
+    # a float32 model input converted on the way, so no convert kernel runs before the im2col)
+    return Shape.of(op["out_type"] or x.type, [x.lens[0], x.lens[1] * int(np.prod(kernel)), int(np.prod(out))])
 
 
 def _im2col_compute(op, args, out, run):
@@ -218,7 +220,7 @@ def _im2col_compute(op, args, out, run):
     o_axes = tuple(range(2, 2 + nd))
     k_axes = tuple(range(2 + nd, 2 + 2 * nd))
     win = np.transpose(win, (0, 1) + k_axes + o_axes)
-    return np.ascontiguousarray(win).reshape(out.lens)
+    return np.ascontiguousarray(win).reshape(out.lens).astype(dtypes.np_dtype(out.type), copy=False)
 
 
 defop("gpu::im2col", _im2col_shape, _im2col_compute, attrs=[
@@ -226,6 +228,7 @@ defop("gpu::im2col", _im2col_shape, _im2col_compute, attrs=[
     A("padding", "ints", (0, 0), show=True),
     A("stride", "ints", (1, 1), show=True),
     A("dilation", "ints", (1, 1)),
+    A("out_type", "str", "", doc="the columns' type when it differs from the input's (a float conversion)"),
 ], nargs=1, doc="Sliding windows of an NC* input as columns: (N, C*prod(kernel), prod(out spatial)).",
       gpu=GpuCode.kernel("im2col"))
 

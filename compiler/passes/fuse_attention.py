@@ -8,6 +8,21 @@ same group to rocMLIR). The softmax is matched both as the `softmax` op and in t
 rewrite_reduce leaves (div(exp(x - max(x)), sum(exp(x - max(x))))), with converts skipped
 before the second dot, as match::softmax_input does.
 
+Real exporters add two forms around that core (torch's scaled_dot_product_attention, which HF
+BERT, GPT-2 and Llama use with attn_implementation="sdpa", in both the TorchScript and the dynamo
+exporter):
+
+* Q and Kᵀ scaled separately, `dot(mul(Q, √s), mul(Kᵀ, √s))` (it keeps half-precision products in
+  range). Where each mul has a scalar constant and no other user, the group takes the unscaled
+  Q and Kᵀ and scales the score inside (`dot(Q, Kᵀ) · √s · √s`): the fused kernel accumulates the
+  product in float, so the range argument does not apply to it.
+* a NaN guard on the probabilities, `where(isnan(p), 0, p)`: a row whose keys are all masked
+  with -inf has softmax 0/0 = NaN, and the guard makes that row's output 0. It is part of the
+  group; the kernel writes 0 for a row with no unmasked key (gpu/codegen/attention.py).
+
+The mask (a `where`/`add` of a bool-derived tensor) and what computes Q, K and V (rotary
+embeddings, the repeat of K/V heads for grouped-query attention) stay outside as inputs.
+
 What goes inside: the two dots, every instruction on a path between them, and scalar constants
 (a scale, a -inf fill) they read. Everything else stays outside as an input: Q, Kᵀ and V with
 their views (transposes, slices), mask tensors (a causal -inf literal, a padding mask computed
@@ -21,7 +36,7 @@ so it can move to the public rule API unchanged.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import ClassVar
 
 from ..ir import Instruction, Module
@@ -47,6 +62,9 @@ class AttentionMatch:
     scores: Instruction  # the softmax input
     region: list[Instruction]
     constants: list[Instruction]
+    # muls by a scalar constant on dot1's operands that the group absorbs: (operand index, mul,
+    # the constant); the group reads the mul's other input instead
+    operand_scales: list[tuple[int, Instruction, Instruction]] = field(default_factory=list)
 
 
 def _skip(ins: Instruction, *names: str) -> Instruction:
@@ -84,6 +102,46 @@ def softmax_input(probs: Instruction) -> Instruction | str:
     if not (_last_axis_only(total, nd) and _last_axis_only(mx, nd)):
         return "the softmax reductions are not over the last axis (the keys)"
     return x
+
+
+def unguarded_probs(probs: Instruction) -> Instruction | str:
+    """The p of `where(isnan(p), 0, p)` (the exporters' guard for fully masked rows), `probs`
+    itself when it is not such a where, or why the guard is one the kernel cannot compute."""
+    if probs.name != "where" or len(probs.inputs) != 3:
+        return probs
+    cond, fill, p = probs.inputs
+    if cond.name != "isnan" or cond.inputs[0] is not p:
+        return probs
+    src = _skip(fill, *_VIEWS_OF_SCALARS)
+    if not (src.is_literal() and src.shape.elements() == 1):
+        return f"the NaN guard where(isnan(p), fill, p) fills with {fill.name} #{fill.id}, not a constant"
+    value = float(src.literal.data.reshape(-1)[0])
+    if value != 0.0:
+        return f"the NaN guard fills with {value}, not 0 (the fused kernel writes 0 for a fully masked row)"
+    return p
+
+
+def _scalar_mul(ins: Instruction) -> tuple[Instruction, Instruction] | None:
+    """(x, c) when `ins` is mul(x, c) or mul(c, x) with c a scalar constant, else None."""
+    if ins.name != "mul" or len(ins.inputs) != 2:
+        return None
+    a, b = ins.inputs
+    if _scalar_constant(b) and not _scalar_constant(a):
+        return a, b
+    if _scalar_constant(a) and not _scalar_constant(b):
+        return b, a
+    return None
+
+
+def operand_scales(dot1: Instruction) -> list[tuple[int, Instruction, Instruction]]:
+    """dot1's operands that are a mul by a scalar constant used only by dot1 (Q and Kᵀ scaled
+    separately): (operand index, mul, constant)."""
+    out = []
+    for k, x in enumerate(dot1.inputs[:2]):
+        hit = _scalar_mul(x)
+        if hit is not None and all(o is dot1 for o in x.outputs) and x.shape.lens == hit[0].shape.lens:
+            out.append((k, x, hit[1]))
+    return out
 
 
 def _score_leaves(x: Instruction) -> tuple[list[Instruction], list[Instruction]]:
@@ -131,8 +189,10 @@ def _scalar_constant(ins: Instruction) -> bool:
 def match_attention(dot2: Instruction, max_head_dim: int = 0) -> AttentionMatch | str:
     """The attention group ending in `dot2`, or the reason there is none (max_head_dim 0: any)."""
     module = dot2.module
-    probs = _skip(dot2.inputs[0], "convert")
-    x = softmax_input(probs)
+    probs = unguarded_probs(_skip(dot2.inputs[0], "convert"))
+    if isinstance(probs, str):
+        return probs
+    x = softmax_input(_skip(probs, "convert"))
     if isinstance(x, str):
         return x
     dots, _ = _score_leaves(x)
@@ -171,7 +231,7 @@ def match_attention(dot2: Instruction, max_head_dim: int = 0) -> AttentionMatch 
         for i in ins.inputs:
             if i.id not in inside and _scalar_constant(i) and i not in constants:
                 constants.append(i)
-    return AttentionMatch(dot1, dot2, x, region, constants)
+    return AttentionMatch(dot1, dot2, x, region, constants, operand_scales(dot1))
 
 
 def fuse_attention_group(module: Module, m: AttentionMatch, mod_name: str) -> Instruction:
@@ -194,12 +254,22 @@ def fuse_attention_group(module: Module, m: AttentionMatch, mod_name: str) -> In
             inputs.append(x)
         return mapping[x.id]
 
+    unscaled = {k: mul.inputs[0] if mul.inputs[1] is c else mul.inputs[1] for k, mul, c in m.operand_scales}
     for ins in m.region:
+        if ins is m.dot1:
+            ops = [arg(unscaled.get(k, x)) for k, x in enumerate(ins.inputs)]
+            score = sub.add_instruction(ins.op, ops, ins.module_inputs)
+            for _, _, c in m.operand_scales:  # dot(a·c1, b·c2) = dot(a, b)·c1·c2
+                lit = copy_constant(_skip(c, *_VIEWS_OF_SCALARS))
+                scalar = sub.add_instruction(Op("multibroadcast", out_lens=list(ins.shape.lens)), [lit])
+                score = sub.add_instruction(Op("mul"), [score, scalar])
+            mapping[ins.id] = score
+            continue
         mapping[ins.id] = sub.add_instruction(ins.op, [arg(x) for x in ins.inputs], ins.module_inputs)
     sub.add_return([mapping[m.dot2.id]])
     group = module.insert_instruction(m.dot2, Op("group", tag=ATTENTION_TAG), inputs, [sub])
     module.replace_all_uses(m.dot2, group)
-    module.remove_instructions(m.region)
+    module.remove_instructions(m.region + [mul for _, mul, _ in m.operand_scales])
     return group
 
 

@@ -6,7 +6,11 @@ gpu::prelayernorm), and `layernorm(add(a, b))` with a single-use add becomes `ad
 Recognised (over the last axis, with explicit broadcasts between the steps):
     m = reduce_mean(x); d = x - m
     v = reduce_mean(sqdiff(x, m) | pow(d, 2) | d * d)
-    y = d * rsqrt(v + eps)   or   d / sqrt(v + eps)
+    y = d * rsqrt(v + eps)   or   d / sqrt(v + eps)   or, with eps = 0, d * rsqrt(v) / d / sqrt(v)
+
+The eps-free form is what a model's epsilon becomes at fp16 when it is below half precision's
+smallest value (BERT's 1e-12 rounds to 0 and the add folds away); without it every fp16 BERT
+layer norm stayed two reductions and two pointwise kernels.
 
 MIGraphX runs these finders only when MIGRAPHX_ENABLE_LAYERNORM_FUSION is set and otherwise leaves
 layernorm to fuse_reduce; `enable_layernorm_fusion` (default on here, so the explorer shows the
@@ -85,15 +89,19 @@ def match_layernorm(y: Instruction) -> tuple[Instruction, float, list[Instructio
         if inv.name != want:
             continue
         add = inv.inputs[0]
-        if add.name != "add":
+        if add.name == "reduce_mean":  # epsilon 0: nothing added to the variance
+            candidates = [(add, None)]
+        elif add.name == "add":
+            candidates = [tuple(add.inputs), tuple(add.inputs[::-1])]
+        else:
             continue
-        for v, e in (add.inputs, add.inputs[::-1]):
-            eps = _const(e)
+        for v, e in candidates:
+            eps = 0.0 if e is None else _const(e)
             if eps is None or v.name != "reduce_mean" or not _is_mean_of(v, v.inputs[0]):
                 continue
             vin = _variance_input(v.inputs[0])
             if vin is not None and vin[0] is x and vin[1] is mean:
-                return x, eps, [y, d, s, inv, add, v, mean]
+                return x, eps, list({i.id: i for i in (y, d, s, inv, add, v, mean)}.values())
         return "the normalizer is not rsqrt/sqrt of (variance + constant epsilon) of the same x"
     return "no input is x - reduce_mean(x) over the last axis"
 

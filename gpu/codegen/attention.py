@@ -10,8 +10,10 @@ running sum and its output accumulator in registers (the online softmax of Flash
 `score` is whatever elementwise chain the group holds between the first dot and the softmax
 (a scale, an additive mask, a `where` with a -inf fill): it is emitted from the submodule with the
 same expression table as pointwise kernels, each mask input read through its own strides at
-(row, key). Every length and stride is a compile-time constant; storage types come from the
-shapes and arithmetic is float, so half and bfloat16 inputs need no other code.
+(row, key). A group whose probabilities carry the exporters' NaN guard, where(isnan(p), 0, p),
+writes 0 for a row with no unmasked key (where the unguarded softmax gives 0/0 = NaN).
+Every length and stride is a compile-time constant; storage types come from the shapes and
+arithmetic is float, so half and bfloat16 inputs need no other code.
 """
 
 from __future__ import annotations
@@ -35,6 +37,11 @@ from .common import (
 from .expr import op_expr, scalar_literal
 
 THREADS = 128  # a multiple of 64: whole waves on AMD, four warps on NVIDIA
+# Up to 8192 query rows in all each warp takes one row, in blocks of SMALL_THREADS: more rows
+# share each K/V tile load (H200, 4 heads x 128 rows, fp16: head dim 64 14.3 us at 256 threads
+# against 18.9 at 128 and 16.3 at 512; head dim 32 11.1 against 13.8; gpu_attention.py --sweep).
+SMALL_THREADS = 256
+ROWS_PER_WARP = 0  # 0: one query row per warp up to 8192 rows in all (SMALL_THREADS), else four (THREADS)
 MAX_SHARED_BYTES = 48 * 1024
 
 
@@ -46,6 +53,7 @@ class AttentionPlan:
     dot1: Instruction
     scores: Instruction  # softmax input: the last instruction of the score chain
     chain: tuple[Instruction, ...]  # module order, up to `scores`, after the params
+    nan_guard: bool = False  # the probabilities pass through where(isnan(p), 0, p)
 
 
 def attention_plan(module: Module) -> AttentionPlan:
@@ -64,7 +72,12 @@ def attention_plan(module: Module) -> AttentionPlan:
             raise CodegenUnsupported(f"{module.name}: {what} is computed inside the group, not an input")
     order = list(module)
     chain = tuple(i for i in order[:order.index(scores) + 1] if not i.is_param())
-    return AttentionPlan(params[q.id], params[k.id], params[v.id], dot1, scores, chain)
+    probs = dot2.inputs[0]
+    while probs.name == "convert":
+        probs = probs.inputs[0]
+    # fuse_attention admits the guard only with a 0 fill (fuse_attention.unguarded_probs)
+    guard = probs.name == "where" and probs.inputs[0].name == "isnan"
+    return AttentionPlan(params[q.id], params[k.id], params[v.id], dot1, scores, chain, guard)
 
 
 def _score_lines(plan: AttentionPlan, module: Module, shapes: Sequence[Shape], offsets: dict[int, str]
@@ -97,14 +110,15 @@ def _score_lines(plan: AttentionPlan, module: Module, shapes: Sequence[Shape], o
     return lines, f"(float){env[plan.scores.id][0]}"
 
 
-def _tile_load(dst: str, ptr: str, base: str, cols: int, srow: int, scol: int, pad: int, n: int) -> str:
+def _tile_load(dst: str, ptr: str, base: str, cols: int, srow: int, scol: int, pad: int, n: int,
+               threads: int) -> str:
     """Cooperative copy of a (warp size x cols) tile, key j0 + j, into dst[j][c]; the thread
     index runs along whichever axis is contiguous in memory, so the loads coalesce."""
     if abs(scol) <= abs(srow):
         idx = f"const int j = e / {cols}, c = e % {cols};"
     else:
         idx = "const int j = e % MIGX_WARP_SIZE, c = e / MIGX_WARP_SIZE;"
-    return f"""for (int e = threadIdx.x; e < MIGX_WARP_SIZE * {cols}; e += {THREADS}) {{
+    return f"""for (int e = threadIdx.x; e < MIGX_WARP_SIZE * {cols}; e += {threads}) {{
             {idx}
             {dst}[j * ({cols} + {pad}) + c] =
                 (j0 + j < {n}) ? (float)migx::load({ptr}, {base} + (j0 + j) * {srow} + c * {scol}) : 0.0f;
@@ -121,8 +135,10 @@ def attention_kernel(module: Module, shapes: Sequence[Shape]) -> KernelSource:
     nb = math.prod(batch)
     if out.ndim != qs.ndim or list(out.lens) != [*batch, m, dv]:
         raise CodegenUnsupported(f"attention output {list(out.lens)} is not [batch..., {m}, {dv}]")
-    rows_per_warp = 1 if nb * m <= 8192 else 4
-    rows = rows_per_warp * THREADS // 32  # rows per block, the same for every warp size
+    small = nb * m <= 8192
+    rows_per_warp = ROWS_PER_WARP or (1 if small else 4)
+    threads = SMALL_THREADS if small else THREADS
+    rows = rows_per_warp * threads // 32  # rows per block, the same for every warp size
     blocks = nb * -(-m // rows)
     # 32-wide warps (NVIDIA); 64-wide AMD waves need about twice this of their 64 KiB of LDS.
     smem = 4 * (rows * d + 32 * (d + 1) + 32 * dv + rows * 32)
@@ -136,14 +152,21 @@ def attention_kernel(module: Module, shapes: Sequence[Shape]) -> KernelSource:
     score_body = "\n                ".join(score_lines)
     batch_lines = "\n    ".join(decompose("bh", batch, it, "b")) if nbd else ""
     nout = len(shapes) - 1
-    k_load = _tile_load("k_s", f"p{plan.k}", "k_base", d, ks.strides[-1], ks.strides[-2], 1, n)
-    v_load = _tile_load("v_s", f"p{plan.v}", "v_base", dv, vs.strides[-2], vs.strides[-1], 0, n)
-    name = f"attention_{nb}x{m}x{n}x{d}x{dv}"
+    k_load = _tile_load("k_s", f"p{plan.k}", "k_base", d, ks.strides[-1], ks.strides[-2], 1, n, threads)
+    v_load = _tile_load("v_s", f"p{plan.v}", "v_base", dv, vs.strides[-2], vs.strides[-1], 0, n, threads)
+    name = f"attention_{nb}x{m}x{n}x{d}x{dv}" + ("_guarded" if plan.nan_guard else "")
+    if plan.nan_guard:
+        row_comment = "// where(isnan(p), 0, p): a row with no unmasked key (l = 0) gives 0."
+        row_value = "l_run[r] > 0.0f ? acc[r][t] / l_run[r] : 0.0f"
+    else:
+        row_comment = "// A fully masked row gives 0/0 = NaN, as softmax over all -inf does."
+        row_value = "acc[r][t] / l_run[r]"
     src = f"""
 constexpr int ROWS = {rows};
-constexpr int NWARPS = {THREADS} / MIGX_WARP_SIZE;
+constexpr int NWARPS = {threads} / MIGX_WARP_SIZE;
 constexpr int RPW = ROWS / NWARPS;  // rows per warp
 constexpr int DVL = ({dv} + MIGX_WARP_SIZE - 1) / MIGX_WARP_SIZE;  // output columns per lane
+constexpr int ILP = 4;  // independent accumulators in the Q·K and P·V loops
 
 MIGX_GLOBAL void {name}_kernel({kernel_params(shapes, [False] * nout + [True])}) {{
     __shared__ float q_s[ROWS * {d}];
@@ -156,7 +179,7 @@ MIGX_GLOBAL void {name}_kernel({kernel_params(shapes, [False] * nout + [True])})
     const {it} row0 = (blockIdx.x % {-(-m // rows)}) * ROWS;
     {batch_lines}
     const {it} q_base = {offsets[plan.q]}, k_base = {offsets[plan.k]}, v_base = {offsets[plan.v]};
-    for (int e = threadIdx.x; e < ROWS * {d}; e += {THREADS}) {{
+    for (int e = threadIdx.x; e < ROWS * {d}; e += {threads}) {{
         const {it} r = row0 + e / {d};
         const {it} off = q_base + r * {qs.strides[-2]} + (e % {d}) * {qs.strides[-1]};
         q_s[e] = r < {m} ? (float)migx::load(p{plan.q}, off) : 0.0f;
@@ -179,8 +202,14 @@ MIGX_GLOBAL void {name}_kernel({kernel_params(shapes, [False] * nout + [True])})
             const {it} row = row0 + lr;
             float x = -migx::inf_f();
             if (row < {m} && j < {n}) {{
-                float s = 0.0f;
-                for (int c = 0; c < {d}; ++c) s += q_s[lr * {d} + c] * k_s[lane * ({d} + 1) + c];
+                // ILP independent partial sums: a block holds only a few warps (one row each), so
+                // a single dependent FMA chain would leave the SM waiting on each step.
+                float s4[ILP] = {{}};
+                #pragma unroll
+                for (int c = 0; c < {d}; ++c) s4[c % ILP] += q_s[lr * {d} + c] * k_s[lane * ({d} + 1) + c];
+                float s = s4[0];
+                #pragma unroll
+                for (int u = 1; u < ILP; ++u) s += s4[u];
                 {score_body}
                 x = {score};
             }}
@@ -198,8 +227,12 @@ MIGX_GLOBAL void {name}_kernel({kernel_params(shapes, [False] * nout + [True])})
             for (int t = 0; t < DVL; ++t) {{
                 const int c = lane + t * MIGX_WARP_SIZE;
                 if (c < {dv}) {{
+                    float a4[ILP] = {{}};
+                    #pragma unroll
+                    for (int jj = 0; jj < MIGX_WARP_SIZE; ++jj) a4[jj % ILP] += pr[jj] * v_s[jj * {dv} + c];
                     float a = acc[r][t] * alpha[r];
-                    for (int jj = 0; jj < MIGX_WARP_SIZE; ++jj) a += pr[jj] * v_s[jj * {dv} + c];
+                    #pragma unroll
+                    for (int u = 0; u < ILP; ++u) a += a4[u];
                     acc[r][t] = a;
                 }}
             }}
@@ -211,10 +244,10 @@ MIGX_GLOBAL void {name}_kernel({kernel_params(shapes, [False] * nout + [True])})
         if (row >= {m}) continue;
         for (int t = 0; t < DVL; ++t) {{
             const int c = lane + t * MIGX_WARP_SIZE;
-            // A fully masked row gives 0/0 = NaN, as softmax over all -inf does.
+            {row_comment}
             if (c < {dv})
-                migx::store(p{nout}, o_base + row * {out.strides[-2]} + c * {out.strides[-1]}, acc[r][t] / l_run[r]);
+                migx::store(p{nout}, o_base + row * {out.strides[-2]} + c * {out.strides[-1]}, {row_value});
         }}
     }}
 }}"""
-    return KernelSource(name + "_kernel", source(src), blocks * THREADS, THREADS)
+    return KernelSource(name + "_kernel", source(src), blocks * threads, threads)

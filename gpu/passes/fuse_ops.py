@@ -14,6 +14,7 @@ from ..blas_plan import plan_gemm
 from ..codegen import EPILOGUE_REDUCTIONS
 from ..ops import inner_op, split_inputs
 from ._layernorm_fusion import fuse_layernorm_neighbours
+from ._widening_epilogue import fuse_widening_epilogue
 
 
 def _pointwise_consumer(ins: Instruction) -> tuple[Op, Module | None] | None:
@@ -31,11 +32,11 @@ def _pointwise_consumer(ins: Instruction) -> tuple[Op, Module | None] | None:
 def _producer_kind(p: Instruction) -> str | None:
     if p.name == "gpu::gemm" and (len(p.inputs) == 3 or p.module_inputs):
         return "gemm"  # an existing epilogue is composed with the new one
-    if p.name == "gpu::precompile_op" and not p.module_inputs and p.op["outputs"] == 1:
+    if p.name == "gpu::precompile_op" and p.op["outputs"] == 1:
         inner = inner_op(p.op["op"]).name
         if inner == "convolution":
-            return "conv"
-        if inner in EPILOGUE_REDUCTIONS:
+            return "conv"  # an existing epilogue (a narrowing convert, _entry_convert) is composed
+        if inner in EPILOGUE_REDUCTIONS and not p.module_inputs:
             return "layernorm"
     return None
 
@@ -64,7 +65,9 @@ def build_epilogue(ctx, src: Module | None, inner: Op, inputs: list[Instruction]
     extras = pre_extras + [i for i in dict.fromkeys(inputs) if i is not x]
     mod = ctx.create_module(ctx.unique_module_name("main:epilogue"))
     mod.bypass = True
-    x0 = mod.add_parameter("x0", _scalar(x))
+    # the producer's raw result: what an existing epilogue reads (a convolution reading a float32
+    # input computes in float32 before its narrowing epilogue), else x's type
+    x0 = mod.add_parameter("x0", first[0].params()[0].shape if first else _scalar(x))
     params = [mod.add_parameter(f"x{k + 1}", _scalar(e)) for k, e in enumerate(extras)]
     value = x0
     if first:
@@ -139,13 +142,21 @@ class FuseOps(Pass):
             kind = _producer_kind(p)
             if kind is None or list(p.outputs) != [ins if view is None else view] or x.shape.lens != ins.shape.lens:
                 continue
-            if p.shape.type != ins.shape.type or (view is not None and kind != "gemm"):
+            # A generated kernel stores whatever its buffer holds, so a layernorm or convolution
+            # takes a type-changing consumer too (at fp16, the convert of a model's float output);
+            # a half GEMM only when the consumer widens a sum of constants (_widening_epilogue).
+            if kind == "gemm" and p.shape.type != ins.shape.type:
+                if view is None and fuse_widening_epilogue(m, ins, p, body, ins_in, buf, ctx):
+                    return True
+                continue
+            if view is not None and kind != "gemm":
                 continue
             if kind == "gemm" and plan_gemm(p.inputs[0].shape, p.inputs[1].shape, buf.shape) is None:
                 continue
             first = None
-            if kind == "gemm" and p.module_inputs:
-                pre = [_as_lens(m, ins, e, ins.shape.lens) for e in p.inputs[2:-1]]
+            n_own = 2 if kind == "gemm" else p.op["ninputs"]
+            if p.module_inputs:
+                pre = [_as_lens(m, ins, e, ins.shape.lens) for e in p.inputs[n_own:-1]]
                 if any(e is None for e in pre):
                     continue
                 first = (p.module_inputs[0], pre)
@@ -154,7 +165,7 @@ class FuseOps(Pass):
                 if kind == "gemm":
                     new = m.insert_instruction(ins, Op("gpu::gemm"), [p.inputs[0], p.inputs[1], *extras, buf], [epi])
                 else:  # the kernel's own inputs, the epilogue's, then the consumer's buffer
-                    own = list(p.inputs[:-1])
+                    own = list(p.inputs[:n_own] if p.module_inputs else p.inputs[:-1])
                     op = p.op.with_(ninputs=len(own))
                     new = m.insert_instruction(ins, op, [*own, *extras, buf], [epi])
             m.replace_all_uses(ins, new)

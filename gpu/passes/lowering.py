@@ -37,6 +37,7 @@ from ...compiler.shape import Shape
 from ..blas_plan import plan_gemm, quant_blas_refusal
 from ..codegen import kernel_family
 from ..ops import op_text
+from ._entry_convert import converted_source, narrowing_epilogue, widened_constant
 
 SMALL_CONV_TAPS = 32  # C/group x kernel taps at or under which a direct kernel beats im2col + GEMM
 _KEEP = ("get_tuple_elem", "identity")
@@ -163,13 +164,19 @@ class Lowering(Pass):
         taps = math.prod(ksz)
         if all(v == 1 for v in ksz) and all(v == 1 for v in st) and not any(pb + pe) and g == 1:
             return self._conv_1x1(m, ins, x, w)
+        src = converted_source(x, ins)  # at fp16, the model's float32 input: read it directly
         if cg * taps <= SMALL_CONV_TAPS or (cg == 1 and g > 1):
+            wide = widened_constant(m, ins, w, src.shape.type) if src is not None else None
+            if wide is not None:
+                epi = narrowing_epilogue(m, src.shape.type, ins.shape.type)
+                return precompile(m, ins, op, [src, wide], ins.shape, [epi], ninputs=2)
             return precompile(m, ins, op, [x, w], ins.shape)
         n = x.shape.lens[0]
-        col_op = Op("gpu::im2col", kernel=ksz, padding=op["padding"], stride=st, dilation=dl)
+        col_op = Op("gpu::im2col", kernel=ksz, padding=op["padding"], stride=st, dilation=dl,
+                    out_type=x.shape.type if src is not None else "")
         from ...compiler.op import compute_shape
 
-        col = precompile(m, ins, col_op, [x], compute_shape(col_op, [x.shape]))
+        col = precompile(m, ins, col_op, [src or x], compute_shape(col_op, [(src or x).shape]))
         p = col.shape.lens[2]
         w_std = make_standard(m, ins, w)
         if g == 1:

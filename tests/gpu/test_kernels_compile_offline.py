@@ -33,6 +33,9 @@ def _sources(program, options=None) -> dict[str, tuple[str, dict[str, str]]]:
     seen: dict[str, tuple[str, dict[str, str]]] = {}
 
     class Recording(FakeBackend):
+        def compiler_id(self) -> str:  # its own cache keys: kernels an earlier test built are compiled again
+            return f"fakecc-recording-{id(self)}"
+
         def compile_source(self, name, source, headers, flags):
             seen[f"{name}_{len(seen)}"] = (source, dict(headers))
             return super().compile_source(name, source, headers, flags)

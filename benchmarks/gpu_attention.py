@@ -1,0 +1,135 @@
+"""The fused attention kernel alone, on the shapes of the transformer benchmark's layers (batch 1,
+4 heads, 128 queries and keys, head dim 32 and 64; the sdpa export form: Q and Kᵀ scaled
+separately, an additive padding mask, the IsNaN guard), fp32 and fp16: the attention kernel's
+median device time (per-kernel events, eager mode; at fp16 the input converts are not counted),
+against PyTorch's scaled_dot_product_attention with the same mask in a CUDA graph.
+
+    python3 benchmarks/gpu_attention.py [--iters 200] [--json out.json] [--sweep]
+
+--sweep times the kernel's block shape instead (threads per block x query rows per warp,
+gpu/codegen/attention.py's SMALL_THREADS / THREADS and ROWS_PER_WARP) at fp16, for choosing those defaults.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+SHAPES = [(4, 128, 32), (4, 128, 64)]  # heads, sequence, head dim
+
+
+def sdpa_model(heads: int, seq: int, d: int) -> onnx.ModelProto:
+    n = helper.make_node
+    half = numpy_helper.from_array(np.float32(np.sqrt(1.0 / np.sqrt(d))), "half_scale")
+    zero = numpy_helper.from_array(np.float32(0), "zero")
+    nodes = [n("Transpose", ["k"], ["kt"], perm=[0, 1, 3, 2]), n("Mul", ["q", "half_scale"], ["qs"]),
+             n("Mul", ["kt", "half_scale"], ["kts"]), n("MatMul", ["qs", "kts"], ["s"]),
+             n("Add", ["s", "mask"], ["sm"]), n("Softmax", ["sm"], ["p"], axis=-1), n("IsNaN", ["p"], ["nan"]),
+             n("Where", ["nan", "zero", "p"], ["pg"]), n("MatMul", ["pg", "v"], ["out"])]
+    F = TensorProto.FLOAT
+    vi = helper.make_tensor_value_info
+    qkv = [vi(x, F, [1, heads, seq, d]) for x in ("q", "k", "v")]
+    g = helper.make_graph(nodes, "sdpa", [*qkv, vi("mask", F, [1, 1, 1, seq])], [vi("out", F, [1, heads, seq, d])],
+                          [half, zero])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 18)])
+
+
+def feeds(heads: int, seq: int, d: int) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(0)
+    out = {x: rng.standard_normal((1, heads, seq, d)).astype(np.float32) for x in ("q", "k", "v")}
+    mask = np.zeros((1, 1, 1, seq), np.float32)
+    mask[..., seq - 16:] = -np.inf  # the last 16 keys are padding
+    out["mask"] = mask
+    return out
+
+
+def ours(heads: int, seq: int, d: int, precision: str, iters: int) -> dict:
+    from migx_explore.gpu import compile as gpu_compile
+    from migx_explore.gpu.pipelines import CompileOptions
+    from migx_explore.gpu.timing import time_program
+
+    f = feeds(heads, seq, d)
+    with gpu_compile(sdpa_model(heads, seq, d), CompileOptions(precision=precision)) as c:
+        res = time_program(c, modes=("eager",), iters=iters, inputs=f, profile_iters=iters)
+        kernels = [k for k in res.modes["eager"].per_kernel if k.kernel.startswith("attention_")]
+        got = np.asarray(c.run(f, mode="graph")[0], np.float32)
+    return {"kernel": kernels[0].kernel if kernels else None, "us": sum(k.us for k in kernels), "out": got}
+
+
+def torch_sdpa(heads: int, seq: int, d: int, precision: str, iters: int) -> dict:
+    import torch
+    import torch.nn.functional as F
+
+    dt = torch.float16 if precision == "fp16" else torch.float32
+    f = {k: torch.from_numpy(v).cuda().to(dt) for k, v in feeds(heads, seq, d).items()}
+    fn = lambda: F.scaled_dot_product_attention(f["q"], f["k"], f["v"], attn_mask=f["mask"])  # noqa: E731
+    s = torch.cuda.Stream()
+    with torch.cuda.stream(s):
+        for _ in range(3):
+            fn()
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g, stream=s):
+            out = fn()
+    times = []
+    for _ in range(iters):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record(s)
+        g.replay()
+        b.record(s)
+        b.synchronize()
+        times.append(a.elapsed_time(b) * 1e3)
+    return {"us": statistics.median(times), "out": out.float().cpu().numpy()}
+
+
+def sweep(iters: int) -> None:
+    from migx_explore.gpu.codegen import attention
+
+    print("| heads x seq x d | threads | rows per warp | our us |")
+    print("|---|---|---|---|")
+    for heads, seq, d in SHAPES:
+        for threads in (32, 64, 128, 256):
+            for rpw in (1, 2):
+                attention.THREADS = attention.SMALL_THREADS = threads
+                attention.ROWS_PER_WARP = rpw
+                try:
+                    us = f"{ours(heads, seq, d, 'fp16', iters)['us']:.1f}"
+                except Exception as e:  # noqa: BLE001 - a shape the kernel refuses
+                    us = f"{type(e).__name__}: {str(e)[:60]}"
+                print(f"| {heads}x{seq}x{d} | {threads} | {rpw} | {us} |", flush=True)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--iters", type=int, default=200)
+    ap.add_argument("--json", default=None)
+    ap.add_argument("--no-torch", action="store_true")
+    ap.add_argument("--sweep", action="store_true")
+    a = ap.parse_args()
+    if a.sweep:
+        sweep(a.iters)
+        return
+    rows = []
+    print("| heads x seq x d | precision | our kernel | our us | torch sdpa graph us | max abs err vs torch |")
+    print("|---|---|---|---|---|---|")
+    for heads, seq, d in SHAPES:
+        for prec in ("fp32", "fp16"):
+            o = ours(heads, seq, d, prec, a.iters)
+            t = None if a.no_torch else torch_sdpa(heads, seq, d, prec, a.iters)
+            err = None if t is None else float(np.max(np.abs(o["out"] - t["out"])))
+            rows.append({"shape": [heads, seq, d], "precision": prec, "kernel": o["kernel"], "ours_us": o["us"],
+                         "torch_us": t and t["us"], "max_abs_err": err})
+            print(f"| {heads}x{seq}x{d} | {prec} | {o['kernel']} | {o['us']:.1f} | "
+                  f"{'—' if t is None else format(t['us'], '.1f')} | {'—' if err is None else format(err, '.1e')} |",
+                  flush=True)
+    if a.json:
+        with open(a.json, "w") as fh:
+            json.dump(rows, fh, indent=1)
+
+
+if __name__ == "__main__":
+    main()
