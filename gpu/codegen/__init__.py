@@ -16,7 +16,7 @@ from ...compiler.op import Op, OpSpec, contract_problems, function_fingerprint, 
 from ...compiler.shape import Shape
 from ..ops import MODULE_OPS, inner_op, split_inputs
 from .attention import attention_kernel
-from .common import CodegenUnsupported, KernelSource, sanitize
+from .common import CodegenUnsupported, KernelSource
 from .expr import ROWS
 from .gemm import gemm_kernel
 from .indexing import GENERATORS as _INDEXING_GENERATORS
@@ -177,7 +177,7 @@ def generate(ins: Instruction) -> KernelSource:
     if epilogue is not None and family != "convolution" and inner.name not in EPILOGUE_REDUCTIONS:
         raise CodegenUnsupported(f"epilogue on {inner.name}")
     ks = generator(KernelRequest(inner, shapes, op["outputs"], mods[0] if own and mods else None, epilogue, mods))
-    if sanitize(ks.name) != ks.name:  # pragma: no cover - generators build identifier names
+    if not ks.name.isidentifier():  # pragma: no cover - generators build identifier names
         raise CodegenUnsupported(f"kernel name {ks.name!r} is not an identifier")
     return ks
 
