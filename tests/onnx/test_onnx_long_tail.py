@@ -1,0 +1,52 @@
+"""The ONNX long tail (issue 24 item 4): op semantics a peer compiler's parser corpus found wrong,
+each checked against ONNX Runtime, and against onnx.reference.ReferenceEvaluator where ORT refuses
+the model."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper
+from onnx.reference import ReferenceEvaluator
+
+from tests.onnx.onnx_util import F, I64, check_against_ort, init, make_model, run_ours, vi
+
+
+def check_against_reference(model: onnx.ModelProto, feed: dict, rtol: float = 1e-5, atol: float = 1e-6) -> None:
+    """Our import + reference evaluation equals onnx's own ReferenceEvaluator (the second oracle)."""
+    ours = run_ours(model, feed)
+    ref = ReferenceEvaluator(model).run(None, feed)
+    for a, b in zip(ours, ref):
+        assert a.shape == np.shape(b) and a.dtype == np.asarray(b).dtype, (a.shape, a.dtype, np.shape(b))
+        np.testing.assert_allclose(a, b, rtol=rtol, atol=atol)
+
+
+# ---- Pow: integer base, float exponent ---------------------------------------------------------------
+@pytest.mark.parametrize("itype", [TensorProto.INT32, TensorProto.INT64])
+def test_pow_integer_base_float_exponent_truncates_the_result_not_the_exponent(itype):
+    m = make_model([helper.make_node("Pow", ["x", "e"], ["y"])], [vi("x", itype, [4]), vi("e", F, [4])],
+                   [vi("y", itype, [4])])
+    npt = helper.tensor_dtype_to_np_dtype(itype)
+    feed = {"x": np.array([2, 3, 5, 7], npt), "e": np.array([1.82, 0.5, 2.1, -0.3], np.float32)}
+    out = check_against_ort(m, feed)
+    assert out[0][0] == 3  # 2 ** 1.82 = 3.53
+
+
+# ---- Shrink on integers ----------------------------------------------------------------------------------
+@pytest.mark.parametrize("itype,values", [(TensorProto.INT8, [-9, -5, -2, -1, 0, 1, 2, 5, 9]),
+                                          (TensorProto.UINT8, [0, 1, 2, 5, 9, 200, 255])])
+def test_shrink_on_integers_truncates_and_takes_uint8(itype, values):
+    n = len(values)
+    m = make_model([helper.make_node("Shrink", ["x"], ["y"], lambd=1.5, bias=1.5)], [vi("x", itype, [n])],
+                   [vi("y", itype, [n])])
+    npt = helper.tensor_dtype_to_np_dtype(itype)
+    check_against_ort(m, {"x": np.array(values, npt)})
+
+
+# ---- Celu(alpha=0): its NaN outputs survive optimize_module -------------------------------------------------
+def test_celu_alpha_zero_keeps_its_nans_through_the_pipelines():
+    m = make_model([helper.make_node("Celu", ["x"], ["y"], alpha=0.0)], [vi("x", F, [6])], [vi("y", F, [6])])
+    feed = {"x": np.array([-2, -0.5, 0, 0.5, 2, np.nan], np.float32)}
+    out = check_against_ort(m, feed)  # the pipelines included: NaN must stay NaN after every pass
+    assert np.isnan(out[0][2:]).all() and (out[0][:2] == 0).all()
