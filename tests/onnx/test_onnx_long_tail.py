@@ -50,3 +50,38 @@ def test_celu_alpha_zero_keeps_its_nans_through_the_pipelines():
     feed = {"x": np.array([-2, -0.5, 0, 0.5, 2, np.nan], np.float32)}
     out = check_against_ort(m, feed)  # the pipelines included: NaN must stay NaN after every pass
     assert np.isnan(out[0][2:]).all() and (out[0][:2] == 0).all()
+
+
+# ---- BatchNormalization: rank 1, mixed float types ----------------------------------------------------------
+def _bn_model(x_type, p_type, lens):
+    c = lens[1] if len(lens) > 1 else lens[0]
+    rng = np.random.default_rng(0)
+    npt = helper.tensor_dtype_to_np_dtype(p_type)
+    params = [init(n, v.astype(npt)) for n, v in (("s", rng.uniform(0.5, 2, c)), ("b", rng.normal(size=c)),
+                                                  ("mu", rng.normal(size=c)), ("var", rng.uniform(0.5, 2, c)))]
+    return make_model([helper.make_node("BatchNormalization", ["x", "s", "b", "mu", "var"], ["y"])],
+                      [vi("x", x_type, lens)], [vi("y", x_type, lens)], params, opset=15)
+
+
+def test_rank1_batchnorm_is_applied_per_element():
+    m = _bn_model(F, F, [5])
+    check_against_reference(m, {"x": np.random.default_rng(1).normal(size=5).astype(np.float32)})
+
+
+def test_batchnorm_fp16_input_with_fp32_statistics():
+    m = _bn_model(TensorProto.FLOAT16, F, [2, 3, 4])
+    x = np.random.default_rng(1).normal(size=(2, 3, 4)).astype(np.float16)
+    check_against_ort(m, {"x": x}, rtol=2e-3, atol=2e-3)
+
+
+# ---- Pad: reflect wider than the dimension (ORT refuses; onnx.reference and MIGraphX reflect again) --------
+def test_reflect_pad_wider_than_the_dimension():
+    from pipeline_check import check_pipelines
+
+    from migx_explore.compiler.onnx import parse_onnx
+
+    m = make_model([helper.make_node("Pad", ["x", "p"], ["y"], mode="reflect")], [vi("x", F, [2, 3, 1])],
+                   [vi("y", F, None)], [init("p", np.array([1, 5, 2, 0, 4, 3], np.int64))])
+    feed = {"x": np.arange(6, dtype=np.float32).reshape(2, 3, 1)}
+    check_against_reference(m, feed)
+    check_pipelines(parse_onnx(m), feed)
