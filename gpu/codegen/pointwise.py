@@ -196,7 +196,8 @@ def pad_kernel(op: Op, shapes: Sequence[Shape]) -> KernelSource:
                 if n == 1:
                     lines.append(f"{v} = 0;")
                 else:
-                    lines.append(f"if ({v} < 0) {v} = -{v}; {v} %= {2 * n - 2}; if ({v} >= {n}) {v} = {2 * n - 2} - {v};")
+                    period = 2 * n - 2
+                    lines.append(f"if ({v} < 0) {v} = -{v}; {v} %= {period}; if ({v} >= {n}) {v} = {period} - {v};")
             elif mode == "wrap":
                 lines.append(f"{v} = (({v} % {n}) + {n}) % {n};")
             else:
