@@ -85,3 +85,18 @@ def test_reflect_pad_wider_than_the_dimension():
     feed = {"x": np.arange(6, dtype=np.float32).reshape(2, 3, 1)}
     check_against_reference(m, feed)
     check_pipelines(parse_onnx(m), feed)
+
+
+# ---- Resize: tf_half_pixel_for_nn; align_corners downsampling by a float scale ------------------------------
+@pytest.mark.parametrize("ctm,mode,scale,opset", [
+    ("tf_half_pixel_for_nn", "nearest", 0.6, 11), ("tf_half_pixel_for_nn", "nearest", 1.7, 11),
+    ("align_corners", "nearest", 0.6, 13), ("align_corners", "linear", 0.6, 13), ("align_corners", "linear", 0.7, 18),
+    ("align_corners", "nearest", 1.5, 18)])
+def test_resize_coordinate_modes_match_onnxruntime(ctm, mode, scale, opset):
+    m = make_model([helper.make_node("Resize", ["x", "roi", "s"], ["y"], mode=mode, coordinate_transformation_mode=ctm)],
+                   [vi("x", F, [1, 1, 3, 4])], [vi("y", F, None)],
+                   [init("roi", np.zeros(0, np.float32)), init("s", np.array([1, 1, scale, scale], np.float32))],
+                   opset=opset)
+    out = check_against_ort(m, {"x": np.arange(12, dtype=np.float32).reshape(1, 1, 3, 4)})
+    if (ctm, scale) == ("align_corners", 0.6):
+        assert out[0][0, 0, 0, -1] == 3  # the last output column reads the last input column
