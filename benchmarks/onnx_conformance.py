@@ -38,6 +38,18 @@ def markdown(rep, seconds: float) -> str:
         f"{100 * rep.overall_rate:.1f}% of all** |",
         f"| passed without freezing any input | {plain} ({100 * plain / max(rep.listed, 1):.1f}% of listed) |",
         "",
+        "**Second and third oracles.** Every case that ran is also run by onnx's own "
+        "`onnx.reference.ReferenceEvaluator` and, where it accepts the model, ONNX Runtime "
+        f"{_ort_version()}, on the same inputs, and our outputs are compared with theirs at the case's tolerance:",
+        "",
+        "| oracle | cases it ran | ours agree |",
+        "|---|---:|---:|",
+        f"| stored expectation (`onnx.backend.test`) | {rep.supported} | {rep.passed} "
+        f"({100 * rep.passed / max(rep.supported, 1):.1f}%) |",
+        f"| onnx.reference (second oracle) | {rep.reference_ran} | {rep.reference_agree} "
+        f"({100 * rep.reference_agree / max(rep.reference_ran, 1):.1f}%) |",
+        f"| onnxruntime | {rep.ort_ran} | {rep.ort_agree} ({100 * rep.ort_agree / max(rep.ort_ran, 1):.1f}%) |",
+        "",
         "**Rule.** A case is *listed* iff every node's op type is in `supported_ops()` (default domain). The "
         "headline rate is passed / listed: a listed case whose graph inputs, outputs or initializers have a type "
         "the IR lacks (string, complex, float8 e8m0, sequence or optional values) counts as a failure, not as "
@@ -53,13 +65,23 @@ def markdown(rep, seconds: float) -> str:
         "",
     ]
     for name, why in sorted(rep.failures.items()):
-        lines.append(f"- `{name}`: {why[:200]}")
+        confirmed = rep.oracle_agrees.get(name)
+        lines.append(f"- `{name}`: " + (f"**{confirmed} agree with our output**; " if confirmed else "") + why[:200])
     lines += ["", "## Rejected listed cases (value types)", "", "| reason | cases |", "|---|---:|"]
     lines += [f"| {r} | {n} |" for r, n in collections.Counter(rep.rejected.values()).most_common()]
     reasons = collections.Counter(rep.unsupported.values())
     lines += ["", "## Most common op types we do not list", "", "| reason | cases |", "|---|---:|"]
     lines += [f"| {r} | {n} |" for r, n in reasons.most_common(25)]
     return "\n".join(lines) + "\n"
+
+
+def _ort_version() -> str:
+    try:
+        import onnxruntime
+
+        return onnxruntime.__version__
+    except ImportError:
+        return "(not installed)"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -73,8 +95,9 @@ def main(argv: list[str] | None = None) -> int:
     rep = run_suite(args.pattern, processes=args.procs)
     seconds = time.perf_counter() - t0
     print(f"passed {rep.passed} / listed {rep.listed} ({100 * rep.pass_rate:.1f}%; {len(rep.rejected)} rejected for "
-          f"value types) / all {rep.total} ({100 * rep.overall_rate:.1f}%), {rep.specialized} with frozen inputs, "
-          f"{seconds:.0f} s")
+          f"value types) / all {rep.total} ({100 * rep.overall_rate:.1f}%), {rep.specialized} with frozen inputs; "
+          f"onnx.reference agrees on {rep.reference_agree} / {rep.reference_ran}, onnxruntime on {rep.ort_agree} / "
+          f"{rep.ort_ran}, {seconds:.0f} s")
     if args.pattern is None:
         with open(args.out, "w") as f:
             f.write(markdown(rep, seconds))
@@ -82,7 +105,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"all": rep.total, "listed": rep.listed, "supported": rep.supported, "passed": rep.passed,
-                       "specialized": rep.specialized, "failures": rep.failures, "rejected": rep.rejected}, f,
+                       "specialized": rep.specialized, "failures": rep.failures, "rejected": rep.rejected,
+                       "reference_ran": rep.reference_ran, "reference_agree": rep.reference_agree,
+                       "ort_ran": rep.ort_ran, "ort_agree": rep.ort_agree, "oracle_agrees": rep.oracle_agrees}, f,
                       indent=1)
     return 0 if rep.pass_rate >= 0.95 else 1
 
