@@ -50,6 +50,15 @@ def parse_onnx(source: ModelSource, input_dims: Mapping[str, Sequence[int]] | No
     model, folder, raw = load_model(source)
     what = f"ONNX model {str(source)!r}" if folder is not None else "ONNX model"
     _check_opset(model, what)
+    if _undeclared_contrib_domain(model):
+        # Exporters (and ORT's transformer optimizer) emit com.microsoft ops without declaring the
+        # domain; ONNX Runtime and MIGraphX read them anyway, the checker refuses the node. Declare
+        # it (version 1, the only one) so the checker checks the rest; a caller's ModelProto is
+        # copied, never edited, and the checker reads the declaring copy, not the original bytes.
+        if model is source:
+            model = onnx.ModelProto.FromString(model.SerializeToString())
+        model.opset_import.append(onnx.helper.make_opsetid(MSFT_DOMAIN, 1))
+        raw = None
     # The checker reads the original bytes unless external data was inlined (it would look for the
     # data files relative to the working directory).
     inlined = load_external_data(model, folder)
@@ -79,6 +88,21 @@ def import_node(node: onnx.NodeProto, inputs: Mapping[str, Shape | np.ndarray], 
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)]
                               + [helper.make_opsetid(d, 1) for d in domains])
     return _Importer(model, {}, 1, {}).run()
+
+
+def _nodes(graph: onnx.GraphProto):
+    """Every node of the graph and of its subgraphs (If/Loop/Scan bodies)."""
+    for n in graph.node:
+        yield n
+        for a in n.attribute:
+            for g in ([a.g] if a.HasField("g") else []) + list(a.graphs):
+                yield from _nodes(g)
+
+
+def _undeclared_contrib_domain(model: onnx.ModelProto) -> bool:
+    """The model has com.microsoft nodes but no opset_import for that domain."""
+    return (MSFT_DOMAIN not in {o.domain for o in model.opset_import}
+            and any(n.domain == MSFT_DOMAIN for n in _nodes(model.graph)))
 
 
 def _check_opset(model: onnx.ModelProto, what: str) -> None:

@@ -143,3 +143,18 @@ def test_einsum_with_broadcasting(eq, shapes):
                    [vi(n, F, list(v.shape)) for n, v in feed.items()], [vi("y", F, None)], opset=12)
     np.testing.assert_allclose(run_ours(m, feed)[0], np.einsum(eq, *feed.values()), rtol=1e-5, atol=1e-5)
     check_against_oracles(m, feed)
+
+
+# ---- com.microsoft ops without a declared opset ----------------------------------------------------------------
+def test_contrib_ops_without_a_declared_com_microsoft_opset_are_read():
+    from migx_explore.compiler.onnx import parse_onnx
+
+    g = helper.make_graph([helper.make_node("FastGelu", ["x"], ["y"], domain="com.microsoft")], "g",
+                          [vi("x", F, [2, 3])], [vi("y", F, [2, 3])])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    before = m.SerializeToString()
+    x = np.linspace(-3, 3, 6, dtype=np.float32).reshape(2, 3)
+    np.testing.assert_allclose(run_ours(m, {"x": x})[0], run_ort(m, {"x": x})[0], rtol=1e-4, atol=1e-5)
+    assert m.SerializeToString() == before  # the caller's model is not edited
+    assert parse_onnx(before) is not None  # bytes too
