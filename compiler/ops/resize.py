@@ -59,7 +59,9 @@ def _source_coords(mode: str, y: np.ndarray, scale: float, n_in: int, n_out: int
         base = np.full_like(y, (hi - lo) * (n_in - 1) / 2) if out_w == 1 else y * (hi - lo) * (n_in - 1) / (out_w - 1)
         return base + lo * (n_in - 1)
     if mode == "pytorch_half_pixel":
-        return np.full_like(y, -0.5) if out_w == 1 else (y + 0.5) / scale - 0.5
+        # One output pixel reads source 0 (the spec's "length_resized > 1 ? ... : 0"; ONNX Runtime
+        # and MIGraphX test the integer output length).
+        return np.zeros_like(y) if n_out == 1 else (y + 0.5) / scale - 0.5
     if mode == "half_pixel_symmetric":
         offset = n_in / 2 * (1 - n_out / out_w)
         return offset + (y + 0.5) / scale - 0.5

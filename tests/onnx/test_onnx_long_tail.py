@@ -110,7 +110,8 @@ def test_reflect_pad_wider_than_the_dimension():
 @pytest.mark.parametrize("ctm,mode,scale,opset", [
     ("tf_half_pixel_for_nn", "nearest", 0.6, 11), ("tf_half_pixel_for_nn", "nearest", 1.7, 11),
     ("align_corners", "nearest", 0.6, 13), ("align_corners", "linear", 0.6, 13), ("align_corners", "linear", 0.7, 18),
-    ("align_corners", "nearest", 1.5, 18)])
+    ("align_corners", "nearest", 1.5, 18),
+    ("pytorch_half_pixel", "linear", 0.4, 13), ("pytorch_half_pixel", "cubic", 0.4, 13)])  # one output row
 def test_resize_coordinate_modes_match_onnxruntime(ctm, mode, scale, opset):
     node = helper.make_node("Resize", ["x", "roi", "s"], ["y"], mode=mode, coordinate_transformation_mode=ctm)
     m = make_model([node],
@@ -216,3 +217,13 @@ def test_multi_head_attention_packed(packing):
                       [vi("y", F, [b, s, n * h])])
     want = run_ort(plain, {"q": q, "k": k.reshape(b, length, n * h), "v": v.reshape(b, length, n * h)})[0]
     np.testing.assert_allclose(run_ours(m, packed)[0], want, rtol=1e-4, atol=1e-5)
+
+
+# ---- Slice: a negative step whose start lies below the range clamps to 0 (found by the fuzzer) -----------------
+@pytest.mark.parametrize("start,end,step", [(-4, -4, -1), (5, -5, -1), (-1, -10, -2), (-10, 10, 3)])
+def test_slice_clamps_like_onnx_not_like_python(start, end, step):
+    consts = [init("st", np.array([start], np.int64)), init("en", np.array([end], np.int64)),
+              init("ax", np.array([0], np.int64)), init("sp", np.array([step], np.int64))]
+    m = make_model([helper.make_node("Slice", ["x", "st", "en", "ax", "sp"], ["y"])], [vi("x", F, [2, 3])],
+                   [vi("y", F, None)], consts)
+    check_against_ort(m, {"x": np.arange(6, dtype=np.float32).reshape(2, 3)})
