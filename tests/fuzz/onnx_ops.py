@@ -279,5 +279,58 @@ def nn(draw) -> NodeCase:
     return NodeCase(kind, {"a": a, "b": b}, attrs={"equation": f"{ta},{tb}->{out}"})
 
 
-STRATEGIES = {"binary": binary(), "unary": unary(), "reduce": reduce(), "softmax_like": softmax_like(),
-              "movement": movement(), "nn": nn()}
+INT_TYPES = [np.int8, np.uint8, np.int32, np.int64]
+
+
+@st.composite
+def integer(draw) -> NodeCase:
+    """Integer and mixed-type semantics: truncating division, modulo signs, casts, integer Pow with
+    a float exponent, Shrink and Clip on integers, comparisons and Where."""
+    op = draw(st.sampled_from(["Div", "Mod", "Pow", "Shrink", "Clip", "Cast", "Abs", "Neg", "Where", "Greater",
+                               "Equal", "Max", "BitShift", "Sum", "Mean"]))
+    t = draw(st.sampled_from(INT_TYPES))
+    shape = _shape(draw, 1, 3)
+    rng = np.random.default_rng(draw(st.integers(0, 2 ** 16)))
+    info = np.iinfo(t)
+    lo, hi = max(int(info.min), -20), min(int(info.max), 20)
+    a = rng.integers(lo, hi + 1, shape).astype(t)
+    b = rng.integers(lo, hi + 1, _broadcastable(draw, shape)).astype(t)
+    if op in ("Div", "Mod"):
+        b = np.where(b == 0, 3, b).astype(t)
+        attrs = {"fmod": draw(st.integers(0, 1))} if op == "Mod" else {}
+        return NodeCase(op, {"a": a, "b": b}, attrs=attrs)
+    if op == "Pow":
+        t = draw(st.sampled_from([np.int32, np.int64]))
+        base = rng.integers(0, 6, shape).astype(t)
+        return NodeCase(op, {"a": base, "e": rng.uniform(0, 2.5, _broadcastable(draw, shape)).astype(np.float32)})
+    if op == "Shrink":
+        t = draw(st.sampled_from([np.int8, np.uint8]))
+        x = rng.integers(0 if t == np.uint8 else -20, 21, shape).astype(t)
+        return NodeCase(op, {"x": x}, attrs={"lambd": round(draw(st.floats(0, 3)), 1),
+                                             "bias": round(draw(st.floats(0, 3)), 1)})
+    if op == "Clip":
+        m1, m2 = sorted(int(v) for v in rng.integers(lo, hi + 1, 2))
+        return NodeCase(op, {"x": a}, {"lo": np.array(m1, t), "hi": np.array(m2, t)})
+    if op == "Cast":
+        x = rng.uniform(-300, 300, shape).astype(np.float32) if draw(st.booleans()) else a
+        to = draw(st.sampled_from([onnx.TensorProto.INT8, onnx.TensorProto.UINT8, onnx.TensorProto.INT32,
+                                   onnx.TensorProto.FLOAT, onnx.TensorProto.BOOL]))
+        if x.dtype.kind == "f" and to in (onnx.TensorProto.INT8, onnx.TensorProto.UINT8):
+            x = np.clip(x, -100 if to == onnx.TensorProto.INT8 else 0, 100).astype(np.float32)  # in range: UB outside
+        return NodeCase(op, {"x": x}, attrs={"to": to})
+    if op in ("Abs", "Neg"):
+        return NodeCase(op, {"x": a if op == "Abs" or info.min < 0 else a.astype(np.int32)})
+    if op == "Where":
+        return NodeCase(op, {"c": rng.integers(0, 2, shape).astype(bool), "a": a, "b": b})
+    if op == "BitShift":
+        u = draw(st.sampled_from([np.uint8, np.uint32, np.uint64]))
+        return NodeCase(op, {"a": rng.integers(0, 200, shape).astype(u), "b": rng.integers(0, 5, shape).astype(u)},
+                        attrs={"direction": draw(st.sampled_from(["LEFT", "RIGHT"]))})
+    if op in ("Sum", "Mean"):
+        t = np.int32 if op == "Sum" else np.float32
+        return NodeCase(op, {"a": a.astype(t), "b": b.astype(t), "c": a[..., :1].astype(t)})
+    return NodeCase(op, {"a": a, "b": b})
+
+
+STRATEGIES = {"integer": integer(), "binary": binary(), "unary": unary(), "reduce": reduce(),
+              "softmax_like": softmax_like(), "movement": movement(), "nn": nn()}
