@@ -91,3 +91,43 @@ def test_a_real_bug_around_the_topk_still_fails(flipped, bug):
     assert not report.ok
     assert report.failure.path == f"optimize_rewrite.{planted.__name__}", str(report)
     assert report.divergence is not None and planted.__name__ in report.divergence.describe()
+
+
+def test_session_bisect_on_a_fresh_session_blames_no_pass(flipped):
+    path, feed = flipped
+    s = Session.from_onnx(str(path), inputs=feed)
+    assert s.bisect(inputs=feed) is None
+
+
+def _argmax_program(scale: np.ndarray):
+    """labels[argmax(x * scale, axis=1)]: the gather consumes the ArgMax's choice."""
+    from migx_explore.compiler import Program, Shape
+
+    p = Program()
+    m = p.main
+    x = m.add_parameter("x", Shape.of("float32", [4, 3]))
+    y = m.add_instruction(Op("mul"), [x, m.add_literal(scale)])
+    idx = m.add_instruction(Op("argmax", axis=1), [y])
+    flat = m.add_instruction(Op("reshape", dims=[4]), [idx])
+    table = m.add_literal(np.array([10.0, 20.0, 30.0], np.float32))
+    m.add_return([m.add_instruction(Op("gather", axis=0), [table, flat])])
+    return p
+
+
+def test_argmax_near_tie_is_explained_and_a_real_change_is_not():
+    from migx_explore.compiler.discontinuous import explain_selection_change
+    from migx_explore.compiler.verify import Tolerance
+
+    x = np.array([[1.0, 1.0, 0.0], [0.0, 2.0, 1.0], [3.0, 0.5, 3.0], [0.1, 0.2, 0.3]], np.float32)
+    ref = _argmax_program(np.ones((4, 3), np.float32))
+    one_ulp = np.ones((4, 3), np.float32)
+    one_ulp[0, 1] = np.nextafter(np.float32(1), np.float32(2))  # row 0: column 1 now wins by one ulp
+    near = _argmax_program(one_ulp)
+    outs = evaluate(near, {"x": x})
+    assert not compare_outputs(outs, evaluate(ref, {"x": x})).ok
+    change = explain_selection_change(ref, near, {"x": x}, outs, Tolerance())
+    assert change is not None and change.note.startswith("ArgMax tie order differs at 1 of 4 positions")
+    far = np.ones((4, 3), np.float32)
+    far[1, 2] = 3.0  # row 1: column 2 wins by far: a different answer, not a tie
+    outs = evaluate(_argmax_program(far), {"x": x})
+    assert explain_selection_change(ref, _argmax_program(far), {"x": x}, outs, Tolerance()) is None
