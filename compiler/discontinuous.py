@@ -108,6 +108,13 @@ def _changed_positions(ref_sel: np.ndarray, alt_sel: np.ndarray, op_name: str) -
     return int(np.sum(ref_sel != alt_sel)), int(ref_sel.size)
 
 
+def _boundary_swaps(ref_idx: np.ndarray, alt_idx: np.ndarray, axis: int) -> int:
+    """How many selected elements are new (were not selected at all), over every slice."""
+    a = np.moveaxis(ref_idx, axis, -1).reshape(-1, ref_idx.shape[axis])
+    b = np.moveaxis(alt_idx, axis, -1).reshape(-1, alt_idx.shape[axis])
+    return int(sum(len(set(y.tolist()) - set(x.tolist())) for x, y in zip(a, b)))
+
+
 def _near_tie(op: Instruction, ref_args: Sequence[np.ndarray], ref_out: Any, alt_out: Any, tol: Tolerance,
               compute: str) -> bool:
     """The alternative choice selects values within tolerance of the reference's choice."""
@@ -162,7 +169,12 @@ def explain_selection_change(reference: Program, candidate: Program, feeds: Mapp
             return None
         what = "selection" if op.name == "nonmaxsuppression" else "tie order"
         unit = "rows" if op.name == "nonmaxsuppression" else "positions"
-        notes.append(f"{DISCONTINUOUS_OPS[op.name]} {what} differs at {changed} of {total} {unit}")
+        note = f"{DISCONTINUOUS_OPS[op.name]} {what} differs at {changed} of {total} {unit}"
+        if op.name == "topk":
+            swapped = _boundary_swaps(_selection(ref_out, op.name), _selection(alt_out, op.name),
+                                      int(op.op["axis"]))
+            note += f" ({swapped} swapped across the k boundary)" if swapped else ""
+        notes.append(note)
     if not notes:
         return None
     if not check_outputs(cand_outputs, outs, tol, compute=compute).ok:

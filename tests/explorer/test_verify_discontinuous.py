@@ -131,3 +131,21 @@ def test_argmax_near_tie_is_explained_and_a_real_change_is_not():
     far[1, 2] = 3.0  # row 1: column 2 wins by far: a different answer, not a tie
     outs = evaluate(_argmax_program(far), {"x": x})
     assert explain_selection_change(ref, _argmax_program(far), {"x": x}, outs, Tolerance()) is None
+
+
+def test_yolo_sized_topk_split_by_rewrite_topk(tmp_path):
+    """8400 anchors, as in a YOLOv8/v10 head: rewrite_topk splits the TopK into two stages, so the
+    candidate has no TopK of the reference's shape; the choice is still found and explained."""
+    model = detector(n=8400)
+    path = tmp_path / "det8400.onnx"
+    onnx.save(model, path)
+    for seed in range(4):
+        feed = detector_feed(model, seed=seed)
+        s = Session.from_onnx(str(path), inputs=feed)
+        report = s.verify(inputs=feed)
+        assert report.ok, str(report)
+        if report.selection is not None:
+            assert any(r.path.endswith("rewrite_topk") and r.changed for r in s.trace)
+            assert "TopK tie order differs" in str(report)
+            return
+    pytest.fail("no feed flipped a TopK tie over 8400 anchors")
