@@ -55,6 +55,16 @@ def has_discontinuous_ops(program: Program) -> bool:
     return any(ins.name in DISCONTINUOUS_OPS for ins in program.main)
 
 
+def reference_values(program: Program, feeds: Mapping[str, np.ndarray]) -> dict[int, Any]:
+    """The values explain_selection_change needs from the reference program: each discontinuous
+    op's inputs and outputs (not every activation, so a caller can keep them across passes)."""
+    from .ref import evaluate_all, with_buffer_params
+
+    wanted = {i.id for op in program.main if op.name in DISCONTINUOUS_OPS for i in (op, *op.inputs)}
+    values = evaluate_all(program, with_buffer_params(program, feeds))
+    return {k: v for k, v in values.items() if k in wanted}
+
+
 def _selection(value: Any, op_name: str) -> np.ndarray:
     """The index part of a discontinuous op's output (TopK's is the tuple's second element)."""
     return np.asarray(value[1] if op_name == "topk" else value)
@@ -133,14 +143,14 @@ def explain_selection_change(reference: Program, candidate: Program, feeds: Mapp
                              ref_values: Mapping[int, Any] | None = None) -> SelectionChange | None:
     """A SelectionChange when the candidate's outputs differ from the reference's only through
     near-tie choices of discontinuous ops (see the module docstring); None otherwise.
-    `ref_values` (evaluate_all of the reference) may be passed in to reuse it across passes."""
+    `ref_values` (reference_values() of the reference) may be passed in to reuse it across passes."""
     from .ref import evaluate_all, run_instruction, with_buffer_params
 
     ref_ops = [i for i in reference.main if i.name in DISCONTINUOUS_OPS]
     if not ref_ops:
         return None
     try:
-        vr = ref_values if ref_values is not None else evaluate_all(reference, with_buffer_params(reference, feeds))
+        vr = ref_values if ref_values is not None else reference_values(reference, feeds)
         vc = evaluate_all(candidate, with_buffer_params(candidate, feeds))
     except MigxError:
         return None
@@ -187,8 +197,11 @@ def _evaluate_pinned(program: Program, feeds: Mapping[str, Any], pinned: Mapping
                      alt: dict[int, Any], run_instruction: Any) -> list[np.ndarray]:
     """Evaluate main with the ops in `pinned` run on the given arguments (their results go to
     `alt`). The reference evaluator has no per-instruction override, hence this small loop."""
+    instrs = list(program.main)
+    keep = {o.id for o in program.main.output_instructions()}
+    last_use = {i.id: k for k, ins in enumerate(instrs) for i in ins.inputs}
     env: dict[int, Any] = {}
-    for ins in program.main:
+    for k, ins in enumerate(instrs):
         if ins.is_param():
             env[ins.id] = np.asarray(feeds[ins.param_name])
         elif ins.is_return():
@@ -201,7 +214,11 @@ def _evaluate_pinned(program: Program, feeds: Mapping[str, Any], pinned: Mapping
                 env[ins.id] = run_instruction(ins, list(args), True)
             if ins.id in pinned:
                 alt[ins.id] = env[ins.id]
+            for i in ins.inputs:  # values die after their last use, as in the reference evaluator
+                if last_use.get(i.id) == k and i.id not in keep:
+                    env.pop(i.id, None)
     return [env[o.id] for o in program.main.output_instructions()]
 
 
-__all__ = ["DISCONTINUOUS_OPS", "SelectionChange", "explain_selection_change", "has_discontinuous_ops"]
+__all__ = ["DISCONTINUOUS_OPS", "SelectionChange", "explain_selection_change", "has_discontinuous_ops",
+           "reference_values"]

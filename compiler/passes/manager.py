@@ -281,7 +281,7 @@ def compare_program_outputs(program: Program, outs: Sequence[np.ndarray], cfg: N
     res = compare_outputs(outs, cfg.reference, cfg.tolerance, compute=compute)
     if res.ok or res.note or cfg.reference_program is None:
         return res
-    from ..discontinuous import explain_selection_change, has_discontinuous_ops
+    from ..discontinuous import explain_selection_change, has_discontinuous_ops, reference_values
 
     if "reference_program" not in cfg.cache:
         cfg.cache["reference_program"] = cfg.reference_program.to_program()
@@ -289,10 +289,8 @@ def compare_program_outputs(program: Program, outs: Sequence[np.ndarray], cfg: N
     if not has_discontinuous_ops(reference):
         return res
     if "reference_values" not in cfg.cache:
-        from ..ref import evaluate_all, with_buffer_params
-
         try:
-            cfg.cache["reference_values"] = evaluate_all(reference, with_buffer_params(reference, cfg.inputs))
+            cfg.cache["reference_values"] = reference_values(reference, cfg.inputs)
         except MigxError:
             return res
     change = explain_selection_change(reference, program, cfg.inputs, outs, cfg.tolerance, compute=compute,
