@@ -149,3 +149,37 @@ def test_yolo_sized_topk_split_by_rewrite_topk(tmp_path):
             assert "TopK tie order differs" in str(report)
             return
     pytest.fail("no feed flipped a TopK tie over 8400 anchors")
+
+
+def _nms_program(scale: np.ndarray):
+    """The box a one-per-class NMS keeps, as its coordinates: two disjoint boxes whose scores tie."""
+    from migx_explore.compiler import Program, Shape
+
+    p = Program()
+    m = p.main
+    boxes = m.add_parameter("boxes", Shape.of("float32", [1, 2, 4]))
+    scores = m.add_instruction(Op("mul"), [m.add_parameter("scores", Shape.of("float32", [1, 1, 2])),
+                                           m.add_literal(scale)])
+    sel = m.add_instruction(Op("nonmaxsuppression", max_output_boxes_per_class=1, iou_threshold=0.5),
+                            [boxes, scores])
+    box_idx = m.add_instruction(Op("reshape", dims=[1]), [m.add_instruction(
+        Op("slice", axes=[1], starts=[2], ends=[3]), [sel])])
+    flat = m.add_instruction(Op("reshape", dims=[2, 4]), [boxes])
+    m.add_return([m.add_instruction(Op("gather", axis=0), [flat, box_idx])])
+    return p
+
+
+def test_nms_near_tie_is_explained():
+    from migx_explore.compiler.discontinuous import explain_selection_change
+    from migx_explore.compiler.verify import Tolerance
+
+    feed = {"boxes": np.array([[[0, 0, 1, 1], [2, 2, 3, 3]]], np.float32),
+            "scores": np.array([[[0.5, 0.5]]], np.float32)}
+    ref = _nms_program(np.ones((1, 1, 2), np.float32))
+    bumped = np.ones((1, 1, 2), np.float32)
+    bumped[0, 0, 1] = np.nextafter(np.float32(1), np.float32(2))  # box 1 now wins by one ulp
+    near = _nms_program(bumped)
+    outs = evaluate(near, feed)
+    assert not compare_outputs(outs, evaluate(ref, feed)).ok
+    change = explain_selection_change(ref, near, feed, outs, Tolerance())
+    assert change is not None and change.note.startswith("NonMaxSuppression selection differs at 1 of 1 rows")
