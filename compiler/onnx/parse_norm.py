@@ -102,6 +102,8 @@ def parse_layernorm(ctx: NodeContext, args: Args) -> Result:
 @register("RMSNormalization")
 def parse_rmsnorm(ctx: NodeContext, args: Args) -> Result:
     x, scale = args[0], args[1]
+    # Y has scale's type V, which may differ from X's T (fp16 X, fp32 scale): compute in V.
+    x = ctx.convert(x, scale.shape.type)
     axis = _axis(ctx, x, -1)
     ms = ctx.add("reduce_mean", [ctx.add("mul", [x, x])], axes=list(range(axis, x.shape.ndim)))
     inv = ctx.add("rsqrt", [ctx.add("add", [ms, ctx.scalar_like(ctx.attr("epsilon"), ms)])])

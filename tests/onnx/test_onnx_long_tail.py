@@ -227,3 +227,19 @@ def test_slice_clamps_like_onnx_not_like_python(start, end, step):
     m = make_model([helper.make_node("Slice", ["x", "st", "en", "ax", "sp"], ["y"])], [vi("x", F, [2, 3])],
                    [vi("y", F, None)], consts)
     check_against_ort(m, {"x": np.arange(6, dtype=np.float32).reshape(2, 3)})
+
+
+def test_rmsnorm_fp16_input_with_fp32_scale_gives_fp32():
+    """RMSNormalization (opset 23): Y has the scale's type V, which may differ from X's."""
+    m = make_model([helper.make_node("RMSNormalization", ["x", "s"], ["y"], axis=-1)],
+                   [vi("x", TensorProto.FLOAT16, [2, 4])], [vi("y", F, [2, 4])],
+                   [init("s", np.linspace(0.5, 2, 4).astype(np.float32))], opset=23)
+    x = np.random.default_rng(0).normal(size=(2, 4)).astype(np.float16)
+    # Both oracles fail here: ORT's expansion refuses the mixed Mul, onnx.reference returns X's
+    # type. The schema (Y: V) and the formula decide.
+    s = np.linspace(0.5, 2, 4).astype(np.float32)
+    xf = x.astype(np.float32)
+    want = xf / np.sqrt((xf * xf).mean(-1, keepdims=True) + 1e-5) * s
+    got = run_ours(m, {"x": x})[0]
+    assert got.dtype == np.float32
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
