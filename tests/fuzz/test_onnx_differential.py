@@ -82,3 +82,29 @@ def test_single_nodes_agree_with_the_oracles(family):
         check_case(case)
 
     run()
+
+
+PIPELINE_SETTINGS = settings(max_examples=_LONG or 40, deadline=None, derandomize=not _LONG, database=None,
+                             suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
+                                                    HealthCheck.filter_too_much])
+
+
+@pytest.mark.parametrize("family", sorted(STRATEGIES))
+def test_single_nodes_survive_the_pipelines(family):
+    """Fewer examples, each also run through the target-independent pipelines (validated after every
+    pass, outputs within tolerance of the unoptimized program): what the importer gets right a
+    rewrite must not break (Celu(alpha=0)'s NaNs, a 3-input Einsum's reshapes)."""
+    from tests.pipeline_check import check_pipelines
+
+    @PIPELINE_SETTINGS
+    @given(STRATEGIES[family])
+    def run(case):
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                program = parse_onnx(case.model())
+        except MigxError:
+            return
+        check_pipelines(program, {param_name(k): v for k, v in case.feed.items()})
+
+    run()
