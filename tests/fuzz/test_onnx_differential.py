@@ -108,3 +108,26 @@ def test_single_nodes_survive_the_pipelines(family):
         check_pipelines(program, {param_name(k): v for k, v in case.feed.items()})
 
     run()
+
+
+def test_small_graphs_agree_with_onnxruntime_through_the_pipelines():
+    """Chains of 2 to 6 shape-moving and arithmetic nodes (tests/fuzz/onnx_graphs.py): imported and
+    evaluated they match ONNX Runtime, and the pipelines keep them valid and within tolerance."""
+    import onnxruntime as ort
+
+    from tests.fuzz.onnx_graphs import graphs
+    from tests.pipeline_check import check_pipelines
+
+    @settings(max_examples=_LONG or 60, deadline=None, derandomize=not _LONG, database=None,
+              suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+    @given(graphs())
+    def run(case):
+        model, feed = case
+        sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+        want = sess.run(None, feed)
+        program = parse_onnx(model)
+        got = evaluate(program, {param_name(k): v for k, v in feed.items()})
+        np.testing.assert_allclose(got[0], want[0], rtol=1e-4, atol=1e-5)
+        check_pipelines(parse_onnx(model), {param_name(k): v for k, v in feed.items()})
+
+    run()
