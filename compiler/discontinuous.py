@@ -178,7 +178,9 @@ def explain_selection_change(reference: Program, candidate: Program, feeds: Mapp
         if not _near_tie(op, [np.asarray(vr[i.id]) for i in op.inputs], ref_out, alt_out, tol, compute):
             return None
         what = "selection" if op.name == "nonmaxsuppression" else "tie order"
-        unit = "rows" if op.name == "nonmaxsuppression" else "positions"
+        # A detector's TopK picks one output row per position (indices [1, k]): say rows there.
+        single = sum(d > 1 for d in np.shape(_selection(ref_out, op.name))) <= 1
+        unit = "rows" if op.name == "nonmaxsuppression" or single else "positions"
         note = f"{DISCONTINUOUS_OPS[op.name]} {what} differs at {changed} of {total} {unit}"
         if op.name == "topk":
             swapped = _boundary_swaps(_selection(ref_out, op.name), _selection(alt_out, op.name),
