@@ -243,3 +243,14 @@ def test_rmsnorm_fp16_input_with_fp32_scale_gives_fp32():
     got = run_ours(m, {"x": x})[0]
     assert got.dtype == np.float32
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+# ---- ReduceLogSumExp with noop_with_empty_axes (found by the fuzzer on integer inputs) --------------------------
+@pytest.mark.parametrize("elem,values", [(TensorProto.INT32, [[2, -4, 3], [1, 1, 0]]),
+                                         (F, [[100.0, -4.5, 3.0], [1.0, 90.0, 0.0]])])
+def test_reduce_log_sum_exp_without_axes_is_the_identity(elem, values):
+    m = make_model([helper.make_node("ReduceLogSumExp", ["x"], ["y"], keepdims=0, noop_with_empty_axes=1)],
+                   [vi("x", elem, [2, 3])], [vi("y", elem, None)])
+    x = np.array(values, helper.tensor_dtype_to_np_dtype(elem))
+    out = check_against_ort(m, {"x": x})
+    np.testing.assert_array_equal(out[0], x)  # float32 exp(100) would overflow
