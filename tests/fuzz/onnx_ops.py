@@ -107,8 +107,14 @@ def reduce(draw) -> NodeCase:
     if not axes:
         attrs["noop_with_empty_axes"] = draw(st.integers(0, 1))
     consts = {"axes": np.array(axes, np.int64)} if axes else {}
-    return NodeCase(op, {"x": _floats(draw, shape, 0.1 if op == "ReduceProd" else -3.0, 1.5 if op == "ReduceProd"
-                                      else 3.0)}, consts, attrs)
+    x = _floats(draw, shape, 0.1 if op == "ReduceProd" else -3.0, 1.5 if op == "ReduceProd" else 3.0)
+    # Integers: small, so no sum or product overflows. Not the log reductions: ONNX Runtime truncates
+    # each exp term to the integer type before summing, onnx.reference (and we) truncate the result.
+    if op not in ("ReduceLogSum", "ReduceLogSumExp") and draw(st.booleans()):
+        x = (np.sign(x) if op == "ReduceProd" else np.round(x)).astype(np.int32)
+        if op == "ReduceProd":
+            x[x == 0] = 1
+    return NodeCase(op, {"x": x}, consts, attrs)
 
 
 @st.composite
