@@ -65,6 +65,13 @@ def markdown(rep, seconds: float) -> str:
         "`ConstantInputRequired` and the adapter re-imports with that input frozen to the fed value. "
         f"{rep.specialized} passing cases needed this.",
         "",
+        "**Where the oracles disagree** we follow ONNX Runtime and MIGraphX: Resize `align_corners` maps with "
+        "the output's integer length (onnx.reference uses scale x input length, so its two align_corners "
+        "downsampling cases fail here while ORT agrees with us), and `pytorch_half_pixel` with one output pixel "
+        "reads source 0. Outside this suite: onnx.reference's GridSample cubic + border does not clamp the "
+        "sampling point first (ORT and we do); RMSNormalization's output has the scale's type (onnx.reference "
+        "returns X's).",
+        "",
         "## Failures (listed cases that ran)",
         "",
     ]
