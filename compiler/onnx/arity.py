@@ -33,7 +33,7 @@ MSFT_MIN_INPUTS: dict[str, int] = {
 LEGACY_MIN_INPUTS: dict[str, int] = {
     "ImageScaler": 1, "DynamicScale": 1, "MXFixNeuron": 1, "MXQuantizeDequantize": 1,
 }
-_SINGLE = onnx.defs.OpSchema.FormalParameterOption.Single
+_OPTIONAL = onnx.defs.OpSchema.FormalParameterOption.Optional
 _ANY = (0, 99)
 _RNN = {0: 3, 1: 3, 2: 3, 3: 2, 4: 1, 5: 3, 6: 3, 7: 2}  # X, W, R, B, sequence_lens, initial_h, initial_c, P
 # Input ranks the handlers rely on (input index -> exact rank, or an inclusive (min, max) range),
@@ -75,7 +75,8 @@ def check_inputs(ctx: NodeContext, args: list) -> None:
     formals = list(schema.inputs)
     for k, a in enumerate(args):
         formal = formals[min(k, len(formals) - 1)] if formals else None
-        if a is None and formal is not None and formal.option == _SINGLE:
+        # Only an optional input may be left empty (a variadic one, Sum's or Concat's, may not).
+        if a is None and formal is not None and formal.option != _OPTIONAL:
             raise ctx.error(f"input {k} ({formal.name!r}) is required but the node leaves it empty")
     _check_ranks(ctx, args, [f.name for f in formals])
 

@@ -310,7 +310,7 @@ class _Importer:
             raise ctx.error(str(e)) from None
         except MemoryError:
             raise ctx.error(f"out of memory while importing (over {human_bytes(memory_budget())}?)") from None
-        except (IndexError, KeyError, ValueError, TypeError, ZeroDivisionError, OverflowError) as e:
+        except (IndexError, KeyError, ValueError, TypeError, AttributeError, ZeroDivisionError, OverflowError) as e:
             # What a handler's own checks missed: attribute values or constant inputs of the right
             # type but an impossible value (a perm too short, an axis past the rank, pads of the
             # wrong length). The node is malformed for this importer; say which one.

@@ -74,3 +74,23 @@ def test_no_inputs_at_all_gives_a_clean_error_or_a_program(op):
         import_node(node, {}, _opset(op))
     except MigxError as e:
         assert "the_node" in str(e), str(e)
+
+
+@pytest.mark.parametrize("op", sorted(HANDLERS))
+def test_optional_inputs_left_empty_give_a_clean_error_or_a_program(op):
+    """Every input past the required ones given as "" (ONNX's empty optional input): handlers must
+    treat an empty optional input as absent, and an empty variadic one is refused by the check."""
+    try:
+        schema = onnx.defs.get_schema(op, _opset(op), "")
+    except onnx.defs.SchemaError:
+        pytest.skip(f"{op}: no schema")
+    low, high = schema.min_input, min(schema.max_input, 8)
+    if high <= low:
+        pytest.skip(f"{op}: no optional inputs")
+    names = [f"in{k}" for k in range(low)] + [""] * (high - low)
+    node = helper.make_node(op, names, ["out"], name="the_node")
+    for lens in ([2, 3], [1, 2, 3, 4]):
+        try:
+            import_node(node, {n: Shape.of("float32", lens) for n in names if n}, _opset(op))
+        except MigxError as e:
+            assert "the_node" in str(e), str(e)
