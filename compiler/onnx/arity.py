@@ -28,6 +28,11 @@ MSFT_MIN_INPUTS: dict[str, int] = {
     "RotaryEmbedding": 4, "SimplifiedLayerNormalization": 2, "SkipLayerNormalization": 3,
     "SkipSimplifiedLayerNormalization": 3,
 }
+# ... and the most, for those with a fixed list.
+MSFT_MAX_INPUTS: dict[str, int] = {
+    "BiasAdd": 3, "BiasGelu": 2, "BiasSplitGelu": 2, "FastGelu": 2, "Gelu": 1, "GroupNorm": 3, "NhwcConv": 3,
+    "QuickGelu": 1,
+}
 # Ops the installed onnx has no schema for at all (legacy ONNX ops removed from the standard,
 # MIGraphX's own extensions): the fewest inputs their handlers read.
 LEGACY_MIN_INPUTS: dict[str, int] = {
@@ -66,6 +71,9 @@ def check_inputs(ctx: NodeContext, args: list) -> None:
         low = MSFT_MIN_INPUTS.get(node.op_type) or LEGACY_MIN_INPUTS.get(node.op_type, 0)
         if n < low:
             raise ctx.error(f"takes at least {low} inputs, got {n}")
+        high = MSFT_MAX_INPUTS.get(node.op_type)
+        if high is not None and n > high:
+            raise ctx.error(f"takes at most {high} inputs, got {n}")
         _check_ranks(ctx, args, [])
         return
     low, high = schema.min_input, schema.max_input
@@ -94,4 +102,4 @@ def _check_ranks(ctx: NodeContext, args: list, names: list[str]) -> None:
             raise ctx.error(f"input {k}{name} must have {rule}, got rank {r} ({list(a.shape.lens)})")
 
 
-__all__ = ["INPUT_RANKS", "LEGACY_MIN_INPUTS", "MSFT_MIN_INPUTS", "check_inputs"]
+__all__ = ["INPUT_RANKS", "LEGACY_MIN_INPUTS", "MSFT_MAX_INPUTS", "MSFT_MIN_INPUTS", "check_inputs"]
