@@ -94,3 +94,16 @@ def test_optional_inputs_left_empty_give_a_clean_error_or_a_program(op):
             import_node(node, {n: Shape.of("float32", lens) for n in names if n}, _opset(op))
         except MigxError as e:
             assert "the_node" in str(e), str(e)
+
+
+@pytest.mark.parametrize("op", sorted(MSFT_OPS))
+def test_contrib_ops_with_extra_empty_inputs_give_a_clean_error_or_a_program(op):
+    low = MSFT_MIN_INPUTS.get(op, 1)
+    for extra in (0, 3):
+        names = [f"in{k}" for k in range(low)] + [""] * extra
+        node = helper.make_node(op, names, ["out"], name="the_node", domain="com.microsoft", num_heads=2)
+        for lens in ([2, 3, 4], [1, 2, 4, 4]):
+            try:
+                import_node(node, {n: Shape.of("float32", lens) for n in names if n}, OPSET)
+            except MigxError as e:
+                assert "the_node" in str(e) and "cannot import this node" not in str(e), str(e)
