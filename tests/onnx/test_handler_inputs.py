@@ -15,6 +15,9 @@ from migx_explore.compiler.onnx import HANDLERS, MSFT_OPS, import_node
 from migx_explore.compiler.onnx.arity import MSFT_MIN_INPUTS
 
 OPSET = 18
+# The importer's last resort for a Python error inside a handler: the probes must be refused by a
+# check (counts, ranks, attributes) before it.
+SAFETY_NET = "cannot import this node"
 
 
 def _opset(op: str) -> int:
@@ -62,7 +65,7 @@ def test_wrong_rank_inputs_give_a_clean_error_or_a_program(op):
     try:
         import_node(node, {n: np.float32(0.5) for n in names}, _opset(op))
     except MigxError as e:
-        assert "the_node" in str(e), str(e)
+        assert "the_node" in str(e) and SAFETY_NET not in str(e), str(e)
 
 
 @pytest.mark.parametrize("op", sorted(HANDLERS))
@@ -73,7 +76,7 @@ def test_no_inputs_at_all_gives_a_clean_error_or_a_program(op):
     try:
         import_node(node, {}, _opset(op))
     except MigxError as e:
-        assert "the_node" in str(e), str(e)
+        assert "the_node" in str(e) and SAFETY_NET not in str(e), str(e)
 
 
 @pytest.mark.parametrize("op", sorted(HANDLERS))
@@ -93,7 +96,7 @@ def test_optional_inputs_left_empty_give_a_clean_error_or_a_program(op):
         try:
             import_node(node, {n: Shape.of("float32", lens) for n in names if n}, _opset(op))
         except MigxError as e:
-            assert "the_node" in str(e), str(e)
+            assert "the_node" in str(e) and SAFETY_NET not in str(e), str(e)
 
 
 @pytest.mark.parametrize("op", sorted(MSFT_OPS))
@@ -106,4 +109,4 @@ def test_contrib_ops_with_extra_empty_inputs_give_a_clean_error_or_a_program(op)
             try:
                 import_node(node, {n: Shape.of("float32", lens) for n in names if n}, OPSET)
             except MigxError as e:
-                assert "the_node" in str(e) and "cannot import this node" not in str(e), str(e)
+                assert "the_node" in str(e) and SAFETY_NET not in str(e), str(e)
