@@ -153,7 +153,7 @@ def locate_divergence(before: ProgramSnapshot, after: ProgramSnapshot, inputs: M
 
 
 def _breaks(snap: ProgramSnapshot, cfg) -> bool:
-    from .compiler.passes import compare_outputs
+    from .compiler.passes.manager import compare_program_outputs
     from .compiler.ref import evaluate, with_buffer_params
 
     prog = snap.to_program()
@@ -161,7 +161,7 @@ def _breaks(snap: ProgramSnapshot, cfg) -> bool:
         outs = evaluate(prog, with_buffer_params(prog, cfg.inputs))
     except MigxError:
         return False
-    return not compare_outputs(outs, cfg.reference, cfg.tolerance, compute=program_compute_type(prog)).ok
+    return not compare_program_outputs(prog, outs, cfg).ok
 
 
 def _innermost_failure(trace, rec, cfg):

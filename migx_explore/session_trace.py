@@ -22,7 +22,7 @@ from .compiler.passes import (
     Trace,
     make_numeric_config,
 )
-from .compiler.passes.manager import compare_outputs
+from .compiler.passes.manager import compare_program_outputs
 from .compiler.snapshot import ProgramSnapshot
 from .session_config import FlatEntry, PipelineConfig
 
@@ -174,12 +174,11 @@ class TraceCache:
 
 def numeric_check(cfg: NumericConfig, snap: ProgramSnapshot):
     """One snapshot's outputs against the reference, as PassManager's inline check computes them
-    (the comparison and its tolerance are compiler.passes.manager.compare_outputs')."""
+    (the comparison and its tolerance are compiler.passes.manager.compare_program_outputs')."""
     from .compiler.errors import MigxError
     from .compiler.inputs import REAL_INPUTS_HINT
     from .compiler.passes import NumericCheck
     from .compiler.ref import evaluate, with_buffer_params
-    from .compiler.verify import program_compute_type
 
     program = snap.to_program()
     try:
@@ -187,7 +186,7 @@ def numeric_check(cfg: NumericConfig, snap: ProgramSnapshot):
     except MigxError as e:
         hint = f" (on random inputs: {REAL_INPUTS_HINT})" if cfg.random_inputs else ""
         return NumericCheck(float("nan"), float("nan"), True, f"not checked: {e}{hint}")
-    return compare_outputs(outs, cfg.reference, cfg.tolerance, compute=program_compute_type(program))
+    return compare_program_outputs(program, outs, cfg)
 
 
 __all__ = ["CachedStep", "RetraceInfo", "TraceCache", "numeric_check"]

@@ -30,6 +30,9 @@ class VerifyReport:
     unavailable: PassRecord | None  # where the reference evaluator stopped (GPU-only ops)
     error: str | None = None  # a pass that failed outright
     divergence: Any = None  # migx_explore.bisect.Divergence when bisect was asked for
+    # The first pass after which a discontinuous op (TopK, ArgMax, NMS) chose differently among
+    # near-ties, its outputs then compared with the reference re-run on that choice.
+    selection: PassRecord | None = None
 
     @property
     def ok(self) -> bool:
@@ -42,6 +45,8 @@ class VerifyReport:
             out.append(f"closest to the limit: {self.closest.path}: {self.closest.numeric.describe()}")
         if self.unavailable is not None:
             out.append(f"numeric checks stopped at {self.unavailable.path}: {self.unavailable.numeric.note}")
+        if self.selection is not None:
+            out.append(f"from {self.selection.path} on: {self.selection.numeric.selection} (not a failure)")
         if self.error:
             out.append(f"error: {self.error}")
         elif self.failure is not None:
@@ -96,6 +101,7 @@ def verify_session(session, inputs: Mapping[str, np.ndarray] | None = None, *, r
         failure=trace.first_numeric_failure(),
         unavailable=next((r for r in trace if r.numeric is not None and r.numeric.note), None),
         error=session.error,
+        selection=next((r for r in checked if r.numeric.selection), None),
     )
     if bisect and report.failure is not None and report.error is None:
         from .bisect import numeric_bisect

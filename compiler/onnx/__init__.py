@@ -26,7 +26,7 @@ from . import (  # noqa: F401  (registration side effects)
     parse_shape,
 )
 from .context import ConstantInputRequired, param_name
-from .importer import model_opset, parse_onnx
+from .importer import import_node, model_opset, parse_onnx
 from .registry import HANDLERS, MSFT_OPS
 
 
@@ -40,4 +40,5 @@ def msft_ops() -> list[str]:
     return sorted(MSFT_OPS)
 
 
-__all__ = ["ConstantInputRequired", "model_opset", "msft_ops", "param_name", "parse_onnx", "supported_ops"]
+__all__ = ["ConstantInputRequired", "import_node", "model_opset", "msft_ops", "param_name", "parse_onnx",
+           "supported_ops"]

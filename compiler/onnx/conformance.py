@@ -6,6 +6,11 @@ Counted honestly, by rule rather than by hand:
 - a listed case whose graph values we cannot represent (string, complex, float8 e8m0, sequence or
   optional values) is *rejected*: it counts as a failure of the listed rate, not as out of scope;
 - the rate over all cases (passed / total) is reported too.
+
+Each case that ran is also compared with two oracles run on the spot: onnx's own
+`onnx.reference.ReferenceEvaluator` (the second oracle, always present) and ONNX Runtime where it
+is installed and accepts the model. Where the stored expectation and an oracle disagree (random
+ops, align_corners' output length, ...) the report says which one our result follows.
 """
 
 from __future__ import annotations
@@ -33,6 +38,14 @@ class Report:
     passed: int = 0
     specialized: int = 0  # passed cases that needed an input frozen to its value (see backend.py)
     failures: dict[str, str] = field(default_factory=dict)  # listed cases that ran and failed
+    # Second and third oracles, over the cases that ran: how many each could run, and on how many
+    # of those our outputs agree with it (same tolerance as the stored expectation).
+    reference_ran: int = 0
+    reference_agree: int = 0
+    ort_ran: int = 0
+    ort_agree: int = 0
+    # Failed cases whose outputs an oracle confirms: case -> "onnx.reference" / "onnxruntime" / both.
+    oracle_agrees: dict[str, str] = field(default_factory=dict)
     rejected: dict[str, str] = field(default_factory=dict)  # listed cases with a value type we lack
     unsupported: dict[str, str] = field(default_factory=dict)  # cases using an op type we do not list
 
@@ -73,26 +86,77 @@ def unsupported_reason(model: onnx.ModelProto, ops: Iterable[str] | None = None)
     return None
 
 
-def run_case(case) -> tuple[str | None, bool]:
-    """(None if every data set of the case matches else a one-line failure, whether an input had
-    to be frozen to its value)."""
+@dataclass
+class CaseResult:
+    error: str | None  # None when every data set matches the stored expectation
+    frozen: bool = False  # an input had to be frozen to its value
+    reference: bool | None = None  # agrees with onnx.reference (None: it could not run the case)
+    ort: bool | None = None  # agrees with ONNX Runtime (None: not installed, or it refused the case)
+
+
+def _agree(expected: list, outputs, case) -> bool:
     from onnx.backend.test.runner import Runner
 
-    frozen = False
+    try:
+        Runner.assert_similar_outputs(list(expected), list(outputs), rtol=case.rtol, atol=case.atol)
+    except (AssertionError, ValueError, TypeError):
+        return False
+    return True
+
+
+def _oracle_outputs(kind: str, model: onnx.ModelProto, inputs) -> list | None:
+    """The outputs onnx.reference ("reference") or ONNX Runtime ("ort") computes, None if it cannot."""
+    names = [i.name for i in model.graph.input if i.name not in {t.name for t in model.graph.initializer}]
+    feed = dict(zip(names, (numpy_helper.to_array(v) if isinstance(v, onnx.TensorProto) else v for v in inputs)))
+    try:
+        if kind == "reference":
+            from onnx.reference import ReferenceEvaluator
+
+            return list(ReferenceEvaluator(model).run(None, feed))
+        import onnxruntime as ort
+
+        opts = ort.SessionOptions()
+        opts.log_severity_level = 4
+        sess = ort.InferenceSession(model.SerializeToString(), opts, providers=["CPUExecutionProvider"])
+        return list(sess.run(None, feed))
+    except ImportError:
+        return None
+    except Exception:  # noqa: BLE001 - an oracle that refuses a case is no oracle for it
+        return None
+
+
+def run_case(case, oracles: bool = True) -> CaseResult:
+    """Our result against the stored expectation of every data set and, with `oracles`, against
+    onnx.reference and ONNX Runtime on the same inputs."""
+    from onnx.backend.test.runner import Runner
+
+    res = CaseResult(None)
+    ours: list = []
     try:
         rep = ReferenceBackend.prepare(case.model)
         for inputs, expected in case.data_sets:
             outputs = rep.run(inputs)
-            frozen = frozen or bool(rep.frozen)
+            ours.append((inputs, outputs))
+            res.frozen = res.frozen or bool(rep.frozen)
             expected = [numpy_helper.to_array(e) if isinstance(e, onnx.TensorProto) else e for e in expected]
             Runner.assert_similar_outputs(expected, outputs, rtol=case.rtol, atol=case.atol)
     except MigxError as e:
-        return f"{type(e).__name__}: {e}", frozen
+        res.error = f"{type(e).__name__}: {e}"
     except AssertionError as e:
-        return "mismatch: " + " ".join(str(e).split())[:300], frozen
+        res.error = "mismatch: " + " ".join(str(e).split())[:300]
     except Exception as e:  # noqa: BLE001 - a crash is a failure of this case, reported, not raised
-        return f"crash {type(e).__name__}: {e}", frozen
-    return None, frozen
+        res.error = f"crash {type(e).__name__}: {e}"
+    if oracles and ours and len(ours) == len(case.data_sets):
+        for kind in ("reference", "ort"):
+            verdict: bool | None = True
+            for inputs, outputs in ours:
+                theirs = _oracle_outputs(kind, case.model, inputs)
+                if theirs is None:
+                    verdict = None
+                    break
+                verdict = verdict and _agree(theirs, outputs, case)
+            setattr(res, kind, verdict)
+    return res
 
 
 def load_cases(pattern: str | None = None) -> list:
@@ -104,8 +168,8 @@ def load_cases(pattern: str | None = None) -> list:
     return [c for c in cases if pattern is None or pattern in c.name]
 
 
-def _run_many(cases) -> list[tuple[str | None, bool]]:
-    with warnings.catch_warnings():
+def _run_many(cases) -> list[CaseResult]:
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
         warnings.simplefilter("ignore")
         return [run_case(c) for c in cases]
 
@@ -140,17 +204,24 @@ def run_suite(pattern: str | None = None, processes: int | None = None) -> Repor
                 results[i] = r
     else:
         results = _run_many(todo)
-    for c, (err, frozen) in zip(todo, results):
-        if err is None:
+    for c, r in zip(todo, results):
+        if r.error is None:
             rep.passed += 1
-            rep.specialized += frozen
+            rep.specialized += r.frozen
         else:
-            rep.failures[c.name] = err
+            rep.failures[c.name] = r.error
+        rep.reference_ran += r.reference is not None
+        rep.reference_agree += bool(r.reference)
+        rep.ort_ran += r.ort is not None
+        rep.ort_agree += bool(r.ort)
+        if r.error is not None and (r.reference or r.ort):
+            rep.oracle_agrees[c.name] = " and ".join(n for n, ok in (("onnx.reference", r.reference),
+                                                                      ("onnxruntime", r.ort)) if ok)
     return rep
 
 
 _CASES: list = []
 
 
-def _run_indices(idx: list[int]) -> list[tuple[str | None, bool]]:
+def _run_indices(idx: list[int]) -> list[CaseResult]:
     return _run_many([_CASES[i] for i in idx])

@@ -21,7 +21,8 @@ from ..ir import Instruction, Module, Program
 from ..limits import BudgetError, check_bytes, check_lens, human_bytes, memory_budget
 from ..shape import DynDim, Shape
 from . import registry
-from .context import NodeContext, param_name
+from .arity import check_inputs
+from .context import ConstantInputRequired, NodeContext, param_name
 from .dims import importer_input_dims
 from .loader import ModelSource, check_model, load_external_data, load_model
 from .tensors import ir_type, to_array
@@ -50,6 +51,15 @@ def parse_onnx(source: ModelSource, input_dims: Mapping[str, Sequence[int]] | No
     model, folder, raw = load_model(source)
     what = f"ONNX model {str(source)!r}" if folder is not None else "ONNX model"
     _check_opset(model, what)
+    if _undeclared_contrib_domain(model):
+        # Exporters (and ORT's transformer optimizer) emit com.microsoft ops without declaring the
+        # domain; ONNX Runtime and MIGraphX read them anyway, the checker refuses the node. Declare
+        # it (version 1, the only one) so the checker checks the rest; a caller's ModelProto is
+        # copied, never edited, and the checker reads the declaring copy, not the original bytes.
+        if model is source:
+            model = onnx.ModelProto.FromString(model.SerializeToString())
+        model.opset_import.append(onnx.helper.make_opsetid(MSFT_DOMAIN, 1))
+        raw = None
     # The checker reads the original bytes unless external data was inlined (it would look for the
     # data files relative to the working directory).
     inlined = load_external_data(model, folder)
@@ -60,6 +70,43 @@ def parse_onnx(source: ModelSource, input_dims: Mapping[str, Sequence[int]] | No
     program = _Importer(model, dims, int(default_dim), constants).run()
     validate_imported(model, program.main.output_shapes(), check_outputs=not overrides_fixed_dims(model, dims))
     return program
+
+
+def import_node(node: onnx.NodeProto, inputs: Mapping[str, Shape | np.ndarray], opset: int = DEFAULT_OPSET
+                ) -> Program:
+    """A program of one node, imported without the ONNX checker (which refuses a malformed node
+    before any handler sees it): an input given as a Shape becomes a @param, an array a literal.
+    For tests and fuzzers that probe the op handlers directly."""
+    from onnx import helper, numpy_helper
+
+    vis, inits = [], []
+    for name, v in inputs.items():
+        if isinstance(v, Shape):
+            elem = helper.np_dtype_to_tensor_dtype(np.dtype(dtypes.np_dtype(v.type)))
+            vis.append(helper.make_tensor_value_info(name, elem, list(v.lens)))
+        else:
+            inits.append(numpy_helper.from_array(np.asarray(v), name))
+    outs = [helper.make_tensor_value_info(o, onnx.TensorProto.UNDEFINED, None) for o in node.output if o]
+    graph = helper.make_graph([node], "node", vis, outs, inits)
+    domains = {node.domain} - set(_DEFAULT_DOMAINS)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)]
+                              + [helper.make_opsetid(d, 1) for d in domains])
+    return _Importer(model, {}, 1, {}).run()
+
+
+def _nodes(graph: onnx.GraphProto):
+    """Every node of the graph and of its subgraphs (If/Loop/Scan bodies)."""
+    for n in graph.node:
+        yield n
+        for a in n.attribute:
+            for g in ([a.g] if a.HasField("g") else []) + list(a.graphs):
+                yield from _nodes(g)
+
+
+def _undeclared_contrib_domain(model: onnx.ModelProto) -> bool:
+    """The model has com.microsoft nodes but no opset_import for that domain."""
+    return (MSFT_DOMAIN not in {o.domain for o in model.opset_import}
+            and any(n.domain == MSFT_DOMAIN for n in _nodes(model.graph)))
 
 
 def _check_opset(model: onnx.ModelProto, what: str) -> None:
@@ -252,14 +299,27 @@ class _Importer:
             raise ctx.error(f"unsupported ONNX operator {node.op_type}; run `migx-explore onnx --list` for the "
                             "supported operators")
         args = [env[n] if n else None for n in node.input]
+        check_inputs(ctx, args)
         try:
             result = handler(ctx, args)
-        except ImportError_:
+        except ConstantInputRequired:
             raise
+        except ImportError_ as e:
+            if f"node {ctx.name} (" in str(e):
+                raise
+            # From a node of this one's expansion (function body, contrib-op decomposition, If/Loop
+            # body): name the node of the user's model too.
+            raise ctx.error(f"inside it: {e}") from None
         except MigxError as e:
             raise ctx.error(str(e)) from None
         except MemoryError:
             raise ctx.error(f"out of memory while importing (over {human_bytes(memory_budget())}?)") from None
+        except (IndexError, KeyError, ValueError, TypeError, AttributeError, ZeroDivisionError, OverflowError) as e:
+            # What a handler's own checks missed: attribute values or constant inputs of the right
+            # type but an impossible value (a perm too short, an axis past the rank, pads of the
+            # wrong length). The node is malformed for this importer; say which one.
+            raise ctx.error(f"cannot import this node ({type(e).__name__}: {e}); check its attributes and "
+                            "constant inputs against the operator's specification") from None
         outs = [result] if isinstance(result, Instruction) else list(result)
         for out in outs:
             _check_budget(ctx, out)

@@ -6,9 +6,11 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
+from .. import dtypes
 from .registry import register
 
 if TYPE_CHECKING:  # pragma: no cover
+    from ..ir import Instruction
     from .context import NodeContext
     from .registry import Args, Result
 
@@ -40,6 +42,12 @@ def parse_selu(ctx: NodeContext, args: Args) -> Result:
 def parse_celu(ctx: NodeContext, args: Args) -> Result:
     x = args[0]
     alpha = ctx.attr("alpha")
+    if alpha == 0:
+        # The formula's value at alpha = 0: x / 0 is inf (nan at 0) for x >= 0, and 0 * inf is nan;
+        # for x < 0, 0 * (exp(-inf) - 1) is 0. Built explicitly, because simplify_algebra's
+        # find_zero_ops (0 * x -> 0, as in MIGraphX) assumes x is finite and would make it 0.
+        keep_nan = ctx.add("not", [ctx.add("less", [x, _k(ctx, 0, x)])])  # x >= 0, or x is nan
+        return ctx.add("where", [keep_nan, _k(ctx, float("nan"), x), _k(ctx, 0, x)])
     # max(0, x) + min(0, alpha * (exp(x / alpha) - 1))
     e = ctx.add("sub", [ctx.add("exp", [ctx.add("div", [x, _k(ctx, alpha, x)])]), _k(ctx, 1, x)])
     neg = ctx.add("min", [_k(ctx, 0, x), ctx.add("mul", [e, _k(ctx, alpha, x)])])
@@ -101,6 +109,15 @@ def parse_swish(ctx: NodeContext, args: Args) -> Result:
 def parse_shrink(ctx: NodeContext, args: Args) -> Result:
     x = args[0]
     lambd, bias = ctx.attr("lambd"), ctx.attr("bias")
+    if not dtypes.dtype(x.shape.type).is_float:
+        # The float lambd and bias compare with and shift integer x in float, and the result is
+        # truncated back (ONNX Runtime's static_cast): int8 5 - 1.5 is 3, and -lambd need not fit uint8.
+        y = parse_shrink_float(ctx, ctx.convert(x, "float32"), lambd, bias)
+        return ctx.convert(y, x.shape.type)
+    return parse_shrink_float(ctx, x, lambd, bias)
+
+
+def parse_shrink_float(ctx: NodeContext, x: Instruction, lambd: float, bias: float) -> Instruction:
     low = ctx.add("less", [x, _k(ctx, -lambd, x)])
     high = ctx.add("greater", [x, _k(ctx, lambd, x)])
     inner = ctx.add("where", [high, ctx.add("sub", [x, _k(ctx, bias, x)]), _k(ctx, 0, x)])

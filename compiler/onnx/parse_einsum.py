@@ -77,7 +77,10 @@ def _contract(ctx, a, ta: str, b, tb: str, keep: set[str]):
 
     def arrange(x, t, order, dims):
         x = ctx.add("transpose", [x], permutation=[t.index(c) for c in order]) if list(t) != order else x
-        x = ctx.broadcast_to(x, [size[c] if c in batch else x.shape.lens[k] for k, c in enumerate(order)])
+        # A letter both operands share may be 1 in one of them (numpy broadcasting, as ORT and
+        # MIGraphX allow): broadcast it, whether it is kept (batch) or summed (inner).
+        shared = set(batch) | set(inner)
+        x = ctx.broadcast_to(x, [size[c] if c in shared else x.shape.lens[k] for k, c in enumerate(order)])
         return ctx.add("reshape", [ctx.contiguous(x)], dims=dims)
 
     prod = lambda cs: math.prod(size[c] for c in cs)

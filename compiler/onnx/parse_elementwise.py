@@ -90,7 +90,13 @@ def parse_compare_or_equal(ctx: NodeContext, args: Args) -> Result:
 @register("Pow")
 def parse_pow(ctx: NodeContext, args: Args) -> Result:
     base, exp = args
-    # ONNX lets the exponent have another numeric type; the IR op wants one type.
+    # ONNX lets the exponent have another numeric type; the IR op wants one type. An integer base
+    # with a float exponent is computed in float and truncated back, as ONNX Runtime and MIGraphX
+    # do (2 ** 1.82 = 3.53 -> 3; converting the exponent to int would give 2 ** 1 = 2).
+    if not dtypes.dtype(base.shape.type).is_float and dtypes.dtype(exp.shape.type).is_float:
+        ft = "float64" if exp.shape.type == "float64" else "float32"
+        out = ctx.add_common("pow", ctx.convert(base, ft), ctx.convert(exp, ft))
+        return ctx.convert(out, base.shape.type)
     return ctx.add_common("pow", base, ctx.convert(exp, base.shape.type))
 
 

@@ -1,8 +1,8 @@
 """Ops imported by expanding the function body their ONNX schema defines (functions.py): the
 opset-23 Attention and RotaryEmbedding, the two losses, DynamicQuantizeLinear and newer ops that
 ONNX defines in terms of older ones (SwiGLU, LinearAttention, CausalConvWithState, AffineGrid, the
-signal windows). ONNX Runtime's com.microsoft RotaryEmbedding has other
-inputs and is handled in parse_msft.py."""
+signal windows). ONNX Runtime's com.microsoft Attention and RotaryEmbedding have other
+inputs and are handled in parse_msft.py."""
 
 from __future__ import annotations
 
@@ -15,13 +15,22 @@ if TYPE_CHECKING:  # pragma: no cover
     from .context import NodeContext
     from .registry import Args, Result
 
-EXPANDED_OPS = ("Attention", "SoftmaxCrossEntropyLoss", "NegativeLogLikelihoodLoss", "DynamicQuantizeLinear",
+EXPANDED_OPS = ("SoftmaxCrossEntropyLoss", "NegativeLogLikelihoodLoss", "DynamicQuantizeLinear",
                 "SwiGLU", "CausalConvWithState", "LinearAttention", "AffineGrid", "BlackmanWindow", "HammingWindow",
                 "HannWindow")
 
 
 @register(*EXPANDED_OPS)
 def parse_expanded(ctx: NodeContext, args: Args) -> Result:
+    return expand_function(ctx, args)
+
+
+@register("Attention", msft=True)
+def parse_attention(ctx: NodeContext, args: Args) -> Result:
+    if ctx.node.domain == "com.microsoft":  # ORT's fused QKV projection + attention, other inputs
+        from .parse_msft import ms_attention
+
+        return ms_attention(ctx, args)
     return expand_function(ctx, args)
 
 

@@ -122,7 +122,8 @@ def _random_shape_type(ctx, args) -> tuple[list[int], str]:
 def parse_random_normal(ctx: NodeContext, args: Args) -> Result:
     shape, t = _random_shape_type(ctx, args)
     npt = dtypes.np_dtype(t)
-    v = random_state(ctx).randn(*shape).astype(npt) * npt.type(ctx.attr("scale", 1.0)) + npt.type(ctx.attr("mean", 0.0))
+    draw = np.asarray(random_state(ctx).randn(*shape))  # asarray: a rank-0 draw is a Python float
+    v = draw.astype(npt) * npt.type(ctx.attr("scale", 1.0)) + npt.type(ctx.attr("mean", 0.0))
     return ctx.literal(v, t)
 
 
@@ -131,7 +132,7 @@ def parse_random_uniform(ctx: NodeContext, args: Args) -> Result:
     shape, t = _random_shape_type(ctx, args)
     npt = dtypes.np_dtype(t)
     low, high = npt.type(ctx.attr("low", 0.0)), npt.type(ctx.attr("high", 1.0))
-    return ctx.literal(random_state(ctx).rand(*shape).astype(npt) * (high - low) + low, t)
+    return ctx.literal(np.asarray(random_state(ctx).rand(*shape)).astype(npt) * (high - low) + low, t)
 
 
 @register("Multinomial")

@@ -1,6 +1,7 @@
 """ONNX Runtime's fused ops (com.microsoft domain) that optimized transformer exports contain,
 decomposed into plain IR the way MIGraphX's parsers do: bias + GELU variants, skip / simplified
-layer norms, MultiHeadAttention (padding mask, attention bias) and GroupQueryAttention (per-entry
+layer norms, Attention (fused QKV projection), MultiHeadAttention (separate or packed QKV / KV,
+padding mask, attention bias) and GroupQueryAttention (per-entry
 lengths, past key/value concatenated), MatMulNBits and MatMulBnb4 (4-bit weights unpacked at
 import into uint4 / codebook-index literals and dequantized in the graph), RotaryEmbedding, NHWC
 GroupNorm and NhwcConv. Semantics follow ORT's contrib op docs and are checked against onnxruntime
@@ -152,12 +153,26 @@ def _seqlens_mask(ctx, seqlens_k, s: int, total: int, prompt: bool):
     return ctx.add("not", [ctx.add_common("greater", keys, reach)])
 
 
+def _unpack(ctx, x, parts: int) -> list:
+    """ORT's packed layout [B, S, N, parts, H] -> `parts` tensors [B, S, N*H]."""
+    b, s, n, p, h = x.shape.lens
+    if p != parts:
+        raise ctx.error(f"packed input {list(x.shape.lens)}: axis 3 must be {parts}")
+    return [ctx.add("reshape", [ctx.contiguous(ctx.add("slice", [x], axes=[3], starts=[i], ends=[i + 1]))],
+                    dims=[b, s, n * h]) for i in range(parts)]
+
+
 @register("MultiHeadAttention", msft=True)
 def parse_multi_head_attention(ctx: NodeContext, args: Args) -> Result:
     q, k, v = args[0], _opt(args, 1), _opt(args, 2)
     bias = _opt(args, 3)
-    if k is None or v is None or k.shape.ndim != 3:
-        raise ctx.error("only separate 3-D query, key and value inputs are supported (no packed QKV)")
+    if k is None and v is None and q.shape.ndim == 5:  # packed QKV: query [B, S, N, 3, H]
+        q, k, v = _unpack(ctx, q, 3)
+    elif v is None and k is not None and k.shape.ndim == 5:  # packed KV: key [B, L, N, 2, H]
+        k, v = _unpack(ctx, k, 2)
+    if k is None or v is None or k.shape.ndim != 3 or q.shape.ndim != 3:
+        raise ctx.error("query, key and value must be 3-D [batch, length, hidden], or packed as QKV "
+                        "[batch, length, heads, 3, head_size] / KV [batch, length, heads, 2, head_size]")
     pad_mask, attn_bias = _opt(args, 4), _opt(args, 5)
     if any(a is not None for a in args[6:]):
         raise ctx.error("past key/value inputs are not supported")
@@ -184,6 +199,55 @@ def parse_multi_head_attention(ctx: NodeContext, args: Args) -> Result:
     out = _sdpa(ctx, _heads(ctx, q, n), _heads(ctx, k, n), _heads(ctx, v, n), scale, causal, bias=attn_bias,
                 allowed=allowed)
     return _merge_heads(ctx, out)
+
+
+def ms_attention(ctx: NodeContext, args: Args) -> Result:
+    """com.microsoft.Attention: x [B, S, D] @ weights [D, Dq + Dk + Dv] (+ bias) split into Q, K, V
+    (qkv_hidden_sizes, default three equal parts), multi-head attention with an optional key mask
+    (mask_index: [B, T] 1 = attend, or [B] valid lengths; masked scores get mask_filter_value
+    added, as ORT does) and attention_bias; unidirectional is causal. No past/present state."""
+    x, w, bias = args[0], args[1], _opt(args, 2)
+    mask, past, attn_bias = _opt(args, 3), _opt(args, 4), _opt(args, 5)
+    if past is not None or any(a is not None for a in args[6:]) or any(o for o in ctx.node.output[1:]):
+        raise ctx.error("past/present key-value state is not supported")
+    if x.shape.ndim != 3 or w.shape.ndim != 2:
+        raise ctx.error(f"input {list(x.shape.lens)} must be [batch, seq, hidden] and weights "
+                        f"{list(w.shape.lens)} [hidden, q + k + v hidden]")
+    n = int(ctx.attr("num_heads"))
+    total = w.shape.lens[1]
+    sizes = [int(v) for v in ctx.attr("qkv_hidden_sizes", [])] or [total // 3] * 3
+    if len(sizes) != 3 or sum(sizes) != total or sizes[0] != sizes[1] or any(v % n for v in sizes):
+        raise ctx.bad_attr("qkv_hidden_sizes", f"{sizes} must be 3 sizes summing to the weights' {total} columns, "
+                           f"q and k equal, each divisible by num_heads {n}")
+    qkv = ctx.add("dot", [x, ctx.broadcast_to(w, [x.shape.lens[0], *w.shape.lens])])
+    if bias is not None:
+        qkv = ctx.add_common("add", qkv, bias)
+    edges = np.cumsum([0, *sizes])
+    q, k, v = (ctx.add("slice", [qkv], axes=[2], starts=[int(a)], ends=[int(b)]) for a, b in zip(edges, edges[1:]))
+    scale = float(ctx.attr("scale", 0.0)) or 1 / math.sqrt(sizes[0] // n)
+    b, s = x.shape.lens[:2]
+    add = attn_bias
+    if mask is not None:
+        keep = _key_mask(ctx, mask, b, s)
+        fill = ctx.literal(np.float32(ctx.attr("mask_filter_value", -10000.0)), x.shape.type)
+        penalty = ctx.add_common("where", keep, ctx.scalar_like(0.0, fill), fill)
+        add = penalty if add is None else ctx.add_common("add", add, penalty)
+    out = _sdpa(ctx, _heads(ctx, q, n), _heads(ctx, k, n), _heads(ctx, v, n), scale,
+                bool(ctx.attr("unidirectional", 0)), bias=add)
+    return [_merge_heads(ctx, out)]
+
+
+def _key_mask(ctx, mask, b: int, total: int):
+    """mask_index as a bool [B, 1, 1, T] (True = attend): the raw [B, T] mask, or [B] lengths."""
+    if mask.shape.lens == (b, total):
+        keep = ctx.add_common("not", ctx.add_common("equal", mask, ctx.scalar_like(0, mask)))
+    elif mask.shape.lens == (b,):
+        keys = ctx.literal(np.arange(total, dtype=np.int64).reshape(1, total))
+        ends = ctx.add("reshape", [ctx.convert(mask, "int64")], dims=[b, 1])
+        keep = ctx.add_common("less", keys, ends)
+    else:
+        raise ctx.error(f"mask_index {list(mask.shape.lens)}: only [batch, total_length] and [batch] are supported")
+    return ctx.add("reshape", [keep], dims=[b, 1, 1, total])
 
 
 def _repeat_kv(ctx, x, groups: int):

@@ -15,7 +15,8 @@ if TYPE_CHECKING:  # pragma: no cover
 
 
 def _per_channel(ctx, p, x):
-    """A [C] tensor shaped [C, 1, ..., 1] to line up with axis 1 of x (broadcast later)."""
+    """A [C] tensor shaped [C, 1, ..., 1] to line up with axis 1 of x (broadcast later); a rank-1
+    x is its own channel axis (onnx.reference and MIGraphX apply the [C] parameters elementwise)."""
     nd = x.shape.ndim
     return ctx.add("unsqueeze", [p], axes=list(range(1, nd - 1))) if nd > 2 else p
 
@@ -23,10 +24,15 @@ def _per_channel(ctx, p, x):
 @register("BatchNormalization")
 def parse_batchnorm(ctx: NodeContext, args: Args) -> Result:
     x, scale, bias, mean, var = args[:5]
-    if x.shape.ndim < 2:
-        raise ctx.error(f"input {list(x.shape.lens)} needs rank >= 2")
+    if x.shape.ndim < 1:
+        raise ctx.error(f"input {list(x.shape.lens)} needs rank >= 1")
     if ctx.attr("training_mode", 0) or any(o for o in ctx.node.output[1:]):
+        if x.shape.ndim < 2:
+            raise ctx.error(f"training mode needs an input of rank >= 2, got {list(x.shape.lens)}")
         return _batchnorm_training(ctx, x, scale, bias, mean, var)
+    # Opset 15 lets scale/bias (T1) and mean/var (T2) have another float type than X (an fp16
+    # model keeps fp32 statistics): compute in X's type, as MIGraphX does.
+    scale, bias, mean, var = (ctx.convert(p, x.shape.type) for p in (scale, bias, mean, var))
     scale, bias, mean, var = (_per_channel(ctx, p, x) for p in (scale, bias, mean, var))
     eps = ctx.scalar_like(ctx.attr("epsilon"), var)
     # (x - mean) * (scale * rsqrt(var + eps)) + bias; the bracket is constant-foldable.
@@ -96,6 +102,8 @@ def parse_layernorm(ctx: NodeContext, args: Args) -> Result:
 @register("RMSNormalization")
 def parse_rmsnorm(ctx: NodeContext, args: Args) -> Result:
     x, scale = args[0], args[1]
+    # Y has scale's type V, which may differ from X's T (fp16 X, fp32 scale): compute in V.
+    x = ctx.convert(x, scale.shape.type)
     axis = _axis(ctx, x, -1)
     ms = ctx.add("reduce_mean", [ctx.add("mul", [x, x])], axes=list(range(axis, x.shape.ndim)))
     inv = ctx.add("rsqrt", [ctx.add("add", [ms, ctx.scalar_like(ctx.attr("epsilon"), ms)])])

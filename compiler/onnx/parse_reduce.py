@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from .. import dtypes
 from ..errors import ShapeError
 from ..ops.common import norm_axes, norm_axis
 from .registry import register
@@ -109,14 +110,22 @@ def parse_reduce_log_sum_exp(ctx: NodeContext, args: Args) -> Result:
     x = args[0]
     axes = _axes(ctx, args, x.shape.ndim)
     if axes is None:
-        return ctx.add("log", [ctx.add("exp", [x])])
+        # No reduction: log(exp(x)) is x, which ONNX Runtime returns; computing it overflows for
+        # x > 88 in float32 and turns integers into garbage (exp(-4) is 0 as an int).
+        return ctx.add("identity", [x])
     if any(x.shape.lens[a] == 0 for a in axes):
         return _empty_reduction(ctx, x, axes)
+    # Integers go through float64 and are truncated back, as ONNX Runtime computes them (exp of an
+    # integer difference truncated to an integer loses everything; float32 rounding would move a
+    # result like 2.9999999 across the integer it truncates to).
+    t = x.shape.type
+    if not dtypes.dtype(t).is_float:
+        x = ctx.convert(x, "float64")
     # log(sum(exp(x - m))) + m with m = max(x): the stable form (the naive one overflows on large x)
     m = ctx.add("reduce_max", [x], axes=axes)
     shifted = ctx.add("exp", [ctx.add("sub", [x, ctx.broadcast_to(m, x.shape.lens)])])
     y = ctx.add("add", [ctx.add("log", [ctx.add("reduce_sum", [shifted], axes=axes)]), m])
-    return _finish(ctx, y, axes)
+    return _finish(ctx, ctx.convert(y, t), axes)
 
 
 @register("ArgMax", "ArgMin")

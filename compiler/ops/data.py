@@ -166,10 +166,9 @@ def _pad_shape(op, s, m):
         raise ShapeError(f"pad: negative pads {pads} (slice instead)")
     nd = x.ndim
     lens = [n + pads[i] + pads[i + nd] for i, n in enumerate(x.lens)]
-    if op["mode"] == "reflect" and any(
-            (pads[i] or pads[i + nd]) and (n < 2 or max(pads[i], pads[i + nd]) >= n) for i, n in enumerate(x.lens)):
-        raise ShapeError(f"pad: reflect padding {pads} needs each padded dim of {list(x.lens)} larger than its pad")
-    if op["mode"] in ("edge", "wrap") and any(
+    # Reflect pads wider than the dim repeat the reflection (period 2n - 2), as numpy, onnx.reference
+    # and MIGraphX do; ONNX Runtime refuses them.
+    if op["mode"] in ("edge", "wrap", "reflect") and any(
             (pads[i] or pads[i + nd]) and n == 0 for i, n in enumerate(x.lens)):
         raise ShapeError(f"pad: {op['mode']} padding of an empty dim in {list(x.lens)}")
     return Shape.of(x.type, lens)

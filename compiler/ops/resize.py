@@ -19,7 +19,7 @@ from .common import A
 
 MODES = ("nearest", "linear", "cubic")
 COORD_MODES = ("half_pixel", "half_pixel_symmetric", "pytorch_half_pixel", "align_corners", "asymmetric",
-               "tf_crop_and_resize")
+               "tf_crop_and_resize", "tf_half_pixel_for_nn")
 NEAREST_MODES = ("round_prefer_floor", "round_prefer_ceil", "floor", "ceil")
 
 
@@ -47,15 +47,21 @@ def _resize_shape(op, s, m):
 def _source_coords(mode: str, y: np.ndarray, scale: float, n_in: int, n_out: int, roi) -> np.ndarray:
     out_w = scale * n_in  # the unrounded output width some modes use
     if mode == "align_corners":
-        return np.zeros_like(y) if out_w == 1 else y * (n_in - 1) / (out_w - 1)
+        # The output's integer length, as ONNX Runtime and MIGraphX read the spec's length_resized
+        # (onnx.reference uses scale * n_in: downsampling 4 by 0.6 maps output 1 to 2.14, not 3).
+        return np.zeros_like(y) if n_out == 1 else y * (n_in - 1) / (n_out - 1)
     if mode == "asymmetric":
         return y / scale
+    if mode == "tf_half_pixel_for_nn":
+        return (y + 0.5) / scale
     if mode == "tf_crop_and_resize":
         lo, hi = roi
         base = np.full_like(y, (hi - lo) * (n_in - 1) / 2) if out_w == 1 else y * (hi - lo) * (n_in - 1) / (out_w - 1)
         return base + lo * (n_in - 1)
     if mode == "pytorch_half_pixel":
-        return np.full_like(y, -0.5) if out_w == 1 else (y + 0.5) / scale - 0.5
+        # One output pixel reads source 0 (the spec's "length_resized > 1 ? ... : 0"; ONNX Runtime
+        # and MIGraphX test the integer output length).
+        return np.zeros_like(y) if n_out == 1 else (y + 0.5) / scale - 0.5
     if mode == "half_pixel_symmetric":
         offset = n_in / 2 * (1 - n_out / out_w)
         return offset + (y + 0.5) / scale - 0.5

@@ -198,11 +198,17 @@ class ReshapeDot(Rule):
         dot_axis = 2 if flipped else 1
         if not _keeps_gemm_axis(inp, rsp, dot_axis):
             return "the reshape changes a gemm axis"
+        # Only the left operand's M axis may absorb batch axes (its rows stay whole rows); the
+        # right operand's columns would be reshuffled.
+        if flipped and not _keeps_gemm_axis(inp, rsp, 1):
+            return "the reshape of the right operand changes its N axis"
         bc_other = a if flipped else b
         if other.name == "reshape":
             other_inp = other.inputs[0]
-            if not _keeps_gemm_axis(other_inp, other, 1 if flipped else 2):
-                return "the other reshape changes a gemm axis"
+            # With a reshape on both sides, the dot of the two sources is the same product only if
+            # both reshapes touch batch axes alone (both gemm axes kept on both sides).
+            if not all(_keeps_gemm_axis(x, y, k) for x, y in ((inp, rsp), (other_inp, other)) for k in (1, 2)):
+                return "a reshape changes a gemm axis"
             il, ol = inp.shape.lens, other_inp.shape.lens
             if len(il) != len(ol) or il[:-2] != ol[:-2]:
                 return "the reshaped sources differ in batch axes"

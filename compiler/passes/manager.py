@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -48,6 +48,11 @@ class NumericConfig:
     disabled_reason: str = ""
     rms: float | None = None
     random_inputs: bool = False  # the inputs were generated (errors then say how to pass real ones)
+    # The program the reference outputs came from (discontinuous ops re-run it on a candidate's
+    # near-tie choice, compiler/discontinuous.py) and a cache of its values shared by the copies
+    # dataclasses.replace makes.
+    reference_program: ProgramSnapshot | None = None
+    cache: dict = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def tolerance(self) -> Tolerance:
@@ -267,7 +272,54 @@ class PassManager:
             hint = f" (on random inputs: {REAL_INPUTS_HINT})" if cfg.random_inputs else ""
             cfg.disabled_reason = f"unavailable from here on: {e}{hint}"
             return NumericCheck(float("nan"), float("nan"), True, cfg.disabled_reason)
-        return compare_outputs(outs, cfg.reference, cfg.tolerance, compute=program_compute_type(program))
+        return compare_program_outputs(program, outs, cfg)
+
+
+def compare_program_outputs(program: Program, outs: Sequence[np.ndarray], cfg: NumericConfig) -> NumericCheck:
+    """`program`'s outputs against the reference under cfg's tolerance. Outputs that differ only
+    because a TopK / ArgMax / NMS chose differently among near-ties (inputs within tolerance) pass,
+    compared with the reference re-run on that choice, and the check says so in `selection`."""
+    compute = program_compute_type(program)
+    res = compare_outputs(outs, cfg.reference, cfg.tolerance, compute=compute)
+    if res.ok or res.note or cfg.reference_program is None:
+        return res
+    from ..discontinuous import explain_selection_change, has_discontinuous_ops, reference_values
+
+    if "reference_program" not in cfg.cache:
+        cfg.cache["reference_program"] = cfg.reference_program.to_program()
+    reference = cfg.cache["reference_program"]
+    if not has_discontinuous_ops(reference):
+        return res
+    if "reference_values" not in cfg.cache:
+        try:
+            cfg.cache["reference_values"] = reference_values(reference, cfg.inputs)
+        except MigxError:
+            return res
+    # After a flip, the following passes usually produce the very same outputs: reuse the answer.
+    digest = _digest(outs)
+    last = cfg.cache.get("last_explained")
+    if last is not None and last[0] == digest:
+        change = last[1]
+    else:
+        change = explain_selection_change(reference, program, cfg.inputs, outs, cfg.tolerance, compute=compute,
+                                          ref_values=cfg.cache["reference_values"])
+        cfg.cache["last_explained"] = (digest, change)
+    if change is None:
+        return res
+    alt = compare_outputs(outs, change.outputs, cfg.tolerance, compute=compute)
+    alt.selection = change.note
+    return alt
+
+
+def _digest(outs: Sequence[np.ndarray]) -> str:
+    import hashlib
+
+    h = hashlib.blake2b(digest_size=16)
+    for o in outs:
+        a = np.ascontiguousarray(o)
+        h.update(f"{a.dtype}{a.shape}".encode())
+        h.update(a.tobytes())
+    return h.hexdigest()
 
 
 def compare_outputs(outs: Sequence[np.ndarray], ref: Sequence[np.ndarray], tol: Tolerance | None = None,
@@ -301,7 +353,8 @@ def make_numeric_config(program: Program, inputs: Mapping[str, np.ndarray] | Non
         if generated:
             raise explain_random_failure(e) from None
         raise
-    return NumericConfig(feeds, reference, rtol, atol, nested, rms=rms, random_inputs=generated)
+    return NumericConfig(feeds, reference, rtol, atol, nested, rms=rms, random_inputs=generated,
+                         reference_program=snapshot(program))
 
 
 def restore(program: Program, snap: ProgramSnapshot) -> None:

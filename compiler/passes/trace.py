@@ -28,18 +28,24 @@ class NumericCheck:
     threshold: float = float("nan")  # its threshold (nan in allclose mode)
     output: int = 0  # index of the worst output
     tolerance: str = ""  # the rule applied, e.g. "relative RMS <= 9.54e-06 (float32)"
+    # Set when a discontinuous op chose differently among near-ties and the outputs were compared
+    # with the reference re-run on that choice (compiler/discontinuous.py), e.g. "TopK tie order
+    # differs at 3 of 300 positions; inputs within tolerance (...)".
+    selection: str = ""
 
     def describe(self) -> str:
         if self.note:
             return self.note
         head = f"output {self.output}: " if self.output else ""
+        tail = f"; {self.selection}" if self.selection else ""
         if self.threshold == self.threshold:  # not nan: rms mode
-            return (f"{head}rms {self.rms:.3e} (threshold {self.threshold:.3e}), max|err| {self.max_abs:.3e}")
-        return f"{head}max|err| {self.max_abs:.3e}, max rel {self.max_rel:.3e} ({self.tolerance})"
+            return (f"{head}rms {self.rms:.3e} (threshold {self.threshold:.3e}), max|err| {self.max_abs:.3e}{tail}")
+        return f"{head}max|err| {self.max_abs:.3e}, max rel {self.max_rel:.3e} ({self.tolerance}){tail}"
 
     def as_dict(self) -> dict[str, Any]:
         return {"max_abs": self.max_abs, "max_rel": self.max_rel, "ok": self.ok, "note": self.note,
-                "rms": self.rms, "threshold": self.threshold, "output": self.output, "tolerance": self.tolerance}
+                "rms": self.rms, "threshold": self.threshold, "output": self.output, "tolerance": self.tolerance,
+                "selection": self.selection}
 
 
 @dataclass

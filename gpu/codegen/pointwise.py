@@ -191,7 +191,13 @@ def pad_kernel(op: Op, shapes: Sequence[Shape]) -> KernelSource:
             elif mode == "edge":
                 lines.append(f"{v} = {v} < 0 ? 0 : ({v} >= {n} ? {n - 1} : {v});")
             elif mode == "reflect":
-                lines.append(f"if ({v} < 0) {v} = -{v}; if ({v} >= {n}) {v} = {2 * n - 2} - {v};")
+                # Reflection repeats with period 2n - 2 when a pad is wider than the dim (numpy's,
+                # onnx.reference's and MIGraphX's reading); a dim of 1 reflects onto itself.
+                if n == 1:
+                    lines.append(f"{v} = 0;")
+                else:
+                    period = 2 * n - 2
+                    lines.append(f"if ({v} < 0) {v} = -{v}; {v} %= {period}; if ({v} >= {n}) {v} = {period} - {v};")
             elif mode == "wrap":
                 lines.append(f"{v} = (({v} % {n}) + {n}) % {n};")
             else:
