@@ -26,8 +26,10 @@ MIN_LABEL_PX = 10.0
 # What the explorer shows now: "summary" (the rewrites pane, fresh for `path`), "graph" (a drawing
 # other than the `old` one, settled: every changed node measured), or false (not ready).
 READY_JS = """([root, path, old]) => {
+  const picked = root.querySelector('.migx-view-select .mod-active');
   const rw = root.querySelector('.migx-rewrites');
-  if (rw && rw.offsetParent) {
+  if (picked && picked.textContent.trim() === 'Rewrites') {
+    if (!rw || !rw.offsetParent) return false;
     const h = rw.querySelector('.migx-rewrites-heading');
     return !!(h && h.textContent.includes(path) && rw.querySelector('.migx-rewrite-row')) && 'summary';
   }
@@ -75,11 +77,16 @@ def _svg_len(ex) -> int:
 
 
 def _first_view(page, ex, path: str, old: int) -> tuple[str, tuple]:
-    try:
-        kind = page.wait_for_function(READY_JS, arg=[ex.element_handle(), path, old], timeout=90_000,
-                                      polling=100).json_value()
-    except Exception:  # noqa: BLE001 - counted as not legible, with what was on screen
-        return ("timeout", tuple(ex.evaluate(LABELS_JS)))
+    # Ready twice, 300 ms apart: a redraw of the previous pass arriving late must not pass for
+    # this pass's view.
+    kind = None
+    for _ in range(2):
+        try:
+            kind = page.wait_for_function(READY_JS, arg=[ex.element_handle(), path, old], timeout=90_000,
+                                          polling=100).json_value()
+        except Exception:  # noqa: BLE001 - counted as not legible, with what was on screen
+            return ("timeout", tuple(ex.evaluate(LABELS_JS)))
+        page.wait_for_timeout(300)
     if kind == "summary":
         graph_button = ex.locator(".migx-rewrites-graph")
         return ("summary", (graph_button.count(),))

@@ -62,6 +62,8 @@ def test_the_explorer_opens_each_pass_on_a_region_or_the_summary_and_steps_regio
     assert v.region_bar.text.startswith("region 2 of 4 · /bert/encoder/layer.1")
     v.region_bar.move(1)
     assert v.region_bar.text.startswith("region 3 of 4 · /bert/encoder/layer.2")
+    ex.stepper.keys.value = "["  # the keys box: [ and ] step regions
+    assert v.region_bar.text.startswith("region 2 of 4")
     assert v.drawn("diff") != svg
     ex.goto("backend.lowering")  # a summary's link does not pin the graph: the steps still choose
     assert v.select.value == "rewrites"
