@@ -123,6 +123,9 @@ def _group_node(name: str, scope: str, run: list[DisplayNode], d: SnapshotDiff, 
     a, r, c = badge(ids, d)
     label = (f"… rest of /{scope}" if rest else f"/{scope}") if scope else "(top level)"
     lines = [label, f"{len(ids)} ops" + (f"  +{a} −{r} ~{c}" if a or r or c else "")]
+    ops = [n.op for n in run if n.kind != "summary" and n.category not in (S.LITERAL, S.PARAM)]
+    if ops:  # what is inside, so the view's search finds a collapsed group by op name
+        lines.append(S.count_summary(ops))
     attrs = {"scope": scope, "box": scope if rest else scope.rpartition("/")[0]}
     return DisplayNode(name, "\n".join(lines), "scope", S.SUMMARY, (), attrs, None, run[0].module, "",
                        S.ELSEWHERE if (a or r or c) else None, "summary", tuple(ids),
