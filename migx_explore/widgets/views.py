@@ -16,8 +16,16 @@ from . import content, queries
 from ._common import ErrorBox, widgets
 from .dom_tools import ClickableSvg
 from .graph_view import GraphView
+from .rewrites_view import RegionBar, RewritesPanel, region_of
 
-VIEW_CLASSES = {"diff": "migx-diff-graph", "side_by_side": "migx-before-after-graph", "focus": "migx-focus-graph",
+# The views a step may switch between by itself: the rewrite summary for a pass whose change
+# cannot be read as one region, the region's drawing otherwise. Any other view the user picked
+# stays picked.
+AUTO_VIEWS = ("rewrites", "diff")
+REGION_VIEWS = ("diff", "side_by_side")  # drawn one change region at a time
+
+VIEW_CLASSES = {"rewrites": "migx-rewrites-view",
+                "diff": "migx-diff-graph", "side_by_side": "migx-before-after-graph", "focus": "migx-focus-graph",
                 "compare": "migx-compare-graph", "text": "migx-text-diff", "metrics": "migx-metrics"}
 
 
@@ -61,9 +69,11 @@ class Views:
                                        layout=W.Layout(flex_flow="row wrap"))
         self.stats = W.HTML("", _dom_classes=["migx-stats"])
         self.warnings = W.HTML("", _dom_classes=["migx-warnings"])
-        self.widget = W.VBox([self.select, self.focus_controls, self.compare_controls, self.graph, self.legend,
-                              self.compare_text, self.text, self.metrics], _dom_classes=["migx-views"],
-                             layout=W.Layout(width="100%"))
+        self.rewrites = RewritesPanel(errors, self._show_instance)
+        self.region_bar = RegionBar(errors, lambda _k: self._show_selected())
+        self.widget = W.VBox([self.select, self.region_bar.widget, self.focus_controls, self.compare_controls,
+                              self.rewrites.widget, self.graph, self.legend, self.compare_text, self.text,
+                              self.metrics], _dom_classes=["migx-views"], layout=W.Layout(width="100%"))
         self._session: Session | None = None
         self._rec: Any = None  # the PassRecord the panes are for
         self._drawn: dict[str, tuple] = {}  # view -> (record, options) it shows
@@ -75,7 +85,10 @@ class Views:
         self._focus_next = ""  # what the next drawing centres on instead of the change
         self._config_titles: tuple[str, str] | None = None  # the panels' labels in "on vs off" mode
         self.graph.observe(errors.guard(self._cluster_requested, "expand / collapse"), "cluster_request")
-        self.select.observe(errors.guard(lambda _c: self._show_selected(), "view"), "value")
+        self.select.observe(errors.guard(self._view_picked, "view"), "value")
+        # Steps pick Rewrites or Diff per pass until the user picks Diff themself (then the graph
+        # stays); picking Rewrites gives the choice back to the steps.
+        self._auto_view = True
         self._quiet = False
         for w in (self.hops, self.centre, self.compare_a, self.compare_b, self.compare_mode, self.compare_at):
             w.observe(errors.guard(lambda _c: self._quiet or self._show_selected(), "view options"), "value")
@@ -87,6 +100,8 @@ class Views:
         """Redraw for the session's current pass: stats and warnings always, the selected view."""
         self._session = session
         self._rec = session.current
+        self._focus_next = ""  # a step centres on the change, not on a cluster opened before it
+        self._pick_region_or_summary(session)
         self.refresh_stats()
         self.warnings.value = queries.warnings_html(session.warnings())
         self._fill_compare_choices(session)
@@ -96,6 +111,59 @@ class Views:
         if self.graph.svg == shown and self.select.value in content.PASS_GRAPH_VIEWS:
             # every step centres on the change, also one that lands on the drawing already shown
             self.graph.centre_changes()
+
+    def _pick_region_or_summary(self, session: Session) -> None:
+        """A new pass opens on its first change region, or on its rewrite summary when that
+        region cannot be read in one pane (regions.first_view, then the drawing's size)."""
+        rec = session.current
+        regions = session.regions() if rec.changed else []
+        self.region_bar.set(regions, 0)
+        self.rewrites.show(rec.path, session.rewrites() if rec.changed else [], regions)
+        if self.select.value in AUTO_VIEWS and self._auto_view:
+            want = "rewrites" if rec.changed and not self._region_reads(session, regions) else "diff"
+            if self.select.value != want:
+                self._quiet = True  # update() draws once, below
+                try:
+                    self.select.value = want
+                finally:
+                    self._quiet = False
+
+    def _region_reads(self, session: Session, regions: list) -> bool:
+        """Whether the first region's drawing reads at reading scale: the cheap test on the
+        region, then the drawing itself (cached: the Diff view shows this very drawing)."""
+        from ..regions import drawing_fits, first_view
+        from ..render.scoped import changed_box
+
+        if first_view(regions) != "region" or self.region_bar.current is None:
+            return first_view(regions) == "region"
+        try:
+            svg = content.current_graph(session, "diff", self.cache, **self._graph_opts("diff"))
+        except Exception:  # noqa: BLE001 - e.g. no `dot`: the Diff view's own drawing reports it
+            return True
+        return drawing_fits(*changed_box(svg))
+
+    def _view_picked(self, change: dict) -> None:
+        if self._quiet:
+            return
+        if not self._programmatic and change["new"] in AUTO_VIEWS:
+            self._auto_view = change["new"] == "rewrites"
+        self._show_selected()
+
+    _programmatic = False
+
+    def _show_instance(self, ids) -> None:
+        """Draw the region holding these instruction ids (all of the first region for none)."""
+        regions = self.region_bar.regions
+        self.region_bar.set(regions, region_of(regions, ids) if ids else 0)
+        self.region_bar.whole.value = False
+        if self.select.value not in REGION_VIEWS:
+            self._programmatic = True  # the summary's own link: the steps keep choosing
+            try:
+                self.select.value = "diff"  # draws
+            finally:
+                self._programmatic = False
+        else:
+            self._show_selected()
 
     # ---- clusters -----------------------------------------------------------------------------------
     def _instructions(self) -> int:
@@ -169,6 +237,8 @@ class Views:
     def _set_visibility(self) -> None:
         view = self.select.value
         shown = {self.focus_controls: view == "focus", self.compare_controls: view == "compare",
+                 self.rewrites.widget: view == "rewrites",
+                 self.region_bar.widget: view in REGION_VIEWS and bool(self.region_bar.regions),
                  self.graph: view in content.GRAPH_VIEWS, self.legend: view in content.GRAPH_VIEWS,
                  self.compare_text: view == "compare", self.text: view == "text", self.metrics: view == "metrics"}
         config = self.compare_mode.value == "config"
@@ -195,7 +265,12 @@ class Views:
             return ("config", self.compare_at.value, self.clusters)
         if view == "compare":
             return (self.compare_a.value, self.compare_b.value, self.clusters)
+        if view in REGION_VIEWS:
+            return (self.clusters, self._region())
         return (self.clusters,) if view in content.GRAPH_VIEWS else ()
+
+    def _region(self) -> int | None:
+        return self.region_bar.current
 
     def _draw(self, view: str) -> bool:
         """Draw `view` for the current pass unless it shows it already; False if drawing failed.
@@ -244,6 +319,8 @@ class Views:
 
     def _graph_opts(self, view: str) -> dict[str, Any]:
         opts: dict[str, Any] = {"expand": self.clusters}
+        if view in REGION_VIEWS:
+            opts["region"] = self._region()
         if view == "focus":
             opts.update(hops=self.hops.value, centre=self._centre_ids())
         return opts
@@ -295,6 +372,8 @@ class Views:
             return content.text_diff_html(s.text_diff())
         if view == "metrics":
             return content.metrics_svg(queries.metrics_series(s), s.current.index)
+        if view == "rewrites":  # the panel's rows are set on each step (update)
+            return self.rewrites.heading.value
         raise ValueError(f"unknown view {view!r}")
 
     def drawn(self, view: str = "diff") -> str:
