@@ -18,7 +18,8 @@ from ..errors import debug_enabled, describe_error, format_error
 
 # Verb modules, in the order `--help` lists them. A module missing here is skipped, so verbs can
 # be added one file at a time.
-VERBS = ["read", "run", "onnx", "passes", "trace", "verify", "perf", "compile", "waterfall", "bisect", "generate"]
+VERBS = ["read", "run", "onnx", "passes", "trace", "verify", "perf", "compile", "waterfall", "bisect", "generate",
+         "report"]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -47,6 +48,7 @@ def main(argv: list[str] | None = None) -> int:
     if "--debug" in argv[1:]:  # accepted after the verb too: `migx-explore read m.onnx --debug`
         argv = ["--debug"] + [a for a in argv if a != "--debug"]
     args = parser.parse_args(argv)
+    args.command_line = argv  # as given, for outputs that record how they were made (report)
     if not getattr(args, "func", None):
         parser.print_help()
         return 1
