@@ -72,6 +72,8 @@ def build_report(session: Session, *, graphs: bool = True, gpu: bool = False, co
     from .repro import repro_info
 
     trace = session.run()
+    for rec in session.unchecked():  # a deferred numeric check (the explorer's) is finished first
+        session.check_numeric(rec)
     data: dict[str, Any] = {
         "model": session.name, "graphs": graphs, "overview": collect.overview(session),
         "pipelines": collect.pipeline_tree(session), "passes": collect.pass_rows(session),
@@ -99,6 +101,9 @@ def write_report(session: Session, path: str | os.PathLike, **kw: Any) -> Report
     target = os.fspath(path)
     with atomic_file(target) as tmp, open(tmp, "w", encoding="utf-8") as f:
         f.write(text)
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(target, 0o666 & ~umask)  # a page to share: not the temporary file's private 0600
     return ReportInfo(target, os.path.getsize(target), stats["passes"], stats["drawn"],
                       time.perf_counter() - t0, bool(kw.get("gpu")))
 
