@@ -1,0 +1,157 @@
+"""The HTML report (migx_explore.report) read back as data: the tree, per-pass stats, numerics,
+rewrite summaries, the packed diffs, the reproduction record, and the CLI / trace entry points.
+The page itself is checked in a real browser in tests/browser/test_report_browser.py."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+
+import pytest
+
+from migx_explore.cli import main
+from migx_explore.render import text_diff
+from migx_explore.report import build_report
+from migx_explore.report.graphs import regions, unpack
+from migx_explore.session import Session
+
+
+def _data(page: str) -> dict:
+    m = re.search(r'<script type="application/json" id="migx-report-data">(.*?)</script>', page, re.S)
+    return json.loads(m.group(1))
+
+
+def _blobs(page: str) -> dict[int, dict]:
+    return {int(i): unpack(b) for i, b in re.findall(r'id="migx-blob-(\d+)">([^<]*)</script>', page)}
+
+
+@pytest.fixture(scope="module")
+def mlp_report():
+    s = Session.from_model("mlp")
+    s.disable("fuse_horizontal", "a toggle the report must show")
+    page, _ = build_report(s, command="migx-explore report mlp --out x.html")
+    return s, page
+
+
+def test_tree_has_every_pass_with_its_state(mlp_report):
+    s, page = mlp_report
+    rows = _data(page)["passes"]
+    assert [r["path"] for r in rows] == [r.path for r in s.trace.records]
+    by_path = {r["path"]: r for r in rows}
+    off = [r for r in rows if r["name"] == "fuse_horizontal"]
+    assert off and all(r["status"] == "disabled" and "toggle the report" in r["reason"] for r in off)
+    noop = [r for r in rows if r["noop"]]
+    assert noop and not any(r["changed"] for r in noop)
+    changed = [r for r in rows if r["changed"]]
+    assert changed
+    rec = s.trace.find(changed[0]["path"])
+    before, after = s.trace.snapshots(rec)
+    st = by_path[rec.path]["stats"]
+    assert st["instructions"] == [before.total_instructions(), after.total_instructions()]
+    assert st["added"] == len(rec.diff.added) and st["removed"] == len(rec.diff.removed)
+
+
+def test_numeric_check_and_rewrite_summary_per_pass(mlp_report):
+    s, page = mlp_report
+    rows = {r["path"]: r for r in _data(page)["passes"]}
+    for rec in s.trace.top_level():
+        row = rows[rec.path]
+        if rec.numeric is not None and not rec.numeric.note:
+            assert row["numeric"]["state"] == ("ok" if rec.numeric.ok else "bad")
+            assert row["numeric"]["text"] == rec.numeric.describe()
+        elif not rec.changed:
+            assert row["numeric"]["state"] == "unchanged"
+    # optimize_module folds transposes and broadcasts of literals into literals
+    assert any("→" in line for line in rows["optimize_rewrite.optimize_module"]["rewrites"])
+
+
+def test_changed_passes_carry_text_and_graph_diffs(mlp_report):
+    s, page = mlp_report
+    blobs = _blobs(page)
+    changed = [r for r in s.trace.records if r.changed]
+    assert sorted(blobs) == [r.index for r in changed]
+    rec = s.trace.find("optimize_rewrite.optimize_module")
+    payload = blobs[rec.index]
+    assert payload["text"] == text_diff(*s.trace.snapshots(rec))
+    g = payload["graph"]
+    assert g["default"] in ("collapsed", "expanded") and g["collapsed"]["svg"].startswith("<svg")
+    assert "st_removed" in g["collapsed"]["svg"] and "st_added" in g["collapsed"]["svg"]
+    regs = g["collapsed"]["regions"]
+    assert regs and all(n.startswith("i") for r in regs for n in r["nodes"])
+    # every changed node of the drawing is in exactly one region
+    drawn = set(re.findall(r'class="node [^"]*st_(?:added|removed|changed)[^"]*"[^>]*><title>([^<]+)</title>',
+                           g["collapsed"]["svg"]))
+    assert drawn == {n for r in regs for n in r["nodes"]}
+
+
+def test_regions_split_unconnected_changes():
+    from migx_explore.render.model import DisplayEdge, DisplayGraph, DisplayNode
+
+    nodes = [DisplayNode(f"i{k}", "", op, "", status=st) for k, (op, st) in
+             enumerate([("add", "added"), ("mul", "removed"), ("relu", "unchanged"), ("dot", "changed")])]
+    edges = [DisplayEdge("i0", "i1", kind="replaced"), DisplayEdge("i1", "i2"), DisplayEdge("i2", "i3")]
+    regs = regions(DisplayGraph(nodes, edges, {}))
+    assert [r["nodes"] for r in regs] == [["i0", "i1"], ["i3"]]
+    assert regs[0]["label"] == "added 1, removed 1: add, mul"
+
+
+def test_repro_records_hash_spec_precision_version_and_command(mlp_report):
+    s, page = mlp_report
+    from migx_explore import __version__
+
+    sha = hashlib.sha256(s.initial.text.encode()).hexdigest()
+    assert sha in page
+    assert s.spec() in page and "fuse_horizontal" in s.spec()
+    assert f"migx-explore {__version__}" in page
+    assert "migx-explore report mlp --out x.html" in page
+    assert re.search(r'rep-repro-precision"><th>precision</th><td><code>fp32<', page)
+
+
+def test_page_is_self_contained(mlp_report):
+    _, page = mlp_report
+    # nothing to fetch: no external script, stylesheet, image or font
+    assert not re.search(r'<(script|link|img)[^>]+(src|href)="(https?:)?//', page)
+    assert "@import" not in page and "url(http" not in page
+    assert "DecompressionStream" in page
+
+
+def test_cli_report_and_gpu_refusal(tmp_path, monkeypatch, capsys):
+    out = tmp_path / "r.html"
+    assert main(["report", "mlp", "--out", str(out), "--fp16", "--no-graphs", "-q"]) == 0
+    page = out.read_text()
+    data = _data(page)
+    assert data["graphs"] is False and data["passes"][0]["path"].startswith("quantize")
+    assert "--fp16" in page and re.search(r'precision</th><td><code>fp16<', page)
+    monkeypatch.setenv("MIGX_GPU_BACKEND", "nonsense")
+    assert main(["report", "mlp", "--out", str(tmp_path / "g.html"), "--gpu"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--gpu: GPU timing unavailable" in err[0]
+    assert not (tmp_path / "g.html").exists()
+
+
+def test_report_with_timing_on_the_fake_backend(tmp_path, monkeypatch):
+    monkeypatch.setenv("MIGX_GPU_BACKEND", "fake")
+    from migx_explore.gpu.runtime import reset_backends as reset
+
+    reset()
+    try:
+        info = Session.from_model("mlp", numeric=False).report(str(tmp_path / "t.html"), gpu=True, iters=3,
+                                                                 warmup=1, graphs=False)
+    finally:
+        monkeypatch.delenv("MIGX_GPU_BACKEND")
+        reset()
+    page = (tmp_path / "t.html").read_text()
+    assert info.gpu and 'class="migx-timing-results"' in page
+    assert "eager (a launch per kernel)" in page and "graph capture (one launch)" in page
+    assert "rep-waterfall" in page and "-fusion" in page and "<svg class=\"rep-waterfall-svg\"" in page
+
+
+def test_trace_folder_gets_an_index_page(tmp_path):
+    out = tmp_path / "tr"
+    assert main(["trace", "mlp", "--out", str(out), "-q"]) == 0
+    page = (out / "index.html").read_text()
+    data = _data(page)
+    files = data["files"]
+    assert files and all((out / f).exists() for names in files.values() for f in names)
+    assert data["graphs"] is False
