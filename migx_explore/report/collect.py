@@ -59,16 +59,31 @@ def rewrite_lines(rec: PassRecord, before: ProgramSnapshot, after: ProgramSnapsh
         summary_lines = None
     if summary_lines is not None:
         return list(summary_lines(rec, before, after))
-    groups: dict[int, tuple[set[str], set[str]]] = {}
+    # A replacement may point at an instruction the same pass replaced again (fused, then fused
+    # further): follow each chain to what survives in `after`, and group by that survivor.
+    succ: dict[int, list[int]] = {}
     for r in rec.replacements:
-        old, new = before.by_id.get(r.old), after.by_id.get(r.new)
-        key = r.new
-        frm, to = groups.setdefault(key, (set(), set()))
-        if old is not None:
-            frm.add(old[1].op.name)
-        if new is not None:
-            to.add(new[1].op.name)
-    kinds = Counter((tuple(sorted(f)), tuple(sorted(t))) for f, t in groups.values() if f or t)
+        succ.setdefault(r.old, []).append(r.new)
+
+    def survivors(i: int) -> set[int]:
+        out, todo, seen = set(), [i], {i}
+        while todo:
+            x = todo.pop()
+            if x in after.by_id and x != i:
+                out.add(x)
+                continue
+            for n in succ.get(x, ()):
+                if n not in seen:
+                    seen.add(n)
+                    todo.append(n)
+        return out
+
+    groups: dict[int, set[str]] = {}
+    for old in succ:
+        if old in before.by_id:
+            for new in survivors(old):
+                groups.setdefault(new, set()).add(before.by_id[old][1].op.name)
+    kinds = Counter((tuple(sorted(frm)), (after.by_id[new][1].op.name,)) for new, frm in groups.items())
     lines = [f"{{{', '.join(f) or '∅'}}} → {{{', '.join(t) or '∅'}}} × {n}" for (f, t), n in kinds.most_common()]
     rules = Counter(m.rule for m in rec.matches)
     lines += [f"rule {rule} matched × {n}" for rule, n in rules.most_common()]

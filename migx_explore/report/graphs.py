@@ -29,9 +29,15 @@ def compact_svg(svg: str) -> str:
     return _INDENT.sub("><", _COMMENT.sub("", svg))
 
 
-def regions(graph: DisplayGraph) -> list[dict[str, Any]]:
+# A region is shown at reading zoom; a connected change bigger than this (a fusion pass touches
+# the whole model) is stepped through in program-order pieces of this size.
+REGION_MAX_NODES = 12
+
+
+def regions(graph: DisplayGraph, max_nodes: int = REGION_MAX_NODES) -> list[dict[str, Any]]:
     """The changed nodes as connected regions (data and replaced-by edges between changed nodes),
-    in program order, each with a short label: where to look, one place at a time."""
+    in program order, big ones cut into pieces of at most `max_nodes`, each with a short label:
+    where to look, one readable place at a time."""
     changed = changed_names(graph)
     parent = {n: n for n in changed}
 
@@ -48,8 +54,9 @@ def regions(graph: DisplayGraph) -> list[dict[str, Any]]:
     for n in graph.nodes:  # graph order is program order
         if n.name in changed:
             by_root.setdefault(find(n.name), []).append(n)
+    pieces = [nodes[k:k + max_nodes] for nodes in by_root.values() for k in range(0, len(nodes), max_nodes)]
     out = []
-    for nodes in by_root.values():
+    for nodes in pieces:
         status = {s: sum(1 for n in nodes if n.status == s) for s in ("added", "removed", "changed")}
         ops = list(dict.fromkeys(n.op for n in nodes))
         label = ", ".join(f"{k} {v}" for k, v in status.items() if v) + ": " + ", ".join(ops[:4])
