@@ -20,7 +20,7 @@ which lets a module keep a version counter that snapshots use to skip unchanged 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -453,6 +453,10 @@ class Program:
         self._rule_stack: list[str] = []
         # Where replace_all_uses records its claims while a pass runs (set by the pass manager).
         self.replacement_log: list[Replacement] | None = None
+        # The model's own scope of each imported instruction ("model.8/m.0/cv1"), by id. Set once
+        # by the importer and shared, never changed, by copies and snapshots; what passes create
+        # inherits a scope through `origin` (the explorer derives it).
+        self.scopes: Mapping[int, str] = {}
         if not empty:
             self.create_module("main")
 
@@ -573,6 +577,7 @@ class Program:
     def copy(self) -> Program:
         """Structural copy with the same ids (literal data shared, not copied)."""
         p = Program(next_id=self._next_id, empty=True)
+        p.scopes = self.scopes
         for m in self.get_modules():
             p.modules[m.name] = Module(m.name, p)
             p.modules[m.name].bypass = m.bypass

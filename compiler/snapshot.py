@@ -7,6 +7,7 @@ snapshotting after every pass costs time only for the modules a pass touched.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -58,6 +59,7 @@ class ModuleSnapshot:
 class ProgramSnapshot:
     modules: tuple[ModuleSnapshot, ...]
     next_id: int
+    scopes: Mapping[int, str] = field(default_factory=dict)  # Program.scopes (shared, read-only)
 
     @cached_property
     def by_name(self) -> dict[str, ModuleSnapshot]:
@@ -75,6 +77,7 @@ class ProgramSnapshot:
 
     def to_program(self) -> Program:
         p = Program(next_id=self.next_id, empty=True)
+        p.scopes = self.scopes
         for ms in self.modules:
             m = Module(ms.name, p)
             m.bypass = ms.bypass
@@ -117,7 +120,7 @@ def snapshot_module(m: Module, fresh: bool = False) -> ModuleSnapshot:
 def snapshot(p: Program, fresh: bool = False) -> ProgramSnapshot:
     """`fresh=True` re-reads every instruction instead of trusting module version counters (used
     after passes that may have mutated instructions behind the mutation API)."""
-    return ProgramSnapshot(tuple(snapshot_module(m, fresh) for m in p.get_modules()), p._next_id)
+    return ProgramSnapshot(tuple(snapshot_module(m, fresh) for m in p.get_modules()), p._next_id, p.scopes)
 
 
 @dataclass(frozen=True)

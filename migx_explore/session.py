@@ -34,6 +34,7 @@ from .compiler.passes.rewrite import as_pass
 from .compiler.rewrite import Rule
 from .compiler.snapshot import ProgramSnapshot, SnapshotDiff, snapshot
 from .gpu.pipelines import CompileOptions
+from .rewrites import RewriteRow, record_rewrites
 from .session_config import PipelineConfig, SessionError
 from .session_cursor import Cursor, View
 from .session_trace import RetraceInfo, TraceCache
@@ -283,6 +284,12 @@ class Session:
         r = self.current
         return r.diff if r.diff is not None else diff(self.before(), self.after())
 
+    def rewrites(self, path: str | int | None = None) -> list[RewriteRow]:
+        """What a pass did as rows `{from ops} -> {to ops} x count`, each with its instances' ids
+        (default: the current pass; else a pass path/name or record index). See rewrites.py."""
+        rec = self.current if path is None else self._record_of(path)
+        return record_rewrites(self.trace, rec)
+
     def text_diff(self, context: int = 3) -> str:
         from .render import text_diff
 
@@ -301,6 +308,9 @@ class Session:
         return compare_configs(self, self.variants, toggles, at)
 
     def _after_of(self, where: str | int) -> ProgramSnapshot:
+        return self.snapshots(self._record_of(where).index)[1]
+
+    def _record_of(self, where: str | int) -> PassRecord:
         trace = self.trace
         if isinstance(where, int):
             if not 0 <= where < len(trace.records):
@@ -311,7 +321,7 @@ class Session:
                 rec = trace.find(where)
             except KeyError:
                 raise SessionError(f"no pass {where!r} in the trace") from None
-        return self.snapshots(rec.index)[1]
+        return rec
 
     def stats(self) -> dict[str, Any]:
         r = self.current

@@ -24,6 +24,7 @@ from . import registry
 from .context import NodeContext, param_name
 from .dims import importer_input_dims
 from .loader import ModelSource, check_model, load_external_data, load_model
+from .scopes import node_scope
 from .tensors import ir_type, to_array
 
 DEFAULT_OPSET = 13  # MIGraphX's default when a model declares none
@@ -109,6 +110,8 @@ class _Importer:
         self.default_dim = default_dim
         self.constants = constants
         self.program = Program()
+        self.scopes: dict[int, str] = {}
+        self.program.scopes = self.scopes
         self.main = self.program.main
         self.env: dict[str, Instruction] = {}
 
@@ -248,6 +251,7 @@ class _Importer:
             raise ctx.error(f"unsupported ONNX operator {node.op_type}; run `migx-explore onnx --list` for the "
                             "supported operators")
         args = [env[n] if n else None for n in node.input]
+        first_id = self.program._next_id
         try:
             result = handler(ctx, args)
         except ImportError_:
@@ -259,6 +263,10 @@ class _Importer:
         outs = [result] if isinstance(result, Instruction) else list(result)
         for out in outs:
             _check_budget(ctx, out)
+        scope = node_scope(node)
+        if scope:  # every instruction this node made (a subgraph's nodes have named theirs already)
+            for i in range(first_id, self.program._next_id):
+                self.scopes.setdefault(i, scope)
         for i, name in enumerate(node.output):
             if not name:
                 continue

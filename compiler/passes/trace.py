@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -168,9 +168,12 @@ def record_file_name(rec: PassRecord) -> str:
     return f"{rec.index + 1:03d}_{stem}.txt"
 
 
-def write_trace(trace: Trace, out_dir: str, *, changed_only: bool = True, extra: dict[str, Any] | None = None
-                ) -> list[str]:
-    """Write `000_input.txt`, one numbered IR file per (changed) pass and `index.json`."""
+def write_trace(trace: Trace, out_dir: str, *, changed_only: bool = True, extra: dict[str, Any] | None = None,
+                per_pass: Callable[[PassRecord], dict[str, Any]] | None = None) -> list[str]:
+    """Write `000_input.txt`, one numbered IR file per (changed) pass and `index.json`.
+
+    per_pass: extra keys for a record's index entry (the explorer adds its rewrite summary;
+    the compiler layer cannot compute it)."""
     os.makedirs(out_dir, exist_ok=True)
     written = []
     path = os.path.join(out_dir, "000_input.txt")
@@ -180,6 +183,8 @@ def write_trace(trace: Trace, out_dir: str, *, changed_only: bool = True, extra:
     index = trace.to_json()
     for rec, entry in zip(trace.records, index["passes"]):
         entry["file"] = None
+        if per_pass is not None:
+            entry.update(per_pass(rec))
         if rec.after is None or (changed_only and not rec.changed):
             continue
         name = record_file_name(rec)

@@ -7,6 +7,7 @@ import sys
 
 from ..compiler.passes import write_trace
 from ..outputs import TRACE_MARKER, check_output_folder, replaced_folder
+from ..rewrites import index_rewrites
 from ..stats import launch_count
 from ._inputs import add_inputs_argument, load_program_and_feed
 from ._pipeline_args import add_pipeline_arguments, make_session
@@ -27,7 +28,8 @@ def run(args: argparse.Namespace) -> int:
     with replaced_folder(args.out) as folder:  # a previous trace there is replaced whole, never mixed
         files = write_trace(trace, folder, changed_only=not args.all, extra={
             "generator": TRACE_MARKER, "model": name, "spec": s.spec_or_label(),
-            "launches_before": launch_count(trace.initial), "launches_after": launch_count(trace.final)})
+            "launches_before": launch_count(trace.initial), "launches_after": launch_count(trace.final)},
+            per_pass=lambda rec: index_rewrites(trace, rec))
         if args.svg:
             from ..render import render_trace
 

@@ -12,10 +12,13 @@ from collections.abc import Callable, Sequence
 
 import onnx
 
+from .bert_encoder import bert_encoder
 from .cnn import mobilenet, resnet18, resnet_block
 from .gpt2_decode import gpt2_decode
+from .llama_decoder import llama_decoder
 from .mlp import dynamic_mlp, mlp
 from .transformer import transformer
+from .unet_unnamed import unet_unnamed
 from .yolo import yolo
 from .yolo_e2e import yolo_e2e
 from .yolov8 import yolov8
@@ -33,6 +36,12 @@ _MODELS: dict[str, tuple[Callable[[], onnx.ModelProto], str]] = {
     "mlp": (mlp, "Gemm/ReLU classifier on 1x784"),
     "dynamic_mlp": (dynamic_mlp, "MatMul/Add MLP with a symbolic batch dim"),
     "gpt2_decode": (gpt2_decode, "GPT-2-style decoder step, 4 layers d128, KV cache (dims P = past, T = new tokens)"),
+    "bert_encoder": (bert_encoder, "BERT-style encoder, 4 layers, node names as torch.onnx writes them "
+                                   "(/bert/encoder/layer.N/attention/self/query/MatMul): scoped"),
+    "llama_decoder": (llama_decoder, "Llama-style decoder, 4 layers (RMSNorm, causal attention, SiLU-gated MLP) "
+                                     "as the dynamo exporter writes it: scopes in metadata_props"),
+    "unet_unnamed": (unet_unnamed, "small U-Net with no node names (the explorer derives its groups from the "
+                                   "graph)"),
 }
 
 
