@@ -66,6 +66,7 @@ def build_report(session: Session, *, graphs: bool = True, gpu: bool = False, co
     graphs: draw a graph diff per changed pass (graphviz; off: text diffs only). gpu: time the
     final program and its waterfall (raises GpuUnavailable, saying why, where no GPU is usable).
     files: record index -> file names beside the report to link (trace's index.html)."""
+    from ..rewrites import record_rewrites
     from . import collect
     from .graphs import pass_blobs
     from .page import page_html
@@ -74,9 +75,10 @@ def build_report(session: Session, *, graphs: bool = True, gpu: bool = False, co
     trace = session.run()
     for rec in session.unchecked():  # a deferred numeric check (the explorer's) is finished first
         session.check_numeric(rec)
+    rewrites = {r.index: record_rewrites(trace, r) for r in trace.records if r.changed}
     data: dict[str, Any] = {
         "model": session.name, "graphs": graphs, "overview": collect.overview(session),
-        "pipelines": collect.pipeline_tree(session), "passes": collect.pass_rows(session),
+        "pipelines": collect.pipeline_tree(session), "passes": collect.pass_rows(session, rewrites),
         "files": {str(k): list(v) for k, v in (files or {}).items()},
     }
     if gpu:
@@ -85,7 +87,7 @@ def build_report(session: Session, *, graphs: bool = True, gpu: bool = False, co
         gpu_html = gpu_section(session, waterfall_by=waterfall_by, iters=iters, warmup=warmup)
     else:
         gpu_html = _no_gpu_html(session.name, None)
-    blobs = pass_blobs(trace, graphs=graphs, progress=progress)
+    blobs = pass_blobs(trace, rewrites=rewrites, graphs=graphs, progress=progress)
     repro = repro_info(session, command=command, inputs_path=inputs_path)
     text = page_html(data, blobs, gpu_html=gpu_html, repro=repro)
     return text, {"passes": len(trace.records), "drawn": len(blobs)}

@@ -8,6 +8,7 @@ from collections import Counter
 from typing import TYPE_CHECKING, Any
 
 from ..compiler.snapshot import ProgramSnapshot
+from ..rewrites import RewriteRow
 from ..stats import launch_count, op_histogram
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -48,46 +49,11 @@ def op_delta(before: Counter, after: Counter, top: int = 12) -> list[list[Any]]:
     return [list(m) for m in moved[:top]]
 
 
-def rewrite_lines(rec: PassRecord, before: ProgramSnapshot, after: ProgramSnapshot) -> list[str]:
-    """`{from ops} → {to ops} × n` per kind of replacement the pass recorded, most frequent first,
-    then the matcher rules that fired."""
-    if not rec.changed:
-        return []
-    try:
-        from ..rewrites import summary_lines  # the diffs branch's rewrite summaries, where present
-    except ImportError:
-        summary_lines = None
-    if summary_lines is not None:
-        return list(summary_lines(rec, before, after))
-    # A replacement may point at an instruction the same pass replaced again (fused, then fused
-    # further): follow each chain to what survives in `after`, and group by that survivor.
-    succ: dict[int, list[int]] = {}
-    for r in rec.replacements:
-        succ.setdefault(r.old, []).append(r.new)
-
-    def survivors(i: int) -> set[int]:
-        out, todo, seen = set(), [i], {i}
-        while todo:
-            x = todo.pop()
-            if x in after.by_id and x != i:
-                out.add(x)
-                continue
-            for n in succ.get(x, ()):
-                if n not in seen:
-                    seen.add(n)
-                    todo.append(n)
-        return out
-
-    groups: dict[int, set[str]] = {}
-    for old in succ:
-        if old in before.by_id:
-            for new in survivors(old):
-                groups.setdefault(new, set()).add(before.by_id[old][1].op.name)
-    kinds = Counter((tuple(sorted(frm)), (after.by_id[new][1].op.name,)) for new, frm in groups.items())
-    lines = [f"{{{', '.join(f) or '∅'}}} → {{{', '.join(t) or '∅'}}} × {n}" for (f, t), n in kinds.most_common()]
-    rules = Counter(m.rule for m in rec.matches)
-    lines += [f"rule {rule} matched × {n}" for rule, n in rules.most_common()]
-    return lines
+def rewrite_rows(rows: list[RewriteRow]) -> list[dict[str, Any]]:
+    """The rewrite summary of a pass (migx_explore.rewrites) as the page lists it: a label such as
+    `{add, sigmoid, mul} → pointwise × 57`, its kind and count (the instances' ids travel in the
+    pass's blob, for stepping through them in the graph)."""
+    return [{"label": r.label, "kind": r.kind, "count": r.count} for r in rows]
 
 
 def numeric_info(session: Session, rec: PassRecord) -> dict[str, Any]:
@@ -108,8 +74,9 @@ def _finite(x: float) -> float | None:
     return x if x == x and abs(x) != float("inf") else None
 
 
-def pass_rows(session: Session) -> list[dict[str, Any]]:
-    """One dict per trace record, in trace order (nested passes follow their parent)."""
+def pass_rows(session: Session, rewrites: dict[int, list[RewriteRow]]) -> list[dict[str, Any]]:
+    """One dict per trace record, in trace order (nested passes follow their parent); `rewrites`:
+    record index -> its rewrite rows."""
     trace = session.trace
     counts = _Counts()
     rows = []
@@ -131,7 +98,7 @@ def pass_rows(session: Session) -> list[dict[str, Any]]:
                       "changed": len(d.changed) if d else 0, "matches": len(rec.matches),
                       "modules": [len(before.modules), len(after.modules)]},
             "ops": op_delta(hb, ha) if rec.changed else [],
-            "rewrites": rewrite_lines(rec, before, after),
+            "rewrites": rewrite_rows(rewrites.get(rec.index, [])),
             "numeric": numeric_info(session, rec),
         })
     return rows
@@ -166,4 +133,4 @@ def overview(session: Session) -> dict[str, Any]:
     }
 
 
-__all__ = ["numeric_info", "op_delta", "overview", "pass_rows", "pipeline_tree", "rewrite_lines"]
+__all__ = ["numeric_info", "op_delta", "overview", "pass_rows", "pipeline_tree", "rewrite_rows"]

@@ -91,17 +91,24 @@ def unpack(blob: str) -> dict[str, Any]:
     return json.loads(zlib.decompress(base64.b64decode(blob)).decode("utf-8"))
 
 
-def pass_blobs(trace: Trace, *, graphs: bool = True, changed_only: bool = True,
+# Instances kept per rewrite row for stepping through in the graph (a row can have hundreds).
+MAX_INSTANCES = 200
+
+
+def pass_blobs(trace: Trace, *, rewrites: dict[int, list[Any]] | None = None, graphs: bool = True,
+               changed_only: bool = True,
                progress: Callable[[int, int, str], None] | None = None,
                on_error: Callable[[PassRecord, Exception], None] | None = None) -> dict[int, str]:
-    """Record index -> packed {text, graph} for every pass that changed the IR."""
+    """Record index -> packed {text, graph, rewrite_ids} for every pass that changed the IR;
+    rewrite_ids[row][instance] lists the ids of one instance of that rewrite row."""
     todo = [r for r in trace.records if r.after is not None and (r.changed or not changed_only)]
     blobs = {}
     for k, rec in enumerate(todo):
         if progress:
             progress(k, len(todo), rec.path)
         before, after = trace.snapshots(rec)
-        payload: dict[str, Any] = {"text": text_diff(before, after)}
+        payload: dict[str, Any] = {"text": text_diff(before, after), "rewrite_ids": [
+            [list(inst.ids) for inst in row.instances[:MAX_INSTANCES]] for row in (rewrites or {}).get(rec.index, [])]}
         if graphs:
             try:
                 payload["graph"] = pass_graph(before, after, rec)

@@ -103,7 +103,7 @@ def test_big_model_report_offline(report, offline_page):
     page.wait_for_function(f"() => document.querySelector('.rep-pass').dataset.i === '{rec.index}'")
     page.wait_for_selector(".rep-graph-view svg g.node.st_added")
     summary = page.locator(".rep-rewrites li").all_inner_texts()
-    assert summary and any("→" in line for line in summary)
+    assert summary == [r.label for r in s.rewrites(rec.path)] and any("→" in line for line in summary)
     assert page.locator(".rep-textdiff .add").count() > 0 and page.locator(".rep-textdiff .del").count() > 0
     assert f"{rec.index + 1}. {rec.path}" in page.locator(".rep-pass-title").inner_text()
     page.locator(".rep-region-next").click()
@@ -112,6 +112,13 @@ def test_big_model_report_offline(report, offline_page):
     inside, total, font = page.evaluate(IN_VIEW_JS, ".rep-in-region")
     assert total > 0 and inside == total, f"{inside} of {total} nodes of the region in view"
     assert font >= 7, f"labels {font:.1f} px high: not legible"
+    # a rewrite row of the summary steps through its instances in the graph
+    first = s.rewrites(rec.path)[0]
+    page.locator(".rep-rewrites li").first.click()
+    page.wait_for_function("() => / instance \\d+ \\/ /.test(document.querySelector('.rep-region-label').textContent)")
+    page.wait_for_timeout(400)
+    inside, total, _ = page.evaluate(IN_VIEW_JS, ".rep-in-region")
+    assert total > 0 and inside == total and first.label in page.locator(".rep-region-label").inner_text()
     SHOTS.mkdir(exist_ok=True)
     page.screenshot(path=str(SHOTS / "report-yolov8.png"))
 

@@ -62,8 +62,10 @@ def test_numeric_check_and_rewrite_summary_per_pass(mlp_report):
             assert row["numeric"]["text"] == rec.numeric.describe()
         elif not rec.changed:
             assert row["numeric"]["state"] == "unchanged"
-    # optimize_module folds transposes and broadcasts of literals into literals
-    assert any("→" in line for line in rows["optimize_rewrite.optimize_module"]["rewrites"])
+    # the rows are Session.rewrites' (migx_explore.rewrites), labels as the explorer shows them
+    for path in ("optimize_rewrite.optimize_module", "fusion.fuse_pointwise_reduce"):
+        assert [r["label"] for r in rows[path]["rewrites"]] == [r.label for r in s.rewrites(path)]
+    assert any("→" in r["label"] for r in rows["fusion.fuse_pointwise_reduce"]["rewrites"])
 
 
 def test_changed_passes_carry_text_and_graph_diffs(mlp_report):
@@ -74,6 +76,9 @@ def test_changed_passes_carry_text_and_graph_diffs(mlp_report):
     rec = s.trace.find("optimize_rewrite.optimize_module")
     payload = blobs[rec.index]
     assert payload["text"] == text_diff(*s.trace.snapshots(rec))
+    rw = s.rewrites(rec.path)
+    assert [len(ids) for ids in payload["rewrite_ids"]] == [min(r.count, 200) for r in rw]
+    assert payload["rewrite_ids"][0][0] == list(rw[0].instances[0].ids)
     g = payload["graph"]
     assert g["default"] in ("collapsed", "expanded") and g["collapsed"]["svg"].startswith("<svg")
     assert "st_removed" in g["collapsed"]["svg"] and "st_added" in g["collapsed"]["svg"]

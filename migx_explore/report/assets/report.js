@@ -74,6 +74,8 @@
   let graph = null; // the current pass's {default, collapsed, expanded?}
   let variant = "collapsed";
   let region = -1;
+  let rewrite = null; // {row, k}: the rewrite instance shown
+  let payload = null; // the current pass's inflated blob
 
   function showVariant(which, focus) {
     if (!graph) return;
@@ -84,6 +86,7 @@
     } else note.textContent = "";
     variant = which;
     region = -1;
+    rewrite = null;
     const v = graphView();
     model.set("focus", focus || "");
     model.set("all_expanded", which === "expanded");
@@ -103,25 +106,53 @@
       : `region ${region + 1} / ${regs.length}: ${regs[region].label}`;
   }
 
-  function gotoRegion(k) {
-    const regs = regionsOf();
-    if (!regs.length || !view) return;
-    region = ((k % regs.length) + regs.length) % regs.length;
-    const names = regs[region].nodes;
+  // Mark and centre on the nodes named (titles "i<id>"); returns how many the drawing has.
+  function focusNames(names) {
+    if (!view) return 0;
+    let found = 0;
     view.each((p) => {
       if (!p.svg) return;
       p.svg.querySelectorAll(".rep-in-region").forEach((n) => n.classList.remove("rep-in-region"));
-      p.hitNodes = names.flatMap((n) => p.targets(n));
+      p.hitNodes = [...new Set(names.flatMap((n) => p.targets(n)))];
       p.hitNodes.forEach((n) => n.classList.add("rep-in-region"));
-      if (p.spz) { p.spz.resize(); p.spz.fit(); p.spz.center(); }
+      found += p.hitNodes.length;
     });
+    if (!found) return 0;
+    view.each((p) => { if (p.spz) { p.spz.resize(); p.spz.fit(); p.spz.center(); } });
     afterPaint(() => {
       view.syncing = true;
       try { view.each((p) => { if (p.hitNodes && p.hitNodes.length) p.focus(p.hitNodes, 1.5); }); }
       finally { view.syncing = false; }
       afterPaint(() => view.report());
     });
+    return found;
+  }
+
+  function gotoRegion(k) {
+    const regs = regionsOf();
+    if (!regs.length || !view) return;
+    region = ((k % regs.length) + regs.length) % regs.length;
+    rewrite = null;
+    focusNames(regs[region].nodes);
     updateRegions();
+  }
+
+  // A rewrite row of the summary: each click shows its next instance that the drawing holds.
+  function gotoRewrite(row) {
+    const all = (payload && payload.rewrite_ids && payload.rewrite_ids[row]) || [];
+    const r = rows[current].rewrites[row];
+    const start = rewrite && rewrite.row === row ? rewrite.k + 1 : 0;
+    document.querySelectorAll(".rep-rewrites li").forEach((li, k) => li.classList.toggle("rep-rw-current", k === row));
+    for (let t = 0; t < all.length; t++) {
+      const k = (start + t) % all.length;
+      if (focusNames(all[k].map((i) => "i" + i))) {
+        rewrite = { row, k };
+        region = -1;
+        $(".rep-region-label").textContent = `${r.label}: instance ${k + 1} / ${r.count} (click it again for the next)`;
+        return;
+      }
+    }
+    $(".rep-region-label").textContent = `${r.label}: no instance of it is in this drawing (big graphs are cut to the change)`;
   }
 
   // ---- the tree ------------------------------------------------------------------------------------
@@ -247,7 +278,12 @@
     for (const [op, d] of r.ops) ops.appendChild(mk("span", "rep-op " + (d > 0 ? "rep-plus" : "rep-minus"), `${op} ${d > 0 ? "+" : ""}${d}`));
     const rw = $(".rep-rewrites");
     rw.innerHTML = "";
-    for (const line of r.rewrites) rw.appendChild(mk("li", "", line));
+    r.rewrites.forEach((row, k) => {
+      const li = mk("li", "rep-rw-" + row.kind, row.label);
+      li.title = "show it in the graph (again: the next instance)";
+      li.addEventListener("click", () => gotoRewrite(k));
+      rw.appendChild(li);
+    });
     $(".rep-rewrites-section").style.display = r.rewrites.length ? "" : "none";
     const num = $(".rep-numeric");
     num.className = "rep-numeric rep-num-" + r.numeric.state;
@@ -266,10 +302,13 @@
     $(".rep-unchanged").textContent = hasBlob ? "" : (r.status === "ok"
       ? "This pass left the IR unchanged: nothing to draw." : `This pass did not run (${r.status}).`);
     graph = null;
+    payload = null;
+    rewrite = null;
     if (!hasBlob) return;
     $(".rep-textdiff").textContent = "inflating…";
-    loadBlob(i).then((payload) => {
+    loadBlob(i).then((p) => {
       if (current !== i) return;
+      payload = p;
       textDiff($(".rep-textdiff"), payload.text, 2500);
       if (!DATA.graphs) return;
       $(".rep-graph-error").textContent = payload.graph_error ? "could not draw this pass: " + payload.graph_error : "";
