@@ -46,7 +46,7 @@ class ReportInfo:
 def _no_gpu_html(model: str, why: str | None) -> str:
     import html
 
-    from ..widgets.timing_view import recorded_html
+    from .timing import recorded_html
 
     lines = ['<p class="rep-no-gpu">GPU timing was not run for this report'
              + (f" ({html.escape(why)})" if why else "") + ". Make it with <code>--gpu</code> "

@@ -29,6 +29,17 @@ def program_sha256(session: Session) -> str:
     return hashlib.sha256(session.initial.text.encode("utf-8")).hexdigest()
 
 
+def package_version() -> str:
+    # From the installed metadata: importing the package root for __version__ would pull in the
+    # widgets (an import cycle through the session).
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("migx-explore")
+    except PackageNotFoundError:
+        return "unknown (not installed)"
+
+
 def cli_command(argv: list[str] | None = None) -> str:
     """The command line as a shell would re-run it."""
     args = list(sys.argv[1:] if argv is None else argv)
@@ -37,8 +48,6 @@ def cli_command(argv: list[str] | None = None) -> str:
 
 def repro_info(session: Session, *, command: str = "", inputs_path: str | None = None) -> dict[str, Any]:
     """Plain data for the report's header (every value a string, so the page shows it as given)."""
-    from .. import __version__
-
     src = session.source
     info: dict[str, Any] = {"model": session.name, "source": f"{src.get('kind', 'program')}: {src.get('value', '')}"}
     if src.get("kind") == "onnx" and os.path.isfile(str(src.get("value"))):
@@ -58,7 +67,7 @@ def repro_info(session: Session, *, command: str = "", inputs_path: str | None =
         cfg = session.numeric_config()
         info["inputs"] = ("none (numeric check off)" if cfg is None else
                           "seeded random inputs" if cfg.random_inputs else "the session's inputs")
-    info["version"] = f"migx-explore {__version__}"
+    info["version"] = f"migx-explore {package_version()}"
     info["python"] = f"{platform.python_version()} on {platform.system()} {platform.machine()}"
     info["created"] = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     info["command"] = command or "(made from Python: see the repro script)"
@@ -66,4 +75,4 @@ def repro_info(session: Session, *, command: str = "", inputs_path: str | None =
     return info
 
 
-__all__ = ["cli_command", "file_sha256", "program_sha256", "repro_info"]
+__all__ = ["cli_command", "file_sha256", "package_version", "program_sha256", "repro_info"]

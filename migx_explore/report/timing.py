@@ -96,21 +96,61 @@ def waterfall_html(wf: Any) -> str:
             + waterfall_svg(rows))
 
 
+MODE_LABEL = {"eager": "eager (a launch per kernel)", "graph": "graph capture (one launch)"}
+
+
+def timing_html(result: Any) -> str:
+    """Per mode: device time (median, p10-p90), host time per run, enqueue time and launches, and
+    what graph capture saved."""
+    rows = "".join(
+        f"<tr><th>{html.escape(MODE_LABEL.get(mode, mode))}</th><td>{mt.device_us.median:.1f}</td>"
+        f"<td>{mt.device_us.p10:.1f} – {mt.device_us.p90:.1f}</td><td>{mt.host_us.median:.1f}</td>"
+        f"<td>{mt.enqueue_us.median:.1f}</td><td>{mt.launches}</td><td>{mt.enqueue_per_launch_us:.2f}</td></tr>"
+        for mode, mt in result.modes.items())
+    m = result.modes
+    foot = f"{result.kernels} kernels, {result.blas_calls} BLAS calls" + (
+        f", {result.graph_nodes} graph nodes" if result.graph_nodes >= 0 else "")
+    if "eager" in m and "graph" in m and m["graph"].device_us.median > 0:
+        saved = m["eager"].enqueue_us.median - m["graph"].enqueue_us.median
+        foot += (f"; graph capture is <b>{m['eager'].device_us.median / m['graph'].device_us.median:.2f}x</b> faster "
+                 f"on the device and saves {saved:.1f} µs of host enqueue time per run")
+    if result.graph_parts:
+        foot += f"<br>{html.escape(result.segments_line())}"
+    return ('<table class="rep-table migx-timing-results"><tr><th>mode</th><th>device µs<br>median</th>'
+            "<th>device µs<br>p10 – p90</th><th>host µs<br>per run</th><th>enqueue µs</th><th>launches</th>"
+            f"<th>enqueue µs<br>per launch</th></tr>{rows}</table><p>{foot}.</p>")
+
+
+def recorded_html(model: str) -> str:
+    """The timings recorded on a real GPU that ship with the package, labelled as such (shown
+    where this report did not time anything); empty when there are none."""
+    from ..gpu_bridge import recorded_results
+
+    run = recorded_results()
+    if run is None or not run.models:
+        return ""
+    rows = "".join(
+        f'<tr class="{"rep-recorded-current" if m.model == model else ""}"><td>{html.escape(m.model)}</td>'
+        f"<td>{m.eager_us:.1f}</td><td>{m.graph_us:.1f}</td><td>{m.launches}</td></tr>"
+        for m in sorted(run.models.values(), key=lambda m: (m.model != model, m.model)) if m.graph_us == m.graph_us)
+    return (f"<h3>Recorded on {html.escape(run.device)}, {html.escape(run.date)} (not measured for this report; "
+            f"from {html.escape(run.source)}, median device µs per run)</h3>"
+            '<table class="rep-table rep-recorded"><tr><th>model</th><th>eager µs</th><th>graph µs</th>'
+            f"<th>launches</th></tr>{rows}</table>")
+
+
 def gpu_section(session: Session, *, waterfall_by: str | None = "pipeline", iters: int = 50, warmup: int = 5,
                 inputs: Any = None) -> str:
     """Time the session's final program (and its waterfall variants) and return the section's HTML.
     Raises GpuUnavailable (one line, what to install) where no GPU stack is usable."""
-    from ..widgets.timing_view import summary, table_html
-
     result = session.time(modes=("eager", "graph"), warmup=warmup, iters=iters)
     parts = [f'<p class="rep-device">Measured on <b>{html.escape(_device())}</b>, {iters} runs after {warmup} '
              f"warm-up runs per mode.</p>",
-             f'<div class="rep-timing-table">{table_html(result)}</div>',
-             f'<p class="rep-note">{html.escape(summary(result))}</p>', kernels_html(result)]
+             f'<div class="rep-timing-table">{timing_html(result)}</div>', kernels_html(result)]
     if waterfall_by:
         wf = session.waterfall(by=waterfall_by, iters=max(iters // 2, 3), warmup=max(warmup // 2, 1), inputs=inputs)
         parts.append(f'<div class="rep-waterfall-box">{waterfall_html(wf)}</div>')
     return "".join(parts)
 
 
-__all__ = ["gpu_section", "kernels_html", "waterfall_html", "waterfall_svg"]
+__all__ = ["gpu_section", "kernels_html", "recorded_html", "timing_html", "waterfall_html", "waterfall_svg"]
