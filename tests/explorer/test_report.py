@@ -160,3 +160,22 @@ def test_trace_folder_gets_an_index_page(tmp_path):
     files = data["files"]
     assert files and all((out / f).exists() for names in files.values() for f in names)
     assert data["graphs"] is False
+
+
+def test_explorer_recipe_menu_saves_a_report(tmp_path, monkeypatch):
+    pytest.importorskip("ipywidgets")
+    from migx_explore.widgets.explorer import Explorer
+
+    monkeypatch.chdir(tmp_path)
+    ex = Explorer(Session.from_model("mlp", defer_numeric=True))
+    assert ex.report.widget.layout.display == "none"  # inside the Recipe / export menu
+    ex.recipe_button.value = True
+    assert ex.report.widget.layout.display is None and ex.report.path.value == "mlp_report.html"
+    ex.report.path.value = "saved.html"
+    ex.report.button.click()
+    assert ex.errors.text.strip() == ""
+    assert "saved.html" in ex.report.result.value
+    rows = _data((tmp_path / "saved.html").read_text())["passes"]
+    # the deferred numeric check was finished before writing: no pass left "pending"
+    assert not any(r["numeric"]["state"] == "pending" for r in rows)
+    assert any(r["numeric"]["state"] == "ok" for r in rows)
