@@ -34,13 +34,17 @@ def _repro_html(repro: dict[str, Any]) -> str:
               ("command", "command line")]
     rows = "".join(f'<tr class="rep-repro-{k}"><th>{html.escape(label)}</th><td><code>{html.escape(str(repro[k]))}'
                    f"</code></td></tr>" for k, label in labels if repro.get(k))
-    return (f'<table class="rep-table rep-repro">{rows}</table><h3>Repro script</h3>'
-            f'<pre class="rep-repro-script">{html.escape(repro.get("script", ""))}</pre>')
+    warn = "".join(f"<li>{html.escape(w)}</li>" for w in repro.get("warnings", ()))
+    return (f'<table class="rep-table rep-repro">{rows}</table>'
+            + (f'<h3>Ordering warnings</h3><ul class="rep-repro-warnings">{warn}</ul>' if warn else "")
+            + f'<h3>Repro script</h3><pre class="rep-repro-script">{html.escape(repro.get("script", ""))}</pre>')
 
 
-def _overview_html(ov: dict[str, Any], name: str) -> str:
+def _overview_html(ov: dict[str, Any], repro: dict[str, Any]) -> str:
     ins, ln = ov["instructions"], ov["launches"]
-    parts = [f"<b>{ins[0]} → {ins[1]}</b> instructions", f"<b>{ln[0]} → {ln[1]}</b> kernel launches",
+    parts = [f'<code class="rep-head-spec">{html.escape(str(repro.get("spec", "")))}</code>',
+             html.escape(str(repro.get("precision", ""))),
+             f"<b>{ins[0]} → {ins[1]}</b> instructions", f"<b>{ln[0]} → {ln[1]}</b> kernel launches",
              f"<b>{ov['passes']}</b> passes ({ov['changed']} changed the IR, {ov['disabled']} disabled)",
              f"{ov['time_ms']:.1f} ms in passes"]
     if ov["numeric_failure"]:
@@ -50,6 +54,9 @@ def _overview_html(ov: dict[str, Any], name: str) -> str:
         parts.append(f"numeric check: {ov['numeric_checked']} passes within tolerance")
     if ov["error"]:
         parts.append(f'<b style="color:#ff8a80">error: {html.escape(ov["error"])}</b>')
+    if ov["warnings"]:
+        tip = html.escape("\n".join(ov["warnings"]), quote=True)
+        parts.append(f'<span class="rep-warnings" title="{tip}">⚠ {len(ov["warnings"])} ordering warning(s)</span>')
     return " · ".join(parts)
 
 
@@ -68,7 +75,7 @@ def page_html(data: dict[str, Any], blobs: dict[int, str], *, gpu_html: str, rep
     js = (ASSETS / "report.js").read_text(encoding="utf-8")
     name = html.escape(data["model"])
     body = (ASSETS / "body.html").read_text(encoding="utf-8").format(
-        name=name, overview=_overview_html(data["overview"], name), gpu=gpu_html, repro=_repro_html(repro),
+        name=name, overview=_overview_html(data["overview"], repro), gpu=gpu_html, repro=_repro_html(repro),
         legend=_legend_html())
     blob_tags = "\n".join(f'<script type="application/octet-stream" id="migx-blob-{i}">{b}</script>'
                           for i, b in sorted(blobs.items()))

@@ -72,6 +72,7 @@ def repro_info(session: Session, *, command: str = "", inputs_path: str | None =
     info["created"] = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     info["command"] = command or "(made from Python: see the repro script)"
     info["script"] = recipe.script
+    info["warnings"] = session.warnings()
     return info
 
 
