@@ -34,7 +34,9 @@ from .compiler.passes.rewrite import as_pass
 from .compiler.rewrite import Rule
 from .compiler.snapshot import ProgramSnapshot, SnapshotDiff, snapshot
 from .gpu.pipelines import CompileOptions
+from .regions import Region, change_regions
 from .rewrites import RewriteRow, record_rewrites
+from .scopes import ScopeTable
 from .session_config import PipelineConfig, SessionError
 from .session_cursor import Cursor, View
 from .session_trace import RetraceInfo, TraceCache
@@ -289,6 +291,34 @@ class Session:
         (default: the current pass; else a pass path/name or record index). See rewrites.py."""
         rec = self.current if path is None else self._record_of(path)
         return record_rewrites(self.trace, rec)
+
+    def scopes(self, index: int | None = None) -> tuple[dict[int, str], dict[int, str]]:
+        """The scope of every instruction before and after a record (default: the current one),
+        as scopes.ScopeTable derives them (model paths, or graph-derived blocks)."""
+        rec = self.current if index is None else self.trace.records[index]
+        table = self._scope_table()
+        before, after = self.trace.snapshots(rec)
+        prev = self.trace.records[rec.index - 1] if rec.index > 0 else None
+        return table.scopes_of(before, prev), table.scopes_of(after, rec)
+
+    def regions(self, path: str | int | None = None) -> list[Region]:
+        """A pass's change as connected regions in program order (default: the current pass)."""
+        rec = self.current if path is None else self._record_of(path)
+        cache = self.__dict__.setdefault("_regions_cache", {})
+        hit = cache.get(rec.index)
+        if hit is not None and hit[0] is rec:  # records are replaced, never changed, by a re-trace
+            return hit[1]
+        sb, sa = self.scopes(rec.index)
+        before, after = self.trace.snapshots(rec)
+        regions = change_regions(before, after, record_rewrites(self.trace, rec), {**sb, **sa})
+        cache[rec.index] = (rec, regions)
+        return regions
+
+    def _scope_table(self) -> ScopeTable:
+        trace = self.trace
+        if getattr(self, "_scopes", None) is None or self._scopes.trace is not trace:
+            self._scopes = ScopeTable(trace)
+        return self._scopes
 
     def text_diff(self, context: int = 3) -> str:
         from .render import text_diff

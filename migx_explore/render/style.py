@@ -112,7 +112,11 @@ STATUS_STYLE: dict[str, StatusStyle] = {
     REMOVED: StatusStyle("#fee0d2", "#cb181d", "#99000d", extra_style="dashed", penwidth="2"),
     CHANGED: StatusStyle("#fed976", "#e08214", "#7f2704", penwidth="2"),
     UNCHANGED: StatusStyle("#eeeeee", "#bdbdbd", "#636363"),
+    # changed too, but in another region than the one the view is on (drawn as context, pale,
+    # and not what the view centres on)
+    "elsewhere": StatusStyle("#fff3c4", "#f0c27a", "#7f2704"),
 }
+ELSEWHERE = "elsewhere"
 
 EDGE_COLOUR = {None: "#525252", ADDED: "#238b45", REMOVED: "#cb181d", UNCHANGED: "#9e9e9e",
                "replaced": "#cb181d", "summary": "#bdbdbd"}

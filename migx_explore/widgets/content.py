@@ -12,31 +12,45 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 from ..compiler.snapshot import ProgramSnapshot
+from ..regions import first_view
 from ..session import Session
 
 PASS_GRAPH_VIEWS = ("diff", "side_by_side", "focus")  # drawn for one pass (its before and after)
 GRAPH_VIEWS = PASS_GRAPH_VIEWS + ("compare",)  # every view the graph widget shows
-VIEW_LABELS = {"diff": "Diff", "side_by_side": "Before | After", "focus": "Focus", "compare": "Compare",
-               "text": "Text diff", "metrics": "IR metrics"}
+VIEW_LABELS = {"rewrites": "Rewrites", "diff": "Diff", "side_by_side": "Before | After", "focus": "Focus",
+               "compare": "Compare", "text": "Text diff", "metrics": "IR metrics"}
+REGION_HOPS = 1  # context drawn around a change region
+# Scope clusters cost dot layout time; a drawing bigger than this (a whole-graph diff of a big
+# pass) is drawn without them.
+SCOPE_GROUPS_MAX_NODES = 250
 
 
 def graph_svg(before: ProgramSnapshot, after: ProgramSnapshot, view: str, *, diff: Any = None, hops: int = 2,
               centre: Collection[int] = (), chains: bool | None = None, prefix: str = "",
-              expand: Any = "auto") -> str:
+              expand: Any = "auto", region: Collection[int] = (), scopes: Mapping[int, str] | None = None
+              ) -> str:
     """Inline SVG for one graph view of a pass.
 
     diff: the merged graph (changed region plus context when the graph is big); side_by_side:
     before and after as two panels of one layout; focus: the merged graph cut to `hops` around
     the changed nodes, or around the instruction ids in `centre` (hover a node: its title is
     i<id>), with unchanged chains collapsed. expand: which fused submodules are drawn as clusters
-    (a render.Clusters choice; "auto": all of them on small programs)."""
+    (a render.Clusters choice; "auto": all of them on small programs).
+    region: diff and side_by_side draw this change region (instruction ids) with one hop of
+    context, the rest summarised; scopes: group the diff drawing by the model's scopes."""
     from .. import render
 
     opts = render.DotOptions(id_prefix=prefix, cluster_controls=True)
+    near = {"focus": REGION_HOPS, "focus_ids": tuple(region)} if region else {}
     if view == "diff":
-        g = render.diff_graph(before, after, diff, chains=chains, expand=expand)
+        g = render.diff_graph(before, after, diff, chains=chains, expand=expand, **near)
+        if scopes is not None and len(g.nodes) <= SCOPE_GROUPS_MAX_NODES:
+            from ..compiler.snapshot import diff as snapshot_diff
+            from ..render.scoped import region_view
+
+            g = region_view(g, scopes, diff if diff is not None else snapshot_diff(before, after), region)
     elif view == "side_by_side":
-        g = render.side_by_side(before, after, diff, chains=chains, expand=expand)
+        g = render.side_by_side(before, after, diff, chains=chains, expand=expand, **near)
     elif view == "focus":
         # ids on the nodes: Focus is centred by instruction id, so the user needs to read them
         g = render.diff_graph(before, after, diff, focus=hops, focus_ids=tuple(centre) or None,
@@ -261,8 +275,20 @@ def record_snapshots(session: Session, index: int) -> tuple[ProgramSnapshot, Pro
 
 def _graph_job(session: Session, index: int, view: str, opts: dict[str, Any]) -> tuple[Any, Any, tuple, Callable]:
     before, after, diff = record_snapshots(session, index)
-    key = (view, tuple(sorted((k, tuple(v) if isinstance(v, (list, set, tuple)) else v) for k, v in opts.items())))
-    return before, after, key, lambda: graph_svg(before, after, view, diff=diff, prefix=f"{view[:2]}_", **opts)
+    opts = dict(opts)
+    extra: dict[str, Any] = {}
+    k = opts.pop("region", None)  # which change region to draw (None: the whole change)
+    if k is not None and view in ("diff", "side_by_side"):
+        regions = session.regions(index)
+        if 0 <= k < len(regions):
+            extra["region"] = regions[k].ids
+    key = (view, tuple(sorted((k, tuple(v) if isinstance(v, (list, set, tuple)) else v) for k, v in opts.items())),
+           extra.get("region", ()))
+    if view == "diff":  # scopes are a function of the record, so the key needs no more
+        sb, sa = session.scopes(index)
+        extra["scopes"] = {**sb, **sa}
+    return before, after, key, lambda: graph_svg(before, after, view, diff=diff, prefix=f"{view[:2]}_", **opts,
+                                                 **extra)
 
 
 def current_graph(session: Session, view: str, cache: SvgCache | None = None, **opts: Any) -> str:
@@ -276,5 +302,7 @@ def prefetch_next(session: Session, view: str, cache: SvgCache, **opts: Any) -> 
     later = [i for i in session.visible() if i > session.position]
     if not later:
         return None
+    if view == "diff" and opts.get("region") is not None and first_view(session.regions(later[0])) == "summary":
+        return None  # that pass opens on its rewrite summary: no drawing to prepare
     cache.prefetch(*_graph_job(session, later[0], view, opts))
     return later[0]

@@ -16,8 +16,16 @@ from . import content, queries
 from ._common import ErrorBox, widgets
 from .dom_tools import ClickableSvg
 from .graph_view import GraphView
+from .rewrites_view import RegionBar, RewritesPanel, region_of
 
-VIEW_CLASSES = {"diff": "migx-diff-graph", "side_by_side": "migx-before-after-graph", "focus": "migx-focus-graph",
+# The views a step may switch between by itself: the rewrite summary for a pass whose change
+# cannot be read as one region, the region's drawing otherwise. Any other view the user picked
+# stays picked.
+AUTO_VIEWS = ("rewrites", "diff")
+REGION_VIEWS = ("diff", "side_by_side")  # drawn one change region at a time
+
+VIEW_CLASSES = {"rewrites": "migx-rewrites-view",
+                "diff": "migx-diff-graph", "side_by_side": "migx-before-after-graph", "focus": "migx-focus-graph",
                 "compare": "migx-compare-graph", "text": "migx-text-diff", "metrics": "migx-metrics"}
 
 
@@ -61,9 +69,11 @@ class Views:
                                        layout=W.Layout(flex_flow="row wrap"))
         self.stats = W.HTML("", _dom_classes=["migx-stats"])
         self.warnings = W.HTML("", _dom_classes=["migx-warnings"])
-        self.widget = W.VBox([self.select, self.focus_controls, self.compare_controls, self.graph, self.legend,
-                              self.compare_text, self.text, self.metrics], _dom_classes=["migx-views"],
-                             layout=W.Layout(width="100%"))
+        self.rewrites = RewritesPanel(errors, self._show_instance)
+        self.region_bar = RegionBar(errors, lambda _k: self._show_selected())
+        self.widget = W.VBox([self.select, self.region_bar.widget, self.focus_controls, self.compare_controls,
+                              self.rewrites.widget, self.graph, self.legend, self.compare_text, self.text,
+                              self.metrics], _dom_classes=["migx-views"], layout=W.Layout(width="100%"))
         self._session: Session | None = None
         self._rec: Any = None  # the PassRecord the panes are for
         self._drawn: dict[str, tuple] = {}  # view -> (record, options) it shows
@@ -75,7 +85,7 @@ class Views:
         self._focus_next = ""  # what the next drawing centres on instead of the change
         self._config_titles: tuple[str, str] | None = None  # the panels' labels in "on vs off" mode
         self.graph.observe(errors.guard(self._cluster_requested, "expand / collapse"), "cluster_request")
-        self.select.observe(errors.guard(lambda _c: self._show_selected(), "view"), "value")
+        self.select.observe(errors.guard(lambda _c: self._quiet or self._show_selected(), "view"), "value")
         self._quiet = False
         for w in (self.hops, self.centre, self.compare_a, self.compare_b, self.compare_mode, self.compare_at):
             w.observe(errors.guard(lambda _c: self._quiet or self._show_selected(), "view options"), "value")
@@ -87,6 +97,8 @@ class Views:
         """Redraw for the session's current pass: stats and warnings always, the selected view."""
         self._session = session
         self._rec = session.current
+        self._focus_next = ""  # a step centres on the change, not on a cluster opened before it
+        self._pick_region_or_summary(session)
         self.refresh_stats()
         self.warnings.value = queries.warnings_html(session.warnings())
         self._fill_compare_choices(session)
@@ -96,6 +108,33 @@ class Views:
         if self.graph.svg == shown and self.select.value in content.PASS_GRAPH_VIEWS:
             # every step centres on the change, also one that lands on the drawing already shown
             self.graph.centre_changes()
+
+    def _pick_region_or_summary(self, session: Session) -> None:
+        """A new pass opens on its first change region, or on its rewrite summary when that
+        region cannot be read in one pane (regions.first_view)."""
+        from ..regions import first_view
+
+        rec = session.current
+        regions = session.regions() if rec.changed else []
+        self.region_bar.set(regions, 0)
+        self.rewrites.show(rec.path, session.rewrites() if rec.changed else [], regions)
+        if self.select.value in AUTO_VIEWS:
+            want = "rewrites" if rec.changed and first_view(regions) == "summary" else "diff"
+            if self.select.value != want:
+                self._quiet = True  # update() draws once, below
+                try:
+                    self.select.value = want
+                finally:
+                    self._quiet = False
+
+    def _show_instance(self, ids) -> None:
+        """Draw the region holding these instruction ids (all of the first region for none)."""
+        regions = self.region_bar.regions
+        self.region_bar.set(regions, region_of(regions, ids) if ids else 0)
+        if self.select.value not in REGION_VIEWS:
+            self.select.value = "diff"  # draws
+        else:
+            self._show_selected()
 
     # ---- clusters -----------------------------------------------------------------------------------
     def _instructions(self) -> int:
@@ -169,6 +208,8 @@ class Views:
     def _set_visibility(self) -> None:
         view = self.select.value
         shown = {self.focus_controls: view == "focus", self.compare_controls: view == "compare",
+                 self.rewrites.widget: view == "rewrites",
+                 self.region_bar.widget: view in REGION_VIEWS and bool(self.region_bar.regions),
                  self.graph: view in content.GRAPH_VIEWS, self.legend: view in content.GRAPH_VIEWS,
                  self.compare_text: view == "compare", self.text: view == "text", self.metrics: view == "metrics"}
         config = self.compare_mode.value == "config"
@@ -195,7 +236,12 @@ class Views:
             return ("config", self.compare_at.value, self.clusters)
         if view == "compare":
             return (self.compare_a.value, self.compare_b.value, self.clusters)
+        if view in REGION_VIEWS:
+            return (self.clusters, self._region())
         return (self.clusters,) if view in content.GRAPH_VIEWS else ()
+
+    def _region(self) -> int | None:
+        return self.region_bar.index if self.region_bar.regions else None
 
     def _draw(self, view: str) -> bool:
         """Draw `view` for the current pass unless it shows it already; False if drawing failed.
@@ -244,6 +290,8 @@ class Views:
 
     def _graph_opts(self, view: str) -> dict[str, Any]:
         opts: dict[str, Any] = {"expand": self.clusters}
+        if view in REGION_VIEWS:
+            opts["region"] = self._region()
         if view == "focus":
             opts.update(hops=self.hops.value, centre=self._centre_ids())
         return opts
@@ -295,6 +343,8 @@ class Views:
             return content.text_diff_html(s.text_diff())
         if view == "metrics":
             return content.metrics_svg(queries.metrics_series(s), s.current.index)
+        if view == "rewrites":  # the panel's rows are set on each step (update)
+            return self.rewrites.heading.value
         raise ValueError(f"unknown view {view!r}")
 
     def drawn(self, view: str = "diff") -> str:

@@ -1,0 +1,98 @@
+"""A display graph grouped by the model's own scopes, cut to one change region.
+
+`region_view` takes a merged diff graph (render.diff), the scope of each instruction and the ids
+of one change region, and returns the drawing the explorer opens a pass on:
+- every node sits in nested clusters named by its scope parts (`model.8` > `m.0` > `cv1`), as
+  Model Explorer groups a graph by layer namespace;
+- changed nodes outside the region keep a pale "elsewhere" colour (context, not the focus);
+- each "… N more" summary stands for a collapsed group: it names the scope its members share
+  and carries the change badge (+added −removed ~changed) of what it hides, coloured by change.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+
+from ..compiler.snapshot import SnapshotDiff
+from ..scopes import common_scope
+from . import style as S
+from .model import DisplayGraph, DisplayGroup, DisplayNode
+
+SCOPE_GROUP_PREFIX = "cluster_scope_"
+MAX_SCOPE_DEPTH = 4  # deeper scopes are drawn at this depth (a few boxes say enough)
+
+
+def _with(obj, **changes):
+    new = object.__new__(type(obj))
+    new.__dict__.update(obj.__dict__, **changes)
+    return new
+
+
+def _node_scope(n: DisplayNode, scopes: Mapping[int, str]) -> str:
+    if n.instr_id is not None and n.instr_id in scopes:
+        return scopes[n.instr_id]
+    members = [scopes[m] for m in n.members if m in scopes]
+    return common_scope(members) if members else ""
+
+
+def badge(ids: Collection[int], d: SnapshotDiff) -> tuple[int, int, int]:
+    """(+added, −removed, ~changed) among `ids`."""
+    ids = set(ids)
+    return len(ids & d.added), len(ids & d.removed), len(ids & d.changed)
+
+
+def region_view(graph: DisplayGraph, scopes: Mapping[int, str], d: SnapshotDiff,
+                region: Collection[int] = ()) -> DisplayGraph:
+    """`graph` grouped by scope, with changes outside `region` toned down and summaries labelled
+    with their scope and change badge (see the module docstring)."""
+    region = set(region)
+    nodes, groups = [], dict(graph.groups)
+    for n in graph.nodes:
+        ids = {n.instr_id} if n.instr_id is not None else set(n.members)
+        if region and n.status in (S.ADDED, S.REMOVED, S.CHANGED) and not (ids & region) and n.kind != "summary":
+            n = _with(n, status=S.ELSEWHERE)
+        if n.kind == "summary" and n.members:
+            n = _summary(n, scopes, d)
+        scope = _node_scope(n, scopes)
+        path = _scope_groups(scope, groups)
+        if path:
+            n = _with(n, group=path + tuple(n.group))
+            for g in n.group[len(path):]:  # a fused cluster inside a scope: re-parent it
+                grp = groups.get(g)
+                if grp is not None and not grp.parent[:len(path)] == path:
+                    groups[g] = _with(grp, parent=path + tuple(grp.parent))
+        nodes.append(n)
+    return DisplayGraph(nodes, graph.edges, groups, graph.title)
+
+
+def _scope_groups(scope: str, groups: dict[str, DisplayGroup]) -> tuple[str, ...]:
+    parts = [p for p in scope.split("/") if p][:MAX_SCOPE_DEPTH]
+    path: list[str] = []
+    for k, part in enumerate(parts):
+        name = SCOPE_GROUP_PREFIX + "_".join(_safe(p) for p in parts[:k + 1])
+        if name not in groups:
+            groups[name] = DisplayGroup(name, part, tuple(path), S.OTHER, module="main")
+        path.append(name)
+    return tuple(path)
+
+
+def _safe(part: str) -> str:
+    return "".join(c if c.isalnum() else "_" for c in part)
+
+
+def _summary(n: DisplayNode, scopes: Mapping[int, str], d: SnapshotDiff) -> DisplayNode:
+    scope = _node_scope(n, scopes)
+    a, r, c = badge(n.members, d)
+    where = f"/{scope}" if scope else "elsewhere"
+    lines = [f"{len(n.members)} ops in {where}"]
+    if a or r or c:
+        lines.append(f"+{a} −{r} ~{c}")
+    rest = n.label.split("\n", 1)[1] if "\n" in n.label else ""
+    if rest:
+        lines.append(rest)
+    status = S.ELSEWHERE if (a or r or c) else n.status
+    return _with(n, label="\n".join(lines), status=status,
+                 tooltip=f"{len(n.members)} instructions of {where} not drawn (+{a} −{r} ~{c})")
+
+
+__all__ = ["MAX_SCOPE_DEPTH", "SCOPE_GROUP_PREFIX", "badge", "region_view"]

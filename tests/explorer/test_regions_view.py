@@ -1,0 +1,64 @@
+"""Change regions and the views built on them: a pass opens on its first region (drawn with one
+hop of context inside its scope groups) or on its rewrite summary; the region bar and the
+summary's rows step through the change."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from migx_explore.regions import LEGIBLE_NODES, first_view
+from migx_explore.session import Session
+from migx_explore.widgets.explorer import explore
+
+CHANGED = r'class="node migx_node[^"]*st_(?:added|removed|changed)'
+
+
+@pytest.fixture(scope="module")
+def bert() -> Session:
+    s = Session.from_model("bert_encoder", numeric=False)
+    s.run()
+    return s
+
+
+def test_regions_are_connected_pieces_in_program_order_with_their_scope(bert):
+    rec = bert.trace.find("rewrite_reduce")
+    regions = bert.regions(rec.index)
+    assert len(regions) == 4  # one softmax per layer
+    assert [r.scope for r in regions] == [f"bert/encoder/layer.{k}/attention/self" for k in range(4)]
+    assert regions[0].describe(2, 41) == "region 3 of 41 · /bert/encoder/layer.0/attention/self"
+    ids = [i for r in regions for i in r.ids]
+    d = rec.diff
+    assert set(ids) == set(d.added | d.removed | d.changed) and len(ids) == len(set(ids))
+    assert first_view(regions) == "region"
+
+
+def test_a_pass_that_changes_the_whole_program_opens_on_its_summary(bert):
+    regions = bert.regions("lowering")
+    assert regions[0].size > LEGIBLE_NODES and first_view(regions) == "summary"
+
+
+def test_the_explorer_opens_each_pass_on_a_region_or_the_summary_and_steps_regions():
+    ex = explore("bert_encoder", numeric=False)
+    ex.goto("optimize_rewrite.rewrite_reduce")
+    v = ex.views
+    assert v.select.value == "diff"
+    assert v.region_bar.text == "region 1 of 4 · /bert/encoder/layer.0/attention/self"
+    svg = v.drawn("diff")
+    first = set(re.findall(r"iid_(\d+)", " ".join(re.findall(CHANGED + r'[^"]*"', svg))))
+    assert first and {int(i) for i in first} <= set(ex.session.regions()[0].ids)
+    assert 'class="cluster migx_cluster' in svg and ">layer.0<" in svg  # scope groups around it
+    v.region_bar.move(1)
+    assert v.region_bar.text.startswith("region 2 of 4 · /bert/encoder/layer.1")
+    assert v.drawn("diff") != svg
+    ex.goto("backend.lowering")
+    assert v.select.value == "rewrites"
+    rows = v.rewrites.rows_box.children
+    assert rows and "gpu::gemm" in " ".join(b.description for b in rows)
+    gemm = next(k for k, b in enumerate(rows) if "gpu::gemm" in b.description)
+    rows[gemm].click()  # the row's first instance, in the graph
+    assert v.select.value == "diff" and "instance 1 of" in v.rewrites.note.value
+    ex.goto("optimize_rewrite.rewrite_reduce")
+    assert v.select.value == "diff"
+    assert not ex.errors.text
