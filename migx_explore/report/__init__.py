@@ -87,7 +87,7 @@ def build_report(session: Session, *, graphs: bool = True, gpu: bool = False, co
         gpu_html = gpu_section(session, waterfall_by=waterfall_by, iters=iters, warmup=warmup)
     else:
         gpu_html = _no_gpu_html(session.name, None)
-    blobs = pass_blobs(trace, rewrites=rewrites, graphs=graphs, progress=progress)
+    blobs = pass_blobs(session, rewrites=rewrites, graphs=graphs, progress=progress)
     repro = repro_info(session, command=command, inputs_path=inputs_path)
     text = page_html(data, blobs, gpu_html=gpu_html, repro=repro)
     return text, {"passes": len(trace.records), "drawn": len(blobs)}

@@ -10,73 +10,86 @@ import base64
 import json
 import re
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from ..regions import Region
 from ..render import DotOptions, diff_graph, render_svg, text_diff
 from ..render.model import AUTO_EXPAND_MAX, DisplayGraph
-from ..render.scale import changed_names
+from ..render.scoped import region_view
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..compiler.passes import PassRecord, Trace
+    from ..compiler.passes import PassRecord
+    from ..session import Session
 
-# Graphviz writes a comment per node and edge and indents every element; neither is needed to draw.
+# Graphviz writes a comment per node and edge, indents every element and titles every edge
+# ("i12&#45;&gt;i13", shown as a tooltip that tells a reader nothing); none is needed to draw.
 _COMMENT = re.compile(r"<!--.*?-->\s*", re.S)
 _INDENT = re.compile(r">\s+<")
+_EDGE_TITLE = re.compile(r'(<g id="[^"]*" class="edge[^"]*">)<title>[^<]*</title>')
 
 
 def compact_svg(svg: str) -> str:
-    return _INDENT.sub("><", _COMMENT.sub("", svg))
+    return _EDGE_TITLE.sub(r"\1", _INDENT.sub("><", _COMMENT.sub("", svg)))
 
 
-# A region is shown at reading zoom; a connected change bigger than this (a fusion pass touches
-# the whole model) is stepped through in program-order pieces of this size.
-REGION_MAX_NODES = 12
+# Scope clusters cost dot layout time; past this many nodes a drawing goes without them (the
+# explorer's Diff view draws the same way: widgets/content.py).
+SCOPE_GROUPS_MAX_NODES = 250
 
 
-def regions(graph: DisplayGraph, max_nodes: int = REGION_MAX_NODES) -> list[dict[str, Any]]:
-    """The changed nodes as connected regions (data and replaced-by edges between changed nodes),
-    in program order, big ones cut into pieces of at most `max_nodes`, each with a short label:
-    where to look, one readable place at a time."""
-    changed = changed_names(graph)
-    parent = {n: n for n in changed}
+# The explorer draws a region alone (LEGIBLE_NODES fit a pane there); the report has one drawing
+# of the whole pass, where the same ids sit further apart, so a stop holds at most this many.
+STOP_IDS = 12
 
-    def find(x: str) -> str:
-        while parent[x] != x:
-            parent[x] = parent[parent[x]]
-            x = parent[x]
-        return x
 
-    for e in graph.edges:
-        if e.src in changed and e.dst in changed:
-            parent[find(e.src)] = find(e.dst)
-    by_root: dict[str, list[Any]] = {}
-    for n in graph.nodes:  # graph order is program order
-        if n.name in changed:
-            by_root.setdefault(find(n.name), []).append(n)
-    pieces = [nodes[k:k + max_nodes] for nodes in by_root.values() for k in range(0, len(nodes), max_nodes)]
+def region_pieces(regions: list[Region], max_ids: int = STOP_IDS) -> list[dict[str, Any]]:
+    """The pass's change regions (migx_explore.regions, the explorer's) to step through: a region
+    too big to read in one view (lowering's whole program) is visited in program-order parts."""
     out = []
-    for nodes in pieces:
-        status = {s: sum(1 for n in nodes if n.status == s) for s in ("added", "removed", "changed")}
-        ops = list(dict.fromkeys(n.op for n in nodes))
-        label = ", ".join(f"{k} {v}" for k, v in status.items() if v) + ": " + ", ".join(ops[:4])
-        out.append({"nodes": [n.name for n in nodes], "label": label + (" …" if len(ops) > 4 else "")})
+    for k, r in enumerate(regions):
+        parts = [r.ids[j:j + max_ids] for j in range(0, len(r.ids), max_ids)]
+        for j, ids in enumerate(parts):
+            label = r.describe(k, len(regions)) + f" · {r.size} instruction{'s' if r.size != 1 else ''}"
+            part = f" (part {j + 1} of {len(parts)})" if len(parts) > 1 else ""
+            out.append({"ids": list(ids), "label": label + part})
     return out
 
 
-def pass_graph(before: Any, after: Any, rec: PassRecord) -> dict[str, Any]:
-    """Collapsed and expanded drawings of one pass's merged diff, with their change regions."""
+def aliases(graph: DisplayGraph, wanted: set[int]) -> dict[str, str]:
+    """Instruction id -> the node that shows it, for the `wanted` ids (those the page navigates
+    to) not drawn as their own `i<id>` node: members of a collapsed fused node or of a "… N more"
+    summary."""
+    own = {n.instr_id for n in graph.nodes if n.instr_id is not None}
+    out: dict[str, str] = {}
+    for n in graph.nodes:
+        for m in n.members:
+            if m in wanted and m not in own:
+                out.setdefault(str(m), n.name)
+    return out
+
+
+def pass_graph(before: Any, after: Any, rec: PassRecord, scopes: Mapping[int, str] | None = None,
+               wanted: set[int] = frozenset(), both: bool = True) -> dict[str, Any]:
+    """Collapsed and expanded drawings of one pass's merged diff (both: else only the one shown
+    first), grouped by the model's scopes where small enough, each with the map from instruction
+    ids to the nodes that show them."""
     opts = DotOptions(cluster_controls=True)
     title = f"{rec.path}: {rec.diff.summary() if rec.diff else ''}"
     total = max(before.total_instructions(), after.total_instructions())
     # The explorer's "auto": small programs open every cluster, big ones start collapsed.
     out: dict[str, Any] = {"default": "expanded" if total <= AUTO_EXPAND_MAX else "collapsed"}
-    for key, expand in (("collapsed", False), ("expanded", True)):
-        g = diff_graph(before, after, rec.diff, expand=expand, title=title)
-        if key == "expanded" and not g.groups:
-            out["default"] = "collapsed"
-            break  # nothing to open: the collapsed drawing is the whole story
-        out[key] = {"svg": compact_svg(str(render_svg(g, opts))), "regions": regions(g), "nodes": len(g.nodes)}
+    keys = ("collapsed", "expanded") if both else (out["default"],)
+    for key in keys:
+        g = diff_graph(before, after, rec.diff, expand=key == "expanded", title=title)
+        if key == "expanded" and not any(grp.owner is not None for grp in g.groups.values()):
+            out["default"] = "collapsed"  # no fused module to open: the collapsed drawing is the whole story
+            if "collapsed" in out:
+                break
+            key, g = "collapsed", diff_graph(before, after, rec.diff, expand=False, title=title)
+        if scopes and len(g.nodes) <= SCOPE_GROUPS_MAX_NODES:
+            g = region_view(g, scopes, rec.diff)
+        out[key] = {"svg": compact_svg(str(render_svg(g, opts))), "alias": aliases(g, wanted), "nodes": len(g.nodes)}
     return out
 
 
@@ -95,12 +108,13 @@ def unpack(blob: str) -> dict[str, Any]:
 MAX_INSTANCES = 200
 
 
-def pass_blobs(trace: Trace, *, rewrites: dict[int, list[Any]] | None = None, graphs: bool = True,
+def pass_blobs(session: Session, *, rewrites: dict[int, list[Any]] | None = None, graphs: bool = True,
                changed_only: bool = True,
                progress: Callable[[int, int, str], None] | None = None,
                on_error: Callable[[PassRecord, Exception], None] | None = None) -> dict[int, str]:
-    """Record index -> packed {text, graph, rewrite_ids} for every pass that changed the IR;
-    rewrite_ids[row][instance] lists the ids of one instance of that rewrite row."""
+    """Record index -> packed {text, graph, regions, rewrite_ids} for every pass that changed the
+    IR; rewrite_ids[row][instance] lists the ids of one instance of that rewrite row."""
+    trace = session.trace
     todo = [r for r in trace.records if r.after is not None and (r.changed or not changed_only)]
     blobs = {}
     for k, rec in enumerate(todo):
@@ -111,7 +125,12 @@ def pass_blobs(trace: Trace, *, rewrites: dict[int, list[Any]] | None = None, gr
             [list(inst.ids) for inst in row.instances[:MAX_INSTANCES]] for row in (rewrites or {}).get(rec.index, [])]}
         if graphs:
             try:
-                payload["graph"] = pass_graph(before, after, rec)
+                sb, sa = session.scopes(rec.index)
+                payload["regions"] = region_pieces(session.regions(rec.index))
+                wanted = {i for r in payload["regions"] for i in r["ids"]}
+                wanted |= {i for row in payload["rewrite_ids"] for inst in row for i in inst}
+                # a nested pass's change is mostly its parent's: one variant keeps the file small
+                payload["graph"] = pass_graph(before, after, rec, {**sb, **sa}, wanted, both=rec.depth == 0)
             except Exception as e:  # noqa: BLE001 - one undrawable pass must not lose the whole report
                 payload["graph_error"] = f"{type(e).__name__}: {e}"
                 if on_error:
@@ -122,4 +141,4 @@ def pass_blobs(trace: Trace, *, rewrites: dict[int, list[Any]] | None = None, gr
     return blobs
 
 
-__all__ = ["compact_svg", "pack", "pass_blobs", "pass_graph", "regions", "unpack"]
+__all__ = ["aliases", "compact_svg", "pack", "pass_blobs", "pass_graph", "region_pieces", "unpack"]

@@ -107,7 +107,7 @@ def test_big_model_report_offline(report, offline_page):
     assert page.locator(".rep-textdiff .add").count() > 0 and page.locator(".rep-textdiff .del").count() > 0
     assert f"{rec.index + 1}. {rec.path}" in page.locator(".rep-pass-title").inner_text()
     page.locator(".rep-region-next").click()
-    page.wait_for_function("() => /^region 1 \\//.test(document.querySelector('.rep-region-label').textContent)")
+    page.wait_for_function("() => /^region 1 of \\d+/.test(document.querySelector('.rep-region-label').textContent)")
     page.wait_for_timeout(400)  # the focus move lands two animation frames later
     inside, total, font = page.evaluate(IN_VIEW_JS, ".rep-in-region")
     assert total > 0 and inside == total, f"{inside} of {total} nodes of the region in view"

@@ -13,7 +13,7 @@ import pytest
 from migx_explore.cli import main
 from migx_explore.render import text_diff
 from migx_explore.report import build_report
-from migx_explore.report.graphs import regions, unpack
+from migx_explore.report.graphs import unpack
 from migx_explore.session import Session
 
 
@@ -76,29 +76,37 @@ def test_changed_passes_carry_text_and_graph_diffs(mlp_report):
     rec = s.trace.find("optimize_rewrite.optimize_module")
     payload = blobs[rec.index]
     assert payload["text"] == text_diff(*s.trace.snapshots(rec))
+    for r in changed:  # every drawing has the variant it opens on; nested passes only that one
+        gr = blobs[r.index]["graph"]
+        assert gr["default"] in gr and (r.depth == 0 or {"collapsed", "expanded"} & set(gr) == {gr["default"]})
+    fused = blobs[s.trace.find("fusion.fuse_pointwise_reduce").index]["graph"]
+    assert fused["default"] == "expanded" and "<g id=\"cluster_" in fused["expanded"]["svg"]  # 23 instructions
     rw = s.rewrites(rec.path)
     assert [len(ids) for ids in payload["rewrite_ids"]] == [min(r.count, 200) for r in rw]
     assert payload["rewrite_ids"][0][0] == list(rw[0].instances[0].ids)
     g = payload["graph"]
     assert g["default"] in ("collapsed", "expanded") and g["collapsed"]["svg"].startswith("<svg")
     assert "st_removed" in g["collapsed"]["svg"] and "st_added" in g["collapsed"]["svg"]
-    regs = g["collapsed"]["regions"]
-    assert regs and all(n.startswith("i") for r in regs for n in r["nodes"])
-    # every changed node of the drawing is in exactly one region
+    # the stops of region navigation are the explorer's change regions (Session.regions), big ones
+    # in parts, and every changed node drawn belongs to one of them
+    regions = s.regions(rec.path)
+    assert [i for r in payload["regions"] for i in r["ids"]] == [i for r in regions for i in r.ids]
+    assert payload["regions"][0]["label"].startswith(f"region 1 of {len(regions)} · /")
+    alias = g["collapsed"]["alias"]
+    named = {alias.get(str(i), f"i{i}") for r in payload["regions"] for i in r["ids"]}
     drawn = set(re.findall(r'class="node [^"]*st_(?:added|removed|changed)[^"]*"[^>]*><title>([^<]+)</title>',
                            g["collapsed"]["svg"]))
-    assert drawn == {n for r in regs for n in r["nodes"]}
+    assert drawn and drawn <= named
 
 
-def test_regions_split_unconnected_changes():
-    from migx_explore.render.model import DisplayEdge, DisplayGraph, DisplayNode
+def test_big_regions_are_visited_in_readable_parts():
+    from migx_explore.regions import Region
+    from migx_explore.report.graphs import region_pieces
 
-    nodes = [DisplayNode(f"i{k}", "", op, "", status=st) for k, (op, st) in
-             enumerate([("add", "added"), ("mul", "removed"), ("relu", "unchanged"), ("dot", "changed")])]
-    edges = [DisplayEdge("i0", "i1", kind="replaced"), DisplayEdge("i1", "i2"), DisplayEdge("i2", "i3")]
-    regs = regions(DisplayGraph(nodes, edges, {}))
-    assert [r["nodes"] for r in regs] == [["i0", "i1"], ["i3"]]
-    assert regs[0]["label"] == "added 1, removed 1: add, mul"
+    stops = region_pieces([Region(tuple(range(30)), "model.8/m.0", 30), Region((99,), "", 1)], max_ids=12)
+    assert [len(p["ids"]) for p in stops] == [12, 12, 6, 1]
+    assert stops[0]["label"] == "region 1 of 2 · /model.8/m.0 · 30 instructions (part 1 of 3)"
+    assert stops[3]["label"] == "region 2 of 2 · / · 1 instruction"
 
 
 def test_repro_records_hash_spec_precision_version_and_command(mlp_report):

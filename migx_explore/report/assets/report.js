@@ -95,7 +95,14 @@
     updateRegions();
   }
 
-  function regionsOf() { return graph && graph[variant] ? graph[variant].regions : []; }
+  function regionsOf() { return (graph && payload && payload.regions) || []; }
+
+  // The nodes showing these instructions in the drawing shown: "i<id>", or the fused / summary
+  // node that holds the id.
+  function namesOf(ids) {
+    const alias = (graph && graph[variant] && graph[variant].alias) || {};
+    return [...new Set(ids.map((i) => alias[i] || "i" + i))];
+  }
 
   function updateRegions() {
     const regs = regionsOf();
@@ -103,7 +110,8 @@
     box.style.display = regs.length ? "" : "none";
     $(".rep-region-label").textContent = region < 0
       ? `${regs.length} changed region${regs.length === 1 ? "" : "s"}: press Next region`
-      : `region ${region + 1} / ${regs.length}: ${regs[region].label}`;
+      : `${regs[region].label}` + (regs[region].missing ? " — not in this drawing (cut to the change)" : "")
+        + ` [stop ${region + 1} / ${regs.length}]`;
   }
 
   // Mark and centre on the nodes named (titles "i<id>"); returns how many the drawing has.
@@ -133,7 +141,7 @@
     if (!regs.length || !view) return;
     region = ((k % regs.length) + regs.length) % regs.length;
     rewrite = null;
-    focusNames(regs[region].nodes);
+    regs[region].missing = !focusNames(namesOf(regs[region].ids));
     updateRegions();
   }
 
@@ -145,7 +153,7 @@
     document.querySelectorAll(".rep-rewrites li").forEach((li, k) => li.classList.toggle("rep-rw-current", k === row));
     for (let t = 0; t < all.length; t++) {
       const k = (start + t) % all.length;
-      if (focusNames(all[k].map((i) => "i" + i))) {
+      if (focusNames(namesOf(all[k]))) {
         rewrite = { row, k };
         region = -1;
         $(".rep-region-label").textContent = `${r.label}: instance ${k + 1} / ${r.count} (click it again for the next)`;
