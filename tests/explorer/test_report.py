@@ -5,6 +5,7 @@ The page itself is checked in a real browser in tests/browser/test_report_browse
 from __future__ import annotations
 
 import hashlib
+import html
 import json
 import re
 
@@ -187,3 +188,39 @@ def test_explorer_recipe_menu_saves_a_report(tmp_path, monkeypatch):
     # the deferred numeric check was finished before writing: no pass left "pending"
     assert not any(r["numeric"]["state"] == "pending" for r in rows)
     assert any(r["numeric"]["state"] == "ok" for r in rows)
+
+
+def test_onnx_report_records_the_file_and_feed_hashes(tmp_path):
+    import numpy as np
+    from onnx import TensorProto, helper
+
+    g = helper.make_graph([helper.make_node("Relu", ["x"], ["r"]), helper.make_node("Add", ["r", "x"], ["y"])], "g",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 4])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 4])])
+    model = tmp_path / "m.onnx"
+    model.write_bytes(helper.make_model(g, opset_imports=[helper.make_opsetid("", 18)], ir_version=9)
+                      .SerializeToString())
+    feed = tmp_path / "feed.npz"
+    np.savez(feed, x=np.linspace(-1, 1, 12, dtype=np.float32).reshape(3, 4))
+    out = tmp_path / "m.html"
+    assert main(["report", str(model), "--inputs", str(feed), "--out", str(out), "--no-graphs", "-q"]) == 0
+    page = out.read_text()
+    assert hashlib.sha256(model.read_bytes()).hexdigest() in page
+    assert hashlib.sha256(feed.read_bytes()).hexdigest() in page
+    assert html.escape(f"Session.from_onnx({str(model)!r}") in page  # the repro script loads the same file
+    rows = _data(page)["passes"]
+    assert any(r["numeric"]["state"] == "ok" for r in rows)  # checked on the feed
+
+
+def test_a_failing_pass_is_reported_not_raised(tmp_path):
+    def broken(module):
+        raise RuntimeError("planted failure")
+
+    s = Session.from_model("mlp", numeric=False)
+    s.insert_pass(broken, after="required.normalize_ops", name="broken")
+    info = s.report(str(tmp_path / "f.html"), graphs=False)
+    page = (tmp_path / "f.html").read_text()
+    rows = _data(page)["passes"]
+    failed = [r for r in rows if r["status"] == "failed"]
+    assert len(failed) == 1 and failed[0]["name"] == "broken" and "planted failure" in failed[0]["reason"]
+    assert _data(page)["overview"]["error"] and info.passes == len(rows)
