@@ -21,10 +21,13 @@ from .rewrites import RewriteRow
 from .scopes import common_scope
 
 # A region is drawn legibly (labels >= 10 px at 1280x800) when it has at most this many touched
-# instructions and its longest dependency chain is at most this many long; measured in the
-# browser test (tests/browser/test_legibility.py), with room for the one hop of context.
-LEGIBLE_NODES = 24
-LEGIBLE_DEPTH = 10
+# instructions, its longest dependency chain is at most LEGIBLE_DEPTH long and no level of it is
+# wider than LEGIBLE_WIDTH: the view zooms to fit the changed nodes, and at 1280x800 labels reach
+# 10 px only while those span about 5 ranks (measured by tests/browser/test_legibility.py:
+# 13 nodes 9 ranks deep came out at 6 px, 8 nodes 7 deep at 9 px, 5 nodes 4 deep at 15 px).
+LEGIBLE_NODES = 12
+LEGIBLE_DEPTH = 5
+LEGIBLE_WIDTH = 5
 # Past this many regions a pass did one thing in many places: the summary says it in one line.
 SUMMARY_OVER_REGIONS = 12
 
@@ -34,6 +37,7 @@ class Region:
     ids: tuple[int, ...]  # the touched instructions (removed, added, changed), program order
     scope: str  # their common scope ("" at the top)
     depth: int  # the longest chain of touched instructions feeding one another
+    width: int = 1  # the most touched instructions at one depth
 
     @property
     def size(self) -> int:
@@ -41,7 +45,7 @@ class Region:
 
     @property
     def legible(self) -> bool:
-        return self.size <= LEGIBLE_NODES and self.depth <= LEGIBLE_DEPTH
+        return self.size <= LEGIBLE_NODES and self.depth <= LEGIBLE_DEPTH and self.width <= LEGIBLE_WIDTH
 
     def describe(self, k: int, n: int) -> str:
         """e.g. "region 3 of 41 · /model.8/m.0" (k counts from 0)."""
@@ -90,7 +94,7 @@ def change_regions(before: ProgramSnapshot, after: ProgramSnapshot, rows: Sequen
     for ids in groups.values():
         ids.sort(key=lambda i: position.get(i, 0))
         scope = common_scope(scopes[i] for i in ids if scopes and scopes.get(i)) if scopes else ""
-        regions.append(Region(tuple(ids), scope, _depth(ids, edges)))
+        regions.append(Region(tuple(ids), scope, *_depth_width(ids, edges)))
     regions.sort(key=lambda r: position.get(r.ids[0], 0))
     return regions
 
@@ -111,12 +115,15 @@ def _positions(before: ProgramSnapshot, after: ProgramSnapshot) -> dict[int, flo
     return pos
 
 
-def _depth(ids: list[int], edges: Mapping[int, set[int]]) -> int:
+def _depth_width(ids: list[int], edges: Mapping[int, set[int]]) -> tuple[int, int]:
     inside = set(ids)
     depth: dict[int, int] = {}
     for i in ids:  # program order: inputs come first
         depth[i] = 1 + max((depth.get(j, 0) for j in edges.get(i, ()) if j in inside), default=0)
-    return max(depth.values(), default=0)
+    levels: dict[int, int] = {}
+    for d in depth.values():
+        levels[d] = levels.get(d, 0) + 1
+    return max(depth.values(), default=0), max(levels.values(), default=0)
 
 
 def first_view(regions: Sequence[Region]) -> str:
@@ -126,4 +133,5 @@ def first_view(regions: Sequence[Region]) -> str:
     return "region"
 
 
-__all__ = ["LEGIBLE_DEPTH", "LEGIBLE_NODES", "SUMMARY_OVER_REGIONS", "Region", "change_regions", "first_view"]
+__all__ = ["LEGIBLE_DEPTH", "LEGIBLE_NODES", "LEGIBLE_WIDTH", "SUMMARY_OVER_REGIONS", "Region", "change_regions",
+           "first_view"]

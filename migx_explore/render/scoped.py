@@ -51,7 +51,7 @@ def region_view(graph: DisplayGraph, scopes: Mapping[int, str], d: SnapshotDiff,
         ids = {n.instr_id} if n.instr_id is not None else set(n.members)
         if region and n.status in (S.ADDED, S.REMOVED, S.CHANGED) and not (ids & region) and n.kind != "summary":
             n = _with(n, status=S.ELSEWHERE)
-        if n.kind == "summary" and n.members:
+        if n.kind == "summary" and n.members and n.name.startswith("more_"):  # not a module's own node
             n = _summary(n, scopes, d)
         scope = _node_scope(n, scopes)
         path = _scope_groups(scope, groups)

@@ -134,7 +134,8 @@ class Stepper:
         # (n/p/f/l, or j/k) that stays focused while typing.
         self.keys = W.Text("", placeholder="keys: n p f l", continuous_update=True,
                            layout=W.Layout(width="7em"), tooltip="click here, then press n / p (next / previous), "
-                           "f / l (first / last)", _dom_classes=["migx-keys"])
+                           "f / l (first / last), [ / ] (previous / next change region)",
+                           _dom_classes=["migx-keys"])
         self.widget = W.HBox([self.first, self.prev, self.next, self.last, self.slider, self.keys, self.nested],
                              _dom_classes=["migx-stepper"], layout=W.Layout(align_items="center", width="100%"))
         self._quiet = False
@@ -167,7 +168,11 @@ class Stepper:
         if not typed:
             return
         self.keys.value = ""
-        action = self.KEYMAP.get(typed[-1].lower())
+        key = typed[-1].lower()
+        if key in "[]":
+            self._ex.views.region_bar.move(-1 if key == "[" else 1)
+            return
+        action = self.KEYMAP.get(key)
         if action:
             getattr(self._ex, action)()
 

@@ -91,29 +91,41 @@ class RegionBar:
         self.next = W.Button(description="▶", tooltip="next change region", layout=W.Layout(width="3em"),
                              _dom_classes=["migx-region-next"])
         self.label = W.HTML("", _dom_classes=["migx-region-label"])
-        self.widget = W.HBox([self.prev, self.label, self.next], _dom_classes=["migx-region-bar"])
+        self.whole = W.ToggleButton(False, description="whole change", tooltip="draw every region at once",
+                                    layout=W.Layout(width="auto"), _dom_classes=["migx-region-all"])
+        self.widget = W.HBox([self.prev, self.label, self.next, self.whole], _dom_classes=["migx-region-bar"])
         self.regions: list[Region] = []
         self.index = 0
         self._on_move = on_move
         self.prev.on_click(errors.guard(lambda _b: self.move(-1), "previous region"))
         self.next.on_click(errors.guard(lambda _b: self.move(1), "next region"))
+        self.whole.observe(errors.guard(lambda _c: (self._label(), on_move(self.index)), "whole change"), "value")
 
     def set(self, regions: Sequence[Region], index: int = 0) -> None:
         self.regions = list(regions)
         self.index = max(0, min(index, len(self.regions) - 1))
         self._label()
 
+    @property
+    def current(self) -> int | None:
+        """The region to draw (None: the whole change)."""
+        return None if self.whole.value or not self.regions else self.index
+
     def move(self, step: int) -> None:
         if not self.regions:
             return
+        self.whole.value = False
         self.index = (self.index + step) % len(self.regions)
         self._label()
         self._on_move(self.index)
 
     def _label(self) -> None:
         n = len(self.regions)
-        self.label.value = (html.escape(self.regions[self.index].describe(self.index, n)) if n
-                            else "no change region")
+        if self.whole.value:
+            self.label.value = f"all {n} region{'s' if n != 1 else ''}"
+        else:
+            self.label.value = (html.escape(self.regions[self.index].describe(self.index, n)) if n
+                                else "no change region")
         self.prev.disabled = self.next.disabled = n <= 1
 
     @property

@@ -85,7 +85,10 @@ class Views:
         self._focus_next = ""  # what the next drawing centres on instead of the change
         self._config_titles: tuple[str, str] | None = None  # the panels' labels in "on vs off" mode
         self.graph.observe(errors.guard(self._cluster_requested, "expand / collapse"), "cluster_request")
-        self.select.observe(errors.guard(lambda _c: self._quiet or self._show_selected(), "view"), "value")
+        self.select.observe(errors.guard(self._view_picked, "view"), "value")
+        # Steps pick Rewrites or Diff per pass until the user picks Diff themself (then the graph
+        # stays); picking Rewrites gives the choice back to the steps.
+        self._auto_view = True
         self._quiet = False
         for w in (self.hops, self.centre, self.compare_a, self.compare_b, self.compare_mode, self.compare_at):
             w.observe(errors.guard(lambda _c: self._quiet or self._show_selected(), "view options"), "value")
@@ -118,7 +121,7 @@ class Views:
         regions = session.regions() if rec.changed else []
         self.region_bar.set(regions, 0)
         self.rewrites.show(rec.path, session.rewrites() if rec.changed else [], regions)
-        if self.select.value in AUTO_VIEWS:
+        if self.select.value in AUTO_VIEWS and self._auto_view:
             want = "rewrites" if rec.changed and first_view(regions) == "summary" else "diff"
             if self.select.value != want:
                 self._quiet = True  # update() draws once, below
@@ -127,12 +130,26 @@ class Views:
                 finally:
                     self._quiet = False
 
+    def _view_picked(self, change: dict) -> None:
+        if self._quiet:
+            return
+        if not self._programmatic and change["new"] in AUTO_VIEWS:
+            self._auto_view = change["new"] == "rewrites"
+        self._show_selected()
+
+    _programmatic = False
+
     def _show_instance(self, ids) -> None:
         """Draw the region holding these instruction ids (all of the first region for none)."""
         regions = self.region_bar.regions
         self.region_bar.set(regions, region_of(regions, ids) if ids else 0)
+        self.region_bar.whole.value = False
         if self.select.value not in REGION_VIEWS:
-            self.select.value = "diff"  # draws
+            self._programmatic = True  # the summary's own link: the steps keep choosing
+            try:
+                self.select.value = "diff"  # draws
+            finally:
+                self._programmatic = False
         else:
             self._show_selected()
 
@@ -241,7 +258,7 @@ class Views:
         return (self.clusters,) if view in content.GRAPH_VIEWS else ()
 
     def _region(self) -> int | None:
-        return self.region_bar.index if self.region_bar.regions else None
+        return self.region_bar.current
 
     def _draw(self, view: str) -> bool:
         """Draw `view` for the current pass unless it shows it already; False if drawing failed.

@@ -117,6 +117,9 @@ def test_real_size_model_in_jupyterlab(lab, page, open_notebook, run_all, tmp_pa
     page.evaluate("() => window.jupyterapp.commands.execute('application:toggle-left-area')")
     run_all(page)
     ex = page.locator(".migx-explorer").first
+    # Passes that changed many places open on their rewrite summary; picking Diff keeps the graph
+    # for every step (the first views are measured in test_legibility.py).
+    ex.locator(".migx-view-select button[data-value=\"Diff\"]").click()
     _wait_graph(page, ex)
     assert not page.page_errors, page.page_errors
 
@@ -295,7 +298,12 @@ def test_clusters_open_and_close_and_pass_on_vs_off(lab, page, open_notebook, ru
     page.set_viewport_size({"width": 1280, "height": 800})
     run_all(page)
     ex = page.locator(".migx-explorer").first
+    # the graph (not the pass's rewrite summary), all of the change (not its first region)
+    ex.locator(".migx-view-select button[data-value=\"Diff\"]").click()
     _wait_graph(page, ex)
+    old = _svg_len(ex)
+    ex.locator(".migx-region-all").click()
+    _wait_graph(page, ex, old)
     ex.evaluate("e => e.scrollIntoView({block: 'start'})")
     fused = ex.locator(".migx-gv-canvas svg g.node.kind_fused")
     assert fused.count() > 5, fused.count()

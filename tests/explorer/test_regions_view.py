@@ -31,7 +31,10 @@ def test_regions_are_connected_pieces_in_program_order_with_their_scope(bert):
     ids = [i for r in regions for i in r.ids]
     d = rec.diff
     assert set(ids) == set(d.added | d.removed | d.changed) and len(ids) == len(set(ids))
-    assert first_view(regions) == "region"
+    # a softmax expands into a chain 7 deep: more than reads at 10 px in one pane
+    assert regions[0].depth == 7 and first_view(regions) == "summary"
+    small = bert.regions("required.simplify_reshapes")
+    assert small[0].legible and first_view(small) == "region"
 
 
 def test_a_pass_that_changes_the_whole_program_opens_on_its_summary(bert):
@@ -41,24 +44,49 @@ def test_a_pass_that_changes_the_whole_program_opens_on_its_summary(bert):
 
 def test_the_explorer_opens_each_pass_on_a_region_or_the_summary_and_steps_regions():
     ex = explore("bert_encoder", numeric=False)
-    ex.goto("optimize_rewrite.rewrite_reduce")
     v = ex.views
-    assert v.select.value == "diff"
+    ex.goto("required.simplify_reshapes")
+    assert v.select.value == "diff" and v.region_bar.text.startswith("region 1 of 9 · /bert/pooler")
+    ex.goto("optimize_rewrite.rewrite_reduce")
+    assert v.select.value == "rewrites"
+    rows = v.rewrites.rows_box.children
+    assert [b.description for b in rows][0].startswith("softmax → {reduce_max")
+    rows[0].click()  # the row's first instance: its region, in the graph
+    assert v.select.value == "diff" and "instance 1 of 4" in v.rewrites.note.value
     assert v.region_bar.text == "region 1 of 4 · /bert/encoder/layer.0/attention/self"
     svg = v.drawn("diff")
     first = set(re.findall(r"iid_(\d+)", " ".join(re.findall(CHANGED + r'[^"]*"', svg))))
     assert first and {int(i) for i in first} <= set(ex.session.regions()[0].ids)
     assert 'class="cluster migx_cluster' in svg and ">layer.0<" in svg  # scope groups around it
-    v.region_bar.move(1)
+    rows[0].click()
     assert v.region_bar.text.startswith("region 2 of 4 · /bert/encoder/layer.1")
+    v.region_bar.move(1)
+    assert v.region_bar.text.startswith("region 3 of 4 · /bert/encoder/layer.2")
+    ex.stepper.keys.value = "["  # the keys box: [ and ] step regions
+    assert v.region_bar.text.startswith("region 2 of 4")
     assert v.drawn("diff") != svg
+    ex.goto("backend.lowering")  # a summary's link does not pin the graph: the steps still choose
+    assert v.select.value == "rewrites"
+    assert "gpu::gemm" in " ".join(b.description for b in v.rewrites.rows_box.children)
+    assert not ex.errors.text
+
+
+def test_picking_diff_keeps_the_graph_and_whole_change_draws_every_region():
+    ex = explore("bert_encoder", numeric=False)
+    v = ex.views
     ex.goto("backend.lowering")
     assert v.select.value == "rewrites"
-    rows = v.rewrites.rows_box.children
-    assert rows and "gpu::gemm" in " ".join(b.description for b in rows)
-    gemm = next(k for k, b in enumerate(rows) if "gpu::gemm" in b.description)
-    rows[gemm].click()  # the row's first instance, in the graph
-    assert v.select.value == "diff" and "instance 1 of" in v.rewrites.note.value
+    v.select.value = "diff"  # the user's pick: the graph stays for later passes
+    ex.goto("backend.memory_coloring")
+    assert v.select.value == "diff"
     ex.goto("optimize_rewrite.rewrite_reduce")
     assert v.select.value == "diff"
+    one = v.drawn("diff")
+    v.region_bar.whole.value = True
+    assert v.region_bar.text == "all 4 regions" and v.region_bar.current is None
+    every = v.drawn("diff")
+    assert every.count("st_added") > one.count("st_added")
+    v.select.value = "rewrites"  # back to the steps' choice
+    ex.goto("backend.write_literals")
+    assert v.select.value == "rewrites"
     assert not ex.errors.text
