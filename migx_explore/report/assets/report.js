@@ -354,7 +354,8 @@
     if (ev.key === "ArrowDown" || ev.key === "j") { ev.preventDefault(); step(1); }
     else if (ev.key === "ArrowUp" || ev.key === "k") { ev.preventDefault(); step(-1); }
     else if (ev.key === "n") step(1, true);
-    else if (ev.key === "r") gotoRegion(region + 1);
+    else if (ev.key === "]" || ev.key === "r") gotoRegion(region + 1); // [ and ]: as in the explorer
+    else if (ev.key === "[") gotoRegion(region - 1);
   });
   buildTree();
   const fromHash = /^#pass-(\d+)$/.exec(location.hash);
