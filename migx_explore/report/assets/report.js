@@ -109,7 +109,7 @@
     const box = $(".rep-regions");
     box.style.display = regs.length ? "" : "none";
     $(".rep-region-label").textContent = region < 0
-      ? `${regs.length} changed region${regs.length === 1 ? "" : "s"}: press Next region`
+      ? `the change in ${regs.length} stop${regs.length === 1 ? "" : "s"} (its regions, big ones in parts): press Next region`
       : `${regs[region].label}` + (regs[region].missing ? " — not in this drawing (cut to the change)" : "")
         + ` [stop ${region + 1} / ${regs.length}]`;
   }
@@ -322,6 +322,7 @@
       $(".rep-graph-error").textContent = payload.graph_error ? "could not draw this pass: " + payload.graph_error : "";
       graph = payload.graph || null;
       if (graph) showVariant(graph.default || "collapsed", "");
+      else { model.set("svg", ""); updateRegions(); } // nothing drawn: never the previous pass's picture
     }).catch((e) => { $(".rep-textdiff").textContent = "cannot read this pass's data: " + e.message; });
   }
 
