@@ -27,6 +27,9 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..session import Session
 
 Progress = Callable[[int, int, str], None]
+# A report is meant to be attached to a bug or mailed: past this size the second drawing of the
+# biggest passes is left out (graphs.fit_budget). yolov8 (796 instructions) takes about 4 MB.
+MAX_BYTES = 4_800_000
 
 
 @dataclass
@@ -60,12 +63,13 @@ def _no_gpu_html(model: str, why: str | None) -> str:
 def build_report(session: Session, *, graphs: bool = True, gpu: bool = False, command: str = "",
                  inputs_path: str | None = None, files: Mapping[int, Sequence[str]] | None = None,
                  waterfall_by: str | None = "pipeline", iters: int = 50, warmup: int = 5,
-                 progress: Progress | None = None) -> tuple[str, dict[str, Any]]:
+                 max_bytes: int | None = MAX_BYTES, progress: Progress | None = None) -> tuple[str, dict[str, Any]]:
     """(html, stats) of the report of `session`'s current configuration.
 
     graphs: draw a graph diff per changed pass (graphviz; off: text diffs only). gpu: time the
     final program and its waterfall (raises GpuUnavailable, saying why, where no GPU is usable).
-    files: record index -> file names beside the report to link (trace's index.html)."""
+    files: record index -> file names beside the report to link (trace's index.html). max_bytes:
+    the size the page aims to stay under (None: no limit)."""
     from ..rewrites import record_rewrites
     from . import collect
     from .graphs import pass_blobs
@@ -87,8 +91,10 @@ def build_report(session: Session, *, graphs: bool = True, gpu: bool = False, co
         gpu_html = gpu_section(session, waterfall_by=waterfall_by, iters=iters, warmup=warmup)
     else:
         gpu_html = _no_gpu_html(session.name, None)
-    blobs = pass_blobs(session, rewrites=rewrites, graphs=graphs, progress=progress)
     repro = repro_info(session, command=command, inputs_path=inputs_path)
+    rest = len(page_html(data, {}, gpu_html=gpu_html, repro=repro).encode("utf-8"))
+    budget = None if max_bytes is None else max(max_bytes - rest - 100 * len(trace.records), 0)
+    blobs = pass_blobs(session, rewrites=rewrites, graphs=graphs, budget=budget, progress=progress)
     text = page_html(data, blobs, gpu_html=gpu_html, repro=repro)
     return text, {"passes": len(trace.records), "drawn": len(blobs)}
 
@@ -110,4 +116,4 @@ def write_report(session: Session, path: str | os.PathLike, **kw: Any) -> Report
                       time.perf_counter() - t0, bool(kw.get("gpu")))
 
 
-__all__ = ["ReportInfo", "build_report", "write_report"]
+__all__ = ["MAX_BYTES", "ReportInfo", "build_report", "write_report"]

@@ -109,14 +109,15 @@ MAX_INSTANCES = 200
 
 
 def pass_blobs(session: Session, *, rewrites: dict[int, list[Any]] | None = None, graphs: bool = True,
-               changed_only: bool = True,
+               changed_only: bool = True, budget: int | None = None,
                progress: Callable[[int, int, str], None] | None = None,
                on_error: Callable[[PassRecord, Exception], None] | None = None) -> dict[int, str]:
     """Record index -> packed {text, graph, regions, rewrite_ids} for every pass that changed the
-    IR; rewrite_ids[row][instance] lists the ids of one instance of that rewrite row."""
+    IR; rewrite_ids[row][instance] lists the ids of one instance of that rewrite row. `budget`:
+    the most bytes the blobs may take together (see fit_budget)."""
     trace = session.trace
+    payloads: dict[int, dict[str, Any]] = {}
     todo = [r for r in trace.records if r.after is not None and (r.changed or not changed_only)]
-    blobs = {}
     for k, rec in enumerate(todo):
         if progress:
             progress(k, len(todo), rec.path)
@@ -135,10 +136,33 @@ def pass_blobs(session: Session, *, rewrites: dict[int, list[Any]] | None = None
                 payload["graph_error"] = f"{type(e).__name__}: {e}"
                 if on_error:
                     on_error(rec, e)
-        blobs[rec.index] = pack(payload)
+        payloads[rec.index] = payload
     if progress:
         progress(len(todo), len(todo), "drawn")
+    return fit_budget(payloads, budget)
+
+
+def fit_budget(payloads: dict[int, dict[str, Any]], budget: int | None) -> dict[int, str]:
+    """Pack every payload; past `budget` bytes, drop the second drawing (the variant a pass does
+    not open on) of the biggest passes first until the blobs fit. The page then says that this
+    pass has no other drawing stored; everything else stays."""
+    blobs = {i: pack(p) for i, p in payloads.items()}
+    total = sum(map(len, blobs.values()))
+    if budget is None or total <= budget:
+        return blobs
+    for i in sorted(blobs, key=lambda i: -len(blobs[i])):
+        g = payloads[i].get("graph") or {}
+        other = "expanded" if g.get("default") == "collapsed" else "collapsed"
+        if other not in g:
+            continue
+        del g[other]
+        g["trimmed"] = other
+        new = pack(payloads[i])
+        total += len(new) - len(blobs[i])
+        blobs[i] = new
+        if total <= budget:
+            break
     return blobs
 
 
-__all__ = ["aliases", "compact_svg", "pack", "pass_blobs", "pass_graph", "region_pieces", "unpack"]
+__all__ = ["aliases", "compact_svg", "fit_budget", "pack", "pass_blobs", "pass_graph", "region_pieces", "unpack"]

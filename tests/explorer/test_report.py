@@ -224,3 +224,27 @@ def test_a_failing_pass_is_reported_not_raised(tmp_path):
     failed = [r for r in rows if r["status"] == "failed"]
     assert len(failed) == 1 and failed[0]["name"] == "broken" and "planted failure" in failed[0]["reason"]
     assert _data(page)["overview"]["error"] and info.passes == len(rows)
+
+
+def test_size_budget_drops_second_drawings_of_the_biggest_passes_first():
+    import random
+
+    from migx_explore.report.graphs import fit_budget, pack
+
+    rng = random.Random(0)
+
+    def noise(n: int) -> str:  # incompressible, so sizes are predictable
+        return "".join(rng.choice("abcdefghijklmnopqrstuvwxyz0123456789") for _ in range(n))
+
+    def payload(n: int) -> dict:
+        return {"text": "", "graph": {"default": "collapsed", "collapsed": {"svg": noise(n)},
+                                      "expanded": {"svg": noise(n)}}}
+
+    payloads = {1: payload(20_000), 2: payload(5_000), 3: payload(1_000)}
+    full = sum(len(pack(p)) for p in payloads.values())
+    assert fit_budget(payloads, full) == {i: pack(p) for i, p in payloads.items()}  # fits: untouched
+    blobs = fit_budget(payloads, full - 1000)
+    assert sum(map(len, blobs.values())) <= full - 1000
+    kept = {i: unpack(b)["graph"] for i, b in blobs.items()}
+    assert "expanded" not in kept[1] and kept[1]["trimmed"] == "expanded" and "collapsed" in kept[1]
+    assert "expanded" in kept[2] and "expanded" in kept[3]  # only as much as needed, biggest first

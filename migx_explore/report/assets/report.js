@@ -81,8 +81,10 @@
     if (!graph) return;
     const note = $(".rep-graph-note");
     if (!graph[which]) {
-      note.textContent = which === "expanded" ? "no fused module in this drawing to open" : "";
-      which = "collapsed";
+      note.textContent = graph.trimmed === which
+        ? `no ${which} drawing stored for this pass (left out to keep the report small)`
+        : which === "expanded" ? "no fused module in this drawing to open" : "";
+      which = graph.default;
     } else note.textContent = "";
     variant = which;
     region = -1;
