@@ -20,14 +20,18 @@ from .compiler.snapshot import ProgramSnapshot
 from .rewrites import RewriteRow
 from .scopes import common_scope
 
-# A region is drawn legibly (labels >= 10 px at 1280x800) when it has at most this many touched
-# instructions, its longest dependency chain is at most LEGIBLE_DEPTH long and no level of it is
-# wider than LEGIBLE_WIDTH: the view zooms to fit the changed nodes, and at 1280x800 labels reach
-# 10 px only while those span about 5 ranks (measured by tests/browser/test_legibility.py:
-# 13 nodes 9 ranks deep came out at 6 px, 8 nodes 7 deep at 9 px, 5 nodes 4 deep at 15 px).
-LEGIBLE_NODES = 12
-LEGIBLE_DEPTH = 5
-LEGIBLE_WIDTH = 5
+# A region can be drawn legibly (labels >= 10 px at 1280x800) only when it has at most this many
+# touched instructions, its longest dependency chain is at most LEGIBLE_DEPTH long and no level
+# is wider than LEGIBLE_WIDTH. That is the cheap test; the view then measures the drawing itself
+# (`drawing_fits`), since what lies between touched nodes decides how far apart dot puts them.
+LEGIBLE_NODES = 24
+LEGIBLE_DEPTH = 10
+LEGIBLE_WIDTH = 8
+# The view zooms so the changed nodes fill the graph pane. Measured in the browser at 1280x800
+# (tests/browser/test_legibility.py), the on-screen label height is about
+# min(10500 / width, 3450 / height) px for changed nodes spanning width x height drawing units
+# (points): labels reach 10 px while the changed nodes span at most this box.
+READABLE_BOX = (1000.0, 345.0)
 # Past this many regions a pass did one thing in many places: the summary says it in one line.
 SUMMARY_OVER_REGIONS = 12
 
@@ -126,6 +130,11 @@ def _depth_width(ids: list[int], edges: Mapping[int, set[int]]) -> tuple[int, in
     return max(depth.values(), default=0), max(levels.values(), default=0)
 
 
+def drawing_fits(width: float, height: float) -> bool:
+    """Whether changed nodes spanning this box (drawing units) read at >= 10 px in the pane."""
+    return width <= READABLE_BOX[0] and height <= READABLE_BOX[1]
+
+
 def first_view(regions: Sequence[Region]) -> str:
     """"region" (draw regions[0] at reading scale) or "summary" (the rewrite summary first)."""
     if not regions or len(regions) > SUMMARY_OVER_REGIONS or not regions[0].legible:
@@ -133,5 +142,5 @@ def first_view(regions: Sequence[Region]) -> str:
     return "region"
 
 
-__all__ = ["LEGIBLE_DEPTH", "LEGIBLE_NODES", "LEGIBLE_WIDTH", "SUMMARY_OVER_REGIONS", "Region", "change_regions",
-           "first_view"]
+__all__ = ["LEGIBLE_DEPTH", "LEGIBLE_NODES", "LEGIBLE_WIDTH", "READABLE_BOX", "SUMMARY_OVER_REGIONS", "Region",
+           "change_regions", "drawing_fits", "first_view"]

@@ -11,6 +11,7 @@ of one change region, and returns the drawing the explorer opens a pass on:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Collection, Mapping
 
 from ..compiler.snapshot import SnapshotDiff
@@ -95,4 +96,23 @@ def _summary(n: DisplayNode, scopes: Mapping[int, str], d: SnapshotDiff) -> Disp
                  tooltip=f"{len(n.members)} instructions of {where} not drawn (+{a} −{r} ~{c})")
 
 
-__all__ = ["MAX_SCOPE_DEPTH", "SCOPE_GROUP_PREFIX", "badge", "region_view"]
+_CHANGED_NODE = re.compile(r'<g id="[^"]*" class="node migx_node[^"]*\bst_(?:added|removed|changed)\b[^"]*">(.*?)</g>',
+                           re.S)
+_SHAPE = re.compile(r'(?:points|d)="([^"]*)"')
+_NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
+
+
+def changed_box(svg: str) -> tuple[float, float]:
+    """Width and height (drawing units) of the box around the changed nodes of a rendered SVG
+    (what the explorer's view zooms to); (0, 0) when none is drawn."""
+    xs: list[float] = []
+    ys: list[float] = []
+    for m in _CHANGED_NODE.finditer(svg):
+        for shape in _SHAPE.findall(m.group(1)):
+            v = [float(t) for t in _NUMBER.findall(shape)]
+            xs += v[0::2]
+            ys += v[1::2]
+    return (max(xs) - min(xs), max(ys) - min(ys)) if xs and ys else (0.0, 0.0)
+
+
+__all__ = ["MAX_SCOPE_DEPTH", "SCOPE_GROUP_PREFIX", "badge", "changed_box", "region_view"]

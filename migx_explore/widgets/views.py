@@ -114,21 +114,30 @@ class Views:
 
     def _pick_region_or_summary(self, session: Session) -> None:
         """A new pass opens on its first change region, or on its rewrite summary when that
-        region cannot be read in one pane (regions.first_view)."""
-        from ..regions import first_view
-
+        region cannot be read in one pane (regions.first_view, then the drawing's size)."""
         rec = session.current
         regions = session.regions() if rec.changed else []
         self.region_bar.set(regions, 0)
         self.rewrites.show(rec.path, session.rewrites() if rec.changed else [], regions)
         if self.select.value in AUTO_VIEWS and self._auto_view:
-            want = "rewrites" if rec.changed and first_view(regions) == "summary" else "diff"
+            want = "rewrites" if rec.changed and not self._region_reads(session, regions) else "diff"
             if self.select.value != want:
                 self._quiet = True  # update() draws once, below
                 try:
                     self.select.value = want
                 finally:
                     self._quiet = False
+
+    def _region_reads(self, session: Session, regions: list) -> bool:
+        """Whether the first region's drawing reads at reading scale: the cheap test on the
+        region, then the drawing itself (cached: the Diff view shows this very drawing)."""
+        from ..regions import drawing_fits, first_view
+        from ..render.scoped import changed_box
+
+        if first_view(regions) != "region" or self.region_bar.current is None:
+            return first_view(regions) == "region"
+        svg = content.current_graph(session, "diff", self.cache, **self._graph_opts("diff"))
+        return drawing_fits(*changed_box(svg))
 
     def _view_picked(self, change: dict) -> None:
         if self._quiet:
