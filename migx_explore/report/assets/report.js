@@ -133,7 +133,8 @@
       view.syncing = true;
       try { view.each((p) => { if (p.hitNodes && p.hitNodes.length) p.focus(p.hitNodes, 1.5); }); }
       finally { view.syncing = false; }
-      afterPaint(() => view.report());
+      // the view's own note would count the rest of the change as off-screen: that is the point
+      afterPaint(() => { view.report(); view.setNote("showing one place of the change (Changes: all of it)"); });
     });
     return found;
   }
