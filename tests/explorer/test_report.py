@@ -137,6 +137,7 @@ def test_cli_report_and_gpu_refusal(tmp_path, monkeypatch, capsys):
     data = _data(page)
     assert data["graphs"] is False and data["passes"][0]["path"].startswith("quantize")
     assert "--fp16" in page and re.search(r'precision</th><td><code>fp16<', page)
+    assert html.escape("Session.from_model('mlp', input_dims={}, precision='fp16')") in page  # the repro too
     monkeypatch.setenv("MIGX_GPU_BACKEND", "nonsense")
     assert main(["report", "mlp", "--out", str(tmp_path / "g.html"), "--gpu"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
