@@ -20,7 +20,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -40,10 +40,13 @@ class ReportInfo:
     drawn: int  # passes with a stored diff
     seconds: float
     gpu: bool
+    undrawn: list[str] = field(default_factory=list)  # "pass: why" for each pass graphviz could not draw
 
     def __str__(self) -> str:
         return (f"wrote {self.path}: {self.bytes / 2**20:.2f} MiB, {self.passes} passes, {self.drawn} with diffs"
-                f"{', GPU timing' if self.gpu else ''} ({self.seconds:.1f} s)")
+                f"{', GPU timing' if self.gpu else ''} ({self.seconds:.1f} s)"
+                + (f"; {len(self.undrawn)} graph diffs could not be drawn (first: {self.undrawn[0]})"
+                   if self.undrawn else ""))
 
 
 def _no_gpu_html(model: str, why: str | None) -> str:
@@ -94,9 +97,11 @@ def build_report(session: Session, *, graphs: bool = True, gpu: bool = False, co
     repro = repro_info(session, command=command, inputs_path=inputs_path)
     rest = len(page_html(data, {}, gpu_html=gpu_html, repro=repro).encode("utf-8"))
     budget = None if max_bytes is None else max(max_bytes - rest - 100 * len(trace.records), 0)
-    blobs = pass_blobs(session, rewrites=rewrites, graphs=graphs, budget=budget, progress=progress)
+    undrawn: list[str] = []
+    blobs = pass_blobs(session, rewrites=rewrites, graphs=graphs, budget=budget, progress=progress,
+                       on_error=lambda rec, e: undrawn.append(f"{rec.path}: {e}"))
     text = page_html(data, blobs, gpu_html=gpu_html, repro=repro)
-    return text, {"passes": len(trace.records), "drawn": len(blobs)}
+    return text, {"passes": len(trace.records), "drawn": len(blobs), "undrawn": undrawn}
 
 
 def write_report(session: Session, path: str | os.PathLike, **kw: Any) -> ReportInfo:
@@ -113,7 +118,7 @@ def write_report(session: Session, path: str | os.PathLike, **kw: Any) -> Report
     os.umask(umask)
     os.chmod(target, 0o666 & ~umask)  # a page to share: not the temporary file's private 0600
     return ReportInfo(target, os.path.getsize(target), stats["passes"], stats["drawn"],
-                      time.perf_counter() - t0, bool(kw.get("gpu")))
+                      time.perf_counter() - t0, bool(kw.get("gpu")), stats["undrawn"])
 
 
 __all__ = ["MAX_BYTES", "ReportInfo", "build_report", "write_report"]

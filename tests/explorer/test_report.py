@@ -249,3 +249,17 @@ def test_size_budget_drops_second_drawings_of_the_biggest_passes_first():
     kept = {i: unpack(b)["graph"] for i, b in blobs.items()}
     assert "expanded" not in kept[1] and kept[1]["trimmed"] == "expanded" and "collapsed" in kept[1]
     assert "expanded" in kept[2] and "expanded" in kept[3]  # only as much as needed, biggest first
+
+
+def test_an_undrawable_pass_is_said_once_and_keeps_its_text_diff(tmp_path, monkeypatch):
+    from migx_explore.render import RenderError
+    from migx_explore.report import graphs
+
+    def no_graphviz(*a, **k):
+        raise RenderError("graphviz `dot` not found")
+
+    monkeypatch.setattr(graphs, "render_svg", no_graphviz)
+    info = Session.from_model("mlp", numeric=False).report(str(tmp_path / "n.html"))
+    assert len(info.undrawn) == info.drawn and "graphviz `dot` not found" in str(info)
+    payload = next(iter(_blobs((tmp_path / "n.html").read_text()).values()))
+    assert "graphviz" in payload["graph_error"] and payload["text"]
