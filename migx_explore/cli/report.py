@@ -14,7 +14,8 @@ def run(args: argparse.Namespace) -> int:
     from ..report import write_report
     from ..report.repro import cli_command
 
-    if args.gpu:  # say so before spending a minute on the trace
+    _check_out(args.out)  # refuse a bad --out before spending a minute on the trace
+    if args.gpu:
         from ..errors import GpuUnavailable
         from ..gpu_bridge import unavailable_reason
 
@@ -41,6 +42,18 @@ def run(args: argparse.Namespace) -> int:
         print(f"error: {s.error} (the report shows the passes up to it)")
         return 1
     return 0
+
+
+def _check_out(path: str) -> None:
+    import os
+
+    from ..compiler.errors import MigxError
+
+    folder = os.path.dirname(os.path.abspath(path))
+    if os.path.isdir(path):
+        raise MigxError(f"--out {path!r} is a folder; give a file name such as report.html")
+    if not os.path.isdir(folder):
+        raise MigxError(f"--out {path!r}: folder {folder!r} does not exist")
 
 
 def _source(args: argparse.Namespace) -> dict:

@@ -138,6 +138,8 @@ def test_cli_report_and_gpu_refusal(tmp_path, monkeypatch, capsys):
     assert data["graphs"] is False and data["passes"][0]["path"].startswith("quantize")
     assert "--fp16" in page and re.search(r'precision</th><td><code>fp16<', page)
     assert html.escape("Session.from_model('mlp', input_dims={}, precision='fp16')") in page  # the repro too
+    assert main(["report", "mlp", "--out", str(tmp_path)]) == 2  # refused before tracing
+    assert "is a folder" in capsys.readouterr().err
     monkeypatch.setenv("MIGX_GPU_BACKEND", "nonsense")
     assert main(["report", "mlp", "--out", str(tmp_path / "g.html"), "--gpu"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
