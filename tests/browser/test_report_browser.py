@@ -97,6 +97,13 @@ def test_big_model_report_offline(report, offline_page):
     assert not noop.is_visible() and changed.is_visible()
     page.locator(".rep-hide-noop-box").uncheck()
 
+    # the metrics strip: a dot per top-level pass that changed the IR, a click goes there
+    dots = page.locator(".rep-m-dot")
+    assert dots.count() == sum(1 for r in s.trace.top_level() if r.changed)
+    dots.nth(1).click()
+    i = dots.nth(1).get_attribute("data-i")
+    page.wait_for_function(f"() => document.querySelector('.rep-pass').dataset.i === '{i}'")
+
     # a fusion pass: its rewrite summary, its text diff, and its change legible in the graph
     rec = s.trace.find("fusion.fuse_pointwise_reduce")
     page.locator(f'.rep-row[data-path="{rec.path}"]').click()

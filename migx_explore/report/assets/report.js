@@ -225,6 +225,44 @@
     $(".rep-hide-noop-box").addEventListener("change", (ev) => tree.classList.toggle("rep-hide-noop", ev.target.checked));
   }
 
+  // ---- the metrics strip: instructions and launches after each top-level pass, click to go there ----
+  function buildMetrics() {
+    const box = $(".rep-metrics");
+    const tops = rows.filter((r) => r.depth === 0);
+    if (!box || tops.length < 2) return;
+    const W = 360, H = 74, pad = 4;
+    const ins = tops.map((r) => r.stats.instructions[1]), lau = tops.map((r) => r.stats.launches[1]);
+    const max = Math.max(...ins, ...lau, 1);
+    const x = (k) => pad + (k * (W - 2 * pad)) / (tops.length - 1);
+    const y = (v) => H - pad - (v / max) * (H - 2 * pad - 10);
+    const line = (vals) => vals.map((v, k) => `${k ? "L" : "M"}${x(k).toFixed(1)},${y(v).toFixed(1)}`).join("");
+    const NS = "http://www.w3.org/2000/svg";
+    const svg = document.createElementNS(NS, "svg");
+    svg.setAttribute("viewBox", `0 0 ${W} ${H}`);
+    svg.setAttribute("class", "rep-metrics-svg");
+    const path = (d, cls) => { const p = document.createElementNS(NS, "path"); p.setAttribute("d", d); p.setAttribute("class", cls); svg.appendChild(p); };
+    path(line(ins), "rep-m-ins");
+    path(line(lau), "rep-m-launch");
+    tops.forEach((r, k) => {
+      if (!r.changed) return;
+      const c = document.createElementNS(NS, "circle");
+      c.setAttribute("cx", x(k)); c.setAttribute("cy", y(ins[k])); c.setAttribute("r", 2.6);
+      c.setAttribute("class", "rep-m-dot");
+      c.dataset.i = r.i;
+      const t = document.createElementNS(NS, "title");
+      t.textContent = `${r.i + 1}. ${r.path}: ${r.stats.instructions[0]} → ${r.stats.instructions[1]} instructions, `
+        + `${r.stats.launches[0]} → ${r.stats.launches[1]} launches`;
+      c.appendChild(t);
+      c.addEventListener("click", () => select(r.i));
+      svg.appendChild(c);
+    });
+    const legend = mk("div", "rep-metrics-legend");
+    legend.innerHTML = '<span class="rep-m-ins-key">━ instructions</span> <span class="rep-m-launch-key">━ kernel launches</span>'
+      + " after each pass (dots: passes that changed the IR; click one)";
+    box.appendChild(svg);
+    box.appendChild(legend);
+  }
+
   // ---- one pass ------------------------------------------------------------------------------------
   function stat(value, label) {
     const s = mk("div", "rep-stat");
@@ -258,6 +296,7 @@
     current = i;
     document.querySelectorAll(".rep-row.rep-current").forEach((e) => e.classList.remove("rep-current"));
     const row = document.querySelector(`.rep-row[data-i="${i}"]`);
+    document.querySelectorAll(".rep-m-dot").forEach((c) => c.classList.toggle("rep-m-current", Number(c.dataset.i) === i));
     if (row) {
       row.classList.add("rep-current");
       row.closest(".rep-pipeline").classList.remove("rep-folded");
@@ -362,6 +401,7 @@
     else if (ev.key === "[") gotoRegion(region - 1);
   });
   buildTree();
+  buildMetrics();
   const fromHash = /^#pass-(\d+)$/.exec(location.hash);
   const firstChanged = rows.find((r) => r.changed && r.depth === 0);
   const start = fromHash ? Number(fromHash[1]) - 1 : (firstChanged ? firstChanged.i : 0);
