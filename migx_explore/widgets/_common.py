@@ -98,6 +98,9 @@ CSS = """
 .migx-explorer .migx-timing-table table { border-collapse: collapse; margin: 4px 0; }
 .migx-explorer .migx-timing-table td, .migx-explorer .migx-timing-table th { padding: 2px 10px; text-align: right;
   border-bottom: 1px solid #eee; }
+.migx-explorer .migx-rewrite-row { justify-content: flex-start; text-align: left; }
+.migx-explorer .migx-rewrites-graph { flex: none; }
+.migx-explorer .migx-rewrites-heading { flex: 1 1 0; min-width: 0; }
 </style>
 """
 

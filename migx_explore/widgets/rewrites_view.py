@@ -42,7 +42,8 @@ class RewritesPanel:
         W = widgets()
         self.heading = W.HTML("", _dom_classes=["migx-rewrites-heading"])
         self.graph_button = W.Button(description="Show the graph", tooltip="draw this pass's change as a graph",
-                                     _dom_classes=["migx-rewrites-graph"], layout=W.Layout(width="auto"))
+                                     _dom_classes=["migx-rewrites-graph"],
+                                     layout=W.Layout(width="auto", min_width="9em"))
         self.rows_box = W.VBox([], _dom_classes=["migx-rewrites-rows"])
         self.note = W.HTML("", _dom_classes=["migx-rewrites-note"])
         self.widget = W.VBox([W.HBox([self.heading, self.graph_button]), self.rows_box, self.note],

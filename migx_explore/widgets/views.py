@@ -136,7 +136,10 @@ class Views:
 
         if first_view(regions) != "region" or self.region_bar.current is None:
             return first_view(regions) == "region"
-        svg = content.current_graph(session, "diff", self.cache, **self._graph_opts("diff"))
+        try:
+            svg = content.current_graph(session, "diff", self.cache, **self._graph_opts("diff"))
+        except Exception:  # noqa: BLE001 - e.g. no `dot`: the Diff view's own drawing reports it
+            return True
         return drawing_fits(*changed_box(svg))
 
     def _view_picked(self, change: dict) -> None:

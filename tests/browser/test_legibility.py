@@ -10,7 +10,9 @@ model, so the page and kernel are paid for once."""
 
 from __future__ import annotations
 
+import os
 import re
+import shutil
 from pathlib import Path
 
 import pytest
@@ -22,6 +24,11 @@ SHOTS = REPO / "test-artifacts"
 MODELS = ("yolo", "yolov8", "transformer", "bert_encoder", "llama_decoder", "unet_unnamed")
 TARGET = 0.95
 MIN_LABEL_PX = 10.0
+# First views kept as pictures (test-artifacts/; with MIGX_UPDATE_DOCS_IMAGES=1 also docs/images/
+# for the README): a region drawn in its scopes, and a pass opening on its rewrite summary.
+PICTURES = {("bert_encoder", "required.simplify_reshapes"): "explorer_region.png",
+            ("bert_encoder", "backend.lowering"): "explorer_rewrites.png"}
+DOCS_IMAGES = REPO / "docs" / "images"
 
 # What the explorer shows now: "summary" (the rewrites pane, fresh for `path`), "graph" (a drawing
 # other than the `old` one, settled: every changed node measured), or false (not ready).
@@ -89,9 +96,18 @@ def _first_view(page, ex, path: str, old: int) -> tuple[str, tuple]:
         page.wait_for_timeout(300)
     if kind == "summary":
         graph_button = ex.locator(".migx-rewrites-graph")
-        return ("summary", (graph_button.count(),))
+        whole = graph_button.count() == 1 and graph_button.evaluate("b => b.scrollWidth <= b.clientWidth + 2")
+        return ("summary", (int(whole),))  # the graph is one click away, on a button that reads whole
     page.wait_for_timeout(100)  # the centring's last move lands on the next frame
     return ("graph", tuple(ex.evaluate(LABELS_JS)))
+
+
+def _picture(page, name: str) -> None:
+    SHOTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(SHOTS / name))
+    if os.environ.get("MIGX_UPDATE_DOCS_IMAGES") == "1":
+        DOCS_IMAGES.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(SHOTS / name, DOCS_IMAGES / name)
 
 
 def _step_model(page, ex, model: str) -> list[tuple[str, str, tuple, bool]]:
@@ -108,6 +124,8 @@ def _step_model(page, ex, model: str) -> list[tuple[str, str, tuple, bool]]:
         else:
             ok = kind == "graph" and data[0] > 0 and data[1] >= MIN_LABEL_PX
         rows.append((path, kind, data, ok))
+        if (model, path) in PICTURES:
+            _picture(page, PICTURES[model, path])
         if k == n or len(rows) > 60:
             return rows
         old = _svg_len(ex)
@@ -133,9 +151,6 @@ def test_first_view_of_every_changed_pass_is_legible(lab, page, open_notebook, r
         report.append(f"{model}: {good}/{len(rows)} changed passes legible in the first view "
                       f"({fractions[model]:.0%}); summaries {sum(r[1] == 'summary' for r in rows)}")
         report += [f"   {'ok ' if ok else 'BAD'} {path:<48} {kind:<8} {data}" for path, kind, data, ok in rows]
-        if model == "bert_encoder":
-            SHOTS.mkdir(exist_ok=True)
-            page.screenshot(path=str(SHOTS / "explorer-regions-1280x800.png"))
     print("\n".join(report))
     assert not page.page_errors, page.page_errors
     low = {m: f for m, f in fractions.items() if f < TARGET}
