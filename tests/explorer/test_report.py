@@ -265,3 +265,13 @@ def test_an_undrawable_pass_is_said_once_and_keeps_its_text_diff(tmp_path, monke
     assert len(info.undrawn) == info.drawn and "graphviz `dot` not found" in str(info)
     payload = next(iter(_blobs((tmp_path / "n.html").read_text()).values()))
     assert "graphviz" in payload["graph_error"] and payload["text"]
+
+
+def test_trace_svg_index_page_has_the_graph_diffs(tmp_path):
+    out = tmp_path / "tr"
+    assert main(["trace", "mlp", "--out", str(out), "--svg", "-q"]) == 0
+    page = (out / "index.html").read_text()
+    data = _data(page)
+    assert data["graphs"] is True
+    assert any(f.endswith(".svg") for names in data["files"].values() for f in names)
+    assert all("graph" in p for p in _blobs(page).values())
