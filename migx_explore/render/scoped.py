@@ -17,9 +17,10 @@ from collections.abc import Collection, Mapping
 from ..compiler.snapshot import SnapshotDiff
 from ..scopes import common_scope
 from . import style as S
-from .model import DisplayGraph, DisplayGroup, DisplayNode
+from .model import DisplayEdge, DisplayGraph, DisplayGroup, DisplayNode
 
 SCOPE_GROUP_PREFIX = "cluster_scope_"
+GROUP_NODE_PREFIX = "scope_"  # a collapsed scope group drawn as one node
 MAX_SCOPE_DEPTH = 4  # deeper scopes are drawn at this depth (a few boxes say enough)
 
 
@@ -54,7 +55,10 @@ def region_view(graph: DisplayGraph, scopes: Mapping[int, str], d: SnapshotDiff,
             n = _with(n, status=S.ELSEWHERE)
         if n.kind == "summary" and n.members and n.name.startswith("more_"):  # not a module's own node
             n = _summary(n, scopes, d)
-        scope = _node_scope(n, scopes)
+        if n.name.startswith(GROUP_NODE_PREFIX):  # a collapsed group: drawn in its parent's box
+            scope = n.attrs.get("box", "")
+        else:
+            scope = _node_scope(n, scopes)
         path = _scope_groups(scope, groups)
         if path:
             n = _with(n, group=path + tuple(n.group))
@@ -64,6 +68,81 @@ def region_view(graph: DisplayGraph, scopes: Mapping[int, str], d: SnapshotDiff,
                     groups[g] = _with(grp, parent=path + tuple(grp.parent))
         nodes.append(n)
     return DisplayGraph(nodes, graph.edges, groups, graph.title)
+
+
+def collapse_scopes(graph: DisplayGraph, scopes: Mapping[int, str], d: SnapshotDiff, region: Collection[int],
+                    hops: int = 1) -> DisplayGraph:
+    """Model Explorer's collapsed layers: keep the region and `hops` of context around it; every
+    other node goes into one node per scope group beside the region's path (the siblings of each
+    scope that holds the region, e.g. `layer.3` next to `layer.0` when the region is in
+    `layer.0/attention`), labelled with its op count and change badge."""
+    from .scale import distances
+
+    ids = set(region)
+    seeds = {n.name for n in graph.nodes if (n.instr_id in ids) or ids & set(n.members)}
+    keep = set(distances(graph, seeds, hops)) if seeds else set()
+    # clusters of fused ops are kept whole (their insides are further than `hops` from the owner)
+    kept_groups = {g for n in graph.nodes if n.name in keep for g in n.group}
+    keep |= {n.name for n in graph.nodes if set(n.group) & kept_groups}
+    anchor = [p for p in common_scope(scopes[i] for i in ids if scopes.get(i)).split("/") if p]
+    nodes: list[DisplayNode] = []
+    rep: dict[str, str] = {}
+    members: dict[str, tuple[str, list[DisplayNode]]] = {}
+    for n in graph.nodes:
+        if n.name in keep:
+            nodes.append(n)
+            continue
+        key = _group_key(_node_scope(n, scopes), anchor)
+        name = GROUP_NODE_PREFIX + _safe(key or "top")
+        if name not in members:
+            members[name] = (key, [])
+            nodes.append(DisplayNode(name, "", "scope", S.SUMMARY, kind="summary"))  # filled below
+        members[name][1].append(n)
+        rep[n.name] = name
+    kept_scopes = {_node_scope(n, scopes) for n in nodes if n.name not in members}
+    for k, n in enumerate(nodes):
+        if n.name in members:
+            key = members[n.name][0]
+            rest = any(s == key or s.startswith(key + "/") for s in kept_scopes)
+            nodes[k] = _group_node(n.name, key, members[n.name][1], d, rest)
+    return _reconnect(graph, nodes, rep)
+
+
+def _group_key(scope: str, anchor: list[str]) -> str:
+    parts = [p for p in scope.split("/") if p]
+    k = 0
+    while k < min(len(parts), len(anchor)) and parts[k] == anchor[k]:
+        k += 1
+    return "/".join(parts[:k + 1])
+
+
+def _group_node(name: str, scope: str, run: list[DisplayNode], d: SnapshotDiff, rest: bool) -> DisplayNode:
+    """One collapsed scope group; `rest`: the group also holds drawn nodes (the region's own
+    scope), so this node is "the rest of" it and sits inside its box."""
+    ids = [m for n in run for m in (n.members or ((n.instr_id,) if n.instr_id is not None else ()))]
+    a, r, c = badge(ids, d)
+    label = (f"… rest of /{scope}" if rest else f"/{scope}") if scope else "(top level)"
+    lines = [label, f"{len(ids)} ops" + (f"  +{a} −{r} ~{c}" if a or r or c else "")]
+    attrs = {"scope": scope, "box": scope if rest else scope.rpartition("/")[0]}
+    return DisplayNode(name, "\n".join(lines), "scope", S.SUMMARY, (), attrs, None, run[0].module, "",
+                       S.ELSEWHERE if (a or r or c) else None, "summary", tuple(ids),
+                       f"/{scope}: {len(ids)} instructions, collapsed (+{a} −{r} ~{c})")
+
+
+def _reconnect(graph: DisplayGraph, nodes: list[DisplayNode], rep: dict[str, str]) -> DisplayGraph:
+    names = {n.name for n in nodes}
+    edges, seen = [], set()
+    for e in graph.edges:
+        src, dst = rep.get(e.src, e.src), rep.get(e.dst, e.dst)
+        if src == dst or src not in names or dst not in names:
+            continue
+        if src == e.src and dst == e.dst:
+            edges.append(e)
+        elif e.kind != "replaced" and (src, dst) not in seen:
+            seen.add((src, dst))
+            edges.append(DisplayEdge(src, dst, kind="summary"))
+    used = {g for n in nodes for g in n.group}
+    return DisplayGraph(nodes, edges, {k: v for k, v in graph.groups.items() if k in used}, graph.title)
 
 
 def _scope_groups(scope: str, groups: dict[str, DisplayGroup]) -> tuple[str, ...]:
@@ -115,4 +194,5 @@ def changed_box(svg: str) -> tuple[float, float]:
     return (max(xs) - min(xs), max(ys) - min(ys)) if xs and ys else (0.0, 0.0)
 
 
-__all__ = ["MAX_SCOPE_DEPTH", "SCOPE_GROUP_PREFIX", "badge", "changed_box", "region_view"]
+__all__ = ["GROUP_NODE_PREFIX", "MAX_SCOPE_DEPTH", "SCOPE_GROUP_PREFIX", "badge", "changed_box", "collapse_scopes",
+           "region_view"]

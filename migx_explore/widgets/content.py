@@ -42,7 +42,17 @@ def graph_svg(before: ProgramSnapshot, after: ProgramSnapshot, view: str, *, dif
 
     opts = render.DotOptions(id_prefix=prefix, cluster_controls=True)
     near = {"focus": REGION_HOPS, "focus_ids": tuple(region)} if region else {}
-    if view == "diff":
+    if view == "diff" and region and scopes is not None:
+        # the region with one hop of context; the rest of the model as collapsed scope groups
+        from ..compiler.snapshot import diff as snapshot_diff
+        from ..render.scoped import collapse_scopes, region_view
+
+        d = diff if diff is not None else snapshot_diff(before, after)
+        full = render.diff_graph(before, after, d, expand=expand, focus=None, chains=False, budget=None)
+        g = collapse_scopes(full, scopes, d, region, REGION_HOPS)
+        if len(g.nodes) <= SCOPE_GROUPS_MAX_NODES:
+            g = region_view(g, scopes, d, region)
+    elif view == "diff":
         g = render.diff_graph(before, after, diff, chains=chains, expand=expand, **near)
         if scopes is not None and len(g.nodes) <= SCOPE_GROUPS_MAX_NODES:
             from ..compiler.snapshot import diff as snapshot_diff

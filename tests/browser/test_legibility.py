@@ -26,7 +26,7 @@ TARGET = 0.95
 MIN_LABEL_PX = 10.0
 # First views kept as pictures (test-artifacts/; with MIGX_UPDATE_DOCS_IMAGES=1 also docs/images/
 # for the README): a region drawn in its scopes, and a pass opening on its rewrite summary.
-PICTURES = {("bert_encoder", "required.simplify_reshapes"): "explorer_region.png",
+PICTURES = {("bert_encoder", "required.eliminate_data_type_for_gpu"): "explorer_region.png",
             ("bert_encoder", "backend.lowering"): "explorer_rewrites.png"}
 DOCS_IMAGES = REPO / "docs" / "images"
 

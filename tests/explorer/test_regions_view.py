@@ -32,7 +32,7 @@ def test_regions_are_connected_pieces_in_program_order_with_their_scope(bert):
     d = rec.diff
     assert set(ids) == set(d.added | d.removed | d.changed) and len(ids) == len(set(ids))
     assert regions[0].depth == 7  # a softmax expands into a chain 7 deep
-    small = bert.regions("required.simplify_reshapes")
+    small = bert.regions("required.eliminate_data_type_for_gpu")
     assert small[0].legible and first_view(small) == "region"
 
 
@@ -49,8 +49,10 @@ def test_a_region_reads_when_its_drawing_fits_the_measured_box():
 def test_the_explorer_opens_each_pass_on_a_region_or_the_summary_and_steps_regions():
     ex = explore("bert_encoder", numeric=False)
     v = ex.views
-    ex.goto("required.simplify_reshapes")
-    assert v.select.value == "diff" and v.region_bar.text.startswith("region 1 of 9 · /bert/pooler")
+    ex.goto("required.eliminate_data_type_for_gpu")
+    assert v.select.value == "diff" and v.region_bar.text == "region 1 of 2 · /bert/embeddings"
+    svg = v.drawn("diff")  # the region, and the rest of the model as collapsed scope groups
+    assert "/bert/encoder" in svg and re.search(r"\d+ ops", svg)
     ex.goto("optimize_rewrite.rewrite_reduce")  # its first region draws too tall to read: the summary
     assert v.select.value == "rewrites"
     rows = v.rewrites.rows_box.children
