@@ -63,10 +63,12 @@ def migraphx_disable_list(session) -> tuple[str, list[str]]:
 
 def repro_script(session, spec: str | None) -> str:
     src = session.source
+    # the quantize stage is part of the configuration: without it the repro would trace fp32
+    prec = "" if session.options.precision == "fp32" else f", precision={session.options.precision!r}"
     if src["kind"] == "model":
-        load = f"Session.from_model({src['value']!r}, input_dims={src['input_dims']!r})"
+        load = f"Session.from_model({src['value']!r}, input_dims={src['input_dims']!r}{prec})"
     elif src["kind"] == "onnx":
-        load = f"Session.from_onnx({src['value']!r}, input_dims={src['input_dims']!r})"
+        load = f"Session.from_onnx({src['value']!r}, input_dims={src['input_dims']!r}{prec})"
     else:
         load = "Session(program)  # build or parse your program here"
     lines = [

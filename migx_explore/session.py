@@ -516,6 +516,14 @@ class Session:
 
         return study_order(self, scope=scope, **kw)
 
+    def report(self, path: str, **kw: Any):
+        """Write one self-contained HTML report of the passes (tree, per-pass stats, rewrite
+        summary, numeric check, text and graph diffs; GPU timing with gpu=True) to `path`; returns
+        a ReportInfo. See migx_explore.report."""
+        from .report import write_report
+
+        return write_report(self, path, **kw)
+
     def recipe(self):
         """The current toggles as a pipeline spec, a MIGRAPHX_DISABLE_PASSES list and a repro script."""
         from .recipe import make_recipe

@@ -20,7 +20,7 @@ from ..errors import debug_enabled, describe_error, format_error
 # Verb modules, in the order `--help` lists them. A module missing here is skipped, so verbs can
 # be added one file at a time.
 VERBS = ["read", "run", "onnx", "passes", "trace", "verify", "perf", "compile", "waterfall", "study", "bisect",
-         "generate", "keys"]
+         "generate", "keys", "report"]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -68,6 +68,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.work_budget is not None:  # the evaluator reads it from the environment (compiler/limits.py)
         os.environ["MIGX_EXPLORE_WORK_BUDGET"] = args.work_budget
+    args.command_line = argv  # as given, for outputs that record how they were made (report)
     if not getattr(args, "func", None):
         parser.print_help()
         return 1

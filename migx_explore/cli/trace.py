@@ -34,12 +34,34 @@ def run(args: argparse.Namespace) -> int:
             from ..render import render_trace
 
             files += render_trace(trace, folder, changed_only=not args.all)
+        files.append(_write_index_html(s, folder, args))
     _print_summary(trace, args.verbose)
     print(f"wrote {len(files)} files to {args.out}")
     if s.error:
         print(f"error: {s.error}")
         return 1
     return 0
+
+
+def _write_index_html(s, folder: str, args: argparse.Namespace) -> str:
+    """DIR/index.html: the report page over the folder, each pass linking its numbered files; graph
+    diffs are drawn into the page only with --svg (the drawing is what costs time)."""
+    import os
+
+    from ..compiler.passes.trace import record_file_name
+    from ..render.tracefiles import pass_file_name
+    from ..report import write_report
+    from ..report.repro import cli_command
+
+    links = {}
+    for rec in s.trace.records:
+        names = [n for n in (record_file_name(rec), pass_file_name(rec)) if os.path.exists(os.path.join(folder, n))]
+        if names:
+            links[rec.index] = names
+    path = os.path.join(folder, "index.html")
+    write_report(s, path, graphs=bool(args.svg), files=links, command=cli_command(getattr(args, "command_line", None)),
+                 inputs_path=args.inputs)
+    return path
 
 
 def _print_summary(trace, verbose: bool) -> None:

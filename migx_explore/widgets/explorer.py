@@ -25,6 +25,7 @@ from ._common import CSS, ErrorBox, widgets
 from .dom_tools import ScrollTo
 from .gpu_panel import GpuPanel
 from .picker import ModelPicker, make_session
+from .report_saver import ReportSaver
 from .study_panel import StudyPanel
 from .tree import PipelineTree
 from .views import Views
@@ -217,12 +218,14 @@ class Explorer:
                                                     "and a repro script", layout=W.Layout(width="auto"),
                                             _dom_classes=["migx-recipe-button"])
         self.recipe = W.HTML("", layout=W.Layout(display="none"), _dom_classes=["migx-recipe"])
+        self.report = ReportSaver(self.errors, lambda: self.session)
+        self.report.widget.layout.display = "none"  # part of the Recipe / export menu
         self.recipe_button.observe(self.errors.guard(lambda _c: self._show_recipe(), "recipe"), "value")
         left = W.VBox([self.tree.widget, self.views.stats, self.views.warnings],
                       layout=W.Layout(width="330px", min_width="330px", flex="0 0 330px"), _dom_classes=["migx-side"])
         right = W.VBox([self.stepper.widget, W.HBox([self.stepper.position, self.recipe_button],
                                                     _dom_classes=["migx-position-row"]),
-                        self.recipe, self.views.widget],
+                        self.recipe, self.report.widget, self.views.widget],
                        layout=W.Layout(flex="1 1 auto", min_width="0", width="auto"), _dom_classes=["migx-main"])
         self.widget = W.VBox([W.HTML(CSS, _dom_classes=["migx-style"]), self.title, self.picker.widget,
                               W.HBox([self.progress.widget, self.numeric_progress], layout=W.Layout(grid_gap="12px")),
@@ -269,6 +272,7 @@ class Explorer:
         self.title.value = f"<h3 class='migx-title-text'>migx-explore · {html.escape(session.name)}</h3>"
         self.gpu.reset(session.source.get("value", session.name) if session.source.get("kind") == "model" else "")
         self.tree.update(rows, session.position)
+        self.report.reset(session)
         self._show_position()
         self._show_status()
         if session.error:
@@ -291,6 +295,7 @@ class Explorer:
     def _show_recipe(self) -> None:
         on = self.recipe_button.value
         self.recipe.layout.display = None if on else "none"
+        self.report.widget.layout.display = None if on else "none"
         if on and self.session is not None:
             self.recipe.value = recipe_html(self.session)
 

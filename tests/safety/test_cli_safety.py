@@ -97,7 +97,7 @@ def test_trace_replaces_a_previous_trace_whole(capsys, tmp_path, relu_onnx):
     assert main(["trace", "mlp", "--out", str(out), "-q"]) == 0
     assert main(["trace", str(relu_onnx), "--out", str(out), "-q"]) == 0
     index = json.loads((out / "index.json").read_text())
-    listed = {"000_input.txt", "index.json"} | {p["file"] for p in index["passes"] if p["file"]}
+    listed = {"000_input.txt", "index.json", "index.html"} | {p["file"] for p in index["passes"] if p["file"]}
     assert {p.name for p in out.iterdir()} == listed  # nothing left from the mlp trace
     assert index["model"] == "m" and index["generator"] == "migx-explore trace"
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no temporary folders left
