@@ -31,8 +31,12 @@ LIMITS = {"fp16": 1e-2, "bf16": 3e-2, "int8": 5e-2, "fp8": 8e-2}
 # yolo_e2e int8 / fp8: its TopK re-ranks candidates once the scores are quantized, so the selected
 # boxes differ from fp32 (on the reference too: 1.3e-1 / 4.6e-2 of the output range) — a discrete
 # change no tolerance covers.
+# bert_encoder / llama_decoder (random weights, per-tensor scales): the reference itself is 4.2e-2 to
+# 5.0e-2 (bert int8), 1.4e-1 (bert fp8), 8.7e-2 (llama int8) and 3.1e-1 (llama fp8) from fp32.
 PER_TENSOR_OVER_BUDGET = {("mobilenet", "bf16"), ("mobilenet", "int8"), ("mobilenet", "fp8"), ("yolo", "int8"),
-                          ("yolo", "fp8"), ("gpt2_decode", "fp8"), ("yolo_e2e", "int8"), ("yolo_e2e", "fp8")}
+                          ("yolo", "fp8"), ("gpt2_decode", "fp8"), ("yolo_e2e", "int8"), ("yolo_e2e", "fp8"),
+                          ("bert_encoder", "int8"), ("bert_encoder", "fp8"), ("llama_decoder", "int8"),
+                          ("llama_decoder", "fp8")}
 # GPU against the reference at the same precision: summation order and fp16/bf16 rounding of
 # intermediates differ; a flipped 8-bit rounding step downstream costs one quantization step.
 # (mobilenet bf16 is 3.3e-2 from fp32 on the reference itself; the GPU lands as far the other way.)
@@ -206,17 +210,23 @@ def _convert_program(src: str, dst: str, n: int):
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("low", ["fp8e4m3fn_type", "half_type", "bf16_type"])
-def test_float_conversions_match_ml_dtypes_bit_for_bit(device, low):
+def test_float_conversions_match_the_reference_bit_for_bit(device, low):
+    """The GPU's narrowing convert is the reference's: round to nearest even as ml_dtypes does,
+    after clamping finite values to the target's range (MIGraphX's convert; for e4m3fn also
+    infinities, ONNX's saturating cast), so 464.1 and 1e6 become 448 in fp8 and 65504 in half."""
     x = FP8_SWEEP
     npd = {"fp8e4m3fn_type": ml_dtypes.float8_e4m3fn, "half_type": np.float16, "bf16_type": ml_dtypes.bfloat16}[low]
-    with compile_program(_convert_program("float_type", low, x.size), backend=device) as c:
+    program = _convert_program("float_type", low, x.size)
+    want = np.asarray(evaluate(program, {"x": x})[0])
+    with compile_program(program, backend=device) as c:
         got = np.asarray(c.run({"x": x})[0])
-    want = x.astype(npd)
-    same = (got.view(np.uint8 if npd == ml_dtypes.float8_e4m3fn else np.uint16)
-            == want.view(np.uint8 if npd == ml_dtypes.float8_e4m3fn else np.uint16))
+    bits = np.uint8 if npd == ml_dtypes.float8_e4m3fn else np.uint16
+    same = got.view(bits) == want.view(bits)
     nan_both = np.isnan(got.astype(np.float32)) & np.isnan(want.astype(np.float32))
     bad = ~(same | nan_both)
     assert not bad.any(), list(zip(x[bad][:8], got[bad][:8], want[bad][:8]))
+    in_range = np.isfinite(x) & (np.abs(x) <= float(ml_dtypes.finfo(npd).max))
+    assert np.array_equal(want[in_range].view(bits), x[in_range].astype(npd).view(bits))  # ml_dtypes in range
 
 
 LOW_OPS = """
