@@ -25,13 +25,14 @@ MSFT_MIN_INPUTS: dict[str, int] = {
     "GroupNorm": 3, "GroupQueryAttention": 7, "MatMulBnb4": 3, "MatMulIntegerToFloat": 4, "MatMulNBits": 3,
     "MultiHeadAttention": 1, "NhwcConv": 2, "QLinearAdd": 7, "QLinearAveragePool": 4, "QLinearConcat": 5,
     "QLinearGlobalAveragePool": 4, "QLinearLeakyRelu": 4, "QLinearMul": 7, "QLinearSigmoid": 4, "QuickGelu": 1,
+    "QGemm": 6, "QLinearSoftmax": 4, "QLinearWhere": 8,
     "RotaryEmbedding": 4, "SimplifiedLayerNormalization": 2, "SkipLayerNormalization": 3,
     "SkipSimplifiedLayerNormalization": 3,
 }
 # ... and the most, for those with a fixed list.
 MSFT_MAX_INPUTS: dict[str, int] = {
     "BiasAdd": 3, "BiasGelu": 2, "BiasSplitGelu": 2, "FastGelu": 2, "Gelu": 1, "GroupNorm": 3, "NhwcConv": 3,
-    "QuickGelu": 1,
+    "QuickGelu": 1, "QGemm": 9, "QLinearSoftmax": 5, "QLinearWhere": 9,
 }
 # Ops the installed onnx has no schema for at all (legacy ONNX ops removed from the standard,
 # MIGraphX's own extensions): the fewest inputs their handlers read.
@@ -49,6 +50,7 @@ INPUT_RANKS: dict[str, dict[int, int | tuple[int, int]]] = {
     "GatherElements": {0: (1, 99), 1: (1, 99)}, "ReverseSequence": {0: (2, 99), 1: 1},
     "MatMulInteger": {0: (1, 99), 1: (1, 99)}, "Multinomial": {0: 2}, "NonZero": {0: (1, 99)},
     "NonMaxSuppression": {0: 3, 1: 3}, "AffineGrid": {0: 3, 1: 1}, "BiasSplitGelu": {0: 3, 1: 1},
+    "QGemm": {0: 2, 3: 2}, "QLinearSoftmax": {0: (1, 99)},
     "DynamicScale": {0: (1, 99)}, "MXFixNeuron": {0: (1, 99)}, "MXQuantizeDequantize": {0: (1, 99)},
 }
 
