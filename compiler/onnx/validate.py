@@ -168,18 +168,25 @@ def _copy_without_weights(model: onnx.ModelProto, lean: onnx.ModelProto) -> None
             g.input.append(onnx.helper.make_tensor_value_info(t.name, t.data_type, list(t.dims)))
 
 
+def _infer(model: onnx.ModelProto) -> onnx.ModelProto:
+    lean = _lean_copy(model)  # inside the caller's try: a malformed name raises UnicodeDecodeError here
+    try:
+        return onnx.shape_inference.infer_shapes(lean, check_type=False, strict_mode=True)
+    except onnx.shape_inference.InferenceError as e:
+        if _inference_op(_one_line(e)) not in NARROWER_INFERENCE:
+            raise
+    # The op's inference function rejects a form its spec (and MIGraphX, onnx.reference) allows and
+    # our importer has already checked: infer the rest, leaving that op's outputs unknown.
+    return onnx.shape_inference.infer_shapes(lean, check_type=False, strict_mode=False)
+
+
 def _infer_strict(model: onnx.ModelProto) -> tuple[dict[str, list[int | None]], dict[str, int]]:
     """Strict ONNX shape inference on a lean copy; returns the inferred dims (None for an unknown
     dim) and element types, by value name. An inference error names its node."""
-    lean = _lean_copy(model)
     try:
-        inferred = onnx.shape_inference.infer_shapes(lean, check_type=False, strict_mode=True)
+        inferred = _infer(model)
     except onnx.shape_inference.InferenceError as e:
-        if _inference_op(_one_line(e)) not in NARROWER_INFERENCE:
-            raise ImportError_(_inference_error(_one_line(e))) from None
-        # The op's inference function rejects a form its spec (and MIGraphX, onnx.reference) allows
-        # and our importer has already checked: infer the rest, leaving that op's outputs unknown.
-        inferred = onnx.shape_inference.infer_shapes(lean, check_type=False, strict_mode=False)
+        raise ImportError_(_inference_error(_one_line(e))) from None
     except (ValueError, RuntimeError, onnx.checker.ValidationError) as e:
         raise ImportError_(f"ONNX shape inference fails on the model: {_one_line(e)}") from None
     shapes: dict[str, list[int | None]] = {}

@@ -27,6 +27,9 @@ STILL_MORE = {
     "dynamic_mlp": "the float32 input's convert before the first BLAS GEMM stays one launch",
     "gpt2_decode": "the present K/V outputs are float32 copies of the half caches: eight convert launches",
     "yolo_e2e": "the float32 detections are converted after their concat: one launch",
+    "bert_encoder": "its tanh GELU splits at the converts around the tanh: add_convert_tanh and mul_add_convert "
+                    "launch on their own",
+    "llama_decoder": "a copy into the float32 output stays its own epilogue_copy launch",
 }
 
 
