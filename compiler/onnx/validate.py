@@ -20,7 +20,7 @@ import onnx
 from onnx import numpy_helper
 
 from ..errors import ImportError_
-from .validate_ops import check_constant_scales, check_node_operands, node_name
+from .validate_ops import check_constant_scales, check_node_operands, constant_tensors, node_name
 
 # ONNX Runtime implements ai.onnx from opset 7 (and still runs most opset-6 models: the backend
 # test suite has 112 of them); before 6 operators had other attributes (consumed_inputs) and
@@ -204,20 +204,10 @@ def _infer_strict(model: onnx.ModelProto) -> tuple[dict[str, list[int | None]], 
     return shapes, types
 
 
-def _constant_values(graph: onnx.GraphProto) -> dict[str, onnx.TensorProto]:
-    out = {t.name: t for t in graph.initializer}
-    for node in graph.node:
-        if node.op_type == "Constant" and node.output:
-            for a in node.attribute:
-                if a.name == "value" and a.type == onnx.AttributeProto.TENSOR:
-                    out[node.output[0]] = a.t
-    return out
-
-
 def _check_constant_gathers(graph: onnx.GraphProto, shapes: dict[str, list[int | None]]) -> None:
     """Gather with constant indices: each must lie in [-n, n-1] for the data's axis of size n (ORT
     refuses it when it runs; here the values are known before anything runs)."""
-    consts = _constant_values(graph)
+    consts = constant_tensors(graph)
     for node in graph.node:
         if node.op_type != "Gather" or len(node.input) < 2 or node.input[1] not in consts:
             continue

@@ -87,7 +87,8 @@ def check_node_operands(graph: onnx.GraphProto, shapes: dict[str, list[int | Non
         _check_one_d(node, shapes)
 
 
-def _constants(graph: onnx.GraphProto) -> dict[str, onnx.TensorProto]:
+def constant_tensors(graph: onnx.GraphProto) -> dict[str, onnx.TensorProto]:
+    """Initializers and Constant-node values of a graph, by value name."""
     out = {t.name: t for t in graph.initializer}
     for node in graph.node:
         if node.op_type == "Constant" and node.output:
@@ -100,7 +101,7 @@ def _constants(graph: onnx.GraphProto) -> dict[str, onnx.TensorProto]:
 def check_constant_scales(graph: onnx.GraphProto) -> None:
     """Resize / Upsample scales known before import must be finite and positive (ORT refuses the
     rest; the importer would compute an output size from them)."""
-    consts = _constants(graph)
+    consts = constant_tensors(graph)
     for node in graph.node:
         k = 2 if node.op_type == "Resize" else 1 if node.op_type == "Upsample" else None
         if k is None or k >= len(node.input) or node.input[k] not in consts:

@@ -85,7 +85,7 @@ class PassRecord:
         d = self.diff
         return {
             "index": self.index, "path": self.path, "name": self.name, "pipeline": self.pipeline,
-            "entry": self.entry, "depth": self.depth, "parent": self.parent, "options": _jsonable(self.options),
+            "entry": self.entry, "depth": self.depth, "parent": self.parent, "options": jsonable(self.options),
             "enabled": self.enabled, "status": self.status, "reason": self.reason, "time_ms": self.time_s * 1e3,
             "changed": self.changed, "noop": self.noop, "user": self.user,
             "added": len(d.added) if d else 0, "removed": len(d.removed) if d else 0,
@@ -98,11 +98,12 @@ class PassRecord:
         }
 
 
-def _jsonable(v: Any) -> Any:
+def jsonable(v: Any) -> Any:
+    """`v` as plain JSON data: containers recursively, anything else as its str."""
     if isinstance(v, dict):
-        return {str(k): _jsonable(x) for k, x in v.items()}
+        return {str(k): jsonable(x) for k, x in v.items()}
     if isinstance(v, (list, tuple, set, frozenset)):
-        return [_jsonable(x) for x in v]
+        return [jsonable(x) for x in v]
     if isinstance(v, (int, float, str, bool)) or v is None:
         return v
     return str(v)

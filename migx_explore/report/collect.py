@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import TYPE_CHECKING, Any
 
+from ..compiler.passes.trace import jsonable
 from ..compiler.snapshot import ProgramSnapshot
 from ..rewrites import RewriteRow
 from ..stats import launch_count, op_histogram
@@ -14,16 +15,6 @@ from ..stats import launch_count, op_histogram
 if TYPE_CHECKING:  # pragma: no cover
     from ..compiler.passes import PassRecord
     from ..session import Session
-
-
-def _jsonable(v: Any) -> Any:
-    if isinstance(v, dict):
-        return {str(k): _jsonable(x) for k, x in v.items()}
-    if isinstance(v, (list, tuple, set, frozenset)):
-        return [_jsonable(x) for x in v]
-    if isinstance(v, (int, float, str, bool)) or v is None:
-        return v
-    return str(v)
 
 
 class _Counts:
@@ -91,7 +82,7 @@ def pass_rows(session: Session, rewrites: dict[int, list[RewriteRow]]) -> list[d
             "changed": rec.changed, "noop": rec.noop,
             "summary": d.summary() if rec.changed else ("no change" if rec.status == "ok" else rec.status),
             "time_ms": round(rec.time_s * 1e3, 3),
-            "options": _jsonable(rec.options),
+            "options": jsonable(rec.options),
             "validation": rec.validation,
             "stats": {"instructions": [ib, ia], "launches": [lb, la],
                       "added": len(d.added) if d else 0, "removed": len(d.removed) if d else 0,
