@@ -129,6 +129,24 @@ def set_state_classes(widget: Any, states: tuple[str, ...], state: str | None) -
         widget._dom_classes = tuple(new)
 
 
+class TaskProgress:
+    """A panel's progress bar and its "what (done/total)" label, hidden until the first report;
+    `report` is the callback the session's sweeps and timings call."""
+
+    def __init__(self, prefix: str):
+        W = widgets()
+        self.bar = W.IntProgress(0, min=0, max=1, layout=W.Layout(width="280px", display="none"),
+                                 _dom_classes=[f"{prefix}-progress"])
+        self.label = W.HTML("", _dom_classes=[f"{prefix}-progress-label"])
+        self.widget = W.HBox([self.bar, self.label])
+
+    def report(self, done: int, total: int, what: str) -> None:
+        self.bar.layout.display = None
+        self.bar.max = max(total, 1)
+        self.bar.value = min(done, self.bar.max)
+        self.label.value = f"{html.escape(what)} ({done}/{total})"
+
+
 class ErrorBox:
     """An HTML widget listing errors from callbacks and long-running work, newest first.
 

@@ -13,7 +13,7 @@ from typing import Any
 from ..errors import GpuUnavailable
 from ..session import Session
 from . import timing_view
-from ._common import ErrorBox, widgets
+from ._common import ErrorBox, TaskProgress, widgets
 
 
 class GpuPanel:
@@ -33,9 +33,8 @@ class GpuPanel:
                                        _dom_classes=["migx-gpu-warmup"])
         self.run_button = W.Button(description="Compile & time", icon="tachometer", button_style="success",
                                    _dom_classes=["migx-time"])
-        self.progress = W.IntProgress(0, min=0, max=1, layout=W.Layout(width="280px", display="none"),
-                                      _dom_classes=["migx-gpu-progress"])
-        self.progress_label = W.HTML("", _dom_classes=["migx-gpu-progress-label"])
+        self.tracker = TaskProgress("migx-gpu")
+        self.progress, self.progress_label = self.tracker.bar, self.tracker.label
         self.table = W.HTML("", _dom_classes=["migx-timing-table"])
         self.recorded = W.HTML("", _dom_classes=["migx-gpu-recorded"])
         # The figure goes in as SVG markup (not an Output capture) so it is in the saved widget
@@ -44,7 +43,7 @@ class GpuPanel:
         self.run_button.on_click(errors.guard(lambda _b: self.run(), "GPU timing"))
         body = W.VBox([self.status,
                        W.HBox([self.eager, self.graph, self.warmup, self.iters, self.run_button]),
-                       W.HBox([self.progress, self.progress_label]), self.table, self.plot, self.recorded])
+                       self.tracker.widget, self.table, self.plot, self.recorded])
         self.widget = W.Accordion([body], titles=("GPU: compile and time (eager vs graph capture)",),
                                   selected_index=0, _dom_classes=["migx-gpu"])
         self.reset()
@@ -66,10 +65,7 @@ class GpuPanel:
         self.last_result: Any = None
 
     def _report(self, done: int, total: int, what: str) -> None:
-        self.progress.layout.display = None
-        self.progress.max = max(total, 1)
-        self.progress.value = min(done, self.progress.max)
-        self.progress_label.value = f"{html.escape(what)} ({done}/{total})"
+        self.tracker.report(done, total, what)
 
     def modes(self) -> tuple[str, ...]:
         return tuple(m for m, w in (("eager", self.eager), ("graph", self.graph)) if w.value)

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..session import Session
-from ._common import ErrorBox, widgets
+from ._common import ErrorBox, TaskProgress, widgets
 from .timing_view import svg_of
 
 
@@ -54,23 +54,19 @@ class StudyPanel:
         self.time_gpu = W.Checkbox(False, description="time on the GPU", indent=False, disabled=self.reason is not None,
                                    layout=W.Layout(width="auto"), _dom_classes=["migx-study-gpu"])
         self.run_button = W.Button(description="Run ordering study", icon="random", _dom_classes=["migx-study-run"])
-        self.progress = W.IntProgress(0, min=0, max=1, layout=W.Layout(width="280px", display="none"),
-                                      _dom_classes=["migx-study-progress"])
-        self.progress_label = W.HTML("", _dom_classes=["migx-study-progress-label"])
+        self.tracker = TaskProgress("migx-study")
+        self.progress, self.progress_label = self.tracker.bar, self.tracker.label
         self.table = W.HTML("", _dom_classes=["migx-study-table-box"])
         self.plot = W.HTML("", _dom_classes=["migx-study-plot"])
         self.run_button.on_click(errors.guard(lambda _b: self.run(), "ordering study"))
         body = W.VBox([W.HBox([self.scope, self.time_gpu, self.run_button]),
-                       W.HBox([self.progress, self.progress_label]), self.table, self.plot])
+                       self.tracker.widget, self.table, self.plot])
         self.widget = W.Accordion([body], titles=("Ordering study: which orderings matter",), selected_index=None,
                                   _dom_classes=["migx-study"])
         self.last: Any = None
 
     def _report(self, done: int, total: int, what: str) -> None:
-        self.progress.layout.display = None
-        self.progress.max = max(total, 1)
-        self.progress.value = min(done, self.progress.max)
-        self.progress_label.value = f"{html.escape(what)} ({done}/{total})"
+        self.tracker.report(done, total, what)
 
     def run(self) -> Any:
         session = self._get_session()

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..session import Session
-from ._common import ErrorBox, widgets
+from ._common import ErrorBox, TaskProgress, widgets
 from .timing_view import svg_of
 
 
@@ -45,25 +45,21 @@ class WaterfallPanel:
                                    disabled=self.reason is not None, layout=W.Layout(width="auto"),
                                    _dom_classes=["migx-waterfall-gpu"])
         self.run_button = W.Button(description="Run waterfall", icon="bar-chart", _dom_classes=["migx-waterfall-run"])
-        self.progress = W.IntProgress(0, min=0, max=1, layout=W.Layout(width="280px", display="none"),
-                                      _dom_classes=["migx-waterfall-progress"])
-        self.progress_label = W.HTML("", _dom_classes=["migx-waterfall-progress-label"])
+        self.tracker = TaskProgress("migx-waterfall")
+        self.progress, self.progress_label = self.tracker.bar, self.tracker.label
         self.table = W.HTML("", _dom_classes=["migx-waterfall-table-box"])
         self.plot = W.HTML("", _dom_classes=["migx-waterfall-plot"])
         self.run_button.on_click(errors.guard(lambda _b: self.run(), "waterfall"))
         hint = W.HTML("" if self.reason is None else
                       f"<i>No GPU here: launch counts only ({html.escape(self.reason.split(';')[0])}).</i>")
         body = W.VBox([W.HBox([self.by, self.time_gpu, self.run_button]), hint,
-                       W.HBox([self.progress, self.progress_label]), self.table, self.plot])
+                       self.tracker.widget, self.table, self.plot])
         self.widget = W.Accordion([body], titles=("Waterfall: what each pass is worth",), selected_index=None,
                                   _dom_classes=["migx-waterfall"])
         self.last: Any = None
 
     def _report(self, done: int, total: int, what: str) -> None:
-        self.progress.layout.display = None
-        self.progress.max = max(total, 1)
-        self.progress.value = min(done, self.progress.max)
-        self.progress_label.value = f"{html.escape(what)} ({done}/{total})"
+        self.tracker.report(done, total, what)
 
     def run(self) -> Any:
         session = self._get_session()
