@@ -129,7 +129,7 @@ def _detect(e: _Exporter, feats: list[tuple[str, int, int]], classes: int, size:
     c2, c3 = max(16, c0 // 4, 4 * REG_MAX), max(c0, min(classes, 100))
     no = 4 * REG_MAX + classes
     flat = []
-    for i, (x, c, stride) in enumerate(feats):
+    for i, (x, c, _) in enumerate(feats):
         box = e.conv(f"{s}/one2one_cv2.{i}/one2one_cv2.{i}.1", e.conv(f"{s}/one2one_cv2.{i}/one2one_cv2.{i}.0",
                                                                       x, c, c2, 3), c2, c2, 3)
         box = e.conv2d(f"{s}/one2one_cv2.{i}/one2one_cv2.{i}.2", box, c2, 4 * REG_MAX)
