@@ -94,15 +94,17 @@ class PassManager:
 
     # ---- public ----------------------------------------------------------------------------------
     def run(self, program: Program, pipelines: Sequence[Pipeline] | Sequence[Pass], *,
-            trace: Trace | None = None, start: tuple[int, int] = (0, 0)) -> Trace:
+            trace: Trace | None = None, start: tuple[int, int] = (0, 0),
+            stop: tuple[int, int] | None = None) -> Trace:
         """Run pipelines (or a flat list of passes) on `program` in place; returns the trace.
 
         To resume from a cached prefix, pass the truncated `trace` to append to and `start` =
         (pipeline index, entry index) of the first entry to run; `program` must be in the state
-        the trace's last record left it in."""
+        the trace's last record left it in. `stop` (same form) is the first entry not to run: a
+        lazy trace runs the pipelines piece by piece."""
         if pipelines and isinstance(pipelines[0], Pass):
             pipelines = [Pipeline("passes", [PassEntry(p) for p in pipelines])]
-        self._trace = trace or Trace(snapshot(program))
+        self._trace = trace if trace is not None else Trace(snapshot(program))  # an empty Trace is falsy
         self._validated = {}
         for pi, pl in enumerate(pipelines):
             counts = _name_counts(pl.entries)
@@ -111,6 +113,8 @@ class PassManager:
                 seen[e.name] = seen.get(e.name, 0) + 1
                 if (pi, k) < start:
                     continue
+                if stop is not None and (pi, k) >= stop:
+                    return self._trace
                 path = entry_path(pl.name, e.name, seen[e.name], counts[e.name])
                 if not (pl.enabled and e.enabled):
                     self._record_disabled(program, pl, k, e, path)

@@ -71,8 +71,8 @@ CSS = """
 .migx-explorer .migx-tree-row .migx-row-info { color: #666; font-size: 11px; white-space: nowrap; }
 .migx-explorer .migx-pipeline-row { background: #eef2f7; font-weight: bold; margin-top: 4px; }
 .migx-explorer .migx-noop button.migx-pass-goto, .migx-explorer .migx-disabled button.migx-pass-goto,
-.migx-explorer .migx-pending button.migx-pass-goto, .migx-explorer .migx-not-run button.migx-pass-goto
-  { color: #999; }
+.migx-explorer .migx-pending button.migx-pass-goto, .migx-explorer .migx-not-run button.migx-pass-goto,
+.migx-explorer .migx-tracing button.migx-pass-goto { color: #999; }
 .migx-explorer .migx-disabled button.migx-pass-goto, .migx-explorer .migx-pending button.migx-pass-goto
   { text-decoration: line-through; }
 .migx-explorer .migx-changed button.migx-pass-goto { color: #0b5394; font-weight: 600; }

@@ -256,7 +256,7 @@ def record_snapshots(session: Session, index: int) -> tuple[ProgramSnapshot, Pro
     """(before, after, diff) of one trace record, as Session.before()/after()/diff() give them
     for the current one (a disabled or failed pass has no after: it left the IR as it was)."""
     before, after = session.snapshots(index)
-    return before, after, session.trace.records[index].diff
+    return before, after, session.trace_so_far.records[index].diff
 
 
 def _graph_job(session: Session, index: int, view: str, opts: dict[str, Any]) -> tuple[Any, Any, tuple, Callable]:
@@ -273,7 +273,7 @@ def current_graph(session: Session, view: str, cache: SvgCache | None = None, **
 
 def prefetch_next(session: Session, view: str, cache: SvgCache, **opts: Any) -> int | None:
     """Start drawing `view` for the pass a "next" click would show; returns its record index."""
-    later = [i for i in session.visible() if i > session.position]
+    later = [i for i in session.visible_so_far() if i > session.position]
     if not later:
         return None
     cache.prefetch(*_graph_job(session, later[0], view, opts))

@@ -17,7 +17,8 @@ from typing import Any
 from ._common import ErrorBox, path_class, set_state_classes, widgets
 from .queries import TreeRow, row_matches
 
-ROW_STATES = ("migx-changed", "migx-noop", "migx-disabled", "migx-failed", "migx-pending", "migx-not-run")
+ROW_STATES = ("migx-changed", "migx-noop", "migx-disabled", "migx-failed", "migx-pending", "migx-not-run",
+              "migx-tracing")
 
 
 @dataclass
@@ -39,7 +40,7 @@ def _info_text(r: TreeRow) -> str:
     """The row's right-hand text as HTML (the widget cuts it with an ellipsis; the tooltip has all)."""
     if r.kind == "pipeline":
         return html.escape(f"{r.summary} · {r.time_ms:.1f} ms" if r.enabled else "pipeline disabled")
-    if r.status in ("disabled", "pending", "not run"):
+    if r.status in ("disabled", "pending", "not run", "tracing"):
         return f'<span class="migx-row-reason">{html.escape(r.reason)}</span>'
     if r.status == "failed":
         return f'<span class="migx-row-reason">{html.escape("FAILED: " + r.reason)}</span>'
@@ -107,7 +108,6 @@ class PipelineTree:
 
     def update(self, rows: Sequence[TreeRow], current: int | None) -> None:
         """Show `rows` (from queries.tree_rows), marking the record `current`."""
-        self._rows = list(rows)
         self._updating = True
         try:
             boxes = []
@@ -118,6 +118,9 @@ class PipelineTree:
                     rw = self._pool[key] = self._make(r)
                 self._refresh_row(rw, r, current)
                 boxes.append(rw.box)
+            # set once every row has its widgets: the background trace updates the tree from
+            # its thread while the kernel thread may be reading it
+            self._rows = list(rows)
             if tuple(boxes) != tuple(self.rows_box.children):
                 self.rows_box.children = tuple(boxes)
             self._apply_visibility()

@@ -236,7 +236,8 @@ def test_unchecking_a_pass_retraces_and_updates(ex):
     assert "st_removed" not in ex.views.drawn("diff")  # redrawn: a disabled pass changes nothing
     row = ex.tree._pool[("pass", IDENT)].box
     assert "migx-disabled" in row._dom_classes and "migx-changed" not in row._dom_classes
-    # the identity now goes away later: eliminate_identity#2 changes instead
+    # the identity now goes away later: eliminate_identity#2 changes instead (traced in the background)
+    assert ex.wait(60)
     assert s.trace.find("required.eliminate_identity#2").changed
     assert "migx-changed" in ex.tree._pool[("pass", "required.eliminate_identity#2")].box._dom_classes
     box.value = True
