@@ -455,7 +455,7 @@ class Explorer:
 
     def _require(self) -> Session:
         if self.session is None:
-            raise RuntimeError("no model loaded: pick one above and press Load, or call .load(...)")
+            raise SessionError("no model loaded: pick one above and press Load, or call .load(...)")
         return self.session
 
     # ---- stepping -----------------------------------------------------------------------------------

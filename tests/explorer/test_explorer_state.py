@@ -164,7 +164,7 @@ def test_no_gpu_reason_has_no_bytes_repr():
 def test_errors_name_the_control_not_its_css_class(ex):
     ex.session = None
     ex.stepper.next.click()
-    assert ex.errors.text.strip().startswith("next pass: RuntimeError") and "migx-" not in ex.errors.text
+    assert ex.errors.text.strip().startswith("next pass: no model loaded") and "migx-" not in ex.errors.text
 
 
 def test_content_legend_lists_statuses_and_categories():

@@ -199,8 +199,12 @@ def test_explorer_error_box_shows_known_errors_without_a_traceback():
     pytest.importorskip("ipywidgets")
     from migx_explore.widgets._common import ErrorBox
 
-    box = ErrorBox()
+    box = ErrorBox(debug=False)
     box.show(MigxError("input 'x' needs\n4 TiB"), "load")
-    assert "load: MigxError: input 'x' needs 4 TiB" in box.text and "traceback" not in box.widget.value
-    box.show(KeyError("k"), "step")
-    assert "traceback" in box.widget.value  # an internal error keeps it, folded
+    assert box.text.strip() == "load: input 'x' needs 4 TiB" and "traceback" not in box.widget.value
+    box.show(KeyError("k"), "step")  # one box: the newest replaces the last
+    assert "input 'x'" not in box.text and "internal error KeyError" in box.text
+    assert "<details>" not in box.widget.value and "MIGX_EXPLORE_DEBUG=1" in box.text  # only in debug mode
+    debug = ErrorBox(debug=True)
+    debug.show(KeyError("k"), "step")
+    assert "<details><summary>traceback" in debug.widget.value  # folded behind a disclosure
