@@ -191,8 +191,8 @@ class SvgCache:
     right key; the cache holds the snapshots themselves, so an id can never be reused.
 
     `prefetch` draws a view in a background thread (graphviz runs as a subprocess, so the
-    kernel stays responsive): the explorer prefetches the next pass after each step, so a click
-    on "next" usually finds its graph ready."""
+    kernel stays responsive): the explorer prefetches the next and previous passes after each
+    step, so a click on "next" or "back" usually finds its graph ready."""
 
     def __init__(self, size: int = 96, prefetch: bool = True):
         self.size = size
@@ -272,9 +272,12 @@ def current_graph(session: Session, view: str, cache: SvgCache | None = None, **
 
 
 def prefetch_next(session: Session, view: str, cache: SvgCache, **opts: Any) -> int | None:
-    """Start drawing `view` for the pass a "next" click would show; returns its record index."""
-    later = [i for i in session.visible_so_far() if i > session.position]
-    if not later:
-        return None
-    cache.prefetch(*_graph_job(session, later[0], view, opts))
-    return later[0]
+    """Start drawing `view` for the pass a "next" click would show, then for the one "back" would
+    (one drawing thread: next first); returns the next pass's record index. Only passes already
+    traced are drawn: prefetching never runs passes."""
+    vis = session.visible_so_far()
+    later = [i for i in vis if i > session.position]
+    earlier = [i for i in vis if i < session.position]
+    for i in later[:1] + earlier[-1:]:
+        cache.prefetch(*_graph_job(session, i, view, opts))
+    return later[0] if later else None

@@ -78,3 +78,23 @@ def test_rows_of_a_partial_trace_say_tracing():
     waiting = [r for r in rows if r.status == "tracing"]
     assert waiting and all(r.css_state == "migx-tracing" for r in waiting)
     assert not s.trace_complete  # asking for rows so far traced nothing more
+
+
+def test_prefetch_draws_the_next_and_the_previous_pass():
+    from migx_explore.widgets import content
+
+    s = _session()
+    s.run()  # prefetching draws traced passes only
+    s.goto(IDENT)
+    s.step()  # a pass with passes on both sides
+    vis = s.visible_so_far()
+    k = vis.index(s.position)
+    cache = content.SvgCache()
+    nxt = content.prefetch_next(s, "diff", cache)
+    assert nxt == vis[k + 1]
+    for *_, fut in list(cache._pending):
+        fut.result(60)
+    for index in (vis[k + 1], vis[k - 1]):
+        before, after, key, _make = content._graph_job(s, index, "diff", {})
+        assert cache.get(before, after, key, lambda: "drawn on the click").startswith("<svg")
+    assert cache.misses == 0 and cache.hits == 2
