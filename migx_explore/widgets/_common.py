@@ -39,6 +39,8 @@ CSS = """
 .migx-explorer .migx-warnings ul { margin: 2px 0; padding-left: 16px; }
 .migx-explorer .migx-position-row { align-items: center; justify-content: space-between; width: 100%; }
 .migx-explorer .migx-stepper { flex-wrap: nowrap; }
+.migx-explorer .migx-stepper .migx-nested { flex: none; width: max-content !important; min-width: max-content; }
+.migx-explorer .migx-stepper .migx-nested label { overflow: visible; white-space: nowrap; }
 .migx-explorer .migx-stepper button { flex: none; }
 .migx-explorer .migx-view-select .widget-toggle-button { padding: 0 8px; }
 .migx-explorer .migx-legend { font-size: 11px; color: #444; line-height: 1.6; }

@@ -266,7 +266,9 @@ class Explorer:
         self.recipe = W.HTML("", layout=W.Layout(display="none"), _dom_classes=["migx-recipe"])
         self.recipe_button.observe(self.errors.guard(lambda _c: self._show_recipe(), "recipe"), "value")
         left = W.VBox([self.tree.widget, self.views.stats, self.views.warnings],
-                      layout=W.Layout(width="330px", min_width="330px", flex="0 0 330px"), _dom_classes=["migx-side"])
+                      # the graph is what the user reads: the side column gives way first (at
+                      # 1280x800 in JupyterLab the graph pane had 510 px of the width)
+                      layout=W.Layout(width="290px", min_width="230px", flex="0 1 290px"), _dom_classes=["migx-side"])
         right = W.VBox([self.stepper.widget, W.HBox([self.stepper.position, self.recipe_button],
                                                     _dom_classes=["migx-position-row"]),
                         self.recipe, self.views.widget],
