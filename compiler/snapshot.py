@@ -109,9 +109,21 @@ def snapshot_module(m: Module, fresh: bool = False) -> ModuleSnapshot:
         InstrRecord(ins._id, ins._op, tuple(i._id for i in ins._inputs),
                     tuple(sm.name for sm in ins._module_inputs), ins._shape, ins._origin, ins._literal)
         for ins in m)
-    snap = ModuleSnapshot(m.name, m.bypass, recs)
+    if (cache is not None and cache[1].name == m.name and cache[1].bypass == m.bypass
+            and _same_records(cache[1].instrs, recs)):
+        # A fresh read that found the module as it was: share the earlier snapshot, so memory
+        # grows with what passes change, not with the program times the passes (and diff sees
+        # the module as untouched by identity).
+        snap = cache[1]
+    else:
+        snap = ModuleSnapshot(m.name, m.bypass, recs)
     setattr(m, _CACHE_ATTR, (m.version, snap))
     return snap
+
+
+def _same_records(a: tuple[InstrRecord, ...], b: tuple[InstrRecord, ...]) -> bool:
+    return len(a) == len(b) and all(x.id == y.id and x.origin == y.origin and x.literal is y.literal
+                                    and x.same_content(y) for x, y in zip(a, b))
 
 
 def snapshot(p: Program, fresh: bool = False) -> ProgramSnapshot:
