@@ -35,3 +35,24 @@ def test_diff_matches_the_whole_program_comparison_on_every_pass():
                                                                                                  rec.after), rec.path
         modules_touched += bool(d.modules_added or d.modules_removed)
     assert modules_touched  # the trace did add and drop submodules
+
+
+def test_a_pass_shares_the_snapshots_of_the_modules_it_left_alone():
+    """Memory grows with what a pass changed: a module a pass did not touch is the same
+    ModuleSnapshot object before and after it, even where the manager re-read every instruction
+    (passes that do not promise 'no change' are snapshotted fresh)."""
+    trace = PassManager().run(models.load("yolo"), [p.copy() for p in gpu_pipelines()])
+    shared = copied = 0
+    for rec in trace.records:
+        if rec.before is None or rec.after is None:
+            continue
+        touched = rec.diff.added | rec.diff.removed | rec.diff.changed
+        for name, mb in rec.before.by_name.items():
+            ma = rec.after.by_name.get(name)
+            if ma is None or touched & {r.id for r in mb.instrs} or touched & {r.id for r in ma.instrs}:
+                continue
+            if [r.id for r in ma.instrs] != [r.id for r in mb.instrs]:
+                continue  # reordered
+            shared += ma is mb
+            copied += ma is not mb
+    assert shared > 100 and copied * 50 < shared  # (a literal swapped for an equal one is not shared)
