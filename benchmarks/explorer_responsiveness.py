@@ -209,15 +209,22 @@ def export_numbers(model: str, repeat: int) -> None:
         line(f"export: step with the graph drawn, {label}", steps, STEP_TARGET_S)
 
 
+def _child_cpu() -> float:
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
 def _child(cmd: list[str], limit_s: float, mem_limit: int | None = None) -> tuple[float | None, int, str]:
     """Run a CLI command in a child process: (seconds or None when killed at the limit, peak RSS
-    bytes of the child, last line of stderr). mem_limit caps its address space (a run that once
-    grew past 15 GB must not take the machine down with it)."""
+    bytes of the child, last line of stderr, with the child's CPU seconds appended: on a shared
+    machine the wall time says as much about the neighbours). mem_limit caps its address space
+    (a run that once grew past 15 GB must not take the machine down with it)."""
     def cap() -> None:
         if mem_limit:
             resource.setrlimit(resource.RLIMIT_AS, (mem_limit, mem_limit))
 
     before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    cpu0 = _child_cpu()
     t0 = time.perf_counter()
     try:
         res = subprocess.run([sys.executable, "-m", "migx_explore", *cmd], capture_output=True, text=True,
@@ -227,17 +234,18 @@ def _child(cmd: list[str], limit_s: float, mem_limit: int | None = None) -> tupl
     seconds = time.perf_counter() - t0
     peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     err = res.stderr.strip().splitlines()[-1] if res.returncode and res.stderr.strip() else ""
-    return seconds, (peak if peak > before else 0) * 1024, err
+    return seconds, (peak if peak > before else 0) * 1024, err or f"cpu {_child_cpu() - cpu0:.1f} s"
 
 
 def _verdict(label: str, seconds: float | None, err: str, target: float, peak: int = 0,
              mem: int | None = None) -> None:
-    if seconds is None or err:
+    if seconds is None or not err.startswith("cpu "):
         print(f"{label:58s} {err or 'failed'}  (target <= {target:g} s)")
         return
     ok = seconds <= target and (mem is None or peak <= mem)
     mem_txt = f", peak {peak / 2**30:.2f} GB (<= {mem / 2**30:g} GB)" if mem else ""
-    print(f"{label:58s} {seconds:8.2f} s{mem_txt}  (target <= {target:g} s){'' if ok else '  OVER target'}")
+    print(f"{label:58s} {seconds:8.2f} s ({err}){mem_txt}  (target <= {target:g} s)"
+          f"{'' if ok else '  OVER target'}")
 
 
 def scale_numbers(model: str, repeat: int) -> None:
