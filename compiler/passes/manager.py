@@ -21,7 +21,7 @@ from ..errors import MigxError, ValidationError
 from ..inputs import REAL_INPUTS_HINT
 from ..ir import Module, Program
 from ..rewrite import recording, stop_recording
-from ..snapshot import ProgramSnapshot, diff, snapshot
+from ..snapshot import ProgramSnapshot, diff, snapshot, snapshot_module
 from ..verify import Tolerance, check_outputs, program_compute_type
 from .base import Pass, PassEntry, Pipeline
 from .trace import NumericCheck, PassRecord, Trace
@@ -190,7 +190,16 @@ class PassManager:
         # Unless the pass says it changed nothing, re-read every instruction: a buggy pass may have
         # mutated instructions without going through the Module API (so version counters lie).
         suspicious = reported is not False
-        after = snapshot(program, fresh=suspicious)
+        scope = scope if scope is not None and p.walks_modules() else None  # else it ran on the program
+        if scope is not None and suspicious:
+            # A nested pass given one module (optimize_module's, per module) re-reads that module
+            # only: re-reading and re-validating every module after each of them cost the module
+            # count squared (255 submodules of a decode step over a length range). Anything it
+            # did elsewhere is still caught by its top-level pass's full check.
+            snapshot_module(scope, fresh=True)
+            after = snapshot(program)
+        else:
+            after = snapshot(program, fresh=suspicious)
         rec.after = after
         rec.diff = diff(before, after)
         rec.time_s = max(elapsed, 0.0)
@@ -198,7 +207,7 @@ class PassManager:
             self._fail(program, rec, f"pass {rec.path} reported no change but changed the IR "
                                      f"({rec.diff.summary()})", before, elapsed)
         if self.validate and (rec.changed or suspicious):
-            self._validate(program, rec, before, elapsed, full=suspicious)
+            self._validate(program, rec, before, elapsed, full=suspicious, only=scope)
         if self.numeric is not None and rec.changed and (parent is None or self.numeric.nested):
             rec.numeric = self._numeric_check(program)
         if self.on_record:
@@ -225,8 +234,8 @@ class PassManager:
         return any(results)
 
     def _validate(self, program: Program, rec: PassRecord, before: ProgramSnapshot, elapsed: float,
-                  full: bool = False) -> None:
-        for m in program.get_modules():
+                  full: bool = False, only: Module | None = None) -> None:
+        for m in program.get_modules() if only is None else [only]:
             key = id(m)
             if not full and self._validated.get(key) == m.version:
                 continue
