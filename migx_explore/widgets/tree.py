@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import html
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -76,7 +77,9 @@ class PipelineTree:
                         "button": W.ButtonStyle(), "html": HTMLStyle(), "check_style": CheckboxStyle()}
         self._collapsed: set[str] = set()
         self._rows: list[TreeRow] = []
-        self._updating = False
+        # The thread redrawing rows (None: none): values it sets are not user clicks. Per thread,
+        # as the background trace redraws rows while the user may be clicking on the kernel thread.
+        self._updating: int | None = None
         self.filter.observe(errors.guard(self._filter_changed, "filter"), "value")
         self.hide_unchanged.observe(errors.guard(self._filter_changed, "hide unchanged"), "value")
 
@@ -108,7 +111,7 @@ class PipelineTree:
 
     def update(self, rows: Sequence[TreeRow], current: int | None) -> None:
         """Show `rows` (from queries.tree_rows), marking the record `current`."""
-        self._updating = True
+        self._updating = threading.get_ident()
         try:
             boxes = []
             for r in rows:
@@ -125,7 +128,7 @@ class PipelineTree:
                 self.rows_box.children = tuple(boxes)
             self._apply_visibility()
         finally:
-            self._updating = False
+            self._updating = None
 
     def _refresh_row(self, rw: _RowWidgets, r: TreeRow, current: int | None) -> None:
         if rw.row == r and (r.index == current) == ("migx-current" in rw.box._dom_classes):
@@ -212,7 +215,7 @@ class PipelineTree:
 
     # ---- events -----------------------------------------------------------------------------------
     def _checked(self, key: tuple[str, str], value: bool) -> None:
-        if self._updating:
+        if self._updating == threading.get_ident():
             return
         self._on_toggle(key[1], bool(value))
 
