@@ -18,12 +18,29 @@ toggling a fusion pass and recomputing <= 2 s. Measured:
   alone and through the explorer (tree and views refreshed), with the per-pass numeric check
   inline (the reference evaluator after every pass that changed the IR), deferred (the
   explorer's default: checked afterwards in the background) and off.
+
+Issue 23's targets, in one run (section `scale`, the default's last part):
+
+* export: the YOLOv10n-shaped export (`yolov10n`, ~750 instructions, Ultralytics' node names):
+  Explorer.load -> first graph <= 2 s (the rest of the trace in the background), and the step
+  median <= 200 ms with the graph drawn, cold (right after the click before) and after a pause;
+* decode: `trace gpt2_decode --input-dim P=1..255 --input-dim T=1` <= 60 s and <= 2 GB peak;
+* lstm: `trace bilstm --svg` (the 2-layer bidirectional LSTM, unrolled to thousands) <= 60 s;
+* read: `read` of a 100,000-node elementwise chain <= 5 s.
+
+The last three run as separate processes (wall time and peak RSS per process; one over its
+limit is reported as such, not waited for).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import resource
 import statistics
+import subprocess
+import sys
+import tempfile
 import time
 from collections.abc import Callable
 
@@ -34,6 +51,12 @@ STEP_TARGET_S = 0.200
 SINGLE_GRAPH_TARGET_S = 3.0
 TOGGLE_TARGET_S = 2.0
 FUSION_PASS = "fusion.fuse_pointwise_reduce"
+EXPORT_MODEL = "yolov10n"
+EXPORT_FIRST_GRAPH_S = 2.0
+DECODE_TARGET = (60.0, 2 << 30)
+LSTM_SVG_TARGET_S = 60.0
+READ_TARGET_S = 5.0
+CHAIN_NODES = 100_000
 
 
 def timed(fn: Callable[[], object]) -> float:
@@ -53,15 +76,17 @@ def first_render_numbers(model: str, repeat: int) -> None:
 
     warm = Explorer()  # warm: imports, the model's ONNX bytes, graphviz's first start
     warm.load(model)
-    warm.numeric.cancel()  # its background check must not run beside the timed loads
-    warm.numeric.wait(120)
+    warm.tracer.cancel()  # its background trace and check must not run beside the timed loads
+    warm.numeric.cancel()
+    warm.wait(120)
     totals, phases = [], []
     for _ in range(repeat):
         ex = Explorer()
         totals.append(timed(lambda ex=ex: ex.load(model)))
         phases.append(ex.last_load)
+        ex.tracer.cancel()
         ex.numeric.cancel()
-        ex.numeric.wait(120)
+        ex.wait(120)
     n = ex.session.initial.total_instructions()
     print(f"\n[first render] {model}: {n} instructions, {len(ex.session.trace.records)} pass records")
     line("first render: load -> first graph (numeric check deferred)", totals, FIRST_RENDER_TARGET_S)
@@ -70,7 +95,7 @@ def first_render_numbers(model: str, repeat: int) -> None:
     t0 = time.perf_counter()
     ex = Explorer()
     ex.load(model)
-    ex.numeric.wait(600)
+    ex.wait(600)
     print(f"{'then the deferred numeric check of every changed pass':58s} done {time.perf_counter() - t0:6.2f} s "
           "after the load started (the graph was up long before)")
 
@@ -106,7 +131,7 @@ def explorer_numbers(model: str, repeat: int) -> None:
         s.run()
         build = timed(lambda: Explorer(s))  # noqa: B023 - s is this iteration's session
         ex = Explorer(s)
-        ex.numeric.wait(600)  # steps measured on their own, not beside the background check
+        ex.wait(600)  # steps measured on their own, not beside the background trace and check
         print(f"\n[explorer, numeric check {mode}] widget built in {build:.2f} s")
         ex.tree.hide_unchanged.value = True
         ex.first()
@@ -115,7 +140,7 @@ def explorer_numbers(model: str, repeat: int) -> None:
         cold = [timed(ex.next) for _ in range(n)]
         line("explorer step, cold (graphviz on the click)", cold, STEP_TARGET_S)
         ex2 = Explorer(s)
-        ex2.numeric.wait(600)
+        ex2.wait(600)
         ex2.tree.hide_unchanged.value = True
         ex2.first()
         warm = []
@@ -151,15 +176,111 @@ def graph_numbers(model: str, repeat: int) -> None:
               "target for one graph)")
 
 
+def export_numbers(model: str, repeat: int) -> None:
+    """First graph and steps on the export, as a user sees them (the numeric check deferred)."""
+    from migx_explore.widgets.explorer import Explorer
+
+    warm = Explorer()  # imports, the model's ONNX bytes, graphviz's first start
+    warm.load(EXPORT_MODEL)
+    warm.wait(600)
+    firsts, ex = [], None
+    for _ in range(repeat):
+        if ex is not None:
+            ex.wait(600)
+        ex = Explorer()
+        firsts.append(timed(lambda ex=ex: ex.load(EXPORT_MODEL)))
+    n = ex.session.initial.total_instructions()
+    print(f"\n[export] {EXPORT_MODEL}: {n} instructions; first graph after "
+          f"{int(ex.last_load['passes_traced'])} pass records traced")
+    line("export: load -> first graph", firsts, EXPORT_FIRST_GRAPH_S)
+    t0 = time.perf_counter()
+    ex.wait(600)
+    print(f"{'  then the rest of the trace + numeric check, in the background':58s} done "
+          f"{time.perf_counter() - t0:6.2f} s later")
+    ex.tree.hide_unchanged.value = True
+    for label, pause in (("cold (right after the previous step)", 0.0), ("after a 1 s pause (prefetched)", 1.0)):
+        ex.first()
+        steps = []
+        for _ in range(len(ex.session.visible()) - 1):
+            if pause:
+                time.sleep(pause)
+            steps.append(timed(ex.next))
+            assert ex.views.graph.svg.startswith("<svg")  # drawn, not just stepped
+        line(f"export: step with the graph drawn, {label}", steps, STEP_TARGET_S)
+
+
+def _child_cpu() -> float:
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def _child(cmd: list[str], limit_s: float, mem_limit: int | None = None) -> tuple[float | None, int, str]:
+    """Run a CLI command in a child process: (seconds or None when killed at the limit, peak RSS
+    bytes of the child, last line of stderr, with the child's CPU seconds appended: on a shared
+    machine the wall time says as much about the neighbours). mem_limit caps its address space
+    (a run that once grew past 15 GB must not take the machine down with it)."""
+    def cap() -> None:
+        if mem_limit:
+            resource.setrlimit(resource.RLIMIT_AS, (mem_limit, mem_limit))
+
+    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    cpu0 = _child_cpu()
+    t0 = time.perf_counter()
+    try:
+        res = subprocess.run([sys.executable, "-m", "migx_explore", *cmd], capture_output=True, text=True,
+                             timeout=limit_s, preexec_fn=cap)
+    except subprocess.TimeoutExpired:
+        return None, 0, f"killed after {limit_s:.0f} s"
+    seconds = time.perf_counter() - t0
+    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    err = res.stderr.strip().splitlines()[-1] if res.returncode and res.stderr.strip() else ""
+    return seconds, (peak if peak > before else 0) * 1024, err or f"cpu {_child_cpu() - cpu0:.1f} s"
+
+
+def _verdict(label: str, seconds: float | None, err: str, target: float, peak: int = 0,
+             mem: int | None = None) -> None:
+    if seconds is None or not err.startswith("cpu "):
+        print(f"{label:58s} {err or 'failed'}  (target <= {target:g} s)")
+        return
+    ok = seconds <= target and (mem is None or peak <= mem)
+    mem_txt = f", peak {peak / 2**30:.2f} GB (<= {mem / 2**30:g} GB)" if mem else ""
+    print(f"{label:58s} {seconds:8.2f} s ({err}){mem_txt}  (target <= {target:g} s)"
+          f"{'' if ok else '  OVER target'}")
+
+
+def scale_numbers(model: str, repeat: int) -> None:
+    """Issue 23's other targets, each in its own process."""
+    print("\n[scale]")
+    export_numbers(model, repeat)
+    with tempfile.TemporaryDirectory() as tmp:
+        limit, mem = DECODE_TARGET
+        secs, peak, err = _child(["trace", "gpt2_decode", "--input-dim", "P=1..255", "--input-dim", "T=1",
+                                  "--out", os.path.join(tmp, "decode"), "-q"], 2 * limit, 4 * mem)
+        _verdict("decode: trace gpt2_decode P=1..255, T=1", secs, err, limit, peak, mem)
+        secs, _, err = _child(["trace", "bilstm", "--svg", "--out", os.path.join(tmp, "lstm"), "-q"],
+                              2 * LSTM_SVG_TARGET_S)
+        _verdict("lstm: trace bilstm --svg", secs, err, LSTM_SVG_TARGET_S)
+        import onnx
+
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        from chain_scaling import chain_model
+
+        path = os.path.join(tmp, f"chain{CHAIN_NODES}.onnx")
+        onnx.save(chain_model(CHAIN_NODES), path)
+        secs, _, err = _child(["read", path], 4 * READ_TARGET_S)
+        _verdict(f"read: {CHAIN_NODES:,}-node elementwise chain", secs, err, READ_TARGET_S)
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", default="yolov8")
     ap.add_argument("--repeat", type=int, default=2, help="toggle off/on cycles")
-    ap.add_argument("--sections", default="first,session,explorer,graphs",
-                    help="comma-separated: first (first render), session, explorer, graphs")
+    ap.add_argument("--sections", default="first,session,explorer,graphs,scale",
+                    help="comma-separated: first (first render), session, explorer, graphs, scale (issue 23: "
+                         "the yolov10n export, the decode P range, the LSTM --svg, read of 100,000 nodes)")
     args = ap.parse_args(argv)
     sections = {"first": first_render_numbers, "session": session_numbers, "explorer": explorer_numbers,
-                "graphs": graph_numbers}
+                "graphs": graph_numbers, "scale": scale_numbers}
     chosen = [name.strip() for name in args.sections.split(",") if name.strip()]
     unknown = [name for name in chosen if name not in sections]
     if unknown:  # before minutes of measuring, not after

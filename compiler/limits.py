@@ -37,7 +37,13 @@ def _physical_memory() -> int:
 
 def memory_budget() -> int:
     """Bytes one allocation may take (MIGX_EXPLORE_MEMORY_BUDGET, else half the machine's memory)."""
-    text = os.environ.get(ENV, "").strip().upper().removesuffix("B").removesuffix("I")
+    return _budget(os.environ.get(ENV, ""))
+
+
+@functools.lru_cache(maxsize=8)
+def _budget(setting: str) -> int:
+    # cached by the setting's text: the importer asks once per node (100,000 times on a big graph)
+    text = setting.strip().upper().removesuffix("B").removesuffix("I")
     if text:
         num, unit = (text[:-1], text[-1]) if text[-1] in _SUFFIX else (text, "")
         try:

@@ -139,7 +139,13 @@ class Shape:
         return self.element_space() * self.dtype.size
 
     def broadcasted(self) -> bool:
-        return any(s == 0 and n > 1 for n, s in zip(self.lens, self.strides))
+        # Asked of every operand by shape rules, matchers and the importer: computed once per
+        # shape (frozen, so the answer cannot change; __dict__ bypasses the frozen __setattr__
+        # and is not a field, so equality and hashing ignore it).
+        known = self.__dict__.get("_broadcasted")
+        if known is None:
+            known = self.__dict__["_broadcasted"] = any(s == 0 and n > 1 for n, s in zip(self.lens, self.strides))
+        return known
 
     def scalar_shape(self) -> bool:
         return not self.is_tuple and all(s == 0 for s in self.strides)

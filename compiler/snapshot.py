@@ -112,9 +112,21 @@ def snapshot_module(m: Module, fresh: bool = False) -> ModuleSnapshot:
         InstrRecord(ins._id, ins._op, tuple(i._id for i in ins._inputs),
                     tuple(sm.name for sm in ins._module_inputs), ins._shape, ins._origin, ins._literal)
         for ins in m)
-    snap = ModuleSnapshot(m.name, m.bypass, recs)
+    if (cache is not None and cache[1].name == m.name and cache[1].bypass == m.bypass
+            and _same_records(cache[1].instrs, recs)):
+        # A fresh read that found the module as it was: share the earlier snapshot, so memory
+        # grows with what passes change, not with the program times the passes (and diff sees
+        # the module as untouched by identity).
+        snap = cache[1]
+    else:
+        snap = ModuleSnapshot(m.name, m.bypass, recs)
     setattr(m, _CACHE_ATTR, (m.version, snap))
     return snap
+
+
+def _same_records(a: tuple[InstrRecord, ...], b: tuple[InstrRecord, ...]) -> bool:
+    return len(a) == len(b) and all(x.id == y.id and x.origin == y.origin and x.literal is y.literal
+                                    and x.same_content(y) for x, y in zip(a, b))
 
 
 def snapshot(p: Program, fresh: bool = False) -> ProgramSnapshot:
@@ -152,37 +164,40 @@ class SnapshotDiff:
 
 
 def diff(before: ProgramSnapshot, after: ProgramSnapshot) -> SnapshotDiff:
-    a, b = before.by_id, after.by_id
+    # A module a pass left alone is the same ModuleSnapshot object on both sides: its ids are
+    # unchanged without looking at them one by one, and only the other modules are indexed. (A
+    # whole-program index per snapshot made every pass cost the size of the program times the
+    # number of modules, e.g. 255 submodules of a decode step traced over a range of lengths.)
+    bm, am = before.by_name, after.by_name
+    unchanged: set[int] = set()
+    a: dict[int, tuple[str, InstrRecord]] = {}
+    b: dict[int, tuple[str, InstrRecord]] = {}
+    for name, ma in bm.items():
+        if am.get(name) is ma:
+            unchanged.update(ma.by_id)
+        else:
+            a.update((r.id, (name, r)) for r in ma.instrs)
+    for name, mb in am.items():
+        if bm.get(name) is not mb:
+            b.update((r.id, (name, r)) for r in mb.instrs)
     added = frozenset(b.keys() - a.keys())
     removed = frozenset(a.keys() - b.keys())
-    changed, unchanged = set(), set()
-    order_changed_mods = set()
-    for mname in before.by_name.keys() & after.by_name.keys():
-        ma, mb = before.by_name[mname], after.by_name[mname]
-        if ma is mb:
-            unchanged.update(ma.by_id)
-            continue
-        ia = [r.id for r in ma.instrs if r.id in mb.by_id]
-        ib = [r.id for r in mb.instrs if r.id in ma.by_id]
-        if ia != ib:
-            order_changed_mods.add(mname)
+    changed = set()
     for i in a.keys() & b.keys():
-        if i in unchanged:
-            continue
         (ma, ra), (mb, rb) = a[i], b[i]
         if ma != mb or not ra.same_content(rb):
             changed.add(i)
         else:
             unchanged.add(i)
     replaced_by: dict[int, list[int]] = {}
-    for i in added:
+    for i in sorted(added):  # new ids in creation order, whatever the set's layout
         for o in b[i][1].origin:
             if o in removed or o in changed:
                 replaced_by.setdefault(o, []).append(i)
     return SnapshotDiff(
         added, removed, frozenset(changed), frozenset(unchanged),
-        tuple(sorted(after.by_name.keys() - before.by_name.keys())),
-        tuple(sorted(before.by_name.keys() - after.by_name.keys())),
+        tuple(sorted(am.keys() - bm.keys())),
+        tuple(sorted(bm.keys() - am.keys())),
         {k: tuple(v) for k, v in replaced_by.items()})
 
 

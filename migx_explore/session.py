@@ -131,7 +131,8 @@ class Session:
 
     @pipelines.setter
     def pipelines(self, value: list[Pipeline]) -> None:
-        self.config.pipelines = value
+        with self.traces.editing():
+            self.config.pipelines = value
 
     @property
     def validate(self) -> bool:
@@ -172,6 +173,28 @@ class Session:
     def run(self) -> Trace:
         """Trace now (re-running only what toggles invalidated) and return the trace."""
         return self.trace
+
+    @property
+    def trace_so_far(self) -> Trace:
+        """The trace of the current configuration as far as it has run (nothing is run): stepping
+        traces only up to the pass it lands on, and the explorer finishes the rest in the
+        background."""
+        return self.traces.prefix(self.config)
+
+    @property
+    def trace_complete(self) -> bool:
+        return self.traces.is_complete(self.config)
+
+    def _upto(self, need: Callable[[Trace], bool] | None = None) -> Trace:
+        """The trace run far enough for the current record and `need` (None: just the current)."""
+        pos = self.cursor.position
+
+        def enough(t: Trace) -> bool:
+            return len(t.records) > pos and (need is None or need(t))
+
+        trace = self.traces.extend(self.config, enough)
+        self.cursor.clamp(trace)
+        return trace
 
     @property
     def records(self) -> list[PassRecord]:
@@ -245,34 +268,60 @@ class Session:
     def visible(self) -> list[int]:
         return self.cursor.visible(self.trace)
 
+    def visible_so_far(self) -> list[int]:
+        """The records stepping visits, in the trace as far as it has run (nothing is run)."""
+        return self.cursor.visible(self.trace_so_far)
+
+    # Stepping runs the trace only as far as the record it lands on (records never change once
+    # made, so a prefix answers exactly as the whole trace would).
     @property
     def current(self) -> PassRecord:
-        return self.cursor.current(self.trace)
+        return self.cursor.current(self._upto())
 
     def step(self, n: int = 1) -> PassRecord:
-        return self.cursor.move(self.trace, n)
+        cur = self.cursor
+
+        def ahead(t: Trace) -> bool:
+            return sum(1 for i in cur.visible(t) if i > cur.position) >= n
+
+        return cur.move(self._upto(ahead), n)
 
     def back(self, n: int = 1) -> PassRecord:
-        return self.cursor.move(self.trace, -n)
+        return self.cursor.move(self._upto(), -n)
 
     def first(self) -> PassRecord:
-        return self.cursor.first(self.trace)
+        return self.cursor.first(self._upto(lambda t: bool(self.cursor.visible(t))))
 
     def last(self) -> PassRecord:
         return self.cursor.last(self.trace)
 
     def first_changed(self) -> PassRecord:
         """Go to the first visible pass that changed the IR (where a first look starts)."""
-        return self.cursor.first_changed(self.trace)
+        def seen(t: Trace) -> bool:
+            return any(t.records[i].changed or t.records[i].status == "failed" for i in self.cursor.visible(t))
+
+        return self.cursor.first_changed(self._upto(seen))
 
     def goto(self, where: str | int) -> PassRecord:
-        return self.cursor.goto(self.trace, where)
+        if isinstance(where, int):
+            return self.cursor.goto(self._upto(lambda t: len(t.records) > where), where)
+
+        def found(t: Trace) -> bool:
+            try:
+                t.find(where)
+            except KeyError:
+                return False
+            return True
+
+        return self.cursor.goto(self._upto(found), where)
 
     # ---- what a pass did ------------------------------------------------------------------------------
     def snapshots(self, index: int | None = None) -> tuple[ProgramSnapshot, ProgramSnapshot]:
         """(before, after) of a record (default: the current one). A disabled or failed pass has no
         after snapshot: it left the IR as it was."""
-        return self.trace.snapshots(self.current if index is None else self.trace.records[index])
+        if index is None:
+            return self._upto().snapshots(self.current)
+        return self._upto(lambda t: len(t.records) > index).snapshots(self.trace_so_far.records[index])
 
     def before(self) -> ProgramSnapshot:
         return self.snapshots()[0]
@@ -391,7 +440,8 @@ class Session:
     def set_enabled(self, target: str, enabled: bool, reason: str = "") -> list[str]:
         """Enable/disable a pass everywhere (`fuse_horizontal`), at one position
         (`required.dead_code_elimination#3`) or a whole pipeline (`optimize_rewrite`)."""
-        return self.config.set_enabled(target, enabled, reason)
+        with self.traces.editing():
+            return self.config.set_enabled(target, enabled, reason)
 
     def disable(self, target: str, reason: str = "") -> list[str]:
         return self.set_enabled(target, False, reason)
@@ -401,27 +451,33 @@ class Session:
 
     def set_mode(self, mode: str) -> None:
         """eager skips optimize_rewrite (MIGraphX compile-modes); balanced runs everything."""
-        self.config.set_mode(mode)
+        with self.traces.editing():
+            self.config.set_mode(mode)
 
     def set_options(self, target: str, **options: Any) -> None:
-        self.config.set_options(target, **options)
+        with self.traces.editing():
+            self.config.set_options(target, **options)
 
     def insert_pass(self, p: Pass | Rule | Sequence[Rule] | Callable, *, after: str | None = None,
                     before: str | None = None, name: str | None = None) -> str:
         """Insert a user pass (a Pass, matcher Rule(s) or function) after/before a position."""
         if (after is None) == (before is None):
             raise SessionError("insert_pass needs exactly one of after= or before=")
-        return self.config.insert(PassEntry(as_pass(p, name), user=True), after=after, before=before)
+        with self.traces.editing():
+            return self.config.insert(PassEntry(as_pass(p, name), user=True), after=after, before=before)
 
     def remove_pass(self, target: str) -> None:
-        self.config.remove(target)
+        with self.traces.editing():
+            self.config.remove(target)
 
     def move_pass(self, target: str, *, after: str | None = None, before: str | None = None) -> str:
         """Move one entry (ordering lessons); ordering-rule warnings tell what it breaks."""
-        return self.config.move(target, after=after, before=before)
+        with self.traces.editing():
+            return self.config.move(target, after=after, before=before)
 
     def reset(self) -> None:
-        self.config.reset()
+        with self.traces.editing():
+            self.config.reset()
 
     def warnings(self) -> list[str]:
         return self.config.warnings()

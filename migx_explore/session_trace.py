@@ -4,6 +4,10 @@ inline (while tracing) or deferred (after the first render, one record at a time
 
 The error is read off the trace itself (`Trace.error`), and the trace is re-made whenever the
 configuration's version moved, so neither can describe an older configuration.
+
+Tracing is lazy: the trace grows one top-level entry at a time, as far as someone asks
+(`extend(config, until)`), on one live program; the explorer asks for the pass it shows, then
+lets a background thread ask for the rest.
 """
 
 from __future__ import annotations
@@ -57,11 +61,16 @@ class TraceCache:
         self._numeric_inputs = numeric_inputs
         self._numeric_base: NumericConfig | None = None
         self._steps: list[CachedStep] = []
-        self._trace: Trace | None = None
-        self._traced_version: int | None = None
+        self._partial: Trace | None = None  # the trace of configuration `_version`, maybe a prefix
+        self._version: int | None = None
+        self._flat: list[FlatEntry] = []
+        self._live: Program | None = None  # the program as the last cached step left it
+        self._live_at = 0  # how many steps the live program has run
+        self._run_numeric: NumericConfig | None = None
         self.last_retrace = RetraceInfo()
         self.on_progress: Callable[[int, int, str], None] | None = None
-        self._lock = threading.Lock()  # the deferred check runs in a thread beside re-traces
+        # The deferred check and the background trace run in threads beside the viewer's requests.
+        self._lock = threading.RLock()
 
     # ---- numeric configuration ------------------------------------------------------------------------
     def numeric_config(self) -> NumericConfig | None:
@@ -87,18 +96,44 @@ class TraceCache:
         self.invalidate()
 
     # ---- the trace ----------------------------------------------------------------------------------------
+    # The trace grows one top-level entry at a time (`extend`), each under the lock, so a viewer
+    # asking for the pass it shows and a background thread finishing the rest take turns: what
+    # the user looks at is computed first. `trace` is the whole of it.
     def is_current(self, config: PipelineConfig) -> bool:
-        return self._trace is not None and self._traced_version == config.version
+        return self._partial is not None and self._version == config.version and self._complete()
+
+    def is_complete(self, config: PipelineConfig) -> bool:
+        """Whether the trace of `config` has run to its end (or to a failing pass)."""
+        with self._lock:
+            self._prepare(config)
+            return self._complete()
 
     def trace(self, config: PipelineConfig) -> Trace:
-        if not self.is_current(config):
+        return self.extend(config)
+
+    def extend(self, config: PipelineConfig, until: Callable[[Trace], bool] | None = None) -> Trace:
+        """The trace of `config`, run until `until(trace)` holds (None: to the end). The trace
+        returned may be a prefix; its records never change once made, later ones are appended."""
+        while True:
             with self._lock:
-                self._retrace(config)
-        return self._trace
+                self._prepare(config)
+                trace = self._partial
+                if self._complete() or (until is not None and until(trace)):
+                    return trace
+                self._advance(config)
+
+    def prefix(self, config: PipelineConfig) -> Trace:
+        """The trace of `config` as far as it has run, running nothing."""
+        return self.extend(config, lambda _t: True)
+
+    def editing(self) -> threading.RLock:
+        """Hold this while changing the configuration: a background trace reads the pipelines'
+        switches while it runs an entry, and must not see them change half-way."""
+        return self._lock
 
     def peek(self) -> Trace | None:
-        """The last trace made, without re-tracing (may belong to an older configuration)."""
-        return self._trace
+        """The last trace made, without tracing (may be a prefix, or of an older configuration)."""
+        return self._partial
 
     def variant(self) -> TraceCache:
         """A cache for another configuration of the same program that starts from this one's
@@ -111,50 +146,58 @@ class TraceCache:
 
     def invalidate(self) -> None:
         """Forget cached results (e.g. after changing numeric settings)."""
-        self._steps.clear()
-        self._trace = None
-        self._traced_version = None
+        with self._lock:
+            self._steps.clear()
+            self._partial = None
+            self._version = None
+            self._live = None
 
-    def _retrace(self, config: PipelineConfig) -> None:
+    def _complete(self) -> bool:
+        return len(self._steps) >= len(self._flat) or self._partial.error is not None
+
+    def _prepare(self, config: PipelineConfig) -> None:
+        """Point the partial trace at `config`: keep the cached entries whose prefix is unchanged
+        (a toggle re-runs from the first affected entry, and only when asked)."""
+        if self._partial is not None and self._version == config.version:
+            return
         flat = config.flat()
         keep = 0
         while keep < min(len(flat), len(self._steps)) and self._steps[keep].key == flat[keep][3]:
             keep += 1
+        if self._live_at != keep:
+            self._live = None  # the live program is past the kept prefix (or was never made)
         self._steps = self._steps[:keep]
         trace = Trace(self.initial)
         for st in self._steps:
             trace.records.extend(st.records)
-        start_snap = self._steps[-1].after if self._steps else self.initial
-        self.last_retrace = RetraceInfo(keep, len(flat) - keep, flat[keep][2] if keep < len(flat) else None)
-        if keep < len(flat):
-            trace = self._run(config, flat, keep, start_snap.to_program(), trace)
-        self._trace = trace
-        self._traced_version = config.version
+        self._partial, self._flat, self._version = trace, flat, config.version
+        self._run_numeric = None if self.defer_numeric else self.numeric_config()
+        self.last_retrace = RetraceInfo(keep, 0, flat[keep][2] if keep < len(flat) else None)
 
-    def _run(self, config: PipelineConfig, flat: list[FlatEntry], keep: int, program: Program,
-             trace: Trace) -> Trace:
-        order = {f[2]: k for k, f in enumerate(flat)}
+    def _advance(self, config: PipelineConfig) -> None:
+        """Run the next top-level entry on the live program (made from the last cached snapshot
+        when a toggle moved the prefix)."""
+        flat, k, trace = self._flat, len(self._steps), self._partial
+        if self._live is None:
+            self._live = (self._steps[-1].after if self._steps else self.initial).to_program()
+        order = {f[2]: j for j, f in enumerate(flat)}
 
         def progress(rec: PassRecord) -> None:
             if rec.depth == 0 and self.on_progress:
                 self.on_progress(order.get(rec.path, 0) + 1, len(flat), rec.path)
 
-        numeric = None if self.defer_numeric else self.numeric_config()
-        pm = PassManager(validate=self.validate, numeric=numeric, on_record=progress)
+        pm = PassManager(validate=self.validate, numeric=self._run_numeric, on_record=progress)
+        start = len(trace.records)
+        stop = flat[k + 1][:2] if k + 1 < len(flat) else None
         try:
-            trace = pm.run(program, config.pipelines, trace=trace, start=flat[keep][:2])
-        except PassFailed as e:
-            trace = e.trace
-        self._store_steps(trace, flat, keep)
-        return trace
-
-    def _store_steps(self, trace: Trace, flat: list[FlatEntry], keep: int) -> None:
-        tops = [r for r in trace.records[sum(len(s.records) for s in self._steps):] if r.depth == 0]
-        for j, top in enumerate(tops):
-            if top.status == "failed":
-                break
-            nxt = tops[j + 1].index if j + 1 < len(tops) else len(trace.records)
-            self._steps.append(CachedStep(flat[keep + j][3], trace.records[top.index:nxt], top.after))
+            pm.run(self._live, config.pipelines, trace=trace, start=flat[k][:2], stop=stop)
+        except PassFailed:
+            self._live = None  # the trace carries the error and ends here
+        self.last_retrace.ran += 1
+        tops = [r for r in trace.records[start:] if r.depth == 0]
+        if tops and tops[0].status != "failed":
+            self._steps.append(CachedStep(flat[k][3], trace.records[start:], tops[0].after))
+        self._live_at = len(self._steps)
 
     # ---- the deferred numeric check ----------------------------------------------------------------------
     def unchecked(self, trace: Trace) -> list[PassRecord]:

@@ -11,4 +11,10 @@ if [ "${1:-}" = "--headless" ]; then
   name="$(basename "$model")"
   exec migx-explore trace "$model" --out "${2:-out/${name%.onnx}}" --svg
 fi
-exec python -m jupyterlab --ServerApp.root_dir="$ROOT" notebooks/01_tour.ipynb "$@"
+extra=()
+if [ "$(id -u)" = 0 ]; then
+  # Jupyter refuses to start as root unless told; containers usually run as root.
+  echo "[migx-explore] running as root: starting JupyterLab with --allow-root" >&2
+  extra+=(--allow-root)
+fi
+exec python -m jupyterlab --ServerApp.root_dir="$ROOT" "${extra[@]}" notebooks/01_tour.ipynb "$@"

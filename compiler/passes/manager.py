@@ -21,7 +21,7 @@ from ..errors import MigxError, ValidationError
 from ..inputs import REAL_INPUTS_HINT
 from ..ir import Module, Program
 from ..rewrite import recording, stop_recording
-from ..snapshot import ProgramSnapshot, diff, snapshot
+from ..snapshot import ProgramSnapshot, diff, snapshot, snapshot_module
 from ..verify import Tolerance, check_outputs, program_compute_type
 from .base import Pass, PassEntry, Pipeline
 from .trace import NumericCheck, PassRecord, Trace
@@ -99,15 +99,17 @@ class PassManager:
 
     # ---- public ----------------------------------------------------------------------------------
     def run(self, program: Program, pipelines: Sequence[Pipeline] | Sequence[Pass], *,
-            trace: Trace | None = None, start: tuple[int, int] = (0, 0)) -> Trace:
+            trace: Trace | None = None, start: tuple[int, int] = (0, 0),
+            stop: tuple[int, int] | None = None) -> Trace:
         """Run pipelines (or a flat list of passes) on `program` in place; returns the trace.
 
         To resume from a cached prefix, pass the truncated `trace` to append to and `start` =
         (pipeline index, entry index) of the first entry to run; `program` must be in the state
-        the trace's last record left it in."""
+        the trace's last record left it in. `stop` (same form) is the first entry not to run: a
+        lazy trace runs the pipelines piece by piece."""
         if pipelines and isinstance(pipelines[0], Pass):
             pipelines = [Pipeline("passes", [PassEntry(p) for p in pipelines])]
-        self._trace = trace or Trace(snapshot(program))
+        self._trace = trace if trace is not None else Trace(snapshot(program))  # an empty Trace is falsy
         self._validated = {}
         for pi, pl in enumerate(pipelines):
             counts = _name_counts(pl.entries)
@@ -116,6 +118,8 @@ class PassManager:
                 seen[e.name] = seen.get(e.name, 0) + 1
                 if (pi, k) < start:
                     continue
+                if stop is not None and (pi, k) >= stop:
+                    return self._trace
                 path = entry_path(pl.name, e.name, seen[e.name], counts[e.name])
                 if not (pl.enabled and e.enabled):
                     self._record_disabled(program, pl, k, e, path)
@@ -193,7 +197,16 @@ class PassManager:
         # user's pass is always re-read and validated: its report is not trusted, and an illegal
         # mutation must be blamed on it, not on the next built-in pass that trips over it.
         suspicious = reported is not False or user
-        after = snapshot(program, fresh=suspicious)
+        scope = scope if scope is not None and p.walks_modules() else None  # else it ran on the program
+        if scope is not None and suspicious and not user:
+            # A nested pass given one module (optimize_module's, per module) re-reads that module
+            # only: re-reading and re-validating every module after each of them cost the module
+            # count squared (255 submodules of a decode step over a length range). Anything it
+            # did elsewhere is still caught by its top-level pass's full check.
+            snapshot_module(scope, fresh=True)
+            after = snapshot(program)
+        else:
+            after = snapshot(program, fresh=suspicious)
         rec.after = after
         rec.diff = diff(before, after)
         rec.time_s = max(elapsed, 0.0)
@@ -201,7 +214,7 @@ class PassManager:
             self._fail(program, rec, f"pass {rec.path} reported no change but changed the IR "
                                      f"({rec.diff.summary()})", before, elapsed)
         if self.validate and (rec.changed or suspicious):
-            self._validate(program, rec, before, elapsed, full=suspicious)
+            self._validate(program, rec, before, elapsed, full=suspicious, only=scope)
         if self.numeric is not None and rec.changed and (parent is None or self.numeric.nested):
             rec.numeric = self._numeric_check(program)
         if self.on_record:
@@ -228,8 +241,8 @@ class PassManager:
         return any(results)
 
     def _validate(self, program: Program, rec: PassRecord, before: ProgramSnapshot, elapsed: float,
-                  full: bool = False) -> None:
-        for m in program.get_modules():
+                  full: bool = False, only: Module | None = None) -> None:
+        for m in program.get_modules() if only is None else [only]:
             key = id(m)
             if not full and self._validated.get(key) == m.version:
                 continue

@@ -25,10 +25,13 @@ class Schedule(Pass):
             return False
         before = [i.id for i in module]
         module.sort()
+        # Moving an allocation down to its first user keeps the order of everything else, and
+        # users of allocations are not allocations: one index serves the whole loop (one per
+        # allocation made this pass quadratic on an unrolled LSTM).
+        order = module.index_of()
         for ins in list(module):
             if ins.name in (ALLOC, "allocate") and ins.outputs:
-                order = module.index_of()
                 first = min(ins.outputs, key=lambda u: order[u.id])
-                if order[first.id] != order[ins.id] + 1:
+                if first is not ins.next:
                     module.move_instruction(ins, first)
         return [i.id for i in module] != before

@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 import onnx
 
 from .bert_encoder import bert_encoder
+from .bilstm import bilstm
 from .cnn import mobilenet, resnet18, resnet_block
 from .gpt2_decode import gpt2_decode
 from .llama_decoder import llama_decoder
@@ -22,6 +23,7 @@ from .unet_unnamed import unet_unnamed
 from .yolo import yolo
 from .yolo_e2e import yolo_e2e
 from .yolov8 import yolov8
+from .yolov10n import yolov10n
 
 _MODELS: dict[str, tuple[Callable[[], onnx.ModelProto], str]] = {
     "resnet_block": (resnet_block, "two ResNet basic blocks (conv-bn-relu, residual add), 1x16x32x32"),
@@ -32,6 +34,11 @@ _MODELS: dict[str, tuple[Callable[[], onnx.ModelProto], str]] = {
                            "GatherND post-processing"),
     "yolov8": (yolov8, "full YOLOv8-shaped detector (backbone, PAN neck, 3-scale head, DFL; n width, l "
                        "depth): ~800 instructions, the real-size example"),
+    "yolov10n": (yolov10n, "YOLOv10n-shaped export with Ultralytics' node names (/model.2/m.0/cv1/conv/Conv): "
+                           "SCDown, PSA attention, C2fCIB, one-to-one v10Detect + TopK post-processing; "
+                           "~725 instructions, the explorer's speed benchmark"),
+    "bilstm": (bilstm, "2-layer bidirectional LSTM (seq 32, hidden 96) as torch.onnx exports it; "
+                       "rewrite_rnn unrolls it to thousands of instructions (the big-graph example)"),
     "transformer": (transformer, "encoder layer: attention with a -inf causal mask, LayerNorm, Erf GELU"),
     "mlp": (mlp, "Gemm/ReLU classifier on 1x784"),
     "dynamic_mlp": (dynamic_mlp, "MatMul/Add MLP with a symbolic batch dim"),

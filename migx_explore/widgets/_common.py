@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import functools
 import html
+import os
 import re
 import traceback
 from collections.abc import Callable
@@ -38,6 +39,8 @@ CSS = """
 .migx-explorer .migx-warnings ul { margin: 2px 0; padding-left: 16px; }
 .migx-explorer .migx-position-row { align-items: center; justify-content: space-between; width: 100%; }
 .migx-explorer .migx-stepper { flex-wrap: nowrap; }
+.migx-explorer .migx-stepper .migx-nested { flex: none; width: max-content !important; min-width: max-content; }
+.migx-explorer .migx-stepper .migx-nested label { overflow: visible; white-space: nowrap; }
 .migx-explorer .migx-stepper button { flex: none; }
 .migx-explorer .migx-view-select .widget-toggle-button { padding: 0 8px; }
 .migx-explorer .migx-legend { font-size: 11px; color: #444; line-height: 1.6; }
@@ -71,8 +74,8 @@ CSS = """
 .migx-explorer .migx-tree-row .migx-row-info { color: #666; font-size: 11px; white-space: nowrap; }
 .migx-explorer .migx-pipeline-row { background: #eef2f7; font-weight: bold; margin-top: 4px; }
 .migx-explorer .migx-noop button.migx-pass-goto, .migx-explorer .migx-disabled button.migx-pass-goto,
-.migx-explorer .migx-pending button.migx-pass-goto, .migx-explorer .migx-not-run button.migx-pass-goto
-  { color: #999; }
+.migx-explorer .migx-pending button.migx-pass-goto, .migx-explorer .migx-not-run button.migx-pass-goto,
+.migx-explorer .migx-tracing button.migx-pass-goto { color: #999; }
 .migx-explorer .migx-disabled button.migx-pass-goto, .migx-explorer .migx-pending button.migx-pass-goto
   { text-decoration: line-through; }
 .migx-explorer .migx-changed button.migx-pass-goto { color: #0b5394; font-weight: 600; }
@@ -129,6 +132,9 @@ def set_state_classes(widget: Any, states: tuple[str, ...], state: str | None) -
         widget._dom_classes = tuple(new)
 
 
+DEBUG_ENV = "MIGX_EXPLORE_DEBUG"
+
+
 class TaskProgress:
     """A panel's progress bar and its "what (done/total)" label, hidden until the first report;
     `report` is the callback the session's sweeps and timings call."""
@@ -148,26 +154,36 @@ class TaskProgress:
 
 
 class ErrorBox:
-    """An HTML widget listing errors from callbacks and long-running work, newest first.
+    """One error box for callbacks and long-running work: the latest error, one line (what was
+    being done, the file or pass it concerns, the problem), replaced by the next action's.
 
     Callbacks run inside the kernel's comm handler, where an exception would only reach the
-    browser console log; `guard` catches it and shows it here instead (never swallowed)."""
+    browser console log; `guard` catches it and shows it here instead (never swallowed). The
+    traceback of an internal error is behind a disclosure in debug mode only (`debug=True`, or
+    MIGX_EXPLORE_DEBUG=1: the notebook's --debug)."""
 
-    def __init__(self, keep: int = 5):
+    def __init__(self, keep: int = 1, debug: bool | None = None):
         W = widgets()
         self.keep = keep
+        self.debug = os.environ.get(DEBUG_ENV, "") not in ("", "0") if debug is None else debug
         self.messages: list[str] = []
         self.widget = W.HTML("", _dom_classes=["migx-error-box"])
 
     def show(self, err: BaseException | str, where: str = "") -> None:
         if isinstance(err, BaseException):
-            # The CLI's error boundary decides: a known error is its one line; only an internal
-            # error keeps its traceback (folded, the notebook's --debug).
-            known = describe_error(err).known
-            head = f"{type(err).__name__}: {describe_error(err).text if known else err}"
-            tb = "" if known else "".join(traceback.format_exception(type(err), err, err.__traceback__))
+            # The CLI's error boundary decides the line (a known error as it is, an internal one
+            # named as such); never a class name such as ImportError_ in front of it.
+            msg = describe_error(err)
+            head, tb = msg.text, ""
+            if not msg.known:  # the CLI's line points at --debug; here debug mode is the env setting
+                detail = " ".join(str(err).split())[:300]
+                head = f"internal error {type(err).__name__}" + (f": {detail}" if detail else "")
+                if self.debug:
+                    tb = "".join(traceback.format_exception(type(err), err, err.__traceback__))
+                else:
+                    head += f" (a bug in migx-explore; {DEBUG_ENV}=1 shows its traceback)"
         else:
-            head, tb = str(err), ""
+            head, tb = " ".join(str(err).split()), ""
         prefix = f"{where}: " if where else ""
         item = f'<div class="migx-error"><b>{html.escape(prefix + head)}</b>'
         if tb:
@@ -189,6 +205,7 @@ class ErrorBox:
 
         @functools.wraps(fn)
         def wrapped(*args: Any, **kwargs: Any) -> Any:
+            self.clear()  # the next action replaces the last one's error
             try:
                 return fn(*args, **kwargs)
             except Exception as e:  # noqa: BLE001 - shown to the user, not swallowed

@@ -215,8 +215,8 @@ class SvgCache:
     right key; the cache holds the snapshots themselves, so an id can never be reused.
 
     `prefetch` draws a view in a background thread (graphviz runs as a subprocess, so the
-    kernel stays responsive): the explorer prefetches the next pass after each step, so a click
-    on "next" usually finds its graph ready."""
+    kernel stays responsive): the explorer prefetches the next and previous passes after each
+    step, so a click on "next" or "back" usually finds its graph ready."""
 
     def __init__(self, size: int = 96, prefetch: bool = True):
         self.size = size
@@ -280,7 +280,7 @@ def record_snapshots(session: Session, index: int) -> tuple[ProgramSnapshot, Pro
     """(before, after, diff) of one trace record, as Session.before()/after()/diff() give them
     for the current one (a disabled or failed pass has no after: it left the IR as it was)."""
     before, after = session.snapshots(index)
-    return before, after, session.trace.records[index].diff
+    return before, after, session.trace_so_far.records[index].diff
 
 
 def _graph_job(session: Session, index: int, view: str, opts: dict[str, Any]) -> tuple[Any, Any, tuple, Callable]:
@@ -308,11 +308,17 @@ def current_graph(session: Session, view: str, cache: SvgCache | None = None, **
 
 
 def prefetch_next(session: Session, view: str, cache: SvgCache, **opts: Any) -> int | None:
-    """Start drawing `view` for the pass a "next" click would show; returns its record index."""
-    later = [i for i in session.visible() if i > session.position]
-    if not later:
-        return None
-    if view == "diff" and opts.get("region") is not None and first_view(session.regions(later[0])) == "summary":
-        return None  # that pass opens on its rewrite summary: no drawing to prepare
-    cache.prefetch(*_graph_job(session, later[0], view, opts))
-    return later[0]
+    """Start drawing `view` for the pass a "next" click would show, then for the one "back" would
+    (one drawing thread: next first); returns the next pass's record index when it is drawn. Only
+    passes already traced are drawn: prefetching never runs passes, and a pass that opens on its
+    rewrite summary has no drawing to prepare."""
+    vis = session.visible_so_far()
+    later = [i for i in vis if i > session.position]
+    earlier = [i for i in vis if i < session.position]
+    drawn = []
+    for i in later[:1] + earlier[-1:]:
+        if view == "diff" and opts.get("region") is not None and first_view(session.regions(i)) == "summary":
+            continue
+        cache.prefetch(*_graph_job(session, i, view, opts))
+        drawn.append(i)
+    return later[0] if later and later[0] in drawn else None

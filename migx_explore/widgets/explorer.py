@@ -41,6 +41,7 @@ class Progress:
         self.label = W.HTML("", _dom_classes=[css + "-label"])
         self.widget = W.HBox([self.bar, self.label], _dom_classes=[css], layout=W.Layout(display="none"))
         self._last = 0.0
+        self.note = ""  # what stays in front of the pass names (e.g. the load's result while the rest traces)
 
     def __call__(self, done: int, total: int, what: str) -> None:
         # A trace reports ~100 passes in a second or two: redraw at most ~10 times a second (each
@@ -52,11 +53,12 @@ class Progress:
         self.widget.layout.display = None
         self.bar.max = max(total, 1)
         self.bar.value = min(done, self.bar.max)
-        self.label.value = html.escape(f"{what} ({done}/{total})")
+        self.label.value = html.escape(f"{self.note}{what} ({done}/{total})")
 
     def finish(self, message: str) -> None:
         self.widget.layout.display = None
         self.bar.value = self.bar.max
+        self.note = ""
         self.label.value = html.escape(message)
 
 
@@ -107,6 +109,53 @@ class NumericFiller:
             self._on_error(e)
 
 
+class TraceFiller:
+    """Finishes a session's trace in a thread, one top-level pass at a time (each under the trace
+    cache's lock, so a step the user asks for meanwhile runs in between), calling `on_progress()`
+    at most every `every` seconds and `on_done()` at the end; `cancel` (a new load or a toggle)
+    stops it before the next pass."""
+
+    def __init__(self, on_progress: Any, on_done: Any, on_error: Any, every: float = 1.0):
+        self._on_progress, self._on_done, self._on_error = on_progress, on_done, on_error
+        self.every = every
+        self._generation = 0
+        self._thread: threading.Thread | None = None
+
+    def restart(self, session: Session) -> None:
+        self.cancel()
+        gen = self._generation
+        self._thread = threading.Thread(target=self._run, args=(session, gen), daemon=True, name="migx-trace")
+        self._thread.start()
+
+    def cancel(self) -> None:
+        self._generation += 1
+
+    def running(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Block until the trace is finished (tests, scripts); False on timeout."""
+        t = self._thread
+        if t is not None:
+            t.join(timeout)
+            return not t.is_alive()
+        return True
+
+    def _run(self, session: Session, gen: int) -> None:
+        try:
+            last = time.perf_counter()
+            while gen == self._generation and not session.trace_complete:
+                n = len(session.trace_so_far.records)
+                session.traces.extend(session.config, lambda t, n=n: len(t.records) > n)
+                if gen == self._generation and time.perf_counter() - last >= self.every:
+                    self._on_progress(session)
+                    last = time.perf_counter()
+            if gen == self._generation:
+                self._on_done(session)
+        except Exception as e:  # noqa: BLE001 - a thread's error would otherwise vanish
+            self._on_error(e)
+
+
 class Stepper:
     """first / back / next / last buttons, a slider over the passes the view visits, the position."""
 
@@ -146,7 +195,7 @@ class Stepper:
         self._ex = ex
 
     def show(self, session: Session) -> None:
-        vis = session.visible()
+        vis = session.visible_so_far()  # the slider grows while the trace finishes in the background
         self._quiet = True
         try:
             self.slider.max = max(len(vis) - 1, 0)
@@ -160,7 +209,7 @@ class Stepper:
     def _slid(self, change: dict) -> None:
         if self._quiet:
             return
-        vis = self._ex.session.visible()
+        vis = self._ex.session.visible_so_far()
         if vis:
             self._ex.goto(vis[min(change["new"], len(vis) - 1)])
 
@@ -202,6 +251,11 @@ class Explorer:
         self.numeric_progress = W.HTML("", _dom_classes=["migx-numeric-progress"])
         self._stats_lock = threading.Lock()
         self.numeric = NumericFiller(self._numeric_result, lambda e: self.errors.show(e, "numeric check"))
+        # The UI lock: the background trace and numeric check update tree and stats from their
+        # threads, between the user's clicks, never in the middle of one.
+        self._ui_lock = threading.RLock()
+        self.tracer = TraceFiller(self._trace_progress, self._trace_done,
+                                  lambda e: self.errors.show(e, "background trace"))
         self.picker = ModelPicker(self.errors, self.set_session, initial=model_name)
         self.tree = PipelineTree(self.errors, self.toggle, self.goto, self._view_changed)
         self.stepper = Stepper(self.errors, self)
@@ -222,7 +276,9 @@ class Explorer:
         self.report.widget.layout.display = "none"  # part of the Recipe / export menu
         self.recipe_button.observe(self.errors.guard(lambda _c: self._show_recipe(), "recipe"), "value")
         left = W.VBox([self.tree.widget, self.views.stats, self.views.warnings],
-                      layout=W.Layout(width="330px", min_width="330px", flex="0 0 330px"), _dom_classes=["migx-side"])
+                      # the graph is what the user reads: the side column gives way first (at
+                      # 1280x800 in JupyterLab the graph pane had 510 px of the width)
+                      layout=W.Layout(width="290px", min_width="230px", flex="0 1 290px"), _dom_classes=["migx-side"])
         right = W.VBox([self.stepper.widget, W.HBox([self.stepper.position, self.recipe_button],
                                                     _dom_classes=["migx-position-row"]),
                         self.recipe, self.report.widget, self.views.widget],
@@ -236,6 +292,8 @@ class Explorer:
         self.session: Session | None = None
         self.last_refresh_s = 0.0
         self.last_load: dict[str, float] = {}
+        self._rows_for = -1  # how many trace records the tree shows
+        self._done_message = ""
         if session is not None:
             self.set_session(session)
 
@@ -253,42 +311,89 @@ class Explorer:
         return session
 
     def set_session(self, session: Session, *, started: float | None = None) -> None:
-        """Trace `session` and show it. Everything that can fail (import, tracing) happens before
-        any control changes; a pass that fails is part of the new state, shown with its error."""
+        """Trace `session` as far as its first changed pass and show that; the rest of the trace
+        follows in the background (the tree fills in), then the numeric check. Everything that
+        can fail before the first graph (import, the passes up to it) happens before any control
+        changes; a pass that fails is part of the new state, shown with its error."""
         t0 = started if started is not None else time.perf_counter()
         t_trace = time.perf_counter()
         session.on_progress = self.progress
         session.view.filter = self.tree.filter.value.strip()
         session.view.hide_unchanged = self.tree.hide_unchanged.value
-        session.run()
+        session.first_changed()  # traces only as far as the pass shown first
         t_traced = time.perf_counter()
-        session.first_changed()
-        rows = queries.tree_rows(session)
+        rows = queries.tree_rows(session, so_far=True)
+        rows_for = len(session.trace_so_far.records)
         # ---- commit: from here on only display updates
+        self.tracer.cancel()
         self.numeric.cancel()
-        self.session = session
-        self.views.reset_clusters()  # opened clusters belong to the old model's instruction ids
-        self.errors.clear()
-        self.title.value = f"<h3 class='migx-title-text'>migx-explore · {html.escape(session.name)}</h3>"
-        self.gpu.reset(session.source.get("value", session.name) if session.source.get("kind") == "model" else "")
-        self.tree.update(rows, session.position)
-        self.report.reset(session)
-        self._show_position()
-        self._show_status()
-        if session.error:
-            self.errors.show(session.error, "pipeline")
+        with self._ui_lock:
+            self.session = session
+            self.numeric_progress.value = ""
+            self.views.reset_clusters()  # opened clusters belong to the old model's instruction ids
+            self.errors.clear()
+            self.title.value = f"<h3 class='migx-title-text'>migx-explore · {html.escape(session.name)}</h3>"
+            self.gpu.reset(session.source.get("value", session.name) if session.source.get("kind") == "model"
+                           else "")
+            self.tree.update(rows, session.position)
+            self.report.reset(session)
+            self._rows_for = rows_for
+            self._show_position()
+            self._show_status()
+            if session.trace_so_far.error:
+                self.errors.show(session.trace_so_far.error, "pipeline")
         t_shown = time.perf_counter()
         self.last_load = {"import_s": t_trace - t0, "trace_s": t_traced - t_trace, "first_view_s": t_shown - t_traced,
-                          "total_s": t_shown - t0}
-        self.progress.finish(f"loaded {session.name} ({session.initial.total_instructions()} instructions): traced "
-                             f"in {t_traced - t_trace:.2f} s, first graph after {t_shown - t0:.2f} s")
+                          "total_s": t_shown - t0, "passes_traced": float(len(session.trace_so_far.records))}
+        self._continue(session, f"loaded {session.name} ({session.initial.total_instructions()} instructions): "
+                                f"traced in {t_traced - t_trace:.2f} s, first graph after {t_shown - t0:.2f} s")
+
+    def _continue(self, session: Session, message: str) -> None:
+        """Say `message`; finish the trace in the background, then run the numeric check (neither
+        blocks the user)."""
+        self._done_message = message
+        if session.trace_complete:
+            self.progress.finish(message)
+            self._start_numeric()
+        else:
+            self.progress.finish(message + "; tracing the other passes in the background")
+            self.progress.note = message + "; tracing in the background: "
+            self.tracer.restart(session)
+
+    def wait(self, timeout: float | None = 600) -> bool:
+        """Block until the background trace and numeric check are done (scripts, tests)."""
+        return self.tracer.wait(timeout) and self.numeric.wait(timeout)
+
+    def _trace_progress(self, session: Session) -> None:
+        if session is not self.session:
+            return
+        with self._ui_lock:
+            self._update_tree(session)
+            self.stepper.show(session)
+
+    def _trace_done(self, session: Session) -> None:
+        if session is not self.session:
+            return
+        with self._ui_lock:
+            self._update_tree(session)
+            self.stepper.show(session)
+            self._show_status()
+            if session.error:
+                self.errors.show(session.error, "pipeline")
+        self.progress.finish(f"{self._done_message}; then the other passes in the background "
+                             f"({len(session.trace.records)} pass records)")
         self._start_numeric()
+
+    def _update_tree(self, s: Session) -> None:
+        self._rows_for = len(s.trace_so_far.records)
+        self.tree.update(queries.tree_rows(s, so_far=True), s.position)
 
     def _show_status(self) -> None:
         s = self._require()
         spec = html.escape(s.spec_or_label())
-        self.status.value = (f"<span class='migx-status-text'>{s.trace.initial.total_instructions()} → "
-                             f"{s.final().total_instructions()} instructions · spec: <code>{spec}</code></span>")
+        final = f"{s.final().total_instructions()}" if s.trace_complete else "… (tracing)"
+        self.status.value = (f"<span class='migx-status-text'>{s.initial.total_instructions()} → "
+                             f"{final} instructions · spec: <code>{spec}</code></span>")
         if self.recipe_button.value:
             self.recipe.value = recipe_html(s)
 
@@ -325,26 +430,35 @@ class Explorer:
         pass path to stay on (record indexes shift when nested passes come and go)."""
         s = self._require()
         t0 = time.perf_counter()
+        self.tracer.cancel()
         self.numeric.cancel()
-        s.run()
-        if keep is not None:
+        if keep is not None:  # re-traces from the first affected pass only as far as `keep`
             try:
                 s.goto(keep)
             except SessionError:  # the pass is gone (removed by the user): stay at the same index
                 pass
+        s.current  # noqa: B018 - traced at least as far as the position
         info = s.last_retrace
-        if s.error:
-            self.errors.show(s.error, "pipeline")
-        self.tree.update(queries.tree_rows(s), s.position)
-        self._show_position()
-        self._show_status()
+        with self._ui_lock:
+            if s.trace_so_far.error:
+                self.errors.show(s.trace_so_far.error, "pipeline")
+            self._update_tree(s)
+            self._show_position()
+            self._show_status()
         self.last_refresh_s = time.perf_counter() - t0
-        self.progress.finish(f"re-traced {info.ran}/{info.ran + info.reused} passes in {self.last_refresh_s:.2f} s"
-                             + (f" (from {info.first_run.split('#')[0]})" if info.first_run else ""))
-        self._start_numeric()
+        self._continue(s, f"re-traced {info.ran}/{len(s.config.flat()) - info.reused} passes in "
+                          f"{self.last_refresh_s:.2f} s"
+                          + (f" (from {info.first_run.split('#')[0]})" if info.first_run else ""))
 
     def _show_position(self) -> None:
+        with self._ui_lock:
+            self._draw_position()
+
+    def _draw_position(self) -> None:
         s = self._require()
+        n = len(s.trace_so_far.records)
+        if n != self._rows_for:  # stepping traced further than the tree shows
+            self._update_tree(s)
         self.stepper.show(s)
         self.tree.mark_current(s.position)
         with self._stats_lock:  # the step's stats are written last (see _numeric_result)
@@ -355,7 +469,7 @@ class Explorer:
 
     def _require(self) -> Session:
         if self.session is None:
-            raise RuntimeError("no model loaded: pick one above and press Load, or call .load(...)")
+            raise SessionError("no model loaded: pick one above and press Load, or call .load(...)")
         return self.session
 
     # ---- stepping -----------------------------------------------------------------------------------
@@ -405,7 +519,7 @@ class Explorer:
 
     def _snap_to_visible(self) -> None:
         s = self._require()
-        s.cursor.snap_to_visible(s.trace)
+        s.cursor.snap_to_visible(s.trace_so_far)
         self._show_position()
 
 

@@ -17,6 +17,10 @@ from .dom_tools import ChunkedUpload
 COMPILE_MODES = ("balanced", "eager")
 
 
+def _first_line(e: BaseException) -> str:
+    return (str(e).strip().splitlines() or [type(e).__name__.rstrip("_")])[0][:200]
+
+
 def builtin_models() -> list[str]:
     """Names of the built-in example models ([] while the models package is unavailable)."""
     try:
@@ -123,7 +127,12 @@ class ModelPicker:
             self.builtin.value = ""
             self._uploaded_bytes = None
             if os.path.exists(change["new"]):
-                self._show_inputs(queries.onnx_inputs(change["new"]))
+                try:
+                    dims = queries.onnx_inputs(change["new"])
+                except Exception as e:  # noqa: BLE001 - reported as one line naming the file
+                    self.inputs_note.value = f"{html.escape(change['new'])}: not a readable ONNX model"
+                    raise ValueError(f"{change['new']} is not a readable ONNX model ({_first_line(e)})") from None
+                self._show_inputs(dims)
 
     def _uploaded(self, name: str, data: bytes) -> None:
         self.builtin.value, self.path.value = "", ""
@@ -132,7 +141,9 @@ class ModelPicker:
         try:
             dims = queries.onnx_inputs(data)
         except Exception as e:  # noqa: BLE001 - reported as one line naming the file
-            raise ValueError(f"{name} is not a readable ONNX model ({type(e).__name__}: {e})") from None
+            # the note says what Load would do now, not the name of an earlier upload
+            self.inputs_note.value = f"{html.escape(name)} not loaded: not a readable ONNX model"
+            raise ValueError(f"{name} is not a readable ONNX model ({_first_line(e)})") from None
         self._uploaded_bytes = data
         self._show_inputs(dims)
         self.inputs_note.value = f"uploaded {html.escape(name)} ({len(data) / 1e6:.1f} MB). " + self.inputs_note.value

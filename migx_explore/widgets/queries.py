@@ -29,7 +29,7 @@ class TreeRow:
     depth: int  # 0 pipelines, 1 entries, 2+ nested children
     enabled: bool  # the checkbox: the entry's (or pipeline's) own switch
     effective: bool  # actually ran: pipeline and entry enabled
-    status: str  # ok | disabled | failed | pending (not implemented) | not run (after a failure)
+    status: str  # ok | disabled | failed | pending (not implemented) | not run (after a failure) | tracing
     changed: bool
     reason: str = ""
     time_ms: float = 0.0
@@ -47,7 +47,7 @@ class TreeRow:
     @property
     def css_state(self) -> str:
         """One CSS class naming the row's state (the widget dims no-ops and disabled rows)."""
-        if self.status in ("failed", "pending", "not run"):
+        if self.status in ("failed", "pending", "not run", "tracing"):
             return "migx-" + self.status.replace(" ", "-")
         if not self.effective:
             return "migx-disabled"
@@ -60,12 +60,13 @@ def is_pending(entry: PassEntry) -> bool:
 
 
 def _records_by_path(session: Session) -> dict[str, PassRecord]:
-    return {r.path: r for r in session.trace.records if r.depth == 0}
+    return {r.path: r for r in session.trace_so_far.records if r.depth == 0}
 
 
 def _children(session: Session, rec: PassRecord) -> Iterable[PassRecord]:
+    records = session.trace_so_far.records  # rec is in it, and so are its children
     for i in rec.children:
-        child = session.trace.records[i]
+        child = records[i]
         yield child
         yield from _children(session, child)
 
@@ -84,17 +85,23 @@ def _catalogue_defaults(session: Session) -> dict[str, bool]:
     return {path: e.enabled for pl in session.catalog for e, path in zip(pl.entries, entry_paths(pl))}
 
 
-def pipeline_rows(session: Session, pl: Pipeline) -> list[TreeRow]:
-    """The rows of one pipeline: its header, its entries, and each entry's nested children."""
+def pipeline_rows(session: Session, pl: Pipeline, so_far: bool = False) -> list[TreeRow]:
+    """The rows of one pipeline: its header, its entries, and each entry's nested children
+    (so_far: as far as the trace has run, else tracing the session to the end first)."""
+    if not so_far:
+        session.run()
     recs = _records_by_path(session)
+    tracing = not session.trace_complete and session.trace_so_far.error is None
     defaults = _catalogue_defaults(session)
     body: list[TreeRow] = []
     for entry, path in zip(pl.entries, entry_paths(pl)):
         rec = recs.get(path)
         pending = is_pending(entry)
-        if rec is None:  # the trace stopped at a failure before this entry
-            body.append(TreeRow("pass", path, entry.name, pl.name, 1, entry.enabled, False, "not run", False,
-                                reason="not run: an earlier pass failed", toggleable=not pending, user=entry.user,
+        if rec is None:  # not traced yet (the rest runs in the background), or after a failure
+            status, why = ("tracing", "being traced in the background") if tracing else (
+                "not run", "not run: an earlier pass failed")
+            body.append(TreeRow("pass", path, entry.name, pl.name, 1, entry.enabled, False, status, False,
+                                reason=why, toggleable=not pending, user=entry.user,
                                 default_enabled=defaults.get(path, True)))
             continue
         row = _row_for_record(session, rec, "pass", 1, enabled=entry.enabled, toggleable=not pending,
@@ -113,9 +120,13 @@ def pipeline_rows(session: Session, pl: Pipeline) -> list[TreeRow]:
     return [head, *body]
 
 
-def tree_rows(session: Session) -> list[TreeRow]:
-    """Every row of the pipeline tree, in pipeline order (traces the session if needed)."""
-    return [row for pl in session.pipelines for row in pipeline_rows(session, pl)]
+def tree_rows(session: Session, so_far: bool = False) -> list[TreeRow]:
+    """Every row of the pipeline tree, in pipeline order: of the whole trace, or (so_far, what
+    the explorer shows while the rest is traced in the background) as far as the trace has run,
+    entries not traced yet having status "tracing"."""
+    if not so_far:
+        session.run()
+    return [row for pl in session.pipelines for row in pipeline_rows(session, pl, so_far=True)]
 
 
 def row_matches(row: TreeRow, text: str, hide_unchanged: bool) -> bool:
@@ -150,12 +161,13 @@ def visible_rows(rows: Sequence[TreeRow], text: str = "", hide_unchanged: bool =
 # ---- stepping ----------------------------------------------------------------------------------
 def position_label(session: Session) -> str:
     """'7 / 56 · required.eliminate_identity#1' over the passes the stepper visits."""
-    vis = session.visible()
-    if not vis:
-        return "no passes match the current view"
     rec = session.current
+    vis = session.visible_so_far()
+    more = "" if session.trace_complete else "+"  # the rest is still being traced
+    if not vis:
+        return "no passes match the current view" if not more else f"tracing… · {rec.path}"
     k = vis.index(rec.index) + 1 if rec.index in vis else "–"
-    return f"{k} / {len(vis)} · {rec.path}"
+    return f"{k} / {len(vis)}{more} · {rec.path}"
 
 
 # ---- stats ------------------------------------------------------------------------------------

@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import html
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -17,7 +18,8 @@ from typing import Any
 from ._common import ErrorBox, path_class, set_state_classes, widgets
 from .queries import TreeRow, row_matches
 
-ROW_STATES = ("migx-changed", "migx-noop", "migx-disabled", "migx-failed", "migx-pending", "migx-not-run")
+ROW_STATES = ("migx-changed", "migx-noop", "migx-disabled", "migx-failed", "migx-pending", "migx-not-run",
+              "migx-tracing")
 
 
 @dataclass
@@ -39,7 +41,7 @@ def _info_text(r: TreeRow) -> str:
     """The row's right-hand text as HTML (the widget cuts it with an ellipsis; the tooltip has all)."""
     if r.kind == "pipeline":
         return html.escape(f"{r.summary} · {r.time_ms:.1f} ms" if r.enabled else "pipeline disabled")
-    if r.status in ("disabled", "pending", "not run"):
+    if r.status in ("disabled", "pending", "not run", "tracing"):
         return f'<span class="migx-row-reason">{html.escape(r.reason)}</span>'
     if r.status == "failed":
         return f'<span class="migx-row-reason">{html.escape("FAILED: " + r.reason)}</span>'
@@ -75,7 +77,9 @@ class PipelineTree:
                         "button": W.ButtonStyle(), "html": HTMLStyle(), "check_style": CheckboxStyle()}
         self._collapsed: set[str] = set()
         self._rows: list[TreeRow] = []
-        self._updating = False
+        # The thread redrawing rows (None: none): values it sets are not user clicks. Per thread,
+        # as the background trace redraws rows while the user may be clicking on the kernel thread.
+        self._updating: int | None = None
         self.filter.observe(errors.guard(self._filter_changed, "filter"), "value")
         self.hide_unchanged.observe(errors.guard(self._filter_changed, "hide unchanged"), "value")
 
@@ -107,8 +111,7 @@ class PipelineTree:
 
     def update(self, rows: Sequence[TreeRow], current: int | None) -> None:
         """Show `rows` (from queries.tree_rows), marking the record `current`."""
-        self._rows = list(rows)
-        self._updating = True
+        self._updating = threading.get_ident()
         try:
             boxes = []
             for r in rows:
@@ -118,11 +121,14 @@ class PipelineTree:
                     rw = self._pool[key] = self._make(r)
                 self._refresh_row(rw, r, current)
                 boxes.append(rw.box)
+            # set once every row has its widgets: the background trace updates the tree from
+            # its thread while the kernel thread may be reading it
+            self._rows = list(rows)
             if tuple(boxes) != tuple(self.rows_box.children):
                 self.rows_box.children = tuple(boxes)
             self._apply_visibility()
         finally:
-            self._updating = False
+            self._updating = None
 
     def _refresh_row(self, rw: _RowWidgets, r: TreeRow, current: int | None) -> None:
         if rw.row == r and (r.index == current) == ("migx-current" in rw.box._dom_classes):
@@ -209,7 +215,7 @@ class PipelineTree:
 
     # ---- events -----------------------------------------------------------------------------------
     def _checked(self, key: tuple[str, str], value: bool) -> None:
-        if self._updating:
+        if self._updating == threading.get_ident():
             return
         self._on_toggle(key[1], bool(value))
 

@@ -205,7 +205,7 @@ class Views:
             self.stats.value = queries.stats_html(queries.stat_rows(self._session.stats()))
 
     def _fill_compare_choices(self, session: Session) -> None:
-        tops = [(("" if r.changed else "· ") + r.path, r.index) for r in session.trace.top_level()]
+        tops = [(("" if r.changed else "· ") + r.path, r.index) for r in session.trace_so_far.top_level()]
         options = [("(input program)", -1)] + tops
         if list(self.compare_a.options) == options:
             return
@@ -226,7 +226,7 @@ class Views:
         cur = session.current
         if cur.depth > 0 or self.select.value == "compare":
             return
-        earlier = [r.index for r in session.trace.top_level() if r.changed and r.index < cur.index]
+        earlier = [r.index for r in session.trace_so_far.top_level() if r.changed and r.index < cur.index]
         self._quiet = True
         try:
             self.compare_a.value = earlier[-1] if earlier else -1
@@ -348,7 +348,7 @@ class Views:
         configuration, against the program as configured (a session.ConfigComparison)."""
         s = self._session
         cur = s.current
-        top = next(r for r in reversed(s.trace.top_level()) if r.index <= cur.index)
+        top = next(r for r in reversed(s.trace_so_far.top_level()) if r.index <= cur.index)
         at = top.path if self.compare_at.value == "here" else ""
         return s.compare_configs({top.path: not top.enabled}, at=at)
 
@@ -389,6 +389,7 @@ class Views:
         s = self._session
         ia = a if isinstance(a, int) else s.trace.find(a).index
         ib = b if isinstance(b, int) else s.trace.find(b).index
+        self._fill_compare_choices(s)  # the choices list passes traced so far; these may be later
         self._quiet = True  # one drawing at the end, not one per control
         try:
             self.compare_a.value, self.compare_b.value = ia, ib

@@ -127,7 +127,9 @@ def test_kernel_keys_do_not_depend_on_the_process(tmp_path):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("name", models.list_models())
+# not the explorer's scale models (issue 23): compiling bilstm's unrolled kernels twice on a device
+# would take minutes of a shared device session; the fake-backend test above covers their caching
+@pytest.mark.parametrize("name", [n for n in models.list_models() if n not in ("yolov10n", "bilstm")])
 def test_real_compiler_warm_cache(name, fresh_cache, device):
     t0 = time.perf_counter()
     first, second, warm = _compile_twice(name, device)

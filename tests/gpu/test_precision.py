@@ -313,7 +313,10 @@ def test_gemms_against_the_reference(device, t, a, b, b_t, widen, monkeypatch):
     print(t, a, b, b_t, paths)
 
 
-ALL_MODELS = models.list_models()
+# The explorer's scale models (issue 23) are not in the device sweep: yolov10n ends in TopK over 8,400
+# anchors whose near-ties no tolerance describes (as yolo_e2e at fp8), and bilstm's 4,000-instruction
+# unroll at every precision would take most of a device session; neither was run on a GPU yet.
+ALL_MODELS = [n for n in models.list_models() if n not in ("yolov10n", "bilstm")]
 
 
 @pytest.mark.gpu

@@ -10,7 +10,10 @@ from migx_explore import models
 from migx_explore.compiler.onnx import parse_onnx
 from migx_explore.models.cnn import resnet18
 
-NAMES = [n for n in models.list_models() if n != "resnet18"]
+# yolov10n ends in TopK over 8,400 anchors (keep 300) on random weights: near-ties at the cut make
+# its output discontinuous, so a pass's rounding changes which boxes come out (the verify/bisect
+# work on discontinuous ops covers it); its passes are checked on yolo_e2e's smaller head.
+NAMES = [n for n in models.list_models() if n not in ("resnet18", "yolov10n")]
 
 
 @pytest.mark.parametrize("name", NAMES)

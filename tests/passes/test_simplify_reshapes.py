@@ -468,3 +468,79 @@ def test_random_view_chains_stay_equal_and_never_grow(seed):
     count = [sum(1 for i in prog.main if not i.is_builtin() and i.outputs) for prog in (p, q)]
     assert count[1] <= count[0]
     assert_same_outputs(p, q, rtol=0, atol=0)
+
+
+def _strided_view_by_segments(offsets):
+    """MIGraphX make_strided_view as written there: one segment object per offset, grouped
+    level by level (the reference the array form of _gather_view.strided_view must agree with)."""
+    def find(segs, i, end):
+        if end - i == 1:
+            return segs[i], i + 1
+        b0, stride = segs[i][0], segs[i + 1][0] - segs[i][0]
+        if stride < 0:
+            return segs[i], i + 1
+        j = i
+        while j + 1 < end and segs[j + 1][0] - segs[j][0] == stride:
+            j += 1
+        return (b0, stride, j + 1 - i), j + 1
+
+    segs = [(int(x) - int(offsets[0]), 1, 1) for x in offsets]
+    lens, strides = [], []
+    while True:
+        first, it = find(segs, 0, len(segs))
+        grouped = [first]
+        while it != len(segs):
+            if len(segs) - it < first[2]:
+                return None
+            seg, nxt = find(segs, it, it + first[2])
+            if nxt != it + first[2]:
+                return None
+            grouped.append(seg)
+            it = nxt
+        b0, stride, count = grouped[0]
+        if stride < 0 or any(s[0] < 0 for s in grouped) or any(s[1:] != (stride, count) for s in grouped):
+            return None
+        lens.append(count)
+        strides.append(stride)
+        segs = grouped
+        if len(segs) <= 1:
+            break
+    lens.reverse()
+    strides.reverse()
+    if 1 not in strides:
+        lens, strides = lens + [1], strides + [1]
+    return lens, strides
+
+
+def test_strided_view_on_arrays_agrees_with_the_segment_grouping():
+    import numpy as np
+
+    from migx_explore.compiler.passes._gather_view import strided_view
+
+    rng = np.random.default_rng(0)
+    cases = [[0], [3, 3], [0, 0, 1, 1], [2, 1], [0, 2, 4, 1, 3, 5]]
+    for _ in range(300):
+        lens = rng.integers(1, 4, rng.integers(1, 4))
+        flat = np.arange(int(np.prod(lens)) * 2).reshape(*lens, 2)[..., 0]  # a strided view of a bigger tensor
+        view = np.transpose(flat, rng.permutation(flat.ndim)).reshape(-1) + int(rng.integers(0, 5))
+        if rng.random() < 0.3:
+            view = np.repeat(view, int(rng.integers(1, 3)))  # broadcast-like repeats
+        if rng.random() < 0.3 and view.size > 1:
+            view[rng.integers(0, view.size)] += int(rng.integers(-2, 3))  # break it
+        cases.append(view.tolist())
+    for offsets in cases:
+        assert strided_view(offsets) == _strided_view_by_segments(offsets), offsets
+
+
+def test_resize_sized_gather_decides_on_arrays():
+    """The nearest-neighbour upsample of a 640x640 detector's P5 map: ~400k gathered offsets (the
+    segment-per-offset grouping took seconds per call; the decision is unchanged)."""
+    import numpy as np
+
+    from migx_explore.compiler.passes._gather_view import flat_gather_offsets, strided_view
+
+    idx = np.repeat(np.arange(20), 2)
+    offsets = flat_gather_offsets([1, 256, 20, 40], idx, 2)
+    assert strided_view(offsets) == ([5120, 2, 40], [40, 0, 1])  # rows read twice, each 40 wide
+    small = flat_gather_offsets([1, 4, 20, 40], idx, 2)
+    assert strided_view(small) == _strided_view_by_segments(small) == ([80, 2, 40], [40, 0, 1])

@@ -164,6 +164,29 @@ def test_env_script_skips_pip_when_the_install_is_current(tmp_path):
     assert calls.read_text().count("install -q --disable-pip-version-check -e") == 2
 
 
+@pytest.mark.parametrize("uid, root", [("0", True), ("1000", False)])
+def test_explore_script_passes_allow_root_as_root_and_says_so(tmp_path, uid, root):
+    """scripts/explore.sh (the README's main command) exited at once in root containers: Jupyter
+    refuses root without --allow-root. Run with shims for `id`, `dot` and `python`."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    calls = tmp_path / "calls"
+    (bin_dir / "python").write_text(f'#!/bin/sh\nif [ "$1" = "-m" ]; then echo "$@" >> {calls}; '
+                                    'else echo "Python test"; fi\n')
+    (bin_dir / "id").write_text(f"#!/bin/sh\necho {uid}\n")
+    (bin_dir / "dot").write_text("#!/bin/sh\nexit 0\n")
+    for f in bin_dir.iterdir():
+        f.chmod(0o755)
+    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "VIRTUAL_ENV": str(tmp_path)}
+    res = subprocess.run(["bash", os.path.join(ROOT, "scripts", "explore.sh")], env=env, capture_output=True,
+                         text=True, timeout=60)
+    assert res.returncode == 0, res.stderr
+    lab = [ln for ln in calls.read_text().splitlines() if "jupyterlab" in ln]
+    assert len(lab) == 1 and lab[0].endswith("notebooks/01_tour.ipynb")
+    assert ("--allow-root" in lab[0]) == root
+    assert ("running as root" in res.stderr) == root
+
+
 def test_ambiguous_pass_name_is_called_ambiguous(capsys, tmp_path):
     line = one_line(capsys, ["compile", "mlp", "--until", "dead_code_elimination", "--out", tmp_path / "x.migx"])
     assert "is ambiguous" in line and "required.dead_code_elimination#1" in line and "not a pass" not in line
@@ -176,8 +199,12 @@ def test_explorer_error_box_shows_known_errors_without_a_traceback():
     pytest.importorskip("ipywidgets")
     from migx_explore.widgets._common import ErrorBox
 
-    box = ErrorBox()
+    box = ErrorBox(debug=False)
     box.show(MigxError("input 'x' needs\n4 TiB"), "load")
-    assert "load: MigxError: input 'x' needs 4 TiB" in box.text and "traceback" not in box.widget.value
-    box.show(KeyError("k"), "step")
-    assert "traceback" in box.widget.value  # an internal error keeps it, folded
+    assert box.text.strip() == "load: input 'x' needs 4 TiB" and "traceback" not in box.widget.value
+    box.show(KeyError("k"), "step")  # one box: the newest replaces the last
+    assert "input 'x'" not in box.text and "internal error KeyError" in box.text
+    assert "<details>" not in box.widget.value and "MIGX_EXPLORE_DEBUG=1" in box.text  # only in debug mode
+    debug = ErrorBox(debug=True)
+    debug.show(KeyError("k"), "step")
+    assert "<details><summary>traceback" in debug.widget.value  # folded behind a disclosure
