@@ -339,15 +339,16 @@ class Session:
         """What a pass did as rows `{from ops} -> {to ops} x count`, each with its instances' ids
         (default: the current pass; else a pass path/name or record index). See rewrites.py."""
         rec = self.current if path is None else self._record_of(path)
-        return record_rewrites(self.trace, rec)
+        return record_rewrites(self.trace_so_far, rec)
 
     def scopes(self, index: int | None = None) -> tuple[dict[int, str], dict[int, str]]:
         """The scope of every instruction before and after a record (default: the current one),
         as scopes.ScopeTable derives them (model paths, or graph-derived blocks)."""
-        rec = self.current if index is None else self.trace.records[index]
+        rec = self.current if index is None else self._record_of(index)
         table = self._scope_table()
-        before, after = self.trace.snapshots(rec)
-        prev = self.trace.records[rec.index - 1] if rec.index > 0 else None
+        trace = self.trace_so_far  # holds rec: records are only ever appended to a trace
+        before, after = trace.snapshots(rec)
+        prev = trace.records[rec.index - 1] if rec.index > 0 else None
         return table.scopes_of(before, prev), table.scopes_of(after, rec)
 
     def regions(self, path: str | int | None = None) -> list[Region]:
@@ -358,13 +359,14 @@ class Session:
         if hit is not None and hit[0] is rec:  # records are replaced, never changed, by a re-trace
             return hit[1]
         sb, sa = self.scopes(rec.index)
-        before, after = self.trace.snapshots(rec)
-        regions = change_regions(before, after, record_rewrites(self.trace, rec), {**sb, **sa})
+        trace = self.trace_so_far
+        before, after = trace.snapshots(rec)
+        regions = change_regions(before, after, record_rewrites(trace, rec), {**sb, **sa})
         cache[rec.index] = (rec, regions)
         return regions
 
     def _scope_table(self) -> ScopeTable:
-        trace = self.trace
+        trace = self.trace_so_far  # grows in place; a new configuration's trace is a new object
         if getattr(self, "_scopes", None) is None or self._scopes.trace is not trace:
             self._scopes = ScopeTable(trace)
         return self._scopes
@@ -390,7 +392,15 @@ class Session:
         return self.snapshots(self._record_of(where).index)[1]
 
     def _record_of(self, where: str | int) -> PassRecord:
-        trace = self.trace
+        """The record at an index or pass path, tracing only as far as needed to find it."""
+        if isinstance(where, int):
+            trace = self._upto(lambda t: len(t.records) > where)
+        else:
+            trace = self.trace_so_far
+            try:
+                return trace.find(where)
+            except KeyError:
+                trace = self.trace  # not traced yet: run the rest
         if isinstance(where, int):
             if not 0 <= where < len(trace.records):
                 raise SessionError(f"position {where} is out of range 0..{len(trace.records) - 1}")
