@@ -25,7 +25,6 @@ from .validate_ops import check_constant_scales, check_node_operands, constant_t
 # ONNX Runtime implements ai.onnx from opset 7 (and still runs most opset-6 models: the backend
 # test suite has 112 of them); before 6 operators had other attributes (consumed_inputs) and
 # other semantics, which the importer would silently read with modern ones.
-MIN_OPSET = 6
 _DEFAULT_DOMAINS = ("", "ai.onnx")
 _WINDOWED = {"Conv", "ConvTranspose", "ConvInteger", "QLinearConv", "MaxPool", "AveragePool", "LpPool",
              "MaxUnpool", "DeformConv", "GlobalLpPool"}
@@ -64,30 +63,28 @@ def _default_opset(model: onnx.ModelProto) -> int:
 
 def _check_opset(model: onnx.ModelProto, what: str) -> None:
     for o in model.opset_import:
-        if o.domain in _DEFAULT_DOMAINS and 1 <= o.version < MIN_OPSET:
-            raise ImportError_(f"{what} declares opset {o.version}; its operators predate the versions ONNX Runtime "
-                               f"implements (opset 7 and newer) and would be read with modern semantics; convert it "
-                               f"with onnx.version_converter.convert_version(model, 13)")
-        if o.domain in _DEFAULT_DOMAINS and MIN_OPSET <= o.version < 7:
+        if o.domain in _DEFAULT_DOMAINS and 1 <= o.version < 7:
             _check_legacy_ops(model.graph, o.version, what)
 
 
 def _check_legacy_ops(graph: onnx.GraphProto, opset: int, what: str) -> None:
-    """In an opset-6 model, an operator whose definition changed at opset 7 is the legacy version
-    (Add/Mul with a `broadcast` attribute, BatchNormalization with `spatial`, AveragePool-1, ...):
-    ONNX Runtime has no kernel for it, and the importer would read it with opset-7 semantics."""
+    """In a model of opset 1-6, an operator whose definition at that opset is not the one opset 7
+    has is a legacy version (Add/Mul with a `broadcast` attribute, BatchNormalization with
+    `spatial`, Relu with `consumed_inputs`, ...): ONNX Runtime implements only the newer one, and
+    the importer would read it with the newer semantics. One whose definition is unchanged since
+    (Not, Neg-6, ...) means the same at any opset and is read as it is."""
     for node in graph.node:
         if node.domain not in _DEFAULT_DOMAINS:
             continue
         try:
-            changed_at_7 = onnx.defs.get_schema(node.op_type, 7).since_version == 7
+            at_7 = onnx.defs.get_schema(node.op_type, 7).since_version
             mine = onnx.defs.get_schema(node.op_type, opset).since_version
         except onnx.defs.SchemaError:
             continue  # unknown at that opset: the importer names it
-        if changed_at_7:
+        if mine != at_7:
             raise ImportError_(f"{node_name(node)}: {what} uses {node.op_type}-{mine} (opset {opset}), whose semantics "
-                               f"changed at opset 7; ONNX Runtime implements only the newer version; convert the model "
-                               "with onnx.version_converter.convert_version(model, 13)")
+                               f"changed by opset 7 ({node.op_type}-{at_7}); ONNX Runtime implements only the newer "
+                               "version; convert the model with onnx.version_converter.convert_version(model, 13)")
 
 
 def _all_nodes(graph: onnx.GraphProto) -> Iterator[onnx.NodeProto]:
@@ -262,8 +259,10 @@ def check_declared_outputs(model: onnx.ModelProto, output_shapes: list) -> None:
 
 # Ops whose ONNX shape-inference function is narrower than the operator's spec: rank-1
 # BatchNormalization (no channel axis), Einsum with broadcast `...` operands of different ranks,
-# RMSNormalization with a wider scale type than its input. The importer implements the spec.
-NARROWER_INFERENCE = frozenset({"BatchNormalization", "Einsum", "RMSNormalization"})
+# RMSNormalization with a wider scale type than its input, MeanVarianceNormalization with its
+# default axes (its function body's Constant gets no value in strict mode; ORT runs it). The
+# importer implements the spec.
+NARROWER_INFERENCE = frozenset({"BatchNormalization", "Einsum", "RMSNormalization", "MeanVarianceNormalization"})
 
 
 def _inference_op(text: str) -> str:

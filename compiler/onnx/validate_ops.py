@@ -16,6 +16,9 @@ _DEFAULT_DOMAINS = ("", "ai.onnx")
 _ONE_D = {"Reshape": (1,), "Expand": (1,), "Tile": (1,), "ConstantOfShape": (0,), "Squeeze": (1,),
           "Unsqueeze": (1,), "Slice": (1, 2, 3, 4), "Pad": (1,), "ReduceSum": (1,), "ReduceMean": (1,),
           "ReduceMax": (1,), "ReduceMin": (1,), "ReduceProd": (1,), "Split": (1,), "Resize": (2, 3)}
+# Axes operands a scalar may give (ONNX's own function bodies do, AffineGrid's Unsqueeze; ORT and
+# onnx.reference read a scalar as one axis, and so does the importer).
+_SCALAR_AXES = frozenset({"Squeeze", "Unsqueeze", "ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd"})
 _CONV = ("Conv", "ConvTranspose", "ConvInteger", "QLinearConv")
 
 
@@ -46,6 +49,8 @@ def _check_type_params(node: onnx.NodeProto, opset: int, types: dict[str, int]) 
         if not name or name not in types:
             continue
         param = formal[min(k, len(formal) - 1)]  # variadic: the last formal input repeats
+        if not param.is_homogeneous:  # Scan's / Loop's state values: one type each, not one for all
+            continue
         if param.type_str not in {c.type_param_str for c in schema.type_constraints}:
             continue
         seen = bound.setdefault(param.type_str, (name, types[name]))
@@ -71,7 +76,7 @@ def _check_one_d(node: onnx.NodeProto, shapes: dict[str, list[int | None]]) -> N
     for k in _ONE_D.get(node.op_type, ()):
         if k < len(node.input) and node.input[k] and node.input[k] in shapes:
             rank = len(shapes[node.input[k]])
-            if rank != 1:
+            if rank != 1 and not (rank == 0 and node.op_type in _SCALAR_AXES):
                 raise ImportError_(f"{node_name(node)}: input {k} ({node.input[k]!r}) must be 1-D, but it has rank "
                                    f"{rank}")
 
