@@ -169,14 +169,19 @@ def test_real_hf_sdpa_exports_get_one_group_per_layer(family):
     mask[1, 11:] = 0
 
     class LastHidden(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.model = model  # a submodule: its weights export as initializers, not traced constants
+
         def forward(self, input_ids, attention_mask):
-            return model(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
+            return self.model(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
 
     args = (torch.from_numpy(ids), torch.from_numpy(mask))
     buf = io.BytesIO()
+    wrapped = LastHidden().eval()
     with torch.no_grad():
-        want = LastHidden()(*args).numpy()
-        torch.onnx.export(LastHidden(), args, buf, input_names=["input_ids", "attention_mask"], opset_version=18,
+        want = wrapped(*args).numpy()
+        torch.onnx.export(wrapped, args, buf, input_names=["input_ids", "attention_mask"], opset_version=18,
                           dynamo=False)
     p = parse_onnx(onnx.load_from_string(buf.getvalue()))
     PassManager().run(p, [pl for pl in gpu_pipelines() if pl.name in TARGET_INDEPENDENT])
