@@ -303,6 +303,7 @@ class Session:
         return self.cursor.first_changed(self._upto(seen))
 
     def goto(self, where: str | int) -> PassRecord:
+        self.cursor.check_target(where)  # before tracing: a bad target must not run passes
         if isinstance(where, int):
             return self.cursor.goto(self._upto(lambda t: len(t.records) > where), where)
 

@@ -70,10 +70,15 @@ class Cursor:
         self.position = hit if hit is not None else (vis[0] if vis else 0)
         return self.current(trace)
 
-    def goto(self, trace: Trace, where: str | int) -> PassRecord:
+    @staticmethod
+    def check_target(where: object) -> None:
+        """A goto target is a pass path or a record position; anything else is the caller's error."""
         if isinstance(where, bool) or not isinstance(where, (int, str)):
             raise SessionError(f"goto needs a pass path (str) or a position (int), not {type(where).__name__} "
                                f"{where!r}")
+
+    def goto(self, trace: Trace, where: str | int) -> PassRecord:
+        self.check_target(where)
         if isinstance(where, int):
             if not 0 <= where < len(trace.records):
                 raise SessionError(f"position {where} is out of range 0..{len(trace.records) - 1}")
