@@ -78,21 +78,24 @@ def _wait_at(page, k: int) -> str:
     stats can pass through an older record on the way); returns the path."""
     page.wait_for_function(
         "k => { const p = document.querySelector('.migx-explorer .migx-position');"
-        r" return p && new RegExp('\\b' + k + ' / \\d+ · ').test(p.textContent); }", arg=k, timeout=60_000)
+        r" return p && new RegExp('\\b' + k + ' / \\d+ · ').test(p.textContent); }", arg=k, timeout=150_000)
     path = page.locator(".migx-explorer .migx-position").first.inner_text().split("·", 1)[1].strip()
     page.wait_for_function(
         "want => { const td = document.querySelector('.migx-explorer .migx-stats td');"
-        " return td && td.textContent.trim() === want; }", arg=path, timeout=60_000)
+        " return td && td.textContent.trim() === want; }", arg=path, timeout=150_000)
     return path
 
 
 def _wait_graph(page, ex, old_svg: str | None = None) -> None:
-    """Wait until the graph view shows a drawing (a new one, if `old_svg` is given) and settled."""
+    """Wait until the graph view shows a drawing (a new one, if `old_svg` is given) and settled.
+    The kernel is busy meanwhile (the rest of the trace, then every pass's numeric check, run in
+    background threads), and yolov8's whole-change drawing is ~650 KB: on a loaded 2-core CI
+    machine it has taken over 60 s to arrive, hence the long limit (the wait ends when it does)."""
     page.wait_for_function(
         """([root, old]) => { const s = root.querySelector('.migx-graph-view .migx-gv-canvas svg');
              return s && s.querySelector('g.node') && (!old || s.outerHTML.length !== old) &&
                     root.querySelector('.migx-gv').dataset.zoom; }""",
-        arg=[ex.element_handle(), old_svg], timeout=60_000)
+        arg=[ex.element_handle(), old_svg], timeout=150_000)
     page.wait_for_timeout(150)
 
 
@@ -201,19 +204,19 @@ def test_real_size_model_in_jupyterlab(lab, page, open_notebook, run_all, tmp_pa
     box.uncheck()
     page.wait_for_function(
         "() => document.querySelector('.migx-explorer .migx-stats').textContent.includes('disabled by the user')",
-        timeout=60_000)
+        timeout=150_000)
     row = ex.locator(f".migx-tree-row.migx-pass-row.migx-path-{token}")
     assert "migx-hidden" not in row.get_attribute("class") and row.is_visible()
     box.check()
     page.wait_for_function(
         "() => !document.querySelector('.migx-explorer .migx-stats').textContent.includes('disabled by the user')",
-        timeout=60_000)
+        timeout=150_000)
 
     # ---- compare two passes: two panels, synced pan/zoom, a side-by-side text diff
     ex.locator(".migx-view-select button[data-value=\"Compare\"]").click()
     page.wait_for_function("root => root.querySelectorAll('.migx-gv-panel svg g.node').length > 0 &&"
                            " root.querySelectorAll('.migx-gv-panel').length === 2", arg=ex.element_handle(),
-                           timeout=60_000)
+                           timeout=150_000)
     _wait_centred(page, ex)
     transforms_js = ("r => [...r.querySelectorAll('.migx-gv-panel .svg-pan-zoom_viewport')]"
                      ".map(g => g.getAttribute('transform').match(/[-\\d.e]+/g).map(Number))")
@@ -240,7 +243,7 @@ def test_real_size_model_in_jupyterlab(lab, page, open_notebook, run_all, tmp_pa
     ex.locator(".migx-model-select select").select_option("mlp")
     ex.locator("button.migx-load").click()
     page.wait_for_function("() => document.querySelector('.migx-explorer .migx-title').textContent.includes('mlp')",
-                           timeout=60_000)
+                           timeout=150_000)
     page.wait_for_function("() => !document.querySelector('.migx-explorer .migx-error')", timeout=10_000)
 
     # ---- a 12 MB upload arrives in pieces and loads
@@ -323,7 +326,7 @@ def test_clusters_open_and_close_and_pass_on_vs_off(lab, page, open_notebook, ru
     old = _svg_len(ex)
     node.dblclick()
     page.wait_for_function(f"([root, owner]) => ({NODES_IN_CLUSTER_JS})([root, owner]) >= 2",
-                           arg=[ex.element_handle(), owner], timeout=60_000)
+                           arg=[ex.element_handle(), owner], timeout=150_000)
     assert _svg_len(ex) != old
     assert ex.locator(f".migx-gv-canvas svg g.node.kind_fused.iid_{owner}").count() == 0
     search.fill("")
@@ -334,7 +337,7 @@ def test_clusters_open_and_close_and_pass_on_vs_off(lab, page, open_notebook, ru
     label.click()
     page.wait_for_function(f"([root, owner]) => ({NODES_IN_CLUSTER_JS})([root, owner]) === -1 &&"
                            f" root.querySelector('.migx-gv-canvas svg g.node.kind_fused.iid_' + owner)",
-                           arg=[ex.element_handle(), owner], timeout=60_000)
+                           arg=[ex.element_handle(), owner], timeout=150_000)
 
     # expand all, collapse all
     toggle = ex.locator(".migx-gv-clusters")
@@ -342,17 +345,17 @@ def test_clusters_open_and_close_and_pass_on_vs_off(lab, page, open_notebook, ru
     toggle.click()
     page.wait_for_function("root => root.querySelectorAll('.migx-gv-canvas svg g.cluster.migx_cluster').length > 5"
                            " && root.querySelector('.migx-gv-clusters').textContent === 'Collapse all'",
-                           arg=ex.element_handle(), timeout=60_000)
+                           arg=ex.element_handle(), timeout=150_000)
     assert ex.locator(".migx-gv-canvas svg g.node.kind_fused").count() == 0
     toggle.click()
     page.wait_for_function("root => root.querySelectorAll('.migx-gv-canvas svg g.cluster.migx_cluster').length === 0"
                            " && root.querySelectorAll('.migx-gv-canvas svg g.node.kind_fused').length > 5",
-                           arg=ex.element_handle(), timeout=60_000)
+                           arg=ex.element_handle(), timeout=150_000)
 
     # Compare: this pass on vs off, two synced panels and the side-by-side text diff
     ex.locator(".migx-view-select button[data-value=\"Compare\"]").click()
     page.wait_for_function("root => root.querySelectorAll('.migx-gv-panel').length === 2",
-                           arg=ex.element_handle(), timeout=60_000)
+                           arg=ex.element_handle(), timeout=150_000)
     ex.locator(".migx-compare-mode select").select_option(label="this pass on vs off")
     page.wait_for_function(
         "root => { const t = [...root.querySelectorAll('.migx-gv-panel .migx-gv-title')].map(e => e.textContent);"
