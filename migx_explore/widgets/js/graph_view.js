@@ -169,9 +169,22 @@ class Panel {
     f.height = Math.max(h * s.k, 2) + "px";
   }
 
+  // Whether the pane has a size: while it is hidden (another view shown, a relayout) every zoom
+  // svg-pan-zoom would compute divides by zero, and a non-finite scale throws.
+  sized() {
+    const c = this.canvas.getBoundingClientRect();
+    return c.width > 0 && c.height > 0;
+  }
+
+  // The whole graph, fitted and centred in the pane (when the pane has a size).
+  refit() {
+    if (!this.spz || !this.sized()) return;
+    this.spz.resize(); this.spz.fit(); this.spz.center();
+  }
+
   // Zoom and pan so `nodes` fill most of the pane (never past natural size x maxZoom).
   focus(nodes, maxZoom) {
-    if (!this.spz) return false;
+    if (!this.spz || !this.sized()) return false;
     const r = unionRect(nodes);
     if (!r) return false;
     const c = this.canvas.getBoundingClientRect();
@@ -179,6 +192,7 @@ class Panel {
     const real = this.spz.getSizes().realZoom;
     let k = Math.min(0.88 * c.width / w, 0.88 * c.height / h);
     k = Math.min(k, maxZoom / real);
+    if (!Number.isFinite(k) || k <= 0 || !Number.isFinite(this.spz.getZoom() * k)) return false;
     const px = (r.left + r.right) / 2 - c.left, py = (r.top + r.bottom) / 2 - c.top;
     this.spz.zoomAtPoint(this.spz.getZoom() * k, { x: px, y: py });
     this.spz.panBy({ x: c.width / 2 - px, y: c.height / 2 - py });
@@ -287,7 +301,7 @@ class GraphView {
 
   // After opening or closing a cluster, show it rather than the pass's change.
   focusTarget(target) {
-    this.each((p) => { p.spz.resize(); p.spz.fit(); p.spz.center(); });
+    this.each((p) => p.refit());
     afterPaint(() => {
       this.syncing = true;
       try { this.each((p) => { const t = p.targets(target); if (t.length) p.focus(t, 1.2); }); }
@@ -321,7 +335,7 @@ class GraphView {
   }
 
   fit() {
-    this.each((p) => { if (p.spz) { p.spz.resize(); p.spz.fit(); p.spz.center(); } });
+    this.each((p) => p.refit());
     afterPaint(() => this.report());
   }
 
@@ -329,7 +343,7 @@ class GraphView {
     const main = this.panels[this.panels.length - 1];
     if (!main || !main.spz) return;
     const changed = this.panels.flatMap((p) => p.changed());
-    this.each((p) => { p.spz.resize(); p.spz.fit(); p.spz.center(); });
+    this.each((p) => p.refit());
     if (!changed.length) {
       this.setNote(user ? "nothing changed here: showing the whole graph" : "");
       afterPaint(() => this.report());
@@ -367,8 +381,9 @@ class GraphView {
       try {
         for (const p of this.panels) {
           if (p === panel || !p.spz || !p.last) continue;
-          const t = p.last, base = t.s / p.spz.getZoom();
-          p.spz.zoom((r * t.s) / base);
+          const t = p.last, base = t.s / p.spz.getZoom(), z = (r * t.s) / base;
+          if (!Number.isFinite(z) || z <= 0 || !p.sized()) continue;  // a hidden or unsized panel
+          p.spz.zoom(z);
           p.spz.pan({ x: r * t.x + dx, y: r * t.y + dy });
         }
       } finally { this.syncing = false; }
