@@ -98,7 +98,7 @@ def summarize(graph: DisplayGraph, keep: Collection[str]) -> DisplayGraph:
         else:
             run.append(n)
     flush()
-    return _rebuild(graph, nodes, rep)
+    return reconnect(graph, nodes, rep)
 
 
 def _constant_inputs(graph: DisplayGraph, units: set[str]) -> set[str]:
@@ -128,7 +128,7 @@ def _summary_node(run: list[DisplayNode]) -> DisplayNode:
                        None, "summary", members, f"{count} instructions not shown")
 
 
-def _rebuild(graph: DisplayGraph, nodes: list[DisplayNode], rep: dict[str, str]) -> DisplayGraph:
+def reconnect(graph: DisplayGraph, nodes: list[DisplayNode], rep: dict[str, str]) -> DisplayGraph:
     """Re-point edges at the nodes standing in for merged ones, dropping internal duplicates."""
     names = {n.name for n in nodes}
     edges: list[DisplayEdge] = []
@@ -201,7 +201,7 @@ def collapse_chains(graph: DisplayGraph, *, min_len: int = 4,
     if not rep:
         return graph
     nodes = [chain_nodes.get(n.name, n) for n in graph.nodes if n.name not in rep or n.name in chain_nodes]
-    return _rebuild(graph, nodes, rep)
+    return reconnect(graph, nodes, rep)
 
 
 def _chain_node(chain: list[DisplayNode], extra: list[DisplayNode]) -> DisplayNode:

@@ -17,7 +17,8 @@ from collections.abc import Collection, Mapping
 from ..compiler.snapshot import SnapshotDiff
 from ..scopes import common_scope
 from . import style as S
-from .model import DisplayEdge, DisplayGraph, DisplayGroup, DisplayNode
+from .model import DisplayGraph, DisplayGroup, DisplayNode
+from .scale import reconnect
 
 SCOPE_GROUP_PREFIX = "cluster_scope_"
 GROUP_NODE_PREFIX = "scope_"  # a collapsed scope group drawn as one node
@@ -105,7 +106,7 @@ def collapse_scopes(graph: DisplayGraph, scopes: Mapping[int, str], d: SnapshotD
             key = members[n.name][0]
             rest = any(s == key or s.startswith(key + "/") for s in kept_scopes)
             nodes[k] = _group_node(n.name, key, members[n.name][1], d, rest)
-    return _reconnect(graph, nodes, rep)
+    return reconnect(graph, nodes, rep)
 
 
 def _group_key(scope: str, anchor: list[str]) -> str:
@@ -130,22 +131,6 @@ def _group_node(name: str, scope: str, run: list[DisplayNode], d: SnapshotDiff, 
     return DisplayNode(name, "\n".join(lines), "scope", S.SUMMARY, (), attrs, None, run[0].module, "",
                        S.ELSEWHERE if (a or r or c) else None, "summary", tuple(ids),
                        f"/{scope}: {len(ids)} instructions, collapsed (+{a} −{r} ~{c})")
-
-
-def _reconnect(graph: DisplayGraph, nodes: list[DisplayNode], rep: dict[str, str]) -> DisplayGraph:
-    names = {n.name for n in nodes}
-    edges, seen = [], set()
-    for e in graph.edges:
-        src, dst = rep.get(e.src, e.src), rep.get(e.dst, e.dst)
-        if src == dst or src not in names or dst not in names:
-            continue
-        if src == e.src and dst == e.dst:
-            edges.append(e)
-        elif e.kind != "replaced" and (src, dst) not in seen:
-            seen.add((src, dst))
-            edges.append(DisplayEdge(src, dst, kind="summary"))
-    used = {g for n in nodes for g in n.group}
-    return DisplayGraph(nodes, edges, {k: v for k, v in graph.groups.items() if k in used}, graph.title)
 
 
 def _scope_groups(scope: str, groups: dict[str, DisplayGroup]) -> tuple[str, ...]:

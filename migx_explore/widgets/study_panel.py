@@ -11,7 +11,7 @@ from typing import Any
 
 from ..session import Session
 from ._common import ErrorBox, TaskProgress, widgets
-from .timing_view import svg_of
+from .timing_view import closed_svg
 
 
 def study_html(st: Any, top: int = 15) -> str:
@@ -75,12 +75,6 @@ class StudyPanel:
         st = session.study_order(scope=self.scope.value, gpu=self.time_gpu.value, progress=self._report,
                                  workers=self.workers)
         self.table.value = study_html(st)
-        import matplotlib.pyplot as plt
-
-        fig = st.plot()
-        try:
-            self.plot.value = svg_of(fig)
-        finally:
-            plt.close(fig)
+        self.plot.value = closed_svg(st.plot())
         self.last = st
         return st

@@ -75,6 +75,16 @@ def svg_of(fig: Any) -> str:
     return text[text.find("<svg"):]  # inline: drop the XML prolog and doctype
 
 
+def closed_svg(fig: Any) -> str:
+    """A pyplot figure as inline SVG, closed afterwards (pyplot keeps every open figure alive)."""
+    import matplotlib.pyplot as plt
+
+    try:
+        return svg_of(fig)
+    finally:
+        plt.close(fig)
+
+
 def figure_svg(result: Any, top: int = 12) -> str:
     """Left: per-mode latency distribution (device and host time, median with the p10–p90
     range); right: the slowest kernels of an eager run. Returned as inline SVG markup."""

@@ -10,7 +10,7 @@ from typing import Any
 
 from ..session import Session
 from ._common import ErrorBox, TaskProgress, widgets
-from .timing_view import svg_of
+from .timing_view import closed_svg
 
 
 def table_html(wf: Any) -> str:
@@ -68,12 +68,6 @@ class WaterfallPanel:
         wf = session.waterfall(by=self.by.value, time_gpu=self.time_gpu.value, progress=self._report)
         self._report(len(wf.variants), len(wf.variants), "done")
         self.table.value = table_html(wf)
-        import matplotlib.pyplot as plt
-
-        fig = wf.plot()
-        try:
-            self.plot.value = svg_of(fig)
-        finally:
-            plt.close(fig)
+        self.plot.value = closed_svg(wf.plot())
         self.last = wf
         return wf
