@@ -28,6 +28,7 @@ def test_explore_without_a_model_opens_the_picker():
 
 
 def test_a_failed_load_changes_nothing_and_a_good_one_clears_the_error(ex):
+    assert ex.wait(60)  # the background trace and numeric check may still redraw the view
     title, tree, svg = ex.title.value, list(ex.tree.visible_paths()), ex.views.graph.svg
     ex.picker.path.value = "/nonexistent/model.onnx"
     ex.picker.load_button.click()
