@@ -44,6 +44,7 @@ import tempfile
 import time
 from collections.abc import Callable
 
+from migx_explore import pass_changes
 from migx_explore.session import Session
 
 FIRST_RENDER_TARGET_S = 3.0
@@ -109,9 +110,9 @@ def session_numbers(model: str, repeat: int) -> None:
         s = Session.from_model(model, **kw)
         print(f"\n[session, numeric check {mode}] first trace: {timed(s.run):.2f} s, "
               f"{len(s.trace.records)} records")
-        s.view.hide_unchanged = True
+        s.cursor.view.hide_unchanged = True
         s.first()
-        steps = [timed(lambda: (s.step(), s.stats())) for _ in range(len(s.visible()) - 1)]
+        steps = [timed(lambda: (s.step(), pass_changes.stats(s))) for _ in range(len(s.visible()) - 1)]
         line("session step (step + stats), changed passes only", steps, STEP_TARGET_S)
         toggles = []
         for _ in range(repeat):
@@ -119,7 +120,8 @@ def session_numbers(model: str, repeat: int) -> None:
                 s.set_enabled(FUSION_PASS, enabled)
                 toggles.append(timed(s.run))
         line(f"session toggle {FUSION_PASS} + re-trace", toggles, TOGGLE_TARGET_S)
-        print(f"{'':58s} re-ran {s.last_retrace.ran} of {s.last_retrace.ran + s.last_retrace.reused} "
+        info = s.traces.last_retrace
+        print(f"{'':58s} re-ran {info.ran} of {info.ran + info.reused} "
               f"top-level passes (the rest from the prefix cache)")
 
 

@@ -223,12 +223,12 @@ def numeric_bisect(session, inputs: Mapping[str, np.ndarray] | None = None) -> D
     that does, and the first diverging replacement inside it (None when every pass keeps the
     outputs). `inputs` replaces the session's numeric inputs first."""
     if inputs is not None:
-        session.set_inputs(inputs)
+        session.traces.set_inputs(inputs)
     trace = session.trace
     bad = trace.first_numeric_failure()
     if bad is None:
         return None
-    cfg = session.numeric_config()
+    cfg = session.traces.numeric_config()
     rec = _innermost_failure(trace, bad, cfg)
     found = locate_divergence(rec.before, rec.after, cfg.inputs, pass_path=rec.path,
                               replacements=rec.replacements, tolerance=cfg.tolerance)
@@ -312,7 +312,7 @@ def perf_bisect(session, toggles: Mapping[str, bool], measure: Callable[[Any], f
     own sessions; `measure` must then be picklable (a module function or a lambda)."""
     if any(x is not None for x in (cluster, workers, gpus, sweeper)):
         return _perf_bisect_sweep(session, toggles, measure, threshold, cluster, workers, gpus, sweeper)
-    original = {path: e.enabled for path, e, _ in session.entries()}
+    original = {path: e.enabled for path, e, _ in session.config.entries()}
     count = [0]
 
     def apply(subset: Sequence[str]) -> float:

@@ -16,11 +16,14 @@ import os
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .compiler.errors import MigxError
+
+if TYPE_CHECKING:
+    from .session import Session
 
 
 def _model_proto(source: Any):
@@ -150,3 +153,13 @@ def generate(source: Any, prompt_ids: Any, steps: int, *, target: str = "ref", m
     finally:
         dec.close()
     return out
+
+
+def generate_from_session(session: Session, prompt_ids: Any, steps: int, *, target: str = "ref",
+                          mode: str = "graph", **kw: Any) -> Any:
+    """Greedy generation with a session's KV-cache model (an ONNX file or built-in model): prefill,
+    then decode steps feeding presents back as pasts. It reloads the model from the session's
+    source because it recompiles per shape."""
+    if session.source.get("kind") not in ("model", "onnx"):
+        raise MigxError("generate needs a session made by from_model or from_onnx (it recompiles per shape)")
+    return generate(session.source["value"], prompt_ids, steps, target=target, mode=mode, **kw)

@@ -1,4 +1,6 @@
-"""The explorer's one door into the GPU layer, so session/widgets never import GPU code eagerly.
+"""The explorer's one door into the GPU layer, so session/widgets never import GPU code eagerly:
+compiling and timing a snapshot, and a session's final program (its timings kept in
+`session.timings` by configuration identity).
 
 Everything here raises `GpuUnavailable` with the runtime's own one-line reason (what to install)
 when no GPU stack is present."""
@@ -10,11 +12,14 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .compiler.errors import MigxError
 from .compiler.snapshot import ProgramSnapshot
 from .errors import GpuUnavailable  # noqa: E402,F401  (defined beside the other explorer errors; re-exported)
+
+if TYPE_CHECKING:
+    from .session import Session
 
 Progress = Callable[[int, int, str], None]
 
@@ -93,6 +98,37 @@ def time_snapshot(snap: ProgramSnapshot, modes: Sequence[str] = ("eager", "graph
         return merged
     finally:
         compiled.close()
+
+
+# ---- a session's final program -----------------------------------------------------------------------
+@dataclass
+class TimingRun:
+    """One GPU timing of one configuration: its readable label (the spec, or 'custom pipeline')
+    and the result. session.timings keys these by configuration identity, not by the label."""
+
+    label: str
+    result: Any
+
+
+def compile_session_kernels(session: Session, progress: Progress | None = None) -> int:
+    """Compile the session's final program's kernels (one at a time, reporting progress) into the
+    kernel cache that timing then hits; returns how many there were."""
+    return compile_kernels(session.final(), progress)
+
+
+def time_session(session: Session, modes: Sequence[str] = ("eager", "graph"), warmup: int = 10,
+                 iters: int = 100, progress: Progress | None = None) -> Any:
+    """Compile the session's final program for the GPU and time it in each mode; the result is
+    kept in session.timings under this configuration's identity (see session_timing)."""
+    result = time_snapshot(session.final(), modes=modes, warmup=warmup, iters=iters, progress=progress)
+    session.timings[session.config.identity()] = TimingRun(session.config.label(), result)
+    return result
+
+
+def session_timing(session: Session) -> Any:
+    """The last timing result of the session's current configuration (None if it was not timed)."""
+    run = session.timings.get(session.config.identity())
+    return None if run is None else run.result
 
 
 # ---- results recorded on a real GPU (shown where there is none) ------------------------------------

@@ -39,12 +39,12 @@ def migraphx_disable_list(session) -> tuple[str, list[str]]:
     names: dict[str, None] = {}
     caveats = []
     by_name: dict[str, list[bool]] = {}
-    for path, e, pl in session.entries():
+    for path, e, pl in session.config.entries():
         by_name.setdefault(e.name, []).append(pl.enabled and e.enabled)
         if e.user:
             caveats.append(f"{path} is a user pass; MIGraphX cannot run it")
     for pl in session.pipelines:
-        catalog = next((c for c in session.catalog if c.name == pl.name), None)
+        catalog = next((c for c in session.config.catalog if c.name == pl.name), None)
         for e, base in zip(pl.entries, catalog.entries if catalog else []):
             if base.enabled and not (pl.enabled and e.enabled) and not e.user:
                 names[MIGRAPHX_NAMES.get(e.name, e.name)] = None
@@ -64,7 +64,7 @@ def migraphx_disable_list(session) -> tuple[str, list[str]]:
 def repro_script(session, spec: str | None) -> str:
     src = session.source
     # the quantize stage is part of the configuration: without it the repro would trace fp32
-    prec = "" if session.options.precision == "fp32" else f", precision={session.options.precision!r}"
+    prec = "" if session.config.options.precision == "fp32" else f", precision={session.config.options.precision!r}"
     if src["kind"] == "model":
         load = f"Session.from_model({src['value']!r}, input_dims={src['input_dims']!r}{prec})"
     elif src["kind"] == "onnx":
@@ -78,17 +78,17 @@ def repro_script(session, spec: str | None) -> str:
         "",
         f"s = {load}",
     ]
-    if session.options.mode != "balanced":
-        lines.append(f"s.set_mode({session.options.mode!r})")
+    if session.config.options.mode != "balanced":
+        lines.append(f"s.config.set_mode({session.config.options.mode!r})")
     if spec is not None:
-        lines.append(f"s.pipelines = build_pipelines({spec!r}, s.catalog)")
-    for _path, e, _ in session.entries():
+        lines.append(f"s.pipelines = build_pipelines({spec!r}, s.config.catalog)")
+    for _path, e, _ in session.config.entries():
         if e.user:
             lines.append(f"# s.insert_pass(<your pass {e.name!r}>, ...)  # user passes are code; add them here")
     lines += [
         "trace = s.run()",
-        "if s.error:",
-        "    raise SystemExit(s.error)",
+        "if s.trace.error:",
+        "    raise SystemExit(s.trace.error)",
         'write_trace(trace, "repro_trace")',
         "print(trace.final.text)",
         "",
@@ -98,7 +98,7 @@ def repro_script(session, spec: str | None) -> str:
 
 def make_recipe(session) -> Recipe:
     try:
-        spec = session.spec()
+        spec = session.config.spec()
         caveats = []
     except MigxError as e:
         spec, caveats = None, [str(e)]

@@ -11,7 +11,7 @@ module that holds them), so a fusion reads as `{add, mul} -> pointwise` rather t
 copies the submodule holds. An instruction whose only change is that an input was swapped (the
 users of a removed `contiguous`) is a consequence, not a rewrite: those are one `rewired` row.
 
-Data only (no widgets, no graphviz): the explorer, `Session.rewrites()` and `trace --out`'s
+Data only (no widgets, no graphviz): the explorer, `pass_changes.rewrites(session)` and `trace --out`'s
 index.json all read these rows.
 """
 

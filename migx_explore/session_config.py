@@ -2,7 +2,9 @@
 order, options and inserted passes, and the compile options. Pure data plus edits (no trace, no
 position), so what a toggle changes is testable on its own.
 
-Every edit bumps `version`; the trace cache compares versions to know when to re-trace, and
+Every edit holds `lock` (a session's trace cache runs each entry under the same lock, so a
+background trace never sees an edit half-made) and bumps `version`; the trace cache compares
+versions to know when to re-trace, and
 `identity()` names the configuration for results keyed by it (GPU timings), including custom
 pipelines whose spec string cannot express them (user passes are named by object identity).
 """
@@ -10,8 +12,10 @@ pipelines whose spec string cannot express them (user passes are named by object
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator
-from typing import Any
+import functools
+import threading
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
 
 from .compiler.errors import MigxError
 from .compiler.passes import PassEntry, Pipeline, check_order, entry_paths, spec_from_pipelines
@@ -25,6 +29,19 @@ class SessionError(MigxError):
     """A bad request to a session: an unknown pass name, an ambiguous target, a position out of range."""
 
 
+_Edit = TypeVar("_Edit", bound=Callable[..., Any])
+
+
+def _locked(edit: _Edit) -> _Edit:
+    """Run an edit under the configuration's lock (it is re-entrant: edits call edits)."""
+    @functools.wraps(edit)
+    def under_lock(self: PipelineConfig, *args: Any, **kwargs: Any) -> Any:
+        with self.lock:
+            return edit(self, *args, **kwargs)
+
+    return under_lock  # type: ignore[return-value]
+
+
 def _entry_key(pl: Pipeline, e: PassEntry, path: str) -> tuple:
     opts = tuple(sorted((n, repr(v)) for n, v in e.pass_.options().items()))
     # A user pass is identified by the object (two different lambdas may share a name).
@@ -36,6 +53,7 @@ class PipelineConfig:
     """The five sub-pipelines as the user has edited them, plus the compile options."""
 
     def __init__(self, options: CompileOptions | None = None, *, include_backend: bool = True):
+        self.lock = threading.RLock()
         self.options = options or CompileOptions()
         self.catalog: list[Pipeline] = gpu_pipelines(self.options, include_backend=include_backend)
         self._pipelines: list[Pipeline] = [p.copy() for p in self.catalog]
@@ -50,6 +68,7 @@ class PipelineConfig:
         return self._pipelines
 
     @pipelines.setter
+    @_locked
     def pipelines(self, value: list[Pipeline]) -> None:
         self._pipelines = list(value)
         self.touch()
@@ -105,6 +124,7 @@ class PipelineConfig:
         new._pipelines = [p.copy() for p in self._pipelines]
         new.version = 0
         new._user_passes = list(self._user_passes)
+        new.lock = threading.RLock()
         return new
 
     # ---- resolving names ------------------------------------------------------------------------------
@@ -132,6 +152,7 @@ class PipelineConfig:
         return hits[0]
 
     # ---- edits ------------------------------------------------------------------------------------------
+    @_locked
     def set_enabled(self, target: str, enabled: bool, reason: str = "") -> list[str]:
         pl = next((p for p in self._pipelines if p.name == target), None)
         if pl is not None:
@@ -147,6 +168,7 @@ class PipelineConfig:
         self.touch()
         return changed
 
+    @_locked
     def set_mode(self, mode: str) -> None:
         self.options = dataclasses.replace(self.options, mode=mode)
         for pl in self._pipelines:
@@ -154,11 +176,13 @@ class PipelineConfig:
                 pl.enabled = mode != "eager"
         self.touch()
 
+    @_locked
     def set_options(self, target: str, **options: Any) -> None:
         for _, e in self.resolve(target):
             e.pass_ = e.pass_.with_options(**options)
         self.touch()
 
+    @_locked
     def insert(self, entry: PassEntry, *, after: str | None = None, before: str | None = None) -> str:
         if (after is None) == (before is None):
             raise SessionError("insert_pass needs exactly one of after= or before=")
@@ -168,11 +192,13 @@ class PipelineConfig:
         self.touch()
         return entry_paths(pl)[k]
 
+    @_locked
     def remove(self, target: str) -> None:
         pl, e = self.one(target)
         pl.entries.remove(e)
         self.touch()
 
+    @_locked
     def move(self, target: str, *, after: str | None = None, before: str | None = None) -> str:
         pl, e = self.one(target)
         dst_pl, dst = self.one(after or before)  # resolved before removing: a bad target changes nothing
@@ -182,6 +208,7 @@ class PipelineConfig:
         self.touch()
         return entry_paths(dst_pl)[k]
 
+    @_locked
     def reset(self) -> None:
         self._pipelines = [p.copy() for p in self.catalog]
         self.touch()

@@ -53,12 +53,13 @@ class TraceCache:
     the check in the background), so tracing costs only the passes themselves."""
 
     def __init__(self, initial: ProgramSnapshot, *, validate: bool = True, numeric: bool = True,
-                 numeric_inputs: dict | None = None, defer_numeric: bool = False):
+                 numeric_inputs: dict | None = None, defer_numeric: bool = False,
+                 lock: threading.RLock | None = None):
         self.initial = initial
         self.validate = validate
         self.numeric = numeric
         self.defer_numeric = defer_numeric
-        self._numeric_inputs = numeric_inputs
+        self.numeric_inputs = numeric_inputs
         self._numeric_base: NumericConfig | None = None
         self._steps: list[CachedStep] = []
         self._partial: Trace | None = None  # the trace of configuration `_version`, maybe a prefix
@@ -69,8 +70,9 @@ class TraceCache:
         self._run_numeric: NumericConfig | None = None
         self.last_retrace = RetraceInfo()
         self.on_progress: Callable[[int, int, str], None] | None = None
-        # The deferred check and the background trace run in threads beside the viewer's requests.
-        self._lock = threading.RLock()
+        # The deferred check and the background trace run in threads beside the viewer's requests;
+        # a session shares this lock with its PipelineConfig, whose edits take it.
+        self._lock = lock or threading.RLock()
 
     # ---- numeric configuration ------------------------------------------------------------------------
     def numeric_config(self) -> NumericConfig | None:
@@ -79,13 +81,13 @@ class TraceCache:
         if not self.numeric:
             return None
         if self._numeric_base is None:
-            self._numeric_base = make_numeric_config(self.initial.to_program(), self._numeric_inputs)
+            self._numeric_base = make_numeric_config(self.initial.to_program(), self.numeric_inputs)
         # a fresh copy per trace: the manager sets disabled_reason once evaluation stops working
         return dataclasses.replace(self._numeric_base, disabled_reason="")
 
     def set_inputs(self, inputs: dict | None) -> None:
         """Use these inputs (None: random ones that respect the model); forgets cached results."""
-        self._numeric_inputs = None if inputs is None else dict(inputs)
+        self.numeric_inputs = None if inputs is None else dict(inputs)
         self._numeric_base = None
         self.invalidate()
 
@@ -125,11 +127,6 @@ class TraceCache:
     def prefix(self, config: PipelineConfig) -> Trace:
         """The trace of `config` as far as it has run, running nothing."""
         return self.extend(config, lambda _t: True)
-
-    def editing(self) -> threading.RLock:
-        """Hold this while changing the configuration: a background trace reads the pipelines'
-        switches while it runs an entry, and must not see them change half-way."""
-        return self._lock
 
     def peek(self) -> Trace | None:
         """The last trace made, without tracing (may be a prefix, or of an older configuration)."""
@@ -205,6 +202,28 @@ class TraceCache:
         if not self.numeric:
             return []
         return [r for r in trace.top_level() if r.changed and r.after is not None and r.numeric is None]
+
+    def numeric_state(self, r: PassRecord) -> str:
+        """'ok' | 'bad' | 'note' | 'pending' (deferred, not yet run) | 'off' | 'nested' (checked
+        through its top-level pass) | 'unchanged'."""
+        if r.numeric is not None:
+            return "note" if r.numeric.note else ("ok" if r.numeric.ok else "bad")
+        if not r.changed:
+            return "unchanged"
+        if not self.numeric:
+            return "off"
+        return "pending" if r.depth == 0 else "nested"
+
+    def check_next(self, trace: Trace, rec: PassRecord | None = None) -> PassRecord | None:
+        """Run the deferred numeric check of `rec` (default: the first unchecked pass of `trace`);
+        returns the record checked, None when nothing is left."""
+        if rec is None:
+            todo = self.unchecked(trace)
+            if not todo:
+                return None
+            rec = todo[0]
+        self.check_numeric(rec)
+        return rec
 
     def check_numeric(self, rec: PassRecord) -> None:
         """Compare `rec`'s outputs with the reference (records are shared with the step cache, so a

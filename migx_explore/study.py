@@ -349,7 +349,7 @@ def study_order(session, *, scope: str = "pass", gpu: bool = False, numeric: boo
     plan, skipped = plan_order_variants(session.pipelines, scope)
     why = unavailable_reason() if gpu else "timing not requested (--gpu)"
     common = {"timed": why is None, "modes": tuple(modes), "warmup": warmup, "iters": iters, "inputs": inputs}
-    reference = (session.numeric_config() or _reference(session)) if numeric else None
+    reference = (session.traces.numeric_config() or _reference(session)) if numeric else None
     payloads = [dict(common, pipelines=None)] + [dict(common, pipelines=v.pipelines) for v in plan]
     labels = ["(shipped order)"] + [v.label for v in plan]
     run = sweep(session, measure_order, payloads, labels, sweeper=sweeper, numeric=reference, progress=progress,
@@ -366,7 +366,7 @@ def study_order(session, *, scope: str = "pass", gpu: bool = False, numeric: boo
 def _reference(session):
     from .compiler.passes import make_numeric_config
 
-    return make_numeric_config(session.initial.to_program(), session._numeric_inputs)
+    return make_numeric_config(session.initial.to_program(), session.traces.numeric_inputs)
 
 
 __all__ = ["OrderStudy", "OrderVariant", "SCOPES", "Skipped", "changes_something", "impact", "measure_order",

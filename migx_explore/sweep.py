@@ -59,9 +59,9 @@ class SessionSpec:
 
     @classmethod
     def of(cls, session: Any, *, numeric: Any = None) -> SessionSpec:
-        return cls(session.initial.to_program(), session.name, session.options,
-                   any(pl.name == "backend" for pl in session.catalog),
-                   [pl.copy() for pl in session.pipelines], numeric, session.validate, type(session))
+        return cls(session.initial.to_program(), session.name, session.config.options,
+                   any(pl.name == "backend" for pl in session.config.catalog),
+                   [pl.copy() for pl in session.pipelines], numeric, session.traces.validate, type(session))
 
 
 @dataclass

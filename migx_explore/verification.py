@@ -2,7 +2,7 @@
 inputs and a tolerance (compiler/verify.py), and summarise: how many passes were checked, which
 came closest to the limit, the first that broke it, and (optionally) the bisect result.
 
-    report = Session.from_onnx("bert.onnx", inputs="feed.npz").verify()
+    report = verify_session(Session.from_onnx("bert.onnx", inputs="feed.npz"))
     print(report)            # the lines the CLI prints
     report.ok, report.failure.path, report.divergence
 """
@@ -11,12 +11,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .compiler.passes import PassRecord, make_numeric_config
 from .compiler.verify import program_compute_type
+
+if TYPE_CHECKING:
+    from .session import Session
 
 
 @dataclass
@@ -78,29 +81,37 @@ def _tolerance_summary(initial: str, checked: list[PassRecord]) -> str:
     return "; ".join(out)
 
 
-def verify_session(session, inputs: Mapping[str, np.ndarray] | None = None, *, rtol: float | None = None,
+def verify_session(session: Session, inputs: Mapping[str, np.ndarray] | None = None, *, rtol: float | None = None,
                    atol: float | None = None, rms: float | None = None, seed: int = 0, bisect: bool = False,
                    inputs_label: str | None = None) -> VerifyReport:
-    """Re-trace `session` with numeric checks on `inputs` (default: random inputs that respect the
-    model) under the given tolerance (default: MIGraphX's relative RMS per compute type)."""
+    """Re-trace `session` with numeric checks on `inputs` (default: the session's, else random
+    inputs that respect the model) under the given tolerance (default: MIGraphX's relative RMS
+    per compute type). Runs the check inline even where the session defers it (the report needs
+    every pass's result)."""
+    traces = session.traces
+    if inputs is None:
+        inputs = traces.numeric_inputs
     program = session.initial.to_program()
-    session._numeric_enabled = True
-    session._numeric_inputs = None if inputs is None else dict(inputs)
-    session._numeric_base = make_numeric_config(program, session._numeric_inputs, rtol=rtol, atol=atol, rms=rms,
-                                                seed=seed)
+    traces.numeric = True
+    traces.numeric_inputs = None if inputs is None else dict(inputs)
+    cfg = make_numeric_config(program, traces.numeric_inputs, rtol=rtol, atol=atol, rms=rms, seed=seed)
+    traces.set_numeric_config(cfg)
     session.invalidate()
-    trace = session.run()
+    deferred, traces.defer_numeric = traces.defer_numeric, False
+    try:
+        trace = session.run()
+    finally:
+        traces.defer_numeric = deferred
     checked = [r for r in trace if r.numeric is not None and not r.numeric.note]
     report = VerifyReport(
         model=session.name,
-        tolerance=_tolerance_summary(session._numeric_base.tolerance.describe(program_compute_type(program)),
-                                     checked),
+        tolerance=_tolerance_summary(cfg.tolerance.describe(program_compute_type(program)), checked),
         inputs=inputs_label or ("the given inputs" if inputs is not None else f"random inputs (seed {seed})"),
         checked=len(checked),
         closest=max(checked, key=_margin, default=None),
         failure=trace.first_numeric_failure(),
         unavailable=next((r for r in trace if r.numeric is not None and r.numeric.note), None),
-        error=session.error,
+        error=trace.error,
         selection=next((r for r in checked if r.numeric.selection), None),
     )
     if bisect and report.failure is not None and report.error is None:

@@ -142,8 +142,8 @@ def measure_variant(session, v: Variant, *, modes: Sequence[str], warmup: int, i
         for t in v.disabled:
             session.disable(t, reason="waterfall variant")
         session.run()
-        if session.error:
-            v.error = session.error.splitlines()[0][:120]
+        if session.trace.error:
+            v.error = session.trace.error.splitlines()[0][:120]
             return
         final = session.final()
         v.launches = launch_count(final)
@@ -164,7 +164,7 @@ def _state(session, target: str) -> bool:
     for pl in session.pipelines:
         if pl.name == target:
             return pl.enabled
-    for path, e, _ in session.entries():
+    for path, e, _ in session.config.entries():
         if path == target:
             return e.enabled
     return True

@@ -90,14 +90,16 @@ for _ in range(3):
 the text diff (instructions matched by their stable id, so renumbering does not show as change):
 """),
         code("""
+from migx_explore import pass_changes
+
 ex.goto("fusion.fuse_pointwise_reduce")
-st = ex.session.stats()
+st = pass_changes.stats(ex.session)
 for key in ("pass", "instructions_before", "instructions_after", "launches_before", "launches_after",
             "time_ms", "numeric_max_abs", "numeric_ok"):
     print(f"{key:20s} {st[key]}")
 """),
         code("""
-diff = ex.session.text_diff()
+diff = pass_changes.text_diff(ex.session)
 print(diff[:2500] + ("\\n..." if len(diff) > 2500 else ""))
 """),
         md("""
@@ -112,15 +114,16 @@ from migx_explore.stats import ir_metrics
 with_fusion = ir_metrics(ex.session.final())
 ex.toggle("fusion.fuse_pointwise_reduce", False)
 without_fusion = ir_metrics(ex.session.final())
-print(f"re-traced {ex.session.last_retrace.ran} passes, reused {ex.session.last_retrace.reused} from the cache")
+retrace = ex.session.traces.last_retrace
+print(f"re-traced {retrace.ran} passes, reused {retrace.reused} from the cache")
 print(f"{'':14s}{'with fusion':>14s}{'without':>10s}")
 for key in ("instructions", "launches", "fused_modules"):
     print(f"{key:14s}{with_fusion[key]:>14d}{without_fusion[key]:>10d}")
-print("pipeline spec:", ex.session.spec())
+print("pipeline spec:", ex.session.config.spec())
 """),
         code("""
 ex.toggle("fusion.fuse_pointwise_reduce", True)
-ex.session.spec()
+ex.session.config.spec()
 """),
         md("""
 ## Comparing two points of the pipeline
@@ -185,11 +188,11 @@ def rewrites(session):
 def measure(session, label):
     \"\"\"Final-IR metrics (and GPU latency where possible) of one pipeline variant.\"\"\"
     session.run()
-    assert session.error is None, session.error
-    row = {"variant": label, **ir_metrics(session.final()), "warnings": len(session.warnings()),
+    assert session.trace.error is None, session.trace.error
+    row = {"variant": label, **ir_metrics(session.final()), "warnings": len(session.config.warnings()),
            "find_mul_conv": rewrites(session)["find_mul_conv"]}
     if NO_GPU is None:
-        t = session.time(modes=("eager", "graph"), iters=50)
+        t = gpu_bridge.time_session(session, modes=("eager", "graph"), iters=50)
         row.update({f"{m} µs": round(t.modes[m].device_us.median, 1) for m in t.modes})
     results.append(row)
     return row
@@ -225,11 +228,11 @@ First, move the `fusion` pipeline's `optimize_module` after `fuse_pointwise_redu
 """),
         code("""
 late = Session.from_model(MODEL)
-late.move_pass("fusion.optimize_module", after="fusion.fuse_pointwise_reduce")
+late.config.move("fusion.optimize_module", after="fusion.fuse_pointwise_reduce")
 measure(late, "fusion.optimize_module after fuse_pointwise_reduce")
 show()
 print("what the moved pass did:", late.trace.find("fusion.optimize_module").diff.summary())
-print("ordering warnings:", late.warnings() or "none")
+print("ordering warnings:", late.config.warnings() or "none")
 """),
         md("""
 **No change at all** — and the trace says why: by the time `fusion` runs, `optimize_rewrite` has
@@ -267,7 +270,7 @@ no_layout.disable("layout_convolution")
 measure(no_layout, "layout_convolution disabled")
 
 nhwc = Session.from_model(MODEL)
-nhwc.set_options("layout_convolution", channels_last=True)
+nhwc.config.set_options("layout_convolution", channels_last=True)
 measure(nhwc, "layout_convolution channels_last=True")
 show()
 print("layout_convolution (NHWC) did:", nhwc.trace.find("optimize_rewrite.layout_convolution").diff.summary())
@@ -300,7 +303,7 @@ ex
   `last_retrace`) tells you whether moving it could matter before you measure.
 * Every extra kernel costs an eager launch (several microseconds of host time each), which graph
   capture replaces by one launch for the whole program (see `04_graph_capture.ipynb`).
-* `session.warnings()` reports orders that break the pipeline's own rules (MIGraphX's passes rely
+* `session.config.warnings()` reports orders that break the pipeline's own rules (MIGraphX's passes rely
   on some, e.g. nothing may run after the final `eliminate_identity`).
 """),
     ]
@@ -365,7 +368,7 @@ else:
     print(f"{'model':14s}{'launches':>9s}{'eager µs':>10s}{'graph µs':>10s}{'speed-up':>10s}"
           f"{'eager enqueue µs/launch':>25s}{'graph enqueue µs':>18s}")
     for name, s in sessions.items():
-        t = s.time(modes=("eager", "graph"), warmup=20, iters=200)
+        t = gpu_bridge.time_session(s, modes=("eager", "graph"), warmup=20, iters=200)
         timings[name] = t
         e, g = t.modes["eager"], t.modes["graph"]
         print(f"{name:14s}{e.launches:>9d}{e.device_us.median:>10.1f}{g.device_us.median:>10.1f}"

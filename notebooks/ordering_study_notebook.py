@@ -34,11 +34,12 @@ study below so the workers start once.
 """),
         code(f"""
 from migx_explore.session import Session
+from migx_explore.study import study_order
 from migx_explore.sweep import Sweeper
 
 sweeper = Sweeper(workers=2)
 s = Session.from_model("{YOLO}", numeric=False)
-study = s.study_order(sweeper=sweeper)
+study = study_order(s, sweeper=sweeper)
 print(study.report())
 """),
         md("""
@@ -88,7 +89,7 @@ def recompute_shared_kernels(module):
 
 planted = Session.from_model("resnet_block", numeric=False)
 planted.insert_pass(recompute_shared_kernels, after="fusion.fuse_pointwise_reduce")
-planted_study = planted.study_order(sweeper=sweeper)
+planted_study = study_order(planted, sweeper=sweeper)
 print(planted_study.report(top=3))
 """),
         md("""
@@ -100,7 +101,7 @@ fuses the ops before the algebraic rewrites have simplified them. A swap that br
 would be a row with its error, never the end of the study.
 """),
         code("""
-pipes = Session.from_model("mlp", numeric=False).study_order(scope="pipeline", sweeper=sweeper, numeric=False)
+pipes = study_order(Session.from_model("mlp", numeric=False), scope="pipeline", sweeper=sweeper, numeric=False)
 for r in pipes.rows():
     print(f"{r['variant']:<36} launches {r['launches']!s:>4}  {r['error'][:70]}")
 """),
@@ -131,7 +132,7 @@ joins the ranking (changes under 5 % are treated as noise).
 """),
         code("""
 if NO_GPU is None:
-    timed = s.study_order(gpu=True, sweeper=sweeper, iters=20)
+    timed = study_order(s, gpu=True, sweeper=sweeper, iters=20)
     print(timed.report(top=5))
 else:
     print("skipped: no GPU here")

@@ -204,7 +204,7 @@ if NO_GPU:
     print("Skipping GPU timing:", NO_GPU)
 else:
     for label, s in (("default pipelines", default), ("prototype, no algebra", session)):
-        t = s.time(modes=("eager", "graph"), iters=100)
+        t = gpu_bridge.time_session(s, modes=("eager", "graph"), iters=100)
         print(f"{label:24s}", "   ".join(f"{m} {t.modes[m].device_us.median:8.1f} µs" for m in t.modes))
 """),
         *add_an_op(),
@@ -290,7 +290,7 @@ print(kernel_cache.source_for(direct.op["key"]).source)
 if NO_GPU:
     print("Skipping the GPU run:", NO_GPU)
 else:
-    t = yolo.time(modes=("eager", "graph"), iters=50)
+    t = gpu_bridge.time_session(yolo, modes=("eager", "graph"), iters=50)
     print("yolo with silu:", "   ".join(f"{m} {t.modes[m].device_us.median:8.1f} µs" for m in t.modes))
 '''),
     ]

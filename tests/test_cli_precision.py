@@ -62,5 +62,5 @@ def test_session_precision_adds_the_stage_and_keeps_options():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         s = Session(models.load("mlp"), name="mlp", precision="fp16", numeric=False)
-    assert s.pipelines[0].name == "quantize" and s.options.precision == "fp16"
+    assert s.pipelines[0].name == "quantize" and s.config.options.precision == "fp16"
     assert any(r.path == "quantize.truncate_float" and r.diff and not r.diff.is_noop for r in s.trace.records)

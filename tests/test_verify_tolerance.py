@@ -156,8 +156,9 @@ def test_a_pass_that_computes_in_fp16_is_judged_by_the_fp16_threshold():
 @pytest.mark.parametrize("precision", ["fp16", "bf16", "int8", "fp8"])
 def test_precision_modes_pass_verify_with_their_own_thresholds(precision):
     from migx_explore.session import Session
+    from migx_explore.verification import verify_session
 
-    report = Session.from_model("mlp", include_backend=False, precision=precision).verify()
+    report = verify_session(Session.from_model("mlp", include_backend=False, precision=precision))
     assert report.ok, str(report)
     want = {"fp16": "(float16)", "bf16": "(bfloat16)", "int8": "(int8)", "fp8": "(float8e4m3fn)"}[precision]
     assert want in report.tolerance and "from quantize." in report.tolerance

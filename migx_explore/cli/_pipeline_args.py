@@ -25,5 +25,5 @@ def make_session(program, args: argparse.Namespace, *, numeric: bool, name: str)
     opts = CompileOptions(mode=args.mode, enable_nhwc=args.nhwc, **precision_options(args))
     s = Session(program, name=name, options=opts, include_backend=not args.no_backend, numeric=numeric)
     if args.spec:
-        s.pipelines = build_pipelines(args.spec, s.catalog)
+        s.pipelines = build_pipelines(args.spec, s.config.catalog)
     return s

@@ -26,10 +26,10 @@ def run(args: argparse.Namespace) -> int:
     s = make_session(program, args, numeric=not args.no_numeric, name=name)
     s.source = _source(args)
     if feed is not None:
-        s.set_inputs(feed)
+        s.traces.set_inputs(feed)
     live = not args.quiet and sys.stdout.isatty()
     if live:
-        s.on_progress = lambda k, n, path: print(f"\r[{k}/{n}] {path:<60}", end="", flush=True)
+        s.traces.on_progress = lambda k, n, path: print(f"\r[{k}/{n}] {path:<60}", end="", flush=True)
     progress = (lambda k, n, path: print(f"\r[draw {k}/{n}] {path:<54}", end="", flush=True)) if live else None
     command = cli_command(getattr(args, "command_line", None))
     info = write_report(s, args.out, graphs=not args.no_graphs, gpu=args.gpu, command=command,
@@ -38,8 +38,8 @@ def run(args: argparse.Namespace) -> int:
     if live:
         print("\r" + " " * 72 + "\r", end="")
     print(info)
-    if s.error:
-        print(f"error: {s.error} (the report shows the passes up to it)")
+    if s.trace.error:
+        print(f"error: {s.trace.error} (the report shows the passes up to it)")
         return 1
     return 0
 

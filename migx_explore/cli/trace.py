@@ -18,16 +18,16 @@ def run(args: argparse.Namespace) -> int:
     program, name, feed = load_program_and_feed(args)
     s = make_session(program, args, numeric=args.numeric or feed is not None, name=name)
     if feed is not None:
-        s.set_inputs(feed)
+        s.traces.set_inputs(feed)
     live = not args.quiet and sys.stdout.isatty()  # a progress line only on a terminal
     if live:
-        s.on_progress = lambda k, n, path: print(f"\r[{k}/{n}] {path:<60}", end="", flush=True)
+        s.traces.on_progress = lambda k, n, path: print(f"\r[{k}/{n}] {path:<60}", end="", flush=True)
     trace = s.run()
     if live:
         print("\r" + " " * 72 + "\r", end="")
     with replaced_folder(args.out) as folder:  # replaces only what a previous trace there wrote
         files = write_trace(trace, folder, changed_only=not args.all, extra={
-            "generator": TRACE_MARKER, "model": name, "spec": s.spec_or_label(),
+            "generator": TRACE_MARKER, "model": name, "spec": s.config.label(),
             "launches_before": launch_count(trace.initial), "launches_after": launch_count(trace.final)},
             per_pass=lambda rec: index_rewrites(trace, rec))
         if args.svg:
@@ -37,8 +37,8 @@ def run(args: argparse.Namespace) -> int:
         files.append(_write_index_html(s, folder, args))
     _print_summary(trace, args.verbose)
     print(f"wrote {len(files)} files to {args.out}")
-    if s.error:
-        print(f"error: {s.error}")
+    if s.trace.error:
+        print(f"error: {s.trace.error}")
         return 1
     return 0
 

@@ -37,7 +37,7 @@ def _verify_gpu(session) -> int:
             r.op.name.startswith("gpu::") for r in session.trace.final.module("main").instrs):
         print("--gpu needs the backend pipeline (drop --no-backend)")
         return 1
-    d = gpu_divergence(session.final(), session._numeric().inputs)
+    d = gpu_divergence(session.final(), session.traces.numeric_config().inputs)
     if d is None:
         print("OK: every GPU value agrees with the reference evaluator (max|err| <= 1e-4 + 1e-3 max|ref| per value)")
         return 0

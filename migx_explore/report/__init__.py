@@ -1,8 +1,8 @@
 """One self-contained HTML report of a model's passes, to attach to a bug or hand to a student.
 
     s = Session.from_model("yolov8")
-    s.report("yolov8.html")                       # or: migx-explore report yolov8 --out yolov8.html
-    s.report("yolov8.html", gpu=True)             # with the GPU timing table and waterfall
+    write_report(s, "yolov8.html")                       # or: migx-explore report yolov8 --out yolov8.html
+    write_report(s, "yolov8.html", gpu=True)             # with the GPU timing table and waterfall
 
 The page holds the pipeline tree (toggles in effect, no-op passes dimmed), and per pass the
 statistics, rewrite summary, numeric check, text diff and graph diff (the explorer's own graph
@@ -56,7 +56,7 @@ def _no_gpu_html(model: str, why: str | None) -> str:
 
     lines = ['<p class="rep-no-gpu">GPU timing was not run for this report'
              + (f" ({html.escape(why)})" if why else "") + ". Make it with <code>--gpu</code> "
-             "(or <code>s.report(path, gpu=True)</code>) where a GPU is usable.</p>"]
+             "(or <code>write_report(s, path, gpu=True)</code>) where a GPU is usable.</p>"]
     recorded = recorded_html(model)
     if recorded:
         lines.append(recorded)
@@ -80,8 +80,8 @@ def build_report(session: Session, *, graphs: bool = True, gpu: bool = False, co
     from .repro import repro_info
 
     trace = session.run()
-    for rec in session.unchecked():  # a deferred numeric check (the explorer's) is finished first
-        session.check_numeric(rec)
+    for rec in session.traces.unchecked(trace):  # a deferred numeric check (the explorer's) is finished first
+        session.traces.check_numeric(rec)
     rewrites = {r.index: record_rewrites(trace, r) for r in trace.records if r.changed}
     data: dict[str, Any] = {
         "model": session.name, "graphs": graphs, "overview": collect.overview(session),

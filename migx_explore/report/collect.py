@@ -48,7 +48,7 @@ def rewrite_rows(rows: list[RewriteRow]) -> list[dict[str, Any]]:
 
 
 def numeric_info(session: Session, rec: PassRecord) -> dict[str, Any]:
-    state = session.numeric_state(rec)
+    state = session.traces.numeric_state(rec)
     n = rec.numeric
     text = {"unchanged": "not checked: the pass left the IR as it was",
             "off": "not checked: the numeric check was off",
@@ -120,7 +120,7 @@ def overview(session: Session) -> dict[str, Any]:
         "numeric_checked": len(checked),
         "numeric_failure": None if failure is None else {"i": failure.index, "path": failure.path,
                                                            "text": failure.numeric.describe()},
-        "warnings": session.warnings(),
+        "warnings": session.config.warnings(),
     }
 
 

@@ -13,6 +13,7 @@ import zlib
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from .. import pass_changes
 from ..regions import Region
 from ..render import DotOptions, diff_graph, render_svg, text_diff
 from ..render.model import AUTO_EXPAND_MAX, DisplayGraph
@@ -126,8 +127,8 @@ def pass_blobs(session: Session, *, rewrites: dict[int, list[Any]] | None = None
             [list(inst.ids) for inst in row.instances[:MAX_INSTANCES]] for row in (rewrites or {}).get(rec.index, [])]}
         if graphs:
             try:
-                sb, sa = session.scopes(rec.index)
-                payload["regions"] = region_pieces(session.regions(rec.index))
+                sb, sa = pass_changes.scopes(session, rec.index)
+                payload["regions"] = region_pieces(pass_changes.regions(session, rec.index))
                 wanted = {i for r in payload["regions"] for i in r["ids"]}
                 wanted |= {i for row in payload["rewrite_ids"] for inst in row for i in inst}
                 # a nested pass's change is mostly its parent's: one variant keeps the file small

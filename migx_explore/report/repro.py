@@ -11,6 +11,8 @@ import shlex
 import sys
 from typing import TYPE_CHECKING, Any
 
+from ..recipe import make_recipe
+
 if TYPE_CHECKING:  # pragma: no cover
     from ..session import Session
 
@@ -55,16 +57,16 @@ def repro_info(session: Session, *, command: str = "", inputs_path: str | None =
     info["program_sha256"] = program_sha256(session)
     if src.get("input_dims"):
         info["input_dims"] = ", ".join(f"{k}={'x'.join(map(str, v))}" for k, v in src["input_dims"].items())
-    recipe = session.recipe()
-    info["spec"] = recipe.spec or session.spec_or_label()
-    info["mode"] = session.options.mode
-    info["precision"] = session.options.precision
+    recipe = make_recipe(session)
+    info["spec"] = recipe.spec or session.config.label()
+    info["mode"] = session.config.options.mode
+    info["precision"] = session.config.options.precision
     if recipe.disable_passes:
         info["migraphx_env"] = recipe.env()
     if inputs_path:
         info["inputs"] = f"{inputs_path} (sha256 {file_sha256(inputs_path)})"
     else:
-        cfg = session.numeric_config()
+        cfg = session.traces.numeric_config()
         info["inputs"] = ("none (numeric check off)" if cfg is None else
                           "seeded random inputs" if cfg.random_inputs else "the session's inputs")
     info["version"] = f"migx-explore {package_version()}"
@@ -72,7 +74,7 @@ def repro_info(session: Session, *, command: str = "", inputs_path: str | None =
     info["created"] = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     info["command"] = command or "(made from Python: see the repro script)"
     info["script"] = recipe.script
-    info["warnings"] = session.warnings()
+    info["warnings"] = session.config.warnings()
     return info
 
 

@@ -143,12 +143,16 @@ def gpu_section(session: Session, *, waterfall_by: str | None = "pipeline", iter
                 inputs: Any = None) -> str:
     """Time the session's final program (and its waterfall variants) and return the section's HTML.
     Raises GpuUnavailable (one line, what to install) where no GPU stack is usable."""
-    result = session.time(modes=("eager", "graph"), warmup=warmup, iters=iters)
+    from ..gpu_bridge import time_session
+    from ..waterfall import waterfall
+
+    result = time_session(session, modes=("eager", "graph"), warmup=warmup, iters=iters)
     parts = [f'<p class="rep-device">Measured on <b>{html.escape(_device())}</b>, {iters} runs after {warmup} '
              f"warm-up runs per mode.</p>",
              f'<div class="rep-timing-table">{timing_html(result)}</div>', kernels_html(result)]
     if waterfall_by:
-        wf = session.waterfall(by=waterfall_by, iters=max(iters // 2, 3), warmup=max(warmup // 2, 1), inputs=inputs)
+        wf = waterfall(session, by=waterfall_by, iters=max(iters // 2, 3), warmup=max(warmup // 2, 1),
+                       inputs=inputs)
         parts.append(f'<div class="rep-waterfall-box">{waterfall_html(wf)}</div>')
     return "".join(parts)
 

@@ -11,6 +11,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
+from .. import pass_changes
 from ..compiler.snapshot import ProgramSnapshot
 from ..regions import first_view
 from ..session import Session
@@ -129,7 +130,7 @@ def text_diff_html(text: str, *, limit: int = 4000) -> str:
         esc = html.escape(line) or " "
         # Classed lines are display:block (see the stylesheet), so only plain lines need "\n".
         out.append(f'<span class="{cls}">{esc}</span>' if cls else esc + "\n")
-    tail = f"… {more} more lines (see Session.text_diff())" if more > 0 else ""
+    tail = f"… {more} more lines (see pass_changes.text_diff(session))" if more > 0 else ""
     return "<pre>" + "".join(out) + html.escape(tail) + "</pre>"
 
 
@@ -289,13 +290,13 @@ def _graph_job(session: Session, index: int, view: str, opts: dict[str, Any]) ->
     extra: dict[str, Any] = {}
     k = opts.pop("region", None)  # which change region to draw (None: the whole change)
     if k is not None and view in ("diff", "side_by_side"):
-        regions = session.regions(index)
+        regions = pass_changes.regions(session, index)
         if 0 <= k < len(regions):
             extra["region"] = regions[k].ids
     key = (view, tuple(sorted((k, tuple(v) if isinstance(v, (list, set, tuple)) else v) for k, v in opts.items())),
            extra.get("region", ()))
     if view == "diff":  # scopes are a function of the record, so the key needs no more
-        sb, sa = session.scopes(index)
+        sb, sa = pass_changes.scopes(session, index)
         extra["scopes"] = {**sb, **sa}
     return before, after, key, lambda: graph_svg(before, after, view, diff=diff, prefix=f"{view[:2]}_", **opts,
                                                  **extra)
@@ -312,12 +313,13 @@ def prefetch_next(session: Session, view: str, cache: SvgCache, **opts: Any) -> 
     (one drawing thread: next first); returns the next pass's record index when it is drawn. Only
     passes already traced are drawn: prefetching never runs passes, and a pass that opens on its
     rewrite summary has no drawing to prepare."""
-    vis = session.visible_so_far()
+    vis = session.cursor.visible(session.trace_so_far)
     later = [i for i in vis if i > session.position]
     earlier = [i for i in vis if i < session.position]
     drawn = []
     for i in later[:1] + earlier[-1:]:
-        if view == "diff" and opts.get("region") is not None and first_view(session.regions(i)) == "summary":
+        if (view == "diff" and opts.get("region") is not None
+                and first_view(pass_changes.regions(session, i)) == "summary"):
             continue
         cache.prefetch(*_graph_job(session, i, view, opts))
         drawn.append(i)

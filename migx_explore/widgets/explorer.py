@@ -75,7 +75,7 @@ class NumericFiller:
         """Check the session's unchecked passes (listed now, on the caller's thread); `on_start(n)`
         runs before the thread starts. Returns how many there are."""
         self.cancel()
-        todo = session.unchecked()
+        todo = session.traces.unchecked(session.trace)
         if on_start is not None:
             on_start(len(todo))
         if todo:
@@ -101,7 +101,7 @@ class NumericFiller:
             for k, rec in enumerate(todo):
                 if gen != self._generation:
                     return
-                session.check_numeric(rec)
+                session.traces.check_numeric(rec)
                 if gen != self._generation:
                     return
                 self._on_result(session, rec, k + 1, len(todo))
@@ -195,7 +195,8 @@ class Stepper:
         self._ex = ex
 
     def show(self, session: Session) -> None:
-        vis = session.visible_so_far()  # the slider grows while the trace finishes in the background
+        # the slider grows while the trace finishes in the background
+        vis = session.cursor.visible(session.trace_so_far)
         self._quiet = True
         try:
             self.slider.max = max(len(vis) - 1, 0)
@@ -209,7 +210,7 @@ class Stepper:
     def _slid(self, change: dict) -> None:
         if self._quiet:
             return
-        vis = self._ex.session.visible_so_far()
+        vis = self._ex.session.cursor.visible(self._ex.session.trace_so_far)
         if vis:
             self._ex.goto(vis[min(change["new"], len(vis) - 1)])
 
@@ -229,7 +230,9 @@ class Stepper:
 
 def recipe_html(session: Session) -> str:
     """The recipe box: our spec string, MIGraphX's MIGRAPHX_DISABLE_PASSES line, a repro script."""
-    r = session.recipe()
+    from ..recipe import make_recipe
+
+    r = make_recipe(session)
     caveats = "".join(f"<li>{html.escape(c)}</li>" for c in r.caveats)
     return (f'<div class="migx-recipe-body"><b>pipeline spec</b><pre class="migx-recipe-spec">'
             f"{html.escape(r.spec or '(not expressible as a spec: see caveats)')}</pre>"
@@ -317,9 +320,9 @@ class Explorer:
         changes; a pass that fails is part of the new state, shown with its error."""
         t0 = started if started is not None else time.perf_counter()
         t_trace = time.perf_counter()
-        session.on_progress = self.progress
-        session.view.filter = self.tree.filter.value.strip()
-        session.view.hide_unchanged = self.tree.hide_unchanged.value
+        session.traces.on_progress = self.progress
+        session.cursor.view.filter = self.tree.filter.value.strip()
+        session.cursor.view.hide_unchanged = self.tree.hide_unchanged.value
         session.first_changed()  # traces only as far as the pass shown first
         t_traced = time.perf_counter()
         rows = queries.tree_rows(session, so_far=True)
@@ -378,8 +381,8 @@ class Explorer:
             self._update_tree(session)
             self.stepper.show(session)
             self._show_status()
-            if session.error:
-                self.errors.show(session.error, "pipeline")
+            if session.trace.error:
+                self.errors.show(session.trace.error, "pipeline")
         self.progress.finish(f"{self._done_message}; then the other passes in the background "
                              f"({len(session.trace.records)} pass records)")
         self._start_numeric()
@@ -390,7 +393,7 @@ class Explorer:
 
     def _show_status(self) -> None:
         s = self._require()
-        spec = html.escape(s.spec_or_label())
+        spec = html.escape(s.config.label())
         final = f"{s.final().total_instructions()}" if s.trace_complete else "… (tracing)"
         self.status.value = (f"<span class='migx-status-text'>{s.initial.total_instructions()} → "
                              f"{final} instructions · spec: <code>{spec}</code></span>")
@@ -414,7 +417,7 @@ class Explorer:
     def _numeric_result(self, session: Session, rec: Any, done: int, total: int) -> None:
         if session is not self.session:
             return
-        self.tree.set_numeric(rec.path, session.numeric_state(rec))
+        self.tree.set_numeric(rec.path, session.traces.numeric_state(rec))
         # This runs on the numeric thread: without the lock a step on the kernel thread could land
         # between the position check and the write, and the stats would end on the pass just left.
         with self._stats_lock:
@@ -438,7 +441,7 @@ class Explorer:
             except SessionError:  # the pass is gone (removed by the user): stay at the same index
                 pass
         s.current  # noqa: B018 - traced at least as far as the position
-        info = s.last_retrace
+        info = s.traces.last_retrace
         with self._ui_lock:
             if s.trace_so_far.error:
                 self.errors.show(s.trace_so_far.error, "pipeline")
@@ -508,13 +511,13 @@ class Explorer:
         return changed
 
     def set_nested(self, nested: bool) -> None:
-        self._require().view.nested = nested
+        self._require().cursor.view.nested = nested
         self._snap_to_visible()
 
     def _view_changed(self, text: str, hide_unchanged: bool) -> None:
         if self.session is None:
             return
-        self.session.view.filter, self.session.view.hide_unchanged = text, hide_unchanged
+        self.session.cursor.view.filter, self.session.cursor.view.hide_unchanged = text, hide_unchanged
         self._snap_to_visible()
 
     def _snap_to_visible(self) -> None:

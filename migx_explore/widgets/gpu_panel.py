@@ -83,8 +83,11 @@ class GpuPanel:
         modes = self.modes()
         if not modes:
             raise ValueError("pick at least one mode (eager, graph capture)")
-        session.compile_kernels(self._report)
-        result = session.time(modes=modes, warmup=self.warmup.value, iters=self.iters.value, progress=self._report)
+        from ..gpu_bridge import compile_session_kernels, time_session
+
+        compile_session_kernels(session, self._report)
+        result = time_session(session, modes=modes, warmup=self.warmup.value, iters=self.iters.value,
+                              progress=self._report)
         self.last_result = result
         self._report(len(modes), len(modes), "done: " + timing_view.summary(result))
         self.show(result, session)
@@ -100,4 +103,6 @@ class GpuPanel:
 
 
 def _unavailable_reason() -> str | None:
-    return Session.gpu_unavailable_reason()
+    from ..gpu_bridge import unavailable_reason
+
+    return unavailable_reason()

@@ -168,6 +168,6 @@ class ModelPicker:
             kw["precision"] = self.precision.value
         session = make_session(self.selection(), queries.parse_dims(self.dims.value), **kw)
         if self.mode.value != "balanced":
-            session.set_mode(self.mode.value)
+            session.config.set_mode(self.mode.value)
         self._on_load(session)
         return session

@@ -37,7 +37,7 @@ class TreeRow:
     toggleable: bool = True  # pending passes and nested children have no switch
     user: bool = False
     summary: str = ""  # "+3 -2 ~1", "no change", "12 passes, 4 changed"
-    numeric: str = ""  # Session.numeric_state: ok | bad | note | pending | off | unchanged
+    numeric: str = ""  # TraceCache.numeric_state: ok | bad | note | pending | off | unchanged
     default_enabled: bool = True  # the catalogue's setting (a row the user switched stays in view)
 
     @property
@@ -78,11 +78,11 @@ def _row_for_record(session: Session, rec: PassRecord, kind: str, depth: int, *,
                    effective=rec.status != "disabled", status=rec.status, changed=rec.changed,
                    reason=rec.reason or reason, time_ms=rec.time_s * 1e3, index=rec.index, toggleable=toggleable,
                    user=rec.user, summary=d.summary() if d is not None else "",
-                   numeric=session.numeric_state(rec), default_enabled=default_enabled)
+                   numeric=session.traces.numeric_state(rec), default_enabled=default_enabled)
 
 
 def _catalogue_defaults(session: Session) -> dict[str, bool]:
-    return {path: e.enabled for pl in session.catalog for e, path in zip(pl.entries, entry_paths(pl))}
+    return {path: e.enabled for pl in session.config.catalog for e, path in zip(pl.entries, entry_paths(pl))}
 
 
 def pipeline_rows(session: Session, pl: Pipeline, so_far: bool = False) -> list[TreeRow]:
@@ -162,7 +162,7 @@ def visible_rows(rows: Sequence[TreeRow], text: str = "", hide_unchanged: bool =
 def position_label(session: Session) -> str:
     """'7 / 56 · required.eliminate_identity#1' over the passes the stepper visits."""
     rec = session.current
-    vis = session.visible_so_far()
+    vis = session.cursor.visible(session.trace_so_far)
     more = "" if session.trace_complete else "+"  # the rest is still being traced
     if not vis:
         return "no passes match the current view" if not more else f"tracing… · {rec.path}"
@@ -184,7 +184,7 @@ def _delta(before: int, after: int) -> str:
 
 
 def stat_rows(stats: dict[str, Any]) -> list[StatRow]:
-    """Session.stats() as labelled rows in reading order."""
+    """pass_changes.stats(session) as labelled rows in reading order."""
     rows = [
         StatRow("pass", stats["pass"]),
         StatRow("status", stats["status"] + (f": {stats['reason']}" if stats.get("reason") else ""),

@@ -44,7 +44,9 @@ class ReportSaver:
         path = self.path.value.strip() or default_report_name(s)
         self.result.value = "<i>drawing every changed pass…</i>"
         try:
-            info = s.report(path)
+            from ..report import write_report
+
+            info = write_report(s, path)
         except Exception:
             self.result.value = ""
             raise

@@ -68,7 +68,7 @@ class RewritesPanel:
             buttons.append(b)
         self.rows_box.children = buttons
         more = len(self._rows) - MAX_ROWS
-        self.note.value = f"<i>… {more} more rows (Session.rewrites())</i>" if more > 0 else ""
+        self.note.value = f"<i>… {more} more rows (pass_changes.rewrites(session))</i>" if more > 0 else ""
 
     def step(self, k: int) -> tuple[int, ...]:
         """Show row k's next instance; returns its ids."""

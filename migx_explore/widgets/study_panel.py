@@ -1,4 +1,4 @@
-"""The ordering-study panel: which orderings matter for this model. Runs Session.study_order
+"""The ordering-study panel: which orderings matter for this model. Runs migx_explore.study.study_order
 (every movable pass swapped with its neighbour, or adjacent sub-pipelines) as Dask tasks, and
 shows the ranked moves with the rewrites each gains or loses, the moves the ordering rules
 forbid, and the chart. Thin glue: the study itself is migx_explore.study."""
@@ -9,6 +9,7 @@ import html
 from collections.abc import Callable
 from typing import Any
 
+from ..gpu_bridge import unavailable_reason as gpu_unavailable_reason
 from ..session import Session
 from ._common import ErrorBox, TaskProgress, widgets
 from .timing_view import closed_svg
@@ -47,7 +48,7 @@ class StudyPanel:
         W = widgets()
         self.errors = errors
         self._get_session = get_session
-        self.reason = Session.gpu_unavailable_reason()
+        self.reason = gpu_unavailable_reason()
         self.workers: int | None = None  # None: a local Dask cluster sized to the machine; 0: serially
         self.scope = W.Dropdown(options=[("swap adjacent passes", "pass"), ("swap sub-pipelines", "pipeline")],
                                 value="pass", description="moves", _dom_classes=["migx-study-scope"])
@@ -72,8 +73,10 @@ class StudyPanel:
         session = self._get_session()
         if session is None:
             raise RuntimeError("load a model first")
-        st = session.study_order(scope=self.scope.value, gpu=self.time_gpu.value, progress=self._report,
-                                 workers=self.workers)
+        from ..study import study_order
+
+        st = study_order(session, scope=self.scope.value, gpu=self.time_gpu.value, progress=self._report,
+                         workers=self.workers)
         self.table.value = study_html(st)
         self.plot.value = closed_svg(st.plot())
         self.last = st

@@ -126,11 +126,11 @@ def figure_svg(result: Any, top: int = 12) -> str:
 
 
 def recorded_html(model: str = "") -> str:
-    """The timings recorded on a real GPU (Session.recorded_gpu_results), labelled with device and
+    """The timings recorded on a real GPU (gpu_bridge.recorded_results), labelled with device and
     date; the loaded model's row first and marked. Empty when no recording ships."""
-    from ..session import Session
+    from ..gpu_bridge import recorded_results
 
-    run = Session.recorded_gpu_results()
+    run = recorded_results()
     if run is None or not run.models:
         return ""
 

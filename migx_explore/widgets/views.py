@@ -10,6 +10,7 @@ from __future__ import annotations
 import html
 from typing import Any
 
+from .. import config_compare, pass_changes
 from ..render.model import Clusters
 from ..session import Session
 from . import content, queries
@@ -103,7 +104,7 @@ class Views:
         self._focus_next = ""  # a step centres on the change, not on a cluster opened before it
         self._pick_region_or_summary(session)
         self.refresh_stats()
-        self.warnings.value = queries.warnings_html(session.warnings())
+        self.warnings.value = queries.warnings_html(session.config.warnings())
         self._fill_compare_choices(session)
         self._default_compare(session)
         shown = self.graph.svg
@@ -116,9 +117,9 @@ class Views:
         """A new pass opens on its first change region, or on its rewrite summary when that
         region cannot be read in one pane (regions.first_view, then the drawing's size)."""
         rec = session.current
-        regions = session.regions() if rec.changed else []
+        regions = pass_changes.regions(session) if rec.changed else []
         self.region_bar.set(regions, 0)
-        self.rewrites.show(rec.path, session.rewrites() if rec.changed else [], regions)
+        self.rewrites.show(rec.path, pass_changes.rewrites(session) if rec.changed else [], regions)
         if self.select.value in AUTO_VIEWS and self._auto_view:
             want = "rewrites" if rec.changed and not self._region_reads(session, regions) else "diff"
             if self.select.value != want:
@@ -202,7 +203,7 @@ class Views:
 
     def refresh_stats(self) -> None:
         if self._session is not None:
-            self.stats.value = queries.stats_html(queries.stat_rows(self._session.stats()))
+            self.stats.value = queries.stats_html(queries.stat_rows(pass_changes.stats(self._session)))
 
     def _fill_compare_choices(self, session: Session) -> None:
         tops = [(("" if r.changed else "· ") + r.path, r.index) for r in session.trace_so_far.top_level()]
@@ -350,7 +351,7 @@ class Views:
         cur = s.current
         top = next(r for r in reversed(s.trace_so_far.top_level()) if r.index <= cur.index)
         at = top.path if self.compare_at.value == "here" else ""
-        return s.compare_configs({top.path: not top.enabled}, at=at)
+        return config_compare.compare_configs(s, {top.path: not top.enabled}, at=at)
 
     def _snapshot_at(self, index: int) -> Any:
         s = self._session
@@ -369,7 +370,7 @@ class Views:
         if view in content.GRAPH_VIEWS:
             return content.current_graph(s, view, self.cache, **self._graph_opts(view))
         if view == "text":
-            return content.text_diff_html(s.text_diff())
+            return content.text_diff_html(pass_changes.text_diff(s))
         if view == "metrics":
             return content.metrics_svg(queries.metrics_series(s), s.current.index)
         if view == "rewrites":  # the panel's rows are set on each step (update)

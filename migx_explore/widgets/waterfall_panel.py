@@ -8,6 +8,7 @@ import html
 from collections.abc import Callable
 from typing import Any
 
+from ..gpu_bridge import unavailable_reason as gpu_unavailable_reason
 from ..session import Session
 from ._common import ErrorBox, TaskProgress, widgets
 from .timing_view import closed_svg
@@ -37,7 +38,7 @@ class WaterfallPanel:
         W = widgets()
         self.errors = errors
         self._get_session = get_session
-        self.reason = Session.gpu_unavailable_reason()
+        self.reason = gpu_unavailable_reason()
         self.by = W.Dropdown(options=[("each pass disabled", "pass"), ("each sub-pipeline disabled", "pipeline"),
                                       ("pipeline prefixes", "prefix")], value="pass", description="variants",
                              _dom_classes=["migx-waterfall-by"])
@@ -65,7 +66,9 @@ class WaterfallPanel:
         session = self._get_session()
         if session is None:
             raise RuntimeError("load a model first")
-        wf = session.waterfall(by=self.by.value, time_gpu=self.time_gpu.value, progress=self._report)
+        from ..waterfall import waterfall
+
+        wf = waterfall(session, by=self.by.value, time_gpu=self.time_gpu.value, progress=self._report)
         self._report(len(wf.variants), len(wf.variants), "done")
         self.table.value = table_html(wf)
         self.plot.value = closed_svg(wf.plot())

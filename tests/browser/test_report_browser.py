@@ -13,6 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from migx_explore import pass_changes
+from migx_explore.report import write_report
+
 MODEL = "yolov8"
 MAX_BYTES = 5 * 10**6
 REPO = Path(__file__).resolve().parents[2]
@@ -45,7 +48,7 @@ def report(tmp_path_factory):
     try:
         # numeric off: the check is the costly part of tracing and tests/explorer covers it
         s = Session.from_model(MODEL, numeric=False)
-        info = s.report(str(path), gpu=True, iters=3, warmup=1, waterfall_by=None,
+        info = write_report(s, str(path), gpu=True, iters=3, warmup=1, waterfall_by=None,
                         command=f"migx-explore report {MODEL} --out {path.name} --gpu")
     finally:
         if old is None:
@@ -110,7 +113,7 @@ def test_big_model_report_offline(report, offline_page):
     page.wait_for_function(f"() => document.querySelector('.rep-pass').dataset.i === '{rec.index}'")
     page.wait_for_selector(".rep-graph-view svg g.node.st_added")
     summary = page.locator(".rep-rewrites li").all_inner_texts()
-    assert summary == [r.label for r in s.rewrites(rec.path)] and any("→" in line for line in summary)
+    assert summary == [r.label for r in pass_changes.rewrites(s, rec.path)] and any("→" in line for line in summary)
     assert page.locator(".rep-textdiff .add").count() > 0 and page.locator(".rep-textdiff .del").count() > 0
     assert f"{rec.index + 1}. {rec.path}" in page.locator(".rep-pass-title").inner_text()
     page.locator(".rep-region-next").click()
@@ -120,7 +123,7 @@ def test_big_model_report_offline(report, offline_page):
     assert total > 0 and inside == total, f"{inside} of {total} nodes of the region in view"
     assert font >= 7, f"labels {font:.1f} px high: not legible"
     # a rewrite row of the summary steps through its instances in the graph
-    first = s.rewrites(rec.path)[0]
+    first = pass_changes.rewrites(s, rec.path)[0]
     page.locator(".rep-rewrites li").first.click()
     page.wait_for_function("() => / instance \\d+ \\/ /.test(document.querySelector('.rep-region-label').textContent)")
     page.wait_for_timeout(400)
@@ -143,7 +146,7 @@ def test_big_model_report_offline(report, offline_page):
     assert "eager" in table.inner_text() and "graph capture" in table.inner_text()
     assert "fake" in page.locator("#rep-tab-gpu .rep-device").inner_text()
     page.locator(".rep-tab[data-tab=repro]").click()
-    assert s.spec() in page.locator(".rep-repro-spec").inner_text()
+    assert s.config.spec() in page.locator(".rep-repro-spec").inner_text()
     assert "--gpu" in page.locator(".rep-repro-command").inner_text()
 
     assert page.page_errors == []

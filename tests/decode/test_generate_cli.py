@@ -1,9 +1,9 @@
-"""`migx-explore generate` and Session.generate on the reference evaluator."""
+"""`migx-explore generate` and decode.generate_from_session on the reference evaluator."""
 
 from __future__ import annotations
 
 from migx_explore.cli import main
-from migx_explore.decode import generate
+from migx_explore.decode import generate, generate_from_session
 from migx_explore.session import Session
 
 
@@ -26,7 +26,7 @@ def test_generate_refuses_a_bad_prompt(capsys):
 
 def test_session_generate_uses_its_model():
     s = Session.from_model("gpt2_decode", input_dims={"P": 0, "T": 4}, include_backend=False)
-    assert s.generate([5, 17, 99, 3], 3).tokens == generate("gpt2_decode", [5, 17, 99, 3], 3).tokens
+    assert generate_from_session(s, [5, 17, 99, 3], 3).tokens == generate("gpt2_decode", [5, 17, 99, 3], 3).tokens
 
 
 def test_generate_refuses_more_steps_than_the_cache_holds(capsys):

@@ -1,4 +1,4 @@
-"""Comparing two configurations of one session (Session.compare_configs): the variant is traced on
+"""Comparing two configurations of one session (config_compare.compare_configs): the variant is traced on
 a copy of the configuration, reusing the session's cached prefix, and the user's toggles never
 move."""
 
@@ -7,8 +7,9 @@ from __future__ import annotations
 import pytest
 from ir_samples import CHAIN
 
+from migx_explore import config_compare
+from migx_explore.config_compare import variant_config
 from migx_explore.session import Session, SessionError
-from migx_explore.session_variants import variant_config
 
 FUSE = "fusion.fuse_pointwise_reduce"
 
@@ -21,7 +22,7 @@ def test_pass_off_changes_the_final_program_and_leaves_the_session_alone():
     s = _session()
     s.run()
     disabled, version, final = s.config.disabled_passes(), s.config.version, s.final()
-    cmp = s.compare_configs({FUSE: False})
+    cmp = config_compare.compare_configs(s, {FUSE: False})
     assert cmp.base is final
     # with pointwise fusion off, relu/neg/exp stay separate: the final programs differ
     assert "pointwise" in s.final().text and "pointwise" not in cmp.variant.text
@@ -35,39 +36,39 @@ def test_pass_off_changes_the_final_program_and_leaves_the_session_alone():
 def test_the_variant_reuses_the_prefix_and_is_cached():
     s = _session()
     s.run()
-    trace = s.variants.trace_with(s, {FUSE: False})
+    trace = config_compare.variants(s).trace_with(s, {FUSE: False})
     fuse = s.trace.find(FUSE).index
     # records before the switched pass are the session's own (taken from its prefix cache)
     assert all(a is b for a, b in zip(trace.records[:fuse], s.trace.records[:fuse]))
     assert trace.records[fuse] is not s.trace.records[fuse] and not trace.records[fuse].enabled
-    assert s.variants.trace_with(s, {FUSE: False}) is trace  # the same configuration: no re-trace
-    cmp = s.compare_configs({FUSE: False})
+    assert config_compare.variants(s).trace_with(s, {FUSE: False}) is trace  # the same configuration: no re-trace
+    cmp = config_compare.compare_configs(s, {FUSE: False})
     assert cmp.variant.text == trace.final.text  # nothing to renumber: no id was drawn apart
-    assert s.compare_configs({FUSE: False}) is cmp  # the comparison itself is kept too
+    assert config_compare.compare_configs(s, {FUSE: False}) is cmp  # the comparison itself is kept too
     s.invalidate()
-    assert s.variants.trace_with(s, {FUSE: False}) is not trace
+    assert config_compare.variants(s).trace_with(s, {FUSE: False}) is not trace
 
 
 def test_same_point_comparison_and_switching_a_disabled_pass_on():
     s = _session()
-    cmp = s.compare_configs({FUSE: False}, at=FUSE)
+    cmp = config_compare.compare_configs(s, {FUSE: False}, at=FUSE)
     rec = s.trace.find(FUSE)
     # switched off, the pass leaves its input as it was
     assert cmp.base is rec.after and cmp.variant.text == rec.before.text != rec.after.text
     assert cmp.labels[1] == f"{FUSE} off (after {FUSE})"
     s.disable(FUSE)
-    back = s.compare_configs({FUSE: True})
+    back = config_compare.compare_configs(s, {FUSE: True})
     assert "pointwise" in back.variant.text and "pointwise" not in back.base.text
 
 
 def test_bad_requests_name_the_problem():
     s = _session()
     with pytest.raises(SessionError, match="no pass or pipeline 'nope'"):
-        s.compare_configs({"nope": False})
+        config_compare.compare_configs(s, {"nope": False})
     with pytest.raises(SessionError, match="at least one pass"):
-        s.compare_configs({})
+        config_compare.compare_configs(s, {})
     with pytest.raises(SessionError, match="no pass 'nowhere' in the trace"):
-        s.compare_configs({FUSE: False}, at="nowhere")
+        config_compare.compare_configs(s, {FUSE: False}, at="nowhere")
 
 
 def test_variant_config_is_a_copy():
@@ -111,10 +112,10 @@ def test_pass_off_comparison_names_only_what_differs():
     s = Session.from_model("mlp", numeric=False)
     # optimize_module changes nothing the rest of the pipeline keeps: switched off, the final
     # programs are the same, though every later instruction got another number in the variant
-    other = s.variants.trace_with(s, {"optimize_rewrite.optimize_module": False})
+    other = config_compare.variants(s).trace_with(s, {"optimize_rewrite.optimize_module": False})
     assert not diff(s.final(), other.final).is_noop
-    assert s.compare_configs({"optimize_rewrite.optimize_module": False}).diff().is_noop
+    assert config_compare.compare_configs(s, {"optimize_rewrite.optimize_module": False}).diff().is_noop
     # pointwise fusion off: unfused kernels differ, but far fewer than by raw id
-    raw = diff(s.final(), s.variants.trace_with(s, {FUSE: False}).final)
-    aligned = s.compare_configs({FUSE: False}).diff()
+    raw = diff(s.final(), config_compare.variants(s).trace_with(s, {FUSE: False}).final)
+    aligned = config_compare.compare_configs(s, {FUSE: False}).diff()
     assert 0 < len(aligned.added) + len(aligned.removed) < len(raw.added) + len(raw.removed)

@@ -42,7 +42,7 @@ def test_a_failed_load_changes_nothing_and_a_good_one_clears_the_error(ex):
 def test_numeric_check_runs_after_the_first_view_and_fills_the_tree(ex):
     assert ex.wait(60)  # the rest of the trace in the background, then the numeric check
     s = ex.session
-    assert not s.unchecked()
+    assert not s.traces.unchecked(s.trace)
     row = ex.tree._pool[("pass", IDENT)]
     assert row.row.numeric == "ok" and "✓" in row.info.value
     assert "passes ✓" in ex.numeric_progress.value

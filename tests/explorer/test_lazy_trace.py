@@ -49,9 +49,9 @@ def test_a_toggle_re_traces_lazily_from_the_first_affected_pass():
     s.goto(IDENT)
     s.set_enabled("fusion", False)
     s.goto(IDENT)  # before the toggled pipeline: nothing runs again
-    assert s.last_retrace.ran == 0 and s.last_retrace.first_run.startswith("fusion.")
+    assert s.traces.last_retrace.ran == 0 and s.traces.last_retrace.first_run.startswith("fusion.")
     s.last()  # the end: from the first fusion entry on
-    assert s.last_retrace.ran == sum(1 for r in s.trace.top_level() if r.pipeline == "fusion")
+    assert s.traces.last_retrace.ran == sum(1 for r in s.trace.top_level() if r.pipeline == "fusion")
     assert all(r.status == "disabled" for r in s.trace.top_level() if r.pipeline == "fusion")
 
 
@@ -87,7 +87,7 @@ def test_prefetch_draws_the_next_and_the_previous_pass():
     s.run()  # prefetching draws traced passes only
     s.goto(IDENT)
     s.step()  # a pass with passes on both sides
-    vis = s.visible_so_far()
+    vis = s.cursor.visible(s.trace_so_far)
     k = vis.index(s.position)
     cache = content.SvgCache()
     nxt = content.prefetch_next(s, "diff", cache)

@@ -45,7 +45,7 @@ def test_the_same_programs_pass_without_the_bug(bug):
 def test_allclose_mode_finds_the_same_culprit():
     bug = BUGS[0]
     s = planted_session(bug)
-    s._numeric_base = make_numeric_config(s.initial.to_program(), rtol=1e-4, atol=1e-5)
+    s.traces.set_numeric_config(make_numeric_config(s.initial.to_program(), rtol=1e-4, atol=1e-5))
     d = numeric_bisect(s)
     assert (d.instruction_id, d.counterpart_id) == (bug.ids["culprit"], bug.ids["replaced"])
 

@@ -8,6 +8,7 @@ import re
 
 import pytest
 
+from migx_explore import pass_changes
 from migx_explore.regions import LEGIBLE_NODES, drawing_fits, first_view
 from migx_explore.session import Session
 from migx_explore.widgets.explorer import explore
@@ -24,7 +25,7 @@ def bert() -> Session:
 
 def test_regions_are_connected_pieces_in_program_order_with_their_scope(bert):
     rec = bert.trace.find("rewrite_reduce")
-    regions = bert.regions(rec.index)
+    regions = pass_changes.regions(bert, rec.index)
     assert len(regions) == 4  # one softmax per layer
     assert [r.scope for r in regions] == [f"bert/encoder/layer.{k}/attention/self" for k in range(4)]
     assert regions[0].describe(2, 41) == "region 3 of 41 · /bert/encoder/layer.0/attention/self"
@@ -32,12 +33,12 @@ def test_regions_are_connected_pieces_in_program_order_with_their_scope(bert):
     d = rec.diff
     assert set(ids) == set(d.added | d.removed | d.changed) and len(ids) == len(set(ids))
     assert regions[0].depth == 7  # a softmax expands into a chain 7 deep
-    small = bert.regions("required.eliminate_data_type_for_gpu")
+    small = pass_changes.regions(bert, "required.eliminate_data_type_for_gpu")
     assert small[0].legible and first_view(small) == "region"
 
 
 def test_a_pass_that_changes_the_whole_program_opens_on_its_summary(bert):
-    regions = bert.regions("lowering")
+    regions = pass_changes.regions(bert, "lowering")
     assert regions[0].size > LEGIBLE_NODES and first_view(regions) == "summary"
 
 
@@ -62,7 +63,7 @@ def test_the_explorer_opens_each_pass_on_a_region_or_the_summary_and_steps_regio
     assert v.region_bar.text == "region 1 of 4 · /bert/encoder/layer.0/attention/self"
     svg = v.drawn("diff")
     first = set(re.findall(r"iid_(\d+)", " ".join(re.findall(CHANGED + r'[^"]*"', svg))))
-    assert first and {int(i) for i in first} <= set(ex.session.regions()[0].ids)
+    assert first and {int(i) for i in first} <= set(pass_changes.regions(ex.session)[0].ids)
     assert 'class="cluster migx_cluster' in svg and ">layer.0<" in svg  # scope groups around it
     rows[0].click()
     assert v.region_bar.text.startswith("region 2 of 4 · /bert/encoder/layer.1")

@@ -11,9 +11,10 @@ import re
 
 import pytest
 
+from migx_explore import pass_changes
 from migx_explore.cli import main
 from migx_explore.render import text_diff
-from migx_explore.report import build_report
+from migx_explore.report import build_report, write_report
 from migx_explore.report.graphs import unpack
 from migx_explore.session import Session
 
@@ -63,9 +64,9 @@ def test_numeric_check_and_rewrite_summary_per_pass(mlp_report):
             assert row["numeric"]["text"] == rec.numeric.describe()
         elif not rec.changed:
             assert row["numeric"]["state"] == "unchanged"
-    # the rows are Session.rewrites' (migx_explore.rewrites), labels as the explorer shows them
+    # the rows are pass_changes.rewrites' (migx_explore.rewrites), labels as the explorer shows them
     for path in ("optimize_rewrite.optimize_module", "fusion.fuse_pointwise_reduce"):
-        assert [r["label"] for r in rows[path]["rewrites"]] == [r.label for r in s.rewrites(path)]
+        assert [r["label"] for r in rows[path]["rewrites"]] == [r.label for r in pass_changes.rewrites(s, path)]
     assert any("→" in r["label"] for r in rows["fusion.fuse_pointwise_reduce"]["rewrites"])
 
 
@@ -82,15 +83,15 @@ def test_changed_passes_carry_text_and_graph_diffs(mlp_report):
         assert gr["default"] in gr and (r.depth == 0 or {"collapsed", "expanded"} & set(gr) == {gr["default"]})
     fused = blobs[s.trace.find("fusion.fuse_pointwise_reduce").index]["graph"]
     assert fused["default"] == "expanded" and "<g id=\"cluster_" in fused["expanded"]["svg"]  # 23 instructions
-    rw = s.rewrites(rec.path)
+    rw = pass_changes.rewrites(s, rec.path)
     assert [len(ids) for ids in payload["rewrite_ids"]] == [min(r.count, 200) for r in rw]
     assert payload["rewrite_ids"][0][0] == list(rw[0].instances[0].ids)
     g = payload["graph"]
     assert g["default"] in ("collapsed", "expanded") and g["collapsed"]["svg"].startswith("<svg")
     assert "st_removed" in g["collapsed"]["svg"] and "st_added" in g["collapsed"]["svg"]
-    # the stops of region navigation are the explorer's change regions (Session.regions), big ones
+    # the stops of region navigation are the explorer's change regions (pass_changes.regions), big ones
     # in parts, and every changed node drawn belongs to one of them
-    regions = s.regions(rec.path)
+    regions = pass_changes.regions(s, rec.path)
     assert [i for r in payload["regions"] for i in r["ids"]] == [i for r in regions for i in r.ids]
     assert payload["regions"][0]["label"].startswith(f"region 1 of {len(regions)} · /")
     alias = g["collapsed"]["alias"]
@@ -116,7 +117,7 @@ def test_repro_records_hash_spec_precision_version_and_command(mlp_report):
 
     sha = hashlib.sha256(s.initial.text.encode()).hexdigest()
     assert sha in page
-    assert s.spec() in page and "fuse_horizontal" in s.spec()
+    assert s.config.spec() in page and "fuse_horizontal" in s.config.spec()
     assert f"migx-explore {__version__}" in page
     assert "migx-explore report mlp --out x.html" in page
     assert re.search(r'rep-repro-precision"><th>precision</th><td><code>fp32<', page)
@@ -153,8 +154,8 @@ def test_report_with_timing_on_the_fake_backend(tmp_path, monkeypatch):
 
     reset()
     try:
-        info = Session.from_model("mlp", numeric=False).report(str(tmp_path / "t.html"), gpu=True, iters=3,
-                                                                 warmup=1, graphs=False)
+        info = write_report(Session.from_model("mlp", numeric=False), str(tmp_path / "t.html"), gpu=True, iters=3,
+                            warmup=1, graphs=False)
     finally:
         monkeypatch.delenv("MIGX_GPU_BACKEND")
         reset()
@@ -221,7 +222,7 @@ def test_a_failing_pass_is_reported_not_raised(tmp_path):
 
     s = Session.from_model("mlp", numeric=False)
     s.insert_pass(broken, after="required.normalize_ops", name="broken")
-    info = s.report(str(tmp_path / "f.html"), graphs=False)
+    info = write_report(s, str(tmp_path / "f.html"), graphs=False)
     page = (tmp_path / "f.html").read_text()
     rows = _data(page)["passes"]
     failed = [r for r in rows if r["status"] == "failed"]
@@ -261,7 +262,7 @@ def test_an_undrawable_pass_is_said_once_and_keeps_its_text_diff(tmp_path, monke
         raise RenderError("graphviz `dot` not found")
 
     monkeypatch.setattr(graphs, "render_svg", no_graphviz)
-    info = Session.from_model("mlp", numeric=False).report(str(tmp_path / "n.html"))
+    info = write_report(Session.from_model("mlp", numeric=False), str(tmp_path / "n.html"))
     assert len(info.undrawn) == info.drawn and "graphviz `dot` not found" in str(info)
     payload = next(iter(_blobs((tmp_path / "n.html").read_text()).values()))
     assert "graphviz" in payload["graph_error"] and payload["text"]

@@ -7,6 +7,7 @@ import json
 
 import pytest
 
+from migx_explore import pass_changes
 from migx_explore.cli import main as cli
 from migx_explore.compiler import parse
 from migx_explore.compiler.passes import make_pass, run_passes
@@ -80,12 +81,12 @@ def test_a_removed_op_is_a_removed_row_and_its_users_are_rewired():
 def test_session_rewrites_default_to_the_current_pass_and_name_a_bad_path():
     s = Session.from_text(TWO_SILU, include_backend=False, numeric=False)
     s.run()
-    rows = s.rewrites("fuse_pointwise_reduce")
+    rows = pass_changes.rewrites(s, "fuse_pointwise_reduce")
     assert any(r.after == ("pointwise",) and set(r.before) == {"add", "sigmoid", "mul"} for r in rows)
     s.goto("fusion.fuse_pointwise_reduce")
-    assert [r.label for r in s.rewrites()] == [r.label for r in rows]
+    assert [r.label for r in pass_changes.rewrites(s)] == [r.label for r in rows]
     with pytest.raises(SessionError, match="no pass 'nope'"):
-        s.rewrites("nope")
+        pass_changes.rewrites(s, "nope")
 
 
 def test_trace_index_has_rewrites_for_every_changed_pass(tmp_path, capsys):
@@ -111,6 +112,6 @@ def test_lowering_of_an_800_instruction_model_is_at_most_30_rows():
         rows = record_rewrites(trace, rec)
         assert rows, rec.path
         assert len(set(i for r in rows for i in r.ids)) == sum(len(r.ids) for r in rows), rec.path
-    rows = s.rewrites("lowering")
+    rows = pass_changes.rewrites(s, "lowering")
     assert len(rows) <= 30, [r.label for r in rows]
     assert rows[0].count >= 50  # the common rewrites group into few large rows

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 from ir_samples import CHAIN
 
+from migx_explore import pass_changes
 from migx_explore.compiler import Op
 from migx_explore.compiler import matcher as mt
 from migx_explore.compiler import rewrite as rw
@@ -38,7 +39,7 @@ def test_goto_and_diff():
     s = _session()
     r = s.goto("required.eliminate_identity#1")
     assert r.changed and s.diff().removed
-    assert s.stats()["removed"] == 1
+    assert pass_changes.stats(s)["removed"] == 1
     with pytest.raises(SessionError, match="no pass 'nope'"):
         s.goto("nope")
 
@@ -49,7 +50,7 @@ def test_toggle_recomputes_only_from_the_first_affected_entry():
     n_top = len(s.trace.top_level())
     s.disable("required.eliminate_identity#1")
     s.run()
-    info = s.last_retrace
+    info = s.traces.last_retrace
     assert info.first_run == "required.eliminate_identity#1"
     assert info.reused == 4 + 2  # dynamic_shapes (4 entries) + required's first two
     assert info.reused + info.ran == n_top
@@ -58,12 +59,12 @@ def test_toggle_recomputes_only_from_the_first_affected_entry():
     # toggling back reuses nothing after the change point, but the prefix again
     s.enable("required.eliminate_identity#1")
     s.run()
-    assert s.last_retrace.reused == 6
+    assert s.traces.last_retrace.reused == 6
 
 
 def test_hide_unchanged_and_nested_view():
     s = _session()
-    s.view.hide_unchanged = True
+    s.cursor.view.hide_unchanged = True
     vis = s.visible()
     assert vis and all(s.trace.records[i].changed for i in vis)
 
@@ -91,7 +92,7 @@ def test_error_in_user_pass_is_reported_with_its_name():
 
     s.insert_pass(broken, after="required.normalize_ops")
     s.run()
-    assert s.error and "required.broken" in s.error and "boom" in s.error
+    assert s.trace.error and "required.broken" in s.trace.error and "boom" in s.trace.error
     failed = s.trace.records[s.trace.failed_index]
     assert failed.status == "failed"
 
@@ -104,7 +105,7 @@ def test_numeric_check_runs_per_pass():
 
 def test_mode_eager_skips_optimize_rewrite():
     s = _session()
-    s.set_mode("eager")
+    s.config.set_mode("eager")
     recs = [r for r in s.trace.top_level() if r.pipeline == "optimize_rewrite"]
     assert recs and all(r.status == "disabled" for r in recs)
 
@@ -112,7 +113,7 @@ def test_mode_eager_skips_optimize_rewrite():
 def test_spec_reflects_toggles():
     s = _session()
     s.disable("required.eliminate_identity#2")
-    assert "required{-eliminate_identity#2}" in s.spec()
+    assert "required{-eliminate_identity#2}" in s.config.spec()
 
 
 def test_final_program_evaluates_like_the_input():

@@ -7,8 +7,10 @@ from __future__ import annotations
 import pytest
 from ir_samples import CHAIN
 
+from migx_explore import pass_changes
 from migx_explore.compiler.snapshot import snapshot
-from migx_explore.session import Session, SessionError, TimingRun
+from migx_explore.gpu_bridge import TimingRun, session_timing
+from migx_explore.session import Session, SessionError
 from migx_explore.session_config import PipelineConfig
 from migx_explore.session_cursor import Cursor
 from migx_explore.session_trace import TraceCache
@@ -33,13 +35,13 @@ def test_custom_pipelines_with_one_label_get_distinct_identities():
     a, b = _session(), _session()
     a.insert_pass(lambda m: False, after="required.normalize_ops", name="mine")
     b.insert_pass(lambda m: False, after="required.normalize_ops", name="mine")
-    assert a.spec_or_label() == b.spec_or_label()  # the label collides ...
+    assert a.config.label() == b.config.label()  # the label collides ...
     assert a.config.identity() != b.config.identity()  # ... the identity does not
-    a.timings[a.config.identity()] = TimingRun(a.spec_or_label(), "first")
+    a.timings[a.config.identity()] = TimingRun(a.config.label(), "first")
     a.set_enabled("required.eliminate_identity#1", False)
-    assert a.timing() is None  # another configuration: not timed yet
+    assert session_timing(a) is None  # another configuration: not timed yet
     a.set_enabled("required.eliminate_identity#1", True)
-    assert a.timing() == "first"
+    assert session_timing(a) == "first"
 
 
 def test_trace_cache_reuses_the_prefix_and_follows_the_config_version():
@@ -61,22 +63,22 @@ def test_error_is_read_off_the_current_trace_never_stale():
         raise ValueError("boom")
 
     s.insert_pass(broken, after="required.normalize_ops")
-    assert "boom" in s.error
-    s.remove_pass("required.broken")
-    assert s.error is None  # the failing pass is gone, so is its error (no manual clearing)
+    assert "boom" in s.trace.error
+    s.config.remove("required.broken")
+    assert s.trace.error is None  # the failing pass is gone, so is its error (no manual clearing)
 
 
 def test_deferred_numeric_check_fills_in_one_pass_at_a_time():
     s = _session(defer_numeric=True)
-    todo = s.unchecked()
+    todo = s.traces.unchecked(s.trace)
     assert todo and all(r.numeric is None for r in todo)
     s.goto(todo[0].index)
-    assert s.numeric_state(todo[0]) == "pending" and s.stats()["numeric_state"] == "pending"
-    first = s.check_numeric()
-    assert first is todo[0] and first.numeric.ok and s.numeric_state(first) == "ok"
-    while s.check_numeric() is not None:
+    assert s.traces.numeric_state(todo[0]) == "pending" and pass_changes.stats(s)["numeric_state"] == "pending"
+    first = s.traces.check_next(s.trace)
+    assert first is todo[0] and first.numeric.ok and s.traces.numeric_state(first) == "ok"
+    while s.traces.check_next(s.trace) is not None:
         pass
-    assert not s.unchecked()
+    assert not s.traces.unchecked(s.trace)
     # results live on the cached records: a toggle later in the pipeline keeps them
     s.set_enabled("fusion", False)
     assert todo[0].numeric is not None and s.trace.records[todo[0].index] is todo[0]
@@ -86,7 +88,7 @@ def test_numeric_state_says_why_a_pass_is_not_checked():
     s = _session(numeric=False)
     changed = next(r for r in s.trace.top_level() if r.changed)
     noop = next(r for r in s.trace.top_level() if r.status == "ok" and not r.changed)
-    assert s.numeric_state(changed) == "off" and s.numeric_state(noop) == "unchanged"
+    assert s.traces.numeric_state(changed) == "off" and s.traces.numeric_state(noop) == "unchanged"
 
 
 def test_cursor_navigates_a_trace_without_changing_it():
@@ -108,8 +110,9 @@ def test_cursor_navigates_a_trace_without_changing_it():
 def test_session_is_a_facade_over_the_parts():
     s = _session()
     s.goto("required.eliminate_identity#1")
-    assert s.position == s.cursor.position and s.view is s.cursor.view
+    assert s.position == s.cursor.position
     assert s.pipelines is s.config.pipelines and s.trace is s.traces.peek()
-    a, b = s.compare("required.eliminate_identity#1", "fusion.fuse_pointwise_reduce")
+    a, b = s.snapshots("required.eliminate_identity#1")[1], s.snapshots("fusion.fuse_pointwise_reduce")[1]
     assert a is s.trace.find("required.eliminate_identity#1").after and a.text != b.text
+    assert s.record(s.position) is s.current and s.snapshots(s.position) == s.snapshots()
     assert s.initial.text == snapshot(s.initial.to_program()).text

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from migx_explore.bisect import perf_bisect
 from migx_explore.session import Session
 from migx_explore.study import plan_order_variants, study_order
 from migx_explore.study_set import study_models, write_rows
@@ -47,7 +48,7 @@ def test_plan_swaps_neighbours_and_skips_moves_the_rules_forbid():
     rules = {k.label: k.reason for k in skipped}
     assert "rule fuse_concat.must_follow" in rules["fuse_concat before fuse_pointwise_reduce"]
     # the session's own configuration is untouched by planning
-    assert s.spec() == Session.from_model("mlp", numeric=False).spec()
+    assert s.config.spec() == Session.from_model("mlp", numeric=False).config.spec()
     pplan, _ = plan_order_variants(s.pipelines, "pipeline")
     assert [v.label for v in pplan] == ["required before dynamic_shapes", "optimize_rewrite before required",
                                         "fusion before optimize_rewrite"]
@@ -56,7 +57,7 @@ def test_plan_swaps_neighbours_and_skips_moves_the_rules_forbid():
 @needs_dask
 def test_planted_dependency_is_found_and_ranked_first_on_a_local_cluster(workers_import_tests, tmp_path):
     s = _planted()
-    before = s.spec_or_label()
+    before = s.config.label()
     st = study_order(s, workers=2)
     assert st.where == "local Dask cluster (2 worker processes)"
     ranked = st.ranked()
@@ -67,7 +68,7 @@ def test_planted_dependency_is_found_and_ranked_first_on_a_local_cluster(workers
     assert row["d_launches"] < 0 and row["changed"]
     assert f"{NAME} changes" in st.describe(top) and "fewer instructions" in st.describe(top)
     assert top["numeric_ok"] and st.baseline["numeric_ok"]
-    assert s.spec_or_label() == before  # the session's configuration is left as it was
+    assert s.config.label() == before  # the session's configuration is left as it was
     st.plot(str(tmp_path / "study.png"))
     assert (tmp_path / "study.png").stat().st_size > 5_000
 
@@ -211,8 +212,8 @@ def test_perf_bisect_rounds_run_as_dask_tasks():
     s.disable("fusion.slow")
     toggles = {"fusion.slow": True, "required.eliminate_identity#1": False, "optimize_rewrite.rewrite_gelu": False,
                "optimize_rewrite.rewrite_reduce": False}
-    serial = s.perf_bisect(toggles, lambda sess: launch_count(sess.final()))
-    res = s.perf_bisect(toggles, lambda sess: launch_count(sess.final()), workers=2)
+    serial = perf_bisect(s, toggles, lambda sess: launch_count(sess.final()))
+    res = perf_bisect(s, toggles, lambda sess: launch_count(sess.final()), workers=2)
     assert res.culprits == serial.culprits == ["fusion.slow"]
     assert (res.good, res.bad) == (serial.good, serial.bad) and res.bad > res.good
     assert s.trace.find("fusion.slow").status == "disabled"

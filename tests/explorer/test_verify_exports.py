@@ -8,10 +8,12 @@ import numpy as np
 import onnx
 import pytest
 
+from migx_explore.bisect import numeric_bisect
 from migx_explore.cli import main
 from migx_explore.compiler.errors import MigxError
 from migx_explore.feeds import load_with_feed
 from migx_explore.session import Session
+from migx_explore.verification import verify_session
 from tests.export_models import bert_feed, bert_like, yolo_feed, yolo_like
 
 
@@ -55,9 +57,9 @@ def test_bert_random_inputs_respect_the_tables(exports):
     path, _ = exports["bert"]
     s = Session.from_onnx(path, input_dims={n: [2, 8] for n in ("input_ids", "token_type_ids", "attention_mask")},
                           include_backend=False)
-    report = s.verify()
+    report = verify_session(s)
     assert report.ok, str(report)
-    feeds = s._numeric().inputs
+    feeds = s.traces.numeric_config().inputs
     assert feeds["token_type_ids"].max() <= 1 and feeds["input_ids"].max() < 30
     assert set(np.unique(feeds["attention_mask"])) <= {0, 1}
 
@@ -66,11 +68,11 @@ def test_session_takes_real_inputs_and_their_shapes_fix_symbolic_dims(exports):
     path, feed = exports["bert"]
     s = Session.from_onnx(path, inputs=feed, include_backend=False)
     assert s.initial.to_program().main.get_parameter("input_ids").shape.lens == (2, 8)
-    report = s.verify()
+    report = verify_session(s)
     assert report.ok and report.inputs == "the given inputs"
-    np.testing.assert_array_equal(s._numeric().inputs["attention_mask"], bert_feed()["attention_mask"])
-    assert s.bisect() is None
-    assert s.bisect(inputs=bert_feed()) is None
+    np.testing.assert_array_equal(s.traces.numeric_config().inputs["attention_mask"], bert_feed()["attention_mask"])
+    assert numeric_bisect(s) is None
+    assert numeric_bisect(s, inputs=bert_feed()) is None
 
 
 def test_feed_that_contradicts_a_static_dim_is_a_clear_error(exports, tmp_path):

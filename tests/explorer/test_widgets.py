@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 from ir_samples import CHAIN
 
+from migx_explore import gpu_bridge, pass_changes
 from migx_explore.compiler import Op
 from migx_explore.compiler import matcher as mt
 from migx_explore.compiler import rewrite as rw
@@ -27,7 +28,7 @@ def test_tree_rows_cover_pipelines_entries_and_states():
     heads = [r for r in rows if r.kind == "pipeline"]
     assert [h.name for h in heads] == [p.name for p in s.pipelines]
     passes = [r for r in rows if r.kind == "pass"]
-    assert [r.path for r in passes] == [p for p, _e, _pl in s.entries()]
+    assert [r.path for r in passes] == [p for p, _e, _pl in s.config.entries()]
     ident = next(r for r in rows if r.path == IDENT)
     assert ident.changed and ident.status == "ok" and ident.css_state == "migx-changed" and ident.index is not None
     assert ident.summary.startswith("+0 -1")
@@ -85,7 +86,7 @@ def test_disabling_shows_in_rows_and_pipeline_summary():
 def test_stat_rows_and_html():
     s = _session()
     s.goto(IDENT)
-    rows = queries.stat_rows(s.stats())
+    rows = queries.stat_rows(pass_changes.stats(s))
     by = {r.label: r for r in rows}
     assert by["instructions"].value == "6 → 5 (-1)"
     assert by["added / removed / changed"].value.startswith("+0 / -1")
@@ -139,7 +140,7 @@ def test_graph_views_render_inline_svg_and_cache():
     content.current_graph(s, "diff", cache)
     assert cache.hits == 1 and cache.misses == 3
     assert "st_removed" in content.current_graph(s, "diff", cache)  # the identity is a removed ghost
-    html = content.text_diff_html(s.text_diff())
+    html = content.text_diff_html(pass_changes.text_diff(s))
     assert '<span class="del">-@1 = identity' in html
     assert "No change" in content.text_diff_html("")
 
@@ -418,7 +419,7 @@ def test_timing_view_tables_and_figure():
     html = timing_view.table_html(r)
     assert "graph capture (one launch)" in html and "<b>1.60x</b>" in html and "40 graph nodes" in html
     assert "7.00" in timing_view.summary(r)  # (300 - 20) / 40 µs saved per eager launch
-    from migx_explore.session import TimingRun
+    from migx_explore.gpu_bridge import TimingRun
 
     runs = timing_view.runs_html([TimingRun("dynamic_shapes,required", r)])
     assert "<code>dynamic_shapes,required</code>" in runs and "400.0" in runs
@@ -455,7 +456,7 @@ def test_gpu_panel_times_through_the_fake_backend(monkeypatch):
         assert "graph capture (one launch)" in ex.gpu.table.value
         assert ex.gpu.plot.value.startswith("<svg")
         assert ex.gpu.progress_label.value.startswith("done:")
-        result = ex.session.timing()
+        result = gpu_bridge.session_timing(ex.session)
         assert list(ex.session.timings) == [ex.session.config.identity()]
         assert set(result.modes) == {"eager", "graph"} and ex.gpu.summary().startswith("eager:")
     finally:
@@ -514,7 +515,7 @@ def test_picker_precision_adds_the_quantize_stage():
     ex.picker.load_button.click()
     assert not ex.errors.messages, ex.errors.text
     s = ex.session
-    assert s.options.precision == "fp16" and s.pipelines[0].name == "quantize"
+    assert s.config.options.precision == "fp16" and s.pipelines[0].name == "quantize"
     assert any(r.path == "quantize.truncate_float" for r in s.trace.records)
 
 

@@ -77,7 +77,7 @@ def test_planted_bugs_survive_lowering_on_the_fake_backend(bug):
     s = _planted_through_backend(bug)
     compiled = CompiledProgram(s.final().to_program(), FakeBackend())
     try:
-        cfg = s._numeric()
+        cfg = s.traces.numeric_config()
         compiled.run({k: v for k, v in cfg.inputs.items() if k in compiled.inputs}, mode="eager")
     finally:
         compiled.close()
@@ -92,7 +92,7 @@ def test_planted_bugs_on_the_gpu(bug, device):
     from migx_explore.compiler.verify import check_outputs
 
     s = _planted_through_backend(bug)
-    cfg = s._numeric()
+    cfg = s.traces.numeric_config()
     compiled = CompiledProgram(s.final().to_program(), device)
     try:
         feeds = {k: v for k, v in cfg.inputs.items() if k in compiled.inputs}

@@ -2,14 +2,16 @@
 some passes switched (e.g. "fuse_pointwise_reduce off"), at the end of the pipeline or after a
 given pass, without touching the user's own toggles.
 
-    cmp = session.compare_configs({"fusion.fuse_pointwise_reduce": False})
+    from migx_explore import config_compare
+    cmp = config_compare.compare_configs(session, {"fusion.fuse_pointwise_reduce": False})
     cmp.summary(); cmp.text_diff(); cmp.labels
 
 The variant is traced on a copy of the session's PipelineConfig through a TraceCache seeded with
 the session's cached steps, so only the passes from the first toggled one on run again. The last
-few variant traces are kept (keyed by the configuration's identity), so redrawing the Compare view
-while stepping never re-traces. The variant's instructions are renumbered like the base's where
-they match (id_alignment), so the diff names what differs, not every id the traces drew apart.
+few variant traces are kept in the session's `cache` (keyed by the configuration's identity), so
+redrawing the Compare view while stepping never re-traces. The variant's instructions are
+renumbered like the base's where they match (id_alignment), so the diff names what differs, not
+every id the traces drew apart.
 """
 
 from __future__ import annotations
@@ -130,12 +132,21 @@ def parting_id(base: Trace, other: Trace) -> int:
     return min(base.final.next_id, other.final.next_id)
 
 
-def compare_configs(session: Session, variants: VariantTraces, toggles: Mapping[str, bool],
-                    at: str = "") -> ConfigComparison:
-    other = variants.trace_with(session, toggles)
+def variants(session: Session) -> VariantTraces:
+    """The variant traces kept for `session` (forgotten by session.invalidate())."""
+    return session.cache.setdefault("config_compare", VariantTraces())
+
+
+def compare_configs(session: Session, toggles: Mapping[str, bool], at: str = "") -> ConfigComparison:
+    """The IR as configured against the IR with `toggles` (pass path, pass name or pipeline ->
+    enabled) applied to a copy of the configuration, at the end of the pipeline or after
+    pass `at`. The session's own toggles are untouched; only the passes from the first
+    switched one on are traced again (e.g. {"fusion.fuse_pointwise_reduce": False})."""
+    kept = variants(session)
+    other = kept.trace_with(session, toggles)
     base = session.trace
     key = (tuple((t, bool(on)) for t, on in toggles.items()), at)  # the base trace names the configuration
-    cmp = variants.comparison(key, base)
+    cmp = kept.comparison(key, base)
     if cmp is not None:
         return cmp
     mine = after_in(base, at)
@@ -143,8 +154,8 @@ def compare_configs(session: Session, variants: VariantTraces, toggles: Mapping[
     # rather than every instruction made after the traces parted.
     theirs = align_ids(mine, after_in(other, at), parting_id(base, other))
     cmp = ConfigComparison(mine, theirs, key[0], at, base.error, other.error)
-    variants.keep(key, base, cmp)
+    kept.keep(key, base, cmp)
     return cmp
 
 
-__all__ = ["ConfigComparison", "VariantTraces", "compare_configs", "variant_config"]
+__all__ = ["ConfigComparison", "VariantTraces", "compare_configs", "variant_config", "variants"]
