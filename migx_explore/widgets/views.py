@@ -346,7 +346,7 @@ class Views:
 
     def config_comparison(self) -> Any:
         """The current top-level pass switched the other way, traced on a copy of the
-        configuration, against the program as configured (a session.ConfigComparison)."""
+        configuration, against the program as configured (a config_compare.ConfigComparison)."""
         s = self._session
         cur = s.current
         top = next(r for r in reversed(s.trace_so_far.top_level()) if r.index <= cur.index)
