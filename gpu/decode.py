@@ -30,8 +30,8 @@ from typing import Any
 
 import numpy as np
 
-from ..compiler import dtypes
-from ..compiler.errors import MigxError
+from migx_explore.compiler import dtypes
+from migx_explore.compiler.errors import MigxError
 
 
 @dataclass
@@ -147,7 +147,8 @@ class KVCacheDecoder:
         self.cache_bytes = sum(int(np.prod(s)) for s in past_shapes.values()) * dtypes.dtype(dtype).size
 
     def _program(self, new: int, bucket: int) -> Any:
-        from ..compiler.kv_cache import kv_cache_bucket
+        from migx_explore.compiler.kv_cache import kv_cache_bucket
+
         from . import compile_program_ir
         from .executor import CompiledProgram
 

@@ -22,10 +22,11 @@ from typing import Any
 
 import numpy as np
 
-from ..compiler import dtypes
-from ..compiler.errors import MigxError
-from ..compiler.ir import Program
-from ..compiler.shape import Shape
+from migx_explore.compiler import dtypes
+from migx_explore.compiler.errors import MigxError
+from migx_explore.compiler.ir import Program
+from migx_explore.compiler.shape import Shape
+
 from .finalize import Finalized, finalize
 from .passes.memory_coloring import MemoryStats, memory_stats
 from .runtime import Backend, GpuError, get_backend

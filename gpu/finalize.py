@@ -16,9 +16,10 @@ from typing import Any
 
 import numpy as np
 
-from ..compiler.errors import MigxError
-from ..compiler.ir import Instruction, Program
-from ..compiler.shape import Shape
+from migx_explore.compiler.errors import MigxError
+from migx_explore.compiler.ir import Instruction, Program
+from migx_explore.compiler.shape import Shape
+
 from . import kernel_cache
 from .runtime import Backend, GpuError
 from .runtime.base import Step

@@ -7,8 +7,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..compiler.errors import FormatError
-from ..compiler.ir import Program
+from migx_explore.compiler.errors import FormatError
+from migx_explore.compiler.ir import Program
+
 from . import kernel_cache
 from .codegen.common import KernelSource
 

@@ -15,13 +15,14 @@ from typing import Any
 
 import numpy as np
 
-from ..compiler import dtypes
-from ..compiler.errors import MigxError
-from ..compiler.ir import Instruction
-from ..compiler.ops.common import norm_axes
-from ..compiler.ops.views import slice_bounds
-from ..compiler.ref import SubmoduleRunner
-from ..compiler.shape import Shape
+from migx_explore.compiler import dtypes
+from migx_explore.compiler.errors import MigxError
+from migx_explore.compiler.ir import Instruction
+from migx_explore.compiler.ops.common import norm_axes
+from migx_explore.compiler.ops.views import slice_bounds
+from migx_explore.compiler.ref import SubmoduleRunner
+from migx_explore.compiler.shape import Shape
+
 from .blas_plan import plan_gemm
 from .ops import WRAPPING_OPS, inner_op, output_buffers
 from .runtime.base import Backend, GpuError, LaunchSite, Step

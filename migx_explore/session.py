@@ -19,9 +19,9 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .compiler.errors import MigxError
-from .compiler.ir import Program
-from .compiler.passes import (
+from migx_explore.compiler.errors import MigxError
+from migx_explore.compiler.ir import Program
+from migx_explore.compiler.passes import (
     NumericConfig,
     Pass,
     PassEntry,
@@ -29,11 +29,12 @@ from .compiler.passes import (
     Pipeline,
     Trace,
 )
-from .compiler.passes.rewrite import RewritePass as RulePass  # noqa: F401  (RulePass: the old name)
-from .compiler.passes.rewrite import as_pass
-from .compiler.rewrite import Rule
-from .compiler.snapshot import ProgramSnapshot, SnapshotDiff, snapshot
-from .gpu.pipelines import CompileOptions
+from migx_explore.compiler.passes.rewrite import RewritePass as RulePass  # noqa: F401  (RulePass: the old name)
+from migx_explore.compiler.passes.rewrite import as_pass
+from migx_explore.compiler.rewrite import Rule
+from migx_explore.compiler.snapshot import ProgramSnapshot, SnapshotDiff, snapshot
+from migx_explore.gpu.pipelines import CompileOptions
+
 from .regions import Region, change_regions
 from .rewrites import RewriteRow, record_rewrites
 from .scopes import ScopeTable
@@ -112,7 +113,7 @@ class Session:
 
     @classmethod
     def from_text(cls, text: str, **kw: Any) -> Session:
-        from .compiler.parser import parse
+        from migx_explore.compiler.parser import parse
 
         return cls(parse(text), **kw)
 
@@ -331,7 +332,7 @@ class Session:
         return self.snapshots()[1]
 
     def diff(self) -> SnapshotDiff:
-        from .compiler.snapshot import diff
+        from migx_explore.compiler.snapshot import diff
 
         r = self.current
         return r.diff if r.diff is not None else diff(self.before(), self.after())

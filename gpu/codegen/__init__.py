@@ -11,9 +11,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ...compiler.ir import Instruction, Module
-from ...compiler.op import Op, OpSpec, contract_problems, function_fingerprint, get_spec, parse_expression
-from ...compiler.shape import Shape
+from migx_explore.compiler.ir import Instruction, Module
+from migx_explore.compiler.op import Op, OpSpec, contract_problems, function_fingerprint, get_spec, parse_expression
+from migx_explore.compiler.shape import Shape
+
 from ..ops import MODULE_OPS, inner_op, split_inputs
 from .attention import attention_kernel
 from .common import CodegenUnsupported, KernelSource

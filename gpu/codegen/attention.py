@@ -22,8 +22,9 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ...compiler.ir import Instruction, Module
-from ...compiler.shape import Shape
+from migx_explore.compiler.ir import Instruction, Module
+from migx_explore.compiler.shape import Shape
+
 from .common import (
     CodegenUnsupported,
     KernelSource,

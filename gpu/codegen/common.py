@@ -12,8 +12,8 @@ import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ...compiler.errors import MigxError
-from ...compiler.shape import Shape
+from migx_explore.compiler.errors import MigxError
+from migx_explore.compiler.shape import Shape
 
 
 class CodegenUnsupported(MigxError):

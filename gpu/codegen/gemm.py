@@ -14,7 +14,8 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from ...compiler.shape import Shape
+from migx_explore.compiler.shape import Shape
+
 from ..blas_plan import view_strides
 from .common import CodegenUnsupported, KernelSource, decompose, index_type, kernel_params, source
 

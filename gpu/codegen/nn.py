@@ -12,10 +12,11 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ...compiler.ir import Module
-from ...compiler.op import Op
-from ...compiler.ops.nn import conv_params, pool_params
-from ...compiler.shape import Shape
+from migx_explore.compiler.ir import Module
+from migx_explore.compiler.op import Op
+from migx_explore.compiler.ops.nn import conv_params, pool_params
+from migx_explore.compiler.shape import Shape
+
 from .common import (
     CodegenUnsupported,
     KernelSource,
@@ -167,7 +168,7 @@ def pooling_kernel(op: Op, shapes: Sequence[Shape]) -> KernelSource:
 
 def _resize_tables(op: Op, n_in: int, n_out: int, scale: float, roi) -> tuple[np.ndarray, np.ndarray]:
     """(idx, weight) tables of shape (n_out, taps), exactly as the reference resamples one axis."""
-    from ...compiler.ops.resize import axis_taps
+    from migx_explore.compiler.ops.resize import axis_taps
 
     _, idx, c = axis_taps(op, scale, n_in, n_out, roi)
     idx = np.clip(idx, 0, n_in - 1)

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from ...compiler.ir import Module
-from ...compiler.op import Op
-from ...compiler.ops.common import norm_axes, norm_axis
-from ...compiler.shape import Shape
+from migx_explore.compiler.ir import Module
+from migx_explore.compiler.op import Op
+from migx_explore.compiler.ops.common import norm_axes, norm_axis
+from migx_explore.compiler.shape import Shape
+
 from .common import (
     CodegenUnsupported,
     KernelSource,

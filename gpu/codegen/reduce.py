@@ -14,11 +14,12 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ...compiler import dtypes
-from ...compiler.ir import Instruction, Module, Program
-from ...compiler.op import Op
-from ...compiler.ops.common import norm_axes, norm_axis
-from ...compiler.shape import Shape
+from migx_explore.compiler import dtypes
+from migx_explore.compiler.ir import Instruction, Module, Program
+from migx_explore.compiler.op import Op
+from migx_explore.compiler.ops.common import norm_axes, norm_axis
+from migx_explore.compiler.shape import Shape
+
 from .common import (
     CodegenUnsupported,
     KernelSource,

@@ -16,11 +16,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ...compiler.errors import MigxError
+from migx_explore.compiler.errors import MigxError
+
 from ..blas_plan import GemmPlan
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ...compiler.ir import Instruction
+    from migx_explore.compiler.ir import Instruction
 
 Step = Callable[[], Any]
 

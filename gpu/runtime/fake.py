@@ -21,9 +21,10 @@ from typing import Any
 
 import numpy as np
 
-from ...compiler import dtypes
-from ...compiler.ref import SubmoduleRunner
-from ...compiler.shape import Shape
+from migx_explore.compiler import dtypes
+from migx_explore.compiler.ref import SubmoduleRunner
+from migx_explore.compiler.shape import Shape
+
 from ..blas_plan import GemmPlan
 from ..ops import apply_epilogue, output_buffers
 from .base import Backend, GpuError, LaunchSite, Step
