@@ -65,7 +65,7 @@ def compile_kernels(snap: ProgramSnapshot, progress: Progress | None = None) -> 
     for k, key in enumerate(keys):
         if progress:
             progress(k, len(keys), f"compiling kernel {key[:40]}")
-        kernel_cache.compile_many(backend, [kernel_cache.source_for(key)])
+        kernel_cache.compile_many(backend.kernels, [kernel_cache.source_for(key)])
     if progress:
         progress(len(keys), len(keys), "kernels compiled")
     return len(keys)

@@ -60,6 +60,6 @@ class CompileOps(Pass):
                 changed = True
         target = kernel_cache.current_target()
         if target is not None and sources:
-            kernel_cache.compile_many(target, sources)
+            kernel_cache.compile_many(target.kernels, sources)
         return changed
 
