@@ -20,6 +20,7 @@ from migx_explore.compiler.shape import Shape
 from .common import (
     CodegenUnsupported,
     KernelSource,
+    RequestGenerator,
     compute_type,
     decompose,
     is_float,
@@ -233,3 +234,11 @@ def resize_kernel(op: Op, shapes: Sequence[Shape]) -> KernelSource:
 def _prev(tables: dict, d: int) -> int | None:
     earlier = [k for k in tables if k < d]
     return max(earlier) if earlier else None
+
+
+GENERATORS: dict[str, RequestGenerator] = {
+    "convolution": lambda r: conv_kernel(r.inner, r.shapes, r.epilogue),
+    "im2col": lambda r: im2col_kernel(r.inner, r.shapes),
+    "pooling": lambda r: pooling_kernel(r.inner, r.shapes),
+    "resize": lambda r: resize_kernel(r.inner, r.shapes),
+}

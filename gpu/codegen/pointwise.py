@@ -19,6 +19,7 @@ from migx_explore.compiler.shape import Shape
 from .common import (
     CodegenUnsupported,
     KernelSource,
+    RequestGenerator,
     collapse,
     compute_type,
     decompose,
@@ -261,3 +262,14 @@ def fused_concat_kernel(op: Op, shapes: Sequence[Shape], mods: Sequence[Module])
         return res[0][0]
 
     return _lookup_kernel("fused_concat", shapes, load)
+
+
+GENERATORS: dict[str, RequestGenerator] = {
+    "pointwise": lambda r: pointwise_kernel(r.inner, r.shapes, r.nout, r.module),
+    "concat": lambda r: concat_kernel(r.inner, r.shapes),
+    "gather": lambda r: gather_kernel(r.inner, r.shapes),
+    "pad": lambda r: pad_kernel(r.inner, r.shapes),
+    "reverse": lambda r: reverse_kernel(r.inner, r.shapes),
+    "fused_concat": lambda r: fused_concat_kernel(r.inner, r.shapes, r.modules),
+    "concat_past_present": lambda r: append_kernel(r.inner, r.shapes),
+}
