@@ -19,7 +19,7 @@ import functools
 import hashlib
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 import numpy as np
@@ -61,20 +61,15 @@ class FakeDriver:
         self._streams = 0
         self._clock = 0.0
         self.capturing = 0
+        self.copy = {kind: self.copier(kind) for kind in ("h2d", "d2h", "d2d")}
+
+    # The Driver table's entries are this object's attributes of the same names (as a vendor
+    # binding module's functions are): `capture_status` answers a bool, the launch takes no `extra`.
+    capture_none = False
+    launch_extra = None
 
     def table(self) -> Driver:
-        return Driver(
-            mem_alloc=self.mem_alloc, mem_free=self.mem_free, host_alloc=self.host_alloc, host_free=self.host_free,
-            copy={kind: self.copier(kind) for kind in ("h2d", "d2h", "d2d")},
-            stream_create=self.stream_create, stream_sync=self.stream_sync, stream_destroy=self.stream_destroy,
-            event_create=self.event_create, event_record=self.event_record, event_sync=self.event_sync,
-            event_elapsed=self.event_elapsed, event_destroy=self.event_destroy, device_sync=self.device_sync,
-            module_load=self.module_load, module_function=self.module_function, module_unload=self.module_unload,
-            launch=self.launch, launch_extra=None,
-            capture_begin=self.capture_begin, capture_end=self.capture_end, capture_status=self.capture_status,
-            capture_none=False, graph_instantiate=self.graph_instantiate, graph_upload=self.graph_upload,
-            graph_launch=self.graph_launch, graph_destroy=self.graph_destroy,
-            graph_exec_destroy=self.graph_exec_destroy)
+        return Driver(**{f.name: getattr(self, f.name) for f in fields(Driver)})
 
     def log(self, *entry) -> None:
         self.calls.append(entry)
