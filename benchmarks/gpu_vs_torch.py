@@ -201,7 +201,7 @@ def ours(model, feeds: dict, iters: int, warmup: int, precision: str = "fp32") -
         res = time_program(c, modes=("eager", "graph"), warmup=warmup, iters=iters, inputs=inputs)
         out = c.run(inputs, mode="graph")
         try:
-            breakdown = kernel_breakdown(lambda: c.launch_graph(io=False), lambda: c.backend.stream_sync(c.stream))
+            breakdown = kernel_breakdown(lambda: c.launch_graph(io=False), lambda: c.backend.streams.sync(c.stream))
         except Exception as e:  # noqa: BLE001 - no profiler: the rest still counts
             breakdown = {"error": f"{type(e).__name__}: {e}"}
         by_kind = dispatch_by_kind(c)
@@ -233,7 +233,7 @@ def dispatch_by_kind(c, iters: int = 30) -> dict:
             t0 = time.perf_counter()
             step()
             total.setdefault(info.kind, []).append((time.perf_counter() - t0) * 1e6)
-        c.backend.stream_sync(c.stream)
+        c.backend.streams.sync(c.stream)
     return {k: round(statistics.mean(v), 2) for k, v in total.items()}
 
 
@@ -246,20 +246,20 @@ def micro(n: int = 300, iters: int = 50) -> dict:
 
     be = get_backend()
     ks = KernelSource("empty_kernel", '#include "migx.hpp"\nMIGX_GLOBAL void empty_kernel(float* p) {}\n', 64, 64)
-    fn = be.get_function(be.load_module(kernel_cache.compile_many(be, [ks])[ks.key]), ks.name)
-    s = be.stream_create()
-    buf = be.malloc(256)
+    fn = be.kernels.get_function(be.kernels.load_module(kernel_cache.compile_many(be.kernels, [ks])[ks.key]), ks.name)
+    s = be.streams.create()
+    buf = be.memory.malloc(256)
     keep: list = []
-    step = be.make_launch(fn, 1, 64, 0, s, argblock([buf], keep))
-    a, b = be.event_create(), be.event_create()
-    ra, rb = be.make_event_record(a, s), be.make_event_record(b, s)
+    step = be.kernels.make_launch(fn, 1, 64, 0, s, argblock([buf], keep))
+    a, b = be.streams.event_create(), be.streams.event_create()
+    ra, rb = be.streams.make_event_record(a, s), be.streams.make_event_record(b, s)
 
     def device_us(launch) -> float:
         ra()
         launch()
         rb()
-        be.event_sync(b)
-        return be.event_elapsed_ms(a, b) * 1e3
+        be.streams.event_sync(b)
+        return be.streams.event_elapsed_ms(a, b) * 1e3
 
     def eager():
         for _ in range(n):
@@ -270,17 +270,17 @@ def micro(n: int = 300, iters: int = 50) -> dict:
         t0 = time.perf_counter()
         eager()
         enq.append((time.perf_counter() - t0) * 1e6 / n)
-        be.stream_sync(s)
+        be.streams.sync(s)
     eager_dev = statistics.median(device_us(eager) for _ in range(iters)) / n
     graphs = {}
     for count in (1, n):
-        be.begin_capture(s)
+        be.graphs.begin_capture(s)
         for _ in range(count):
             step()
-        g = be.end_capture(s)
-        gx = be.graph_instantiate(g)
-        be.graph_upload(gx, s)
-        launch = be.make_graph_launch(gx, s)
+        g = be.graphs.end_capture(s)
+        gx = be.graphs.instantiate(g)
+        be.graphs.upload(gx, s)
+        launch = be.graphs.make_launch(gx, s)
         for _ in range(5):
             launch()
         graphs[count] = statistics.median(device_us(launch) for _ in range(iters))

@@ -26,6 +26,9 @@ a shape rule, a reference compute, traits from TRAITS, and its GPU code, one of
   GpuCode.kernel("reduce")                 a generator the gpu layer registers for that family
   GpuCode.host("why")                      runs on the host (numpy), with the reason shown
   GpuCode.none("why")                      moves no data (views, builtins, allocation)
+and how its instructions enter a program: an ONNX handler in compiler/onnx that emits it, or
+`made_by=` the registered pass that creates it ("ir": only from IR text or the Python API).
+docs/adding_an_op.md is the checklist; gpu/op_paths.py shows where each piece of an op lives.
 Registering the same spec again is a no-op (a re-run notebook cell); a different spec under a
 taken name is an error naming both definitions.
 """
@@ -238,6 +241,9 @@ class OpSpec:
     nargs: int | tuple[int, int] | None = None  # exact count, or (min, max); max -1 = unbounded
     doc: str = ""
     gpu: GpuCode | None = None  # how it runs on the GPU target; None: not declared (a contract failure)
+    # For an op no ONNX handler emits: the registered pass that creates its instructions, or "ir"
+    # (only IR text and the Python API make it). gpu/op_paths.py checks it.
+    made_by: str = ""
     origin: str = field(default="", compare=False)  # where it was defined, "file:line"
     attr_index: Mapping[str, AttrSpec] = field(default=None, compare=False, repr=False)
 
@@ -288,11 +294,11 @@ def unregister(name: str) -> OpSpec | None:
 
 def defop(name: str, shape: ShapeFn, compute: ComputeFn | None = None, *,
           attrs: Sequence[AttrSpec] = (), traits: Iterable[str] = (), normalize: NormalizeFn | None = None,
-          output_alias=None, nargs=None, doc: str = "", gpu: GpuCode | None = None,
+          output_alias=None, nargs=None, doc: str = "", gpu: GpuCode | None = None, made_by: str = "",
           replace: bool = False) -> OpSpec:
     """Declare and register an op spec in one call (see the module docstring for the contract)."""
     spec = register(OpSpec(name, shape, compute, tuple(attrs), frozenset(traits), normalize, output_alias,
-                           nargs, doc, gpu, _caller()), replace=replace)
+                           nargs, doc, gpu, made_by, origin=_caller()), replace=replace)
     if spec.gpu is None:  # said now, not after every pass has run: the GPU target will run it on the host
         warnings.warn(f"op {name} declares no GPU code (gpu=GpuCode.pointwise/kernel/host); the GPU target runs "
                       f"it on the host, and tests/test_op_contract.py fails until it declares one", stacklevel=2)
@@ -318,7 +324,7 @@ def _caller() -> str:
 
 def spec_differences(a: OpSpec, b: OpSpec) -> list[str]:
     """Which parts of two specs differ; functions compare by their code, constants and closures."""
-    out = [f for f in ("attrs", "traits", "nargs", "doc", "gpu") if getattr(a, f) != getattr(b, f)]
+    out = [f for f in ("attrs", "traits", "nargs", "doc", "gpu", "made_by") if getattr(a, f) != getattr(b, f)]
     for f in ("shape", "compute", "normalize", "output_alias"):
         if function_fingerprint(getattr(a, f)) != function_fingerprint(getattr(b, f)):
             out.append(f if f != "shape" else "shape rule")

@@ -21,8 +21,9 @@ from typing import TYPE_CHECKING, Any
 from . import ops as _ops  # noqa: F401  (registers the gpu::/hip:: op specs, so backend IR parses)
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..compiler.ir import Program
-    from ..compiler.passes import PassManager, Trace
+    from migx_explore.compiler.ir import Program
+    from migx_explore.compiler.passes import PassManager, Trace
+
     from .executor import CompiledProgram
     from .pipelines import CompileOptions
     from .runtime import Backend
@@ -42,24 +43,25 @@ def _options(options: Any) -> CompileOptions:
 
 def _program(source: Any, input_dims: Mapping[str, Sequence[int]] | None) -> Program:
     """A fresh Program from a Program (copied), an ONNX path/bytes/ModelProto or a saved program file."""
-    from ..compiler.errors import MigxError
-    from ..compiler.ir import Program
+    from migx_explore.compiler.errors import MigxError
+    from migx_explore.compiler.ir import Program
 
     if isinstance(source, Program):
         if input_dims:
             raise MigxError("input_dims applies to an ONNX source; this Program's shapes are already fixed")
         return source.copy()
     if isinstance(source, (str, os.PathLike)) and not str(source).endswith(".onnx") and os.path.isfile(source):
-        from ..compiler.serialize import load_program_file
+        from migx_explore.compiler.serialize import load_program_file
 
         return load_program_file(source).program
-    from ..compiler.onnx import parse_onnx
+    from migx_explore.compiler.onnx import parse_onnx
 
     return parse_onnx(source, input_dims=input_dims)
 
 
 def _run_pipelines(program: Program, options: Any, backend: Backend, pass_manager: PassManager | None) -> Trace:
-    from ..compiler.passes import PassManager
+    from migx_explore.compiler.passes import PassManager
+
     from . import kernel_cache
     from .pipelines import gpu_pipelines
 

@@ -11,7 +11,8 @@ backend decides whether its BLAS can take it (and otherwise launches the epilogu
 
 from __future__ import annotations
 
-from ..compiler.ir import Instruction
+from migx_explore.compiler.ir import Instruction
+
 from .blas_plan import plan_gemm
 
 

@@ -14,7 +14,7 @@ import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..compiler.shape import Shape
+from migx_explore.compiler.shape import Shape
 
 
 @dataclass(frozen=True)

@@ -30,8 +30,8 @@ from typing import Any
 
 import numpy as np
 
-from ..compiler import dtypes
-from ..compiler.errors import MigxError
+from migx_explore.compiler import dtypes
+from migx_explore.compiler.errors import MigxError
 
 
 @dataclass
@@ -134,20 +134,21 @@ class KVCacheDecoder:
         self.caches: dict[str, int] = {}
         b = self.backend
         getattr(b, "make_current", lambda: None)()
-        stream = b.stream_create()
+        stream = b.streams.create()
         try:
             for name, shape in past_shapes.items():
                 zeros = np.zeros(shape, dtypes.np_dtype(dtype))
-                ptr = b.malloc(zeros.nbytes)
+                ptr = b.memory.malloc(zeros.nbytes)
                 self.caches[f"cache_{name}"] = ptr
-                b.copy("h2d", ptr, zeros.ctypes.data, zeros.nbytes, stream)  # stale rows must be finite
-            b.stream_sync(stream)
+                b.memory.copy("h2d", ptr, zeros.ctypes.data, zeros.nbytes, stream)  # stale rows must be finite
+            b.streams.sync(stream)
         finally:
-            b.stream_destroy(stream)
+            b.streams.destroy(stream)
         self.cache_bytes = sum(int(np.prod(s)) for s in past_shapes.values()) * dtypes.dtype(dtype).size
 
     def _program(self, new: int, bucket: int) -> Any:
-        from ..compiler.kv_cache import kv_cache_bucket
+        from migx_explore.compiler.kv_cache import kv_cache_bucket
+
         from . import compile_program_ir
         from .executor import CompiledProgram
 
@@ -188,7 +189,7 @@ class KVCacheDecoder:
             return
         self.programs.close()
         for ptr in self.caches.values():
-            self.backend.free(ptr)
+            self.backend.memory.free(ptr)
         self.caches = None
 
     def __enter__(self) -> KVCacheDecoder:

@@ -22,10 +22,11 @@ from typing import Any
 
 import numpy as np
 
-from ..compiler import dtypes
-from ..compiler.errors import MigxError
-from ..compiler.ir import Program
-from ..compiler.shape import Shape
+from migx_explore.compiler import dtypes
+from migx_explore.compiler.errors import MigxError
+from migx_explore.compiler.ir import Program
+from migx_explore.compiler.shape import Shape
+
 from .finalize import Finalized, finalize
 from .passes.memory_coloring import MemoryStats, memory_stats
 from .runtime import Backend, GpuError, get_backend
@@ -166,7 +167,7 @@ class CompiledProgram:
             self.launch_eager(io=True)
         else:
             self.launch_graph(io=True)
-        self.backend.stream_sync(state.stream)
+        self.backend.streams.sync(state.stream)
         self._warm = True
         return self._outputs()
 
@@ -203,12 +204,12 @@ class CompiledProgram:
             shape = ins.shape
             npd = dtypes.np_dtype(shape.type)
             raw = np.empty(max(shape.element_space(), 1), dtype=npd)
-            b.stream_sync(s)
+            b.streams.sync(s)
             if shape.bytes():
-                b.copy("d2h", raw.ctypes.data_as(ctypes.c_void_p).value, addr, shape.bytes(), s)
+                b.memory.copy("d2h", raw.ctypes.data_as(ctypes.c_void_p).value, addr, shape.bytes(), s)
             strides = tuple(st * npd.itemsize for st in shape.strides)
             values[iid] = np.lib.stride_tricks.as_strided(raw, shape.lens, strides).copy()
-        b.stream_sync(s)
+        b.streams.sync(s)
         return values
 
     def launch_eager(self, io: bool = True) -> None:
@@ -247,7 +248,7 @@ class CompiledProgram:
         b, s = self.backend, self.stream
         if not self._warm:  # module loading and BLAS setup happen on first use, never inside capture
             self.launch_eager(io=False)
-            b.stream_sync(s)
+            b.streams.sync(s)
             self._warm = True
         parts: list[_Graph | Step] = []
         layout: list[GraphPart] = []
@@ -269,22 +270,22 @@ class CompiledProgram:
 
     def _capture_segment(self, steps: list[Step]) -> _Graph:
         b, s = self.backend, self.stream
-        b.begin_capture(s)
+        b.graphs.begin_capture(s)
         try:
             self._enqueue(steps)
         except BaseException:
             with contextlib.suppress(GpuError):
-                b.graph_destroy(b.end_capture(s))
+                b.graphs.destroy(b.graphs.end_capture(s))
             raise
-        graph = b.end_capture(s)
+        graph = b.graphs.end_capture(s)
         try:
-            gexec = b.graph_instantiate(graph)
+            gexec = b.graphs.instantiate(graph)
         except BaseException:
-            b.graph_destroy(graph)
+            b.graphs.destroy(graph)
             raise
-        g = _Graph(graph, gexec, b.make_graph_launch(gexec, s), b.graph_node_count(graph))
+        g = _Graph(graph, gexec, b.graphs.make_launch(gexec, s), b.graphs.node_count(graph))
         try:
-            b.graph_upload(gexec, s)
+            b.graphs.upload(gexec, s)
         except BaseException:
             self._destroy([g])
             raise
@@ -307,14 +308,14 @@ class CompiledProgram:
     def _destroy(self, graphs: Sequence[_Graph]) -> None:
         b = self.backend
         for g in graphs:
-            b.graph_exec_destroy(g.exec)
-            b.graph_destroy(g.graph)
+            b.graphs.exec_destroy(g.exec)
+            b.graphs.destroy(g.graph)
 
     def invalidate_graphs(self) -> None:
         """Destroy captured graphs (after the stream is idle); the next graph run captures again."""
         if not self._graphs:
             return
-        self.backend.stream_sync(self.stream)
+        self.backend.streams.sync(self.stream)
         for pg in self._graphs.values():
             self._destroy(pg.graphs)
         self._graphs = {}
@@ -355,7 +356,7 @@ class CompiledProgram:
             self.close()
 
     def event_pair(self) -> tuple[Any, Any]:
-        a, c = self.backend.event_create(), self.backend.event_create()
+        a, c = self.backend.streams.event_create(), self.backend.streams.event_create()
         self.state.resources.events += [a, c]
         return a, c
 

@@ -16,9 +16,10 @@ from typing import Any
 
 import numpy as np
 
-from ..compiler.errors import MigxError
-from ..compiler.ir import Instruction, Program
-from ..compiler.shape import Shape
+from migx_explore.compiler.errors import MigxError
+from migx_explore.compiler.ir import Instruction, Program
+from migx_explore.compiler.shape import Shape
+
 from . import kernel_cache
 from .runtime import Backend, GpuError
 from .runtime.base import Step
@@ -48,19 +49,19 @@ class Resources:
         b = self.backend
         with contextlib.suppress(GpuError):
             if self.stream is not None:
-                b.stream_sync(self.stream)
+                b.streams.sync(self.stream)
         for e in self.events:
-            b.event_destroy(e)
+            b.streams.event_destroy(e)
         if self.blas is not None:
-            b.blas_destroy(self.blas)
+            b.blas.destroy(self.blas)
         for m in self.modules:
-            b.unload_module(m)
+            b.kernels.unload_module(m)
         for p in self.device:
-            b.free(p)
+            b.memory.free(p)
         for p in self.host:
-            b.host_free(p)
+            b.memory.host_free(p)
         if self.stream is not None:
-            b.stream_destroy(self.stream)
+            b.streams.destroy(self.stream)
         self.device, self.host, self.modules, self.events = [], [], [], []
         self.blas = self.stream = None
 
@@ -122,30 +123,30 @@ class _Finalizer:
 
     def build(self) -> Finalized:
         b, res, main = self.b, self.res, self.program.main
-        res.stream = b.stream_create()
+        res.stream = b.streams.create()
         addr = plan_addresses(main, self.own)
         functions = self.load_kernels(sorted(kernel_cache.kernel_keys(self.program)))
 
         def blas() -> Any:
             if res.blas is None:
-                res.blas = b.blas_create(res.stream, self.dev(BLAS_WORKSPACE), BLAS_WORKSPACE)
+                res.blas = b.blas.create(res.stream, self.dev(BLAS_WORKSPACE), BLAS_WORKSPACE)
             return res.blas
 
         built = build_steps(main, addr, b, res.stream, functions, blas, self.pinned)
         stage_in, in_steps = self.input_staging()
         stage_out, out_steps, out_shapes = self.output_staging(addr)
-        b.stream_sync(res.stream)
+        b.streams.sync(res.stream)
         return Finalized(self.program, res, self.inputs, addr, built, stage_in, in_steps, stage_out, out_steps,
                          out_shapes, self.offload)
 
     def dev(self, nbytes: int) -> int:
-        p = self.b.malloc(nbytes)
+        p = self.b.memory.malloc(nbytes)
         self.res.device.append(p)
         return p
 
     def pinned(self, ins: Instruction) -> int:
         if ins.id not in self.host_bufs:
-            ptr, arr = self.b.host_alloc(ins.shape.bytes())
+            ptr, arr = self.b.memory.host_alloc(ins.shape.bytes())
             self.res.host.append(ptr)
             self.host_bufs[ins.id] = (ptr, arr)
         return self.host_bufs[ins.id][0]
@@ -180,18 +181,18 @@ class _Finalizer:
         arr = np.ascontiguousarray(data)
         p = self.dev(arr.nbytes)
         if arr.nbytes:
-            self.b.copy("h2d", p, arr.ctypes.data, arr.nbytes, self.res.stream)
-            self.b.stream_sync(self.res.stream)
+            self.b.memory.copy("h2d", p, arr.ctypes.data, arr.nbytes, self.res.stream)
+            self.b.streams.sync(self.res.stream)
         return p
 
     def load_kernels(self, keys: Sequence[str]) -> dict[str, Any]:
         sources = [kernel_cache.source_for(k) for k in keys]
-        binaries = kernel_cache.compile_many(self.b, sources)
+        binaries = kernel_cache.compile_many(self.b.kernels, sources)
         out = {}
         for ks in sources:
-            mod = self.b.load_module(binaries[ks.key])
+            mod = self.b.kernels.load_module(binaries[ks.key])
             self.res.modules.append(mod)
-            out[ks.key] = self.b.get_function(mod, ks.name)
+            out[ks.key] = self.b.kernels.get_function(mod, ks.name)
         return out
 
     def input_staging(self) -> tuple[dict[str, np.ndarray], list[Step]]:
@@ -204,10 +205,10 @@ class _Finalizer:
                     stage[ins.param_name] = self.host_bufs[ins.id][1]
             return stage, steps
         for name, shape in self.inputs.items():
-            ptr, arr = b.host_alloc(shape.bytes())
+            ptr, arr = b.memory.host_alloc(shape.bytes())
             self.res.host.append(ptr)
             stage[name] = arr
-            steps.append(b.make_copy("h2d", self.param_dev[name], ptr, shape.bytes(), s))
+            steps.append(b.memory.make_copy("h2d", self.param_dev[name], ptr, shape.bytes(), s))
         return stage, steps
 
     def output_staging(self, addr: dict[int, Any]) -> tuple[list[np.ndarray], list[Step], list[Shape]]:
@@ -221,8 +222,8 @@ class _Finalizer:
             if o.name == "hip::copy_from_gpu":
                 stage.append(self.host_bufs[o.id][1])
                 continue
-            ptr, arr = b.host_alloc(o.shape.bytes())
+            ptr, arr = b.memory.host_alloc(o.shape.bytes())
             self.res.host.append(ptr)
             stage.append(arr)
-            steps.append(b.make_copy("d2h", ptr, addr[o.id], o.shape.bytes(), s))
+            steps.append(b.memory.make_copy("d2h", ptr, addr[o.id], o.shape.bytes(), s))
         return stage, steps, [o.shape for o in outs]

@@ -24,8 +24,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from ..compiler import tmpfiles
-from ..compiler.errors import MigxError
+from migx_explore.compiler import tmpfiles
+from migx_explore.compiler.errors import MigxError
+
 from . import cache_trust
 from .codegen.common import KernelSource
 

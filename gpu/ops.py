@@ -15,11 +15,11 @@ import functools
 
 import numpy as np
 
-from ..compiler import dtypes
-from ..compiler.errors import ShapeError
-from ..compiler.op import AttrSpec, GpuCode, Op, compute_shape, defop, get_spec, register_namespace
-from ..compiler.ref import evaluate_module
-from ..compiler.shape import Shape
+from migx_explore.compiler import dtypes
+from migx_explore.compiler.errors import ShapeError
+from migx_explore.compiler.op import AttrSpec, GpuCode, Op, compute_shape, defop, get_spec, register_namespace
+from migx_explore.compiler.ref import evaluate_module
+from migx_explore.compiler.shape import Shape
 
 
 def A(name: str, kind: str, default=None, **kw) -> AttrSpec:
@@ -29,7 +29,7 @@ def A(name: str, kind: str, default=None, **kw) -> AttrSpec:
 @functools.lru_cache(maxsize=4096)
 def inner_op(text: str) -> Op:
     """The op a `gpu::precompile_op`/`gpu::code_object`/`gpu::host_op` wraps, from its printed form."""
-    from ..compiler.parser import parse_attrs
+    from migx_explore.compiler.parser import parse_attrs
 
     name, _, rest = text.partition("[")
     attrs = parse_attrs(name, rest[:-1]) if rest else {}
@@ -37,7 +37,7 @@ def inner_op(text: str) -> Op:
 
 
 def op_text(op: Op) -> str:
-    from ..compiler.printer import format_op
+    from migx_explore.compiler.printer import format_op
 
     return format_op(op)
 
@@ -190,7 +190,7 @@ defop("gpu::gemm", _gemm_shape, _gemm_compute, attrs=[
 
 # --- im2col -------------------------------------------------------------------------------------
 def _im2col_shape(op, shapes, mods):
-    from ..compiler.ops.nn import conv_params
+    from migx_explore.compiler.ops.nn import conv_params
 
     x = shapes[0]
     nd = x.ndim - 2
@@ -210,7 +210,7 @@ def _im2col_shape(op, shapes, mods):
 
 
 def _im2col_compute(op, args, out, run):
-    from ..compiler.ops.nn import conv_params, sliding_windows
+    from migx_explore.compiler.ops.nn import conv_params, sliding_windows
 
     x = args[0]
     nd = x.ndim - 2

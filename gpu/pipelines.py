@@ -14,8 +14,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from ..compiler.passes import Pass, PassEntry, Pipeline, make_pass
-from ..compiler.quantize import check_precision, quantize_pipeline
+from migx_explore.compiler.passes import Pass, PassEntry, Pipeline, make_pass
+from migx_explore.compiler.quantize import check_precision, quantize_pipeline
 
 # Backend passes register themselves on import (they need no GPU either).
 if importlib.util.find_spec(f"{__package__}.passes") is not None:
@@ -45,7 +45,7 @@ class CompileOptions:
 
     def __post_init__(self):
         if self.mode not in COMPILE_MODES:
-            from ..compiler.errors import MigxError
+            from migx_explore.compiler.errors import MigxError
 
             raise MigxError(f"unknown compile mode {self.mode!r}; valid: {', '.join(COMPILE_MODES)}")
         check_precision(self.precision)

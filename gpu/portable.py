@@ -7,8 +7,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..compiler.errors import FormatError
-from ..compiler.ir import Program
+from migx_explore.compiler.errors import FormatError
+from migx_explore.compiler.ir import Program
+
 from . import kernel_cache
 from .codegen.common import KernelSource
 
@@ -17,7 +18,7 @@ def export_kernels(program: Program, target: Any = None) -> tuple[list[dict[str,
     """(manifest rows, blobs): sources for every kernel the program launches, and binaries for
     `target`'s arch when it has built them (in memory or in the disk cache)."""
     rows, blobs = [], {}
-    flags = target.compile_flags() if target is not None else None
+    flags = target.kernels.compile_flags() if target is not None else None
     for key in kernel_cache.kernel_keys(program):
         ks = kernel_cache.source_for(key)
         row: dict[str, Any] = {"key": key, "name": ks.name, "global": ks.global_size, "local": ks.local_size,
@@ -25,11 +26,12 @@ def export_kernels(program: Program, target: Any = None) -> tuple[list[dict[str,
         blobs[f"kernels/{key}.json"] = json.dumps({"name": ks.name, "source": ks.source, "global": ks.global_size,
                                                    "local": ks.local_size}).encode()
         if target is not None:
-            bk = kernel_cache.binary_key(ks, target, flags)
+            bk = kernel_cache.binary_key(ks, target.kernels, flags)
             data = kernel_cache.cached_binary(bk)
             if data is not None:
                 blobs[f"kernels/{bk}.bin"] = data
-                row["binaries"].append({"arch": target.arch, "compiler": target.compiler_id(), "binary_key": bk})
+                row["binaries"].append({"arch": target.arch, "compiler": target.kernels.compiler_id(),
+                                        "binary_key": bk})
         rows.append(row)
     return rows, blobs
 
@@ -42,7 +44,7 @@ def import_kernels(rows: Any, blobs: dict[str, bytes], target: Any = None) -> di
     machine's target, so it can stand in for nothing else; it is never registered process-wide."""
     if not isinstance(rows, list):
         raise FormatError(f"the kernel table is a {type(rows).__name__}, not a list of rows")
-    flags = target.compile_flags() if target is not None else None
+    flags = target.kernels.compile_flags() if target is not None else None
     usable: dict[str, bytes] = {}
     for row in rows:
         key = row.get("key") if isinstance(row, dict) else None
@@ -63,7 +65,7 @@ def import_kernels(rows: Any, blobs: dict[str, bytes], target: Any = None) -> di
             raise FormatError(f"kernel {key}: its binaries entry is malformed")
         if target is None:
             continue
-        mine = kernel_cache.binary_key(ks, target, flags)
+        mine = kernel_cache.binary_key(ks, target.kernels, flags)
         for b in entries:
             data = blobs.get(f"kernels/{b.get('binary_key')}.bin")
             if b.get("binary_key") == mine and data is not None:

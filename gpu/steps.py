@@ -15,13 +15,14 @@ from typing import Any
 
 import numpy as np
 
-from ..compiler import dtypes
-from ..compiler.errors import MigxError
-from ..compiler.ir import Instruction
-from ..compiler.ops.common import norm_axes
-from ..compiler.ops.views import slice_bounds
-from ..compiler.ref import SubmoduleRunner
-from ..compiler.shape import Shape
+from migx_explore.compiler import dtypes
+from migx_explore.compiler.errors import MigxError
+from migx_explore.compiler.ir import Instruction
+from migx_explore.compiler.ops.common import norm_axes
+from migx_explore.compiler.ops.views import slice_bounds
+from migx_explore.compiler.ref import SubmoduleRunner
+from migx_explore.compiler.shape import Shape
+
 from .blas_plan import plan_gemm
 from .ops import WRAPPING_OPS, inner_op, output_buffers
 from .runtime.base import Backend, GpuError, LaunchSite, Step
@@ -116,10 +117,10 @@ def _generated_gemm(backend: Backend, ins: Instruction, addrs: list[int], stream
     a, b, c = ins.inputs[0], ins.inputs[1], ins.inputs[-1]
     ks = gemm_kernel([a.shape, b.shape, c.shape], ins.op["alpha"])
     kernel_cache.register(ks)
-    binary = kernel_cache.compile_many(backend, [ks])[ks.key]
-    module = backend.load_module(binary)
+    binary = kernel_cache.compile_many(backend.kernels, [ks])[ks.key]
+    module = backend.kernels.load_module(binary)
     keep.append(module)  # lives as long as the step list
-    step = backend.make_launch(backend.get_function(module, ks.name), ks.global_size // ks.local_size,
+    step = backend.kernels.make_launch(backend.kernels.get_function(module, ks.name), ks.global_size // ks.local_size,
                                ks.local_size, 0, stream, argblock([addrs[0], addrs[1], addrs[-1]], keep),
                                LaunchSite(ins, tuple(addrs)))
     return step, ks
@@ -136,8 +137,8 @@ class HostReader:
         n = shape.element_space()
         buf = np.empty(max(n, 1), npd)
         if n:
-            self.b.copy("d2h", buf.ctypes.data, addr, n * npd.itemsize, self.s)
-            self.b.stream_sync(self.s)
+            self.b.memory.copy("d2h", buf.ctypes.data, addr, n * npd.itemsize, self.s)
+            self.b.streams.sync(self.s)
         return np.array(np.lib.stride_tricks.as_strided(buf, shape.lens, [s * npd.itemsize for s in shape.strides]))
 
     def write(self, addr: int, shape: Shape, value: np.ndarray) -> None:
@@ -149,12 +150,12 @@ class HostReader:
             data = np.ascontiguousarray(np.broadcast_to(value, shape.lens), dtype=npd)
         else:  # strided destination: read the region, scatter through the strides, write back
             data = np.empty(n, npd)
-            self.b.copy("d2h", data.ctypes.data, addr, n * npd.itemsize, self.s)
-            self.b.stream_sync(self.s)
+            self.b.memory.copy("d2h", data.ctypes.data, addr, n * npd.itemsize, self.s)
+            self.b.streams.sync(self.s)
             view = np.lib.stride_tricks.as_strided(data, shape.lens, [s * npd.itemsize for s in shape.strides])
             view[...] = value
-        self.b.copy("h2d", addr, data.ctypes.data, n * npd.itemsize, self.s)
-        self.b.stream_sync(self.s)
+        self.b.memory.copy("h2d", addr, data.ctypes.data, n * npd.itemsize, self.s)
+        self.b.streams.sync(self.s)
 
 
 def _host_step(reader: HostReader, ins: Instruction, addrs: list[int]) -> Step:
@@ -162,7 +163,7 @@ def _host_step(reader: HostReader, ins: Instruction, addrs: list[int]) -> Step:
     nout = len(outs)
 
     def step():
-        reader.b.stream_sync(reader.s)
+        reader.b.streams.sync(reader.s)
         args = [reader.read(a, i.shape) for a, i in zip(addrs[:len(addrs) - nout], ins.inputs)]
         args += [np.zeros(b.shape.lens, dtypes.np_dtype(b.shape.type)) for b in outs]  # buffers: written, not read
         res = ins.op.spec.compute(ins.op, args, ins.shape, SubmoduleRunner(ins))
@@ -191,8 +192,8 @@ def build_steps(main, addr: dict[int, Any], backend: Backend, stream: Any, funct
             g, loc = ins.op["global"], ins.op["local"]
             if g == 0:
                 continue
-            step = backend.make_launch(functions[ins.op["key"]], g // loc, loc, 0, stream, argblock(addrs, out.keep),
-                                       LaunchSite(ins, tuple(addrs)))
+            step = backend.kernels.make_launch(functions[ins.op["key"]], g // loc, loc, 0, stream,
+                                               argblock(addrs, out.keep), LaunchSite(ins, tuple(addrs)))
             out.add(step, StepInfo(ins.id, label, "kernel", ins.op["symbol_name"]))
         elif name == "gpu::gemm":
             plan = plan_gemm(ins.inputs[0].shape, ins.inputs[1].shape, ins.inputs[-1].shape)
@@ -202,7 +203,8 @@ def build_steps(main, addr: dict[int, Any], backend: Backend, stream: Any, funct
             bias, c_in = (addrs[2 + ins.op[k]] if ins.op[k] >= 0 else None for k in ("blas_bias", "blas_c"))
             extra = {"bias": bias, "c_in": c_in} if bias is not None or c_in is not None else {}
             try:
-                step, note = backend.make_gemm(blas(), plan, addrs[0], addrs[1], addrs[-1], ins.op["alpha"], **extra)
+                step, note = backend.blas.make_gemm(blas(), plan, addrs[0], addrs[1], addrs[-1], ins.op["alpha"],
+                                                    **extra)
             except GpuError as e:
                 if plan.dtype not in QUANT_TYPES:
                     raise
@@ -216,7 +218,7 @@ def build_steps(main, addr: dict[int, Any], backend: Backend, stream: Any, funct
                     raise GpuError(f"executor: gemm #{ins.id} has an epilogue but no kernel (run compile_ops)")
                 ep_addrs = [addrs[-1]] + addrs[2:-1]
                 loc = ins.op["epilogue_local"]
-                step = backend.make_launch(functions[key], ins.op["epilogue_global"] // loc, loc, 0, stream,
+                step = backend.kernels.make_launch(functions[key], ins.op["epilogue_global"] // loc, loc, 0, stream,
                                            argblock(ep_addrs, out.keep), LaunchSite(ins, tuple(ep_addrs), True))
                 out.add(step, StepInfo(ins.id, label + " epilogue", "kernel", ins.op["epilogue_symbol"]))
         elif name == "gpu::host_op":
@@ -224,10 +226,10 @@ def build_steps(main, addr: dict[int, Any], backend: Backend, stream: Any, funct
             out.host_ops.append(f"#{ins.id} {inner_op(ins.op['op']).name}")
         elif name == "hip::copy_to_gpu":
             src = host_ptr(ins.inputs[0])
-            out.add(backend.make_copy("h2d", addrs[-1], src, nbytes(ins.shape), stream),
+            out.add(backend.memory.make_copy("h2d", addrs[-1], src, nbytes(ins.shape), stream),
                     StepInfo(ins.id, label, "copy", "h2d"))
         elif name == "hip::copy_from_gpu":
-            out.add(backend.make_copy("d2h", host_ptr(ins), addrs[0], nbytes(ins.shape), stream),
+            out.add(backend.memory.make_copy("d2h", host_ptr(ins), addrs[0], nbytes(ins.shape), stream),
                     StepInfo(ins.id, label, "copy", "d2h"))
         elif name == "gpu::precompile_op":
             raise GpuError(f"executor: #{ins.id} was never compiled (compile_ops is switched off)")

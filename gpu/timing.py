@@ -119,19 +119,19 @@ class TimingResult:
 def _device_us(compiled: CompiledProgram, launch, ev) -> float:
     b = compiled.backend
     a, c = ev
-    start, stop = b.make_event_record(a, compiled.stream), b.make_event_record(c, compiled.stream)
+    start, stop = b.streams.make_event_record(a, compiled.stream), b.streams.make_event_record(c, compiled.stream)
     start()
     launch()
     stop()
-    b.event_sync(c)
-    return b.event_elapsed_ms(a, c) * 1e3
+    b.streams.event_sync(c)
+    return b.streams.event_elapsed_ms(a, c) * 1e3
 
 
 def time_program(compiled: CompiledProgram, modes: Sequence[str] = ("eager", "graph"), warmup: int = 10,
                  iters: int = 100, inputs: Mapping[str, Any] | None = None, per_kernel: bool = True,
                  profile_iters: int = 20) -> TimingResult:
     """Median, p10 and p90 of device and host time per mode (see the module docstring)."""
-    from ..compiler.ref import random_inputs
+    from migx_explore.compiler.ref import random_inputs
 
     feeds = dict(inputs) if inputs is not None else random_inputs(compiled.program, seed=0)
     feeds = {k: v for k, v in feeds.items() if k in compiled.inputs}
@@ -149,7 +149,7 @@ def time_program(compiled: CompiledProgram, modes: Sequence[str] = ("eager", "gr
             launches = compiled.graph_launches(io=False)
         for _ in range(warmup):
             launch()
-        compiled.backend.stream_sync(compiled.stream)
+        compiled.backend.streams.sync(compiled.stream)
         dev, enq, host = [], [], []
         for _ in range(iters):
             dev.append(_device_us(compiled, launch, ev))
@@ -157,7 +157,7 @@ def time_program(compiled: CompiledProgram, modes: Sequence[str] = ("eager", "gr
             t0 = time.perf_counter()
             launch()
             enq.append((time.perf_counter() - t0) * 1e6)
-            compiled.backend.stream_sync(compiled.stream)
+            compiled.backend.streams.sync(compiled.stream)
         for _ in range(max(iters // 4, 3)):
             t0 = time.perf_counter()
             compiled.run(feeds, mode=mode)
@@ -176,8 +176,8 @@ def kernel_breakdown(compiled: CompiledProgram, iters: int = 20) -> list[KernelT
     """Eager run with an event between every step: median microseconds per step."""
     b, s = compiled.backend, compiled.stream
     built = compiled.steps
-    events = [b.event_create() for _ in range(len(built.steps) + 1)]
-    records = [b.make_event_record(e, s) for e in events]
+    events = [b.streams.event_create() for _ in range(len(built.steps) + 1)]
+    records = [b.streams.make_event_record(e, s) for e in events]
     samples = np.zeros((iters, len(built.steps)))
     try:
         for it in range(iters):
@@ -187,11 +187,11 @@ def kernel_breakdown(compiled: CompiledProgram, iters: int = 20) -> list[KernelT
                 if r and step_status(r):
                     raise RuntimeError(f"step {built.info[k].label} failed: {step_status(r)}")
                 records[k + 1]()
-            b.event_sync(events[-1])
+            b.streams.event_sync(events[-1])
             for k in range(len(built.steps)):
-                samples[it, k] = b.event_elapsed_ms(events[k], events[k + 1]) * 1e3
+                samples[it, k] = b.streams.event_elapsed_ms(events[k], events[k + 1]) * 1e3
     finally:
         for e in events:
-            b.event_destroy(e)
+            b.streams.event_destroy(e)
     med = np.median(samples, axis=0) if iters else np.zeros(len(built.steps))
     return [KernelTime(i.label, i.kernel, i.kind, float(m)) for i, m in zip(built.info, med)]

@@ -27,11 +27,11 @@ from typing import Any
 
 import numpy as np
 
-from .compiler.errors import MigxError
-from .compiler.ir import Replacement
-from .compiler.ref import evaluate_all
-from .compiler.snapshot import ProgramSnapshot
-from .compiler.verify import Tolerance, check_value, program_compute_type
+from migx_explore.compiler.errors import MigxError
+from migx_explore.compiler.ir import Replacement
+from migx_explore.compiler.ref import evaluate_all
+from migx_explore.compiler.snapshot import ProgramSnapshot
+from migx_explore.compiler.verify import Tolerance, check_value, program_compute_type
 
 
 @dataclass
@@ -104,7 +104,7 @@ def locate_divergence(before: ProgramSnapshot, after: ProgramSnapshot, inputs: M
     """First instruction of `after` (main module) whose value breaks tolerance against the value
     it claims to equal in `before`, and still does when re-run on the reference values of its
     inputs (see the module docstring)."""
-    from .compiler.ref import evaluate_instruction, with_buffer_params
+    from migx_explore.compiler.ref import evaluate_instruction, with_buffer_params
 
     tol = tolerance or Tolerance(rtol=rtol, atol=atol)
     prog_before, prog_after = before.to_program(), after.to_program()
@@ -153,8 +153,8 @@ def locate_divergence(before: ProgramSnapshot, after: ProgramSnapshot, inputs: M
 
 
 def _breaks(snap: ProgramSnapshot, cfg) -> bool:
-    from .compiler.passes.manager import compare_program_outputs
-    from .compiler.ref import evaluate, with_buffer_params
+    from migx_explore.compiler.passes.manager import compare_program_outputs
+    from migx_explore.compiler.ref import evaluate, with_buffer_params
 
     prog = snap.to_program()
     try:
@@ -199,8 +199,8 @@ def _close_scaled(a: np.ndarray, b: np.ndarray, rtol: float, atol: float) -> tup
 
 def first_gpu_divergence(compiled, inputs: Mapping[str, np.ndarray], *, rtol: float = 1e-3,
                          atol: float = 1e-4) -> Divergence | None:
-    from .compiler.printer import instruction_label
-    from .compiler.ref import with_buffer_params
+    from migx_explore.compiler.printer import instruction_label
+    from migx_explore.compiler.ref import with_buffer_params
 
     feeds = {k: v for k, v in inputs.items() if k in compiled.inputs}
     gpu = compiled.trace_values(feeds)

@@ -21,8 +21,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from .compiler.passes import Trace
-from .compiler.snapshot import ProgramSnapshot, SnapshotDiff, diff
+from migx_explore.compiler.passes import Trace
+from migx_explore.compiler.snapshot import ProgramSnapshot, SnapshotDiff, diff
+
 from .id_alignment import align_ids
 from .session_config import PipelineConfig, SessionError
 

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .compiler.errors import MigxError
+from migx_explore.compiler.errors import MigxError
 
 if TYPE_CHECKING:
     from .session import Session
@@ -53,7 +53,7 @@ class CacheLayout:
 
 
 def cache_layout(model, max_len: int) -> CacheLayout:
-    from .compiler.onnx.dims import symbolic_dims
+    from migx_explore.compiler.onnx.dims import symbolic_dims
 
     syms = symbolic_dims(model)
     inputs = {vi.name: vi for vi in model.graph.input}
@@ -91,9 +91,9 @@ class ReferenceDecoder:
         self.caches = {n: np.zeros(s, np.float32) for n, s in layout.shapes.items()}
 
     def step(self, input_ids: np.ndarray, past_len: int) -> np.ndarray:
-        from .compiler.kv_cache import cache_name, kv_cache_bucket
-        from .compiler.ref import evaluate
-        from .gpu.decode import bucket_for
+        from migx_explore.compiler.kv_cache import cache_name, kv_cache_bucket
+        from migx_explore.compiler.ref import evaluate
+        from migx_explore.gpu.decode import bucket_for
 
         ids = np.asarray(input_ids, np.int64).reshape(1, -1)
         bucket = bucket_for(past_len + ids.shape[1], self.max_len, self.buckets)
@@ -124,7 +124,7 @@ def decoder(source: Any, *, target: str = "ref", max_len: int | None = None, buc
         return ReferenceDecoder(dynamic, layout, max_len, buckets)
     if target != "gpu":
         raise MigxError(f"unknown target {target!r}; use 'ref' or 'gpu'")
-    from .gpu.decode import KVCacheDecoder
+    from migx_explore.gpu.decode import KVCacheDecoder
 
     return KVCacheDecoder(dynamic, layout.shapes, max_len, backend, buckets=buckets, max_programs=max_programs,
                           options=options)
@@ -134,7 +134,7 @@ def generate(source: Any, prompt_ids: Any, steps: int, *, target: str = "ref", m
              **kw: Any) -> Any:
     """Greedy tokens and per-step logits (gpu.decode.Generation); `.stats` holds the GPU program
     cache's memory report (None on the reference evaluator)."""
-    from .gpu.decode import greedy
+    from migx_explore.gpu.decode import greedy
 
     if steps < 1:
         raise MigxError("generate needs steps >= 1")

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from .compiler.errors import MigxError
+from migx_explore.compiler.errors import MigxError
 
 
 class GpuUnavailable(MigxError):

@@ -18,9 +18,10 @@ from typing import Any
 
 import numpy as np
 
-from .compiler.errors import MigxError
-from .compiler.inputs import REAL_INPUTS_HINT
-from .compiler.ir import Program
+from migx_explore.compiler.errors import MigxError
+from migx_explore.compiler.inputs import REAL_INPUTS_HINT
+from migx_explore.compiler.ir import Program
+
 from .npz import read_npz
 
 Feed = Mapping[str, Any]
@@ -48,8 +49,8 @@ def _onnx_input_dims(model: Any, feed: dict[str, np.ndarray], where: str,
                      user_dims: Mapping[str, Sequence]) -> dict[str, list]:
     """input_dims for the importer: the feed's shape for every input with a non-static dim; a
     static dim that disagrees with the feed raises."""
-    from .compiler.onnx.context import param_name
-    from .compiler.onnx.loader import load_model
+    from migx_explore.compiler.onnx.context import param_name
+    from migx_explore.compiler.onnx.loader import load_model
 
     proto, _, _ = load_model(model)
     inits = {t.name for t in proto.graph.initializer}
@@ -82,8 +83,8 @@ def _import_onnx(model: Any, feed: dict[str, np.ndarray] | None, where: str,
                  user_dims: Mapping[str, Sequence]) -> Program:
     import warnings
 
-    from .compiler.onnx import ConstantInputRequired, parse_onnx
-    from .compiler.onnx.context import param_name
+    from migx_explore.compiler.onnx import ConstantInputRequired, parse_onnx
+    from migx_explore.compiler.onnx.context import param_name
 
     dims = _onnx_input_dims(model, feed, where, user_dims) if feed is not None else dict(user_dims)
     frozen: dict[str, np.ndarray] = {}
@@ -106,7 +107,7 @@ def _import_onnx(model: Any, feed: dict[str, np.ndarray] | None, where: str,
 
 
 def _graph_inputs(model: Any) -> list[str]:
-    from .compiler.onnx.loader import load_model
+    from migx_explore.compiler.onnx.loader import load_model
 
     proto, _, _ = load_model(model)
     inits = {t.name for t in proto.graph.initializer}
@@ -117,8 +118,8 @@ def feed_for_program(program: Program, feed: Feed, where: str = "the inputs", *,
                      require_all: bool = True) -> dict[str, np.ndarray]:
     """The feed keyed by parameter name, checked against the program's inputs (names and shapes).
     require_all=False accepts a feed without the parameters a backend pass added (output buffers)."""
-    from .compiler import dtypes
-    from .compiler.onnx.context import param_name
+    from migx_explore.compiler import dtypes
+    from migx_explore.compiler.onnx.context import param_name
 
     data = {k: np.asarray(v) for k, v in feed.items()}
     params = {p.param_name: p for p in program.main.params()}

@@ -14,8 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .compiler.errors import MigxError
-from .compiler.snapshot import ProgramSnapshot
+from migx_explore.compiler.errors import MigxError
+from migx_explore.compiler.snapshot import ProgramSnapshot
+
 from .errors import GpuUnavailable  # noqa: E402,F401  (defined beside the other explorer errors; re-exported)
 
 if TYPE_CHECKING:
@@ -32,7 +33,7 @@ def _readable(text: str) -> str:
 
 def unavailable_reason() -> str | None:
     try:
-        from .gpu.runtime import unavailable_reason as reason
+        from migx_explore.gpu.runtime import unavailable_reason as reason
     except ImportError as e:
         return f"the GPU runtime layer could not be imported ({e})"
     why = reason()
@@ -52,7 +53,7 @@ def compile_snapshot(snap: ProgramSnapshot) -> Any:
     if not any(ins.name.startswith(("gpu::", "hip::")) for ins in program.main):
         raise MigxError("this program is not lowered for the GPU: enable the backend pipeline "
                         "(lowering ... eliminate_allocation) and trace again before timing")
-    from .gpu.executor import CompiledProgram
+    from migx_explore.gpu.executor import CompiledProgram
 
     return CompiledProgram(program)
 
@@ -61,15 +62,15 @@ def compile_kernels(snap: ProgramSnapshot, progress: Progress | None = None) -> 
     """Compile a lowered snapshot's kernels one at a time into the kernel cache (which finalize then
     hits), reporting progress; returns how many there were."""
     _require_gpu()
-    from .gpu import kernel_cache
-    from .gpu.runtime import get_backend
+    from migx_explore.gpu import kernel_cache
+    from migx_explore.gpu.runtime import get_backend
 
     keys = sorted(kernel_cache.kernel_keys(snap.to_program()))
     backend = get_backend()
     for k, key in enumerate(keys):
         if progress:
             progress(k, len(keys), f"compiling kernel {key[:40]}")
-        kernel_cache.compile_many(backend, [kernel_cache.source_for(key)])
+        kernel_cache.compile_many(backend.kernels, [kernel_cache.source_for(key)])
     if progress:
         progress(len(keys), len(keys), "kernels compiled")
     return len(keys)
@@ -82,7 +83,7 @@ def time_snapshot(snap: ProgramSnapshot, modes: Sequence[str] = ("eager", "graph
     caller sees each start)."""
     import dataclasses
 
-    from .gpu import timing
+    from migx_explore.gpu import timing
 
     compiled = compile_snapshot(snap)
     try:

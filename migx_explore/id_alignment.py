@@ -26,8 +26,8 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable
 
-from .compiler.op import format_op
-from .compiler.snapshot import InstrRecord, ModuleSnapshot, ProgramSnapshot
+from migx_explore.compiler.op import format_op
+from migx_explore.compiler.snapshot import InstrRecord, ModuleSnapshot, ProgramSnapshot
 
 
 def align_ids(base: ProgramSnapshot, other: ProgramSnapshot, shared_below: int = 0) -> ProgramSnapshot:

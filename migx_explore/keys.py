@@ -20,8 +20,8 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
-from .compiler.errors import FormatError, MigxError
-from .gpu.cache_trust import own_folder_refusal, read_own_file
+from migx_explore.compiler.errors import FormatError, MigxError
+from migx_explore.gpu.cache_trust import own_folder_refusal, read_own_file
 
 
 class KeyError_(MigxError):

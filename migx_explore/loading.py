@@ -13,8 +13,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from .compiler.errors import MigxError
-from .compiler.ir import Program
+from migx_explore.compiler.errors import MigxError
+from migx_explore.compiler.ir import Program
+
 from .npz import read_npz
 
 
@@ -60,7 +61,7 @@ def load(model: Any, input_dims: Mapping[str, Sequence[int]] | None = None,
     ModelProto. Unknown names and missing files raise MigxError listing what would work.
     input_dims names inputs or ONNX dim_params; `feed` (arrays by input name) fixes the dims of
     every input from the arrays, so a KV-cache model needs no flags (compiler/onnx/dims.py)."""
-    from .compiler.onnx import parse_onnx
+    from migx_explore.compiler.onnx import parse_onnx
 
     if isinstance(model, Program):
         return model.copy()
@@ -69,7 +70,7 @@ def load(model: Any, input_dims: Mapping[str, Sequence[int]] | None = None,
     path = Path(model)
     if path.is_file():
         if _looks_like_zip(path):  # a saved program, even truncated (is_zipfile needs the central directory)
-            from .compiler.serialize import load_program_file
+            from migx_explore.compiler.serialize import load_program_file
 
             if input_dims:
                 raise MigxError("--input-dim does not apply to a saved program file (its shapes are fixed)")

@@ -9,7 +9,7 @@ import zlib
 
 import numpy as np
 
-from .compiler.errors import MigxError
+from migx_explore.compiler.errors import MigxError
 
 
 def read_npz(path: str | os.PathLike) -> dict[str, np.ndarray]:

@@ -20,9 +20,9 @@ import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from .compiler import tmpfiles
-from .compiler.errors import MigxError
-from .compiler.tmpfiles import clean_stale_temporaries
+from migx_explore.compiler import tmpfiles
+from migx_explore.compiler.errors import MigxError
+from migx_explore.compiler.tmpfiles import clean_stale_temporaries
 
 # Argument names (argparse dests) that name files a verb reads or writes. New verbs and options
 # get the clobber check by using these names.

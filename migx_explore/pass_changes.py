@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .compiler.passes import PassRecord
+from migx_explore.compiler.passes import PassRecord
+
 from .regions import Region, change_regions
 from .rewrites import RewriteRow, record_rewrites
 from .scopes import ScopeTable

@@ -16,12 +16,13 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
+from migx_explore.compiler.errors import FormatError, MigxError
+from migx_explore.compiler.ir import Program
+from migx_explore.compiler.passes import PassManager, Trace, build_pipelines, entry_paths
+from migx_explore.compiler.serialize import load_program_file, save_program
+from migx_explore.gpu.pipelines import CompileOptions, gpu_pipelines
+
 from . import keys
-from .compiler.errors import FormatError, MigxError
-from .compiler.ir import Program
-from .compiler.passes import PassManager, Trace, build_pipelines, entry_paths
-from .compiler.serialize import load_program_file, save_program
-from .gpu.pipelines import CompileOptions, gpu_pipelines
 from .keys import Signature
 
 KIND = "migx-explore/partial-compile"
@@ -88,7 +89,7 @@ def compile_until(program: Program, until: str | None, out: str, *, options: Com
     after = entry_paths(pipelines[stop[0]])[stop[1]]
     metadata = {"kind": KIND, "model": model, "spec": spec_text, "options": dataclasses.asdict(opts),
                 "after": after, "next": [stop[0], stop[1] + 1]}
-    from .gpu.portable import export_kernels
+    from migx_explore.gpu.portable import export_kernels
 
     rows, blobs = export_kernels(program, target)
     metadata["kernels"] = rows
@@ -120,7 +121,7 @@ def load_partial(path: str, *, recompile: bool = False, trust_binaries: bool = F
     if not (0 <= pi < len(pipelines) and 0 <= k <= len(pipelines[pi].entries)):
         raise FormatError(f"{path}: resume position {list(nxt)} is outside its pipelines ({spec}); the file is "
                           "damaged or was edited")
-    from .gpu.portable import import_kernels
+    from migx_explore.gpu.portable import import_kernels
 
     try:
         shipped = import_kernels(md.get("kernels", []), saved.blobs, None if recompile else _target_or_none())
@@ -142,7 +143,7 @@ def part_binaries(part: Partial):
     """Make the binaries shipped with `part` usable (for its own kernels) while the context is open."""
     if not part.binaries:
         return contextlib.nullcontext()
-    from .gpu import kernel_cache
+    from migx_explore.gpu import kernel_cache
 
     return kernel_cache.shipped_binaries(part.binaries)
 
@@ -153,7 +154,7 @@ def _target_or_none() -> Any:
 
     if os.environ.get("MIGX_GPU_BACKEND") != "fake" and unavailable_reason():
         return None
-    from .gpu.runtime import get_backend
+    from migx_explore.gpu.runtime import get_backend
 
     return get_backend()
 
@@ -162,6 +163,6 @@ def _bound(target: Any):
     """Bind the GPU target while passes run (compile_ops then builds binaries), if there is one."""
     if target is None:
         return contextlib.nullcontext()
-    from .gpu import kernel_cache
+    from migx_explore.gpu import kernel_cache
 
     return kernel_cache.bound_target(target)

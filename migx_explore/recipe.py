@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .compiler.errors import MigxError
+from migx_explore.compiler.errors import MigxError
 
 # Our pass name -> the name MIGraphX's pass::name() reports (GPU-target passes carry gpu::).
 MIGRAPHX_NAMES = {

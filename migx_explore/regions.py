@@ -16,7 +16,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from .compiler.snapshot import ProgramSnapshot
+from migx_explore.compiler.snapshot import ProgramSnapshot
+
 from .rewrites import RewriteRow
 from .scopes import common_scope
 

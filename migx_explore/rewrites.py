@@ -21,10 +21,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .compiler.ir import Replacement
-from .compiler.passes import PassRecord, Trace
-from .compiler.snapshot import InstrRecord, ProgramSnapshot, SnapshotDiff
-from .compiler.snapshot import diff as snapshot_diff
+from migx_explore.compiler.ir import Replacement
+from migx_explore.compiler.passes import PassRecord, Trace
+from migx_explore.compiler.snapshot import InstrRecord, ProgramSnapshot, SnapshotDiff
+from migx_explore.compiler.snapshot import diff as snapshot_diff
 
 # Row kinds. "rewrite": ops replaced by other ops; "removed": ops deleted with nothing new in their
 # place; "added": new ops with no link to anything the pass removed or changed; "changed": the same

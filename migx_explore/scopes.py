@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from .compiler.passes import PassRecord, Trace
-from .compiler.snapshot import ModuleSnapshot, ProgramSnapshot
+from migx_explore.compiler.passes import PassRecord, Trace
+from migx_explore.compiler.snapshot import ModuleSnapshot, ProgramSnapshot
 
 BLOCK_OPS = 12  # aim for derived blocks of about this many compute ops
 STAGE_BLOCKS = 8  # blocks per derived stage once there are more than this many blocks

@@ -30,12 +30,13 @@ import dataclasses
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .compiler.ir import Program
-from .compiler.passes import Pass, PassEntry, PassRecord, Pipeline, Trace
-from .compiler.passes.rewrite import as_pass
-from .compiler.rewrite import Rule
-from .compiler.snapshot import ProgramSnapshot, SnapshotDiff, diff, snapshot
-from .gpu.pipelines import CompileOptions
+from migx_explore.compiler.ir import Program
+from migx_explore.compiler.passes import Pass, PassEntry, PassRecord, Pipeline, Trace
+from migx_explore.compiler.passes.rewrite import as_pass
+from migx_explore.compiler.rewrite import Rule
+from migx_explore.compiler.snapshot import ProgramSnapshot, SnapshotDiff, diff, snapshot
+from migx_explore.gpu.pipelines import CompileOptions
+
 from .session_config import PipelineConfig, SessionError
 from .session_cursor import Cursor
 from .session_trace import TraceCache
@@ -96,7 +97,7 @@ class Session:
 
     @classmethod
     def from_text(cls, text: str, **kw: Any) -> Session:
-        from .compiler.parser import parse
+        from migx_explore.compiler.parser import parse
 
         return cls(parse(text), **kw)
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .compiler.passes import PassRecord, Trace
+from migx_explore.compiler.passes import PassRecord, Trace
+
 from .session_config import SessionError
 
 

@@ -17,8 +17,8 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from .compiler.ir import Program
-from .compiler.passes import (
+from migx_explore.compiler.ir import Program
+from migx_explore.compiler.passes import (
     NumericConfig,
     PassFailed,
     PassManager,
@@ -26,8 +26,9 @@ from .compiler.passes import (
     Trace,
     make_numeric_config,
 )
-from .compiler.passes.manager import compare_program_outputs
-from .compiler.snapshot import ProgramSnapshot
+from migx_explore.compiler.passes.manager import compare_program_outputs
+from migx_explore.compiler.snapshot import ProgramSnapshot
+
 from .session_config import FlatEntry, PipelineConfig
 
 
@@ -237,10 +238,10 @@ class TraceCache:
 def numeric_check(cfg: NumericConfig, snap: ProgramSnapshot):
     """One snapshot's outputs against the reference, as PassManager's inline check computes them
     (the comparison and its tolerance are compiler.passes.manager.compare_program_outputs')."""
-    from .compiler.errors import MigxError
-    from .compiler.inputs import REAL_INPUTS_HINT
-    from .compiler.passes import NumericCheck
-    from .compiler.ref import evaluate, with_buffer_params
+    from migx_explore.compiler.errors import MigxError
+    from migx_explore.compiler.inputs import REAL_INPUTS_HINT
+    from migx_explore.compiler.passes import NumericCheck
+    from migx_explore.compiler.ref import evaluate, with_buffer_params
 
     program = snap.to_program()
     try:

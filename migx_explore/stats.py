@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from .compiler.snapshot import ModuleSnapshot, ProgramSnapshot
+from migx_explore.compiler.snapshot import ModuleSnapshot, ProgramSnapshot
 
 # Ops that never launch a kernel: views, bookkeeping and memory planning.
 NO_LAUNCH = frozenset({

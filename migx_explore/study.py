@@ -24,9 +24,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .compiler.errors import MigxError
-from .compiler.passes import Pipeline, check_order, entry_paths
-from .gpu.pipelines import TARGET_INDEPENDENT
+from migx_explore.compiler.errors import MigxError
+from migx_explore.compiler.passes import Pipeline, check_order, entry_paths
+from migx_explore.gpu.pipelines import TARGET_INDEPENDENT
+
 from .stats import launch_count
 
 SCOPES = ("pass", "pipeline")
@@ -364,7 +365,7 @@ def study_order(session, *, scope: str = "pass", gpu: bool = False, numeric: boo
 
 
 def _reference(session):
-    from .compiler.passes import make_numeric_config
+    from migx_explore.compiler.passes import make_numeric_config
 
     return make_numeric_config(session.initial.to_program(), session.traces.numeric_inputs)
 

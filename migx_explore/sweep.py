@@ -29,7 +29,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .compiler.errors import MigxError
+from migx_explore.compiler.errors import MigxError
 
 SCHEDULER_ENV = "MIGX_DASK_SCHEDULER"
 SCALE_OUT_HINT = ("install the sweep extra (pip install 'migx-explore[sweep]') to run variants in parallel on a "

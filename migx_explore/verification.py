@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .compiler.passes import PassRecord, make_numeric_config
-from .compiler.verify import program_compute_type
+from migx_explore.compiler.passes import PassRecord, make_numeric_config
+from migx_explore.compiler.verify import program_compute_type
 
 if TYPE_CHECKING:
     from .session import Session

@@ -13,7 +13,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .compiler.errors import MigxError
+from migx_explore.compiler.errors import MigxError
+
 from .stats import launch_count
 
 # Backend entries without which there is no runnable program: never toggled.

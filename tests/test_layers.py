@@ -114,3 +114,23 @@ def test_importing_needs_no_gpu_or_notebook_library():
         bad += [f"{_where(m, ln)} imports {name}" for name, ln in names
                 if name.split(".")[0] in heavy and not _in(m, "migx_explore.gpu.runtime")]
     assert not bad, "GPU / notebook libraries imported at module level:\n  " + "\n  ".join(bad)
+
+
+def test_imports_across_parts_are_absolute():
+    """compiler/ and gpu/ are installed as migx_explore.compiler / migx_explore.gpu (setup.py), so a
+    relative import from one part into another resolves only once installed: write it absolute
+    (scripts/absolute_imports.py rewrites them)."""
+    parts = ("migx_explore.compiler", "migx_explore.gpu", "migx_explore")
+
+    def part(mod: str) -> str:
+        return next(p for p in parts if _in(mod, p))
+
+    bad = []
+    for m, path in FILES.items():
+        here = m.split(".") if path.name == "__init__.py" else m.split(".")[:-1]
+        for n in ast.walk(ast.parse(path.read_text())):
+            if isinstance(n, ast.ImportFrom) and n.level:
+                target = ".".join(here[:len(here) - n.level + 1] + ([n.module] if n.module else []))
+                if part(target) != part(m):
+                    bad.append(f"{_where(m, n.lineno)} imports {'.' * n.level}{n.module or ''} ({target})")
+    assert not bad, "relative imports across parts (write them absolute):\n  " + "\n  ".join(bad)

@@ -107,7 +107,8 @@ defop("select_module", _select_shape, _select_compute,
       nargs=(1, -1),
       doc="Run the submodule whose parameter shapes match the inputs (parameters bound by sorted name); "
           "returns a tuple of its outputs.",
-      gpu=GpuCode.host("picks the static submodule that fits the runtime shapes on the host"))
+      gpu=GpuCode.host("picks the static submodule that fits the runtime shapes on the host"),
+      made_by="split_single_dyn_dim")
 
 
 # --- loop ---------------------------------------------------------------------------------------

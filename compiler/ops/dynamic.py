@@ -91,4 +91,5 @@ defop("concat_past_present", _cpp_shape, _cpp_compute, attrs=[A("axis", "int", 2
           "past_len (input 1, a runtime integer) along `axis` (a write that does not fit is dropped); the "
           "result is the cache. Named after MIGraphX's GroupQueryAttention helper op that appends to a "
           "preallocated KV cache.",
-      gpu=GpuCode.kernel("concat_past_present"))
+      gpu=GpuCode.kernel("concat_past_present"),
+      made_by="migx_explore.compiler.kv_cache.kv_cache_bucket")

@@ -58,7 +58,8 @@ def _pointwise_compute(op, args, out, run):
 
 defop("pointwise", _pointwise_shape, _pointwise_compute, nargs=(1, -1),
       doc="A fused elementwise kernel; its body is the submodule (multiple returns give a tuple).",
-      gpu=GpuCode.kernel("pointwise"))
+      gpu=GpuCode.kernel("pointwise"),
+      made_by="fuse_pointwise")
 
 
 def _fused_reduce_shape(op, s, mods):
@@ -86,7 +87,8 @@ def _fused_reduce_compute(op, args, out, run):
 defop("fused_reduce", _fused_reduce_shape, _fused_reduce_compute, attrs=[A("axes", "ints", (), show=True)],
       traits={"reduce"}, nargs=(1, -1),
       doc="A reduction fused with elementwise producers/consumers; body in the submodule.",
-      gpu=GpuCode.kernel("reduce"))
+      gpu=GpuCode.kernel("reduce"),
+      made_by="fuse_reduce")
 
 
 def _group_shape(op, s, mods):
@@ -106,4 +108,4 @@ def _group_shape(op, s, mods):
 
 defop("group", _group_shape, _fused_reduce_compute, attrs=[A("tag", "str", "", show=True)], nargs=(1, -1),
       doc="A subgraph compiled as one kernel (MIGraphX op::group); `tag` names its kind, e.g. attention.",
-      gpu=GpuCode.kernel("attention"))
+      gpu=GpuCode.kernel("attention"), made_by="fuse_attention")

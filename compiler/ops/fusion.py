@@ -75,7 +75,8 @@ defop("fused_concat", _fused_concat_shape, _fused_concat_compute, attrs=[A("axis
       doc="concat of pointwise pieces followed by a pointwise op: modules [piece_0 .. piece_n-1, post]; "
           "the inputs are each piece's inputs in turn, then the post module's extras (its last param "
           "is the concat result).",
-      gpu=GpuCode.kernel("fused_concat"))
+      gpu=GpuCode.kernel("fused_concat"),
+      made_by="fuse_concat")
 
 
 # --- split_fused_reduce -------------------------------------------------------------------------
@@ -106,7 +107,8 @@ defop("split_fused_reduce", _split_reduce_shape, _split_reduce_compute,
       traits={"reduce"}, nargs=(1, -1),
       doc="The sum-reduction part of a large fused_reduce, split across workgroups that accumulate "
           "atomically into the output (results are reduce_sums, a tuple if several).",
-      gpu=GpuCode.kernel("reduce"))
+      gpu=GpuCode.kernel("reduce"),
+      made_by="split_reduce")
 
 
 # --- layernorm ----------------------------------------------------------------------------------
@@ -133,9 +135,11 @@ defop("layernorm", _ln_shape,
       attrs=_LN_ATTRS, nargs=1,
       doc="(x - mean) / sqrt(variance + epsilon) over `axis` (MIGraphX gpu::prelayernorm; scale and bias "
           "stay separate pointwise ops).",
-      gpu=GpuCode.kernel("reduce"))
+      gpu=GpuCode.kernel("reduce"),
+      made_by="prefuse_ops")
 defop("add_layernorm", _ln_shape,
       lambda op, a, out, run: _layernorm(a[0] + a[1], op["epsilon"],
                                          norm_axis(op["axis"], a[0].ndim, "add_layernorm")),
       attrs=_LN_ATTRS, nargs=2, doc="layernorm(a + b) (MIGraphX gpu::preadd_layernorm).",
-      gpu=GpuCode.kernel("reduce"))
+      gpu=GpuCode.kernel("reduce"),
+      made_by="prefuse_ops")

@@ -22,7 +22,7 @@ def _acc(x: np.ndarray) -> np.ndarray:
     return x.astype(np.float32) if dtypes.is_low_float(x.dtype) else x
 
 
-def _reduce(name: str, fn, doc: str = ""):
+def _reduce(name: str, fn, doc: str = "", made_by: str = ""):
     def compute(op, args, out, run):
         x = args[0]
         axes = norm_axes(op["axes"], x.ndim, name)
@@ -32,7 +32,7 @@ def _reduce(name: str, fn, doc: str = ""):
 
     defop(name, _reduce_shape, compute, attrs=[A("axes", "ints", (), show=True)], traits={"reduce"}, nargs=1,
           normalize=normalizer(axes="axes"), doc=doc,
-          gpu=GpuCode.kernel("reduce"))
+          gpu=GpuCode.kernel("reduce"), made_by=made_by)
 
 
 _reduce("reduce_sum", np.sum)
@@ -40,8 +40,8 @@ _reduce("reduce_mean", np.mean)
 _reduce("reduce_max", np.max)
 _reduce("reduce_min", np.min)
 _reduce("reduce_prod", np.prod)
-_reduce("reduce_any", np.any)
-_reduce("reduce_all", np.all)
+_reduce("reduce_any", np.any, made_by="ir")  # MIGraphX has them; no ONNX op maps to them
+_reduce("reduce_all", np.all, made_by="ir")
 
 
 def _softmax(x: np.ndarray, axis: int) -> np.ndarray:

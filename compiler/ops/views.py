@@ -267,7 +267,7 @@ def _layout_shape(op, s, m):
 defop("layout", _layout_shape, lambda op, a, out, run: np.ascontiguousarray(a[0]),
       attrs=[A("permutation", "ints", (), show=True)], nargs=1,
       doc="Copy into the memory order `permutation` (e.g. {0, 2, 3, 1} = NHWC for NCHW lens).",
-      gpu=GpuCode.kernel("pointwise"))
+      gpu=GpuCode.kernel("pointwise"), made_by="layout_convolution")
 
 
 def _concat_shape(op, s, m):

@@ -8,85 +8,45 @@ generator, which writes `GpuCode.pointwise` ops from their expression or from ex
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from migx_explore.compiler.ir import Instruction
+from migx_explore.compiler.op import OpSpec, contract_problems, function_fingerprint, get_spec, parse_expression
 
-from ...compiler.ir import Instruction, Module
-from ...compiler.op import Op, OpSpec, contract_problems, function_fingerprint, get_spec, parse_expression
-from ...compiler.shape import Shape
 from ..ops import MODULE_OPS, inner_op, split_inputs
-from .attention import attention_kernel
-from .common import CodegenUnsupported, KernelSource
+from .attention import GENERATORS as ATTENTION_GENERATORS
+from .common import CodegenUnsupported, KernelRequest, KernelSource
+from .common import RequestGenerator as Generator
 from .expr import ROWS
+from .gemm import GENERATORS as GEMM_GENERATORS
 from .gemm import gemm_kernel
-from .indexing import GENERATORS as _INDEXING_GENERATORS
-from .nn import conv_kernel, im2col_kernel, pooling_kernel, resize_kernel
-from .pointwise import (
-    append_kernel,
-    concat_kernel,
-    epilogue_kernel,
-    fused_concat_kernel,
-    gather_kernel,
-    pad_kernel,
-    pointwise_kernel,
-    reverse_kernel,
-)
-from .reduce import reduce_kernel
+from .indexing import GENERATORS as INDEXING_GENERATORS
+from .nn import GENERATORS as NN_GENERATORS
+from .pointwise import GENERATORS as POINTWISE_GENERATORS
+from .pointwise import epilogue_kernel
+from .reduce import EPILOGUE_REDUCTIONS
+from .reduce import GENERATORS as REDUCE_GENERATORS
 
 __all__ = ["EPILOGUE_REDUCTIONS", "GENERATORS", "LIBRARY_FAMILIES", "CodegenUnsupported", "KernelRequest",
            "KernelSource", "epilogue_kernel", "gemm_kernel", "generate", "gpu_code_problems", "kernel_family",
            "op_contract_problems", "register_generator"]
 
 
-@dataclass(frozen=True)
-class KernelRequest:
-    """What a generator gets: the wrapped op, every param's shape (inputs, then outputs), the
-    number of outputs, the op's own submodule (pointwise, fused_reduce) or a GEMM/conv epilogue."""
-
-    inner: Op
-    shapes: list[Shape]
-    nout: int
-    module: Module | None
-    epilogue: Module | None
-    modules: list[Module]
+def _merge(*tables: dict[str, Generator]) -> dict[str, Generator]:
+    """One {family: generator} table from the modules' own tables (a family named twice is an error)."""
+    out: dict[str, Generator] = {}
+    for table in tables:
+        for family, gen in table.items():
+            if family in out:
+                raise ValueError(f"kernel family {family!r} has two generators")
+            out[family] = gen
+    return out
 
 
-Generator = Callable[[KernelRequest], KernelSource]
-# Reductions whose kernel takes a pointwise epilogue (fuse_ops' find_layernorm_pointwise).
-EPILOGUE_REDUCTIONS = ("layernorm", "add_layernorm")
-
-
-def _reduce(r: KernelRequest) -> KernelSource:
-    # With an epilogue, the inputs are the op's own, then the epilogue's extras (its params x1..).
-    extras = len(r.epilogue.params()) - 1 if r.epilogue is not None else 0
-    return reduce_kernel(r.inner, r.shapes, r.nout, r.module, r.epilogue, len(r.shapes) - r.nout - extras)
-
-
-def _attention(r: KernelRequest) -> KernelSource:
-    if r.inner["tag"] != "attention" or r.module is None:
-        raise CodegenUnsupported(f"no kernel for group[tag={r.inner['tag']}]")
-    return attention_kernel(r.module, r.shapes)
-
-
-GENERATORS: dict[str, Generator] = {
-    "pointwise": lambda r: pointwise_kernel(r.inner, r.shapes, r.nout, r.module),
-    "reduce": _reduce,
-    "attention": _attention,  # group[tag=attention] from fuse_attention
-    "convolution": lambda r: conv_kernel(r.inner, r.shapes, r.epilogue),
-    "im2col": lambda r: im2col_kernel(r.inner, r.shapes),
-    "pooling": lambda r: pooling_kernel(r.inner, r.shapes),
-    "resize": lambda r: resize_kernel(r.inner, r.shapes),
-    "concat": lambda r: concat_kernel(r.inner, r.shapes),
-    "gather": lambda r: gather_kernel(r.inner, r.shapes),
-    "pad": lambda r: pad_kernel(r.inner, r.shapes),
-    "reverse": lambda r: reverse_kernel(r.inner, r.shapes),
-    "fused_concat": lambda r: fused_concat_kernel(r.inner, r.shapes, r.modules),
-    "concat_past_present": lambda r: append_kernel(r.inner, r.shapes),
-    # quant_dot where 8-bit BLAS cannot take it (MIGX_WIDEN_8BIT=0): tiled, int32 / fp32 accumulation
-    "quant_gemm": lambda r: gemm_kernel(r.shapes),
-}
-# gpu/codegen/indexing.py's families (topk, gathernd, scatter, scans, nonzero, ...) take (op, shapes).
-GENERATORS.update({family: (lambda r, g=gen: g(r.inner, r.shapes)) for family, gen in _INDEXING_GENERATORS.items()})
+# Each codegen module keeps the table of its kernel families beside their code; a new family is
+# a generator and a row in its module (or register_generator from anywhere, e.g. a notebook).
+# indexing.py's generators take (op, shapes) (topk, gathernd, scatter, scans, nonzero, ...).
+GENERATORS: dict[str, Generator] = _merge(
+    POINTWISE_GENERATORS, REDUCE_GENERATORS, ATTENTION_GENERATORS, NN_GENERATORS, GEMM_GENERATORS,
+    {family: (lambda r, g=gen: g(r.inner, r.shapes)) for family, gen in INDEXING_GENERATORS.items()})
 # `gemm` is vendor BLAS for float types (lowering sends float dots there first); an integer dot
 # that reaches code generation gets the generated integer kernel.
 GENERATORS["gemm"] = GENERATORS["int_dot"]

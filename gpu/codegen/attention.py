@@ -22,11 +22,14 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ...compiler.ir import Instruction, Module
-from ...compiler.shape import Shape
+from migx_explore.compiler.ir import Instruction, Module
+from migx_explore.compiler.shape import Shape
+
 from .common import (
     CodegenUnsupported,
+    KernelRequest,
     KernelSource,
+    RequestGenerator,
     compute_type,
     decompose,
     index_type,
@@ -251,3 +254,12 @@ MIGX_GLOBAL void {name}_kernel({kernel_params(shapes, [False] * nout + [True])})
     }}
 }}"""
     return KernelSource(name + "_kernel", source(src), blocks * threads, threads)
+
+
+def _attention_request(r: KernelRequest) -> KernelSource:
+    if r.inner["tag"] != "attention" or r.module is None:
+        raise CodegenUnsupported(f"no kernel for group[tag={r.inner['tag']}]")
+    return attention_kernel(r.module, r.shapes)
+
+
+GENERATORS: dict[str, RequestGenerator] = {"attention": _attention_request}  # group[tag=attention], fuse_attention

@@ -9,11 +9,13 @@ pre-pack every argument block once.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from ...compiler.errors import MigxError
-from ...compiler.shape import Shape
+from migx_explore.compiler.errors import MigxError
+from migx_explore.compiler.ir import Module
+from migx_explore.compiler.op import Op
+from migx_explore.compiler.shape import Shape
 
 
 class CodegenUnsupported(MigxError):
@@ -32,6 +34,24 @@ class KernelSource:
     @property
     def key(self) -> str:
         return hashlib.sha256(f"{self.name}\0{self.source}".encode()).hexdigest()[:24]
+
+
+@dataclass(frozen=True)
+class KernelRequest:
+    """What a generator gets: the wrapped op, every param's shape (inputs, then outputs), the
+    number of outputs, the op's own submodule (pointwise, fused_reduce) or a GEMM/conv epilogue."""
+
+    inner: Op
+    shapes: list[Shape]
+    nout: int
+    module: Module | None
+    epilogue: Module | None
+    modules: list[Module]
+
+
+# A kernel family's generator. Each codegen module keeps a GENERATORS table of its families next to
+# the code (gpu/codegen/__init__.py merges them), so a new family is one function and one row there.
+RequestGenerator = Callable[[KernelRequest], KernelSource]
 
 
 # Storage type (what a pointer points at) and compute type (what arithmetic uses).

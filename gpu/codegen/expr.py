@@ -12,10 +12,11 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from ...compiler import dtypes
-from ...compiler.ir import Instruction, Module
-from ...compiler.op import Expr, Op, compute_shape, input_index, parse_expression
-from ...compiler.shape import Shape
+from migx_explore.compiler import dtypes
+from migx_explore.compiler.ir import Instruction, Module
+from migx_explore.compiler.op import Expr, Op, compute_shape, input_index, parse_expression
+from migx_explore.compiler.shape import Shape
+
 from .common import CodegenUnsupported, compute_type, is_float, literal
 
 # Float functions: name for float (suffix f) and double come from one base name.

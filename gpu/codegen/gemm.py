@@ -14,9 +14,18 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from ...compiler.shape import Shape
+from migx_explore.compiler.shape import Shape
+
 from ..blas_plan import view_strides
-from .common import CodegenUnsupported, KernelSource, decompose, index_type, kernel_params, source
+from .common import (
+    CodegenUnsupported,
+    KernelSource,
+    RequestGenerator,
+    decompose,
+    index_type,
+    kernel_params,
+    source,
+)
 
 TILE = 16
 
@@ -91,3 +100,7 @@ MIGX_GLOBAL void {name}_kernel({kernel_params([a, b, c], [False, False, True])})
 }}"""
     local = TILE * TILE
     return KernelSource(name + "_kernel", source(src), nb * tm * tn * local, local)
+
+
+# quant_dot where 8-bit BLAS cannot take it (MIGX_WIDEN_8BIT=0): tiled, int32 / fp32 accumulation
+GENERATORS: dict[str, RequestGenerator] = {"quant_gemm": lambda r: gemm_kernel(r.shapes)}

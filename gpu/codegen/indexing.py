@@ -11,9 +11,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from ...compiler.op import Op
-from ...compiler.ops.common import norm_axis
-from ...compiler.shape import Shape
+from migx_explore.compiler.op import Op
+from migx_explore.compiler.ops.common import norm_axis
+from migx_explore.compiler.shape import Shape
+
 from .common import (
     CodegenUnsupported,
     KernelSource,
@@ -367,7 +368,7 @@ def deconv_kernel(op: Op, shapes: Sequence[Shape]) -> KernelSource:
     x, w, out = shapes[0], shapes[1], shapes[-1]
     if not is_float(x.type):
         raise CodegenUnsupported(f"convolution_backwards of {x.type}")
-    from ...compiler.ops.nn import conv_params
+    from migx_explore.compiler.ops.nn import conv_params
 
     nd = x.ndim - 2
     pb, _, st, dl = conv_params(op, nd)

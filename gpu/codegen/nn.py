@@ -12,13 +12,15 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ...compiler.ir import Module
-from ...compiler.op import Op
-from ...compiler.ops.nn import conv_params, pool_params
-from ...compiler.shape import Shape
+from migx_explore.compiler.ir import Module
+from migx_explore.compiler.op import Op
+from migx_explore.compiler.ops.nn import conv_params, pool_params
+from migx_explore.compiler.shape import Shape
+
 from .common import (
     CodegenUnsupported,
     KernelSource,
+    RequestGenerator,
     compute_type,
     decompose,
     is_float,
@@ -167,7 +169,7 @@ def pooling_kernel(op: Op, shapes: Sequence[Shape]) -> KernelSource:
 
 def _resize_tables(op: Op, n_in: int, n_out: int, scale: float, roi) -> tuple[np.ndarray, np.ndarray]:
     """(idx, weight) tables of shape (n_out, taps), exactly as the reference resamples one axis."""
-    from ...compiler.ops.resize import axis_taps
+    from migx_explore.compiler.ops.resize import axis_taps
 
     _, idx, c = axis_taps(op, scale, n_in, n_out, roi)
     idx = np.clip(idx, 0, n_in - 1)
@@ -232,3 +234,11 @@ def resize_kernel(op: Op, shapes: Sequence[Shape]) -> KernelSource:
 def _prev(tables: dict, d: int) -> int | None:
     earlier = [k for k in tables if k < d]
     return max(earlier) if earlier else None
+
+
+GENERATORS: dict[str, RequestGenerator] = {
+    "convolution": lambda r: conv_kernel(r.inner, r.shapes, r.epilogue),
+    "im2col": lambda r: im2col_kernel(r.inner, r.shapes),
+    "pooling": lambda r: pooling_kernel(r.inner, r.shapes),
+    "resize": lambda r: resize_kernel(r.inner, r.shapes),
+}

@@ -11,13 +11,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from ...compiler.ir import Module
-from ...compiler.op import Op
-from ...compiler.ops.common import norm_axes, norm_axis
-from ...compiler.shape import Shape
+from migx_explore.compiler.ir import Module
+from migx_explore.compiler.op import Op
+from migx_explore.compiler.ops.common import norm_axes, norm_axis
+from migx_explore.compiler.shape import Shape
+
 from .common import (
     CodegenUnsupported,
     KernelSource,
+    RequestGenerator,
     collapse,
     compute_type,
     decompose,
@@ -260,3 +262,14 @@ def fused_concat_kernel(op: Op, shapes: Sequence[Shape], mods: Sequence[Module])
         return res[0][0]
 
     return _lookup_kernel("fused_concat", shapes, load)
+
+
+GENERATORS: dict[str, RequestGenerator] = {
+    "pointwise": lambda r: pointwise_kernel(r.inner, r.shapes, r.nout, r.module),
+    "concat": lambda r: concat_kernel(r.inner, r.shapes),
+    "gather": lambda r: gather_kernel(r.inner, r.shapes),
+    "pad": lambda r: pad_kernel(r.inner, r.shapes),
+    "reverse": lambda r: reverse_kernel(r.inner, r.shapes),
+    "fused_concat": lambda r: fused_concat_kernel(r.inner, r.shapes, r.modules),
+    "concat_past_present": lambda r: append_kernel(r.inner, r.shapes),
+}

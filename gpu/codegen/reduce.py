@@ -14,14 +14,17 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ...compiler import dtypes
-from ...compiler.ir import Instruction, Module, Program
-from ...compiler.op import Op
-from ...compiler.ops.common import norm_axes, norm_axis
-from ...compiler.shape import Shape
+from migx_explore.compiler import dtypes
+from migx_explore.compiler.ir import Instruction, Module, Program
+from migx_explore.compiler.op import Op
+from migx_explore.compiler.ops.common import norm_axes, norm_axis
+from migx_explore.compiler.shape import Shape
+
 from .common import (
     CodegenUnsupported,
+    KernelRequest,
     KernelSource,
+    RequestGenerator,
     collapse,
     compute_type,
     decompose,
@@ -398,3 +401,16 @@ MIGX_GLOBAL void {inner.name}_kernel({kernel_params(shapes, [False, True])}) {{
     {body}
 }}"""
     return KernelSource(inner.name + "_kernel", source(src), g.nrows * block, block)
+
+
+# Reductions whose kernel takes a pointwise epilogue (fuse_ops' find_layernorm_pointwise).
+EPILOGUE_REDUCTIONS = ("layernorm", "add_layernorm")
+
+
+def _reduce_request(r: KernelRequest) -> KernelSource:
+    # With an epilogue, the inputs are the op's own, then the epilogue's extras (its params x1..).
+    extras = len(r.epilogue.params()) - 1 if r.epilogue is not None else 0
+    return reduce_kernel(r.inner, r.shapes, r.nout, r.module, r.epilogue, len(r.shapes) - r.nout - extras)
+
+
+GENERATORS: dict[str, RequestGenerator] = {"reduce": _reduce_request}

@@ -17,11 +17,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...compiler import dtypes
-from ...compiler.ir import Instruction, Module
-from ...compiler.op import Op
-from ...compiler.passes._fusion_util import new_submodule
-from ...compiler.shape import Shape
+from migx_explore.compiler import dtypes
+from migx_explore.compiler.ir import Instruction, Module
+from migx_explore.compiler.op import Op
+from migx_explore.compiler.passes._fusion_util import new_submodule
+from migx_explore.compiler.shape import Shape
+
 from ..ops import inner_op, split_inputs
 
 _VIEWS = ("multibroadcast", "broadcast", "reshape", "transpose", "squeeze", "unsqueeze")

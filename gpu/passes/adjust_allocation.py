@@ -5,9 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from ...compiler.ir import Module
-from ...compiler.op import Op, compute_shape
-from ...compiler.passes import Pass
+from migx_explore.compiler.ir import Module
+from migx_explore.compiler.op import Op, compute_shape
+from migx_explore.compiler.passes import Pass
+
 from ..ops import inner_op, split_inputs
 from .eliminate_contiguous import accepts_any_layout
 

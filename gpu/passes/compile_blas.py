@@ -5,9 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from ...compiler.errors import MigxError
-from ...compiler.ir import Module
-from ...compiler.passes import Pass
+from migx_explore.compiler.errors import MigxError
+from migx_explore.compiler.ir import Module
+from migx_explore.compiler.passes import Pass
+
 from ..blas_epilogue import blas_epilogue
 from ..blas_plan import plan_gemm
 

@@ -13,9 +13,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from ...compiler.ir import Module
-from ...compiler.op import Op
-from ...compiler.passes import Pass
+from migx_explore.compiler.ir import Module
+from migx_explore.compiler.op import Op
+from migx_explore.compiler.passes import Pass
+
 from .. import kernel_cache
 from ..codegen import CodegenUnsupported, epilogue_kernel, generate
 
@@ -59,6 +60,6 @@ class CompileOps(Pass):
                 changed = True
         target = kernel_cache.current_target()
         if target is not None and sources:
-            kernel_cache.compile_many(target, sources)
+            kernel_cache.compile_many(target.kernels, sources)
         return changed
 

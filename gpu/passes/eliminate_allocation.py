@@ -6,10 +6,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from ...compiler.ir import Module
-from ...compiler.op import Op
-from ...compiler.passes import Pass
-from ...compiler.shape import Shape
+from migx_explore.compiler.ir import Module
+from migx_explore.compiler.op import Op
+from migx_explore.compiler.passes import Pass
+from migx_explore.compiler.shape import Shape
 
 ALIGN = 256  # byte alignment of every buffer in an arena (BLAS and vector loads like it)
 

@@ -5,9 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from ...compiler.ir import Instruction, Module
-from ...compiler.op import Op, compute_shape
-from ...compiler.passes import Pass
+from migx_explore.compiler.ir import Instruction, Module
+from migx_explore.compiler.op import Op, compute_shape
+from migx_explore.compiler.passes import Pass
+
 from ..blas_plan import plan_gemm
 from ..ops import inner_op, output_buffers
 

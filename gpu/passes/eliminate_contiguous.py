@@ -7,9 +7,10 @@ from typing import ClassVar
 
 import numpy as np
 
-from ...compiler.ir import Instruction, Module
-from ...compiler.op import compute_shape
-from ...compiler.passes import Pass
+from migx_explore.compiler.ir import Instruction, Module
+from migx_explore.compiler.op import compute_shape
+from migx_explore.compiler.passes import Pass
+
 from ..blas_plan import QUANT_ALIGN, plan_gemm, quant_blas_refusal
 from ..ops import WRAPPING_OPS, split_inputs
 

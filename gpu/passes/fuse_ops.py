@@ -6,10 +6,11 @@ import math
 from dataclasses import dataclass
 from typing import ClassVar
 
-from ...compiler.ir import Instruction, Module
-from ...compiler.op import Op
-from ...compiler.passes import Pass
-from ...compiler.shape import Shape
+from migx_explore.compiler.ir import Instruction, Module
+from migx_explore.compiler.op import Op
+from migx_explore.compiler.passes import Pass
+from migx_explore.compiler.shape import Shape
+
 from ..blas_plan import plan_gemm
 from ..codegen import EPILOGUE_REDUCTIONS
 from ..ops import inner_op, split_inputs

@@ -28,12 +28,13 @@ from typing import ClassVar
 
 import numpy as np
 
-from ...compiler.errors import MigxError
-from ...compiler.ir import Instruction, Module
-from ...compiler.op import Op
-from ...compiler.ops.nn import conv_params
-from ...compiler.passes import Pass
-from ...compiler.shape import Shape
+from migx_explore.compiler.errors import MigxError
+from migx_explore.compiler.ir import Instruction, Module
+from migx_explore.compiler.op import Op
+from migx_explore.compiler.ops.nn import conv_params
+from migx_explore.compiler.passes import Pass
+from migx_explore.compiler.shape import Shape
+
 from ..blas_plan import plan_gemm, quant_blas_refusal
 from ..codegen import kernel_family
 from ..ops import op_text
@@ -174,7 +175,7 @@ class Lowering(Pass):
         n = x.shape.lens[0]
         col_op = Op("gpu::im2col", kernel=ksz, padding=op["padding"], stride=st, dilation=dl,
                     out_type=x.shape.type if src is not None else "")
-        from ...compiler.op import compute_shape
+        from migx_explore.compiler.op import compute_shape
 
         col = precompile(m, ins, col_op, [src or x], compute_shape(col_op, [(src or x).shape]))
         p = col.shape.lens[2]
@@ -203,7 +204,7 @@ class Lowering(Pass):
         taps = math.prod(ksz)
         if g > 1 or cg * taps <= SMALL_CONV_TAPS:
             return precompile(m, ins, op, [x, w], ins.shape)
-        from ...compiler.op import compute_shape
+        from migx_explore.compiler.op import compute_shape
 
         col_op = Op("gpu::im2col", kernel=ksz, padding=op["padding"], stride=st, dilation=dl)
         n, kk, p = compute_shape(col_op, [x.shape]).lens

@@ -5,10 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from ...compiler.ir import Instruction, Module, Program
-from ...compiler.op import Op
-from ...compiler.passes import Pass
-from ...compiler.shape import Shape
+from migx_explore.compiler.ir import Instruction, Module, Program
+from migx_explore.compiler.op import Op
+from migx_explore.compiler.passes import Pass
+from migx_explore.compiler.shape import Shape
+
 from ..ops import buffer_root
 from .eliminate_allocation import aligned
 

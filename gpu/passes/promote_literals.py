@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from ...compiler.ir import Module
-from ...compiler.passes import Pass
+from migx_explore.compiler.ir import Module
+from migx_explore.compiler.passes import Pass
 
 
 @dataclass(frozen=True)

@@ -5,8 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from ...compiler.ir import Module
-from ...compiler.passes import Pass
+from migx_explore.compiler.ir import Module
+from migx_explore.compiler.passes import Pass
+
 from .memory_coloring import ALLOC
 
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from ...compiler.ir import Module
-from ...compiler.op import Op
-from ...compiler.passes import Pass
+from migx_explore.compiler.ir import Module
+from migx_explore.compiler.op import Op
+from migx_explore.compiler.passes import Pass
 
 
 @dataclass(frozen=True)

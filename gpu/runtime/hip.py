@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from ..blas_plan import GemmPlan
-from .base import Backend, GpuError, Step
+from .base import Backend, Blas, Driver, GpuError, Graphs, Kernels, Step, named
 
 HIPBLAS_OP = {False: 111, True: 112}  # HIPBLAS_OP_N, HIPBLAS_OP_T
 HIPBLAS_GEMM_DEFAULT = 160
@@ -53,8 +53,42 @@ def import_bindings() -> tuple[Any, Any, Any, str]:
     return hip, hiprtc, hipblas, version
 
 
+def hip_driver(hip: Any) -> Driver:
+    """The HIP runtime calls, as hip-python exposes them (each returns (hipError_t, value...))."""
+    k = hip.hipMemcpyKind
+    mode = hip.hipStreamCaptureMode.hipStreamCaptureModeThreadLocal
+
+    def memcpy(kind: Any):  # hipMemcpyAsync takes the kind before the stream; CUDA has one call per kind
+        return named("hipMemcpyAsync", lambda dst, src, n, stream: hip.hipMemcpyAsync(dst, src, n, kind, stream))
+
+    return Driver(
+        mem_alloc=hip.hipMalloc, mem_free=hip.hipFree,
+        host_alloc=named("hipHostMalloc", lambda n: hip.hipHostMalloc(n, 0)), host_free=hip.hipHostFree,
+        copy={"h2d": memcpy(k.hipMemcpyHostToDevice), "d2h": memcpy(k.hipMemcpyDeviceToHost),
+              "d2d": memcpy(k.hipMemcpyDeviceToDevice)},
+        stream_create=named("hipStreamCreateWithFlags", lambda: hip.hipStreamCreateWithFlags(1)),  # non-blocking
+        stream_sync=hip.hipStreamSynchronize, stream_destroy=hip.hipStreamDestroy,
+        event_create=hip.hipEventCreate, event_record=hip.hipEventRecord, event_sync=hip.hipEventSynchronize,
+        event_elapsed=hip.hipEventElapsedTime, event_destroy=hip.hipEventDestroy,
+        device_sync=hip.hipDeviceSynchronize,
+        module_load=hip.hipModuleLoadData, module_function=hip.hipModuleGetFunction,
+        module_unload=hip.hipModuleUnload,
+        # kernelParams as the int address of our own void*[]: no per-launch packing by hip-python
+        launch=hip.hipModuleLaunchKernel, launch_extra=None,
+        capture_begin=named("hipStreamBeginCapture", lambda s: hip.hipStreamBeginCapture(s, mode)),
+        capture_end=hip.hipStreamEndCapture, capture_status=hip.hipStreamIsCapturing,
+        capture_none=hip.hipStreamCaptureStatus.hipStreamCaptureStatusNone,
+        # the one instantiate form every hip-python version shares
+        graph_instantiate=named("hipGraphInstantiateWithFlags", lambda g: hip.hipGraphInstantiateWithFlags(g, 0)),
+        graph_upload=getattr(hip, "hipGraphUpload", None), graph_launch=hip.hipGraphLaunch,
+        graph_destroy=hip.hipGraphDestroy, graph_exec_destroy=hip.hipGraphExecDestroy)
+
+
 class HipBackend(Backend):
     name = "hip"
+    # hipBLAS routes int8 GEMMs to hipBLASLt / rocBLAS; hip-python has no fp8 GEMM binding, so
+    # fp8 quant_dot lowers to the generated tiled kernel here.
+    quant_gemm_types = ("int8",)
 
     def __init__(self, device: int = 0, bindings: tuple[Any, Any, Any, str] | None = None):
         self.hip, self.hiprtc, self.hipblas, self.version = bindings or import_bindings()
@@ -73,7 +107,8 @@ class HipBackend(Backend):
         name = props.name
         self.device_name = (name.decode(errors="replace") if isinstance(name, bytes) else str(name)).split("\0")[0]
         v = self.check(self.hiprtc.hiprtcVersion(), "hiprtcVersion")
-        self._compiler = "hiprtc-{}.{}".format(*v)
+        self.compose(hip_driver(hip), HiprtcKernels(self, "hiprtc-{}.{}".format(*v)), HipblasPart(self),
+                     HipGraphs(self))
 
     def _properties(self, device: int) -> Any:
         hip = self.hip
@@ -83,117 +118,54 @@ class HipBackend(Backend):
         self.check(hip.hipGetDeviceProperties(props, device), "hipGetDeviceProperties")
         return props
 
-    def make_current(self) -> None:
-        """HIP keeps the device per thread; nothing to do for the default device."""
 
-    # ---- memory ------------------------------------------------------------------------------
-    def malloc(self, nbytes: int) -> int:
-        return int(self.check(self.hip.hipMalloc(max(int(nbytes), 1)), f"hipMalloc({nbytes})"))
+class HiprtcKernels(Kernels):
+    def __init__(self, backend: HipBackend, version: str):
+        super().__init__(backend)
+        self._version = version
 
-    def free(self, ptr: int) -> None:
-        self.check(self.hip.hipFree(ptr), "hipFree")
-
-    def host_alloc(self, nbytes: int) -> tuple[int, np.ndarray]:
-        n = max(int(nbytes), 1)
-        ptr = int(self.check(self.hip.hipHostMalloc(n, 0), f"hipHostMalloc({n})"))
-        return ptr, np.frombuffer((ctypes.c_uint8 * n).from_address(ptr), dtype=np.uint8)
-
-    def host_free(self, ptr: int) -> None:
-        self.check(self.hip.hipHostFree(ptr), "hipHostFree")
-
-    def make_copy(self, kind: str, dst: int, src: int, nbytes: int, stream: Any) -> Step:
-        k = self.hip.hipMemcpyKind
-        kinds = {"h2d": k.hipMemcpyHostToDevice, "d2h": k.hipMemcpyDeviceToHost, "d2d": k.hipMemcpyDeviceToDevice}
-        return functools.partial(self.hip.hipMemcpyAsync, dst, src, nbytes, kinds[kind], stream)
-
-    # ---- streams and events ------------------------------------------------------------------
-    def stream_create(self) -> Any:
-        return self.check(self.hip.hipStreamCreateWithFlags(1), "hipStreamCreateWithFlags")  # hipStreamNonBlocking
-
-    def stream_sync(self, stream: Any) -> None:
-        self.check(self.hip.hipStreamSynchronize(stream), "hipStreamSynchronize")
-
-    def stream_destroy(self, stream: Any) -> None:
-        self.check(self.hip.hipStreamDestroy(stream), "hipStreamDestroy")
-
-    def event_create(self) -> Any:
-        return self.check(self.hip.hipEventCreate(), "hipEventCreate")
-
-    def make_event_record(self, event: Any, stream: Any) -> Step:
-        return functools.partial(self.hip.hipEventRecord, event, stream)
-
-    def event_sync(self, event: Any) -> None:
-        self.check(self.hip.hipEventSynchronize(event), "hipEventSynchronize")
-
-    def event_elapsed_ms(self, start: Any, stop: Any) -> float:
-        return float(self.check(self.hip.hipEventElapsedTime(start, stop), "hipEventElapsedTime"))
-
-    def event_destroy(self, event: Any) -> None:
-        self.check(self.hip.hipEventDestroy(event), "hipEventDestroy")
-
-    def synchronize(self) -> None:
-        self.check(self.hip.hipDeviceSynchronize(), "hipDeviceSynchronize")
-
-    # ---- compilation -------------------------------------------------------------------------
     def compiler_id(self) -> str:
-        return self._compiler
+        return self._version
 
     def compile_flags(self) -> list[str]:
-        return [f"--offload-arch={self.arch}", "-O3", "-std=c++17", f"-DMIGX_WARP_SIZE={self.warp_size}"]
+        be = self.backend
+        return [f"--offload-arch={be.arch}", "-O3", "-std=c++17", f"-DMIGX_WARP_SIZE={be.warp_size}"]
 
     def compile_source(self, name: str, source: str, headers: dict[str, str], flags: list[str]) -> bytes:
-        rtc = self.hiprtc
-        prog = self.check(rtc.hiprtcCreateProgram(source.encode(), f"{name}.hip".encode(), len(headers),
-                                                  [h.encode() for h in headers.values()],
-                                                  [n.encode() for n in headers]), "hiprtcCreateProgram")
+        rtc, check = self.backend.hiprtc, self.backend.check
+        prog = check(rtc.hiprtcCreateProgram(source.encode(), f"{name}.hip".encode(), len(headers),
+                                             [h.encode() for h in headers.values()],
+                                             [n.encode() for n in headers]), "hiprtcCreateProgram")
         try:
             opts = [f.encode() for f in flags]
             (err,) = rtc.hiprtcCompileProgram(prog, len(opts), opts)
             if err:
-                size = self.check(rtc.hiprtcGetProgramLogSize(prog), "hiprtcGetProgramLogSize")
+                size = check(rtc.hiprtcGetProgramLogSize(prog), "hiprtcGetProgramLogSize")
                 log = bytearray(size)
                 rtc.hiprtcGetProgramLog(prog, log)
                 raise GpuError(f"hiprtc failed to compile {name}:\n{log.decode(errors='replace').strip()}")
-            size = self.check(rtc.hiprtcGetCodeSize(prog), "hiprtcGetCodeSize")
+            size = check(rtc.hiprtcGetCodeSize(prog), "hiprtcGetCodeSize")
             code = bytearray(size)
-            self.check(rtc.hiprtcGetCode(prog, code), "hiprtcGetCode")
+            check(rtc.hiprtcGetCode(prog, code), "hiprtcGetCode")
             return bytes(code)
         finally:
             rtc.hiprtcDestroyProgram(prog)
 
-    def load_module(self, binary: bytes) -> Any:
-        return self.check(self.hip.hipModuleLoadData(binary), "hipModuleLoadData")
 
-    def get_function(self, module: Any, name: str) -> Any:
-        return self.check(self.hip.hipModuleGetFunction(module, name.encode()), f"hipModuleGetFunction({name})")
-
-    def unload_module(self, module: Any) -> None:
-        self.check(self.hip.hipModuleUnload(module), "hipModuleUnload")
-
-    # ---- launches ----------------------------------------------------------------------------
-    def make_launch(self, fn, grid, block, smem, stream, argblock, site=None) -> Step:
-        # kernelParams as the int address of our own void*[]: no per-launch packing by hip-python.
-        return functools.partial(self.hip.hipModuleLaunchKernel, fn, grid, 1, 1, block, 1, 1, smem, stream,
-                                 argblock, None)
-
-    # ---- BLAS --------------------------------------------------------------------------------
-    def blas_create(self, stream: Any, workspace: int, workspace_bytes: int) -> Any:
-        if self.hipblas is None:
+class HipblasPart(Blas):
+    def create(self, stream: Any, workspace: int, workspace_bytes: int) -> Any:
+        hb = self.backend.hipblas
+        if hb is None:
             raise GpuError("hip: hipBLAS bindings missing (pip install 'hip-python[libraries]')")
-        hb = self.hipblas
-        h = self.check(hb.hipblasCreate(), "hipblasCreate")
-        self.check(hb.hipblasSetStream(h, stream), "hipblasSetStream")
+        h = self.call(hb.hipblasCreate)
+        self.call(hb.hipblasSetStream, h, stream)
         if hasattr(hb, "hipblasSetWorkspace"):  # set before capture; absent in older hipBLAS
-            self.check(hb.hipblasSetWorkspace(h, workspace, workspace_bytes), "hipblasSetWorkspace")
+            self.call(hb.hipblasSetWorkspace, h, workspace, workspace_bytes)
         return h
 
-    def blas_destroy(self, handle: Any) -> None:
-        if self.hipblas is not None:
-            self.hipblas.hipblasDestroy(handle)
-
-    # hipBLAS routes int8 GEMMs to hipBLASLt / rocBLAS; hip-python has no fp8 GEMM binding, so
-    # fp8 quant_dot lowers to the generated tiled kernel here.
-    quant_gemm_types = ("int8",)
+    def destroy(self, handle: Any) -> None:
+        if self.backend.hipblas is not None:
+            self.backend.hipblas.hipblasDestroy(handle)
 
     def gemm_types(self, dtype: str, out_dtype: str | None = None) -> tuple[Any, Any, Any]:
         """(A/B type, C type, compute type) for this hip-python version; int8 x int8 -> int32
@@ -201,7 +173,7 @@ class HipBackend(Backend):
         out = out_dtype or dtype
         if dtype not in HIP_R or out not in HIP_R:
             raise GpuError(f"hip: no hipBLAS GEMM for {dtype} -> {out}")
-        if self.major <= 6:
+        if self.backend.major <= 6:
             acc = {"float64": "float64", "int8": "int32"}.get(dtype, "float32")
             return HIPBLAS_R_6X[dtype], HIPBLAS_R_6X[out], HIPBLAS_R_6X[acc]
         return HIP_R[dtype], HIP_R[out], HIPBLAS_COMPUTE.get(dtype, 2)
@@ -214,7 +186,7 @@ class HipBackend(Backend):
         esz_c = ESIZE.get(plan.c_dtype) or np.dtype(plan.c_dtype).itemsize
         scalar = {"float64": ctypes.c_double, "int8": ctypes.c_int32}.get(plan.dtype, ctypes.c_float)
         al, be = scalar(int(alpha) if plan.dtype == "int8" else alpha), scalar(0)
-        fn = self.hipblas.hipblasGemmStridedBatchedEx
+        fn = self.backend.hipblas.hipblasGemmStridedBatchedEx
         calls = []
         for oa, ob, oc in plan.offsets:
             p1, p2 = (b + ob * esz, a + oa * esz) if plan.swap else (a + oa * esz, b + ob * esz)
@@ -234,43 +206,15 @@ class HipBackend(Backend):
 
         return step, ""
 
-    # ---- graphs ------------------------------------------------------------------------------
-    def begin_capture(self, stream: Any) -> None:
-        mode = self.hip.hipStreamCaptureMode.hipStreamCaptureModeThreadLocal
-        self.check(self.hip.hipStreamBeginCapture(stream, mode), "hipStreamBeginCapture")
 
-    def end_capture(self, stream: Any) -> Any:
-        err, graph = self.hip.hipStreamEndCapture(stream)
-        if err:
-            raise GpuError(f"hip: stream capture failed: {self.error_string(err)}")
-        return graph
-
-    def is_capturing(self, stream: Any) -> bool:
-        status = self.check(self.hip.hipStreamIsCapturing(stream), "hipStreamIsCapturing")
-        return status != self.hip.hipStreamCaptureStatus.hipStreamCaptureStatusNone
-
-    def graph_instantiate(self, graph: Any) -> Any:
-        return self.check(self.hip.hipGraphInstantiateWithFlags(graph, 0), "hipGraphInstantiateWithFlags")
-
-    def graph_upload(self, graph_exec: Any, stream: Any) -> None:
-        if hasattr(self.hip, "hipGraphUpload"):
-            self.check(self.hip.hipGraphUpload(graph_exec, stream), "hipGraphUpload")
-
-    def make_graph_launch(self, graph_exec: Any, stream: Any) -> Step:
-        return functools.partial(self.hip.hipGraphLaunch, graph_exec, stream)
-
-    def graph_exec_update(self, graph_exec: Any, graph: Any) -> bool:
-        if self.major >= 10:
-            res = self.hip.hipGraphExecUpdate(graph_exec, graph, None)
+class HipGraphs(Graphs):
+    def exec_update(self, graph_exec: Any, graph: Any) -> bool:
+        hip = self.backend.hip
+        if self.backend.major >= 10:  # 10.x takes the error-node out-argument; older return it
+            res = hip.hipGraphExecUpdate(graph_exec, graph, None)
         else:
-            res = self.hip.hipGraphExecUpdate(graph_exec, graph)
+            res = hip.hipGraphExecUpdate(graph_exec, graph)
         return not res[0]
 
-    def graph_destroy(self, graph: Any) -> None:
-        self.check(self.hip.hipGraphDestroy(graph), "hipGraphDestroy")
-
-    def graph_exec_destroy(self, graph_exec: Any) -> None:
-        self.check(self.hip.hipGraphExecDestroy(graph_exec), "hipGraphExecDestroy")
-
-    def graph_node_count(self, graph: Any) -> int:
+    def node_count(self, graph: Any) -> int:
         return -1  # hipGraphGetNodes' Python signature differs across hip-python 6.x/7.x/10.x: not counted

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import argparse
 
-from ..compiler.passes import build_pipelines
-from ..gpu.pipelines import COMPILE_MODES, CompileOptions
+from migx_explore.compiler.passes import build_pipelines
+from migx_explore.gpu.pipelines import COMPILE_MODES, CompileOptions
+
 from ._precision import add_precision_arguments, precision_options
 
 

@@ -8,7 +8,7 @@ import os
 import sys
 from typing import Any
 
-from ..compiler.errors import MigxError
+from migx_explore.compiler.errors import MigxError
 
 _FLAGS = ("fp16", "bf16", "int8", "fp8")
 
@@ -50,8 +50,8 @@ def precision_options(args: argparse.Namespace) -> dict[str, Any]:
 
 def apply_quantize_stage(program: Any, args: argparse.Namespace) -> Any:
     """Run the quantize stage on `program` in place (read / run --target ref); fp32 is a no-op."""
-    from ..compiler.passes import PassManager
-    from ..compiler.quantize import quantize_pipeline
+    from migx_explore.compiler.passes import PassManager
+    from migx_explore.compiler.quantize import quantize_pipeline
 
     opts = precision_options(args)
     stage = quantize_pipeline(opts["precision"], opts["calibration"])

@@ -8,14 +8,16 @@ from __future__ import annotations
 
 import argparse
 
-from ..compiler.errors import MigxError
+from migx_explore.compiler.errors import MigxError
+
 from ._pipeline_args import add_pipeline_arguments
 from ._precision import precision_options
 
 
 def run(args: argparse.Namespace) -> int:
+    from migx_explore.gpu.pipelines import CompileOptions
+
     from .. import portable
-    from ..gpu.pipelines import CompileOptions
 
     if args.resume:
         part = portable.load_partial(args.model, recompile=args.recompile, trust_binaries=args.trust_binaries)
@@ -26,7 +28,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"ran {len(trace.top_level())} passes ({changed} changed the IR); "
               f"{part.program.total_instructions()} instructions")
         if args.out:
-            from ..compiler.serialize import save_program
+            from migx_explore.compiler.serialize import save_program
 
             save_program(part.program, args.out, metadata={"model": part.model, "spec": part.spec})
             print(f"wrote {args.out}")
@@ -76,8 +78,9 @@ def _run_and_check(program, feed=None) -> int:
     on `feed` (default: random inputs that respect the model)."""
     import numpy as np
 
-    from ..compiler.ref import evaluate, random_inputs, with_buffer_params
-    from ..compiler.snapshot import snapshot
+    from migx_explore.compiler.ref import evaluate, random_inputs, with_buffer_params
+    from migx_explore.compiler.snapshot import snapshot
+
     from ..gpu_bridge import compile_snapshot
 
     compiled = compile_snapshot(snapshot(program))

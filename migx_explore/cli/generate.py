@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 import time
 
-from ..compiler.errors import MigxError
+from migx_explore.compiler.errors import MigxError
 
 
 def _prompt(text: str) -> list[int]:

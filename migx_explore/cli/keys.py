@@ -21,7 +21,7 @@ def run(args: argparse.Namespace) -> int:
         print(keys.own_public_hex())
     elif args.action == "trust":
         if not args.key:
-            from ..compiler.errors import MigxError
+            from migx_explore.compiler.errors import MigxError
 
             raise MigxError("keys trust needs the public key (64 hex digits, from `migx-explore keys export`)")
         kid = keys.trust_key(args.key, name=args.name or "")

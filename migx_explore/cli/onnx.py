@@ -13,7 +13,7 @@ def run(args: argparse.Namespace) -> int:
         for name in models.list_models():
             print(f"{name:<14} {models.describe(name)}")
         return 0
-    from ..compiler.onnx import msft_ops, supported_ops
+    from migx_explore.compiler.onnx import msft_ops, supported_ops
 
     ops = supported_ops()
     if args.list:

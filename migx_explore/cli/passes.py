@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from ..compiler.passes.conformance_data import conformance_summary
-from ..gpu.pipelines import COMPILE_MODES, CompileOptions, PendingPass, gpu_pipelines
+from migx_explore.compiler.passes.conformance_data import conformance_summary
+from migx_explore.gpu.pipelines import COMPILE_MODES, CompileOptions, PendingPass, gpu_pipelines
 
 
 def entry_status(entry) -> str:

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import argparse
 
-from ..compiler.errors import MigxError
+from migx_explore.compiler.errors import MigxError
+
 from ._precision import add_precision_arguments, precision_options
 
 
@@ -20,15 +21,16 @@ def run(args: argparse.Namespace) -> int:
     if bad or not modes:
         raise MigxError(f"--mode {args.mode!r}: use eager, graph or eager,graph")
     try:
+        from migx_explore.gpu.runtime import unavailable_reason
+        from migx_explore.gpu.timing import time_program
+
         from .. import gpu
-        from ..gpu.runtime import unavailable_reason
-        from ..gpu.timing import time_program
     except ImportError as e:  # pragma: no cover - the GPU layer itself is broken
         raise MigxError(f"the GPU layer could not be loaded ({e})") from None
     why = unavailable_reason()
     if why:
         raise MigxError(f"no GPU: {why}")
-    from ..gpu.pipelines import CompileOptions
+    from migx_explore.gpu.pipelines import CompileOptions
 
     compiled = gpu.compile(program, CompileOptions(mode=args.compile_mode, **precision_options(args)))
     try:

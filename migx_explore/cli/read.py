@@ -9,7 +9,8 @@ from ._precision import add_precision_arguments, apply_quantize_stage
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..compiler.printer import print_program
+    from migx_explore.compiler.printer import print_program
+
     from ..loading import load_program
 
     program, _ = load_program(args)

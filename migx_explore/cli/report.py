@@ -47,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
 def _check_out(path: str) -> None:
     import os
 
-    from ..compiler.errors import MigxError
+    from migx_explore.compiler.errors import MigxError
 
     folder = os.path.dirname(os.path.abspath(path))
     if os.path.isdir(path):

@@ -12,13 +12,14 @@ from typing import Any
 
 import numpy as np
 
-from ..compiler.errors import MigxError
+from migx_explore.compiler.errors import MigxError
+
 from ._precision import add_precision_arguments, apply_quantize_stage, precision_options
 
 
 def input_names(program) -> list[tuple[str, str]]:
     """(npz key, parameter name) for every input of main."""
-    from ..compiler.onnx.context import param_name
+    from migx_explore.compiler.onnx.context import param_name
 
     names = getattr(program, "input_names", None)
     params = program.main.param_names()
@@ -53,7 +54,7 @@ def read_feed(path: str, program) -> dict[str, np.ndarray]:
 
 def evaluate_on(program, feed: dict[str, Any], target: str, mode: str, options: Any = None) -> list[np.ndarray]:
     if target == "ref":
-        from ..compiler.ref import evaluate
+        from migx_explore.compiler.ref import evaluate
 
         return evaluate(program, feed)
     try:
@@ -67,7 +68,8 @@ def evaluate_on(program, feed: dict[str, Any], target: str, mode: str, options: 
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..compiler.ref import random_inputs
+    from migx_explore.compiler.ref import random_inputs
+
     from ..loading import load_program
 
     program, label = load_program(args)
@@ -77,7 +79,7 @@ def run(args: argparse.Namespace) -> int:
         if args.target == "ref":
             apply_quantize_stage(program, args)
         else:
-            from ..gpu.pipelines import CompileOptions
+            from migx_explore.gpu.pipelines import CompileOptions
 
             options = CompileOptions(**precision_options(args))
     try:
@@ -85,7 +87,7 @@ def run(args: argparse.Namespace) -> int:
     except MigxError as e:
         if args.inputs:
             raise
-        from ..compiler.inputs import explain_random_failure
+        from migx_explore.compiler.inputs import explain_random_failure
 
         raise explain_random_failure(e) from None
     names = output_names(program)

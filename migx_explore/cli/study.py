@@ -14,7 +14,8 @@ from ._sweep_args import add_sweep_arguments, sweep_kwargs
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..compiler.errors import MigxError
+    from migx_explore.compiler.errors import MigxError
+
     from ..outputs import atomic_file
     from ..study import study_order
     from ..study_set import write_rows

@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..compiler.passes import write_trace
+from migx_explore.compiler.passes import write_trace
+
 from ..outputs import TRACE_MARKER, check_output_folder, replaced_folder
 from ..rewrites import index_rewrites
 from ..stats import launch_count
@@ -48,7 +49,8 @@ def _write_index_html(s, folder: str, args: argparse.Namespace) -> str:
     diffs are drawn into the page only with --svg (the drawing is what costs time)."""
     import os
 
-    from ..compiler.passes.trace import record_file_name
+    from migx_explore.compiler.passes.trace import record_file_name
+
     from ..render.tracefiles import pass_file_name
     from ..report import write_report
     from ..report.repro import cli_command

@@ -64,7 +64,7 @@ def _entry(name: str):
     try:
         return _MODELS[name]
     except KeyError:
-        from ..compiler.errors import MigxError
+        from migx_explore.compiler.errors import MigxError
 
         raise MigxError(f"unknown built-in model {name!r}; built-in models: {', '.join(_MODELS)}") from None
 
@@ -82,7 +82,7 @@ def get_model(name: str) -> onnx.ModelProto:
 def load(name: str, *, feed=None, **input_dims: Sequence[int]):
     """Import a built-in model; keyword arguments fix input dims by ONNX input name or dim_param
     name (`load("gpt2_decode", P=127, T=1)`); `feed` takes every input's dims from its arrays."""
-    from ..compiler.onnx import parse_onnx
+    from migx_explore.compiler.onnx import parse_onnx
 
     _entry(name)
     return parse_onnx(_serialized(name), input_dims=input_dims or None, feed=feed)

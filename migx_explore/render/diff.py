@@ -14,7 +14,8 @@ from collections import Counter
 from collections.abc import Collection
 from typing import Literal
 
-from ..compiler.snapshot import ProgramSnapshot, SnapshotDiff, diff
+from migx_explore.compiler.snapshot import ProgramSnapshot, SnapshotDiff, diff
+
 from . import style as S
 from .model import AUTO_EXPAND_MAX, Clusters, DisplayEdge, DisplayGraph, DisplayGroup, DisplayNode, Expand, build_graph
 from .scale import changed_names, distances, scale_graph, summarize

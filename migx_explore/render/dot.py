@@ -16,7 +16,8 @@ import os
 import re
 from dataclasses import dataclass
 
-from ..compiler.errors import MigxError
+from migx_explore.compiler.errors import MigxError
+
 from . import style as S
 from .model import DisplayEdge, DisplayGraph, DisplayNode
 

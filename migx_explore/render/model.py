@@ -16,10 +16,11 @@ from collections.abc import Collection, Iterator
 from dataclasses import dataclass, field
 from typing import Literal
 
-from ..compiler.ir import Program
-from ..compiler.op import Op
-from ..compiler.printer import format_op
-from ..compiler.snapshot import InstrRecord, ModuleSnapshot, ProgramSnapshot, snapshot
+from migx_explore.compiler.ir import Program
+from migx_explore.compiler.op import Op
+from migx_explore.compiler.printer import format_op
+from migx_explore.compiler.snapshot import InstrRecord, ModuleSnapshot, ProgramSnapshot, snapshot
+
 from . import style as S
 
 # Expanding every fused module of a big model turns each into a cluster; dot's cluster handling

@@ -14,7 +14,8 @@ from __future__ import annotations
 import re
 from collections.abc import Collection, Mapping
 
-from ..compiler.snapshot import SnapshotDiff
+from migx_explore.compiler.snapshot import SnapshotDiff
+
 from ..scopes import common_scope
 from . import style as S
 from .model import DisplayGraph, DisplayGroup, DisplayNode

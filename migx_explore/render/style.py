@@ -12,8 +12,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from ..compiler.op import Op
-from ..compiler.shape import Shape
+from migx_explore.compiler.op import Op
+from migx_explore.compiler.shape import Shape
 
 # ---- categories ----------------------------------------------------------------------------------
 CONV_GEMM = "conv_gemm"

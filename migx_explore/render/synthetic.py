@@ -13,10 +13,10 @@ from typing import ClassVar
 
 import numpy as np
 
-from ..compiler.ir import Module, Program
-from ..compiler.op import Op
-from ..compiler.passes import Pass
-from ..compiler.shape import Shape
+from migx_explore.compiler.ir import Module, Program
+from migx_explore.compiler.op import Op
+from migx_explore.compiler.passes import Pass
+from migx_explore.compiler.shape import Shape
 
 
 def conv_chain(blocks: int, channels: int = 8, size: int = 16, *, residual_every: int = 0) -> Program:

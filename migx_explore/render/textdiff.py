@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import difflib
 
-from ..compiler.printer import Namer, format_instruction
-from ..compiler.snapshot import ProgramSnapshot
+from migx_explore.compiler.printer import Namer, format_instruction
+from migx_explore.compiler.snapshot import ProgramSnapshot
 
 _Key = tuple
 

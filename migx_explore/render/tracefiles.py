@@ -12,7 +12,7 @@ from .model import build_graph
 from .scale import apply_budget
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..compiler.passes.trace import PassRecord, Trace
+    from migx_explore.compiler.passes.trace import PassRecord, Trace
 
 FORMATS = ("svg", "png", "dot")
 
@@ -21,7 +21,7 @@ def pass_file_name(rec: PassRecord, fmt: str = "svg") -> str:
     """`012_fusion.fuse_pointwise.svg`: the trace's text file name with another extension."""
     # Reuse the trace writer's naming so a pass's .txt and .svg sort and pair up. Imported here:
     # importing compiler.passes loads every pass module, which `import render` should not need.
-    from ..compiler.passes.trace import record_file_name
+    from migx_explore.compiler.passes.trace import record_file_name
 
     return os.path.splitext(record_file_name(rec))[0] + "." + fmt
 

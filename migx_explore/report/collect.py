@@ -7,13 +7,15 @@ from __future__ import annotations
 from collections import Counter
 from typing import TYPE_CHECKING, Any
 
-from ..compiler.passes.trace import jsonable
-from ..compiler.snapshot import ProgramSnapshot
+from migx_explore.compiler.passes.trace import jsonable
+from migx_explore.compiler.snapshot import ProgramSnapshot
+
 from ..rewrites import RewriteRow
 from ..stats import launch_count, op_histogram
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..compiler.passes import PassRecord
+    from migx_explore.compiler.passes import PassRecord
+
     from ..session import Session
 
 

@@ -20,7 +20,8 @@ from ..render.model import AUTO_EXPAND_MAX, DisplayGraph
 from ..render.scoped import region_view
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..compiler.passes import PassRecord
+    from migx_explore.compiler.passes import PassRecord
+
     from ..session import Session
 
 # Graphviz writes a comment per node and edge, indents every element and titles every edge

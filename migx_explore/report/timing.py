@@ -13,7 +13,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 def _device() -> str:
     try:
-        from ..gpu.runtime import get_backend
+        from migx_explore.gpu.runtime import get_backend
 
         return get_backend().describe()
     except Exception as e:  # noqa: BLE001 - the label is decoration; the timing itself succeeded

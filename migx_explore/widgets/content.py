@@ -11,8 +11,9 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
+from migx_explore.compiler.snapshot import ProgramSnapshot
+
 from .. import pass_changes
-from ..compiler.snapshot import ProgramSnapshot
 from ..regions import first_view
 from ..session import Session
 
@@ -45,7 +46,8 @@ def graph_svg(before: ProgramSnapshot, after: ProgramSnapshot, view: str, *, dif
     near = {"focus": REGION_HOPS, "focus_ids": tuple(region)} if region else {}
     if view == "diff" and region and scopes is not None:
         # the region with one hop of context; the rest of the model as collapsed scope groups
-        from ..compiler.snapshot import diff as snapshot_diff
+        from migx_explore.compiler.snapshot import diff as snapshot_diff
+
         from ..render.scoped import collapse_scopes, region_view
 
         d = diff if diff is not None else snapshot_diff(before, after)
@@ -56,7 +58,8 @@ def graph_svg(before: ProgramSnapshot, after: ProgramSnapshot, view: str, *, dif
     elif view == "diff":
         g = render.diff_graph(before, after, diff, chains=chains, expand=expand, **near)
         if scopes is not None and len(g.nodes) <= SCOPE_GROUPS_MAX_NODES:
-            from ..compiler.snapshot import diff as snapshot_diff
+            from migx_explore.compiler.snapshot import diff as snapshot_diff
+
             from ..render.scoped import region_view
 
             g = region_view(g, scopes, diff if diff is not None else snapshot_diff(before, after), region)

@@ -8,7 +8,8 @@ import os
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..compiler.quantize import PRECISIONS
+from migx_explore.compiler.quantize import PRECISIONS
+
 from ..session import Session
 from . import queries
 from ._common import ErrorBox, widgets
@@ -48,7 +49,7 @@ def make_session(model: Any, input_dims: dict[str, Sequence[int]] | None = None,
             return Session.from_onnx(path, input_dims=dims, **kw)
         return Session.from_model(path, input_dims=dims, **kw)
     if isinstance(model, (bytes, bytearray)) or hasattr(model, "graph"):  # serialized ONNX or a ModelProto
-        from ..compiler.onnx import parse_onnx
+        from migx_explore.compiler.onnx import parse_onnx
 
         name = kw.pop("name", None) or getattr(getattr(model, "graph", None), "name", None) or "model.onnx"
         return Session(parse_onnx(bytes(model) if isinstance(model, bytearray) else model, input_dims=dims),

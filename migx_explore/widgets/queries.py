@@ -14,7 +14,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..compiler.passes import PassEntry, PassRecord, Pipeline, entry_paths
+from migx_explore.compiler.passes import PassEntry, PassRecord, Pipeline, entry_paths
+
 from ..session import Session
 
 

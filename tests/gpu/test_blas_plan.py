@@ -12,7 +12,7 @@ from migx_explore.gpu.runtime.fake import FakeBackend
 
 
 def _put(be, arr: np.ndarray, shape: Shape) -> int:
-    ptr = be.malloc(shape.bytes())
+    ptr = be.memory.malloc(shape.bytes())
     be.view(ptr, shape)[...] = arr
     return ptr
 
@@ -51,8 +51,8 @@ def test_plan_matches_numpy(name):
     be = FakeBackend()
     pa, pb = _put(be, a, a_s), _put(be, b, b_s)
     a, b = np.array(be.view(pa, a_s)), np.array(be.view(pb, b_s))  # what the buffers hold (broadcasts!)
-    pc = be.malloc(c_s.element_space() * 4)
-    be.make_gemm({"stream": be.stream_create()}, plan, pa, pb, pc, 1.0)[0]()
+    pc = be.memory.malloc(c_s.element_space() * 4)
+    be.blas.make_gemm({"stream": be.streams.create()}, plan, pa, pb, pc, 1.0)[0]()
     got = np.array(be.view(pc, c_s)).reshape(np.matmul(a, b).shape)
     np.testing.assert_allclose(got, np.matmul(a, b), rtol=1e-5, atol=1e-5)
 

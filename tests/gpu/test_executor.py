@@ -88,7 +88,7 @@ def test_allocation_inside_capture_is_caught(fake, net):
         orig = c.steps.steps[0]
 
         def allocating_step():
-            fake.malloc(64)  # what a lazily initialising library would do
+            fake.memory.malloc(64)  # what a lazily initialising library would do
             return orig()
 
         c.steps.steps[0] = allocating_step
@@ -118,7 +118,7 @@ def test_close_frees_everything(fake, net):
     c = compile_program(net, backend=fake)
     c.run(_feeds(net, 0), mode="graph")
     c.close()
-    assert not fake._mem, "device or pinned memory left allocated"
+    assert not fake.allocations(), "device or pinned memory left allocated"
     with pytest.raises(Exception, match="closed"):
         c.run(_feeds(net, 0))
 

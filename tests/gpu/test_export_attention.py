@@ -53,11 +53,11 @@ def test_guarded_attention_kernels_compile_offline(tmp_path, precision):
     """The kernels these models get build to sm_90 PTX with nvcc on a machine without a GPU."""
     import migx_explore.gpu as gpu
     from migx_explore.gpu.pipelines import CompileOptions
-    from migx_explore.gpu.runtime.fake import FakeBackend
+    from migx_explore.gpu.runtime.fake import FakeBackend, FakeKernels
 
     sources: list[tuple[str, dict[str, str]]] = []
 
-    class Recording(FakeBackend):
+    class Recording(FakeKernels):
         def compiler_id(self) -> str:  # its own cache keys: kernels an earlier test built are compiled again
             return f"fakecc-recording-{id(self)}"
 
@@ -67,7 +67,7 @@ def test_guarded_attention_kernels_compile_offline(tmp_path, precision):
             return super().compile_source(name, source, headers, flags)
 
     for kind in KINDS:
-        gpu.compile(sdpa_attention(kind), CompileOptions(precision=precision), backend=Recording())
+        gpu.compile(sdpa_attention(kind), CompileOptions(precision=precision), backend=FakeBackend(kernels=Recording))
     assert len(sources) == len(KINDS)
     for k, (source, headers) in enumerate(sources):
         d = tmp_path / str(k)

@@ -24,8 +24,8 @@ def _plant_bug(compiled) -> int:
     lit = next(i for i in main if i.name == "hip::hip_copy_literal" and i.shape.elements() > 100)
     addr = compiled.state.addresses[lit.id]
     junk = np.full(lit.shape.elements(), 7.0, dtype=np.float32)
-    compiled.backend.copy("h2d", addr, junk.ctypes.data, junk.nbytes, compiled.stream)
-    compiled.backend.stream_sync(compiled.stream)
+    compiled.backend.memory.copy("h2d", addr, junk.ctypes.data, junk.nbytes, compiled.stream)
+    compiled.backend.streams.sync(compiled.stream)
     user = next(u for u in main if lit in u.inputs and not u.op.has("view"))
     return user.id
 

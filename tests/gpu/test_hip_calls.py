@@ -55,7 +55,7 @@ def test_hip_graph_update_shape_per_version():
     for version, expect in (("10.0.0", 3), ("7.2.2", 2)):
         fh = FakeHip(version)
         be = HipBackend(bindings=fh.modules())
-        assert be.graph_exec_update("exec", "graph")
+        assert be.graphs.exec_update("exec", "graph")
         assert len(fh.named("hipGraphExecUpdate")[0]) == expect
 
 

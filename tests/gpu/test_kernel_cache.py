@@ -28,13 +28,13 @@ def test_warm_compile_is_at_least_10x_faster(tmp_path, monkeypatch):
     be = FakeBackend(compile_delay=0.2)  # a slow compiler, so the ratio is not lost in noise
     ks = _kernels(24, "a")
     t0 = time.perf_counter()
-    cold = kernel_cache.compile_many(be, ks)
+    cold = kernel_cache.compile_many(be.kernels, ks)
     t_cold = time.perf_counter() - t0
     assert kernel_cache.last_stats.compiled == 24
     assert t_cold < 24 * 0.2 * 0.75, "cold compiles should run in parallel"
     kernel_cache.clear_memory_cache()  # force the disk path, as in a new process
     t0 = time.perf_counter()
-    warm = kernel_cache.compile_many(be, ks)
+    warm = kernel_cache.compile_many(be.kernels, ks)
     t_warm = time.perf_counter() - t0
     assert kernel_cache.last_stats.from_disk == 24 and kernel_cache.last_stats.compiled == 0
     assert warm == cold
@@ -46,8 +46,9 @@ def test_key_changes_with_arch_and_flags(tmp_path, monkeypatch):
     ks = _kernels(1, "b")[0]
     a, b = FakeBackend(), FakeBackend()
     b.arch = "other"
-    assert kernel_cache.binary_key(ks, a, a.compile_flags()) != kernel_cache.binary_key(ks, b, b.compile_flags())
-    assert kernel_cache.binary_key(ks, a, ["-O3"]) != kernel_cache.binary_key(ks, a, ["-O2"])
+    key_a = kernel_cache.binary_key(ks, a.kernels, a.kernels.compile_flags())
+    assert key_a != kernel_cache.binary_key(ks, b.kernels, b.kernels.compile_flags())
+    assert kernel_cache.binary_key(ks, a.kernels, ["-O3"]) != kernel_cache.binary_key(ks, a.kernels, ["-O2"])
 
 
 @pytest.fixture
@@ -63,11 +64,11 @@ def fresh_cache(tmp_path, monkeypatch):
 def test_compile_ops_compiles_when_a_target_is_bound(fresh_cache):
     be = FakeBackend()
     compile_program_ir(CASES["conv_bias_relu"](), backend=be)
-    first = be.compiles
+    first = be.kernels.compiles
     assert first > 0
     kernel_cache.clear_memory_cache()
     compile_program_ir(CASES["conv_bias_relu"](), backend=be)
-    assert be.compiles == first  # second compile: every binary from the disk cache
+    assert be.kernels.compiles == first  # second compile: every binary from the disk cache
 
 
 def _compile_twice(name: str, backend) -> tuple[list[str], list[str], kernel_cache.CompileStats]:
@@ -83,11 +84,11 @@ def test_warm_recompile_compiles_nothing(name, fresh_cache):
     be = FakeBackend()
     first, second, warm = _compile_twice(name, be)
     assert first == second, "kernel sources must be a pure function of the program and target"
-    compiles_cold = be.compiles
+    compiles_cold = be.kernels.compiles
     assert compiles_cold == len(set(first)) > 0 or not first
     kernel_cache.clear_memory_cache()
     compile_program_ir(models.load(name), backend=be)
-    assert be.compiles == compiles_cold, "a warm disk cache must make a recompile compile nothing"
+    assert be.kernels.compiles == compiles_cold, "a warm disk cache must make a recompile compile nothing"
     assert kernel_cache.last_stats.from_disk == len(set(first))
 
 
@@ -98,14 +99,14 @@ def test_memory_hit_is_written_to_the_current_cache_folder(tmp_path, monkeypatch
     be = FakeBackend()
     monkeypatch.setenv("MIGX_EXPLORE_CACHE_DIR", str(tmp_path / "first"))
     kernel_cache.clear_memory_cache()
-    kernel_cache.compile_many(be, ks)
+    kernel_cache.compile_many(be.kernels, ks)
     monkeypatch.setenv("MIGX_EXPLORE_CACHE_DIR", str(tmp_path / "second"))
-    kernel_cache.compile_many(be, ks)  # all from memory
+    kernel_cache.compile_many(be.kernels, ks)  # all from memory
     assert kernel_cache.last_stats.from_memory == 3
     kernel_cache.clear_memory_cache()
-    kernel_cache.compile_many(be, ks)
+    kernel_cache.compile_many(be.kernels, ks)
     assert kernel_cache.last_stats.from_disk == 3 and kernel_cache.last_stats.compiled == 0
-    assert be.compiles == 3
+    assert be.kernels.compiles == 3
 
 
 def test_kernel_keys_do_not_depend_on_the_process(tmp_path):

@@ -28,11 +28,11 @@ x = @param:x -> {dt}, {{3, 700}}
 
 def _sources(program, options=None) -> dict[str, tuple[str, dict[str, str]]]:
     import migx_explore.gpu as gpu
-    from migx_explore.gpu.runtime.fake import FakeBackend
+    from migx_explore.gpu.runtime.fake import FakeBackend, FakeKernels
 
     seen: dict[str, tuple[str, dict[str, str]]] = {}
 
-    class Recording(FakeBackend):
+    class Recording(FakeKernels):
         def compiler_id(self) -> str:  # its own cache keys: kernels an earlier test built are compiled again
             return f"fakecc-recording-{id(self)}"
 
@@ -40,7 +40,7 @@ def _sources(program, options=None) -> dict[str, tuple[str, dict[str, str]]]:
             seen[f"{name}_{len(seen)}"] = (source, dict(headers))
             return super().compile_source(name, source, headers, flags)
 
-    gpu.compile(program, options, backend=Recording())
+    gpu.compile(program, options, backend=FakeBackend(kernels=Recording))
     return seen
 
 

@@ -100,16 +100,16 @@ def test_failures_during_capture_on_device(device):
         c.steps.steps = steps[:2] + [boom] + steps[2:]  # a Python error mid-capture
         with pytest.raises(RuntimeError, match="injected"):
             c.run(feeds, mode="graph")
-        assert not device.is_capturing(c.stream)
+        assert not device.graphs.is_capturing(c.stream)
 
         def alloc():  # a driver-level error: allocating during capture is refused and invalidates it
-            device.free(device.malloc(1 << 20))
+            device.memory.free(device.memory.malloc(1 << 20))
             return (0,)
 
         c.steps.steps = steps[:2] + [alloc] + steps[2:]
         with contextlib.suppress(GpuError):
             c.run(feeds, mode="graph")
-        assert not device.is_capturing(c.stream)
+        assert not device.graphs.is_capturing(c.stream)
         c.steps.steps = steps
         c.invalidate_graphs()
         np.testing.assert_allclose(c.run(feeds)[0], ref, rtol=RTOL, atol=ATOL)

@@ -136,7 +136,7 @@ def test_piecewise_capture_on_device(device, planted):
         c.steps.steps = steps[:-1] + [boom] + steps[-1:]  # fails in the last segment
         with pytest.raises(RuntimeError, match="injected"):
             c.run(random_inputs(program, seed=4), mode="graph")
-        assert not device.is_capturing(c.stream)
+        assert not device.graphs.is_capturing(c.stream)
         c.steps.steps = steps
         _check(c, program, seeds=(5, 6))
         c.recompile(options={"mode": "eager"})

@@ -56,3 +56,25 @@ def test_gpu_entry_points_need_nothing_of_the_explorer():
     from migx_explore import gpu
 
     assert sorted(gpu.__all__) == ["compile", "lower"]
+
+
+def test_the_backend_interface_stays_narrow_and_the_fake_runs_the_shared_code():
+    """A backend is a driver table plus five parts; only Kernels, Blas and Graphs have abstract
+    methods (<= 12 in all). The fake fills the same driver table with recorded bindings and
+    overrides nothing of the shared memory, stream and graph code."""
+    from migx_explore.gpu.runtime import base
+    from migx_explore.gpu.runtime.fake import FakeBackend, FakeGraphs, FakeKernels
+
+    parts = (base.Memory, base.Streams, base.Kernels, base.Blas, base.Graphs, base.Backend)
+    abstract = {f"{p.__name__}.{m}" for p in parts for m in getattr(p, "__abstractmethods__", ())}
+    assert len(abstract) <= 12, sorted(abstract)
+    fake = FakeBackend()
+    assert type(fake.memory) is base.Memory and type(fake.streams) is base.Streams
+    own = {n for n, v in vars(FakeGraphs).items() if callable(v) and not n.startswith("__")}
+    assert own <= base.Graphs.__abstractmethods__, own
+    # the fake's launch adds only the kernel's emulation to the shared launch (same raw-call shape)
+    assert set(vars(FakeKernels)) & {"load_module", "get_function", "unload_module"} == set()
+    fake.memory.free(fake.memory.malloc(16))
+    assert [c[0] for c in fake.calls] == ["malloc", "free"]
+    with pytest.raises(base.GpuError, match="unknown pointer"):
+        fake.memory.free(0x1234)

@@ -30,23 +30,23 @@ def cache(tmp_path, monkeypatch):
 
 def test_disk_entries_carry_a_checked_content_hash(cache):
     be, ks = FakeBackend(), _kernel("hash")
-    good = kernel_cache.compile_many(be, [ks])[ks.key]
-    bk = kernel_cache.binary_key(ks, be, be.compile_flags())
+    good = kernel_cache.compile_many(be.kernels, [ks])[ks.key]
+    bk = kernel_cache.binary_key(ks, be.kernels, be.kernels.compile_flags())
     entry = cache / f"{bk}.bin"
     assert entry.read_bytes().endswith(good) and entry.read_bytes() != good
     entry.write_bytes(b"planted machine code")  # a file put there by someone else
     kernel_cache.clear_memory_cache()
-    assert kernel_cache.compile_many(be, [ks])[ks.key] == good
+    assert kernel_cache.compile_many(be.kernels, [ks])[ks.key] == good
     assert kernel_cache.last_stats.compiled == 1 and kernel_cache.last_stats.from_disk == 0
 
 
 def test_an_entry_renamed_to_another_key_fails_its_check(cache):
     be, a, b = FakeBackend(), _kernel("a"), _kernel("b")
-    kernel_cache.compile_many(be, [a, b])
-    ka, kb = (kernel_cache.binary_key(k, be, be.compile_flags()) for k in (a, b))
+    kernel_cache.compile_many(be.kernels, [a, b])
+    ka, kb = (kernel_cache.binary_key(k, be.kernels, be.kernels.compile_flags()) for k in (a, b))
     (cache / f"{kb}.bin").write_bytes((cache / f"{ka}.bin").read_bytes())
     kernel_cache.clear_memory_cache()
-    kernel_cache.compile_many(be, [b])
+    kernel_cache.compile_many(be.kernels, [b])
     assert kernel_cache.last_stats.compiled == 1
 
 
@@ -55,7 +55,7 @@ def test_a_cache_folder_others_can_write_is_refused(cache):
     cache.mkdir(parents=True)
     cache.chmod(0o777)
     with pytest.warns(UserWarning, match="other users can write to it"):
-        kernel_cache.compile_many(be, [ks])
+        kernel_cache.compile_many(be.kernels, [ks])
     assert not list(cache.iterdir())  # nothing written to, nor read from, that folder
     assert kernel_cache.disk_cache_refusal(cache) is not None
     cache.chmod(0o700)
@@ -63,7 +63,7 @@ def test_a_cache_folder_others_can_write_is_refused(cache):
 
 
 def _shipped(ks: KernelSource, be, binary: bytes, binary_key: str | None = None):
-    bk = binary_key or kernel_cache.binary_key(ks, be, be.compile_flags())
+    bk = binary_key or kernel_cache.binary_key(ks, be.kernels, be.kernels.compile_flags())
     rows = [{"key": ks.key, "binaries": [{"arch": be.arch, "binary_key": bk}]}]
     blobs = {f"kernels/{ks.key}.json": json.dumps({"name": ks.name, "source": ks.source, "global": 64,
                                                     "local": 64}).encode(), f"kernels/{bk}.bin": binary}
@@ -76,16 +76,16 @@ def test_shipped_binaries_serve_only_their_program(cache):
     usable = import_kernels(rows, blobs, be)
     assert list(usable.values()) == [b"shipped code"]
     with kernel_cache.shipped_binaries(usable):
-        assert kernel_cache.compile_many(be, [ks], use_disk=False)[ks.key] == b"shipped code"
-    assert be.compiles == 0
+        assert kernel_cache.compile_many(be.kernels, [ks], use_disk=False)[ks.key] == b"shipped code"
+    assert be.kernels.compiles == 0
     # Outside that program's context the process never saw it: the kernel is compiled from source.
-    assert kernel_cache.compile_many(be, [ks], use_disk=False)[ks.key] != b"shipped code"
-    assert be.compiles == 1
+    assert kernel_cache.compile_many(be.kernels, [ks], use_disk=False)[ks.key] != b"shipped code"
+    assert be.kernels.compiles == 1
 
 
 def test_shipped_binary_under_a_foreign_key_is_ignored(cache):
     be, ks, other = FakeBackend(), _kernel("mine"), _kernel("other")
-    foreign = kernel_cache.binary_key(other, be, be.compile_flags())
+    foreign = kernel_cache.binary_key(other, be.kernels, be.kernels.compile_flags())
     rows, blobs = _shipped(ks, be, b"evil", binary_key=foreign)
     assert import_kernels(rows, blobs, be) == {}
 
@@ -122,12 +122,12 @@ OTHER_UID = 65534  # nobody
 
 
 def _entry_for(cache, be, ks):
-    good = kernel_cache.compile_many(be, [ks])[ks.key]
-    return good, cache / f"{kernel_cache.binary_key(ks, be, be.compile_flags())}.bin"
+    good = kernel_cache.compile_many(be.kernels, [ks])[ks.key]
+    return good, cache / f"{kernel_cache.binary_key(ks, be.kernels, be.kernels.compile_flags())}.bin"
 
 
 def test_the_secret_is_created_private_on_first_use(cache):
-    kernel_cache.compile_many(FakeBackend(), [_kernel("secret")])
+    kernel_cache.compile_many(FakeBackend().kernels, [_kernel("secret")])
     secret = cache.parent / "hmac.key"
     assert secret.stat().st_mode & 0o777 == 0o600 and len(secret.read_bytes()) == 32
 
@@ -145,7 +145,7 @@ def test_a_forged_entry_never_validates(cache):
                 hmac.new(b"x" * 32, bk.encode() + b"\0" + b"evil", hashlib.sha256).hexdigest()):
         entry.write_bytes(kernel_cache._ENTRY_MAGIC + mac.encode() + b"\nevil")
         kernel_cache.clear_memory_cache()
-        assert kernel_cache.compile_many(be, [ks])[ks.key] == good
+        assert kernel_cache.compile_many(be.kernels, [ks])[ks.key] == good
         assert kernel_cache.last_stats.compiled == 1
 
 
@@ -158,7 +158,7 @@ def test_an_entry_another_user_owns_is_refused_once_even_with_a_valid_mac(cache)
     kernel_cache.clear_memory_cache()
     kernel_cache._WARNED.clear()
     with pytest.warns(UserWarning, match="belongs to another user"):
-        assert kernel_cache.compile_many(be, [ks])[ks.key] == good
+        assert kernel_cache.compile_many(be.kernels, [ks])[ks.key] == good
     assert kernel_cache.last_stats.compiled == 1 and kernel_cache.last_stats.from_disk == 0
     assert entry.stat().st_uid == os.getuid()  # replaced by the user's own entry
 
@@ -170,7 +170,7 @@ def test_an_entry_others_can_write_is_refused(cache):
     kernel_cache.clear_memory_cache()
     kernel_cache._WARNED.clear()
     with pytest.warns(UserWarning, match="other users can write to it"):
-        kernel_cache.compile_many(be, [ks])
+        kernel_cache.compile_many(be.kernels, [ks])
     assert kernel_cache.last_stats.compiled == 1
 
 
@@ -181,7 +181,7 @@ def test_kernels_as_a_symlink_is_refused(cache, tmp_path):
     assert "symbolic link" in kernel_cache.disk_cache_refusal(cache)
     kernel_cache._WARNED.clear()
     with pytest.warns(UserWarning, match="symbolic link"):
-        kernel_cache.compile_many(FakeBackend(), [_kernel("link")])
+        kernel_cache.compile_many(FakeBackend().kernels, [_kernel("link")])
     assert not list(elsewhere.iterdir())
 
 
@@ -196,7 +196,7 @@ def test_an_entry_that_is_a_symlink_is_refused(cache, tmp_path):
     kernel_cache.clear_memory_cache()
     kernel_cache._WARNED.clear()
     with pytest.warns(UserWarning, match="symbolic link"):
-        kernel_cache.compile_many(be, [ks])
+        kernel_cache.compile_many(be.kernels, [ks])
     assert kernel_cache.last_stats.compiled == 1
 
 
@@ -234,9 +234,9 @@ def test_a_secret_another_user_owns_or_can_read_disables_the_cache(cache):
     cache.parent.joinpath("hmac.key").chmod(0o644)
     kernel_cache._WARNED.clear()
     with pytest.warns(UserWarning, match="readable by other users"):
-        kernel_cache.compile_many(FakeBackend(), [_kernel("s1")])
+        kernel_cache.compile_many(FakeBackend().kernels, [_kernel("s1")])
     os.chown(cache.parent / "hmac.key", OTHER_UID, OTHER_UID)
     cache.parent.joinpath("hmac.key").chmod(0o600)
     kernel_cache._WARNED.clear()
     with pytest.warns(UserWarning, match="belongs to another user"):
-        kernel_cache.compile_many(FakeBackend(), [_kernel("s2")])
+        kernel_cache.compile_many(FakeBackend().kernels, [_kernel("s2")])
