@@ -5,7 +5,7 @@
 
 A matcher is tried on one instruction and either succeeds (filling `bindings`) or fails with a
 reason ("arg 1: expected convolution, got relu"). Calling a matcher with sub-matchers composes
-them: all must hold on the same instruction. A rule (compiler/rewrite.py) pairs a matcher, its
+them: all must hold on the same instruction. A rule (compiler/pattern_rewriter.py) pairs a matcher, its
 pattern, with a check that refuses with a reason or returns a plan, and a rewrite.
 """
 
@@ -433,6 +433,6 @@ _MOVED_TO_REWRITE = frozenset({"Rule", "rule", "find_matches", "near_misses", "m
 
 def __getattr__(name: str):
     if name in _MOVED_TO_REWRITE:  # the rule protocol moved; say where instead of a bare AttributeError
-        raise AttributeError(f"migx_explore.compiler.matcher.{name} moved to migx_explore.compiler.rewrite "
+        raise AttributeError(f"migx_explore.compiler.matcher.{name} moved to migx_explore.compiler.pattern_rewriter "
                              f"(one rule protocol: pattern, check -> reason or plan, rewrite)")
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

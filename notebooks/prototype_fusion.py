@@ -70,13 +70,13 @@ print(session.initial.text[:1200])
         md("""
 ## The rule
 
-A rule (`migx_explore.compiler.rewrite`) is a pattern, a `check` that returns a reason to refuse
+A rule (`migx_explore.compiler.pattern_rewriter`) is a pattern, a `check` that returns a reason to refuse
 (or a plan for the rewrite), and a rewrite. The matcher says *what* to look for; each condition is
 its own matcher, so a failure names the one that failed.
 """),
         code("""
 from migx_explore.compiler import matcher as mt
-from migx_explore.compiler import rewrite as rw
+from migx_explore.compiler import pattern_rewriter as rw
 
 
 def is_1x1(ins):

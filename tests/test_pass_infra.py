@@ -11,7 +11,7 @@ import pytest
 
 from migx_explore.compiler import Op, parse
 from migx_explore.compiler import matcher as mt
-from migx_explore.compiler import rewrite as rw
+from migx_explore.compiler import pattern_rewriter as rw
 from migx_explore.compiler.passes import (
     FunctionPass,
     Pass,

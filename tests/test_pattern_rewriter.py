@@ -1,4 +1,4 @@
-"""The rewrite protocol (compiler/rewrite.py) and the rewrite pass (compiler/passes/rewrite.py)."""
+"""The rewrite protocol (compiler/pattern_rewriter.py) and the rewrite pass (compiler/passes/rule_pass.py)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import pytest
 
 from migx_explore.compiler import evaluate, parse
 from migx_explore.compiler import matcher as mt
-from migx_explore.compiler import rewrite as rw
+from migx_explore.compiler import pattern_rewriter as rw
 from migx_explore.compiler.errors import MigxError
 from migx_explore.compiler.passes import RewritePass, as_pass, make_pass, run_passes
 

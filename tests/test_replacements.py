@@ -11,7 +11,7 @@ from migx_explore.compiler import Op, parse
 from migx_explore.compiler.ir import Replacement
 from migx_explore.compiler.matcher import name
 from migx_explore.compiler.passes import FunctionPass, run_passes
-from migx_explore.compiler.rewrite import find_matches, rule
+from migx_explore.compiler.pattern_rewriter import find_matches, rule
 
 SRC = """
 x = @param:x -> float_type, {4}, {1}

@@ -21,7 +21,7 @@ from .manager import (
     restore,
     run_passes,
 )
-from .rewrite import RewritePass, as_pass
+from .rule_pass import RewritePass, as_pass
 from .rules import OrderWarning, check_order
 from .spec import SpecError, build_pipelines, format_spec, parse_spec, spec_from_pipelines
 from .trace import NumericCheck, PassRecord, Trace, write_trace

@@ -16,9 +16,9 @@ import numpy as np
 
 from .. import dtypes
 from ..matcher import arg, name, pred
-from ..rewrite import Rule, replace_value
+from ..pattern_rewriter import Rule, replace_value
 from .base import Pass
-from .rewrite import sweep
+from .rule_pass import sweep
 
 
 def _value_preserving(src: str, mid: str) -> bool:

@@ -42,10 +42,10 @@ from typing import ClassVar
 from ..ir import Instruction, Module
 from ..matcher import MatchResult, name
 from ..op import Op
-from ..rewrite import Rule, find_matches
+from ..pattern_rewriter import Rule, find_matches
 from ..shape import Shape
-from ._fusion_util import new_submodule, param_name
 from .base import Pass
+from .fusion_helpers import new_submodule, param_name
 
 ATTENTION_TAG = "attention"
 SOFTMAX_PARTS = ("reduce_max", "sub", "exp", "reduce_sum", "div")

@@ -24,9 +24,9 @@ from typing import ClassVar
 from ..ir import Instruction, Module
 from ..matcher import MatchResult, name
 from ..op import Op
-from ..rewrite import Rule, find_matches
-from ._fusion_util import copy_body, drop_if_unused, new_submodule, param_name, scalar_param_shape
+from ..pattern_rewriter import Rule, find_matches
 from .base import Pass
+from .fusion_helpers import copy_body, drop_if_unused, new_submodule, param_name, scalar_param_shape
 
 
 def _noop_module(module: Module, x: Instruction) -> Module:

@@ -25,8 +25,8 @@ import numpy as np
 from ..ir import Instruction, Module
 from ..op import Op
 from ..shape import Shape
-from ._fusion_util import depends_on, ensure_order
 from .base import Pass
+from .fusion_helpers import depends_on, ensure_order
 
 MIN_GROUP = 4  # MIGraphX gather_horizontal_fusion::min_group_size
 

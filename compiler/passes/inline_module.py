@@ -11,8 +11,8 @@ from typing import ClassVar
 import numpy as np
 
 from ..ir import Instruction, Module
-from ._fusion_util import copy_body
 from .base import Pass
+from .fusion_helpers import copy_body
 
 
 def inline_branch(module: Module, ins: Instruction, branch: Module) -> None:

@@ -20,7 +20,7 @@ import numpy as np
 from ..errors import MigxError, ValidationError
 from ..inputs import REAL_INPUTS_HINT
 from ..ir import Module, Program
-from ..rewrite import recording, stop_recording
+from ..pattern_rewriter import recording, stop_recording
 from ..snapshot import ProgramSnapshot, diff, snapshot, snapshot_module
 from ..verify import Tolerance, check_outputs, program_compute_type
 from .base import Pass, PassEntry, Pipeline

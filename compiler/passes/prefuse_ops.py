@@ -28,9 +28,9 @@ import numpy as np
 from ..ir import Instruction, Module
 from ..matcher import MatchResult, name
 from ..op import Op
-from ..rewrite import Rule, find_matches
-from ._fusion_util import BROADCASTS
+from ..pattern_rewriter import Rule, find_matches
 from .base import Pass
+from .fusion_helpers import BROADCASTS
 
 
 def _unbroadcast(x: Instruction) -> Instruction:

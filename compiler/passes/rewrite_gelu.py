@@ -28,10 +28,10 @@ import numpy as np
 from ..ir import Instruction
 from ..matcher import name
 from ..op import Op
-from ..rewrite import Rule, replace_with_op
-from ._rewrite_util import broadcast_scalar
+from ..pattern_rewriter import Rule, replace_with_op
 from .base import Pass
-from .rewrite import sweep
+from .rule_helpers import broadcast_scalar
+from .rule_pass import sweep
 
 
 def _is(ins: Instruction, value: float) -> bool:

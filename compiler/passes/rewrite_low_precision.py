@@ -7,9 +7,9 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from ..matcher import any_, any_of, arg, has_value, is_constant, name, pred
-from ..rewrite import row, to
+from ..pattern_rewriter import row, to
 from .base import Pass
-from .rewrite import sweep
+from .rule_pass import sweep
 
 _x = any_().bind("x")
 _square = any_of(name("pow")(arg(0)(_x), arg(1)(has_value(2.0))),

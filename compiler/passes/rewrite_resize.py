@@ -24,11 +24,11 @@ import numpy as np
 from .. import dtypes
 from ..matcher import name
 from ..op import Op
-from ..rewrite import Rule, replace_value
+from ..pattern_rewriter import Rule, replace_value
 from ..shape import Shape
-from ._rewrite_util import all_static
 from .base import Pass
-from .rewrite import sweep
+from .rule_helpers import all_static
+from .rule_pass import sweep
 
 
 def axis_matrix(op: Op, n_in: int, n_out: int, scale: float, roi: tuple[float, float]) -> np.ndarray:

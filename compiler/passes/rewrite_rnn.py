@@ -23,9 +23,9 @@ from ..ir import Instruction, Module
 from ..matcher import any_of, name
 from ..op import Op
 from ..ops.rnn import DEFAULT_ACTIVATIONS, activations, directions
-from ..rewrite import Rule, replace_value
+from ..pattern_rewriter import Rule, replace_value
 from .base import Pass
-from .rewrite import sweep
+from .rule_pass import sweep
 
 RNN_OPS = ("rnn", "gru", "lstm")
 

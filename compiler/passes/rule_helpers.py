@@ -1,5 +1,5 @@
 """Matchers and IR queries the rule-table passes share (simplify_algebra, simplify_reshapes,
-eliminate_convert, the rewrite_* passes). The rule protocol itself is compiler/rewrite.py.
+eliminate_convert, the rewrite_* passes). The rule protocol itself is compiler/pattern_rewriter.py.
 
 A rule here never "matches and then does nothing" (MIGraphX finders often `return` early from
 apply): every early return is a refusal reason from `check`, so `near_misses` can show it and

@@ -1,4 +1,4 @@
-"""rewrite: run rewrite rules (compiler/rewrite.py) to a fixpoint, as one pass.
+"""rewrite: run rewrite rules (compiler/pattern_rewriter.py) to a fixpoint, as one pass.
 
 The built-in rewrite passes are this plus MIGraphX's order of rule tables; a rule prototyped in a
 notebook becomes a pass the same way:
@@ -17,7 +17,7 @@ from typing import Any, ClassVar
 
 from ..errors import MigxError
 from ..ir import Module
-from ..rewrite import Rule, find_matches, repeat_while_changes
+from ..pattern_rewriter import Rule, find_matches, repeat_while_changes
 from .base import FunctionPass, Pass
 from .dead_code_elimination import DeadCodeElimination
 

@@ -20,7 +20,7 @@ import numpy as np
 from ...compiler import dtypes
 from ...compiler.ir import Instruction, Module
 from ...compiler.op import Op
-from ...compiler.passes._fusion_util import new_submodule
+from ...compiler.passes.fusion_helpers import new_submodule
 from ...compiler.shape import Shape
 from ..ops import inner_op, split_inputs
 

@@ -37,7 +37,7 @@ from ...compiler.shape import Shape
 from ..blas_plan import plan_gemm, quant_blas_refusal
 from ..codegen import kernel_family
 from ..ops import op_text
-from ._entry_convert import converted_source, narrowing_epilogue, widened_constant
+from .entry_convert import converted_source, narrowing_epilogue, widened_constant
 
 SMALL_CONV_TAPS = 32  # C/group x kernel taps at or under which a direct kernel beats im2col + GEMM
 _KEEP = ("get_tuple_elem", "identity")

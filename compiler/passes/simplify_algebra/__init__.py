@@ -1,9 +1,9 @@
 """simplify_algebra (MIGraphX src/simplify_algebra.cpp): up to 8 sweeps of the finders below, in
 MIGraphX's order, each sweep followed by DCE. Simple algebraic identities are table rows here;
-the convolution/dot finders live in _algebra_conv, the concat/split ones in _algebra_concat,
-those moving broadcasts / reshapes / transposes across an op in _algebra_shape.
+the convolution/dot finders live in conv_rules, the concat/split ones in concat_rules,
+those moving broadcasts / reshapes / transposes across an op in shape_rules.
 
-find_conv_conv_1x1 (unmerged MIGraphX branch, PR #4785; _algebra_conv1x1) is inserted after
+find_conv_conv_1x1 (unmerged MIGraphX branch, PR #4785; conv1x1_rules) is inserted after
 find_conv_add. In a full run find_conv_add first splits a bias that sits between two convolutions
 (conv2(conv1(x) + b) -> conv2(conv1(x)) + conv2(b)); find_conv_conv_1x1 then folds the bias-free
 pair and find_conv_broadcast_input shrinks conv2(b) to a dot. Applied on its own the rule also
@@ -26,16 +26,20 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from ..matcher import Matcher, any_, any_of, arg, args, either_arg, has_value, is_constant, name, none_of, used_once
-from ..op import Op
-from ..rewrite import repeat_while_changes, replace_value, replace_with_op, row, to
-from ._algebra_concat import (
+from ...matcher import Matcher, any_, any_of, arg, args, either_arg, has_value, is_constant, name, none_of, used_once
+from ...op import Op
+from ...pattern_rewriter import repeat_while_changes, replace_value, replace_with_op, row, to
+from ..base import Pass
+from ..rule_helpers import is_integral, lit_broadcast, not_lit_broadcast
+from ..rule_pass import sweep
+from .concat_rules import (
     CONCAT_OP,
     CONCAT_SAME_INPUT,
     SPLIT_CONCAT,
     SPLITS,
 )
-from ._algebra_conv import (
+from .conv1x1_rules import CONV_CONV_1X1, ConvConv1x1
+from .conv_rules import (
     ADD_CONVS,
     CONCAT_CONV,
     CONV_ADD,
@@ -48,11 +52,7 @@ from ._algebra_conv import (
     MUL_SLICE_CONV,
     conv_const_weights,
 )
-from ._algebra_conv1x1 import CONV_CONV_1X1, ConvConv1x1
-from ._algebra_shape import DOT_BROADCAST, INNER_BROADCAST, SPLIT_RESHAPE, SPLIT_TRANSPOSE
-from ._rewrite_util import is_integral, lit_broadcast, not_lit_broadcast
-from .base import Pass
-from .rewrite import sweep
+from .shape_rules import DOT_BROADCAST, INNER_BROADCAST, SPLIT_RESHAPE, SPLIT_TRANSPOSE
 
 X = any_().bind("x")
 

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from ..ir import Instruction
-from ..matcher import any_arg, name, pred
-from ..op import Op
-from ..ops.common import norm_axis
-from ..rewrite import Rule, replace_value, replace_with_op
-from ._rewrite_util import all_static, move_before
-from .simplify_reshapes import ConcatOfSlices
+from ...ir import Instruction
+from ...matcher import any_arg, name, pred
+from ...op import Op
+from ...ops.common import norm_axis
+from ...pattern_rewriter import Rule, replace_value, replace_with_op
+from ..rule_helpers import all_static, move_before
+from ..simplify_reshapes import ConcatOfSlices
 
 BCASTS = ("broadcast", "multibroadcast")
 

@@ -28,11 +28,11 @@ import math
 
 import numpy as np
 
-from ..ir import Instruction
-from ..matcher import Matcher, MatchState, name
-from ..op import Op
-from ..rewrite import Rule, replace_with_op
-from ._algebra_conv import channel_only
+from ...ir import Instruction
+from ...matcher import Matcher, MatchState, name
+from ...op import Op
+from ...pattern_rewriter import Rule, replace_with_op
+from .conv_rules import channel_only
 
 
 class _FirstConv(Matcher):

@@ -1,15 +1,15 @@
 """simplify_algebra finders around convolution and dot (see simplify_algebra for the order).
-find_conv_conv_1x1 (from an unmerged MIGraphX branch) lives in _algebra_conv1x1.
+find_conv_conv_1x1 (from an unmerged MIGraphX branch) lives in conv1x1_rules.
 """
 
 from __future__ import annotations
 
-from ..errors import ShapeError
-from ..ir import Instruction
-from ..matcher import Matcher, any_, args, either_arg, is_constant, name, none_of, pred, used_once
-from ..op import Op, compute_shape
-from ..rewrite import Rule, replace_value, replace_with_op
-from ._rewrite_util import auto_reshape_op, insert_ops, move_before, slice_op, slice_ranges
+from ...errors import ShapeError
+from ...ir import Instruction
+from ...matcher import Matcher, any_, args, either_arg, is_constant, name, none_of, pred, used_once
+from ...op import Op, compute_shape
+from ...pattern_rewriter import Rule, replace_value, replace_with_op
+from ..rule_helpers import auto_reshape_op, insert_ops, move_before, slice_op, slice_ranges
 
 
 def conv_const_weights(w: str = "w") -> Matcher:

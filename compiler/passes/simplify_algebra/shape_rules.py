@@ -6,14 +6,14 @@ import math
 
 import numpy as np
 
-from ..errors import ShapeError
-from ..ir import Instruction
-from ..matcher import arg, name, pred
-from ..op import Op, compute_shape
-from ..ops.common import norm_axis
-from ..rewrite import Rule, replace_with_op
-from ._algebra_concat import BCASTS, get_splits, is_pointwise_op
-from ._rewrite_util import all_static, slice_ranges
+from ...errors import ShapeError
+from ...ir import Instruction
+from ...matcher import arg, name, pred
+from ...op import Op, compute_shape
+from ...ops.common import norm_axis
+from ...pattern_rewriter import Rule, replace_with_op
+from ..rule_helpers import all_static, slice_ranges
+from .concat_rules import BCASTS, get_splits, is_pointwise_op
 
 
 class DotBroadcast(Rule):

@@ -1,7 +1,7 @@
 """simplify_qdq (MIGraphX src/simplify_qdq.cpp), its steps in MIGraphX's order:
 
   0. remove_zero_scales: a dequantizelinear with a constant all-zero scale is a zero.
-  1. match_find_quantizable_ops (skipped when remove_qdq_only; _qdq_quant_ops.py): dot /
+  1. match_find_quantizable_ops (skipped when remove_qdq_only; quant_op_rules.py): dot /
      convolution of two dequantized int8 / fp8 values becomes quant_dot / quant_convolution,
      rescaled by one dequantizelinear (product of scales, zero-point cross terms); per-tensor and
      per-axis scales, symmetric and asymmetric zero points, shape ops between replayed.
@@ -33,14 +33,14 @@ from typing import ClassVar
 
 import numpy as np
 
-from .. import dtypes
-from ..ir import Instruction, Module
-from ..op import Op
-from ..rewrite import find_matches
-from ..shape import Shape
-from ._qdq_quant_ops import FindQuantizableOps
-from .base import Pass
-from .dead_code_elimination import DeadCodeElimination
+from ... import dtypes
+from ...ir import Instruction, Module
+from ...op import Op
+from ...pattern_rewriter import find_matches
+from ...shape import Shape
+from ..base import Pass
+from ..dead_code_elimination import DeadCodeElimination
+from .quant_op_rules import FindQuantizableOps
 
 _BROADCASTS = ("broadcast", "multibroadcast")
 # what remove_qdq_pairs looks through between the dequantizelinear and its quantizelinear (MIGraphX

@@ -33,12 +33,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .. import dtypes
-from ..ir import Instruction, Module
-from ..matcher import MatchResult, arg, is_constant, name, skip, skip_broadcasts
-from ..op import Op
-from ..rewrite import Rule, replace_value
-from ..shape import Shape
+from ... import dtypes
+from ...ir import Instruction, Module
+from ...matcher import MatchResult, arg, is_constant, name, skip, skip_broadcasts
+from ...op import Op
+from ...pattern_rewriter import Rule, replace_value
+from ...shape import Shape
 
 # MIGraphX's supported quantized data: int8 and the fp8 family. Our quant ops take int8 and
 # float8e4m3fn (compiler/ops/quant.py); the other fp8 variants are refused with that reason.

@@ -1,14 +1,14 @@
 """simplify_reshapes (MIGraphX src/simplify_reshapes.cpp; fields depth, enable_op_shape_transform_op,
 enable_gather_rewrite).
 
-Order as in MIGraphX: find_gather_scalar, then find_gather when enabled (_gather_view), then up to
+Order as in MIGraphX: find_gather_scalar, then find_gather when enabled (gather_rules), then up to
 `depth` sweeps of MIGraphX's 17 finders in its order, each sweep followed by DCE: find_nop_reshapes,
-find_flatten, find_reshape_cont, find_slice_shape_transforms (_slice_reshape),
-find_nested_shape_transforms (_shape_chains), find_concat_slice, find_concat_transpose,
+find_flatten, find_reshape_cont, find_slice_shape_transforms (slice_rules),
+find_nested_shape_transforms (shape_chains), find_concat_slice, find_concat_transpose,
 find_concat_reshape, find_concat_multibroadcasts, find_nested_slice, find_nested_concat,
 find_transpose_slice, find_slice_transpose, find_unary_shape_transforms, find_reshape_dot,
-find_mul_add_shape_op_dot (_reshape_moves) and, when enabled, find_op_shape_transform_op
-(_op_shape_transform). One extra: find_concat_of_slices (MIGraphX does it in simplify_algebra's
+find_mul_add_shape_op_dot (move_rules) and, when enabled, find_op_shape_transform_op
+(op_shape_transform_rules). One extra: find_concat_of_slices (MIGraphX does it in simplify_algebra's
 find_split_concat; here it merges any adjacent run).
 
 Where we differ in form: MIGraphX normalises view chains through its shape_transform_descriptor;
@@ -27,13 +27,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from ..matcher import any_arg, arg, is_constant, name, none_of, pointwise, pred, skip, used_once
-from ..op import Op, compute_shape
-from ..ops.common import norm_axis
-from ..rewrite import Rule, repeat_while_changes, replace_value, replace_with_op
-from ._gather_view import GatherView
-from ._op_shape_transform import OpShapeTransformOp
-from ._reshape_moves import (
+from ...matcher import any_arg, arg, is_constant, name, none_of, pointwise, pred, skip, used_once
+from ...op import Op, compute_shape
+from ...ops.common import norm_axis
+from ...pattern_rewriter import Rule, repeat_while_changes, replace_value, replace_with_op
+from ..base import Pass
+from ..rule_helpers import all_static, auto_reshape_op, insert_ops, slice_op, slice_ranges
+from ..rule_pass import sweep
+from .gather_rules import GatherView
+from .move_rules import (
     ConcatReshape,
     MulAddShapeOpDot,
     ReshapeCont,
@@ -42,11 +44,9 @@ from ._reshape_moves import (
     TransposeSlice,
     skip_output,
 )
-from ._rewrite_util import all_static, auto_reshape_op, insert_ops, slice_op, slice_ranges
-from ._shape_chains import BROADCASTS, TRANSFORMS, plan_broadcast_chain, plan_reshape_transpose
-from ._slice_reshape import SliceShapeTransforms
-from .base import Pass
-from .rewrite import sweep
+from .op_shape_transform_rules import OpShapeTransformOp
+from .shape_chains import BROADCASTS, TRANSFORMS, plan_broadcast_chain, plan_reshape_transpose
+from .slice_rules import SliceShapeTransforms
 
 _SHAPE_NOPS = frozenset({"flatten", "reshape", "contiguous", "squeeze", "unsqueeze", "broadcast", "concat",
                          "convert", "multibroadcast", "pad", "slice", "step", "transpose"})

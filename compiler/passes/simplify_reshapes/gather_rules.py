@@ -24,12 +24,12 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..matcher import arg, is_constant, name, none_of
-from ..op import Op, compute_shape
-from ..ops.common import norm_axis
-from ..rewrite import Rule, replace_value
-from ..shape import Shape
-from ._rewrite_util import all_static, auto_reshape_op, insert_ops
+from ...matcher import arg, is_constant, name, none_of
+from ...op import Op, compute_shape
+from ...ops.common import norm_axis
+from ...pattern_rewriter import Rule, replace_value
+from ...shape import Shape
+from ..rule_helpers import all_static, auto_reshape_op, insert_ops
 
 
 def strided_view(offsets: Sequence[int] | np.ndarray) -> tuple[list[int], list[int]] | None:

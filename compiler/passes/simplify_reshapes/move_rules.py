@@ -9,11 +9,11 @@ from __future__ import annotations
 import math
 from collections import Counter
 
-from ..matcher import arg, either_arg, is_constant, name, nargs, pointwise, pred, skip, used_once
-from ..op import Op
-from ..ops.common import norm_axis
-from ..rewrite import Rule, replace_value, replace_with_op
-from ._rewrite_util import all_static, slice_ranges
+from ...matcher import arg, either_arg, is_constant, name, nargs, pointwise, pred, skip, used_once
+from ...op import Op
+from ...ops.common import norm_axis
+from ...pattern_rewriter import Rule, replace_value, replace_with_op
+from ..rule_helpers import all_static, slice_ranges
 
 _BROADCASTS = ("broadcast", "multibroadcast")
 

@@ -9,7 +9,7 @@ reshape brings the result back. The views between two fusible ops disappear, so 
 fuse_reduce see one kernel.
 
 MIGraphX computes the common space with its shape_transform_descriptor; we use the digit (atom)
-model of _shape_chains, extended with broadcast atoms for the reduce case:
+model of shape_chains, extended with broadcast atoms for the reduce case:
 - x_op pointwise: the views may only regroup and reorder (no broadcast that adds elements).
 - x_op a reduction: every reduced axis must come back as broadcast atoms of the same total size
   (reduce -> views -> broadcast back -> pointwise, the softmax/norm shape); a chain that only drops
@@ -24,13 +24,13 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from ..ir import Instruction
-from ..matcher import pred
-from ..op import Op
-from ..ops.common import norm_axes, norm_axis
-from ..rewrite import Rule, replace_value
-from ._rewrite_util import all_static, auto_reshape_op, insert_ops
-from ._shape_chains import BROADCASTS, regroup_atoms
+from ...ir import Instruction
+from ...matcher import pred
+from ...op import Op
+from ...ops.common import norm_axes, norm_axis
+from ...pattern_rewriter import Rule, replace_value
+from ..rule_helpers import all_static, auto_reshape_op, insert_ops
+from .shape_chains import BROADCASTS, regroup_atoms
 
 VIEWS = frozenset({"reshape", "squeeze", "unsqueeze", "flatten", "transpose", "contiguous", "multibroadcast",
                    "broadcast"})

@@ -25,9 +25,9 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from ..ir import Instruction
-from ..op import Op
-from ._rewrite_util import auto_reshape_op
+from ...ir import Instruction
+from ...op import Op
+from ..rule_helpers import auto_reshape_op
 
 RESHAPES = frozenset({"reshape", "squeeze", "unsqueeze", "flatten"})
 BROADCASTS = frozenset({"broadcast", "multibroadcast"})

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import math
 
-from ..matcher import arg, name, skip
-from ..op import Op
-from ..rewrite import Rule, replace_with_op
-from ._rewrite_util import all_static, slice_ranges
+from ...matcher import arg, name, skip
+from ...op import Op
+from ...pattern_rewriter import Rule, replace_with_op
+from ..rule_helpers import all_static, slice_ranges
 
 
 class SliceShapeTransforms(Rule):

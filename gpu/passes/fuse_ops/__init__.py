@@ -6,15 +6,16 @@ import math
 from dataclasses import dataclass
 from typing import ClassVar
 
-from ...compiler.ir import Instruction, Module
-from ...compiler.op import Op
-from ...compiler.passes import Pass
-from ...compiler.shape import Shape
-from ..blas_plan import plan_gemm
-from ..codegen import EPILOGUE_REDUCTIONS
-from ..ops import inner_op, split_inputs
-from ._layernorm_fusion import fuse_layernorm_neighbours
-from ._widening_epilogue import fuse_widening_epilogue
+from migx_explore.compiler.ir import Instruction, Module
+from migx_explore.compiler.op import Op
+from migx_explore.compiler.passes import Pass
+from migx_explore.compiler.shape import Shape
+
+from ...blas_plan import plan_gemm
+from ...codegen import EPILOGUE_REDUCTIONS
+from ...ops import inner_op, split_inputs
+from .layernorm_fusion import fuse_layernorm_neighbours
+from .widening_epilogue import fuse_widening_epilogue
 
 
 def _pointwise_consumer(ins: Instruction) -> tuple[Op, Module | None] | None:
@@ -35,7 +36,7 @@ def _producer_kind(p: Instruction) -> str | None:
     if p.name == "gpu::precompile_op" and p.op["outputs"] == 1:
         inner = inner_op(p.op["op"]).name
         if inner == "convolution":
-            return "conv"  # an existing epilogue (a narrowing convert, _entry_convert) is composed
+            return "conv"  # an existing epilogue (a narrowing convert, entry_convert) is composed
         if inner in EPILOGUE_REDUCTIONS and not p.module_inputs:
             return "layernorm"
     return None
@@ -144,7 +145,7 @@ class FuseOps(Pass):
                 continue
             # A generated kernel stores whatever its buffer holds, so a layernorm or convolution
             # takes a type-changing consumer too (at fp16, the convert of a model's float output);
-            # a half GEMM only when the consumer widens a sum of constants (_widening_epilogue).
+            # a half GEMM only when the consumer widens a sum of constants (widening_epilogue).
             if kind == "gemm" and p.shape.type != ins.shape.type:
                 if view is None and fuse_widening_epilogue(m, ins, p, body, ins_in, buf, ctx):
                     return True

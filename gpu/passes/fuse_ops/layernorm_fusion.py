@@ -11,13 +11,14 @@ already made `layernorm`, so the backend does it.
 
 from __future__ import annotations
 
-from ...compiler.ir import Instruction, Module
-from ...compiler.op import Op
-from ...compiler.passes._fusion_util import copy_body
-from ...compiler.shape import Shape
-from ..codegen import EPILOGUE_REDUCTIONS
-from ..codegen.reduce import synthesize
-from ..ops import inner_op, op_text, split_inputs
+from migx_explore.compiler.ir import Instruction, Module
+from migx_explore.compiler.op import Op
+from migx_explore.compiler.passes.fusion_helpers import copy_body
+from migx_explore.compiler.shape import Shape
+
+from ...codegen import EPILOGUE_REDUCTIONS
+from ...codegen.reduce import synthesize
+from ...ops import inner_op, op_text, split_inputs
 
 
 def _pointwise(ins: Instruction) -> bool:

@@ -14,10 +14,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...compiler.ir import Instruction, Module
-from ...compiler.op import Op
-from ...compiler.shape import Shape
-from ..blas_plan import plan_gemm
+from migx_explore.compiler.ir import Instruction, Module
+from migx_explore.compiler.op import Op
+from migx_explore.compiler.shape import Shape
+
+from ...blas_plan import plan_gemm
 
 HALF_TYPES = ("float16", "bfloat16")
 _VIEWS = ("multibroadcast", "broadcast", "reshape")

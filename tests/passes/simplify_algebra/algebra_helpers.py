@@ -1,12 +1,12 @@
-"""Helpers the simplify_algebra test files share (test_simplify_algebra, test_algebra_conv,
-test_algebra_concat)."""
+"""Helpers the simplify_algebra test files share (test_simplify_algebra, testconv_rules,
+testconcat_rules)."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from migx_explore.compiler.passes import FunctionPass
-from migx_explore.compiler.passes.rewrite import sweep
+from migx_explore.compiler.passes.rule_pass import sweep
 
 CONV = "convolution[padding={0, 0},stride={1, 1}]"
 X23 = "x = @param:x -> float_type, {2, 3}"

@@ -1,4 +1,4 @@
-"""simplify_algebra's broadcast, concat and split finders (compiler/passes/_algebra_concat.py): one
+"""simplify_algebra's broadcast, concat and split finders (compiler/passes/concat_rules.py): one
 IR-text test per finder (the finder alone, then DCE), and refusals."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ from algebra_helpers import CONV, X23, lit, only  # noqa: F401
 
 from migx_explore.compiler.parser import parse
 from migx_explore.compiler.passes import simplify_algebra as sa
-from migx_explore.compiler.passes.rewrite import sweep
-from migx_explore.compiler.rewrite import near_misses
+from migx_explore.compiler.passes.rule_pass import sweep
+from migx_explore.compiler.pattern_rewriter import near_misses
 from migx_explore.compiler.testing import assert_same_outputs, check_pass, run_on_text
 
 

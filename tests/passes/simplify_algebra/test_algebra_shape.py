@@ -8,7 +8,7 @@ from algebra_helpers import only
 
 from migx_explore.compiler.parser import parse
 from migx_explore.compiler.passes import simplify_algebra as sa
-from migx_explore.compiler.rewrite import near_misses
+from migx_explore.compiler.pattern_rewriter import near_misses
 from migx_explore.compiler.testing import check_pass, run_on_text
 
 

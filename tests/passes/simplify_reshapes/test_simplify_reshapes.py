@@ -9,9 +9,9 @@ from migx_explore.compiler.op import registered_ops
 from migx_explore.compiler.parser import parse
 from migx_explore.compiler.passes import FunctionPass
 from migx_explore.compiler.passes import simplify_reshapes as sr
-from migx_explore.compiler.passes.rewrite import sweep
+from migx_explore.compiler.passes.rule_pass import sweep
 from migx_explore.compiler.passes.simplify_reshapes import SimplifyReshapes
-from migx_explore.compiler.rewrite import near_misses
+from migx_explore.compiler.pattern_rewriter import near_misses
 from migx_explore.compiler.testing import assert_same_outputs, check_pass, run_on_text
 
 
@@ -391,7 +391,7 @@ def test_gather_of_a_strided_view_becomes_views(data, indices, idx_shape, axis):
 
 
 def test_strided_view_decision_follows_migraphx():
-    from migx_explore.compiler.passes._gather_view import strided_view, view_ops
+    from migx_explore.compiler.passes.simplify_reshapes.gather_rules import strided_view, view_ops
 
     assert strided_view([0, 4, 1, 5, 2, 6, 3, 7]) == ([4, 2], [1, 4])
     assert strided_view([1, 0]) is None  # an offset below the first
@@ -472,7 +472,7 @@ def test_random_view_chains_stay_equal_and_never_grow(seed):
 
 def _strided_view_by_segments(offsets):
     """MIGraphX make_strided_view as written there: one segment object per offset, grouped
-    level by level (the reference the array form of _gather_view.strided_view must agree with)."""
+    level by level (the reference the array form of gather_rules.strided_view must agree with)."""
     def find(segs, i, end):
         if end - i == 1:
             return segs[i], i + 1
@@ -515,7 +515,7 @@ def _strided_view_by_segments(offsets):
 def test_strided_view_on_arrays_agrees_with_the_segment_grouping():
     import numpy as np
 
-    from migx_explore.compiler.passes._gather_view import strided_view
+    from migx_explore.compiler.passes.simplify_reshapes.gather_rules import strided_view
 
     rng = np.random.default_rng(0)
     cases = [[0], [3, 3], [0, 0, 1, 1], [2, 1], [0, 2, 4, 1, 3, 5]]
@@ -537,7 +537,7 @@ def test_resize_sized_gather_decides_on_arrays():
     segment-per-offset grouping took seconds per call; the decision is unchanged)."""
     import numpy as np
 
-    from migx_explore.compiler.passes._gather_view import flat_gather_offsets, strided_view
+    from migx_explore.compiler.passes.simplify_reshapes.gather_rules import flat_gather_offsets, strided_view
 
     idx = np.repeat(np.arange(20), 2)
     offsets = flat_gather_offsets([1, 256, 20, 40], idx, 2)

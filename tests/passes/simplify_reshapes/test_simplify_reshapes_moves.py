@@ -1,5 +1,5 @@
-"""simplify_reshapes finders that move views across their neighbours (_reshape_moves,
-_op_shape_transform): each rewrite fires (the named rule is recorded, the shape of the program
+"""simplify_reshapes finders that move views across their neighbours (move_rules,
+op_shape_transform_rules): each rewrite fires (the named rule is recorded, the shape of the program
 changes as stated) and computes the same values as before."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ import pytest
 from migx_explore.compiler.parser import parse
 from migx_explore.compiler.passes import FunctionPass
 from migx_explore.compiler.passes import simplify_reshapes as sr
-from migx_explore.compiler.passes._op_shape_transform import OpShapeTransformOp
-from migx_explore.compiler.passes.rewrite import sweep
-from migx_explore.compiler.rewrite import near_misses
+from migx_explore.compiler.passes.rule_pass import sweep
+from migx_explore.compiler.passes.simplify_reshapes.op_shape_transform_rules import OpShapeTransformOp
+from migx_explore.compiler.pattern_rewriter import near_misses
 from migx_explore.compiler.testing import assert_same_outputs, run_on_text
 
 
