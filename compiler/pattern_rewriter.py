@@ -18,21 +18,21 @@ in a notebook use it alike:
 Table rows are rules built from data: `row(name, pattern, to("op", "binding", attr=...), check)`
 with an `# a -> b` comment each, as in tinygrad's symbolic tables; tables compose by tuple
 concatenation. `find_matches` makes one forward sweep applying the first accepted rule per
-instruction, as MIGraphX does; `repeat_while_changes` iterates a step to a fixpoint. Every
-application is recorded for the trace (`recording`), and `near_misses` lists where a rule under
-development almost matched and why not.
+instruction, as MIGraphX does; `repeat_while_changes` iterates a step to a fixpoint. A pass
+applies rules through the `PatternRewriter` it is handed (`ctx.rewriter`), which records every
+application for the trace; `near_misses` lists where a rule under development almost matched and
+why not.
 """
 
 from __future__ import annotations
 
-import contextvars
 import inspect
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .errors import IRError
-from .matcher import Matcher, MatchResult, MatchState, root_names, sweep_cache
+from .matcher import Matcher, MatchResult, MatchState, root_names
 from .op import Op
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -188,57 +188,64 @@ class MatchRecord:
     module: str
 
 
-_RECORDER: contextvars.ContextVar[list | None] = contextvars.ContextVar("migx_match_recorder", default=None)
-
-
-def recording(records: list) -> contextvars.Token:
-    """Direct rule applications into `records` (the pass manager does this per pass)."""
-    return _RECORDER.set(records)
-
-
-def stop_recording(token: contextvars.Token) -> None:
-    _RECORDER.reset(token)
-
-
 def refused(plan: Reason | Plan) -> bool:
     return isinstance(plan, str)
 
 
-def find_matches(module: Module, *rules: Rule) -> int:
-    """One forward sweep; for each instruction apply the first rule that matches and whose check
-    accepts, handing it the plan its check computed. Returns the number of rewrites."""
-    patterns = [r.pattern() for r in rules]
-    roots = [root_names(p) for p in patterns]
-    records = _RECORDER.get()
-    with sweep_cache(module):  # rewrites bump the version; the sweep keeps one is_constant cache
-        return _sweep(module, rules, patterns, roots, records)
+class PatternRewriter:
+    """Applies rules to modules, the one object a pass hands its rules to (xDSL's PatternRewriter).
+
+    The pass manager makes one per pass run, recording into that run's trace record, and passes it
+    in the pass's context (`ctx.rewriter`); a pass run by hand, or a notebook, makes its own
+    (`PatternRewriter()` records nothing). It also owns the `is_constant` cache of the sweep in
+    progress, so nothing about a run lives in module-level state."""
+
+    def __init__(self, records: list[MatchRecord] | None = None):
+        self.records = records
+
+    def find_matches(self, module: Module, *rules: Rule) -> int:
+        """One forward sweep; for each instruction apply the first rule that matches and whose check
+        accepts, handing it the plan its check computed. Returns the number of rewrites."""
+        patterns = [r.pattern() for r in rules]
+        roots = [root_names(p) for p in patterns]
+        # One can_eval cache for the whole sweep even as rewrites bump the module's version: a
+        # rewrite replaces a value by an equivalent one, so a constant stays constant, and a value
+        # that became constant only waits for the next sweep. Dropping the cache on every rewrite
+        # made each is_constant test re-walk a long chain: O(n^2) on n-node chains.
+        eval_cache: dict = {}
+        count = 0
+        for ins in module:
+            # Params and literals can be roots too (MIGraphX visits every instruction: a parameter
+            # feeding sibling dots is what find_conv_dot_horiz_fusion matches); @return cannot.
+            if not ins.alive or ins.is_return() or _dead(ins):
+                continue
+            for rl, pat, names in zip(rules, patterns, roots):
+                if names is not None and ins.name not in names:
+                    continue
+                r = pat.match(ins, eval_cache)
+                if r is None:
+                    continue
+                plan = rl.check(module, r)
+                if refused(plan):
+                    continue
+                self._apply(module, rl, r, plan)
+                count += 1
+                break
+        return count
+
+    def _apply(self, module: Module, rl: Rule, r: MatchResult, plan: Plan) -> None:
+        ins = r.root
+        sources = [ins] + [b for b in r.bindings.values() if b.alive]
+        with module.program.provenance(sources, rule=rl.name):
+            rl.rewrite(module, r, plan)
+        if self.records is not None:
+            self.records.append(MatchRecord(rl.name, ins.id, tuple((k, v.id) for k, v in r.bindings.items()),
+                                            module.name))
 
 
-def _sweep(module: Module, rules: Sequence[Rule], patterns: list, roots: list, records: list | None) -> int:
-    count = 0
-    for ins in module:
-        # Params and literals can be roots too (MIGraphX visits every instruction: a parameter
-        # feeding sibling dots is what find_conv_dot_horiz_fusion matches); @return cannot.
-        if not ins.alive or ins.is_return() or _dead(ins):
-            continue
-        for rl, pat, names in zip(rules, patterns, roots):
-            if names is not None and ins.name not in names:
-                continue
-            r = pat.match(ins)
-            if r is None:
-                continue
-            plan = rl.check(module, r)
-            if refused(plan):
-                continue
-            sources = [ins] + [b for b in r.bindings.values() if b.alive]
-            with module.program.provenance(sources, rule=rl.name):
-                rl.rewrite(module, r, plan)
-            count += 1
-            if records is not None:
-                records.append(MatchRecord(rl.name, ins.id, tuple((k, v.id) for k, v in r.bindings.items()),
-                                           module.name))
-            break
-    return count
+def find_matches(module: Module, *rules: Rule, rewriter: PatternRewriter | None = None) -> int:
+    """`rewriter.find_matches(module, *rules)`; without a rewriter, one that records nothing."""
+    return (rewriter or PatternRewriter()).find_matches(module, *rules)
 
 
 def _dead(ins: Instruction) -> bool:
@@ -271,10 +278,11 @@ def near_misses(module: Module, rl: Rule, *, min_depth: int = 1) -> list[NearMis
     check), with the reason. Full matches are not near misses."""
     pat = rl.pattern()
     out = []
+    eval_cache: dict = {}  # nothing is rewritten while looking, so one cache serves the whole walk
     for ins in module:
         if ins.is_return():
             continue
-        st = MatchState(ins)
+        st = MatchState(eval_cache)
         if pat.test(ins, st):
             plan = rl.check(module, MatchResult(ins, dict(st.bindings)))
             if refused(plan):
@@ -288,17 +296,18 @@ def matches(module: Module, rl: Rule) -> list[MatchResult]:
     """All instructions the rule matches (and whose check accepts), without rewriting."""
     pat = rl.pattern()
     out = []
+    eval_cache: dict = {}
     for ins in module:
         if ins.is_return():
             continue
-        r = pat.match(ins)
+        r = pat.match(ins, eval_cache)
         if r is not None and not refused(rl.check(module, r)):
             out.append(r)
     return out
 
 
 __all__ = [
-    "MatchRecord", "NearMiss", "Plan", "Reason", "Rule", "TableRule", "To", "build", "find_matches", "matches",
-    "near_misses", "recording", "refused", "repeat_while_changes", "replace_value", "replace_with_op", "rewrite_to",
-    "row", "rule", "stop_recording", "to",
+    "MatchRecord", "NearMiss", "PatternRewriter", "Plan", "Reason", "Rule", "TableRule", "To", "build", "find_matches",
+    "matches", "near_misses", "refused", "repeat_while_changes", "replace_value", "replace_with_op", "rewrite_to",
+    "row", "rule", "to",
 ]

@@ -42,9 +42,9 @@ from typing import ClassVar
 from ..ir import Instruction, Module
 from ..matcher import MatchResult, name
 from ..op import Op
-from ..pattern_rewriter import Rule, find_matches
+from ..pattern_rewriter import Rule
 from ..shape import Shape
-from .base import Pass
+from .base import Pass, rewriter_of
 from .fusion_helpers import new_submodule, param_name
 
 ATTENTION_TAG = "attention"
@@ -312,4 +312,4 @@ class FuseAttention(Pass):
     max_head_dim: int = 0
 
     def apply_module(self, module: Module, ctx) -> bool:
-        return find_matches(module, FindAttention(self.max_head_dim)) > 0
+        return rewriter_of(ctx).find_matches(module, FindAttention(self.max_head_dim)) > 0

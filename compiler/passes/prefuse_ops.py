@@ -28,8 +28,8 @@ import numpy as np
 from ..ir import Instruction, Module
 from ..matcher import MatchResult, name
 from ..op import Op
-from ..pattern_rewriter import Rule, find_matches
-from .base import Pass
+from ..pattern_rewriter import Rule
+from .base import Pass, rewriter_of
 from .fusion_helpers import BROADCASTS
 
 
@@ -160,10 +160,10 @@ class PrefuseOps(Pass):
         if not self.enable_layernorm_fusion:
             return False
         # MIGraphX: find_matches per finder with DCE in between.
-        changed = find_matches(module, FindLayernorm()) > 0
+        changed = rewriter_of(ctx).find_matches(module, FindLayernorm()) > 0
         if changed:
             _dce(module)
-        if find_matches(module, FindAddLayernorm()) > 0:
+        if rewriter_of(ctx).find_matches(module, FindAddLayernorm()) > 0:
             _dce(module)
             changed = True
         return changed

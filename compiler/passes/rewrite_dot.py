@@ -14,7 +14,7 @@ from ..ir import Instruction
 from ..matcher import arg, is_constant, name
 from ..op import Op
 from ..pattern_rewriter import Rule, replace_with_op
-from .base import Pass
+from .base import Pass, rewriter_of
 from .rule_helpers import all_static
 from .rule_pass import sweep
 
@@ -72,4 +72,4 @@ class RewriteDot(Pass):
     name: ClassVar[str] = "rewrite_dot"
 
     def apply_module(self, module, ctx) -> bool:
-        return sweep(module, [Conv1x1ToDot()], with_dce=False)
+        return sweep(module, [Conv1x1ToDot()], with_dce=False, rewriter=rewriter_of(ctx))

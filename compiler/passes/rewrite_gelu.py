@@ -29,7 +29,7 @@ from ..ir import Instruction
 from ..matcher import name
 from ..op import Op
 from ..pattern_rewriter import Rule, replace_with_op
-from .base import Pass
+from .base import Pass, rewriter_of
 from .rule_helpers import broadcast_scalar
 from .rule_pass import sweep
 
@@ -164,4 +164,5 @@ class RewriteGelu(Pass):
     fast_math: bool = True
 
     def apply_module(self, module, ctx) -> bool:
-        return sweep(module, [GELU_ERF if self.fast_math else TANH_FAST_GELU], with_dce=False)
+        rule = GELU_ERF if self.fast_math else TANH_FAST_GELU
+        return sweep(module, [rule], with_dce=False, rewriter=rewriter_of(ctx))

@@ -26,7 +26,7 @@ from ..matcher import name
 from ..op import Op
 from ..pattern_rewriter import Rule, replace_value
 from ..shape import Shape
-from .base import Pass
+from .base import Pass, rewriter_of
 from .rule_helpers import all_static
 from .rule_pass import sweep
 
@@ -113,4 +113,4 @@ class RewriteResize(Pass):
     affine_only: bool = False
 
     def apply_module(self, module, ctx) -> bool:
-        return sweep(module, [ResizeToGather(self.affine_only)], with_dce=False)
+        return sweep(module, [ResizeToGather(self.affine_only)], with_dce=False, rewriter=rewriter_of(ctx))

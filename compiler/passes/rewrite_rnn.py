@@ -24,7 +24,7 @@ from ..matcher import any_of, name
 from ..op import Op
 from ..ops.rnn import DEFAULT_ACTIVATIONS, activations, directions
 from ..pattern_rewriter import Rule, replace_value
-from .base import Pass
+from .base import Pass, rewriter_of
 from .rule_pass import sweep
 
 RNN_OPS = ("rnn", "gru", "lstm")
@@ -187,4 +187,4 @@ class RewriteRnn(Pass):
                            "`where` (forward directions only)")
 
     def apply_module(self, module: Module, ctx) -> bool:
-        return sweep(module, [UnrollRecurrent()])
+        return sweep(module, [UnrollRecurrent()], rewriter=rewriter_of(ctx))

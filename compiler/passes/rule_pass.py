@@ -17,8 +17,8 @@ from typing import Any, ClassVar
 
 from ..errors import MigxError
 from ..ir import Module
-from ..pattern_rewriter import Rule, find_matches, repeat_while_changes
-from .base import FunctionPass, Pass
+from ..pattern_rewriter import PatternRewriter, Rule, repeat_while_changes
+from .base import FunctionPass, Pass, rewriter_of
 from .dead_code_elimination import DeadCodeElimination
 
 
@@ -26,9 +26,11 @@ def dce(module: Module) -> bool:
     return bool(DeadCodeElimination().apply_module(module, None))
 
 
-def sweep(module: Module, rules: Sequence[Rule], *, with_dce: bool = True) -> bool:
-    """One forward sweep of `rules` over `module` (then DCE); whether anything changed."""
-    changed = find_matches(module, *rules) > 0
+def sweep(module: Module, rules: Sequence[Rule], *, with_dce: bool = True,
+          rewriter: PatternRewriter | None = None) -> bool:
+    """One forward sweep of `rules` over `module` (then DCE); whether anything changed. A pass
+    passes its `rewriter_of(ctx)` so the trace records what the rules did."""
+    changed = (rewriter or PatternRewriter()).find_matches(module, *rules) > 0
     if with_dce:
         changed = dce(module) or changed
     return changed
@@ -55,7 +57,8 @@ class RewritePass(Pass):
         return self.label
 
     def apply_module(self, module: Module, ctx: Any) -> bool:
-        step = lambda: sweep(module, self.rules, with_dce=self.dead_code_elimination)  # noqa: E731
+        rewriter = rewriter_of(ctx)
+        step = lambda: sweep(module, self.rules, with_dce=self.dead_code_elimination, rewriter=rewriter)  # noqa: E731
         return repeat_while_changes(self.max_iterations, step) > 0
 
     def non_default_options(self) -> dict[str, Any]:

@@ -29,7 +29,7 @@ from typing import ClassVar
 from ...matcher import Matcher, any_, any_of, arg, args, either_arg, has_value, is_constant, name, none_of, used_once
 from ...op import Op
 from ...pattern_rewriter import repeat_while_changes, replace_value, replace_with_op, row, to
-from ..base import Pass
+from ..base import Pass, rewriter_of
 from ..rule_helpers import is_integral, lit_broadcast, not_lit_broadcast
 from ..rule_pass import sweep
 from .concat_rules import (
@@ -194,7 +194,7 @@ class SimplifyAlgebra(Pass):
         "upstream) after find_conv_add; find_split_reshape refuses a reorder MIGraphX gets wrong (len-1 slices)")
 
     def apply_module(self, module, ctx) -> bool:
-        return repeat_while_changes(8, lambda: sweep(module, RULES)) > 0
+        return repeat_while_changes(8, lambda: sweep(module, RULES, rewriter=rewriter_of(ctx))) > 0
 
 
 __all__ = ["CONV_CONV_1X1", "ConvConv1x1", "RULES", "SimplifyAlgebra"]

@@ -52,7 +52,7 @@ class _FirstConv(Matcher):
             if conv.name != "convolution":
                 st.reason = "an add between the convolutions does not take a convolution"
                 return False
-            if not bias.can_eval(st._eval_cache):
+            if not bias.can_eval(st.eval_cache):
                 st.reason = "the value added between the convolutions is not constant"
                 return False
             if len(x.outputs) != 1:

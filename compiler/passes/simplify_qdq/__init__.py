@@ -36,9 +36,8 @@ import numpy as np
 from ... import dtypes
 from ...ir import Instruction, Module
 from ...op import Op
-from ...pattern_rewriter import find_matches
 from ...shape import Shape
-from ..base import Pass
+from ..base import Pass, rewriter_of
 from ..dead_code_elimination import DeadCodeElimination
 from .quant_op_rules import FindQuantizableOps
 
@@ -215,7 +214,7 @@ class SimplifyQdq(Pass):
         exact = self.keep_qdq_pairs
         if self.remove_qdq_only:
             return step(remove_qdq_pairs(module, exact_only=exact)) or changed
-        changed = step(find_matches(module, FindQuantizableOps()) > 0) or changed
+        changed = step(rewriter_of(ctx).find_matches(module, FindQuantizableOps()) > 0) or changed
         changed = step(remove_qdq_pairs(module, exact_only=exact)) or changed
         changed = step(qlinear_reused(module)) or changed
         changed = step(concat_qlinear(module)) or changed

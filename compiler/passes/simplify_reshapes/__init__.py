@@ -31,7 +31,7 @@ from ...matcher import any_arg, arg, is_constant, name, none_of, pointwise, pred
 from ...op import Op, compute_shape
 from ...ops.common import norm_axis
 from ...pattern_rewriter import Rule, repeat_while_changes, replace_value, replace_with_op
-from ..base import Pass
+from ..base import Pass, rewriter_of
 from ..rule_helpers import all_static, auto_reshape_op, insert_ops, slice_op, slice_ranges
 from ..rule_pass import sweep
 from .gather_rules import GatherView
@@ -456,8 +456,8 @@ class SimplifyReshapes(Pass):
     enable_gather_rewrite: bool = False
 
     def apply_module(self, module, ctx) -> bool:
-        changed = sweep(module, GATHER_SCALAR)
+        changed = sweep(module, GATHER_SCALAR, rewriter=rewriter_of(ctx))
         if self.enable_gather_rewrite:
-            changed = sweep(module, GATHER, with_dce=False) or changed
+            changed = sweep(module, GATHER, with_dce=False, rewriter=rewriter_of(ctx)) or changed
         rules = RULES + (OpShapeTransformOp(),) if self.enable_op_shape_transform_op else RULES
-        return repeat_while_changes(self.depth, lambda: sweep(module, rules)) > 0 or changed
+        return repeat_while_changes(self.depth, lambda: sweep(module, rules, rewriter=rewriter_of(ctx))) > 0 or changed
