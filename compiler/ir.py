@@ -24,11 +24,10 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
 from .errors import IRError, ValidationError
 from .instruction import Instruction, Literal, Sentinel  # noqa: F401  (Literal re-exported)
 from .op import Op, compute_shape
+from .printer import instruction_label, print_module, print_program
 from .shape import Shape
 
 
@@ -385,8 +384,6 @@ class Module:
     def validate(self) -> None:
         """Check use lists, def-before-use, shapes and references; raise ValidationError naming
         the module and instruction at fault."""
-        from .printer import instruction_label
-
         seen: set[int] = set()
         members = {id(i) for i in self}
         user_ids: dict[int, set[int]] = {}
@@ -437,8 +434,6 @@ class Module:
         return f"<Module {self.name} ({self._count} instructions)>"
 
     def __str__(self) -> str:
-        from .printer import print_module
-
         return print_module(self)
 
 
@@ -620,14 +615,7 @@ class Program:
     __hash__ = None  # type: ignore[assignment]
 
     def __str__(self) -> str:
-        from .printer import print_program
-
         return print_program(self)
 
     def __repr__(self) -> str:
         return f"<Program {len(self.modules)} modules, {self.total_instructions()} instructions>"
-
-    def eval(self, inputs: dict[str, Any]) -> list[np.ndarray]:
-        from .ref import evaluate
-
-        return evaluate(self, inputs)

@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .ref import eval_instruction
+
 if TYPE_CHECKING:  # pragma: no cover
     from .ir import Instruction
 
@@ -179,7 +181,7 @@ def has_value(value: float, rtol: float = 0.0) -> Matcher:
             key = ("value", ins.id)  # evaluated once per module version, shared by every rule
             data = st.eval_cache.get(key)
             if data is None:
-                data = st.eval_cache[key] = ins.eval()
+                data = st.eval_cache[key] = eval_instruction(ins)
         else:
             return False
         return data.size > 0 and bool(np.all(np.isclose(data, value, rtol=rtol, atol=0)))

@@ -77,6 +77,7 @@ its own matcher, so a failure names the one that failed.
         code("""
 from migx_explore.compiler import matcher as mt
 from migx_explore.compiler import pattern_rewriter as rw
+from migx_explore.compiler.ref import eval_instruction
 
 
 def is_1x1(ins):
@@ -102,8 +103,8 @@ def check(module, r):
 
 
 def fuse(module, r):
-    w1 = np.asarray(r["w1"].eval(), np.float64)
-    w2 = np.asarray(r["w2"].eval(), np.float64)[:, :, 0, 0]
+    w1 = np.asarray(eval_instruction(r["w1"]), np.float64)
+    w2 = np.asarray(eval_instruction(r["w2"]), np.float64)[:, :, 0, 0]
     w = np.einsum("om,mc...->oc...", w2, w1).astype(np.float32)  # (out, mid) . (mid, in, kh, kw)
     first = r["first"]
     # In place: the 1x1 conv keeps its stable id (the diff shows it as changed) and becomes the

@@ -8,6 +8,7 @@ from collections.abc import Iterable, Mapping
 import numpy as np
 
 from ..ir import Instruction, Module, Program
+from ..ref import eval_instruction
 from ..shape import Shape
 
 VIEW_SKIP = ("contiguous", "broadcast", "multibroadcast")
@@ -37,7 +38,7 @@ def scalar_constant(ins: Instruction) -> np.ndarray | None:
     s = src.shape
     if s.is_tuple or s.dyn_dims is not None or s.elements() != 1 or not src.can_eval():
         return None
-    return np.asarray(src.eval()).reshape(-1)[:1].reshape(())
+    return np.asarray(eval_instruction(src)).reshape(-1)[:1].reshape(())
 
 
 def depends_on(a: Instruction, b: Instruction) -> bool:

@@ -29,6 +29,7 @@ from ..ir import Instruction, Module
 from ..matcher import MatchResult, name
 from ..op import Op
 from ..pattern_rewriter import Rule
+from ..ref import eval_instruction
 from .base import Pass, rewriter_of
 from .fusion_helpers import BROADCASTS
 
@@ -42,7 +43,7 @@ def _unbroadcast(x: Instruction) -> Instruction:
 def _const(x: Instruction) -> float | None:
     if not x.can_eval():
         return None
-    v = np.asarray(x.eval(), np.float64).reshape(-1)
+    v = np.asarray(eval_instruction(x), np.float64).reshape(-1)
     return float(v[0]) if v.size and np.all(v == v[0]) else None
 
 

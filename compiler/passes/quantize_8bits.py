@@ -86,7 +86,8 @@ class QuantizeEightBits(Pass):
 
 def calibrate(program: Program, feeds: Sequence[Mapping[str, Any]]) -> dict[int, float]:
     """Largest |value| each capture probe sees over the feeds (seeded random inputs if none)."""
-    from ..ref import evaluate, random_inputs
+    from ..inputs import random_inputs
+    from ..ref import evaluate
 
     if not feeds:
         warnings.warn("quantize_8bits: no calibration data given; calibrating on seeded random inputs "

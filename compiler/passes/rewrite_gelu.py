@@ -29,6 +29,7 @@ from ..ir import Instruction
 from ..matcher import name
 from ..op import Op
 from ..pattern_rewriter import Rule, replace_with_op
+from ..ref import eval_instruction
 from .base import Pass, rewriter_of
 from .rule_helpers import broadcast_scalar
 from .rule_pass import sweep
@@ -37,7 +38,7 @@ from .rule_pass import sweep
 def _is(ins: Instruction, value: float) -> bool:
     if not ins.can_eval():
         return False
-    v = np.asarray(ins.eval(), np.float64)
+    v = np.asarray(eval_instruction(ins), np.float64)
     return v.size > 0 and bool(np.allclose(v, value, rtol=1e-3, atol=0))
 
 

@@ -24,6 +24,7 @@ from ..matcher import any_of, name
 from ..op import Op
 from ..ops.rnn import DEFAULT_ACTIVATIONS, activations, directions
 from ..pattern_rewriter import Rule, replace_value
+from ..ref import eval_instruction
 from .base import Pass, rewriter_of
 from .rule_pass import sweep
 
@@ -112,7 +113,7 @@ def _cell(b: _Builder, op: Op, xw: Instruction, h: Instruction, c: Instruction |
 
 def _lengths(ins: Instruction) -> np.ndarray | None:
     lens = ins.inputs[4]
-    return np.asarray(lens.eval()).reshape(-1) if lens.can_eval() else None
+    return np.asarray(eval_instruction(lens)).reshape(-1) if lens.can_eval() else None
 
 
 class UnrollRecurrent(Rule):

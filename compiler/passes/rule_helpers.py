@@ -17,6 +17,7 @@ from ..errors import MigxError
 from ..ir import Instruction, Module
 from ..matcher import Matcher, any_of, is_constant, name, none_of, pred
 from ..op import Op
+from ..ref import eval_instruction
 from ..shape import Shape
 
 
@@ -43,7 +44,7 @@ def users_named(ins: Instruction, *names: str) -> list[Instruction]:
 
 
 def const_value(ins: Instruction) -> np.ndarray:
-    return np.asarray(ins.eval())
+    return np.asarray(eval_instruction(ins))
 
 
 def is_integral(s: Shape) -> bool:

@@ -7,6 +7,8 @@ from typing import ClassVar
 
 import numpy as np
 
+from migx_explore.compiler.ref import eval_instruction
+
 from ...compiler.ir import Instruction, Module
 from ...compiler.op import compute_shape
 from ...compiler.passes import Pass
@@ -79,7 +81,7 @@ class EliminateContiguous(Pass):
                 changed = True
             elif ins.name == "contiguous" and src.can_eval():
                 # a copy that must stay, of a constant: MIGraphX stores it copied, as a literal
-                lit = module.add_literal(np.ascontiguousarray(ins.eval()), ins.shape)
+                lit = module.add_literal(np.ascontiguousarray(eval_instruction(ins)), ins.shape)
                 module.replace_all_uses(ins, lit)
                 module.remove_instruction(ins)
                 changed = True

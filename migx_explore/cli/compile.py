@@ -76,7 +76,8 @@ def _run_and_check(program, feed=None) -> int:
     on `feed` (default: random inputs that respect the model)."""
     import numpy as np
 
-    from ..compiler.ref import evaluate, random_inputs, with_buffer_params
+    from ..compiler.inputs import random_inputs
+    from ..compiler.ref import evaluate, with_buffer_params
     from ..compiler.snapshot import snapshot
     from ..gpu_bridge import compile_snapshot
 

@@ -67,7 +67,7 @@ def evaluate_on(program, feed: dict[str, Any], target: str, mode: str, options: 
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..compiler.ref import random_inputs
+    from ..compiler.inputs import random_inputs
     from ..loading import load_program
 
     program, label = load_program(args)

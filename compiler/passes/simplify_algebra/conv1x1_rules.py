@@ -32,6 +32,7 @@ from ...ir import Instruction
 from ...matcher import Matcher, MatchState, name
 from ...op import Op
 from ...pattern_rewriter import Rule, replace_with_op
+from ...ref import eval_instruction
 from .conv_rules import channel_only
 
 
@@ -133,8 +134,8 @@ class ConvConv1x1(Rule):
 
     @staticmethod
     def _fuse(m, ins, first, bias) -> None:
-        w1 = np.asarray(first.inputs[1].eval())
-        w2 = np.asarray(ins.inputs[1].eval(), np.float64).reshape(ins.inputs[1].shape.lens[:2])
+        w1 = np.asarray(eval_instruction(first.inputs[1]))
+        w2 = np.asarray(eval_instruction(ins.inputs[1]), np.float64).reshape(ins.inputs[1].shape.lens[:2])
         # Combine in float64 and round once, so low-precision weights lose no more than one rounding.
         dense = _dense_weights(w1.astype(np.float64), first.op["group"])
         lit = m.add_literal(np.einsum("om,mc...->oc...", w2, dense).astype(w1.dtype))
@@ -143,7 +144,7 @@ class ConvConv1x1(Rule):
         if bias is None:
             replace_with_op(m, ins, op, [x, lit])
             return
-        b = np.asarray(bias.eval())
+        b = np.asarray(eval_instruction(bias))
         bvec = b[(0, slice(None)) + (0,) * (b.ndim - 2)].astype(np.float64)
         nb = m.add_literal((w2 @ bvec).astype(b.dtype))
         conv = m.insert_instruction(ins, op, [x, lit])
@@ -185,7 +186,7 @@ def _is_channel_bias(bias: Instruction, mid: int) -> bool:
         return False
     if channel_only(s):
         return True
-    v = np.asarray(bias.eval())
+    v = np.asarray(eval_instruction(bias))
     corner = v[(slice(0, 1), slice(None)) + (slice(0, 1),) * (v.ndim - 2)]
     return bool(np.array_equal(np.broadcast_to(corner, v.shape), v))
 

@@ -36,6 +36,7 @@ import numpy as np
 from ... import dtypes
 from ...ir import Instruction, Module
 from ...op import Op
+from ...ref import eval_instruction
 from ...shape import Shape
 from ..base import Pass, rewriter_of
 from ..dead_code_elimination import DeadCodeElimination
@@ -51,7 +52,7 @@ def _constant_values(x: Instruction) -> np.ndarray | None:
     """x's values with one broadcast layer looked through (MIGraphX's compare_literals), or None."""
     if x.name in _BROADCASTS:
         x = x.inputs[0]
-    return np.asarray(x.eval(), np.float64) if x.can_eval() else None
+    return np.asarray(eval_instruction(x), np.float64) if x.can_eval() else None
 
 
 def _same_value(a: Instruction, b: Instruction) -> bool:
@@ -163,7 +164,7 @@ def concat_qlinear(module: Module) -> bool:
 
 
 def _constant_all_zero(x: Instruction) -> bool:
-    return x.can_eval() and bool(np.all(np.asarray(x.eval(), np.float64) == 0))
+    return x.can_eval() and bool(np.all(np.asarray(eval_instruction(x), np.float64) == 0))
 
 
 def remove_zero_point(module: Module) -> bool:

@@ -38,6 +38,7 @@ from ...ir import Instruction, Module
 from ...matcher import MatchResult, arg, is_constant, name, skip, skip_broadcasts
 from ...op import Op
 from ...pattern_rewriter import Rule, replace_value
+from ...ref import eval_instruction
 from ...shape import Shape
 
 # MIGraphX's supported quantized data: int8 and the fp8 family. Our quant ops take int8 and
@@ -73,7 +74,7 @@ def _zero_point(dq: Instruction) -> Instruction | None | str:
 
 
 def _all_zero(zp: Instruction | None) -> bool:
-    return zp is None or bool(np.all(np.asarray(zp.eval(), np.float64) == 0))
+    return zp is None or bool(np.all(np.asarray(eval_instruction(zp), np.float64) == 0))
 
 
 def _valid_qparam(q: Instruction | None, lens, axis: int) -> bool:
@@ -163,7 +164,7 @@ def _axis_refusal(dq: Instruction, chain: list[Instruction], target: int, batch:
 
 
 def _uniform(param: Instruction) -> bool:
-    v = np.asarray(param.eval())
+    v = np.asarray(eval_instruction(param))
     return v.size == 0 or bool(np.all(v == v.reshape(-1)[0]))
 
 
@@ -329,5 +330,5 @@ def _shifted_zero_point(m: Module, dq: Instruction, zp: Instruction | None) -> I
         return zp
     if zp is None:
         return m.add_literal(np.array(-128, np.int8), Shape.scalar("int8"))
-    v = np.asarray(zp.eval(), np.int32) - 128
+    v = np.asarray(eval_instruction(zp), np.int32) - 128
     return m.add_literal(v.astype(np.int8), Shape.of("int8", zp.shape.lens))

@@ -28,6 +28,7 @@ from ...matcher import arg, is_constant, name, none_of
 from ...op import Op, compute_shape
 from ...ops.common import norm_axis
 from ...pattern_rewriter import Rule, replace_value
+from ...ref import eval_instruction
 from ...shape import Shape
 from ..rule_helpers import all_static, auto_reshape_op, insert_ops
 
@@ -184,7 +185,7 @@ class GatherView(Rule):
             return "the data is a scalar"
         axis = norm_axis(ins.op["axis"], len(dlens), "gather")
         n_axis = dlens[axis]
-        idx = np.asarray(idx_ins.eval()).astype(np.int64)
+        idx = np.asarray(eval_instruction(idx_ins)).astype(np.int64)
         if n_axis == 0 or idx.size == 0:
             return "empty data axis or indices"
         idx = np.where(idx < 0, idx + n_axis, idx)
