@@ -1,5 +1,5 @@
-"""Helpers the simplify_algebra test files share (test_simplify_algebra, testconv_rules,
-testconcat_rules)."""
+"""Helpers the simplify_algebra test files share (test_simplify_algebra, test_algebra_conv,
+test_algebra_concat)."""
 
 from __future__ import annotations
 
