@@ -8,7 +8,7 @@ from ...op import Op
 from ...ops.common import norm_axis
 from ...pattern_rewriter import Rule, replace_value, replace_with_op
 from ..rule_helpers import all_static, move_before
-from ..simplify_reshapes import ConcatOfSlices
+from ..simplify_reshapes.concat_rules import ConcatOfSlices
 
 BCASTS = ("broadcast", "multibroadcast")
 

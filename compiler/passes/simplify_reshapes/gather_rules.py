@@ -24,7 +24,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ...matcher import arg, is_constant, name, none_of
+from ...matcher import arg, is_constant, name, none_of, pred
 from ...op import Op, compute_shape
 from ...ops.common import norm_axis
 from ...pattern_rewriter import Rule, replace_value
@@ -217,3 +217,25 @@ def _view_lens(ops: Sequence[Op], n: int) -> list[int]:
     for op in ops:
         s = compute_shape(op, [s])
     return list(s.lens)
+
+
+class GatherScalar(Rule):
+    """gather(data, scalar index) -> reshape(gather(data, unsqueeze(index))) (a 1-element index list)."""
+
+    name = "find_gather_scalar"
+
+    def pattern(self):
+        scalar = pred("scalar_index", lambda i: i.shape.ndim == 1 and i.shape.elements() == 1
+                      and i.shape.scalar_shape(), "the index is not a scalar")
+        return name("gather")(none_of(is_constant()), all_static(), arg(1)(scalar))
+
+    def check(self, m, r):
+        ins = r.root
+        data, idx = ins.inputs
+
+        def apply():
+            one = m.insert_instruction(ins, Op("unsqueeze", axes=[0]), [idx])
+            g = m.insert_instruction(ins, ins.op, [data, one])
+            replace_value(m, ins, insert_ops(m, ins, [auto_reshape_op(g.shape.lens, ins.shape.lens)], g))
+
+        return apply
