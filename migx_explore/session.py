@@ -34,8 +34,8 @@ from .compiler.passes.rule_pass import as_pass
 from .compiler.pattern_rewriter import Rule
 from .compiler.snapshot import ProgramSnapshot, SnapshotDiff, snapshot
 from .gpu.pipelines import CompileOptions
-from .pass_changes import RewriteRow, record_rewrites
 from .regions import Region, change_regions
+from .rewrite_summary import RewriteRow, record_rewrites
 from .scopes import ScopeTable
 from .session_config import PipelineConfig, SessionError
 from .session_cursor import Cursor, View
@@ -338,7 +338,7 @@ class Session:
 
     def rewrites(self, path: str | int | None = None) -> list[RewriteRow]:
         """What a pass did as rows `{from ops} -> {to ops} x count`, each with its instances' ids
-        (default: the current pass; else a pass path/name or record index). See pass_changes.py."""
+        (default: the current pass; else a pass path/name or record index). See rewrite_summary.py."""
         rec = self.current if path is None else self._record_of(path)
         return record_rewrites(self.trace_so_far, rec)
 

@@ -1,4 +1,4 @@
-"""Rewrite summaries (migx_explore/pass_changes.py): a pass's change grouped into `{from} -> {to} x n`
+"""Rewrite summaries (migx_explore/rewrite_summary.py): a pass's change grouped into `{from} -> {to} x n`
 rows whose instances hold every instruction the pass touched, in Session and trace's index.json."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pytest
 from migx_explore.cli import main as cli
 from migx_explore.compiler import parse
 from migx_explore.compiler.passes import make_pass, run_passes
-from migx_explore.pass_changes import record_rewrites
+from migx_explore.rewrite_summary import record_rewrites
 from migx_explore.session import Session, SessionError
 
 # Two SiLU-style chains: fuse_pointwise folds each add/sigmoid/mul into one pointwise op.
