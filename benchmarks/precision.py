@@ -168,7 +168,7 @@ def main() -> None:
     for name in names:
         if name.startswith("builtin:"):  # a built-in model (the notebook's): ours only, no ONNX for torch
             from migx_explore import models
-            from migx_explore.compiler.ref import random_inputs
+            from migx_explore.compiler.inputs import random_inputs
 
             model = name.split(":", 1)[1]
             feeds = random_inputs(models.load(model), seed=1)

@@ -6,11 +6,12 @@ reference evaluator, snapshots and diffs. Imports only numpy (onnx loads lazily 
 
 from . import ops  # noqa: F401  (registers op specs)
 from .errors import MigxError
+from .inputs import random_inputs
 from .ir import Instruction, Literal, Module, Program
 from .op import GpuCode, Op, OpSpec, defop, make_op, registered_ops
 from .parser import parse, parse_shape
 from .printer import print_module, print_program
-from .ref import evaluate, evaluate_all, random_inputs
+from .ref import evaluate, evaluate_all
 from .shape import DynDim, Shape
 from .snapshot import ProgramSnapshot, SnapshotDiff, diff, snapshot
 

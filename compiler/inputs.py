@@ -32,6 +32,7 @@ import numpy as np
 from . import dtypes
 from .errors import MigxError
 from .limits import check_bytes
+from .ref import eval_instruction
 
 if TYPE_CHECKING:  # pragma: no cover - reads IR objects, never builds them
     from .ir import Instruction, Program
@@ -67,7 +68,7 @@ def _const_value(ins: Instruction) -> np.ndarray | None:
     if not ins.can_eval():
         return None
     try:
-        return np.asarray(ins.eval(), np.float64)
+        return np.asarray(eval_instruction(ins), np.float64)
     except MigxError:
         return None
 
@@ -201,6 +202,12 @@ def model_inputs(program: Program, seed: int = 0) -> dict[str, np.ndarray]:
         else:
             out[p.param_name] = rng.integers(0, 4, lens).astype(t.np_dtype)
     return out
+
+
+def random_inputs(program: Program, seed: int = 0) -> dict[str, np.ndarray]:
+    """Deterministic inputs for every parameter of main: floats in [-1, 1), small ints, and
+    indices / masks drawn to suit how the model uses them (the API's name for model_inputs)."""
+    return model_inputs(program, seed)
 
 
 def _draw_lens(s) -> tuple[int, ...]:

@@ -6,7 +6,7 @@ use lists consistent and bump the module's version counter (snapshots rely on it
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -14,9 +14,6 @@ from . import dtypes
 from .errors import IRError
 from .op import Op
 from .shape import Shape
-
-if TYPE_CHECKING:  # pragma: no cover
-    from .ir import Module
 
 
 class Literal:
@@ -59,11 +56,16 @@ class Literal:
         return f"Literal({self.shape})"
 
 
+# The ir.Module an instruction belongs to. ir.py builds instructions, so this file names no IR class
+# (evaluating a constant subtree is ref.eval_instruction(ins), printing is printer's).
+OwningModule = Any
+
+
 class Instruction:
     __slots__ = ("_id", "_op", "_inputs", "_module_inputs", "_shape", "_outputs", "_origin",
                  "_literal", "_module", "_prev", "_next", "_alive")
 
-    def __init__(self, module: Module, op: Op, inputs: Sequence[Instruction], module_inputs, shape: Shape,
+    def __init__(self, module: OwningModule, op: Op, inputs: Sequence[Instruction], module_inputs, shape: Shape,
                  origin: tuple[int, ...], literal: Literal | None, id: int):
         self._id = id
         self._op = op
@@ -153,12 +155,6 @@ class Instruction:
                 cache[ins._id] = True
                 stack.pop()
         return cache[self._id]
-
-    def eval(self) -> np.ndarray:
-        """Evaluate a constant subtree on the host (see `can_eval`)."""
-        from .ref import eval_instruction
-
-        return eval_instruction(self)
 
     def __repr__(self) -> str:
         return f"<{self._op.name} #{self._id} {self._shape}>"

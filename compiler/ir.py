@@ -24,23 +24,12 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
 from .errors import IRError, ValidationError
 from .instruction import Instruction, Literal, Sentinel  # noqa: F401  (Literal re-exported)
+from .instruction_order import drop_user, stable_topological_order
 from .op import Op, compute_shape
+from .printer import instruction_label, print_module, print_program
 from .shape import Shape
-
-
-def _drop_user(users: list[Instruction], ins: Instruction) -> None:
-    """Remove `ins` from a use list (which holds each user once: every append is guarded).
-    Rewrites mostly drop the newest user, at the end, so that is checked before list.remove's
-    scan from the front (a long use list made removal O(n) per rewrite)."""
-    if users and users[-1] is ins:
-        users.pop()
-        return
-    with contextlib.suppress(ValueError):
-        users.remove(ins)
 
 
 @dataclass(frozen=True)
@@ -295,7 +284,7 @@ class Module:
             users = ", ".join(f"#{u._id} ({u.name})" for u in ins._outputs)
             raise IRError(f"module {self.name}: cannot remove #{ins._id} ({ins.name}); still used by {users}")
         for i in {id(i): i for i in ins._inputs}.values():
-            _drop_user(i._outputs, ins)
+            drop_user(i._outputs, ins)
         ins._prev._next = ins._next
         ins._next._prev = ins._prev
         ins._alive = False
@@ -313,7 +302,7 @@ class Module:
                               + ", ".join(f"#{u._id} ({u.name})" for u in ext))
         for ins in todo:
             for i in {id(i): i for i in ins._inputs}.values():
-                _drop_user(i._outputs, ins)
+                drop_user(i._outputs, ins)
             ins._outputs.clear()
         for ins in todo:
             ins._prev._next = ins._next
@@ -341,32 +330,8 @@ class Module:
 
     def sort(self) -> None:
         """Stable topological sort: keep the current order except where a use precedes its def."""
-        order = self.index_of()
         ins_list = list(self)
-        placed: set[int] = set()
-        result: list[Instruction] = []
-        ret = [i for i in ins_list if i.is_return()]
-
-        def visit(root: Instruction) -> None:
-            stack = [(root, False)]
-            while stack:
-                node, expanded = stack.pop()
-                if node._id in placed:
-                    continue
-                if expanded:
-                    placed.add(node._id)
-                    result.append(node)
-                    continue
-                stack.append((node, True))
-                for i in sorted(node._inputs, key=lambda x: -order.get(x._id, 0)):
-                    if i._id not in placed:
-                        stack.append((i, False))
-
-        for ins in ins_list:
-            if not ins.is_return():
-                visit(ins)
-        for r in ret:
-            visit(r)
+        result = stable_topological_order(ins_list)
         if [i._id for i in result] == [i._id for i in ins_list]:
             return
         self._head._next = self._tail
@@ -385,8 +350,6 @@ class Module:
     def validate(self) -> None:
         """Check use lists, def-before-use, shapes and references; raise ValidationError naming
         the module and instruction at fault."""
-        from .printer import instruction_label
-
         seen: set[int] = set()
         members = {id(i) for i in self}
         user_ids: dict[int, set[int]] = {}
@@ -437,8 +400,6 @@ class Module:
         return f"<Module {self.name} ({self._count} instructions)>"
 
     def __str__(self) -> str:
-        from .printer import print_module
-
         return print_module(self)
 
 
@@ -620,14 +581,7 @@ class Program:
     __hash__ = None  # type: ignore[assignment]
 
     def __str__(self) -> str:
-        from .printer import print_program
-
         return print_program(self)
 
     def __repr__(self) -> str:
         return f"<Program {len(self.modules)} modules, {self.total_instructions()} instructions>"
-
-    def eval(self, inputs: dict[str, Any]) -> list[np.ndarray]:
-        from .ref import evaluate
-
-        return evaluate(self, inputs)

@@ -5,67 +5,35 @@
 
 A matcher is tried on one instruction and either succeeds (filling `bindings`) or fails with a
 reason ("arg 1: expected convolution, got relu"). Calling a matcher with sub-matchers composes
-them: all must hold on the same instruction. A rule (compiler/rewrite.py) pairs a matcher, its
+them: all must hold on the same instruction. A rule (compiler/pattern_rewriter.py) pairs a matcher, its
 pattern, with a check that refuses with a reason or returns a plan, and a rewrite.
 """
 
 from __future__ import annotations
 
-import contextlib
-import weakref
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+from .ref import eval_instruction
 
 if TYPE_CHECKING:  # pragma: no cover
     from .ir import Instruction
 
 
 class MatchState:
-    __slots__ = ("bindings", "reason", "depth", "_eval_cache")
+    """One attempt to match: bindings so far, why it failed, how far it got, and the can_eval cache
+    shared by the attempts of one sweep (the caller owns it: see PatternRewriter.find_matches)."""
 
-    def __init__(self, root: Instruction | None = None):
+    __slots__ = ("bindings", "reason", "depth", "eval_cache")
+
+    def __init__(self, eval_cache: dict | None = None):
         self.bindings: dict[str, Instruction] = {}
         self.reason = ""
         self.depth = 0  # how many conditions held before the failure (near-miss ranking)
-        self._eval_cache: dict = {} if root is None else _eval_cache(root.module)
-
-
-# can_eval results per module, valid while the module's version is unchanged (every mutation bumps
-# it), so the is_constant tests of a whole sweep share one walk of the graph.
-_EVAL_CACHES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-
-
-# While find_matches sweeps a module, one cache serves the whole sweep even as rewrites bump the
-# version: a rewrite replaces a value by an equivalent one, so a constant stays constant, and a
-# value that became constant only waits for the next sweep (until_stable runs one). Dropping the
-# cache on every rewrite made each is_constant test re-walk a long chain: O(n^2) on n-node chains.
-_SWEEP_CACHES: dict[int, dict] = {}
-
-
-@contextlib.contextmanager
-def sweep_cache(module) -> Iterator[None]:
-    """One can_eval cache for `module` while a rule sweep (find_matches) runs over it."""
-    outer = _SWEEP_CACHES.get(id(module))
-    _SWEEP_CACHES[id(module)] = {} if outer is None else outer
-    try:
-        yield
-    finally:
-        if outer is None:
-            _SWEEP_CACHES.pop(id(module), None)
-
-
-def _eval_cache(module) -> dict:
-    pinned = _SWEEP_CACHES.get(id(module))
-    if pinned is not None:
-        return pinned
-    hit = _EVAL_CACHES.get(module)
-    if hit is None or hit[0] != module.version:
-        hit = (module.version, {})
-        _EVAL_CACHES[module] = hit
-    return hit[1]
+        self.eval_cache: dict = {} if eval_cache is None else eval_cache
 
 
 class Matcher:
@@ -88,14 +56,16 @@ class Matcher:
     def bind(self, name: str) -> Matcher:
         return Bind(self, name)
 
-    def match(self, ins: Instruction) -> MatchResult | None:
-        st = MatchState(ins)
+    def match(self, ins: Instruction, eval_cache: dict | None = None) -> MatchResult | None:
+        """The bindings if `ins` matches. `eval_cache`: can_eval results to share with other
+        attempts on the same, unchanged module (a fresh one when omitted)."""
+        st = MatchState(eval_cache)
         if self.test(ins, st):
             return MatchResult(ins, dict(st.bindings))
         return None
 
     def explain(self, ins: Instruction) -> tuple[bool, str, int]:
-        st = MatchState(ins)
+        st = MatchState()
         ok = self.test(ins, st)
         return ok, st.reason, st.depth
 
@@ -177,7 +147,7 @@ def used_once() -> Matcher:
 
 def is_constant() -> Matcher:
     def ok(ins, st):
-        return ins.can_eval(st._eval_cache)
+        return ins.can_eval(st.eval_cache)
 
     return _Pred("is_constant", ok, lambda ins: f"{ins.name} is not constant (depends on a parameter)")
 
@@ -207,11 +177,11 @@ def has_value(value: float, rtol: float = 0.0) -> Matcher:
             ins = ins.inputs[0]
         if ins.is_literal():
             data = ins.literal.data
-        elif ins.can_eval(st._eval_cache):
+        elif ins.can_eval(st.eval_cache):
             key = ("value", ins.id)  # evaluated once per module version, shared by every rule
-            data = st._eval_cache.get(key)
+            data = st.eval_cache.get(key)
             if data is None:
-                data = st._eval_cache[key] = ins.eval()
+                data = st.eval_cache[key] = eval_instruction(ins)
         else:
             return False
         return data.size > 0 and bool(np.all(np.isclose(data, value, rtol=rtol, atol=0)))
@@ -299,8 +269,7 @@ class NoneOf(Matcher):
 
     def _test(self, ins, st):
         for m in self.ms:
-            probe = MatchState()
-            probe._eval_cache = st._eval_cache
+            probe = MatchState(st.eval_cache)
             if m.test(ins, probe):
                 st.reason = f"{ins.name} matches excluded {m.desc}"
                 return False
@@ -428,11 +397,11 @@ def skip_broadcasts(m: Matcher) -> Matcher:
 
 
 _MOVED_TO_REWRITE = frozenset({"Rule", "rule", "find_matches", "near_misses", "matches", "repeat_while_changes",
-                               "recording", "stop_recording", "MatchRecord", "NearMiss"})
+                               "MatchRecord", "NearMiss", "PatternRewriter"})
 
 
 def __getattr__(name: str):
     if name in _MOVED_TO_REWRITE:  # the rule protocol moved; say where instead of a bare AttributeError
-        raise AttributeError(f"migx_explore.compiler.matcher.{name} moved to migx_explore.compiler.rewrite "
+        raise AttributeError(f"migx_explore.compiler.matcher.{name} moved to migx_explore.compiler.pattern_rewriter "
                              f"(one rule protocol: pattern, check -> reason or plan, rewrite)")
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

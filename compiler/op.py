@@ -44,16 +44,13 @@ import types
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from . import dtypes
 from .errors import AttributeError_, ShapeError, UnknownOpError
 from .shape import DynDim, Shape
-
-if TYPE_CHECKING:  # pragma: no cover
-    from .ir import Module
 
 ATTR_KINDS = ("int", "float", "bool", "str", "ints", "floats", "shape", "type", "any")
 TRAITS = frozenset({"pointwise", "commutative", "reduce", "view", "side_effect", "require_std_shape",
@@ -222,7 +219,10 @@ def _freeze(value: Any) -> Any:
     return value
 
 
-ShapeFn = Callable[["Op", list[Shape], list["Module"]], Shape]
+# A submodule an op takes (an ir.Module: a loop body, a fused pointwise body). op.py sits below ir
+# (ir builds its instructions from ops), so it names no IR class; shape functions use the Module API.
+Submodule = Any
+ShapeFn = Callable[["Op", list[Shape], list[Submodule]], Shape]
 # compute(op, args, out_shape, run_module) -> ndarray.  run_module(module, args) -> list[ndarray]
 ComputeFn = Callable[["Op", list[np.ndarray], Shape, Any], Any]
 NormalizeFn = Callable[["Op", list[Shape]], "Op"]
@@ -481,7 +481,7 @@ def make_op(name: str, /, **attrs: Any) -> Op:
     return Op(name, attrs)
 
 
-def compute_shape(op: Op, inputs: list[Shape], mods: Sequence[Module] = ()) -> Shape:
+def compute_shape(op: Op, inputs: list[Shape], mods: Sequence[Submodule] = ()) -> Shape:
     """Run an op's shape rule with argument-count checking and a uniform error message."""
     spec = op.spec
     n = spec.nargs

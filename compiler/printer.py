@@ -19,14 +19,26 @@ prints every value so that `parse(print(p, full=True))` reproduces the program e
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Iterator, Sequence
+from typing import Protocol
 
 import numpy as np
 
+from .instruction import Instruction
 from .op import format_float, format_op, format_value  # noqa: F401  (format_op, format_value: re-exported)
 
-if TYPE_CHECKING:  # pragma: no cover
-    from .ir import Instruction, Module, Program
+
+# What printing reads of a module and a program. ir.Module and ir.Program fit; they print through
+# this file (str(module)), so it sits below ir and names them by what it needs.
+class PrintableModule(Protocol):
+    name: str
+    bypass: bool
+
+    def __iter__(self) -> Iterator[Instruction]: ...
+
+
+class PrintableProgram(Protocol):
+    def get_modules(self) -> Sequence[PrintableModule]: ...
 
 ELIDE_OVER = 10
 
@@ -48,7 +60,7 @@ def format_literal(data: np.ndarray, full: bool) -> str:
 class Namer:
     """Variable names for one module, MIGraphX style."""
 
-    def __init__(self, module: Module):
+    def __init__(self, module: PrintableModule):
         prefix = "" if module.name == "main" else module.name + ":"
         self.names: dict[int, str] = {}
         for k, ins in enumerate(module):
@@ -76,7 +88,7 @@ def format_instruction(ins: Instruction, namer: Namer, full: bool = False, liter
     return f"{text} -> {ins.shape}"
 
 
-def print_module(module: Module, full: bool = False, literal_ref=None) -> str:
+def print_module(module: PrintableModule, full: bool = False, literal_ref=None) -> str:
     namer = Namer(module)
     lines = [f'module: "{module.name}"']
     if module.bypass:
@@ -85,7 +97,7 @@ def print_module(module: Module, full: bool = False, literal_ref=None) -> str:
     return "\n".join(lines) + "\n"
 
 
-def print_program(program: Program, full: bool = False, literal_ref=None) -> str:
+def print_program(program: PrintableProgram, full: bool = False, literal_ref=None) -> str:
     return "\n".join(print_module(m, full, literal_ref) for m in program.get_modules())
 
 

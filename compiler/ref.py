@@ -194,14 +194,6 @@ def eval_instruction(ins: Instruction) -> np.ndarray:
     return memo[ins.id]
 
 
-def random_inputs(program: Program, seed: int = 0) -> dict[str, np.ndarray]:
-    """Deterministic inputs for every parameter of main: floats in [-1, 1), small ints, and
-    indices / masks drawn to suit how the model uses them (compiler/inputs.py)."""
-    from .inputs import model_inputs
-
-    return model_inputs(program, seed)
-
-
 def with_buffer_params(program: Program, inputs: Mapping[str, Any]) -> dict[str, Any]:
     """`inputs` plus zeros for parameters a backend pass introduced (output buffers, the scratch
     arena), so a lowered program evaluates with the model's own inputs."""

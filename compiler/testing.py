@@ -17,10 +17,11 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from .inputs import random_inputs
 from .ir import Program
 from .parser import parse
 from .printer import print_program
-from .ref import evaluate, random_inputs
+from .ref import evaluate
 
 
 def _norm(text: str) -> str:

@@ -131,7 +131,7 @@ def time_program(compiled: CompiledProgram, modes: Sequence[str] = ("eager", "gr
                  iters: int = 100, inputs: Mapping[str, Any] | None = None, per_kernel: bool = True,
                  profile_iters: int = 20) -> TimingResult:
     """Median, p10 and p90 of device and host time per mode (see the module docstring)."""
-    from migx_explore.compiler.ref import random_inputs
+    from migx_explore.compiler.inputs import random_inputs
 
     feeds = dict(inputs) if inputs is not None else random_inputs(compiled.program, seed=0)
     feeds = {k: v for k, v in feeds.items() if k in compiled.inputs}

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from migx_explore.compiler.passes import PassRecord
 
 from .regions import Region, change_regions
-from .rewrites import RewriteRow, record_rewrites
+from .rewrite_summary import RewriteRow, record_rewrites
 from .scopes import ScopeTable
 from .stats import launch_count
 

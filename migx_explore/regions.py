@@ -1,6 +1,6 @@
 """Change regions: a pass's change split into connected pieces that can each be read on screen.
 
-A region is a set of rewrite instances (rewrites.py) joined through data edges: changed
+A region is a set of rewrite instances (rewrite_summary.py) joined through data edges: changed
 instructions that touch each other are one region; changes far apart are separate regions. Each
 region knows its scope (the common module path of what it holds), so the view can say "region 3
 of 41 · /model.8/m.0", expand the groups holding it and keep the rest collapsed.
@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from migx_explore.compiler.snapshot import ProgramSnapshot
 
-from .rewrites import RewriteRow
+from .rewrite_summary import RewriteRow
 from .scopes import common_scope
 
 # A region can be drawn legibly (labels >= 10 px at 1280x800) only when it has at most this many

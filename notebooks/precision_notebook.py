@@ -57,8 +57,8 @@ quantize / dequantize pair. Later, `simplify_qdq` (in `required`) turns dot-of-d
 into `quant_dot` with int32 accumulation.
 """),
         code("""
+from migx_explore.compiler.inputs import random_inputs
 from migx_explore.compiler.onnx import parse_onnx
-from migx_explore.compiler.ref import random_inputs
 from migx_explore.gpu.pipelines import CompileOptions, gpu_pipelines
 
 MODEL = gpu_models.transformer()  # batch 1, seq 128, dim 256, 4 heads

@@ -70,13 +70,14 @@ print(session.initial.text[:1200])
         md("""
 ## The rule
 
-A rule (`migx_explore.compiler.rewrite`) is a pattern, a `check` that returns a reason to refuse
+A rule (`migx_explore.compiler.pattern_rewriter`) is a pattern, a `check` that returns a reason to refuse
 (or a plan for the rewrite), and a rewrite. The matcher says *what* to look for; each condition is
 its own matcher, so a failure names the one that failed.
 """),
         code("""
 from migx_explore.compiler import matcher as mt
-from migx_explore.compiler import rewrite as rw
+from migx_explore.compiler import pattern_rewriter as rw
+from migx_explore.compiler.ref import eval_instruction
 
 
 def is_1x1(ins):
@@ -102,8 +103,8 @@ def check(module, r):
 
 
 def fuse(module, r):
-    w1 = np.asarray(r["w1"].eval(), np.float64)
-    w2 = np.asarray(r["w2"].eval(), np.float64)[:, :, 0, 0]
+    w1 = np.asarray(eval_instruction(r["w1"]), np.float64)
+    w2 = np.asarray(eval_instruction(r["w2"]), np.float64)[:, :, 0, 0]
     w = np.einsum("om,mc...->oc...", w2, w1).astype(np.float32)  # (out, mid) . (mid, in, kh, kw)
     first = r["first"]
     # In place: the 1x1 conv keeps its stable id (the diff shows it as changed) and becomes the

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from collections import Counter
 from pathlib import Path
@@ -39,8 +40,10 @@ def load_case_file(path: Path) -> dict:
 
 
 def summary() -> dict:
-    passes = {}
-    for path in sorted(CASES_DIR.glob("test_*.py")):
+    passes: dict[str, dict] = {}
+    # a long pass is written in parts (test_<pass>.py, test_<pass>_part2.py, ...): one row per pass
+    files = sorted(CASES_DIR.glob("test_*.py"), key=lambda p: (_pass_of(p), _part_of(p)))
+    for path in files:
         if path.stem == "test_publish":
             continue
         got = load_case_file(path)
@@ -48,12 +51,23 @@ def summary() -> dict:
         if not cases and not got["skipped"]:
             continue
         counts = Counter(c.status for c in cases)
-        passes[path.stem.removeprefix("test_")] = {
-            "source": got["source"], "cases": len(cases), **{s: counts.get(s, 0) for s in STATUSES},
-            "not_transcribed": len(got["skipped"]),
-            "diffs": [{"case": c.name, "reason": c.reason} for c in cases if c.status == "DIFF"],
-        }
+        row = passes.setdefault(_pass_of(path), {"source": got["source"], "cases": 0, **dict.fromkeys(STATUSES, 0),
+                                                 "not_transcribed": 0, "diffs": []})
+        row["cases"] += len(cases)
+        for s in STATUSES:
+            row[s] += counts.get(s, 0)
+        row["not_transcribed"] += len(got["skipped"])
+        row["diffs"] += [{"case": c.name, "reason": c.reason} for c in cases if c.status == "DIFF"]
     return {"migraphx_commit": MIGRAPHX_COMMIT, "passes": passes}
+
+
+def _pass_of(path: Path) -> str:
+    return re.sub(r"_part\d+$", "", path.stem.removeprefix("test_"))
+
+
+def _part_of(path: Path) -> int:
+    m = re.search(r"_part(\d+)$", path.stem)
+    return int(m.group(1)) if m else 1
 
 
 def render_markdown(data: dict) -> str:

@@ -1,6 +1,7 @@
 """Transcribe MIGraphX's own pass tests (test/*.cpp) into IR-text cases under tests/migraphx/.
 
     python scripts/transcribe_migraphx_tests.py MIGRAPHX_CHECKOUT [--pass simplify_algebra ...]
+    python scripts/transcribe_migraphx_tests.py --resplit     (re-lay existing files into parts)
 
 MIGRAPHX_CHECKOUT is a clone of ROCm/AMDMIGraphX (a work tree, or a bare git folder read at
 HEAD). Each TEST_CASE is read by scripts/migraphx_cpp.py, rebuilt with our IR builder and
@@ -226,19 +227,78 @@ def compact_literals(texts: list[str]) -> tuple[list[str], dict]:
     return [LITERAL_LINE.sub(sub, t) for t in texts], table
 
 
-def load_existing(path: Path) -> dict[str, object]:
-    if not path.is_file():
-        return {}
-    namespace: dict = {"__name__": f"_old_{path.stem}"}
-    # the case file imports `.conformance` as a test package; read it standalone here
-    exec(compile(path.read_text().replace("from .conformance import", "from conformance import"), str(path),
-                 "exec"), namespace)
-    return {c.name: c for c in namespace.get("CASES", [])}
+# A pass whose case file would pass this many lines is written in parts, cases in source order:
+# test_<pass>.py (with the NOT_TRANSCRIBED list), then test_<pass>_part2.py, ... so no module passes
+# the project's 600-line limit (tests/test_module_size.py).
+PART_LINES = 560
 
 
-def render_file(pass_name: str, source_rel: str, cases: list, skipped: list[tuple[str, str]]) -> str:
+def case_paths(out_dir: Path, pass_name: str) -> list[Path]:
+    """The case files of one pass that exist: test_<pass>.py, then its parts in order."""
+    parts = sorted(out_dir.glob(f"test_{pass_name}_part*.py"), key=lambda p: int(p.stem.rsplit("_part", 1)[1]))
+    return [p for p in [out_dir / f"test_{pass_name}.py", *parts] if p.is_file()]
+
+
+def load_existing(out_dir: Path, pass_name: str) -> tuple[dict[str, object], list[tuple[str, str]]]:
+    """The cases already written for a pass (by name, across its parts) and its NOT_TRANSCRIBED list."""
+    cases: dict[str, object] = {}
+    skipped: list[tuple[str, str]] = []
+    for path in case_paths(out_dir, pass_name):
+        namespace: dict = {"__name__": f"_old_{path.stem}"}
+        # the case file imports `.conformance` as a test package; read it standalone here
+        exec(compile(path.read_text().replace("from .conformance import", "from conformance import"), str(path),
+                     "exec"), namespace)
+        cases.update((c.name, c) for c in namespace.get("CASES", []))
+        skipped += namespace.get("NOT_TRANSCRIBED", [])
+    return cases, skipped
+
+
+def render_files(pass_name: str, source_rel: str, cases: list, skipped: list[tuple[str, str]]) -> dict[str, str]:
+    """File name -> text: one file, or parts of at most PART_LINES lines when the cases need more."""
+    entries = [_case_entry(c) for c in cases]
+    single = render_file(pass_name, source_rel, entries, skipped)
+    if single.count("\n") <= PART_LINES:
+        return {f"test_{pass_name}.py": single}
+    chunks: list[list[str]] = [[]]
+    used = render_file(pass_name, source_rel, [], skipped, part=(1, 2)).count("\n")
+    for e in entries:
+        size = e.count("\n") + 1
+        if chunks[-1] and used + size > PART_LINES:
+            chunks.append([])
+            used = render_file(pass_name, source_rel, [], [], part=(2, 2)).count("\n")
+        chunks[-1].append(e)
+        used += size
+    n = len(chunks)
+    return {(f"test_{pass_name}.py" if k == 1 else f"test_{pass_name}_part{k}.py"):
+            render_file(pass_name, source_rel, chunk, skipped if k == 1 else None, part=(k, n))
+            for k, chunk in enumerate(chunks, 1)}
+
+
+def _case_entry(c) -> str:
+    args = [repr(c.name), repr(c.passes), _block(c.before), _block(c.expected) if c.expected else "''"]
+    if c.status != "MATCH":
+        args.append(f"status={c.status!r}")
+    if c.reason:
+        args.append(f"reason={c.reason!r}")
+    if c.options:
+        args.append(f"options={c.options!r}")
+    if c.expected_count is not None:
+        args.append(f"expected_count={c.expected_count!r}")
+    if c.literals:
+        args.append(f"literals={c.literals!r}")
+    if c.checks:
+        args.append(f"checks={c.checks!r}")
+    return "    case(" + ",\n         ".join(args) + "),"
+
+
+def render_file(pass_name: str, source_rel: str, entries: list[str], skipped: list[tuple[str, str]] | None,
+                part: tuple[int, int] = (1, 1)) -> str:
+    """One case file. `part` (k, n): the k-th of n files of the pass; only the first lists the cases
+    not transcribed (`skipped` is None for the others)."""
+    k, n = part
+    where = f" (part {k} of {n})" if n > 1 else ""
     lines = [
-        f'"""MIGraphX conformance: {pass_name}, transcribed from ROCm/AMDMIGraphX {source_rel}.',
+        f'"""MIGraphX conformance: {pass_name}{where}, transcribed from ROCm/AMDMIGraphX {source_rel}.',
         "",
         "Generated by scripts/transcribe_migraphx_tests.py (statuses and DIFF reasons are kept on",
         "regeneration). Each case is MIGraphX's test program before and after its run_pass; the test",
@@ -248,47 +308,63 @@ def render_file(pass_name: str, source_rel: str, cases: list, skipped: list[tupl
         "",
         "import pytest",
         "",
-        "from .conformance import case, check" + ("" if cases else "  # noqa: F401 - no case transcribed yet"),
+        "from .conformance import case, check" + ("" if entries else "  # noqa: F401 - no case transcribed yet"),
         "",
         "CASES = [",
+        *entries,
+        "]",
     ]
-    for c in cases:
-        args = [repr(c.name), repr(c.passes), _block(c.before), _block(c.expected) if c.expected else "''"]
-        if c.status != "MATCH":
-            args.append(f"status={c.status!r}")
-        if c.reason:
-            args.append(f"reason={c.reason!r}")
-        if c.options:
-            args.append(f"options={c.options!r}")
-        if c.expected_count is not None:
-            args.append(f"expected_count={c.expected_count!r}")
-        if c.literals:
-            args.append(f"literals={c.literals!r}")
-        if c.checks:
-            args.append(f"checks={c.checks!r}")
-        lines.append("    case(" + ",\n         ".join(args) + "),")
-    lines.append("]")
-    lines.append("")
-    lines.append("# Not transcribed (the construct the reader stopped at):")
-    lines.append("NOT_TRANSCRIBED = [")
-    for name, why in skipped:
-        lines.append(f"    ({name!r}, {why[:110]!r}),")
-    lines.append("]")
+    if skipped is not None:
+        lines.append("")
+        lines.append("# Not transcribed (the construct the reader stopped at):")
+        lines.append("NOT_TRANSCRIBED = [")
+        for name, why in skipped:
+            lines.append(f"    ({name!r}, {why[:110]!r}),")
+        lines.append("]")
     lines += ["", "", '@pytest.mark.parametrize("c", CASES, ids=lambda c: c.name)',
               "def test_case(c):", "    check(c)", ""]
     return "\n".join(lines)
 
 
+def write_pass_files(out_dir: Path, pass_name: str, files: dict[str, str]) -> None:
+    """Write a pass's case files and drop parts left over from a longer earlier version."""
+    for path in case_paths(out_dir, pass_name):
+        if path.name not in files:
+            path.unlink()
+    for name, text in files.items():
+        (out_dir / name).write_text(text)
+
+
+def resplit(out_dir: Path) -> int:
+    """Rewrite every pass's case files from the cases they hold (no checkout needed): how the parts
+    are laid out changes, the cases do not."""
+    for pass_name, rel in FILES.items():
+        if not case_paths(out_dir, pass_name):
+            continue
+        cases, skipped = load_existing(out_dir, pass_name)
+        files = render_files(pass_name, rel, list(cases.values()), skipped)
+        write_pass_files(out_dir, pass_name, files)
+        print(f"{pass_name}: {len(cases)} cases in {len(files)} file(s)")
+    return 0
+
+
 def _block(text: str) -> str:
-    body = textwrap.indent(text.strip("\n"), " " * 8)
+    # dedent: a case read back from its file keeps the file's indentation
+    body = textwrap.indent(textwrap.dedent(text).strip("\n"), " " * 8)
     return '"""\n' + body + '\n        """'
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("checkout", type=Path)
+    ap.add_argument("checkout", type=Path, nargs="?")
     ap.add_argument("--pass", dest="passes", action="append", help="only these passes")
+    ap.add_argument("--resplit", action="store_true",
+                    help="only re-lay the existing case files into parts (PART_LINES); no checkout needed")
     args = ap.parse_args(argv)
+    if args.resplit:
+        return resplit(ROOT / "tests" / "migraphx")
+    if args.checkout is None:
+        ap.error("give MIGRAPHX_CHECKOUT (or --resplit)")
 
     import warnings
 
@@ -307,8 +383,7 @@ def main(argv: list[str] | None = None) -> int:
         if src is None:
             print(f"{pass_name}: {rel} not found", file=sys.stderr)
             continue
-        path = out_dir / f"test_{pass_name}.py"
-        old = load_existing(path)
+        old, _ = load_existing(out_dir, pass_name)
         try:  # the file's run_pass list, for a run_pass the function reader cannot follow
             passes = run_pass_list(src) or []
         except Unsupported:
@@ -344,7 +419,7 @@ def main(argv: list[str] | None = None) -> int:
                 cases.append(Case(cname, pass_spec, b["before"], b["expected"], status, reason, options, b["count"],
                                   literals, b.get("checks", ())))
                 total[status] += 1
-        path.write_text(render_file(pass_name, rel, cases, skipped))
+        write_pass_files(out_dir, pass_name, render_files(pass_name, rel, cases, skipped))
         counts = {s: sum(c.status == s for c in cases) for s in total}
         print(f"{pass_name}: {len(cases)} cases {counts}, {len(skipped)} not transcribed", flush=True)
     print(f"total: {total}")

@@ -2,42 +2,20 @@
 
 compiler imports neither gpu nor the explorer; gpu imports nothing of the explorer; widgets reach
 the GPU only through migx_explore.gpu_bridge (which loads it lazily); no file imports a private
-name of another; no import cycle among files. Imports under `if TYPE_CHECKING:` count for
-layering but not for cycles: they never run, and annotations naming a higher IR class
-(op -> Module) are how the core stays typed.
+name of another; no import cycle among files that run. The graph is tests/import_graph.py's;
+tests/test_import_cycles.py holds the stricter check (type-only and function-level imports count too).
 """
 
 from __future__ import annotations
 
 import ast
-from pathlib import Path
 
+import import_graph
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = {"compiler": "migx_explore.compiler", "gpu": "migx_explore.gpu", "migx_explore": "migx_explore"}
-FILES = {".".join([pkg, *p.relative_to(ROOT / d).with_suffix("").parts]).removesuffix(".__init__"): p
-         for d, pkg in PACKAGES.items() for p in (ROOT / d).rglob("*.py")}
-
-
-def _imports(mod: str, path: Path):
-    """(imported module, imported name, runs at import/call time, line) for every import in a file."""
-    tree = ast.parse(path.read_text())
-    typing_only = {id(n) for i in ast.walk(tree) if isinstance(i, ast.If) and "TYPE_CHECKING" in ast.unparse(i.test)
-                   for n in ast.walk(i)}
-    here = mod.split(".") if path.name == "__init__.py" else mod.split(".")[:-1]
-    for n in ast.walk(tree):
-        runs = id(n) not in typing_only
-        if isinstance(n, ast.Import):
-            yield from ((a.name, "", runs, n.lineno) for a in n.names)
-        elif isinstance(n, ast.ImportFrom):
-            base = ".".join(x for x in [".".join(here[:len(here) - n.level + 1]) if n.level else "", n.module] if x)
-            for a in n.names:  # `from pkg import mod` imports the module; `from mod import name`, a name
-                sub = f"{base}.{a.name}"
-                yield (sub, "", runs, n.lineno) if sub in FILES else (base, a.name, runs, n.lineno)
-
-
-IMPORTS = {m: [i for i in _imports(m, p) if i[0] in FILES] for m, p in FILES.items()}
+IMPORTS = import_graph.IMPORTS
+FILES = import_graph.FILES
+_where = import_graph.where
 
 
 def _in(mod: str, pkg: str) -> bool:
@@ -46,10 +24,6 @@ def _in(mod: str, pkg: str) -> bool:
 
 def _explorer(mod: str) -> bool:
     return _in(mod, "migx_explore") and not _in(mod, "migx_explore.compiler") and not _in(mod, "migx_explore.gpu")
-
-
-def _where(mod: str, line: int) -> str:
-    return f"{FILES[mod].relative_to(ROOT)}:{line}"
 
 
 RULES = {

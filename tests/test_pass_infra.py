@@ -11,7 +11,7 @@ import pytest
 
 from migx_explore.compiler import Op, parse
 from migx_explore.compiler import matcher as mt
-from migx_explore.compiler import rewrite as rw
+from migx_explore.compiler import pattern_rewriter as rw
 from migx_explore.compiler.passes import (
     FunctionPass,
     Pass,
@@ -213,11 +213,7 @@ def _mul_one_rule():
 def test_find_matches_applies_and_records():
     p = parse(MUL_CONST)
     records = []
-    tok = rw.recording(records)
-    try:
-        n = rw.find_matches(p.main, _mul_one_rule())
-    finally:
-        rw.stop_recording(tok)
+    n = rw.PatternRewriter(records).find_matches(p.main, _mul_one_rule())
     assert n == 1 and records[0].rule == "mul_one" and dict(records[0].bound)["one"] is not None
     relu = next(i for i in p.main if i.name == "relu")
     assert relu.inputs[0].is_param()
@@ -257,3 +253,19 @@ def test_numeric_config_uses_fixed_inputs():
     p = parse(SRC)
     a, b = make_numeric_config(p, seed=7), make_numeric_config(p, seed=7)
     np.testing.assert_array_equal(a.inputs["x"], b.inputs["x"])
+
+
+def test_each_pass_run_records_through_its_own_rewriter():
+    """The manager hands each run a rewriter recording into that run's record: a nested pass's
+    rule applications land on the child, not on the composite that ran it; a pass applied by hand
+    (no context) rewrites the same and records nothing anywhere."""
+    from migx_explore.compiler.passes import FunctionPass, as_pass, rewriter_of, run_passes
+
+    inner = as_pass(_mul_one_rule(), "mul_one_pass")
+    outer = FunctionPass(fn=lambda module, ctx: ctx.run_pass(inner), label="outer")
+    trace = run_passes(parse(MUL_CONST), [outer])
+    by_name = {r.name: r for r in trace.records}
+    assert [m.rule for m in by_name["mul_one_pass"].matches] == ["mul_one"]
+    assert by_name["outer"].matches == []
+    p = parse(MUL_CONST)
+    assert inner.apply_module(p.main, None) and rewriter_of(None).records is None

@@ -11,7 +11,8 @@ from migx_explore.compiler import Op, parse
 from migx_explore.compiler.ir import Replacement
 from migx_explore.compiler.matcher import name
 from migx_explore.compiler.passes import FunctionPass, run_passes
-from migx_explore.compiler.rewrite import find_matches, rule
+from migx_explore.compiler.pattern_rewriter import find_matches, rule
+from migx_explore.compiler.ref import evaluate
 
 SRC = """
 x = @param:x -> float_type, {4}, {1}
@@ -90,4 +91,4 @@ def test_cse_survivor_claims_the_duplicate():
     p = parse(CSE_SRC)
     reps = run_passes(p, [make_pass("eliminate_common_subexpression")]).records[0].replacements
     assert [(r.old, r.new) for r in reps] == [(2, 1)]
-    np.testing.assert_allclose(p.eval({"x": np.zeros(4, np.float32)})[0], 2.0)
+    np.testing.assert_allclose(evaluate(p, {"x": np.zeros(4, np.float32)})[0], 2.0)

@@ -22,6 +22,7 @@ from ..ir import Instruction, Module
 from ..limits import check_lens
 from ..op import Op
 from ..ops.views import common_dyn_dims
+from ..ref import eval_instruction
 from .tensors import to_array
 
 _MISSING = object()
@@ -209,7 +210,7 @@ class NodeContext:
         if not ins.shape.is_tuple and ins.shape.dyn_dims is None:
             self.check_size(ins.shape.lens, np.dtype(dtypes.np_dtype(ins.shape.type)).itemsize)
         try:
-            return np.asarray(ins.eval())
+            return np.asarray(eval_instruction(ins))
         except (EvalError, MigxError) as e:
             raise self.error(f"evaluating a constant input failed: {e}") from None
 

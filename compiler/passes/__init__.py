@@ -9,10 +9,20 @@ from __future__ import annotations
 import importlib
 import pkgutil
 
-from .base import FunctionPass, Pass, PassEntry, Pipeline, disabled, make_pass, pass_registry, pipeline
+from .base import (
+    FunctionPass,
+    Pass,
+    PassContext,
+    PassEntry,
+    Pipeline,
+    disabled,
+    make_pass,
+    pass_registry,
+    pipeline,
+    rewriter_of,
+)
 from .manager import (
     NumericConfig,
-    PassContext,
     PassFailed,
     PassManager,
     compare_outputs,
@@ -21,12 +31,12 @@ from .manager import (
     restore,
     run_passes,
 )
-from .rewrite import RewritePass, as_pass
+from .rule_pass import RewritePass, as_pass
 from .rules import OrderWarning, check_order
 from .spec import SpecError, build_pipelines, format_spec, parse_spec, spec_from_pipelines
 from .trace import NumericCheck, PassRecord, Trace, write_trace
 
-_INFRA = {"base", "manager", "rules", "spec", "trace"}
+_INFRA = {"base", "fusion_helpers", "manager", "rule_helpers", "rules", "spec", "trace"}
 
 
 def _load_pass_modules() -> None:
@@ -42,6 +52,6 @@ __all__ = [
     "FunctionPass", "NumericCheck", "NumericConfig", "OrderWarning", "Pass", "PassContext", "PassEntry",
     "PassFailed", "PassManager", "PassRecord", "Pipeline", "RewritePass", "SpecError", "Trace", "as_pass",
     "build_pipelines", "check_order", "compare_outputs", "disabled", "entry_paths", "format_spec",
-    "make_numeric_config", "make_pass",
+    "make_numeric_config", "make_pass", "rewriter_of",
     "parse_spec", "pass_registry", "pipeline", "restore", "run_passes", "spec_from_pipelines", "write_trace",
 ]

@@ -18,15 +18,53 @@ after it (MIGraphX's last eliminate_identity, after which not even DCE may run).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from ..pattern_rewriter import PatternRewriter
+
 if TYPE_CHECKING:  # pragma: no cover
     from ..ir import Module, Program
-    from .manager import PassContext
 
 _PASSES: dict[str, type[Pass]] = {}
+
+
+class PassContext:
+    """What a running pass may use besides its module: nested passes, module creation, the program,
+    and the rewriter to apply rules with (it records each application into the pass's trace
+    record). The pass manager makes one per run; `run_nested` runs a pass as a child of this one."""
+
+    def __init__(self, program: Program, module: Module | None, run_nested: Callable[[Pass], bool],
+                 rewriter: PatternRewriter):
+        self.program = program
+        self.module = module
+        self.rewriter = rewriter
+        self._run_nested = run_nested
+
+    def run_pass(self, p: Pass) -> bool:
+        """Run a nested pass (recorded as a child). Inside apply_module it runs on this module only."""
+        return self._run_nested(p)
+
+    def run_passes(self, passes: Iterable[Pass]) -> bool:
+        """Run nested passes in order (each recorded as a child); True if any changed the IR.
+        Composite passes (optimize_module, fuse_pointwise_reduce, ...) are built from this."""
+        changed = False
+        for p in passes:
+            changed = self.run_pass(p) or changed
+        return changed
+
+    def create_module(self, name: str) -> Module:
+        return self.program.create_module(name)
+
+    def unique_module_name(self, prefix: str) -> str:
+        return self.program.unique_module_name(prefix)
+
+
+def rewriter_of(ctx: PassContext | None) -> PatternRewriter:
+    """The rewriter a pass applies its rules with: the manager's (recording) one, or, for a pass
+    applied by hand with no context, one that records nothing."""
+    return ctx.rewriter if ctx is not None else PatternRewriter()
 
 
 @dataclass(frozen=True)

@@ -16,9 +16,9 @@ import numpy as np
 
 from .. import dtypes
 from ..matcher import arg, name, pred
-from ..rewrite import Rule, replace_value
-from .base import Pass
-from .rewrite import sweep
+from ..pattern_rewriter import Rule, replace_value
+from .base import Pass, rewriter_of
+from .rule_pass import sweep
 
 
 def _value_preserving(src: str, mid: str) -> bool:
@@ -79,5 +79,5 @@ class EliminateConvert(Pass):
         "truncation)")
 
     def apply_module(self, module, ctx) -> bool:
-        return sweep(module, RULES, with_dce=False)
+        return sweep(module, RULES, with_dce=False, rewriter=rewriter_of(ctx))
 

@@ -42,10 +42,10 @@ from typing import ClassVar
 from ..ir import Instruction, Module
 from ..matcher import MatchResult, name
 from ..op import Op
-from ..rewrite import Rule, find_matches
+from ..pattern_rewriter import Rule
 from ..shape import Shape
-from ._fusion_util import new_submodule, param_name
-from .base import Pass
+from .base import Pass, rewriter_of
+from .fusion_helpers import new_submodule, param_name
 
 ATTENTION_TAG = "attention"
 SOFTMAX_PARTS = ("reduce_max", "sub", "exp", "reduce_sum", "div")
@@ -312,4 +312,4 @@ class FuseAttention(Pass):
     max_head_dim: int = 0
 
     def apply_module(self, module: Module, ctx) -> bool:
-        return find_matches(module, FindAttention(self.max_head_dim)) > 0
+        return rewriter_of(ctx).find_matches(module, FindAttention(self.max_head_dim)) > 0

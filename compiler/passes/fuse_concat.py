@@ -24,9 +24,9 @@ from typing import ClassVar
 from ..ir import Instruction, Module
 from ..matcher import MatchResult, name
 from ..op import Op
-from ..rewrite import Rule, find_matches
-from ._fusion_util import copy_body, drop_if_unused, new_submodule, param_name, scalar_param_shape
-from .base import Pass
+from ..pattern_rewriter import Rule
+from .base import Pass, rewriter_of
+from .fusion_helpers import copy_body, drop_if_unused, new_submodule, param_name, scalar_param_shape
 
 
 def _noop_module(module: Module, x: Instruction) -> Module:
@@ -118,4 +118,4 @@ class FuseConcat(Pass):
     must_follow: ClassVar[tuple[str, ...]] = ("fuse_pointwise_reduce",)
 
     def apply_module(self, module: Module, ctx) -> bool:
-        return find_matches(module, ConcatPointwise()) > 0
+        return rewriter_of(ctx).find_matches(module, ConcatPointwise()) > 0

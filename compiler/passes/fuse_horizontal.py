@@ -24,9 +24,10 @@ import numpy as np
 
 from ..ir import Instruction, Module
 from ..op import Op
+from ..ref import eval_instruction
 from ..shape import Shape
-from ._fusion_util import depends_on, ensure_order
 from .base import Pass
+from .fusion_helpers import depends_on, ensure_order
 
 MIN_GROUP = 4  # MIGraphX gather_horizontal_fusion::min_group_size
 
@@ -44,7 +45,7 @@ def _key(g: Instruction) -> tuple | None:
 
 def _offset_index(module: Module, before: Instruction, ind: Instruction, rows: int, offset: int) -> Instruction:
     if ind.can_eval():
-        v = np.asarray(ind.eval()).astype(np.int64)
+        v = np.asarray(eval_instruction(ind)).astype(np.int64)
         v = np.where(v < 0, v + rows, v) + offset
         return module.add_literal(v.astype(ind.shape.dtype.np_dtype), Shape.of(ind.shape.type, ind.shape.lens))
     if offset == 0 and not ind.shape.dtype.is_signed:

@@ -21,7 +21,9 @@ from typing import ClassVar
 from ..ir import Instruction, Module
 from ..op import Op
 from ..shape import Shape
-from ._fusion_util import (
+from .base import Pass
+from .eliminate_identity import EliminateIdentity
+from .fusion_helpers import (
     BROADCASTS,
     copy_body,
     depends_on,
@@ -33,8 +35,6 @@ from ._fusion_util import (
     scalar_constant,
     scalar_param_shape,
 )
-from .base import Pass
-from .eliminate_identity import EliminateIdentity
 
 RESHAPES = ("reshape", "squeeze", "unsqueeze", "flatten")
 MAX_ROUNDS = 8  # MIGraphX's loop bound in fuse_pointwise::apply

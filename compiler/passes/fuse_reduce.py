@@ -17,10 +17,10 @@ from typing import ClassVar
 from ..ir import Instruction, Module
 from ..matcher import MatchResult, name
 from ..op import Op
-from ..rewrite import Rule, find_matches
+from ..pattern_rewriter import Rule
 from ..shape import Shape
-from ._fusion_util import BROADCASTS, copy_body, drop_if_unused, new_submodule, param_name
-from .base import Pass
+from .base import Pass, rewriter_of
+from .fusion_helpers import BROADCASTS, copy_body, drop_if_unused, new_submodule, param_name
 
 REDUCE_OPS = ("reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "reduce_prod", "reduce_any", "reduce_all")
 ARG_OPS = ("argmin", "argmax")  # wrapped too, with fused_reduce axes = {axis} (as MIGraphX)
@@ -175,7 +175,7 @@ class FuseReduce(Pass):
     def apply_module(self, module: Module, ctx) -> bool:
         changed = create_reduce_modules(module)
         for _ in range(SWEEPS):
-            if not find_matches(module, *RULES):
+            if not rewriter_of(ctx).find_matches(module, *RULES):
                 break
             changed = True
         return changed

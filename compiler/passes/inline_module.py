@@ -11,8 +11,9 @@ from typing import ClassVar
 import numpy as np
 
 from ..ir import Instruction, Module
-from ._fusion_util import copy_body
+from ..ref import eval_instruction
 from .base import Pass
+from .fusion_helpers import copy_body
 
 
 def inline_branch(module: Module, ins: Instruction, branch: Module) -> None:
@@ -39,7 +40,7 @@ class InlineModule(Pass):
         for ins in list(module):
             if ins.name != "if" or not ins.alive or not ins.inputs[0].can_eval():
                 continue
-            cond = bool(np.asarray(ins.inputs[0].eval()).reshape(-1)[0])
+            cond = bool(np.asarray(eval_instruction(ins.inputs[0])).reshape(-1)[0])
             with module.program.provenance([ins]):
                 inline_branch(module, ins, ins.module_inputs[0 if cond else 1])
             changed = True

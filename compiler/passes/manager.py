@@ -20,10 +20,10 @@ import numpy as np
 from ..errors import MigxError, ValidationError
 from ..inputs import REAL_INPUTS_HINT
 from ..ir import Module, Program
-from ..rewrite import recording, stop_recording
+from ..pattern_rewriter import PatternRewriter
 from ..snapshot import ProgramSnapshot, diff, snapshot, snapshot_module
 from ..verify import Tolerance, check_outputs, program_compute_type
-from .base import Pass, PassEntry, Pipeline
+from .base import Pass, PassContext, PassEntry, Pipeline
 from .trace import NumericCheck, PassRecord, Trace
 
 
@@ -57,34 +57,6 @@ class NumericConfig:
     @property
     def tolerance(self) -> Tolerance:
         return Tolerance(rms=self.rms, rtol=self.rtol, atol=self.atol)
-
-
-class PassContext:
-    """What a running pass may use besides its module: nested passes, module creation, program."""
-
-    def __init__(self, manager: PassManager, program: Program, record: PassRecord, module: Module | None):
-        self.manager = manager
-        self.program = program
-        self.record = record
-        self.module = module
-
-    def run_pass(self, p: Pass) -> bool:
-        """Run a nested pass (recorded as a child). Inside apply_module it runs on this module only."""
-        return self.manager._run(p, self.program, parent=self.record, scope=self.module)
-
-    def run_passes(self, passes) -> bool:
-        """Run nested passes in order (each recorded as a child); True if any changed the IR.
-        Composite passes (optimize_module, fuse_pointwise_reduce, ...) are built from this."""
-        changed = False
-        for p in passes:
-            changed = self.run_pass(p) or changed
-        return changed
-
-    def create_module(self, name: str) -> Module:
-        return self.program.create_module(name)
-
-    def unique_module_name(self, prefix: str) -> str:
-        return self.program.unique_module_name(prefix)
 
 
 class PassManager:
@@ -166,7 +138,6 @@ class PassManager:
         saved_epoch = program._epoch
         program.begin_epoch()
         outer_log, program.replacement_log = program.replacement_log, rec.replacements
-        token = recording(rec.matches)
         self._instrument_s += time.perf_counter() - t_start
         instr_at_start = self._instrument_s
         t0 = time.perf_counter()
@@ -177,11 +148,9 @@ class PassManager:
             rec.status = "failed"
             rec.reason = f"nested pass {e.record.path} failed"
             rec.time_s = time.perf_counter() - t0
-            stop_recording(token)
             raise
         except Exception as e:  # noqa: BLE001 - any failure inside a pass is reported with its name
             elapsed = time.perf_counter() - t0
-            stop_recording(token)
             msg = f"pass {rec.path} raised {type(e).__name__}: {e}"
             self._fail(program, rec, msg, before, elapsed, exc=e)
         finally:
@@ -190,7 +159,6 @@ class PassManager:
             if outer_log is not None:
                 outer_log.extend(rec.replacements)
         elapsed = time.perf_counter() - t0 - (self._instrument_s - instr_at_start)
-        stop_recording(token)
         t_after = time.perf_counter()
         # Unless the pass says it changed nothing, re-read every instruction: a buggy pass may have
         # mutated instructions without going through the Module API (so version counters lie). A
@@ -222,20 +190,28 @@ class PassManager:
         self._instrument_s += time.perf_counter() - t_after
         return rec.changed
 
+    def _context(self, program: Program, rec: PassRecord, module: Module | None) -> PassContext:
+        """What the pass recorded as `rec` gets: nested passes become children of `rec`, and its
+        rewriter records every rule application into `rec.matches`."""
+        def run_nested(p: Pass) -> bool:
+            return self._run(p, program, parent=rec, scope=module)
+
+        return PassContext(program, module, run_nested, PatternRewriter(rec.matches))
+
     def _apply(self, p: Pass, program: Program, rec: PassRecord, scope: Module | None) -> bool | None:
         if scope is not None:
             if p.walks_modules():
-                return p.apply_module(scope, PassContext(self, program, rec, scope))
-            return p.apply_program(program, PassContext(self, program, rec, None))
+                return p.apply_module(scope, self._context(program, rec, scope))
+            return p.apply_program(program, self._context(program, rec, None))
         results = []
         if p.walks_modules():
             # Submodules first, root last (MIGraphX's run_passes order); bypass modules skipped.
             for m in reversed(program.get_modules()):
                 if m.bypass or program.modules.get(m.name) is not m:
                     continue
-                results.append(p.apply_module(m, PassContext(self, program, rec, m)))
+                results.append(p.apply_module(m, self._context(program, rec, m)))
         if p.has_program_step():
-            results.append(p.apply_program(program, PassContext(self, program, rec, None)))
+            results.append(p.apply_program(program, self._context(program, rec, None)))
         if any(r is None for r in results):
             return None
         return any(results)

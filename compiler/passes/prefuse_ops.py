@@ -28,9 +28,10 @@ import numpy as np
 from ..ir import Instruction, Module
 from ..matcher import MatchResult, name
 from ..op import Op
-from ..rewrite import Rule, find_matches
-from ._fusion_util import BROADCASTS
-from .base import Pass
+from ..pattern_rewriter import Rule
+from ..ref import eval_instruction
+from .base import Pass, rewriter_of
+from .fusion_helpers import BROADCASTS
 
 
 def _unbroadcast(x: Instruction) -> Instruction:
@@ -42,7 +43,7 @@ def _unbroadcast(x: Instruction) -> Instruction:
 def _const(x: Instruction) -> float | None:
     if not x.can_eval():
         return None
-    v = np.asarray(x.eval(), np.float64).reshape(-1)
+    v = np.asarray(eval_instruction(x), np.float64).reshape(-1)
     return float(v[0]) if v.size and np.all(v == v[0]) else None
 
 
@@ -160,10 +161,10 @@ class PrefuseOps(Pass):
         if not self.enable_layernorm_fusion:
             return False
         # MIGraphX: find_matches per finder with DCE in between.
-        changed = find_matches(module, FindLayernorm()) > 0
+        changed = rewriter_of(ctx).find_matches(module, FindLayernorm()) > 0
         if changed:
             _dce(module)
-        if find_matches(module, FindAddLayernorm()) > 0:
+        if rewriter_of(ctx).find_matches(module, FindAddLayernorm()) > 0:
             _dce(module)
             changed = True
         return changed

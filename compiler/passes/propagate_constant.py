@@ -20,6 +20,7 @@ import numpy as np
 
 from ..ir import Instruction, Literal, Module
 from ..op import Op
+from ..ref import eval_instruction
 from ..shape import Shape
 from .base import Pass
 
@@ -61,7 +62,7 @@ class PropagateConstant(Pass):
                 if self._foldable(i, cache):
                     roots[i.id] = i
         for ins in roots.values():
-            data = np.asarray(ins.eval())
+            data = np.asarray(eval_instruction(ins))
             lit = Literal(data, Shape.of(ins.shape.type, ins.shape.lens))
             with module.program.provenance([ins]):
                 new = module.add_literal(lit)

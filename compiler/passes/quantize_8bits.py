@@ -30,9 +30,9 @@ from .. import dtypes
 from ..errors import MigxError
 from ..ir import Program
 from ..op import Op
-from ._rewrite_util import broadcast_literal
 from .base import Pass
 from .capture_arguments import QUANTIZABLE_TYPES
+from .rule_helpers import broadcast_literal
 
 # Largest magnitude of each 8-bit target (MIGraphX's type_ranges).
 QUANT_RANGES = {"int8": 127.0, "float8e4m3fn": 448.0}
@@ -86,7 +86,8 @@ class QuantizeEightBits(Pass):
 
 def calibrate(program: Program, feeds: Sequence[Mapping[str, Any]]) -> dict[int, float]:
     """Largest |value| each capture probe sees over the feeds (seeded random inputs if none)."""
-    from ..ref import evaluate, random_inputs
+    from ..inputs import random_inputs
+    from ..ref import evaluate
 
     if not feeds:
         warnings.warn("quantize_8bits: no calibration data given; calibrating on seeded random inputs "

@@ -13,10 +13,10 @@ from typing import ClassVar
 from ..ir import Instruction
 from ..matcher import arg, is_constant, name
 from ..op import Op
-from ..rewrite import Rule, replace_with_op
-from ._rewrite_util import all_static
-from .base import Pass
-from .rewrite import sweep
+from ..pattern_rewriter import Rule, replace_with_op
+from .base import Pass, rewriter_of
+from .rule_helpers import all_static
+from .rule_pass import sweep
 
 
 def is_conv_1x1(ins: Instruction) -> str | None:
@@ -72,4 +72,4 @@ class RewriteDot(Pass):
     name: ClassVar[str] = "rewrite_dot"
 
     def apply_module(self, module, ctx) -> bool:
-        return sweep(module, [Conv1x1ToDot()], with_dce=False)
+        return sweep(module, [Conv1x1ToDot()], with_dce=False, rewriter=rewriter_of(ctx))

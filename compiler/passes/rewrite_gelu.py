@@ -28,16 +28,17 @@ import numpy as np
 from ..ir import Instruction
 from ..matcher import name
 from ..op import Op
-from ..rewrite import Rule, replace_with_op
-from ._rewrite_util import broadcast_scalar
-from .base import Pass
-from .rewrite import sweep
+from ..pattern_rewriter import Rule, replace_with_op
+from ..ref import eval_instruction
+from .base import Pass, rewriter_of
+from .rule_helpers import broadcast_scalar
+from .rule_pass import sweep
 
 
 def _is(ins: Instruction, value: float) -> bool:
     if not ins.can_eval():
         return False
-    v = np.asarray(ins.eval(), np.float64)
+    v = np.asarray(eval_instruction(ins), np.float64)
     return v.size > 0 and bool(np.allclose(v, value, rtol=1e-3, atol=0))
 
 
@@ -164,4 +165,5 @@ class RewriteGelu(Pass):
     fast_math: bool = True
 
     def apply_module(self, module, ctx) -> bool:
-        return sweep(module, [GELU_ERF if self.fast_math else TANH_FAST_GELU], with_dce=False)
+        rule = GELU_ERF if self.fast_math else TANH_FAST_GELU
+        return sweep(module, [rule], with_dce=False, rewriter=rewriter_of(ctx))

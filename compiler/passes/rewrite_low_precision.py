@@ -7,9 +7,9 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from ..matcher import any_, any_of, arg, has_value, is_constant, name, pred
-from ..rewrite import row, to
-from .base import Pass
-from .rewrite import sweep
+from ..pattern_rewriter import row, to
+from .base import Pass, rewriter_of
+from .rule_pass import sweep
 
 _x = any_().bind("x")
 _square = any_of(name("pow")(arg(0)(_x), arg(1)(has_value(2.0))),
@@ -31,4 +31,4 @@ class RewriteLowPrecision(Pass):
     name: ClassVar[str] = "rewrite_low_precision"
 
     def apply_module(self, module, ctx) -> bool:
-        return sweep(module, [POW2_DIV], with_dce=False)
+        return sweep(module, [POW2_DIV], with_dce=False, rewriter=rewriter_of(ctx))

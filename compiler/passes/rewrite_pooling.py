@@ -20,11 +20,11 @@ import numpy as np
 from ..matcher import name
 from ..op import Op
 from ..ops.nn import pool_params
-from ..rewrite import Rule, replace_value, replace_with_op
-from ._rewrite_util import all_static, broadcast_scalar
-from .base import Pass
+from ..pattern_rewriter import Rule, replace_value, replace_with_op
+from .base import Pass, rewriter_of
 from .eliminate_pad import LOWEST
-from .rewrite import sweep
+from .rule_helpers import all_static, broadcast_scalar
+from .rule_pass import sweep
 
 
 class PoolingToReduce(Rule):
@@ -125,5 +125,5 @@ class RewritePooling(Pass):
 
     def apply_module(self, module, ctx) -> bool:
         rules = [PoolingToReduce(), DilatedPooling()] + ([LrnToPooling()] if self.rewrite_lrn else [])
-        return sweep(module, rules, with_dce=False)
+        return sweep(module, rules, with_dce=False, rewriter=rewriter_of(ctx))
 

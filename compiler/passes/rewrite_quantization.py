@@ -14,8 +14,8 @@ from .. import dtypes
 from ..ir import Instruction, Module
 from ..op import Op
 from ..ops.nn_extra import FP8_TYPES
-from ._rewrite_util import broadcast_literal
 from .base import Pass
+from .rule_helpers import broadcast_literal
 
 
 def lower_quantizelinear(module: Module, ins: Instruction) -> None:

@@ -28,13 +28,13 @@ from ..ir import Instruction, Module
 from ..matcher import any_, any_of, arg, args, either_arg, has_value, name, skip_broadcasts
 from ..op import Op
 from ..ops.common import norm_axis
-from ..rewrite import Rule, replace_value, replace_with_op, row, to
-from ._rewrite_util import broadcast_scalar, is_integral
-from .base import Pass
+from ..pattern_rewriter import Rule, replace_value, replace_with_op, row, to
+from .base import Pass, rewriter_of
 from .dead_code_elimination import DeadCodeElimination
 from .eliminate_common_subexpression import EliminateCommonSubexpression
 from .eliminate_convert import EliminateConvert
-from .rewrite import sweep
+from .rule_helpers import broadcast_scalar, is_integral
+from .rule_pass import sweep
 from .simplify_reshapes import SimplifyReshapes
 
 LOGSOFTMAX = row(
@@ -192,11 +192,13 @@ class RewriteReduce(Pass):
     fp32_softmax: bool = True
 
     def apply_module(self, module, ctx) -> bool:
-        changed = sweep(module, [LOGSOFTMAX], with_dce=False)
-        changed = sweep(module, [Softmax(self.fp32_softmax), REDUCE_MEAN_VARIANCE], with_dce=False) or changed
+        rewriter = rewriter_of(ctx)
+        changed = sweep(module, [LOGSOFTMAX], with_dce=False, rewriter=rewriter)
+        changed = sweep(module, [Softmax(self.fp32_softmax), REDUCE_MEAN_VARIANCE], with_dce=False,
+                        rewriter=rewriter) or changed
         if self.fp32_softmax:
             changed = ctx.run_passes((EliminateConvert(), DeadCodeElimination(),
                                       EliminateCommonSubexpression())) or changed
-        changed = sweep(module, [ReduceMean()], with_dce=False) or changed
+        changed = sweep(module, [ReduceMean()], with_dce=False, rewriter=rewriter) or changed
         return ctx.run_pass(SimplifyReshapes()) or changed
 

@@ -24,11 +24,11 @@ import numpy as np
 from .. import dtypes
 from ..matcher import name
 from ..op import Op
-from ..rewrite import Rule, replace_value
+from ..pattern_rewriter import Rule, replace_value
 from ..shape import Shape
-from ._rewrite_util import all_static
-from .base import Pass
-from .rewrite import sweep
+from .base import Pass, rewriter_of
+from .rule_helpers import all_static
+from .rule_pass import sweep
 
 
 def axis_matrix(op: Op, n_in: int, n_out: int, scale: float, roi: tuple[float, float]) -> np.ndarray:
@@ -113,4 +113,4 @@ class RewriteResize(Pass):
     affine_only: bool = False
 
     def apply_module(self, module, ctx) -> bool:
-        return sweep(module, [ResizeToGather(self.affine_only)], with_dce=False)
+        return sweep(module, [ResizeToGather(self.affine_only)], with_dce=False, rewriter=rewriter_of(ctx))

@@ -23,9 +23,10 @@ from ..ir import Instruction, Module
 from ..matcher import any_of, name
 from ..op import Op
 from ..ops.rnn import DEFAULT_ACTIVATIONS, activations, directions
-from ..rewrite import Rule, replace_value
-from .base import Pass
-from .rewrite import sweep
+from ..pattern_rewriter import Rule, replace_value
+from ..ref import eval_instruction
+from .base import Pass, rewriter_of
+from .rule_pass import sweep
 
 RNN_OPS = ("rnn", "gru", "lstm")
 
@@ -112,7 +113,7 @@ def _cell(b: _Builder, op: Op, xw: Instruction, h: Instruction, c: Instruction |
 
 def _lengths(ins: Instruction) -> np.ndarray | None:
     lens = ins.inputs[4]
-    return np.asarray(lens.eval()).reshape(-1) if lens.can_eval() else None
+    return np.asarray(eval_instruction(lens)).reshape(-1) if lens.can_eval() else None
 
 
 class UnrollRecurrent(Rule):
@@ -187,4 +188,4 @@ class RewriteRnn(Pass):
                            "`where` (forward directions only)")
 
     def apply_module(self, module: Module, ctx) -> bool:
-        return sweep(module, [UnrollRecurrent()])
+        return sweep(module, [UnrollRecurrent()], rewriter=rewriter_of(ctx))

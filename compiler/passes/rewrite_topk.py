@@ -20,10 +20,10 @@ import numpy as np
 from ..matcher import name, pred
 from ..op import Op
 from ..ops.common import norm_axis
-from ..rewrite import Rule, replace_value, replace_with_op
-from ._rewrite_util import static
-from .base import Pass
-from .rewrite import sweep
+from ..pattern_rewriter import Rule, replace_value, replace_with_op
+from .base import Pass, rewriter_of
+from .rule_helpers import static
+from .rule_pass import sweep
 
 
 def split_dim(r: int, min_size: int) -> tuple[int, int]:
@@ -110,4 +110,4 @@ class RewriteTopk(Pass):
     split_threshold: int = 8192
 
     def apply_module(self, module, ctx) -> bool:
-        return sweep(module, [LargeTopk(self.split_threshold)], with_dce=False)
+        return sweep(module, [LargeTopk(self.split_threshold)], with_dce=False, rewriter=rewriter_of(ctx))

@@ -8,8 +8,8 @@ from typing import ClassVar
 
 from ..ir import Instruction, Module
 from ..op import Op
-from ._fusion_util import depends_on, drop_if_unused, new_submodule, param_name
 from .base import Pass
+from .fusion_helpers import depends_on, drop_if_unused, new_submodule, param_name
 
 
 def reduce_size(ins: Instruction) -> int:

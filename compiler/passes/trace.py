@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..ir import Replacement
-from ..rewrite import MatchRecord
+from ..pattern_rewriter import MatchRecord
 from ..snapshot import ProgramSnapshot, SnapshotDiff
 
 

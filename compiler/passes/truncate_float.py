@@ -39,6 +39,7 @@ from .. import dtypes
 from ..errors import MigxError
 from ..ir import Module
 from ..op import Op
+from ..ref import eval_instruction
 from .base import Pass
 
 LOW_FLOAT_TYPES = ("float16", "bfloat16")
@@ -56,7 +57,7 @@ def _is_square(ins) -> bool:
         return True
     if ins.name != "pow" or not ins.inputs[1].can_eval():
         return False
-    e = np.asarray(ins.inputs[1].eval(), np.float64)
+    e = np.asarray(eval_instruction(ins.inputs[1]), np.float64)
     return e.size > 0 and bool(np.all(e == 2))
 
 

@@ -10,6 +10,7 @@ import numpy as np
 from migx_explore.compiler.ir import Instruction, Module
 from migx_explore.compiler.op import compute_shape
 from migx_explore.compiler.passes import Pass
+from migx_explore.compiler.ref import eval_instruction
 
 from ..blas_plan import QUANT_ALIGN, plan_gemm, quant_blas_refusal
 from ..ops import WRAPPING_OPS, split_inputs
@@ -80,7 +81,7 @@ class EliminateContiguous(Pass):
                 changed = True
             elif ins.name == "contiguous" and src.can_eval():
                 # a copy that must stay, of a constant: MIGraphX stores it copied, as a literal
-                lit = module.add_literal(np.ascontiguousarray(ins.eval()), ins.shape)
+                lit = module.add_literal(np.ascontiguousarray(eval_instruction(ins)), ins.shape)
                 module.replace_all_uses(ins, lit)
                 module.remove_instruction(ins)
                 changed = True

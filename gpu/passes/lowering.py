@@ -33,12 +33,13 @@ from migx_explore.compiler.ir import Instruction, Module
 from migx_explore.compiler.op import Op
 from migx_explore.compiler.ops.nn import conv_params
 from migx_explore.compiler.passes import Pass
+from migx_explore.compiler.ref import eval_instruction
 from migx_explore.compiler.shape import Shape
 
 from ..blas_plan import plan_gemm, quant_blas_refusal
 from ..codegen import kernel_family
 from ..ops import op_text
-from ._entry_convert import converted_source, narrowing_epilogue, widened_constant
+from .entry_convert import converted_source, narrowing_epilogue, widened_constant
 
 SMALL_CONV_TAPS = 32  # C/group x kernel taps at or under which a direct kernel beats im2col + GEMM
 _KEEP = ("get_tuple_elem", "identity")
@@ -291,7 +292,7 @@ def widened(m: Module, before: Instruction, x: Instruction) -> Instruction:
     if x.shape.type not in ("int8", "uint8", "float8e4m3fn"):
         return x
     if x.can_eval():
-        return m.add_literal(np.asarray(x.eval()).astype(np.float16))
+        return m.add_literal(np.asarray(eval_instruction(x)).astype(np.float16))
     return precompile(m, before, Op("convert", target_type="float16"), [x], Shape("float16", list(x.shape.lens)))
 
 
@@ -321,7 +322,7 @@ def _transposed_copy(m: Module, before: Instruction, b: Instruction) -> Instruct
     folded into a new literal when b is constant (weights), else one copy kernel."""
     perm = list(range(b.shape.ndim - 2)) + [b.shape.ndim - 1, b.shape.ndim - 2]
     if b.can_eval():
-        lit = m.add_literal(np.ascontiguousarray(np.transpose(np.asarray(b.eval()), perm)))
+        lit = m.add_literal(np.ascontiguousarray(np.transpose(np.asarray(eval_instruction(b)), perm)))
         return view(m, before, "transpose", lit, permutation=perm)
     t = make_standard(m, before, view(m, before, "transpose", b, permutation=perm))
     return view(m, before, "transpose", t, permutation=perm)

@@ -78,7 +78,8 @@ def _run_and_check(program, feed=None) -> int:
     on `feed` (default: random inputs that respect the model)."""
     import numpy as np
 
-    from migx_explore.compiler.ref import evaluate, random_inputs, with_buffer_params
+    from migx_explore.compiler.inputs import random_inputs
+    from migx_explore.compiler.ref import evaluate, with_buffer_params
     from migx_explore.compiler.snapshot import snapshot
 
     from ..gpu_bridge import compile_snapshot

@@ -68,7 +68,7 @@ def evaluate_on(program, feed: dict[str, Any], target: str, mode: str, options: 
 
 
 def run(args: argparse.Namespace) -> int:
-    from migx_explore.compiler.ref import random_inputs
+    from migx_explore.compiler.inputs import random_inputs
 
     from ..loading import load_program
 

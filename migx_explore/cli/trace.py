@@ -8,7 +8,7 @@ import sys
 from migx_explore.compiler.passes import write_trace
 
 from ..outputs import TRACE_MARKER, check_output_folder, replaced_folder
-from ..rewrites import index_rewrites
+from ..rewrite_summary import index_rewrites
 from ..stats import launch_count
 from ._inputs import add_inputs_argument, load_program_and_feed
 from ._pipeline_args import add_pipeline_arguments, make_session

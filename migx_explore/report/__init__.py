@@ -73,7 +73,7 @@ def build_report(session: Session, *, graphs: bool = True, gpu: bool = False, co
     final program and its waterfall (raises GpuUnavailable, saying why, where no GPU is usable).
     files: record index -> file names beside the report to link (trace's index.html). max_bytes:
     the size the page aims to stay under (None: no limit)."""
-    from ..rewrites import record_rewrites
+    from ..rewrite_summary import record_rewrites
     from . import collect
     from .graphs import pass_blobs
     from .page import page_html

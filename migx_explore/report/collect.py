@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from migx_explore.compiler.passes.trace import jsonable
 from migx_explore.compiler.snapshot import ProgramSnapshot
 
-from ..rewrites import RewriteRow
+from ..rewrite_summary import RewriteRow
 from ..stats import launch_count, op_histogram
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -43,7 +43,7 @@ def op_delta(before: Counter, after: Counter, top: int = 12) -> list[list[Any]]:
 
 
 def rewrite_rows(rows: list[RewriteRow]) -> list[dict[str, Any]]:
-    """The rewrite summary of a pass (migx_explore.rewrites) as the page lists it: a label such as
+    """The rewrite summary of a pass (migx_explore.rewrite_summary) as the page lists it: a label such as
     `{add, sigmoid, mul} → pointwise × 57`, its kind and count (the instances' ids travel in the
     pass's blob, for stepping through them in the graph)."""
     return [{"label": r.label, "kind": r.kind, "count": r.count} for r in rows]

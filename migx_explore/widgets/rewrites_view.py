@@ -1,4 +1,4 @@
-"""The rewrite-summary pane and the change-region bar (thin ipywidgets glue over rewrites.py and
+"""The rewrite-summary pane and the change-region bar (thin ipywidgets glue over rewrite_summary.py and
 regions.py).
 
 RewritesPanel: one clickable row per rewrite (`{add, sigmoid, mul} → pointwise × 88`); a click
@@ -12,7 +12,7 @@ import html
 from collections.abc import Callable, Sequence
 
 from ..regions import Region
-from ..rewrites import RewriteRow
+from ..rewrite_summary import RewriteRow
 from ._common import ErrorBox, widgets
 
 MAX_ROWS = 40  # rows shown as buttons; the rest are summed up in one line

@@ -106,7 +106,7 @@ def test_new_meaning_values_are_not_compared_with_their_origin():
 def test_rule_names_are_reported_for_rule_rewrites():
     from migx_explore.compiler import Op
     from migx_explore.compiler.matcher import name
-    from migx_explore.compiler.rewrite import rule
+    from migx_explore.compiler.pattern_rewriter import rule
 
     def bad_apply(module, r):  # "exp(x) -> x + 1" as if it were exact
         one = module.add_literal(__import__("numpy").ones(r.root.shape.lens, "float32"))

@@ -11,7 +11,8 @@ import pytest
 
 from migx_explore import models
 from migx_explore.cli import main as cli
-from migx_explore.compiler.ref import evaluate, random_inputs, with_buffer_params
+from migx_explore.compiler.inputs import random_inputs
+from migx_explore.compiler.ref import evaluate, with_buffer_params
 from migx_explore.compiler.serialize import load_program_file
 from migx_explore.portable import compile_until
 

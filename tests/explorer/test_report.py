@@ -64,7 +64,7 @@ def test_numeric_check_and_rewrite_summary_per_pass(mlp_report):
             assert row["numeric"]["text"] == rec.numeric.describe()
         elif not rec.changed:
             assert row["numeric"]["state"] == "unchanged"
-    # the rows are pass_changes.rewrites' (migx_explore.rewrites), labels as the explorer shows them
+    # the rows are pass_changes.rewrites' (migx_explore.rewrite_summary), labels as the explorer shows them
     for path in ("optimize_rewrite.optimize_module", "fusion.fuse_pointwise_reduce"):
         assert [r["label"] for r in rows[path]["rewrites"]] == [r.label for r in pass_changes.rewrites(s, path)]
     assert any("→" in r["label"] for r in rows["fusion.fuse_pointwise_reduce"]["rewrites"])

@@ -96,7 +96,7 @@ def test_feed_key_errors(exports, tmp_path):
 
 def test_builtin_model_with_inputs(tmp_path, capsys):
     from migx_explore import models
-    from migx_explore.compiler.ref import random_inputs
+    from migx_explore.compiler.inputs import random_inputs
 
     feed = random_inputs(models.load("mlp"), seed=4)
     np.savez(tmp_path / "mlp.npz", **feed)
@@ -125,7 +125,7 @@ def test_shape_like_inputs_need_real_values(tmp_path):
 
 def test_waterfall_and_compile_take_inputs(tmp_path, capsys):
     from migx_explore import models
-    from migx_explore.compiler.ref import random_inputs
+    from migx_explore.compiler.inputs import random_inputs
 
     feed = tmp_path / "mlp.npz"
     np.savez(feed, **random_inputs(models.load("mlp"), seed=2))

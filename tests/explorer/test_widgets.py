@@ -9,7 +9,7 @@ from ir_samples import CHAIN
 from migx_explore import gpu_bridge, pass_changes
 from migx_explore.compiler import Op
 from migx_explore.compiler import matcher as mt
-from migx_explore.compiler import rewrite as rw
+from migx_explore.compiler import pattern_rewriter as rw
 from migx_explore.session import Session, SessionError
 from migx_explore.widgets import content, queries
 

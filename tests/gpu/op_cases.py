@@ -327,7 +327,7 @@ CASES.update({
 
 
 def inputs_for(name: str, program: Program, seed: int = 0) -> dict[str, np.ndarray]:
-    from migx_explore.compiler.ref import random_inputs
+    from migx_explore.compiler.inputs import random_inputs
 
     feeds = random_inputs(program, seed)
     op_name = name.split("_", 1)[-1]

@@ -10,8 +10,8 @@ import pytest
 from gallery_models import MODELS
 
 from migx_explore.compiler import evaluate
+from migx_explore.compiler.inputs import random_inputs
 from migx_explore.compiler.onnx import parse_onnx
-from migx_explore.compiler.ref import random_inputs
 from migx_explore.gpu import compile_program
 
 # Ops that stay host steps, per model (each op declares why in its spec).

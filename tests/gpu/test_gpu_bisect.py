@@ -7,7 +7,7 @@ import pytest
 
 from migx_explore import models
 from migx_explore.bisect import first_gpu_divergence
-from migx_explore.compiler.ref import random_inputs
+from migx_explore.compiler.inputs import random_inputs
 from migx_explore.gpu.executor import CompiledProgram
 from migx_explore.gpu.runtime.fake import FakeBackend
 from migx_explore.session import Session

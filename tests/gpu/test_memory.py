@@ -8,7 +8,7 @@ import pytest
 
 from migx_explore import models
 from migx_explore.compiler import evaluate
-from migx_explore.compiler.ref import random_inputs
+from migx_explore.compiler.inputs import random_inputs
 from migx_explore.gpu import compile_program
 from migx_explore.gpu.ops import output_buffers
 from migx_explore.gpu.passes.memory_coloring import assign_offsets, live_intervals

@@ -13,7 +13,7 @@ import pytest
 from migx_explore import models
 from migx_explore.compiler import evaluate
 from migx_explore.compiler.discontinuous import has_discontinuous_ops
-from migx_explore.compiler.ref import random_inputs
+from migx_explore.compiler.inputs import random_inputs
 from migx_explore.gpu import compile_program
 from migx_explore.gpu.runtime.base import GpuError
 

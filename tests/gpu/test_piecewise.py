@@ -10,8 +10,8 @@ import pytest
 
 from migx_explore import gpu, models
 from migx_explore.compiler import Program, Shape, evaluate, make_op
+from migx_explore.compiler.inputs import random_inputs
 from migx_explore.compiler.op import _REGISTRY, GpuCode, defop
-from migx_explore.compiler.ref import random_inputs
 from migx_explore.gpu.runtime.base import GpuError
 from migx_explore.gpu.timing import time_program
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from migx_explore.compiler.parser import parse
 from migx_explore.compiler.passes.eliminate_convert import EliminateConvert, NestedConvert
-from migx_explore.compiler.rewrite import near_misses
+from migx_explore.compiler.pattern_rewriter import near_misses
 from migx_explore.compiler.testing import check_pass
 
 

@@ -10,7 +10,7 @@ from migx_explore.compiler import evaluate, parse
 from migx_explore.compiler.onnx import parse_onnx
 from migx_explore.compiler.passes import make_pass, run_passes
 from migx_explore.compiler.passes.fuse_attention import FindAttention
-from migx_explore.compiler.rewrite import near_misses
+from migx_explore.compiler.pattern_rewriter import near_misses
 from migx_explore.compiler.testing import assert_same_outputs, check_pass
 
 FA, DCE = make_pass("fuse_attention"), make_pass("dead_code_elimination")

@@ -13,7 +13,7 @@ from migx_explore.compiler import evaluate, parse
 from migx_explore.compiler.onnx import parse_onnx
 from migx_explore.compiler.passes import PassManager, make_pass
 from migx_explore.compiler.passes.fuse_attention import FindAttention
-from migx_explore.compiler.rewrite import near_misses
+from migx_explore.compiler.pattern_rewriter import near_misses
 from migx_explore.compiler.testing import check_pass
 from tests.attention_exports import KINDS, sdpa_attention, sdpa_feeds
 

@@ -8,7 +8,7 @@ import pytest
 
 from migx_explore.compiler.parser import parse
 from migx_explore.compiler.passes.rewrite_gelu import GELU_ERF, RewriteGelu
-from migx_explore.compiler.rewrite import near_misses
+from migx_explore.compiler.pattern_rewriter import near_misses
 from migx_explore.compiler.testing import assert_same_outputs, run_on_text
 
 

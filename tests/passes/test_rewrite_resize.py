@@ -9,7 +9,7 @@ from migx_explore.compiler.op import Op, registered_ops
 from migx_explore.compiler.passes import run_passes
 from migx_explore.compiler.passes.dead_code_elimination import DeadCodeElimination
 from migx_explore.compiler.passes.rewrite_resize import ResizeToGather, RewriteResize
-from migx_explore.compiler.rewrite import near_misses
+from migx_explore.compiler.pattern_rewriter import near_misses
 from migx_explore.compiler.shape import Shape
 from migx_explore.compiler.testing import assert_same_outputs
 

@@ -11,8 +11,8 @@ from migx_explore.compiler.ir import Program
 from migx_explore.compiler.op import Op
 from migx_explore.compiler.passes import make_pass, run_passes
 from migx_explore.compiler.passes.rewrite_rnn import UnrollRecurrent
+from migx_explore.compiler.pattern_rewriter import near_misses
 from migx_explore.compiler.ref import evaluate
-from migx_explore.compiler.rewrite import near_misses
 from migx_explore.compiler.shape import Shape
 
 GATES = {"rnn": 1, "gru": 3, "lstm": 4}

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from migx_explore.compiler import matcher as mt
-from migx_explore.compiler import rewrite as rw
+from migx_explore.compiler import pattern_rewriter as rw
 from migx_explore.compiler.errors import MigxError
 from migx_explore.compiler.op import Op
 from migx_explore.session import Session

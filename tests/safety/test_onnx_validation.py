@@ -11,9 +11,10 @@ from onnx import TensorProto, helper, numpy_helper
 
 from migx_explore.compiler import parse
 from migx_explore.compiler.errors import MigxError
+from migx_explore.compiler.inputs import random_inputs
 from migx_explore.compiler.limits import BudgetError, memory_budget
 from migx_explore.compiler.onnx import parse_onnx
-from migx_explore.compiler.ref import evaluate, random_inputs
+from migx_explore.compiler.ref import evaluate
 
 F = TensorProto.FLOAT
 vi = helper.make_tensor_value_info

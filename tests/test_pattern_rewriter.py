@@ -1,0 +1,91 @@
+"""The rewrite protocol (compiler/pattern_rewriter.py) and the rewrite pass (compiler/passes/rule_pass.py)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from migx_explore.compiler import evaluate, parse
+from migx_explore.compiler import matcher as mt
+from migx_explore.compiler import pattern_rewriter as rw
+from migx_explore.compiler.errors import MigxError
+from migx_explore.compiler.passes import RewritePass, as_pass, make_pass, run_passes
+
+SRC = """
+x = @param:x -> float_type, {4}, {1}
+@1 = neg(x) -> float_type, {4}, {1}
+@2 = neg(@1) -> float_type, {4}, {1}
+@3 = exp(@2) -> float_type, {4}, {1}
+@4 = neg(@3) -> float_type, {4}, {1}
+@5 = @return(@4)
+"""
+
+X = mt.any_().bind("x")
+NEG_NEG = mt.name("neg")(mt.arg(0)(mt.name("neg")(mt.arg(0)(X))))
+
+
+class CountingRule(rw.Rule):
+    """x (neg(neg(x)) -> x)"""
+
+    name = "neg_neg"
+
+    def __init__(self):
+        self.checks = 0
+        self.plans: list[object] = []
+
+    def pattern(self):
+        return NEG_NEG
+
+    def check(self, module, match):
+        self.checks += 1
+        return ("plan", match["x"].id)
+
+    def rewrite(self, module, match, plan):
+        self.plans.append(plan)
+        rw.replace_value(module, match.root, match["x"])
+
+
+def test_check_runs_once_per_match_and_rewrite_gets_its_plan():
+    p = parse(SRC)
+    rule = CountingRule()
+    assert rw.find_matches(p.main, rule) == 1
+    assert rule.checks == 1 and rule.plans == [("plan", p.main.params()[0].id)]
+
+
+def test_a_str_from_check_is_a_reason_shown_as_near_miss():
+    p = parse(SRC)
+    refusing = rw.rule("neg_neg", NEG_NEG, "x", check=lambda m, r: "not today")
+    assert rw.find_matches(p.main, refusing) == 0
+    assert "refused: not today" in [n.reason for n in rw.near_misses(p.main, refusing)]
+    assert rw.matches(p.main, refusing) == []
+
+
+def test_table_rows_print_pattern_and_target():
+    r = rw.row("exp_to_recip", mt.name("exp")(mt.arg(0)(X)), rw.to("recip", rw.to("exp", "x")))
+    assert repr(r) == "<TableRule exp_to_recip: all_of(name(exp), arg(0)(any.bind(x))) -> recip(exp(x))>"
+    assert "neg_neg" in repr(CountingRule()) and "neg(neg(x)) -> x" in repr(CountingRule())
+
+
+def test_rewrite_pass_runs_rules_to_a_fixpoint_and_keeps_numerics():
+    p = parse(SRC)
+    x = np.linspace(-1, 1, 4, dtype=np.float32)
+    want = evaluate(p, {"x": x})[0]
+    neg_neg = rw.rule("neg_neg", NEG_NEG, "x")
+    pass_ = RewritePass((neg_neg,), label="fold_negs", dead_code_elimination=True)
+    trace = run_passes(p, [pass_])
+    assert [i.name for i in p.main] == ["@param", "exp", "neg", "@return"]
+    assert trace.records[0].name == "fold_negs" and len(trace.records[0].matches) == 1
+    np.testing.assert_allclose(evaluate(p, {"x": x})[0], want)
+
+
+def test_rewrite_pass_options_are_fields():
+    p = make_pass("rewrite", max_iterations=2)
+    assert isinstance(p, RewritePass) and p.describe() == "rewrite{max_iterations=2}"
+    assert as_pass(rw.rule("a", NEG_NEG, "x")).describe() == "a"
+    with pytest.raises(MigxError, match="not a rewrite rule"):
+        RewritePass(("nope",))
+
+
+def test_repeat_while_changes_counts_changing_runs():
+    assert rw.repeat_while_changes(5, lambda: False) == 0
+    assert rw.repeat_while_changes(3, lambda: True) == 3
