@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 
+import ml_dtypes
 import numpy as np
 import pytest
 
@@ -72,15 +73,17 @@ def feeds_for(program, seed: int = 0) -> dict:
             out[name] = rng.standard_normal(lens).astype(np.float32)
         if p.shape.type == "float16":
             out[name] = out[name].astype(np.float16)
+        elif p.shape.type == "bfloat16":
+            out[name] = out[name].astype(ml_dtypes.bfloat16)
     return out
 
 
-def check(program, backend, *, rtol=1e-4, atol=1e-5, fused: bool = True) -> None:
+def check(program, backend, *, rtol=1e-4, atol=1e-5, fused: bool = True, kernel: str = "attention_") -> None:
     feeds = feeds_for(program)
     want = evaluate(program, feeds)[0]
     with compile_program(program, backend=backend) as compiled:
         kernels = [i.op["symbol_name"] for i in compiled.program.main if i.name == "gpu::code_object"]
-        assert any(k.startswith("attention_") for k in kernels) == fused, kernels
+        assert any(k.startswith(kernel) for k in kernels) == fused, kernels
         assert not compiled.steps.host_ops
         for mode in ("eager", "graph"):
             got = compiled.run(feeds, mode=mode)[0]
@@ -115,3 +118,28 @@ def test_attention_without_a_head_axis(backend, request):
 def test_attention_in_half_precision(backend, request):
     check(attention_program(40, "causal", d=32, dtype="float16"), request.getfixturevalue(backend), rtol=2e-2,
           atol=2e-2)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("mask", MASKS)
+@pytest.mark.parametrize("seq, kv, d, dv", [(9, 9, 16, 16), (130, 130, 64, 64), (17, 70, 128, 32), (64, 200, 32, 64)])
+def test_tensor_core_attention_matches_reference(seq, kv, d, dv, mask, dtype, backend, request):
+    """Head dims multiples of 16 at half and bfloat16 take the mma kernel: partial query and key
+    tiles, more keys than one tile, d != dv. The reference is float arithmetic on the rounded
+    inputs; the kernel rounds the probabilities to the input type before P·V."""
+    tol = 2e-2 if dtype == "float16" else 6e-2
+    check(attention_program(seq, mask, d=d, dv=dv, kv=kv, dtype=dtype), request.getfixturevalue(backend),
+          rtol=tol, atol=tol, kernel="attention_mma_")
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_tensor_core_attention_without_a_head_axis(backend, request):
+    check(attention_program(33, "padding", heads=0, d=32, dtype="float16"), request.getfixturevalue(backend),
+          rtol=2e-2, atol=2e-2, kernel="attention_mma_")
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_half_attention_with_odd_head_dims_keeps_the_scalar_kernel(backend, request):
+    check(attention_program(20, "causal", d=24, dv=40, dtype="float16"), request.getfixturevalue(backend),
+          rtol=2e-2, atol=2e-2, kernel="attention_2x")
