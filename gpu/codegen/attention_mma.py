@@ -115,8 +115,8 @@ constexpr int NT = {bn // 8};  // 8-key score tiles per key tile
 constexpr int DT = {dv // 8};  // 8-wide output column tiles
 
 MIGX_GLOBAL void {kname}({kernel_params(shapes, [False] * nout + [True])}) {{
-    __shared__ __align__(16) unsigned short k_s[{bn * (d + PAD)}];
-    __shared__ __align__(16) unsigned short v_s[{bn * (dv + PAD)}];
+    __shared__ __attribute__((aligned(16))) unsigned short k_s[{bn * (d + PAD)}];
+    __shared__ __attribute__((aligned(16))) unsigned short v_s[{bn * (dv + PAD)}];
     const int lane = threadIdx.x % 32, g = lane >> 2, t = lane & 3;
     const {it} bh = blockIdx.x / {row_blocks};
     const {it} row0 = (blockIdx.x % {row_blocks}) * {rows} + (threadIdx.x / 32) * 16;
