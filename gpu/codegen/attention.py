@@ -20,7 +20,7 @@ whose head dims are multiples of 16 go to attention_mma.py's tensor-core kernel 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from ...compiler.ir import Instruction, Module
@@ -85,9 +85,11 @@ def attention_plan(module: Module) -> AttentionPlan:
     return AttentionPlan(params[q.id], params[k.id], params[v.id], dot1, scores, chain, guard)
 
 
-def _score_lines(plan: AttentionPlan, module: Module, shapes: Sequence[Shape], offsets: dict[int, str]
-                 ) -> tuple[list[str], str]:
-    """C++ computing the score of (row, j) from the dot value `s`; returns (lines, expr)."""
+def _score_lines(plan: AttentionPlan, module: Module, shapes: Sequence[Shape], offsets: dict[int, str],
+                 preloaded: Callable[[int], str] | None = None) -> tuple[list[str], str]:
+    """C++ computing the score of (row, j) from the dot value `s`; returns (lines, expr).
+    `preloaded(k)`: the expression holding input k's value at (row, j), read earlier by the
+    caller (else a load here)."""
     params = {p.id: k for k, p in enumerate(module.params())}
     env: dict[int, tuple[str, str]] = {}
     lines: list[str] = []
@@ -103,6 +105,10 @@ def _score_lines(plan: AttentionPlan, module: Module, shapes: Sequence[Shape], o
             if x.id in params and x.id not in env:
                 k = params[x.id]
                 sh = shapes[k]
+                if preloaded is not None:
+                    env[x.id] = (preloaded(k), sh.type)
+                    args.append(env[x.id])
+                    continue
                 off = f"{offsets[k]} + row * {sh.strides[-2]} + j * {sh.strides[-1]}"
                 var = f"m{k}"
                 lines.append(f"const {compute_type(sh.type)} {var} = migx::load(p{k}, {off});")
@@ -142,7 +148,8 @@ def attention_kernel(module: Module, shapes: Sequence[Shape]) -> KernelSource:
         raise CodegenUnsupported(f"attention output {list(out.lens)} is not [batch..., {m}, {dv}]")
     name = f"attention_{nb}x{m}x{n}x{d}x{dv}" + ("_guarded" if plan.nan_guard else "")
     if USE_TENSOR_CORES and mma_attention_applies(shapes, plan.q, plan.k, plan.v):
-        return mma_attention_kernel(plan, module, shapes, lambda offs: _score_lines(plan, module, shapes, offs), name)
+        return mma_attention_kernel(plan, module, shapes,
+                                    lambda offs, pre: _score_lines(plan, module, shapes, offs, pre), name)
     small = nb * m <= 8192
     rows_per_warp = ROWS_PER_WARP or (1 if small else 4)
     threads = SMALL_THREADS if small else THREADS

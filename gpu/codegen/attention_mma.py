@@ -18,10 +18,20 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from ...compiler.ir import Module
 from ...compiler.shape import Shape
-from .common import CodegenUnsupported, KernelSource, decompose, index_type, kernel_params, offset_expr, source
+from .common import (
+    CodegenUnsupported,
+    KernelSource,
+    compute_type,
+    decompose,
+    index_type,
+    kernel_params,
+    offset_expr,
+    source,
+)
 
 MMA_TYPES = {"float16": "migx::half_t", "bfloat16": "migx::bf16_t"}
 MAX_HEAD_DIM = 128  # registers: Q fragments d/4 words, O accumulators dv/2 floats per lane
@@ -49,24 +59,64 @@ def _vectorizable(shape: Shape, inner_axis: int, nbatch: int) -> bool:
             and all(s % 8 == 0 for s in strides[:nbatch]))
 
 
-def _tile_copy(dst: str, ptr: str, base: str, rows: int, cols: int, row_stride: int, col_stride: int,
-               n: int, vector: bool, threads: int, it: str) -> str:
-    """Copy keys j0..j0+rows of a [key][col] operand into dst[j * (cols + PAD) + c] as raw 16-bit
-    values, zero past the last key; 8 columns per 16-byte load when `vector` (and the pointer
-    is aligned), else one element per load."""
-    scalar = f"""for (int e = threadIdx.x; e < {rows * cols}; e += {threads}) {{
-                const int j = e / {cols}, c = e % {cols};
-                const {it} at = {base} + (j0 + j) * {row_stride} + c * {col_stride};
-                {dst}[j * {cols + PAD} + c] = (j0 + j < {n}) ? {ptr}[at].bits : 0;
+@dataclass(frozen=True)
+class _TileCopy:
+    """Copies keys j0..j0+rows of a [key][col] operand into shared dst[j * (cols + PAD) + c] as
+    raw 16-bit values (zero past the last key). Vectorizable operands go through registers, 8
+    columns per 16-byte load, so the next tile's loads are in flight while this one is used
+    (`fetch(start)` issues them, `put()` stores them); others (or an unaligned buffer, a run-time
+    check) are copied one element at a time by `put()`."""
+
+    name: str
+    ptr: str
+    base: str
+    rows: int
+    cols: int
+    row_stride: int
+    col_stride: int
+    n: int
+    vector: bool
+    threads: int
+    it: str
+
+    @property
+    def per_thread(self) -> int:
+        return -(-(self.rows * self.cols // 8) // self.threads)
+
+    def decl(self) -> str:
+        return f"uint4 {self.name}_r[{self.per_thread}];" if self.vector else ""
+
+    def _vec_index(self) -> str:
+        return (f"const int e = threadIdx.x + i * {self.threads};\n"
+                f"                const int j = e / {self.cols // 8}, c = (e % {self.cols // 8}) * 8;")
+
+    def fetch(self, start: str) -> str:
+        if not self.vector:
+            return ""
+        return f"""if (aligned) {{
+            #pragma unroll
+            for (int i = 0; i < {self.per_thread}; ++i) {{
+                {self._vec_index()}
+                {self.name}_r[i] = make_uint4(0, 0, 0, 0);
+                const {self.it} at = {self.base} + ({start} + j) * {self.row_stride} + c;
+                const bool in_tile = e < {self.rows * self.cols // 8} && {start} + j < {self.n};
+                if (in_tile) {self.name}_r[i] = *(const uint4*)({self.ptr} + at);
+            }}
+        }}"""
+
+    def put(self, dst: str) -> str:
+        scalar = f"""for (int e = threadIdx.x; e < {self.rows * self.cols}; e += {self.threads}) {{
+                const int j = e / {self.cols}, c = e % {self.cols};
+                const {self.it} at = {self.base} + (j0 + j) * {self.row_stride} + c * {self.col_stride};
+                {dst}[j * {self.cols + PAD} + c] = (j0 + j < {self.n}) ? {self.ptr}[at].bits : 0;
             }}"""
-    if not vector:
-        return scalar
-    return f"""if (aligned) {{
-            for (int e = threadIdx.x; e < {rows * cols // 8}; e += {threads}) {{
-                const int j = e / {cols // 8}, c = (e % {cols // 8}) * 8;
-                uint4 w = make_uint4(0, 0, 0, 0);
-                if (j0 + j < {n}) w = *(const uint4*)({ptr} + {base} + (j0 + j) * {row_stride} + c);
-                *(uint4*)({dst} + j * {cols + PAD} + c) = w;
+        if not self.vector:
+            return scalar
+        return f"""if (aligned) {{
+            #pragma unroll
+            for (int i = 0; i < {self.per_thread}; ++i) {{
+                {self._vec_index()}
+                if (e < {self.rows * self.cols // 8}) *(uint4*)({dst} + j * {self.cols + PAD} + c) = {self.name}_r[i];
             }}
         }} else {{
             {scalar}
@@ -95,14 +145,25 @@ def mma_attention_kernel(plan, module: Module, shapes: Sequence[Shape], score_li
     nbd = len(batch)
     offsets = {k: (offset_expr([f"b{i}" for i in range(nbd)], s.strides[:nbd]) if nbd else "0")
                for k, s in enumerate(shapes)}
-    lines, score = score_lines(offsets)
+    used: list[int] = []  # score-chain inputs (masks), read into registers before each tile's Q·Kᵀ
+
+    def preloaded(k: int) -> str:
+        if k not in used:
+            used.append(k)
+        return f"pf{k}[nt][e]"
+
+    lines, score = score_lines(offsets, preloaded)
     score_body = "\n                    ".join(lines)
+    pf_decl = " ".join(f"{compute_type(shapes[k].type)} pf{k}[NT][4];" for k in used)
+    pf_loads = "\n                ".join(
+        f"pf{k}[nt][e] = migx::load(p{k}, {offsets[k]} + rc * {shapes[k].strides[-2]} + jc * {shapes[k].strides[-1]});"
+        for k in used)
     batch_lines = "\n    ".join(decompose("bh", batch, it, "b")) if nbd else ""
     nout = len(shapes) - 1
     # K is the dot's [d, n] operand (a transpose view): rows are keys along its last axis.
     k_vec, v_vec = _vectorizable(ks, -2, nbd), _vectorizable(vs, -1, nbd)
-    k_copy = _tile_copy("k_s", f"p{plan.k}", "k_base", bn, d, ks.strides[-1], ks.strides[-2], n, k_vec, threads, it)
-    v_copy = _tile_copy("v_s", f"p{plan.v}", "v_base", bn, dv, vs.strides[-2], vs.strides[-1], n, v_vec, threads, it)
+    k_copy = _TileCopy("k", f"p{plan.k}", "k_base", bn, d, ks.strides[-1], ks.strides[-2], n, k_vec, threads, it)
+    v_copy = _TileCopy("v", f"p{plan.v}", "v_base", bn, dv, vs.strides[-2], vs.strides[-1], n, v_vec, threads, it)
     aligned = " | ".join(f"(unsigned long long)p{i}" for i, vec in ((plan.k, k_vec), (plan.v, v_vec)) if vec)
     if plan.nan_guard:
         value = "l > 0.0f ? o[dt][e] / l : 0.0f;  // where(isnan(p), 0, p): no unmasked key gives 0"
@@ -141,11 +202,32 @@ MIGX_GLOBAL void {kname}({kernel_params(shapes, [False] * nout + [True])}) {{
     float o[DT][4];
     #pragma unroll
     for (int dt = 0; dt < DT; ++dt) o[dt][0] = o[dt][1] = o[dt][2] = o[dt][3] = 0.0f;
+    {k_copy.decl()} {v_copy.decl()}
+    {k_copy.fetch("0")}
+    {v_copy.fetch("0")}
     for (int j0 = 0; j0 < {n}; j0 += {bn}) {{
+        {pf_decl}
+        // The mask values of this tile: independent loads issued together, before the tile
+        // barrier, rather than one dependent load per score (indices clamped: out-of-range
+        // scores are not used).
+        #pragma unroll
+        for (int nt = 0; nt < NT; ++nt) {{
+            #pragma unroll
+            for (int e = 0; e < 4; ++e) {{
+                const {it} rc = migx::min_(({it})(row0 + g + (e >> 1) * 8), ({it}){m - 1});
+                const {it} jc = migx::min_(({it})(j0 + nt * 8 + 2 * t + (e & 1)), ({it}){n - 1});
+                (void)rc; (void)jc;
+                {pf_loads}
+            }}
+        }}
         __syncthreads();
-        {k_copy}
-        {v_copy}
+        {k_copy.put("k_s")}
+        {v_copy.put("v_s")}
         __syncthreads();
+        if (j0 + {bn} < {n}) {{
+            {k_copy.fetch(f"(j0 + {bn})")}
+            {v_copy.fetch(f"(j0 + {bn})")}
+        }}
         float sc[NT][4];
         #pragma unroll
         for (int nt = 0; nt < NT; ++nt) {{
