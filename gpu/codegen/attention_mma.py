@@ -228,16 +228,22 @@ MIGX_GLOBAL void {kname}({kernel_params(shapes, [False] * nout + [True])}) {{
             {k_copy.fetch(f"(j0 + {bn})")}
             {v_copy.fetch(f"(j0 + {bn})")}
         }}
+        // Fragments first, then NT independent mma: one warp per scheduler is all the SM has
+        // at these sizes, so consecutive tensor-core instructions must not wait on each other.
         float sc[NT][4];
         #pragma unroll
-        for (int nt = 0; nt < NT; ++nt) {{
-            sc[nt][0] = sc[nt][1] = sc[nt][2] = sc[nt][3] = 0.0f;
+        for (int nt = 0; nt < NT; ++nt) sc[nt][0] = sc[nt][1] = sc[nt][2] = sc[nt][3] = 0.0f;
+        #pragma unroll
+        for (int kc = 0; kc < KD; ++kc) {{
+            unsigned kb[NT][2];
             #pragma unroll
-            for (int kc = 0; kc < KD; ++kc) {{
+            for (int nt = 0; nt < NT; ++nt) {{
                 const unsigned short* kr = k_s + (nt * 8 + g) * {d + PAD} + kc * 16 + 2 * t;
-                const unsigned b[2] = {{*(const unsigned*)kr, *(const unsigned*)(kr + 8)}};
-                migx::mma_16816<{ty}>(sc[nt], qa[kc], b);
+                kb[nt][0] = *(const unsigned*)kr;
+                kb[nt][1] = *(const unsigned*)(kr + 8);
             }}
+            #pragma unroll
+            for (int nt = 0; nt < NT; ++nt) migx::mma_16816<{ty}>(sc[nt], qa[kc], kb[nt]);
         }}
         float mx[2] = {{-migx::inf_f(), -migx::inf_f()}};
         #pragma unroll
@@ -288,12 +294,11 @@ MIGX_GLOBAL void {kname}({kernel_params(shapes, [False] * nout + [True])}) {{
                                     migx::pack2<{ty}>(sc[2 * kc][2], sc[2 * kc][3]),
                                     migx::pack2<{ty}>(sc[2 * kc + 1][0], sc[2 * kc + 1][1]),
                                     migx::pack2<{ty}>(sc[2 * kc + 1][2], sc[2 * kc + 1][3])}};
+            unsigned vb[DT][2];
             #pragma unroll
-            for (int dt = 0; dt < DT; ++dt) {{
-                unsigned b[2];
-                migx::load_b_trans(b, v_s + kc * 16 * {dv + PAD} + dt * 8, {dv + PAD});
-                migx::mma_16816<{ty}>(o[dt], pa, b);
-            }}
+            for (int dt = 0; dt < DT; ++dt) migx::load_b_trans(vb[dt], v_s + kc * 16 * {dv + PAD} + dt * 8, {dv + PAD});
+            #pragma unroll
+            for (int dt = 0; dt < DT; ++dt) migx::mma_16816<{ty}>(o[dt], pa, vb[dt]);
         }}
     }}
     #pragma unroll

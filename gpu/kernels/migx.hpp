@@ -229,7 +229,8 @@ template <class T> MIGX_DEVICE void block_argreduce(T& v, i64& idx, bool largest
 //   b[0] = B[2t..2t+1][g], b[1] = B[2t+8..2t+9][g]
 //   d[0..1] = D[g][2t..2t+1], d[2..3] = D[g+8][2t..2t+1]
 // each 32-bit word being two 16-bit values (the lower index in the low half). On sm_80+ one
-// tensor-core instruction; elsewhere the same arithmetic through shuffles (slow, for correctness).
+// tensor-core instruction (not volatile: a pure register operation the compiler may schedule);
+// elsewhere the same arithmetic through shuffles (slow, for correctness).
 template <class T> MIGX_DEVICE float lo_f(unsigned w) { T v; v.bits = (unsigned short)(w & 0xffffu); return to_float(v); }
 template <class T> MIGX_DEVICE float hi_f(unsigned w) { T v; v.bits = (unsigned short)(w >> 16); return to_float(v); }
 template <class T> MIGX_DEVICE unsigned pack2(float lo, float hi);
@@ -245,12 +246,12 @@ template <class T> MIGX_DEVICE float dot2(unsigned a, unsigned b) { return lo_f<
 #define MIGX_MMA_16816 1
 template <class T> MIGX_DEVICE void mma_16816(float* d, const unsigned* a, const unsigned* b);
 template <> MIGX_DEVICE void mma_16816<half_t>(float* d, const unsigned* a, const unsigned* b) {
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
                  : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
 template <> MIGX_DEVICE void mma_16816<bf16_t>(float* d, const unsigned* a, const unsigned* b) {
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
                  : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
