@@ -136,7 +136,10 @@ def mma_attention_kernel(plan, module: Module, shapes: Sequence[Shape], score_li
     warps = max(1, min(MAX_WARPS, -(-m // 16)))
     threads = 32 * warps
     rows = 16 * warps
-    bn = KEY_TILE if n >= KEY_TILE else 16 * -(-n // 16)
+    # Registers: the score tile (bn/2 floats a lane) and its prefetched mask values beside Q
+    # (d/4 words) and O (dv/2 floats); past head dim 64 half the key tile keeps them unspilled.
+    tile = KEY_TILE if max(d, dv) <= 64 else max(16, KEY_TILE // 2)
+    bn = tile if n >= tile else 16 * -(-n // 16)
     smem = 2 * (bn * (d + PAD) + bn * (dv + PAD))
     if smem > MAX_SHARED_BYTES:
         raise CodegenUnsupported(f"attention head dims {d}/{dv} need {smem} bytes of shared memory")
@@ -155,9 +158,26 @@ def mma_attention_kernel(plan, module: Module, shapes: Sequence[Shape], score_li
     lines, score = score_lines(offsets, preloaded)
     score_body = "\n                    ".join(lines)
     pf_decl = " ".join(f"{compute_type(shapes[k].type)} pf{k}[NT][4];" for k in used)
-    pf_loads = "\n                ".join(
-        f"pf{k}[nt][e] = migx::load(p{k}, {offsets[k]} + rc * {shapes[k].strides[-2]} + jc * {shapes[k].strides[-1]});"
-        for k in used)
+
+    def pf_fetch(start: str) -> str:
+        """Read tile `start`'s mask values into pf*: independent loads issued together, one tile
+        ahead, rather than one dependent load per score (indices clamped: out-of-range scores
+        are never used)."""
+        if not used:
+            return ""
+        loads = "\n                ".join(
+            f"pf{k}[nt][e] = migx::load(p{k}, {offsets[k]} + rc * {shapes[k].strides[-2]} + "
+            f"jc * {shapes[k].strides[-1]});" for k in used)
+        return f"""#pragma unroll
+        for (int nt = 0; nt < NT; ++nt) {{
+            #pragma unroll
+            for (int e = 0; e < 4; ++e) {{
+                const {it} rc = migx::min_(({it})(row0 + g + (e >> 1) * 8), ({it}){m - 1});
+                const {it} jc = migx::min_(({it})({start} + nt * 8 + 2 * t + (e & 1)), ({it}){n - 1});
+                {loads}
+            }}
+        }}"""
+
     batch_lines = "\n    ".join(decompose("bh", batch, it, "b")) if nbd else ""
     nout = len(shapes) - 1
     # K is the dot's [d, n] operand (a transpose view): rows are keys along its last axis.
@@ -205,21 +225,9 @@ MIGX_GLOBAL void {kname}({kernel_params(shapes, [False] * nout + [True])}) {{
     {k_copy.decl()} {v_copy.decl()}
     {k_copy.fetch("0")}
     {v_copy.fetch("0")}
+    {pf_decl}
+    {pf_fetch("0")}
     for (int j0 = 0; j0 < {n}; j0 += {bn}) {{
-        {pf_decl}
-        // The mask values of this tile: independent loads issued together, before the tile
-        // barrier, rather than one dependent load per score (indices clamped: out-of-range
-        // scores are not used).
-        #pragma unroll
-        for (int nt = 0; nt < NT; ++nt) {{
-            #pragma unroll
-            for (int e = 0; e < 4; ++e) {{
-                const {it} rc = migx::min_(({it})(row0 + g + (e >> 1) * 8), ({it}){m - 1});
-                const {it} jc = migx::min_(({it})(j0 + nt * 8 + 2 * t + (e & 1)), ({it}){n - 1});
-                (void)rc; (void)jc;
-                {pf_loads}
-            }}
-        }}
         __syncthreads();
         {k_copy.put("k_s")}
         {v_copy.put("v_s")}
@@ -261,6 +269,9 @@ MIGX_GLOBAL void {kname}({kernel_params(shapes, [False] * nout + [True])}) {{
                 sc[nt][e] = x;
                 mx[e >> 1] = migx::max_(mx[e >> 1], x);
             }}
+        }}
+        if (j0 + {bn} < {n}) {{
+            {pf_fetch(f"(j0 + {bn})")}
         }}
         float alpha[2];
         #pragma unroll
