@@ -135,10 +135,13 @@ def test_hf_masked_decoder_kernels_compile(precision, tmp_path, fresh_kernel_cac
 @pytest.mark.parametrize("arch", ["sm_90", "sm_75"])
 @pytest.mark.parametrize("dtype, mask, d", [("float16", "causal", 64), ("float16", "where", 32),
                                             ("bfloat16", "padding", 128), ("float16", "none", 16)])
-def test_tensor_core_attention_compiles(dtype, mask, d, arch, tmp_path, fresh_kernel_cache):
+def test_tensor_core_attention_compiles(dtype, mask, d, arch, tmp_path, fresh_kernel_cache, monkeypatch):
     """Half and bfloat16 attention groups take the mma kernel: mma.sync and ldmatrix on sm_90,
     the shuffle emulation of the same fragments below sm_80 (and on AMD)."""
+    from migx_explore.gpu.codegen import attention_mma
     from tests.gpu.test_attention import attention_program
+
+    monkeypatch.setattr(attention_mma, "MIN_WORK", 0)
 
     sources = _sources(attention_program(40, mask, d=d, dtype=dtype))
     mma = {k: v for k, v in sources.items() if k.startswith("attention_mma_")}
