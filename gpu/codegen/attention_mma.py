@@ -138,8 +138,9 @@ class _TileCopy:
 
 def mma_attention_kernel(plan, module: Module, shapes: Sequence[Shape], score_lines, name: str
                          ) -> KernelSource:
-    """`plan`: attention.AttentionPlan; `score_lines(offsets)` -> (C++ lines, score expr) reading
-    s, row, j and the batch coordinates b0..; params: the group's inputs, then the output."""
+    """`plan`: attention.AttentionPlan; `score_lines(offsets, preloaded)` -> (C++ lines, score
+    expr) reading s, row, j, the batch coordinates b0.. and, for each score-chain input k, the
+    expression preloaded(k); params: the group's inputs, then the output."""
     out = shapes[-1]
     qs, ks, vs = shapes[plan.q], shapes[plan.k], shapes[plan.v]
     *batch, m, d = qs.lens
@@ -161,7 +162,7 @@ def mma_attention_kernel(plan, module: Module, shapes: Sequence[Shape], score_li
     nbd = len(batch)
     offsets = {k: (offset_expr([f"b{i}" for i in range(nbd)], s.strides[:nbd]) if nbd else "0")
                for k, s in enumerate(shapes)}
-    used: list[int] = []  # score-chain inputs (masks), read into registers before each tile's Q·Kᵀ
+    used: list[int] = []  # score-chain inputs (masks), read into registers one key tile ahead
 
     def preloaded(k: int) -> str:
         if k not in used:
