@@ -1,26 +1,28 @@
 """The fused attention kernel alone, on the shapes of the transformer benchmark's layers (batch 1,
-4 heads, 128 queries and keys, head dim 32 and 64; the sdpa export form: Q and Kᵀ scaled
-separately, an additive padding mask, the IsNaN guard), fp32 and fp16: the attention kernel's
-median device time (per-kernel events, eager mode; at fp16 the input converts are not counted),
-against PyTorch's scaled_dot_product_attention with the same mask in a CUDA graph.
+4 heads, 128 queries and keys, head dim 32 and 64) and one longer BERT-base-like layer (12 heads,
+512, 64); the sdpa export form: Q and Kᵀ scaled separately, an additive padding mask, the IsNaN
+guard. fp32, fp16 on the scalar kernel and fp16 on the tensor-core kernel (attention_mma.py): the
+attention kernel's median device time (CUPTI through torch.profiler, CUDA graph replays; at fp16
+the input converts are not counted), against the kernels of PyTorch's scaled_dot_product_attention
+with the same mask, in a CUDA graph, timed the same way.
 
     python3 benchmarks/gpu_attention.py [--iters 200] [--json out.json] [--sweep]
 
---sweep times the kernel's block shape instead (threads per block x query rows per warp,
-gpu/codegen/attention.py's SMALL_THREADS / THREADS and ROWS_PER_WARP) at fp16, for choosing those defaults.
+--sweep times the kernels' block shapes instead at fp16, for choosing the defaults: the mma
+kernel's warps per block and key tile (attention_mma.py's MAX_WARPS, KEY_TILE), then the scalar
+kernel's threads per block x query rows per warp (attention.py's SMALL_THREADS / THREADS, ROWS_PER_WARP).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import statistics
 
 import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-SHAPES = [(4, 128, 32), (4, 128, 64)]  # heads, sequence, head dim
+SHAPES = [(4, 128, 32), (4, 128, 64), (12, 512, 64)]  # heads, sequence, head dim
 
 
 def sdpa_model(heads: int, seq: int, d: int) -> onnx.ModelProto:
@@ -48,17 +50,31 @@ def feeds(heads: int, seq: int, d: int) -> dict[str, np.ndarray]:
     return out
 
 
+def cupti_us(fn, sync, name_prefix: str, iters: int) -> float:
+    """Device time per call of the kernels named name_prefix*, over `iters` calls of fn, from CUPTI
+    (torch.profiler): per-kernel events around eager launches measure the host's launch gap as
+    much as the kernel when the kernel is a few microseconds long."""
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(iters):
+            fn()
+        sync()
+    times = [float(getattr(e, "device_time_total", 0) or getattr(e, "cuda_time_total", 0))
+             for e in prof.events() if e.device_type.name == "CUDA" and e.name.startswith(name_prefix)]
+    return sum(times) / iters if times else float("nan")
+
+
 def ours(heads: int, seq: int, d: int, precision: str, iters: int) -> dict:
     from migx_explore.gpu import compile as gpu_compile
     from migx_explore.gpu.pipelines import CompileOptions
-    from migx_explore.gpu.timing import time_program
 
     f = feeds(heads, seq, d)
     with gpu_compile(sdpa_model(heads, seq, d), CompileOptions(precision=precision)) as c:
-        res = time_program(c, modes=("eager",), iters=iters, inputs=f, profile_iters=iters)
-        kernels = [k for k in res.modes["eager"].per_kernel if k.kernel.startswith("attention_")]
         got = np.asarray(c.run(f, mode="graph")[0], np.float32)
-    return {"kernel": kernels[0].kernel if kernels else None, "us": sum(k.us for k in kernels), "out": got}
+        kernels = [i.kernel for i in c.steps.info if i.kind == "kernel" and i.kernel.startswith("attention_")]
+        us = cupti_us(lambda: c.launch_graph(io=False), lambda: c.backend.stream_sync(c.stream), "attention_", iters)
+    return {"kernel": kernels[0] if kernels else None, "us": us, "out": got}
 
 
 def torch_sdpa(heads: int, seq: int, d: int, precision: str, iters: int) -> dict:
@@ -75,20 +91,24 @@ def torch_sdpa(heads: int, seq: int, d: int, precision: str, iters: int) -> dict
         g = torch.cuda.CUDAGraph()
         with torch.cuda.graph(g, stream=s):
             out = fn()
-    times = []
-    for _ in range(iters):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record(s)
-        g.replay()
-        b.record(s)
-        b.synchronize()
-        times.append(a.elapsed_time(b) * 1e3)
-    return {"us": statistics.median(times), "out": out.float().cpu().numpy()}
+    us = cupti_us(g.replay, torch.cuda.synchronize, "", iters)
+    return {"us": us, "out": out.float().cpu().numpy()}
 
 
 def sweep(iters: int) -> None:
-    from migx_explore.gpu.codegen import attention
+    from migx_explore.gpu.codegen import attention, attention_mma
 
+    print("| heads x seq x d | mma warps per block | mma key tile | our us |")
+    print("|---|---|---|---|")
+    for heads, seq, d in SHAPES:
+        for warps in (1, 2, 4):
+            for tile in (32, 64):
+                attention_mma.MAX_WARPS, attention_mma.KEY_TILE = warps, tile
+                us = f"{ours(heads, seq, d, 'fp16', iters)['us']:.1f}"
+                print(f"| {heads}x{seq}x{d} | {warps} | {tile} | {us} |", flush=True)
+    attention_mma.MAX_WARPS, attention_mma.KEY_TILE = 4, 64
+    attention.USE_TENSOR_CORES = False
+    print("\nThe scalar kernel (fp16 without tensor cores):")
     print("| heads x seq x d | threads | rows per warp | our us |")
     print("|---|---|---|---|")
     for heads, seq, d in SHAPES:
@@ -113,11 +133,15 @@ def main() -> None:
     if a.sweep:
         sweep(a.iters)
         return
+    from migx_explore.gpu.codegen import attention
+
     rows = []
     print("| heads x seq x d | precision | our kernel | our us | torch sdpa graph us | max abs err vs torch |")
     print("|---|---|---|---|---|---|")
     for heads, seq, d in SHAPES:
-        for prec in ("fp32", "fp16"):
+        # fp16 twice: the scalar kernel (the branch point's) and the tensor-core one
+        for prec, mma in (("fp32", False), ("fp16", False), ("fp16", True)):
+            attention.USE_TENSOR_CORES = mma
             o = ours(heads, seq, d, prec, a.iters)
             t = None if a.no_torch else torch_sdpa(heads, seq, d, prec, a.iters)
             err = None if t is None else float(np.max(np.abs(o["out"] - t["out"])))

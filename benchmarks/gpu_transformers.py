@@ -7,6 +7,12 @@ the HF module itself (eager, CUDA graph, torch.compile + CUDA graph) and we run 
     gpt2   GPT2Model, n_embd 128, 4 layers, 4 heads, seq 128 (the exported causal-mask form)
     llama  LlamaModel, hidden 128, 4 layers, 4 query heads sharing 2 K/V heads (GQA), rotary
            embeddings, seq 64
+    vit    ViTModel, hidden 192, 4 layers, 3 heads (head dim 64), 224x224 image, 16x16 patches
+           (197 tokens, no mask)
+    whisper  WhisperEncoder, d_model 128, 2 layers, 4 heads, 80 mel bins x 512 frames (256
+           positions after the strided convolution, no mask)
+    convnext ConvNextModel, widths 32/64/128/256, depths 1/1/3/1, 128x128 image (no attention:
+           depthwise 7x7 convolutions, channels-last layernorms, GELU MLPs)
 
 Biases and layernorm parameters are randomised (fresh HF models have zero biases and unit
 scales, which constant folding would unfairly delete). Attention is HF's "sdpa" implementation
@@ -150,6 +156,58 @@ def hf_llama() -> TransformerCase:
     return TransformerCase("llama", "hf", onnx_model, {"input_ids": ids}, wrapped.cuda())
 
 
+def _image_case(name: str, model, size: int, seed: int) -> TransformerCase:
+    import torch
+
+    torch.manual_seed(0)
+    _randomize_vectors(model)
+    names = ["pixel_values"]
+    x = np.random.default_rng(seed).standard_normal((1, 3, size, size)).astype(np.float32)
+    wrapped = _last_hidden(model.eval(), names)
+    onnx_model = _export(wrapped, (torch.from_numpy(x),), names)
+    return TransformerCase(name, "hf", onnx_model, {"pixel_values": x}, wrapped.cuda())
+
+
+def hf_vit() -> TransformerCase:
+    import torch
+    from transformers import ViTConfig, ViTModel
+
+    cfg = ViTConfig(hidden_size=192, num_hidden_layers=4, num_attention_heads=3, intermediate_size=768,
+                    image_size=224, patch_size=16, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+    _attention(cfg)
+    torch.manual_seed(0)
+    return _image_case("vit", ViTModel(cfg, add_pooling_layer=False), 224, 3)
+
+
+def hf_convnext() -> TransformerCase:
+    import torch
+    from transformers import ConvNextConfig, ConvNextModel
+
+    cfg = ConvNextConfig(hidden_sizes=[32, 64, 128, 256], depths=[1, 1, 3, 1], image_size=128)
+    torch.manual_seed(0)
+    return _image_case("convnext", ConvNextModel(cfg), 128, 4)
+
+
+def hf_whisper_encoder() -> TransformerCase:
+    import torch
+    from transformers import WhisperConfig
+    from transformers.models.whisper.modeling_whisper import WhisperEncoder
+
+    positions = 256  # the encoder wants exactly 2 x max_source_positions input frames
+    cfg = WhisperConfig(d_model=128, encoder_layers=2, encoder_attention_heads=4, encoder_ffn_dim=512,
+                        num_mel_bins=80, max_source_positions=positions, dropout=0.0, attention_dropout=0.0,
+                        activation_dropout=0.0)
+    _attention(cfg)
+    torch.manual_seed(0)
+    model = WhisperEncoder(cfg).eval()
+    _randomize_vectors(model)
+    names = ["input_features"]
+    x = np.random.default_rng(5).standard_normal((1, 80, 2 * positions)).astype(np.float32)
+    wrapped = _last_hidden(model, names)
+    onnx_model = _export(wrapped, (torch.from_numpy(x),), names)
+    return TransformerCase("whisper", "hf", onnx_model, {"input_features": x}, wrapped.cuda())
+
+
 def builtin_case(name: str, d_model: int, why: str) -> TransformerCase:
     from gpu_onnx_torch import OnnxTorch
 
@@ -162,12 +220,21 @@ def builtin_case(name: str, d_model: int, why: str) -> TransformerCase:
 
 
 def transformer_cases(names: list[str]) -> list[TransformerCase]:
-    builders = {"bert": (hf_bert, 256), "gpt2": (hf_gpt2, 128), "llama": (hf_llama, 128)}
+    """The HF cases named; a failed language model is replaced by the built-in transformer of its
+    width, a failed image/audio model (no built-in counterpart) is left out with a message."""
+    builders = {"bert": (hf_bert, 256), "gpt2": (hf_gpt2, 128), "llama": (hf_llama, 128), "vit": (hf_vit, None),
+                "whisper": (hf_whisper_encoder, None), "convnext": (hf_convnext, None)}
     out = []
     for n in names:
+        if n not in builders:
+            raise SystemExit(f"gpu_transformers: unknown model {n!r} (known: {', '.join(builders)})")
         build, d = builders[n]
         try:
             out.append(build())
         except Exception as e:  # noqa: BLE001 - no transformers, or the export failed
-            out.append(builtin_case(n, d, f"HF build/export failed: {type(e).__name__}: {str(e)[:300]}"))
+            why = f"HF build/export failed: {type(e).__name__}: {str(e)[:300]}"
+            if d is None:
+                print(f"{n}: left out: {why}", flush=True)
+            else:
+                out.append(builtin_case(n, d, why))
     return out

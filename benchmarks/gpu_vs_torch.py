@@ -456,8 +456,9 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default="bench_out")
     ap.add_argument("--models", default=None, help="ONNX-built models to run (default: all)")
-    ap.add_argument("--transformers", default="bert,gpt2,llama", help="HF-config transformers ('' for none)")
-    ap.add_argument("--compile", default="bert,gpt2,llama,resnet18,transformer",
+    ap.add_argument("--transformers", default="bert,gpt2,llama,vit,whisper,convnext",
+                    help="HF-config models ('' for none)")
+    ap.add_argument("--compile", default="bert,gpt2,llama,vit,whisper,convnext,resnet18,transformer",
                     help="models that also get the torch.compile + CUDA graph baseline ('all' for every one)")
     ap.add_argument("--iters", type=int, default=200)
     ap.add_argument("--warmup", type=int, default=20)

@@ -13,18 +13,20 @@ same expression table as pointwise kernels, each mask input read through its own
 (row, key). A group whose probabilities carry the exporters' NaN guard, where(isnan(p), 0, p),
 writes 0 for a row with no unmasked key (where the unguarded softmax gives 0/0 = NaN).
 Every length and stride is a compile-time constant; storage types come from the shapes and
-arithmetic is float, so half and bfloat16 inputs need no other code.
+arithmetic is float, so half and bfloat16 inputs need no other code. Half and bfloat16 groups
+whose head dims are multiples of 16 go to attention_mma.py's tensor-core kernel instead.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from migx_explore.compiler.ir import Instruction, Module
 from migx_explore.compiler.shape import Shape
 
+from .attention_mma import mma_attention_applies, mma_attention_kernel
 from .common import (
     CodegenUnsupported,
     KernelRequest,
@@ -46,6 +48,9 @@ THREADS = 128  # a multiple of 64: whole waves on AMD, four warps on NVIDIA
 SMALL_THREADS = 256
 ROWS_PER_WARP = 0  # 0: one query row per warp up to 8192 rows in all (SMALL_THREADS), else four (THREADS)
 MAX_SHARED_BYTES = 48 * 1024
+# Half and bfloat16 groups with head dims multiples of 16 take attention_mma.py's tensor-core
+# kernel (False: this kernel for every type; benchmarks/gpu_attention.py compares the two).
+USE_TENSOR_CORES = True
 
 
 @dataclass(frozen=True)
@@ -83,9 +88,11 @@ def attention_plan(module: Module) -> AttentionPlan:
     return AttentionPlan(params[q.id], params[k.id], params[v.id], dot1, scores, chain, guard)
 
 
-def _score_lines(plan: AttentionPlan, module: Module, shapes: Sequence[Shape], offsets: dict[int, str]
-                 ) -> tuple[list[str], str]:
-    """C++ computing the score of (row, j) from the dot value `s`; returns (lines, expr)."""
+def _score_lines(plan: AttentionPlan, module: Module, shapes: Sequence[Shape], offsets: dict[int, str],
+                 preloaded: Callable[[int], str] | None = None) -> tuple[list[str], str]:
+    """C++ computing the score of (row, j) from the dot value `s`; returns (lines, expr).
+    `preloaded(k)`: the expression holding input k's value at (row, j), read earlier by the
+    caller (else a load here)."""
     params = {p.id: k for k, p in enumerate(module.params())}
     env: dict[int, tuple[str, str]] = {}
     lines: list[str] = []
@@ -101,6 +108,10 @@ def _score_lines(plan: AttentionPlan, module: Module, shapes: Sequence[Shape], o
             if x.id in params and x.id not in env:
                 k = params[x.id]
                 sh = shapes[k]
+                if preloaded is not None:
+                    env[x.id] = (preloaded(k), sh.type)
+                    args.append(env[x.id])
+                    continue
                 off = f"{offsets[k]} + row * {sh.strides[-2]} + j * {sh.strides[-1]}"
                 var = f"m{k}"
                 lines.append(f"const {compute_type(sh.type)} {var} = migx::load(p{k}, {off});")
@@ -138,6 +149,10 @@ def attention_kernel(module: Module, shapes: Sequence[Shape]) -> KernelSource:
     nb = math.prod(batch)
     if out.ndim != qs.ndim or list(out.lens) != [*batch, m, dv]:
         raise CodegenUnsupported(f"attention output {list(out.lens)} is not [batch..., {m}, {dv}]")
+    name = f"attention_{nb}x{m}x{n}x{d}x{dv}" + ("_guarded" if plan.nan_guard else "")
+    if USE_TENSOR_CORES and mma_attention_applies(shapes, plan.q, plan.k, plan.v):
+        return mma_attention_kernel(plan, module, shapes,
+                                    lambda offs, pre: _score_lines(plan, module, shapes, offs, pre), name)
     small = nb * m <= 8192
     rows_per_warp = ROWS_PER_WARP or (1 if small else 4)
     threads = SMALL_THREADS if small else THREADS
@@ -157,7 +172,6 @@ def attention_kernel(module: Module, shapes: Sequence[Shape]) -> KernelSource:
     nout = len(shapes) - 1
     k_load = _tile_load("k_s", f"p{plan.k}", "k_base", d, ks.strides[-1], ks.strides[-2], 1, n, threads)
     v_load = _tile_load("v_s", f"p{plan.v}", "v_base", dv, vs.strides[-2], vs.strides[-1], 0, n, threads)
-    name = f"attention_{nb}x{m}x{n}x{d}x{dv}" + ("_guarded" if plan.nan_guard else "")
     if plan.nan_guard:
         row_comment = "// where(isnan(p), 0, p): a row with no unmasked key (l = 0) gives 0."
         row_value = "l_run[r] > 0.0f ? acc[r][t] / l_run[r] : 0.0f"

@@ -30,8 +30,12 @@ from .common import (
     output_grid_kernel,
 )
 from .expr import BodyEmitter, op_expr
+from .pointwise_vec import paired_kernel, vectorizable
 
 Body = Callable[[list[str], list[str]], list[str]]  # (lines, loaded input exprs) -> output exprs
+# Half / bfloat16 elementwise kernels take two elements per thread with 32-bit accesses where the
+# layout allows (pointwise_vec.py); False: one element per thread everywhere.
+VECTORIZE = True
 
 
 def elementwise(name: str, shapes: Sequence[Shape], writes: Sequence[bool], lens: Sequence[int],
@@ -58,6 +62,8 @@ def elementwise(name: str, shapes: Sequence[Shape], writes: Sequence[bool], lens
     results = body(lines, loaded)
     for k, expr in zip(stores, results):
         lines.append(f"migx::store(p{k}, {offset_expr(coords, strides[k])}, {expr});")
+    if VECTORIZE and vectorizable(shapes, clens, strides):
+        return paired_kernel(name, shapes, writes, it, n, clens, strides, loads, stores, body, lines)
     return grid_stride_kernel(name, shapes, writes, it, n, lines)
 
 

@@ -11,9 +11,13 @@
 #if defined(__HIPCC_RTC__) || defined(__HIPCC__)
 #define MIGX_HIP 1
 #define MIGX_SHFL_XOR(v, m) __shfl_xor((v), (m), MIGX_WARP_SIZE)
+#define MIGX_SHFL32(v, src) __shfl((v), (src), 32)
+#define MIGX_SHFL_XOR32(v, m) __shfl_xor((v), (m), 32)
 #elif defined(__CUDACC_RTC__) || defined(__CUDACC__)
 #define MIGX_CUDA 1
 #define MIGX_SHFL_XOR(v, m) __shfl_xor_sync(0xffffffffu, (v), (m), MIGX_WARP_SIZE)
+#define MIGX_SHFL32(v, src) __shfl_sync(0xffffffffu, (v), (src), 32)
+#define MIGX_SHFL_XOR32(v, m) __shfl_xor_sync(0xffffffffu, (v), (m), 32)
 #else
 #error "migx.hpp is compiled by hiprtc or nvrtc"
 #endif
@@ -216,6 +220,72 @@ template <class T> MIGX_DEVICE void block_argreduce(T& v, i64& idx, bool largest
     idx = si[0];
     for (int w = 1; w < nwarps; ++w)
         if (arg_better(sv[w], si[w], v, idx, largest, last)) { v = sv[w]; idx = si[w]; }
+}
+
+// ---- 16x8x16 matrix tiles (mma.sync m16n8k16 fragments) -----------------------------------------
+// A group of 32 lanes (a warp on NVIDIA, half a wave on AMD) multiplies a 16x16 A tile (row-major)
+// by a 16x8 B tile into a 16x8 fp32 accumulator. Lane l = 4g + t holds, as in the PTX ISA:
+//   a[0] = A[g][2t..2t+1], a[1] = A[g+8][2t..], a[2] = A[g][2t+8..], a[3] = A[g+8][2t+8..]
+//   b[0] = B[2t..2t+1][g], b[1] = B[2t+8..2t+9][g]
+//   d[0..1] = D[g][2t..2t+1], d[2..3] = D[g+8][2t..2t+1]
+// each 32-bit word being two 16-bit values (the lower index in the low half). On sm_80+ one
+// tensor-core instruction (not volatile: a pure register operation the compiler may schedule);
+// elsewhere the same arithmetic through shuffles (slow, for correctness).
+template <class T> MIGX_DEVICE float lo_f(unsigned w) { T v; v.bits = (unsigned short)(w & 0xffffu); return to_float(v); }
+template <class T> MIGX_DEVICE float hi_f(unsigned w) { T v; v.bits = (unsigned short)(w >> 16); return to_float(v); }
+template <class T> MIGX_DEVICE unsigned pack2(float lo, float hi);
+template <> MIGX_DEVICE unsigned pack2<half_t>(float lo, float hi) {
+    return (unsigned)to_half(lo).bits | ((unsigned)to_half(hi).bits << 16);
+}
+template <> MIGX_DEVICE unsigned pack2<bf16_t>(float lo, float hi) {
+    return (unsigned)to_bf16(lo).bits | ((unsigned)to_bf16(hi).bits << 16);
+}
+template <class T> MIGX_DEVICE float dot2(unsigned a, unsigned b) { return lo_f<T>(a) * lo_f<T>(b) + hi_f<T>(a) * hi_f<T>(b); }
+
+#if defined(MIGX_CUDA) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+#define MIGX_MMA_16816 1
+template <class T> MIGX_DEVICE void mma_16816(float* d, const unsigned* a, const unsigned* b);
+template <> MIGX_DEVICE void mma_16816<half_t>(float* d, const unsigned* a, const unsigned* b) {
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+template <> MIGX_DEVICE void mma_16816<bf16_t>(float* d, const unsigned* a, const unsigned* b) {
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+#else
+template <class T> MIGX_DEVICE void mma_16816(float* d, const unsigned* a, const unsigned* b) {
+    const int lane = threadIdx.x % 32, g = lane >> 2, t = lane & 3;
+#pragma unroll
+    for (int s = 0; s < 4; ++s) {
+        // lane 4g + s holds A rows g, g+8 at k = 2s.., 2s+8..; lane 4n + s holds B column n there
+        const unsigned a0 = MIGX_SHFL32(a[0], 4 * g + s), a1 = MIGX_SHFL32(a[1], 4 * g + s);
+        const unsigned a2 = MIGX_SHFL32(a[2], 4 * g + s), a3 = MIGX_SHFL32(a[3], 4 * g + s);
+        const unsigned b00 = MIGX_SHFL32(b[0], 8 * t + s), b01 = MIGX_SHFL32(b[1], 8 * t + s);
+        const unsigned b10 = MIGX_SHFL32(b[0], 8 * t + 4 + s), b11 = MIGX_SHFL32(b[1], 8 * t + 4 + s);
+        d[0] += dot2<T>(a0, b00) + dot2<T>(a2, b01);
+        d[1] += dot2<T>(a0, b10) + dot2<T>(a2, b11);
+        d[2] += dot2<T>(a1, b00) + dot2<T>(a3, b01);
+        d[3] += dot2<T>(a1, b10) + dot2<T>(a3, b11);
+    }
+}
+#endif
+
+// The B fragment of a 16x8 tile stored row-major (k rows of `stride` 16-bit elements from `p`,
+// 16-byte aligned rows): b[0] = B[2t..2t+1][g], b[1] = B[2t+8..][g]. ldmatrix.trans on sm_80+.
+MIGX_DEVICE void load_b_trans(unsigned* b, const unsigned short* p, int stride) {
+#if defined(MIGX_MMA_16816)
+    const unsigned short* row = p + (threadIdx.x % 16) * stride;
+    unsigned addr;
+    asm("{ .reg .u64 a; cvta.to.shared.u64 a, %1; cvt.u32.u64 %0, a; }" : "=r"(addr) : "l"(row));
+    asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0, %1}, [%2];" : "=r"(b[0]), "=r"(b[1]) : "r"(addr));
+#else
+    const int lane = threadIdx.x % 32, g = lane >> 2, t = lane & 3;
+    b[0] = (unsigned)p[(2 * t) * stride + g] | ((unsigned)p[(2 * t + 1) * stride + g] << 16);
+    b[1] = (unsigned)p[(2 * t + 8) * stride + g] | ((unsigned)p[(2 * t + 9) * stride + g] << 16);
+#endif
 }
 
 }  // namespace migx

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 
+import ml_dtypes
 import numpy as np
 import pytest
 
@@ -22,8 +23,9 @@ MASKS = ("none", "padding", "causal", "where")
 
 
 def attention_program(seq: int, mask: str, *, heads: int = 2, d: int = 64, dv: int | None = None,
-                      kv: int | None = None, dtype: str = "float32") -> Program:
-    """scores = (q · kᵀ) · 1/sqrt(d) [+ mask], softmax, · v; kᵀ is a transpose view of k."""
+                      kv: int | None = None, dtype: str = "float32", guard: bool = False) -> Program:
+    """scores = (q · kᵀ) · 1/sqrt(d) [+ mask], softmax, · v; kᵀ is a transpose view of k.
+    guard: the exporters' where(isnan(p), 0, p) on the probabilities."""
     dv = dv or d
     n = kv or seq
     b = [1, heads] if heads else [2]
@@ -51,11 +53,16 @@ def attention_program(seq: int, mask: str, *, heads: int = 2, d: int = 64, dv: i
         keep = m.add_parameter("keep", Shape.of("bool", s_lens))
         fill = op("multibroadcast", m.add_literal(np.array([-np.inf], dtype)), out_lens=s_lens)
         s = op("where", keep, s, fill)
-    m.add_return([op("dot", op("softmax", s, axis=-1), v)])
+    probs = op("softmax", s, axis=-1)
+    if guard:
+        zero = op("multibroadcast", m.add_literal(np.array([0], dtype)), out_lens=s_lens)
+        probs = op("where", op("isnan", probs), zero, probs)
+    m.add_return([op("dot", probs, v)])
     return p
 
 
-def feeds_for(program, seed: int = 0) -> dict:
+def feeds_for(program, seed: int = 0, masked_rows: int = 0) -> dict:
+    """Random inputs; with a `keep` mask, the first `masked_rows` query rows see no key."""
     rng = np.random.default_rng(seed)
     out = {}
     for p in program.main.params():
@@ -67,20 +74,24 @@ def feeds_for(program, seed: int = 0) -> dict:
         elif name == "keep":  # random keep pattern, never a fully masked row
             keep = rng.random(lens) < 0.7
             keep[..., 0] = True
+            keep[..., :masked_rows, :] = False
             out[name] = keep
         else:
             out[name] = rng.standard_normal(lens).astype(np.float32)
         if p.shape.type == "float16":
             out[name] = out[name].astype(np.float16)
+        elif p.shape.type == "bfloat16":
+            out[name] = out[name].astype(ml_dtypes.bfloat16)
     return out
 
 
-def check(program, backend, *, rtol=1e-4, atol=1e-5, fused: bool = True) -> None:
-    feeds = feeds_for(program)
+def check(program, backend, *, rtol=1e-4, atol=1e-5, fused: bool = True, kernel: str = "attention_",
+          masked_rows: int = 0) -> None:
+    feeds = feeds_for(program, masked_rows=masked_rows)
     want = evaluate(program, feeds)[0]
     with compile_program(program, backend=backend) as compiled:
         kernels = [i.op["symbol_name"] for i in compiled.program.main if i.name == "gpu::code_object"]
-        assert any(k.startswith("attention_") for k in kernels) == fused, kernels
+        assert any(k.startswith(kernel) for k in kernels) == fused, kernels
         assert not compiled.steps.host_ops
         for mode in ("eager", "graph"):
             got = compiled.run(feeds, mode=mode)[0]
@@ -115,3 +126,52 @@ def test_attention_without_a_head_axis(backend, request):
 def test_attention_in_half_precision(backend, request):
     check(attention_program(40, "causal", d=32, dtype="float16"), request.getfixturevalue(backend), rtol=2e-2,
           atol=2e-2)
+
+
+@pytest.fixture
+def mma_at_any_size(monkeypatch):
+    """The tensor-core kernel for these small test problems too (attention_mma.MIN_WORK)."""
+    from migx_explore.gpu.codegen import attention_mma
+
+    monkeypatch.setattr(attention_mma, "MIN_WORK", 0)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("mask", MASKS)
+@pytest.mark.parametrize("seq, kv, d, dv", [(9, 9, 16, 16), (130, 130, 64, 64), (17, 70, 128, 32), (64, 200, 32, 64)])
+def test_tensor_core_attention_matches_reference(seq, kv, d, dv, mask, dtype, backend, request, mma_at_any_size):
+    """Head dims multiples of 16 at half and bfloat16 take the mma kernel: partial query and key
+    tiles, more keys than one tile, d != dv. The reference is float arithmetic on the rounded
+    inputs; the kernel rounds the probabilities to the input type before P·V."""
+    tol = 2e-2 if dtype == "float16" else 6e-2
+    check(attention_program(seq, mask, d=d, dv=dv, kv=kv, dtype=dtype), request.getfixturevalue(backend),
+          rtol=tol, atol=tol, kernel="attention_mma_")
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_tensor_core_attention_without_a_head_axis(backend, request, mma_at_any_size):
+    check(attention_program(33, "padding", heads=0, d=32, dtype="float16"), request.getfixturevalue(backend),
+          rtol=2e-2, atol=2e-2, kernel="attention_mma_")
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_half_attention_with_odd_head_dims_keeps_the_scalar_kernel(backend, request):
+    check(attention_program(20, "causal", d=24, dv=40, dtype="float16"), request.getfixturevalue(backend),
+          rtol=2e-2, atol=2e-2, kernel="attention_2x")
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_small_half_attention_keeps_the_scalar_kernel(backend, request):
+    """Under attention_mma.MIN_WORK multiply-adds (2 heads x 40 x 40 x 32) the scalar kernel runs."""
+    check(attention_program(40, "causal", d=32, dtype="float16"), request.getfixturevalue(backend), rtol=2e-2,
+          atol=2e-2, kernel="attention_2x")
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_tensor_core_attention_guarded_rows_with_no_key_give_zero(dtype, backend, request, mma_at_any_size):
+    """The IsNaN guard of the sdpa exports: three query rows see no key and give 0, not NaN."""
+    tol = 2e-2 if dtype == "float16" else 6e-2
+    check(attention_program(70, "where", d=32, dtype=dtype, guard=True), request.getfixturevalue(backend),
+          rtol=tol, atol=tol, kernel="attention_mma_", masked_rows=3)

@@ -44,7 +44,7 @@ def _sources(program, options=None) -> dict[str, tuple[str, dict[str, str]]]:
     return seen
 
 
-def _nvcc_all(sources: dict[str, tuple[str, dict[str, str]]], tmp_path: Path) -> None:
+def _nvcc_all(sources: dict[str, tuple[str, dict[str, str]]], tmp_path: Path, arch: str = "sm_90") -> None:
     assert sources, "no kernel was compiled"
     failures = []
     for key, (source, headers) in sources.items():
@@ -54,7 +54,7 @@ def _nvcc_all(sources: dict[str, tuple[str, dict[str, str]]], tmp_path: Path) ->
         for name, text in headers.items():
             (d / name).parent.mkdir(parents=True, exist_ok=True)
             (d / name).write_text(text)
-        r = subprocess.run([NVCC, "-ptx", "-arch=sm_90", "-std=c++17", "-DMIGX_WARP_SIZE=32", "-I", str(d),
+        r = subprocess.run([NVCC, "-ptx", f"-arch={arch}", "-std=c++17", "-DMIGX_WARP_SIZE=32", "-I", str(d),
                             "-o", str(d / "k.ptx"), str(d / "k.cu")], capture_output=True, text=True, timeout=300)
         if r.returncode:
             failures.append(f"{key}: {r.stderr.strip()[:600]}")
@@ -130,3 +130,23 @@ def test_hf_masked_decoder_kernels_compile(precision, tmp_path, fresh_kernel_cac
     sources = _sources(parse_onnx(llama_like_masked()), CompileOptions(precision=precision))
     assert any("migx::sat_float" in src for src, _ in sources.values())
     _nvcc_all(sources, tmp_path)
+
+
+@pytest.mark.parametrize("arch", ["sm_90", "sm_75"])
+@pytest.mark.parametrize("dtype, mask, d", [("float16", "causal", 64), ("float16", "where", 32),
+                                            ("bfloat16", "padding", 128), ("float16", "none", 16)])
+def test_tensor_core_attention_compiles(dtype, mask, d, arch, tmp_path, fresh_kernel_cache, monkeypatch):
+    """Half and bfloat16 attention groups take the mma kernel: mma.sync and ldmatrix on sm_90,
+    the shuffle emulation of the same fragments below sm_80 (and on AMD)."""
+    from migx_explore.gpu.codegen import attention_mma
+    from tests.gpu.test_attention import attention_program
+
+    monkeypatch.setattr(attention_mma, "MIN_WORK", 0)
+
+    sources = _sources(attention_program(40, mask, d=d, dtype=dtype))
+    mma = {k: v for k, v in sources.items() if k.startswith("attention_mma_")}
+    assert mma, list(sources)
+    _nvcc_all(mma, tmp_path, arch)
+    if arch == "sm_90":
+        ptx = "\n".join(p.read_text() for p in tmp_path.rglob("k.ptx"))
+        assert "mma.sync.aligned.m16n8k16" in ptx and "ldmatrix.sync.aligned" in ptx
