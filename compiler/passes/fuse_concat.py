@@ -8,8 +8,10 @@ is a single-use `pointwise`, else a `concat:noopN` module that returns its one p
 module is the consumer's pointwise body with the concat result as its last param
 (`<consumer module>:concat`), or a noop module when there is no pointwise consumer.
 
-As MIGraphX, the concat needs at least one single-use pointwise input; with a pointwise consumer
-it is always fused (find_pointwise_concat_pointwise), without one only when at most
+With a pointwise consumer the concat is always fused (find_pointwise_concat_pointwise), even when
+no input is pointwise (MIGraphX wants one): the consumer (at fp16 often the convert of a float32
+output) then runs inside the concat kernel instead of launching after it. Without a consumer it
+needs a single-use pointwise input and is fused only when at most
 max(1, inputs / 4) inputs would be noop pieces (find_concat_pointwise): a concat of mostly other
 ops' results gains nothing from one kernel. Unlike MIGraphX we also fuse a concat with several
 users (a KV cache's `present` is returned and read by the attention): the pieces still write
@@ -77,8 +79,8 @@ class ConcatPointwise(Rule):
         if c.shape.dyn_dims is not None:
             return "dynamic shape"
         folded = sum(_foldable_piece(x, c) for x in c.inputs)
-        if not folded:
-            return "no single-use pointwise input"
+        if not folded and _post_consumer(c) is None:
+            return "no single-use pointwise input and no pointwise consumer"
         noops = len(c.inputs) - folded
         if _post_consumer(c) is None and noops > max(1, len(c.inputs) // 4):
             return f"{noops} of {len(c.inputs)} inputs are not pointwise and there is no pointwise consumer"

@@ -1,10 +1,13 @@
 """rewrite_rnn (MIGraphX src/rewrite_rnn.cpp): unroll `rnn`, `gru` and `lstm` over time.
 
 As in MIGraphX, each direction becomes a chain of per-step cells built from slice / squeeze /
-dot / add / pointwise activations: W and R are sliced per direction and transposed once, the two
-biases are added once, and each step computes x_t W^T + h R^T + b and the gates from column
-slices of that. The per-step hidden states are stacked with concat into Y; the last step's
-hidden (and cell) state feed Y_h (Y_c). The op's get_tuple_elem users are rewired to those.
+dot / add / pointwise activations: W and R are sliced per direction and transposed once, and
+each step computes x_t W^T + Wb + h R^T + Rb and the gates from column slices of that. Unlike
+MIGraphX, x_t W^T is one GEMM over the whole sequence per direction (cuDNN's input projection),
+sliced per step: only h R^T stays inside the recurrence; and an LSTM adds each gate's columns
+separately, so the sums fuse into the cell's kernel. The per-step hidden states are stacked
+with concat into Y; the last step's hidden (and cell) state feed Y_h (Y_c). The op's
+get_tuple_elem users are rewired to those.
 
 Sequence lengths must be known at compile time. When they are all the full length (the
 importer's default) nothing is masked; shorter forward sequences keep their state with a
@@ -73,10 +76,14 @@ class _Builder:
         return self("clip", shifted, self.const(0, v), self.const(1, v))  # hardsigmoid
 
 
-def _cell(b: _Builder, op: Op, xw: Instruction, h: Instruction, c: Instruction | None, rd: Instruction,
-          rb: Instruction, p: Instruction | None, acts) -> tuple[Instruction, Instruction | None]:
-    """One step: xw = x_t W^T + Wb (all gates); returns the new (h, c)."""
+def _cell(b: _Builder, op: Op, xw: Instruction, wb: Instruction, h: Instruction, c: Instruction | None,
+          rd: Instruction, rb: Instruction, p: Instruction | None, acts) -> tuple[Instruction, Instruction | None]:
+    """One step: xw = x_t W^T (all gates, no bias yet), wb its bias; returns the new (h, c)."""
     hs = op["hidden_size"]
+    if op.name == "lstm":
+        wrb = b("add", wb, rb)  # constant: folded at compile time
+    else:
+        xw = b("add", xw, wb)
     f = acts[0]
     clip = op["clip"]
 
@@ -97,8 +104,12 @@ def _cell(b: _Builder, op: Op, xw: Instruction, h: Instruction, c: Instruction |
         n = b.act(acts[1], cl(b("add", b.cols(xw, 2, hs), hn)))
         one_minus_z = b("sub", b.const(1, z), z)
         return b("add", b("mul", one_minus_z, n), b("mul", z, h)), c
-    gates = b("add", xw, b("add", b("dot", h, rd), rb))
-    gi, go, gf, gc = (b.cols(gates, k, hs) for k in range(4))
+    # Each gate adds its own columns of x_t W^T, h R^T and the biases (rather than slicing one
+    # full-width sum), so fuse_pointwise folds the sums into the cell's kernel: one kernel a step
+    # after the recurrent GEMM, not an add kernel and then the cell.
+    hr = b("dot", h, rd)
+    gi, go, gf, gc = (b("add", b.cols(xw, k, hs), b("add", b.cols(hr, k, hs), b.cols(wrb, k, hs)))
+                      for k in range(4))
 
     def peep(k: int, state: Instruction) -> Instruction:
         return b("mul", b("multibroadcast", b.cols(p, k, hs), out_lens=state.shape.lens), state)
@@ -108,6 +119,15 @@ def _cell(b: _Builder, op: Op, xw: Instruction, h: Instruction, c: Instruction |
     c2 = b("add", b("mul", ff, c), b("mul", i, b.act(acts[1], cl(gc))))
     o = b.act(f, cl(b("add", go, peep(1, c2))))
     return b("mul", o, b.act(acts[2], c2)), c2
+
+
+def _input_projection(b: _Builder, x: Instruction, wd: Instruction) -> Instruction:
+    """x_t W^T for every step at once, [seq, batch, G*hidden]: one GEMM over the whole sequence
+    instead of one per step (the input does not depend on the recurrence; cuDNN does the same).
+    Each step then slices its rows."""
+    seq, batch, size = x.shape.lens
+    flat = b("reshape", x, dims=[seq * batch, size])
+    return b("reshape", b("dot", flat, wd), dims=[seq, batch, wd.shape.lens[1]])
 
 
 def _lengths(ins: Instruction) -> np.ndarray | None:
@@ -153,11 +173,11 @@ class UnrollRecurrent(Rule):
             h = b.pick(h0, d)
             c = b.pick(ins.inputs[6], d) if lstm else None
             p = b.pick(ins.inputs[7], d) if lstm else None
+            xws = _input_projection(b, x, wd)
             steps: list[Instruction | None] = [None] * seq
             for step in range(seq):
                 t = seq - 1 - step if backwards else step
-                xw = b("add", b("dot", b.pick(x, t), wd), wb)
-                h2, c2 = _cell(b, op, xw, h, c, rd, rb, p, acts[d * n_act: (d + 1) * n_act])
+                h2, c2 = _cell(b, op, b.pick(xws, t), wb, h, c, rd, rb, p, acts[d * n_act: (d + 1) * n_act])
                 if lens is not None:  # forward only (plan refuses reverse with uneven lengths)
                     valid = b("multibroadcast", m.add_literal((t < lens)[:, None], before=ins), out_lens=h2.shape.lens)
                     steps[t] = b("where", valid, h2, b.const(0, h2))

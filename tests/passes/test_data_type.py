@@ -180,3 +180,39 @@ def test_propagate_precision_reads_through_broadcast_scalars_and_converts_but_no
         @5 = @return(@4)
     """
     assert not run_passes(parse(boolean), [make_pass("propagate_precision")]).records[0].changed
+
+
+WIDEN_DOT = """
+    x = @param:x -> float_type, {3, 2, 4}
+    w = @literal{0.5, -1, 0.25, 2, 1.5, -0.75, 1, 0.125, -2, 0.5, 3, -1} -> half_type, {4, 3}
+    b = @literal{0.5, 1, -1.5, 2, -0.5, 0.25} -> half_type, {2, 3}
+    @3 = convert[target_type=float16](x) -> half_type, {3, 2, 4}
+    @4 = reshape[dims={6, 4}](@3) -> half_type, {6, 4}
+    @5 = dot(@4, w) -> half_type, {6, 3}
+    @6 = reshape[dims={3, 2, 3}](@5) -> half_type, {3, 2, 3}
+    @7 = slice[axes={0},starts={1},ends={2}](@6) -> half_type, {1, 2, 3}
+    @8 = squeeze[axes={0}](@7) -> half_type, {2, 3}
+    @9 = add(@8, b) -> half_type, {2, 3}
+    @10 = @return(@9)
+"""
+
+
+def test_propagate_precision_multiplies_a_narrowed_input_in_float32():
+    """At fp16 the float32 input's convert before a GEMM was a kernel of its own: the GEMM now
+    reads the input (through its reshape) against float32 weights, and the narrowing sinks
+    through the views to the add, which fuse_pointwise then folds it into."""
+    p, q = parse(WIDEN_DOT), parse(WIDEN_DOT)
+    run_passes(q, [make_pass("propagate_precision"), make_pass("dead_code_elimination")])
+    body = {i.name: i for i in q.main if not i.is_builtin() and not i.op.has("view")}
+    assert body["dot"].shape.type == "float32" and body["dot"].inputs[0].inputs[0].is_param()
+    assert body["dot"].inputs[1].shape.type == "float32"
+    assert [u.name for u in body["convert"].outputs] == ["add"]
+    assert_same_outputs(p, q, rtol=1e-2, atol=1e-2)
+
+
+def test_propagate_precision_keeps_a_narrowed_gemm_of_two_run_time_values():
+    text = WIDEN_DOT.replace("w = @literal{0.5, -1, 0.25, 2, 1.5, -0.75, 1, 0.125, -2, 0.5, 3, -1} -> half_type",
+                             "w = @param:w -> half_type")
+    q = parse(text)
+    run_passes(q, [make_pass("propagate_precision")])
+    assert next(i for i in q.main if i.name == "dot").shape.type == "float16"

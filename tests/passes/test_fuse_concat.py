@@ -89,4 +89,12 @@ def test_shared_pointwise_input_stays_outside():
     want = 1 / (1 + np.exp(-np.concatenate([np.exp(x), -x])))
     np.testing.assert_allclose(evaluate(q, {"x": x})[0], want, rtol=1e-6)
     only_shared = text.replace("concat[axis=0](@1, @2)", "concat[axis=0](@1, x)")
-    assert not run_passes(parse(only_shared), [FP, FC]).records[1].changed  # no single-use pointwise input
+    # no single-use pointwise input: the sigmoid consumer still runs inside the concat's kernel
+    # (at fp16 that consumer is often the convert of a float32 output)
+    r, s = parse(only_shared), parse(only_shared)
+    run_passes(s, [FP, FC])
+    names = [i.name for i in s.main if not i.is_builtin()]
+    assert names.count("fused_concat") == 1 and "concat" not in names and "sigmoid" not in names, names
+    assert_same_outputs(r, s)
+    no_consumer = only_shared.replace("sigmoid(@3)", "concat[axis=0](@3)")
+    assert not run_passes(parse(no_consumer), [FP, FC]).records[1].changed  # nothing to fold
