@@ -44,32 +44,52 @@ MIGX_DEVICE unsigned int migx_topk_key(float f) {
     return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
 }
 
-// Inclusive suffix sums of a[0..len) in place, len <= blockDim.x (Hillis-Steele); every thread of
-// the block calls it.
-MIGX_DEVICE void migx_suffix_sum(unsigned int* a, int len) {
-    for (int off = 1; off < len; off <<= 1) {
-        unsigned int v = 0;
-        const int t = threadIdx.x;
-        if (t < len && t + off < len) v = a[t + off];
-        __syncthreads();
-        if (t < len) a[t] += v;
-        __syncthreads();
-    }
+MIGX_DEVICE unsigned int migx_shfl_up_u(unsigned int v, int d) {
+#if defined(MIGX_CUDA)
+    return __shfl_up_sync(0xffffffffu, v, d, MIGX_WARP_SIZE);
+#else
+    return __shfl_up(v, d, MIGX_WARP_SIZE);
+#endif
 }
 
-// Exclusive prefix sums of a[0..len) in place, len <= blockDim.x.
-MIGX_DEVICE void migx_prefix_sum(unsigned int* a, int len) {
-    const int t = threadIdx.x;
-    const unsigned int own = t < len ? a[t] : 0u;
-    for (int off = 1; off < len; off <<= 1) {
-        unsigned int v = 0;
-        if (t < len && t >= off) v = a[t - off];
-        __syncthreads();
-        if (t < len) a[t] += v;
-        __syncthreads();
+// Inclusive sum over the lanes up to this one.
+MIGX_DEVICE unsigned int migx_warp_inclusive_sum(unsigned int x) {
+    const int lane = threadIdx.x % MIGX_WARP_SIZE;
+#pragma unroll
+    for (int d = 1; d < MIGX_WARP_SIZE; d <<= 1) {
+        const unsigned int y = migx_shfl_up_u(x, d);
+        if (lane >= d) x += y;
     }
-    if (t < len) a[t] -= own;
+    return x;
+}
+
+// hist[bin] += 1 for this lane's bin (bin >= 256: none). Lanes of a warp sharing a bin add once
+// (sorted scores share their top bits, and same-address shared atomics serialise).
+MIGX_DEVICE void migx_hist_add(unsigned int* hist, unsigned int bin) {
+#if defined(MIGX_CUDA)
+    const unsigned int peers = __match_any_sync(__activemask(), bin);
+    if (bin < 256u && (int)(threadIdx.x % 32) == __ffs(peers) - 1) atomicAdd(&hist[bin], (unsigned int)__popc(peers));
+#else
+    if (bin < 256u) atomicAdd(&hist[bin], 1u);
+#endif
+}
+
+// Exclusive block-wide prefix sums of two per-thread counts (thread order), with their totals;
+// `slots` holds 2 x warps entries. Every thread of the block calls it.
+MIGX_DEVICE void migx_block_exclusive_sum2(unsigned int& a, unsigned int& b, unsigned int* slots) {
+    const int lane = threadIdx.x % MIGX_WARP_SIZE, warp = threadIdx.x / MIGX_WARP_SIZE;
+    const int warps = blockDim.x / MIGX_WARP_SIZE;
+    const unsigned int ia = migx_warp_inclusive_sum(a), ib = migx_warp_inclusive_sum(b);
+    if (lane == MIGX_WARP_SIZE - 1) { slots[warp] = ia; slots[warps + warp] = ib; }
     __syncthreads();
+    if (warp == 0) {
+        const unsigned int sa = migx_warp_inclusive_sum(lane < warps ? slots[lane] : 0u);
+        const unsigned int sb = migx_warp_inclusive_sum(lane < warps ? slots[warps + lane] : 0u);
+        if (lane < warps) { slots[lane] = sa; slots[warps + lane] = sb; }
+    }
+    __syncthreads();
+    a = (warp ? slots[warp - 1] : 0u) + ia - a;
+    b = (warp ? slots[warps + warp - 1] : 0u) + ib - b;
 }
 """
 
@@ -91,7 +111,7 @@ def radix_topk_kernel(op: Op, shapes: Sequence[Shape]) -> KernelSource:
     lines += [
         f"#define MIGX_KEY(j) ({key})",
         "__shared__ unsigned int hist[256];",
-        f"__shared__ unsigned int gt_off[{THREADS}], eq_off[{THREADS}];",
+        f"__shared__ unsigned int slots[2 * {THREADS} / MIGX_WARP_SIZE];",
         f"__shared__ unsigned int ckey[{k}];",
         f"__shared__ int cidx[{k}];",
         "__shared__ unsigned int s_prefix, s_want;",
@@ -103,33 +123,36 @@ def radix_topk_kernel(op: Op, shapes: Sequence[Shape]) -> KernelSource:
         "    __syncthreads();",
         f"    for ({it} j = t; j < {n}; j += {THREADS}) {{",
         "        const unsigned int u = MIGX_KEY(j);",
-        "        if ((u & mask) == prefix) atomicAdd(&hist[(u >> shift) & 255u], 1u);",
+        "        migx_hist_add(hist, (u & mask) == prefix ? (u >> shift) & 255u : 256u);",
         "    }",
         "    __syncthreads();",
-        "    const unsigned int own = t < 256 ? hist[t] : 0u;",
-        "    migx_suffix_sum(hist, 256);",
-        "    if (t < 256 && hist[t] >= want && hist[t] - own < want) {",
-        "        s_prefix = prefix | ((unsigned int)t << shift);",
-        "        s_want = want - (hist[t] - own);",
+        # the digit: one warp scans the bins from the top, each lane a run of them
+        "    if (t < MIGX_WARP_SIZE) {",
+        "        const int per = 256 / MIGX_WARP_SIZE, top = 255 - t * per;",
+        "        unsigned int own = 0u;",
+        "        for (int b = 0; b < per; ++b) own += hist[top - b];",
+        "        const unsigned int upto = migx_warp_inclusive_sum(own);",
+        "        if (upto >= want && upto - own < want) {",
+        "            unsigned int acc = upto - own;",
+        "            int b = top;",
+        "            while (acc + hist[b] < want) acc += hist[b--];",
+        "            s_prefix = prefix | ((unsigned int)b << shift);",
+        "            s_want = want - acc;",
+        "        }",
         "    }",
         "    __syncthreads();",
         "    prefix = s_prefix; want = s_want; mask |= 255u << shift;",
-        "    __syncthreads();",
         "}",
         # 2. the winners in index order: every key above the threshold, then the first `want`
         #    equal to it; each thread counts a contiguous chunk, a block scan gives the offsets
         f"const {it} lo = (({it})t) * {chunk};",
         f"const {it} hi = lo + {chunk} < {n} ? lo + {chunk} : {n};",
-        "unsigned int ngt = 0u, neq = 0u;",
+        "unsigned int g = 0u, e = 0u;",
         f"for ({it} j = lo; j < hi; ++j) {{",
-        "    const unsigned int u = MIGX_KEY(j); ngt += u > prefix; neq += u == prefix;",
+        "    const unsigned int u = MIGX_KEY(j); g += u > prefix; e += u == prefix;",
         "}",
-        "gt_off[t] = ngt; eq_off[t] = neq;",
-        "__syncthreads();",
-        f"migx_prefix_sum(gt_off, {THREADS});",
-        f"migx_prefix_sum(eq_off, {THREADS});",
+        "migx_block_exclusive_sum2(g, e, slots);",
         "{",
-        "    unsigned int g = gt_off[t], e = eq_off[t];",
         f"    const unsigned int above = {k}u - want;",
         f"    for ({it} j = lo; j < hi; ++j) {{",
         "        const unsigned int u = MIGX_KEY(j);",
