@@ -162,11 +162,20 @@ def widen_input_dots(module: Module) -> list[Instruction]:
 _SINK_VIEWS = _VIEWS + ("multibroadcast", "broadcast")
 
 
+# Ops whose kernel reads these inputs in any float type (and computes in float): a narrowing
+# convert before them is dropped rather than run.
+READS_ANY_FLOAT = {"lstm_recurrence": (0,)}
+
+
+def _reads_any_float(u: Instruction, x: Instruction) -> bool:
+    return any(u.inputs[k] is x for k in READS_ANY_FLOAT.get(u.name, ())) and u.inputs.count(x) == 1
+
+
 def _only_views_to_pointwise(x: Instruction) -> bool:
-    """Every path from x's users runs through views to a pointwise op."""
+    """Every path from x's users runs through views to a pointwise op (or one reading any float)."""
     return bool(x.outputs) and all(
         (u.name in _SINK_VIEWS and _only_views_to_pointwise(u)) or (u.op.has("pointwise") and not u.is_return())
-        for u in x.outputs)
+        or _reads_any_float(u, x) for u in x.outputs)
 
 
 def _sink_convert(module: Module, convert: Instruction) -> None:
@@ -175,6 +184,9 @@ def _sink_convert(module: Module, convert: Instruction) -> None:
     keep the convert a kernel of its own)."""
     src = convert.inputs[0]
     for u in list(convert.outputs):
+        if _reads_any_float(u, convert):
+            module.replace_instruction(u, inputs=[src if i is convert else i for i in u.inputs])
+            continue
         if u.name not in _SINK_VIEWS:
             continue
         with module.program.provenance([u, convert]):

@@ -130,6 +130,19 @@ def _input_projection(b: _Builder, x: Instruction, wd: Instruction) -> Instructi
     return b("reshape", b("dot", flat, wd), dims=[seq, batch, wd.shape.lens[1]])
 
 
+FUSED_LSTM_MAX_STATE = 2048  # batch x hidden: lstm_recurrence keeps h, c and the gates in one block
+
+
+def _plain_lstm(op: Op, acts, p: Instruction | None, lens: np.ndarray | None, batch: int) -> bool:
+    """A direction lstm_recurrence computes: the default activations, no clip, no coupled input
+    and forget gates, zero peepholes, every sequence full length, a state one block holds."""
+    if [a[0] for a in acts] != list(DEFAULT_ACTIVATIONS["lstm"]) or op["clip"] > 0 or op["input_forget"]:
+        return False
+    if p is None or not p.can_eval() or np.any(np.asarray(p.eval())):
+        return False
+    return lens is None and batch * op["hidden_size"] <= FUSED_LSTM_MAX_STATE
+
+
 def _lengths(ins: Instruction) -> np.ndarray | None:
     lens = ins.inputs[4]
     return np.asarray(lens.eval()).reshape(-1) if lens.can_eval() else None
@@ -154,10 +167,13 @@ class UnrollRecurrent(Rule):
             return "the result is used other than through get_tuple_elem"
         return lambda: self._unroll(m, ins, np.minimum(lens, seq) if uneven else None)
 
-    @staticmethod
-    def _unroll(m: Module, ins: Instruction, lens: np.ndarray | None) -> None:
+    def __init__(self, fuse_lstm: bool = True):
+        self.fuse_lstm = fuse_lstm
+
+    def _unroll(self, m: Module, ins: Instruction, lens: np.ndarray | None) -> None:
         b, op = _Builder(m, ins), ins.op
         lstm = op.name == "lstm"
+        fuse = self.fuse_lstm and lstm
         x, w, r, bias, _, h0 = ins.inputs[:6]
         seq, batch, _ = x.shape.lens
         gh = w.shape.lens[1]
@@ -174,6 +190,14 @@ class UnrollRecurrent(Rule):
             c = b.pick(ins.inputs[6], d) if lstm else None
             p = b.pick(ins.inputs[7], d) if lstm else None
             xws = _input_projection(b, x, wd)
+            if fuse and _plain_lstm(op, acts[d * n_act: (d + 1) * n_act], p, lens, batch):
+                wrb = b("add", b.cols(bd, 0, gh), b.cols(bd, 1, gh))  # constant: folded at compile time
+                rec = b("lstm_recurrence", xws, rd, wrb, h, c, reverse=int(backwards))
+                y = b("get_tuple_elem", rec, index=0)
+                ys.append(b("unsqueeze", y, axes=[1]))
+                hs.append(b("unsqueeze", b.pick(y, 0 if backwards else seq - 1), axes=[0]))
+                cs.append(b("unsqueeze", b("get_tuple_elem", rec, index=1), axes=[0]))
+                continue
             steps: list[Instruction | None] = [None] * seq
             for step in range(seq):
                 t = seq - 1 - step if backwards else step
@@ -204,7 +228,11 @@ class RewriteRnn(Pass):
 
     name: ClassVar[str] = "rewrite_rnn"
     note: ClassVar[str] = ("sequence lengths must be compile-time constants; uneven lengths are masked with "
-                           "`where` (forward directions only)")
+                           "`where` (forward directions only); unlike MIGraphX, a plain LSTM direction becomes one "
+                           "lstm_recurrence op (all steps in one kernel) after one input-projection GEMM "
+                           "(fuse_lstm=False unrolls it step by step)")
+
+    fuse_lstm: bool = True
 
     def apply_module(self, module: Module, ctx) -> bool:
-        return sweep(module, [UnrollRecurrent()])
+        return sweep(module, [UnrollRecurrent(self.fuse_lstm)])

@@ -31,6 +31,7 @@ from .pointwise import (
     pointwise_kernel,
     reverse_kernel,
 )
+from .recurrent import lstm_recurrence_kernel
 from .reduce import reduce_kernel
 
 __all__ = ["EPILOGUE_REDUCTIONS", "GENERATORS", "LIBRARY_FAMILIES", "CodegenUnsupported", "KernelRequest",
@@ -82,6 +83,7 @@ GENERATORS: dict[str, Generator] = {
     "reverse": lambda r: reverse_kernel(r.inner, r.shapes),
     "fused_concat": lambda r: fused_concat_kernel(r.inner, r.shapes, r.modules),
     "concat_past_present": lambda r: append_kernel(r.inner, r.shapes),
+    "lstm_recurrence": lambda r: lstm_recurrence_kernel(r.inner, r.shapes),  # rewrite_rnn's fused LSTM direction
     # quant_dot where 8-bit BLAS cannot take it (MIGX_WIDEN_8BIT=0): tiled, int32 / fp32 accumulation
     "quant_gemm": lambda r: gemm_kernel(r.shapes),
 }
