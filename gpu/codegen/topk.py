@@ -10,8 +10,10 @@ stable argsort with NaN as the largest value). For `largest=False` the key is co
 the kernel always takes the k largest keys. Ties keep the lower index: the winners equal to the
 threshold key are the first ones in index order, and the final rank breaks ties by index.
 
-Used for float slices of at least RADIX_MIN_N elements and k <= RADIX_MAX_K (the winners live
-in shared memory); the rank-counting kernel in indexing.py takes the rest.
+The keys are computed once into shared memory when they fit beside the winners (n <= ~9,000
+for k = 300), so the passes read no global memory. Used for float slices of at least RADIX_MIN_N
+elements and k <= RADIX_MAX_K (the winners live in shared memory); the rank-counting kernel in
+indexing.py takes the rest.
 """
 
 from __future__ import annotations
@@ -27,6 +29,8 @@ THREADS = 1024  # one block per slice (a multiple of 64: full AMD waves)
 RADIX_MIN_N = 512  # shorter slices: the rank-counting kernel is already a single short pass
 RADIX_MAX_K = 2048  # winners' keys and indices in shared memory: 16 KiB
 FLOAT_TYPES = ("float32", "float16", "bfloat16")
+SHARED_BYTES = 46 * 1024  # static shared memory a block may use (48 KiB, less a margin)
+SHARED_RESERVE = 2 * 1024  # the histogram, the scan slots and the broadcast values
 
 
 def radix_topk_applies(op: Op, shapes: Sequence[Shape]) -> bool:
@@ -94,6 +98,17 @@ MIGX_DEVICE void migx_block_exclusive_sum2(unsigned int& a, unsigned int& b, uns
 """
 
 
+def _key_source(key: str, n: int, k: int, it: str) -> list[str]:
+    """MIGX_KEY(j): the slice's keys computed once into shared memory when they fit beside the
+    winners (every pass then reads shared memory, not global), else recomputed from global."""
+    if 4 * n + 8 * k + SHARED_RESERVE > SHARED_BYTES:
+        return [f"#define MIGX_KEY(j) ({key})"]
+    return [f"__shared__ unsigned int keys_s[{n}];",
+            f"for ({it} j = threadIdx.x; j < {n}; j += {THREADS}) keys_s[j] = {key};",
+            "__syncthreads();",
+            "#define MIGX_KEY(j) (keys_s[(j)])"]
+
+
 def radix_topk_kernel(op: Op, shapes: Sequence[Shape]) -> KernelSource:
     x, vals, idx = shapes[0], shapes[1], shapes[2]
     axis = norm_axis(op["axis"], x.ndim, "topk")
@@ -109,7 +124,7 @@ def radix_topk_kernel(op: Op, shapes: Sequence[Shape]) -> KernelSource:
         lines.append(f"const {it} base{p} = {offset_expr(coords, [s.strides[d] for d in dims]) if dims else '0'};")
     key = f"{flip}migx_topk_key((float)migx::load(p0, base0 + (j) * {x.strides[axis]}))"
     lines += [
-        f"#define MIGX_KEY(j) ({key})",
+        *_key_source(key, n, k, it),
         "__shared__ unsigned int hist[256];",
         f"__shared__ unsigned int slots[2 * {THREADS} / MIGX_WARP_SIZE];",
         f"__shared__ unsigned int ckey[{k}];",
@@ -166,6 +181,7 @@ def radix_topk_kernel(op: Op, shapes: Sequence[Shape]) -> KernelSource:
         "    const unsigned int u = ckey[i];",
         "    const int ii = cidx[i];",
         "    int rank = 0;",
+        "#pragma unroll 8",  # independent shared loads: let them overlap
         f"    for (int j = 0; j < {k}; ++j) rank += ckey[j] > u || (ckey[j] == u && cidx[j] < ii);",
         f"    migx::store(p1, base1 + rank * {vals.strides[axis]}, migx::load(p0, base0 + ii * {x.strides[axis]}));",
         f"    migx::store(p2, base2 + rank * {idx.strides[axis]}, (long long)ii);",

@@ -27,6 +27,11 @@ def test_long_float_slices_take_one_radix_block_each():
     assert _kernel("float16", [2400, 2], 300, 0, largest=False).name == "topk_radix_smallest_kernel"
 
 
+def test_keys_live_in_shared_memory_when_they_fit():
+    assert "keys_s" in _kernel("float32", [1, 4, 2100], 300, 2).source  # every pass reads shared memory
+    assert "keys_s" not in _kernel("float32", [1, 24000], 300, 1).source  # 94 KiB: recomputed from global
+
+
 def test_short_slices_integers_and_huge_k_keep_the_rank_kernel():
     assert _kernel("float32", [4, 300], 7, 1).name == "topk_largest_kernel"
     assert _kernel("int32", [2, 4000], 10, 1).name == "topk_largest_kernel"
