@@ -4,8 +4,11 @@ built-in model; and the rewrites that got there, each on its own:
 
 * prefuse_ops takes a layernorm whose epsilon rounded to 0 in half (BERT's 1e-12);
 * a layernorm / convolution kernel takes a type-changing consumer (the output's convert);
-* a half GEMM widened to a float32 output after a bias writes float32 itself (bias in BLAS);
-* the first convolution reads the float32 input its convert would narrow (im2col, direct).
+* a half GEMM widened to a float32 output after a bias writes float32 itself (bias in BLAS), and
+  without a bias too (llama's lm_head);
+* the first convolution reads the float32 input its convert would narrow (im2col, direct);
+* a GEMM of the narrowed float32 input runs in float32 (propagate_precision; tests/passes/test_data_type.py);
+* a concat whose consumer is the output's convert runs it in its kernel (fuse_concat).
 """
 
 from __future__ import annotations
