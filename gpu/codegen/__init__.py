@@ -81,7 +81,7 @@ GENERATORS: dict[str, Generator] = {
     "gather": lambda r: gather_kernel(r.inner, r.shapes),
     "pad": lambda r: pad_kernel(r.inner, r.shapes),
     "reverse": lambda r: reverse_kernel(r.inner, r.shapes),
-    "fused_concat": lambda r: fused_concat_kernel(r.inner, r.shapes, r.modules),
+    "fused_concat": lambda r: fused_concat_kernel(r.inner, r.shapes, r.modules, r.nout),
     "concat_past_present": lambda r: append_kernel(r.inner, r.shapes),
     "lstm_recurrence": lambda r: lstm_recurrence_kernel(r.inner, r.shapes),  # rewrite_rnn's fused LSTM direction
     # quant_dot where 8-bit BLAS cannot take it (MIGX_WIDEN_8BIT=0): tiled, int32 / fp32 accumulation
