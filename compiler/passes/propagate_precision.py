@@ -3,6 +3,7 @@ precision any of them already uses."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -124,6 +125,11 @@ def _narrowed_input(module: Module, x: Instruction, before: Instruction) -> Inst
     return out
 
 
+# A float32 GEMM runs without tensor cores (TF32 off): past this many multiply-adds (about a
+# microsecond of float32 math on a current GPU) the saved convert launch no longer pays for it.
+WIDEN_DOT_MAX_MACS = 1 << 24
+
+
 def widen_input_dots(module: Module) -> list[Instruction]:
     """dot(convert_low(float32 input), constant) -> convert_low(dot(input, float32 constant)),
     the input possibly seen through reshape-like views.
@@ -133,12 +139,15 @@ def widen_input_dots(module: Module) -> list[Instruction]:
     does not make. Multiplying in float32 against the weights widened at compile time reads the
     input as it is, and the narrowing moves after the product, where the bias / activation
     kernel that follows absorbs it (the upgrade below even computes those in float32). The
-    result is closer to the float32 model, not further. Returns the new narrowing converts."""
+    result is closer to the float32 model, not further. Only GEMMs of at most WIDEN_DOT_MAX_MACS
+    multiply-adds. Returns the new narrowing converts."""
     downs = []
     for ins in list(module):
         if ins.name != "dot" or not ins.alive:
             continue
         a, b = ins.inputs
+        if math.prod(ins.shape.lens) * a.shape.lens[-1] > WIDEN_DOT_MAX_MACS:
+            continue
         for k, (x, w) in enumerate(((a, b), (b, a))):
             if not w.can_eval() or w.shape.type != x.shape.type:
                 continue

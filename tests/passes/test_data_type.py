@@ -216,3 +216,17 @@ def test_propagate_precision_keeps_a_narrowed_gemm_of_two_run_time_values():
     q = parse(text)
     run_passes(q, [make_pass("propagate_precision")])
     assert next(i for i in q.main if i.name == "dot").shape.type == "float16"
+
+
+def test_propagate_precision_keeps_a_large_narrowed_gemm_in_half():
+    """Past WIDEN_DOT_MAX_MACS a float32 GEMM (no tensor cores) costs more than the convert."""
+    from migx_explore.compiler.passes import propagate_precision
+
+    q = parse(WIDEN_DOT)
+    old = propagate_precision.WIDEN_DOT_MAX_MACS
+    propagate_precision.WIDEN_DOT_MAX_MACS = 6 * 3 * 4 - 1
+    try:
+        run_passes(q, [make_pass("propagate_precision")])
+    finally:
+        propagate_precision.WIDEN_DOT_MAX_MACS = old
+    assert next(i for i in q.main if i.name == "dot").shape.type == "float16"
