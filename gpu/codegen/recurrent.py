@@ -18,6 +18,8 @@ from ...compiler.shape import Shape
 from .common import CodegenUnsupported, KernelSource, kernel_params, offset_expr, source
 
 REGISTER_FLOATS = 128  # R^T values a thread keeps in registers; more are read from memory each step
+BLOCK_REGISTERS = 65536
+OTHER_REGISTERS = 40
 MAX_THREADS = 1024
 SHARED_FLOATS = 12 * 1024  # h, c and the gates of every batch entry: 48 KiB
 
@@ -30,7 +32,9 @@ def lstm_recurrence_kernel(op: Op, shapes: Sequence[Shape]) -> KernelSource:
         raise CodegenUnsupported(f"lstm_recurrence: batch {batch} x hidden {hidden} does not fit one block")
     threads = min(MAX_THREADS, -(-g // 64) * 64)
     cols = -(-g // threads)  # gate columns per thread
-    in_regs = hidden * cols <= REGISTER_FLOATS
+    # R^T in registers only while the block's registers hold it beside the rest (64K a block,
+    # ~40 a thread for everything else); __launch_bounds__ makes the compiler keep to that.
+    in_regs = hidden * cols <= min(REGISTER_FLOATS, BLOCK_REGISTERS // threads - OTHER_REGISTERS)
 
     def at(s: Shape, *idx: str) -> str:
         return offset_expr(list(idx), s.strides)
@@ -97,7 +101,7 @@ def lstm_recurrence_kernel(op: Op, shapes: Sequence[Shape]) -> KernelSource:
     body = "\n    ".join(lines)
     name = f"lstm_recurrence_{'reverse' if op['reverse'] else 'forward'}_kernel"
     src = f"""
-MIGX_GLOBAL void {name}({kernel_params(shapes, [False] * 5 + [True, True])}) {{
+MIGX_GLOBAL void __launch_bounds__({threads}) {name}({kernel_params(shapes, [False] * 5 + [True, True])}) {{
     {body}
 }}"""
     return KernelSource(name, source(src), threads, threads)
