@@ -101,7 +101,7 @@ def lstm_recurrence_kernel(op: Op, shapes: Sequence[Shape]) -> KernelSource:
     body = "\n    ".join(lines)
     name = f"lstm_recurrence_{'reverse' if op['reverse'] else 'forward'}_kernel"
     src = f"""
-MIGX_GLOBAL void __launch_bounds__({threads}) {name}({kernel_params(shapes, [False] * 5 + [True, True])}) {{
+MIGX_GLOBAL __launch_bounds__({threads}) void {name}({kernel_params(shapes, [False] * 5 + [True, True])}) {{
     {body}
 }}"""
     return KernelSource(name, source(src), threads, threads)
