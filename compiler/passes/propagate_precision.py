@@ -98,7 +98,7 @@ def find_upgrades(module: Module) -> dict[int, tuple[Instruction, str]]:
 _VIEWS = ("reshape", "squeeze", "unsqueeze", "transpose", "slice")
 
 
-def _float32_source(x: Instruction) -> Instruction | None:
+def _float32_source(module: Module, x: Instruction, before: Instruction) -> Instruction | None:
     """A float32 tensor x rounds from at no kernel's cost: the param of x = convert(float32 param),
     or, for a low-precision x also widened for a float32 output, that widened value (a model
     output the GEMM's input also feeds: BERT's last layernorm, read by the pooler)."""
@@ -106,8 +106,12 @@ def _float32_source(x: Instruction) -> Instruction | None:
         return None
     if x.name == "convert" and x.inputs[0].is_param() and x.inputs[0].shape.type == "float32":
         return x.inputs[0]
-    return next((u for u in x.outputs if u.name == "convert" and u.shape.type == "float32"
-                 and any(o.is_return() for o in u.outputs)), None)
+    widened = [u for u in x.outputs if u.name == "convert" and u.shape.type == "float32"
+               and any(o.is_return() for o in u.outputs)]
+    if not widened:
+        return None
+    order = module.index_of()  # the GEMM's new input must already be computed where it is read
+    return widened[0] if order[widened[0].id] < order[before.id] else None
 
 
 def _narrowed_input(module: Module, x: Instruction, before: Instruction) -> Instruction | None:
@@ -117,7 +121,7 @@ def _narrowed_input(module: Module, x: Instruction, before: Instruction) -> Inst
     while x.name in _VIEWS and len(x.inputs) == 1:
         views.append(x)
         x = x.inputs[0]
-    out = _float32_source(x)
+    out = _float32_source(module, x, before)
     if out is None:
         return None
     for v in reversed(views):
@@ -143,7 +147,7 @@ def widen_input_dots(module: Module) -> list[Instruction]:
     multiply-adds. Returns the new narrowing converts."""
     downs = []
     for ins in list(module):
-        if ins.name != "dot" or not ins.alive:
+        if ins.name != "dot" or not ins.alive or ins.shape.dyn_dims is not None:
             continue
         a, b = ins.inputs
         if math.prod(ins.shape.lens) * a.shape.lens[-1] > WIDEN_DOT_MAX_MACS:

@@ -230,3 +230,33 @@ def test_propagate_precision_keeps_a_large_narrowed_gemm_in_half():
     finally:
         propagate_precision.WIDEN_DOT_MAX_MACS = old
     assert next(i for i in q.main if i.name == "dot").shape.type == "float16"
+
+
+POOLER = """
+    x = @param:x -> half_type, {1, 2, 4}
+    w = @literal{0.5, -1, 0.25, 2, 1.5, -0.75, 1, 0.125, -2, 0.5, 3, -1} -> half_type, {4, 3}
+    @2 = exp(x) -> half_type, {1, 2, 4}
+    @3 = convert[target_type=float32](@2) -> float_type, {1, 2, 4}
+    @4 = slice[axes={1},starts={0},ends={1}](@2) -> half_type, {1, 1, 4}, {8, 4, 1}
+    @5 = squeeze[axes={1}](@4) -> half_type, {1, 4}, {8, 1}
+    @6 = dot(@5, w) -> half_type, {1, 3}
+    @7 = tanh(@6) -> half_type, {1, 3}
+    @8 = @return(@3, @7)
+"""
+
+
+def test_propagate_precision_multiplies_the_widened_output_a_gemm_also_reads():
+    """BERT's pooler at fp16: the last hidden state is returned as float32 and its first token
+    feeds a GEMM. The GEMM reads the float32 copy, so the hidden state has one (half) reader
+    left, the convert, and the layernorm kernel that makes it can write the float32 output
+    (bert_encoder at fp16: 24 kernels, as at fp32)."""
+    p, q = parse(POOLER), parse(POOLER)
+    run_passes(q, [make_pass("propagate_precision"), make_pass("dead_code_elimination")])
+    dot = next(i for i in q.main if i.name == "dot")
+    src = dot.inputs[0]
+    while src.op.has("view"):
+        src = src.inputs[0]
+    # (propagate_precision then also computes the exp in float32 for its float32 reader)
+    assert dot.shape.type == "float32" and src.shape.type == "float32" and src.name in ("convert", "exp")
+    assert not any(i.name == "slice" and i.shape.type == "float16" for i in q.main)
+    assert_same_outputs(p, q, rtol=1e-2, atol=1e-2)
