@@ -151,6 +151,9 @@ def _lengths(ins: Instruction) -> np.ndarray | None:
 class UnrollRecurrent(Rule):
     name = "unroll_rnn"
 
+    def __init__(self, fuse_lstm: bool = True):
+        self.fuse_lstm = fuse_lstm
+
     def pattern(self):
         return any_of(*(name(n) for n in RNN_OPS))
 
@@ -166,9 +169,6 @@ class UnrollRecurrent(Rule):
         if any(u.name != "get_tuple_elem" for u in ins.outputs):
             return "the result is used other than through get_tuple_elem"
         return lambda: self._unroll(m, ins, np.minimum(lens, seq) if uneven else None)
-
-    def __init__(self, fuse_lstm: bool = True):
-        self.fuse_lstm = fuse_lstm
 
     def _unroll(self, m: Module, ins: Instruction, lens: np.ndarray | None) -> None:
         b, op = _Builder(m, ins), ins.op
