@@ -53,9 +53,11 @@ def _fused_concat_shape(op, s, mods):
         if list(e.lens) != lens:
             raise ShapeError(f"fused_concat: post input {list(e.lens)} differs from the concat result {lens}")
     outs = mods[-1].output_shapes()
-    if len(outs) != 1:
-        raise ShapeError("fused_concat: the post module must return one value")
-    return Shape.of(outs[0].type, lens)
+    if not outs:
+        raise ShapeError("fused_concat: the post module returns nothing")
+    if len(outs) == 1:
+        return Shape.of(outs[0].type, lens)
+    return Shape.tuple_of([Shape.of(o.type, lens) for o in outs])  # e.g. the concat and its convert
 
 
 def _fused_concat_compute(op, args, out, run):
@@ -66,8 +68,10 @@ def _fused_concat_compute(op, args, out, run):
         r = np.asarray(run(m, list(g), check_shapes=False)[0])
         pieces.append(np.broadcast_to(r, np.broadcast_shapes(*[np.shape(x) for x in g])))
     cat = np.concatenate(pieces, axis=norm_axis(op["axis"], pieces[0].ndim, "fused_concat"))
-    res = run(mods[-1], list(extras) + [cat], check_shapes=False)[0]
-    return np.broadcast_to(np.asarray(res), out.lens)
+    res = run(mods[-1], list(extras) + [cat], check_shapes=False)
+    if not out.is_tuple:
+        return np.broadcast_to(np.asarray(res[0]), out.lens)
+    return tuple(np.broadcast_to(np.asarray(r), o.lens) for r, o in zip(res, out.sub_shapes))
 
 
 defop("fused_concat", _fused_concat_shape, _fused_concat_compute, attrs=[A("axis", "int", 0, show=True)],

@@ -180,3 +180,43 @@ defop("gru", _shape, _compute, attrs=_COMMON + [A("linear_before_reset", "int", 
 defop("lstm", _shape, _compute, attrs=_COMMON + [A("input_forget", "int", 0)], nargs=8, gpu=_UNROLLED,
       doc=f"Long short-term memory (ONNX LSTM, gates i, o, f, c), {_DOC}, initial_c, peepholes P; returns "
           "(Y, Y_h, Y_c).")
+
+
+# --- lstm_recurrence ------------------------------------------------------------------------------
+# One direction of a plain LSTM (sigmoid / tanh / tanh, no clip, peepholes or coupled gates, every
+# sequence full length) as one op, for a kernel that runs every step: rewrite_rnn emits it after
+# the whole-sequence input projection, so only h R^T and the cell stay inside the recurrence.
+def _recurrence_shape(op, s, m):
+    xw, rt, bias, h0, c0 = s
+    if xw.ndim != 3 or rt.ndim != 2 or h0.ndim != 2:
+        raise ShapeError(f"lstm_recurrence: expected xw [seq, batch, 4h], R^T [h, 4h], h0 [batch, h]; got "
+                         f"{list(xw.lens)}, {list(rt.lens)}, {list(h0.lens)}")
+    seq, batch, g = xw.lens
+    hidden = h0.lens[1]
+    if g != 4 * hidden or list(rt.lens) != [hidden, g] or list(bias.lens) != [g] or list(c0.lens) != [batch, hidden] \
+            or h0.lens[0] != batch:
+        raise ShapeError(f"lstm_recurrence: gates {g} / R^T {list(rt.lens)} / bias {list(bias.lens)} / c0 "
+                         f"{list(c0.lens)} do not fit hidden {hidden} and batch {batch}")
+    # the state's type: x W^T may come wider (a float32 input's projection, at fp16)
+    return Shape.tuple_of([Shape.of(h0.type, [seq, batch, hidden]), Shape.of(h0.type, [batch, hidden])])
+
+
+def _recurrence_compute(op, args, out, run):
+    xw, rt, bias, h, c = (np.asarray(a).astype(np.float32) for a in args)
+    hs = h.shape[1]
+    ys = np.zeros((xw.shape[0],) + h.shape, np.float32)
+    for t in (range(xw.shape[0] - 1, -1, -1) if op["reverse"] else range(xw.shape[0])):
+        g = xw[t] + h @ rt + bias
+        i, o, f = (1 / (1 + np.exp(-g[:, k * hs:(k + 1) * hs])) for k in range(3))
+        c = f * c + i * np.tanh(g[:, 3 * hs:])
+        h = o * np.tanh(c)
+        ys[t] = h
+    dt = np.asarray(args[3]).dtype
+    return ys.astype(dt), c.astype(dt)
+
+
+defop("lstm_recurrence", _recurrence_shape, _recurrence_compute, attrs=[A("reverse", "int", 0, show=True)], nargs=5,
+      gpu=GpuCode.kernel("lstm_recurrence"), made_by="rewrite_rnn",
+      doc="Every step of one plain LSTM direction: inputs x W^T per step [seq, batch, 4h] (gates i, o, f, c), "
+          "R^T [h, 4h], the summed biases [4h], h0, c0; returns (Y [seq, batch, h], the last c). One kernel "
+          "runs the whole recurrence (rewrite_rnn emits it).")

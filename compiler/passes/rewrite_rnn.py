@@ -1,10 +1,13 @@
 """rewrite_rnn (MIGraphX src/rewrite_rnn.cpp): unroll `rnn`, `gru` and `lstm` over time.
 
 As in MIGraphX, each direction becomes a chain of per-step cells built from slice / squeeze /
-dot / add / pointwise activations: W and R are sliced per direction and transposed once, the two
-biases are added once, and each step computes x_t W^T + h R^T + b and the gates from column
-slices of that. The per-step hidden states are stacked with concat into Y; the last step's
-hidden (and cell) state feed Y_h (Y_c). The op's get_tuple_elem users are rewired to those.
+dot / add / pointwise activations: W and R are sliced per direction and transposed once, and
+each step computes x_t W^T + Wb + h R^T + Rb and the gates from column slices of that. Unlike
+MIGraphX, x_t W^T is one GEMM over the whole sequence per direction (cuDNN's input projection),
+sliced per step: only h R^T stays inside the recurrence; and an LSTM adds each gate's columns
+separately, so the sums fuse into the cell's kernel. The per-step hidden states are stacked
+with concat into Y; the last step's hidden (and cell) state feed Y_h (Y_c). The op's
+get_tuple_elem users are rewired to those.
 
 Sequence lengths must be known at compile time. When they are all the full length (the
 importer's default) nothing is masked; shorter forward sequences keep their state with a
@@ -74,10 +77,14 @@ class _Builder:
         return self("clip", shifted, self.const(0, v), self.const(1, v))  # hardsigmoid
 
 
-def _cell(b: _Builder, op: Op, xw: Instruction, h: Instruction, c: Instruction | None, rd: Instruction,
-          rb: Instruction, p: Instruction | None, acts) -> tuple[Instruction, Instruction | None]:
-    """One step: xw = x_t W^T + Wb (all gates); returns the new (h, c)."""
+def _cell(b: _Builder, op: Op, xw: Instruction, wb: Instruction, h: Instruction, c: Instruction | None,
+          rd: Instruction, rb: Instruction, p: Instruction | None, acts) -> tuple[Instruction, Instruction | None]:
+    """One step: xw = x_t W^T (all gates, no bias yet), wb its bias; returns the new (h, c)."""
     hs = op["hidden_size"]
+    if op.name == "lstm":
+        wrb = b("add", wb, rb)  # constant: folded at compile time
+    else:
+        xw = b("add", xw, wb)
     f = acts[0]
     clip = op["clip"]
 
@@ -98,8 +105,12 @@ def _cell(b: _Builder, op: Op, xw: Instruction, h: Instruction, c: Instruction |
         n = b.act(acts[1], cl(b("add", b.cols(xw, 2, hs), hn)))
         one_minus_z = b("sub", b.const(1, z), z)
         return b("add", b("mul", one_minus_z, n), b("mul", z, h)), c
-    gates = b("add", xw, b("add", b("dot", h, rd), rb))
-    gi, go, gf, gc = (b.cols(gates, k, hs) for k in range(4))
+    # Each gate adds its own columns of x_t W^T, h R^T and the biases (rather than slicing one
+    # full-width sum), so fuse_pointwise folds the sums into the cell's kernel: one kernel a step
+    # after the recurrent GEMM, not an add kernel and then the cell.
+    hr = b("dot", h, rd)
+    gi, go, gf, gc = (b("add", b.cols(xw, k, hs), b("add", b.cols(hr, k, hs), b.cols(wrb, k, hs)))
+                      for k in range(4))
 
     def peep(k: int, state: Instruction) -> Instruction:
         return b("mul", b("multibroadcast", b.cols(p, k, hs), out_lens=state.shape.lens), state)
@@ -111,6 +122,28 @@ def _cell(b: _Builder, op: Op, xw: Instruction, h: Instruction, c: Instruction |
     return b("mul", o, b.act(acts[2], c2)), c2
 
 
+def _input_projection(b: _Builder, x: Instruction, wd: Instruction) -> Instruction:
+    """x_t W^T for every step at once, [seq, batch, G*hidden]: one GEMM over the whole sequence
+    instead of one per step (the input does not depend on the recurrence; cuDNN does the same).
+    Each step then slices its rows."""
+    seq, batch, size = x.shape.lens
+    flat = b("reshape", x, dims=[seq * batch, size])
+    return b("reshape", b("dot", flat, wd), dims=[seq, batch, wd.shape.lens[1]])
+
+
+FUSED_LSTM_MAX_STATE = 2048  # batch x hidden: lstm_recurrence keeps h, c and the gates in one block
+
+
+def _plain_lstm(op: Op, acts, p: Instruction | None, lens: np.ndarray | None, batch: int) -> bool:
+    """A direction lstm_recurrence computes: the default activations, no clip, no coupled input
+    and forget gates, zero peepholes, every sequence full length, a state one block holds."""
+    if [a[0] for a in acts] != list(DEFAULT_ACTIVATIONS["lstm"]) or op["clip"] > 0 or op["input_forget"]:
+        return False
+    if p is None or not p.can_eval() or np.any(np.asarray(eval_instruction(p))):
+        return False
+    return lens is None and batch * op["hidden_size"] <= FUSED_LSTM_MAX_STATE
+
+
 def _lengths(ins: Instruction) -> np.ndarray | None:
     lens = ins.inputs[4]
     return np.asarray(eval_instruction(lens)).reshape(-1) if lens.can_eval() else None
@@ -118,6 +151,9 @@ def _lengths(ins: Instruction) -> np.ndarray | None:
 
 class UnrollRecurrent(Rule):
     name = "unroll_rnn"
+
+    def __init__(self, fuse_lstm: bool = True):
+        self.fuse_lstm = fuse_lstm
 
     def pattern(self):
         return any_of(*(name(n) for n in RNN_OPS))
@@ -135,10 +171,10 @@ class UnrollRecurrent(Rule):
             return "the result is used other than through get_tuple_elem"
         return lambda: self._unroll(m, ins, np.minimum(lens, seq) if uneven else None)
 
-    @staticmethod
-    def _unroll(m: Module, ins: Instruction, lens: np.ndarray | None) -> None:
+    def _unroll(self, m: Module, ins: Instruction, lens: np.ndarray | None) -> None:
         b, op = _Builder(m, ins), ins.op
         lstm = op.name == "lstm"
+        fuse = self.fuse_lstm and lstm
         x, w, r, bias, _, h0 = ins.inputs[:6]
         seq, batch, _ = x.shape.lens
         gh = w.shape.lens[1]
@@ -154,11 +190,19 @@ class UnrollRecurrent(Rule):
             h = b.pick(h0, d)
             c = b.pick(ins.inputs[6], d) if lstm else None
             p = b.pick(ins.inputs[7], d) if lstm else None
+            xws = _input_projection(b, x, wd)
+            if fuse and _plain_lstm(op, acts[d * n_act: (d + 1) * n_act], p, lens, batch):
+                wrb = b("add", b.cols(bd, 0, gh), b.cols(bd, 1, gh))  # constant: folded at compile time
+                rec = b("lstm_recurrence", xws, rd, wrb, h, c, reverse=int(backwards))
+                y = b("get_tuple_elem", rec, index=0)
+                ys.append(b("unsqueeze", y, axes=[1]))
+                hs.append(b("unsqueeze", b.pick(y, 0 if backwards else seq - 1), axes=[0]))
+                cs.append(b("unsqueeze", b("get_tuple_elem", rec, index=1), axes=[0]))
+                continue
             steps: list[Instruction | None] = [None] * seq
             for step in range(seq):
                 t = seq - 1 - step if backwards else step
-                xw = b("add", b("dot", b.pick(x, t), wd), wb)
-                h2, c2 = _cell(b, op, xw, h, c, rd, rb, p, acts[d * n_act: (d + 1) * n_act])
+                h2, c2 = _cell(b, op, b.pick(xws, t), wb, h, c, rd, rb, p, acts[d * n_act: (d + 1) * n_act])
                 if lens is not None:  # forward only (plan refuses reverse with uneven lengths)
                     valid = b("multibroadcast", m.add_literal((t < lens)[:, None], before=ins), out_lens=h2.shape.lens)
                     steps[t] = b("where", valid, h2, b.const(0, h2))
@@ -185,7 +229,11 @@ class RewriteRnn(Pass):
 
     name: ClassVar[str] = "rewrite_rnn"
     note: ClassVar[str] = ("sequence lengths must be compile-time constants; uneven lengths are masked with "
-                           "`where` (forward directions only)")
+                           "`where` (forward directions only); unlike MIGraphX, a plain LSTM direction becomes one "
+                           "lstm_recurrence op (all steps in one kernel) after one input-projection GEMM "
+                           "(fuse_lstm=False unrolls it step by step)")
+
+    fuse_lstm: bool = True
 
     def apply_module(self, module: Module, ctx) -> bool:
-        return sweep(module, [UnrollRecurrent()], rewriter=rewriter_of(ctx))
+        return sweep(module, [UnrollRecurrent(self.fuse_lstm)], rewriter=rewriter_of(ctx))

@@ -22,6 +22,7 @@ from .indexing import GENERATORS as INDEXING_GENERATORS
 from .nn import GENERATORS as NN_GENERATORS
 from .pointwise import GENERATORS as POINTWISE_GENERATORS
 from .pointwise import epilogue_kernel
+from .recurrent import GENERATORS as RECURRENT_GENERATORS
 from .reduce import EPILOGUE_REDUCTIONS
 from .reduce import GENERATORS as REDUCE_GENERATORS
 
@@ -45,7 +46,7 @@ def _merge(*tables: dict[str, Generator]) -> dict[str, Generator]:
 # a generator and a row in its module (or register_generator from anywhere, e.g. a notebook).
 # indexing.py's generators take (op, shapes) (topk, gathernd, scatter, scans, nonzero, ...).
 GENERATORS: dict[str, Generator] = _merge(
-    POINTWISE_GENERATORS, REDUCE_GENERATORS, ATTENTION_GENERATORS, NN_GENERATORS, GEMM_GENERATORS,
+    POINTWISE_GENERATORS, REDUCE_GENERATORS, RECURRENT_GENERATORS, ATTENTION_GENERATORS, NN_GENERATORS, GEMM_GENERATORS,
     {family: (lambda r, g=gen: g(r.inner, r.shapes)) for family, gen in INDEXING_GENERATORS.items()})
 # `gemm` is vendor BLAS for float types (lowering sends float dots there first); an integer dot
 # that reaches code generation gets the generated integer kernel.

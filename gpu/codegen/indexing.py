@@ -29,6 +29,7 @@ from .common import (
     source,
     storage_type,
 )
+from .topk import radix_topk_applies, radix_topk_kernel
 
 BLOCK = 256  # threads of the single-block and per-slice kernels (a multiple of 64: full AMD waves)
 Generator = Callable[[Op, Sequence[Shape]], KernelSource]
@@ -211,6 +212,8 @@ def topk_kernel(op: Op, shapes: Sequence[Shape]) -> KernelSource:
     index. A block ranks 32 elements: each warp counts over one eighth of the slice (every lane
     reads the same element, a broadcast load) and stops once its count reaches k; the eight
     partial counts are summed in shared memory."""
+    if radix_topk_applies(op, shapes):  # long float slices: one radix-select pass (topk.py)
+        return radix_topk_kernel(op, shapes)
     x, vals, idx = shapes[0], shapes[1], shapes[2]
     axis = norm_axis(op["axis"], x.ndim, "topk")
     n, k = x.lens[axis], op["k"]

@@ -232,10 +232,12 @@ def reverse_kernel(op: Op, shapes: Sequence[Shape]) -> KernelSource:
     return _lookup_kernel("reverse", shapes, load)
 
 
-def fused_concat_kernel(op: Op, shapes: Sequence[Shape], mods: Sequence[Module]) -> KernelSource:
+def fused_concat_kernel(op: Op, shapes: Sequence[Shape], mods: Sequence[Module], nout: int = 1) -> KernelSource:
     """Pieces computed by their pointwise modules straight into the concat position, then the
-    post module (extras..., concat value) at every output element."""
-    out = shapes[-1]
+    post module (extras..., concat value) at every output element. A post module returning
+    several values (the concat and its convert, fuse_concat) writes one output each."""
+    outs = list(shapes[len(shapes) - nout:])
+    out = outs[0]
     axis = norm_axis(op["axis"], out.ndim, "fused_concat")
     pieces, post = list(mods[:-1]), mods[-1]
     groups, k = [], 0
@@ -243,10 +245,10 @@ def fused_concat_kernel(op: Op, shapes: Sequence[Shape], mods: Sequence[Module])
         n = len(m.params())
         groups.append(list(range(k, k + n)))
         k += n
-    extras = list(range(k, len(shapes) - 1))
+    extras = list(range(k, len(shapes) - nout))
     cat_t = pieces[0].output_shapes()[0].type
 
-    def load(lines, coords):
+    def body(lines, coords):
         lines.append(f"{compute_type(cat_t)} v;")
         start = 0
         for j, (m, idx) in enumerate(zip(pieces, groups)):
@@ -265,9 +267,22 @@ def fused_concat_kernel(op: Op, shapes: Sequence[Shape], mods: Sequence[Module])
         em = BodyEmitter("post_")
         res = em.run(post, loaded + ["v"], [shapes[i].type for i in extras] + [cat_t])
         lines.extend(em.lines)
-        return res[0][0]
+        return [r[0] for r in res]
 
-    return _lookup_kernel("fused_concat", shapes, load)
+    if nout == 1:
+        return _lookup_kernel("fused_concat", shapes, lambda lines, coords: body(lines, coords)[0])
+    if any(list(o.lens) != list(out.lens) for o in outs) or len(post.output_shapes()) != nout:
+        raise CodegenUnsupported("fused_concat: outputs of different sizes")
+    n = out.elements()
+    if n == 0:
+        raise CodegenUnsupported("empty output")
+    it = index_type(shapes)
+    lines = decompose("i", out.lens, it, "o")
+    coords = [f"o{d}" for d in range(out.ndim)]
+    values = body(lines, coords)
+    first = len(shapes) - nout
+    lines += [f"migx::store(p{first + q}, {offset_expr(coords, o.strides)}, {values[q]});" for q, o in enumerate(outs)]
+    return grid_stride_kernel("fused_concat", shapes, [False] * first + [True] * nout, it, n, lines)
 
 
 GENERATORS: dict[str, RequestGenerator] = {
@@ -276,6 +291,6 @@ GENERATORS: dict[str, RequestGenerator] = {
     "gather": lambda r: gather_kernel(r.inner, r.shapes),
     "pad": lambda r: pad_kernel(r.inner, r.shapes),
     "reverse": lambda r: reverse_kernel(r.inner, r.shapes),
-    "fused_concat": lambda r: fused_concat_kernel(r.inner, r.shapes, r.modules),
+    "fused_concat": lambda r: fused_concat_kernel(r.inner, r.shapes, r.modules, r.nout),
     "concat_past_present": lambda r: append_kernel(r.inner, r.shapes),
 }

@@ -180,3 +180,83 @@ def test_propagate_precision_reads_through_broadcast_scalars_and_converts_but_no
         @5 = @return(@4)
     """
     assert not run_passes(parse(boolean), [make_pass("propagate_precision")]).records[0].changed
+
+
+WIDEN_DOT = """
+    x = @param:x -> float_type, {3, 2, 4}
+    w = @literal{0.5, -1, 0.25, 2, 1.5, -0.75, 1, 0.125, -2, 0.5, 3, -1} -> half_type, {4, 3}
+    b = @literal{0.5, 1, -1.5, 2, -0.5, 0.25} -> half_type, {2, 3}
+    @3 = convert[target_type=float16](x) -> half_type, {3, 2, 4}
+    @4 = reshape[dims={6, 4}](@3) -> half_type, {6, 4}
+    @5 = dot(@4, w) -> half_type, {6, 3}
+    @6 = reshape[dims={3, 2, 3}](@5) -> half_type, {3, 2, 3}
+    @7 = slice[axes={0},starts={1},ends={2}](@6) -> half_type, {1, 2, 3}
+    @8 = squeeze[axes={0}](@7) -> half_type, {2, 3}
+    @9 = add(@8, b) -> half_type, {2, 3}
+    @10 = @return(@9)
+"""
+
+
+def test_propagate_precision_multiplies_a_narrowed_input_in_float32():
+    """At fp16 the float32 input's convert before a GEMM was a kernel of its own: the GEMM now
+    reads the input (through its reshape) against float32 weights, and the narrowing sinks
+    through the views to the add, which fuse_pointwise then folds it into."""
+    p, q = parse(WIDEN_DOT), parse(WIDEN_DOT)
+    run_passes(q, [make_pass("propagate_precision"), make_pass("dead_code_elimination")])
+    body = {i.name: i for i in q.main if not i.is_builtin() and not i.op.has("view")}
+    assert body["dot"].shape.type == "float32" and body["dot"].inputs[0].inputs[0].is_param()
+    assert body["dot"].inputs[1].shape.type == "float32"
+    assert [u.name for u in body["convert"].outputs] == ["add"]
+    assert_same_outputs(p, q, rtol=1e-2, atol=1e-2)
+
+
+def test_propagate_precision_keeps_a_narrowed_gemm_of_two_run_time_values():
+    text = WIDEN_DOT.replace("w = @literal{0.5, -1, 0.25, 2, 1.5, -0.75, 1, 0.125, -2, 0.5, 3, -1} -> half_type",
+                             "w = @param:w -> half_type")
+    q = parse(text)
+    run_passes(q, [make_pass("propagate_precision")])
+    assert next(i for i in q.main if i.name == "dot").shape.type == "float16"
+
+
+def test_propagate_precision_keeps_a_large_narrowed_gemm_in_half():
+    """Past WIDEN_DOT_MAX_MACS a float32 GEMM (no tensor cores) costs more than the convert."""
+    from migx_explore.compiler.passes import propagate_precision
+
+    q = parse(WIDEN_DOT)
+    old = propagate_precision.WIDEN_DOT_MAX_MACS
+    propagate_precision.WIDEN_DOT_MAX_MACS = 6 * 3 * 4 - 1
+    try:
+        run_passes(q, [make_pass("propagate_precision")])
+    finally:
+        propagate_precision.WIDEN_DOT_MAX_MACS = old
+    assert next(i for i in q.main if i.name == "dot").shape.type == "float16"
+
+
+POOLER = """
+    x = @param:x -> half_type, {1, 2, 4}
+    w = @literal{0.5, -1, 0.25, 2, 1.5, -0.75, 1, 0.125, -2, 0.5, 3, -1} -> half_type, {4, 3}
+    @2 = exp(x) -> half_type, {1, 2, 4}
+    @3 = convert[target_type=float32](@2) -> float_type, {1, 2, 4}
+    @4 = slice[axes={1},starts={0},ends={1}](@2) -> half_type, {1, 1, 4}, {8, 4, 1}
+    @5 = squeeze[axes={1}](@4) -> half_type, {1, 4}, {8, 1}
+    @6 = dot(@5, w) -> half_type, {1, 3}
+    @7 = tanh(@6) -> half_type, {1, 3}
+    @8 = @return(@3, @7)
+"""
+
+
+def test_propagate_precision_multiplies_the_widened_output_a_gemm_also_reads():
+    """BERT's pooler at fp16: the last hidden state is returned as float32 and its first token
+    feeds a GEMM. The GEMM reads the float32 copy, so the hidden state has one (half) reader
+    left, the convert, and the layernorm kernel that makes it can write the float32 output
+    (bert_encoder at fp16: 24 kernels, as at fp32)."""
+    p, q = parse(POOLER), parse(POOLER)
+    run_passes(q, [make_pass("propagate_precision"), make_pass("dead_code_elimination")])
+    dot = next(i for i in q.main if i.name == "dot")
+    src = dot.inputs[0]
+    while src.op.has("view"):
+        src = src.inputs[0]
+    # (propagate_precision then also computes the exp in float32 for its float32 reader)
+    assert dot.shape.type == "float32" and src.shape.type == "float32" and src.name in ("convert", "exp")
+    assert not any(i.name == "slice" and i.shape.type == "float16" for i in q.main)
+    assert_same_outputs(p, q, rtol=1e-2, atol=1e-2)

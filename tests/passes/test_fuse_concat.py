@@ -89,4 +89,33 @@ def test_shared_pointwise_input_stays_outside():
     want = 1 / (1 + np.exp(-np.concatenate([np.exp(x), -x])))
     np.testing.assert_allclose(evaluate(q, {"x": x})[0], want, rtol=1e-6)
     only_shared = text.replace("concat[axis=0](@1, @2)", "concat[axis=0](@1, x)")
-    assert not run_passes(parse(only_shared), [FP, FC]).records[1].changed  # no single-use pointwise input
+    # no single-use pointwise input: the sigmoid consumer still runs inside the concat's kernel
+    # (at fp16 that consumer is often the convert of a float32 output)
+    r, s = parse(only_shared), parse(only_shared)
+    run_passes(s, [FP, FC])
+    names = [i.name for i in s.main if not i.is_builtin()]
+    assert names.count("fused_concat") == 1 and "concat" not in names and "sigmoid" not in names, names
+    assert_same_outputs(r, s)
+    no_consumer = only_shared.replace("sigmoid(@3)", "concat[axis=0](@3)")
+    assert not run_passes(parse(no_consumer), [FP, FC]).records[1].changed  # nothing to fold
+
+
+def test_a_shared_concat_writes_its_convert_as_a_second_output():
+    """A KV cache's present at fp16: the attention reads the half concat, the float32 output its
+    convert; one fused_concat writes both (one kernel, not a concat and a convert)."""
+    text = """
+        past = @param:past -> float_type, {1, 2, 3, 4}
+        k = @param:k -> half_type, {1, 2, 1, 4}
+        @2 = convert[target_type=float16](past) -> half_type, {1, 2, 3, 4}
+        @3 = concat[axis=2](@2, k) -> half_type, {1, 2, 4, 4}
+        @4 = convert[target_type=float32](@3) -> float_type, {1, 2, 4, 4}
+        @5 = transpose[permutation={0, 1, 3, 2}](@3) -> half_type, {1, 2, 4, 4}, {32, 16, 1, 4}
+        @6 = @return(@4, @5)
+    """
+    p, q = parse(text), parse(text)
+    run_passes(q, [FP, FC])
+    names = [i.name for i in q.main if not i.is_builtin()]
+    assert names.count("fused_concat") == 1 and "concat" not in names and "pointwise" not in names, names
+    fc = next(i for i in q.main if i.name == "fused_concat")
+    assert [s.type for s in fc.shape.sub_shapes] == ["float16", "float32"]
+    assert_same_outputs(p, q)

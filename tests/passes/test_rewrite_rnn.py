@@ -19,7 +19,7 @@ GATES = {"rnn": 1, "gru": 3, "lstm": 4}
 
 
 def recurrent(name: str, direction: str = "forward", lens=None, seq: int = 4, batch: int = 3, inp: int = 2,
-              hidden: int = 5, **attrs) -> Program:
+              hidden: int = 5, peepholes: bool = True, **attrs) -> Program:
     rng = np.random.default_rng(len(name) + len(direction))
     nd, g = (2 if direction == "bidirectional" else 1), GATES[name]
     p = Program()
@@ -33,17 +33,18 @@ def recurrent(name: str, direction: str = "forward", lens=None, seq: int = 4, ba
     ins = [x, lit(nd, g * hidden, inp), lit(nd, g * hidden, hidden), lit(nd, 2 * g * hidden), m.add_literal(lens),
            lit(nd, batch, hidden)]
     if name == "lstm":
-        ins += [lit(nd, batch, hidden), lit(nd, 3 * hidden)]
+        ins += [lit(nd, batch, hidden), lit(nd, 3 * hidden) if peepholes else m.add_literal(np.zeros((nd, 3 * hidden),
+                                                                                                   np.float32))]
     r = m.add_instruction(Op(name, hidden_size=hidden, direction=direction, **attrs), ins)
     outs = [m.add_instruction(Op("get_tuple_elem", index=i), [r]) for i in range(len(r.shape.sub_shapes))]
     m.add_return(outs)
     return p
 
 
-def _unrolled_matches(p: Program) -> Program:
+def _unrolled_matches(p: Program, **opts) -> Program:
     x = np.random.default_rng(0).standard_normal(p.main.get_parameter("x").shape.lens).astype(np.float32)
     want = evaluate(p, {"x": x})
-    trace = run_passes(p, [make_pass("rewrite_rnn")])
+    trace = run_passes(p, [make_pass("rewrite_rnn", **opts)])
     assert not trace.records[0].noop
     assert not {"rnn", "gru", "lstm"} & {i.name for i in p.main}
     for g, w in zip(evaluate(p, {"x": x}), want):
@@ -56,9 +57,10 @@ def _unrolled_matches(p: Program) -> Program:
 def test_unrolled_cells_match_the_reference_op(name, direction):
     p = _unrolled_matches(recurrent(name, direction))
     dots = sum(1 for i in p.main if i.name == "dot")
-    steps = 4 * (2 if direction == "bidirectional" else 1)
-    # per step: x W^T and h R^T (GRU's reset gate adds one more when the reset comes first)
-    assert dots == steps * (3 if name == "gru" else 2)
+    dirs = 2 if direction == "bidirectional" else 1
+    # x W^T once per direction over the whole sequence; per step h R^T (GRU's reset gate adds one
+    # more when the reset comes first)
+    assert dots == dirs + 4 * dirs * (2 if name == "gru" else 1)
 
 
 @pytest.mark.parametrize("attrs", [
@@ -86,3 +88,26 @@ def test_uneven_reverse_lengths_are_a_near_miss_and_stay():
     assert any("reverse direction with uneven sequence lengths" in r for r in reasons), reasons
     assert run_passes(p, [make_pass("rewrite_rnn")]).records[0].noop
     assert any(i.name == "gru" for i in p.main)
+
+
+@pytest.mark.parametrize("direction", ["forward", "reverse", "bidirectional"])
+def test_plain_lstm_direction_is_one_recurrence_op(direction):
+    """No peepholes, default activations, full lengths: one input-projection GEMM and one
+    lstm_recurrence per direction (one kernel for every step), same numbers as the lstm op."""
+    p = _unrolled_matches(recurrent("lstm", direction, peepholes=False))
+    dirs = 2 if direction == "bidirectional" else 1
+    names = [i.name for i in p.main]
+    assert names.count("lstm_recurrence") == dirs and names.count("dot") == dirs
+    assert [i.op["reverse"] for i in p.main if i.name == "lstm_recurrence"] == [int(direction == "reverse"), 1][:dirs]
+
+
+def test_fuse_lstm_off_unrolls_every_step():
+    p = _unrolled_matches(recurrent("lstm", peepholes=False), fuse_lstm=False)
+    names = [i.name for i in p.main]
+    assert "lstm_recurrence" not in names and names.count("dot") == 1 + 4
+
+
+@pytest.mark.parametrize("attrs", [{"clip": 0.5}, {"input_forget": 1}, {"actv_funcs": ("hardsigmoid", "tanh", "tanh")}])
+def test_lstm_the_recurrence_op_cannot_compute_is_unrolled(attrs):
+    p = _unrolled_matches(recurrent("lstm", peepholes=False, **attrs))
+    assert "lstm_recurrence" not in {i.name for i in p.main}

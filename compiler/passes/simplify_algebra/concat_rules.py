@@ -258,6 +258,8 @@ class Splits(Rule):
             return not set(splits[0].op["axes"]) & set(op.op["axes"]) and len(op.inputs) == 1
         if not is_pointwise_op(op) or len(op.inputs) > 2:
             return False
+        if op.name == "convert" and all(u.op.has("pointwise") for g in group for u in g.outputs):
+            return False  # each convert folds into the pointwise op reading it; one merged convert would not
         if len(op.inputs) == 1:
             return True
         if len(splits[0].op["axes"]) != 1:

@@ -78,6 +78,13 @@ def fuse_widening_epilogue(m: Module, ins: Instruction, gemm: Instruction, body:
     wide = [float32_constant(m, ins, e) for e in addends]
     if any(w is None for w in wide):
         return False
+    if not wide:  # float32(x·W) alone: the GEMM writes the float32 buffer, no epilogue to run
+        with m.program.provenance([ins, gemm]):
+            new = m.insert_instruction(ins, gemm.op, [gemm.inputs[0], gemm.inputs[1], buf])
+        m.replace_all_uses(ins, new)
+        m.remove_instruction(ins)
+        m.remove_instruction(gemm)
+        return True
     epi = ctx.create_module(ctx.unique_module_name("main:epilogue"))
     epi.bypass = True
     value = epi.add_parameter("x0", Shape.scalar("float32"))
