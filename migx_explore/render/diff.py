@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections import Counter
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from typing import Literal
 
 from ..compiler.snapshot import ProgramSnapshot, SnapshotDiff, diff
@@ -156,14 +156,18 @@ def _title(title: str, d: SnapshotDiff) -> str:
 def diff_graph(before: ProgramSnapshot, after: ProgramSnapshot, d: SnapshotDiff | None = None, *,
                module: str = "main", expand: Expand = "auto", focus: Focus = "auto", chains: bool | None = None,
                min_chain: int = 4, budget: int | None = DEFAULT_BUDGET, focus_ids: Collection[int] | None = None,
-               show_ids: bool = False, literals: bool = True, title: str = "") -> DisplayGraph:
+               show_ids: bool = False, literals: bool = True, title: str = "",
+               scopes: Mapping[int, str] | None = None) -> DisplayGraph:
     """The merged diff view of two snapshots of one program.
 
     focus: hops of context kept around the changed nodes (the rest summarised), None for the
     whole graph, "auto" for DEFAULT_HOPS when the graph has more than AUTO_FOCUS_OVER nodes.
     focus_ids: centre on these instructions instead of on every change (e.g. one fused block of
     a pass that changed the whole model); implies focus.
-    chains: collapse runs of unchanged nodes (None: when the graph is big). budget: node cap.
+    chains: collapse runs of unchanged nodes (None: when the graph is big). budget: node cap,
+    counting every node drawn. scopes (instruction id -> model scope, both snapshots'): over the
+    budget, scope groups fold into one node each first (render.fit), so an unrolled LSTM shows
+    its steps rather than ~200 scattered nodes with summaries between.
     """
     d, expand = _options(before, after, d, expand)
     kw = dict(module=module, expand=expand, show_ids=show_ids, literals=literals)
@@ -172,7 +176,7 @@ def diff_graph(before: ProgramSnapshot, after: ProgramSnapshot, d: SnapshotDiff 
     big = len(merged.nodes) > AUTO_FOCUS_OVER
     seeds, hops = _focus(merged, focus, focus_ids, big)
     return scale_graph(merged, seeds=seeds, hops=hops, chains=big if chains is None else chains,
-                       min_chain=min_chain, chain_statuses=(S.UNCHANGED,), budget=budget)
+                       min_chain=min_chain, chain_statuses=(S.UNCHANGED,), budget=budget, scopes=scopes, diff=d)
 
 
 def _add_undrawn_module_changes(merged: DisplayGraph, before: ProgramSnapshot, after: ProgramSnapshot,
