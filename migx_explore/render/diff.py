@@ -16,8 +16,9 @@ from typing import Literal
 
 from ..compiler.snapshot import ProgramSnapshot, SnapshotDiff, diff
 from . import style as S
+from .fit import LONG_EDGES_FINE, fit_by_scopes
 from .model import AUTO_EXPAND_MAX, Clusters, DisplayEdge, DisplayGraph, DisplayGroup, DisplayNode, Expand, build_graph
-from .scale import changed_names, distances, scale_graph, summarize
+from .scale import HUB_FANOUT, apply_budget, changed_names, distances, scale_graph, split_hubs, summarize
 
 # Past this many nodes a diff is drawn as the changed region plus context ("auto" focus), with
 # unchanged chains collapsed; a budget caps what is left.
@@ -175,8 +176,17 @@ def diff_graph(before: ProgramSnapshot, after: ProgramSnapshot, d: SnapshotDiff 
     _add_undrawn_module_changes(merged, before, after, d)
     big = len(merged.nodes) > AUTO_FOCUS_OVER
     seeds, hops = _focus(merged, focus, focus_ids, big)
-    return scale_graph(merged, seeds=seeds, hops=hops, chains=big if chains is None else chains,
-                       min_chain=min_chain, chain_statuses=(S.UNCHANGED,), budget=budget, scopes=scopes, diff=d)
+    chains = big if chains is None else chains
+    if not scopes or budget is None:
+        return scale_graph(merged, seeds=seeds, hops=hops, chains=chains, min_chain=min_chain,
+                           chain_statuses=(S.UNCHANGED,), budget=budget)
+    g = scale_graph(merged, seeds=seeds, hops=hops, chains=chains, min_chain=min_chain,
+                    chain_statuses=(S.UNCHANGED,), budget=None, hubs=None)
+    hubs = None if budget <= LONG_EDGES_FINE else HUB_FANOUT  # a small drawing draws shared inputs once
+    g = fit_by_scopes(g, scopes, d, budget, hubs)
+    names = {n.name for n in g.nodes}
+    g = apply_budget(g, budget, [s for s in seeds if s in names], hubs)  # what scopes could not fold
+    return split_hubs(g, hubs) if hubs is not None else g
 
 
 def _add_undrawn_module_changes(merged: DisplayGraph, before: ProgramSnapshot, after: ProgramSnapshot,

@@ -19,7 +19,7 @@ from ..scopes import common_scope, split_scope
 from . import style as S
 from .model import DisplayGraph, DisplayNode
 from .scale import CHANGED_STATUSES, HUB_FANOUT, hub_copies, reconnect
-from .scoped import GROUP_NODE_PREFIX, _node_scope, _safe, badge
+from .scoped import GROUP_NODE_PREFIX, badge, node_scope_of, safe_part
 
 Key = tuple[str, ...]
 
@@ -34,7 +34,7 @@ def _unit_scopes(graph: DisplayGraph, scopes: Mapping[int, str]) -> dict[str, Ke
     cluster is drawn or folded whole)."""
     by_unit: dict[str, list[str]] = {}
     for n in graph.nodes:
-        by_unit.setdefault(n.group[0] if n.group else n.name, []).append(_node_scope(n, scopes))
+        by_unit.setdefault(n.group[0] if n.group else n.name, []).append(node_scope_of(n, scopes))
     unit_scope = {u: split_scope(common_scope(s)) for u, s in by_unit.items()}
     return {n.name: unit_scope[n.group[0] if n.group else n.name] for n in graph.nodes}
 
@@ -114,7 +114,7 @@ def _fold(graph: DisplayGraph, node_scope: Mapping[str, Key], opened: set[Key], 
 
 
 def _group_name(key: Key) -> str:
-    return GROUP_NODE_PREFIX + "_".join(_safe(p) for p in key)
+    return GROUP_NODE_PREFIX + "_".join(safe_part(p) for p in key)
 
 
 def _scope_node(key: Key, run: list[DisplayNode], d: SnapshotDiff | None) -> DisplayNode:

@@ -12,14 +12,10 @@ hidden stretch gets the same summary name from one pass to the next.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Collection, Iterable, Mapping
-from typing import TYPE_CHECKING
+from collections.abc import Collection, Iterable
 
 from . import style as S
 from .model import DisplayEdge, DisplayGraph, DisplayNode
-
-if TYPE_CHECKING:  # pragma: no cover
-    from ..compiler.snapshot import SnapshotDiff
 
 CHANGED_STATUSES = frozenset({S.ADDED, S.REMOVED, S.CHANGED})
 # A node feeding more users than this is drawn once, with a small copy beside each user (see
@@ -330,24 +326,16 @@ def _with_tooltip(n: DisplayNode, tooltip: str) -> DisplayNode:
 
 def scale_graph(graph: DisplayGraph, *, seeds: Collection[str] = (), hops: int | None = None,
                 chains: bool = False, min_chain: int = 4, chain_statuses: Collection[str | None] = (None, S.UNCHANGED),
-                budget: int | None = None, hubs: int | None = HUB_FANOUT, scopes: Mapping[int, str] | None = None,
-                diff: SnapshotDiff | None = None) -> DisplayGraph:
+                budget: int | None = None, hubs: int | None = HUB_FANOUT) -> DisplayGraph:
     """Focus (keep `hops` around the seeds), then collapse chains, then apply the node budget
-    (with `scopes`: first by folding scope groups, render.fit; `diff` gives their change
-    badges), then split hubs (nodes with more than `hubs` users; None: never). The budget
-    counts every node drawn, the hub copies too."""
+    (counting every node drawn, the hub copies too), then split hubs (nodes with more than
+    `hubs` users; None: never)."""
     if hops is not None and seeds:
         near = distances(graph, seeds, hops)
         graph = summarize(graph, set(near))
     if chains:
         graph = collapse_chains(graph, min_len=min_chain, statuses=chain_statuses)
     if budget is not None:
-        if scopes:
-            from .fit import LONG_EDGES_FINE, fit_by_scopes  # fit imports this module
-
-            if budget <= LONG_EDGES_FINE:  # a small drawing keeps its shared inputs single
-                hubs = None
-            graph = fit_by_scopes(graph, scopes, diff, budget, hubs)
         names = {n.name for n in graph.nodes}
         graph = apply_budget(graph, budget, [s for s in seeds if s in names], hubs)
     if hubs is not None:
