@@ -126,7 +126,8 @@ def _scope_node(key: Key, run: list[DisplayNode], d: SnapshotDiff | None) -> Dis
     ops = [n.op for n in run if n.kind != "summary" and n.category not in (S.LITERAL, S.PARAM)]
     if ops:  # what is inside, so a search finds a folded group by op name
         lines.append(S.count_summary(ops))
-    return DisplayNode(_group_name(key), "\n".join(lines), "scope", S.SUMMARY, (), {"scope": scope}, None,
+    attrs = {"scope": scope, "box": "/".join(key[:-1])}  # region_view draws it in its parent's box
+    return DisplayNode(_group_name(key), "\n".join(lines), "scope", S.SUMMARY, (), attrs, None,
                        run[0].module, "", S.CHANGED if (a or r or c or n_changed) else None, "summary", ids,
                        f"/{scope}: {len(ids)} instructions, folded (+{a} −{r} ~{c})")
 
