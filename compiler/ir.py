@@ -414,9 +414,10 @@ class Program:
         self._rule_stack: list[str] = []
         # Where replace_all_uses records its claims while a pass runs (set by the pass manager).
         self.replacement_log: list[Replacement] | None = None
-        # The model's own scope of each imported instruction ("model.8/m.0/cv1"), by id. Set once
-        # by the importer and shared, never changed, by copies and snapshots; what passes create
-        # inherits a scope through `origin` (the explorer derives it).
+        # The model's own scope of each imported instruction ("model.8/m.0/cv1"), by id. Set by
+        # the importer and shared, never changed, by copies and snapshots; what passes create
+        # inherits a scope through `origin` (the explorer derives it), unless the pass knows
+        # better and assigns a new, extended mapping (rewrite_rnn: one scope per time step).
         self.scopes: Mapping[int, str] = {}
         if not empty:
             self.create_module("main")

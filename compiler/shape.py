@@ -151,7 +151,10 @@ class Shape:
         return not self.is_tuple and all(s == 0 for s in self.strides)
 
     def packed(self) -> bool:
-        return not self.broadcasted() and self.elements() == self.element_space()
+        known = self.__dict__.get("_packed")  # computed once, as broadcasted() (asked per operand)
+        if known is None:
+            known = self.__dict__["_packed"] = not self.broadcasted() and self.elements() == self.element_space()
+        return known
 
     def standard(self) -> bool:
         """Packed row-major (strides of size-1 axes are ignored)."""

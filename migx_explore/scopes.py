@@ -108,6 +108,7 @@ class ScopeTable:
         self.derived = not initial.scopes
         self.table: dict[int, str] = dict(initial.scopes) if initial.scopes else derived_scopes(initial)
         self._seen: set[int] = set()
+        self._refined: set[int] = set()  # ids whose scope a pass split into finer ones (see _read)
         self._done = 0  # records read so far
         self._read(initial)
 
@@ -141,10 +142,15 @@ class ScopeTable:
                 continue
             self._seen.add(id(m))
             for r in m.instrs:
-                if r.id not in self.table and r.origin:
+                if r.id not in self.table and snap.scopes.get(r.id):  # a pass named it (rewrite_rnn's steps)
+                    self.table[r.id] = snap.scopes[r.id]
+                    self._refined.update(r.origin)
+                elif r.id not in self.table and r.origin:
                     # an origin with no scope (an allocation, a param) says nothing about where
-                    # the new instruction belongs: only scoped origins count
-                    known = [self.table[o] for o in r.origin if self.table.get(o)]
+                    # the new instruction belongs: only scoped origins count; nor does one whose
+                    # scope a pass refined (the unrolled lstm, in every step's origins) beside others
+                    known = [self.table[o] for o in r.origin if self.table.get(o) and o not in self._refined]
+                    known = known or [self.table[o] for o in r.origin if self.table.get(o)]
                     scope = common_scope(known)
                     if scope:
                         self.table[r.id] = scope

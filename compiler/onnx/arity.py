@@ -11,6 +11,7 @@ legacy and extension ops no schema describes.
 
 from __future__ import annotations
 
+import functools
 from typing import TYPE_CHECKING
 
 import onnx
@@ -58,10 +59,22 @@ INPUT_RANKS: dict[str, dict[int, int | tuple[int, int]]] = {
 def _schema(node: onnx.NodeProto, opset: int) -> onnx.defs.OpSchema | None:
     if node.domain not in ("", "ai.onnx"):
         return None
+    return _onnx_schema(node.op_type, opset)
+
+
+@functools.cache
+def _onnx_schema(op_type: str, opset: int) -> onnx.defs.OpSchema | None:
+    # once per op and opset: a 100,000-node graph asked 100,000 times
     try:
-        return onnx.defs.get_schema(node.op_type, opset, "")
+        return onnx.defs.get_schema(op_type, opset, "")
     except onnx.defs.SchemaError:
         return None
+
+
+@functools.cache
+def _formals(op_type: str, opset: int) -> tuple:
+    schema = _onnx_schema(op_type, opset)
+    return tuple(schema.inputs) if schema is not None else ()
 
 
 def check_inputs(ctx: NodeContext, args: list) -> None:
@@ -82,7 +95,7 @@ def check_inputs(ctx: NodeContext, args: list) -> None:
     if not low <= n <= high:
         want = f"{low}" if low == high else f"{low} to {high}" if high < 2 ** 31 - 1 else f"at least {low}"
         raise ctx.error(f"takes {want} inputs, got {n}")
-    formals = list(schema.inputs)
+    formals = _formals(node.op_type, ctx.opset)
     for k, a in enumerate(args):
         formal = formals[min(k, len(formals) - 1)] if formals else None
         # Only an optional input may be left empty (a variadic one, Sum's or Concat's, may not).

@@ -9,8 +9,10 @@ What the importer records on the Program (plain attributes; they are not part of
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 
 import numpy as np
 import onnx
@@ -68,9 +70,27 @@ def parse_onnx(source: ModelSource, input_dims: Mapping[str, Sequence[int]] | No
     validate_model(model, what)  # what ONNX Runtime refuses (onnx/validate.py)
     constants = dict(constant_inputs or {})
     dims = importer_input_dims(model, input_dims, feed, skip=list(constants))
-    program = _Importer(model, dims, int(default_dim), constants).run()
-    validate_imported(model, program.main.output_shapes(), check_outputs=not overrides_fixed_dims(model, dims))
+    with _no_cyclic_gc():
+        program = _Importer(model, dims, int(default_dim), constants).run()
+        validate_imported(model, program.main.output_shapes(), check_outputs=not overrides_fixed_dims(model, dims))
     return program
+
+
+@contextlib.contextmanager
+def _no_cyclic_gc() -> Iterator[None]:
+    """Pause Python's cyclic garbage collector while a program is built.
+
+    Why: importing 100,000 nodes allocates millions of objects that all stay alive, and each
+    collection walks the growing heap again: 1.5 of the 5.8 CPU seconds `read` took on a
+    100,000-node chain (issue 23). Nothing here makes garbage cycles worth collecting midway;
+    reference counting still frees everything else, and collection resumes afterwards."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 def import_node(node: onnx.NodeProto, inputs: Mapping[str, Shape | np.ndarray], opset: int = DEFAULT_OPSET

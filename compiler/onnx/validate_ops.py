@@ -5,6 +5,8 @@ Resize scales. Used by compiler/onnx/validate.py; each refusal names the node.""
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import onnx
 from onnx import numpy_helper
@@ -35,13 +37,23 @@ def _type_name(code: int) -> str:
         return str(code)
 
 
+@functools.cache
+def _type_params(op_type: str, opset: int, domain: str) -> tuple[str | None, ...]:
+    """Per formal input of the op's schema, the type parameter that binds it to others (None: a
+    free or heterogeneous one); () for an op without a schema. Looked up once per op and opset
+    (get_schema and the constraint set cost more than the check on a 100,000-node graph)."""
+    try:
+        schema = onnx.defs.get_schema(op_type, opset, domain)
+    except onnx.defs.SchemaError:
+        return ()
+    constrained = {c.type_param_str for c in schema.type_constraints}
+    # heterogeneous: Scan's / Loop's state values, one type each, not one for all
+    return tuple(p.type_str if p.is_homogeneous and p.type_str in constrained else None for p in schema.inputs)
+
+
 def _check_type_params(node: onnx.NodeProto, opset: int, types: dict[str, int]) -> None:
     """Inputs bound to one type parameter (T of Add, Equal, Concat, ...) must share a type."""
-    try:
-        schema = onnx.defs.get_schema(node.op_type, opset, node.domain)
-    except onnx.defs.SchemaError:
-        return
-    formal = list(schema.inputs)
+    formal = _type_params(node.op_type, opset, node.domain)
     if not formal:
         return
     bound: dict[str, tuple[str, int]] = {}
@@ -49,14 +61,12 @@ def _check_type_params(node: onnx.NodeProto, opset: int, types: dict[str, int]) 
         if not name or name not in types:
             continue
         param = formal[min(k, len(formal) - 1)]  # variadic: the last formal input repeats
-        if not param.is_homogeneous:  # Scan's / Loop's state values: one type each, not one for all
+        if param is None:
             continue
-        if param.type_str not in {c.type_param_str for c in schema.type_constraints}:
-            continue
-        seen = bound.setdefault(param.type_str, (name, types[name]))
+        seen = bound.setdefault(param, (name, types[name]))
         if seen[1] != types[name]:
             raise ImportError_(f"{node_name(node)}: inputs {seen[0]!r} ({_type_name(seen[1])}) and {name!r} "
-                               f"({_type_name(types[name])}) must have one type ({param.type_str} of "
+                               f"({_type_name(types[name])}) must have one type ({param} of "
                                f"{node.op_type})")
 
 

@@ -51,6 +51,9 @@ def pointwise_shape(op: str, inputs: Sequence[Shape], out_type: str) -> Shape:
     """Elementwise output: same lens; keeps a packed common layout (e.g. NHWC) else standard."""
     if not inputs:
         raise ShapeError(f"{op}: needs at least one input")
+    s0 = inputs[0]
+    if s0.type == out_type and s0.dyn_dims is None and s0.packed() and all(s == s0 for s in inputs[1:]):
+        return s0  # what the rules below build, already built (shapes are immutable): most calls
     if any(s.dyn_dims is not None for s in inputs):
         first = inputs[0]
         for s in inputs[1:]:

@@ -39,12 +39,20 @@ class _Builder:
 
     def __init__(self, m: Module, at: Instruction):
         self.m, self.at, self.type = m, at, at.inputs[0].shape.type
+        self.made: list[Instruction] = []  # what was inserted, in order (scoped by step below)
 
     def __call__(self, op: str, *args: Instruction, **attrs) -> Instruction:
-        return self.m.insert_instruction(self.at, Op(op, **attrs), list(args))
+        made = self.m.insert_instruction(self.at, Op(op, **attrs), list(args))
+        self.made.append(made)
+        return made
+
+    def literal(self, value: np.ndarray) -> Instruction:
+        lit = self.m.add_literal(value, before=self.at)
+        self.made.append(lit)
+        return lit
 
     def const(self, value: float, like: Instruction) -> Instruction:
-        lit = self.m.add_literal(np.asarray(value, dtype=like.shape.dtype.np_dtype), before=self.at)
+        lit = self.literal(np.asarray(value, dtype=like.shape.dtype.np_dtype))
         return self("multibroadcast", lit, out_lens=like.shape.lens)
 
     def cols(self, v: Instruction, k: int, width: int) -> Instruction:
@@ -181,7 +189,17 @@ class UnrollRecurrent(Rule):
         n_act = len(DEFAULT_ACTIVATIONS[op.name])
         acts = activations(op)
         ys, hs, cs = [], [], []
+        # Scopes for what the unrolling makes (the explorer groups by them: one box per step)
+        scope = f"{m.program.scopes.get(ins.id, '')}/{op.name}_{ins.id}".lstrip("/")
+        scoped: dict[int, str] = {}
+
+        def enter(where: str) -> None:
+            for made in b.made:
+                scoped.setdefault(made.id, where)
+            b.made.clear()
+
         for d, backwards in enumerate(directions(op)):
+            where = f"{scope}/{'reverse' if backwards else 'forward'}"
             wd = b("transpose", b.pick(w, d), permutation=[1, 0])  # [input, G*hidden]
             rd = b("transpose", b.pick(r, d), permutation=[1, 0])  # [hidden, G*hidden]
             bd = b.pick(bias, d)
@@ -200,25 +218,34 @@ class UnrollRecurrent(Rule):
                 cs.append(b("unsqueeze", b("get_tuple_elem", rec, index=1), axes=[0]))
                 continue
             steps: list[Instruction | None] = [None] * seq
+            enter(where)
             for step in range(seq):
                 t = seq - 1 - step if backwards else step
                 h2, c2 = _cell(b, op, b.pick(xws, t), wb, h, c, rd, rb, p, acts[d * n_act: (d + 1) * n_act])
                 if lens is not None:  # forward only (plan refuses reverse with uneven lengths)
-                    valid = b("multibroadcast", m.add_literal((t < lens)[:, None], before=ins), out_lens=h2.shape.lens)
+                    valid = b("multibroadcast", b.literal((t < lens)[:, None]), out_lens=h2.shape.lens)
                     steps[t] = b("where", valid, h2, b.const(0, h2))
                     h2 = b("where", valid, h2, h)
                     c2 = b("where", valid, c2, c) if lstm else None
                 else:
                     steps[t] = h2
                 h, c = h2, c2
-            ys.append(b("concat", *(b("unsqueeze", s, axes=[0, 1]) for s in steps), axis=0))
+                enter(f"{where}/step.{t}")
+            stacked = [b("unsqueeze", s, axes=[0, 1]) for s in steps]
+            for s, u in zip(steps, stacked):  # each step's output row belongs to that step
+                scoped[u.id] = scoped.get(s.id, where)
+            ys.append(b("concat", *stacked, axis=0))
             hs.append(b("unsqueeze", h, axes=[0]))
             cs.append(b("unsqueeze", c, axes=[0]) if lstm else None)
+            enter(where)
 
         def join(parts, axis):
             return parts[0] if len(parts) == 1 else b("concat", *parts, axis=axis)
 
         values = [join(ys, 1), join(hs, 0)] + ([join(cs, 0)] if lstm else [])
+        enter(scope)
+        # a new mapping, never a change to the shared one (copies and snapshots hold it)
+        m.program.scopes = {**m.program.scopes, **scoped}
         for u in list(ins.outputs):
             replace_value(m, u, values[u.op["index"]])
 

@@ -11,14 +11,15 @@ from __future__ import annotations
 
 import dataclasses
 from collections import Counter
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from typing import Literal
 
 from migx_explore.compiler.snapshot import ProgramSnapshot, SnapshotDiff, diff
 
 from . import style as S
+from .fit import LONG_EDGES_FINE, fit_by_scopes
 from .model import AUTO_EXPAND_MAX, Clusters, DisplayEdge, DisplayGraph, DisplayGroup, DisplayNode, Expand, build_graph
-from .scale import changed_names, distances, scale_graph, summarize
+from .scale import HUB_FANOUT, apply_budget, changed_names, distances, scale_graph, split_hubs, summarize
 
 # Past this many nodes a diff is drawn as the changed region plus context ("auto" focus), with
 # unchanged chains collapsed; a budget caps what is left.
@@ -157,14 +158,18 @@ def _title(title: str, d: SnapshotDiff) -> str:
 def diff_graph(before: ProgramSnapshot, after: ProgramSnapshot, d: SnapshotDiff | None = None, *,
                module: str = "main", expand: Expand = "auto", focus: Focus = "auto", chains: bool | None = None,
                min_chain: int = 4, budget: int | None = DEFAULT_BUDGET, focus_ids: Collection[int] | None = None,
-               show_ids: bool = False, literals: bool = True, title: str = "") -> DisplayGraph:
+               show_ids: bool = False, literals: bool = True, title: str = "",
+               scopes: Mapping[int, str] | None = None) -> DisplayGraph:
     """The merged diff view of two snapshots of one program.
 
     focus: hops of context kept around the changed nodes (the rest summarised), None for the
     whole graph, "auto" for DEFAULT_HOPS when the graph has more than AUTO_FOCUS_OVER nodes.
     focus_ids: centre on these instructions instead of on every change (e.g. one fused block of
     a pass that changed the whole model); implies focus.
-    chains: collapse runs of unchanged nodes (None: when the graph is big). budget: node cap.
+    chains: collapse runs of unchanged nodes (None: when the graph is big). budget: node cap,
+    counting every node drawn. scopes (instruction id -> model scope, both snapshots'): over the
+    budget, scope groups fold into one node each first (render.fit), so an unrolled LSTM shows
+    its steps rather than ~200 scattered nodes with summaries between.
     """
     d, expand = _options(before, after, d, expand)
     kw = dict(module=module, expand=expand, show_ids=show_ids, literals=literals)
@@ -172,8 +177,17 @@ def diff_graph(before: ProgramSnapshot, after: ProgramSnapshot, d: SnapshotDiff 
     _add_undrawn_module_changes(merged, before, after, d)
     big = len(merged.nodes) > AUTO_FOCUS_OVER
     seeds, hops = _focus(merged, focus, focus_ids, big)
-    return scale_graph(merged, seeds=seeds, hops=hops, chains=big if chains is None else chains,
-                       min_chain=min_chain, chain_statuses=(S.UNCHANGED,), budget=budget)
+    chains = big if chains is None else chains
+    if not scopes or budget is None:
+        return scale_graph(merged, seeds=seeds, hops=hops, chains=chains, min_chain=min_chain,
+                           chain_statuses=(S.UNCHANGED,), budget=budget)
+    g = scale_graph(merged, seeds=seeds, hops=hops, chains=chains, min_chain=min_chain,
+                    chain_statuses=(S.UNCHANGED,), budget=None, hubs=None)
+    hubs = None if budget <= LONG_EDGES_FINE else HUB_FANOUT  # a small drawing draws shared inputs once
+    g = fit_by_scopes(g, scopes, d, budget, hubs)
+    names = {n.name for n in g.nodes}
+    g = apply_budget(g, budget, [s for s in seeds if s in names], hubs)  # what scopes could not fold
+    return split_hubs(g, hubs) if hubs is not None else g
 
 
 def _add_undrawn_module_changes(merged: DisplayGraph, before: ProgramSnapshot, after: ProgramSnapshot,

@@ -18,6 +18,9 @@ from . import style as S
 from .model import DisplayEdge, DisplayGraph, DisplayNode
 
 CHANGED_STATUSES = frozenset({S.ADDED, S.REMOVED, S.CHANGED})
+# A node feeding more users than this is drawn once, with a small copy beside each user (see
+# split_hubs): its long edges spanning the whole drawing were most of dot's time.
+HUB_FANOUT = 16
 
 
 def changed_names(graph: DisplayGraph) -> set[str]:
@@ -212,10 +215,15 @@ def _chain_node(chain: list[DisplayNode], extra: list[DisplayNode]) -> DisplayNo
                        first.status, "chain", members, f"{len(members)} instructions, collapsed")
 
 
-def apply_budget(graph: DisplayGraph, budget: int, seeds: Collection[str] = ()) -> DisplayGraph:
+def apply_budget(graph: DisplayGraph, budget: int, seeds: Collection[str] = (),
+                 hubs: int | None = HUB_FANOUT) -> DisplayGraph:
     """Keep at most about `budget` nodes: those nearest the seeds, or without seeds the first and
-    last ones (inputs and outputs); everything else goes into summary nodes."""
-    if len(graph.nodes) <= budget:
+    last ones (inputs and outputs); everything else goes into summary nodes. The copies that
+    split_hubs(…, hubs) will add count (None: no copies will be made)."""
+    def drawn(g: DisplayGraph) -> int:
+        return len(g.nodes) + (hub_copies(g, hubs) if hubs is not None else 0)
+
+    if drawn(graph) <= budget:
         return graph
     units: dict[str, list[DisplayNode]] = {}
     for n in graph.nodes:
@@ -246,15 +254,21 @@ def apply_budget(graph: DisplayGraph, budget: int, seeds: Collection[str] = ()) 
             keep.update(n.name for n in units[u])
             size += len(units[u])
         out = summarize(graph, keep)
-        if len(out.nodes) <= budget * 1.05 or size == 0:
+        if drawn(out) <= budget * 1.05 or size == 0:
             return out
-        target *= budget / len(out.nodes)
+        target *= budget / drawn(out)
     return out
 
 
-# A node feeding more users than this is drawn once, with a small copy beside each user (see
-# split_hubs): its long edges spanning the whole drawing were most of dot's time.
-HUB_FANOUT = 16
+def hub_copies(graph: DisplayGraph, max_fanout: int = HUB_FANOUT) -> int:
+    """How many copies `split_hubs` would add (a budget counts everything drawn)."""
+    fanout: dict[str, int] = {}
+    users: dict[str, set[str]] = {}
+    for e in graph.edges:
+        if e.kind != "replaced":
+            fanout[e.src] = fanout.get(e.src, 0) + 1
+            users.setdefault(e.src, set()).add(e.dst)
+    return sum(len(users[name]) for name, k in fanout.items() if k > max_fanout)
 
 
 def split_hubs(graph: DisplayGraph, max_fanout: int = HUB_FANOUT) -> DisplayGraph:
@@ -313,8 +327,9 @@ def _with_tooltip(n: DisplayNode, tooltip: str) -> DisplayNode:
 def scale_graph(graph: DisplayGraph, *, seeds: Collection[str] = (), hops: int | None = None,
                 chains: bool = False, min_chain: int = 4, chain_statuses: Collection[str | None] = (None, S.UNCHANGED),
                 budget: int | None = None, hubs: int | None = HUB_FANOUT) -> DisplayGraph:
-    """Focus (keep `hops` around the seeds), then collapse chains, then apply the node budget,
-    then split hubs (nodes with more than `hubs` users; None: never)."""
+    """Focus (keep `hops` around the seeds), then collapse chains, then apply the node budget
+    (counting every node drawn, the hub copies too), then split hubs (nodes with more than
+    `hubs` users; None: never)."""
     if hops is not None and seeds:
         near = distances(graph, seeds, hops)
         graph = summarize(graph, set(near))
@@ -322,7 +337,7 @@ def scale_graph(graph: DisplayGraph, *, seeds: Collection[str] = (), hops: int |
         graph = collapse_chains(graph, min_len=min_chain, statuses=chain_statuses)
     if budget is not None:
         names = {n.name for n in graph.nodes}
-        graph = apply_budget(graph, budget, [s for s in seeds if s in names])
+        graph = apply_budget(graph, budget, [s for s in seeds if s in names], hubs)
     if hubs is not None:
         graph = split_hubs(graph, hubs)
     return graph

@@ -32,7 +32,7 @@ def _with(obj, **changes):
     return new
 
 
-def _node_scope(n: DisplayNode, scopes: Mapping[int, str]) -> str:
+def node_scope_of(n: DisplayNode, scopes: Mapping[int, str]) -> str:
     if n.instr_id is not None and n.instr_id in scopes:
         return scopes[n.instr_id]
     members = [scopes[m] for m in n.members if m in scopes]
@@ -60,7 +60,7 @@ def region_view(graph: DisplayGraph, scopes: Mapping[int, str], d: SnapshotDiff,
         if n.name.startswith(GROUP_NODE_PREFIX):  # a collapsed group: drawn in its parent's box
             scope = n.attrs.get("box", "")
         else:
-            scope = _node_scope(n, scopes)
+            scope = node_scope_of(n, scopes)
         path = _scope_groups(scope, groups)
         if path:
             n = _with(n, group=path + tuple(n.group))
@@ -94,14 +94,14 @@ def collapse_scopes(graph: DisplayGraph, scopes: Mapping[int, str], d: SnapshotD
         if n.name in keep:
             nodes.append(n)
             continue
-        key = _group_key(_node_scope(n, scopes), anchor)
-        name = GROUP_NODE_PREFIX + _safe(key or "top")
+        key = _group_key(node_scope_of(n, scopes), anchor)
+        name = GROUP_NODE_PREFIX + safe_part(key or "top")
         if name not in members:
             members[name] = (key, [])
             nodes.append(DisplayNode(name, "", "scope", S.SUMMARY, kind="summary"))  # filled below
         members[name][1].append(n)
         rep[n.name] = name
-    kept_scopes = {_node_scope(n, scopes) for n in nodes if n.name not in members}
+    kept_scopes = {node_scope_of(n, scopes) for n in nodes if n.name not in members}
     for k, n in enumerate(nodes):
         if n.name in members:
             key = members[n.name][0]
@@ -138,19 +138,19 @@ def _scope_groups(scope: str, groups: dict[str, DisplayGroup]) -> tuple[str, ...
     parts = [p for p in scope.split("/") if p][:MAX_SCOPE_DEPTH]
     path: list[str] = []
     for k, part in enumerate(parts):
-        name = SCOPE_GROUP_PREFIX + "_".join(_safe(p) for p in parts[:k + 1])
+        name = SCOPE_GROUP_PREFIX + "_".join(safe_part(p) for p in parts[:k + 1])
         if name not in groups:
             groups[name] = DisplayGroup(name, part, tuple(path), S.OTHER, module="main")
         path.append(name)
     return tuple(path)
 
 
-def _safe(part: str) -> str:
+def safe_part(part: str) -> str:
     return "".join(c if c.isalnum() else "_" for c in part)
 
 
 def _summary(n: DisplayNode, scopes: Mapping[int, str], d: SnapshotDiff) -> DisplayNode:
-    scope = _node_scope(n, scopes)
+    scope = node_scope_of(n, scopes)
     a, r, c = badge(n.members, d)
     where = f"/{scope}" if scope else "elsewhere"
     lines = [f"{len(n.members)} ops in {where}"]

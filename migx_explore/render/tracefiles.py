@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any
 
-from .diff import DEFAULT_BUDGET, diff_graph
+from .diff import diff_graph
 from .dot import DotOptions, RenderError, write_graph
 from .model import build_graph
 from .scale import apply_budget
@@ -15,6 +15,10 @@ if TYPE_CHECKING:  # pragma: no cover
     from migx_explore.compiler.passes.trace import PassRecord, Trace
 
 FORMATS = ("svg", "png", "dot")
+# Nodes per drawing (everything drawn counts): about what a screen shows readably. A trace of a
+# 5,000-instruction unrolled LSTM wrote 23 MB of SVG at the interactive views' 400, most of it
+# ~1,100-node drawings nobody could read; over this, scope groups fold (render.fit).
+TRACE_FILE_BUDGET = 80
 
 
 def pass_file_name(rec: PassRecord, fmt: str = "svg") -> str:
@@ -38,16 +42,25 @@ def render_trace(trace: Trace, out_dir: str, changed_only: bool = True, fmt: str
         raise RenderError(f"render_trace: unknown format {fmt!r}; use one of {', '.join(FORMATS)}")
     os.makedirs(out_dir, exist_ok=True)
     written = []
+    diff_options.setdefault("budget", TRACE_FILE_BUDGET)
     if include_input:
-        budget = diff_options.get("budget", DEFAULT_BUDGET)
+        budget = diff_options["budget"]
         g = build_graph(trace.initial, expand=diff_options.get("expand", "auto"), title="input")
         if budget is not None:
             g = apply_budget(g, budget)
         written.append(write_graph(g, os.path.join(out_dir, f"000_input.{fmt}"), dot_options))
+    table = None
     for rec in trace.records:
         if rec.before is None or rec.after is None or (changed_only and not rec.changed):
             continue
         title = f"{rec.path}: {rec.diff.summary() if rec.diff else ''}"
-        g = diff_graph(rec.before, rec.after, rec.diff, title=title, **diff_options)
+        if "scopes" not in diff_options:  # fold by the model's scopes when over the budget
+            from ..scopes import ScopeTable
+
+            table = table or ScopeTable(trace)
+            scopes = {**table.scopes_of(rec.before, rec), **table.scopes_of(rec.after, rec)}
+            g = diff_graph(rec.before, rec.after, rec.diff, title=title, scopes=scopes, **diff_options)
+        else:
+            g = diff_graph(rec.before, rec.after, rec.diff, title=title, **diff_options)
         written.append(write_graph(g, os.path.join(out_dir, pass_file_name(rec, fmt)), dot_options))
     return written

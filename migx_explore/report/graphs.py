@@ -83,12 +83,13 @@ def pass_graph(before: Any, after: Any, rec: PassRecord, scopes: Mapping[int, st
     out: dict[str, Any] = {"default": "expanded" if total <= AUTO_EXPAND_MAX else "collapsed"}
     keys = ("collapsed", "expanded") if both else (out["default"],)
     for key in keys:
-        g = diff_graph(before, after, rec.diff, expand=key == "expanded", title=title)
+        # over the budget, the model's scope groups fold first (an unrolled LSTM: its steps)
+        g = diff_graph(before, after, rec.diff, expand=key == "expanded", title=title, scopes=scopes)
         if key == "expanded" and not any(grp.owner is not None for grp in g.groups.values()):
             out["default"] = "collapsed"  # no fused module to open: the collapsed drawing is the whole story
             if "collapsed" in out:
                 break
-            key, g = "collapsed", diff_graph(before, after, rec.diff, expand=False, title=title)
+            key, g = "collapsed", diff_graph(before, after, rec.diff, expand=False, title=title, scopes=scopes)
         if scopes and len(g.nodes) <= SCOPE_GROUPS_MAX_NODES:
             g = region_view(g, scopes, rec.diff)
         out[key] = {"svg": compact_svg(str(render_svg(g, opts))), "alias": aliases(g, wanted), "nodes": len(g.nodes)}

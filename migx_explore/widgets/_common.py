@@ -213,3 +213,28 @@ class ErrorBox:
                 return None
 
         return wrapped
+
+
+def _main_shell(_data: Any, _frontend_route: str | None) -> None:
+    return None  # the kernel's main shell thread
+
+
+def pin_to_main_shell(*roots: Any) -> None:
+    """Have the kernel handle every browser message of these widgets (and their children) on its
+    main shell thread, in the order the browser sent them.
+
+    Why: ipykernel 7 with JupyterLab 4.4+ handles widget messages on "subshell" threads, and it
+    routes each widget's messages to the thread of the last message that made that widget send an
+    update (`Comm._reply_subshell_for`). Two widgets of one form can so be served by two threads:
+    after a failed load, the model dropdown (updated from a subshell) and the Load button (never
+    updated: main thread) went to different threads, the click could be handled before the
+    dropdown's new value arrived, loaded the old (bad) path again, and the dropdown's handler
+    then cleared that error: the click looked lost (issue 23). On one thread they keep their
+    order, as with ipykernel 6. Harmless where the comm has no such routing (tests, ipykernel 6)."""
+    stack = list(roots)
+    while stack:
+        w = stack.pop()
+        comm = getattr(w, "comm", None)
+        if comm is not None and getattr(comm, "_reply_subshell_for", None) is not _main_shell:
+            comm._reply_subshell_for = _main_shell
+        stack.extend(getattr(w, "children", ()) or ())

@@ -21,7 +21,7 @@ from typing import Any
 
 from ..session import Session, SessionError
 from . import queries
-from ._common import CSS, ErrorBox, widgets
+from ._common import CSS, ErrorBox, pin_to_main_shell, widgets
 from .dom_tools import ScrollTo
 from .gpu_panel import GpuPanel
 from .picker import ModelPicker, make_session
@@ -292,6 +292,7 @@ class Explorer:
                               W.HBox([left, right], layout=W.Layout(grid_gap="8px", width="100%")),
                               self.gpu.widget, self.waterfall.widget, self.study.widget, self.scroller],
                              _dom_classes=["migx-explorer", self.css_id])
+        pin_to_main_shell(self.widget)  # browser messages handled in the order sent (see there)
         self.session: Session | None = None
         self.last_refresh_s = 0.0
         self.last_load: dict[str, float] = {}
@@ -301,6 +302,7 @@ class Explorer:
             self.set_session(session)
 
     def _repr_mimebundle_(self, **kwargs: Any) -> Any:
+        pin_to_main_shell(self.widget)  # and any widget a panel made since
         return self.widget._repr_mimebundle_(**kwargs)
 
     # ---- loading (one transaction) ---------------------------------------------------------------------
@@ -332,6 +334,8 @@ class Explorer:
         self.numeric.cancel()
         with self._ui_lock:
             self.session = session
+            # again under the lock: the old trace may have finished meanwhile and started its check
+            self.numeric.cancel()
             self.numeric_progress.value = ""
             self.views.reset_clusters()  # opened clusters belong to the old model's instruction ids
             self.errors.clear()
@@ -368,24 +372,26 @@ class Explorer:
         return self.tracer.wait(timeout) and self.numeric.wait(timeout)
 
     def _trace_progress(self, session: Session) -> None:
-        if session is not self.session:
-            return
-        with self._ui_lock:
+        with self._ui_lock:  # checked under the lock: a load swaps the session under it
+            if session is not self.session:
+                return
             self._update_tree(session)
             self.stepper.show(session)
 
     def _trace_done(self, session: Session) -> None:
-        if session is not self.session:
-            return
         with self._ui_lock:
+            if session is not self.session:
+                return
             self._update_tree(session)
             self.stepper.show(session)
             self._show_status()
             if session.trace.error:
                 self.errors.show(session.trace.error, "pipeline")
-        self.progress.finish(f"{self._done_message}; then the other passes in the background "
-                             f"({len(session.trace.records)} pass records)")
-        self._start_numeric()
+            # inside the lock: a load must not slip in between the check above and these lines
+            # (the old model's message, or the old model's numeric check, on the new one)
+            self.progress.finish(f"{self._done_message}; then the other passes in the background "
+                                 f"({len(session.trace.records)} pass records)")
+            self._start_numeric(session)
 
     def _update_tree(self, s: Session) -> None:
         self._rows_for = len(s.trace_so_far.records)
@@ -408,11 +414,11 @@ class Explorer:
             self.recipe.value = recipe_html(self.session)
 
     # ---- the deferred numeric check ----------------------------------------------------------------------
-    def _start_numeric(self) -> None:
+    def _start_numeric(self, session: Session | None = None) -> None:
         def started(n: int) -> None:
             self.numeric_progress.value = f"numeric check: 0/{n} passes…" if n else ""
 
-        self.numeric.restart(self._require(), started)
+        self.numeric.restart(session or self._require(), started)
 
     def _numeric_result(self, session: Session, rec: Any, done: int, total: int) -> None:
         if session is not self.session:

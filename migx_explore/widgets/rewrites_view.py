@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 
 from ..regions import Region
 from ..rewrite_summary import RewriteRow
-from ._common import ErrorBox, widgets
+from ._common import ErrorBox, pin_to_main_shell, widgets
 
 MAX_ROWS = 40  # rows shown as buttons; the rest are summed up in one line
 
@@ -66,6 +66,7 @@ class RewritesPanel:
                          layout=W.Layout(width="auto", max_width="100%"))
             b.on_click(self._errors.guard(lambda _b, k=k: self.step(k), "rewrite row"))
             buttons.append(b)
+        pin_to_main_shell(*buttons)  # clicks keep their order with the stepper's (see there)
         self.rows_box.children = buttons
         more = len(self._rows) - MAX_ROWS
         self.note.value = f"<i>… {more} more rows (pass_changes.rewrites(session))</i>" if more > 0 else ""

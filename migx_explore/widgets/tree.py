@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ._common import ErrorBox, path_class, set_state_classes, widgets
+from ._common import ErrorBox, path_class, pin_to_main_shell, set_state_classes, widgets
 from .queries import TreeRow, row_matches
 
 ROW_STATES = ("migx-changed", "migx-noop", "migx-disabled", "migx-failed", "migx-pending", "migx-not-run",
@@ -119,6 +119,7 @@ class PipelineTree:
                 rw = self._pool.get(key)
                 if rw is None:
                     rw = self._pool[key] = self._make(r)
+                    pin_to_main_shell(rw.box)  # clicks keep their order with the others (see there)
                 self._refresh_row(rw, r, current)
                 boxes.append(rw.box)
             # set once every row has its widgets: the background trace updates the tree from
