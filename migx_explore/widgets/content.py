@@ -81,12 +81,13 @@ def graph_svg(before: ProgramSnapshot, after: ProgramSnapshot, view: str, *, dif
 
 
 def compare_svgs(a: ProgramSnapshot, b: ProgramSnapshot, labels: tuple[str, str], *,
-                 expand: Any = "auto") -> tuple[str, str]:
+                 expand: Any = "auto", focus_ids: Collection[int] | None = None) -> tuple[str, str]:
     """Two SVGs, the IR at `a` and at `b`, coloured by what differs and cut to the same region (for
-    the synced side-by-side Compare view)."""
+    the synced side-by-side Compare view); focus_ids: cut around these instructions (one change
+    region) instead of around every change."""
     from .. import render
 
-    left, right = render.compare_panels(a, b, labels=labels, expand=expand)
+    left, right = render.compare_panels(a, b, labels=labels, expand=expand, focus_ids=focus_ids)
     return (str(render.render_svg(left, render.DotOptions(id_prefix="ca_", cluster_controls=True))),
             str(render.render_svg(right, render.DotOptions(id_prefix="cb_", cluster_controls=True))))
 
