@@ -5,9 +5,9 @@ yolov8 fusion pass: ~1000 x 11500 points) is a strip 12 times taller than wide, 
 (about 610 x 500 px at 1280 x 800) fits it at labels well under a pixel tall. Read like a
 newspaper instead: cut the drawing at rank boundaries into k bands and set the bands side by
 side, each in a column of its own. k is picked on a first layout so the result's aspect ratio
-is closest to the pane's (which maximises the label size at fit-to-pane); edges between columns
-stay drawn but do not constrain the layout (`constraint=false`), so each column starts at the
-top. Drawings whose shape already suits the pane are rendered as they are.
+is closest to the pane's (which maximises the label size at fit-to-pane); each column starts at
+the top, and the edges between columns are drawn afterwards as thin dashed lines (left to dot,
+they would reorder the columns). Drawings whose shape already suits the pane are rendered as they are.
 
     svg = render_to_pane(graph, DotOptions(), pane=(610, 500))
 """
@@ -15,12 +15,13 @@ top. Drawings whose shape already suits the pane are rendered as they are.
 from __future__ import annotations
 
 import dataclasses
+import html
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 from . import style as S
-from .dot import DotOptions, InlineSvg, RenderError, _attrs, _edge_attrs, _q, pipe, render_svg, to_dot
+from .dot import DotOptions, InlineSvg, RenderError, _edge_attrs, _q, pipe, render_svg, to_dot
 from .model import DisplayGraph, DisplayGroup
 
 DEFAULT_PANE = (610.0, 500.0)  # the graph pane in px at 1280 x 800 (the explorer sends its own)
@@ -143,20 +144,15 @@ def fold_graph(graph: DisplayGraph, fold: Fold) -> tuple[DisplayGraph, list[int]
     return DisplayGraph(nodes, kept, groups, graph.title), crossing
 
 
-def folded_dot(graph: DisplayGraph, fold: Fold, opts: DotOptions) -> str:
-    """DOT for the folded drawing: the columns, then the edges between them, which do not rank
-    their ends (so every column starts at the top)."""
+def folded_dot(graph: DisplayGraph, fold: Fold, opts: DotOptions) -> tuple[str, list[int]]:
+    """DOT for the folded drawing without the edges between columns (returned as indexes into
+    graph.edges, for `draw_crossing_edges`). Any edge between columns, even one that does not
+    rank its ends, makes dot's crossing minimisation put the columns in reverse order."""
     folded, crossing = fold_graph(graph, fold)
     lines = to_dot(folded, opts).rstrip().rstrip("}").rstrip().split("\n")
-    for k, i in enumerate(crossing):
-        e = graph.edges[i]
-        a = _edge_attrs(e, len(graph.edges) + k, opts)
-        # thin: a long edge across the picture should not outweigh the columns' own edges
-        a.update(constraint="false", style="dashed" if e.kind != "summary" else "dotted", penwidth="0.7")
-        lines.append(f"{_q(e.src)} -> {_q(e.dst)} {_attrs(a)};")
-    # Mincross orders clusters freely; an invisible node at the top of each column, chained by
-    # invisible edges within one rank, keeps the columns in reading order (part 1 on the left).
-    # (Naming a subgraph again in DOT adds to it.)
+    # An invisible node at the top of each column, chained by invisible edges within one rank,
+    # keeps the columns in reading order (part 1 on the left). Naming a subgraph again in DOT
+    # adds to it.
     anchors = [f"{FOLD_PREFIX}anchor_{b}" for b in range(fold.columns)]
     for b, a in enumerate(anchors):
         lines.append(f'subgraph {_q(FOLD_PREFIX + str(b))} {{ {_q(a)} [style="invis" shape="point" width="0" '
@@ -164,7 +160,43 @@ def folded_dot(graph: DisplayGraph, fold: Fold, opts: DotOptions) -> str:
     lines.append("{rank=min; " + " ".join(_q(a) + ";" for a in anchors) + "}")
     lines.append(" -> ".join(_q(a) for a in anchors) + ' [style="invis"];')
     lines.append("}")
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines) + "\n", crossing
+
+
+_SVG_NODE = re.compile(r'<g id="[^"]*" class="node[^"]*">\s*<title>([^<]*)</title>(.*?)</g>', re.S)
+_SHAPE = re.compile(r'(?:points|d)="([^"]*)"')
+_NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
+
+
+def node_boxes(svg: str) -> dict[str, tuple[float, float, float, float]]:
+    """Each node's box in the SVG's drawing coordinates: (left, top, right, bottom)."""
+    boxes = {}
+    for m in _SVG_NODE.finditer(svg):
+        v = [float(t) for shape in _SHAPE.findall(m.group(2)) for t in _NUMBER.findall(shape)]
+        if len(v) >= 2:
+            xs, ys = v[0::2], v[1::2]
+            boxes[html.unescape(m.group(1))] = (min(xs), min(ys), max(xs), max(ys))
+    return boxes
+
+
+def draw_crossing_edges(svg: str, graph: DisplayGraph, crossing: list[int], opts: DotOptions) -> str:
+    """`svg` with the edges between columns drawn as thin straight dashed lines (from the bottom of
+    the source to the top of the target), in the same classes as dot's edges."""
+    boxes = node_boxes(svg)
+    parts = []
+    for k, i in enumerate(crossing):
+        e = graph.edges[i]
+        if e.src not in boxes or e.dst not in boxes:
+            continue
+        a = _edge_attrs(e, len(graph.edges) + k, opts)
+        (l1, _t1, r1, b1), (l2, t2, r2, _b2) = boxes[e.src], boxes[e.dst]
+        x1, x2 = (l1 + r1) / 2, (l2 + r2) / 2
+        title = html.escape(f"{e.src}->{e.dst}")
+        parts.append(f'<g id="{html.escape(a["id"])}" class="edge {html.escape(a["class"])} migx_fold_edge">'
+                     f"<title>{title}</title><path fill=\"none\" stroke=\"{html.escape(a['color'])}\" "
+                     f'stroke-width="0.7" stroke-dasharray="5,3" d="M{x1:.1f},{b1:.1f} L{x2:.1f},{t2:.1f}"/></g>')
+    end = svg.rfind("</g>")  # the graph's own group: its transform places the nodes
+    return svg[:end] + "\n".join(parts) + svg[end:] if parts and end >= 0 else svg
 
 
 def render_to_pane(graph: DisplayGraph, opts: DotOptions | None = None,
@@ -182,11 +214,12 @@ def render_to_pane(graph: DisplayGraph, opts: DotOptions | None = None,
         return render_svg(graph, opts)
     for attempt in (opts, dataclasses.replace(opts, ordering=False)):
         try:
-            return render_svg(folded_dot(graph, fold, attempt))
+            dot, crossing = folded_dot(graph, fold, attempt)
+            return InlineSvg(draw_crossing_edges(render_svg(dot), graph, crossing, attempt))
         except RenderError:
             continue
     return render_svg(graph, opts)
 
 
-__all__ = ["DEFAULT_PANE", "FOLD_PREFIX", "Fold", "MAX_COLUMNS", "MIN_GAIN", "Placed", "choose_fold", "fold_graph",
-           "folded_dot", "layout_positions", "render_to_pane"]
+__all__ = ["DEFAULT_PANE", "FOLD_PREFIX", "Fold", "MAX_COLUMNS", "MIN_GAIN", "Placed", "choose_fold",
+           "draw_crossing_edges", "fold_graph", "folded_dot", "layout_positions", "node_boxes", "render_to_pane"]
