@@ -85,10 +85,11 @@ def _fit(w: float, h: float, pane: tuple[float, float]) -> float:
 
 
 def choose_fold(positions: Mapping[str, Placed], pane: tuple[float, float] = DEFAULT_PANE,
-                max_columns: int = MAX_COLUMNS) -> Fold:
-    """The number of columns whose estimated drawing fits the pane at the largest scale, and
-    each node's column: bands of equal height, cut between ranks (nodes of one rank share a
-    depth, so a rank is never split)."""
+                max_columns: int = MAX_COLUMNS, min_columns: int = 2) -> Fold:
+    """The number of columns (from min_columns to max_columns; 1 when none beats the drawing as
+    it is) whose estimated drawing fits the pane at the largest scale, and each node's column:
+    bands of equal height, cut between ranks (nodes of one rank share a depth, so a rank is
+    never split)."""
     if pane[0] <= 0 or pane[1] <= 0:
         raise ValueError(f"pane size must be positive, not {pane[0]} x {pane[1]}")
     nodes = list(positions.items())
@@ -98,7 +99,7 @@ def choose_fold(positions: Mapping[str, Placed], pane: tuple[float, float] = DEF
     if not nodes or h1 <= 0:
         return best
     top0 = min(p.top for _n, p in nodes)
-    for k in range(2, max_columns + 1):
+    for k in range(max(2, min_columns), max_columns + 1):
         band = {n: min(k - 1, int((p.top - top0) / (h1 / k))) for n, p in nodes}
         cols = [[p for n, p in nodes if band[n] == b] for b in range(k)]
         if any(not c for c in cols):
@@ -207,18 +208,43 @@ def render_to_pane(graph: DisplayGraph, opts: DotOptions | None = None,
     if len(graph.nodes) < 8:  # nothing tall enough to fold; skip the extra layout
         return render_svg(graph, opts)
     try:
-        fold = choose_fold(layout_positions(graph, opts), pane)
+        positions = layout_positions(graph, opts)
+        fold = choose_fold(positions, pane)
     except RenderError:
         return render_svg(graph, opts)  # its retries handle what broke the plain layout
     if fold.columns == 1 or fold.gain < MIN_GAIN:
         return render_svg(graph, opts)
+    svg = _render_folded(graph, fold, opts)
+    if svg is None:
+        return render_svg(graph, opts)
+    # The estimate sees each column as wide as its nodes were in the strip; re-laid out alone, a
+    # column comes out narrower and taller, so a drawing still clearly taller than the pane
+    # gets one more column when that reads larger.
+    w, h = _view_box(svg)
+    if w and h and w / h < pane[0] / pane[1] / 1.3 and fold.columns < MAX_COLUMNS:
+        more = choose_fold(positions, pane, min_columns=fold.columns + 1)
+        wider = _render_folded(graph, more, opts) if more.columns > fold.columns else None
+        if wider is not None and _fit(*_view_box(wider), pane) > _fit(w, h, pane):
+            return wider
+    return svg
+
+
+def _render_folded(graph: DisplayGraph, fold: Fold, opts: DotOptions) -> InlineSvg | None:
     for attempt in (opts, dataclasses.replace(opts, ordering=False)):
         try:
             dot, crossing = folded_dot(graph, fold, attempt)
             return InlineSvg(draw_crossing_edges(render_svg(dot), graph, crossing, attempt))
         except RenderError:
             continue
-    return render_svg(graph, opts)
+    return None
+
+
+_VIEW_BOX = re.compile(r'viewBox="[-\d.]+ [-\d.]+ ([\d.]+) ([\d.]+)"')
+
+
+def _view_box(svg: str) -> tuple[float, float]:
+    m = _VIEW_BOX.search(svg)
+    return (float(m.group(1)), float(m.group(2))) if m else (0.0, 0.0)
 
 
 __all__ = ["DEFAULT_PANE", "FOLD_PREFIX", "Fold", "MAX_COLUMNS", "MIN_GAIN", "Placed", "choose_fold",
