@@ -275,7 +275,8 @@ class Views:
         if view == "compare":
             return (self.compare_a.value, self.compare_b.value, self.clusters, self._region())
         if view in REGION_VIEWS:
-            return (self.clusters, self._region(), self._pane() if view == "diff" else None)
+            whole = view == "diff" and self._region() is None  # only that drawing is laid out to the pane
+            return (self.clusters, self._region(), self._pane() if whole else None)
         return (self.clusters,) if view in content.GRAPH_VIEWS else ()
 
     def _region(self) -> int | None:
