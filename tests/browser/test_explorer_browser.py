@@ -68,6 +68,12 @@ MARK_JS = """view => { const c = document.querySelectorAll(`.migx-explorer ${vie
     && m.bottom <= b.bottom + 1; }"""
 
 
+# Every changed node of the drawing in view, on both sides of a comparison (one may have none).
+ALL_IN_VIEW_JS = ("() => { const g = document.querySelector('.migx-explorer .migx-gv-compare');"
+                  " const m = /^(\\d+)\\/(\\d+)$/.exec(g.dataset.changedInView || '');"
+                  " return !!m && m[1] === m[2] && m[2] !== '0'; }")
+
+
 def _regions_on_the_minimap_and_in_compare(page, ex) -> None:
     """The Diff view's minimap marks the change regions, the current one stronger; in Compare
     (A: the input program, B: this pass) ◀ ▶ step through the regions between A and B, redrawing
@@ -88,6 +94,7 @@ def _regions_on_the_minimap_and_in_compare(page, ex) -> None:
     page.wait_for_function("() => document.querySelectorAll('.migx-explorer .migx-gv-compare "
                            ".migx-gv-minimap-current').length >= 1", timeout=30_000)
     assert panels.count() >= 2
+    page.wait_for_function(ALL_IN_VIEW_JS, timeout=30_000)  # region 1 centred in its panel
     both = "s => [...s].map(eval(js)).join('||')"
     before = ex.evaluate(f"(e, js) => ({both})(e.querySelectorAll('.migx-gv-compare .migx-gv-canvas svg'))",
                          DRAWING_JS)
@@ -98,6 +105,7 @@ def _regions_on_the_minimap_and_in_compare(page, ex) -> None:
         " !== old", arg=[DRAWING_JS, before], timeout=30_000)
     page.wait_for_function("() => [...document.querySelectorAll('.migx-explorer .migx-gv-compare "
                            ".migx-gv-minimap-current')].some(m => m.dataset.region === '1')", timeout=30_000)
+    page.wait_for_function(ALL_IN_VIEW_JS, timeout=30_000)
     ex.locator("button.migx-region-prev").first.click()
     page.wait_for_function(REGION_LABEL_JS, arg=f"region 1 of {total}", timeout=30_000)
     ex.locator(".migx-view-select button", has_text="Diff").first.click()  # the pass's own regions again

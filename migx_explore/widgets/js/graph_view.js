@@ -229,15 +229,23 @@ class Panel {
     if (!this.spz || !this.sized()) return false;
     const r = unionRect(nodes);
     if (!r) return false;
-    const c = this.canvas.getBoundingClientRect();
-    const w = Math.max(r.right - r.left, 1), h = Math.max(r.bottom - r.top, 1);
-    const real = this.spz.getSizes().realZoom;
-    let k = Math.min(0.88 * c.width / w, 0.88 * c.height / h);
-    k = Math.min(k, maxZoom / real);
-    if (!Number.isFinite(k) || k <= 0 || !Number.isFinite(this.spz.getZoom() * k)) return false;
-    const px = (r.left + r.right) / 2 - c.left, py = (r.top + r.bottom) / 2 - c.top;
-    this.spz.zoomAtPoint(this.spz.getZoom() * k, { x: px, y: py });
-    this.spz.panBy({ x: c.width / 2 - px, y: c.height / 2 - py });
+    // The rects are as painted, but svg-pan-zoom paints a move on the next frame and may hold a
+    // newer transform (a resize, a fit) than the one on screen: read the nodes' place in drawing
+    // units through the painted transform, then set an absolute zoom and pan (a relative move
+    // mixing the two states once left a comparison's panel panned far off its drawing).
+    const vp = this.svg.querySelector(".svg-pan-zoom_viewport");
+    const m = vp && vp.transform.baseVal.numberOfItems ? vp.transform.baseVal.consolidate().matrix : null;
+    const s = this.svg.getBoundingClientRect();
+    const zNow = m ? m.a : this.spz.getSizes().realZoom;
+    const pan = m ? { x: m.e, y: m.f } : this.spz.getPan();
+    const x0 = (r.left - s.left - pan.x) / zNow, x1 = (r.right - s.left - pan.x) / zNow;
+    const y0 = (r.top - s.top - pan.y) / zNow, y1 = (r.bottom - s.top - pan.y) / zNow;
+    const w = Math.max(x1 - x0, 1e-3), h = Math.max(y1 - y0, 1e-3);
+    const z = Math.min(0.88 * s.width / w, 0.88 * s.height / h, maxZoom);
+    const base = this.spz.getSizes().realZoom / this.spz.getZoom();
+    if (!Number.isFinite(z) || z <= 0 || !Number.isFinite(base) || base <= 0) return false;
+    this.spz.zoom(z / base);
+    this.spz.pan({ x: s.width / 2 - (x0 + x1) / 2 * z, y: s.height / 2 - (y0 + y1) / 2 * z });
     return true;
   }
 
