@@ -233,12 +233,16 @@ def _render_folded(graph: DisplayGraph, fold: Fold, opts: DotOptions) -> InlineS
     for attempt in (opts, dataclasses.replace(opts, ordering=False)):
         try:
             dot, crossing = folded_dot(graph, fold, attempt)
-            return InlineSvg(draw_crossing_edges(render_svg(dot), graph, crossing, attempt))
+            svg = _COLUMN_CLASS.sub(r'\1 class="cluster migx_fold_column"', render_svg(dot))
+            return InlineSvg(draw_crossing_edges(svg, graph, crossing, attempt))
         except RenderError:
             continue
     return None
 
 
+# A column is a layout box, not one of the model's clusters (which the view opens and closes and
+# tests count): its own class instead of migx_cluster.
+_COLUMN_CLASS = re.compile(r'(<g id="[^"]*' + FOLD_PREFIX + r'\d+") class="cluster[^"]*"')
 _VIEW_BOX = re.compile(r'viewBox="[-\d.]+ [-\d.]+ ([\d.]+) ([\d.]+)"')
 
 

@@ -94,6 +94,11 @@ def test_the_folded_drawing_has_the_pane_shape_every_node_and_columns_in_order()
     assert min(DEFAULT_PANE[0] / w, DEFAULT_PANE[1] / h) > 2 * min(DEFAULT_PANE[0] / w0, DEFAULT_PANE[1] / h0)
     assert _titles(svg) == _titles(plain) == {f"i{k}" for k in range(80)}
     assert svg.count("st_added") == plain.count("st_added")
+    # the columns are layout boxes, not clusters of the model: only the fused groups are migx_cluster
+    assert svg.count('class="cluster migx_fold_column"') == len(re.findall(r">part \d+ of", svg)) > 1
+    assert not re.search(r'id="[^"]*cluster_fold_\d+" class="[^"]*migx_cluster', svg)
+    fused = {grp for n in g.nodes for grp in n.group}
+    assert svg.count('class="cluster migx_cluster') >= len(fused)  # each fused group, split where cut
     # the columns' labels read left to right: part 1, part 2, ...
     parts = [(float(x), int(p)) for x, p in re.findall(r'<text[^>]*x="([-\d.]+)"[^>]*>part (\d+) of', svg)]
     order = [p for _x, p in sorted(parts)]
