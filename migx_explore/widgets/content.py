@@ -29,8 +29,8 @@ SCOPE_GROUPS_MAX_NODES = 250
 
 def graph_svg(before: ProgramSnapshot, after: ProgramSnapshot, view: str, *, diff: Any = None, hops: int = 2,
               centre: Collection[int] = (), chains: bool | None = None, prefix: str = "",
-              expand: Any = "auto", region: Collection[int] = (), scopes: Mapping[int, str] | None = None
-              ) -> str:
+              expand: Any = "auto", region: Collection[int] = (), scopes: Mapping[int, str] | None = None,
+              pane: tuple[float, float] | None = None) -> str:
     """Inline SVG for one graph view of a pass.
 
     diff: the merged graph (changed region plus context when the graph is big); side_by_side:
@@ -39,7 +39,9 @@ def graph_svg(before: ProgramSnapshot, after: ProgramSnapshot, view: str, *, dif
     i<id>), with unchanged chains collapsed. expand: which fused submodules are drawn as clusters
     (a render.Clusters choice; "auto": all of them on small programs).
     region: diff and side_by_side draw this change region (instruction ids) with one hop of
-    context, the rest summarised; scopes: group the diff drawing by the model's scopes."""
+    context, the rest summarised; scopes: group the diff drawing by the model's scopes.
+    pane: the graph pane's size in px; the whole-change diff (no region) is laid out to its
+    shape (render.pane_layout: a tall drawing folded into columns)."""
     from .. import render
 
     opts = render.DotOptions(id_prefix=prefix, cluster_controls=True)
@@ -71,16 +73,21 @@ def graph_svg(before: ProgramSnapshot, after: ProgramSnapshot, view: str, *, dif
                               chains=True if chains is None else chains, show_ids=True, expand=expand)
     else:
         raise ValueError(f"unknown graph view {view!r}; one of {', '.join(PASS_GRAPH_VIEWS)}")
+    if view == "diff" and not region and pane is not None:
+        from ..render.pane_layout import render_to_pane
+
+        return str(render_to_pane(g, opts, pane))
     return str(render.render_svg(g, opts))
 
 
 def compare_svgs(a: ProgramSnapshot, b: ProgramSnapshot, labels: tuple[str, str], *,
-                 expand: Any = "auto") -> tuple[str, str]:
+                 expand: Any = "auto", focus_ids: Collection[int] | None = None) -> tuple[str, str]:
     """Two SVGs, the IR at `a` and at `b`, coloured by what differs and cut to the same region (for
-    the synced side-by-side Compare view)."""
+    the synced side-by-side Compare view); focus_ids: cut around these instructions (one change
+    region) instead of around every change."""
     from .. import render
 
-    left, right = render.compare_panels(a, b, labels=labels, expand=expand)
+    left, right = render.compare_panels(a, b, labels=labels, expand=expand, focus_ids=focus_ids)
     return (str(render.render_svg(left, render.DotOptions(id_prefix="ca_", cluster_controls=True))),
             str(render.render_svg(right, render.DotOptions(id_prefix="cb_", cluster_controls=True))))
 

@@ -3,7 +3,8 @@ svg-pan-zoom library in a small anywidget, so a 400-node drawing is navigable in
 
 What the front end (js/graph_view.js) adds: zoom (wheel, +/-), pan (drag), Fit, centre on the
 nodes the pass changed on every new drawing (and a note when some are off-screen), search by
-name, op or instruction id (Enter steps through the hits), a minimap, a pinned node (click one;
+name, op or instruction id (Enter steps through the hits), a minimap with the change regions
+marked, a pinned node (click one;
 it stays marked while stepping), and two panels with synced pan/zoom (`svg_right`) for
 comparisons; double-click a collapsed fused node (⊞) to draw its submodule as a cluster, click a
 cluster's ⊟ label to collapse it, or expand / collapse all from the toolbar. No network: the
@@ -40,6 +41,8 @@ CSS = """
 .migx-gv-minimap { position: absolute; right: 6px; bottom: 6px; width: 150px; height: 110px; background: #fff;
   border: 1px solid #999; opacity: 0.92; overflow: hidden; cursor: pointer; box-shadow: 0 1px 4px #0003; }
 .migx-gv-minimap-img { width: 100%; height: 100%; object-fit: contain; pointer-events: none; }
+.migx-gv-minimap-region { position: absolute; border: 1px solid #e6550d; background: #fd8d3c55; pointer-events: none; }
+.migx-gv-minimap-region.migx-gv-minimap-current { border: 2px solid #7f2704; background: #e6550dbb; z-index: 1; }
 .migx-gv-minimap-view { position: absolute; border: 2px solid #d62728; background: #d6272814; pointer-events: none; }
 .migx-gv g.node.migx-gv-hit > path, .migx-gv g.node.migx-gv-hit > polygon, .migx-gv g.node.migx-gv-hit > ellipse,
 .migx-gv g.node.migx-gv-hit a > path, .migx-gv g.node.migx-gv-hit a > polygon, .migx-gv g.node.migx-gv-hit a > ellipse
@@ -90,15 +93,24 @@ def _widget_class() -> type:
         # Commands travel as a trait (with a counter so a repeat is still a change), which the
         # front end also replays when it starts after the command was given.
         command = t.Dict().tag(sync=True)
+        # Change regions marked on the minimap: instruction ids per region, and which is current
+        # (-1: none); the front end reports the pane's size in px, [width, height].
+        regions = t.List(t.List(t.Int()), default_value=[]).tag(sync=True)
+        region_index = t.Int(-1).tag(sync=True)
+        pane_size = t.List(t.Float(), default_value=[]).tag(sync=True)
 
         def _command(self, **cmd: Any) -> None:
             self.command = {**cmd, "n": self.command.get("n", 0) + 1}
 
-        def show(self, svg: str, right: str = "", titles: tuple[str, ...] = (), focus: str = "") -> None:
+        def show(self, svg: str, right: str = "", titles: tuple[str, ...] = (), focus: str = "",
+                 regions: Any = None, region_index: int = -1) -> None:
             """Draw new markup (one trait round-trip: both panels and titles change together);
             `focus`: a node title ("i42") or cluster owner ("owner_42") to centre on instead of
-            the change (after the user opened or closed that cluster)."""
+            the change (after the user opened or closed that cluster); `regions`: the change
+            regions to mark on the minimap (instruction ids each), `region_index` the current."""
             with self.hold_sync():
+                self.regions = [list(ids) for ids in regions or ()]
+                self.region_index = region_index
                 self.titles = list(titles)
                 self.svg_right = right
                 self.focus = focus

@@ -10,8 +10,9 @@ from __future__ import annotations
 import html
 from typing import Any
 
-from .. import config_compare, pass_changes
+from .. import compare_regions, config_compare, pass_changes
 from ..render.model import Clusters
+from ..render.pane_layout import DEFAULT_PANE
 from ..session import Session
 from . import content, queries
 from ._common import ErrorBox, widgets
@@ -85,6 +86,12 @@ class Views:
         self.clusters = Clusters()
         self._focus_next = ""  # what the next drawing centres on instead of the change
         self._config_titles: tuple[str, str] | None = None  # the panels' labels in "on vs off" mode
+        # The region bar steps through the pass's regions, or in Compare through those between
+        # A and B; each list keeps its own position.
+        self._pass_regions: list = []
+        self._bar_source: list = []  # the list the bar holds now
+        self._pass_index = 0
+        self.graph.observe(errors.guard(self._pane_resized, "graph pane size"), "pane_size")
         self.graph.observe(errors.guard(self._cluster_requested, "expand / collapse"), "cluster_request")
         self.select.observe(errors.guard(self._view_picked, "view"), "value")
         # Steps pick Rewrites or Diff per pass until the user picks Diff themself (then the graph
@@ -119,6 +126,7 @@ class Views:
         rec = session.current
         regions = pass_changes.regions(session) if rec.changed else []
         self.region_bar.set(regions, 0)
+        self._pass_regions = self._bar_source = regions
         self.rewrites.show(rec.path, pass_changes.rewrites(session) if rec.changed else [], regions)
         if self.select.value in AUTO_VIEWS and self._auto_view:
             want = "rewrites" if rec.changed and not self._region_reads(session, regions) else "diff"
@@ -239,7 +247,7 @@ class Views:
         view = self.select.value
         shown = {self.focus_controls: view == "focus", self.compare_controls: view == "compare",
                  self.rewrites.widget: view == "rewrites",
-                 self.region_bar.widget: view in REGION_VIEWS and bool(self.region_bar.regions),
+                 self.region_bar.widget: view in REGION_VIEWS + ("compare",) and bool(self.region_bar.regions),
                  self.graph: view in content.GRAPH_VIEWS, self.legend: view in content.GRAPH_VIEWS,
                  self.compare_text: view == "compare", self.text: view == "text", self.metrics: view == "metrics"}
         config = self.compare_mode.value == "config"
@@ -263,15 +271,38 @@ class Views:
         if view == "focus":
             return (self.hops.value, self._centre_ids(), self.clusters)
         if view == "compare" and self.compare_mode.value == "config":
-            return ("config", self.compare_at.value, self.clusters)
+            return ("config", self.compare_at.value, self.clusters, self._region())
         if view == "compare":
-            return (self.compare_a.value, self.compare_b.value, self.clusters)
+            return (self.compare_a.value, self.compare_b.value, self.clusters, self._region())
         if view in REGION_VIEWS:
-            return (self.clusters, self._region())
+            whole = view == "diff" and self._region() is None  # only that drawing is laid out to the pane
+            return (self.clusters, self._region(), self._pane() if whole else None)
         return (self.clusters,) if view in content.GRAPH_VIEWS else ()
 
     def _region(self) -> int | None:
         return self.region_bar.current
+
+    def _pane(self) -> tuple[float, float]:
+        """The graph pane's size as the front end reports it, to 50 px (DEFAULT_PANE before it
+        has): the whole-change drawing is laid out to its shape."""
+        size = list(self.graph.pane_size or ())
+        if len(size) != 2 or min(size) <= 0:
+            return DEFAULT_PANE
+        return (max(50.0, round(size[0] / 50) * 50.0), max(50.0, round(size[1] / 50) * 50.0))
+
+    def _pane_resized(self, _change: dict) -> None:
+        if self.select.value == "diff" and self.region_bar.current is None:
+            self._show_selected()  # a new key only when the rounded size changed
+
+    def _use_regions(self, regions: list) -> None:
+        """Put `regions` in the region bar (the pass's come back at the region they were left on)."""
+        if regions is self._bar_source:
+            return
+        if self._bar_source is self._pass_regions:
+            self._pass_index = self.region_bar.index
+        self.region_bar.set(regions, self._pass_index if regions is self._pass_regions else 0)
+        self._bar_source = regions
+        self._set_visibility()
 
     def _draw(self, view: str) -> bool:
         """Draw `view` for the current pass unless it shows it already; False if drawing failed.
@@ -304,7 +335,9 @@ class Views:
             if self._session is not None:
                 self.graph.all_expanded = bool(self.clusters.resolved(self._instructions()).default)
             focus, self._focus_next = self._focus_next, ""
-            self.graph.show(markup, right, titles, focus)
+            bar = self.region_bar
+            marked = [r.ids for r in bar.regions] if view in REGION_VIEWS + ("compare",) else []
+            self.graph.show(markup, right, titles, focus, marked, bar.index if marked else -1)
         elif view == "text":
             self.text.value = markup
         elif view == "metrics":
@@ -315,6 +348,8 @@ class Views:
         if self._session is None:
             return
         view = self.select.value
+        if view != "compare":
+            self._use_regions(self._pass_regions)
         if self._draw(view) and view in content.PASS_GRAPH_VIEWS:
             content.prefetch_next(self._session, view, self.cache, **self._graph_opts(view))
 
@@ -322,6 +357,8 @@ class Views:
         opts: dict[str, Any] = {"expand": self.clusters}
         if view in REGION_VIEWS:
             opts["region"] = self._region()
+        if view == "diff" and opts.get("region") is None:
+            opts["pane"] = self._pane()
         if view == "focus":
             opts.update(hops=self.hops.value, centre=self._centre_ids())
         return opts
@@ -363,7 +400,10 @@ class Views:
         if view == "compare":
             a, b = self._compared()
             titles = self._compare_titles()
-            left, right = content.compare_svgs(a, b, titles, expand=self.clusters)
+            self._use_regions(compare_regions.regions_between(s, a, b))
+            k = self._region()
+            ids = self.region_bar.regions[k].ids if k is not None else None
+            left, right = content.compare_svgs(a, b, titles, expand=self.clusters, focus_ids=ids)
             self._markup["compare:right"] = right
             self.compare_text.value = content.side_by_side_text_html(a.text, b.text, titles)
             return left

@@ -136,7 +136,7 @@ class Panel {
     box.appendChild(img);
     box.appendChild(frame);
     this.canvas.appendChild(box);
-    this.mini = { box, img, frame };
+    this.mini = { box, img, frame, marks: [] };
     box.addEventListener("click", (ev) => {
       const s = this.miniScale();
       const r = box.getBoundingClientRect();
@@ -147,6 +147,40 @@ class Panel {
                      y: this.canvas.clientHeight / 2 - (uy - this.vb.y) * z });
       ev.stopPropagation();
     });
+    this.updateMinimap();
+    this.markRegions();
+  }
+
+  // The change regions (the `regions` trait: instruction ids per region) as boxes on the
+  // minimap, the current one (`region_index`) stronger. Boxes are kept in drawing units, which
+  // no pan or zoom changes; updateMinimap places them.
+  markRegions() {
+    if (!this.mini || !this.spz || !this.sized()) return;
+    this.mini.marks.forEach((m) => m.el.remove());
+    this.mini.marks = [];
+    const regions = this.view.model.get("regions") || [];
+    const current = this.view.model.get("region_index");
+    if (!regions.length) return;
+    const byId = new Map();
+    for (const n of this.svg.querySelectorAll("g.node")) {
+      const i = classNumber(n, "iid_");
+      if (i === null) continue;
+      if (!byId.has(i)) byId.set(i, []);
+      byId.get(i).push(n);
+    }
+    const c = this.canvas.getBoundingClientRect(), pan = this.spz.getPan(), z = this.spz.getSizes().realZoom;
+    regions.forEach((ids, k) => {
+      const r = unionRect(ids.flatMap((i) => byId.get(i) || []));
+      if (!r) return;
+      const box = { x: (r.left - c.left - pan.x) / z, y: (r.top - c.top - pan.y) / z,
+                    w: (r.right - r.left) / z, h: (r.bottom - r.top) / z };
+      const mark = el("div", "migx-gv-minimap-region" + (k === current ? " migx-gv-minimap-current" : ""));
+      mark.title = `change region ${k + 1} of ${regions.length}`;
+      mark.dataset.region = String(k);
+      this.mini.box.insertBefore(mark, this.mini.frame);
+      this.mini.marks.push({ el: mark, box });
+    });
+    this.view.root.dataset.regionMarks = String(this.view.panels.reduce((t, p) => t + (p.mini ? p.mini.marks.length : 0), 0));
     this.updateMinimap();
   }
 
@@ -167,6 +201,14 @@ class Panel {
     f.top = s.oy + y0 * s.k + "px";
     f.width = Math.max(w * s.k, 2) + "px";
     f.height = Math.max(h * s.k, 2) + "px";
+    for (const m of this.mini.marks) {  // at least 4 px, so a one-node region still shows
+      const mw = Math.max(m.box.w * s.k, 4), mh = Math.max(m.box.h * s.k, 4);
+      const ms = m.el.style;
+      ms.left = s.ox + m.box.x * s.k + (m.box.w * s.k - mw) / 2 + "px";
+      ms.top = s.oy + m.box.y * s.k + (m.box.h * s.k - mh) / 2 + "px";
+      ms.width = mw + "px";
+      ms.height = mh + "px";
+    }
   }
 
   // Whether the pane has a size: while it is hidden (another view shown, a relayout) every zoom
@@ -187,15 +229,23 @@ class Panel {
     if (!this.spz || !this.sized()) return false;
     const r = unionRect(nodes);
     if (!r) return false;
-    const c = this.canvas.getBoundingClientRect();
-    const w = Math.max(r.right - r.left, 1), h = Math.max(r.bottom - r.top, 1);
-    const real = this.spz.getSizes().realZoom;
-    let k = Math.min(0.88 * c.width / w, 0.88 * c.height / h);
-    k = Math.min(k, maxZoom / real);
-    if (!Number.isFinite(k) || k <= 0 || !Number.isFinite(this.spz.getZoom() * k)) return false;
-    const px = (r.left + r.right) / 2 - c.left, py = (r.top + r.bottom) / 2 - c.top;
-    this.spz.zoomAtPoint(this.spz.getZoom() * k, { x: px, y: py });
-    this.spz.panBy({ x: c.width / 2 - px, y: c.height / 2 - py });
+    // The rects are as painted, but svg-pan-zoom paints a move on the next frame and may hold a
+    // newer transform (a resize, a fit) than the one on screen: read the nodes' place in drawing
+    // units through the painted transform, then set an absolute zoom and pan (a relative move
+    // mixing the two states once left a comparison's panel panned far off its drawing).
+    const vp = this.svg.querySelector(".svg-pan-zoom_viewport");
+    const m = vp && vp.transform.baseVal.numberOfItems ? vp.transform.baseVal.consolidate().matrix : null;
+    const s = this.svg.getBoundingClientRect();
+    const zNow = m ? m.a : this.spz.getSizes().realZoom;
+    const pan = m ? { x: m.e, y: m.f } : this.spz.getPan();
+    const x0 = (r.left - s.left - pan.x) / zNow, x1 = (r.right - s.left - pan.x) / zNow;
+    const y0 = (r.top - s.top - pan.y) / zNow, y1 = (r.bottom - s.top - pan.y) / zNow;
+    const w = Math.max(x1 - x0, 1e-3), h = Math.max(y1 - y0, 1e-3);
+    const z = Math.min(0.88 * s.width / w, 0.88 * s.height / h, maxZoom);
+    const base = this.spz.getSizes().realZoom / this.spz.getZoom();
+    if (!Number.isFinite(z) || z <= 0 || !Number.isFinite(base) || base <= 0) return false;
+    this.spz.zoom(z / base);
+    this.spz.pan({ x: s.width / 2 - (x0 + x1) / 2 * z, y: s.height / 2 - (y0 + y1) / 2 * z });
     return true;
   }
 
@@ -312,6 +362,7 @@ class GraphView {
 
   // svg-pan-zoom needs a laid-out SVG: panels start when the pane first has a size.
   whenVisible() {
+    this.reportPane();
     let started = false;
     this.each((p) => { started = p.init() || started; if (p.spz) { p.spz.resize(); } });
     if (!this.panels.length || !this.panels.every((p) => p.spz)) return;
@@ -323,6 +374,18 @@ class GraphView {
       this.pendingFocus = "";
       if (focus && this.panels.some((p) => p.targets(focus).length)) this.focusTarget(focus);
       else if (this.model.get("auto_centre")) this.centre(false); else this.fit();
+    }
+  }
+
+  // The pane's size goes to the kernel, which lays a big drawing out to its shape (a change of
+  // a few px is not worth a new layout).
+  reportPane() {
+    if (this.panels.length !== 1) return;
+    const c = this.panels[0].canvas, w = c.clientWidth, h = c.clientHeight;
+    const old = this.model.get("pane_size") || [];
+    if (w > 0 && h > 0 && (old.length !== 2 || Math.abs(old[0] - w) > 30 || Math.abs(old[1] - h) > 30)) {
+      this.model.set("pane_size", [w, h]);
+      this.model.save_changes();
     }
   }
 
@@ -494,6 +557,9 @@ function render({ model, el: root }) {
   model.on("change:titles", rebuild);
   model.on("change:pinned", () => view.applyPin());
   model.on("change:all_expanded", () => view.showClusterState());
+  const marks = () => view.each((p) => p.markRegions());
+  model.on("change:regions", marks);
+  model.on("change:region_index", marks);
   model.on("change:height", () => { view.each((p) => { p.canvas.style.height = view.canvasHeight(); }); view.whenVisible(); });
   model.on("change:command", () => view.message(model.get("command") || {}));
   return () => { view.observer.disconnect(); view.each((p) => p.destroy()); };

@@ -1,0 +1,55 @@
+"""Change regions between any two programs: what the Compare view (two passes, or a pass on vs
+off) steps through with ◀ ▶, as the Diff view steps through one pass's regions.
+
+The rewrite rows of the step A -> B (rewrites.summarize, as if B came from A in one pass) split
+into connected regions (regions.change_regions), each with the scope of what it holds where the
+session's scope table knows the instructions. Functions of a session; results are cached in
+`session.cache` per pair of snapshot objects (snapshots are never changed in place).
+
+    regions = compare_regions.regions_between(session, a, b)
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from migx_explore.compiler.snapshot import ProgramSnapshot
+
+from .regions import Region, change_regions
+from .rewrites import summarize
+
+if TYPE_CHECKING:
+    from .session import Session
+
+KEPT = 8  # pairs cached: Compare moves between a few choices, and each pair holds two programs
+
+
+def _scopes(session: Session, *snaps: ProgramSnapshot) -> dict[int, str]:
+    """The scope of each instruction of `snaps`, as far as the session's scope table knows them
+    (a program of a variant trace, e.g. "this pass off", may have ids the table never saw)."""
+    from .pass_changes import _scope_table
+
+    out: dict[int, str] = {}
+    table = _scope_table(session)
+    for snap in snaps:
+        try:
+            out.update(table.scopes_of(snap))
+        except (KeyError, ValueError, IndexError):  # not a snapshot of this trace: no scopes, still regions
+            continue
+    return out
+
+
+def regions_between(session: Session, a: ProgramSnapshot, b: ProgramSnapshot) -> list[Region]:
+    """The change from program `a` to program `b` as connected regions, in program order."""
+    cache: list[tuple[ProgramSnapshot, ProgramSnapshot, list[Region]]] = session.cache.setdefault(
+        "compare_regions", [])
+    for ca, cb, found in cache:
+        if ca is a and cb is b:
+            return found
+    found = change_regions(a, b, summarize(a, b), _scopes(session, a, b))
+    cache.append((a, b, found))
+    del cache[:-KEPT]
+    return found
+
+
+__all__ = ["regions_between"]
