@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from migx_explore.compiler.snapshot import ProgramSnapshot
 
 from .regions import Region, change_regions
-from .rewrites import summarize
+from .rewrite_summary import summarize
 
 if TYPE_CHECKING:
     from .session import Session

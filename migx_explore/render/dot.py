@@ -69,12 +69,12 @@ RETRIES = ({"ordering": False}, {"ordering": False, "provenance": "weak"},
            {"ordering": False, "provenance": "off", "fast": False})
 
 
-def _q(text: str) -> str:
+def dot_quote(text: str) -> str:
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
 
 
 def _attrs(d: dict[str, str]) -> str:
-    return "[" + " ".join(f"{k}={_q(v)}" for k, v in d.items() if v != "") + "]"
+    return "[" + " ".join(f"{k}={dot_quote(v)}" for k, v in d.items() if v != "") + "]"
 
 
 def _css(text: str) -> str:
@@ -121,7 +121,7 @@ def _node_attrs(n: DisplayNode, opts: DotOptions) -> dict[str, str]:
     return a
 
 
-def _edge_attrs(e: DisplayEdge, k: int, opts: DotOptions) -> dict[str, str]:
+def edge_attrs(e: DisplayEdge, k: int, opts: DotOptions) -> dict[str, str]:
     a = {"id": f"{opts.id_prefix}e{k}", "class": f"migx_edge kind_{e.kind}" + (f" st_{e.status}" if e.status else "")}
     if e.kind == "replaced":
         # A provenance link, not data flow: it must not pull the layout around.
@@ -165,7 +165,7 @@ def to_dot(graph: DisplayGraph, options: DotOptions | None = None, **kw) -> str:
         gattrs.update(FAST_ATTRS)
     if opts.dpi:
         gattrs["dpi"] = str(opts.dpi)
-    out = ["digraph " + _q(graph.title or "migx") + " {",
+    out = ["digraph " + dot_quote(graph.title or "migx") + " {",
            "graph " + _attrs(gattrs) + ";",
            'node [shape="box" style="rounded,filled" fontname="Helvetica" fontsize="10" height="0.3" '
            'margin="0.08,0.03"];',
@@ -176,7 +176,7 @@ def to_dot(graph: DisplayGraph, options: DotOptions | None = None, **kw) -> str:
     for k, e in enumerate(graph.edges):
         if e.kind == "replaced" and opts.provenance == "off":
             continue
-        out.append(f"{_q(e.src)} -> {_q(e.dst)} {_attrs(_edge_attrs(e, k, opts))};")
+        out.append(f"{dot_quote(e.src)} -> {dot_quote(e.dst)} {_attrs(edge_attrs(e, k, opts))};")
     out.append("}")
     return "\n".join(out) + "\n"
 
@@ -199,10 +199,10 @@ def _emit_items(graph: DisplayGraph, opts: DotOptions, out: list[str]) -> None:
     def emit(key: str, indent: str) -> None:
         for kind, item in children[key]:
             if kind == "node":
-                out.append(f"{indent}{_q(item.name)} {_attrs(_node_attrs(item, opts))};")
+                out.append(f"{indent}{dot_quote(item.name)} {_attrs(_node_attrs(item, opts))};")
                 continue
             grp = graph.groups.get(item)
-            out.append(f"{indent}subgraph {_q(item)} {{")
+            out.append(f"{indent}subgraph {dot_quote(item)} {{")
             if grp is not None:
                 cs = S.CATEGORY_STYLE.get(grp.category, S.CATEGORY_STYLE[S.OTHER])
                 border = S.STATUS_STYLE[grp.status].border if grp.status in S.STATUS_STYLE else cs.border
@@ -224,9 +224,9 @@ def _emit_rank_hints(graph: DisplayGraph, out: list[str]) -> None:
     bottom = [n.name for n in graph.nodes if not n.group and n.category == S.RETURN]
     # Many params (a lowered program's buffers) pinned to one rank make very long edges.
     if 0 < len(top) <= 16:
-        out.append("{rank=min; " + " ".join(_q(n) for n in top) + ";}")
+        out.append("{rank=min; " + " ".join(dot_quote(n) for n in top) + ";}")
     if bottom:
-        out.append("{rank=max; " + " ".join(_q(n) for n in bottom) + ";}")
+        out.append("{rank=max; " + " ".join(dot_quote(n) for n in bottom) + ";}")
 
 
 # ---- rendering -----------------------------------------------------------------------------------

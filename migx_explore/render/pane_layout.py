@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from . import style as S
-from .dot import DotOptions, InlineSvg, RenderError, _edge_attrs, _q, pipe, render_svg, to_dot
+from .dot import DotOptions, InlineSvg, RenderError, dot_quote, edge_attrs, pipe, render_svg, to_dot
 from .model import DisplayGraph, DisplayGroup
 
 DEFAULT_PANE = (610.0, 500.0)  # the graph pane in px at 1280 x 800 (the explorer sends its own)
@@ -156,10 +156,10 @@ def folded_dot(graph: DisplayGraph, fold: Fold, opts: DotOptions) -> tuple[str, 
     # adds to it.
     anchors = [f"{FOLD_PREFIX}anchor_{b}" for b in range(fold.columns)]
     for b, a in enumerate(anchors):
-        lines.append(f'subgraph {_q(FOLD_PREFIX + str(b))} {{ {_q(a)} [style="invis" shape="point" width="0" '
-                     f'height="0" label="" class="migx_fold_anchor"]; }}')
-    lines.append("{rank=min; " + " ".join(_q(a) + ";" for a in anchors) + "}")
-    lines.append(" -> ".join(_q(a) for a in anchors) + ' [style="invis"];')
+        lines.append(f'subgraph {dot_quote(FOLD_PREFIX + str(b))} {{ {dot_quote(a)} [style="invis" shape="point" '
+                     f'width="0" height="0" label="" class="migx_fold_anchor"]; }}')
+    lines.append("{rank=min; " + " ".join(dot_quote(a) + ";" for a in anchors) + "}")
+    lines.append(" -> ".join(dot_quote(a) for a in anchors) + ' [style="invis"];')
     lines.append("}")
     return "\n".join(lines) + "\n", crossing
 
@@ -189,7 +189,7 @@ def draw_crossing_edges(svg: str, graph: DisplayGraph, crossing: list[int], opts
         e = graph.edges[i]
         if e.src not in boxes or e.dst not in boxes:
             continue
-        a = _edge_attrs(e, len(graph.edges) + k, opts)
+        a = edge_attrs(e, len(graph.edges) + k, opts)
         (l1, _t1, r1, b1), (l2, t2, r2, _b2) = boxes[e.src], boxes[e.dst]
         x1, x2 = (l1 + r1) / 2, (l2 + r2) / 2
         title = html.escape(f"{e.src}->{e.dst}")
