@@ -27,10 +27,10 @@ KEPT = 8  # pairs cached: Compare moves between a few choices, and each pair hol
 def _scopes(session: Session, *snaps: ProgramSnapshot) -> dict[int, str]:
     """The scope of each instruction of `snaps`, as far as the session's scope table knows them
     (a program of a variant trace, e.g. "this pass off", may have ids the table never saw)."""
-    from .pass_changes import _scope_table
+    from .pass_changes import scope_table
 
     out: dict[int, str] = {}
-    table = _scope_table(session)
+    table = scope_table(session)
     for snap in snaps:
         try:
             out.update(table.scopes_of(snap))

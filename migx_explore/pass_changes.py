@@ -29,7 +29,8 @@ def rewrites(session: Session, where: str | int | None = None) -> list[RewriteRo
     return record_rewrites(session.trace_so_far, rec)
 
 
-def _scope_table(session: Session) -> ScopeTable:
+def scope_table(session: Session) -> ScopeTable:
+    """The session's scope table for the trace as far as it has run (cached in session.cache)."""
     trace = session.trace_so_far  # grows in place; a new configuration's trace is a new object
     table = session.cache.get("scope_table")
     if table is None or table.trace is not trace:
@@ -41,7 +42,7 @@ def scopes(session: Session, where: str | int | None = None) -> tuple[dict[int, 
     """The scope of every instruction before and after a record, as scopes.ScopeTable derives them
     (model paths, or graph-derived blocks)."""
     rec = session.record(where)
-    table = _scope_table(session)
+    table = scope_table(session)
     trace = session.trace_so_far  # holds rec: records are only ever appended to a trace
     before, after = trace.snapshots(rec)
     prev = trace.records[rec.index - 1] if rec.index > 0 else None
