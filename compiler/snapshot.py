@@ -13,7 +13,7 @@ from functools import cached_property
 
 from .ir import Instruction, Literal, Module, Program
 from .op import Op
-from .printer import print_program
+from .printer import format_literal, format_op
 from .shape import Shape
 
 
@@ -53,6 +53,13 @@ class ModuleSnapshot:
 
     def __len__(self) -> int:
         return len(self.instrs)
+
+    @cached_property
+    def text(self) -> str:
+        """This module as print_program prints it (header line and one line per instruction).
+        Printed from the records and kept with the snapshot: a module a pass left alone is the
+        same object in the next snapshot, so a program's text costs only its changed modules."""
+        return print_module_records(self)
 
 
 @dataclass(frozen=True, eq=False)
@@ -95,9 +102,38 @@ class ProgramSnapshot:
             m.version = 0
         return p
 
-    @cached_property
+    @property
     def text(self) -> str:
-        return print_program(self.to_program())
+        # Joined on demand, not kept: a trace over a range of 255 lengths has thousands of
+        # snapshots of thousands of modules, whose module texts are shared.
+        return "\n".join(m.text for m in self.modules)
+
+
+def print_module_records(ms: ModuleSnapshot) -> str:
+    """print_module of a module snapshot without rebuilding it (the same text: params print by
+    name, other instructions as @<index>, names outside main prefixed with `<module>:`)."""
+    prefix = "" if ms.name == "main" else ms.name + ":"
+    names: dict[int, str] = {}
+    lines = [f'module: "{ms.name}"' + (" bypass" if ms.bypass else "")]
+    for k, r in enumerate(ms.instrs):
+        op = r.op
+        if op.name == "@param":
+            name = names[r.id] = prefix + op["name"]
+            lines.append(f"{name} = @param:{op['name']} -> {r.shape}")
+            continue
+        name = names[r.id] = f"{prefix}@{k}"
+        if op.name == "@literal":
+            lines.append(f"{name} = @literal{format_literal(r.literal.data, False)} -> {r.shape}")
+            continue
+        args = ",".join(names.get(i, f"<#{i}>") for i in r.inputs)
+        if op.name == "@return":
+            lines.append(f"{name} = @return({args})")
+            continue
+        text = f"{name} = {format_op(op)}({args})"
+        if r.modules:
+            text += ", [" + ", ".join(r.modules) + "]"
+        lines.append(f"{text} -> {r.shape}")
+    return "\n".join(lines) + "\n"
 
 
 _CACHE_ATTR = "_snapshot_cache"
