@@ -132,10 +132,18 @@ class Module:
         return [i.shape for i in self.output_instructions()]
 
     def sub_modules(self) -> list[Module]:
+        # Kept per version: get_modules walks every module's submodules after each pass (each
+        # snapshot), which cost the program's size per pass, times thousands of nested passes
+        # over a decode step split into 255 submodules. Every mutation through the Module API
+        # bumps the version; snapshot(fresh=True) drops the cache (a pass may have gone around it).
+        cached = self.__dict__.get("_sub_modules")
+        if cached is not None and cached[0] == self.version:
+            return list(cached[1])
         seen: dict[str, Module] = {}
         for ins in self:
             for m in ins._module_inputs:
                 seen.setdefault(m.name, m)
+        self._sub_modules = (self.version, tuple(seen.values()))
         return list(seen.values())
 
     def index_of(self) -> dict[int, int]:

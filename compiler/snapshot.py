@@ -168,6 +168,9 @@ def _same_records(a: tuple[InstrRecord, ...], b: tuple[InstrRecord, ...]) -> boo
 def snapshot(p: Program, fresh: bool = False) -> ProgramSnapshot:
     """`fresh=True` re-reads every instruction instead of trusting module version counters (used
     after passes that may have mutated instructions behind the mutation API)."""
+    if fresh:
+        for m in p.modules.values():
+            m.__dict__.pop("_sub_modules", None)
     return ProgramSnapshot(tuple(snapshot_module(m, fresh) for m in p.get_modules()), p._next_id, p.scopes)
 
 
@@ -178,11 +181,20 @@ class SnapshotDiff:
     added: frozenset[int]
     removed: frozenset[int]
     changed: frozenset[int]
-    unchanged: frozenset[int]
     modules_added: tuple[str, ...] = ()
     modules_removed: tuple[str, ...] = ()
     # replaced_by[removed id] = ids of new instructions whose origin names it
     replaced_by: dict[int, tuple[int, ...]] = field(default_factory=dict)
+    after: ProgramSnapshot | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def unchanged(self) -> frozenset[int]:
+        """Ids present on both sides with the same content. Computed when asked, not stored: the
+        set is the size of the program, and a trace over a range of lengths has thousands of
+        nested passes that each touch one submodule (storing it made memory quadratic)."""
+        if self.after is None:
+            return frozenset()
+        return frozenset(self.after.by_id.keys() - self.added - self.changed)
 
     @property
     def is_noop(self) -> bool:
@@ -205,13 +217,10 @@ def diff(before: ProgramSnapshot, after: ProgramSnapshot) -> SnapshotDiff:
     # whole-program index per snapshot made every pass cost the size of the program times the
     # number of modules, e.g. 255 submodules of a decode step traced over a range of lengths.)
     bm, am = before.by_name, after.by_name
-    unchanged: set[int] = set()
     a: dict[int, tuple[str, InstrRecord]] = {}
     b: dict[int, tuple[str, InstrRecord]] = {}
     for name, ma in bm.items():
-        if am.get(name) is ma:
-            unchanged.update(ma.by_id)
-        else:
+        if am.get(name) is not ma:
             a.update((r.id, (name, r)) for r in ma.instrs)
     for name, mb in am.items():
         if bm.get(name) is not mb:
@@ -223,18 +232,16 @@ def diff(before: ProgramSnapshot, after: ProgramSnapshot) -> SnapshotDiff:
         (ma, ra), (mb, rb) = a[i], b[i]
         if ma != mb or not ra.same_content(rb):
             changed.add(i)
-        else:
-            unchanged.add(i)
     replaced_by: dict[int, list[int]] = {}
     for i in sorted(added):  # new ids in creation order, whatever the set's layout
         for o in b[i][1].origin:
             if o in removed or o in changed:
                 replaced_by.setdefault(o, []).append(i)
     return SnapshotDiff(
-        added, removed, frozenset(changed), frozenset(unchanged),
+        added, removed, frozenset(changed),
         tuple(sorted(am.keys() - bm.keys())),
         tuple(sorted(bm.keys() - am.keys())),
-        {k: tuple(v) for k, v in replaced_by.items()})
+        {k: tuple(v) for k, v in replaced_by.items()}, after)
 
 
 def structurally_equal(p: Program, q: Program) -> bool:
