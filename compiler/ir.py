@@ -57,13 +57,35 @@ class Module:
     def __init__(self, name: str, program: Program):
         self.name = name
         self.program = program
-        self.bypass = False
+        self._bypass = False
         self._head = Sentinel()
         self._tail = Sentinel()
         self._head._next = self._tail
         self._tail._prev = self._head
         self._count = 0
         self.version = 0
+
+    # A module whose version or bypass flag moved is noted on its program, so the next snapshot
+    # re-reads only those modules (compiler/snapshot.py) instead of looking at every module.
+    @property
+    def version(self) -> int:
+        return self._version
+
+    @version.setter
+    def version(self, value: int) -> None:
+        self._version = value
+        dirty = getattr(self.program, "_snap_dirty", None)
+        if dirty is not None:
+            dirty.add(self)
+
+    @property
+    def bypass(self) -> bool:
+        return self._bypass
+
+    @bypass.setter
+    def bypass(self, value: bool) -> None:
+        self._bypass = value
+        self.version = self.version
 
     # iteration --------------------------------------------------------------------------------
     def __iter__(self) -> Iterator[Instruction]:
@@ -455,6 +477,9 @@ class Program:
         """A program with an empty main module (`empty=True`: no modules, ids from `next_id`; how
         copies and snapshots rebuild one with the same ids)."""
         self.modules: dict[str, Module] = {}
+        # Modules changed since the last snapshot, and that snapshot (compiler/snapshot.py).
+        self._snap_dirty: set[Module] = set()
+        self._snap_last = None
         self._next_id = next_id
         self._epoch = next_id  # ids >= epoch were created during the current pass
         self._origin_stack: list[tuple[int, ...]] = []

@@ -7,7 +7,7 @@ snapshotting after every pass costs time only for the modules a pass touched.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -62,18 +62,72 @@ class ModuleSnapshot:
         return print_module_records(self)
 
 
-@dataclass(frozen=True, eq=False)
-class ProgramSnapshot:
-    modules: tuple[ModuleSnapshot, ...]
-    next_id: int
-    scopes: Mapping[int, str] = field(default_factory=dict)  # Program.scopes (shared, read-only)
+CHUNK = 64  # modules per shared chunk of a program snapshot
 
-    @cached_property
-    def by_name(self) -> dict[str, ModuleSnapshot]:
-        return {m.name: m for m in self.modules}
+
+class _Modules(Mapping):
+    """Name -> ModuleSnapshot of one program snapshot, read through its shared chunks."""
+
+    __slots__ = ("_snap",)
+
+    def __init__(self, snap: ProgramSnapshot):
+        self._snap = snap
+
+    def __getitem__(self, name: str) -> ModuleSnapshot:
+        k = self._snap._index[name]
+        return self._snap._chunks[k // CHUNK][k % CHUNK]
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._snap._index
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._snap._index)
+
+    def __len__(self) -> int:
+        return len(self._snap._index)
+
+    def keys(self):  # a set-like view: `a.keys() - b.keys()` as for a dict
+        return self._snap._index.keys()
+
+
+class ProgramSnapshot:
+    """The modules of a program, in get_modules order, with its id counter and scopes.
+
+    Modules are held in chunks of CHUNK, and a snapshot taken after a pass that changed a few
+    modules shares every other chunk (and the name index) with the snapshot before it: a trace
+    over a range of 255 lengths has thousands of nested passes over thousands of modules, and a
+    whole module list per snapshot made memory grow with their product."""
+
+    __slots__ = ("_chunks", "_index", "next_id", "scopes", "__dict__")
+
+    def __init__(self, modules: Sequence[ModuleSnapshot], next_id: int, scopes: Mapping[int, str] | None = None):
+        mods = tuple(modules)
+        self._chunks = tuple(mods[k:k + CHUNK] for k in range(0, len(mods), CHUNK))
+        self._index = {m.name: k for k, m in enumerate(mods)}
+        self.next_id = next_id
+        self.scopes = {} if scopes is None else scopes  # Program.scopes (shared, read-only)
+
+    @classmethod
+    def _shared(cls, chunks: tuple[tuple[ModuleSnapshot, ...], ...], index: dict[str, int], next_id: int,
+                scopes: Mapping[int, str]) -> ProgramSnapshot:
+        snap = cls.__new__(cls)
+        snap._chunks, snap._index, snap.next_id, snap.scopes = chunks, index, next_id, scopes
+        return snap
+
+    @property
+    def modules(self) -> tuple[ModuleSnapshot, ...]:
+        # Flattened when asked, not kept (see the class note).
+        return tuple(m for c in self._chunks for m in c)
+
+    @property
+    def by_name(self) -> Mapping[str, ModuleSnapshot]:
+        return _Modules(self)
 
     def module(self, name: str = "main") -> ModuleSnapshot:
         return self.by_name[name]
+
+    def module_count(self) -> int:
+        return len(self._index)
 
     @cached_property
     def by_id(self) -> dict[int, tuple[str, InstrRecord]]:
@@ -156,6 +210,11 @@ def snapshot_module(m: Module, fresh: bool = False) -> ModuleSnapshot:
         snap = cache[1]
     else:
         snap = ModuleSnapshot(m.name, m.bypass, recs)
+        if cache is not None and fresh:
+            # Changed behind the version counter: the next program snapshot must re-read it.
+            dirty = getattr(m.program, "_snap_dirty", None)
+            if dirty is not None:
+                dirty.add(m)
     setattr(m, _CACHE_ATTR, (m.version, snap))
     return snap
 
@@ -167,11 +226,78 @@ def _same_records(a: tuple[InstrRecord, ...], b: tuple[InstrRecord, ...]) -> boo
 
 def snapshot(p: Program, fresh: bool = False) -> ProgramSnapshot:
     """`fresh=True` re-reads every instruction instead of trusting module version counters (used
-    after passes that may have mutated instructions behind the mutation API)."""
+    after passes that may have mutated instructions behind the mutation API).
+
+    Otherwise only the modules changed since the program's last snapshot are looked at (the
+    program notes them), and the new snapshot shares the rest with the last one."""
+    last: ProgramSnapshot | None = getattr(p, "_snap_last", None)
+    dirty: set[Module] | None = getattr(p, "_snap_dirty", None)
     if fresh:
         for m in p.modules.values():
             m.__dict__.pop("_sub_modules", None)
-    return ProgramSnapshot(tuple(snapshot_module(m, fresh) for m in p.get_modules()), p._next_id, p.scopes)
+    snap = None
+    if not fresh and last is not None and dirty is not None:
+        snap = _updated(p, last, dirty)
+    if snap is None:
+        snap = _rebuilt(p, last, fresh)
+    if dirty is not None:
+        dirty.clear()
+        p._snap_last = snap
+    return snap
+
+
+def _updated(p: Program, last: ProgramSnapshot, dirty: set[Module]) -> ProgramSnapshot | None:
+    """`last` with the dirty modules re-read, or None when the set or order of modules may have
+    changed (a module added, removed or renamed, or a module's submodules changed)."""
+    index = last._index
+    if len(p.modules) != len(index):
+        return None
+    chunks = None
+    for m in dirty:
+        k = index.get(m.name)
+        if k is None or p.modules.get(m.name) is not m:
+            return None
+        old = last._chunks[k // CHUNK][k % CHUNK]
+        ms = snapshot_module(m)
+        if ms is old:
+            continue
+        if tuple(sm.name for sm in m.sub_modules()) != _sub_names(old):
+            return None
+        if chunks is None:
+            chunks = list(last._chunks)
+        c = list(chunks[k // CHUNK])
+        c[k % CHUNK] = ms
+        chunks[k // CHUNK] = tuple(c)
+    if chunks is None and last.next_id == p._next_id and last.scopes is p.scopes:
+        return last
+    return ProgramSnapshot._shared(last._chunks if chunks is None else tuple(chunks), index, p._next_id, p.scopes)
+
+
+def _sub_names(ms: ModuleSnapshot) -> tuple[str, ...]:
+    seen: dict[str, None] = {}
+    for r in ms.instrs:
+        for n in r.modules:
+            seen.setdefault(n)
+    return tuple(seen)
+
+
+def _rebuilt(p: Program, last: ProgramSnapshot | None, fresh: bool) -> ProgramSnapshot:
+    """Every module re-read in get_modules order; chunks and the name index equal to the last
+    snapshot's are reused."""
+    mods = [snapshot_module(m, fresh) for m in p.get_modules()]
+    index = {m.name: k for k, m in enumerate(mods)}
+    old_chunks: tuple = ()
+    if last is not None:
+        old_chunks = last._chunks
+        if last._index == index:
+            index = last._index
+    chunks = []
+    for j, k in enumerate(range(0, len(mods), CHUNK)):
+        c = tuple(mods[k:k + CHUNK])
+        if j < len(old_chunks) and len(old_chunks[j]) == len(c) and all(x is y for x, y in zip(old_chunks[j], c)):
+            c = old_chunks[j]
+        chunks.append(c)
+    return ProgramSnapshot._shared(tuple(chunks), index, p._next_id, p.scopes)
 
 
 @dataclass(frozen=True)
@@ -219,12 +345,11 @@ def diff(before: ProgramSnapshot, after: ProgramSnapshot) -> SnapshotDiff:
     bm, am = before.by_name, after.by_name
     a: dict[int, tuple[str, InstrRecord]] = {}
     b: dict[int, tuple[str, InstrRecord]] = {}
-    for name, ma in bm.items():
-        if am.get(name) is not ma:
-            a.update((r.id, (name, r)) for r in ma.instrs)
-    for name, mb in am.items():
-        if bm.get(name) is not mb:
-            b.update((r.id, (name, r)) for r in mb.instrs)
+    for ma, mb in _differing_modules(before, after):
+        if ma is not None:
+            a.update((r.id, (ma.name, r)) for r in ma.instrs)
+        if mb is not None:
+            b.update((r.id, (mb.name, r)) for r in mb.instrs)
     added = frozenset(b.keys() - a.keys())
     removed = frozenset(a.keys() - b.keys())
     changed = set()
@@ -237,11 +362,31 @@ def diff(before: ProgramSnapshot, after: ProgramSnapshot) -> SnapshotDiff:
         for o in b[i][1].origin:
             if o in removed or o in changed:
                 replaced_by.setdefault(o, []).append(i)
+    same_names = before._index is after._index
     return SnapshotDiff(
         added, removed, frozenset(changed),
-        tuple(sorted(am.keys() - bm.keys())),
-        tuple(sorted(bm.keys() - am.keys())),
+        () if same_names else tuple(sorted(am.keys() - bm.keys())),
+        () if same_names else tuple(sorted(bm.keys() - am.keys())),
         {k: tuple(v) for k, v in replaced_by.items()}, after)
+
+
+def _differing_modules(before: ProgramSnapshot, after: ProgramSnapshot):
+    """(before's, after's) module snapshot per name whose two sides are not the same object
+    (None on the side that lacks it). Two snapshots with one name index are compared chunk by
+    chunk, so a pass that touched one module of thousands costs one chunk."""
+    if before._index is after._index:
+        for cb, ca in zip(before._chunks, after._chunks):
+            if cb is not ca:
+                yield from ((x, y) for x, y in zip(cb, ca) if x is not y)
+        return
+    bm, am = before.by_name, after.by_name
+    for name, ma in bm.items():
+        mb = am.get(name)
+        if mb is not ma:
+            yield ma, mb
+    for name, mb in am.items():
+        if name not in bm:
+            yield None, mb
 
 
 def structurally_equal(p: Program, q: Program) -> bool:
