@@ -24,7 +24,8 @@ Issue 23's targets, in one run (section `scale`, the default's last part):
 * export: the YOLOv10n-shaped export (`yolov10n`, ~750 instructions, Ultralytics' node names):
   Explorer.load -> first graph <= 2 s (the rest of the trace in the background), and the step
   median <= 200 ms with the graph drawn, cold (right after the click before) and after a pause;
-* decode: `trace gpt2_decode --input-dim P=1..255 --input-dim T=1` <= 60 s and <= 2 GB peak;
+* decode: `trace gpt2_decode --input-dim P=1..255 --input-dim T=1` <= 60 s and <= 2 GB peak, and
+  the same traced as the decoder's buckets (`--buckets pow2`, the fallback);
 * lstm: `trace bilstm --svg` (the 2-layer bidirectional LSTM, unrolled to thousands) <= 60 s;
 * read: `read` of a 100,000-node elementwise chain <= 5 s.
 
@@ -257,6 +258,11 @@ def scale_numbers(model: str, repeat: int) -> None:
         secs, peak, err = _child(["trace", "gpt2_decode", "--input-dim", "P=1..255", "--input-dim", "T=1",
                                   "--out", os.path.join(tmp, "decode"), "-q"], 2 * limit, 4 * mem)
         _verdict("decode: trace gpt2_decode P=1..255, T=1", secs, err, limit, peak, mem)
+        # The fallback when every length is too many: the decoder's buckets (16, 32, ..., 255).
+        secs, peak, err = _child(["trace", "gpt2_decode", "--input-dim", "P=1..255", "--input-dim", "T=1",
+                                  "--buckets", "pow2", "--out", os.path.join(tmp, "decode_buckets"), "-q"],
+                                 2 * limit, 4 * mem)
+        _verdict("decode: the same --buckets pow2 (5 buckets)", secs, err, limit, peak, mem)
         secs, _, err = _child(["trace", "bilstm", "--svg", "--out", os.path.join(tmp, "lstm"), "-q"],
                               2 * LSTM_SVG_TARGET_S)
         _verdict("lstm: trace bilstm --svg", secs, err, LSTM_SVG_TARGET_S)

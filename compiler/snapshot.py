@@ -198,6 +198,13 @@ def snapshot_module(m: Module, fresh: bool = False) -> ModuleSnapshot:
     if (not fresh and cache is not None and cache[0] == m.version and cache[1].name == m.name
             and cache[1].bypass == m.bypass):
         return cache[1]
+    if (cache is not None and cache[1].name == m.name and cache[1].bypass == m.bypass
+            and _unchanged_by_identity(m, cache[1].instrs)):
+        # The fresh re-read after a pass, mostly: every instruction still holds the very op,
+        # shape, literal and origin objects recorded, so nothing is rebuilt or compared deeply
+        # (this re-read runs over the whole program after each top-level pass).
+        setattr(m, _CACHE_ATTR, (m.version, cache[1]))
+        return cache[1]
     recs = tuple(
         InstrRecord(ins._id, ins._op, tuple(i._id for i in ins._inputs),
                     tuple(sm.name for sm in ins._module_inputs), ins._shape, ins._origin, ins._literal)
@@ -217,6 +224,20 @@ def snapshot_module(m: Module, fresh: bool = False) -> ModuleSnapshot:
                 dirty.add(m)
     setattr(m, _CACHE_ATTR, (m.version, snap))
     return snap
+
+
+def _unchanged_by_identity(m: Module, recs: tuple[InstrRecord, ...]) -> bool:
+    if m._count != len(recs):
+        return False
+    for ins, r in zip(m, recs):
+        if (ins._id != r.id or ins._op is not r.op or ins._shape is not r.shape or ins._literal is not r.literal
+                or ins._origin is not r.origin or len(ins._inputs) != len(r.inputs)
+                or len(ins._module_inputs) != len(r.modules)):
+            return False
+        if any(i._id != j for i, j in zip(ins._inputs, r.inputs)) or any(
+                sm.name != n for sm, n in zip(ins._module_inputs, r.modules)):
+            return False
+    return True
 
 
 def _same_records(a: tuple[InstrRecord, ...], b: tuple[InstrRecord, ...]) -> bool:

@@ -377,6 +377,9 @@ def restore(program: Program, snap: ProgramSnapshot) -> None:
     for m in program.modules.values():
         m.program = program
     program._next_id = max(program._next_id, q._next_id)
+    # Every module is new: the next snapshot must read them all, not update the last one.
+    program._snap_last = None
+    program._snap_dirty = set(program.modules.values())
 
 
 def entry_path(pipeline: str, name: str, occurrence: int, total: int) -> str:
