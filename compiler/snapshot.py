@@ -55,6 +55,11 @@ class ModuleSnapshot:
         return len(self.instrs)
 
     @cached_property
+    def sub_refs(self) -> tuple[tuple[str, int], ...]:
+        """(submodule name, id of the instruction that takes it), in order."""
+        return tuple((n, r.id) for r in self.instrs for n in r.modules)
+
+    @cached_property
     def text(self) -> str:
         """This module as print_program prints it (header line and one line per instruction).
         Printed from the records and kept with the snapshot: a module a pass left alone is the
@@ -129,8 +134,11 @@ class ProgramSnapshot:
     def module_count(self) -> int:
         return len(self._index)
 
-    @cached_property
+    @property
     def by_id(self) -> dict[int, tuple[str, InstrRecord]]:
+        """id -> (module name, record) over the whole program: built when asked, not kept (one
+        program-sized dict per snapshot of a trace over 255 lengths was gigabytes); a caller that
+        looks up many ids keeps the dict."""
         return {r.id: (m.name, r) for m in self.modules for r in m.instrs}
 
     def total_instructions(self) -> int:
@@ -389,6 +397,12 @@ def diff(before: ProgramSnapshot, after: ProgramSnapshot) -> SnapshotDiff:
         () if same_names else tuple(sorted(am.keys() - bm.keys())),
         () if same_names else tuple(sorted(bm.keys() - am.keys())),
         {k: tuple(v) for k, v in replaced_by.items()}, after)
+
+
+def differing_modules(before: ProgramSnapshot, after: ProgramSnapshot):
+    """(before's, after's) module snapshots that are not the same object, by name (None on the
+    side that lacks the module): what a step changed, found without reading unchanged modules."""
+    return _differing_modules(before, after)
 
 
 def _differing_modules(before: ProgramSnapshot, after: ProgramSnapshot):

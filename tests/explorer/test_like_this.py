@@ -106,7 +106,9 @@ def test_bucketed_trace_makes_one_submodule_per_bucket_and_says_so():
     [(_m, _o, groups)] = split_owners(_split(trace).after)
     assert groups[0].members == ("dim_16", "dim_32", "dim_40")
     assert range_note(trace).startswith("traced as 3 buckets: 16, 32, 40 (sizes 1..40")
-    assert range_note(_session("P=1..3").run()) == ""  # an exact trace says nothing
+    assert any("traces the dynamic range as the decoder's buckets (pow2)" in w for w in s.warnings())
+    exact = _session("P=1..3")
+    assert range_note(exact.run()) == "" and not exact.warnings()  # an exact trace says nothing
 
 
 def test_value_range():
