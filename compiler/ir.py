@@ -24,11 +24,12 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import IRError, ValidationError
+from .errors import IRError
 from .instruction import Instruction, Literal, Sentinel  # noqa: F401  (Literal re-exported)
 from .instruction_order import drop_user, stable_topological_order
+from .ir_validate import validate_module
 from .op import Op, compute_shape
-from .printer import instruction_label, print_module, print_program
+from .printer import print_module, print_program
 from .shape import Shape
 
 
@@ -46,13 +47,35 @@ class Module:
     def __init__(self, name: str, program: Program):
         self.name = name
         self.program = program
-        self.bypass = False
+        self._bypass = False
         self._head = Sentinel()
         self._tail = Sentinel()
         self._head._next = self._tail
         self._tail._prev = self._head
         self._count = 0
         self.version = 0
+
+    # A module whose version or bypass flag moved is noted on its program, so the next snapshot
+    # re-reads only those modules (compiler/snapshot.py) instead of looking at every module.
+    @property
+    def version(self) -> int:
+        return self._version
+
+    @version.setter
+    def version(self, value: int) -> None:
+        self._version = value
+        dirty = getattr(self.program, "_snap_dirty", None)
+        if dirty is not None:
+            dirty.add(self)
+
+    @property
+    def bypass(self) -> bool:
+        return self._bypass
+
+    @bypass.setter
+    def bypass(self, value: bool) -> None:
+        self._bypass = value
+        self.version = self.version
 
     # iteration --------------------------------------------------------------------------------
     def __iter__(self) -> Iterator[Instruction]:
@@ -121,10 +144,18 @@ class Module:
         return [i.shape for i in self.output_instructions()]
 
     def sub_modules(self) -> list[Module]:
+        # Kept per version: get_modules walks every module's submodules after each pass (each
+        # snapshot), which cost the program's size per pass, times thousands of nested passes
+        # over a decode step split into 255 submodules. Every mutation through the Module API
+        # bumps the version; snapshot(fresh=True) drops the cache (a pass may have gone around it).
+        cached = self.__dict__.get("_sub_modules")
+        if cached is not None and cached[0] == self.version:
+            return list(cached[1])
         seen: dict[str, Module] = {}
         for ins in self:
             for m in ins._module_inputs:
                 seen.setdefault(m.name, m)
+        self._sub_modules = (self.version, tuple(seen.values()))
         return list(seen.values())
 
     def index_of(self) -> dict[int, int]:
@@ -349,52 +380,8 @@ class Module:
     # validation --------------------------------------------------------------------------------
     def validate(self) -> None:
         """Check use lists, def-before-use, shapes and references; raise ValidationError naming
-        the module and instruction at fault."""
-        seen: set[int] = set()
-        members = {id(i) for i in self}
-        user_ids: dict[int, set[int]] = {}
-        count = 0
-        for ins in self:
-            count += 1
-
-            def fail(msg: str, ins: Instruction = ins) -> None:
-                # The label scans the module for the position, so build it only on failure
-                # (building it for every instruction made validation quadratic).
-                label = instruction_label(ins)
-                raise ValidationError(f"module {self.name}: {label}: {msg}", self.name, label)
-
-            if ins._module is not self:
-                fail(f"belongs to module {ins._module.name}")
-            for i in ins._inputs:
-                if not i._alive or id(i) not in members:
-                    fail(f"uses #{i._id} ({i.name}) which is not in this module (dangling reference)")
-                if i._id not in seen:
-                    fail(f"uses #{i._id} ({i.name}) before it is defined")
-                users = user_ids.get(id(i))
-                if users is None:  # one set per value: `in` on a long use list per edge was O(n^2)
-                    users = user_ids[id(i)] = {id(u) for u in i._outputs}
-                if id(ins) not in users:
-                    fail(f"is missing from the use list of its input #{i._id} ({i.name})")
-            for u in ins._outputs:
-                if not u._alive or id(u) not in members:
-                    fail(f"use list names #{u._id} ({u.name}) which is not in this module")
-                if ins not in u._inputs:
-                    fail(f"use list names #{u._id} ({u.name}) which does not use it")
-            if ins.is_return() and ins is not self.last:
-                fail("@return is not the last instruction")
-            if not ins.is_builtin():
-                try:
-                    expect = compute_shape(ins._op, [i._shape for i in ins._inputs], ins._module_inputs)
-                except Exception as e:  # noqa: BLE001 - reported as a validation failure
-                    fail(f"shape rule fails: {e}")
-                if expect != ins._shape:
-                    fail(f"stored shape {ins._shape} differs from recomputed {expect}")
-            for m in ins._module_inputs:
-                if self.program.modules.get(m.name) is not m:
-                    fail(f"references module {m.name!r} which is not in the program")
-            seen.add(ins._id)
-        if count != self._count:
-            raise ValidationError(f"module {self.name}: instruction count {self._count} but {count} linked", self.name)
+        the module and instruction at fault (compiler/ir_validate.py)."""
+        validate_module(self)
 
     def __repr__(self) -> str:
         return f"<Module {self.name} ({self._count} instructions)>"
@@ -408,6 +395,9 @@ class Program:
         """A program with an empty main module (`empty=True`: no modules, ids from `next_id`; how
         copies and snapshots rebuild one with the same ids)."""
         self.modules: dict[str, Module] = {}
+        # Modules changed since the last snapshot, and that snapshot (compiler/snapshot.py).
+        self._snap_dirty: set[Module] = set()
+        self._snap_last = None
         self._next_id = next_id
         self._epoch = next_id  # ids >= epoch were created during the current pass
         self._origin_stack: list[tuple[int, ...]] = []

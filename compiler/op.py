@@ -502,7 +502,11 @@ def compute_shape(op: Op, inputs: list[Shape], mods: Sequence[Submodule] = ()) -
 
 
 # Ops whose shape rules read dynamic dims themselves; every other op's static rule is lifted.
-NATIVE_DYNAMIC_OPS = frozenset({"select_module", "multibroadcast", "range", "dimensions_of", "@return"})
+# The GPU wrappers pass their inputs on to the wrapped op's compute_shape, which lifts when that
+# op needs it: lifting the wrapper too would show a natively dynamic op (a lowered select_module)
+# only the range's ends, as static shapes its submodules cannot take.
+NATIVE_DYNAMIC_OPS = frozenset({"select_module", "multibroadcast", "range", "dimensions_of", "@return",
+                                "gpu::precompile_op", "gpu::code_object", "gpu::host_op"})
 
 
 def _at_end(s: Shape, end: str) -> Shape:

@@ -7,13 +7,13 @@ snapshotting after every pass costs time only for the modules a pass touched.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 
 from .ir import Instruction, Literal, Module, Program
 from .op import Op
-from .printer import print_program
+from .printer import format_literal, format_op
 from .shape import Shape
 
 
@@ -54,22 +54,91 @@ class ModuleSnapshot:
     def __len__(self) -> int:
         return len(self.instrs)
 
-
-@dataclass(frozen=True, eq=False)
-class ProgramSnapshot:
-    modules: tuple[ModuleSnapshot, ...]
-    next_id: int
-    scopes: Mapping[int, str] = field(default_factory=dict)  # Program.scopes (shared, read-only)
+    @cached_property
+    def sub_refs(self) -> tuple[tuple[str, int], ...]:
+        """(submodule name, id of the instruction that takes it), in order."""
+        return tuple((n, r.id) for r in self.instrs for n in r.modules)
 
     @cached_property
-    def by_name(self) -> dict[str, ModuleSnapshot]:
-        return {m.name: m for m in self.modules}
+    def text(self) -> str:
+        """This module as print_program prints it (header line and one line per instruction).
+        Printed from the records and kept with the snapshot: a module a pass left alone is the
+        same object in the next snapshot, so a program's text costs only its changed modules."""
+        return print_module_records(self)
+
+
+CHUNK = 64  # modules per shared chunk of a program snapshot
+
+
+class _Modules(Mapping):
+    """Name -> ModuleSnapshot of one program snapshot, read through its shared chunks."""
+
+    __slots__ = ("_snap",)
+
+    def __init__(self, snap: ProgramSnapshot):
+        self._snap = snap
+
+    def __getitem__(self, name: str) -> ModuleSnapshot:
+        k = self._snap._index[name]
+        return self._snap._chunks[k // CHUNK][k % CHUNK]
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._snap._index
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._snap._index)
+
+    def __len__(self) -> int:
+        return len(self._snap._index)
+
+    def keys(self):  # a set-like view: `a.keys() - b.keys()` as for a dict
+        return self._snap._index.keys()
+
+
+class ProgramSnapshot:
+    """The modules of a program, in get_modules order, with its id counter and scopes.
+
+    Modules are held in chunks of CHUNK, and a snapshot taken after a pass that changed a few
+    modules shares every other chunk (and the name index) with the snapshot before it: a trace
+    over a range of 255 lengths has thousands of nested passes over thousands of modules, and a
+    whole module list per snapshot made memory grow with their product."""
+
+    __slots__ = ("_chunks", "_index", "next_id", "scopes", "__dict__")
+
+    def __init__(self, modules: Sequence[ModuleSnapshot], next_id: int, scopes: Mapping[int, str] | None = None):
+        mods = tuple(modules)
+        self._chunks = tuple(mods[k:k + CHUNK] for k in range(0, len(mods), CHUNK))
+        self._index = {m.name: k for k, m in enumerate(mods)}
+        self.next_id = next_id
+        self.scopes = {} if scopes is None else scopes  # Program.scopes (shared, read-only)
+
+    @classmethod
+    def _shared(cls, chunks: tuple[tuple[ModuleSnapshot, ...], ...], index: dict[str, int], next_id: int,
+                scopes: Mapping[int, str]) -> ProgramSnapshot:
+        snap = cls.__new__(cls)
+        snap._chunks, snap._index, snap.next_id, snap.scopes = chunks, index, next_id, scopes
+        return snap
+
+    @property
+    def modules(self) -> tuple[ModuleSnapshot, ...]:
+        # Flattened when asked, not kept (see the class note).
+        return tuple(m for c in self._chunks for m in c)
+
+    @property
+    def by_name(self) -> Mapping[str, ModuleSnapshot]:
+        return _Modules(self)
 
     def module(self, name: str = "main") -> ModuleSnapshot:
         return self.by_name[name]
 
-    @cached_property
+    def module_count(self) -> int:
+        return len(self._index)
+
+    @property
     def by_id(self) -> dict[int, tuple[str, InstrRecord]]:
+        """id -> (module name, record) over the whole program: built when asked, not kept (one
+        program-sized dict per snapshot of a trace over 255 lengths was gigabytes); a caller that
+        looks up many ids keeps the dict."""
         return {r.id: (m.name, r) for m in self.modules for r in m.instrs}
 
     def total_instructions(self) -> int:
@@ -95,9 +164,38 @@ class ProgramSnapshot:
             m.version = 0
         return p
 
-    @cached_property
+    @property
     def text(self) -> str:
-        return print_program(self.to_program())
+        # Joined on demand, not kept: a trace over a range of 255 lengths has thousands of
+        # snapshots of thousands of modules, whose module texts are shared.
+        return "\n".join(m.text for m in self.modules)
+
+
+def print_module_records(ms: ModuleSnapshot) -> str:
+    """print_module of a module snapshot without rebuilding it (the same text: params print by
+    name, other instructions as @<index>, names outside main prefixed with `<module>:`)."""
+    prefix = "" if ms.name == "main" else ms.name + ":"
+    names: dict[int, str] = {}
+    lines = [f'module: "{ms.name}"' + (" bypass" if ms.bypass else "")]
+    for k, r in enumerate(ms.instrs):
+        op = r.op
+        if op.name == "@param":
+            name = names[r.id] = prefix + op["name"]
+            lines.append(f"{name} = @param:{op['name']} -> {r.shape}")
+            continue
+        name = names[r.id] = f"{prefix}@{k}"
+        if op.name == "@literal":
+            lines.append(f"{name} = @literal{format_literal(r.literal.data, False)} -> {r.shape}")
+            continue
+        args = ",".join(names.get(i, f"<#{i}>") for i in r.inputs)
+        if op.name == "@return":
+            lines.append(f"{name} = @return({args})")
+            continue
+        text = f"{name} = {format_op(op)}({args})"
+        if r.modules:
+            text += ", [" + ", ".join(r.modules) + "]"
+        lines.append(f"{text} -> {r.shape}")
+    return "\n".join(lines) + "\n"
 
 
 _CACHE_ATTR = "_snapshot_cache"
@@ -107,6 +205,13 @@ def snapshot_module(m: Module, fresh: bool = False) -> ModuleSnapshot:
     cache = getattr(m, _CACHE_ATTR, None)
     if (not fresh and cache is not None and cache[0] == m.version and cache[1].name == m.name
             and cache[1].bypass == m.bypass):
+        return cache[1]
+    if (cache is not None and cache[1].name == m.name and cache[1].bypass == m.bypass
+            and _unchanged_by_identity(m, cache[1].instrs)):
+        # The fresh re-read after a pass, mostly: every instruction still holds the very op,
+        # shape, literal and origin objects recorded, so nothing is rebuilt or compared deeply
+        # (this re-read runs over the whole program after each top-level pass).
+        setattr(m, _CACHE_ATTR, (m.version, cache[1]))
         return cache[1]
     recs = tuple(
         InstrRecord(ins._id, ins._op, tuple(i._id for i in ins._inputs),
@@ -120,8 +225,27 @@ def snapshot_module(m: Module, fresh: bool = False) -> ModuleSnapshot:
         snap = cache[1]
     else:
         snap = ModuleSnapshot(m.name, m.bypass, recs)
+        if cache is not None and fresh:
+            # Changed behind the version counter: the next program snapshot must re-read it.
+            dirty = getattr(m.program, "_snap_dirty", None)
+            if dirty is not None:
+                dirty.add(m)
     setattr(m, _CACHE_ATTR, (m.version, snap))
     return snap
+
+
+def _unchanged_by_identity(m: Module, recs: tuple[InstrRecord, ...]) -> bool:
+    if m._count != len(recs):
+        return False
+    for ins, r in zip(m, recs):
+        if (ins._id != r.id or ins._op is not r.op or ins._shape is not r.shape or ins._literal is not r.literal
+                or ins._origin is not r.origin or len(ins._inputs) != len(r.inputs)
+                or len(ins._module_inputs) != len(r.modules)):
+            return False
+        if any(i._id != j for i, j in zip(ins._inputs, r.inputs)) or any(
+                sm.name != n for sm, n in zip(ins._module_inputs, r.modules)):
+            return False
+    return True
 
 
 def _same_records(a: tuple[InstrRecord, ...], b: tuple[InstrRecord, ...]) -> bool:
@@ -131,8 +255,78 @@ def _same_records(a: tuple[InstrRecord, ...], b: tuple[InstrRecord, ...]) -> boo
 
 def snapshot(p: Program, fresh: bool = False) -> ProgramSnapshot:
     """`fresh=True` re-reads every instruction instead of trusting module version counters (used
-    after passes that may have mutated instructions behind the mutation API)."""
-    return ProgramSnapshot(tuple(snapshot_module(m, fresh) for m in p.get_modules()), p._next_id, p.scopes)
+    after passes that may have mutated instructions behind the mutation API).
+
+    Otherwise only the modules changed since the program's last snapshot are looked at (the
+    program notes them), and the new snapshot shares the rest with the last one."""
+    last: ProgramSnapshot | None = getattr(p, "_snap_last", None)
+    dirty: set[Module] | None = getattr(p, "_snap_dirty", None)
+    if fresh:
+        for m in p.modules.values():
+            m.__dict__.pop("_sub_modules", None)
+    snap = None
+    if not fresh and last is not None and dirty is not None:
+        snap = _updated(p, last, dirty)
+    if snap is None:
+        snap = _rebuilt(p, last, fresh)
+    if dirty is not None:
+        dirty.clear()
+        p._snap_last = snap
+    return snap
+
+
+def _updated(p: Program, last: ProgramSnapshot, dirty: set[Module]) -> ProgramSnapshot | None:
+    """`last` with the dirty modules re-read, or None when the set or order of modules may have
+    changed (a module added, removed or renamed, or a module's submodules changed)."""
+    index = last._index
+    if len(p.modules) != len(index):
+        return None
+    chunks = None
+    for m in dirty:
+        k = index.get(m.name)
+        if k is None or p.modules.get(m.name) is not m:
+            return None
+        old = last._chunks[k // CHUNK][k % CHUNK]
+        ms = snapshot_module(m)
+        if ms is old:
+            continue
+        if tuple(sm.name for sm in m.sub_modules()) != _sub_names(old):
+            return None
+        if chunks is None:
+            chunks = list(last._chunks)
+        c = list(chunks[k // CHUNK])
+        c[k % CHUNK] = ms
+        chunks[k // CHUNK] = tuple(c)
+    if chunks is None and last.next_id == p._next_id and last.scopes is p.scopes:
+        return last
+    return ProgramSnapshot._shared(last._chunks if chunks is None else tuple(chunks), index, p._next_id, p.scopes)
+
+
+def _sub_names(ms: ModuleSnapshot) -> tuple[str, ...]:
+    seen: dict[str, None] = {}
+    for r in ms.instrs:
+        for n in r.modules:
+            seen.setdefault(n)
+    return tuple(seen)
+
+
+def _rebuilt(p: Program, last: ProgramSnapshot | None, fresh: bool) -> ProgramSnapshot:
+    """Every module re-read in get_modules order; chunks and the name index equal to the last
+    snapshot's are reused."""
+    mods = [snapshot_module(m, fresh) for m in p.get_modules()]
+    index = {m.name: k for k, m in enumerate(mods)}
+    old_chunks: tuple = ()
+    if last is not None:
+        old_chunks = last._chunks
+        if last._index == index:
+            index = last._index
+    chunks = []
+    for j, k in enumerate(range(0, len(mods), CHUNK)):
+        c = tuple(mods[k:k + CHUNK])
+        if j < len(old_chunks) and len(old_chunks[j]) == len(c) and all(x is y for x, y in zip(old_chunks[j], c)):
+            c = old_chunks[j]
+        chunks.append(c)
+    return ProgramSnapshot._shared(tuple(chunks), index, p._next_id, p.scopes)
 
 
 @dataclass(frozen=True)
@@ -142,11 +336,20 @@ class SnapshotDiff:
     added: frozenset[int]
     removed: frozenset[int]
     changed: frozenset[int]
-    unchanged: frozenset[int]
     modules_added: tuple[str, ...] = ()
     modules_removed: tuple[str, ...] = ()
     # replaced_by[removed id] = ids of new instructions whose origin names it
     replaced_by: dict[int, tuple[int, ...]] = field(default_factory=dict)
+    after: ProgramSnapshot | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def unchanged(self) -> frozenset[int]:
+        """Ids present on both sides with the same content. Computed when asked, not stored: the
+        set is the size of the program, and a trace over a range of lengths has thousands of
+        nested passes that each touch one submodule (storing it made memory quadratic)."""
+        if self.after is None:
+            return frozenset()
+        return frozenset(self.after.by_id.keys() - self.added - self.changed)
 
     @property
     def is_noop(self) -> bool:
@@ -169,17 +372,13 @@ def diff(before: ProgramSnapshot, after: ProgramSnapshot) -> SnapshotDiff:
     # whole-program index per snapshot made every pass cost the size of the program times the
     # number of modules, e.g. 255 submodules of a decode step traced over a range of lengths.)
     bm, am = before.by_name, after.by_name
-    unchanged: set[int] = set()
     a: dict[int, tuple[str, InstrRecord]] = {}
     b: dict[int, tuple[str, InstrRecord]] = {}
-    for name, ma in bm.items():
-        if am.get(name) is ma:
-            unchanged.update(ma.by_id)
-        else:
-            a.update((r.id, (name, r)) for r in ma.instrs)
-    for name, mb in am.items():
-        if bm.get(name) is not mb:
-            b.update((r.id, (name, r)) for r in mb.instrs)
+    for ma, mb in _differing_modules(before, after):
+        if ma is not None:
+            a.update((r.id, (ma.name, r)) for r in ma.instrs)
+        if mb is not None:
+            b.update((r.id, (mb.name, r)) for r in mb.instrs)
     added = frozenset(b.keys() - a.keys())
     removed = frozenset(a.keys() - b.keys())
     changed = set()
@@ -187,18 +386,42 @@ def diff(before: ProgramSnapshot, after: ProgramSnapshot) -> SnapshotDiff:
         (ma, ra), (mb, rb) = a[i], b[i]
         if ma != mb or not ra.same_content(rb):
             changed.add(i)
-        else:
-            unchanged.add(i)
     replaced_by: dict[int, list[int]] = {}
     for i in sorted(added):  # new ids in creation order, whatever the set's layout
         for o in b[i][1].origin:
             if o in removed or o in changed:
                 replaced_by.setdefault(o, []).append(i)
+    same_names = before._index is after._index
     return SnapshotDiff(
-        added, removed, frozenset(changed), frozenset(unchanged),
-        tuple(sorted(am.keys() - bm.keys())),
-        tuple(sorted(bm.keys() - am.keys())),
-        {k: tuple(v) for k, v in replaced_by.items()})
+        added, removed, frozenset(changed),
+        () if same_names else tuple(sorted(am.keys() - bm.keys())),
+        () if same_names else tuple(sorted(bm.keys() - am.keys())),
+        {k: tuple(v) for k, v in replaced_by.items()}, after)
+
+
+def differing_modules(before: ProgramSnapshot, after: ProgramSnapshot):
+    """(before's, after's) module snapshots that are not the same object, by name (None on the
+    side that lacks the module): what a step changed, found without reading unchanged modules."""
+    return _differing_modules(before, after)
+
+
+def _differing_modules(before: ProgramSnapshot, after: ProgramSnapshot):
+    """(before's, after's) module snapshot per name whose two sides are not the same object
+    (None on the side that lacks it). Two snapshots with one name index are compared chunk by
+    chunk, so a pass that touched one module of thousands costs one chunk."""
+    if before._index is after._index:
+        for cb, ca in zip(before._chunks, after._chunks):
+            if cb is not ca:
+                yield from ((x, y) for x, y in zip(cb, ca) if x is not y)
+        return
+    bm, am = before.by_name, after.by_name
+    for name, ma in bm.items():
+        mb = am.get(name)
+        if mb is not ma:
+            yield ma, mb
+    for name, mb in am.items():
+        if name not in bm:
+            yield None, mb
 
 
 def structurally_equal(p: Program, q: Program) -> bool:

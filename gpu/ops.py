@@ -91,7 +91,9 @@ def _wrapped_shape(op, shapes, mods):
             raise ShapeError(f"{op.name}: {inner.name} gives lens {list(r.lens)} but its buffer has {list(o.lens)}")
         if epilogue is None and r.type != o.type:
             raise ShapeError(f"{op.name}: {inner.name} gives {r.type} but its buffer is {o.type}")
-    return outs[0] if len(outs) == 1 else Shape.tuple_of(outs)
+    # A wrapped op that returns a tuple keeps it with one element too (a lowered select_module
+    # over a one-output submodule is read through get_tuple_elem).
+    return outs[0] if len(outs) == 1 and not res.is_tuple else Shape.tuple_of(outs)
 
 
 def apply_epilogue(module, result: np.ndarray, extras, out: Shape) -> np.ndarray:

@@ -17,13 +17,13 @@ index.json all read these rows.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from migx_explore.compiler.ir import Replacement
 from migx_explore.compiler.passes import PassRecord, Trace
-from migx_explore.compiler.snapshot import InstrRecord, ProgramSnapshot, SnapshotDiff
+from migx_explore.compiler.snapshot import InstrRecord, ProgramSnapshot, SnapshotDiff, differing_modules
 from migx_explore.compiler.snapshot import diff as snapshot_diff
 
 # Row kinds. "rewrite": ops replaced by other ops; "removed": ops deleted with nothing new in their
@@ -119,19 +119,34 @@ class _Side:
     """One snapshot seen as top-level units: every instruction maps to the top-level instruction
     that owns the submodule it lives in (itself when it is top-level)."""
 
-    def __init__(self, snap: ProgramSnapshot):
+    def __init__(self, snap: ProgramSnapshot, focus: Collection[str] | None = None):
+        """focus: the modules a step changed; only they and the modules that own them (up to
+        main) are indexed. A step over one of 255 submodules then costs that submodule, not the
+        program (summaries of every pass of a decode trace over a range were quadratic)."""
         self.snap = snap
-        self.by_id = snap.by_id
+        mods = snap.modules
         self._owner: dict[str, int] = {}
-        for m in snap.modules:
-            for r in m.instrs:
-                for name in r.modules:
-                    self._owner.setdefault(name, r.id)
+        owner_module: dict[str, str] = {}
+        for m in mods:
+            for name, rid in m.sub_refs:
+                if name not in self._owner:
+                    self._owner[name] = rid
+                    owner_module[name] = m.name
+        if focus is not None:
+            keep = {mods[0].name} if mods else set()
+            for name in focus:
+                while name not in keep:
+                    keep.add(name)
+                    name = owner_module.get(name, name)
+            mods = tuple(m for m in mods if m.name in keep)
+        self.modules = mods
+        self.by_id = {r.id: (m.name, r) for m in mods for r in m.instrs}
         # A submodule nobody calls (made by a pass and not used yet, or left for dead code
         # elimination) is one unit, named by its first instruction.
-        self._orphan_head = {m.name: m.instrs[0].id for m in snap.modules[1:]
-                             if m.name not in self._owner and m.instrs}
-        self.position = {r.id: k for k, r in enumerate(r for m in snap.modules for r in m.instrs)}
+        main = snap.modules[0].name if snap.module_count() else None
+        self._orphan_head = {m.name: m.instrs[0].id for m in mods
+                             if m.name != main and m.name not in self._owner and m.instrs}
+        self.position = {r.id: k for k, r in enumerate(r for m in mods for r in m.instrs)}
         self._unit: dict[int, int] = {}
 
     def unit(self, i: int) -> int:
@@ -183,7 +198,8 @@ def summarize(before: ProgramSnapshot, after: ProgramSnapshot, diff: SnapshotDif
     d = diff if diff is not None else snapshot_diff(before, after)
     if d.is_noop:
         return []
-    bs, as_ = _Side(before), _Side(after)
+    focus = {m.name for pair in differing_modules(before, after) for m in pair if m is not None}
+    bs, as_ = _Side(before, focus), _Side(after, focus)
     # The touched units on each side: ("b", id) in before, ("a", id) in after.
     b_units = {bs.unit(i) for i in d.removed} | {bs.unit(i) for i in d.changed}
     a_units = {as_.unit(i) for i in d.added} | {as_.unit(i) for i in d.changed}
@@ -264,7 +280,7 @@ def _absorb(uf: _UnionFind, side: str, sd: _Side, loose: set[int], targets: set[
     died because the `mul` reading it was fused, a literal made for the op that reads it. Latest
     first, so a dead chain joins link by link."""
     users: dict[int, set[int]] = {}
-    for m in sd.snap.modules:
+    for m in sd.modules:  # inputs are module-local: the loose ones' users are in these modules
         for r in m.instrs:
             for i in r.inputs:
                 if i in loose:
@@ -350,8 +366,11 @@ def transient_origins(trace: Trace, rec: PassRecord) -> dict[int, tuple[int, ...
     while todo:
         child = trace.records[todo.pop()]
         todo.extend(child.children)
-        for m in child.after.modules if child.after is not None else ():
-            if id(m) in seen:
+        if child.after is None or child.before is None:
+            continue
+        # only what the nested pass changed: the rest is in the snapshot before the step
+        for _, m in differing_modules(child.before, child.after):
+            if m is None or id(m) in seen:
                 continue
             seen.add(id(m))
             for r in m.instrs:

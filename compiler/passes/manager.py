@@ -67,6 +67,7 @@ class PassManager:
         self.on_record = on_record
         self._trace: Trace | None = None
         self._validated: dict[int, int] = {}
+        self._child_counts: dict[tuple[int, str], int] = {}
         self._instrument_s = 0.0
 
     # ---- public ----------------------------------------------------------------------------------
@@ -123,7 +124,14 @@ class PassManager:
             self.on_record(rec)
 
     def _child_path(self, parent: PassRecord, p: Pass) -> str:
-        n = sum(1 for i in parent.children if self._trace.records[i].name == p.name) + 1
+        # Counted as children are made (a count over the parent's children per child was the
+        # number of children squared: thousands under one pass over 255 submodules).
+        key = (id(parent), p.name)
+        n = self._child_counts.get(key)
+        if n is None:
+            n = sum(1 for i in parent.children if self._trace.records[i].name == p.name)
+        n += 1
+        self._child_counts[key] = n
         return f"{parent.path}/{p.name}" + (f"#{n}" if n > 1 else "")
 
     def _run(self, p: Pass, program: Program, *, parent: PassRecord | None, scope: Module | None,
@@ -222,12 +230,22 @@ class PassManager:
             key = id(m)
             if not full and self._validated.get(key) == m.version:
                 continue
+            stamp = _validation_stamp(m)
+            if full and not rec.user and _same_stamp(m.__dict__.get("_validated_stamp"), stamp):
+                # Re-read fresh after this pass and found as it was when it last passed
+                # validation (its submodules too): validating it again would repeat the same
+                # shape rules. After each top-level pass that re-validated every module of a
+                # decode step split into 255 submodules, most of the trace's time. (A user's
+                # pass is always validated in full.)
+                self._validated[key] = m.version
+                continue
             try:
                 m.validate()
             except ValidationError as e:
                 rec.validation = str(e)
                 self._fail(program, rec, f"pass {rec.path} left an invalid module: {e}", before, elapsed)
             self._validated[key] = m.version
+            m.__dict__["_validated_stamp"] = stamp
 
     def _fail(self, program: Program, rec: PassRecord, msg: str, before: ProgramSnapshot, elapsed: float,
               exc: BaseException | None = None) -> None:
@@ -346,6 +364,15 @@ def make_numeric_config(program: Program, inputs: Mapping[str, np.ndarray] | Non
                          reference_program=snapshot(program))
 
 
+def _validation_stamp(m: Module) -> tuple:
+    """What a module's validation depends on: its snapshot (as last read) and its submodules'."""
+    return (m.version, snapshot_module(m), *(snapshot_module(sm) for sm in m.sub_modules()))
+
+
+def _same_stamp(a: tuple | None, b: tuple) -> bool:
+    return a is not None and len(a) == len(b) and a[0] == b[0] and all(x is y for x, y in zip(a[1:], b[1:]))
+
+
 def restore(program: Program, snap: ProgramSnapshot) -> None:
     """Put `program` back into the state of `snap` (in place, keeping the object identity)."""
     q = snap.to_program()
@@ -353,6 +380,9 @@ def restore(program: Program, snap: ProgramSnapshot) -> None:
     for m in program.modules.values():
         m.program = program
     program._next_id = max(program._next_id, q._next_id)
+    # Every module is new: the next snapshot must read them all, not update the last one.
+    program._snap_last = None
+    program._snap_dirty = set(program.modules.values())
 
 
 def entry_path(pipeline: str, name: str, occurrence: int, total: int) -> str:

@@ -99,11 +99,32 @@ def _copy_static(module: Module, sub: Module, axes: dict[str, int], size: int) -
     return [mapping[o.id] for o in module.output_instructions()]
 
 
+BUCKET_MODES = ("", "pow2")
+MIN_BUCKET = 16  # as the decoder's buckets (gpu/decode.py bucket_for)
+
+
+def bucket_sizes(lo: int, hi: int, buckets: str = "") -> list[int]:
+    """The sizes split_single_dyn_dim makes submodules for: every size in lo..hi, or with
+    buckets="pow2" the decoder's buckets over that range (powers of two from MIN_BUCKET, capped at
+    hi: 16, 32, 64, 128, 255 for 1..255), each standing for the sizes up to it."""
+    if buckets not in BUCKET_MODES:
+        raise ValueError(f"split_single_dyn_dim: unknown buckets {buckets!r}; use 'pow2' or '' (every size)")
+    if not buckets:
+        return list(range(lo, hi + 1))
+    return sorted({max(lo, min(hi, max(MIN_BUCKET, 1 << (n - 1).bit_length()))) for n in range(max(lo, 1), hi + 1)}
+                  | ({lo} if lo == 0 else set()))
+
+
 @dataclass(frozen=True)
 class SplitSingleDynDim(Pass):
-    """Replace a single dynamic dimension by one static submodule per size plus select_module."""
+    """Replace a single dynamic dimension by one static submodule per size plus select_module.
+
+    buckets="pow2" traces a long range as the decoder runs it (one submodule per bucket, not per
+    size): the explorer's fallback when every size is too many to trace; the program it makes
+    runs only at the bucket sizes (the decoder pads a length up to its bucket)."""
 
     name: ClassVar[str] = "split_single_dyn_dim"
+    buckets: str = ""
 
     def apply_module(self, module: Module, ctx) -> bool:
         found = single_dyn_dim(module)
@@ -111,7 +132,7 @@ class SplitSingleDynDim(Pass):
             return False
         dim, axes = found
         subs = []
-        for size in range(dim.min, dim.max + 1):
+        for size in bucket_sizes(dim.min, dim.max, self.buckets):
             sub = ctx.create_module(f"dim_{size}" if module.name == "main" else f"{module.name}:dim_{size}")
             sub.add_return(_copy_static(module, sub, axes, size))
             subs.append(sub)

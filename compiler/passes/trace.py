@@ -175,6 +175,24 @@ def record_file_name(rec: PassRecord) -> str:
     return f"{rec.index + 1:03d}_{stem}.txt"
 
 
+# Past this many modules, a nested pass's file holds only the modules it changed: a decode step
+# traced over 255 lengths has thousands of modules and thousands of nested passes (optimize_module
+# per submodule), and a whole printout per nested pass made gigabytes of files.
+FULL_NESTED_FILE_MODULES = 64
+
+
+def _record_text(trace: Trace, rec: PassRecord) -> str:
+    after = rec.after
+    if rec.depth == 0 or len(after.modules) <= FULL_NESTED_FILE_MODULES:
+        return after.text
+    before = trace.snapshots(rec)[0].by_name
+    changed = [m for m in after.modules if before.get(m.name) is not m]
+    gone = sorted(before.keys() - after.by_name.keys())
+    note = (f"# only the {len(changed)} of {len(after.modules)} modules this nested pass changed; the others are "
+            f"as in the file of its top-level pass" + (f"; removed: {', '.join(gone)}" if gone else "") + "\n")
+    return note + "\n".join(m.text for m in changed)
+
+
 def write_trace(trace: Trace, out_dir: str, *, changed_only: bool = True, extra: dict[str, Any] | None = None,
                 per_pass: Callable[[PassRecord], dict[str, Any]] | None = None) -> list[str]:
     """Write `000_input.txt`, one numbered IR file per (changed) pass and `index.json`.
@@ -197,7 +215,7 @@ def write_trace(trace: Trace, out_dir: str, *, changed_only: bool = True, extra:
         name = record_file_name(rec)
         with open(os.path.join(out_dir, name), "w") as f:
             f.write(f"# pass {rec.path} ({rec.diff.summary() if rec.diff else ''})\n")
-            f.write(rec.after.text)
+            f.write(_record_text(trace, rec))
         entry["file"] = name
         written.append(os.path.join(out_dir, name))
     if extra:

@@ -18,6 +18,8 @@ def run(args: argparse.Namespace) -> int:
     check_output_folder(args.out)  # refuse a bad --out before spending time on the model
     program, name, feed = load_program_and_feed(args)
     s = make_session(program, args, numeric=args.numeric or feed is not None, name=name)
+    if args.buckets:
+        s.config.set_options("split_single_dyn_dim", buckets=args.buckets)
     if feed is not None:
         s.traces.set_inputs(feed)
     live = not args.quiet and sys.stdout.isatty()  # a progress line only on a terminal
@@ -37,6 +39,10 @@ def run(args: argparse.Namespace) -> int:
             files += render_trace(trace, folder, changed_only=not args.all)
         files.append(_write_index_html(s, folder, args))
     _print_summary(trace, args.verbose)
+    from ..like_this import like_this_summary, range_note
+
+    for line in filter(None, [range_note(trace), *like_this_summary(trace.final)]):
+        print(line)
     print(f"wrote {len(files)} files to {args.out}")
     if s.trace.error:
         print(f"error: {s.trace.error}")
@@ -92,6 +98,10 @@ def register(sub) -> None:
     p.add_argument("--out", required=True, help="output folder")
     p.add_argument("--svg", action="store_true", help="also write an SVG diff per (changed) pass")
     p.add_argument("--all", action="store_true", help="write files for unchanged passes too")
+    p.add_argument("--buckets", choices=["pow2"], default=None,
+                   help="trace a dynamic range (--input-dim x=LO..HI) as the decoder's buckets (16, 32, 64, ... "
+                        "up to HI), one submodule per bucket instead of per size: for ranges too long to trace "
+                        "size by size; the summary says so")
     p.add_argument("--numeric", action="store_true", help="check outputs against the input program after each pass "
                    "(MIGraphX's relative RMS; implied by --inputs)")
     add_inputs_argument(p)

@@ -220,15 +220,26 @@ class _Builder:
                     self._edge(node_name(i), node_name(rec.id))
 
     def _add_expanded(self, rec: InstrRecord, module: str, group: tuple[str, ...]) -> None:
-        subs = [self.prog.module(m) for m in rec.modules]
+        labels = {m: m for m in rec.modules}
+        shown = list(rec.modules)
+        if rec.name == "select_module" and len(rec.modules) > 1:
+            # A select_module over a range: one representative per body, "× 255 like this"
+            # (not `if`: its branches are alternatives, not copies).
+            from ..like_this import group_alike
+
+            like = group_alike(self.prog, rec.modules)
+            shown = [g.representative for g in like]
+            labels = {g.representative: g.label() for g in like}
+        subs = [self.prog.module(m) for m in shown]
         self.expanded.update(rec.modules)
         owner = node_name(rec.id)
         inputs = [node_name(i) for i in rec.inputs if i not in self.hidden]
-        single = len(subs) == 1
+        single = len(subs) == 1 and len(rec.modules) == 1
         for sub in subs:
             gname = f"cluster_{owner}_{_safe(sub.name)}"
             cat = S.category_of(rec.op, rec.name)
-            self.groups[gname] = DisplayGroup(gname, f"{rec.name} [{sub.name}]", group, cat, rec.id, sub.name)
+            self.groups[gname] = DisplayGroup(gname, f"{rec.name} [{labels[sub.name]}]", group, cat, rec.id,
+                                              sub.name)
             nparams = sum(1 for r in sub.instrs if r.name == "@param")
             srcs = inputs if nparams == len(inputs) else None
             self.add_module(sub, group + (gname,), srcs, owner)

@@ -5,47 +5,116 @@ because the `@N` names are positions and shift. Here lines are matched by the in
 print: an instruction whose content (op, inputs by id, submodules, shape) did not change is
 context, however its printed names moved; a changed one shows as `-old` / `+new`. Hunk line
 numbers refer to the full printouts (`ProgramSnapshot.text`, the numbered trace files).
+
+Modules are aligned by name first, and only the modules that differ are compared line by line:
+a module a pass left alone is the same snapshot object on both sides, so a pass over one of 255
+submodules costs that submodule (and a walk over the module names), not the whole program.
 """
 
 from __future__ import annotations
 
 import difflib
+from collections.abc import Callable
 
-from migx_explore.compiler.printer import Namer, format_instruction
-from migx_explore.compiler.snapshot import ProgramSnapshot
+from migx_explore.compiler.snapshot import ModuleSnapshot, ProgramSnapshot
 
 _Key = tuple
+_Opcode = tuple[str, int, int, int, int]
 
 
-def _keyed_lines(snap: ProgramSnapshot, other: ProgramSnapshot, side: str) -> list[tuple[_Key, str]]:
-    """(key, text) per line of `print_program(snap)`; equal keys on both sides mean 'same line'."""
-    prog = snap.to_program()
-    other_ids = other.by_id
-    out: list[tuple[_Key, str]] = []
-    for k, m in enumerate(prog.get_modules()):
-        if k:
-            out.append((("sep", m.name), ""))
-        ms = snap.by_name[m.name]
-        header = f'module: "{m.name}"' + (" bypass" if m.bypass else "")
-        out.append((("module", m.name, m.bypass), header))
-        namer = Namer(m)
-        for ins in m:
-            rec = ms.by_id[ins.id]
-            twin = other_ids.get(ins.id)
-            same = twin is not None and twin[0] == m.name and twin[1].same_content(rec)
-            # A changed instruction gets a side-specific key so it can never match its old self.
-            key = ("ins", ins.id) if same else ("ins", ins.id, side)
-            out.append((key, format_instruction(ins, namer)))
-    return out
+class _Side:
+    """One printout as modules laid end to end: module k starts at line `start[k]` (a blank
+    separator line before every module but the first, then its header and instructions)."""
+
+    def __init__(self, snap: ProgramSnapshot):
+        self.modules = snap.modules
+        self.start: list[int] = []
+        n = 0
+        for k, m in enumerate(self.modules):
+            self.start.append(n)
+            n += len(m.instrs) + (2 if k else 1)
+        self.total = n
+        self._lines: dict[int, list[str]] = {}
+
+    def lines(self, k: int) -> list[str]:
+        """Module k's printed lines, separator included."""
+        got = self._lines.get(k)
+        if got is None:
+            body = self.modules[k].text.splitlines()
+            got = self._lines[k] = ([""] if k else []) + body
+        return got
+
+    def line(self, i: int, locate: Callable[[int], int]) -> str:
+        k = locate(i)
+        return self.lines(k)[i - self.start[k]]
+
+
+def _module_keys(ms: ModuleSnapshot, other: ModuleSnapshot | None, first: bool, side: str) -> list[_Key]:
+    keys: list[_Key] = [] if first else [("sep", ms.name)]
+    keys.append(("module", ms.name, ms.bypass))
+    twins = other.by_id if other is not None else {}
+    for r in ms.instrs:
+        twin = twins.get(r.id)
+        # A changed instruction gets a side-specific key so it can never match its old self.
+        keys.append(("ins", r.id) if twin is not None and twin.same_content(r) else ("ins", r.id, side))
+    return keys
+
+
+def _opcodes(a: _Side, b: _Side) -> list[_Opcode]:
+    """Line-level opcodes (difflib's form) over both whole printouts."""
+    names_a = [m.name for m in a.modules]
+    names_b = [m.name for m in b.modules]
+    ops: list[_Opcode] = []
+
+    def add(tag: str, i1: int, i2: int, j1: int, j2: int) -> None:
+        if i1 == i2 and j1 == j2:
+            return
+        if ops and ops[-1][0] == tag == "equal":
+            ops[-1] = ("equal", ops[-1][1], i2, ops[-1][3], j2)
+        else:
+            ops.append((tag, i1, i2, j1, j2))
+
+    def span(side: _Side, k1: int, k2: int) -> tuple[int, int]:
+        return (side.start[k1] if k1 < len(side.start) else side.total,
+                side.start[k2] if k2 < len(side.start) else side.total)
+
+    for tag, ka1, ka2, kb1, kb2 in difflib.SequenceMatcher(None, names_a, names_b, autojunk=False).get_opcodes():
+        if tag != "equal":
+            (i1, i2), (j1, j2) = span(a, ka1, ka2), span(b, kb1, kb2)
+            add(tag if i1 != i2 and j1 != j2 else ("delete" if i1 != i2 else "insert"), i1, i2, j1, j2)
+            continue
+        for ka, kb in zip(range(ka1, ka2), range(kb1, kb2)):
+            ma, mb = a.modules[ka], b.modules[kb]
+            (i1, i2), (j1, j2) = span(a, ka, ka + 1), span(b, kb, kb + 1)
+            if ma is mb:
+                add("equal", i1, i2, j1, j2)
+                continue
+            keys_a = _module_keys(ma, mb, ka == 0, "a")
+            keys_b = _module_keys(mb, ma, kb == 0, "b")
+            if (ka == 0) != (kb == 0):  # a separator line on one side only
+                keys_a = [("sep", ma.name)] + keys_a if ka else keys_a
+                keys_b = [("sep", mb.name)] + keys_b if kb else keys_b
+            for t, x1, x2, y1, y2 in difflib.SequenceMatcher(None, keys_a, keys_b, autojunk=False).get_opcodes():
+                add(t, i1 + x1, i1 + x2, j1 + y1, j1 + y2)
+    return ops
 
 
 def text_diff(before: ProgramSnapshot, after: ProgramSnapshot, *, context: int = 3, before_name: str = "before",
               after_name: str = "after") -> str:
     """The unified diff (empty string when nothing changed)."""
-    a = _keyed_lines(before, after, "a")
-    b = _keyed_lines(after, before, "b")
-    ka, kb = [k for k, _ in a], [k for k, _ in b]
-    matcher = difflib.SequenceMatcher(None, ka, kb, autojunk=False)
+    import bisect
+
+    a, b = _Side(before), _Side(after)
+    ops = _opcodes(a, b)
+    if all(op[0] == "equal" for op in ops):
+        return ""
+    matcher = difflib.SequenceMatcher(None, [], [])
+    matcher.opcodes = ops  # difflib groups the opcodes it is given (get_opcodes returns them)
+
+    def loc(side: _Side) -> Callable[[int], int]:
+        return lambda i: bisect.bisect_right(side.start, i) - 1
+
+    at_a, at_b = loc(a), loc(b)
     out: list[str] = []
     for group in matcher.get_grouped_opcodes(context):
         if not out:
@@ -55,13 +124,13 @@ def text_diff(before: ProgramSnapshot, after: ProgramSnapshot, *, context: int =
         for tag, a1, a2, b1, b2 in group:
             if tag == "equal":
                 # Context prints the new names: they match the file a user opens next.
-                out.extend(" " + text for _, text in b[b1:b2])
+                out.extend(" " + b.line(j, at_b) for j in range(b1, b2))
                 continue
             if tag in ("replace", "delete"):
-                out.extend("-" + text for _, text in a[a1:a2])
+                out.extend("-" + a.line(i, at_a) for i in range(a1, a2))
             if tag in ("replace", "insert"):
-                out.extend("+" + text for _, text in b[b1:b2])
-    return "\n".join(out) + ("\n" if out else "")
+                out.extend("+" + b.line(j, at_b) for j in range(b1, b2))
+    return "\n".join(out) + "\n"
 
 
 def _range(start: int, stop: int) -> str:

@@ -112,3 +112,14 @@ def test_simplify_dyn_ops_must_follow_split_single_dyn_dim():
     bad = pipeline("p", [make_pass("simplify_dyn_ops"), make_pass("split_single_dyn_dim")])
     assert [w.rule for w in check_order([bad])] == ["must_follow"]
     assert check_order(gpu_pipelines()) == []
+
+
+def test_whole_gpu_pipeline_lowers_select_module_over_a_range():
+    # The lowered select_module (a gpu::host_op around it) keeps its dynamic inputs: its shape
+    # rule once saw only the range's ends as static shapes and refused every other submodule.
+    p = _mlp()
+    PassManager().run(p, gpu_pipelines())
+    host = [i for i in p.main if i.name == "gpu::host_op" and "select_module" in str(i.op["op"])]
+    assert len(host) == 1 and any(i.shape.dynamic_shape for i in host[0].inputs)
+    assert len(host[0].module_inputs) == 4
+    assert host[0].shape.is_tuple  # one output, still read through get_tuple_elem

@@ -1,0 +1,62 @@
+"""Module.validate's checks (compiler/ir.py delegates here to stay small): use lists,
+def-before-use, shapes recomputed by each op's rule, and references to modules of the program."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .errors import ValidationError
+from .instruction import Instruction
+from .op import compute_shape
+from .printer import instruction_label
+
+
+def validate_module(module: Any) -> None:
+    """Check one ir.Module; raise ValidationError naming the module and instruction at fault.
+    (`module` is untyped here: naming ir.Module would make an import cycle with ir.py.)"""
+    seen: set[int] = set()
+    members = {id(i) for i in module}
+    user_ids: dict[int, set[int]] = {}
+    count = 0
+    for ins in module:
+        count += 1
+
+        def fail(msg: str, ins: Instruction = ins) -> None:
+            # The label scans the module for the position, so build it only on failure
+            # (building it for every instruction made validation quadratic).
+            label = instruction_label(ins)
+            raise ValidationError(f"module {module.name}: {label}: {msg}", module.name, label)
+
+        if ins._module is not module:
+            fail(f"belongs to module {ins._module.name}")
+        for i in ins._inputs:
+            if not i._alive or id(i) not in members:
+                fail(f"uses #{i._id} ({i.name}) which is not in this module (dangling reference)")
+            if i._id not in seen:
+                fail(f"uses #{i._id} ({i.name}) before it is defined")
+            users = user_ids.get(id(i))
+            if users is None:  # one set per value: `in` on a long use list per edge was O(n^2)
+                users = user_ids[id(i)] = {id(u) for u in i._outputs}
+            if id(ins) not in users:
+                fail(f"is missing from the use list of its input #{i._id} ({i.name})")
+        for u in ins._outputs:
+            if not u._alive or id(u) not in members:
+                fail(f"use list names #{u._id} ({u.name}) which is not in this module")
+            if ins not in u._inputs:
+                fail(f"use list names #{u._id} ({u.name}) which does not use it")
+        if ins.is_return() and ins is not module.last:
+            fail("@return is not the last instruction")
+        if not ins.is_builtin():
+            try:
+                expect = compute_shape(ins._op, [i._shape for i in ins._inputs], ins._module_inputs)
+            except Exception as e:  # noqa: BLE001 - reported as a validation failure
+                fail(f"shape rule fails: {e}")
+            if expect != ins._shape:
+                fail(f"stored shape {ins._shape} differs from recomputed {expect}")
+        for m in ins._module_inputs:
+            if module.program.modules.get(m.name) is not m:
+                fail(f"references module {m.name!r} which is not in the program")
+        seen.add(ins._id)
+    if count != module._count:
+        raise ValidationError(f"module {module.name}: instruction count {module._count} but {count} linked",
+                              module.name)
