@@ -184,4 +184,28 @@ def range_note(trace) -> str:
     return ""
 
 
-__all__ = ["LikeGroup", "Varying", "group_alike", "like_this_summary", "range_note", "split_owners", "value_range"]
+# The explorer traces a range of at most this many sizes size by size (P=1..64 traces in ~30 s on a
+# 2-core machine); a longer one is traced as the decoder's buckets unless the user asks for every size.
+EXACT_SIZES_LIMIT = 64
+
+
+def bucket_long_ranges(session, limit: int = EXACT_SIZES_LIMIT) -> str:
+    """Make `session` trace its dynamic range as the decoder's buckets when the range holds more
+    than `limit` sizes (one submodule per size over P=1..255 takes minutes and gigabytes; five
+    buckets take seconds). Returns the note to show ('' when nothing changed); the configuration's
+    warnings say it too. Set split_single_dyn_dim's buckets back to '' to trace every size."""
+    from migx_explore.compiler.passes.split_single_dyn_dim import single_dyn_dim
+
+    found = single_dyn_dim(session.initial.to_program().main)
+    if found is None or found[0].max - found[0].min + 1 <= limit:
+        return ""
+    entries = [e for _, e, _ in session.config.entries() if e.pass_.name == "split_single_dyn_dim"]
+    if not entries or any(getattr(e.pass_, "buckets", "") for e in entries):
+        return ""
+    session.config.set_options("split_single_dyn_dim", buckets="pow2")
+    dim = found[0]
+    return f"the dynamic range {dim.min}..{dim.max} has more than {limit} sizes: traced as the decoder's buckets"
+
+
+__all__ = ["EXACT_SIZES_LIMIT", "LikeGroup", "Varying", "bucket_long_ranges", "group_alike", "like_this_summary",
+           "range_note", "split_owners", "value_range"]

@@ -106,7 +106,7 @@ class PipelineConfig:
         out = [str(w) for w in check_order(self._pipelines)]
         # A range traced in buckets is not a trace of every size: every view that lists these says so.
         out += [f"{path} traces the dynamic range as the decoder's buckets ({e.pass_.buckets}): one submodule "
-                f"per bucket, not per size" for path, e, pl in self.entries()
+                f"per bucket, not per size (buckets='' traces every size)" for path, e, pl in self.entries()
                 if e.enabled and pl.enabled and getattr(e.pass_, "buckets", "")]
         return out
 

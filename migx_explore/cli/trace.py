@@ -7,6 +7,7 @@ import sys
 
 from migx_explore.compiler.passes import write_trace
 
+from ..like_this import EXACT_SIZES_LIMIT, bucket_long_ranges
 from ..outputs import TRACE_MARKER, check_output_folder, replaced_folder
 from ..rewrite_summary import index_rewrites
 from ..stats import launch_count
@@ -18,8 +19,10 @@ def run(args: argparse.Namespace) -> int:
     check_output_folder(args.out)  # refuse a bad --out before spending time on the model
     program, name, feed = load_program_and_feed(args)
     s = make_session(program, args, numeric=args.numeric or feed is not None, name=name)
-    if args.buckets:
-        s.config.set_options("split_single_dyn_dim", buckets=args.buckets)
+    if args.buckets == "pow2":
+        s.config.set_options("split_single_dyn_dim", buckets="pow2")
+    elif args.buckets == "auto" and (note := bucket_long_ranges(s)) and not args.quiet:
+        print(f"note: {note} (--buckets none traces every size)", file=sys.stderr)
     if feed is not None:
         s.traces.set_inputs(feed)
     live = not args.quiet and sys.stdout.isatty()  # a progress line only on a terminal
@@ -98,10 +101,10 @@ def register(sub) -> None:
     p.add_argument("--out", required=True, help="output folder")
     p.add_argument("--svg", action="store_true", help="also write an SVG diff per (changed) pass")
     p.add_argument("--all", action="store_true", help="write files for unchanged passes too")
-    p.add_argument("--buckets", choices=["pow2"], default=None,
+    p.add_argument("--buckets", choices=["auto", "pow2", "none"], default="auto",
                    help="trace a dynamic range (--input-dim x=LO..HI) as the decoder's buckets (16, 32, 64, ... "
-                        "up to HI), one submodule per bucket instead of per size: for ranges too long to trace "
-                        "size by size; the summary says so")
+                        "up to HI), one submodule per bucket instead of per size: pow2 always, none never, auto "
+                        f"(default) when the range has more than {EXACT_SIZES_LIMIT} sizes; the summary says so")
     p.add_argument("--numeric", action="store_true", help="check outputs against the input program after each pass "
                    "(MIGraphX's relative RMS; implied by --inputs)")
     add_inputs_argument(p)

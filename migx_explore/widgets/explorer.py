@@ -19,6 +19,7 @@ import time
 import uuid
 from typing import Any
 
+from ..like_this import bucket_long_ranges
 from ..session import Session, SessionError
 from . import queries
 from ._common import CSS, ErrorBox, pin_to_main_shell, widgets
@@ -312,6 +313,7 @@ class Explorer:
         kw.setdefault("defer_numeric", True)
         t0 = time.perf_counter()
         session = make_session(model, input_dims, **kw)
+        bucket_long_ranges(session)  # a P=1..255 range traces in seconds; the warnings pane says so
         self.set_session(session, started=t0)
         return session
 

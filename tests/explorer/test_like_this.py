@@ -115,3 +115,17 @@ def test_value_range():
     assert value_range(["3", "1", "2", "2"]) == "1..3"
     assert value_range(["2", "4"]) == "2, 4"
     assert value_range([str(v) for v in (1, 5, 9, 13, 17, 21)]) == "1, 5, 9, 13, 17, ... (6 values)"
+
+
+def test_a_long_range_is_bucketed_by_default_and_a_short_one_is_not():
+    """The explorer and `trace` trace a range of more than EXACT_SIZES_LIMIT sizes as buckets (and
+    say so); a shorter range, or one the user already configured, is left as it is."""
+    from migx_explore.like_this import EXACT_SIZES_LIMIT, bucket_long_ranges
+
+    long_range = _session("P=1..255")
+    note = bucket_long_ranges(long_range)
+    assert "1..255" in note and str(EXACT_SIZES_LIMIT) in note
+    assert any("decoder's buckets (pow2)" in w for w in long_range.config.warnings())
+    assert bucket_long_ranges(long_range) == ""  # already bucketed: nothing more to do
+    short = _session("P=1..8")
+    assert bucket_long_ranges(short) == "" and not short.config.warnings()
