@@ -9,6 +9,6 @@ packages = find_packages(include=["migx_explore", "migx_explore.*"])
 package_dir = {}
 for folder, name in MAPPED.items():
     package_dir[name] = folder
-    packages += [name + sub[len(folder):] for sub in find_packages(include=[folder, folder + ".*"])]
+    packages += [name + sub[len(folder) :] for sub in find_packages(include=[folder, folder + ".*"])]
 
 setup(packages=packages, package_dir=package_dir)

@@ -38,8 +38,13 @@ def chain_model(n: int):
         out = f"v{i}"
         nodes.append(helper.make_node(op, [prev, "c"] if op in ("Add", "Mul", "Sub") else [prev], [out]))
         prev = out
-    graph = helper.make_graph(nodes, f"chain{n}", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 64])],
-                              [helper.make_tensor_value_info(prev, TensorProto.FLOAT, [1, 64])], inits)
+    graph = helper.make_graph(
+        nodes,
+        f"chain{n}",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 64])],
+        [helper.make_tensor_value_info(prev, TensorProto.FLOAT, [1, 64])],
+        inits,
+    )
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)], ir_version=9)
 
 
@@ -57,8 +62,14 @@ def measure(n: int) -> dict:
     seconds = time.perf_counter() - t0
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     slow = sorted(((r.time_s, r.path) for r in trace), reverse=True)[:2]
-    return {"n": n, "seconds": seconds, "read_s": read_s, "rss": rss, "records": len(trace),
-            "slowest": ", ".join(f"{p} {t:.2f}s" for t, p in slow)}
+    return {
+        "n": n,
+        "seconds": seconds,
+        "read_s": read_s,
+        "rss": rss,
+        "records": len(trace),
+        "slowest": ", ".join(f"{p} {t:.2f}s" for t, p in slow),
+    }
 
 
 def main() -> None:
@@ -74,8 +85,9 @@ def main() -> None:
     prev = None
     for n in (int(s) for s in args.sizes.split(",")):
         try:
-            res = subprocess.run([sys.executable, __file__, "--one", str(n)], capture_output=True, text=True,
-                                 timeout=args.timeout)
+            res = subprocess.run(
+                [sys.executable, __file__, "--one", str(n)], capture_output=True, text=True, timeout=args.timeout
+            )
             row = json.loads(res.stdout.strip().splitlines()[-1]) if res.returncode == 0 else None
         except subprocess.TimeoutExpired:
             print(f"{n:>7}  killed after {args.timeout:.0f} s")
@@ -93,8 +105,10 @@ def main() -> None:
             goal += ": met" if ok else ": MISSED"
         if n in READ_GOALS:
             goal = f"read <= {READ_GOALS[n]:.0f} s: " + ("met" if row["read_s"] <= READ_GOALS[n] else "MISSED")
-        print(f"{n:>7}{row['read_s']:>8.2f}{row['seconds']:>10.2f}{ratio:>8}{row['rss'] / 2**20:>9.0f}  {goal:<20}"
-              f"{row['slowest']}")
+        print(
+            f"{n:>7}{row['read_s']:>8.2f}{row['seconds']:>10.2f}{ratio:>8}{row['rss'] / 2**20:>9.0f}  {goal:<20}"
+            f"{row['slowest']}"
+        )
         prev = row
 
 

@@ -61,17 +61,17 @@ def native_torch(model):
             visible = torch.arange(past + new, device=ids.device)[None, :] <= pos[:, None]
             presents = []
             for i in range(layers):
-                w, b = mats[6 * i:6 * i + 6], biases[6 * i:6 * i + 6]
+                w, b = mats[6 * i : 6 * i + 6], biases[6 * i : 6 * i + 6]
                 h = F.layer_norm(x, (d,), *norms[2 * i], eps=1e-5)
                 q, k, v = ((h @ w[j] + b[j]).view(1, new, heads, dh).transpose(1, 2) for j in range(3))
                 k = torch.cat([pasts[2 * i], k], 2)
                 v = torch.cat([pasts[2 * i + 1], v], 2)
                 presents += [k, v]
-                s = torch.where(visible, (q @ k.transpose(-1, -2)) * (1.0 / dh ** 0.5), float("-inf"))
+                s = torch.where(visible, (q @ k.transpose(-1, -2)) * (1.0 / dh**0.5), float("-inf"))
                 ctx = (torch.softmax(s, -1) @ v).transpose(1, 2).reshape(1, new, d)
                 x = x + ctx @ w[3] + b[3]
                 h = F.layer_norm(x, (d,), *norms[2 * i + 1], eps=1e-5) @ w[4] + b[4]
-                x = x + (0.5 * h * (1 + torch.erf(h / 2 ** 0.5))) @ w[5] + b[5]
+                x = x + (0.5 * h * (1 + torch.erf(h / 2**0.5))) @ w[5] + b[5]
             x = F.layer_norm(x, (d,), *norms[-1], eps=1e-5)
             return [x @ mats[-1], *presents]
 
@@ -196,10 +196,15 @@ def main() -> None:
     r["exact_graph_us_by_P"] = {p: v["graph_us"] for p, v in exact.items()}
     r["flatness_max_over_min"] = max(r["graph_us_by_P"].values()) / min(r["graph_us_by_P"].values())
     feed = decode_feed(127, 1)
-    p = r["P127"] = {"graph_us": bucketed[127]["graph_us"], "eager_us": bucketed[127]["eager_us"],
-                     "exact_graph_us": exact[127]["graph_us"], "launches": bucketed[127]["launches"]}
-    p.update({k: v for k, v in torch_times(feed, 127, args.iters, not args.no_torch_compile).items()
-              if k != "torch_logits"})
+    p = r["P127"] = {
+        "graph_us": bucketed[127]["graph_us"],
+        "eager_us": bucketed[127]["eager_us"],
+        "exact_graph_us": exact[127]["graph_us"],
+        "launches": bucketed[127]["launches"],
+    }
+    p.update(
+        {k: v for k, v in torch_times(feed, 127, args.iters, not args.no_torch_compile).items() if k != "torch_logits"}
+    )
     torch_logits = torch_times(feed, 127, 3, False)["torch_logits"]
     p["max_abs_diff_exact_vs_torch"] = float(np.abs(ref_logits - torch_logits).max())
     p["ratio_graph_vs_torch_graph"] = p["graph_us"] / p["torch_graph_us"]
@@ -248,36 +253,53 @@ def dec_bucket(dec, past: int) -> int:
 
 def report(r: dict) -> str:
     p = r["P127"]
-    lines = [f"# gpt2_decode decode step on {r['device']} ({r['date']}), fp32, TF32 off", "",
-             "Device time per step (median), P=127, T=1:", "",
-             "| | latency (us) |", "|---|---|",
-             f"| ours eager (bucket 128) | {p['eager_us']:.1f} |",
-             f"| ours graph (bucket 128, in-place cache) | {p['graph_us']:.1f} |",
-             f"| ours graph (exact P=127 program) | {p['exact_graph_us']:.1f} |",
-             f"| PyTorch eager | {p['torch_eager_us']:.1f} |", f"| PyTorch CUDA graph | {p['torch_graph_us']:.1f} |",
-             f"| PyTorch eager, plain module | {p['native_eager_us']:.1f} |"]
+    lines = [
+        f"# gpt2_decode decode step on {r['device']} ({r['date']}), fp32, TF32 off",
+        "",
+        "Device time per step (median), P=127, T=1:",
+        "",
+        "| | latency (us) |",
+        "|---|---|",
+        f"| ours eager (bucket 128) | {p['eager_us']:.1f} |",
+        f"| ours graph (bucket 128, in-place cache) | {p['graph_us']:.1f} |",
+        f"| ours graph (exact P=127 program) | {p['exact_graph_us']:.1f} |",
+        f"| PyTorch eager | {p['torch_eager_us']:.1f} |",
+        f"| PyTorch CUDA graph | {p['torch_graph_us']:.1f} |",
+        f"| PyTorch eager, plain module | {p['native_eager_us']:.1f} |",
+    ]
     if "torch_compile_graph_us" in p:
-        lines.append(f"| torch.compile (reduce-overhead: CUDA graphs), plain module | "
-                     f"{p['torch_compile_graph_us']:.1f} |")
+        lines.append(
+            f"| torch.compile (reduce-overhead: CUDA graphs), plain module | {p['torch_compile_graph_us']:.1f} |"
+        )
     lines += ["", f"ours graph / PyTorch CUDA graph: {p['ratio_graph_vs_torch_graph']:.2f}x (target <= 1.0)"]
     if "ratio_graph_vs_torch_compile_graph" in p:
-        lines.append(f"ours graph / torch.compile + CUDA graph: {p['ratio_graph_vs_torch_compile_graph']:.2f}x "
-                     "(target <= 1.3)")
+        lines.append(
+            f"ours graph / torch.compile + CUDA graph: {p['ratio_graph_vs_torch_compile_graph']:.2f}x (target <= 1.3)"
+        )
     else:
         lines.append(f"torch.compile: {p.get('torch_compile_error')}")
-    lines += ["", f"launches per step (eager): {p['launches']}; max |logits - torch| (exact program) = "
-              f"{p['max_abs_diff_exact_vs_torch']:.2e}; plain module vs ONNX-built torch: "
-              f"{p['native_max_abs_diff']:.2e}", "",
-              "| P | bucketed graph (us) | bucketed eager (us) | exact-P graph (us) |", "|---|---|---|---|"]
+    lines += [
+        "",
+        f"launches per step (eager): {p['launches']}; max |logits - torch| (exact program) = "
+        f"{p['max_abs_diff_exact_vs_torch']:.2e}; plain module vs ONNX-built torch: "
+        f"{p['native_max_abs_diff']:.2e}",
+        "",
+        "| P | bucketed graph (us) | bucketed eager (us) | exact-P graph (us) |",
+        "|---|---|---|---|",
+    ]
     for k in r["graph_us_by_P"]:
         ex = r["exact_graph_us_by_P"].get(k)
-        lines.append(f"| {k} | {r['graph_us_by_P'][k]:.1f} | {r['eager_us_by_P'][k]:.1f} | "
-                     + (f"{ex:.1f} |" if ex is not None else "- |"))
-    lines += ["", f"flatness of the bucketed graph latency, max/min over P: {r['flatness_max_over_min']:.2f} "
-              "(target <= 1.2)",
-              f"1,000 graph steps (host step incl. ids/past_len in, logits out: {r['host_step_us']:.0f} us median): "
-              f"device free memory changed by {r['steps_1000_device_free_delta_bytes']} bytes, "
-              f"{r['steps_1000_new_compiles']} new compiles; program cache: {r['program_cache']}"]
+        lines.append(
+            f"| {k} | {r['graph_us_by_P'][k]:.1f} | {r['eager_us_by_P'][k]:.1f} | "
+            + (f"{ex:.1f} |" if ex is not None else "- |")
+        )
+    lines += [
+        "",
+        f"flatness of the bucketed graph latency, max/min over P: {r['flatness_max_over_min']:.2f} (target <= 1.2)",
+        f"1,000 graph steps (host step incl. ids/past_len in, logits out: {r['host_step_us']:.0f} us median): "
+        f"device free memory changed by {r['steps_1000_device_free_delta_bytes']} bytes, "
+        f"{r['steps_1000_new_compiles']} new compiles; program cache: {r['program_cache']}",
+    ]
     return "\n".join(lines)
 
 

@@ -99,19 +99,23 @@ def first_render_numbers(model: str, repeat: int) -> None:
     ex = Explorer()
     ex.load(model)
     ex.wait(600)
-    print(f"{'then the deferred numeric check of every changed pass':58s} done {time.perf_counter() - t0:6.2f} s "
-          "after the load started (the graph was up long before)")
+    print(
+        f"{'then the deferred numeric check of every changed pass':58s} done {time.perf_counter() - t0:6.2f} s "
+        "after the load started (the graph was up long before)"
+    )
 
 
-CHECK_MODES = {"inline": {"numeric": True}, "deferred": {"numeric": True, "defer_numeric": True},
-               "off": {"numeric": False}}
+CHECK_MODES = {
+    "inline": {"numeric": True},
+    "deferred": {"numeric": True, "defer_numeric": True},
+    "off": {"numeric": False},
+}
 
 
 def session_numbers(model: str, repeat: int) -> None:
     for mode, kw in CHECK_MODES.items():
         s = Session.from_model(model, **kw)
-        print(f"\n[session, numeric check {mode}] first trace: {timed(s.run):.2f} s, "
-              f"{len(s.trace.records)} records")
+        print(f"\n[session, numeric check {mode}] first trace: {timed(s.run):.2f} s, {len(s.trace.records)} records")
         s.cursor.view.hide_unchanged = True
         s.first()
         steps = [timed(lambda: (s.step(), pass_changes.stats(s))) for _ in range(len(s.visible()) - 1)]
@@ -123,8 +127,9 @@ def session_numbers(model: str, repeat: int) -> None:
                 toggles.append(timed(s.run))
         line(f"session toggle {FUSION_PASS} + re-trace", toggles, TOGGLE_TARGET_S)
         info = s.traces.last_retrace
-        print(f"{'':58s} re-ran {info.ran} of {info.ran + info.reused} "
-              f"top-level passes (the rest from the prefix cache)")
+        print(
+            f"{'':58s} re-ran {info.ran} of {info.ran + info.reused} top-level passes (the rest from the prefix cache)"
+        )
 
 
 def explorer_numbers(model: str, repeat: int) -> None:
@@ -167,8 +172,11 @@ def graph_numbers(model: str, repeat: int) -> None:
     s.run()
     changed = [r for r in s.trace.top_level() if r.changed]
     print(f"\n[graphs] {model}: {len(changed)} changed top-level passes, each drawn cold")
-    for label, view, kw in (("diff", "diff", {}), ("diff, every cluster expanded", "diff", {"expand": Clusters(True)}),
-                            ("before | after", "side_by_side", {})):
+    for label, view, kw in (
+        ("diff", "diff", {}),
+        ("diff, every cluster expanded", "diff", {"expand": Clusters(True)}),
+        ("before | after", "side_by_side", {}),
+    ):
         times: list[tuple[float, str]] = []
         for r in changed:
             before, after, d = content.record_snapshots(s, r.index)
@@ -176,8 +184,10 @@ def graph_numbers(model: str, repeat: int) -> None:
         line(f"graph: {label}", [t for t, _ in times])
         worst = max(times)
         verdict = "within" if worst[0] <= SINGLE_GRAPH_TARGET_S else "OVER"
-        print(f"{'':58s} slowest: {worst[1]} ({worst[0]:.2f} s, {verdict} the {SINGLE_GRAPH_TARGET_S:g} s "
-              "target for one graph)")
+        print(
+            f"{'':58s} slowest: {worst[1]} ({worst[0]:.2f} s, {verdict} the {SINGLE_GRAPH_TARGET_S:g} s "
+            "target for one graph)"
+        )
 
 
 def export_numbers(model: str, repeat: int) -> None:
@@ -194,13 +204,17 @@ def export_numbers(model: str, repeat: int) -> None:
         ex = Explorer()
         firsts.append(timed(lambda ex=ex: ex.load(EXPORT_MODEL)))
     n = ex.session.initial.total_instructions()
-    print(f"\n[export] {EXPORT_MODEL}: {n} instructions; first graph after "
-          f"{int(ex.last_load['passes_traced'])} pass records traced")
+    print(
+        f"\n[export] {EXPORT_MODEL}: {n} instructions; first graph after "
+        f"{int(ex.last_load['passes_traced'])} pass records traced"
+    )
     line("export: load -> first graph", firsts, EXPORT_FIRST_GRAPH_S)
     t0 = time.perf_counter()
     ex.wait(600)
-    print(f"{'  then the rest of the trace + numeric check, in the background':58s} done "
-          f"{time.perf_counter() - t0:6.2f} s later")
+    print(
+        f"{'  then the rest of the trace + numeric check, in the background':58s} done "
+        f"{time.perf_counter() - t0:6.2f} s later"
+    )
     ex.tree.hide_unchanged.value = True
     for label, pause in (("cold (right after the previous step)", 0.0), ("after a 1 s pause (prefetched)", 1.0)):
         ex.first()
@@ -223,6 +237,7 @@ def _child(cmd: list[str], limit_s: float, mem_limit: int | None = None) -> tupl
     bytes of the child, last line of stderr, with the child's CPU seconds appended: on a shared
     machine the wall time says as much about the neighbours). mem_limit caps its address space
     (a run that once grew past 15 GB must not take the machine down with it)."""
+
     def cap() -> None:
         if mem_limit:
             resource.setrlimit(resource.RLIMIT_AS, (mem_limit, mem_limit))
@@ -231,8 +246,13 @@ def _child(cmd: list[str], limit_s: float, mem_limit: int | None = None) -> tupl
     cpu0 = _child_cpu()
     t0 = time.perf_counter()
     try:
-        res = subprocess.run([sys.executable, "-m", "migx_explore", *cmd], capture_output=True, text=True,
-                             timeout=limit_s, preexec_fn=cap)
+        res = subprocess.run(
+            [sys.executable, "-m", "migx_explore", *cmd],
+            capture_output=True,
+            text=True,
+            timeout=limit_s,
+            preexec_fn=cap,
+        )
     except subprocess.TimeoutExpired:
         return None, 0, f"killed after {limit_s:.0f} s"
     seconds = time.perf_counter() - t0
@@ -241,15 +261,13 @@ def _child(cmd: list[str], limit_s: float, mem_limit: int | None = None) -> tupl
     return seconds, (peak if peak > before else 0) * 1024, err or f"cpu {_child_cpu() - cpu0:.1f} s"
 
 
-def _verdict(label: str, seconds: float | None, err: str, target: float, peak: int = 0,
-             mem: int | None = None) -> None:
+def _verdict(label: str, seconds: float | None, err: str, target: float, peak: int = 0, mem: int | None = None) -> None:
     if seconds is None or not err.startswith("cpu "):
         print(f"{label:58s} {err or 'failed'}  (target <= {target:g} s)")
         return
     ok = seconds <= target and (mem is None or peak <= mem)
     mem_txt = f", peak {peak / 2**30:.2f} GB (<= {mem / 2**30:g} GB)" if mem else ""
-    print(f"{label:58s} {seconds:8.2f} s ({err}){mem_txt}  (target <= {target:g} s)"
-          f"{'' if ok else '  OVER target'}")
+    print(f"{label:58s} {seconds:8.2f} s ({err}){mem_txt}  (target <= {target:g} s){'' if ok else '  OVER target'}")
 
 
 def scale_numbers(model: str, repeat: int) -> None:
@@ -258,18 +276,49 @@ def scale_numbers(model: str, repeat: int) -> None:
     export_numbers(model, repeat)
     with tempfile.TemporaryDirectory() as tmp:
         limit, mem = DECODE_TARGET
-        secs, peak, err = _child(["trace", "gpt2_decode", "--input-dim", "P=1..255", "--input-dim", "T=1",
-                                  "--buckets", "none", "--out", os.path.join(tmp, "decode"), "-q"], 3 * limit, 4 * mem)
+        secs, peak, err = _child(
+            [
+                "trace",
+                "gpt2_decode",
+                "--input-dim",
+                "P=1..255",
+                "--input-dim",
+                "T=1",
+                "--buckets",
+                "none",
+                "--out",
+                os.path.join(tmp, "decode"),
+                "-q",
+            ],
+            3 * limit,
+            4 * mem,
+        )
         _verdict("decode: trace gpt2_decode P=1..255, T=1, every size (--buckets none)", secs, err, limit, peak, mem)
         # The fallback when every length is too many: the decoder's buckets (16, 32, ..., 255).
-        secs, peak, err = _child(["trace", "gpt2_decode", "--input-dim", "P=1..255", "--input-dim", "T=1",
-                                  "--buckets", "auto", "--out", os.path.join(tmp, "decode_buckets"), "-q"],
-                                 2 * limit, 4 * mem)
+        secs, peak, err = _child(
+            [
+                "trace",
+                "gpt2_decode",
+                "--input-dim",
+                "P=1..255",
+                "--input-dim",
+                "T=1",
+                "--buckets",
+                "auto",
+                "--out",
+                os.path.join(tmp, "decode_buckets"),
+                "-q",
+            ],
+            2 * limit,
+            4 * mem,
+        )
         _verdict("decode: the same as buckets (the default past 64 sizes)", secs, err, limit, peak, mem)
         # unrolled step by step as MIGraphX does (rewrite_rnn's default fuses a plain direction into
         # one lstm_recurrence op; the issue's case is the ~6,000-instruction unrolled graph)
-        secs, _, err = _child(["trace", "bilstm", "--svg", "--spec", UNROLLED_SPEC, "--out", os.path.join(tmp, "lstm"),
-                               "-q"], 2 * LSTM_SVG_TARGET_S)
+        secs, _, err = _child(
+            ["trace", "bilstm", "--svg", "--spec", UNROLLED_SPEC, "--out", os.path.join(tmp, "lstm"), "-q"],
+            2 * LSTM_SVG_TARGET_S,
+        )
         _verdict("lstm: trace bilstm --svg (unrolled)", secs, err, LSTM_SVG_TARGET_S)
         import onnx
 
@@ -286,19 +335,31 @@ def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", default="yolov8")
     ap.add_argument("--repeat", type=int, default=2, help="toggle off/on cycles")
-    ap.add_argument("--sections", default="first,session,explorer,graphs,scale",
-                    help="comma-separated: first (first render), session, explorer, graphs, scale (issue 23: "
-                         "the yolov10n export, the decode P range, the LSTM --svg, read of 100,000 nodes)")
+    ap.add_argument(
+        "--sections",
+        default="first,session,explorer,graphs,scale",
+        help="comma-separated: first (first render), session, explorer, graphs, scale (issue 23: "
+        "the yolov10n export, the decode P range, the LSTM --svg, read of 100,000 nodes)",
+    )
     args = ap.parse_args(argv)
-    sections = {"first": first_render_numbers, "session": session_numbers, "explorer": explorer_numbers,
-                "graphs": graph_numbers, "scale": scale_numbers}
+    sections = {
+        "first": first_render_numbers,
+        "session": session_numbers,
+        "explorer": explorer_numbers,
+        "graphs": graph_numbers,
+        "scale": scale_numbers,
+    }
     chosen = [name.strip() for name in args.sections.split(",") if name.strip()]
     unknown = [name for name in chosen if name not in sections]
     if unknown:  # before minutes of measuring, not after
-        ap.error(f"unknown section(s) {', '.join(unknown)}; choose from {', '.join(sections)} "
-                 "(toggle times are part of session and explorer)")
-    print(f"model {args.model}; targets: first render <= {FIRST_RENDER_TARGET_S:g} s, step <= "
-          f"{STEP_TARGET_S * 1e3:.0f} ms, toggle + recompute <= {TOGGLE_TARGET_S:g} s")
+        ap.error(
+            f"unknown section(s) {', '.join(unknown)}; choose from {', '.join(sections)} "
+            "(toggle times are part of session and explorer)"
+        )
+    print(
+        f"model {args.model}; targets: first render <= {FIRST_RENDER_TARGET_S:g} s, step <= "
+        f"{STEP_TARGET_S * 1e3:.0f} ms, toggle + recompute <= {TOGGLE_TARGET_S:g} s"
+    )
     for name in chosen:
         sections[name](args.model, args.repeat)
 

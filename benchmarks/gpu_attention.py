@@ -29,15 +29,23 @@ def sdpa_model(heads: int, seq: int, d: int) -> onnx.ModelProto:
     n = helper.make_node
     half = numpy_helper.from_array(np.float32(np.sqrt(1.0 / np.sqrt(d))), "half_scale")
     zero = numpy_helper.from_array(np.float32(0), "zero")
-    nodes = [n("Transpose", ["k"], ["kt"], perm=[0, 1, 3, 2]), n("Mul", ["q", "half_scale"], ["qs"]),
-             n("Mul", ["kt", "half_scale"], ["kts"]), n("MatMul", ["qs", "kts"], ["s"]),
-             n("Add", ["s", "mask"], ["sm"]), n("Softmax", ["sm"], ["p"], axis=-1), n("IsNaN", ["p"], ["nan"]),
-             n("Where", ["nan", "zero", "p"], ["pg"]), n("MatMul", ["pg", "v"], ["out"])]
+    nodes = [
+        n("Transpose", ["k"], ["kt"], perm=[0, 1, 3, 2]),
+        n("Mul", ["q", "half_scale"], ["qs"]),
+        n("Mul", ["kt", "half_scale"], ["kts"]),
+        n("MatMul", ["qs", "kts"], ["s"]),
+        n("Add", ["s", "mask"], ["sm"]),
+        n("Softmax", ["sm"], ["p"], axis=-1),
+        n("IsNaN", ["p"], ["nan"]),
+        n("Where", ["nan", "zero", "p"], ["pg"]),
+        n("MatMul", ["pg", "v"], ["out"]),
+    ]
     F = TensorProto.FLOAT
     vi = helper.make_tensor_value_info
     qkv = [vi(x, F, [1, heads, seq, d]) for x in ("q", "k", "v")]
-    g = helper.make_graph(nodes, "sdpa", [*qkv, vi("mask", F, [1, 1, 1, seq])], [vi("out", F, [1, heads, seq, d])],
-                          [half, zero])
+    g = helper.make_graph(
+        nodes, "sdpa", [*qkv, vi("mask", F, [1, 1, 1, seq])], [vi("out", F, [1, heads, seq, d])], [half, zero]
+    )
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", 18)])
 
 
@@ -45,7 +53,7 @@ def feeds(heads: int, seq: int, d: int) -> dict[str, np.ndarray]:
     rng = np.random.default_rng(0)
     out = {x: rng.standard_normal((1, heads, seq, d)).astype(np.float32) for x in ("q", "k", "v")}
     mask = np.zeros((1, 1, 1, seq), np.float32)
-    mask[..., seq - 16:] = -np.inf  # the last 16 keys are padding
+    mask[..., seq - 16 :] = -np.inf  # the last 16 keys are padding
     out["mask"] = mask
     return out
 
@@ -60,8 +68,11 @@ def cupti_us(fn, sync, name_prefix: str, iters: int) -> float:
         for _ in range(iters):
             fn()
         sync()
-    times = [float(getattr(e, "device_time_total", 0) or getattr(e, "cuda_time_total", 0))
-             for e in prof.events() if e.device_type.name == "CUDA" and e.name.startswith(name_prefix)]
+    times = [
+        float(getattr(e, "device_time_total", 0) or getattr(e, "cuda_time_total", 0))
+        for e in prof.events()
+        if e.device_type.name == "CUDA" and e.name.startswith(name_prefix)
+    ]
     return sum(times) / iters if times else float("nan")
 
 
@@ -145,11 +156,21 @@ def main() -> None:
             o = ours(heads, seq, d, prec, a.iters)
             t = None if a.no_torch else torch_sdpa(heads, seq, d, prec, a.iters)
             err = None if t is None else float(np.max(np.abs(o["out"] - t["out"])))
-            rows.append({"shape": [heads, seq, d], "precision": prec, "kernel": o["kernel"], "ours_us": o["us"],
-                         "torch_us": t and t["us"], "max_abs_err": err})
-            print(f"| {heads}x{seq}x{d} | {prec} | {o['kernel']} | {o['us']:.1f} | "
-                  f"{'—' if t is None else format(t['us'], '.1f')} | {'—' if err is None else format(err, '.1e')} |",
-                  flush=True)
+            rows.append(
+                {
+                    "shape": [heads, seq, d],
+                    "precision": prec,
+                    "kernel": o["kernel"],
+                    "ours_us": o["us"],
+                    "torch_us": t and t["us"],
+                    "max_abs_err": err,
+                }
+            )
+            print(
+                f"| {heads}x{seq}x{d} | {prec} | {o['kernel']} | {o['us']:.1f} | "
+                f"{'—' if t is None else format(t['us'], '.1f')} | {'—' if err is None else format(err, '.1e')} |",
+                flush=True,
+            )
     if a.json:
         with open(a.json, "w") as fh:
             json.dump(rows, fh, indent=1)

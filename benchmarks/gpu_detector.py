@@ -58,12 +58,22 @@ def ours(model, feeds: dict, iters: int, warmup: int) -> dict:
         for k in ev.per_kernel:
             by_op[k.kernel.split("_kernel")[0]] = by_op.get(k.kernel.split("_kernel")[0], 0.0) + k.us
         return {
-            "compile_s": compile_s, "eager_us": ev.device_us.median, "graph_us": gr.device_us.median,
-            "graph_p10": gr.device_us.p10, "graph_p90": gr.device_us.p90,
-            "eager_enqueue_us": ev.enqueue_us.median, "launches": ev.launches, "kernels": res.kernels,
-            "blas_calls": res.blas_calls, "graph_nodes": res.graph_nodes, "graph_segments": res.graph_segments,
-            "segment_nodes": res.segment_nodes, "host_gaps": res.host_gaps, "graph_launches": gr.launches,
-            "dispatch_us_per_launch": ev.enqueue_us.median / max(ev.launches, 1), "dispatch_us_by_kind": by_kind,
+            "compile_s": compile_s,
+            "eager_us": ev.device_us.median,
+            "graph_us": gr.device_us.median,
+            "graph_p10": gr.device_us.p10,
+            "graph_p90": gr.device_us.p90,
+            "eager_enqueue_us": ev.enqueue_us.median,
+            "launches": ev.launches,
+            "kernels": res.kernels,
+            "blas_calls": res.blas_calls,
+            "graph_nodes": res.graph_nodes,
+            "graph_segments": res.graph_segments,
+            "segment_nodes": res.segment_nodes,
+            "host_gaps": res.host_gaps,
+            "graph_launches": gr.launches,
+            "dispatch_us_per_launch": ev.enqueue_us.median / max(ev.launches, 1),
+            "dispatch_us_by_kind": by_kind,
             "host_ops": list(c.steps.host_ops),
             "top_kernels": [(k.instruction, k.kernel, round(k.us, 1)) for k in top],
             "us_by_kernel_family": dict(sorted(((k, round(v, 1)) for k, v in by_op.items()), key=lambda x: -x[1])[:12]),
@@ -81,8 +91,9 @@ def _torch_ops() -> None:
         return [v, i]
 
     def reduce(fn):
-        return lambda x, axes=None, keepdims=1, **_: fn(x, dim=[int(a) for a in axes.reshape(-1).tolist()],
-                                                         keepdim=bool(keepdims))
+        return lambda x, axes=None, keepdims=1, **_: fn(
+            x, dim=[int(a) for a in axes.reshape(-1).tolist()], keepdim=bool(keepdims)
+        )
 
     def gathernd(x, i, batch_dims=0, **_):
         if batch_dims != 1 or i.shape[-1] != 1:
@@ -99,12 +110,19 @@ def _torch_ops() -> None:
             idx[int(ax)] = slice(int(starts.reshape(-1)[k]), int(ends.reshape(-1)[k]))
         return x[tuple(idx)]
 
-    g.OPS.update({
-        "TopK": topk, "ReduceMax": reduce(torch.amax), "ReduceSum": reduce(torch.sum),
-        "GatherElements": lambda x, i, axis=0, **_: torch.gather(x, axis, i), "GatherND": gathernd,
-        "Mod": lambda a, b, **_: torch.remainder(a, b), "Div": div, "Slice": slice_,
-        "Cast": lambda x, to, **_: x.to({1: torch.float32, 7: torch.int64, 6: torch.int32}[to]),
-    })
+    g.OPS.update(
+        {
+            "TopK": topk,
+            "ReduceMax": reduce(torch.amax),
+            "ReduceSum": reduce(torch.sum),
+            "GatherElements": lambda x, i, axis=0, **_: torch.gather(x, axis, i),
+            "GatherND": gathernd,
+            "Mod": lambda a, b, **_: torch.remainder(a, b),
+            "Div": div,
+            "Slice": slice_,
+            "Cast": lambda x, to, **_: x.to({1: torch.float32, 7: torch.int64, 6: torch.int32}[to]),
+        }
+    )
     g.SHAPE_ARGS.update({"TopK", "ReduceMax", "ReduceSum", "Slice"})
 
 
@@ -132,12 +150,18 @@ def torch_eager(model, feeds: dict, iters: int, warmup: int) -> dict:
         with torch.cuda.stream(stream):
             net(*xs)
         torch.cuda.synchronize()
-    kev = [e for e in prof.events() if e.device_type.name == "CUDA" and "Memcpy" not in e.name
-           and "Memset" not in e.name]
-    dur = sorted(((e.name[:60], round(float(getattr(e, "device_time_total", 0) or 0), 1)) for e in kev),
-                 key=lambda x: -x[1])[:8]
-    return {"eager_us": statistics.median(times), "kernels": len(kev), "top_kernels": dur,
-            "outputs": [o.float().cpu().numpy() for o in out]}
+    kev = [
+        e for e in prof.events() if e.device_type.name == "CUDA" and "Memcpy" not in e.name and "Memset" not in e.name
+    ]
+    dur = sorted(
+        ((e.name[:60], round(float(getattr(e, "device_time_total", 0) or 0), 1)) for e in kev), key=lambda x: -x[1]
+    )[:8]
+    return {
+        "eager_us": statistics.median(times),
+        "kernels": len(kev),
+        "top_kernels": dur,
+        "outputs": [o.float().cpu().numpy() for o in out],
+    }
 
 
 def torch_replay_per_node(n: int = 300, iters: int = 50) -> float:
@@ -171,8 +195,11 @@ def compare(ours_out: np.ndarray, torch_out: np.ndarray) -> dict:
     """Detections [1, 300, 6] (x1 y1 x2 y2 score label): scores in rank order, and how many rows agree."""
     a, b = ours_out.reshape(-1, 6), torch_out.reshape(-1, 6)
     same = np.all(np.isclose(a, b, rtol=1e-3, atol=1e-2), axis=1)
-    return {"max_score_diff": float(np.max(np.abs(a[:, 4] - b[:, 4]))), "rows_equal": int(same.sum()),
-            "rows": int(len(a))}
+    return {
+        "max_score_diff": float(np.max(np.abs(a[:, 4] - b[:, 4]))),
+        "rows_equal": int(same.sum()),
+        "rows": int(len(a)),
+    }
 
 
 def main() -> None:
@@ -218,31 +245,43 @@ def main() -> None:
 def report(r: dict) -> str:
     o, t, m = r["ours"], r["torch"], r.get("micro", {})
     ok = lambda v, target: "met" if v <= target else "missed"  # noqa: E731
-    lines = [f"# YOLOv10n-style end-to-end detector, {r['size']}x{r['size']}, batch 1, fp32, TF32 off",
-             f"device: {r['device']}, torch {r['torch_version']}; median device us (inputs on the device)", "",
-             "| | ours eager | ours graph | PyTorch eager |", "|---|---|---|---|",
-             f"| latency us | {o['eager_us']:.1f} | {o['graph_us']:.1f} [{o['graph_p10']:.1f}, {o['graph_p90']:.1f}] "
-             f"| {t['eager_us']:.1f} |",
-             f"| launches | {o['launches']} ({o['kernels']} kernels + {o['blas_calls']} BLAS) | "
-             f"{o['graph_launches']} graph launch(es), {o['graph_nodes']} nodes | {t['kernels']} kernels |", "",
-             f"- graph mode: {o['graph_segments']} segment(s), nodes {o['segment_nodes']}, host gaps "
-             f"{o['host_gaps'] or 'none'}; host steps after lowering: {o['host_ops'] or 'none'}",
-             f"- graph / PyTorch eager: **{r['graph_vs_torch_eager']:.3f}x** (target <= "
-             f"{TARGETS['graph_vs_torch_eager']}: {ok(r['graph_vs_torch_eager'], TARGETS['graph_vs_torch_eager'])})",
-             f"- our launches / PyTorch kernels: {r['launches_vs_torch_kernels']:.2f} (target < 1)",
-             f"- eager dispatch: {o['dispatch_us_per_launch']:.2f} us per launch (target <= "
-             f"{TARGETS['dispatch_us_per_launch']}: "
-             f"{ok(o['dispatch_us_per_launch'], TARGETS['dispatch_us_per_launch'])}); mean enqueue per step by kind: "
-             f"{o['dispatch_us_by_kind']}"]
+    lines = [
+        f"# YOLOv10n-style end-to-end detector, {r['size']}x{r['size']}, batch 1, fp32, TF32 off",
+        f"device: {r['device']}, torch {r['torch_version']}; median device us (inputs on the device)",
+        "",
+        "| | ours eager | ours graph | PyTorch eager |",
+        "|---|---|---|---|",
+        f"| latency us | {o['eager_us']:.1f} | {o['graph_us']:.1f} [{o['graph_p10']:.1f}, {o['graph_p90']:.1f}] "
+        f"| {t['eager_us']:.1f} |",
+        f"| launches | {o['launches']} ({o['kernels']} kernels + {o['blas_calls']} BLAS) | "
+        f"{o['graph_launches']} graph launch(es), {o['graph_nodes']} nodes | {t['kernels']} kernels |",
+        "",
+        f"- graph mode: {o['graph_segments']} segment(s), nodes {o['segment_nodes']}, host gaps "
+        f"{o['host_gaps'] or 'none'}; host steps after lowering: {o['host_ops'] or 'none'}",
+        f"- graph / PyTorch eager: **{r['graph_vs_torch_eager']:.3f}x** (target <= "
+        f"{TARGETS['graph_vs_torch_eager']}: {ok(r['graph_vs_torch_eager'], TARGETS['graph_vs_torch_eager'])})",
+        f"- our launches / PyTorch kernels: {r['launches_vs_torch_kernels']:.2f} (target < 1)",
+        f"- eager dispatch: {o['dispatch_us_per_launch']:.2f} us per launch (target <= "
+        f"{TARGETS['dispatch_us_per_launch']}: "
+        f"{ok(o['dispatch_us_per_launch'], TARGETS['dispatch_us_per_launch'])}); mean enqueue per step by kind: "
+        f"{o['dispatch_us_by_kind']}",
+    ]
     if "graph_us_per_node" in m:
-        lines.append(f"- graph replay (empty-kernel chain): {m['graph_us_per_node']:.3f} us per node (target <= "
-                     f"{TARGETS['replay_us_per_node']}: {ok(m['graph_us_per_node'], TARGETS['replay_us_per_node'])}); "
-                     f"eager enqueue {m['eager_enqueue_us_per_launch']:.2f} us per launch; PyTorch CUDA graph on "
-                     f"the same kind of chain: {m.get('torch_graph_us_per_node', float('nan')):.3f} us per node")
+        lines.append(
+            f"- graph replay (empty-kernel chain): {m['graph_us_per_node']:.3f} us per node (target <= "
+            f"{TARGETS['replay_us_per_node']}: {ok(m['graph_us_per_node'], TARGETS['replay_us_per_node'])}); "
+            f"eager enqueue {m['eager_enqueue_us_per_launch']:.2f} us per launch; PyTorch CUDA graph on "
+            f"the same kind of chain: {m.get('torch_graph_us_per_node', float('nan')):.3f} us per node"
+        )
     a = r["agreement"]
-    lines += [f"- detections vs PyTorch: {a['rows_equal']}/{a['rows']} rows equal, max score difference "
-              f"{a['max_score_diff']:.1e}", f"- compile (lowering, kernels from a cold cache): {o['compile_s']:.1f} s",
-              "", "our slowest kernels (eager, us):", ""]
+    lines += [
+        f"- detections vs PyTorch: {a['rows_equal']}/{a['rows']} rows equal, max score difference "
+        f"{a['max_score_diff']:.1e}",
+        f"- compile (lowering, kernels from a cold cache): {o['compile_s']:.1f} s",
+        "",
+        "our slowest kernels (eager, us):",
+        "",
+    ]
     lines += [f"    {ins:28} {k[:50]:50} {us:8.1f}" for ins, k, us in o["top_kernels"]]
     lines += ["", "PyTorch's slowest kernels (us):", ""]
     lines += [f"    {k:60} {us:8.1f}" for k, us in t["top_kernels"]]

@@ -29,8 +29,11 @@ def reference_error(model, feeds: dict, outs: list) -> float:
     from migx_explore.compiler.onnx.context import param_name
 
     want = evaluate(parse_onnx(model), {param_name(k): v for k, v in feeds.items()})
-    errs = [float(np.max(np.abs(np.asarray(g, np.float64).reshape(np.shape(w)) - w) / (np.abs(w) + 1e-2)))
-            for g, w in zip(outs, want) if np.asarray(w).dtype.kind == "f" and np.size(w)]
+    errs = [
+        float(np.max(np.abs(np.asarray(g, np.float64).reshape(np.shape(w)) - w) / (np.abs(w) + 1e-2)))
+        for g, w in zip(outs, want)
+        if np.asarray(w).dtype.kind == "f" and np.size(w)
+    ]
     return max(errs, default=0.0)
 
 

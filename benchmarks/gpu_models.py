@@ -37,14 +37,29 @@ class Builder:
         self.nodes.append(helper.make_node(op, inputs, outs, **attrs))
         return outs[0] if n_out == 1 else outs
 
-    def conv(self, x: str, cin: int, cout: int, k: int, stride: int = 1, group: int = 1, act: str | None = "relu",
-             pad: int | None = None) -> str:
+    def conv(
+        self,
+        x: str,
+        cin: int,
+        cout: int,
+        k: int,
+        stride: int = 1,
+        group: int = 1,
+        act: str | None = "relu",
+        pad: int | None = None,
+    ) -> str:
         fan_in = cin // group * k * k
         w = (self.rng.standard_normal((cout, cin // group, k, k)) * np.sqrt(2.0 / fan_in)).astype(np.float32)
         b = (self.rng.standard_normal(cout) * 0.05).astype(np.float32)
         p = k // 2 if pad is None else pad
-        y = self.node("Conv", [x, self.const(w), self.const(b, "b")], kernel_shape=[k, k], strides=[stride, stride],
-                      pads=[p, p, p, p], group=group)
+        y = self.node(
+            "Conv",
+            [x, self.const(w), self.const(b, "b")],
+            kernel_shape=[k, k],
+            strides=[stride, stride],
+            pads=[p, p, p, p],
+            group=group,
+        )
         if act == "relu":
             return self.node("Relu", [y])
         if act == "silu":
@@ -151,23 +166,38 @@ def transformer(batch: int = 1, seq: int = 128, dim: int = 256, heads: int = 4) 
         return b.node("Add", [b.node("MatMul", [x, b.const(w)]), b.const(np.zeros(o, np.float32), "b")])
 
     def ln(x: str) -> str:
-        return b.node("LayerNormalization", [x, b.const(np.ones(dim, np.float32), "g"),
-                                             b.const(np.zeros(dim, np.float32), "beta")], axis=-1, epsilon=1e-5)
+        return b.node(
+            "LayerNormalization",
+            [x, b.const(np.ones(dim, np.float32), "g"), b.const(np.zeros(dim, np.float32), "beta")],
+            axis=-1,
+            epsilon=1e-5,
+        )
 
     h = ln("x")
     shape = b.const(np.array([batch, seq, heads, hd], np.int64), "shape")
-    q, k, v = (b.node("Transpose", [b.node("Reshape", [lin(h, dim, dim), shape])], perm=[0, 2, 1, 3])
-               for _ in range(3))
+    q, k, v = (b.node("Transpose", [b.node("Reshape", [lin(h, dim, dim), shape])], perm=[0, 2, 1, 3]) for _ in range(3))
     kt = b.node("Transpose", [k], perm=[0, 1, 3, 2])
     s = b.node("Mul", [b.node("MatMul", [q, kt]), b.const(np.array([1 / np.sqrt(hd)], np.float32), "scale")])
     a = b.node("MatMul", [b.node("Softmax", [s], axis=-1), v])
-    a = b.node("Reshape", [b.node("Transpose", [a], perm=[0, 2, 1, 3]),
-                           b.const(np.array([batch, seq, dim], np.int64), "shape")])
+    a = b.node(
+        "Reshape",
+        [b.node("Transpose", [a], perm=[0, 2, 1, 3]), b.const(np.array([batch, seq, dim], np.int64), "shape")],
+    )
     x1 = b.node("Add", ["x", lin(a, dim, dim)])
     m = lin(ln(x1), dim, 4 * dim)
-    gelu = b.node("Mul", [b.node("Mul", [m, b.const(np.array([0.5], np.float32), "half")]), b.node(
-        "Add", [b.const(np.array([1.0], np.float32), "one"),
-                b.node("Erf", [b.node("Div", [m, b.const(np.array([np.sqrt(2.0)], np.float32), "sqrt2")])])])])
+    gelu = b.node(
+        "Mul",
+        [
+            b.node("Mul", [m, b.const(np.array([0.5], np.float32), "half")]),
+            b.node(
+                "Add",
+                [
+                    b.const(np.array([1.0], np.float32), "one"),
+                    b.node("Erf", [b.node("Div", [m, b.const(np.array([np.sqrt(2.0)], np.float32), "sqrt2")])]),
+                ],
+            ),
+        ],
+    )
     y = b.node("Add", [x1, lin(gelu, 4 * dim, dim)])
     return b.model([("x", [batch, seq, dim])], [y], "transformer")
 

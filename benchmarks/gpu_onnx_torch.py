@@ -68,8 +68,12 @@ def _resize(x, roi=None, scales=None, sizes=None, *, mode="nearest", **kw):
     ctm = kw.get("coordinate_transformation_mode", "half_pixel")
     if sizes is not None and sizes.numel():
         size = [int(s) for s in sizes.tolist()[2:]]
-        return F.interpolate(x, size=size, mode="nearest" if mode == "nearest" else "bilinear",
-                             **({} if mode == "nearest" else {"align_corners": ctm == "align_corners"}))
+        return F.interpolate(
+            x,
+            size=size,
+            mode="nearest" if mode == "nearest" else "bilinear",
+            **({} if mode == "nearest" else {"align_corners": ctm == "align_corners"}),
+        )
     sf = [float(s) for s in scales.tolist()[2:]]
     if mode == "nearest":
         return F.interpolate(x, scale_factor=sf, mode="nearest")
@@ -93,8 +97,10 @@ def _clip(x, lo=None, hi=None, **kw):
 
 
 def _unsqueeze(x, axes=None, **kw):
-    ax = sorted(int(a) % (x.dim() + len(axes if axes is not None else kw["axes"]))
-                for a in (axes.tolist() if axes is not None else kw["axes"]))
+    ax = sorted(
+        int(a) % (x.dim() + len(axes if axes is not None else kw["axes"]))
+        for a in (axes.tolist() if axes is not None else kw["axes"])
+    )
     for a in ax:
         x = x.unsqueeze(a)
     return x
@@ -114,19 +120,39 @@ def _cos(x, value=None, **_):
 
 
 OPS = {
-    "Conv": _conv, "MaxPool": _maxpool, "Gemm": _gemm, "Reshape": _reshape, "Split": _split, "Resize": _resize,
-    "LayerNormalization": _layernorm, "ReduceMean": _reduce_mean, "Clip": _clip, "Unsqueeze": _unsqueeze,
-    "Expand": _expand, "Trilu": _trilu,
-    "Relu": lambda x, **_: F.relu(x), "Sigmoid": lambda x, **_: torch.sigmoid(x), "Erf": lambda x, **_: torch.erf(x),
-    "Add": lambda a, b, **_: a + b, "Sub": lambda a, b, **_: a - b, "Mul": lambda a, b, **_: a * b,
-    "Div": lambda a, b, **_: a / b, "Equal": lambda a, b, **_: a == b, "LessOrEqual": lambda a, b, **_: a <= b,
+    "Conv": _conv,
+    "MaxPool": _maxpool,
+    "Gemm": _gemm,
+    "Reshape": _reshape,
+    "Split": _split,
+    "Resize": _resize,
+    "LayerNormalization": _layernorm,
+    "ReduceMean": _reduce_mean,
+    "Clip": _clip,
+    "Unsqueeze": _unsqueeze,
+    "Expand": _expand,
+    "Trilu": _trilu,
+    "Relu": lambda x, **_: F.relu(x),
+    "Sigmoid": lambda x, **_: torch.sigmoid(x),
+    "Erf": lambda x, **_: torch.erf(x),
+    "Add": lambda a, b, **_: a + b,
+    "Sub": lambda a, b, **_: a - b,
+    "Mul": lambda a, b, **_: a * b,
+    "Div": lambda a, b, **_: a / b,
+    "Equal": lambda a, b, **_: a == b,
+    "LessOrEqual": lambda a, b, **_: a <= b,
     "Range": lambda s, lim, d, **_: torch.arange(int(s), int(lim), int(d), device=s.device),
-    "Where": lambda c, a, b, **_: torch.where(c, a, b), "Identity": lambda x, **_: x,
+    "Where": lambda c, a, b, **_: torch.where(c, a, b),
+    "Identity": lambda x, **_: x,
     # Exported HF transformers (attention masks, GPT-2's tanh GELU): comparisons and logic.
-    "And": lambda a, b, **_: a & b, "Or": lambda a, b, **_: a | b, "Not": lambda a, **_: ~a,
-    "Less": lambda a, b, **_: a < b, "Greater": lambda a, b, **_: a > b,
+    "And": lambda a, b, **_: a & b,
+    "Or": lambda a, b, **_: a | b,
+    "Not": lambda a, **_: ~a,
+    "Less": lambda a, b, **_: a < b,
+    "Greater": lambda a, b, **_: a > b,
     "GreaterOrEqual": lambda a, b, **_: a >= b,
-    "Pow": lambda a, b, **_: torch.pow(a, b), "Tanh": lambda x, **_: torch.tanh(x),
+    "Pow": lambda a, b, **_: torch.pow(a, b),
+    "Tanh": lambda x, **_: torch.tanh(x),
     "Cast": lambda x, to, **_: x.to(_ONNX_TORCH_TYPES[to]),
     "GatherElements": lambda x, i, axis=0, **_: torch.gather(x, axis, torch.where(i < 0, i + x.shape[axis], i).long()),
     "MatMul": lambda a, b, **_: a @ b,
@@ -136,21 +162,36 @@ OPS = {
     "Transpose": lambda x, perm=None, **_: x.permute(*(perm or list(reversed(range(x.dim()))))),
     "Softmax": lambda x, axis=-1, **_: torch.softmax(x, dim=axis),
     "LogSoftmax": lambda x, axis=-1, **_: torch.log_softmax(x, dim=axis),
-    "Gather": lambda x, i, axis=0, **_: torch.index_select(x, axis, i.reshape(-1).long()).reshape(
-        tuple(x.shape[:axis]) + tuple(i.shape) + tuple(x.shape[axis + 1:])) if i.dim() else x.select(axis, int(i)),
+    "Gather": lambda x, i, axis=0, **_: (
+        torch.index_select(x, axis, i.reshape(-1).long()).reshape(
+            tuple(x.shape[:axis]) + tuple(i.shape) + tuple(x.shape[axis + 1 :])
+        )
+        if i.dim()
+        else x.select(axis, int(i))
+    ),
     "BatchNormalization": lambda x, s, b, m, v, epsilon=1e-5, **_: F.batch_norm(x, m, v, s, b, False, 0.0, epsilon),
     "ConstantOfShape": lambda shape, value=None, **_: _constant_of_shape(shape, value),
 }
 
 
 def _constant_of_shape(shape, value=None):
-    fill = torch.from_numpy(numpy_helper.to_array(value).reshape(-1)[:1].copy()) if value is not None else \
-        torch.zeros(1)
+    fill = (
+        torch.from_numpy(numpy_helper.to_array(value).reshape(-1)[:1].copy()) if value is not None else torch.zeros(1)
+    )
     return torch.full([int(s) for s in shape.tolist()], fill.item(), dtype=fill.dtype, device=shape.device)
 
 
-_ONNX_TORCH_TYPES = {1: torch.float32, 2: torch.uint8, 3: torch.int8, 6: torch.int32, 7: torch.int64, 9: torch.bool,
-                     10: torch.float16, 11: torch.float64, 16: torch.bfloat16}
+_ONNX_TORCH_TYPES = {
+    1: torch.float32,
+    2: torch.uint8,
+    3: torch.int8,
+    6: torch.int32,
+    7: torch.int64,
+    9: torch.bool,
+    10: torch.float16,
+    11: torch.float64,
+    16: torch.bfloat16,
+}
 
 # Ops whose inputs after the first are shapes/axes/sizes read on the host (kept on the CPU so
 # forward() never synchronizes; everything else is resident on the GPU).
@@ -219,8 +260,10 @@ class OnnxTorch(torch.nn.Module):
         import copy
 
         net = copy.copy(self)
-        net.program = [(node, [a.half() if isinstance(a, torch.Tensor) and a.dtype == torch.float32 else a
-                               for a in args]) for node, args in self.program]
+        net.program = [
+            (node, [a.half() if isinstance(a, torch.Tensor) and a.dtype == torch.float32 else a for a in args])
+            for node, args in self.program
+        ]
         net.types = {k: torch.float16 if v == torch.float32 else v for k, v in self.types.items()}
         return net
 

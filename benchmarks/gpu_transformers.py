@@ -77,8 +77,16 @@ def _export(module, args: tuple, names: list[str]) -> onnx.ModelProto:
     for dynamo in (False, True):
         try:
             with torch.no_grad():
-                torch.onnx.export(module, args, buf, input_names=names, output_names=["hidden"], opset_version=18,
-                                  do_constant_folding=True, dynamo=dynamo)
+                torch.onnx.export(
+                    module,
+                    args,
+                    buf,
+                    input_names=names,
+                    output_names=["hidden"],
+                    opset_version=18,
+                    do_constant_folding=True,
+                    dynamo=dynamo,
+                )
             return onnx.load_from_string(buf.getvalue())
         except Exception as e:  # noqa: BLE001 - try the other exporter
             errors.append(f"dynamo={dynamo}: {type(e).__name__}: {str(e)[:200]}")
@@ -105,9 +113,16 @@ def hf_bert() -> TransformerCase:
     import torch
     from transformers import BertConfig, BertModel
 
-    cfg = BertConfig(vocab_size=1000, hidden_size=256, num_hidden_layers=4, num_attention_heads=4,
-                     intermediate_size=1024, max_position_embeddings=SEQ, hidden_dropout_prob=0.0,
-                     attention_probs_dropout_prob=0.0)
+    cfg = BertConfig(
+        vocab_size=1000,
+        hidden_size=256,
+        num_hidden_layers=4,
+        num_attention_heads=4,
+        intermediate_size=1024,
+        max_position_embeddings=SEQ,
+        hidden_dropout_prob=0.0,
+        attention_probs_dropout_prob=0.0,
+    )
     _attention(cfg)
     torch.manual_seed(0)
     model = BertModel(cfg, add_pooling_layer=False).eval()
@@ -115,7 +130,7 @@ def hf_bert() -> TransformerCase:
     names = ["input_ids", "attention_mask"]
     ids = np.random.default_rng(0).integers(0, 1000, (1, SEQ)).astype(np.int64)
     mask = np.ones((1, SEQ), np.int64)
-    mask[:, SEQ - PADDING:] = 0
+    mask[:, SEQ - PADDING :] = 0
     wrapped = _last_hidden(model, names)
     onnx_model = _export(wrapped, (torch.from_numpy(ids), torch.from_numpy(mask)), names)
     return TransformerCase("bert", "hf", onnx_model, {"input_ids": ids, "attention_mask": mask}, wrapped.cuda())
@@ -125,8 +140,17 @@ def hf_gpt2() -> TransformerCase:
     import torch
     from transformers import GPT2Config, GPT2Model
 
-    cfg = GPT2Config(vocab_size=1000, n_embd=128, n_layer=4, n_head=4, n_positions=SEQ, resid_pdrop=0.0,
-                     embd_pdrop=0.0, attn_pdrop=0.0, use_cache=False)
+    cfg = GPT2Config(
+        vocab_size=1000,
+        n_embd=128,
+        n_layer=4,
+        n_head=4,
+        n_positions=SEQ,
+        resid_pdrop=0.0,
+        embd_pdrop=0.0,
+        attn_pdrop=0.0,
+        use_cache=False,
+    )
     _attention(cfg)
     torch.manual_seed(0)
     model = GPT2Model(cfg).eval()
@@ -143,8 +167,16 @@ def hf_llama() -> TransformerCase:
     from transformers import LlamaConfig, LlamaModel
 
     seq = 64
-    cfg = LlamaConfig(vocab_size=1000, hidden_size=128, num_hidden_layers=4, num_attention_heads=4,
-                      num_key_value_heads=2, intermediate_size=512, max_position_embeddings=seq, use_cache=False)
+    cfg = LlamaConfig(
+        vocab_size=1000,
+        hidden_size=128,
+        num_hidden_layers=4,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        intermediate_size=512,
+        max_position_embeddings=seq,
+        use_cache=False,
+    )
     _attention(cfg)
     torch.manual_seed(0)
     model = LlamaModel(cfg).eval()
@@ -172,8 +204,16 @@ def hf_vit() -> TransformerCase:
     import torch
     from transformers import ViTConfig, ViTModel
 
-    cfg = ViTConfig(hidden_size=192, num_hidden_layers=4, num_attention_heads=3, intermediate_size=768,
-                    image_size=224, patch_size=16, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+    cfg = ViTConfig(
+        hidden_size=192,
+        num_hidden_layers=4,
+        num_attention_heads=3,
+        intermediate_size=768,
+        image_size=224,
+        patch_size=16,
+        hidden_dropout_prob=0.0,
+        attention_probs_dropout_prob=0.0,
+    )
     _attention(cfg)
     torch.manual_seed(0)
     return _image_case("vit", ViTModel(cfg, add_pooling_layer=False), 224, 3)
@@ -194,9 +234,17 @@ def hf_whisper_encoder() -> TransformerCase:
     from transformers.models.whisper.modeling_whisper import WhisperEncoder
 
     positions = 256  # the encoder wants exactly 2 x max_source_positions input frames
-    cfg = WhisperConfig(d_model=128, encoder_layers=2, encoder_attention_heads=4, encoder_ffn_dim=512,
-                        num_mel_bins=80, max_source_positions=positions, dropout=0.0, attention_dropout=0.0,
-                        activation_dropout=0.0)
+    cfg = WhisperConfig(
+        d_model=128,
+        encoder_layers=2,
+        encoder_attention_heads=4,
+        encoder_ffn_dim=512,
+        num_mel_bins=80,
+        max_source_positions=positions,
+        dropout=0.0,
+        attention_dropout=0.0,
+        activation_dropout=0.0,
+    )
     _attention(cfg)
     torch.manual_seed(0)
     model = WhisperEncoder(cfg).eval()
@@ -222,8 +270,14 @@ def builtin_case(name: str, d_model: int, why: str) -> TransformerCase:
 def transformer_cases(names: list[str]) -> list[TransformerCase]:
     """The HF cases named; a failed language model is replaced by the built-in transformer of its
     width, a failed image/audio model (no built-in counterpart) is left out with a message."""
-    builders = {"bert": (hf_bert, 256), "gpt2": (hf_gpt2, 128), "llama": (hf_llama, 128), "vit": (hf_vit, None),
-                "whisper": (hf_whisper_encoder, None), "convnext": (hf_convnext, None)}
+    builders = {
+        "bert": (hf_bert, 256),
+        "gpt2": (hf_gpt2, 128),
+        "llama": (hf_llama, 128),
+        "vit": (hf_vit, None),
+        "whisper": (hf_whisper_encoder, None),
+        "convnext": (hf_convnext, None),
+    }
     out = []
     for n in names:
         if n not in builders:

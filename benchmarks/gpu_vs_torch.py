@@ -87,10 +87,13 @@ def _kernel_profile(fn, stream) -> tuple[int, list]:
         with torch.cuda.stream(stream):
             fn()
         torch.cuda.synchronize()
-    kev = [e for e in prof.events() if e.device_type.name == "CUDA" and "Memcpy" not in e.name
-           and "Memset" not in e.name]
-    dur = [(e.name[:60], round(float(getattr(e, "device_time_total", 0) or getattr(e, "cuda_time_total", 0)), 1))
-           for e in kev]
+    kev = [
+        e for e in prof.events() if e.device_type.name == "CUDA" and "Memcpy" not in e.name and "Memset" not in e.name
+    ]
+    dur = [
+        (e.name[:60], round(float(getattr(e, "device_time_total", 0) or getattr(e, "cuda_time_total", 0)), 1))
+        for e in kev
+    ]
     return len(kev), sorted(dur, key=lambda x: -x[1])[:8]
 
 
@@ -150,10 +153,16 @@ def torch_latency(net, xs: list, iters: int, warmup: int) -> dict:
         graph, gout, nodes = _graph_of(lambda: net(*xs), stream)
         replay = _timed(graph.replay, stream, iters)
         kernels, top = _kernel_profile(lambda: net(*xs), stream)
-    return {"eager_us": statistics.median(eager), "graph_us": statistics.median(replay),
-            "eager_enqueue_us": statistics.median(enq), "kernels": kernels, "graph_nodes": nodes, "top_kernels": top,
-            "outputs": [o.float().cpu().numpy() for o in _as_list(out)],
-            "graph_outputs": [o.float().cpu().numpy() for o in _as_list(gout)]}
+    return {
+        "eager_us": statistics.median(eager),
+        "graph_us": statistics.median(replay),
+        "eager_enqueue_us": statistics.median(enq),
+        "kernels": kernels,
+        "graph_nodes": nodes,
+        "top_kernels": top,
+        "outputs": [o.float().cpu().numpy() for o in _as_list(out)],
+        "graph_outputs": [o.float().cpu().numpy() for o in _as_list(gout)],
+    }
 
 
 def torch_compiled_latency(net, xs: list, iters: int, warmup: int) -> dict:
@@ -174,9 +183,15 @@ def torch_compiled_latency(net, xs: list, iters: int, warmup: int) -> dict:
         replay = _timed(graph.replay, stream, iters)
         kernels, top = _kernel_profile(graph.replay, stream)
         breakdown = kernel_breakdown(graph.replay, torch.cuda.synchronize)
-    return {"graph_us": statistics.median(replay), "compile_s": compile_s, "graph_kernel_breakdown": breakdown,
-            "graph_nodes": nodes, "kernels": kernels,
-            "top_kernels": top, "outputs": [o.float().cpu().numpy() for o in _as_list(gout)]}
+    return {
+        "graph_us": statistics.median(replay),
+        "compile_s": compile_s,
+        "graph_kernel_breakdown": breakdown,
+        "graph_nodes": nodes,
+        "kernels": kernels,
+        "top_kernels": top,
+        "outputs": [o.float().cpu().numpy() for o in _as_list(gout)],
+    }
 
 
 def ours(model, feeds: dict, iters: int, warmup: int, precision: str = "fp32") -> dict:
@@ -190,8 +205,9 @@ def ours(model, feeds: dict, iters: int, warmup: int, precision: str = "fp32") -
 
     be = get_backend()
     t0 = time.perf_counter()
-    program = compile_program_ir(parse_onnx(model), CompileOptions(precision=precision), backend=be,
-                                 pass_manager=PassManager(validate=False))
+    program = compile_program_ir(
+        parse_onnx(model), CompileOptions(precision=precision), backend=be, pass_manager=PassManager(validate=False)
+    )
     compile_s = time.perf_counter() - t0
     c = CompiledProgram(program, be)
     try:
@@ -209,17 +225,28 @@ def ours(model, feeds: dict, iters: int, warmup: int, precision: str = "fp32") -
         ev, gr = res.modes["eager"], res.modes["graph"]
         top = sorted(ev.per_kernel, key=lambda k: -k.us)[:8]
         return {
-            "compile_s": compile_s, "eager_us": ev.device_us.median, "eager_p10": ev.device_us.p10,
-            "eager_p90": ev.device_us.p90, "graph_us": gr.device_us.median, "graph_p10": gr.device_us.p10,
-            "graph_p90": gr.device_us.p90, "host_run_eager_us": ev.host_us.median,
+            "compile_s": compile_s,
+            "eager_us": ev.device_us.median,
+            "eager_p10": ev.device_us.p10,
+            "eager_p90": ev.device_us.p90,
+            "graph_us": gr.device_us.median,
+            "graph_p10": gr.device_us.p10,
+            "graph_p90": gr.device_us.p90,
+            "host_run_eager_us": ev.host_us.median,
             "host_run_graph_us": gr.host_us.median,
-            "eager_enqueue_us": ev.enqueue_us.median, "launches": ev.launches, "kernels": res.kernels,
-            "blas_calls": res.blas_calls, "graph_nodes": res.graph_nodes,
+            "eager_enqueue_us": ev.enqueue_us.median,
+            "launches": ev.launches,
+            "kernels": res.kernels,
+            "blas_calls": res.blas_calls,
+            "graph_nodes": res.graph_nodes,
             "dispatch_us_per_launch": ev.enqueue_us.median / max(ev.launches, 1),
             "graph_us_per_node": gr.device_us.median / max(res.graph_nodes, 1),
-            "arena_bytes": mem.arena_bytes, "naive_bytes": mem.naive_bytes,
-            "top_kernels": [(k.kernel, round(k.us, 1)) for k in top], "outputs": out,
-            "dispatch_us_by_kind": by_kind, "graph_kernel_breakdown": breakdown,
+            "arena_bytes": mem.arena_bytes,
+            "naive_bytes": mem.naive_bytes,
+            "top_kernels": [(k.kernel, round(k.us, 1)) for k in top],
+            "outputs": out,
+            "dispatch_us_by_kind": by_kind,
+            "graph_kernel_breakdown": breakdown,
         }
     finally:
         c.close()
@@ -285,8 +312,13 @@ def micro(n: int = 300, iters: int = 50) -> dict:
             launch()
         graphs[count] = statistics.median(device_us(launch) for _ in range(iters))
     per_node = (graphs[n] - graphs[1]) / (n - 1)
-    return {"eager_enqueue_us_per_launch": statistics.median(enq), "eager_device_us_per_launch": eager_dev,
-            "graph_1_node_us": graphs[1], f"graph_{n}_nodes_us": graphs[n], "graph_us_per_node": per_node}
+    return {
+        "eager_enqueue_us_per_launch": statistics.median(enq),
+        "eager_device_us_per_launch": eager_dev,
+        "graph_1_node_us": graphs[1],
+        f"graph_{n}_nodes_us": graphs[n],
+        "graph_us_per_node": per_node,
+    }
 
 
 def cache_speedup() -> dict:
@@ -304,8 +336,13 @@ def cache_speedup() -> dict:
         kernel_cache.clear_memory_cache()
         compile_program_ir(model, backend=be, pass_manager=PassManager(validate=False))
         warm = kernel_cache.last_stats
-    return {"kernels": cold.compiled, "cold_s": cold.seconds, "warm_s": warm.seconds,
-            "warm_from_disk": warm.from_disk, "speedup": cold.seconds / max(warm.seconds, 1e-9)}
+    return {
+        "kernels": cold.compiled,
+        "cold_s": cold.seconds,
+        "warm_s": warm.seconds,
+        "warm_from_disk": warm.from_disk,
+        "speedup": cold.seconds / max(warm.seconds, 1e-9),
+    }
 
 
 def model_list(selected: str | None) -> dict:
@@ -313,7 +350,7 @@ def model_list(selected: str | None) -> dict:
 
     out = {}
     for name in models.list_models():
-        out[name] = (lambda n=name: models.get_model(n))
+        out[name] = lambda n=name: models.get_model(n)
     out["resnet18_like"] = gpu_models.resnet18_like
     out["yolo_style"] = gpu_models.yolo_style
     if selected:
@@ -357,8 +394,9 @@ def compare_row(model, feeds: dict, nets: list, xs: list, args) -> dict:
         got, want = row["ours"].pop("outputs"), row["torch"].pop("outputs")
         row["_torch_outputs"] = want
         gw = row["torch"].pop("graph_outputs")
-        row["max_rel_err_vs_torch"] = max(float(np.max(np.abs(g.reshape(w.shape) - w) / (np.abs(w) + 1e-3)))
-                                          for g, w in zip(got, want))
+        row["max_rel_err_vs_torch"] = max(
+            float(np.max(np.abs(g.reshape(w.shape) - w) / (np.abs(w) + 1e-3))) for g, w in zip(got, want)
+        )
         row["torch_graph_vs_eager_err"] = max(float(np.max(np.abs(g - w))) for g, w in zip(gw, want))
         o, t = row["ours"], row["torch"]
         row["graph_ratio_vs_torch_graph"] = o["graph_us"] / t["graph_us"]
@@ -456,10 +494,14 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default="bench_out")
     ap.add_argument("--models", default=None, help="ONNX-built models to run (default: all)")
-    ap.add_argument("--transformers", default="bert,gpt2,llama,vit,whisper,convnext",
-                    help="HF-config models ('' for none)")
-    ap.add_argument("--compile", default="bert,gpt2,llama,vit,whisper,convnext,resnet18,transformer",
-                    help="models that also get the torch.compile + CUDA graph baseline ('all' for every one)")
+    ap.add_argument(
+        "--transformers", default="bert,gpt2,llama,vit,whisper,convnext", help="HF-config models ('' for none)"
+    )
+    ap.add_argument(
+        "--compile",
+        default="bert,gpt2,llama,vit,whisper,convnext,resnet18,transformer",
+        help="models that also get the torch.compile + CUDA graph baseline ('all' for every one)",
+    )
     ap.add_argument("--iters", type=int, default=200)
     ap.add_argument("--warmup", type=int, default=20)
     ap.add_argument("--skip-micro", action="store_true")

@@ -35,20 +35,44 @@ def build(name: str, impl: str, seq: int):
     from transformers import AutoModel, BertConfig, GPT2Config, LlamaConfig
 
     if name == "bert":
-        cfg = BertConfig(vocab_size=100, hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
-                         intermediate_size=128, max_position_embeddings=64, hidden_dropout_prob=0.0,
-                         attention_probs_dropout_prob=0.0)
+        cfg = BertConfig(
+            vocab_size=100,
+            hidden_size=64,
+            num_hidden_layers=2,
+            num_attention_heads=4,
+            intermediate_size=128,
+            max_position_embeddings=64,
+            hidden_dropout_prob=0.0,
+            attention_probs_dropout_prob=0.0,
+        )
     elif name == "gpt2":
-        cfg = GPT2Config(vocab_size=100, n_embd=64, n_layer=2, n_head=4, n_positions=64, resid_pdrop=0.0,
-                         embd_pdrop=0.0, attn_pdrop=0.0, use_cache=False)
+        cfg = GPT2Config(
+            vocab_size=100,
+            n_embd=64,
+            n_layer=2,
+            n_head=4,
+            n_positions=64,
+            resid_pdrop=0.0,
+            embd_pdrop=0.0,
+            attn_pdrop=0.0,
+            use_cache=False,
+        )
     else:
-        cfg = LlamaConfig(vocab_size=100, hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
-                          num_key_value_heads=2, intermediate_size=128, max_position_embeddings=64, use_cache=False)
+        cfg = LlamaConfig(
+            vocab_size=100,
+            hidden_size=64,
+            num_hidden_layers=2,
+            num_attention_heads=4,
+            num_key_value_heads=2,
+            intermediate_size=128,
+            max_position_embeddings=64,
+            use_cache=False,
+        )
     torch.manual_seed(0)
     model = AutoModel.from_config(cfg, attn_implementation=impl).eval()
     ids = np.random.default_rng(0).integers(0, 100, (2, seq)).astype(np.int64)
     mask = np.ones((2, seq), np.int64)
-    mask[1, seq - 5:] = 0  # padding at the end of the second row
+    mask[1, seq - 5 :] = 0  # padding at the end of the second row
     names = ["input_ids", "attention_mask"]
 
     class LastHidden(torch.nn.Module):
@@ -75,16 +99,27 @@ def export_one(job: tuple[str, str, str, int, str]) -> dict:
             expected = module(*args).numpy()
         path = Path(out) / f"{tag}.onnx"
         with torch.no_grad():
-            torch.onnx.export(module, args, str(path), input_names=list(feeds), output_names=["hidden"],
-                              opset_version=18, dynamo=exporter == "dynamo")
+            torch.onnx.export(
+                module,
+                args,
+                str(path),
+                input_names=list(feeds),
+                output_names=["hidden"],
+                opset_version=18,
+                dynamo=exporter == "dynamo",
+            )
         m = onnx.load(str(path), load_external_data=True)
         onnx.save(m, str(path))  # one self-contained file (dynamo may write external data)
         np.savez(Path(out) / f"{tag}.npz", expected=expected, **feeds)
         ops = Counter(n.op_type for n in m.graph.node)
         return {"tag": tag, "ok": True, "nodes": len(m.graph.node), "ops": dict(sorted(ops.items()))}
     except Exception as e:  # noqa: BLE001 - recorded per export, the others go on
-        return {"tag": tag, "ok": False, "error": f"{type(e).__name__}: {str(e)[:400]}",
-                "trace": traceback.format_exc()[-1500:]}
+        return {
+            "tag": tag,
+            "ok": False,
+            "error": f"{type(e).__name__}: {str(e)[:400]}",
+            "trace": traceback.format_exc()[-1500:],
+        }
 
 
 def main() -> None:

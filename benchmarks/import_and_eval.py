@@ -29,12 +29,19 @@ def big_mlp(width: int = 1400, layers: int = 2, seed: int = 0) -> onnx.ModelProt
     for i in range(layers):
         w = rng.standard_normal((width, width), dtype=np.float32) * np.float32(1 / np.sqrt(width))
         inits += [numpy_helper.from_array(w, f"w{i}"), numpy_helper.from_array(np.zeros(width, np.float32), f"b{i}")]
-        nodes += [helper.make_node("MatMul", [x, f"w{i}"], [f"m{i}"]),
-                  helper.make_node("Add", [f"m{i}", f"b{i}"], [f"a{i}"]),
-                  helper.make_node("Relu", [f"a{i}"], [f"h{i}"])]
+        nodes += [
+            helper.make_node("MatMul", [x, f"w{i}"], [f"m{i}"]),
+            helper.make_node("Add", [f"m{i}", f"b{i}"], [f"a{i}"]),
+            helper.make_node("Relu", [f"a{i}"], [f"h{i}"]),
+        ]
         x = f"h{i}"
-    g = helper.make_graph(nodes, "big_mlp", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, width])],
-                          [helper.make_tensor_value_info(x, TensorProto.FLOAT, [1, width])], inits)
+    g = helper.make_graph(
+        nodes,
+        "big_mlp",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, width])],
+        [helper.make_tensor_value_info(x, TensorProto.FLOAT, [1, width])],
+        inits,
+    )
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 18)])
     m.ir_version = 9
     return m
@@ -66,8 +73,10 @@ def main(argv: list[str] | None = None) -> int:
 
     data = big_mlp().SerializeToString()
     t_big = best_of(lambda: parse_onnx(data), args.repeat)
-    print(f"\nbig_mlp: {len(data) / 1e6:.1f} MB of ONNX imported in {t_big * 1e3:.0f} ms "
-          f"({'under' if t_big < 1.0 else 'OVER'} the 1 s budget)")
+    print(
+        f"\nbig_mlp: {len(data) / 1e6:.1f} MB of ONNX imported in {t_big * 1e3:.0f} ms "
+        f"({'under' if t_big < 1.0 else 'OVER'} the 1 s budget)"
+    )
     return 0 if t_big < 1.0 else 1
 
 

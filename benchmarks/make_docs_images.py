@@ -92,8 +92,10 @@ def conv_conv_1x1_images() -> list[str]:
     paths = []
     # The bias-free pair shows the rule alone; with a bias, the whole pass also moves the bias
     # behind the fused conv (find_conv_add, then find_conv_broadcast_input turns W2 . b into a dot).
-    for bias, stem, what in ((False, "find_conv_conv_1x1", "3x3 conv then 1x1 conv"),
-                             (True, "find_conv_conv_1x1_bias", "3x3 conv + bias then 1x1 conv")):
+    for bias, stem, what in (
+        (False, "find_conv_conv_1x1", "3x3 conv then 1x1 conv"),
+        (True, "find_conv_conv_1x1_bias", "3x3 conv + bias then 1x1 conv"),
+    ):
         rec = PassManager().run(conv_conv_1x1_program(bias), [make_pass("simplify_algebra")]).records[0]
         if not rec.changed:
             raise SystemExit("simplify_algebra did not fold the conv pair (find_conv_conv_1x1 missing?)")

@@ -93,20 +93,22 @@ README_END = "<!-- /onnx-conformance -->"
 def readme_block(rep, onnx_version: str) -> str:
     """The README's conformance paragraph, from the same counts as the docs page."""
     plain = rep.passed - rep.specialized
-    return "\n".join([
-        README_START,
-        f"**ONNX conformance.** On `onnx.backend.test` node cases (onnx {onnx_version}), **{rep.passed} of "
-        f"{rep.listed} listed cases pass ({100 * rep.pass_rate:.1f}%)**, out of {rep.total} cases in all. A case is "
-        "listed by rule: every op type is one we import; a listed case with a value type we lack counts as a "
-        "failure.",
-        "",
-        f"- {rep.specialized} of the passing cases need a graph input that feeds a shape operand (Reshape's shape,",
-        "  Unsqueeze's axes, …) frozen to the fed value, since the compiler is static-shaped.",
-        f"- Without that freezing, {plain} pass ({100 * plain / max(rep.listed, 1):.1f}%).",
-        f"- Second oracle: our outputs agree with `onnx.reference` on {rep.reference_agree} of the {rep.reference_ran} "
-        f"cases it runs, and with ONNX Runtime on {rep.ort_agree} of {rep.ort_ran}.",
-        README_END,
-    ])
+    return "\n".join(
+        [
+            README_START,
+            f"**ONNX conformance.** On `onnx.backend.test` node cases (onnx {onnx_version}), **{rep.passed} of "
+            f"{rep.listed} listed cases pass ({100 * rep.pass_rate:.1f}%)**, out of {rep.total} cases in all. "
+            "A case is listed by rule: every op type is one we import; a listed case with a value type we lack "
+            "counts as a failure.",
+            "",
+            f"- {rep.specialized} of the passing cases need a graph input that feeds a shape operand (Reshape's shape,",
+            "  Unsqueeze's axes, …) frozen to the fed value, since the compiler is static-shaped.",
+            f"- Without that freezing, {plain} pass ({100 * plain / max(rep.listed, 1):.1f}%).",
+            f"- Second oracle: our outputs agree with `onnx.reference` on {rep.reference_agree} of the "
+            f"{rep.reference_ran} cases it runs, and with ONNX Runtime on {rep.ort_agree} of {rep.ort_ran}.",
+            README_END,
+        ]
+    )
 
 
 def update_readme(path: str, block: str) -> None:
@@ -140,10 +142,12 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.perf_counter()
     rep = run_suite(args.pattern, processes=args.procs)
     seconds = time.perf_counter() - t0
-    print(f"passed {rep.passed} / listed {rep.listed} ({100 * rep.pass_rate:.1f}%; {len(rep.rejected)} rejected for "
-          f"value types) / all {rep.total} ({100 * rep.overall_rate:.1f}%), {rep.specialized} with frozen inputs; "
-          f"onnx.reference agrees on {rep.reference_agree} / {rep.reference_ran}, onnxruntime on {rep.ort_agree} / "
-          f"{rep.ort_ran}, {seconds:.0f} s")
+    print(
+        f"passed {rep.passed} / listed {rep.listed} ({100 * rep.pass_rate:.1f}%; {len(rep.rejected)} rejected for "
+        f"value types) / all {rep.total} ({100 * rep.overall_rate:.1f}%), {rep.specialized} with frozen inputs; "
+        f"onnx.reference agrees on {rep.reference_agree} / {rep.reference_ran}, onnxruntime on {rep.ort_agree} / "
+        f"{rep.ort_ran}, {seconds:.0f} s"
+    )
     if args.pattern is None:
         import onnx
 
@@ -155,11 +159,24 @@ def main(argv: list[str] | None = None) -> int:
             print(f"updated {args.readme}")
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"all": rep.total, "listed": rep.listed, "supported": rep.supported, "passed": rep.passed,
-                       "specialized": rep.specialized, "failures": rep.failures, "rejected": rep.rejected,
-                       "reference_ran": rep.reference_ran, "reference_agree": rep.reference_agree,
-                       "ort_ran": rep.ort_ran, "ort_agree": rep.ort_agree, "oracle_agrees": rep.oracle_agrees}, f,
-                      indent=1)
+            json.dump(
+                {
+                    "all": rep.total,
+                    "listed": rep.listed,
+                    "supported": rep.supported,
+                    "passed": rep.passed,
+                    "specialized": rep.specialized,
+                    "failures": rep.failures,
+                    "rejected": rep.rejected,
+                    "reference_ran": rep.reference_ran,
+                    "reference_agree": rep.reference_agree,
+                    "ort_ran": rep.ort_ran,
+                    "ort_agree": rep.ort_agree,
+                    "oracle_agrees": rep.oracle_agrees,
+                },
+                f,
+                indent=1,
+            )
     return 0 if rep.pass_rate >= 0.95 else 1
 
 

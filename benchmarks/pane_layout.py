@@ -20,8 +20,12 @@ from migx_explore.render.model import Clusters
 from migx_explore.session import Session
 from migx_explore.widgets import content
 
-PASSES = (("yolov8", "fusion.fuse_pointwise_reduce"), ("yolov8", "required.simplify_reshapes"),
-          ("bert_encoder", "fusion.fuse_pointwise_reduce"), ("bert_encoder", "required.simplify_reshapes"))
+PASSES = (
+    ("yolov8", "fusion.fuse_pointwise_reduce"),
+    ("yolov8", "required.simplify_reshapes"),
+    ("bert_encoder", "fusion.fuse_pointwise_reduce"),
+    ("bert_encoder", "required.simplify_reshapes"),
+)
 PANE = (610.0, 500.0)
 LABEL_PT = 10.0  # the node label font size in drawing units
 READ_PX = 10.0
@@ -36,8 +40,10 @@ def measure(svg: str) -> tuple[float, float, float, float, float]:
 
 def main() -> None:
     sessions: dict[str, Session] = {}
-    print(f"{'model':13s} {'pass':30s} {'layout':7s} {'w':>6s} {'h':>6s} {'aspect':>7s} {'font px':>8s} "
-          f"{'zoom':>6s} {'s':>5s}")
+    print(
+        f"{'model':13s} {'pass':30s} {'layout':7s} {'w':>6s} {'h':>6s} {'aspect':>7s} {'font px':>8s} "
+        f"{'zoom':>6s} {'s':>5s}"
+    )
     for model, path in PASSES:
         s = sessions.get(model) or sessions.setdefault(model, Session.from_model(model, numeric=False))
         try:

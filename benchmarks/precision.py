@@ -35,7 +35,7 @@ DEFAULT_MODELS = {"transformer": {}, "resnet18_like": {"res": 224}}
 
 def rel_rms(got, want) -> float:
     g, w = np.asarray(got, np.float64), np.asarray(want, np.float64)
-    return float(np.sqrt(np.mean((g - w) ** 2)) / max(np.sqrt(np.mean(w ** 2)), 1e-30))
+    return float(np.sqrt(np.mean((g - w) ** 2)) / max(np.sqrt(np.mean(w**2)), 1e-30))
 
 
 def ours(model, feeds: dict, precision: str, iters: int) -> dict:
@@ -69,11 +69,17 @@ def ours(model, feeds: dict, precision: str, iters: int) -> dict:
         for k in ev.per_kernel:
             by_kind[k.kind] = by_kind.get(k.kind, 0.0) + k.us
         top = sorted(ev.per_kernel, key=lambda k: -k.us)[:6]
-        return {"compile_s": round(compile_s, 2), "graph_us": gr.device_us.median, "eager_us": ev.device_us.median,
-                "kernels": res.kernels, "blas_calls": res.blas_calls, "host_ops": list(c.steps.host_ops),
-                "us_by_kind": {k: round(v, 1) for k, v in by_kind.items()},
-                "top_steps": [(k.instruction, k.kernel[:70], round(k.us, 1)) for k in top],
-                "output": np.asarray(out[0], np.float32)}
+        return {
+            "compile_s": round(compile_s, 2),
+            "graph_us": gr.device_us.median,
+            "eager_us": ev.device_us.median,
+            "kernels": res.kernels,
+            "blas_calls": res.blas_calls,
+            "host_ops": list(c.steps.host_ops),
+            "us_by_kind": {k: round(v, 1) for k, v in by_kind.items()},
+            "top_steps": [(k.instruction, k.kernel[:70], round(k.us, 1)) for k in top],
+            "output": np.asarray(out[0], np.float32),
+        }
     finally:
         c.close()
 
@@ -110,8 +116,10 @@ def _half(net) -> None:
     import torch
 
     for k, (node, args) in enumerate(net.program):
-        net.program[k] = (node, [a.half() if isinstance(a, torch.Tensor) and a.is_floating_point() else a
-                                 for a in args])
+        net.program[k] = (
+            node,
+            [a.half() if isinstance(a, torch.Tensor) and a.is_floating_point() else a for a in args],
+        )
 
 
 def torch_baselines(model, feeds: dict, iters: int, with_compile: bool) -> dict:
@@ -159,8 +167,13 @@ def main() -> None:
 
     be = get_backend()
     device = be.device_name
-    results = {"device": device, "arch": be.arch, "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-               "iters": args.iters, "models": {}}
+    results = {
+        "device": device,
+        "arch": be.arch,
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "iters": args.iters,
+        "models": {},
+    }
     outdir = Path(args.out)
     outdir.mkdir(parents=True, exist_ok=True)
     slug = "".join(ch if ch.isalnum() else "_" for ch in device).strip("_").lower()
@@ -185,8 +198,11 @@ def main() -> None:
                 ref = r["output"]
             r["rel_rms_vs_fp32"] = rel_rms(r.pop("output"), ref) if ref is not None else None
             entry["ours"][prec] = r
-            print(f"{name:14s} {prec:5s} graph {r['graph_us']:9.1f} us  eager {r['eager_us']:9.1f} us  "
-                  f"rel_rms {r['rel_rms_vs_fp32'] or 0:.2e}  compile {r['compile_s']} s", flush=True)
+            print(
+                f"{name:14s} {prec:5s} graph {r['graph_us']:9.1f} us  eager {r['eager_us']:9.1f} us  "
+                f"rel_rms {r['rel_rms_vs_fp32'] or 0:.2e}  compile {r['compile_s']} s",
+                flush=True,
+            )
         builtin = isinstance(model, str)
         entry["torch"] = {} if builtin else torch_baselines(model, feeds, args.iters, not args.no_compile)
         print(f"{name:14s} torch {entry['torch']}", flush=True)
@@ -217,19 +233,33 @@ def ratios(entry: dict) -> dict[str, float]:
 
 
 def report(res: dict) -> str:
-    lines = [f"# Precision modes on {res['device']} ({res['arch']}), {res['date']}", "",
-             "Batch 1, graph latency = median device time of one replay (inputs on the device), "
-             f"{res['iters']} iterations. Written by `benchmarks/precision.py`; error = relative RMS of "
-             "our output against our fp32 output on the calibration feed.", ""]
+    lines = [
+        f"# Precision modes on {res['device']} ({res['arch']}), {res['date']}",
+        "",
+        "Batch 1, graph latency = median device time of one replay (inputs on the device), "
+        f"{res['iters']} iterations. Written by `benchmarks/precision.py`; error = relative RMS of "
+        "our output against our fp32 output on the calibration feed.",
+        "",
+    ]
     for name, e in res["models"].items():
-        lines += [f"## {name}", "", "| precision | graph us | eager us | rel. RMS vs fp32 | kernels | BLAS | "
-                  "time by step kind (us, eager) |", "|---|---|---|---|---|---|---|"]
+        lines += [
+            f"## {name}",
+            "",
+            "| precision | graph us | eager us | rel. RMS vs fp32 | kernels | BLAS | time by step kind (us, eager) |",
+            "|---|---|---|---|---|---|---|",
+        ]
         for prec, v in e["ours"].items():
             err = v["rel_rms_vs_fp32"]
-            lines.append(f"| {prec} | {v['graph_us']:.1f} | {v['eager_us']:.1f} | {err:.2e} | {v['kernels']} | "
-                         f"{v['blas_calls']} | {v['us_by_kind']} |")
-        lines += ["", "PyTorch: " + ", ".join(f"{k} = {v:.1f}" if isinstance(v, float) else f"{k} = {v}"
-                                           for k, v in e["torch"].items()), ""]
+            lines.append(
+                f"| {prec} | {v['graph_us']:.1f} | {v['eager_us']:.1f} | {err:.2e} | {v['kernels']} | "
+                f"{v['blas_calls']} | {v['us_by_kind']} |"
+            )
+        lines += [
+            "",
+            "PyTorch: "
+            + ", ".join(f"{k} = {v:.1f}" if isinstance(v, float) else f"{k} = {v}" for k, v in e["torch"].items()),
+            "",
+        ]
         lines += ["| ratio | value |", "|---|---|"] + [f"| {k} | {v:.2f}x |" for k, v in e["ratios"].items()]
         lines += ["", "Slowest steps (eager breakdown):", ""]
         for prec in ("fp16", "int8", "fp8"):

@@ -42,9 +42,11 @@ def main() -> None:
     big_prog = conv_chain(340, residual_every=4)
     trace = PassManager(validate=False).run(big_prog, [FuseBiasRelu(limit=1)])
     rec = trace.records[0]
-    print(f"programs: {small.total_instructions()} instructions; "
-          f"{rec.before.total_instructions()} -> {rec.after.total_instructions()} instructions "
-          f"({rec.diff.summary()})\n")
+    print(
+        f"programs: {small.total_instructions()} instructions; "
+        f"{rec.before.total_instructions()} -> {rec.after.total_instructions()} instructions "
+        f"({rec.diff.summary()})\n"
+    )
 
     t, (g, svg) = best_of(r, lambda: (lambda g: (g, render_svg(g)))(build_graph(small)))
     row(f"full render, {small.total_instructions()} instructions", t, len(g.nodes), svg, 1.0)
@@ -56,8 +58,7 @@ def main() -> None:
     t, g = best_of(r, lambda: diff_graph(rec.before, rec.after, rec.diff))
     row("  of which: display graph (two builds, merge, focus)", t, len(g.nodes), None)
 
-    t, (g, svg) = best_of(r, lambda: (lambda g: (g, render_svg(g)))(
-        side_by_side(rec.before, rec.after, rec.diff)))
+    t, (g, svg) = best_of(r, lambda: (lambda g: (g, render_svg(g)))(side_by_side(rec.before, rec.after, rec.diff)))
     row("side-by-side focus diff render, same model", t, len(g.nodes), svg)
 
     t, (g, svg) = best_of(1, lambda: (lambda g: (g, render_svg(g)))(program_graph(rec.after)))

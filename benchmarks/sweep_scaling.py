@@ -48,26 +48,52 @@ def main(argv: list[str] | None = None) -> int:
     t = time.perf_counter()
     s.run()
     trace_s = time.perf_counter() - t
-    print(f"{args.model}: {s.initial.total_instructions()} instructions, {len(s.trace.top_level())} entries, "
-          f"trace {trace_s:.1f} s", flush=True)
+    print(
+        f"{args.model}: {s.initial.total_instructions()} instructions, {len(s.trace.top_level())} entries, "
+        f"trace {trace_s:.1f} s",
+        flush=True,
+    )
     _, start_s, warm_s = timed_waterfall(s, max(counts), args)
     print(f"warm-up on {max(counts)} workers: {warm_s:.1f} s (cluster start {start_s:.1f} s)", flush=True)
     runs = []
     for n in counts:
         wf, start_s, sweep_s = timed_waterfall(s, n, args)
         rows = wf.rows()
-        runs.append({"workers": n, "cluster_start_s": round(start_s, 2), "sweep_s": round(sweep_s, 2),
-                     "where": wf.where, "rows": rows, "note": wf.timing_note})
-        print(f"{n} worker(s): sweep {sweep_s:.1f} s (cluster start {start_s:.1f} s), {len(rows)} variants, "
-              f"{sum(1 for r in rows if r['error'])} failed", flush=True)
+        runs.append(
+            {
+                "workers": n,
+                "cluster_start_s": round(start_s, 2),
+                "sweep_s": round(sweep_s, 2),
+                "where": wf.where,
+                "rows": rows,
+                "note": wf.timing_note,
+            }
+        )
+        print(
+            f"{n} worker(s): sweep {sweep_s:.1f} s (cluster start {start_s:.1f} s), {len(rows)} variants, "
+            f"{sum(1 for r in rows if r['error'])} failed",
+            flush=True,
+        )
         print(wf.table(), flush=True)
     base = runs[0]
-    same = all([(r["variant"], r["launches"], r["error"]) for r in run["rows"]] ==
-               [(r["variant"], r["launches"], r["error"]) for r in base["rows"]] for run in runs)
-    result = {"model": args.model, "by": args.by, "instructions": s.initial.total_instructions(),
-              "host": platform.node(), "cpus": os.cpu_count(), "python": sys.version.split()[0],
-              "gpu": args.gpu, "iters": args.iters, "identical_launch_figures": same, "runs": runs,
-              "speedup": {str(r["workers"]): round(base["sweep_s"] / r["sweep_s"], 3) for r in runs}}
+    same = all(
+        [(r["variant"], r["launches"], r["error"]) for r in run["rows"]]
+        == [(r["variant"], r["launches"], r["error"]) for r in base["rows"]]
+        for run in runs
+    )
+    result = {
+        "model": args.model,
+        "by": args.by,
+        "instructions": s.initial.total_instructions(),
+        "host": platform.node(),
+        "cpus": os.cpu_count(),
+        "python": sys.version.split()[0],
+        "gpu": args.gpu,
+        "iters": args.iters,
+        "identical_launch_figures": same,
+        "runs": runs,
+        "speedup": {str(r["workers"]): round(base["sweep_s"] / r["sweep_s"], 3) for r in runs},
+    }
     if args.gpu:
         from migx_explore.gpu_bridge import unavailable_reason
 
@@ -75,8 +101,9 @@ def main(argv: list[str] | None = None) -> int:
         try:
             import subprocess
 
-            result["devices"] = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"],
-                                               capture_output=True, text=True, timeout=20).stdout.split("\n")[:-1]
+            result["devices"] = subprocess.run(
+                ["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"], capture_output=True, text=True, timeout=20
+            ).stdout.split("\n")[:-1]
         except (OSError, subprocess.SubprocessError):
             result["devices"] = []
     print(json.dumps({k: v for k, v in result.items() if k != "runs"}, indent=1))

@@ -39,7 +39,10 @@ from .verify import Tolerance, check_outputs, check_value
 
 # IR op name -> the name users know it by (ONNX's).
 DISCONTINUOUS_OPS: dict[str, str] = {
-    "topk": "TopK", "argmax": "ArgMax", "argmin": "ArgMin", "nonmaxsuppression": "NonMaxSuppression",
+    "topk": "TopK",
+    "argmax": "ArgMax",
+    "argmin": "ArgMin",
+    "nonmaxsuppression": "NonMaxSuppression",
 }
 
 
@@ -70,8 +73,14 @@ def _selection(value: Any, op_name: str) -> np.ndarray:
     return np.asarray(value[1] if op_name == "topk" else value)
 
 
-def _candidate_inputs(ref_op: Instruction, ref_args: Sequence[np.ndarray], candidate: Program,
-                      cand_values: Mapping[int, Any], tol: Tolerance, compute: str) -> list[np.ndarray] | None:
+def _candidate_inputs(
+    ref_op: Instruction,
+    ref_args: Sequence[np.ndarray],
+    candidate: Program,
+    cand_values: Mapping[int, Any],
+    tol: Tolerance,
+    compute: str,
+) -> list[np.ndarray] | None:
     """The candidate's value of each input of `ref_op`: the same instruction id where it survived;
     else the input (same element count) of a candidate instruction that came from `ref_op`; else
     (provenance does not chain across passes, so a twice-lowered op names only its last
@@ -85,9 +94,16 @@ def _candidate_inputs(ref_op: Instruction, ref_args: Sequence[np.ndarray], candi
         if value is None or isinstance(value, tuple) or np.size(value) != want.size:
             # Lowering wraps the op (gpu::precompile_op, its buffers as extra inputs): any
             # instruction that came from it qualifies; the element count picks the right input.
-            value = next((cand_values[c.inputs[p].id] for c in heirs if p < len(c.inputs)
-                          and c.inputs[p].id in cand_values and np.size(cand_values[c.inputs[p].id]) == want.size),
-                         None)
+            value = next(
+                (
+                    cand_values[c.inputs[p].id]
+                    for c in heirs
+                    if p < len(c.inputs)
+                    and c.inputs[p].id in cand_values
+                    and np.size(cand_values[c.inputs[p].id]) == want.size
+                ),
+                None,
+            )
         if value is None:
             value = _nearest_value(want, cand_values, tol, compute)
         if value is None:
@@ -99,8 +115,7 @@ def _candidate_inputs(ref_op: Instruction, ref_args: Sequence[np.ndarray], candi
     return found
 
 
-def _nearest_value(want: np.ndarray, cand_values: Mapping[int, Any], tol: Tolerance, compute: str
-                   ) -> np.ndarray | None:
+def _nearest_value(want: np.ndarray, cand_values: Mapping[int, Any], tol: Tolerance, compute: str) -> np.ndarray | None:
     best, best_rms = None, float("inf")
     for v in cand_values.values():
         if isinstance(v, tuple) or np.size(v) != want.size or np.asarray(v).dtype != want.dtype:
@@ -125,22 +140,34 @@ def _boundary_swaps(ref_idx: np.ndarray, alt_idx: np.ndarray, axis: int) -> int:
     return int(sum(len(set(y.tolist()) - set(x.tolist())) for x, y in zip(a, b)))
 
 
-def _near_tie(op: Instruction, ref_args: Sequence[np.ndarray], ref_out: Any, alt_out: Any, tol: Tolerance,
-              compute: str) -> bool:
+def _near_tie(
+    op: Instruction, ref_args: Sequence[np.ndarray], ref_out: Any, alt_out: Any, tol: Tolerance, compute: str
+) -> bool:
     """The alternative choice selects values within tolerance of the reference's choice."""
     if op.name == "topk":
         return check_value(alt_out[0], ref_out[0], tol, compute=compute).ok
     if op.name in ("argmax", "argmin"):
         axis = int(op.op["axis"])
         x = np.asarray(ref_args[0])
-        return check_value(np.take_along_axis(x, np.asarray(alt_out), axis),
-                           np.take_along_axis(x, np.asarray(ref_out), axis), tol, compute=compute).ok
+        return check_value(
+            np.take_along_axis(x, np.asarray(alt_out), axis),
+            np.take_along_axis(x, np.asarray(ref_out), axis),
+            tol,
+            compute=compute,
+        ).ok
     return True  # NMS: its inputs agreeing within tolerance is the whole condition
 
 
-def explain_selection_change(reference: Program, candidate: Program, feeds: Mapping[str, np.ndarray],
-                             cand_outputs: Sequence[np.ndarray], tol: Tolerance, *, compute: str = "float32",
-                             ref_values: Mapping[int, Any] | None = None) -> SelectionChange | None:
+def explain_selection_change(
+    reference: Program,
+    candidate: Program,
+    feeds: Mapping[str, np.ndarray],
+    cand_outputs: Sequence[np.ndarray],
+    tol: Tolerance,
+    *,
+    compute: str = "float32",
+    ref_values: Mapping[int, Any] | None = None,
+) -> SelectionChange | None:
     """A SelectionChange when the candidate's outputs differ from the reference's only through
     near-tie choices of discontinuous ops (see the module docstring); None otherwise.
     `ref_values` (reference_values() of the reference) may be passed in to reuse it across passes."""
@@ -183,20 +210,27 @@ def explain_selection_change(reference: Program, candidate: Program, feeds: Mapp
         unit = "rows" if op.name == "nonmaxsuppression" or single else "positions"
         note = f"{DISCONTINUOUS_OPS[op.name]} {what} differs at {changed} of {total} {unit}"
         if op.name == "topk":
-            swapped = _boundary_swaps(_selection(ref_out, op.name), _selection(alt_out, op.name),
-                                      int(op.op["axis"]))
+            swapped = _boundary_swaps(_selection(ref_out, op.name), _selection(alt_out, op.name), int(op.op["axis"]))
             note += f" ({swapped} swapped across the k boundary)" if swapped else ""
         notes.append(note)
     if not notes:
         return None
     if not check_outputs(cand_outputs, outs, tol, compute=compute).ok:
         return None
-    return SelectionChange("; ".join(notes) + "; inputs within tolerance (outputs compared with the reference "
-                           "re-run on the same choice among near-ties)", outs)
+    return SelectionChange(
+        "; ".join(notes) + "; inputs within tolerance (outputs compared with the reference "
+        "re-run on the same choice among near-ties)",
+        outs,
+    )
 
 
-def _evaluate_pinned(program: Program, feeds: Mapping[str, Any], pinned: Mapping[int, list[np.ndarray]],
-                     alt: dict[int, Any], run_instruction: Any) -> list[np.ndarray]:
+def _evaluate_pinned(
+    program: Program,
+    feeds: Mapping[str, Any],
+    pinned: Mapping[int, list[np.ndarray]],
+    alt: dict[int, Any],
+    run_instruction: Any,
+) -> list[np.ndarray]:
     """Evaluate main with the ops in `pinned` run on the given arguments (their results go to
     `alt`). The reference evaluator has no per-instruction override, hence this small loop."""
     instrs = list(program.main)
@@ -222,5 +256,10 @@ def _evaluate_pinned(program: Program, feeds: Mapping[str, Any], pinned: Mapping
     return [env[o.id] for o in program.main.output_instructions()]
 
 
-__all__ = ["DISCONTINUOUS_OPS", "SelectionChange", "explain_selection_change", "has_discontinuous_ops",
-           "reference_values"]
+__all__ = [
+    "DISCONTINUOUS_OPS",
+    "SelectionChange",
+    "explain_selection_change",
+    "has_discontinuous_ops",
+    "reference_values",
+]

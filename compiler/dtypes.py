@@ -46,8 +46,15 @@ class DType:
 
 
 def _t(name, mgx, npd, code, size, is_float, signed) -> DType:
-    return DType(name, mgx, np.dtype(npd) if npd is not None and not isinstance(npd, np.dtype) else npd,
-                 code, size, is_float, signed)
+    return DType(
+        name,
+        mgx,
+        np.dtype(npd) if npd is not None and not isinstance(npd, np.dtype) else npd,
+        code,
+        size,
+        is_float,
+        signed,
+    )
 
 
 _TABLE = [
@@ -77,8 +84,20 @@ _TABLE = [
     _t("int2", "int2_type", _ml("int2"), 26, 1, False, True),
 ]
 # Types numpy cannot do arithmetic in directly (ml_dtypes): reference computes widen and round back.
-LOW_PRECISION = frozenset({"float8e4m3fn", "float8e4m3fnuz", "float8e5m2", "float8e5m2fnuz", "float4e2m1",
-                           "float8e8m0", "uint4", "int4", "uint2", "int2"})
+LOW_PRECISION = frozenset(
+    {
+        "float8e4m3fn",
+        "float8e4m3fnuz",
+        "float8e5m2",
+        "float8e5m2fnuz",
+        "float4e2m1",
+        "float8e8m0",
+        "uint4",
+        "int4",
+        "uint2",
+        "int2",
+    }
+)
 
 BY_NAME: dict[str, DType] = {t.name: t for t in _TABLE}
 BY_MIGRAPHX: dict[str, DType] = {t.migraphx: t for t in _TABLE}
@@ -98,9 +117,17 @@ def dtype(name_or_np) -> DType:
             return BY_NAME[name_or_np]
         if name_or_np in BY_MIGRAPHX:
             return BY_MIGRAPHX[name_or_np]
-        aliases = {"float": "float32", "half": "float16", "double": "float64", "bf16": "bfloat16",
-                   "fp8": "float8e4m3fn", "fp16": "float16", "fp32": "float32",
-                   "int": "int32", "long": "int64"}
+        aliases = {
+            "float": "float32",
+            "half": "float16",
+            "double": "float64",
+            "bf16": "bfloat16",
+            "fp8": "float8e4m3fn",
+            "fp16": "float16",
+            "fp32": "float32",
+            "int": "int32",
+            "long": "int64",
+        }
         if name_or_np in aliases:
             return BY_NAME[aliases[name_or_np]]
         raise ValueError(f"unknown element type {name_or_np!r}; known: {', '.join(ALL_NAMES)}")
@@ -190,6 +217,6 @@ def _to_e8m0(x: np.ndarray) -> np.ndarray:
     """float8 e8m0 (a power of two 2^-127 .. 2^127) with ONNX Cast's defaults: round up to the next
     power of two, saturate to the range (0 and tiny values give 2^-127); NaN and negatives are NaN."""
     with np.errstate(divide="ignore", invalid="ignore"):
-        e = np.ceil(np.log2(np.where(x > 0, x, np.float32(2.0 ** -127))))
+        e = np.ceil(np.log2(np.where(x > 0, x, np.float32(2.0**-127))))
     v = np.exp2(np.clip(e, -127, 127)).astype(np.float32)
     return np.where(np.isnan(x) | (x < 0), np.float32(np.nan), v)

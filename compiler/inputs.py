@@ -40,8 +40,23 @@ if TYPE_CHECKING:  # pragma: no cover - reads IR objects, never builds them
 REAL_INPUTS_HINT = "pass real inputs with --inputs FEED.npz (CLI) or inputs={name: array} (Python)"
 
 # Ops a value passes through unchanged in meaning (which rows / which mask bits it selects).
-_TRANSPARENT = frozenset({"convert", "reshape", "squeeze", "unsqueeze", "flatten", "broadcast", "contiguous",
-                          "transpose", "slice", "step", "concat", "identity", "layout"})
+_TRANSPARENT = frozenset(
+    {
+        "convert",
+        "reshape",
+        "squeeze",
+        "unsqueeze",
+        "flatten",
+        "broadcast",
+        "contiguous",
+        "transpose",
+        "slice",
+        "step",
+        "concat",
+        "identity",
+        "layout",
+    }
+)
 _LOGICAL = frozenset({"not", "logical_and", "logical_or", "logical_xor"})
 _BIG_NEGATIVE = 1e3  # an additive mask pushes masked scores to -1e4, -1e9, -inf
 
@@ -87,7 +102,7 @@ def _index_bound(user: Instruction, k: int) -> tuple[int, str] | None:
     if name == "gathernd" and k == 1:
         data, idx = user.inputs[0].shape, user.inputs[1].shape
         b = int(user.op.get("batch_dims", 0))
-        dims = data.lens[b:b + idx.lens[-1]] if idx.ndim else data.lens
+        dims = data.lens[b : b + idx.lens[-1]] if idx.ndim else data.lens
         return min(dims, default=1), f"{_label(user)} (data dims {list(dims)})"
     if name.startswith("scatter") and not name.startswith("scatternd") and k == 1:
         data = user.inputs[0].shape
@@ -189,8 +204,10 @@ def model_inputs(program: Program, seed: int = 0) -> dict[str, np.ndarray]:
         t = dtypes.dtype(s.type)
         role = input_role(p)
         if role.kind == "shape":
-            raise RandomInputsError(f"input {p.param_name!r} is shape-like ({role.why}); random values would be "
-                                    f"meaningless: {REAL_INPUTS_HINT}")
+            raise RandomInputsError(
+                f"input {p.param_name!r} is shape-like ({role.why}); random values would be "
+                f"meaningless: {REAL_INPUTS_HINT}"
+            )
         if role.kind == "index":
             out[p.param_name] = rng.integers(0, role.bound, lens).astype(t.np_dtype)
         elif role.kind == "mask":
@@ -217,10 +234,14 @@ def _draw_lens(s) -> tuple[int, ...]:
 def _check_budget(program: Program) -> None:
     """Refuse inputs over the memory budget before drawing any (float64 draws precede the cast:
     8 bytes per element at least)."""
-    sizes = [(p.param_name, _draw_lens(p.shape), max(8, dtypes.np_dtype(p.shape.type).itemsize))
-             for p in program.main.params()]
-    check_bytes(sum(math.prod(lens) * size for _, lens, size in sizes),
-                "random inputs " + ", ".join(f"{name} {list(lens)}" for name, lens, _ in sizes))
+    sizes = [
+        (p.param_name, _draw_lens(p.shape), max(8, dtypes.np_dtype(p.shape.type).itemsize))
+        for p in program.main.params()
+    ]
+    check_bytes(
+        sum(math.prod(lens) * size for _, lens, size in sizes),
+        "random inputs " + ", ".join(f"{name} {list(lens)}" for name, lens, _ in sizes),
+    )
 
 
 def explain_random_failure(error: BaseException) -> BaseException:
@@ -233,5 +254,12 @@ def explain_random_failure(error: BaseException) -> BaseException:
     return RandomInputsError(f"{error} (on random inputs: {REAL_INPUTS_HINT})")
 
 
-__all__ = ["REAL_INPUTS_HINT", "InputRole", "RandomInputsError", "explain_random_failure", "input_role",
-           "input_roles", "model_inputs"]
+__all__ = [
+    "REAL_INPUTS_HINT",
+    "InputRole",
+    "RandomInputsError",
+    "explain_random_failure",
+    "input_role",
+    "input_roles",
+    "model_inputs",
+]

@@ -32,8 +32,7 @@ class Literal:
                 arr = arr.reshape(shape.lens)
             elif arr.shape != shape.lens:
                 if arr.size != shape.elements():
-                    raise IRError(f"literal data has {arr.size} elements but shape {shape} needs "
-                                  f"{shape.elements()}")
+                    raise IRError(f"literal data has {arr.size} elements but shape {shape} needs {shape.elements()}")
                 arr = arr.reshape(shape.lens)
         arr = np.ascontiguousarray(arr).reshape(arr.shape)  # ascontiguousarray makes rank 0 into rank 1
         arr.flags.writeable = False
@@ -49,8 +48,11 @@ class Literal:
     def same_as(self, other: Literal) -> bool:
         if self is other:
             return True
-        return (self.shape == other.shape and self.content_hash() == other.content_hash()
-                and np.array_equal(self.data.reshape(-1).view(np.uint8), other.data.reshape(-1).view(np.uint8)))
+        return (
+            self.shape == other.shape
+            and self.content_hash() == other.content_hash()
+            and np.array_equal(self.data.reshape(-1).view(np.uint8), other.data.reshape(-1).view(np.uint8))
+        )
 
     def __repr__(self) -> str:
         return f"Literal({self.shape})"
@@ -62,11 +64,32 @@ OwningModule = Any
 
 
 class Instruction:
-    __slots__ = ("_id", "_op", "_inputs", "_module_inputs", "_shape", "_outputs", "_origin",
-                 "_literal", "_module", "_prev", "_next", "_alive")
+    __slots__ = (
+        "_id",
+        "_op",
+        "_inputs",
+        "_module_inputs",
+        "_shape",
+        "_outputs",
+        "_origin",
+        "_literal",
+        "_module",
+        "_prev",
+        "_next",
+        "_alive",
+    )
 
-    def __init__(self, module: OwningModule, op: Op, inputs: Sequence[Instruction], module_inputs, shape: Shape,
-                 origin: tuple[int, ...], literal: Literal | None, id: int):
+    def __init__(
+        self,
+        module: OwningModule,
+        op: Op,
+        inputs: Sequence[Instruction],
+        module_inputs,
+        shape: Shape,
+        origin: tuple[int, ...],
+        literal: Literal | None,
+        id: int,
+    ):
         self._id = id
         self._op = op
         self._inputs = list(inputs)
@@ -132,8 +155,13 @@ class Instruction:
                 cache[ins._id] = True
                 stack.pop()
                 continue
-            if (ins.is_builtin() or ins._op.has("not_context_free") or ins._op.has("side_effect")
-                    or ins._op.spec.compute is None or ins._shape.dynamic_shape):
+            if (
+                ins.is_builtin()
+                or ins._op.has("not_context_free")
+                or ins._op.has("side_effect")
+                or ins._op.spec.compute is None
+                or ins._shape.dynamic_shape
+            ):
                 cache[ins._id] = False
                 stack.pop()
                 continue

@@ -27,7 +27,7 @@ from typing import Any
 from .errors import IRError
 from .instruction import Instruction, Literal, Sentinel  # noqa: F401  (Literal re-exported)
 from .instruction_order import drop_user, stable_topological_order
-from .ir_validate import validate_module
+from .ir_checks import structure_key, validate_module
 from .op import Op, compute_shape
 from .printer import print_module, print_program
 from .shape import Shape
@@ -162,16 +162,24 @@ class Module:
         return {ins._id: k for k, ins in enumerate(self)}
 
     # creation --------------------------------------------------------------------------------------
-    def _new(self, op: Op, inputs: Sequence[Instruction], module_inputs: Sequence[Module] = (),
-             shape: Shape | None = None, literal: Literal | None = None) -> Instruction:
+    def _new(
+        self,
+        op: Op,
+        inputs: Sequence[Instruction],
+        module_inputs: Sequence[Module] = (),
+        shape: Shape | None = None,
+        literal: Literal | None = None,
+    ) -> Instruction:
         for i in inputs:
             if not isinstance(i, Instruction) or isinstance(i, Sentinel):
                 raise IRError(f"module {self.name}: {op.name} input {i!r} is not an instruction")
             if not i._alive:
                 raise IRError(f"module {self.name}: {op.name} uses removed instruction #{i._id} ({i.name})")
             if i._module is not self:
-                raise IRError(f"module {self.name}: {op.name} uses #{i._id} ({i.name}) from module "
-                              f"{i._module.name}; values cannot cross modules")
+                raise IRError(
+                    f"module {self.name}: {op.name} uses #{i._id} ({i.name}) from module "
+                    f"{i._module.name}; values cannot cross modules"
+                )
         if shape is None:
             shape = compute_shape(op, [i._shape for i in inputs], list(module_inputs))
         prog = self.program
@@ -194,18 +202,24 @@ class Module:
         self.version += 1
         return ins
 
-    def add_instruction(self, op: Op, inputs: Sequence[Instruction] = (), module_inputs: Sequence[Module] = (),
-                        ) -> Instruction:
+    def add_instruction(
+        self,
+        op: Op,
+        inputs: Sequence[Instruction] = (),
+        module_inputs: Sequence[Module] = (),
+    ) -> Instruction:
         """Append at the end (before a trailing @return, if there is one)."""
         ret = self.return_instruction()
         return self.insert_instruction(ret if ret is not None else self._tail, op, inputs, module_inputs)
 
-    def insert_instruction(self, before: Instruction, op: Op, inputs: Sequence[Instruction] = (),
-                           module_inputs: Sequence[Module] = ()) -> Instruction:
+    def insert_instruction(
+        self, before: Instruction, op: Op, inputs: Sequence[Instruction] = (), module_inputs: Sequence[Module] = ()
+    ) -> Instruction:
         return self._link_before(self._new(op, inputs, module_inputs), before)
 
-    def insert_after(self, after: Instruction, op: Op, inputs: Sequence[Instruction] = (),
-                     module_inputs: Sequence[Module] = ()) -> Instruction:
+    def insert_after(
+        self, after: Instruction, op: Op, inputs: Sequence[Instruction] = (), module_inputs: Sequence[Module] = ()
+    ) -> Instruction:
         return self.insert_instruction(after._next, op, inputs, module_inputs)
 
     def add_parameter(self, name: str, shape: Shape) -> Instruction:
@@ -237,8 +251,13 @@ class Module:
         return self.replace_instruction(ret, ret.op, inputs)
 
     # rewriting -----------------------------------------------------------------------------------
-    def replace_instruction(self, ins: Instruction, op: Op | None = None, inputs: Sequence[Instruction] | None = None,
-                            module_inputs: Sequence[Module] | None = None) -> Instruction:
+    def replace_instruction(
+        self,
+        ins: Instruction,
+        op: Op | None = None,
+        inputs: Sequence[Instruction] | None = None,
+        module_inputs: Sequence[Module] | None = None,
+    ) -> Instruction:
         """Change op and/or inputs in place; the id is kept, the shape recomputed.
 
         If the new shape differs from the old one every user is re-checked, so a rewrite cannot
@@ -256,8 +275,9 @@ class Module:
                 raise IRError(f"module {self.name}: replacement input #{i._id} ({i.name}) is not live in this module")
             if i is ins:
                 raise IRError(f"module {self.name}: #{ins._id} ({op.name}) cannot use itself")
-        shape = ins._shape if op.name in ("@param", "@literal") else compute_shape(
-            op, [i._shape for i in new_inputs], mods)
+        shape = (
+            ins._shape if op.name in ("@param", "@literal") else compute_shape(op, [i._shape for i in new_inputs], mods)
+        )
         for old in ins._inputs:
             if old not in new_inputs and ins in old._outputs:
                 old._outputs.remove(ins)
@@ -329,8 +349,10 @@ class Module:
         for ins in todo:
             ext = [u for u in ins._outputs if u._id not in ids]
             if ext:
-                raise IRError(f"module {self.name}: cannot remove #{ins._id} ({ins.name}); still used by "
-                              + ", ".join(f"#{u._id} ({u.name})" for u in ext))
+                raise IRError(
+                    f"module {self.name}: cannot remove #{ins._id} ({ins.name}); still used by "
+                    + ", ".join(f"#{u._id} ({u.name})" for u in ext)
+                )
         for ins in todo:
             for i in {id(i): i for i in ins._inputs}.values():
                 drop_user(i._outputs, ins)
@@ -380,7 +402,7 @@ class Module:
     # validation --------------------------------------------------------------------------------
     def validate(self) -> None:
         """Check use lists, def-before-use, shapes and references; raise ValidationError naming
-        the module and instruction at fault (compiler/ir_validate.py)."""
+        the module and instruction at fault (compiler/ir_checks.py)."""
         validate_module(self)
 
     def __repr__(self) -> str:
@@ -537,9 +559,16 @@ class Program:
             copy = p.modules[m.name]
             live: dict[int, Instruction] = {}
             for ins in m:
-                new = Instruction(copy, ins._op, [live[i._id] for i in ins._inputs],
-                                  [p.modules[s.name] for s in ins._module_inputs], ins._shape, ins._origin,
-                                  ins._literal, ins._id)
+                new = Instruction(
+                    copy,
+                    ins._op,
+                    [live[i._id] for i in ins._inputs],
+                    [p.modules[s.name] for s in ins._module_inputs],
+                    ins._shape,
+                    ins._origin,
+                    ins._literal,
+                    ins._id,
+                )
                 for i in new._inputs:
                     if new not in i._outputs:
                         i._outputs.append(new)
@@ -551,18 +580,7 @@ class Program:
     def structure_key(self) -> tuple:
         """Modules and, position by position, ops, inputs, submodules, shapes and literal values.
         Instruction ids are left out (a parsed program gets fresh ids)."""
-        mods = []
-        for m in self.get_modules():
-            pos = {ins.id: k for k, ins in enumerate(m)}
-            rows = []
-            for ins in m:
-                lit = None
-                if ins.literal is not None:
-                    lit = (ins.literal.data.dtype.str, ins.literal.data.shape, ins.literal.data.tobytes())
-                rows.append((ins.op, tuple(pos[i.id] for i in ins.inputs), tuple(x.name for x in ins.module_inputs),
-                             ins.shape, lit))
-            mods.append((m.name, m.bypass, tuple(rows)))
-        return tuple(mods)
+        return structure_key(self)
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Program):

@@ -51,8 +51,10 @@ def dynamic_pasts(program: Program) -> dict[str, int]:
         if loose:
             out[p.param_name] = loose[0]
     if not out:
-        raise MigxError("kv_cache_bucket: the program has no dynamic past inputs (import it with a range for the "
-                        "cache length, e.g. input_dims={'P': (0, 255)})")
+        raise MigxError(
+            "kv_cache_bucket: the program has no dynamic past inputs (import it with a range for the "
+            "cache length, e.g. input_dims={'P': (0, 255)})"
+        )
     return out
 
 
@@ -89,13 +91,18 @@ def kv_cache_bucket(program: Program, bucket: int, max_len: int, return_cache: b
         elif ins.name == "concat" and ins.inputs[0].is_param() and ins.inputs[0].param_name in pasts:
             env[ins.id], written[ins.id] = _append(m, ins, env, caches[ins.inputs[0].param_name], past_len, bucket)
         elif any(i.is_param() and i.param_name in pasts for i in ins.inputs):
-            raise MigxError(f"kv_cache_bucket: {ins.name} (#{ins.id}) reads past input "
-                            f"{next(i.param_name for i in ins.inputs if i.is_param())} other than through "
-                            "Shape or a Concat with the new entries")
+            raise MigxError(
+                f"kv_cache_bucket: {ins.name} (#{ins.id}) reads past input "
+                f"{next(i.param_name for i in ins.inputs if i.is_param())} other than through "
+                "Shape or a Concat with the new entries"
+            )
         else:
             args = [env[i.id] for i in ins.inputs]
-            env[ins.id] = _fold(m, ins, args) if ins.id in fold or ins.name in ("range", "dimensions_of") else \
-                m.add_instruction(ins.op, args, ins.module_inputs)
+            env[ins.id] = (
+                _fold(m, ins, args)
+                if ins.id in fold or ins.name in ("range", "dimensions_of")
+                else m.add_instruction(ins.op, args, ins.module_inputs)
+            )
     outs = main.output_instructions()
     kept = [env[o.id] for o in outs if o.id not in written]
     if return_cache:
@@ -118,8 +125,9 @@ def _runtime_dims(m, ins: Instruction, axis: int, past_len: Instruction) -> Inst
     unit[axis] = 1
     sel = slice(ins.op["start"], ins.op["end"])
     n = len(lens[sel])
-    scaled = m.add_instruction(Op("mul"), [m.add_instruction(Op("multibroadcast", out_lens=[n]), [past_len]),
-                                           m.add_literal(unit[sel])])
+    scaled = m.add_instruction(
+        Op("mul"), [m.add_instruction(Op("multibroadcast", out_lens=[n]), [past_len]), m.add_literal(unit[sel])]
+    )
     return m.add_instruction(Op("add"), [m.add_literal(lens[sel]), scaled])
 
 

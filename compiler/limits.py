@@ -66,8 +66,10 @@ def check_bytes(nbytes: int, what: str) -> int:
     """`nbytes` if within the budget, else a BudgetError naming `what` and the byte count."""
     budget = memory_budget()
     if nbytes > budget:
-        raise BudgetError(f"{what} needs {human_bytes(nbytes)}, over the memory budget of {human_bytes(budget)} "
-                          f"(set {ENV} to change it)")
+        raise BudgetError(
+            f"{what} needs {human_bytes(nbytes)}, over the memory budget of {human_bytes(budget)} "
+            f"(set {ENV} to change it)"
+        )
     return nbytes
 
 
@@ -120,9 +122,11 @@ class WorkMeter:
     def spend(self, where: str) -> None:
         self.spent += 1
         if self.spent > self.limit:
-            raise WorkBudgetError(f"evaluation stopped after {self.limit:,} instructions, at {where}: over the work "
-                                  f"budget (a loop with a huge trip count?); raise it with --work-budget N or "
-                                  f"{WORK_ENV}=N")
+            raise WorkBudgetError(
+                f"evaluation stopped after {self.limit:,} instructions, at {where}: over the work "
+                f"budget (a loop with a huge trip count?); raise it with --work-budget N or "
+                f"{WORK_ENV}=N"
+            )
 
 
 @contextlib.contextmanager

@@ -104,8 +104,7 @@ def pred(desc: str, fn: Callable[[Instruction], bool], why: str | Callable | Non
 def name(*names: str) -> Matcher:
     allowed = frozenset(names)
     shown = "|".join(names)
-    m = _Pred(f"name({shown})", lambda ins, st: ins.name in allowed,
-              lambda ins: f"expected {shown}, got {ins.name}")
+    m = _Pred(f"name({shown})", lambda ins, st: ins.name in allowed, lambda ins: f"expected {shown}, got {ins.name}")
     m.names = allowed  # lets find_matches skip rules by root op name without running them
     return m
 
@@ -123,8 +122,9 @@ def root_names(m: Matcher) -> frozenset[str] | None:
 
 
 def name_contains(part: str) -> Matcher:
-    return _Pred(f"name_contains({part})", lambda ins, st: part in ins.name,
-                 lambda ins: f"{ins.name} does not contain {part!r}")
+    return _Pred(
+        f"name_contains({part})", lambda ins, st: part in ins.name, lambda ins: f"{ins.name} does not contain {part!r}"
+    )
 
 
 def any_() -> Matcher:
@@ -136,13 +136,19 @@ def none_() -> Matcher:
 
 
 def nargs(n: int) -> Matcher:
-    return _Pred(f"nargs({n})", lambda ins, st: len(ins.inputs) == n,
-                 lambda ins: f"{ins.name} has {len(ins.inputs)} inputs, expected {n}")
+    return _Pred(
+        f"nargs({n})",
+        lambda ins, st: len(ins.inputs) == n,
+        lambda ins: f"{ins.name} has {len(ins.inputs)} inputs, expected {n}",
+    )
 
 
 def used_once() -> Matcher:
-    return _Pred("used_once", lambda ins, st: len(ins.outputs) == 1,
-                 lambda ins: f"{ins.name} has {len(ins.outputs)} users (needs exactly one)")
+    return _Pred(
+        "used_once",
+        lambda ins, st: len(ins.outputs) == 1,
+        lambda ins: f"{ins.name} has {len(ins.outputs)} users (needs exactly one)",
+    )
 
 
 def is_constant() -> Matcher:
@@ -153,18 +159,25 @@ def is_constant() -> Matcher:
 
 
 def has_attribute(key: str) -> Matcher:
-    return _Pred(f"has_attribute({key})", lambda ins, st: ins.op.get(key, _MISSING) is not _MISSING,
-                 lambda ins: f"{ins.name} has no attribute {key}")
+    return _Pred(
+        f"has_attribute({key})",
+        lambda ins, st: ins.op.get(key, _MISSING) is not _MISSING,
+        lambda ins: f"{ins.name} has no attribute {key}",
+    )
 
 
 def attr_value(key: str, value: Any) -> Matcher:
-    return _Pred(f"{key}={value}", lambda ins, st: ins.op.get(key, _MISSING) == value,
-                 lambda ins: f"{ins.name}.{key} is {ins.op.get(key, 'missing')}, expected {value}")
+    return _Pred(
+        f"{key}={value}",
+        lambda ins, st: ins.op.get(key, _MISSING) == value,
+        lambda ins: f"{ins.name}.{key} is {ins.op.get(key, 'missing')}, expected {value}",
+    )
 
 
 has_op_value = attr_value
-_VALUE_VIEWS = frozenset({"broadcast", "multibroadcast", "reshape", "squeeze", "unsqueeze", "transpose", "flatten",
-                          "contiguous"})
+_VALUE_VIEWS = frozenset(
+    {"broadcast", "multibroadcast", "reshape", "squeeze", "unsqueeze", "transpose", "flatten", "contiguous"}
+)
 
 
 def has_value(value: float, rtol: float = 0.0) -> Matcher:
@@ -194,13 +207,17 @@ def standard_shape() -> Matcher:
 
 
 def broadcast_shape() -> Matcher:
-    return _Pred("broadcast_shape", lambda ins, st: ins.shape.broadcasted(),
-                 lambda ins: f"{ins.shape} is not broadcast")
+    return _Pred(
+        "broadcast_shape", lambda ins, st: ins.shape.broadcasted(), lambda ins: f"{ins.shape} is not broadcast"
+    )
 
 
 def scalar_shape() -> Matcher:
-    return _Pred("scalar_shape", lambda ins, st: ins.shape.scalar_shape() or ins.shape.elements() == 1,
-                 lambda ins: f"{ins.shape} is not scalar")
+    return _Pred(
+        "scalar_shape",
+        lambda ins, st: ins.shape.scalar_shape() or ins.shape.elements() == 1,
+        lambda ins: f"{ins.shape} is not scalar",
+    )
 
 
 def pointwise() -> Matcher:
@@ -396,12 +413,25 @@ def skip_broadcasts(m: Matcher) -> Matcher:
     return skip("broadcast", "multibroadcast")(m)
 
 
-_MOVED_TO_REWRITE = frozenset({"Rule", "rule", "find_matches", "near_misses", "matches", "repeat_while_changes",
-                               "MatchRecord", "NearMiss", "PatternRewriter"})
+_MOVED_TO_REWRITE = frozenset(
+    {
+        "Rule",
+        "rule",
+        "find_matches",
+        "near_misses",
+        "matches",
+        "repeat_while_changes",
+        "MatchRecord",
+        "NearMiss",
+        "PatternRewriter",
+    }
+)
 
 
 def __getattr__(name: str):
     if name in _MOVED_TO_REWRITE:  # the rule protocol moved; say where instead of a bare AttributeError
-        raise AttributeError(f"migx_explore.compiler.matcher.{name} moved to migx_explore.compiler.pattern_rewriter "
-                             f"(one rule protocol: pattern, check -> reason or plan, rewrite)")
+        raise AttributeError(
+            f"migx_explore.compiler.matcher.{name} moved to migx_explore.compiler.pattern_rewriter "
+            f"(one rule protocol: pattern, check -> reason or plan, rewrite)"
+        )
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

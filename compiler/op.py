@@ -36,7 +36,6 @@ taken name is an error naming both definitions.
 from __future__ import annotations
 
 import difflib
-import math
 import os
 import re
 import sys
@@ -50,11 +49,24 @@ import numpy as np
 
 from . import dtypes
 from .errors import AttributeError_, ShapeError, UnknownOpError
+from .op_format import format_float, format_op, format_value  # noqa: F401  (format_float: re-exported)
 from .shape import DynDim, Shape
 
 ATTR_KINDS = ("int", "float", "bool", "str", "ints", "floats", "shape", "type", "any")
-TRAITS = frozenset({"pointwise", "commutative", "reduce", "view", "side_effect", "require_std_shape",
-                    "not_context_free", "in_place", "builtin", "gpu"})
+TRAITS = frozenset(
+    {
+        "pointwise",
+        "commutative",
+        "reduce",
+        "view",
+        "side_effect",
+        "require_std_shape",
+        "not_context_free",
+        "in_place",
+        "builtin",
+        "gpu",
+    }
+)
 GPU_CODE_KINDS = ("pointwise", "kernel", "host", "none")
 
 
@@ -164,10 +176,12 @@ class AttrSpec:
             v = _coerce(self.kind, value)
         except (TypeError, ValueError) as e:
             raise AttributeError_(
-                f"{op_name}: attribute {self.name}={value!r} is not a valid {self.kind} ({e})") from None
+                f"{op_name}: attribute {self.name}={value!r} is not a valid {self.kind} ({e})"
+            ) from None
         if self.choices is not None and v not in self.choices:
             raise AttributeError_(
-                f"{op_name}: attribute {self.name}={v!r} must be one of {', '.join(map(repr, self.choices))}")
+                f"{op_name}: attribute {self.name}={v!r} must be one of {', '.join(map(repr, self.choices))}"
+            )
         return v
 
 
@@ -252,8 +266,9 @@ class OpSpec:
         object.__setattr__(self, "attr_index", {a.name: a for a in self.attrs})
         unknown = sorted(self.traits - TRAITS)
         if unknown:
-            raise ValueError(f"op {self.name}: unknown trait(s) {', '.join(unknown)}; "
-                             f"declared traits: {', '.join(sorted(TRAITS))}")
+            raise ValueError(
+                f"op {self.name}: unknown trait(s) {', '.join(unknown)}; declared traits: {', '.join(sorted(TRAITS))}"
+            )
         if self.gpu is None and (self.traits & {"builtin", "view"} or "::" in self.name):
             why = "a target op; its executor runs it" if "::" in self.name else "moves no data"
             object.__setattr__(self, "gpu", GpuCode.none(why))
@@ -280,9 +295,11 @@ def register(spec: OpSpec, *, replace: bool = False) -> OpSpec:
         differs = spec_differences(old, spec)
         if not differs:
             return old
-        raise ValueError(f"op {spec.name!r} is already registered (at {old.origin or 'unknown'}); this definition "
-                         f"(at {spec.origin or 'unknown'}) differs in {', '.join(differs)}. Use another name, or "
-                         f"defop(..., replace=True) to replace it")
+        raise ValueError(
+            f"op {spec.name!r} is already registered (at {old.origin or 'unknown'}); this definition "
+            f"(at {spec.origin or 'unknown'}) differs in {', '.join(differs)}. Use another name, or "
+            f"defop(..., replace=True) to replace it"
+        )
     _REGISTRY[spec.name] = spec
     return spec
 
@@ -292,16 +309,45 @@ def unregister(name: str) -> OpSpec | None:
     return _REGISTRY.pop(name, None)
 
 
-def defop(name: str, shape: ShapeFn, compute: ComputeFn | None = None, *,
-          attrs: Sequence[AttrSpec] = (), traits: Iterable[str] = (), normalize: NormalizeFn | None = None,
-          output_alias=None, nargs=None, doc: str = "", gpu: GpuCode | None = None, made_by: str = "",
-          replace: bool = False) -> OpSpec:
+def defop(
+    name: str,
+    shape: ShapeFn,
+    compute: ComputeFn | None = None,
+    *,
+    attrs: Sequence[AttrSpec] = (),
+    traits: Iterable[str] = (),
+    normalize: NormalizeFn | None = None,
+    output_alias=None,
+    nargs=None,
+    doc: str = "",
+    gpu: GpuCode | None = None,
+    made_by: str = "",
+    replace: bool = False,
+) -> OpSpec:
     """Declare and register an op spec in one call (see the module docstring for the contract)."""
-    spec = register(OpSpec(name, shape, compute, tuple(attrs), frozenset(traits), normalize, output_alias,
-                           nargs, doc, gpu, made_by, origin=_caller()), replace=replace)
+    spec = register(
+        OpSpec(
+            name,
+            shape,
+            compute,
+            tuple(attrs),
+            frozenset(traits),
+            normalize,
+            output_alias,
+            nargs,
+            doc,
+            gpu,
+            made_by,
+            origin=_caller(),
+        ),
+        replace=replace,
+    )
     if spec.gpu is None:  # said now, not after every pass has run: the GPU target will run it on the host
-        warnings.warn(f"op {name} declares no GPU code (gpu=GpuCode.pointwise/kernel/host); the GPU target runs "
-                      f"it on the host, and tests/test_op_contract.py fails until it declares one", stacklevel=2)
+        warnings.warn(
+            f"op {name} declares no GPU code (gpu=GpuCode.pointwise/kernel/host); the GPU target runs "
+            f"it on the host, and tests/test_op_contract.py fails until it declares one",
+            stacklevel=2,
+        )
     return spec
 
 
@@ -311,8 +357,10 @@ def _caller() -> str:
     the notebook cell, the test."""
     helpers = os.path.join(os.path.dirname(__file__), "ops") + os.sep
     frame = sys._getframe(1)
-    while frame is not None and (frame.f_code.co_filename == __file__ or (
-            frame.f_code.co_filename.startswith(helpers) and frame.f_code.co_name != "<module>")):
+    while frame is not None and (
+        frame.f_code.co_filename == __file__
+        or (frame.f_code.co_filename.startswith(helpers) and frame.f_code.co_name != "<module>")
+    ):
         frame = frame.f_back
     if frame is None:
         return ""
@@ -373,10 +421,13 @@ def contract_problems(spec: OpSpec) -> list[str]:
     if spec.compute is None and not spec.has("builtin"):
         out.append("no reference compute: give defop a compute function (op, args, out_shape, run) -> ndarray")
     if spec.gpu is None:
-        out.append("no GPU code: add gpu=GpuCode.pointwise('<expression over existing ops>'), "
-                   "GpuCode.kernel('<family>') or GpuCode.host('<reason>') to its defop")
-    elif spec.gpu.kind == "none" and not (spec.traits & {"builtin", "view"} or "::" in spec.name
-                                           or spec.name in STRUCTURAL_OPS):
+        out.append(
+            "no GPU code: add gpu=GpuCode.pointwise('<expression over existing ops>'), "
+            "GpuCode.kernel('<family>') or GpuCode.host('<reason>') to its defop"
+        )
+    elif spec.gpu.kind == "none" and not (
+        spec.traits & {"builtin", "view"} or "::" in spec.name or spec.name in STRUCTURAL_OPS
+    ):
         out.append(f"GpuCode.none is only for ops that move no data (views, builtins, {', '.join(STRUCTURAL_OPS)})")
     elif spec.gpu.kind == "pointwise" and not spec.has("pointwise"):
         out.append("GpuCode.pointwise on an op without the 'pointwise' trait")
@@ -505,8 +556,18 @@ def compute_shape(op: Op, inputs: list[Shape], mods: Sequence[Submodule] = ()) -
 # The GPU wrappers pass their inputs on to the wrapped op's compute_shape, which lifts when that
 # op needs it: lifting the wrapper too would show a natively dynamic op (a lowered select_module)
 # only the range's ends, as static shapes its submodules cannot take.
-NATIVE_DYNAMIC_OPS = frozenset({"select_module", "multibroadcast", "range", "dimensions_of", "@return",
-                                "gpu::precompile_op", "gpu::code_object", "gpu::host_op"})
+NATIVE_DYNAMIC_OPS = frozenset(
+    {
+        "select_module",
+        "multibroadcast",
+        "range",
+        "dimensions_of",
+        "@return",
+        "gpu::precompile_op",
+        "gpu::code_object",
+        "gpu::host_op",
+    }
+)
 
 
 def _at_end(s: Shape, end: str) -> Shape:
@@ -529,48 +590,3 @@ def _lifted_dynamic_shape(spec: OpSpec, op: Op, inputs: list[Shape], mods: list)
         return hi
     # Dynamic shapes carry no layout (they print without strides and never reach the GPU).
     return Shape.dynamic(hi.type, [DynDim(min(a, b), max(a, b)) for a, b in zip(lo.lens, hi.lens)])
-
-
-# ---- text of attribute values (the printer and Op.__repr__ share it) ----------------------------
-def format_value(v: Any) -> str:
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, (int, np.integer)):
-        return str(int(v))
-    if isinstance(v, float):
-        return format_float(v)
-    if isinstance(v, Shape):
-        return "{" + str(v) + "}"
-    if isinstance(v, tuple):
-        return "{" + ", ".join(format_value(x) for x in v) + "}"
-    if v is None:
-        return "none"
-    s = str(v)
-    if s and all(c.isalnum() or c in "_:.-" for c in s) and s not in ("true", "false", "none", "inf", "nan") \
-            and not _looks_numeric(s):
-        return s
-    return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
-
-
-def _looks_numeric(s: str) -> bool:
-    try:
-        float(s)
-        return True
-    except ValueError:
-        return False
-
-
-def format_float(v: float) -> str:
-    if math.isnan(v):
-        return "nan"
-    if math.isinf(v):
-        return "inf" if v > 0 else "-inf"
-    r = repr(float(v))
-    return r[:-2] if r.endswith(".0") else r
-
-
-def format_op(op: Op) -> str:
-    attrs = op.non_default_attrs()
-    if not attrs:
-        return op.name
-    return op.name + "[" + ",".join(f"{k}={format_value(v)}" for k, v in attrs) + "]"

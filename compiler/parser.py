@@ -82,7 +82,7 @@ class ValueReader:
             elif depth == 0 and (ch in ",{}()=" or ch.isspace()):
                 break
             self.i += 1
-        tok = self.s[start:self.i]
+        tok = self.s[start : self.i]
         if not tok:
             raise ValueError(f"expected a value at column {start + 1}")
         return tok
@@ -210,8 +210,10 @@ def _literal_values(body: str, shape: Shape, allow_elided: bool, literals=None) 
         return arr.reshape(shape.lens)
     if inner == "...":
         if not allow_elided:
-            raise ValueError("literal values are elided ('{ ... }'); print with full=True to round-trip, "
-                             "or parse with allow_elided=True to fill zeros")
+            raise ValueError(
+                "literal values are elided ('{ ... }'); print with full=True to round-trip, "
+                "or parse with allow_elided=True to fill zeros"
+            )
         check_lens(shape.lens, npd.itemsize, "an elided literal")
         return np.zeros(shape.lens, npd)
     fast = _plain_values(inner, shape, npd)
@@ -222,8 +224,10 @@ def _literal_values(body: str, shape: Shape, allow_elided: bool, literals=None) 
     if shape.type == "bool":
         arr = np.array([bool(v) for v in vals], dtype=np.bool_)
     else:
-        arr = np.array([float(v) if isinstance(v, str) else v for v in vals], dtype=np.float64 if
-                       dtypes.dtype(shape.type).is_float else None)
+        arr = np.array(
+            [float(v) if isinstance(v, str) else v for v in vals],
+            dtype=np.float64 if dtypes.dtype(shape.type).is_float else None,
+        )
         arr = arr.astype(npd)
     n = shape.elements()
     if arr.size != n:
@@ -244,8 +248,11 @@ def _plain_values(inner: str, shape: Shape, npd: np.dtype) -> np.ndarray | None:
             arr = np.array([t == "true" for t in toks], dtype=np.bool_)
         else:
             # ml_dtypes' narrow types (int4, float8, ...) do not parse strings: go through a wide type.
-            wide = np.float64 if dtypes.dtype(shape.type).is_float else (
-                np.int64 if shape.type in dtypes.LOW_PRECISION else npd)
+            wide = (
+                np.float64
+                if dtypes.dtype(shape.type).is_float
+                else (np.int64 if shape.type in dtypes.LOW_PRECISION else npd)
+            )
             arr = np.array(toks).astype(wide).astype(npd)
     except (ValueError, OverflowError, TypeError):
         return None
@@ -284,8 +291,9 @@ def parse(text: str, *, allow_elided: bool = False, literals=None) -> Program:
         if name != "main":
             p.create_module(name)
     by_name = {b[0]: b for b in blocks}
-    deps = {b[0]: [r.strip() for _, s in b[2] for m in _MOD_REF.finditer(s) for r in m.group(1).split(",")]
-            for b in blocks}
+    deps = {
+        b[0]: [r.strip() for _, s in b[2] for m in _MOD_REF.finditer(s) for r in m.group(1).split(",")] for b in blocks
+    }
     done: set[str] = set()
     visiting: set[str] = set()
 
@@ -341,7 +349,7 @@ def _parse_instruction(mod: Module, rhs: str, env: dict, allow_elided: bool, lit
         return env[arg]
 
     if rhs.startswith("@param:"):
-        pname, _, shape_txt = rhs[len("@param:"):].partition(" -> ")
+        pname, _, shape_txt = rhs[len("@param:") :].partition(" -> ")
         pname = pname.strip()
         if pname in mod.param_names():
             raise ValueError(f"parameter {pname!r} is declared twice")
@@ -350,18 +358,18 @@ def _parse_instruction(mod: Module, rhs: str, env: dict, allow_elided: bool, lit
     if rhs.startswith("@literal"):
         # Fast path: a literal body holds only numbers, so the last "->" starts the shape; this
         # avoids a per-character bracket scan of multi-megabyte weight literals.
-        body, arrow, shape_txt = rhs[len("@literal"):].rpartition("->")
+        body, arrow, shape_txt = rhs[len("@literal") :].rpartition("->")
         if not (body.strip().startswith("{") and body.strip().endswith("}")):
             end = _matching(rhs, len("@literal"))
-            body = rhs[len("@literal"):end + 1]
-            _, arrow, shape_txt = rhs[end + 1:].partition("->")
+            body = rhs[len("@literal") : end + 1]
+            _, arrow, shape_txt = rhs[end + 1 :].partition("->")
         if not arrow:
             raise ValueError("literal needs '-> <shape>'")
         shape = parse_shape(shape_txt.strip())
         data = _literal_values(body, shape, allow_elided, literals)
         return mod._link_before(mod._new(Op("@literal"), (), (), shape, Literal(data, shape)), mod.end())
     if rhs.startswith("@return"):
-        inner = rhs[rhs.index("(") + 1:_matching(rhs, rhs.index("("))]
+        inner = rhs[rhs.index("(") + 1 : _matching(rhs, rhs.index("("))]
         args = [lookup(a) for a in _split_top(inner) if a]
         return mod.add_return(args)
 
@@ -372,13 +380,13 @@ def _parse_instruction(mod: Module, rhs: str, env: dict, allow_elided: bool, lit
     attrs: dict[str, Any] = {}
     if k < len(rhs) and rhs[k] == "[":
         end = _matching(rhs, k)
-        attrs = parse_attrs(op_name, rhs[k + 1:end])
+        attrs = parse_attrs(op_name, rhs[k + 1 : end])
         k = end + 1
     if k >= len(rhs) or rhs[k] != "(":
         raise ValueError(f"expected '(' after {op_name}")
     end = _matching(rhs, k)
-    args = [lookup(a) for a in _split_top(rhs[k + 1:end]) if a]
-    rest = rhs[end + 1:].strip()
+    args = [lookup(a) for a in _split_top(rhs[k + 1 : end]) if a]
+    rest = rhs[end + 1 :].strip()
     mods = []
     if rest.startswith(","):
         rest = rest[1:].strip()
@@ -387,7 +395,7 @@ def _parse_instruction(mod: Module, rhs: str, env: dict, allow_elided: bool, lit
             if ref not in mod.program.modules:
                 raise ValueError(f"unknown module {ref!r}")
             mods.append(mod.program.modules[ref])
-        rest = rest[close + 1:].strip()
+        rest = rest[close + 1 :].strip()
     if not rest.startswith("->"):
         raise ValueError("expected '-> <shape>' after the arguments")
     printed = parse_shape(rest[2:].strip())

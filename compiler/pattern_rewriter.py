@@ -136,8 +136,13 @@ class TableRule(Rule):
     """A rule from parts: name, pattern, replacement (a `To`, a binding name, or a function
     `f(module, match)` / `f(module, match, plan)`), and an optional check returning a reason or a plan."""
 
-    def __init__(self, name: str, pattern: Matcher, out: To | str | RewriteFn,
-                 check: Callable[[Module, MatchResult], Reason | Plan] | None = None):
+    def __init__(
+        self,
+        name: str,
+        pattern: Matcher,
+        out: To | str | RewriteFn,
+        check: Callable[[Module, MatchResult], Reason | Plan] | None = None,
+    ):
         if not isinstance(pattern, Matcher):
             raise TypeError(f"rule {name}: pattern must be a Matcher, got {type(pattern).__name__}")
         self.name, self._pattern, self._out, self._check = name, pattern, out, check
@@ -170,8 +175,12 @@ def _arity(fn: Callable) -> int:
         return 2
 
 
-def rule(name: str, pattern: Matcher, rewrite: To | str | RewriteFn,
-         check: Callable[[Module, MatchResult], Reason | Plan] | None = None) -> Rule:
+def rule(
+    name: str,
+    pattern: Matcher,
+    rewrite: To | str | RewriteFn,
+    check: Callable[[Module, MatchResult], Reason | Plan] | None = None,
+) -> Rule:
     """A rule from parts (see `TableRule`); `row` is the same, for rules written as table rows."""
     return TableRule(name, pattern, rewrite, check)
 
@@ -239,8 +248,9 @@ class PatternRewriter:
         with module.program.provenance(sources, rule=rl.name):
             rl.rewrite(module, r, plan)
         if self.records is not None:
-            self.records.append(MatchRecord(rl.name, ins.id, tuple((k, v.id) for k, v in r.bindings.items()),
-                                            module.name))
+            self.records.append(
+                MatchRecord(rl.name, ins.id, tuple((k, v.id) for k, v in r.bindings.items()), module.name)
+            )
 
 
 def find_matches(module: Module, *rules: Rule, rewriter: PatternRewriter | None = None) -> int:
@@ -307,7 +317,24 @@ def matches(module: Module, rl: Rule) -> list[MatchResult]:
 
 
 __all__ = [
-    "MatchRecord", "NearMiss", "PatternRewriter", "Plan", "Reason", "Rule", "TableRule", "To", "build", "find_matches",
-    "matches", "near_misses", "refused", "repeat_while_changes", "replace_value", "replace_with_op", "rewrite_to",
-    "row", "rule", "to",
+    "MatchRecord",
+    "NearMiss",
+    "PatternRewriter",
+    "Plan",
+    "Reason",
+    "Rule",
+    "TableRule",
+    "To",
+    "build",
+    "find_matches",
+    "matches",
+    "near_misses",
+    "refused",
+    "repeat_while_changes",
+    "replace_value",
+    "replace_with_op",
+    "rewrite_to",
+    "row",
+    "rule",
+    "to",
 ]

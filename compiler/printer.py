@@ -40,6 +40,7 @@ class PrintableModule(Protocol):
 class PrintableProgram(Protocol):
     def get_modules(self) -> Sequence[PrintableModule]: ...
 
+
 ELIDE_OVER = 10
 
 

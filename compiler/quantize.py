@@ -38,18 +38,26 @@ def quantize_pipeline(precision: str, calibration: Sequence[Mapping[str, Any]] =
         return None
     if precision in ("fp16", "bf16"):
         low = "float16" if precision == "fp16" else "bfloat16"
-        passes = [make_pass("normalize_ops"),
-                  make_pass("optimize_module", propagate_constant_skip_ops=_QDQ),
-                  make_pass("truncate_float", float_type=low, keep_out_of_range=True),
-                  make_pass("optimize_module", propagate_constant_skip_ops=_QDQ)]
+        passes = [
+            make_pass("normalize_ops"),
+            make_pass("optimize_module", propagate_constant_skip_ops=_QDQ),
+            make_pass("truncate_float", float_type=low, keep_out_of_range=True),
+            make_pass("optimize_module", propagate_constant_skip_ops=_QDQ),
+        ]
         doc = f"quantize_{precision}: compute every float op in {low}; converts at the program's edges"
     else:
         target = "int8" if precision == "int8" else "float8e4m3fn"
         probed = ("dot", "convolution") if precision == "int8" else ("all",)
-        passes = [make_pass("rewrite_rnn"), make_pass("normalize_ops"), make_pass("optimize_module"),
-                  make_pass("capture_arguments", ins_names=probed),
-                  make_pass("quantize_8bits", precision=target, calibration=tuple(calibration)),
-                  make_pass("dead_code_elimination")]
-        doc = (f"quantize_{precision}: calibrate per-tensor scales on the calibration feeds, insert "
-               f"quantize/dequantize pairs ({target})")
+        passes = [
+            make_pass("rewrite_rnn"),
+            make_pass("normalize_ops"),
+            make_pass("optimize_module"),
+            make_pass("capture_arguments", ins_names=probed),
+            make_pass("quantize_8bits", precision=target, calibration=tuple(calibration)),
+            make_pass("dead_code_elimination"),
+        ]
+        doc = (
+            f"quantize_{precision}: calibrate per-tensor scales on the calibration feeds, insert "
+            f"quantize/dequantize pairs ({target})"
+        )
     return pipeline(STAGE_NAME, passes, doc)

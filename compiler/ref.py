@@ -54,11 +54,13 @@ def _bind_params(module: Module, inputs: Mapping[str, Any] | Sequence[Any], chec
             raise EvalError(f"missing input(s) for module {module.name}: {want}")
         extra = [k for k in inputs if k not in names]
         if extra:
-            raise EvalError(f"unknown input(s) {', '.join(map(repr, extra))}; the program's inputs are "
-                            f"{', '.join(names) or 'none'}")
+            raise EvalError(
+                f"unknown input(s) {', '.join(map(repr, extra))}; the program's inputs are {', '.join(names) or 'none'}"
+            )
         for p in params:
-            env[p.id] = _check_input(p.param_name, inputs[p.param_name], p.shape) if check else np.asarray(
-                inputs[p.param_name])
+            env[p.id] = (
+                _check_input(p.param_name, inputs[p.param_name], p.shape) if check else np.asarray(inputs[p.param_name])
+            )
     else:
         if len(inputs) != len(params):
             raise EvalError(f"module {module.name} takes {len(params)} inputs, got {len(inputs)}")
@@ -67,8 +69,9 @@ def _bind_params(module: Module, inputs: Mapping[str, Any] | Sequence[Any], chec
     return env
 
 
-def evaluate_module(module: Module, inputs: Mapping[str, Any] | Sequence[Any], *, check_shapes: bool = True,
-                    hook: Hook | None = None) -> list[np.ndarray]:
+def evaluate_module(
+    module: Module, inputs: Mapping[str, Any] | Sequence[Any], *, check_shapes: bool = True, hook: Hook | None = None
+) -> list[np.ndarray]:
     """Run one module. `check_shapes=False` is used for pointwise submodules, whose scalar params
     are fed whole tensors. Values are dropped after their last use (a `hook` sees each one)."""
     env = _bind_params(module, inputs, check_shapes)
@@ -106,8 +109,10 @@ def run_instruction(ins: Instruction, args: list[np.ndarray], check_shapes: bool
         raise EvalError(f"module {ins.module.name}: {ins.name} (#{ins.id}) has no reference implementation")
     out = ins.shape
     if check_shapes and not out.is_tuple and out.dyn_dims is None:
-        check_bytes(out.elements() * dtypes.np_dtype(out.type).itemsize,
-                    f"module {ins.module.name}: {ins.name} (#{ins.id}) output")
+        check_bytes(
+            out.elements() * dtypes.np_dtype(out.type).itemsize,
+            f"module {ins.module.name}: {ins.name} (#{ins.id}) output",
+        )
     try:
         res = spec.compute(ins.op, args, ins.shape, SubmoduleRunner(ins))
     except WorkBudgetError:
@@ -128,8 +133,10 @@ def run_instruction(ins: Instruction, args: list[np.ndarray], check_shapes: bool
         if arr.size == out.elements():
             arr = arr.reshape(out.lens)
         else:
-            raise EvalError(f"module {ins.module.name}: {ins.name} (#{ins.id}) computed shape {arr.shape}, "
-                            f"but its IR shape is {out}")
+            raise EvalError(
+                f"module {ins.module.name}: {ins.name} (#{ins.id}) computed shape {arr.shape}, "
+                f"but its IR shape is {out}"
+            )
     return arr
 
 
@@ -142,8 +149,7 @@ class SubmoduleRunner:
         self.ins = ins
 
     def __call__(self, module: Module, args: Sequence[np.ndarray], check_shapes: bool | None = None):
-        return evaluate_module(module, args, check_shapes=(not module.bypass) if check_shapes is None
-                               else check_shapes)
+        return evaluate_module(module, args, check_shapes=(not module.bypass) if check_shapes is None else check_shapes)
 
 
 def evaluate(program: Program, inputs: Mapping[str, Any], *, hook: Hook | None = None) -> list[np.ndarray]:

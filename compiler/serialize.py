@@ -44,9 +44,14 @@ def _sha(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def save_program(program: Program, path: str | os.PathLike, *, metadata: dict[str, Any] | None = None,
-                 blobs: dict[str, bytes] | None = None,
-                 sign: Callable[[bytes], bytes | None] | None = None) -> str:
+def save_program(
+    program: Program,
+    path: str | os.PathLike,
+    *,
+    metadata: dict[str, Any] | None = None,
+    blobs: dict[str, bytes] | None = None,
+    sign: Callable[[bytes], bytes | None] | None = None,
+) -> str:
     """Write `program` (plus JSON-able `metadata` and named binary `blobs`) to `path`. `sign`, given
     the manifest's bytes, returns a signature member (SIGNATURE_MEMBER) or None: the manifest holds
     every member's SHA-256, so signing it covers the whole file."""
@@ -62,8 +67,11 @@ def save_program(program: Program, path: str | os.PathLike, *, metadata: dict[st
             arr = np.ascontiguousarray(lit.data)
             raw = arr.astype(arr.dtype.newbyteorder("<"), copy=False).tobytes()
             literal_data[key] = raw
-            literal_meta[key] = {"type": dtypes.dtype(arr.dtype).name, "shape": list(arr.shape),
-                                 "member": f"literals/{key}.bin"}
+            literal_meta[key] = {
+                "type": dtypes.dtype(arr.dtype).name,
+                "shape": list(arr.shape),
+                "member": f"literals/{key}.bin",
+            }
         return key
 
     text = print_program(program, literal_ref=ref)
@@ -76,8 +84,11 @@ def save_program(program: Program, path: str | os.PathLike, *, metadata: dict[st
             raise MigxError(f"bad blob name {name!r}")
         members[f"blobs/{name}"] = bytes(data)
     manifest = {
-        "format": FORMAT, "version": VERSION, "next_id": program._next_id,
-        "literals": literal_meta, "blobs": sorted(blobs or {}),
+        "format": FORMAT,
+        "version": VERSION,
+        "next_id": program._next_id,
+        "literals": literal_meta,
+        "blobs": sorted(blobs or {}),
         "members": {name: {"sha256": _sha(data), "size": len(data)} for name, data in members.items()},
         "metadata": metadata or {},
     }
@@ -108,8 +119,14 @@ def save_program(program: Program, path: str | os.PathLike, *, metadata: dict[st
 
 
 class SavedProgram:
-    def __init__(self, program: Program, metadata: dict[str, Any], blobs: dict[str, bytes],
-                 manifest_raw: bytes = b"", signature: bytes | None = None):
+    def __init__(
+        self,
+        program: Program,
+        metadata: dict[str, Any],
+        blobs: dict[str, bytes],
+        manifest_raw: bytes = b"",
+        signature: bytes | None = None,
+    ):
         self.program = program
         self.metadata = metadata
         self.blobs = blobs
@@ -184,20 +201,27 @@ def _check_sizes(z: zipfile.ZipFile, manifest: dict[str, Any], where: str) -> No
     """Refuse oversized members from the zip directory alone: a zip bomb never gets decompressed."""
     total = 0
     for name, info in manifest["members"].items():
-        if not isinstance(info, dict) or not isinstance(info.get("size"), int) or info["size"] < 0 \
-                or not isinstance(info.get("sha256"), str):
+        if (
+            not isinstance(info, dict)
+            or not isinstance(info.get("size"), int)
+            or info["size"] < 0
+            or not isinstance(info.get("sha256"), str)
+        ):
             raise FormatError(f"{where}: manifest entry for {name} is malformed")
         try:
             zi = z.getinfo(name)
         except KeyError:
             raise FormatError(f"{where}: member {name} is missing (truncated file?)") from None
         if zi.file_size != info["size"]:
-            raise FormatError(f"{where}: member {name} has {zi.file_size} bytes, manifest says {info['size']} "
-                              "(tampered or truncated)")
+            raise FormatError(
+                f"{where}: member {name} has {zi.file_size} bytes, manifest says {info['size']} (tampered or truncated)"
+            )
         limit = _limit_for(name, manifest)
         if zi.file_size > limit:
-            raise FormatError(f"{where}: member {name} would decompress to {human_bytes(zi.file_size)}, over the "
-                              f"limit of {human_bytes(limit)}; refusing")
+            raise FormatError(
+                f"{where}: member {name} would decompress to {human_bytes(zi.file_size)}, over the "
+                f"limit of {human_bytes(limit)}; refusing"
+            )
         total += zi.file_size
     try:
         check_bytes(total, f"{where}: the members together")
@@ -212,8 +236,10 @@ def _check_sizes(z: zipfile.ZipFile, manifest: dict[str, Any], where: str) -> No
         except (KeyError, TypeError, ValueError, MigxError) as e:
             raise FormatError(f"{where}: literal {key} is malformed ({e})") from None
         if want != manifest["members"][member]["size"]:
-            raise FormatError(f"{where}: literal {key} is {manifest['members'][member]['size']} bytes but its "
-                              f"shape {meta['shape']} {meta['type']} needs {want} (tampered)")
+            raise FormatError(
+                f"{where}: literal {key} is {manifest['members'][member]['size']} bytes but its "
+                f"shape {meta['shape']} {meta['type']} needs {want} (tampered)"
+            )
 
 
 def _literal(key: str, meta: dict[str, Any], data: dict[str, bytes], where: str) -> np.ndarray:
@@ -238,11 +264,16 @@ def _read_manifest(z: zipfile.ZipFile, where: str) -> tuple[dict[str, Any], byte
     except (zipfile.BadZipFile, zlib.error, ValueError, OSError, EOFError, RecursionError) as e:
         raise FormatError(f"{where}: manifest unreadable ({type(e).__name__}: {str(e)[:200]})") from None
     if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
-        raise FormatError(f"{where}: not a migx-explore program file (format {manifest.get('format')!r})"
-                          if isinstance(manifest, dict) else f"{where}: manifest is not an object")
+        raise FormatError(
+            f"{where}: not a migx-explore program file (format {manifest.get('format')!r})"
+            if isinstance(manifest, dict)
+            else f"{where}: manifest is not an object"
+        )
     if manifest.get("version") != VERSION:
-        raise FormatError(f"{where}: format version {manifest.get('version')!r} is not supported "
-                          f"(this migx-explore reads version {VERSION})")
+        raise FormatError(
+            f"{where}: format version {manifest.get('version')!r} is not supported "
+            f"(this migx-explore reads version {VERSION})"
+        )
     for key, kind in (("members", dict), ("literals", dict), ("blobs", list), ("metadata", dict), ("next_id", int)):
         if not isinstance(manifest.get(key), kind):
             raise FormatError(f"{where}: manifest field {key!r} is missing or malformed")

@@ -33,8 +33,12 @@ class InstrRecord:
 
     def same_content(self, other: InstrRecord) -> bool:
         """Equal op, inputs, submodules and shape (the literal compared by identity/content)."""
-        if (self.op != other.op or self.inputs != other.inputs or self.modules != other.modules
-                or self.shape != other.shape):
+        if (
+            self.op != other.op
+            or self.inputs != other.inputs
+            or self.modules != other.modules
+            or self.shape != other.shape
+        ):
             return False
         if self.literal is None or other.literal is None:
             return self.literal is other.literal
@@ -107,14 +111,19 @@ class ProgramSnapshot:
 
     def __init__(self, modules: Sequence[ModuleSnapshot], next_id: int, scopes: Mapping[int, str] | None = None):
         mods = tuple(modules)
-        self._chunks = tuple(mods[k:k + CHUNK] for k in range(0, len(mods), CHUNK))
+        self._chunks = tuple(mods[k : k + CHUNK] for k in range(0, len(mods), CHUNK))
         self._index = {m.name: k for k, m in enumerate(mods)}
         self.next_id = next_id
         self.scopes = {} if scopes is None else scopes  # Program.scopes (shared, read-only)
 
     @classmethod
-    def _shared(cls, chunks: tuple[tuple[ModuleSnapshot, ...], ...], index: dict[str, int], next_id: int,
-                scopes: Mapping[int, str]) -> ProgramSnapshot:
+    def _shared(
+        cls,
+        chunks: tuple[tuple[ModuleSnapshot, ...], ...],
+        index: dict[str, int],
+        next_id: int,
+        scopes: Mapping[int, str],
+    ) -> ProgramSnapshot:
         snap = cls.__new__(cls)
         snap._chunks, snap._index, snap.next_id, snap.scopes = chunks, index, next_id, scopes
         return snap
@@ -155,8 +164,16 @@ class ProgramSnapshot:
             m = p.modules[ms.name]
             live: dict[int, Instruction] = {}
             for r in ms.instrs:
-                ins = Instruction(m, r.op, [live[i] for i in r.inputs], [p.modules[n] for n in r.modules],
-                                  r.shape, r.origin, r.literal, r.id)
+                ins = Instruction(
+                    m,
+                    r.op,
+                    [live[i] for i in r.inputs],
+                    [p.modules[n] for n in r.modules],
+                    r.shape,
+                    r.origin,
+                    r.literal,
+                    r.id,
+                )
                 for i in {id(i): i for i in ins._inputs}.values():  # no scan of a long use list
                     i._outputs.append(ins)
                 live[r.id] = ins
@@ -203,22 +220,43 @@ _CACHE_ATTR = "_snapshot_cache"
 
 def snapshot_module(m: Module, fresh: bool = False) -> ModuleSnapshot:
     cache = getattr(m, _CACHE_ATTR, None)
-    if (not fresh and cache is not None and cache[0] == m.version and cache[1].name == m.name
-            and cache[1].bypass == m.bypass):
+    if (
+        not fresh
+        and cache is not None
+        and cache[0] == m.version
+        and cache[1].name == m.name
+        and cache[1].bypass == m.bypass
+    ):
         return cache[1]
-    if (cache is not None and cache[1].name == m.name and cache[1].bypass == m.bypass
-            and _unchanged_by_identity(m, cache[1].instrs)):
+    if (
+        cache is not None
+        and cache[1].name == m.name
+        and cache[1].bypass == m.bypass
+        and _unchanged_by_identity(m, cache[1].instrs)
+    ):
         # The fresh re-read after a pass, mostly: every instruction still holds the very op,
         # shape, literal and origin objects recorded, so nothing is rebuilt or compared deeply
         # (this re-read runs over the whole program after each top-level pass).
         setattr(m, _CACHE_ATTR, (m.version, cache[1]))
         return cache[1]
     recs = tuple(
-        InstrRecord(ins._id, ins._op, tuple(i._id for i in ins._inputs),
-                    tuple(sm.name for sm in ins._module_inputs), ins._shape, ins._origin, ins._literal)
-        for ins in m)
-    if (cache is not None and cache[1].name == m.name and cache[1].bypass == m.bypass
-            and _same_records(cache[1].instrs, recs)):
+        InstrRecord(
+            ins._id,
+            ins._op,
+            tuple(i._id for i in ins._inputs),
+            tuple(sm.name for sm in ins._module_inputs),
+            ins._shape,
+            ins._origin,
+            ins._literal,
+        )
+        for ins in m
+    )
+    if (
+        cache is not None
+        and cache[1].name == m.name
+        and cache[1].bypass == m.bypass
+        and _same_records(cache[1].instrs, recs)
+    ):
         # A fresh read that found the module as it was: share the earlier snapshot, so memory
         # grows with what passes change, not with the program times the passes (and diff sees
         # the module as untouched by identity).
@@ -238,19 +276,27 @@ def _unchanged_by_identity(m: Module, recs: tuple[InstrRecord, ...]) -> bool:
     if m._count != len(recs):
         return False
     for ins, r in zip(m, recs):
-        if (ins._id != r.id or ins._op is not r.op or ins._shape is not r.shape or ins._literal is not r.literal
-                or ins._origin is not r.origin or len(ins._inputs) != len(r.inputs)
-                or len(ins._module_inputs) != len(r.modules)):
+        if (
+            ins._id != r.id
+            or ins._op is not r.op
+            or ins._shape is not r.shape
+            or ins._literal is not r.literal
+            or ins._origin is not r.origin
+            or len(ins._inputs) != len(r.inputs)
+            or len(ins._module_inputs) != len(r.modules)
+        ):
             return False
         if any(i._id != j for i, j in zip(ins._inputs, r.inputs)) or any(
-                sm.name != n for sm, n in zip(ins._module_inputs, r.modules)):
+            sm.name != n for sm, n in zip(ins._module_inputs, r.modules)
+        ):
             return False
     return True
 
 
 def _same_records(a: tuple[InstrRecord, ...], b: tuple[InstrRecord, ...]) -> bool:
-    return len(a) == len(b) and all(x.id == y.id and x.origin == y.origin and x.literal is y.literal
-                                    and x.same_content(y) for x, y in zip(a, b))
+    return len(a) == len(b) and all(
+        x.id == y.id and x.origin == y.origin and x.literal is y.literal and x.same_content(y) for x, y in zip(a, b)
+    )
 
 
 def snapshot(p: Program, fresh: bool = False) -> ProgramSnapshot:
@@ -322,7 +368,7 @@ def _rebuilt(p: Program, last: ProgramSnapshot | None, fresh: bool) -> ProgramSn
             index = last._index
     chunks = []
     for j, k in enumerate(range(0, len(mods), CHUNK)):
-        c = tuple(mods[k:k + CHUNK])
+        c = tuple(mods[k : k + CHUNK])
         if j < len(old_chunks) and len(old_chunks[j]) == len(c) and all(x is y for x, y in zip(old_chunks[j], c)):
             c = old_chunks[j]
         chunks.append(c)
@@ -393,10 +439,14 @@ def diff(before: ProgramSnapshot, after: ProgramSnapshot) -> SnapshotDiff:
                 replaced_by.setdefault(o, []).append(i)
     same_names = before._index is after._index
     return SnapshotDiff(
-        added, removed, frozenset(changed),
+        added,
+        removed,
+        frozenset(changed),
         () if same_names else tuple(sorted(am.keys() - bm.keys())),
         () if same_names else tuple(sorted(bm.keys() - am.keys())),
-        {k: tuple(v) for k, v in replaced_by.items()}, after)
+        {k: tuple(v) for k, v in replaced_by.items()},
+        after,
+    )
 
 
 def differing_modules(before: ProgramSnapshot, after: ProgramSnapshot):

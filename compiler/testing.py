@@ -1,13 +1,13 @@
 """Helpers for pass tests: IR text in, passes, IR text out; and numeric equivalence checks.
 
-    check_pass('''
-        x = @param:x -> float32, {4}, {1}
-        @1 = identity(x) -> float32, {4}, {1}
-        @2 = @return(@1)
-    ''', [EliminateIdentity()], '''
-        x = @param:x -> float32, {4}, {1}
-        @1 = @return(x)
-    ''')
+check_pass('''
+    x = @param:x -> float32, {4}, {1}
+    @1 = identity(x) -> float32, {4}, {1}
+    @2 = @return(@1)
+''', [EliminateIdentity()], '''
+    x = @param:x -> float32, {4}, {1}
+    @1 = @return(x)
+''')
 """
 
 from __future__ import annotations
@@ -36,8 +36,9 @@ def run_on_text(text: str, passes: Sequence, *, validate: bool = True) -> Progra
     return p
 
 
-def check_pass(before: str, passes: Sequence, after: str, *, numeric: bool = True, rtol: float = 1e-5,
-               atol: float = 1e-6) -> Program:
+def check_pass(
+    before: str, passes: Sequence, after: str, *, numeric: bool = True, rtol: float = 1e-5, atol: float = 1e-6
+) -> Program:
     """Assert that running `passes` on `before` prints exactly `after` (whitespace-normalised),
     and, unless numeric=False, that outputs agree with the original program on random inputs."""
     original = parse(textwrap.dedent(before))
@@ -50,11 +51,19 @@ def check_pass(before: str, passes: Sequence, after: str, *, numeric: bool = Tru
     return p
 
 
-def assert_same_outputs(a: Program, b: Program, inputs: Mapping[str, np.ndarray] | None = None, *,
-                        rtol: float = 1e-5, atol: float = 1e-6, seed: int = 0) -> None:
+def assert_same_outputs(
+    a: Program,
+    b: Program,
+    inputs: Mapping[str, np.ndarray] | None = None,
+    *,
+    rtol: float = 1e-5,
+    atol: float = 1e-6,
+    seed: int = 0,
+) -> None:
     feeds = dict(inputs) if inputs is not None else random_inputs(a, seed)
     ra, rb = evaluate(a, feeds), evaluate(b, feeds)
     assert len(ra) == len(rb), f"output count {len(ra)} != {len(rb)}"
     for k, (x, y) in enumerate(zip(ra, rb)):
-        np.testing.assert_allclose(np.asarray(y, np.float64), np.asarray(x, np.float64), rtol=rtol, atol=atol,
-                                   err_msg=f"output {k} differs")
+        np.testing.assert_allclose(
+            np.asarray(y, np.float64), np.asarray(x, np.float64), rtol=rtol, atol=atol, err_msg=f"output {k} differs"
+        )

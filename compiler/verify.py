@@ -95,10 +95,10 @@ def program_compute_type(program: Any) -> str:
     ops: set[str] = set()
     modules = program.modules.values() if isinstance(program.modules, dict) else program.modules
     for m in modules:
-        for ins in (m.instrs if hasattr(m, "instrs") else m):
+        for ins in m.instrs if hasattr(m, "instrs") else m:
             ops.add(ins.op.name)
             s = ins.shape
-            for sub in (s.sub_shapes if s.is_tuple else (s,)):
+            for sub in s.sub_shapes if s.is_tuple else (s,):
                 types.add(sub.type)
     return compute_type(types, ops)
 
@@ -174,8 +174,11 @@ def rms_range(actual: np.ndarray, expected: np.ndarray) -> float:
         return math.inf
     with np.errstate(invalid="ignore", over="ignore"):
         diff = np.where(same, 0.0, a - b)
-    mag = max(float(np.max(np.abs(np.where(finite, a, 0.0)))), float(np.max(np.abs(np.where(finite, b, 0.0)))),
-              np.finfo(np.float64).tiny)
+    mag = max(
+        float(np.max(np.abs(np.where(finite, a, 0.0)))),
+        float(np.max(np.abs(np.where(finite, b, 0.0)))),
+        np.finfo(np.float64).tiny,
+    )
     return float(np.sqrt(np.sum(diff * diff)) / (math.sqrt(a.size) * mag))
 
 
@@ -217,6 +220,7 @@ class OutputsCheck:
     @property
     def worst(self) -> int:
         """Index of the output furthest over (or nearest to) its threshold."""
+
         def ratio(c: ValueCheck) -> float:
             if math.isnan(c.threshold):
                 return c.max_rel
@@ -225,13 +229,25 @@ class OutputsCheck:
         return max(range(len(self.outputs)), key=lambda k: ratio(self.outputs[k]), default=0)
 
 
-def check_outputs(outs: Sequence[Any], ref: Sequence[Any], tol: Tolerance = Tolerance(), *,
-                  compute: str = "float32") -> OutputsCheck:
+def check_outputs(
+    outs: Sequence[Any], ref: Sequence[Any], tol: Tolerance = Tolerance(), *, compute: str = "float32"
+) -> OutputsCheck:
     if len(outs) != len(ref):
         return OutputsCheck(False, [], f"{len(outs)} outputs, the reference has {len(ref)}")
     checks = [check_value(a, b, tol, compute=compute) for a, b in zip(outs, ref)]
     return OutputsCheck(all(c.ok for c in checks), checks)
 
 
-__all__ = ["OutputsCheck", "RMS_FACTOR", "Tolerance", "ValueCheck", "check_outputs", "check_value",
-           "compute_type", "program_compute_type", "rms_range", "rms_threshold", "type_epsilon"]
+__all__ = [
+    "OutputsCheck",
+    "RMS_FACTOR",
+    "Tolerance",
+    "ValueCheck",
+    "check_outputs",
+    "check_value",
+    "compute_type",
+    "program_compute_type",
+    "rms_range",
+    "rms_threshold",
+    "type_epsilon",
+]

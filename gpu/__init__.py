@@ -69,8 +69,14 @@ def _run_pipelines(program: Program, options: Any, backend: Backend, pass_manage
         return (pass_manager or PassManager()).run(program, gpu_pipelines(_options(options)))
 
 
-def lower(source: Any, options: Any = None, *, input_dims: Mapping[str, Sequence[int]] | None = None,
-          backend: Backend | None = None, pass_manager: PassManager | None = None) -> Program:
+def lower(
+    source: Any,
+    options: Any = None,
+    *,
+    input_dims: Mapping[str, Sequence[int]] | None = None,
+    backend: Backend | None = None,
+    pass_manager: PassManager | None = None,
+) -> Program:
     """Run the GPU target's five pipelines on (a copy of) `source`; returns the lowered program."""
     from .runtime import get_backend
 
@@ -79,8 +85,14 @@ def lower(source: Any, options: Any = None, *, input_dims: Mapping[str, Sequence
     return program
 
 
-def compile(source: Any, options: Any = None, *, input_dims: Mapping[str, Sequence[int]] | None = None,  # noqa: A001
-            backend: Backend | None = None, pass_manager: PassManager | None = None) -> CompiledProgram:
+def compile(
+    source: Any,
+    options: Any = None,
+    *,
+    input_dims: Mapping[str, Sequence[int]] | None = None,  # noqa: A001
+    backend: Backend | None = None,
+    pass_manager: PassManager | None = None,
+) -> CompiledProgram:
     """Lower `source` (left untouched) and finalize it on `backend`: a runnable CompiledProgram
     that remembers its source and options, so `recompile()` can run the pipelines again."""
     from .executor import CompiledProgram
@@ -93,14 +105,24 @@ def compile(source: Any, options: Any = None, *, input_dims: Mapping[str, Sequen
 
 
 # ---- deprecated aliases (callers outside this package that predate compile/lower) -------------
-def compile_program(source: Any, options: Any = None, *, backend: Backend | None = None,
-                    input_dims: Mapping[str, Sequence[int]] | None = None) -> CompiledProgram:
+def compile_program(
+    source: Any,
+    options: Any = None,
+    *,
+    backend: Backend | None = None,
+    input_dims: Mapping[str, Sequence[int]] | None = None,
+) -> CompiledProgram:
     """Deprecated: use `compile`."""
     return compile(source, options, backend=backend, input_dims=input_dims)
 
 
-def compile_program_ir(source: Any, options: Any = None, *, input_dims=None, backend: Backend | None = None,
-                       pass_manager: PassManager | None = None) -> Program:
+def compile_program_ir(
+    source: Any,
+    options: Any = None,
+    *,
+    input_dims=None,
+    backend: Backend | None = None,
+    pass_manager: PassManager | None = None,
+) -> Program:
     """Deprecated: use `lower`."""
     return lower(source, options, input_dims=input_dims, backend=backend, pass_manager=pass_manager)
-

@@ -44,8 +44,10 @@ class GemmPlan:
         ops = ("T" if self.trans1 else "N") + ("T" if self.trans2 else "N")
         calls = f" x{len(self.offsets)} calls" if len(self.offsets) > 1 else ""
         types = f" {self.dtype}->{self.out_dtype}" if self.out_dtype else ""
-        return (f"{ops} m={self.m} n={self.n} k={self.k} ld={self.ld1},{self.ld2},{self.ldc} "
-                f"batch={self.batch}{calls}{types}")
+        return (
+            f"{ops} m={self.m} n={self.n} k={self.k} ld={self.ld1},{self.ld2},{self.ldc} "
+            f"batch={self.batch}{calls}{types}"
+        )
 
 
 def view_strides(lens: Sequence[int], strides: Sequence[int], new_lens: Sequence[int]) -> tuple[int, ...] | None:
@@ -140,10 +142,26 @@ def plan_gemm(a: Shape, b: Shape, c: Shape) -> GemmPlan | None:
     if batched is None:
         return None
     count, (st_a, st_b, st_c), offsets = batched
-    first, second = ((st_b, st_a) if row_c else (st_a, st_b))
+    first, second = (st_b, st_a) if row_c else (st_a, st_b)
     offs = tuple((oa, ob, oc) for oa, ob, oc in offsets)
-    return GemmPlan(row_c, o1[0], o2[0], mm, nn, k, o1[1], o2[1], ldc, first, second, st_c, count, offs, a.type,
-                    c.type if c.type != a.type else "")
+    return GemmPlan(
+        row_c,
+        o1[0],
+        o2[0],
+        mm,
+        nn,
+        k,
+        o1[1],
+        o2[1],
+        ldc,
+        first,
+        second,
+        st_c,
+        count,
+        offs,
+        a.type,
+        c.type if c.type != a.type else "",
+    )
 
 
 # 8-bit GEMMs vendor BLAS takes: cuBLASLt's int8 (IMMA) and fp8 kernels in the regular column
@@ -161,7 +179,8 @@ def quant_blas_refusal(plan: GemmPlan, types: Sequence[str]) -> str | None:
         return "layout is not TN"
     q = QUANT_ALIGN[plan.dtype]
     sizes = (plan.m, plan.k, plan.ld1, plan.ld2, plan.stride1, plan.stride2) + (
-        (plan.n,) if plan.dtype == "float8e4m3fn" else ())
+        (plan.n,) if plan.dtype == "float8e4m3fn" else ()
+    )
     offs = [o for t in plan.offsets for o in t[:2]]
     if any(v % q for v in sizes + tuple(offs)) or plan.ldc % 4 or plan.stride_c % 4:
         return f"sizes not multiples of {q}"

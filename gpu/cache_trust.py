@@ -43,8 +43,10 @@ def _ancestor_refusal(path: Path, uid: int | None) -> str | None:
         except OSError as e:
             return f"cannot inspect {str(path.parent)!r} ({e.strerror})"
         if st.st_uid != 0 or parent.st_uid != 0 or parent.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
-            return (f"{str(path)!r} above it is a symbolic link (set MIGX_EXPLORE_CACHE_DIR to the real "
-                    f"folder, {os.path.realpath(path)!r})")
+            return (
+                f"{str(path)!r} above it is a symbolic link (set MIGX_EXPLORE_CACHE_DIR to the real "
+                f"folder, {os.path.realpath(path)!r})"
+            )
         return None
     if uid is not None and st.st_uid not in owners:
         return f"the folder {str(path)!r} above it belongs to another user"

@@ -45,15 +45,20 @@ class GraphCacheStats:
     evictions: int
 
     def __str__(self) -> str:
-        return (f"{self.programs} programs ({self.graphs} with graphs), {self.device_bytes / 2**20:.1f} MiB + "
-                f"{self.cache_bytes / 2**20:.1f} MiB cache, {self.compiles} compiles, {self.hits} hits, "
-                f"{self.evictions} evictions")
+        return (
+            f"{self.programs} programs ({self.graphs} with graphs), {self.device_bytes / 2**20:.1f} MiB + "
+            f"{self.cache_bytes / 2**20:.1f} MiB cache, {self.compiles} compiles, {self.hits} hits, "
+            f"{self.evictions} evictions"
+        )
 
 
 def program_bytes(compiled) -> int:
     """A compiled program's arena plus its literals and own params (the bound caches are not its)."""
-    held = sum(i.shape.bytes() for i in compiled.program.main if i.is_literal() or
-               (i.is_param() and i.param_name not in getattr(compiled, "external", {})))
+    held = sum(
+        i.shape.bytes()
+        for i in compiled.program.main
+        if i.is_literal() or (i.is_param() and i.param_name not in getattr(compiled, "external", {}))
+    )
     return compiled.memory().arena_bytes + held
 
 
@@ -91,8 +96,15 @@ class ShapeGraphs:
         return cp
 
     def stats(self, cache_bytes: int = 0) -> GraphCacheStats:
-        return GraphCacheStats(len(self._live), len(self.graphed & set(self._live)), sum(self._bytes.values()),
-                               cache_bytes, self.compiles, self.hits, self.evictions)
+        return GraphCacheStats(
+            len(self._live),
+            len(self.graphed & set(self._live)),
+            sum(self._bytes.values()),
+            cache_bytes,
+            self.compiles,
+            self.hits,
+            self.evictions,
+        )
 
     def close(self) -> None:
         while self._live:
@@ -121,9 +133,18 @@ class KVCacheDecoder:
     tokens (the importer with input_dims={P: (0, max_len - T), T: T}); `past_shapes` maps each
     past input to its shape with the cache at max_len."""
 
-    def __init__(self, dynamic: Callable[[int], Any], past_shapes: dict[str, tuple[int, ...]], max_len: int,
-                 backend: Any = None, *, buckets: str = "pow2", max_programs: int = 8, options: Any = None,
-                 dtype: str = "float32"):
+    def __init__(
+        self,
+        dynamic: Callable[[int], Any],
+        past_shapes: dict[str, tuple[int, ...]],
+        max_len: int,
+        backend: Any = None,
+        *,
+        buckets: str = "pow2",
+        max_programs: int = 8,
+        options: Any = None,
+        dtype: str = "float32",
+    ):
         from .runtime import get_backend
 
         self.backend = backend or get_backend()
@@ -210,8 +231,9 @@ class Generation:
 Step = Callable[[np.ndarray, int], np.ndarray]  # (input_ids [1, T], past_len) -> logits [1, T, vocab]
 
 
-def greedy(step: Step, prompt_ids: Any, steps: int, check: Callable[[int, np.ndarray, int], None] | None = None
-           ) -> Generation:
+def greedy(
+    step: Step, prompt_ids: Any, steps: int, check: Callable[[int, np.ndarray, int], None] | None = None
+) -> Generation:
     """Prefill over the prompt at past length 0, then `steps` - 1 single-token steps, each taking
     the previous step's argmax. `check(k, ids, past_len)` runs after each step (tests use it to
     compare modes on the same step)."""

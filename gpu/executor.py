@@ -69,9 +69,17 @@ class _PiecewiseGraph:
 class CompiledProgram:
     """A finalized program bound to one backend. `run(inputs, mode)` returns numpy outputs."""
 
-    def __init__(self, program: Program, backend: Backend | None = None, *, source: Any = None,
-                 options: Any = None, trace: Any = None, external: Mapping[str, int] | None = None,
-                 lowerer: Callable[..., Program] | None = None):
+    def __init__(
+        self,
+        program: Program,
+        backend: Backend | None = None,
+        *,
+        source: Any = None,
+        options: Any = None,
+        trace: Any = None,
+        external: Mapping[str, int] | None = None,
+        lowerer: Callable[..., Program] | None = None,
+    ):
         self.backend = backend or get_backend()
         # How recompile() runs the pipelines again (gpu.lower, passed in by gpu.compile: the
         # executor never imports the package that imports it).
@@ -140,15 +148,19 @@ class CompiledProgram:
         missing = [n for n in names if n not in inputs]
         extra = [n for n in inputs if n not in shapes]
         if missing or extra:
-            raise MigxError(f"inputs: missing {missing or 'none'}, unknown {extra or 'none'}; expected "
-                            + ", ".join(f"{n}: {s}" for n, s in shapes.items()))
+            raise MigxError(
+                f"inputs: missing {missing or 'none'}, unknown {extra or 'none'}; expected "
+                + ", ".join(f"{n}: {s}" for n, s in shapes.items())
+            )
         for n, shape in shapes.items():
             arr = np.asarray(inputs[n])
             if tuple(arr.shape) != shape.lens and arr.size != shape.elements():
-                raise MigxError(f"input {n!r} has shape {tuple(arr.shape)} but the program was compiled for "
-                                f"{list(shape.lens)}; recompile for the new shape (CompiledProgram.recompile)")
+                raise MigxError(
+                    f"input {n!r} has shape {tuple(arr.shape)} but the program was compiled for "
+                    f"{list(shape.lens)}; recompile for the new shape (CompiledProgram.recompile)"
+                )
             npd = dtypes.np_dtype(shape.type)
-            stage[n][:shape.bytes()].view(npd)[...] = arr.astype(npd, copy=False).reshape(-1)
+            stage[n][: shape.bytes()].view(npd)[...] = arr.astype(npd, copy=False).reshape(-1)
 
     def _enqueue(self, steps: Sequence[Step]) -> None:
         for f in steps:
@@ -175,7 +187,7 @@ class CompiledProgram:
         outs = []
         for shape, arr in zip(self.state.output_shapes, self.state.stage_out):
             npd = dtypes.np_dtype(shape.type)
-            outs.append(arr[:shape.bytes()].view(npd).reshape(shape.lens).copy())
+            outs.append(arr[: shape.bytes()].view(npd).reshape(shape.lens).copy())
         return outs
 
     def trace_values(self, inputs: Mapping[str, Any] | Sequence[Any]) -> dict[int, np.ndarray]:
@@ -227,8 +239,7 @@ class CompiledProgram:
         for part in pg.parts:
             r = part.launch() if isinstance(part, _Graph) else part()
             if r and step_status(r):
-                raise GpuError(f"{self.backend.name}: graph launch failed: "
-                               f"{self.backend.error_string(step_status(r))}")
+                raise GpuError(f"{self.backend.name}: graph launch failed: {self.backend.error_string(step_status(r))}")
 
     def _pieces(self, io: bool) -> list[tuple[list[Step], Step | None, str]]:
         """(device steps, following host step or None, its label): the program cut at host steps."""
@@ -321,8 +332,9 @@ class CompiledProgram:
         self._graphs = {}
 
     # ---- lifetime ----------------------------------------------------------------------------
-    def recompile(self, program: Program | None = None, options: Any = None,
-                  input_dims: Mapping[str, Sequence[int]] | None = None) -> CompiledProgram:
+    def recompile(
+        self, program: Program | None = None, options: Any = None, input_dims: Mapping[str, Sequence[int]] | None = None
+    ) -> CompiledProgram:
         """Compile again (new options, a new program, or new input shapes for an ONNX source) and
         re-finalize in place. Graphs are destroyed before the old buffers are freed."""
         if program is None:
@@ -359,4 +371,3 @@ class CompiledProgram:
         a, c = self.backend.streams.event_create(), self.backend.streams.event_create()
         self.state.resources.events += [a, c]
         return a, c
-

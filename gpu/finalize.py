@@ -136,8 +136,19 @@ class _Finalizer:
         stage_in, in_steps = self.input_staging()
         stage_out, out_steps, out_shapes = self.output_staging(addr)
         b.streams.sync(res.stream)
-        return Finalized(self.program, res, self.inputs, addr, built, stage_in, in_steps, stage_out, out_steps,
-                         out_shapes, self.offload)
+        return Finalized(
+            self.program,
+            res,
+            self.inputs,
+            addr,
+            built,
+            stage_in,
+            in_steps,
+            stage_out,
+            out_steps,
+            out_shapes,
+            self.offload,
+        )
 
     def dev(self, nbytes: int) -> int:
         p = self.b.memory.malloc(nbytes)

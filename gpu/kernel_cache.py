@@ -81,8 +81,7 @@ def header_text() -> str:
 
 def cache_root() -> Path:
     """The user's cache root: its `kernels` folder and the per-user HMAC secret live here."""
-    root = os.environ.get("MIGX_EXPLORE_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache",
-                                                                    "migx-explore")
+    root = os.environ.get("MIGX_EXPLORE_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "migx-explore")
     return Path(root)
 
 
@@ -133,10 +132,10 @@ def _read_entry(disk: tuple[Path, bytes] | None, bk: str) -> bytes | None:
             _warn_once(f"kernel cache entry {str(path)!r}", why)
         return None
     head = len(_ENTRY_MAGIC) + 64
-    if not raw.startswith(_ENTRY_MAGIC) or raw[head:head + 1] != b"\n":
+    if not raw.startswith(_ENTRY_MAGIC) or raw[head : head + 1] != b"\n":
         return None
-    data = raw[head + 1:]
-    return data if hmac.compare_digest(raw[len(_ENTRY_MAGIC):head], _entry_mac(secret, bk, data)) else None
+    data = raw[head + 1 :]
+    return data if hmac.compare_digest(raw[len(_ENTRY_MAGIC) : head], _entry_mac(secret, bk, data)) else None
 
 
 @contextlib.contextmanager
@@ -183,8 +182,9 @@ def binary_key(ks: KernelSource, compiler: KernelCompiler, flags: list[str]) -> 
     return h.hexdigest()[:32]
 
 
-def compile_many(compiler: KernelCompiler, kernels: Iterable[KernelSource], *, workers: int | None = None,
-                 use_disk: bool = True) -> dict[str, bytes]:
+def compile_many(
+    compiler: KernelCompiler, kernels: Iterable[KernelSource], *, workers: int | None = None, use_disk: bool = True
+) -> dict[str, bytes]:
     """Binaries for `kernels` (by KernelSource.key): memory cache, then disk, then compile the
     rest on a thread pool (nvrtc and hiprtc release the GIL while compiling)."""
     global last_stats

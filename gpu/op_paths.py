@@ -86,8 +86,7 @@ def _names_no_op(node: ast.AST) -> bool:
         return True
     if isinstance(node, ast.Expr):
         return isinstance(node.value, ast.Constant)
-    return (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-            and node.func.attr in ATTRIBUTE_READS)
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ATTRIBUTE_READS
 
 
 def _importer(name: str) -> tuple[str | None, str | None]:
@@ -103,10 +102,12 @@ def _importer(name: str) -> tuple[str | None, str | None]:
         return f"ONNX handler at {exact[name]}", None
     for prefix, where in prefixes:
         if len(prefix) > 1 and name.startswith(prefix):
-            return f"ONNX handler at {where} (f\"{prefix}...\")", None
-    return None, ("no ONNX handler in compiler/onnx emits it: add one (@register('<OnnxOp>') in "
-                  "compiler/onnx/parse_<family>.py, calling ctx.add('" + name + "', ...)), or give its defop "
-                  "made_by='<the pass that creates it>' (or 'ir' when only IR text and the API make it)")
+            return f'ONNX handler at {where} (f"{prefix}...")', None
+    return None, (
+        "no ONNX handler in compiler/onnx emits it: add one (@register('<OnnxOp>') in "
+        "compiler/onnx/parse_<family>.py, calling ctx.add('" + name + "', ...)), or give its defop "
+        "made_by='<the pass that creates it>' (or 'ir' when only IR text and the API make it)"
+    )
 
 
 def _made_by_problem(made_by: str) -> str | None:
@@ -168,8 +169,10 @@ def op_path(name: str) -> OpPath:
     else:
         found["importer"] = imp or ""
     contract = contract_problems(spec)
-    for piece, marker, where in (("shape", "no shape rule", spec.shape), ("reference", "no reference compute",
-                                                                          spec.compute)):
+    for piece, marker, where in (
+        ("shape", "no shape rule", spec.shape),
+        ("reference", "no reference compute", spec.compute),
+    ):
         problem = next((p for p in contract if p.startswith(marker)), None)
         if problem:
             missing[piece] = problem

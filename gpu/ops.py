@@ -56,15 +56,16 @@ def _alias_last(op, shapes) -> int:
 # buffers. The wrapped op's submodule (pointwise, fused_reduce) or the epilogue is the module input.
 def split_inputs(op: Op, items: list) -> tuple[list, list, list]:
     nout = op["outputs"]
-    body = items[:len(items) - nout]
+    body = items[: len(items) - nout]
     n = op["ninputs"]
     n = len(body) if n < 0 else n
-    return body[:n], body[n:], items[len(items) - nout:]
+    return body[:n], body[n:], items[len(items) - nout :]
 
 
 # Wrapped ops whose module inputs are their own bodies; for any other op a module is an epilogue.
-MODULE_OPS = frozenset({"pointwise", "fused_reduce", "split_fused_reduce", "fused_concat", "group", "if", "loop",
-                        "select_module"})
+MODULE_OPS = frozenset(
+    {"pointwise", "fused_reduce", "split_fused_reduce", "fused_concat", "group", "if", "loop", "select_module"}
+)
 
 
 def _own_module(inner: Op) -> bool:
@@ -128,21 +129,42 @@ def _wrapped_alias(op, shapes):
 register_namespace("gpu::", "migx_explore.gpu")
 register_namespace("hip::", "migx_explore.gpu")
 
-defop("gpu::precompile_op", _wrapped_shape, _wrapped_compute, attrs=_WRAPPED_ATTRS, nargs=(1, -1),
-      output_alias=_wrapped_alias,
-      doc="An op to be compiled into a generated kernel by compile_ops (output buffer last).")
+defop(
+    "gpu::precompile_op",
+    _wrapped_shape,
+    _wrapped_compute,
+    attrs=_WRAPPED_ATTRS,
+    nargs=(1, -1),
+    output_alias=_wrapped_alias,
+    doc="An op to be compiled into a generated kernel by compile_ops (output buffer last).",
+)
 
-defop("gpu::code_object", _wrapped_shape, _wrapped_compute, attrs=_WRAPPED_ATTRS + [
-    A("symbol_name", "str", "", show=True),
-    A("global", "int", 0, show=True, doc="total threads"),
-    A("local", "int", 0, show=True, doc="threads per block"),
-    A("key", "str", "", doc="kernel-store key (hash of the generated source)"),
-], nargs=(1, -1), output_alias=_wrapped_alias,
-      doc="A compiled kernel launch: global/local threads, symbol in the kernel store under `key`.")
+defop(
+    "gpu::code_object",
+    _wrapped_shape,
+    _wrapped_compute,
+    attrs=_WRAPPED_ATTRS
+    + [
+        A("symbol_name", "str", "", show=True),
+        A("global", "int", 0, show=True, doc="total threads"),
+        A("local", "int", 0, show=True, doc="threads per block"),
+        A("key", "str", "", doc="kernel-store key (hash of the generated source)"),
+    ],
+    nargs=(1, -1),
+    output_alias=_wrapped_alias,
+    doc="A compiled kernel launch: global/local threads, symbol in the kernel store under `key`.",
+)
 
-defop("gpu::host_op", _wrapped_shape, _wrapped_compute, attrs=_WRAPPED_ATTRS, nargs=(1, -1),
-      output_alias=_wrapped_alias, traits={"not_context_free"},
-      doc="Runs the wrapped op's numpy compute on the host (no generated kernel yet); breaks graph capture.")
+defop(
+    "gpu::host_op",
+    _wrapped_shape,
+    _wrapped_compute,
+    attrs=_WRAPPED_ATTRS,
+    nargs=(1, -1),
+    output_alias=_wrapped_alias,
+    traits={"not_context_free"},
+    doc="Runs the wrapped op's numpy compute on the host (no generated kernel yet); breaks graph capture.",
+)
 
 
 # --- gemm ---------------------------------------------------------------------------------------
@@ -175,19 +197,26 @@ def _gemm_compute(op, args, out, run):
     return res
 
 
-defop("gpu::gemm", _gemm_shape, _gemm_compute, attrs=[
-    A("alpha", "float", 1.0),
-    A("algo", "str", "", doc="BLAS algorithm chosen by compile_blas"),
-    A("plan", "str", "", doc="the BLAS call compile_blas planned (display)"),
-    A("epilogue_symbol", "str", ""),
-    A("epilogue_key", "str", ""),
-    A("epilogue_global", "int", 0),
-    A("epilogue_local", "int", 0),
-    A("blas_bias", "int", -1, doc="epilogue input the BLAS call adds as a per-column bias (-1: none)"),
-    A("blas_c", "int", -1, doc="epilogue input the BLAS call adds as C with beta = 1 (-1: none)"),
-], nargs=(3, -1), output_alias=_alias_last,
-      doc="Batched matrix product through the vendor BLAS (a[..., m, k] x b[..., k, n]) written row-major into "
-          "the buffer (last input); an epilogue submodule (x0 = product, x1.. = inputs 2..) runs in place after it.")
+defop(
+    "gpu::gemm",
+    _gemm_shape,
+    _gemm_compute,
+    attrs=[
+        A("alpha", "float", 1.0),
+        A("algo", "str", "", doc="BLAS algorithm chosen by compile_blas"),
+        A("plan", "str", "", doc="the BLAS call compile_blas planned (display)"),
+        A("epilogue_symbol", "str", ""),
+        A("epilogue_key", "str", ""),
+        A("epilogue_global", "int", 0),
+        A("epilogue_local", "int", 0),
+        A("blas_bias", "int", -1, doc="epilogue input the BLAS call adds as a per-column bias (-1: none)"),
+        A("blas_c", "int", -1, doc="epilogue input the BLAS call adds as C with beta = 1 (-1: none)"),
+    ],
+    nargs=(3, -1),
+    output_alias=_alias_last,
+    doc="Batched matrix product through the vendor BLAS (a[..., m, k] x b[..., k, n]) written row-major into "
+    "the buffer (last input); an epilogue submodule (x0 = product, x1.. = inputs 2..) runs in place after it.",
+)
 
 
 # --- im2col -------------------------------------------------------------------------------------
@@ -225,14 +254,21 @@ def _im2col_compute(op, args, out, run):
     return np.ascontiguousarray(win).reshape(out.lens).astype(dtypes.np_dtype(out.type), copy=False)
 
 
-defop("gpu::im2col", _im2col_shape, _im2col_compute, attrs=[
-    A("kernel", "ints", (1, 1), show=True),
-    A("padding", "ints", (0, 0), show=True),
-    A("stride", "ints", (1, 1), show=True),
-    A("dilation", "ints", (1, 1)),
-    A("out_type", "str", "", doc="the columns' type when it differs from the input's (a float conversion)"),
-], nargs=1, doc="Sliding windows of an NC* input as columns: (N, C*prod(kernel), prod(out spatial)).",
-      gpu=GpuCode.kernel("im2col"))
+defop(
+    "gpu::im2col",
+    _im2col_shape,
+    _im2col_compute,
+    attrs=[
+        A("kernel", "ints", (1, 1), show=True),
+        A("padding", "ints", (0, 0), show=True),
+        A("stride", "ints", (1, 1), show=True),
+        A("dilation", "ints", (1, 1)),
+        A("out_type", "str", "", doc="the columns' type when it differs from the input's (a float conversion)"),
+    ],
+    nargs=1,
+    doc="Sliding windows of an NC* input as columns: (N, C*prod(kernel), prod(out spatial)).",
+    gpu=GpuCode.kernel("im2col"),
+)
 
 
 # --- concat written in place --------------------------------------------------------------------
@@ -244,51 +280,104 @@ def _concat_alias_shape(op, shapes, mods):
     return shapes[0]
 
 
-defop("gpu::concat_alias", _concat_alias_shape,
-      lambda op, a, out, run: np.concatenate(a[1:], axis=op["axis"]),
-      attrs=[A("axis", "int", 0, show=True)], nargs=(2, -1), output_alias=lambda op, s: 0,
-      doc="The concat buffer (input 0) once its producers (inputs 1..) wrote their slices (eliminate_concat).")
+defop(
+    "gpu::concat_alias",
+    _concat_alias_shape,
+    lambda op, a, out, run: np.concatenate(a[1:], axis=op["axis"]),
+    attrs=[A("axis", "int", 0, show=True)],
+    nargs=(2, -1),
+    output_alias=lambda op, s: 0,
+    doc="The concat buffer (input 0) once its producers (inputs 1..) wrote their slices (eliminate_concat).",
+)
 
 
 # --- buffers ------------------------------------------------------------------------------------
-defop("hip::allocate", lambda op, s, m: op["shape"], lambda op, a, out, run: _zeros(out),
-      attrs=[A("shape", "shape", Shape.scalar("float32"), show=True)], nargs=0, traits={"not_context_free"},
-      doc="A device buffer; memory_coloring turns each into a `load` from the scratch arena.")
+defop(
+    "hip::allocate",
+    lambda op, s, m: op["shape"],
+    lambda op, a, out, run: _zeros(out),
+    attrs=[A("shape", "shape", Shape.scalar("float32"), show=True)],
+    nargs=0,
+    traits={"not_context_free"},
+    doc="A device buffer; memory_coloring turns each into a `load` from the scratch arena.",
+)
 
-defop("hip::hip_allocate_memory", lambda op, s, m: op["shape"], lambda op, a, out, run: _zeros(out),
-      attrs=[A("shape", "shape", Shape.scalar("int8"), show=True), A("id", "str", "scratch", show=True)], nargs=0,
-      traits={"not_context_free"}, doc="The preallocated arena (preallocate_param).")
+defop(
+    "hip::hip_allocate_memory",
+    lambda op, s, m: op["shape"],
+    lambda op, a, out, run: _zeros(out),
+    attrs=[A("shape", "shape", Shape.scalar("int8"), show=True), A("id", "str", "scratch", show=True)],
+    nargs=0,
+    traits={"not_context_free"},
+    doc="The preallocated arena (preallocate_param).",
+)
 
-defop("load", lambda op, s, m: op["shape"], lambda op, a, out, run: _zeros(out),
-      attrs=[A("shape", "shape", Shape.scalar("float32"), show=True), A("offset", "int", 0, show=True)], nargs=1,
-      output_alias=lambda op, s: 0, traits={"not_context_free"},
-      doc="A typed region of a memory buffer at a byte offset (memory_coloring, eliminate_allocation).",
-      gpu=GpuCode.none("a buffer at an offset of the memory parameter"))
+defop(
+    "load",
+    lambda op, s, m: op["shape"],
+    lambda op, a, out, run: _zeros(out),
+    attrs=[A("shape", "shape", Shape.scalar("float32"), show=True), A("offset", "int", 0, show=True)],
+    nargs=1,
+    output_alias=lambda op, s: 0,
+    traits={"not_context_free"},
+    doc="A typed region of a memory buffer at a byte offset (memory_coloring, eliminate_allocation).",
+    gpu=GpuCode.none("a buffer at an offset of the memory parameter"),
+)
 
-defop("hip::hip_copy_literal", lambda op, s, m: s[0], lambda op, a, out, run: a[0],
-      attrs=[A("id", "str", "", show=True)], nargs=1,
-      doc="The device copy of a literal, uploaded once at finalize (write_literals).")
+defop(
+    "hip::hip_copy_literal",
+    lambda op, s, m: s[0],
+    lambda op, a, out, run: a[0],
+    attrs=[A("id", "str", "", show=True)],
+    nargs=1,
+    doc="The device copy of a literal, uploaded once at finalize (write_literals).",
+)
 
-defop("hip::copy_to_gpu", lambda op, s, m: s[-1], lambda op, a, out, run: a[0], nargs=2, output_alias=_alias_last,
-      traits={"not_context_free"}, doc="Host input to device buffer (offload_copy).")
+defop(
+    "hip::copy_to_gpu",
+    lambda op, s, m: s[-1],
+    lambda op, a, out, run: a[0],
+    nargs=2,
+    output_alias=_alias_last,
+    traits={"not_context_free"},
+    doc="Host input to device buffer (offload_copy).",
+)
 
-defop("hip::copy_from_gpu", lambda op, s, m: Shape.of(s[0].type, s[0].lens), lambda op, a, out, run: a[0],
-      nargs=1, traits={"not_context_free"}, doc="Device value to a host output buffer (offload_copy).")
+defop(
+    "hip::copy_from_gpu",
+    lambda op, s, m: Shape.of(s[0].type, s[0].lens),
+    lambda op, a, out, run: a[0],
+    nargs=1,
+    traits={"not_context_free"},
+    doc="Device value to a host output buffer (offload_copy).",
+)
 
-defop("hip::sync_stream", lambda op, s, m: s[0], lambda op, a, out, run: a[0], nargs=(1, -1),
-      output_alias=lambda op, s: 0, traits={"not_context_free", "side_effect"},
-      doc="Wait for the stream before results are read on the host (sync_device).")
+defop(
+    "hip::sync_stream",
+    lambda op, s, m: s[0],
+    lambda op, a, out, run: a[0],
+    nargs=(1, -1),
+    output_alias=lambda op, s: 0,
+    traits={"not_context_free", "side_effect"},
+    doc="Wait for the stream before results are read on the host (sync_device).",
+)
 
-defop("gpu::check_context", lambda op, s, m: Shape.scalar("int8"), lambda op, a, out, run: np.zeros(1, np.int8),
-      attrs=[A("target", "str", "any", show=True)], nargs=0, traits={"not_context_free", "side_effect"},
-      doc="Checked at finalize: the program was compiled for the device it runs on (check_context).")
+defop(
+    "gpu::check_context",
+    lambda op, s, m: Shape.scalar("int8"),
+    lambda op, a, out, run: np.zeros(1, np.int8),
+    attrs=[A("target", "str", "any", show=True)],
+    nargs=0,
+    traits={"not_context_free", "side_effect"},
+    doc="Checked at finalize: the program was compiled for the device it runs on (check_context).",
+)
 
 
 def output_buffers(ins) -> list:
     """The buffer inputs an instruction writes (empty for ops that write nothing)."""
     name = ins.name
     if name in ("gpu::precompile_op", "gpu::code_object", "gpu::host_op"):
-        return list(ins.inputs[len(ins.inputs) - ins.op["outputs"]:])
+        return list(ins.inputs[len(ins.inputs) - ins.op["outputs"] :])
     if name in ("gpu::gemm", "hip::copy_to_gpu"):
         return [ins.inputs[-1]]
     return []

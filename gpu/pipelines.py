@@ -97,26 +97,39 @@ ATTENTION_MAX_HEAD_DIM = 128
 def _dynamic_shapes(o: CompileOptions) -> list[PassEntry]:
     return [
         _when(not o.full_dynamic, _p("split_single_dyn_dim"), "MIGRAPHX_ENABLE_FULL_DYNAMIC is set"),
-        _p(DCE), _p("simplify_dyn_ops"), _p(DCE),
+        _p(DCE),
+        _p("simplify_dyn_ops"),
+        _p(DCE),
     ]
 
 
 def _required(o: CompileOptions) -> list[PassEntry]:
     fp8_reason = "target has OCP fp8 (or no fp8) intrinsics; the fnuz conversion applies only to gfx94x-class AMD GPUs"
     return [
-        _p("normalize_ops"), _p(DCE), _p("eliminate_identity"), _p(DCE),
-        _off(_p("fp8_ocp_to_fnuz"), fp8_reason), _off(_p(DCE), fp8_reason),
+        _p("normalize_ops"),
+        _p(DCE),
+        _p("eliminate_identity"),
+        _p(DCE),
+        _off(_p("fp8_ocp_to_fnuz"), fp8_reason),
+        _off(_p(DCE), fp8_reason),
         # a model's q -> dq pair is a clamp and a rounding (ONNX Runtime's quantizer folds ReLUs into
         # it); the --int8 / --fp8 stage's own calibration pairs are fake quantization, whose leftovers
         # (around ops that do not become quant ops) MIGraphX drops
         _p("simplify_qdq", keep_qdq_pairs=o.precision not in ("int8", "fp8")),
         _p("rewrite_quantization"),  # enabled: `not mlir_enabled()` holds for us
-        _p(DCE), _p("rewrite_rnn"), _p(DCE),
+        _p(DCE),
+        _p("rewrite_rnn"),
+        _p(DCE),
         _p("eliminate_data_type_for_gpu", disable_64bit=o.fast_math),
-        _p("rewrite_resize", affine_only=True), _p(DCE),
+        _p("rewrite_resize", affine_only=True),
+        _p(DCE),
         _p("simplify_reshapes", enable_gather_rewrite=True),
-        _p("eliminate_identity"), _p("eliminate_pad"), _p(DCE),
-        _p("insert_pad", ops=("convolution",)), _p(DCE), _p("inline_module"),
+        _p("eliminate_identity"),
+        _p("eliminate_pad"),
+        _p(DCE),
+        _p("insert_pad", ops=("convolution",)),
+        _p(DCE),
+        _p("inline_module"),
         _when(not o.full_dynamic, _p("rewrite_pooling", rewrite_lrn=True), "MIGRAPHX_ENABLE_FULL_DYNAMIC is set"),
         _p(DCE),
     ]
@@ -124,14 +137,24 @@ def _required(o: CompileOptions) -> list[PassEntry]:
 
 def _optimize_rewrite(o: CompileOptions) -> list[PassEntry]:
     return [
-        _p("rewrite_gelu", fast_math=o.fast_math), _p("optimize_module"),
-        _p("layout_convolution", channels_last=o.enable_nhwc), _p(DCE),
-        _when(not o.full_dynamic, _p("fuse_horizontal"), "MIGRAPHX_ENABLE_FULL_DYNAMIC is set"), _p(DCE),
-        _p("prefuse_ops"), _p(DCE), _p(DCE),
-        _p("rewrite_reduce"), _p("rewrite_topk"), _p("rewrite_low_precision"),
+        _p("rewrite_gelu", fast_math=o.fast_math),
+        _p("optimize_module"),
+        _p("layout_convolution", channels_last=o.enable_nhwc),
+        _p(DCE),
+        _when(not o.full_dynamic, _p("fuse_horizontal"), "MIGRAPHX_ENABLE_FULL_DYNAMIC is set"),
+        _p(DCE),
+        _p("prefuse_ops"),
+        _p(DCE),
+        _p(DCE),
+        _p("rewrite_reduce"),
+        _p("rewrite_topk"),
+        _p("rewrite_low_precision"),
         _when(o.enable_rewrite_dot, _p("rewrite_dot"), "opt-in (MIGRAPHX_ENABLE_REWRITE_DOT / enable_rewrite_dot)"),
-        _p(DCE), _p("propagate_precision"), _p(DCE),
-        _p("simplify_reshapes", enable_op_shape_transform_op=True), _p(DCE),
+        _p(DCE),
+        _p("propagate_precision"),
+        _p(DCE),
+        _p("simplify_reshapes", enable_op_shape_transform_op=True),
+        _p(DCE),
     ]
 
 
@@ -139,29 +162,55 @@ def _fusion(o: CompileOptions) -> list[PassEntry]:
     return [
         # attn_enabled: our flash-attention kernel stands in for rocMLIR's, up to its head size
         _p("fuse_attention", max_head_dim=ATTENTION_MAX_HEAD_DIM),
-        _p(DCE), _p("optimize_module"), _p("fuse_pointwise_reduce"),
         _p(DCE),
-        _off(_p("fuse_ck"), "Composable Kernel is an AMD-only library (MIGRAPHX_ENABLE_CK)"), _p(DCE),
-        _off(_p("fuse_mlir"), NO_MLIR + "; gemm/conv epilogues are fused by backend.fuse_ops instead"), _p(DCE),
-        _p("fuse_concat"), _p(DCE),
+        _p("optimize_module"),
+        _p("fuse_pointwise_reduce"),
+        _p(DCE),
+        _off(_p("fuse_ck"), "Composable Kernel is an AMD-only library (MIGRAPHX_ENABLE_CK)"),
+        _p(DCE),
+        _off(_p("fuse_mlir"), NO_MLIR + "; gemm/conv epilogues are fused by backend.fuse_ops instead"),
+        _p(DCE),
+        _p("fuse_concat"),
+        _p(DCE),
     ]
 
 
 def _backend(o: CompileOptions) -> list[PassEntry]:
     return [
-        _p("auto_contiguous"), _p(DCE), _p("lowering", offload_copy=o.offload_copy),
-        _p("eliminate_contiguous"), _p(DCE), _p("adjust_allocation"), _p(DCE),
-        _p("eliminate_concat"), _p(DCE),
+        _p("auto_contiguous"),
+        _p(DCE),
+        _p("lowering", offload_copy=o.offload_copy),
+        _p("eliminate_contiguous"),
+        _p(DCE),
+        _p("adjust_allocation"),
+        _p(DCE),
+        _p("eliminate_concat"),
+        _p(DCE),
         _off(_p("compile_miopen"), "no MIOpen: convolutions become generated kernels or im2col + BLAS in compile_ops"),
-        _p(DCE), _p("fuse_ops", fast_math=o.fast_math), _p(DCE),
+        _p(DCE),
+        _p("fuse_ops", fast_math=o.fast_math),
+        _p(DCE),
         _p("compile_blas"),  # our equivalent of compile_hipblaslt
-        _p(DCE), _p("replace_allocate", offload_copy=o.offload_copy), _p(DCE),
-        _p("adjust_allocation", use_hip_allocate=True), _p(DCE),
-        _p("compile_ops", exhaustive_tune=o.exhaustive_tune), _p(DCE), _p("promote_literals"), _p(DCE),
+        _p(DCE),
+        _p("replace_allocate", offload_copy=o.offload_copy),
+        _p(DCE),
+        _p("adjust_allocation", use_hip_allocate=True),
+        _p(DCE),
+        _p("compile_ops", exhaustive_tune=o.exhaustive_tune),
+        _p(DCE),
+        _p("promote_literals"),
+        _p(DCE),
         _p("write_literals"),
         _when(not o.disable_schedule, _p("schedule", nstreams=o.nstreams), "MIGRAPHX_DISABLE_SCHEDULE_PASS is set"),
-        _p("memory_coloring"), _p("sync_device"), _p("preallocate_param"), _p(DCE), _p("eliminate_allocation"),
-        _p("check_context"), _p("normalize_ops"), _p(DCE), _final(_p("eliminate_identity")),
+        _p("memory_coloring"),
+        _p("sync_device"),
+        _p("preallocate_param"),
+        _p(DCE),
+        _p("eliminate_allocation"),
+        _p("check_context"),
+        _p("normalize_ops"),
+        _p(DCE),
+        _final(_p("eliminate_identity")),
     ]
 
 
@@ -179,8 +228,12 @@ _BUILDERS = {
 }
 
 
-def gpu_pipelines(options: CompileOptions | None = None, *, include_backend: bool = True,
-                  calibration: Sequence[Mapping[str, Any]] = ()) -> list[Pipeline]:
+def gpu_pipelines(
+    options: CompileOptions | None = None,
+    *,
+    include_backend: bool = True,
+    calibration: Sequence[Mapping[str, Any]] = (),
+) -> list[Pipeline]:
     """The five pipelines for these options (eager mode keeps optimize_rewrite visible, disabled),
     preceded by the `quantize` stage when options.precision is not fp32; `calibration` holds the
     feeds int8 / fp8 scales are measured on."""
@@ -217,8 +270,16 @@ def _check_every_configuration() -> None:
     name or option fails when this module is imported, not when some configuration is first used."""
     for mode in COMPILE_MODES:
         for flag in (False, True):
-            gpu_pipelines(CompileOptions(mode=mode, enable_nhwc=flag, enable_rewrite_dot=flag,
-                                         full_dynamic=flag, disable_schedule=flag, fast_math=flag))
+            gpu_pipelines(
+                CompileOptions(
+                    mode=mode,
+                    enable_nhwc=flag,
+                    enable_rewrite_dot=flag,
+                    full_dynamic=flag,
+                    disable_schedule=flag,
+                    fast_math=flag,
+                )
+            )
 
 
 _check_every_configuration()

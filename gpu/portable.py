@@ -21,17 +21,24 @@ def export_kernels(program: Program, target: Any = None) -> tuple[list[dict[str,
     flags = target.kernels.compile_flags() if target is not None else None
     for key in kernel_cache.kernel_keys(program):
         ks = kernel_cache.source_for(key)
-        row: dict[str, Any] = {"key": key, "name": ks.name, "global": ks.global_size, "local": ks.local_size,
-                               "binaries": []}
-        blobs[f"kernels/{key}.json"] = json.dumps({"name": ks.name, "source": ks.source, "global": ks.global_size,
-                                                   "local": ks.local_size}).encode()
+        row: dict[str, Any] = {
+            "key": key,
+            "name": ks.name,
+            "global": ks.global_size,
+            "local": ks.local_size,
+            "binaries": [],
+        }
+        blobs[f"kernels/{key}.json"] = json.dumps(
+            {"name": ks.name, "source": ks.source, "global": ks.global_size, "local": ks.local_size}
+        ).encode()
         if target is not None:
             bk = kernel_cache.binary_key(ks, target.kernels, flags)
             data = kernel_cache.cached_binary(bk)
             if data is not None:
                 blobs[f"kernels/{bk}.bin"] = data
-                row["binaries"].append({"arch": target.arch, "compiler": target.kernels.compiler_id(),
-                                        "binary_key": bk})
+                row["binaries"].append(
+                    {"arch": target.arch, "compiler": target.kernels.compiler_id(), "binary_key": bk}
+                )
         rows.append(row)
     return rows, blobs
 

@@ -27,8 +27,18 @@ from .blas_plan import plan_gemm
 from .ops import WRAPPING_OPS, inner_op, output_buffers
 from .runtime.base import Backend, GpuError, LaunchSite, Step
 
-FREE_OPS = {"load", "gpu::concat_alias", "hip::sync_stream", "identity", "get_tuple_elem", "gpu::check_context",
-            "hip::hip_allocate_memory", "hip::hip_copy_literal", "hip::allocate", "allocate"}
+FREE_OPS = {
+    "load",
+    "gpu::concat_alias",
+    "hip::sync_stream",
+    "identity",
+    "get_tuple_elem",
+    "gpu::check_context",
+    "hip::hip_allocate_memory",
+    "hip::hip_copy_literal",
+    "hip::allocate",
+    "allocate",
+}
 
 
 @dataclass
@@ -61,8 +71,9 @@ def view_offset(ins: Instruction) -> int:
         return 0
     src = ins.inputs[0].shape
     axes = norm_axes(ins.op["axes"], src.ndim, "slice")
-    off = sum(start * src.strides[ax] for ax, start, _ in slice_bounds(src.lens, axes, ins.op["starts"],
-                                                                       ins.op["ends"]))
+    off = sum(
+        start * src.strides[ax] for ax, start, _ in slice_bounds(src.lens, axes, ins.op["starts"], ins.op["ends"])
+    )
     return off * src.dtype.size
 
 
@@ -74,8 +85,12 @@ def plan_addresses(main, owned: Callable[[Instruction], int]) -> dict[int, Any]:
         name = ins.name
         if ins.is_return():
             continue
-        if ins.is_param() or ins.is_literal() or name in ("hip::hip_allocate_memory", "hip::hip_copy_literal",
-                                                           "hip::allocate", "allocate", "hip::copy_from_gpu"):
+        if (
+            ins.is_param()
+            or ins.is_literal()
+            or name
+            in ("hip::hip_allocate_memory", "hip::hip_copy_literal", "hip::allocate", "allocate", "hip::copy_from_gpu")
+        ):
             addr[ins.id] = owned(ins)
         elif name == "gpu::check_context":
             addr[ins.id] = 0
@@ -90,8 +105,10 @@ def plan_addresses(main, owned: Callable[[Instruction], int]) -> dict[int, Any]:
         else:
             alias = ins.op.spec.output_alias
             if alias is None:
-                raise MigxError(f"executor: {name} (#{ins.id}) is not a lowered GPU op; compile with the GPU "
-                                "target's backend pipeline first")
+                raise MigxError(
+                    f"executor: {name} (#{ins.id}) is not a lowered GPU op; compile with the GPU "
+                    "target's backend pipeline first"
+                )
             addr[ins.id] = addr[ins.inputs[alias(ins.op, [i.shape for i in ins.inputs])].id]
     return addr
 
@@ -100,7 +117,8 @@ def argblock(addrs: list[int], keep: list) -> int:
     """A `void*[]` whose entries point at the kernel's pointer arguments (built once)."""
     vals = (ctypes.c_void_p * max(len(addrs), 1))(*addrs)
     ptrs = (ctypes.c_void_p * max(len(addrs), 1))(
-        *[ctypes.addressof(vals) + k * ctypes.sizeof(ctypes.c_void_p) for k in range(len(addrs))])
+        *[ctypes.addressof(vals) + k * ctypes.sizeof(ctypes.c_void_p) for k in range(len(addrs))]
+    )
     keep.extend((vals, ptrs))
     return ctypes.addressof(ptrs)
 
@@ -120,9 +138,15 @@ def _generated_gemm(backend: Backend, ins: Instruction, addrs: list[int], stream
     binary = kernel_cache.compile_many(backend.kernels, [ks])[ks.key]
     module = backend.kernels.load_module(binary)
     keep.append(module)  # lives as long as the step list
-    step = backend.kernels.make_launch(backend.kernels.get_function(module, ks.name), ks.global_size // ks.local_size,
-                               ks.local_size, 0, stream, argblock([addrs[0], addrs[1], addrs[-1]], keep),
-                               LaunchSite(ins, tuple(addrs)))
+    step = backend.kernels.make_launch(
+        backend.kernels.get_function(module, ks.name),
+        ks.global_size // ks.local_size,
+        ks.local_size,
+        0,
+        stream,
+        argblock([addrs[0], addrs[1], addrs[-1]], keep),
+        LaunchSite(ins, tuple(addrs)),
+    )
     return step, ks
 
 
@@ -164,19 +188,26 @@ def _host_step(reader: HostReader, ins: Instruction, addrs: list[int]) -> Step:
 
     def step():
         reader.b.streams.sync(reader.s)
-        args = [reader.read(a, i.shape) for a, i in zip(addrs[:len(addrs) - nout], ins.inputs)]
+        args = [reader.read(a, i.shape) for a, i in zip(addrs[: len(addrs) - nout], ins.inputs)]
         args += [np.zeros(b.shape.lens, dtypes.np_dtype(b.shape.type)) for b in outs]  # buffers: written, not read
         res = ins.op.spec.compute(ins.op, args, ins.shape, SubmoduleRunner(ins))
         results = res if isinstance(res, tuple) else (res,)
-        for a, b, r in zip(addrs[len(addrs) - nout:], outs, results):
+        for a, b, r in zip(addrs[len(addrs) - nout :], outs, results):
             reader.write(a, b.shape, np.asarray(r))
         return (0,)
 
     return step
 
 
-def build_steps(main, addr: dict[int, Any], backend: Backend, stream: Any, functions: dict[str, Any],
-                blas: Callable[[], Any], host_ptr: Callable[[Instruction], int]) -> Built:
+def build_steps(
+    main,
+    addr: dict[int, Any],
+    backend: Backend,
+    stream: Any,
+    functions: dict[str, Any],
+    blas: Callable[[], Any],
+    host_ptr: Callable[[Instruction], int],
+) -> Built:
     """Steps for every instruction of main, in order. `functions` maps kernel keys to loaded
     functions; `blas()` gives the BLAS handle (created on first GEMM); host_ptr gives the pinned
     buffer behind an offload_copy param or result."""
@@ -192,8 +223,15 @@ def build_steps(main, addr: dict[int, Any], backend: Backend, stream: Any, funct
             g, loc = ins.op["global"], ins.op["local"]
             if g == 0:
                 continue
-            step = backend.kernels.make_launch(functions[ins.op["key"]], g // loc, loc, 0, stream,
-                                               argblock(addrs, out.keep), LaunchSite(ins, tuple(addrs)))
+            step = backend.kernels.make_launch(
+                functions[ins.op["key"]],
+                g // loc,
+                loc,
+                0,
+                stream,
+                argblock(addrs, out.keep),
+                LaunchSite(ins, tuple(addrs)),
+            )
             out.add(step, StepInfo(ins.id, label, "kernel", ins.op["symbol_name"]))
         elif name == "gpu::gemm":
             plan = plan_gemm(ins.inputs[0].shape, ins.inputs[1].shape, ins.inputs[-1].shape)
@@ -203,8 +241,9 @@ def build_steps(main, addr: dict[int, Any], backend: Backend, stream: Any, funct
             bias, c_in = (addrs[2 + ins.op[k]] if ins.op[k] >= 0 else None for k in ("blas_bias", "blas_c"))
             extra = {"bias": bias, "c_in": c_in} if bias is not None or c_in is not None else {}
             try:
-                step, note = backend.blas.make_gemm(blas(), plan, addrs[0], addrs[1], addrs[-1], ins.op["alpha"],
-                                                    **extra)
+                step, note = backend.blas.make_gemm(
+                    blas(), plan, addrs[0], addrs[1], addrs[-1], ins.op["alpha"], **extra
+                )
             except GpuError as e:
                 if plan.dtype not in QUANT_TYPES:
                     raise
@@ -218,19 +257,30 @@ def build_steps(main, addr: dict[int, Any], backend: Backend, stream: Any, funct
                     raise GpuError(f"executor: gemm #{ins.id} has an epilogue but no kernel (run compile_ops)")
                 ep_addrs = [addrs[-1]] + addrs[2:-1]
                 loc = ins.op["epilogue_local"]
-                step = backend.kernels.make_launch(functions[key], ins.op["epilogue_global"] // loc, loc, 0, stream,
-                                           argblock(ep_addrs, out.keep), LaunchSite(ins, tuple(ep_addrs), True))
+                step = backend.kernels.make_launch(
+                    functions[key],
+                    ins.op["epilogue_global"] // loc,
+                    loc,
+                    0,
+                    stream,
+                    argblock(ep_addrs, out.keep),
+                    LaunchSite(ins, tuple(ep_addrs), True),
+                )
                 out.add(step, StepInfo(ins.id, label + " epilogue", "kernel", ins.op["epilogue_symbol"]))
         elif name == "gpu::host_op":
             out.add(_host_step(reader, ins, addrs), StepInfo(ins.id, label, "host", ins.op["op"]))
             out.host_ops.append(f"#{ins.id} {inner_op(ins.op['op']).name}")
         elif name == "hip::copy_to_gpu":
             src = host_ptr(ins.inputs[0])
-            out.add(backend.memory.make_copy("h2d", addrs[-1], src, nbytes(ins.shape), stream),
-                    StepInfo(ins.id, label, "copy", "h2d"))
+            out.add(
+                backend.memory.make_copy("h2d", addrs[-1], src, nbytes(ins.shape), stream),
+                StepInfo(ins.id, label, "copy", "h2d"),
+            )
         elif name == "hip::copy_from_gpu":
-            out.add(backend.memory.make_copy("d2h", host_ptr(ins), addrs[0], nbytes(ins.shape), stream),
-                    StepInfo(ins.id, label, "copy", "d2h"))
+            out.add(
+                backend.memory.make_copy("d2h", host_ptr(ins), addrs[0], nbytes(ins.shape), stream),
+                StepInfo(ins.id, label, "copy", "d2h"),
+            )
         elif name == "gpu::precompile_op":
             raise GpuError(f"executor: #{ins.id} was never compiled (compile_ops is switched off)")
         else:

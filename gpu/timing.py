@@ -91,15 +91,20 @@ class TimingResult:
             return ""
         if not self.host_gaps:
             return f"graph: 1 segment, {self.graph_nodes} nodes"
-        return (f"graph: {self.graph_segments} segments (nodes {' + '.join(map(str, self.segment_nodes))}) around "
-                f"{len(self.host_gaps)} host step(s): {', '.join(self.host_gaps)}")
+        return (
+            f"graph: {self.graph_segments} segments (nodes {' + '.join(map(str, self.segment_nodes))}) around "
+            f"{len(self.host_gaps)} host step(s): {', '.join(self.host_gaps)}"
+        )
 
     def table(self) -> str:
-        lines = [f"{'mode':6} {'device us (median [p10, p90])':>34} {'host us per run':>28} "
-                 f"{'enqueue us':>12} {'launches':>9}"]
+        lines = [
+            f"{'mode':6} {'device us (median [p10, p90])':>34} {'host us per run':>28} "
+            f"{'enqueue us':>12} {'launches':>9}"
+        ]
         for m in self.modes.values():
-            lines.append(f"{m.mode:6} {str(m.device_us):>34} {str(m.host_us):>28} {m.enqueue_us.median:12.1f} "
-                         f"{m.launches:9d}")
+            lines.append(
+                f"{m.mode:6} {str(m.device_us):>34} {str(m.host_us):>28} {m.enqueue_us.median:12.1f} {m.launches:9d}"
+            )
         if self.segments_line():
             lines.append(self.segments_line())
         return "\n".join(lines)
@@ -127,9 +132,15 @@ def _device_us(compiled: CompiledProgram, launch, ev) -> float:
     return b.streams.event_elapsed_ms(a, c) * 1e3
 
 
-def time_program(compiled: CompiledProgram, modes: Sequence[str] = ("eager", "graph"), warmup: int = 10,
-                 iters: int = 100, inputs: Mapping[str, Any] | None = None, per_kernel: bool = True,
-                 profile_iters: int = 20) -> TimingResult:
+def time_program(
+    compiled: CompiledProgram,
+    modes: Sequence[str] = ("eager", "graph"),
+    warmup: int = 10,
+    iters: int = 100,
+    inputs: Mapping[str, Any] | None = None,
+    per_kernel: bool = True,
+    profile_iters: int = 20,
+) -> TimingResult:
     """Median, p10 and p90 of device and host time per mode (see the module docstring)."""
     from migx_explore.compiler.inputs import random_inputs
 
@@ -140,12 +151,16 @@ def time_program(compiled: CompiledProgram, modes: Sequence[str] = ("eager", "gr
     for mode in modes:
         compiled.run(feeds, mode=mode)  # stage inputs, load, capture
         if mode == "eager":
+
             def launch():
                 compiled.launch_eager(io=False)
+
             launches = len(compiled.steps.steps)
         else:
+
             def launch():
                 compiled.launch_graph(io=False)
+
             launches = compiled.graph_launches(io=False)
         for _ in range(warmup):
             launch()

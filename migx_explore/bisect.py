@@ -57,7 +57,8 @@ class Divergence:
         if self.replaced:
             old = self.counterpart_label or f"#{self.counterpart_id}"
             what = f"first diverging replacement: {self.label} replaced {old}" + (
-                f" (rule {self.rule})" if self.rule else "")
+                f" (rule {self.rule})" if self.rule else ""
+            )
         else:
             how = f"by rule {self.rule}" if self.rule else "in place"
             what = f"first diverging instruction: {self.label} (changed {how})"
@@ -71,8 +72,9 @@ def _label(ins) -> str:
     return f"{ins.name} #{ins.id}"
 
 
-def _claims(after_ids: Sequence[int], before_ids: set[int], replacements: Sequence[Replacement]
-            ) -> dict[int, list[tuple[int, str]]]:
+def _claims(
+    after_ids: Sequence[int], before_ids: set[int], replacements: Sequence[Replacement]
+) -> dict[int, list[tuple[int, str]]]:
     """For each instruction of the new program, the (before-id, rule) values it claims to equal."""
     raw: dict[int, list[tuple[int, str]]] = {}
     for r in replacements:
@@ -97,10 +99,17 @@ def _claims(after_ids: Sequence[int], before_ids: set[int], replacements: Sequen
     return out
 
 
-def locate_divergence(before: ProgramSnapshot, after: ProgramSnapshot, inputs: Mapping[str, np.ndarray], *,
-                      pass_path: str = "", replacements: Sequence[Replacement] = (),
-                      tolerance: Tolerance | None = None, rtol: float | None = None,
-                      atol: float | None = None) -> Divergence:
+def locate_divergence(
+    before: ProgramSnapshot,
+    after: ProgramSnapshot,
+    inputs: Mapping[str, np.ndarray],
+    *,
+    pass_path: str = "",
+    replacements: Sequence[Replacement] = (),
+    tolerance: Tolerance | None = None,
+    rtol: float | None = None,
+    atol: float | None = None,
+) -> Divergence:
     """First instruction of `after` (main module) whose value breaks tolerance against the value
     it claims to equal in `before`, and still does when re-run on the reference values of its
     inputs (see the module docstring)."""
@@ -134,8 +143,17 @@ def locate_divergence(before: ProgramSnapshot, after: ProgramSnapshot, inputs: M
             if full.ok:
                 continue
             bad.add(ins.id)
-            d = Divergence(pass_path, ins.id, _label(ins), c, full.max_abs, rule=rule,
-                           counterpart_label=before_labels.get(c, ""), rms=full.rms, threshold=full.threshold)
+            d = Divergence(
+                pass_path,
+                ins.id,
+                _label(ins),
+                c,
+                full.max_abs,
+                rule=rule,
+                counterpart_label=before_labels.get(c, ""),
+                rms=full.rms,
+                threshold=full.threshold,
+            )
             try:
                 local = check_value(evaluate_instruction(ins, reference_args(ins)), vb[c], tol, compute=compute)
             except MigxError:
@@ -148,8 +166,14 @@ def locate_divergence(before: ProgramSnapshot, after: ProgramSnapshot, inputs: M
     if first_unconfirmed is not None:
         first_unconfirmed.note = "error amplified from its inputs"
         return first_unconfirmed
-    return Divergence(pass_path, None, "", None, 0.0, "the outputs differ only through instructions that "
-                                                      "claim no earlier value (e.g. a whole subgraph rebuilt)")
+    return Divergence(
+        pass_path,
+        None,
+        "",
+        None,
+        0.0,
+        "the outputs differ only through instructions that claim no earlier value (e.g. a whole subgraph rebuilt)",
+    )
 
 
 def _breaks(snap: ProgramSnapshot, cfg) -> bool:
@@ -172,8 +196,9 @@ def _innermost_failure(trace, rec, cfg):
     return rec
 
 
-def gpu_divergence(snap: ProgramSnapshot, inputs: Mapping[str, np.ndarray], *, rtol: float = 1e-3,
-                   atol: float = 1e-4) -> Divergence | None:
+def gpu_divergence(
+    snap: ProgramSnapshot, inputs: Mapping[str, np.ndarray], *, rtol: float = 1e-3, atol: float = 1e-4
+) -> Divergence | None:
     """Run a backend-lowered program on the GPU reading back every value, and find the first
     instruction whose GPU result disagrees with the reference evaluator's while its inputs agree
     (a kernel or lowering bug). None when every value agrees."""
@@ -197,8 +222,9 @@ def _close_scaled(a: np.ndarray, b: np.ndarray, rtol: float, atol: float) -> tup
     return c.max_abs <= atol + rtol * scale, c.max_abs
 
 
-def first_gpu_divergence(compiled, inputs: Mapping[str, np.ndarray], *, rtol: float = 1e-3,
-                         atol: float = 1e-4) -> Divergence | None:
+def first_gpu_divergence(
+    compiled, inputs: Mapping[str, np.ndarray], *, rtol: float = 1e-3, atol: float = 1e-4
+) -> Divergence | None:
     from migx_explore.compiler.printer import instruction_label
     from migx_explore.compiler.ref import with_buffer_params
 
@@ -230,17 +256,28 @@ def numeric_bisect(session, inputs: Mapping[str, np.ndarray] | None = None) -> D
         return None
     cfg = session.traces.numeric_config()
     rec = _innermost_failure(trace, bad, cfg)
-    found = locate_divergence(rec.before, rec.after, cfg.inputs, pass_path=rec.path,
-                              replacements=rec.replacements, tolerance=cfg.tolerance)
+    found = locate_divergence(
+        rec.before, rec.after, cfg.inputs, pass_path=rec.path, replacements=rec.replacements, tolerance=cfg.tolerance
+    )
     if found.instruction_id is None and rec is not bad:
-        found = locate_divergence(bad.before, bad.after, cfg.inputs, pass_path=bad.path,
-                                  replacements=bad.replacements, tolerance=cfg.tolerance)
+        found = locate_divergence(
+            bad.before,
+            bad.after,
+            cfg.inputs,
+            pass_path=bad.path,
+            replacements=bad.replacements,
+            tolerance=cfg.tolerance,
+        )
     return found
 
 
 # ---- performance -------------------------------------------------------------------------------
-def ddmin(changes: Sequence[Any], is_bad: Callable[[Sequence[Any]], bool], *,
-          are_bad: Callable[[list[list[Any]]], list[bool]] | None = None) -> list[Any]:
+def ddmin(
+    changes: Sequence[Any],
+    is_bad: Callable[[Sequence[Any]], bool],
+    *,
+    are_bad: Callable[[list[list[Any]]], list[bool]] | None = None,
+) -> list[Any]:
     """Minimal subset of `changes` for which `is_bad` still holds (1-minimal, Zeller & Hildebrandt).
 
     `is_bad(all changes)` must be True and `is_bad([])` False. With `are_bad` (a batch of subsets
@@ -271,7 +308,7 @@ def ddmin(changes: Sequence[Any], is_bad: Callable[[Sequence[Any]], bool], *,
         return None
 
     while len(cur) >= 2:
-        chunks = [cur[i * len(cur) // n:(i + 1) * len(cur) // n] for i in range(n)]
+        chunks = [cur[i * len(cur) // n : (i + 1) * len(cur) // n] for i in range(n)]
         found = first_bad(chunks)
         if found is not None:
             cur, n = found, 2
@@ -294,13 +331,23 @@ class PerfBisectResult:
     evaluations: int
 
     def describe(self) -> str:
-        return (f"{', '.join(self.culprits)} account(s) for the regression ({self.good:.4g} -> {self.bad:.4g}; "
-                f"{self.evaluations} configurations measured)")
+        return (
+            f"{', '.join(self.culprits)} account(s) for the regression ({self.good:.4g} -> {self.bad:.4g}; "
+            f"{self.evaluations} configurations measured)"
+        )
 
 
-def perf_bisect(session, toggles: Mapping[str, bool], measure: Callable[[Any], float], *,
-                threshold: float | None = None, cluster: str | None = None, workers: int | None = None,
-                gpus: int | None = None, sweeper: Any = None) -> PerfBisectResult:
+def perf_bisect(
+    session,
+    toggles: Mapping[str, bool],
+    measure: Callable[[Any], float],
+    *,
+    threshold: float | None = None,
+    cluster: str | None = None,
+    workers: int | None = None,
+    gpus: int | None = None,
+    sweeper: Any = None,
+) -> PerfBisectResult:
     """`toggles` maps pass paths to the enabled state of the *bad* configuration (the session's
     current state is the good one). Finds a minimal set of those toggles that, applied to the good
     configuration, make `measure(session)` exceed `threshold` (default: halfway to the bad value).
@@ -368,8 +415,11 @@ def _perf_bisect_sweep(session, toggles, measure, threshold, cluster, workers, g
     try:
         good, bad = measure_many([[], list(toggles)])
         limit = _limit(good, bad, threshold)
-        culprits = ddmin(list(toggles), lambda sub: measure_many([sub])[0] > limit,
-                         are_bad=lambda subs: [v > limit for v in measure_many(subs)])
+        culprits = ddmin(
+            list(toggles),
+            lambda sub: measure_many([sub])[0] > limit,
+            are_bad=lambda subs: [v > limit for v in measure_many(subs)],
+        )
     finally:
         if own:
             sw.close()

@@ -41,8 +41,7 @@ def _scopes(session: Session, *snaps: ProgramSnapshot) -> dict[int, str]:
 
 def regions_between(session: Session, a: ProgramSnapshot, b: ProgramSnapshot) -> list[Region]:
     """The change from program `a` to program `b` as connected regions, in program order."""
-    cache: list[tuple[ProgramSnapshot, ProgramSnapshot, list[Region]]] = session.cache.setdefault(
-        "compare_regions", [])
+    cache: list[tuple[ProgramSnapshot, ProgramSnapshot, list[Region]]] = session.cache.setdefault("compare_regions", [])
     for ca, cb, found in cache:
         if ca is a and cb is b:
             return found

@@ -89,8 +89,10 @@ class VariantTraces:
 
     def trace_with(self, session: Session, toggles: Mapping[str, bool]) -> Trace:
         if not toggles:
-            raise SessionError("compare_configs: name at least one pass or pipeline to switch, "
-                               "e.g. {'fusion.fuse_pointwise_reduce': False}")
+            raise SessionError(
+                "compare_configs: name at least one pass or pipeline to switch, "
+                "e.g. {'fusion.fuse_pointwise_reduce': False}"
+            )
         config = variant_config(session.config, toggles)
         key = config.identity()
         hit = self._traces.get(key)

@@ -62,8 +62,10 @@ def cache_layout(model, max_len: int) -> CacheLayout:
     new_dim = ids_dims[-1].dim_param if len(ids_dims) else ""
     cand = [s for s, uses in syms.items() if s != new_dim and all(n in pasts for n, _ in uses)]
     if not pasts or not new_dim or len(cand) != 1:
-        raise MigxError("generate needs a KV-cache model: input_ids with a symbolic new-token dim and past_* inputs "
-                        "sharing one symbolic cache-length dim (e.g. gpt2_decode)")
+        raise MigxError(
+            "generate needs a KV-cache model: input_ids with a symbolic new-token dim and past_* inputs "
+            "sharing one symbolic cache-length dim (e.g. gpt2_decode)"
+        )
     shapes = {}
     for n in pasts:
         dims = inputs[n].type.tensor_type.shape.dim
@@ -101,8 +103,11 @@ class ReferenceDecoder:
         if key not in self._programs:
             self._programs[key] = kv_cache_bucket(self._dynamic(ids.shape[1]), bucket, self.max_len, return_cache=True)
         program = self._programs[key]
-        feed = {"input_ids": ids, "past_len": np.array([past_len], np.int64),
-                **{cache_name(n): c for n, c in self.caches.items()}}
+        feed = {
+            "input_ids": ids,
+            "past_len": np.array([past_len], np.int64),
+            **{cache_name(n): c for n, c in self.caches.items()},
+        }
         outs = evaluate(program, feed)
         names = program.output_names
         for n in self.caches:
@@ -110,8 +115,16 @@ class ReferenceDecoder:
         return outs[0]
 
 
-def decoder(source: Any, *, target: str = "ref", max_len: int | None = None, buckets: str = "pow2",
-            max_programs: int = 8, backend: Any = None, options: Any = None) -> Any:
+def decoder(
+    source: Any,
+    *,
+    target: str = "ref",
+    max_len: int | None = None,
+    buckets: str = "pow2",
+    max_programs: int = 8,
+    backend: Any = None,
+    options: Any = None,
+) -> Any:
     """A step-by-step decoder for `source` (ReferenceDecoder, or gpu.decode.KVCacheDecoder)."""
     model = _model_proto(source)
     if max_len is None:
@@ -126,12 +139,12 @@ def decoder(source: Any, *, target: str = "ref", max_len: int | None = None, buc
         raise MigxError(f"unknown target {target!r}; use 'ref' or 'gpu'")
     from migx_explore.gpu.decode import KVCacheDecoder
 
-    return KVCacheDecoder(dynamic, layout.shapes, max_len, backend, buckets=buckets, max_programs=max_programs,
-                          options=options)
+    return KVCacheDecoder(
+        dynamic, layout.shapes, max_len, backend, buckets=buckets, max_programs=max_programs, options=options
+    )
 
 
-def generate(source: Any, prompt_ids: Any, steps: int, *, target: str = "ref", mode: str = "graph",
-             **kw: Any) -> Any:
+def generate(source: Any, prompt_ids: Any, steps: int, *, target: str = "ref", mode: str = "graph", **kw: Any) -> Any:
     """Greedy tokens and per-step logits (gpu.decode.Generation); `.stats` holds the GPU program
     cache's memory report (None on the reference evaluator)."""
     from migx_explore.gpu.decode import greedy
@@ -143,8 +156,10 @@ def generate(source: Any, prompt_ids: Any, steps: int, *, target: str = "ref", m
     if rows > dec.max_len:
         if target != "ref":
             dec.close()
-        raise MigxError(f"a prompt of {rows - steps + 1} tokens and {steps} steps need {rows} cache rows, but the "
-                        f"cache holds {dec.max_len} (max_len / --max-len)")
+        raise MigxError(
+            f"a prompt of {rows - steps + 1} tokens and {steps} steps need {rows} cache rows, but the "
+            f"cache holds {dec.max_len} (max_len / --max-len)"
+        )
     if target == "ref":
         return greedy(dec.step, prompt_ids, steps)
     try:
@@ -155,8 +170,9 @@ def generate(source: Any, prompt_ids: Any, steps: int, *, target: str = "ref", m
     return out
 
 
-def generate_from_session(session: Session, prompt_ids: Any, steps: int, *, target: str = "ref",
-                          mode: str = "graph", **kw: Any) -> Any:
+def generate_from_session(
+    session: Session, prompt_ids: Any, steps: int, *, target: str = "ref", mode: str = "graph", **kw: Any
+) -> Any:
     """Greedy generation with a session's KV-cache model (an ONNX file or built-in model): prefill,
     then decode steps feeding presents back as pasts. It reloads the model from the session's
     source because it recompiles per shape."""

@@ -17,6 +17,7 @@ from migx_explore.compiler.errors import MigxError
 class GpuUnavailable(MigxError):
     """A GPU feature was asked for where no GPU stack is usable (the message says why)."""
 
+
 EXIT_KNOWN = 2
 EXIT_INTERNAL = 3
 
@@ -52,11 +53,17 @@ def describe_error(exc: BaseException) -> UserMessage:
             return UserMessage(f"{where}file not found", True)
         return UserMessage(f"{where}{exc.strerror or _one_line(str(exc))}", True)
     if isinstance(exc, MemoryError):
-        return UserMessage("out of memory; lower the sizes involved or raise MIGX_EXPLORE_MEMORY_BUDGET only if "
-                           "the machine has the memory", True)
+        return UserMessage(
+            "out of memory; lower the sizes involved or raise MIGX_EXPLORE_MEMORY_BUDGET only if "
+            "the machine has the memory",
+            True,
+        )
     detail = _one_line(str(exc))
-    return UserMessage(f"internal error {type(exc).__name__}{': ' + detail[:300] if detail else ''} "
-                       "(a bug in migx-explore; run with --debug for the traceback)", False)
+    return UserMessage(
+        f"internal error {type(exc).__name__}{': ' + detail[:300] if detail else ''} "
+        "(a bug in migx-explore; run with --debug for the traceback)",
+        False,
+    )
 
 
 def format_error(exc: BaseException, verb: str | None = None) -> str:

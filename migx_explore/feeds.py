@@ -45,8 +45,9 @@ def _is_zip(p: Path) -> bool:
     return zipfile.is_zipfile(p)
 
 
-def _onnx_input_dims(model: Any, feed: dict[str, np.ndarray], where: str,
-                     user_dims: Mapping[str, Sequence]) -> dict[str, list]:
+def _onnx_input_dims(
+    model: Any, feed: dict[str, np.ndarray], where: str, user_dims: Mapping[str, Sequence]
+) -> dict[str, list]:
     """input_dims for the importer: the feed's shape for every input with a non-static dim; a
     static dim that disagrees with the feed raises."""
     from migx_explore.compiler.onnx.context import param_name
@@ -68,19 +69,24 @@ def _onnx_input_dims(model: Any, feed: dict[str, np.ndarray], where: str,
             continue
         decl = [int(d.dim_value) if d.HasField("dim_value") and d.dim_value > 0 else None for d in tt.shape.dim]
         if len(decl) != len(got):
-            raise MigxError(f"{where}: input {vi.name!r} has rank {len(got)} {list(got)} but the model declares "
-                            f"rank {len(decl)} {['?' if d is None else d for d in decl]}")
+            raise MigxError(
+                f"{where}: input {vi.name!r} has rank {len(got)} {list(got)} but the model declares "
+                f"rank {len(decl)} {['?' if d is None else d for d in decl]}"
+            )
         for i, (d, g) in enumerate(zip(decl, got)):
             if d is not None and d != g:
-                raise MigxError(f"{where}: input {vi.name!r} has shape {list(got)} but the model fixes dim {i} "
-                                f"to {d} (declared {['?' if x is None else x for x in decl]})")
+                raise MigxError(
+                    f"{where}: input {vi.name!r} has shape {list(got)} but the model fixes dim {i} "
+                    f"to {d} (declared {['?' if x is None else x for x in decl]})"
+                )
         if any(d is None for d in decl):
             dims[vi.name] = list(got)
     return {**dims, **dict(user_dims)}
 
 
-def _import_onnx(model: Any, feed: dict[str, np.ndarray] | None, where: str,
-                 user_dims: Mapping[str, Sequence]) -> Program:
+def _import_onnx(
+    model: Any, feed: dict[str, np.ndarray] | None, where: str, user_dims: Mapping[str, Sequence]
+) -> Program:
     import warnings
 
     from migx_explore.compiler.onnx import ConstantInputRequired, parse_onnx
@@ -93,12 +99,16 @@ def _import_onnx(model: Any, feed: dict[str, np.ndarray] | None, where: str,
             with warnings.catch_warnings():
                 if feed is not None:  # dims fixed by the feed: no "symbolic dim defaulted" warnings
                     warnings.simplefilter("ignore")
-                return parse_onnx(model, input_dims={k: v for k, v in dims.items() if k not in frozen} or None,
-                                  constant_inputs=frozen or None)
+                return parse_onnx(
+                    model,
+                    input_dims={k: v for k, v in dims.items() if k not in frozen} or None,
+                    constant_inputs=frozen or None,
+                )
         except ConstantInputRequired as e:
             if feed is None:
-                raise MigxError(f"{e}; these inputs are shape-like, so random values cannot stand in for them: "
-                                f"{REAL_INPUTS_HINT}") from None
+                raise MigxError(
+                    f"{e}; these inputs are shape-like, so random values cannot stand in for them: {REAL_INPUTS_HINT}"
+                ) from None
             names = [n for n in _graph_inputs(model) if param_name(n) in e.params and n not in frozen]
             missing = [n for n in names if n not in feed and param_name(n) not in feed]
             if not names or missing:
@@ -114,8 +124,9 @@ def _graph_inputs(model: Any) -> list[str]:
     return [i.name for i in proto.graph.input if i.name not in inits]
 
 
-def feed_for_program(program: Program, feed: Feed, where: str = "the inputs", *,
-                     require_all: bool = True) -> dict[str, np.ndarray]:
+def feed_for_program(
+    program: Program, feed: Feed, where: str = "the inputs", *, require_all: bool = True
+) -> dict[str, np.ndarray]:
     """The feed keyed by parameter name, checked against the program's inputs (names and shapes).
     require_all=False accepts a feed without the parameters a backend pass added (output buffers)."""
     from migx_explore.compiler import dtypes
@@ -132,8 +143,9 @@ def feed_for_program(program: Program, feed: Feed, where: str = "the inputs", *,
         if k not in by_key:
             if k in frozen or param_name(k) in frozen:
                 continue
-            raise MigxError(f"{where}: unknown input {k!r}; the model's inputs are "
-                            f"{', '.join(onnx_names or params) or 'none'}")
+            raise MigxError(
+                f"{where}: unknown input {k!r}; the model's inputs are {', '.join(onnx_names or params) or 'none'}"
+            )
         out[by_key[k]] = v
     missing = [p for p in params if p not in out]
     if missing and require_all:
@@ -142,19 +154,18 @@ def feed_for_program(program: Program, feed: Feed, where: str = "the inputs", *,
     for name, v in out.items():
         s = params[name].shape
         if s.dyn_dims is None and tuple(v.shape) != s.lens and not (v.size == 1 and s.elements() == 1):
-            raise MigxError(f"{where}: input {name!r} has shape {list(v.shape)} but the program expects "
-                            f"{list(s.lens)}")
+            raise MigxError(f"{where}: input {name!r} has shape {list(v.shape)} but the program expects {list(s.lens)}")
         want = dtypes.np_dtype(s.type)
         if v.dtype != want:
             if not (np.can_cast(v.dtype, want, "same_kind") or (want.kind == "f" and v.dtype.kind in "iu")):
-                raise MigxError(f"{where}: input {name!r} has element type {v.dtype} but the program expects "
-                                f"{s.type}")
+                raise MigxError(f"{where}: input {name!r} has element type {v.dtype} but the program expects {s.type}")
             out[name] = v.astype(want)
     return out
 
 
-def load_with_feed(model: Any, feed: str | os.PathLike | Feed | None = None,
-                   input_dims: Mapping[str, Sequence] | None = None) -> tuple[Program, dict[str, np.ndarray] | None]:
+def load_with_feed(
+    model: Any, feed: str | os.PathLike | Feed | None = None, input_dims: Mapping[str, Sequence] | None = None
+) -> tuple[Program, dict[str, np.ndarray] | None]:
     """(program, feed keyed by parameter name) for a model path / name / ONNX bytes / Program and
     an optional feed (an .npz path or a dict). See the module docstring."""
     from .loading import load
@@ -163,8 +174,7 @@ def load_with_feed(model: Any, feed: str | os.PathLike | Feed | None = None,
     if _is_onnx(model):
         program = _import_onnx(model, data, where, dict(input_dims or {}))
         if data is not None:
-            frozen = [n for n in _graph_inputs(model)
-                      if n not in (getattr(program, "input_names", None) or [])]
+            frozen = [n for n in _graph_inputs(model) if n not in (getattr(program, "input_names", None) or [])]
             program.frozen_inputs = frozen
     else:
         program = load(model, input_dims)

@@ -51,8 +51,10 @@ def compile_snapshot(snap: ProgramSnapshot) -> Any:
     _require_gpu()
     program = snap.to_program()
     if not any(ins.name.startswith(("gpu::", "hip::")) for ins in program.main):
-        raise MigxError("this program is not lowered for the GPU: enable the backend pipeline "
-                        "(lowering ... eliminate_allocation) and trace again before timing")
+        raise MigxError(
+            "this program is not lowered for the GPU: enable the backend pipeline "
+            "(lowering ... eliminate_allocation) and trace again before timing"
+        )
     from migx_explore.gpu.executor import CompiledProgram
 
     return CompiledProgram(program)
@@ -76,8 +78,14 @@ def compile_kernels(snap: ProgramSnapshot, progress: Progress | None = None) -> 
     return len(keys)
 
 
-def time_snapshot(snap: ProgramSnapshot, modes: Sequence[str] = ("eager", "graph"), warmup: int = 10,
-                  iters: int = 100, inputs: Any = None, progress: Progress | None = None) -> Any:
+def time_snapshot(
+    snap: ProgramSnapshot,
+    modes: Sequence[str] = ("eager", "graph"),
+    warmup: int = 10,
+    iters: int = 100,
+    inputs: Any = None,
+    progress: Progress | None = None,
+) -> Any:
     """Finalize a compiled (backend-lowered) snapshot and time it in each mode (on `inputs`, or
     random ones that respect the model; one mode at a time when `progress` is given, so the
     caller sees each start)."""
@@ -93,8 +101,13 @@ def time_snapshot(snap: ProgramSnapshot, modes: Sequence[str] = ("eager", "graph
         for k, mode in enumerate(modes):
             progress(k, len(modes), f"timing {mode}: {warmup} warm-up + {iters} runs")
             r = timing.time_program(compiled, modes=(mode,), warmup=warmup, iters=iters, inputs=inputs)
-            merged = r if merged is None else dataclasses.replace(
-                merged, modes={**merged.modes, **r.modes}, graph_nodes=max(merged.graph_nodes, r.graph_nodes))
+            merged = (
+                r
+                if merged is None
+                else dataclasses.replace(
+                    merged, modes={**merged.modes, **r.modes}, graph_nodes=max(merged.graph_nodes, r.graph_nodes)
+                )
+            )
         progress(len(modes), len(modes), "timed")
         return merged
     finally:
@@ -117,8 +130,13 @@ def compile_session_kernels(session: Session, progress: Progress | None = None) 
     return compile_kernels(session.final(), progress)
 
 
-def time_session(session: Session, modes: Sequence[str] = ("eager", "graph"), warmup: int = 10,
-                 iters: int = 100, progress: Progress | None = None) -> Any:
+def time_session(
+    session: Session,
+    modes: Sequence[str] = ("eager", "graph"),
+    warmup: int = 10,
+    iters: int = 100,
+    progress: Progress | None = None,
+) -> Any:
     """Compile the session's final program for the GPU and time it in each mode; the result is
     kept in session.timings under this configuration's identity (see session_timing)."""
     result = time_snapshot(session.final(), modes=modes, warmup=warmup, iters=iters, progress=progress)
@@ -170,7 +188,14 @@ def recorded_results(path: Path | None = None) -> RecordedRun | None:
         ours, torch = m.get("ours") or {}, m.get("torch") or {}
         if "eager_us" not in ours:
             continue
-        models[name] = RecordedModel(name, ours["eager_us"], ours.get("graph_us", float("nan")),
-                                     ours.get("launches", 0), ours.get("kernels", 0), ours.get("blas_calls", 0),
-                                     torch.get("eager_us"), torch.get("graph_us"))
+        models[name] = RecordedModel(
+            name,
+            ours["eager_us"],
+            ours.get("graph_us", float("nan")),
+            ours.get("launches", 0),
+            ours.get("kernels", 0),
+            ours.get("blas_calls", 0),
+            torch.get("eager_us"),
+            torch.get("graph_us"),
+        )
     return RecordedRun(data.get("device", "unknown GPU"), data.get("date", "date not recorded"), path.name, models)

@@ -90,8 +90,12 @@ class _Aligner:
                 self.by_op.setdefault((mname, r.op.name, r.shape), []).append(r.id)
                 self.by_kind.setdefault((mname, r.op.name), []).append(r.id)
                 self.base_inputs[r.id] = r.inputs
-        other_kinds = Counter((self.module_name(m.name, False), r.op.name) for m in self.other.modules
-                              for r in m.instrs if r.id >= self.shared)
+        other_kinds = Counter(
+            (self.module_name(m.name, False), r.op.name)
+            for m in self.other.modules
+            for r in m.instrs
+            if r.id >= self.shared
+        )
         for m in self.other.modules:
             if m.name in self.body_matched:
                 continue  # renamed position by position already
@@ -163,8 +167,9 @@ class _Aligner:
         counterpart, shown as changed, so one difference does not unmatch everything below it."""
         mine = tuple(self.ids.get(i, -1) for i in r.inputs)
         best, best_score = None, 0
-        for c in [c for c in self.by_op.get((self.module_name(module, False), r.op.name, r.shape), ())
-                  if c not in self.used][:look]:
+        for c in [
+            c for c in self.by_op.get((self.module_name(module, False), r.op.name, r.shape), ()) if c not in self.used
+        ][:look]:
             theirs = self.base_inputs[c]
             score = sum(1 for a, b in zip(mine, theirs) if a == b) if len(theirs) == len(mine) else 0
             if score > best_score:
@@ -193,9 +198,18 @@ class _Aligner:
                 self.names[m.name] = m.name if m.name == "main" or m.name not in base_names else f"{m.name}'"
         modules = []
         for m in self.other.modules:
-            recs = tuple(InstrRecord(self.ids.get(r.id, r.id), r.op, tuple(self.ids.get(i, i) for i in r.inputs),
-                                     tuple(self.names.get(n, n) for n in r.modules), r.shape,
-                                     tuple(self.ids.get(i, i) for i in r.origin), r.literal) for r in m.instrs)
+            recs = tuple(
+                InstrRecord(
+                    self.ids.get(r.id, r.id),
+                    r.op,
+                    tuple(self.ids.get(i, i) for i in r.inputs),
+                    tuple(self.names.get(n, n) for n in r.modules),
+                    r.shape,
+                    tuple(self.ids.get(i, i) for i in r.origin),
+                    r.literal,
+                )
+                for r in m.instrs
+            )
             modules.append(ModuleSnapshot(self.names[m.name], m.bypass, recs))
         return ProgramSnapshot(tuple(modules), max(self.fresh, self.base.next_id))
 

@@ -29,8 +29,9 @@ class KeyError_(MigxError):
 
 
 def key_dir() -> Path:
-    root = os.environ.get("MIGX_EXPLORE_KEY_DIR") or os.path.join(os.path.expanduser("~"), ".config",
-                                                                  "migx-explore", "keys")
+    root = os.environ.get("MIGX_EXPLORE_KEY_DIR") or os.path.join(
+        os.path.expanduser("~"), ".config", "migx-explore", "keys"
+    )
     return Path(root)
 
 
@@ -68,11 +69,14 @@ def create_key(*, replace: bool = False) -> str:
     _private_folder(folder)
     path = folder / "signing.key"
     if path.exists() and not replace:
-        raise KeyError_(f"a signing key already exists ({str(path)!r}, id {own_key_id()}); pass --replace to make "
-                        "a new one (files signed with the old key stay trusted only if you keep trusting it)")
+        raise KeyError_(
+            f"a signing key already exists ({str(path)!r}, id {own_key_id()}); pass --replace to make "
+            "a new one (files signed with the old key stay trusted only if you keep trusting it)"
+        )
     private = ed25519.Ed25519PrivateKey.generate()
-    pem = private.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                serialization.NoEncryption())
+    pem = private.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    )
     tmp = folder / ".signing.key.tmp"
     tmp.unlink(missing_ok=True)
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
@@ -120,8 +124,9 @@ def _parse_public(text: str) -> bytes:
     except ValueError:
         raw = b""
     if len(raw) != 32:
-        raise KeyError_(f"{text.strip()[:80]!r} is not an ed25519 public key (64 hex digits, as `migx-explore keys "
-                        "export` prints)")
+        raise KeyError_(
+            f"{text.strip()[:80]!r} is not an ed25519 public key (64 hex digits, as `migx-explore keys export` prints)"
+        )
     return raw
 
 
@@ -164,9 +169,14 @@ def sign(manifest: bytes) -> bytes | None:
     private = _own_private()
     if private is None:
         return None
-    return json.dumps({"algorithm": "ed25519", "key_id": key_id(_raw_public(private)),
-                       "public_key": _raw_public(private).hex(),
-                       "signature": private.sign(manifest).hex()}).encode()
+    return json.dumps(
+        {
+            "algorithm": "ed25519",
+            "key_id": key_id(_raw_public(private)),
+            "public_key": _raw_public(private).hex(),
+            "signature": private.sign(manifest).hex(),
+        }
+    ).encode()
 
 
 @dataclass(frozen=True)
@@ -207,7 +217,9 @@ def check(manifest: bytes, member: bytes | None, where: str) -> Signature:
     try:
         ed25519.Ed25519PublicKey.from_public_bytes(raw).verify(signature, manifest)
     except InvalidSignature:
-        raise FormatError(f"{where}: edited after it was signed by key {kid}: its IR, weights or kernels no "
-                          "longer match the signature; refusing it") from None
+        raise FormatError(
+            f"{where}: edited after it was signed by key {kid}: its IR, weights or kernels no "
+            "longer match the signature; refusing it"
+        ) from None
     trusted = trusted_keys().get(kid)
     return Signature("trusted" if trusted and trusted["public_key"] == raw.hex() else "untrusted", kid)

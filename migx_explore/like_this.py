@@ -104,10 +104,13 @@ class _Skeletons:
             lit = _LITERAL.search(line)
             if lit is not None:  # a literal's values are one value, however many numbers it prints
                 body = lit.group(1)
-                values.append(f"data {rec.literal.content_hash() & 0xFFFF:04x}" if body == " ... " or len(body) > 40
-                              else "{" + body + "}")
+                values.append(
+                    f"data {rec.literal.content_hash() & 0xFFFF:04x}"
+                    if body == " ... " or len(body) > 40
+                    else "{" + body + "}"
+                )
                 places.append(f"{head.split(' = ')[0]} = literal values")
-                line = line[:lit.start()] + "@literal{L}" + line[lit.end():]
+                line = line[: lit.start()] + "@literal{L}" + line[lit.end() :]
                 head = line.split(" -> ")[0][:60]
             numbers = _NUMBER.findall(line)
             values.extend(numbers)
@@ -136,8 +139,11 @@ def group_alike(snap: ProgramSnapshot, names: Iterable[str]) -> list[LikeGroup]:
     for members in buckets.values():
         vals = [sk.of(m)[1] for m in members]
         places = sk.of(members[0])[2]
-        varying = tuple(Varying(places[k], tuple(v[k] for v in vals))
-                        for k in range(len(places)) if any(v[k] != vals[0][k] for v in vals[1:]))
+        varying = tuple(
+            Varying(places[k], tuple(v[k] for v in vals))
+            for k in range(len(places))
+            if any(v[k] != vals[0][k] for v in vals[1:])
+        )
         groups.append(LikeGroup(members[0], tuple(members), varying))
     return groups
 
@@ -164,8 +170,6 @@ def like_this_summary(snap: ProgramSnapshot) -> list[str]:
     return lines
 
 
-
-
 def range_note(trace) -> str:
     """'traced as 5 buckets: 16, 32, 64, 128, 255 (sizes 1..255)' when split_single_dyn_dim ran
     with buckets, else '' (the views say so: the trace is not of every size)."""
@@ -179,8 +183,10 @@ def range_note(trace) -> str:
             return f"traced in buckets ({rec.options['buckets']})"
         dim = found[0]
         sizes = bucket_sizes(dim.min, dim.max, rec.options["buckets"])
-        return (f"traced as {len(sizes)} buckets: {', '.join(map(str, sizes))} (sizes {dim.min}..{dim.max}; "
-                f"each bucket stands for the sizes up to it)")
+        return (
+            f"traced as {len(sizes)} buckets: {', '.join(map(str, sizes))} (sizes {dim.min}..{dim.max}; "
+            f"each bucket stands for the sizes up to it)"
+        )
     return ""
 
 
@@ -207,5 +213,14 @@ def bucket_long_ranges(session, limit: int = EXACT_SIZES_LIMIT) -> str:
     return f"the dynamic range {dim.min}..{dim.max} has more than {limit} sizes: traced as the decoder's buckets"
 
 
-__all__ = ["EXACT_SIZES_LIMIT", "LikeGroup", "Varying", "bucket_long_ranges", "group_alike", "like_this_summary",
-           "range_note", "split_owners", "value_range"]
+__all__ = [
+    "EXACT_SIZES_LIMIT",
+    "LikeGroup",
+    "Varying",
+    "bucket_long_ranges",
+    "group_alike",
+    "like_this_summary",
+    "range_note",
+    "split_owners",
+    "value_range",
+]

@@ -36,8 +36,9 @@ def parse_input_dims(items: Sequence[str] | None) -> dict[str, list]:
         try:
             lens = [_dim(d) for d in dims.replace("x", ",").split(",") if d.strip()] if dims.strip() else []
         except ValueError:
-            raise MigxError(f"--input-dim {item!r}: dims must be integers (or lo..hi ranges) separated by "
-                            "commas") from None
+            raise MigxError(
+                f"--input-dim {item!r}: dims must be integers (or lo..hi ranges) separated by commas"
+            ) from None
         flat = [v for d in lens for v in (d if isinstance(d, tuple) else (d,))]
         if any(d < 0 for d in flat) or any(d[0] > d[1] for d in lens if isinstance(d, tuple)):
             raise MigxError(f"--input-dim {item!r}: dims must not be negative and ranges must be lo..hi")
@@ -55,8 +56,9 @@ def model_label(model: Any) -> str:
     return "model"
 
 
-def load(model: Any, input_dims: Mapping[str, Sequence[int]] | None = None,
-         feed: Mapping[str, Any] | None = None) -> Program:
+def load(
+    model: Any, input_dims: Mapping[str, Sequence[int]] | None = None, feed: Mapping[str, Any] | None = None
+) -> Program:
     """A Program from an .onnx path, a built-in model name, a saved program file, ONNX bytes or a
     ModelProto. Unknown names and missing files raise MigxError listing what would work.
     input_dims names inputs or ONNX dim_params; `feed` (arrays by input name) fixes the dims of
@@ -86,8 +88,9 @@ def load(model: Any, input_dims: Mapping[str, Sequence[int]] | None = None,
         raise MigxError(f"model {str(model)!r} is not a regular file")
     if path.suffix == ".onnx" or os.sep in str(model):
         raise MigxError(f"model file {str(model)!r} not found")
-    raise MigxError(f"{str(model)!r} is neither a file nor a built-in model; built-in models: "
-                    f"{', '.join(models.list_models())}")
+    raise MigxError(
+        f"{str(model)!r} is neither a file nor a built-in model; built-in models: {', '.join(models.list_models())}"
+    )
 
 
 def _looks_like_zip(path: Path) -> bool:
@@ -99,12 +102,20 @@ def _looks_like_zip(path: Path) -> bool:
 
 
 def add_model_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("model", metavar="MODEL", help="an .onnx file, a built-in model name (`migx-explore onnx "
-                   "--models` lists them), or a saved program file")
-    p.add_argument("--input-dim", action="append", default=[], metavar="NAME=D0,D1,...",
-                   help="fix an input's dims, e.g. x=1,3,224,224, or x=1..8,64 for a dynamic range, or an "
-                   "ONNX symbolic dim by name for every input using it, e.g. P=1..255 (repeatable); with "
-                   "--inputs the dims come from the feed; other symbolic dims default to 1")
+    p.add_argument(
+        "model",
+        metavar="MODEL",
+        help="an .onnx file, a built-in model name (`migx-explore onnx --models` lists them), or a saved program file",
+    )
+    p.add_argument(
+        "--input-dim",
+        action="append",
+        default=[],
+        metavar="NAME=D0,D1,...",
+        help="fix an input's dims, e.g. x=1,3,224,224, or x=1..8,64 for a dynamic range, or an "
+        "ONNX symbolic dim by name for every input using it, e.g. P=1..255 (repeatable); with "
+        "--inputs the dims come from the feed; other symbolic dims default to 1",
+    )
 
 
 def load_program(source: Any, input_dims: Mapping[str, Sequence[int]] | None = None) -> Any:

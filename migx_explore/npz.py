@@ -28,7 +28,9 @@ def read_npz(path: str | os.PathLike) -> dict[str, np.ndarray]:
     except ValueError as e:
         # numpy reports any non-npz file as "pickled data" and advises allow_pickle=True: never do that
         why = "numpy could read it only by unpickling, which migx-explore never does" if "pickle" in str(e) else e
-        raise MigxError(f"cannot read inputs file {where!r}: not an .npz of arrays ({why}); write one with "
-                        "numpy.savez(path, name=array, ...)") from None
+        raise MigxError(
+            f"cannot read inputs file {where!r}: not an .npz of arrays ({why}); write one with "
+            "numpy.savez(path, name=array, ...)"
+        ) from None
     except (OSError, EOFError, zipfile.BadZipFile, zlib.error) as e:
         raise MigxError(f"cannot read inputs file {where!r} as .npz: {e}") from None

@@ -108,8 +108,9 @@ def _is_our_trace(folder: Path) -> bool:
         index = json.loads((folder / "index.json").read_text())
     except (OSError, ValueError):
         return False
-    return isinstance(index, dict) and (index.get("generator") == TRACE_MARKER or
-                                        ("passes" in index and "launches_before" in index))
+    return isinstance(index, dict) and (
+        index.get("generator") == TRACE_MARKER or ("passes" in index and "launches_before" in index)
+    )
 
 
 def check_output_folder(path: str | os.PathLike) -> None:
@@ -122,13 +123,18 @@ def check_output_folder(path: str | os.PathLike) -> None:
         if not target.is_dir():
             raise MigxError(f"--out {str(target)!r} exists and is not a folder; give a new or empty folder")
         if any(target.iterdir()) and not _is_our_trace(target):
-            raise MigxError(f"--out {str(target)!r} is not empty and holds no previous trace (no index.json of "
-                            "ours); give a new or empty folder")
+            raise MigxError(
+                f"--out {str(target)!r} is not empty and holds no previous trace (no index.json of "
+                "ours); give a new or empty folder"
+            )
         return
     parent = target.absolute().parent
     if not parent.is_dir():
-        raise MigxError(f"--out {str(target)!r}: its folder {str(parent)!r} does not exist"
-                        if not parent.exists() else f"--out {str(target)!r}: {str(parent)!r} is not a folder")
+        raise MigxError(
+            f"--out {str(target)!r}: its folder {str(parent)!r} does not exist"
+            if not parent.exists()
+            else f"--out {str(target)!r}: {str(parent)!r} is not a folder"
+        )
 
 
 def _safe_name(name: object) -> str | None:

@@ -79,11 +79,17 @@ def stats(session: Session) -> dict[str, Any]:
     before, after = session.snapshots()
     n = r.numeric
     return {
-        "pass": r.path, "status": r.status, "reason": r.reason, "time_ms": round(r.time_s * 1e3, 3),
-        "added": len(d.added), "removed": len(d.removed), "changed": len(d.changed),
+        "pass": r.path,
+        "status": r.status,
+        "reason": r.reason,
+        "time_ms": round(r.time_s * 1e3, 3),
+        "added": len(d.added),
+        "removed": len(d.removed),
+        "changed": len(d.changed),
         "instructions_before": before.total_instructions(),
         "instructions_after": after.total_instructions(),
-        "launches_before": launch_count(before), "launches_after": launch_count(after),
+        "launches_before": launch_count(before),
+        "launches_after": launch_count(after),
         "numeric_max_abs": None if n is None else n.max_abs,
         "numeric_ok": None if n is None else n.ok,
         "numeric_note": "" if n is None else n.note,

@@ -31,6 +31,7 @@ KIND = "migx-explore/partial-compile"
 def _position(pipelines, path: str) -> tuple[int, int]:
     """(pipeline, entry) of `path`: a full entry path (`fusion.dead_code_elimination#3`), or one
     without its pipeline or its `#n`, as long as that names exactly one entry."""
+
     def forms(p: str) -> set[str]:
         name = p.split(".", 1)[1]
         return {p, p.split("#")[0], name, name.split("#")[0]}
@@ -46,8 +47,9 @@ def _position(pipelines, path: str) -> tuple[int, int]:
     if len(hits) > 1 and not exact:
         shown = [p for _, _, p in hits][:6]
         more = f" (and {len(hits) - len(shown)} more)" if len(hits) > len(shown) else ""
-        raise MigxError(f"--until {path!r} is ambiguous: it names {len(hits)} passes; pick one of "
-                        f"{', '.join(shown)}{more}")
+        raise MigxError(
+            f"--until {path!r} is ambiguous: it names {len(hits)} passes; pick one of {', '.join(shown)}{more}"
+        )
     pi, k, _ = (exact or hits)[0]
     return pi, k
 
@@ -70,8 +72,15 @@ class Partial:
         return len(self.binaries)
 
 
-def compile_until(program: Program, until: str | None, out: str, *, options: CompileOptions | None = None,
-                  spec: str | None = None, model: str = "program") -> Trace:
+def compile_until(
+    program: Program,
+    until: str | None,
+    out: str,
+    *,
+    options: CompileOptions | None = None,
+    spec: str | None = None,
+    model: str = "program",
+) -> Trace:
     """Run the pipelines up to and including `until` (all of them if None) and save to `out`."""
     opts = options or CompileOptions()
     catalog = gpu_pipelines(opts)
@@ -81,14 +90,22 @@ def compile_until(program: Program, until: str | None, out: str, *, options: Com
         stop = (len(pipelines) - 1, len(pipelines[-1].entries) - 1)
     else:
         stop = _position(pipelines, until)
-    head = [dataclasses.replace(pl, entries=pl.entries[: stop[1] + 1] if pi == stop[0] else pl.entries)
-            for pi, pl in enumerate(pipelines[: stop[0] + 1])]
+    head = [
+        dataclasses.replace(pl, entries=pl.entries[: stop[1] + 1] if pi == stop[0] else pl.entries)
+        for pi, pl in enumerate(pipelines[: stop[0] + 1])
+    ]
     target = _target_or_none()
     with _bound(target):
         trace = PassManager().run(program, head)
     after = entry_paths(pipelines[stop[0]])[stop[1]]
-    metadata = {"kind": KIND, "model": model, "spec": spec_text, "options": dataclasses.asdict(opts),
-                "after": after, "next": [stop[0], stop[1] + 1]}
+    metadata = {
+        "kind": KIND,
+        "model": model,
+        "spec": spec_text,
+        "options": dataclasses.asdict(opts),
+        "after": after,
+        "next": [stop[0], stop[1] + 1],
+    }
     from migx_explore.gpu.portable import export_kernels
 
     rows, blobs = export_kernels(program, target)
@@ -119,8 +136,9 @@ def load_partial(path: str, *, recompile: bool = False, trust_binaries: bool = F
         raise FormatError(f"{path}: resume information is malformed ({e})") from None
     pi, k = nxt
     if not (0 <= pi < len(pipelines) and 0 <= k <= len(pipelines[pi].entries)):
-        raise FormatError(f"{path}: resume position {list(nxt)} is outside its pipelines ({spec}); the file is "
-                          "damaged or was edited")
+        raise FormatError(
+            f"{path}: resume position {list(nxt)} is outside its pipelines ({spec}); the file is damaged or was edited"
+        )
     from migx_explore.gpu.portable import import_kernels
 
     try:
@@ -128,8 +146,17 @@ def load_partial(path: str, *, recompile: bool = False, trust_binaries: bool = F
     except FormatError as e:
         raise FormatError(f"{path}: {e}") from None
     binaries = shipped if signature.trusted or trust_binaries else {}
-    return Partial(saved.program, opts, spec, None if after is None else str(after), nxt,
-                   str(md.get("model", "program")), binaries, signature, len(shipped))
+    return Partial(
+        saved.program,
+        opts,
+        spec,
+        None if after is None else str(after),
+        nxt,
+        str(md.get("model", "program")),
+        binaries,
+        signature,
+        len(shipped),
+    )
 
 
 def resume(part: Partial) -> Trace:

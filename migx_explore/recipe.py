@@ -10,10 +10,16 @@ from migx_explore.compiler.errors import MigxError
 
 # Our pass name -> the name MIGraphX's pass::name() reports (GPU-target passes carry gpu::).
 MIGRAPHX_NAMES = {
-    "lowering": "gpu::lowering", "prefuse_ops": "gpu::prefuse_ops", "fuse_ops": "gpu::fuse_ops",
-    "compile_ops": "gpu::compile_ops", "write_literals": "gpu::write_literals",
-    "eliminate_data_type_for_gpu": "gpu::eliminate_data_type_for_gpu", "compile_miopen": "gpu::compile_miopen",
-    "compile_blas": "gpu::compile_hipblaslt", "fuse_mlir": "gpu::fuse_mlir", "fuse_ck": "gpu::fuse_ck",
+    "lowering": "gpu::lowering",
+    "prefuse_ops": "gpu::prefuse_ops",
+    "fuse_ops": "gpu::fuse_ops",
+    "compile_ops": "gpu::compile_ops",
+    "write_literals": "gpu::write_literals",
+    "eliminate_data_type_for_gpu": "gpu::eliminate_data_type_for_gpu",
+    "compile_miopen": "gpu::compile_miopen",
+    "compile_blas": "gpu::compile_hipblaslt",
+    "fuse_mlir": "gpu::fuse_mlir",
+    "fuse_ck": "gpu::fuse_ck",
 }
 
 
@@ -49,15 +55,18 @@ def migraphx_disable_list(session) -> tuple[str, list[str]]:
             if base.enabled and not (pl.enabled and e.enabled) and not e.user:
                 names[MIGRAPHX_NAMES.get(e.name, e.name)] = None
         if not pl.enabled and pl.name == "optimize_rewrite":
-            caveats.append("optimize_rewrite is off: in MIGraphX that is compile mode eager (compile-modes branch), "
-                           "not a pass list")
+            caveats.append(
+                "optimize_rewrite is off: in MIGraphX that is compile mode eager (compile-modes branch), "
+                "not a pass list"
+            )
     for name in names:
         plain = name.split("::")[-1]
         plain = next((k for k, v in MIGRAPHX_NAMES.items() if v == name), plain)
         states = by_name.get(plain, [])
         if any(states):
-            caveats.append(f"{name} is disabled at only some positions here; MIGRAPHX_DISABLE_PASSES disables "
-                           "every occurrence")
+            caveats.append(
+                f"{name} is disabled at only some positions here; MIGRAPHX_DISABLE_PASSES disables every occurrence"
+            )
     return ",".join(names), caveats
 
 

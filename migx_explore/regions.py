@@ -57,8 +57,9 @@ class Region:
         return f"region {k + 1} of {n} · /{self.scope}"
 
 
-def change_regions(before: ProgramSnapshot, after: ProgramSnapshot, rows: Sequence[RewriteRow],
-                   scopes: Mapping[int, str] | None = None) -> list[Region]:
+def change_regions(
+    before: ProgramSnapshot, after: ProgramSnapshot, rows: Sequence[RewriteRow], scopes: Mapping[int, str] | None = None
+) -> list[Region]:
     """The regions of one step, in program order. `rows` are the step's rewrite rows; `scopes`
     maps ids (of either snapshot) to scopes."""
     parent: dict[int, int] = {}
@@ -137,11 +138,20 @@ def drawing_fits(width: float, height: float) -> bool:
 
 
 def first_view(regions: Sequence[Region]) -> str:
-    """"region" (draw regions[0] at reading scale) or "summary" (the rewrite summary first)."""
+    """ "region" (draw regions[0] at reading scale) or "summary" (the rewrite summary first)."""
     if not regions or len(regions) > SUMMARY_OVER_REGIONS or not regions[0].legible:
         return "summary"
     return "region"
 
 
-__all__ = ["LEGIBLE_DEPTH", "LEGIBLE_NODES", "LEGIBLE_WIDTH", "READABLE_BOX", "SUMMARY_OVER_REGIONS", "Region",
-           "change_regions", "drawing_fits", "first_view"]
+__all__ = [
+    "LEGIBLE_DEPTH",
+    "LEGIBLE_NODES",
+    "LEGIBLE_WIDTH",
+    "READABLE_BOX",
+    "SUMMARY_OVER_REGIONS",
+    "Region",
+    "change_regions",
+    "drawing_fits",
+    "first_view",
+]

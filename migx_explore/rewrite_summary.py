@@ -70,15 +70,17 @@ class RewriteRow:
     def label(self) -> str:
         """e.g. "{add, sigmoid, mul} → pointwise × 57", "contiguous removed × 98"."""
         lhs, rhs = _ops_text(self.before), _ops_text(self.after)
-        text = {"removed": f"{lhs} removed", "added": f"{rhs} added", "rewired": f"{lhs} inputs rewired",
-                "changed": f"{lhs} changed" if self.before == self.after else f"{lhs} → {rhs}"
-                }.get(self.kind, f"{lhs} → {rhs}")
+        text = {
+            "removed": f"{lhs} removed",
+            "added": f"{rhs} added",
+            "rewired": f"{lhs} inputs rewired",
+            "changed": f"{lhs} changed" if self.before == self.after else f"{lhs} → {rhs}",
+        }.get(self.kind, f"{lhs} → {rhs}")
         return f"{text} × {self.count}"
 
     def as_json(self, with_ids: bool = False) -> dict[str, Any]:
         """The index.json form: {"from": [...], "to": [...], "count": N, "kind": ...} (+ "ids")."""
-        d: dict[str, Any] = {"from": list(self.before), "to": list(self.after), "count": self.count,
-                             "kind": self.kind}
+        d: dict[str, Any] = {"from": list(self.before), "to": list(self.after), "count": self.count, "kind": self.kind}
         if with_ids:
             d["ids"] = [list(inst.ids) for inst in self.instances]
         return d
@@ -144,8 +146,9 @@ class _Side:
         # A submodule nobody calls (made by a pass and not used yet, or left for dead code
         # elimination) is one unit, named by its first instruction.
         main = snap.modules[0].name if snap.module_count() else None
-        self._orphan_head = {m.name: m.instrs[0].id for m in mods
-                             if m.name != main and m.name not in self._owner and m.instrs}
+        self._orphan_head = {
+            m.name: m.instrs[0].id for m in mods if m.name != main and m.name not in self._owner and m.instrs
+        }
         self.position = {r.id: k for k, r in enumerate(r for m in mods for r in m.instrs)}
         self._unit: dict[int, int] = {}
 
@@ -186,9 +189,14 @@ def _rewired_only(a: InstrRecord, b: InstrRecord) -> bool:
     return a.op == b.op and a.modules == b.modules and a.shape == b.shape and a.inputs != b.inputs
 
 
-def summarize(before: ProgramSnapshot, after: ProgramSnapshot, diff: SnapshotDiff | None = None,
-              replacements: Iterable[Replacement] = (), *,
-              transient: Mapping[int, tuple[int, ...]] | None = None) -> list[RewriteRow]:
+def summarize(
+    before: ProgramSnapshot,
+    after: ProgramSnapshot,
+    diff: SnapshotDiff | None = None,
+    replacements: Iterable[Replacement] = (),
+    *,
+    transient: Mapping[int, tuple[int, ...]] | None = None,
+) -> list[RewriteRow]:
     """The rewrite rows of the step `before` -> `after` (most frequent first, `rewired` last).
 
     transient: the origins of instructions that existed only inside the step (made and replaced
@@ -224,8 +232,9 @@ def summarize(before: ProgramSnapshot, after: ProgramSnapshot, diff: SnapshotDif
     return _rows(uf, bs, as_, b_units, a_units)
 
 
-def _link_origins(uf: _UnionFind, d: SnapshotDiff, bs: _Side, as_: _Side, b_units: set[int],
-                  transient: Mapping[int, tuple[int, ...]]) -> None:
+def _link_origins(
+    uf: _UnionFind, d: SnapshotDiff, bs: _Side, as_: _Side, b_units: set[int], transient: Mapping[int, tuple[int, ...]]
+) -> None:
     # An origin naming an untouched instruction is context (an input the new code reads), not a link.
     for i in d.added:
         ua = as_.unit(i)
@@ -249,8 +258,9 @@ def _origins(direct: tuple[int, ...], bs: _Side, transient: Mapping[int, tuple[i
     return found
 
 
-def _link_replacements(uf: _UnionFind, replacements: Iterable[Replacement], bs: _Side, as_: _Side,
-                       b_units: set[int], a_units: set[int]) -> None:
+def _link_replacements(
+    uf: _UnionFind, replacements: Iterable[Replacement], bs: _Side, as_: _Side, b_units: set[int], a_units: set[int]
+) -> None:
     news: dict[int, list[int]] = {}
     for r in replacements:
         if r.old != r.new:
@@ -314,8 +324,12 @@ def _rows(uf: _UnionFind, bs: _Side, as_: _Side, b_units: set[int], a_units: set
         names.setdefault(key, (b_ops, a_ops, kind))
     out = []
     for key, insts in rows.items():
-        insts.sort(key=lambda x: (bs.position.get(x.before[0], -1) if x.before else -1,
-                                  as_.position.get(x.after[0], -1) if x.after else -1))
+        insts.sort(
+            key=lambda x: (
+                bs.position.get(x.before[0], -1) if x.before else -1,
+                as_.position.get(x.after[0], -1) if x.after else -1,
+            )
+        )
         b_ops, a_ops, kind = names[key]
         first = insts[0]  # name the ops in the program order of the first instance
         b_ops = tuple(dict.fromkeys(bs.op(i) for i in first.before)) or b_ops
@@ -386,5 +400,13 @@ def index_rewrites(trace: Trace, rec: PassRecord) -> dict[str, Any]:
     return {"rewrites": [row.as_json() for row in record_rewrites(trace, rec)]}
 
 
-__all__ = ["KINDS", "RewriteInstance", "RewriteRow", "index_rewrites", "record_rewrites", "summarize",
-           "op_name", "transient_origins"]
+__all__ = [
+    "KINDS",
+    "RewriteInstance",
+    "RewriteRow",
+    "index_rewrites",
+    "record_rewrites",
+    "summarize",
+    "op_name",
+    "transient_origins",
+]

@@ -61,7 +61,7 @@ def derived_scopes(snap: ProgramSnapshot, module: str = "main") -> dict[int, str
     pieces, start = [], 0
     for c in cuts + [len(compute) - 1]:
         if c >= start:
-            pieces.append(compute[start:c + 1])
+            pieces.append(compute[start : c + 1])
             start = c + 1
     blocks: list[list] = []
     for piece in pieces:  # pack pieces into blocks of about BLOCK_OPS ops
@@ -70,7 +70,7 @@ def derived_scopes(snap: ProgramSnapshot, module: str = "main") -> dict[int, str
         elif len(piece) > 2 * BLOCK_OPS:  # a long piece without cut points: split it evenly
             n = -(-len(piece) // BLOCK_OPS)
             size = -(-len(piece) // n)
-            blocks.extend(piece[k:k + size] for k in range(0, len(piece), size))
+            blocks.extend(piece[k : k + size] for k in range(0, len(piece), size))
         else:
             blocks.append(list(piece))
     staged = len(blocks) > STAGE_BLOCKS

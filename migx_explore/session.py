@@ -48,10 +48,20 @@ class Session:
     the numeric check) and `cursor` (Cursor: position and view); `timings` (GPU results by
     configuration identity) and `cache` (what features keep per session) complete it."""
 
-    def __init__(self, program: Program, *, name: str = "program", options: CompileOptions | None = None,
-                 include_backend: bool = True, numeric: bool = True, inputs: dict | None = None,
-                 validate: bool = True, defer_numeric: bool = False, precision: str | None = None,
-                 calibration: Sequence[dict] = ()):
+    def __init__(
+        self,
+        program: Program,
+        *,
+        name: str = "program",
+        options: CompileOptions | None = None,
+        include_backend: bool = True,
+        numeric: bool = True,
+        inputs: dict | None = None,
+        validate: bool = True,
+        defer_numeric: bool = False,
+        precision: str | None = None,
+        calibration: Sequence[dict] = (),
+    ):
         self.name = name
         options = options or CompileOptions()
         if precision is not None or calibration:  # the quantize stage (fp16/bf16/int8/fp8) runs first
@@ -62,8 +72,14 @@ class Session:
         self.config = PipelineConfig(options, include_backend=include_backend)
         # One lock for the configuration and its trace: an edit waits for the background trace's
         # current entry, which reads the pipelines' switches while it runs.
-        self.traces = TraceCache(self.initial, validate=validate, numeric=numeric, numeric_inputs=inputs,
-                                 defer_numeric=defer_numeric, lock=self.config.lock)
+        self.traces = TraceCache(
+            self.initial,
+            validate=validate,
+            numeric=numeric,
+            numeric_inputs=inputs,
+            defer_numeric=defer_numeric,
+            lock=self.config.lock,
+        )
         self.cursor = Cursor()
         # GPU timings keyed by configuration identity (migx_explore.gpu_bridge.time_session).
         self.timings: dict[tuple, Any] = {}
@@ -75,8 +91,9 @@ class Session:
 
     # ---- construction ----------------------------------------------------------------------------
     @classmethod
-    def from_onnx(cls, path: str, input_dims: dict[str, Sequence[int]] | None = None, *,
-                  inputs: Any = None, **kw: Any) -> Session:
+    def from_onnx(
+        cls, path: str, input_dims: dict[str, Sequence[int]] | None = None, *, inputs: Any = None, **kw: Any
+    ) -> Session:
         """`inputs` (an .npz path or a dict of arrays, keyed by ONNX input name) fixes symbolic dims
         from its shapes and becomes the numeric checks' inputs (migx_explore/feeds.py)."""
         from .feeds import load_with_feed
@@ -190,6 +207,7 @@ class Session:
 
     def first_changed(self) -> PassRecord:
         """Go to the first visible pass that changed the IR (where a first look starts)."""
+
         def seen(t: Trace) -> bool:
             return any(t.records[i].changed or t.records[i].status == "failed" for i in self.cursor.visible(t))
 
@@ -257,8 +275,14 @@ class Session:
     def enable(self, target: str) -> list[str]:
         return self.set_enabled(target, True)
 
-    def insert_pass(self, p: Pass | Rule | Sequence[Rule] | Callable, *, after: str | None = None,
-                    before: str | None = None, name: str | None = None) -> str:
+    def insert_pass(
+        self,
+        p: Pass | Rule | Sequence[Rule] | Callable,
+        *,
+        after: str | None = None,
+        before: str | None = None,
+        name: str | None = None,
+    ) -> str:
         """Insert a user pass (a Pass, matcher Rule(s) or function) after/before a position."""
         if (after is None) == (before is None):
             raise SessionError("insert_pass needs exactly one of after= or before=")

@@ -34,6 +34,7 @@ _Edit = TypeVar("_Edit", bound=Callable[..., Any])
 
 def _locked(edit: _Edit) -> _Edit:
     """Run an edit under the configuration's lock (it is re-entrant: edits call edits)."""
+
     @functools.wraps(edit)
     def under_lock(self: PipelineConfig, *args: Any, **kwargs: Any) -> Any:
         with self.lock:
@@ -105,9 +106,12 @@ class PipelineConfig:
     def warnings(self) -> list[str]:
         out = [str(w) for w in check_order(self._pipelines)]
         # A range traced in buckets is not a trace of every size: every view that lists these says so.
-        out += [f"{path} traces the dynamic range as the decoder's buckets ({e.pass_.buckets}): one submodule "
-                f"per bucket, not per size (buckets='' traces every size)" for path, e, pl in self.entries()
-                if e.enabled and pl.enabled and getattr(e.pass_, "buckets", "")]
+        out += [
+            f"{path} traces the dynamic range as the decoder's buckets ({e.pass_.buckets}): one submodule "
+            f"per bucket, not per size (buckets='' traces every size)"
+            for path, e, pl in self.entries()
+            if e.enabled and pl.enabled and getattr(e.pass_, "buckets", "")
+        ]
         return out
 
     def spec(self) -> str:
@@ -144,15 +148,18 @@ class PipelineConfig:
                     hits.append((pl, e))
         if not hits:
             names = sorted({e.name for pl in self._pipelines for e in pl.entries})
-            raise SessionError(f"no pass or pipeline {target!r}; pipelines: "
-                              f"{', '.join(p.name for p in self._pipelines)}; passes: {', '.join(names)}")
+            raise SessionError(
+                f"no pass or pipeline {target!r}; pipelines: "
+                f"{', '.join(p.name for p in self._pipelines)}; passes: {', '.join(names)}"
+            )
         return hits
 
     def one(self, target: str) -> tuple[Pipeline, PassEntry]:
         hits = self.resolve(target)
         if len(hits) != 1:
-            paths = [p for pl in self._pipelines for p, e in zip(entry_paths(pl), pl.entries)
-                     if any(e is h for _, h in hits)]
+            paths = [
+                p for pl in self._pipelines for p, e in zip(entry_paths(pl), pl.entries) if any(e is h for _, h in hits)
+            ]
             raise SessionError(f"{target!r} names {len(hits)} entries; pick one of {', '.join(paths[:8])}")
         return hits[0]
 

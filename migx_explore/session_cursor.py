@@ -75,8 +75,9 @@ class Cursor:
     def check_target(where: object) -> None:
         """A goto target is a pass path or a record position; anything else is the caller's error."""
         if isinstance(where, bool) or not isinstance(where, (int, str)):
-            raise SessionError(f"goto needs a pass path (str) or a position (int), not {type(where).__name__} "
-                               f"{where!r}")
+            raise SessionError(
+                f"goto needs a pass path (str) or a position (int), not {type(where).__name__} {where!r}"
+            )
 
     def goto(self, trace: Trace, where: str | int) -> PassRecord:
         self.check_target(where)
@@ -90,8 +91,9 @@ class Cursor:
             except KeyError:
                 if trace.error:  # the pass may exist but never ran: say why, not just "no pass"
                     raise SessionError(f"no pass {where!r} in the trace, which stopped early: {trace.error}") from None
-                raise SessionError(f"no pass {where!r} in the trace; e.g. "
-                                  f"{', '.join(r.path for r in trace.top_level()[:4])}") from None
+                raise SessionError(
+                    f"no pass {where!r} in the trace; e.g. {', '.join(r.path for r in trace.top_level()[:4])}"
+                ) from None
         return self.current(trace)
 
     def snap_to_visible(self, trace: Trace) -> PassRecord:

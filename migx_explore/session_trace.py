@@ -53,9 +53,16 @@ class TraceCache:
     defer_numeric: leave that check for `check_numeric` (the explorer draws first, then fills
     the check in the background), so tracing costs only the passes themselves."""
 
-    def __init__(self, initial: ProgramSnapshot, *, validate: bool = True, numeric: bool = True,
-                 numeric_inputs: dict | None = None, defer_numeric: bool = False,
-                 lock: threading.RLock | None = None):
+    def __init__(
+        self,
+        initial: ProgramSnapshot,
+        *,
+        validate: bool = True,
+        numeric: bool = True,
+        numeric_inputs: dict | None = None,
+        defer_numeric: bool = False,
+        lock: threading.RLock | None = None,
+    ):
         self.initial = initial
         self.validate = validate
         self.numeric = numeric

@@ -7,11 +7,23 @@ from collections import Counter
 from migx_explore.compiler.snapshot import ModuleSnapshot, ProgramSnapshot
 
 # Ops that never launch a kernel: views, bookkeeping and memory planning.
-NO_LAUNCH = frozenset({
-    "identity", "get_tuple_elem", "allocate", "load", "hip::allocate", "hip::hip_allocate_memory",
-    "hip::hip_copy_literal", "check_context", "hip::sync_stream", "gpu::set_stream", "gpu::record_event",
-    "gpu::wait_event", "select_module",
-})
+NO_LAUNCH = frozenset(
+    {
+        "identity",
+        "get_tuple_elem",
+        "allocate",
+        "load",
+        "hip::allocate",
+        "hip::hip_allocate_memory",
+        "hip::hip_copy_literal",
+        "check_context",
+        "hip::sync_stream",
+        "gpu::set_stream",
+        "gpu::record_event",
+        "gpu::wait_event",
+        "select_module",
+    }
+)
 
 
 def launches(rec_op) -> bool:

@@ -70,16 +70,29 @@ class OrderStudy:
         out = []
         for r in [self.baseline, *self.variants]:
             d = deltas(self.baseline, r)
-            out.append({
-                "model": self.model, "scope": self.scope, "variant": r["label"],
-                "moved": r.get("moved", ""), "over": r.get("over", ""), "across": bool(r.get("across", False)),
-                "instructions": r.get("instructions"), "launches": r.get("launches"), "blas": r.get("blas"),
-                "numeric_rms": r.get("numeric_rms"), "numeric_max_abs": r.get("numeric_max_abs"),
-                "numeric_ok": r.get("numeric_ok"), "eager_us": r.get("eager_us"), "graph_us": r.get("graph_us"),
-                **{f"d_{k}": v for k, v in d.items()}, "changed": changes_something(self.baseline, r),
-                "score": impact(self.baseline, r), "rewrites": rewrite_change(self.baseline, r),
-                "error": r.get("error", ""),
-            })
+            out.append(
+                {
+                    "model": self.model,
+                    "scope": self.scope,
+                    "variant": r["label"],
+                    "moved": r.get("moved", ""),
+                    "over": r.get("over", ""),
+                    "across": bool(r.get("across", False)),
+                    "instructions": r.get("instructions"),
+                    "launches": r.get("launches"),
+                    "blas": r.get("blas"),
+                    "numeric_rms": r.get("numeric_rms"),
+                    "numeric_max_abs": r.get("numeric_max_abs"),
+                    "numeric_ok": r.get("numeric_ok"),
+                    "eager_us": r.get("eager_us"),
+                    "graph_us": r.get("graph_us"),
+                    **{f"d_{k}": v for k, v in d.items()},
+                    "changed": changes_something(self.baseline, r),
+                    "score": impact(self.baseline, r),
+                    "rewrites": rewrite_change(self.baseline, r),
+                    "error": r.get("error", ""),
+                }
+            )
         return out
 
     def ranked(self) -> list[dict]:
@@ -92,27 +105,36 @@ class OrderStudy:
         if r.get("error"):
             return f"{r['label']}: fails ({r['error']})"
         d = deltas(self.baseline, r)
-        parts = [f"{_signed(d[k])} {name}" for k, name in
-                 (("launches", "kernel launches"), ("blas", "BLAS calls"), ("instructions", "instructions"))
-                 if d.get(k)]
+        parts = [
+            f"{_signed(d[k])} {name}"
+            for k, name in (("launches", "kernel launches"), ("blas", "BLAS calls"), ("instructions", "instructions"))
+            if d.get(k)
+        ]
         for mode in ("eager", "graph"):
             if d.get(f"{mode}_us") is not None and _latency_changed(self.baseline, r, mode):
                 parts.append(f"{d[f'{mode}_us']:+.1f} µs {mode}")
         if _numeric_changed(self.baseline, r):
-            parts.append(f"numeric rms {self.baseline.get('numeric_rms') or 0:.2e} -> {r.get('numeric_rms'):.2e}"
-                         + ("" if r.get("numeric_ok", True) else " (out of tolerance)"))
+            parts.append(
+                f"numeric rms {self.baseline.get('numeric_rms') or 0:.2e} -> {r.get('numeric_rms'):.2e}"
+                + ("" if r.get("numeric_ok", True) else " (out of tolerance)")
+            )
         gained = rewrite_change(self.baseline, r)
         text = f"{r['label']}: " + (", ".join(parts) if parts else "same figures")
         return text + (f"; {gained}" if gained else "")
 
     def report(self, top: int = 10) -> str:
         ranked = self.ranked()
-        lines = [f"{self.model}: ordering study ({self.scope} scope), {len(self.variants)} moves run"
-                 + (f" on {self.where}" if self.where else "") + f", {len(self.skipped)} forbidden by ordering rules, "
-                 f"{len(ranked)} change something"]
+        lines = [
+            f"{self.model}: ordering study ({self.scope} scope), {len(self.variants)} moves run"
+            + (f" on {self.where}" if self.where else "")
+            + f", {len(self.skipped)} forbidden by ordering rules, "
+            f"{len(ranked)} change something"
+        ]
         b = self.baseline
-        lines.append(f"baseline: {b.get('instructions')} instructions, {b.get('launches')} launches, "
-                     f"{b.get('blas')} BLAS calls" + _lat(b))
+        lines.append(
+            f"baseline: {b.get('instructions')} instructions, {b.get('launches')} launches, "
+            f"{b.get('blas')} BLAS calls" + _lat(b)
+        )
         for k, r in enumerate(ranked[:top], 1):
             lines.append(f"{k:>3}. {self.describe(r)}")
         if len(ranked) > top:
@@ -135,8 +157,13 @@ class OrderStudy:
         panels = [("Δ kernel launches", "launches"), ("Δ instructions", "instructions")]
         if any(r.get("graph_us") is not None for r in rows):
             panels.append(("Δ graph latency (µs)", "graph_us"))
-        fig, axes = plt.subplots(1, len(panels), figsize=(3.8 * len(panels) + 3.0, 0.38 * max(len(rows), 1) + 1.6),
-                                 sharey=True, squeeze=False)
+        fig, axes = plt.subplots(
+            1,
+            len(panels),
+            figsize=(3.8 * len(panels) + 3.0, 0.38 * max(len(rows), 1) + 1.6),
+            sharey=True,
+            squeeze=False,
+        )
         ys = list(range(len(rows)))
         for ax, (title, key) in zip(axes[0], panels):
             vals = [deltas(self.baseline, r).get(key) or 0 for r in rows]
@@ -147,8 +174,9 @@ class OrderStudy:
         axes[0][0].set_yticks(ys)
         axes[0][0].set_yticklabels([r["label"] for r in rows], fontsize=8)
         axes[0][0].invert_yaxis()
-        fig.suptitle(f"{self.model}: orderings that matter ({self.scope} scope); red = worse than the shipped order",
-                     fontsize=10)
+        fig.suptitle(
+            f"{self.model}: orderings that matter ({self.scope} scope); red = worse than the shipped order", fontsize=10
+        )
         fig.tight_layout()
         if path is not None:
             fig.savefig(path, dpi=110)
@@ -181,8 +209,14 @@ def changes_something(base: dict, r: dict) -> bool:
     if r.get("error"):
         return True
     d = deltas(base, r)
-    return bool(d["launches"] or d["blas"] or d["instructions"] or _numeric_changed(base, r)
-                or _latency_changed(base, r, "eager") or _latency_changed(base, r, "graph"))
+    return bool(
+        d["launches"]
+        or d["blas"]
+        or d["instructions"]
+        or _numeric_changed(base, r)
+        or _latency_changed(base, r, "eager")
+        or _latency_changed(base, r, "graph")
+    )
 
 
 def impact(base: dict, r: dict) -> float:
@@ -210,8 +244,10 @@ def rewrite_change(base: dict, r: dict, top: int = 3) -> str:
             continue
         items = sorted(diff.items(), key=lambda kv: (-abs(kv[1]), kv[0]))[:top]
         if key == "rewrites":
-            return ", ".join(f"{'gains' if v > 0 else 'loses'} {abs(v)} {k.split(':', 1)[1]} ({k.split(':', 1)[0]})"
-                             for k, v in items)
+            return ", ".join(
+                f"{'gains' if v > 0 else 'loses'} {abs(v)} {k.split(':', 1)[1]} ({k.split(':', 1)[0]})"
+                for k, v in items
+            )
         return ", ".join(f"{k} changes {abs(v)} {'more' if v > 0 else 'fewer'} instructions" for k, v in items)
     return ""
 
@@ -241,6 +277,7 @@ def _flat(pipelines: Sequence[Pipeline]) -> list[tuple[int, int, str]]:
 def _new_warnings(base: Sequence[Pipeline], variant: Sequence[Pipeline]) -> list[str]:
     """Ordering-rule warnings the variant adds to those the configuration already has (compared by
     rule and pass, without the #n a move may renumber)."""
+
     def key(w) -> tuple[str, str]:
         return w.rule, w.pass_path.split("#")[0]
 
@@ -267,8 +304,9 @@ def plan_order_variants(pipelines: Sequence[Pipeline], scope: str = "pass") -> t
         for i, j in zip(idx, idx[1:]):
             pls = [p.copy() for p in base]
             pls[i], pls[j] = pls[j], pls[i]
-            candidates.append(OrderVariant(f"{base[j].name} before {base[i].name}", base[i].name, base[j].name,
-                                           True, pls))
+            candidates.append(
+                OrderVariant(f"{base[j].name} before {base[i].name}", base[i].name, base[j].name, True, pls)
+            )
     runnable, skipped = [], []
     for v in candidates:
         broken = _new_warnings(base, v.pipelines)
@@ -289,10 +327,13 @@ def measure_order(session, payload: dict) -> dict:
         return {"error": trace.error.splitlines()[0][:200]}
     final = trace.final
     rec: dict[str, Any] = {
-        "instructions": final.total_instructions(), "launches": launch_count(final),
+        "instructions": final.total_instructions(),
+        "launches": launch_count(final),
         "blas": sum(1 for m in final.modules for i in m.instrs if i.op.name in BLAS_OPS),
         "rewrites": dict(Counter(f"{_top_name(trace, r)}:{m.rule}" for r in trace.records for m in r.matches)),
-        "work": {}, "eager_us": None, "graph_us": None,
+        "work": {},
+        "eager_us": None,
+        "graph_us": None,
     }
     work: Counter = Counter()
     for r in trace.top_level():
@@ -305,8 +346,13 @@ def measure_order(session, payload: dict) -> dict:
     if payload.get("timed"):
         from .gpu_bridge import time_snapshot
 
-        res = time_snapshot(final, modes=payload["modes"], warmup=payload["warmup"], iters=payload["iters"],
-                            inputs=payload.get("inputs"))
+        res = time_snapshot(
+            final,
+            modes=payload["modes"],
+            warmup=payload["warmup"],
+            iters=payload["iters"],
+            inputs=payload.get("inputs"),
+        )
         for m in payload["modes"]:
             mt = res.modes.get(m)
             if mt is not None:
@@ -339,10 +385,22 @@ def _numeric(cfg, snap) -> dict:
 
 
 # ---- the study --------------------------------------------------------------------------------------------
-def study_order(session, *, scope: str = "pass", gpu: bool = False, numeric: bool = True,
-                modes: Sequence[str] = ("eager", "graph"), warmup: int = 5, iters: int = 30, inputs=None,
-                progress: Callable[[int, int, str], None] | None = None, cluster: str | None = None,
-                workers: int | None = None, gpus: int | None = None, sweeper=None) -> OrderStudy:
+def study_order(
+    session,
+    *,
+    scope: str = "pass",
+    gpu: bool = False,
+    numeric: bool = True,
+    modes: Sequence[str] = ("eager", "graph"),
+    warmup: int = 5,
+    iters: int = 30,
+    inputs=None,
+    progress: Callable[[int, int, str], None] | None = None,
+    cluster: str | None = None,
+    workers: int | None = None,
+    gpus: int | None = None,
+    sweeper=None,
+) -> OrderStudy:
     """Run the ordering study over the session's current configuration (left untouched)."""
     from .gpu_bridge import unavailable_reason
     from .sweep import sweep
@@ -353,8 +411,18 @@ def study_order(session, *, scope: str = "pass", gpu: bool = False, numeric: boo
     reference = (session.traces.numeric_config() or _reference(session)) if numeric else None
     payloads = [dict(common, pipelines=None)] + [dict(common, pipelines=v.pipelines) for v in plan]
     labels = ["(shipped order)"] + [v.label for v in plan]
-    run = sweep(session, measure_order, payloads, labels, sweeper=sweeper, numeric=reference, progress=progress,
-                cluster=cluster, workers=workers, gpus=gpus)
+    run = sweep(
+        session,
+        measure_order,
+        payloads,
+        labels,
+        sweeper=sweeper,
+        numeric=reference,
+        progress=progress,
+        cluster=cluster,
+        workers=workers,
+        gpus=gpus,
+    )
     base, recs = run.records[0], run.records[1:]
     if base.get("error"):
         raise MigxError(f"the ordering study needs the shipped order to compile: {base['error']}")
@@ -370,5 +438,15 @@ def _reference(session):
     return make_numeric_config(session.initial.to_program(), session.traces.numeric_inputs)
 
 
-__all__ = ["OrderStudy", "OrderVariant", "SCOPES", "Skipped", "changes_something", "impact", "measure_order",
-           "plan_order_variants", "rewrite_change", "study_order"]
+__all__ = [
+    "OrderStudy",
+    "OrderVariant",
+    "SCOPES",
+    "Skipped",
+    "changes_something",
+    "impact",
+    "measure_order",
+    "plan_order_variants",
+    "rewrite_change",
+    "study_order",
+]

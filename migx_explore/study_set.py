@@ -10,9 +10,18 @@ from typing import Any
 from .study import OrderStudy, study_order
 
 
-def study_models(paths: Sequence[str], *, scope: str = "pass", progress=None, cluster: str | None = None,
-                 workers: int | None = None, gpus: int | None = None, gpu: bool = False,
-                 session_factory: Callable[[str], Any] | None = None, **kw: Any) -> list[OrderStudy]:
+def study_models(
+    paths: Sequence[str],
+    *,
+    scope: str = "pass",
+    progress=None,
+    cluster: str | None = None,
+    workers: int | None = None,
+    gpus: int | None = None,
+    gpu: bool = False,
+    session_factory: Callable[[str], Any] | None = None,
+    **kw: Any,
+) -> list[OrderStudy]:
     """The study over several models (ONNX paths or built-in names) on one cluster; `kw` goes to
     study_order (numeric, modes, warmup, iters)."""
     from .sweep import Sweeper

@@ -32,8 +32,10 @@ from typing import Any
 from migx_explore.compiler.errors import MigxError
 
 SCHEDULER_ENV = "MIGX_DASK_SCHEDULER"
-SCALE_OUT_HINT = ("install the sweep extra (pip install 'migx-explore[sweep]') to run variants in parallel on a "
-                  f"local Dask cluster, or point --cluster / ${SCHEDULER_ENV} at a running scheduler")
+SCALE_OUT_HINT = (
+    "install the sweep extra (pip install 'migx-explore[sweep]') to run variants in parallel on a "
+    f"local Dask cluster, or point --cluster / ${SCHEDULER_ENV} at a running scheduler"
+)
 
 Progress = Callable[[int, int, str], None]
 TaskFn = Callable[[Any, Any], dict]  # (session, payload) -> record
@@ -59,9 +61,16 @@ class SessionSpec:
 
     @classmethod
     def of(cls, session: Any, *, numeric: Any = None) -> SessionSpec:
-        return cls(session.initial.to_program(), session.name, session.config.options,
-                   any(pl.name == "backend" for pl in session.config.catalog),
-                   [pl.copy() for pl in session.pipelines], numeric, session.traces.validate, type(session))
+        return cls(
+            session.initial.to_program(),
+            session.name,
+            session.config.options,
+            any(pl.name == "backend" for pl in session.config.catalog),
+            [pl.copy() for pl in session.pipelines],
+            numeric,
+            session.traces.validate,
+            type(session),
+        )
 
 
 @dataclass
@@ -84,8 +93,14 @@ def _session_for(spec: SessionSpec) -> Any:
     with _SESSIONS_LOCK:
         s = _SESSIONS.get(spec.token)
         if s is None:
-            s = spec.factory(spec.program, name=spec.name, options=spec.options, include_backend=spec.include_backend,
-                        numeric=False, validate=spec.validate)
+            s = spec.factory(
+                spec.program,
+                name=spec.name,
+                options=spec.options,
+                include_backend=spec.include_backend,
+                numeric=False,
+                validate=spec.validate,
+            )
             _SESSIONS[spec.token] = s
             while len(_SESSIONS) > _KEEP_SESSIONS:
                 _SESSIONS.popitem(last=False)
@@ -109,7 +124,6 @@ def run_task(spec: SessionSpec, fn: TaskFn, payload: Any, label: str) -> dict:
     rec.setdefault("label", label)
     rec.setdefault("error", "")
     return rec
-
 
 
 def _one_line(e: BaseException) -> str:
@@ -189,14 +203,22 @@ class Sweeper:
 
             n = self.workers or default_workers(n_tasks)
             # processes, one thread each: passes are pure Python (the GIL), and a process owns its session
-            self._cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
-                                         dashboard_address=":0", silence_logs=40)
+            self._cluster = LocalCluster(
+                n_workers=n, threads_per_worker=1, processes=True, dashboard_address=":0", silence_logs=40
+            )
             self.where = f"local Dask cluster ({n} worker processes)"
         self._client = Client(self._cluster)
         return self._client
 
-    def map(self, spec: SessionSpec, fn: TaskFn, payloads: Sequence[Any], labels: Sequence[str], *,
-            progress: Progress | None = None) -> list[dict]:
+    def map(
+        self,
+        spec: SessionSpec,
+        fn: TaskFn,
+        payloads: Sequence[Any],
+        labels: Sequence[str],
+        *,
+        progress: Progress | None = None,
+    ) -> list[dict]:
         """Run fn(session, payload) for every payload; records come back in payload order."""
         n = len(payloads)
         if n == 0:
@@ -217,8 +239,10 @@ class Sweeper:
         from dask.distributed import as_completed
 
         spec_f = client.scatter(spec, broadcast=True, hash=False)
-        futures = [client.submit(run_task, spec_f, fn, p, lab, pure=False, key=f"migx-{lab[:40]}-{uuid.uuid4().hex}")
-                   for p, lab in zip(payloads, labels)]
+        futures = [
+            client.submit(run_task, spec_f, fn, p, lab, pure=False, key=f"migx-{lab[:40]}-{uuid.uuid4().hex}")
+            for p, lab in zip(payloads, labels)
+        ]
         index = {f.key: k for k, f in enumerate(futures)}
         out: list[dict | None] = [None] * n
         try:
@@ -266,13 +290,24 @@ def _gpu_cluster(gpus: int) -> Any:
     for g in range(gpus):
         env = {"CUDA_VISIBLE_DEVICES": str(g), "HIP_VISIBLE_DEVICES": str(g)}
         workers[f"gpu{g}"] = {"cls": Nanny, "options": {"nthreads": 1, "env": env, "silence_logs": 40}}
-    return SpecCluster(workers=workers, scheduler={"cls": Scheduler, "options": {"dashboard_address": ":0"}},
-                       silence_logs=40)
+    return SpecCluster(
+        workers=workers, scheduler={"cls": Scheduler, "options": {"dashboard_address": ":0"}}, silence_logs=40
+    )
 
 
-def sweep(session: Any, fn: TaskFn, payloads: Sequence[Any], labels: Sequence[str], *,
-          sweeper: Sweeper | None = None, numeric: Any = None, progress: Progress | None = None,
-          cluster: str | None = None, workers: int | None = None, gpus: int | None = None) -> SweepRun:
+def sweep(
+    session: Any,
+    fn: TaskFn,
+    payloads: Sequence[Any],
+    labels: Sequence[str],
+    *,
+    sweeper: Sweeper | None = None,
+    numeric: Any = None,
+    progress: Progress | None = None,
+    cluster: str | None = None,
+    workers: int | None = None,
+    gpus: int | None = None,
+) -> SweepRun:
     """Run the variants of a sweep over `session` (see the module docstring for where); `numeric`
     (a NumericConfig) travels once with the session's spec."""
     spec = SessionSpec.of(session, numeric=numeric)
@@ -305,8 +340,7 @@ def terminal_progress(desc: str) -> tuple[Progress, Callable[[], None]]:
             bar.set_postfix_str(label[:40])
 
         return report, (lambda: bar.close() if bar is not None else None)
-    return (lambda k, n, lab: print(f"\r[{k}/{n}] {lab:<60}", end="", file=sys.stderr),
-            lambda: print(file=sys.stderr))
+    return (lambda k, n, lab: print(f"\r[{k}/{n}] {lab:<60}", end="", file=sys.stderr), lambda: print(file=sys.stderr))
 
 
 def counts(records: Sequence[Mapping[str, Any]]) -> tuple[int, int]:
@@ -315,5 +349,15 @@ def counts(records: Sequence[Mapping[str, Any]]) -> tuple[int, int]:
     return len(records) - failed, failed
 
 
-__all__ = ["SCALE_OUT_HINT", "SCHEDULER_ENV", "SessionSpec", "SweepRun", "Sweeper", "dask_available",
-           "default_workers", "run_task", "sweep", "terminal_progress"]
+__all__ = [
+    "SCALE_OUT_HINT",
+    "SCHEDULER_ENV",
+    "SessionSpec",
+    "SweepRun",
+    "Sweeper",
+    "dask_available",
+    "default_workers",
+    "run_task",
+    "sweep",
+    "terminal_progress",
+]

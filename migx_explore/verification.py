@@ -42,8 +42,10 @@ class VerifyReport:
         return self.failure is None and self.error is None
 
     def lines(self) -> list[str]:
-        out = [f"{self.model}: {self.checked} passes changed the IR and were checked on {self.inputs}; "
-               f"tolerance: {self.tolerance}"]
+        out = [
+            f"{self.model}: {self.checked} passes changed the IR and were checked on {self.inputs}; "
+            f"tolerance: {self.tolerance}"
+        ]
         if self.closest is not None:
             out.append(f"closest to the limit: {self.closest.path}: {self.closest.numeric.describe()}")
         if self.unavailable is not None:
@@ -81,9 +83,17 @@ def _tolerance_summary(initial: str, checked: list[PassRecord]) -> str:
     return "; ".join(out)
 
 
-def verify_session(session: Session, inputs: Mapping[str, np.ndarray] | None = None, *, rtol: float | None = None,
-                   atol: float | None = None, rms: float | None = None, seed: int = 0, bisect: bool = False,
-                   inputs_label: str | None = None) -> VerifyReport:
+def verify_session(
+    session: Session,
+    inputs: Mapping[str, np.ndarray] | None = None,
+    *,
+    rtol: float | None = None,
+    atol: float | None = None,
+    rms: float | None = None,
+    seed: int = 0,
+    bisect: bool = False,
+    inputs_label: str | None = None,
+) -> VerifyReport:
     """Re-trace `session` with numeric checks on `inputs` (default: the session's, else random
     inputs that respect the model) under the given tolerance (default: MIGraphX's relative RMS
     per compute type). Runs the check inline even where the session defers it (the report needs

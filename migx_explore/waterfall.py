@@ -18,12 +18,30 @@ from migx_explore.compiler.errors import MigxError
 from .stats import launch_count
 
 # Backend entries without which there is no runnable program: never toggled.
-ESSENTIAL = frozenset({
-    "auto_contiguous", "lowering", "adjust_allocation", "compile_blas", "replace_allocate", "compile_ops",
-    "write_literals", "memory_coloring", "sync_device", "preallocate_param", "eliminate_allocation",
-    "check_context", "normalize_ops", "dead_code_elimination", "eliminate_identity", "split_single_dyn_dim",
-    "simplify_dyn_ops", "eliminate_data_type_for_gpu", "rewrite_quantization", "insert_pad",
-})
+ESSENTIAL = frozenset(
+    {
+        "auto_contiguous",
+        "lowering",
+        "adjust_allocation",
+        "compile_blas",
+        "replace_allocate",
+        "compile_ops",
+        "write_literals",
+        "memory_coloring",
+        "sync_device",
+        "preallocate_param",
+        "eliminate_allocation",
+        "check_context",
+        "normalize_ops",
+        "dead_code_elimination",
+        "eliminate_identity",
+        "split_single_dyn_dim",
+        "simplify_dyn_ops",
+        "eliminate_data_type_for_gpu",
+        "rewrite_quantization",
+        "insert_pad",
+    }
+)
 TOGGLABLE_PIPELINES = ("optimize_rewrite", "fusion")
 
 
@@ -51,21 +69,29 @@ class Waterfall:
         b = self.baseline
         out = []
         for v in [b, *self.variants]:
-            out.append({
-                "variant": v.label, "launches": v.launches, "d_launches": v.launches - b.launches,
-                "eager_us": v.eager_us, "graph_us": v.graph_us,
-                "d_eager_us": _delta(v.eager_us, b.eager_us), "d_graph_us": _delta(v.graph_us, b.graph_us),
-                "error": v.error,
-            })
+            out.append(
+                {
+                    "variant": v.label,
+                    "launches": v.launches,
+                    "d_launches": v.launches - b.launches,
+                    "eager_us": v.eager_us,
+                    "graph_us": v.graph_us,
+                    "d_eager_us": _delta(v.eager_us, b.eager_us),
+                    "d_graph_us": _delta(v.graph_us, b.graph_us),
+                    "error": v.error,
+                }
+            )
         return out
 
     def table(self) -> str:
         head = f"{'variant':<44}{'launches':>9}{'Δ':>6}{'eager µs':>11}{'Δ eager':>10}{'graph µs':>11}{'Δ graph':>10}"
         lines = [head]
         for r in self.rows():
-            lines.append(f"{r['variant'][:43]:<44}{r['launches']:>9}{r['d_launches']:>+6}{_f(r['eager_us']):>11}"
-                         f"{_f(r['d_eager_us'], True):>10}{_f(r['graph_us']):>11}{_f(r['d_graph_us'], True):>10}"
-                         + (f"  {r['error']}" if r["error"] else ""))
+            lines.append(
+                f"{r['variant'][:43]:<44}{r['launches']:>9}{r['d_launches']:>+6}{_f(r['eager_us']):>11}"
+                f"{_f(r['d_eager_us'], True):>10}{_f(r['graph_us']):>11}{_f(r['d_graph_us'], True):>10}"
+                + (f"  {r['error']}" if r["error"] else "")
+            )
         if self.timing_note:
             lines.append(self.timing_note)
         return "\n".join(lines)
@@ -85,8 +111,9 @@ class Waterfall:
             vals = [r[f"d_{mode}_us"] for r in rows]
             if any(v is not None for v in vals):
                 panels.append((f"Δ {mode} latency (µs)", [v if v is not None else 0.0 for v in vals]))
-        fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels) + 2.5, 0.36 * len(rows) + 1.6),
-                                 sharey=True, squeeze=False)
+        fig, axes = plt.subplots(
+            1, len(panels), figsize=(4.2 * len(panels) + 2.5, 0.36 * len(rows) + 1.6), sharey=True, squeeze=False
+        )
         ys = list(range(len(rows)))
         for ax, (title, vals) in zip(axes[0], panels):
             colors = ["#c0392b" if v > 0 else "#27ae60" for v in vals]
@@ -98,10 +125,14 @@ class Waterfall:
         axes[0][0].set_yticklabels(labels, fontsize=8)
         axes[0][0].invert_yaxis()
         b = self.baseline
-        base = f"baseline: {b.launches} launches" + (f", eager {b.eager_us:.1f} µs" if b.eager_us else "") + (
-            f", graph {b.graph_us:.1f} µs" if b.graph_us else "")
-        what = {"pass": "each pass disabled", "pipeline": "each sub-pipeline disabled",
-                "prefix": "pipeline prefixes"}[self.by]
+        base = (
+            f"baseline: {b.launches} launches"
+            + (f", eager {b.eager_us:.1f} µs" if b.eager_us else "")
+            + (f", graph {b.graph_us:.1f} µs" if b.graph_us else "")
+        )
+        what = {"pass": "each pass disabled", "pipeline": "each sub-pipeline disabled", "prefix": "pipeline prefixes"}[
+            self.by
+        ]
         fig.suptitle(f"{self.model}: cost of {what} ({base}); red = slower without it", fontsize=10)
         fig.tight_layout()
         if path is not None:
@@ -180,15 +211,25 @@ def waterfall_task(session, payload: dict) -> dict:
 
     v = Variant(payload["label"], tuple(payload["disabled"]))
     timer = functools.partial(time_snapshot, inputs=payload.get("inputs")) if payload.get("timed") else None
-    measure_variant(session, v, modes=payload["modes"], warmup=payload["warmup"], iters=payload["iters"],
-                    timer=timer)
-    return {"label": v.label, "launches": v.launches, "eager_us": v.eager_us, "graph_us": v.graph_us,
-            "error": v.error}
+    measure_variant(session, v, modes=payload["modes"], warmup=payload["warmup"], iters=payload["iters"], timer=timer)
+    return {"label": v.label, "launches": v.launches, "eager_us": v.eager_us, "graph_us": v.graph_us, "error": v.error}
 
 
-def waterfall(session, *, by: str = "pass", modes: Sequence[str] = ("eager", "graph"), warmup: int = 5,
-              iters: int = 50, time_gpu: bool = True, progress=None, inputs=None, cluster: str | None = None,
-              workers: int | None = None, gpus: int | None = None, sweeper=None) -> Waterfall:
+def waterfall(
+    session,
+    *,
+    by: str = "pass",
+    modes: Sequence[str] = ("eager", "graph"),
+    warmup: int = 5,
+    iters: int = 50,
+    time_gpu: bool = True,
+    progress=None,
+    inputs=None,
+    cluster: str | None = None,
+    workers: int | None = None,
+    gpus: int | None = None,
+    sweeper=None,
+) -> Waterfall:
     """Every variant of `by` (and the baseline) as a task of a sweep (migx_explore.sweep): a local
     Dask cluster by default, `cluster=` a running one, `gpus=N` one worker per GPU, `workers=0` or
     no dask installed: serially in this process. The session itself is left untouched."""
@@ -200,8 +241,17 @@ def waterfall(session, *, by: str = "pass", modes: Sequence[str] = ("eager", "gr
     plan = variant_plan(session, by)
     common = {"modes": tuple(modes), "warmup": warmup, "iters": iters, "timed": why is None, "inputs": inputs}
     payloads = [dict(common, label=v.label, disabled=v.disabled) for v in [base, *plan]]
-    run = sweep(session, waterfall_task, payloads, [p["label"] for p in payloads], sweeper=sweeper,
-                progress=_skip_baseline(progress), cluster=cluster, workers=workers, gpus=gpus)
+    run = sweep(
+        session,
+        waterfall_task,
+        payloads,
+        [p["label"] for p in payloads],
+        sweeper=sweeper,
+        progress=_skip_baseline(progress),
+        cluster=cluster,
+        workers=workers,
+        gpus=gpus,
+    )
     for v, rec in zip([base, *plan], run.records):
         v.launches = rec.get("launches", 0)
         v.eager_us, v.graph_us, v.error = rec.get("eager_us"), rec.get("graph_us"), rec.get("error", "")

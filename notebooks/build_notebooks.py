@@ -450,8 +450,9 @@ def execute(nb: nbformat.NotebookNode, cwd: Path = HERE, timeout: int = 900) -> 
     """Run a notebook with nbclient, keeping outputs and the widget state (what Lab shows on open)."""
     from nbclient import NotebookClient
 
-    NotebookClient(nb, timeout=timeout, kernel_name="python3", store_widget_state=True,
-                   resources={"metadata": {"path": str(cwd)}}).execute()
+    NotebookClient(
+        nb, timeout=timeout, kernel_name="python3", store_widget_state=True, resources={"metadata": {"path": str(cwd)}}
+    ).execute()
     return nb
 
 

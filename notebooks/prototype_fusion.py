@@ -225,7 +225,7 @@ GPU code: here an expression over ops that already have GPU code. `unary` (from
 `pointwise` trait. `op_contract_problems` says what is missing, if anything; the CI test
 `tests/test_op_contract.py` runs it on every op.
 """),
-        code('''
+        code("""
 from migx_explore.compiler.op import GpuCode
 from migx_explore.compiler.ops.pointwise import unary
 from migx_explore.gpu.codegen import op_contract_problems
@@ -238,23 +238,24 @@ def silu(x):
 
 unary("silu", silu, gpu=GpuCode.pointwise("mul(x, sigmoid(x))"), doc="x * sigmoid(x) (SiLU, swish)")
 print("silu:", op_contract_problems("silu") or "contract complete")
-'''),
+"""),
         md("""
 Running that cell again registers the same spec again, which is a no-op. A *different* spec
 under the same name is an error that names both definitions (`replace=True` replaces on purpose):
 """),
-        code('''
+        code("""
 unary("silu", silu, gpu=GpuCode.pointwise("mul(x, sigmoid(x))"), doc="x * sigmoid(x) (SiLU, swish)")
 try:
     unary("silu", np.tanh, gpu=GpuCode.pointwise("tanh(x)"))
 except ValueError as e:
     print(str(e)[:160], "...")
-'''),
+"""),
         md("""
 The fusion is a table row: pattern `x * sigmoid(x)` (either argument order; both `x` bindings
 must be the same instruction) and replacement `silu(x)`. It matches every SiLU of the model.
 """),
-        code('''
+        code(
+            """
 x = mt.any_().bind("x")
 fuse_silu = rw.row("fuse_silu", mt.name("mul")(mt.either_arg(0, 1)(x, mt.name("sigmoid")(mt.arg(0)(x)))),
                    rw.to("silu", "x"))  # x * sigmoid(x) -> silu(x)
@@ -262,7 +263,8 @@ print(fuse_silu)
 
 yolo = Session.from_model(MODEL)
 print(len(rw.matches(yolo.initial.to_program().main, fuse_silu)), "matches on", MODEL)
-'''.replace("MODEL", repr(YOLO))),
+""".replace("MODEL", repr(YOLO))
+        ),
         md("""
 Inserted before the fusion pipeline, the rule runs as a pass (`RewritePass`); every later pass
 sees `silu` like any other elementwise op: `fuse_pointwise` puts it in a pointwise body, the
@@ -271,7 +273,7 @@ the in-place kernel after a BLAS GEMM), and `compile_ops` writes its C++ from th
 expression. Without a GPU the session compiles for the recording fake backend, which
 keeps the generated kernel source.
 """),
-        code('''
+        code("""
 from migx_explore.gpu import kernel_cache
 
 path = yolo.insert_pass(fuse_silu, before="fusion.fuse_pointwise_reduce")
@@ -286,12 +288,12 @@ with_silu = [ins for ins in final.main if any(j.name == "silu" for m in ins.modu
 print(dict(Counter(ins.name for ins in with_silu)), "compute silu (BLAS GEMMs in their epilogue kernels)")
 direct = next(ins for ins in with_silu if ins.name == "gpu::code_object")
 print(kernel_cache.source_for(direct.op["key"]).source)
-'''),
-        code('''
+"""),
+        code("""
 if NO_GPU:
     print("Skipping the GPU run:", NO_GPU)
 else:
     t = gpu_bridge.time_session(yolo, modes=("eager", "graph"), iters=50)
     print("yolo with silu:", "   ".join(f"{m} {t.modes[m].device_us.median:8.1f} µs" for m in t.modes))
-'''),
+"""),
     ]

@@ -52,7 +52,7 @@ def rewrites(path: Path) -> list[tuple[int, str, str]]:
             continue
         if node.level - 1 > len(package):
             raise SystemExit(f"{path}:{node.lineno}: relative import climbs above the project")
-        base = package[:len(package) - (node.level - 1)]
+        base = package[: len(package) - (node.level - 1)]
         target = ".".join(base + ([node.module] if node.module else []))
         if part_of(target) == part_of(me):
             continue

@@ -51,8 +51,10 @@ def summary() -> dict:
         if not cases and not got["skipped"]:
             continue
         counts = Counter(c.status for c in cases)
-        row = passes.setdefault(_pass_of(path), {"source": got["source"], "cases": 0, **dict.fromkeys(STATUSES, 0),
-                                                 "not_transcribed": 0, "diffs": []})
+        row = passes.setdefault(
+            _pass_of(path),
+            {"source": got["source"], "cases": 0, **dict.fromkeys(STATUSES, 0), "not_transcribed": 0, "diffs": []},
+        )
         row["cases"] += len(cases)
         for s in STATUSES:
             row[s] += counts.get(s, 0)
@@ -103,8 +105,10 @@ def render_markdown(data: dict) -> str:
         "|---|---|---:|---:|---:|---:|---:|",
     ]
     for name, p in passes.items():
-        lines.append(f"| [{name}](../tests/migraphx/test_{name}.py) | `{p['source']}` | {p['cases']} | {p['MATCH']} "
-                     f"| {p['EQUIV']} | {p['DIFF']} | {p['not_transcribed']} |")
+        lines.append(
+            f"| [{name}](../tests/migraphx/test_{name}.py) | `{p['source']}` | {p['cases']} | {p['MATCH']} "
+            f"| {p['EQUIV']} | {p['DIFF']} | {p['not_transcribed']} |"
+        )
     lines += ["", "## Differences", ""]
     for name, p in passes.items():
         if not p["diffs"]:

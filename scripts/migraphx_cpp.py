@@ -44,17 +44,30 @@ from migraphx_cpp_model import (
 from migx_explore.compiler.ir import Module, Program
 
 # what scripts/transcribe_migraphx_tests.py reads from here
-__all__ = ["GENERATED", "InstructionCount", "OutputShapes", "PropertyCheck", "Reader", "RunEvent", "Unsupported",
-           "file_functions", "run_pass_list", "test_cases", "tokenize"]
+__all__ = [
+    "GENERATED",
+    "InstructionCount",
+    "OutputShapes",
+    "PropertyCheck",
+    "Reader",
+    "RunEvent",
+    "Unsupported",
+    "file_functions",
+    "run_pass_list",
+    "test_cases",
+    "tokenize",
+]
 
 
 # a lambda that tests an instruction's name: [](auto&& ins) { return ins.name() == "op"; }
 
+
 class Reader(ApiMixin, ExpectMixin, ExprMixin):
     """Evaluates the statements of one TEST_CASE body."""
 
-    def __init__(self, tokens: list[str], run_pass_passes: list[tuple[str, dict]],
-                 functions: dict[str, Function] | None = None):
+    def __init__(
+        self, tokens: list[str], run_pass_passes: list[tuple[str, dict]], functions: dict[str, Function] | None = None
+    ):
         self.t = tokens
         self.i = 0
         self.env: dict[str, Any] = dict(functions or {})
@@ -135,8 +148,22 @@ class Reader(ApiMixin, ExpectMixin, ExprMixin):
             self.env[name] = prog.main if tok == "migraphx::module" else prog
             self.take(";")
             return
-        if tok in ("auto", "auto*", "const", "migraphx::shape", "migraphx::instruction_ref", "std::size_t", "size_t",
-                   "migraphx::literal", "std::vector", "int", "float", "double", "bool", "std::string"):
+        if tok in (
+            "auto",
+            "auto*",
+            "const",
+            "migraphx::shape",
+            "migraphx::instruction_ref",
+            "std::size_t",
+            "size_t",
+            "migraphx::literal",
+            "std::vector",
+            "int",
+            "float",
+            "double",
+            "bool",
+            "std::string",
+        ):
             self.declaration()
             return
         if tok in ("run_passes", "migraphx::run_passes"):
@@ -213,9 +240,17 @@ class Reader(ApiMixin, ExpectMixin, ExprMixin):
                 self.env[name] = self.as_shape(self.expr())
             self.take(";")
             return
-        if self.peek() in ("migraphx::instruction_ref", "std::size_t", "size_t", "migraphx::literal", "int", "float",
-                           "double",
-                           "bool", "std::string"):
+        if self.peek() in (
+            "migraphx::instruction_ref",
+            "std::size_t",
+            "size_t",
+            "migraphx::literal",
+            "int",
+            "float",
+            "double",
+            "bool",
+            "std::string",
+        ):
             self.take()
         if self.peek() == "std::vector":
             self.take()
@@ -320,7 +355,7 @@ class Reader(ApiMixin, ExpectMixin, ExprMixin):
             tok = self.take()
             depth += tok == "{"
             depth -= tok == "}"
-        return self.t[start + 1:self.i - 1]
+        return self.t[start + 1 : self.i - 1]
 
     def copy_module(self, value: Any) -> Any:
         """A module value (a copy or a helper's result) is kept as its IR text at this point."""
@@ -342,7 +377,7 @@ class Reader(ApiMixin, ExpectMixin, ExprMixin):
         if len(args) > len(fn.params):
             raise Unsupported(f"helper called with {len(args)} args, takes {len(fn.params)}")
         bound = dict(zip(fn.params, args))
-        for p in fn.params[len(args):]:
+        for p in fn.params[len(args) :]:
             if p not in fn.defaults:
                 raise Unsupported(f"helper called without its argument {p}")
             saved = (self.t, self.i)

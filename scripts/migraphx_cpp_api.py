@@ -32,8 +32,17 @@ from migx_explore.compiler.shape import Shape
 
 PRESENCE_CHECKS = ("any_of", "none_of", "std::any_of", "std::none_of")
 QUANTIZE_FLOAT = {"migraphx::quantize_fp16": "float16", "migraphx::quantize_bf16": "bfloat16"}
-LIBRARY_CALLS = ("std::numeric_limits", "migraphx::shape::get_type", "migraphx::enabled", "std::transform",
-                 "std::back_inserter", "std::distance", "std::iota", *PRESENCE_CHECKS, *QUANTIZE_FLOAT)
+LIBRARY_CALLS = (
+    "std::numeric_limits",
+    "migraphx::shape::get_type",
+    "migraphx::enabled",
+    "std::transform",
+    "std::back_inserter",
+    "std::distance",
+    "std::iota",
+    *PRESENCE_CHECKS,
+    *QUANTIZE_FLOAT,
+)
 
 
 class ApiMixin:
@@ -115,17 +124,25 @@ class ApiMixin:
         if name == "get_shape" and hasattr(obj, "shape"):
             return obj.shape
         if name in ("lens", "type", "elements", "strides", "ndim") and isinstance(obj, Shape):
-            return {"lens": lambda: list(obj.lens), "type": lambda: TypeRef(obj.type),
-                    "elements": obj.elements, "strides": lambda: list(obj.strides),
-                    "ndim": lambda: len(obj.lens)}[name]()
+            return {
+                "lens": lambda: list(obj.lens),
+                "type": lambda: TypeRef(obj.type),
+                "elements": obj.elements,
+                "strides": lambda: list(obj.strides),
+                "ndim": lambda: len(obj.lens),
+            }[name]()
         if name in ("begin", "end") and isinstance(obj, list) and not args:
             return (name, obj)
         if name in ("size", "back", "front", "at", "push_back") and isinstance(obj, list):
             if name == "push_back":
                 obj.append(args[0])
                 return None
-            return {"size": lambda: len(obj), "back": lambda: obj[-1], "front": lambda: obj[0],
-                    "at": lambda: obj[args[0]]}[name]()
+            return {
+                "size": lambda: len(obj),
+                "back": lambda: obj[-1],
+                "front": lambda: obj[0],
+                "at": lambda: obj[args[0]],
+            }[name]()
         if name in ("inputs", "outputs") and hasattr(obj, "shape") and not args:
             return list(obj.inputs if name == "inputs" else obj.outputs)
         raise Unsupported(f".{name} on {type(obj).__name__}")
@@ -156,10 +173,15 @@ class ApiMixin:
         if tok in QUANTIZE_FLOAT:  # src/quantization.cpp quantize_fp16(prog, ins_names): its pass list
             names = tuple(args[1]) if len(args) > 1 and args[1] else ("all",)
             skip = {"propagate_constant_skip_ops": ("quantizelinear", "dequantizelinear")}
-            self.run_event(args[0], [_pass_spec("normalize_ops", [], {}), _pass_spec("optimize_module", [], skip),
-                                     _pass_spec("truncate_float", [], {"ins_names": names,
-                                                                        "float_type": QUANTIZE_FLOAT[tok]}),
-                                     _pass_spec("optimize_module", [], skip)])
+            self.run_event(
+                args[0],
+                [
+                    _pass_spec("normalize_ops", [], {}),
+                    _pass_spec("optimize_module", [], skip),
+                    _pass_spec("truncate_float", [], {"ins_names": names, "float_type": QUANTIZE_FLOAT[tok]}),
+                    _pass_spec("optimize_module", [], skip),
+                ],
+            )
             return None
         if tok in PRESENCE_CHECKS:
             return self.op_presence(tok.removeprefix("std::"), args)
@@ -181,8 +203,14 @@ class ApiMixin:
             return ("back_inserter", args[0])
         # std::transform(v.begin(), v.end(), std::back_inserter(w), f)
         a, b, out, f = args if len(args) == 4 else (None,) * 4
-        if not (isinstance(a, tuple) and a[0] == "begin" and b == ("end", a[1]) and isinstance(out, tuple)
-                and out[0] == "back_inserter" and isinstance(f, Function)):
+        if not (
+            isinstance(a, tuple)
+            and a[0] == "begin"
+            and b == ("end", a[1])
+            and isinstance(out, tuple)
+            and out[0] == "back_inserter"
+            and isinstance(f, Function)
+        ):
             raise Unsupported("std::transform other than whole vector into back_inserter")
         out[1].extend(self.call(f, [x]) for x in a[1])
         return None
@@ -197,9 +225,13 @@ class ApiMixin:
         if len(args) != 2 or not isinstance(args[0], Module) or not isinstance(args[1], Function):
             raise Unsupported(f"{kind} other than (module, name predicate)")
         body = args[1].body
-        if len(body) != 9 or body[0] != "return" or body[2:7] != [".", "name", "(", ")", "=="] or \
-                not body[7].startswith('"'):
-            raise Unsupported(f"{kind} predicate other than ins.name() == \"op\"")
+        if (
+            len(body) != 9
+            or body[0] != "return"
+            or body[2:7] != [".", "name", "(", ")", "=="]
+            or not body[7].startswith('"')
+        ):
+            raise Unsupported(f'{kind} predicate other than ins.name() == "op"')
         op = body[7][1:-1]
         return PropertyCheck(args[0].program, (f"has:{op}",) if kind == "any_of" else (f"removes:{op}",))
 
@@ -314,8 +346,9 @@ def _add_quantize_op(reader, m, name, x, scale, *rest):
     lens = list(x.shape.lens)
     inputs = [x, _broadcast_scale(m, scale, lens, axis)]
     if shift is not None:
-        inputs.append(shift if list(shift.shape.lens) == lens else
-                      m.add_instruction(Op("multibroadcast", out_lens=lens), [shift]))
+        inputs.append(
+            shift if list(shift.shape.lens) == lens else m.add_instruction(Op("multibroadcast", out_lens=lens), [shift])
+        )
     return m.add_instruction(_our_op(MakeOp(name)), inputs)
 
 
@@ -365,13 +398,17 @@ def _from_permutation(t: str, lens: list[int], perm: list[int]) -> Shape:
 
 
 def _add_scale_mul(reader, m, s1, s2, axis1, axis2, out_lens):
-    return m.add_instruction(Op("mul"), [_broadcast_scale(m, s1, out_lens, axis1),
-                                         _broadcast_scale(m, s2, out_lens, axis2)])
+    return m.add_instruction(
+        Op("mul"), [_broadcast_scale(m, s1, out_lens, axis1), _broadcast_scale(m, s2, out_lens, axis2)]
+    )
 
 
 INCLUDE_HELPERS["add_scale_mul"] = _add_scale_mul
-INCLUDE_HELPERS["broadcast_shift"] = lambda r, m, shift, lens: shift if list(shift.shape.lens) == list(lens) else \
-    m.add_instruction(Op("multibroadcast", out_lens=list(lens)), [shift])
+INCLUDE_HELPERS["broadcast_shift"] = lambda r, m, shift, lens: (
+    shift
+    if list(shift.shape.lens) == list(lens)
+    else m.add_instruction(Op("multibroadcast", out_lens=list(lens)), [shift])
+)
 
 
 def _add_common_op(reader, m, op, inputs):
@@ -381,10 +418,10 @@ def _add_common_op(reader, m, op, inputs):
         raise Unsupported("add_common_op over mixed integer / float types")
     common = dtypes.common_type(*types)  # the wider float, as MIGraphX's common type
     lens = list(np.broadcast_shapes(*[tuple(x.shape.lens) for x in inputs]))
-    args = [x if list(x.shape.lens) == lens else m.add_instruction(Op("multibroadcast", out_lens=lens), [x])
-            for x in inputs]
-    args = [x if x.shape.type == common else m.add_instruction(Op("convert", target_type=common), [x])
-            for x in args]
+    args = [
+        x if list(x.shape.lens) == lens else m.add_instruction(Op("multibroadcast", out_lens=lens), [x]) for x in inputs
+    ]
+    args = [x if x.shape.type == common else m.add_instruction(Op("convert", target_type=common), [x]) for x in args]
     return m.add_instruction(_our_op(op), args)
 
 
@@ -412,8 +449,11 @@ def _add_pointwise_concat(reader, prog, axis, post, *pieces):
 INCLUDE_HELPERS["add_pointwise_concat"] = _add_pointwise_concat
 INCLUDE_HELPERS["arg"] = lambda r, name, inputs, f: ("concat_arg", name, list(inputs), f)  # fuse_concat.cpp
 # test/include/basic_ops.hpp literals
-INCLUDE_HELPERS["get_2x2"] = lambda r, base=0: ("literal", Shape.of("float32", [2, 2]),
-                                                [base + k for k in (1, 2, 3, 4)])
+INCLUDE_HELPERS["get_2x2"] = lambda r, base=0: (
+    "literal",
+    Shape.of("float32", [2, 2]),
+    [base + k for k in (1, 2, 3, 4)],
+)
 INCLUDE_HELPERS["get_2"] = lambda r: ("literal", Shape.of("float32", [2]), [1, 2])
 
 
@@ -444,8 +484,14 @@ def numeric_limit(type_name: str, what: str) -> float | int:
             return high if what == "max" else low
         raise Unsupported(f"std::numeric_limits<{type_name}>::{what}")
     info = dtypes.finfo(type_name)
-    values = {"infinity": float("inf"), "quiet_NaN": float("nan"), "max": float(info.max),
-              "lowest": float(info.min), "min": float(info.tiny), "epsilon": float(info.eps)}
+    values = {
+        "infinity": float("inf"),
+        "quiet_NaN": float("nan"),
+        "max": float(info.max),
+        "lowest": float(info.min),
+        "min": float(info.tiny),
+        "epsilon": float(info.eps),
+    }
     if what not in values:
         raise Unsupported(f"std::numeric_limits<{type_name}>::{what}")
     return values[what]
@@ -461,6 +507,7 @@ class TypeLimits:
         if name in ("max", "min", "lowest"):
             return numeric_limit(self.type_name, "max" if name == "max" else "lowest")
         raise Unsupported(f"visit_type value .{name}")
+
 
 def _check_resize(reader, v, input_shape, check_gather=True):
     """test/rewrite_resize_test.cpp check_resize: after rewrite_resize + DCE no resize is left, a

@@ -14,8 +14,8 @@ from migraphx_cpp_model import ExpectEvent, PassSpec, PropertyCheck, RunEvent, U
 from migx_explore.compiler.ir import Program
 
 _NAME_IS = r'\[ \] \( auto &?&? ?(\w+) \) \{ return \2 \. name \( \) == "(\w+)" ; \}'
-_OP_COUNT = re.compile(rf'^std::count_if \( (\w+) \. begin \( \) , \1 \. end \( \) , {_NAME_IS} \) == (\d+)$')
-_FIND_OP = re.compile(rf'^std::find_if \( (\w+) \. begin \( \) , \1 \. end \( \) , {_NAME_IS} \)$')
+_OP_COUNT = re.compile(rf"^std::count_if \( (\w+) \. begin \( \) , \1 \. end \( \) , {_NAME_IS} \) == (\d+)$")
+_FIND_OP = re.compile(rf"^std::find_if \( (\w+) \. begin \( \) , \1 \. end \( \) , {_NAME_IS} \)$")
 _FIRST_USER = re.compile(r'^(\w+) -> outputs \( \) \. front \( \) -> name \( \) (==|!=) "(\w+)"$')
 
 
@@ -110,14 +110,14 @@ class ExpectMixin:
                 if isinstance(got, PropertyCheck):
                     return got
             raise Unsupported(f"EXPECT({' '.join(parts)[:80]})")
-        if op == "==" and parts[:2] == ["eval", "("] and parts[split + 1:split + 3] == ["eval", "("]:
+        if op == "==" and parts[:2] == ["eval", "("] and parts[split + 1 : split + 3] == ["eval", "("]:
             # EXPECT(eval(p1) == eval(p2)): the pass keeps the values (p1 built like p2, not run)
             progs = [self.env.get(parts[2]), self.env.get(parts[split + 3])]
             ran = [p for p in progs if any(isinstance(e, RunEvent) and e.program is p for e in self.events)]
             if len(ran) == 1 and all(isinstance(p, Program) for p in progs):
                 return PropertyCheck(ran[0], ("same_values",))
         sides = []
-        for side in (parts[:split], parts[split + 1:]):
+        for side in (parts[:split], parts[split + 1 :]):
             while side and side[0] == "*":
                 side = side[1:]
             if side[-4:] == [".", "sort", "(", ")"]:

@@ -62,8 +62,12 @@ class ExprMixin:
                 continue
             if not isinstance(v, (int, float)) or not isinstance(w, (int, float)):
                 raise Unsupported(f"arithmetic {op} on non-numbers")
-            v = {"*": v * w, "+": v + w, "-": v - w, "/": v / w if isinstance(v, float) or isinstance(w, float)
-                 else v // w}[op]
+            v = {
+                "*": v * w,
+                "+": v + w,
+                "-": v - w,
+                "/": v / w if isinstance(v, float) or isinstance(w, float) else v // w,
+            }[op]
         return v
 
     def unary(self) -> Any:
@@ -158,7 +162,7 @@ class ExprMixin:
                 depth -= x == ")"
                 if x == ")" and depth == 0:
                     break
-            m = _FIND_OP.match(" ".join(self.t[start:self.i]))
+            m = _FIND_OP.match(" ".join(self.t[start : self.i]))
             module = self.env.get(m.group(1)) if m else None
             prog = getattr(module, "program", module)
             if not isinstance(prog, Program):

@@ -15,8 +15,14 @@ from migx_explore.compiler.ir import Program
 from migx_explore.compiler.op import Op
 from migx_explore.compiler.shape import Shape
 
-MATH_CONSTANTS = {"M_2_PI": 2 / np.pi, "M_PI": np.pi, "M_SQRT1_2": np.sqrt(0.5), "M_SQRT2": np.sqrt(2.0),
-                  "M_2_SQRTPI": 2 / np.sqrt(np.pi), "M_E": np.e}
+MATH_CONSTANTS = {
+    "M_2_PI": 2 / np.pi,
+    "M_PI": np.pi,
+    "M_SQRT1_2": np.sqrt(0.5),
+    "M_SQRT2": np.sqrt(2.0),
+    "M_2_SQRTPI": 2 / np.sqrt(np.pi),
+    "M_E": np.e,
+}
 MATH_FUNCTIONS = {f"{ns}{name}": getattr(np, name) for ns in ("", "std::") for name in ("sqrt", "exp", "log", "tanh")}
 
 
@@ -24,13 +30,16 @@ class Unsupported(Exception):
     """A construct this reader does not understand (the case is skipped, with this message)."""
 
 
-TOKEN = re.compile(r"""
+TOKEN = re.compile(
+    r"""
     (?P<ws>\s+|//[^\n]*|/\*.*?\*/)
   | (?P<num>0[xX][0-9a-fA-F]+[uUlL]*|(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?[fFuUlL]*)
   | (?P<str>"(?:[^"\\]|\\.)*")
   | (?P<id>[A-Za-z_][A-Za-z_0-9]*(?:::[A-Za-z_][A-Za-z_0-9]*)*)
   | (?P<op>::|->|==|!=|&&|\|\||<=|>=|[{}()\[\],;=.*&<>+\-!:?/%|^~])
-""", re.S | re.X)
+""",
+    re.S | re.X,
+)
 
 
 def tokenize(text: str) -> list[str]:
@@ -38,24 +47,48 @@ def tokenize(text: str) -> list[str]:
     while pos < len(text):
         m = TOKEN.match(text, pos)
         if not m:
-            raise Unsupported(f"cannot tokenize near {text[pos:pos + 30]!r}")
+            raise Unsupported(f"cannot tokenize near {text[pos : pos + 30]!r}")
         pos = m.end()
         if m.lastgroup != "ws":
             out.append(m.group())
     return out
 
 
-CPP_SCALARS = {"std::int8_t": "int8", "int8_t": "int8", "std::uint8_t": "uint8", "uint8_t": "uint8",
-               "std::int32_t": "int32", "int32_t": "int32", "std::int64_t": "int64", "int64_t": "int64",
-               "std::uint64_t": "uint64", "std::size_t": "uint64", "float": "float32", "double": "float64",
-               "int": "int32", "migraphx::half": "float16", "half": "float16", "bool": "bool",
-               "migraphx::fp8::fp8e4m3fn": "float8e4m3fn", "fp8e4m3fn": "float8e4m3fn",
-               "migraphx::fp8::fp8e4m3fnuz": "float8e4m3fnuz", "fp8e4m3fnuz": "float8e4m3fnuz"}
+CPP_SCALARS = {
+    "std::int8_t": "int8",
+    "int8_t": "int8",
+    "std::uint8_t": "uint8",
+    "uint8_t": "uint8",
+    "std::int32_t": "int32",
+    "int32_t": "int32",
+    "std::int64_t": "int64",
+    "int64_t": "int64",
+    "std::uint64_t": "uint64",
+    "std::size_t": "uint64",
+    "float": "float32",
+    "double": "float64",
+    "int": "int32",
+    "migraphx::half": "float16",
+    "half": "float16",
+    "bool": "bool",
+    "migraphx::fp8::fp8e4m3fn": "float8e4m3fn",
+    "fp8e4m3fn": "float8e4m3fn",
+    "migraphx::fp8::fp8e4m3fnuz": "float8e4m3fnuz",
+    "fp8e4m3fnuz": "float8e4m3fnuz",
+}
 
 TYPE_NAMES = {f"migraphx::shape::{t.migraphx}": t.name for t in dtypes.BY_NAME.values()}
 TYPE_NAMES.update({k.replace("migraphx::shape::", "shape::"): v for k, v in list(TYPE_NAMES.items())})
-for _alias, _name in (("float", "float32"), ("half", "float16"), ("double", "float64"), ("int32", "int32"),
-                      ("int64", "int64"), ("int8", "int8"), ("uint8", "uint8"), ("bool", "bool")):
+for _alias, _name in (
+    ("float", "float32"),
+    ("half", "float16"),
+    ("double", "float64"),
+    ("int32", "int32"),
+    ("int64", "int64"),
+    ("int8", "int8"),
+    ("uint8", "uint8"),
+    ("bool", "bool"),
+):
     TYPE_NAMES[f"migraphx::shape::{_alias}_type"] = _name
 
 
@@ -104,8 +137,9 @@ class Overloads:
                 continue
             if not args or not first.startswith("migraphx::"):
                 return f
-            if (first == "migraphx::program") == isinstance(args[0], Program) and \
-                    (first != "migraphx::module" or isinstance(args[0], Module)):
+            if (first == "migraphx::program") == isinstance(args[0], Program) and (
+                first != "migraphx::module" or isinstance(args[0], Module)
+            ):
                 return f
         return self.functions[-1]
 
@@ -240,17 +274,18 @@ def _braced_body(source: str, start: int) -> str:
         depth += source[i] == "{"
         depth -= source[i] == "}"
         i += 1
-    return source[start:i - 1]
+    return source[start : i - 1]
 
 
 def test_cases(source: str) -> list[tuple[str, str]]:
     """(name, body) of every TEST_CASE in a test file, and of every TEST_CASE_REGISTER(f<args>) of
     a `template <...> static void f()` (its body with the template parameters replaced by the
     arguments; named as MIGraphX's test driver names it, `f<args>`)."""
-    out = [(m.group(1), _braced_body(source, m.end()))
-           for m in re.finditer(r"^TEST_CASE\((\w+)\)\s*\{", source, re.M)]
-    templates = {m.group(2): (m.group(1), m.end()) for m in re.finditer(
-        r"^template\s*<([^>]*)>\s*(?:static\s+)?void\s+(\w+)\(\s*\)\s*\{", source, re.M)}
+    out = [(m.group(1), _braced_body(source, m.end())) for m in re.finditer(r"^TEST_CASE\((\w+)\)\s*\{", source, re.M)]
+    templates = {
+        m.group(2): (m.group(1), m.end())
+        for m in re.finditer(r"^template\s*<([^>]*)>\s*(?:static\s+)?void\s+(\w+)\(\s*\)\s*\{", source, re.M)
+    }
     for m in re.finditer(r"^TEST_CASE_REGISTER\((\w+)<([^>]*)>\);", source, re.M):
         if m.group(1) not in templates:
             continue
@@ -292,9 +327,12 @@ def file_functions(source: str) -> dict[str, Function]:
     """Static helpers returning a module or program (`static migraphx::module create_program(...)
     { ... }`), callable from the file's test cases."""
     out = {}
-    pat = re.compile(r"^(?:template\s*<[^>]*>\s*)?(?:static\s+|inline\s+)*"
-                     r"(?:migraphx::[\w:]+|auto|void|bool|std::[\w:]+)"
-                     r"\s*[&*]?\s+(\w+)\s*\(([^)]*)\)\s*\{", re.M)
+    pat = re.compile(
+        r"^(?:template\s*<[^>]*>\s*)?(?:static\s+|inline\s+)*"
+        r"(?:migraphx::[\w:]+|auto|void|bool|std::[\w:]+)"
+        r"\s*[&*]?\s+(\w+)\s*\(([^)]*)\)\s*\{",
+        re.M,
+    )
     for m in pat.finditer(source):
         start = m.end()
         depth, i = 1, start
@@ -315,7 +353,7 @@ def file_functions(source: str) -> dict[str, Function]:
                 types[words[-1]] = next((w for w in words[:-1] if w not in ("const",)), "")
                 if default.strip():
                     defaults[words[-1]] = tokenize(default.strip())
-            fn = Function(params, tokenize(source[start:i - 1]), defaults, types)
+            fn = Function(params, tokenize(source[start : i - 1]), defaults, types)
             prev = out.get(m.group(1))
             if prev is None:
                 out[m.group(1)] = fn
@@ -348,15 +386,22 @@ def _registry() -> set[str]:
 
 
 # MIGraphX pass class -> our pass name (same name unless listed)
-_RENAMED = {"truncate_float_pass": "truncate_float", "capture_arguments_pass": "capture_arguments",
-            "quantize_8bits_pass": "quantize_8bits"}
+_RENAMED = {
+    "truncate_float_pass": "truncate_float",
+    "capture_arguments_pass": "capture_arguments",
+    "quantize_8bits_pass": "quantize_8bits",
+}
 _MIGRAPHX_ONLY = ("eliminate_zero_point", "autocast_fp8_pass", "simplify_reshapes", "optimize_module")
 PASS_NAMES = {f"migraphx::{n}": _RENAMED.get(n, n) for n in sorted(_registry() | set(_RENAMED) | set(_MIGRAPHX_ONLY))}
 PASS_NAMES.update({k.replace("migraphx::", "migraphx::gpu::"): v for k, v in list(PASS_NAMES.items())})
 
 # positional constructor arguments of MIGraphX's pass structs, as our option names
-_POSITIONAL = {"propagate_constant": ["skip_ops"], "eliminate_data_type": ["unsupported_types", "target_type",
-               "unsupported_ops"], "truncate_float": ["ins_names", "float_type"], "eliminate_contiguous": ["op_name"]}
+_POSITIONAL = {
+    "propagate_constant": ["skip_ops"],
+    "eliminate_data_type": ["unsupported_types", "target_type", "unsupported_ops"],
+    "truncate_float": ["ins_names", "float_type"],
+    "eliminate_contiguous": ["op_name"],
+}
 # positional values that are what our pass does anyway (our eliminate_contiguous removes `contiguous`)
 _DEFAULT_POSITIONAL = {("eliminate_contiguous", "op_name"): "contiguous"}
 # MIGraphX options that switch on what our pass always does
@@ -398,5 +443,12 @@ def _pass_spec(name: str, positional: list, named: dict) -> PassSpec:
     return PassSpec(name, opts)
 
 
-_QUALIFIED = {"migraphx::make_op", "migraphx::literal", "migraphx::shape", "migraphx::generate_literal",
-              "migraphx::to_value", *TYPE_NAMES, *PASS_NAMES}
+_QUALIFIED = {
+    "migraphx::make_op",
+    "migraphx::literal",
+    "migraphx::shape",
+    "migraphx::generate_literal",
+    "migraphx::to_value",
+    *TYPE_NAMES,
+    *PASS_NAMES,
+}

@@ -6,4 +6,5 @@ ensure_system chromium
 ensure_venv test
 # Lint first: a finding fails the run before the (longer) tests start.
 python -m ruff check . || { echo "[migx-explore] ruff check found problems (fix them, or ruff check --fix .)" >&2; exit 1; }
+python -m ruff format --check . || { echo "[migx-explore] ruff format would change the files above (run: ruff format .)" >&2; exit 1; }
 exec python -m pytest -n 2 --dist loadgroup "$@"

@@ -173,7 +173,7 @@ def _both_ran(a: RunEvent, b: RunEvent) -> dict | None:
 
     run, other = (a, b) if len(a.passes) > len(b.passes) else (b, a)
     names, shared = [p.name for p in run.passes], [p.name for p in other.passes]
-    if not shared or len(shared) >= len(names) or shared not in (names[:len(shared)], names[-len(shared):]):
+    if not shared or len(shared) >= len(names) or shared not in (names[: len(shared)], names[-len(shared) :]):
         return None
     options = {p.name: dict(p.options) for p in other.passes if p.options}
     expected = run_passes(Case("expected", ",".join(shared), other.before, "", options=options))
@@ -181,9 +181,13 @@ def _both_ran(a: RunEvent, b: RunEvent) -> dict | None:
 
 
 def _found(run: RunEvent, expected: str, count: int | None) -> dict:
-    return {"before": run.before, "expected": expected, "count": count,
-            "passes": ",".join(p.name for p in run.passes),
-            "options": {p.name: dict(p.options) for p in run.passes if p.options}}
+    return {
+        "before": run.before,
+        "expected": expected,
+        "count": count,
+        "passes": ",".join(p.name for p in run.passes),
+        "options": {p.name: dict(p.options) for p in run.passes if p.options},
+    }
 
 
 LITERAL_LINE = re.compile(r"^(\s*\S+ = @literal)\{([^{}#]*)\}( -> (\w+), \{([\d, ]*)\}, \{[\d, ]*\}.*)$", re.M)
@@ -207,8 +211,11 @@ def compact_literals(texts: list[str]) -> tuple[list[str], dict]:
         lens = [int(x) for x in lens_txt.split(",") if x.strip()]
         try:
             npd = dtypes.np_dtype(type_)
-            vals = np.array([v.strip() for v in body.split(",")]).astype(
-                np.float64 if dtypes.dtype(type_).is_float else npd).astype(npd)
+            vals = (
+                np.array([v.strip() for v in body.split(",")])
+                .astype(np.float64 if dtypes.dtype(type_).is_float else npd)
+                .astype(npd)
+            )
         except (ValueError, KeyError, TypeError):
             return m.group(0)
         name = dtypes.dtype(type_).name
@@ -246,8 +253,10 @@ def load_existing(out_dir: Path, pass_name: str) -> tuple[dict[str, object], lis
     for path in case_paths(out_dir, pass_name):
         namespace: dict = {"__name__": f"_old_{path.stem}"}
         # the case file imports `.conformance` as a test package; read it standalone here
-        exec(compile(path.read_text().replace("from .conformance import", "from conformance import"), str(path),
-                     "exec"), namespace)
+        exec(
+            compile(path.read_text().replace("from .conformance import", "from conformance import"), str(path), "exec"),
+            namespace,
+        )
         cases.update((c.name, c) for c in namespace.get("CASES", []))
         skipped += namespace.get("NOT_TRANSCRIBED", [])
     return cases, skipped
@@ -269,9 +278,12 @@ def render_files(pass_name: str, source_rel: str, cases: list, skipped: list[tup
         chunks[-1].append(e)
         used += size
     n = len(chunks)
-    return {(f"test_{pass_name}.py" if k == 1 else f"test_{pass_name}_part{k}.py"):
-            render_file(pass_name, source_rel, chunk, skipped if k == 1 else None, part=(k, n))
-            for k, chunk in enumerate(chunks, 1)}
+    return {
+        (f"test_{pass_name}.py" if k == 1 else f"test_{pass_name}_part{k}.py"): render_file(
+            pass_name, source_rel, chunk, skipped if k == 1 else None, part=(k, n)
+        )
+        for k, chunk in enumerate(chunks, 1)
+    }
 
 
 def _case_entry(c) -> str:
@@ -291,8 +303,13 @@ def _case_entry(c) -> str:
     return "    case(" + ",\n         ".join(args) + "),"
 
 
-def render_file(pass_name: str, source_rel: str, entries: list[str], skipped: list[tuple[str, str]] | None,
-                part: tuple[int, int] = (1, 1)) -> str:
+def render_file(
+    pass_name: str,
+    source_rel: str,
+    entries: list[str],
+    skipped: list[tuple[str, str]] | None,
+    part: tuple[int, int] = (1, 1),
+) -> str:
     """One case file. `part` (k, n): the k-th of n files of the pass; only the first lists the cases
     not transcribed (`skipped` is None for the others)."""
     k, n = part
@@ -321,8 +338,14 @@ def render_file(pass_name: str, source_rel: str, entries: list[str], skipped: li
         for name, why in skipped:
             lines.append(f"    ({name!r}, {why[:110]!r}),")
         lines.append("]")
-    lines += ["", "", '@pytest.mark.parametrize("c", CASES, ids=lambda c: c.name)',
-              "def test_case(c):", "    check(c)", ""]
+    lines += [
+        "",
+        "",
+        '@pytest.mark.parametrize("c", CASES, ids=lambda c: c.name)',
+        "def test_case(c):",
+        "    check(c)",
+        "",
+    ]
     return "\n".join(lines)
 
 
@@ -358,8 +381,11 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("checkout", type=Path, nargs="?")
     ap.add_argument("--pass", dest="passes", action="append", help="only these passes")
-    ap.add_argument("--resplit", action="store_true",
-                    help="only re-lay the existing case files into parts (PART_LINES); no checkout needed")
+    ap.add_argument(
+        "--resplit",
+        action="store_true",
+        help="only re-lay the existing case files into parts (PART_LINES); no checkout needed",
+    )
     args = ap.parse_args(argv)
     if args.resplit:
         return resplit(ROOT / "tests" / "migraphx")
@@ -404,8 +430,16 @@ def main(argv: list[str] | None = None) -> int:
                 cname = name if len(built) == 1 else f"{name}#{k + 1}"
                 pass_spec, options = b["passes"], b["options"]
                 (b["before"], b["expected"]), literals = compact_literals([b["before"], b["expected"]])
-                c = Case(cname, pass_spec, b["before"], b["expected"], options=options, expected_count=b["count"],
-                         literals=literals, checks=b.get("checks", ()))
+                c = Case(
+                    cname,
+                    pass_spec,
+                    b["before"],
+                    b["expected"],
+                    options=options,
+                    expected_count=b["count"],
+                    literals=literals,
+                    checks=b.get("checks", ()),
+                )
                 t0 = time.perf_counter()
                 status, detail = classify(c)
                 if time.perf_counter() - t0 > 5:
@@ -416,8 +450,20 @@ def main(argv: list[str] | None = None) -> int:
                     print(f"  {pass_name}.{cname}: status {prev.status} -> {status}", file=sys.stderr)
                 if status != "MATCH" and not reason:
                     reason = "UNREVIEWED: " + detail
-                cases.append(Case(cname, pass_spec, b["before"], b["expected"], status, reason, options, b["count"],
-                                  literals, b.get("checks", ())))
+                cases.append(
+                    Case(
+                        cname,
+                        pass_spec,
+                        b["before"],
+                        b["expected"],
+                        status,
+                        reason,
+                        options,
+                        b["count"],
+                        literals,
+                        b.get("checks", ()),
+                    )
+                )
                 total[status] += 1
         write_pass_files(out_dir, pass_name, render_files(pass_name, rel, cases, skipped))
         counts = {s: sum(c.status == s for c in cases) for s in total}

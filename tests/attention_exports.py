@@ -45,53 +45,84 @@ def sdpa_attention(kind: str, *, guard_fill: float = 0.0) -> onnx.ModelProto:
     rng = np.random.default_rng({"bert": 1, "gpt2": 2, "llama": 3}[kind])
     kv_heads = 2 if kind == "llama" else H
     n = helper.make_node
-    inits = [init("wq", (rng.standard_normal((E, E)) * 0.3).astype(np.float32)),
-             init("wk", (rng.standard_normal((E, kv_heads * D)) * 0.3).astype(np.float32)),
-             init("wv", (rng.standard_normal((E, kv_heads * D)) * 0.3).astype(np.float32)),
-             init("q_shape", np.array([B, S, H, D], np.int64)),
-             init("kv_shape", np.array([B, S, kv_heads, D], np.int64)),
-             init("out_shape", np.array([B, S, E], np.int64)),
-             init("half_scale", np.float32(np.sqrt(1.0 / np.sqrt(D)))),
-             init("zero", np.float32(0.0)), init("guard_fill", np.float32(guard_fill)),
-             init("fill", np.float32(-np.inf if kind != "llama" else np.finfo(np.float32).min)),
-             init("ax12", np.array([1, 2], np.int64))]
-    nodes = [n("MatMul", ["hidden", "wq"], ["q0"]), n("MatMul", ["hidden", "wk"], ["k0"]),
-             n("MatMul", ["hidden", "wv"], ["v0"]),
-             n("Reshape", ["q0", "q_shape"], ["q1"]), n("Transpose", ["q1"], ["q"], perm=[0, 2, 1, 3]),
-             n("Reshape", ["k0", "kv_shape"], ["k1"]), n("Transpose", ["k1"], ["k"], perm=[0, 2, 1, 3]),
-             n("Reshape", ["v0", "kv_shape"], ["v1"]), n("Transpose", ["v1"], ["v"], perm=[0, 2, 1, 3])]
+    inits = [
+        init("wq", (rng.standard_normal((E, E)) * 0.3).astype(np.float32)),
+        init("wk", (rng.standard_normal((E, kv_heads * D)) * 0.3).astype(np.float32)),
+        init("wv", (rng.standard_normal((E, kv_heads * D)) * 0.3).astype(np.float32)),
+        init("q_shape", np.array([B, S, H, D], np.int64)),
+        init("kv_shape", np.array([B, S, kv_heads, D], np.int64)),
+        init("out_shape", np.array([B, S, E], np.int64)),
+        init("half_scale", np.float32(np.sqrt(1.0 / np.sqrt(D)))),
+        init("zero", np.float32(0.0)),
+        init("guard_fill", np.float32(guard_fill)),
+        init("fill", np.float32(-np.inf if kind != "llama" else np.finfo(np.float32).min)),
+        init("ax12", np.array([1, 2], np.int64)),
+    ]
+    nodes = [
+        n("MatMul", ["hidden", "wq"], ["q0"]),
+        n("MatMul", ["hidden", "wk"], ["k0"]),
+        n("MatMul", ["hidden", "wv"], ["v0"]),
+        n("Reshape", ["q0", "q_shape"], ["q1"]),
+        n("Transpose", ["q1"], ["q"], perm=[0, 2, 1, 3]),
+        n("Reshape", ["k0", "kv_shape"], ["k1"]),
+        n("Transpose", ["k1"], ["k"], perm=[0, 2, 1, 3]),
+        n("Reshape", ["v0", "kv_shape"], ["v1"]),
+        n("Transpose", ["v1"], ["v"], perm=[0, 2, 1, 3]),
+    ]
     q, k, v = "q", "k", "v"
     if kind == "llama":
         cos, sin = _rotary()
-        inits += [init("cos", cos), init("sin", sin), init("lo", np.array([0], np.int64)),
-                  init("mid", np.array([D // 2], np.int64)), init("hi", np.array([D], np.int64)),
-                  init("last", np.array([3], np.int64)), init("ax2", np.array([2], np.int64)),
-                  init("rep_shape", np.array([B, kv_heads, H // kv_heads, S, D], np.int64)),
-                  init("heads_shape", np.array([B, H, S, D], np.int64))]
+        inits += [
+            init("cos", cos),
+            init("sin", sin),
+            init("lo", np.array([0], np.int64)),
+            init("mid", np.array([D // 2], np.int64)),
+            init("hi", np.array([D], np.int64)),
+            init("last", np.array([3], np.int64)),
+            init("ax2", np.array([2], np.int64)),
+            init("rep_shape", np.array([B, kv_heads, H // kv_heads, S, D], np.int64)),
+            init("heads_shape", np.array([B, H, S, D], np.int64)),
+        ]
         for x in ("q", "k"):  # rotary: x·cos + rotate_half(x)·sin, rotate_half = [-x2, x1]
-            nodes += [n("Slice", [x, "lo", "mid", "last"], [f"{x}_1"]),
-                      n("Slice", [x, "mid", "hi", "last"], [f"{x}_2"]),
-                      n("Neg", [f"{x}_2"], [f"{x}_n2"]), n("Concat", [f"{x}_n2", f"{x}_1"], [f"{x}_rot"], axis=-1),
-                      n("Mul", [x, "cos"], [f"{x}_c"]), n("Mul", [f"{x}_rot", "sin"], [f"{x}_s"]),
-                      n("Add", [f"{x}_c", f"{x}_s"], [f"{x}_r"])]
+            nodes += [
+                n("Slice", [x, "lo", "mid", "last"], [f"{x}_1"]),
+                n("Slice", [x, "mid", "hi", "last"], [f"{x}_2"]),
+                n("Neg", [f"{x}_2"], [f"{x}_n2"]),
+                n("Concat", [f"{x}_n2", f"{x}_1"], [f"{x}_rot"], axis=-1),
+                n("Mul", [x, "cos"], [f"{x}_c"]),
+                n("Mul", [f"{x}_rot", "sin"], [f"{x}_s"]),
+                n("Add", [f"{x}_c", f"{x}_s"], [f"{x}_r"]),
+            ]
         for x, src in (("k", "k_r"), ("v", "v")):  # repeat_kv: each K/V head serves two query heads
-            nodes += [n("Unsqueeze", [src, "ax2"], [f"{x}_u"]), n("Expand", [f"{x}_u", "rep_shape"], [f"{x}_e"]),
-                      n("Reshape", [f"{x}_e", "heads_shape"], [f"{x}_g"])]
+            nodes += [
+                n("Unsqueeze", [src, "ax2"], [f"{x}_u"]),
+                n("Expand", [f"{x}_u", "rep_shape"], [f"{x}_e"]),
+                n("Reshape", [f"{x}_e", "heads_shape"], [f"{x}_g"]),
+            ]
         q, k, v = "q_r", "k_g", "v_g"
-    nodes += [n("Transpose", [k], ["kt"], perm=[0, 1, 3, 2]),
-              n("Mul", [q, "half_scale"], ["qs"]), n("Mul", ["kt", "half_scale"], ["kts"]),
-              n("MatMul", ["qs", "kts"], ["scores"]),
-              n("Cast", ["attention_mask"], ["mask_b"], to=BOOL),
-              n("Unsqueeze", ["mask_b", "ax12"], ["pad"])]  # (B, 1, 1, S)
+    nodes += [
+        n("Transpose", [k], ["kt"], perm=[0, 1, 3, 2]),
+        n("Mul", [q, "half_scale"], ["qs"]),
+        n("Mul", ["kt", "half_scale"], ["kts"]),
+        n("MatMul", ["qs", "kts"], ["scores"]),
+        n("Cast", ["attention_mask"], ["mask_b"], to=BOOL),
+        n("Unsqueeze", ["mask_b", "ax12"], ["pad"]),
+    ]  # (B, 1, 1, S)
     keep = "pad"
     if kind != "bert":
         inits.append(init("causal", np.tril(np.ones((S, S), bool))))
         nodes.append(n("And", ["causal", "pad"], ["keep"]))
         keep = "keep"
-    nodes += [n("Where", [keep, "zero", "fill"], ["additive"]), n("Add", ["scores", "additive"], ["masked"]),
-              n("Softmax", ["masked"], ["p"], axis=-1), n("IsNaN", ["p"], ["p_nan"]),
-              n("Where", ["p_nan", "guard_fill", "p"], ["p_safe"]), n("MatMul", ["p_safe", v], ["ctx"]),
-              n("Transpose", ["ctx"], ["ctx_t"], perm=[0, 2, 1, 3]), n("Reshape", ["ctx_t", "out_shape"], ["out"])]
+    nodes += [
+        n("Where", [keep, "zero", "fill"], ["additive"]),
+        n("Add", ["scores", "additive"], ["masked"]),
+        n("Softmax", ["masked"], ["p"], axis=-1),
+        n("IsNaN", ["p"], ["p_nan"]),
+        n("Where", ["p_nan", "guard_fill", "p"], ["p_safe"]),
+        n("MatMul", ["p_safe", v], ["ctx"]),
+        n("Transpose", ["ctx"], ["ctx_t"], perm=[0, 2, 1, 3]),
+        n("Reshape", ["ctx_t", "out_shape"], ["out"]),
+    ]
     inputs = [vi("hidden", F, [B, S, E]), vi("attention_mask", I64, [B, S])]
     return make_model(nodes, inputs, [vi("out", F, [B, S, E])], inits, opset=18)
 
@@ -101,7 +132,7 @@ def sdpa_feeds(kind: str) -> dict[str, np.ndarray]:
     (gpt2, llama: with the causal mask its first three query rows see no key at all)."""
     mask = np.ones((B, S), np.int64)
     if kind == "bert":
-        mask[1, S - 3:] = 0
+        mask[1, S - 3 :] = 0
     else:
         mask[1, :3] = 0
     hidden = np.random.default_rng(7).standard_normal((B, S, E)).astype(np.float32)

@@ -26,12 +26,24 @@ def bert_like(seq: str | int = "seq", hidden: int = 16, vocab: int = 30) -> onnx
     def w(*shape, scale=0.5):
         return (rng.standard_normal(shape) * scale).astype(np.float32)
 
-    inits = [init("word_emb", w(vocab, hidden)), init("type_emb", w(2, hidden)), init("pos_emb", w(64, hidden)),
-             init("wq", w(hidden, hidden)), init("wk", w(hidden, hidden)), init("wv", w(hidden, hidden)),
-             init("gamma", np.ones(hidden, np.float32)), init("beta", np.zeros(hidden, np.float32)),
-             init("one", np.float32(1.0)), init("neg", np.float32(-10000.0)), init("ax1", np.array([1], np.int64)),
-             init("scale", np.float32(1.0 / np.sqrt(hidden))), init("zero", np.array(0, np.int64)),
-             init("one_i", np.array(1, np.int64)), init("eps", np.float32(1e-12)), init("ax_last", np.array([-1]))]
+    inits = [
+        init("word_emb", w(vocab, hidden)),
+        init("type_emb", w(2, hidden)),
+        init("pos_emb", w(64, hidden)),
+        init("wq", w(hidden, hidden)),
+        init("wk", w(hidden, hidden)),
+        init("wv", w(hidden, hidden)),
+        init("gamma", np.ones(hidden, np.float32)),
+        init("beta", np.zeros(hidden, np.float32)),
+        init("one", np.float32(1.0)),
+        init("neg", np.float32(-10000.0)),
+        init("ax1", np.array([1], np.int64)),
+        init("scale", np.float32(1.0 / np.sqrt(hidden))),
+        init("zero", np.array(0, np.int64)),
+        init("one_i", np.array(1, np.int64)),
+        init("eps", np.float32(1e-12)),
+        init("ax_last", np.array([-1])),
+    ]
     n = helper.make_node
     nodes = [
         n("Gather", ["word_emb", "input_ids"], ["we"]),
@@ -66,11 +78,14 @@ def bert_like(seq: str | int = "seq", hidden: int = 16, vocab: int = 30) -> onnx
 def bert_feed(batch: int = 2, seq: int = 8, vocab: int = 30) -> dict[str, np.ndarray]:
     rng = np.random.default_rng(5)
     mask = np.ones((batch, seq), np.int64)
-    mask[0, seq - 3:] = 0
+    mask[0, seq - 3 :] = 0
     types = np.zeros((batch, seq), np.int64)
-    types[:, seq // 2:] = 1
-    return {"input_ids": rng.integers(0, vocab, (batch, seq)).astype(np.int64), "token_type_ids": types,
-            "attention_mask": mask}
+    types[:, seq // 2 :] = 1
+    return {
+        "input_ids": rng.integers(0, vocab, (batch, seq)).astype(np.int64),
+        "token_type_ids": types,
+        "attention_mask": mask,
+    }
 
 
 def yolo_like(size: int = 32) -> onnx.ModelProto:
@@ -80,20 +95,25 @@ def yolo_like(size: int = 32) -> onnx.ModelProto:
     x, ch = "images", 3
     for k, out_ch in enumerate((8, 16, 16)):
         wname = f"w{k}"
-        inits += [init(wname, (rng.standard_normal((out_ch, ch, 3, 3)) * 0.4).astype(np.float32)),
-                  init(f"b{k}", (rng.standard_normal(out_ch) * 0.1).astype(np.float32)),
-                  init(f"g{k}", rng.uniform(0.5, 1.5, out_ch).astype(np.float32)),
-                  init(f"be{k}", (rng.standard_normal(out_ch) * 0.1).astype(np.float32)),
-                  init(f"mu{k}", (rng.standard_normal(out_ch) * 0.1).astype(np.float32)),
-                  init(f"var{k}", rng.uniform(0.5, 2.0, out_ch).astype(np.float32))]
-        nodes += [n("Conv", [x, wname, f"b{k}"], [f"c{k}"], pads=[1, 1, 1, 1], strides=[2 if k else 1] * 2),
-                  n("BatchNormalization", [f"c{k}", f"g{k}", f"be{k}", f"mu{k}", f"var{k}"], [f"bn{k}"],
-                    epsilon=1e-3),
-                  n("Sigmoid", [f"bn{k}"], [f"sg{k}"]),
-                  n("Mul", [f"bn{k}", f"sg{k}"], [f"a{k}"])]
+        inits += [
+            init(wname, (rng.standard_normal((out_ch, ch, 3, 3)) * 0.4).astype(np.float32)),
+            init(f"b{k}", (rng.standard_normal(out_ch) * 0.1).astype(np.float32)),
+            init(f"g{k}", rng.uniform(0.5, 1.5, out_ch).astype(np.float32)),
+            init(f"be{k}", (rng.standard_normal(out_ch) * 0.1).astype(np.float32)),
+            init(f"mu{k}", (rng.standard_normal(out_ch) * 0.1).astype(np.float32)),
+            init(f"var{k}", rng.uniform(0.5, 2.0, out_ch).astype(np.float32)),
+        ]
+        nodes += [
+            n("Conv", [x, wname, f"b{k}"], [f"c{k}"], pads=[1, 1, 1, 1], strides=[2 if k else 1] * 2),
+            n("BatchNormalization", [f"c{k}", f"g{k}", f"be{k}", f"mu{k}", f"var{k}"], [f"bn{k}"], epsilon=1e-3),
+            n("Sigmoid", [f"bn{k}"], [f"sg{k}"]),
+            n("Mul", [f"bn{k}", f"sg{k}"], [f"a{k}"]),
+        ]
         x, ch = f"a{k}", out_ch
-    inits += [init("wh", (rng.standard_normal((6, ch, 1, 1)) * 0.3).astype(np.float32)),
-              init("pix", np.array([size * 22.0] * 4 + [1.0, 1.0], np.float32).reshape(1, 6, 1, 1))]
+    inits += [
+        init("wh", (rng.standard_normal((6, ch, 1, 1)) * 0.3).astype(np.float32)),
+        init("pix", np.array([size * 22.0] * 4 + [1.0, 1.0], np.float32).reshape(1, 6, 1, 1)),
+    ]
     nodes += [n("Conv", [x, "wh"], ["head"]), n("Sigmoid", ["head"], ["hs"]), n("Mul", ["hs", "pix"], ["det"])]
     return make_model(nodes, [vi("images", F, [1, 3, size, size])], [vi("det", F, None)], inits, opset=17)
 

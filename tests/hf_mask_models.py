@@ -50,8 +50,14 @@ class GraphBuilder:
 
 
 def _layer_norm(g: GraphBuilder, x: str, d: int) -> str:
-    return g.op("LayerNormalization", x, g.const(np.ones(d, np.float32) + g.rng.standard_normal(d).astype(
-        np.float32) * 0.1), g.const(g.rng.standard_normal(d).astype(np.float32) * 0.1), axis=-1, epsilon=1e-5)
+    return g.op(
+        "LayerNormalization",
+        x,
+        g.const(np.ones(d, np.float32) + g.rng.standard_normal(d).astype(np.float32) * 0.1),
+        g.const(g.rng.standard_normal(d).astype(np.float32) * 0.1),
+        axis=-1,
+        epsilon=1e-5,
+    )
 
 
 def rms_norm(g: GraphBuilder, x: str, d: int) -> str:
@@ -84,11 +90,13 @@ def _attention(g: GraphBuilder, x: str, mask: str, d: int, heads: int) -> str:
         return g.op("Transpose", g.op("Reshape", t, shape4), perm=[0, 2, 1, 3])
 
     q, k, v = (split(g.op("MatMul", x, g.weight(d, d))) for _ in range(3))
-    scores = g.op("Div", g.op("MatMul", q, g.op("Transpose", k, perm=[0, 1, 3, 2])), g.const(np.float32(
-        math.sqrt(dh))))
+    scores = g.op("Div", g.op("MatMul", q, g.op("Transpose", k, perm=[0, 1, 3, 2])), g.const(np.float32(math.sqrt(dh))))
     probs = g.op("Softmax", g.op("Add", scores, mask), axis=-1)
-    ctx = g.op("Reshape", g.op("Transpose", g.op("MatMul", probs, v), perm=[0, 2, 1, 3]),
-               g.const(np.array([0, 0, d], np.int64)))
+    ctx = g.op(
+        "Reshape",
+        g.op("Transpose", g.op("MatMul", probs, v), perm=[0, 2, 1, 3]),
+        g.const(np.array([0, 0, d], np.int64)),
+    )
     return g.op("MatMul", ctx, g.weight(d, d))
 
 
@@ -115,18 +123,24 @@ def _causal_bool(g: GraphBuilder, seq: int) -> str:
 
 def _model(g: GraphBuilder, out: str, batch: int, seq: int, vocab: int, name: str) -> onnx.ModelProto:
     graph = helper.make_graph(
-        g.nodes, name,
-        [helper.make_tensor_value_info("input_ids", I64, [batch, seq]),
-         helper.make_tensor_value_info("attention_mask", I64, [batch, seq])],
-        [helper.make_tensor_value_info(out, F, [batch, seq, vocab])], g.inits)
+        g.nodes,
+        name,
+        [
+            helper.make_tensor_value_info("input_ids", I64, [batch, seq]),
+            helper.make_tensor_value_info("attention_mask", I64, [batch, seq]),
+        ],
+        [helper.make_tensor_value_info(out, F, [batch, seq, vocab])],
+        g.inits,
+    )
     m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     m.ir_version = 8
     onnx.checker.check_model(m)
     return m
 
 
-def bert_like_masked(batch: int = 2, seq: int = 8, d: int = 32, heads: int = 2, layers: int = 2,
-                     vocab: int = 40, seed: int = 0) -> onnx.ModelProto:
+def bert_like_masked(
+    batch: int = 2, seq: int = 8, d: int = 32, heads: int = 2, layers: int = 2, vocab: int = 40, seed: int = 0
+) -> onnx.ModelProto:
     g = GraphBuilder(seed)
     x, _ = _inputs_and_embed(g, vocab, d, seq)
     x = _layer_norm(g, x, d)
@@ -142,8 +156,9 @@ def bert_like_masked(batch: int = 2, seq: int = 8, d: int = 32, heads: int = 2, 
     return _model(g, g.op("MatMul", x, g.weight(d, vocab)), batch, seq, vocab, "bert_like_masked")
 
 
-def gpt2_like_masked(batch: int = 2, seq: int = 8, d: int = 32, heads: int = 2, layers: int = 2,
-                     vocab: int = 40, seed: int = 1) -> onnx.ModelProto:
+def gpt2_like_masked(
+    batch: int = 2, seq: int = 8, d: int = 32, heads: int = 2, layers: int = 2, vocab: int = 40, seed: int = 1
+) -> onnx.ModelProto:
     g = GraphBuilder(seed)
     x, emb = _inputs_and_embed(g, vocab, d, seq)
     blocked = g.op("Or", _causal_bool(g, seq), _padding_bool(g))  # [B, 1, S, S]
@@ -157,8 +172,9 @@ def gpt2_like_masked(batch: int = 2, seq: int = 8, d: int = 32, heads: int = 2, 
     return _model(g, g.op("MatMul", _layer_norm(g, x, d), head), batch, seq, vocab, "gpt2_like_masked")
 
 
-def llama_like_masked(batch: int = 2, seq: int = 8, d: int = 32, heads: int = 2, layers: int = 2,
-                      vocab: int = 40, seed: int = 2) -> onnx.ModelProto:
+def llama_like_masked(
+    batch: int = 2, seq: int = 8, d: int = 32, heads: int = 2, layers: int = 2, vocab: int = 40, seed: int = 2
+) -> onnx.ModelProto:
     g = GraphBuilder(seed)
     x, _ = _inputs_and_embed(g, vocab, d, seq)
     allowed = g.op("Not", g.op("Or", _causal_bool(g, seq), _padding_bool(g)))
@@ -169,8 +185,7 @@ def llama_like_masked(batch: int = 2, seq: int = 8, d: int = 32, heads: int = 2,
         h = rms_norm(g, x, d)
         mlp = g.op("Mul", _silu(g, g.op("MatMul", h, g.weight(d, 3 * d))), g.op("MatMul", h, g.weight(d, 3 * d)))
         x = g.op("Add", x, g.op("MatMul", mlp, g.weight(3 * d, d)))
-    return _model(g, g.op("MatMul", rms_norm(g, x, d), g.weight(d, vocab)), batch, seq, vocab,
-                  "llama_like_masked")
+    return _model(g, g.op("MatMul", rms_norm(g, x, d), g.weight(d, vocab)), batch, seq, vocab, "llama_like_masked")
 
 
 def masked_feed(batch: int = 2, seq: int = 8, vocab: int = 40, *, left: bool, seed: int = 3) -> dict[str, np.ndarray]:

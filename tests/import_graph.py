@@ -15,22 +15,29 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 # Source folder -> the package name it installs as (setup.py maps compiler/ and gpu/ into migx_explore).
 PACKAGES = {"compiler": "migx_explore.compiler", "gpu": "migx_explore.gpu", "migx_explore": "migx_explore"}
-FILES = {".".join([pkg, *p.relative_to(ROOT / d).with_suffix("").parts]).removesuffix(".__init__"): p
-         for d, pkg in PACKAGES.items() for p in (ROOT / d).rglob("*.py")}
+FILES = {
+    ".".join([pkg, *p.relative_to(ROOT / d).with_suffix("").parts]).removesuffix(".__init__"): p
+    for d, pkg in PACKAGES.items()
+    for p in (ROOT / d).rglob("*.py")
+}
 
 
 def _imports(mod: str, path: Path) -> Iterator[tuple[str, str, bool, int]]:
     """(imported module, imported name, runs at import/call time, line) for every import in a file."""
     tree = ast.parse(path.read_text())
-    typing_only = {id(n) for i in ast.walk(tree) if isinstance(i, ast.If) and "TYPE_CHECKING" in ast.unparse(i.test)
-                   for n in ast.walk(i)}
+    typing_only = {
+        id(n)
+        for i in ast.walk(tree)
+        if isinstance(i, ast.If) and "TYPE_CHECKING" in ast.unparse(i.test)
+        for n in ast.walk(i)
+    }
     here = mod.split(".") if path.name == "__init__.py" else mod.split(".")[:-1]
     for n in ast.walk(tree):
         runs = id(n) not in typing_only
         if isinstance(n, ast.Import):
             yield from ((a.name, "", runs, n.lineno) for a in n.names)
         elif isinstance(n, ast.ImportFrom):
-            base = ".".join(x for x in [".".join(here[:len(here) - n.level + 1]) if n.level else "", n.module] if x)
+            base = ".".join(x for x in [".".join(here[: len(here) - n.level + 1]) if n.level else "", n.module] if x)
             for a in n.names:  # `from pkg import mod` imports the module; `from mod import name`, a name
                 sub = f"{base}.{a.name}"
                 yield (sub, "", runs, n.lineno) if sub in FILES else (base, a.name, runs, n.lineno)

@@ -12,8 +12,14 @@ from migx_explore.compiler.passes import NumericConfig, PassManager, Trace, make
 from migx_explore.gpu.pipelines import gpu_pipelines
 
 
-def check_pipelines(program: Program, inputs: Mapping[str, np.ndarray] | None = None, *, rtol: float | None = None,
-                    atol: float | None = None, backend: bool = False) -> Trace:
+def check_pipelines(
+    program: Program,
+    inputs: Mapping[str, np.ndarray] | None = None,
+    *,
+    rtol: float | None = None,
+    atol: float | None = None,
+    backend: bool = False,
+) -> Trace:
     """Default: the product's check (MIGraphX's relative RMS per compute type, compiler/verify.py);
     rtol/atol select elementwise allclose."""
     cfg: NumericConfig = make_numeric_config(program, inputs, rtol=rtol, atol=atol)

@@ -33,10 +33,16 @@ def resnet_like(seed: int = 0, *, classes: int = 10, hw: int = 16) -> onnx.Model
         return name
 
     def conv(x: str, cin: int, cout: int, tag: str, k: int = 3, stride: int = 1) -> str:
-        nodes.append(helper.make_node(
-            "Conv", [x, w(f"{tag}_w", cout, cin, k, k, scale=(2.0 / (cin * k * k)) ** 0.5),
-                     w(f"{tag}_b", cout, scale=0.1)], [f"{tag}_y"],
-            kernel_shape=[k, k], pads=[k // 2] * 4, strides=[stride, stride]))
+        nodes.append(
+            helper.make_node(
+                "Conv",
+                [x, w(f"{tag}_w", cout, cin, k, k, scale=(2.0 / (cin * k * k)) ** 0.5), w(f"{tag}_b", cout, scale=0.1)],
+                [f"{tag}_y"],
+                kernel_shape=[k, k],
+                pads=[k // 2] * 4,
+                strides=[stride, stride],
+            )
+        )
         return f"{tag}_y"
 
     def relu(x: str) -> str:
@@ -52,10 +58,18 @@ def resnet_like(seed: int = 0, *, classes: int = 10, hw: int = 16) -> onnx.Model
         x = relu(f"b{i}_sum")
     nodes.append(helper.make_node("GlobalAveragePool", [x], ["gap"]))
     nodes.append(helper.make_node("Flatten", ["gap"], ["flat"], axis=1))
-    nodes.append(helper.make_node("Gemm", ["flat", w("fc_w", classes, 16, scale=0.3), w("fc_b", classes, scale=0.1)],
-                                  ["logits"], transB=1))
-    g = helper.make_graph(nodes, "resnet_like", [helper.make_tensor_value_info("input", F, [1, 3, hw, hw])],
-                          [helper.make_tensor_value_info("logits", F, [1, classes])], inits)
+    nodes.append(
+        helper.make_node(
+            "Gemm", ["flat", w("fc_w", classes, 16, scale=0.3), w("fc_b", classes, scale=0.1)], ["logits"], transB=1
+        )
+    )
+    g = helper.make_graph(
+        nodes,
+        "resnet_like",
+        [helper.make_tensor_value_info("input", F, [1, 3, hw, hw])],
+        [helper.make_tensor_value_info("logits", F, [1, classes])],
+        inits,
+    )
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
     m.ir_version = 9
     onnx.checker.check_model(m)
@@ -67,8 +81,9 @@ def image_batches(n: int, seed: int = 1, hw: int = 16) -> list[np.ndarray]:
     return [rng.standard_normal((1, 3, hw, hw)).astype(np.float32) for _ in range(n)]
 
 
-def quantize_qdq(model: onnx.ModelProto, calibration: list, *, activation: str = "uint8",
-                 per_channel: bool = True, fmt: str = "QDQ") -> onnx.ModelProto:
+def quantize_qdq(
+    model: onnx.ModelProto, calibration: list, *, activation: str = "uint8", per_channel: bool = True, fmt: str = "QDQ"
+) -> onnx.ModelProto:
     """onnxruntime.quantization.quantize_static in QDQ format with MinMax calibration; activations
     uint8 (asymmetric, zero points) or int8 (ORT's default for int8 is symmetric: zero point 0
     unless ActivationSymmetric is turned off, which we do to get zero points). `calibration`: image
@@ -95,22 +110,35 @@ def quantize_qdq(model: onnx.ModelProto, calibration: list, *, activation: str =
     with tempfile.TemporaryDirectory() as d:
         src, dst = Path(d) / "f.onnx", Path(d) / "q.onnx"
         onnx.save(model, src)
-        quantize_static(str(src), str(dst), Reader(), quant_format=getattr(QuantFormat, fmt), per_channel=per_channel,
-                        activation_type=act, weight_type=QuantType.QInt8,
-                        calibrate_method=CalibrationMethod.MinMax,
-                        extra_options={"ActivationSymmetric": False, "WeightSymmetric": True})
+        quantize_static(
+            str(src),
+            str(dst),
+            Reader(),
+            quant_format=getattr(QuantFormat, fmt),
+            per_channel=per_channel,
+            activation_type=act,
+            weight_type=QuantType.QInt8,
+            calibrate_method=CalibrationMethod.MinMax,
+            extra_options={"ActivationSymmetric": False, "WeightSymmetric": True},
+        )
         return onnx.load(str(dst))
 
 
-def quantize_qoperator(model: onnx.ModelProto, calibration: list, *,
-                       activation: str = "uint8") -> onnx.ModelProto:
+def quantize_qoperator(model: onnx.ModelProto, calibration: list, *, activation: str = "uint8") -> onnx.ModelProto:
     """The same quantizer in QOperator format: QLinearConv, QLinearMatMul, com.microsoft QLinearAdd /
     QLinearGlobalAveragePool / QGemm / QLinearSoftmax, per-channel int8 weights."""
     return quantize_qdq(model, calibration, activation=activation, per_channel=True, fmt="QOperator")
 
 
-def qlinear_matmul(a_shape: tuple[int, ...], b_shape: tuple[int, ...], *, per_channel: bool, signed: bool,
-                   seed: int = 0, opset: int = 21) -> tuple[onnx.ModelProto, dict[str, np.ndarray]]:
+def qlinear_matmul(
+    a_shape: tuple[int, ...],
+    b_shape: tuple[int, ...],
+    *,
+    per_channel: bool,
+    signed: bool,
+    seed: int = 0,
+    opset: int = 21,
+) -> tuple[onnx.ModelProto, dict[str, np.ndarray]]:
     """One QLinearMatMul on N-D operands, B constant with a per-tensor or per-column scale and
     zero point: 1-D (length N) for a 2-D B, and for an N-D B ONNX Runtime's N-D form, one row per
     batch matrix with the second-to-last dim 1 (shape [..., 1, N]). A is a graph input."""
@@ -122,19 +150,31 @@ def qlinear_matmul(a_shape: tuple[int, ...], b_shape: tuple[int, ...], *, per_ch
     q_shape = ((n,) if len(b_shape) == 2 else (*b_shape[:-2], 1, n)) if per_channel else ()
     bs = rng.uniform(0.01, 0.05, q_shape).astype(np.float32)
     bz = rng.integers(lo + 100, lo + 140, q_shape).astype(npt)
-    inits = [_init("b", b), _init("a_s", np.array(0.03, np.float32)), _init("a_z", np.array(lo + 117, npt)),
-             _init("b_s", bs), _init("b_z", bz), _init("y_s", np.array(0.7, np.float32)),
-             _init("y_z", np.array(lo + 131, npt))]
+    inits = [
+        _init("b", b),
+        _init("a_s", np.array(0.03, np.float32)),
+        _init("a_z", np.array(lo + 117, npt)),
+        _init("b_s", bs),
+        _init("b_z", bz),
+        _init("y_s", np.array(0.7, np.float32)),
+        _init("y_z", np.array(lo + 131, npt)),
+    ]
     node = helper.make_node("QLinearMatMul", ["a", "a_s", "a_z", "b", "b_s", "b_z", "y_s", "y_z"], ["y"])
-    g = helper.make_graph([node], "qlinear_matmul", [helper.make_tensor_value_info("a", qt, list(a_shape))],
-                          [_any_shape_output("y", qt)], inits)
+    g = helper.make_graph(
+        [node],
+        "qlinear_matmul",
+        [helper.make_tensor_value_info("a", qt, list(a_shape))],
+        [_any_shape_output("y", qt)],
+        inits,
+    )
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
     m.ir_version = 10
     return m, {"a": rng.integers(lo, hi, a_shape).astype(npt)}
 
 
-def qlinear_conv(*, per_channel: bool, signed: bool, bias: bool = True, group: int = 1,
-                 seed: int = 0) -> tuple[onnx.ModelProto, dict[str, np.ndarray]]:
+def qlinear_conv(
+    *, per_channel: bool, signed: bool, bias: bool = True, group: int = 1, seed: int = 0
+) -> tuple[onnx.ModelProto, dict[str, np.ndarray]]:
     """One QLinearConv (3x3, pad 1) with per-channel or per-tensor weight parameters; sizes the
     8-bit BLAS takes (M, N, K multiples of 4) so the GPU runs it as an int8 GEMM."""
     rng = np.random.default_rng(seed)
@@ -144,16 +184,27 @@ def qlinear_conv(*, per_channel: bool, signed: bool, bias: bool = True, group: i
     w = rng.integers(-127, 128, (cout, cin // group, 3, 3)).astype(np.int8)
     ws = (rng.uniform(0.001, 0.01, cout) if per_channel else np.array(0.004)).astype(np.float32)
     wz = np.zeros(cout if per_channel else (), np.int8)
-    inits = [_init("x_s", np.array(0.05, np.float32)), _init("x_z", np.array(lo + 113, npt)), _init("w", w),
-             _init("w_s", ws), _init("w_z", wz), _init("y_s", np.array(0.04, np.float32)),
-             _init("y_z", np.array(lo + 128, npt))]
+    inits = [
+        _init("x_s", np.array(0.05, np.float32)),
+        _init("x_z", np.array(lo + 113, npt)),
+        _init("w", w),
+        _init("w_s", ws),
+        _init("w_z", wz),
+        _init("y_s", np.array(0.04, np.float32)),
+        _init("y_z", np.array(lo + 128, npt)),
+    ]
     ins = ["x", "x_s", "x_z", "w", "w_s", "w_z", "y_s", "y_z"]
     if bias:
         inits.append(_init("bias", rng.integers(-2000, 2000, cout).astype(np.int32)))
         ins.append("bias")
     node = helper.make_node("QLinearConv", ins, ["y"], pads=[1, 1, 1, 1], kernel_shape=[3, 3], group=group)
-    g = helper.make_graph([node], "qlinear_conv", [helper.make_tensor_value_info("x", qt, [1, cin, hw, hw])],
-                          [_any_shape_output("y", qt)], inits)
+    g = helper.make_graph(
+        [node],
+        "qlinear_conv",
+        [helper.make_tensor_value_info("x", qt, [1, cin, hw, hw])],
+        [_any_shape_output("y", qt)],
+        inits,
+    )
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
     m.ir_version = 8
     return m, {"x": rng.integers(lo, hi, (1, cin, hw, hw)).astype(npt)}
@@ -163,18 +214,33 @@ def qlinear_where(seed: int = 0) -> tuple[onnx.ModelProto, dict[str, np.ndarray]
     """One com.microsoft.QLinearWhere on uint8 operands with different scales and zero points."""
     rng = np.random.default_rng(seed)
     u8 = TensorProto.UINT8
-    inits = [_init("xs", np.array(0.02, np.float32)), _init("xz", np.array(100, np.uint8)),
-             _init("ys", np.array(0.05, np.float32)), _init("yz", np.array(30, np.uint8)),
-             _init("zs", np.array(0.04, np.float32)), _init("zz", np.array(90, np.uint8))]
-    node = helper.make_node("QLinearWhere", ["c", "x", "xs", "xz", "y", "ys", "yz", "zs", "zz"], ["q"],
-                            domain="com.microsoft")
-    g = helper.make_graph([node], "qlinear_where",
-                          [helper.make_tensor_value_info("c", TensorProto.BOOL, [3, 5]),
-                           helper.make_tensor_value_info("x", u8, [3, 5]),
-                           helper.make_tensor_value_info("y", u8, [3, 5])],
-                          [helper.make_tensor_value_info("q", u8, [3, 5])], inits)
+    inits = [
+        _init("xs", np.array(0.02, np.float32)),
+        _init("xz", np.array(100, np.uint8)),
+        _init("ys", np.array(0.05, np.float32)),
+        _init("yz", np.array(30, np.uint8)),
+        _init("zs", np.array(0.04, np.float32)),
+        _init("zz", np.array(90, np.uint8)),
+    ]
+    node = helper.make_node(
+        "QLinearWhere", ["c", "x", "xs", "xz", "y", "ys", "yz", "zs", "zz"], ["q"], domain="com.microsoft"
+    )
+    g = helper.make_graph(
+        [node],
+        "qlinear_where",
+        [
+            helper.make_tensor_value_info("c", TensorProto.BOOL, [3, 5]),
+            helper.make_tensor_value_info("x", u8, [3, 5]),
+            helper.make_tensor_value_info("y", u8, [3, 5]),
+        ],
+        [helper.make_tensor_value_info("q", u8, [3, 5])],
+        inits,
+    )
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("com.microsoft", 1)])
     m.ir_version = 8
-    feeds = {"c": rng.random((3, 5)) < 0.5, "x": rng.integers(0, 256, (3, 5)).astype(np.uint8),
-             "y": rng.integers(0, 256, (3, 5)).astype(np.uint8)}
+    feeds = {
+        "c": rng.random((3, 5)) < 0.5,
+        "x": rng.integers(0, 256, (3, 5)).astype(np.uint8),
+        "y": rng.integers(0, 256, (3, 5)).astype(np.uint8),
+    }
     return m, feeds

@@ -26,9 +26,12 @@ def _model_file(tmp_path, nodes, inputs, outputs, inits=(), name="m.onnx"):
 
 
 def _relu_file(tmp_path):
-    return _model_file(tmp_path, [helper.make_node("Relu", ["in:0"], ["out:0"])],
-                       [helper.make_tensor_value_info("in:0", TensorProto.FLOAT, [2, 3])],
-                       [helper.make_tensor_value_info("out:0", TensorProto.FLOAT, [2, 3])])
+    return _model_file(
+        tmp_path,
+        [helper.make_node("Relu", ["in:0"], ["out:0"])],
+        [helper.make_tensor_value_info("in:0", TensorProto.FLOAT, [2, 3])],
+        [helper.make_tensor_value_info("out:0", TensorProto.FLOAT, [2, 3])],
+    )
 
 
 def _error_line(capsys, argv) -> str:
@@ -49,9 +52,12 @@ def test_read_prints_ir_that_parses_back(capsys):
 
 
 def test_read_onnx_file_with_input_dims(tmp_path, capsys):
-    path, _ = _model_file(tmp_path, [helper.make_node("Relu", ["x"], ["y"])],
-                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", 3])],
-                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["n", 3])])
+    path, _ = _model_file(
+        tmp_path,
+        [helper.make_node("Relu", ["x"], ["y"])],
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", 3])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["n", 3])],
+    )
     assert main(["read", str(path), "--input-dim", "x=5,3"]) == 0
     cap = capsys.readouterr()
     assert "x = @param:x -> float32, {5, 3}" in cap.out and cap.err == ""
@@ -125,10 +131,13 @@ def test_run_gpu_target_goes_through_the_gpu_hook(monkeypatch, capsys):
 
 # ---- one-line errors -----------------------------------------------------------------------------
 def test_truncated_onnx_file(tmp_path, capsys):
-    path, m = _model_file(tmp_path, [helper.make_node("Add", ["x", "w"], ["y"])],
-                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [64])],
-                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [64])],
-                          [numpy_helper.from_array(np.ones(64, np.float32), "w")])
+    path, m = _model_file(
+        tmp_path,
+        [helper.make_node("Add", ["x", "w"], ["y"])],
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [64])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [64])],
+        [numpy_helper.from_array(np.ones(64, np.float32), "w")],
+    )
     data = path.read_bytes()
     path.write_bytes(data[: len(data) - 40])
     line = _error_line(capsys, ["read", str(path)])
@@ -136,9 +145,12 @@ def test_truncated_onnx_file(tmp_path, capsys):
 
 
 def test_unknown_op(tmp_path, capsys):
-    path, _ = _model_file(tmp_path, [helper.make_node("Det", ["x"], ["y"], name="u0")],
-                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 2])],
-                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [])])
+    path, _ = _model_file(
+        tmp_path,
+        [helper.make_node("Det", ["x"], ["y"], name="u0")],
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 2])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [])],
+    )
     line = _error_line(capsys, ["run", str(path)])
     assert "Det" in line and "u0" in line and "migx-explore onnx --list" in line
 
@@ -165,9 +177,13 @@ def test_external_data_escaping_the_folder(tmp_path, capsys):
     w = numpy_helper.from_array(np.ones(4, np.float32), "w")
     onnx.external_data_helper.set_external_data(w, location="../outside.bin")
     w.ClearField("raw_data")
-    path, _ = _model_file(sub, [helper.make_node("Add", ["x", "w"], ["y"])],
-                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])],
-                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4])], [w])
+    path, _ = _model_file(
+        sub,
+        [helper.make_node("Add", ["x", "w"], ["y"])],
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4])],
+        [w],
+    )
     line = _error_line(capsys, ["read", str(path)])
     assert "escapes the model folder" in line
 
@@ -183,15 +199,23 @@ def test_console_entry_point_runs_in_a_subprocess(tmp_path):
     path, _ = _relu_file(tmp_path)
     cut = tmp_path / "cut.onnx"
     cut.write_bytes(path.read_bytes()[:20])
-    r = subprocess.run([sys.executable, "-m", "migx_explore", "read", str(cut)], capture_output=True, text=True,
-                       timeout=120)
+    r = subprocess.run(
+        [sys.executable, "-m", "migx_explore", "read", str(cut)], capture_output=True, text=True, timeout=120
+    )
     assert r.returncode == 2 and "Traceback" not in r.stderr and r.stderr.count("\n") == 1
     r = subprocess.run([sys.executable, "-m", "migx_explore", "onnx"], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0 and "ONNX operators supported" in r.stdout
 
 
-@pytest.mark.parametrize("item,want", [("x=1,3,224,224", {"x": [1, 3, 224, 224]}), ("a=2x3", {"a": [2, 3]}),
-                                       ("s=", {"s": []}), ("x=1..8,64", {"x": [(1, 8), 64]})])
+@pytest.mark.parametrize(
+    "item,want",
+    [
+        ("x=1,3,224,224", {"x": [1, 3, 224, 224]}),
+        ("a=2x3", {"a": [2, 3]}),
+        ("s=", {"s": []}),
+        ("x=1..8,64", {"x": [(1, 8), 64]}),
+    ],
+)
 def test_input_dim_parsing(item, want):
     from migx_explore.loading import parse_input_dims
 

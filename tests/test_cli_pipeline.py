@@ -12,8 +12,13 @@ from migx_explore.compiler.passes import rewrite_gelu
 def test_passes_lists_every_entry_with_a_status(capsys):
     assert cli(["passes"]) == 0
     out = capsys.readouterr().out
-    for name in ("dynamic_shapes (4 entries)", "required (23 entries)", "optimize_rewrite (18 entries)",
-                 "fusion (11 entries)", "backend (34 entries)"):
+    for name in (
+        "dynamic_shapes (4 entries)",
+        "required (23 entries)",
+        "optimize_rewrite (18 entries)",
+        "fusion (11 entries)",
+        "backend (34 entries)",
+    ):
         assert name in out
     assert "90 entries:" in out and "pending" not in out
     assert "compile_miopen" in out and "disabled: no MIOpen" in out
@@ -58,5 +63,4 @@ def test_waterfall_cli_without_gpu(tmp_path, capsys):
     assert cli(["waterfall", "mlp", "--by", "pipeline", "--no-gpu", "--png", str(png), "--json", str(js)]) == 0
     assert png.stat().st_size > 5000
     rows = json.loads(js.read_text())["rows"]
-    assert rows[0]["variant"] == "(all passes)" and {r["variant"] for r in rows[1:]} == {"-optimize_rewrite",
-                                                                                       "-fusion"}
+    assert rows[0]["variant"] == "(all passes)" and {r["variant"] for r in rows[1:]} == {"-optimize_rewrite", "-fusion"}

@@ -9,8 +9,9 @@ from migx_explore.cli import main
 from migx_explore.session import Session
 
 
-@pytest.mark.parametrize("flag,first", [("--fp16", "truncate_float"), ("--int8", "capture_arguments"),
-                                        ("--fp8", "quantize_8bits")])
+@pytest.mark.parametrize(
+    "flag,first", [("--fp16", "truncate_float"), ("--int8", "capture_arguments"), ("--fp8", "quantize_8bits")]
+)
 def test_passes_lists_the_quantize_stage(capsys, flag, first):
     assert main(["passes", flag]) == 0
     out = capsys.readouterr().out
@@ -33,8 +34,22 @@ def test_run_int8_with_calibration_matches_fp32_closely(tmp_path, capsys):
     feed = {"x": np.random.default_rng(3).uniform(-1, 1, (1, 784)).astype(np.float32)}
     np.savez(tmp_path / "feed.npz", **feed)
     assert main(["run", "mlp", "--inputs", str(tmp_path / "feed.npz"), "--out", str(tmp_path / "fp32.npz")]) == 0
-    assert main(["run", "mlp", "--int8", "--calibration", str(tmp_path / "feed.npz"), "--inputs",
-                 str(tmp_path / "feed.npz"), "--out", str(tmp_path / "int8.npz")]) == 0
+    assert (
+        main(
+            [
+                "run",
+                "mlp",
+                "--int8",
+                "--calibration",
+                str(tmp_path / "feed.npz"),
+                "--inputs",
+                str(tmp_path / "feed.npz"),
+                "--out",
+                str(tmp_path / "int8.npz"),
+            ]
+        )
+        == 0
+    )
     a, b = np.load(tmp_path / "fp32.npz"), np.load(tmp_path / "int8.npz")
     for k in a.files:
         rel = np.sqrt(np.mean((a[k] - b[k]) ** 2)) / np.sqrt(np.mean(a[k] ** 2))

@@ -28,7 +28,8 @@ def test_no_import_cycle_of_any_kind():
     found = cycles(graph)
     new = found
     assert not new, "import cycles (type-only and function-level imports count):\n  " + "\n  ".join(
-        _describe(graph, c) for c in new)
+        _describe(graph, c) for c in new
+    )
 
 
 def test_cycle_finder_reports_type_only_and_nested_loops():

@@ -36,8 +36,7 @@ def test_from_permutation_nhwc():
     assert s.with_lens((1, 4, 5, 5)).strides == (100, 1, 20, 4)
 
 
-@pytest.mark.parametrize("t", ["float16", "bfloat16", "float32", "float64", "int8", "uint8", "int32", "int64",
-                               "bool"])
+@pytest.mark.parametrize("t", ["float16", "bfloat16", "float32", "float64", "int8", "uint8", "int32", "int64", "bool"])
 def test_all_dtypes_print_and_parse(t):
     p = Program()
     x = p.main.add_parameter("x", Shape.of(t, (2, 2)))

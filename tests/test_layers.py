@@ -27,16 +27,17 @@ def _explorer(mod: str) -> bool:
 
 
 RULES = {
-    "compiler imports gpu or the explorer": lambda m, t: _in(m, "migx_explore.compiler") and not _in(
-        t, "migx_explore.compiler"),
+    "compiler imports gpu or the explorer": lambda m, t: (
+        _in(m, "migx_explore.compiler") and not _in(t, "migx_explore.compiler")
+    ),
     "gpu imports the explorer": lambda m, t: _in(m, "migx_explore.gpu") and _explorer(t),
-    "a widget reaches the GPU without gpu_bridge": lambda m, t: _in(m, "migx_explore.widgets") and _in(
-        t, "migx_explore.gpu"),
+    "a widget reaches the GPU without gpu_bridge": lambda m, t: (
+        _in(m, "migx_explore.widgets") and _in(t, "migx_explore.gpu")
+    ),
 }
 # Violations other helpers are removing now (issue 15 items 4 and 5); the lead drops these when
 # their work lands, and the test fails if one is fixed (strict xfail) so the entry gets removed.
-KNOWN = {
-}
+KNOWN = {}
 
 
 def _marks(rule: str):
@@ -50,8 +51,12 @@ def test_no_upward_import(rule):
 
 
 def test_no_private_name_crosses_files():
-    bad = [f"{_where(m, ln)} imports {name} from {t}" for m, imps in IMPORTS.items() for t, name, _, ln in imps
-           if name.startswith("_") and not name.startswith("__") and t != m]
+    bad = [
+        f"{_where(m, ln)} imports {name} from {t}"
+        for m, imps in IMPORTS.items()
+        for t, name, _, ln in imps
+        if name.startswith("_") and not name.startswith("__") and t != m
+    ]
     assert not bad, "private names used across files (make them public or move them):\n  " + "\n  ".join(bad)
 
 
@@ -64,7 +69,7 @@ def test_no_import_cycle_among_files(rule):
         state[m] = "grey"
         for t in sorted(graph[m]):
             if state.get(t) == "grey":
-                cycles.append(" -> ".join(path[path.index(t):] + [t]))
+                cycles.append(" -> ".join(path[path.index(t) :] + [t]))
             elif t not in state:
                 visit(t, path + [t])
         state[m] = "black"
@@ -78,15 +83,29 @@ def test_no_import_cycle_among_files(rule):
 def test_importing_needs_no_gpu_or_notebook_library():
     """Module-level imports (those that run on `import`) of GPU stacks or notebook libraries live only
     in gpu/runtime (loaded when a backend is asked for); everything else imports them lazily."""
-    heavy = {"cuda", "hip", "hiprtc", "cupy", "torch", "triton", "nvmath", "ipywidgets", "IPython", "matplotlib",
-             "anywidget"}
+    heavy = {
+        "cuda",
+        "hip",
+        "hiprtc",
+        "cupy",
+        "torch",
+        "triton",
+        "nvmath",
+        "ipywidgets",
+        "IPython",
+        "matplotlib",
+        "anywidget",
+    }
     bad = []
     for m, path in FILES.items():
         top = [n for s in ast.parse(path.read_text()).body for n in ([s] + (s.body if isinstance(s, ast.Try) else []))]
         names = [(a.name, n.lineno) for n in top if isinstance(n, ast.Import) for a in n.names]
         names += [(n.module, n.lineno) for n in top if isinstance(n, ast.ImportFrom) and n.level == 0 and n.module]
-        bad += [f"{_where(m, ln)} imports {name}" for name, ln in names
-                if name.split(".")[0] in heavy and not _in(m, "migx_explore.gpu.runtime")]
+        bad += [
+            f"{_where(m, ln)} imports {name}"
+            for name, ln in names
+            if name.split(".")[0] in heavy and not _in(m, "migx_explore.gpu.runtime")
+        ]
     assert not bad, "GPU / notebook libraries imported at module level:\n  " + "\n  ".join(bad)
 
 
@@ -104,7 +123,7 @@ def test_imports_across_parts_are_absolute():
         here = m.split(".") if path.name == "__init__.py" else m.split(".")[:-1]
         for n in ast.walk(ast.parse(path.read_text())):
             if isinstance(n, ast.ImportFrom) and n.level:
-                target = ".".join(here[:len(here) - n.level + 1] + ([n.module] if n.module else []))
+                target = ".".join(here[: len(here) - n.level + 1] + ([n.module] if n.module else []))
                 if part(target) != part(m):
                     bad.append(f"{_where(m, n.lineno)} imports {'.' * n.level}{n.module or ''} ({target})")
     assert not bad, "relative imports across parts (write them absolute):\n  " + "\n  ".join(bad)

@@ -66,8 +66,13 @@ def test_models_carry_exporter_patterns():
     assert {"LayerNormalization", "Softmax", "Erf", "Trilu", "Where"} <= ops["transformer"]
     assert {"Clip", "Conv", "BatchNormalization"} <= ops["mobilenet"]
     m = models.get_model("transformer")
-    assert any(t.float_data == [] and np.isneginf(onnx.numpy_helper.to_array(a.t)).any()
-               for n in m.graph.node if n.op_type == "Constant" for a in n.attribute for t in [a.t])
+    assert any(
+        t.float_data == [] and np.isneginf(onnx.numpy_helper.to_array(a.t)).any()
+        for n in m.graph.node
+        if n.op_type == "Constant"
+        for a in n.attribute
+        for t in [a.t]
+    )
 
 
 def test_dynamic_mlp_batch_is_symbolic_and_settable():

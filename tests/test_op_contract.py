@@ -14,10 +14,12 @@ from migx_explore.compiler.ops.common import pointwise_shape
 from migx_explore.gpu.codegen import op_contract_problems
 from migx_explore.gpu.codegen.expr import op_expr
 
-HOW = ("Each op needs, in its defop (compiler/ops/*.py; `from ..op import GpuCode`): a shape rule, a "
-       "reference compute, traits from compiler.op.TRAITS, and gpu= one of "
-       "GpuCode.pointwise('<expr over existing ops>'), GpuCode.kernel('<family in gpu/codegen GENERATORS>'), "
-       "GpuCode.host('<why>'). See README 'Extending'.")
+HOW = (
+    "Each op needs, in its defop (compiler/ops/*.py; `from ..op import GpuCode`): a shape rule, a "
+    "reference compute, traits from compiler.op.TRAITS, and gpu= one of "
+    "GpuCode.pointwise('<expr over existing ops>'), GpuCode.kernel('<family in gpu/codegen GENERATORS>'), "
+    "GpuCode.host('<why>'). See README 'Extending'."
+)
 
 
 def test_every_op_keeps_the_contract():
@@ -64,8 +66,9 @@ def _silu(op, args, out, run):
 
 
 def _define_silu(compute=_silu):
-    return defop("demo_silu", _silu_shape, compute, traits={"pointwise"}, nargs=1,
-                 gpu=GpuCode.pointwise("mul(x, sigmoid(x))"))
+    return defop(
+        "demo_silu", _silu_shape, compute, traits={"pointwise"}, nargs=1, gpu=GpuCode.pointwise("mul(x, sigmoid(x))")
+    )
 
 
 def test_an_op_written_over_existing_ops_gets_elementwise_code():
@@ -81,8 +84,11 @@ def test_registering_the_same_spec_again_is_a_no_op_and_a_different_one_names_bo
     def other(op, args, out, run):
         return args[0]
 
-    with pytest.raises(ValueError, match=r"demo_silu.*already registered \(at .*test_op_contract.py:\d+\).*"
-                                         r"this definition \(at .*test_op_contract.py:\d+\) differs in compute"):
+    with pytest.raises(
+        ValueError,
+        match=r"demo_silu.*already registered \(at .*test_op_contract.py:\d+\).*"
+        r"this definition \(at .*test_op_contract.py:\d+\) differs in compute",
+    ):
         _define_silu(other)
 
 

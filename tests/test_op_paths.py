@@ -16,10 +16,11 @@ from migx_explore.gpu.codegen import GENERATORS, register_generator
 
 def test_every_registered_op_has_every_piece():
     incomplete = op_paths.incomplete_ops()
-    report = "\n".join(f"  {p.name} ({p.declared_at}): " + "; ".join(f"{piece}: {why}" for piece, why in
-                                                                    p.missing.items()) for p in incomplete)
-    assert not incomplete, (f"{len(incomplete)} op(s) miss a piece of their path (docs/adding_an_op.md):\n"
-                            + report)
+    report = "\n".join(
+        f"  {p.name} ({p.declared_at}): " + "; ".join(f"{piece}: {why}" for piece, why in p.missing.items())
+        for p in incomplete
+    )
+    assert not incomplete, f"{len(incomplete)} op(s) miss a piece of their path (docs/adding_an_op.md):\n" + report
 
 
 def _shape(op, inputs, mods):
@@ -71,12 +72,24 @@ def test_made_by_must_name_a_pass_or_a_function(scratch_ops):
     defop("demo_typo", _shape, _square, nargs=1, made_by="fuse_pointwse", gpu=GpuCode.host("a demo"))
     problem = op_paths.op_path("demo_typo").missing["importer"]
     assert "not a registered pass" in problem and "fuse_pointwise" in problem
-    defop("demo_fn", _shape, _square, nargs=1, made_by="migx_explore.compiler.kv_cache.kv_cache_bucket",
-          gpu=GpuCode.host("a demo"))
+    defop(
+        "demo_fn",
+        _shape,
+        _square,
+        nargs=1,
+        made_by="migx_explore.compiler.kv_cache.kv_cache_bucket",
+        gpu=GpuCode.host("a demo"),
+    )
     assert "importer" not in op_paths.op_path("demo_fn").missing
     ops.unregister("demo_fn")
-    defop("demo_fn", _shape, _square, nargs=1, made_by="migx_explore.compiler.kv_cache.no_such_function",
-          gpu=GpuCode.host("a demo"))
+    defop(
+        "demo_fn",
+        _shape,
+        _square,
+        nargs=1,
+        made_by="migx_explore.compiler.kv_cache.no_such_function",
+        gpu=GpuCode.host("a demo"),
+    )
     assert "names no importable function" in op_paths.op_path("demo_fn").missing["importer"]
 
 

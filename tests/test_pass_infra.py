@@ -54,8 +54,12 @@ def test_write_trace_numbered_files_and_index(tmp_path):
     tr = PassManager().run(p, [EliminateIdentity(), DeadCodeElimination(), DeadCodeElimination()])
     files = write_trace(tr, str(tmp_path))
     names = sorted(f.name for f in tmp_path.iterdir())
-    assert names == ["000_input.txt", "001_passes.eliminate_identity.txt", "002_passes.dead_code_elimination#1.txt",
-                     "index.json"]
+    assert names == [
+        "000_input.txt",
+        "001_passes.eliminate_identity.txt",
+        "002_passes.dead_code_elimination#1.txt",
+        "index.json",
+    ]
     index = json.loads((tmp_path / "index.json").read_text())
     assert [e["noop"] for e in index["passes"]] == [False, False, True]
     assert index["passes"][2]["file"] is None and len(files) == 4
@@ -115,8 +119,9 @@ def test_numeric_check_flags_a_pass_that_changes_results():
                 m.replace_instruction(ins, Op("neg"))
 
     p = parse(SRC)
-    tr = PassManager(numeric=make_numeric_config(p)).run(p, [EliminateIdentity(),
-                                                              FunctionPass(fn=break_math, label="break_math")])
+    tr = PassManager(numeric=make_numeric_config(p)).run(
+        p, [EliminateIdentity(), FunctionPass(fn=break_math, label="break_math")]
+    )
     assert tr.records[0].numeric.ok
     bad = tr.first_numeric_failure()
     assert bad is not None and bad.name == "break_math" and bad.numeric.max_abs > 0
@@ -134,8 +139,10 @@ def test_nested_passes_show_as_children():
 
     tr = PassManager().run(parse(SRC), [Composite()])
     top = tr.records[0]
-    assert [tr.records[i].path for i in top.children] == ["passes.test_composite/eliminate_identity",
-                                                          "passes.test_composite/dead_code_elimination"]
+    assert [tr.records[i].path for i in top.children] == [
+        "passes.test_composite/eliminate_identity",
+        "passes.test_composite/dead_code_elimination",
+    ]
     assert top.changed and tr.records[1].depth == 1
 
 
@@ -223,8 +230,9 @@ def test_near_misses_explain_why():
     p = parse(MUL_CONST)
     misses = rw.near_misses(p.main, _mul_one_rule())
     assert len(misses) == 1 and misses[0].op == "mul" and "neither input order" in misses[0].reason
-    refusing = rw.rule("mul_one_refused", _mul_one_rule().pattern(), lambda m, r: None,
-                       check=lambda m, r: "weights not constant")
+    refusing = rw.rule(
+        "mul_one_refused", _mul_one_rule().pattern(), lambda m, r: None, check=lambda m, r: "weights not constant"
+    )
     reasons = [x.reason for x in rw.near_misses(p.main, refusing)]
     assert "refused: weights not constant" in reasons
 

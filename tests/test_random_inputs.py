@@ -118,6 +118,10 @@ def test_failure_on_random_inputs_says_they_were_random():
 def test_float_inputs_in_one_minus_x_are_not_masks():
     p, m = _prog()
     a = m.add_parameter("alpha", Shape.of("float32", [8]))
-    m.add_return([m.add_instruction(Op("sub"), [m.add_literal(np.ones(8, np.float32)), a]),
-                  m.add_instruction(Op("mul"), [a, m.add_literal(np.full(8, 1e3, np.float32))])])
+    m.add_return(
+        [
+            m.add_instruction(Op("sub"), [m.add_literal(np.ones(8, np.float32)), a]),
+            m.add_instruction(Op("mul"), [a, m.add_literal(np.full(8, 1e3, np.float32))]),
+        ]
+    )
     assert input_roles(p)["alpha"].kind == "value"

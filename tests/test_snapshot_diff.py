@@ -31,8 +31,9 @@ def test_diff_matches_the_whole_program_comparison_on_every_pass():
         if rec.before is None or rec.after is None:
             continue
         d = diff(rec.before, rec.after)
-        assert (d.added, d.removed, d.changed, d.unchanged, d.replaced_by) == _whole_program_diff(rec.before,
-                                                                                                 rec.after), rec.path
+        assert (d.added, d.removed, d.changed, d.unchanged, d.replaced_by) == _whole_program_diff(
+            rec.before, rec.after
+        ), rec.path
         modules_touched += bool(d.modules_added or d.modules_removed)
     assert modules_touched  # the trace did add and drop submodules
 

@@ -30,8 +30,9 @@ def test_printer_matches_migraphx_style():
     assert lines[0] == 'module: "main"'
     assert lines[1] == "x = @param:x -> float32, {1, 3, 8, 8}, {192, 64, 8, 1}"
     assert lines[2] == "@1 = @literal{ ... } -> float32, {4, 3, 3, 3}, {27, 9, 3, 1}"
-    assert lines[3] == ("@2 = convolution[padding={1, 1},stride={1, 1}](x,@1) -> float32, {1, 4, 8, 8}, "
-                        "{256, 64, 8, 1}")
+    assert lines[3] == (
+        "@2 = convolution[padding={1, 1},stride={1, 1}](x,@1) -> float32, {1, 4, 8, 8}, {256, 64, 8, 1}"
+    )
     assert lines[4] == "@3 = @return(@2)"
 
 
@@ -97,7 +98,7 @@ def test_conv_pool_dot_reference_against_direct_loops():
         g = k // 3
         for i in range(got.shape[2]):
             for j in range(got.shape[3]):
-                patch = xp[0, 2 * g:2 * g + 2, 2 * i:2 * i + 3, j:j + 3]
+                patch = xp[0, 2 * g : 2 * g + 2, 2 * i : 2 * i + 3, j : j + 3]
                 want[0, k, i, j] = (patch * w[k]).sum()
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
 

@@ -40,5 +40,12 @@ def msft_ops() -> list[str]:
     return sorted(MSFT_OPS)
 
 
-__all__ = ["ConstantInputRequired", "import_node", "model_opset", "msft_ops", "param_name", "parse_onnx",
-           "supported_ops"]
+__all__ = [
+    "ConstantInputRequired",
+    "import_node",
+    "model_opset",
+    "msft_ops",
+    "param_name",
+    "parse_onnx",
+    "supported_ops",
+]

@@ -22,23 +22,56 @@ if TYPE_CHECKING:  # pragma: no cover
 # com.microsoft op -> the fewest inputs a valid node has (optional inputs in between count as
 # present: they are given as empty names).
 MSFT_MIN_INPUTS: dict[str, int] = {
-    "Attention": 2, "BiasAdd": 3, "BiasGelu": 2, "BiasSplitGelu": 2, "FastGelu": 1, "Gelu": 1,
-    "GroupNorm": 3, "GroupQueryAttention": 7, "MatMulBnb4": 3, "MatMulIntegerToFloat": 4, "MatMulNBits": 3,
-    "MultiHeadAttention": 1, "NhwcConv": 2, "QLinearAdd": 7, "QLinearAveragePool": 4, "QLinearConcat": 5,
-    "QLinearGlobalAveragePool": 4, "QLinearLeakyRelu": 4, "QLinearMul": 7, "QLinearSigmoid": 4, "QuickGelu": 1,
-    "QGemm": 6, "QLinearSoftmax": 4, "QLinearWhere": 8,
-    "RotaryEmbedding": 4, "SimplifiedLayerNormalization": 2, "SkipLayerNormalization": 3,
+    "Attention": 2,
+    "BiasAdd": 3,
+    "BiasGelu": 2,
+    "BiasSplitGelu": 2,
+    "FastGelu": 1,
+    "Gelu": 1,
+    "GroupNorm": 3,
+    "GroupQueryAttention": 7,
+    "MatMulBnb4": 3,
+    "MatMulIntegerToFloat": 4,
+    "MatMulNBits": 3,
+    "MultiHeadAttention": 1,
+    "NhwcConv": 2,
+    "QLinearAdd": 7,
+    "QLinearAveragePool": 4,
+    "QLinearConcat": 5,
+    "QLinearGlobalAveragePool": 4,
+    "QLinearLeakyRelu": 4,
+    "QLinearMul": 7,
+    "QLinearSigmoid": 4,
+    "QuickGelu": 1,
+    "QGemm": 6,
+    "QLinearSoftmax": 4,
+    "QLinearWhere": 8,
+    "RotaryEmbedding": 4,
+    "SimplifiedLayerNormalization": 2,
+    "SkipLayerNormalization": 3,
     "SkipSimplifiedLayerNormalization": 3,
 }
 # ... and the most, for those with a fixed list.
 MSFT_MAX_INPUTS: dict[str, int] = {
-    "BiasAdd": 3, "BiasGelu": 2, "BiasSplitGelu": 2, "FastGelu": 2, "Gelu": 1, "GroupNorm": 3, "NhwcConv": 3,
-    "QuickGelu": 1, "QGemm": 9, "QLinearSoftmax": 5, "QLinearWhere": 9,
+    "BiasAdd": 3,
+    "BiasGelu": 2,
+    "BiasSplitGelu": 2,
+    "FastGelu": 2,
+    "Gelu": 1,
+    "GroupNorm": 3,
+    "NhwcConv": 3,
+    "QuickGelu": 1,
+    "QGemm": 9,
+    "QLinearSoftmax": 5,
+    "QLinearWhere": 9,
 }
 # Ops the installed onnx has no schema for at all (legacy ONNX ops removed from the standard,
 # MIGraphX's own extensions): the fewest inputs their handlers read.
 LEGACY_MIN_INPUTS: dict[str, int] = {
-    "ImageScaler": 1, "DynamicScale": 1, "MXFixNeuron": 1, "MXQuantizeDequantize": 1,
+    "ImageScaler": 1,
+    "DynamicScale": 1,
+    "MXFixNeuron": 1,
+    "MXQuantizeDequantize": 1,
 }
 _OPTIONAL = onnx.defs.OpSchema.FormalParameterOption.Optional
 _ANY = (0, 99)
@@ -46,13 +79,24 @@ _RNN = {0: 3, 1: 3, 2: 3, 3: 2, 4: 1, 5: 3, 6: 3, 7: 2}  # X, W, R, B, sequence_
 # Input ranks the handlers rely on (input index -> exact rank, or an inclusive (min, max) range),
 # checked with the counts; an input absent or left empty is not checked.
 INPUT_RANKS: dict[str, dict[int, int | tuple[int, int]]] = {
-    "LSTM": _RNN, "GRU": _RNN, "RNN": _RNN,
-    "Slice": {0: (1, 99), 1: 1, 2: 1, 3: 1, 4: 1}, "Split": {0: (1, 99), 1: 1},
-    "GatherElements": {0: (1, 99), 1: (1, 99)}, "ReverseSequence": {0: (2, 99), 1: 1},
-    "MatMulInteger": {0: (1, 99), 1: (1, 99)}, "Multinomial": {0: 2}, "NonZero": {0: (1, 99)},
-    "NonMaxSuppression": {0: 3, 1: 3}, "AffineGrid": {0: 3, 1: 1}, "BiasSplitGelu": {0: 3, 1: 1},
-    "QGemm": {0: 2, 3: 2}, "QLinearSoftmax": {0: (1, 99)},
-    "DynamicScale": {0: (1, 99)}, "MXFixNeuron": {0: (1, 99)}, "MXQuantizeDequantize": {0: (1, 99)},
+    "LSTM": _RNN,
+    "GRU": _RNN,
+    "RNN": _RNN,
+    "Slice": {0: (1, 99), 1: 1, 2: 1, 3: 1, 4: 1},
+    "Split": {0: (1, 99), 1: 1},
+    "GatherElements": {0: (1, 99), 1: (1, 99)},
+    "ReverseSequence": {0: (2, 99), 1: 1},
+    "MatMulInteger": {0: (1, 99), 1: (1, 99)},
+    "Multinomial": {0: 2},
+    "NonZero": {0: (1, 99)},
+    "NonMaxSuppression": {0: 3, 1: 3},
+    "AffineGrid": {0: 3, 1: 1},
+    "BiasSplitGelu": {0: 3, 1: 1},
+    "QGemm": {0: 2, 3: 2},
+    "QLinearSoftmax": {0: (1, 99)},
+    "DynamicScale": {0: (1, 99)},
+    "MXFixNeuron": {0: (1, 99)},
+    "MXQuantizeDequantize": {0: (1, 99)},
 }
 
 
@@ -93,7 +137,7 @@ def check_inputs(ctx: NodeContext, args: list) -> None:
         return
     low, high = schema.min_input, schema.max_input
     if not low <= n <= high:
-        want = f"{low}" if low == high else f"{low} to {high}" if high < 2 ** 31 - 1 else f"at least {low}"
+        want = f"{low}" if low == high else f"{low} to {high}" if high < 2**31 - 1 else f"at least {low}"
         raise ctx.error(f"takes {want} inputs, got {n}")
     formals = _formals(node.op_type, ctx.opset)
     for k, a in enumerate(args):

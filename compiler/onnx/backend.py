@@ -81,8 +81,9 @@ class ReferenceBackend(Backend):
         return ReferenceBackendRep(model)
 
     @classmethod
-    def run_model(cls, model: onnx.ModelProto, inputs: Any, device: str = "CPU",
-                  **kwargs: Any) -> tuple[np.ndarray, ...]:
+    def run_model(
+        cls, model: onnx.ModelProto, inputs: Any, device: str = "CPU", **kwargs: Any
+    ) -> tuple[np.ndarray, ...]:
         return cls.prepare(model, device, **kwargs).run(inputs)
 
     @classmethod

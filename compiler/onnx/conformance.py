@@ -215,8 +215,9 @@ def run_suite(pattern: str | None = None, processes: int | None = None) -> Repor
         rep.ort_ran += r.ort is not None
         rep.ort_agree += bool(r.ort)
         if r.error is not None and (r.reference or r.ort):
-            rep.oracle_agrees[c.name] = " and ".join(n for n, ok in (("onnx.reference", r.reference),
-                                                                      ("onnxruntime", r.ort)) if ok)
+            rep.oracle_agrees[c.name] = " and ".join(
+                n for n, ok in (("onnx.reference", r.reference), ("onnxruntime", r.ort)) if ok
+            )
     return rep
 
 

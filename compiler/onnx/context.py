@@ -75,8 +75,16 @@ def _params_feeding(ins: Instruction) -> list[str]:
 class NodeContext:
     """One ONNX node being imported into `module`."""
 
-    def __init__(self, module: Module, node: onnx.NodeProto, opset: int, index: int, *,
-                 importer: Any = None, env: dict[str, Instruction] | None = None):
+    def __init__(
+        self,
+        module: Module,
+        node: onnx.NodeProto,
+        opset: int,
+        index: int,
+        *,
+        importer: Any = None,
+        env: dict[str, Instruction] | None = None,
+    ):
         self.module = module
         # The importer and the ONNX-name environment of the graph being imported: handlers of
         # control-flow ops and function-expanded ops import nested graphs through them.
@@ -223,7 +231,9 @@ class NodeContext:
             raise ConstantInputRequired(
                 f"node {self.name} ({self.op_type}, opset {self.opset}): input {what!r} must be a constant "
                 f"(computable at import time) but depends on graph input(s) {', '.join(params) or '?'}; "
-                "dynamic shapes are not supported (freeze them with constant_inputs)", params)
+                "dynamic shapes are not supported (freeze them with constant_inputs)",
+                params,
+            )
         return v
 
     def const_ints(self, ins: Instruction | None, what: str) -> list[int]:

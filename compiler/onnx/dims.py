@@ -57,8 +57,9 @@ def _as_dim(name: str, value: Any) -> Dim:
     raise ImportError_(f"input_dims for symbolic dim {name!r}: expected one size or a (min, max) range, got {value!r}")
 
 
-def resolve_input_dims(model: onnx.ModelProto, input_dims: Mapping[str, Any] | None,
-                       skip: Sequence[str] = ()) -> dict[str, list]:
+def resolve_input_dims(
+    model: onnx.ModelProto, input_dims: Mapping[str, Any] | None, skip: Sequence[str] = ()
+) -> dict[str, list]:
     """Full dims per input name from input_dims keyed by input names and/or dim_param names.
 
     An input named directly keeps its dims as given; every other input that uses a named
@@ -79,8 +80,10 @@ def resolve_input_dims(model: onnx.ModelProto, input_dims: Mapping[str, Any] | N
         else:
             unknown = [k for k in input_dims if k not in inputs and k not in syms]
             sym_text = ", ".join(f"{s!r} (used by {_users(u)})" for s, u in syms.items()) or "none"
-            raise ImportError_(f"input_dims names unknown input(s) {', '.join(map(repr, unknown))}; the model's "
-                               f"inputs are {', '.join(map(repr, inputs)) or 'none'}; its symbolic dims are {sym_text}")
+            raise ImportError_(
+                f"input_dims names unknown input(s) {', '.join(map(repr, unknown))}; the model's "
+                f"inputs are {', '.join(map(repr, inputs)) or 'none'}; its symbolic dims are {sym_text}"
+            )
     for sym, value in named.items():
         for name, axis in syms[sym]:
             if name in input_dims:
@@ -109,12 +112,15 @@ def feed_input_dims(model: onnx.ModelProto, feed: Mapping[str, Any], skip: Seque
         if name is not None:
             shapes[name] = tuple(int(n) for n in np.shape(value))
     for sym, uses in symbolic_dims(model, skip).items():
-        sizes = {f"{name}[{axis}]={shapes[name][axis]}" for name, axis in uses
-                 if name in shapes and axis < len(shapes[name])}
+        sizes = {
+            f"{name}[{axis}]={shapes[name][axis]}" for name, axis in uses if name in shapes and axis < len(shapes[name])
+        }
         values = {s.rsplit("=", 1)[1] for s in sizes}
         if len(values) > 1:
-            raise ImportError_(f"symbolic dim {sym!r} (used by {_users(uses)}) has different sizes in the feed: "
-                               f"{', '.join(sorted(sizes))}")
+            raise ImportError_(
+                f"symbolic dim {sym!r} (used by {_users(uses)}) has different sizes in the feed: "
+                f"{', '.join(sorted(sizes))}"
+            )
     out = {}
     for vi in inputs:
         lens = shapes.get(vi.name)
@@ -125,8 +131,12 @@ def feed_input_dims(model: onnx.ModelProto, feed: Mapping[str, Any], skip: Seque
     return out
 
 
-def importer_input_dims(model: onnx.ModelProto, input_dims: Mapping[str, Any] | None = None,
-                        feed: Mapping[str, Any] | None = None, skip: Sequence[str] = ()) -> dict[str, list]:
+def importer_input_dims(
+    model: onnx.ModelProto,
+    input_dims: Mapping[str, Any] | None = None,
+    feed: Mapping[str, Any] | None = None,
+    skip: Sequence[str] = (),
+) -> dict[str, list]:
     """The one place a feed and named dims become the importer's per-input dims: the feed's
     shapes first, then input_dims (by input or dim_param name) on top, so a flag overrides the feed."""
     out = feed_input_dims(model, feed, skip) if feed else {}

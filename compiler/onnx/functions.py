@@ -59,8 +59,9 @@ def _function_body(ctx: NodeContext, schema: onnx.defs.OpSchema, args: list) -> 
         del full.attribute[:]
         full.attribute.extend(_defaulted(schema, ctx.node).values())
         types = [_input_type(a).SerializeToString() for a in args]
-        fn.ParseFromString(schema.get_context_dependent_function_with_opset_version(
-            max(dependent), full.SerializeToString(), types))
+        fn.ParseFromString(
+            schema.get_context_dependent_function_with_opset_version(max(dependent), full.SerializeToString(), types)
+        )
     else:
         fn.ParseFromString(schema.get_function_with_opset_version(max(plain)))
     return fn
@@ -132,8 +133,13 @@ def expand_function(ctx: NodeContext, args: list) -> list[Instruction | None]:
     return [env.get(prefix + o) for o in fn.output]
 
 
-def import_expansion(ctx: NodeContext, bindings: dict[str, Instruction | None], nodes: list[onnx.NodeProto],
-                     outputs: list[str], opset: int | None = None) -> list[Instruction]:
+def import_expansion(
+    ctx: NodeContext,
+    bindings: dict[str, Instruction | None],
+    nodes: list[onnx.NodeProto],
+    outputs: list[str],
+    opset: int | None = None,
+) -> list[Instruction]:
     """Import hand-written ONNX nodes that stand for this node (QLinear* as DequantizeLinear -> op
     -> QuantizeLinear, ...): `bindings` names the node's values, `outputs` the results to return.
     The nodes go through the same handlers as the model's own nodes."""

@@ -38,9 +38,13 @@ MSFT_DOMAIN = "com.microsoft"
 _DOMAINS = (*_DEFAULT_DOMAINS, MSFT_DOMAIN)
 
 
-def parse_onnx(source: ModelSource, input_dims: Mapping[str, Sequence[int]] | None = None,
-               default_dim: int = 1, constant_inputs: Mapping[str, np.ndarray] | None = None,
-               feed: Mapping[str, np.ndarray] | None = None) -> Program:
+def parse_onnx(
+    source: ModelSource,
+    input_dims: Mapping[str, Sequence[int]] | None = None,
+    default_dim: int = 1,
+    constant_inputs: Mapping[str, np.ndarray] | None = None,
+    feed: Mapping[str, np.ndarray] | None = None,
+) -> Program:
     """Import an ONNX model (path, serialized bytes or ModelProto).
 
     input_dims fixes the dims of named graph inputs (needed for symbolic dims), or of every input
@@ -93,8 +97,7 @@ def _no_cyclic_gc() -> Iterator[None]:
             gc.enable()
 
 
-def import_node(node: onnx.NodeProto, inputs: Mapping[str, Shape | np.ndarray], opset: int = DEFAULT_OPSET
-                ) -> Program:
+def import_node(node: onnx.NodeProto, inputs: Mapping[str, Shape | np.ndarray], opset: int = DEFAULT_OPSET) -> Program:
     """A program of one node, imported without the ONNX checker (which refuses a malformed node
     before any handler sees it): an input given as a Shape becomes a @param, an array a literal.
     For tests and fuzzers that probe the op handlers directly."""
@@ -110,8 +113,9 @@ def import_node(node: onnx.NodeProto, inputs: Mapping[str, Shape | np.ndarray], 
     outs = [helper.make_tensor_value_info(o, onnx.TensorProto.UNDEFINED, None) for o in node.output if o]
     graph = helper.make_graph([node], "node", vis, outs, inits)
     domains = {node.domain} - set(_DEFAULT_DOMAINS)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)]
-                              + [helper.make_opsetid(d, 1) for d in domains])
+    model = helper.make_model(
+        graph, opset_imports=[helper.make_opsetid("", opset)] + [helper.make_opsetid(d, 1) for d in domains]
+    )
     return _Importer(model, {}, 1, {}).run()
 
 
@@ -126,8 +130,9 @@ def _nodes(graph: onnx.GraphProto):
 
 def _undeclared_contrib_domain(model: onnx.ModelProto) -> bool:
     """The model has com.microsoft nodes but no opset_import for that domain."""
-    return (MSFT_DOMAIN not in {o.domain for o in model.opset_import}
-            and any(n.domain == MSFT_DOMAIN for n in _nodes(model.graph)))
+    return MSFT_DOMAIN not in {o.domain for o in model.opset_import} and any(
+        n.domain == MSFT_DOMAIN for n in _nodes(model.graph)
+    )
 
 
 def _check_opset(model: onnx.ModelProto, what: str) -> None:
@@ -135,8 +140,10 @@ def _check_opset(model: onnx.ModelProto, what: str) -> None:
     known = onnx.defs.onnx_opset_version()
     for o in model.opset_import:
         if o.domain in _DEFAULT_DOMAINS and not 1 <= o.version <= known:
-            raise ImportError_(f"{what} declares opset {o.version}, but the installed onnx {onnx.__version__} "
-                               f"knows opsets 1 to {known}; upgrade onnx or export with an older opset")
+            raise ImportError_(
+                f"{what} declares opset {o.version}, but the installed onnx {onnx.__version__} "
+                f"knows opsets 1 to {known}; upgrade onnx or export with an older opset"
+            )
 
 
 def model_opset(model: onnx.ModelProto) -> int:
@@ -192,8 +199,9 @@ class _Importer:
             raise ImportError_("the graph has no outputs (an empty graph computes nothing)")
         dups = sorted({n for n in names if names.count(n) > 1})
         if dups:
-            raise ImportError_(f"graph output name(s) {', '.join(map(repr, dups))} appear more than once; "
-                               "output names must be unique")
+            raise ImportError_(
+                f"graph output name(s) {', '.join(map(repr, dups))} appear more than once; output names must be unique"
+            )
         self._initializers()
         self._inputs()
         self.import_nodes(self.main, self.sorted_nodes(self.graph.node, set(self.env)), self.env, self.opset)
@@ -224,8 +232,10 @@ class _Importer:
         names = [i.name for i in self.graph.input if i.name not in self.env]
         unknown = [n for n in self.input_dims if n not in names]
         if unknown:
-            raise ImportError_(f"input_dims names unknown input(s) {', '.join(map(repr, unknown))}; the model's "
-                               f"inputs are {', '.join(map(repr, names)) or 'none'}")
+            raise ImportError_(
+                f"input_dims names unknown input(s) {', '.join(map(repr, unknown))}; the model's "
+                f"inputs are {', '.join(map(repr, names)) or 'none'}"
+            )
         seen: dict[str, str] = {}
         for vi in self.graph.input:
             if vi.name in self.env:
@@ -255,8 +265,9 @@ class _Importer:
                 lens.append(int(d.dim_value))
                 continue
             if d.HasField("dim_value"):
-                raise ImportError_(f"input {vi.name!r}: dimension {i} is {d.dim_value}; dimensions must not be "
-                                   "negative")
+                raise ImportError_(
+                    f"input {vi.name!r}: dimension {i} is {d.dim_value}; dimensions must not be negative"
+                )
             lens.append(self._default(vi, i))
         check_lens(lens, dtypes.np_dtype(t).itemsize, f"input {vi.name!r}")
         return Shape.of(t, lens)
@@ -265,13 +276,18 @@ class _Importer:
         """default_dim for a dim nothing fixed, with a warning saying how to set it (by its name)."""
         d = vi.type.tensor_type.shape.dim[axis]
         if d.dim_param:
-            warnings.warn(f"input {vi.name!r}: dimension {axis} ({d.dim_param!r}) is not fixed; using "
-                          f"{self.default_dim} (set it with input_dims={{{d.dim_param!r}: ...}} or "
-                          f"--input-dim {d.dim_param}=..., or give a feed)", stacklevel=5)
+            warnings.warn(
+                f"input {vi.name!r}: dimension {axis} ({d.dim_param!r}) is not fixed; using "
+                f"{self.default_dim} (set it with input_dims={{{d.dim_param!r}: ...}} or "
+                f"--input-dim {d.dim_param}=..., or give a feed)",
+                stacklevel=5,
+            )
         else:
-            warnings.warn(f"input {vi.name!r}: dimension {axis} is not fixed; using {self.default_dim} "
-                          f"(set it with input_dims={{{vi.name!r}: [...]}} or --input-dim {vi.name}=...)",
-                          stacklevel=5)
+            warnings.warn(
+                f"input {vi.name!r}: dimension {axis} is not fixed; using {self.default_dim} "
+                f"(set it with input_dims={{{vi.name!r}: [...]}} or --input-dim {vi.name}=...)",
+                stacklevel=5,
+            )
         return self.default_dim
 
     # ---- nodes ---------------------------------------------------------------------------------------
@@ -292,35 +308,43 @@ class _Importer:
             if len(rest) == len(pending):
                 n = rest[0]
                 missing = [i for i in n.input if i and i not in known]
-                raise ImportError_(f"node {n.name or n.op_type} ({n.op_type}) uses undefined value(s) "
-                                   f"{', '.join(map(repr, missing))} (graph is not a DAG or an input is missing)")
+                raise ImportError_(
+                    f"node {n.name or n.op_type} ({n.op_type}) uses undefined value(s) "
+                    f"{', '.join(map(repr, missing))} (graph is not a DAG or an input is missing)"
+                )
             pending = rest
         return order
 
-    def import_nodes(self, module: Module, nodes: Sequence[onnx.NodeProto], env: dict[str, Instruction],
-                     opset: int) -> None:
+    def import_nodes(
+        self, module: Module, nodes: Sequence[onnx.NodeProto], env: dict[str, Instruction], opset: int
+    ) -> None:
         """Import `nodes` (in order) into `module`, reading and writing ONNX names in `env`. Used for
         the main graph, subgraphs (If/Loop bodies, unrolled Scan bodies) and expanded function bodies."""
         for k, node in enumerate(nodes):
             self._node(module, env, opset, node, k)
 
     def subgraph_order(self, graph: onnx.GraphProto, known: set[str]) -> list[onnx.NodeProto]:
-        return self.sorted_nodes(graph.node, known | {i.name for i in graph.input}
-                                  | {t.name for t in graph.initializer})
+        return self.sorted_nodes(
+            graph.node, known | {i.name for i in graph.input} | {t.name for t in graph.initializer}
+        )
 
-    def _node(self, module: Module, env: dict[str, Instruction], opset: int, node: onnx.NodeProto,
-              index: int) -> None:
+    def _node(self, module: Module, env: dict[str, Instruction], opset: int, node: onnx.NodeProto, index: int) -> None:
         ctx = NodeContext(module, node, opset, index, importer=self, env=env)
         if node.domain == MSFT_DOMAIN and node.op_type not in registry.MSFT_OPS:
-            raise ctx.error(f"operator {node.domain}.{node.op_type} is not supported; run `migx-explore onnx "
-                            "--list` for the supported operators")
+            raise ctx.error(
+                f"operator {node.domain}.{node.op_type} is not supported; run `migx-explore onnx "
+                "--list` for the supported operators"
+            )
         if node.domain not in _DOMAINS:
-            raise ctx.error(f"operator {node.domain}.{node.op_type} from domain {node.domain!r} is not supported; "
-                            "run `migx-explore onnx --list` for the supported operators")
+            raise ctx.error(
+                f"operator {node.domain}.{node.op_type} from domain {node.domain!r} is not supported; "
+                "run `migx-explore onnx --list` for the supported operators"
+            )
         handler = registry.HANDLERS.get(node.op_type)
         if handler is None:
-            raise ctx.error(f"unsupported ONNX operator {node.op_type}; run `migx-explore onnx --list` for the "
-                            "supported operators")
+            raise ctx.error(
+                f"unsupported ONNX operator {node.op_type}; run `migx-explore onnx --list` for the supported operators"
+            )
         args = [env[n] if n else None for n in node.input]
         check_inputs(ctx, args)
         first_id = self.program._next_id
@@ -342,8 +366,10 @@ class _Importer:
             # What a handler's own checks missed: attribute values or constant inputs of the right
             # type but an impossible value (a perm too short, an axis past the rank, pads of the
             # wrong length). The node is malformed for this importer; say which one.
-            raise ctx.error(f"cannot import this node ({type(e).__name__}: {e}); check its attributes and "
-                            "constant inputs against the operator's specification") from None
+            raise ctx.error(
+                f"cannot import this node ({type(e).__name__}: {e}); check its attributes and "
+                "constant inputs against the operator's specification"
+            ) from None
         outs = [result] if isinstance(result, Instruction) else list(result)
         for out in outs:
             _check_budget(ctx, out)

@@ -26,8 +26,9 @@ def load_model(source: ModelSource) -> tuple[onnx.ModelProto, Path | None, bytes
         return _decode(data, "model bytes"), None, data
     path = Path(source)
     if not path.is_file():
-        raise ImportError_(f"ONNX model {str(path)!r} not found" if not path.exists()
-                           else f"ONNX model {str(path)!r} is not a file")
+        raise ImportError_(
+            f"ONNX model {str(path)!r} not found" if not path.exists() else f"ONNX model {str(path)!r} is not a file"
+        )
     try:
         check_bytes(path.stat().st_size, f"ONNX model {str(path)!r}")
     except MigxError as e:
@@ -42,8 +43,10 @@ def _decode(data: bytes, what: str) -> onnx.ModelProto:
     try:
         model = onnx.load_model_from_string(data)
     except Exception as e:  # noqa: BLE001 - protobuf DecodeError and friends
-        raise ImportError_(f"cannot read {what}: not a valid ONNX protobuf ({_first_line(e)}); "
-                           "the file may be truncated or not an ONNX model") from None
+        raise ImportError_(
+            f"cannot read {what}: not a valid ONNX protobuf ({_first_line(e)}); "
+            "the file may be truncated or not an ONNX model"
+        ) from None
     if not model.HasField("graph"):
         raise ImportError_(f"cannot read {what}: no graph in the protobuf (truncated or not an ONNX model)")
     return model
@@ -59,13 +62,18 @@ def check_model(model: onnx.ModelProto | bytes, what: str) -> None:
 
 def load_external_data(model: onnx.ModelProto, folder: Path | None) -> bool:
     """Read external tensor data in place (True if there was any); refuse locations outside `folder`."""
-    tensors = [t for t in external_data_helper._get_all_tensors(model)
-               if t.HasField("data_location") and t.data_location == onnx.TensorProto.EXTERNAL]
+    tensors = [
+        t
+        for t in external_data_helper._get_all_tensors(model)
+        if t.HasField("data_location") and t.data_location == onnx.TensorProto.EXTERNAL
+    ]
     if not tensors:
         return False
     if folder is None:
-        raise ImportError_("the model keeps tensor data in external files; load it from its path so the data "
-                           "files can be found next to it")
+        raise ImportError_(
+            "the model keeps tensor data in external files; load it from its path so the data "
+            "files can be found next to it"
+        )
     root = folder.resolve()
     for t in tensors:
         info = {e.key: e.value for e in t.external_data}
@@ -75,8 +83,10 @@ def load_external_data(model: onnx.ModelProto, folder: Path | None) -> bool:
         except (ValueError, OSError):  # a NUL byte, a link loop
             raise ImportError_(f"tensor {t.name!r}: external data path {loc!r} is not a usable path") from None
         if not loc or os.path.isabs(loc) or not target.is_relative_to(root):
-            raise ImportError_(f"tensor {t.name!r}: external data path {loc!r} escapes the model folder {str(root)!r}; "
-                               "refusing to read it")
+            raise ImportError_(
+                f"tensor {t.name!r}: external data path {loc!r} escapes the model folder {str(root)!r}; "
+                "refusing to read it"
+            )
         offset, length = _external_range(t.name, loc, target, info)
         with open(target, "rb") as f:
             f.seek(offset)
@@ -107,24 +117,27 @@ def _external_range(tensor: str, loc: str, target: Path, info: dict[str, str]) -
     try:
         st = os.stat(target)
     except FileNotFoundError:
-        raise ImportError_(f"tensor {tensor!r}: external data file {loc!r} not found in {str(target.parent)!r}") \
-            from None
+        raise ImportError_(
+            f"tensor {tensor!r}: external data file {loc!r} not found in {str(target.parent)!r}"
+        ) from None
     except OSError as e:
         raise ImportError_(f"tensor {tensor!r}: external data file {loc!r} cannot be read ({e.strerror})") from None
     if not stat.S_ISREG(st.st_mode):
-        kind = ("a folder" if stat.S_ISDIR(st.st_mode) else "a FIFO" if stat.S_ISFIFO(st.st_mode)
-                else "a special file")
+        kind = "a folder" if stat.S_ISDIR(st.st_mode) else "a FIFO" if stat.S_ISFIFO(st.st_mode) else "a special file"
         raise ImportError_(f"tensor {tensor!r}: external data location {loc!r} is {kind}; it must be a regular file")
     offset = _int_field(tensor, "offset", info.get("offset")) or 0
     length = _int_field(tensor, "length", info.get("length"))
     if offset > st.st_size:
-        raise ImportError_(f"tensor {tensor!r}: external data offset {offset} is past the end of {loc!r} "
-                           f"({st.st_size} bytes)")
+        raise ImportError_(
+            f"tensor {tensor!r}: external data offset {offset} is past the end of {loc!r} ({st.st_size} bytes)"
+        )
     if length is None:
         length = st.st_size - offset
     elif offset + length > st.st_size:
-        raise ImportError_(f"tensor {tensor!r}: external data file {loc!r} ({st.st_size} bytes) is shorter than "
-                           f"its declared offset {offset} + length {length}")
+        raise ImportError_(
+            f"tensor {tensor!r}: external data file {loc!r} ({st.st_size} bytes) is shorter than "
+            f"its declared offset {offset} + length {length}"
+        )
     try:
         check_bytes(length, f"tensor {tensor!r} external data")
     except MigxError as e:

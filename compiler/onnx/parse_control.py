@@ -97,8 +97,9 @@ def captured_inputs(ctx: NodeContext, graphs: list[onnx.GraphProto]) -> list[str
     return list(names)
 
 
-def import_body(ctx: NodeContext, graph: onnx.GraphProto, prefix: str, formal: list[tuple[str, Shape]],
-                captured: list[str]) -> Module:
+def import_body(
+    ctx: NodeContext, graph: onnx.GraphProto, prefix: str, formal: list[tuple[str, Shape]], captured: list[str]
+) -> Module:
     """A submodule for `graph`: params for its formal inputs, then for the captured outer values."""
     program = ctx.module.program
     module = program.create_module(program.unique_module_name(prefix))
@@ -180,8 +181,10 @@ def parse_loop(ctx: NodeContext, args: Args) -> Result:
     cond = ctx.add("reshape", [ctx.convert(cond, "bool")], dims=[1])
     captured = captured_inputs(ctx, [body])
     # The iteration number and condition keep the body's declared rank (a scalar, usually).
-    formal = [(body.input[0].name, Shape.of("int64", _lens(body.input[0]))),
-              (body.input[1].name, Shape.of("bool", _lens(body.input[1])))]
+    formal = [
+        (body.input[0].name, Shape.of("int64", _lens(body.input[0]))),
+        (body.input[1].name, Shape.of("bool", _lens(body.input[1]))),
+    ]
     formal += [_formal(ctx, vi, c) for vi, c in zip(body.input[2:], carried)]
     program = ctx.module.program
     before = set(program.modules)
@@ -198,8 +201,9 @@ def parse_loop(ctx: NodeContext, args: Args) -> Result:
     return _with_modules(ctx, op, [cond, *carried, *(ctx.env[n] for n in captured)], [mod])
 
 
-def _unroll_loop(ctx: NodeContext, body: onnx.GraphProto, max_iter: int, cond: Instruction,
-                 carried: list[Instruction]) -> list[Instruction]:
+def _unroll_loop(
+    ctx: NodeContext, body: onnx.GraphProto, max_iter: int, cond: Instruction, carried: list[Instruction]
+) -> list[Instruction]:
     """The loop op's semantics, one body copy per iteration: after the condition turns false the
     carried values stop changing and per-iteration outputs are zeros."""
     n = len(carried)
@@ -208,11 +212,13 @@ def _unroll_loop(ctx: NodeContext, body: onnx.GraphProto, max_iter: int, cond: I
     for i in range(max_iter):
         if ctx.const(active) is not None and not bool(ctx.const(active).reshape(-1)[0]):
             break
-        bind = {body.input[0].name: ctx.literal(np.array(i, np.int64)),
-                body.input[1].name: ctx.add("reshape", [active], dims=list(_lens(body.input[1])))}
+        bind = {
+            body.input[0].name: ctx.literal(np.array(i, np.int64)),
+            body.input[1].name: ctx.add("reshape", [active], dims=list(_lens(body.input[1]))),
+        }
         bind.update({vi.name: c for vi, c in zip(body.input[2:], carried)})
         outs = _inline(ctx, body, bind)
-        new, ys = outs[1: 1 + n], outs[1 + n:]
+        new, ys = outs[1 : 1 + n], outs[1 + n :]
         always = ctx.const(active) is not None  # constant and true here
         carried = new if always else [_where(ctx, active, a, b) for a, b in zip(new, carried)]
         scans.append(ys if always else [_where(ctx, active, y, ctx.scalar_like(0, y)) for y in ys])
@@ -239,12 +245,21 @@ def _lens(vi: onnx.ValueInfoProto) -> list[int]:
 
 
 def _where(ctx: NodeContext, cond: Instruction, a: Instruction, b: Instruction) -> Instruction:
-    return ctx.add("where", [ctx.broadcast_to(ctx.add("reshape", [cond], dims=[1] * a.shape.ndim or [1]),
-                                              a.shape.lens), a, b])
+    return ctx.add(
+        "where", [ctx.broadcast_to(ctx.add("reshape", [cond], dims=[1] * a.shape.ndim or [1]), a.shape.lens), a, b]
+    )
 
 
-def _unroll_scan(ctx: NodeContext, body: onnx.GraphProto, states: list, xs: list, in_axes: list[int],
-                 in_dirs: list[int], out_axes: list[int], out_dirs: list[int]) -> list[Instruction]:
+def _unroll_scan(
+    ctx: NodeContext,
+    body: onnx.GraphProto,
+    states: list,
+    xs: list,
+    in_axes: list[int],
+    in_dirs: list[int],
+    out_axes: list[int],
+    out_dirs: list[int],
+) -> list[Instruction]:
     """Import the body once per step; returns the final states then the stacked scan outputs."""
     in_axes = [a + x.shape.ndim if a < 0 else a for a, x in zip(in_axes, xs)]
     lengths = {x.shape.lens[a] for x, a in zip(xs, in_axes)}
@@ -256,13 +271,13 @@ def _unroll_scan(ctx: NodeContext, body: onnx.GraphProto, states: list, xs: list
     per_step: list[list[Instruction]] = [[] for _ in out_axes]
     for t in range(steps):
         bind = {vi.name: s for vi, s in zip(body.input, states)}
-        for vi, x, axis, rev in zip(body.input[len(states):], xs, in_axes, in_dirs):
+        for vi, x, axis, rev in zip(body.input[len(states) :], xs, in_axes, in_dirs):
             k = steps - 1 - t if rev else t
             piece = ctx.add("slice", [x], axes=[axis], starts=[k], ends=[k + 1])
             bind[vi.name] = ctx.add("squeeze", [piece], axes=[axis])
         outs = _inline(ctx, body, bind)
         states = outs[: len(states)]
-        for j, y in enumerate(outs[len(states):]):
+        for j, y in enumerate(outs[len(states) :]):
             per_step[j].append(y)
     results = list(states)
     for j, ys in enumerate(per_step):
@@ -283,7 +298,7 @@ def _scan_v8(ctx: NodeContext, args: Args, body: onnx.GraphProto, n_scan: int) -
     """Opset 8: a leading batch axis on every input and output, scanning axis 1; each batch entry
     runs the body on its own (sequence_lens must be the full length)."""
     lens, rest = args[0], list(args[1:])
-    states, xs = rest[: len(rest) - n_scan], rest[len(rest) - n_scan:]
+    states, xs = rest[: len(rest) - n_scan], rest[len(rest) - n_scan :]
     if lens is not None:
         full = xs[0].shape.lens[1]
         if any(v != full for v in ctx.const_ints(lens, "sequence_lens")):
@@ -292,11 +307,15 @@ def _scan_v8(ctx: NodeContext, args: Args, body: onnx.GraphProto, n_scan: int) -
     dirs = [int(d) for d in ctx.attr("directions", [0] * n_scan)]
     per_batch = []
     for b in range(xs[0].shape.lens[0]):
+
         def row(v, b=b):
             return ctx.add("squeeze", [ctx.add("slice", [v], axes=[0], starts=[b], ends=[b + 1])], axes=[0])
 
-        per_batch.append(_unroll_scan(ctx, body, [row(s) for s in states], [row(x) for x in xs], [0] * n_scan,
-                                      dirs, [0] * n_out, [0] * n_out))
+        per_batch.append(
+            _unroll_scan(
+                ctx, body, [row(s) for s in states], [row(x) for x in xs], [0] * n_scan, dirs, [0] * n_out, [0] * n_out
+            )
+        )
     return [_stack(ctx, list(vals)) for vals in zip(*per_batch)]
 
 
@@ -306,9 +325,15 @@ def parse_scan(ctx: NodeContext, args: Args) -> Result:
     n_scan = int(ctx.attr("num_scan_inputs"))
     if ctx.opset < 9:
         return _scan_v8(ctx, args, body, n_scan)
-    states, xs = list(args[: len(args) - n_scan]), list(args[len(args) - n_scan:])
+    states, xs = list(args[: len(args) - n_scan]), list(args[len(args) - n_scan :])
     n_out = len(body.output) - len(states)
-    return _unroll_scan(ctx, body, states, xs, [int(a) for a in ctx.attr("scan_input_axes", [0] * n_scan)],
-                        [int(d) for d in ctx.attr("scan_input_directions", [0] * n_scan)],
-                        [int(a) for a in ctx.attr("scan_output_axes", [0] * n_out)],
-                        [int(d) for d in ctx.attr("scan_output_directions", [0] * n_out)])
+    return _unroll_scan(
+        ctx,
+        body,
+        states,
+        xs,
+        [int(a) for a in ctx.attr("scan_input_axes", [0] * n_scan)],
+        [int(d) for d in ctx.attr("scan_input_directions", [0] * n_scan)],
+        [int(a) for a in ctx.attr("scan_output_axes", [0] * n_out)],
+        [int(d) for d in ctx.attr("scan_output_directions", [0] * n_out)],
+    )

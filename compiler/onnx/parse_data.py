@@ -48,8 +48,9 @@ def parse_gather_elements(ctx: NodeContext, args: Args) -> Result:
     base = sum((grid[d] * strides[d] for d in range(r) if d != axis), np.zeros(ilens, np.int64))
     idx = ctx.convert(ind, "int64")
     n = data.shape.lens[axis]
-    wrapped = ctx.add("where", [ctx.add("less", [idx, ctx.scalar_like(0, idx)]),
-                                ctx.add("add", [idx, ctx.scalar_like(n, idx)]), idx])
+    wrapped = ctx.add(
+        "where", [ctx.add("less", [idx, ctx.scalar_like(0, idx)]), ctx.add("add", [idx, ctx.scalar_like(n, idx)]), idx]
+    )
     flat = ctx.add("add", [ctx.literal(base), ctx.add("mul", [wrapped, ctx.scalar_like(strides[axis], idx)])])
     flat_data = ctx.add("reshape", [ctx.contiguous(data)], dims=[-1])
     return ctx.add("gather", [flat_data, flat], axis=0)
@@ -98,8 +99,10 @@ def parse_pad(ctx: NodeContext, args: Args) -> Result:
     short = [a for a in range(nd) if lens[a] + pads[a] + pads[a + nd] < 0]
     if short:
         a = short[0]
-        raise ctx.error(f"pads {pads} crop {-(pads[a] + pads[a + nd])} from axis {a}, which has only {lens[a]} "
-                        f"elements (input {list(lens)})")
+        raise ctx.error(
+            f"pads {pads} crop {-(pads[a] + pads[a + nd])} from axis {a}, which has only {lens[a]} "
+            f"elements (input {list(lens)})"
+        )
     # Negative pads crop (a slice); the rest is a pad op.
     y = x
     if any(p < 0 for p in pads):
@@ -169,11 +172,20 @@ def parse_resize(ctx: NodeContext, args: Args) -> Result:
                 roi_full[a], roi_full[a + nd] = roi[k], roi[k + len(ax)]
         else:
             roi_full = roi
-    return ctx.add("resize", [x], sizes=out, scales=full_scales, mode=mode, coordinate_transformation_mode=ctm,
-                   nearest_mode=nearest, cubic_coeff_a=ctx.attr("cubic_coeff_a", -0.75),
-                   exclude_outside=bool(ctx.attr("exclude_outside", 0)),
-                   extrapolation_value=ctx.attr("extrapolation_value", 0.0),
-                   antialias=bool(ctx.attr("antialias", 0)), roi=roi_full)
+    return ctx.add(
+        "resize",
+        [x],
+        sizes=out,
+        scales=full_scales,
+        mode=mode,
+        coordinate_transformation_mode=ctm,
+        nearest_mode=nearest,
+        cubic_coeff_a=ctx.attr("cubic_coeff_a", -0.75),
+        exclude_outside=bool(ctx.attr("exclude_outside", 0)),
+        extrapolation_value=ctx.attr("extrapolation_value", 0.0),
+        antialias=bool(ctx.attr("antialias", 0)),
+        roi=roi_full,
+    )
 
 
 @register("Upsample")
@@ -182,8 +194,15 @@ def parse_upsample(ctx: NodeContext, args: Args) -> Result:
     scales = ctx.attr("scales") if ctx.opset < 9 else ctx.need_const(args[1], "scales").reshape(-1)
     mode = ctx.attr_choice("mode", ("nearest", "linear", "bilinear"), "nearest")
     out, full_scales = _resize_sizes(ctx, x, scales, None, None)
-    return ctx.add("resize", [x], sizes=out, scales=full_scales, mode="nearest" if mode == "nearest" else "linear",
-                   coordinate_transformation_mode="asymmetric", nearest_mode="floor")
+    return ctx.add(
+        "resize",
+        [x],
+        sizes=out,
+        scales=full_scales,
+        mode="nearest" if mode == "nearest" else "linear",
+        coordinate_transformation_mode="asymmetric",
+        nearest_mode="floor",
+    )
 
 
 @register("OneHot")

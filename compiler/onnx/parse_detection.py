@@ -26,21 +26,31 @@ def parse_nms(ctx: NodeContext, args: Args) -> Result:
     iou = float(_scalar(ctx, args, 3, "iou_threshold", 0.0))
     score = _scalar(ctx, args, 4, "score_threshold", None)
     limit = max(0, min(limit, scores.shape.lens[2]))
-    return ctx.add("nonmaxsuppression", [boxes, scores], center_point_box=int(ctx.attr("center_point_box", 0)),
-                   max_output_boxes_per_class=limit, iou_threshold=iou,
-                   score_threshold=float(score) if score is not None else 0.0, use_score_threshold=score is not None)
+    return ctx.add(
+        "nonmaxsuppression",
+        [boxes, scores],
+        center_point_box=int(ctx.attr("center_point_box", 0)),
+        max_output_boxes_per_class=limit,
+        iou_threshold=iou,
+        score_threshold=float(score) if score is not None else 0.0,
+        use_score_threshold=score is not None,
+    )
 
 
 @register("RoiAlign")
 def parse_roialign(ctx: NodeContext, args: Args) -> Result:
     x, rois, idx = args
     default_mode = "half_pixel" if ctx.opset >= 16 else "output_half_pixel"
-    return ctx.add("roialign", [x, ctx.convert(rois, x.shape.type), ctx.convert(idx, "int64")],
-                   coordinate_transformation_mode=ctx.attr("coordinate_transformation_mode", default_mode),
-                   mode=ctx.attr_choice("mode", ("avg", "max"), "avg"),
-                   output_height=int(ctx.attr("output_height", 1)), output_width=int(ctx.attr("output_width", 1)),
-                   sampling_ratio=int(ctx.attr("sampling_ratio", 0)),
-                   spatial_scale=float(ctx.attr("spatial_scale", 1.0)))
+    return ctx.add(
+        "roialign",
+        [x, ctx.convert(rois, x.shape.type), ctx.convert(idx, "int64")],
+        coordinate_transformation_mode=ctx.attr("coordinate_transformation_mode", default_mode),
+        mode=ctx.attr_choice("mode", ("avg", "max"), "avg"),
+        output_height=int(ctx.attr("output_height", 1)),
+        output_width=int(ctx.attr("output_width", 1)),
+        sampling_ratio=int(ctx.attr("sampling_ratio", 0)),
+        spatial_scale=float(ctx.attr("spatial_scale", 1.0)),
+    )
 
 
 @register("GridSample")
@@ -48,6 +58,10 @@ def parse_gridsample(ctx: NodeContext, args: Args) -> Result:
     x, grid = args
     mode = ctx.attr("mode", "linear" if ctx.opset >= 20 else "bilinear")
     mode = {"bilinear": "linear", "bicubic": "cubic"}.get(mode, mode)
-    return ctx.add("gridsample", [x, ctx.convert(grid, x.shape.type)], mode=mode,
-                   padding_mode=ctx.attr_choice("padding_mode", ("zeros", "border", "reflection"), "zeros"),
-                   align_corners=bool(ctx.attr("align_corners", 0)))
+    return ctx.add(
+        "gridsample",
+        [x, ctx.convert(grid, x.shape.type)],
+        mode=mode,
+        padding_mode=ctx.attr_choice("padding_mode", ("zeros", "border", "reflection"), "zeros"),
+        align_corners=bool(ctx.attr("align_corners", 0)),
+    )

@@ -30,7 +30,7 @@ def _parse(ctx, eq: str, ranks: list[int]) -> tuple[list[str], str]:
     for t, r in zip(terms, ranks):
         if "..." in t:
             n = r - len(t.replace("...", ""))
-            t = t.replace("...", ell[ell_rank - n:] if n else "")
+            t = t.replace("...", ell[ell_rank - n :] if n else "")
         if len(t) != r or not (t.isalpha() or t == ""):
             raise ctx.bad_attr("equation", f"term {t!r} does not match an operand of rank {r}")
         out_terms.append(t)
@@ -102,7 +102,7 @@ def parse_einsum(ctx: NodeContext, args: Args) -> Result:
         ops.append(_sum_out(ctx, x, t, later))
     x, t = ops[0]
     for k in range(1, len(ops)):
-        keep = set(out).union(*[set(u) for _, u in ops[k + 1:]])
+        keep = set(out).union(*[set(u) for _, u in ops[k + 1 :]])
         y, u = ops[k]
         x, t = _contract(ctx, x, t, y, u, keep)
     x, t = _sum_out(ctx, x, t, set(out))

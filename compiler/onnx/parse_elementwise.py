@@ -17,17 +17,49 @@ if TYPE_CHECKING:  # pragma: no cover
     from .registry import Args, Result
 
 UNARY = {
-    "Abs": "abs", "Acos": "acos", "Acosh": "acosh", "Asin": "asin", "Asinh": "asinh", "Atan": "atan",
-    "Atanh": "atanh", "Ceil": "ceil", "Cos": "cos", "Cosh": "cosh", "Erf": "erf", "Exp": "exp", "Floor": "floor",
-    "Log": "log", "Neg": "neg", "Reciprocal": "recip", "Relu": "relu", "Round": "nearbyint", "Sigmoid": "sigmoid",
-    "Sign": "sign", "Sin": "sin", "Sinh": "sinh", "Sqrt": "sqrt", "Tan": "tan", "Tanh": "tanh", "Not": "not",
-    "IsNaN": "isnan", "BitwiseNot": "bitwise_not",
+    "Abs": "abs",
+    "Acos": "acos",
+    "Acosh": "acosh",
+    "Asin": "asin",
+    "Asinh": "asinh",
+    "Atan": "atan",
+    "Atanh": "atanh",
+    "Ceil": "ceil",
+    "Cos": "cos",
+    "Cosh": "cosh",
+    "Erf": "erf",
+    "Exp": "exp",
+    "Floor": "floor",
+    "Log": "log",
+    "Neg": "neg",
+    "Reciprocal": "recip",
+    "Relu": "relu",
+    "Round": "nearbyint",
+    "Sigmoid": "sigmoid",
+    "Sign": "sign",
+    "Sin": "sin",
+    "Sinh": "sinh",
+    "Sqrt": "sqrt",
+    "Tan": "tan",
+    "Tanh": "tanh",
+    "Not": "not",
+    "IsNaN": "isnan",
+    "BitwiseNot": "bitwise_not",
 }
 
 BINARY = {
-    "Add": "add", "Sub": "sub", "Mul": "mul", "And": "logical_and", "Or": "logical_or",
-    "Xor": "logical_xor", "Equal": "equal", "Greater": "greater", "Less": "less", "BitwiseAnd": "bitwise_and",
-    "BitwiseOr": "bitwise_or", "BitwiseXor": "bitwise_xor",
+    "Add": "add",
+    "Sub": "sub",
+    "Mul": "mul",
+    "And": "logical_and",
+    "Or": "logical_or",
+    "Xor": "logical_xor",
+    "Equal": "equal",
+    "Greater": "greater",
+    "Less": "less",
+    "BitwiseAnd": "bitwise_and",
+    "BitwiseOr": "bitwise_or",
+    "BitwiseXor": "bitwise_xor",
 }
 
 VARIADIC = {"Sum": "add", "Max": "max", "Min": "min"}
@@ -159,8 +191,11 @@ def parse_identity(ctx: NodeContext, args: Args) -> Result:
 def parse_dropout(ctx: NodeContext, args: Args) -> Result:
     x = args[0]
     training = ctx.need_const(args[2], "training_mode") if len(args) > 2 and args[2] is not None else None
-    ratio = float(ctx.need_const(args[1], "ratio").reshape(-1)[0]) if len(args) > 1 and args[1] is not None \
+    ratio = (
+        float(ctx.need_const(args[1], "ratio").reshape(-1)[0])
+        if len(args) > 1 and args[1] is not None
         else float(ctx.attr("ratio", 0.5))
+    )
     if ((training is not None and bool(training.reshape(-1)[0])) or ctx.attr("is_test", 1) == 0) and ratio > 0:
         # Training mode: a seeded mask drawn at import (parse_misc.random_state, onnx.reference's draws).
         from .parse_misc import random_state

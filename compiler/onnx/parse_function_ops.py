@@ -15,9 +15,18 @@ if TYPE_CHECKING:  # pragma: no cover
     from .context import NodeContext
     from .registry import Args, Result
 
-EXPANDED_OPS = ("SoftmaxCrossEntropyLoss", "NegativeLogLikelihoodLoss", "DynamicQuantizeLinear",
-                "SwiGLU", "CausalConvWithState", "LinearAttention", "AffineGrid", "BlackmanWindow", "HammingWindow",
-                "HannWindow")
+EXPANDED_OPS = (
+    "SoftmaxCrossEntropyLoss",
+    "NegativeLogLikelihoodLoss",
+    "DynamicQuantizeLinear",
+    "SwiGLU",
+    "CausalConvWithState",
+    "LinearAttention",
+    "AffineGrid",
+    "BlackmanWindow",
+    "HammingWindow",
+    "HannWindow",
+)
 
 
 @register(*EXPANDED_OPS)

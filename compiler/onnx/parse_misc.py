@@ -76,16 +76,19 @@ def parse_unique(ctx: NodeContext, args: Args) -> Result:
     if axis is not None:
         axis = int(axis) + x.ndim if int(axis) < 0 else int(axis)
     flat = x.reshape(-1) if axis is None else x
-    y, first, inverse, counts = np.unique(flat, return_index=True, return_inverse=True, return_counts=True,
-                                          axis=axis)
+    y, first, inverse, counts = np.unique(flat, return_index=True, return_inverse=True, return_counts=True, axis=axis)
     if not ctx.attr("sorted", 1):  # order of first occurrence
         order = np.argsort(first, kind="stable")
         rank = np.empty_like(order)
         rank[order] = np.arange(len(order))
         y = y[order] if axis is None else np.take(y, order, axis=axis)
         first, counts, inverse = first[order], counts[order], rank[inverse.reshape(-1)]
-    return [ctx.literal(y), ctx.literal(first.astype(np.int64)), ctx.literal(inverse.reshape(-1).astype(np.int64)),
-            ctx.literal(counts.astype(np.int64))]
+    return [
+        ctx.literal(y),
+        ctx.literal(first.astype(np.int64)),
+        ctx.literal(inverse.reshape(-1).astype(np.int64)),
+        ctx.literal(counts.astype(np.int64)),
+    ]
 
 
 @register("ATen")
@@ -149,8 +152,9 @@ def parse_multinomial(ctx: NodeContext, args: Args) -> Result:
     u = ctx.literal(random_state(ctx).rand(batch, n, 1), x.shape.type)
     target = ctx.add("mul", [u, ctx.broadcast_to(ctx.add("unsqueeze", [total], axes=[1]), [batch, n, 1])])
     wide = [batch, n, classes]
-    below = ctx.add("less", [ctx.broadcast_to(ctx.add("unsqueeze", [cdf], axes=[1]), wide),
-                             ctx.broadcast_to(target, wide)])
+    below = ctx.add(
+        "less", [ctx.broadcast_to(ctx.add("unsqueeze", [cdf], axes=[1]), wide), ctx.broadcast_to(target, wide)]
+    )
     count = ctx.add("reduce_sum", [ctx.convert(below, "int32")], axes=[2])  # classes whose cdf < target
     count = ctx.add("squeeze", [count], axes=[2])
     last = ctx.literal(np.full([batch, n], classes - 1, dtype=dtypes.np_dtype("int32")))

@@ -74,8 +74,13 @@ def _rms_norm(ctx, x, gamma, eps: float, axis: int = -1):
 
 
 def _layer_norm(ctx, x, gamma, beta, eps: float):
-    node = helper.make_node("LayerNormalization", ["x", "g"] + (["b"] if beta is not None else []),
-                            ["y", "mean", "inv"], axis=-1, epsilon=eps)
+    node = helper.make_node(
+        "LayerNormalization",
+        ["x", "g"] + (["b"] if beta is not None else []),
+        ["y", "mean", "inv"],
+        axis=-1,
+        epsilon=eps,
+    )
     return import_expansion(ctx, {"x": x, "g": gamma, "b": beta}, [node], ["y", "mean", "inv"], opset=17)
 
 
@@ -109,14 +114,14 @@ def parse_skip_simplified_layer_norm(ctx: NodeContext, args: Args) -> Result:
 def _heads(ctx, x, n: int):
     """[B, S, n*d] -> [B, n, S, d]."""
     b, s, hidden = x.shape.lens
-    return ctx.add("transpose", [ctx.add("reshape", [ctx.contiguous(x)], dims=[b, s, n, hidden // n])],
-                   permutation=[0, 2, 1, 3])
+    return ctx.add(
+        "transpose", [ctx.add("reshape", [ctx.contiguous(x)], dims=[b, s, n, hidden // n])], permutation=[0, 2, 1, 3]
+    )
 
 
 def _merge_heads(ctx, x):
     b, n, s, d = x.shape.lens
-    return ctx.add("reshape", [ctx.contiguous(ctx.add("transpose", [x], permutation=[0, 2, 1, 3]))],
-                   dims=[b, s, n * d])
+    return ctx.add("reshape", [ctx.contiguous(ctx.add("transpose", [x], permutation=[0, 2, 1, 3]))], dims=[b, s, n * d])
 
 
 def _sdpa(ctx, q, k, v, scale: float, causal: bool, bias=None, allowed=None):
@@ -158,8 +163,12 @@ def _unpack(ctx, x, parts: int) -> list:
     b, s, n, p, h = x.shape.lens
     if p != parts:
         raise ctx.error(f"packed input {list(x.shape.lens)}: axis 3 must be {parts}")
-    return [ctx.add("reshape", [ctx.contiguous(ctx.add("slice", [x], axes=[3], starts=[i], ends=[i + 1]))],
-                    dims=[b, s, n * h]) for i in range(parts)]
+    return [
+        ctx.add(
+            "reshape", [ctx.contiguous(ctx.add("slice", [x], axes=[3], starts=[i], ends=[i + 1]))], dims=[b, s, n * h]
+        )
+        for i in range(parts)
+    ]
 
 
 @register("MultiHeadAttention", msft=True)
@@ -171,19 +180,22 @@ def parse_multi_head_attention(ctx: NodeContext, args: Args) -> Result:
     elif v is None and k is not None and k.shape.ndim == 5:  # packed KV: key [B, L, N, 2, H]
         k, v = _unpack(ctx, k, 2)
     if k is None or v is None or k.shape.ndim != 3 or q.shape.ndim != 3:
-        raise ctx.error("query, key and value must be 3-D [batch, length, hidden], or packed as QKV "
-                        "[batch, length, heads, 3, head_size] / KV [batch, length, heads, 2, head_size]")
+        raise ctx.error(
+            "query, key and value must be 3-D [batch, length, hidden], or packed as QKV "
+            "[batch, length, heads, 3, head_size] / KV [batch, length, heads, 2, head_size]"
+        )
     pad_mask, attn_bias = _opt(args, 4), _opt(args, 5)
     if any(a is not None for a in args[6:]):
         raise ctx.error("past key/value inputs are not supported")
     if pad_mask is not None and pad_mask.shape.ndim != 2:
-        raise ctx.error(f"key_padding_mask {list(pad_mask.shape.lens)}: only the [batch, kv_length] form is "
-                        "supported")
+        raise ctx.error(f"key_padding_mask {list(pad_mask.shape.lens)}: only the [batch, kv_length] form is supported")
     n = int(ctx.attr("num_heads"))
     if bias is not None:
         dq, dk = q.shape.lens[-1], k.shape.lens[-1]
-        parts = [ctx.add("slice", [bias], axes=[0], starts=[a], ends=[b])
-                 for a, b in ((0, dq), (dq, dq + dk), (dq + dk, bias.shape.lens[0]))]
+        parts = [
+            ctx.add("slice", [bias], axes=[0], starts=[a], ends=[b])
+            for a, b in ((0, dq), (dq, dq + dk), (dq + dk, bias.shape.lens[0]))
+        ]
         q, k, v = (ctx.add_common("add", x, p) for x, p in zip((q, k, v), parts))
     d = q.shape.lens[-1] // n
     scale = float(ctx.attr("scale", 0.0)) or 1 / math.sqrt(d)
@@ -196,8 +208,9 @@ def parse_multi_head_attention(ctx: NodeContext, args: Args) -> Result:
             s_, total = q.shape.lens[1], length
             tri = ctx.literal((np.arange(total)[None, :] <= (np.arange(s_)[:, None] + total - s_))[None, None])
             allowed = ctx.add_common("logical_and", allowed, tri)
-    out = _sdpa(ctx, _heads(ctx, q, n), _heads(ctx, k, n), _heads(ctx, v, n), scale, causal, bias=attn_bias,
-                allowed=allowed)
+    out = _sdpa(
+        ctx, _heads(ctx, q, n), _heads(ctx, k, n), _heads(ctx, v, n), scale, causal, bias=attn_bias, allowed=allowed
+    )
     return _merge_heads(ctx, out)
 
 
@@ -211,14 +224,19 @@ def ms_attention(ctx: NodeContext, args: Args) -> Result:
     if past is not None or any(a is not None for a in args[6:]) or any(o for o in ctx.node.output[1:]):
         raise ctx.error("past/present key-value state is not supported")
     if x.shape.ndim != 3 or w.shape.ndim != 2:
-        raise ctx.error(f"input {list(x.shape.lens)} must be [batch, seq, hidden] and weights "
-                        f"{list(w.shape.lens)} [hidden, q + k + v hidden]")
+        raise ctx.error(
+            f"input {list(x.shape.lens)} must be [batch, seq, hidden] and weights "
+            f"{list(w.shape.lens)} [hidden, q + k + v hidden]"
+        )
     n = int(ctx.attr("num_heads"))
     total = w.shape.lens[1]
     sizes = [int(v) for v in ctx.attr("qkv_hidden_sizes", [])] or [total // 3] * 3
     if len(sizes) != 3 or sum(sizes) != total or sizes[0] != sizes[1] or any(v % n for v in sizes):
-        raise ctx.bad_attr("qkv_hidden_sizes", f"{sizes} must be 3 sizes summing to the weights' {total} columns, "
-                           f"q and k equal, each divisible by num_heads {n}")
+        raise ctx.bad_attr(
+            "qkv_hidden_sizes",
+            f"{sizes} must be 3 sizes summing to the weights' {total} columns, "
+            f"q and k equal, each divisible by num_heads {n}",
+        )
     qkv = ctx.add("dot", [x, ctx.broadcast_to(w, [x.shape.lens[0], *w.shape.lens])])
     if bias is not None:
         qkv = ctx.add_common("add", qkv, bias)
@@ -232,8 +250,15 @@ def ms_attention(ctx: NodeContext, args: Args) -> Result:
         fill = ctx.literal(np.float32(ctx.attr("mask_filter_value", -10000.0)), x.shape.type)
         penalty = ctx.add_common("where", keep, ctx.scalar_like(0.0, fill), fill)
         add = penalty if add is None else ctx.add_common("add", add, penalty)
-    out = _sdpa(ctx, _heads(ctx, q, n), _heads(ctx, k, n), _heads(ctx, v, n), scale,
-                bool(ctx.attr("unidirectional", 0)), bias=add)
+    out = _sdpa(
+        ctx,
+        _heads(ctx, q, n),
+        _heads(ctx, k, n),
+        _heads(ctx, v, n),
+        scale,
+        bool(ctx.attr("unidirectional", 0)),
+        bias=add,
+    )
     return [_merge_heads(ctx, out)]
 
 
@@ -290,8 +315,9 @@ def ms_rotary_embedding(ctx: NodeContext, args: Args) -> Result:
     if pos.shape.elements() == 1:  # a start offset: positions offset .. offset + S - 1
         b, s = x.shape.lens[0], x.shape.lens[-2] if x.shape.ndim == 4 else x.shape.lens[1]
         ramp = ctx.literal(np.arange(s, dtype=np.int64)[None, :])
-        pos = ctx.add_common("add", ctx.broadcast_to(ctx.add("reshape", [ctx.convert(pos, "int64")], dims=[1, 1]),
-                                                     [1, s]), ramp)
+        pos = ctx.add_common(
+            "add", ctx.broadcast_to(ctx.add("reshape", [ctx.convert(pos, "int64")], dims=[1, 1]), [1, s]), ramp
+        )
         pos = ctx.broadcast_to(pos, [b, s])
     attrs = {"interleaved": int(ctx.attr("interleaved", 0))}
     for key in ("num_heads", "rotary_embedding_dim"):
@@ -299,8 +325,9 @@ def ms_rotary_embedding(ctx: NodeContext, args: Args) -> Result:
             attrs[key] = int(ctx.attr(key))
     # ORT's 4-D input is [B, N, S, H], the ONNX op's 4-D layout too: no transpose needed.
     node = helper.make_node("RotaryEmbedding", ["x", "cos", "sin", "pos"], ["y"], **attrs)
-    return import_expansion(ctx, {"x": x, "cos": cos, "sin": sin, "pos": ctx.convert(pos, "int64")}, [node],
-                            ["y"], opset=23)[0]
+    return import_expansion(
+        ctx, {"x": x, "cos": cos, "sin": sin, "pos": ctx.convert(pos, "int64")}, [node], ["y"], opset=23
+    )[0]
 
 
 # --- 4-bit weights ----------------------------------------------------------------------------------
@@ -336,8 +363,11 @@ def parse_matmul_nbits(ctx: NodeContext, args: Args) -> Result:
         z = np.full((n, blocks), 8, np.uint8)
     else:
         z = ctx.need_const(zp, "zero_points")
-        z = _nibbles(z.astype(np.uint8), high_first=False).reshape(n, -1)[:, :blocks] if z.dtype == np.uint8 \
+        z = (
+            _nibbles(z.astype(np.uint8), high_first=False).reshape(n, -1)[:, :blocks]
+            if z.dtype == np.uint8
             else z.reshape(n, blocks)
+        )
     zq = _block_expand(ctx, ctx.literal(z.reshape(-1).astype(ml_dtypes.uint4)), n, blocks, block, k)
     w = ctx.add("dequantizelinear", [wq, s, zq])  # [N, K]
     node = helper.make_node("MatMul", ["a", "wt"], ["y"])
@@ -347,12 +377,42 @@ def parse_matmul_nbits(ctx: NodeContext, args: Args) -> Result:
 
 # bitsandbytes' 4-bit codebooks (quant_type 0: FP4, 1: NF4), index = the 4-bit code.
 _BNB_CODEBOOKS = {
-    0: [0.0, 0.0052083333, 0.6666667, 1.0, 0.3333333, 0.5, 0.1666667, 0.25,
-        -0.0, -0.0052083333, -0.6666667, -1.0, -0.3333333, -0.5, -0.1666667, -0.25],
-    1: [-1.0, -0.6961928009986877, -0.5250730514526367, -0.39491748809814453, -0.28444138169288635,
-        -0.18477343022823334, -0.09105003625154495, 0.0, 0.07958029955625534, 0.16093020141124725,
-        0.24611230194568634, 0.33791524171829224, 0.44070982933044434, 0.5626170039176941,
-        0.7229568362236023, 1.0],
+    0: [
+        0.0,
+        0.0052083333,
+        0.6666667,
+        1.0,
+        0.3333333,
+        0.5,
+        0.1666667,
+        0.25,
+        -0.0,
+        -0.0052083333,
+        -0.6666667,
+        -1.0,
+        -0.3333333,
+        -0.5,
+        -0.1666667,
+        -0.25,
+    ],
+    1: [
+        -1.0,
+        -0.6961928009986877,
+        -0.5250730514526367,
+        -0.39491748809814453,
+        -0.28444138169288635,
+        -0.18477343022823334,
+        -0.09105003625154495,
+        0.0,
+        0.07958029955625534,
+        0.16093020141124725,
+        0.24611230194568634,
+        0.33791524171829224,
+        0.44070982933044434,
+        0.5626170039176941,
+        0.7229568362236023,
+        1.0,
+    ],
 }
 
 
@@ -368,8 +428,11 @@ def parse_matmul_bnb4(ctx: NodeContext, args: Args) -> Result:
     w = ctx.add("gather", [book, ctx.literal(codes.astype(np.int32).reshape(n, k))], axis=0)
     w = ctx.convert(w, absmax.shape.type)
     blocks = -(-n * k // block)
-    scale = ctx.add("reshape", [ctx.contiguous(ctx.broadcast_to(ctx.add("reshape", [absmax], dims=[blocks, 1]),
-                                                                [blocks, block]))], dims=[blocks * block])
+    scale = ctx.add(
+        "reshape",
+        [ctx.contiguous(ctx.broadcast_to(ctx.add("reshape", [absmax], dims=[blocks, 1]), [blocks, block]))],
+        dims=[blocks * block],
+    )
     if blocks * block != n * k:
         scale = ctx.add("slice", [scale], axes=[0], starts=[0], ends=[n * k])
     w = ctx.add("mul", [w, ctx.add("reshape", [scale], dims=[n, k])])
@@ -401,10 +464,14 @@ def parse_contrib_group_norm(ctx: NodeContext, args: Args) -> Result:
     x, gamma, beta = args[:3]
     channels_last = int(ctx.attr("channels_last", 1))
     xc = _to_nchw(ctx, x) if channels_last else x
-    node = helper.make_node("GroupNormalization", ["x", "g", "b"], ["y"], num_groups=int(ctx.attr("groups")),
-                            epsilon=float(ctx.attr("epsilon", 1e-5)))
+    node = helper.make_node(
+        "GroupNormalization",
+        ["x", "g", "b"],
+        ["y"],
+        num_groups=int(ctx.attr("groups")),
+        epsilon=float(ctx.attr("epsilon", 1e-5)),
+    )
     y = import_expansion(ctx, {"x": xc, "g": gamma, "b": beta}, [node], ["y"], opset=21)[0]
     if int(ctx.attr("activation", 0)):  # SiLU
         y = ctx.add("mul", [y, ctx.add("sigmoid", [y])])
     return _to_nhwc(ctx, y) if channels_last else y
-

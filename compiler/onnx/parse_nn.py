@@ -65,8 +65,7 @@ def parse_conv(ctx: NodeContext, args: Args) -> Result:
     dil = _spatial_attr(ctx, "dilations", nd, 1)
     kernel = list(w.shape.lens[2:])
     pads = _pads(ctx, nd, x.shape.lens[2:], kernel, strides, dil)
-    y = ctx.add("convolution", [x, w], padding=_compact(pads), stride=strides, dilation=dil,
-                group=ctx.attr("group", 1))
+    y = ctx.add("convolution", [x, w], padding=_compact(pads), stride=strides, dilation=dil, group=ctx.attr("group", 1))
     return _add_bias(ctx, y, args[2] if len(args) > 2 else None)
 
 
@@ -96,8 +95,14 @@ def parse_conv_transpose(ctx: NodeContext, args: Args) -> Result:
     # convolution_backwards crops non-negative padding; output_padding / a larger output_shape
     # need room beyond the full result, which holds zeros (no input contributes there).
     crop_b, crop_e = [max(b, 0) for b in begins], [max(e, 0) for e in ends]
-    y = ctx.add("convolution_backwards", [x, w], padding=_compact(crop_b + crop_e), stride=strides, dilation=dil,
-                group=ctx.attr("group", 1))
+    y = ctx.add(
+        "convolution_backwards",
+        [x, w],
+        padding=_compact(crop_b + crop_e),
+        stride=strides,
+        dilation=dil,
+        group=ctx.attr("group", 1),
+    )
     grow = [max(-b, 0) for b in begins] + [max(-e, 0) for e in ends]
     if any(grow):
         y = ctx.add("pad", [y], pads=[0, 0] + grow[:nd] + [0, 0] + grow[nd:])
@@ -120,8 +125,17 @@ def _pool(ctx, args, mode: str):
         extra["lp_order"] = ctx.attr("p", 2)
     if mode == "average":
         extra["count_include_pad"] = bool(ctx.attr("count_include_pad", 0))
-    return ctx.add("pooling", [x], mode=mode, padding=_compact(pads), stride=strides, lengths=kernel,
-                   dilations=dil, ceil_mode=bool(ctx.attr("ceil_mode", 0)), **extra)
+    return ctx.add(
+        "pooling",
+        [x],
+        mode=mode,
+        padding=_compact(pads),
+        stride=strides,
+        lengths=kernel,
+        dilations=dil,
+        ceil_mode=bool(ctx.attr("ceil_mode", 0)),
+        **extra,
+    )
 
 
 @register("MaxPool")
@@ -145,14 +159,23 @@ def parse_global_pool(ctx: NodeContext, args: Args) -> Result:
     nd = x.shape.ndim - 2
     mode = {"GlobalAveragePool": "average", "GlobalMaxPool": "max", "GlobalLpPool": "lpnorm"}[ctx.op_type]
     extra = {"lp_order": ctx.attr("p", 2)} if mode == "lpnorm" else {}
-    return ctx.add("pooling", [x], mode=mode, padding=[0] * nd, stride=[1] * nd, lengths=list(x.shape.lens[2:]),
-                   dilations=[1] * nd, **extra)
+    return ctx.add(
+        "pooling",
+        [x],
+        mode=mode,
+        padding=[0] * nd,
+        stride=[1] * nd,
+        lengths=list(x.shape.lens[2:]),
+        dilations=[1] * nd,
+        **extra,
+    )
 
 
 @register("LRN")
 def parse_lrn(ctx: NodeContext, args: Args) -> Result:
-    return ctx.add("lrn", [args[0]], alpha=ctx.attr("alpha"), beta=ctx.attr("beta"), bias=ctx.attr("bias"),
-                   size=ctx.attr("size"))
+    return ctx.add(
+        "lrn", [args[0]], alpha=ctx.attr("alpha"), beta=ctx.attr("beta"), bias=ctx.attr("bias"), size=ctx.attr("size")
+    )
 
 
 @register("Gemm")

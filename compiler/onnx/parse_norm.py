@@ -55,8 +55,13 @@ def _batchnorm_training(ctx, x, scale, bias, running_mean, running_var):
     momentum = float(ctx.attr("momentum", 0.9))
 
     def blend(running, batch):
-        return ctx.add("add", [ctx.add("mul", [running, ctx.scalar_like(momentum, running)]),
-                               ctx.add("mul", [batch, ctx.scalar_like(1 - momentum, batch)])])
+        return ctx.add(
+            "add",
+            [
+                ctx.add("mul", [running, ctx.scalar_like(momentum, running)]),
+                ctx.add("mul", [batch, ctx.scalar_like(1 - momentum, batch)]),
+            ],
+        )
 
     return [y, blend(running_mean, batch_mean), blend(running_var, batch_var)]
 
@@ -123,8 +128,11 @@ def parse_groupnorm(ctx: NodeContext, args: Args) -> Result:
 
     def channel(p):
         if p.shape.elements() == g and g != c:  # opset 18 wording: one value per group
-            p = ctx.add("reshape", [ctx.contiguous(ctx.broadcast_to(ctx.add("unsqueeze", [p], axes=[1]),
-                                                                      [g, c // g]))], dims=[c])
+            p = ctx.add(
+                "reshape",
+                [ctx.contiguous(ctx.broadcast_to(ctx.add("unsqueeze", [p], axes=[1]), [g, c // g]))],
+                dims=[c],
+            )
         return ctx.add("broadcast", [p], axis=1, out_lens=x.shape.lens)
 
     return ctx.add("add", [ctx.add("mul", [y, channel(scale)]), channel(bias)])

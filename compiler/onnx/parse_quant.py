@@ -62,8 +62,7 @@ def parse_qlinear_conv(ctx: NodeContext, args: Args) -> Result:
     if bias is not None:  # int32 bias in units of xs * ws
         scale = ctx.add_common("mul", xs, ws) if ws.shape.elements() > 1 else ctx.add("mul", [xs, ws])
         extra = [ctx.add_common("mul", ctx.convert(bias, "float32"), scale)]
-    return _qlinear(ctx, [(x, xs, xz, {}), (w, ws, wz, _per_axis(ctx, ws, 0))], "Conv", ys, yz,
-                    _node_attrs(ctx), extra)
+    return _qlinear(ctx, [(x, xs, xz, {}), (w, ws, wz, _per_axis(ctx, ws, 0))], "Conv", ys, yz, _node_attrs(ctx), extra)
 
 
 @register("QLinearMatMul")
@@ -73,11 +72,14 @@ def parse_qlinear_matmul(ctx: NodeContext, args: Args) -> Result:
     DequantizeLinear axis; it is dequantized here with the parameters broadcast to B."""
     a, a_s, az, b, bs, bz, ys, yz = args[:8]
     if bs.shape.ndim < 2 or bs.shape.elements() == 1:
-        return _qlinear(ctx, [(a, a_s, az, {}), (b, bs, bz, _per_axis(ctx, bs, b.shape.ndim - 1))], "MatMul", ys,
-                        yz, {})
+        return _qlinear(
+            ctx, [(a, a_s, az, {}), (b, bs, bz, _per_axis(ctx, bs, b.shape.ndim - 1))], "MatMul", ys, yz, {}
+        )
     if bs.shape.ndim != b.shape.ndim or bs.shape.lens[-2] != 1:
-        raise ctx.error(f"b_scale {list(bs.shape.lens)} must be a scalar, 1-D of B's columns, or [..., 1, N] "
-                        f"for B {list(b.shape.lens)}")
+        raise ctx.error(
+            f"b_scale {list(bs.shape.lens)} must be a scalar, 1-D of B's columns, or [..., 1, N] "
+            f"for B {list(b.shape.lens)}"
+        )
     params = [ctx.broadcast_to(p, b.shape.lens) for p in ([bs, bz] if bz is not None else [bs])]
     fb = ctx.add("dequantizelinear", [b, *params])
     return _qlinear(ctx, [(a, a_s, az, {})], "MatMul", ys, yz, {}, [fb])
@@ -97,8 +99,9 @@ def parse_qgemm(ctx: NodeContext, args: Args) -> Result:
         scale = ctx.add_common("mul", scale, ctx.literal(np.array(alpha, np.float32)))
         extra = [ctx.add_common("mul", ctx.convert(bias, "float32"), scale)]
     attrs = {"alpha": alpha, "transA": int(ctx.attr("transA", 0)), "transB": trans_b}
-    return _qlinear(ctx, [(a, a_s, az, {}), (b, bs, bz, _per_axis(ctx, bs, 0 if trans_b else 1))], "Gemm", ys,
-                    yz, attrs, extra)
+    return _qlinear(
+        ctx, [(a, a_s, az, {}), (b, bs, bz, _per_axis(ctx, bs, 0 if trans_b else 1))], "Gemm", ys, yz, attrs, extra
+    )
 
 
 @register("QLinearAdd", "QLinearMul", msft=True)
@@ -128,8 +131,7 @@ def parse_qlinear_softmax(ctx: NodeContext, args: Args) -> Result:
     x, xs, xz, ys, yz = (list(args) + [None] * 5)[:5]
     axis = int(ctx.attr("axis", -1))
     if int(ctx.attr("opset", 13)) < 13 and axis % x.shape.ndim != x.shape.ndim - 1:
-        raise ctx.bad_attr("axis", f"softmax before opset 13 flattens at axis {axis}; only the last axis is "
-                                   "supported")
+        raise ctx.bad_attr("axis", f"softmax before opset 13 flattens at axis {axis}; only the last axis is supported")
     return _qlinear(ctx, [(x, xs, xz, {})], "Softmax", ys, yz, {"axis": axis})
 
 
@@ -138,10 +140,12 @@ def parse_qlinear_where(ctx: NodeContext, args: Args) -> Result:
     """com.microsoft.QLinearWhere: where(condition, dequantized X, dequantized Y), quantized."""
     cond, x, xs, xz, y, ys_in, yz_in, zs, zz = (list(args) + [None] * 9)[:9]
     bind = {"c": cond, "x": x, "xs": xs, "xz": xz, "y": y, "ys": ys_in, "yz": yz_in, "zs": zs, "zz": zz}
-    nodes = [_dq("fx", "x", "xs", "xz" if xz is not None else None),
-             _dq("fy", "y", "ys", "yz" if yz_in is not None else None),
-             helper.make_node("Where", ["c", "fx", "fy"], ["w"]),
-             helper.make_node("QuantizeLinear", ["w", "zs"] + (["zz"] if zz is not None else []), ["q"])]
+    nodes = [
+        _dq("fx", "x", "xs", "xz" if xz is not None else None),
+        _dq("fy", "y", "ys", "yz" if yz_in is not None else None),
+        helper.make_node("Where", ["c", "fx", "fy"], ["w"]),
+        helper.make_node("QuantizeLinear", ["w", "zs"] + (["zz"] if zz is not None else []), ["q"]),
+    ]
     return import_expansion(ctx, {k: v for k, v in bind.items() if v is not None}, nodes, ["q"])[0]
 
 
@@ -161,7 +165,7 @@ def _shifted(ctx, x, zero):
 
 def _exact_float(ctx, terms: int) -> str:
     """float32 holds every partial sum of `terms` products of 8-bit values exactly up to 2^24."""
-    return "float32" if terms * 255 * 255 < 2 ** 24 else "float64"
+    return "float32" if terms * 255 * 255 < 2**24 else "float64"
 
 
 @register("MatMulInteger")
@@ -197,9 +201,11 @@ def parse_matmul_integer_to_float(ctx: NodeContext, args: Args) -> Result:
     az, bz, bias = _opt(args, 4), _opt(args, 5), _opt(args, 6)
     names = {"a": a, "b": b, "as": a_s, "bs": bs, "az": az, "bz": bz, "bias": bias}
     b_axis = {"axis": b.shape.ndim - 1} if bs.shape.elements() > 1 else {}
-    nodes = [_dq("fa", "a", "as", "az" if az is not None else None),
-             _dq("fb", "b", "bs", "bz" if bz is not None else None, **b_axis),
-             helper.make_node("MatMul", ["fa", "fb"], ["y"])]
+    nodes = [
+        _dq("fa", "a", "as", "az" if az is not None else None),
+        _dq("fb", "b", "bs", "bz" if bz is not None else None, **b_axis),
+        helper.make_node("MatMul", ["fa", "fb"], ["y"]),
+    ]
     if bias is not None:
         nodes.append(helper.make_node("Add", ["y", "bias"], ["yb"]))
     return import_expansion(ctx, names, nodes, ["yb" if bias is not None else "y"])[0]
@@ -221,9 +227,10 @@ def _block_scales(ctx: NodeContext, x, axis_attr: str, size_attr: str):
         pads[nd + axis] = pad
         xp = ctx.add("pad", [x], pads=pads)
     lens = list(xp.shape.lens)
-    blocked = lens[:axis] + [lens[axis] // block, block] + lens[axis + 1:]
-    amax = ctx.add("reduce_max", [ctx.add("abs", [ctx.add("reshape", [ctx.contiguous(xp)], dims=blocked)])],
-                   axes=[axis + 1])
+    blocked = lens[:axis] + [lens[axis] // block, block] + lens[axis + 1 :]
+    amax = ctx.add(
+        "reduce_max", [ctx.add("abs", [ctx.add("reshape", [ctx.contiguous(xp)], dims=blocked)])], axes=[axis + 1]
+    )
     two, four = ctx.scalar_like(2.0, amax), ctx.scalar_like(4.0, amax)
     scales = ctx.add("div", [ctx.add("pow", [two, ctx.add("floor", [ctx.add("log2", [amax])])]), four])
     return scales, axis, blocked, lens, n

@@ -43,9 +43,18 @@ def _finish(ctx, y, axes):
 
 
 # Value of a reduction over an empty set (ONNX's identity elements).
-_EMPTY = {"ReduceSum": 0, "ReduceL1": 0, "ReduceL2": 0, "ReduceSumSquare": 0, "ReduceProd": 1,
-          "ReduceMax": -np.inf, "ReduceMin": np.inf, "ReduceLogSum": -np.inf, "ReduceLogSumExp": -np.inf,
-          "ReduceMean": np.nan}
+_EMPTY = {
+    "ReduceSum": 0,
+    "ReduceL1": 0,
+    "ReduceL2": 0,
+    "ReduceSumSquare": 0,
+    "ReduceProd": 1,
+    "ReduceMax": -np.inf,
+    "ReduceMin": np.inf,
+    "ReduceLogSum": -np.inf,
+    "ReduceLogSumExp": -np.inf,
+    "ReduceMean": np.nan,
+}
 
 
 def _empty_reduction(ctx, x, axes):
@@ -76,8 +85,13 @@ def _reduce(ctx, args, pre=None, op="reduce_sum", post=None):
     return _finish(ctx, y, axes)
 
 
-_SIMPLE = {"ReduceSum": "reduce_sum", "ReduceMean": "reduce_mean", "ReduceMax": "reduce_max",
-           "ReduceMin": "reduce_min", "ReduceProd": "reduce_prod"}
+_SIMPLE = {
+    "ReduceSum": "reduce_sum",
+    "ReduceMean": "reduce_mean",
+    "ReduceMax": "reduce_max",
+    "ReduceMin": "reduce_min",
+    "ReduceProd": "reduce_prod",
+}
 
 
 @register(*_SIMPLE)
@@ -135,8 +149,12 @@ def parse_arg(ctx: NodeContext, args: Args) -> Result:
         axis = norm_axis(ctx.attr("axis", 0), x.shape.ndim, ctx.op_type)
     except ShapeError as e:
         raise ctx.bad_attr("axis", str(e)) from None
-    y = ctx.add("argmax" if ctx.op_type == "ArgMax" else "argmin", [x], axis=axis,
-                select_last_index=bool(ctx.attr("select_last_index", 0)))
+    y = ctx.add(
+        "argmax" if ctx.op_type == "ArgMax" else "argmin",
+        [x],
+        axis=axis,
+        select_last_index=bool(ctx.attr("select_last_index", 0)),
+    )
     return _finish(ctx, y, (axis,))
 
 
@@ -194,5 +212,10 @@ def parse_topk(ctx: NodeContext, args: Args) -> Result:
 @register("CumSum")
 def parse_cumsum(ctx: NodeContext, args: Args) -> Result:
     axis = ctx.const_ints(args[1], "axis")[0]
-    return ctx.add("prefix_scan_sum", [args[0]], axis=axis, exclusive=bool(ctx.attr("exclusive", 0)),
-                   reverse=bool(ctx.attr("reverse", 0)))
+    return ctx.add(
+        "prefix_scan_sum",
+        [args[0]],
+        axis=axis,
+        exclusive=bool(ctx.attr("exclusive", 0)),
+        reverse=bool(ctx.attr("reverse", 0)),
+    )

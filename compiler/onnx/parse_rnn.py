@@ -42,8 +42,13 @@ def _recurrent(ctx: NodeContext, args: Args, name: str) -> Result:
         return ctx.add("transpose", [v], permutation=[1, 0, 2]) if layout else v
 
     inputs = [x, w, r, b, lens, state(args[5])]
-    attrs = dict(hidden_size=hidden, direction=direction, clip=float(ctx.attr("clip", 0.0)),
-                 actv_alpha=list(ctx.attr("activation_alpha", [])), actv_beta=list(ctx.attr("activation_beta", [])))
+    attrs = dict(
+        hidden_size=hidden,
+        direction=direction,
+        clip=float(ctx.attr("clip", 0.0)),
+        actv_alpha=list(ctx.attr("activation_alpha", [])),
+        actv_beta=list(ctx.attr("activation_beta", [])),
+    )
     acts = [a.lower() for a in ctx.attr("activations", [])]
     if acts and len(acts) == len(DEFAULT_ACTIVATIONS[name]) and nd == 2:
         acts = acts * 2  # one set given for both directions

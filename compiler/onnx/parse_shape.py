@@ -142,8 +142,7 @@ def parse_slice(ctx: NodeContext, args: Args) -> Result:
     # One plain `slice` when every step is 1 (the common exporter case, and MIGraphX's form).
     if all(s == 1 for s in steps):
         b = [range(*slice(st, en).indices(x.shape.lens[a])) for a, st, en in zip(axes, starts, ends)]
-        return ctx.add("slice", [x], axes=axes, starts=[r.start for r in b],
-                       ends=[max(r.stop, r.start) for r in b])
+        return ctx.add("slice", [x], axes=axes, starts=[r.start for r in b], ends=[max(r.stop, r.start) for r in b])
     y = x
     for a, st, en, sp in zip(axes, starts, ends, steps):
         y = slice_axis(ctx, y, a, st, en, sp)
@@ -225,8 +224,11 @@ def parse_range(ctx: NodeContext, args: Args) -> Result:
     start, limit, delta = (ctx.need_const(a, n).reshape(()) for a, n in zip(args, ("start", "limit", "delta")))
     if delta == 0:
         raise ctx.error("delta must not be 0")
-    count = max(int(np.ceil((float(limit) - float(start)) / float(delta))), 0) if np.isfinite(
-        [start, limit, delta]).all() else -1
+    count = (
+        max(int(np.ceil((float(limit) - float(start)) / float(delta))), 0)
+        if np.isfinite([start, limit, delta]).all()
+        else -1
+    )
     if count < 0:
         raise ctx.error(f"start {start}, limit {limit} and delta {delta} must be finite")
     ctx.check_size([count], start.dtype.itemsize)

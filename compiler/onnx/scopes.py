@@ -52,7 +52,7 @@ def _from_name_scopes(text: str) -> str:
             continue
         # each path extends the one before it ("model.layers.2" after "model"): keep the new part,
         # so "layers.2" stays one part the way the module tree names it
-        part = path[len(prev) + 1:] if prev and path.startswith(prev + ".") else path
+        part = path[len(prev) + 1 :] if prev and path.startswith(prev + ".") else path
         parts.append(part)
         prev = path
     return "/".join(parts)

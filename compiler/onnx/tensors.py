@@ -14,8 +14,9 @@ def ir_type(code: int, what: str) -> str:
     """IR element type for an ONNX TensorProto.DataType code, or a clear error naming `what`."""
     t = dtypes.BY_ONNX.get(int(code))
     if t is None:
-        name = onnx.TensorProto.DataType.Name(int(code)) if int(code) in onnx.TensorProto.DataType.values() \
-            else str(code)
+        name = (
+            onnx.TensorProto.DataType.Name(int(code)) if int(code) in onnx.TensorProto.DataType.values() else str(code)
+        )
         raise ImportError_(f"{what}: element type {name} is not supported (supported: {', '.join(dtypes.ALL_NAMES)})")
     return t.name
 

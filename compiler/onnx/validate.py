@@ -26,8 +26,18 @@ from .validate_ops import check_constant_scales, check_node_operands, constant_t
 # test suite has 112 of them); before 6 operators had other attributes (consumed_inputs) and
 # other semantics, which the importer would silently read with modern ones.
 _DEFAULT_DOMAINS = ("", "ai.onnx")
-_WINDOWED = {"Conv", "ConvTranspose", "ConvInteger", "QLinearConv", "MaxPool", "AveragePool", "LpPool",
-             "MaxUnpool", "DeformConv", "GlobalLpPool"}
+_WINDOWED = {
+    "Conv",
+    "ConvTranspose",
+    "ConvInteger",
+    "QLinearConv",
+    "MaxPool",
+    "AveragePool",
+    "LpPool",
+    "MaxUnpool",
+    "DeformConv",
+    "GlobalLpPool",
+}
 _POSITIVE = ("kernel_shape", "strides", "dilations")
 # Initializers above this many bytes are handed to shape inference as typed inputs, not data: no
 # copy of the weights, and shape-like operands (small) keep their values.
@@ -82,9 +92,11 @@ def _check_legacy_ops(graph: onnx.GraphProto, opset: int, what: str) -> None:
         except onnx.defs.SchemaError:
             continue  # unknown at that opset: the importer names it
         if mine != at_7:
-            raise ImportError_(f"{node_name(node)}: {what} uses {node.op_type}-{mine} (opset {opset}), whose semantics "
-                               f"changed by opset 7 ({node.op_type}-{at_7}); ONNX Runtime implements only the newer "
-                               "version; convert the model with onnx.version_converter.convert_version(model, 13)")
+            raise ImportError_(
+                f"{node_name(node)}: {what} uses {node.op_type}-{mine} (opset {opset}), whose semantics "
+                f"changed by opset 7 ({node.op_type}-{at_7}); ONNX Runtime implements only the newer "
+                "version; convert the model with onnx.version_converter.convert_version(model, 13)"
+            )
 
 
 def _all_nodes(graph: onnx.GraphProto) -> Iterator[onnx.NodeProto]:
@@ -99,8 +111,10 @@ def _all_nodes(graph: onnx.GraphProto) -> Iterator[onnx.NodeProto]:
             subs = [a.g for a in node.attribute if a.type == onnx.AttributeProto.GRAPH]
             subs += [sg for a in node.attribute if a.type == onnx.AttributeProto.GRAPHS for sg in a.graphs]
             if subs and depth + 1 > MAX_GRAPH_DEPTH:
-                raise ImportError_(f"{node_name(node)}: subgraphs nested more than {MAX_GRAPH_DEPTH} deep; refusing "
-                                   "(the importer and the evaluator recurse once per level)")
+                raise ImportError_(
+                    f"{node_name(node)}: subgraphs nested more than {MAX_GRAPH_DEPTH} deep; refusing "
+                    "(the importer and the evaluator recurse once per level)"
+                )
             stack.extend((sg, depth + 1) for sg in subs)
 
 
@@ -108,8 +122,10 @@ def _check_value_types(graph: onnx.GraphProto) -> None:
     for kind, values in (("input", graph.input), ("output", graph.output), ("value", graph.value_info)):
         for vi in values:
             if vi.type.HasField("tensor_type") and vi.type.tensor_type.elem_type not in _VALID_TYPES:
-                raise ImportError_(f"graph {kind} {vi.name!r} declares element type {vi.type.tensor_type.elem_type}, "
-                                   "which is not an ONNX tensor type")
+                raise ImportError_(
+                    f"graph {kind} {vi.name!r} declares element type {vi.type.tensor_type.elem_type}, "
+                    "which is not an ONNX tensor type"
+                )
 
 
 def _check_attributes(node: onnx.NodeProto) -> None:
@@ -117,8 +133,7 @@ def _check_attributes(node: onnx.NodeProto) -> None:
         return
     for a in node.attribute:
         if a.name in _POSITIVE and any(v <= 0 for v in a.ints):
-            raise ImportError_(f"{node_name(node)}: attribute {a.name} is {list(a.ints)}; every value must be "
-                               "positive")
+            raise ImportError_(f"{node_name(node)}: attribute {a.name} is {list(a.ints)}; every value must be positive")
         if a.name == "group" and a.i <= 0:
             raise ImportError_(f"{node_name(node)}: attribute group is {a.i}; it must be positive")
 
@@ -219,8 +234,10 @@ def _check_constant_gathers(graph: onnx.GraphProto, shapes: dict[str, list[int |
         idx = numpy_helper.to_array(t)
         bad = idx[(idx < -n) | (idx >= n)] if idx.size else idx
         if bad.size:
-            raise ImportError_(f"{node_name(node)}: index {int(bad.flat[0])} is out of range for axis {axis} of "
-                               f"{node.input[0]!r}, which has {n} elements (valid: {-n} to {n - 1})")
+            raise ImportError_(
+                f"{node_name(node)}: index {int(bad.flat[0])} is out of range for axis {axis} of "
+                f"{node.input[0]!r}, which has {n} elements (valid: {-n} to {n - 1})"
+            )
 
 
 def overrides_fixed_dims(model: onnx.ModelProto, dims: dict) -> bool:
@@ -240,21 +257,23 @@ def check_declared_outputs(model: onnx.ModelProto, output_shapes: list) -> None:
     as does a declared shape with no dims (exporters write it for an unknown rank)."""
     for vi, shape in zip(model.graph.output, output_shapes):
         tt = vi.type.tensor_type
-        if not vi.type.HasField("tensor_type") or not tt.HasField("shape") or not len(tt.shape.dim) \
-                or shape.is_tuple:
+        if not vi.type.HasField("tensor_type") or not tt.HasField("shape") or not len(tt.shape.dim) or shape.is_tuple:
             continue
         declared = [int(d.dim_value) if d.HasField("dim_value") else None for d in tt.shape.dim]
         lens = list(shape.lens)
         shown = ["?" if d is None else d for d in declared]
         if len(declared) != len(lens):
-            raise ImportError_(f"graph output {vi.name!r} is declared with rank {len(declared)} {shown}, but the model "
-                               f"computes rank {len(lens)} {lens}")
+            raise ImportError_(
+                f"graph output {vi.name!r} is declared with rank {len(declared)} {shown}, but the model "
+                f"computes rank {len(lens)} {lens}"
+            )
         dyn = shape.dyn_dims
         for i, (d, n) in enumerate(zip(declared, lens)):
             fixed = dyn is None or dyn[i].is_fixed
             if d is not None and d > 0 and fixed and d != n:
-                raise ImportError_(f"graph output {vi.name!r} is declared {shown}, but the model computes {lens} "
-                                   f"(dim {i})")
+                raise ImportError_(
+                    f"graph output {vi.name!r} is declared {shown}, but the model computes {lens} (dim {i})"
+                )
 
 
 # Ops whose ONNX shape-inference function is narrower than the operator's spec: rank-1

@@ -15,9 +15,23 @@ from ..errors import ImportError_
 
 _DEFAULT_DOMAINS = ("", "ai.onnx")
 # (op, input index) operands ORT requires to be 1-D (a shape, axes, pads, repeats, starts, ...)
-_ONE_D = {"Reshape": (1,), "Expand": (1,), "Tile": (1,), "ConstantOfShape": (0,), "Squeeze": (1,),
-          "Unsqueeze": (1,), "Slice": (1, 2, 3, 4), "Pad": (1,), "ReduceSum": (1,), "ReduceMean": (1,),
-          "ReduceMax": (1,), "ReduceMin": (1,), "ReduceProd": (1,), "Split": (1,), "Resize": (2, 3)}
+_ONE_D = {
+    "Reshape": (1,),
+    "Expand": (1,),
+    "Tile": (1,),
+    "ConstantOfShape": (0,),
+    "Squeeze": (1,),
+    "Unsqueeze": (1,),
+    "Slice": (1, 2, 3, 4),
+    "Pad": (1,),
+    "ReduceSum": (1,),
+    "ReduceMean": (1,),
+    "ReduceMax": (1,),
+    "ReduceMin": (1,),
+    "ReduceProd": (1,),
+    "Split": (1,),
+    "Resize": (2, 3),
+}
 # Axes operands a scalar may give (ONNX's own function bodies do, AffineGrid's Unsqueeze; ORT and
 # onnx.reference read a scalar as one axis, and so does the importer).
 _SCALAR_AXES = frozenset({"Squeeze", "Unsqueeze", "ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd"})
@@ -65,9 +79,11 @@ def _check_type_params(node: onnx.NodeProto, opset: int, types: dict[str, int]) 
             continue
         seen = bound.setdefault(param, (name, types[name]))
         if seen[1] != types[name]:
-            raise ImportError_(f"{node_name(node)}: inputs {seen[0]!r} ({_type_name(seen[1])}) and {name!r} "
-                               f"({_type_name(types[name])}) must have one type ({param} of "
-                               f"{node.op_type})")
+            raise ImportError_(
+                f"{node_name(node)}: inputs {seen[0]!r} ({_type_name(seen[1])}) and {name!r} "
+                f"({_type_name(types[name])}) must have one type ({param} of "
+                f"{node.op_type})"
+            )
 
 
 def _check_conv_window(node: onnx.NodeProto, shapes: dict[str, list[int | None]]) -> None:
@@ -78,8 +94,9 @@ def _check_conv_window(node: onnx.NodeProto, shapes: dict[str, list[int | None]]
         return
     window = w[2:]
     if len(ks) != len(window) or any(d is not None and d != k for d, k in zip(window, ks)):
-        raise ImportError_(f"{node_name(node)}: kernel_shape {ks} does not match the weight's window {window} "
-                           f"(weight dims {w})")
+        raise ImportError_(
+            f"{node_name(node)}: kernel_shape {ks} does not match the weight's window {window} (weight dims {w})"
+        )
 
 
 def _check_one_d(node: onnx.NodeProto, shapes: dict[str, list[int | None]]) -> None:
@@ -87,12 +104,14 @@ def _check_one_d(node: onnx.NodeProto, shapes: dict[str, list[int | None]]) -> N
         if k < len(node.input) and node.input[k] and node.input[k] in shapes:
             rank = len(shapes[node.input[k]])
             if rank != 1 and not (rank == 0 and node.op_type in _SCALAR_AXES):
-                raise ImportError_(f"{node_name(node)}: input {k} ({node.input[k]!r}) must be 1-D, but it has rank "
-                                   f"{rank}")
+                raise ImportError_(
+                    f"{node_name(node)}: input {k} ({node.input[k]!r}) must be 1-D, but it has rank {rank}"
+                )
 
 
-def check_node_operands(graph: onnx.GraphProto, shapes: dict[str, list[int | None]], types: dict[str, int],
-                        opset: int) -> None:
+def check_node_operands(
+    graph: onnx.GraphProto, shapes: dict[str, list[int | None]], types: dict[str, int], opset: int
+) -> None:
     for node in graph.node:
         if node.domain not in _DEFAULT_DOMAINS:
             continue

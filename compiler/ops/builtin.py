@@ -15,8 +15,14 @@ def _no_shape(op, inputs, mods):
     raise ShapeError(f"{op.name} carries its own shape")
 
 
-defop("@param", _no_shape, attrs=[A("name", "str", "")], traits={"builtin"}, nargs=0,
-      doc="A module input; its shape is given when it is created.")
+defop(
+    "@param",
+    _no_shape,
+    attrs=[A("name", "str", "")],
+    traits={"builtin"},
+    nargs=0,
+    doc="A module input; its shape is given when it is created.",
+)
 defop("@literal", _no_shape, attrs=[], traits={"builtin"}, nargs=0, doc="Constant data (immutable, shared).")
 
 
@@ -26,15 +32,27 @@ def _return_shape(op, inputs, mods):
 
 defop("@return", _return_shape, traits={"builtin"}, doc="Module outputs.")
 
-defop("identity", lambda op, s, m: s[0], lambda op, a, out, run: a[0], traits={"view"}, nargs=1,
-      output_alias=lambda op, s: 0, doc="Returns its input; removed by eliminate_identity.")
+defop(
+    "identity",
+    lambda op, s, m: s[0],
+    lambda op, a, out, run: a[0],
+    traits={"view"},
+    nargs=1,
+    output_alias=lambda op, s: 0,
+    doc="Returns its input; removed by eliminate_identity.",
+)
 
 
-defop("allocate", lambda op, s, m: op["shape"],
-      lambda op, a, out, run: np.zeros(out.lens, dtypes.np_dtype(out.type)),
-      attrs=[A("shape", "shape", Shape.scalar("float32"), show=True)], traits={"not_context_free"}, nargs=0,
-      doc="An uninitialised output buffer (the GPU lowering makes one per kernel output).",
-      gpu=GpuCode.none("an output buffer: lowering turns it into hip::allocate"))
+defop(
+    "allocate",
+    lambda op, s, m: op["shape"],
+    lambda op, a, out, run: np.zeros(out.lens, dtypes.np_dtype(out.type)),
+    attrs=[A("shape", "shape", Shape.scalar("float32"), show=True)],
+    traits={"not_context_free"},
+    nargs=0,
+    doc="An uninitialised output buffer (the GPU lowering makes one per kernel output).",
+    gpu=GpuCode.none("an output buffer: lowering turns it into hip::allocate"),
+)
 
 
 def _tuple_elem_shape(op, inputs, mods):
@@ -47,7 +65,13 @@ def _tuple_elem_shape(op, inputs, mods):
     return s.sub_shapes[i]
 
 
-defop("get_tuple_elem", _tuple_elem_shape, lambda op, a, out, run: a[0][op["index"]],
-      attrs=[A("index", "int", 0, show=True)], nargs=1, output_alias=lambda op, s: 0,
-      doc="One element of a tuple value (multi-output fused ops).",
-      gpu=GpuCode.none("picks one value of a tuple; no data moves"))
+defop(
+    "get_tuple_elem",
+    _tuple_elem_shape,
+    lambda op, a, out, run: a[0][op["index"]],
+    attrs=[A("index", "int", 0, show=True)],
+    nargs=1,
+    output_alias=lambda op, s: 0,
+    doc="One element of a tuple value (multi-output fused ops).",
+    gpu=GpuCode.none("picks one value of a tuple; no data moves"),
+)

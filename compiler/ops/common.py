@@ -42,8 +42,10 @@ def same_lens(op: str, inputs: Sequence[Shape]) -> tuple[int, ...]:
     lens = inputs[0].lens
     for s in inputs[1:]:
         if s.lens != lens:
-            raise ShapeError(f"{op}: input dimensions differ ({', '.join(str(list(x.lens)) for x in inputs)}); "
-                             "broadcast explicitly with multibroadcast")
+            raise ShapeError(
+                f"{op}: input dimensions differ ({', '.join(str(list(x.lens)) for x in inputs)}); "
+                "broadcast explicitly with multibroadcast"
+            )
     return lens
 
 
@@ -100,8 +102,11 @@ def normalizer(**keys: str):
             if kind == "axis":
                 upd[k] = norm_axis(v, nd, op.name)
             elif kind == "axes":
-                upd[k] = tuple(sorted(norm_axes(v, nd, op.name))) if op.name.startswith("reduce") else norm_axes(
-                    v, nd, op.name)
+                upd[k] = (
+                    tuple(sorted(norm_axes(v, nd, op.name)))
+                    if op.name.startswith("reduce")
+                    else norm_axes(v, nd, op.name)
+                )
             elif kind == "axis_end":
                 upd[k] = norm_axis(v, nd, op.name, allow_end=True)
         return op.with_(**upd) if upd else op

@@ -42,8 +42,7 @@ def _if_shape(op, s, mods):
                 raise ShapeError(f"if: branch {m.name} param {p.param_name} is {p.shape}, given {a}")
         outs.append([Shape.of(o.type, o.lens) for o in m.output_shapes()])
     if outs[0] != outs[1]:
-        raise ShapeError(f"if: branches return different shapes ({mods[0].name}: {outs[0]}, "
-                         f"{mods[1].name}: {outs[1]})")
+        raise ShapeError(f"if: branches return different shapes ({mods[0].name}: {outs[0]}, {mods[1].name}: {outs[1]})")
     if not outs[0]:
         raise ShapeError("if: branches return nothing")
     return _outputs_shape(outs[0])
@@ -56,10 +55,15 @@ def _if_compute(op, args, out, run):
     return tuple(res) if out.is_tuple else res[0]
 
 
-defop("if", _if_shape, _if_compute, nargs=(1, -1),
-      doc="Run the then module if the condition holds, else the else module; the remaining inputs are "
-          "bound to each branch's params in order (several returns give a tuple).",
-      gpu=GpuCode.host("control flow: the host evaluates the condition and runs one branch"))
+defop(
+    "if",
+    _if_shape,
+    _if_compute,
+    nargs=(1, -1),
+    doc="Run the then module if the condition holds, else the else module; the remaining inputs are "
+    "bound to each branch's params in order (several returns give a tuple).",
+    gpu=GpuCode.host("control flow: the host evaluates the condition and runs one branch"),
+)
 
 
 # --- select_module ------------------------------------------------------------------------------
@@ -85,8 +89,7 @@ def _select_shape(op, s, mods):
             raise ShapeError(f"select_module: module {m.name} takes {len(params)} inputs, given {len(s)}")
         for p, a in zip(params, s):
             if not _fits(p.shape, a):
-                raise ShapeError(f"select_module: module {m.name} param {p.param_name} ({p.shape}) cannot "
-                                 f"take {a}")
+                raise ShapeError(f"select_module: module {m.name} param {p.param_name} ({p.shape}) cannot take {a}")
     if not out.is_tuple:
         raise ShapeError("select_module: output_dyn_shapes must be a tuple shape")
     return out
@@ -102,13 +105,17 @@ def _select_compute(op, args, out, run):
     raise EvalError(f"select_module: no submodule takes inputs of shapes {got}")
 
 
-defop("select_module", _select_shape, _select_compute,
-      attrs=[A("output_dyn_shapes", "shape", Shape.tuple_of([Shape.scalar("float32")]), show=True)],
-      nargs=(1, -1),
-      doc="Run the submodule whose parameter shapes match the inputs (parameters bound by sorted name); "
-          "returns a tuple of its outputs.",
-      gpu=GpuCode.host("picks the static submodule that fits the runtime shapes on the host"),
-      made_by="split_single_dyn_dim")
+defop(
+    "select_module",
+    _select_shape,
+    _select_compute,
+    attrs=[A("output_dyn_shapes", "shape", Shape.tuple_of([Shape.scalar("float32")]), show=True)],
+    nargs=(1, -1),
+    doc="Run the submodule whose parameter shapes match the inputs (parameters bound by sorted name); "
+    "returns a tuple of its outputs.",
+    gpu=GpuCode.host("picks the static submodule that fits the runtime shapes on the host"),
+    made_by="split_single_dyn_dim",
+)
 
 
 # --- loop ---------------------------------------------------------------------------------------
@@ -119,51 +126,64 @@ def _loop_shape(op, s, mods):
     if s[0].type != "bool" or s[0].elements() != 1:
         raise ShapeError(f"loop: condition must be a single bool, got {s[0]}")
     params = body.params()
-    if len(params) >= 2 and (params[0].shape.type != "int64" or params[1].shape.type != "bool"
-                             or params[0].shape.elements() != 1 or params[1].shape.elements() != 1):
-        raise ShapeError(f"loop: body {body.name} must take the iteration (one int64) and the condition (one "
-                         f"bool) first, got {params[0].shape} and {params[1].shape}")
+    if len(params) >= 2 and (
+        params[0].shape.type != "int64"
+        or params[1].shape.type != "bool"
+        or params[0].shape.elements() != 1
+        or params[1].shape.elements() != 1
+    ):
+        raise ShapeError(
+            f"loop: body {body.name} must take the iteration (one int64) and the condition (one "
+            f"bool) first, got {params[0].shape} and {params[1].shape}"
+        )
     if len(params) != len(s) + 1:
-        raise ShapeError(f"loop: body {body.name} takes {len(params)} inputs, given iteration, condition and "
-                         f"{len(s) - 1} more")
+        raise ShapeError(
+            f"loop: body {body.name} takes {len(params)} inputs, given iteration, condition and {len(s) - 1} more"
+        )
     for p, a in zip(params[2:], s[1:]):
         if p.shape.lens != a.lens or p.shape.type != a.type:
             raise ShapeError(f"loop: body {body.name} param {p.param_name} is {p.shape}, given {a}")
     outs = [Shape.of(o.type, o.lens) for o in body.output_shapes()]
     if len(outs) < 1 + n:
         raise ShapeError(f"loop: body {body.name} returns {len(outs)} values, needs condition + {n} carried")
-    for o, a in zip(outs[1: 1 + n], s[1: 1 + n]):
+    for o, a in zip(outs[1 : 1 + n], s[1 : 1 + n]):
         if o.lens != a.lens or o.type != a.type:
             raise ShapeError(f"loop: body {body.name} changes a loop-carried value from {a} to {o}")
-    scans = [Shape.of(o.type, (op["max_iterations"], *o.lens)) for o in outs[1 + n:]]
-    return _outputs_shape([Shape.of(a.type, a.lens) for a in s[1: 1 + n]] + scans)
+    scans = [Shape.of(o.type, (op["max_iterations"], *o.lens)) for o in outs[1 + n :]]
+    return _outputs_shape([Shape.of(a.type, a.lens) for a in s[1 : 1 + n]] + scans)
 
 
 def _loop_compute(op, args, out, run):
     body, n = run.ins.module_inputs[0], op["carried"]
     cond = bool(np.asarray(args[0]).reshape(-1)[0])
-    carried, rest = list(args[1: 1 + n]), list(args[1 + n:])
+    carried, rest = list(args[1 : 1 + n]), list(args[1 + n :])
     subs = out.sub_shapes if out.is_tuple else (out,)
     scans = [np.zeros(sh.lens, dtype=sh.dtype.np_dtype) for sh in subs[n:]]
     it_lens, cond_lens = (p.shape.lens for p in body.params()[:2])
     for i in range(op["max_iterations"]):
         if not cond:
             break
-        res = run(body, [np.full(it_lens, i, dtype=np.int64), np.full(cond_lens, cond), *carried, *rest],
-                  check_shapes=True)
+        res = run(
+            body, [np.full(it_lens, i, dtype=np.int64), np.full(cond_lens, cond), *carried, *rest], check_shapes=True
+        )
         cond = bool(np.asarray(res[0]).reshape(-1)[0])
-        carried = list(res[1: 1 + n])
-        for buf, v in zip(scans, res[1 + n:]):
+        carried = list(res[1 : 1 + n])
+        for buf, v in zip(scans, res[1 + n :]):
             buf[i] = v
     vals = carried + scans
     return tuple(vals) if out.is_tuple else vals[0]
 
 
-defop("loop", _loop_shape, _loop_compute, nargs=(1, -1),
-      gpu=GpuCode.host("control flow: the host runs the body module once per iteration"),
-      attrs=[A("max_iterations", "int", 10, show=True), A("carried", "int", 0, show=True)],
-      doc="Run the body module while its condition holds, at most max_iterations times. Inputs: condition, "
-          "the `carried` loop-carried values, then values the body reads; the body takes (iteration, "
-          "condition, carried..., reads...) and returns (condition, carried..., per-iteration outputs...). "
-          "Outputs: final carried values, then per-iteration outputs stacked to max_iterations rows (rows "
-          "after an early exit are zero).")
+defop(
+    "loop",
+    _loop_shape,
+    _loop_compute,
+    nargs=(1, -1),
+    gpu=GpuCode.host("control flow: the host runs the body module once per iteration"),
+    attrs=[A("max_iterations", "int", 10, show=True), A("carried", "int", 0, show=True)],
+    doc="Run the body module while its condition holds, at most max_iterations times. Inputs: condition, "
+    "the `carried` loop-carried values, then values the body reads; the body takes (iteration, "
+    "condition, carried..., reads...) and returns (condition, carried..., per-iteration outputs...). "
+    "Outputs: final carried values, then per-iteration outputs stacked to max_iterations rows (rows "
+    "after an early exit are zero).",
+)

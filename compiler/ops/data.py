@@ -31,7 +31,7 @@ def _gather_shape(op, s, m):
     if data.ndim == 0:
         raise ShapeError("gather: data must have rank >= 1")
     axis = norm_axis(op["axis"], data.ndim, "gather")
-    return Shape.of(data.type, data.lens[:axis] + ind.lens + data.lens[axis + 1:])
+    return Shape.of(data.type, data.lens[:axis] + ind.lens + data.lens[axis + 1 :])
 
 
 def _gather_compute(op, args, out, run):
@@ -40,10 +40,16 @@ def _gather_compute(op, args, out, run):
     return np.take(data, _wrap(ind, data.shape[axis]), axis=axis, mode="raise")
 
 
-defop("gather", _gather_shape, _gather_compute, attrs=[A("axis", "int", 0, show=True)], nargs=2,
-      normalize=normalizer(axis="axis"),
-      doc="out = data indexed by `indices` along `axis` (numpy take; negative indices wrap).",
-      gpu=GpuCode.kernel("gather"))
+defop(
+    "gather",
+    _gather_shape,
+    _gather_compute,
+    attrs=[A("axis", "int", 0, show=True)],
+    nargs=2,
+    normalize=normalizer(axis="axis"),
+    doc="out = data indexed by `indices` along `axis` (numpy take; negative indices wrap).",
+    gpu=GpuCode.kernel("gather"),
+)
 
 
 # --- gathernd -----------------------------------------------------------------------------------
@@ -52,14 +58,16 @@ def _gathernd_shape(op, s, m):
     _index_type("gathernd", ind)
     b = op["batch_dims"]
     if ind.ndim < 1 or b < 0 or b >= min(data.ndim, ind.ndim):
-        raise ShapeError(f"gathernd: batch_dims {b} needs data and indices of rank > {b} "
-                         f"(got {list(data.lens)} and {list(ind.lens)})")
+        raise ShapeError(
+            f"gathernd: batch_dims {b} needs data and indices of rank > {b} "
+            f"(got {list(data.lens)} and {list(ind.lens)})"
+        )
     k = ind.lens[-1]
     if data.lens[:b] != ind.lens[:b]:
         raise ShapeError(f"gathernd: batch dims differ: {list(data.lens[:b])} vs {list(ind.lens[:b])}")
     if b + k > data.ndim:
         raise ShapeError(f"gathernd: index tuples of length {k} exceed data rank {data.ndim} (batch_dims {b})")
-    return Shape.of(data.type, ind.lens[:-1] + data.lens[b + k:])
+    return Shape.of(data.type, ind.lens[:-1] + data.lens[b + k :])
 
 
 def _gathernd_compute(op, args, out, run):
@@ -74,9 +82,15 @@ def _gathernd_compute(op, args, out, run):
     return d[(batch,) + coords].reshape(out.lens)
 
 
-defop("gathernd", _gathernd_shape, _gathernd_compute, attrs=[A("batch_dims", "int", 0)], nargs=2,
-      doc="ONNX GatherND: the last axis of `indices` holds coordinates into data (after batch_dims).",
-      gpu=GpuCode.kernel("gathernd"))
+defop(
+    "gathernd",
+    _gathernd_shape,
+    _gathernd_compute,
+    attrs=[A("batch_dims", "int", 0)],
+    nargs=2,
+    doc="ONNX GatherND: the last axis of `indices` holds coordinates into data (after batch_dims).",
+    gpu=GpuCode.kernel("gathernd"),
+)
 
 
 # --- scatter (elements) and scatternd -----------------------------------------------------------
@@ -90,8 +104,10 @@ def _scatter_shape(name):
         same_type(name, [data, upd])
         norm_axis(op["axis"], data.ndim, name)
         if ind.lens != upd.lens or ind.ndim != data.ndim:
-            raise ShapeError(f"{name}: indices {list(ind.lens)} and updates {list(upd.lens)} must have equal lens "
-                             f"and the rank of data {list(data.lens)}")
+            raise ShapeError(
+                f"{name}: indices {list(ind.lens)} and updates {list(upd.lens)} must have equal lens "
+                f"and the rank of data {list(data.lens)}"
+            )
         return Shape.of(data.type, data.lens)
 
     return shape
@@ -147,13 +163,24 @@ def _scatternd_compute(reduction):
 
 
 for _red in _REDUCERS:
-    defop(f"scatter_{_red}", _scatter_shape(f"scatter_{_red}"), _scatter_compute(_red),
-          attrs=[A("axis", "int", 0, show=True)], nargs=3, normalize=normalizer(axis="axis"),
-          doc=f"ONNX ScatterElements with reduction '{_red}': data with `updates` written at `indices` on axis.",
-          gpu=GpuCode.kernel("scatter"))
-    defop(f"scatternd_{_red}", _scatternd_shape(f"scatternd_{_red}"), _scatternd_compute(_red), nargs=3,
-          doc=f"ONNX ScatterND with reduction '{_red}'.",
-          gpu=GpuCode.kernel("scatternd"))
+    defop(
+        f"scatter_{_red}",
+        _scatter_shape(f"scatter_{_red}"),
+        _scatter_compute(_red),
+        attrs=[A("axis", "int", 0, show=True)],
+        nargs=3,
+        normalize=normalizer(axis="axis"),
+        doc=f"ONNX ScatterElements with reduction '{_red}': data with `updates` written at `indices` on axis.",
+        gpu=GpuCode.kernel("scatter"),
+    )
+    defop(
+        f"scatternd_{_red}",
+        _scatternd_shape(f"scatternd_{_red}"),
+        _scatternd_compute(_red),
+        nargs=3,
+        doc=f"ONNX ScatterND with reduction '{_red}'.",
+        gpu=GpuCode.kernel("scatternd"),
+    )
 
 
 # --- pad ----------------------------------------------------------------------------------------
@@ -169,7 +196,8 @@ def _pad_shape(op, s, m):
     # Reflect pads wider than the dim repeat the reflection (period 2n - 2), as numpy, onnx.reference
     # and MIGraphX do; ONNX Runtime refuses them.
     if op["mode"] in ("edge", "wrap", "reflect") and any(
-            (pads[i] or pads[i + nd]) and n == 0 for i, n in enumerate(x.lens)):
+        (pads[i] or pads[i + nd]) and n == 0 for i, n in enumerate(x.lens)
+    ):
         raise ShapeError(f"pad: {op['mode']} padding of an empty dim in {list(x.lens)}")
     return Shape.of(x.type, lens)
 
@@ -185,12 +213,19 @@ def _pad_compute(op, args, out, run):
     return np.pad(x, width, mode=mode)
 
 
-defop("pad", _pad_shape, _pad_compute, attrs=[
-    A("pads", "ints", (), show=True, doc="begins for every axis, then ends"),
-    A("value", "float", 0.0),
-    A("mode", "str", "constant", choices=("constant", "reflect", "edge", "wrap")),
-], nargs=1, doc="Pad with a constant, a reflection, the edge value, or wrap around.",
-      gpu=GpuCode.kernel("pad"))
+defop(
+    "pad",
+    _pad_shape,
+    _pad_compute,
+    attrs=[
+        A("pads", "ints", (), show=True, doc="begins for every axis, then ends"),
+        A("value", "float", 0.0),
+        A("mode", "str", "constant", choices=("constant", "reflect", "edge", "wrap")),
+    ],
+    nargs=1,
+    doc="Pad with a constant, a reflection, the edge value, or wrap around.",
+    gpu=GpuCode.kernel("pad"),
+)
 
 
 # --- reverse ------------------------------------------------------------------------------------
@@ -199,10 +234,16 @@ def _reverse_shape(op, s, m):
     return Shape.of(s[0].type, s[0].lens)
 
 
-defop("reverse", _reverse_shape, lambda op, a, out, run: np.flip(a[0], norm_axes(op["axes"], a[0].ndim, "reverse")),
-      attrs=[A("axes", "ints", (), show=True)], nargs=1, normalize=normalizer(axes="axes"),
-      doc="Reverse the element order along `axes`.",
-      gpu=GpuCode.kernel("reverse"))
+defop(
+    "reverse",
+    _reverse_shape,
+    lambda op, a, out, run: np.flip(a[0], norm_axes(op["axes"], a[0].ndim, "reverse")),
+    attrs=[A("axes", "ints", (), show=True)],
+    nargs=1,
+    normalize=normalizer(axes="axes"),
+    doc="Reverse the element order along `axes`.",
+    gpu=GpuCode.kernel("reverse"),
+)
 
 
 # --- prefix_scan_sum (CumSum) -------------------------------------------------------------------
@@ -221,10 +262,20 @@ def _scan_compute(op, args, out, run):
     return np.flip(acc, axis) if op["reverse"] else acc
 
 
-defop("prefix_scan_sum", _scan_shape, _scan_compute, attrs=[
-    A("axis", "int", 0, show=True), A("exclusive", "bool", False), A("reverse", "bool", False),
-], nargs=1, normalize=normalizer(axis="axis"), doc="Cumulative sum along axis (ONNX CumSum).",
-      gpu=GpuCode.kernel("prefix_scan_sum"))
+defop(
+    "prefix_scan_sum",
+    _scan_shape,
+    _scan_compute,
+    attrs=[
+        A("axis", "int", 0, show=True),
+        A("exclusive", "bool", False),
+        A("reverse", "bool", False),
+    ],
+    nargs=1,
+    normalize=normalizer(axis="axis"),
+    doc="Cumulative sum along axis (ONNX CumSum).",
+    gpu=GpuCode.kernel("prefix_scan_sum"),
+)
 
 
 # --- topk ---------------------------------------------------------------------------------------
@@ -251,11 +302,20 @@ def _topk_compute(op, args, out, run):
     return np.take_along_axis(x, idx, axis=axis), idx.astype(np.int64)
 
 
-defop("topk", _topk_shape, _topk_compute, attrs=[
-    A("k", "int", 1, show=True), A("axis", "int", -1, show=True), A("largest", "bool", True),
-], nargs=1, normalize=normalizer(axis="axis"),
-      doc="The k largest (or smallest) values along axis, sorted, and their int64 indices (a tuple).",
-      gpu=GpuCode.kernel("topk"))
+defop(
+    "topk",
+    _topk_shape,
+    _topk_compute,
+    attrs=[
+        A("k", "int", 1, show=True),
+        A("axis", "int", -1, show=True),
+        A("largest", "bool", True),
+    ],
+    nargs=1,
+    normalize=normalizer(axis="axis"),
+    doc="The k largest (or smallest) values along axis, sorted, and their int64 indices (a tuple).",
+    gpu=GpuCode.kernel("topk"),
+)
 
 
 # --- onehot -------------------------------------------------------------------------------------
@@ -289,12 +349,19 @@ def _onehot_normalize(op, inputs):
     return op.with_(axis=norm_axis(op["axis"], inputs[0].ndim + 1, "onehot"))
 
 
-defop("onehot", _onehot_shape, _onehot_compute, attrs=[
-    A("depth", "int", 1, show=True), A("axis", "int", -1, show=True),
-], nargs=2, normalize=_onehot_normalize,
-      doc="One-hot encode indices with values [off, on]; out-of-range indices give all `off`.",
-      gpu=GpuCode.kernel("onehot"))
-
+defop(
+    "onehot",
+    _onehot_shape,
+    _onehot_compute,
+    attrs=[
+        A("depth", "int", 1, show=True),
+        A("axis", "int", -1, show=True),
+    ],
+    nargs=2,
+    normalize=_onehot_normalize,
+    doc="One-hot encode indices with values [off, on]; out-of-range indices give all `off`.",
+    gpu=GpuCode.kernel("onehot"),
+)
 
 
 # --- nonzero ------------------------------------------------------------------------------------
@@ -314,6 +381,12 @@ def _nonzero_compute(op, args, out, run):
     return coords, np.array([count], np.int64)
 
 
-defop("nonzero", _nonzero_shape, _nonzero_compute, nargs=1, gpu=GpuCode.kernel("nonzero"),
-      doc="Coordinates of the non-zero elements in row-major order, as MIGraphX's nonzero: a maximum-size "
-          "[rank, elements] buffer, zero after the last found element, and the count (a tuple).")
+defop(
+    "nonzero",
+    _nonzero_shape,
+    _nonzero_compute,
+    nargs=1,
+    gpu=GpuCode.kernel("nonzero"),
+    doc="Coordinates of the non-zero elements in row-major order, as MIGraphX's nonzero: a maximum-size "
+    "[rank, elements] buffer, zero after the last found element, and the count (a tuple).",
+)

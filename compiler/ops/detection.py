@@ -27,8 +27,10 @@ def _nms_rows(op, boxes: Shape, scores: Shape) -> int:
 def _nms_shape(op, s, mods):
     boxes, scores = s[0], s[1]
     if boxes.ndim != 3 or boxes.lens[2] != 4 or scores.ndim != 3:
-        raise ShapeError(f"nonmaxsuppression: boxes must be [batch, boxes, 4] and scores [batch, classes, boxes], "
-                         f"got {list(boxes.lens)} and {list(scores.lens)}")
+        raise ShapeError(
+            f"nonmaxsuppression: boxes must be [batch, boxes, 4] and scores [batch, classes, boxes], "
+            f"got {list(boxes.lens)} and {list(scores.lens)}"
+        )
     if boxes.lens[0] != scores.lens[0] or boxes.lens[1] != scores.lens[2]:
         raise ShapeError(f"nonmaxsuppression: boxes {list(boxes.lens)} and scores {list(scores.lens)} disagree")
     return Shape.of("int64", [_nms_rows(op, boxes, scores), 3])
@@ -77,13 +79,22 @@ def _nms_compute(op, args, out, run):
     return res
 
 
-defop("nonmaxsuppression", _nms_shape, _nms_compute, nargs=2,
-      gpu=GpuCode.host("greedy suppression is sequential per class; no generated kernel yet"),
-      attrs=[A("center_point_box", "int", 0), A("max_output_boxes_per_class", "int", 0, show=True),
-             A("iou_threshold", "float", 0.0, show=True), A("score_threshold", "float", 0.0),
-             A("use_score_threshold", "bool", False)],
-      doc="Greedy non-maximum suppression per batch and class (boxes, scores); returns (batch, class, box) "
-          "rows, highest score first, padded with -1 rows to the static maximum.")
+defop(
+    "nonmaxsuppression",
+    _nms_shape,
+    _nms_compute,
+    nargs=2,
+    gpu=GpuCode.host("greedy suppression is sequential per class; no generated kernel yet"),
+    attrs=[
+        A("center_point_box", "int", 0),
+        A("max_output_boxes_per_class", "int", 0, show=True),
+        A("iou_threshold", "float", 0.0, show=True),
+        A("score_threshold", "float", 0.0),
+        A("use_score_threshold", "bool", False),
+    ],
+    doc="Greedy non-maximum suppression per batch and class (boxes, scores); returns (batch, class, box) "
+    "rows, highest score first, padded with -1 rows to the static maximum.",
+)
 
 
 # --- sampling helpers ------------------------------------------------------------------------------
@@ -106,8 +117,10 @@ def _bilinear(img: np.ndarray, y: np.ndarray, x: np.ndarray) -> np.ndarray:
 def _roialign_shape(op, s, mods):
     x, rois, idx = s
     if x.ndim != 4 or rois.ndim != 2 or rois.lens[1] != 4 or idx.lens != (rois.lens[0],):
-        raise ShapeError(f"roialign: expects X [N, C, H, W], rois [R, 4], batch_indices [R]; got "
-                         f"{list(x.lens)}, {list(rois.lens)}, {list(idx.lens)}")
+        raise ShapeError(
+            f"roialign: expects X [N, C, H, W], rois [R, 4], batch_indices [R]; got "
+            f"{list(x.lens)}, {list(rois.lens)}, {list(idx.lens)}"
+        )
     return Shape.of(x.type, [rois.lens[0], x.lens[1], op["output_height"], op["output_width"]])
 
 
@@ -164,13 +177,22 @@ def _max_corner(img, y, x):
     return best
 
 
-defop("roialign", _roialign_shape, _roialign_compute, nargs=3,
-      gpu=GpuCode.host("no generated kernel yet (per-roi adaptive sampling grids)"),
-      attrs=[A("coordinate_transformation_mode", "str", "half_pixel", choices=("half_pixel", "output_half_pixel")),
-             A("mode", "str", "avg", choices=("avg", "max"), show=True),
-             A("output_height", "int", 1, show=True), A("output_width", "int", 1, show=True),
-             A("sampling_ratio", "int", 0), A("spatial_scale", "float", 1.0)],
-      doc="Region-of-interest align (X, rois [R, 4] as x1 y1 x2 y2, batch_indices [R]) -> [R, C, oh, ow].")
+defop(
+    "roialign",
+    _roialign_shape,
+    _roialign_compute,
+    nargs=3,
+    gpu=GpuCode.host("no generated kernel yet (per-roi adaptive sampling grids)"),
+    attrs=[
+        A("coordinate_transformation_mode", "str", "half_pixel", choices=("half_pixel", "output_half_pixel")),
+        A("mode", "str", "avg", choices=("avg", "max"), show=True),
+        A("output_height", "int", 1, show=True),
+        A("output_width", "int", 1, show=True),
+        A("sampling_ratio", "int", 0),
+        A("spatial_scale", "float", 1.0),
+    ],
+    doc="Region-of-interest align (X, rois [R, 4] as x1 y1 x2 y2, batch_indices [R]) -> [R, C, oh, ow].",
+)
 
 
 # --- gridsample ------------------------------------------------------------------------------------
@@ -178,8 +200,10 @@ def _gridsample_shape(op, s, mods):
     x, grid = s
     r = x.ndim - 2
     if r not in (2, 3) or grid.ndim != x.ndim or grid.lens[-1] != r or grid.lens[0] != x.lens[0]:
-        raise ShapeError(f"gridsample: expects X [N, C, *spatial] (2 or 3 spatial dims) and grid [N, *out, "
-                         f"{max(r, 2)}]; got {list(x.lens)} and {list(grid.lens)}")
+        raise ShapeError(
+            f"gridsample: expects X [N, C, *spatial] (2 or 3 spatial dims) and grid [N, *out, "
+            f"{max(r, 2)}]; got {list(x.lens)} and {list(grid.lens)}"
+        )
     if op["mode"] == "cubic" and r != 2:
         raise ShapeError("gridsample: cubic mode samples 2-D images only")
     return Shape.of(x.type, [x.lens[0], x.lens[1], *grid.lens[1:-1]])
@@ -285,9 +309,16 @@ def _gridsample_compute(op, args, out, run):
     return res.astype(x.dtype)
 
 
-defop("gridsample", _gridsample_shape, _gridsample_compute, nargs=2,
-      gpu=GpuCode.host("no generated kernel yet (data-dependent gathers with interpolation)"),
-      attrs=[A("mode", "str", "linear", choices=("linear", "nearest", "cubic"), show=True),
-             A("padding_mode", "str", "zeros", choices=("zeros", "border", "reflection"), show=True),
-             A("align_corners", "bool", False)],
-      doc="Sample X [N, C, *spatial] (2-D or 3-D) at the normalized (x, y[, z]) locations of grid [N, *out, r].")
+defop(
+    "gridsample",
+    _gridsample_shape,
+    _gridsample_compute,
+    nargs=2,
+    gpu=GpuCode.host("no generated kernel yet (data-dependent gathers with interpolation)"),
+    attrs=[
+        A("mode", "str", "linear", choices=("linear", "nearest", "cubic"), show=True),
+        A("padding_mode", "str", "zeros", choices=("zeros", "border", "reflection"), show=True),
+        A("align_corners", "bool", False),
+    ],
+    doc="Sample X [N, C, *spatial] (2-D or 3-D) at the normalized (x, y[, z]) locations of grid [N, *out, r].",
+)

@@ -35,10 +35,15 @@ def _dimensions_of_compute(op, a, out, run):
     return np.asarray(x.shape[_dims_slice(op, x.ndim)], dtype=np.int64)
 
 
-defop("dimensions_of", _dimensions_of_shape, _dimensions_of_compute,
-      attrs=[A("start", "int", 0), A("end", "int", None)], nargs=1,
-      doc="The input's runtime dims[start:end] as int64 (ONNX Shape of a dynamic input).",
-      gpu=GpuCode.host("reads runtime dims; split_single_dyn_dim folds it to a literal before the GPU pipelines"))
+defop(
+    "dimensions_of",
+    _dimensions_of_shape,
+    _dimensions_of_compute,
+    attrs=[A("start", "int", 0), A("end", "int", None)],
+    nargs=1,
+    doc="The input's runtime dims[start:end] as int64 (ONNX Shape of a dynamic input).",
+    gpu=GpuCode.host("reads runtime dims; split_single_dyn_dim folds it to a literal before the GPU pipelines"),
+)
 
 
 def _range_shape(op, s, mods):
@@ -54,9 +59,15 @@ def _range_compute(op, a, out, run):
     return np.arange(start, limit, delta).astype(start.dtype)
 
 
-defop("range", _range_shape, _range_compute, attrs=[A("lens", "ints", (0, 0), show=True)], nargs=3,
-      doc="arange(start, limit, delta) of runtime scalars; `lens` is the [min, max] length it can have.",
-      gpu=GpuCode.host("a length known only at run time; split_single_dyn_dim folds static cases to literals"))
+defop(
+    "range",
+    _range_shape,
+    _range_compute,
+    attrs=[A("lens", "ints", (0, 0), show=True)],
+    nargs=3,
+    doc="arange(start, limit, delta) of runtime scalars; `lens` is the [min, max] length it can have.",
+    gpu=GpuCode.host("a length known only at run time; split_single_dyn_dim folds static cases to literals"),
+)
 
 
 # --- concat_past_present ------------------------------------------------------------------------
@@ -85,11 +96,17 @@ def _cpp_compute(op, a, out, run):
     return res
 
 
-defop("concat_past_present", _cpp_shape, _cpp_compute, attrs=[A("axis", "int", 2, show=True)], nargs=3,
-      traits={"in_place"},
-      doc="KV cache append: write `new` into `cache` (input 2, updated in place on the GPU) at offset "
-          "past_len (input 1, a runtime integer) along `axis` (a write that does not fit is dropped); the "
-          "result is the cache. Named after MIGraphX's GroupQueryAttention helper op that appends to a "
-          "preallocated KV cache.",
-      gpu=GpuCode.kernel("concat_past_present"),
-      made_by="migx_explore.compiler.kv_cache.kv_cache_bucket")
+defop(
+    "concat_past_present",
+    _cpp_shape,
+    _cpp_compute,
+    attrs=[A("axis", "int", 2, show=True)],
+    nargs=3,
+    traits={"in_place"},
+    doc="KV cache append: write `new` into `cache` (input 2, updated in place on the GPU) at offset "
+    "past_len (input 1, a runtime integer) along `axis` (a write that does not fit is dropped); the "
+    "result is the cache. Named after MIGraphX's GroupQueryAttention helper op that appends to a "
+    "preallocated KV cache.",
+    gpu=GpuCode.kernel("concat_past_present"),
+    made_by="migx_explore.compiler.kv_cache.kv_cache_bucket",
+)

@@ -56,10 +56,15 @@ def _pointwise_compute(op, args, out, run):
     return tuple(vals) if out.is_tuple else vals[0]
 
 
-defop("pointwise", _pointwise_shape, _pointwise_compute, nargs=(1, -1),
-      doc="A fused elementwise kernel; its body is the submodule (multiple returns give a tuple).",
-      gpu=GpuCode.kernel("pointwise"),
-      made_by="fuse_pointwise")
+defop(
+    "pointwise",
+    _pointwise_shape,
+    _pointwise_compute,
+    nargs=(1, -1),
+    doc="A fused elementwise kernel; its body is the submodule (multiple returns give a tuple).",
+    gpu=GpuCode.kernel("pointwise"),
+    made_by="fuse_pointwise",
+)
 
 
 def _fused_reduce_shape(op, s, mods):
@@ -69,8 +74,9 @@ def _fused_reduce_shape(op, s, mods):
         raise ShapeError(f"fused_reduce: submodule {sub.name} takes {len(params)} inputs, given {len(s)}")
     for p, x in zip(params, s):
         if p.shape.lens != x.lens or p.shape.type != x.type:
-            raise ShapeError(f"fused_reduce: input {list(x.lens)} does not match submodule param "
-                             f"{p.param_name}: {p.shape}")
+            raise ShapeError(
+                f"fused_reduce: input {list(x.lens)} does not match submodule param {p.param_name}: {p.shape}"
+            )
     outs = [Shape.of(o.type, o.lens) for o in sub.output_shapes()]
     # Inputs may have lower rank (a broadcast inside the submodule widens them), so the reduced
     # axes are checked against the rank of what the submodule produces.
@@ -84,11 +90,17 @@ def _fused_reduce_compute(op, args, out, run):
     return res[0] if len(res) == 1 else tuple(res)
 
 
-defop("fused_reduce", _fused_reduce_shape, _fused_reduce_compute, attrs=[A("axes", "ints", (), show=True)],
-      traits={"reduce"}, nargs=(1, -1),
-      doc="A reduction fused with elementwise producers/consumers; body in the submodule.",
-      gpu=GpuCode.kernel("reduce"),
-      made_by="fuse_reduce")
+defop(
+    "fused_reduce",
+    _fused_reduce_shape,
+    _fused_reduce_compute,
+    attrs=[A("axes", "ints", (), show=True)],
+    traits={"reduce"},
+    nargs=(1, -1),
+    doc="A reduction fused with elementwise producers/consumers; body in the submodule.",
+    gpu=GpuCode.kernel("reduce"),
+    made_by="fuse_reduce",
+)
 
 
 def _group_shape(op, s, mods):
@@ -98,14 +110,22 @@ def _group_shape(op, s, mods):
         raise ShapeError(f"group: submodule {sub.name} takes {len(params)} inputs, given {len(s)}")
     for p, x in zip(params, s):
         if p.shape.lens != x.lens or p.shape.type != x.type:
-            raise ShapeError(f"group: input {x.type}{list(x.lens)} does not match submodule param "
-                             f"{p.param_name}: {p.shape}")
+            raise ShapeError(
+                f"group: input {x.type}{list(x.lens)} does not match submodule param {p.param_name}: {p.shape}"
+            )
     outs = [Shape.of(o.type, o.lens) for o in sub.output_shapes()]
     if not outs:
         raise ShapeError(f"group: submodule {sub.name} has no outputs")
     return outs[0] if len(outs) == 1 else Shape.tuple_of(outs)
 
 
-defop("group", _group_shape, _fused_reduce_compute, attrs=[A("tag", "str", "", show=True)], nargs=(1, -1),
-      doc="A subgraph compiled as one kernel (MIGraphX op::group); `tag` names its kind, e.g. attention.",
-      gpu=GpuCode.kernel("attention"), made_by="fuse_attention")
+defop(
+    "group",
+    _group_shape,
+    _fused_reduce_compute,
+    attrs=[A("tag", "str", "", show=True)],
+    nargs=(1, -1),
+    doc="A subgraph compiled as one kernel (MIGraphX op::group); `tag` names its kind, e.g. attention.",
+    gpu=GpuCode.kernel("attention"),
+    made_by="fuse_attention",
+)

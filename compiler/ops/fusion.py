@@ -1,10 +1,10 @@
 """Ops the fusion passes create, besides `pointwise` and `fused_reduce` (fused.py):
 
-  fused_concat        concat whose inputs and consumer are pointwise submodules (fuse_concat)
-  split_fused_reduce  the reduction half of a large fused_reduce, spread over many workgroups
-                      that accumulate into the output (`assign`: assign_add); split_reduce
-  layernorm           (x - mean) / sqrt(var + epsilon) over the last axis (MIGraphX gpu::prelayernorm)
-  add_layernorm       layernorm(a + b) (MIGraphX gpu::preadd_layernorm)
+fused_concat        concat whose inputs and consumer are pointwise submodules (fuse_concat)
+split_fused_reduce  the reduction half of a large fused_reduce, spread over many workgroups
+                    that accumulate into the output (`assign`: assign_add); split_reduce
+layernorm           (x - mean) / sqrt(var + epsilon) over the last axis (MIGraphX gpu::prelayernorm)
+add_layernorm       layernorm(a + b) (MIGraphX gpu::preadd_layernorm)
 """
 
 from __future__ import annotations
@@ -28,12 +28,14 @@ def _concat_groups(op, inputs: list, mods) -> tuple[list[list], list]:
         n = len(m.params())
         if n == 0 or k + n > len(inputs):
             raise ShapeError(f"fused_concat: module {m.name} takes {n} inputs; only {len(inputs) - k} left")
-        groups.append(inputs[k:k + n])
+        groups.append(inputs[k : k + n])
         k += n
     extras = inputs[k:]
     if len(extras) != len(mods[-1].params()) - 1:
-        raise ShapeError(f"fused_concat: post module {mods[-1].name} takes {len(mods[-1].params())} params "
-                         f"(the concat result last), given {len(extras)} extra inputs")
+        raise ShapeError(
+            f"fused_concat: post module {mods[-1].name} takes {len(mods[-1].params())} params "
+            f"(the concat result last), given {len(extras)} extra inputs"
+        )
     return groups, extras
 
 
@@ -45,8 +47,9 @@ def _fused_concat_shape(op, s, mods):
     axis = norm_axis(op["axis"], nd, "fused_concat")
     for p in pieces[1:]:
         if p.ndim != nd or any(a != b for i, (a, b) in enumerate(zip(p.lens, pieces[0].lens)) if i != axis):
-            raise ShapeError(f"fused_concat: piece {list(p.lens)} does not match {list(pieces[0].lens)} "
-                             f"off axis {axis}")
+            raise ShapeError(
+                f"fused_concat: piece {list(p.lens)} does not match {list(pieces[0].lens)} off axis {axis}"
+            )
     lens = list(pieces[0].lens)
     lens[axis] = sum(p.lens[axis] for p in pieces)
     for e in extras:
@@ -74,13 +77,18 @@ def _fused_concat_compute(op, args, out, run):
     return tuple(np.broadcast_to(np.asarray(r), o.lens) for r, o in zip(res, out.sub_shapes))
 
 
-defop("fused_concat", _fused_concat_shape, _fused_concat_compute, attrs=[A("axis", "int", 0, show=True)],
-      nargs=(1, -1),
-      doc="concat of pointwise pieces followed by a pointwise op: modules [piece_0 .. piece_n-1, post]; "
-          "the inputs are each piece's inputs in turn, then the post module's extras (its last param "
-          "is the concat result).",
-      gpu=GpuCode.kernel("fused_concat"),
-      made_by="fuse_concat")
+defop(
+    "fused_concat",
+    _fused_concat_shape,
+    _fused_concat_compute,
+    attrs=[A("axis", "int", 0, show=True)],
+    nargs=(1, -1),
+    doc="concat of pointwise pieces followed by a pointwise op: modules [piece_0 .. piece_n-1, post]; "
+    "the inputs are each piece's inputs in turn, then the post module's extras (its last param "
+    "is the concat result).",
+    gpu=GpuCode.kernel("fused_concat"),
+    made_by="fuse_concat",
+)
 
 
 # --- split_fused_reduce -------------------------------------------------------------------------
@@ -105,14 +113,18 @@ def _split_reduce_compute(op, args, out, run):
     return res[0] if len(res) == 1 else tuple(res)
 
 
-defop("split_fused_reduce", _split_reduce_shape, _split_reduce_compute,
-      attrs=[A("axes", "ints", (), show=True), A("assign", "str", "assign_add", choices=("assign_add",),
-                                                     show=True)],
-      traits={"reduce"}, nargs=(1, -1),
-      doc="The sum-reduction part of a large fused_reduce, split across workgroups that accumulate "
-          "atomically into the output (results are reduce_sums, a tuple if several).",
-      gpu=GpuCode.kernel("reduce"),
-      made_by="split_reduce")
+defop(
+    "split_fused_reduce",
+    _split_reduce_shape,
+    _split_reduce_compute,
+    attrs=[A("axes", "ints", (), show=True), A("assign", "str", "assign_add", choices=("assign_add",), show=True)],
+    traits={"reduce"},
+    nargs=(1, -1),
+    doc="The sum-reduction part of a large fused_reduce, split across workgroups that accumulate "
+    "atomically into the output (results are reduce_sums, a tuple if several).",
+    gpu=GpuCode.kernel("reduce"),
+    made_by="split_reduce",
+)
 
 
 # --- layernorm ----------------------------------------------------------------------------------
@@ -134,16 +146,24 @@ def _ln_shape(op, s, m):
 
 _LN_ATTRS = [A("epsilon", "float", 1e-12, show=True), A("axis", "int", -1)]
 
-defop("layernorm", _ln_shape,
-      lambda op, a, out, run: _layernorm(a[0], op["epsilon"], norm_axis(op["axis"], a[0].ndim, "layernorm")),
-      attrs=_LN_ATTRS, nargs=1,
-      doc="(x - mean) / sqrt(variance + epsilon) over `axis` (MIGraphX gpu::prelayernorm; scale and bias "
-          "stay separate pointwise ops).",
-      gpu=GpuCode.kernel("reduce"),
-      made_by="prefuse_ops")
-defop("add_layernorm", _ln_shape,
-      lambda op, a, out, run: _layernorm(a[0] + a[1], op["epsilon"],
-                                         norm_axis(op["axis"], a[0].ndim, "add_layernorm")),
-      attrs=_LN_ATTRS, nargs=2, doc="layernorm(a + b) (MIGraphX gpu::preadd_layernorm).",
-      gpu=GpuCode.kernel("reduce"),
-      made_by="prefuse_ops")
+defop(
+    "layernorm",
+    _ln_shape,
+    lambda op, a, out, run: _layernorm(a[0], op["epsilon"], norm_axis(op["axis"], a[0].ndim, "layernorm")),
+    attrs=_LN_ATTRS,
+    nargs=1,
+    doc="(x - mean) / sqrt(variance + epsilon) over `axis` (MIGraphX gpu::prelayernorm; scale and bias "
+    "stay separate pointwise ops).",
+    gpu=GpuCode.kernel("reduce"),
+    made_by="prefuse_ops",
+)
+defop(
+    "add_layernorm",
+    _ln_shape,
+    lambda op, a, out, run: _layernorm(a[0] + a[1], op["epsilon"], norm_axis(op["axis"], a[0].ndim, "add_layernorm")),
+    attrs=_LN_ATTRS,
+    nargs=2,
+    doc="layernorm(a + b) (MIGraphX gpu::preadd_layernorm).",
+    gpu=GpuCode.kernel("reduce"),
+    made_by="prefuse_ops",
+)

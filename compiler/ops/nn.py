@@ -50,9 +50,14 @@ def _dot_compute(op, args, out, run):
     return np.matmul(a, b)
 
 
-defop("dot", _dot_shape, _dot_compute, nargs=2,
-      doc="Batched matrix product a[..., m, k] x b[..., k, n]; batch dims must match (broadcast explicitly).",
-      gpu=GpuCode.kernel("gemm"))
+defop(
+    "dot",
+    _dot_shape,
+    _dot_compute,
+    nargs=2,
+    doc="Batched matrix product a[..., m, k] x b[..., k, n]; batch dims must match (broadcast explicitly).",
+    gpu=GpuCode.kernel("gemm"),
+)
 
 
 # --- convolution --------------------------------------------------------------------------------
@@ -104,8 +109,7 @@ def sliding_windows(x: np.ndarray, kernel, pb, pe, st, dl, pad_value=0.0) -> np.
     xp = np.pad(x, [(0, 0), (0, 0)] + list(zip(pb, pe)), constant_values=pad_value)
     span = [dl[i] * (kernel[i] - 1) + 1 for i in range(nd)]
     win = sliding_window_view(xp, span, axis=tuple(range(2, 2 + nd)))
-    idx = (slice(None), slice(None)) + tuple(slice(None, None, s) for s in st) + tuple(
-        slice(None, None, d) for d in dl)
+    idx = (slice(None), slice(None)) + tuple(slice(None, None, s) for s in st) + tuple(slice(None, None, d) for d in dl)
     return win[idx]
 
 
@@ -138,6 +142,7 @@ _CONV_ATTRS = [
     A("padding_mode", "int", 0),
 ]
 
+
 def normalize_padding(op: Op, shapes) -> Op:
     """MIGraphX normalize_padding: a symmetric `padding` (one value per spatial axis) is written
     out as begin and end values, unless padding_mode computes the padding."""
@@ -147,9 +152,16 @@ def normalize_padding(op: Op, shapes) -> Op:
     return op.with_(padding=pad + pad) if nd > 0 and len(pad) == nd else op
 
 
-defop("convolution", _conv_shape, _conv_compute, attrs=_CONV_ATTRS, nargs=2, normalize=normalize_padding,
-      doc="N-d convolution, NCHW-style lens; weights (K, C/group, *kernel).",
-      gpu=GpuCode.kernel("convolution"))
+defop(
+    "convolution",
+    _conv_shape,
+    _conv_compute,
+    attrs=_CONV_ATTRS,
+    nargs=2,
+    normalize=normalize_padding,
+    doc="N-d convolution, NCHW-style lens; weights (K, C/group, *kernel).",
+    gpu=GpuCode.kernel("convolution"),
+)
 
 
 # --- pooling ------------------------------------------------------------------------------------
@@ -172,8 +184,9 @@ def _pool_shape(op, s, m):
     if len(k) != nd:
         raise ShapeError(f"pooling: lengths {tuple(k)} need {nd} values for input {list(x.lens)}")
     pb, pe, st, dl = pool_params(op, nd)
-    out = list(x.lens[:2]) + [_pool_out(x.lens[2 + i], k[i], pb[i], pe[i], st[i], dl[i], op["ceil_mode"])
-                              for i in range(nd)]
+    out = list(x.lens[:2]) + [
+        _pool_out(x.lens[2 + i], k[i], pb[i], pe[i], st[i], dl[i], op["ceil_mode"]) for i in range(nd)
+    ]
     if any(v <= 0 for v in out[2:]):
         raise ShapeError(f"pooling: window {tuple(k)} does not fit input {list(x.lens)}")
     return Shape.of(x.type, out)
@@ -197,8 +210,10 @@ def _pool_compute(op, args, out, run):
     k = list(op["lengths"])
     pb, pe, st, dl = pool_params(op, nd)
     # Extra end padding so that ceil_mode windows exist; it never counts as data.
-    extra = [max(0, (out.lens[2 + i] - 1) * st[i] + dl[i] * (k[i] - 1) + 1 - (x.shape[2 + i] + pb[i] + pe[i]))
-             for i in range(nd)]
+    extra = [
+        max(0, (out.lens[2 + i] - 1) * st[i] + dl[i] * (k[i] - 1) + 1 - (x.shape[2 + i] + pb[i] + pe[i]))
+        for i in range(nd)
+    ]
     pe2 = [pe[i] + extra[i] for i in range(nd)]
     mode = op["mode"]
     xf = x.astype(np.float64)
@@ -221,14 +236,22 @@ def _pool_compute(op, args, out, run):
     return total / np.maximum(counted, 1)
 
 
-defop("pooling", _pool_shape, _pool_compute, attrs=[
-    A("mode", "str", "average", choices=("average", "max", "lpnorm"), show=True),
-    A("padding", "ints", (0, 0), show=True),
-    A("stride", "ints", (1, 1), show=True),
-    A("lengths", "ints", (1, 1), show=True),
-    A("dilations", "ints", (1, 1)),
-    A("ceil_mode", "bool", False),
-    A("lp_order", "int", 2),
-    A("count_include_pad", "bool", False),
-], nargs=1, normalize=normalize_padding, doc="Average / max / Lp pooling over sliding windows.",
-      gpu=GpuCode.kernel("pooling"))
+defop(
+    "pooling",
+    _pool_shape,
+    _pool_compute,
+    attrs=[
+        A("mode", "str", "average", choices=("average", "max", "lpnorm"), show=True),
+        A("padding", "ints", (0, 0), show=True),
+        A("stride", "ints", (1, 1), show=True),
+        A("lengths", "ints", (1, 1), show=True),
+        A("dilations", "ints", (1, 1)),
+        A("ceil_mode", "bool", False),
+        A("lp_order", "int", 2),
+        A("count_include_pad", "bool", False),
+    ],
+    nargs=1,
+    normalize=normalize_padding,
+    doc="Average / max / Lp pooling over sliding windows.",
+    gpu=GpuCode.kernel("pooling"),
+)

@@ -21,20 +21,23 @@ def _deconv_shape(op, s, m):
     x, w = s
     t = same_type("convolution_backwards", s)
     if x.ndim < 3 or w.ndim != x.ndim:
-        raise ShapeError(f"convolution_backwards: input {list(x.lens)} and weights {list(w.lens)} need equal "
-                         "rank >= 3")
+        raise ShapeError(f"convolution_backwards: input {list(x.lens)} and weights {list(w.lens)} need equal rank >= 3")
     nd = x.ndim - 2
     g = op["group"]
     pb, pe, st, dl = conv_params(op, nd)
     if g <= 0 or x.lens[1] != w.lens[0] or w.lens[0] % g:
-        raise ShapeError(f"convolution_backwards: input channels {x.lens[1]} must equal weight dim 0 "
-                         f"{w.lens[0]} and divide by group {g}")
+        raise ShapeError(
+            f"convolution_backwards: input channels {x.lens[1]} must equal weight dim 0 "
+            f"{w.lens[0]} and divide by group {g}"
+        )
     out = [x.lens[0], w.lens[1] * g]
     for i in range(nd):
         n = (x.lens[2 + i] - 1) * st[i] + dl[i] * (w.lens[2 + i] - 1) + 1 - pb[i] - pe[i]
         if n <= 0:
-            raise ShapeError(f"convolution_backwards: padding {op['padding']} leaves no output for input "
-                             f"{list(x.lens)} and kernel {list(w.lens[2:])}")
+            raise ShapeError(
+                f"convolution_backwards: padding {op['padding']} leaves no output for input "
+                f"{list(x.lens)} and kernel {list(w.lens[2:])}"
+            )
         out.append(n)
     return Shape.of(t, out)
 
@@ -55,22 +58,36 @@ def _deconv_compute(op, args, out, run):
     # Each kernel tap scatters a strided copy of (x . w[tap]) into the output: prod(kernel) einsums.
     for tap in itertools.product(*(range(k) for k in kernel)):
         contrib = np.einsum("ngc...,gck->ngk...", xg, wg[(slice(None), slice(None), slice(None)) + tap])
-        where = tuple(slice(tap[i] * dl[i], tap[i] * dl[i] + (x.shape[2 + i] - 1) * st[i] + 1, st[i])
-                      for i in range(nd))
+        where = tuple(
+            slice(tap[i] * dl[i], tap[i] * dl[i] + (x.shape[2 + i] - 1) * st[i] + 1, st[i]) for i in range(nd)
+        )
         res[(slice(None), slice(None), slice(None)) + where] += contrib
     res = res.reshape(n, g * kg, *full)
     crop = tuple(slice(pb[i], full[i] - pe[i]) for i in range(nd))
     return res[(slice(None), slice(None)) + crop]
 
 
-defop("convolution_backwards", _deconv_shape, _deconv_compute, attrs=[
-    A("padding", "ints", (0, 0), show=True, doc="cropped from the full output: per spatial dim, or begins then ends"),
-    A("stride", "ints", (1, 1), show=True),
-    A("dilation", "ints", (1, 1)),
-    A("group", "int", 1),
-    A("padding_mode", "int", 0),
-], nargs=2, doc="Transposed convolution; weights (C, K/group, *kernel) as in ONNX ConvTranspose.",
-      gpu=GpuCode.kernel("convolution_backwards"))
+defop(
+    "convolution_backwards",
+    _deconv_shape,
+    _deconv_compute,
+    attrs=[
+        A(
+            "padding",
+            "ints",
+            (0, 0),
+            show=True,
+            doc="cropped from the full output: per spatial dim, or begins then ends",
+        ),
+        A("stride", "ints", (1, 1), show=True),
+        A("dilation", "ints", (1, 1)),
+        A("group", "int", 1),
+        A("padding_mode", "int", 0),
+    ],
+    nargs=2,
+    doc="Transposed convolution; weights (C, K/group, *kernel) as in ONNX ConvTranspose.",
+    gpu=GpuCode.kernel("convolution_backwards"),
+)
 
 
 # --- lrn ----------------------------------------------------------------------------------------
@@ -81,7 +98,7 @@ def _lrn_compute(op, args, out, run):
     sq = np.square(xf)
     lo, hi = (size - 1) // 2, size - 1 - (size - 1) // 2
     padded = np.pad(sq, [(0, 0), (lo, hi)] + [(0, 0)] * (x.ndim - 2))
-    total = sum(padded[:, k:k + x.shape[1]] for k in range(size))
+    total = sum(padded[:, k : k + x.shape[1]] for k in range(size))
     return xf / np.power(op["bias"] + op["alpha"] / size * total, op["beta"])
 
 
@@ -91,10 +108,20 @@ def _lrn_shape(op, s, m):
     return Shape.of(s[0].type, s[0].lens)
 
 
-defop("lrn", _lrn_shape, _lrn_compute, attrs=[
-    A("alpha", "float", 0.0001), A("beta", "float", 0.75), A("bias", "float", 1.0), A("size", "int", 1, show=True),
-], nargs=1, doc="Local response normalization across channels (axis 1).",
-      gpu=GpuCode.kernel("lrn"))
+defop(
+    "lrn",
+    _lrn_shape,
+    _lrn_compute,
+    attrs=[
+        A("alpha", "float", 0.0001),
+        A("beta", "float", 0.75),
+        A("bias", "float", 1.0),
+        A("size", "int", 1, show=True),
+    ],
+    nargs=1,
+    doc="Local response normalization across channels (axis 1).",
+    gpu=GpuCode.kernel("lrn"),
+)
 
 
 # --- quantizelinear / dequantizelinear ----------------------------------------------------------
@@ -113,8 +140,11 @@ def _quant_shape(op, s, m):
 
 # Quantized float types (float8, float4): saturate to their finite range instead of rounding to an
 # integer (e8m0 holds scales, not quantized data).
-FP8_TYPES = {n: dtypes.float_max(n) for n in sorted(dtypes.LOW_PRECISION)
-             if dtypes.dtype(n).is_float and n != "float8e8m0" and dtypes.BY_NAME[n].np_dtype is not None}
+FP8_TYPES = {
+    n: dtypes.float_max(n)
+    for n in sorted(dtypes.LOW_PRECISION)
+    if dtypes.dtype(n).is_float and n != "float8e8m0" and dtypes.BY_NAME[n].np_dtype is not None
+}
 
 
 def _quant_compute(op, args, out, run):
@@ -131,9 +161,15 @@ def _quant_compute(op, args, out, run):
     return np.clip(q, lo, hi).astype(dtypes.np_dtype(out.type))
 
 
-defop("quantizelinear", _quant_shape, _quant_compute, attrs=[A("out_type", "type", "uint8")], nargs=(2, 3),
-      doc="saturate(round(x / scale) + zero_point); output type from zero_point, else out_type.",
-      gpu=GpuCode.kernel("pointwise"))
+defop(
+    "quantizelinear",
+    _quant_shape,
+    _quant_compute,
+    attrs=[A("out_type", "type", "uint8")],
+    nargs=(2, 3),
+    doc="saturate(round(x / scale) + zero_point); output type from zero_point, else out_type.",
+    gpu=GpuCode.kernel("pointwise"),
+)
 
 
 def _dequant_shape(op, s, m):
@@ -151,6 +187,11 @@ def _dequant_compute(op, args, out, run):
     return ((x - zp) * args[1].astype(np.float64)).astype(args[1].dtype)
 
 
-defop("dequantizelinear", _dequant_shape, _dequant_compute, nargs=(2, 3),
-      doc="(x - zero_point) * scale, in the scale's type.",
-      gpu=GpuCode.kernel("pointwise"))
+defop(
+    "dequantizelinear",
+    _dequant_shape,
+    _dequant_compute,
+    nargs=(2, 3),
+    doc="(x - zero_point) * scale, in the scale's type.",
+    gpu=GpuCode.kernel("pointwise"),
+)

@@ -75,8 +75,18 @@ def _convert_type(op, inputs):
     return op["target_type"]
 
 
-def elementwise(name: str, fn, nargs: int = 1, *, traits=(), attrs=(), out_type=_first_type, doc: str = "",
-                gpu: GpuCode | None = None, replace: bool = False):
+def elementwise(
+    name: str,
+    fn,
+    nargs: int = 1,
+    *,
+    traits=(),
+    attrs=(),
+    out_type=_first_type,
+    doc: str = "",
+    gpu: GpuCode | None = None,
+    replace: bool = False,
+):
     """Declare an elementwise op from `fn(op, *inputs)`: equal-lens inputs, output of the first
     input's type unless `out_type(op, input_shapes)` says otherwise. Its GPU code is a row of
     gpu/codegen/expr.py unless `gpu` gives an expression, e.g. GpuCode.pointwise("mul(x, sigmoid(x))")."""
@@ -87,8 +97,17 @@ def elementwise(name: str, fn, nargs: int = 1, *, traits=(), attrs=(), out_type=
     def compute(op, args, out, run):
         return fn(op, *args)
 
-    return defop(name, shape, compute, attrs=attrs, traits={"pointwise", *traits}, nargs=nargs, doc=doc,
-                 gpu=gpu or GpuCode.pointwise(), replace=replace)
+    return defop(
+        name,
+        shape,
+        compute,
+        attrs=attrs,
+        traits={"pointwise", *traits},
+        nargs=nargs,
+        doc=doc,
+        gpu=gpu or GpuCode.pointwise(),
+        replace=replace,
+    )
 
 
 def unary(name: str, f, **kw):
@@ -103,11 +122,31 @@ def binary(name: str, f, **kw):
 
 # --- unary --------------------------------------------------------------------------------------
 for _name, _f in {
-    "abs": np.abs, "acos": np.arccos, "acosh": np.arccosh, "asin": np.arcsin, "asinh": np.arcsinh,
-    "atan": np.arctan, "atanh": np.arctanh, "ceil": np.ceil, "cos": np.cos, "cosh": np.cosh,
-    "exp": np.exp, "floor": np.floor, "log": np.log, "log2": np.log2, "neg": np.negative,
-    "nearbyint": np.rint, "sin": np.sin, "sinh": np.sinh, "sqrt": np.sqrt, "tan": np.tan,
-    "tanh": np.tanh, "sign": np.sign, "erf": _erf, "recip": _recip, "sigmoid": _sigmoid,
+    "abs": np.abs,
+    "acos": np.arccos,
+    "acosh": np.arccosh,
+    "asin": np.arcsin,
+    "asinh": np.arcsinh,
+    "atan": np.arctan,
+    "atanh": np.arctanh,
+    "ceil": np.ceil,
+    "cos": np.cos,
+    "cosh": np.cosh,
+    "exp": np.exp,
+    "floor": np.floor,
+    "log": np.log,
+    "log2": np.log2,
+    "neg": np.negative,
+    "nearbyint": np.rint,
+    "sin": np.sin,
+    "sinh": np.sinh,
+    "sqrt": np.sqrt,
+    "tan": np.tan,
+    "tanh": np.tanh,
+    "sign": np.sign,
+    "erf": _erf,
+    "recip": _recip,
+    "sigmoid": _sigmoid,
     "rsqrt": lambda x: (1.0 / np.sqrt(x.astype(np.float64))).astype(x.dtype),
     "relu": lambda x: np.maximum(x, np.zeros((), x.dtype)),
 }.items():
@@ -117,18 +156,40 @@ unary("isnan", np.isnan, out_type=_bool_out)
 unary("isinf", np.isinf, out_type=_bool_out)
 unary("not", lambda x: np.logical_not(x) if x.dtype == np.bool_ else (x == 0).astype(x.dtype))
 
-elementwise("leaky_relu", lambda op, x: np.where(x >= 0, x, x * np.asarray(op["alpha"], x.dtype)), 1,
-    attrs=[A("alpha", "float", 0.01, show=True)])
-elementwise("elu", lambda op, x: np.where(x >= 0, x, (np.asarray(op["alpha"], np.float64) * np.expm1(
-    x.astype(np.float64))).astype(x.dtype)), 1, attrs=[A("alpha", "float", 1.0, show=True)])
-elementwise("convert", lambda op, x: _convert(x, op["target_type"], op["saturate"]), 1,
-            attrs=[A("target_type", "type", "float32", show=True),
-                   A("saturate", "bool", True, doc="float narrowing: clamp out-of-range finite values to the "
-                                                   "target's largest finite value (MIGraphX's convert; ONNX Cast "
-                                                   "saturate=1 for float8/float4, which clamps infinities too) "
-                                                   "instead of giving inf/NaN")],
-            out_type=_convert_type, doc="Element type conversion (float to int truncates; to bool tests != 0; a "
-                                        "narrower float clamps finite values to its range).")
+elementwise(
+    "leaky_relu",
+    lambda op, x: np.where(x >= 0, x, x * np.asarray(op["alpha"], x.dtype)),
+    1,
+    attrs=[A("alpha", "float", 0.01, show=True)],
+)
+elementwise(
+    "elu",
+    lambda op, x: np.where(
+        x >= 0, x, (np.asarray(op["alpha"], np.float64) * np.expm1(x.astype(np.float64))).astype(x.dtype)
+    ),
+    1,
+    attrs=[A("alpha", "float", 1.0, show=True)],
+)
+elementwise(
+    "convert",
+    lambda op, x: _convert(x, op["target_type"], op["saturate"]),
+    1,
+    attrs=[
+        A("target_type", "type", "float32", show=True),
+        A(
+            "saturate",
+            "bool",
+            True,
+            doc="float narrowing: clamp out-of-range finite values to the "
+            "target's largest finite value (MIGraphX's convert; ONNX Cast "
+            "saturate=1 for float8/float4, which clamps infinities too) "
+            "instead of giving inf/NaN",
+        ),
+    ],
+    out_type=_convert_type,
+    doc="Element type conversion (float to int truncates; to bool tests != 0; a "
+    "narrower float clamps finite values to its range).",
+)
 
 
 def _convert(x: np.ndarray, t: str, saturate: bool = True) -> np.ndarray:

@@ -32,7 +32,8 @@ def _like(base: str):
         acc = _accumulator(op.name, s)
         out = spec.shape(op, s, m)
         return Shape(  # keep the base op's layout (and dynamic dims), only the type changes
-            acc, out.lens, out.strides, out.dyn_dims)
+            acc, out.lens, out.strides, out.dyn_dims
+        )
 
     def compute(op, args, out, run):
         acc = np.int32 if out.type == "int32" else np.float32
@@ -42,22 +43,38 @@ def _like(base: str):
 
 
 _dot, _dot_shape, _dot_compute = _like("dot")
-defop("quant_dot", _dot_shape, _dot_compute, nargs=2,
-      doc="int8 (fp8) matrix product with int32 (float32) accumulation and output; a dequantizelinear "
-          "rescales it.",
-      gpu=GpuCode.kernel("quant_gemm"),
-      made_by="simplify_qdq")
+defop(
+    "quant_dot",
+    _dot_shape,
+    _dot_compute,
+    nargs=2,
+    doc="int8 (fp8) matrix product with int32 (float32) accumulation and output; a dequantizelinear rescales it.",
+    gpu=GpuCode.kernel("quant_gemm"),
+    made_by="simplify_qdq",
+)
 
 _conv, _conv_shape, _conv_compute = _like("convolution")
-defop("quant_convolution", _conv_shape, _conv_compute, attrs=_conv.attrs, nargs=2, normalize=_conv.normalize,
-      doc="int8 (fp8) convolution with int32 (float32) accumulation and output; attributes as convolution.",
-      gpu=GpuCode.kernel("convolution"),
-      made_by="simplify_qdq")
+defop(
+    "quant_convolution",
+    _conv_shape,
+    _conv_compute,
+    attrs=_conv.attrs,
+    nargs=2,
+    normalize=_conv.normalize,
+    doc="int8 (fp8) convolution with int32 (float32) accumulation and output; attributes as convolution.",
+    gpu=GpuCode.kernel("convolution"),
+    made_by="simplify_qdq",
+)
 
 
-defop("capture", lambda op, s, m: s[0], lambda op, args, out, run: args[0], attrs=[A("ins_index", "int", 0,
-      show=True)], nargs=1,
-      doc="Calibration probe (MIGraphX op::capture): passes its input through; quantize_8bits reads the "
-          "values seen here on the calibration feeds and replaces it with a quantize/dequantize pair.",
-      gpu=GpuCode.host("a calibration probe: quantize_8bits replaces it before the GPU pipelines run"),
-      made_by="capture_arguments")
+defop(
+    "capture",
+    lambda op, s, m: s[0],
+    lambda op, args, out, run: args[0],
+    attrs=[A("ins_index", "int", 0, show=True)],
+    nargs=1,
+    doc="Calibration probe (MIGraphX op::capture): passes its input through; quantize_8bits reads the "
+    "values seen here on the calibration feeds and replaces it with a quantize/dequantize pair.",
+    gpu=GpuCode.host("a calibration probe: quantize_8bits replaces it before the GPU pipelines run"),
+    made_by="capture_arguments",
+)

@@ -30,9 +30,18 @@ def _reduce(name: str, fn, doc: str = "", made_by: str = ""):
             return x
         return fn(_acc(x), axis=axes, keepdims=True)
 
-    defop(name, _reduce_shape, compute, attrs=[A("axes", "ints", (), show=True)], traits={"reduce"}, nargs=1,
-          normalize=normalizer(axes="axes"), doc=doc,
-          gpu=GpuCode.kernel("reduce"), made_by=made_by)
+    defop(
+        name,
+        _reduce_shape,
+        compute,
+        attrs=[A("axes", "ints", (), show=True)],
+        traits={"reduce"},
+        nargs=1,
+        normalize=normalizer(axes="axes"),
+        doc=doc,
+        gpu=GpuCode.kernel("reduce"),
+        made_by=made_by,
+    )
 
 
 _reduce("reduce_sum", np.sum)
@@ -57,10 +66,16 @@ def _logsoftmax(x: np.ndarray, axis: int) -> np.ndarray:
 
 
 for _name, _fn in (("softmax", _softmax), ("logsoftmax", _logsoftmax)):
-    defop(_name, lambda op, s, m: Shape.of(s[0].type, s[0].lens),
-          (lambda f: lambda op, a, out, run: f(a[0], norm_axis(op["axis"], a[0].ndim, op.name)))(_fn),
-          attrs=[A("axis", "int", 1, show=True)], traits={"reduce"}, nargs=1, normalize=normalizer(axis="axis"),
-          gpu=GpuCode.kernel("reduce"))
+    defop(
+        _name,
+        lambda op, s, m: Shape.of(s[0].type, s[0].lens),
+        (lambda f: lambda op, a, out, run: f(a[0], norm_axis(op["axis"], a[0].ndim, op.name)))(_fn),
+        attrs=[A("axis", "int", 1, show=True)],
+        traits={"reduce"},
+        nargs=1,
+        normalize=normalizer(axis="axis"),
+        gpu=GpuCode.kernel("reduce"),
+    )
 
 
 def _arg_shape(op, s, m):
@@ -84,6 +99,13 @@ def _arg(fn):
 
 
 for _name, _fn in (("argmax", np.argmax), ("argmin", np.argmin)):
-    defop(_name, _arg_shape, _arg(_fn), attrs=[A("axis", "int", 0, show=True), A("select_last_index", "bool", False)],
-          traits={"reduce"}, nargs=1, normalize=normalizer(axis="axis"),
-          gpu=GpuCode.kernel("reduce"))
+    defop(
+        _name,
+        _arg_shape,
+        _arg(_fn),
+        attrs=[A("axis", "int", 0, show=True), A("select_last_index", "bool", False)],
+        traits={"reduce"},
+        nargs=1,
+        normalize=normalizer(axis="axis"),
+        gpu=GpuCode.kernel("reduce"),
+    )

@@ -18,8 +18,15 @@ from ..shape import Shape
 from .common import A
 
 MODES = ("nearest", "linear", "cubic")
-COORD_MODES = ("half_pixel", "half_pixel_symmetric", "pytorch_half_pixel", "align_corners", "asymmetric",
-               "tf_crop_and_resize", "tf_half_pixel_for_nn")
+COORD_MODES = (
+    "half_pixel",
+    "half_pixel_symmetric",
+    "pytorch_half_pixel",
+    "align_corners",
+    "asymmetric",
+    "tf_crop_and_resize",
+    "tf_half_pixel_for_nn",
+)
 NEAREST_MODES = ("round_prefer_floor", "round_prefer_ceil", "floor", "ceil")
 
 
@@ -75,8 +82,12 @@ def _coeffs(op, ratio: np.ndarray, scale: float) -> np.ndarray:
     if mode == "nearest":
         whole = ratio == 1.0
         nm = op["nearest_mode"]
-        right = {"round_prefer_floor": ratio > 0.5, "round_prefer_ceil": ratio >= 0.5, "floor": np.zeros_like(whole),
-                 "ceil": np.ones_like(whole)}[nm] | whole
+        right = {
+            "round_prefer_floor": ratio > 0.5,
+            "round_prefer_ceil": ratio >= 0.5,
+            "floor": np.zeros_like(whole),
+            "ceil": np.ones_like(whole),
+        }[nm] | whole
         return np.stack([~right, right], axis=1).astype(np.float64)
     if op["antialias"] and scale < 1.0:
         if mode == "linear":
@@ -151,7 +162,7 @@ def _resize_compute(op, args, out, run):
         if math.isclose(scales[axis], 1.0) and sizes[axis] == res.shape[axis] and r == (0.0, 1.0):
             continue
         if sizes[axis] == 0 or res.shape[axis] == 0:
-            res = np.zeros(res.shape[:axis] + (sizes[axis],) + res.shape[axis + 1:])
+            res = np.zeros(res.shape[:axis] + (sizes[axis],) + res.shape[axis + 1 :])
             continue
         res = _resize_axis(op, res, axis, float(scales[axis]), sizes[axis], r)
     if x.dtype.kind in "iu":
@@ -160,16 +171,23 @@ def _resize_compute(op, args, out, run):
     return res.astype(x.dtype)
 
 
-defop("resize", _resize_shape, _resize_compute, attrs=[
-    A("sizes", "ints", (), show=True, doc="output lens (all axes)"),
-    A("scales", "floats", (), doc="per-axis scale used for coordinate mapping (empty: sizes / input lens)"),
-    A("mode", "str", "nearest", choices=MODES, show=True),
-    A("coordinate_transformation_mode", "str", "half_pixel", choices=COORD_MODES),
-    A("nearest_mode", "str", "round_prefer_floor", choices=NEAREST_MODES),
-    A("cubic_coeff_a", "float", -0.75),
-    A("exclude_outside", "bool", False),
-    A("extrapolation_value", "float", 0.0),
-    A("antialias", "bool", False),
-    A("roi", "floats", (), doc="tf_crop_and_resize region: starts for every axis, then ends"),
-], nargs=1, doc="ONNX Resize: nearest, n-linear or cubic resampling to `sizes`.",
-      gpu=GpuCode.kernel("resize"))
+defop(
+    "resize",
+    _resize_shape,
+    _resize_compute,
+    attrs=[
+        A("sizes", "ints", (), show=True, doc="output lens (all axes)"),
+        A("scales", "floats", (), doc="per-axis scale used for coordinate mapping (empty: sizes / input lens)"),
+        A("mode", "str", "nearest", choices=MODES, show=True),
+        A("coordinate_transformation_mode", "str", "half_pixel", choices=COORD_MODES),
+        A("nearest_mode", "str", "round_prefer_floor", choices=NEAREST_MODES),
+        A("cubic_coeff_a", "float", -0.75),
+        A("exclude_outside", "bool", False),
+        A("extrapolation_value", "float", 0.0),
+        A("antialias", "bool", False),
+        A("roi", "floats", (), doc="tf_crop_and_resize region: starts for every axis, then ends"),
+    ],
+    nargs=1,
+    doc="ONNX Resize: nearest, n-linear or cubic resampling to `sizes`.",
+    gpu=GpuCode.kernel("resize"),
+)

@@ -22,16 +22,35 @@ from .common import A
 
 GATES = {"rnn": 1, "gru": 3, "lstm": 4}
 DEFAULT_ACTIVATIONS = {"rnn": ("tanh",), "gru": ("sigmoid", "tanh"), "lstm": ("sigmoid", "tanh", "tanh")}
-ACTIVATIONS = ("sigmoid", "tanh", "relu", "leakyrelu", "hardsigmoid", "elu", "softsign", "softplus", "affine",
-               "scaledtanh", "thresholdedrelu")
-_DEFAULT_ALPHA = {"leakyrelu": 0.01, "hardsigmoid": 0.2, "elu": 1.0, "affine": 1.0, "scaledtanh": 1.0,
-                  "thresholdedrelu": 1.0}
+ACTIVATIONS = (
+    "sigmoid",
+    "tanh",
+    "relu",
+    "leakyrelu",
+    "hardsigmoid",
+    "elu",
+    "softsign",
+    "softplus",
+    "affine",
+    "scaledtanh",
+    "thresholdedrelu",
+)
+_DEFAULT_ALPHA = {
+    "leakyrelu": 0.01,
+    "hardsigmoid": 0.2,
+    "elu": 1.0,
+    "affine": 1.0,
+    "scaledtanh": 1.0,
+    "thresholdedrelu": 1.0,
+}
 _DEFAULT_BETA = {"hardsigmoid": 0.5, "affine": 0.0, "scaledtanh": 1.0}
 
 
 def activation_params(name: str, alpha: float | None, beta: float | None) -> tuple[float, float]:
-    return (_DEFAULT_ALPHA.get(name, 0.0) if alpha is None else alpha,
-            _DEFAULT_BETA.get(name, 0.0) if beta is None else beta)
+    return (
+        _DEFAULT_ALPHA.get(name, 0.0) if alpha is None else alpha,
+        _DEFAULT_BETA.get(name, 0.0) if beta is None else beta,
+    )
 
 
 def np_activation(name: str, x: np.ndarray, alpha: float, beta: float) -> np.ndarray:
@@ -69,8 +88,9 @@ def activations(op) -> list[tuple[str, float, float]]:
     alphas, betas = op["actv_alpha"], op["actv_beta"]
     out = []
     for k, n in enumerate(names):
-        out.append((n, *activation_params(n, alphas[k] if k < len(alphas) else None,
-                                          betas[k] if k < len(betas) else None)))
+        out.append(
+            (n, *activation_params(n, alphas[k] if k < len(alphas) else None, betas[k] if k < len(betas) else None))
+        )
     return out
 
 
@@ -85,8 +105,10 @@ def _shape(op, s, mods):
         raise ShapeError(f"{op.name}: X must be [seq, batch, input], got {list(x.lens)}")
     seq, batch, inp = x.lens
     if w.lens != (nd, g * h, inp) or r.lens != (nd, g * h, h):
-        raise ShapeError(f"{op.name}: W {list(w.lens)} / R {list(r.lens)} do not match {nd} direction(s), "
-                         f"{g} gate(s), hidden {h}, input {inp}")
+        raise ShapeError(
+            f"{op.name}: W {list(w.lens)} / R {list(r.lens)} do not match {nd} direction(s), "
+            f"{g} gate(s), hidden {h}, input {inp}"
+        )
     n_act = len(DEFAULT_ACTIVATIONS[op.name])
     if op["actv_funcs"] and len(op["actv_funcs"]) != n_act * nd:
         raise ShapeError(f"{op.name}: needs {n_act * nd} activation functions, got {len(op['actv_funcs'])}")
@@ -110,26 +132,26 @@ def _cell(name: str, op, x, h, c, w, r, b, p, acts):
     def clip(v):
         return np.clip(v, -op["clip"], op["clip"]) if op["clip"] > 0 else v
 
-    wb, rb = b[: len(b) // 2], b[len(b) // 2:]
+    wb, rb = b[: len(b) // 2], b[len(b) // 2 :]
     if name == "rnn":
         return act(f, clip(x @ w.T + h @ r.T + wb + rb)), c
     if name == "gru":
         xw = x @ w.T + wb
         z = act(f, clip(xw[:, :hs] + h @ r[:hs].T + rb[:hs]))
-        rr = act(f, clip(xw[:, hs: 2 * hs] + h @ r[hs: 2 * hs].T + rb[hs: 2 * hs]))
+        rr = act(f, clip(xw[:, hs : 2 * hs] + h @ r[hs : 2 * hs].T + rb[hs : 2 * hs]))
         if op["linear_before_reset"]:
-            n = act(g, clip(xw[:, 2 * hs:] + rr * (h @ r[2 * hs:].T + rb[2 * hs:])))
+            n = act(g, clip(xw[:, 2 * hs :] + rr * (h @ r[2 * hs :].T + rb[2 * hs :])))
         else:
-            n = act(g, clip(xw[:, 2 * hs:] + (rr * h) @ r[2 * hs:].T + rb[2 * hs:]))
+            n = act(g, clip(xw[:, 2 * hs :] + (rr * h) @ r[2 * hs :].T + rb[2 * hs :]))
         return (1 - z) * n + z * h, c
     gates = x @ w.T + h @ r.T + wb + rb
-    gi, go, gf, gc = (gates[:, k * hs: (k + 1) * hs] for k in range(4))
+    gi, go, gf, gc = (gates[:, k * hs : (k + 1) * hs] for k in range(4))
     i = act(f, clip(gi + p[:hs] * c))
-    ff = act(f, clip(gf + p[2 * hs:] * c))
+    ff = act(f, clip(gf + p[2 * hs :] * c))
     if op["input_forget"]:
         ff = 1 - i
     c2 = ff * c + i * act(g, clip(gc))
-    o = act(f, clip(go + p[hs: 2 * hs] * c2))
+    o = act(f, clip(go + p[hs : 2 * hs] * c2))
     return o * act(hh, c2), c2
 
 
@@ -154,7 +176,7 @@ def _compute(op, args, out, run):
             t = np.array([(ln - 1 - step) if backwards else step for ln in lens])
             valid = (step < lens)[:, None]
             xt = x[np.clip(t, 0, seq - 1), np.arange(batch)].astype(acc)
-            h2, c2 = _cell(op.name, op, xt, h, c, wd, rd, bd, pd, acts[d * n_act: (d + 1) * n_act])
+            h2, c2 = _cell(op.name, op, xt, h, c, wd, rd, bd, pd, acts[d * n_act : (d + 1) * n_act])
             h, c = np.where(valid, h2, h), np.where(valid, c2, c)
             for bi in range(batch):
                 if valid[bi, 0]:
@@ -164,22 +186,47 @@ def _compute(op, args, out, run):
     return tuple(res)
 
 
-_COMMON = [A("hidden_size", "int", 1, show=True),
-           A("direction", "str", "forward", choices=("forward", "reverse", "bidirectional"), show=True),
-           A("actv_funcs", "any", (), doc="activation names per direction (empty: the ONNX defaults)"),
-           A("actv_alpha", "floats", ()), A("actv_beta", "floats", ()),
-           A("clip", "float", 0.0, doc="clip gate pre-activations to [-clip, clip]; 0 means no clip")]
+_COMMON = [
+    A("hidden_size", "int", 1, show=True),
+    A("direction", "str", "forward", choices=("forward", "reverse", "bidirectional"), show=True),
+    A("actv_funcs", "any", (), doc="activation names per direction (empty: the ONNX defaults)"),
+    A("actv_alpha", "floats", ()),
+    A("actv_beta", "floats", ()),
+    A("clip", "float", 0.0, doc="clip gate pre-activations to [-clip, clip]; 0 means no clip"),
+]
 
 _DOC = "unrolled by rewrite_rnn; inputs X, W, R, B, sequence lengths, initial_h"
-_UNROLLED = GpuCode.host("rewrite_rnn unrolls it into dot and pointwise ops before lowering; it stays (and runs on "
-                         "the host) only for uneven sequence lengths in a reverse direction")
-defop("rnn", _shape, _compute, attrs=_COMMON, nargs=6, gpu=_UNROLLED,
-      doc=f"Simple recurrent layer (ONNX RNN), {_DOC}; returns (Y, Y_h).")
-defop("gru", _shape, _compute, attrs=_COMMON + [A("linear_before_reset", "int", 0)], nargs=6, gpu=_UNROLLED,
-      doc=f"Gated recurrent unit (ONNX GRU, gates z, r, h), {_DOC}; returns (Y, Y_h).")
-defop("lstm", _shape, _compute, attrs=_COMMON + [A("input_forget", "int", 0)], nargs=8, gpu=_UNROLLED,
-      doc=f"Long short-term memory (ONNX LSTM, gates i, o, f, c), {_DOC}, initial_c, peepholes P; returns "
-          "(Y, Y_h, Y_c).")
+_UNROLLED = GpuCode.host(
+    "rewrite_rnn unrolls it into dot and pointwise ops before lowering; it stays (and runs on "
+    "the host) only for uneven sequence lengths in a reverse direction"
+)
+defop(
+    "rnn",
+    _shape,
+    _compute,
+    attrs=_COMMON,
+    nargs=6,
+    gpu=_UNROLLED,
+    doc=f"Simple recurrent layer (ONNX RNN), {_DOC}; returns (Y, Y_h).",
+)
+defop(
+    "gru",
+    _shape,
+    _compute,
+    attrs=_COMMON + [A("linear_before_reset", "int", 0)],
+    nargs=6,
+    gpu=_UNROLLED,
+    doc=f"Gated recurrent unit (ONNX GRU, gates z, r, h), {_DOC}; returns (Y, Y_h).",
+)
+defop(
+    "lstm",
+    _shape,
+    _compute,
+    attrs=_COMMON + [A("input_forget", "int", 0)],
+    nargs=8,
+    gpu=_UNROLLED,
+    doc=f"Long short-term memory (ONNX LSTM, gates i, o, f, c), {_DOC}, initial_c, peepholes P; returns (Y, Y_h, Y_c).",
+)
 
 
 # --- lstm_recurrence ------------------------------------------------------------------------------
@@ -189,14 +236,23 @@ defop("lstm", _shape, _compute, attrs=_COMMON + [A("input_forget", "int", 0)], n
 def _recurrence_shape(op, s, m):
     xw, rt, bias, h0, c0 = s
     if xw.ndim != 3 or rt.ndim != 2 or h0.ndim != 2:
-        raise ShapeError(f"lstm_recurrence: expected xw [seq, batch, 4h], R^T [h, 4h], h0 [batch, h]; got "
-                         f"{list(xw.lens)}, {list(rt.lens)}, {list(h0.lens)}")
+        raise ShapeError(
+            f"lstm_recurrence: expected xw [seq, batch, 4h], R^T [h, 4h], h0 [batch, h]; got "
+            f"{list(xw.lens)}, {list(rt.lens)}, {list(h0.lens)}"
+        )
     seq, batch, g = xw.lens
     hidden = h0.lens[1]
-    if g != 4 * hidden or list(rt.lens) != [hidden, g] or list(bias.lens) != [g] or list(c0.lens) != [batch, hidden] \
-            or h0.lens[0] != batch:
-        raise ShapeError(f"lstm_recurrence: gates {g} / R^T {list(rt.lens)} / bias {list(bias.lens)} / c0 "
-                         f"{list(c0.lens)} do not fit hidden {hidden} and batch {batch}")
+    if (
+        g != 4 * hidden
+        or list(rt.lens) != [hidden, g]
+        or list(bias.lens) != [g]
+        or list(c0.lens) != [batch, hidden]
+        or h0.lens[0] != batch
+    ):
+        raise ShapeError(
+            f"lstm_recurrence: gates {g} / R^T {list(rt.lens)} / bias {list(bias.lens)} / c0 "
+            f"{list(c0.lens)} do not fit hidden {hidden} and batch {batch}"
+        )
     # the state's type: x W^T may come wider (a float32 input's projection, at fp16)
     return Shape.tuple_of([Shape.of(h0.type, [seq, batch, hidden]), Shape.of(h0.type, [batch, hidden])])
 
@@ -205,18 +261,25 @@ def _recurrence_compute(op, args, out, run):
     xw, rt, bias, h, c = (np.asarray(a).astype(np.float32) for a in args)
     hs = h.shape[1]
     ys = np.zeros((xw.shape[0],) + h.shape, np.float32)
-    for t in (range(xw.shape[0] - 1, -1, -1) if op["reverse"] else range(xw.shape[0])):
+    for t in range(xw.shape[0] - 1, -1, -1) if op["reverse"] else range(xw.shape[0]):
         g = xw[t] + h @ rt + bias
-        i, o, f = (1 / (1 + np.exp(-g[:, k * hs:(k + 1) * hs])) for k in range(3))
-        c = f * c + i * np.tanh(g[:, 3 * hs:])
+        i, o, f = (1 / (1 + np.exp(-g[:, k * hs : (k + 1) * hs])) for k in range(3))
+        c = f * c + i * np.tanh(g[:, 3 * hs :])
         h = o * np.tanh(c)
         ys[t] = h
     dt = np.asarray(args[3]).dtype
     return ys.astype(dt), c.astype(dt)
 
 
-defop("lstm_recurrence", _recurrence_shape, _recurrence_compute, attrs=[A("reverse", "int", 0, show=True)], nargs=5,
-      gpu=GpuCode.kernel("lstm_recurrence"), made_by="rewrite_rnn",
-      doc="Every step of one plain LSTM direction: inputs x W^T per step [seq, batch, 4h] (gates i, o, f, c), "
-          "R^T [h, 4h], the summed biases [4h], h0, c0; returns (Y [seq, batch, h], the last c). One kernel "
-          "runs the whole recurrence (rewrite_rnn emits it).")
+defop(
+    "lstm_recurrence",
+    _recurrence_shape,
+    _recurrence_compute,
+    attrs=[A("reverse", "int", 0, show=True)],
+    nargs=5,
+    gpu=GpuCode.kernel("lstm_recurrence"),
+    made_by="rewrite_rnn",
+    doc="Every step of one plain LSTM direction: inputs x W^T per step [seq, batch, 4h] (gates i, o, f, c), "
+    "R^T [h, 4h], the summed biases [4h], h0, c0; returns (Y [seq, batch, h], the last c). One kernel "
+    "runs the whole recurrence (rewrite_rnn emits it).",
+)

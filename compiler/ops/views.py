@@ -35,10 +35,16 @@ def reshape_dims(in_lens, dims) -> tuple[int, ...]:
     return tuple(out)
 
 
-defop("reshape", lambda op, s, m: Shape.of(s[0].type, reshape_dims(s[0].lens, op["dims"])),
-      lambda op, a, out, run: np.reshape(a[0], out.lens),
-      attrs=[A("dims", "ints", (), show=True)], traits={"view", "require_std_shape"}, nargs=1,
-      output_alias=_alias0, doc="New dims (0 copies an input dim, -1 is inferred). Needs a standard input.")
+defop(
+    "reshape",
+    lambda op, s, m: Shape.of(s[0].type, reshape_dims(s[0].lens, op["dims"])),
+    lambda op, a, out, run: np.reshape(a[0], out.lens),
+    attrs=[A("dims", "ints", (), show=True)],
+    traits={"view", "require_std_shape"},
+    nargs=1,
+    output_alias=_alias0,
+    doc="New dims (0 copies an input dim, -1 is inferred). Needs a standard input.",
+)
 
 
 # --- transpose ----------------------------------------------------------------------------------
@@ -50,8 +56,15 @@ def _transpose_shape(op, s, m):
     return Shape.of(x.type, [x.lens[p] for p in perm], [x.strides[p] for p in perm])
 
 
-defop("transpose", _transpose_shape, lambda op, a, out, run: np.transpose(a[0], op["permutation"]),
-      attrs=[A("permutation", "ints", (), show=True)], traits={"view"}, nargs=1, output_alias=_alias0)
+defop(
+    "transpose",
+    _transpose_shape,
+    lambda op, a, out, run: np.transpose(a[0], op["permutation"]),
+    attrs=[A("permutation", "ints", (), show=True)],
+    traits={"view"},
+    nargs=1,
+    output_alias=_alias0,
+)
 
 
 # --- broadcasts ---------------------------------------------------------------------------------
@@ -103,10 +116,17 @@ def _multibroadcast_compute(op, a, out, run):
     return np.broadcast_to(a[0], np.broadcast_shapes(*(np.shape(v) for v in a)) if len(a) > 1 else out.lens)
 
 
-defop("multibroadcast", _multibroadcast_shape, _multibroadcast_compute,
-      attrs=[A("out_lens", "ints", (), show=True)], traits={"view"}, nargs=(1, -1), output_alias=_alias0,
-      doc="Numpy-style broadcast to out_lens (broadcast axes get stride 0); with more inputs, to "
-          "their common shape (dynamic shapes; simplify_dyn_ops makes it static).")
+defop(
+    "multibroadcast",
+    _multibroadcast_shape,
+    _multibroadcast_compute,
+    attrs=[A("out_lens", "ints", (), show=True)],
+    traits={"view"},
+    nargs=(1, -1),
+    output_alias=_alias0,
+    doc="Numpy-style broadcast to out_lens (broadcast axes get stride 0); with more inputs, to "
+    "their common shape (dynamic shapes; simplify_dyn_ops makes it static).",
+)
 
 
 def _broadcast_shape(op, s, m):
@@ -130,9 +150,16 @@ def _broadcast_compute(op, a, out, run):
     return np.broadcast_to(x.reshape(shp), out.lens)
 
 
-defop("broadcast", _broadcast_shape, _broadcast_compute,
-      attrs=[A("axis", "int", 0, show=True), A("out_lens", "ints", (), show=True)], traits={"view"}, nargs=1,
-      output_alias=_alias0, doc="Place the input's axes at `axis` of out_lens; other axes broadcast.")
+defop(
+    "broadcast",
+    _broadcast_shape,
+    _broadcast_compute,
+    attrs=[A("axis", "int", 0, show=True), A("out_lens", "ints", (), show=True)],
+    traits={"view"},
+    nargs=1,
+    output_alias=_alias0,
+    doc="Place the input's axes at `axis` of out_lens; other axes broadcast.",
+)
 
 
 # --- squeeze / unsqueeze / flatten --------------------------------------------------------------
@@ -143,13 +170,19 @@ def _squeeze_shape(op, s, m):
         if x.lens[a] != 1:
             raise ShapeError(f"squeeze: axis {a} of {list(x.lens)} is not 1")
     keep = [i for i in range(x.ndim) if i not in axes]
-    return Shape.of(x.type, [x.lens[i] for i in keep], [x.strides[i] for i in keep]) if keep else Shape.of(
-        x.type, ())
+    return Shape.of(x.type, [x.lens[i] for i in keep], [x.strides[i] for i in keep]) if keep else Shape.of(x.type, ())
 
 
-defop("squeeze", _squeeze_shape, lambda op, a, out, run: np.reshape(a[0], out.lens),
-      attrs=[A("axes", "ints", ())], traits={"view"}, nargs=1, output_alias=_alias0,
-      normalize=normalizer(axes="axes"))
+defop(
+    "squeeze",
+    _squeeze_shape,
+    lambda op, a, out, run: np.reshape(a[0], out.lens),
+    attrs=[A("axes", "ints", ())],
+    traits={"view"},
+    nargs=1,
+    output_alias=_alias0,
+    normalize=normalizer(axes="axes"),
+)
 
 
 def _unsqueeze_shape(op, s, m):
@@ -164,8 +197,15 @@ def _unsqueeze_shape(op, s, m):
     return Shape.of(x.type, lens, strides)
 
 
-defop("unsqueeze", _unsqueeze_shape, lambda op, a, out, run: np.reshape(a[0], out.lens),
-      attrs=[A("axes", "ints", (), show=True)], traits={"view"}, nargs=1, output_alias=_alias0)
+defop(
+    "unsqueeze",
+    _unsqueeze_shape,
+    lambda op, a, out, run: np.reshape(a[0], out.lens),
+    attrs=[A("axes", "ints", (), show=True)],
+    traits={"view"},
+    nargs=1,
+    output_alias=_alias0,
+)
 
 
 def _flatten_shape(op, s, m):
@@ -174,9 +214,16 @@ def _flatten_shape(op, s, m):
     return Shape.of(x.type, [math.prod(x.lens[:axis]), math.prod(x.lens[axis:])])
 
 
-defop("flatten", _flatten_shape, lambda op, a, out, run: np.reshape(a[0], out.lens),
-      attrs=[A("axis", "int", 1, show=True)], traits={"view", "require_std_shape"}, nargs=1,
-      output_alias=_alias0, normalize=normalizer(axis="axis_end"))
+defop(
+    "flatten",
+    _flatten_shape,
+    lambda op, a, out, run: np.reshape(a[0], out.lens),
+    attrs=[A("axis", "int", 1, show=True)],
+    traits={"view", "require_std_shape"},
+    nargs=1,
+    output_alias=_alias0,
+    normalize=normalizer(axis="axis_end"),
+)
 
 
 # --- slice / step -------------------------------------------------------------------------------
@@ -220,10 +267,17 @@ def _slice_normalize(op, inputs):
     return op.with_(axes=axes, starts=[t[1] for t in b], ends=[t[2] for t in b])
 
 
-defop("slice", _slice_shape, _slice_compute,
-      attrs=[A("axes", "ints", (), show=True), A("starts", "ints", (), show=True), A("ends", "ints", (), show=True)],
-      traits={"view"}, nargs=1, output_alias=_alias0, normalize=_slice_normalize,
-      doc="Sub-range [start, end) on each listed axis (negative values count from the end; clamped).")
+defop(
+    "slice",
+    _slice_shape,
+    _slice_compute,
+    attrs=[A("axes", "ints", (), show=True), A("starts", "ints", (), show=True), A("ends", "ints", (), show=True)],
+    traits={"view"},
+    nargs=1,
+    output_alias=_alias0,
+    normalize=_slice_normalize,
+    doc="Sub-range [start, end) on each listed axis (negative values count from the end; clamped).",
+)
 
 
 def _step_shape(op, s, m):
@@ -246,15 +300,27 @@ def _step_compute(op, a, out, run):
     return x[tuple(idx)]
 
 
-defop("step", _step_shape, _step_compute, attrs=[A("axes", "ints", (), show=True), A("steps", "ints", (), show=True)],
-      traits={"view"}, nargs=1, output_alias=_alias0, doc="Every steps[i]-th element along axes[i].")
+defop(
+    "step",
+    _step_shape,
+    _step_compute,
+    attrs=[A("axes", "ints", (), show=True), A("steps", "ints", (), show=True)],
+    traits={"view"},
+    nargs=1,
+    output_alias=_alias0,
+    doc="Every steps[i]-th element along axes[i].",
+)
 
 
 # --- copies -------------------------------------------------------------------------------------
-defop("contiguous", lambda op, s, m: Shape.of(s[0].type, s[0].lens),
-      lambda op, a, out, run: np.ascontiguousarray(a[0]), nargs=1,
-      doc="Copy into standard (row-major, packed) layout.",
-      gpu=GpuCode.kernel("pointwise"))
+defop(
+    "contiguous",
+    lambda op, s, m: Shape.of(s[0].type, s[0].lens),
+    lambda op, a, out, run: np.ascontiguousarray(a[0]),
+    nargs=1,
+    doc="Copy into standard (row-major, packed) layout.",
+    gpu=GpuCode.kernel("pointwise"),
+)
 
 
 def _layout_shape(op, s, m):
@@ -264,10 +330,16 @@ def _layout_shape(op, s, m):
     return Shape.from_permutation(s[0].type, s[0].lens, perm)
 
 
-defop("layout", _layout_shape, lambda op, a, out, run: np.ascontiguousarray(a[0]),
-      attrs=[A("permutation", "ints", (), show=True)], nargs=1,
-      doc="Copy into the memory order `permutation` (e.g. {0, 2, 3, 1} = NHWC for NCHW lens).",
-      gpu=GpuCode.kernel("pointwise"), made_by="layout_convolution")
+defop(
+    "layout",
+    _layout_shape,
+    lambda op, a, out, run: np.ascontiguousarray(a[0]),
+    attrs=[A("permutation", "ints", (), show=True)],
+    nargs=1,
+    doc="Copy into the memory order `permutation` (e.g. {0, 2, 3, 1} = NHWC for NCHW lens).",
+    gpu=GpuCode.kernel("pointwise"),
+    made_by="layout_convolution",
+)
 
 
 def _concat_shape(op, s, m):
@@ -282,7 +354,12 @@ def _concat_shape(op, s, m):
     return Shape.of(t, lens)
 
 
-defop("concat", _concat_shape, lambda op, a, out, run: np.concatenate(a, axis=norm_axis(op["axis"], a[0].ndim,
-                                                                                         "concat")),
-      attrs=[A("axis", "int", 0, show=True)], nargs=(1, -1), normalize=normalizer(axis="axis"),
-      gpu=GpuCode.kernel("concat"))
+defop(
+    "concat",
+    _concat_shape,
+    lambda op, a, out, run: np.concatenate(a, axis=norm_axis(op["axis"], a[0].ndim, "concat")),
+    attrs=[A("axis", "int", 0, show=True)],
+    nargs=(1, -1),
+    normalize=normalizer(axis="axis"),
+    gpu=GpuCode.kernel("concat"),
+)

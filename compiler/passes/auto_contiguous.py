@@ -28,8 +28,12 @@ def contiguous_inputs(module: Module) -> bool:
     for ins in reversed(module):
         if not ins.op.has("require_std_shape"):
             continue
-        args = [x if x.name == "contiguous" or x.shape.standard() or x.shape.dyn_dims is not None
-                else module.insert_instruction(ins, Op("contiguous"), [x]) for x in ins.inputs]
+        args = [
+            x
+            if x.name == "contiguous" or x.shape.standard() or x.shape.dyn_dims is not None
+            else module.insert_instruction(ins, Op("contiguous"), [x])
+            for x in ins.inputs
+        ]
         if args != list(ins.inputs):
             module.replace_instruction(ins, inputs=args)
             changed = True

@@ -35,8 +35,9 @@ class PassContext:
     and the rewriter to apply rules with (it records each application into the pass's trace
     record). The pass manager makes one per run; `run_nested` runs a pass as a child of this one."""
 
-    def __init__(self, program: Program, module: Module | None, run_nested: Callable[[Pass], bool],
-                 rewriter: PatternRewriter):
+    def __init__(
+        self, program: Program, module: Module | None, run_nested: Callable[[Pass], bool], rewriter: PatternRewriter
+    ):
         self.program = program
         self.module = module
         self.rewriter = rewriter
@@ -110,8 +111,11 @@ class Pass:
     def non_default_options(self) -> dict[str, Any]:
         out = {}
         for f in dataclasses.fields(self):
-            default = f.default if f.default is not dataclasses.MISSING else (
-                f.default_factory() if f.default_factory is not dataclasses.MISSING else dataclasses.MISSING)
+            default = (
+                f.default
+                if f.default is not dataclasses.MISSING
+                else (f.default_factory() if f.default_factory is not dataclasses.MISSING else dataclasses.MISSING)
+            )
             v = getattr(self, f.name)
             if v != default:
                 out[f.name] = v
@@ -123,8 +127,9 @@ class Pass:
         if bad:
             from ..errors import MigxError
 
-            raise MigxError(f"pass {self.name}: unknown option(s) {', '.join(bad)}; "
-                            f"valid: {', '.join(sorted(known)) or 'none'}")
+            raise MigxError(
+                f"pass {self.name}: unknown option(s) {', '.join(bad)}; valid: {', '.join(sorted(known)) or 'none'}"
+            )
         return dataclasses.replace(self, **kw)
 
     def describe(self) -> str:
@@ -139,15 +144,34 @@ class Pass:
         from .conformance_data import pass_conformance
 
         name = cls.__dict__.get("registered_as", getattr(cls, "name", ""))
-        return {"name": name, "status": cls.status, "note": cls.note, "migraphx_source": cls.migraphx_source,
-                "conformance": pass_conformance(name) if isinstance(name, str) else None}
+        return {
+            "name": name,
+            "status": cls.status,
+            "note": cls.note,
+            "migraphx_source": cls.migraphx_source,
+            "conformance": pass_conformance(name) if isinstance(name, str) else None,
+        }
 
 
 # Passes whose MIGraphX source is not src/<name>.cpp ("" where MIGraphX has no such pass)
 _MIGRAPHX_SOURCES = {
-    **{n: f"src/targets/gpu/{n}.cpp" for n in ("eliminate_data_type_for_gpu", "fuse_ck", "fuse_mlir", "prefuse_ops",
-                                               "compile_hipblaslt", "compile_miopen", "compile_ops", "lowering",
-                                               "fuse_ops", "sync_device", "write_literals", "pack_int8_args")},
+    **{
+        n: f"src/targets/gpu/{n}.cpp"
+        for n in (
+            "eliminate_data_type_for_gpu",
+            "fuse_ck",
+            "fuse_mlir",
+            "prefuse_ops",
+            "compile_hipblaslt",
+            "compile_miopen",
+            "compile_ops",
+            "lowering",
+            "fuse_ops",
+            "sync_device",
+            "write_literals",
+            "pack_int8_args",
+        )
+    },
     "capture_arguments": "src/quantize_8bits.cpp",
     "compile_blas": "src/targets/gpu/compile_hipblaslt.cpp",
     "check_context": "src/targets/gpu/include/migraphx/gpu/context.hpp",

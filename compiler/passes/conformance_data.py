@@ -27,7 +27,7 @@ def pass_conformance(name: str) -> dict[str, Any] | None:
 
 
 def conformance_summary(name: str) -> str:
-    """"MIGraphX tests: 120/128" (cases that MATCH or are EQUIV, of all transcribed), or ""."""
+    """ "MIGraphX tests: 120/128" (cases that MATCH or are EQUIV, of all transcribed), or ""."""
     c = pass_conformance(name)
     if not c or not c.get("cases"):
         return ""

@@ -61,8 +61,13 @@ class NopConvert(Rule):
     name = "find_nop_converts"
 
     def pattern(self):
-        return name("convert")(pred("same_type", lambda i: i.shape.type == i.inputs[0].shape.type,
-                                    lambda i: f"converts {i.inputs[0].shape.type} to {i.shape.type}"))
+        return name("convert")(
+            pred(
+                "same_type",
+                lambda i: i.shape.type == i.inputs[0].shape.type,
+                lambda i: f"converts {i.inputs[0].shape.type} to {i.shape.type}",
+            )
+        )
 
     def check(self, m, r):
         return lambda: replace_value(m, r.root, r.root.inputs[0])
@@ -75,9 +80,8 @@ RULES = (NestedConvert(), NopConvert())
 class EliminateConvert(Pass):
     name: ClassVar[str] = "eliminate_convert"
     note: ClassVar[str] = (
-        "a convert chain through an integral or narrower-integer type is kept (MIGraphX drops the "
-        "truncation)")
+        "a convert chain through an integral or narrower-integer type is kept (MIGraphX drops the truncation)"
+    )
 
     def apply_module(self, module, ctx) -> bool:
         return sweep(module, RULES, with_dce=False, rewriter=rewriter_of(ctx))
-

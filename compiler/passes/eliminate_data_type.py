@@ -12,8 +12,20 @@ from ..op import Op
 from .base import Pass
 
 # Ops eliminate_data_type leaves alone unless named explicitly (MIGraphX's skip_op_names).
-SKIP_OPS = frozenset({"convert", "get_tuple_elem", "if", "loop", "roialign", "nonmaxsuppression", "scatternd_add",
-                      "scatternd_mul", "scatternd_none", "select_module"})
+SKIP_OPS = frozenset(
+    {
+        "convert",
+        "get_tuple_elem",
+        "if",
+        "loop",
+        "roialign",
+        "nonmaxsuppression",
+        "scatternd_add",
+        "scatternd_mul",
+        "scatternd_none",
+        "select_module",
+    }
+)
 
 
 # Ops whose computation on other types is another op (MIGraphX's `general_data_type` attribute):
@@ -32,8 +44,10 @@ def convert_to_supported(module: Module, ins: Instruction, unsupported: frozense
     if ins.name in GENERAL_DATA_TYPE:
         op = Op(GENERAL_DATA_TYPE[ins.name], dict(ins.op.attrs))
     with module.program.provenance([ins]):
-        args = [module.insert_instruction(ins, Op("convert", target_type=target), [i])
-                if i.shape.type in unsupported else i for i in ins.inputs]
+        args = [
+            module.insert_instruction(ins, Op("convert", target_type=target), [i]) if i.shape.type in unsupported else i
+            for i in ins.inputs
+        ]
         out = module.insert_instruction(ins, op, args)
         if ins.shape.is_tuple:
             for gte in list(ins.outputs):

@@ -12,8 +12,21 @@ from .eliminate_data_type import EliminateDataType
 
 # Ops whose 64-bit integer inputs are indices into memory, so they always fit in 32 bits. Other ops
 # keep 64-bit integers: a sum or a product may need them, and converting would change results.
-INDEX_OPS = ("gather", "gathernd", "onehot", "scatter_none", "scatter_add", "scatter_mul", "scatter_min",
-             "scatter_max", "scatternd_none", "scatternd_add", "scatternd_mul", "scatternd_min", "scatternd_max")
+INDEX_OPS = (
+    "gather",
+    "gathernd",
+    "onehot",
+    "scatter_none",
+    "scatter_add",
+    "scatter_mul",
+    "scatter_min",
+    "scatter_max",
+    "scatternd_none",
+    "scatternd_add",
+    "scatternd_mul",
+    "scatternd_min",
+    "scatternd_max",
+)
 GEMM_CONV = ("dot", "convolution")
 # Integer and bool dot / convolution have no device kernel (BLAS and the generated convolutions
 # compute in floating point); int8 goes through quant_dot / quant_convolution instead.
@@ -30,16 +43,19 @@ class EliminateDataTypeForGpu(Pass):
 
     name: ClassVar[str] = "eliminate_data_type_for_gpu"
     status: ClassVar[str] = "mapped"
-    note: ClassVar[str] = ("double -> float everywhere but int64 -> int32 only for index inputs; bf16 is kept "
-                           "and there are no fp8 steps")
+    note: ClassVar[str] = (
+        "double -> float everywhere but int64 -> int32 only for index inputs; bf16 is kept and there are no fp8 steps"
+    )
     disable_64bit: bool = False
 
     def steps(self) -> list[EliminateDataType]:
         out = []
         if self.disable_64bit:
-            out += [EliminateDataType(("float64",), "float32"),
-                    EliminateDataType(("int64",), "int32", INDEX_OPS),
-                    EliminateDataType(("uint64",), "uint32", INDEX_OPS)]
+            out += [
+                EliminateDataType(("float64",), "float32"),
+                EliminateDataType(("int64",), "int32", INDEX_OPS),
+                EliminateDataType(("uint64",), "uint32", INDEX_OPS),
+            ]
         out.append(EliminateDataType(NON_FLOAT_GEMM, "float32", GEMM_CONV))
         return out
 

@@ -47,7 +47,8 @@ class EliminatePad(Pass):
     name: ClassVar[str] = "eliminate_pad"
     note: ClassVar[str] = (
         "folds into max pooling only the lowest-value pad insert_pad writes (MIGraphX folds a "
-        "zero pad, which changes all-negative windows)")
+        "zero pad, which changes all-negative windows)"
+    )
 
     def apply_module(self, module: Module, ctx) -> bool:
         changed = False
@@ -57,8 +58,8 @@ class EliminatePad(Pass):
             pad = ins.inputs[0]
             nd = pad.shape.ndim - 2
             pads = list(pad.op["pads"])
-            begin, end = pads[2:2 + nd], pads[4 + nd:]
-            if pad.op["mode"] != "constant" or pads[:2] != [0, 0] or pads[2 + nd:4 + nd] != [0, 0]:
+            begin, end = pads[2 : 2 + nd], pads[4 + nd :]
+            if pad.op["mode"] != "constant" or pads[:2] != [0, 0] or pads[2 + nd : 4 + nd] != [0, 0]:
                 continue
             if not _pad_value_ok(ins, pad.op["value"]) or ceil_mode_pooling(ins):
                 continue

@@ -213,8 +213,10 @@ def match_attention(dot2: Instruction, max_head_dim: int = 0) -> AttentionMatch 
         return "the probabilities have other lens than the scores"
     head, vdim = q.shape.lens[-1], v.shape.lens[-1]
     if max_head_dim and max(head, vdim) > max_head_dim:
-        return (f"head dim {max(head, vdim)} > {max_head_dim} (the fused kernel keeps a row's accumulator in "
-                f"registers and a K/V tile in shared memory)")
+        return (
+            f"head dim {max(head, vdim)} > {max_head_dim} (the fused kernel keeps a row's accumulator in "
+            f"registers and a K/V tile in shared memory)"
+        )
     region = _between(dot1, dot2, module)
     inside = {i.id for i in region}
     for ins in region:
@@ -224,8 +226,10 @@ def match_attention(dot2: Instruction, max_head_dim: int = 0) -> AttentionMatch 
             return f"{ins.name} #{ins.id} changes the score shape inside the group"
         outside = [o for o in ins.outputs if o.id not in inside]
         if outside:
-            return (f"{ins.name} #{ins.id} (scores or probabilities) is also used outside the attention, by "
-                    f"{outside[0].name} #{outside[0].id}")
+            return (
+                f"{ins.name} #{ins.id} (scores or probabilities) is also used outside the attention, by "
+                f"{outside[0].name} #{outside[0].id}"
+            )
     constants = []
     for ins in region:
         for i in ins.inputs:
@@ -242,8 +246,11 @@ def fuse_attention_group(module: Module, m: AttentionMatch, mod_name: str) -> In
 
     def copy_constant(c: Instruction) -> Instruction:
         if c.id not in mapping:
-            mapping[c.id] = sub.add_literal(c.literal) if c.is_literal() else sub.add_instruction(
-                c.op, [copy_constant(c.inputs[0])])
+            mapping[c.id] = (
+                sub.add_literal(c.literal)
+                if c.is_literal()
+                else sub.add_instruction(c.op, [copy_constant(c.inputs[0])])
+            )
         return mapping[c.id]
 
     def arg(x: Instruction) -> Instruction:
@@ -307,8 +314,9 @@ class FuseAttention(Pass):
     shared memory (gpu.pipelines), so wider heads stay unfused dots + softmax there."""
 
     name: ClassVar[str] = "fuse_attention"
-    note: ClassVar[str] = ("our attention kernel replaces rocMLIR's; kv-cache attention and flash-decoding splits "
-                           "are not implemented")
+    note: ClassVar[str] = (
+        "our attention kernel replaces rocMLIR's; kv-cache attention and flash-decoding splits are not implemented"
+    )
     max_head_dim: int = 0
 
     def apply_module(self, module: Module, ctx) -> bool:

@@ -62,8 +62,9 @@ def _shared_post(concat: Instruction) -> Instruction | None:
     return pws[0]
 
 
-def _post_module(module: Module, post: Instruction, concat: Instruction, keep_concat: bool = False
-                 ) -> tuple[Module, list[Instruction]]:
+def _post_module(
+    module: Module, post: Instruction, concat: Instruction, keep_concat: bool = False
+) -> tuple[Module, list[Instruction]]:
     """The consumer's body with params reordered: its other inputs first, the concat result last;
     with keep_concat, the module returns the concat value too (first)."""
     pm = post.module_inputs[0]
@@ -128,8 +129,9 @@ class ConcatPointwise(Rule):
         else:
             post_mod, extras = _noop_module(module, c), []
         root = post if post is not None else c
-        new = module.insert_instruction(root, Op("fused_concat", axis=c.op["axis"]), inputs + extras,
-                                        pieces + [post_mod])
+        new = module.insert_instruction(
+            root, Op("fused_concat", axis=c.op["axis"]), inputs + extras, pieces + [post_mod]
+        )
         module.replace_all_uses(root, new)
         module.remove_instructions(dead)
         if post is not None:

@@ -37,8 +37,12 @@ def _key(g: Instruction) -> tuple | None:
     data, ind = g.inputs
     if data.shape.ndim != 2 or g.op["axis"] % 2 != 0 or not data.can_eval():
         return None
-    if data.shape.dyn_dims is not None or ind.shape.dyn_dims is not None or ind.shape.ndim == 0 or \
-            ind.shape.scalar_shape():
+    if (
+        data.shape.dyn_dims is not None
+        or ind.shape.dyn_dims is not None
+        or ind.shape.ndim == 0
+        or ind.shape.scalar_shape()
+    ):
         return None
     return (data.shape.type, data.shape.lens[1], ind.shape.type, tuple(ind.shape.lens[1:]))
 
@@ -73,15 +77,18 @@ def fuse_group(module: Module, gathers: list[Instruction]) -> None:
                 rows_so_far += t.shape.lens[0]
         uniq = list(dict.fromkeys(g.inputs[0] for g in gathers))
         table = module.insert_instruction(before, Op("concat", axis=0), uniq) if len(uniq) > 1 else uniq[0]
-        idx = [_offset_index(module, before, g.inputs[1], g.inputs[0].shape.lens[0], tables[g.inputs[0].id])
-               for g in gathers]
+        idx = [
+            _offset_index(module, before, g.inputs[1], g.inputs[0].shape.lens[0], tables[g.inputs[0].id])
+            for g in gathers
+        ]
         all_idx = module.insert_instruction(before, Op("concat", axis=0), idx)
         fused = module.insert_instruction(before, Op("gather", axis=0), [table, all_idx])
         start = 0
         for g in gathers:
             n = g.inputs[1].shape.lens[0]
-            part = module.insert_instruction(before, Op("slice", axes=(0,), starts=(start,), ends=(start + n,)),
-                                             [fused])
+            part = module.insert_instruction(
+                before, Op("slice", axes=(0,), starts=(start,), ends=(start + n,)), [fused]
+            )
             module.replace_all_uses(g, part)
             start += n
     for g in gathers:
@@ -95,8 +102,10 @@ class FuseHorizontal(Pass):
     row width) into one gather."""
 
     name: ClassVar[str] = "fuse_horizontal"
-    note: ClassVar[str] = ("a signed non-constant index is wrapped with mod(i, rows) before its table offset is added "
-                           "(MIGraphX adds the offset as is, so a negative index reads the previous table)")
+    note: ClassVar[str] = (
+        "a signed non-constant index is wrapped with mod(i, rows) before its table offset is added "
+        "(MIGraphX adds the offset as is, so a negative index reads the previous table)"
+    )
 
     def apply_module(self, module: Module, ctx) -> bool:
         groups: dict[tuple, list[Instruction]] = defaultdict(list)

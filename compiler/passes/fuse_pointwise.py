@@ -151,7 +151,6 @@ class Renames:
         self.final.clear()
         self.maybe_dead.clear()
 
-
     def _record_origins(self) -> None:
         """Give each fused op the provenance of everything merged into it, once: recording it at
         every merge of a chain (each origin holding all the earlier ones) cost O(n^2)."""
@@ -267,15 +266,19 @@ class _Body:
             # A copy comes from its source op alone: recording the whole merge ([a, b], whose
             # origins grow with every merge along a chain) would make a body's origins O(n^2).
             with self.module.program.provenance([ins]):
-                mapping[ins.id] = self.module.add_instruction(ins.op, [mapping[i.id] for i in ins.inputs],
-                                                              ins.module_inputs)
+                mapping[ins.id] = self.module.add_instruction(
+                    ins.op, [mapping[i.id] for i in ins.inputs], ins.module_inputs
+                )
         return [mapping[o.id] for o in src.output_instructions()]
 
 
 def _can_merge(a: Instruction, b: Instruction) -> bool:
     """No path from `a` to `b` other than through a's own values (merging would make a cycle)."""
-    return _tuple_consumers_ok(a) and _tuple_consumers_ok(b) and not any(
-        _handle_index(a, x) is None and depends_on(x, a) for x in b.inputs)
+    return (
+        _tuple_consumers_ok(a)
+        and _tuple_consumers_ok(b)
+        and not any(_handle_index(a, x) is None and depends_on(x, a) for x in b.inputs)
+    )
 
 
 def fuse_producers(module: Module, multi_output: bool, names: Renames) -> bool:

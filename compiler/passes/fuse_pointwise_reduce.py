@@ -27,9 +27,13 @@ class FusePointwiseReduce(Pass):
         out: list[Pass] = [FusePointwise(enable_rewrite_reshapes=False)]
         if "optimize_module" in pass_registry():
             out.append(make_pass("optimize_module"))
-        out += [FuseReduce(enable_rewrite_reshapes=False), FusePointwise(enable_rewrite_reshapes=True),
-                FuseReduce(enable_rewrite_reshapes=True), SplitReduce(split_size=self.split_size),
-                FusePointwise(enable_rewrite_broadcasts=True)]
+        out += [
+            FuseReduce(enable_rewrite_reshapes=False),
+            FusePointwise(enable_rewrite_reshapes=True),
+            FuseReduce(enable_rewrite_reshapes=True),
+            SplitReduce(split_size=self.split_size),
+            FusePointwise(enable_rewrite_broadcasts=True),
+        ]
         if self.enable_multi_output:
             out.append(FusePointwise(enable_multi_output=True))
         return out

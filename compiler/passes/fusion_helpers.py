@@ -56,8 +56,9 @@ def depends_on(a: Instruction, b: Instruction) -> bool:
     return False
 
 
-def copy_body(src: Module, dst: Module, params: Mapping[int, Instruction],
-              before: Instruction | None = None) -> list[Instruction]:
+def copy_body(
+    src: Module, dst: Module, params: Mapping[int, Instruction], before: Instruction | None = None
+) -> list[Instruction]:
     """Copy the non-param instructions of `src` into `dst` (before `before`, else at the end),
     with src params mapped through `params` (by id). Returns the copies of src's outputs."""
     mapping: dict[int, Instruction] = dict(params)

@@ -135,6 +135,13 @@ class LayoutConvolution(Pass):
 
     def apply_module(self, module: Module, ctx) -> bool:
         dce = DeadCodeElimination()
-        steps = [PreserveOutputLayout(), TransformConvolutions(channels_last=self.channels_last), dce,
-                 LayoutEliminateContiguous(), dce, RemoveLayout(), dce]
+        steps = [
+            PreserveOutputLayout(),
+            TransformConvolutions(channels_last=self.channels_last),
+            dce,
+            LayoutEliminateContiguous(),
+            dce,
+            RemoveLayout(),
+            dce,
+        ]
         return ctx.run_passes(steps)

@@ -60,8 +60,13 @@ class NumericConfig:
 
 
 class PassManager:
-    def __init__(self, *, validate: bool = True, numeric: NumericConfig | None = None,
-                 on_record: Callable[[PassRecord], None] | None = None):
+    def __init__(
+        self,
+        *,
+        validate: bool = True,
+        numeric: NumericConfig | None = None,
+        on_record: Callable[[PassRecord], None] | None = None,
+    ):
         self.validate = validate
         self.numeric = numeric
         self.on_record = on_record
@@ -71,9 +76,15 @@ class PassManager:
         self._instrument_s = 0.0
 
     # ---- public ----------------------------------------------------------------------------------
-    def run(self, program: Program, pipelines: Sequence[Pipeline] | Sequence[Pass], *,
-            trace: Trace | None = None, start: tuple[int, int] = (0, 0),
-            stop: tuple[int, int] | None = None) -> Trace:
+    def run(
+        self,
+        program: Program,
+        pipelines: Sequence[Pipeline] | Sequence[Pass],
+        *,
+        trace: Trace | None = None,
+        start: tuple[int, int] = (0, 0),
+        stop: tuple[int, int] | None = None,
+    ) -> Trace:
         """Run pipelines (or a flat list of passes) on `program` in place; returns the trace.
 
         To resume from a cached prefix, pass the truncated `trace` to append to and `start` =
@@ -97,17 +108,25 @@ class PassManager:
                 if not (pl.enabled and e.enabled):
                     self._record_disabled(program, pl, k, e, path)
                     continue
-                self._run(e.pass_, program, parent=None, scope=None, pipeline=pl.name, entry=k, path=path,
-                          user=e.user)
+                self._run(e.pass_, program, parent=None, scope=None, pipeline=pl.name, entry=k, path=path, user=e.user)
         return self._trace
 
     # ---- internals -------------------------------------------------------------------------------
-    def _new_record(self, p: Pass, pipeline: str, entry: int | None, path: str, parent: PassRecord | None,
-                    **kw: Any) -> PassRecord:
+    def _new_record(
+        self, p: Pass, pipeline: str, entry: int | None, path: str, parent: PassRecord | None, **kw: Any
+    ) -> PassRecord:
         tr = self._trace
-        rec = PassRecord(index=len(tr.records), path=path, name=p.name, pipeline=pipeline, entry=entry,
-                         depth=0 if parent is None else parent.depth + 1,
-                         parent=None if parent is None else parent.index, options=p.non_default_options(), **kw)
+        rec = PassRecord(
+            index=len(tr.records),
+            path=path,
+            name=p.name,
+            pipeline=pipeline,
+            entry=entry,
+            depth=0 if parent is None else parent.depth + 1,
+            parent=None if parent is None else parent.index,
+            options=p.non_default_options(),
+            **kw,
+        )
         tr.records.append(rec)
         if parent is not None:
             parent.children.append(rec.index)
@@ -116,8 +135,9 @@ class PassManager:
     def _record_disabled(self, program: Program, pl: Pipeline, k: int, e: PassEntry, path: str) -> None:
         snap = snapshot(program)
         reason = e.reason if not e.enabled else f"pipeline {pl.name} is disabled"
-        rec = self._new_record(e.pass_, pl.name, k, path, None, enabled=False, status="disabled",
-                               reason=reason or "disabled", user=e.user)
+        rec = self._new_record(
+            e.pass_, pl.name, k, path, None, enabled=False, status="disabled", reason=reason or "disabled", user=e.user
+        )
         rec.before = rec.after = snap
         rec.diff = diff(snap, snap)
         if self.on_record:
@@ -134,8 +154,18 @@ class PassManager:
         self._child_counts[key] = n
         return f"{parent.path}/{p.name}" + (f"#{n}" if n > 1 else "")
 
-    def _run(self, p: Pass, program: Program, *, parent: PassRecord | None, scope: Module | None,
-             pipeline: str = "", entry: int | None = None, path: str | None = None, user: bool = False) -> bool:
+    def _run(
+        self,
+        p: Pass,
+        program: Program,
+        *,
+        parent: PassRecord | None,
+        scope: Module | None,
+        pipeline: str = "",
+        entry: int | None = None,
+        path: str | None = None,
+        user: bool = False,
+    ) -> bool:
         t_start = time.perf_counter()
         before = snapshot(program)
         if parent is not None:
@@ -187,8 +217,13 @@ class PassManager:
         rec.diff = diff(before, after)
         rec.time_s = max(elapsed, 0.0)
         if reported is False and rec.changed:
-            self._fail(program, rec, f"pass {rec.path} reported no change but changed the IR "
-                                     f"({rec.diff.summary()})", before, elapsed)
+            self._fail(
+                program,
+                rec,
+                f"pass {rec.path} reported no change but changed the IR ({rec.diff.summary()})",
+                before,
+                elapsed,
+            )
         if self.validate and (rec.changed or suspicious):
             self._validate(program, rec, before, elapsed, full=suspicious, only=scope)
         if self.numeric is not None and rec.changed and (parent is None or self.numeric.nested):
@@ -201,6 +236,7 @@ class PassManager:
     def _context(self, program: Program, rec: PassRecord, module: Module | None) -> PassContext:
         """What the pass recorded as `rec` gets: nested passes become children of `rec`, and its
         rewriter records every rule application into `rec.matches`."""
+
         def run_nested(p: Pass) -> bool:
             return self._run(p, program, parent=rec, scope=module)
 
@@ -224,8 +260,15 @@ class PassManager:
             return None
         return any(results)
 
-    def _validate(self, program: Program, rec: PassRecord, before: ProgramSnapshot, elapsed: float,
-                  full: bool = False, only: Module | None = None) -> None:
+    def _validate(
+        self,
+        program: Program,
+        rec: PassRecord,
+        before: ProgramSnapshot,
+        elapsed: float,
+        full: bool = False,
+        only: Module | None = None,
+    ) -> None:
         for m in program.get_modules() if only is None else [only]:
             key = id(m)
             if not full and self._validated.get(key) == m.version:
@@ -247,8 +290,15 @@ class PassManager:
             self._validated[key] = m.version
             m.__dict__["_validated_stamp"] = stamp
 
-    def _fail(self, program: Program, rec: PassRecord, msg: str, before: ProgramSnapshot, elapsed: float,
-              exc: BaseException | None = None) -> None:
+    def _fail(
+        self,
+        program: Program,
+        rec: PassRecord,
+        msg: str,
+        before: ProgramSnapshot,
+        elapsed: float,
+        exc: BaseException | None = None,
+    ) -> None:
         rec.status = "failed"
         rec.reason = msg
         rec.time_s = elapsed
@@ -308,8 +358,15 @@ def compare_program_outputs(program: Program, outs: Sequence[np.ndarray], cfg: N
     if last is not None and last[0] == digest:
         change = last[1]
     else:
-        change = explain_selection_change(reference, program, cfg.inputs, outs, cfg.tolerance, compute=compute,
-                                          ref_values=cfg.cache["reference_values"])
+        change = explain_selection_change(
+            reference,
+            program,
+            cfg.inputs,
+            outs,
+            cfg.tolerance,
+            compute=compute,
+            ref_values=cfg.cache["reference_values"],
+        )
         cfg.cache["last_explained"] = (digest, change)
     if change is None:
         return res
@@ -329,8 +386,14 @@ def _digest(outs: Sequence[np.ndarray]) -> str:
     return h.hexdigest()
 
 
-def compare_outputs(outs: Sequence[np.ndarray], ref: Sequence[np.ndarray], tol: Tolerance | None = None,
-                    atol: float | None = None, *, compute: str = "float32") -> NumericCheck:
+def compare_outputs(
+    outs: Sequence[np.ndarray],
+    ref: Sequence[np.ndarray],
+    tol: Tolerance | None = None,
+    atol: float | None = None,
+    *,
+    compute: str = "float32",
+) -> NumericCheck:
     """Outputs against reference outputs, summarised for the trace: the worst output's figures.
     `compare_outputs(outs, ref, rtol, atol)` (two floats) is the allclose form."""
     if not isinstance(tol, Tolerance):
@@ -340,13 +403,28 @@ def compare_outputs(outs: Sequence[np.ndarray], ref: Sequence[np.ndarray], tol: 
         return NumericCheck(float("inf"), float("inf"), False, res.note, tolerance=tol.describe(compute))
     k = res.worst
     w = res.outputs[k]
-    return NumericCheck(max(c.max_abs for c in res.outputs), max(c.max_rel for c in res.outputs), res.ok,
-                        w.note, rms=w.rms, threshold=w.threshold, output=k, tolerance=tol.describe(compute))
+    return NumericCheck(
+        max(c.max_abs for c in res.outputs),
+        max(c.max_rel for c in res.outputs),
+        res.ok,
+        w.note,
+        rms=w.rms,
+        threshold=w.threshold,
+        output=k,
+        tolerance=tol.describe(compute),
+    )
 
 
-def make_numeric_config(program: Program, inputs: Mapping[str, np.ndarray] | None = None, *, seed: int = 0,
-                        rtol: float | None = None, atol: float | None = None, rms: float | None = None,
-                        nested: bool = False) -> NumericConfig:
+def make_numeric_config(
+    program: Program,
+    inputs: Mapping[str, np.ndarray] | None = None,
+    *,
+    seed: int = 0,
+    rtol: float | None = None,
+    atol: float | None = None,
+    rms: float | None = None,
+    nested: bool = False,
+) -> NumericConfig:
     """Reference outputs of `program` on `inputs` (default: random inputs that respect the model,
     compiler/inputs.py). An evaluation error on random inputs says so and how to pass real ones."""
     from ..inputs import explain_random_failure, model_inputs
@@ -360,8 +438,9 @@ def make_numeric_config(program: Program, inputs: Mapping[str, np.ndarray] | Non
         if generated:
             raise explain_random_failure(e) from None
         raise
-    return NumericConfig(feeds, reference, rtol, atol, nested, rms=rms, random_inputs=generated,
-                         reference_program=snapshot(program))
+    return NumericConfig(
+        feeds, reference, rtol, atol, nested, rms=rms, random_inputs=generated, reference_program=snapshot(program)
+    )
 
 
 def _validation_stamp(m: Module) -> tuple:

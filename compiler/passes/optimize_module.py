@@ -32,7 +32,14 @@ class OptimizeModule(Pass):
 
         def outer() -> bool:
             changed = repeat_while_changes(4, inner)
-            return run(EliminateCommonSubexpression(), DeadCodeElimination(),
-                       PropagateConstant(skip_ops=self.propagate_constant_skip_ops), DeadCodeElimination()) or changed
+            return (
+                run(
+                    EliminateCommonSubexpression(),
+                    DeadCodeElimination(),
+                    PropagateConstant(skip_ops=self.propagate_constant_skip_ops),
+                    DeadCodeElimination(),
+                )
+                or changed
+            )
 
         return repeat_while_changes(2, outer) > 0

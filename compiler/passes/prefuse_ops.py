@@ -49,8 +49,7 @@ def _const(x: Instruction) -> float | None:
 
 def _is_mean_of(m: Instruction, x: Instruction) -> bool:
     last = x.shape.ndim - 1
-    return (m.name == "reduce_mean" and m.inputs[0] is x
-            and tuple(a % x.shape.ndim for a in m.op["axes"]) == (last,))
+    return m.name == "reduce_mean" and m.inputs[0] is x and tuple(a % x.shape.ndim for a in m.op["axes"]) == (last,)
 
 
 def _centered(d: Instruction) -> tuple[Instruction, Instruction] | None:
@@ -152,9 +151,11 @@ class PrefuseOps(Pass):
 
     name: ClassVar[str] = "prefuse_ops"
     status: ClassVar[str] = "mapped"
-    note: ClassVar[str] = ("layernorm and add_layernorm only, on by default (MIGraphX gates them behind "
-                           "MIGRAPHX_ENABLE_LAYERNORM_FUSION); its CK attention and gfx11/12 channelwise-conv "
-                           "finders do not apply")
+    note: ClassVar[str] = (
+        "layernorm and add_layernorm only, on by default (MIGraphX gates them behind "
+        "MIGRAPHX_ENABLE_LAYERNORM_FUSION); its CK attention and gfx11/12 channelwise-conv "
+        "finders do not apply"
+    )
     enable_layernorm_fusion: bool = True
 
     def apply_module(self, module: Module, ctx) -> bool:

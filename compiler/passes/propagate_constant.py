@@ -46,8 +46,13 @@ class PropagateConstant(Pass):
     skip_ops: tuple[str, ...] = ()
 
     def _foldable(self, ins: Instruction, cache: dict) -> bool:
-        return (not ins.is_builtin() and ins.can_eval(cache) and ins.name not in self.skip_ops
-                and not ins.shape.is_tuple and not _expands_memory(ins))
+        return (
+            not ins.is_builtin()
+            and ins.can_eval(cache)
+            and ins.name not in self.skip_ops
+            and not ins.shape.is_tuple
+            and not _expands_memory(ins)
+        )
 
     def apply_module(self, module: Module, ctx) -> bool:
         cache: dict = {}

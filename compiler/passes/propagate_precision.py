@@ -107,8 +107,11 @@ def _float32_source(module: Module, x: Instruction, before: Instruction) -> Inst
         return None
     if x.name == "convert" and x.inputs[0].is_param() and x.inputs[0].shape.type == "float32":
         return x.inputs[0]
-    widened = [u for u in x.outputs if u.name == "convert" and u.shape.type == "float32"
-               and any(o.is_return() for o in u.outputs)]
+    widened = [
+        u
+        for u in x.outputs
+        if u.name == "convert" and u.shape.type == "float32" and any(o.is_return() for o in u.outputs)
+    ]
     if not widened:
         return None
     order = module.index_of()  # the GEMM's new input must already be computed where it is read
@@ -188,8 +191,11 @@ def _reads_any_float(u: Instruction, x: Instruction) -> bool:
 def _only_views_to_pointwise(x: Instruction) -> bool:
     """Every path from x's users runs through views to a pointwise op (or one reading any float)."""
     return bool(x.outputs) and all(
-        (u.name in _SINK_VIEWS and _only_views_to_pointwise(u)) or (u.op.has("pointwise") and not u.is_return())
-        or _reads_any_float(u, x) for u in x.outputs)
+        (u.name in _SINK_VIEWS and _only_views_to_pointwise(u))
+        or (u.op.has("pointwise") and not u.is_return())
+        or _reads_any_float(u, x)
+        for u in x.outputs
+    )
 
 
 def _sink_convert(module: Module, convert: Instruction) -> None:
@@ -222,9 +228,11 @@ class PropagatePrecision(Pass):
     it."""
 
     name: ClassVar[str] = "propagate_precision"
-    note: ClassVar[str] = ("a chain through a convert to or from bool is not upgraded: MIGraphX's int64(x) in place of "
-                           "bool(x) changes the values (0.5 is true but truncates to 0); a dot of a narrowed float32 "
-                           "program input by constants runs in float32 (no convert kernel before the first GEMM)")
+    note: ClassVar[str] = (
+        "a chain through a convert to or from bool is not upgraded: MIGraphX's int64(x) in place of "
+        "bool(x) changes the values (0.5 is true but truncates to 0); a dot of a narrowed float32 "
+        "program input by constants runs in float32 (no convert kernel before the first GEMM)"
+    )
 
     def apply_module(self, module: Module, ctx) -> bool:
         downs: dict[int, Instruction] = {}  # convert(high -> low) made here, by id

@@ -44,14 +44,14 @@ class QuantizeEightBits(Pass):
     must_follow: ClassVar[tuple[str, ...]] = ("capture_arguments",)
     precision: str = "int8"
     # Feeds to calibrate on: a tuple of {input name: array}. Data, not an option (see module doc).
-    calibration: tuple[Mapping[str, Any], ...] = field(default=(), compare=False, repr=False,
-                                                        metadata={"spec": False})
+    calibration: tuple[Mapping[str, Any], ...] = field(default=(), compare=False, repr=False, metadata={"spec": False})
 
     def __post_init__(self):
         t = dtypes.dtype(self.precision).name
         if t not in QUANT_RANGES:
-            raise MigxError(f"quantize_8bits: precision must be one of {', '.join(QUANT_RANGES)}, "
-                            f"got {self.precision!r}")
+            raise MigxError(
+                f"quantize_8bits: precision must be one of {', '.join(QUANT_RANGES)}, got {self.precision!r}"
+            )
         object.__setattr__(self, "precision", t)
 
     def non_default_options(self) -> dict[str, Any]:
@@ -90,9 +90,11 @@ def calibrate(program: Program, feeds: Sequence[Mapping[str, Any]]) -> dict[int,
     from ..ref import evaluate
 
     if not feeds:
-        warnings.warn("quantize_8bits: no calibration data given; calibrating on seeded random inputs "
-                      "(pass --calibration FEED.npz or --inputs FEED.npz for representative scales)",
-                      stacklevel=2)
+        warnings.warn(
+            "quantize_8bits: no calibration data given; calibrating on seeded random inputs "
+            "(pass --calibration FEED.npz or --inputs FEED.npz for representative scales)",
+            stacklevel=2,
+        )
         feeds = (random_inputs(program, seed=0),)
     seen: dict[int, float] = {}
 

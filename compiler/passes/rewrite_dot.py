@@ -54,8 +54,10 @@ class Conv1x1ToDot(Rule):
             if ins.shape.transposed():
                 perm = [0, *range(2, nd), 1]
                 a = op(Op("transpose", permutation=perm), x)
-                b = op(Op("multibroadcast", out_lens=[*a.shape.lens[:-2], c, k]),
-                       op(Op("transpose", permutation=[1, 0]), wk))
+                b = op(
+                    Op("multibroadcast", out_lens=[*a.shape.lens[:-2], c, k]),
+                    op(Op("transpose", permutation=[1, 0]), wk),
+                )
                 inv = [perm.index(i) for i in range(nd)]
                 replace_with_op(m, ins, Op("transpose", permutation=inv), [op(Op("dot"), a, b)])
             else:

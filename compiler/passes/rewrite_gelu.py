@@ -149,8 +149,11 @@ def _tanh_exp_gelu(m, ins: Instruction, x: Instruction) -> None:
     def op(name_, *args):
         return m.insert_instruction(ins, Op(name_), list(args))
 
-    u = op("mul", x, op("add", op("mul", x, op("mul", x, broadcast_scalar(m, ins, c1, x))),
-                        broadcast_scalar(m, ins, c0, x)))
+    u = op(
+        "mul",
+        x,
+        op("add", op("mul", x, op("mul", x, broadcast_scalar(m, ins, c1, x))), broadcast_scalar(m, ins, c0, x)),
+    )
     den = op("add", broadcast_scalar(m, ins, 1.0, x), op("exp", u))
     replace_with_op(m, ins, Op("div"), [x, den])
 

@@ -12,8 +12,10 @@ from .base import Pass, rewriter_of
 from .rule_pass import sweep
 
 _x = any_().bind("x")
-_square = any_of(name("pow")(arg(0)(_x), arg(1)(has_value(2.0))),
-                 name("mul")(pred("same_inputs", lambda i: i.inputs[0] is i.inputs[1], "different inputs"), arg(0)(_x)))
+_square = any_of(
+    name("pow")(arg(0)(_x), arg(1)(has_value(2.0))),
+    name("mul")(pred("same_inputs", lambda i: i.inputs[0] is i.inputs[1], "different inputs"), arg(0)(_x)),
+)
 
 
 def _fp16_only(m, r):
@@ -22,8 +24,11 @@ def _fp16_only(m, r):
 
 POW2_DIV = row(
     # x^2 / n -> (x / n) * x        (fp16)
-    "find_pow2_div", name("div")(arg(0)(_square), arg(1)(is_constant().bind("n"))),
-    to("mul", to("div", "x", "n"), "x"), _fp16_only)
+    "find_pow2_div",
+    name("div")(arg(0)(_square), arg(1)(is_constant().bind("n"))),
+    to("mul", to("div", "x", "n"), "x"),
+    _fp16_only,
+)
 
 
 @dataclass(frozen=True)

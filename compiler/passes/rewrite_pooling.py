@@ -79,8 +79,15 @@ class DilatedPooling(Rule):
                 idx = [s + dl[i] * j for s in range(0, dims[i] - dl[i] * (k[i] - 1), st[i]) for j in range(k[i])]
                 lit = m.add_literal(np.asarray(idx, np.int32))
                 y = m.insert_instruction(ins, Op("gather", axis=2 + i), [y, lit])
-            op = Op("pooling", mode=ins.op["mode"], padding=[0] * nd, stride=k, lengths=k, dilations=[1] * nd,
-                    lp_order=ins.op["lp_order"])
+            op = Op(
+                "pooling",
+                mode=ins.op["mode"],
+                padding=[0] * nd,
+                stride=k,
+                lengths=k,
+                dilations=[1] * nd,
+                lp_order=ins.op["lp_order"],
+            )
             replace_with_op(m, ins, op, [y])
 
         return apply
@@ -107,8 +114,17 @@ class LrnToPooling(Rule):
 
             sq = op(Op("mul"), x, x)
             t = op(Op("transpose", permutation=[0, 2, 3, 1]), sq)
-            avg = op(Op("pooling", mode="average", lengths=[1, size], stride=[1, 1], padding=[0, lo, 0, hi],
-                        count_include_pad=True), t)
+            avg = op(
+                Op(
+                    "pooling",
+                    mode="average",
+                    lengths=[1, size],
+                    stride=[1, 1],
+                    padding=[0, lo, 0, hi],
+                    count_include_pad=True,
+                ),
+                t,
+            )
             back = op(Op("transpose", permutation=[0, 3, 1, 2]), avg)
             alpha = op(Op("mul"), broadcast_scalar(m, ins, ins.op["alpha"], x), back)
             den = op(Op("add"), broadcast_scalar(m, ins, ins.op["bias"], x), alpha)
@@ -126,4 +142,3 @@ class RewritePooling(Pass):
     def apply_module(self, module, ctx) -> bool:
         rules = [PoolingToReduce(), DilatedPooling()] + ([LrnToPooling()] if self.rewrite_lrn else [])
         return sweep(module, rules, with_dce=False, rewriter=rewriter_of(ctx))
-

@@ -39,8 +39,10 @@ from .simplify_reshapes import SimplifyReshapes
 
 LOGSOFTMAX = row(
     # logsoftmax(x) -> log(softmax(x))
-    "find_logsoftmax", name("logsoftmax")(arg(0)(any_().bind("x"))),
-    to("log", to("softmax", "x", axis=lambda r: r.root.op["axis"])))
+    "find_logsoftmax",
+    name("logsoftmax")(arg(0)(any_().bind("x"))),
+    to("log", to("softmax", "x", axis=lambda r: r.root.op["axis"])),
+)
 
 
 def upstream_dot(x: Instruction) -> Instruction | None:
@@ -81,8 +83,12 @@ def upcast_from_dot(m: Module, dot: Instruction, x: Instruction) -> Instruction:
     for ins in sorted((i for i in m if i.id in chain), key=lambda i: index[i.id]):
         if ins.module_inputs or ins.shape.is_tuple or ins.shape.type in ("float32", "float64", "bool"):
             continue
-        args = [i if i.shape.type in ("bool", "float32") else
-                m.insert_instruction(ins, Op("convert", target_type="float32"), [i]) for i in ins.inputs]
+        args = [
+            i
+            if i.shape.type in ("bool", "float32")
+            else m.insert_instruction(ins, Op("convert", target_type="float32"), [i])
+            for i in ins.inputs
+        ]
         up = m.insert_instruction(ins, ins.op, args)
         back = m.insert_instruction(ins, Op("convert", target_type=ins.shape.type), [up])
         m.replace_all_uses(ins, back)
@@ -138,13 +144,22 @@ _x_minus_mean = name("sub")(arg(0)(any_().bind("x")), arg(1)(_mean))
 REDUCE_MEAN_VARIANCE = row(
     # mean((x - mean(x))^2) -> mean(x * x) - mean(x) * mean(x)
     "find_reduce_mean_variance",
-    name("reduce_mean")(arg(0)(any_of(
-        name("pow")(arg(0)(_x_minus_mean), arg(1)(has_value(2.0))),
-        name("mul")(args(_x_minus_mean, _x_minus_mean)),
-        name("sqdiff")(either_arg(0, 1)(any_().bind("x"), _mean))))),
+    name("reduce_mean")(
+        arg(0)(
+            any_of(
+                name("pow")(arg(0)(_x_minus_mean), arg(1)(has_value(2.0))),
+                name("mul")(args(_x_minus_mean, _x_minus_mean)),
+                name("sqdiff")(either_arg(0, 1)(any_().bind("x"), _mean)),
+            )
+        )
+    ),
     to("sub", to("reduce_mean", to("mul", "x", "x"), axes=lambda r: r.root.op["axes"]), to("mul", "mean", "mean")),
-    lambda m, r: None if (r.root.op == r["mean"].op and r["mean"].inputs[0] is r["x"])
-    else "the inner mean is over other axes or of another value")
+    lambda m, r: (
+        None
+        if (r.root.op == r["mean"].op and r["mean"].inputs[0] is r["x"])
+        else "the inner mean is over other axes or of another value"
+    ),
+)
 
 
 class ReduceMean(Rule):
@@ -194,11 +209,13 @@ class RewriteReduce(Pass):
     def apply_module(self, module, ctx) -> bool:
         rewriter = rewriter_of(ctx)
         changed = sweep(module, [LOGSOFTMAX], with_dce=False, rewriter=rewriter)
-        changed = sweep(module, [Softmax(self.fp32_softmax), REDUCE_MEAN_VARIANCE], with_dce=False,
-                        rewriter=rewriter) or changed
+        changed = (
+            sweep(module, [Softmax(self.fp32_softmax), REDUCE_MEAN_VARIANCE], with_dce=False, rewriter=rewriter)
+            or changed
+        )
         if self.fp32_softmax:
-            changed = ctx.run_passes((EliminateConvert(), DeadCodeElimination(),
-                                      EliminateCommonSubexpression())) or changed
+            changed = (
+                ctx.run_passes((EliminateConvert(), DeadCodeElimination(), EliminateCommonSubexpression())) or changed
+            )
         changed = sweep(module, [ReduceMean()], with_dce=False, rewriter=rewriter) or changed
         return ctx.run_pass(SimplifyReshapes()) or changed
-

@@ -69,8 +69,11 @@ class ResizeToGather(Rule):
         nd = len(in_lens)
         scales = list(op["scales"]) or [o / i for o, i in zip(out_lens, in_lens)]
         roi = list(op["roi"]) or [0.0] * nd + [1.0] * nd
-        axes = [a for a in range(nd) if not (np.isclose(scales[a], 1.0) and in_lens[a] == out_lens[a]
-                                              and (roi[a], roi[a + nd]) == (0.0, 1.0))]
+        axes = [
+            a
+            for a in range(nd)
+            if not (np.isclose(scales[a], 1.0) and in_lens[a] == out_lens[a] and (roi[a], roi[a + nd]) == (0.0, 1.0))
+        ]
         mats = {a: axis_matrix(op, in_lens[a], out_lens[a], scales[a], (roi[a], roi[a + nd])) for a in axes}
         taps = 1 if op["mode"] == "nearest" else 2
         if any(np.count_nonzero(mat, axis=1).max(initial=0) > taps for mat in mats.values()):
@@ -94,7 +97,7 @@ class ResizeToGather(Rule):
                 lit = m.add_literal(idx[:, t].astype(np.int32))
                 g = m.insert_instruction(ins, Op("gather", axis=a), [y, lit])
                 if taps > 1:
-                    w = m.add_literal(np.take_along_axis(mat, idx[:, t:t + 1], axis=1)[:, 0].astype(npt))
+                    w = m.add_literal(np.take_along_axis(mat, idx[:, t : t + 1], axis=1)[:, 0].astype(npt))
                     wb = m.insert_instruction(ins, Op("broadcast", axis=a, out_lens=g.shape.lens), [w])
                     g = m.insert_instruction(ins, Op("mul"), [g, wb])
                 parts.append(g)

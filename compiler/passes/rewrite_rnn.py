@@ -85,8 +85,18 @@ class _Builder:
         return self("clip", shifted, self.const(0, v), self.const(1, v))  # hardsigmoid
 
 
-def _cell(b: _Builder, op: Op, xw: Instruction, wb: Instruction, h: Instruction, c: Instruction | None,
-          rd: Instruction, rb: Instruction, p: Instruction | None, acts) -> tuple[Instruction, Instruction | None]:
+def _cell(
+    b: _Builder,
+    op: Op,
+    xw: Instruction,
+    wb: Instruction,
+    h: Instruction,
+    c: Instruction | None,
+    rd: Instruction,
+    rb: Instruction,
+    p: Instruction | None,
+    acts,
+) -> tuple[Instruction, Instruction | None]:
     """One step: xw = x_t W^T (all gates, no bias yet), wb its bias; returns the new (h, c)."""
     hs = op["hidden_size"]
     if op.name == "lstm":
@@ -117,8 +127,7 @@ def _cell(b: _Builder, op: Op, xw: Instruction, wb: Instruction, h: Instruction,
     # full-width sum), so fuse_pointwise folds the sums into the cell's kernel: one kernel a step
     # after the recurrent GEMM, not an add kernel and then the cell.
     hr = b("dot", h, rd)
-    gi, go, gf, gc = (b("add", b.cols(xw, k, hs), b("add", b.cols(hr, k, hs), b.cols(wrb, k, hs)))
-                      for k in range(4))
+    gi, go, gf, gc = (b("add", b.cols(xw, k, hs), b("add", b.cols(hr, k, hs), b.cols(wrb, k, hs))) for k in range(4))
 
     def peep(k: int, state: Instruction) -> Instruction:
         return b("mul", b("multibroadcast", b.cols(p, k, hs), out_lens=state.shape.lens), state)
@@ -209,7 +218,7 @@ class UnrollRecurrent(Rule):
             c = b.pick(ins.inputs[6], d) if lstm else None
             p = b.pick(ins.inputs[7], d) if lstm else None
             xws = _input_projection(b, x, wd)
-            if fuse and _plain_lstm(op, acts[d * n_act: (d + 1) * n_act], p, lens, batch):
+            if fuse and _plain_lstm(op, acts[d * n_act : (d + 1) * n_act], p, lens, batch):
                 wrb = b("add", b.cols(bd, 0, gh), b.cols(bd, 1, gh))  # constant: folded at compile time
                 rec = b("lstm_recurrence", xws, rd, wrb, h, c, reverse=int(backwards))
                 y = b("get_tuple_elem", rec, index=0)
@@ -221,7 +230,7 @@ class UnrollRecurrent(Rule):
             enter(where)
             for step in range(seq):
                 t = seq - 1 - step if backwards else step
-                h2, c2 = _cell(b, op, b.pick(xws, t), wb, h, c, rd, rb, p, acts[d * n_act: (d + 1) * n_act])
+                h2, c2 = _cell(b, op, b.pick(xws, t), wb, h, c, rd, rb, p, acts[d * n_act : (d + 1) * n_act])
                 if lens is not None:  # forward only (plan refuses reverse with uneven lengths)
                     valid = b("multibroadcast", b.literal((t < lens)[:, None]), out_lens=h2.shape.lens)
                     steps[t] = b("where", valid, h2, b.const(0, h2))
@@ -255,10 +264,12 @@ class RewriteRnn(Pass):
     """Unroll rnn/gru/lstm over time (MIGraphX's rewrite_rnn)."""
 
     name: ClassVar[str] = "rewrite_rnn"
-    note: ClassVar[str] = ("sequence lengths must be compile-time constants; uneven lengths are masked with "
-                           "`where` (forward directions only); unlike MIGraphX, a plain LSTM direction becomes one "
-                           "lstm_recurrence op (all steps in one kernel) after one input-projection GEMM "
-                           "(fuse_lstm=False unrolls it step by step)")
+    note: ClassVar[str] = (
+        "sequence lengths must be compile-time constants; uneven lengths are masked with "
+        "`where` (forward directions only); unlike MIGraphX, a plain LSTM direction becomes one "
+        "lstm_recurrence op (all steps in one kernel) after one input-projection GEMM "
+        "(fuse_lstm=False unrolls it step by step)"
+    )
 
     fuse_lstm: bool = True
 

@@ -67,8 +67,8 @@ class LargeTopk(Rule):
             return m.insert_instruction(ins, o, list(a))
 
         dims = list(x.shape.lens)
-        gdims = dims[:axis] + [groups, per] + dims[axis + 1:]
-        fdims = dims[:axis] + [groups * k] + dims[axis + 1:]
+        gdims = dims[:axis] + [groups, per] + dims[axis + 1 :]
+        fdims = dims[:axis] + [groups * k] + dims[axis + 1 :]
         t1 = op(ins.op.with_(axis=axis + 1), op(Op("reshape", dims=gdims), x))
         v1 = op(Op("reshape", dims=fdims), op(Op("get_tuple_elem", index=0), t1))
         i1 = op(Op("get_tuple_elem", index=1), t1)
@@ -105,8 +105,8 @@ def _take_along_axis(op, data, idx, axis: int):
 class RewriteTopk(Pass):
     name: ClassVar[str] = "rewrite_topk"
     note: ClassVar[str] = (
-        "our topk has no indices input, so the final indices come from a gathernd of the stage-1 "
-        "winners")
+        "our topk has no indices input, so the final indices come from a gathernd of the stage-1 winners"
+    )
     split_threshold: int = 8192
 
     def apply_module(self, module, ctx) -> bool:

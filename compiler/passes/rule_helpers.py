@@ -35,8 +35,11 @@ def static(ins: Instruction) -> bool:
 
 
 def all_static() -> Matcher:
-    return pred("static_shapes", lambda ins: static(ins) and all(static(i) for i in ins.inputs),
-                "dynamic or tuple shapes are left alone")
+    return pred(
+        "static_shapes",
+        lambda ins: static(ins) and all(static(i) for i in ins.inputs),
+        "dynamic or tuple shapes are left alone",
+    )
 
 
 def users_named(ins: Instruction, *names: str) -> list[Instruction]:

@@ -26,8 +26,9 @@ def dce(module: Module) -> bool:
     return bool(DeadCodeElimination().apply_module(module, None))
 
 
-def sweep(module: Module, rules: Sequence[Rule], *, with_dce: bool = True,
-          rewriter: PatternRewriter | None = None) -> bool:
+def sweep(
+    module: Module, rules: Sequence[Rule], *, with_dce: bool = True, rewriter: PatternRewriter | None = None
+) -> bool:
     """One forward sweep of `rules` over `module` (then DCE); whether anything changed. A pass
     passes its `rewriter_of(ctx)` so the trace records what the rules did."""
     changed = (rewriter or PatternRewriter()).find_matches(module, *rules) > 0

@@ -38,7 +38,7 @@ def check_order(pipelines: Sequence[Pipeline]) -> list[OrderWarning]:
             continue
         cls = type(e.pass_)
         earlier_on = {x.name for _, x, o in flat[:k] if o}
-        later_on = [(p, x) for p, x, o in flat[k + 1:] if o]
+        later_on = [(p, x) for p, x, o in flat[k + 1 :] if o]
         for dep in getattr(cls, "must_follow", ()):
             if dep in names_present and dep not in earlier_on:
                 where = "is disabled" if dep not in {x.name for _, x, o in flat if o} else "runs later"
@@ -46,11 +46,20 @@ def check_order(pipelines: Sequence[Pipeline]) -> list[OrderWarning]:
                 warnings.append(OrderWarning("must_follow", path, msg))
         for dep in getattr(cls, "requires", ()):
             if dep not in earlier_on:
-                warnings.append(OrderWarning(
-                    "requires", path, f"{path} requires {dep} to have run before it, but it has not "
-                                      f"(rule {cls.name}.requires)"))
+                warnings.append(
+                    OrderWarning(
+                        "requires",
+                        path,
+                        f"{path} requires {dep} to have run before it, but it has not (rule {cls.name}.requires)",
+                    )
+                )
         if e.final and later_on:
             nxt = ", ".join(p for p, _ in later_on[:3])
-            warnings.append(OrderWarning("final", path, f"nothing may run after the final {e.name} ({path}), "
-                                                        f"but {nxt} does (rule: final entry)"))
+            warnings.append(
+                OrderWarning(
+                    "final",
+                    path,
+                    f"nothing may run after the final {e.name} ({path}), but {nxt} does (rule: final entry)",
+                )
+            )
     return warnings

@@ -62,16 +62,20 @@ class SimplifyDynOps(Pass):
     def apply_module(self, module: Module, ctx) -> bool:
         changed = False
         for ins in list(module):
-            if (ins.name == "multibroadcast" and len(ins.inputs) > 1
-                    and all(i.shape.dyn_dims is None for i in ins.inputs)):
+            if (
+                ins.name == "multibroadcast"
+                and len(ins.inputs) > 1
+                and all(i.shape.dyn_dims is None for i in ins.inputs)
+            ):
                 with module.program.provenance([ins]):
-                    new = module.insert_instruction(
-                        ins, Op("multibroadcast", out_lens=ins.shape.lens), [ins.inputs[0]])
+                    new = module.insert_instruction(ins, Op("multibroadcast", out_lens=ins.shape.lens), [ins.inputs[0]])
                 module.replace_all_uses(ins, new)
                 module.remove_instruction(ins)
                 changed = True
-            elif (ins.name == "dimensions_of"
-                  and (lens := _fixed_dims(ins.inputs[0].shape, ins.op["start"], ins.op["end"])) is not None):
+            elif (
+                ins.name == "dimensions_of"
+                and (lens := _fixed_dims(ins.inputs[0].shape, ins.op["start"], ins.op["end"])) is not None
+            ):
                 with module.program.provenance([ins]):
                     lit = module.add_literal(np.asarray(lens, np.int64), ins.shape)
                 module.replace_all_uses(ins, lit)

@@ -160,8 +160,10 @@ def build_pipelines(spec: str | Sequence[SpecItem], catalog: Sequence[Pipeline])
         elif it.name in passes:
             out.append(Pipeline(it.name, [PassEntry(make_pass(it.name, **it.options))]))
         else:
-            raise SpecError(f"unknown pipeline or pass {it.name!r}; pipelines: {', '.join(by_name)}; "
-                            f"passes: {', '.join(sorted(passes))}")
+            raise SpecError(
+                f"unknown pipeline or pass {it.name!r}; pipelines: {', '.join(by_name)}; "
+                f"passes: {', '.join(sorted(passes))}"
+            )
     for name in global_off:
         for pl in out:
             if pl.name == name:

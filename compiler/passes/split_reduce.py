@@ -58,12 +58,18 @@ def split_fused_reduce(module: Module, ins: Instruction, reduces: list[Instructi
             inputs.append(x)
     for x in rm:
         if x.id in need and not x.is_param():
-            mapping[x.id] = splitm.add_literal(x.literal) if x.is_literal() else splitm.add_instruction(
-                x.op, [mapping[i.id] for i in x.inputs], x.module_inputs)
+            mapping[x.id] = (
+                splitm.add_literal(x.literal)
+                if x.is_literal()
+                else splitm.add_instruction(x.op, [mapping[i.id] for i in x.inputs], x.module_inputs)
+            )
     splitm.add_return([mapping[r.id] for r in reduces])
     split = module.insert_instruction(ins, Op("split_fused_reduce", axes=ins.op["axes"]), inputs, [splitm])
-    results = [split] if len(reduces) == 1 else [
-        module.insert_instruction(ins, Op("get_tuple_elem", index=k), [split]) for k in range(len(reduces))]
+    results = (
+        [split]
+        if len(reduces) == 1
+        else [module.insert_instruction(ins, Op("get_tuple_elem", index=k), [split]) for k in range(len(reduces))]
+    )
     # Part two: everything after the reductions, recomputed in the parent from the same inputs.
     outer: dict[int, Instruction] = {p.id: x for p, x in zip(rm.params(), ins.inputs)}
     outer.update({r.id: v for r, v in zip(reduces, results)})

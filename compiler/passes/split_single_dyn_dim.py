@@ -63,9 +63,14 @@ def shape_computations(module: Module) -> set[int]:
     for ins in module:
         if ins.name == "dimensions_of":
             derived.add(ins.id)
-        elif (ins.inputs and not ins.is_builtin() and not ins.module_inputs and ins.op.spec.compute is not None
-              and any(i.id in derived for i in ins.inputs)
-              and all(i.id in derived or i.is_literal() for i in ins.inputs)):
+        elif (
+            ins.inputs
+            and not ins.is_builtin()
+            and not ins.module_inputs
+            and ins.op.spec.compute is not None
+            and any(i.id in derived for i in ins.inputs)
+            and all(i.id in derived or i.is_literal() for i in ins.inputs)
+        ):
             derived.add(ins.id)
     return derived
 
@@ -111,8 +116,10 @@ def bucket_sizes(lo: int, hi: int, buckets: str = "") -> list[int]:
         raise ValueError(f"split_single_dyn_dim: unknown buckets {buckets!r}; use 'pow2' or '' (every size)")
     if not buckets:
         return list(range(lo, hi + 1))
-    return sorted({max(lo, min(hi, max(MIN_BUCKET, 1 << (n - 1).bit_length()))) for n in range(max(lo, 1), hi + 1)}
-                  | ({lo} if lo == 0 else set()))
+    return sorted(
+        {max(lo, min(hi, max(MIN_BUCKET, 1 << (n - 1).bit_length()))) for n in range(max(lo, 1), hi + 1)}
+        | ({lo} if lo == 0 else set())
+    )
 
 
 @dataclass(frozen=True)
@@ -140,6 +147,5 @@ class SplitSingleDynDim(Pass):
         outs = module.output_instructions()
         attr = Shape.tuple_of([o.shape for o in outs])
         sel = module.add_instruction(Op("select_module", output_dyn_shapes=attr), params, subs)
-        module.replace_return([module.add_instruction(Op("get_tuple_elem", index=k), [sel])
-                               for k in range(len(outs))])
+        module.replace_return([module.add_instruction(Op("get_tuple_elem", index=k), [sel]) for k in range(len(outs))])
         return True

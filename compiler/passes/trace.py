@@ -39,13 +39,21 @@ class NumericCheck:
         head = f"output {self.output}: " if self.output else ""
         tail = f"; {self.selection}" if self.selection else ""
         if self.threshold == self.threshold:  # not nan: rms mode
-            return (f"{head}rms {self.rms:.3e} (threshold {self.threshold:.3e}), max|err| {self.max_abs:.3e}{tail}")
+            return f"{head}rms {self.rms:.3e} (threshold {self.threshold:.3e}), max|err| {self.max_abs:.3e}{tail}"
         return f"{head}max|err| {self.max_abs:.3e}, max rel {self.max_rel:.3e} ({self.tolerance}){tail}"
 
     def as_dict(self) -> dict[str, Any]:
-        return {"max_abs": self.max_abs, "max_rel": self.max_rel, "ok": self.ok, "note": self.note,
-                "rms": self.rms, "threshold": self.threshold, "output": self.output, "tolerance": self.tolerance,
-                "selection": self.selection}
+        return {
+            "max_abs": self.max_abs,
+            "max_rel": self.max_rel,
+            "ok": self.ok,
+            "note": self.note,
+            "rms": self.rms,
+            "threshold": self.threshold,
+            "output": self.output,
+            "tolerance": self.tolerance,
+            "selection": self.selection,
+        }
 
 
 @dataclass
@@ -84,11 +92,23 @@ class PassRecord:
     def summary(self) -> dict[str, Any]:
         d = self.diff
         return {
-            "index": self.index, "path": self.path, "name": self.name, "pipeline": self.pipeline,
-            "entry": self.entry, "depth": self.depth, "parent": self.parent, "options": jsonable(self.options),
-            "enabled": self.enabled, "status": self.status, "reason": self.reason, "time_ms": self.time_s * 1e3,
-            "changed": self.changed, "noop": self.noop, "user": self.user,
-            "added": len(d.added) if d else 0, "removed": len(d.removed) if d else 0,
+            "index": self.index,
+            "path": self.path,
+            "name": self.name,
+            "pipeline": self.pipeline,
+            "entry": self.entry,
+            "depth": self.depth,
+            "parent": self.parent,
+            "options": jsonable(self.options),
+            "enabled": self.enabled,
+            "status": self.status,
+            "reason": self.reason,
+            "time_ms": self.time_s * 1e3,
+            "changed": self.changed,
+            "noop": self.noop,
+            "user": self.user,
+            "added": len(d.added) if d else 0,
+            "removed": len(d.removed) if d else 0,
             "changed_instructions": len(d.changed) if d else 0,
             "instructions": self.after.total_instructions() if self.after else None,
             "validation": self.validation,
@@ -188,13 +208,21 @@ def _record_text(trace: Trace, rec: PassRecord) -> str:
     before = trace.snapshots(rec)[0].by_name
     changed = [m for m in after.modules if before.get(m.name) is not m]
     gone = sorted(before.keys() - after.by_name.keys())
-    note = (f"# only the {len(changed)} of {len(after.modules)} modules this nested pass changed; the others are "
-            f"as in the file of its top-level pass" + (f"; removed: {', '.join(gone)}" if gone else "") + "\n")
+    note = (
+        f"# only the {len(changed)} of {len(after.modules)} modules this nested pass changed; the others are "
+        f"as in the file of its top-level pass" + (f"; removed: {', '.join(gone)}" if gone else "") + "\n"
+    )
     return note + "\n".join(m.text for m in changed)
 
 
-def write_trace(trace: Trace, out_dir: str, *, changed_only: bool = True, extra: dict[str, Any] | None = None,
-                per_pass: Callable[[PassRecord], dict[str, Any]] | None = None) -> list[str]:
+def write_trace(
+    trace: Trace,
+    out_dir: str,
+    *,
+    changed_only: bool = True,
+    extra: dict[str, Any] | None = None,
+    per_pass: Callable[[PassRecord], dict[str, Any]] | None = None,
+) -> list[str]:
     """Write `000_input.txt`, one numbered IR file per (changed) pass and `index.json`.
 
     per_pass: extra keys for a record's index entry (the explorer adds its rewrite summary;

@@ -45,8 +45,25 @@ from .base import Pass
 LOW_FLOAT_TYPES = ("float16", "bfloat16")
 # ops whose result stays within [-1, 1] (or is not a float) whatever their input's range: an
 # out-of-range input does not make their output out of range
-_BOUNDED = frozenset({"softmax", "sigmoid", "tanh", "erf", "sign", "isnan", "isinf", "equal", "greater", "less",
-                      "not", "argmax", "argmin", "cos", "sin"})
+_BOUNDED = frozenset(
+    {
+        "softmax",
+        "sigmoid",
+        "tanh",
+        "erf",
+        "sign",
+        "isnan",
+        "isinf",
+        "equal",
+        "greater",
+        "less",
+        "not",
+        "argmax",
+        "argmin",
+        "cos",
+        "sin",
+    }
+)
 # what a sum of squares (a variance) flows through before its square root
 _SUM_OF_SQUARES = frozenset({"reduce_sum", "reduce_mean", "add", "sub", "mul", "div", "convert"})
 
@@ -81,9 +98,13 @@ def keep_in_float32(module: Module, low: str) -> set[int]:
                 wide.add(ins.id)
         elif ins.name not in _BOUNDED and any(i.id in wide for i in ins.inputs):
             wide.add(ins.id)
-        if _is_square(ins) or (any(i.id in squares for i in ins.inputs) and (
-                ins.op.has("view") or (ins.name in _SUM_OF_SQUARES and all(
-                    i.id in squares or i.can_eval() for i in ins.inputs)))):
+        if _is_square(ins) or (
+            any(i.id in squares for i in ins.inputs)
+            and (
+                ins.op.has("view")
+                or (ins.name in _SUM_OF_SQUARES and all(i.id in squares or i.can_eval() for i in ins.inputs))
+            )
+        ):
             squares.add(ins.id)
     marked = wide | squares
     return marked | {ins.id for ins in module if any(i.id in marked for i in ins.inputs)}
@@ -99,8 +120,9 @@ class TruncateFloat(Pass):
 
     def __post_init__(self):
         if dtypes.dtype(self.float_type).name not in LOW_FLOAT_TYPES:
-            raise MigxError(f"truncate_float: float_type must be one of {', '.join(LOW_FLOAT_TYPES)}, "
-                            f"got {self.float_type!r}")
+            raise MigxError(
+                f"truncate_float: float_type must be one of {', '.join(LOW_FLOAT_TYPES)}, got {self.float_type!r}"
+            )
 
     def _selected(self, name: str) -> bool:
         return "all" in self.ins_names or name in self.ins_names
@@ -110,22 +132,34 @@ class TruncateFloat(Pass):
         keep = keep_in_float32(module, low) if self.keep_out_of_range else set()
         changed = False
         for ins in list(module):
-            if (not self._selected(ins.name) or ins.name == "convert" or not ins.inputs or ins.is_return()
-                    or ins.module_inputs):
+            if (
+                not self._selected(ins.name)
+                or ins.name == "convert"
+                or not ins.inputs
+                or ins.is_return()
+                or ins.module_inputs
+            ):
                 continue
             if ins.id in keep:
                 continue
             if not any(i.shape.type in ("float32", "float64") for i in ins.inputs):
                 continue
             with module.program.provenance([ins]):
-                inputs = [module.insert_instruction(ins, Op("convert", target_type=low), [i])
-                          if i.shape.type in ("float32", "float64") else i for i in ins.inputs]
+                inputs = [
+                    module.insert_instruction(ins, Op("convert", target_type=low), [i])
+                    if i.shape.type in ("float32", "float64")
+                    else i
+                    for i in ins.inputs
+                ]
                 low_ins = module.insert_instruction(ins, ins.op, inputs)
                 if ins.shape.is_tuple:  # convert back through each get_tuple_elem user
                     for gte in list(ins.outputs):
                         elem = module.insert_instruction(ins, gte.op, [low_ins])
-                        back = elem if elem.shape.type == gte.shape.type else module.insert_instruction(
-                            ins, Op("convert", target_type=gte.shape.type), [elem])
+                        back = (
+                            elem
+                            if elem.shape.type == gte.shape.type
+                            else module.insert_instruction(ins, Op("convert", target_type=gte.shape.type), [elem])
+                        )
                         module.replace_all_uses(gte, back)
                         module.remove_instruction(gte)
                     module.remove_instruction(ins)

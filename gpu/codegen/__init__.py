@@ -26,9 +26,21 @@ from .recurrent import GENERATORS as RECURRENT_GENERATORS
 from .reduce import EPILOGUE_REDUCTIONS
 from .reduce import GENERATORS as REDUCE_GENERATORS
 
-__all__ = ["EPILOGUE_REDUCTIONS", "GENERATORS", "LIBRARY_FAMILIES", "CodegenUnsupported", "KernelRequest",
-           "KernelSource", "epilogue_kernel", "gemm_kernel", "generate", "gpu_code_problems", "kernel_family",
-           "op_contract_problems", "register_generator"]
+__all__ = [
+    "EPILOGUE_REDUCTIONS",
+    "GENERATORS",
+    "LIBRARY_FAMILIES",
+    "CodegenUnsupported",
+    "KernelRequest",
+    "KernelSource",
+    "epilogue_kernel",
+    "gemm_kernel",
+    "generate",
+    "gpu_code_problems",
+    "kernel_family",
+    "op_contract_problems",
+    "register_generator",
+]
 
 
 def _merge(*tables: dict[str, Generator]) -> dict[str, Generator]:
@@ -46,8 +58,14 @@ def _merge(*tables: dict[str, Generator]) -> dict[str, Generator]:
 # a generator and a row in its module (or register_generator from anywhere, e.g. a notebook).
 # indexing.py's generators take (op, shapes) (topk, gathernd, scatter, scans, nonzero, ...).
 GENERATORS: dict[str, Generator] = _merge(
-    POINTWISE_GENERATORS, REDUCE_GENERATORS, RECURRENT_GENERATORS, ATTENTION_GENERATORS, NN_GENERATORS, GEMM_GENERATORS,
-    {family: (lambda r, g=gen: g(r.inner, r.shapes)) for family, gen in INDEXING_GENERATORS.items()})
+    POINTWISE_GENERATORS,
+    REDUCE_GENERATORS,
+    RECURRENT_GENERATORS,
+    ATTENTION_GENERATORS,
+    NN_GENERATORS,
+    GEMM_GENERATORS,
+    {family: (lambda r, g=gen: g(r.inner, r.shapes)) for family, gen in INDEXING_GENERATORS.items()},
+)
 # `gemm` is vendor BLAS for float types (lowering sends float dots there first); an integer dot
 # that reaches code generation gets the generated integer kernel.
 GENERATORS["gemm"] = GENERATORS["int_dot"]
@@ -59,8 +77,10 @@ def register_generator(family: str, generator: Generator) -> None:
     """Add a kernel family. Registering the same generator again is a no-op (a re-run cell)."""
     old = GENERATORS.get(family)
     if old is not None and function_fingerprint(old) != function_fingerprint(generator):
-        raise ValueError(f"kernel family {family!r} already has a different generator ({old.__qualname__} in "
-                         f"{old.__module__}); pick another family name")
+        raise ValueError(
+            f"kernel family {family!r} already has a different generator ({old.__qualname__} in "
+            f"{old.__module__}); pick another family name"
+        )
     GENERATORS[family] = generator
 
 
@@ -91,16 +111,20 @@ def gpu_code_problems(spec: OpSpec) -> list[str]:
         if code.detail in LIBRARY_FAMILIES:
             return []
         if code.detail not in GENERATORS:
-            return [f"GpuCode.kernel({code.detail!r}) names no generator; register one with "
-                    f"gpu.codegen.register_generator({code.detail!r}, fn) or use a family of: "
-                    f"{', '.join(sorted(GENERATORS))}"]
+            return [
+                f"GpuCode.kernel({code.detail!r}) names no generator; register one with "
+                f"gpu.codegen.register_generator({code.detail!r}, fn) or use a family of: "
+                f"{', '.join(sorted(GENERATORS))}"
+            ]
         if code.detail == "pointwise" and spec.name not in ROWS and spec.name not in MODULE_OPS:
             return [f"GpuCode.kernel('pointwise') but gpu/codegen/expr.py ROWS has no row for {spec.name}"]
         return []
     if not code.detail:
         if spec.name not in ROWS:
-            return [f"GpuCode.pointwise() without an expression needs a row for {spec.name} in gpu/codegen/expr.py "
-                    f"ROWS; or write it over existing ops, e.g. GpuCode.pointwise('mul(x, sigmoid(x))')"]
+            return [
+                f"GpuCode.pointwise() without an expression needs a row for {spec.name} in gpu/codegen/expr.py "
+                f"ROWS; or write it over existing ops, e.g. GpuCode.pointwise('mul(x, sigmoid(x))')"
+            ]
         return []
     missing = []
     for name in _expression_ops(parse_expression(code.detail)):
@@ -111,8 +135,11 @@ def gpu_code_problems(spec: OpSpec) -> list[str]:
             continue
         if name not in ROWS and not (sub.gpu and sub.gpu.kind == "pointwise" and sub.gpu.detail) or name == spec.name:
             missing.append(name)
-    return [f"pointwise expression {code.detail!r} uses ops without elementwise code: {', '.join(missing)}"] \
-        if missing else []
+    return (
+        [f"pointwise expression {code.detail!r} uses ops without elementwise code: {', '.join(missing)}"]
+        if missing
+        else []
+    )
 
 
 def op_contract_problems(name: str) -> list[str]:
@@ -141,4 +168,3 @@ def generate(ins: Instruction) -> KernelSource:
     if not ks.name.isidentifier():  # pragma: no cover - generators build identifier names
         raise CodegenUnsupported(f"kernel name {ks.name!r} is not an identifier")
     return ks
-

@@ -79,7 +79,7 @@ def attention_plan(module: Module) -> AttentionPlan:
         if x.id not in params:
             raise CodegenUnsupported(f"{module.name}: {what} is computed inside the group, not an input")
     order = list(module)
-    chain = tuple(i for i in order[:order.index(scores) + 1] if not i.is_param())
+    chain = tuple(i for i in order[: order.index(scores) + 1] if not i.is_param())
     probs = dot2.inputs[0]
     while probs.name == "convert":
         probs = probs.inputs[0]
@@ -88,8 +88,13 @@ def attention_plan(module: Module) -> AttentionPlan:
     return AttentionPlan(params[q.id], params[k.id], params[v.id], dot1, scores, chain, guard)
 
 
-def _score_lines(plan: AttentionPlan, module: Module, shapes: Sequence[Shape], offsets: dict[int, str],
-                 preloaded: Callable[[int], str] | None = None) -> tuple[list[str], str]:
+def _score_lines(
+    plan: AttentionPlan,
+    module: Module,
+    shapes: Sequence[Shape],
+    offsets: dict[int, str],
+    preloaded: Callable[[int], str] | None = None,
+) -> tuple[list[str], str]:
     """C++ computing the score of (row, j) from the dot value `s`; returns (lines, expr).
     `preloaded(k)`: the expression holding input k's value at (row, j), read earlier by the
     caller (else a load here)."""
@@ -124,8 +129,7 @@ def _score_lines(plan: AttentionPlan, module: Module, shapes: Sequence[Shape], o
     return lines, f"(float){env[plan.scores.id][0]}"
 
 
-def _tile_load(dst: str, ptr: str, base: str, cols: int, srow: int, scol: int, pad: int, n: int,
-               threads: int) -> str:
+def _tile_load(dst: str, ptr: str, base: str, cols: int, srow: int, scol: int, pad: int, n: int, threads: int) -> str:
     """Cooperative copy of a (warp size x cols) tile, key j0 + j, into dst[j][c]; the thread
     index runs along whichever axis is contiguous in memory, so the loads coalesce."""
     if abs(scol) <= abs(srow):
@@ -151,8 +155,9 @@ def attention_kernel(module: Module, shapes: Sequence[Shape]) -> KernelSource:
         raise CodegenUnsupported(f"attention output {list(out.lens)} is not [batch..., {m}, {dv}]")
     name = f"attention_{nb}x{m}x{n}x{d}x{dv}" + ("_guarded" if plan.nan_guard else "")
     if USE_TENSOR_CORES and mma_attention_applies(shapes, plan.q, plan.k, plan.v):
-        return mma_attention_kernel(plan, module, shapes,
-                                    lambda offs, pre: _score_lines(plan, module, shapes, offs, pre), name)
+        return mma_attention_kernel(
+            plan, module, shapes, lambda offs, pre: _score_lines(plan, module, shapes, offs, pre), name
+        )
     small = nb * m <= 8192
     rows_per_warp = ROWS_PER_WARP or (1 if small else 4)
     threads = SMALL_THREADS if small else THREADS

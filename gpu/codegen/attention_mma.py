@@ -69,8 +69,12 @@ def _vectorizable(shape: Shape, inner_axis: int, nbatch: int) -> bool:
     position (given a 16-byte aligned buffer, checked at run time)."""
     strides = shape.strides
     outer = -1 if inner_axis == -2 else -2
-    return (strides[inner_axis] == 1 and shape.lens[inner_axis] % 8 == 0 and strides[outer] % 8 == 0
-            and all(s % 8 == 0 for s in strides[:nbatch]))
+    return (
+        strides[inner_axis] == 1
+        and shape.lens[inner_axis] % 8 == 0
+        and strides[outer] % 8 == 0
+        and all(s % 8 == 0 for s in strides[:nbatch])
+    )
 
 
 @dataclass(frozen=True)
@@ -101,8 +105,10 @@ class _TileCopy:
         return f"uint4 {self.name}_r[{self.per_thread}];" if self.vector else ""
 
     def _vec_index(self) -> str:
-        return (f"const int e = threadIdx.x + i * {self.threads};\n"
-                f"                const int j = e / {self.cols // 8}, c = (e % {self.cols // 8}) * 8;")
+        return (
+            f"const int e = threadIdx.x + i * {self.threads};\n"
+            f"                const int j = e / {self.cols // 8}, c = (e % {self.cols // 8}) * 8;"
+        )
 
     def fetch(self, start: str) -> str:
         if not self.vector:
@@ -137,8 +143,7 @@ class _TileCopy:
         }}"""
 
 
-def mma_attention_kernel(plan, module: Module, shapes: Sequence[Shape], score_lines, name: str
-                         ) -> KernelSource:
+def mma_attention_kernel(plan, module: Module, shapes: Sequence[Shape], score_lines, name: str) -> KernelSource:
     """`plan`: attention.AttentionPlan; `score_lines(offsets, preloaded)` -> (C++ lines, score
     expr) reading s, row, j, the batch coordinates b0.. and, for each score-chain input k, the
     expression preloaded(k); params: the group's inputs, then the output."""
@@ -161,8 +166,9 @@ def mma_attention_kernel(plan, module: Module, shapes: Sequence[Shape], score_li
     row_blocks = -(-m // rows)
     it = index_type(shapes)
     nbd = len(batch)
-    offsets = {k: (offset_expr([f"b{i}" for i in range(nbd)], s.strides[:nbd]) if nbd else "0")
-               for k, s in enumerate(shapes)}
+    offsets = {
+        k: (offset_expr([f"b{i}" for i in range(nbd)], s.strides[:nbd]) if nbd else "0") for k, s in enumerate(shapes)
+    }
     used: list[int] = []  # score-chain inputs (masks), read into registers one key tile ahead
 
     def preloaded(k: int) -> str:
@@ -182,7 +188,9 @@ def mma_attention_kernel(plan, module: Module, shapes: Sequence[Shape], score_li
             return ""
         loads = "\n                ".join(
             f"pf{k}[nt][e] = migx::load(p{k}, {offsets[k]} + rc * {shapes[k].strides[-2]} + "
-            f"jc * {shapes[k].strides[-1]});" for k in used)
+            f"jc * {shapes[k].strides[-1]});"
+            for k in used
+        )
         return f"""#pragma unroll
         for (int nt = 0; nt < NT; ++nt) {{
             #pragma unroll

@@ -56,10 +56,20 @@ RequestGenerator = Callable[[KernelRequest], KernelSource]
 
 # Storage type (what a pointer points at) and compute type (what arithmetic uses).
 STORAGE = {
-    "float32": "float", "float64": "double", "float16": "migx::half_t", "bfloat16": "migx::bf16_t",
+    "float32": "float",
+    "float64": "double",
+    "float16": "migx::half_t",
+    "bfloat16": "migx::bf16_t",
     "float8e4m3fn": "migx::fp8e4m3_t",
-    "int8": "signed char", "uint8": "unsigned char", "int16": "short", "uint16": "unsigned short",
-    "int32": "int", "uint32": "unsigned int", "int64": "long long", "uint64": "unsigned long long", "bool": "bool",
+    "int8": "signed char",
+    "uint8": "unsigned char",
+    "int16": "short",
+    "uint16": "unsigned short",
+    "int32": "int",
+    "uint32": "unsigned int",
+    "int64": "long long",
+    "uint64": "unsigned long long",
+    "bool": "bool",
 }
 COMPUTE = dict(STORAGE, float16="float", bfloat16="float", float8e4m3fn="float")
 
@@ -171,8 +181,9 @@ def sanitize(text: str) -> str:
     return "".join(c if c.isalnum() else "_" for c in text).strip("_")[:48] or "k"
 
 
-def grid_stride_kernel(name: str, shapes: Sequence[Shape], writes: Sequence[bool], it: str, n: int,
-                       lines: Sequence[str], prelude: str = "") -> KernelSource:
+def grid_stride_kernel(
+    name: str, shapes: Sequence[Shape], writes: Sequence[bool], it: str, n: int, lines: Sequence[str], prelude: str = ""
+) -> KernelSource:
     """Wrap per-element `lines` (which read the flat index `i`) in a grid-stride loop over `n`
     elements; the one kernel skeleton every elementwise-style generator shares."""
     g, loc = launch_1d(n)

@@ -21,9 +21,26 @@ from .common import CodegenUnsupported, compute_type, is_float, literal
 
 # Float functions: name for float (suffix f) and double come from one base name.
 _FLOAT_FN = {
-    "acos": "acos", "acosh": "acosh", "asin": "asin", "asinh": "asinh", "atan": "atan", "atanh": "atanh",
-    "ceil": "ceil", "cos": "cos", "cosh": "cosh", "exp": "exp", "floor": "floor", "log": "log", "log2": "log2",
-    "nearbyint": "rint", "sin": "sin", "sinh": "sinh", "sqrt": "sqrt", "tan": "tan", "tanh": "tanh", "erf": "erf",
+    "acos": "acos",
+    "acosh": "acosh",
+    "asin": "asin",
+    "asinh": "asinh",
+    "atan": "atan",
+    "atanh": "atanh",
+    "ceil": "ceil",
+    "cos": "cos",
+    "cosh": "cosh",
+    "exp": "exp",
+    "floor": "floor",
+    "log": "log",
+    "log2": "log2",
+    "nearbyint": "rint",
+    "sin": "sin",
+    "sinh": "sinh",
+    "sqrt": "sqrt",
+    "tan": "tan",
+    "tanh": "tanh",
+    "erf": "erf",
     "abs": "fabs",
 }
 
@@ -114,8 +131,7 @@ def _leaky(op, a, ts, out):
 
 
 def _elu(op, a, ts, out):
-    return (f"({a[0]} >= {_zero(ts[0])} ? {a[0]} : {literal(op['alpha'], ts[0])} * "
-            f"{_fn('expm1', ts[0])}({a[0]}))")
+    return f"({a[0]} >= {_zero(ts[0])} ? {a[0]} : {literal(op['alpha'], ts[0])} * {_fn('expm1', ts[0])}({a[0]}))"
 
 
 def _shift(sym: str) -> Row:
@@ -133,8 +149,10 @@ def _quantize(op, a, ts, out):
         return f"fminf(fmaxf((float){a[0]} / (float){a[1]}{zp}, {-limit!r}f), {limit!r}f)"
     info = np.iinfo(dtypes.np_dtype(out))
     zp = f" + (double){a[2]}" if len(a) == 3 else ""
-    return (f"(({compute_type(out)})fmin(fmax(rint((double){a[0]} / (double){a[1]}){zp}, {float(info.min)!r}), "
-            f"{float(info.max)!r}))")
+    return (
+        f"(({compute_type(out)})fmin(fmax(rint((double){a[0]} / (double){a[1]}){zp}, {float(info.min)!r}), "
+        f"{float(info.max)!r}))"
+    )
 
 
 def _dequantize(op, a, ts, out):
@@ -162,21 +180,34 @@ ROWS: dict[str, Row] = {
     "fmod": _fmod,  # sign of the dividend
     "sqdiff": lambda op, a, ts, out: f"(({a[0]} - {a[1]}) * ({a[0]} - {a[1]}))",
     "prelu": lambda op, a, ts, out: f"({a[0]} < {_zero(ts[0])} ? {a[0]} * {a[1]} : {a[0]})",
-    "equal": _bin("=="), "greater": _bin(">"), "less": _bin("<"),
-    "logical_and": _logical("&&"), "logical_or": _logical("||"), "logical_xor": _logical("!="),
-    "bitwise_and": _bin("&"), "bitwise_or": _bin("|"), "bitwise_xor": _bin("^"),
+    "equal": _bin("=="),
+    "greater": _bin(">"),
+    "less": _bin("<"),
+    "logical_and": _logical("&&"),
+    "logical_or": _logical("||"),
+    "logical_xor": _logical("!="),
+    "bitwise_and": _bin("&"),
+    "bitwise_or": _bin("|"),
+    "bitwise_xor": _bin("^"),
     "bitwise_not": lambda op, a, ts, out: f"(!{a[0]})" if ts[0] == "bool" else f"(({compute_type(out)})~{a[0]})",
-    "shift_left": _shift("<<"), "shift_right": _shift(">>"),
+    "shift_left": _shift("<<"),
+    "shift_right": _shift(">>"),
     "where": lambda op, a, ts, out: f"({a[0]} ? {a[1]} : {a[2]})",
     "clip": lambda op, a, ts, out: f"migx::min_(migx::max_({a[0]}, {a[1]}), {a[2]})",
     "neg": lambda op, a, ts, out: f"(-{a[0]})",
     "sign": lambda op, a, ts, out: f"migx::sign_({a[0]})",
-    "recip": _recip, "sigmoid": _sigmoid, "rsqrt": _rsqrt, "relu": _relu,
+    "recip": _recip,
+    "sigmoid": _sigmoid,
+    "rsqrt": _rsqrt,
+    "relu": _relu,
     "isnan": lambda op, a, ts, out: f"migx::isnan_({a[0]})" if is_float(ts[0]) else "false",
     "isinf": lambda op, a, ts, out: f"migx::isinf_({a[0]})" if is_float(ts[0]) else "false",
     "not": lambda op, a, ts, out: f"(!{a[0]})" if out == "bool" else f"(({compute_type(out)})({a[0]} == 0))",
-    "leaky_relu": _leaky, "elu": _elu, "convert": _convert,
-    "quantizelinear": _quantize, "dequantizelinear": _dequantize,
+    "leaky_relu": _leaky,
+    "elu": _elu,
+    "convert": _convert,
+    "quantizelinear": _quantize,
+    "dequantizelinear": _dequantize,
     # Values that are the same at every position of a pointwise body.
     "identity": lambda op, a, ts, out: a[0],
     "contiguous": lambda op, a, ts, out: a[0],
@@ -189,7 +220,6 @@ for _name in _FLOAT_FN:
     ROWS.setdefault(_name, _unary_float(_name))
 
 
-
 def op_expr(op: Op, args: Sequence[str], arg_types: Sequence[str], out_type: str) -> str:
     """C++ for one elementwise op: its row, or its declared expression over existing ops."""
     row = ROWS.get(op.name)
@@ -200,7 +230,8 @@ def op_expr(op: Op, args: Sequence[str], arg_types: Sequence[str], out_type: str
         return _composed(parse_expression(code.detail), list(args), list(arg_types), op.name)[0]
     raise CodegenUnsupported(
         f"no elementwise code for {op.name}: declare gpu=GpuCode.pointwise('<expression over existing ops>') "
-        f"in its defop (README 'Extending'), or add a row to gpu/codegen/expr.py ROWS")
+        f"in its defop (README 'Extending'), or add a row to gpu/codegen/expr.py ROWS"
+    )
 
 
 def _composed(tree: Expr, args: list[str], types: list[str], owner: str) -> tuple[str, str]:
@@ -234,8 +265,9 @@ class BodyEmitter:
         self.prefix = prefix
         self.lines: list[str] = []
 
-    def run(self, module: Module, inputs: Sequence[str], input_types: Sequence[str] | None = None) -> list[tuple[
-            str, str]]:
+    def run(
+        self, module: Module, inputs: Sequence[str], input_types: Sequence[str] | None = None
+    ) -> list[tuple[str, str]]:
         """Bind params in order to `inputs`; returns (expr, type) per module output."""
         env: dict[int, tuple[str, str]] = {}
         params = module.params()

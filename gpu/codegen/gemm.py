@@ -57,10 +57,12 @@ def gemm_kernel(shapes: Sequence[Shape], alpha: float = 1.0) -> KernelSource:
     it = index_type(shapes)
     tm, tn = -(-m // TILE), -(-n // TILE)
     nb = math.prod(batch) if batch else 1
-    lines = [f"const int tx = threadIdx.x % {TILE}, ty = threadIdx.x / {TILE};",
-             f"{it} blk = blockIdx.x;",
-             f"const {it} tn = blk % {tn}; blk /= {tn};",
-             f"const {it} tm = blk % {tm}; blk /= {tm};"]
+    lines = [
+        f"const int tx = threadIdx.x % {TILE}, ty = threadIdx.x / {TILE};",
+        f"{it} blk = blockIdx.x;",
+        f"const {it} tn = blk % {tn}; blk /= {tn};",
+        f"const {it} tm = blk % {tm}; blk /= {tm};",
+    ]
     if batch:
         lines += decompose("blk", batch, it, "g")
         coords = [f"g{d}" for d in range(len(batch))]
@@ -69,8 +71,11 @@ def gemm_kernel(shapes: Sequence[Shape], alpha: float = 1.0) -> KernelSource:
             terms = [f"{c_} * {s}" for c_, s in zip(coords, strides) if s]
             return " + ".join(terms) or "0"
 
-        lines += [f"const {it} oa = {base(a.strides[:-2])};", f"const {it} ob = {base(b.strides[:-2])};",
-                  f"const {it} oc = {base(cs[:-2])};"]
+        lines += [
+            f"const {it} oa = {base(a.strides[:-2])};",
+            f"const {it} ob = {base(b.strides[:-2])};",
+            f"const {it} oc = {base(cs[:-2])};",
+        ]
     else:
         lines += [f"const {it} oa = 0, ob = 0, oc = 0;"]
     scale = "" if alpha == 1.0 else f" * ({acc}){alpha!r}"

@@ -92,13 +92,20 @@ def gathernd_kernel(op: Op, shapes: Sequence[Shape]) -> KernelSource:
 _ATOMIC_OPS = {"add": "op_sum", "mul": "op_prod", "min": "op_min", "max": "op_max"}
 
 
-def _scatter(name: str, shapes: Sequence[Shape], reduction: str, target: Callable[[list[str], list[str]], list[str]]
-             ) -> KernelSource:
+def _scatter(
+    name: str, shapes: Sequence[Shape], reduction: str, target: Callable[[list[str], list[str]], list[str]]
+) -> KernelSource:
     """One block: copy data to the output, then apply every update at target(lines, update coords).
     Reductions are atomic (repeated indices accumulate, as numpy's ufunc.at does)."""
     data, upd, out = shapes[0], shapes[2], shapes[-1]
-    if reduction != "none" and storage_type(out.type) not in ("float", "double", "int", "unsigned int",
-                                                              "long long", "unsigned long long"):
+    if reduction != "none" and storage_type(out.type) not in (
+        "float",
+        "double",
+        "int",
+        "unsigned int",
+        "long long",
+        "unsigned long long",
+    ):
         raise CodegenUnsupported(f"atomic {reduction} on {out.type}")
     it = index_type(shapes)
     body = [f"for ({it} i = threadIdx.x; i < {data.elements()}; i += blockDim.x) {{"]
@@ -129,7 +136,7 @@ def scatter_kernel(op: Op, shapes: Sequence[Shape]) -> KernelSource:
 
     def target(lines: list[str], uc: list[str]) -> list[str]:
         _wrapped_index(lines, "j", f"p1[{offset_expr(uc, ind.strides)}]", data.lens[axis])
-        return uc[:axis] + ["j"] + uc[axis + 1:]
+        return uc[:axis] + ["j"] + uc[axis + 1 :]
 
     return _scatter("scatter", shapes, op.name.split("_", 1)[1], target)
 
@@ -155,8 +162,9 @@ def _slices(x: Shape, axis: int) -> tuple[list[int], list[int]]:
     return [x.lens[d] for d in dims], dims
 
 
-def _slice_base(lines: list[str], var: str, x_lens: list[int], dims: list[int], it: str,
-                shapes: Sequence[tuple[int, Shape]]) -> None:
+def _slice_base(
+    lines: list[str], var: str, x_lens: list[int], dims: list[int], it: str, shapes: Sequence[tuple[int, Shape]]
+) -> None:
     """Declare base{k} = offset of slice `var`'s first element in every (k, shape)."""
     lines += decompose(var, x_lens or [1], it, "s")
     coords = [f"s{n}" for n in range(len(dims))]
@@ -177,18 +185,25 @@ def scan_kernel(op: Op, shapes: Sequence[Shape]) -> KernelSource:
     lens, dims = _slices(x, axis)
     nslices = x.elements() // n
     pos = f"({n - 1} - j)" if op["reverse"] else "j"
-    lines = [f"__shared__ {ct} buf[{BLOCK}];",
-             f"for ({it} slice = blockIdx.x; slice < {nslices}; slice += gridDim.x) {{"]
+    lines = [
+        f"__shared__ {ct} buf[{BLOCK}];",
+        f"for ({it} slice = blockIdx.x; slice < {nslices}; slice += gridDim.x) {{",
+    ]
     inner: list[str] = []
     _slice_base(inner, "slice", lens, dims, it, [(0, x), (1, out)])
     inner += [f"{ct} carry = 0;", f"for ({it} first = 0; first < {n}; first += {BLOCK}) {{"]
-    chunk = [f"const {it} j = first + threadIdx.x;",
-             f"const {ct} v = j < {n} ? ({ct})migx::load(p0, base0 + {pos} * {x.strides[axis]}) : ({ct})0;",
-             "buf[threadIdx.x] = v;"]
+    chunk = [
+        f"const {it} j = first + threadIdx.x;",
+        f"const {ct} v = j < {n} ? ({ct})migx::load(p0, base0 + {pos} * {x.strides[axis]}) : ({ct})0;",
+        "buf[threadIdx.x] = v;",
+    ]
     chunk += _BLOCK_SCAN
     result = "buf[threadIdx.x] - v" if op["exclusive"] else "buf[threadIdx.x]"
-    chunk += [f"if (j < {n}) migx::store(p1, base1 + {pos} * {out.strides[axis]}, carry + {result});",
-              f"carry += buf[{BLOCK - 1}];", "__syncthreads();"]
+    chunk += [
+        f"if (j < {n}) migx::store(p1, base1 + {pos} * {out.strides[axis]}, carry + {result});",
+        f"carry += buf[{BLOCK - 1}];",
+        "__syncthreads();",
+    ]
     inner += ["    " + c for c in chunk] + ["}"]
     lines += ["    " + c for c in inner] + ["}"]
     body = "\n    ".join(lines)
@@ -228,31 +243,35 @@ def topk_kernel(op: Op, shapes: Sequence[Shape]) -> KernelSource:
     better = ">" if op["largest"] else "<"
     key = (lambda v: f"(migx::isnan_({v}) ? {literal(float('inf'), x.type)} : {v})") if is_float(x.type) else str
     at = f"* {x.strides[axis]}"
-    lines = [f"__shared__ int ranks[{TOPK_LANES}];",
-             f"if (threadIdx.x < {TOPK_LANES}) ranks[threadIdx.x] = 0;",
-             f"const {it} slice = blockIdx.x / {chunks};",
-             f"const {it} i = (blockIdx.x % {chunks}) * {TOPK_LANES} + threadIdx.x % {TOPK_LANES};",
-             f"const {it} lo = (threadIdx.x / {TOPK_LANES}) * {span};",
-             f"const {it} hi = lo + {span} < {n} ? lo + {span} : {n};"]
+    lines = [
+        f"__shared__ int ranks[{TOPK_LANES}];",
+        f"if (threadIdx.x < {TOPK_LANES}) ranks[threadIdx.x] = 0;",
+        f"const {it} slice = blockIdx.x / {chunks};",
+        f"const {it} i = (blockIdx.x % {chunks}) * {TOPK_LANES} + threadIdx.x % {TOPK_LANES};",
+        f"const {it} lo = (threadIdx.x / {TOPK_LANES}) * {span};",
+        f"const {it} hi = lo + {span} < {n} ? lo + {span} : {n};",
+    ]
     _slice_base(lines, "slice", lens, dims, it, [(0, x), (1, vals), (2, idx)])
-    lines += [f"{ct} mine = 0;",
-              f"if (i < {n}) {{ const {ct} v = migx::load(p0, base0 + i {at}); mine = {key('v')}; }}",
-              "int rank = 0;",
-              f"if (i < {n}) {{",
-              f"    for ({it} j = lo; j < hi && rank < {k}; ++j) {{",
-              f"        const {ct} w = migx::load(p0, base0 + j {at});",
-              f"        const {ct} o = {key('w')};",
-              f"        rank += (o {better} mine) || (o == mine && j < i);",
-              "    }",
-              "}",
-              "__syncthreads();",
-              f"if (i < {n}) atomicAdd(&ranks[threadIdx.x % {TOPK_LANES}], rank);",
-              "__syncthreads();",
-              f"if (threadIdx.x < {TOPK_LANES} && i < {n} && ranks[threadIdx.x] < {k}) {{",
-              "    const int r = ranks[threadIdx.x];",
-              f"    migx::store(p1, base1 + r * {vals.strides[axis]}, migx::load(p0, base0 + i {at}));",
-              f"    migx::store(p2, base2 + r * {idx.strides[axis]}, (long long)i);",
-              "}"]
+    lines += [
+        f"{ct} mine = 0;",
+        f"if (i < {n}) {{ const {ct} v = migx::load(p0, base0 + i {at}); mine = {key('v')}; }}",
+        "int rank = 0;",
+        f"if (i < {n}) {{",
+        f"    for ({it} j = lo; j < hi && rank < {k}; ++j) {{",
+        f"        const {ct} w = migx::load(p0, base0 + j {at});",
+        f"        const {ct} o = {key('w')};",
+        f"        rank += (o {better} mine) || (o == mine && j < i);",
+        "    }",
+        "}",
+        "__syncthreads();",
+        f"if (i < {n}) atomicAdd(&ranks[threadIdx.x % {TOPK_LANES}], rank);",
+        "__syncthreads();",
+        f"if (threadIdx.x < {TOPK_LANES} && i < {n} && ranks[threadIdx.x] < {k}) {{",
+        "    const int r = ranks[threadIdx.x];",
+        f"    migx::store(p1, base1 + r * {vals.strides[axis]}, migx::load(p0, base0 + i {at}));",
+        f"    migx::store(p2, base2 + r * {idx.strides[axis]}, (long long)i);",
+        "}",
+    ]
     body = "\n    ".join(lines)
     name = f"topk_{'largest' if op['largest'] else 'smallest'}_kernel"
     src = f"""
@@ -270,11 +289,13 @@ def onehot_kernel(op: Op, shapes: Sequence[Shape]) -> KernelSource:
     flat = [sum(c * s for c, s in zip(divmod_coords(f, values.lens), values.strides)) for f in (0, 1)]
 
     def lines_fn(o: list[str], it: str) -> list[str]:
-        ic = o[:axis] + o[axis + 1:]
+        ic = o[:axis] + o[axis + 1 :]
         v = f"migx::load(p0, {offset_expr(ic, ind.strides) if ic else '0'})"
-        lines = [f"long long j = (long long)({f'trunc((double){v})' if is_float(ind.type) else v});",
-                 f"if (j < 0) j += {depth};",
-                 f"const bool hot = j == (long long){o[axis]};"]
+        lines = [
+            f"long long j = (long long)({f'trunc((double){v})' if is_float(ind.type) else v});",
+            f"if (j < 0) j += {depth};",
+            f"const bool hot = j == (long long){o[axis]};",
+        ]
         lines.append(_store(2, out, o, f"hot ? migx::load(p1, {flat[1]}) : migx::load(p1, {flat[0]})"))
         return lines
 
@@ -300,12 +321,17 @@ def nonzero_kernel(op: Op, shapes: Sequence[Shape]) -> KernelSource:
     if n == 0:
         raise CodegenUnsupported("empty nonzero")
     it = index_type(shapes)
-    body = ["__shared__ long long buf[" + str(BLOCK) + "];", "long long carry = 0;",
-            f"for ({it} first = 0; first < {n}; first += {BLOCK}) {{"]
+    body = [
+        "__shared__ long long buf[" + str(BLOCK) + "];",
+        "long long carry = 0;",
+        f"for ({it} first = 0; first < {n}; first += {BLOCK}) {{",
+    ]
     chunk = [f"const {it} i = first + threadIdx.x;"] + decompose("i", x.lens, it, "c")
     coords = [f"c{d}" for d in range(x.ndim)]
-    chunk += [f"const long long flag = i < {n} && migx::load(p0, {offset_expr(coords, x.strides)}) != 0;",
-              "buf[threadIdx.x] = flag;"]
+    chunk += [
+        f"const long long flag = i < {n} && migx::load(p0, {offset_expr(coords, x.strides)}) != 0;",
+        "buf[threadIdx.x] = flag;",
+    ]
     chunk += _BLOCK_SCAN
     chunk += ["if (flag) {", "    const long long at = carry + buf[threadIdx.x] - 1;"]
     chunk += [f"    {_store(1, out, [str(d), 'at'], coords[d])}" for d in range(x.ndim)]
@@ -337,8 +363,12 @@ def lrn_kernel(op: Op, shapes: Sequence[Shape]) -> KernelSource:
             "    sq += v * v;",
             "}",
             f"const double xv = (double)migx::load(p0, {offset_expr(o, x.strides)});",
-            _store(1, out, o, f"xv / pow({literal(op['bias'], 'float64')} + {scale} * sq, "
-                              f"{literal(op['beta'], 'float64')})"),
+            _store(
+                1,
+                out,
+                o,
+                f"xv / pow({literal(op['bias'], 'float64')} + {scale} * sq, {literal(op['beta'], 'float64')})",
+            ),
         ]
 
     return output_grid_kernel(f"lrn_{size}", shapes, lines_fn)
@@ -356,10 +386,12 @@ def int_dot_kernel(op: Op, shapes: Sequence[Shape]) -> KernelSource:
         batch = o[:-2]
         ai = offset_expr(batch + [o[-2], "kk"], a.strides)
         bi = offset_expr(batch + ["kk", o[-1]], b.strides)
-        return [f"{acc} acc = 0;",
-                f"for ({it} kk = 0; kk < {kdim}; ++kk)",
-                f"    acc += ({acc})migx::load(p0, {ai}) * ({acc})migx::load(p1, {bi});",
-                _store(2, out, o, "acc")]
+        return [
+            f"{acc} acc = 0;",
+            f"for ({it} kk = 0; kk < {kdim}; ++kk)",
+            f"    acc += ({acc})migx::load(p0, {ai}) * ({acc})migx::load(p1, {bi});",
+            _store(2, out, o, "acc"),
+        ]
 
     return output_grid_kernel(f"int_dot_{a.type}", shapes, lines_fn)
 
@@ -380,19 +412,27 @@ def deconv_kernel(op: Op, shapes: Sequence[Shape]) -> KernelSource:
     acc = "double" if x.type == "float64" else "float"
 
     def lines_fn(o: list[str], it: str) -> list[str]:
-        lines = [f"{acc} acc = 0;", f"const long long grp = (long long){o[1]} / {kg};",
-                 f"const long long kk = (long long){o[1]} % {kg};", f"for (long long c = 0; c < {cg}; ++c) {{"]
+        lines = [
+            f"{acc} acc = 0;",
+            f"const long long grp = (long long){o[1]} / {kg};",
+            f"const long long kk = (long long){o[1]} % {kg};",
+            f"for (long long c = 0; c < {cg}; ++c) {{",
+        ]
         xi, wi = [o[0], f"(grp * {cg} + c)"], [f"(grp * {cg} + c)", "kk"]
         for d in range(nd):
             pad = "    " * (d + 1)
-            lines += [f"{pad}for (long long k{d} = 0; k{d} < {w.lens[2 + d]}; ++k{d}) {{",
-                      f"{pad}    const long long s{d} = (long long){o[2 + d]} + {pb[d]} - k{d} * {dl[d]};",
-                      f"{pad}    if (s{d} < 0 || s{d} % {st[d]} != 0 || s{d} / {st[d]} >= {x.lens[2 + d]}) continue;"]
+            lines += [
+                f"{pad}for (long long k{d} = 0; k{d} < {w.lens[2 + d]}; ++k{d}) {{",
+                f"{pad}    const long long s{d} = (long long){o[2 + d]} + {pb[d]} - k{d} * {dl[d]};",
+                f"{pad}    if (s{d} < 0 || s{d} % {st[d]} != 0 || s{d} / {st[d]} >= {x.lens[2 + d]}) continue;",
+            ]
             xi.append(f"(s{d} / {st[d]})")
             wi.append(f"k{d}")
         pad = "    " * (nd + 1)
-        lines.append(f"{pad}acc += ({acc})migx::load(p0, {offset_expr(xi, x.strides)}) * "
-                     f"({acc})migx::load(p1, {offset_expr(wi, w.strides)});")
+        lines.append(
+            f"{pad}acc += ({acc})migx::load(p0, {offset_expr(xi, x.strides)}) * "
+            f"({acc})migx::load(p1, {offset_expr(wi, w.strides)});"
+        )
         lines += ["    " * d + "}" for d in range(nd, -1, -1)]
         lines.append(_store(2, out, o, "acc"))
         return lines
@@ -401,15 +441,30 @@ def deconv_kernel(op: Op, shapes: Sequence[Shape]) -> KernelSource:
 
 
 # name -> family, family -> generator (registered in gpu/codegen/__init__.py)
-FAMILY_OF: dict[str, str] = {"gathernd": "gathernd", "prefix_scan_sum": "prefix_scan_sum", "topk": "topk",
-                             "onehot": "onehot", "nonzero": "nonzero", "lrn": "lrn", "quant_dot": "int_dot",
-                             "dot": "int_dot", "convolution_backwards": "convolution_backwards"}
+FAMILY_OF: dict[str, str] = {
+    "gathernd": "gathernd",
+    "prefix_scan_sum": "prefix_scan_sum",
+    "topk": "topk",
+    "onehot": "onehot",
+    "nonzero": "nonzero",
+    "lrn": "lrn",
+    "quant_dot": "int_dot",
+    "dot": "int_dot",
+    "convolution_backwards": "convolution_backwards",
+}
 for _red in ("none", "add", "mul", "min", "max"):
     FAMILY_OF[f"scatter_{_red}"] = "scatter"
     FAMILY_OF[f"scatternd_{_red}"] = "scatternd"
 
 GENERATORS: dict[str, Generator] = {
-    "gathernd": gathernd_kernel, "scatter": scatter_kernel, "scatternd": scatternd_kernel,
-    "prefix_scan_sum": scan_kernel, "topk": topk_kernel, "onehot": onehot_kernel, "nonzero": nonzero_kernel,
-    "lrn": lrn_kernel, "int_dot": int_dot_kernel, "convolution_backwards": deconv_kernel,
+    "gathernd": gathernd_kernel,
+    "scatter": scatter_kernel,
+    "scatternd": scatternd_kernel,
+    "prefix_scan_sum": scan_kernel,
+    "topk": topk_kernel,
+    "onehot": onehot_kernel,
+    "nonzero": nonzero_kernel,
+    "lrn": lrn_kernel,
+    "int_dot": int_dot_kernel,
+    "convolution_backwards": deconv_kernel,
 }

@@ -52,8 +52,7 @@ def conv_kernel(op: Op, shapes: Sequence[Shape], epilogue: Module | None) -> Ker
     ksz = w.lens[2:]
 
     def lines_fn(o, it):
-        lines = [f"{acc} acc = 0;", f"const {it} ci0 = ({o[1]} / {kg}) * {cg};",
-                 f"for ({it} c = 0; c < {cg}; ++c) {{"]
+        lines = [f"{acc} acc = 0;", f"const {it} ci0 = ({o[1]} / {kg}) * {cg};", f"for ({it} c = 0; c < {cg}; ++c) {{"]
         depth = 1
         xi = [o[0], "(ci0 + c)"]
         wi = [o[1], "c"]
@@ -67,8 +66,10 @@ def conv_kernel(op: Op, shapes: Sequence[Shape], epilogue: Module | None) -> Ker
             wi.append(f"k{d}")
             depth += 1
         pad = "    " * depth
-        lines.append(f"{pad}acc += ({acc})migx::load(p0, {offset_expr(xi, x.strides)}) * "
-                     f"({acc})migx::load(p1, {offset_expr(wi, w.strides)});")
+        lines.append(
+            f"{pad}acc += ({acc})migx::load(p0, {offset_expr(xi, x.strides)}) * "
+            f"({acc})migx::load(p1, {offset_expr(wi, w.strides)});"
+        )
         for d in range(depth - 1, -1, -1):
             lines.append("    " * d + "}")
         result = "acc"
@@ -109,8 +110,10 @@ def im2col_kernel(op: Op, shapes: Sequence[Shape]) -> KernelSource:
             inside.append(f"s{d} >= 0 && s{d} < {x.lens[2 + d]}")
             src.append(f"s{d}")
         zero = literal(0, x.type)
-        lines.append(f"const {compute_type(x.type)} v = ({' && '.join(inside)}) ? "
-                     f"migx::load(p0, {offset_expr(src, x.strides)}) : {zero};")
+        lines.append(
+            f"const {compute_type(x.type)} v = ({' && '.join(inside)}) ? "
+            f"migx::load(p0, {offset_expr(src, x.strides)}) : {zero};"
+        )
         lines.append(f"migx::store(p1, {offset_expr(o, out.strides)}, v);")
         return lines
 
@@ -195,8 +198,10 @@ def resize_kernel(op: Op, shapes: Sequence[Shape]) -> KernelSource:
         tables[d] = idx.shape[1]
         prelude.append(f"static __device__ const int ridx{d}[] = {{{', '.join(map(str, idx.reshape(-1)))}}};")
         if idx.shape[1] > 1:
-            prelude.append(f"static __device__ const float rw{d}[] = {{"
-                           f"{', '.join(repr(float(v)) + 'f' for v in wt.reshape(-1))}}};")
+            prelude.append(
+                f"static __device__ const float rw{d}[] = {{"
+                f"{', '.join(repr(float(v)) + 'f' for v in wt.reshape(-1))}}};"
+            )
     acc = "double" if x.type == "float64" else "float"
 
     def lines_fn(o, it):

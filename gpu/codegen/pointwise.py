@@ -38,8 +38,15 @@ Body = Callable[[list[str], list[str]], list[str]]  # (lines, loaded input exprs
 VECTORIZE = True
 
 
-def elementwise(name: str, shapes: Sequence[Shape], writes: Sequence[bool], lens: Sequence[int],
-                loads: Sequence[int], stores: Sequence[int], body: Body) -> KernelSource:
+def elementwise(
+    name: str,
+    shapes: Sequence[Shape],
+    writes: Sequence[bool],
+    lens: Sequence[int],
+    loads: Sequence[int],
+    stores: Sequence[int],
+    body: Body,
+) -> KernelSource:
     """A grid-stride kernel over `lens`: load params `loads` (in compute type), run `body`, store
     its results into params `stores`. Every listed param must have lens `lens`."""
     n = 1
@@ -107,8 +114,15 @@ def epilogue_kernel(module: Module, shapes: Sequence[Shape]) -> KernelSource:
     out = shapes[0]
     types = [out.type] + [s.type for s in shapes[1:]]
     writes = [True] + [False] * (len(shapes) - 1)
-    return elementwise("epilogue_" + module_label(module), shapes, writes, out.lens, list(range(len(shapes))), [0],
-                       _body_from_module(module, types))
+    return elementwise(
+        "epilogue_" + module_label(module),
+        shapes,
+        writes,
+        out.lens,
+        list(range(len(shapes))),
+        [0],
+        _body_from_module(module, types),
+    )
 
 
 # --- kernels whose inputs have other lens than the output ---------------------------------------
@@ -151,10 +165,10 @@ def gather_kernel(op: Op, shapes: Sequence[Shape]) -> KernelSource:
     n_axis = data.lens[axis]
 
     def load(lines, coords):
-        ic = coords[axis:axis + ind.ndim]
+        ic = coords[axis : axis + ind.ndim]
         lines.append(f"long long j = (long long)p1[{offset_expr(ic, ind.strides) if ind.ndim else '0'}];")
         lines.append(f"if (j < 0) j += {n_axis};")
-        dc = coords[:axis] + ["j"] + coords[axis + ind.ndim:]
+        dc = coords[:axis] + ["j"] + coords[axis + ind.ndim :]
         return f"migx::load(p0, {offset_expr(dc, data.strides)})"
 
     return _lookup_kernel("gather", shapes, load)
@@ -175,9 +189,11 @@ def append_kernel(op: Op, shapes: Sequence[Shape]) -> KernelSource:
     dst = [f"({c} + p)" if d == axis else c for d, c in enumerate(coords)]
     room = cache.lens[axis] - new.lens[axis]
     src, dst_at = offset_expr(coords, new.strides), offset_expr(dst, cache.strides)
-    lines += [f"const {it} p = (long long)p1[0];",
-              f"if (p < 0 || p > {room}) continue;  // no room (or an unset length, e.g. a warm-up run)",
-              f"migx::store(p2, {dst_at}, migx::load(p0, {src}));"]
+    lines += [
+        f"const {it} p = (long long)p1[0];",
+        f"if (p < 0 || p > {room}) continue;  // no room (or an unset length, e.g. a warm-up run)",
+        f"migx::store(p2, {dst_at}, migx::load(p0, {src}));",
+    ]
     return grid_stride_kernel("concat_past_present", shapes, [False, False, True], it, n, lines)
 
 
@@ -236,7 +252,7 @@ def fused_concat_kernel(op: Op, shapes: Sequence[Shape], mods: Sequence[Module],
     """Pieces computed by their pointwise modules straight into the concat position, then the
     post module (extras..., concat value) at every output element. A post module returning
     several values (the concat and its convert, fuse_concat) writes one output each."""
-    outs = list(shapes[len(shapes) - nout:])
+    outs = list(shapes[len(shapes) - nout :])
     out = outs[0]
     axis = norm_axis(op["axis"], out.ndim, "fused_concat")
     pieces, post = list(mods[:-1]), mods[-1]

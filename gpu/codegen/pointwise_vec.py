@@ -35,12 +35,23 @@ def _mode(shape: Shape, strides: Sequence[int]) -> str:
 def vectorizable(shapes: Sequence[Shape], clens: Sequence[int], strides: dict[int, list[int]]) -> bool:
     """Worth the pair loop: an even innermost length and some 16-bit tensor accessed in pairs."""
     return clens[-1] % 2 == 0 and any(
-        shapes[k].type in ("float16", "bfloat16") and _mode(shapes[k], s) == "pair" for k, s in strides.items())
+        shapes[k].type in ("float16", "bfloat16") and _mode(shapes[k], s) == "pair" for k, s in strides.items()
+    )
 
 
-def paired_kernel(name: str, shapes: Sequence[Shape], writes: Sequence[bool], it: str, n: int,
-                  clens: Sequence[int], strides: dict[int, list[int]], loads: Sequence[int],
-                  stores: Sequence[int], body: Body, scalar_lines: Sequence[str]) -> KernelSource:
+def paired_kernel(
+    name: str,
+    shapes: Sequence[Shape],
+    writes: Sequence[bool],
+    it: str,
+    n: int,
+    clens: Sequence[int],
+    strides: dict[int, list[int]],
+    loads: Sequence[int],
+    stores: Sequence[int],
+    body: Body,
+    scalar_lines: Sequence[str],
+) -> KernelSource:
     """The pair loop, with `scalar_lines` (the one-element loop body over flat index i) as the
     fallback for unaligned buffers."""
     coords = [f"c{d}" for d in range(len(clens))]

@@ -60,8 +60,7 @@ def lstm_recurrence_kernel(op: Op, shapes: Sequence[Shape]) -> KernelSource:
         f"    bias_r[q] = col < {g} ? (float)migx::load(p2, {at(bias, 'col')}) : 0.0f;",
     ]
     if in_regs:
-        lines += ["#pragma unroll",
-                  f"    for (int k = 0; k < {hidden}; ++k) r[q][k] = col < {g} ? {r_at} : 0.0f;"]
+        lines += ["#pragma unroll", f"    for (int k = 0; k < {hidden}; ++k) r[q][k] = col < {g} ? {r_at} : 0.0f;"]
     lines += [
         "}",
         "__syncthreads();",

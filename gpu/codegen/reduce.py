@@ -36,8 +36,15 @@ from .common import (
 )
 from .expr import BodyEmitter, op_expr, scalar_literal
 
-REDUCE_OPS = {"reduce_sum": "op_sum", "reduce_mean": "op_sum", "reduce_max": "op_max", "reduce_min": "op_min",
-              "reduce_prod": "op_prod", "reduce_any": "op_or", "reduce_all": "op_and"}
+REDUCE_OPS = {
+    "reduce_sum": "op_sum",
+    "reduce_mean": "op_sum",
+    "reduce_max": "op_max",
+    "reduce_min": "op_min",
+    "reduce_prod": "op_prod",
+    "reduce_any": "op_or",
+    "reduce_all": "op_and",
+}
 _PASS_THROUGH = ("multibroadcast", "broadcast", "contiguous", "identity", "reshape")
 ARG_OPS = ("argmin", "argmax")  # index-carrying reductions (fuse_reduce wraps them too, as MIGraphX)
 
@@ -54,8 +61,11 @@ def synthesize(inner: Op, in_shapes: Sequence[Shape]) -> tuple[Module, tuple[int
         return m, axes
     if inner.name in ("softmax", "logsoftmax"):
         axes = (norm_axis(inner["axis"], len(lens), inner.name),)
-        xf = m.add_instruction(Op("convert", target_type="float32"), [x]) if x.shape.type in (
-            "float16", "bfloat16") else x
+        xf = (
+            m.add_instruction(Op("convert", target_type="float32"), [x])
+            if x.shape.type in ("float16", "bfloat16")
+            else x
+        )
         mx = m.add_instruction(Op("reduce_max", axes=axes), [xf])
         sh = m.add_instruction(Op("sub"), [xf, m.add_instruction(Op("multibroadcast", out_lens=lens), [mx])])
         ex = m.add_instruction(Op("exp"), [sh])
@@ -81,10 +91,17 @@ def synthesize(inner: Op, in_shapes: Sequence[Shape]) -> tuple[Module, tuple[int
         mean = m.add_instruction(Op("reduce_mean", axes=axes), [acc])
         d = m.add_instruction(Op("sub"), [acc, m.add_instruction(Op("multibroadcast", out_lens=lens), [mean])])
         var = m.add_instruction(Op("reduce_mean", axes=axes), [m.add_instruction(Op("mul"), [d, d])])
-        eps = m.add_literal(np.asarray(inner["epsilon"], dtype=dtypes.np_dtype(acc.shape.type)).reshape(1),
-                            Shape.scalar(acc.shape.type))
-        den = m.add_instruction(Op("sqrt"), [m.add_instruction(Op("add"), [var, m.add_instruction(
-            Op("multibroadcast", out_lens=var.shape.lens), [eps])])])
+        eps = m.add_literal(
+            np.asarray(inner["epsilon"], dtype=dtypes.np_dtype(acc.shape.type)).reshape(1), Shape.scalar(acc.shape.type)
+        )
+        den = m.add_instruction(
+            Op("sqrt"),
+            [
+                m.add_instruction(
+                    Op("add"), [var, m.add_instruction(Op("multibroadcast", out_lens=var.shape.lens), [eps])]
+                )
+            ],
+        )
         out = m.add_instruction(Op("div"), [d, m.add_instruction(Op("multibroadcast", out_lens=lens), [den])])
         if out.shape.type != t:
             out = m.add_instruction(Op("convert", target_type=t), [out])
@@ -160,8 +177,9 @@ class _Gen:
         # Only full-shaped tensors are walked over the reduced axes; a row-shaped one (a reduced
         # output, a row input) has no inner offset, and its strides must not block axis merging.
         full = [k for k, s in enumerate(self.shapes) if s.lens == self.full_lens]
-        il, fs = collapse([self.full_lens[d] for d in inner],
-                          [[self.shapes[k].strides[d] for d in inner] for k in full])
+        il, fs = collapse(
+            [self.full_lens[d] for d in inner], [[self.shapes[k].strides[d] for d in inner] for k in full]
+        )
         by_k = dict(zip(full, fs))
         is_ = [by_k.get(k, [0] * len(il)) for k in range(len(self.shapes))]
         self.lines += decompose("row", ol, self.it, "o")
@@ -273,11 +291,16 @@ class _Gen:
         self.inner_offsets(loop)
         val = self.full_expr(ins.inputs[0], loop, {})
         loop.append(f"const {ct} av{r} = ({ct}){val};")
-        loop.append(f"if (bi{r} < 0 || migx::arg_better(av{r}, (migx::i64)j, best{r}, bi{r}, {largest}, {last})) "
-                    f"{{ best{r} = av{r}; bi{r} = j; }}")
+        loop.append(
+            f"if (bi{r} < 0 || migx::arg_better(av{r}, (migx::i64)j, best{r}, bi{r}, {largest}, {last})) "
+            f"{{ best{r} = av{r}; bi{r} = j; }}"
+        )
         self.shared += [f"__shared__ {ct} asv{r}[32];", f"__shared__ migx::i64 asi{r}[32];"]
-        self.lines += [f"{ct} best{r} = {init};", f"migx::i64 bi{r} = -1;",
-                       f"for ({self.it} j = threadIdx.x; j < {self.rsize}; j += blockDim.x) {{"]
+        self.lines += [
+            f"{ct} best{r} = {init};",
+            f"migx::i64 bi{r} = -1;",
+            f"for ({self.it} j = threadIdx.x; j < {self.rsize}; j += blockDim.x) {{",
+        ]
         self.lines += ["    " + x for x in loop] + ["}"]
         self.lines.append(f"migx::block_argreduce(best{r}, bi{r}, {largest}, {last}, asv{r}, asi{r});")
         var = f"red{r}"
@@ -343,8 +366,14 @@ def with_epilogue(module: Module, epilogue: Module, extra_shapes: Sequence[Shape
     return module
 
 
-def reduce_kernel(inner: Op, shapes: Sequence[Shape], nout: int, module: Module | None,
-                  epilogue: Module | None = None, ninputs: int = -1) -> KernelSource:
+def reduce_kernel(
+    inner: Op,
+    shapes: Sequence[Shape],
+    nout: int,
+    module: Module | None,
+    epilogue: Module | None = None,
+    ninputs: int = -1,
+) -> KernelSource:
     if inner.name in ("argmax", "argmin"):
         return arg_kernel(inner, shapes)
     if inner.name in ("fused_reduce", "split_fused_reduce"):  # split: one kernel does the whole reduction
@@ -353,14 +382,15 @@ def reduce_kernel(inner: Op, shapes: Sequence[Shape], nout: int, module: Module 
         if len(body) == 1 and body[0].name in ARG_OPS and body[0].inputs[0] is params[0] and len(params) == 1:
             return arg_kernel(body[0].op, shapes)  # a lone argmin / argmax: its own kernel
         axes = norm_axes(inner["axes"], params[0].shape.ndim, "fused_reduce")
-        name = "fused_reduce_" + "_".join(dict.fromkeys(i.name for i in module
-                                                        if i.name in REDUCE_OPS or i.name in ARG_OPS))
+        name = "fused_reduce_" + "_".join(
+            dict.fromkeys(i.name for i in module if i.name in REDUCE_OPS or i.name in ARG_OPS)
+        )
         return _Gen(module, tuple(sorted(axes)), shapes, nout).build(name)
     nin = len(shapes) - nout if ninputs < 0 else ninputs
     mod, axes = synthesize(inner, shapes[:nin])
     name = inner.name
     if epilogue is not None:
-        mod = with_epilogue(mod, epilogue, shapes[nin:len(shapes) - nout])
+        mod = with_epilogue(mod, epilogue, shapes[nin : len(shapes) - nout])
         name += "_" + "_".join(dict.fromkeys(i.name for i in epilogue if not i.is_builtin()))[:32]
     return _Gen(mod, tuple(sorted(axes)), shapes, nout).build(name)
 
@@ -382,13 +412,17 @@ def arg_kernel(inner: Op, shapes: Sequence[Shape]) -> KernelSource:
         init = f"(-{worst})" if inner.name == "argmax" else worst
     else:
         init = f"(({ct})0)"
-    lines = g.lines + [f"{ct} best = {init};", "migx::i64 bi = -1;",
-                       f"for ({g.it} j = threadIdx.x; j < {g.rsize}; j += blockDim.x) {{"]
+    lines = g.lines + [
+        f"{ct} best = {init};",
+        "migx::i64 bi = -1;",
+        f"for ({g.it} j = threadIdx.x; j < {g.rsize}; j += blockDim.x) {{",
+    ]
     loop: list[str] = []
     g.inner_offsets(loop)
     loop.append(f"const {ct} v = migx::load(p0, off0);")
-    loop.append(f"if (bi < 0 || migx::arg_better(v, (migx::i64)j, best, bi, {largest}, {last})) "
-                "{ best = v; bi = j; }")
+    loop.append(
+        f"if (bi < 0 || migx::arg_better(v, (migx::i64)j, best, bi, {largest}, {last})) {{ best = v; bi = j; }}"
+    )
     lines += ["    " + x for x in loop] + ["}"]
     lines.append(f"__shared__ {ct} sv[32];")
     lines.append("__shared__ migx::i64 si[32];")

@@ -104,10 +104,12 @@ def _key_source(key: str, n: int, k: int, it: str) -> list[str]:
     winners (every pass then reads shared memory, not global), else recomputed from global."""
     if 4 * n + 8 * k + SHARED_RESERVE > SHARED_BYTES:
         return [f"#define MIGX_KEY(j) ({key})"]
-    return [f"__shared__ unsigned int keys_s[{n}];",
-            f"for ({it} j = threadIdx.x; j < {n}; j += {THREADS}) keys_s[j] = {key};",
-            "__syncthreads();",
-            "#define MIGX_KEY(j) (keys_s[(j)])"]
+    return [
+        f"__shared__ unsigned int keys_s[{n}];",
+        f"for ({it} j = threadIdx.x; j < {n}; j += {THREADS}) keys_s[j] = {key};",
+        "__syncthreads();",
+        "#define MIGX_KEY(j) (keys_s[(j)])",
+    ]
 
 
 def radix_topk_kernel(op: Op, shapes: Sequence[Shape]) -> KernelSource:

@@ -31,8 +31,12 @@ class AdjustAllocation(Pass):
         alloc_name = "hip::allocate" if self.use_hip_allocate else "allocate"
         changed = False
         for ins in list(module):
-            if ins.name != "gpu::precompile_op" or ins.op["outputs"] != 1 or ins.module_inputs and ins.op["op"] not in (
-                    "pointwise",):
+            if (
+                ins.name != "gpu::precompile_op"
+                or ins.op["outputs"] != 1
+                or ins.module_inputs
+                and ins.op["op"] not in ("pointwise",)
+            ):
                 continue
             inner = inner_op(ins.op["op"])
             if inner.name != "pointwise" and not inner.has("pointwise"):
@@ -44,8 +48,9 @@ class AdjustAllocation(Pass):
             natural = compute_shape(inner, [i.shape for i in ins_in], ins.module_inputs)
             if natural.is_tuple or natural.strides == buf.shape.strides or not natural.packed():
                 continue
-            if not ins.outputs or not all(accepts_any_layout(u, list(u.inputs).index(ins), natural)
-                                          for u in ins.outputs):
+            if not ins.outputs or not all(
+                accepts_any_layout(u, list(u.inputs).index(ins), natural) for u in ins.outputs
+            ):
                 continue
             new_buf = module.insert_instruction(buf, Op(alloc_name, shape=natural.with_type(buf.shape.type)))
             module.replace_instruction(ins, inputs=list(ins.inputs[:-1]) + [new_buf])

@@ -27,6 +27,5 @@ class CheckContext(Pass):
         t = kernel_cache.current_target()
         target = f"{t.name}:{t.arch}" if t is not None else "any"
         first = next((i for i in module if not i.is_param()), None)
-        module.insert_instruction(first if first is not None else module.end(), Op("gpu::check_context",
-                                                                                   target=target))
+        module.insert_instruction(first if first is not None else module.end(), Op("gpu::check_context", target=target))
         return True

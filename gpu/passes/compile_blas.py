@@ -21,8 +21,10 @@ class CompileBlas(Pass):
 
     name: ClassVar[str] = "compile_blas"
     status: ClassVar[str] = "mapped"
-    note: ClassVar[str] = ("equivalent of compile_hipblaslt: records each GEMM's strided-batched BLAS call; the "
-                           "algorithm is the library's default heuristic (no per-problem tuning)")
+    note: ClassVar[str] = (
+        "equivalent of compile_hipblaslt: records each GEMM's strided-batched BLAS call; the "
+        "algorithm is the library's default heuristic (no per-problem tuning)"
+    )
 
     def apply_module(self, module: Module, ctx) -> bool:
         if module.name != "main":
@@ -33,8 +35,10 @@ class CompileBlas(Pass):
                 continue
             plan = plan_gemm(ins.inputs[0].shape, ins.inputs[1].shape, ins.inputs[-1].shape)
             if plan is None:
-                raise MigxError(f"compile_blas: no BLAS call fits gemm #{ins.id} "
-                                f"({ins.inputs[0].shape} x {ins.inputs[1].shape} -> {ins.inputs[-1].shape})")
+                raise MigxError(
+                    f"compile_blas: no BLAS call fits gemm #{ins.id} "
+                    f"({ins.inputs[0].shape} x {ins.inputs[1].shape} -> {ins.inputs[-1].shape})"
+                )
             op = ins.op.with_(algo="default", plan=plan.describe())
             lt = blas_epilogue(ins)
             if lt is not None:  # the BLAS call can do the whole epilogue (the kernel stays as fallback)

@@ -43,8 +43,15 @@ class CompileOps(Pass):
                 else:
                     kernel_cache.register(ks)
                     sources.append(ks)
-                    op = Op("gpu::code_object", op=ins.op["op"], ninputs=ins.op["ninputs"], outputs=ins.op["outputs"],
-                            symbol_name=ks.name, key=ks.key, **{"global": ks.global_size, "local": ks.local_size})
+                    op = Op(
+                        "gpu::code_object",
+                        op=ins.op["op"],
+                        ninputs=ins.op["ninputs"],
+                        outputs=ins.op["outputs"],
+                        symbol_name=ks.name,
+                        key=ks.key,
+                        **{"global": ks.global_size, "local": ks.local_size},
+                    )
                     new = module.insert_instruction(ins, op, list(ins.inputs), list(ins.module_inputs))
                 module.replace_all_uses(ins, new)
                 module.remove_instruction(ins)
@@ -54,12 +61,17 @@ class CompileOps(Pass):
                 ks = epilogue_kernel(ins.module_inputs[0], shapes)
                 kernel_cache.register(ks)
                 sources.append(ks)
-                module.replace_instruction(ins, ins.op.with_(epilogue_symbol=ks.name, epilogue_key=ks.key,
-                                                             epilogue_global=ks.global_size,
-                                                             epilogue_local=ks.local_size))
+                module.replace_instruction(
+                    ins,
+                    ins.op.with_(
+                        epilogue_symbol=ks.name,
+                        epilogue_key=ks.key,
+                        epilogue_global=ks.global_size,
+                        epilogue_local=ks.local_size,
+                    ),
+                )
                 changed = True
         target = kernel_cache.current_target()
         if target is not None and sources:
             kernel_cache.compile_many(target.kernels, sources)
         return changed
-

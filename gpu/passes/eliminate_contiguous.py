@@ -37,15 +37,19 @@ def accepts_any_layout(user: Instruction, index: int, new_shape) -> bool:
 
             return quant_blas_refusal(plan, quant_blas_types()) is None
         return plan is not None
-    if (user.op.has("view") and not user.op.has("require_std_shape")) or user.name == "pointwise" or \
-            (user.op.has("pointwise") and not user.name.startswith("gpu::")):
+    if (
+        (user.op.has("view") and not user.op.has("require_std_shape"))
+        or user.name == "pointwise"
+        or (user.op.has("pointwise") and not user.name.startswith("gpu::"))
+    ):
         # elementwise ops (a fused pointwise module, evaluated or generated per element) and views
         # take any strides; as MIGraphX's try_compute_shape, the result must then stay unchanged,
         # or every user must take its new strides too (not the module's output). Unlike MIGraphX, a
         # result that turns standard is checked too: an 8-bit BLAS operand must keep its TN layout.
         try:
-            shape = compute_shape(user.op, [new_shape if k == index else i.shape for k, i in enumerate(user.inputs)],
-                                  user.module_inputs)
+            shape = compute_shape(
+                user.op, [new_shape if k == index else i.shape for k, i in enumerate(user.inputs)], user.module_inputs
+            )
         except Exception:  # noqa: BLE001 - an op that cannot take the layout refuses
             return False
         if shape == user.shape:  # its users see exactly what they saw

@@ -54,8 +54,9 @@ def allocate(module: Module, before: Instruction, shape: Shape) -> Instruction:
     return module.insert_instruction(before, Op("allocate", shape=alloc_shape(shape)))
 
 
-def precompile(module: Module, before: Instruction, inner: Op, inputs, out: Shape, mods=(), ninputs: int = -1
-               ) -> Instruction:
+def precompile(
+    module: Module, before: Instruction, inner: Op, inputs, out: Shape, mods=(), ninputs: int = -1
+) -> Instruction:
     outs = list(out.sub_shapes) if out.is_tuple else [out]
     bufs = [allocate(module, before, s) for s in outs]
     op = Op("gpu::precompile_op", op=op_text(inner), ninputs=ninputs, outputs=len(bufs))
@@ -134,8 +135,9 @@ class Lowering(Pass):
             new = self._group(m, ins)
         elif op.has("in_place"):  # e.g. concat_past_present: its last input is its output buffer
             *own, buf = ins.inputs
-            new = m.insert_instruction(ins, Op("gpu::precompile_op", op=op_text(op), ninputs=len(own), outputs=1),
-                                       [*own, buf])
+            new = m.insert_instruction(
+                ins, Op("gpu::precompile_op", op=op_text(op), ninputs=len(own), outputs=1), [*own, buf]
+            )
         elif kernel_family(ins.name) is not None:
             new = precompile(m, ins, op, ins.inputs, ins.shape, ins.module_inputs)
         elif op.spec.compute is not None:
@@ -174,20 +176,36 @@ class Lowering(Pass):
                 return precompile(m, ins, op, [src, wide], ins.shape, [epi], ninputs=2)
             return precompile(m, ins, op, [x, w], ins.shape)
         n = x.shape.lens[0]
-        col_op = Op("gpu::im2col", kernel=ksz, padding=op["padding"], stride=st, dilation=dl,
-                    out_type=x.shape.type if src is not None else "")
+        col_op = Op(
+            "gpu::im2col",
+            kernel=ksz,
+            padding=op["padding"],
+            stride=st,
+            dilation=dl,
+            out_type=x.shape.type if src is not None else "",
+        )
         from migx_explore.compiler.op import compute_shape
 
         col = precompile(m, ins, col_op, [src or x], compute_shape(col_op, [(src or x).shape]))
         p = col.shape.lens[2]
         w_std = make_standard(m, ins, w)
         if g == 1:
-            a = view(m, ins, "multibroadcast", view(m, ins, "reshape", w_std, dims=[k_out, cg * taps]),
-                     out_lens=[n, k_out, cg * taps])
+            a = view(
+                m,
+                ins,
+                "multibroadcast",
+                view(m, ins, "reshape", w_std, dims=[k_out, cg * taps]),
+                out_lens=[n, k_out, cg * taps],
+            )
             return gemm(m, ins, a, col, ins.shape.as_standard())
         kg = k_out // g
-        a = view(m, ins, "multibroadcast", view(m, ins, "reshape", w_std, dims=[g, kg, cg * taps]),
-                 out_lens=[n, g, kg, cg * taps])
+        a = view(
+            m,
+            ins,
+            "multibroadcast",
+            view(m, ins, "reshape", w_std, dims=[g, kg, cg * taps]),
+            out_lens=[n, g, kg, cg * taps],
+        )
         b = view(m, ins, "reshape", col, dims=[n, g, cg * taps, p])
         return gemm(m, ins, a, b, ins.shape.as_standard())
 
@@ -219,8 +237,13 @@ class Lowering(Pass):
             col = precompile(m, ins, col_op, [x], compute_shape(col_op, [x.shape]))
         else:
             col = precompile(m, ins, col_op, [x], col_t)
-        a = view(m, ins, "multibroadcast", view(m, ins, "reshape", make_standard(m, ins, w), dims=[k_out, kk]),
-                 out_lens=[n, k_out, kk])
+        a = view(
+            m,
+            ins,
+            "multibroadcast",
+            view(m, ins, "reshape", make_standard(m, ins, w), dims=[k_out, kk]),
+            out_lens=[n, k_out, kk],
+        )
         return quant_dot(m, ins, a, col, out)
 
     def _group(self, m: Module, ins: Instruction) -> Instruction:
@@ -243,8 +266,13 @@ class Lowering(Pass):
         k_out = w.shape.lens[0]
         hw = math.prod(x.shape.lens[2:])
         b = view(m, ins, "reshape", make_standard(m, ins, x), dims=[n, c, hw])
-        a = view(m, ins, "multibroadcast", view(m, ins, "reshape", make_standard(m, ins, w), dims=[k_out, c]),
-                 out_lens=[n, k_out, c])
+        a = view(
+            m,
+            ins,
+            "multibroadcast",
+            view(m, ins, "reshape", make_standard(m, ins, w), dims=[k_out, c]),
+            out_lens=[n, k_out, c],
+        )
         return gemm(m, ins, a, b, ins.shape.as_standard())
 
     def _outputs(self, m: Module) -> bool:
@@ -283,7 +311,7 @@ def widening_is_exact(a: Instruction, b: Instruction) -> bool:
     int32 kernel. fp8 products accumulate in float32 either way."""
     if "int8" not in (a.shape.type, b.shape.type):
         return True
-    return a.shape.lens[-1] * 128 * 128 <= 2 ** 24
+    return a.shape.lens[-1] * 128 * 128 <= 2**24
 
 
 def widened(m: Module, before: Instruction, x: Instruction) -> Instruction:

@@ -93,9 +93,11 @@ def unavailable_reason() -> str | None:
         return None if _try(name) is not None else _FAILED[name]
     if _try("hip") is not None or _try("cuda") is not None:
         return None
-    return ("no usable GPU stack (" + "; ".join(_FAILED[n] for n in ("cuda", "hip")) + "). NVIDIA: "
-            f"{INSTALL['cuda']} plus a driver and libcublas/libnvrtc (nvidia-cublas, nvidia-cuda-nvrtc); "
-            f"AMD: {INSTALL['hip']} plus ROCm")
+    return (
+        "no usable GPU stack (" + "; ".join(_FAILED[n] for n in ("cuda", "hip")) + "). NVIDIA: "
+        f"{INSTALL['cuda']} plus a driver and libcublas/libnvrtc (nvidia-cublas, nvidia-cuda-nvrtc); "
+        f"AMD: {INSTALL['hip']} plus ROCm"
+    )
 
 
 def available_backends() -> list[str]:

@@ -79,34 +79,34 @@ class Driver:
     Entries are the bindings themselves (or a lambda fixing an argument the two vendors order
     differently), never logic: that lives in the parts below, shared by every backend."""
 
-    mem_alloc: Call            # (nbytes) -> (err, ptr)
-    mem_free: Call             # (ptr)
-    host_alloc: Call           # (nbytes) -> (err, ptr): page-locked
-    host_free: Call            # (ptr)
-    copy: dict[str, Call]      # kind 'h2d' | 'd2h' | 'd2d' -> (dst, src, nbytes, stream), async
-    stream_create: Call        # () -> (err, stream): non-blocking
-    stream_sync: Call          # (stream)
-    stream_destroy: Call       # (stream)
-    event_create: Call         # () -> (err, event)
-    event_record: Call         # (event, stream)
-    event_sync: Call           # (event)
-    event_elapsed: Call        # (start, stop) -> (err, ms)
-    event_destroy: Call        # (event)
-    device_sync: Call          # ()
-    module_load: Call          # (binary) -> (err, module)
-    module_function: Call      # (module, name bytes) -> (err, function)
-    module_unload: Call        # (module)
-    launch: Call               # (fn, gx, gy, gz, bx, by, bz, smem, stream, argblock, extra)
-    capture_begin: Call        # (stream): thread-local capture mode
-    capture_end: Call          # (stream) -> (err, graph)
-    capture_status: Call       # (stream) -> (err, status)
-    graph_instantiate: Call    # (graph) -> (err, graph_exec)
-    graph_launch: Call         # (graph_exec, stream)
-    graph_destroy: Call        # (graph)
-    graph_exec_destroy: Call   # (graph_exec)
+    mem_alloc: Call  # (nbytes) -> (err, ptr)
+    mem_free: Call  # (ptr)
+    host_alloc: Call  # (nbytes) -> (err, ptr): page-locked
+    host_free: Call  # (ptr)
+    copy: dict[str, Call]  # kind 'h2d' | 'd2h' | 'd2d' -> (dst, src, nbytes, stream), async
+    stream_create: Call  # () -> (err, stream): non-blocking
+    stream_sync: Call  # (stream)
+    stream_destroy: Call  # (stream)
+    event_create: Call  # () -> (err, event)
+    event_record: Call  # (event, stream)
+    event_sync: Call  # (event)
+    event_elapsed: Call  # (start, stop) -> (err, ms)
+    event_destroy: Call  # (event)
+    device_sync: Call  # ()
+    module_load: Call  # (binary) -> (err, module)
+    module_function: Call  # (module, name bytes) -> (err, function)
+    module_unload: Call  # (module)
+    launch: Call  # (fn, gx, gy, gz, bx, by, bz, smem, stream, argblock, extra)
+    capture_begin: Call  # (stream): thread-local capture mode
+    capture_end: Call  # (stream) -> (err, graph)
+    capture_status: Call  # (stream) -> (err, status)
+    graph_instantiate: Call  # (graph) -> (err, graph_exec)
+    graph_launch: Call  # (graph_exec, stream)
+    graph_destroy: Call  # (graph)
+    graph_exec_destroy: Call  # (graph_exec)
     graph_upload: Call | None = None  # (graph_exec, stream); None where the binding has none
-    capture_none: Any = 0      # capture_status's "not capturing" value
-    launch_extra: Any = 0      # the launch's last argument (CUDA wants 0, hip-python None)
+    capture_none: Any = 0  # capture_status's "not capturing" value
+    launch_extra: Any = 0  # the launch's last argument (CUDA wants 0, hip-python None)
 
 
 class Part:
@@ -128,8 +128,9 @@ class Memory(Part):
     """Device and page-locked host memory, and copies between them."""
 
     def malloc(self, nbytes: int) -> int:
-        return int(self.call(self.drv.mem_alloc, max(int(nbytes), 1),
-                             what=f"{call_name(self.drv.mem_alloc)}({nbytes})"))
+        return int(
+            self.call(self.drv.mem_alloc, max(int(nbytes), 1), what=f"{call_name(self.drv.mem_alloc)}({nbytes})")
+        )
 
     def free(self, ptr: int) -> None:
         self.call(self.drv.mem_free, ptr)
@@ -210,14 +211,16 @@ class Kernels(Part, ABC):
     def unload_module(self, module: Any) -> None:
         self.call(self.drv.module_unload, module)
 
-    def make_launch(self, fn: Any, grid: int, block: int, smem: int, stream: Any, argblock: int,
-                    site: LaunchSite | None = None) -> Step:
+    def make_launch(
+        self, fn: Any, grid: int, block: int, smem: int, stream: Any, argblock: int, site: LaunchSite | None = None
+    ) -> Step:
         """A launch of `fn` with a pre-packed `void*[]` at address `argblock` (no per-launch
         argument packing by the binding); `site` says what it computes (used only by the fake,
         which emulates kernels). Measured on an H100: the binding call costs ~6.3 us of host time
         per launch; libcuda's cuLaunchKernel through ctypes with pre-built arguments cost ~8.6 us."""
-        return functools.partial(self.drv.launch, fn, grid, 1, 1, block, 1, 1, smem, stream, argblock,
-                                 self.drv.launch_extra)
+        return functools.partial(
+            self.drv.launch, fn, grid, 1, 1, block, 1, 1, smem, stream, argblock, self.drv.launch_extra
+        )
 
 
 class Blas(Part, ABC):
@@ -231,8 +234,17 @@ class Blas(Part, ABC):
     def destroy(self, handle: Any) -> None: ...
 
     @abstractmethod
-    def make_gemm(self, handle: Any, plan: GemmPlan, a: int, b: int, c: int, alpha: float,
-                  bias: int | None = None, c_in: int | None = None) -> tuple[Step, str]:
+    def make_gemm(
+        self,
+        handle: Any,
+        plan: GemmPlan,
+        a: int,
+        b: int,
+        c: int,
+        alpha: float,
+        bias: int | None = None,
+        c_in: int | None = None,
+    ) -> tuple[Step, str]:
         """The BLAS calls of `plan` for device addresses a, b, c (element offsets in the plan), and
         a note naming the path or algorithm chosen ('' when there is nothing to say).
 

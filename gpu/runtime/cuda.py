@@ -26,22 +26,35 @@ def cuda_driver() -> Driver:
     """The driver API calls, as cuda-bindings exposes them (each returns (CUresult, value...))."""
     mode = cu.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_THREAD_LOCAL
     return Driver(
-        mem_alloc=cu.cuMemAlloc, mem_free=cu.cuMemFree,
-        host_alloc=named("cuMemHostAlloc", lambda n: cu.cuMemHostAlloc(n, 0)), host_free=cu.cuMemFreeHost,
+        mem_alloc=cu.cuMemAlloc,
+        mem_free=cu.cuMemFree,
+        host_alloc=named("cuMemHostAlloc", lambda n: cu.cuMemHostAlloc(n, 0)),
+        host_free=cu.cuMemFreeHost,
         copy={"h2d": cu.cuMemcpyHtoDAsync, "d2h": cu.cuMemcpyDtoHAsync, "d2d": cu.cuMemcpyDtoDAsync},
         stream_create=named("cuStreamCreate", lambda: cu.cuStreamCreate(cu.CUstream_flags.CU_STREAM_NON_BLOCKING)),
-        stream_sync=cu.cuStreamSynchronize, stream_destroy=cu.cuStreamDestroy,
-        event_create=named("cuEventCreate", lambda: cu.cuEventCreate(0)), event_record=cu.cuEventRecord,
-        event_sync=cu.cuEventSynchronize, event_elapsed=cu.cuEventElapsedTime, event_destroy=cu.cuEventDestroy,
+        stream_sync=cu.cuStreamSynchronize,
+        stream_destroy=cu.cuStreamDestroy,
+        event_create=named("cuEventCreate", lambda: cu.cuEventCreate(0)),
+        event_record=cu.cuEventRecord,
+        event_sync=cu.cuEventSynchronize,
+        event_elapsed=cu.cuEventElapsedTime,
+        event_destroy=cu.cuEventDestroy,
         device_sync=cu.cuCtxSynchronize,
-        module_load=cu.cuModuleLoadData, module_function=cu.cuModuleGetFunction, module_unload=cu.cuModuleUnload,
-        launch=cu.cuLaunchKernel, launch_extra=0,
+        module_load=cu.cuModuleLoadData,
+        module_function=cu.cuModuleGetFunction,
+        module_unload=cu.cuModuleUnload,
+        launch=cu.cuLaunchKernel,
+        launch_extra=0,
         capture_begin=named("cuStreamBeginCapture", lambda s: cu.cuStreamBeginCapture(s, mode)),
-        capture_end=cu.cuStreamEndCapture, capture_status=cu.cuStreamIsCapturing,
+        capture_end=cu.cuStreamEndCapture,
+        capture_status=cu.cuStreamIsCapturing,
         capture_none=cu.CUstreamCaptureStatus.CU_STREAM_CAPTURE_STATUS_NONE,
         graph_instantiate=named("cuGraphInstantiate", lambda g: cu.cuGraphInstantiate(g, 0)),
-        graph_upload=cu.cuGraphUpload, graph_launch=cu.cuGraphLaunch,
-        graph_destroy=cu.cuGraphDestroy, graph_exec_destroy=cu.cuGraphExecDestroy)
+        graph_upload=cu.cuGraphUpload,
+        graph_launch=cu.cuGraphLaunch,
+        graph_destroy=cu.cuGraphDestroy,
+        graph_exec_destroy=cu.cuGraphExecDestroy,
+    )
 
 
 class CudaBackend(Backend):
@@ -96,9 +109,16 @@ class NvrtcKernels(Kernels):
 
     def compile_source(self, name: str, source: str, headers: dict[str, str], flags: list[str]) -> bytes:
         check = self.backend.check
-        prog = check(nvrtc.nvrtcCreateProgram(source.encode(), f"{name}.cu".encode(), len(headers),
-                                              [h.encode() for h in headers.values()],
-                                              [n.encode() for n in headers]), "nvrtcCreateProgram")
+        prog = check(
+            nvrtc.nvrtcCreateProgram(
+                source.encode(),
+                f"{name}.cu".encode(),
+                len(headers),
+                [h.encode() for h in headers.values()],
+                [n.encode() for n in headers],
+            ),
+            "nvrtcCreateProgram",
+        )
         try:
             opts = [f.encode() for f in flags]
             (err,) = nvrtc.nvrtcCompileProgram(prog, len(opts), opts)
@@ -106,8 +126,9 @@ class NvrtcKernels(Kernels):
                 size = check(nvrtc.nvrtcGetProgramLogSize(prog), "nvrtcGetProgramLogSize")
                 log = b" " * size
                 nvrtc.nvrtcGetProgramLog(prog, log)
-                raise GpuError(f"nvrtc failed to compile {name}:\n{log.decode(errors='replace').strip()}\n"
-                               f"--- source ---\n{source}")
+                raise GpuError(
+                    f"nvrtc failed to compile {name}:\n{log.decode(errors='replace').strip()}\n--- source ---\n{source}"
+                )
             size = check(nvrtc.nvrtcGetCUBINSize(prog), "nvrtcGetCUBINSize")
             cubin = b" " * size
             check(nvrtc.nvrtcGetCUBIN(prog, cubin), "nvrtcGetCUBIN")
@@ -133,8 +154,17 @@ class CublasPart(Blas):
         if self._cublas is not None:
             self._cublas.destroy(handle)
 
-    def make_gemm(self, handle: Any, plan: GemmPlan, a: int, b: int, c: int, alpha: float,
-                  bias: int | None = None, c_in: int | None = None) -> tuple[Step, str]:
+    def make_gemm(
+        self,
+        handle: Any,
+        plan: GemmPlan,
+        a: int,
+        b: int,
+        c: int,
+        alpha: float,
+        bias: int | None = None,
+        c_in: int | None = None,
+    ) -> tuple[Step, str]:
         timer = self._timer(handle.stream) if os.environ.get("MIGX_BLAS_TUNE", "1") != "0" else None
         step, note = self._cublas.make_gemm(handle, plan, a, b, c, alpha, timer, bias=bias, c_in=c_in)
         step.fused_epilogue = note.endswith("+epilogue")

@@ -23,8 +23,15 @@ import numpy as np
 from ..blas_plan import GemmPlan
 from .base import GpuError
 
-CUDA_R = {"float32": 0, "float64": 1, "float16": 2, "bfloat16": 14,  # cudaDataType
-          "int8": 3, "int32": 10, "float8e4m3fn": 28}
+CUDA_R = {
+    "float32": 0,
+    "float64": 1,
+    "float16": 2,
+    "bfloat16": 14,  # cudaDataType
+    "int8": 3,
+    "int32": 10,
+    "float8e4m3fn": 28,
+}
 # CUBLAS_COMPUTE_64F for double, CUBLAS_COMPUTE_32I for int8 (int32 accumulation and int32
 # alpha/beta); everything else CUBLAS_COMPUTE_32F (68), fp8 included (float32 accumulation).
 COMPUTE = {"float64": 70, "int8": 72}
@@ -40,8 +47,13 @@ vp, i32, i64 = ctypes.c_void_p, ctypes.c_int, ctypes.c_longlong
 
 
 class HeuristicResult(ctypes.Structure):  # cublasLtMatmulHeuristicResult_t, 96 bytes
-    _fields_ = [("algo", ctypes.c_uint64 * 8), ("workspaceSize", ctypes.c_size_t), ("state", ctypes.c_int),
-                ("wavesCount", ctypes.c_float), ("reserved", ctypes.c_int * 4)]
+    _fields_ = [
+        ("algo", ctypes.c_uint64 * 8),
+        ("workspaceSize", ctypes.c_size_t),
+        ("state", ctypes.c_int),
+        ("wavesCount", ctypes.c_float),
+        ("reserved", ctypes.c_int * 4),
+    ]
 
 
 def _find(name: str) -> str:
@@ -82,8 +94,13 @@ class Cublas:
     def __init__(self):
         path = _find("cublas")
         self.lib = L = ctypes.CDLL(path)
-        for f in ("cublasCreate_v2", "cublasDestroy_v2", "cublasSetStream_v2", "cublasSetWorkspace_v2",
-                  "cublasSetMathMode"):
+        for f in (
+            "cublasCreate_v2",
+            "cublasDestroy_v2",
+            "cublasSetStream_v2",
+            "cublasSetWorkspace_v2",
+            "cublasSetMathMode",
+        ):
             getattr(L, f).restype = ctypes.c_int
         L.cublasSetWorkspace_v2.argtypes = [vp, vp, ctypes.c_size_t]
         self.gemm_raw = _raw(path, "cublasGemmStridedBatchedEx")
@@ -93,13 +110,25 @@ class Cublas:
                 lt_path = _find("cublasLt")
                 self.lt = ctypes.CDLL(lt_path)
                 self.lt_matmul = _raw(lt_path, "cublasLtMatmul")
-                for f in ("cublasLtCreate", "cublasLtDestroy", "cublasLtMatmulDescCreate",
-                          "cublasLtMatmulDescSetAttribute", "cublasLtMatrixLayoutCreate",
-                          "cublasLtMatrixLayoutSetAttribute", "cublasLtMatmulPreferenceCreate",
-                          "cublasLtMatmulPreferenceSetAttribute", "cublasLtMatmulAlgoGetHeuristic"):
+                for f in (
+                    "cublasLtCreate",
+                    "cublasLtDestroy",
+                    "cublasLtMatmulDescCreate",
+                    "cublasLtMatmulDescSetAttribute",
+                    "cublasLtMatrixLayoutCreate",
+                    "cublasLtMatrixLayoutSetAttribute",
+                    "cublasLtMatmulPreferenceCreate",
+                    "cublasLtMatmulPreferenceSetAttribute",
+                    "cublasLtMatmulAlgoGetHeuristic",
+                ):
                     getattr(self.lt, f).restype = ctypes.c_int
-                self.lt.cublasLtMatrixLayoutCreate.argtypes = [ctypes.POINTER(vp), i32, ctypes.c_uint64,
-                                                               ctypes.c_uint64, i64]
+                self.lt.cublasLtMatrixLayoutCreate.argtypes = [
+                    ctypes.POINTER(vp),
+                    i32,
+                    ctypes.c_uint64,
+                    ctypes.c_uint64,
+                    i64,
+                ]
             except (GpuError, OSError, AttributeError):
                 self.lt = None
 
@@ -125,8 +154,19 @@ class Cublas:
             self.lt.cublasLtDestroy(bh.lt)
 
     # ---- one GEMM plan -------------------------------------------------------------------------
-    def make_gemm(self, bh: BlasHandle, plan: GemmPlan, a: int, b: int, c: int, alpha: float, timer=None, *,
-                  bias: int | None = None, c_in: int | None = None):
+    def make_gemm(
+        self,
+        bh: BlasHandle,
+        plan: GemmPlan,
+        a: int,
+        b: int,
+        c: int,
+        alpha: float,
+        timer=None,
+        *,
+        bias: int | None = None,
+        c_in: int | None = None,
+    ):
         """(step, note): the step runs every call of the plan; note says which path/algorithm
         (it contains "epilogue" when cuBLASLt also adds `bias` and/or `c_in`)."""
         t, tc = CUDA_R.get(plan.dtype), CUDA_R.get(plan.c_dtype)
@@ -143,8 +183,13 @@ class Cublas:
             ptrs.append((p1, p2, c + oc * esz_c))
         calls, note = None, "cublas default"
         quant = plan.dtype in ("int8", "float8e4m3fn")  # no bias / residual epilogue on 8-bit GEMMs
-        if (bh.lt is not None and not quant and (bias is not None or c_in is not None) and len(ptrs) == 1
-                and plan.batch == 1):
+        if (
+            bh.lt is not None
+            and not quant
+            and (bias is not None or c_in is not None)
+            and len(ptrs) == 1
+            and plan.batch == 1
+        ):
             keep = [scalar(alpha_v), scalar(1.0 if c_in is not None else 0.0)]  # the calls point into it
             got = self._lt_calls(bh, plan, (t, tc), compute, ptrs, keep, timer, bias=bias, c_in=c_in)
             if got is not None:
@@ -159,11 +204,35 @@ class Cublas:
             if plan.dtype == "float8e4m3fn":  # fp8 GEMMs exist only in cuBLASLt
                 raise GpuError(f"cuda: cuBLASLt refused the fp8 GEMM {plan.describe()}")
             al, be = (vp(ctypes.addressof(x)) for x in keep[:2])
-            calls = [functools.partial(
-                self.gemm_raw, bh.handle, i32(plan.trans1), i32(plan.trans2), i32(plan.m), i32(plan.n), i32(plan.k),
-                al, vp(p1), i32(t), i32(plan.ld1), i64(plan.stride1), vp(p2), i32(t), i32(plan.ld2),
-                i64(plan.stride2), be, vp(pc), i32(tc), i32(plan.ldc), i64(plan.stride_c), i32(plan.batch),
-                i32(compute), i32(GEMM_DEFAULT)) for p1, p2, pc in ptrs]
+            calls = [
+                functools.partial(
+                    self.gemm_raw,
+                    bh.handle,
+                    i32(plan.trans1),
+                    i32(plan.trans2),
+                    i32(plan.m),
+                    i32(plan.n),
+                    i32(plan.k),
+                    al,
+                    vp(p1),
+                    i32(t),
+                    i32(plan.ld1),
+                    i64(plan.stride1),
+                    vp(p2),
+                    i32(t),
+                    i32(plan.ld2),
+                    i64(plan.stride2),
+                    be,
+                    vp(pc),
+                    i32(tc),
+                    i32(plan.ldc),
+                    i64(plan.stride_c),
+                    i32(plan.batch),
+                    i32(compute),
+                    i32(GEMM_DEFAULT),
+                )
+                for p1, p2, pc in ptrs
+            ]
             if plan.dtype == "int8":  # one checked call: a refusal falls back to a generated kernel
                 for f in calls:
                     err = f()
@@ -190,8 +259,19 @@ class Cublas:
         keep.append(lay)
         return lay
 
-    def _lt_calls(self, bh: BlasHandle, plan: GemmPlan, types: tuple[int, int], compute: int, ptrs, keep: list,
-                  timer, *, bias: int | None = None, c_in: int | None = None):
+    def _lt_calls(
+        self,
+        bh: BlasHandle,
+        plan: GemmPlan,
+        types: tuple[int, int],
+        compute: int,
+        ptrs,
+        keep: list,
+        timer,
+        *,
+        bias: int | None = None,
+        c_in: int | None = None,
+    ):
         L = self.lt
         t, tc = types
         try:
@@ -201,15 +281,25 @@ class Cublas:
             keep.append(desc)
             for attr, v in ((LT_DESC_TRANSA, plan.trans1), (LT_DESC_TRANSB, plan.trans2)):
                 val = i32(int(v))
-                _ok(L.cublasLtMatmulDescSetAttribute(desc, i32(attr), ctypes.byref(val), ctypes.c_size_t(4)),
-                    "MatmulDescSetAttribute")
+                _ok(
+                    L.cublasLtMatmulDescSetAttribute(desc, i32(attr), ctypes.byref(val), ctypes.c_size_t(4)),
+                    "MatmulDescSetAttribute",
+                )
             if bias is not None:  # set before the heuristic: it picks kernels that support the epilogue
                 epi, ptr = ctypes.c_uint32(LT_EPILOGUE_BIAS), vp(bias)
                 keep += [epi, ptr]
-                _ok(L.cublasLtMatmulDescSetAttribute(desc, i32(LT_DESC_EPILOGUE), ctypes.byref(epi),
-                                                     ctypes.c_size_t(4)), "MatmulDescSetAttribute(epilogue)")
-                _ok(L.cublasLtMatmulDescSetAttribute(desc, i32(LT_DESC_BIAS_POINTER), ctypes.byref(ptr),
-                                                     ctypes.c_size_t(8)), "MatmulDescSetAttribute(bias)")
+                _ok(
+                    L.cublasLtMatmulDescSetAttribute(
+                        desc, i32(LT_DESC_EPILOGUE), ctypes.byref(epi), ctypes.c_size_t(4)
+                    ),
+                    "MatmulDescSetAttribute(epilogue)",
+                )
+                _ok(
+                    L.cublasLtMatmulDescSetAttribute(
+                        desc, i32(LT_DESC_BIAS_POINTER), ctypes.byref(ptr), ctypes.c_size_t(8)
+                    ),
+                    "MatmulDescSetAttribute(bias)",
+                )
             s1 = (plan.k, plan.m) if plan.trans1 else (plan.m, plan.k)
             s2 = (plan.n, plan.k) if plan.trans2 else (plan.k, plan.n)
             la = self._layout(t, *s1, plan.ld1, plan.batch, plan.stride1, keep)
@@ -219,16 +309,27 @@ class Cublas:
             _ok(L.cublasLtMatmulPreferenceCreate(ctypes.byref(pref)), "PreferenceCreate")
             keep.append(pref)
             wsb = ctypes.c_uint64(bh.workspace_bytes)
-            _ok(L.cublasLtMatmulPreferenceSetAttribute(pref, i32(LT_PREF_MAX_WORKSPACE), ctypes.byref(wsb),
-                                                    ctypes.c_size_t(8)), "pref")
+            _ok(
+                L.cublasLtMatmulPreferenceSetAttribute(
+                    pref, i32(LT_PREF_MAX_WORKSPACE), ctypes.byref(wsb), ctypes.c_size_t(8)
+                ),
+                "pref",
+            )
             results = (HeuristicResult * LT_CANDIDATES)()
             count = i32(0)
-            _ok(L.cublasLtMatmulAlgoGetHeuristic(bh.lt, desc, la, lb, lc, lc, pref, i32(LT_CANDIDATES), results,
-                                                 ctypes.byref(count)), "AlgoGetHeuristic")
+            _ok(
+                L.cublasLtMatmulAlgoGetHeuristic(
+                    bh.lt, desc, la, lb, lc, lc, pref, i32(LT_CANDIDATES), results, ctypes.byref(count)
+                ),
+                "AlgoGetHeuristic",
+            )
         except GpuError:
             return None
-        cands = [results[i] for i in range(count.value) if results[i].state == 0
-                 and results[i].workspaceSize <= bh.workspace_bytes]
+        cands = [
+            results[i]
+            for i in range(count.value)
+            if results[i].state == 0 and results[i].workspaceSize <= bh.workspace_bytes
+        ]
         if not cands:
             return None
         keep.append(results)
@@ -236,10 +337,28 @@ class Cublas:
 
         def calls_for(r: HeuristicResult) -> list:
             # C is the output itself (beta = 0) or, for a fused residual, c_in (same layout, beta = 1).
-            return [functools.partial(self.lt_matmul, bh.lt, desc, al, vp(p1), la, vp(p2), lb, be,
-                                      vp(pc if c_in is None else c_in), lc, vp(pc), lc,
-                                      vp(ctypes.addressof(r.algo)), vp(bh.workspace),
-                                      ctypes.c_size_t(bh.workspace_bytes), vp(int(bh.stream))) for p1, p2, pc in ptrs]
+            return [
+                functools.partial(
+                    self.lt_matmul,
+                    bh.lt,
+                    desc,
+                    al,
+                    vp(p1),
+                    la,
+                    vp(p2),
+                    lb,
+                    be,
+                    vp(pc if c_in is None else c_in),
+                    lc,
+                    vp(pc),
+                    lc,
+                    vp(ctypes.addressof(r.algo)),
+                    vp(bh.workspace),
+                    ctypes.c_size_t(bh.workspace_bytes),
+                    vp(int(bh.stream)),
+                )
+                for p1, p2, pc in ptrs
+            ]
 
         best, best_t = 0, None
         if timer is not None and len(cands) > 1:  # time each candidate on the program's own buffers

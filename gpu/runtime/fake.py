@@ -126,7 +126,7 @@ class FakeDriver:
         """Fake memory, or (for the host side of a copy) real pageable host memory."""
         try:
             arr, off = self.locate(addr, nbytes)
-            return arr[off:off + nbytes]
+            return arr[off : off + nbytes]
         except GpuError:
             if not host_side:
                 raise
@@ -203,8 +203,21 @@ class FakeDriver:
         self.log("unload_module")
         return OK
 
-    def launch(self, fn: dict, gx: int, gy: int, gz: int, bx: int, by: int, bz: int, smem: int,
-               stream: FakeStream, argblock: int, extra: Any, work: Callable[[], None] | None = None) -> tuple:
+    def launch(
+        self,
+        fn: dict,
+        gx: int,
+        gy: int,
+        gz: int,
+        bx: int,
+        by: int,
+        bz: int,
+        smem: int,
+        stream: FakeStream,
+        argblock: int,
+        extra: Any,
+        work: Callable[[], None] | None = None,
+    ) -> tuple:
         """cuLaunchKernel's shape, plus the kernel's emulated effect (`work`, from FakeKernels)."""
         self.log("launch", fn["name"], gx, bx)
         return self.submit(stream, work or (lambda: None))
@@ -310,7 +323,7 @@ class FakeKernels(Kernels):
             args = [np.array(self.view(a, i.shape)) for a, i in zip(addrs, ins.inputs)]
             res = ins.op.spec.compute(ins.op, args, ins.shape, SubmoduleRunner(ins))
             results = res if isinstance(res, tuple) else (res,)
-            for a, b, r in zip(addrs[len(addrs) - len(outs):], outs, results):
+            for a, b, r in zip(addrs[len(addrs) - len(outs) :], outs, results):
                 self.view(a, b.shape)[...] = np.broadcast_to(np.asarray(r), b.shape.lens)
 
         return kernel
@@ -330,19 +343,27 @@ class FakeBlas(Blas):
     def _colmajor(self, ptr: int, rows: int, cols: int, ld: int, npd: np.dtype) -> np.ndarray:
         nbytes = ((cols - 1) * ld + rows) * npd.itemsize if rows and cols else 0
         arr, off = self.backend.recorder.locate(ptr, max(nbytes, 1))
-        typed = arr[off:off + max(nbytes, npd.itemsize)].view(npd)
+        typed = arr[off : off + max(nbytes, npd.itemsize)].view(npd)
         return np.lib.stride_tricks.as_strided(typed, (rows, cols), (npd.itemsize, ld * npd.itemsize))
 
-    def make_gemm(self, handle: Any, plan: GemmPlan, a: int, b: int, c: int, alpha: float,
-                  bias: int | None = None, c_in: int | None = None) -> tuple[Step, str]:
+    def make_gemm(
+        self,
+        handle: Any,
+        plan: GemmPlan,
+        a: int,
+        b: int,
+        c: int,
+        alpha: float,
+        bias: int | None = None,
+        c_in: int | None = None,
+    ) -> tuple[Step, str]:
         if plan.dtype in self.backend.refuse_gemm_types:
             raise GpuError(f"fake: BLAS refuses {plan.dtype} GEMMs")
         npd, npc = dtypes.np_dtype(plan.dtype), dtypes.np_dtype(plan.c_dtype)
         esz, esz_c = npd.itemsize, npc.itemsize
         acc_t = np.int64 if plan.c_dtype == "int32" else np.float64
         quant = plan.dtype in ("int8", "float8e4m3fn")  # like cuBLASLt here: no epilogue on 8-bit GEMMs
-        fused = (not quant and plan.batch == 1 and len(plan.offsets) == 1
-                 and (bias is not None or c_in is not None))
+        fused = not quant and plan.batch == 1 and len(plan.offsets) == 1 and (bias is not None or c_in is not None)
 
         def add_epilogue(out: np.ndarray, acc: np.ndarray) -> np.ndarray:
             """cuBLASLt's bias epilogue (one value per row of the column-major product) and C."""
@@ -425,7 +446,7 @@ class FakeBackend(Backend):
         npd = dtypes.np_dtype(shape.type)
         nbytes = shape.element_space() * npd.itemsize
         arr, off = self.recorder.locate(addr, max(nbytes, 1))
-        base = arr[off:off + max(nbytes, 1)]
+        base = arr[off : off + max(nbytes, 1)]
         if nbytes == 0:
             return np.zeros(shape.lens, npd)
         typed = base.view(npd)

@@ -22,11 +22,23 @@ from .base import Backend, Blas, Driver, GpuError, Graphs, Kernels, Step, named
 
 HIPBLAS_OP = {False: 111, True: 112}  # HIPBLAS_OP_N, HIPBLAS_OP_T
 HIPBLAS_GEMM_DEFAULT = 160
-HIP_R = {"float32": 0, "float64": 1, "float16": 2, "bfloat16": 14,  # hipDataType (7.x+), = cudaDataType
-         "int8": 3, "int32": 10}
+HIP_R = {
+    "float32": 0,
+    "float64": 1,
+    "float16": 2,
+    "bfloat16": 14,  # hipDataType (7.x+), = cudaDataType
+    "int8": 3,
+    "int32": 10,
+}
 HIPBLAS_COMPUTE = {"float64": 7, "int8": 9}  # HIPBLAS_COMPUTE_64F, _32I; else HIPBLAS_COMPUTE_32F = 2
-HIPBLAS_R_6X = {"float32": 151, "float64": 152, "float16": 150, "bfloat16": 168,  # hipblasDatatype_t (6.x)
-                "int8": 160, "int32": 162}
+HIPBLAS_R_6X = {
+    "float32": 151,
+    "float64": 152,
+    "float16": 150,
+    "bfloat16": 168,  # hipblasDatatype_t (6.x)
+    "int8": 160,
+    "int32": 162,
+}
 ESIZE = {"float16": 2, "bfloat16": 2, "int8": 1}
 
 
@@ -34,12 +46,14 @@ def import_bindings() -> tuple[Any, Any, Any, str]:
     """(hip, hiprtc, hipblas or None, hip-python version)."""
     try:
         from rocm.bindings import hip, hiprtc
+
         try:
             from rocm.bindings import hipblas
         except ImportError:
             hipblas = None
     except ImportError:
         from hip import hip, hiprtc
+
         try:
             from hip import hipblas
         except ImportError:
@@ -62,26 +76,41 @@ def hip_driver(hip: Any) -> Driver:
         return named("hipMemcpyAsync", lambda dst, src, n, stream: hip.hipMemcpyAsync(dst, src, n, kind, stream))
 
     return Driver(
-        mem_alloc=hip.hipMalloc, mem_free=hip.hipFree,
-        host_alloc=named("hipHostMalloc", lambda n: hip.hipHostMalloc(n, 0)), host_free=hip.hipHostFree,
-        copy={"h2d": memcpy(k.hipMemcpyHostToDevice), "d2h": memcpy(k.hipMemcpyDeviceToHost),
-              "d2d": memcpy(k.hipMemcpyDeviceToDevice)},
+        mem_alloc=hip.hipMalloc,
+        mem_free=hip.hipFree,
+        host_alloc=named("hipHostMalloc", lambda n: hip.hipHostMalloc(n, 0)),
+        host_free=hip.hipHostFree,
+        copy={
+            "h2d": memcpy(k.hipMemcpyHostToDevice),
+            "d2h": memcpy(k.hipMemcpyDeviceToHost),
+            "d2d": memcpy(k.hipMemcpyDeviceToDevice),
+        },
         stream_create=named("hipStreamCreateWithFlags", lambda: hip.hipStreamCreateWithFlags(1)),  # non-blocking
-        stream_sync=hip.hipStreamSynchronize, stream_destroy=hip.hipStreamDestroy,
-        event_create=hip.hipEventCreate, event_record=hip.hipEventRecord, event_sync=hip.hipEventSynchronize,
-        event_elapsed=hip.hipEventElapsedTime, event_destroy=hip.hipEventDestroy,
+        stream_sync=hip.hipStreamSynchronize,
+        stream_destroy=hip.hipStreamDestroy,
+        event_create=hip.hipEventCreate,
+        event_record=hip.hipEventRecord,
+        event_sync=hip.hipEventSynchronize,
+        event_elapsed=hip.hipEventElapsedTime,
+        event_destroy=hip.hipEventDestroy,
         device_sync=hip.hipDeviceSynchronize,
-        module_load=hip.hipModuleLoadData, module_function=hip.hipModuleGetFunction,
+        module_load=hip.hipModuleLoadData,
+        module_function=hip.hipModuleGetFunction,
         module_unload=hip.hipModuleUnload,
         # kernelParams as the int address of our own void*[]: no per-launch packing by hip-python
-        launch=hip.hipModuleLaunchKernel, launch_extra=None,
+        launch=hip.hipModuleLaunchKernel,
+        launch_extra=None,
         capture_begin=named("hipStreamBeginCapture", lambda s: hip.hipStreamBeginCapture(s, mode)),
-        capture_end=hip.hipStreamEndCapture, capture_status=hip.hipStreamIsCapturing,
+        capture_end=hip.hipStreamEndCapture,
+        capture_status=hip.hipStreamIsCapturing,
         capture_none=hip.hipStreamCaptureStatus.hipStreamCaptureStatusNone,
         # the one instantiate form every hip-python version shares
         graph_instantiate=named("hipGraphInstantiateWithFlags", lambda g: hip.hipGraphInstantiateWithFlags(g, 0)),
-        graph_upload=getattr(hip, "hipGraphUpload", None), graph_launch=hip.hipGraphLaunch,
-        graph_destroy=hip.hipGraphDestroy, graph_exec_destroy=hip.hipGraphExecDestroy)
+        graph_upload=getattr(hip, "hipGraphUpload", None),
+        graph_launch=hip.hipGraphLaunch,
+        graph_destroy=hip.hipGraphDestroy,
+        graph_exec_destroy=hip.hipGraphExecDestroy,
+    )
 
 
 class HipBackend(Backend):
@@ -107,8 +136,9 @@ class HipBackend(Backend):
         name = props.name
         self.device_name = (name.decode(errors="replace") if isinstance(name, bytes) else str(name)).split("\0")[0]
         v = self.check(self.hiprtc.hiprtcVersion(), "hiprtcVersion")
-        self.compose(hip_driver(hip), HiprtcKernels(self, "hiprtc-{}.{}".format(*v)), HipblasPart(self),
-                     HipGraphs(self))
+        self.compose(
+            hip_driver(hip), HiprtcKernels(self, "hiprtc-{}.{}".format(*v)), HipblasPart(self), HipGraphs(self)
+        )
 
     def _properties(self, device: int) -> Any:
         hip = self.hip
@@ -133,9 +163,16 @@ class HiprtcKernels(Kernels):
 
     def compile_source(self, name: str, source: str, headers: dict[str, str], flags: list[str]) -> bytes:
         rtc, check = self.backend.hiprtc, self.backend.check
-        prog = check(rtc.hiprtcCreateProgram(source.encode(), f"{name}.hip".encode(), len(headers),
-                                             [h.encode() for h in headers.values()],
-                                             [n.encode() for n in headers]), "hiprtcCreateProgram")
+        prog = check(
+            rtc.hiprtcCreateProgram(
+                source.encode(),
+                f"{name}.hip".encode(),
+                len(headers),
+                [h.encode() for h in headers.values()],
+                [n.encode() for n in headers],
+            ),
+            "hiprtcCreateProgram",
+        )
         try:
             opts = [f.encode() for f in flags]
             (err,) = rtc.hiprtcCompileProgram(prog, len(opts), opts)
@@ -178,8 +215,17 @@ class HipblasPart(Blas):
             return HIPBLAS_R_6X[dtype], HIPBLAS_R_6X[out], HIPBLAS_R_6X[acc]
         return HIP_R[dtype], HIP_R[out], HIPBLAS_COMPUTE.get(dtype, 2)
 
-    def make_gemm(self, handle: Any, plan: GemmPlan, a: int, b: int, c: int, alpha: float,
-                  bias: int | None = None, c_in: int | None = None) -> tuple[Step, str]:
+    def make_gemm(
+        self,
+        handle: Any,
+        plan: GemmPlan,
+        a: int,
+        b: int,
+        c: int,
+        alpha: float,
+        bias: int | None = None,
+        c_in: int | None = None,
+    ) -> tuple[Step, str]:
         # bias / c_in are not fused here: the caller runs the GEMM's epilogue kernel.
         t, tc, compute = self.gemm_types(plan.dtype, plan.c_dtype)
         esz = ESIZE.get(plan.dtype) or np.dtype(plan.dtype).itemsize
@@ -190,11 +236,34 @@ class HipblasPart(Blas):
         calls = []
         for oa, ob, oc in plan.offsets:
             p1, p2 = (b + ob * esz, a + oa * esz) if plan.swap else (a + oa * esz, b + ob * esz)
-            calls.append(functools.partial(
-                fn, handle, HIPBLAS_OP[plan.trans1], HIPBLAS_OP[plan.trans2], plan.m, plan.n, plan.k,
-                ctypes.addressof(al), p1, t, plan.ld1, plan.stride1, p2, t, plan.ld2, plan.stride2,
-                ctypes.addressof(be), c + oc * esz_c, tc, plan.ldc, plan.stride_c, plan.batch, compute,
-                HIPBLAS_GEMM_DEFAULT))
+            calls.append(
+                functools.partial(
+                    fn,
+                    handle,
+                    HIPBLAS_OP[plan.trans1],
+                    HIPBLAS_OP[plan.trans2],
+                    plan.m,
+                    plan.n,
+                    plan.k,
+                    ctypes.addressof(al),
+                    p1,
+                    t,
+                    plan.ld1,
+                    plan.stride1,
+                    p2,
+                    t,
+                    plan.ld2,
+                    plan.stride2,
+                    ctypes.addressof(be),
+                    c + oc * esz_c,
+                    tc,
+                    plan.ldc,
+                    plan.stride_c,
+                    plan.batch,
+                    compute,
+                    HIPBLAS_GEMM_DEFAULT,
+                )
+            )
 
         def step(calls=tuple(calls), keep=(al, be)) -> tuple:
             for f in calls:

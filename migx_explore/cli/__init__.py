@@ -19,16 +19,36 @@ from ..errors import debug_enabled, describe_error, format_error
 
 # Verb modules, in the order `--help` lists them. A module missing here is skipped, so verbs can
 # be added one file at a time.
-VERBS = ["read", "run", "onnx", "passes", "trace", "verify", "perf", "compile", "waterfall", "study", "bisect",
-         "generate", "keys", "report"]
+VERBS = [
+    "read",
+    "run",
+    "onnx",
+    "passes",
+    "trace",
+    "verify",
+    "perf",
+    "compile",
+    "waterfall",
+    "study",
+    "bisect",
+    "generate",
+    "keys",
+    "report",
+]
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="migx-explore",
-                                     description="Explore, compile and time ML graphs pass by pass.")
+    parser = argparse.ArgumentParser(
+        prog="migx-explore", description="Explore, compile and time ML graphs pass by pass."
+    )
     parser.add_argument("--debug", action="store_true", help="show the traceback of an internal error")
-    parser.add_argument("--work-budget", metavar="N", default=None, help="instructions one reference evaluation may "
-                        "run, e.g. 500M (default 10M; MIGX_EXPLORE_WORK_BUDGET): stops a Loop with a huge trip count")
+    parser.add_argument(
+        "--work-budget",
+        metavar="N",
+        default=None,
+        help="instructions one reference evaluation may "
+        "run, e.g. 500M (default 10M; MIGX_EXPLORE_WORK_BUDGET): stops a Loop with a huge trip count",
+    )
     sub = parser.add_subparsers(dest="verb", metavar="VERB")
     for verb in VERBS:
         try:

@@ -13,10 +13,14 @@ import numpy as np
 
 
 def add_inputs_argument(p: argparse.ArgumentParser, what: str = "numeric checks") -> None:
-    p.add_argument("--inputs", metavar="FEED.npz", default=None,
-                   help=f"real inputs for the {what}, keyed by ONNX input name; their shapes fix symbolic dims "
-                   "(default: seeded random inputs that respect the model: indices below their table's rows, "
-                   "0/1 masks)")
+    p.add_argument(
+        "--inputs",
+        metavar="FEED.npz",
+        default=None,
+        help=f"real inputs for the {what}, keyed by ONNX input name; their shapes fix symbolic dims "
+        "(default: seeded random inputs that respect the model: indices below their table's rows, "
+        "0/1 masks)",
+    )
 
 
 def load_program_and_feed(args: argparse.Namespace) -> tuple[Any, str, dict[str, np.ndarray] | None]:

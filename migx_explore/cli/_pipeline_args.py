@@ -11,10 +11,14 @@ from ._precision import add_precision_arguments, precision_options
 
 
 def add_pipeline_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--mode", choices=COMPILE_MODES, default="balanced", help="compile mode (eager skips "
-                   "optimize_rewrite)")
-    p.add_argument("--spec", default=None, help="pipeline spec, e.g. 'required,optimize_rewrite{-fuse_horizontal},"
-                   "fusion' (default: all five pipelines)")
+    p.add_argument(
+        "--mode", choices=COMPILE_MODES, default="balanced", help="compile mode (eager skips optimize_rewrite)"
+    )
+    p.add_argument(
+        "--spec",
+        default=None,
+        help="pipeline spec, e.g. 'required,optimize_rewrite{-fuse_horizontal},fusion' (default: all five pipelines)",
+    )
     p.add_argument("--no-backend", action="store_true", help="stop after the target-independent pipelines")
     p.add_argument("--nhwc", action="store_true", help="layout_convolution to NHWC (MIGRAPHX_ENABLE_NHWC)")
     add_precision_arguments(p)

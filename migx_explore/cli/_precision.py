@@ -16,12 +16,22 @@ _FLAGS = ("fp16", "bf16", "int8", "fp8")
 def add_precision_arguments(p: argparse.ArgumentParser) -> None:
     g = p.add_mutually_exclusive_group()
     for name in _FLAGS:
-        g.add_argument(f"--{name}", dest="precision", action="store_const", const=name,
-                       help=f"quantize to {name} first (the quantize stage runs before the five pipelines)")
+        g.add_argument(
+            f"--{name}",
+            dest="precision",
+            action="store_const",
+            const=name,
+            help=f"quantize to {name} first (the quantize stage runs before the five pipelines)",
+        )
     p.set_defaults(precision="fp32")
-    p.add_argument("--calibration", action="append", default=[], metavar="FEED.npz",
-                   help="int8/fp8: a feed to calibrate scales on (repeatable; default: the --inputs feed, "
-                        "else seeded random inputs with a warning)")
+    p.add_argument(
+        "--calibration",
+        action="append",
+        default=[],
+        metavar="FEED.npz",
+        help="int8/fp8: a feed to calibrate scales on (repeatable; default: the --inputs feed, "
+        "else seeded random inputs with a warning)",
+    )
 
 
 def _load_feed(path: str) -> dict:
@@ -41,8 +51,10 @@ def precision_options(args: argparse.Namespace) -> dict[str, Any]:
     precision = getattr(args, "precision", "fp32") or "fp32"
     feeds = [_load_feed(p) for p in getattr(args, "calibration", None) or []]
     if getattr(args, "calibration", None) and precision not in ("int8", "fp8"):
-        print(f"migx-explore: warning: --calibration is used by --int8 / --fp8 only (precision is {precision})",
-              file=sys.stderr)
+        print(
+            f"migx-explore: warning: --calibration is used by --int8 / --fp8 only (precision is {precision})",
+            file=sys.stderr,
+        )
     if not feeds and precision in ("int8", "fp8") and getattr(args, "inputs", None):
         feeds = [_load_feed(args.inputs)]
     return {"precision": precision, "calibration": tuple(feeds)}

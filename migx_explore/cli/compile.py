@@ -1,7 +1,7 @@
 """`migx-explore compile`: stop after any pass and save a portable program, or resume one.
 
-    migx-explore compile MODEL --until fusion.fuse_concat --out part.migx
-    migx-explore compile part.migx --resume [--out done.migx] [--run]
+migx-explore compile MODEL --until fusion.fuse_concat --out part.migx
+migx-explore compile part.migx --resume [--out done.migx] [--run]
 """
 
 from __future__ import annotations
@@ -21,12 +21,16 @@ def run(args: argparse.Namespace) -> int:
 
     if args.resume:
         part = portable.load_partial(args.model, recompile=args.recompile, trust_binaries=args.trust_binaries)
-        print(f"{args.model}: {part.model}, saved after {part.after}, {part.signature.describe()}; "
-              f"resuming ({_reuse(part, args)})")
+        print(
+            f"{args.model}: {part.model}, saved after {part.after}, {part.signature.describe()}; "
+            f"resuming ({_reuse(part, args)})"
+        )
         trace = portable.resume(part)
         changed = sum(1 for r in trace.top_level() if r.changed)
-        print(f"ran {len(trace.top_level())} passes ({changed} changed the IR); "
-              f"{part.program.total_instructions()} instructions")
+        print(
+            f"ran {len(trace.top_level())} passes ({changed} changed the IR); "
+            f"{part.program.total_instructions()} instructions"
+        )
         if args.out:
             from migx_explore.compiler.serialize import save_program
 
@@ -52,8 +56,12 @@ def run(args: argparse.Namespace) -> int:
     from ..keys import own_key_id
 
     kid = own_key_id()
-    signed = f"signed by key {kid}" if kid else "unsigned: its kernel binaries are used only with " \
+    signed = (
+        f"signed by key {kid}"
+        if kid
+        else "unsigned: its kernel binaries are used only with "
         "--trust-binaries (create a signing key with `migx-explore keys create`)"
+    )
     print(f"{name}: ran {len(trace.top_level())} passes up to {last}; wrote {args.out} ({signed})")
     return 0
 
@@ -67,8 +75,11 @@ def _reuse(part, args: argparse.Namespace) -> str:
     if part.kernels:
         return f"{part.kernels} kernel binaries reused from the file"
     if part.shipped:
-        how = ("trust its key with `migx-explore keys trust`" if part.signature.status == "untrusted"
-               else "only signed files' binaries are used")
+        how = (
+            "trust its key with `migx-explore keys trust`"
+            if part.signature.status == "untrusted"
+            else "only signed files' binaries are used"
+        )
         return f"{part.shipped} shipped kernel binaries not used, every kernel is compiled from its source ({how})"
     return "no kernel binaries for this machine in the file"
 
@@ -93,11 +104,15 @@ def _run_and_check(program, feed=None) -> int:
             print("finalized on the recording fake backend (no numbers to compare)")
             return 0
         ref = evaluate(program, with_buffer_params(program, feeds))
-        err = max(float(np.max(np.abs(np.asarray(o, np.float64) - np.asarray(r, np.float64)), initial=0.0))
-                  for o, r in zip(outs, ref))
+        err = max(
+            float(np.max(np.abs(np.asarray(o, np.float64) - np.asarray(r, np.float64)), initial=0.0))
+            for o, r in zip(outs, ref)
+        )
         ok = all(np.allclose(o, r, rtol=1e-3, atol=1e-4) for o, r in zip(outs, ref))
-        print(f"ran on {compiled.backend.name}:{compiled.backend.arch} in graph mode; max|err| vs reference "
-              f"{err:.3e} ({'OK' if ok else 'MISMATCH'})")
+        print(
+            f"ran on {compiled.backend.name}:{compiled.backend.arch} in graph mode; max|err| vs reference "
+            f"{err:.3e} ({'OK' if ok else 'MISMATCH'})"
+        )
         return 0 if ok else 1
     finally:
         compiled.close()
@@ -113,10 +128,22 @@ def register(sub) -> None:
     p.add_argument("--out", default=None, help="file to write")
     p.add_argument("--resume", action="store_true", help="MODEL is a saved partial compile: finish it")
     p.add_argument("--run", action="store_true", help="after --resume, run the result on this machine's GPU")
-    p.add_argument("--recompile", action="store_true", help="with --resume, compile every kernel from its source "
-                   "and ignore the binaries shipped in the file (a saved program's binaries run on your GPU)")
-    p.add_argument("--trust-binaries", action="store_true", help="with --resume, use the kernel binaries shipped "
-                   "in the file even when no key you trust signed it (what versions before signing did)")
-    p.add_argument("--inputs", metavar="FEED.npz", default=None, help="with --run: real inputs (keyed by input name) "
-                   "instead of random ones that respect the model")
+    p.add_argument(
+        "--recompile",
+        action="store_true",
+        help="with --resume, compile every kernel from its source "
+        "and ignore the binaries shipped in the file (a saved program's binaries run on your GPU)",
+    )
+    p.add_argument(
+        "--trust-binaries",
+        action="store_true",
+        help="with --resume, use the kernel binaries shipped "
+        "in the file even when no key you trust signed it (what versions before signing did)",
+    )
+    p.add_argument(
+        "--inputs",
+        metavar="FEED.npz",
+        default=None,
+        help="with --run: real inputs (keyed by input name) instead of random ones that respect the model",
+    )
     p.set_defaults(func=run)

@@ -24,12 +24,22 @@ def generate(args: argparse.Namespace) -> int:
     from ..decode import generate as run
 
     start = time.perf_counter()
-    out = run(args.model, _prompt(args.prompt), args.steps, target=args.target, mode=args.mode,
-              max_programs=args.max_programs, buckets=args.buckets, max_len=args.max_len)
+    out = run(
+        args.model,
+        _prompt(args.prompt),
+        args.steps,
+        target=args.target,
+        mode=args.mode,
+        max_programs=args.max_programs,
+        buckets=args.buckets,
+        max_len=args.max_len,
+    )
     elapsed = time.perf_counter() - start
     print("tokens: " + ",".join(map(str, out.tokens)))
-    print(f"{len(out.tokens)} steps in {elapsed:.2f} s on {args.target}"
-          + (f" ({args.mode})" if args.target == "gpu" else ""))
+    print(
+        f"{len(out.tokens)} steps in {elapsed:.2f} s on {args.target}"
+        + (f" ({args.mode})" if args.target == "gpu" else "")
+    )
     if out.stats is not None:
         print(f"shape cache: {out.stats}")
     return 0
@@ -42,9 +52,17 @@ def register(sub) -> None:
     p.add_argument("--prompt", default="1,2,3,4", help="prompt token ids, comma-separated")
     p.add_argument("--target", choices=("ref", "gpu"), default="ref", help="ref: numpy reference evaluator")
     p.add_argument("--mode", choices=("eager", "graph"), default="graph", help="GPU execution mode")
-    p.add_argument("--max-programs", type=int, default=8,
-                   help="GPU: compiled programs (one per bucket, each with its graph) kept at most")
-    p.add_argument("--buckets", choices=("pow2", "exact"), default="pow2",
-                   help="cache rows a step attends over: the next power of two, or exactly P + T")
+    p.add_argument(
+        "--max-programs",
+        type=int,
+        default=8,
+        help="GPU: compiled programs (one per bucket, each with its graph) kept at most",
+    )
+    p.add_argument(
+        "--buckets",
+        choices=("pow2", "exact"),
+        default="pow2",
+        help="cache rows a step attends over: the next power of two, or exactly P + T",
+    )
     p.add_argument("--max-len", type=int, default=None, help="cache length (default: the model's 256 positions)")
     p.set_defaults(func=generate)

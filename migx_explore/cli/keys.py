@@ -1,9 +1,9 @@
 """`migx-explore keys`: the ed25519 keys that vouch for kernel binaries in saved programs.
 
-    migx-explore keys create            make this user's signing key (and trust it)
-    migx-explore keys list              trusted keys, by id (this user's own marked)
-    migx-explore keys export            print this user's public key, to give to another machine
-    migx-explore keys trust HEX [--name N]   trust another machine's public key
+migx-explore keys create            make this user's signing key (and trust it)
+migx-explore keys list              trusted keys, by id (this user's own marked)
+migx-explore keys export            print this user's public key, to give to another machine
+migx-explore keys trust HEX [--name N]   trust another machine's public key
 """
 
 from __future__ import annotations

@@ -19,8 +19,10 @@ def run(args: argparse.Namespace) -> int:
     if args.list:
         print("\n".join(ops))
         return 0
-    print(f"{len(ops)} ONNX operators supported (opset 11 to the newest onnx knows; {len(msft_ops())} of them also "
-          "from ONNX Runtime's com.microsoft domain); `--list` names them, `--models` lists the built-in models")
+    print(
+        f"{len(ops)} ONNX operators supported (opset 11 to the newest onnx knows; {len(msft_ops())} of them also "
+        "from ONNX Runtime's com.microsoft domain); `--list` names them, `--models` lists the built-in models"
+    )
     return 0
 
 

@@ -24,8 +24,9 @@ def entry_status(entry) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    opts = CompileOptions(mode=args.mode, enable_nhwc=args.nhwc, enable_rewrite_dot=args.rewrite_dot,
-                          precision=args.precision)
+    opts = CompileOptions(
+        mode=args.mode, enable_nhwc=args.nhwc, enable_rewrite_dot=args.rewrite_dot, precision=args.precision
+    )
     total = 0
     counts: dict[str, int] = {}
     for pl in gpu_pipelines(opts):
@@ -34,13 +35,14 @@ def run(args: argparse.Namespace) -> int:
         for k, e in enumerate(pl.entries, 1):
             status = entry_status(e)
             counts[status.split(":")[0]] = counts.get(status.split(":")[0], 0) + 1
-            opts_txt = e.pass_.describe()[len(e.name):] if not isinstance(e.pass_, PendingPass) else ""
+            opts_txt = e.pass_.describe()[len(e.name) :] if not isinstance(e.pass_, PendingPass) else ""
             print(f"  {k:>3}  {e.name + opts_txt:<52} {status}")
         total += len(pl.entries)
         print()
     print(f"{total} entries: " + ", ".join(f"{n} {k}" for k, n in sorted(counts.items())))
-    print("MIGraphX tests: cases of MIGraphX's own pass tests that match or are equivalent "
-          "(docs/migraphx_conformance.md)")
+    print(
+        "MIGraphX tests: cases of MIGraphX's own pass tests that match or are equivalent (docs/migraphx_conformance.md)"
+    )
     return 0
 
 
@@ -51,7 +53,12 @@ def register(sub) -> None:
     p.add_argument("--rewrite-dot", action="store_true", help="as MIGRAPHX_ENABLE_REWRITE_DOT")
     g = p.add_mutually_exclusive_group()
     for name in ("fp16", "bf16", "int8", "fp8"):
-        g.add_argument(f"--{name}", dest="precision", action="store_const", const=name,
-                       help=f"show the quantize stage for {name} first")
+        g.add_argument(
+            f"--{name}",
+            dest="precision",
+            action="store_const",
+            const=name,
+            help=f"show the quantize stage for {name} first",
+        )
     p.set_defaults(precision="fp32")
     p.set_defaults(func=run)

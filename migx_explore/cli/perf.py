@@ -34,12 +34,15 @@ def run(args: argparse.Namespace) -> int:
 
     compiled = gpu.compile(program, CompileOptions(mode=args.compile_mode, **precision_options(args)))
     try:
-        res = time_program(compiled, modes=modes, warmup=args.warmup, iters=args.iters,
-                           per_kernel="eager" in modes, inputs=feed)
+        res = time_program(
+            compiled, modes=modes, warmup=args.warmup, iters=args.iters, per_kernel="eager" in modes, inputs=feed
+        )
         mem = compiled.memory()
-        print(f"{label} on {compiled.backend.describe()}: {res.kernels} kernels, {res.blas_calls} BLAS calls"
-              + (f", graph nodes {res.graph_nodes}" if res.graph_nodes >= 0 else "")
-              + f"; arena {mem.arena_bytes / 2**20:.2f} MiB (naive {mem.naive_bytes / 2**20:.2f} MiB)")
+        print(
+            f"{label} on {compiled.backend.describe()}: {res.kernels} kernels, {res.blas_calls} BLAS calls"
+            + (f", graph nodes {res.graph_nodes}" if res.graph_nodes >= 0 else "")
+            + f"; arena {mem.arena_bytes / 2**20:.2f} MiB (naive {mem.naive_bytes / 2**20:.2f} MiB)"
+        )
         print(res.table())
         if "eager" in modes and args.kernels:
             print()
@@ -56,8 +59,12 @@ def register(sub) -> None:
     add_model_arguments(p)
     add_precision_arguments(p)
     p.add_argument("--mode", default="eager,graph", help="comma-separated: eager, graph (default both)")
-    p.add_argument("--compile-mode", choices=("eager", "balanced", "max"), default="balanced",
-                   help="compile mode of the pipelines (eager skips optimize_rewrite)")
+    p.add_argument(
+        "--compile-mode",
+        choices=("eager", "balanced", "max"),
+        default="balanced",
+        help="compile mode of the pipelines (eager skips optimize_rewrite)",
+    )
     p.add_argument("--iters", type=int, default=100)
     p.add_argument("--warmup", type=int, default=10)
     p.add_argument("--kernels", type=int, default=15, help="slowest kernels to list (0: none)")

@@ -32,9 +32,18 @@ def run(args: argparse.Namespace) -> int:
         s.traces.on_progress = lambda k, n, path: print(f"\r[{k}/{n}] {path:<60}", end="", flush=True)
     progress = (lambda k, n, path: print(f"\r[draw {k}/{n}] {path:<54}", end="", flush=True)) if live else None
     command = cli_command(getattr(args, "command_line", None))
-    info = write_report(s, args.out, graphs=not args.no_graphs, gpu=args.gpu, command=command,
-                        inputs_path=args.inputs, waterfall_by=None if args.waterfall == "none" else args.waterfall,
-                        iters=args.iters, warmup=args.warmup, progress=progress)
+    info = write_report(
+        s,
+        args.out,
+        graphs=not args.no_graphs,
+        gpu=args.gpu,
+        command=command,
+        inputs_path=args.inputs,
+        waterfall_by=None if args.waterfall == "none" else args.waterfall,
+        iters=args.iters,
+        warmup=args.warmup,
+        progress=progress,
+    )
     if live:
         print("\r" + " " * 72 + "\r", end="")
     print(info)
@@ -72,16 +81,24 @@ def _source(args: argparse.Namespace) -> dict:
 def register(sub) -> None:
     from ..loading import add_model_arguments
 
-    p = sub.add_parser("report", help="write one self-contained HTML report of the passes (tree, stats, rewrite "
-                       "summaries, numeric checks, text and graph diffs, GPU timing with --gpu)")
+    p = sub.add_parser(
+        "report",
+        help="write one self-contained HTML report of the passes (tree, stats, rewrite "
+        "summaries, numeric checks, text and graph diffs, GPU timing with --gpu)",
+    )
     add_model_arguments(p)
     add_pipeline_arguments(p)
     p.add_argument("--out", required=True, help="the .html file to write")
     add_inputs_argument(p)
-    p.add_argument("--gpu", action="store_true", help="also time the final program (eager and graph) and its "
-                   "waterfall on the GPU")
-    p.add_argument("--waterfall", choices=("pipeline", "pass", "prefix", "none"), default="pipeline",
-                   help="with --gpu: the waterfall's variants (default: each sub-pipeline off)")
+    p.add_argument(
+        "--gpu", action="store_true", help="also time the final program (eager and graph) and its waterfall on the GPU"
+    )
+    p.add_argument(
+        "--waterfall",
+        choices=("pipeline", "pass", "prefix", "none"),
+        default="pipeline",
+        help="with --gpu: the waterfall's variants (default: each sub-pipeline off)",
+    )
     p.add_argument("--iters", type=int, default=50, help="with --gpu: timed runs per mode")
     p.add_argument("--warmup", type=int, default=5)
     p.add_argument("--no-graphs", action="store_true", help="text diffs only (no graphviz drawing)")

@@ -47,8 +47,9 @@ def read_feed(path: str, program) -> dict[str, np.ndarray]:
         raise MigxError(f"{path}: missing input(s) {want}")
     extra = [k for k in data if k not in by_key and k not in by_param]
     if extra:
-        raise MigxError(f"{path}: unknown input(s) {', '.join(extra)}; the model's inputs are "
-                        f"{', '.join(k for k, _ in keys)}")
+        raise MigxError(
+            f"{path}: unknown input(s) {', '.join(extra)}; the model's inputs are {', '.join(k for k, _ in keys)}"
+        )
     return {p: data[k] if k in data else data[p] for k, p in keys}
 
 

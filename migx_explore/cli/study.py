@@ -31,8 +31,15 @@ def run(args: argparse.Namespace) -> int:
             s = make_session(program, args, numeric=False, name=name)
             report, end = terminal_progress(f"study {name}") if sys.stderr.isatty() else (None, lambda: None)
             try:
-                st = study_order(s, scope=args.scope, gpu=args.gpu, numeric=not args.no_numeric,
-                                 iters=args.iters, progress=report, sweeper=sw)
+                st = study_order(
+                    s,
+                    scope=args.scope,
+                    gpu=args.gpu,
+                    numeric=not args.no_numeric,
+                    iters=args.iters,
+                    progress=report,
+                    sweeper=sw,
+                )
             finally:
                 end()
             studies.append(st)
@@ -47,10 +54,22 @@ def run(args: argparse.Namespace) -> int:
         print(f"wrote {written}" + ("" if written == args.out else " (pyarrow is not installed: CSV instead)"))
     if args.json:
         with atomic_file(args.json) as tmp, open(tmp, "w") as f:
-            json.dump([{"model": st.model, "scope": st.scope, "where": st.where, "rows": st.rows(),
+            json.dump(
+                [
+                    {
+                        "model": st.model,
+                        "scope": st.scope,
+                        "where": st.where,
+                        "rows": st.rows(),
                         "ranked": [st.describe(r) for r in st.ranked()],
-                        "skipped": [{"move": k.label, "rule": k.reason} for k in st.skipped]} for st in studies],
-                      f, indent=1, default=str)
+                        "skipped": [{"move": k.label, "rule": k.reason} for k in st.skipped],
+                    }
+                    for st in studies
+                ],
+                f,
+                indent=1,
+                default=str,
+            )
         print(f"wrote {args.json}")
     return 0
 
@@ -69,11 +88,20 @@ def register(sub) -> None:
     what = p.add_subparsers(dest="study", metavar="STUDY", required=True)
     o = what.add_parser("order", help="swap every movable pass with its neighbour; rank the moves that matter")
     o.add_argument("models", metavar="MODEL", nargs="+", help=".onnx files or built-in model names")
-    o.add_argument("--input-dim", action="append", default=[], metavar="NAME=D0,D1,...",
-                   help="fix a symbolic input dimension (every MODEL)")
+    o.add_argument(
+        "--input-dim",
+        action="append",
+        default=[],
+        metavar="NAME=D0,D1,...",
+        help="fix a symbolic input dimension (every MODEL)",
+    )
     add_pipeline_arguments(o)
-    o.add_argument("--scope", choices=("pass", "pipeline"), default="pass",
-                   help="pass: swap adjacent passes (within and across pipelines); pipeline: swap sub-pipelines")
+    o.add_argument(
+        "--scope",
+        choices=("pass", "pipeline"),
+        default="pass",
+        help="pass: swap adjacent passes (within and across pipelines); pipeline: swap sub-pipelines",
+    )
     o.add_argument("--gpu", action="store_true", help="also time every variant eagerly and through graph capture")
     o.add_argument("--iters", type=int, default=30, help="timing iterations per variant (--gpu)")
     o.add_argument("--no-numeric", action="store_true", help="skip the numeric check of each variant")

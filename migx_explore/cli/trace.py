@@ -32,10 +32,19 @@ def run(args: argparse.Namespace) -> int:
     if live:
         print("\r" + " " * 72 + "\r", end="")
     with replaced_folder(args.out) as folder:  # replaces only what a previous trace there wrote
-        files = write_trace(trace, folder, changed_only=not args.all, extra={
-            "generator": TRACE_MARKER, "model": name, "spec": s.config.label(),
-            "launches_before": launch_count(trace.initial), "launches_after": launch_count(trace.final)},
-            per_pass=lambda rec: index_rewrites(trace, rec))
+        files = write_trace(
+            trace,
+            folder,
+            changed_only=not args.all,
+            extra={
+                "generator": TRACE_MARKER,
+                "model": name,
+                "spec": s.config.label(),
+                "launches_before": launch_count(trace.initial),
+                "launches_after": launch_count(trace.final),
+            },
+            per_pass=lambda rec: index_rewrites(trace, rec),
+        )
         if args.svg:
             from ..render import render_trace
 
@@ -70,24 +79,37 @@ def _write_index_html(s, folder: str, args: argparse.Namespace) -> str:
         if names:
             links[rec.index] = names
     path = os.path.join(folder, "index.html")
-    write_report(s, path, graphs=bool(args.svg), files=links, command=cli_command(getattr(args, "command_line", None)),
-                 inputs_path=args.inputs)
+    write_report(
+        s,
+        path,
+        graphs=bool(args.svg),
+        files=links,
+        command=cli_command(getattr(args, "command_line", None)),
+        inputs_path=args.inputs,
+    )
     return path
 
 
 def _print_summary(trace, verbose: bool) -> None:
     total = sum(r.time_s for r in trace.top_level())
     changed = [r for r in trace.top_level() if r.changed]
-    print(f"{len(trace.top_level())} passes ({len(changed)} changed the IR, "
-          f"{sum(1 for r in trace.top_level() if r.status == 'disabled')} disabled), {total * 1e3:.1f} ms in passes")
-    print(f"instructions {trace.initial.total_instructions()} -> {trace.final.total_instructions()}, "
-          f"kernel launches {launch_count(trace.initial)} -> {launch_count(trace.final)}")
+    print(
+        f"{len(trace.top_level())} passes ({len(changed)} changed the IR, "
+        f"{sum(1 for r in trace.top_level() if r.status == 'disabled')} disabled), {total * 1e3:.1f} ms in passes"
+    )
+    print(
+        f"instructions {trace.initial.total_instructions()} -> {trace.final.total_instructions()}, "
+        f"kernel launches {launch_count(trace.initial)} -> {launch_count(trace.final)}"
+    )
     for r in trace.top_level() if verbose else changed:
         d = r.diff.summary() if r.diff else r.status
         num = ""
         if r.numeric is not None and not r.numeric.note:
-            fig = (f"rms {r.numeric.rms:.2e}" if r.numeric.threshold == r.numeric.threshold
-                   else f"max|err| {r.numeric.max_abs:.2e}")
+            fig = (
+                f"rms {r.numeric.rms:.2e}"
+                if r.numeric.threshold == r.numeric.threshold
+                else f"max|err| {r.numeric.max_abs:.2e}"
+            )
             num = f"  {fig}" + ("" if r.numeric.ok else f"  TOLERANCE BROKEN ({r.numeric.describe()})")
         print(f"  {r.index + 1:>3} {r.path:<48} {d:<18} {r.time_s * 1e3:8.2f} ms{num}")
 
@@ -101,12 +123,19 @@ def register(sub) -> None:
     p.add_argument("--out", required=True, help="output folder")
     p.add_argument("--svg", action="store_true", help="also write an SVG diff per (changed) pass")
     p.add_argument("--all", action="store_true", help="write files for unchanged passes too")
-    p.add_argument("--buckets", choices=["auto", "pow2", "none"], default="auto",
-                   help="trace a dynamic range (--input-dim x=LO..HI) as the decoder's buckets (16, 32, 64, ... "
-                        "up to HI), one submodule per bucket instead of per size: pow2 always, none never, auto "
-                        f"(default) when the range has more than {EXACT_SIZES_LIMIT} sizes; the summary says so")
-    p.add_argument("--numeric", action="store_true", help="check outputs against the input program after each pass "
-                   "(MIGraphX's relative RMS; implied by --inputs)")
+    p.add_argument(
+        "--buckets",
+        choices=["auto", "pow2", "none"],
+        default="auto",
+        help="trace a dynamic range (--input-dim x=LO..HI) as the decoder's buckets (16, 32, 64, ... "
+        "up to HI), one submodule per bucket instead of per size: pow2 always, none never, auto "
+        f"(default) when the range has more than {EXACT_SIZES_LIMIT} sizes; the summary says so",
+    )
+    p.add_argument(
+        "--numeric",
+        action="store_true",
+        help="check outputs against the input program after each pass (MIGraphX's relative RMS; implied by --inputs)",
+    )
     add_inputs_argument(p)
     p.add_argument("-v", "--verbose", action="store_true", help="list every pass, not only the changed ones")
     p.add_argument("-q", "--quiet", action="store_true")

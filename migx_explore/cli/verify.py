@@ -19,8 +19,16 @@ def run(args: argparse.Namespace) -> int:
 
     program, name, feed = load_program_and_feed(args)
     s = make_session(program, args, numeric=True, name=name)
-    report = verify_session(s, feed, rtol=args.rtol, atol=args.atol, rms=args.rms_tol, seed=args.seed,
-                            bisect=args.bisect, inputs_label=f"inputs from {args.inputs}" if feed is not None else None)
+    report = verify_session(
+        s,
+        feed,
+        rtol=args.rtol,
+        atol=args.atol,
+        rms=args.rms_tol,
+        seed=args.seed,
+        bisect=args.bisect,
+        inputs_label=f"inputs from {args.inputs}" if feed is not None else None,
+    )
     print(report)
     if not report.ok:
         return 1
@@ -34,7 +42,8 @@ def _verify_gpu(session) -> int:
     from ..bisect import gpu_divergence
 
     if session.trace.final.module("main").instrs and not any(
-            r.op.name.startswith("gpu::") for r in session.trace.final.module("main").instrs):
+        r.op.name.startswith("gpu::") for r in session.trace.final.module("main").instrs
+    ):
         print("--gpu needs the backend pipeline (drop --no-backend)")
         return 1
     d = gpu_divergence(session.final(), session.traces.numeric_config().inputs)
@@ -52,13 +61,22 @@ def register(sub) -> None:
     add_model_arguments(p)
     add_pipeline_arguments(p)
     add_inputs_argument(p)
-    p.add_argument("--rms-tol", type=float, default=None, metavar="T",
-                   help="fixed threshold for the relative RMS error (default: 80 x epsilon of the compute type, "
-                   "e.g. 9.5e-06 for float32, 7.8e-02 for float16)")
+    p.add_argument(
+        "--rms-tol",
+        type=float,
+        default=None,
+        metavar="T",
+        help="fixed threshold for the relative RMS error (default: 80 x epsilon of the compute type, "
+        "e.g. 9.5e-06 for float32, 7.8e-02 for float16)",
+    )
     p.add_argument("--rtol", type=float, default=None, help="use elementwise allclose with this rtol instead")
     p.add_argument("--atol", type=float, default=None, help="use elementwise allclose with this atol instead")
     p.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
     p.add_argument("--bisect", action="store_true", help="find the first diverging replacement of the failing pass")
-    p.add_argument("--gpu", action="store_true", help="also run on the GPU, reading back every value, and name "
-                   "the first instruction whose GPU value diverges from the reference")
+    p.add_argument(
+        "--gpu",
+        action="store_true",
+        help="also run on the GPU, reading back every value, and name "
+        "the first instruction whose GPU value diverges from the reference",
+    )
     p.set_defaults(func=run)

@@ -23,8 +23,16 @@ def run(args: argparse.Namespace) -> int:
 
     report, end = terminal_progress("waterfall") if sys.stderr.isatty() else (None, lambda: None)
     try:
-        wf = waterfall(s, by=args.by, modes=tuple(args.mode_timing.split(",")), iters=args.iters,
-                       time_gpu=not args.no_gpu, inputs=feed, progress=report, **sweep_kwargs(args))
+        wf = waterfall(
+            s,
+            by=args.by,
+            modes=tuple(args.mode_timing.split(",")),
+            iters=args.iters,
+            time_gpu=not args.no_gpu,
+            inputs=feed,
+            progress=report,
+            **sweep_kwargs(args),
+        )
     finally:
         end()
     print(wf.table())

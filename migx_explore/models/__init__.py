@@ -1,8 +1,8 @@
 """Built-in example models, built in code with onnx.helper and seeded weights (no downloads).
 
-    list_models()                   -> names
-    get_model(name)                 -> onnx.ModelProto
-    load(name, **input_dims)        -> Program   e.g. load("dynamic_mlp", x=[8, 64])
+list_models()                   -> names
+get_model(name)                 -> onnx.ModelProto
+load(name, **input_dims)        -> Program   e.g. load("dynamic_mlp", x=[8, 64])
 """
 
 from __future__ import annotations
@@ -30,25 +30,41 @@ _MODELS: dict[str, tuple[Callable[[], onnx.ModelProto], str]] = {
     "resnet18": (resnet18, "ResNet-18 layout, 1x3x224x224 -> 1000 logits"),
     "mobilenet": (mobilenet, "MobileNetV2 inverted residuals (1x1 expand, depthwise 3x3, 1x1 project, ReLU6)"),
     "yolo": (yolo, "YOLOv8-style Conv+SiLU, C2f, SPPF, Resize upsample + Concat, detect head"),
-    "yolo_e2e": (yolo_e2e, "YOLOv10-style end-to-end detector: DFL head, NMS-free TopK / GatherElements / "
-                           "GatherND post-processing"),
-    "yolov8": (yolov8, "full YOLOv8-shaped detector (backbone, PAN neck, 3-scale head, DFL; n width, l "
-                       "depth): ~800 instructions, the real-size example"),
-    "yolov10n": (yolov10n, "YOLOv10n-shaped export with Ultralytics' node names (/model.2/m.0/cv1/conv/Conv): "
-                           "SCDown, PSA attention, C2fCIB, one-to-one v10Detect + TopK post-processing; "
-                           "~725 instructions, the explorer's speed benchmark"),
-    "bilstm": (bilstm, "2-layer bidirectional LSTM (seq 32, hidden 96) as torch.onnx exports it; "
-                       "rewrite_rnn unrolls it to thousands of instructions (the big-graph example)"),
+    "yolo_e2e": (
+        yolo_e2e,
+        "YOLOv10-style end-to-end detector: DFL head, NMS-free TopK / GatherElements / GatherND post-processing",
+    ),
+    "yolov8": (
+        yolov8,
+        "full YOLOv8-shaped detector (backbone, PAN neck, 3-scale head, DFL; n width, l "
+        "depth): ~800 instructions, the real-size example",
+    ),
+    "yolov10n": (
+        yolov10n,
+        "YOLOv10n-shaped export with Ultralytics' node names (/model.2/m.0/cv1/conv/Conv): "
+        "SCDown, PSA attention, C2fCIB, one-to-one v10Detect + TopK post-processing; "
+        "~725 instructions, the explorer's speed benchmark",
+    ),
+    "bilstm": (
+        bilstm,
+        "2-layer bidirectional LSTM (seq 32, hidden 96) as torch.onnx exports it; "
+        "rewrite_rnn unrolls it to thousands of instructions (the big-graph example)",
+    ),
     "transformer": (transformer, "encoder layer: attention with a -inf causal mask, LayerNorm, Erf GELU"),
     "mlp": (mlp, "Gemm/ReLU classifier on 1x784"),
     "dynamic_mlp": (dynamic_mlp, "MatMul/Add MLP with a symbolic batch dim"),
     "gpt2_decode": (gpt2_decode, "GPT-2-style decoder step, 4 layers d128, KV cache (dims P = past, T = new tokens)"),
-    "bert_encoder": (bert_encoder, "BERT-style encoder, 4 layers, node names as torch.onnx writes them "
-                                   "(/bert/encoder/layer.N/attention/self/query/MatMul): scoped"),
-    "llama_decoder": (llama_decoder, "Llama-style decoder, 4 layers (RMSNorm, causal attention, SiLU-gated MLP) "
-                                     "as the dynamo exporter writes it: scopes in metadata_props"),
-    "unet_unnamed": (unet_unnamed, "small U-Net with no node names (the explorer derives its groups from the "
-                                   "graph)"),
+    "bert_encoder": (
+        bert_encoder,
+        "BERT-style encoder, 4 layers, node names as torch.onnx writes them "
+        "(/bert/encoder/layer.N/attention/self/query/MatMul): scoped",
+    ),
+    "llama_decoder": (
+        llama_decoder,
+        "Llama-style decoder, 4 layers (RMSNorm, causal attention, SiLU-gated MLP) "
+        "as the dynamo exporter writes it: scopes in metadata_props",
+    ),
+    "unet_unnamed": (unet_unnamed, "small U-Net with no node names (the explorer derives its groups from the graph)"),
 }
 
 

@@ -37,7 +37,7 @@ class ScopedBuilder(GraphBuilder):
         try:
             yield
         finally:
-            del self._scope[len(self._scope) - len(parts):]
+            del self._scope[len(self._scope) - len(parts) :]
 
     def _name(self, op_type: str) -> str:
         if self.style == "none":
@@ -58,8 +58,10 @@ class ScopedBuilder(GraphBuilder):
             paths.append(cur)
         paths.append(node.name.removeprefix("node_").lower())
         node.metadata_props.add(key="pkg.torch.onnx.name_scopes", value=repr(paths))
-        node.metadata_props.add(key="namespace", value="/".join(f"{p}: torch.nn.Module" for p in self._scope)
-                                + f"/{node.op_type.lower()}: aten")
+        node.metadata_props.add(
+            key="namespace",
+            value="/".join(f"{p}: torch.nn.Module" for p in self._scope) + f"/{node.op_type.lower()}: aten",
+        )
 
     def node(self, op_type: str, inputs: Sequence[str], n_out: int = 1, name: str | None = None, **attrs):
         out = name or self.fresh(op_type.lower())  # value names stay unique whatever the node name

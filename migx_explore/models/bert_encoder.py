@@ -38,8 +38,9 @@ def _attention(g: ScopedBuilder, x: str, seq: int, d: int, heads: int) -> str:
             s = g.node("MatMul", [q, g.node("Transpose", [k], perm=[0, 1, 3, 2])])
             s = g.node("Div", [s, g.constant(np.float32(math.sqrt(dh)))])
             ctx = g.node("MatMul", [g.node("Softmax", [s], axis=-1), v])
-            ctx = g.node("Reshape", [g.node("Transpose", [ctx], perm=[0, 2, 1, 3]),
-                                     g.constant(np.array([1, seq, d], np.int64))])
+            ctx = g.node(
+                "Reshape", [g.node("Transpose", [ctx], perm=[0, 2, 1, 3]), g.constant(np.array([1, seq, d], np.int64))]
+            )
         with g.scope("output"):
             y = g.node("Add", [_linear(g, "dense", ctx, d, d), x])
             return _layernorm(g, y, d)
@@ -51,14 +52,17 @@ def _layer(g: ScopedBuilder, x: str, seq: int, d: int, heads: int, d_ff: int) ->
         h = _linear(g, "dense", y, d, d_ff)
         with g.scope("intermediate_act_fn"):  # GELU as exported before opset 20
             erf = g.node("Erf", [g.node("Div", [h, g.constant(np.float32(math.sqrt(2.0)))])])
-            h = g.node("Mul", [g.node("Mul", [h, g.node("Add", [erf, g.constant(np.float32(1.0))])]),
-                               g.constant(np.float32(0.5))])
+            h = g.node(
+                "Mul",
+                [g.node("Mul", [h, g.node("Add", [erf, g.constant(np.float32(1.0))])]), g.constant(np.float32(0.5))],
+            )
     with g.scope("output"):
         return _layernorm(g, g.node("Add", [_linear(g, "dense", h, d_ff, d), y]), d)
 
 
-def bert_encoder(seq: int = 16, d: int = 64, heads: int = 4, d_ff: int = 128, layers: int = 4,
-                 vocab: int = 96, style: str = "path") -> onnx.ModelProto:
+def bert_encoder(
+    seq: int = 16, d: int = 64, heads: int = 4, d_ff: int = 128, layers: int = 4, vocab: int = 96, style: str = "path"
+) -> onnx.ModelProto:
     g = ScopedBuilder("bert_encoder", seed=22, style=style)
     ids = g.input("input_ids", [1, seq], onnx.TensorProto.INT64)
     with g.scope("bert"):

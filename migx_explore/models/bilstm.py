@@ -15,8 +15,9 @@ from onnx import helper
 from ._builder import GraphBuilder
 
 
-def bilstm(seq: int = 32, features: int = 64, hidden: int = 96, layers: int = 2, classes: int = 10,
-           batch: int = 1) -> onnx.ModelProto:
+def bilstm(
+    seq: int = 32, features: int = 64, hidden: int = 96, layers: int = 2, classes: int = 10, batch: int = 1
+) -> onnx.ModelProto:
     g = GraphBuilder("main_graph", seed=32)
     x = g.input("input", [seq, batch, features])
     scale = 1.0 / np.sqrt(hidden)
@@ -30,8 +31,11 @@ def bilstm(seq: int = 32, features: int = 64, hidden: int = 96, layers: int = 2,
         c0 = g.init(np.zeros((2, batch, hidden), np.float32), f"onnx::LSTM_c{layer}")
         name = f"/lstm/LSTM{sfx}"
         outs = [f"{name}_output_{i}" for i in range(3)]
-        g.nodes.append(helper.make_node("LSTM", [y, w, r, b, "", h0, c0], outs, name=name, direction="bidirectional",
-                                        hidden_size=hidden))
+        g.nodes.append(
+            helper.make_node(
+                "LSTM", [y, w, r, b, "", h0, c0], outs, name=name, direction="bidirectional", hidden_size=hidden
+            )
+        )
         # Y is [seq, 2, batch, hidden]; the next layer reads [seq, batch, 2 * hidden]
         t = f"/lstm/Transpose{sfx}"
         g.nodes.append(helper.make_node("Transpose", [outs[0]], [f"{t}_output_0"], name=t, perm=[0, 2, 1, 3]))
@@ -45,7 +49,6 @@ def bilstm(seq: int = 32, features: int = 64, hidden: int = 96, layers: int = 2,
     g.nodes.append(helper.make_node("Squeeze", ["/Gather_output_0", sq], ["/Squeeze_output_0"], name="/Squeeze"))
     fc_w = g.weight([classes, c_in], prefix="fc.weight")
     fc_b = g.bias(classes, prefix="fc.bias")
-    g.nodes.append(helper.make_node("Gemm", ["/Squeeze_output_0", fc_w, fc_b], ["output"], name="/fc/Gemm",
-                                    transB=1))
+    g.nodes.append(helper.make_node("Gemm", ["/Squeeze_output_0", fc_w, fc_b], ["output"], name="/fc/Gemm", transB=1))
     g.output("output", dims=[batch, classes])
     return g.model()

@@ -64,13 +64,19 @@ def _block(g: GraphBuilder, x: str, layer: int, query_pos: str, d: int, heads: i
     h = _linear(g, _layernorm(g, x, d), d, 4 * d)
     # GELU as exported before opset 20: 0.5 * x * (1 + erf(x / sqrt(2)))
     erf = g.node("Erf", [g.node("Div", [h, g.constant(np.float32(math.sqrt(2.0)))])])
-    gelu = g.node("Mul", [g.node("Mul", [h, g.node("Add", [erf, g.constant(np.float32(1.0))])]),
-                          g.constant(np.float32(0.5))])
+    gelu = g.node(
+        "Mul", [g.node("Mul", [h, g.node("Add", [erf, g.constant(np.float32(1.0))])]), g.constant(np.float32(0.5))]
+    )
     return g.node("Add", [x, _linear(g, gelu, 4 * d, d)])
 
 
-def gpt2_decode(layers: int = LAYERS, d_model: int = D_MODEL, heads: int = HEADS, vocab: int = VOCAB,
-                max_positions: int = MAX_POSITIONS) -> onnx.ModelProto:
+def gpt2_decode(
+    layers: int = LAYERS,
+    d_model: int = D_MODEL,
+    heads: int = HEADS,
+    vocab: int = VOCAB,
+    max_positions: int = MAX_POSITIONS,
+) -> onnx.ModelProto:
     """GPT-2-style decoder step with KV cache inputs and present outputs (see the module doc)."""
     g = GraphBuilder("gpt2_decode", seed=12)
     dh = d_model // heads

@@ -20,8 +20,11 @@ def _proj(g: ScopedBuilder, name: str, x: str, d_in: int, d_out: int) -> str:
 
 def _rmsnorm(g: ScopedBuilder, name: str, x: str, d: int) -> str:
     with g.scope(name):
-        var = g.node("ReduceMean", [g.node("Pow", [x, g.constant(np.float32(2.0))]),
-                                    g.constant(np.array([-1], np.int64))], keepdims=1)
+        var = g.node(
+            "ReduceMean",
+            [g.node("Pow", [x, g.constant(np.float32(2.0))]), g.constant(np.array([-1], np.int64))],
+            keepdims=1,
+        )
         inv = g.node("Reciprocal", [g.node("Sqrt", [g.node("Add", [var, g.constant(np.float32(1e-6))])])])
         w = g.init((1.0 + g.rng.normal(0, 0.1, d)).astype(np.float32), "rms_w")
         return g.node("Mul", [w, g.node("Mul", [x, inv])])
@@ -30,18 +33,32 @@ def _rmsnorm(g: ScopedBuilder, name: str, x: str, d: int) -> str:
 def _attention(g: ScopedBuilder, x: str, seq: int, d: int, heads: int, mask: str) -> str:
     dh = d // heads
     with g.scope("self_attn"):
+
         def split(t: str) -> str:
-            return g.node("Transpose", [g.node("Reshape", [t, g.constant(np.array([1, seq, heads, dh], np.int64))])],
-                          perm=[0, 2, 1, 3])
+            return g.node(
+                "Transpose",
+                [g.node("Reshape", [t, g.constant(np.array([1, seq, heads, dh], np.int64))])],
+                perm=[0, 2, 1, 3],
+            )
 
         q = split(_proj(g, "q_proj", x, d, d))
         k = split(_proj(g, "k_proj", x, d, d))
         v = split(_proj(g, "v_proj", x, d, d))
-        s = g.node("Mul", [g.node("MatMul", [q, g.node("Transpose", [k], perm=[0, 1, 3, 2])]),
-                           g.constant(np.float32(1.0 / math.sqrt(dh)))])
+        s = g.node(
+            "Mul",
+            [
+                g.node("MatMul", [q, g.node("Transpose", [k], perm=[0, 1, 3, 2])]),
+                g.constant(np.float32(1.0 / math.sqrt(dh))),
+            ],
+        )
         p = g.node("Softmax", [g.node("Add", [s, mask])], axis=-1)
-        ctx = g.node("Reshape", [g.node("Transpose", [g.node("MatMul", [p, v])], perm=[0, 2, 1, 3]),
-                                 g.constant(np.array([1, seq, d], np.int64))])
+        ctx = g.node(
+            "Reshape",
+            [
+                g.node("Transpose", [g.node("MatMul", [p, v])], perm=[0, 2, 1, 3]),
+                g.constant(np.array([1, seq, d], np.int64)),
+            ],
+        )
         return _proj(g, "o_proj", ctx, d, d)
 
 
@@ -53,8 +70,9 @@ def _mlp(g: ScopedBuilder, x: str, d: int, d_ff: int) -> str:
         return _proj(g, "down_proj", g.node("Mul", [gate, _proj(g, "up_proj", x, d, d_ff)]), d_ff, d)
 
 
-def llama_decoder(seq: int = 16, d: int = 64, heads: int = 4, d_ff: int = 160, layers: int = 4,
-                  vocab: int = 128) -> onnx.ModelProto:
+def llama_decoder(
+    seq: int = 16, d: int = 64, heads: int = 4, d_ff: int = 160, layers: int = 4, vocab: int = 128
+) -> onnx.ModelProto:
     g = ScopedBuilder("llama_decoder", seed=23, style="dynamo")
     ids = g.input("input_ids", [1, seq], onnx.TensorProto.INT64)
     mask = g.init(np.triu(np.full((seq, seq), -np.inf, np.float32), 1), "causal_mask")

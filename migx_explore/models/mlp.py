@@ -29,8 +29,9 @@ def dynamic_mlp(features: int = 64, hidden: int = 128, classes: int = 10) -> onn
     rules take dynamic dims (dot, broadcasts, pointwise) are used."""
     g = GraphBuilder("dynamic_mlp", seed=4)
     x = g.input("x", ["batch", features])
-    y = g.node("Relu", [g.node("Add", [g.node("MatMul", [x, g.weight([features, hidden], fan_in=features)]),
-                                        g.bias(hidden)])])
+    y = g.node(
+        "Relu", [g.node("Add", [g.node("MatMul", [x, g.weight([features, hidden], fan_in=features)]), g.bias(hidden)])]
+    )
     g.node("Add", [g.node("MatMul", [y, g.weight([hidden, classes], fan_in=hidden)]), g.bias(classes)], name="scores")
     g.output("scores", dims=["batch", classes])
     return g.model()

@@ -29,8 +29,11 @@ def _split_heads(g: GraphBuilder, x: str, heads: int, dh: int) -> str:
 
 def _causal_mask(g: GraphBuilder, seq: int, ref: str) -> str:
     """0 on and below the diagonal, -inf above, expanded to `ref`'s shape [B, H, S, S]."""
-    ones = g.node("ConstantOfShape", [g.constant(np.array([seq, seq], np.int64))],
-                  value=onnx.numpy_helper.from_array(np.array([1.0], np.float32)))
+    ones = g.node(
+        "ConstantOfShape",
+        [g.constant(np.array([seq, seq], np.int64))],
+        value=onnx.numpy_helper.from_array(np.array([1.0], np.float32)),
+    )
     lower = g.node("Trilu", [ones], upper=0)
     blocked = g.node("Equal", [lower, g.constant(np.float32(0.0))])
     mask = g.node("Where", [blocked, g.constant(np.float32(-np.inf)), g.constant(np.float32(0.0))])
@@ -51,13 +54,13 @@ def _encoder_layer(g: GraphBuilder, x: str, seq: int, d_model: int, heads: int, 
     # GELU as exported before opset 20: 0.5 * x * (1 + erf(x / sqrt(2)))
     h = _linear(g, y, d_model, d_ff)
     erf = g.node("Erf", [g.node("Div", [h, g.constant(np.float32(math.sqrt(2.0)))])])
-    gelu = g.node("Mul", [g.node("Mul", [h, g.node("Add", [erf, g.constant(np.float32(1.0))])]),
-                          g.constant(np.float32(0.5))])
+    gelu = g.node(
+        "Mul", [g.node("Mul", [h, g.node("Add", [erf, g.constant(np.float32(1.0))])]), g.constant(np.float32(0.5))]
+    )
     return _layernorm(g, g.node("Add", [y, _linear(g, gelu, d_ff, d_model)]), d_model)
 
 
-def transformer(seq: int = 16, d_model: int = 64, heads: int = 4, d_ff: int = 128, layers: int = 1
-                ) -> onnx.ModelProto:
+def transformer(seq: int = 16, d_model: int = 64, heads: int = 4, d_ff: int = 128, layers: int = 1) -> onnx.ModelProto:
     """Encoder layer(s); `layers` > 1 stacks them (big-model benchmarks)."""
     g = GraphBuilder("transformer", seed=6)
     out = g.input("hidden", [1, seq, d_model])

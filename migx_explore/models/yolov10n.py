@@ -39,22 +39,30 @@ class _Exporter:
         arr = np.asarray(value, dtype=dtype)
         return self.node(scope, "Constant", [], value=onnx.numpy_helper.from_array(arr))
 
-    def conv(self, scope: str, x: str, c_in: int, c_out: int, k: int, s: int = 1, group: int = 1,
-             act: bool = True) -> str:
+    def conv(
+        self, scope: str, x: str, c_in: int, c_out: int, k: int, s: int = 1, group: int = 1, act: bool = True
+    ) -> str:
         """ultralytics Conv (BN folded into the conv on export), SiLU unless act=False."""
         g = self.g
         w, b = g.weight([c_out, c_in // group, k, k]), g.bias(c_out)
         p = k // 2
-        y = self.node(f"{scope}/conv", "Conv", [x, w, b], kernel_shape=[k, k], strides=[s, s], pads=[p] * 4,
-                      group=group)
+        y = self.node(
+            f"{scope}/conv", "Conv", [x, w, b], kernel_shape=[k, k], strides=[s, s], pads=[p] * 4, group=group
+        )
         if not act:
             return y
         return self.node(f"{scope}/act", "Mul", [y, self.node(f"{scope}/act", "Sigmoid", [y])])
 
     def conv2d(self, scope: str, x: str, c_in: int, c_out: int) -> str:
         """A plain nn.Conv2d 1x1 with bias (the detect head's last layer)."""
-        return self.node(scope, "Conv", [x, self.g.weight([c_out, c_in, 1, 1]), self.g.bias(c_out)],
-                         kernel_shape=[1, 1], strides=[1, 1], pads=[0] * 4)
+        return self.node(
+            scope,
+            "Conv",
+            [x, self.g.weight([c_out, c_in, 1, 1]), self.g.bias(c_out)],
+            kernel_shape=[1, 1],
+            strides=[1, 1],
+            pads=[0] * 4,
+        )
 
 
 def _c2f(e: _Exporter, s: str, x: str, c_in: int, c_out: int, n: int, shortcut: bool, cib: bool = False) -> str:
@@ -67,9 +75,14 @@ def _c2f(e: _Exporter, s: str, x: str, c_in: int, c_out: int, n: int, shortcut: 
         if cib:  # CIB: dw3x3, pw, large-kernel dw (RepVGGDW fused to 7x7), pw, dw3x3
             z = e.conv(f"{m}/cv1/cv1.0", b, half, half, 3, group=half)
             z = e.conv(f"{m}/cv1/cv1.1", z, half, 2 * half, 1)
-            z = e.node(f"{m}/cv1/cv1.2/act", "Mul", [z0 := e.conv(f"{m}/cv1/cv1.2", z, 2 * half, 2 * half, 7,
-                                                                    group=2 * half, act=False),
-                                                    e.node(f"{m}/cv1/cv1.2/act", "Sigmoid", [z0])])
+            z = e.node(
+                f"{m}/cv1/cv1.2/act",
+                "Mul",
+                [
+                    z0 := e.conv(f"{m}/cv1/cv1.2", z, 2 * half, 2 * half, 7, group=2 * half, act=False),
+                    e.node(f"{m}/cv1/cv1.2/act", "Sigmoid", [z0]),
+                ],
+            )
             z = e.conv(f"{m}/cv1/cv1.3", z, 2 * half, half, 1)
             z = e.conv(f"{m}/cv1/cv1.4", z, half, half, 3, group=half)
         else:
@@ -97,16 +110,15 @@ def _psa(e: _Exporter, s: str, x: str, c1: int, hw: int) -> str:
     heads = max(c // 64, 1)
     head_dim = c // heads
     key_dim = head_dim // 2
-    side = int(round(hw ** 0.5))
+    side = int(round(hw**0.5))
     y = e.conv(f"{s}/cv1", x, c1, 2 * c, 1)
     a, b = e.node(s, "Split", [y, e.const(s, np.array([c, c], np.int64))], n_out=2, axis=1)
     at = f"{s}/attn"
     qkv = e.conv(f"{at}/qkv", b, c, c + 2 * key_dim * heads, 1, act=False)
     qkv = e.node(at, "Reshape", [qkv, e.const(at, np.array([1, heads, 2 * key_dim + head_dim, hw], np.int64))])
-    q, k, v = e.node(at, "Split", [qkv, e.const(at, np.array([key_dim, key_dim, head_dim], np.int64))], n_out=3,
-                     axis=2)
+    q, k, v = e.node(at, "Split", [qkv, e.const(at, np.array([key_dim, key_dim, head_dim], np.int64))], n_out=3, axis=2)
     attn = e.node(at, "MatMul", [e.node(at, "Transpose", [q], perm=[0, 1, 3, 2]), k])
-    attn = e.node(at, "Softmax", [e.node(at, "Mul", [attn, e.const(at, np.float32(key_dim ** -0.5))])], axis=-1)
+    attn = e.node(at, "Softmax", [e.node(at, "Mul", [attn, e.const(at, np.float32(key_dim**-0.5))])], axis=-1)
     o = e.node(at, "MatMul", [v, e.node(at, "Transpose", [attn], perm=[0, 1, 3, 2])])
     o = e.node(at, "Reshape", [o, e.const(at, np.array([1, c, side, side], np.int64))])
     pe_in = e.node(at, "Reshape", [v, e.const(at, np.array([1, c, side, side], np.int64))])
@@ -118,8 +130,14 @@ def _psa(e: _Exporter, s: str, x: str, c1: int, hw: int) -> str:
 
 
 def _up(e: _Exporter, s: str, x: str) -> str:
-    return e.node(s, "Resize", [x, "", e.const(s, np.array([1, 1, 2, 2], np.float32))], mode="nearest",
-                  coordinate_transformation_mode="asymmetric", nearest_mode="floor")
+    return e.node(
+        s,
+        "Resize",
+        [x, "", e.const(s, np.array([1, 1, 2, 2], np.float32))],
+        mode="nearest",
+        coordinate_transformation_mode="asymmetric",
+        nearest_mode="floor",
+    )
 
 
 def _detect(e: _Exporter, feats: list[tuple[str, int, int]], classes: int, size: int, max_det: int) -> str:
@@ -130,8 +148,13 @@ def _detect(e: _Exporter, feats: list[tuple[str, int, int]], classes: int, size:
     no = 4 * REG_MAX + classes
     flat = []
     for i, (x, c, _) in enumerate(feats):
-        box = e.conv(f"{s}/one2one_cv2.{i}/one2one_cv2.{i}.1", e.conv(f"{s}/one2one_cv2.{i}/one2one_cv2.{i}.0",
-                                                                      x, c, c2, 3), c2, c2, 3)
+        box = e.conv(
+            f"{s}/one2one_cv2.{i}/one2one_cv2.{i}.1",
+            e.conv(f"{s}/one2one_cv2.{i}/one2one_cv2.{i}.0", x, c, c2, 3),
+            c2,
+            c2,
+            3,
+        )
         box = e.conv2d(f"{s}/one2one_cv2.{i}/one2one_cv2.{i}.2", box, c2, 4 * REG_MAX)
         cv3 = f"{s}/one2one_cv3.{i}"
         z = e.conv(f"{cv3}/one2one_cv3.{i}.0/one2one_cv3.{i}.0.0", x, c, c, 3, group=c)
@@ -146,8 +169,11 @@ def _detect(e: _Exporter, feats: list[tuple[str, int, int]], classes: int, size:
     d = f"{s}/dfl"
     y = e.node(d, "Reshape", [box, e.const(d, np.array([1, 4, REG_MAX, -1], np.int64))])
     y = e.node(d, "Softmax", [e.node(d, "Transpose", [y], perm=[0, 2, 1, 3])], axis=1)
-    y = e.node(f"{d}/conv", "Conv", [y, e.g.init(np.arange(REG_MAX, dtype=np.float32).reshape(1, REG_MAX, 1, 1),
-                                                 "model.23.dfl.conv.weight")])
+    y = e.node(
+        f"{d}/conv",
+        "Conv",
+        [y, e.g.init(np.arange(REG_MAX, dtype=np.float32).reshape(1, REG_MAX, 1, 1), "model.23.dfl.conv.weight")],
+    )
     dist = e.node(d, "Reshape", [y, e.const(d, np.array([1, 4, -1], np.int64))])
     lt, rb = e.node(s, "Split", [dist, e.const(s, np.array([2, 2], np.int64))], n_out=2, axis=1)
     points, strides = [], []
@@ -165,19 +191,31 @@ def _detect(e: _Exporter, feats: list[tuple[str, int, int]], classes: int, size:
     best = e.node(s, "ReduceMax", [scores, e.const(s, np.array([-1], np.int64))], keepdims=0)
     _, index = e.node(s, "TopK", [best, e.const(s, np.array([max_det], np.int64))], n_out=2, axis=-1)
     index = e.node(s, "Unsqueeze", [index, e.const(s, np.array([-1], np.int64))])
-    boxes = e.node(s, "GatherElements", [boxes, e.node(s, "Tile", [index, e.const(s, np.array([1, 1, 4],
-                                                                                                np.int64))])], axis=1)
-    scores = e.node(s, "GatherElements", [scores, e.node(s, "Tile", [index, e.const(
-        s, np.array([1, 1, classes], np.int64))])], axis=1)
+    boxes = e.node(
+        s, "GatherElements", [boxes, e.node(s, "Tile", [index, e.const(s, np.array([1, 1, 4], np.int64))])], axis=1
+    )
+    scores = e.node(
+        s,
+        "GatherElements",
+        [scores, e.node(s, "Tile", [index, e.const(s, np.array([1, 1, classes], np.int64))])],
+        axis=1,
+    )
     scores = e.node(s, "Reshape", [scores, e.const(s, np.array([1, -1], np.int64))])
     top, index = e.node(s, "TopK", [scores, e.const(s, np.array([max_det], np.int64))], n_out=2, axis=-1)
     labels = e.node(s, "Mod", [index, e.const(s, np.int64(classes))])
     index = e.node(s, "Div", [index, e.const(s, np.int64(classes))])
-    index = e.node(s, "Tile", [e.node(s, "Unsqueeze", [index, e.const(s, np.array([-1], np.int64))]),
-                               e.const(s, np.array([1, 1, 4], np.int64))])
+    index = e.node(
+        s,
+        "Tile",
+        [
+            e.node(s, "Unsqueeze", [index, e.const(s, np.array([-1], np.int64))]),
+            e.const(s, np.array([1, 1, 4], np.int64)),
+        ],
+    )
     boxes = e.node(s, "GatherElements", [boxes, index], axis=1)
-    labels = e.node(s, "Cast", [e.node(s, "Unsqueeze", [labels, e.const(s, np.array([-1], np.int64))])],
-                    to=onnx.TensorProto.FLOAT)
+    labels = e.node(
+        s, "Cast", [e.node(s, "Unsqueeze", [labels, e.const(s, np.array([-1], np.int64))])], to=onnx.TensorProto.FLOAT
+    )
     top = e.node(s, "Unsqueeze", [top, e.const(s, np.array([-1], np.int64))])
     out = e.node(s, "Concat", [boxes, top, labels], axis=-1)
     e.g.nodes.append(onnx.helper.make_node("Identity", [out], ["output0"], name="/model.23/output0"))

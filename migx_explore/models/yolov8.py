@@ -78,10 +78,12 @@ def yolov8(size: int = 96, classes: int = 8, width: int = 16, depth: int = 3, re
     # PAN neck: top-down, then bottom-up
     n4 = _c2f(g, g.node("Concat", [_up(g, p5), p4], axis=1), w[4] + w[3], w[3], depth, shortcut=False)
     n3 = _c2f(g, g.node("Concat", [_up(g, n4), p3], axis=1), w[3] + w[2], w[2], depth, shortcut=False)
-    d4 = _c2f(g, g.node("Concat", [_conv(g, n3, w[2], w[2], 3, 2), n4], axis=1), w[2] + w[3], w[3], depth,
-              shortcut=False)
-    d5 = _c2f(g, g.node("Concat", [_conv(g, d4, w[3], w[3], 3, 2), p5], axis=1), w[3] + w[4], w[4], depth,
-              shortcut=False)
+    d4 = _c2f(
+        g, g.node("Concat", [_conv(g, n3, w[2], w[2], 3, 2), n4], axis=1), w[2] + w[3], w[3], depth, shortcut=False
+    )
+    d5 = _c2f(
+        g, g.node("Concat", [_conv(g, d4, w[3], w[3], 3, 2), p5], axis=1), w[3] + w[4], w[4], depth, shortcut=False
+    )
     heads = [_head(g, f, c, reg, classes) for f, c in ((n3, w[2]), (d4, w[3]), (d5, w[4]))]
     y = g.node("Concat", heads, axis=2)
     box, cls = g.node("Split", [y, g.constant(np.array([4 * reg, classes], np.int64))], n_out=2, axis=1)

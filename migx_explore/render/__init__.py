@@ -42,23 +42,56 @@ from .textdiff import text_diff
 from .tracefiles import pass_file_name, render_trace
 
 
-def program_graph(source: Source, module: str = "main", *, expand: Expand = "auto", chains: bool = False,
-                  min_chain: int = 4, budget: int | None = DEFAULT_BUDGET, focus: Collection[int] = (),
-                  hops: int = 2, show_ids: bool = False, literals: bool = True, title: str = "") -> DisplayGraph:
+def program_graph(
+    source: Source,
+    module: str = "main",
+    *,
+    expand: Expand = "auto",
+    chains: bool = False,
+    min_chain: int = 4,
+    budget: int | None = DEFAULT_BUDGET,
+    focus: Collection[int] = (),
+    hops: int = 2,
+    show_ids: bool = False,
+    literals: bool = True,
+    title: str = "",
+) -> DisplayGraph:
     """The display graph of one snapshot, with the scale controls applied.
 
     focus: instruction ids to centre on (keeping `hops` around them); chains: collapse linear
     runs; budget: at most about this many nodes (None: no cap)."""
     g = build_graph(source, module, expand=expand, show_ids=show_ids, literals=literals, title=title)
     seeds = {node_name(i) for i in focus}
-    return scale_graph(g, seeds=seeds, hops=hops if seeds else None, chains=chains, min_chain=min_chain,
-                       budget=budget)
+    return scale_graph(g, seeds=seeds, hops=hops if seeds else None, chains=chains, min_chain=min_chain, budget=budget)
 
 
 __all__ = [
-    "Clusters", "DEFAULT_BUDGET", "DisplayEdge", "compare_panels", "DisplayGraph",
-    "DisplayGroup", "DisplayNode", "DotOptions",
-    "GraphvizNotFoundError", "InlineSvg", "RenderError", "apply_budget", "build_graph", "collapse_chains",
-    "diff_graph", "merge_graphs", "node_name", "pass_file_name", "program_graph", "render_png", "render_svg",
-    "render_trace", "scale_graph", "side_by_side", "summarize", "text_diff", "to_dot", "write_graph",
+    "Clusters",
+    "DEFAULT_BUDGET",
+    "DisplayEdge",
+    "compare_panels",
+    "DisplayGraph",
+    "DisplayGroup",
+    "DisplayNode",
+    "DotOptions",
+    "GraphvizNotFoundError",
+    "InlineSvg",
+    "RenderError",
+    "apply_budget",
+    "build_graph",
+    "collapse_chains",
+    "diff_graph",
+    "merge_graphs",
+    "node_name",
+    "pass_file_name",
+    "program_graph",
+    "render_png",
+    "render_svg",
+    "render_trace",
+    "scale_graph",
+    "side_by_side",
+    "summarize",
+    "text_diff",
+    "to_dot",
+    "write_graph",
 ]

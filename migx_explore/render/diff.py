@@ -129,8 +129,12 @@ def replaced_edges(graph: DisplayGraph, d: SnapshotDiff) -> list[DisplayEdge]:
         targets = list(dict.fromkeys(t for t in (shown.get(i) for i in news) if t is not None and t != src))
         # Linking to the add inside a fused cluster says more than linking to the cluster's
         # output node as well, so drop an owner when one of its inner nodes is a target.
-        owners = {f"i{graph.groups[g].owner}" for t in targets for g in by_name[t].group
-                  if g in graph.groups and f"i{graph.groups[g].owner}" != t}
+        owners = {
+            f"i{graph.groups[g].owner}"
+            for t in targets
+            for g in by_name[t].group
+            if g in graph.groups and f"i{graph.groups[g].owner}" != t
+        }
         targets = [t for t in targets if t not in owners]
         # An origin lists every matched instruction; when the replacement holds a node with the
         # ghost's own op (the add inside the fused add+relu), that is the link worth drawing.
@@ -140,8 +144,9 @@ def replaced_edges(graph: DisplayGraph, d: SnapshotDiff) -> list[DisplayEdge]:
     return edges
 
 
-def _options(before: ProgramSnapshot, after: ProgramSnapshot, d: SnapshotDiff | None, expand: Expand
-             ) -> tuple[SnapshotDiff, Expand]:
+def _options(
+    before: ProgramSnapshot, after: ProgramSnapshot, d: SnapshotDiff | None, expand: Expand
+) -> tuple[SnapshotDiff, Expand]:
     if d is None:
         d = diff(before, after)
     if expand == "auto" or isinstance(expand, Clusters):
@@ -155,11 +160,23 @@ def _title(title: str, d: SnapshotDiff) -> str:
     return title or d.summary()
 
 
-def diff_graph(before: ProgramSnapshot, after: ProgramSnapshot, d: SnapshotDiff | None = None, *,
-               module: str = "main", expand: Expand = "auto", focus: Focus = "auto", chains: bool | None = None,
-               min_chain: int = 4, budget: int | None = DEFAULT_BUDGET, focus_ids: Collection[int] | None = None,
-               show_ids: bool = False, literals: bool = True, title: str = "",
-               scopes: Mapping[int, str] | None = None) -> DisplayGraph:
+def diff_graph(
+    before: ProgramSnapshot,
+    after: ProgramSnapshot,
+    d: SnapshotDiff | None = None,
+    *,
+    module: str = "main",
+    expand: Expand = "auto",
+    focus: Focus = "auto",
+    chains: bool | None = None,
+    min_chain: int = 4,
+    budget: int | None = DEFAULT_BUDGET,
+    focus_ids: Collection[int] | None = None,
+    show_ids: bool = False,
+    literals: bool = True,
+    title: str = "",
+    scopes: Mapping[int, str] | None = None,
+) -> DisplayGraph:
     """The merged diff view of two snapshots of one program.
 
     focus: hops of context kept around the changed nodes (the rest summarised), None for the
@@ -179,10 +196,25 @@ def diff_graph(before: ProgramSnapshot, after: ProgramSnapshot, d: SnapshotDiff 
     seeds, hops = _focus(merged, focus, focus_ids, big)
     chains = big if chains is None else chains
     if not scopes or budget is None:
-        return scale_graph(merged, seeds=seeds, hops=hops, chains=chains, min_chain=min_chain,
-                           chain_statuses=(S.UNCHANGED,), budget=budget)
-    g = scale_graph(merged, seeds=seeds, hops=hops, chains=chains, min_chain=min_chain,
-                    chain_statuses=(S.UNCHANGED,), budget=None, hubs=None)
+        return scale_graph(
+            merged,
+            seeds=seeds,
+            hops=hops,
+            chains=chains,
+            min_chain=min_chain,
+            chain_statuses=(S.UNCHANGED,),
+            budget=budget,
+        )
+    g = scale_graph(
+        merged,
+        seeds=seeds,
+        hops=hops,
+        chains=chains,
+        min_chain=min_chain,
+        chain_statuses=(S.UNCHANGED,),
+        budget=None,
+        hubs=None,
+    )
     hubs = None if budget <= LONG_EDGES_FINE else HUB_FANOUT  # a small drawing draws shared inputs once
     g = fit_by_scopes(g, scopes, d, budget, hubs)
     names = {n.name for n in g.nodes}
@@ -190,8 +222,9 @@ def diff_graph(before: ProgramSnapshot, after: ProgramSnapshot, d: SnapshotDiff 
     return split_hubs(g, hubs) if hubs is not None else g
 
 
-def _add_undrawn_module_changes(merged: DisplayGraph, before: ProgramSnapshot, after: ProgramSnapshot,
-                                 d: SnapshotDiff) -> None:
+def _add_undrawn_module_changes(
+    merged: DisplayGraph, before: ProgramSnapshot, after: ProgramSnapshot, d: SnapshotDiff
+) -> None:
     """A module added or removed with no instruction of the drawing owning it (e.g. the fused
     modules dead_code_elimination drops once no instruction calls them) gets one node saying so;
     otherwise such a pass would draw as if it had changed nothing."""
@@ -205,15 +238,24 @@ def _add_undrawn_module_changes(merged: DisplayGraph, before: ProgramSnapshot, a
                 continue
             ops = [r.op.name for r in mod.instrs if not r.op.name.startswith("@")]
             verb = "removed (no longer used)" if status == S.REMOVED else "added (not used yet)"
-            merged.nodes.append(DisplayNode(
-                f"module_{status}_{''.join(c if c.isalnum() else '_' for c in name)}",
-                f"module {name}\n{verb}\n{', '.join(dict.fromkeys(ops)) or 'empty'}", "module", S.SUMMARY,
-                module=name, status=status, kind="summary", members=tuple(r.id for r in mod.instrs),
-                tooltip=f"module {name}: {len(mod.instrs)} instructions, {verb}"))
+            merged.nodes.append(
+                DisplayNode(
+                    f"module_{status}_{''.join(c if c.isalnum() else '_' for c in name)}",
+                    f"module {name}\n{verb}\n{', '.join(dict.fromkeys(ops)) or 'empty'}",
+                    "module",
+                    S.SUMMARY,
+                    module=name,
+                    status=status,
+                    kind="summary",
+                    members=tuple(r.id for r in mod.instrs),
+                    tooltip=f"module {name}: {len(mod.instrs)} instructions, {verb}",
+                )
+            )
 
 
-def _focus(merged: DisplayGraph, focus: Focus, focus_ids: Collection[int] | None, big: bool
-           ) -> tuple[set[str], int | None]:
+def _focus(
+    merged: DisplayGraph, focus: Focus, focus_ids: Collection[int] | None, big: bool
+) -> tuple[set[str], int | None]:
     if focus_ids is not None:
         ids = set(focus_ids)
         seeds = {n.name for n in merged.nodes if n.instr_id in ids or ids & set(n.members)}
@@ -229,11 +271,22 @@ def _focus(merged: DisplayGraph, focus: Focus, focus_ids: Collection[int] | None
     return changed_names(merged), (DEFAULT_HOPS if big else None) if focus == "auto" else focus
 
 
-def compare_panels(before: ProgramSnapshot, after: ProgramSnapshot, d: SnapshotDiff | None = None, *,
-                   module: str = "main", expand: Expand = "auto", focus: Focus = "auto", chains: bool | None = None,
-                   min_chain: int = 4, budget: int | None = DEFAULT_BUDGET // 2,
-                   focus_ids: Collection[int] | None = None, show_ids: bool = False, literals: bool = True,
-                   labels: tuple[str, str] = ("before", "after")) -> tuple[DisplayGraph, DisplayGraph]:
+def compare_panels(
+    before: ProgramSnapshot,
+    after: ProgramSnapshot,
+    d: SnapshotDiff | None = None,
+    *,
+    module: str = "main",
+    expand: Expand = "auto",
+    focus: Focus = "auto",
+    chains: bool | None = None,
+    min_chain: int = 4,
+    budget: int | None = DEFAULT_BUDGET // 2,
+    focus_ids: Collection[int] | None = None,
+    show_ids: bool = False,
+    literals: bool = True,
+    labels: tuple[str, str] = ("before", "after"),
+) -> tuple[DisplayGraph, DisplayGraph]:
     """Before and after as two graphs of their own (drawn apart, e.g. side by side with synced
     pan/zoom), coloured by the diff and cut to the same region around the change."""
     d, expand = _options(before, after, d, expand)
@@ -258,14 +311,21 @@ def compare_panels(before: ProgramSnapshot, after: ProgramSnapshot, d: SnapshotD
         if keep is not None:
             g = summarize(g, keep & {n.name for n in g.nodes})
         mine = {s for s in seeds if s in {n.name for n in g.nodes}}
-        g = scale_graph(g, seeds=mine, chains=big if chains is None else chains, min_chain=min_chain,
-                        chain_statuses=(S.UNCHANGED,), budget=budget)
+        g = scale_graph(
+            g,
+            seeds=mine,
+            chains=big if chains is None else chains,
+            min_chain=min_chain,
+            chain_statuses=(S.UNCHANGED,),
+            budget=budget,
+        )
         panels.append(dataclasses.replace(g, title=f"{label} ({g.instruction_count()} instructions)"))
     return panels[0], panels[1]
 
 
-def side_by_side(before: ProgramSnapshot, after: ProgramSnapshot, d: SnapshotDiff | None = None, *,
-                 title: str = "", **kw) -> DisplayGraph:
+def side_by_side(
+    before: ProgramSnapshot, after: ProgramSnapshot, d: SnapshotDiff | None = None, *, title: str = "", **kw
+) -> DisplayGraph:
     """Before and after as two panels of one graph (so dot aligns their ranks). Node names get a
     `b_` / `a_` prefix; classes keep `iid_<stable id>` so a node can be found in both panels.
     Keywords as for compare_panels."""
@@ -274,15 +334,18 @@ def side_by_side(before: ProgramSnapshot, after: ProgramSnapshot, d: SnapshotDif
     kw.setdefault("budget", DEFAULT_BUDGET // 2)
     left, right = compare_panels(before, after, d, **kw)
     panels = [_prefixed(left, "b_", left.title), _prefixed(right, "a_", right.title)]
-    return DisplayGraph([n for p in panels for n in p.nodes], [e for p in panels for e in p.edges],
-                        {k: v for p in panels for k, v in p.groups.items()}, _title(title, d))
+    return DisplayGraph(
+        [n for p in panels for n in p.nodes],
+        [e for p in panels for e in p.edges],
+        {k: v for p in panels for k, v in p.groups.items()},
+        _title(title, d),
+    )
 
 
-def _panel_edges(before: list[DisplayEdge], after: list[DisplayEdge]
-                 ) -> tuple[list[DisplayEdge], list[DisplayEdge]]:
+def _panel_edges(before: list[DisplayEdge], after: list[DisplayEdge]) -> tuple[list[DisplayEdge], list[DisplayEdge]]:
     merged = _merge_edges(before, after)
-    new = merged[:len(after)]
-    gone = Counter((e.src, e.dst) for e in merged[len(after):])
+    new = merged[: len(after)]
+    gone = Counter((e.src, e.dst) for e in merged[len(after) :])
     old = []
     for e in before:
         key = (e.src, e.dst)
@@ -297,8 +360,9 @@ def _prefixed(g: DisplayGraph, prefix: str, label: str) -> DisplayGraph:
     def gname(name: str) -> str:
         return name.replace("cluster_", f"cluster_{prefix}", 1)
 
-    nodes = [dataclasses.replace(n, name=prefix + n.name, group=(panel,) + tuple(gname(x) for x in n.group))
-             for n in g.nodes]
+    nodes = [
+        dataclasses.replace(n, name=prefix + n.name, group=(panel,) + tuple(gname(x) for x in n.group)) for n in g.nodes
+    ]
     edges = [dataclasses.replace(e, src=prefix + e.src, dst=prefix + e.dst) for e in g.edges]
     groups = {panel: DisplayGroup(panel, label, (), S.SUMMARY)}
     for k, grp in g.groups.items():

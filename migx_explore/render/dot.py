@@ -26,14 +26,17 @@ from .model import DisplayEdge, DisplayGraph, DisplayNode
 FAST_OVER = 150
 FAST_ATTRS = {
     "splines": "line",  # straight edges: spline routing is a large share of layout time
-    "nslimit": "2", "nslimit1": "2",  # bound network-simplex iterations (ranking, x positions)
+    "nslimit": "2",
+    "nslimit1": "2",  # bound network-simplex iterations (ranking, x positions)
     "mclimit": "0.3",  # fewer mincross iterations
     "remincross": "false",
     "searchsize": "10",
 }
-INSTALL_HINT = ("install Graphviz's `dot` program: `apt install graphviz` (Debian/Ubuntu), "
-                "`conda install graphviz` (conda) or `brew install graphviz` (macOS); "
-                "the `graphviz` Python package alone does not include it")
+INSTALL_HINT = (
+    "install Graphviz's `dot` program: `apt install graphviz` (Debian/Ubuntu), "
+    "`conda install graphviz` (conda) or `brew install graphviz` (macOS); "
+    "the `graphviz` Python package alone does not include it"
+)
 
 
 class RenderError(MigxError):
@@ -65,8 +68,11 @@ class DotOptions:
 # splines=line) when constraint=false edges meet clusters and ordering=out; seen on the backend
 # fuse_ops diffs of the built-in resnet_block and transformer models. A failed layout is retried
 # with the triggers removed one by one rather than leaving the user without a picture.
-RETRIES = ({"ordering": False}, {"ordering": False, "provenance": "weak"},
-           {"ordering": False, "provenance": "off", "fast": False})
+RETRIES = (
+    {"ordering": False},
+    {"ordering": False, "provenance": "weak"},
+    {"ordering": False, "provenance": "off", "fast": False},
+)
 
 
 def dot_quote(text: str) -> str:
@@ -116,8 +122,9 @@ def _node_attrs(n: DisplayNode, opts: DotOptions) -> dict[str, str]:
     if pen and pen != "1":
         a["penwidth"] = pen
     if n.tooltip:
-        a["tooltip"] = n.tooltip + (" (double-click: show the fused ops)" if opts.cluster_controls and
-                                    n.kind == "fused" else "")
+        a["tooltip"] = n.tooltip + (
+            " (double-click: show the fused ops)" if opts.cluster_controls and n.kind == "fused" else ""
+        )
     return a
 
 
@@ -125,8 +132,9 @@ def edge_attrs(e: DisplayEdge, k: int, opts: DotOptions) -> dict[str, str]:
     a = {"id": f"{opts.id_prefix}e{k}", "class": f"migx_edge kind_{e.kind}" + (f" st_{e.status}" if e.status else "")}
     if e.kind == "replaced":
         # A provenance link, not data flow: it must not pull the layout around.
-        a.update(style="dashed", color=S.EDGE_COLOUR["replaced"], arrowhead="vee", penwidth="1.5",
-                 tooltip="replaced by")
+        a.update(
+            style="dashed", color=S.EDGE_COLOUR["replaced"], arrowhead="vee", penwidth="1.5", tooltip="replaced by"
+        )
         a.update(constraint="false") if opts.provenance == "free" else a.update(weight="0")
         return a
     colour = S.EDGE_COLOUR.get("summary" if e.kind == "summary" else e.status, S.EDGE_COLOUR[None])
@@ -155,21 +163,30 @@ def to_dot(graph: DisplayGraph, options: DotOptions | None = None, **kw) -> str:
     """DOT source for a display graph. Keyword arguments override fields of DotOptions."""
     opts = _options(options, kw)
     fast = opts.fast if opts.fast is not None else len(graph.nodes) > FAST_OVER
-    gattrs = {"rankdir": opts.rankdir, "ordering": "out" if opts.ordering else "", "newrank": "true",
-              "fontname": "Helvetica",
-              "fontsize": "11", "nodesep": "0.2", "ranksep": "0.3", "bgcolor": "white",
-              "id": opts.id_prefix + "graph", "class": "migx_graph"}
+    gattrs = {
+        "rankdir": opts.rankdir,
+        "ordering": "out" if opts.ordering else "",
+        "newrank": "true",
+        "fontname": "Helvetica",
+        "fontsize": "11",
+        "nodesep": "0.2",
+        "ranksep": "0.3",
+        "bgcolor": "white",
+        "id": opts.id_prefix + "graph",
+        "class": "migx_graph",
+    }
     if graph.title:
         gattrs.update(label=graph.title, labelloc="t")
     if fast:
         gattrs.update(FAST_ATTRS)
     if opts.dpi:
         gattrs["dpi"] = str(opts.dpi)
-    out = ["digraph " + dot_quote(graph.title or "migx") + " {",
-           "graph " + _attrs(gattrs) + ";",
-           'node [shape="box" style="rounded,filled" fontname="Helvetica" fontsize="10" height="0.3" '
-           'margin="0.08,0.03"];',
-           'edge [arrowsize="0.6" fontname="Helvetica"];']
+    out = [
+        "digraph " + dot_quote(graph.title or "migx") + " {",
+        "graph " + _attrs(gattrs) + ";",
+        'node [shape="box" style="rounded,filled" fontname="Helvetica" fontsize="10" height="0.3" margin="0.08,0.03"];',
+        'edge [arrowsize="0.6" fontname="Helvetica"];',
+    ]
     _emit_items(graph, opts, out)
     if opts.rank_hints:
         _emit_rank_hints(graph, out)
@@ -212,7 +229,17 @@ def _emit_items(graph: DisplayGraph, opts: DotOptions, out: list[str]) -> None:
                 if grp.owner is not None:
                     cls += f" owner_{grp.owner}"
                     label = f"⊟ {label}" if opts.cluster_controls else label
-                out.append(f"{indent}  graph {_attrs({'label': label, 'id': opts.id_prefix + item, 'class': cls, 'style': style, 'color': border, 'fontsize': '9', 'fontcolor': '#525252', 'labeljust': 'l'})};")  # noqa: E501
+                attrs = {
+                    "label": label,
+                    "id": opts.id_prefix + item,
+                    "class": cls,
+                    "style": style,
+                    "color": border,
+                    "fontsize": "9",
+                    "fontcolor": "#525252",
+                    "labeljust": "l",
+                }
+                out.append(f"{indent}  graph {_attrs(attrs)};")
             emit(item, indent + "  ")
             out.append(f"{indent}}}")
 
@@ -245,8 +272,9 @@ def pipe(dot: str, fmt: str) -> bytes:
     try:
         return graphviz.pipe("dot", fmt, dot.encode("utf-8"), quiet=True)
     except graphviz.ExecutableNotFound as e:
-        raise GraphvizNotFoundError(f"cannot render {fmt}: the Graphviz `dot` executable was not found "
-                                    f"on PATH; {INSTALL_HINT}") from e
+        raise GraphvizNotFoundError(
+            f"cannot render {fmt}: the Graphviz `dot` executable was not found on PATH; {INSTALL_HINT}"
+        ) from e
     except graphviz.CalledProcessError as e:
         err = (e.stderr or b"").decode("utf-8", "replace").strip().splitlines()
         raise RenderError(f"graphviz dot failed to render {fmt}: {' | '.join(err[-3:]) or e}") from e

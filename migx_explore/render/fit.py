@@ -43,13 +43,14 @@ def _unit_scopes(graph: DisplayGraph, scopes: Mapping[int, str]) -> dict[str, Ke
 def _drawn_as(parts: Key, opened: set[Key]) -> Key | None:
     """The closed scope group a node with scope `parts` folds into (None: drawn itself)."""
     for k in range(len(parts)):
-        if parts[:k] in opened and parts[:k + 1] not in opened:
-            return parts[:k + 1]
+        if parts[:k] in opened and parts[: k + 1] not in opened:
+            return parts[: k + 1]
     return None
 
 
-def fit_by_scopes(graph: DisplayGraph, scopes: Mapping[int, str], d: SnapshotDiff | None, budget: int,
-                  hubs: int | None = HUB_FANOUT) -> DisplayGraph:
+def fit_by_scopes(
+    graph: DisplayGraph, scopes: Mapping[int, str], d: SnapshotDiff | None, budget: int, hubs: int | None = HUB_FANOUT
+) -> DisplayGraph:
     """`graph` with scope groups folded into one node each, opened (most changes first) while
     everything drawn fits `budget`; unchanged when it fits already or has no scopes."""
     if len(graph.nodes) + (hub_copies(graph, hubs) if hubs else 0) <= budget:
@@ -68,7 +69,7 @@ def fit_by_scopes(graph: DisplayGraph, scopes: Mapping[int, str], d: SnapshotDif
             key = parts[:k]
             size[key] = size.get(key, 0) + 1
             n_changed[key] = n_changed.get(key, 0) + (n.name in changed)
-            children.setdefault(key, set()).add(parts[:k + 1] if k < len(parts) else n.name)
+            children.setdefault(key, set()).add(parts[: k + 1] if k < len(parts) else n.name)
     opened: set[Key] = {()}
     drawn = len(children[()])
     heap = [(-n_changed[c], -size[c], c) for c in children[()] if isinstance(c, tuple)]
@@ -88,13 +89,12 @@ def fit_by_scopes(graph: DisplayGraph, scopes: Mapping[int, str], d: SnapshotDif
         # the copies of shared inputs beside each user come on top: close the last group opened
         # with the fewest changes until they fit too
         last = min((k for k in opened if k), key=lambda k: (n_changed[k], -len(k), size[k]))
-        opened = {k for k in opened if k[:len(last)] != last}
+        opened = {k for k in opened if k[: len(last)] != last}
         out = _fold(graph, node_scope, opened, d)
     return out
 
 
-def _fold(graph: DisplayGraph, node_scope: Mapping[str, Key], opened: set[Key], d: SnapshotDiff | None
-          ) -> DisplayGraph:
+def _fold(graph: DisplayGraph, node_scope: Mapping[str, Key], opened: set[Key], d: SnapshotDiff | None) -> DisplayGraph:
     nodes: list[DisplayNode] = []
     rep: dict[str, str] = {}
     members: dict[Key, list[DisplayNode]] = {}
@@ -128,9 +128,21 @@ def _scope_node(key: Key, run: list[DisplayNode], d: SnapshotDiff | None) -> Dis
     if ops:  # what is inside, so a search finds a folded group by op name
         lines.append(S.count_summary(ops))
     attrs = {"scope": scope, "box": "/".join(key[:-1])}  # region_view draws it in its parent's box
-    return DisplayNode(_group_name(key), "\n".join(lines), "scope", S.SUMMARY, (), attrs, None,
-                       run[0].module, "", S.CHANGED if (a or r or c or n_changed) else None, "summary", ids,
-                       f"/{scope}: {len(ids)} instructions, folded (+{a} −{r} ~{c})")
+    return DisplayNode(
+        _group_name(key),
+        "\n".join(lines),
+        "scope",
+        S.SUMMARY,
+        (),
+        attrs,
+        None,
+        run[0].module,
+        "",
+        S.CHANGED if (a or r or c or n_changed) else None,
+        "summary",
+        ids,
+        f"/{scope}: {len(ids)} instructions, folded (+{a} −{r} ~{c})",
+    )
 
 
 __all__ = ["LONG_EDGES_FINE", "fit_by_scopes"]

@@ -136,8 +136,15 @@ def as_snapshot(source: Source) -> ProgramSnapshot | ModuleSnapshot:
     return snapshot(source) if isinstance(source, Program) else source
 
 
-def build_graph(source: Source, module: str = "main", *, expand: Expand = "auto", show_ids: bool = False,
-                literals: bool = True, title: str = "") -> DisplayGraph:
+def build_graph(
+    source: Source,
+    module: str = "main",
+    *,
+    expand: Expand = "auto",
+    show_ids: bool = False,
+    literals: bool = True,
+    title: str = "",
+) -> DisplayGraph:
     """The display graph of one module (submodules appear inside it as clusters or fused nodes).
 
     expand: True / False for every fused submodule, "auto" (expand when the program is small), a
@@ -181,11 +188,15 @@ class _Builder:
         return rec.id in self.expand or any(m in self.expand for m in rec.modules)
 
     # -- building ----------------------------------------------------------------------------------
-    def add_module(self, ms: ModuleSnapshot, group: tuple[str, ...], param_srcs: list[str] | None,
-                   return_to: str | None) -> None:
+    def add_module(
+        self, ms: ModuleSnapshot, group: tuple[str, ...], param_srcs: list[str] | None, return_to: str | None
+    ) -> None:
         params = [r for r in ms.instrs if r.name == "@param"]
-        bind = dict(zip((p.id for p in params), param_srcs)) if param_srcs is not None and len(
-            param_srcs) == len(params) else {}
+        bind = (
+            dict(zip((p.id for p in params), param_srcs))
+            if param_srcs is not None and len(param_srcs) == len(params)
+            else {}
+        )
         # Literals are listed first in a module; drawing (and summarising) them next to their
         # first user keeps each weight beside its conv instead of in one block at the top.
         first_user: dict[int, int] = {}
@@ -238,8 +249,7 @@ class _Builder:
         for sub in subs:
             gname = f"cluster_{owner}_{_safe(sub.name)}"
             cat = S.category_of(rec.op, rec.name)
-            self.groups[gname] = DisplayGroup(gname, f"{rec.name} [{labels[sub.name]}]", group, cat, rec.id,
-                                              sub.name)
+            self.groups[gname] = DisplayGroup(gname, f"{rec.name} [{labels[sub.name]}]", group, cat, rec.id, sub.name)
             nparams = sum(1 for r in sub.instrs if r.name == "@param")
             srcs = inputs if nparams == len(inputs) else None
             self.add_module(sub, group + (gname,), srcs, owner)
@@ -271,8 +281,22 @@ class _Builder:
         if rec.modules and not expanded:
             kind, members = "fused", (rec.id,) + tuple(self._sub_ids(rec.modules, set()))
         tooltip = f"#{rec.id} {op_text} -> {shape_text}"
-        self.nodes.append(DisplayNode(name, "\n".join(x for x in lines if x), rec.name, cat, group, attrs, rec.id,
-                                      module, shape, kind=kind, members=members, tooltip=tooltip))
+        self.nodes.append(
+            DisplayNode(
+                name,
+                "\n".join(x for x in lines if x),
+                rec.name,
+                cat,
+                group,
+                attrs,
+                rec.id,
+                module,
+                shape,
+                kind=kind,
+                members=members,
+                tooltip=tooltip,
+            )
+        )
 
     def _sub_ids(self, names: tuple[str, ...], seen: set[str]) -> Iterator[int]:
         if self.prog is None:
@@ -285,8 +309,9 @@ class _Builder:
                 yield r.id
                 yield from self._sub_ids(r.modules, seen)
 
-    def _label(self, rec: InstrRecord, shape: str, expanded: bool, op_lines: tuple[str, ...],
-               op_attrs: dict[str, str]) -> tuple[list[str], dict[str, str]]:
+    def _label(
+        self, rec: InstrRecord, shape: str, expanded: bool, op_lines: tuple[str, ...], op_attrs: dict[str, str]
+    ) -> tuple[list[str], dict[str, str]]:
         tag = f"  #{rec.id}" if self.show_ids else ""
         if rec.name == "@param":
             return [f"{rec.op['name']}{tag}", shape], {}
@@ -301,8 +326,13 @@ class _Builder:
         lines = [rec.name + tag, *op_lines]
         attrs = dict(op_attrs)
         if rec.modules and not expanded and self.prog is not None:
-            ops = [r.name for m in rec.modules if m in self.prog.by_name for r in self.prog.module(m).instrs
-                   if not r.name.startswith("@")]
+            ops = [
+                r.name
+                for m in rec.modules
+                if m in self.prog.by_name
+                for r in self.prog.module(m).instrs
+                if not r.name.startswith("@")
+            ]
             lines.append("[" + S.op_summary(ops) + "]")
             attrs["fused"] = ", ".join(ops)
         elif rec.modules and not expanded:

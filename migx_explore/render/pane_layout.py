@@ -38,6 +38,7 @@ _NODE = re.compile(r'^node ("(?:[^"\\]|\\.)*"|\S+) (\S+) (\S+) (\S+) (\S+)', re.
 @dataclass(frozen=True)
 class Placed:
     """A node of a dot layout, in inches: centre x, depth from the top, width, height."""
+
     x: float
     top: float
     w: float
@@ -47,6 +48,7 @@ class Placed:
 @dataclass(frozen=True)
 class Fold:
     """How a drawing is cut: `band[node]` is its column (0 = left); `columns` how many."""
+
     columns: int
     band: dict[str, int]
     scale: float  # fit-to-pane scale of the estimated folded drawing (px per inch over 72)
@@ -84,8 +86,12 @@ def _fit(w: float, h: float, pane: tuple[float, float]) -> float:
     return min(pane[0] / w, pane[1] / h) if w > 0 and h > 0 else 0.0
 
 
-def choose_fold(positions: Mapping[str, Placed], pane: tuple[float, float] = DEFAULT_PANE,
-                max_columns: int = MAX_COLUMNS, min_columns: int = 2) -> Fold:
+def choose_fold(
+    positions: Mapping[str, Placed],
+    pane: tuple[float, float] = DEFAULT_PANE,
+    max_columns: int = MAX_COLUMNS,
+    min_columns: int = 2,
+) -> Fold:
     """The number of columns (from min_columns to max_columns; 1 when none beats the drawing as
     it is) whose estimated drawing fits the pane at the largest scale, and each node's column:
     bands of equal height, cut between ranks (nodes of one rank share a depth, so a rank is
@@ -133,8 +139,9 @@ def fold_graph(graph: DisplayGraph, fold: Fold) -> tuple[DisplayGraph, list[int]
         for g, named in zip(n.group, path):
             if named not in groups and g in graph.groups:
                 grp = graph.groups[g]
-                groups[named] = dataclasses.replace(grp, name=named, parent=(f"{FOLD_PREFIX}{b}",)
-                                                    + tuple(column_name(p, b) for p in grp.parent))
+                groups[named] = dataclasses.replace(
+                    grp, name=named, parent=(f"{FOLD_PREFIX}{b}",) + tuple(column_name(p, b) for p in grp.parent)
+                )
         nodes.append(dataclasses.replace(n, group=(f"{FOLD_PREFIX}{b}",) + path))
     kept, crossing = [], []
     for i, e in enumerate(graph.edges):
@@ -156,8 +163,10 @@ def folded_dot(graph: DisplayGraph, fold: Fold, opts: DotOptions) -> tuple[str, 
     # adds to it.
     anchors = [f"{FOLD_PREFIX}anchor_{b}" for b in range(fold.columns)]
     for b, a in enumerate(anchors):
-        lines.append(f'subgraph {dot_quote(FOLD_PREFIX + str(b))} {{ {dot_quote(a)} [style="invis" shape="point" '
-                     f'width="0" height="0" label="" class="migx_fold_anchor"]; }}')
+        lines.append(
+            f'subgraph {dot_quote(FOLD_PREFIX + str(b))} {{ {dot_quote(a)} [style="invis" shape="point" '
+            f'width="0" height="0" label="" class="migx_fold_anchor"]; }}'
+        )
     lines.append("{rank=min; " + " ".join(dot_quote(a) + ";" for a in anchors) + "}")
     lines.append(" -> ".join(dot_quote(a) for a in anchors) + ' [style="invis"];')
     lines.append("}")
@@ -193,15 +202,18 @@ def draw_crossing_edges(svg: str, graph: DisplayGraph, crossing: list[int], opts
         (l1, _t1, r1, b1), (l2, t2, r2, _b2) = boxes[e.src], boxes[e.dst]
         x1, x2 = (l1 + r1) / 2, (l2 + r2) / 2
         title = html.escape(f"{e.src}->{e.dst}")
-        parts.append(f'<g id="{html.escape(a["id"])}" class="edge {html.escape(a["class"])} migx_fold_edge">'
-                     f"<title>{title}</title><path fill=\"none\" stroke=\"{html.escape(a['color'])}\" "
-                     f'stroke-width="0.7" stroke-dasharray="5,3" d="M{x1:.1f},{b1:.1f} L{x2:.1f},{t2:.1f}"/></g>')
+        parts.append(
+            f'<g id="{html.escape(a["id"])}" class="edge {html.escape(a["class"])} migx_fold_edge">'
+            f'<title>{title}</title><path fill="none" stroke="{html.escape(a["color"])}" '
+            f'stroke-width="0.7" stroke-dasharray="5,3" d="M{x1:.1f},{b1:.1f} L{x2:.1f},{t2:.1f}"/></g>'
+        )
     end = svg.rfind("</g>")  # the graph's own group: its transform places the nodes
     return svg[:end] + "\n".join(parts) + svg[end:] if parts and end >= 0 else svg
 
 
-def render_to_pane(graph: DisplayGraph, opts: DotOptions | None = None,
-                   pane: tuple[float, float] = DEFAULT_PANE) -> InlineSvg:
+def render_to_pane(
+    graph: DisplayGraph, opts: DotOptions | None = None, pane: tuple[float, float] = DEFAULT_PANE
+) -> InlineSvg:
     """SVG of `graph` laid out to the pane's shape: folded into columns when that makes
     labels at fit-to-pane at least MIN_GAIN times larger, else as dot draws it."""
     opts = opts or DotOptions()
@@ -251,5 +263,18 @@ def _view_box(svg: str) -> tuple[float, float]:
     return (float(m.group(1)), float(m.group(2))) if m else (0.0, 0.0)
 
 
-__all__ = ["DEFAULT_PANE", "FOLD_PREFIX", "Fold", "MAX_COLUMNS", "MIN_GAIN", "Placed", "choose_fold",
-           "draw_crossing_edges", "fold_graph", "folded_dot", "layout_positions", "node_boxes", "render_to_pane"]
+__all__ = [
+    "DEFAULT_PANE",
+    "FOLD_PREFIX",
+    "Fold",
+    "MAX_COLUMNS",
+    "MIN_GAIN",
+    "Placed",
+    "choose_fold",
+    "draw_crossing_edges",
+    "fold_graph",
+    "folded_dot",
+    "layout_positions",
+    "node_boxes",
+    "render_to_pane",
+]

@@ -41,8 +41,10 @@ def constant_names(graph: DisplayGraph) -> set[str]:
     consts: set[str] = set()
     for n in graph.nodes:  # display order is topological, so one sweep suffices
         if n.category == S.LITERAL or (
-                n.category not in (S.PARAM, S.SUMMARY, S.RETURN) and n.name in preds
-                and all(p in consts for p in preds[n.name])):
+            n.category not in (S.PARAM, S.SUMMARY, S.RETURN)
+            and n.name in preds
+            and all(p in consts for p in preds[n.name])
+        ):
             consts.add(n.name)
     return consts
 
@@ -127,8 +129,21 @@ def _summary_node(run: list[DisplayNode]) -> DisplayNode:
     count = len(members) or len(run)
     ops = [n.op for n in run if n.kind != "summary"]
     label = f"… {count} more" + (f"\n{S.count_summary(ops)}" if ops else "")
-    return DisplayNode(f"more_{run[0].name}", label, "summary", S.SUMMARY, (), {}, None, run[0].module, "",
-                       None, "summary", members, f"{count} instructions not shown")
+    return DisplayNode(
+        f"more_{run[0].name}",
+        label,
+        "summary",
+        S.SUMMARY,
+        (),
+        {},
+        None,
+        run[0].module,
+        "",
+        None,
+        "summary",
+        members,
+        f"{count} instructions not shown",
+    )
 
 
 def reconnect(graph: DisplayGraph, nodes: list[DisplayNode], rep: dict[str, str]) -> DisplayGraph:
@@ -152,13 +167,19 @@ def reconnect(graph: DisplayGraph, nodes: list[DisplayNode], rep: dict[str, str]
     return DisplayGraph(nodes, edges, groups, graph.title)
 
 
-def collapse_chains(graph: DisplayGraph, *, min_len: int = 4,
-                    statuses: Collection[str | None] = (None, S.UNCHANGED)) -> DisplayGraph:
+def collapse_chains(
+    graph: DisplayGraph, *, min_len: int = 4, statuses: Collection[str | None] = (None, S.UNCHANGED)
+) -> DisplayGraph:
     """Fold each linear run of at least `min_len` nodes (each the only user of the one before,
     constants aside) into one node, if all have one of `statuses`."""
+
     def eligible(n: DisplayNode) -> bool:
-        return (not n.group and n.kind in ("instr", "fused") and n.status in statuses
-                and n.category not in (S.PARAM, S.RETURN, S.SUMMARY))
+        return (
+            not n.group
+            and n.kind in ("instr", "fused")
+            and n.status in statuses
+            and n.category not in (S.PARAM, S.RETURN, S.SUMMARY)
+        )
 
     by_name = graph.by_name()
     consts = constant_names(graph)
@@ -211,15 +232,30 @@ def _chain_node(chain: list[DisplayNode], extra: list[DisplayNode]) -> DisplayNo
     members = tuple(m for n in chain + extra for m in n.members)
     first, last = chain[0], chain[-1]
     label = f"{len(chain)} ops: {S.count_summary(n.op for n in chain)}\n{first.op} → … → {last.op}\n{last.shape}"
-    return DisplayNode(f"chain_{first.name}", label, "chain", S.CHAIN, (), {}, None, first.module, last.shape,
-                       first.status, "chain", members, f"{len(members)} instructions, collapsed")
+    return DisplayNode(
+        f"chain_{first.name}",
+        label,
+        "chain",
+        S.CHAIN,
+        (),
+        {},
+        None,
+        first.module,
+        last.shape,
+        first.status,
+        "chain",
+        members,
+        f"{len(members)} instructions, collapsed",
+    )
 
 
-def apply_budget(graph: DisplayGraph, budget: int, seeds: Collection[str] = (),
-                 hubs: int | None = HUB_FANOUT) -> DisplayGraph:
+def apply_budget(
+    graph: DisplayGraph, budget: int, seeds: Collection[str] = (), hubs: int | None = HUB_FANOUT
+) -> DisplayGraph:
     """Keep at most about `budget` nodes: those nearest the seeds, or without seeds the first and
     last ones (inputs and outputs); everything else goes into summary nodes. The copies that
     split_hubs(…, hubs) will add count (None: no copies will be made)."""
+
     def drawn(g: DisplayGraph) -> int:
         return len(g.nodes) + (hub_copies(g, hubs) if hubs is not None else 0)
 
@@ -305,8 +341,10 @@ def split_hubs(graph: DisplayGraph, max_fanout: int = HUB_FANOUT) -> DisplayGrap
     for n in graph.nodes:
         nodes.extend(refs.get(n.name, ()))
         if n.name in hubs:
-            n = _with_tooltip(n, f"{n.tooltip or n.label.splitlines()[0]} (used by {fanout[n.name]} nodes: a copy "
-                                 "is drawn beside each)")
+            n = _with_tooltip(
+                n,
+                f"{n.tooltip or n.label.splitlines()[0]} (used by {fanout[n.name]} nodes: a copy is drawn beside each)",
+            )
         nodes.append(n)
     return DisplayGraph(nodes, edges, dict(graph.groups), graph.title)
 
@@ -314,8 +352,21 @@ def split_hubs(graph: DisplayGraph, max_fanout: int = HUB_FANOUT) -> DisplayGrap
 def _ref_node(hub: DisplayNode, name: str, group: tuple[str, ...], users: int) -> DisplayNode:
     head = hub.label.splitlines()[0] if hub.label else hub.name
     tag = f" #{hub.instr_id}" if hub.instr_id is not None and f"#{hub.instr_id}" not in head else ""
-    return DisplayNode(name, f"↳ {head}{tag}", hub.op, S.REF, group, {}, None, hub.module, hub.shape, None, "ref",
-                       (), f"{hub.tooltip or head} (one of {users} users' copies)")
+    return DisplayNode(
+        name,
+        f"↳ {head}{tag}",
+        hub.op,
+        S.REF,
+        group,
+        {},
+        None,
+        hub.module,
+        hub.shape,
+        None,
+        "ref",
+        (),
+        f"{hub.tooltip or head} (one of {users} users' copies)",
+    )
 
 
 def _with_tooltip(n: DisplayNode, tooltip: str) -> DisplayNode:
@@ -324,9 +375,17 @@ def _with_tooltip(n: DisplayNode, tooltip: str) -> DisplayNode:
     return new
 
 
-def scale_graph(graph: DisplayGraph, *, seeds: Collection[str] = (), hops: int | None = None,
-                chains: bool = False, min_chain: int = 4, chain_statuses: Collection[str | None] = (None, S.UNCHANGED),
-                budget: int | None = None, hubs: int | None = HUB_FANOUT) -> DisplayGraph:
+def scale_graph(
+    graph: DisplayGraph,
+    *,
+    seeds: Collection[str] = (),
+    hops: int | None = None,
+    chains: bool = False,
+    min_chain: int = 4,
+    chain_statuses: Collection[str | None] = (None, S.UNCHANGED),
+    budget: int | None = None,
+    hubs: int | None = HUB_FANOUT,
+) -> DisplayGraph:
     """Focus (keep `hops` around the seeds), then collapse chains, then apply the node budget
     (counting every node drawn, the hub copies too), then split hubs (nodes with more than
     `hubs` users; None: never)."""

@@ -45,8 +45,9 @@ def badge(ids: Collection[int], d: SnapshotDiff) -> tuple[int, int, int]:
     return len(ids & d.added), len(ids & d.removed), len(ids & d.changed)
 
 
-def region_view(graph: DisplayGraph, scopes: Mapping[int, str], d: SnapshotDiff,
-                region: Collection[int] = ()) -> DisplayGraph:
+def region_view(
+    graph: DisplayGraph, scopes: Mapping[int, str], d: SnapshotDiff, region: Collection[int] = ()
+) -> DisplayGraph:
     """`graph` grouped by scope, with changes outside `region` toned down and summaries labelled
     with their scope and change badge (see the module docstring)."""
     region = set(region)
@@ -64,16 +65,17 @@ def region_view(graph: DisplayGraph, scopes: Mapping[int, str], d: SnapshotDiff,
         path = _scope_groups(scope, groups)
         if path:
             n = _with(n, group=path + tuple(n.group))
-            for g in n.group[len(path):]:  # a fused cluster inside a scope: re-parent it
+            for g in n.group[len(path) :]:  # a fused cluster inside a scope: re-parent it
                 grp = groups.get(g)
-                if grp is not None and not grp.parent[:len(path)] == path:
+                if grp is not None and not grp.parent[: len(path)] == path:
                     groups[g] = _with(grp, parent=path + tuple(grp.parent))
         nodes.append(n)
     return DisplayGraph(nodes, graph.edges, groups, graph.title)
 
 
-def collapse_scopes(graph: DisplayGraph, scopes: Mapping[int, str], d: SnapshotDiff, region: Collection[int],
-                    hops: int = 1) -> DisplayGraph:
+def collapse_scopes(
+    graph: DisplayGraph, scopes: Mapping[int, str], d: SnapshotDiff, region: Collection[int], hops: int = 1
+) -> DisplayGraph:
     """Model Explorer's collapsed layers: keep the region and `hops` of context around it; every
     other node goes into one node per scope group beside the region's path (the siblings of each
     scope that holds the region, e.g. `layer.3` next to `layer.0` when the region is in
@@ -115,7 +117,7 @@ def _group_key(scope: str, anchor: list[str]) -> str:
     k = 0
     while k < min(len(parts), len(anchor)) and parts[k] == anchor[k]:
         k += 1
-    return "/".join(parts[:k + 1])
+    return "/".join(parts[: k + 1])
 
 
 def _group_node(name: str, scope: str, run: list[DisplayNode], d: SnapshotDiff, rest: bool) -> DisplayNode:
@@ -129,16 +131,28 @@ def _group_node(name: str, scope: str, run: list[DisplayNode], d: SnapshotDiff, 
     if ops:  # what is inside, so the view's search finds a collapsed group by op name
         lines.append(S.count_summary(ops))
     attrs = {"scope": scope, "box": scope if rest else scope.rpartition("/")[0]}
-    return DisplayNode(name, "\n".join(lines), "scope", S.SUMMARY, (), attrs, None, run[0].module, "",
-                       S.ELSEWHERE if (a or r or c) else None, "summary", tuple(ids),
-                       f"/{scope}: {len(ids)} instructions, collapsed (+{a} −{r} ~{c})")
+    return DisplayNode(
+        name,
+        "\n".join(lines),
+        "scope",
+        S.SUMMARY,
+        (),
+        attrs,
+        None,
+        run[0].module,
+        "",
+        S.ELSEWHERE if (a or r or c) else None,
+        "summary",
+        tuple(ids),
+        f"/{scope}: {len(ids)} instructions, collapsed (+{a} −{r} ~{c})",
+    )
 
 
 def _scope_groups(scope: str, groups: dict[str, DisplayGroup]) -> tuple[str, ...]:
     parts = [p for p in scope.split("/") if p][:MAX_SCOPE_DEPTH]
     path: list[str] = []
     for k, part in enumerate(parts):
-        name = SCOPE_GROUP_PREFIX + "_".join(safe_part(p) for p in parts[:k + 1])
+        name = SCOPE_GROUP_PREFIX + "_".join(safe_part(p) for p in parts[: k + 1])
         if name not in groups:
             groups[name] = DisplayGroup(name, part, tuple(path), S.OTHER, module="main")
         path.append(name)
@@ -160,12 +174,17 @@ def _summary(n: DisplayNode, scopes: Mapping[int, str], d: SnapshotDiff) -> Disp
     if rest:
         lines.append(rest)
     status = S.ELSEWHERE if (a or r or c) else n.status
-    return _with(n, label="\n".join(lines), status=status,
-                 tooltip=f"{len(n.members)} instructions of {where} not drawn (+{a} −{r} ~{c})")
+    return _with(
+        n,
+        label="\n".join(lines),
+        status=status,
+        tooltip=f"{len(n.members)} instructions of {where} not drawn (+{a} −{r} ~{c})",
+    )
 
 
-_CHANGED_NODE = re.compile(r'<g id="[^"]*" class="node migx_node[^"]*\bst_(?:added|removed|changed)\b[^"]*">(.*?)</g>',
-                           re.S)
+_CHANGED_NODE = re.compile(
+    r'<g id="[^"]*" class="node migx_node[^"]*\bst_(?:added|removed|changed)\b[^"]*">(.*?)</g>', re.S
+)
 _SHAPE = re.compile(r'(?:points|d)="([^"]*)"')
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
 
@@ -183,5 +202,12 @@ def changed_box(svg: str) -> tuple[float, float]:
     return (max(xs) - min(xs), max(ys) - min(ys)) if xs and ys else (0.0, 0.0)
 
 
-__all__ = ["GROUP_NODE_PREFIX", "MAX_SCOPE_DEPTH", "SCOPE_GROUP_PREFIX", "badge", "changed_box", "collapse_scopes",
-           "region_view"]
+__all__ = [
+    "GROUP_NODE_PREFIX",
+    "MAX_SCOPE_DEPTH",
+    "SCOPE_GROUP_PREFIX",
+    "badge",
+    "changed_box",
+    "collapse_scopes",
+    "region_view",
+]

@@ -30,12 +30,29 @@ SUMMARY = "summary"  # "… N more" nodes standing for hidden instructions
 CHAIN = "chain"  # a collapsed run of unchanged instructions
 REF = "ref"  # a copy of a widely used node drawn beside one of its users (see scale.split_hubs)
 
-_CONV_GEMM_OPS = frozenset({"convolution", "convolution_backwards", "quant_convolution", "dot", "quant_dot",
-                            "gemm", "deconvolution", "group"})  # group: fuse_attention's two matmuls
+_CONV_GEMM_OPS = frozenset(
+    {"convolution", "convolution_backwards", "quant_convolution", "dot", "quant_dot", "gemm", "deconvolution", "group"}
+)  # group: fuse_attention's two matmuls
 # Ops that move or re-layout data without arithmetic; view ops are found by their trait.
-_DATA_OPS = frozenset({"contiguous", "concat", "gather", "gathernd", "pad", "layout", "reverse", "get_tuple_elem",
-                       "resize", "copy", "hip::copy", "hip::copy_to_gpu", "hip::copy_from_gpu",
-                       "hip::hip_copy_literal", "hip::sync_stream"})
+_DATA_OPS = frozenset(
+    {
+        "contiguous",
+        "concat",
+        "gather",
+        "gathernd",
+        "pad",
+        "layout",
+        "reverse",
+        "get_tuple_elem",
+        "resize",
+        "copy",
+        "hip::copy",
+        "hip::copy_to_gpu",
+        "hip::copy_from_gpu",
+        "hip::hip_copy_literal",
+        "hip::sync_stream",
+    }
+)
 _ALLOC_OPS = frozenset({"allocate", "hip::allocate", "load", "hip::hip_allocate_memory"})
 
 
@@ -118,18 +135,37 @@ STATUS_STYLE: dict[str, StatusStyle] = {
 }
 ELSEWHERE = "elsewhere"
 
-EDGE_COLOUR = {None: "#525252", ADDED: "#238b45", REMOVED: "#cb181d", UNCHANGED: "#9e9e9e",
-               "replaced": "#cb181d", "summary": "#bdbdbd"}
+EDGE_COLOUR = {
+    None: "#525252",
+    ADDED: "#238b45",
+    REMOVED: "#cb181d",
+    UNCHANGED: "#9e9e9e",
+    "replaced": "#cb181d",
+    "summary": "#bdbdbd",
+}
 
 
 # ---- label pieces --------------------------------------------------------------------------------
-_SHORT_TYPE = {"float32": "float", "float16": "half", "bfloat16": "bf16", "float64": "double", "bool": "bool",
-               "float8e4m3fn": "fp8"}
+_SHORT_TYPE = {
+    "float32": "float",
+    "float16": "half",
+    "bfloat16": "bf16",
+    "float64": "double",
+    "bool": "bool",
+    "float8e4m3fn": "fp8",
+}
 
 # Edges carrying a value of these types are coloured and labelled with the type, so a quantized
 # program shows where the converts sit (float32 edges stay plain).
-DTYPE_EDGE_COLOUR = {"half": "#e6550d", "bf16": "#756bb1", "fp8": "#8c510a", "int8": "#3182bd",
-                     "uint8": "#3182bd", "int32": "#08519c", "double": "#636363"}
+DTYPE_EDGE_COLOUR = {
+    "half": "#e6550d",
+    "bf16": "#756bb1",
+    "fp8": "#8c510a",
+    "int8": "#3182bd",
+    "uint8": "#3182bd",
+    "int32": "#08519c",
+    "double": "#636363",
+}
 
 
 def short_type(type_name: str) -> str:
@@ -172,8 +208,11 @@ def format_attr_value(v: Any, limit: int = 28) -> str:
 # names MIGraphX and our lowering might use, and never fail if none is there.
 _KERNEL_KEYS = ("symbol_name", "kernel", "kernel_name", "name")
 _LAUNCH_KEYS = (("global", "local"), ("grid", "block"), ("global_size", "local_size"))
-_HIDDEN_GPU_ATTRS = frozenset(_KERNEL_KEYS) | {k for pair in _LAUNCH_KEYS for k in pair} | {
-    "code_object", "source", "binary", "hsaco", "ptx", "output_arg", "key"}
+_HIDDEN_GPU_ATTRS = (
+    frozenset(_KERNEL_KEYS)
+    | {k for pair in _LAUNCH_KEYS for k in pair}
+    | {"code_object", "source", "binary", "hsaco", "ptx", "output_arg", "key"}
+)
 
 
 def _given(v: Any) -> bool:

@@ -75,8 +75,10 @@ def _opcodes(a: _Side, b: _Side) -> list[_Opcode]:
             ops.append((tag, i1, i2, j1, j2))
 
     def span(side: _Side, k1: int, k2: int) -> tuple[int, int]:
-        return (side.start[k1] if k1 < len(side.start) else side.total,
-                side.start[k2] if k2 < len(side.start) else side.total)
+        return (
+            side.start[k1] if k1 < len(side.start) else side.total,
+            side.start[k2] if k2 < len(side.start) else side.total,
+        )
 
     for tag, ka1, ka2, kb1, kb2 in difflib.SequenceMatcher(None, names_a, names_b, autojunk=False).get_opcodes():
         if tag != "equal":
@@ -99,8 +101,14 @@ def _opcodes(a: _Side, b: _Side) -> list[_Opcode]:
     return ops
 
 
-def text_diff(before: ProgramSnapshot, after: ProgramSnapshot, *, context: int = 3, before_name: str = "before",
-              after_name: str = "after") -> str:
+def text_diff(
+    before: ProgramSnapshot,
+    after: ProgramSnapshot,
+    *,
+    context: int = 3,
+    before_name: str = "before",
+    after_name: str = "after",
+) -> str:
     """The unified diff (empty string when nothing changed)."""
     import bisect
 

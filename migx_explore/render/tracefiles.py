@@ -30,9 +30,16 @@ def pass_file_name(rec: PassRecord, fmt: str = "svg") -> str:
     return os.path.splitext(record_file_name(rec))[0] + "." + fmt
 
 
-def render_trace(trace: Trace, out_dir: str, changed_only: bool = True, fmt: str = "svg", *,
-                 include_input: bool = True, dot_options: DotOptions | None = None, **diff_options: Any
-                 ) -> list[str]:
+def render_trace(
+    trace: Trace,
+    out_dir: str,
+    changed_only: bool = True,
+    fmt: str = "svg",
+    *,
+    include_input: bool = True,
+    dot_options: DotOptions | None = None,
+    **diff_options: Any,
+) -> list[str]:
     """Write the merged diff view of each pass (changed passes only by default) as
     `<NNN>_<path>.<fmt>`, plus `000_input.<fmt>` for the starting program. Returns the paths.
 

@@ -43,10 +43,15 @@ class ReportInfo:
     undrawn: list[str] = field(default_factory=list)  # "pass: why" for each pass graphviz could not draw
 
     def __str__(self) -> str:
-        return (f"wrote {self.path}: {self.bytes / 2**20:.2f} MiB, {self.passes} passes, {self.drawn} with diffs"
-                f"{', GPU timing' if self.gpu else ''} ({self.seconds:.1f} s)"
-                + (f"; {len(self.undrawn)} graph diffs could not be drawn (first: {self.undrawn[0]})"
-                   if self.undrawn else ""))
+        return (
+            f"wrote {self.path}: {self.bytes / 2**20:.2f} MiB, {self.passes} passes, {self.drawn} with diffs"
+            f"{', GPU timing' if self.gpu else ''} ({self.seconds:.1f} s)"
+            + (
+                f"; {len(self.undrawn)} graph diffs could not be drawn (first: {self.undrawn[0]})"
+                if self.undrawn
+                else ""
+            )
+        )
 
 
 def _no_gpu_html(model: str, why: str | None) -> str:
@@ -54,19 +59,32 @@ def _no_gpu_html(model: str, why: str | None) -> str:
 
     from .timing import recorded_html
 
-    lines = ['<p class="rep-no-gpu">GPU timing was not run for this report'
-             + (f" ({html.escape(why)})" if why else "") + ". Make it with <code>--gpu</code> "
-             "(or <code>write_report(s, path, gpu=True)</code>) where a GPU is usable.</p>"]
+    lines = [
+        '<p class="rep-no-gpu">GPU timing was not run for this report'
+        + (f" ({html.escape(why)})" if why else "")
+        + ". Make it with <code>--gpu</code> "
+        "(or <code>write_report(s, path, gpu=True)</code>) where a GPU is usable.</p>"
+    ]
     recorded = recorded_html(model)
     if recorded:
         lines.append(recorded)
     return "".join(lines)
 
 
-def build_report(session: Session, *, graphs: bool = True, gpu: bool = False, command: str = "",
-                 inputs_path: str | None = None, files: Mapping[int, Sequence[str]] | None = None,
-                 waterfall_by: str | None = "pipeline", iters: int = 50, warmup: int = 5,
-                 max_bytes: int | None = MAX_BYTES, progress: Progress | None = None) -> tuple[str, dict[str, Any]]:
+def build_report(
+    session: Session,
+    *,
+    graphs: bool = True,
+    gpu: bool = False,
+    command: str = "",
+    inputs_path: str | None = None,
+    files: Mapping[int, Sequence[str]] | None = None,
+    waterfall_by: str | None = "pipeline",
+    iters: int = 50,
+    warmup: int = 5,
+    max_bytes: int | None = MAX_BYTES,
+    progress: Progress | None = None,
+) -> tuple[str, dict[str, Any]]:
     """(html, stats) of the report of `session`'s current configuration.
 
     graphs: draw a graph diff per changed pass (graphviz; off: text diffs only). gpu: time the
@@ -84,8 +102,11 @@ def build_report(session: Session, *, graphs: bool = True, gpu: bool = False, co
         session.traces.check_numeric(rec)
     rewrites = {r.index: record_rewrites(trace, r) for r in trace.records if r.changed}
     data: dict[str, Any] = {
-        "model": session.name, "graphs": graphs, "overview": collect.overview(session),
-        "pipelines": collect.pipeline_tree(session), "passes": collect.pass_rows(session, rewrites),
+        "model": session.name,
+        "graphs": graphs,
+        "overview": collect.overview(session),
+        "pipelines": collect.pipeline_tree(session),
+        "passes": collect.pass_rows(session, rewrites),
         "files": {str(k): list(v) for k, v in (files or {}).items()},
     }
     if gpu:
@@ -98,8 +119,14 @@ def build_report(session: Session, *, graphs: bool = True, gpu: bool = False, co
     rest = len(page_html(data, {}, gpu_html=gpu_html, repro=repro).encode("utf-8"))
     budget = None if max_bytes is None else max(max_bytes - rest - 100 * len(trace.records), 0)
     undrawn: list[str] = []
-    blobs = pass_blobs(session, rewrites=rewrites, graphs=graphs, budget=budget, progress=progress,
-                       on_error=lambda rec, e: undrawn.append(f"{rec.path}: {e}"))
+    blobs = pass_blobs(
+        session,
+        rewrites=rewrites,
+        graphs=graphs,
+        budget=budget,
+        progress=progress,
+        on_error=lambda rec, e: undrawn.append(f"{rec.path}: {e}"),
+    )
     text = page_html(data, blobs, gpu_html=gpu_html, repro=repro)
     return text, {"passes": len(trace.records), "drawn": len(blobs), "undrawn": undrawn}
 
@@ -117,8 +144,15 @@ def write_report(session: Session, path: str | os.PathLike, **kw: Any) -> Report
     umask = os.umask(0)
     os.umask(umask)
     os.chmod(target, 0o666 & ~umask)  # a page to share: not the temporary file's private 0600
-    return ReportInfo(target, os.path.getsize(target), stats["passes"], stats["drawn"],
-                      time.perf_counter() - t0, bool(kw.get("gpu")), stats["undrawn"])
+    return ReportInfo(
+        target,
+        os.path.getsize(target),
+        stats["passes"],
+        stats["drawn"],
+        time.perf_counter() - t0,
+        bool(kw.get("gpu")),
+        stats["undrawn"],
+    )
 
 
 __all__ = ["MAX_BYTES", "ReportInfo", "build_report", "write_report"]

@@ -52,14 +52,21 @@ def rewrite_rows(rows: list[RewriteRow]) -> list[dict[str, Any]]:
 def numeric_info(session: Session, rec: PassRecord) -> dict[str, Any]:
     state = session.traces.numeric_state(rec)
     n = rec.numeric
-    text = {"unchanged": "not checked: the pass left the IR as it was",
-            "off": "not checked: the numeric check was off",
-            "pending": "not checked (deferred and not run)",
-            "nested": "checked with its top-level pass"}.get(state, n.describe() if n is not None else "")
+    text = {
+        "unchanged": "not checked: the pass left the IR as it was",
+        "off": "not checked: the numeric check was off",
+        "pending": "not checked (deferred and not run)",
+        "nested": "checked with its top-level pass",
+    }.get(state, n.describe() if n is not None else "")
     out: dict[str, Any] = {"state": state, "text": text}
     if n is not None and not n.note:
-        out.update(ok=n.ok, rms=_finite(n.rms), threshold=_finite(n.threshold), max_abs=_finite(n.max_abs),
-                   tolerance=n.tolerance)
+        out.update(
+            ok=n.ok,
+            rms=_finite(n.rms),
+            threshold=_finite(n.threshold),
+            max_abs=_finite(n.max_abs),
+            tolerance=n.tolerance,
+        )
     return out
 
 
@@ -78,22 +85,37 @@ def pass_rows(session: Session, rewrites: dict[int, list[RewriteRow]]) -> list[d
         ib, lb, hb = counts.of(before)
         ia, la, ha = counts.of(after)
         d = rec.diff
-        rows.append({
-            "i": rec.index, "path": rec.path, "name": rec.name, "pipeline": rec.pipeline, "depth": rec.depth,
-            "parent": rec.parent, "status": rec.status, "reason": rec.reason, "user": rec.user,
-            "changed": rec.changed, "noop": rec.noop,
-            "summary": d.summary() if rec.changed else ("no change" if rec.status == "ok" else rec.status),
-            "time_ms": round(rec.time_s * 1e3, 3),
-            "options": jsonable(rec.options),
-            "validation": rec.validation,
-            "stats": {"instructions": [ib, ia], "launches": [lb, la],
-                      "added": len(d.added) if d else 0, "removed": len(d.removed) if d else 0,
-                      "changed": len(d.changed) if d else 0, "matches": len(rec.matches),
-                      "modules": [len(before.modules), len(after.modules)]},
-            "ops": op_delta(hb, ha) if rec.changed else [],
-            "rewrites": rewrite_rows(rewrites.get(rec.index, [])),
-            "numeric": numeric_info(session, rec),
-        })
+        rows.append(
+            {
+                "i": rec.index,
+                "path": rec.path,
+                "name": rec.name,
+                "pipeline": rec.pipeline,
+                "depth": rec.depth,
+                "parent": rec.parent,
+                "status": rec.status,
+                "reason": rec.reason,
+                "user": rec.user,
+                "changed": rec.changed,
+                "noop": rec.noop,
+                "summary": d.summary() if rec.changed else ("no change" if rec.status == "ok" else rec.status),
+                "time_ms": round(rec.time_s * 1e3, 3),
+                "options": jsonable(rec.options),
+                "validation": rec.validation,
+                "stats": {
+                    "instructions": [ib, ia],
+                    "launches": [lb, la],
+                    "added": len(d.added) if d else 0,
+                    "removed": len(d.removed) if d else 0,
+                    "changed": len(d.changed) if d else 0,
+                    "matches": len(rec.matches),
+                    "modules": [len(before.modules), len(after.modules)],
+                },
+                "ops": op_delta(hb, ha) if rec.changed else [],
+                "rewrites": rewrite_rows(rewrites.get(rec.index, [])),
+                "numeric": numeric_info(session, rec),
+            }
+        )
     return rows
 
 
@@ -101,8 +123,14 @@ def pipeline_tree(session: Session) -> list[dict[str, Any]]:
     """The pipelines in order with their state; records point at their pipeline by name."""
     out = []
     for pl in session.pipelines:
-        out.append({"name": pl.name, "enabled": pl.enabled,
-                    "entries": len(pl.entries), "disabled": sum(1 for e in pl.entries if not e.enabled)})
+        out.append(
+            {
+                "name": pl.name,
+                "enabled": pl.enabled,
+                "entries": len(pl.entries),
+                "disabled": sum(1 for e in pl.entries if not e.enabled),
+            }
+        )
     return out
 
 
@@ -114,14 +142,16 @@ def overview(session: Session) -> dict[str, Any]:
     return {
         "instructions": [trace.initial.total_instructions(), trace.final.total_instructions()],
         "launches": [launch_count(trace.initial), launch_count(trace.final)],
-        "passes": len(tops), "changed": sum(1 for r in tops if r.changed),
+        "passes": len(tops),
+        "changed": sum(1 for r in tops if r.changed),
         "disabled": sum(1 for r in tops if r.status == "disabled"),
         "records": len(trace.records),
         "time_ms": round(sum(r.time_s for r in tops) * 1e3, 2),
         "error": trace.error,
         "numeric_checked": len(checked),
-        "numeric_failure": None if failure is None else {"i": failure.index, "path": failure.path,
-                                                           "text": failure.numeric.describe()},
+        "numeric_failure": None
+        if failure is None
+        else {"i": failure.index, "path": failure.path, "text": failure.numeric.describe()},
         "warnings": session.config.warnings(),
     }
 

@@ -50,7 +50,7 @@ def region_pieces(regions: list[Region], max_ids: int = STOP_IDS) -> list[dict[s
     too big to read in one view (lowering's whole program) is visited in program-order parts."""
     out = []
     for k, r in enumerate(regions):
-        parts = [r.ids[j:j + max_ids] for j in range(0, len(r.ids), max_ids)]
+        parts = [r.ids[j : j + max_ids] for j in range(0, len(r.ids), max_ids)]
         for j, ids in enumerate(parts):
             label = r.describe(k, len(regions)) + f" · {r.size} instruction{'s' if r.size != 1 else ''}"
             part = f" (part {j + 1} of {len(parts)})" if len(parts) > 1 else ""
@@ -71,8 +71,14 @@ def aliases(graph: DisplayGraph, wanted: set[int]) -> dict[str, str]:
     return out
 
 
-def pass_graph(before: Any, after: Any, rec: PassRecord, scopes: Mapping[int, str] | None = None,
-               wanted: set[int] = frozenset(), both: bool = True) -> dict[str, Any]:
+def pass_graph(
+    before: Any,
+    after: Any,
+    rec: PassRecord,
+    scopes: Mapping[int, str] | None = None,
+    wanted: set[int] = frozenset(),
+    both: bool = True,
+) -> dict[str, Any]:
     """Collapsed and expanded drawings of one pass's merged diff (both: else only the one shown
     first), grouped by the model's scopes where small enough, each with the map from instruction
     ids to the nodes that show them."""
@@ -111,10 +117,16 @@ def unpack(blob: str) -> dict[str, Any]:
 MAX_INSTANCES = 200
 
 
-def pass_blobs(session: Session, *, rewrites: dict[int, list[Any]] | None = None, graphs: bool = True,
-               changed_only: bool = True, budget: int | None = None,
-               progress: Callable[[int, int, str], None] | None = None,
-               on_error: Callable[[PassRecord, Exception], None] | None = None) -> dict[int, str]:
+def pass_blobs(
+    session: Session,
+    *,
+    rewrites: dict[int, list[Any]] | None = None,
+    graphs: bool = True,
+    changed_only: bool = True,
+    budget: int | None = None,
+    progress: Callable[[int, int, str], None] | None = None,
+    on_error: Callable[[PassRecord, Exception], None] | None = None,
+) -> dict[int, str]:
     """Record index -> packed {text, graph, regions, rewrite_ids} for every pass that changed the
     IR; rewrite_ids[row][instance] lists the ids of one instance of that rewrite row. `budget`:
     the most bytes the blobs may take together (see fit_budget)."""
@@ -125,8 +137,13 @@ def pass_blobs(session: Session, *, rewrites: dict[int, list[Any]] | None = None
         if progress:
             progress(k, len(todo), rec.path)
         before, after = trace.snapshots(rec)
-        payload: dict[str, Any] = {"text": text_diff(before, after), "rewrite_ids": [
-            [list(inst.ids) for inst in row.instances[:MAX_INSTANCES]] for row in (rewrites or {}).get(rec.index, [])]}
+        payload: dict[str, Any] = {
+            "text": text_diff(before, after),
+            "rewrite_ids": [
+                [list(inst.ids) for inst in row.instances[:MAX_INSTANCES]]
+                for row in (rewrites or {}).get(rec.index, [])
+            ],
+        }
         if graphs:
             try:
                 sb, sa = pass_changes.scopes(session, rec.index)

@@ -26,27 +26,46 @@ def _graph_view_js() -> tuple[str, str]:
 
 
 def _repro_html(repro: dict[str, Any]) -> str:
-    labels = [("model", "model"), ("source", "source"), ("model_sha256", "model file sha256"),
-              ("program_sha256", "input program sha256 (printed IR)"), ("input_dims", "input dims"),
-              ("spec", "pipeline spec"), ("mode", "compile mode"), ("precision", "precision"),
-              ("migraphx_env", "MIGraphX equivalent"), ("inputs", "numeric-check inputs"),
-              ("version", "package version"), ("python", "python"), ("created", "created"),
-              ("command", "command line")]
-    rows = "".join(f'<tr class="rep-repro-{k}"><th>{html.escape(label)}</th><td><code>{html.escape(str(repro[k]))}'
-                   f"</code></td></tr>" for k, label in labels if repro.get(k))
+    labels = [
+        ("model", "model"),
+        ("source", "source"),
+        ("model_sha256", "model file sha256"),
+        ("program_sha256", "input program sha256 (printed IR)"),
+        ("input_dims", "input dims"),
+        ("spec", "pipeline spec"),
+        ("mode", "compile mode"),
+        ("precision", "precision"),
+        ("migraphx_env", "MIGraphX equivalent"),
+        ("inputs", "numeric-check inputs"),
+        ("version", "package version"),
+        ("python", "python"),
+        ("created", "created"),
+        ("command", "command line"),
+    ]
+    rows = "".join(
+        f'<tr class="rep-repro-{k}"><th>{html.escape(label)}</th><td><code>{html.escape(str(repro[k]))}'
+        f"</code></td></tr>"
+        for k, label in labels
+        if repro.get(k)
+    )
     warn = "".join(f"<li>{html.escape(w)}</li>" for w in repro.get("warnings", ()))
-    return (f'<table class="rep-table rep-repro">{rows}</table>'
-            + (f'<h3>Ordering warnings</h3><ul class="rep-repro-warnings">{warn}</ul>' if warn else "")
-            + f'<h3>Repro script</h3><pre class="rep-repro-script">{html.escape(repro.get("script", ""))}</pre>')
+    return (
+        f'<table class="rep-table rep-repro">{rows}</table>'
+        + (f'<h3>Ordering warnings</h3><ul class="rep-repro-warnings">{warn}</ul>' if warn else "")
+        + f'<h3>Repro script</h3><pre class="rep-repro-script">{html.escape(repro.get("script", ""))}</pre>'
+    )
 
 
 def _overview_html(ov: dict[str, Any], repro: dict[str, Any]) -> str:
     ins, ln = ov["instructions"], ov["launches"]
-    parts = [f'<code class="rep-head-spec">{html.escape(str(repro.get("spec", "")))}</code>',
-             html.escape(str(repro.get("precision", ""))),
-             f"<b>{ins[0]} → {ins[1]}</b> instructions", f"<b>{ln[0]} → {ln[1]}</b> kernel launches",
-             f"<b>{ov['passes']}</b> passes ({ov['changed']} changed the IR, {ov['disabled']} disabled)",
-             f"{ov['time_ms']:.1f} ms in passes"]
+    parts = [
+        f'<code class="rep-head-spec">{html.escape(str(repro.get("spec", "")))}</code>',
+        html.escape(str(repro.get("precision", ""))),
+        f"<b>{ins[0]} → {ins[1]}</b> instructions",
+        f"<b>{ln[0]} → {ln[1]}</b> kernel launches",
+        f"<b>{ov['passes']}</b> passes ({ov['changed']} changed the IR, {ov['disabled']} disabled)",
+        f"{ov['time_ms']:.1f} ms in passes",
+    ]
     if ov["numeric_failure"]:
         f = ov["numeric_failure"]
         parts.append(f'<b style="color:#ff8a80">numeric check broken at {html.escape(f["path"])}</b>')
@@ -60,13 +79,13 @@ def _overview_html(ov: dict[str, Any], repro: dict[str, Any]) -> str:
     return " · ".join(parts)
 
 
-
-
 def _legend_html() -> str:
     from ..render import style as S
 
-    return "".join(f'<i style="background:{st.fill};border:1px solid {st.border}"></i>{k}'
-                   for k, st in ((k, S.STATUS_STYLE[k]) for k in (S.ADDED, S.REMOVED, S.CHANGED, S.UNCHANGED)))
+    return "".join(
+        f'<i style="background:{st.fill};border:1px solid {st.border}"></i>{k}'
+        for k, st in ((k, S.STATUS_STYLE[k]) for k in (S.ADDED, S.REMOVED, S.CHANGED, S.UNCHANGED))
+    )
 
 
 def page_html(data: dict[str, Any], blobs: dict[int, str], *, gpu_html: str, repro: dict[str, Any]) -> str:
@@ -74,17 +93,28 @@ def page_html(data: dict[str, Any], blobs: dict[int, str], *, gpu_html: str, rep
     css = (ASSETS / "report.css").read_text(encoding="utf-8")
     js = (ASSETS / "report.js").read_text(encoding="utf-8")
     name = html.escape(data["model"])
-    body = (ASSETS / "body.html").read_text(encoding="utf-8").format(
-        name=name, overview=_overview_html(data["overview"], repro), gpu=gpu_html, repro=_repro_html(repro),
-        legend=_legend_html())
-    blob_tags = "\n".join(f'<script type="application/octet-stream" id="migx-blob-{i}">{b}</script>'
-                          for i, b in sorted(blobs.items()))
-    return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
-            f'<meta name="viewport" content="width=device-width, initial-scale=1">'
-            f'<meta name="generator" content="{html.escape(repro.get("version", "migx-explore"))}">'
-            f"<title>migx-explore report: {name}</title><style>{gv_css}\n{css}</style></head><body>\n{body}\n"
-            f'<script type="application/json" id="migx-report-data">{_script_json(data)}</script>\n{blob_tags}\n'
-            f'<script type="module">\n{gv_js}\n{js}\n</script>\n</body></html>\n')
+    body = (
+        (ASSETS / "body.html")
+        .read_text(encoding="utf-8")
+        .format(
+            name=name,
+            overview=_overview_html(data["overview"], repro),
+            gpu=gpu_html,
+            repro=_repro_html(repro),
+            legend=_legend_html(),
+        )
+    )
+    blob_tags = "\n".join(
+        f'<script type="application/octet-stream" id="migx-blob-{i}">{b}</script>' for i, b in sorted(blobs.items())
+    )
+    return (
+        f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        f'<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f'<meta name="generator" content="{html.escape(repro.get("version", "migx-explore"))}">'
+        f"<title>migx-explore report: {name}</title><style>{gv_css}\n{css}</style></head><body>\n{body}\n"
+        f'<script type="application/json" id="migx-report-data">{_script_json(data)}</script>\n{blob_tags}\n'
+        f'<script type="module">\n{gv_js}\n{js}\n</script>\n</body></html>\n'
+    )
 
 
 __all__ = ["page_html"]

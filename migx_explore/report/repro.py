@@ -67,8 +67,13 @@ def repro_info(session: Session, *, command: str = "", inputs_path: str | None =
         info["inputs"] = f"{inputs_path} (sha256 {file_sha256(inputs_path)})"
     else:
         cfg = session.traces.numeric_config()
-        info["inputs"] = ("none (numeric check off)" if cfg is None else
-                          "seeded random inputs" if cfg.random_inputs else "the session's inputs")
+        info["inputs"] = (
+            "none (numeric check off)"
+            if cfg is None
+            else "seeded random inputs"
+            if cfg.random_inputs
+            else "the session's inputs"
+        )
     info["version"] = f"migx-explore {package_version()}"
     info["python"] = f"{platform.python_version()} on {platform.system()} {platform.machine()}"
     info["created"] = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")

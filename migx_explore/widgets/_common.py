@@ -141,8 +141,9 @@ class TaskProgress:
 
     def __init__(self, prefix: str):
         W = widgets()
-        self.bar = W.IntProgress(0, min=0, max=1, layout=W.Layout(width="280px", display="none"),
-                                 _dom_classes=[f"{prefix}-progress"])
+        self.bar = W.IntProgress(
+            0, min=0, max=1, layout=W.Layout(width="280px", display="none"), _dom_classes=[f"{prefix}-progress"]
+        )
         self.label = W.HTML("", _dom_classes=[f"{prefix}-progress-label"])
         self.widget = W.HBox([self.bar, self.label])
 

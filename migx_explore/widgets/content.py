@@ -19,18 +19,36 @@ from ..session import Session
 
 PASS_GRAPH_VIEWS = ("diff", "side_by_side", "focus")  # drawn for one pass (its before and after)
 GRAPH_VIEWS = PASS_GRAPH_VIEWS + ("compare",)  # every view the graph widget shows
-VIEW_LABELS = {"rewrites": "Rewrites", "diff": "Diff", "side_by_side": "Before | After", "focus": "Focus",
-               "compare": "Compare", "text": "Text diff", "metrics": "IR metrics"}
+VIEW_LABELS = {
+    "rewrites": "Rewrites",
+    "diff": "Diff",
+    "side_by_side": "Before | After",
+    "focus": "Focus",
+    "compare": "Compare",
+    "text": "Text diff",
+    "metrics": "IR metrics",
+}
 REGION_HOPS = 1  # context drawn around a change region
 # Scope clusters cost dot layout time; a drawing bigger than this (a whole-graph diff of a big
 # pass) is drawn without them.
 SCOPE_GROUPS_MAX_NODES = 250
 
 
-def graph_svg(before: ProgramSnapshot, after: ProgramSnapshot, view: str, *, diff: Any = None, hops: int = 2,
-              centre: Collection[int] = (), chains: bool | None = None, prefix: str = "",
-              expand: Any = "auto", region: Collection[int] = (), scopes: Mapping[int, str] | None = None,
-              pane: tuple[float, float] | None = None) -> str:
+def graph_svg(
+    before: ProgramSnapshot,
+    after: ProgramSnapshot,
+    view: str,
+    *,
+    diff: Any = None,
+    hops: int = 2,
+    centre: Collection[int] = (),
+    chains: bool | None = None,
+    prefix: str = "",
+    expand: Any = "auto",
+    region: Collection[int] = (),
+    scopes: Mapping[int, str] | None = None,
+    pane: tuple[float, float] | None = None,
+) -> str:
     """Inline SVG for one graph view of a pass.
 
     diff: the merged graph (changed region plus context when the graph is big); side_by_side:
@@ -69,8 +87,16 @@ def graph_svg(before: ProgramSnapshot, after: ProgramSnapshot, view: str, *, dif
         g = render.side_by_side(before, after, diff, chains=chains, expand=expand, **near)
     elif view == "focus":
         # ids on the nodes: Focus is centred by instruction id, so the user needs to read them
-        g = render.diff_graph(before, after, diff, focus=hops, focus_ids=tuple(centre) or None,
-                              chains=True if chains is None else chains, show_ids=True, expand=expand)
+        g = render.diff_graph(
+            before,
+            after,
+            diff,
+            focus=hops,
+            focus_ids=tuple(centre) or None,
+            chains=True if chains is None else chains,
+            show_ids=True,
+            expand=expand,
+        )
     else:
         raise ValueError(f"unknown graph view {view!r}; one of {', '.join(PASS_GRAPH_VIEWS)}")
     if view == "diff" and not region and pane is not None:
@@ -80,32 +106,49 @@ def graph_svg(before: ProgramSnapshot, after: ProgramSnapshot, view: str, *, dif
     return str(render.render_svg(g, opts))
 
 
-def compare_svgs(a: ProgramSnapshot, b: ProgramSnapshot, labels: tuple[str, str], *,
-                 expand: Any = "auto", focus_ids: Collection[int] | None = None) -> tuple[str, str]:
+def compare_svgs(
+    a: ProgramSnapshot,
+    b: ProgramSnapshot,
+    labels: tuple[str, str],
+    *,
+    expand: Any = "auto",
+    focus_ids: Collection[int] | None = None,
+) -> tuple[str, str]:
     """Two SVGs, the IR at `a` and at `b`, coloured by what differs and cut to the same region (for
     the synced side-by-side Compare view); focus_ids: cut around these instructions (one change
     region) instead of around every change."""
     from .. import render
 
     left, right = render.compare_panels(a, b, labels=labels, expand=expand, focus_ids=focus_ids)
-    return (str(render.render_svg(left, render.DotOptions(id_prefix="ca_", cluster_controls=True))),
-            str(render.render_svg(right, render.DotOptions(id_prefix="cb_", cluster_controls=True))))
+    return (
+        str(render.render_svg(left, render.DotOptions(id_prefix="ca_", cluster_controls=True))),
+        str(render.render_svg(right, render.DotOptions(id_prefix="cb_", cluster_controls=True))),
+    )
 
 
 def legend_html() -> str:
     """What the colours mean: diff status fills, then op-category borders (one line)."""
     from ..render import style as S
 
-    items = [(S.STATUS_STYLE[k].fill, S.STATUS_STYLE[k].border, k) for k in (S.ADDED, S.REMOVED, S.CHANGED,
-                                                                            S.UNCHANGED)]
-    cats = [(S.CATEGORY_STYLE[k].fill, S.CATEGORY_STYLE[k].border, k.replace("_", " "))
-            for k in (S.CONV_GEMM, S.POINTWISE, S.REDUCE, S.DATA, S.GPU_KERNEL, S.ALLOCATION, S.LITERAL)]
-    chip = ('<span class="migx-legend-item"><span class="migx-legend-chip" style="background:{};border-color:{}">'
-            '</span>{}</span>')
-    return ('<div class="migx-legend"><b>diff:</b> ' + "".join(chip.format(*i) for i in items)
-            + ' <b>ops:</b> ' + "".join(chip.format(*i) for i in cats)
-            + ' <span class="migx-legend-item">dashed: removed; purple dashes: pinned node; ⊞ double-click: '
-              'open a fused node; ⊟ click: close the cluster; ↳ name: a copy of a node with many users</span></div>')
+    items = [
+        (S.STATUS_STYLE[k].fill, S.STATUS_STYLE[k].border, k) for k in (S.ADDED, S.REMOVED, S.CHANGED, S.UNCHANGED)
+    ]
+    cats = [
+        (S.CATEGORY_STYLE[k].fill, S.CATEGORY_STYLE[k].border, k.replace("_", " "))
+        for k in (S.CONV_GEMM, S.POINTWISE, S.REDUCE, S.DATA, S.GPU_KERNEL, S.ALLOCATION, S.LITERAL)
+    ]
+    chip = (
+        '<span class="migx-legend-item"><span class="migx-legend-chip" style="background:{};border-color:{}">'
+        "</span>{}</span>"
+    )
+    return (
+        '<div class="migx-legend"><b>diff:</b> '
+        + "".join(chip.format(*i) for i in items)
+        + " <b>ops:</b> "
+        + "".join(chip.format(*i) for i in cats)
+        + ' <span class="migx-legend-item">dashed: removed; purple dashes: pinned node; ⊞ double-click: '
+        "open a fused node; ⊟ click: close the cluster; ↳ name: a copy of a node with many users</span></div>"
+    )
 
 
 def side_by_side_text_html(left: str, right: str, labels: tuple[str, str], *, limit: int = 3000) -> str:
@@ -134,9 +177,15 @@ def text_diff_html(text: str, *, limit: int = 4000) -> str:
     more = len(lines) - limit
     out = []
     for line in lines[:limit]:
-        cls = ("add" if line.startswith("+") and not line.startswith("+++") else
-               "del" if line.startswith("-") and not line.startswith("---") else
-               "hunk" if line.startswith("@@") else "")
+        cls = (
+            "add"
+            if line.startswith("+") and not line.startswith("+++")
+            else "del"
+            if line.startswith("-") and not line.startswith("---")
+            else "hunk"
+            if line.startswith("@@")
+            else ""
+        )
         esc = html.escape(line) or " "
         # Classed lines are display:block (see the stylesheet), so only plain lines need "\n".
         out.append(f'<span class="{cls}">{esc}</span>' if cls else esc + "\n")
@@ -144,8 +193,9 @@ def text_diff_html(text: str, *, limit: int = 4000) -> str:
     return "<pre>" + "".join(out) + html.escape(tail) + "</pre>"
 
 
-def metrics_svg(series: Mapping[str, Sequence], current: int | None = None, *, width: int = 760,
-                height: int = 300) -> str:
+def metrics_svg(
+    series: Mapping[str, Sequence], current: int | None = None, *, width: int = 760, height: int = 300
+) -> str:
     """A two-line chart of instructions and kernel launches after each top-level pass, the current
     pass marked, and the passes that moved a count labelled below the axis. Every pass has a
     clickable column (`data-index` = its record index; the explorer goes there on a click).
@@ -164,43 +214,59 @@ def metrics_svg(series: Mapping[str, Sequence], current: int | None = None, *, w
     def pt(k: int, v: float) -> str:
         return f"{x_of(k):.1f},{pad_t + h * (1 - v / top):.1f}"
 
-    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" class="migx-metrics-chart" width="{width}" '
-             f'height="{height}" font-family="Helvetica" font-size="11">',
-             f'<rect x="{pad_l}" y="{pad_t}" width="{w}" height="{h}" fill="white" stroke="#ccc"/>',
-             f'<text x="{pad_l - 6}" y="{pad_t + 4}" text-anchor="end">{top}</text>',
-             f'<text x="{pad_l - 6}" y="{pad_t + h}" text-anchor="end">0</text>']
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" class="migx-metrics-chart" width="{width}" '
+        f'height="{height}" font-family="Helvetica" font-size="11">',
+        f'<rect x="{pad_l}" y="{pad_t}" width="{w}" height="{h}" fill="white" stroke="#ccc"/>',
+        f'<text x="{pad_l - 6}" y="{pad_t + 4}" text-anchor="end">{top}</text>',
+        f'<text x="{pad_l - 6}" y="{pad_t + h}" text-anchor="end">0</text>',
+    ]
     col = w / n
     for k, (idx, path) in enumerate(zip(xs, series["path"])):
         moved = k > 0 and any(series[key][k] != series[key][k - 1] for key in ("instructions", "launches"))
-        label = (f"{path}: {series['instructions'][k]} instructions, {series['launches'][k]} launches"
-                 " (click to go there)")
-        parts.append(f'<rect class="migx-metrics-hit" data-index="{idx}" x="{x_of(k) - col / 2:.1f}" y="{pad_t}" '
-                     f'width="{col:.1f}" height="{h}" fill="#000" fill-opacity="0" style="cursor:pointer">'
-                     f"<title>{html.escape(label)}</title></rect>")
+        label = (
+            f"{path}: {series['instructions'][k]} instructions, {series['launches'][k]} launches (click to go there)"
+        )
+        parts.append(
+            f'<rect class="migx-metrics-hit" data-index="{idx}" x="{x_of(k) - col / 2:.1f}" y="{pad_t}" '
+            f'width="{col:.1f}" height="{h}" fill="#000" fill-opacity="0" style="cursor:pointer">'
+            f"<title>{html.escape(label)}</title></rect>"
+        )
         if moved:  # name the passes that changed a count, under the axis
             x = x_of(k)
-            parts.append(f'<text class="migx-metrics-label" data-index="{idx}" transform="translate({x:.1f},'
-                         f'{pad_t + h + 6}) rotate(60)" font-size="9" fill="#333" style="cursor:pointer">'
-                         f"{html.escape(path.split('.', 1)[-1][:28])}</text>")
+            parts.append(
+                f'<text class="migx-metrics-label" data-index="{idx}" transform="translate({x:.1f},'
+                f'{pad_t + h + 6}) rotate(60)" font-size="9" fill="#333" style="cursor:pointer">'
+                f"{html.escape(path.split('.', 1)[-1][:28])}</text>"
+            )
     for key, colour in (("instructions", "#1f77b4"), ("launches", "#d62728")):
         pts = " ".join(pt(k, v) for k, v in enumerate(series[key]))
-        parts.append(f'<polyline class="migx-series-{key}" fill="none" stroke="{colour}" stroke-width="2" '
-                     f'points="{pts}" pointer-events="none"/>')
+        parts.append(
+            f'<polyline class="migx-series-{key}" fill="none" stroke="{colour}" stroke-width="2" '
+            f'points="{pts}" pointer-events="none"/>'
+        )
     if current is not None and current in xs:
         k = xs.index(current)
-        parts.append(f'<line class="migx-metrics-current" x1="{x_of(k):.1f}" x2="{x_of(k):.1f}" y1="{pad_t}" '
-                     f'y2="{pad_t + h}" stroke="#f0a000" stroke-width="2" pointer-events="none">'
-                     f'<title>{html.escape(series["path"][k])}</title></line>')
-    parts.append(f'<text x="{pad_l + 8}" y="{pad_t + 14}" fill="#1f77b4">instructions '
-                 f'{series["instructions"][0]} → {series["instructions"][-1]}</text>')
-    parts.append(f'<text x="{pad_l + 8}" y="{pad_t + 28}" fill="#d62728">kernel launches '
-                 f'{series["launches"][0]} → {series["launches"][-1]}</text>')
+        parts.append(
+            f'<line class="migx-metrics-current" x1="{x_of(k):.1f}" x2="{x_of(k):.1f}" y1="{pad_t}" '
+            f'y2="{pad_t + h}" stroke="#f0a000" stroke-width="2" pointer-events="none">'
+            f"<title>{html.escape(series['path'][k])}</title></line>"
+        )
+    parts.append(
+        f'<text x="{pad_l + 8}" y="{pad_t + 14}" fill="#1f77b4">instructions '
+        f"{series['instructions'][0]} → {series['instructions'][-1]}</text>"
+    )
+    parts.append(
+        f'<text x="{pad_l + 8}" y="{pad_t + 28}" fill="#d62728">kernel launches '
+        f"{series['launches'][0]} → {series['launches'][-1]}</text>"
+    )
     parts.append("</svg>")
     return "".join(parts)
 
 
-def highlight_svg(snap: ProgramSnapshot, matched: Collection[int], near: Mapping[int, str], *,
-                  module: str = "main", title: str = "") -> str:
+def highlight_svg(
+    snap: ProgramSnapshot, matched: Collection[int], near: Mapping[int, str], *, module: str = "main", title: str = ""
+) -> str:
     """The graph of `snap` with rule matches drawn as 'added' (green) and near misses as
     'changed' (amber) with the reason in the node's tooltip: a fusion prototype's view."""
     from .. import render
@@ -247,7 +313,7 @@ class SvgCache:
         with self._lock:
             if self._find(self._items, before, after, key) is None:
                 self._items.append((before, after, key, svg))
-                del self._items[:-self.size]
+                del self._items[: -self.size]
 
     def get(self, before: Any, after: Any, key: tuple, make: Callable[[], str]) -> str:
         with self._lock:
@@ -274,8 +340,10 @@ class SvgCache:
         if self._pool is None:
             return
         with self._lock:
-            if (self._find(self._items, before, after, key) is not None
-                    or self._find(self._pending, before, after, key) is not None):
+            if (
+                self._find(self._items, before, after, key) is not None
+                or self._find(self._pending, before, after, key) is not None
+            ):
                 return
             self._pending = [p for p in self._pending if not p[3].done()][-4:]
 
@@ -303,13 +371,15 @@ def _graph_job(session: Session, index: int, view: str, opts: dict[str, Any]) ->
         regions = pass_changes.regions(session, index)
         if 0 <= k < len(regions):
             extra["region"] = regions[k].ids
-    key = (view, tuple(sorted((k, tuple(v) if isinstance(v, (list, set, tuple)) else v) for k, v in opts.items())),
-           extra.get("region", ()))
+    key = (
+        view,
+        tuple(sorted((k, tuple(v) if isinstance(v, (list, set, tuple)) else v) for k, v in opts.items())),
+        extra.get("region", ()),
+    )
     if view == "diff":  # scopes are a function of the record, so the key needs no more
         sb, sa = pass_changes.scopes(session, index)
         extra["scopes"] = {**sb, **sa}
-    return before, after, key, lambda: graph_svg(before, after, view, diff=diff, prefix=f"{view[:2]}_", **opts,
-                                                 **extra)
+    return before, after, key, lambda: graph_svg(before, after, view, diff=diff, prefix=f"{view[:2]}_", **opts, **extra)
 
 
 def current_graph(session: Session, view: str, cache: SvgCache | None = None, **opts: Any) -> str:
@@ -328,8 +398,11 @@ def prefetch_next(session: Session, view: str, cache: SvgCache, **opts: Any) -> 
     earlier = [i for i in vis if i < session.position]
     drawn = []
     for i in later[:1] + earlier[-1:]:
-        if (view == "diff" and opts.get("region") is not None
-                and first_view(pass_changes.regions(session, i)) == "summary"):
+        if (
+            view == "diff"
+            and opts.get("region") is not None
+            and first_view(pass_changes.regions(session, i)) == "summary"
+        ):
             continue
         cache.prefetch(*_graph_job(session, i, view, opts))
         drawn.append(i)

@@ -123,8 +123,12 @@ def _classes() -> dict[str, type]:
         chunk_bytes = t.Int(CHUNK_BYTES).tag(sync=True)
         status = t.Unicode("").tag(sync=True)  # what the kernel received, or why it failed
 
-        def __init__(self, on_file: Callable[[str, bytes], None] | None = None,
-                     on_error: Callable[[str], None] | None = None, **kw: Any):
+        def __init__(
+            self,
+            on_file: Callable[[str, bytes], None] | None = None,
+            on_error: Callable[[str], None] | None = None,
+            **kw: Any,
+        ):
             super().__init__(**kw)
             self._on_file, self._on_error = on_file, on_error
             self._name, self._size, self._parts = "", 0, bytearray()

@@ -23,6 +23,7 @@ from ..like_this import bucket_long_ranges
 from ..session import Session, SessionError
 from . import queries
 from ._common import CSS, ErrorBox, pin_to_main_shell, widgets
+from .background import NumericFiller, TraceFiller
 from .dom_tools import ScrollTo
 from .gpu_panel import GpuPanel
 from .picker import ModelPicker, make_session
@@ -63,100 +64,6 @@ class Progress:
         self.label.value = html.escape(message)
 
 
-class NumericFiller:
-    """Runs the deferred per-pass numeric check in a thread, one pass at a time, reporting each
-    result; `cancel` (a new load or a toggle) stops it before the next pass."""
-
-    def __init__(self, on_result: Any, on_error: Any):
-        self._on_result, self._on_error = on_result, on_error
-        self._generation = 0
-        self._thread: threading.Thread | None = None
-
-    def restart(self, session: Session, on_start: Any = None) -> int:
-        """Check the session's unchecked passes (listed now, on the caller's thread); `on_start(n)`
-        runs before the thread starts. Returns how many there are."""
-        self.cancel()
-        todo = session.traces.unchecked(session.trace)
-        if on_start is not None:
-            on_start(len(todo))
-        if todo:
-            gen = self._generation
-            self._thread = threading.Thread(target=self._run, args=(session, todo, gen), daemon=True,
-                                            name="migx-numeric")
-            self._thread.start()
-        return len(todo)
-
-    def cancel(self) -> None:
-        self._generation += 1
-
-    def wait(self, timeout: float | None = None) -> bool:
-        """Block until the current check finishes (tests, scripts); False on timeout."""
-        t = self._thread
-        if t is not None:
-            t.join(timeout)
-            return not t.is_alive()
-        return True
-
-    def _run(self, session: Session, todo: list, gen: int) -> None:
-        try:
-            for k, rec in enumerate(todo):
-                if gen != self._generation:
-                    return
-                session.traces.check_numeric(rec)
-                if gen != self._generation:
-                    return
-                self._on_result(session, rec, k + 1, len(todo))
-        except Exception as e:  # noqa: BLE001 - a thread's error would otherwise vanish
-            self._on_error(e)
-
-
-class TraceFiller:
-    """Finishes a session's trace in a thread, one top-level pass at a time (each under the trace
-    cache's lock, so a step the user asks for meanwhile runs in between), calling `on_progress()`
-    at most every `every` seconds and `on_done()` at the end; `cancel` (a new load or a toggle)
-    stops it before the next pass."""
-
-    def __init__(self, on_progress: Any, on_done: Any, on_error: Any, every: float = 1.0):
-        self._on_progress, self._on_done, self._on_error = on_progress, on_done, on_error
-        self.every = every
-        self._generation = 0
-        self._thread: threading.Thread | None = None
-
-    def restart(self, session: Session) -> None:
-        self.cancel()
-        gen = self._generation
-        self._thread = threading.Thread(target=self._run, args=(session, gen), daemon=True, name="migx-trace")
-        self._thread.start()
-
-    def cancel(self) -> None:
-        self._generation += 1
-
-    def running(self) -> bool:
-        return self._thread is not None and self._thread.is_alive()
-
-    def wait(self, timeout: float | None = None) -> bool:
-        """Block until the trace is finished (tests, scripts); False on timeout."""
-        t = self._thread
-        if t is not None:
-            t.join(timeout)
-            return not t.is_alive()
-        return True
-
-    def _run(self, session: Session, gen: int) -> None:
-        try:
-            last = time.perf_counter()
-            while gen == self._generation and not session.trace_complete:
-                n = len(session.trace_so_far.records)
-                session.traces.extend(session.config, lambda t, n=n: len(t.records) > n)
-                if gen == self._generation and time.perf_counter() - last >= self.every:
-                    self._on_progress(session)
-                    last = time.perf_counter()
-            if gen == self._generation:
-                self._on_done(session)
-        except Exception as e:  # noqa: BLE001 - a thread's error would otherwise vanish
-            self._on_error(e)
-
-
 class Stepper:
     """first / back / next / last buttons, a slider over the passes the view visits, the position."""
 
@@ -167,8 +74,13 @@ class Stepper:
         ex = explorer
 
         def button(desc: str, icon: str, css: str, fn: Any, tip: str) -> Any:
-            b = W.Button(description=desc, icon=icon, tooltip=tip, layout=W.Layout(width="auto", min_width="36px"),
-                         _dom_classes=[css])
+            b = W.Button(
+                description=desc,
+                icon=icon,
+                tooltip=tip,
+                layout=W.Layout(width="auto", min_width="36px"),
+                _dom_classes=[css],
+            )
             b.on_click(errors.guard(lambda _b: fn(), tip.split(" (")[0]))
             return b
 
@@ -176,19 +88,39 @@ class Stepper:
         self.prev = button("back", "step-backward", "migx-prev", ex.prev, "previous pass (key: p)")
         self.next = button("next", "step-forward", "migx-next", ex.next, "next pass (key: n)")
         self.last = button("", "fast-forward", "migx-last", ex.last, "last pass")
-        self.slider = W.IntSlider(0, min=0, max=0, readout=False, continuous_update=False,
-                                  layout=W.Layout(flex="1 1 160px", min_width="120px"), _dom_classes=["migx-slider"])
+        self.slider = W.IntSlider(
+            0,
+            min=0,
+            max=0,
+            readout=False,
+            continuous_update=False,
+            layout=W.Layout(flex="1 1 160px", min_width="120px"),
+            _dom_classes=["migx-slider"],
+        )
         self.position = W.HTML("", _dom_classes=["migx-position"])
-        self.nested = W.Checkbox(False, description="nested passes", indent=False,
-                                 layout=W.Layout(width="auto"), _dom_classes=["migx-nested"])
+        self.nested = W.Checkbox(
+            False,
+            description="nested passes",
+            indent=False,
+            layout=W.Layout(width="auto"),
+            _dom_classes=["migx-nested"],
+        )
         # Keyboard: JupyterLab owns the notebook's keys, so keys are read from a small text box
         # (n/p/f/l, or j/k) that stays focused while typing.
-        self.keys = W.Text("", placeholder="keys: n p f l", continuous_update=True,
-                           layout=W.Layout(width="7em"), tooltip="click here, then press n / p (next / previous), "
-                           "f / l (first / last), [ / ] (previous / next change region)",
-                           _dom_classes=["migx-keys"])
-        self.widget = W.HBox([self.first, self.prev, self.next, self.last, self.slider, self.keys, self.nested],
-                             _dom_classes=["migx-stepper"], layout=W.Layout(align_items="center", width="100%"))
+        self.keys = W.Text(
+            "",
+            placeholder="keys: n p f l",
+            continuous_update=True,
+            layout=W.Layout(width="7em"),
+            tooltip="click here, then press n / p (next / previous), "
+            "f / l (first / last), [ / ] (previous / next change region)",
+            _dom_classes=["migx-keys"],
+        )
+        self.widget = W.HBox(
+            [self.first, self.prev, self.next, self.last, self.slider, self.keys, self.nested],
+            _dom_classes=["migx-stepper"],
+            layout=W.Layout(align_items="center", width="100%"),
+        )
         self._quiet = False
         self.slider.observe(errors.guard(self._slid, "slider"), "value")
         self.keys.observe(errors.guard(self._key, "keys"), "value")
@@ -235,19 +167,22 @@ def recipe_html(session: Session) -> str:
 
     r = make_recipe(session)
     caveats = "".join(f"<li>{html.escape(c)}</li>" for c in r.caveats)
-    return (f'<div class="migx-recipe-body"><b>pipeline spec</b><pre class="migx-recipe-spec">'
-            f"{html.escape(r.spec or '(not expressible as a spec: see caveats)')}</pre>"
-            f'<b>MIGraphX</b><pre class="migx-recipe-env">{html.escape(r.env() or "(nothing disabled)")}</pre>'
-            + (f"<ul>{caveats}</ul>" if caveats else "")
-            + f'<b>repro script</b><pre class="migx-recipe-script">{html.escape(r.script)}</pre></div>')
+    return (
+        f'<div class="migx-recipe-body"><b>pipeline spec</b><pre class="migx-recipe-spec">'
+        f"{html.escape(r.spec or '(not expressible as a spec: see caveats)')}</pre>"
+        f'<b>MIGraphX</b><pre class="migx-recipe-env">{html.escape(r.env() or "(nothing disabled)")}</pre>'
+        + (f"<ul>{caveats}</ul>" if caveats else "")
+        + f'<b>repro script</b><pre class="migx-recipe-script">{html.escape(r.script)}</pre></div>'
+    )
 
 
 class Explorer:
     """The explorer widget around a Session. Display it (it is the last expression of a cell, or
     `display(ex)`); drive it from Python with next/prev/first/last/goto/toggle/load."""
 
-    def __init__(self, session: Session | None = None, *, view: str = "diff", model_name: str = "",
-                 graph_height: int = 640):
+    def __init__(
+        self, session: Session | None = None, *, view: str = "diff", model_name: str = "", graph_height: int = 640
+    ):
         W = widgets()
         self.css_id = "migx-ex-" + uuid.uuid4().hex[:8]  # scopes browser-side lookups to this explorer
         self.errors = ErrorBox()
@@ -258,41 +193,67 @@ class Explorer:
         # The UI lock: the background trace and numeric check update tree and stats from their
         # threads, between the user's clicks, never in the middle of one.
         self._ui_lock = threading.RLock()
-        self.tracer = TraceFiller(self._trace_progress, self._trace_done,
-                                  lambda e: self.errors.show(e, "background trace"))
+        self.tracer = TraceFiller(
+            self._trace_progress, self._trace_done, lambda e: self.errors.show(e, "background trace")
+        )
         self.picker = ModelPicker(self.errors, self.set_session, initial=model_name)
         self.tree = PipelineTree(self.errors, self.toggle, self.goto, self._view_changed)
         self.stepper = Stepper(self.errors, self)
-        self.views = Views(self.errors, initial=view, on_pick=self.errors.guard(self.goto, "metrics chart"),
-                           graph_height=graph_height)
+        self.views = Views(
+            self.errors, initial=view, on_pick=self.errors.guard(self.goto, "metrics chart"), graph_height=graph_height
+        )
         self.gpu = GpuPanel(self.errors, lambda: self.session)
         self.waterfall = WaterfallPanel(self.errors, lambda: self.session)
         self.study = StudyPanel(self.errors, lambda: self.session)
         self.scroller = ScrollTo(container=f".{self.css_id} .migx-tree")
         self.title = W.HTML("", _dom_classes=["migx-title"])
         self.status = W.HTML("", _dom_classes=["migx-status"])
-        self.recipe_button = W.ToggleButton(False, description="Recipe / export", icon="file-code-o",
-                                            tooltip="the pipeline as a spec string, a MIGRAPHX_DISABLE_PASSES line "
-                                                    "and a repro script", layout=W.Layout(width="auto"),
-                                            _dom_classes=["migx-recipe-button"])
+        self.recipe_button = W.ToggleButton(
+            False,
+            description="Recipe / export",
+            icon="file-code-o",
+            tooltip="the pipeline as a spec string, a MIGRAPHX_DISABLE_PASSES line and a repro script",
+            layout=W.Layout(width="auto"),
+            _dom_classes=["migx-recipe-button"],
+        )
         self.recipe = W.HTML("", layout=W.Layout(display="none"), _dom_classes=["migx-recipe"])
         self.report = ReportSaver(self.errors, lambda: self.session)
         self.report.widget.layout.display = "none"  # part of the Recipe / export menu
         self.recipe_button.observe(self.errors.guard(lambda _c: self._show_recipe(), "recipe"), "value")
-        left = W.VBox([self.tree.widget, self.views.stats, self.views.warnings],
-                      # the graph is what the user reads: the side column gives way first (at
-                      # 1280x800 in JupyterLab the graph pane had 510 px of the width)
-                      layout=W.Layout(width="290px", min_width="230px", flex="0 1 290px"), _dom_classes=["migx-side"])
-        right = W.VBox([self.stepper.widget, W.HBox([self.stepper.position, self.recipe_button],
-                                                    _dom_classes=["migx-position-row"]),
-                        self.recipe, self.report.widget, self.views.widget],
-                       layout=W.Layout(flex="1 1 auto", min_width="0", width="auto"), _dom_classes=["migx-main"])
-        self.widget = W.VBox([W.HTML(CSS, _dom_classes=["migx-style"]), self.title, self.picker.widget,
-                              W.HBox([self.progress.widget, self.numeric_progress], layout=W.Layout(grid_gap="12px")),
-                              self.errors.widget, self.status,
-                              W.HBox([left, right], layout=W.Layout(grid_gap="8px", width="100%")),
-                              self.gpu.widget, self.waterfall.widget, self.study.widget, self.scroller],
-                             _dom_classes=["migx-explorer", self.css_id])
+        left = W.VBox(
+            [self.tree.widget, self.views.stats, self.views.warnings],
+            # the graph is what the user reads: the side column gives way first (at
+            # 1280x800 in JupyterLab the graph pane had 510 px of the width)
+            layout=W.Layout(width="290px", min_width="230px", flex="0 1 290px"),
+            _dom_classes=["migx-side"],
+        )
+        right = W.VBox(
+            [
+                self.stepper.widget,
+                W.HBox([self.stepper.position, self.recipe_button], _dom_classes=["migx-position-row"]),
+                self.recipe,
+                self.report.widget,
+                self.views.widget,
+            ],
+            layout=W.Layout(flex="1 1 auto", min_width="0", width="auto"),
+            _dom_classes=["migx-main"],
+        )
+        self.widget = W.VBox(
+            [
+                W.HTML(CSS, _dom_classes=["migx-style"]),
+                self.title,
+                self.picker.widget,
+                W.HBox([self.progress.widget, self.numeric_progress], layout=W.Layout(grid_gap="12px")),
+                self.errors.widget,
+                self.status,
+                W.HBox([left, right], layout=W.Layout(grid_gap="8px", width="100%")),
+                self.gpu.widget,
+                self.waterfall.widget,
+                self.study.widget,
+                self.scroller,
+            ],
+            _dom_classes=["migx-explorer", self.css_id],
+        )
         pin_to_main_shell(self.widget)  # browser messages handled in the order sent (see there)
         self.session: Session | None = None
         self.last_refresh_s = 0.0
@@ -342,8 +303,7 @@ class Explorer:
             self.views.reset_clusters()  # opened clusters belong to the old model's instruction ids
             self.errors.clear()
             self.title.value = f"<h3 class='migx-title-text'>migx-explore · {html.escape(session.name)}</h3>"
-            self.gpu.reset(session.source.get("value", session.name) if session.source.get("kind") == "model"
-                           else "")
+            self.gpu.reset(session.source.get("value", session.name) if session.source.get("kind") == "model" else "")
             self.tree.update(rows, session.position)
             self.report.reset(session)
             self._rows_for = rows_for
@@ -352,10 +312,18 @@ class Explorer:
             if session.trace_so_far.error:
                 self.errors.show(session.trace_so_far.error, "pipeline")
         t_shown = time.perf_counter()
-        self.last_load = {"import_s": t_trace - t0, "trace_s": t_traced - t_trace, "first_view_s": t_shown - t_traced,
-                          "total_s": t_shown - t0, "passes_traced": float(len(session.trace_so_far.records))}
-        self._continue(session, f"loaded {session.name} ({session.initial.total_instructions()} instructions): "
-                                f"traced in {t_traced - t_trace:.2f} s, first graph after {t_shown - t0:.2f} s")
+        self.last_load = {
+            "import_s": t_trace - t0,
+            "trace_s": t_traced - t_trace,
+            "first_view_s": t_shown - t_traced,
+            "total_s": t_shown - t0,
+            "passes_traced": float(len(session.trace_so_far.records)),
+        }
+        self._continue(
+            session,
+            f"loaded {session.name} ({session.initial.total_instructions()} instructions): "
+            f"traced in {t_traced - t_trace:.2f} s, first graph after {t_shown - t0:.2f} s",
+        )
 
     def _continue(self, session: Session, message: str) -> None:
         """Say `message`; finish the trace in the background, then run the numeric check (neither
@@ -391,8 +359,10 @@ class Explorer:
                 self.errors.show(session.trace.error, "pipeline")
             # inside the lock: a load must not slip in between the check above and these lines
             # (the old model's message, or the old model's numeric check, on the new one)
-            self.progress.finish(f"{self._done_message}; then the other passes in the background "
-                                 f"({len(session.trace.records)} pass records)")
+            self.progress.finish(
+                f"{self._done_message}; then the other passes in the background "
+                f"({len(session.trace.records)} pass records)"
+            )
             self._start_numeric(session)
 
     def _update_tree(self, s: Session) -> None:
@@ -403,8 +373,10 @@ class Explorer:
         s = self._require()
         spec = html.escape(s.config.label())
         final = f"{s.final().total_instructions()}" if s.trace_complete else "… (tracing)"
-        self.status.value = (f"<span class='migx-status-text'>{s.initial.total_instructions()} → "
-                             f"{final} instructions · spec: <code>{spec}</code></span>")
+        self.status.value = (
+            f"<span class='migx-status-text'>{s.initial.total_instructions()} → "
+            f"{final} instructions · spec: <code>{spec}</code></span>"
+        )
         if self.recipe_button.value:
             self.recipe.value = recipe_html(s)
 
@@ -432,8 +404,11 @@ class Explorer:
             if self.session.position == rec.index:
                 self.views.refresh_stats()
         bad = sum(1 for r in session.trace.top_level() if r.numeric is not None and not r.numeric.ok)
-        self.numeric_progress.value = (f"numeric check: {done}/{total} passes" + ("…" if done < total else " ✓")
-                                       + (f" — <b class='migx-bad'>{bad} beyond tolerance</b>" if bad else ""))
+        self.numeric_progress.value = (
+            f"numeric check: {done}/{total} passes"
+            + ("…" if done < total else " ✓")
+            + (f" — <b class='migx-bad'>{bad} beyond tolerance</b>" if bad else "")
+        )
 
     # ---- recomputing --------------------------------------------------------------------------------
     def refresh(self, keep: str | None = None) -> None:
@@ -457,9 +432,11 @@ class Explorer:
             self._show_position()
             self._show_status()
         self.last_refresh_s = time.perf_counter() - t0
-        self._continue(s, f"re-traced {info.ran}/{len(s.config.flat()) - info.reused} passes in "
-                          f"{self.last_refresh_s:.2f} s"
-                          + (f" (from {info.first_run.split('#')[0]})" if info.first_run else ""))
+        self._continue(
+            s,
+            f"re-traced {info.ran}/{len(s.config.flat()) - info.reused} passes in "
+            f"{self.last_refresh_s:.2f} s" + (f" (from {info.first_run.split('#')[0]})" if info.first_run else ""),
+        )
 
     def _show_position(self) -> None:
         with self._ui_lock:

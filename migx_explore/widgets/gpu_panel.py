@@ -23,16 +23,25 @@ class GpuPanel:
         self._get_session = get_session
         self.reason = _unavailable_reason()
         self.status = W.HTML("", _dom_classes=["migx-gpu-status"])
-        self.eager = W.Checkbox(True, description="eager", indent=False, layout=W.Layout(width="auto"),
-                                _dom_classes=["migx-gpu-mode-eager"])
-        self.graph = W.Checkbox(True, description="graph capture", indent=False, layout=W.Layout(width="auto"),
-                                _dom_classes=["migx-gpu-mode-graph"])
-        self.iters = W.BoundedIntText(100, min=1, max=100000, description="iters", layout=W.Layout(width="11em"),
-                                      _dom_classes=["migx-gpu-iters"])
-        self.warmup = W.BoundedIntText(10, min=0, max=10000, description="warmup", layout=W.Layout(width="11em"),
-                                       _dom_classes=["migx-gpu-warmup"])
-        self.run_button = W.Button(description="Compile & time", icon="tachometer", button_style="success",
-                                   _dom_classes=["migx-time"])
+        self.eager = W.Checkbox(
+            True, description="eager", indent=False, layout=W.Layout(width="auto"), _dom_classes=["migx-gpu-mode-eager"]
+        )
+        self.graph = W.Checkbox(
+            True,
+            description="graph capture",
+            indent=False,
+            layout=W.Layout(width="auto"),
+            _dom_classes=["migx-gpu-mode-graph"],
+        )
+        self.iters = W.BoundedIntText(
+            100, min=1, max=100000, description="iters", layout=W.Layout(width="11em"), _dom_classes=["migx-gpu-iters"]
+        )
+        self.warmup = W.BoundedIntText(
+            10, min=0, max=10000, description="warmup", layout=W.Layout(width="11em"), _dom_classes=["migx-gpu-warmup"]
+        )
+        self.run_button = W.Button(
+            description="Compile & time", icon="tachometer", button_style="success", _dom_classes=["migx-time"]
+        )
         self.tracker = TaskProgress("migx-gpu")
         self.progress, self.progress_label = self.tracker.bar, self.tracker.label
         self.table = W.HTML("", _dom_classes=["migx-timing-table"])
@@ -41,11 +50,22 @@ class GpuPanel:
         # state and the DOM whatever front end runs the kernel.
         self.plot = W.HTML("", _dom_classes=["migx-timing-plot"])
         self.run_button.on_click(errors.guard(lambda _b: self.run(), "GPU timing"))
-        body = W.VBox([self.status,
-                       W.HBox([self.eager, self.graph, self.warmup, self.iters, self.run_button]),
-                       self.tracker.widget, self.table, self.plot, self.recorded])
-        self.widget = W.Accordion([body], titles=("GPU: compile and time (eager vs graph capture)",),
-                                  selected_index=0, _dom_classes=["migx-gpu"])
+        body = W.VBox(
+            [
+                self.status,
+                W.HBox([self.eager, self.graph, self.warmup, self.iters, self.run_button]),
+                self.tracker.widget,
+                self.table,
+                self.plot,
+                self.recorded,
+            ]
+        )
+        self.widget = W.Accordion(
+            [body],
+            titles=("GPU: compile and time (eager vs graph capture)",),
+            selected_index=0,
+            _dom_classes=["migx-gpu"],
+        )
         self.reset()
 
     def reset(self, model: str = "") -> None:
@@ -53,8 +73,9 @@ class GpuPanel:
         recorded on a real one."""
         self.recorded.value = timing_view.recorded_html(model) if self.reason else ""
         if self.reason:
-            self.status.value = (f'<div class="migx-gpu-unavailable"><b>No GPU timing here.</b> '
-                                 f'{html.escape(self.reason)}</div>')
+            self.status.value = (
+                f'<div class="migx-gpu-unavailable"><b>No GPU timing here.</b> {html.escape(self.reason)}</div>'
+            )
             self.run_button.disabled = True
             self.run_button.tooltip = self.reason
         else:
@@ -86,8 +107,9 @@ class GpuPanel:
         from ..gpu_bridge import compile_session_kernels, time_session
 
         compile_session_kernels(session, self._report)
-        result = time_session(session, modes=modes, warmup=self.warmup.value, iters=self.iters.value,
-                              progress=self._report)
+        result = time_session(
+            session, modes=modes, warmup=self.warmup.value, iters=self.iters.value, progress=self._report
+        )
         self.last_result = result
         self._report(len(modes), len(modes), "done: " + timing_view.summary(result))
         self.show(result, session)

@@ -60,9 +60,11 @@ def esm() -> str:
     (new Function runs it outside module strict mode and without an AMD `define`), then the view."""
     library = (JS_DIR / "svg-pan-zoom.min.js").read_text(encoding="utf-8")
     view = (JS_DIR / "graph_view.js").read_text(encoding="utf-8")
-    loader = ("if (!globalThis.svgPanZoom) { new Function('define', 'module', 'exports', "
-              f"{json.dumps(library)})(undefined, undefined, undefined); }}\n"
-              "const svgPanZoom = globalThis.svgPanZoom;\n")
+    loader = (
+        "if (!globalThis.svgPanZoom) { new Function('define', 'module', 'exports', "
+        f"{json.dumps(library)})(undefined, undefined, undefined); }}\n"
+        "const svgPanZoom = globalThis.svgPanZoom;\n"
+    )
     return loader + view
 
 
@@ -102,8 +104,15 @@ def _widget_class() -> type:
         def _command(self, **cmd: Any) -> None:
             self.command = {**cmd, "n": self.command.get("n", 0) + 1}
 
-        def show(self, svg: str, right: str = "", titles: tuple[str, ...] = (), focus: str = "",
-                 regions: Any = None, region_index: int = -1) -> None:
+        def show(
+            self,
+            svg: str,
+            right: str = "",
+            titles: tuple[str, ...] = (),
+            focus: str = "",
+            regions: Any = None,
+            region_index: int = -1,
+        ) -> None:
             """Draw new markup (one trait round-trip: both panels and titles change together);
             `focus`: a node title ("i42") or cluster owner ("owner_42") to centre on instead of
             the change (after the user opened or closed that cluster); `regions`: the change

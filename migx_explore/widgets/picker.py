@@ -52,10 +52,13 @@ def make_session(model: Any, input_dims: dict[str, Sequence[int]] | None = None,
         from migx_explore.compiler.onnx import parse_onnx
 
         name = kw.pop("name", None) or getattr(getattr(model, "graph", None), "name", None) or "model.onnx"
-        return Session(parse_onnx(bytes(model) if isinstance(model, bytearray) else model, input_dims=dims),
-                       name=name, **kw)
-    raise TypeError(f"cannot open {type(model).__name__}: give a built-in model name ({', '.join(builtin_models())}), "
-                    f"an .onnx path, ONNX bytes or an onnx.ModelProto")
+        return Session(
+            parse_onnx(bytes(model) if isinstance(model, bytearray) else model, input_dims=dims), name=name, **kw
+        )
+    raise TypeError(
+        f"cannot open {type(model).__name__}: give a built-in model name ({', '.join(builtin_models())}), "
+        f"an .onnx path, ONNX bytes or an onnx.ModelProto"
+    )
 
 
 class ModelPicker:
@@ -66,38 +69,75 @@ class ModelPicker:
         self.errors = errors
         self._on_load = on_load
         names = builtin_models()
-        self.builtin = W.Dropdown(options=[("(built-in examples)", "")] + [(n, n) for n in names],
-                                  value=initial if initial in names else "", layout=W.Layout(width="14em"),
-                                  _dom_classes=["migx-model-select"])
-        self.path = W.Text("" if initial in names else initial, placeholder="or a path to an .onnx file",
-                           continuous_update=False, layout=W.Layout(width="22em"), _dom_classes=["migx-model-path"])
+        self.builtin = W.Dropdown(
+            options=[("(built-in examples)", "")] + [(n, n) for n in names],
+            value=initial if initial in names else "",
+            layout=W.Layout(width="14em"),
+            _dom_classes=["migx-model-select"],
+        )
+        self.path = W.Text(
+            "" if initial in names else initial,
+            placeholder="or a path to an .onnx file",
+            continuous_update=False,
+            layout=W.Layout(width="22em"),
+            _dom_classes=["migx-model-path"],
+        )
         # Chunked: a model of any size arrives (ipywidgets' FileUpload sends one websocket message).
-        self.upload = ChunkedUpload(on_file=errors.guard(self._uploaded, "upload"),
-                                    on_error=lambda msg: errors.show(msg, "upload"))
+        self.upload = ChunkedUpload(
+            on_file=errors.guard(self._uploaded, "upload"), on_error=lambda msg: errors.show(msg, "upload")
+        )
         self.upload.add_class("migx-model-upload")
-        self.dims = W.Text("", placeholder="input dims for symbolic inputs: x=1,3,224,224; y=1,77",
-                           continuous_update=False, layout=W.Layout(width="26em"), _dom_classes=["migx-input-dims"])
-        self.mode = W.Dropdown(options=COMPILE_MODES, value="balanced", description="mode",
-                               style={"description_width": "initial"}, layout=W.Layout(width="10em"),
-                               _dom_classes=["migx-mode"])
+        self.dims = W.Text(
+            "",
+            placeholder="input dims for symbolic inputs: x=1,3,224,224; y=1,77",
+            continuous_update=False,
+            layout=W.Layout(width="26em"),
+            _dom_classes=["migx-input-dims"],
+        )
+        self.mode = W.Dropdown(
+            options=COMPILE_MODES,
+            value="balanced",
+            description="mode",
+            style={"description_width": "initial"},
+            layout=W.Layout(width="10em"),
+            _dom_classes=["migx-mode"],
+        )
         # The quantize stage (fp16 / bf16 / int8 / fp8) runs before the five pipelines; int8 and fp8
         # calibrate on the session's inputs (seeded random ones unless a feed was given).
-        self.precision = W.Dropdown(options=PRECISIONS, value="fp32", description="precision",
-                                    style={"description_width": "initial"}, layout=W.Layout(width="11em"),
-                                    _dom_classes=["migx-precision"])
+        self.precision = W.Dropdown(
+            options=PRECISIONS,
+            value="fp32",
+            description="precision",
+            style={"description_width": "initial"},
+            layout=W.Layout(width="11em"),
+            _dom_classes=["migx-precision"],
+        )
         # The per-pass numeric check runs the reference evaluator after every pass that changed the
         # IR: most of a re-trace's time on conv models, so it can be switched off for speed.
-        self.numeric = W.Checkbox(True, description="numeric check per pass", indent=False,
-                                  layout=W.Layout(width="auto"), _dom_classes=["migx-numeric"])
-        self.load_button = W.Button(description="Load", button_style="primary", icon="folder-open",
-                                    _dom_classes=["migx-load"])
+        self.numeric = W.Checkbox(
+            True,
+            description="numeric check per pass",
+            indent=False,
+            layout=W.Layout(width="auto"),
+            _dom_classes=["migx-numeric"],
+        )
+        self.load_button = W.Button(
+            description="Load", button_style="primary", icon="folder-open", _dom_classes=["migx-load"]
+        )
         self.inputs_note = W.HTML("", _dom_classes=["migx-inputs-note"])
-        self.widget = W.VBox([W.HBox([self.builtin, self.path, self.upload, self.mode, self.precision,
-                                      self.load_button],
-                                     layout=W.Layout(flex_flow="row wrap", align_items="center")),
-                              W.HBox([self.dims, self.numeric, self.inputs_note],
-                                     layout=W.Layout(flex_flow="row wrap", align_items="center"))],
-                             _dom_classes=["migx-picker"])
+        self.widget = W.VBox(
+            [
+                W.HBox(
+                    [self.builtin, self.path, self.upload, self.mode, self.precision, self.load_button],
+                    layout=W.Layout(flex_flow="row wrap", align_items="center"),
+                ),
+                W.HBox(
+                    [self.dims, self.numeric, self.inputs_note],
+                    layout=W.Layout(flex_flow="row wrap", align_items="center"),
+                ),
+            ],
+            _dom_classes=["migx-picker"],
+        )
         self.builtin.observe(errors.guard(self._builtin_changed, "model"), "value")
         self.path.observe(errors.guard(self._path_changed, "path"), "value")
         self.load_button.on_click(errors.guard(lambda _b: self.load(), "load"))
@@ -109,13 +149,14 @@ class ModelPicker:
         sym = queries.symbolic_inputs(dims)
         if sym:
             self.dims.value = queries.format_dims(queries.default_dims(dims))
-            self.inputs_note.value = ("symbolic inputs: " + ", ".join(f"{k}[{', '.join(map(str, v))}]"
-                                                                       for k, v in sym.items())
-                                      + " — set concrete dims before loading")
+            self.inputs_note.value = (
+                "symbolic inputs: "
+                + ", ".join(f"{k}[{', '.join(map(str, v))}]" for k, v in sym.items())
+                + " — set concrete dims before loading"
+            )
         else:
             self.dims.value = ""
-            self.inputs_note.value = ("inputs: " + ", ".join(f"{k}{list(v)}" for k, v in dims.items())
-                                      if dims else "")
+            self.inputs_note.value = "inputs: " + ", ".join(f"{k}{list(v)}" for k, v in dims.items()) if dims else ""
 
     def _builtin_changed(self, change: dict) -> None:
         if change["new"]:

@@ -72,14 +72,37 @@ def _children(session: Session, rec: PassRecord) -> Iterable[PassRecord]:
         yield from _children(session, child)
 
 
-def _row_for_record(session: Session, rec: PassRecord, kind: str, depth: int, *, enabled: bool,
-                    toggleable: bool, reason: str = "", default_enabled: bool = True) -> TreeRow:
+def _row_for_record(
+    session: Session,
+    rec: PassRecord,
+    kind: str,
+    depth: int,
+    *,
+    enabled: bool,
+    toggleable: bool,
+    reason: str = "",
+    default_enabled: bool = True,
+) -> TreeRow:
     d = rec.diff
-    return TreeRow(kind=kind, path=rec.path, name=rec.name, pipeline=rec.pipeline, depth=depth, enabled=enabled,
-                   effective=rec.status != "disabled", status=rec.status, changed=rec.changed,
-                   reason=rec.reason or reason, time_ms=rec.time_s * 1e3, index=rec.index, toggleable=toggleable,
-                   user=rec.user, summary=d.summary() if d is not None else "",
-                   numeric=session.traces.numeric_state(rec), default_enabled=default_enabled)
+    return TreeRow(
+        kind=kind,
+        path=rec.path,
+        name=rec.name,
+        pipeline=rec.pipeline,
+        depth=depth,
+        enabled=enabled,
+        effective=rec.status != "disabled",
+        status=rec.status,
+        changed=rec.changed,
+        reason=rec.reason or reason,
+        time_ms=rec.time_s * 1e3,
+        index=rec.index,
+        toggleable=toggleable,
+        user=rec.user,
+        summary=d.summary() if d is not None else "",
+        numeric=session.traces.numeric_state(rec),
+        default_enabled=default_enabled,
+    )
 
 
 def _catalogue_defaults(session: Session) -> dict[str, bool]:
@@ -99,25 +122,61 @@ def pipeline_rows(session: Session, pl: Pipeline, so_far: bool = False) -> list[
         rec = recs.get(path)
         pending = is_pending(entry)
         if rec is None:  # not traced yet (the rest runs in the background), or after a failure
-            status, why = ("tracing", "being traced in the background") if tracing else (
-                "not run", "not run: an earlier pass failed")
-            body.append(TreeRow("pass", path, entry.name, pl.name, 1, entry.enabled, False, status, False,
-                                reason=why, toggleable=not pending, user=entry.user,
-                                default_enabled=defaults.get(path, True)))
+            status, why = (
+                ("tracing", "being traced in the background")
+                if tracing
+                else ("not run", "not run: an earlier pass failed")
+            )
+            body.append(
+                TreeRow(
+                    "pass",
+                    path,
+                    entry.name,
+                    pl.name,
+                    1,
+                    entry.enabled,
+                    False,
+                    status,
+                    False,
+                    reason=why,
+                    toggleable=not pending,
+                    user=entry.user,
+                    default_enabled=defaults.get(path, True),
+                )
+            )
             continue
-        row = _row_for_record(session, rec, "pass", 1, enabled=entry.enabled, toggleable=not pending,
-                              default_enabled=defaults.get(path, True))
+        row = _row_for_record(
+            session,
+            rec,
+            "pass",
+            1,
+            enabled=entry.enabled,
+            toggleable=not pending,
+            default_enabled=defaults.get(path, True),
+        )
         if pending:
             row = dataclasses.replace(row, status="pending")
         body.append(row)
-        body.extend(_row_for_record(session, c, "child", 1 + c.depth, enabled=True, toggleable=False)
-                    for c in _children(session, rec))
+        body.extend(
+            _row_for_record(session, c, "child", 1 + c.depth, enabled=True, toggleable=False)
+            for c in _children(session, rec)
+        )
     passes = [r for r in body if r.kind == "pass"]
     n_changed = sum(r.changed for r in passes)
-    head = TreeRow("pipeline", pl.name, pl.name, pl.name, 0, pl.enabled, pl.enabled,
-                   "ok" if pl.enabled else "disabled", n_changed > 0, reason=pl.doc,
-                   time_ms=sum(r.time_ms for r in passes),
-                   summary=f"{len(passes)} passes, {n_changed} changed")
+    head = TreeRow(
+        "pipeline",
+        pl.name,
+        pl.name,
+        pl.name,
+        0,
+        pl.enabled,
+        pl.enabled,
+        "ok" if pl.enabled else "disabled",
+        n_changed > 0,
+        reason=pl.doc,
+        time_ms=sum(r.time_ms for r in passes),
+        summary=f"{len(passes)} passes, {n_changed} changed",
+    )
     return [head, *body]
 
 
@@ -188,8 +247,11 @@ def stat_rows(stats: dict[str, Any]) -> list[StatRow]:
     """pass_changes.stats(session) as labelled rows in reading order."""
     rows = [
         StatRow("pass", stats["pass"]),
-        StatRow("status", stats["status"] + (f": {stats['reason']}" if stats.get("reason") else ""),
-                "migx-bad" if stats["status"] == "failed" else ""),
+        StatRow(
+            "status",
+            stats["status"] + (f": {stats['reason']}" if stats.get("reason") else ""),
+            "migx-bad" if stats["status"] == "failed" else "",
+        ),
         StatRow("instructions", _delta(stats["instructions_before"], stats["instructions_after"])),
         StatRow("added / removed / changed", f"+{stats['added']} / -{stats['removed']} / ~{stats['changed']}"),
         StatRow("kernel launches", _delta(stats["launches_before"], stats["launches_after"])),
@@ -201,8 +263,13 @@ def stat_rows(stats: dict[str, Any]) -> list[StatRow]:
     elif stats.get("numeric_max_abs") is not None:
         ok = stats.get("numeric_ok")
         val = f"max |Δ| = {stats['numeric_max_abs']:.3g}"
-        rows.append(StatRow("numeric error", val + ("" if ok is None else (" ✓" if ok else " ✗ exceeds tolerance")),
-                            "" if ok is None else ("migx-good" if ok else "migx-bad")))
+        rows.append(
+            StatRow(
+                "numeric error",
+                val + ("" if ok is None else (" ✓" if ok else " ✗ exceeds tolerance")),
+                "" if ok is None else ("migx-good" if ok else "migx-bad"),
+            )
+        )
     else:
         rows.append(StatRow("numeric error", NUMERIC_STATE_TEXT.get(state or "unchanged", "not checked")))
     if stats.get("matches"):
@@ -219,8 +286,9 @@ NUMERIC_STATE_TEXT = {
 
 
 def stats_html(rows: Sequence[StatRow]) -> str:
-    body = "".join(f'<tr><th>{html.escape(r.label)}</th><td class="{r.css}">{html.escape(r.value)}</td></tr>'
-                   for r in rows)
+    body = "".join(
+        f'<tr><th>{html.escape(r.label)}</th><td class="{r.css}">{html.escape(r.value)}</td></tr>' for r in rows
+    )
     return f'<table class="migx-stats-table">{body}</table>'
 
 
@@ -259,8 +327,9 @@ def parse_dims(text: str) -> dict[str, list[int]]:
             continue
         m = _DIMS_ITEM.match(item)
         if not m:
-            raise ValueError(f"cannot read input dims {item.strip()!r}; write name=1,3,224,224 (separate inputs "
-                             f"with ';')")
+            raise ValueError(
+                f"cannot read input dims {item.strip()!r}; write name=1,3,224,224 (separate inputs with ';')"
+            )
         out[m.group(1)] = [int(d) for d in re.split(r"[,x×\s]+", m.group(2).strip()) if d]
     return out
 

@@ -23,15 +23,27 @@ class ReportSaver:
         W = widgets()
         self.errors = errors
         self._session = session
-        self.path = W.Text("", placeholder="report.html", description="file", layout=W.Layout(width="22em"),
-                           _dom_classes=["migx-report-path"])
-        self.button = W.Button(description="Save report", icon="download", _dom_classes=["migx-report-save"],
-                               tooltip="write one HTML page of every pass (tree, stats, rewrite summaries, numerics, "
-                                       "text and graph diffs) that opens offline in any browser")
+        self.path = W.Text(
+            "",
+            placeholder="report.html",
+            description="file",
+            layout=W.Layout(width="22em"),
+            _dom_classes=["migx-report-path"],
+        )
+        self.button = W.Button(
+            description="Save report",
+            icon="download",
+            _dom_classes=["migx-report-save"],
+            tooltip="write one HTML page of every pass (tree, stats, rewrite summaries, numerics, "
+            "text and graph diffs) that opens offline in any browser",
+        )
         self.result = W.HTML("", _dom_classes=["migx-report-result"])
         self.button.on_click(errors.guard(lambda _b: self.save(), "save report"))
-        self.widget = W.HBox([self.path, self.button, self.result], _dom_classes=["migx-report-row"],
-                             layout=W.Layout(align_items="center", grid_gap="6px"))
+        self.widget = W.HBox(
+            [self.path, self.button, self.result],
+            _dom_classes=["migx-report-row"],
+            layout=W.Layout(align_items="center", grid_gap="6px"),
+        )
 
     def reset(self, session: Session) -> None:
         self.path.value = default_report_name(session)
@@ -50,8 +62,10 @@ class ReportSaver:
         except Exception:
             self.result.value = ""
             raise
-        self.result.value = (f"saved <code>{html.escape(os.path.abspath(info.path))}</code> "
-                             f"({info.bytes / 2**20:.2f} MiB, {info.drawn} passes drawn)")
+        self.result.value = (
+            f"saved <code>{html.escape(os.path.abspath(info.path))}</code> "
+            f"({info.bytes / 2**20:.2f} MiB, {info.drawn} passes drawn)"
+        )
         return info
 
 

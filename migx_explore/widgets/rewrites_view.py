@@ -23,9 +23,11 @@ def summary_html(path: str, rows: Sequence[RewriteRow], regions: Sequence[Region
     if not rows:
         return f"<b>{html.escape(path)}</b>: no change"
     touched = sum(len(r.ids) for r in rows)
-    return (f"<b>{html.escape(path)}</b>: {len(rows)} rewrite{'s' if len(rows) != 1 else ''} over {touched} "
-            f"instructions, in {len(regions)} region{'s' if len(regions) != 1 else ''}. Click a row to see its "
-            "instances in the graph, one per click.")
+    return (
+        f"<b>{html.escape(path)}</b>: {len(rows)} rewrite{'s' if len(rows) != 1 else ''} over {touched} "
+        f"instructions, in {len(regions)} region{'s' if len(regions) != 1 else ''}. Click a row to see its "
+        "instances in the graph, one per click."
+    )
 
 
 def region_of(regions: Sequence[Region], ids: Sequence[int]) -> int:
@@ -41,13 +43,19 @@ class RewritesPanel:
     def __init__(self, errors: ErrorBox, on_show: Callable[[Sequence[int]], None]):
         W = widgets()
         self.heading = W.HTML("", _dom_classes=["migx-rewrites-heading"])
-        self.graph_button = W.Button(description="Show the graph", tooltip="draw this pass's change as a graph",
-                                     _dom_classes=["migx-rewrites-graph"],
-                                     layout=W.Layout(width="auto", min_width="9em"))
+        self.graph_button = W.Button(
+            description="Show the graph",
+            tooltip="draw this pass's change as a graph",
+            _dom_classes=["migx-rewrites-graph"],
+            layout=W.Layout(width="auto", min_width="9em"),
+        )
         self.rows_box = W.VBox([], _dom_classes=["migx-rewrites-rows"])
         self.note = W.HTML("", _dom_classes=["migx-rewrites-note"])
-        self.widget = W.VBox([W.HBox([self.heading, self.graph_button]), self.rows_box, self.note],
-                             _dom_classes=["migx-pane", "migx-rewrites"], layout=W.Layout(width="100%"))
+        self.widget = W.VBox(
+            [W.HBox([self.heading, self.graph_button]), self.rows_box, self.note],
+            _dom_classes=["migx-pane", "migx-rewrites"],
+            layout=W.Layout(width="100%"),
+        )
         self._on_show = on_show
         self._rows: list[RewriteRow] = []
         self._next: dict[int, int] = {}  # row -> the instance its next click shows
@@ -61,9 +69,12 @@ class RewritesPanel:
         self.heading.value = summary_html(path, rows, regions)
         buttons = []
         for k, row in enumerate(self._rows[:MAX_ROWS]):
-            b = W.Button(description=row.label, tooltip=f"{row.kind}: click to show instance 1 of {row.count}",
-                         _dom_classes=["migx-rewrite-row", f"migx-rewrite-{row.kind}"],
-                         layout=W.Layout(width="auto", max_width="100%"))
+            b = W.Button(
+                description=row.label,
+                tooltip=f"{row.kind}: click to show instance 1 of {row.count}",
+                _dom_classes=["migx-rewrite-row", f"migx-rewrite-{row.kind}"],
+                layout=W.Layout(width="auto", max_width="100%"),
+            )
             b.on_click(self._errors.guard(lambda _b, k=k: self.step(k), "rewrite row"))
             buttons.append(b)
         pin_to_main_shell(*buttons)  # clicks keep their order with the stepper's (see there)
@@ -88,13 +99,26 @@ class RegionBar:
 
     def __init__(self, errors: ErrorBox, on_move: Callable[[int], None]):
         W = widgets()
-        self.prev = W.Button(description="◀", tooltip="previous change region", layout=W.Layout(width="3em"),
-                             _dom_classes=["migx-region-prev"])
-        self.next = W.Button(description="▶", tooltip="next change region", layout=W.Layout(width="3em"),
-                             _dom_classes=["migx-region-next"])
+        self.prev = W.Button(
+            description="◀",
+            tooltip="previous change region",
+            layout=W.Layout(width="3em"),
+            _dom_classes=["migx-region-prev"],
+        )
+        self.next = W.Button(
+            description="▶",
+            tooltip="next change region",
+            layout=W.Layout(width="3em"),
+            _dom_classes=["migx-region-next"],
+        )
         self.label = W.HTML("", _dom_classes=["migx-region-label"])
-        self.whole = W.ToggleButton(False, description="whole change", tooltip="draw every region at once",
-                                    layout=W.Layout(width="auto"), _dom_classes=["migx-region-all"])
+        self.whole = W.ToggleButton(
+            False,
+            description="whole change",
+            tooltip="draw every region at once",
+            layout=W.Layout(width="auto"),
+            _dom_classes=["migx-region-all"],
+        )
         self.widget = W.HBox([self.prev, self.label, self.next, self.whole], _dom_classes=["migx-region-bar"])
         self.regions: list[Region] = []
         self.index = 0
@@ -126,8 +150,9 @@ class RegionBar:
         if self.whole.value:
             self.label.value = f"all {n} region{'s' if n != 1 else ''}"
         else:
-            self.label.value = (html.escape(self.regions[self.index].describe(self.index, n)) if n
-                                else "no change region")
+            self.label.value = (
+                html.escape(self.regions[self.index].describe(self.index, n)) if n else "no change region"
+            )
         self.prev.disabled = self.next.disabled = n <= 1
 
     @property

@@ -22,17 +22,26 @@ def study_html(st: Any, top: int = 15) -> str:
     for k, r in enumerate(st.ranked()[:top], 1):
         d = by_label[r["label"]]
         cls = ' class="migx-study-failed"' if r.get("error") else ""
-        rows.append(f"<tr{cls}><td>{k}</td><td><code>{html.escape(r['label'])}</code></td>"
-                    f"<td>{_num(d['d_launches'])}</td><td>{_num(d['d_blas'])}</td><td>{_num(d['d_instructions'])}</td>"
-                    f"<td>{html.escape(st.describe(r).split(': ', 1)[-1])}</td></tr>")
+        rows.append(
+            f"<tr{cls}><td>{k}</td><td><code>{html.escape(r['label'])}</code></td>"
+            f"<td>{_num(d['d_launches'])}</td><td>{_num(d['d_blas'])}</td><td>{_num(d['d_instructions'])}</td>"
+            f"<td>{html.escape(st.describe(r).split(': ', 1)[-1])}</td></tr>"
+        )
     b = st.baseline
-    head = (f"<div class='migx-study-summary'>{len(st.variants)} moves run ({html.escape(st.where)}), "
-            f"{len(st.skipped)} forbidden by ordering rules, <b>{len(st.ranked())} change something</b>; "
-            f"shipped order: {b.get('instructions')} instructions, {b.get('launches')} launches, "
-            f"{b.get('blas')} BLAS calls</div>")
-    table = ("<table class='migx-study-table'><tr><th>#</th><th>move</th><th>Δ launches</th><th>Δ BLAS</th>"
-             "<th>Δ instr.</th><th>what changes</th></tr>" + "".join(rows) + "</table>") if rows else (
-        "<div><i>No move changes the compiled program.</i></div>")
+    head = (
+        f"<div class='migx-study-summary'>{len(st.variants)} moves run ({html.escape(st.where)}), "
+        f"{len(st.skipped)} forbidden by ordering rules, <b>{len(st.ranked())} change something</b>; "
+        f"shipped order: {b.get('instructions')} instructions, {b.get('launches')} launches, "
+        f"{b.get('blas')} BLAS calls</div>"
+    )
+    table = (
+        (
+            "<table class='migx-study-table'><tr><th>#</th><th>move</th><th>Δ launches</th><th>Δ BLAS</th>"
+            "<th>Δ instr.</th><th>what changes</th></tr>" + "".join(rows) + "</table>"
+        )
+        if rows
+        else ("<div><i>No move changes the compiled program.</i></div>")
+    )
     skipped = "".join(f"<li><code>{html.escape(s.label)}</code>: {html.escape(s.reason)}</li>" for s in st.skipped)
     skipped = f"<details><summary>not run (ordering rules)</summary><ul>{skipped}</ul></details>" if skipped else ""
     note = f"<div class='migx-study-note'>{html.escape(st.note)}</div>" if st.note else ""
@@ -50,20 +59,32 @@ class StudyPanel:
         self._get_session = get_session
         self.reason = gpu_unavailable_reason()
         self.workers: int | None = None  # None: a local Dask cluster sized to the machine; 0: serially
-        self.scope = W.Dropdown(options=[("swap adjacent passes", "pass"), ("swap sub-pipelines", "pipeline")],
-                                value="pass", description="moves", _dom_classes=["migx-study-scope"])
-        self.time_gpu = W.Checkbox(False, description="time on the GPU", indent=False, disabled=self.reason is not None,
-                                   layout=W.Layout(width="auto"), _dom_classes=["migx-study-gpu"])
+        self.scope = W.Dropdown(
+            options=[("swap adjacent passes", "pass"), ("swap sub-pipelines", "pipeline")],
+            value="pass",
+            description="moves",
+            _dom_classes=["migx-study-scope"],
+        )
+        self.time_gpu = W.Checkbox(
+            False,
+            description="time on the GPU",
+            indent=False,
+            disabled=self.reason is not None,
+            layout=W.Layout(width="auto"),
+            _dom_classes=["migx-study-gpu"],
+        )
         self.run_button = W.Button(description="Run ordering study", icon="random", _dom_classes=["migx-study-run"])
         self.tracker = TaskProgress("migx-study")
         self.progress, self.progress_label = self.tracker.bar, self.tracker.label
         self.table = W.HTML("", _dom_classes=["migx-study-table-box"])
         self.plot = W.HTML("", _dom_classes=["migx-study-plot"])
         self.run_button.on_click(errors.guard(lambda _b: self.run(), "ordering study"))
-        body = W.VBox([W.HBox([self.scope, self.time_gpu, self.run_button]),
-                       self.tracker.widget, self.table, self.plot])
-        self.widget = W.Accordion([body], titles=("Ordering study: which orderings matter",), selected_index=None,
-                                  _dom_classes=["migx-study"])
+        body = W.VBox(
+            [W.HBox([self.scope, self.time_gpu, self.run_button]), self.tracker.widget, self.table, self.plot]
+        )
+        self.widget = W.Accordion(
+            [body], titles=("Ordering study: which orderings matter",), selected_index=None, _dom_classes=["migx-study"]
+        )
         self.last: Any = None
 
     def _report(self, done: int, total: int, what: str) -> None:
@@ -75,8 +96,9 @@ class StudyPanel:
             raise RuntimeError("load a model first")
         from ..study import study_order
 
-        st = study_order(session, scope=self.scope.value, gpu=self.time_gpu.value, progress=self._report,
-                         workers=self.workers)
+        st = study_order(
+            session, scope=self.scope.value, gpu=self.time_gpu.value, progress=self._report, workers=self.workers
+        )
         self.table.value = study_html(st)
         self.plot.value = closed_svg(st.plot())
         self.last = st

@@ -18,8 +18,15 @@ from typing import Any
 from ._common import ErrorBox, path_class, pin_to_main_shell, set_state_classes, widgets
 from .queries import TreeRow, row_matches
 
-ROW_STATES = ("migx-changed", "migx-noop", "migx-disabled", "migx-failed", "migx-pending", "migx-not-run",
-              "migx-tracing")
+ROW_STATES = (
+    "migx-changed",
+    "migx-noop",
+    "migx-disabled",
+    "migx-failed",
+    "migx-pending",
+    "migx-not-run",
+    "migx-tracing",
+)
 
 
 @dataclass
@@ -31,10 +38,12 @@ class _RowWidgets:
     row: TreeRow | None = None
 
 
-NUMERIC_MARK = {"ok": ("✓", "migx-num-ok", "outputs match the reference"),
-                "bad": ("✗", "migx-num-bad", "outputs differ from the reference beyond tolerance"),
-                "note": ("–", "migx-num-note", "numeric check unavailable"),
-                "pending": ("…", "migx-num-pending", "numeric check running in the background")}
+NUMERIC_MARK = {
+    "ok": ("✓", "migx-num-ok", "outputs match the reference"),
+    "bad": ("✗", "migx-num-bad", "outputs differ from the reference beyond tolerance"),
+    "note": ("–", "migx-num-note", "numeric check unavailable"),
+    "pending": ("…", "migx-num-pending", "numeric check running in the background"),
+}
 
 
 def _info_text(r: TreeRow) -> str:
@@ -56,25 +65,48 @@ class PipelineTree:
     on_toggle(path, enabled) is called for pass and pipeline checkboxes; on_select(record index)
     when a pass name is clicked; on_view_change() when the filter or "hide unchanged" changes."""
 
-    def __init__(self, errors: ErrorBox, on_toggle: Callable[[str, bool], None], on_select: Callable[[int], None],
-                 on_view_change: Callable[[str, bool], None]):
+    def __init__(
+        self,
+        errors: ErrorBox,
+        on_toggle: Callable[[str, bool], None],
+        on_select: Callable[[int], None],
+        on_view_change: Callable[[str, bool], None],
+    ):
         W = widgets()
         self.errors = errors
         self._on_toggle, self._on_select, self._on_view_change = on_toggle, on_select, on_view_change
-        self.filter = W.Text(placeholder="filter passes (e.g. fuse)", continuous_update=False,
-                             layout=W.Layout(width="12em"), _dom_classes=["migx-filter"])
-        self.hide_unchanged = W.Checkbox(False, description="hide unchanged", indent=False,
-                                         layout=W.Layout(width="auto"), _dom_classes=["migx-hide-unchanged"])
+        self.filter = W.Text(
+            placeholder="filter passes (e.g. fuse)",
+            continuous_update=False,
+            layout=W.Layout(width="12em"),
+            _dom_classes=["migx-filter"],
+        )
+        self.hide_unchanged = W.Checkbox(
+            False,
+            description="hide unchanged",
+            indent=False,
+            layout=W.Layout(width="auto"),
+            _dom_classes=["migx-hide-unchanged"],
+        )
         self.rows_box = W.VBox([], _dom_classes=["migx-tree"])
-        self.widget = W.VBox([W.HBox([self.filter, self.hide_unchanged]), self.rows_box],
-                             _dom_classes=["migx-tree-panel"], layout=W.Layout(width="100%"))
+        self.widget = W.VBox(
+            [W.HBox([self.filter, self.hide_unchanged]), self.rows_box],
+            _dom_classes=["migx-tree-panel"],
+            layout=W.Layout(width="100%"),
+        )
         self._pool: dict[tuple[str, str], _RowWidgets] = {}
         from ipywidgets.widgets.widget_bool import CheckboxStyle
         from ipywidgets.widgets.widget_string import HTMLStyle
 
-        self._shared = {"row": W.Layout(), "goto": W.Layout(width="auto"),
-                        "info": W.Layout(), "check": W.Layout(width="22px", min_width="22px"),
-                        "button": W.ButtonStyle(), "html": HTMLStyle(), "check_style": CheckboxStyle()}
+        self._shared = {
+            "row": W.Layout(),
+            "goto": W.Layout(width="auto"),
+            "info": W.Layout(),
+            "check": W.Layout(width="22px", min_width="22px"),
+            "button": W.ButtonStyle(),
+            "html": HTMLStyle(),
+            "check_style": CheckboxStyle(),
+        }
         self._collapsed: set[str] = set()
         self._rows: list[TreeRow] = []
         # The thread redrawing rows (None: none): values it sets are not user clicks. Per thread,
@@ -88,24 +120,38 @@ class PipelineTree:
         # ~100 rows: widget creation dominates a first draw, so rows share Layout and Style
         # models and indentation/visibility are CSS classes rather than widgets of their own.
         W, sh = widgets(), self._shared
-        goto = W.Button(description=r.name, layout=sh["goto"], style=sh["button"],
-                        _dom_classes=["migx-pass-goto", path_class(r.path)])
+        goto = W.Button(
+            description=r.name,
+            layout=sh["goto"],
+            style=sh["button"],
+            _dom_classes=["migx-pass-goto", path_class(r.path)],
+        )
         info = W.HTML("", layout=sh["info"], style=sh["html"], _dom_classes=["migx-row-info"])
         check = None
         if r.kind != "child":
             css = "migx-pipeline-checkbox" if r.kind == "pipeline" else "migx-pass-checkbox"
-            check = W.Checkbox(r.enabled, indent=False, layout=sh["check"], style=sh["check_style"],
-                               _dom_classes=[css, path_class(r.path)])
-            check.observe(self.errors.guard(lambda ch, key=(r.kind, r.path): self._checked(key, ch["new"]),
-                                            "toggle"), "value")
+            check = W.Checkbox(
+                r.enabled,
+                indent=False,
+                layout=sh["check"],
+                style=sh["check_style"],
+                _dom_classes=[css, path_class(r.path)],
+            )
+            check.observe(
+                self.errors.guard(lambda ch, key=(r.kind, r.path): self._checked(key, ch["new"]), "toggle"), "value"
+            )
         if r.kind == "pipeline":
             goto.add_class("migx-pipeline-name")
             goto.on_click(self.errors.guard(lambda _b, name=r.path: self._toggle_collapse(name), "collapse"))
             classes = ["migx-tree-row", "migx-pipeline-row", path_class(r.path)]
         else:
             goto.on_click(self.errors.guard(lambda _b, key=(r.kind, r.path): self._select(key), "select pass"))
-            classes = ["migx-tree-row", "migx-pass-row" if r.kind == "pass" else "migx-child",
-                       f"migx-depth-{min(r.depth, 6)}", path_class(r.path)]
+            classes = [
+                "migx-tree-row",
+                "migx-pass-row" if r.kind == "pass" else "migx-child",
+                f"migx-depth-{min(r.depth, 6)}",
+                path_class(r.path),
+            ]
         parts = [check, goto, info] if check is not None else [goto, info]
         return _RowWidgets(W.HBox(parts, layout=sh["row"], _dom_classes=classes), check, goto, info)
 
@@ -203,8 +249,11 @@ class PipelineTree:
 
     def visible_paths(self) -> list[str]:
         """Paths of the pass and child rows currently shown (tests and the README check this)."""
-        return [r.path for r in self._rows if r.kind != "pipeline"
-                and "migx-hidden" not in self._pool[(r.kind, r.path)].box._dom_classes]
+        return [
+            r.path
+            for r in self._rows
+            if r.kind != "pipeline" and "migx-hidden" not in self._pool[(r.kind, r.path)].box._dom_classes
+        ]
 
     def _filter_changed(self, _change: dict) -> None:
         self._apply_visibility()
@@ -253,6 +302,9 @@ def pass_info_text(name: str) -> str:
     if cls is None:
         return ""
     info = cls.info()
-    lines = [f"MIGraphX: {info['migraphx_source']}" if info.get("migraphx_source") else "",
-             conformance_summary(name), info.get("note") or ""]
+    lines = [
+        f"MIGraphX: {info['migraphx_source']}" if info.get("migraphx_source") else "",
+        conformance_summary(name),
+        info.get("note") or "",
+    ]
     return "".join(f"\n{line}" for line in lines if line)

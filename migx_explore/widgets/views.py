@@ -26,9 +26,15 @@ from .rewrites_view import RegionBar, RewritesPanel, region_of
 AUTO_VIEWS = ("rewrites", "diff")
 REGION_VIEWS = ("diff", "side_by_side")  # drawn one change region at a time
 
-VIEW_CLASSES = {"rewrites": "migx-rewrites-view",
-                "diff": "migx-diff-graph", "side_by_side": "migx-before-after-graph", "focus": "migx-focus-graph",
-                "compare": "migx-compare-graph", "text": "migx-text-diff", "metrics": "migx-metrics"}
+VIEW_CLASSES = {
+    "rewrites": "migx-rewrites-view",
+    "diff": "migx-diff-graph",
+    "side_by_side": "migx-before-after-graph",
+    "focus": "migx-focus-graph",
+    "compare": "migx-compare-graph",
+    "text": "migx-text-diff",
+    "metrics": "migx-metrics",
+}
 
 
 class Views:
@@ -39,8 +45,12 @@ class Views:
         W = widgets()
         self.errors = errors
         self.cache = content.SvgCache()
-        self.select = W.ToggleButtons(options=[(content.VIEW_LABELS[k], k) for k in VIEW_CLASSES], value=initial,
-                                      style={"button_width": "auto"}, _dom_classes=["migx-view-select"])
+        self.select = W.ToggleButtons(
+            options=[(content.VIEW_LABELS[k], k) for k in VIEW_CLASSES],
+            value=initial,
+            style={"button_width": "auto"},
+            _dom_classes=["migx-view-select"],
+        )
         self.graph = GraphView(height=graph_height)
         self.graph.add_class("migx-graph-view")
         self.text = W.HTML("", _dom_classes=["migx-pane", VIEW_CLASSES["text"]])
@@ -49,33 +59,80 @@ class Views:
         self.metrics.add_class(VIEW_CLASSES["metrics"])
         self.compare_text = W.HTML("", _dom_classes=["migx-pane", "migx-compare-text"])
         self.legend = W.HTML(content.legend_html(), _dom_classes=["migx-legend-box"])
-        self.hops = W.IntSlider(2, min=0, max=6, description="hops", continuous_update=False,
-                                layout=W.Layout(width="16em"), _dom_classes=["migx-focus-hops"])
-        self.centre = W.Text("", placeholder="instruction ids, e.g. 12, 15 (empty: the changed nodes)",
-                             description="centre", continuous_update=False, layout=W.Layout(width="24em"),
-                             _dom_classes=["migx-focus-centre"])
+        self.hops = W.IntSlider(
+            2,
+            min=0,
+            max=6,
+            description="hops",
+            continuous_update=False,
+            layout=W.Layout(width="16em"),
+            _dom_classes=["migx-focus-hops"],
+        )
+        self.centre = W.Text(
+            "",
+            placeholder="instruction ids, e.g. 12, 15 (empty: the changed nodes)",
+            description="centre",
+            continuous_update=False,
+            layout=W.Layout(width="24em"),
+            _dom_classes=["migx-focus-centre"],
+        )
         self.focus_controls = W.HBox([self.hops, self.centre], _dom_classes=["migx-focus-controls"])
-        self.compare_a = W.Dropdown(options=[], description="A", layout=W.Layout(width="22em"),
-                                    style={"description_width": "1.5em"}, _dom_classes=["migx-compare-a"])
-        self.compare_b = W.Dropdown(options=[], description="B", layout=W.Layout(width="22em"),
-                                    style={"description_width": "1.5em"}, _dom_classes=["migx-compare-b"])
-        self.compare_mode = W.Dropdown(options=[("two passes", "passes"), ("this pass on vs off", "config")],
-                                       value="passes", description="compare", layout=W.Layout(width="17.5em"),
-                                       style={"description_width": "4.5em"}, _dom_classes=["migx-compare-mode"])
-        self.compare_at = W.Dropdown(options=[("final program", "final"), ("after this pass", "here")],
-                                     value="final", description="at", layout=W.Layout(width="13em"),
-                                     style={"description_width": "1.5em"}, _dom_classes=["migx-compare-at"])
+        self.compare_a = W.Dropdown(
+            options=[],
+            description="A",
+            layout=W.Layout(width="22em"),
+            style={"description_width": "1.5em"},
+            _dom_classes=["migx-compare-a"],
+        )
+        self.compare_b = W.Dropdown(
+            options=[],
+            description="B",
+            layout=W.Layout(width="22em"),
+            style={"description_width": "1.5em"},
+            _dom_classes=["migx-compare-b"],
+        )
+        self.compare_mode = W.Dropdown(
+            options=[("two passes", "passes"), ("this pass on vs off", "config")],
+            value="passes",
+            description="compare",
+            layout=W.Layout(width="17.5em"),
+            style={"description_width": "4.5em"},
+            _dom_classes=["migx-compare-mode"],
+        )
+        self.compare_at = W.Dropdown(
+            options=[("final program", "final"), ("after this pass", "here")],
+            value="final",
+            description="at",
+            layout=W.Layout(width="13em"),
+            style={"description_width": "1.5em"},
+            _dom_classes=["migx-compare-at"],
+        )
         self.compare_note = W.HTML("", _dom_classes=["migx-compare-note"])
-        self.compare_controls = W.HBox([self.compare_mode, self.compare_a, self.compare_b, self.compare_at,
-                                        self.compare_note], _dom_classes=["migx-compare-controls"],
-                                       layout=W.Layout(flex_flow="row wrap"))
+        self.compare_controls = W.HBox(
+            [self.compare_mode, self.compare_a, self.compare_b, self.compare_at, self.compare_note],
+            _dom_classes=["migx-compare-controls"],
+            layout=W.Layout(flex_flow="row wrap"),
+        )
         self.stats = W.HTML("", _dom_classes=["migx-stats"])
         self.warnings = W.HTML("", _dom_classes=["migx-warnings"])
         self.rewrites = RewritesPanel(errors, self._show_instance)
         self.region_bar = RegionBar(errors, lambda _k: self._show_selected())
-        self.widget = W.VBox([self.select, self.region_bar.widget, self.focus_controls, self.compare_controls,
-                              self.rewrites.widget, self.graph, self.legend, self.compare_text, self.text,
-                              self.metrics], _dom_classes=["migx-views"], layout=W.Layout(width="100%"))
+        self.widget = W.VBox(
+            [
+                self.select,
+                self.region_bar.widget,
+                self.focus_controls,
+                self.compare_controls,
+                self.rewrites.widget,
+                self.graph,
+                self.legend,
+                self.compare_text,
+                self.text,
+                self.metrics,
+            ],
+            _dom_classes=["migx-views"],
+            layout=W.Layout(width="100%"),
+        )
         self._session: Session | None = None
         self._rec: Any = None  # the PassRecord the panes are for
         self._drawn: dict[str, tuple] = {}  # view -> (record, options) it shows
@@ -245,18 +302,26 @@ class Views:
 
     def _set_visibility(self) -> None:
         view = self.select.value
-        shown = {self.focus_controls: view == "focus", self.compare_controls: view == "compare",
-                 self.rewrites.widget: view == "rewrites",
-                 self.region_bar.widget: view in REGION_VIEWS + ("compare",) and bool(self.region_bar.regions),
-                 self.graph: view in content.GRAPH_VIEWS, self.legend: view in content.GRAPH_VIEWS,
-                 self.compare_text: view == "compare", self.text: view == "text", self.metrics: view == "metrics"}
+        shown = {
+            self.focus_controls: view == "focus",
+            self.compare_controls: view == "compare",
+            self.rewrites.widget: view == "rewrites",
+            self.region_bar.widget: view in REGION_VIEWS + ("compare",) and bool(self.region_bar.regions),
+            self.graph: view in content.GRAPH_VIEWS,
+            self.legend: view in content.GRAPH_VIEWS,
+            self.compare_text: view == "compare",
+            self.text: view == "text",
+            self.metrics: view == "metrics",
+        }
         config = self.compare_mode.value == "config"
         shown.update({self.compare_a: not config, self.compare_b: not config, self.compare_at: config})
         for w, on in shown.items():
             w.layout.display = None if on else "none"
-        self.compare_note.value = ("<i>without this pass vs with it (your toggles stay as they are); "
-                                   "pan/zoom move both</i>" if config else
-                                   "<i>the IR after each pass; pan/zoom move both</i>")
+        self.compare_note.value = (
+            "<i>without this pass vs with it (your toggles stay as they are); pan/zoom move both</i>"
+            if config
+            else "<i>the IR after each pass; pan/zoom move both</i>"
+        )
         classes = [c for c in self.graph._dom_classes if c not in VIEW_CLASSES.values()]
         self.graph._dom_classes = tuple(classes + [VIEW_CLASSES[view]] if view in content.GRAPH_VIEWS else classes)
 

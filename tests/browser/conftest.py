@@ -28,8 +28,16 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 ARTIFACTS = REPO / "test-artifacts"
 CHROMIUM = os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium")
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage"]
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-dev-shm-usage",
+]
 KERNEL_IDLE_JS = """() => { const w = window.jupyterapp && window.jupyterapp.shell.currentWidget;
   const k = w && w.sessionContext && w.sessionContext.session && w.sessionContext.session.kernel;
   return !!k && k.connectionStatus === 'connected' && k.status === 'idle'; }"""
@@ -46,8 +54,11 @@ RUN_DONE_JS = """() => { const w = window.jupyterapp && window.jupyterapp.shell.
 
 def _chromium_missing() -> str | None:
     path = shutil.which(CHROMIUM) or (CHROMIUM if os.path.exists(CHROMIUM) else None)
-    return None if path else (f"Chromium not found at {CHROMIUM} (set CHROMIUM_PATH, or `apt-get install chromium`; "
-                              f"CI installs it)")
+    return (
+        None
+        if path
+        else (f"Chromium not found at {CHROMIUM} (set CHROMIUM_PATH, or `apt-get install chromium`; CI installs it)")
+    )
 
 
 def pytest_collection_modifyitems(config, items):
@@ -83,8 +94,9 @@ class LabServer:
         return f"{self.base_url}/lab/workspaces/{workspace}/tree/{rel}?token={self.token}"
 
     def api(self, method: str, path: str):
-        req = urllib.request.Request(self.base_url + path, method=method,
-                                     headers={"Authorization": f"token {self.token}"})
+        req = urllib.request.Request(
+            self.base_url + path, method=method, headers={"Authorization": f"token {self.token}"}
+        )
         with urllib.request.urlopen(req, timeout=10) as r:
             body = r.read()
         return json.loads(body) if body else None
@@ -100,9 +112,13 @@ def _free_port() -> int:
 
 
 def _write_settings(settings: Path) -> None:
-    for rel, data in {"@jupyterlab/apputils-extension/notification.jupyterlab-settings":
-                      {"fetchNews": "false", "checkForUpdates": False},
-                      "@jupyterlab/docmanager-extension/plugin.jupyterlab-settings": {"autosave": False}}.items():
+    for rel, data in {
+        "@jupyterlab/apputils-extension/notification.jupyterlab-settings": {
+            "fetchNews": "false",
+            "checkForUpdates": False,
+        },
+        "@jupyterlab/docmanager-extension/plugin.jupyterlab-settings": {"autosave": False},
+    }.items():
         p = settings / rel
         p.parent.mkdir(parents=True, exist_ok=True)
         p.write_text(json.dumps(data))
@@ -112,18 +128,39 @@ def _write_settings(settings: Path) -> None:
 def lab(tmp_path_factory):
     root, state = tmp_path_factory.mktemp("lab-root"), tmp_path_factory.mktemp("lab-state")
     _write_settings(state / "lab-settings")
-    env = {**os.environ, "JUPYTER_CONFIG_DIR": str(state / "config"), "JUPYTER_RUNTIME_DIR": str(state / "runtime"),
-           "JUPYTERLAB_SETTINGS_DIR": str(state / "lab-settings"),
-           "JUPYTERLAB_WORKSPACES_DIR": str(state / "workspaces"), "JUPYTER_PLATFORM_DIRS": "1",
-           "MPLBACKEND": "Agg"}
+    env = {
+        **os.environ,
+        "JUPYTER_CONFIG_DIR": str(state / "config"),
+        "JUPYTER_RUNTIME_DIR": str(state / "runtime"),
+        "JUPYTERLAB_SETTINGS_DIR": str(state / "lab-settings"),
+        "JUPYTERLAB_WORKSPACES_DIR": str(state / "workspaces"),
+        "JUPYTER_PLATFORM_DIRS": "1",
+        "MPLBACKEND": "Agg",
+    }
     port, token = _free_port(), secrets.token_hex(16)
     log_path = state / "lab.log"
     log = open(log_path, "wb")  # noqa: SIM115 - closed in teardown
     proc = subprocess.Popen(
-        [sys.executable, "-m", "jupyterlab", "--no-browser", "--allow-root", "--ServerApp.ip=127.0.0.1",
-         f"--ServerApp.port={port}", "--ServerApp.port_retries=0", f"--IdentityProvider.token={token}",
-         f"--ServerApp.root_dir={root}", "--LabApp.news_url=None", "--LabApp.expose_app_in_browser=True"],
-        stdout=log, stderr=subprocess.STDOUT, env=env, cwd=root, start_new_session=True)
+        [
+            sys.executable,
+            "-m",
+            "jupyterlab",
+            "--no-browser",
+            "--allow-root",
+            "--ServerApp.ip=127.0.0.1",
+            f"--ServerApp.port={port}",
+            "--ServerApp.port_retries=0",
+            f"--IdentityProvider.token={token}",
+            f"--ServerApp.root_dir={root}",
+            "--LabApp.news_url=None",
+            "--LabApp.expose_app_in_browser=True",
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        env=env,
+        cwd=root,
+        start_new_session=True,
+    )
     srv = LabServer(proc, port, token, root, log_path)
     deadline = time.monotonic() + 90
     while True:

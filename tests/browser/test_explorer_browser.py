@@ -20,8 +20,10 @@ def _stats_pass(ex) -> str:
 
 
 # What a drawing shows (its nodes, their ids and diff classes), not how it is panned or zoomed.
-DRAWING_JS = ("s => [...s.querySelectorAll('g.node, g.graph > title')]"
-              ".map(n => n.id + ' ' + (n.getAttribute('class') || n.textContent)).join('|')")
+DRAWING_JS = (
+    "s => [...s.querySelectorAll('g.node, g.graph > title')]"
+    ".map(n => n.id + ' ' + (n.getAttribute('class') || n.textContent)).join('|')"
+)
 
 
 def _diff_svg(ex) -> str:
@@ -33,12 +35,18 @@ def _wait_position(page, k: int) -> str:
     show the same pass (they can pass through an older record on the way); returns the path."""
     page.wait_for_function(
         "k => { const p = document.querySelector('.migx-explorer .migx-position');"
-        r" return p && new RegExp('\\b' + k + ' / \\d+ · ').test(p.textContent); }", arg=k, timeout=30_000)
+        r" return p && new RegExp('\\b' + k + ' / \\d+ · ').test(p.textContent); }",
+        arg=k,
+        timeout=30_000,
+    )
     ex = page.locator(".migx-explorer").first
     path = ex.locator(".migx-position").inner_text().split("·", 1)[1].strip()
     page.wait_for_function(
         "want => { const td = document.querySelector('.migx-explorer .migx-stats td');"
-        " return td && td.textContent.trim() === want; }", arg=path, timeout=30_000)
+        " return td && td.textContent.trim() === want; }",
+        arg=path,
+        timeout=30_000,
+    )
     return path
 
 
@@ -57,8 +65,10 @@ def _screenshot(page, ex) -> None:
         shutil.copyfile(SHOT, DOCS_IMAGE)
 
 
-REGION_LABEL_JS = ("want => { const l = document.querySelector('.migx-explorer .migx-region-label');"
-                   " return l && l.offsetParent && new RegExp(want).test(l.textContent); }")
+REGION_LABEL_JS = (
+    "want => { const l = document.querySelector('.migx-explorer .migx-region-label');"
+    " return l && l.offsetParent && new RegExp(want).test(l.textContent); }"
+)
 
 
 MARK_JS = """view => { const c = document.querySelectorAll(`.migx-explorer ${view} .migx-gv-minimap-current`);
@@ -69,9 +79,11 @@ MARK_JS = """view => { const c = document.querySelectorAll(`.migx-explorer ${vie
 
 
 # Every changed node of the drawing in view, on both sides of a comparison (one may have none).
-ALL_IN_VIEW_JS = ("() => { const g = document.querySelector('.migx-explorer .migx-gv-compare');"
-                  " const m = /^(\\d+)\\/(\\d+)$/.exec(g.dataset.changedInView || '');"
-                  " return !!m && m[1] === m[2] && m[2] !== '0'; }")
+ALL_IN_VIEW_JS = (
+    "() => { const g = document.querySelector('.migx-explorer .migx-gv-compare');"
+    " const m = /^(\\d+)\\/(\\d+)$/.exec(g.dataset.changedInView || '');"
+    " return !!m && m[1] === m[2] && m[2] !== '0'; }"
+)
 
 
 def _regions_on_the_minimap_and_in_compare(page, ex) -> None:
@@ -91,20 +103,27 @@ def _regions_on_the_minimap_and_in_compare(page, ex) -> None:
     # sets, migx-compare-graph, does not reach the page here)
     total = int(re.search(r"of (\d+)", ex.locator(".migx-region-label").inner_text()).group(1))
     panels = ex.locator(".migx-gv-compare .migx-gv-canvas svg")
-    page.wait_for_function("() => document.querySelectorAll('.migx-explorer .migx-gv-compare "
-                           ".migx-gv-minimap-current').length >= 1", timeout=30_000)
+    page.wait_for_function(
+        "() => document.querySelectorAll('.migx-explorer .migx-gv-compare .migx-gv-minimap-current').length >= 1",
+        timeout=30_000,
+    )
     assert panels.count() >= 2
     page.wait_for_function(ALL_IN_VIEW_JS, timeout=30_000)  # region 1 centred in its panel
     both = "s => [...s].map(eval(js)).join('||')"
-    before = ex.evaluate(f"(e, js) => ({both})(e.querySelectorAll('.migx-gv-compare .migx-gv-canvas svg'))",
-                         DRAWING_JS)
+    before = ex.evaluate(f"(e, js) => ({both})(e.querySelectorAll('.migx-gv-compare .migx-gv-canvas svg'))", DRAWING_JS)
     ex.locator("button.migx-region-next").first.click()
     page.wait_for_function(REGION_LABEL_JS, arg=f"region 2 of {total}", timeout=30_000)
     page.wait_for_function(  # the panels are cut around region 2 now
         f"([js, old]) => ({both})(document.querySelectorAll('.migx-explorer .migx-gv-compare .migx-gv-canvas svg'))"
-        " !== old", arg=[DRAWING_JS, before], timeout=30_000)
-    page.wait_for_function("() => [...document.querySelectorAll('.migx-explorer .migx-gv-compare "
-                           ".migx-gv-minimap-current')].some(m => m.dataset.region === '1')", timeout=30_000)
+        " !== old",
+        arg=[DRAWING_JS, before],
+        timeout=30_000,
+    )
+    page.wait_for_function(
+        "() => [...document.querySelectorAll('.migx-explorer .migx-gv-compare "
+        ".migx-gv-minimap-current')].some(m => m.dataset.region === '1')",
+        timeout=30_000,
+    )
     page.wait_for_function(ALL_IN_VIEW_JS, timeout=30_000)
     ex.locator("button.migx-region-prev").first.click()
     page.wait_for_function(REGION_LABEL_JS, arg=f"region 1 of {total}", timeout=30_000)
@@ -129,7 +148,8 @@ def test_step_and_toggle_in_jupyterlab(open_notebook, run_all):
     ex.locator("button.migx-first").click()
     current = _wait_position(page, 1)
     page.wait_for_function(  # the first pass's drawing replaced the tour's
-        "() => !!document.querySelector('.migx-explorer .migx-diff-graph .migx-gv-canvas svg')", timeout=30_000)
+        "() => !!document.querySelector('.migx-explorer .migx-diff-graph .migx-gv-canvas svg')", timeout=30_000
+    )
 
     seen = [current]
     svgs = [_diff_svg(ex)]
@@ -140,11 +160,19 @@ def test_step_and_toggle_in_jupyterlab(open_notebook, run_all):
         # the stats update first, the graph (drawn by graphviz) follows
         page.wait_for_function(
             "([js, old]) => { const s = document.querySelector('.migx-explorer .migx-diff-graph .migx-gv-canvas svg');"
-            " return s && eval(js)(s) !== old; }", arg=[DRAWING_JS, svgs[-1]], timeout=30_000)
+            " return s && eval(js)(s) !== old; }",
+            arg=[DRAWING_JS, svgs[-1]],
+            timeout=30_000,
+        )
         svgs.append(_diff_svg(ex))
         # each visited pass changed the IR: the merged diff marks added or removed nodes
-        assert ex.locator(".migx-diff-graph svg g.node.st_added, .migx-diff-graph svg g.node.st_removed,"
-                          " .migx-diff-graph svg g.node.st_changed").count() > 0
+        assert (
+            ex.locator(
+                ".migx-diff-graph svg g.node.st_added, .migx-diff-graph svg g.node.st_removed,"
+                " .migx-diff-graph svg g.node.st_changed"
+            ).count()
+            > 0
+        )
     assert len(set(seen)) == 4, seen
     assert len(set(svgs)) == 4, "the diff graph did not change between passes"
     assert re.search(r"\b4 / \d+", ex.locator(".migx-position").inner_text())
@@ -168,14 +196,16 @@ def test_step_and_toggle_in_jupyterlab(open_notebook, run_all):
     ex.locator(f".migx-pass-checkbox.migx-path-{token} input[type=checkbox]").uncheck()
     page.wait_for_function(
         "() => document.querySelector('.migx-explorer .migx-stats').textContent.includes('disabled by the user')",
-        timeout=60_000)
+        timeout=60_000,
+    )
     assert _stats_pass(ex) == current
     assert ex.locator(".migx-stats").inner_text() != stats_before
     assert "migx-disabled" in row.get_attribute("class")
     page.wait_for_function(
         "() => { const s = document.querySelector('.migx-explorer .migx-diff-graph svg');"
         " return s && !s.querySelector('g.node.st_added, g.node.st_removed, g.node.st_changed'); }",
-        timeout=30_000)
+        timeout=30_000,
+    )
     assert ex.locator(".migx-diff-graph svg g.node").count() > 0  # still the program, nothing marked
 
     assert not ex.locator(".migx-error").count(), ex.locator(".migx-error-box").inner_text()

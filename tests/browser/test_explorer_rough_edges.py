@@ -36,8 +36,7 @@ def test_layout_and_errors_at_1280x800(open_notebook, run_all, tmp_path):
     path.fill(str(corrupt))
     path.press("Enter")
     ex.locator("button.migx-load").first.click()
-    page.wait_for_function("() => document.querySelectorAll('.migx-explorer .migx-error').length > 0",
-                           timeout=30_000)
+    page.wait_for_function("() => document.querySelectorAll('.migx-explorer .migx-error').length > 0", timeout=30_000)
     page.wait_for_timeout(1500)  # let every callback of the two actions land
     errors = ex.locator(".migx-error")
     assert errors.count() == 1  # one box: the Load replaced the path box's error

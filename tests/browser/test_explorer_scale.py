@@ -61,10 +61,13 @@ def _big_onnx(path: Path) -> Path:
     from onnx import TensorProto, helper, numpy_helper
 
     w = np.random.default_rng(0).standard_normal((1024, 3072)).astype(np.float32)
-    g = helper.make_graph([helper.make_node("Gemm", ["x", "w"], ["y"])], "big_upload",
-                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1024])],
-                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 3072])],
-                          [numpy_helper.from_array(w, "w")])
+    g = helper.make_graph(
+        [helper.make_node("Gemm", ["x", "w"], ["y"])],
+        "big_upload",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1024])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 3072])],
+        [numpy_helper.from_array(w, "w")],
+    )
     onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), path)
     assert path.stat().st_size > 10_000_000
     return path
@@ -79,11 +82,17 @@ def _wait_at(page, k: int) -> str:
     stats can pass through an older record on the way); returns the path."""
     page.wait_for_function(
         "k => { const p = document.querySelector('.migx-explorer .migx-position');"
-        r" return p && new RegExp('\\b' + k + ' / \\d+ · ').test(p.textContent); }", arg=k, timeout=150_000)
+        r" return p && new RegExp('\\b' + k + ' / \\d+ · ').test(p.textContent); }",
+        arg=k,
+        timeout=150_000,
+    )
     path = page.locator(".migx-explorer .migx-position").first.inner_text().split("·", 1)[1].strip()
     page.wait_for_function(
         "want => { const td = document.querySelector('.migx-explorer .migx-stats td');"
-        " return td && td.textContent.trim() === want; }", arg=path, timeout=150_000)
+        " return td && td.textContent.trim() === want; }",
+        arg=path,
+        timeout=150_000,
+    )
     return path
 
 
@@ -96,16 +105,22 @@ def _wait_graph(page, ex, old_svg: str | None = None) -> None:
         """([root, old]) => { const s = root.querySelector('.migx-graph-view .migx-gv-canvas svg');
              return s && s.querySelector('g.node') && (!old || s.outerHTML.length !== old) &&
                     root.querySelector('.migx-gv').dataset.zoom; }""",
-        arg=[ex.element_handle(), old_svg], timeout=150_000)
+        arg=[ex.element_handle(), old_svg],
+        timeout=150_000,
+    )
     page.wait_for_timeout(150)
 
 
 def _wait_centred(page, ex) -> None:
     """Wait until the view reports every changed node in view (it measures after each move)."""
     try:
-        page.wait_for_function("root => { const g = root.querySelector('.migx-gv');"
-                               " const m = /^(\\d+)\\/(\\d+)$/.exec(g.dataset.changedInView || '');"
-                               " return m && m[1] === m[2]; }", arg=ex.element_handle(), timeout=10_000)
+        page.wait_for_function(
+            "root => { const g = root.querySelector('.migx-gv');"
+            " const m = /^(\\d+)\\/(\\d+)$/.exec(g.dataset.changedInView || '');"
+            " return m && m[1] === m[2]; }",
+            arg=ex.element_handle(),
+            timeout=10_000,
+        )
     except Exception:  # noqa: BLE001 - the assertion below reports what is off
         pass
 
@@ -124,7 +139,7 @@ def test_real_size_model_in_jupyterlab(lab, page, open_notebook, run_all, tmp_pa
     # Passes open on their first change region or their rewrite summary (measured in
     # test_legibility.py); picking Diff and "whole change" keeps the whole change's graph for every
     # step, which is what this test is about.
-    ex.locator(".migx-view-select button[data-value=\"Diff\"]").click()
+    ex.locator('.migx-view-select button[data-value="Diff"]').click()
     _wait_graph(page, ex)
     old = _svg_len(ex)
     ex.locator(".migx-region-all").click()
@@ -194,8 +209,11 @@ def test_real_size_model_in_jupyterlab(lab, page, open_notebook, run_all, tmp_pa
     page.wait_for_timeout(300)
     row_box = ex.locator(".migx-tree-row.migx-current").first.bounding_box()
     tree_box = ex.locator(".migx-tree").first.bounding_box()
-    assert row_box and tree_box["y"] <= row_box["y"] and row_box["y"] + row_box["height"] <= \
-        tree_box["y"] + tree_box["height"] + 1, (row_box, tree_box)
+    assert (
+        row_box
+        and tree_box["y"] <= row_box["y"]
+        and row_box["y"] + row_box["height"] <= tree_box["y"] + tree_box["height"] + 1
+    ), (row_box, tree_box)
 
     # ---- toggle with "hide unchanged": the switched-off pass stays in the tree and back on
     ex.locator("button.migx-first").click()
@@ -205,22 +223,29 @@ def test_real_size_model_in_jupyterlab(lab, page, open_notebook, run_all, tmp_pa
     box.uncheck()
     page.wait_for_function(
         "() => document.querySelector('.migx-explorer .migx-stats').textContent.includes('disabled by the user')",
-        timeout=150_000)
+        timeout=150_000,
+    )
     row = ex.locator(f".migx-tree-row.migx-pass-row.migx-path-{token}")
     assert "migx-hidden" not in row.get_attribute("class") and row.is_visible()
     box.check()
     page.wait_for_function(
         "() => !document.querySelector('.migx-explorer .migx-stats').textContent.includes('disabled by the user')",
-        timeout=150_000)
+        timeout=150_000,
+    )
 
     # ---- compare two passes: two panels, synced pan/zoom, a side-by-side text diff
-    ex.locator(".migx-view-select button[data-value=\"Compare\"]").click()
-    page.wait_for_function("root => root.querySelectorAll('.migx-gv-panel svg g.node').length > 0 &&"
-                           " root.querySelectorAll('.migx-gv-panel').length === 2", arg=ex.element_handle(),
-                           timeout=150_000)
+    ex.locator('.migx-view-select button[data-value="Compare"]').click()
+    page.wait_for_function(
+        "root => root.querySelectorAll('.migx-gv-panel svg g.node').length > 0 &&"
+        " root.querySelectorAll('.migx-gv-panel').length === 2",
+        arg=ex.element_handle(),
+        timeout=150_000,
+    )
     _wait_centred(page, ex)
-    transforms_js = ("r => [...r.querySelectorAll('.migx-gv-panel .svg-pan-zoom_viewport')]"
-                     ".map(g => g.getAttribute('transform').match(/[-\\d.e]+/g).map(Number))")
+    transforms_js = (
+        "r => [...r.querySelectorAll('.migx-gv-panel .svg-pan-zoom_viewport')]"
+        ".map(g => g.getAttribute('transform').match(/[-\\d.e]+/g).map(Number))"
+    )
     before = _settled(page, ex, transforms_js)  # both panels done fitting / centring
     ex.locator(".migx-gv-zoom-in").click()
     page.wait_for_timeout(400)
@@ -230,7 +255,7 @@ def test_real_size_model_in_jupyterlab(lab, page, open_notebook, run_all, tmp_pa
     assert ratios[0] > 1.05 and abs(ratios[0] - ratios[1]) < 1e-3, (before, after)  # both zoomed alike
     assert ex.locator(".migx-cmp-text tr").count() > 10
     page.screenshot(path=str(SHOTS / "explorer-compare-1280x800.png"))
-    ex.locator(".migx-view-select button[data-value=\"Diff\"]").click()
+    ex.locator('.migx-view-select button[data-value="Diff"]').click()
 
     # ---- a failed load changes nothing but the error box; a good load clears it
     title = ex.locator(".migx-title").inner_text()
@@ -244,18 +269,24 @@ def test_real_size_model_in_jupyterlab(lab, page, open_notebook, run_all, tmp_pa
     ex.locator(".migx-model-select select").select_option("mlp")
     ex.locator("button.migx-load").click()
     # once: the click used to be handled before the dropdown's change (test_message_order.py)
-    page.wait_for_function("() => document.querySelector('.migx-explorer .migx-title').textContent.includes('mlp')",
-                           timeout=150_000)
+    page.wait_for_function(
+        "() => document.querySelector('.migx-explorer .migx-title').textContent.includes('mlp')", timeout=150_000
+    )
     page.wait_for_function("() => !document.querySelector('.migx-explorer .migx-error')", timeout=10_000)
 
     # ---- a 12 MB upload arrives in pieces and loads
     big = _big_onnx(tmp_path / "big_upload.onnx")
     ex.locator(".migx-upload-input").set_input_files(str(big))
-    page.wait_for_function("() => document.querySelector('.migx-explorer .migx-inputs-note')"
-                           ".textContent.includes('uploaded big_upload.onnx')", timeout=120_000)
+    page.wait_for_function(
+        "() => document.querySelector('.migx-explorer .migx-inputs-note')"
+        ".textContent.includes('uploaded big_upload.onnx')",
+        timeout=120_000,
+    )
     ex.locator("button.migx-load").click()
-    page.wait_for_function("() => document.querySelector('.migx-explorer .migx-title')"
-                           ".textContent.includes('big_upload.onnx')", timeout=120_000)
+    page.wait_for_function(
+        "() => document.querySelector('.migx-explorer .migx-title').textContent.includes('big_upload.onnx')",
+        timeout=120_000,
+    )
     assert not ex.locator(".migx-error").count(), ex.locator(".migx-error-box").inner_text()
     assert not page.page_errors, page.page_errors
 
@@ -280,8 +311,11 @@ def _settled(page, ex, js: str, tries: int = 50):
 
 def _cluster_notebook(path: Path) -> Path:
     nb = nbformat.v4.new_notebook()
-    nb.cells = [nbformat.v4.new_code_cell(f"import migx_explore\nex = migx_explore.explore({MODEL!r})\n"
-                                          "ex.goto('fusion.fuse_pointwise_reduce')\nex")]
+    nb.cells = [
+        nbformat.v4.new_code_cell(
+            f"import migx_explore\nex = migx_explore.explore({MODEL!r})\nex.goto('fusion.fuse_pointwise_reduce')\nex"
+        )
+    ]
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     nbformat.write(nb, path)
     return path
@@ -308,7 +342,7 @@ def test_clusters_open_and_close_and_pass_on_vs_off(lab, page, open_notebook, ru
     run_all(page)
     ex = page.locator(".migx-explorer").first
     # the graph (not the pass's rewrite summary), all of the change (not its first region)
-    ex.locator(".migx-view-select button[data-value=\"Diff\"]").click()
+    ex.locator('.migx-view-select button[data-value="Diff"]').click()
     _wait_graph(page, ex)
     old = _svg_len(ex)
     ex.locator(".migx-region-all").click()
@@ -327,8 +361,11 @@ def test_clusters_open_and_close_and_pass_on_vs_off(lab, page, open_notebook, ru
     node = ex.locator(f".migx-gv-canvas svg g.node.kind_fused.iid_{owner}")
     old = _svg_len(ex)
     node.dblclick()
-    page.wait_for_function(f"([root, owner]) => ({NODES_IN_CLUSTER_JS})([root, owner]) >= 2",
-                           arg=[ex.element_handle(), owner], timeout=150_000)
+    page.wait_for_function(
+        f"([root, owner]) => ({NODES_IN_CLUSTER_JS})([root, owner]) >= 2",
+        arg=[ex.element_handle(), owner],
+        timeout=150_000,
+    )
     assert _svg_len(ex) != old
     assert ex.locator(f".migx-gv-canvas svg g.node.kind_fused.iid_{owner}").count() == 0
     search.fill("")
@@ -337,47 +374,68 @@ def test_clusters_open_and_close_and_pass_on_vs_off(lab, page, open_notebook, ru
     label = ex.locator(f".migx-gv-canvas svg g.cluster.owner_{owner} text").first
     assert label.text_content().startswith("⊟")
     label.click()
-    page.wait_for_function(f"([root, owner]) => ({NODES_IN_CLUSTER_JS})([root, owner]) === -1 &&"
-                           f" root.querySelector('.migx-gv-canvas svg g.node.kind_fused.iid_' + owner)",
-                           arg=[ex.element_handle(), owner], timeout=150_000)
+    page.wait_for_function(
+        f"([root, owner]) => ({NODES_IN_CLUSTER_JS})([root, owner]) === -1 &&"
+        f" root.querySelector('.migx-gv-canvas svg g.node.kind_fused.iid_' + owner)",
+        arg=[ex.element_handle(), owner],
+        timeout=150_000,
+    )
 
     # expand all, collapse all
     toggle = ex.locator(".migx-gv-clusters")
     assert toggle.inner_text().strip() == "Expand all"
     toggle.click()
-    page.wait_for_function("root => root.querySelectorAll('.migx-gv-canvas svg g.cluster.migx_cluster').length > 5"
-                           " && root.querySelector('.migx-gv-clusters').textContent === 'Collapse all'",
-                           arg=ex.element_handle(), timeout=150_000)
+    page.wait_for_function(
+        "root => root.querySelectorAll('.migx-gv-canvas svg g.cluster.migx_cluster').length > 5"
+        " && root.querySelector('.migx-gv-clusters').textContent === 'Collapse all'",
+        arg=ex.element_handle(),
+        timeout=150_000,
+    )
     assert ex.locator(".migx-gv-canvas svg g.node.kind_fused").count() == 0
     toggle.click()
-    page.wait_for_function("root => root.querySelectorAll('.migx-gv-canvas svg g.cluster.migx_cluster').length === 0"
-                           " && root.querySelectorAll('.migx-gv-canvas svg g.node.kind_fused').length > 5",
-                           arg=ex.element_handle(), timeout=150_000)
+    page.wait_for_function(
+        "root => root.querySelectorAll('.migx-gv-canvas svg g.cluster.migx_cluster').length === 0"
+        " && root.querySelectorAll('.migx-gv-canvas svg g.node.kind_fused').length > 5",
+        arg=ex.element_handle(),
+        timeout=150_000,
+    )
 
     # Compare: this pass on vs off, two synced panels and the side-by-side text diff
-    ex.locator(".migx-view-select button[data-value=\"Compare\"]").click()
-    page.wait_for_function("root => root.querySelectorAll('.migx-gv-panel').length === 2",
-                           arg=ex.element_handle(), timeout=150_000)
+    ex.locator('.migx-view-select button[data-value="Compare"]').click()
+    page.wait_for_function(
+        "root => root.querySelectorAll('.migx-gv-panel').length === 2", arg=ex.element_handle(), timeout=150_000
+    )
     ex.locator(".migx-compare-mode select").select_option(label="this pass on vs off")
     page.wait_for_function(
         "root => { const t = [...root.querySelectorAll('.migx-gv-panel .migx-gv-title')].map(e => e.textContent);"
         " return t.length === 2 && t[0].includes('fuse_pointwise_reduce off (final program)') &&"
         " t[1].includes('as configured (final program)') &&"
         " root.querySelectorAll('.migx-gv-panel svg g.node').length > 0; }",
-        arg=ex.element_handle(), timeout=120_000)
-    transforms_js = ("r => [...r.querySelectorAll('.migx-gv-panel .svg-pan-zoom_viewport')]"
-                     ".map(g => g.getAttribute('transform').match(/[-\\d.e]+/g).map(Number))")
+        arg=ex.element_handle(),
+        timeout=120_000,
+    )
+    transforms_js = (
+        "r => [...r.querySelectorAll('.migx-gv-panel .svg-pan-zoom_viewport')]"
+        ".map(g => g.getAttribute('transform').match(/[-\\d.e]+/g).map(Number))"
+    )
     before = _settled(page, ex, transforms_js)
     ex.locator(".migx-gv-zoom-in").click()
-    page.wait_for_function("([r, b]) => { const t = [...r.querySelectorAll('.migx-gv-panel .svg-pan-zoom_viewport')]"
-                           ".map(g => Number(g.getAttribute('transform').match(/[-\\d.e]+/g)[0]));"
-                           " return t.length === 2 && t[0] > b * 1.05; }",
-                           arg=[ex.element_handle(), before[0][0]], timeout=10_000)
+    page.wait_for_function(
+        "([r, b]) => { const t = [...r.querySelectorAll('.migx-gv-panel .svg-pan-zoom_viewport')]"
+        ".map(g => Number(g.getAttribute('transform').match(/[-\\d.e]+/g)[0]));"
+        " return t.length === 2 && t[0] > b * 1.05; }",
+        arg=[ex.element_handle(), before[0][0]],
+        timeout=10_000,
+    )
     after = _settled(page, ex, transforms_js)
     ratios = [a[0] / b[0] for a, b in zip(after, before)]
     assert ratios[0] > 1.05 and abs(ratios[0] - ratios[1]) < 1e-3, (before, after)  # both zoomed alike
-    assert ex.locator(".migx-cmp-text tr.migx-cmp-replace, .migx-cmp-text tr.migx-cmp-insert, "
-                      ".migx-cmp-text tr.migx-cmp-delete").count() > 5
+    assert (
+        ex.locator(
+            ".migx-cmp-text tr.migx-cmp-replace, .migx-cmp-text tr.migx-cmp-insert, .migx-cmp-text tr.migx-cmp-delete"
+        ).count()
+        > 5
+    )
     # the user's own toggles did not move: the pass is still on in the tree
     token = "fusion-fuse_pointwise_reduce"
     assert ex.locator(f".migx-pass-checkbox.migx-path-{token} input[type=checkbox]").is_checked()

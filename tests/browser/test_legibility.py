@@ -26,8 +26,10 @@ TARGET = 0.95
 MIN_LABEL_PX = 10.0
 # First views kept as pictures (test-artifacts/; with MIGX_UPDATE_DOCS_IMAGES=1 also docs/images/
 # for the README): a region drawn in its scopes, and a pass opening on its rewrite summary.
-PICTURES = {("bert_encoder", "required.eliminate_data_type_for_gpu"): "explorer_region.png",
-            ("bert_encoder", "backend.lowering"): "explorer_rewrites.png"}
+PICTURES = {
+    ("bert_encoder", "required.eliminate_data_type_for_gpu"): "explorer_region.png",
+    ("bert_encoder", "backend.lowering"): "explorer_rewrites.png",
+}
 DOCS_IMAGES = REPO / "docs" / "images"
 
 # What the explorer shows now: "summary" (the rewrites pane, fresh for `path`), "graph" (a drawing
@@ -89,8 +91,9 @@ def _first_view(page, ex, path: str, old: int) -> tuple[str, tuple]:
     kind = None
     for _ in range(2):
         try:
-            kind = page.wait_for_function(READY_JS, arg=[ex.element_handle(), path, old], timeout=90_000,
-                                          polling=100).json_value()
+            kind = page.wait_for_function(
+                READY_JS, arg=[ex.element_handle(), path, old], timeout=90_000, polling=100
+            ).json_value()
         except Exception:  # noqa: BLE001 - counted as not legible, with what was on screen
             return ("timeout", tuple(ex.evaluate(LABELS_JS)))
         page.wait_for_timeout(300)
@@ -113,8 +116,11 @@ def _picture(page, name: str) -> None:
 def _step_model(page, ex, model: str) -> list[tuple[str, str, tuple, bool]]:
     ex.locator(".migx-hide-unchanged input[type=checkbox]").check()
     ex.locator("button.migx-first").click()
-    page.wait_for_function("e => /\\b1 \\/ \\d+ · /.test(e.textContent)",
-                           arg=ex.locator(".migx-position").first.element_handle(), timeout=60_000)
+    page.wait_for_function(
+        "e => /\\b1 \\/ \\d+ · /.test(e.textContent)",
+        arg=ex.locator(".migx-position").first.element_handle(),
+        timeout=60_000,
+    )
     rows, old = [], -2
     while True:
         k, n, path = _position(ex)
@@ -130,8 +136,11 @@ def _step_model(page, ex, model: str) -> list[tuple[str, str, tuple, bool]]:
             return rows
         old = _svg_len(ex)
         ex.locator("button.migx-next").click()
-        page.wait_for_function("([e, k]) => new RegExp('\\\\b' + k + ' / \\\\d+ · ').test(e.textContent)",
-                               arg=[ex.locator(".migx-position").first.element_handle(), k + 1], timeout=60_000)
+        page.wait_for_function(
+            "([e, k]) => new RegExp('\\\\b' + k + ' / \\\\d+ · ').test(e.textContent)",
+            arg=[ex.locator(".migx-position").first.element_handle(), k + 1],
+            timeout=60_000,
+        )
 
 
 def test_first_view_of_every_changed_pass_is_legible(lab, page, open_notebook, run_all, tmp_path):
@@ -148,8 +157,10 @@ def test_first_view_of_every_changed_pass_is_legible(lab, page, open_notebook, r
         rows = _step_model(page, ex, model)
         good = sum(ok for *_, ok in rows)
         fractions[model] = good / len(rows)
-        report.append(f"{model}: {good}/{len(rows)} changed passes legible in the first view "
-                      f"({fractions[model]:.0%}); summaries {sum(r[1] == 'summary' for r in rows)}")
+        report.append(
+            f"{model}: {good}/{len(rows)} changed passes legible in the first view "
+            f"({fractions[model]:.0%}); summaries {sum(r[1] == 'summary' for r in rows)}"
+        )
         report += [f"   {'ok ' if ok else 'BAD'} {path:<48} {kind:<8} {data}" for path, kind, data, ok in rows]
     print("\n".join(report))
     assert not page.page_errors, page.page_errors

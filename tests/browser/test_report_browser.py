@@ -48,8 +48,15 @@ def report(tmp_path_factory):
     try:
         # numeric off: the check is the costly part of tracing and tests/explorer covers it
         s = Session.from_model(MODEL, numeric=False)
-        info = write_report(s, str(path), gpu=True, iters=3, warmup=1, waterfall_by=None,
-                        command=f"migx-explore report {MODEL} --out {path.name} --gpu")
+        info = write_report(
+            s,
+            str(path),
+            gpu=True,
+            iters=3,
+            warmup=1,
+            waterfall_by=None,
+            command=f"migx-explore report {MODEL} --out {path.name} --gpu",
+        )
     finally:
         if old is None:
             os.environ.pop("MIGX_GPU_BACKEND", None)

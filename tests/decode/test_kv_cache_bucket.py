@@ -44,8 +44,8 @@ def test_bucket_program_matches_onnxruntime(past, new, bucket, onnxruntime_outpu
     np.testing.assert_allclose(ours[0], ref[0], rtol=2e-4, atol=2e-4)
     names = program.output_names
     for k, name in enumerate(names[1:], 1):  # the caches hold the presents in rows 0..past+new-1
-        np.testing.assert_allclose(ours[k][:, :, :past + new], ref[names.index(name)], rtol=1e-5, atol=1e-5)
-        np.testing.assert_array_equal(ours[k][:, :, past + new:], 7.0)
+        np.testing.assert_allclose(ours[k][:, :, : past + new], ref[names.index(name)], rtol=1e-5, atol=1e-5)
+        np.testing.assert_array_equal(ours[k][:, :, past + new :], 7.0)
 
 
 def test_bucket_refuses_a_program_without_a_dynamic_past():

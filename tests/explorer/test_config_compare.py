@@ -87,9 +87,19 @@ def _renumbered(snap, start: int, shift: int):
     def m(i: int) -> int:
         return i + shift if i >= start else i
 
-    mods = tuple(ModuleSnapshot(ms.name, ms.bypass, tuple(
-        InstrRecord(m(r.id), r.op, tuple(map(m, r.inputs)), r.modules, r.shape, tuple(map(m, r.origin)), r.literal)
-        for r in ms.instrs)) for ms in snap.modules)
+    mods = tuple(
+        ModuleSnapshot(
+            ms.name,
+            ms.bypass,
+            tuple(
+                InstrRecord(
+                    m(r.id), r.op, tuple(map(m, r.inputs)), r.modules, r.shape, tuple(map(m, r.origin)), r.literal
+                )
+                for r in ms.instrs
+            ),
+        )
+        for ms in snap.modules
+    )
     return ProgramSnapshot(mods, snap.next_id + shift)
 
 

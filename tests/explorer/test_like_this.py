@@ -65,8 +65,11 @@ def test_graph_draws_one_representative_cluster_labelled_with_the_count(decode8)
 
 
 def test_snapshots_share_the_modules_a_pass_did_not_touch(decode8):
-    nested = [r for r in decode8.records if r.depth > 0 and r.changed and r.path.startswith(
-        "optimize_rewrite.optimize_module")]
+    nested = [
+        r
+        for r in decode8.records
+        if r.depth > 0 and r.changed and r.path.startswith("optimize_rewrite.optimize_module")
+    ]
     assert len(nested) >= 8  # one per submodule at least
     total = decode8.records[nested[0].index].after.module_count()
     for rec in nested:

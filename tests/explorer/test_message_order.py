@@ -31,8 +31,7 @@ class TwoShells:
         self.queues: dict[str | None, queue.Queue] = {None: queue.Queue(), SUBSHELL: queue.Queue()}
         self.held = threading.Event()
         self.errors: list[Exception] = []
-        self.threads = [threading.Thread(target=self._serve, args=(route,), daemon=True)
-                        for route in self.queues]
+        self.threads = [threading.Thread(target=self._serve, args=(route,), daemon=True) for route in self.queues]
         for t in self.threads:
             t.start()
 

@@ -68,7 +68,8 @@ def test_committed_notebook_matches_the_builder(name):
     committed = nbformat.read(NOTEBOOKS / name, as_version=4)
     built = build_notebooks.build(name)
     assert [c.source for c in committed.cells] == [c.source for c in built.cells], (
-        f"{name} is stale: run `python notebooks/build_notebooks.py --execute {name}`")
+        f"{name} is stale: run `python notebooks/build_notebooks.py --execute {name}`"
+    )
 
 
 def test_tour_runs_and_saves_the_explorer(tmp_path):
@@ -89,8 +90,12 @@ def test_pipeline_ordering_lesson_runs(tmp_path):
     nb = _run("02_pipeline_ordering.ipynb", tmp_path)
     assert not _errors(nb)
     text = _outputs_text(nb)
-    for variant in ("default pipelines", "optimize_module after fuse_pointwise_reduce",
-                    "layout_convolution disabled", "channels_last=True"):
+    for variant in (
+        "default pipelines",
+        "optimize_module after fuse_pointwise_reduce",
+        "layout_convolution disabled",
+        "channels_last=True",
+    ):
         assert variant in text
     diff = _graphs(_widget_models(nb))
     assert diff and "<svg" in diff[0]

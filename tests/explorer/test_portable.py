@@ -18,8 +18,10 @@ from migx_explore.portable import compile_until
 
 
 def _finish_in_fresh_process(part, out, tmp_path):
-    code = ("import sys; from migx_explore.cli import main; "
-            f"sys.exit(main(['compile', {str(part)!r}, '--resume', '--out', {str(out)!r}]))")
+    code = (
+        "import sys; from migx_explore.cli import main; "
+        f"sys.exit(main(['compile', {str(part)!r}, '--resume', '--out', {str(out)!r}]))"
+    )
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600, cwd=tmp_path)
     assert res.returncode == 0, res.stderr
     return res.stdout
@@ -75,8 +77,9 @@ def _resume_and_run(part, tmp_path, env_backend=None):
         env["MIGX_GPU_BACKEND"] = env_backend
     argv = ["compile", str(part), "--resume", "--run"]
     code = f"import sys; from migx_explore.cli import main; sys.exit(main({argv!r}))"
-    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600, cwd=tmp_path,
-                          env=env)
+    return subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=600, cwd=tmp_path, env=env
+    )
 
 
 def test_kernel_sources_suffice_to_finalize_in_a_fresh_process(tmp_path):

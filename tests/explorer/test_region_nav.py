@@ -40,7 +40,7 @@ def test_whole_change_is_laid_out_to_the_pane_and_the_minimap_gets_the_regions(e
     assert columns > 1 and 'id="di_cluster_fold_0"' in svg
     v.graph.pane_size = [1400.0, 420.0]  # a wider pane: more columns
     wider = v.drawn("diff")
-    assert wider.count('<title>cluster_fold_') > columns
+    assert wider.count("<title>cluster_fold_") > columns
     v.region_bar.whole.value = False
     assert "cluster_fold_" not in v.drawn("diff")  # one region is drawn as it is
 

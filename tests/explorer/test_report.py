@@ -82,7 +82,7 @@ def test_changed_passes_carry_text_and_graph_diffs(mlp_report):
         gr = blobs[r.index]["graph"]
         assert gr["default"] in gr and (r.depth == 0 or {"collapsed", "expanded"} & set(gr) == {gr["default"]})
     fused = blobs[s.trace.find("fusion.fuse_pointwise_reduce").index]["graph"]
-    assert fused["default"] == "expanded" and "<g id=\"cluster_" in fused["expanded"]["svg"]  # 23 instructions
+    assert fused["default"] == "expanded" and '<g id="cluster_' in fused["expanded"]["svg"]  # 23 instructions
     rw = pass_changes.rewrites(s, rec.path)
     assert [len(ids) for ids in payload["rewrite_ids"]] == [min(r.count, 200) for r in rw]
     assert payload["rewrite_ids"][0][0] == list(rw[0].instances[0].ids)
@@ -96,8 +96,11 @@ def test_changed_passes_carry_text_and_graph_diffs(mlp_report):
     assert payload["regions"][0]["label"].startswith(f"region 1 of {len(regions)} · /")
     alias = g["collapsed"]["alias"]
     named = {alias.get(str(i), f"i{i}") for r in payload["regions"] for i in r["ids"]}
-    drawn = set(re.findall(r'class="node [^"]*st_(?:added|removed|changed)[^"]*"[^>]*><title>([^<]+)</title>',
-                           g["collapsed"]["svg"]))
+    drawn = set(
+        re.findall(
+            r'class="node [^"]*st_(?:added|removed|changed)[^"]*"[^>]*><title>([^<]+)</title>', g["collapsed"]["svg"]
+        )
+    )
     assert drawn and drawn <= named
 
 
@@ -137,7 +140,7 @@ def test_cli_report_and_gpu_refusal(tmp_path, monkeypatch, capsys):
     page = out.read_text()
     data = _data(page)
     assert data["graphs"] is False and data["passes"][0]["path"].startswith("quantize")
-    assert "--fp16" in page and re.search(r'precision</th><td><code>fp16<', page)
+    assert "--fp16" in page and re.search(r"precision</th><td><code>fp16<", page)
     assert html.escape("Session.from_model('mlp', input_dims={}, precision='fp16')") in page  # the repro too
     assert main(["report", "mlp", "--out", str(tmp_path)]) == 2  # refused before tracing
     assert "is a folder" in capsys.readouterr().err
@@ -154,15 +157,21 @@ def test_report_with_timing_on_the_fake_backend(tmp_path, monkeypatch):
 
     reset()
     try:
-        info = write_report(Session.from_model("mlp", numeric=False), str(tmp_path / "t.html"), gpu=True, iters=3,
-                            warmup=1, graphs=False)
+        info = write_report(
+            Session.from_model("mlp", numeric=False),
+            str(tmp_path / "t.html"),
+            gpu=True,
+            iters=3,
+            warmup=1,
+            graphs=False,
+        )
     finally:
         monkeypatch.delenv("MIGX_GPU_BACKEND")
         reset()
     page = (tmp_path / "t.html").read_text()
     assert info.gpu and re.search(r'<table class="[^"]*migx-timing-results', page)
     assert "eager (a launch per kernel)" in page and "graph capture (one launch)" in page
-    assert "rep-waterfall" in page and "-fusion" in page and "<svg class=\"rep-waterfall-svg\"" in page
+    assert "rep-waterfall" in page and "-fusion" in page and '<svg class="rep-waterfall-svg"' in page
 
 
 def test_trace_folder_gets_an_index_page(tmp_path):
@@ -198,12 +207,16 @@ def test_onnx_report_records_the_file_and_feed_hashes(tmp_path):
     import numpy as np
     from onnx import TensorProto, helper
 
-    g = helper.make_graph([helper.make_node("Relu", ["x"], ["r"]), helper.make_node("Add", ["r", "x"], ["y"])], "g",
-                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 4])],
-                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 4])])
+    g = helper.make_graph(
+        [helper.make_node("Relu", ["x"], ["r"]), helper.make_node("Add", ["r", "x"], ["y"])],
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 4])],
+    )
     model = tmp_path / "m.onnx"
-    model.write_bytes(helper.make_model(g, opset_imports=[helper.make_opsetid("", 18)], ir_version=9)
-                      .SerializeToString())
+    model.write_bytes(
+        helper.make_model(g, opset_imports=[helper.make_opsetid("", 18)], ir_version=9).SerializeToString()
+    )
     feed = tmp_path / "feed.npz"
     np.savez(feed, x=np.linspace(-1, 1, 12, dtype=np.float32).reshape(3, 4))
     out = tmp_path / "m.html"
@@ -241,8 +254,10 @@ def test_size_budget_drops_second_drawings_of_the_biggest_passes_first():
         return "".join(rng.choice("abcdefghijklmnopqrstuvwxyz0123456789") for _ in range(n))
 
     def payload(n: int) -> dict:
-        return {"text": "", "graph": {"default": "collapsed", "collapsed": {"svg": noise(n)},
-                                      "expanded": {"svg": noise(n)}}}
+        return {
+            "text": "",
+            "graph": {"default": "collapsed", "collapsed": {"svg": noise(n)}, "expanded": {"svg": noise(n)}},
+        }
 
     payloads = {1: payload(20_000), 2: payload(5_000), 3: payload(1_000)}
     full = sum(len(pack(p)) for p in payloads.values())

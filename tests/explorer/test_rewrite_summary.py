@@ -52,27 +52,32 @@ def test_fused_chains_are_one_row_with_each_instance():
     for inst in row.instances:
         assert sorted(before.by_id[i][1].op.name for i in inst.before) == ["add", "mul", "sigmoid"]
         assert [after.by_id[i][1].op.name for i in inst.after] == ["pointwise"]
-    assert row.as_json() == {"from": ["add", "sigmoid", "mul"], "to": ["pointwise"], "count": 2,
-                             "kind": "rewrite"}
+    assert row.as_json() == {"from": ["add", "sigmoid", "mul"], "to": ["pointwise"], "count": 2, "kind": "rewrite"}
 
 
 def test_every_touched_instruction_is_in_exactly_one_row():
     trace, rec, rows = _rows(TWO_SILU, "fuse_pointwise")
     seen = [i for r in rows for i in r.ids]
-    top = {i for i in _touched(rec) if (trace.snapshots(rec)[1].by_id.get(i) or
-                                        trace.snapshots(rec)[0].by_id[i])[0] == "main"}
+    top = {
+        i
+        for i in _touched(rec)
+        if (trace.snapshots(rec)[1].by_id.get(i) or trace.snapshots(rec)[0].by_id[i])[0] == "main"
+    }
     assert len(seen) == len(set(seen))
     assert top <= set(seen)
 
 
 def test_a_removed_op_is_a_removed_row_and_its_users_are_rewired():
-    _, _, rows = _rows("""
+    _, _, rows = _rows(
+        """
         x = @param:x -> float_type, {2, 3}
         @1 = identity(x) -> float_type, {2, 3}
         @2 = relu(@1) -> float_type, {2, 3}
         @3 = identity(@2) -> float_type, {2, 3}
         @4 = @return(@3)
-    """, "eliminate_identity")
+    """,
+        "eliminate_identity",
+    )
     labels = [r.label for r in rows]
     assert labels[0] == "identity removed × 2"
     assert rows[-1].kind == "rewired" and rows[-1].before == ("relu", "@return")

@@ -22,20 +22,26 @@ def _node(name: str = "", **props: str):
     return n
 
 
-@pytest.mark.parametrize("name, scope", [
-    ("/model.8/m.0/cv1/conv/Conv", "model.8/m.0/cv1/conv"),
-    ("/bert/encoder/layer.0/attention/self/MatMul", "bert/encoder/layer.0/attention/self"),
-    ("/model/layers.2/mlp/down_proj/MatMul", "model/layers.2/mlp/down_proj"),
-    ("/Relu", ""), ("conv_12", ""), ("", ""),
-])
+@pytest.mark.parametrize(
+    "name, scope",
+    [
+        ("/model.8/m.0/cv1/conv/Conv", "model.8/m.0/cv1/conv"),
+        ("/bert/encoder/layer.0/attention/self/MatMul", "bert/encoder/layer.0/attention/self"),
+        ("/model/layers.2/mlp/down_proj/MatMul", "model/layers.2/mlp/down_proj"),
+        ("/Relu", ""),
+        ("conv_12", ""),
+        ("", ""),
+    ],
+)
 def test_scope_from_the_node_name_path(name, scope):
     assert node_scope(_node(name)) == scope
 
 
 def test_scope_from_dynamo_metadata_props():
     scopes = "['', 'model', 'model.layers.2', 'model.layers.2.mlp', 'model.layers.2.mlp.down_proj', 'linear_7']"
-    assert node_scope(_node("node_MatMul_3", **{"pkg.torch.onnx.name_scopes": scopes})) == \
-        "model/layers.2/mlp/down_proj"
+    assert (
+        node_scope(_node("node_MatMul_3", **{"pkg.torch.onnx.name_scopes": scopes})) == "model/layers.2/mlp/down_proj"
+    )
     ns = "model: M/layers.2: Layer/mlp: MLP/down_proj: Linear/linear: aten.linear"
     assert node_scope(_node("node_MatMul_3", namespace=ns)) == "model/layers.2/mlp/down_proj"
     assert node_scope(_node("/a/b/Relu", **{"pkg.torch.onnx.name_scopes": "not a list ["})) == ""
@@ -47,10 +53,12 @@ def test_common_scope_is_by_parts():
 
 
 def _two_scope_program():
-    nodes = [helper.make_node("Add", ["x", "x"], ["a"], name="/blk.0/add/Add"),
-             helper.make_node("Sigmoid", ["a"], ["b"], name="/blk.0/act/Sigmoid"),
-             helper.make_node("Mul", ["a", "b"], ["c"], name="/blk.0/act/Mul"),
-             helper.make_node("MatMul", ["c", "x"], ["d"], name="/blk.1/fc/MatMul")]
+    nodes = [
+        helper.make_node("Add", ["x", "x"], ["a"], name="/blk.0/add/Add"),
+        helper.make_node("Sigmoid", ["a"], ["b"], name="/blk.0/act/Sigmoid"),
+        helper.make_node("Mul", ["a", "b"], ["c"], name="/blk.0/act/Mul"),
+        helper.make_node("MatMul", ["c", "x"], ["d"], name="/blk.1/fc/MatMul"),
+    ]
     vi = helper.make_tensor_value_info
     g = helper.make_graph(nodes, "g", [vi("x", TensorProto.FLOAT, [8, 8])], [vi("d", TensorProto.FLOAT, [8, 8])])
     return parse_onnx(helper.make_model(g).SerializeToString())
@@ -75,8 +83,9 @@ def scopes_all(scopes, recs):
     return {scopes[r.id] for r in recs}
 
 
-@pytest.mark.parametrize("model, top", [("bert_encoder", "bert/encoder/layer.3"),
-                                        ("llama_decoder", "model/layers.3/mlp")])
+@pytest.mark.parametrize(
+    "model, top", [("bert_encoder", "bert/encoder/layer.3"), ("llama_decoder", "model/layers.3/mlp")]
+)
 def test_scoped_built_in_models_carry_their_module_paths(model, top):
     s = Session.from_model(model, numeric=False)
     table = ScopeTable(s.trace)

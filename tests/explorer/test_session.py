@@ -23,8 +23,9 @@ def test_steps_follow_the_five_pipelines_in_order():
     s = _session()
     tops = [r.path for r in s.trace.top_level()]
     assert tops[0] == "dynamic_shapes.split_single_dyn_dim"
-    assert [p.split(".")[0] for p in tops] == sorted([p.split(".")[0] for p in tops], key=[
-        "dynamic_shapes", "required", "optimize_rewrite", "fusion"].index)
+    assert [p.split(".")[0] for p in tops] == sorted(
+        [p.split(".")[0] for p in tops], key=["dynamic_shapes", "required", "optimize_rewrite", "fusion"].index
+    )
     s.first()
     first = s.current.index
     s.step()
@@ -75,8 +76,9 @@ def test_insert_user_rule_and_function_pass():
     def neg_exp(module, r):
         module.replace(r.root, Op("recip"), [module.insert_instruction(r.root, Op("exp"), [r["x"]])])
 
-    rule = rw.rule("exp_neg_to_recip_exp", mt.name("exp")(mt.arg(0)(mt.name("neg")(mt.arg(0)(mt.any_().bind(
-        "x"))))), neg_exp)
+    rule = rw.rule(
+        "exp_neg_to_recip_exp", mt.name("exp")(mt.arg(0)(mt.name("neg")(mt.arg(0)(mt.any_().bind("x"))))), neg_exp
+    )
     # before fusion: afterwards exp/neg live inside bypass pointwise submodules
     path = s.insert_pass(rule, after="optimize_rewrite.propagate_precision")
     assert path == "optimize_rewrite.exp_neg_to_recip_exp"
@@ -121,8 +123,7 @@ def test_final_program_evaluates_like_the_input():
     from migx_explore.compiler import evaluate
 
     x = np.linspace(-1, 1, 16, dtype=np.float32).reshape(2, 8)
-    np.testing.assert_allclose(evaluate(s.final().to_program(), {"x": x})[0],
-                               np.exp(-np.maximum(x, 0)), rtol=1e-6)
+    np.testing.assert_allclose(evaluate(s.final().to_program(), {"x": x})[0], np.exp(-np.maximum(x, 0)), rtol=1e-6)
 
 
 def test_rule_pass_does_not_rematch_what_a_rewrite_left_dead():

@@ -28,7 +28,8 @@ def test_session_has_at_most_30_public_names():
     names = public_names(Session)
     assert len(names) <= MAX_PUBLIC, (
         f"Session has {len(names)} public names (at most {MAX_PUBLIC}): {', '.join(names)}; put the new "
-        "feature in a module of functions that take a session")
+        "feature in a module of functions that take a session"
+    )
     # the state notebooks build on is there
     assert {"from_model", "trace", "current", "goto", "step", "disable", "enable", "snapshots"} <= set(names)
 
@@ -36,8 +37,10 @@ def test_session_has_at_most_30_public_names():
 def _module_files() -> dict[str, Path]:
     """migx_explore's own modules (compiler/ and gpu/ install inside it but never import the explorer)."""
     base = ROOT / "migx_explore"
-    return {".".join(["migx_explore", *p.relative_to(base).with_suffix("").parts]).removesuffix(".__init__"): p
-            for p in base.rglob("*.py")}
+    return {
+        ".".join(["migx_explore", *p.relative_to(base).with_suffix("").parts]).removesuffix(".__init__"): p
+        for p in base.rglob("*.py")
+    }
 
 
 def _imported(mod: str, path: Path, known: Mapping[str, Path]) -> Iterator[str]:
@@ -47,7 +50,7 @@ def _imported(mod: str, path: Path, known: Mapping[str, Path]) -> Iterator[str]:
         if isinstance(n, ast.Import):
             yield from (a.name for a in n.names if a.name in known)
         elif isinstance(n, ast.ImportFrom):
-            pkg = ".".join(here[:len(here) - n.level + 1]) if n.level else ""
+            pkg = ".".join(here[: len(here) - n.level + 1]) if n.level else ""
             base = ".".join(x for x in (pkg, n.module) if x)
             for a in n.names:  # `from pkg import mod` names a module; `from mod import name`, the module
                 sub = f"{base}.{a.name}"
@@ -86,8 +89,9 @@ def test_the_cycle_check_sees_a_type_only_and_a_function_level_import(tmp_path):
     pkg = tmp_path / "migx_explore"
     pkg.mkdir()
     (pkg / "session.py").write_text("def f():\n    from .feature import g\n")
-    (pkg / "feature.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
-                                    "    from .session import Session\n")
+    (pkg / "feature.py").write_text(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .session import Session\n"
+    )
     files = {"migx_explore.session": pkg / "session.py", "migx_explore.feature": pkg / "feature.py"}
     graph = import_graph(files)
     assert graph == {"migx_explore.session": {"migx_explore.feature"}, "migx_explore.feature": {SESSION}}
@@ -97,9 +101,15 @@ def test_the_cycle_check_sees_a_type_only_and_a_function_level_import(tmp_path):
 def test_no_feature_is_imported_back_by_the_session():
     graph = import_graph(_module_files())
     back = chains_back(graph, SESSION)
-    assert not back, ("the session reaches modules that import it (features import the session, never the "
-                      "reverse):\n  " + "\n  ".join(back))
+    assert not back, (
+        "the session reaches modules that import it (features import the session, never the "
+        "reverse):\n  " + "\n  ".join(back)
+    )
     features = sorted(m for m, ts in graph.items() if SESSION in ts)
     # the features the issue names do import it, so the check above is not vacuous
-    assert {"migx_explore.pass_changes", "migx_explore.config_compare", "migx_explore.verification",
-            "migx_explore.gpu_bridge"} <= set(features)
+    assert {
+        "migx_explore.pass_changes",
+        "migx_explore.config_compare",
+        "migx_explore.verification",
+        "migx_explore.gpu_bridge",
+    } <= set(features)

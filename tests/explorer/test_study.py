@@ -50,8 +50,11 @@ def test_plan_swaps_neighbours_and_skips_moves_the_rules_forbid():
     # the session's own configuration is untouched by planning
     assert s.config.spec() == Session.from_model("mlp", numeric=False).config.spec()
     pplan, _ = plan_order_variants(s.pipelines, "pipeline")
-    assert [v.label for v in pplan] == ["required before dynamic_shapes", "optimize_rewrite before required",
-                                        "fusion before optimize_rewrite"]
+    assert [v.label for v in pplan] == [
+        "required before dynamic_shapes",
+        "optimize_rewrite before required",
+        "fusion before optimize_rewrite",
+    ]
 
 
 @needs_dask
@@ -142,8 +145,21 @@ def test_parquet_needs_pyarrow_else_csv(tmp_path):
 def test_cli_study_order_across_models(tmp_path, capsys):
     from migx_explore.cli import main
 
-    rc = main(["study", "order", "mlp", "transformer", "--workers", "0", "--no-numeric", "--out",
-               str(tmp_path / "r.csv"), "--json", str(tmp_path / "r.json")])
+    rc = main(
+        [
+            "study",
+            "order",
+            "mlp",
+            "transformer",
+            "--workers",
+            "0",
+            "--no-numeric",
+            "--out",
+            str(tmp_path / "r.csv"),
+            "--json",
+            str(tmp_path / "r.json"),
+        ]
+    )
     out = capsys.readouterr().out
     assert rc == 0, out
     assert "mlp: ordering study (pass scope)" in out and "transformer: ordering study (pass scope)" in out
@@ -172,6 +188,7 @@ def test_one_worker_per_gpu_pins_each_worker_to_its_device():
     pytest.importorskip("distributed")
     try:
         import dask_cuda  # noqa: F401
+
         pytest.skip("dask-cuda is installed: LocalCUDACluster pins the devices")
     except ImportError:
         pass
@@ -210,8 +227,12 @@ def test_perf_bisect_rounds_run_as_dask_tasks():
 
     s.insert_pass(slow, after="fusion.fuse_concat")
     s.disable("fusion.slow")
-    toggles = {"fusion.slow": True, "required.eliminate_identity#1": False, "optimize_rewrite.rewrite_gelu": False,
-               "optimize_rewrite.rewrite_reduce": False}
+    toggles = {
+        "fusion.slow": True,
+        "required.eliminate_identity#1": False,
+        "optimize_rewrite.rewrite_gelu": False,
+        "optimize_rewrite.rewrite_reduce": False,
+    }
     serial = perf_bisect(s, toggles, lambda sess: launch_count(sess.final()))
     res = perf_bisect(s, toggles, lambda sess: launch_count(sess.final()), workers=2)
     assert res.culprits == serial.culprits == ["fusion.slow"]

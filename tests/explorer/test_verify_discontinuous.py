@@ -48,8 +48,11 @@ def test_topk_tie_flip_passes_verify_and_says_what_happened(flipped):
     assert report.ok, str(report)
     assert _plain_check_fails(s, feed), "the tie flip should move output rows beyond tolerance"
     text = str(report)
-    assert re.search(r"TopK tie order differs at \d+ of 300 rows( \(\d+ swapped across the k boundary\))?; "
-                     r"inputs within tolerance", text), text
+    assert re.search(
+        r"TopK tie order differs at \d+ of 300 rows( \(\d+ swapped across the k boundary\))?; "
+        r"inputs within tolerance",
+        text,
+    ), text
     assert "FAIL" not in text
     assert report.selection.path == "optimize_rewrite.optimize_module"
     assert numeric_bisect(s) is None  # no pass to blame
@@ -162,12 +165,13 @@ def _nms_program(scale: np.ndarray):
     p = Program()
     m = p.main
     boxes = m.add_parameter("boxes", Shape.of("float32", [1, 2, 4]))
-    scores = m.add_instruction(Op("mul"), [m.add_parameter("scores", Shape.of("float32", [1, 1, 2])),
-                                           m.add_literal(scale)])
-    sel = m.add_instruction(Op("nonmaxsuppression", max_output_boxes_per_class=1, iou_threshold=0.5),
-                            [boxes, scores])
-    box_idx = m.add_instruction(Op("reshape", dims=[1]), [m.add_instruction(
-        Op("slice", axes=[1], starts=[2], ends=[3]), [sel])])
+    scores = m.add_instruction(
+        Op("mul"), [m.add_parameter("scores", Shape.of("float32", [1, 1, 2])), m.add_literal(scale)]
+    )
+    sel = m.add_instruction(Op("nonmaxsuppression", max_output_boxes_per_class=1, iou_threshold=0.5), [boxes, scores])
+    box_idx = m.add_instruction(
+        Op("reshape", dims=[1]), [m.add_instruction(Op("slice", axes=[1], starts=[2], ends=[3]), [sel])]
+    )
     flat = m.add_instruction(Op("reshape", dims=[2, 4]), [boxes])
     m.add_return([m.add_instruction(Op("gather", axis=0), [flat, box_idx])])
     return p
@@ -177,8 +181,10 @@ def test_nms_near_tie_is_explained():
     from migx_explore.compiler.discontinuous import explain_selection_change
     from migx_explore.compiler.verify import Tolerance
 
-    feed = {"boxes": np.array([[[0, 0, 1, 1], [2, 2, 3, 3]]], np.float32),
-            "scores": np.array([[[0.5, 0.5]]], np.float32)}
+    feed = {
+        "boxes": np.array([[[0, 0, 1, 1], [2, 2, 3, 3]]], np.float32),
+        "scores": np.array([[[0.5, 0.5]]], np.float32),
+    }
     ref = _nms_program(np.ones((1, 1, 2), np.float32))
     bumped = np.ones((1, 1, 2), np.float32)
     bumped[0, 0, 1] = np.nextafter(np.float32(1), np.float32(2))  # box 1 now wins by one ulp

@@ -28,8 +28,7 @@ def exports(tmp_path_factory):
     return paths
 
 
-BERT_DIMS = ["--input-dim", "input_ids=2,8", "--input-dim", "token_type_ids=2,8", "--input-dim",
-             "attention_mask=2,8"]
+BERT_DIMS = ["--input-dim", "input_ids=2,8", "--input-dim", "token_type_ids=2,8", "--input-dim", "attention_mask=2,8"]
 
 
 @pytest.mark.parametrize("model", ["bert", "yolo"])
@@ -55,8 +54,9 @@ def test_old_allclose_tolerance_still_available(exports, capsys):
 
 def test_bert_random_inputs_respect_the_tables(exports):
     path, _ = exports["bert"]
-    s = Session.from_onnx(path, input_dims={n: [2, 8] for n in ("input_ids", "token_type_ids", "attention_mask")},
-                          include_backend=False)
+    s = Session.from_onnx(
+        path, input_dims={n: [2, 8] for n in ("input_ids", "token_type_ids", "attention_mask")}, include_backend=False
+    )
     report = verify_session(s)
     assert report.ok, str(report)
     feeds = s.traces.numeric_config().inputs
@@ -101,8 +101,10 @@ def test_builtin_model_with_inputs(tmp_path, capsys):
     feed = random_inputs(models.load("mlp"), seed=4)
     np.savez(tmp_path / "mlp.npz", **feed)
     assert main(["verify", "mlp", "--inputs", str(tmp_path / "mlp.npz"), "--no-backend"]) == 0
-    assert main(["trace", "mlp", "--inputs", str(tmp_path / "mlp.npz"), "--no-backend", "--out",
-                 str(tmp_path / "tr")]) == 0
+    assert (
+        main(["trace", "mlp", "--inputs", str(tmp_path / "mlp.npz"), "--no-backend", "--out", str(tmp_path / "tr")])
+        == 0
+    )
     out = capsys.readouterr().out
     assert "rms " in out  # the numeric column, through the same check
 
@@ -112,14 +114,18 @@ def test_shape_like_inputs_need_real_values(tmp_path):
 
     from tests.onnx.onnx_util import make_model, vi
 
-    m = make_model([helper.make_node("Reshape", ["x", "shape"], ["y"])],
-                   [vi("x", TensorProto.FLOAT, [2, 6]), vi("shape", TensorProto.INT64, [2])], [vi("y")])
+    m = make_model(
+        [helper.make_node("Reshape", ["x", "shape"], ["y"])],
+        [vi("x", TensorProto.FLOAT, [2, 6]), vi("shape", TensorProto.INT64, [2])],
+        [vi("y")],
+    )
     path = tmp_path / "reshape.onnx"
     onnx.save(m, path)
     with pytest.raises(MigxError, match="shape-like.*--inputs FEED.npz"):
         load_with_feed(str(path))
-    prog, feed = load_with_feed(str(path), {"x": np.arange(12, dtype=np.float32).reshape(2, 6),
-                                            "shape": np.array([3, 4])})
+    prog, feed = load_with_feed(
+        str(path), {"x": np.arange(12, dtype=np.float32).reshape(2, 6), "shape": np.array([3, 4])}
+    )
     assert list(feed) == ["x"] and prog.main.output_shapes()[0].lens == (3, 4)
 
 

@@ -24,8 +24,10 @@ def test_pass_waterfall_counts_launches_without_each_pass(yolo, tmp_path):
     wf.plot(str(tmp_path / "wf.png"))
     assert (tmp_path / "wf.png").stat().st_size > 10_000
     # the session is left as it was
-    assert all(e.enabled == b.enabled for (_, e, _), b in zip(yolo.config.entries(), [e for pl in yolo.config.catalog
-                                                                              for e in pl.entries]))
+    assert all(
+        e.enabled == b.enabled
+        for (_, e, _), b in zip(yolo.config.entries(), [e for pl in yolo.config.catalog for e in pl.entries])
+    )
 
 
 def test_pipeline_and_prefix_plans(yolo):

@@ -121,9 +121,12 @@ def test_onnx_inputs_reads_symbolic_dims(tmp_path):
     onnx = pytest.importorskip("onnx")
     from onnx import TensorProto, helper
 
-    g = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "g",
-                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 4])],
-                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 4])])
+    g = helper.make_graph(
+        [helper.make_node("Relu", ["x"], ["y"])],
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 4])],
+    )
     path = tmp_path / "m.onnx"
     onnx.save(helper.make_model(g), path)
     assert queries.onnx_inputs(str(path)) == {"x": ["N", 4]}
@@ -330,8 +333,9 @@ def test_user_rule_matches_show_in_stats():
     def neg_exp(module, r):
         module.replace(r.root, Op("recip"), [module.insert_instruction(r.root, Op("exp"), [r["x"]])])
 
-    rule = rw.rule("exp_neg_to_recip_exp",
-                   mt.name("exp")(mt.arg(0)(mt.name("neg")(mt.arg(0)(mt.any_().bind("x"))))), neg_exp)
+    rule = rw.rule(
+        "exp_neg_to_recip_exp", mt.name("exp")(mt.arg(0)(mt.name("neg")(mt.arg(0)(mt.any_().bind("x"))))), neg_exp
+    )
     s = _session()
     path = s.insert_pass(rule, after="required.normalize_ops")  # before fusion hides neg/exp in a kernel
     ex = Explorer(s)
@@ -369,9 +373,12 @@ def test_picker_loads_an_onnx_file_with_symbolic_dims(tmp_path):
 
     from migx_explore.widgets.explorer import Explorer
 
-    g = helper.make_graph([helper.make_node("Relu", ["x"], ["r"]), helper.make_node("Neg", ["r"], ["y"])], "g",
-                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 4])],
-                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 4])])
+    g = helper.make_graph(
+        [helper.make_node("Relu", ["x"], ["r"]), helper.make_node("Neg", ["r"], ["y"])],
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 4])],
+    )
     path = tmp_path / "m.onnx"
     onnx.save(helper.make_model(g), path)
     ex = Explorer()
@@ -393,8 +400,10 @@ def test_import_does_not_load_ipywidgets():
     import subprocess
     import sys
 
-    code = ("import sys, migx_explore, migx_explore.widgets, migx_explore.widgets.queries, "
-            "migx_explore.widgets.content; assert 'ipywidgets' not in sys.modules, 'ipywidgets imported'")
+    code = (
+        "import sys, migx_explore, migx_explore.widgets, migx_explore.widgets.queries, "
+        "migx_explore.widgets.content; assert 'ipywidgets' not in sys.modules, 'ipywidgets imported'"
+    )
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
@@ -402,12 +411,21 @@ def test_import_does_not_load_ipywidgets():
 def _timing_result():
     from migx_explore.gpu.timing import KernelTime, ModeTiming, Stats, TimingResult
 
-    kernels = [KernelTime(f"@{k} gpu::code_object", f"kernel_{k}", "blas" if k % 3 == 0 else "kernel", 10.0 + k)
-               for k in range(20)]
-    eager = ModeTiming("eager", Stats(400.0, 380.0, 450.0, 100), Stats(900.0, 850.0, 990.0, 25),
-                       Stats(300.0, 290.0, 320.0, 100), 40, kernels)
-    graph = ModeTiming("graph", Stats(250.0, 240.0, 270.0, 100), Stats(600.0, 580.0, 650.0, 25),
-                       Stats(20.0, 18.0, 25.0, 100), 1)
+    kernels = [
+        KernelTime(f"@{k} gpu::code_object", f"kernel_{k}", "blas" if k % 3 == 0 else "kernel", 10.0 + k)
+        for k in range(20)
+    ]
+    eager = ModeTiming(
+        "eager",
+        Stats(400.0, 380.0, 450.0, 100),
+        Stats(900.0, 850.0, 990.0, 25),
+        Stats(300.0, 290.0, 320.0, 100),
+        40,
+        kernels,
+    )
+    graph = ModeTiming(
+        "graph", Stats(250.0, 240.0, 270.0, 100), Stats(600.0, 580.0, 650.0, 25), Stats(20.0, 18.0, 25.0, 100), 1
+    )
     return TimingResult({"eager": eager, "graph": graph}, kernels=30, blas_calls=10, graph_nodes=40)
 
 

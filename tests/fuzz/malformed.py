@@ -64,35 +64,81 @@ def base_models() -> list[onnx.ModelProto]:
     """Small valid models covering the op families the mutations poke at."""
     x4 = [_vi("x", F, [1, 3, 4, 4])]
     return [
-        _model([helper.make_node("Relu", ["x"], ["a"]), helper.make_node("Sigmoid", ["a"], ["y"])],
-               [_vi("x", F, [2, 3])], [_vi("y", F, [2, 3])]),
-        _model([helper.make_node("Conv", ["x", "w", "b"], ["c"], pads=[1, 1, 1, 1]),
-                helper.make_node("Relu", ["c"], ["y"])], x4, [_vi("y", F, [1, 2, 4, 4])],
-               [_init("w", np.ones([2, 3, 3, 3], np.float32)), _init("b", np.zeros([2], np.float32))]),
-        _model([helper.make_node("MatMul", ["x", "w"], ["m"]), helper.make_node("Add", ["m", "b"], ["y"])],
-               [_vi("x", F, [2, 4])], [_vi("y", F, [2, 5])],
-               [_init("w", np.ones([4, 5], np.float32)), _init("b", np.ones([5], np.float32))]),
-        _model([helper.make_node("Pad", ["x", "p"], ["y"], mode="constant")], x4, [_vi("y", F, [1, 3, 6, 6])],
-               [_init("p", np.array([0, 0, 1, 1, 0, 0, 1, 1], np.int64))]),
-        _model([helper.make_node("Reshape", ["x", "s"], ["r"]), helper.make_node("Transpose", ["r"], ["y"],
-                                                                                 perm=[1, 0])],
-               x4, [_vi("y", F, [16, 3])], [_init("s", np.array([3, 16], np.int64))]),
-        _model([helper.make_node("Gather", ["x", "i"], ["y"], axis=1)], [_vi("x", F, [2, 5])],
-               [_vi("y", F, [2, 2])], [_init("i", np.array([0, 3], np.int64))]),
-        _model([helper.make_node("ReduceMean", ["x", "ax"], ["y"], keepdims=1)], x4, [_vi("y", F, [1, 3, 1, 1])],
-               [_init("ax", np.array([2, 3], np.int64))]),
-        _model([helper.make_node("Concat", ["x", "x"], ["c"], axis=1), helper.make_node("Softmax", ["c"], ["y"],
-                                                                                        axis=-1)],
-               x4, [_vi("y", F, [1, 6, 4, 4])]),
-        _model([helper.make_node("Div", ["x", "d"], ["q"]), helper.make_node("Cast", ["q"], ["y"], to=F)],
-               [_vi("x", I32, [2, 3])], [_vi("y", F, [2, 3])], [_init("d", np.array([2], np.int32))]),
-        _model([helper.make_node("MaxPool", ["x"], ["y"], kernel_shape=[2, 2], strides=[2, 2])], x4,
-               [_vi("y", F, [1, 3, 2, 2])]),
-        _model([helper.make_node("Slice", ["x", "st", "en"], ["y"])], [_vi("x", F, [4, 6])],
-               [_vi("y", F, [2, 6])], [_init("st", np.array([1], np.int64)), _init("en", np.array([3], np.int64))]),
-        _model([helper.make_node("ConstantOfShape", ["s"], ["c"], value=_init("v", np.array([1.5], np.float32))),
-                helper.make_node("Add", ["x", "c"], ["y"])], [_vi("x", F, [2, 3])], [_vi("y", F, [2, 3])],
-               [_init("s", np.array([2, 3], np.int64))]),
+        _model(
+            [helper.make_node("Relu", ["x"], ["a"]), helper.make_node("Sigmoid", ["a"], ["y"])],
+            [_vi("x", F, [2, 3])],
+            [_vi("y", F, [2, 3])],
+        ),
+        _model(
+            [
+                helper.make_node("Conv", ["x", "w", "b"], ["c"], pads=[1, 1, 1, 1]),
+                helper.make_node("Relu", ["c"], ["y"]),
+            ],
+            x4,
+            [_vi("y", F, [1, 2, 4, 4])],
+            [_init("w", np.ones([2, 3, 3, 3], np.float32)), _init("b", np.zeros([2], np.float32))],
+        ),
+        _model(
+            [helper.make_node("MatMul", ["x", "w"], ["m"]), helper.make_node("Add", ["m", "b"], ["y"])],
+            [_vi("x", F, [2, 4])],
+            [_vi("y", F, [2, 5])],
+            [_init("w", np.ones([4, 5], np.float32)), _init("b", np.ones([5], np.float32))],
+        ),
+        _model(
+            [helper.make_node("Pad", ["x", "p"], ["y"], mode="constant")],
+            x4,
+            [_vi("y", F, [1, 3, 6, 6])],
+            [_init("p", np.array([0, 0, 1, 1, 0, 0, 1, 1], np.int64))],
+        ),
+        _model(
+            [helper.make_node("Reshape", ["x", "s"], ["r"]), helper.make_node("Transpose", ["r"], ["y"], perm=[1, 0])],
+            x4,
+            [_vi("y", F, [16, 3])],
+            [_init("s", np.array([3, 16], np.int64))],
+        ),
+        _model(
+            [helper.make_node("Gather", ["x", "i"], ["y"], axis=1)],
+            [_vi("x", F, [2, 5])],
+            [_vi("y", F, [2, 2])],
+            [_init("i", np.array([0, 3], np.int64))],
+        ),
+        _model(
+            [helper.make_node("ReduceMean", ["x", "ax"], ["y"], keepdims=1)],
+            x4,
+            [_vi("y", F, [1, 3, 1, 1])],
+            [_init("ax", np.array([2, 3], np.int64))],
+        ),
+        _model(
+            [helper.make_node("Concat", ["x", "x"], ["c"], axis=1), helper.make_node("Softmax", ["c"], ["y"], axis=-1)],
+            x4,
+            [_vi("y", F, [1, 6, 4, 4])],
+        ),
+        _model(
+            [helper.make_node("Div", ["x", "d"], ["q"]), helper.make_node("Cast", ["q"], ["y"], to=F)],
+            [_vi("x", I32, [2, 3])],
+            [_vi("y", F, [2, 3])],
+            [_init("d", np.array([2], np.int32))],
+        ),
+        _model(
+            [helper.make_node("MaxPool", ["x"], ["y"], kernel_shape=[2, 2], strides=[2, 2])],
+            x4,
+            [_vi("y", F, [1, 3, 2, 2])],
+        ),
+        _model(
+            [helper.make_node("Slice", ["x", "st", "en"], ["y"])],
+            [_vi("x", F, [4, 6])],
+            [_vi("y", F, [2, 6])],
+            [_init("st", np.array([1], np.int64)), _init("en", np.array([3], np.int64))],
+        ),
+        _model(
+            [
+                helper.make_node("ConstantOfShape", ["s"], ["c"], value=_init("v", np.array([1.5], np.float32))),
+                helper.make_node("Add", ["x", "c"], ["y"]),
+            ],
+            [_vi("x", F, [2, 3])],
+            [_vi("y", F, [2, 3])],
+            [_init("s", np.array([2, 3], np.int64))],
+        ),
     ]
 
 
@@ -314,8 +360,15 @@ def saved_program_case(valid: bytes, seed: int, index: int) -> bytes:
             lines = body.decode(errors="replace").splitlines()
             if lines:
                 i = r.randrange(len(lines))
-                lines[i] = r.choice(["", "@9 = bogus(@1) -> float_type, {2}", lines[i][: len(lines[i]) // 2],
-                                     lines[i].replace("{", "{-"), "x = @param:x -> float_type, {99999999999}"])
+                lines[i] = r.choice(
+                    [
+                        "",
+                        "@9 = bogus(@1) -> float_type, {2}",
+                        lines[i][: len(lines[i]) // 2],
+                        lines[i].replace("{", "{-"),
+                        "x = @param:x -> float_type, {99999999999}",
+                    ]
+                )
             body = "\n".join(lines).encode()
         else:
             body = body[: r.randrange(len(body) + 1)]

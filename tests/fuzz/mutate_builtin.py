@@ -21,8 +21,26 @@ from onnx import helper, numpy_helper
 # gather/reshape shape arithmetic, attention-style matmuls, layer norm and dynamic dims.
 BASES = {"mlp": 3, "dynamic_mlp": 3, "resnet_block": 3, "transformer": 3, "mobilenet": 1, "yolo": 1}
 
-UNARY = ["Relu", "Sigmoid", "Tanh", "Abs", "Neg", "Exp", "Erf", "Identity", "Softplus", "Floor", "Ceil", "Sqrt",
-         "Reciprocal", "Sin", "Cos", "Sign", "Not", "Log"]
+UNARY = [
+    "Relu",
+    "Sigmoid",
+    "Tanh",
+    "Abs",
+    "Neg",
+    "Exp",
+    "Erf",
+    "Identity",
+    "Softplus",
+    "Floor",
+    "Ceil",
+    "Sqrt",
+    "Reciprocal",
+    "Sin",
+    "Cos",
+    "Sign",
+    "Not",
+    "Log",
+]
 BINARY = ["Add", "Sub", "Mul", "Div", "Max", "Min", "Pow", "Equal", "Less", "MatMul"]
 INT_CHOICES = [-(2**31), -5, -1, 0, 1, 2, 3, 7, 1 << 20]
 OPSETS = [1, 5, 6, 7, 9, 11, 13, 15, 17, 18, 19, 21, 99]
@@ -56,8 +74,11 @@ def _graph_values(m: onnx.ModelProto) -> list[str]:
 
 
 def mut_attribute(m, r):
-    nodes = [n for n in m.graph.node if any(a.type in (onnx.AttributeProto.INT, onnx.AttributeProto.INTS)
-                                            for a in n.attribute)]
+    nodes = [
+        n
+        for n in m.graph.node
+        if any(a.type in (onnx.AttributeProto.INT, onnx.AttributeProto.INTS) for a in n.attribute)
+    ]
     if not nodes:
         return "no int attribute"
     n = r.choice(nodes)
@@ -182,8 +203,17 @@ def mut_drop(m, r):
     return f"{n.op_type} gained an input"
 
 
-MUTATIONS: list[Callable] = [mut_attribute, mut_op_swap, mut_input_dim, mut_output_decl, mut_opset, mut_values,
-                             mut_const_shape, mut_rewire, mut_drop]
+MUTATIONS: list[Callable] = [
+    mut_attribute,
+    mut_op_swap,
+    mut_input_dim,
+    mut_output_decl,
+    mut_opset,
+    mut_values,
+    mut_const_shape,
+    mut_rewire,
+    mut_drop,
+]
 
 
 def feed_for(m: onnx.ModelProto, r: random.Random) -> dict[str, np.ndarray] | None:

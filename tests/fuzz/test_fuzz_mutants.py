@@ -57,8 +57,11 @@ def _mismatch(ours: dict, theirs: dict, ill_conditioned: bool) -> str | None:
                 return f"output {name!r} differs from onnxruntime (exact)"
         else:
             g, w = got.astype(np.float64), want.astype(np.float64)
-            same_special = np.array_equal(np.isnan(g), np.isnan(w)) and np.array_equal(np.isinf(g), np.isinf(w)) \
+            same_special = (
+                np.array_equal(np.isnan(g), np.isnan(w))
+                and np.array_equal(np.isinf(g), np.isinf(w))
                 and np.array_equal(g[np.isinf(g)], w[np.isinf(w)])
+            )
             if not same_special and not ill_conditioned:
                 return f"output {name!r}: NaN/inf where onnxruntime has none, or the reverse"
             finite = np.isfinite(w) & np.isfinite(g)

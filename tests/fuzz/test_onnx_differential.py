@@ -21,12 +21,17 @@ from hypothesis import HealthCheck, given, settings  # noqa: E402
 from migx_explore.compiler import evaluate  # noqa: E402
 from migx_explore.compiler.errors import MigxError  # noqa: E402
 from migx_explore.compiler.onnx import param_name, parse_onnx  # noqa: E402
-from tests.fuzz.onnx_ops import STRATEGIES, NodeCase  # noqa: E402
+from tests.fuzz.onnx_ops import NodeCase  # noqa: E402
+from tests.fuzz.onnx_ops_more import STRATEGIES  # noqa: E402
 
 _LONG = int(os.environ.get("MIGX_FUZZ_EXAMPLES", "0"))
-SETTINGS = settings(max_examples=_LONG or 120, deadline=None, derandomize=not _LONG, database=None,
-                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
-                                           HealthCheck.filter_too_much])
+SETTINGS = settings(
+    max_examples=_LONG or 120,
+    deadline=None,
+    derandomize=not _LONG,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much],
+)
 
 
 def oracle(case: NodeCase) -> tuple[str, list[np.ndarray]] | None:
@@ -84,9 +89,13 @@ def test_single_nodes_agree_with_the_oracles(family):
     run()
 
 
-PIPELINE_SETTINGS = settings(max_examples=_LONG or 40, deadline=None, derandomize=not _LONG, database=None,
-                             suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
-                                                    HealthCheck.filter_too_much])
+PIPELINE_SETTINGS = settings(
+    max_examples=_LONG or 40,
+    deadline=None,
+    derandomize=not _LONG,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much],
+)
 
 
 @pytest.mark.parametrize("family", sorted(STRATEGIES))
@@ -118,8 +127,13 @@ def test_small_graphs_agree_with_onnxruntime_through_the_pipelines():
     from tests.fuzz.onnx_graphs import graphs
     from tests.pipeline_check import check_pipelines
 
-    @settings(max_examples=_LONG or 60, deadline=None, derandomize=not _LONG, database=None,
-              suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+    @settings(
+        max_examples=_LONG or 60,
+        deadline=None,
+        derandomize=not _LONG,
+        database=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    )
     @given(graphs())
     def run(case):
         model, feed = case

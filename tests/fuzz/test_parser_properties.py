@@ -18,8 +18,12 @@ from migx_explore.compiler.printer import print_program  # noqa: E402
 TYPES = ["float32", "float16", "int32", "int64", "int8", "bool", "float64", "bfloat16", "uint8"]
 UNARY = ["relu", "neg", "abs", "exp", "sigmoid", "tanh", "floor"]
 BINARY = ["add", "mul", "sub", "max", "min"]
-SETTINGS = settings(max_examples=100, deadline=None, derandomize=True,
-                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+SETTINGS = settings(
+    max_examples=100,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 
 
 @st.composite
@@ -85,9 +89,35 @@ def test_garbage_gives_one_clean_error(text):
     parse_cleanly(text)
 
 
-LINE_PIECES = ["@1", "=", "@param:x", "@literal{1, 2}", "->", "float_type", "{2, 3}", "{3, 1}", "relu(x)",
-               "add(@1,@2)", "[permutation={1, 0}]", "@return(", ")", "{", "}", ",", "module:", '"main"', "\n",
-               "-1", "99999999999999999999", "nan", "inf", "#0", "{ ... }", "pointwise", ":"]
+LINE_PIECES = [
+    "@1",
+    "=",
+    "@param:x",
+    "@literal{1, 2}",
+    "->",
+    "float_type",
+    "{2, 3}",
+    "{3, 1}",
+    "relu(x)",
+    "add(@1,@2)",
+    "[permutation={1, 0}]",
+    "@return(",
+    ")",
+    "{",
+    "}",
+    ",",
+    "module:",
+    '"main"',
+    "\n",
+    "-1",
+    "99999999999999999999",
+    "nan",
+    "inf",
+    "#0",
+    "{ ... }",
+    "pointwise",
+    ":",
+]
 
 
 @SETTINGS
@@ -97,27 +127,39 @@ def test_ir_shaped_garbage_gives_one_clean_error(text):
 
 
 @SETTINGS
-@given(programs(), st.lists(st.tuples(st.integers(0, 10**6), st.sampled_from(["del", "dup", "ins"]),
-                                      st.sampled_from(list("{}()[],=@-#:x0 \n9.e\"") + ["{-", "}}"])),
-                            min_size=1, max_size=4))
+@given(
+    programs(),
+    st.lists(
+        st.tuples(
+            st.integers(0, 10**6),
+            st.sampled_from(["del", "dup", "ins"]),
+            st.sampled_from(list('{}()[],=@-#:x0 \n9.e"') + ["{-", "}}"]),
+        ),
+        min_size=1,
+        max_size=4,
+    ),
+)
 def test_edited_valid_text_gives_one_clean_error(p, edits):
     text = print_program(p, full=True)
     for pos, op, piece in edits:
         i = pos % (len(text) + 1)
         if op == "del":
-            text = text[:i] + text[i + 1:]
+            text = text[:i] + text[i + 1 :]
         elif op == "dup":
-            text = text[:i] + text[i:i + 5] + text[i:]
+            text = text[:i] + text[i : i + 5] + text[i:]
         else:
             text = text[:i] + piece + text[i:]
     parse_cleanly(text)
 
 
-@pytest.mark.parametrize("text", [
-    "x = @param:x -> float_type, " + "{" * 3000,
-    "[" * 5000,
-    "\n".join(f'module: "m{i}"\n@0 = pointwise(), [m{i + 1}] -> float_type, {{1}}, {{1}}' for i in range(3000)),
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "x = @param:x -> float_type, " + "{" * 3000,
+        "[" * 5000,
+        "\n".join(f'module: "m{i}"\n@0 = pointwise(), [m{i + 1}] -> float_type, {{1}}, {{1}}' for i in range(3000)),
+    ],
+)
 def test_deep_nesting_is_a_clean_error(text):
     with pytest.raises(MigxError):
         parse(text)

@@ -69,16 +69,24 @@ class FakeHip:
         return (0, ctypes.addressof(buf))
 
     def modules(self):
-        hip = SimpleNamespace(hipMemcpyKind=hipMemcpyKind, hipStreamCaptureMode=hipStreamCaptureMode,
-                              hipStreamCaptureStatus=hipStreamCaptureStatus)
+        hip = SimpleNamespace(
+            hipMemcpyKind=hipMemcpyKind,
+            hipStreamCaptureMode=hipStreamCaptureMode,
+            hipStreamCaptureStatus=hipStreamCaptureStatus,
+        )
         ok = (0,)
         results = {
-            "hipGetDeviceCount": (0, 1), "hipMalloc": self._dev, "hipHostMalloc": self._host_alloc,
-            "hipStreamCreateWithFlags": (0, "stream"), "hipEventCreate": lambda a: (0, object()),
-            "hipEventElapsedTime": (0, 0.5), "hipStreamEndCapture": lambda a: self._end(),
-            "hipStreamBeginCapture": lambda a: self._begin(), "hipStreamIsCapturing": lambda a: (
-                0, hipStreamCaptureStatus(int(self.capturing))),
-            "hipGraphInstantiateWithFlags": (0, "exec"), "hipModuleLoadData": (0, "module"),
+            "hipGetDeviceCount": (0, 1),
+            "hipMalloc": self._dev,
+            "hipHostMalloc": self._host_alloc,
+            "hipStreamCreateWithFlags": (0, "stream"),
+            "hipEventCreate": lambda a: (0, object()),
+            "hipEventElapsedTime": (0, 0.5),
+            "hipStreamEndCapture": lambda a: self._end(),
+            "hipStreamBeginCapture": lambda a: self._begin(),
+            "hipStreamIsCapturing": lambda a: (0, hipStreamCaptureStatus(int(self.capturing))),
+            "hipGraphInstantiateWithFlags": (0, "exec"),
+            "hipModuleLoadData": (0, "module"),
             "hipModuleGetFunction": lambda a: (0, ("function", a["kname"])),
             "hipGraphExecUpdate": (0, 0) if self.major >= 10 else (0, None, 0),
         }
@@ -91,8 +99,12 @@ class FakeHip:
             if name.startswith("hip") and not name.startswith(("hiprtc", "hipblas")):
                 setattr(hip, name, self.fn(name, results.get(name, ok)))
         rtc = SimpleNamespace()
-        rtc_results = {"hiprtcCreateProgram": (0, "prog"), "hiprtcGetCodeSize": (0, 16),
-                       "hiprtcVersion": (0, 7, 0), "hiprtcGetProgramLogSize": (0, 1)}
+        rtc_results = {
+            "hiprtcCreateProgram": (0, "prog"),
+            "hiprtcGetCodeSize": (0, 16),
+            "hiprtcVersion": (0, 7, 0),
+            "hiprtcGetProgramLogSize": (0, 1),
+        }
         blas = SimpleNamespace()
         for name in self.sigs:
             if name.startswith("hiprtc"):

@@ -22,8 +22,17 @@ BACKENDS = ["fake", pytest.param("device", marks=pytest.mark.gpu)]
 MASKS = ("none", "padding", "causal", "where")
 
 
-def attention_program(seq: int, mask: str, *, heads: int = 2, d: int = 64, dv: int | None = None,
-                      kv: int | None = None, dtype: str = "float32", guard: bool = False) -> Program:
+def attention_program(
+    seq: int,
+    mask: str,
+    *,
+    heads: int = 2,
+    d: int = 64,
+    dv: int | None = None,
+    kv: int | None = None,
+    dtype: str = "float32",
+    guard: bool = False,
+) -> Program:
     """scores = (q · kᵀ) · 1/sqrt(d) [+ mask], softmax, · v; kᵀ is a transpose view of k.
     guard: the exporters' where(isnan(p), 0, p) on the probabilities."""
     dv = dv or d
@@ -69,7 +78,7 @@ def feeds_for(program, seed: int = 0, masked_rows: int = 0) -> dict:
         name, lens = p.param_name, p.shape.lens
         if name == "pm":  # padding: the last quarter of the keys is masked with a large negative value
             m = np.zeros(lens, np.float32)
-            m[..., lens[-1] - lens[-1] // 4:] = -1e9
+            m[..., lens[-1] - lens[-1] // 4 :] = -1e9
             out[name] = m
         elif name == "keep":  # random keep pattern, never a fully masked row
             keep = rng.random(lens) < 0.7
@@ -85,8 +94,9 @@ def feeds_for(program, seed: int = 0, masked_rows: int = 0) -> dict:
     return out
 
 
-def check(program, backend, *, rtol=1e-4, atol=1e-5, fused: bool = True, kernel: str = "attention_",
-          masked_rows: int = 0) -> None:
+def check(
+    program, backend, *, rtol=1e-4, atol=1e-5, fused: bool = True, kernel: str = "attention_", masked_rows: int = 0
+) -> None:
     feeds = feeds_for(program, masked_rows=masked_rows)
     want = evaluate(program, feeds)[0]
     with compile_program(program, backend=backend) as compiled:
@@ -95,8 +105,9 @@ def check(program, backend, *, rtol=1e-4, atol=1e-5, fused: bool = True, kernel:
         assert not compiled.steps.host_ops
         for mode in ("eager", "graph"):
             got = compiled.run(feeds, mode=mode)[0]
-            np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64), rtol=rtol, atol=atol,
-                                       err_msg=mode)
+            np.testing.assert_allclose(
+                got.astype(np.float64), want.astype(np.float64), rtol=rtol, atol=atol, err_msg=mode
+            )
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -124,8 +135,9 @@ def test_attention_without_a_head_axis(backend, request):
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_attention_in_half_precision(backend, request):
-    check(attention_program(40, "causal", d=32, dtype="float16"), request.getfixturevalue(backend), rtol=2e-2,
-          atol=2e-2)
+    check(
+        attention_program(40, "causal", d=32, dtype="float16"), request.getfixturevalue(backend), rtol=2e-2, atol=2e-2
+    )
 
 
 @pytest.fixture
@@ -145,27 +157,47 @@ def test_tensor_core_attention_matches_reference(seq, kv, d, dv, mask, dtype, ba
     tiles, more keys than one tile, d != dv. The reference is float arithmetic on the rounded
     inputs; the kernel rounds the probabilities to the input type before P·V."""
     tol = 2e-2 if dtype == "float16" else 6e-2
-    check(attention_program(seq, mask, d=d, dv=dv, kv=kv, dtype=dtype), request.getfixturevalue(backend),
-          rtol=tol, atol=tol, kernel="attention_mma_")
+    check(
+        attention_program(seq, mask, d=d, dv=dv, kv=kv, dtype=dtype),
+        request.getfixturevalue(backend),
+        rtol=tol,
+        atol=tol,
+        kernel="attention_mma_",
+    )
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_tensor_core_attention_without_a_head_axis(backend, request, mma_at_any_size):
-    check(attention_program(33, "padding", heads=0, d=32, dtype="float16"), request.getfixturevalue(backend),
-          rtol=2e-2, atol=2e-2, kernel="attention_mma_")
+    check(
+        attention_program(33, "padding", heads=0, d=32, dtype="float16"),
+        request.getfixturevalue(backend),
+        rtol=2e-2,
+        atol=2e-2,
+        kernel="attention_mma_",
+    )
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_half_attention_with_odd_head_dims_keeps_the_scalar_kernel(backend, request):
-    check(attention_program(20, "causal", d=24, dv=40, dtype="float16"), request.getfixturevalue(backend),
-          rtol=2e-2, atol=2e-2, kernel="attention_2x")
+    check(
+        attention_program(20, "causal", d=24, dv=40, dtype="float16"),
+        request.getfixturevalue(backend),
+        rtol=2e-2,
+        atol=2e-2,
+        kernel="attention_2x",
+    )
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_small_half_attention_keeps_the_scalar_kernel(backend, request):
     """Under attention_mma.MIN_WORK multiply-adds (2 heads x 40 x 40 x 32) the scalar kernel runs."""
-    check(attention_program(40, "causal", d=32, dtype="float16"), request.getfixturevalue(backend), rtol=2e-2,
-          atol=2e-2, kernel="attention_2x")
+    check(
+        attention_program(40, "causal", d=32, dtype="float16"),
+        request.getfixturevalue(backend),
+        rtol=2e-2,
+        atol=2e-2,
+        kernel="attention_2x",
+    )
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -173,5 +205,11 @@ def test_small_half_attention_keeps_the_scalar_kernel(backend, request):
 def test_tensor_core_attention_guarded_rows_with_no_key_give_zero(dtype, backend, request, mma_at_any_size):
     """The IsNaN guard of the sdpa exports: three query rows see no key and give 0, not NaN."""
     tol = 2e-2 if dtype == "float16" else 6e-2
-    check(attention_program(70, "where", d=32, dtype=dtype, guard=True), request.getfixturevalue(backend),
-          rtol=tol, atol=tol, kernel="attention_mma_", masked_rows=3)
+    check(
+        attention_program(70, "where", d=32, dtype=dtype, guard=True),
+        request.getfixturevalue(backend),
+        rtol=tol,
+        atol=tol,
+        kernel="attention_mma_",
+        masked_rows=3,
+    )

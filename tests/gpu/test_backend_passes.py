@@ -21,14 +21,15 @@ y = @param:y -> float_type, {2, 3}, {3, 1}
 @2 = add(x,y) -> float_type, {2, 3}, {3, 1}
 @3 = @return(@2)
 """,
-        ['lowering'],
+        ["lowering"],
         """module: "main"
 x = @param:x -> float_type, {2, 3}, {3, 1}
 y = @param:y -> float_type, {2, 3}, {3, 1}
 @2 = allocate[shape={float_type, {2, 3}, {3, 1}}]() -> float_type, {2, 3}, {3, 1}
 @3 = gpu::precompile_op[op=add](x,y,@2) -> float_type, {2, 3}, {3, 1}
 @4 = @return(@3)
-"""),
+""",
+    ),
     "lowering_dot_transposed": (
         """
 a = @param:a -> float_type, {4, 5}, {5, 1}
@@ -37,7 +38,7 @@ b = @param:b -> float_type, {6, 5}, {5, 1}
 @3 = dot(a,@2) -> float_type, {4, 6}, {6, 1}
 @4 = @return(@3)
 """,
-        ['lowering'],
+        ["lowering"],
         """module: "main"
 a = @param:a -> float_type, {4, 5}, {5, 1}
 b = @param:b -> float_type, {6, 5}, {5, 1}
@@ -45,7 +46,8 @@ b = @param:b -> float_type, {6, 5}, {5, 1}
 @3 = allocate[shape={float_type, {4, 6}, {6, 1}}]() -> float_type, {4, 6}, {6, 1}
 @4 = gpu::gemm(a,@2,@3) -> float_type, {4, 6}, {6, 1}
 @5 = @return(@4)
-"""),
+""",
+    ),
     "lowering_conv1x1": (
         """
 x = @param:x -> float_type, {1, 8, 4, 4}, {128, 16, 4, 1}
@@ -53,7 +55,7 @@ w = @param:w -> float_type, {16, 8, 1, 1}, {8, 1, 1, 1}
 @2 = convolution[padding={0, 0},stride={1, 1}](x,w) -> float_type, {1, 16, 4, 4}, {256, 16, 4, 1}
 @3 = @return(@2)
 """,
-        ['lowering'],
+        ["lowering"],
         """module: "main"
 x = @param:x -> float_type, {1, 8, 4, 4}, {128, 16, 4, 1}
 w = @param:w -> float_type, {16, 8, 1, 1}, {8, 1, 1, 1}
@@ -63,7 +65,8 @@ w = @param:w -> float_type, {16, 8, 1, 1}, {8, 1, 1, 1}
 @5 = allocate[shape={float_type, {1, 16, 4, 4}, {256, 16, 4, 1}}]() -> float_type, {1, 16, 4, 4}, {256, 16, 4, 1}
 @6 = gpu::gemm(@4,@2,@5) -> float_type, {1, 16, 4, 4}, {256, 16, 4, 1}
 @7 = @return(@6)
-"""),
+""",
+    ),
     "eliminate_contiguous": (
         """
 x = @param:x -> float_type, {2, 3}, {3, 1}
@@ -72,14 +75,15 @@ x = @param:x -> float_type, {2, 3}, {3, 1}
 @3 = relu(@2) -> float_type, {3, 2}, {2, 1}
 @4 = @return(@3)
 """,
-        ['lowering', 'eliminate_contiguous', 'dead_code_elimination'],
+        ["lowering", "eliminate_contiguous", "dead_code_elimination"],
         """module: "main"
 x = @param:x -> float_type, {2, 3}, {3, 1}
 @1 = transpose[permutation={1, 0}](x) -> float_type, {3, 2}, {1, 3}
 @2 = allocate[shape={float_type, {3, 2}, {2, 1}}]() -> float_type, {3, 2}, {2, 1}
 @3 = gpu::precompile_op[op=relu](@1,@2) -> float_type, {3, 2}, {2, 1}
 @4 = @return(@3)
-"""),
+""",
+    ),
     "eliminate_concat": (
         """
 x = @param:x -> float_type, {2, 3}, {3, 1}
@@ -89,7 +93,7 @@ y = @param:y -> float_type, {2, 4}, {4, 1}
 @4 = concat[axis=1](@2,@3) -> float_type, {2, 7}, {7, 1}
 @5 = @return(@4)
 """,
-        ['lowering', 'eliminate_concat', 'dead_code_elimination'],
+        ["lowering", "eliminate_concat", "dead_code_elimination"],
         """module: "main"
 x = @param:x -> float_type, {2, 3}, {3, 1}
 y = @param:y -> float_type, {2, 4}, {4, 1}
@@ -100,7 +104,8 @@ y = @param:y -> float_type, {2, 4}, {4, 1}
 @6 = gpu::precompile_op[op=neg](y,@5) -> float_type, {2, 4}, {7, 1}
 @7 = gpu::concat_alias[axis=1](@2,@4,@6) -> float_type, {2, 7}, {7, 1}
 @8 = @return(@7)
-"""),
+""",
+    ),
     "fuse_ops_gemm_bias_relu": (
         """
 a = @param:a -> float_type, {4, 5}, {5, 1}
@@ -110,7 +115,7 @@ c = @param:c -> float_type, {4, 6}, {6, 1}
 @4 = add(@3,c) -> float_type, {4, 6}, {6, 1}
 @5 = @return(@4)
 """,
-        ['lowering', 'fuse_ops', 'dead_code_elimination', 'compile_blas'],
+        ["lowering", "fuse_ops", "dead_code_elimination", "compile_blas"],
         """module: "main"
 a = @param:a -> float_type, {4, 5}, {5, 1}
 b = @param:b -> float_type, {5, 6}, {6, 1}
@@ -124,7 +129,8 @@ main:epilogue0:x0 = @param:x0 -> float_type, {1}, {0}
 main:epilogue0:x1 = @param:x1 -> float_type, {1}, {0}
 main:epilogue0:@2 = add(main:epilogue0:x0,main:epilogue0:x1) -> float_type, {1}, {0}
 main:epilogue0:@3 = @return(main:epilogue0:@2)
-"""),
+""",
+    ),
     "allocation_to_arena": (
         """
 x = @param:x -> float_type, {16}, {1}
@@ -134,7 +140,7 @@ x = @param:x -> float_type, {16}, {1}
 @4 = sin(@3) -> float_type, {16}, {1}
 @5 = @return(@4)
 """,
-        ['lowering', 'replace_allocate', 'schedule', 'memory_coloring', 'preallocate_param'],
+        ["lowering", "replace_allocate", "schedule", "memory_coloring", "preallocate_param"],
         """module: "main"
 x = @param:x -> float_type, {16}, {1}
 main:#output_0 = @param:main:#output_0 -> float_type, {16}, {1}
@@ -147,7 +153,8 @@ main:#output_0 = @param:main:#output_0 -> float_type, {16}, {1}
 @8 = gpu::precompile_op[op=relu](@6,@7) -> float_type, {16}, {1}
 @9 = gpu::precompile_op[op=sin](@8,main:#output_0) -> float_type, {16}, {1}
 @10 = @return(@9)
-"""),
+""",
+    ),
     "literals_and_context": (
         """
 x = @param:x -> float_type, {4}, {1}
@@ -157,7 +164,7 @@ x = @param:x -> float_type, {4}, {1}
 @4 = mul(@3,@2) -> float_type, {4}, {1}
 @5 = @return(@4)
 """,
-        ['lowering', 'promote_literals', 'write_literals', 'check_context', 'dead_code_elimination'],
+        ["lowering", "promote_literals", "write_literals", "check_context", "dead_code_elimination"],
         """module: "main"
 x = @param:x -> float_type, {4}, {1}
 @1 = gpu::check_context[target=any]() -> int8_type, {1}, {0}
@@ -168,14 +175,20 @@ x = @param:x -> float_type, {4}, {1}
 @6 = allocate[shape={float_type, {4}, {1}}]() -> float_type, {4}, {1}
 @7 = gpu::precompile_op[op=mul](@5,@3,@6) -> float_type, {4}, {1}
 @8 = @return(@7)
-"""),
+""",
+    ),
     "offload_sync": (
         """
 x = @param:x -> float_type, {4}, {1}
 @1 = relu(x) -> float_type, {4}, {1}
 @2 = @return(@1)
 """,
-        [('lowering', {'offload_copy': True}), ('replace_allocate', {'offload_copy': True}), 'sync_device', 'eliminate_allocation'],
+        [
+            ("lowering", {"offload_copy": True}),
+            ("replace_allocate", {"offload_copy": True}),
+            "sync_device",
+            "eliminate_allocation",
+        ],
         """module: "main"
 x = @param:x -> float_type, {4}, {1}
 memory = @param:memory -> int8_type, {512}, {1}
@@ -186,20 +199,22 @@ memory = @param:memory -> int8_type, {512}, {1}
 @6 = hip::copy_from_gpu(@5) -> float_type, {4}, {1}
 @7 = hip::sync_stream(@6) -> float_type, {4}, {1}
 @8 = @return(@7)
-"""),
+""",
+    ),
     "compile_ops": (
         """
 x = @param:x -> float_type, {2, 8}, {8, 1}
 @1 = reduce_max[axes={1}](x) -> float_type, {2, 1}, {1, 1}
 @2 = @return(@1)
 """,
-        ['lowering', 'compile_ops'],
+        ["lowering", "compile_ops"],
         """module: "main"
 x = @param:x -> float_type, {2, 8}, {8, 1}
 @1 = allocate[shape={float_type, {2, 1}, {1, 1}}]() -> float_type, {2, 1}, {1, 1}
 @2 = gpu::code_object[op="reduce_max[axes={1}]",symbol_name=reduce_max_kernel,global=128,local=64,key=1c819f294c8ca75bdc76ddfd](x,@1) -> float_type, {2, 1}, {1, 1}
 @3 = @return(@2)
-"""),
+""",
+    ),
 }
 
 
@@ -228,13 +243,16 @@ def test_backend_pass_ir(name):
         np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
 
 
-
 @pytest.mark.parametrize("tail", ["", "neg"])
 def test_fused_argmin_gets_a_generated_kernel(tail):
     # fuse_reduce wraps argmin with its pointwise producer (as MIGraphX); the reduce kernel
     # generator carries the (value, index) pair instead of falling back to a host op
-    post = f"@4 = convert[target_type=float32](@3) -> float_type, {{3, 1}}\n@5 = {tail}(@4) -> float_type, {{3, 1}}\n" \
-        "@6 = @return(@5)" if tail else "@4 = @return(@3)"
+    post = (
+        f"@4 = convert[target_type=float32](@3) -> float_type, {{3, 1}}\n@5 = {tail}(@4) -> float_type, {{3, 1}}\n"
+        "@6 = @return(@5)"
+        if tail
+        else "@4 = @return(@3)"
+    )
     text = f"""
 x = @param:x -> float_type, {{3, 7}}
 @1 = exp(x) -> float_type, {{3, 7}}

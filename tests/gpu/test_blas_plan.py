@@ -27,16 +27,28 @@ CASES = {
     "a_transposed": (_transposed([4, 5], [1, 0]), Shape.of("float32", [5, 6]), Shape.of("float32", [4, 6])),
     "b_transposed": (Shape.of("float32", [4, 5]), _transposed([5, 6], [1, 0]), Shape.of("float32", [4, 6])),
     "batched": (Shape.of("float32", [3, 4, 5]), Shape.of("float32", [3, 5, 6]), Shape.of("float32", [3, 4, 6])),
-    "broadcast_a": (Shape.of("float32", [3, 4, 5], [0, 5, 1]), Shape.of("float32", [3, 5, 6]),
-                    Shape.of("float32", [3, 4, 6])),
+    "broadcast_a": (
+        Shape.of("float32", [3, 4, 5], [0, 5, 1]),
+        Shape.of("float32", [3, 5, 6]),
+        Shape.of("float32", [3, 4, 6]),
+    ),
     "c_reshaped": (Shape.of("float32", [2, 8, 9]), Shape.of("float32", [2, 9, 12]), Shape.of("float32", [2, 8, 3, 4])),
-    "c_slice": (Shape.of("float32", [1, 8, 9]), Shape.of("float32", [1, 9, 12]),
-                Shape.of("float32", [1, 8, 3, 4], [20 * 12, 12, 4, 1])),
-    "two_level_batch": (Shape.of("float32", [2, 3, 4, 5], [0, 20, 5, 1]), Shape.of("float32", [2, 3, 5, 6]),
-                        Shape.of("float32", [2, 3, 4, 6])),
+    "c_slice": (
+        Shape.of("float32", [1, 8, 9]),
+        Shape.of("float32", [1, 9, 12]),
+        Shape.of("float32", [1, 8, 3, 4], [20 * 12, 12, 4, 1]),
+    ),
+    "two_level_batch": (
+        Shape.of("float32", [2, 3, 4, 5], [0, 20, 5, 1]),
+        Shape.of("float32", [2, 3, 5, 6]),
+        Shape.of("float32", [2, 3, 4, 6]),
+    ),
     "vector": (Shape.of("float32", [1, 7]), Shape.of("float32", [7, 1]), Shape.of("float32", [1, 1])),
-    "batched_transposed": (_transposed([2, 4, 5], [0, 2, 1]), _transposed([2, 5, 6], [0, 2, 1]),
-                           Shape.of("float32", [2, 4, 6])),
+    "batched_transposed": (
+        _transposed([2, 4, 5], [0, 2, 1]),
+        _transposed([2, 5, 6], [0, 2, 1]),
+        Shape.of("float32", [2, 4, 6]),
+    ),
 }
 
 

@@ -61,14 +61,18 @@ def test_reference_decoder_matches_onnxruntime_over_a_bucket_boundary():
 
     sess = ort.InferenceSession(get_model("gpt2_decode").SerializeToString(), providers=["CPUExecutionProvider"])
     dec = decoder("gpt2_decode")
-    feed = {"input_ids": np.array([list(range(14))], np.int64),
-            **{f"past_{kv}_{i}": np.zeros((1, 4, 0, 32), np.float32) for i in range(4) for kv in ("key", "value")}}
+    feed = {
+        "input_ids": np.array([list(range(14))], np.int64),
+        **{f"past_{kv}_{i}": np.zeros((1, 4, 0, 32), np.float32) for i in range(4) for kv in ("key", "value")},
+    }
     for past in (0, 14, 15, 16):  # buckets 16, 16, 16, 32
         ours = dec.step(feed["input_ids"], past)
         ref = sess.run(None, feed)
         np.testing.assert_allclose(ours, ref[0], rtol=2e-4, atol=2e-4, err_msg=f"past {past}")
-        feed = {"input_ids": np.array([[past + 3]], np.int64),
-                **{f"past_{kv}_{i}": ref[1 + 2 * i + (kv == "value")] for i in range(4) for kv in ("key", "value")}}
+        feed = {
+            "input_ids": np.array([[past + 3]], np.int64),
+            **{f"past_{kv}_{i}": ref[1 + 2 * i + (kv == "value")] for i in range(4) for kv in ("key", "value")},
+        }
 
 
 def test_shape_graphs_evicts_least_recently_used_and_reports():

@@ -17,12 +17,14 @@ from tests.attention_exports import KINDS, sdpa_attention, sdpa_feeds
 def _onnxruntime(kind: str) -> np.ndarray:
     ort = pytest.importorskip("onnxruntime")
     return ort.InferenceSession(sdpa_attention(kind).SerializeToString(), providers=["CPUExecutionProvider"]).run(
-        None, sdpa_feeds(kind))[0]
+        None, sdpa_feeds(kind)
+    )[0]
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("precision,mode,tol", [("fp32", "eager", 1e-4), ("fp32", "graph", 1e-4),
-                                                ("fp16", "graph", 3e-2)])
+@pytest.mark.parametrize(
+    "precision,mode,tol", [("fp32", "eager", 1e-4), ("fp32", "graph", 1e-4), ("fp16", "graph", 3e-2)]
+)
 @pytest.mark.parametrize("kind", KINDS)
 def test_export_attention_on_the_device(device, kind, precision, mode, tol):
     from migx_explore.gpu import compile as gpu_compile
@@ -76,6 +78,21 @@ def test_guarded_attention_kernels_compile_offline(tmp_path, precision):
         for name, text in headers.items():
             (d / name).parent.mkdir(parents=True, exist_ok=True)
             (d / name).write_text(text)
-        r = subprocess.run([NVCC, "-ptx", "-arch=sm_90", "-std=c++17", "-DMIGX_WARP_SIZE=32", "-I", str(d),
-                            "-o", str(d / "k.ptx"), str(d / "k.cu")], capture_output=True, text=True, timeout=300)
+        r = subprocess.run(
+            [
+                NVCC,
+                "-ptx",
+                "-arch=sm_90",
+                "-std=c++17",
+                "-DMIGX_WARP_SIZE=32",
+                "-I",
+                str(d),
+                "-o",
+                str(d / "k.ptx"),
+                str(d / "k.cu"),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         assert r.returncode == 0, r.stderr[:1500]

@@ -27,7 +27,7 @@ from migx_explore.gpu.pipelines import CompileOptions
 # Where fp16 still launches more, and why (strict: a fix makes the test fail until removed here).
 STILL_MORE = {
     "transformer": "its first GEMM now runs in float32 on the input, but the bias it took into BLAS at fp32 is "
-                   "added with the narrowing convert in a kernel before the attention's copies (one launch)",
+    "added with the narrowing convert in a kernel before the attention's copies (one launch)",
 }
 
 

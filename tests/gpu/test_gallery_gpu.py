@@ -15,8 +15,13 @@ from migx_explore.compiler.onnx import parse_onnx
 from migx_explore.gpu import compile_program
 
 # Ops that stay host steps, per model (each op declares why in its spec).
-HOST = {"lstm": set(), "if_loop": {"loop", "if"}, "nms_detector": {"nonmaxsuppression", "roialign"},
-        "qdq_cnn": set(), "fused_transformer": set()}
+HOST = {
+    "lstm": set(),
+    "if_loop": {"loop", "if"},
+    "nms_detector": {"nonmaxsuppression", "roialign"},
+    "qdq_cnn": set(),
+    "fused_transformer": set(),
+}
 # The QDQ model keeps its fake-quantization pairs (simplify_qdq keep_qdq_pairs, issue 24); a value
 # at a rounding tie may still land one output step (0.5) away on the device.
 ATOL = {"qdq_cnn": 0.5 + 1e-6}
@@ -39,8 +44,13 @@ def check_gallery_model(name, backend):
             ref = evaluate(program, feeds)
             for mode in modes:
                 for g, w in zip(c.run(feeds, mode=mode), ref):
-                    np.testing.assert_allclose(np.asarray(g, np.float64), np.asarray(w, np.float64), rtol=1e-3,
-                                               atol=ATOL.get(name, 1e-4), err_msg=f"{name} {mode} seed {seed}")
+                    np.testing.assert_allclose(
+                        np.asarray(g, np.float64),
+                        np.asarray(w, np.float64),
+                        rtol=1e-3,
+                        atol=ATOL.get(name, 1e-4),
+                        err_msg=f"{name} {mode} seed {seed}",
+                    )
 
 
 @pytest.mark.parametrize("name", list(MODELS))

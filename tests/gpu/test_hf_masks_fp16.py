@@ -25,7 +25,7 @@ LIMIT = {"fp16": 1e-2, "bf16": 3e-2}
 
 def _rel(got, want) -> float:
     g, w = np.asarray(got, np.float64), np.asarray(want, np.float64)
-    return float(np.sqrt(np.mean((g - w) ** 2)) / np.sqrt(np.mean(w ** 2)))
+    return float(np.sqrt(np.mean((g - w) ** 2)) / np.sqrt(np.mean(w**2)))
 
 
 def check_masked_model(name, precision, backend):

@@ -19,8 +19,15 @@ from .op_cases import CASES
 
 
 def _kernels(n: int, tag: str) -> list[KernelSource]:
-    return [KernelSource(f"k{tag}{i}_kernel", f'#include "migx.hpp"\nMIGX_GLOBAL void k{tag}{i}_kernel(float* p) '
-                         f"{{ p[0] = {i}; }}\n", 64, 64) for i in range(n)]
+    return [
+        KernelSource(
+            f"k{tag}{i}_kernel",
+            f'#include "migx.hpp"\nMIGX_GLOBAL void k{tag}{i}_kernel(float* p) {{ p[0] = {i}; }}\n',
+            64,
+            64,
+        )
+        for i in range(n)
+    ]
 
 
 def test_warm_compile_is_at_least_10x_faster(tmp_path, monkeypatch):
@@ -112,12 +119,14 @@ def test_memory_hit_is_written_to_the_current_cache_folder(tmp_path, monkeypatch
 def test_kernel_keys_do_not_depend_on_the_process(tmp_path):
     """Sources must not leak hash-seed-dependent iteration order, ids or counters: two processes
     with different hash seeds produce the same keys for every built-in model."""
-    script = ("import json, warnings; warnings.simplefilter('ignore')\n"
-              "from migx_explore import models\n"
-              "from migx_explore.gpu import compile_program_ir, kernel_cache\n"
-              "from migx_explore.gpu.runtime.fake import FakeBackend\n"
-              "print(json.dumps({n: kernel_cache.kernel_keys(compile_program_ir(models.load(n), "
-              "backend=FakeBackend())) for n in models.list_models()}))\n")
+    script = (
+        "import json, warnings; warnings.simplefilter('ignore')\n"
+        "from migx_explore import models\n"
+        "from migx_explore.gpu import compile_program_ir, kernel_cache\n"
+        "from migx_explore.gpu.runtime.fake import FakeBackend\n"
+        "print(json.dumps({n: kernel_cache.kernel_keys(compile_program_ir(models.load(n), "
+        "backend=FakeBackend())) for n in models.list_models()}))\n"
+    )
     outs = []
     for seed in ("1", "2"):
         env = dict(os.environ, PYTHONHASHSEED=seed, MIGX_EXPLORE_CACHE_DIR=str(tmp_path / seed))

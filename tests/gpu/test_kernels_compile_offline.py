@@ -54,8 +54,23 @@ def _nvcc_all(sources: dict[str, tuple[str, dict[str, str]]], tmp_path: Path, ar
         for name, text in headers.items():
             (d / name).parent.mkdir(parents=True, exist_ok=True)
             (d / name).write_text(text)
-        r = subprocess.run([NVCC, "-ptx", f"-arch={arch}", "-std=c++17", "-DMIGX_WARP_SIZE=32", "-I", str(d),
-                            "-o", str(d / "k.ptx"), str(d / "k.cu")], capture_output=True, text=True, timeout=300)
+        r = subprocess.run(
+            [
+                NVCC,
+                "-ptx",
+                f"-arch={arch}",
+                "-std=c++17",
+                "-DMIGX_WARP_SIZE=32",
+                "-I",
+                str(d),
+                "-o",
+                str(d / "k.ptx"),
+                str(d / "k.cu"),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         if r.returncode:
             failures.append(f"{key}: {r.stderr.strip()[:600]}")
     assert not failures, "\n".join(failures)
@@ -133,8 +148,10 @@ def test_hf_masked_decoder_kernels_compile(precision, tmp_path, fresh_kernel_cac
 
 
 @pytest.mark.parametrize("arch", ["sm_90", "sm_75"])
-@pytest.mark.parametrize("dtype, mask, d", [("float16", "causal", 64), ("float16", "where", 32),
-                                            ("bfloat16", "padding", 128), ("float16", "none", 16)])
+@pytest.mark.parametrize(
+    "dtype, mask, d",
+    [("float16", "causal", 64), ("float16", "where", 32), ("bfloat16", "padding", 128), ("float16", "none", 16)],
+)
 def test_tensor_core_attention_compiles(dtype, mask, d, arch, tmp_path, fresh_kernel_cache, monkeypatch):
     """Half and bfloat16 attention groups take the mma kernel: mma.sync and ldmatrix on sm_90,
     the shuffle emulation of the same fragments below sm_80 (and on AMD)."""

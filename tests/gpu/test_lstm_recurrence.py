@@ -47,20 +47,30 @@ def _lstm_program(direction: str, batch: int, hidden: int, seq: int = 5, size: i
         return m.add_literal((rng.standard_normal(shape) * 0.3).astype(np.float32))
 
     x = m.add_parameter("x", Shape.of("float32", [seq, batch, size]))
-    ins = [x, lit(nd, 4 * hidden, size), lit(nd, 4 * hidden, hidden), lit(nd, 8 * hidden),
-           m.add_literal(np.full(batch, seq, np.int32)), lit(nd, batch, hidden), lit(nd, batch, hidden),
-           m.add_literal(np.zeros((nd, 3 * hidden), np.float32))]
+    ins = [
+        x,
+        lit(nd, 4 * hidden, size),
+        lit(nd, 4 * hidden, hidden),
+        lit(nd, 8 * hidden),
+        m.add_literal(np.full(batch, seq, np.int32)),
+        lit(nd, batch, hidden),
+        lit(nd, batch, hidden),
+        m.add_literal(np.zeros((nd, 3 * hidden), np.float32)),
+    ]
     r = m.add_instruction(Op("lstm", hidden_size=hidden, direction=direction), ins)
     m.add_return([m.add_instruction(Op("get_tuple_elem", index=i), [r]) for i in (0, 2)])
     return p
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
-@pytest.mark.parametrize("direction, batch, hidden, precision", [
-    ("reverse", 3, 40, "fp32"),         # several batch entries, R^T in registers
-    ("bidirectional", 2, 200, "fp32"),  # 800 gate columns: R^T read from memory each step
-    ("forward", 1, 96, "fp16"),
-])
+@pytest.mark.parametrize(
+    "direction, batch, hidden, precision",
+    [
+        ("reverse", 3, 40, "fp32"),  # several batch entries, R^T in registers
+        ("bidirectional", 2, 200, "fp32"),  # 800 gate columns: R^T read from memory each step
+        ("forward", 1, 96, "fp16"),
+    ],
+)
 def test_lstm_recurrence_kernel_matches_the_lstm_op(backend, direction, batch, hidden, precision, request):
     be = request.getfixturevalue(backend)
     program = _lstm_program(direction, batch, hidden)

@@ -16,28 +16,38 @@ def masked_attention() -> onnx.ModelProto:
     b, s, h, d = 1, 6, 2, 4
     c = lambda name, v: helper.make_node("Constant", [], [name], value=onnx.numpy_helper.from_array(np.asarray(v)))
     nodes = [
-        c("shape", np.array([b, s, h, d], np.int64)), helper.make_node("Reshape", ["q", "shape"], ["q4"]),
+        c("shape", np.array([b, s, h, d], np.int64)),
+        helper.make_node("Reshape", ["q", "shape"], ["q4"]),
         helper.make_node("Transpose", ["q4"], ["qh"], perm=[0, 2, 1, 3]),
         helper.make_node("Transpose", ["q4"], ["kt"], perm=[0, 2, 3, 1]),
         helper.make_node("MatMul", ["qh", "kt"], ["scores"]),
         helper.make_node("Cast", ["mask"], ["maskf"], to=TensorProto.FLOAT),
-        c("zero", np.float32(0)), c("ninf", np.float32(-np.inf)),
+        c("zero", np.float32(0)),
+        c("ninf", np.float32(-np.inf)),
         helper.make_node("Equal", ["maskf", "zero"], ["is_pad"]),
         helper.make_node("Where", ["is_pad", "ninf", "zero"], ["add_mask"]),
-        c("axes", np.array([1, 2], np.int64)), helper.make_node("Unsqueeze", ["add_mask", "axes"], ["mask4"]),
+        c("axes", np.array([1, 2], np.int64)),
+        helper.make_node("Unsqueeze", ["add_mask", "axes"], ["mask4"]),
         helper.make_node("Add", ["scores", "mask4"], ["masked"]),
         helper.make_node("Softmax", ["masked"], ["probs"], axis=-1),
         helper.make_node("MatMul", ["probs", "qh"], ["ctx"]),
     ]
-    graph = helper.make_graph(nodes, "masked_attention",
-                              [helper.make_tensor_value_info("q", TensorProto.FLOAT, [b, s, h * d]),
-                               helper.make_tensor_value_info("mask", TensorProto.INT64, [b, s])],
-                              [helper.make_tensor_value_info("ctx", TensorProto.FLOAT, [b, h, s, d])])
+    graph = helper.make_graph(
+        nodes,
+        "masked_attention",
+        [
+            helper.make_tensor_value_info("q", TensorProto.FLOAT, [b, s, h * d]),
+            helper.make_tensor_value_info("mask", TensorProto.INT64, [b, s]),
+        ],
+        [helper.make_tensor_value_info("ctx", TensorProto.FLOAT, [b, h, s, d])],
+    )
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
 
 
-FEEDS = {"q": np.random.default_rng(0).standard_normal((1, 6, 8)).astype(np.float32),
-         "mask": np.array([[1, 1, 1, 0, 1, 0]], np.int64)}
+FEEDS = {
+    "q": np.random.default_rng(0).standard_normal((1, 6, 8)).astype(np.float32),
+    "mask": np.array([[1, 1, 1, 0, 1, 0]], np.int64),
+}
 
 
 @pytest.mark.gpu

@@ -45,11 +45,12 @@ def load_intervals(main):
 def assert_no_live_overlap(main):
     iv = list(load_intervals(main).values())
     for i, (a, s1, e1) in enumerate(iv):
-        for b, s2, e2 in iv[i + 1:]:
+        for b, s2, e2 in iv[i + 1 :]:
             if s1 <= e2 and s2 <= e1 and a.inputs[0] is b.inputs[0]:
                 oa, ob = a.op["offset"], b.op["offset"]
-                assert oa + a.shape.bytes() <= ob or ob + b.shape.bytes() <= oa, \
+                assert oa + a.shape.bytes() <= ob or ob + b.shape.bytes() <= oa, (
                     f"live buffers overlap: #{a.id} [{oa}, +{a.shape.bytes()}) and #{b.id} [{ob}, +{b.shape.bytes()})"
+                )
 
 
 def run_poisoned(compiled, feeds):
@@ -82,8 +83,12 @@ def run_poisoned(compiled, feeds):
         compiled.steps.steps = steps
 
 
-PROGRAMS = {"resnet_block": lambda: models.load("resnet_block"), "yolo": lambda: models.load("yolo"),
-            "conv_bias_relu": CASES["conv_bias_relu"], "layernorm": CASES["layernorm"]}
+PROGRAMS = {
+    "resnet_block": lambda: models.load("resnet_block"),
+    "yolo": lambda: models.load("yolo"),
+    "conv_bias_relu": CASES["conv_bias_relu"],
+    "layernorm": CASES["layernorm"],
+}
 
 
 @pytest.mark.parametrize("name", sorted(PROGRAMS))

@@ -33,5 +33,10 @@ def test_op_matches_reference(case, backend, request):
         for mode in ("eager", "graph"):
             outs = compiled.run(feeds, mode=mode)
             for got, want in zip(outs, ref):
-                np.testing.assert_allclose(got.astype(np.float64), np.asarray(want, np.float64), rtol=rtol,
-                                           atol=atol, err_msg=f"{case} ({mode})")
+                np.testing.assert_allclose(
+                    got.astype(np.float64),
+                    np.asarray(want, np.float64),
+                    rtol=rtol,
+                    atol=atol,
+                    err_msg=f"{case} ({mode})",
+                )

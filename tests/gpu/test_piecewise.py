@@ -21,8 +21,14 @@ PLANTED = "planted_python_square"
 @pytest.fixture
 def planted():
     """A user's Python op: a reference compute and no GPU code, so lowering keeps it on the host."""
-    defop(PLANTED, lambda op, s, m: s[0], lambda op, a, out, run: np.square(a[0]), nargs=1,
-          doc="test-only: x * x in numpy on the host", gpu=GpuCode.host("a user's Python op (planted)"))
+    defop(
+        PLANTED,
+        lambda op, s, m: s[0],
+        lambda op, a, out, run: np.square(a[0]),
+        nargs=1,
+        doc="test-only: x * x in numpy on the host",
+        gpu=GpuCode.host("a user's Python op (planted)"),
+    )
     yield PLANTED
     _REGISTRY.pop(PLANTED, None)
 
@@ -123,8 +129,12 @@ def test_no_built_in_model_keeps_a_host_step(fake, name):
 def test_piecewise_capture_on_device(device, planted):
     program = _program()
     with gpu.compile(program, backend=device) as c:
-        np.testing.assert_allclose(c.run(random_inputs(program, seed=0))[0],
-                                   evaluate(program, random_inputs(program, seed=0))[0], rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(
+            c.run(random_inputs(program, seed=0))[0],
+            evaluate(program, random_inputs(program, seed=0))[0],
+            rtol=1e-5,
+            atol=1e-6,
+        )
         _check(c, program)
         assert [p.kind for p in c.graph_parts(io=True)] == ["graph", "host", "graph", "host", "graph"]
         steps = list(c.steps.steps)

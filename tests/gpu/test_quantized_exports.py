@@ -54,8 +54,9 @@ CASES = {name: (model, feeds) for name, model, feeds in _cases()}
 
 def check_quantized_export(name, backend):
     model, feeds = CASES[name]
-    want = ort.InferenceSession(model.SerializeToString(), _PLAIN, providers=["CPUExecutionProvider"]).run(
-        None, feeds)[0]
+    want = ort.InferenceSession(model.SerializeToString(), _PLAIN, providers=["CPUExecutionProvider"]).run(None, feeds)[
+        0
+    ]
     program = parse_onnx(model)
     ours = {param_name(k): v for k, v in feeds.items()}
     with compile_program(program, backend=backend) as c:

@@ -36,21 +36,25 @@ def test_reason_says_what_to_install(clean):
 
 
 def test_gpu_layer_imports_nothing_gpu_specific():
-    code = ("import sys, migx_explore.gpu, migx_explore.gpu.pipelines, migx_explore.gpu.passes, migx_explore.gpu.ops;"
-            "bad = [m for m in sys.modules if m.split('.')[0] in ('cuda', 'hip', 'rocm', 'torch', 'cupy')];"
-            "print(bad); sys.exit(1 if bad else 0)")
+    code = (
+        "import sys, migx_explore.gpu, migx_explore.gpu.pipelines, migx_explore.gpu.passes, migx_explore.gpu.ops;"
+        "bad = [m for m in sys.modules if m.split('.')[0] in ('cuda', 'hip', 'rocm', 'torch', 'cupy')];"
+        "print(bad); sys.exit(1 if bad else 0)"
+    )
     assert subprocess.run([sys.executable, "-c", code], capture_output=True).returncode == 0
 
 
 def test_gpu_entry_points_need_nothing_of_the_explorer():
-    code = ("import sys; from migx_explore import gpu; from migx_explore.compiler import Program, Shape, make_op;"
-            "from migx_explore.gpu.runtime.fake import FakeBackend;"
-            "p = Program(); x = p.main.add_parameter('x', Shape.of('float32', [4]));"
-            "p.main.add_return([p.main.add_instruction(make_op('relu'), [x])]);"
-            "gpu.compile(p, backend=FakeBackend()).close();"
-            "bad = [m for m in sys.modules if m.startswith('migx_explore.') and m.split('.')[1] not in "
-            "('compiler', 'gpu')];"
-            "print(bad); sys.exit(1 if bad else 0)")
+    code = (
+        "import sys; from migx_explore import gpu; from migx_explore.compiler import Program, Shape, make_op;"
+        "from migx_explore.gpu.runtime.fake import FakeBackend;"
+        "p = Program(); x = p.main.add_parameter('x', Shape.of('float32', [4]));"
+        "p.main.add_return([p.main.add_instruction(make_op('relu'), [x])]);"
+        "gpu.compile(p, backend=FakeBackend()).close();"
+        "bad = [m for m in sys.modules if m.startswith('migx_explore.') and m.split('.')[1] not in "
+        "('compiler', 'gpu')];"
+        "print(bad); sys.exit(1 if bad else 0)"
+    )
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert r.returncode == 0, r.stdout + r.stderr
     from migx_explore import gpu

@@ -31,8 +31,11 @@ def gpt2_block(seq: int = 12, d: int = 32) -> Program:
 
     x = m.add_parameter("x", Shape.of("float32", [1, seq, d]))
     ln = op("layernorm", x, epsilon=1e-5)
-    y = op("add", op("mul", ln, op("multibroadcast", lit(d), out_lens=[1, seq, d])),
-           op("multibroadcast", lit(d), out_lens=[1, seq, d]))
+    y = op(
+        "add",
+        op("mul", ln, op("multibroadcast", lit(d), out_lens=[1, seq, d])),
+        op("multibroadcast", lit(d), out_lens=[1, seq, d]),
+    )
     h = op("dot", op("reshape", y, dims=[seq, d]), lit(d, d))
     h = op("add", h, op("multibroadcast", lit(d), out_lens=[seq, d]))
     r = op("add", op("reshape", h, dims=[1, seq, d]), x)
@@ -84,8 +87,11 @@ def bert_block(seq: int = 12, d: int = 32) -> Program:
     x = m.add_parameter("x", Shape.of("float32", [1, seq, d]))
     h = op("dot", x, op("multibroadcast", lit(d, d), out_lens=[1, d, d]))
     h = op("add", op("add", h, op("multibroadcast", lit(d), out_lens=[1, seq, d])), x)
-    y = op("add", op("mul", op("layernorm", h, epsilon=1e-12), op("multibroadcast", lit(d), out_lens=[1, seq, d])),
-           op("multibroadcast", lit(d), out_lens=[1, seq, d]))
+    y = op(
+        "add",
+        op("mul", op("layernorm", h, epsilon=1e-12), op("multibroadcast", lit(d), out_lens=[1, seq, d])),
+        op("multibroadcast", lit(d), out_lens=[1, seq, d]),
+    )
     m.add_return([y])
     return p
 

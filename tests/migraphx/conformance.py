@@ -52,11 +52,21 @@ class Case:
     checks: tuple = ()
 
 
-def case(name: str, passes: str, before: str, expected: str, status: str = "MATCH", reason: str = "",
-         options: dict | None = None, expected_count: int | None = None, literals: dict | None = None,
-         checks: tuple = ()) -> Case:
-    return Case(name, passes, before, expected, status, reason, options or {}, expected_count, literals or {},
-                tuple(checks))
+def case(
+    name: str,
+    passes: str,
+    before: str,
+    expected: str,
+    status: str = "MATCH",
+    reason: str = "",
+    options: dict | None = None,
+    expected_count: int | None = None,
+    literals: dict | None = None,
+    checks: tuple = (),
+) -> Case:
+    return Case(
+        name, passes, before, expected, status, reason, options or {}, expected_count, literals or {}, tuple(checks)
+    )
 
 
 def generated_literal(type_: str, lens, seed: int) -> np.ndarray:
@@ -207,8 +217,9 @@ def classify(c: Case) -> tuple[str, str]:
         return "MATCH", ""
     we_change, they_change = k_ours != k_before, k_exp != k_before
     if we_change != they_change:
-        return "DIFF", ("we rewrite, MIGraphX leaves the program" if we_change else
-                        "MIGraphX rewrites, we leave the program")
+        return "DIFF", (
+            "we rewrite, MIGraphX leaves the program" if we_change else "MIGraphX rewrites, we leave the program"
+        )
     if _too_big(expected) or _too_big(ours):
         return "DIFF", "both rewrite, differently; too large to compare values here"
     if not same_values(expected, ours):
@@ -252,6 +263,8 @@ def check(c: Case) -> None:
     assert c.status in STATUSES
     if c.status != "MATCH":
         assert c.reason, f"{c.name}: a {c.status} case must say why"
-    assert status == c.status, (f"{c.name}: recorded {c.status}, now {status} ({detail}).\n--- ours ---\n"
-                                f"{ours_text(c)}\n--- MIGraphX expects ---\n"
-                                f"{c.expected or f'{c.expected_count} instructions'}")
+    assert status == c.status, (
+        f"{c.name}: recorded {c.status}, now {status} ({detail}).\n--- ours ---\n"
+        f"{ours_text(c)}\n--- MIGraphX expects ---\n"
+        f"{c.expected or f'{c.expected_count} instructions'}"
+    )

@@ -52,8 +52,9 @@ def run_ort(model, feed: dict) -> list[np.ndarray]:
     return sess.run(None, feed)
 
 
-def check_against_ort(model, feed: dict, rtol: float = 1e-5, atol: float = 1e-6, pipelines: bool = True,
-                      **kw) -> list[np.ndarray]:
+def check_against_ort(
+    model, feed: dict, rtol: float = 1e-5, atol: float = 1e-6, pipelines: bool = True, **kw
+) -> list[np.ndarray]:
     """Our import + reference evaluation equals onnxruntime; then (issue 3) the target-independent
     pipelines keep those outputs within tolerance with a valid program after every pass."""
     ours = run_ours(model, feed, **kw)

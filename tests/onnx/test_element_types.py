@@ -13,23 +13,37 @@ from migx_explore.compiler import dtypes, evaluate
 from migx_explore.compiler.onnx import parse_onnx
 
 TYPES = {  # ONNX code, numpy dtype, relative step of the type's mantissa
-    "bfloat16": (TensorProto.BFLOAT16, np.dtype(ml_dtypes.bfloat16), 2.0 ** -7),
-    "float16": (TensorProto.FLOAT16, np.dtype(np.float16), 2.0 ** -10),
-    "float8e4m3fn": (TensorProto.FLOAT8E4M3FN, np.dtype(ml_dtypes.float8_e4m3fn), 2.0 ** -3),
-    "float8e5m2": (TensorProto.FLOAT8E5M2, np.dtype(ml_dtypes.float8_e5m2), 2.0 ** -2),
-    "float8e4m3fnuz": (TensorProto.FLOAT8E4M3FNUZ, np.dtype(ml_dtypes.float8_e4m3fnuz), 2.0 ** -3),
-    "float8e5m2fnuz": (TensorProto.FLOAT8E5M2FNUZ, np.dtype(ml_dtypes.float8_e5m2fnuz), 2.0 ** -2),
+    "bfloat16": (TensorProto.BFLOAT16, np.dtype(ml_dtypes.bfloat16), 2.0**-7),
+    "float16": (TensorProto.FLOAT16, np.dtype(np.float16), 2.0**-10),
+    "float8e4m3fn": (TensorProto.FLOAT8E4M3FN, np.dtype(ml_dtypes.float8_e4m3fn), 2.0**-3),
+    "float8e5m2": (TensorProto.FLOAT8E5M2, np.dtype(ml_dtypes.float8_e5m2), 2.0**-2),
+    "float8e4m3fnuz": (TensorProto.FLOAT8E4M3FNUZ, np.dtype(ml_dtypes.float8_e4m3fnuz), 2.0**-3),
+    "float8e5m2fnuz": (TensorProto.FLOAT8E5M2FNUZ, np.dtype(ml_dtypes.float8_e5m2fnuz), 2.0**-2),
 }
-OPS = [("Relu", {}), ("Sigmoid", {}), ("Tanh", {}), ("Softmax", {"axis": -1}), ("ReduceSum", {"keepdims": 1}),
-       ("ReduceMean", {"keepdims": 1}), ("Gelu", {}), ("LayerNormalization", {}), ("MatMul", {})]
+OPS = [
+    ("Relu", {}),
+    ("Sigmoid", {}),
+    ("Tanh", {}),
+    ("Softmax", {"axis": -1}),
+    ("ReduceSum", {"keepdims": 1}),
+    ("ReduceMean", {"keepdims": 1}),
+    ("Gelu", {}),
+    ("LayerNormalization", {}),
+    ("MatMul", {}),
+]
 
 
 def _model(op: str, attrs: dict, code: int):
     ins = ["x", "x"] if op == "MatMul" else (["x", "s"] if op == "LayerNormalization" else ["x"])
     graph_ins = [helper.make_tensor_value_info("x", code, [4, 4])]
     inits = [helper.make_tensor("s", code, [4], np.ones(4, np.float32))] if op == "LayerNormalization" else []
-    g = helper.make_graph([helper.make_node(op, ins, ["y"], **attrs)], "t", graph_ins,
-                          [helper.make_tensor_value_info("y", code, None)], inits)
+    g = helper.make_graph(
+        [helper.make_node(op, ins, ["y"], **attrs)],
+        "t",
+        graph_ins,
+        [helper.make_tensor_value_info("y", code, None)],
+        inits,
+    )
     g.output[0].type.tensor_type.shape.SetInParent()
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", 21)])
 
@@ -53,11 +67,13 @@ def test_packed_int4_initializers_dequantize_like_onnxruntime(code, name):
     q = np.arange(lo, hi + 1)[:15].reshape(3, 5)  # odd count: the last byte is half used
     w = helper.make_tensor("w", code, [3, 5], q.reshape(-1).tolist())
     zero = helper.make_tensor("z", code, [], [1])
-    g = helper.make_graph([helper.make_node("DequantizeLinear", ["w", "s", "z"], ["y"]),
-                           helper.make_node("Mul", ["y", "x"], ["out"])], "t",
-                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 5])],
-                          [helper.make_tensor_value_info("out", TensorProto.FLOAT, [3, 5])],
-                          [w, zero, helper.make_tensor("s", TensorProto.FLOAT, [], [0.5])])
+    g = helper.make_graph(
+        [helper.make_node("DequantizeLinear", ["w", "s", "z"], ["y"]), helper.make_node("Mul", ["y", "x"], ["out"])],
+        "t",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 5])],
+        [helper.make_tensor_value_info("out", TensorProto.FLOAT, [3, 5])],
+        [w, zero, helper.make_tensor("s", TensorProto.FLOAT, [], [0.5])],
+    )
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 21)])
     m.ir_version = 10
     x = np.full((3, 5), 2.0, np.float32)
@@ -70,14 +86,19 @@ def test_float8_casts_saturate_unless_told_not_to():
     x = np.array([1000.0, -1000.0, np.inf, 1.0], np.float32)
     for saturate, want in ((1, [448.0, -448.0, 448.0, 1.0]), (0, [np.nan, np.nan, np.nan, 1.0])):
         node = helper.make_node("Cast", ["x"], ["y"], to=TensorProto.FLOAT8E4M3FN, saturate=saturate)
-        g = helper.make_graph([node], "t", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])],
-                              [helper.make_tensor_value_info("y", TensorProto.FLOAT8E4M3FN, [4])])
+        g = helper.make_graph(
+            [node],
+            "t",
+            [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])],
+            [helper.make_tensor_value_info("y", TensorProto.FLOAT8E4M3FN, [4])],
+        )
         got = evaluate(parse_onnx(helper.make_model(g, opset_imports=[helper.make_opsetid("", 21)])), {"x": x})[0]
         np.testing.assert_array_equal(got.astype(np.float32), np.array(want, np.float32))
 
 
-@pytest.mark.parametrize("tname", ["int4", "uint4", "int2", "float8e4m3fn", "float8e5m2fnuz", "float4e2m1",
-                                   "float8e8m0"])
+@pytest.mark.parametrize(
+    "tname", ["int4", "uint4", "int2", "float8e4m3fn", "float8e5m2fnuz", "float4e2m1", "float8e8m0"]
+)
 def test_low_precision_literals_round_trip_through_the_text_form(tname):
     from migx_explore.compiler.ir import Program
     from migx_explore.compiler.parser import parse

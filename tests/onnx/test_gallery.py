@@ -28,8 +28,9 @@ def _compare(model: onnx.ModelProto, feeds: dict, rtol: float = 1e-4, atol: floa
     prog = parse_onnx(model)
     got = evaluate(prog, {param_name(k): v for k, v in feeds.items()})
     for name, g, w in zip(prog.output_names, got, want):
-        np.testing.assert_allclose(np.asarray(g, np.float64), np.asarray(w, np.float64), rtol=rtol, atol=atol,
-                                   err_msg=name)
+        np.testing.assert_allclose(
+            np.asarray(g, np.float64), np.asarray(w, np.float64), rtol=rtol, atol=atol, err_msg=name
+        )
     return prog, got, want
 
 
@@ -52,8 +53,7 @@ def test_if_loop_model_matches_onnxruntime_on_both_branches(sign):
     prog, _, _ = _compare(control_flow_model(), feeds)
     names = {i.name for i in prog.main}
     assert {"loop", "if"} <= names
-    assert any(m.startswith("loop_body") for m in prog.modules) and any(m.startswith("if_then") for m in
-                                                                        prog.modules)
+    assert any(m.startswith("loop_body") for m in prog.modules) and any(m.startswith("if_then") for m in prog.modules)
     check_pipelines(prog, {"x": feeds["x"]}, backend=True)
 
 
@@ -105,16 +105,30 @@ def test_transformer_with_ort_fused_ops_matches_onnxruntime():
 def test_group_query_attention_matches_onnxruntime():
     rng = np.random.default_rng(12)
     b, s, heads, kv, d = 1, 4, 4, 2, 8
-    nodes = [helper.make_node("GroupQueryAttention", ["q", "k", "v", "pk", "pv", "seqlens", "total"],
-                              ["y", "present_k", "present_v"], domain="com.microsoft", num_heads=heads,
-                              kv_num_heads=kv)]
-    inits = [_t("seqlens", np.full([b], s - 1, np.int32)), _t("total", np.array(s, np.int32)),
-             _t("pk", np.zeros((b, kv, 0, d), np.float32)), _t("pv", np.zeros((b, kv, 0, d), np.float32))]
-    model = _model(nodes, [helper.make_tensor_value_info(n, F, [b, s, h * d]) for n, h in
-                           (("q", heads), ("k", kv), ("v", kv))],
-                   [helper.make_tensor_value_info("y", F, [b, s, heads * d])], inits, msft=True)
-    feeds = {n: rng.standard_normal((b, s, h * d)).astype(np.float32) for n, h in (("q", heads), ("k", kv),
-                                                                                      ("v", kv))}
+    nodes = [
+        helper.make_node(
+            "GroupQueryAttention",
+            ["q", "k", "v", "pk", "pv", "seqlens", "total"],
+            ["y", "present_k", "present_v"],
+            domain="com.microsoft",
+            num_heads=heads,
+            kv_num_heads=kv,
+        )
+    ]
+    inits = [
+        _t("seqlens", np.full([b], s - 1, np.int32)),
+        _t("total", np.array(s, np.int32)),
+        _t("pk", np.zeros((b, kv, 0, d), np.float32)),
+        _t("pv", np.zeros((b, kv, 0, d), np.float32)),
+    ]
+    model = _model(
+        nodes,
+        [helper.make_tensor_value_info(n, F, [b, s, h * d]) for n, h in (("q", heads), ("k", kv), ("v", kv))],
+        [helper.make_tensor_value_info("y", F, [b, s, heads * d])],
+        inits,
+        msft=True,
+    )
+    feeds = {n: rng.standard_normal((b, s, h * d)).astype(np.float32) for n, h in (("q", heads), ("k", kv), ("v", kv))}
     _compare(model, feeds, rtol=1e-4, atol=1e-5)
 
 

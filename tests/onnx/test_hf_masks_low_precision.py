@@ -29,7 +29,7 @@ F32_MIN = np.finfo(np.float32).min
 
 def _rel(got, want) -> float:
     g, w = np.asarray(got, np.float64), np.asarray(want, np.float64)
-    return float(np.sqrt(np.mean((g - w) ** 2)) / np.sqrt(np.mean(w ** 2)))
+    return float(np.sqrt(np.mean((g - w) ** 2)) / np.sqrt(np.mean(w**2)))
 
 
 @pytest.mark.parametrize("target, limit", [("float16", 65504.0), ("bfloat16", 3.3895313892515355e38)])
@@ -97,8 +97,13 @@ def test_truncate_float_keeps_the_mask_path_in_float32(keep):
 def test_rms_norm_of_large_activations_in_fp16():
     g = GraphBuilder(0)
     y = rms_norm(g, "x", 64)
-    graph = helper.make_graph(g.nodes, "rms", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 64])],
-                              [helper.make_tensor_value_info(y, TensorProto.FLOAT, [4, 64])], g.inits)
+    graph = helper.make_graph(
+        g.nodes,
+        "rms",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 64])],
+        [helper.make_tensor_value_info(y, TensorProto.FLOAT, [4, 64])],
+        g.inits,
+    )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     model.ir_version = 8
     x = (np.random.default_rng(0).standard_normal((4, 64)) * 500).astype(np.float32)  # x^2 > 65504

@@ -20,8 +20,12 @@ def _chain(n: int = 50):
         nodes.append(helper.make_node("Relu" if k % 2 else "Sigmoid", [prev], [f"v{k}"]))
         prev = f"v{k}"
     nodes.append(helper.make_node("Identity", [prev], ["y"]))
-    g = helper.make_graph(nodes, "chain", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8])],
-                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8])])
+    g = helper.make_graph(
+        nodes,
+        "chain",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8])],
+    )
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
 
 
@@ -50,13 +54,16 @@ def test_the_gc_pause_is_undone_after_an_import_and_after_a_failed_one(enabled, 
         (gc.enable if was else gc.disable)()
 
 
-@pytest.mark.parametrize("shapes, out_type", [
-    ([Shape.of("float32", [2, 3])] * 2, "float32"),
-    ([Shape.of("float32", [2, 3])], "bool"),  # another output type: the general rule
-    ([Shape.of("float16", [1, 4, 4, 8], [128, 1, 32, 4])] * 2, "float16"),  # NHWC kept
-    ([Shape.of("float32", [2, 3]), Shape.of("float32", [2, 3], [0, 1])], "float32"),  # a broadcast bias
-    ([Shape.scalar("float32")] * 2, "float32"),
-])
+@pytest.mark.parametrize(
+    "shapes, out_type",
+    [
+        ([Shape.of("float32", [2, 3])] * 2, "float32"),
+        ([Shape.of("float32", [2, 3])], "bool"),  # another output type: the general rule
+        ([Shape.of("float16", [1, 4, 4, 8], [128, 1, 32, 4])] * 2, "float16"),  # NHWC kept
+        ([Shape.of("float32", [2, 3]), Shape.of("float32", [2, 3], [0, 1])], "float32"),  # a broadcast bias
+        ([Shape.scalar("float32")] * 2, "float32"),
+    ],
+)
 def test_the_pointwise_shortcut_gives_what_the_general_rule_gives(shapes, out_type):
     got = pointwise_shape("add", shapes, out_type)
     dense = [s for s in shapes if not s.broadcasted() and not s.scalar_shape()]

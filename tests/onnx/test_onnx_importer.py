@@ -39,8 +39,9 @@ def test_supported_ops_cover_the_required_list():
 
 # ---- decompositions ----------------------------------------------------------------------------
 def test_implicit_broadcast_becomes_multibroadcast():
-    m = make_model([helper.make_node("Add", ["a", "b"], ["y"])], [vi("a", F, [2, 3]), vi("b", F, [3])],
-                   [vi("y", F, [2, 3])])
+    m = make_model(
+        [helper.make_node("Add", ["a", "b"], ["y"])], [vi("a", F, [2, 3]), vi("b", F, [3])], [vi("y", F, [2, 3])]
+    )
     p = parse_onnx(m)
     bc = [i for i in p.main if i.name == "multibroadcast"]
     assert len(bc) == 1 and bc[0].op["out_lens"] == (2, 3) and bc[0].inputs[0].param_name == "b"
@@ -58,8 +59,7 @@ def test_gemm_becomes_transposes_dot_scale_and_broadcast_add():
 
 def test_batchnorm_is_pointwise_with_broadcast_per_channel_literals():
     c = 4
-    inits = [init("s", rand(c)), init("bias", rand(c)), init("mean", rand(c)),
-             init("var", np.abs(rand(c)) + 0.5)]
+    inits = [init("s", rand(c)), init("bias", rand(c)), init("mean", rand(c)), init("var", np.abs(rand(c)) + 0.5)]
     node = helper.make_node("BatchNormalization", ["x", "s", "bias", "mean", "var"], ["y"], epsilon=1e-3)
     m = make_model([node], [vi("x", F, [2, c, 3, 3])], [vi("y", F, [2, c, 3, 3])], inits)
     names = set(op_names(parse_onnx(m)))
@@ -68,8 +68,12 @@ def test_batchnorm_is_pointwise_with_broadcast_per_channel_literals():
 
 
 def test_conv_bias_is_broadcast_plus_add():
-    m = make_model([helper.make_node("Conv", ["x", "w", "b"], ["y"], pads=[1, 1, 1, 1], strides=[2, 2])],
-                   [vi("x", F, [1, 3, 8, 8])], [vi("y", F, None)], [init("w", rand(6, 3, 3, 3)), init("b", rand(6))])
+    m = make_model(
+        [helper.make_node("Conv", ["x", "w", "b"], ["y"], pads=[1, 1, 1, 1], strides=[2, 2])],
+        [vi("x", F, [1, 3, 8, 8])],
+        [vi("y", F, None)],
+        [init("w", rand(6, 3, 3, 3)), init("b", rand(6))],
+    )
     p = parse_onnx(m)
     bc = next(i for i in p.main if i.name == "broadcast")
     assert bc.op["axis"] == 1 and bc.op["out_lens"] == (1, 6, 4, 4)
@@ -78,8 +82,12 @@ def test_conv_bias_is_broadcast_plus_add():
 
 
 def test_layernorm_decomposes_and_matches_ort():
-    m = make_model([helper.make_node("LayerNormalization", ["x", "g", "b"], ["y"], axis=-1, epsilon=1e-5)],
-                   [vi("x", F, [2, 5, 8])], [vi("y", F, [2, 5, 8])], [init("g", rand(8)), init("b", rand(8))])
+    m = make_model(
+        [helper.make_node("LayerNormalization", ["x", "g", "b"], ["y"], axis=-1, epsilon=1e-5)],
+        [vi("x", F, [2, 5, 8])],
+        [vi("y", F, [2, 5, 8])],
+        [init("g", rand(8)), init("b", rand(8))],
+    )
     names = op_names(parse_onnx(m))
     assert "reduce_mean" in names and "sqdiff" in names and "rsqrt" in names
     check_against_ort(m, {"x": rand(2, 5, 8)}, rtol=1e-4, atol=1e-5)
@@ -88,51 +96,89 @@ def test_layernorm_decomposes_and_matches_ort():
 def test_matmul_1d_operands_and_batch_broadcast():
     cases = [([4], [4, 3]), ([2, 3, 4], [4]), ([2, 1, 3, 4], [5, 4, 6]), ([4], [4])]
     for sa, sb in cases:
-        m = make_model([helper.make_node("MatMul", ["a", "b"], ["y"])], [vi("a", F, sa), vi("b", F, sb)],
-                       [vi("y", F, None)])
+        m = make_model(
+            [helper.make_node("MatMul", ["a", "b"], ["y"])], [vi("a", F, sa), vi("b", F, sb)], [vi("y", F, None)]
+        )
         a, b = rand(*sa), rand(*sb)
         out = run_ours(m, {"a": a, "b": b})[0]
         np.testing.assert_allclose(out, np.matmul(a, b), rtol=1e-5, atol=1e-6)
 
 
-@pytest.mark.parametrize("eq,shapes", [
-    ("ij,jk->ik", [(3, 4), (4, 5)]), ("bij,bjk->bik", [(2, 3, 4), (2, 4, 5)]), ("ij->ji", [(3, 4)]),
-    ("i,i", [(5,), (5,)]), ("...ij,...jk", [(2, 3, 4), (1, 4, 2)]), ("bii->bi", [(2, 3, 3)]),
-    ("ij,jk,kl->il", [(2, 3), (3, 4), (4, 5)]), ("ij->", [(3, 4)]),
-])
+@pytest.mark.parametrize(
+    "eq,shapes",
+    [
+        ("ij,jk->ik", [(3, 4), (4, 5)]),
+        ("bij,bjk->bik", [(2, 3, 4), (2, 4, 5)]),
+        ("ij->ji", [(3, 4)]),
+        ("i,i", [(5,), (5,)]),
+        ("...ij,...jk", [(2, 3, 4), (1, 4, 2)]),
+        ("bii->bi", [(2, 3, 3)]),
+        ("ij,jk,kl->il", [(2, 3), (3, 4), (4, 5)]),
+        ("ij->", [(3, 4)]),
+    ],
+)
 def test_einsum_forms(eq, shapes):
     names = [f"x{i}" for i in range(len(shapes))]
-    m = make_model([helper.make_node("Einsum", names, ["y"], equation=eq)],
-                   [vi(n, F, list(s)) for n, s in zip(names, shapes)], [vi("y", F, None)], opset=12)
+    m = make_model(
+        [helper.make_node("Einsum", names, ["y"], equation=eq)],
+        [vi(n, F, list(s)) for n, s in zip(names, shapes)],
+        [vi("y", F, None)],
+        opset=12,
+    )
     vals = [rand(*s) for s in shapes]
     out = run_ours(m, dict(zip(names, vals)))[0]
     np.testing.assert_allclose(out, np.einsum(eq, *vals), rtol=1e-5, atol=1e-5)
 
 
 def test_gather_elements_is_a_gather_on_flattened_data():
-    m = make_model([helper.make_node("GatherElements", ["x", "i"], ["y"], axis=1)],
-                   [vi("x", F, [3, 4]), vi("i", I64, [3, 2])], [vi("y", F, [3, 2])])
+    m = make_model(
+        [helper.make_node("GatherElements", ["x", "i"], ["y"], axis=1)],
+        [vi("x", F, [3, 4]), vi("i", I64, [3, 2])],
+        [vi("y", F, [3, 2])],
+    )
     p = parse_onnx(m)
     g = next(i for i in p.main if i.name == "gather")
     assert g.inputs[0].shape.lens == (12,)
     check_against_ort(m, {"x": rand(3, 4), "i": np.array([[0, -1], [3, 1], [2, 2]], np.int64)})
 
 
-@pytest.mark.parametrize("kw", [dict(strides=[2, 2]), dict(strides=[2, 2], output_padding=[1, 1]),
-                                dict(pads=[1, 0, 1, 2], group=2), dict(strides=[3, 2], output_shape=[10, 8])])
+@pytest.mark.parametrize(
+    "kw",
+    [
+        dict(strides=[2, 2]),
+        dict(strides=[2, 2], output_padding=[1, 1]),
+        dict(pads=[1, 0, 1, 2], group=2),
+        dict(strides=[3, 2], output_shape=[10, 8]),
+    ],
+)
 def test_conv_transpose_matches_ort(kw):
-    m = make_model([helper.make_node("ConvTranspose", ["x", "w", "b"], ["y"], **kw)], [vi("x", F, [1, 4, 3, 3])],
-                   [vi("y", F, None)], [init("w", rand(4, 3, 3, 3)), init("b", rand(3 * kw.get("group", 1)))])
+    m = make_model(
+        [helper.make_node("ConvTranspose", ["x", "w", "b"], ["y"], **kw)],
+        [vi("x", F, [1, 4, 3, 3])],
+        [vi("y", F, None)],
+        [init("w", rand(4, 3, 3, 3)), init("b", rand(3 * kw.get("group", 1)))],
+    )
     check_against_ort(m, {"x": rand(1, 4, 3, 3)}, rtol=1e-4, atol=1e-5)
 
 
 # align_corners with a fractional output width (scale * length) is where onnxruntime and the ONNX
 # reference differ; the op follows the reference (the conformance suite checks it), so keep it integral.
-@pytest.mark.parametrize("mode,ctm,scale", [("nearest", "asymmetric", 1.5), ("linear", "half_pixel", 1.5),
-                                            ("linear", "align_corners", 2.0), ("cubic", "half_pixel", 1.5)])
+@pytest.mark.parametrize(
+    "mode,ctm,scale",
+    [
+        ("nearest", "asymmetric", 1.5),
+        ("linear", "half_pixel", 1.5),
+        ("linear", "align_corners", 2.0),
+        ("cubic", "half_pixel", 1.5),
+    ],
+)
 def test_resize_matches_ort(mode, ctm, scale):
-    m = make_model([helper.make_node("Resize", ["x", "", "s"], ["y"], mode=mode, coordinate_transformation_mode=ctm)],
-                   [vi("x", F, [1, 2, 4, 5])], [vi("y", F, None)], [init("s", np.array([1, 1, 2, scale], np.float32))])
+    m = make_model(
+        [helper.make_node("Resize", ["x", "", "s"], ["y"], mode=mode, coordinate_transformation_mode=ctm)],
+        [vi("x", F, [1, 2, 4, 5])],
+        [vi("y", F, None)],
+        [init("s", np.array([1, 1, 2, scale], np.float32))],
+    )
     check_against_ort(m, {"x": rand(1, 2, 4, 5)}, rtol=1e-4, atol=1e-5)
 
 
@@ -159,10 +205,12 @@ def test_shape_gather_concat_reshape_chain_imports_static():
 def test_range_constantofshape_expand_with_shape_inputs():
     nodes = [
         helper.make_node("Shape", ["x"], ["s"]),
-        const("i1", np.array([1], np.int64)), const("i2", np.array([2], np.int64)),
+        const("i1", np.array([1], np.int64)),
+        const("i2", np.array([2], np.int64)),
         helper.make_node("Slice", ["s", "i1", "i2"], ["len1"]),
         helper.make_node("Squeeze", ["len1"], ["len"]),
-        const("z", np.int64(0)), const("one", np.int64(1)),
+        const("z", np.int64(0)),
+        const("one", np.int64(1)),
         helper.make_node("Range", ["z", "len", "one"], ["pos"]),
         helper.make_node("ConstantOfShape", ["s"], ["ones"], value=init("v", np.array([1.0], np.float32))),
         helper.make_node("Cast", ["pos"], ["posf"], to=onnx.TensorProto.FLOAT),
@@ -209,17 +257,27 @@ def test_program_records_onnx_io_names_and_safe_param_names():
 
 
 def test_initializers_and_constants_become_literals():
-    m = make_model([const("k", np.float32(2.0)), helper.make_node("Mul", ["x", "k"], ["t"]),
-                    helper.make_node("Add", ["t", "w"], ["y"])], [vi("x", F, [3])], [vi("y", F, [3])],
-                   [init("w", rand(3))])
+    m = make_model(
+        [
+            const("k", np.float32(2.0)),
+            helper.make_node("Mul", ["x", "k"], ["t"]),
+            helper.make_node("Add", ["t", "w"], ["y"]),
+        ],
+        [vi("x", F, [3])],
+        [vi("y", F, [3])],
+        [init("w", rand(3))],
+    )
     p = parse_onnx(m)
     assert p.main.param_names() == ["x"]
     assert sum(i.is_literal() for i in p.main) == 2
 
 
 def test_constant_inputs_freeze_a_shape_input():
-    m = make_model([helper.make_node("Reshape", ["x", "shape"], ["y"])], [vi("x", F, [2, 6]), vi("shape", I64, [2])],
-                   [vi("y", F, None)])
+    m = make_model(
+        [helper.make_node("Reshape", ["x", "shape"], ["y"])],
+        [vi("x", F, [2, 6]), vi("shape", I64, [2])],
+        [vi("y", F, None)],
+    )
     with pytest.raises(ConstantInputRequired, match="depends on graph input.*shape") as e:
         parse_onnx(m)
     assert e.value.params == ["shape"]
@@ -230,29 +288,58 @@ def test_constant_inputs_freeze_a_shape_input():
 # ---- opset variants ------------------------------------------------------------------------------
 def test_reduce_axes_attribute_and_input_forms():
     x = rand(2, 3, 4)
-    m11 = make_model([helper.make_node("ReduceSum", ["x"], ["y"], axes=[1], keepdims=0)], [vi("x", F, [2, 3, 4])],
-                     [vi("y", F, None)], opset=11)
-    m13 = make_model([helper.make_node("ReduceSum", ["x", "a"], ["y"], keepdims=0)], [vi("x", F, [2, 3, 4])],
-                     [vi("y", F, None)], [init("a", np.array([1], np.int64))], opset=13)
-    m17 = make_model([helper.make_node("ReduceMean", ["x"], ["y"], axes=[-1])], [vi("x", F, [2, 3, 4])],
-                     [vi("y", F, None)], opset=17)
-    m18 = make_model([helper.make_node("ReduceMean", ["x", "a"], ["y"])], [vi("x", F, [2, 3, 4])],
-                     [vi("y", F, None)], [init("a", np.array([-1], np.int64))], opset=18)
+    m11 = make_model(
+        [helper.make_node("ReduceSum", ["x"], ["y"], axes=[1], keepdims=0)],
+        [vi("x", F, [2, 3, 4])],
+        [vi("y", F, None)],
+        opset=11,
+    )
+    m13 = make_model(
+        [helper.make_node("ReduceSum", ["x", "a"], ["y"], keepdims=0)],
+        [vi("x", F, [2, 3, 4])],
+        [vi("y", F, None)],
+        [init("a", np.array([1], np.int64))],
+        opset=13,
+    )
+    m17 = make_model(
+        [helper.make_node("ReduceMean", ["x"], ["y"], axes=[-1])], [vi("x", F, [2, 3, 4])], [vi("y", F, None)], opset=17
+    )
+    m18 = make_model(
+        [helper.make_node("ReduceMean", ["x", "a"], ["y"])],
+        [vi("x", F, [2, 3, 4])],
+        [vi("y", F, None)],
+        [init("a", np.array([-1], np.int64))],
+        opset=18,
+    )
     for m in (m11, m13, m17, m18):
         check_against_ort(m, {"x": x})
-    noop = make_model([helper.make_node("ReduceMax", ["x"], ["y"], noop_with_empty_axes=1)], [vi("x", F, [3, 4])],
-                      [vi("y", F, None)])
+    noop = make_model(
+        [helper.make_node("ReduceMax", ["x"], ["y"], noop_with_empty_axes=1)], [vi("x", F, [3, 4])], [vi("y", F, None)]
+    )
     np.testing.assert_array_equal(run_ours(noop, {"x": x[0]})[0], x[0])
 
 
 def test_split_attribute_input_and_num_outputs_forms():
     x = rand(7, 2)
-    m11 = make_model([helper.make_node("Split", ["x"], ["a", "b"], axis=0, split=[3, 4])], [vi("x", F, [7, 2])],
-                     [vi("a", F, None), vi("b", F, None)], opset=11)
-    m13 = make_model([helper.make_node("Split", ["x", "s"], ["a", "b"], axis=0)], [vi("x", F, [7, 2])],
-                     [vi("a", F, None), vi("b", F, None)], [init("s", np.array([3, 4], np.int64))], opset=13)
-    m18 = make_model([helper.make_node("Split", ["x"], ["a", "b", "c"], axis=0, num_outputs=3)], [vi("x", F, [7, 2])],
-                     [vi("a", F, None), vi("b", F, None), vi("c", F, None)], opset=18)
+    m11 = make_model(
+        [helper.make_node("Split", ["x"], ["a", "b"], axis=0, split=[3, 4])],
+        [vi("x", F, [7, 2])],
+        [vi("a", F, None), vi("b", F, None)],
+        opset=11,
+    )
+    m13 = make_model(
+        [helper.make_node("Split", ["x", "s"], ["a", "b"], axis=0)],
+        [vi("x", F, [7, 2])],
+        [vi("a", F, None), vi("b", F, None)],
+        [init("s", np.array([3, 4], np.int64))],
+        opset=13,
+    )
+    m18 = make_model(
+        [helper.make_node("Split", ["x"], ["a", "b", "c"], axis=0, num_outputs=3)],
+        [vi("x", F, [7, 2])],
+        [vi("a", F, None), vi("b", F, None), vi("c", F, None)],
+        opset=18,
+    )
     for m in (m11, m13, m18):
         check_against_ort(m, {"x": x})
     assert [o.shape[0] for o in run_ours(m18, {"x": x})] == [3, 3, 1]
@@ -260,30 +347,52 @@ def test_split_attribute_input_and_num_outputs_forms():
 
 def test_clip_min_max_as_inputs_and_attributes():
     x = rand(10) * 3
-    m6 = make_model([helper.make_node("Clip", ["x"], ["y"], min=-1.0, max=0.5)], [vi("x", F, [10])], [vi("y", F, None)],
-                    opset=6)
-    m11 = make_model([helper.make_node("Clip", ["x", "lo", ""], ["y"])], [vi("x", F, [10])], [vi("y", F, None)],
-                     [init("lo", np.float32(-0.25))], opset=11)
+    m6 = make_model(
+        [helper.make_node("Clip", ["x"], ["y"], min=-1.0, max=0.5)], [vi("x", F, [10])], [vi("y", F, None)], opset=6
+    )
+    m11 = make_model(
+        [helper.make_node("Clip", ["x", "lo", ""], ["y"])],
+        [vi("x", F, [10])],
+        [vi("y", F, None)],
+        [init("lo", np.float32(-0.25))],
+        opset=11,
+    )
     np.testing.assert_allclose(run_ours(m6, {"x": x})[0], np.clip(x, -1.0, 0.5))
     check_against_ort(m11, {"x": x})
 
 
 def test_pad_input_forms_and_negative_pads():
     x = rand(3, 4)
-    m = make_model([helper.make_node("Pad", ["x", "p", "v"], ["y"], mode="constant")], [vi("x", F, [3, 4])],
-                   [vi("y", F, None)], [init("p", np.array([1, -1, 0, 2], np.int64)), init("v", np.float32(7))])
+    m = make_model(
+        [helper.make_node("Pad", ["x", "p", "v"], ["y"], mode="constant")],
+        [vi("x", F, [3, 4])],
+        [vi("y", F, None)],
+        [init("p", np.array([1, -1, 0, 2], np.int64)), init("v", np.float32(7))],
+    )
     check_against_ort(m, {"x": x})
-    m2 = make_model([helper.make_node("Pad", ["x", "p"], ["y"], mode="reflect")], [vi("x", F, [3, 4])],
-                    [vi("y", F, None)], [init("p", np.array([1, 2, 1, 2], np.int64))])
+    m2 = make_model(
+        [helper.make_node("Pad", ["x", "p"], ["y"], mode="reflect")],
+        [vi("x", F, [3, 4])],
+        [vi("y", F, None)],
+        [init("p", np.array([1, 2, 1, 2], np.int64))],
+    )
     check_against_ort(m2, {"x": x})
 
 
 def test_slice_negative_starts_and_steps():
     x = rand(6, 7)
-    inits = [init("st", np.array([-1, 1], np.int64)), init("en", np.array([-7, 100], np.int64)),
-             init("ax", np.array([0, -1], np.int64)), init("sp", np.array([-2, 3], np.int64))]
-    m = make_model([helper.make_node("Slice", ["x", "st", "en", "ax", "sp"], ["y"])], [vi("x", F, [6, 7])],
-                   [vi("y", F, None)], inits)
+    inits = [
+        init("st", np.array([-1, 1], np.int64)),
+        init("en", np.array([-7, 100], np.int64)),
+        init("ax", np.array([0, -1], np.int64)),
+        init("sp", np.array([-2, 3], np.int64)),
+    ]
+    m = make_model(
+        [helper.make_node("Slice", ["x", "st", "en", "ax", "sp"], ["y"])],
+        [vi("x", F, [6, 7])],
+        [vi("y", F, None)],
+        inits,
+    )
     out = check_against_ort(m, {"x": x})[0]
     np.testing.assert_array_equal(out, x[-1:-7:-2, 1:100:3])
 
@@ -304,8 +413,9 @@ def test_unsupported_op_names_type_node_opset_and_list_command():
 
 
 def test_truncated_file_reports_the_parse_or_checker_message(tmp_path):
-    m = make_model([helper.make_node("Relu", ["x"], ["y"])], [vi("x", F, [4])], [vi("y", F, [4])],
-                   [init("w", rand(100))])
+    m = make_model(
+        [helper.make_node("Relu", ["x"], ["y"])], [vi("x", F, [4])], [vi("y", F, [4])], [init("w", rand(100))]
+    )
     data = m.SerializeToString()
     path = tmp_path / "cut.onnx"
     path.write_bytes(data[: len(data) // 2])
@@ -325,14 +435,18 @@ def test_checker_failure_is_reported():
 
 
 def test_bad_attribute_names_node_and_attribute():
-    m = make_model([helper.make_node("DepthToSpace", ["x"], ["y"], blocksize=2, mode="XYZ", name="d2s")],
-                   [vi("x", F, [1, 8, 2, 2])], [vi("y", F, None)])
+    m = make_model(
+        [helper.make_node("DepthToSpace", ["x"], ["y"], blocksize=2, mode="XYZ", name="d2s")],
+        [vi("x", F, [1, 8, 2, 2])],
+        [vi("y", F, None)],
+    )
     with pytest.raises(ImportError_) as e:
         parse_onnx(m)
     msg = _one_line(e.value)
     assert "d2s" in msg and "'mode'" in msg and "XYZ" in msg
-    m2 = make_model([helper.make_node("Transpose", ["x"], ["y"], perm=[0, 0], name="t0")], [vi("x", F, [2, 3])],
-                    [vi("y", F, None)])
+    m2 = make_model(
+        [helper.make_node("Transpose", ["x"], ["y"], perm=[0, 0], name="t0")], [vi("x", F, [2, 3])], [vi("y", F, None)]
+    )
     with pytest.raises(ImportError_, match=r"t0.*'perm'"):
         parse_onnx(m2)
 
@@ -370,13 +484,23 @@ def test_external_data_path_escaping_the_folder_is_rejected(tmp_path):
 
 
 def test_text_form_round_trips_for_an_imported_graph():
-    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]), helper.make_node("Relu", ["c"], ["r"]),
-             helper.make_node("MaxPool", ["r"], ["p"], kernel_shape=[2, 2], strides=[2, 2]),
-             helper.make_node("TopK", ["p", "k"], ["v", "i"], axis=-1),
-             helper.make_node("Resize", ["p", "", "s"], ["u"], mode="linear")]
-    m = make_model(nodes, [vi("x", F, [1, 2, 4, 4])], [vi("v", F, None), vi("i", I64, None), vi("u", F, None)],
-                   [init("w", rand(3, 2, 3, 3)), init("k", np.array([1], np.int64)),
-                    init("s", np.array([1, 1, 2, 2], np.float32))])
+    nodes = [
+        helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["c"], ["r"]),
+        helper.make_node("MaxPool", ["r"], ["p"], kernel_shape=[2, 2], strides=[2, 2]),
+        helper.make_node("TopK", ["p", "k"], ["v", "i"], axis=-1),
+        helper.make_node("Resize", ["p", "", "s"], ["u"], mode="linear"),
+    ]
+    m = make_model(
+        nodes,
+        [vi("x", F, [1, 2, 4, 4])],
+        [vi("v", F, None), vi("i", I64, None), vi("u", F, None)],
+        [
+            init("w", rand(3, 2, 3, 3)),
+            init("k", np.array([1], np.int64)),
+            init("s", np.array([1, 1, 2, 2], np.float32)),
+        ],
+    )
     p = parse_onnx(m)
     assert parse(print_program(p, full=True)) == p
     check_against_ort(m, {"x": rand(1, 2, 4, 4)}, rtol=1e-4, atol=1e-5)

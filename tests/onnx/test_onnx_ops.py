@@ -34,12 +34,15 @@ def i64(*lens):
 
 
 def test_gather_negative_indices_and_shape_rule():
-    out = run_text("""
+    out = run_text(
+        """
         x = @param:x -> float_type, {3, 4}, {4, 1}
         @1 = @literal{-1, 0} -> int64_type, {2}, {1}
         @2 = gather[axis=1](x,@1) -> float_type, {3, 2}, {2, 1}
         @3 = @return(@2)
-    """, x=np.arange(12, dtype=np.float32).reshape(3, 4))[0]
+    """,
+        x=np.arange(12, dtype=np.float32).reshape(3, 4),
+    )[0]
     np.testing.assert_array_equal(out, [[3, 0], [7, 4], [11, 8]])
     assert shape_of(Op("gather", axis=0), f32(5, 6), i64()).lens == (6,)
     with pytest.raises(ShapeError, match="indices must be an integer"):
@@ -127,28 +130,39 @@ def test_reverse_and_prefix_scan_sum():
     x = np.arange(1, 7, dtype=np.float32).reshape(2, 3)
     for excl, rev in itertools.product((False, True), repeat=2):
         p = Program()
-        p.main.add_return([p.main.add_instruction(Op("prefix_scan_sum", axis=-1, exclusive=excl, reverse=rev),
-                                                  [p.main.add_parameter("x", f32(2, 3))])])
+        p.main.add_return(
+            [
+                p.main.add_instruction(
+                    Op("prefix_scan_sum", axis=-1, exclusive=excl, reverse=rev), [p.main.add_parameter("x", f32(2, 3))]
+                )
+            ]
+        )
         v = x[:, ::-1] if rev else x
         want = np.cumsum(v, axis=1) - (v if excl else 0)
         np.testing.assert_array_equal(evaluate(p, {"x": x})[0], want[:, ::-1] if rev else want)
-    out = run_text("""
+    out = run_text(
+        """
         x = @param:x -> float_type, {2, 3}, {3, 1}
         @1 = reverse[axes={0, 1}](x) -> float_type, {2, 3}, {3, 1}
         @2 = @return(@1)
-    """, x=x)[0]
+    """,
+        x=x,
+    )[0]
     np.testing.assert_array_equal(out, x[::-1, ::-1])
 
 
 def test_topk_returns_a_tuple_with_stable_ties():
     x = np.array([[1, 3, 3, 2], [4, 4, 0, 4]], np.float32)
-    out = run_text("""
+    out = run_text(
+        """
         x = @param:x -> float_type, {2, 4}, {4, 1}
         @1 = topk[k=2,axis=-1](x) -> tuple_type, {(float_type, {2, 2}, {2, 1}), (int64_type, {2, 2}, {2, 1})}
         @2 = get_tuple_elem[index=0](@1) -> float_type, {2, 2}, {2, 1}
         @3 = get_tuple_elem[index=1](@1) -> int64_type, {2, 2}, {2, 1}
         @4 = @return(@2,@3)
-    """, x=x)
+    """,
+        x=x,
+    )
     np.testing.assert_array_equal(out[0], [[3, 3], [4, 4]])
     np.testing.assert_array_equal(out[1], [[1, 2], [0, 1]])
     with pytest.raises(ShapeError, match="k=5"):
@@ -175,8 +189,10 @@ def _deconv_reference(x, w, stride, pads, group):
     cg, kg = c // group, k // group
     for b, ci, i, j in itertools.product(range(n), range(c), range(h), range(wd)):
         g = ci // cg
-        full[b, g * kg:(g + 1) * kg, i * stride:i * stride + kh, j * stride:j * stride + kw] += x[b, ci, i, j] * w[ci]
-    return full[:, :, pads[0]:full.shape[2] - pads[2], pads[1]:full.shape[3] - pads[3]]
+        full[b, g * kg : (g + 1) * kg, i * stride : i * stride + kh, j * stride : j * stride + kw] += (
+            x[b, ci, i, j] * w[ci]
+        )
+    return full[:, :, pads[0] : full.shape[2] - pads[2], pads[1] : full.shape[3] - pads[3]]
 
 
 @pytest.mark.parametrize("stride,pads,group", [(1, [0, 0, 0, 0], 1), (2, [1, 0, 0, 1], 1), (2, [1, 1, 1, 1], 2)])
@@ -211,11 +227,14 @@ def test_quantize_rounds_half_to_even_and_saturates():
 def test_resize_shape_rule_and_nearest_compute():
     x = np.arange(4, dtype=np.float32).reshape(1, 1, 2, 2)
     attrs = "sizes={1, 1, 4, 4},mode=nearest,coordinate_transformation_mode=asymmetric,nearest_mode=floor"
-    out = run_text(f"""
+    out = run_text(
+        f"""
         x = @param:x -> float_type, {{1, 1, 2, 2}}, {{4, 4, 2, 1}}
         @1 = resize[{attrs}](x) -> float_type, {{1, 1, 4, 4}}, {{16, 16, 4, 1}}
         @2 = @return(@1)
-    """, x=x)[0]
+    """,
+        x=x,
+    )[0]
     np.testing.assert_array_equal(out[0, 0], np.repeat(np.repeat(x[0, 0], 2, 0), 2, 1))
     with pytest.raises(ShapeError, match="needs 4 values"):
         shape_of(Op("resize", sizes=[2, 2]), f32(1, 1, 2, 2))

@@ -39,12 +39,21 @@ def test_the_list_is_a_superset_of_migraphx_parsers():
 
 
 def test_ort_fused_ops_are_accepted_from_com_microsoft():
-    for name in ("MultiHeadAttention", "GroupQueryAttention", "SkipLayerNormalization", "BiasGelu", "FastGelu",
-                 "MatMulNBits", "RotaryEmbedding", "QLinearAdd"):
+    for name in (
+        "MultiHeadAttention",
+        "GroupQueryAttention",
+        "SkipLayerNormalization",
+        "BiasGelu",
+        "FastGelu",
+        "MatMulNBits",
+        "RotaryEmbedding",
+        "QLinearAdd",
+    ):
         assert name in msft_ops()
 
 
 def test_cli_lists_them():
-    out = subprocess.run([sys.executable, "-m", "migx_explore", "onnx", "--list"], capture_output=True, text=True,
-                         check=True).stdout.split()
+    out = subprocess.run(
+        [sys.executable, "-m", "migx_explore", "onnx", "--list"], capture_output=True, text=True, check=True
+    ).stdout.split()
     assert out == supported_ops() and len(out) >= 185

@@ -71,9 +71,16 @@ def float_resnet():
     return resnet_like()
 
 
-@pytest.mark.parametrize("fmt, activation, per_channel", [
-    ("QDQ", "uint8", True), ("QDQ", "int8", True), ("QDQ", "uint8", False), ("QOperator", "uint8", True),
-    ("QOperator", "int8", True)])
+@pytest.mark.parametrize(
+    "fmt, activation, per_channel",
+    [
+        ("QDQ", "uint8", True),
+        ("QDQ", "int8", True),
+        ("QDQ", "uint8", False),
+        ("QOperator", "uint8", True),
+        ("QOperator", "int8", True),
+    ],
+)
 def test_ort_quantized_resnet_passes_verify_and_matches_ort(float_resnet, fmt, activation, per_channel):
     cal = image_batches(8)
     if fmt == "QDQ":
@@ -97,8 +104,11 @@ def test_ort_quantized_resnet_passes_verify_and_matches_ort(float_resnet, fmt, a
 
 @pytest.mark.parametrize("signed", [False, True], ids=["uint8", "int8"])
 @pytest.mark.parametrize("per_channel", [False, True], ids=["per_tensor", "per_channel"])
-@pytest.mark.parametrize("a_shape, b_shape", [((5, 8), (8, 6)), ((2, 3, 5, 8), (8, 6)), ((2, 5, 8), (2, 8, 6))],
-                         ids=["2d", "4d_x_2d", "3d_x_3d"])
+@pytest.mark.parametrize(
+    "a_shape, b_shape",
+    [((5, 8), (8, 6)), ((2, 3, 5, 8), (8, 6)), ((2, 5, 8), (2, 8, 6))],
+    ids=["2d", "4d_x_2d", "3d_x_3d"],
+)
 def test_qlinear_matmul_matches_ort_and_becomes_quant_dot(signed, per_channel, a_shape, b_shape):
     model, feeds = qlinear_matmul(a_shape, b_shape, per_channel=per_channel, signed=signed)
     try:
@@ -127,8 +137,9 @@ def test_qlinear_conv_matches_ort_and_becomes_quant_convolution(signed, per_chan
     assert _int8_kernels(trace)
 
 
-@pytest.mark.parametrize("name, fmt", [("bert", "QOperator"), ("gpt2", "QOperator"), ("llama", "QOperator"),
-                                       ("llama", "QDQ")])
+@pytest.mark.parametrize(
+    "name, fmt", [("bert", "QOperator"), ("gpt2", "QOperator"), ("llama", "QOperator"), ("llama", "QDQ")]
+)
 def test_ort_quantized_transformer_matches_ort(name, fmt):
     """QLinearMatMul / QLinearSoftmax / QLinearAdd (QOperator) or Q/DQ around every MatMul, with the
     float32-min mask: every MatMul becomes quant_dot and the result equals ORT's (graph
@@ -155,8 +166,9 @@ def test_qlinear_where_matches_ort():
     _within_one_step(_ours(parse_onnx(model), feeds)[0], want)
 
 
-@pytest.mark.parametrize("axis, transpose, quantized", [(1, False, True), (0, True, True), (0, False, False),
-                                                        (1, True, False)])
+@pytest.mark.parametrize(
+    "axis, transpose, quantized", [(1, False, True), (0, True, True), (0, False, False), (1, True, False)]
+)
 def test_weight_quantized_along_the_reduction_axis_is_not_taken_for_per_column(axis, transpose, quantized):
     """A square MatMul weight dequantized per row (axis 0) has as many scales as columns: only its
     quantization axis, followed through the transpose, says whether quant_dot's per-column rescale
@@ -164,18 +176,27 @@ def test_weight_quantized_along_the_reduction_axis_is_not_taken_for_per_column(a
     from onnx import TensorProto, helper, numpy_helper
 
     rng = np.random.default_rng(0)
-    nodes = [helper.make_node("QuantizeLinear", ["x", "xs", "xz"], ["xq"]),
-             helper.make_node("DequantizeLinear", ["xq", "xs", "xz"], ["xf"]),
-             helper.make_node("DequantizeLinear", ["w", "ws"], ["wf"], axis=axis)]
+    nodes = [
+        helper.make_node("QuantizeLinear", ["x", "xs", "xz"], ["xq"]),
+        helper.make_node("DequantizeLinear", ["xq", "xs", "xz"], ["xf"]),
+        helper.make_node("DequantizeLinear", ["w", "ws"], ["wf"], axis=axis),
+    ]
     if transpose:
         nodes.append(helper.make_node("Transpose", ["wf"], ["wt"], perm=[1, 0]))
     nodes.append(helper.make_node("MatMul", ["xf", "wt" if transpose else "wf"], ["y"]))
-    inits = [numpy_helper.from_array(rng.integers(-127, 128, (8, 8)).astype(np.int8), "w"),
-             numpy_helper.from_array(rng.uniform(0.01, 0.1, 8).astype(np.float32), "ws"),
-             numpy_helper.from_array(np.array(0.05, np.float32), "xs"),
-             numpy_helper.from_array(np.array(7, np.uint8), "xz")]
-    g = helper.make_graph(nodes, "t", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 8])],
-                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, 8])], inits)
+    inits = [
+        numpy_helper.from_array(rng.integers(-127, 128, (8, 8)).astype(np.int8), "w"),
+        numpy_helper.from_array(rng.uniform(0.01, 0.1, 8).astype(np.float32), "ws"),
+        numpy_helper.from_array(np.array(0.05, np.float32), "xs"),
+        numpy_helper.from_array(np.array(7, np.uint8), "xz"),
+    ]
+    g = helper.make_graph(
+        nodes,
+        "t",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 8])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, 8])],
+        inits,
+    )
     model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
     model.ir_version = 8
     feeds = {"x": rng.uniform(-1, 5, (4, 8)).astype(np.float32)}

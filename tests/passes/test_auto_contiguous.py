@@ -10,13 +10,16 @@ AC = make_pass("auto_contiguous")
 
 
 def test_contiguous_before_require_std_shape_inputs_and_after_strided_results():
-    check_pass("""
+    check_pass(
+        """
         x = @param:x -> float_type, {2, 3}
         @1 = transpose[permutation={1, 0}](x) -> float_type, {3, 2}, {1, 3}
         @2 = reshape[dims={6}](@1) -> float_type, {6}
         @3 = transpose[permutation={1, 0}](x) -> float_type, {3, 2}, {1, 3}
         @4 = @return(@2, @3)
-    """, [AC], """
+    """,
+        [AC],
+        """
         x = @param:x -> float_type, {2, 3}
         @1 = transpose[permutation={1, 0}](x) -> float_type, {3, 2}, {1, 3}
         @2 = contiguous(@1) -> float_type, {3, 2}
@@ -24,7 +27,8 @@ def test_contiguous_before_require_std_shape_inputs_and_after_strided_results():
         @4 = transpose[permutation={1, 0}](x) -> float_type, {3, 2}, {1, 3}
         @5 = contiguous(@4) -> float_type, {3, 2}
         @6 = @return(@3, @5)
-    """)
+    """,
+    )
 
 
 def test_standard_programs_and_layouts_are_left_alone():

@@ -19,7 +19,10 @@ MIXED = """
 
 
 def test_eliminate_data_type_wraps_ops_in_converts():
-    check_pass(MIXED, [make_pass("eliminate_data_type", unsupported_types=("float64",), target_type="float32")], """
+    check_pass(
+        MIXED,
+        [make_pass("eliminate_data_type", unsupported_types=("float64",), target_type="float32")],
+        """
         x = @param:x -> double_type, {2, 3}
         t = @param:t -> float_type, {5, 3}
         i = @param:i -> int64_type, {4}
@@ -28,17 +31,21 @@ def test_eliminate_data_type_wraps_ops_in_converts():
         @5 = convert[target_type=float64](@4) -> double_type, {2, 3}
         @6 = gather[axis=0](t, i) -> float_type, {4, 3}
         @7 = @return(@5, @6)
-    """)
+    """,
+    )
 
 
 def test_quant_dot_computes_as_dot_and_a_tuple_result_converts_per_element():
     # MIGraphX TEST_CASE(quant): quant_dot's general_data_type is dot
-    check_pass("""
+    check_pass(
+        """
         x = @param:x -> int8_type, {2, 2}
         y = @param:y -> int8_type, {2, 2}
         @2 = quant_dot(x, y) -> int32_type, {2, 2}
         @3 = @return(@2)
-    """, [make_pass("eliminate_data_type", unsupported_types=("int8",), target_type="float32")], """
+    """,
+        [make_pass("eliminate_data_type", unsupported_types=("int8",), target_type="float32")],
+        """
         x = @param:x -> int8_type, {2, 2}
         y = @param:y -> int8_type, {2, 2}
         a = convert[target_type=float32](x) -> float_type, {2, 2}
@@ -46,14 +53,18 @@ def test_quant_dot_computes_as_dot_and_a_tuple_result_converts_per_element():
         d = dot(a, b) -> float_type, {2, 2}
         c = convert[target_type=int32](d) -> int32_type, {2, 2}
         @3 = @return(c)
-    """)
-    check_pass("""
+    """,
+    )
+    check_pass(
+        """
         d = @param:d -> double_type, {3, 5}
         t = topk[k=2,axis=1,largest=true](d) -> tuple_type, {(double_type, {3, 2}), (int64_type, {3, 2})}
         v = get_tuple_elem[index=0](t) -> double_type, {3, 2}
         i = get_tuple_elem[index=1](t) -> int64_type, {3, 2}
         r = @return(v, i)
-    """, [make_pass("eliminate_data_type", unsupported_types=("float64",), target_type="float32")], """
+    """,
+        [make_pass("eliminate_data_type", unsupported_types=("float64",), target_type="float32")],
+        """
         d = @param:d -> double_type, {3, 5}
         f = convert[target_type=float32](d) -> float_type, {3, 5}
         t = topk[k=2,axis=1,largest=true](f) -> tuple_type, {(float_type, {3, 2}), (int64_type, {3, 2})}
@@ -61,7 +72,8 @@ def test_quant_dot_computes_as_dot_and_a_tuple_result_converts_per_element():
         v = convert[target_type=float64](fv) -> double_type, {3, 2}
         i = get_tuple_elem[index=1](t) -> int64_type, {3, 2}
         r = @return(v, i)
-    """)
+    """,
+    )
 
 
 def test_unsupported_ops_limits_the_rewrite():
@@ -79,8 +91,12 @@ def test_for_gpu_runs_steps_as_children():
     assert [k.changed for k in kids] == [True, True, False, False]
     g = next(i for i in q.main if i.name == "gather")
     assert g.inputs[1].name == "convert" and g.inputs[1].shape.type == "int32"
-    assert_same_outputs(p, q, {"x": np.ones((2, 3)), "t": np.arange(15, dtype=np.float32).reshape(5, 3),
-                               "i": np.array([0, 4, -1, 2])}, rtol=1e-6)
+    assert_same_outputs(
+        p,
+        q,
+        {"x": np.ones((2, 3)), "t": np.arange(15, dtype=np.float32).reshape(5, 3), "i": np.array([0, 4, -1, 2])},
+        rtol=1e-6,
+    )
 
 
 def test_64bit_is_kept_without_disable_64bit_and_int64_arithmetic_stays():
@@ -119,13 +135,18 @@ HALF = """
 
 
 def test_propagate_precision_upgrades_the_inputs_of_an_upcast():
-    check_pass(HALF, [make_pass("propagate_precision")], """
+    check_pass(
+        HALF,
+        [make_pass("propagate_precision")],
+        """
         x = @param:x -> half_type, {2, 8}
         @1 = convert[target_type=float32](x) -> float_type, {2, 8}
         @2 = exp(@1) -> float_type, {2, 8}
         @3 = reduce_sum[axes={1}](@2) -> float_type, {2, 1}
         @4 = @return(@3)
-    """, rtol=1e-2)
+    """,
+        rtol=1e-2,
+    )
 
 
 def test_propagate_precision_upgrades_the_users_of_a_downcast():
@@ -139,7 +160,10 @@ def test_propagate_precision_upgrades_the_users_of_a_downcast():
     p, q = parse(text), parse(text)
     run_passes(q, [make_pass("propagate_precision")])
     assert [(i.name, i.shape.type) for i in q.main if not i.is_builtin()] == [
-        ("exp", "float32"), ("sqrt", "float32"), ("convert", "float16")]
+        ("exp", "float32"),
+        ("sqrt", "float32"),
+        ("convert", "float16"),
+    ]
     assert_same_outputs(p, q, rtol=2e-3)
 
 
@@ -211,8 +235,9 @@ def test_propagate_precision_multiplies_a_narrowed_input_in_float32():
 
 
 def test_propagate_precision_keeps_a_narrowed_gemm_of_two_run_time_values():
-    text = WIDEN_DOT.replace("w = @literal{0.5, -1, 0.25, 2, 1.5, -0.75, 1, 0.125, -2, 0.5, 3, -1} -> half_type",
-                             "w = @param:w -> half_type")
+    text = WIDEN_DOT.replace(
+        "w = @literal{0.5, -1, 0.25, 2, 1.5, -0.75, 1, 0.125, -2, 0.5, 3, -1} -> half_type", "w = @param:w -> half_type"
+    )
     q = parse(text)
     run_passes(q, [make_pass("propagate_precision")])
     assert next(i for i in q.main if i.name == "dot").shape.type == "float16"

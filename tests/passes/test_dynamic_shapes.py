@@ -66,8 +66,12 @@ def test_dynamic_shapes_pipeline_end_to_end():
     p = _mlp()
     dyn = [pl for pl in gpu_pipelines() if pl.name == "dynamic_shapes"]
     trace = PassManager().run(p, dyn)
-    assert [r.name for r in trace.records] == ["split_single_dyn_dim", "dead_code_elimination", "simplify_dyn_ops",
-                                               "dead_code_elimination"]
+    assert [r.name for r in trace.records] == [
+        "split_single_dyn_dim",
+        "dead_code_elimination",
+        "simplify_dyn_ops",
+        "dead_code_elimination",
+    ]
     subs = [m for m in p.modules.values() if m.name != "main"]
     assert len(subs) == 4
     # simplify_dyn_ops made the two-input broadcast static in every submodule
@@ -95,11 +99,13 @@ def test_split_runs_once_and_skips_static_or_multi_range_programs():
 
 
 def test_select_module_output_shape_becomes_static_when_the_range_does_not_reach_the_output():
-    p = parse("""
+    p = parse(
+        """
         x = @param:x -> dynamic, float_type, {[2..3], 4}
         @1 = reduce_sum[axes={0}](x) -> float_type, {1, 4}
         @2 = @return(@1)
-    """.replace("reduce_sum[axes={0}](x) -> float_type, {1, 4}", "relu(x) -> dynamic, float_type, {[2..3], 4}"))
+    """.replace("reduce_sum[axes={0}](x) -> float_type, {1, 4}", "relu(x) -> dynamic, float_type, {[2..3], 4}")
+    )
     run_passes(p, [make_pass("split_single_dyn_dim")])
     sel = next(i for i in p.main if i.name == "select_module")
     assert sel.shape.sub_shapes[0].dyn_dims is not None  # it does depend on the batch here

@@ -7,7 +7,8 @@ from migx_explore.compiler.testing import check_pass
 
 
 def test_merges_identical_chains():
-    check_pass("""
+    check_pass(
+        """
         x = @param:x -> float_type, {3}
         a = exp(x) -> float_type, {3}
         b = exp(x) -> float_type, {3}
@@ -15,7 +16,9 @@ def test_merges_identical_chains():
         d = neg(b) -> float_type, {3}
         y = add(c,d) -> float_type, {3}
         r = @return(y)
-    """, [EliminateCommonSubexpression()], """
+    """,
+        [EliminateCommonSubexpression()],
+        """
         x = @param:x -> float_type, {3}
         a = exp(x) -> float_type, {3}
         b = exp(x) -> float_type, {3}
@@ -23,25 +26,30 @@ def test_merges_identical_chains():
         d = neg(a) -> float_type, {3}
         y = add(c,c) -> float_type, {3}
         r = @return(y)
-    """)
+    """,
+    )
 
 
 def test_merges_equal_literals_and_commuted_inputs():
-    check_pass("""
+    check_pass(
+        """
         x = @param:x -> float_type, {2}
         a = @literal{1, 2} -> float_type, {2}
         b = @literal{1, 2} -> float_type, {2}
         p = add(x,a) -> float_type, {2}
         q = add(b,x) -> float_type, {2}
         r = @return(p,q)
-    """, [EliminateCommonSubexpression()], """
+    """,
+        [EliminateCommonSubexpression()],
+        """
         x = @param:x -> float_type, {2}
         a = @literal{1, 2} -> float_type, {2}
         b = @literal{1, 2} -> float_type, {2}
         p = add(x,a) -> float_type, {2}
         q = add(a,x) -> float_type, {2}
         r = @return(p,p)
-    """)
+    """,
+    )
 
 
 def test_keeps_different_attributes_order_sensitive_ops_and_literals():

@@ -9,45 +9,59 @@ from migx_explore.compiler.testing import check_pass
 
 
 def test_round_trip_through_fp16_vanishes():
-    check_pass("""
+    check_pass(
+        """
         x = @param:x -> float_type, {3}
         a = convert[target_type=half](x) -> half_type, {3}
         b = convert[target_type=float](a) -> float_type, {3}
         y = exp(b) -> float_type, {3}
         r = @return(y)
-    """, [EliminateConvert()], """
+    """,
+        [EliminateConvert()],
+        """
         x = @param:x -> float_type, {3}
         a = convert[target_type=half](x) -> half_type, {3}
         b = convert[target_type=float](a) -> float_type, {3}
         y = exp(x) -> float_type, {3}
         r = @return(y)
-    """, rtol=1e-3, atol=1e-3)
+    """,
+        rtol=1e-3,
+        atol=1e-3,
+    )
 
 
 def test_chain_collapses_to_one_convert():
-    check_pass("""
+    check_pass(
+        """
         x = @param:x -> half_type, {3}
         a = convert[target_type=float](x) -> float_type, {3}
         b = convert[target_type=double](a) -> double_type, {3}
         r = @return(b)
-    """, [EliminateConvert()], """
+    """,
+        [EliminateConvert()],
+        """
         x = @param:x -> half_type, {3}
         a = convert[target_type=float](x) -> float_type, {3}
         b = convert[target_type=double](x) -> double_type, {3}
         r = @return(b)
-    """)
+    """,
+    )
 
 
 def test_nop_convert():
-    check_pass("""
+    check_pass(
+        """
         x = @param:x -> int32_type, {3}
         a = convert[target_type=int32](x) -> int32_type, {3}
         r = @return(a)
-    """, [EliminateConvert()], """
+    """,
+        [EliminateConvert()],
+        """
         x = @param:x -> int32_type, {3}
         a = convert[target_type=int32](x) -> int32_type, {3}
         r = @return(x)
-    """)
+    """,
+    )
 
 
 def test_truncating_chain_is_kept_with_a_reason():

@@ -27,7 +27,9 @@ ATTN_PARAMS = """
 
 
 def test_scaled_attention_without_mask_becomes_one_group():
-    check_pass(QKV + """
+    check_pass(
+        QKV
+        + """
         @3 = @literal{0.5} -> float_type, {1}
         @4 = dot(q, k) -> float_type, {1, 2, 3, 3}
         @5 = multibroadcast[out_lens={1, 2, 3, 3}](@3) -> float_type, {1, 2, 3, 3}, {0, 0, 0, 0}
@@ -35,10 +37,15 @@ def test_scaled_attention_without_mask_becomes_one_group():
         @7 = softmax[axis=3](@6) -> float_type, {1, 2, 3, 3}
         @8 = dot(@7, v) -> float_type, {1, 2, 3, 4}
         @9 = @return(@8)
-    """, [FA, DCE], QKV + """
+    """,
+        [FA, DCE],
+        QKV
+        + """
         @3 = group[tag=attention](q, k, v), [attn0] -> float_type, {1, 2, 3, 4}
         @4 = @return(@3)
-    """ + ATTN_PARAMS + """
+    """
+        + ATTN_PARAMS
+        + """
         x2 = @param:x2 -> float_type, {1, 2, 3, 4}
         @3 = @literal{0.5} -> float_type, {1}
         @4 = dot(x0, x1) -> float_type, {1, 2, 3, 3}
@@ -47,13 +54,16 @@ def test_scaled_attention_without_mask_becomes_one_group():
         @7 = softmax[axis=3](@6) -> float_type, {1, 2, 3, 3}
         @8 = dot(@7, x2) -> float_type, {1, 2, 3, 4}
         @9 = @return(@8)
-    """)
+    """,
+    )
 
 
 def test_causal_minus_inf_mask_stays_an_input_with_its_broadcast():
     """The -inf literal and its broadcast stay outside: the kernel reads the mask through its
     strides; only scalar constants (the scale) move inside."""
-    check_pass(QKV + """
+    check_pass(
+        QKV
+        + """
         @3 = @literal{0.5} -> float_type, {1}
         @4 = @literal{0, -inf, -inf, 0, 0, -inf, 0, 0, 0} -> float_type, {3, 3}
         @5 = dot(q, k) -> float_type, {1, 2, 3, 3}
@@ -64,12 +74,17 @@ def test_causal_minus_inf_mask_stays_an_input_with_its_broadcast():
         @10 = softmax[axis=3](@9) -> float_type, {1, 2, 3, 3}
         @11 = dot(@10, v) -> float_type, {1, 2, 3, 4}
         @12 = @return(@11)
-    """, [FA, DCE], QKV + """
+    """,
+        [FA, DCE],
+        QKV
+        + """
         @3 = @literal{0, -inf, -inf, 0, 0, -inf, 0, 0, 0} -> float_type, {3, 3}
         @4 = multibroadcast[out_lens={1, 2, 3, 3}](@3) -> float_type, {1, 2, 3, 3}, {0, 0, 3, 1}
         @5 = group[tag=attention](q, k, @4, v), [attn0] -> float_type, {1, 2, 3, 4}
         @6 = @return(@5)
-    """ + ATTN_PARAMS + """
+    """
+        + ATTN_PARAMS
+        + """
         x2 = @param:x2 -> float_type, {1, 2, 3, 3}
         x3 = @param:x3 -> float_type, {1, 2, 3, 4}
         @4 = @literal{0.5} -> float_type, {1}
@@ -80,10 +95,13 @@ def test_causal_minus_inf_mask_stays_an_input_with_its_broadcast():
         @9 = softmax[axis=3](@8) -> float_type, {1, 2, 3, 3}
         @10 = dot(@9, x3) -> float_type, {1, 2, 3, 4}
         @11 = @return(@10)
-    """)
+    """,
+    )
 
 
-DECOMPOSED_PADDING = QKV + """
+DECOMPOSED_PADDING = (
+    QKV
+    + """
     mask = @param:mask -> float_type, {1, 3}
     @4 = dot(q, k) -> float_type, {1, 2, 3, 3}
     @5 = multibroadcast[out_lens={1, 2, 3, 3}](mask) -> float_type, {1, 2, 3, 3}, {0, 0, 0, 1}
@@ -98,15 +116,22 @@ DECOMPOSED_PADDING = QKV + """
     @14 = dot(@13, v) -> float_type, {1, 2, 3, 4}
     @15 = @return(@14)
 """
+)
 
 
 def test_padding_mask_with_the_softmax_rewrite_reduce_leaves():
-    check_pass(DECOMPOSED_PADDING, [FA, DCE], QKV + """
+    check_pass(
+        DECOMPOSED_PADDING,
+        [FA, DCE],
+        QKV
+        + """
         mask = @param:mask -> float_type, {1, 3}
         @4 = multibroadcast[out_lens={1, 2, 3, 3}](mask) -> float_type, {1, 2, 3, 3}, {0, 0, 0, 1}
         @5 = group[tag=attention](q, k, @4, v), [attn0] -> float_type, {1, 2, 3, 4}
         @6 = @return(@5)
-    """ + ATTN_PARAMS + """
+    """
+        + ATTN_PARAMS
+        + """
         x2 = @param:x2 -> float_type, {1, 2, 3, 3}
         x3 = @param:x3 -> float_type, {1, 2, 3, 4}
         @4 = dot(x0, x1) -> float_type, {1, 2, 3, 3}
@@ -120,7 +145,8 @@ def test_padding_mask_with_the_softmax_rewrite_reduce_leaves():
         @12 = div(@9, @11) -> float_type, {1, 2, 3, 3}
         @13 = dot(@12, x3) -> float_type, {1, 2, 3, 4}
         @14 = @return(@13)
-    """)
+    """,
+    )
 
 
 def test_explorer_shows_the_group_as_one_node_that_expands_into_its_steps():
@@ -137,7 +163,9 @@ def test_explorer_shows_the_group_as_one_node_that_expands_into_its_steps():
 
 def test_where_mask_with_a_minus_inf_fill():
     """GPT-2's form: where(keep, scores, -inf); the bool mask is an input, the fill moves inside."""
-    p = parse(QKV + """
+    p = parse(
+        QKV
+        + """
         keep = @param:keep -> bool_type, {1, 2, 3, 3}
         @4 = @literal{-inf} -> float_type, {1}
         @5 = dot(q, k) -> float_type, {1, 2, 3, 3}
@@ -146,17 +174,25 @@ def test_where_mask_with_a_minus_inf_fill():
         @8 = softmax[axis=-1](@7) -> float_type, {1, 2, 3, 3}
         @9 = dot(@8, v) -> float_type, {1, 2, 3, 4}
         @10 = @return(@9)
-    """)
+    """
+    )
     before = p.copy()
     run_passes(p, [FA, DCE])
     group = [i for i in p.main if i.name == "group"]
     assert len(group) == 1 and [x.name for x in group[0].inputs] == ["@param", "@param", "@param", "@param"]
     assert [i.name for i in group[0].module_inputs[0] if not i.is_builtin()] == [
-        "dot", "multibroadcast", "where", "softmax", "dot"]
+        "dot",
+        "multibroadcast",
+        "where",
+        "softmax",
+        "dot",
+    ]
     keep = np.tril(np.ones((3, 3), bool))[None, None].repeat(2, axis=1)
     rng = np.random.default_rng(0)
-    feeds = {n: rng.standard_normal(s).astype(np.float32) for n, s in
-             (("q", (1, 2, 3, 4)), ("k", (1, 2, 4, 3)), ("v", (1, 2, 3, 4)))}
+    feeds = {
+        n: rng.standard_normal(s).astype(np.float32)
+        for n, s in (("q", (1, 2, 3, 4)), ("k", (1, 2, 4, 3)), ("v", (1, 2, 3, 4)))
+    }
     assert_same_outputs(before, p, {**feeds, "keep": keep})
 
 
@@ -166,12 +202,15 @@ def _reasons(text: str, **kw) -> list[str]:
 
 
 def test_refuses_softmax_over_the_wrong_axis():
-    assert any("not the last axis" in r for r in _reasons("""
+    assert any(
+        "not the last axis" in r
+        for r in _reasons("""
         @3 = dot(q, k) -> float_type, {1, 2, 3, 3}
         @4 = softmax[axis=2](@3) -> float_type, {1, 2, 3, 3}
         @5 = dot(@4, v) -> float_type, {1, 2, 3, 4}
         @6 = @return(@5)
-    """))
+    """)
+    )
 
 
 def test_refuses_when_the_probabilities_are_also_an_output():
@@ -185,25 +224,37 @@ def test_refuses_when_the_probabilities_are_also_an_output():
 
 
 def test_refuses_softmax_not_fed_by_a_dot_and_a_too_wide_head():
-    assert any("not computed from a dot" in r for r in _reasons("""
+    assert any(
+        "not computed from a dot" in r
+        for r in _reasons("""
         s = @param:s -> float_type, {1, 2, 3, 3}
         @4 = softmax[axis=3](s) -> float_type, {1, 2, 3, 3}
         @5 = dot(@4, v) -> float_type, {1, 2, 3, 4}
         @6 = @return(@5)
-    """))
-    assert any("head dim 4 > 2" in r for r in _reasons("""
+    """)
+    )
+    assert any(
+        "head dim 4 > 2" in r
+        for r in _reasons(
+            """
         @3 = dot(q, k) -> float_type, {1, 2, 3, 3}
         @4 = softmax[axis=3](@3) -> float_type, {1, 2, 3, 3}
         @5 = dot(@4, v) -> float_type, {1, 2, 3, 4}
         @6 = @return(@5)
-    """, max_head_dim=2))
+    """,
+            max_head_dim=2,
+        )
+    )
 
 
 def test_plain_matmul_is_left_alone():
-    p = parse(QKV + """
+    p = parse(
+        QKV
+        + """
         @3 = dot(q, k) -> float_type, {1, 2, 3, 3}
         @4 = @return(@3)
-    """)
+    """
+    )
     assert run_passes(p, [FA]).records[0].noop
 
 

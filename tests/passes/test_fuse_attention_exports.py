@@ -30,7 +30,8 @@ def _onnxruntime(kind: str) -> np.ndarray:
     ort = pytest.importorskip("onnxruntime")
     model = sdpa_attention(kind)
     return ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(
-        None, sdpa_feeds(kind))[0]
+        None, sdpa_feeds(kind)
+    )[0]
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -81,7 +82,9 @@ QKV = """
 
 
 def test_separate_q_and_k_scales_and_the_nan_guard_move_into_the_group():
-    check_pass(QKV + """
+    check_pass(
+        QKV
+        + """
         @3 = @literal{0.7} -> float_type, {1}
         @4 = @literal{0} -> float_type, {1}
         @5 = multibroadcast[out_lens={1, 2, 3, 4}](@3) -> float_type, {1, 2, 3, 4}, {0, 0, 0, 0}
@@ -95,7 +98,10 @@ def test_separate_q_and_k_scales_and_the_nan_guard_move_into_the_group():
         @13 = where(@11, @12, @10) -> float_type, {1, 2, 3, 3}
         @14 = dot(@13, v) -> float_type, {1, 2, 3, 4}
         @15 = @return(@14)
-    """, [make_pass("fuse_attention"), make_pass("dead_code_elimination")], QKV + """
+    """,
+        [make_pass("fuse_attention"), make_pass("dead_code_elimination")],
+        QKV
+        + """
         @3 = group[tag=attention](q, k, v), [attn0] -> float_type, {1, 2, 3, 4}
         @4 = @return(@3)
 
@@ -116,11 +122,14 @@ def test_separate_q_and_k_scales_and_the_nan_guard_move_into_the_group():
         @13 = where(@11, @12, @10) -> float_type, {1, 2, 3, 3}
         @14 = dot(@13, x2) -> float_type, {1, 2, 3, 4}
         @15 = @return(@14)
-    """)
+    """,
+    )
 
 
 def test_a_scaled_operand_with_another_user_keeps_its_mul_outside():
-    p = parse(QKV + """
+    p = parse(
+        QKV
+        + """
         @3 = @literal{0.7} -> float_type, {1}
         @4 = multibroadcast[out_lens={1, 2, 3, 4}](@3) -> float_type, {1, 2, 3, 4}, {0, 0, 0, 0}
         @5 = mul(q, @4) -> float_type, {1, 2, 3, 4}
@@ -128,14 +137,17 @@ def test_a_scaled_operand_with_another_user_keeps_its_mul_outside():
         @7 = softmax[axis=3](@6) -> float_type, {1, 2, 3, 3}
         @8 = dot(@7, v) -> float_type, {1, 2, 3, 4}
         @9 = @return(@8, @5)
-    """)
+    """
+    )
     before = p.copy()
     PassManager().run(p, [make_pass("fuse_attention"), make_pass("dead_code_elimination")])
     group = next(i for i in p.main if i.name == "group")
     assert group.inputs[0].name == "mul"
     rng = np.random.default_rng(0)
-    feeds = {n: rng.standard_normal(s).astype(np.float32) for n, s in
-             (("q", (1, 2, 3, 4)), ("k", (1, 2, 4, 3)), ("v", (1, 2, 3, 4)))}
+    feeds = {
+        n: rng.standard_normal(s).astype(np.float32)
+        for n, s in (("q", (1, 2, 3, 4)), ("k", (1, 2, 4, 3)), ("v", (1, 2, 3, 4)))
+    }
     for got, want in zip(evaluate(p, feeds), evaluate(before, feeds)):
         np.testing.assert_allclose(got, want, rtol=1e-6)
 
@@ -155,13 +167,16 @@ def test_real_hf_sdpa_exports_get_one_group_per_layer(family):
     from migx_explore.compiler.passes import PassManager
     from migx_explore.gpu.pipelines import TARGET_INDEPENDENT, gpu_pipelines
 
-    small = dict(vocab_size=100, num_hidden_layers=2, num_attention_heads=4, intermediate_size=128,
-                 max_position_embeddings=64)
-    cfg = {"bert": lambda: transformers.BertConfig(hidden_size=64, **small),
-           "gpt2": lambda: transformers.GPT2Config(vocab_size=100, n_embd=64, n_layer=2, n_head=4, n_positions=64,
-                                                   use_cache=False),
-           "llama": lambda: transformers.LlamaConfig(hidden_size=64, num_key_value_heads=2, use_cache=False,
-                                                     **small)}[family]()
+    small = dict(
+        vocab_size=100, num_hidden_layers=2, num_attention_heads=4, intermediate_size=128, max_position_embeddings=64
+    )
+    cfg = {
+        "bert": lambda: transformers.BertConfig(hidden_size=64, **small),
+        "gpt2": lambda: transformers.GPT2Config(
+            vocab_size=100, n_embd=64, n_layer=2, n_head=4, n_positions=64, use_cache=False
+        ),
+        "llama": lambda: transformers.LlamaConfig(hidden_size=64, num_key_value_heads=2, use_cache=False, **small),
+    }[family]()
     torch.manual_seed(0)
     model = transformers.AutoModel.from_config(cfg, attn_implementation="sdpa").eval()
     ids = np.random.default_rng(0).integers(0, 100, (2, 16)).astype(np.int64)
@@ -181,8 +196,9 @@ def test_real_hf_sdpa_exports_get_one_group_per_layer(family):
     wrapped = LastHidden().eval()
     with torch.no_grad():
         want = wrapped(*args).numpy()
-        torch.onnx.export(wrapped, args, buf, input_names=["input_ids", "attention_mask"], opset_version=18,
-                          dynamo=False)
+        torch.onnx.export(
+            wrapped, args, buf, input_names=["input_ids", "attention_mask"], opset_version=18, dynamo=False
+        )
     p = parse_onnx(onnx.load_from_string(buf.getvalue()))
     PassManager().run(p, [pl for pl in gpu_pipelines() if pl.name in TARGET_INDEPENDENT])
     assert sum(i.name == "group" for i in p.main) == 2

@@ -12,7 +12,8 @@ FP, FC = make_pass("fuse_pointwise"), make_pass("fuse_concat")
 
 
 def test_pointwise_input_and_consumer_fold_into_fused_concat():
-    check_pass("""
+    check_pass(
+        """
         x = @param:x -> float_type, {2, 3}
         y = @param:y -> float_type, {2, 5}
         z = @param:z -> float_type, {2, 8}
@@ -20,7 +21,9 @@ def test_pointwise_input_and_consumer_fold_into_fused_concat():
         @4 = concat[axis=1](@3, y) -> float_type, {2, 8}
         @5 = add(@4, z) -> float_type, {2, 8}
         @6 = @return(@5)
-    """, [FP, FC], """
+    """,
+        [FP, FC],
+        """
         module: "main"
         x = @param:x -> float_type, {2, 3}
         y = @param:y -> float_type, {2, 5}
@@ -39,7 +42,8 @@ def test_pointwise_input_and_consumer_fold_into_fused_concat():
         x1 = @param:x1 -> float_type, {1}, {0}
         @2 = add(x1, x0) -> float_type, {1}, {0}
         @3 = @return(@2)
-    """)
+    """,
+    )
 
 
 def test_concat_of_pointwise_pieces_without_consumer():

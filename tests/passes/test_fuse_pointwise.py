@@ -13,12 +13,15 @@ FP = make_pass("fuse_pointwise")
 
 
 def test_single_op_becomes_pointwise_with_bypass_submodule():
-    check_pass("""
+    check_pass(
+        """
         x = @param:x -> float_type, {2, 3}
         y = @param:y -> float_type, {2, 3}
         @2 = add(x, y) -> float_type, {2, 3}
         @3 = @return(@2)
-    """, [FP], """
+    """,
+        [FP],
+        """
         module: "main"
         x = @param:x -> float_type, {2, 3}
         y = @param:y -> float_type, {2, 3}
@@ -29,19 +32,23 @@ def test_single_op_becomes_pointwise_with_bypass_submodule():
         x1 = @param:x1 -> float_type, {1}, {0}
         @2 = add(x0, x1) -> float_type, {1}, {0}
         @3 = @return(@2)
-    """)
+    """,
+    )
 
 
 def test_scalar_constant_is_inlined_and_chain_merges():
     # x * broadcast(2) -> relu: the scalar becomes a literal in the submodule, the two ops one kernel
-    check_pass("""
+    check_pass(
+        """
         x = @param:x -> float_type, {2, 3}
         c = @literal{2.0} -> float_type, {1}
         @2 = multibroadcast[out_lens={2, 3}](c) -> float_type, {2, 3}, {0, 0}
         @3 = mul(x, @2) -> float_type, {2, 3}
         @4 = relu(@3) -> float_type, {2, 3}
         @5 = @return(@4)
-    """, [FP], """
+    """,
+        [FP],
+        """
         module: "main"
         x = @param:x -> float_type, {2, 3}
         @1 = pointwise(x), [main:pointwise0] -> float_type, {2, 3}
@@ -52,7 +59,8 @@ def test_scalar_constant_is_inlined_and_chain_merges():
         @2 = mul(x0, @1) -> float_type, {1}, {0}
         @3 = relu(@2) -> float_type, {1}, {0}
         @4 = @return(@3)
-    """)
+    """,
+    )
 
 
 BRANCHY = """
@@ -74,7 +82,10 @@ def test_producer_with_two_users_is_not_merged_by_default():
 
 
 def test_multi_output_merges_into_one_tuple_kernel():
-    check_pass(BRANCHY, [make_pass("fuse_pointwise", enable_multi_output=True)], """
+    check_pass(
+        BRANCHY,
+        [make_pass("fuse_pointwise", enable_multi_output=True)],
+        """
         module: "main"
         x = @param:x -> float_type, {2, 3}
         y = @param:y -> float_type, {2, 3}
@@ -89,7 +100,8 @@ def test_multi_output_merges_into_one_tuple_kernel():
         @3 = relu(@2) -> float_type, {1}, {0}
         @4 = exp(@2) -> float_type, {1}, {0}
         @5 = @return(@3, @4)
-    """)
+    """,
+    )
 
 
 def test_multi_output_keeps_a_producer_value_used_elsewhere():
@@ -105,8 +117,12 @@ def test_multi_output_keeps_a_producer_value_used_elsewhere():
     p = parse(text)
     q = parse(text)
     run_passes(q, [make_pass("fuse_pointwise", enable_multi_output=True)])
-    assert sorted(i.name for i in q.main if not i.is_builtin()) == ["dot", "get_tuple_elem", "get_tuple_elem",
-                                                                     "pointwise"]
+    assert sorted(i.name for i in q.main if not i.is_builtin()) == [
+        "dot",
+        "get_tuple_elem",
+        "get_tuple_elem",
+        "pointwise",
+    ]
     assert_same_outputs(p, q)
 
 
@@ -125,14 +141,17 @@ def test_sibling_pointwise_ops_share_one_kernel():
 
 
 def test_reshape_between_pointwise_ops_moves_to_the_inputs():
-    check_pass("""
+    check_pass(
+        """
         x = @param:x -> float_type, {2, 6}
         y = @param:y -> float_type, {3, 4}
         @2 = exp(x) -> float_type, {2, 6}
         @3 = reshape[dims={3, 4}](@2) -> float_type, {3, 4}
         @4 = add(@3, y) -> float_type, {3, 4}
         @5 = @return(@4)
-    """, [FP], """
+    """,
+        [FP],
+        """
         module: "main"
         x = @param:x -> float_type, {2, 6}
         y = @param:y -> float_type, {3, 4}
@@ -145,7 +164,8 @@ def test_reshape_between_pointwise_ops_moves_to_the_inputs():
         @2 = exp(x0) -> float_type, {1}, {0}
         @3 = add(@2, x1) -> float_type, {1}, {0}
         @4 = @return(@3)
-    """)
+    """,
+    )
 
 
 BCAST = """
@@ -162,7 +182,10 @@ def test_broadcast_between_pointwise_ops_needs_enable_rewrite_broadcasts():
     p = parse(BCAST)
     run_passes(p, [FP])
     assert [i.name for i in p.main if not i.is_builtin()] == ["pointwise", "multibroadcast", "pointwise"]
-    q = check_pass(BCAST, [make_pass("fuse_pointwise", enable_rewrite_broadcasts=True)], """
+    q = check_pass(
+        BCAST,
+        [make_pass("fuse_pointwise", enable_rewrite_broadcasts=True)],
+        """
         module: "main"
         x = @param:x -> float_type, {2, 1}
         y = @param:y -> float_type, {2, 3}
@@ -175,7 +198,8 @@ def test_broadcast_between_pointwise_ops_needs_enable_rewrite_broadcasts():
         @2 = exp(x0) -> float_type, {1}, {0}
         @3 = add(@2, x1) -> float_type, {1}, {0}
         @4 = @return(@3)
-    """)
+    """,
+    )
     assert q.main.sub_modules()[0].bypass
 
 

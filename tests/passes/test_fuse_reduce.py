@@ -16,11 +16,14 @@ def _kernels(p) -> list[str]:
 
 
 def test_reduce_becomes_fused_reduce_with_named_bypass_module():
-    check_pass("""
+    check_pass(
+        """
         x = @param:x -> float_type, {2, 3}
         @1 = reduce_sum[axes={-1}](x) -> float_type, {2, 1}
         @2 = @return(@1)
-    """, [FR], """
+    """,
+        [FR],
+        """
         module: "main"
         x = @param:x -> float_type, {2, 3}
         @1 = fused_reduce[axes={1}](x), [main:reduce_sum0] -> float_type, {2, 1}
@@ -29,17 +32,21 @@ def test_reduce_becomes_fused_reduce_with_named_bypass_module():
         x0 = @param:x0 -> float_type, {2, 3}
         @1 = reduce_sum[axes={1}](x0) -> float_type, {2, 1}
         @2 = @return(@1)
-    """)
+    """,
+    )
 
 
 def test_pointwise_into_reduce_keeps_the_pointwise_submodule():
-    check_pass("""
+    check_pass(
+        """
         x = @param:x -> float_type, {2, 3}
         y = @param:y -> float_type, {2, 3}
         @2 = add(x, y) -> float_type, {2, 3}
         @3 = reduce_sum[axes={1}](@2) -> float_type, {2, 1}
         @4 = @return(@3)
-    """, [FP, FR], """
+    """,
+        [FP, FR],
+        """
         module: "main"
         x = @param:x -> float_type, {2, 3}
         y = @param:y -> float_type, {2, 3}
@@ -56,18 +63,22 @@ def test_pointwise_into_reduce_keeps_the_pointwise_submodule():
         x1 = @param:x1 -> float_type, {1}, {0}
         @2 = add(x0, x1) -> float_type, {1}, {0}
         @3 = @return(@2)
-    """)
+    """,
+    )
 
 
 def test_reduce_into_pointwise_across_a_broadcast():
-    check_pass("""
+    check_pass(
+        """
         x = @param:x -> float_type, {2, 3}
         y = @param:y -> float_type, {2, 3}
         @2 = reduce_sum[axes={1}](x) -> float_type, {2, 1}
         @3 = multibroadcast[out_lens={2, 3}](@2) -> float_type, {2, 3}, {1, 0}
         @4 = add(@3, y) -> float_type, {2, 3}
         @5 = @return(@4)
-    """, [FP, FR], """
+    """,
+        [FP, FR],
+        """
         module: "main"
         x = @param:x -> float_type, {2, 3}
         y = @param:y -> float_type, {2, 3}
@@ -85,7 +96,8 @@ def test_reduce_into_pointwise_across_a_broadcast():
         x1 = @param:x1 -> float_type, {1}, {0}
         @2 = add(x0, x1) -> float_type, {1}, {0}
         @3 = @return(@2)
-    """)
+    """,
+    )
 
 
 LAYERNORM = """
@@ -177,8 +189,15 @@ def test_fuse_pointwise_reduce_records_its_nested_passes_in_migraphx_order():
     assert top.name == "fuse_pointwise_reduce" and top.depth == 0 and top.changed and top.numeric.ok
     kids = [trace.records[i] for i in top.children]
     names = [r.name for r in kids]
-    want = ["fuse_pointwise", "fuse_reduce", "fuse_pointwise", "fuse_reduce", "split_reduce", "fuse_pointwise",
-            "fuse_pointwise"]
+    want = [
+        "fuse_pointwise",
+        "fuse_reduce",
+        "fuse_pointwise",
+        "fuse_reduce",
+        "split_reduce",
+        "fuse_pointwise",
+        "fuse_pointwise",
+    ]
     if "optimize_module" in names:
         want.insert(1, "optimize_module")
     assert names == want

@@ -14,8 +14,7 @@ models = pytest.importorskip("migx_explore.models")
 
 def kernels(program) -> list[str]:
     """Instructions of main that would launch a kernel: not builtins, views or tuple reads."""
-    return [i.name for i in program.main
-            if not i.is_builtin() and not i.op.has("view") and i.name != "get_tuple_elem"]
+    return [i.name for i in program.main if not i.is_builtin() and not i.op.has("view") and i.name != "get_tuple_elem"]
 
 
 def _run_through_fusion(p, numeric=None):

@@ -29,11 +29,15 @@ IF = """
 
 @pytest.mark.parametrize("cond,op", [("true", "exp"), ("false", "neg")])
 def test_constant_condition_inlines_the_chosen_branch(cond, op):
-    check_pass(IF.replace("COND", cond), [make_pass("inline_module"), make_pass("dead_code_elimination")], f"""
+    check_pass(
+        IF.replace("COND", cond),
+        [make_pass("inline_module"), make_pass("dead_code_elimination")],
+        f"""
         x = @param:x -> float_type, {{3}}
         @1 = {op}(x) -> float_type, {{3}}
         @2 = @return(@1)
-    """)
+    """,
+    )
 
 
 def test_if_evaluates_the_branch_its_condition_picks():
@@ -62,16 +66,21 @@ def test_tuple_valued_if_is_inlined_through_get_tuple_elem():
         a = @param:a -> float_type, {2}
         @1 = @return(a, a)
     """
-    check_pass(text, [make_pass("inline_module"), make_pass("dead_code_elimination")], """
+    check_pass(
+        text,
+        [make_pass("inline_module"), make_pass("dead_code_elimination")],
+        """
         x = @param:x -> float_type, {2}
         @1 = neg(x) -> float_type, {2}
         @2 = @return(@1)
-    """)
+    """,
+    )
 
 
 def test_branches_must_agree():
-    bad = IF.replace("COND", "true").replace("@1 = neg(a) -> float_type, {3}\n    @2 = @return(@1)",
-                                             "@1 = @return(a, a)")
+    bad = IF.replace("COND", "true").replace(
+        "@1 = neg(a) -> float_type, {3}\n    @2 = @return(@1)", "@1 = @return(a, a)"
+    )
     with pytest.raises(Exception, match="different shapes"):
         parse(bad)
     assert issubclass(ShapeError, Exception)

@@ -42,12 +42,19 @@ def test_channels_last_off_leaves_the_program_unchanged():
 def test_nested_steps_are_children_and_numerics_hold():
     p = parse(CONV2)
     trace = PassManager(numeric=make_numeric_config(p, rtol=1e-4, atol=1e-5)).run(
-        p, [make_pass("layout_convolution", channels_last=True)])
+        p, [make_pass("layout_convolution", channels_last=True)]
+    )
     top = trace.records[0]
     assert top.numeric.ok
     assert [trace.records[i].name for i in top.children] == [
-        "preserve_output_layout", "transform_convolutions", "dead_code_elimination", "eliminate_contiguous",
-        "dead_code_elimination", "remove_layout", "dead_code_elimination"]
+        "preserve_output_layout",
+        "transform_convolutions",
+        "dead_code_elimination",
+        "eliminate_contiguous",
+        "dead_code_elimination",
+        "remove_layout",
+        "dead_code_elimination",
+    ]
 
 
 def test_convolution_keeps_its_id_and_group_convolutions_keep_the_default_layout():

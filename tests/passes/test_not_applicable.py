@@ -10,10 +10,23 @@ from migx_explore.compiler.passes import PassFailed, build_pipelines, make_pass,
 from migx_explore.gpu.pipelines import gpu_pipelines, pending_entries
 
 DISABLED = ("fp8_ocp_to_fnuz", "fuse_ck", "fuse_mlir")
-MINE = ("fuse_pointwise_reduce", "fuse_concat", "prefuse_ops", "fuse_horizontal", "layout_convolution",
-        "simplify_qdq", "rewrite_quantization", "eliminate_data_type_for_gpu", "propagate_precision",
-        "inline_module", "fuse_attention", "auto_contiguous", "split_single_dyn_dim", "simplify_dyn_ops",
-        "rewrite_rnn") + DISABLED
+MINE = (
+    "fuse_pointwise_reduce",
+    "fuse_concat",
+    "prefuse_ops",
+    "fuse_horizontal",
+    "layout_convolution",
+    "simplify_qdq",
+    "rewrite_quantization",
+    "eliminate_data_type_for_gpu",
+    "propagate_precision",
+    "inline_module",
+    "fuse_attention",
+    "auto_contiguous",
+    "split_single_dyn_dim",
+    "simplify_dyn_ops",
+    "rewrite_rnn",
+) + DISABLED
 
 SMALL = """
     x = @param:x -> float_type, {2}

@@ -42,9 +42,13 @@ def test_optimize_module_records_nested_passes_as_children():
     names = [k.name for k in kids]
     # inner loop order, then the tail of the outer loop
     assert names[:4] == ["simplify_reshapes", "eliminate_convert", "dead_code_elimination", "simplify_algebra"]
-    tail = names[names.index("eliminate_common_subexpression"):][:4]
-    assert tail == ["eliminate_common_subexpression", "dead_code_elimination", "propagate_constant",
-                    "dead_code_elimination"]
+    tail = names[names.index("eliminate_common_subexpression") :][:4]
+    assert tail == [
+        "eliminate_common_subexpression",
+        "dead_code_elimination",
+        "propagate_constant",
+        "dead_code_elimination",
+    ]
     assert all(k.depth == 1 and k.parent == top.index for k in kids)
     assert kids[0].path == "passes.optimize_module/simplify_reshapes"
     assert any(k.name == "simplify_algebra" and k.matches for k in kids)

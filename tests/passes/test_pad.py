@@ -18,18 +18,22 @@ X = "x = @param:x -> float_type, {1, 1, 4, 4}"
 
 
 def test_insert_pad_makes_asymmetric_conv_padding_explicit():
-    check_pass(f"""
+    check_pass(
+        f"""
         {X}
         {W}
         c = convolution[padding={{0, 1, 1, 2}},stride={{1, 1}}](x,w) -> float_type, {{1, 1, 3, 5}}
         r = @return(c)
-    """, [InsertPad(ops=("convolution",))], f"""
+    """,
+        [InsertPad(ops=("convolution",))],
+        f"""
         {X}
         {W}
         p = pad[pads={{0, 0, 0, 1, 0, 0, 1, 2}}](x) -> float_type, {{1, 1, 5, 7}}
         c = convolution[padding={{0, 0, 0, 0}},stride={{1, 1}}](p,w) -> float_type, {{1, 1, 3, 5}}
         r = @return(c)
-    """)
+    """,
+    )
 
 
 def test_insert_pad_leaves_symmetric_padding_and_unlisted_ops():
@@ -44,44 +48,63 @@ def test_insert_pad_leaves_symmetric_padding_and_unlisted_ops():
 
 
 def test_insert_pad_for_max_pooling_pads_with_lowest():
-    check_pass(f"""
+    check_pass(
+        f"""
         {X}
         q = pooling[mode=max,padding={{0, 0, 1, 1}},stride={{1, 1}},lengths={{2, 2}}](x) -> float_type, {{1, 1, 4, 4}}
         r = @return(q)
-    """, [InsertPad()], f"""
+    """,
+        [InsertPad()],
+        f"""
         {X}
         p = pad[pads={{0, 0, 0, 0, 0, 0, 1, 1}},value={format_value(LOWEST)}](x) -> float_type, {{1, 1, 5, 5}}
         q = pooling[mode=max,padding={{0, 0, 0, 0}},stride={{1, 1}},lengths={{2, 2}}](p) -> float_type, {{1, 1, 4, 4}}
         r = @return(q)
-    """)
+    """,
+    )
 
 
 def test_eliminate_pad_folds_zero_pad_into_conv():
-    check_pass(f"""
+    check_pass(
+        f"""
         {X}
         {W}
         p = pad[pads={{0, 0, 0, 1, 0, 0, 1, 2}}](x) -> float_type, {{1, 1, 5, 7}}
         c = convolution[padding={{0, 0}},stride={{1, 1}}](p,w) -> float_type, {{1, 1, 3, 5}}
         r = @return(c)
-    """, [EliminatePad()], f"""
+    """,
+        [EliminatePad()],
+        f"""
         {X}
         {W}
         p = pad[pads={{0, 0, 0, 1, 0, 0, 1, 2}}](x) -> float_type, {{1, 1, 5, 7}}
         c = convolution[padding={{0, 1, 1, 2}},stride={{1, 1}}](x,w) -> float_type, {{1, 1, 3, 5}}
         r = @return(c)
-    """)
+    """,
+    )
 
 
-@pytest.mark.parametrize("pad, user", [
-    ("pad[pads={0, 0, 1, 1, 0, 0, 1, 1},value=1](x) -> float_type, {1, 1, 6, 6}",
-     "convolution[padding={0, 0},stride={1, 1}](p,w) -> float_type, {1, 1, 4, 4}"),
-    ("pad[pads={0, 0, 1, 1, 0, 0, 1, 1},mode=reflect](x) -> float_type, {1, 1, 6, 6}",
-     "convolution[padding={0, 0},stride={1, 1}](p,w) -> float_type, {1, 1, 4, 4}"),
-    ("pad[pads={0, 0, 1, 1, 0, 0, 1, 1}](x) -> float_type, {1, 1, 6, 6}",
-     "pooling[mode=max,padding={0, 0},stride={1, 1},lengths={3, 3}](p) -> float_type, {1, 1, 4, 4}"),
-    ("pad[pads={0, 0, 1, 1, 0, 0, 1, 1}](x) -> float_type, {1, 1, 6, 6}",
-     "pooling[mode=average,padding={0, 0},stride={1, 1},lengths={3, 3}](p) -> float_type, {1, 1, 4, 4}"),
-])
+@pytest.mark.parametrize(
+    "pad, user",
+    [
+        (
+            "pad[pads={0, 0, 1, 1, 0, 0, 1, 1},value=1](x) -> float_type, {1, 1, 6, 6}",
+            "convolution[padding={0, 0},stride={1, 1}](p,w) -> float_type, {1, 1, 4, 4}",
+        ),
+        (
+            "pad[pads={0, 0, 1, 1, 0, 0, 1, 1},mode=reflect](x) -> float_type, {1, 1, 6, 6}",
+            "convolution[padding={0, 0},stride={1, 1}](p,w) -> float_type, {1, 1, 4, 4}",
+        ),
+        (
+            "pad[pads={0, 0, 1, 1, 0, 0, 1, 1}](x) -> float_type, {1, 1, 6, 6}",
+            "pooling[mode=max,padding={0, 0},stride={1, 1},lengths={3, 3}](p) -> float_type, {1, 1, 4, 4}",
+        ),
+        (
+            "pad[pads={0, 0, 1, 1, 0, 0, 1, 1}](x) -> float_type, {1, 1, 6, 6}",
+            "pooling[mode=average,padding={0, 0},stride={1, 1},lengths={3, 3}](p) -> float_type, {1, 1, 4, 4}",
+        ),
+    ],
+)
 def test_eliminate_pad_keeps_pads_it_cannot_fold(pad, user):
     text = f"""
         {X}

@@ -14,15 +14,24 @@ PASS_DIRS = {"compiler/passes": "migx_explore.compiler.passes", "gpu/passes": "m
 
 
 def _families() -> list[tuple[str, Path, str]]:
-    return [(folder, p, f"{pkg}.{p.name}") for folder, pkg in PASS_DIRS.items()
-            for p in sorted((ROOT / folder).iterdir()) if (p / "__init__.py").is_file()]
+    return [
+        (folder, p, f"{pkg}.{p.name}")
+        for folder, pkg in PASS_DIRS.items()
+        for p in sorted((ROOT / folder).iterdir())
+        if (p / "__init__.py").is_file()
+    ]
 
 
 def test_no_private_helper_modules_in_pass_folders():
-    hidden = [str(p.relative_to(ROOT)) for folder in PASS_DIRS for p in (ROOT / folder).rglob("_*.py")
-              if p.name != "__init__.py"]
-    assert not hidden, "private helper modules (put rules in the pass's package, shared helpers in a public module):" \
-        f" {hidden}"
+    hidden = [
+        str(p.relative_to(ROOT))
+        for folder in PASS_DIRS
+        for p in (ROOT / folder).rglob("_*.py")
+        if p.name != "__init__.py"
+    ]
+    assert not hidden, (
+        f"private helper modules (put rules in the pass's package, shared helpers in a public module): {hidden}"
+    )
 
 
 def test_each_family_package_holds_its_pass():

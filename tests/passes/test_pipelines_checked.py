@@ -23,8 +23,9 @@ def test_an_unknown_option_fails_listing_the_pass_options():
 
 def test_a_typo_in_a_pipeline_builder_fails_at_the_import_time_check(monkeypatch):
     original = pipelines._fusion
-    monkeypatch.setitem(pipelines._BUILDERS, "fusion",
-                        (lambda o: original(o) + [pipelines._p("fuse_pointwse")], "typo"))
+    monkeypatch.setitem(
+        pipelines._BUILDERS, "fusion", (lambda o: original(o) + [pipelines._p("fuse_pointwse")], "typo")
+    )
     with pytest.raises(MigxError, match="fuse_pointwse"):
         pipelines._check_every_configuration()
 

@@ -32,14 +32,18 @@ IMPORTED = """
 
 
 def test_imported_layernorm_becomes_layernorm_op():
-    check_pass(IMPORTED, [PREFUSE], """
+    check_pass(
+        IMPORTED,
+        [PREFUSE],
+        """
         x = @param:x -> float_type, {3, 8}
         g = @param:g -> float_type, {8}
         @2 = layernorm[epsilon=9.999999747378752e-06](x) -> float_type, {3, 8}
         @3 = multibroadcast[out_lens={3, 8}](g) -> float_type, {3, 8}, {0, 1}
         @4 = mul(@2, @3) -> float_type, {3, 8}
         @5 = @return(@4)
-    """)
+    """,
+    )
 
 
 def test_pow_and_sqrt_div_form():
@@ -67,9 +71,12 @@ def test_pow_and_sqrt_div_form():
 
 
 def test_add_then_layernorm_becomes_add_layernorm():
-    text = IMPORTED.replace("x = @param:x -> float_type, {3, 8}", """a = @param:a -> float_type, {3, 8}
+    text = IMPORTED.replace(
+        "x = @param:x -> float_type, {3, 8}",
+        """a = @param:a -> float_type, {3, 8}
         b = @param:b -> float_type, {3, 8}
-        x = add(a, b) -> float_type, {3, 8}""")
+        x = add(a, b) -> float_type, {3, 8}""",
+    )
     p, q = parse(text), parse(text)
     run_passes(q, [PREFUSE])
     names = [i.name for i in q.main if not i.is_builtin()]
@@ -78,8 +85,7 @@ def test_add_then_layernorm_becomes_add_layernorm():
 
 
 def test_layernorm_over_a_middle_axis_is_not_matched():
-    text = IMPORTED.replace("axes={1}", "axes={0}").replace("{3, 1}", "{1, 8}").replace(
-        "{1, 0}", "{0, 1}")
+    text = IMPORTED.replace("axes={1}", "axes={0}").replace("{3, 1}", "{1, 8}").replace("{1, 0}", "{0, 1}")
     q = parse(text)
     assert not run_passes(q, [PREFUSE]).records[0].changed
 

@@ -13,7 +13,8 @@ from migx_explore.compiler.testing import check_pass
 
 
 def test_folds_a_constant_subtree_into_one_literal():
-    check_pass("""
+    check_pass(
+        """
         x = @param:x -> float_type, {3}
         a = @literal{1, 2, 3} -> float_type, {3}
         b = @literal{4, 5, 6} -> float_type, {3}
@@ -21,7 +22,9 @@ def test_folds_a_constant_subtree_into_one_literal():
         n = neg(s) -> float_type, {3}
         y = mul(x,n) -> float_type, {3}
         r = @return(y)
-    """, [PropagateConstant()], """
+    """,
+        [PropagateConstant()],
+        """
         x = @param:x -> float_type, {3}
         a = @literal{1, 2, 3} -> float_type, {3}
         b = @literal{4, 5, 6} -> float_type, {3}
@@ -30,11 +33,13 @@ def test_folds_a_constant_subtree_into_one_literal():
         n = neg(s) -> float_type, {3}
         y = mul(x,f) -> float_type, {3}
         r = @return(y)
-    """)
+    """,
+    )
 
 
 def test_keeps_memory_expanding_broadcast_but_folds_its_input():
-    check_pass("""
+    check_pass(
+        """
         x = @param:x -> float_type, {2, 3}
         a = @literal{1, 2, 3} -> float_type, {3}
         n = neg(a) -> float_type, {3}
@@ -43,7 +48,9 @@ def test_keeps_memory_expanding_broadcast_but_folds_its_input():
         u = transpose[permutation={1, 0}](t) -> float_type, {2, 3}, {0, 1}
         y = add(x,u) -> float_type, {2, 3}
         r = @return(y)
-    """, [PropagateConstant()], """
+    """,
+        [PropagateConstant()],
+        """
         x = @param:x -> float_type, {2, 3}
         a = @literal{1, 2, 3} -> float_type, {3}
         f = @literal{-1, -2, -3} -> float_type, {3}
@@ -53,24 +60,29 @@ def test_keeps_memory_expanding_broadcast_but_folds_its_input():
         u = transpose[permutation={1, 0}](t) -> float_type, {2, 3}, {0, 1}
         y = add(x,u) -> float_type, {2, 3}
         r = @return(y)
-    """)
+    """,
+    )
 
 
 def test_folds_a_broadcast_that_does_not_expand_memory():
-    check_pass("""
+    check_pass(
+        """
         x = @param:x -> float_type, {1, 3}
         a = @literal{1, 2, 3} -> float_type, {3}
         b = multibroadcast[out_lens={1, 3}](a) -> float_type, {1, 3}, {0, 1}
         y = add(x,b) -> float_type, {1, 3}
         r = @return(y)
-    """, [PropagateConstant()], """
+    """,
+        [PropagateConstant()],
+        """
         x = @param:x -> float_type, {1, 3}
         a = @literal{1, 2, 3} -> float_type, {3}
         f = @literal{1, 2, 3} -> float_type, {1, 3}
         b = multibroadcast[out_lens={1, 3}](a) -> float_type, {1, 3}, {0, 1}
         y = add(x,f) -> float_type, {1, 3}
         r = @return(y)
-    """)
+    """,
+    )
 
 
 def test_constant_module_output_without_return_is_folded_once():

@@ -21,7 +21,10 @@ QDQ = """
 
 
 def test_rewrite_quantization_lowers_to_elementwise_ops():
-    check_pass(QDQ, [make_pass("rewrite_quantization"), make_pass("dead_code_elimination")], """
+    check_pass(
+        QDQ,
+        [make_pass("rewrite_quantization"), make_pass("dead_code_elimination")],
+        """
         x = @param:x -> float_type, {2, 4}
         s = @literal{0.05} -> float_type, {1}
         z = @literal{3} -> int8_type, {1}
@@ -42,7 +45,8 @@ def test_rewrite_quantization_lowers_to_elementwise_ops():
         @17 = sub(@15, @16) -> float_type, {2, 4}
         @18 = mul(@17, @5) -> float_type, {2, 4}
         @19 = @return(@14, @18)
-    """)
+    """,
+    )
 
 
 def test_lowering_saturates_like_quantizelinear():
@@ -73,8 +77,15 @@ def test_dequantized_dot_becomes_quant_dot():
     run_passes(q, [make_pass("simplify_qdq"), make_pass("dead_code_elimination")])
     names = [i.name for i in q.main if not i.is_builtin()]
     # MIGraphX's form: the output scale is the product of the two broadcast input scales
-    assert names == ["multibroadcast", "quantizelinear", "quant_dot", "multibroadcast", "multibroadcast", "mul",
-                     "dequantizelinear"]
+    assert names == [
+        "multibroadcast",
+        "quantizelinear",
+        "quant_dot",
+        "multibroadcast",
+        "multibroadcast",
+        "mul",
+        "dequantizelinear",
+    ]
     qd = next(i for i in q.main if i.name == "quant_dot")
     assert qd.shape.type == "int32" and [x.shape.type for x in qd.inputs] == ["int8", "int8"]
     assert_same_outputs(p, q, rtol=1e-5, atol=1e-5)
@@ -96,8 +107,10 @@ def test_quantized_convolution():
     run_passes(q, [make_pass("simplify_qdq")])
     assert "quant_convolution" in [i.name for i in q.main]
     rng = np.random.default_rng(0)
-    feeds = {"x": rng.integers(-128, 127, (1, 2, 4, 4)).astype(np.int8),
-             "w": rng.integers(-128, 127, (3, 2, 3, 3)).astype(np.int8)}
+    feeds = {
+        "x": rng.integers(-128, 127, (1, 2, 4, 4)).astype(np.int8),
+        "w": rng.integers(-128, 127, (3, 2, 3, 3)).astype(np.int8),
+    }
     assert_same_outputs(p, q, feeds, rtol=1e-6)
 
 
@@ -111,11 +124,16 @@ def test_fake_quantization_pair_is_removed():
         @5 = relu(@4) -> float_type, {2, 4}
         @6 = @return(@5)
     """
-    check_pass(text, [make_pass("simplify_qdq", remove_qdq_only=True)], """
+    check_pass(
+        text,
+        [make_pass("simplify_qdq", remove_qdq_only=True)],
+        """
         a = @param:a -> float_type, {2, 4}
         @1 = relu(a) -> float_type, {2, 4}
         @2 = @return(@1)
-    """, atol=0.026)  # the rounding to a multiple of the scale is gone
+    """,
+        atol=0.026,
+    )  # the rounding to a multiple of the scale is gone
 
 
 def test_remove_qdq_only_skips_quant_ops():
@@ -183,10 +201,13 @@ def test_asymmetric_per_channel_convolution_keeps_its_values():
 
 def test_dot_quantized_along_the_reduction_axis_is_left_alone():
     # per-row scales of the second input are along the reduction axis: they cannot be pulled out
-    text = ASYMMETRIC_DOT.replace("sb = @literal{0.25, 0.5, 1, 2} -> float_type, {4}",
-                                  "sb = @literal{0.25, 0.5, 1, 2, 4} -> float_type, {5}")
-    text = text.replace("broadcast[axis=1,out_lens={5, 4}](sb) -> float_type, {5, 4}, {0, 1}",
-                        "broadcast[axis=0,out_lens={5, 4}](sb) -> float_type, {5, 4}, {1, 0}")
+    text = ASYMMETRIC_DOT.replace(
+        "sb = @literal{0.25, 0.5, 1, 2} -> float_type, {4}", "sb = @literal{0.25, 0.5, 1, 2, 4} -> float_type, {5}"
+    )
+    text = text.replace(
+        "broadcast[axis=1,out_lens={5, 4}](sb) -> float_type, {5, 4}, {0, 1}",
+        "broadcast[axis=0,out_lens={5, 4}](sb) -> float_type, {5, 4}, {1, 0}",
+    )
     assert "axis=0" in text
     q = parse(text)
     run_passes(q, [make_pass("simplify_qdq")])
@@ -217,12 +238,16 @@ def test_zero_scale_dequantize_becomes_zeros():
         @3 = dequantizelinear(a, @2) -> float_type, {2, 3}
         @4 = @return(@3)
     """
-    check_pass(text, [make_pass("simplify_qdq"), make_pass("dead_code_elimination")], """
+    check_pass(
+        text,
+        [make_pass("simplify_qdq"), make_pass("dead_code_elimination")],
+        """
         a = @param:a -> int8_type, {2, 3}
         z = @literal{0} -> float_type, {1}, {0}
         @2 = multibroadcast[out_lens={2, 3}](z) -> float_type, {2, 3}, {0, 0}
         @3 = @return(@2)
-    """)
+    """,
+    )
 
 
 def test_reused_quantizelinear_input_feeds_the_pointwise_user_the_dequantized_value():
@@ -236,7 +261,10 @@ def test_reused_quantizelinear_input_feeds_the_pointwise_user_the_dequantized_va
         @4 = add(x, x) -> float_type, {2, 3}
         @5 = @return(@3, @4)
     """
-    check_pass(text, [make_pass("simplify_qdq"), make_pass("dead_code_elimination")], """
+    check_pass(
+        text,
+        [make_pass("simplify_qdq"), make_pass("dead_code_elimination")],
+        """
         x = @param:x -> float_type, {2, 3}
         s = @literal{0.5} -> float_type, {1}, {0}
         @2 = multibroadcast[out_lens={2, 3}](s) -> float_type, {2, 3}, {0, 0}
@@ -244,4 +272,6 @@ def test_reused_quantizelinear_input_feeds_the_pointwise_user_the_dequantized_va
         @4 = dequantizelinear(@3, @2) -> float_type, {2, 3}
         @5 = add(@4, @4) -> float_type, {2, 3}
         @6 = @return(@3, @5)
-    """, numeric=False)  # the add now sees the rounded value
+    """,
+        numeric=False,
+    )  # the add now sees the rounded value

@@ -12,12 +12,15 @@ W = "w = @literal{" + ", ".join(str(v) for v in np.arange(12) - 5) + "} -> float
 
 
 def test_nchw_1x1_conv_becomes_batched_dot():
-    check_pass(f"""
+    check_pass(
+        f"""
         x = @param:x -> float_type, {{2, 4, 3, 5}}
         {W}
         c = convolution[padding={{0, 0}},stride={{1, 1}}](x,w) -> float_type, {{2, 3, 3, 5}}
         r = @return(c)
-    """, [RewriteDot()], f"""
+    """,
+        [RewriteDot()],
+        f"""
         x = @param:x -> float_type, {{2, 4, 3, 5}}
         {W}
         s = squeeze[axes={{2, 3}}](w) -> float_type, {{3, 4}}
@@ -26,7 +29,8 @@ def test_nchw_1x1_conv_becomes_batched_dot():
         d = dot(a,b) -> float_type, {{2, 3, 15}}
         c = reshape[dims={{2, 3, 3, 5}}](d) -> float_type, {{2, 3, 3, 5}}
         r = @return(c)
-    """)
+    """,
+    )
 
 
 def test_channels_last_1x1_conv_keeps_its_layout():

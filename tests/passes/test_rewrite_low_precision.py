@@ -10,14 +10,17 @@ from migx_explore.compiler.testing import check_pass
 
 @pytest.mark.parametrize("square", ["pow(x,two)", "mul(x,x)"])
 def test_fp16_square_over_constant(square):
-    check_pass(f"""
+    check_pass(
+        f"""
         x = @param:x -> half_type, {{3}}
         two = @literal{{2, 2, 2}} -> half_type, {{3}}
         n = @literal{{4, 8, 16}} -> half_type, {{3}}
         p = {square} -> half_type, {{3}}
         y = div(p,n) -> half_type, {{3}}
         r = @return(y)
-    """, [RewriteLowPrecision()], f"""
+    """,
+        [RewriteLowPrecision()],
+        f"""
         x = @param:x -> half_type, {{3}}
         two = @literal{{2, 2, 2}} -> half_type, {{3}}
         n = @literal{{4, 8, 16}} -> half_type, {{3}}
@@ -25,7 +28,10 @@ def test_fp16_square_over_constant(square):
         d = div(x,n) -> half_type, {{3}}
         y = mul(d,x) -> half_type, {{3}}
         r = @return(y)
-    """, rtol=2e-3, atol=1e-3)
+    """,
+        rtol=2e-3,
+        atol=1e-3,
+    )
 
 
 def test_fp32_is_left_alone():

@@ -25,22 +25,29 @@ def live_names(p) -> list[str]:
 
 @pytest.mark.parametrize("mode, reduce", [("average", "reduce_mean"), ("max", "reduce_max")])
 def test_global_pooling_becomes_reduce(mode, reduce):
-    check_pass(f"""
+    check_pass(
+        f"""
         {X}
         y = pooling[mode={mode},padding={{0, 0}},stride={{1, 1}},lengths={{3, 3}}](x) -> float_type, {{1, 2, 1, 1}}
         r = @return(y)
-    """, [RewritePooling()], f"""
+    """,
+        [RewritePooling()],
+        f"""
         {X}
         y = {reduce}[axes={{2, 3}}](x) -> float_type, {{1, 2, 1, 1}}
         r = @return(y)
-    """)
+    """,
+    )
 
 
-@pytest.mark.parametrize("pool", [
-    "pooling[mode=lpnorm,padding={0, 0},stride={1, 1},lengths={3, 3}](x) -> float_type, {1, 2, 1, 1}",
-    "pooling[mode=max,padding={0, 0},stride={1, 1},lengths={2, 2}](x) -> float_type, {1, 2, 2, 2}",
-    "pooling[mode=average,padding={1, 1},stride={1, 1},lengths={3, 3}](x) -> float_type, {1, 2, 3, 3}",
-])
+@pytest.mark.parametrize(
+    "pool",
+    [
+        "pooling[mode=lpnorm,padding={0, 0},stride={1, 1},lengths={3, 3}](x) -> float_type, {1, 2, 1, 1}",
+        "pooling[mode=max,padding={0, 0},stride={1, 1},lengths={2, 2}](x) -> float_type, {1, 2, 2, 2}",
+        "pooling[mode=average,padding={1, 1},stride={1, 1},lengths={3, 3}](x) -> float_type, {1, 2, 3, 3}",
+    ],
+)
 def test_other_pooling_is_kept(pool):
     text = f"""
         {X}
@@ -54,11 +61,14 @@ needs_gather = pytest.mark.skipif(not {"gather", "pad"} <= set(registered_ops())
 
 
 @needs_gather
-@pytest.mark.parametrize("mode, padding, out", [
-    ("max", "{0, 0}", "{1, 2, 3, 1}"),
-    ("average", "{0, 0}", "{1, 2, 3, 1}"),
-    ("max", "{1, 1}", "{1, 2, 5, 2}"),
-])
+@pytest.mark.parametrize(
+    "mode, padding, out",
+    [
+        ("max", "{0, 0}", "{1, 2, 3, 1}"),
+        ("average", "{0, 0}", "{1, 2, 3, 1}"),
+        ("max", "{1, 1}", "{1, 2, 5, 2}"),
+    ],
+)
 def test_dilated_pooling_becomes_gathers(mode, padding, out):
     pool = f"pooling[mode={mode},padding={padding},stride={{1, 2}},lengths={{3, 2}},dilations={{2, 3}}](x)"
     text = f"""

@@ -22,11 +22,14 @@ def live_names(p) -> list[str]:
 
 
 def test_softmax_expands_with_multibroadcasts():
-    check_pass("""
+    check_pass(
+        """
         x = @param:x -> float_type, {2, 3}
         y = softmax[axis=-1](x) -> float_type, {2, 3}
         r = @return(y)
-    """, [RewriteReduce()], """
+    """,
+        [RewriteReduce()],
+        """
         x = @param:x -> float_type, {2, 3}
         m = reduce_max[axes={1}](x) -> float_type, {2, 1}
         mb = multibroadcast[out_lens={2, 3}](m) -> float_type, {2, 3}, {1, 0}
@@ -36,7 +39,8 @@ def test_softmax_expands_with_multibroadcasts():
         tb = multibroadcast[out_lens={2, 3}](t) -> float_type, {2, 3}, {1, 0}
         y = div(e,tb) -> float_type, {2, 3}
         r = @return(y)
-    """)
+    """,
+    )
 
 
 def test_logsoftmax_is_log_of_softmax():
@@ -65,24 +69,32 @@ def test_fp16_softmax_computes_in_fp32_by_default(fp32, converts):
     if fp32:
         assert next(i for i in p.main if i.name == "exp").shape.type == "float32"
         kids = {trace.records[i].name for i in trace.records[0].children}
-        assert {"eliminate_convert", "dead_code_elimination", "eliminate_common_subexpression",
-                "simplify_reshapes"} <= kids
+        assert {
+            "eliminate_convert",
+            "dead_code_elimination",
+            "eliminate_common_subexpression",
+            "simplify_reshapes",
+        } <= kids
     assert_same_outputs(parse(text), p, rtol=1e-2, atol=1e-3)
 
 
 def test_reduce_mean_becomes_sum_of_scaled_input():
-    check_pass("""
+    check_pass(
+        """
         x = @param:x -> float_type, {2, 4}
         y = reduce_mean[axes={1}](x) -> float_type, {2, 1}
         r = @return(y)
-    """, [RewriteReduce()], """
+    """,
+        [RewriteReduce()],
+        """
         x = @param:x -> float_type, {2, 4}
         n = @literal{4} -> float_type, {1}
         nb = multibroadcast[out_lens={2, 4}](n) -> float_type, {2, 4}, {0, 0}
         d = div(x,nb) -> float_type, {2, 4}
         y = reduce_sum[axes={1}](d) -> float_type, {2, 1}
         r = @return(y)
-    """)
+    """,
+    )
 
 
 def test_int8_reduce_mean_accumulates_in_int32():

@@ -34,13 +34,20 @@ def names(p: Program) -> list[str]:
     return [i.name for i in p.main if not i.is_builtin()]
 
 
-@pytest.mark.parametrize("attrs", [
-    dict(sizes=[1, 1, 4, 6], mode="nearest"),
-    dict(sizes=[1, 1, 4, 6], mode="nearest", coordinate_transformation_mode="asymmetric", nearest_mode="floor"),
-    dict(sizes=[1, 1, 1, 1], mode="nearest"),
-    dict(sizes=[1, 1, 6, 9], mode="nearest", coordinate_transformation_mode="align_corners",
-         nearest_mode="round_prefer_ceil"),
-])
+@pytest.mark.parametrize(
+    "attrs",
+    [
+        dict(sizes=[1, 1, 4, 6], mode="nearest"),
+        dict(sizes=[1, 1, 4, 6], mode="nearest", coordinate_transformation_mode="asymmetric", nearest_mode="floor"),
+        dict(sizes=[1, 1, 1, 1], mode="nearest"),
+        dict(
+            sizes=[1, 1, 6, 9],
+            mode="nearest",
+            coordinate_transformation_mode="align_corners",
+            nearest_mode="round_prefer_ceil",
+        ),
+    ],
+)
 def test_nearest_resize_becomes_gathers(attrs):
     p = resize_program((1, 1, 2, 3), **attrs)
     q = rewritten(p)
@@ -48,11 +55,14 @@ def test_nearest_resize_becomes_gathers(attrs):
     assert_same_outputs(p, q, rtol=0, atol=0)
 
 
-@pytest.mark.parametrize("attrs, lens", [
-    (dict(sizes=[1, 1, 2, 2], mode="linear"), (1, 1, 4, 4)),
-    (dict(sizes=[1, 2, 3, 2], mode="linear", coordinate_transformation_mode="align_corners"), (1, 2, 6, 4)),
-    (dict(sizes=[2, 5], mode="linear"), (4, 5)),
-])
+@pytest.mark.parametrize(
+    "attrs, lens",
+    [
+        (dict(sizes=[1, 1, 2, 2], mode="linear"), (1, 1, 4, 4)),
+        (dict(sizes=[1, 2, 3, 2], mode="linear", coordinate_transformation_mode="align_corners"), (1, 2, 6, 4)),
+        (dict(sizes=[2, 5], mode="linear"), (4, 5)),
+    ],
+)
 def test_linear_downsampling_becomes_gathers_and_lerps(attrs, lens):
     p = resize_program(lens, **attrs)
     q = rewritten(p, affine_only=True)

@@ -18,8 +18,17 @@ from migx_explore.compiler.shape import Shape
 GATES = {"rnn": 1, "gru": 3, "lstm": 4}
 
 
-def recurrent(name: str, direction: str = "forward", lens=None, seq: int = 4, batch: int = 3, inp: int = 2,
-              hidden: int = 5, peepholes: bool = True, **attrs) -> Program:
+def recurrent(
+    name: str,
+    direction: str = "forward",
+    lens=None,
+    seq: int = 4,
+    batch: int = 3,
+    inp: int = 2,
+    hidden: int = 5,
+    peepholes: bool = True,
+    **attrs,
+) -> Program:
     rng = np.random.default_rng(len(name) + len(direction))
     nd, g = (2 if direction == "bidirectional" else 1), GATES[name]
     p = Program()
@@ -30,11 +39,19 @@ def recurrent(name: str, direction: str = "forward", lens=None, seq: int = 4, ba
 
     x = m.add_parameter("x", Shape.of("float32", [seq, batch, inp]))
     lens = np.full(batch, seq, np.int32) if lens is None else np.asarray(lens, np.int32)
-    ins = [x, lit(nd, g * hidden, inp), lit(nd, g * hidden, hidden), lit(nd, 2 * g * hidden), m.add_literal(lens),
-           lit(nd, batch, hidden)]
+    ins = [
+        x,
+        lit(nd, g * hidden, inp),
+        lit(nd, g * hidden, hidden),
+        lit(nd, 2 * g * hidden),
+        m.add_literal(lens),
+        lit(nd, batch, hidden),
+    ]
     if name == "lstm":
-        ins += [lit(nd, batch, hidden), lit(nd, 3 * hidden) if peepholes else m.add_literal(np.zeros((nd, 3 * hidden),
-                                                                                                   np.float32))]
+        ins += [
+            lit(nd, batch, hidden),
+            lit(nd, 3 * hidden) if peepholes else m.add_literal(np.zeros((nd, 3 * hidden), np.float32)),
+        ]
     r = m.add_instruction(Op(name, hidden_size=hidden, direction=direction, **attrs), ins)
     outs = [m.add_instruction(Op("get_tuple_elem", index=i), [r]) for i in range(len(r.shape.sub_shapes))]
     m.add_return(outs)
@@ -63,18 +80,28 @@ def test_unrolled_cells_match_the_reference_op(name, direction):
     assert dots == dirs + 4 * dirs * (2 if name == "gru" else 1)
 
 
-@pytest.mark.parametrize("attrs", [
-    {"clip": 0.5},
-    {"actv_funcs": ("hardsigmoid", "leakyrelu", "softsign"), "actv_alpha": (0.3, 0.1), "actv_beta": (0.4,)},
-    {"input_forget": 1},
-])
+@pytest.mark.parametrize(
+    "attrs",
+    [
+        {"clip": 0.5},
+        {"actv_funcs": ("hardsigmoid", "leakyrelu", "softsign"), "actv_alpha": (0.3, 0.1), "actv_beta": (0.4,)},
+        {"input_forget": 1},
+    ],
+)
 def test_lstm_activations_clip_and_coupled_gates(attrs):
     _unrolled_matches(recurrent("lstm", **attrs))
 
 
 def test_gru_linear_before_reset_and_affine_activations():
-    _unrolled_matches(recurrent("gru", linear_before_reset=1, actv_funcs=("affine", "scaledtanh"),
-                                actv_alpha=(0.7, 1.5), actv_beta=(0.1, 0.5)))
+    _unrolled_matches(
+        recurrent(
+            "gru",
+            linear_before_reset=1,
+            actv_funcs=("affine", "scaledtanh"),
+            actv_alpha=(0.7, 1.5),
+            actv_beta=(0.1, 0.5),
+        )
+    )
 
 
 def test_uneven_forward_lengths_are_masked():

@@ -32,12 +32,15 @@ def test_split_dim_matches_migraphx():
     assert split_dim(13 * 4, 2) == (4, 13)  # 13 has no small factor: stop
 
 
-@pytest.mark.parametrize("lens, k, axis, largest", [
-    ((2, 48), 3, 1, True),
-    ((2, 48), 3, -1, False),
-    ((40, 3), 2, 0, True),
-    ((2, 30, 2), 4, 1, True),
-])
+@pytest.mark.parametrize(
+    "lens, k, axis, largest",
+    [
+        ((2, 48), 3, 1, True),
+        ((2, 48), 3, -1, False),
+        ((40, 3), 2, 0, True),
+        ((2, 30, 2), 4, 1, True),
+    ],
+)
 def test_large_topk_splits_and_agrees(lens, k, axis, largest):
     p = topk_program(lens, k, axis, largest)
     q = p.copy()

@@ -79,8 +79,9 @@ def _hub_graph(users: int) -> DisplayGraph:
     hub = DisplayNode("i0", "scratch\nint8 100", "@param", S.PARAM, instr_id=0, status=S.REMOVED)
     nodes, edges = [hub], []
     for k in range(1, users + 1):
-        nodes.append(DisplayNode(f"i{k}", f"kernel {k}", "gpu::code_object", S.GPU_KERNEL, instr_id=k,
-                                 status=S.CHANGED))
+        nodes.append(
+            DisplayNode(f"i{k}", f"kernel {k}", "gpu::code_object", S.GPU_KERNEL, instr_id=k, status=S.CHANGED)
+        )
         edges.append(DisplayEdge("i0", f"i{k}", status=S.REMOVED))
         if k > 1:
             edges.append(DisplayEdge(f"i{k - 1}", f"i{k}", status=S.UNCHANGED))

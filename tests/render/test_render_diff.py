@@ -91,7 +91,9 @@ def test_dead_code_elimination_and_identity_removal():
         g = diff_graph(rec.before, rec.after, rec.diff)
         _assert_matches_trace(g, rec.diff)
         assert {n.op for n in g.nodes if n.status == S.REMOVED} == {
-            "eliminate_identity": {"identity"}, "dead_code_elimination": {"neg"}}[rec.name]
+            "eliminate_identity": {"identity"},
+            "dead_code_elimination": {"neg"},
+        }[rec.name]
 
 
 def test_rewired_edges_are_marked():
@@ -168,8 +170,15 @@ def _assert_matches_trace_subset(g, d):
         if n.instr_id is None:
             assert not (set(n.members) & (d.removed | d.changed)), "a changed instruction was summarised"
             continue
-        want = (S.ADDED if n.instr_id in d.added else S.REMOVED if n.instr_id in d.removed
-                else S.CHANGED if n.instr_id in changed else S.UNCHANGED)
+        want = (
+            S.ADDED
+            if n.instr_id in d.added
+            else S.REMOVED
+            if n.instr_id in d.removed
+            else S.CHANGED
+            if n.instr_id in changed
+            else S.UNCHANGED
+        )
         assert n.status == want
 
 
@@ -185,10 +194,12 @@ def test_submodule_shape_lines_are_dropped():
 def test_nodes_keep_their_order_from_pass_to_pass():
     # dot places nodes in declaration order first; keeping the order of the nodes two
     # consecutive drawings share is what keeps the layout from jumping between passes.
-    tr = PassManager().run(conv_chain(4), [FuseBiasRelu(limit=1), FuseBiasRelu(limit=2),
-                                           make_pass("dead_code_elimination")])
-    orders = [list(dot_nodes(to_dot(diff_graph(r.before, r.after, r.diff, expand=True))))
-              for r in tr.records if r.changed]
+    tr = PassManager().run(
+        conv_chain(4), [FuseBiasRelu(limit=1), FuseBiasRelu(limit=2), make_pass("dead_code_elimination")]
+    )
+    orders = [
+        list(dot_nodes(to_dot(diff_graph(r.before, r.after, r.diff, expand=True)))) for r in tr.records if r.changed
+    ]
     assert len(orders) >= 2
     for a, b in zip(orders, orders[1:]):
         shared = set(a) & set(b)

@@ -30,8 +30,16 @@ def _lstm_trace(seq: int = 6):
         return m.add_literal((rng.standard_normal(shape) * 0.5).astype(np.float32))
 
     x = m.add_parameter("x", Shape.of("float32", [seq, 2, 3]))
-    ins = [x, lit(2, 16, 3), lit(2, 16, 4), lit(2, 32), m.add_literal(np.full(2, seq, np.int32)), lit(2, 2, 4),
-           lit(2, 2, 4), lit(2, 12)]
+    ins = [
+        x,
+        lit(2, 16, 3),
+        lit(2, 16, 4),
+        lit(2, 32),
+        m.add_literal(np.full(2, seq, np.int32)),
+        lit(2, 2, 4),
+        lit(2, 2, 4),
+        lit(2, 12),
+    ]
     r = m.add_instruction(Op("lstm", hidden_size=4, direction="bidirectional"), ins)
     outs = [m.add_instruction(Op("get_tuple_elem", index=i), [r]) for i in range(3)]
     m.add_return(outs)
@@ -76,8 +84,9 @@ def test_diff_over_the_budget_folds_to_steps_and_holds_the_budget():
         assert folded and all(n.status == "changed" for n in folded)  # every step holds added ops
         # nothing lost: every instruction is drawn or inside a folded group
         assert g.instruction_count() == full.instruction_count()
-    labels = [n.label.splitlines()[0] for n in diff_graph(rec.before, rec.after, rec.diff, budget=40,
-                                                          scopes=scopes).nodes]
+    labels = [
+        n.label.splitlines()[0] for n in diff_graph(rec.before, rec.after, rec.diff, budget=40, scopes=scopes).nodes
+    ]
     assert any(re.match(r"^/enc/lstm_\d+/(forward|reverse)/step\.\d+$", t) for t in labels), labels
 
 

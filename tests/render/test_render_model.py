@@ -105,12 +105,25 @@ def test_one_colour_table_keyed_by_category():
         assert f"cat_{n.category}" in nodes[n.name]["class"]
 
 
-@pytest.mark.parametrize("name,cat", [
-    ("convolution", S.CONV_GEMM), ("dot", S.CONV_GEMM), ("relu", S.POINTWISE), ("pointwise", S.POINTWISE),
-    ("reduce_sum", S.REDUCE), ("fused_reduce", S.REDUCE), ("reshape", S.DATA), ("concat", S.DATA),
-    ("allocate", S.ALLOCATION), ("hip::allocate", S.ALLOCATION), ("load", S.ALLOCATION),
-    ("gpu::code_object", S.GPU_KERNEL), ("gpu::anything_new", S.GPU_KERNEL), ("pooling", S.OTHER),
-])
+@pytest.mark.parametrize(
+    "name,cat",
+    [
+        ("convolution", S.CONV_GEMM),
+        ("dot", S.CONV_GEMM),
+        ("relu", S.POINTWISE),
+        ("pointwise", S.POINTWISE),
+        ("reduce_sum", S.REDUCE),
+        ("fused_reduce", S.REDUCE),
+        ("reshape", S.DATA),
+        ("concat", S.DATA),
+        ("allocate", S.ALLOCATION),
+        ("hip::allocate", S.ALLOCATION),
+        ("load", S.ALLOCATION),
+        ("gpu::code_object", S.GPU_KERNEL),
+        ("gpu::anything_new", S.GPU_KERNEL),
+        ("pooling", S.OTHER),
+    ],
+)
 def test_categories(name, cat):
     try:
         op = Op(name) if name not in ("hip::allocate", "load", "gpu::code_object", "gpu::anything_new") else None
@@ -125,8 +138,10 @@ def test_gpu_kernel_label_reads_launch_attributes_defensively():
     p = Program()
     x = p.main.add_parameter("x", Shape.of("float32", (64,)))
     buf = p.main.add_instruction(Op("hip::allocate", shape=Shape.of("float32", (64,))))
-    k = p.main.add_instruction(Op("gpu::code_object", op="relu", symbol_name="relu_kernel", key="deadbeef",
-                                  **{"global": 64, "local": 64}), [x, buf])
+    k = p.main.add_instruction(
+        Op("gpu::code_object", op="relu", symbol_name="relu_kernel", key="deadbeef", **{"global": 64, "local": 64}),
+        [x, buf],
+    )
     p.main.add_return([k])
     g = build_graph(p)
     node = g.by_name()[f"i{k.id}"]

@@ -105,15 +105,17 @@ def test_file_names_match_the_text_trace(tmp_path):
 
 
 def test_import_needs_no_graphviz_or_notebook_libraries():
-    code = "\n".join([
-        "import sys",
-        "import migx_explore.render as r",
-        "from migx_explore.render.synthetic import conv_chain",
-        "r.to_dot(r.diff_graph(r.build_graph and __import__('migx_explore.compiler', fromlist=['x'])"
-        ".snapshot(conv_chain(1)), __import__('migx_explore.compiler', fromlist=['x']).snapshot(conv_chain(2))))",
-        "bad = [m for m in ('graphviz', 'ipywidgets', 'IPython', 'matplotlib') if m in sys.modules]",
-        "assert not bad, bad",
-    ])
+    code = "\n".join(
+        [
+            "import sys",
+            "import migx_explore.render as r",
+            "from migx_explore.render.synthetic import conv_chain",
+            "r.to_dot(r.diff_graph(r.build_graph and __import__('migx_explore.compiler', fromlist=['x'])"
+            ".snapshot(conv_chain(1)), __import__('migx_explore.compiler', fromlist=['x']).snapshot(conv_chain(2))))",
+            "bad = [m for m in ('graphviz', 'ipywidgets', 'IPython', 'matplotlib') if m in sys.modules]",
+            "assert not bad, bad",
+        ]
+    )
     subprocess.run([sys.executable, "-c", code], check=True)
 
 

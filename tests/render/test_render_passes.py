@@ -21,8 +21,12 @@ CHANGED = (S.ADDED, S.REMOVED, S.CHANGED)
 def _check_against_trace(rec, g):
     """Every drawn instruction has the trace's status; every change of the pass is drawn."""
     d = rec.diff
-    want = {**{i: S.ADDED for i in d.added}, **{i: S.REMOVED for i in d.removed},
-            **{i: S.CHANGED for i in d.changed}, **{i: S.UNCHANGED for i in d.unchanged}}
+    want = {
+        **{i: S.ADDED for i in d.added},
+        **{i: S.REMOVED for i in d.removed},
+        **{i: S.CHANGED for i in d.changed},
+        **{i: S.UNCHANGED for i in d.unchanged},
+    }
     drawn = {}
     for n in g.nodes:
         if n.instr_id is not None:

@@ -43,13 +43,13 @@ def claim_size(path: Path, member: str, size: int) -> None:
     local = raw.find(b"PK\x03\x04" + b"")
     while local != -1:
         n = struct.unpack_from("<H", raw, local + 26)[0]
-        if raw[local + 30:local + 30 + n] == name:
+        if raw[local + 30 : local + 30 + n] == name:
             struct.pack_into("<I", raw, local + 22, size)
         local = raw.find(b"PK\x03\x04", local + 4)
     central = raw.find(b"PK\x01\x02")
     while central != -1:
         n = struct.unpack_from("<H", raw, central + 28)[0]
-        if raw[central + 46:central + 46 + n] == name:
+        if raw[central + 46 : central + 46 + n] == name:
             struct.pack_into("<I", raw, central + 24, size)
         central = raw.find(b"PK\x01\x02", central + 4)
     path.write_bytes(bytes(raw))

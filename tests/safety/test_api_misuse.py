@@ -50,6 +50,7 @@ def test_a_rule_whose_check_raises_fails_named_with_the_users_exception(s):
 def test_an_illegal_mutation_by_a_user_pass_is_blamed_on_it(s):
     """The pass pokes an instruction behind the Module API and says it changed nothing: validation
     still runs after it, and the failure names it (not the next built-in pass)."""
+
     def sneaky(module):
         for ins in module:
             if ins.name == "relu":

@@ -13,8 +13,11 @@ OPS = ["relu", "sigmoid", "tanh", "neg", "abs"]
 
 
 def chain_text(n: int) -> str:
-    lines = ["x = @param:x -> float_type, {4, 4}", "c = @literal{0.5} -> float_type, {1}",
-             "@2 = multibroadcast[out_lens={4, 4}](c) -> float_type, {4, 4}, {0, 0}"]
+    lines = [
+        "x = @param:x -> float_type, {4, 4}",
+        "c = @literal{0.5} -> float_type, {1}",
+        "@2 = multibroadcast[out_lens={4, 4}](c) -> float_type, {4, 4}, {0, 0}",
+    ]
     prev = "x"
     for k in range(n):
         name = f"@{k + 3}"

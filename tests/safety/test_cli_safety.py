@@ -17,12 +17,16 @@ from migx_explore.compiler.errors import MigxError
 
 @pytest.fixture
 def relu_onnx(tmp_path):
-    g = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "g",
-                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])],
-                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])])
+    g = helper.make_graph(
+        [helper.make_node("Relu", ["x"], ["y"])],
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])],
+    )
     path = tmp_path / "m.onnx"
-    path.write_bytes(helper.make_model(g, opset_imports=[helper.make_opsetid("", 18)], ir_version=9)
-                     .SerializeToString())
+    path.write_bytes(
+        helper.make_model(g, opset_imports=[helper.make_opsetid("", 18)], ir_version=9).SerializeToString()
+    )
     return path
 
 
@@ -143,7 +147,7 @@ ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
 
 def test_headless_script_writes_per_model_folder():
     script = open(os.path.join(ROOT, "scripts", "explore.sh")).read()
-    assert 'out/${name%.onnx}' in script and "out/trace" not in script
+    assert "out/${name%.onnx}" in script and "out/trace" not in script
 
 
 def test_env_script_skips_pip_when_the_install_is_current(tmp_path):
@@ -171,15 +175,17 @@ def test_explore_script_passes_allow_root_as_root_and_says_so(tmp_path, uid, roo
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     calls = tmp_path / "calls"
-    (bin_dir / "python").write_text(f'#!/bin/sh\nif [ "$1" = "-m" ]; then echo "$@" >> {calls}; '
-                                    'else echo "Python test"; fi\n')
+    (bin_dir / "python").write_text(
+        f'#!/bin/sh\nif [ "$1" = "-m" ]; then echo "$@" >> {calls}; else echo "Python test"; fi\n'
+    )
     (bin_dir / "id").write_text(f"#!/bin/sh\necho {uid}\n")
     (bin_dir / "dot").write_text("#!/bin/sh\nexit 0\n")
     for f in bin_dir.iterdir():
         f.chmod(0o755)
     env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "VIRTUAL_ENV": str(tmp_path)}
-    res = subprocess.run(["bash", os.path.join(ROOT, "scripts", "explore.sh")], env=env, capture_output=True,
-                         text=True, timeout=60)
+    res = subprocess.run(
+        ["bash", os.path.join(ROOT, "scripts", "explore.sh")], env=env, capture_output=True, text=True, timeout=60
+    )
     assert res.returncode == 0, res.stderr
     lab = [ln for ln in calls.read_text().splitlines() if "jupyterlab" in ln]
     assert len(lab) == 1 and lab[0].endswith("notebooks/01_tour.ipynb")

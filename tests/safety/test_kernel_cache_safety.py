@@ -14,8 +14,9 @@ from migx_explore.gpu.runtime.fake import FakeBackend
 
 
 def _kernel(tag: str) -> KernelSource:
-    return KernelSource(f"k{tag}_kernel", f'#include "migx.hpp"\nMIGX_GLOBAL void k{tag}_kernel(float* p) '
-                        "{ p[0] = 1; }\n", 64, 64)
+    return KernelSource(
+        f"k{tag}_kernel", f'#include "migx.hpp"\nMIGX_GLOBAL void k{tag}_kernel(float* p) {{ p[0] = 1; }}\n', 64, 64
+    )
 
 
 @pytest.fixture
@@ -65,8 +66,12 @@ def test_a_cache_folder_others_can_write_is_refused(cache):
 def _shipped(ks: KernelSource, be, binary: bytes, binary_key: str | None = None):
     bk = binary_key or kernel_cache.binary_key(ks, be.kernels, be.kernels.compile_flags())
     rows = [{"key": ks.key, "binaries": [{"arch": be.arch, "binary_key": bk}]}]
-    blobs = {f"kernels/{ks.key}.json": json.dumps({"name": ks.name, "source": ks.source, "global": 64,
-                                                    "local": 64}).encode(), f"kernels/{bk}.bin": binary}
+    blobs = {
+        f"kernels/{ks.key}.json": json.dumps(
+            {"name": ks.name, "source": ks.source, "global": 64, "local": 64}
+        ).encode(),
+        f"kernels/{bk}.bin": binary,
+    }
     return rows, blobs
 
 
@@ -141,8 +146,10 @@ def test_a_forged_entry_never_validates(cache):
     be, ks = FakeBackend(), _kernel("forge")
     good, entry = _entry_for(cache, be, ks)
     bk = entry.stem
-    for mac in (hashlib.sha256(bk.encode() + b"\0" + b"evil").hexdigest(),
-                hmac.new(b"x" * 32, bk.encode() + b"\0" + b"evil", hashlib.sha256).hexdigest()):
+    for mac in (
+        hashlib.sha256(bk.encode() + b"\0" + b"evil").hexdigest(),
+        hmac.new(b"x" * 32, bk.encode() + b"\0" + b"evil", hashlib.sha256).hexdigest(),
+    ):
         entry.write_bytes(kernel_cache._ENTRY_MAGIC + mac.encode() + b"\nevil")
         kernel_cache.clear_memory_cache()
         assert kernel_cache.compile_many(be.kernels, [ks])[ks.key] == good

@@ -60,9 +60,11 @@ def test_random_inputs_check_the_budget_first(monkeypatch):
 
 
 def test_evaluator_checks_each_value_before_computing(monkeypatch):
-    p = parse("x = @param:x -> float_type, {4}\n"
-              "b = multibroadcast[out_lens={4096, 4}](x) -> float_type, {4096, 4}, {0, 1}\n"
-              "r = relu(b) -> float_type, {4096, 4}\n")
+    p = parse(
+        "x = @param:x -> float_type, {4}\n"
+        "b = multibroadcast[out_lens={4096, 4}](x) -> float_type, {4096, 4}, {0, 1}\n"
+        "r = relu(b) -> float_type, {4096, 4}\n"
+    )
     monkeypatch.setenv("MIGX_EXPLORE_MEMORY_BUDGET", "10000")
     with pytest.raises(BudgetError, match=r"multibroadcast \(#1\) output needs 65,536 bytes"):
         evaluate(p, {"x": np.ones(4, np.float32)})
@@ -76,17 +78,23 @@ def test_elided_literal_over_budget_refused_by_the_parser(monkeypatch):
 
 def test_constant_of_shape_and_range_checked_before_allocating():
     shape = numpy_helper.from_array(np.array([1 << 20, 1 << 20], np.int64), "s")
-    refused(model([helper.make_node("ConstantOfShape", ["s"], ["y"])], [], [vi("y", F, None)], [shape]),
-            "ConstantOfShape.*memory budget")
+    refused(
+        model([helper.make_node("ConstantOfShape", ["s"], ["y"])], [], [vi("y", F, None)], [shape]),
+        "ConstantOfShape.*memory budget",
+    )
     lim = [numpy_helper.from_array(np.array(v, np.int64), n) for n, v in (("a", 0), ("b", 1 << 50), ("d", 1))]
-    refused(model([helper.make_node("Range", ["a", "b", "d"], ["y"])], [], [vi("y", TensorProto.INT64, None)], lim),
-            "Range.*memory budget")
+    refused(
+        model([helper.make_node("Range", ["a", "b", "d"], ["y"])], [], [vi("y", TensorProto.INT64, None)], lim),
+        "Range.*memory budget",
+    )
 
 
 def test_expand_to_a_huge_shape_refused_at_import():
     shape = numpy_helper.from_array(np.array([1 << 20, 1 << 20], np.int64), "s")
-    refused(model([helper.make_node("Expand", ["x", "s"], ["y"])], [vi("x", F, [1, 1])], [vi("y", F, None)],
-                  [shape]), "Expand.*memory budget")
+    refused(
+        model([helper.make_node("Expand", ["x", "s"], ["y"])], [vi("x", F, [1, 1])], [vi("y", F, None)], [shape]),
+        "Expand.*memory budget",
+    )
 
 
 def test_negative_dim_refused():
@@ -101,14 +109,17 @@ def test_opset_newer_than_onnx_knows_refused():
 @pytest.mark.parametrize("pads", [[0, 0, 0, -100, 0, 0, 0, 0], [0, 0, 0, -5, 0, 0, 0, -5]])
 def test_pad_cropping_past_the_axis_refused(pads):
     p = numpy_helper.from_array(np.array(pads, np.int64), "p")
-    refused(model([helper.make_node("Pad", ["x", "p"], ["y"])], [vi("x", F, [1, 3, 8, 8])], [vi("y", F, None)], [p]),
-            "crop .* from axis 3, which has only 8 elements")
+    refused(
+        model([helper.make_node("Pad", ["x", "p"], ["y"])], [vi("x", F, [1, 3, 8, 8])], [vi("y", F, None)], [p]),
+        "crop .* from axis 3, which has only 8 elements",
+    )
 
 
 def test_pad_cropping_within_the_axis_still_works():
     p = numpy_helper.from_array(np.array([0, 0, 0, -2, 0, 0, 0, -1], np.int64), "p")
-    prog = parse_onnx(model([helper.make_node("Pad", ["x", "p"], ["y"])], [vi("x", F, [1, 3, 8, 8])],
-                            [vi("y", F, None)], [p]))
+    prog = parse_onnx(
+        model([helper.make_node("Pad", ["x", "p"], ["y"])], [vi("x", F, [1, 3, 8, 8])], [vi("y", F, None)], [p])
+    )
     assert list(prog.main.output_shapes()[0].lens) == [1, 3, 8, 5]
 
 
@@ -116,8 +127,10 @@ def test_pad_cropping_within_the_axis_still_works():
 def test_integer_division_by_a_constant_zero_refused(op):
     z = numpy_helper.from_array(np.array([1, 0, 2, 3], np.int32), "z")
     I32 = TensorProto.INT32
-    refused(model([helper.make_node(op, ["x", "z"], ["y"])], [vi("x", I32, [1, 4])], [vi("y", I32, [1, 4])], [z]),
-            f"{op}.*integer division by a constant divisor that holds 0")
+    refused(
+        model([helper.make_node(op, ["x", "z"], ["y"])], [vi("x", I32, [1, 4])], [vi("y", I32, [1, 4])], [z]),
+        f"{op}.*integer division by a constant divisor that holds 0",
+    )
 
 
 def test_float_division_by_zero_is_fine():
@@ -130,8 +143,10 @@ def test_empty_graph_refused():
 
 
 def test_duplicate_output_names_refused():
-    refused(model([helper.make_node("Relu", ["x"], ["y"])], [vi("x", F, [1, 4])], [vi("y", F, [1, 4])] * 2),
-            "'y' appear more than once")
+    refused(
+        model([helper.make_node("Relu", ["x"], ["y"])], [vi("x", F, [1, 4])], [vi("y", F, [1, 4])] * 2),
+        "'y' appear more than once",
+    )
 
 
 # ---- external data --------------------------------------------------------------------------------
@@ -151,14 +166,17 @@ def test_external_data_reads_within_range(tmp_path):
     assert prog.main.output_shapes()[0].lens == (4,)
 
 
-@pytest.mark.parametrize("info, match", [
-    ({"offset": "-100"}, "offset -100 is negative"),
-    ({"offset": str(2**62)}, "past the end"),
-    ({"offset": "abc"}, "offset 'abc' is not an integer"),
-    ({"length": "abc"}, "length 'abc' is not an integer"),
-    ({"length": "-1"}, "length -1 is negative"),
-    ({"offset": "8", "length": "16"}, "shorter than its declared offset 8 \\+ length 16"),
-])
+@pytest.mark.parametrize(
+    "info, match",
+    [
+        ({"offset": "-100"}, "offset -100 is negative"),
+        ({"offset": str(2**62)}, "past the end"),
+        ({"offset": "abc"}, "offset 'abc' is not an integer"),
+        ({"length": "abc"}, "length 'abc' is not an integer"),
+        ({"length": "-1"}, "length -1 is negative"),
+        ({"offset": "8", "length": "16"}, "shorter than its declared offset 8 \\+ length 16"),
+    ],
+)
 def test_bad_external_offsets_and_lengths_refused(tmp_path, info, match):
     refused(_external(tmp_path, info), match)
 

@@ -68,11 +68,14 @@ def test_missing_blob(compiled, tmp_path):
     refused(tamper(compiled, tmp_path / "b.migx", edit), "blob .* is listed but its member is missing")
 
 
-@pytest.mark.parametrize("rows, match", [
-    ({"a": 1}, "kernel table is a dict"),
-    ([7], "kernel row '7' is malformed"),
-    ([{"key": "nope"}], "kernel 'nope': its source blob"),
-])
+@pytest.mark.parametrize(
+    "rows, match",
+    [
+        ({"a": 1}, "kernel table is a dict"),
+        ([7], "kernel row '7' is malformed"),
+        ([{"key": "nope"}], "kernel 'nope': its source blob"),
+    ],
+)
 def test_malformed_kernel_rows(compiled, tmp_path, rows, match):
     refused(tamper(compiled, tmp_path / "b.migx", lambda m, d: m["metadata"].__setitem__("kernels", rows)), match)
 

@@ -106,8 +106,14 @@ def test_save_program_cleans_its_folder_and_names_temporaries_by_pid(tmp_path):
     assert tmpfiles.prefix() == f".migx-{os.getpid()}-"
 
 
-@pytest.mark.parametrize("argv", [["run", "mlp", "--out", "{d}"], ["run", "mlp", "--out", "{d}/no/o.npz"],
-                                  ["compile", "mlp", "--out", "{d}/no/p.migx"]])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["run", "mlp", "--out", "{d}"],
+        ["run", "mlp", "--out", "{d}/no/o.npz"],
+        ["compile", "mlp", "--out", "{d}/no/p.migx"],
+    ],
+)
 def test_a_bad_output_file_fails_before_the_model_loads(tmp_path, monkeypatch, capsys, argv):
     def never(*a, **k):
         raise AssertionError("the model was loaded before --out was checked")

@@ -21,14 +21,21 @@ vi = helper.make_tensor_value_info
 
 
 def loop_model(trips: int) -> onnx.ModelProto:
-    body = helper.make_graph([helper.make_node("Identity", ["c_in"], ["c_out"]),
-                              helper.make_node("Add", ["v_in", "one"], ["v_out"])], "body",
-                             [vi("i", TensorProto.INT64, []), vi("c_in", TensorProto.BOOL, []), vi("v_in", F, [4])],
-                             [vi("c_out", TensorProto.BOOL, []), vi("v_out", F, [4])],
-                             [numpy_helper.from_array(np.ones(4, np.float32), "one")])
+    body = helper.make_graph(
+        [helper.make_node("Identity", ["c_in"], ["c_out"]), helper.make_node("Add", ["v_in", "one"], ["v_out"])],
+        "body",
+        [vi("i", TensorProto.INT64, []), vi("c_in", TensorProto.BOOL, []), vi("v_in", F, [4])],
+        [vi("c_out", TensorProto.BOOL, []), vi("v_out", F, [4])],
+        [numpy_helper.from_array(np.ones(4, np.float32), "one")],
+    )
     inits = [numpy_helper.from_array(np.array(trips, np.int64), "M"), numpy_helper.from_array(np.array(True), "c")]
-    g = helper.make_graph([helper.make_node("Loop", ["M", "c", "x"], ["y"], body=body, name="forever")], "main",
-                          [vi("x", F, [4])], [vi("y", F, [4])], inits)
+    g = helper.make_graph(
+        [helper.make_node("Loop", ["M", "c", "x"], ["y"], body=body, name="forever")],
+        "main",
+        [vi("x", F, [4])],
+        [vi("y", F, [4])],
+        inits,
+    )
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", 18)])
 
 

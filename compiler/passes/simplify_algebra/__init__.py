@@ -68,11 +68,39 @@ from .shape_rules import DOT_BROADCAST, INNER_BROADCAST, SPLIT_RESHAPE, SPLIT_TR
 
 # MIGraphX's order (src/simplify_algebra.cpp), with find_conv_conv_1x1 after find_conv_add.
 RULES = (
-    CONV_BROADCAST_INPUT, INNER_BROADCAST, DOT_BROADCAST, DOUBLE_ADD_LIT_BROADCAST, ADD_LIT_BROADCAST, ADD_CONVS,
-    CONV_DOT_HORIZ_FUSION, MUL_CONV, MUL_SLICE_CONV, MUL_DOT, DOT_SLICE, DOT_MUL, MUL_ADD, *UNIT_OPS, *NEG_UNIT_OPS,
-    ZERO_POINT, *ZERO_OPS, DOT_ADD, CONV_ADD,
-    CONV_CONV_1X1, DIV_CONST, SUB_CONST, RSQRT, LOG_EXP, LOG_DIV, CONCAT_CONV, CONCAT_SAME_INPUT, CONCAT_OP,
-    SPLIT_CONCAT, SPLITS, SPLIT_RESHAPE, SPLIT_TRANSPOSE, POW2,
+    CONV_BROADCAST_INPUT,
+    INNER_BROADCAST,
+    DOT_BROADCAST,
+    DOUBLE_ADD_LIT_BROADCAST,
+    ADD_LIT_BROADCAST,
+    ADD_CONVS,
+    CONV_DOT_HORIZ_FUSION,
+    MUL_CONV,
+    MUL_SLICE_CONV,
+    MUL_DOT,
+    DOT_SLICE,
+    DOT_MUL,
+    MUL_ADD,
+    *UNIT_OPS,
+    *NEG_UNIT_OPS,
+    ZERO_POINT,
+    *ZERO_OPS,
+    DOT_ADD,
+    CONV_ADD,
+    CONV_CONV_1X1,
+    DIV_CONST,
+    SUB_CONST,
+    RSQRT,
+    LOG_EXP,
+    LOG_DIV,
+    CONCAT_CONV,
+    CONCAT_SAME_INPUT,
+    CONCAT_OP,
+    SPLIT_CONCAT,
+    SPLITS,
+    SPLIT_RESHAPE,
+    SPLIT_TRANSPOSE,
+    POW2,
 )
 
 
@@ -81,7 +109,8 @@ class SimplifyAlgebra(Pass):
     name: ClassVar[str] = "simplify_algebra"
     note: ClassVar[str] = (
         "MIGraphX's 32 finders, in its order, plus find_conv_conv_1x1 (unmerged "
-        "upstream) after find_conv_add; find_split_reshape refuses a reorder MIGraphX gets wrong (len-1 slices)")
+        "upstream) after find_conv_add; find_split_reshape refuses a reorder MIGraphX gets wrong (len-1 slices)"
+    )
 
     def apply_module(self, module, ctx) -> bool:
         return repeat_while_changes(8, lambda: sweep(module, RULES, rewriter=rewriter_of(ctx))) > 0

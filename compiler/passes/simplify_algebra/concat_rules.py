@@ -23,8 +23,13 @@ class ConcatSameInput(Rule):
     name = "find_concat_same_input"
 
     def pattern(self):
-        return name("concat")(pred("same_inputs", lambda i: len(i.inputs) > 1 and all(
-            x is i.inputs[0] for x in i.inputs), "the inputs differ"))
+        return name("concat")(
+            pred(
+                "same_inputs",
+                lambda i: len(i.inputs) > 1 and all(x is i.inputs[0] for x in i.inputs),
+                "the inputs differ",
+            )
+        )
 
     def check(self, m, r):
         ins = r.root
@@ -51,8 +56,11 @@ class ConcatOp(Rule):
     name = "find_concat_op"
 
     def pattern(self):
-        ok = pred("pointwise_or_broadcast_used_once", lambda i: (is_pointwise_op(i) or i.name in BCASTS)
-                  and len(i.outputs) == 1, "not a pointwise or broadcast op used once")
+        ok = pred(
+            "pointwise_or_broadcast_used_once",
+            lambda i: (is_pointwise_op(i) or i.name in BCASTS) and len(i.outputs) == 1,
+            "not a pointwise or broadcast op used once",
+        )
         return name("concat")(all_static(), any_arg()(ok))
 
     def check(self, m, r):
@@ -75,8 +83,10 @@ class ConcatOp(Rule):
                     args.extend(run)
                     continue
                 op, iaxis = p
-                cats = [m.insert_instruction(ins, Op("concat", axis=iaxis), [g.inputs[k] for g in run])
-                        for k in range(len(run[0].inputs))]
+                cats = [
+                    m.insert_instruction(ins, Op("concat", axis=iaxis), [g.inputs[k] for g in run])
+                    for k in range(len(run[0].inputs))
+                ]
                 args.append(m.insert_instruction(ins, op, cats, run[0].module_inputs))
             if len(args) == 1:
                 replace_value(m, ins, args[0])
@@ -87,8 +97,12 @@ class ConcatOp(Rule):
 
     @staticmethod
     def _same(a: Instruction, b: Instruction) -> bool:
-        return (a.op == b.op and len(a.inputs) == len(b.inputs) and len(a.outputs) == len(b.outputs)
-                and [x.name for x in a.module_inputs] == [x.name for x in b.module_inputs])
+        return (
+            a.op == b.op
+            and len(a.inputs) == len(b.inputs)
+            and len(a.outputs) == len(b.outputs)
+            and [x.name for x in a.module_inputs] == [x.name for x in b.module_inputs]
+        )
 
     @staticmethod
     def _merge_plan(run: list[Instruction], axis: int) -> tuple[Op, int] | None:
@@ -118,7 +132,7 @@ class ConcatOp(Rule):
             if not _const_foldable(run, k, iaxis):
                 return None
             shapes = [g.inputs[k].shape for g in run]
-            off = [s.lens[:iaxis] + s.lens[iaxis + 1:] for s in shapes]
+            off = [s.lens[:iaxis] + s.lens[iaxis + 1 :] for s in shapes]
             if any(o != off[0] for o in off) or len({s.type for s in shapes}) > 1:
                 return None
         return op, iaxis
@@ -158,8 +172,15 @@ def _module_body(m) -> tuple:
         if ins.literal is not None:
             data = ins.literal.data
             lit = (data.dtype.str, data.shape, data.tobytes())
-        rows.append((ins.op, tuple(pos[i.id] for i in ins.inputs), tuple(_module_body(x) for x in ins.module_inputs),
-                     ins.shape, lit))
+        rows.append(
+            (
+                ins.op,
+                tuple(pos[i.id] for i in ins.inputs),
+                tuple(_module_body(x) for x in ins.module_inputs),
+                ins.shape,
+                lit,
+            )
+        )
     return tuple(rows)
 
 
@@ -219,8 +240,7 @@ class Splits(Rule):
         splits = get_splits(r.root)
         groups = self._groups(r.root, splits)
         deps, spans = _member_inputs(r.root, [i for g in groups for i in g]), _spans(groups)
-        if any(deps.get(b.id, 0) & (other & ~own) for h, own in zip(groups, spans) for b in h
-               for other in spans):
+        if any(deps.get(b.id, 0) & (other & ~own) for h, own in zip(groups, spans) for b in h for other in spans):
             return "one group of split users depends on another"
         groups = [g for g in groups if self._fusable(g, splits)]
         if not groups:
@@ -228,8 +248,11 @@ class Splits(Rule):
         # Fusing one group rewrites its members into slices in place, and a later group may have
         # picked one of them (a member consuming two splits): fuse only groups still as planned.
         planned = [(g, g[0].op) for g in groups]
-        return lambda: [self._fuse(m, r.root, g, splits) for g, op in planned
-                        if all(i.alive and i.op == op and s in i.inputs for i, s in zip(g, splits))]
+        return lambda: [
+            self._fuse(m, r.root, g, splits)
+            for g, op in planned
+            if all(i.alive and i.op == op and s in i.inputs for i, s in zip(g, splits))
+        ]
 
     @staticmethod
     def _groups(root: Instruction, splits: list[Instruction]) -> list[list[Instruction]]:
@@ -240,8 +263,11 @@ class Splits(Rule):
                 continue
             group = []
             for s in splits:
-                match = out if s is fewest else next(
-                    (u for u in s.outputs if u not in group and same_computation(u, out)), None)
+                match = (
+                    out
+                    if s is fewest
+                    else next((u for u in s.outputs if u not in group and same_computation(u, out)), None)
+                )
                 if match is None:
                     break
                 group.append(match)

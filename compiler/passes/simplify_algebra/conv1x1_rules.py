@@ -176,7 +176,7 @@ def _dense_weights(w: np.ndarray, group: int) -> np.ndarray:
     dense = np.zeros((mid, cg * group) + w.shape[2:], w.dtype)
     per = mid // group
     for g in range(group):
-        dense[g * per:(g + 1) * per, g * cg:(g + 1) * cg] = w[g * per:(g + 1) * per]
+        dense[g * per : (g + 1) * per, g * cg : (g + 1) * cg] = w[g * per : (g + 1) * per]
     return dense
 
 
@@ -189,7 +189,6 @@ def _is_channel_bias(bias: Instruction, mid: int) -> bool:
     v = np.asarray(eval_instruction(bias))
     corner = v[(slice(0, 1), slice(None)) + (slice(0, 1),) * (v.ndim - 2)]
     return bool(np.array_equal(np.broadcast_to(corner, v.shape), v))
-
 
 
 CONV_CONV_1X1 = ConvConv1x1()

@@ -46,8 +46,9 @@ class ConvBroadcastInput(Rule):
     name = "find_conv_broadcast_input"
 
     def pattern(self):
-        return name("convolution")(args(name("broadcast", "multibroadcast")(args(any_().bind("x"))).bind("bcast"),
-                                        is_constant().bind("w")))
+        return name("convolution")(
+            args(name("broadcast", "multibroadcast")(args(any_().bind("x"))).bind("bcast"), is_constant().bind("w"))
+        )
 
     def check(self, m, r):
         ins, b, w, x = r.root, r["bcast"], r["w"], r["x"]
@@ -178,8 +179,15 @@ class AddConvs(Rule):
 
 
 def _horiz_users(ins: Instruction) -> list[Instruction]:
-    return [u for u in ins.outputs if u.name in ("dot", "quant_dot", "convolution") and len(u.inputs) == 2
-            and u.inputs[0] is ins and u.inputs[1] is not ins and u.inputs[1].can_eval()]
+    return [
+        u
+        for u in ins.outputs
+        if u.name in ("dot", "quant_dot", "convolution")
+        and len(u.inputs) == 2
+        and u.inputs[0] is ins
+        and u.inputs[1] is not ins
+        and u.inputs[1].can_eval()
+    ]
 
 
 class ConvDotHorizFusion(Rule):
@@ -189,8 +197,11 @@ class ConvDotHorizFusion(Rule):
     name = "find_conv_dot_horiz_fusion"
 
     def pattern(self):
-        return pred("horiz_conv_dot", lambda i: len(_horiz_users(i)) >= 2,
-                    "fewer than two dot/quant_dot/convolution users with constant weights")
+        return pred(
+            "horiz_conv_dot",
+            lambda i: len(_horiz_users(i)) >= 2,
+            "fewer than two dot/quant_dot/convolution users with constant weights",
+        )
 
     @staticmethod
     def _axis(u: Instruction) -> int:
@@ -224,7 +235,7 @@ class ConvDotHorizFusion(Rule):
             return False
         x, y = u.inputs[1].shape.lens, v.inputs[1].shape.lens
         ax = self._axis(u)
-        return len(x) == len(y) and x[:ax] + x[ax + 1:] == y[:ax] + y[ax + 1:]
+        return len(x) == len(y) and x[:ax] + x[ax + 1 :] == y[:ax] + y[ax + 1 :]
 
     def _fuse(self, m, x: Instruction, group: list[Instruction]) -> None:
         first = group[0]
@@ -246,8 +257,9 @@ class MulConv(Rule):
     name = "find_mul_conv"
 
     def pattern(self):
-        return name("mul")(either_arg(0, 1)(conv_const_weights().bind("conv"),
-                                            name("broadcast", "multibroadcast").bind("a")))
+        return name("mul")(
+            either_arg(0, 1)(conv_const_weights().bind("conv"), name("broadcast", "multibroadcast").bind("a"))
+        )
 
     def check(self, m, r):
         conv, a, w = r["conv"], r["a"], r["w"]
@@ -280,11 +292,19 @@ class MulSliceConv(Rule):
 
     def pattern(self):
         conv = name("convolution")(
-            pred("slices_only", lambda i: bool(i.outputs) and all(u.name == "slice" for u in i.outputs),
-                 "the convolution has a user that is not a slice"),
-            args(any_(), is_constant().bind("w")))
-        return name("mul")(either_arg(0, 1)(name("slice")(used_once(), args(conv.bind("conv"))).bind("slice"),
-                                            name("broadcast")(is_constant()).bind("a")))
+            pred(
+                "slices_only",
+                lambda i: bool(i.outputs) and all(u.name == "slice" for u in i.outputs),
+                "the convolution has a user that is not a slice",
+            ),
+            args(any_(), is_constant().bind("w")),
+        )
+        return name("mul")(
+            either_arg(0, 1)(
+                name("slice")(used_once(), args(conv.bind("conv"))).bind("slice"),
+                name("broadcast")(is_constant()).bind("a"),
+            )
+        )
 
     def check(self, m, r):
         ins, sl, conv, a, w = r.root, r["slice"], r["conv"], r["a"], r["w"]
@@ -330,8 +350,10 @@ class MulDot(Rule):
     name = "find_mul_dot"
 
     def pattern(self):
-        dot = name("dot")(used_once(), pred("const_operand", lambda i: any(x.can_eval() for x in i.inputs),
-                                            "neither dot operand is constant"))
+        dot = name("dot")(
+            used_once(),
+            pred("const_operand", lambda i: any(x.can_eval() for x in i.inputs), "neither dot operand is constant"),
+        )
         return name("mul")(either_arg(0, 1)(dot.bind("dot"), name("broadcast", "multibroadcast").bind("c")))
 
     def check(self, m, r):
@@ -374,8 +396,12 @@ class DotMul(Rule):
     name = "find_dot_mul"
 
     def pattern(self):
-        mul = name("mul")(used_once(), either_arg(0, 1)(
-            name("broadcast", "multibroadcast")(is_constant()).bind("d"), none_of(is_constant()).bind("z")))
+        mul = name("mul")(
+            used_once(),
+            either_arg(0, 1)(
+                name("broadcast", "multibroadcast")(is_constant()).bind("d"), none_of(is_constant()).bind("z")
+            ),
+        )
         return name("dot")(either_arg(0, 1)(mul.bind("mul"), is_constant().bind("c")))
 
     def check(self, m, r):
@@ -460,8 +486,13 @@ class ConcatConv(Rule):
     name = "find_concat_conv"
 
     def pattern(self):
-        return name("concat")(pred("all_convs", lambda i: bool(i.inputs) and all(
-            x.name == "convolution" and len(x.outputs) == 1 for x in i.inputs), "not every input is a conv used once"))
+        return name("concat")(
+            pred(
+                "all_convs",
+                lambda i: bool(i.inputs) and all(x.name == "convolution" and len(x.outputs) == 1 for x in i.inputs),
+                "not every input is a conv used once",
+            )
+        )
 
     def check(self, m, r):
         ins = r.root

@@ -44,8 +44,12 @@ def _zero(m, r):
 def _double_add(m, r):
     """(x + a) + (y + b) -> (x + y) + (a + b); two equal broadcasts add their sources first."""
     ins, a, b = r.root, r["a"], r["b"]
-    if a.name == "broadcast" and b.name == "broadcast" and a.op == b.op \
-            and a.inputs[0].shape.lens == b.inputs[0].shape.lens:
+    if (
+        a.name == "broadcast"
+        and b.name == "broadcast"
+        and a.op == b.op
+        and a.inputs[0].shape.lens == b.inputs[0].shape.lens
+    ):
         pre = m.insert_instruction(ins, Op("add"), [a.inputs[0], b.inputs[0]])
         ab = m.insert_instruction(ins, a.op, [pre])
     else:
@@ -65,28 +69,44 @@ def _dot_add(m, r):
     replace_with_op(m, ins, Op("add"), [dot(r["x"]), dot(r["b"])])
 
 
-_add_of_const = name("add")(either_arg(0, 1)(any_().bind("x"), is_constant().bind("b")),
-                            none_of(args(is_constant(), is_constant())), used_once())
-_positive = any_of(name("exp"), name("reduce_sum")(args(name("exp"))),
-                   name("multibroadcast")(args(name("reduce_sum")(args(name("exp"))))))
+_add_of_const = name("add")(
+    either_arg(0, 1)(any_().bind("x"), is_constant().bind("b")),
+    none_of(args(is_constant(), is_constant())),
+    used_once(),
+)
+_positive = any_of(
+    name("exp"),
+    name("reduce_sum")(args(name("exp"))),
+    name("multibroadcast")(args(name("reduce_sum")(args(name("exp"))))),
+)
 
 DOUBLE_ADD_LIT_BROADCAST = row(
     # (x + a) + (y + b) -> (x + y) + (a + b)
     "find_double_add_lit_broadcast",
-    name("add")(args(op_lit_broadcast("add", "a", "x"), op_lit_broadcast("add", "b", "y"))), _double_add)
+    name("add")(args(op_lit_broadcast("add", "a", "x"), op_lit_broadcast("add", "b", "y"))),
+    _double_add,
+)
 ADD_LIT_BROADCAST = row(
     # (x + a) + b -> x + (a + b)
     "find_add_lit_broadcast",
     name("add")(either_arg(0, 1)(op_lit_broadcast("add", "a", "x"), lit_broadcast().bind("b"))),
-    to("add", "x", to("add", "a", "b")))
+    to("add", "x", to("add", "a", "b")),
+)
 MUL_ADD = row(
     # a * (x + b) -> a * x + a * b      (a constant; b constant or a conv with constant weights)
     "find_mul_add",
-    name("mul")(either_arg(0, 1)(
-        name("add")(either_arg(0, 1)(any_().bind("x"), any_of(conv_const_weights(), is_constant()).bind("b")),
-                    none_of(args(is_constant(), is_constant())), used_once()),
-        is_constant().bind("a"))),
-    to("add", to("mul", "a", "x"), to("mul", "a", "b")))
+    name("mul")(
+        either_arg(0, 1)(
+            name("add")(
+                either_arg(0, 1)(any_().bind("x"), any_of(conv_const_weights(), is_constant()).bind("b")),
+                none_of(args(is_constant(), is_constant())),
+                used_once(),
+            ),
+            is_constant().bind("a"),
+        )
+    ),
+    to("add", to("mul", "a", "x"), to("mul", "a", "b")),
+)
 UNIT_OPS = (
     row("find_unit_ops", name("mul")(either_arg(0, 1)(has_value(1.0), X)), "x"),  # x * 1 -> x
     row("find_unit_ops", name("div")(args(X, has_value(1.0))), "x"),  # x / 1 -> x
@@ -101,10 +121,16 @@ NEG_UNIT_OPS = (
 ZERO_POINT = row(
     # quantizelinear(x, s, 0) -> quantizelinear[out_type](x, s); dequantizelinear(x, s, 0) -> dequantizelinear(x, s)
     "eliminate_zero_point",
-    name("quantizelinear", "dequantizelinear")(arg(0)(any_().bind("x")), arg(1)(any_().bind("s")),
-                                               arg(2)(has_value(0.0))),
-    lambda m, r: replace_with_op(m, r.root, r.root.op.with_(out_type=r.root.shape.type)
-                                 if r.root.name == "quantizelinear" else r.root.op, [r["x"], r["s"]]))
+    name("quantizelinear", "dequantizelinear")(
+        arg(0)(any_().bind("x")), arg(1)(any_().bind("s")), arg(2)(has_value(0.0))
+    ),
+    lambda m, r: replace_with_op(
+        m,
+        r.root,
+        r.root.op.with_(out_type=r.root.shape.type) if r.root.name == "quantizelinear" else r.root.op,
+        [r["x"], r["s"]],
+    ),
+)
 ZERO_OPS = (
     # As in MIGraphX these ignore x = inf/nan (0 * inf is nan, not 0).
     row("find_zero_ops", name("mul")(either_arg(0, 1)(has_value(0.0).bind("zero"), any_())), _zero),  # 0 * x -> 0
@@ -112,23 +138,45 @@ ZERO_OPS = (
 )
 DOT_ADD = row(
     # dot(x + b, a) -> dot(x, a) + dot(b, a)        (a, b constant)
-    "find_dot_add", name("dot")(either_arg(0, 1)(_add_of_const, is_constant().bind("a"))), _dot_add)
+    "find_dot_add",
+    name("dot")(either_arg(0, 1)(_add_of_const, is_constant().bind("a"))),
+    _dot_add,
+)
 DIV_CONST = row(
     # x / c -> x * recip(c)                          (floating point only)
-    "find_div_const", name("div")(args(X, is_constant().bind("c"))), to("mul", "x", to("recip", "c")), _not_integral)
+    "find_div_const",
+    name("div")(args(X, is_constant().bind("c"))),
+    to("mul", "x", to("recip", "c")),
+    _not_integral,
+)
 SUB_CONST = row(
     # x - c -> x + neg(c)
-    "find_sub_const", name("sub")(args(X, is_constant().bind("c"))), to("add", "x", to("neg", "c")), _not_bool)
+    "find_sub_const",
+    name("sub")(args(X, is_constant().bind("c"))),
+    to("add", "x", to("neg", "c")),
+    _not_bool,
+)
 RSQRT = row(
     # recip(sqrt(x)) -> rsqrt(x)
-    "find_rsqrt", name("recip")(args(name("sqrt")(used_once(), args(X)))), to("rsqrt", "x"))
+    "find_rsqrt",
+    name("recip")(args(name("sqrt")(used_once(), args(X)))),
+    to("rsqrt", "x"),
+)
 LOG_EXP = row(
     # log(exp(x)) -> x
-    "find_log_exp", name("log")(args(name("exp")(args(X)))), "x")
+    "find_log_exp",
+    name("log")(args(name("exp")(args(X)))),
+    "x",
+)
 LOG_DIV = row(
     # log(x / y) -> log(x) - log(y)                  (x, y: exp or a sum of exps, so positive)
-    "find_log_div", name("log")(args(name("div")(used_once(), args(_positive.bind("x"), _positive.bind("y"))))),
-    to("sub", to("log", "x"), to("log", "y")))
+    "find_log_div",
+    name("log")(args(name("div")(used_once(), args(_positive.bind("x"), _positive.bind("y"))))),
+    to("sub", to("log", "x"), to("log", "y")),
+)
 POW2 = row(
     # pow(x, 2) -> x * x
-    "find_pow2", name("pow")(args(X, has_value(2.0))), to("mul", "x", "x"))
+    "find_pow2",
+    name("pow")(args(X, has_value(2.0))),
+    to("mul", "x", "x"),
+)

@@ -23,8 +23,14 @@ class DotBroadcast(Rule):
     name = "find_dot_broadcast"
 
     def pattern(self):
-        return name("dot")(all_static(), pred("broadcast_inputs", lambda i: len(i.inputs) == 2 and all(
-            x.name in BCASTS for x in i.inputs), "an input is not a broadcast"))
+        return name("dot")(
+            all_static(),
+            pred(
+                "broadcast_inputs",
+                lambda i: len(i.inputs) == 2 and all(x.name in BCASTS for x in i.inputs),
+                "an input is not a broadcast",
+            ),
+        )
 
     def check(self, m, r):
         ins = r.root
@@ -87,8 +93,7 @@ class SplitReshape(Rule):
         splits = _single_axis_splits(x)
         if not splits:
             return "the slices of the input do not tile it along one axis"
-        group = [u for s in splits for c in s.outputs if c.name == "contiguous"
-                 for u in c.outputs if u.op == rsp.op]
+        group = [u for s in splits for c in s.outputs if c.name == "contiguous" for u in c.outputs if u.op == rsp.op]
         if len(group) < 2:
             return "only one slice -> contiguous -> reshape of this form"
         axis = norm_axis(splits[0].op["axes"][0], x.shape.ndim, "slice")
@@ -99,7 +104,7 @@ class SplitReshape(Rule):
             return "no reshape axis starts where the sliced axis starts"
         # MIGraphX also accepts a one-element block matched against the last axis, which slices the
         # wrong elements (its test reorder_reshape_slice_len_1); the block must be whole axes here.
-        inner, rsp_inner = math.prod(in_lens[axis + 1:]), math.prod(out_lens[rsp_axis + 1:])
+        inner, rsp_inner = math.prod(in_lens[axis + 1 :]), math.prod(out_lens[rsp_axis + 1 :])
         fixed = math.prod(out_lens[:rsp_axis]) * rsp_inner
         if x.shape.elements() % fixed:
             return "the input cannot be reshaped to slice along the reshape axis"
@@ -178,8 +183,7 @@ def _dry_emit(before, op: Op, inputs, mods=()) -> _Shaped:
 def _common_args(emit, before: Instruction, xs: list) -> list:
     """MIGraphX's insert_common_args: multibroadcast every input to the inputs' common lens."""
     common = list(np.broadcast_shapes(*(tuple(x.shape.lens) for x in xs)))
-    return [x if list(x.shape.lens) == common else emit(before, Op("multibroadcast", out_lens=common), [x])
-            for x in xs]
+    return [x if list(x.shape.lens) == common else emit(before, Op("multibroadcast", out_lens=common), [x]) for x in xs]
 
 
 class InnerBroadcast(Rule):
@@ -191,8 +195,11 @@ class InnerBroadcast(Rule):
     name = "find_inner_broadcast"
 
     def pattern(self):
-        return pred("pointwise_of_broadcasts", lambda i: is_pointwise_op(i) and bool(i.inputs) and all(
-            x.name in BCASTS for x in i.inputs), "not a pointwise op whose inputs are all broadcasts")(all_static())
+        return pred(
+            "pointwise_of_broadcasts",
+            lambda i: is_pointwise_op(i) and bool(i.inputs) and all(x.name in BCASTS for x in i.inputs),
+            "not a pointwise op whose inputs are all broadcasts",
+        )(all_static())
 
     def check(self, m, r):
         ins = r.root
@@ -203,16 +210,18 @@ class InnerBroadcast(Rule):
             return "a broadcast source is as large as the result"
         first = next((x for x in bcasts if not x.shape.scalar_shape()), None)
         same = first is None or all(
-            x.op == first.op and (_source(x).shape.elements() == 1
-                                  or _source(x).shape.lens == _source(first).shape.lens)
-            for x in bcasts[bcasts.index(first):])
+            x.op == first.op
+            and (_source(x).shape.elements() == 1 or _source(x).shape.lens == _source(first).shape.lens)
+            for x in bcasts[bcasts.index(first) :]
+        )
         if same:
             build = lambda emit: self._same_broadcasts(emit, ins, first or bcasts[0])  # noqa: E731
         elif any(x.inputs[0].shape.broadcasted() for x in bcasts):
             return "a broadcast source is itself broadcast"
         else:
-            axes = [a for a in range(ins.shape.ndim)
-                    if all(x.shape.lens[a] == 1 or x.shape.strides[a] == 0 for x in bcasts)]
+            axes = [
+                a for a in range(ins.shape.ndim) if all(x.shape.lens[a] == 1 or x.shape.strides[a] == 0 for x in bcasts)
+            ]
             if not axes:
                 return "no axis is broadcast in every input"
             build = lambda emit: self._diff_broadcasts(emit, ins, axes)  # noqa: E731

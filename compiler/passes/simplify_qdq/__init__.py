@@ -82,8 +82,7 @@ def _same_scale_zero(dq: Instruction, q: Instruction) -> bool:
 def _exact_pair(q: Instruction) -> bool:
     """q = quantizelinear(dequantizelinear(y, s, z), s, z) with y of q's type: q gives y back."""
     x = q.inputs[0]
-    return (x.name == "dequantizelinear" and x.inputs[0].shape.type == q.shape.type
-            and _same_scale_zero(x, q))
+    return x.name == "dequantizelinear" and x.inputs[0].shape.type == q.shape.type and _same_scale_zero(x, q)
 
 
 def remove_qdq_pairs(module: Module, *, exact_only: bool = False) -> bool:
@@ -196,7 +195,8 @@ class SimplifyQdq(Pass):
     note: ClassVar[str] = (
         "MIGraphX's steps: zero scales, quant dot/convolution (per-tensor / per-axis scales, "
         "asymmetric zero points), same-parameter q -> dq pair removal, reused and concat "
-        "quantizelinear, zero-point removal; no MX (fp4) or int4 pack/unpack")
+        "quantizelinear, zero-point removal; no MX (fp4) or int4 pack/unpack"
+    )
     remove_qdq_only: bool = False
     use_mx_quant: bool = False
     # ours: keep q -> dq pairs whose clamp or rounding can change a value (MIGraphX drops them;

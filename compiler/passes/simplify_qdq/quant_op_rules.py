@@ -211,19 +211,28 @@ class FindQuantizableOps(Rule):
         else:
             n = len(ins.shape.lens)
             batch = set(range(n - 2))
-            why = (_axis_refusal(dq1, chains[0], n - 2, batch, "first input")
-                   or _axis_refusal(dq2, chains[1], n - 1, batch, "second input"))
+            why = _axis_refusal(dq1, chains[0], n - 2, batch, "first input") or _axis_refusal(
+                dq2, chains[1], n - 1, batch, "second input"
+            )
         if why:
             return why
         if ins.name == "convolution":
-            ok = (s1.shape.elements() == 1 and (zps[0] is None or zps[0].shape.elements() == 1)
-                  and _valid_qparam(s2, b_lens, 0) and _valid_qparam(zps[1], b_lens, 0))
+            ok = (
+                s1.shape.elements() == 1
+                and (zps[0] is None or zps[0].shape.elements() == 1)
+                and _valid_qparam(s2, b_lens, 0)
+                and _valid_qparam(zps[1], b_lens, 0)
+            )
             if not ok:
                 return "convolution quantization is per tensor for the input, per output channel for the weights"
         else:
             out = ins.shape.lens
-            ok = (_valid_dot_qparam(s1, out, a_lens, 0) and _valid_dot_qparam(zps[0], out, a_lens, 0)
-                  and _valid_dot_qparam(s2, out, b_lens, 1) and _valid_dot_qparam(zps[1], out, b_lens, 1))
+            ok = (
+                _valid_dot_qparam(s1, out, a_lens, 0)
+                and _valid_dot_qparam(zps[0], out, a_lens, 0)
+                and _valid_dot_qparam(s2, out, b_lens, 1)
+                and _valid_dot_qparam(zps[1], out, b_lens, 1)
+            )
             if not ok:
                 return "dot quantization axes are the rows of the first input and the columns of the second"
         return _Plan(chains, zps, fp16)
@@ -232,8 +241,11 @@ class FindQuantizableOps(Rule):
         ins, dq1, dq2 = r.root, r["dq1"], r["dq2"]
         a = _replay(module, dq1, plan.chains[0], plan.fp16)
         b = _replay(module, dq2, plan.chains[1], plan.fp16)
-        plan = _Plan(plan.chains, (_shifted_zero_point(module, dq1, plan.zps[0]),
-                                   _shifted_zero_point(module, dq2, plan.zps[1])), plan.fp16)
+        plan = _Plan(
+            plan.chains,
+            (_shifted_zero_point(module, dq1, plan.zps[0]), _shifted_zero_point(module, dq2, plan.zps[1])),
+            plan.fp16,
+        )
         conv = ins.name == "convolution"
 
         def qop(x: Instruction, y: Instruction) -> Instruction:

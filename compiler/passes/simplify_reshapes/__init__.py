@@ -55,9 +55,25 @@ from .view_rules import Flatten, NestedShapeTransforms, NopReshapes, UnaryShapeT
 GATHER_SCALAR = (GatherScalar(),)
 GATHER = (GatherView(),)
 # MIGraphX's order (find_matches applies the first rule that takes an instruction).
-RULES = (NopReshapes(), Flatten(), ReshapeCont(), SliceShapeTransforms(), NestedShapeTransforms(), ConcatSlice(),
-         ConcatTranspose(), ConcatReshape(), ConcatMultibroadcasts(), NestedSlice(), NestedConcat(), TransposeSlice(),
-         SliceTranspose(), UnaryShapeTransforms(), ReshapeDot(), MulAddShapeOpDot(), ConcatOfSlices())
+RULES = (
+    NopReshapes(),
+    Flatten(),
+    ReshapeCont(),
+    SliceShapeTransforms(),
+    NestedShapeTransforms(),
+    ConcatSlice(),
+    ConcatTranspose(),
+    ConcatReshape(),
+    ConcatMultibroadcasts(),
+    NestedSlice(),
+    NestedConcat(),
+    TransposeSlice(),
+    SliceTranspose(),
+    UnaryShapeTransforms(),
+    ReshapeDot(),
+    MulAddShapeOpDot(),
+    ConcatOfSlices(),
+)
 
 
 @dataclass(frozen=True)
@@ -68,7 +84,8 @@ class SimplifyReshapes(Pass):
         "strided-view decision; view chains are simplified through an exact digit (atom) model "
         "instead of MIGraphX's shape_transform_descriptor, so some come out as different but equal "
         "views; a gather on a {1},{0} index keeps the axis (our gather op's semantics); deliberately, a 2-D "
-        "GEMM on a plain weight and a GEMM's pointwise epilogue are not moved (our BLAS bias epilogue)")
+        "GEMM on a plain weight and a GEMM's pointwise epilogue are not moved (our BLAS bias epilogue)"
+    )
     depth: int = 4
     enable_op_shape_transform_op: bool = False
     enable_gather_rewrite: bool = False

@@ -21,8 +21,9 @@ class ConcatSlice(Rule):
     name = "find_concat_slice"
 
     def pattern(self):
-        return name("concat")(all_static(), pred("slice_user", lambda i: any(u.name == "slice" for u in i.outputs),
-                                                 "no user is a slice"))
+        return name("concat")(
+            all_static(), pred("slice_user", lambda i: any(u.name == "slice" for u in i.outputs), "no user is a slice")
+        )
 
     def check(self, m, r):
         concat = r.root
@@ -58,8 +59,14 @@ class ConcatTranspose(Rule):
     name = "find_concat_transpose"
 
     def pattern(self):
-        return name("concat")(all_static(), pred("all_transposes", lambda i: all(
-            x.name == "transpose" for x in i.inputs), "not every input is a transpose"))
+        return name("concat")(
+            all_static(),
+            pred(
+                "all_transposes",
+                lambda i: all(x.name == "transpose" for x in i.inputs),
+                "not every input is a transpose",
+            ),
+        )
 
     def check(self, m, r):
         ins = r.root
@@ -81,8 +88,14 @@ class ConcatMultibroadcasts(Rule):
     name = "find_concat_multibroadcasts"
 
     def pattern(self):
-        return name("concat")(all_static(), pred("all_broadcasts", lambda i: all(
-            x.name in BROADCASTS for x in i.inputs), "not every input is a broadcast"))
+        return name("concat")(
+            all_static(),
+            pred(
+                "all_broadcasts",
+                lambda i: all(x.name in BROADCASTS for x in i.inputs),
+                "not every input is a broadcast",
+            ),
+        )
 
     def check(self, m, r):
         ins = r.root
@@ -101,8 +114,9 @@ class ConcatMultibroadcasts(Rule):
         if not 0 <= in_axis < nd:
             return "the concat axis is not an axis of the broadcast sources"
         lens0 = srcs[0].shape.lens
-        if any(s.shape.lens[:in_axis] + s.shape.lens[in_axis + 1:] != lens0[:in_axis] + lens0[in_axis + 1:]
-               for s in srcs):
+        if any(
+            s.shape.lens[:in_axis] + s.shape.lens[in_axis + 1 :] != lens0[:in_axis] + lens0[in_axis + 1 :] for s in srcs
+        ):
             return "the broadcast sources differ off the concat axis"
 
         def apply():

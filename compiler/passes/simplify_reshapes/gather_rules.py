@@ -140,8 +140,9 @@ def view_ops(lens: list[int], strides: list[int], n: int, offset: int) -> list[O
     ops += [Op("reshape", dims=start), Op("transpose", permutation=iperm), Op("multibroadcast", out_lens=blens)]
     axes = [k for k, msk in enumerate(slice_mask) if msk]
     if axes:
-        ops.append(Op("slice", axes=axes, starts=[start_mask[k] for k in axes],
-                      ends=[start_mask[k] + lens[k] for k in axes]))
+        ops.append(
+            Op("slice", axes=axes, starts=[start_mask[k] for k in axes], ends=[start_mask[k] + lens[k] for k in axes])
+        )
     return ops
 
 
@@ -207,8 +208,9 @@ class GatherView(Rule):
             chain = [*simple, auto_reshape_op(lens, ins.shape.lens)]
         else:
             view_lens = _view_lens(ops, n)
-            chain = ([] if one_d else [auto_reshape_op(dlens, [n])]) + ops + [auto_reshape_op(view_lens,
-                                                                                               ins.shape.lens)]
+            chain = (
+                ([] if one_d else [auto_reshape_op(dlens, [n])]) + ops + [auto_reshape_op(view_lens, ins.shape.lens)]
+            )
         return lambda: replace_value(m, ins, insert_ops(m, ins, chain, data))
 
 
@@ -225,8 +227,11 @@ class GatherScalar(Rule):
     name = "find_gather_scalar"
 
     def pattern(self):
-        scalar = pred("scalar_index", lambda i: i.shape.ndim == 1 and i.shape.elements() == 1
-                      and i.shape.scalar_shape(), "the index is not a scalar")
+        scalar = pred(
+            "scalar_index",
+            lambda i: i.shape.ndim == 1 and i.shape.elements() == 1 and i.shape.scalar_shape(),
+            "the index is not a scalar",
+        )
         return name("gather")(none_of(is_constant()), all_static(), arg(1)(scalar))
 
     def check(self, m, r):

@@ -34,8 +34,15 @@ class ReshapeCont(Rule):
         def reshape_of_strided(i):
             return i.name == "reshape" and not _skip_contiguous(i.inputs[0]).shape.standard()
 
-        return pointwise()(nargs(2), all_static(), pred("reshape_of_strided_arg", lambda i: any(
-            reshape_of_strided(x) for x in i.inputs), "no input is a reshape of a strided value"))
+        return pointwise()(
+            nargs(2),
+            all_static(),
+            pred(
+                "reshape_of_strided_arg",
+                lambda i: any(reshape_of_strided(x) for x in i.inputs),
+                "no input is a reshape of a strided value",
+            ),
+        )
 
     def check(self, m, r):
         ins = r.root
@@ -62,8 +69,14 @@ class ConcatReshape(Rule):
     name = "find_concat_reshape"
 
     def pattern(self):
-        return name("concat")(all_static(), pred("all_reshapes", lambda i: bool(i.inputs) and all(
-            x.name in ("reshape", "unsqueeze", "squeeze") for x in i.inputs), "not every input is a reshape"))
+        return name("concat")(
+            all_static(),
+            pred(
+                "all_reshapes",
+                lambda i: bool(i.inputs) and all(x.name in ("reshape", "unsqueeze", "squeeze") for x in i.inputs),
+                "not every input is a reshape",
+            ),
+        )
 
     def check(self, m, r):
         ins = r.root
@@ -73,7 +86,7 @@ class ConcatReshape(Rule):
             return "the reshaped values differ in lens"
         out = ins.shape.lens
         axis = norm_axis(ins.op["axis"], len(out), "concat")
-        pre, post = math.prod(out[:axis]), math.prod(out[axis + 1:])
+        pre, post = math.prod(out[:axis]), math.prod(out[axis + 1 :])
         acc, new_axis = 1, None
         for k, d in enumerate(in_lens):
             acc *= d
@@ -82,7 +95,7 @@ class ConcatReshape(Rule):
                 break
         if new_axis is None:
             return "no input axis starts where the concat axis does"
-        if math.prod(in_lens[:new_axis]) != pre or math.prod(in_lens[new_axis + 1:]) != post:
+        if math.prod(in_lens[:new_axis]) != pre or math.prod(in_lens[new_axis + 1 :]) != post:
             return "the concat axis does not map onto one input axis"
 
         def apply():
@@ -99,8 +112,14 @@ class TransposeSlice(Rule):
     name = "find_transpose_slice"
 
     def pattern(self):
-        return name("transpose")(all_static(), pred("all_slices", lambda i: bool(i.outputs) and all(
-            u.name == "slice" for u in i.outputs), "not every user is a slice"))
+        return name("transpose")(
+            all_static(),
+            pred(
+                "all_slices",
+                lambda i: bool(i.outputs) and all(u.name == "slice" for u in i.outputs),
+                "not every user is a slice",
+            ),
+        )
 
     def check(self, m, r):
         ins = r.root
@@ -126,7 +145,7 @@ class TransposeSlice(Rule):
         perm = list(ins.op["permutation"])
         pre = perm[axis]
         steps = lens[axis] // d
-        split = list(x.shape.lens[:pre]) + [steps, d] + list(x.shape.lens[pre + 1:])
+        split = list(x.shape.lens[:pre]) + [steps, d] + list(x.shape.lens[pre + 1 :])
         new_perm = [pre] + [p + 1 if p >= pre else p for p in perm]
 
         def apply():
@@ -147,14 +166,17 @@ class SliceTranspose(Rule):
     name = "find_slice_transpose"
 
     def pattern(self):
-        return pred("slice_transpose_users", lambda i: any(
-            u.name == "slice" and any(t.name == "transpose" for t in u.outputs) for u in i.outputs),
-            "no slice user feeds a transpose")
+        return pred(
+            "slice_transpose_users",
+            lambda i: any(u.name == "slice" and any(t.name == "transpose" for t in u.outputs) for u in i.outputs),
+            "no slice user feeds a transpose",
+        )
 
     def check(self, m, r):
         ins = r.root
-        splits = [u for u in ins.outputs if u.name == "slice" and len(u.outputs) == 1
-                  and u.outputs[0].name == "transpose"]
+        splits = [
+            u for u in ins.outputs if u.name == "slice" and len(u.outputs) == 1 and u.outputs[0].name == "transpose"
+        ]
         if len(splits) < 2:
             return "fewer than two slice -> transpose users"
         transposes = [s.outputs[0] for s in splits]
@@ -168,9 +190,16 @@ class SliceTranspose(Rule):
             pre = m.insert_after(ins, Op("transpose", permutation=list(perm)), [ins])
             for s, t in zip(splits, transposes):
                 rng = slice_ranges(s)
-                new = m.insert_instruction(t, Op("slice", axes=[iperm[a] for a in sorted(rng)],
-                                                 starts=[rng[a][0] for a in sorted(rng)],
-                                                 ends=[rng[a][1] for a in sorted(rng)]), [pre])
+                new = m.insert_instruction(
+                    t,
+                    Op(
+                        "slice",
+                        axes=[iperm[a] for a in sorted(rng)],
+                        starts=[rng[a][0] for a in sorted(rng)],
+                        ends=[rng[a][1] for a in sorted(rng)],
+                    ),
+                    [pre],
+                )
                 cur = list(t.op["permutation"])
                 if tuple(cur) != perm:
                     new = m.insert_instruction(t, Op("transpose", permutation=[iperm[c] for c in cur]), [new])
@@ -186,8 +215,13 @@ class ReshapeDot(Rule):
     name = "find_reshape_dot"
 
     def pattern(self):
-        return name("dot")(used_once(), all_static(), either_arg(0, 1)(
-            name("reshape").bind("rsp"), skip(*_BROADCASTS)(pred("any", lambda i: True)).bind("other")))
+        return name("dot")(
+            used_once(),
+            all_static(),
+            either_arg(0, 1)(
+                name("reshape").bind("rsp"), skip(*_BROADCASTS)(pred("any", lambda i: True)).bind("other")
+            ),
+        )
 
     def check(self, m, r):
         dot, rsp = r.root, r["rsp"]
@@ -259,15 +293,17 @@ class MulAddShapeOpDot(Rule):
     name = "find_mul_add_shape_op_dot"
 
     def pattern(self):
-        const_pw = name("mul", "add")(either_arg(0, 1)(is_constant().bind("const"),
-                                                      pred("any", lambda i: True).bind("input")))
+        const_pw = name("mul", "add")(
+            either_arg(0, 1)(is_constant().bind("const"), pred("any", lambda i: True).bind("input"))
+        )
 
         def feeds_dot(i):
             nxt = skip_output(i, ("transpose", "convert"))
             return nxt is not None and nxt.name == "dot"
 
-        return name("transpose", "convert")(all_static(), arg(0)(const_pw.bind("pw")),
-                                            pred("feeds_dot", feeds_dot, "does not feed a dot"))
+        return name("transpose", "convert")(
+            all_static(), arg(0)(const_pw.bind("pw")), pred("feeds_dot", feeds_dot, "does not feed a dot")
+        )
 
     def check(self, m, r):
         ins, pw = r.root, r["pw"]

@@ -32,8 +32,9 @@ from ...pattern_rewriter import Rule, replace_value
 from ..rule_helpers import all_static, auto_reshape_op, insert_ops
 from .shape_chains import BROADCASTS, regroup_atoms
 
-VIEWS = frozenset({"reshape", "squeeze", "unsqueeze", "flatten", "transpose", "contiguous", "multibroadcast",
-                   "broadcast"})
+VIEWS = frozenset(
+    {"reshape", "squeeze", "unsqueeze", "flatten", "transpose", "contiguous", "multibroadcast", "broadcast"}
+)
 _RESHAPES = frozenset({"reshape", "squeeze", "unsqueeze", "flatten"})
 _GEMMS = frozenset({"dot", "quant_dot", "convolution", "quant_convolution"})
 
@@ -96,7 +97,7 @@ class _Space:
         for seq in (self.src_order, *self.axes):
             if a in seq:
                 k = seq.index(a)
-                seq[k:k + 1] = [hi, lo]
+                seq[k : k + 1] = [hi, lo]
         return hi, lo
 
     def lens(self) -> list[int]:
@@ -224,7 +225,8 @@ class OpShapeTransformOp(Rule):
             return _find_input(ins) is not None
 
         return pred("pointwise_or_reduce", matches_op, "not a pointwise or reduce op")(
-            all_static(), pred("views_of_op_input", find, "no input is views of a pointwise or reduce op"))
+            all_static(), pred("views_of_op_input", find, "no input is views of a pointwise or reduce op")
+        )
 
     def check(self, m, r):
         ins = r.root
@@ -346,14 +348,23 @@ def _finish(sp: _Space, src_lens, reduced):
         starts.append(starts[-1] + max(1, len(ax)))
     where = {a: starts[pos[a]] + sp.axes[pos[a]].index(a) for a in flat}
     src_map = [sorted(where[a] for a in flat if sp.atoms[a][1] == k) for k in range(len(src_lens))]
-    return {"common": common, "dst_map": dst_map, "src_map": src_map, "reduced": list(reduced),
-            "reordered": perm != sorted(perm),
-            "to_common": [auto_reshape_op(src_lens, common)] if perm == sorted(perm) else [
-                auto_reshape_op(src_lens, src_atoms), _perm(perm),
-                auto_reshape_op([src_atoms[p] for p in perm], common)],
-            "from_common": [auto_reshape_op(common, src_lens)] if perm == sorted(perm) else [
-                auto_reshape_op(common, [src_atoms[p] for p in perm]), _perm(_inverse(perm)),
-                auto_reshape_op(src_atoms, src_lens)]}
+    return {
+        "common": common,
+        "dst_map": dst_map,
+        "src_map": src_map,
+        "reduced": list(reduced),
+        "reordered": perm != sorted(perm),
+        "to_common": [auto_reshape_op(src_lens, common)]
+        if perm == sorted(perm)
+        else [auto_reshape_op(src_lens, src_atoms), _perm(perm), auto_reshape_op([src_atoms[p] for p in perm], common)],
+        "from_common": [auto_reshape_op(common, src_lens)]
+        if perm == sorted(perm)
+        else [
+            auto_reshape_op(common, [src_atoms[p] for p in perm]),
+            _perm(_inverse(perm)),
+            auto_reshape_op(src_atoms, src_lens),
+        ],
+    }
 
 
 def _plan_squeeze(x: Instruction, views, reduced):
@@ -390,8 +401,12 @@ def _plan_other_size(x, views, reduced):
     if views[-1].shape.ndim != len(src):
         return "the broadcast changes the rank"
     where = {p: k for k, p in enumerate(perm)}
-    return {"other_size": True, "perm": perm, "axes": sorted(where[a] for a in reduced),
-            "common": list(views[-1].shape.lens)}
+    return {
+        "other_size": True,
+        "perm": perm,
+        "axes": sorted(where[a] for a in reduced),
+        "common": list(views[-1].shape.lens),
+    }
 
 
 def _perm(p):
@@ -419,15 +434,15 @@ def _op_in_common(ins: Instruction, axes_map) -> Op:
 def _rewrite(m, ins: Instruction, input_ins: Instruction, x: Instruction, plan: dict, others: bool) -> None:
     if "squeeze" in plan:
         axes = plan["squeeze"]
-        args = [x if a is input_ins else m.insert_instruction(ins, Op("unsqueeze", axes=axes), [a])
-                for a in ins.inputs]
+        args = [x if a is input_ins else m.insert_instruction(ins, Op("unsqueeze", axes=axes), [a]) for a in ins.inputs]
         y = m.insert_instruction(ins, ins.op, args, ins.module_inputs)
         replace_value(m, ins, m.insert_instruction(ins, Op("squeeze", axes=axes), [y]))
         return
     if "other_size" in plan:
         t = insert_ops(m, x, [_perm(plan["perm"])], x.inputs[0])
-        red = m.insert_instruction(x, x.op.with_(axes=plan["axes"]) if "axes" in x.op.attrs
-                                   else x.op.with_(axis=plan["axes"][0]), [t])
+        red = m.insert_instruction(
+            x, x.op.with_(axes=plan["axes"]) if "axes" in x.op.attrs else x.op.with_(axis=plan["axes"][0]), [t]
+        )
         new_in = m.insert_instruction(ins, Op("multibroadcast", out_lens=plan["common"]), [red])
         y = m.insert_instruction(ins, ins.op, [new_in if a is input_ins else a for a in ins.inputs], ins.module_inputs)
         replace_value(m, ins, y)
@@ -439,8 +454,9 @@ def _rewrite(m, ins: Instruction, input_ins: Instruction, x: Instruction, plan: 
             return m.insert_instruction(x, Op("multibroadcast", out_lens=common), [a])
         return insert_ops(m, x, plan["to_common"], a)
 
-    new_x = m.insert_instruction(x, _op_in_common(x, plan["src_map"]), [to_common(a) for a in x.inputs],
-                                 x.module_inputs)
+    new_x = m.insert_instruction(
+        x, _op_in_common(x, plan["src_map"]), [to_common(a) for a in x.inputs], x.module_inputs
+    )
     if others:  # x_op's other users read it back in its own shape
         back = [auto_reshape_op(new_x.shape.lens, x.shape.lens)] if is_reduce(x) else plan["from_common"]
         replace_value(m, x, insert_ops(m, x, back, new_x))

@@ -36,9 +36,12 @@ TRANSFORMS = RESHAPES | BROADCASTS | {"transpose"}
 MAX_SIMULATED = 1 << 22
 
 
-
-def regroup_atoms(axes: Sequence[Sequence[int]], lens: Sequence[int], size: Callable[[int], int],
-                  split: Callable[[int, int], tuple[int, int]]) -> list[list[int]] | None:
+def regroup_atoms(
+    axes: Sequence[Sequence[int]],
+    lens: Sequence[int],
+    size: Callable[[int], int],
+    split: Callable[[int, int], tuple[int, int]],
+) -> list[list[int]] | None:
     """The atoms of `axes` (in order) grouped into the axes of a reshape to `lens`, splitting an
     atom (split(atom, outer) -> (hi, lo)) where an output axis ends inside it; None where the
     reshape is not a regrouping of whole or split atoms (size-1 axes take no atom)."""
@@ -58,7 +61,7 @@ def regroup_atoms(axes: Sequence[Sequence[int]], lens: Sequence[int], size: Call
                 rem //= n
             elif n % rem == 0:
                 hi, lo = split(a, rem)
-                seq[i:i + 1] = [hi, lo]
+                seq[i : i + 1] = [hi, lo]
                 cur.append(hi)
                 rem = 1
             else:
@@ -66,6 +69,7 @@ def regroup_atoms(axes: Sequence[Sequence[int]], lens: Sequence[int], size: Call
             i += 1
         new_axes.append(cur)
     return new_axes if i == len(seq) else None
+
 
 class _Atoms:
     def __init__(self, lens: Sequence[int]):
@@ -88,7 +92,7 @@ class _Atoms:
     def _split(self, a: int, outer: int) -> tuple[int, int]:
         hi, lo = self._new(outer), self._new(self.size[a] // outer)
         k = self.order.index(a)
-        self.order[k:k + 1] = [hi, lo]
+        self.order[k : k + 1] = [hi, lo]
         return hi, lo
 
     def reshape(self, lens: Sequence[int]) -> bool:

@@ -34,16 +34,16 @@ class SliceShapeTransforms(Rule):
         ranges = slice_ranges(sl)
         if len(ranges) != 1:
             return f"the slice cuts {len(ranges)} axes"
-        (a, (s, e)), = ranges.items()
+        ((a, (s, e)),) = ranges.items()
         lens, dims = list(sl.shape.lens), list(out.shape.lens)
         tail = len(lens) - a - 1
-        split = dims[a:len(dims) - tail] if tail else dims[a:]
-        if dims[:a] != lens[:a] or (tail and dims[len(dims) - tail:] != lens[a + 1:]) or len(split) < 2:
+        split = dims[a : len(dims) - tail] if tail else dims[a:]
+        if dims[:a] != lens[:a] or (tail and dims[len(dims) - tail :] != lens[a + 1 :]) or len(split) < 2:
             return "the reshape does more than split the sliced axis"
         inner = math.prod(split[1:])
         if s % inner or e % inner or x.shape.lens[a] % inner:
             return f"the slice bounds {s}:{e} are not multiples of the inner factor {inner}"
-        new_dims = list(x.shape.lens[:a]) + [x.shape.lens[a] // inner] + split[1:] + list(x.shape.lens[a + 1:])
+        new_dims = list(x.shape.lens[:a]) + [x.shape.lens[a] // inner] + split[1:] + list(x.shape.lens[a + 1 :])
 
         def apply():
             y = m.insert_instruction(out, Op("reshape", dims=new_dims), [x])

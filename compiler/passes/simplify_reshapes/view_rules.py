@@ -12,8 +12,23 @@ from .move_rules import (
 )
 from .shape_chains import BROADCASTS, TRANSFORMS, plan_broadcast_chain, plan_reshape_transpose
 
-_SHAPE_NOPS = frozenset({"flatten", "reshape", "contiguous", "squeeze", "unsqueeze", "broadcast", "concat",
-                         "convert", "multibroadcast", "pad", "slice", "step", "transpose"})
+_SHAPE_NOPS = frozenset(
+    {
+        "flatten",
+        "reshape",
+        "contiguous",
+        "squeeze",
+        "unsqueeze",
+        "broadcast",
+        "concat",
+        "convert",
+        "multibroadcast",
+        "pad",
+        "slice",
+        "step",
+        "transpose",
+    }
+)
 _REDUCE_NOPS = frozenset({"reduce_mean", "reduce_max", "reduce_min", "reduce_sum", "reduce_prod"})
 
 
@@ -30,8 +45,11 @@ class NopReshapes(Rule):
             if ins.name in BROADCASTS:
                 # Our broadcasts give a kept size-1 axis stride 0 where MIGraphX keeps the input's
                 # stride; that stride addresses nothing, so only the other axes must agree.
-                return x.lens == ins.shape.lens and x.type == ins.shape.type and all(
-                    n == 1 or a == b for n, a, b in zip(x.lens, x.strides, ins.shape.strides))
+                return (
+                    x.lens == ins.shape.lens
+                    and x.type == ins.shape.type
+                    and all(n == 1 or a == b for n, a, b in zip(x.lens, x.strides, ins.shape.strides))
+                )
             return x == ins.shape
 
         return name(*(_SHAPE_NOPS | _REDUCE_NOPS))(pred("same_shape(arg 0)", same, "changes the shape"))
@@ -130,9 +148,14 @@ class UnaryShapeTransforms(Rule):
             nxt = skip_output(i, ("contiguous",))
             return nxt is None or not nxt.op.has("pointwise")
 
-        return pointwise()(none_of(name("layout")), pred("unary", lambda i: len(i.inputs) == 1, "not unary"),
-                           used_once(), all_static(), arg(0)(skip("contiguous")(name(*TRANSFORMS))),
-                           pred("output_not_pointwise", output_not_pointwise, "feeds a pointwise op"))
+        return pointwise()(
+            none_of(name("layout")),
+            pred("unary", lambda i: len(i.inputs) == 1, "not unary"),
+            used_once(),
+            all_static(),
+            arg(0)(skip("contiguous")(name(*TRANSFORMS))),
+            pred("output_not_pointwise", output_not_pointwise, "feeds a pointwise op"),
+        )
 
     def check(self, m, r):
         ins = r.root
@@ -158,12 +181,14 @@ class UnaryShapeTransforms(Rule):
         elif not up and not down and yops:
             up = True
         if up:
+
             def apply_up():
                 z = m.insert_instruction(ins, ins.op, [x], ins.module_inputs)
                 replace_value(m, ins, insert_ops(m, ins, xops, z))
 
             return apply_up
         if down and yops:
+
             def apply_down():
                 z = insert_ops(m, last, yops, ins.inputs[0])
                 replace_value(m, last, m.insert_instruction(last, ins.op, [z], ins.module_inputs))

@@ -56,8 +56,14 @@ def _copy_body(src: Module, dst: Module, env: dict[int, Instruction]) -> list[In
     raise ValueError(f"{src.name} has no @return")
 
 
-def build_epilogue(ctx, src: Module | None, inner: Op, inputs: list[Instruction], x: Instruction,
-                   first: tuple[Module, list[Instruction]] | None = None) -> tuple[Module, list[Instruction]]:
+def build_epilogue(
+    ctx,
+    src: Module | None,
+    inner: Op,
+    inputs: list[Instruction],
+    x: Instruction,
+    first: tuple[Module, list[Instruction]] | None = None,
+) -> tuple[Module, list[Instruction]]:
     """A bypass module computing the consumer's body with x0 = the producer's result; returns it
     and the remaining (extra) inputs in the order of its params x1, x2, .... `first` is an
     epilogue the producer already has (its module and extra inputs): it runs first, and the
@@ -74,8 +80,8 @@ def build_epilogue(ctx, src: Module | None, inner: Op, inputs: list[Instruction]
     if first:
         fp = first[0].params()
         value = _copy_body(first[0], mod, {fp[0].id: x0, **{q.id: params[k] for k, q in enumerate(fp[1:])}})[0]
-    own = params[len(pre_extras):]
-    slot = {x.id: value, **{e.id: own[k] for k, e in enumerate(extras[len(pre_extras):])}}
+    own = params[len(pre_extras) :]
+    slot = {x.id: value, **{e.id: own[k] for k, e in enumerate(extras[len(pre_extras) :])}}
     if src is None:
         mod.add_return([mod.add_instruction(inner, [slot[i.id] for i in inputs])])
         return mod, extras

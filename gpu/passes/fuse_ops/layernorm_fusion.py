@@ -26,7 +26,8 @@ def _pointwise(ins: Instruction) -> bool:
         return False
     inner = inner_op(ins.op["op"])
     return (inner.name == "pointwise" and len(ins.module_inputs) == 1) or (
-        inner.has("pointwise") and not ins.module_inputs)
+        inner.has("pointwise") and not ins.module_inputs
+    )
 
 
 def _elementwise(dst: Module, ins: Instruction, args: list[Instruction]) -> Instruction:

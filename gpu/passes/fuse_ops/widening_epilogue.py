@@ -64,8 +64,15 @@ def float32_constant(m: Module, before: Instruction, e: Instruction) -> Instruct
     return out
 
 
-def fuse_widening_epilogue(m: Module, ins: Instruction, gemm: Instruction, body: Module | None,
-                           inputs: list[Instruction], buf: Instruction, ctx) -> bool:
+def fuse_widening_epilogue(
+    m: Module,
+    ins: Instruction,
+    gemm: Instruction,
+    body: Module | None,
+    inputs: list[Instruction],
+    buf: Instruction,
+    ctx,
+) -> bool:
     """gemm (half, no epilogue yet) -> ins = float32(gemm + constants...) as one GEMM writing
     ins's float32 buffer with an add-only epilogue; False where the pattern does not hold."""
     if gemm.module_inputs or gemm.shape.type not in HALF_TYPES or ins.shape.type != "float32":

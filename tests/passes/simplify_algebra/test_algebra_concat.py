@@ -14,20 +14,24 @@ from migx_explore.compiler.testing import assert_same_outputs, check_pass, run_o
 
 # ---- broadcast / concat / split finders -----------------------------------------------------
 def test_inner_broadcast_computes_before_broadcasting():
-    check_pass("""
+    check_pass(
+        """
         a = @param:a -> float_type, {3}
         b = @param:b -> float_type, {3}
         ab = broadcast[axis=1,out_lens={2, 3, 4}](a) -> float_type, {2, 3, 4}, {0, 1, 0}
         bb = broadcast[axis=1,out_lens={2, 3, 4}](b) -> float_type, {2, 3, 4}, {0, 1, 0}
         y = add(ab,bb) -> float_type, {2, 3, 4}
         r = @return(y)
-    """, [only(sa.INNER_BROADCAST)], """
+    """,
+        [only(sa.INNER_BROADCAST)],
+        """
         a = @param:a -> float_type, {3}
         b = @param:b -> float_type, {3}
         s = add(a,b) -> float_type, {3}
         y = broadcast[axis=1,out_lens={2, 3, 4}](s) -> float_type, {2, 3, 4}, {0, 1, 0}
         r = @return(y)
-    """)  # the same broadcast on both: the op runs on the sources (MIGraphX's apply_same_broadcasts)
+    """,
+    )  # the same broadcast on both: the op runs on the sources (MIGraphX's apply_same_broadcasts)
 
 
 def test_inner_broadcast_mixed_broadcasts():
@@ -60,19 +64,24 @@ def test_inner_broadcast_refuses_when_an_input_varies_everywhere_it_matters():
 
 
 def test_concat_same_input():
-    check_pass("""
+    check_pass(
+        """
         x = @param:x -> float_type, {2, 1, 3}
         c = concat[axis=1](x,x,x) -> float_type, {2, 3, 3}
         r = @return(c)
-    """, [only(sa.CONCAT_SAME_INPUT)], """
+    """,
+        [only(sa.CONCAT_SAME_INPUT)],
+        """
         x = @param:x -> float_type, {2, 1, 3}
         c = multibroadcast[out_lens={2, 3, 3}](x) -> float_type, {2, 3, 3}, {3, 0, 1}
         r = @return(c)
-    """)
+    """,
+    )
 
 
 def test_concat_op_of_pointwise():
-    check_pass("""
+    check_pass(
+        """
         x = @param:x -> float_type, {2, 3}
         y = @param:y -> float_type, {2, 4}
         z = @param:z -> float_type, {2, 1}
@@ -80,7 +89,9 @@ def test_concat_op_of_pointwise():
         ey = exp(y) -> float_type, {2, 4}
         c = concat[axis=1](ex,ey,z) -> float_type, {2, 8}
         r = @return(c)
-    """, [only(sa.CONCAT_OP)], """
+    """,
+        [only(sa.CONCAT_OP)],
+        """
         x = @param:x -> float_type, {2, 3}
         y = @param:y -> float_type, {2, 4}
         z = @param:z -> float_type, {2, 1}
@@ -88,11 +99,13 @@ def test_concat_op_of_pointwise():
         e = exp(xy) -> float_type, {2, 7}
         c = concat[axis=1](e,z) -> float_type, {2, 8}
         r = @return(c)
-    """)
+    """,
+    )
 
 
 def test_concat_conv_becomes_grouped_conv():
-    check_pass(f"""
+    check_pass(
+        f"""
         x = @param:x -> float_type, {{1, 2, 3, 3}}
         y = @param:y -> float_type, {{1, 2, 3, 3}}
         w1 = @literal{lit(range(4))} -> float_type, {{2, 2, 1, 1}}
@@ -101,7 +114,9 @@ def test_concat_conv_becomes_grouped_conv():
         c2 = {CONV}(y,w2) -> float_type, {{1, 2, 3, 3}}
         c = concat[axis=1](c1,c2) -> float_type, {{1, 4, 3, 3}}
         r = @return(c)
-    """, [only(sa.CONCAT_CONV)], f"""
+    """,
+        [only(sa.CONCAT_CONV)],
+        f"""
         x = @param:x -> float_type, {{1, 2, 3, 3}}
         y = @param:y -> float_type, {{1, 2, 3, 3}}
         w1 = @literal{lit(range(4))} -> float_type, {{2, 2, 1, 1}}
@@ -110,41 +125,51 @@ def test_concat_conv_becomes_grouped_conv():
         w = concat[axis=0](w1,w2) -> float_type, {{4, 2, 1, 1}}
         c = convolution[padding={{0, 0}},stride={{1, 1}},group=2](xy,w) -> float_type, {{1, 4, 3, 3}}
         r = @return(c)
-    """)
+    """,
+    )
 
 
 def test_split_concat():
-    check_pass("""
+    check_pass(
+        """
         x = @param:x -> float_type, {2, 6}
         a = slice[axes={1},starts={0},ends={2}](x) -> float_type, {2, 2}, {6, 1}
         b = slice[axes={1},starts={2},ends={6}](x) -> float_type, {2, 4}, {6, 1}
         c = concat[axis=1](a,b) -> float_type, {2, 6}
         r = @return(c)
-    """, [only(sa.SPLIT_CONCAT)], """
+    """,
+        [only(sa.SPLIT_CONCAT)],
+        """
         x = @param:x -> float_type, {2, 6}
         r = @return(x)
-    """)
+    """,
+    )
 
 
 def test_splits_unary():
-    check_pass("""
+    check_pass(
+        """
         x = @param:x -> float_type, {2, 6}
         a = slice[axes={1},starts={0},ends={2}](x) -> float_type, {2, 2}, {6, 1}
         b = slice[axes={1},starts={2},ends={6}](x) -> float_type, {2, 4}, {6, 1}
         ea = exp(a) -> float_type, {2, 2}
         eb = exp(b) -> float_type, {2, 4}
         r = @return(ea,eb)
-    """, [only(sa.SPLITS)], """
+    """,
+        [only(sa.SPLITS)],
+        """
         x = @param:x -> float_type, {2, 6}
         e = exp(x) -> float_type, {2, 6}
         ea = slice[axes={1},starts={0},ends={2}](e) -> float_type, {2, 2}, {6, 1}
         eb = slice[axes={1},starts={2},ends={6}](e) -> float_type, {2, 4}, {6, 1}
         r = @return(ea,eb)
-    """)
+    """,
+    )
 
 
 def test_splits_binary_with_constants():
-    check_pass("""
+    check_pass(
+        """
         x = @param:x -> float_type, {2, 3}
         c1 = @literal{1, 2} -> float_type, {2, 1}
         c2 = @literal{3, 4, 5, 6} -> float_type, {2, 2}
@@ -153,7 +178,9 @@ def test_splits_binary_with_constants():
         ma = mul(a,c1) -> float_type, {2, 1}
         mb = mul(c2,b) -> float_type, {2, 2}
         r = @return(ma,mb)
-    """, [only(sa.SPLITS)], """
+    """,
+        [only(sa.SPLITS)],
+        """
         x = @param:x -> float_type, {2, 3}
         c1 = @literal{1, 2} -> float_type, {2, 1}
         c2 = @literal{3, 4, 5, 6} -> float_type, {2, 2}
@@ -162,7 +189,8 @@ def test_splits_binary_with_constants():
         ma = slice[axes={1},starts={0},ends={1}](m) -> float_type, {2, 1}, {3, 1}
         mb = slice[axes={1},starts={1},ends={3}](m) -> float_type, {2, 2}, {3, 1}
         r = @return(ma,mb)
-    """)
+    """,
+    )
 
 
 def test_splits_two_groups_sharing_a_slice_consumer_keep_shapes():

@@ -18,7 +18,8 @@ from migx_explore.compiler.testing import assert_same_outputs, check_pass
 
 
 def test_mul_conv_folds_channel_scale_into_weights():
-    check_pass(f"""
+    check_pass(
+        f"""
         x = @param:x -> float_type, {{1, 2, 3, 3}}
         w = @literal{lit([1, 2, 3, 4])} -> float_type, {{2, 2, 1, 1}}
         a = @literal{{2, 3}} -> float_type, {{2}}
@@ -26,7 +27,9 @@ def test_mul_conv_folds_channel_scale_into_weights():
         ab = broadcast[axis=1,out_lens={{1, 2, 3, 3}}](a) -> float_type, {{1, 2, 3, 3}}, {{0, 1, 0, 0}}
         y = mul(c,ab) -> float_type, {{1, 2, 3, 3}}
         r = @return(y)
-    """, [only(sa.MUL_CONV)], f"""
+    """,
+        [only(sa.MUL_CONV)],
+        f"""
         x = @param:x -> float_type, {{1, 2, 3, 3}}
         w = @literal{lit([1, 2, 3, 4])} -> float_type, {{2, 2, 1, 1}}
         a = @literal{{2, 3}} -> float_type, {{2}}
@@ -34,7 +37,8 @@ def test_mul_conv_folds_channel_scale_into_weights():
         nw = mul(aw,w) -> float_type, {{2, 2, 1, 1}}
         y = {CONV}(x,nw) -> float_type, {{1, 2, 3, 3}}
         r = @return(y)
-    """)
+    """,
+    )
 
 
 def test_mul_conv_refuses_spatially_varying_multiplier():
@@ -53,12 +57,15 @@ def test_mul_conv_refuses_spatially_varying_multiplier():
 
 # MIGraphX's simplify_mul_conv1..3 (fold) and simplify_mul_conv_skip1..2 (a literal already
 # broadcast over space: skipped); their tests check only whether the mul survives
-@pytest.mark.parametrize("name, lens, strides, bcast, folds", [
-    ("simplify_mul_conv1", (4,), (1,), dict(name="broadcast", axis=1), True),
-    ("simplify_mul_conv3", (4, 1, 1), (1, 18, 1), dict(name="multibroadcast"), True),
-    ("simplify_mul_conv_skip1", (4, 3, 3), (1, 0, 0), dict(name="broadcast", axis=1), False),
-    ("simplify_mul_conv_skip2", (4, 3, 3), (1, 0, 0), dict(name="multibroadcast"), False),
-])
+@pytest.mark.parametrize(
+    "name, lens, strides, bcast, folds",
+    [
+        ("simplify_mul_conv1", (4,), (1,), dict(name="broadcast", axis=1), True),
+        ("simplify_mul_conv3", (4, 1, 1), (1, 18, 1), dict(name="multibroadcast"), True),
+        ("simplify_mul_conv_skip1", (4, 3, 3), (1, 0, 0), dict(name="broadcast", axis=1), False),
+        ("simplify_mul_conv_skip2", (4, 3, 3), (1, 0, 0), dict(name="multibroadcast"), False),
+    ],
+)
 def test_mul_conv_migraphx_cases(name, lens, strides, bcast, folds):
     p = Program()
     m = p.main
@@ -78,7 +85,8 @@ def test_mul_conv_migraphx_cases(name, lens, strides, bcast, folds):
 
 
 def test_add_convs_concatenates_inputs_and_weights():
-    check_pass(f"""
+    check_pass(
+        f"""
         x = @param:x -> float_type, {{1, 2, 3, 3}}
         y = @param:y -> float_type, {{1, 1, 3, 3}}
         w1 = @literal{lit([1, 2, 3, 4])} -> float_type, {{2, 2, 1, 1}}
@@ -87,7 +95,9 @@ def test_add_convs_concatenates_inputs_and_weights():
         c2 = {CONV}(y,w2) -> float_type, {{1, 2, 3, 3}}
         s = add(c1,c2) -> float_type, {{1, 2, 3, 3}}
         r = @return(s)
-    """, [only(sa.ADD_CONVS)], f"""
+    """,
+        [only(sa.ADD_CONVS)],
+        f"""
         x = @param:x -> float_type, {{1, 2, 3, 3}}
         y = @param:y -> float_type, {{1, 1, 3, 3}}
         w1 = @literal{lit([1, 2, 3, 4])} -> float_type, {{2, 2, 1, 1}}
@@ -96,7 +106,8 @@ def test_add_convs_concatenates_inputs_and_weights():
         w = concat[axis=1](w1,w2) -> float_type, {{2, 3, 1, 1}}
         s = {CONV}(xy,w) -> float_type, {{1, 2, 3, 3}}
         r = @return(s)
-    """)
+    """,
+    )
 
 
 def test_add_convs_steps_the_finer_strided_1x1():
@@ -118,14 +129,17 @@ def test_add_convs_steps_the_finer_strided_1x1():
 
 
 def test_conv_dot_horiz_fusion_of_dots():
-    check_pass(f"""
+    check_pass(
+        f"""
         x = @param:x -> float_type, {{2, 4}}
         a = @literal{lit(range(12))} -> float_type, {{4, 3}}
         b = @literal{lit(range(20))} -> float_type, {{4, 5}}
         d1 = dot(x,a) -> float_type, {{2, 3}}
         d2 = dot(x,b) -> float_type, {{2, 5}}
         r = @return(d1,d2)
-    """, [only(sa.CONV_DOT_HORIZ_FUSION)], f"""
+    """,
+        [only(sa.CONV_DOT_HORIZ_FUSION)],
+        f"""
         x = @param:x -> float_type, {{2, 4}}
         a = @literal{lit(range(12))} -> float_type, {{4, 3}}
         b = @literal{lit(range(20))} -> float_type, {{4, 5}}
@@ -134,7 +148,8 @@ def test_conv_dot_horiz_fusion_of_dots():
         d1 = slice[axes={{1}},starts={{0}},ends={{3}}](d) -> float_type, {{2, 3}}, {{8, 1}}
         d2 = slice[axes={{1}},starts={{3}},ends={{8}}](d) -> float_type, {{2, 5}}, {{8, 1}}
         r = @return(d1,d2)
-    """)
+    """,
+    )
 
 
 def test_conv_dot_horiz_fusion_of_convs_moves_late_weights():
@@ -156,7 +171,8 @@ def test_conv_dot_horiz_fusion_of_convs_moves_late_weights():
 
 
 def test_mul_dot_scales_constant_columns():
-    check_pass(f"""
+    check_pass(
+        f"""
         x = @param:x -> float_type, {{2, 2}}
         b = @literal{lit([1, 2, 3, 4, 5, 6])} -> float_type, {{2, 3}}
         c = @literal{{2, 3, 4}} -> float_type, {{3}}
@@ -164,7 +180,9 @@ def test_mul_dot_scales_constant_columns():
         cb = multibroadcast[out_lens={{2, 3}}](c) -> float_type, {{2, 3}}, {{0, 1}}
         y = mul(d,cb) -> float_type, {{2, 3}}
         r = @return(y)
-    """, [only(sa.MUL_DOT)], f"""
+    """,
+        [only(sa.MUL_DOT)],
+        f"""
         x = @param:x -> float_type, {{2, 2}}
         b = @literal{lit([1, 2, 3, 4, 5, 6])} -> float_type, {{2, 3}}
         c = @literal{{2, 3, 4}} -> float_type, {{3}}
@@ -172,7 +190,8 @@ def test_mul_dot_scales_constant_columns():
         bc = mul(b,cb) -> float_type, {{2, 3}}
         y = dot(x,bc) -> float_type, {{2, 3}}
         r = @return(y)
-    """)
+    """,
+    )
 
 
 def test_mul_dot_refuses_rows_of_a_parameter():
@@ -190,14 +209,17 @@ def test_mul_dot_refuses_rows_of_a_parameter():
 
 
 def test_conv_add_splits_constant_addend():
-    check_pass(f"""
+    check_pass(
+        f"""
         x = @param:x -> float_type, {{1, 2, 3, 3}}
         a = @literal{lit(range(18))} -> float_type, {{1, 2, 3, 3}}
         w = @literal{lit([1, 2, 3, 4])} -> float_type, {{2, 2, 1, 1}}
         s = add(x,a) -> float_type, {{1, 2, 3, 3}}
         c = {CONV}(s,w) -> float_type, {{1, 2, 3, 3}}
         r = @return(c)
-    """, [only(sa.CONV_ADD)], f"""
+    """,
+        [only(sa.CONV_ADD)],
+        f"""
         x = @param:x -> float_type, {{1, 2, 3, 3}}
         a = @literal{lit(range(18))} -> float_type, {{1, 2, 3, 3}}
         w = @literal{lit([1, 2, 3, 4])} -> float_type, {{2, 2, 1, 1}}
@@ -205,7 +227,8 @@ def test_conv_add_splits_constant_addend():
         cx = {CONV}(x,w) -> float_type, {{1, 2, 3, 3}}
         c = add(ca,cx) -> float_type, {{1, 2, 3, 3}}
         r = @return(c)
-    """)
+    """,
+    )
 
 
 def test_conv_broadcast_input_becomes_dot():
@@ -224,13 +247,16 @@ def test_conv_broadcast_input_becomes_dot():
     assert_same_outputs(p, q)
 
 
-@pytest.mark.parametrize("spatial, kernel, padding", [
-    ((4, 4), (3, 3), (1, 1)),
-    ((7, 5), (3, 2), (2, 0, 1, 1)),  # asymmetric: begins then ends; a width-2 kernel
-    ((6,), (3,), (2,)),
-    ((4, 3, 5), (3, 1, 3), (1, 0, 1)),
-    ((3, 3), (3, 3), (1, 1)),  # the interior is one position: no broadcast needed there
-])
+@pytest.mark.parametrize(
+    "spatial, kernel, padding",
+    [
+        ((4, 4), (3, 3), (1, 1)),
+        ((7, 5), (3, 2), (2, 0, 1, 1)),  # asymmetric: begins then ends; a width-2 kernel
+        ((6,), (3,), (2,)),
+        ((4, 3, 5), (3, 1, 3), (1, 0, 1)),
+        ((3, 3), (3, 3), (1, 1)),  # the interior is one position: no broadcast needed there
+    ],
+)
 def test_padded_conv_of_broadcast_input_runs_a_kernel_sized_conv(spatial, kernel, padding):
     nd = len(spatial)
     ones = ", ".join(["1"] * nd)
@@ -289,8 +315,9 @@ def _sliced_conv(slices: list[tuple[int, int]], scaled: int) -> Program:
     return p
 
 
-@pytest.mark.parametrize("slices, scaled", [([(0, 2), (2, 6)], 0), ([(0, 2), (2, 4), (4, 6)], 1),
-                                            ([(0, 3), (3, 6)], 1)])
+@pytest.mark.parametrize(
+    "slices, scaled", [([(0, 2), (2, 6)], 0), ([(0, 2), (2, 4), (4, 6)], 1), ([(0, 3), (3, 6)], 1)]
+)
 def test_mul_slice_conv_scales_those_output_channels_of_the_weights(slices, scaled):
     p = _sliced_conv(slices, scaled)
     q = p.copy()
@@ -303,8 +330,10 @@ def test_mul_slice_conv_scales_those_output_channels_of_the_weights(slices, scal
 
 def test_mul_slice_conv_refuses_an_earlier_slice_of_the_conv():
     p = _sliced_conv([(0, 2), (2, 6)], 1)
-    p.main.move_instruction(next(i for i in p.main if i.name == "slice" and list(i.op["starts"]) == [0]),
-                            next(i for i in p.main if i.name == "slice"))
+    p.main.move_instruction(
+        next(i for i in p.main if i.name == "slice" and list(i.op["starts"]) == [0]),
+        next(i for i in p.main if i.name == "slice"),
+    )
     (miss,) = [nm for nm in near_misses(p.main, sa.MUL_SLICE_CONV) if nm.op == "mul"]
     assert "comes before" in miss.reason
 
@@ -348,12 +377,15 @@ def _dot_of_scaled(scale_lens, bcast: dict, constant_first: bool) -> Program:
     return p
 
 
-@pytest.mark.parametrize("scale_lens, bcast, constant_first", [
-    ((1, 1, 3), dict(name="multibroadcast"), False),  # along K of the first operand (mul_dot_a)
-    ((3,), dict(name="broadcast", axis=1), True),  # along K of the second operand (mul_dot_b)
-    ((1,), dict(name="multibroadcast"), False),  # a scalar
-    ((2, 1, 1), dict(name="multibroadcast"), False),  # along the batch
-])
+@pytest.mark.parametrize(
+    "scale_lens, bcast, constant_first",
+    [
+        ((1, 1, 3), dict(name="multibroadcast"), False),  # along K of the first operand (mul_dot_a)
+        ((3,), dict(name="broadcast", axis=1), True),  # along K of the second operand (mul_dot_b)
+        ((1,), dict(name="multibroadcast"), False),  # a scalar
+        ((2, 1, 1), dict(name="multibroadcast"), False),  # along the batch
+    ],
+)
 def test_dot_mul_moves_the_scale_onto_the_constant(scale_lens, bcast, constant_first):
     p = _dot_of_scaled(scale_lens, dict(bcast), constant_first)
     q = p.copy()

@@ -13,14 +13,17 @@ from migx_explore.compiler.testing import check_pass, run_on_text
 
 
 def test_dot_broadcast_drops_batch_axes_broadcast_in_both_inputs():
-    check_pass("""
+    check_pass(
+        """
         x = @param:x -> float_type, {1, 3, 4}
         y = @param:y -> float_type, {4, 5}
         a = multibroadcast[out_lens={2, 3, 4}](x) -> float_type, {2, 3, 4}, {0, 4, 1}
         b = multibroadcast[out_lens={2, 4, 5}](y) -> float_type, {2, 4, 5}, {0, 5, 1}
         d = dot(a, b) -> float_type, {2, 3, 5}
         r = @return(d)
-    """, [only(sa.DOT_BROADCAST)], """
+    """,
+        [only(sa.DOT_BROADCAST)],
+        """
         x = @param:x -> float_type, {1, 3, 4}
         y = @param:y -> float_type, {4, 5}
         s = squeeze[axes={0}](x) -> float_type, {3, 4}
@@ -28,7 +31,8 @@ def test_dot_broadcast_drops_batch_axes_broadcast_in_both_inputs():
         d = dot(m, y) -> float_type, {3, 5}
         b = multibroadcast[out_lens={2, 3, 5}](d) -> float_type, {2, 3, 5}, {0, 5, 1}
         r = @return(b)
-    """)
+    """,
+    )
 
 
 def test_dot_broadcast_refuses_a_batch_axis_that_varies():
@@ -44,7 +48,8 @@ def test_dot_broadcast_refuses_a_batch_axis_that_varies():
 
 
 def test_splits_fuse_identical_pointwise_modules_of_different_names():
-    check_pass("""
+    check_pass(
+        """
         x = @param:x -> float_type, {3, 2, 4}
         s0 = slice[axes={1},starts={0},ends={1}](x) -> float_type, {3, 1, 4}, {8, 4, 1}
         s1 = slice[axes={1},starts={1},ends={2}](x) -> float_type, {3, 1, 4}, {8, 4, 1}
@@ -59,7 +64,9 @@ def test_splits_fuse_identical_pointwise_modules_of_different_names():
         a = @param:x0 -> float_type, {1}, {0}
         b = exp(a) -> float_type, {1}, {0}
         c = @return(b)
-    """, [only(sa.SPLITS)], """
+    """,
+        [only(sa.SPLITS)],
+        """
         x = @param:x -> float_type, {3, 2, 4}
         p = pointwise(x), [pw0] -> float_type, {3, 2, 4}
         s0 = slice[axes={1},starts={0},ends={1}](p) -> float_type, {3, 1, 4}, {8, 4, 1}
@@ -73,7 +80,8 @@ def test_splits_fuse_identical_pointwise_modules_of_different_names():
         a = @param:x0 -> float_type, {1}, {0}
         b = exp(a) -> float_type, {1}, {0}
         c = @return(b)
-    """)
+    """,
+    )
 
 
 def test_splits_refuse_when_one_group_feeds_another():
@@ -93,7 +101,8 @@ def test_splits_refuse_when_one_group_feeds_another():
 
 
 def test_split_reshape_reshapes_once_then_slices():
-    check_pass("""
+    check_pass(
+        """
         x = @param:x -> float_type, {4, 6}
         s0 = slice[axes={1},starts={0},ends={2}](x) -> float_type, {4, 2}, {6, 1}
         s1 = slice[axes={1},starts={2},ends={4}](x) -> float_type, {4, 2}, {6, 1}
@@ -107,7 +116,9 @@ def test_split_reshape_reshapes_once_then_slices():
         a = add(r0, r1) -> float_type, {2, 2, 2}
         m = mul(a, r2) -> float_type, {2, 2, 2}
         r = @return(m)
-    """, [only(sa.SPLIT_RESHAPE)], """
+    """,
+        [only(sa.SPLIT_RESHAPE)],
+        """
         x = @param:x -> float_type, {4, 6}
         w = reshape[dims={2, 2, 6}](x) -> float_type, {2, 2, 6}
         r0 = slice[axes={2},starts={0},ends={2}](w) -> float_type, {2, 2, 2}, {12, 6, 1}
@@ -116,7 +127,8 @@ def test_split_reshape_reshapes_once_then_slices():
         a = add(r0, r1) -> float_type, {2, 2, 2}
         m = mul(a, r2) -> float_type, {2, 2, 2}
         r = @return(m)
-    """)
+    """,
+    )
 
 
 def test_split_reshape_refuses_a_block_that_is_not_whole_axes():
@@ -141,51 +153,62 @@ def test_split_reshape_refuses_a_block_that_is_not_whole_axes():
 
 
 def test_split_transpose_transposes_once_then_slices():
-    check_pass("""
+    check_pass(
+        """
         x = @param:x -> float_type, {2, 3, 6}
         s0 = slice[axes={2},starts={0},ends={2}](x) -> float_type, {2, 3, 2}, {18, 6, 1}
         s1 = slice[axes={2},starts={2},ends={6}](x) -> float_type, {2, 3, 4}, {18, 6, 1}
         t0 = transpose[permutation={2, 0, 1}](s0) -> float_type, {2, 2, 3}, {1, 18, 6}
         t1 = transpose[permutation={2, 0, 1}](s1) -> float_type, {4, 2, 3}, {1, 18, 6}
         r = @return(t0, t1)
-    """, [only(sa.SPLIT_TRANSPOSE)], """
+    """,
+        [only(sa.SPLIT_TRANSPOSE)],
+        """
         x = @param:x -> float_type, {2, 3, 6}
         t = transpose[permutation={2, 0, 1}](x) -> float_type, {6, 2, 3}, {1, 18, 6}
         t0 = slice[axes={0},starts={0},ends={2}](t) -> float_type, {2, 2, 3}, {1, 18, 6}
         t1 = slice[axes={0},starts={2},ends={6}](t) -> float_type, {4, 2, 3}, {1, 18, 6}
         r = @return(t0, t1)
-    """)
+    """,
+    )
 
 
 def test_inner_broadcast_of_different_ranks_reduces_rank():
     # MIGraphX's simplify_inner_broadcast_different_dims: {384, 768} + {768}, both broadcast to
     # {2, 384, 768}: the add runs at rank 2, then one multibroadcast
-    check_pass("""
+    check_pass(
+        """
         x = @param:x -> float_type, {4, 5}
         y = @param:y -> float_type, {5}
         xb = multibroadcast[out_lens={2, 4, 5}](x) -> float_type, {2, 4, 5}, {0, 5, 1}
         yb = multibroadcast[out_lens={2, 4, 5}](y) -> float_type, {2, 4, 5}, {0, 0, 1}
         s = add(xb, yb) -> float_type, {2, 4, 5}
         r = @return(s)
-    """, [only(sa.INNER_BROADCAST)], """
+    """,
+        [only(sa.INNER_BROADCAST)],
+        """
         x = @param:x -> float_type, {4, 5}
         y = @param:y -> float_type, {5}
         yb = broadcast[axis=1,out_lens={4, 5}](y) -> float_type, {4, 5}, {0, 1}
         s = add(x, yb) -> float_type, {4, 5}
         b = multibroadcast[out_lens={2, 4, 5}](s) -> float_type, {2, 4, 5}, {0, 5, 1}
         r = @return(b)
-    """)
+    """,
+    )
 
 
 def test_inner_broadcast_unsqueezes_when_the_inner_axes_are_not_trailing():
-    check_pass("""
+    check_pass(
+        """
         a = @param:a -> float_type, {3}
         b = @param:b -> float_type, {3, 4, 1}
         ab = broadcast[axis=0,out_lens={3, 4, 2}](a) -> float_type, {3, 4, 2}, {1, 0, 0}
         bb = multibroadcast[out_lens={3, 4, 2}](b) -> float_type, {3, 4, 2}, {4, 1, 0}
         s = mul(ab, bb) -> float_type, {3, 4, 2}
         r = @return(s)
-    """, [only(sa.INNER_BROADCAST)], """
+    """,
+        [only(sa.INNER_BROADCAST)],
+        """
         a = @param:a -> float_type, {3}
         b = @param:b -> float_type, {3, 4, 1}
         ab = broadcast[axis=0,out_lens={3, 4}](a) -> float_type, {3, 4}, {1, 0}
@@ -194,4 +217,5 @@ def test_inner_broadcast_unsqueezes_when_the_inner_axes_are_not_trailing():
         u = unsqueeze[axes={2}](s) -> float_type, {3, 4, 1}
         y = multibroadcast[out_lens={3, 4, 2}](u) -> float_type, {3, 4, 2}, {4, 1, 0}
         r = @return(y)
-    """)
+    """,
+    )

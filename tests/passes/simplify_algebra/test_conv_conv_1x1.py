@@ -20,9 +20,29 @@ from migx_explore.compiler.shape import Shape
 from migx_explore.compiler.testing import assert_same_outputs
 
 
-def pair(*, cin=4, mid=6, out=3, k=(3, 3), group=1, stride=(1, 1), padding=(1, 1), dilation=(1, 1),
-         bias=None, between=None, middle_returned=False, k2=(1, 1), group2=1, padding2=(0, 0), stride2=(1, 1),
-         w2_param=False, w1_param=False, hw=(9, 9), dtype=np.float32, seed=0) -> Program:
+def pair(
+    *,
+    cin=4,
+    mid=6,
+    out=3,
+    k=(3, 3),
+    group=1,
+    stride=(1, 1),
+    padding=(1, 1),
+    dilation=(1, 1),
+    bias=None,
+    between=None,
+    middle_returned=False,
+    k2=(1, 1),
+    group2=1,
+    padding2=(0, 0),
+    stride2=(1, 1),
+    w2_param=False,
+    w1_param=False,
+    hw=(9, 9),
+    dtype=np.float32,
+    seed=0,
+) -> Program:
     """x -> conv(W1) [-> + bias] [-> between op] -> conv 1x1 (W2) -> return."""
     rng = np.random.default_rng(seed)
     t = {np.float32: "float32", np.float16: "float16"}[dtype]
@@ -30,11 +50,17 @@ def pair(*, cin=4, mid=6, out=3, k=(3, 3), group=1, stride=(1, 1), padding=(1, 1
     m = p.main
     x = m.add_parameter("x", Shape.of(t, (2, cin, *hw)))
     w1_lens = (mid, cin // group, *k)
-    w1 = (m.add_parameter("w1", Shape.of(t, w1_lens)) if w1_param
-          else m.add_literal(rng.standard_normal(w1_lens).astype(dtype)))
+    w1 = (
+        m.add_parameter("w1", Shape.of(t, w1_lens))
+        if w1_param
+        else m.add_literal(rng.standard_normal(w1_lens).astype(dtype))
+    )
     w2_lens = (out, mid // group2, *k2)
-    w2 = (m.add_parameter("w2", Shape.of(t, w2_lens)) if w2_param
-          else m.add_literal(rng.standard_normal(w2_lens).astype(dtype)))
+    w2 = (
+        m.add_parameter("w2", Shape.of(t, w2_lens))
+        if w2_param
+        else m.add_literal(rng.standard_normal(w2_lens).astype(dtype))
+    )
     y = m.add_instruction(Op("convolution", padding=padding, stride=stride, dilation=dilation, group=group), [x, w1])
     if bias == "vector":
         b = m.add_literal(rng.standard_normal(mid).astype(dtype))
@@ -121,14 +147,17 @@ def test_depthwise_first_conv_is_refused_under_a_growth_bound():
     assert "group 4 expands to dense" in miss.reason
 
 
-@pytest.mark.parametrize("kw", [
-    dict(w2_param=True),
-    dict(w1_param=True),
-    dict(w1_param=True, w2_param=True, cin=4, mid=6, out=8),  # widening: out != mid
-    dict(w1_param=True, w2_param=True, cin=4, mid=8, out=2, group=2),
-    dict(w1_param=True, w2_param=True, cin=6, mid=6, out=4, group=6),  # depthwise, out != mid
-    dict(w2_param=True, k=(1, 3), padding=(0, 1), stride=(2, 1)),
-])
+@pytest.mark.parametrize(
+    "kw",
+    [
+        dict(w2_param=True),
+        dict(w1_param=True),
+        dict(w1_param=True, w2_param=True, cin=4, mid=6, out=8),  # widening: out != mid
+        dict(w1_param=True, w2_param=True, cin=4, mid=8, out=2, group=2),
+        dict(w1_param=True, w2_param=True, cin=6, mid=6, out=4, group=6),  # depthwise, out != mid
+        dict(w2_param=True, k=(1, 3), padding=(0, 1), stride=(2, 1)),
+    ],
+)
 def test_non_constant_weights_are_combined_in_the_graph(kw):
     p = pair(**kw)
     q = check_fused(p, out=kw.get("out", 3), cin=kw.get("cin", 4), k=kw.get("k", (3, 3)))
@@ -139,15 +168,18 @@ def test_refuses_bias_with_non_constant_weights():
     assert "needs constant weights" in _refusal(pair(w2_param=True, bias="vector"))
 
 
-@pytest.mark.parametrize("kw", [
-    dict(stride=(2, 2)),
-    dict(stride=(2, 1), hw=(10, 7)),
-    dict(padding=(0, 1, 2, 1)),  # asymmetric: begins then ends
-    dict(padding=(0, 0)),
-    dict(dilation=(2, 2)),
-    dict(dilation=(2, 1), padding=(2, 1), stride=(1, 2)),
-    dict(k=(1, 3), padding=(0, 1)),
-])
+@pytest.mark.parametrize(
+    "kw",
+    [
+        dict(stride=(2, 2)),
+        dict(stride=(2, 1), hw=(10, 7)),
+        dict(padding=(0, 1, 2, 1)),  # asymmetric: begins then ends
+        dict(padding=(0, 0)),
+        dict(dilation=(2, 2)),
+        dict(dilation=(2, 1), padding=(2, 1), stride=(1, 2)),
+        dict(k=(1, 3), padding=(0, 1)),
+    ],
+)
 def test_first_conv_geometry_carries_over(kw):
     p = pair(**kw)
     q = check_fused(p, out=3, cin=4, k=kw.get("k", (3, 3)))
@@ -201,12 +233,15 @@ def test_refuses_bias_varying_over_space():
     assert "not one value per channel" in _refusal(pair(bias="spatial"))
 
 
-@pytest.mark.parametrize("kw, why", [
-    (dict(padding2=(1, 1)), "padded (1, 1)"),
-    (dict(stride2=(2, 2)), "stride (2, 2)"),
-    (dict(k2=(3, 3), padding2=(1, 1)), "3x3, not 1x1"),
-    (dict(group2=2, out=4), "grouped (group=2)"),
-])
+@pytest.mark.parametrize(
+    "kw, why",
+    [
+        (dict(padding2=(1, 1)), "padded (1, 1)"),
+        (dict(stride2=(2, 2)), "stride (2, 2)"),
+        (dict(k2=(3, 3), padding2=(1, 1)), "3x3, not 1x1"),
+        (dict(group2=2, out=4), "grouped (group=2)"),
+    ],
+)
 def test_refuses_second_conv_that_is_not_plain_1x1(kw, why):
     assert why in _refusal(pair(**kw))
 
@@ -237,11 +272,13 @@ def test_1d_and_3d_grouped_strided_biased_pair(nd):
     x = m.add_parameter("x", Shape.of("float32", (2, 4) + (5,) * nd))
     w1 = m.add_literal(rng.standard_normal((6, 2) + (3,) * nd).astype(np.float32))
     w2 = m.add_literal(rng.standard_normal((3, 6) + (1,) * nd).astype(np.float32))
-    c = m.add_instruction(Op("convolution", padding=(1,) * nd, stride=(2,) * nd, dilation=(1,) * nd, group=2),
-                          [x, w1])
-    b = m.add_instruction(Op("broadcast", axis=1, out_lens=c.shape.lens),
-                          [m.add_literal(rng.standard_normal(6).astype(np.float32))])
-    z = m.add_instruction(Op("convolution", padding=(0,) * nd, stride=(1,) * nd, dilation=(1,) * nd),
-                          [m.add_instruction(Op("add"), [c, b]), w2])
+    c = m.add_instruction(Op("convolution", padding=(1,) * nd, stride=(2,) * nd, dilation=(1,) * nd, group=2), [x, w1])
+    b = m.add_instruction(
+        Op("broadcast", axis=1, out_lens=c.shape.lens), [m.add_literal(rng.standard_normal(6).astype(np.float32))]
+    )
+    z = m.add_instruction(
+        Op("convolution", padding=(0,) * nd, stride=(1,) * nd, dilation=(1,) * nd),
+        [m.add_instruction(Op("add"), [c, b]), w2],
+    )
     m.add_return([z])
     check_fused(p, out=3, cin=4, k=(3,) * nd)

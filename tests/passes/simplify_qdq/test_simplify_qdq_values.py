@@ -59,7 +59,10 @@ def test_keep_qdq_pairs_still_removes_an_exact_pair():
         @7 = dequantizelinear(@6, @3, @4) -> float_type, {2, 4}
         @8 = @return(@7)
     """
-    check_pass(before, _qdq(keep_qdq_pairs=True), """
+    check_pass(
+        before,
+        _qdq(keep_qdq_pairs=True),
+        """
         y = @param:y -> int8_type, {2, 4}
         s = @literal{0.05} -> float_type, {1}
         z = @literal{3} -> int8_type, {1}
@@ -67,7 +70,10 @@ def test_keep_qdq_pairs_still_removes_an_exact_pair():
         @4 = multibroadcast[out_lens={2, 4}](z) -> int8_type, {2, 4}, {0, 0}
         @5 = dequantizelinear(y, @3, @4) -> float_type, {2, 4}
         @8 = @return(@5)
-    """, rtol=0, atol=0)
+    """,
+        rtol=0,
+        atol=0,
+    )
 
 
 UINT8_CONV = """
@@ -88,8 +94,9 @@ UINT8_CONV = """
 
 
 def test_uint8_activation_becomes_int8_quant_convolution_with_the_same_values():
-    text = UINT8_CONV.replace("@literal{#w}", "@literal{" + ", ".join(
-        str(v) for v in np.random.default_rng(3).integers(-127, 128, 54)) + "}")
+    text = UINT8_CONV.replace(
+        "@literal{#w}", "@literal{" + ", ".join(str(v) for v in np.random.default_rng(3).integers(-127, 128, 54)) + "}"
+    )
     p, orig = parse(text), parse(text)
     run_passes(p, _qdq(keep_qdq_pairs=True))
     names = [i.name for i in p.main]

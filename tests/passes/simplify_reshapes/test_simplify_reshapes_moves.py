@@ -25,7 +25,8 @@ def names(p) -> list[str]:
 
 CASES = {
     # find_reshape_cont: the add runs in the transposed value's shape, the copy goes away
-    "reshape_cont": ("""
+    "reshape_cont": (
+        """
         x = @param:x -> float_type, {2, 3, 4}
         y = @param:y -> float_type, {2, 12}
         t = transpose[permutation={0, 2, 1}](x) -> float_type, {2, 4, 3}, {12, 1, 4}
@@ -33,26 +34,38 @@ CASES = {
         r = reshape[dims={2, 12}](c) -> float_type, {2, 12}
         z = add(r,y) -> float_type, {2, 12}
         o = @return(z)
-    """, sr.ReshapeCont(), "contiguous"),
+    """,
+        sr.ReshapeCont(),
+        "contiguous",
+    ),
     # find_concat_reshape: one concat of the un-reshaped inputs, one reshape after
-    "concat_reshape": ("""
+    "concat_reshape": (
+        """
         x = @param:x -> float_type, {2, 256, 8}
         y = @param:y -> float_type, {2, 256, 8}
         a = reshape[dims={2, 16, 16, 8}](x) -> float_type, {2, 16, 16, 8}
         b = reshape[dims={2, 16, 16, 8}](y) -> float_type, {2, 16, 16, 8}
         c = concat[axis=3](a,b) -> float_type, {2, 16, 16, 16}
         o = @return(c)
-    """, sr.ConcatReshape(), None),
+    """,
+        sr.ConcatReshape(),
+        None,
+    ),
     # find_transpose_slice: split the sliced axis in front, transpose once, slice + squeeze
-    "transpose_slice": ("""
+    "transpose_slice": (
+        """
         x = @param:x -> float_type, {2, 6, 9, 4}
         t = transpose[permutation={0, 2, 1, 3}](x) -> float_type, {2, 9, 6, 4}, {216, 4, 36, 1}
         a = slice[axes={1},starts={0},ends={3}](t) -> float_type, {2, 3, 6, 4}, {216, 4, 36, 1}
         b = slice[axes={1},starts={6},ends={9}](t) -> float_type, {2, 3, 6, 4}, {216, 4, 36, 1}
         o = @return(a,b)
-    """, sr.TransposeSlice(), None),
+    """,
+        sr.TransposeSlice(),
+        None,
+    ),
     # find_slice_transpose: one transpose of x, the slices on it, a fix-up where perms differ
-    "slice_transpose": ("""
+    "slice_transpose": (
+        """
         x = @param:x -> float_type, {1, 4, 6, 2}
         a = slice[axes={2},starts={0},ends={3}](x) -> float_type, {1, 4, 3, 2}, {48, 12, 2, 1}
         ta = transpose[permutation={0, 2, 1, 3}](a) -> float_type, {1, 3, 4, 2}, {48, 2, 12, 1}
@@ -61,18 +74,26 @@ CASES = {
         c = slice[axes={2},starts={1},ends={4}](x) -> float_type, {1, 4, 3, 2}, {48, 12, 2, 1}
         tc = transpose[permutation={0, 2, 1, 3}](c) -> float_type, {1, 3, 4, 2}, {48, 2, 12, 1}
         o = @return(ta,tb,tc)
-    """, sr.SliceTranspose(), None),
+    """,
+        sr.SliceTranspose(),
+        None,
+    ),
     # find_reshape_dot: the dot runs on the 4-D input, the weight broadcast to its batch
-    "reshape_dot": ("""
+    "reshape_dot": (
+        """
         x = @param:x -> float_type, {2, 4, 3, 5}
         w = @param:w -> float_type, {5}
         r = reshape[dims={2, 12, 5}](x) -> float_type, {2, 12, 5}
         b = broadcast[axis=1,out_lens={2, 5, 5}](w) -> float_type, {2, 5, 5}, {0, 1, 0}
         d = dot(r,b) -> float_type, {2, 12, 5}
         o = @return(d)
-    """, sr.ReshapeDot(), None),
+    """,
+        sr.ReshapeDot(),
+        None,
+    ),
     # find_mul_add_shape_op_dot: transpose both sides of the constant mul feeding a dot
-    "mul_transpose_dot": ("""
+    "mul_transpose_dot": (
+        """
         x = @param:x -> float_type, {2, 3, 4}
         c = @literal{LITERAL} -> float_type, {2, 3, 4}
         w = @param:w -> float_type, {2, 3, 5}
@@ -80,9 +101,13 @@ CASES = {
         t = transpose[permutation={0, 2, 1}](m) -> float_type, {2, 4, 3}, {12, 1, 4}
         d = dot(t,w) -> float_type, {2, 4, 5}
         o = @return(d)
-    """.replace("LITERAL", ", ".join(str(0.25 * k - 2) for k in range(24))), sr.MulAddShapeOpDot(), None),
+    """.replace("LITERAL", ", ".join(str(0.25 * k - 2) for k in range(24))),
+        sr.MulAddShapeOpDot(),
+        None,
+    ),
     # find_op_shape_transform_op, pointwise: mul -> transpose -> add becomes one transposed space
-    "op_transpose_op": ("""
+    "op_transpose_op": (
+        """
         x = @param:x -> float_type, {2, 6, 3, 4}
         y = @param:y -> float_type, {2, 6, 3, 4}
         z = @param:z -> float_type, {2, 3, 4, 6}
@@ -90,9 +115,13 @@ CASES = {
         t = transpose[permutation={0, 2, 3, 1}](m) -> float_type, {2, 3, 4, 6}, {72, 4, 1, 12}
         a = add(t,z) -> float_type, {2, 3, 4, 6}
         o = @return(a,m)
-    """, OpShapeTransformOp(), None),
+    """,
+        OpShapeTransformOp(),
+        None,
+    ),
     # find_op_shape_transform_op, pointwise: a reshape that splits and merges axes, then transposes
-    "op_reshape_transpose_op": ("""
+    "op_reshape_transpose_op": (
+        """
         x = @param:x -> float_type, {2, 8, 15}
         z = @param:z -> float_type, {5, 2, 4, 2, 3}
         e = exp(x) -> float_type, {2, 8, 15}
@@ -100,9 +129,13 @@ CASES = {
         t = transpose[permutation={4, 0, 1, 2, 3}](r) -> float_type, {5, 2, 4, 2, 3}, {1, 120, 30, 15, 5}
         a = add(t,z) -> float_type, {5, 2, 4, 2, 3}
         o = @return(a)
-    """, OpShapeTransformOp(), None),
+    """,
+        OpShapeTransformOp(),
+        None,
+    ),
     # find_op_shape_transform_op, reduce: the reduced axis comes back through broadcast + reshape
-    "reduce_broadcast_reshape_op": ("""
+    "reduce_broadcast_reshape_op": (
+        """
         x = @param:x -> float_type, {6, 8}
         y = @param:y -> float_type, {3, 2, 2, 4}
         s = reduce_sum[axes={1}](x) -> float_type, {6, 1}
@@ -110,9 +143,13 @@ CASES = {
         r = reshape[dims={3, 2, 2, 4}](b) -> float_type, {3, 2, 2, 4}
         a = add(r,y) -> float_type, {3, 2, 2, 4}
         o = @return(a)
-    """, OpShapeTransformOp(), None),
+    """,
+        OpShapeTransformOp(),
+        None,
+    ),
     # find_op_shape_transform_op, reduce: the reduced axis comes back at another size
-    "reduce_transpose_broadcast_other_size": ("""
+    "reduce_transpose_broadcast_other_size": (
+        """
         x = @param:x -> float_type, {1, 4, 4, 3}
         y = @param:y -> float_type, {1, 3, 8, 8}
         s = reduce_mean[axes={1, 2}](x) -> float_type, {1, 1, 1, 3}
@@ -120,16 +157,23 @@ CASES = {
         b = multibroadcast[out_lens={1, 3, 8, 8}](t) -> float_type, {1, 3, 8, 8}, {0, 1, 0, 0}
         a = add(b,y) -> float_type, {1, 3, 8, 8}
         o = @return(a)
-    """, OpShapeTransformOp(), None),
+    """,
+        OpShapeTransformOp(),
+        None,
+    ),
     # find_op_shape_transform_op, reduce: views that only drop the reduced 1-axes
-    "reduce_squeeze_op": ("""
+    "reduce_squeeze_op": (
+        """
         x = @param:x -> float_type, {2, 5, 3}
         y = @param:y -> float_type, {2, 3}
         s = reduce_max[axes={1}](x) -> float_type, {2, 1, 3}
         q = squeeze[axes={1}](s) -> float_type, {2, 3}
         a = add(q,y) -> float_type, {2, 3}
         o = @return(a)
-    """, OpShapeTransformOp(), None),
+    """,
+        OpShapeTransformOp(),
+        None,
+    ),
 }
 
 

@@ -1,5 +1,6 @@
-"""Module.validate's checks (compiler/ir.py delegates here to stay small): use lists,
-def-before-use, shapes recomputed by each op's rule, and references to modules of the program."""
+"""Checks over the IR that compiler/ir.py delegates here to stay small: Module.validate (use lists,
+def-before-use, shapes recomputed by each op's rule, references to modules of the program) and
+Program.structure_key (what program equality compares)."""
 
 from __future__ import annotations
 
@@ -58,5 +59,30 @@ def validate_module(module: Any) -> None:
                 fail(f"references module {m.name!r} which is not in the program")
         seen.add(ins._id)
     if count != module._count:
-        raise ValidationError(f"module {module.name}: instruction count {module._count} but {count} linked",
-                              module.name)
+        raise ValidationError(
+            f"module {module.name}: instruction count {module._count} but {count} linked", module.name
+        )
+
+
+def structure_key(program: Any) -> tuple:
+    """Modules and, position by position, ops, inputs, submodules, shapes and literal values of an
+    ir.Program. Instruction ids are left out (a parsed program gets fresh ids)."""
+    mods = []
+    for m in program.get_modules():
+        pos = {ins.id: k for k, ins in enumerate(m)}
+        rows = []
+        for ins in m:
+            lit = None
+            if ins.literal is not None:
+                lit = (ins.literal.data.dtype.str, ins.literal.data.shape, ins.literal.data.tobytes())
+            rows.append(
+                (
+                    ins.op,
+                    tuple(pos[i.id] for i in ins.inputs),
+                    tuple(x.name for x in ins.module_inputs),
+                    ins.shape,
+                    lit,
+                )
+            )
+        mods.append((m.name, m.bypass, tuple(rows)))
+    return tuple(mods)
