@@ -27,6 +27,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+import onnx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -366,7 +367,13 @@ def feeds_for(model, seed: int = 0) -> dict:
         if i.name in inits:
             continue
         dims = [d.dim_value or 1 for d in i.type.tensor_type.shape.dim]
-        feeds[i.name] = rng.standard_normal(dims).astype(np.float32)
+        dtype = onnx.helper.tensor_dtype_to_np_dtype(i.type.tensor_type.elem_type)
+        if dtype.kind in "iu":  # token ids, positions, indices: small values every table holds
+            feeds[i.name] = rng.integers(0, 8, dims).astype(dtype)
+        elif dtype.kind == "b":
+            feeds[i.name] = np.ones(dims, dtype)
+        else:
+            feeds[i.name] = rng.standard_normal(dims).astype(dtype)
     return feeds
 
 
