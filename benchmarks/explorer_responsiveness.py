@@ -42,6 +42,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 
@@ -234,11 +235,6 @@ def export_numbers(model: str, repeat: int) -> None:
         print(f"  ({summaries} of {len(steps)} passes opened on their rewrite summary, the rest on a graph)")
 
 
-def _child_cpu() -> float:
-    r = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return r.ru_utime + r.ru_stime
-
-
 def _child(cmd: list[str], limit_s: float, mem_limit: int | None = None) -> tuple[float | None, int, str]:
     """Run a CLI command in a child process: (seconds or None when killed at the limit, peak RSS
     bytes of the child, last line of stderr, with the child's CPU seconds appended: on a shared
@@ -249,23 +245,30 @@ def _child(cmd: list[str], limit_s: float, mem_limit: int | None = None) -> tupl
         if mem_limit:
             resource.setrlimit(resource.RLIMIT_AS, (mem_limit, mem_limit))
 
-    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    cpu0 = _child_cpu()
-    t0 = time.perf_counter()
-    try:
-        res = subprocess.run(
+    # os.wait4 gives this child's own rusage: RUSAGE_CHILDREN's ru_maxrss is the largest of all
+    # children so far, so a small run after a big one read as 0
+    with tempfile.TemporaryFile(mode="w+") as err_file:
+        t0 = time.perf_counter()
+        proc = subprocess.Popen(
             [sys.executable, "-m", "migx_explore", *cmd],
-            capture_output=True,
+            stdout=subprocess.DEVNULL,
+            stderr=err_file,
             text=True,
-            timeout=limit_s,
             preexec_fn=cap,
         )
-    except subprocess.TimeoutExpired:
-        return None, 0, f"killed after {limit_s:.0f} s"
-    seconds = time.perf_counter() - t0
-    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    err = res.stderr.strip().splitlines()[-1] if res.returncode and res.stderr.strip() else ""
-    return seconds, (peak if peak > before else 0) * 1024, err or f"cpu {_child_cpu() - cpu0:.1f} s"
+        killed = threading.Event()
+        timer = threading.Timer(limit_s, lambda: (killed.set(), proc.kill()))
+        timer.start()
+        _, status, usage = os.wait4(proc.pid, 0)
+        timer.cancel()
+        seconds = time.perf_counter() - t0
+        proc.returncode = os.waitstatus_to_exitcode(status)  # reaped here, not by Popen
+        if killed.is_set():
+            return None, 0, f"killed after {limit_s:.0f} s"
+        err_file.seek(0)
+        lines = err_file.read().strip().splitlines()
+    err = lines[-1] if proc.returncode and lines else ""
+    return seconds, usage.ru_maxrss * 1024, err or f"cpu {usage.ru_utime + usage.ru_stime:.1f} s"
 
 
 def _verdict(label: str, seconds: float | None, err: str, target: float, peak: int = 0, mem: int | None = None) -> None:
