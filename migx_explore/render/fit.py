@@ -85,11 +85,15 @@ def fit_by_scopes(
             if isinstance(c, tuple):
                 heapq.heappush(heap, (-n_changed[c], -size[c], c))
     out = _fold(graph, node_scope, opened, d)
+    batch = 1
     while hubs and len(out.nodes) + hub_copies(out, hubs) > budget and len(opened) > 1:
-        # the copies of shared inputs beside each user come on top: close the last group opened
-        # with the fewest changes until they fit too
-        last = min((k for k in opened if k), key=lambda k: (n_changed[k], -len(k), size[k]))
-        opened = {k for k in opened if k[: len(last)] != last}
+        # the copies of shared inputs beside each user come on top: close the groups opened with
+        # the fewest changes until they fit too, twice as many each round (a fold costs a pass
+        # over the graph; one group a round made an unrolled LSTM's drawings fold ~15 times each)
+        order = sorted((k for k in opened if k), key=lambda k: (n_changed[k], -len(k), size[k]))
+        for last in order[:batch]:
+            opened = {k for k in opened if k[: len(last)] != last}
+        batch *= 2
         out = _fold(graph, node_scope, opened, d)
     return out
 
