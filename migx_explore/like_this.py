@@ -202,6 +202,11 @@ def bucket_long_ranges(session, limit: int = EXACT_SIZES_LIMIT) -> str:
     warnings say it too. Set split_single_dyn_dim's buckets back to '' to trace every size."""
     from migx_explore.compiler.passes.split_single_dyn_dim import single_dyn_dim
 
+    # Most models have no dynamic input: say so from the snapshot's records before rebuilding a
+    # Program (a copy of the whole model) on every explorer load.
+    main = session.initial.module("main")
+    if not any(r.name == "@param" and r.shape.dyn_dims is not None for r in main.instrs):
+        return ""
     found = single_dyn_dim(session.initial.to_program().main)
     if found is None or found[0].max - found[0].min + 1 <= limit:
         return ""
