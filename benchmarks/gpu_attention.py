@@ -9,7 +9,7 @@ with the same mask, in a CUDA graph, timed the same way.
     python3 benchmarks/gpu_attention.py [--iters 200] [--json out.json] [--sweep]
 
 --sweep times the kernels' block shapes instead at fp16, for choosing the defaults: the mma
-kernel's warps per block and key tile (attention_mma.py's MAX_WARPS, KEY_TILE), then the scalar
+kernel's key splits, warps per block and key tile (attention_mma.py's KEY_SPLITS, MAX_WARPS, KEY_TILE), then the scalar
 kernel's threads per block x query rows per warp (attention.py's SMALL_THREADS / THREADS, ROWS_PER_WARP).
 """
 
@@ -22,7 +22,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-SHAPES = [(4, 128, 32), (4, 128, 64), (12, 512, 64)]  # heads, sequence, head dim
+SHAPES = [(4, 64, 32), (4, 128, 32), (4, 128, 64), (3, 197, 64), (12, 512, 64)]  # heads, sequence, head dim
 
 
 def sdpa_model(heads: int, seq: int, d: int) -> onnx.ModelProto:
@@ -84,7 +84,7 @@ def ours(heads: int, seq: int, d: int, precision: str, iters: int) -> dict:
     with gpu_compile(sdpa_model(heads, seq, d), CompileOptions(precision=precision)) as c:
         got = np.asarray(c.run(f, mode="graph")[0], np.float32)
         kernels = [i.kernel for i in c.steps.info if i.kind == "kernel" and i.kernel.startswith("attention_")]
-        us = cupti_us(lambda: c.launch_graph(io=False), lambda: c.backend.stream_sync(c.stream), "attention_", iters)
+        us = cupti_us(lambda: c.launch_graph(io=False), lambda: c.backend.streams.sync(c.stream), "attention_", iters)
     return {"kernel": kernels[0] if kernels else None, "us": us, "out": got}
 
 
@@ -109,15 +109,16 @@ def torch_sdpa(heads: int, seq: int, d: int, precision: str, iters: int) -> dict
 def sweep(iters: int) -> None:
     from migx_explore.gpu.codegen import attention, attention_mma
 
-    print("| heads x seq x d | mma warps per block | mma key tile | our us |")
-    print("|---|---|---|---|")
+    attention_mma.MIN_WORK = 0
+    print("| heads x seq x d | mma key splits | mma warps per block (unsplit) | mma key tile | our us |")
+    print("|---|---|---|---|---|")
     for heads, seq, d in SHAPES:
-        for warps in (1, 2, 4):
+        for splits, warps in ((1, 1), (1, 2), (1, 4), (2, 2), (4, 4)):
             for tile in (32, 64):
-                attention_mma.MAX_WARPS, attention_mma.KEY_TILE = warps, tile
+                attention_mma.KEY_SPLITS, attention_mma.MAX_WARPS, attention_mma.KEY_TILE = splits, warps, tile
                 us = f"{ours(heads, seq, d, 'fp16', iters)['us']:.1f}"
-                print(f"| {heads}x{seq}x{d} | {warps} | {tile} | {us} |", flush=True)
-    attention_mma.MAX_WARPS, attention_mma.KEY_TILE = 4, 64
+                print(f"| {heads}x{seq}x{d} | {splits} | {warps} | {tile} | {us} |", flush=True)
+    attention_mma.KEY_SPLITS, attention_mma.MAX_WARPS, attention_mma.KEY_TILE = None, 4, 64
     attention.USE_TENSOR_CORES = False
     print("\nThe scalar kernel (fp16 without tensor cores):")
     print("| heads x seq x d | threads | rows per warp | our us |")
@@ -144,8 +145,9 @@ def main() -> None:
     if a.sweep:
         sweep(a.iters)
         return
-    from migx_explore.gpu.codegen import attention
+    from migx_explore.gpu.codegen import attention, attention_mma
 
+    attention_mma.MIN_WORK = 0  # the tensor-core rows even below the size where the scalar kernel is picked
     rows = []
     print("| heads x seq x d | precision | our kernel | our us | torch sdpa graph us | max abs err vs torch |")
     print("|---|---|---|---|---|---|")

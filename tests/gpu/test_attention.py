@@ -213,3 +213,52 @@ def test_tensor_core_attention_guarded_rows_with_no_key_give_zero(dtype, backend
         kernel="attention_mma_",
         masked_rows=3,
     )
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("splits", [1, 2, 4])
+@pytest.mark.parametrize(
+    "mask, guard, masked_rows", [("causal", False, 0), ("where", True, 5), ("where", False, 3), ("padding", True, 0)]
+)
+@pytest.mark.parametrize("seq, kv, d", [(40, 40, 32), (33, 200, 64), (20, 17, 128), (130, 130, 64)])
+def test_tensor_core_attention_key_splits_merge(
+    seq, kv, d, mask, guard, masked_rows, splits, backend, request, mma_at_any_size, monkeypatch
+):
+    """With the keys split between 2 or 4 warps of a query tile, the block merges the warps'
+    partial softmax: the same result as one warp over every key, including splits with no key
+    left (17 keys over 4 splits), rows with no unmasked key (0 under the guard, NaN without) and
+    splits whose own keys are all masked (causal rows near the top)."""
+    from migx_explore.gpu.codegen import attention_mma
+
+    monkeypatch.setattr(attention_mma, "KEY_SPLITS", splits)
+    check(
+        attention_program(seq, mask, d=d, kv=kv, dtype="float16", guard=guard),
+        request.getfixturevalue(backend),
+        rtol=2e-2,
+        atol=2e-2,
+        kernel="attention_mma_",
+        masked_rows=masked_rows,
+    )
+
+
+def test_key_splits_fill_the_gpu_only_for_few_query_tiles():
+    from migx_explore.gpu.codegen.attention_mma import key_splits
+
+    assert key_splits(32, 128) == 4  # bert/gpt2-sized layers: 4 heads x 8 tiles
+    assert key_splits(384, 512) == 2  # 12 heads x 512 rows
+    assert key_splits(4096, 2048) == 1  # enough blocks sharing K/V tiles to fill the GPU
+    assert key_splits(8, 40) == 2  # each split keeps at least 16 keys
+    assert key_splits(8, 20) == 1
+
+
+@pytest.mark.parametrize("d, dv", [(16, 16), (32, 64), (64, 64), (128, 32), (128, 128)])
+def test_key_tiles_are_whole_mma_steps_and_fit_shared_memory(d, dv):
+    """Every split's key tile is a multiple of 16 keys (the P·V loop's step; a 24-key tile once
+    dropped keys 16..23 of each split) and the K/V tiles fit the shared memory."""
+    from migx_explore.gpu.codegen import attention_mma as am
+
+    for row_tiles in (1, 8, 18, 32, 80, 81, 384, 1024):
+        for n in (1, 16, 17, 33, 100, 130, 197, 512, 4096):
+            splits, bn = am._split_and_key_tile(row_tiles, n, d, dv)
+            assert bn % 16 == 0 and bn >= 16, (row_tiles, n, splits, bn)
+            assert am._kv_bytes(splits, bn, d, dv) <= am.MAX_SHARED_BYTES
