@@ -6,6 +6,11 @@ top bits). For each case one program holding only the topk is compiled with the 
 through torch.profiler (median over --profile replays).
 
     python3 benchmarks/gpu_topk_kernel.py --label branch --out DIR [--split 8192,10240,1000000]
+    python3 benchmarks/gpu_topk_kernel.py --label branch --out DIR --models yolov10n
+
+--models: gpu_issue28_rows.py's row of each model (graph latency, kernel count, error against
+the reference) plus every top-k launch of one graph replay with its CUPTI time (that script
+lists only the top-k launches among the eight slowest kernels).
 
 --split overrides the GPU pipeline's rewrite_topk threshold (gpu/codegen/topk.py's
 SPLIT_THRESHOLD) where the installed tree has one, to compare a split against one launch.
@@ -70,6 +75,30 @@ def one_case(t: str, n: int, k: int, iters: int, replays: int) -> dict:
     }
 
 
+def model_rows(names: str, iters: int) -> dict:
+    from gpu_issue28_rows import our_row
+    from gpu_kernel_profile import ours_profile
+    from gpu_vs_torch import feeds_for
+
+    from migx_explore import models
+
+    rows: dict = {}
+    for name in names.split(","):
+        model = models.get_model(name)
+        feeds = feeds_for(model)
+        for precision in ("fp32", "fp16"):
+            try:
+                row = our_row(model, feeds, precision, iters)
+                kernels = ours_profile(model, feeds, precision, 20)["kernels"]  # the kernel cache has them
+                row["topk_launches_us"] = [(k, us) for k, us in kernels if k.startswith("topk")]
+                row["kernel_sum_us"] = round(sum(us for _, us in kernels), 1)
+            except Exception as e:  # noqa: BLE001 - the other rows still count
+                row = {"error": f"{type(e).__name__}: {e}"}
+            rows[f"{name} {precision}"] = row
+            print(name, precision, json.dumps(row), flush=True)
+    return rows
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default="bench_out")
@@ -80,6 +109,7 @@ def main() -> None:
     ap.add_argument("--split", default="", help="rewrite_topk thresholds to try (trees that have SPLIT_THRESHOLD)")
     ap.add_argument("--iters", type=int, default=100)
     ap.add_argument("--profile", type=int, default=5)
+    ap.add_argument("--models", default="", help="built-in models to run instead of the kernel grid")
     args = ap.parse_args()
     import torch
 
@@ -89,6 +119,11 @@ def main() -> None:
     out.mkdir(parents=True, exist_ok=True)
     splits = [int(s) for s in args.split.split(",") if s] if hasattr(topk_codegen, "SPLIT_THRESHOLD") else []
     res: dict = {"device": torch.cuda.get_device_name(), "label": args.label, "rows": []}
+    if args.models:
+        torch.backends.cuda.matmul.allow_tf32 = False
+        res["models"] = model_rows(args.models, args.iters)
+        (out / f"topk_models_{args.label}.json").write_text(json.dumps(res, indent=1))
+        return
     for split in splits or [None]:
         if split is not None:
             topk_codegen.SPLIT_THRESHOLD = split

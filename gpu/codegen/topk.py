@@ -92,12 +92,21 @@ MIGX_DEVICE unsigned int migx_warp_inclusive_sum(unsigned int x) {
 }
 
 // hist[bin] += 1 for this lane's bin (bin >= 256: none). Every lane of the warp calls it (the
-// callers' loops have the same trip count in every thread). Lanes sharing a bin add once:
-// scores share their top bits, and same-address shared atomics serialise.
+// callers' loops have the same trip count in every thread). Scores share their top bits and
+// same-address shared atomics serialise, so the lanes sharing the first valid lane's bin add
+// once through it; the others add one each (later digits spread over the bins).
 MIGX_DEVICE void migx_hist_add(unsigned int* hist, unsigned int bin) {
 #if defined(MIGX_CUDA)
-    const unsigned int peers = __match_any_sync(0xffffffffu, bin);
-    if (bin < 256u && (int)(threadIdx.x % 32) == __ffs(peers) - 1) atomicAdd(&hist[bin], (unsigned int)__popc(peers));
+    const unsigned int valid = __ballot_sync(0xffffffffu, bin < 256u);
+    if (valid == 0u) return;
+    const int leader = __ffs(valid) - 1;
+    const unsigned int lead = __shfl_sync(0xffffffffu, bin, leader);
+    const unsigned int same = __ballot_sync(0xffffffffu, bin == lead);
+    if (bin == lead) {
+        if ((int)(threadIdx.x % 32) == leader) atomicAdd(&hist[bin], (unsigned int)__popc(same));
+    } else if (bin < 256u) {
+        atomicAdd(&hist[bin], 1u);
+    }
 #else
     if (bin < 256u) atomicAdd(&hist[bin], 1u);
 #endif
@@ -138,49 +147,68 @@ MIGX_DEVICE unsigned long long migx_bitonic_pick(unsigned long long v, unsigned 
 
 def _key_source(key: str, n: int, shared_sort: int, threads: int, it: str) -> list[str]:
     """MIGX_KEY(j): the slice's keys computed once into shared memory when they fit beside the
-    winners (every pass then reads shared memory, not global), else recomputed from global."""
+    winners (every pass then reads shared memory, not global), else recomputed from global. The
+    load also counts the top digit's histogram (FIRST_DONE: the first pass is already made)."""
     if 4 * n + shared_sort + SHARED_RESERVE > SHARED_BYTES:
-        return [f"#define MIGX_KEY(j) ({key})"]
+        return [f"#define MIGX_KEY(j) ({key})", "constexpr bool FIRST_DONE = false;"]
     return [
         f"__shared__ unsigned int keys_s[{n}];",
+        "constexpr bool FIRST_DONE = true;",
+        "for (int b = t; b < 256; b += blockDim.x) hist[b] = 0u;",
+        "__syncthreads();",
         "#pragma unroll 4",  # independent global loads in flight together
-        f"for ({it} j = threadIdx.x; j < {n}; j += {threads}) keys_s[j] = {key};",
+        f"for ({it} j0 = 0; j0 < {n}; j0 += {threads}) {{",  # the same trip count in every lane
+        f"    const {it} j = j0 + t;",
+        "    unsigned int bin = 256u;",
+        f"    if (j < {n}) {{ const unsigned int u = {key}; keys_s[j] = u; bin = u >> 24; }}",
+        "    migx_hist_add(hist, bin);",
+        "}",
         "__syncthreads();",
         "#define MIGX_KEY(j) (keys_s[(j)])",
     ]
 
 
-def _select(n: int, threads: int) -> list[str]:
+def _select(n: int, threads: int, it: str) -> list[str]:
     """Radix select from the top digit: `prefix` under `mask` is the k-th key's top bits, `want`
     how many winners equal to it under the mask are still wanted."""
     return [
         "unsigned int prefix = 0u, mask = 0u, want = (unsigned int)K;",
         "for (int shift = 24; shift >= 0; shift -= 8) {",
-        "    for (int b = t; b < 256; b += blockDim.x) hist[b] = 0u;",
-        "    __syncthreads();",
-        f"    for (int j0 = 0; j0 < {n}; j0 += {threads}) {{",  # the same trip count in every lane
-        "        const int j = j0 + t;",
-        "        unsigned int bin = 256u;",
-        f"        if (j < {n}) {{",
-        "            const unsigned int u = MIGX_KEY(j);",
-        "            if ((u & mask) == prefix) bin = (u >> shift) & 255u;",
+        "    if (shift < 24 || !FIRST_DONE) {",
+        "        for (int b = t; b < 256; b += blockDim.x) hist[b] = 0u;",
+        "        __syncthreads();",
+        f"        for ({it} j0 = 0; j0 < {n}; j0 += {threads}) {{",  # the same trip count in every lane
+        f"            const {it} j = j0 + t;",
+        "            unsigned int bin = 256u;",
+        f"            if (j < {n}) {{",
+        "                const unsigned int u = MIGX_KEY(j);",
+        "                if ((u & mask) == prefix) bin = (u >> shift) & 255u;",
+        "            }",
+        "            migx_hist_add(hist, bin);",
         "        }",
-        "        migx_hist_add(hist, bin);",
+        "        __syncthreads();",
         "    }",
-        "    __syncthreads();",
-        # the digit: one warp scans the bins from the top, each lane a run of them
+        # the digit: one warp scans the bins from the top, each lane a run of them in registers
         "    if (t < MIGX_WARP_SIZE) {",
-        "        const int per = 256 / MIGX_WARP_SIZE, top = 255 - t * per;",
-        "        unsigned int own = 0u;",
-        "        for (int b = 0; b < per; ++b) own += hist[top - b];",
+        "        constexpr int per = 256 / MIGX_WARP_SIZE;",
+        "        const int top = 255 - t * per;",
+        "        unsigned int h[per], own = 0u;",
+        "#pragma unroll",
+        "        for (int b = 0; b < per; ++b) { h[b] = hist[top - b]; own += h[b]; }",
         "        const unsigned int upto = migx_warp_inclusive_sum(own);",
         "        if (upto >= want && upto - own < want) {",
-        "            unsigned int acc = upto - own;",
-        "            int b = top;",
-        "            while (acc + hist[b] < want) acc += hist[b--];",
-        "            s_prefix = prefix | ((unsigned int)b << shift);",
+        "            unsigned int acc = upto - own, count = 0u;",
+        "            int sel = 0;",
+        "            bool found = false;",
+        "#pragma unroll",
+        "            for (int b = 0; b < per; ++b) {",
+        "                if (found) continue;",
+        "                if (acc + h[b] >= want) { found = true; sel = b; count = h[b]; }",
+        "                else acc += h[b];",
+        "            }",
+        "            s_prefix = prefix | ((unsigned int)(top - sel) << shift);",
         "            s_want = want - acc;",
-        "            s_count = hist[b];",
+        "            s_count = count;",
         "        }",
         "    }",
         "    __syncthreads();",
@@ -266,12 +294,12 @@ def radix_topk_kernel(op: Op, shapes: Sequence[Shape]) -> KernelSource:
     lines += [
         f"constexpr int K = {k}, P = {width};",
         "const int t = threadIdx.x;",
-        *_key_source(key, n, 8 * width, threads, it),
         "__shared__ unsigned int hist[256];",
+        *_key_source(key, n, 8 * width, threads, it),
         f"__shared__ unsigned int slots[2 * {threads} / MIGX_WARP_SIZE];",
         "__shared__ unsigned long long win[P];",
         "__shared__ unsigned int s_prefix, s_want, s_count;",
-        *_select(n, threads),
+        *_select(n, threads, it),
         *_gather(n, threads, it),
         *_sort(width, threads),
         # element i of the sorted run is output i; its index is the low word's complement
