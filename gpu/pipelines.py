@@ -16,6 +16,7 @@ from typing import Any, ClassVar
 
 from migx_explore.compiler.passes import Pass, PassEntry, Pipeline, make_pass
 from migx_explore.compiler.quantize import check_precision, quantize_pipeline
+from migx_explore.gpu.codegen import topk as topk_codegen
 
 # Backend passes register themselves on import (they need no GPU either).
 if importlib.util.find_spec(f"{__package__}.passes") is not None:
@@ -147,7 +148,8 @@ def _optimize_rewrite(o: CompileOptions) -> list[PassEntry]:
         _p(DCE),
         _p(DCE),
         _p("rewrite_reduce"),
-        _p("rewrite_topk"),
+        # split only slices whose keys do not fit one block's shared memory (the radix kernel)
+        _p("rewrite_topk", split_threshold=topk_codegen.SPLIT_THRESHOLD),
         _p("rewrite_low_precision"),
         _when(o.enable_rewrite_dot, _p("rewrite_dot"), "opt-in (MIGRAPHX_ENABLE_REWRITE_DOT / enable_rewrite_dot)"),
         _p(DCE),

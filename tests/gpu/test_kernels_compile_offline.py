@@ -167,3 +167,29 @@ def test_tensor_core_attention_compiles(dtype, mask, d, arch, tmp_path, fresh_ke
     if arch == "sm_90":
         ptx = "\n".join(p.read_text() for p in tmp_path.rglob("k.ptx"))
         assert "mma.sync.aligned.m16n8k16" in ptx and "ldmatrix.sync.aligned" in ptx
+
+
+@pytest.mark.parametrize(
+    "dtype, lens, k, largest",
+    [
+        ("float32", [1, 8400], 300, True),  # keys in shared memory, 1,024 threads
+        ("float16", [2, 2100], 1, False),  # the narrowest sort, 576 threads
+        ("bfloat16", [10000], 1500, True),  # keys recomputed from global memory (beside 2,048 winners)
+        ("float32", [3000, 2], 2048, True),  # two sorted elements a thread, strided slices
+    ],
+)
+def test_radix_topk_compiles(dtype, lens, k, largest, tmp_path, fresh_kernel_cache):
+    """The radix top-k (gpu/codegen/topk.py): shared or global keys, each sort width, each float type."""
+    from migx_explore.compiler import Program, make_op
+    from migx_explore.compiler.shape import Shape
+
+    p = Program()
+    m = p.main
+    axis = 0 if lens == [3000, 2] else len(lens) - 1
+    x = m.add_parameter("x", Shape.of(dtype, lens))
+    tk = m.add_instruction(make_op("topk", k=k, axis=axis, largest=largest), [x])
+    m.add_return([m.add_instruction(make_op("get_tuple_elem", index=i), [tk]) for i in (0, 1)])
+    sources = _sources(p)
+    radix = {key: v for key, v in sources.items() if key.startswith("topk_radix_")}
+    assert radix, list(sources)
+    _nvcc_all(radix, tmp_path)
