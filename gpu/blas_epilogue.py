@@ -1,24 +1,89 @@
-"""Which part of a GEMM's epilogue the BLAS call can do itself (cuBLASLt's bias epilogue, and
-beta = 1 with a C operand for a residual add), so no epilogue kernel runs after it.
+"""Which part of a GEMM's epilogue the BLAS call can do itself (cuBLASLt's bias, ReLU and GELU
+epilogues, and beta = 1 with a C operand for a residual add), so no epilogue kernel runs after it.
 
-An epilogue qualifies when its whole body is a chain of adds onto the product, x0 + xb + xr in
-any order, where xb is a bias (one value per output column: every stride 0 but a unit stride on
-the last axis) and xr a full standard tensor of the output's lens; at most one of each. The
-BLAS call must be row-major (plan.swap: cuBLASLt's bias is per row of its transposed product, so
-per column of ours), a single call, and the output buffer standard. Pure shape logic: the
+An epilogue qualifies when its body is a chain of adds onto the product, x0 + xb + xr in any
+order, where xb is a bias (one value per output column: every stride 0 but a unit stride on the
+last axis) and xr a full standard tensor of the output's lens, at most one of each, optionally
+followed by an activation of that sum: cuBLASLt computes act(A·B + C + bias). The activation is
+recognised by what it computes, not by how the export spelt it (gelu_new arrives as
+0.5x(1 + tanh(...)), as x·sigmoid(...), or, after simplify_algebra, as x / (1 + exp(...))): the
+instructions after the adds must be pointwise ops of the sum and scalar literals, and their
+value, evaluated in float64 with the literals as stored, must match ReLU or the tanh-form GELU
+that cuBLASLt implements within ACT_TOLERANCE on sample points. Erf-form GELU (BERT's) is not
+cuBLASLt's and stays a kernel: the two differ by up to 4.7e-4, ten times the tolerance.
+
+The BLAS call must be row-major (plan.swap: cuBLASLt's bias is per row of its transposed product,
+so per column of ours), a single call, and the output buffer standard. Pure shape logic: the
 backend decides whether its BLAS can take it (and otherwise launches the epilogue kernel).
 """
 
 from __future__ import annotations
 
+import math
+from typing import NamedTuple
+
+import numpy as np
+
 from migx_explore.compiler.ir import Instruction
 
 from .blas_plan import plan_gemm
 
+ACTIVATIONS = ("relu", "gelu_tanh")
+# |f(x) - act(x)| <= ACT_TOLERANCE * (1 + |x|) at every sample: a gelu_new chain with fp16-rounded
+# constants is within 4.9e-6 of exact tanh-GELU; erf-GELU differs by 4.7e-4 at x = -2.7.
+ACT_TOLERANCE = 5e-5
+_SAMPLES = np.concatenate([np.linspace(-8.0, 8.0, 641), [-1e4, -100.0, -20.0, 20.0, 100.0, 1e4]])
 
-def blas_epilogue(gemm: Instruction) -> tuple[int, int] | None:
-    """(index of the bias extra or -1, index of the C extra or -1) among the gemm's epilogue
-    inputs 2.., or None when the epilogue needs its kernel."""
+
+class LtEpilogue(NamedTuple):
+    """What the BLAS call adds: epilogue inputs (indices among the gemm's inputs 2..; -1 for
+    none) added as the bias and as C, and the activation applied to the sum ('' for none)."""
+
+    bias: int
+    c: int
+    act: str
+
+
+def _reference_activation(name: str, x: np.ndarray) -> np.ndarray:
+    if name == "relu":
+        return np.maximum(x, 0.0)
+    # cuBLASLt's GELU epilogue: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
+    return 0.5 * x * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x**3)))
+
+
+def identify_activation(chain: list[Instruction], value: Instruction) -> str | None:
+    """The name in ACTIVATIONS that `chain` (instructions computing from `value` and scalar
+    literals, in order; the last one is the result) computes, or None."""
+    if not chain:
+        return None
+    memo: dict[int, np.ndarray] = {value.id: _SAMPLES}
+    with np.errstate(all="ignore"):
+        for ins in chain:
+            if not ins.op.spec.has("pointwise") or ins.op.spec.compute is None:
+                return None
+            args = []
+            for x in ins.inputs:
+                if x.id in memo:
+                    args.append(memo[x.id])
+                elif x.is_literal() and x.literal.data.size == 1:
+                    args.append(np.float64(x.literal.data.reshape(())))
+                else:
+                    return None  # another input: not a function of the sum alone
+            try:
+                memo[ins.id] = np.asarray(ins.op.spec.compute(ins.op, args, ins.shape, None), np.float64)
+            except Exception:  # noqa: BLE001 - an op whose reference wants more than arrays: no match
+                return None
+    got = np.broadcast_to(memo[chain[-1].id], _SAMPLES.shape)
+    for name in ACTIVATIONS:
+        want = _reference_activation(name, _SAMPLES)
+        if np.all(np.abs(got - want) <= ACT_TOLERANCE * (1.0 + np.abs(_SAMPLES))):
+            return name
+    return None
+
+
+def blas_epilogue(gemm: Instruction) -> LtEpilogue | None:
+    """What of the gemm's epilogue the BLAS call can do, or None when the epilogue needs its
+    kernel."""
     if not gemm.module_inputs:
         return None
     body = gemm.module_inputs[0]
@@ -28,20 +93,29 @@ def blas_epilogue(gemm: Instruction) -> tuple[int, int] | None:
         return None
     params = body.params()
     extras = list(gemm.inputs[2:-1])
-    value, used = params[0], []
+    value, used, rest = params[0], [], []
     for ins in body:
-        if ins.is_param():
+        if ins.is_param() or ins.is_literal():
             continue
         if ins.is_return():
             break
-        if ins.name != "add" or value not in ins.inputs or len(ins.inputs) != 2:
+        other = None
+        if not rest and ins.name == "add" and len(ins.inputs) == 2 and value in ins.inputs:
+            a, b = ins.inputs
+            other = None if a is b else (b if a is value else a)
+        if other is not None and other.is_param() and other is not params[0]:
+            used.append(params.index(other) - 1)
+            value = ins
+        else:
+            rest.append(ins)  # past the adds: the activation, if this is one
+    act = ""
+    if rest:
+        act = identify_activation(rest, value) or ""
+        if not act or body.output_instructions() != [rest[-1]]:
             return None
-        other = ins.inputs[1] if ins.inputs[0] is value else ins.inputs[0]
-        if not other.is_param() or other is params[0]:
-            return None
-        used.append(params.index(other) - 1)
-        value = ins
-    if body.output_instructions() != [value] or not used or len(set(used)) != len(used):
+    elif body.output_instructions() != [value]:
+        return None
+    if (not used and not act) or len(set(used)) != len(used):
         return None
     bias = c = -1
     for k in used:
@@ -54,4 +128,4 @@ def blas_epilogue(gemm: Instruction) -> tuple[int, int] | None:
             c = k
         else:
             return None
-    return bias, c
+    return LtEpilogue(bias, c, act)

@@ -211,6 +211,7 @@ defop(
         A("epilogue_local", "int", 0),
         A("blas_bias", "int", -1, doc="epilogue input the BLAS call adds as a per-column bias (-1: none)"),
         A("blas_c", "int", -1, doc="epilogue input the BLAS call adds as C with beta = 1 (-1: none)"),
+        A("blas_act", "str", "", doc="activation the BLAS call applies to the sum: relu, gelu_tanh ('': none)"),
     ],
     nargs=(3, -1),
     output_alias=_alias_last,

@@ -239,7 +239,8 @@ def build_steps(
                 raise GpuError(f"executor: gemm #{ins.id} has no BLAS plan (run compile_blas)")
             # Bias and residual inputs the BLAS call may add itself (compile_blas marked them).
             bias, c_in = (addrs[2 + ins.op[k]] if ins.op[k] >= 0 else None for k in ("blas_bias", "blas_c"))
-            extra = {"bias": bias, "c_in": c_in} if bias is not None or c_in is not None else {}
+            act = ins.op["blas_act"]
+            extra = {"bias": bias, "c_in": c_in, "act": act} if bias is not None or c_in is not None or act else {}
             try:
                 step, note = backend.blas.make_gemm(
                     blas(), plan, addrs[0], addrs[1], addrs[-1], ins.op["alpha"], **extra

@@ -17,7 +17,7 @@ from ..blas_plan import plan_gemm
 class CompileBlas(Pass):
     """Our equivalent of compile_hipblaslt: plans every gpu::gemm as strided-batched BLAS calls
     (cuBLAS on NVIDIA, hipBLAS on AMD) and records the plan and algorithm on the instruction,
-    and which epilogue inputs the call itself can add (bias epilogue, beta = 1 with C)."""
+    and which epilogue the call itself can do (bias, ReLU / GELU epilogues, beta = 1 with C)."""
 
     name: ClassVar[str] = "compile_blas"
     status: ClassVar[str] = "mapped"
@@ -42,7 +42,7 @@ class CompileBlas(Pass):
             op = ins.op.with_(algo="default", plan=plan.describe())
             lt = blas_epilogue(ins)
             if lt is not None:  # the BLAS call can do the whole epilogue (the kernel stays as fallback)
-                op = op.with_(blas_bias=lt[0], blas_c=lt[1])
+                op = op.with_(blas_bias=lt.bias, blas_c=lt.c, blas_act=lt.act)
             if op != ins.op:
                 module.replace_instruction(ins, op)
                 changed = True

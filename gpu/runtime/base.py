@@ -244,13 +244,15 @@ class Blas(Part, ABC):
         alpha: float,
         bias: int | None = None,
         c_in: int | None = None,
+        act: str = "",
     ) -> tuple[Step, str]:
         """The BLAS calls of `plan` for device addresses a, b, c (element offsets in the plan), and
         a note naming the path or algorithm chosen ('' when there is nothing to say).
 
-        `bias` (a vector per output column) and `c_in` (added with beta = 1) are optional: a
-        backend that adds them sets `fused_epilogue = True` on the step; one that cannot
-        ignores them, and the caller runs the epilogue kernel instead. Raises GpuError when the
+        `bias` (a vector per output column), `c_in` (added with beta = 1) and `act` (an
+        activation of the sum, blas_epilogue.ACTIVATIONS) are optional: a backend that does
+        them all sets `fused_epilogue = True` on the step; one that cannot ignores them, and the
+        caller runs the epilogue kernel instead. Raises GpuError when the
         library refuses an 8-bit plan (the executor then launches a generated kernel instead)."""
 
 

@@ -164,9 +164,10 @@ class CublasPart(Blas):
         alpha: float,
         bias: int | None = None,
         c_in: int | None = None,
+        act: str = "",
     ) -> tuple[Step, str]:
         timer = self._timer(handle.stream) if os.environ.get("MIGX_BLAS_TUNE", "1") != "0" else None
-        step, note = self._cublas.make_gemm(handle, plan, a, b, c, alpha, timer, bias=bias, c_in=c_in)
+        step, note = self._cublas.make_gemm(handle, plan, a, b, c, alpha, timer, bias=bias, c_in=c_in, act=act)
         step.fused_epilogue = note.endswith("+epilogue")
         return step, note
 

@@ -39,7 +39,9 @@ ESIZE = {"float16": 2, "bfloat16": 2, "int8": 1, "float8e4m3fn": 1}
 GEMM_DEFAULT = -1
 LT_DESC_TRANSA, LT_DESC_TRANSB = 3, 4  # cublasLtMatmulDescAttributes_t
 LT_DESC_EPILOGUE, LT_DESC_BIAS_POINTER = 7, 8
-LT_EPILOGUE_BIAS = 4  # cublasLtEpilogue_t: D = alpha·A·B + beta·C + bias (one value per row of D)
+# cublasLtEpilogue_t: D = act(alpha·A·B + beta·C + bias), bias one value per row of D; GELU is
+# the tanh approximation (blas_epilogue.identify_activation matches only that form).
+LT_EPILOGUE = {("", True): 4, ("relu", False): 2, ("relu", True): 6, ("gelu_tanh", False): 32, ("gelu_tanh", True): 36}
 LT_LAYOUT_BATCH_COUNT, LT_LAYOUT_BATCH_OFFSET = 5, 6  # cublasLtMatrixLayoutAttribute_t
 LT_PREF_MAX_WORKSPACE = 1  # cublasLtMatmulPreferenceAttributes_t
 LT_CANDIDATES = 8
@@ -166,6 +168,7 @@ class Cublas:
         *,
         bias: int | None = None,
         c_in: int | None = None,
+        act: str = "",
     ):
         """(step, note): the step runs every call of the plan; note says which path/algorithm
         (it contains "epilogue" when cuBLASLt also adds `bias` and/or `c_in`)."""
@@ -186,12 +189,12 @@ class Cublas:
         if (
             bh.lt is not None
             and not quant
-            and (bias is not None or c_in is not None)
+            and (bias is not None or c_in is not None or act)
             and len(ptrs) == 1
             and plan.batch == 1
         ):
             keep = [scalar(alpha_v), scalar(1.0 if c_in is not None else 0.0)]  # the calls point into it
-            got = self._lt_calls(bh, plan, (t, tc), compute, ptrs, keep, timer, bias=bias, c_in=c_in)
+            got = self._lt_calls(bh, plan, (t, tc), compute, ptrs, keep, timer, bias=bias, c_in=c_in, act=act)
             if got is not None:
                 calls, note = got[0], got[1] + " +epilogue"
         if calls is None:
@@ -271,6 +274,7 @@ class Cublas:
         *,
         bias: int | None = None,
         c_in: int | None = None,
+        act: str = "",
     ):
         L = self.lt
         t, tc = types
@@ -285,15 +289,18 @@ class Cublas:
                     L.cublasLtMatmulDescSetAttribute(desc, i32(attr), ctypes.byref(val), ctypes.c_size_t(4)),
                     "MatmulDescSetAttribute",
                 )
-            if bias is not None:  # set before the heuristic: it picks kernels that support the epilogue
-                epi, ptr = ctypes.c_uint32(LT_EPILOGUE_BIAS), vp(bias)
-                keep += [epi, ptr]
+            if bias is not None or act:  # set before the heuristic: it picks kernels that support the epilogue
+                epi = ctypes.c_uint32(LT_EPILOGUE[(act, bias is not None)])
+                keep.append(epi)
                 _ok(
                     L.cublasLtMatmulDescSetAttribute(
                         desc, i32(LT_DESC_EPILOGUE), ctypes.byref(epi), ctypes.c_size_t(4)
                     ),
                     "MatmulDescSetAttribute(epilogue)",
                 )
+            if bias is not None:
+                ptr = vp(bias)
+                keep.append(ptr)
                 _ok(
                     L.cublasLtMatmulDescSetAttribute(
                         desc, i32(LT_DESC_BIAS_POINTER), ctypes.byref(ptr), ctypes.c_size_t(8)

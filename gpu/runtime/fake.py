@@ -356,6 +356,7 @@ class FakeBlas(Blas):
         alpha: float,
         bias: int | None = None,
         c_in: int | None = None,
+        act: str = "",
     ) -> tuple[Step, str]:
         if plan.dtype in self.backend.refuse_gemm_types:
             raise GpuError(f"fake: BLAS refuses {plan.dtype} GEMMs")
@@ -363,14 +364,23 @@ class FakeBlas(Blas):
         esz, esz_c = npd.itemsize, npc.itemsize
         acc_t = np.int64 if plan.c_dtype == "int32" else np.float64
         quant = plan.dtype in ("int8", "float8e4m3fn")  # like cuBLASLt here: no epilogue on 8-bit GEMMs
-        fused = not quant and plan.batch == 1 and len(plan.offsets) == 1 and (bias is not None or c_in is not None)
+        fused = (
+            not quant and plan.batch == 1 and len(plan.offsets) == 1 and (bias is not None or c_in is not None or act)
+        )
 
         def add_epilogue(out: np.ndarray, acc: np.ndarray) -> np.ndarray:
-            """cuBLASLt's bias epilogue (one value per row of the column-major product) and C."""
+            """cuBLASLt's bias epilogue (one value per row of the column-major product), C, then
+            its ReLU / GELU (tanh form) epilogue."""
             if bias is not None:
                 acc = acc + self._colmajor(bias, plan.m, 1, plan.m, npc).astype(np.float64)
             if c_in is not None:
                 acc = acc + self._colmajor(c_in, plan.m, plan.n, plan.ldc, npc).astype(np.float64)
+            if act == "relu":
+                acc = np.maximum(acc, 0.0)
+            elif act == "gelu_tanh":
+                acc = 0.5 * acc * (1.0 + np.tanh(np.sqrt(2.0 / np.pi) * (acc + 0.044715 * acc**3)))
+            elif act:
+                raise GpuError(f"fake: no {act!r} BLAS epilogue")
             return acc
 
         def work():

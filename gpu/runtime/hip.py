@@ -225,8 +225,9 @@ class HipblasPart(Blas):
         alpha: float,
         bias: int | None = None,
         c_in: int | None = None,
+        act: str = "",
     ) -> tuple[Step, str]:
-        # bias / c_in are not fused here: the caller runs the GEMM's epilogue kernel.
+        # bias / c_in / act are not fused here: the caller runs the GEMM's epilogue kernel.
         t, tc, compute = self.gemm_types(plan.dtype, plan.c_dtype)
         esz = ESIZE.get(plan.dtype) or np.dtype(plan.dtype).itemsize
         esz_c = ESIZE.get(plan.c_dtype) or np.dtype(plan.c_dtype).itemsize
