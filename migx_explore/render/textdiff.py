@@ -8,13 +8,15 @@ numbers refer to the full printouts (`ProgramSnapshot.text`, the numbered trace 
 
 Modules are aligned by name first, and only the modules that differ are compared line by line:
 a module a pass left alone is the same snapshot object on both sides, so a pass over one of 255
-submodules costs that submodule (and a walk over the module names), not the whole program.
+submodules costs that submodule (and a walk over the module names), not the whole program. A
+pass that changes 255 alike submodules the same way prints that change once ("× N like this").
 """
 
 from __future__ import annotations
 
 import difflib
 from collections.abc import Callable
+from dataclasses import dataclass, field
 
 from migx_explore.compiler.snapshot import ModuleSnapshot, ProgramSnapshot
 
@@ -108,8 +110,11 @@ def text_diff(
     context: int = 3,
     before_name: str = "before",
     after_name: str = "after",
+    fold_alike: bool = True,
 ) -> str:
-    """The unified diff (empty string when nothing changed)."""
+    """The unified diff (empty string when nothing changed). fold_alike: a hunk repeated, up to
+    numbers, in submodules alike up to numbers (a dynamic range's split bodies, like_this) is
+    printed once, followed by a `== the same change ... in N more modules like this: ...` line."""
     import bisect
 
     a, b = _Side(before), _Side(after)
@@ -123,22 +128,78 @@ def text_diff(
         return lambda i: bisect.bisect_right(side.start, i) - 1
 
     at_a, at_b = loc(a), loc(b)
-    out: list[str] = []
+    hunks: list[_Hunk] = []
     for group in matcher.get_grouped_opcodes(context):
-        if not out:
-            out += [f"--- {before_name}", f"+++ {after_name}"]
         i1, i2, j1, j2 = group[0][1], group[-1][2], group[0][3], group[-1][4]
-        out.append(f"@@ -{_range(i1, i2)} +{_range(j1, j2)} @@")
+        lines: list[str] = []
+        modules: set[str] = set()
         for tag, a1, a2, b1, b2 in group:
             if tag == "equal":
                 # Context prints the new names: they match the file a user opens next.
-                out.extend(" " + b.line(j, at_b) for j in range(b1, b2))
+                lines.extend(" " + b.line(j, at_b) for j in range(b1, b2))
+                modules.update(b.modules[at_b(j)].name for j in (b1, b2 - 1))
                 continue
             if tag in ("replace", "delete"):
-                out.extend("-" + a.line(i, at_a) for i in range(a1, a2))
+                lines.extend("-" + a.line(i, at_a) for i in range(a1, a2))
+                modules.update(a.modules[at_a(i)].name for i in (a1, a2 - 1))
             if tag in ("replace", "insert"):
-                out.extend("+" + b.line(j, at_b) for j in range(b1, b2))
+                lines.extend("+" + b.line(j, at_b) for j in range(b1, b2))
+                modules.update(b.modules[at_b(j)].name for j in (b1, b2 - 1))
+        module = next(iter(modules)) if len(modules) == 1 else None
+        hunks.append(_Hunk(f"@@ -{_range(i1, i2)} +{_range(j1, j2)} @@", lines, module))
+    if fold_alike:
+        hunks = _fold_alike(hunks, after)
+    out = [f"--- {before_name}", f"+++ {after_name}"]
+    for h in hunks:
+        out.append(h.header)
+        out.extend(h.lines)
+        if h.same_in:
+            out.append(_fold_note(h.same_in))
     return "\n".join(out) + "\n"
+
+
+@dataclass
+class _Hunk:
+    header: str
+    lines: list[str]
+    module: str | None  # the one module the hunk lies in, else None
+    same_in: list[str] = field(default_factory=list)  # modules whose identical-up-to-numbers hunk was folded
+
+
+def _fold_alike(hunks: list[_Hunk], after: ProgramSnapshot) -> list[_Hunk]:
+    """Hunks of submodules alike up to numbers (like_this: a range's split bodies), that change
+    the same way up to numbers, print once: the first one, with the others' modules listed."""
+    from migx_explore.like_this import split_owners, strip_numbers
+
+    group_of = {
+        m: g.representative for _, _, groups in split_owners(after) for g in groups if g.count > 1 for m in g.members
+    }
+    if not group_of:
+        return hunks
+    kept: list[_Hunk] = []
+    first: dict[tuple, _Hunk] = {}
+    seen: dict[str, int] = {}  # hunks so far per module: a body's k-th hunk folds into the first body's k-th
+    for h in hunks:
+        rep = group_of.get(h.module) if h.module is not None else None
+        if rep is None:
+            kept.append(h)
+            continue
+        k = seen[h.module] = seen.get(h.module, -1) + 1
+        key = (rep, k, tuple(strip_numbers(line) for line in h.lines))
+        if key in first:
+            first[key].same_in.append(h.module)
+        else:
+            first[key] = h
+            kept.append(h)
+    return kept
+
+
+def _fold_note(modules: list[str]) -> str:
+    from migx_explore.like_this import LISTED_MEMBERS
+
+    names = ", ".join(modules[:LISTED_MEMBERS]) + (", ..." if len(modules) > LISTED_MEMBERS else "")
+    plural = "s" if len(modules) > 1 else ""
+    return f"== the same change, up to numbers, in {len(modules)} more module{plural} like this: {names}"
 
 
 def _range(start: int, stop: int) -> str:

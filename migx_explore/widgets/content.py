@@ -183,7 +183,7 @@ def text_diff_html(text: str, *, limit: int = 4000) -> str:
             else "del"
             if line.startswith("-") and not line.startswith("---")
             else "hunk"
-            if line.startswith("@@")
+            if line.startswith(("@@", "== "))  # "== ": alike submodules' folded hunks (render.textdiff)
             else ""
         )
         esc = html.escape(line) or " "

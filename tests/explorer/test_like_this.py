@@ -132,3 +132,21 @@ def test_a_long_range_is_bucketed_by_default_and_a_short_one_is_not():
     assert bucket_long_ranges(long_range) == ""  # already bucketed: nothing more to do
     short = _session("P=1..8")
     assert bucket_long_ranges(short) == "" and not short.config.warnings()
+
+
+def test_text_diff_prints_a_change_repeated_in_alike_submodules_once(decode8):
+    """A pass that rewrites the 8 split bodies the same way: one hunk per distinct change, then
+    the other bodies named; fold_alike=False gives every hunk."""
+    from migx_explore.render import text_diff
+
+    rec = decode8.find("optimize_rewrite.rewrite_reduce")  # changes only the 8 bodies (482 lines unfolded)
+    folded = text_diff(rec.before, rec.after)
+    full = text_diff(rec.before, rec.after, fold_alike=False)
+    assert len(folded.splitlines()) < len(full.splitlines()) / 4, (len(folded.splitlines()), len(full.splitlines()))
+    notes = [line for line in folded.splitlines() if line.startswith("== the same change")]
+    assert notes and all("more modules like this: dim_" in n for n in notes), notes
+    # every body's change is accounted for: shown, or named in a note
+    shown = {line.split(":", 1)[0][1:] for line in folded.splitlines() if line[:1] in "+-" and ":@" in line}
+    named = {m for n in notes for m in n.split("like this: ", 1)[1].split(", ") if m != "..."}
+    assert "dim_1" in shown and named <= {f"dim_{k}" for k in range(2, 9)}
+    assert sum(int(n.split(" in ", 1)[1].split(" ")[0]) for n in notes) >= 7
