@@ -59,7 +59,8 @@ def identify_activation(chain: list[Instruction], value: Instruction) -> str | N
     memo: dict[int, np.ndarray] = {value.id: _SAMPLES}
     with np.errstate(all="ignore"):
         for ins in chain:
-            if not ins.op.spec.has("pointwise") or ins.op.spec.compute is None:
+            # a type change inside (a convert) would make the BLAS call's output type differ
+            if not ins.op.spec.has("pointwise") or ins.op.spec.compute is None or ins.shape.type != value.shape.type:
                 return None
             args = []
             for x in ins.inputs:
