@@ -137,3 +137,65 @@ def sdpa_feeds(kind: str) -> dict[str, np.ndarray]:
         mask[1, :3] = 0
     hidden = np.random.default_rng(7).standard_normal((B, S, E)).astype(np.float32)
     return {"hidden": hidden, "attention_mask": mask}
+
+
+GQA_FORMS = ("expand", "dynamo", "tile")
+
+
+def gqa_attention(
+    form: str, *, heads: int = 4, kv_heads: int = 2, b: int = 2, s: int = 8, d: int = 8
+) -> onnx.ModelProto:
+    """Grouped-query attention over inputs q (b, heads, s, d), k and v (b, kv_heads, s, d), a
+    causal additive mask, the K/V heads repeated heads // kv_heads times:
+
+    expand  torch's repeat_kv as the TorchScript exporter writes it: Unsqueeze, Expand to
+            (b, kv, rep, s, d), Reshape to (b, heads, s, d); Kᵀ a Transpose
+    dynamo  the dynamo exporter's: the same repeat reshaped to (b·heads, s, d), Kᵀ as
+            Transpose(0, 2, 1) of that, reshaped back to (b, heads, d, s)
+    tile    Tile(k, [1, rep, 1, 1]): query head h reads K/V head h mod kv_heads"""
+    rep = heads // kv_heads
+    n = helper.make_node
+    mask = np.triu(np.full((s, s), np.finfo(np.float32).min, np.float32), 1)
+    inits = [
+        init("scale", np.float32(1 / np.sqrt(d))),
+        init("mask", mask),
+        init("ax2", np.array([2], np.int64)),
+        init("rep_shape", np.array([b, kv_heads, rep, s, d], np.int64)),
+        init("heads_shape", np.array([b, heads, s, d], np.int64)),
+        init("flat_shape", np.array([b * heads, s, d], np.int64)),
+        init("kt_shape", np.array([b, heads, d, s], np.int64)),
+        init("reps", np.array([1, rep, 1, 1], np.int64)),
+    ]
+    nodes = []
+    for x in ("k", "v"):
+        if form == "tile":
+            nodes.append(n("Tile", [x, "reps"], [f"{x}_g"]))
+        else:
+            nodes += [n("Unsqueeze", [x, "ax2"], [f"{x}_u"]), n("Expand", [f"{x}_u", "rep_shape"], [f"{x}_e"])]
+            if form == "dynamo" and x == "k":
+                nodes.append(n("Reshape", ["k_e", "flat_shape"], ["k_f"]))
+            else:
+                nodes.append(n("Reshape", [f"{x}_e", "heads_shape"], [f"{x}_g"]))
+    if form == "dynamo":
+        nodes += [n("Transpose", ["k_f"], ["k_ft"], perm=[0, 2, 1]), n("Reshape", ["k_ft", "kt_shape"], ["kt"])]
+    else:
+        nodes.append(n("Transpose", ["k_g"], ["kt"], perm=[0, 1, 3, 2]))
+    nodes += [
+        n("MatMul", ["q", "kt"], ["qk"]),
+        n("Mul", ["qk", "scale"], ["scores"]),
+        n("Add", ["scores", "mask"], ["masked"]),
+        n("Softmax", ["masked"], ["p"], axis=-1),
+        n("MatMul", ["p", "v_g"], ["out"]),
+    ]
+    inputs = [vi("q", F, [b, heads, s, d]), vi("k", F, [b, kv_heads, s, d]), vi("v", F, [b, kv_heads, s, d])]
+    used = {x for node in nodes for x in node.input}
+    inits = [t for t in inits if t.name in used]
+    return make_model(nodes, inputs, [vi("out", F, [b, heads, s, d])], inits, opset=18)
+
+
+def gqa_feeds(model: onnx.ModelProto, seed: int = 0) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    return {
+        i.name: rng.standard_normal([d.dim_value for d in i.type.tensor_type.shape.dim]).astype(np.float32)
+        for i in model.graph.input
+    }

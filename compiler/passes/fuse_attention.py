@@ -23,6 +23,14 @@ exporter):
 The mask (a `where`/`add` of a bool-derived tensor) and what computes Q, K and V (rotary
 embeddings, the repeat of K/V heads for grouped-query attention) stay outside as inputs.
 
+Views that copy do not: grouped-query attention repeats each K/V head for `rep` query heads
+(unsqueeze, expand, then a reshape of that broadcast, which materialises it), and exporters put a
+`contiguous` before reshaping Kᵀ's transpose. A second rule, fold_attention_views, moves such a
+chain (from its first copying view on) into the group, which then takes the chain's source: the
+kernel generator composes the views into strides (compiler/strided_view.py), splitting the head
+axis into [Hkv, rep] with stride 0 on rep, so no copy is made. It applies only where those
+strides exist, for the source as it is and as a standard buffer.
+
 What goes inside: the two dots, every instruction on a path between them, and scalar constants
 (a scale, a -inf fill) they read. Everything else stays outside as an input: Q, Kᵀ and V with
 their views (transposes, slices), mask tensors (a causal -inf literal, a padding mask computed
@@ -44,8 +52,9 @@ from ..matcher import MatchResult, name
 from ..op import Op
 from ..pattern_rewriter import Rule
 from ..shape import Shape
+from ..strided_view import Axes, axes_of, compose, refine_batch, view_chain
 from .base import Pass, rewriter_of
-from .fusion_helpers import new_submodule, param_name
+from .fusion_helpers import copy_body, new_submodule, param_name, remove_dead
 
 ATTENTION_TAG = "attention"
 SOFTMAX_PARTS = ("reduce_max", "sub", "exp", "reduce_sum", "div")
@@ -301,6 +310,104 @@ class FindAttention(Rule):
         return "group[tag=attention](Q, Kᵀ, masks..., V)"
 
 
+def _operand_params(sub: Module) -> list[int]:
+    """Indices of the params the group's two dots read as Q, Kᵀ and V (directly)."""
+    dots = [i for i in sub if i.name == "dot"]
+    if len(dots) != 2:
+        return []
+    index = {p.id: k for k, p in enumerate(sub.params())}
+    return [index[x.id] for x in (dots[0].inputs[0], dots[0].inputs[1], dots[1].inputs[1]) if x.id in index]
+
+
+def _refines(group: Instruction, folds: dict[int, list[Instruction]], standard: bool) -> bool:
+    """Whether every input (folded ones through their views) and the output read as strided
+    tensors over one split of the batch axes; `standard`: folded sources as standard buffers."""
+    operands: list[Axes] = []
+    for k, x in enumerate(group.inputs):
+        if k in folds:
+            src = folds[k][0].inputs[0].shape
+            axes = compose(src.as_standard() if standard else src, folds[k])
+            if axes is None:
+                return False
+        else:
+            axes = axes_of(x.shape)
+        if len(axes) != group.shape.ndim:
+            return False
+        operands.append(axes)
+    operands.append(axes_of(group.shape))
+    return refine_batch(operands, group.shape.ndim - 2) is not None
+
+
+def attention_view_folds(group: Instruction) -> dict[int, list[Instruction]] | str:
+    """For each Q/Kᵀ/V input of an attention group made by views that copy: its input index
+    and the views (source side first) to move inside; or why there are none."""
+    if group.name != "group" or group.op["tag"] != ATTENTION_TAG or len(group.module_inputs) != 1:
+        return "not an attention group"
+    sub = group.module_inputs[0]
+    folds: dict[int, list[Instruction]] = {}
+    for k in _operand_params(sub):
+        chain = view_chain(group.inputs[k])
+        if not chain:
+            continue
+        src = chain[0].inputs[0]
+        if src in group.inputs or any(src is c[0].inputs[0] for c in folds.values()):
+            continue  # one param would stand for two operands
+        folds[k] = chain
+    if not folds:
+        return "no Q, Kᵀ or V input is a copy made by views (a repeat of K/V heads, a contiguous transpose)"
+    # GQA's K and V splits agree; otherwise drop folds (the last input's first) until the rest
+    # do, for each source as it is and as the standard buffer lowering may give it
+    while folds and not (_refines(group, folds, False) and _refines(group, folds, True)):
+        del folds[max(folds)]
+    return folds or "the views of Q, Kᵀ and V split the batch axes in ways no one strided read can follow"
+
+
+def fold_attention_views(module: Module, group: Instruction, folds: dict[int, list[Instruction]]) -> Instruction:
+    """The group rebuilt (same submodule name) to take each fold's source, the views inside."""
+    program = module.program
+    old = group.module_inputs[0]
+    sub = new_submodule(program, old.name + "_")
+    params = old.params()
+    mapping: dict[int, Instruction] = {}
+    inputs = []
+    for k, (p, x) in enumerate(zip(params, group.inputs)):
+        src = folds[k][0].inputs[0] if k in folds else x
+        inputs.append(src)
+        mapping[p.id] = sub.add_parameter(param_name(k), Shape.of(src.shape.type, src.shape.lens))
+    for k, chain in folds.items():
+        v = mapping[params[k].id]
+        for c in chain:
+            v = sub.add_instruction(c.op, [v])
+        mapping[params[k].id] = v
+    sub.add_return(copy_body(old, sub, mapping))
+    new = module.insert_instruction(group, group.op, inputs, [sub])
+    module.replace_all_uses(group, new)
+    module.remove_instruction(group)
+    remove_dead(module, [c for chain in folds.values() for c in chain])
+    program.remove_module(old.name)
+    program.rename_module(sub.name, old.name)
+    return new
+
+
+class FoldAttentionViews(Rule):
+    """group[tag=attention](Q, copy(views(K)), ...) -> group[tag=attention](Q, K, ...) with the
+    views inside: the kernel reads through them (GQA's K/V head repeat, Kᵀ's contiguous)."""
+
+    name = "fold_attention_views"
+
+    def pattern(self):
+        return name("group")
+
+    def check(self, module: Module, r: MatchResult) -> str | dict[int, list[Instruction]]:
+        return attention_view_folds(r.root)
+
+    def rewrite(self, module: Module, r: MatchResult, plan: dict[int, list[Instruction]]) -> None:
+        fold_attention_views(module, r.root, plan)
+
+    def target(self) -> str:
+        return "group[tag=attention](Q, K, masks..., V) reading K/V through the repeat's views"
+
+
 @dataclass(frozen=True)
 class FuseAttention(Pass):
     """Fuse each attention (Q·Kᵀ, scale and masks, softmax, ·V) into a `group[tag=attention]`
@@ -320,4 +427,6 @@ class FuseAttention(Pass):
     max_head_dim: int = 0
 
     def apply_module(self, module: Module, ctx) -> bool:
-        return rewriter_of(ctx).find_matches(module, FindAttention(self.max_head_dim)) > 0
+        rewriter = rewriter_of(ctx)
+        fused = rewriter.find_matches(module, FindAttention(self.max_head_dim))
+        return fused + rewriter.find_matches(module, FoldAttentionViews()) > 0

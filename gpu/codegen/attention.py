@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 from migx_explore.compiler.ir import Instruction, Module
 from migx_explore.compiler.shape import Shape
+from migx_explore.compiler.strided_view import VIEW_CHAIN_OPS, axes_of, compose, refine_batch
 
 from .attention_mma import mma_attention_applies, mma_attention_kernel
 from .common import (
@@ -62,6 +63,20 @@ class AttentionPlan:
     scores: Instruction  # softmax input: the last instruction of the score chain
     chain: tuple[Instruction, ...]  # module order, up to `scores`, after the params
     nan_guard: bool = False  # the probabilities pass through where(isnan(p), 0, p)
+    # views inside the group between the param and Q, Kᵀ, V (fuse_attention's
+    # fold_attention_views), source side first; the kernel reads through them
+    views: tuple[tuple[Instruction, ...], ...] = ((), (), ())
+
+
+def _operand(module: Module, x: Instruction, params: dict[int, int], what: str) -> tuple[int, tuple[Instruction, ...]]:
+    """The param index `x` reads and the views in between (source side first)."""
+    chain = []
+    while x.id not in params and x.name in VIEW_CHAIN_OPS and len(x.inputs) == 1:
+        chain.append(x)
+        x = x.inputs[0]
+    if x.id not in params:
+        raise CodegenUnsupported(f"{module.name}: {what} is computed inside the group, not an input")
+    return params[x.id], tuple(reversed(chain))
 
 
 def attention_plan(module: Module) -> AttentionPlan:
@@ -74,18 +89,50 @@ def attention_plan(module: Module) -> AttentionPlan:
     if sm is None:
         raise CodegenUnsupported(f"{module.name}: no softmax in the attention group")
     scores = sm.inputs[0]
-    q, k, v = dot1.inputs[0], dot1.inputs[1], dot2.inputs[1]
-    for what, x in (("Q", q), ("K", k), ("V", v)):
-        if x.id not in params:
-            raise CodegenUnsupported(f"{module.name}: {what} is computed inside the group, not an input")
+    (q, qv), (k, kv), (v, vv) = (
+        _operand(module, x, params, what)
+        for x, what in ((dot1.inputs[0], "Q"), (dot1.inputs[1], "K"), (dot2.inputs[1], "V"))
+    )
+    views = {i.id for c in (qv, kv, vv) for i in c}
     order = list(module)
-    chain = tuple(i for i in order[: order.index(scores) + 1] if not i.is_param())
+    chain = tuple(i for i in order[: order.index(scores) + 1] if not i.is_param() and i.id not in views)
     probs = dot2.inputs[0]
     while probs.name == "convert":
         probs = probs.inputs[0]
     # fuse_attention admits the guard only with a 0 fill (fuse_attention.unguarded_probs)
     guard = probs.name == "where" and probs.inputs[0].name == "isnan"
-    return AttentionPlan(params[q.id], params[k.id], params[v.id], dot1, scores, chain, guard)
+    return AttentionPlan(q, k, v, dot1, scores, chain, guard, (qv, kv, vv))
+
+
+def attention_shapes(plan: AttentionPlan, shapes: Sequence[Shape]) -> list[Shape]:
+    """`shapes` as the kernel reads them: Q, Kᵀ and V through the group's views, and the batch
+    axes of every operand split alike where the views need it (a repeated K/V head axis becomes
+    [Hkv, rep] with stride 0 on rep, and so do Q's, the masks' and the output's head axes)."""
+    if not any(plan.views):
+        return list(shapes)
+    nbd = shapes[-1].ndim - 2
+    axes, tails = [], []
+    for k, s in enumerate(shapes):
+        chain = dict(zip((plan.q, plan.k, plan.v), plan.views)).get(k, ())
+        a = compose(s, chain) if chain else axes_of(s)
+        if a is None or len(a) != nbd + 2:
+            raise CodegenUnsupported(f"input {k} {s} does not read as one strided tensor through the group's views")
+        axes.append(a)
+        tails.append((chain[-1].shape if chain else s).lens[-2:])
+    refined = refine_batch(axes, nbd)
+    if refined is None:
+        raise CodegenUnsupported("the views of Q, Kᵀ and V split the batch axes in ways no one strided read follows")
+    lens, strides = refined
+    return [Shape.of(s.type, [*lens, *tail], st) for s, tail, st in zip(shapes, tails, strides)]
+
+
+def attention_layout_refusal(module: Module, shapes: Sequence[Shape]) -> str | None:
+    """Why the attention kernel cannot read its inputs with these shapes (None: it can)."""
+    try:
+        attention_shapes(attention_plan(module), shapes)
+    except CodegenUnsupported as e:
+        return str(e)
+    return None
 
 
 def _score_lines(
@@ -146,6 +193,7 @@ def _tile_load(dst: str, ptr: str, base: str, cols: int, srow: int, scol: int, p
 def attention_kernel(module: Module, shapes: Sequence[Shape]) -> KernelSource:
     """params: the group's inputs (in order), then the output buffer."""
     plan = attention_plan(module)
+    shapes = attention_shapes(plan, shapes)
     out = shapes[-1]
     qs, ks, vs = shapes[plan.q], shapes[plan.k], shapes[plan.v]
     *batch, m, d = qs.lens

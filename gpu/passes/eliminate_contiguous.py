@@ -13,7 +13,8 @@ from migx_explore.compiler.passes import Pass
 from migx_explore.compiler.ref import eval_instruction
 
 from ..blas_plan import QUANT_ALIGN, plan_gemm, quant_blas_refusal
-from ..ops import WRAPPING_OPS, split_inputs
+from ..codegen.attention import attention_layout_refusal
+from ..ops import WRAPPING_OPS, inner_op, split_inputs
 
 
 def is_copy(ins: Instruction) -> bool:
@@ -27,7 +28,16 @@ def accepts_any_layout(user: Instruction, index: int, new_shape) -> bool:
     """Can `user` read input `index` with strides `new_shape` instead of a standard copy?"""
     if user.name in WRAPPING_OPS:
         _, _, outs = split_inputs(user.op, list(user.inputs))
-        return user.inputs[index] not in outs  # generated kernels and numpy read any strides
+        if user.inputs[index] in outs:
+            return False
+        inner = inner_op(user.op["op"])
+        if inner.name == "group" and inner["tag"] == "attention" and user.module_inputs:
+            # the kernel reads an input through the group's views (fold_attention_views) only
+            # where they compose into strides with this layout
+            shapes = [i.shape for i in user.inputs]
+            shapes[index] = new_shape
+            return attention_layout_refusal(user.module_inputs[0], shapes) is None
+        return True  # generated kernels and numpy read any strides
     if user.name == "gpu::gemm" and index < 2:
         shapes = [i.shape for i in user.inputs]
         shapes[index] = new_shape
