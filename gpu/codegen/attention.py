@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from migx_explore.compiler.ir import Instruction, Module
 from migx_explore.compiler.shape import Shape
 
+from .attention_decode import decode_attention_applies, decode_attention_kernel
 from .attention_mma import mma_attention_applies, mma_attention_kernel
 from .common import (
     CodegenUnsupported,
@@ -51,6 +52,10 @@ MAX_SHARED_BYTES = 48 * 1024
 # Half and bfloat16 groups with head dims multiples of 16 take attention_mma.py's tensor-core
 # kernel (False: this kernel for every type; benchmarks/gpu_attention.py compares the two).
 USE_TENSOR_CORES = True
+# Groups with one query row per batch/head (a decode step) take attention_decode.py's kernel, which
+# splits the keys across the block's warps (False: this kernel; 6.5 against ~2 us per layer of
+# gpt2_decode on an H200).
+USE_DECODE_KERNEL = True
 
 
 @dataclass(frozen=True)
@@ -157,6 +162,10 @@ def attention_kernel(module: Module, shapes: Sequence[Shape]) -> KernelSource:
     if USE_TENSOR_CORES and mma_attention_applies(shapes, plan.q, plan.k, plan.v):
         return mma_attention_kernel(
             plan, module, shapes, lambda offs, pre: _score_lines(plan, module, shapes, offs, pre), name
+        )
+    if USE_DECODE_KERNEL and decode_attention_applies(shapes, plan.q) and dv <= 128 and d <= 256:
+        return decode_attention_kernel(
+            plan, module, shapes, lambda offs: _score_lines(plan, module, shapes, offs), name
         )
     small = nb * m <= 8192
     rows_per_warp = ROWS_PER_WARP or (1 if small else 4)

@@ -167,3 +167,13 @@ def test_tensor_core_attention_compiles(dtype, mask, d, arch, tmp_path, fresh_ke
     if arch == "sm_90":
         ptx = "\n".join(p.read_text() for p in tmp_path.rglob("k.ptx"))
         assert "mma.sync.aligned.m16n8k16" in ptx and "ldmatrix.sync.aligned" in ptx
+
+
+@pytest.mark.parametrize("dtype, mask, d, kv", [("float32", "where", 32, 128), ("float16", "causal", 80, 70)])
+def test_decode_attention_compiles(dtype, mask, d, kv, tmp_path, fresh_kernel_cache):
+    """One query row per head takes attention_decode.py's kernel (keys split across warps)."""
+    from tests.gpu.test_attention import attention_program
+
+    sources = _sources(attention_program(1, mask, d=d, kv=kv, dtype=dtype, guard=True))
+    assert any(k.startswith("attention_") and "_decode" in k for k in sources), list(sources)
+    _nvcc_all(sources, tmp_path)
