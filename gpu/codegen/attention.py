@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from migx_explore.compiler.ir import Instruction, Module
 from migx_explore.compiler.shape import Shape
 
-from .attention_decode import decode_attention_applies, decode_attention_kernel
+from .attention_decode import Append, decode_attention_applies, decode_attention_kernel
 from .attention_mma import mma_attention_applies, mma_attention_kernel
 from .common import (
     CodegenUnsupported,
@@ -69,7 +69,9 @@ class AttentionPlan:
     nan_guard: bool = False  # the probabilities pass through where(isnan(p), 0, p)
 
 
-def attention_plan(module: Module) -> AttentionPlan:
+def attention_plan(module: Module, computed_kv: bool = False) -> AttentionPlan:
+    """computed_kv: K and V may be computed inside the group (kv_attention's appends; their
+    indices are then -1 and the caller supplies them)."""
     params = {p.id: k for k, p in enumerate(module.params())}
     dots = [i for i in module if i.name == "dot"]
     if len(dots) != 2:
@@ -81,7 +83,7 @@ def attention_plan(module: Module) -> AttentionPlan:
     scores = sm.inputs[0]
     q, k, v = dot1.inputs[0], dot1.inputs[1], dot2.inputs[1]
     for what, x in (("Q", q), ("K", k), ("V", v)):
-        if x.id not in params:
+        if x.id not in params and not (computed_kv and what != "Q"):
             raise CodegenUnsupported(f"{module.name}: {what} is computed inside the group, not an input")
     order = list(module)
     chain = tuple(i for i in order[: order.index(scores) + 1] if not i.is_param())
@@ -90,7 +92,7 @@ def attention_plan(module: Module) -> AttentionPlan:
         probs = probs.inputs[0]
     # fuse_attention admits the guard only with a 0 fill (fuse_attention.unguarded_probs)
     guard = probs.name == "where" and probs.inputs[0].name == "isnan"
-    return AttentionPlan(params[q.id], params[k.id], params[v.id], dot1, scores, chain, guard)
+    return AttentionPlan(params[q.id], params.get(k.id, -1), params.get(v.id, -1), dot1, scores, chain, guard)
 
 
 def _score_lines(
@@ -284,7 +286,61 @@ MIGX_GLOBAL void {name}_kernel({kernel_params(shapes, [False] * nout + [True])})
     return KernelSource(name + "_kernel", source(src), blocks * threads, threads)
 
 
+def _append_of(x: Instruction) -> Instruction | None:
+    while x.name in ("slice", "transpose", "reshape", "squeeze", "unsqueeze") and len(x.inputs) == 1:
+        x = x.inputs[0]
+    return x if x.name == "concat_past_present" else None
+
+
+def kv_attention_kernel(module: Module, shapes: Sequence[Shape]) -> KernelSource:
+    """group[tag=kv_attention] (fuse_kv_append): the decode kernel, appending the new K/V rows.
+    params: the group's inputs, then (attention, cache_k, cache_v) outputs."""
+    params = {p.id: k for k, p in enumerate(module.params())}
+    dots = [i for i in module if i.name == "dot"]
+    if len(dots) != 2:
+        raise CodegenUnsupported(f"{module.name}: a kv_attention group has 2 dots, found {len(dots)}")
+    kt, vv = dots[0].inputs[1], dots[1].inputs[1]
+    kc, vc = _append_of(kt), _append_of(vv)
+    if kc is None or vc is None:
+        raise CodegenUnsupported(f"{module.name}: K and V are not views of KV-cache appends")
+    nin = len(shapes) - 3
+    ck, cv = params[kc.inputs[2].id], params[vc.inputs[2].id]
+    nd = shapes[ck].ndim
+    if kc.op["axis"] != nd - 2 or vc.op["axis"] != nd - 2 or not (shapes[ck].standard() and shapes[cv].standard()):
+        raise CodegenUnsupported("kv_attention: the caches must be standard and appended along their row axis")
+    # Kᵀ must be [.., d, keys] with keys along the cache rows, V [.., keys, dv]
+    if kt.shape.strides[-1] != kc.shape.strides[-2] or vv.shape.strides[-2] != vc.shape.strides[-2]:
+        raise CodegenUnsupported("kv_attention: Kᵀ / V views do not index the cache rows as keys")
+    base = attention_plan(module, computed_kv=True)
+    # the appends and their views come first in the module; the score chain is what follows dot1
+    feeds = set()
+    for x in (kt, vv):
+        while x.id not in params:
+            feeds.add(x.id)
+            x = x.inputs[0] if x.name != "concat_past_present" else module.params()[0]
+    chain = tuple(i for i in base.chain if i.id not in feeds)
+    plan = AttentionPlan(params[dots[0].inputs[0].id], ck, cv, base.dot1, base.scores, chain, base.nan_guard)
+    append = Append(params[kc.inputs[0].id], params[vc.inputs[0].id], params[kc.inputs[1].id], nin, nin + 1, nin + 2)
+    if not decode_attention_applies(shapes, plan.q):
+        raise CodegenUnsupported("kv_attention takes one query row")
+    qs = shapes[plan.q]
+    *batch, m, d = qs.lens
+    name = f"kv_attention_{math.prod(batch)}x{m}x{kt.shape.lens[-1]}x{d}x{vv.shape.lens[-1]}"
+    name += "_guarded" if plan.nan_guard else ""
+    return decode_attention_kernel(
+        plan,
+        module,
+        shapes,
+        lambda offs: _score_lines(plan, module, shapes, offs),
+        name,
+        append=append,
+        kv_views=(kt.shape, vv.shape),
+    )
+
+
 def _attention_request(r: KernelRequest) -> KernelSource:
+    if r.module is not None and r.inner["tag"] == "kv_attention":
+        return kv_attention_kernel(r.module, r.shapes)
     if r.inner["tag"] != "attention" or r.module is None:
         raise CodegenUnsupported(f"no kernel for group[tag={r.inner['tag']}]")
     return attention_kernel(r.module, r.shapes)

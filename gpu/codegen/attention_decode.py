@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 from migx_explore.compiler.ir import Module
 from migx_explore.compiler.shape import Shape
@@ -36,18 +37,43 @@ WARPS = 4  # warps sharing one row's keys (128 threads: 4 x 32 keys in flight pe
 MAX_DV = 128  # output columns one lane keeps (up to 4 per lane)
 
 
+@dataclass(frozen=True)
+class Append:
+    """group[tag=kv_attention] (fuse_kv_append): kernel params of the new K/V rows, the past length
+    and the two cache outputs (the attention output is param `out`)."""
+
+    k_new: int
+    v_new: int
+    past: int
+    out: int
+    cache_k: int
+    cache_v: int
+
+
 def decode_attention_applies(shapes: Sequence[Shape], q: int) -> bool:
     """One query row per batch/head."""
     return shapes[q].ndim >= 2 and shapes[q].lens[-2] == 1
 
 
 def decode_attention_kernel(
-    plan, module: Module, shapes: Sequence[Shape], score_lines: Callable, name: str
+    plan,
+    module: Module,
+    shapes: Sequence[Shape],
+    score_lines: Callable,
+    name: str,
+    append: Append | None = None,
+    kv_views: tuple[Shape, Shape] | None = None,
 ) -> KernelSource:
     """`plan`: attention.AttentionPlan; `score_lines(offsets)` -> (C++ lines, score expr) reading
-    s, row, j and the batch coordinates b0..; params: the group's inputs, then the output."""
-    out = shapes[-1]
+    s, row, j and the batch coordinates b0..; params: the group's inputs, then the output.
+    With `append`, plan.k / plan.v are the cache params, read through `kv_views` (Kᵀ's and V's
+    view shapes over them), and the step's new rows are written into the cache outputs and read
+    from k_new / v_new while attending (rows past_len .. past_len + T - 1)."""
+    nout_at = append.out if append else len(shapes) - 1
+    out = shapes[nout_at]
     qs, ks, vs = shapes[plan.q], shapes[plan.k], shapes[plan.v]
+    if kv_views is not None:
+        ks, vs = kv_views
     *batch, m, d = qs.lens
     n, dv = ks.lens[-1], vs.lens[-1]
     if m != 1 or dv > MAX_DV or d > 256:
@@ -63,15 +89,50 @@ def decode_attention_kernel(
     lines, score = score_lines(offsets)
     score_body = "\n            ".join(lines)
     batch_lines = "\n    ".join(decompose("bh", batch, it, "b")) if nbd else ""
-    nout = len(shapes) - 1
+    nout = nout_at
     kj, kc, vj, vc = ks.strides[-1], ks.strides[-2], vs.strides[-2], vs.strides[-1]
+    k_at = f"k_base + j * {kj} + c * {kc}"
+    v_at = f"v_base + jv * {vj} + c * {vc}"
+    k_read, v_read = f"migx::load(p{plan.k}, {k_at})", f"migx::load(p{plan.v}, {v_at})"
+    append_lines = ""
+    if append is not None:
+        a = append
+        kn, vn, ck, cv = shapes[a.k_new], shapes[a.v_new], shapes[a.cache_k], shapes[a.cache_v]
+        t = kn.lens[-2]
+        if vn.lens[-2] != t or kn.lens[-1] != d or vn.lens[-1] != dv:
+            raise CodegenUnsupported("kv_attention: new K/V rows do not match the head dims")
+        room = ck.lens[-2] - t
+        k_read = (
+            f"(fits && j >= P && j < P + {t} ? migx::load(p{a.k_new}, kn_base + (j - P) * {kn.strides[-2]}"
+            f" + c * {kn.strides[-1]}) : {k_read})"
+        )
+        v_read = (
+            f"(fits && jv >= P && jv < P + {t} ? migx::load(p{a.v_new}, vn_base + (jv - P) * {vn.strides[-2]}"
+            f" + c * {vn.strides[-1]}) : {v_read})"
+        )
+        append_lines = f"""const long long P = (long long)p{a.past}[0];
+    // a write that does not fit is dropped (concat_past_present's guard), and then nothing is substituted
+    const bool fits = P >= 0 && P <= {room};
+    const {it} kn_base = {offsets[a.k_new]}, vn_base = {offsets[a.v_new]};
+    const {it} ck_base = {offsets[a.cache_k]}, cv_base = {offsets[a.cache_v]};
+    // this block's head: the new rows into both caches (the keys below read them from k_new / v_new)
+    for (int e = threadIdx.x; fits && e < {t * max(d, dv)}; e += {threads}) {{
+        const int r = e / {max(d, dv)}, c = e % {max(d, dv)};
+        if (c < {d})
+            migx::store(p{a.cache_k}, ck_base + (P + r) * {ck.strides[-2]} + c * {ck.strides[-1]},
+                        migx::load(p{a.k_new}, kn_base + r * {kn.strides[-2]} + c * {kn.strides[-1]}));
+        if (c < {dv})
+            migx::store(p{a.cache_v}, cv_base + (P + r) * {cv.strides[-2]} + c * {cv.strides[-1]},
+                        migx::load(p{a.v_new}, vn_base + r * {vn.strides[-2]} + c * {vn.strides[-1]}));
+    }}"""
     value = "l > 0.0f ? a / l : 0.0f" if plan.nan_guard else "a / l"  # guard: a fully masked row gives 0
     name = f"{name}_decode"
+    writes = [k >= nout for k in range(len(shapes))]
     src = f"""
 constexpr int NWARPS = {WARPS};
 constexpr int DVL = ({dv} + MIGX_WARP_SIZE - 1) / MIGX_WARP_SIZE;  // output columns per lane
 
-MIGX_GLOBAL void {name}_kernel({kernel_params(shapes, [False] * nout + [True])}) {{
+MIGX_GLOBAL void {name}_kernel({kernel_params(shapes, writes)}) {{
     __shared__ float q_s[{d}];
     __shared__ float p_s[NWARPS][MIGX_WARP_SIZE];
     __shared__ float m_s[NWARPS], l_s[NWARPS];
@@ -82,6 +143,7 @@ MIGX_GLOBAL void {name}_kernel({kernel_params(shapes, [False] * nout + [True])})
     {batch_lines}
     const {it} q_base = {offsets[plan.q]}, k_base = {offsets[plan.k]}, v_base = {offsets[plan.v]};
     const {it} row = 0;
+    {append_lines}
     for (int c = threadIdx.x; c < {d}; c += {threads})
         q_s[c] = (float)migx::load(p{plan.q}, q_base + c * {qs.strides[-1]});
     __syncthreads();
@@ -96,7 +158,7 @@ MIGX_GLOBAL void {name}_kernel({kernel_params(shapes, [False] * nout + [True])})
             float s4[4] = {{}};
             #pragma unroll
             for (int c = 0; c < {d}; ++c)
-                s4[c % 4] += q_s[c] * (float)migx::load(p{plan.k}, k_base + j * {kj} + c * {kc});
+                s4[c % 4] += q_s[c] * (float){k_read};
             float s = (s4[0] + s4[1]) + (s4[2] + s4[3]);
             {score_body}
             x = {score};
@@ -114,8 +176,10 @@ MIGX_GLOBAL void {name}_kernel({kernel_params(shapes, [False] * nout + [True])})
             const int c = lane + t * MIGX_WARP_SIZE;
             if (c < {dv}) {{
                 float a4[4] = {{}};
-                for (int jj = 0; jj < keys; ++jj)
-                    a4[jj % 4] += p_s[warp][jj] * (float)migx::load(p{plan.v}, v_base + (j0 + jj) * {vj} + c * {vc});
+                for (int jj = 0; jj < keys; ++jj) {{
+                    const {it} jv = j0 + jj;
+                    a4[jj % 4] += p_s[warp][jj] * (float){v_read};
+                }}
                 acc[t] = acc[t] * alpha + ((a4[0] + a4[1]) + (a4[2] + a4[3]));
             }}
         }}

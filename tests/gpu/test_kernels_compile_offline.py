@@ -177,3 +177,12 @@ def test_decode_attention_compiles(dtype, mask, d, kv, tmp_path, fresh_kernel_ca
     sources = _sources(attention_program(1, mask, d=d, kv=kv, dtype=dtype, guard=True))
     assert any(k.startswith("attention_") and "_decode" in k for k in sources), list(sources)
     _nvcc_all(sources, tmp_path)
+
+
+def test_decode_step_kernels_compile(tmp_path, fresh_kernel_cache):
+    """gpt2_decode's bucket program (T=1): the KV-cache appends inside the attention kernel."""
+    from tests.passes.test_fuse_kv_append import bucket_program
+
+    sources = _sources(bucket_program(1))
+    assert any(k.startswith("kv_attention_") for k in sources), list(sources)
+    _nvcc_all(sources, tmp_path)
