@@ -176,9 +176,14 @@ MIGX_GLOBAL void {name}_kernel({kernel_params(shapes, writes)}) {{
             const int c = lane + t * MIGX_WARP_SIZE;
             if (c < {dv}) {{
                 float a4[4] = {{}};
-                for (int jj = 0; jj < keys; ++jj) {{
-                    const {it} jv = j0 + jj;
-                    a4[jj % 4] += p_s[warp][jj] * (float){v_read};
+                // a constant trip count, unrolled, so the tile's V loads are all in flight at once
+                // (a loop to `keys` issues them one L2 round trip after another)
+                #pragma unroll
+                for (int jj = 0; jj < MIGX_WARP_SIZE; ++jj) {{
+                    if (jj < keys) {{
+                        const {it} jv = j0 + jj;
+                        a4[jj % 4] += p_s[warp][jj] * (float){v_read};
+                    }}
                 }}
                 acc[t] = acc[t] * alpha + ((a4[0] + a4[1]) + (a4[2] + a4[3]));
             }}
