@@ -4,7 +4,11 @@ epilogues, and beta = 1 with a C operand for a residual add), so no epilogue ker
 An epilogue qualifies when its body is a chain of adds onto the product, x0 + xb + xr in any
 order, where xb is a bias (one value per output column: every stride 0 but a unit stride on the
 last axis) and xr a full standard tensor of the output's lens, at most one of each, optionally
-followed by an activation of that sum: cuBLASLt computes act(A·B + C + bias). The activation is
+followed by an activation of that sum: cuBLASLt computes act(A·B + C + bias). When the output
+has a single row (a decode step's M = 1 GEMM), a full standard tensor is one value per column
+too: constant folding has already made the model's broadcast bias such a tensor there, so with a
+residual beside it one of the two goes to the bias epilogue and the other to C (else each layer's
+out-projection and fc2 would launch an add kernel after the BLAS call). The activation is
 recognised by what it computes, not by how the export spelt it (gelu_new arrives as
 0.5x(1 + tanh(...)), as x·sigmoid(...), or, after simplify_algebra, as x / (1 + exp(...))): the
 instructions after the adds must be pointwise ops of the sum and scalar literals, and their
@@ -119,14 +123,18 @@ def blas_epilogue(gemm: Instruction) -> LtEpilogue | None:
     if (not used and not act) or len(set(used)) != len(used):
         return None
     bias = c = -1
+    one_row = all(n == 1 for n in out.lens[:-1])
     for k in used:
         s = extras[k].shape
         if s.type != out.type or s.lens != out.lens:
             return None
+        full = s.standard() and extras[k] is not gemm.inputs[-1]
         if all(st == 0 for st in s.strides[:-1]) and s.strides[-1] == 1 and bias < 0:
             bias = k
-        elif s.standard() and c < 0 and extras[k] is not gemm.inputs[-1]:
+        elif full and c < 0:
             c = k
+        elif full and one_row and bias < 0:
+            bias = k
         else:
             return None
     return LtEpilogue(bias, c, act)

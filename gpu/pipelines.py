@@ -165,6 +165,8 @@ def _fusion(o: CompileOptions) -> list[PassEntry]:
         # attn_enabled: our flash-attention kernel stands in for rocMLIR's, up to its head size
         _p("fuse_attention", max_head_dim=ATTENTION_MAX_HEAD_DIM),
         _p(DCE),
+        _p("fuse_kv_append"),  # a decode step's KV-cache appends join its single-query attention
+        _p(DCE),
         _p("optimize_module"),
         _p("fuse_pointwise_reduce"),
         _p(DCE),

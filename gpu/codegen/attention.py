@@ -27,6 +27,7 @@ from migx_explore.compiler.ir import Instruction, Module
 from migx_explore.compiler.shape import Shape
 from migx_explore.compiler.strided_view import VIEW_CHAIN_OPS, axes_of, compose, refine_batch
 
+from .attention_decode import Append, decode_attention_applies, decode_attention_kernel
 from .attention_mma import mma_attention_applies, mma_attention_kernel
 from .common import (
     CodegenUnsupported,
@@ -52,6 +53,10 @@ MAX_SHARED_BYTES = 48 * 1024
 # Half and bfloat16 groups with head dims multiples of 16 take attention_mma.py's tensor-core
 # kernel (False: this kernel for every type; benchmarks/gpu_attention.py compares the two).
 USE_TENSOR_CORES = True
+# Groups with one query row per batch/head (a decode step) take attention_decode.py's kernel, which
+# splits the keys across the block's warps (False: this kernel; 6.5 against ~2 us per layer of
+# gpt2_decode on an H200).
+USE_DECODE_KERNEL = True
 
 
 @dataclass(frozen=True)
@@ -68,18 +73,25 @@ class AttentionPlan:
     views: tuple[tuple[Instruction, ...], ...] = ((), (), ())
 
 
-def _operand(module: Module, x: Instruction, params: dict[int, int], what: str) -> tuple[int, tuple[Instruction, ...]]:
-    """The param index `x` reads and the views in between (source side first)."""
+def _operand(
+    module: Module, x: Instruction, params: dict[int, int], what: str, computed_ok: bool = False
+) -> tuple[int, tuple[Instruction, ...]]:
+    """The param index `x` reads and the views in between (source side first); (-1, ()) for an
+    operand computed inside the group when computed_ok (kv_attention's appended K/V)."""
     chain = []
     while x.id not in params and x.name in VIEW_CHAIN_OPS and len(x.inputs) == 1:
         chain.append(x)
         x = x.inputs[0]
     if x.id not in params:
+        if computed_ok:
+            return -1, ()
         raise CodegenUnsupported(f"{module.name}: {what} is computed inside the group, not an input")
     return params[x.id], tuple(reversed(chain))
 
 
-def attention_plan(module: Module) -> AttentionPlan:
+def attention_plan(module: Module, computed_kv: bool = False) -> AttentionPlan:
+    """computed_kv: K and V may be computed inside the group (kv_attention's appends; their
+    indices are then -1 and the caller supplies them)."""
     params = {p.id: k for k, p in enumerate(module.params())}
     dots = [i for i in module if i.name == "dot"]
     if len(dots) != 2:
@@ -90,7 +102,7 @@ def attention_plan(module: Module) -> AttentionPlan:
         raise CodegenUnsupported(f"{module.name}: no softmax in the attention group")
     scores = sm.inputs[0]
     (q, qv), (k, kv), (v, vv) = (
-        _operand(module, x, params, what)
+        _operand(module, x, params, what, computed_ok=computed_kv and what != "Q")
         for x, what in ((dot1.inputs[0], "Q"), (dot1.inputs[1], "K"), (dot2.inputs[1], "V"))
     )
     views = {i.id for c in (qv, kv, vv) for i in c}
@@ -205,6 +217,10 @@ def attention_kernel(module: Module, shapes: Sequence[Shape]) -> KernelSource:
     if USE_TENSOR_CORES and mma_attention_applies(shapes, plan.q, plan.k, plan.v):
         return mma_attention_kernel(
             plan, module, shapes, lambda offs, pre: _score_lines(plan, module, shapes, offs, pre), name
+        )
+    if USE_DECODE_KERNEL and decode_attention_applies(shapes, plan.q) and dv <= 128 and d <= 256:
+        return decode_attention_kernel(
+            plan, module, shapes, lambda offs: _score_lines(plan, module, shapes, offs), name
         )
     small = nb * m <= 8192
     rows_per_warp = ROWS_PER_WARP or (1 if small else 4)
@@ -323,7 +339,61 @@ MIGX_GLOBAL void {name}_kernel({kernel_params(shapes, [False] * nout + [True])})
     return KernelSource(name + "_kernel", source(src), blocks * threads, threads)
 
 
+def _append_of(x: Instruction) -> Instruction | None:
+    while x.name in ("slice", "transpose", "reshape", "squeeze", "unsqueeze") and len(x.inputs) == 1:
+        x = x.inputs[0]
+    return x if x.name == "concat_past_present" else None
+
+
+def kv_attention_kernel(module: Module, shapes: Sequence[Shape]) -> KernelSource:
+    """group[tag=kv_attention] (fuse_kv_append): the decode kernel, appending the new K/V rows.
+    params: the group's inputs, then (attention, cache_k, cache_v) outputs."""
+    params = {p.id: k for k, p in enumerate(module.params())}
+    dots = [i for i in module if i.name == "dot"]
+    if len(dots) != 2:
+        raise CodegenUnsupported(f"{module.name}: a kv_attention group has 2 dots, found {len(dots)}")
+    kt, vv = dots[0].inputs[1], dots[1].inputs[1]
+    kc, vc = _append_of(kt), _append_of(vv)
+    if kc is None or vc is None:
+        raise CodegenUnsupported(f"{module.name}: K and V are not views of KV-cache appends")
+    nin = len(shapes) - 3
+    ck, cv = params[kc.inputs[2].id], params[vc.inputs[2].id]
+    nd = shapes[ck].ndim
+    if kc.op["axis"] != nd - 2 or vc.op["axis"] != nd - 2 or not (shapes[ck].standard() and shapes[cv].standard()):
+        raise CodegenUnsupported("kv_attention: the caches must be standard and appended along their row axis")
+    # Kᵀ must be [.., d, keys] with keys along the cache rows, V [.., keys, dv]
+    if kt.shape.strides[-1] != kc.shape.strides[-2] or vv.shape.strides[-2] != vc.shape.strides[-2]:
+        raise CodegenUnsupported("kv_attention: Kᵀ / V views do not index the cache rows as keys")
+    base = attention_plan(module, computed_kv=True)
+    # the appends and their views come first in the module; the score chain is what follows dot1
+    feeds = set()
+    for x in (kt, vv):
+        while x.id not in params:
+            feeds.add(x.id)
+            x = x.inputs[0] if x.name != "concat_past_present" else module.params()[0]
+    chain = tuple(i for i in base.chain if i.id not in feeds)
+    plan = AttentionPlan(params[dots[0].inputs[0].id], ck, cv, base.dot1, base.scores, chain, base.nan_guard)
+    append = Append(params[kc.inputs[0].id], params[vc.inputs[0].id], params[kc.inputs[1].id], nin, nin + 1, nin + 2)
+    if not decode_attention_applies(shapes, plan.q):
+        raise CodegenUnsupported("kv_attention takes one query row")
+    qs = shapes[plan.q]
+    *batch, m, d = qs.lens
+    name = f"kv_attention_{math.prod(batch)}x{m}x{kt.shape.lens[-1]}x{d}x{vv.shape.lens[-1]}"
+    name += "_guarded" if plan.nan_guard else ""
+    return decode_attention_kernel(
+        plan,
+        module,
+        shapes,
+        lambda offs: _score_lines(plan, module, shapes, offs),
+        name,
+        append=append,
+        kv_views=(kt.shape, vv.shape),
+    )
+
+
 def _attention_request(r: KernelRequest) -> KernelSource:
+    if r.module is not None and r.inner["tag"] == "kv_attention":
+        return kv_attention_kernel(r.module, r.shapes)
     if r.inner["tag"] != "attention" or r.module is None:
         raise CodegenUnsupported(f"no kernel for group[tag={r.inner['tag']}]")
     return attention_kernel(r.module, r.shapes)

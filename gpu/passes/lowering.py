@@ -259,7 +259,20 @@ class Lowering(Pass):
             for i, p in enumerate(perm):
                 strides[p] = std[i]
             shape = Shape.of(shape.type, shape.lens, strides)
+        if ins.op["tag"] == "kv_attention":
+            return self._kv_attention(m, ins)
         return precompile(m, ins, ins.op, ins.inputs, shape, ins.module_inputs)
+
+    def _kv_attention(self, m: Module, ins: Instruction) -> Instruction:
+        """group[tag=kv_attention] (fuse_kv_append) returns (attention, cache_k', cache_v'): the
+        caches are updated in place, so their output buffers are the cache inputs themselves (as
+        concat_past_present's is), and only the attention output is allocated."""
+        sub = ins.module_inputs[0]
+        params = {p.id: k for k, p in enumerate(sub.params())}
+        caches = [ins.inputs[params[c.inputs[2].id]] for c in sub if c.name == "concat_past_present"]
+        attn = allocate(m, ins, ins.shape.sub_shapes[0])
+        op = Op("gpu::precompile_op", op=op_text(ins.op), ninputs=len(ins.inputs), outputs=3)
+        return m.insert_instruction(ins, op, [*ins.inputs, attn, *caches], ins.module_inputs)
 
     def _conv_1x1(self, m: Module, ins: Instruction, x: Instruction, w: Instruction) -> Instruction:
         n, c = x.shape.lens[:2]

@@ -193,3 +193,22 @@ def test_radix_topk_compiles(dtype, lens, k, largest, tmp_path, fresh_kernel_cac
     radix = {key: v for key, v in sources.items() if key.startswith("topk_radix_")}
     assert radix, list(sources)
     _nvcc_all(radix, tmp_path)
+
+
+@pytest.mark.parametrize("dtype, mask, d, kv", [("float32", "where", 32, 128), ("float16", "causal", 80, 70)])
+def test_decode_attention_compiles(dtype, mask, d, kv, tmp_path, fresh_kernel_cache):
+    """One query row per head takes attention_decode.py's kernel (keys split across warps)."""
+    from tests.gpu.test_attention import attention_program
+
+    sources = _sources(attention_program(1, mask, d=d, kv=kv, dtype=dtype, guard=True))
+    assert any(k.startswith("attention_") and "_decode" in k for k in sources), list(sources)
+    _nvcc_all(sources, tmp_path)
+
+
+def test_decode_step_kernels_compile(tmp_path, fresh_kernel_cache):
+    """gpt2_decode's bucket program (T=1): the KV-cache appends inside the attention kernel."""
+    from tests.passes.test_fuse_kv_append import bucket_program
+
+    sources = _sources(bucket_program(1))
+    assert any(k.startswith("kv_attention_") for k in sources), list(sources)
+    _nvcc_all(sources, tmp_path)

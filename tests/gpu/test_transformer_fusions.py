@@ -72,6 +72,26 @@ def test_block_runs_as_gemms_and_one_layernorm_kernel(backend, request):
                 np.testing.assert_allclose(got, w, rtol=1e-4, atol=1e-4, err_msg=mode)
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_single_row_block_adds_bias_and_residual_in_the_blas_call(backend, request):
+    """One row (a decode step, M = 1): constant folding makes the broadcast bias a full standard
+    tensor like the residual, and the BLAS call still adds both (one as bias, one as C) instead of
+    an add kernel after it."""
+    program = gpt2_block(seq=1)
+    feeds = {"x": np.random.default_rng(3).standard_normal((1, 1, 32)).astype(np.float32)}
+    want = evaluate(program, feeds)
+    with compile_program(program, backend=request.getfixturevalue(backend)) as compiled:
+        gemms = [i for i in compiled.program.main if i.name == "gpu::gemm"]
+        assert sorted((gemms[0].op["blas_bias"], gemms[0].op["blas_c"])) == [0, 1]
+        assert (gemms[1].op["blas_bias"], gemms[1].op["blas_c"]) == (-1, -1)  # the GELU stays a kernel
+        epilogues = [i.kernel for i in compiled.steps.info if i.label.endswith(" epilogue")]
+        if backend == "fake":
+            assert len(epilogues) == 1 and "tanh" in epilogues[0], epilogues
+        for mode in ("eager", "graph"):
+            for got, w in zip(compiled.run(feeds, mode=mode), want):
+                np.testing.assert_allclose(got, w, rtol=1e-4, atol=1e-4, err_msg=mode)
+
+
 def bert_block(seq: int = 12, d: int = 32) -> Program:
     """Post-LN: layernorm(x·W + bias + x) * g + b (BERT's output sub-layer)."""
     rng = np.random.default_rng(2)
