@@ -36,7 +36,8 @@ _VEC_SIZES = {"float16": 2, "bfloat16": 2, "float32": 4}  # types read as vector
 MAX_ELEMS = 32  # elements of one tensor a lane keeps in registers
 MAX_REGS = 128  # elements a lane keeps over all its buffered tensors (inputs and full outputs)
 MAX_GROUP = 1024
-WIDE_BLOCKS = 512  # past this many one-warp blocks, blocks take more rows (up to 256 threads)
+MIN_THREADS = 32  # threads a block of short rows starts from (a warp: spreads few rows over many SMs)
+WIDE_BLOCKS = 512  # past this many such blocks, blocks take more rows (up to 256 threads)
 
 
 @dataclass(frozen=True)
@@ -82,7 +83,7 @@ def plan_rows(rsize: int, nrows: int, nbuf: int, vec: int) -> RowPlan | None:
             return None
     rows = 1
     if group <= 32:
-        rows = 32 // group  # a block is at least a warp
+        rows = max(1, MIN_THREADS // group)  # a block is at least a warp
         while -(-nrows // rows) > WIDE_BLOCKS and rows * group < 256:
             rows *= 2
     return RowPlan(group, vec, nvec, rows)
