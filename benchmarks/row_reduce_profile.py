@@ -5,8 +5,9 @@
 
 For small standalone programs (the transformer cases' norm shapes) and for whole models, each
 variant is compiled, captured in a CUDA graph and replayed --reps times under CUPTI
-(torch.profiler); each kernel's time is the median over the replays. Variants: `loop`
-(REGISTER_ROWS off), `reg` (the default), `reg64` (two warps a block at least).
+(torch.profiler); the row kernels' time is summed per replay, the median over the replays given. Variants: `loop`
+(REGISTER_ROWS off: the kernels of main before the register kernel, byte for byte), `reg` (the
+defaults), and `reg32` / `reg128` / `g16` / `g8` (other block and group sizes, VARIANTS).
 """
 
 from __future__ import annotations
@@ -25,21 +26,33 @@ sys.path.insert(0, str(Path(__file__).parent))
 NORM_WORDS = ("reduce", "norm", "softmax")
 
 
+VARIANTS = {  # name: (REGISTER_ROWS, MIN_THREADS, WARP_GROUP)
+    "loop": (False, 64, 32),
+    "reg": (True, 64, 32),
+    "reg32": (True, 32, 32),
+    "reg128": (True, 128, 32),
+    "g16": (True, 64, 16),
+    "g8": (True, 64, 8),
+}
+
+
 def _variants() -> dict[str, Callable[[], None]]:
     from migx_explore.gpu.codegen import reduce_rows
 
-    def setter(on: bool, threads: int) -> Callable[[], None]:
+    def setter(on: bool, threads: int, group: int) -> Callable[[], None]:
         def apply() -> None:
             reduce_rows.REGISTER_ROWS = on
             reduce_rows.MIN_THREADS = threads
+            reduce_rows.WARP_GROUP = group
 
         return apply
 
-    return {"loop": setter(False, 32), "reg": setter(True, 32), "reg64": setter(True, 64)}
+    return {name: setter(*v) for name, v in VARIANTS.items()}
 
 
-def replay_kernels(c, reps: int) -> list[tuple[str, float]]:
-    """(name, median device us over `reps` replays) of each kernel of one graph replay."""
+def replay_kernels(c, reps: int) -> list[list[tuple[str, float]]]:
+    """(name, device us) of each kernel of each of `reps` graph replays. A graph's independent
+    branches may run in either order, so a replay's list is a set, not a sequence."""
     from torch.profiler import ProfilerActivity, profile
 
     sync = lambda: c.backend.streams.sync(c.stream)  # noqa: E731
@@ -55,11 +68,24 @@ def replay_kernels(c, reps: int) -> list[tuple[str, float]]:
     ]
     kev.sort(key=lambda e: e.time_range.start)
     per = len(kev) // reps
-    out = []
-    for k in range(per):
-        times = [float(kev[r * per + k].device_time_total) for r in range(reps)]
-        out.append((kev[k].name[:60], round(statistics.median(times), 2)))
-    return out
+    return [[(e.name[:60], float(e.device_time_total)) for e in kev[r * per : (r + 1) * per]] for r in range(reps)]
+
+
+def summary(replays: list[list[tuple[str, float]]]) -> dict:
+    """Medians over the replays: all kernels, the row kernels, and each row kernel name's mean."""
+    med = statistics.median
+    rows = [[(k, us) for k, us in r if any(w in k for w in NORM_WORDS)] for r in replays]
+    by_name: dict[str, list[float]] = {}
+    for r in rows:
+        for k, us in r:
+            by_name.setdefault(k, []).append(us)
+    return {
+        "kernels": len(replays[0]),
+        "sum_us": round(med(sum(us for _, us in r) for r in replays), 2),
+        "row_kernels": len(rows[0]),
+        "row_sum_us": round(med(sum(us for _, us in r) for r in rows), 2),
+        "row_by_name": {k: (len(v) // len(replays), round(med(v), 2)) for k, v in by_name.items()},
+    }
 
 
 def profile_program(program, feeds: dict, reps: int) -> list[tuple[str, float]]:
@@ -180,10 +206,9 @@ def main() -> None:
         row = {}
         for v, apply in variants.items():
             apply()
-            ks = profile_program(p, feeds, args.reps)
-            row[v] = ks
+            row[v] = summary(profile_program(p, feeds, args.reps))
         res["standalone"][name] = row
-        cells = [" + ".join(f"{us:.2f}" for _, us in row[v]) for v in variants]
+        cells = [f"{row[v]['row_sum_us']:.2f}" for v in variants]
         text.append(f"| {name} | " + " | ".join(cells) + " |")
         print(text[-1], flush=True)
     names = [n for n in args.models.split(",") if n]
@@ -195,15 +220,14 @@ def main() -> None:
             text += ["", f"## {case.name}", ""]
             for v in args.model_variants.split(","):
                 variants[v]()
-                ks = _model(case, args.reps)
-                res["models"][case.name][v] = ks
-                norm = [(k, us) for k, us in ks if any(w in k for w in NORM_WORDS)]
+                sm = summary(_model(case, args.reps))
+                res["models"][case.name][v] = sm
                 text.append(
-                    f"{v}: {len(ks)} kernels, sum {sum(us for _, us in ks):.1f} us; "
-                    f"row kernels {len(norm)}, sum {sum(us for _, us in norm):.1f} us"
+                    f"{v}: {sm['kernels']} kernels, sum {sm['sum_us']:.1f} us; "
+                    f"row kernels {sm['row_kernels']}, sum {sm['row_sum_us']:.1f} us"
                 )
-                text += [f"    {us:6.2f}  {k}" for k, us in norm]
-                print("\n".join(text[-len(norm) - 1 :]), flush=True)
+                text += [f"    {n} x {us:6.2f}  {k}" for k, (n, us) in sm["row_by_name"].items()]
+                print("\n".join(text[-len(sm["row_by_name"]) - 1 :]), flush=True)
     variants["reg"]()
     (out / "row_reduce_profile.json").write_text(json.dumps(res, indent=1))
     (out / "row_reduce_profile.md").write_text("\n".join(text) + "\n")

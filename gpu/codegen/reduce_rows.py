@@ -36,7 +36,10 @@ _VEC_SIZES = {"float16": 2, "bfloat16": 2, "float32": 4}  # types read as vector
 MAX_ELEMS = 32  # elements of one tensor a lane keeps in registers
 MAX_REGS = 128  # elements a lane keeps over all its buffered tensors (inputs and full outputs)
 MAX_GROUP = 1024
-MIN_THREADS = 32  # threads a block of short rows starts from (a warp: spreads few rows over many SMs)
+# Threads a block of short rows starts from: two warps measured faster than one on an H200 (bert's
+# 128 x 256 add + layernorm 1.70 us against 1.82, gpt2's 128 x 128 1.60 against 1.63).
+MIN_THREADS = 64
+WARP_GROUP = 32  # most lanes a row gets before lanes take several vectors (a power of two, <= 32)
 WIDE_BLOCKS = 512  # past this many such blocks, blocks take more rows (up to 256 threads)
 
 
@@ -71,10 +74,10 @@ def plan_rows(rsize: int, nrows: int, nbuf: int, vec: int) -> RowPlan | None:
     nbuf = max(nbuf, 1)
     nvecs = -(-rsize // vec)
     budget = min(MAX_ELEMS, MAX_REGS // nbuf)
-    if nvecs <= 32:
+    if nvecs <= WARP_GROUP:
         group, nvec = _pow2_at_least(nvecs), 1
     else:
-        group, nvec = 32, -(-nvecs // 32)
+        group, nvec = WARP_GROUP, -(-nvecs // WARP_GROUP)
     if nvec * vec > budget:  # several warps a row: as few vectors a lane as the budget allows
         per_lane = max(1, budget // vec)
         group = max(64, _pow2_at_least(-(-nvecs // per_lane)))

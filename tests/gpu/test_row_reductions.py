@@ -157,17 +157,23 @@ def _sources(program: Program) -> dict[str, str]:
 
 
 # ---- generation, on the fake backend -------------------------------------------------------------
-def test_plans():
-    assert plan_rows(256, 128, 5, 8) == RowPlan(group=32, vec=8, nvec=1, rows=1)  # bert: a warp a row
-    assert plan_rows(128, 128, 4, 8) == RowPlan(group=16, vec=8, nvec=1, rows=2)  # gpt2: two rows a warp
-    assert plan_rows(7, 3, 2, 1) == RowPlan(group=8, vec=1, nvec=1, rows=4)
-    assert plan_rows(1, 512, 2, 1) == RowPlan(group=1, vec=1, nvec=1, rows=32)
-    assert plan_rows(512, 128, 2, 8) == RowPlan(group=32, vec=8, nvec=2, rows=1)
+def test_plans(monkeypatch):
+    from migx_explore.gpu.codegen import reduce_rows
+
+    monkeypatch.setattr(reduce_rows, "MIN_THREADS", 64)
+    monkeypatch.setattr(reduce_rows, "WARP_GROUP", 32)
+    assert plan_rows(256, 128, 5, 8) == RowPlan(group=32, vec=8, nvec=1, rows=2)  # bert: a warp a row
+    assert plan_rows(128, 128, 4, 8) == RowPlan(group=16, vec=8, nvec=1, rows=4)  # gpt2: two rows a warp
+    assert plan_rows(7, 3, 2, 1) == RowPlan(group=8, vec=1, nvec=1, rows=8)
+    assert plan_rows(1, 512, 2, 1) == RowPlan(group=1, vec=1, nvec=1, rows=64)
+    assert plan_rows(512, 128, 2, 8) == RowPlan(group=32, vec=8, nvec=2, rows=2)
     big = plan_rows(4096, 2, 5, 8)  # several warps a row, within the register budget
     assert big.group > 32 and big.rows == 1 and big.elems * big.group >= 4096 and big.elems <= 25
     assert plan_rows(1 << 20, 4, 2, 8) is None  # the loop kernel takes it
     many = plan_rows(64, 1 << 16, 2, 8)  # many short rows: wider blocks
     assert many.group == 8 and many.threads == 256
+    monkeypatch.setattr(reduce_rows, "WARP_GROUP", 8)  # fewer lanes, more vectors each
+    assert plan_rows(256, 128, 3, 8) == RowPlan(group=8, vec=8, nvec=4, rows=8)
 
 
 @pytest.mark.parametrize(
