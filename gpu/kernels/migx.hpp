@@ -288,4 +288,53 @@ MIGX_DEVICE void load_b_trans(unsigned* b, const unsigned short* p, int stride) 
 #endif
 }
 
+// ---- rows in registers (gpu/codegen/reduce_rows.py) ---------------------------------------------
+// A reduction over a group of G consecutive lanes (G a power of two up to 32): the xor partners
+// stay inside the group, so groups sharing a warp reduce at once and every lane gets its group's
+// result, with no shared memory and no barrier.
+template <int G, class Op, class T> MIGX_DEVICE T group_reduce(T v, Op op) {
+#pragma unroll
+    for (int m = G / 2; m > 0; m >>= 1) v = op(v, (T)MIGX_SHFL_XOR(v, m));
+    return v;
+}
+
+// V consecutive elements to or from floats, in accesses of up to 16 bytes (p aligned to
+// min(16, V * sizeof(T)) bytes; the generator checks the pointers at run time).
+template <int B> struct raw_bytes;
+template <> struct raw_bytes<2> { typedef unsigned short type; };
+template <> struct raw_bytes<4> { typedef unsigned type; };
+template <> struct raw_bytes<8> { typedef uint2 type; };
+template <> struct raw_bytes<16> { typedef uint4 type; };
+MIGX_DEVICE float to_float(float f) { return f; }
+template <class T> MIGX_DEVICE T from_float(float f);
+template <> MIGX_DEVICE float from_float<float>(float f) { return f; }
+template <> MIGX_DEVICE half_t from_float<half_t>(float f) { return to_half(f); }
+template <> MIGX_DEVICE bf16_t from_float<bf16_t>(float f) { return to_bf16(f); }
+
+template <int V, class T> MIGX_DEVICE void load_vec(const T* p, float* d) {
+    constexpr int B = V * (int)sizeof(T) < 16 ? V * (int)sizeof(T) : 16;
+    constexpr int N = B / (int)sizeof(T);
+    typedef typename raw_bytes<B>::type W;
+#pragma unroll
+    for (int c = 0; c < V; c += N) {
+        const W w = *reinterpret_cast<const W*>(p + c);
+        const T* e = reinterpret_cast<const T*>(&w);
+#pragma unroll
+        for (int q = 0; q < N; ++q) d[c + q] = to_float(e[q]);
+    }
+}
+template <int V, class T> MIGX_DEVICE void store_vec(T* p, const float* s) {
+    constexpr int B = V * (int)sizeof(T) < 16 ? V * (int)sizeof(T) : 16;
+    constexpr int N = B / (int)sizeof(T);
+    typedef typename raw_bytes<B>::type W;
+#pragma unroll
+    for (int c = 0; c < V; c += N) {
+        W w;
+        T* e = reinterpret_cast<T*>(&w);
+#pragma unroll
+        for (int q = 0; q < N; ++q) e[q] = from_float<T>(s[c + q]);
+        *reinterpret_cast<W*>(p + c) = w;
+    }
+}
+
 }  // namespace migx
