@@ -141,10 +141,11 @@ def test_argmax_near_tie_is_explained_and_a_real_change_is_not():
 
 
 def test_yolo_sized_topk_split_by_rewrite_topk(tmp_path):
-    """8400 anchors, as in a YOLOv8/v10 head: rewrite_topk splits the TopK into two stages, so the
-    candidate has no TopK of the reference's shape; the choice is still found and explained."""
-    model = detector(n=8400)
-    path = tmp_path / "det8400.onnx"
+    """33,600 anchors, as in a YOLOv8/v10 head at 1280x1280 (8,400 at 640 is one radix top-k now,
+    under topk.SPLIT_THRESHOLD): rewrite_topk splits the TopK into two stages, so the candidate
+    has no TopK of the reference's shape; the choice is still found and explained."""
+    model = detector(n=33600)
+    path = tmp_path / "det33600.onnx"
     onnx.save(model, path)
     for seed in range(4):
         feed = detector_feed(model, seed=seed)
@@ -155,7 +156,7 @@ def test_yolo_sized_topk_split_by_rewrite_topk(tmp_path):
             assert any(r.path.endswith("rewrite_topk") and r.changed for r in s.trace)
             assert "TopK tie order differs" in str(report)
             return
-    pytest.fail("no feed flipped a TopK tie over 8400 anchors")
+    pytest.fail("no feed flipped a TopK tie over 33600 anchors")
 
 
 def _nms_program(scale: np.ndarray):
