@@ -31,9 +31,8 @@ from typing import ClassVar
 
 from ..ir import Instruction, Module
 from ..op import Op
-from ..shape import Shape
 from .base import Pass
-from .fusion_helpers import copy_body, new_submodule, param_name
+from .fusion_helpers import SubmoduleInputs, copy_body, new_submodule
 
 KV_ATTENTION_TAG = "kv_attention"
 _VIEWS = ("slice", "transpose", "reshape", "squeeze", "unsqueeze")
@@ -80,15 +79,8 @@ def fuse_kv_append(module: Module, group: Instruction, plan) -> Instruction:
     ki, vi, kviews, vviews, kc, vc = plan
     old = group.module_inputs[0]
     sub = new_submodule(module.program, "kv_attn")
-    inputs: list[Instruction] = []
-    mapping: dict[int, Instruction] = {}
-
-    def arg(x: Instruction) -> Instruction:
-        if x.id not in mapping:
-            mapping[x.id] = sub.add_parameter(param_name(len(inputs)), Shape.of(x.shape.type, x.shape.lens))
-            inputs.append(x)
-        return mapping[x.id]
-
+    binder = SubmoduleInputs(sub)
+    arg = binder.bind
     old_params = old.params()
     keep = [(p, group.inputs[k]) for k, p in enumerate(old_params) if k not in (ki, vi)]
     bound = {p.id: arg(x) for p, x in keep}
@@ -103,7 +95,7 @@ def fuse_kv_append(module: Module, group: Instruction, plan) -> Instruction:
     (attn,) = copy_body(old, sub, bound)
     sub.add_return([attn, *appends])
     with module.program.provenance([group, kc, vc, *kviews, *vviews]):
-        fused = module.insert_instruction(group, Op("group", tag=KV_ATTENTION_TAG), inputs, [sub])
+        fused = module.insert_instruction(group, Op("group", tag=KV_ATTENTION_TAG), binder.inputs, [sub])
         first = module.insert_instruction(group, Op("get_tuple_elem", index=0), [fused])
     module.replace_all_uses(group, first)
     module.remove_instructions([group, *kviews, *vviews, kc, vc])

@@ -20,7 +20,7 @@ from ..op import Op
 from ..pattern_rewriter import Rule
 from ..shape import Shape
 from .base import Pass, rewriter_of
-from .fusion_helpers import BROADCASTS, copy_body, drop_if_unused, new_submodule, param_name
+from .fusion_helpers import BROADCASTS, SubmoduleInputs, copy_body, drop_if_unused, new_submodule, param_name
 
 REDUCE_OPS = ("reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "reduce_prod", "reduce_any", "reduce_all")
 ARG_OPS = ("argmin", "argmax")  # wrapped too, with fused_reduce axes = {axis} (as MIGraphX)
@@ -55,15 +55,9 @@ def fuse_region(module: Module, region: list[Instruction], axes: tuple[int, ...]
     prog = module.program
     out = region[-1]
     sub = new_submodule(prog, mod_name, exact=True)
-    inputs: list[Instruction] = []
     mapping: dict[int, Instruction] = {}
-
-    def arg(x: Instruction) -> Instruction:
-        if x.id not in mapping:
-            mapping[x.id] = sub.add_parameter(param_name(len(inputs)), Shape.of(x.shape.type, x.shape.lens))
-            inputs.append(x)
-        return mapping[x.id]
-
+    binder = SubmoduleInputs(sub, mapping)
+    arg = binder.bind
     old_mods = []
     for ins in region:
         if ins.name == "fused_reduce":
@@ -73,7 +67,7 @@ def fuse_region(module: Module, region: list[Instruction], axes: tuple[int, ...]
         else:
             mapping[ins.id] = sub.add_instruction(ins.op, [arg(x) for x in ins.inputs], ins.module_inputs)
     sub.add_return([mapping[out.id]])
-    new = module.insert_instruction(out, Op("fused_reduce", axes=axes), inputs, [sub])
+    new = module.insert_instruction(out, Op("fused_reduce", axes=axes), binder.inputs, [sub])
     module.replace_all_uses(out, new)
     module.remove_instructions(region)
     drop_if_unused(prog, old_mods)

@@ -30,6 +30,24 @@ def new_submodule(program: Program, name: str, *, exact: bool = False) -> Module
     return m
 
 
+class SubmoduleInputs:
+    """Binds outer instructions to a new submodule's parameters x0, x1, ... in first-use order:
+    `bind(x)` is the parameter standing for x inside, `inputs` what the fused instruction takes.
+    `mapping` (outer id -> inner instruction) may be shared with the caller's copies."""
+
+    def __init__(self, sub: Module, mapping: dict[int, Instruction] | None = None):
+        self.sub = sub
+        self.inputs: list[Instruction] = []
+        self.mapping = {} if mapping is None else mapping
+
+    def bind(self, x: Instruction) -> Instruction:
+        if x.id not in self.mapping:
+            shape = Shape.of(x.shape.type, x.shape.lens)
+            self.mapping[x.id] = self.sub.add_parameter(param_name(len(self.inputs)), shape)
+            self.inputs.append(x)
+        return self.mapping[x.id]
+
+
 def scalar_constant(ins: Instruction) -> np.ndarray | None:
     """The value of a one-element constant, looking through broadcasts (MIGraphX's get_scalar)."""
     src = ins
