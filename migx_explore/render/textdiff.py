@@ -113,8 +113,8 @@ def text_diff(
     fold_alike: bool = True,
 ) -> str:
     """The unified diff (empty string when nothing changed). fold_alike: a hunk repeated, up to
-    numbers, in submodules alike up to numbers (a dynamic range's split bodies, like_this) is
-    printed once, followed by a `== the same change ... in N more modules like this: ...` line."""
+    numbers, in modules named alike up to numbers (a dynamic range's split bodies) is printed
+    once, followed by a `== the same change ... in N more modules like this: ...` line."""
     import bisect
 
     a, b = _Side(before), _Side(after)
@@ -148,7 +148,7 @@ def text_diff(
         module = next(iter(modules)) if len(modules) == 1 else None
         hunks.append(_Hunk(f"@@ -{_range(i1, i2)} +{_range(j1, j2)} @@", lines, module))
     if fold_alike:
-        hunks = _fold_alike(hunks, after)
+        hunks = _fold_alike(hunks)
     out = [f"--- {before_name}", f"+++ {after_name}"]
     for h in hunks:
         out.append(h.header)
@@ -166,26 +166,22 @@ class _Hunk:
     same_in: list[str] = field(default_factory=list)  # modules whose identical-up-to-numbers hunk was folded
 
 
-def _fold_alike(hunks: list[_Hunk], after: ProgramSnapshot) -> list[_Hunk]:
-    """Hunks of submodules alike up to numbers (like_this: a range's split bodies), that change
-    the same way up to numbers, print once: the first one, with the others' modules listed."""
-    from migx_explore.like_this import split_owners, strip_numbers
+def _fold_alike(hunks: list[_Hunk]) -> list[_Hunk]:
+    """Hunks of modules named alike up to numbers (a range's split bodies dim_1 .. dim_255, their
+    fused submodules) that change the same way up to numbers print once: a module's k-th hunk
+    folds into the k-th hunk of the first such module. Only the hunks are compared, so the cost
+    follows the change, not the program (no module is read that the diff did not touch)."""
+    from migx_explore.like_this import strip_numbers
 
-    group_of = {
-        m: g.representative for _, _, groups in split_owners(after) for g in groups if g.count > 1 for m in g.members
-    }
-    if not group_of:
-        return hunks
     kept: list[_Hunk] = []
     first: dict[tuple, _Hunk] = {}
-    seen: dict[str, int] = {}  # hunks so far per module: a body's k-th hunk folds into the first body's k-th
+    seen: dict[str, int] = {}  # hunks so far per module
     for h in hunks:
-        rep = group_of.get(h.module) if h.module is not None else None
-        if rep is None:
+        if h.module is None:
             kept.append(h)
             continue
         k = seen[h.module] = seen.get(h.module, -1) + 1
-        key = (rep, k, tuple(strip_numbers(line) for line in h.lines))
+        key = (strip_numbers(h.module), k, tuple(strip_numbers(line) for line in h.lines))
         if key in first:
             first[key].same_in.append(h.module)
         else:
