@@ -7,8 +7,9 @@ is rejected for good and every later message from the kernel to that model is dr
 (AnyModel._handle_comm_msg awaits `ready`), while its view still renders once the module loads.
 An explorer opening on a loaded machine (a cold JupyterLab start, CI) creates hundreds of widget
 models at once, and the graph view's module was bound late: the pane drew its toolbar and never a
-drawing (no graph after clicking Diff). The anywidget view also drops its host's listeners, so
-`_dom_classes` set after the first render never reached the page.
+drawing (no graph after clicking Diff). Its view also removes the listeners ipywidgets' own view
+code put on the model (`model.off(null, null, view)` before rendering), so `_dom_classes` set
+after the first render never reached the page.
 
 Here the kernel talks only to a plain Box model, which nothing gates; the renderer model carries
 only its module, its stylesheet and the host's model id, all in its first message, so it needs no
