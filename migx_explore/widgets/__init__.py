@@ -6,8 +6,9 @@ widget modules load on first use, so `import migx_explore` works without noteboo
 
 Modules: `queries` and `content` (pure: rows, stats, SVG/HTML strings), `timing_view` (GPU
 results as tables and a figure), `graph_view` (the pan/zoom graph widget: an anywidget around the
-vendored svg-pan-zoom in js/), `dom_tools` (clickable SVG, tree scrolling, chunked upload), and the
-thin widget layers `tree`, `views`, `picker`, `gpu_panel`, glued by `explorer`.
+vendored svg-pan-zoom in js/), `dom_tools` (clickable SVG, tree scrolling, chunked upload), `hosted`
+(why those widgets keep their traits on a plain box and the anywidget only draws), and the thin
+widget layers `tree`, `views`, `picker`, `gpu_panel`, glued by `explorer`.
 
 Stable CSS classes (for browser tests and styling): .migx-explorer (root, plus a per-instance
 .migx-ex-<id>); picker .migx-model-select .migx-model-path .migx-model-upload (.migx-upload-input)

@@ -10,6 +10,8 @@
   model silently dropped the connection); errors reach the kernel as text.
 
 Each is its own few lines of ES module; traits are the interface (tests set and read them).
+ClickableSvg and ScrollTo keep their traits on a plain ipywidgets box, drawn by a hosted
+anywidget (hosted.py says why: they need the kernel's later messages); ChunkedUpload only sends.
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 from typing import Any
+
+from .hosted import host_base
 
 CHUNK_BYTES = 4 << 20
 
@@ -34,7 +38,6 @@ function render({ model, el }) {
   model.on("change:svg", draw);
   draw();
 }
-export default { render };
 """
 
 _SCROLL_ESM = """
@@ -56,7 +59,6 @@ function render({ model, el }) {
   model.on("change:tick", go);
   go();
 }
-export default { render };
 """
 
 _UPLOAD_ESM = """
@@ -101,17 +103,23 @@ def _classes() -> dict[str, type]:
     import anywidget
     import traitlets as t
 
-    class ClickableSvg(anywidget.AnyWidget):
-        _esm = _CLICKABLE_ESM
+    class ClickableSvg(host_base()):
         svg = t.Unicode("").tag(sync=True)
         clicked = t.Int(-1).tag(sync=True)  # data-index of the last clicked element
         clicks = t.Int(0).tag(sync=True)  # counts clicks, so clicking the same element twice still reports
 
-    class ScrollTo(anywidget.AnyWidget):
-        _esm = _SCROLL_ESM
+        def __init__(self, **kw: Any):
+            super().__init__(**kw)
+            self.attach("ClickableSvgRenderer", _CLICKABLE_ESM)
+
+    class ScrollTo(host_base()):
         selector = t.Unicode("").tag(sync=True)
         container = t.Unicode(".migx-tree").tag(sync=True)
         tick = t.Int(0).tag(sync=True)
+
+        def __init__(self, **kw: Any):
+            super().__init__(**kw)
+            self.attach("ScrollToRenderer", _SCROLL_ESM)
 
         def scroll(self, selector: str) -> None:
             self.selector = selector

@@ -12,6 +12,8 @@ library ships inside the package (widgets/js, with its licence).
 
 The traits are the whole interface, so a test can build the widget and check them without a
 browser; `view_state`, `search_hits`, `pinned` and `cluster_request` come back from the front end.
+They live on a plain ipywidgets box and the anywidget inside it only draws (hosted.py says why: an
+anywidget model bound late drops every later message, and a drawing with it).
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ import functools
 import json
 from pathlib import Path
 from typing import Any
+
+from .hosted import host_base
 
 JS_DIR = Path(__file__).resolve().parent / "js"
 
@@ -56,8 +60,9 @@ CSS = """
 
 @functools.cache
 def esm() -> str:
-    """The front end as one ES module: the vendored library, evaluated as the classic script it is
-    (new Function runs it outside module strict mode and without an AMD `define`), then the view."""
+    """The front end as one ES module (without its export, which hosted.py adds): the vendored
+    library, evaluated as the classic script it is (new Function runs it outside module strict
+    mode and without an AMD `define`), then the view."""
     library = (JS_DIR / "svg-pan-zoom.min.js").read_text(encoding="utf-8")
     view = (JS_DIR / "graph_view.js").read_text(encoding="utf-8")
     loader = (
@@ -70,12 +75,9 @@ def esm() -> str:
 
 @functools.cache
 def _widget_class() -> type:
-    import anywidget
     import traitlets as t
 
-    class GraphView(anywidget.AnyWidget):
-        _esm = esm()
-        _css = CSS
+    class GraphView(host_base()):
         svg = t.Unicode("").tag(sync=True)
         svg_right = t.Unicode("").tag(sync=True)  # non-empty: two panels (a comparison)
         titles = t.List(t.Unicode(), default_value=[]).tag(sync=True)
@@ -100,6 +102,10 @@ def _widget_class() -> type:
         regions = t.List(t.List(t.Int()), default_value=[]).tag(sync=True)
         region_index = t.Int(-1).tag(sync=True)
         pane_size = t.List(t.Float(), default_value=[]).tag(sync=True)
+
+        def __init__(self, **kwargs: Any):
+            super().__init__(**kwargs)
+            self.attach("GraphViewRenderer", esm(), CSS)
 
         def _command(self, **cmd: Any) -> None:
             self.command = {**cmd, "n": self.command.get("n", 0) + 1}

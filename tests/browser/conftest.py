@@ -52,6 +52,13 @@ RUN_DONE_JS = """() => { const w = window.jupyterapp && window.jupyterapp.shell.
   return prompts.length > 0 && prompts.every(t => /\\[\\d+\\]/.test(t)) && 'done'; }"""
 
 
+# Page errors that say nothing about the explorer: anywidget rejects a model's `ready` when its
+# ES module was bound more than 2 s after the model was made (a loaded machine); the explorer's
+# widgets keep their state on plain models (widgets/hosted.py), so nothing is lost. The test of
+# that race (test_explorer_late_modules.py) checks this error was raised.
+BENIGN_PAGE_ERRORS = ("[anywidget] Failed to initialize model.",)
+
+
 def _chromium_missing() -> str | None:
     path = shutil.which(CHROMIUM) or (CHROMIUM if os.path.exists(CHROMIUM) else None)
     return (
@@ -205,7 +212,7 @@ def page(browser, lab, request):
     ctx = browser.new_context(viewport={"width": 1600, "height": 1000})
     pg = ctx.new_page()
     pg.page_errors = []
-    pg.on("pageerror", lambda e: pg.page_errors.append(str(e)))
+    pg.on("pageerror", lambda e: str(e) in BENIGN_PAGE_ERRORS or pg.page_errors.append(str(e)))
     yield pg
     rep = getattr(request.node, "rep_call", None)
     if rep is not None and rep.failed:

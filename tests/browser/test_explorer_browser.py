@@ -99,8 +99,9 @@ def _regions_on_the_minimap_and_in_compare(page, ex) -> None:
     ex.locator(".migx-view-select button", has_text="Compare").first.click()
     ex.locator(".migx-compare-a select").first.select_option(label="(input program)")
     page.wait_for_function(REGION_LABEL_JS, arg=r"region 1 of ([2-9]|\d\d+)", timeout=60_000)
-    # (the two-panel graph view is found by the front end's own class: the view class the kernel
-    # sets, migx-compare-graph, does not reach the page here)
+    # the view class the kernel sets reaches the page (it did not while the graph view's traits
+    # were on its anywidget model, whose view drops later class changes: widgets/hosted.py)
+    ex.locator(".migx-graph-view.migx-compare-graph").first.wait_for(state="visible", timeout=30_000)
     total = int(re.search(r"of (\d+)", ex.locator(".migx-region-label").inner_text()).group(1))
     panels = ex.locator(".migx-gv-compare .migx-gv-canvas svg")
     page.wait_for_function(

@@ -46,8 +46,9 @@ def _values(models: dict, name: str, cls: str | None = None, key: str = "value")
 
 
 def _graphs(models: dict) -> list[str]:
-    """The SVG markup of the explorer's graph view (an anywidget model)."""
-    return _values(models, "AnyModel", "migx-graph-view", key="svg")
+    """The SVG markup of the explorer's graph view (its traits live on a plain VBox model,
+    widgets/hosted.py)."""
+    return _values(models, "VBoxModel", "migx-graph-view", key="svg")
 
 
 def _outputs_text(nb) -> str:

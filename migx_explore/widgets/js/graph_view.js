@@ -2,7 +2,7 @@
 // vendored svg-pan-zoom, fit, centre on the change, node search, a minimap, a pinned node, and two
 // panels with synced pan/zoom for comparisons, and fused nodes that open into clusters (double-click
 // a ⊞ node; click a cluster's ⊟ label to close it; the toolbar expands or collapses all). `svgPanZoom` is defined by the loader that
-// graph_view.py puts in front of this file.
+// graph_view.py puts in front of this file. `model` is the host box's model (see hosted.py).
 
 const CHANGED = "g.node.st_added, g.node.st_removed, g.node.st_changed";
 const READABLE_ZOOM = 0.35; // below this real zoom node labels are too small to read
@@ -564,5 +564,4 @@ function render({ model, el: root }) {
   model.on("change:command", () => view.message(model.get("command") || {}));
   return () => { view.observer.disconnect(); view.each((p) => p.destroy()); };
 }
-
-export default { render };
+// (the module's export is added by hosted.py: render runs against the host box's model)
