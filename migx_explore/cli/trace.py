@@ -46,10 +46,9 @@ def run(args: argparse.Namespace) -> int:
             per_pass=lambda rec: index_rewrites(trace, rec),
         )
         if args.svg:
-            from ..render import render_trace
-
-            files += render_trace(trace, folder, changed_only=not args.all)
-        files.append(_write_index_html(s, folder, args))
+            files += _write_svg_and_index(s, folder, args)
+        else:
+            files.append(_write_index_html(s, folder, args))
     _print_summary(trace, args.verbose)
     from ..like_this import like_this_summary, range_note
 
@@ -62,7 +61,34 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _write_index_html(s, folder: str, args: argparse.Namespace) -> str:
+def _svg_expected(rec, args: argparse.Namespace) -> bool:
+    """Whether --svg writes a drawing for this record (render_trace's rule)."""
+    return bool(args.svg) and rec.before is not None and rec.after is not None and (rec.changed or args.all)
+
+
+def _write_svg_and_index(s, folder: str, args: argparse.Namespace) -> list[str]:
+    """--svg: each changed pass is drawn once, for index.html, and that drawing (the one the page
+    opens on, at the files' node budget) is also its numbered SVG file; render_trace draws the
+    input and what the page did not (unchanged passes with --all, a pass whose drawing failed)."""
+    import os
+
+    from ..render import render_trace
+    from ..render.tracefiles import TRACE_FILE_BUDGET, pass_file_name
+
+    written: dict[int, str] = {}
+
+    def on_drawn(rec, svg: str) -> None:
+        path = os.path.join(folder, pass_file_name(rec))
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(svg)
+        written[rec.index] = path
+
+    index = _write_index_html(s, folder, args, graph_budget=TRACE_FILE_BUDGET, on_drawn=on_drawn)
+    rest = render_trace(s.trace, folder, changed_only=not args.all, skip=set(written))
+    return [*written.values(), *rest, index]
+
+
+def _write_index_html(s, folder: str, args: argparse.Namespace, **draw) -> str:
     """DIR/index.html: the report page over the folder, each pass linking its numbered files; graph
     diffs are drawn into the page only with --svg (the drawing is what costs time)."""
     import os
@@ -75,7 +101,9 @@ def _write_index_html(s, folder: str, args: argparse.Namespace) -> str:
 
     links = {}
     for rec in s.trace.records:
-        names = [n for n in (record_file_name(rec), pass_file_name(rec)) if os.path.exists(os.path.join(folder, n))]
+        names = [n for n in (record_file_name(rec),) if os.path.exists(os.path.join(folder, n))]
+        if _svg_expected(rec, args):  # written while the page is drawn, or by render_trace after it
+            names.append(pass_file_name(rec))
         if names:
             links[rec.index] = names
     path = os.path.join(folder, "index.html")
@@ -86,6 +114,7 @@ def _write_index_html(s, folder: str, args: argparse.Namespace) -> str:
         files=links,
         command=cli_command(getattr(args, "command_line", None)),
         inputs_path=args.inputs,
+        **draw,
     )
     return path
 

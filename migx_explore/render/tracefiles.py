@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Collection
 from typing import TYPE_CHECKING, Any
 
 from .diff import diff_graph
@@ -38,13 +39,15 @@ def render_trace(
     *,
     include_input: bool = True,
     dot_options: DotOptions | None = None,
+    skip: Collection[int] = (),
     **diff_options: Any,
 ) -> list[str]:
     """Write the merged diff view of each pass (changed passes only by default) as
     `<NNN>_<path>.<fmt>`, plus `000_input.<fmt>` for the starting program. Returns the paths.
 
     diff_options go to `diff_graph` (focus, budget, expand, ...); big graphs are focused on the
-    change automatically, so every file renders in about a second or less."""
+    change automatically, so every file renders in about a second or less. skip: record indices
+    whose file is written elsewhere (trace --svg takes them from its report's drawings)."""
     if fmt not in FORMATS:
         raise RenderError(f"render_trace: unknown format {fmt!r}; use one of {', '.join(FORMATS)}")
     os.makedirs(out_dir, exist_ok=True)
@@ -58,7 +61,7 @@ def render_trace(
         written.append(write_graph(g, os.path.join(out_dir, f"000_input.{fmt}"), dot_options))
     table = None
     for rec in trace.records:
-        if rec.before is None or rec.after is None or (changed_only and not rec.changed):
+        if rec.before is None or rec.after is None or (changed_only and not rec.changed) or rec.index in skip:
             continue
         title = f"{rec.path}: {rec.diff.summary() if rec.diff else ''}"
         if "scopes" not in diff_options:  # fold by the model's scopes when over the budget

@@ -24,6 +24,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # pragma: no cover
+    from migx_explore.compiler.passes import PassRecord
+
     from ..session import Session
 
 Progress = Callable[[int, int, str], None]
@@ -84,13 +86,16 @@ def build_report(
     warmup: int = 5,
     max_bytes: int | None = MAX_BYTES,
     progress: Progress | None = None,
+    graph_budget: int | None = None,
+    on_drawn: Callable[[PassRecord, str], None] | None = None,
 ) -> tuple[str, dict[str, Any]]:
     """(html, stats) of the report of `session`'s current configuration.
 
     graphs: draw a graph diff per changed pass (graphviz; off: text diffs only). gpu: time the
     final program and its waterfall (raises GpuUnavailable, saying why, where no GPU is usable).
     files: record index -> file names beside the report to link (trace's index.html). max_bytes:
-    the size the page aims to stay under (None: no limit)."""
+    the size the page aims to stay under (None: no limit). graph_budget, on_drawn: as for
+    graphs.pass_blobs (trace --svg draws each pass once, for the page and its file)."""
     from ..rewrite_summary import record_rewrites
     from . import collect
     from .graphs import pass_blobs
@@ -126,6 +131,8 @@ def build_report(
         budget=budget,
         progress=progress,
         on_error=lambda rec, e: undrawn.append(f"{rec.path}: {e}"),
+        graph_budget=graph_budget,
+        on_drawn=on_drawn,
     )
     text = page_html(data, blobs, gpu_html=gpu_html, repro=repro)
     return text, {"passes": len(trace.records), "drawn": len(blobs), "undrawn": undrawn}

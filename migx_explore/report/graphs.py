@@ -78,10 +78,13 @@ def pass_graph(
     scopes: Mapping[int, str] | None = None,
     wanted: set[int] = frozenset(),
     both: bool = True,
+    budget: int | None = None,
 ) -> dict[str, Any]:
     """Collapsed and expanded drawings of one pass's merged diff (both: else only the one shown
     first), grouped by the model's scopes where small enough, each with the map from instruction
-    ids to the nodes that show them."""
+    ids to the nodes that show them. budget: the drawing's node cap (None: diff_graph's, the
+    explorer's)."""
+    cap = {} if budget is None else {"budget": budget}
     opts = DotOptions(cluster_controls=True)
     title = f"{rec.path}: {rec.diff.summary() if rec.diff else ''}"
     total = max(before.total_instructions(), after.total_instructions())
@@ -90,12 +93,12 @@ def pass_graph(
     keys = ("collapsed", "expanded") if both else (out["default"],)
     for key in keys:
         # over the budget, the model's scope groups fold first (an unrolled LSTM: its steps)
-        g = diff_graph(before, after, rec.diff, expand=key == "expanded", title=title, scopes=scopes)
+        g = diff_graph(before, after, rec.diff, expand=key == "expanded", title=title, scopes=scopes, **cap)
         if key == "expanded" and not any(grp.owner is not None for grp in g.groups.values()):
             out["default"] = "collapsed"  # no fused module to open: the collapsed drawing is the whole story
             if "collapsed" in out:
                 break
-            key, g = "collapsed", diff_graph(before, after, rec.diff, expand=False, title=title, scopes=scopes)
+            key, g = "collapsed", diff_graph(before, after, rec.diff, expand=False, title=title, scopes=scopes, **cap)
         if scopes and len(g.nodes) <= SCOPE_GROUPS_MAX_NODES:
             g = region_view(g, scopes, rec.diff)
         out[key] = {"svg": compact_svg(str(render_svg(g, opts))), "alias": aliases(g, wanted), "nodes": len(g.nodes)}
@@ -126,10 +129,14 @@ def pass_blobs(
     budget: int | None = None,
     progress: Callable[[int, int, str], None] | None = None,
     on_error: Callable[[PassRecord, Exception], None] | None = None,
+    graph_budget: int | None = None,
+    on_drawn: Callable[[PassRecord, str], None] | None = None,
 ) -> dict[int, str]:
     """Record index -> packed {text, graph, regions, rewrite_ids} for every pass that changed the
     IR; rewrite_ids[row][instance] lists the ids of one instance of that rewrite row. `budget`:
-    the most bytes the blobs may take together (see fit_budget)."""
+    the most bytes the blobs may take together (see fit_budget); `graph_budget`: each drawing's
+    node cap (pass_graph); `on_drawn(rec, svg)` gets the drawing a pass opens on (trace --svg
+    writes it as the pass's file rather than drawing the pass again)."""
     trace = session.trace
     payloads: dict[int, dict[str, Any]] = {}
     todo = [r for r in trace.records if r.after is not None and (r.changed or not changed_only)]
@@ -151,7 +158,11 @@ def pass_blobs(
                 wanted = {i for r in payload["regions"] for i in r["ids"]}
                 wanted |= {i for row in payload["rewrite_ids"] for inst in row for i in inst}
                 # a nested pass's change is mostly its parent's: one variant keeps the file small
-                payload["graph"] = pass_graph(before, after, rec, {**sb, **sa}, wanted, both=rec.depth == 0)
+                payload["graph"] = graph = pass_graph(
+                    before, after, rec, {**sb, **sa}, wanted, both=rec.depth == 0, budget=graph_budget
+                )
+                if on_drawn:
+                    on_drawn(rec, graph[graph["default"]]["svg"])
             except Exception as e:  # noqa: BLE001 - one undrawable pass must not lose the whole report
                 payload["graph_error"] = f"{type(e).__name__}: {e}"
                 if on_error:

@@ -290,4 +290,22 @@ def test_trace_svg_index_page_has_the_graph_diffs(tmp_path):
     data = _data(page)
     assert data["graphs"] is True
     assert any(f.endswith(".svg") for names in data["files"].values() for f in names)
-    assert all("graph" in p for p in _blobs(page).values())
+    blobs = _blobs(page)
+    assert all("graph" in p for p in blobs.values())
+    # each pass is drawn once: its SVG file is the drawing the page opens on, and every linked file exists
+    for index, payload in blobs.items():
+        graph = payload["graph"]
+        svg_name = next(f for f in data["files"][str(index)] if f.endswith(".svg"))
+        assert (out / svg_name).read_text() == graph[graph["default"]]["svg"], svg_name
+    linked = {f for names in data["files"].values() for f in names}
+    assert all((out / f).exists() for f in linked) and (out / "000_input.svg").exists()
+
+
+def test_trace_svg_with_all_draws_the_unchanged_passes_too(tmp_path):
+    """--all: the page draws the changed passes; render_trace writes the others' files."""
+    out = tmp_path / "tr"
+    assert main(["trace", "mlp", "--out", str(out), "--svg", "--all", "-q"]) == 0
+    data = _data((out / "index.html").read_text())
+    svgs = [f for names in data["files"].values() for f in names if f.endswith(".svg")]
+    assert len(svgs) > len(_blobs((out / "index.html").read_text()))
+    assert all((out / f).exists() for f in svgs)
