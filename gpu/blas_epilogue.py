@@ -48,11 +48,14 @@ class LtEpilogue(NamedTuple):
     act: str
 
 
-def _reference_activation(name: str, x: np.ndarray) -> np.ndarray:
+def apply_activation(name: str, x: np.ndarray) -> np.ndarray:
+    """The BLAS epilogue's activation `name` (ACTIVATIONS) of x, as cuBLASLt computes it: what
+    identify_activation matches against and what the fake backend's BLAS applies."""
     if name == "relu":
         return np.maximum(x, 0.0)
-    # cuBLASLt's GELU epilogue: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
-    return 0.5 * x * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x**3)))
+    if name == "gelu_tanh":  # cuBLASLt's GELU epilogue: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
+        return 0.5 * x * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x**3)))
+    raise ValueError(f"no BLAS epilogue activation {name!r} (known: {', '.join(ACTIVATIONS)})")
 
 
 def identify_activation(chain: list[Instruction], value: Instruction) -> str | None:
@@ -80,7 +83,7 @@ def identify_activation(chain: list[Instruction], value: Instruction) -> str | N
                 return None
     got = np.broadcast_to(memo[chain[-1].id], _SAMPLES.shape)
     for name in ACTIVATIONS:
-        want = _reference_activation(name, _SAMPLES)
+        want = apply_activation(name, _SAMPLES)
         if np.all(np.abs(got - want) <= ACT_TOLERANCE * (1.0 + np.abs(_SAMPLES))):
             return name
     return None

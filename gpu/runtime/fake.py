@@ -28,6 +28,7 @@ from migx_explore.compiler import dtypes
 from migx_explore.compiler.ref import SubmoduleRunner
 from migx_explore.compiler.shape import Shape
 
+from ..blas_epilogue import apply_activation
 from ..blas_plan import GemmPlan
 from ..ops import apply_epilogue, output_buffers
 from .base import Backend, Blas, Driver, GpuError, Graphs, Kernels, LaunchSite, Step
@@ -375,12 +376,11 @@ class FakeBlas(Blas):
                 acc = acc + self._colmajor(bias, plan.m, 1, plan.m, npc).astype(np.float64)
             if c_in is not None:
                 acc = acc + self._colmajor(c_in, plan.m, plan.n, plan.ldc, npc).astype(np.float64)
-            if act == "relu":
-                acc = np.maximum(acc, 0.0)
-            elif act == "gelu_tanh":
-                acc = 0.5 * acc * (1.0 + np.tanh(np.sqrt(2.0 / np.pi) * (acc + 0.044715 * acc**3)))
-            elif act:
-                raise GpuError(f"fake: no {act!r} BLAS epilogue")
+            if act:
+                try:
+                    acc = apply_activation(act, acc)
+                except ValueError as e:
+                    raise GpuError(f"fake: {e}") from None
             return acc
 
         def work():
