@@ -61,11 +61,6 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _svg_expected(rec, args: argparse.Namespace) -> bool:
-    """Whether --svg writes a drawing for this record (render_trace's rule)."""
-    return bool(args.svg) and rec.before is not None and rec.after is not None and (rec.changed or args.all)
-
-
 def _write_svg_and_index(s, folder: str, args: argparse.Namespace) -> list[str]:
     """--svg: each changed pass is drawn once, for index.html, and that drawing (the one the page
     opens on, at the files' node budget) is also its numbered SVG file; render_trace draws the
@@ -95,14 +90,14 @@ def _write_index_html(s, folder: str, args: argparse.Namespace, **draw) -> str:
 
     from migx_explore.compiler.passes.trace import record_file_name
 
-    from ..render.tracefiles import pass_file_name
+    from ..render.tracefiles import has_pass_file, pass_file_name
     from ..report import write_report
     from ..report.repro import cli_command
 
     links = {}
     for rec in s.trace.records:
         names = [n for n in (record_file_name(rec),) if os.path.exists(os.path.join(folder, n))]
-        if _svg_expected(rec, args):  # written while the page is drawn, or by render_trace after it
+        if args.svg and has_pass_file(rec, changed_only=not args.all):  # drawn with the page, or by render_trace
             names.append(pass_file_name(rec))
         if names:
             links[rec.index] = names

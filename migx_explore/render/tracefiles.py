@@ -22,6 +22,11 @@ FORMATS = ("svg", "png", "dot")
 TRACE_FILE_BUDGET = 80
 
 
+def has_pass_file(rec: PassRecord, changed_only: bool = True) -> bool:
+    """Whether render_trace (or trace --svg) draws a file for this record."""
+    return rec.before is not None and rec.after is not None and (rec.changed or not changed_only)
+
+
 def pass_file_name(rec: PassRecord, fmt: str = "svg") -> str:
     """`012_fusion.fuse_pointwise.svg`: the trace's text file name with another extension."""
     # Reuse the trace writer's naming so a pass's .txt and .svg sort and pair up. Imported here:
@@ -61,7 +66,7 @@ def render_trace(
         written.append(write_graph(g, os.path.join(out_dir, f"000_input.{fmt}"), dot_options))
     table = None
     for rec in trace.records:
-        if rec.before is None or rec.after is None or (changed_only and not rec.changed) or rec.index in skip:
+        if not has_pass_file(rec, changed_only) or rec.index in skip:
             continue
         title = f"{rec.path}: {rec.diff.summary() if rec.diff else ''}"
         if "scopes" not in diff_options:  # fold by the model's scopes when over the budget
