@@ -7,6 +7,7 @@ or nvmath-python is needed (nvmath is not on the H200 image).
 
 from __future__ import annotations
 
+import functools
 import os
 from typing import Any
 
@@ -99,6 +100,29 @@ class NvrtcKernels(Kernels):
     def __init__(self, backend: CudaBackend, version: str):
         super().__init__(backend)
         self._version = version
+        # Programmatic dependent launch from sm_90 on (migx.hpp's kernel_entry waits for the
+        # previous grid in every generated kernel); MIGX_PDL=0 launches the ordinary way.
+        self.dependent_launch = backend.arch >= "sm_90" and os.environ.get("MIGX_PDL", "1") != "0"
+
+    def make_launch(
+        self, fn: Any, grid: int, block: int, smem: int, stream: Any, argblock: int, site: Any = None
+    ) -> Step:
+        """With dependent launch, one cuLaunchKernelEx whose config (built here, once) allows the
+        kernel to start while the previous kernel in the stream finishes; a stream capture keeps
+        that as a programmatic edge of the graph."""
+        if not self.dependent_launch:
+            return super().make_launch(fn, grid, block, smem, stream, argblock, site)
+        attr = cu.CUlaunchAttribute()
+        attr.id = cu.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION
+        attr.value.programmaticStreamSerializationAllowed = 1
+        config = cu.CUlaunchConfig()
+        config.gridDimX, config.gridDimY, config.gridDimZ = grid, 1, 1
+        config.blockDimX, config.blockDimY, config.blockDimZ = block, 1, 1
+        config.sharedMemBytes = smem
+        config.hStream = stream
+        config.attrs = [attr]
+        config.numAttrs = 1
+        return named("cuLaunchKernelEx", functools.partial(cu.cuLaunchKernelEx, config, fn, argblock, 0))
 
     def compiler_id(self) -> str:
         return self._version
