@@ -105,12 +105,21 @@ class NvrtcKernels(Kernels):
         self.dependent_launch = backend.arch >= "sm_90" and os.environ.get("MIGX_PDL", "1") != "0"
 
     def make_launch(
-        self, fn: Any, grid: int, block: int, smem: int, stream: Any, argblock: int, site: Any = None
+        self,
+        fn: Any,
+        grid: int,
+        block: int,
+        smem: int,
+        stream: Any,
+        argblock: int,
+        site: Any = None,
+        *,
+        overlap: bool = True,
     ) -> Step:
         """With dependent launch, one cuLaunchKernelEx whose config (built here, once) allows the
         kernel to start while the previous kernel in the stream finishes; a stream capture keeps
         that as a programmatic edge of the graph."""
-        if not self.dependent_launch:
+        if not (self.dependent_launch and overlap):
             return super().make_launch(fn, grid, block, smem, stream, argblock, site)
         attr = cu.CUlaunchAttribute()
         attr.id = cu.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION

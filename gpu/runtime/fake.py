@@ -301,7 +301,7 @@ class FakeKernels(Kernels):
                 raise GpuError(f"fake: a kernel of {name} does not begin with migx::kernel_entry()")
         return b"FAKEBIN:" + name.encode() + b":" + hashlib.sha256(source.encode()).hexdigest()[:16].encode()
 
-    def make_launch(self, fn, grid, block, smem, stream, argblock, site=None) -> Step:
+    def make_launch(self, fn, grid, block, smem, stream, argblock, site=None, *, overlap: bool = True) -> Step:
         if not isinstance(argblock, int) or grid <= 0 or block <= 0:
             raise GpuError(f"fake: bad launch of {fn['name']} (grid {grid}, block {block}, args {argblock!r})")
         step = super().make_launch(fn, grid, block, smem, stream, argblock, site)

@@ -48,3 +48,30 @@ def test_outputs_are_the_same_with_dependent_launch_on_and_off(device, name, pre
             np.testing.assert_array_equal(a, b, err_msg=f"{name} {mode}")
     for a, b in zip(on_again, off_again):
         np.testing.assert_array_equal(a, b, err_msg=f"{name} graph, second inputs")
+
+
+@pytest.mark.parametrize("name, precision", [("mlp", "fp32"), ("transformer", "fp16"), ("gpt2_decode", "fp16")])
+def test_no_dependent_launch_right_after_a_gemm_with_a_cublaslt_epilogue(name, precision):
+    from migx_explore.gpu.runtime.fake import FakeBackend, FakeKernels
+
+    asked: list[bool] = []
+
+    class Recording(FakeKernels):
+        def make_launch(self, *args, overlap: bool = True, **kw):
+            asked.append(overlap)
+            step = super().make_launch(*args, overlap=overlap, **kw)
+            step.overlap = overlap
+            return step
+
+    dims = {"P": 3, "T": 1} if name == "gpt2_decode" else None
+    model = models.get_model(name)
+    with compile_program(
+        model, CompileOptions(precision=precision), backend=FakeBackend(kernels=Recording), input_dims=dims
+    ) as c:
+        steps = c.steps.steps
+        after_fused = [getattr(prev, "fused_epilogue", False) for prev in [None, *steps[:-1]]]
+        kernels = [(s.overlap, fused) for s, fused in zip(steps, after_fused) if hasattr(s, "overlap")]
+    assert kernels and len(kernels) == len(asked)
+    assert all(overlap == (not fused) for overlap, fused in kernels), kernels
+    if name == "gpt2_decode":  # its layernorms follow GEMMs that add bias and residual in cuBLASLt
+        assert any(fused for _, fused in kernels) and any(not fused for _, fused in kernels)
