@@ -51,7 +51,7 @@ def summarize(samples: Mapping[str, list[list[float]]], ours: str = "ours") -> d
         return out
     mine = [statistics.median(b) for b in samples[ours]]
     for name, rounds in samples.items():
-        if name == ours or name not in out["median_us"]:
+        if name.startswith(ours) or name not in out["median_us"]:  # ours and ours_* are not baselines
             continue
         out["ratio"][name] = out["median_us"][ours] / out["median_us"][name]
         per = [m / statistics.median(b) for m, b in zip(mine, rounds) if b]
@@ -181,7 +181,8 @@ def markdown(results: Mapping) -> str:
         label = row.get("label", name)
         if "error" in row:
             notes.append(f"- {label}: **failed**: {row['error'][:300]}")
-            continue
+            if "ours" not in row:
+                continue
         lines.append(_line(label, "fp32", row, "max_rel_err_vs_torch", None))
         fp16 = row.get("fp16", {})
         if "error" in fp16:
