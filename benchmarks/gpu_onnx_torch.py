@@ -199,6 +199,7 @@ OPS = {
     "GreaterOrEqual": lambda a, b, **_: a >= b,
     "Pow": lambda a, b, **_: torch.pow(a, b),
     "Tanh": lambda x, **_: torch.tanh(x),
+    "IsNaN": lambda x, **_: torch.isnan(x),
     "Cast": lambda x, to, **_: x.to(_ONNX_TORCH_TYPES[to]),
     "GatherElements": lambda x, i, axis=0, **_: torch.gather(x, axis, torch.where(i < 0, i + x.shape[axis], i).long()),
     "MatMul": lambda a, b, **_: a @ b,

@@ -4,6 +4,7 @@ and a clear message where torch or CUDA is missing)."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -159,7 +160,7 @@ def test_markdown_table_has_every_column_and_explains_the_errors():
     bert32 = next(line for line in md.splitlines() if line.startswith("| BERT (h256 L4 seq128) | fp32 |"))
     cells = [c.strip() for c in bert32.strip("|").split("|")]
     assert cells[2:8] == ["120.0", "240.0", "150.0", "0.50", "**0.80**", "0.80-0.80"]
-    assert cells[8:11] == ["21+16", "66", "42"]
+    assert cells[8:12] == ["–", "21+16", "66", "42"]
     assert "| BERT (h256 L4 seq128) | fp16 | 90.0 | 200.0 | 100.0 | 0.45 | **0.90** |" in md
     assert "ViT: **failed**: build: RuntimeError: no transformers" in md
     assert "| yolov10n | ours fp16 |" in md and "10.6, 16.3" in md
@@ -191,3 +192,91 @@ def test_cli_help_runs_and_a_missing_torch_is_said_plainly(tmp_path):
     assert run.returncode == 1
     assert ("no module named torch" if have_cuda is None else "needs a CUDA GPU") in run.stderr
     assert not list(tmp_path.iterdir())  # nothing half-written
+
+
+class _FakeProgram:
+    def __init__(self):
+        self.closed = False
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def _fake_torch():
+    """The few torch attributes main() and release() touch, for driving the phases on a CPU."""
+    import types
+
+    ns = types.SimpleNamespace
+    cuda = ns(is_available=lambda: True, get_device_name=lambda: "Fake GPU", empty_cache=lambda: None)
+    backends = ns(cuda=ns(matmul=ns(allow_tf32=True)), cudnn=ns(allow_tf32=True, benchmark=False))
+    return types.ModuleType("torch"), cuda, backends
+
+
+def test_main_runs_every_phase_keeps_failed_rows_apart_and_frees_each_row(tmp_path, monkeypatch):
+    """main() with fake sides: a row whose build fails, a row whose torch side fails (ours still
+    timed), torch.compile skipped past the budget; every program closed, two files written."""
+    import types
+
+    import gpu_vs_torch
+    import issue28_table as tab
+
+    from migx_explore.gpu import timing
+
+    torch, cuda, backends = _fake_torch()
+    torch.cuda, torch.backends, torch.__version__ = cuda, backends, "0.fake"
+    monkeypatch.setitem(sys.modules, "torch", torch)
+    programs: list[_FakeProgram] = []
+
+    def build_case(name):
+        if name == "vit":
+            raise RuntimeError("no transformers")
+        return tab.Case(None, {}, [("net", None)], [])
+
+    def part(us: float, torch_ok: bool = True) -> dict:
+        programs.append(_FakeProgram())
+        out = {"ours": {"kernels": 3, "blas_calls": 2, "top_kernels": [], "graph_us": us, "_program": programs[-1]}}
+        if torch_ok:
+            out["torch"] = {"kernels": 9, "graph_us": 2 * us, "_replay": (types.SimpleNamespace(replay=us), None)}
+        return out
+
+    def compare_row(model, feeds, nets, xs, args):
+        assert args.keep
+        row = part(10.0, torch_ok=True) if len(programs) == 0 else part(10.0, torch_ok=False)
+        if "torch" not in row:
+            row["error"] = "RuntimeError: capture failed"
+        return {**row, "_nets": nets, "_torch_outputs": [np.zeros(1)]}
+
+    def add_fp16(row, model, feeds, nets, xs, args):
+        row["fp16"] = part(5.0)
+        row["_nets16"] = nets
+
+    def add_compile(row, xs, args):  # pragma: no cover - the budget keeps it from running
+        raise AssertionError("compiled past the budget")
+
+    monkeypatch.setattr(tab, "build_case", build_case)
+    monkeypatch.setattr(gpu_vs_torch, "compare_row", compare_row)
+    monkeypatch.setattr(gpu_vs_torch, "add_fp16", add_fp16)
+    monkeypatch.setattr(gpu_vs_torch, "add_compile", add_compile)
+    monkeypatch.setattr(gpu_vs_torch, "timed", lambda replay, stream, n: [2.0 * replay] * n)
+    monkeypatch.setattr(
+        timing, "graph_replay_us", lambda prog, n: [10.0 if len(programs) and prog is programs[0] else 4.0] * n
+    )
+    tab.main(
+        ["--out", str(tmp_path), "--rows", "bert,vit,gpt2", "--rounds", "2", "--per-round", "3", "--budget-s", "0"]
+    )
+
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["issue28_table.json", "issue28_table.md"]
+    res = json.loads((tmp_path / "issue28_table.json").read_text())
+    assert res["device"] == "Fake GPU" and list(res["rows"]) == ["bert", "vit", "gpt2"]
+    bert, vit, gpt2 = (res["rows"][n] for n in ("bert", "vit", "gpt2"))
+    assert bert["interleaved"]["median_us"] == {"ours": 10.0, "torch_graph": 20.0}
+    assert bert["interleaved"]["ratio"] == {"torch_graph": 0.5}
+    assert bert["torch_compile"]["error"].startswith("skipped: past --budget-s")
+    assert bert["fp16"]["interleaved"]["median_us"] == {"ours": 4.0, "torch_graph": 10.0}
+    assert vit["error"].startswith("build: RuntimeError: no transformers") and "interleaved" not in vit
+    assert gpt2["error"] == "RuntimeError: capture failed" and gpt2["interleaved"]["median_us"] == {"ours": 4.0}
+    assert all(p.closed for p in programs) and len(programs) == 4
+    assert not any(k.startswith("_") for row in res["rows"].values() for k in row)
+    md = (tmp_path / "issue28_table.md").read_text()
+    assert "| BERT (h256 L4 seq128) | fp32 | 10.0 | 20.0 | – | 0.50 |" in md
+    assert "ViT (h192 L4 224): **failed**" in md and "| GPT-2 (d128 L4 seq128) | fp32 | 4.0 |" in md
