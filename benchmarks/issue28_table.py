@@ -254,10 +254,13 @@ def release(row: dict) -> None:
 
     for part in (row, row.get("fp16") or {}):
         prog = part.get("ours", {}).pop("_program", None)
-        if prog is not None:
-            prog.close()
-        if "_step" in part:
-            part.pop("_step")[0].close()
+        dec = part.pop("_step", (None, None))[0]
+        for obj in (prog, dec):
+            try:
+                if obj is not None:
+                    obj.close()
+            except Exception as e:  # noqa: BLE001 - report it, free the rest
+                row.setdefault("torch_notes", []).append(f"close: {type(e).__name__}: {str(e)[:200]}")
         for key in ("torch", "torch_compile"):
             part.get(key, {}).pop("_replay", None)
     for k in [k for k in row if k.startswith("_")]:
@@ -289,10 +292,9 @@ def main(argv: list[str] | None = None) -> None:
     results["args"] = {k: v for k, v in vars(args).items() if k != "keep"}
     phases: dict[str, float] = {}
 
-    def done(phase: str) -> None:
-        phases[phase] = round(time.perf_counter() - t0, 1)
-        results["elapsed_s"] = phases[phase]
-        results["phases"] = ", ".join(f"{k} done at {v:.0f} s" for k, v in phases.items())
+    def done(phase: str, name: str) -> None:
+        results["elapsed_s"] = phases[phase] = round(time.perf_counter() - t0, 1)
+        results["phases"] = ", ".join(f"phase {k} to {v:.0f} s" for k, v in phases.items()) + f" (last: {name})"
         write(results, out)
 
     cases: dict[str, Case | None] = {}
@@ -300,25 +302,32 @@ def main(argv: list[str] | None = None) -> None:
         row, cases[name] = phase_a(name, args)
         results["rows"][name] = row
         print(name, "A", json.dumps(strip_private(row), default=str)[:600], flush=True)
-        done(f"A {name}")
+        done("A", name)
     for name in args.rows:  # B: inductor's workers load the host; nothing else is timed meanwhile
         row, case = results["rows"][name], cases[name]
         if case is None or args.no_compile:
             continue
         if time.perf_counter() - t0 > args.budget_s:
-            row["torch_compile"] = {"error": f"skipped: past --budget-s {args.budget_s:.0f}"}
+            for part in (row, row.get("fp16")):
+                if part and "error" not in part:
+                    part["torch_compile"] = {"error": f"skipped: past --budget-s {args.budget_s:.0f}"}
             continue
         from gpu_vs_torch import add_compile
 
-        add_compile(row, case.xs, args)
-        done(f"B {name}")
+        try:
+            add_compile(row, case.xs, args)
+        except Exception as e:  # noqa: BLE001 - the other rows still compile
+            row["torch_compile"] = {"error": f"{type(e).__name__}: {str(e)[:300]}"}
+        done("B", name)
     for name in args.rows:
         row = results["rows"][name]
-        phase_c(row, args)
-        release(row)
-        cases[name] = None
+        try:
+            phase_c(row, args)
+        finally:
+            release(row)
+            cases[name] = None
         print(name, "C", json.dumps(strip_private(row.get("interleaved", {})), default=str)[:400], flush=True)
-        done(f"C {name}")
+        done("C", name)
     print(markdown(strip_private(results)))
 
 

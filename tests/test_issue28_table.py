@@ -272,6 +272,8 @@ def test_main_runs_every_phase_keeps_failed_rows_apart_and_frees_each_row(tmp_pa
     assert bert["interleaved"]["median_us"] == {"ours": 10.0, "torch_graph": 20.0}
     assert bert["interleaved"]["ratio"] == {"torch_graph": 0.5}
     assert bert["torch_compile"]["error"].startswith("skipped: past --budget-s")
+    assert bert["fp16"]["torch_compile"]["error"].startswith("skipped: past --budget-s")
+    assert "phase C to 0 s (last: gpt2)" in res["phases"]
     assert bert["fp16"]["interleaved"]["median_us"] == {"ours": 4.0, "torch_graph": 10.0}
     assert vit["error"].startswith("build: RuntimeError: no transformers") and "interleaved" not in vit
     assert gpt2["error"] == "RuntimeError: capture failed" and gpt2["interleaved"]["median_us"] == {"ours": 4.0}
