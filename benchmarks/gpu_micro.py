@@ -25,7 +25,12 @@ def micro(n: int = 300, iters: int = 50) -> dict:
     from migx_explore.gpu.steps import argblock
 
     be = get_backend()
-    ks = KernelSource("empty_kernel", '#include "migx.hpp"\nMIGX_GLOBAL void empty_kernel(float* p) {}\n', 64, 64)
+    ks = KernelSource(
+        "empty_kernel",
+        '#include "migx.hpp"\nMIGX_GLOBAL void empty_kernel(float* p) { migx::kernel_entry(); }\n',
+        64,
+        64,
+    )
     fn = be.kernels.get_function(be.kernels.load_module(kernel_cache.compile_many(be.kernels, [ks])[ks.key]), ks.name)
     s = be.streams.create()
     buf = be.memory.malloc(256)

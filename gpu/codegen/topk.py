@@ -317,6 +317,7 @@ def radix_topk_kernel(op: Op, shapes: Sequence[Shape]) -> KernelSource:
     name = f"topk_radix_{'largest' if op['largest'] else 'smallest'}_kernel"
     src = f"""{_HELPERS}
 MIGX_GLOBAL void {name}({kernel_params(shapes, [False, True, True])}) {{
+    migx::kernel_entry();
     const {it} slice = blockIdx.x;
     {body}
 }}"""

@@ -22,7 +22,7 @@ def _kernels(n: int, tag: str) -> list[KernelSource]:
     return [
         KernelSource(
             f"k{tag}{i}_kernel",
-            f'#include "migx.hpp"\nMIGX_GLOBAL void k{tag}{i}_kernel(float* p) {{ p[0] = {i}; }}\n',
+            f'#include "migx.hpp"\nMIGX_GLOBAL void k{tag}{i}_kernel(float* p) {{ migx::kernel_entry(); p[0] = {i}; }}\n',
             64,
             64,
         )

@@ -73,6 +73,11 @@ def _nvcc_all(sources: dict[str, tuple[str, dict[str, str]]], tmp_path: Path, ar
         )
         if r.returncode:
             failures.append(f"{key}: {r.stderr.strip()[:600]}")
+        elif arch >= "sm_90":  # every entry waits for the grid before it (dependent launch is safe)
+            ptx = (d / "k.ptx").read_text()
+            for entry in ptx.split(".entry ")[1:]:
+                if "griddepcontrol.wait" not in entry:
+                    failures.append(f"{key}: entry {entry.split('(')[0]} has no griddepcontrol.wait")
     assert not failures, "\n".join(failures)
 
 
