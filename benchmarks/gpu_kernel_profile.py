@@ -69,7 +69,7 @@ def ours_profile(model, feeds: dict, precision: str, iters: int) -> dict:
 
 def torch_compile_profile(net, xs: list, iters: int) -> dict:
     import torch
-    from gpu_vs_torch import _graph_of, _timed
+    from gpu_vs_torch import graph_of, timed
 
     compiled = torch.compile(net, dynamic=False)
     stream = torch.cuda.Stream()
@@ -78,8 +78,8 @@ def torch_compile_profile(net, xs: list, iters: int) -> dict:
             for _ in range(3):
                 compiled(*xs)
         torch.cuda.synchronize()
-        graph, _, _ = _graph_of(lambda: compiled(*xs), stream)
-        replay = _timed(graph.replay, stream, iters)
+        graph, _, _ = graph_of(lambda: compiled(*xs), stream)
+        replay = timed(graph.replay, stream, iters)
         kernels = kernel_list(graph.replay, torch.cuda.synchronize)
     return {"graph_us": statistics.median(replay), "kernels": kernels}
 
