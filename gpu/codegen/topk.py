@@ -351,6 +351,20 @@ def _run_sort(k: int) -> list[str]:
     index being part of them), added up in shared memory. Output position = rank. Only the runs
     that hold winners take part (the zero padding past them is smaller than every winner)."""
     runs = -(-k // 32)
+    if runs == 1:  # k <= 32: one warp sorts the one run, and lane i holds output i
+        return [
+            "__syncthreads();",
+            "if (t < 32) {",
+            "    unsigned long long v = win[t];",
+            "#pragma unroll",
+            "    for (int size = 2; size <= 32; size <<= 1) {",
+            "#pragma unroll",
+            "        for (int stride = size >> 1; stride > 0; stride >>= 1)",
+            "            v = migx_bitonic_pick(v, migx_shfl_xor_u64(v, stride), t, size, stride);",
+            "    }",
+            "    if (t < K) MIGX_OUT(t, (int)~(unsigned int)v);",
+            "}",
+        ]
     return [
         "int* rank_s = (int*)pool_s;",  # the keys and candidates are no longer read
         "__syncthreads();",
