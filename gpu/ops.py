@@ -52,8 +52,9 @@ def _alias_last(op, shapes) -> int:
 
 # --- kernel-wrapping ops ------------------------------------------------------------------------
 # Inputs: the wrapped op's own inputs (`ninputs` of them; -1 = all but the outputs), then extra
-# inputs of a fused epilogue (a pointwise submodule whose x0 is the op's result), then `outputs`
-# buffers. The wrapped op's submodule (pointwise, fused_reduce) or the epilogue is the module input.
+# inputs of a fused epilogue (a pointwise submodule whose x0 is the op's result) or `workspace`
+# scratch buffers of the kernel (a spread topk's ticket and candidates), then `outputs` buffers.
+# The wrapped op's submodule (pointwise, fused_reduce) or the epilogue is the module input.
 def split_inputs(op: Op, items: list) -> tuple[list, list, list]:
     nout = op["outputs"]
     body = items[: len(items) - nout]
@@ -85,7 +86,7 @@ def _wrapped_shape(op, shapes, mods):
     if len(results) != len(outs):
         raise ShapeError(f"{op.name}: {inner.name} gives {len(results)} outputs but {len(outs)} buffers are passed")
     epilogue = None if own else (mods[0] if mods else None)
-    if extras and epilogue is None:
+    if extras and epilogue is None and len(extras) != op["workspace"]:
         raise ShapeError(f"{op.name}: {len(extras)} epilogue inputs but no epilogue module")
     for r, o in zip(results, outs):
         if r.lens != o.lens:
@@ -119,6 +120,7 @@ _WRAPPED_ATTRS = [
     A("op", "str", "", show=True, doc="the wrapped op, printed"),
     A("ninputs", "int", -1, doc="inputs of the wrapped op; the rest (before the outputs) feed the epilogue"),
     A("outputs", "int", 1, doc="number of output buffers (the last inputs)"),
+    A("workspace", "int", 0, doc="the last inputs before the outputs that are kernel scratch buffers (no epilogue)"),
 ]
 
 
