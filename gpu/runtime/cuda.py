@@ -101,8 +101,11 @@ class NvrtcKernels(Kernels):
         super().__init__(backend)
         self._version = version
         # Programmatic dependent launch from sm_90 on (migx.hpp's kernel_entry waits for the
-        # previous grid in every generated kernel); MIGX_PDL=0 launches the ordinary way.
-        self.dependent_launch = backend.arch >= "sm_90" and os.environ.get("MIGX_PDL", "1") != "0"
+        # previous grid in every generated kernel). MIGX_PDL=0 launches the ordinary way;
+        # MIGX_PDL=all also after the GEMMs that Built.overlap_next leaves out (for measuring).
+        mode = os.environ.get("MIGX_PDL", "auto")
+        self.dependent_launch = backend.arch >= "sm_90" and mode != "0"
+        self.overlap_always = mode == "all"
 
     def make_launch(
         self,
@@ -119,7 +122,7 @@ class NvrtcKernels(Kernels):
         """With dependent launch, one cuLaunchKernelEx whose config (built here, once) allows the
         kernel to start while the previous kernel in the stream finishes; a stream capture keeps
         that as a programmatic edge of the graph."""
-        if not (self.dependent_launch and overlap):
+        if not (self.dependent_launch and (overlap or self.overlap_always)):
             return super().make_launch(fn, grid, block, smem, stream, argblock, site)
         attr = cu.CUlaunchAttribute()
         attr.id = cu.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION
