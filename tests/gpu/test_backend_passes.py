@@ -211,7 +211,7 @@ x = @param:x -> float_type, {2, 8}, {8, 1}
         """module: "main"
 x = @param:x -> float_type, {2, 8}, {8, 1}
 @1 = allocate[shape={float_type, {2, 1}, {1, 1}}]() -> float_type, {2, 1}, {1, 1}
-@2 = gpu::code_object[op="reduce_max[axes={1}]",symbol_name=reduce_max_kernel,global=64,local=64,key=691d1f9e51c4e1f76c8c63b3](x,@1) -> float_type, {2, 1}, {1, 1}
+@2 = gpu::code_object[op="reduce_max[axes={1}]",symbol_name=reduce_max_kernel,global=64,local=64,key=521eca0c45e028061911d69b](x,@1) -> float_type, {2, 1}, {1, 1}
 @3 = @return(@2)
 """,
     ),
