@@ -35,31 +35,18 @@ class CompileOps(Pass):
         changed = False
         for ins in list(module):
             if ins.name == "gpu::precompile_op":
+                # the operand layout the op carries whichever way it is computed
+                carried = {k: ins.op[k] for k in ("op", "ninputs", "outputs", "workspace")}
                 try:
                     ks = generate(ins)
                 except CodegenUnsupported:  # the IR then shows gpu::host_op for this instruction
-                    op = Op(
-                        "gpu::host_op",
-                        op=ins.op["op"],
-                        ninputs=ins.op["ninputs"],
-                        outputs=ins.op["outputs"],
-                        workspace=ins.op["workspace"],
-                    )
-                    new = module.insert_instruction(ins, op, list(ins.inputs), list(ins.module_inputs))
+                    op = Op("gpu::host_op", **carried)
                 else:
                     kernel_cache.register(ks)
                     sources.append(ks)
-                    op = Op(
-                        "gpu::code_object",
-                        op=ins.op["op"],
-                        ninputs=ins.op["ninputs"],
-                        outputs=ins.op["outputs"],
-                        workspace=ins.op["workspace"],
-                        symbol_name=ks.name,
-                        key=ks.key,
-                        **{"global": ks.global_size, "local": ks.local_size},
-                    )
-                    new = module.insert_instruction(ins, op, list(ins.inputs), list(ins.module_inputs))
+                    launch = {"global": ks.global_size, "local": ks.local_size}
+                    op = Op("gpu::code_object", **carried, symbol_name=ks.name, key=ks.key, **launch)
+                new = module.insert_instruction(ins, op, list(ins.inputs), list(ins.module_inputs))
                 module.replace_all_uses(ins, new)
                 module.remove_instruction(ins)
                 changed = True
