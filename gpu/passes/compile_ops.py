@@ -38,7 +38,13 @@ class CompileOps(Pass):
                 try:
                     ks = generate(ins)
                 except CodegenUnsupported:  # the IR then shows gpu::host_op for this instruction
-                    op = Op("gpu::host_op", op=ins.op["op"], ninputs=ins.op["ninputs"], outputs=ins.op["outputs"])
+                    op = Op(
+                        "gpu::host_op",
+                        op=ins.op["op"],
+                        ninputs=ins.op["ninputs"],
+                        outputs=ins.op["outputs"],
+                        gathers=ins.op["gathers"],
+                    )
                     new = module.insert_instruction(ins, op, list(ins.inputs), list(ins.module_inputs))
                 else:
                     kernel_cache.register(ks)
@@ -48,6 +54,7 @@ class CompileOps(Pass):
                         op=ins.op["op"],
                         ninputs=ins.op["ninputs"],
                         outputs=ins.op["outputs"],
+                        gathers=ins.op["gathers"],
                         symbol_name=ks.name,
                         key=ks.key,
                         **{"global": ks.global_size, "local": ks.local_size},

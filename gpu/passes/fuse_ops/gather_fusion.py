@@ -1,0 +1,194 @@
+"""Gathers into the kernels that read them (part of fuse_ops).
+
+A transformer starts with an embedding lookup: the token ids are converted to int32
+(eliminate_data_type_for_gpu), gathered from the table, then added to a position embedding or
+normalized. Lowered, that is a convert kernel, a gather kernel and the consumer: three launches
+where one does. Two rules, both on the lowered program:
+
+- `drop_index_convert`: the gather kernel reads its indices in any integer type (it widens
+  them to 64 bits), so an integer -> integer convert whose only readers are gathers' indices
+  goes: the gathers read the convert's source.
+- `fuse_gather`: a gather whose result is an own input of pointwise or reduction kernels is
+  read by those kernels through the indices (the kernel op's `gathers` attribute; codegen
+  gather_load.py), and the gather kernel goes. When other instructions read the gathered
+  tensor too (a residual GEMM), one kernel with a body (pointwise, fused_reduce) writes it as
+  an extra output, which they read instead. MIGraphX has no such fusion; it is torch.compile's
+  embedding + add + norm kernel.
+"""
+
+from __future__ import annotations
+
+from migx_explore.compiler import dtypes
+from migx_explore.compiler.ir import Instruction, Module
+from migx_explore.compiler.op import Op
+from migx_explore.compiler.passes.fusion_helpers import copy_body
+
+from ...codegen import GATHER_FAMILIES, CodegenUnsupported, generate, kernel_family
+from ...ops import gather_indices, inner_op, split_inputs
+
+
+def _kernel(ins: Instruction) -> bool:
+    return ins.name == "gpu::precompile_op"
+
+
+def _plain_gather(ins: Instruction) -> bool:
+    """A lowered gather kernel with nothing fused into it."""
+    return (
+        _kernel(ins)
+        and not ins.module_inputs
+        and ins.op["outputs"] == 1
+        and not ins.op["gathers"]
+        and inner_op(ins.op["op"]).name == "gather"
+    )
+
+
+def _integer(t: str) -> bool:
+    return t != "bool" and dtypes.dtype(t).is_integral
+
+
+def _converted_index(x: Instruction) -> Instruction | None:
+    """The integer tensor `x` converts to another integer type, when `x` is a kernel doing only
+    that (a lone convert, or a pointwise body that is one)."""
+    if not _kernel(x) or x.op["outputs"] != 1 or x.op["gathers"] or x.shape.is_tuple:
+        return None
+    own, extras, _ = split_inputs(x.op, list(x.inputs))
+    if len(own) != 1 or extras:
+        return None
+    inner = inner_op(x.op["op"])
+    if inner.name == "pointwise" and len(x.module_inputs) == 1:
+        body = [i for i in x.module_inputs[0] if not i.is_param() and not i.is_return()]
+        if len(body) != 1 or body[0].name != "convert" or x.module_inputs[0].output_instructions() != body:
+            return None
+    elif inner.name != "convert" or x.module_inputs:
+        return None
+    src = own[0]
+    if src.shape.lens != x.shape.lens or not (_integer(src.shape.type) and _integer(x.shape.type)):
+        return None
+    return src
+
+
+def drop_index_convert(m: Module, g: Instruction) -> bool:
+    """gather(table, convert(idx)) -> gather(table, idx) where every reader of the convert is a
+    gather's index (the gather kernel widens any integer index itself)."""
+    if not _plain_gather(g):
+        return False
+    x = g.inputs[1]
+    src = _converted_index(x)
+    if src is None or not all(_plain_gather(u) and u.inputs[1] is x and u.inputs[0] is not x for u in x.outputs):
+        return False
+    for u in list(x.outputs):
+        with m.program.provenance([u, x]):
+            new = m.insert_instruction(u, u.op, [u.inputs[0], src, *u.inputs[2:]])
+        m.replace_all_uses(u, new)
+        m.remove_instruction(u)
+    m.remove_instruction(x)
+    return True
+
+
+def _reader(c: Instruction, g: Instruction) -> bool:
+    """`c` is a kernel whose generator can read its input `g` through the gather's indices:
+    a pointwise or reduction kernel reading g as an own input only (not as an epilogue's)."""
+    if not _kernel(c) or c.op["gathers"] or kernel_family(inner_op(c.op["op"]).name) not in GATHER_FAMILIES:
+        return False
+    own, extras, outs = split_inputs(c.op, list(c.inputs))
+    return g in own and g not in extras and g not in outs
+
+
+def _with_gather(m: Module, c: Instruction, g: Instruction, mods: list[Module], extra_out: bool) -> Instruction:
+    """`c` reading `g` through its indices, inserted before `c` (with g's buffer as an extra
+    output when `extra_out`)."""
+    own, extras, outs = split_inputs(c.op, list(c.inputs))
+    table, idx = g.inputs[0], g.inputs[1]
+    axis = inner_op(g.op["op"])["axis"]
+    pairs = list(c.op["gathers"])
+    indices = gather_indices(c.op, list(c.inputs))
+    for k, x in enumerate(own):
+        if x is g:
+            pairs += [k, axis]
+            indices.append(idx)
+    own = [table if x is g else x for x in own]
+    if extra_out:
+        outs = [*outs, g.inputs[-1]]
+    op = c.op.with_(gathers=pairs, outputs=len(outs))
+    with m.program.provenance([c, g]):
+        return m.insert_instruction(c, op, [*own, *extras, *indices, *outs], mods)
+
+
+def _returning_param(ctx, m: Module, c: Instruction, g: Instruction) -> list[Module] | None:
+    """c's body (a copy) that also returns its param for `g`; None when c has no own body."""
+    inner = inner_op(c.op["op"])
+    if inner.name not in ("pointwise", "fused_reduce") or len(c.module_inputs) != 1:
+        return None
+    src = c.module_inputs[0]
+    own = split_inputs(c.op, list(c.inputs))[0]
+    dst = ctx.create_module(ctx.unique_module_name(f"{m.name}:gather"))
+    dst.bypass = src.bypass
+    params = [dst.add_parameter(p.param_name, p.shape) for p in src.params()]
+    outs = copy_body(src, dst, {p.id: q for p, q in zip(src.params(), params)})
+    dst.add_return([*outs, params[own.index(g)]])
+    return [dst]
+
+
+def _tuple_users(m: Module, c: Instruction, new: Instruction) -> None:
+    """Readers of single-output `c` read element 0 of `new` (a tuple now)."""
+    if c.shape.is_tuple:
+        m.replace_all_uses(c, new)
+        return
+    first = m.insert_instruction(c, Op("get_tuple_elem", index=0), [new])
+    m.replace_all_uses(c, first)
+
+
+def _generates(m: Module, new: Instruction) -> bool:
+    """Whether the generators write a kernel for `new`; if not, `new` is removed again."""
+    try:
+        generate(new)
+    except CodegenUnsupported as e:
+        import os
+        if os.environ.get("DBG"): print("GEN FAIL", e)
+        m.remove_instruction(new)
+        return False
+    return True
+
+
+def fuse_gather(m: Module, g: Instruction, ctx) -> bool:
+    """Read gather `g` in the kernels that use it; False when it stays a kernel of its own."""
+    if not _plain_gather(g) or not g.outputs:
+        return False
+    users = list(dict.fromkeys(g.outputs))
+    readers = [u for u in users if _reader(u, g)]
+    if not readers:
+        return False
+    if len(readers) == len(users):
+        news = []
+        for c in readers:
+            new = _with_gather(m, c, g, list(c.module_inputs), extra_out=False)
+            if not _generates(m, new):
+                for n in news:
+                    m.remove_instruction(n)
+                return False
+            news.append(new)
+        for c, new in zip(readers, news):
+            m.replace_all_uses(c, new)
+            m.remove_instruction(c)
+        m.remove_instruction(g)
+        return True
+    # Others read the gathered tensor too: the first reader with a body writes it for them.
+    order = m.index_of()
+    for c in sorted(readers, key=lambda u: order[u.id]):
+        if any(order[u.id] < order[c.id] for u in users if u is not c):
+            break  # a reader before c would read the tensor before c writes it
+        mods = _returning_param(ctx, m, c, g)
+        if mods is None:
+            continue
+        new = _with_gather(m, c, g, mods, extra_out=True)
+        if not _generates(m, new):
+            m.program.remove_module(mods[0].name)
+            continue
+        n_out = len(new.module_inputs[0].output_instructions())
+        gathered = m.insert_instruction(c, Op("get_tuple_elem", index=n_out - 1), [new])
+        _tuple_users(m, c, new)
+        m.remove_instruction(c)
+        m.replace_all_uses(g, gathered)
+        m.remove_instruction(g)
+        return True
+    return False
