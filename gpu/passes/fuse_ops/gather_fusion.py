@@ -142,9 +142,7 @@ def _generates(m: Module, new: Instruction) -> bool:
     """Whether the generators write a kernel for `new`; if not, `new` is removed again."""
     try:
         generate(new)
-    except CodegenUnsupported as e:
-        import os
-        if os.environ.get("DBG"): print("GEN FAIL", e)
+    except CodegenUnsupported:
         m.remove_instruction(new)
         return False
     return True
