@@ -5,6 +5,7 @@ CUDA (a new op, a new dtype path) before anyone reaches a GPU; skips where nvcc 
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -212,3 +213,17 @@ def test_decode_step_kernels_compile(tmp_path, fresh_kernel_cache):
     sources = _sources(bucket_program(1))
     assert any(k.startswith("kv_attention_") for k in sources), list(sources)
     _nvcc_all(sources, tmp_path)
+
+
+@pytest.mark.parametrize("precision", ["fp32", "fp16"])
+def test_fused_gather_kernels_compile(precision, tmp_path, fresh_kernel_cache):
+    """Kernels that read an input through a fused gather (gather_load.py): pointwise, the register
+    row reduction with a second output, along a middle axis with 2-D indices."""
+    from migx_explore.gpu.pipelines import CompileOptions
+    from tests.gpu.test_gather_fusion import gather_programs
+
+    for name, program in gather_programs():
+        sources = _sources(program, CompileOptions(precision=precision))
+        fused = {k: v for k, v in sources.items() if re.search(r"long long g\d+ = \(long long\)p", v[0])}
+        assert fused, (name, list(sources))
+        _nvcc_all(fused, tmp_path / name)
