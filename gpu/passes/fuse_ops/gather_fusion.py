@@ -18,13 +18,17 @@ where one does. Two rules, both on the lowered program:
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from migx_explore.compiler import dtypes
 from migx_explore.compiler.ir import Instruction, Module
 from migx_explore.compiler.op import Op
 from migx_explore.compiler.passes.fusion_helpers import copy_body
+from migx_explore.compiler.shape import Shape
 
-from ...codegen import GATHER_FAMILIES, CodegenUnsupported, generate, kernel_family
-from ...ops import gather_indices, inner_op, split_inputs
+from ...codegen import EPILOGUE_REDUCTIONS, GATHER_FAMILIES, CodegenUnsupported, generate, kernel_family
+from ...codegen.reduce import synthesize
+from ...ops import gather_indices, inner_op, op_text, split_inputs
 
 
 def _kernel(ins: Instruction) -> bool:
@@ -88,45 +92,74 @@ def drop_index_convert(m: Module, g: Instruction) -> bool:
 def _reader(c: Instruction, g: Instruction) -> bool:
     """`c` is a kernel whose generator can read its input `g` through the gather's indices:
     a pointwise or reduction kernel reading g as an own input only (not as an epilogue's)."""
-    if not _kernel(c) or c.op["gathers"] or kernel_family(inner_op(c.op["op"]).name) not in GATHER_FAMILIES:
+    if not _kernel(c) or kernel_family(inner_op(c.op["op"]).name) not in GATHER_FAMILIES:
         return False
     own, extras, outs = split_inputs(c.op, list(c.inputs))
     return g in own and g not in extras and g not in outs
 
 
-def _with_gather(m: Module, c: Instruction, g: Instruction, mods: list[Module], extra_out: bool) -> Instruction:
-    """`c` reading `g` through its indices, inserted before `c` (with g's buffer as an extra
-    output when `extra_out`)."""
-    own, extras, outs = split_inputs(c.op, list(c.inputs))
+@dataclass
+class _Kernel:
+    """A kernel op about to be rebuilt: its op, own and epilogue inputs, module inputs."""
+
+    op: Op
+    own: list[Instruction]
+    extras: list[Instruction]
+    mods: list[Module]
+
+    @staticmethod
+    def of(c: Instruction) -> _Kernel:
+        own, extras, _ = split_inputs(c.op, list(c.inputs))
+        return _Kernel(c.op, own, extras, list(c.module_inputs))
+
+
+def _with_gather(m: Module, c: Instruction, g: Instruction, k: _Kernel, extra_out: bool) -> Instruction:
+    """Kernel `k` (c's, or a rewrite of it) reading `g` through its indices, inserted before `c`
+    (with g's buffer as an extra output when `extra_out`)."""
+    outs = split_inputs(c.op, list(c.inputs))[2]
     table, idx = g.inputs[0], g.inputs[1]
     axis = inner_op(g.op["op"])["axis"]
-    pairs = list(c.op["gathers"])
+    pairs = list(k.op["gathers"])
     indices = gather_indices(c.op, list(c.inputs))
-    for k, x in enumerate(own):
+    for j, x in enumerate(k.own):
         if x is g:
-            pairs += [k, axis]
+            pairs += [j, axis]
             indices.append(idx)
-    own = [table if x is g else x for x in own]
+    own = [table if x is g else x for x in k.own]
     if extra_out:
         outs = [*outs, g.inputs[-1]]
-    op = c.op.with_(gathers=pairs, outputs=len(outs))
+    op = k.op.with_(gathers=pairs, outputs=len(outs))
     with m.program.provenance([c, g]):
-        return m.insert_instruction(c, op, [*own, *extras, *indices, *outs], mods)
+        return m.insert_instruction(c, op, [*own, *k.extras, *indices, *outs], k.mods)
 
 
-def _returning_param(ctx, m: Module, c: Instruction, g: Instruction) -> list[Module] | None:
-    """c's body (a copy) that also returns its param for `g`; None when c has no own body."""
+def _returning_input(ctx, m: Module, c: Instruction, g: Instruction) -> _Kernel | None:
+    """c as a kernel with a body that also returns its input `g`: c's own body (a copy), or a
+    layernorm's synthesized one (with its epilogue) as a fused_reduce; None for other kernels."""
     inner = inner_op(c.op["op"])
-    if inner.name not in ("pointwise", "fused_reduce") or len(c.module_inputs) != 1:
-        return None
-    src = c.module_inputs[0]
-    own = split_inputs(c.op, list(c.inputs))[0]
+    k = _Kernel.of(c)
     dst = ctx.create_module(ctx.unique_module_name(f"{m.name}:gather"))
-    dst.bypass = src.bypass
-    params = [dst.add_parameter(p.param_name, p.shape) for p in src.params()]
-    outs = copy_body(src, dst, {p.id: q for p, q in zip(src.params(), params)})
-    dst.add_return([*outs, params[own.index(g)]])
-    return [dst]
+    dst.bypass = True
+    if inner.name in ("pointwise", "fused_reduce") and len(c.module_inputs) == 1:
+        src = c.module_inputs[0]
+        dst.bypass = src.bypass
+        params = [dst.add_parameter(p.param_name, p.shape) for p in src.params()]
+        outs = copy_body(src, dst, {p.id: q for p, q in zip(src.params(), params)})
+        dst.add_return([*outs, params[k.own.index(g)]])
+        return _Kernel(k.op, k.own, k.extras, [dst])
+    if inner.name not in EPILOGUE_REDUCTIONS or len(c.module_inputs) > 1:
+        m.program.remove_module(dst.name)
+        return None
+    # layernorm_fusion's construction: the synthesized reduction, then the epilogue (x0 = its result)
+    body, axes = synthesize(inner, [x.shape for x in k.own])
+    ins = k.own + k.extras
+    params = [dst.add_parameter(f"x{j}", Shape.of(x.shape.type, x.shape.lens)) for j, x in enumerate(ins)]
+    value = copy_body(body, dst, {p.id: params[j] for j, p in enumerate(body.params())})[0]
+    if c.module_inputs:
+        value = dst.add_instruction(Op("pointwise"), [value, *params[len(k.own) :]], [c.module_inputs[0]])
+    dst.add_return([value, params[k.own.index(g)]])
+    op = Op("gpu::precompile_op", op=op_text(Op("fused_reduce", axes=axes)), ninputs=-1, outputs=1)
+    return _Kernel(op.with_(gathers=k.op["gathers"]), ins, [], [dst])
 
 
 def _tuple_users(m: Module, c: Instruction, new: Instruction) -> None:
@@ -159,7 +192,7 @@ def fuse_gather(m: Module, g: Instruction, ctx) -> bool:
     if len(readers) == len(users):
         news = []
         for c in readers:
-            new = _with_gather(m, c, g, list(c.module_inputs), extra_out=False)
+            new = _with_gather(m, c, g, _Kernel.of(c), extra_out=False)
             if not _generates(m, new):
                 for n in news:
                     m.remove_instruction(n)
@@ -175,12 +208,12 @@ def fuse_gather(m: Module, g: Instruction, ctx) -> bool:
     for c in sorted(readers, key=lambda u: order[u.id]):
         if any(order[u.id] < order[c.id] for u in users if u is not c):
             break  # a reader before c would read the tensor before c writes it
-        mods = _returning_param(ctx, m, c, g)
-        if mods is None:
+        k = _returning_input(ctx, m, c, g)
+        if k is None:
             continue
-        new = _with_gather(m, c, g, mods, extra_out=True)
+        new = _with_gather(m, c, g, k, extra_out=True)
         if not _generates(m, new):
-            m.program.remove_module(mods[0].name)
+            m.program.remove_module(k.mods[0].name)
             continue
         n_out = len(new.module_inputs[0].output_instructions())
         gathered = m.insert_instruction(c, Op("get_tuple_elem", index=n_out - 1), [new])
