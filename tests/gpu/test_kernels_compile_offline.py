@@ -218,11 +218,13 @@ def test_decode_step_kernels_compile(tmp_path, fresh_kernel_cache):
 @pytest.mark.parametrize("precision", ["fp32", "fp16"])
 def test_fused_gather_kernels_compile(precision, tmp_path, fresh_kernel_cache):
     """Kernels that read an input through a fused gather (gather_load.py): pointwise, the register
-    row reduction with a second output, along a middle axis with 2-D indices."""
+    row reduction with a second output, along a middle axis with 2-D indices, a layernorm."""
+    from migx_explore import models
     from migx_explore.gpu.pipelines import CompileOptions
     from tests.gpu.test_gather_fusion import gather_programs
 
-    for name, program in gather_programs():
+    # gpt2_decode: a layernorm reader turned fused_reduce, writing the gathered rows as well
+    for name, program in [*gather_programs(), ("gpt2_decode", models.load("gpt2_decode", P=3, T=1))]:
         sources = _sources(program, CompileOptions(precision=precision))
         fused = {k: v for k, v in sources.items() if re.search(r"long long g\d+ = \(long long\)p", v[0])}
         assert fused, (name, list(sources))
