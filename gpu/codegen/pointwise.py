@@ -77,8 +77,8 @@ def elementwise(
     results = body(lines, loaded)
     for k, expr in zip(stores, results):
         lines.append(f"migx::store(p{k}, {offset_expr(coords, strides[k])}, {expr});")
-    if VECTORIZE and not gathers and vectorizable(shapes, clens, strides):
-        return paired_kernel(name, shapes, writes, it, n, clens, strides, loads, stores, body, lines)
+    if VECTORIZE and vectorizable(shapes, clens, strides, gathers):
+        return paired_kernel(name, shapes, writes, it, n, clens, strides, loads, stores, body, lines, gathers)
     return grid_stride_kernel(name, shapes, writes, it, n, lines)
 
 

@@ -14,6 +14,7 @@ import pytest
 
 import migx_explore.gpu.passes  # noqa: F401  (registers the backend passes and GPU ops)
 from migx_explore.compiler import evaluate, parse, print_program
+from migx_explore.compiler.op import Op
 from migx_explore.compiler.passes import make_pass, run_passes
 from migx_explore.gpu import compile as gpu_compile
 from migx_explore.gpu import lower
@@ -196,6 +197,21 @@ def test_generated_loads_read_through_the_indices(fake):
             assert f"+= {n};" in src, (name, src)
             if "fused_reduce" in ins.op["op"] or "layernorm" in ins.op["op"]:
                 assert "const int base0 = (int)g0 * " in src, src
+
+
+def test_paired_half_loads_share_their_index():
+    """Half data two elements a thread (pointwise_vec.py): a gathered table's pair is one 32-bit
+    word at one index; indices that differ within a pair keep the element-wise loop."""
+    from migx_explore.compiler.shape import Shape
+    from migx_explore.gpu.codegen.pointwise import pointwise_kernel
+
+    half = [Shape.of("float16", (50, 32)), Shape.of("float16", (1, 8, 32)), Shape.of("int64", (1, 8))]
+    src = pointwise_kernel(Op("add"), [*half, Shape.of("float16", (1, 8, 32))], 1, None, ((0, 0),)).source
+    assert "const unsigned w0 = *(const unsigned*)(p0 + c1 + (int)g0 * 32);" in src, src
+    # gathered along the last axis: each element has its own index, so no pairs
+    last = [Shape.of("float16", (8, 50)), Shape.of("float16", (8, 32)), Shape.of("int64", (32,))]
+    src = pointwise_kernel(Op("add"), [*last, Shape.of("float16", (8, 32))], 1, None, ((0, 1),)).source
+    assert "unsigned" not in src and "long long g0 = (long long)p2[c1];" in src, src
 
 
 def test_gather_fusion_in_the_pass_trace(fake):

@@ -224,7 +224,9 @@ def test_fused_gather_kernels_compile(precision, tmp_path, fresh_kernel_cache):
     from tests.gpu.test_gather_fusion import gather_programs
 
     # gpt2_decode: a layernorm reader turned fused_reduce, writing the gathered rows as well
-    for name, program in [*gather_programs(), ("gpt2_decode", models.load("gpt2_decode", P=3, T=1))]:
+    # half tables: the pointwise kernel reads its pairs of table elements as one 32-bit word
+    programs = [*gather_programs(), *[(f"{n}_half", p) for n, p in gather_programs("half_type")]]
+    for name, program in [*programs, ("gpt2_decode", models.load("gpt2_decode", P=3, T=1))]:
         sources = _sources(program, CompileOptions(precision=precision))
         fused = {k: v for k, v in sources.items() if re.search(r"long long g\d+ = \(long long\)p", v[0])}
         assert fused, (name, list(sources))
