@@ -52,8 +52,16 @@ def native_torch(model):
     F = torch.nn.functional
 
     class Decoder(torch.nn.Module):
+        def __init__(self):  # weights as parameters, so that .half() gives the fp16 baseline
+            super().__init__()
+            frozen = lambda ts: torch.nn.ParameterList(torch.nn.Parameter(t, requires_grad=False) for t in ts)  # noqa: E731
+            self.tables, self.mats, self.biases = frozen(tables), frozen(mats), frozen(biases)
+            self.norms = frozen(t for pair in norms for t in pair)
+
         def forward(self, ids, *pasts):
-            wte, wpe = tables
+            wte, wpe = self.tables
+            mats, norms = self.mats, [(self.norms[2 * i], self.norms[2 * i + 1]) for i in range(len(self.norms) // 2)]
+            biases = self.biases
             past, new, d = pasts[0].shape[2], ids.shape[1], wte.shape[1]
             dh = d // heads
             pos = torch.arange(past, past + new, device=ids.device)

@@ -39,18 +39,18 @@ def main() -> None:
     cp.run(feed, mode="graph")
     ours = kernel_list(lambda: cp.launch_graph(io=False), lambda: cp.backend.streams.sync(cp.stream))
     r = {"device": torch.cuda.get_device_name(0), "steps": [f"{i.label} {i.kernel}" for i in cp.steps.info]}
-    r["ours"] = {"kernels": ours, "sum_us": round(sum(t for _, t in ours), 2), "count": len(ours)}
+    r["ours"] = {"kernels": ours, "sum_us": round(sum(k[1] for k in ours), 2), "count": len(ours)}
     if args.torch:
         xs = [torch.from_numpy(np.ascontiguousarray(v)).cuda() for v in decode_feed(args.past, 1).values()]
         tc = torch_compile_profile(native_torch(pinned_model(args.past, 1)), xs, 100)
-        tc["sum_us"], tc["count"] = round(sum(t for _, t in tc["kernels"]), 2), len(tc["kernels"])
+        tc["sum_us"], tc["count"] = round(sum(k[1] for k in tc["kernels"]), 2), len(tc["kernels"])
         r["torch_compile"] = tc
     dec.close()
     for side in ("ours", "torch_compile"):
         if side in r:
             print(f"--- {side}: {r[side]['count']} kernels, {r[side]['sum_us']} us summed")
-            for name, t in r[side]["kernels"]:
-                print(f"{t:8.2f}  {name}")
+            for name, t, idle in r[side]["kernels"]:
+                print(f"{t:8.2f}  (after {idle:5.2f} idle)  {name}")
     if args.out:
         Path(args.out).mkdir(parents=True, exist_ok=True)
         (Path(args.out) / "decode_kernels.json").write_text(json.dumps(r, indent=1))

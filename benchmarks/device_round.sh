@@ -1,35 +1,60 @@
 #!/usr/bin/env bash
-# One device call that checks and times a tree for issue 28 work, every step's output under $OUT
-# (so a call cut short by its time limit still returns what finished). Run from the repository
-# root on the device machine, after `python3 -m pip install --no-deps --no-build-isolation -e .`:
+# One device call that checks and times a tree for issue 28 work. Run from the repository root on
+# the device machine, after `python3 -m pip install --no-deps --no-build-isolation -e .`:
 #
-#     bash benchmarks/device_round.sh [suite|table|decode|rows|profile ...]   (default: all five)
+#     bash benchmarks/device_round.sh [suite|table|decode|rows|profile|issue28 ...]   (default: the first five)
 #
-#   suite    the gpu-marked tests (about 2 min on an H200)
+#   suite    the gpu-marked tests (about 2 min on an H200)                    -> $OUT/gpu_suite.txt
 #   table    gpu_vs_torch.py --fp16 on the six transformer exports, torch.compile included (about 2.5 min)
 #   decode   decode.py at P=127 (about 1 min)
 #   rows     gpu_issue28_rows.py: bilstm, yolov10n, mlp (about 1 min)
 #   profile  gpu_kernel_profile.py --fp16 on bert, gpt2, llama (about 1.5 min)
+#            (table, decode, rows, profile: their log and files packed as $OUT/<step>.tar.gz)
+#   issue28  issue28_table.py: every row of issue 28's table, fp32 and fp16, ours against PyTorch
+#            CUDA graph and torch.compile, re-timed interleaved (about 6-7 min; ISSUE28_ARGS adds
+#            options, e.g. ISSUE28_ARGS="--rows bert,yolov10n")  -> $OUT/issue28.log, issue28_table.md/.json
+#
+# The device tool brings back at most 8 files, at most two folders down: every step writes one
+# file under $OUT (issue28 three), each step's when it ends, so a call cut short by its time limit
+# still returns what finished (a step cut short is packed by the TERM trap, as far as it got).
 set -u
 OUT="${OUT:-bench_out}"
+WORK="$(mktemp -d "${TMPDIR:-/tmp}/device_round.XXXXXX")"
 mkdir -p "$OUT"
 steps=("$@")
 [ ${#steps[@]} -eq 0 ] && steps=(suite table decode rows profile)
+pack() { [ -d "$WORK/$1" ] && tar -czf "$OUT/$1.tar.gz" -C "$WORK" "$1"; }
+current=""
+trap '[ -n "$current" ] && pack "$current"; exit 124' TERM INT
 for step in "${steps[@]}"; do
   start=$(date +%s)
+  current="$step"
+  W="$WORK/$step"
   case "$step" in
-    suite) python3 -m pytest -m gpu tests -q -n 4 -p no:cacheprovider -o addopts="" -rfE --ignore=tests/browser \
+    suite) current=""
+           python3 -m pytest -m gpu tests -q -n 4 -p no:cacheprovider -o addopts="" -rfE --ignore=tests/browser \
              > "$OUT/gpu_suite.txt" 2>&1; tail -3 "$OUT/gpu_suite.txt" ;;
-    table) python3 benchmarks/gpu_vs_torch.py --models none --transformers bert,gpt2,llama,vit,whisper,convnext \
+    table) mkdir -p "$W"
+           python3 benchmarks/gpu_vs_torch.py --models none --transformers bert,gpt2,llama,vit,whisper,convnext \
              --compile bert,gpt2,llama,vit,whisper,convnext --fp16 --iters 100 --warmup 10 --skip-micro \
-             --out "$OUT/vs" > "$OUT/table.log" 2>&1; grep -A9 "^| model | ours fp32" "$OUT/vs/gpu_vs_torch.md" ;;
-    decode) python3 benchmarks/decode.py --pasts 127 --exact-pasts 127 --iters 100 --out "$OUT/decode" \
-             > "$OUT/decode.log" 2>&1; grep -E "^\| (ours|torch)|ratio|launches" "$OUT"/decode/*.md ;;
-    rows) python3 benchmarks/gpu_issue28_rows.py --models bilstm,yolov10n,mlp --iters 100 --out "$OUT/rows" \
-             > "$OUT/rows.log" 2>&1; tail -12 "$OUT/rows.log" ;;
-    profile) python3 benchmarks/gpu_kernel_profile.py --models bert,gpt2,llama --precision fp16 --out "$OUT/profile" \
-             > "$OUT/profile.log" 2>&1; grep -E "^(##|ours|torch.compile)" "$OUT/profile/kernel_profile.md" ;;
-    *) echo "device_round.sh: unknown step $step (suite, table, decode, rows, profile)"; exit 2 ;;
+             --out "$W/vs" > "$W/table.log" 2>&1; grep -A9 "^| model | ours fp32" "$W/vs/gpu_vs_torch.md" ;;
+    decode) mkdir -p "$W"
+           python3 benchmarks/decode.py --pasts 127 --exact-pasts 127 --iters 100 --out "$W/decode" \
+             > "$W/decode.log" 2>&1; grep -E "^\| (ours|torch)|ratio|launches" "$W"/decode/*.md ;;
+    rows) mkdir -p "$W"
+           python3 benchmarks/gpu_issue28_rows.py --models bilstm,yolov10n,mlp --iters 100 --out "$W/rows" \
+             > "$W/rows.log" 2>&1; tail -12 "$W/rows.log" ;;
+    profile) mkdir -p "$W"
+           python3 benchmarks/gpu_kernel_profile.py --models bert,gpt2,llama --precision fp16 --out "$W/profile" \
+             > "$W/profile.log" 2>&1; grep -E "^(##|ours|torch.compile)" "$W/profile/kernel_profile.md" ;;
+    issue28) current=""  # writes its two files straight into $OUT after every row and phase
+           # shellcheck disable=SC2086  # ISSUE28_ARGS is a list of options
+           python3 benchmarks/issue28_table.py --out "$OUT" ${ISSUE28_ARGS:-} > "$OUT/issue28.log" 2>&1
+           grep -E "^\| |^- |^Run time" "$OUT/issue28_table.md" ;;
+    *) echo "device_round.sh: unknown step $step (suite, table, decode, rows, profile, issue28)"; exit 2 ;;
   esac
+  [ -n "$current" ] && pack "$step"
+  current=""
   echo "[$step: $(( $(date +%s) - start )) s]"
 done
+rm -rf "$WORK"

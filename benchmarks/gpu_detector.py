@@ -81,57 +81,11 @@ def ours(model, feeds: dict, iters: int, warmup: int) -> dict:
         }
 
 
-def _torch_ops() -> None:
-    """ONNX ops of the post-processing that the shared ONNX -> torch mapping does not have."""
-    import gpu_onnx_torch as g
-    import torch
-
-    def topk(x, k, axis=-1, largest=1, sorted=1, **_):
-        v, i = torch.topk(x, int(k.reshape(-1)[0]), dim=axis, largest=bool(largest), sorted=True)
-        return [v, i]
-
-    def reduce(fn):
-        return lambda x, axes=None, keepdims=1, **_: fn(
-            x, dim=[int(a) for a in axes.reshape(-1).tolist()], keepdim=bool(keepdims)
-        )
-
-    def gathernd(x, i, batch_dims=0, **_):
-        if batch_dims != 1 or i.shape[-1] != 1:
-            raise NotImplementedError("GatherND: only batch_dims=1 with 1-coordinate indices")
-        rows = torch.arange(x.shape[0], device=x.device).reshape(-1, *([1] * (i.dim() - 2)))
-        return x[rows, i[..., 0]]
-
-    def div(a, b, **_):
-        return a / b if a.is_floating_point() else torch.div(a, b, rounding_mode="trunc")
-
-    def slice_(x, starts, ends, axes=None, steps=None, **_):
-        idx = [slice(None)] * x.dim()
-        for k, ax in enumerate(axes.reshape(-1).tolist() if axes is not None else range(len(starts))):
-            idx[int(ax)] = slice(int(starts.reshape(-1)[k]), int(ends.reshape(-1)[k]))
-        return x[tuple(idx)]
-
-    g.OPS.update(
-        {
-            "TopK": topk,
-            "ReduceMax": reduce(torch.amax),
-            "ReduceSum": reduce(torch.sum),
-            "GatherElements": lambda x, i, axis=0, **_: torch.gather(x, axis, i),
-            "GatherND": gathernd,
-            "Mod": lambda a, b, **_: torch.remainder(a, b),
-            "Div": div,
-            "Slice": slice_,
-            "Cast": lambda x, to, **_: x.to({1: torch.float32, 7: torch.int64, 6: torch.int32}[to]),
-        }
-    )
-    g.SHAPE_ARGS.update({"TopK", "ReduceMax", "ReduceSum", "Slice"})
-
-
 def torch_eager(model, feeds: dict, iters: int, warmup: int) -> dict:
     import torch
     from gpu_onnx_torch import OnnxTorch
     from torch.profiler import ProfilerActivity, profile
 
-    _torch_ops()
     net = OnnxTorch(model)
     xs = [torch.from_numpy(np.ascontiguousarray(feeds[n])).cuda() for n in net.inputs]
     stream = torch.cuda.Stream()
@@ -224,7 +178,7 @@ def main() -> None:
     r["torch"] = torch_eager(model, feeds, args.iters, args.warmup)
     r["agreement"] = compare(r["ours"].pop("outputs")[0], r["torch"].pop("outputs")[0])
     try:
-        from gpu_vs_torch import micro
+        from gpu_micro import micro
 
         r["micro"] = micro()
     except Exception as e:  # noqa: BLE001 - the micro-benchmark is secondary

@@ -3,7 +3,7 @@ LSTM): fp32 and fp16 graph latency (median device µs, batch 1), kernels and BLA
 the top-k kernels' own times, and the largest error against the float64 reference evaluator.
 
 gpu_vs_torch.py cannot build these models in PyTorch (no torch mapping for ONNX LSTM, ReduceMax),
-so the torch side here is only cuDNN's LSTM (nn.LSTM, same sizes, CUDA graph).
+so the torch side here is only cuDNN's LSTM (nn.LSTM with the model's weights, CUDA graph).
 
     python3 benchmarks/gpu_issue28_rows.py --out results/ [--models bilstm,yolov10n] [--iters 200]
 """
@@ -46,21 +46,62 @@ def our_row(model, feeds: dict, precision: str, iters: int) -> dict:
     return row
 
 
-def cudnn_lstm(precision: str, iters: int, seq: int = 32, size: int = 64, hidden: int = 96) -> dict:
-    """nn.LSTM (2 layers, bidirectional) + Linear on the last step, as the bilstm model."""
+def lstm_module(model, device: str = "cuda"):
+    """The bilstm model as nn.LSTM (cuDNN) + Linear on the last step, with the ONNX model's own
+    weights: ONNX stacks the gates i, o, f, c and torch i, f, g(c), o; ONNX's one bias of 8
+    hidden is torch's bias_ih then bias_hh. Takes input [seq, batch, features]."""
+    import torch
+    from onnx import numpy_helper
+
+    inits = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
+    cells = [n for n in model.graph.node if n.op_type == "LSTM"]
+    hidden = next(a.i for a in cells[0].attribute if a.name == "hidden_size")
+    gemm = next(n for n in model.graph.node if n.op_type == "Gemm")
+    fc_w, fc_b = inits[gemm.input[1]], inits[gemm.input[2]]
+    lstm = torch.nn.LSTM(inits[cells[0].input[1]].shape[2], hidden, num_layers=len(cells), bidirectional=True)
+    head = torch.nn.Linear(fc_w.shape[1], fc_w.shape[0])
+
+    def gates(a):  # ONNX i, o, f, c blocks -> torch i, f, g, o
+        return torch.from_numpy(np.concatenate([a[k * hidden : (k + 1) * hidden] for k in (0, 2, 3, 1)]))
+
+    with torch.no_grad():
+        for layer, cell in enumerate(cells):
+            w, r, b = (inits[cell.input[i]] for i in (1, 2, 3))
+            for d, sfx in enumerate(("", "_reverse")):
+                getattr(lstm, f"weight_ih_l{layer}{sfx}").copy_(gates(w[d]))
+                getattr(lstm, f"weight_hh_l{layer}{sfx}").copy_(gates(r[d]))
+                getattr(lstm, f"bias_ih_l{layer}{sfx}").copy_(gates(b[d][: 4 * hidden]))
+                getattr(lstm, f"bias_hh_l{layer}{sfx}").copy_(gates(b[d][4 * hidden :]))
+        head.weight.copy_(torch.tensor(fc_w))  # Gemm transB=1: the weight as Linear stores it
+        head.bias.copy_(torch.tensor(fc_b))
+
+    class BiLstm(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lstm, self.head = lstm, head
+
+        def forward(self, x):
+            return self.head(self.lstm(x)[0][-1])
+
+    return BiLstm().to(device).eval()
+
+
+def cudnn_lstm(precision: str, iters: int) -> dict:
+    """CUDA-graph latency of lstm_module (the built-in bilstm's weights, cuDNN's LSTM)."""
     import torch
 
+    from migx_explore import models
+
     dt = torch.float16 if precision == "fp16" else torch.float32
-    lstm = torch.nn.LSTM(size, hidden, num_layers=2, bidirectional=True).cuda().to(dt)
-    head = torch.nn.Linear(2 * hidden, 10).cuda().to(dt)
-    x = torch.randn(seq, 1, size, device="cuda", dtype=dt)
+    net = lstm_module(models.get_model("bilstm")).to(dt)
+    x = torch.randn(32, 1, 64, device="cuda", dtype=dt)
     with torch.no_grad():
         for _ in range(3):
-            head(lstm(x)[0][-1])
+            net(x)
         torch.cuda.synchronize()
         g = torch.cuda.CUDAGraph()
         with torch.cuda.graph(g):
-            head(lstm(x)[0][-1])
+            net(x)
         times = []
         for _ in range(iters):
             a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)

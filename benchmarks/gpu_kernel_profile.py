@@ -21,18 +21,25 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).parent))
 
 
-def kernel_list(fn, sync) -> list[tuple[str, float]]:
-    """(name, device us) of each kernel one call of fn runs, in start order (CUPTI)."""
+def kernel_list(fn, sync) -> list[tuple[str, float, float]]:
+    """(name, device us, idle us before it) of each device activity one call of fn runs, in start
+    order (CUPTI). Memsets and copies are listed too (as "[memset] ..."): a library call that adds
+    one to the graph shows up here instead of hiding in the gaps."""
     from torch.profiler import ProfilerActivity, profile
 
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
         fn()
         sync()
-    kev = [
-        e for e in prof.events() if e.device_type.name == "CUDA" and "Memcpy" not in e.name and "Memset" not in e.name
-    ]
+    kev = [e for e in prof.events() if e.device_type.name == "CUDA"]
     kev.sort(key=lambda e: e.time_range.start)
-    return [(e.name[:90], round(float(e.device_time_total), 2)) for e in kev]
+    out, last_end = [], None
+    for e in kev:
+        start, end = e.time_range.start, e.time_range.end
+        idle = 0.0 if last_end is None else max(0.0, float(start - last_end))
+        last_end = end if last_end is None else max(last_end, end)
+        tag = "[memset] " if "Memset" in e.name else "[copy] " if "Memcpy" in e.name else ""
+        out.append((tag + e.name[:90], round(float(e.device_time_total), 2), round(idle, 2)))
+    return out
 
 
 def ours_profile(model, feeds: dict, precision: str, iters: int) -> dict:
@@ -62,7 +69,7 @@ def ours_profile(model, feeds: dict, precision: str, iters: int) -> dict:
 
 def torch_compile_profile(net, xs: list, iters: int) -> dict:
     import torch
-    from gpu_vs_torch import _graph_of, _timed
+    from gpu_vs_torch import graph_of, timed
 
     compiled = torch.compile(net, dynamic=False)
     stream = torch.cuda.Stream()
@@ -71,8 +78,8 @@ def torch_compile_profile(net, xs: list, iters: int) -> dict:
             for _ in range(3):
                 compiled(*xs)
         torch.cuda.synchronize()
-        graph, _, _ = _graph_of(lambda: compiled(*xs), stream)
-        replay = _timed(graph.replay, stream, iters)
+        graph, _, _ = graph_of(lambda: compiled(*xs), stream)
+        replay = timed(graph.replay, stream, iters)
         kernels = kernel_list(graph.replay, torch.cuda.synchronize)
     return {"graph_us": statistics.median(replay), "kernels": kernels}
 
@@ -81,13 +88,13 @@ def report(name: str, ours: dict, theirs: dict) -> str:
     lines = [f"## {name}", ""]
     for side, r in (("ours", ours), ("torch.compile", theirs)):
         ks = r["kernels"]
-        total = sum(us for _, us in ks)
+        total = sum(k[1] for k in ks)
         lines.append(
             f"{side}: graph {r['graph_us']:.1f} us, {len(ks)} kernels summing to {total:.1f} us "
             f"(gaps {r['graph_us'] - total:.1f} us)"
         )
-        for kname, us in ks:
-            lines.append(f"    {us:8.2f}  {kname}")
+        for kname, us, idle in ks:
+            lines.append(f"    {us:8.2f}  (after {idle:5.2f} idle)  {kname}")
         lines.append("")
     return "\n".join(lines)
 

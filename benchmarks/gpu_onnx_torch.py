@@ -119,6 +119,52 @@ def _cos(x, value=None, **_):
     return x
 
 
+# The detectors' NMS-free post-processing (yolov10n, yolo_e2e): top-k over scores, the row
+# gathers it feeds, and integer index arithmetic (Div on integers truncates, as ONNX says).
+# Host constants are read with tolist() alone: make_fx (the torch.compile side traces OnnxTorch
+# into a flat graph first) cannot read a value out of a tensor that another op produced.
+def _ints(t) -> list[int]:
+    return [int(v) for v in np.asarray(t.tolist()).reshape(-1)]
+
+
+def _topk(x, k, *, axis=-1, largest=1, **_):
+    v, i = torch.topk(x, _ints(k)[0], dim=axis, largest=bool(largest), sorted=True)
+    return [v, i]
+
+
+def _reduce(fn):
+    def reduce(x, axes=None, *, keepdims=1, **kw):
+        return fn(x, dim=_ints(axes) if axes is not None else kw.get("axes", []), keepdim=bool(keepdims))
+
+    return reduce
+
+
+def _gathernd(x, i, *, batch_dims=0, **_):
+    if batch_dims != 1 or i.shape[-1] != 1:
+        raise NotImplementedError("GatherND: only batch_dims=1 with 1-coordinate indices")
+    rows = torch.arange(x.shape[0], device=x.device).reshape(-1, *([1] * (i.dim() - 2)))
+    return x[rows, i[..., 0]]
+
+
+def _div(a, b, **_):
+    return a / b if a.is_floating_point() else torch.div(a, b, rounding_mode="trunc")
+
+
+def _slice(x, starts, ends, axes=None, steps=None, **_):
+    idx = [slice(None)] * x.dim()
+    begin, end = _ints(starts), _ints(ends)
+    axes_ = _ints(axes) if axes is not None else range(len(begin))
+    steps_ = _ints(steps) if steps is not None else [1] * len(begin)
+    for k, ax in enumerate(axes_):
+        idx[ax] = slice(begin[k], end[k], steps_[k])
+    return x[tuple(idx)]
+
+
+def _squeeze(x, axes=None, **kw):
+    ax = _ints(axes) if axes is not None else kw.get("axes")
+    return x.squeeze() if ax is None else x.squeeze(tuple(a % x.dim() for a in ax))
+
+
 OPS = {
     "Conv": _conv,
     "MaxPool": _maxpool,
@@ -138,7 +184,7 @@ OPS = {
     "Add": lambda a, b, **_: a + b,
     "Sub": lambda a, b, **_: a - b,
     "Mul": lambda a, b, **_: a * b,
-    "Div": lambda a, b, **_: a / b,
+    "Div": _div,
     "Equal": lambda a, b, **_: a == b,
     "LessOrEqual": lambda a, b, **_: a <= b,
     "Range": lambda s, lim, d, **_: torch.arange(int(s), int(lim), int(d), device=s.device),
@@ -153,6 +199,7 @@ OPS = {
     "GreaterOrEqual": lambda a, b, **_: a >= b,
     "Pow": lambda a, b, **_: torch.pow(a, b),
     "Tanh": lambda x, **_: torch.tanh(x),
+    "IsNaN": lambda x, **_: torch.isnan(x),
     "Cast": lambda x, to, **_: x.to(_ONNX_TORCH_TYPES[to]),
     "GatherElements": lambda x, i, axis=0, **_: torch.gather(x, axis, torch.where(i < 0, i + x.shape[axis], i).long()),
     "MatMul": lambda a, b, **_: a @ b,
@@ -171,6 +218,14 @@ OPS = {
     ),
     "BatchNormalization": lambda x, s, b, m, v, epsilon=1e-5, **_: F.batch_norm(x, m, v, s, b, False, 0.0, epsilon),
     "ConstantOfShape": lambda shape, value=None, **_: _constant_of_shape(shape, value),
+    "TopK": _topk,
+    "ReduceMax": _reduce(torch.amax),
+    "ReduceSum": _reduce(torch.sum),
+    "GatherND": _gathernd,
+    "Mod": lambda a, b, **_: torch.remainder(a, b),
+    "Slice": _slice,
+    "Squeeze": _squeeze,
+    "Tile": lambda x, reps, **_: x.repeat(*_ints(reps)),
 }
 
 
@@ -196,6 +251,7 @@ _ONNX_TORCH_TYPES = {
 # Ops whose inputs after the first are shapes/axes/sizes read on the host (kept on the CPU so
 # forward() never synchronizes; everything else is resident on the GPU).
 SHAPE_ARGS = {"Reshape", "Expand", "Unsqueeze", "Split", "ReduceMean", "Resize", "ConstantOfShape", "Trilu"}
+SHAPE_ARGS |= {"TopK", "ReduceMax", "ReduceSum", "Slice", "Squeeze", "Tile"}
 
 
 class OnnxTorch(torch.nn.Module):

@@ -19,10 +19,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -98,7 +96,7 @@ def _kernel_profile(fn, stream) -> tuple[int, list]:
     return len(kev), sorted(dur, key=lambda x: -x[1])[:8]
 
 
-def _timed(fn, stream, iters: int) -> list[float]:
+def timed(fn, stream, iters: int) -> list[float]:
     import torch
 
     e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -113,7 +111,7 @@ def _timed(fn, stream, iters: int) -> list[float]:
     return t
 
 
-def _graph_of(fn, stream):
+def graph_of(fn, stream):
     import torch
 
     try:
@@ -133,8 +131,9 @@ def _graph_of(fn, stream):
     return graph, out, nodes
 
 
-def torch_latency(net, xs: list, iters: int, warmup: int) -> dict:
-    """PyTorch eager and CUDA-graph latency of `net(*xs)` (inputs already on the device)."""
+def torch_latency(net, xs: list, iters: int, warmup: int, keep: bool = False) -> dict:
+    """PyTorch eager and CUDA-graph latency of `net(*xs)` (inputs already on the device); with
+    keep, "_replay" holds (graph, stream) for timings interleaved later (issue28_table.py)."""
     import torch
 
     stream = torch.cuda.Stream()
@@ -143,7 +142,7 @@ def torch_latency(net, xs: list, iters: int, warmup: int) -> dict:
             out = net(*xs)
     torch.cuda.synchronize()
     with torch.no_grad():
-        eager = _timed(lambda: net(*xs), stream, iters)
+        eager = timed(lambda: net(*xs), stream, iters)
         enq = []
         with torch.cuda.stream(stream):
             for _ in range(iters):
@@ -151,8 +150,8 @@ def torch_latency(net, xs: list, iters: int, warmup: int) -> dict:
                 net(*xs)
                 enq.append((time.perf_counter() - t0) * 1e6)
                 stream.synchronize()
-        graph, gout, nodes = _graph_of(lambda: net(*xs), stream)
-        replay = _timed(graph.replay, stream, iters)
+        graph, gout, nodes = graph_of(lambda: net(*xs), stream)
+        replay = timed(graph.replay, stream, iters)
         kernels, top = _kernel_profile(lambda: net(*xs), stream)
     return {
         "eager_us": statistics.median(eager),
@@ -163,15 +162,21 @@ def torch_latency(net, xs: list, iters: int, warmup: int) -> dict:
         "top_kernels": top,
         "outputs": [o.float().cpu().numpy() for o in _as_list(out)],
         "graph_outputs": [o.float().cpu().numpy() for o in _as_list(gout)],
+        **({"_replay": (graph, stream)} if keep else {}),
     }
 
 
-def torch_compiled_latency(net, xs: list, iters: int, warmup: int) -> dict:
+def torch_compiled_latency(net, xs: list, iters: int, warmup: int, keep: bool = False) -> dict:
     """torch.compile (inductor, default mode) of `net`, then the compiled call captured in a CUDA
-    graph and replayed: PyTorch's best fp32 latency for one static shape."""
+    graph and replayed: PyTorch's best fp32 latency for one static shape. An OnnxTorch is traced
+    into a flat aten graph first (make_fx): dynamo cannot follow its interpreter loop and left it eager."""
     import torch
 
     t0 = time.perf_counter()
+    if hasattr(net, "program"):
+        from torch.fx.experimental.proxy_tensor import make_fx
+
+        net = make_fx(net)(*xs)
     compiled = torch.compile(net, dynamic=False)
     stream = torch.cuda.Stream()
     with torch.no_grad(), torch.cuda.stream(stream):
@@ -180,8 +185,8 @@ def torch_compiled_latency(net, xs: list, iters: int, warmup: int) -> dict:
     torch.cuda.synchronize()
     compile_s = time.perf_counter() - t0
     with torch.no_grad():
-        graph, gout, nodes = _graph_of(lambda: compiled(*xs), stream)
-        replay = _timed(graph.replay, stream, iters)
+        graph, gout, nodes = graph_of(lambda: compiled(*xs), stream)
+        replay = timed(graph.replay, stream, iters)
         kernels, top = _kernel_profile(graph.replay, stream)
         breakdown = kernel_breakdown(graph.replay, torch.cuda.synchronize)
     return {
@@ -192,10 +197,12 @@ def torch_compiled_latency(net, xs: list, iters: int, warmup: int) -> dict:
         "kernels": kernels,
         "top_kernels": top,
         "outputs": [o.float().cpu().numpy() for o in _as_list(gout)],
+        **({"_replay": (graph, stream)} if keep else {}),
     }
 
 
-def ours(model, feeds: dict, iters: int, warmup: int, precision: str = "fp32") -> dict:
+def ours(model, feeds: dict, iters: int, warmup: int, precision: str = "fp32", keep: bool = False) -> dict:
+    """Our eager and graph latency; with keep, the program stays open in "_program" (the caller closes it)."""
     from migx_explore.compiler.onnx import parse_onnx
     from migx_explore.compiler.passes import PassManager
     from migx_explore.gpu import compile_program_ir
@@ -248,9 +255,11 @@ def ours(model, feeds: dict, iters: int, warmup: int, precision: str = "fp32") -
             "outputs": out,
             "dispatch_us_by_kind": by_kind,
             "graph_kernel_breakdown": breakdown,
+            **({"_program": c} if keep else {}),
         }
     finally:
-        c.close()
+        if not keep:
+            c.close()
 
 
 def dispatch_by_kind(c, iters: int = 30) -> dict:
@@ -263,87 +272,6 @@ def dispatch_by_kind(c, iters: int = 30) -> dict:
             total.setdefault(info.kind, []).append((time.perf_counter() - t0) * 1e6)
         c.backend.streams.sync(c.stream)
     return {k: round(statistics.mean(v), 2) for k, v in total.items()}
-
-
-def micro(n: int = 300, iters: int = 50) -> dict:
-    """Overheads on an empty kernel: eager enqueue per launch, graph replay per node."""
-    from migx_explore.gpu import kernel_cache
-    from migx_explore.gpu.codegen.common import KernelSource
-    from migx_explore.gpu.runtime import get_backend
-    from migx_explore.gpu.steps import argblock
-
-    be = get_backend()
-    ks = KernelSource("empty_kernel", '#include "migx.hpp"\nMIGX_GLOBAL void empty_kernel(float* p) {}\n', 64, 64)
-    fn = be.kernels.get_function(be.kernels.load_module(kernel_cache.compile_many(be.kernels, [ks])[ks.key]), ks.name)
-    s = be.streams.create()
-    buf = be.memory.malloc(256)
-    keep: list = []
-    step = be.kernels.make_launch(fn, 1, 64, 0, s, argblock([buf], keep))
-    a, b = be.streams.event_create(), be.streams.event_create()
-    ra, rb = be.streams.make_event_record(a, s), be.streams.make_event_record(b, s)
-
-    def device_us(launch) -> float:
-        ra()
-        launch()
-        rb()
-        be.streams.event_sync(b)
-        return be.streams.event_elapsed_ms(a, b) * 1e3
-
-    def eager():
-        for _ in range(n):
-            step()
-
-    enq = []
-    for _ in range(iters):
-        t0 = time.perf_counter()
-        eager()
-        enq.append((time.perf_counter() - t0) * 1e6 / n)
-        be.streams.sync(s)
-    eager_dev = statistics.median(device_us(eager) for _ in range(iters)) / n
-    graphs = {}
-    for count in (1, n):
-        be.graphs.begin_capture(s)
-        for _ in range(count):
-            step()
-        g = be.graphs.end_capture(s)
-        gx = be.graphs.instantiate(g)
-        be.graphs.upload(gx, s)
-        launch = be.graphs.make_launch(gx, s)
-        for _ in range(5):
-            launch()
-        graphs[count] = statistics.median(device_us(launch) for _ in range(iters))
-    per_node = (graphs[n] - graphs[1]) / (n - 1)
-    return {
-        "eager_enqueue_us_per_launch": statistics.median(enq),
-        "eager_device_us_per_launch": eager_dev,
-        "graph_1_node_us": graphs[1],
-        f"graph_{n}_nodes_us": graphs[n],
-        "graph_us_per_node": per_node,
-    }
-
-
-def cache_speedup() -> dict:
-    from migx_explore.compiler.passes import PassManager
-    from migx_explore.gpu import compile_program_ir, kernel_cache
-    from migx_explore.gpu.runtime import get_backend
-
-    be = get_backend()
-    model = gpu_models.resnet18_like()
-    with tempfile.TemporaryDirectory() as tmp:
-        os.environ["MIGX_EXPLORE_CACHE_DIR"] = tmp
-        kernel_cache.clear_memory_cache()
-        compile_program_ir(model, backend=be, pass_manager=PassManager(validate=False))
-        cold = kernel_cache.last_stats
-        kernel_cache.clear_memory_cache()
-        compile_program_ir(model, backend=be, pass_manager=PassManager(validate=False))
-        warm = kernel_cache.last_stats
-    return {
-        "kernels": cold.compiled,
-        "cold_s": cold.seconds,
-        "warm_s": warm.seconds,
-        "warm_from_disk": warm.from_disk,
-        "speedup": cold.seconds / max(warm.seconds, 1e-9),
-    }
 
 
 def model_list(selected: str | None) -> dict:
@@ -377,7 +305,7 @@ def feeds_for(model, seed: int = 0) -> dict:
     return feeds
 
 
-def _first_that_works(fn, nets: list) -> tuple[dict, object, list[str]]:
+def first_that_works(fn, nets: list) -> tuple[dict, object, list[str]]:
     """fn(net) for the first (label, net) that does not raise: (result, net, notes on failures)."""
     notes = []
     for k, (label, net) in enumerate(nets):
@@ -396,8 +324,9 @@ def compare_row(model, feeds: dict, nets: list, xs: list, args) -> dict:
     model: an HF module, then its ONNX export run by PyTorch) that PyTorch can capture."""
     row: dict = {}
     try:
-        row["ours"] = ours(model, feeds, args.iters, args.warmup)
-        row["torch"], net, notes = _first_that_works(lambda n: torch_latency(n, xs, args.iters, args.warmup), nets)
+        keep = getattr(args, "keep", False)  # issue28_table.py re-times every side later
+        row["ours"] = ours(model, feeds, args.iters, args.warmup, keep=keep)
+        row["torch"], net, notes = first_that_works(lambda n: torch_latency(n, xs, args.iters, args.warmup, keep), nets)
         got, want = row["ours"].pop("outputs"), row["torch"].pop("outputs")
         row["_torch_outputs"] = want
         gw = row["torch"].pop("graph_outputs")
@@ -440,10 +369,13 @@ def add_fp16(row: dict, model, feeds: dict, nets: list, xs: list, args) -> None:
         return
     part: dict = {}
     try:
-        part["ours"] = ours(model, feeds, args.iters, args.warmup, precision="fp16")
+        keep = getattr(args, "keep", False)
+        part["ours"] = ours(model, feeds, args.iters, args.warmup, precision="fp16", keep=keep)
         nets16 = [(label, half_net(n)) for label, n in nets]
         xs16 = half_inputs(xs)
-        part["torch"], _, notes = _first_that_works(lambda n: torch_latency(n, xs16, args.iters, args.warmup), nets16)
+        part["torch"], _, notes = first_that_works(
+            lambda n: torch_latency(n, xs16, args.iters, args.warmup, keep), nets16
+        )
         want = row["_torch_outputs"]
         got, got_t = part["ours"].pop("outputs"), part["torch"].pop("outputs")
         part["torch"].pop("graph_outputs", None)
@@ -465,21 +397,23 @@ def add_fp16(row: dict, model, feeds: dict, nets: list, xs: list, args) -> None:
 def add_compile(row: dict, xs: list, args) -> None:
     """torch.compile + CUDA graph for a finished row (kept last: inductor's compile workers load
     the host, and host load shows up in every event-timed latency measured while they run)."""
-    nets = row.pop("_nets", None)
+    nets, keep = row.pop("_nets", None), getattr(args, "keep", False)
     if nets is None or "error" in row:
         return
     nets16, xs16 = row.pop("_nets16", None), row.pop("_xs16", None)
     if nets16 is not None:
         part = row["fp16"]
         try:
-            tc16, _, _ = _first_that_works(lambda n: torch_compiled_latency(n, xs16, args.iters, args.warmup), nets16)
+            tc16, _, _ = first_that_works(
+                lambda n: torch_compiled_latency(n, xs16, args.iters, args.warmup, keep), nets16
+            )
             tc16.pop("outputs", None)
             part["torch_compile"] = tc16
             part["graph_ratio_vs_torch_compile"] = part["ours"]["graph_us"] / tc16["graph_us"]
         except Exception as e:  # noqa: BLE001 - keep the other columns
             part["torch_compile"] = {"error": f"{type(e).__name__}: {str(e)[:300]}"}
     try:
-        tc, _, notes = _first_that_works(lambda n: torch_compiled_latency(n, xs, args.iters, args.warmup), nets)
+        tc, _, notes = first_that_works(lambda n: torch_compiled_latency(n, xs, args.iters, args.warmup, keep), nets)
         row.setdefault("torch_notes", []).extend(notes)
         cw = tc.pop("outputs")
         want = row.pop("_torch_outputs")
@@ -574,6 +508,8 @@ def main() -> None:
             row.pop(k, None)
         record(name, row)
     if not args.skip_micro:
+        from gpu_micro import cache_speedup, micro
+
         results["micro"] = micro()
         results["kernel_cache"] = cache_speedup()
     (out_dir / "gpu_vs_torch.json").write_text(json.dumps(_public(results), indent=1, default=str))

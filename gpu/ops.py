@@ -52,9 +52,10 @@ def _alias_last(op, shapes) -> int:
 
 # --- kernel-wrapping ops ------------------------------------------------------------------------
 # Inputs: the wrapped op's own inputs (`ninputs` of them; -1 = all but the outputs), then extra
-# inputs of a fused epilogue (a pointwise submodule whose x0 is the op's result), then the index
-# tensors of fused gathers (one per `gathers` pair), then `outputs` buffers. The wrapped op's
-# submodule (pointwise, fused_reduce) or the epilogue is the module input.
+# inputs of a fused epilogue (a pointwise submodule whose x0 is the op's result) or `workspace`
+# scratch buffers of the kernel (a spread topk's ticket and candidates), then the index tensors of
+# fused gathers (one per `gathers` pair), then `outputs` buffers. The wrapped op's submodule
+# (pointwise, fused_reduce) or the epilogue is the module input.
 def split_inputs(op: Op, items: list) -> tuple[list, list, list]:
     """(own inputs, epilogue inputs, output buffers); fused gathers' indices are in none of them
     (`gather_indices`), and an own input read through a gather is its table."""
@@ -124,7 +125,7 @@ def _wrapped_shape(op, shapes, mods):
     if len(results) != len(outs):
         raise ShapeError(f"{op.name}: {inner.name} gives {len(results)} outputs but {len(outs)} buffers are passed")
     epilogue = None if own else (mods[0] if mods else None)
-    if extras and epilogue is None:
+    if extras and epilogue is None and len(extras) != op["workspace"]:
         raise ShapeError(f"{op.name}: {len(extras)} epilogue inputs but no epilogue module")
     for r, o in zip(results, outs):
         if r.lens != o.lens:
@@ -166,6 +167,7 @@ _WRAPPED_ATTRS = [
         doc="(own input, axis) pairs: that input is a table the kernel reads through a gather along axis, "
         "its indices being the inputs before the outputs (fuse_ops' gather fusion)",
     ),
+    A("workspace", "int", 0, doc="the last inputs before the outputs that are kernel scratch buffers (no epilogue)"),
 ]
 
 

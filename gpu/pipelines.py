@@ -148,8 +148,8 @@ def _optimize_rewrite(o: CompileOptions) -> list[PassEntry]:
         _p(DCE),
         _p(DCE),
         _p("rewrite_reduce"),
-        # split only slices whose keys do not fit one block's shared memory (the radix kernel)
-        _p("rewrite_topk", split_threshold=topk_codegen.SPLIT_THRESHOLD),
+        # split only slices that one radix launch (one block, or several and a merge) cannot hold
+        _p("rewrite_topk", split_threshold=topk_codegen.SPLIT_THRESHOLD, keep_whole=topk_codegen.one_launch),
         _p("rewrite_low_precision"),
         _when(o.enable_rewrite_dot, _p("rewrite_dot"), "opt-in (MIGRAPHX_ENABLE_REWRITE_DOT / enable_rewrite_dot)"),
         _p(DCE),

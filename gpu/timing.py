@@ -132,6 +132,14 @@ def _device_us(compiled: CompiledProgram, launch, ev) -> float:
     return b.streams.event_elapsed_ms(a, c) * 1e3
 
 
+def graph_replay_us(compiled: CompiledProgram, iters: int) -> list[float]:
+    """Device microseconds of `iters` graph replays of the compute region (no copies; the graph
+    must be captured, e.g. by a run in graph mode), one event pair around each: for a caller that
+    interleaves these with other timings (benchmarks/issue28_table.py)."""
+    ev = compiled.event_pair()
+    return [_device_us(compiled, lambda: compiled.launch_graph(io=False), ev) for _ in range(iters)]
+
+
 def time_program(
     compiled: CompiledProgram,
     modes: Sequence[str] = ("eager", "graph"),

@@ -12,6 +12,7 @@ and the winners are laid out group by group.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -41,8 +42,9 @@ def split_dim(r: int, min_size: int) -> tuple[int, int]:
 class LargeTopk(Rule):
     name = "find_large_topk"
 
-    def __init__(self, threshold: int):
+    def __init__(self, threshold: int, keep_whole: Callable[[int, int, str], bool] | None = None):
         self.threshold = threshold
+        self.keep_whole = keep_whole
 
     def pattern(self):
         return name("topk")(pred("static_input", lambda i: static(i.inputs[0]), "dynamic input"))
@@ -54,6 +56,8 @@ class LargeTopk(Rule):
         k, n = ins.op["k"], x.shape.lens[axis]
         if n < self.threshold:
             return f"axis length {n} is below split_threshold {self.threshold}"
+        if self.keep_whole is not None and self.keep_whole(n, k, x.shape.type):
+            return f"the target takes k={k} of {n} in one launch (keep_whole)"
         groups, per = split_dim(n, max(self.threshold // 2, k * 4))
         if groups < 2 or per < k:
             return f"axis length {n} does not split into groups of at least k={k}"
@@ -108,6 +112,10 @@ class RewriteTopk(Pass):
         "our topk has no indices input, so the final indices come from a gathernd of the stage-1 winners"
     )
     split_threshold: int = 8192
+    # (n, k, type) -> True where the target's kernel takes the whole axis in one launch anyway (the GPU
+    # pipeline's radix top-k spread over several blocks); None: split_threshold alone decides.
+    keep_whole: Callable[[int, int, str], bool] | None = None
 
     def apply_module(self, module, ctx) -> bool:
-        return sweep(module, [LargeTopk(self.split_threshold)], with_dce=False, rewriter=rewriter_of(ctx))
+        rule = LargeTopk(self.split_threshold, self.keep_whole)
+        return sweep(module, [rule], with_dce=False, rewriter=rewriter_of(ctx))

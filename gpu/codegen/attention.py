@@ -255,6 +255,7 @@ constexpr int DVL = ({dv} + MIGX_WARP_SIZE - 1) / MIGX_WARP_SIZE;  // output col
 constexpr int ILP = 4;  // independent accumulators in the Q·K and P·V loops
 
 MIGX_GLOBAL void {name}_kernel({kernel_params(shapes, [False] * nout + [True])}) {{
+    migx::kernel_entry();
     __shared__ float q_s[ROWS * {d}];
     __shared__ float k_s[MIGX_WARP_SIZE * ({d} + 1)];
     __shared__ float v_s[MIGX_WARP_SIZE * {dv}];

@@ -133,6 +133,7 @@ constexpr int NWARPS = {WARPS};
 constexpr int DVL = ({dv} + MIGX_WARP_SIZE - 1) / MIGX_WARP_SIZE;  // output columns per lane
 
 MIGX_GLOBAL void {name}_kernel({kernel_params(shapes, writes)}) {{
+    migx::kernel_entry();
     __shared__ float q_s[{d}];
     __shared__ float p_s[NWARPS][MIGX_WARP_SIZE];
     __shared__ float m_s[NWARPS], l_s[NWARPS];

@@ -327,6 +327,7 @@ constexpr int DT = {dv // 8};  // 8-wide output column tiles
 constexpr int SPLITS = {splits};  // warps per query tile, each over its own bn keys of a step
 
 MIGX_GLOBAL void {kname}({kernel_params(shapes, [False] * nout + [True])}) {{
+    migx::kernel_entry();
     __shared__ __attribute__((aligned(16))) unsigned char smem[{smem}];
     unsigned short* k_s = (unsigned short*)smem;  // [block_keys][d + PAD]
     unsigned short* v_s = k_s + {block_keys * (d + PAD)};  // [block_keys][dv + PAD]

@@ -193,6 +193,7 @@ def grid_stride_kernel(
     inner = "\n        ".join(lines)
     src = f"""{prelude}
 MIGX_GLOBAL void {name}_kernel({kernel_params(shapes, writes)}) {{
+    migx::kernel_entry();
     for ({it} i = ({it})blockIdx.x * blockDim.x + threadIdx.x; i < {n}; i += ({it})gridDim.x * blockDim.x) {{
         {inner}
     }}

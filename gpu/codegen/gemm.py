@@ -99,6 +99,7 @@ def gemm_kernel(shapes: Sequence[Shape], alpha: float = 1.0) -> KernelSource:
     name = f"gemm_tiled_{a.type}_{m}x{n}x{k}" + (f"_b{nb}" if nb > 1 else "")
     src = f"""
 MIGX_GLOBAL void {name}_kernel({kernel_params([a, b, c], [False, False, True])}) {{
+    migx::kernel_entry();
     __shared__ {acc} sa[{TILE}][{TILE + 1}];
     __shared__ {acc} sb[{TILE}][{TILE + 1}];
     {body}

@@ -50,6 +50,7 @@ def _block_kernel(name: str, shapes: Sequence[Shape], writes: Sequence[bool], bo
     text = "\n    ".join(body)
     src = f"""
 MIGX_GLOBAL void {name}({kernel_params(shapes, writes)}) {{
+    migx::kernel_entry();
     {text}
 }}"""
     return KernelSource(name, source(src), BLOCK, BLOCK)
@@ -210,6 +211,7 @@ def scan_kernel(op: Op, shapes: Sequence[Shape]) -> KernelSource:
     name = f"prefix_scan_sum{'_excl' if op['exclusive'] else ''}{'_rev' if op['reverse'] else ''}_kernel"
     src = f"""
 MIGX_GLOBAL void {name}({kernel_params(shapes, [False, True])}) {{
+    migx::kernel_entry();
     {body}
 }}"""
     blocks = min(nslices, 8192)
@@ -276,6 +278,7 @@ def topk_kernel(op: Op, shapes: Sequence[Shape]) -> KernelSource:
     name = f"topk_{'largest' if op['largest'] else 'smallest'}_kernel"
     src = f"""
 MIGX_GLOBAL void {name}({kernel_params(shapes, [False, True, True])}) {{
+    migx::kernel_entry();
     {body}
 }}"""
     return KernelSource(name, source(src), nslices * chunks * BLOCK, BLOCK)

@@ -125,6 +125,7 @@ def paired_kernel(
     scalar_body = "\n            ".join(scalar_lines)
     src = f"""
 MIGX_GLOBAL void {name}_kernel({kernel_params(shapes, writes)}) {{
+    migx::kernel_entry();
     const {it} stride = ({it})gridDim.x * blockDim.x;
     if (({check}) == 0) {{
         for ({it} v = ({it})blockIdx.x * blockDim.x + threadIdx.x; v < {n // 2}; v += stride) {{

@@ -102,6 +102,7 @@ def lstm_recurrence_kernel(op: Op, shapes: Sequence[Shape]) -> KernelSource:
     name = f"lstm_recurrence_{'reverse' if op['reverse'] else 'forward'}_kernel"
     src = f"""
 MIGX_GLOBAL __launch_bounds__({threads}) void {name}({kernel_params(shapes, [False] * 5 + [True, True])}) {{
+    migx::kernel_entry();
     {body}
 }}"""
     return KernelSource(name, source(src), threads, threads)

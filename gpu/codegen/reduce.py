@@ -180,6 +180,7 @@ def arg_kernel(inner: Op, shapes: Sequence[Shape]) -> KernelSource:
     body = "\n    ".join([f"const {g.it} row = blockIdx.x;"] + lines)
     src = f"""
 MIGX_GLOBAL void {inner.name}_kernel({kernel_params(shapes, [False, True])}) {{
+    migx::kernel_entry();
     {body}
 }}"""
     return KernelSource(inner.name + "_kernel", source(src), g.nrows * block, block)

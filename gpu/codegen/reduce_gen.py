@@ -325,6 +325,7 @@ class ReduceGen:
         body = "\n    ".join(self.shared + self.lines)
         src = f"""
 MIGX_GLOBAL void {name}_kernel({kernel_params(self.shapes, writes)}) {{
+    migx::kernel_entry();
     {body}
 }}"""
         global_size, local_size = self.launch()

@@ -27,6 +27,19 @@
 
 namespace migx {
 
+// Programmatic dependent launch (sm_90 and later). The CUDA host may launch a kernel while the
+// kernel before it in the stream is still running (CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_
+// SERIALIZATION), so its block scheduling and set-up overlap the other's tail. Every generated
+// kernel calls this first: it waits until the previous grid has finished and its writes are
+// visible (a no-op when the launch was an ordinary one), then lets the next grid start launching,
+// which is safe because that grid waits here in turn before it reads anything.
+MIGX_DEVICE void kernel_entry() {
+#if defined(MIGX_CUDA) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+
 typedef long long i64;
 typedef unsigned long long u64;
 

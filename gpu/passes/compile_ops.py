@@ -44,6 +44,7 @@ class CompileOps(Pass):
                         ninputs=ins.op["ninputs"],
                         outputs=ins.op["outputs"],
                         gathers=ins.op["gathers"],
+                        workspace=ins.op["workspace"],
                     )
                     new = module.insert_instruction(ins, op, list(ins.inputs), list(ins.module_inputs))
                 else:
@@ -55,6 +56,7 @@ class CompileOps(Pass):
                         ninputs=ins.op["ninputs"],
                         outputs=ins.op["outputs"],
                         gathers=ins.op["gathers"],
+                        workspace=ins.op["workspace"],
                         symbol_name=ks.name,
                         key=ks.key,
                         **{"global": ks.global_size, "local": ks.local_size},

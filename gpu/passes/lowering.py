@@ -38,6 +38,7 @@ from migx_explore.compiler.shape import Shape
 
 from ..blas_plan import plan_gemm, quant_blas_refusal
 from ..codegen import kernel_family
+from ..codegen.topk import topk_workspace
 from ..ops import op_text
 from .entry_convert import converted_source, narrowing_epilogue, widened_constant
 
@@ -138,6 +139,8 @@ class Lowering(Pass):
             new = m.insert_instruction(
                 ins, Op("gpu::precompile_op", op=op_text(op), ninputs=len(own), outputs=1), [*own, buf]
             )
+        elif ins.name == "topk" and topk_workspace(op, ins.inputs[0].shape) is not None:
+            new = self._topk(m, ins)
         elif kernel_family(ins.name) is not None:
             new = precompile(m, ins, op, ins.inputs, ins.shape, ins.module_inputs)
         elif op.spec.compute is not None:
@@ -147,6 +150,18 @@ class Lowering(Pass):
         m.replace_all_uses(ins, new)
         m.remove_instruction(ins)
         return True
+
+    def _topk(self, m: Module, ins: Instruction) -> Instruction:
+        """A topk spread over several blocks per slice (gpu/codegen/topk.py) takes two scratch
+        inputs: the per-slice ticket, a zero literal (its own memory, set once; the kernel
+        leaves it at 0 again), and the candidates, an allocation that memory_coloring places in
+        the arena like any buffer (the kernel writes it before reading it)."""
+        ticket, cand = topk_workspace(ins.op, ins.inputs[0].shape)
+        zero = m.add_literal(np.zeros(ticket.lens, np.uint32))
+        ws = m.insert_instruction(ins, Op("allocate", shape=cand))
+        bufs = [allocate(m, ins, s) for s in ins.shape.sub_shapes]
+        op = Op("gpu::precompile_op", op=op_text(ins.op), ninputs=1, outputs=len(bufs), workspace=2)
+        return m.insert_instruction(ins, op, [ins.inputs[0], zero, ws, *bufs])
 
     def _dot(self, m: Module, ins: Instruction) -> Instruction:
         a, b = ins.inputs

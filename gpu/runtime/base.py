@@ -212,12 +212,23 @@ class Kernels(Part, ABC):
         self.call(self.drv.module_unload, module)
 
     def make_launch(
-        self, fn: Any, grid: int, block: int, smem: int, stream: Any, argblock: int, site: LaunchSite | None = None
+        self,
+        fn: Any,
+        grid: int,
+        block: int,
+        smem: int,
+        stream: Any,
+        argblock: int,
+        site: LaunchSite | None = None,
+        *,
+        overlap: bool = True,
     ) -> Step:
         """A launch of `fn` with a pre-packed `void*[]` at address `argblock` (no per-launch
         argument packing by the binding); `site` says what it computes (used only by the fake,
-        which emulates kernels). Measured on an H100: the binding call costs ~6.3 us of host time
-        per launch; libcuda's cuLaunchKernel through ctypes with pre-built arguments cost ~8.6 us."""
+        which emulates kernels). `overlap`: the kernel may start while the previous step finishes,
+        where the backend can (CUDA's dependent launch); False where that would cost more than it
+        gives. Measured on an H100: the binding call costs ~6.3 us of host time per launch;
+        libcuda's cuLaunchKernel through ctypes with pre-built arguments cost ~8.6 us."""
         return functools.partial(
             self.drv.launch, fn, grid, 1, 1, block, 1, 1, smem, stream, argblock, self.drv.launch_extra
         )

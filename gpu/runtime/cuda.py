@@ -7,6 +7,7 @@ or nvmath-python is needed (nvmath is not on the H200 image).
 
 from __future__ import annotations
 
+import functools
 import os
 from typing import Any
 
@@ -99,6 +100,41 @@ class NvrtcKernels(Kernels):
     def __init__(self, backend: CudaBackend, version: str):
         super().__init__(backend)
         self._version = version
+        # Programmatic dependent launch from sm_90 on (migx.hpp's kernel_entry waits for the
+        # previous grid in every generated kernel). MIGX_PDL=0 launches the ordinary way;
+        # MIGX_PDL=all also after the GEMMs that Built.overlap_next leaves out (for measuring).
+        mode = os.environ.get("MIGX_PDL", "auto")
+        self.dependent_launch = backend.arch >= "sm_90" and mode != "0"
+        self.overlap_always = mode == "all"
+
+    def make_launch(
+        self,
+        fn: Any,
+        grid: int,
+        block: int,
+        smem: int,
+        stream: Any,
+        argblock: int,
+        site: Any = None,
+        *,
+        overlap: bool = True,
+    ) -> Step:
+        """With dependent launch, one cuLaunchKernelEx whose config (built here, once) allows the
+        kernel to start while the previous kernel in the stream finishes; a stream capture keeps
+        that as a programmatic edge of the graph."""
+        if not (self.dependent_launch and (overlap or self.overlap_always)):
+            return super().make_launch(fn, grid, block, smem, stream, argblock, site)
+        attr = cu.CUlaunchAttribute()
+        attr.id = cu.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION
+        attr.value.programmaticStreamSerializationAllowed = 1
+        config = cu.CUlaunchConfig()
+        config.gridDimX, config.gridDimY, config.gridDimZ = grid, 1, 1
+        config.blockDimX, config.blockDimY, config.blockDimZ = block, 1, 1
+        config.sharedMemBytes = smem
+        config.hStream = stream
+        config.attrs = [attr]
+        config.numAttrs = 1
+        return named("cuLaunchKernelEx", functools.partial(cu.cuLaunchKernelEx, config, fn, argblock, 0))
 
     def compiler_id(self) -> str:
         return self._version
@@ -166,19 +202,29 @@ class CublasPart(Blas):
         c_in: int | None = None,
         act: str = "",
     ) -> tuple[Step, str]:
-        timer = self._timer(handle.stream) if os.environ.get("MIGX_BLAS_TUNE", "1") != "0" else None
+        tune = os.environ.get("MIGX_BLAS_TUNE", "graph")
+        timer = None if tune == "0" else self._timer(handle.stream, captured=tune != "stream")
         step, note = self._cublas.make_gemm(handle, plan, a, b, c, alpha, timer, bias=bias, c_in=c_in, act=act)
         step.fused_epilogue = note.endswith("+epilogue")
         return step, note
 
-    def _timer(self, stream: Any):
-        """Mean device microseconds of fn() on `stream` (finalize-time BLAS algorithm tuning)."""
-        streams = self.backend.streams
+    def _timer(self, stream: Any, captured: bool = True):
+        """Device microseconds of one fn() on `stream` (finalize-time BLAS algorithm tuning).
+
+        With `captured`, `reps` calls are captured into a CUDA graph and the graph's replay is timed:
+        a small GEMM runs in 2-4 us, faster than the host can enqueue it through ctypes, so calls
+        timed back to back on the stream measure the host's launch rate, not the kernel, and the
+        "fastest" candidate was close to a random pick. Replayed from a graph, the calls run back to
+        back on the device as they do in the program's own graph. A capture that fails (a call
+        that refuses to be captured) is ended before the error goes on, and the stream timing is
+        used for that candidate."""
+        backend = self.backend
+        streams, graphs = backend.streams, backend.graphs
         if self._tune_events is None:
             self._tune_events = (streams.event_create(), streams.event_create())
         a, b = self._tune_events
 
-        def time_us(fn, reps: int = 5) -> float:
+        def on_stream(fn, reps: int = 5) -> float:
             fn()
             self.call(cu.cuEventRecord, a, stream)
             for _ in range(reps):
@@ -186,6 +232,42 @@ class CublasPart(Blas):
             self.call(cu.cuEventRecord, b, stream)
             streams.event_sync(b)
             return streams.event_elapsed_ms(a, b) * 1e3 / reps
+
+        def in_graph(fn, reps: int = 10, trials: int = 3) -> float:
+            fn()  # runs, and leaves cuBLASLt's lazily loaded kernel in place before the capture
+            graphs.begin_capture(stream)
+            try:
+                for _ in range(reps):
+                    fn()
+            finally:
+                graph = graphs.end_capture(stream)  # always: an open capture would break the stream
+            try:
+                exe = graphs.instantiate(graph)
+            finally:
+                graphs.destroy(graph)
+            try:
+                launch = graphs.make_launch(exe, stream)
+                backend.check(launch(), "cuGraphLaunch")  # first replay uploads the graph
+                best = None
+                for _ in range(trials):
+                    self.call(cu.cuEventRecord, a, stream)
+                    backend.check(launch(), "cuGraphLaunch")
+                    self.call(cu.cuEventRecord, b, stream)
+                    streams.event_sync(b)
+                    us = streams.event_elapsed_ms(a, b) * 1e3 / reps
+                    best = us if best is None else min(best, us)
+                return best
+            finally:
+                graphs.exec_destroy(exe)
+
+        if not captured:
+            return on_stream
+
+        def time_us(fn) -> float:
+            try:
+                return in_graph(fn)
+            except GpuError:
+                return on_stream(fn)
 
         return time_us
 

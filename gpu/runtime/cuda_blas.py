@@ -44,7 +44,8 @@ LT_DESC_EPILOGUE, LT_DESC_BIAS_POINTER = 7, 8
 LT_EPILOGUE = {("", True): 4, ("relu", False): 2, ("relu", True): 6, ("gelu_tanh", False): 32, ("gelu_tanh", True): 36}
 LT_LAYOUT_BATCH_COUNT, LT_LAYOUT_BATCH_OFFSET = 5, 6  # cublasLtMatrixLayoutAttribute_t
 LT_PREF_MAX_WORKSPACE = 1  # cublasLtMatmulPreferenceAttributes_t
-LT_CANDIDATES = 8
+# Heuristic candidates timed per plan (MIGX_BLAS_CANDIDATES overrides, for tuning studies).
+LT_CANDIDATES = int(os.environ.get("MIGX_BLAS_CANDIDATES", "8"))
 vp, i32, i64 = ctypes.c_void_p, ctypes.c_int, ctypes.c_longlong
 
 

@@ -293,9 +293,15 @@ class FakeKernels(Kernels):
         self.compiles += 1
         if f"void {name}(" not in source or "migx.hpp" not in headers:
             raise GpuError(f"fake: kernel {name} is not defined in its source")
+        # The CUDA backend launches every generated kernel as a programmatic dependent launch,
+        # which is only safe if the kernel waits for its predecessor before touching memory.
+        for entry in source.split("MIGX_GLOBAL ")[1:]:
+            body = entry.split("{", 1)[1].lstrip() if "{" in entry else ""
+            if not body.startswith("migx::kernel_entry();"):
+                raise GpuError(f"fake: a kernel of {name} does not begin with migx::kernel_entry()")
         return b"FAKEBIN:" + name.encode() + b":" + hashlib.sha256(source.encode()).hexdigest()[:16].encode()
 
-    def make_launch(self, fn, grid, block, smem, stream, argblock, site=None) -> Step:
+    def make_launch(self, fn, grid, block, smem, stream, argblock, site=None, *, overlap: bool = True) -> Step:
         if not isinstance(argblock, int) or grid <= 0 or block <= 0:
             raise GpuError(f"fake: bad launch of {fn['name']} (grid {grid}, block {block}, args {argblock!r})")
         step = super().make_launch(fn, grid, block, smem, stream, argblock, site)

@@ -140,10 +140,12 @@ def test_argmax_near_tie_is_explained_and_a_real_change_is_not():
     assert explain_selection_change(ref, _argmax_program(far), {"x": x}, outs, Tolerance()) is None
 
 
-def test_yolo_sized_topk_split_by_rewrite_topk(tmp_path):
-    """33,600 anchors, as in a YOLOv8/v10 head at 1280x1280 (8,400 at 640 is one radix top-k now,
-    under topk.SPLIT_THRESHOLD): rewrite_topk splits the TopK into two stages, so the candidate
-    has no TopK of the reference's shape; the choice is still found and explained."""
+def test_yolo_sized_topk_split_by_rewrite_topk(tmp_path, monkeypatch):
+    """33,600 anchors, as in a YOLOv8/v10 head at 1280x1280, with the radix top-k kept to one
+    block per slice (MIGX_TOPK_CHUNK=0; spread over blocks it is one launch): rewrite_topk splits
+    the TopK into two stages, so the candidate has no TopK of the reference's shape; the choice
+    is still found and explained."""
+    monkeypatch.setenv("MIGX_TOPK_CHUNK", "0")
     model = detector(n=33600)
     path = tmp_path / "det33600.onnx"
     onnx.save(model, path)

@@ -22,7 +22,8 @@ def _kernels(n: int, tag: str) -> list[KernelSource]:
     return [
         KernelSource(
             f"k{tag}{i}_kernel",
-            f'#include "migx.hpp"\nMIGX_GLOBAL void k{tag}{i}_kernel(float* p) {{ p[0] = {i}; }}\n',
+            f'#include "migx.hpp"\nMIGX_GLOBAL void k{tag}{i}_kernel(float* p) {{\n'
+            f"    migx::kernel_entry();\n    p[0] = {i};\n}}\n",
             64,
             64,
         )

@@ -74,6 +74,11 @@ def _nvcc_all(sources: dict[str, tuple[str, dict[str, str]]], tmp_path: Path, ar
         )
         if r.returncode:
             failures.append(f"{key}: {r.stderr.strip()[:600]}")
+        elif arch >= "sm_90":  # every entry waits for the grid before it (dependent launch is safe)
+            ptx = (d / "k.ptx").read_text()
+            for entry in ptx.split(".entry ")[1:]:
+                if "griddepcontrol.wait" not in entry:
+                    failures.append(f"{key}: entry {entry.split('(')[0]} has no griddepcontrol.wait")
     assert not failures, "\n".join(failures)
 
 
@@ -177,10 +182,13 @@ def test_tensor_core_attention_compiles(dtype, mask, d, arch, tmp_path, fresh_ke
         ("float16", [2, 2100], 1, False),  # the narrowest sort, 576 threads
         ("bfloat16", [10000], 1500, True),  # keys recomputed from global memory (beside 2,048 winners)
         ("float32", [3000, 2], 2048, True),  # two sorted elements a thread, strided slices
+        ("float16", [2, 8400], 300, True),  # spread over blocks: workspace, ticket and merge
+        ("float32", [1, 3, 100000], 10, False),  # spread over 49 blocks a slice, three slices
     ],
 )
 def test_radix_topk_compiles(dtype, lens, k, largest, tmp_path, fresh_kernel_cache):
-    """The radix top-k (gpu/codegen/topk.py): shared or global keys, each sort width, each float type."""
+    """The radix top-k (gpu/codegen/topk.py): shared or global keys, one block or spread over
+    several per slice, each sort (ranked runs, bitonic network), each float type."""
     from migx_explore.compiler import Program, make_op
     from migx_explore.compiler.shape import Shape
 

@@ -15,7 +15,11 @@ from migx_explore.gpu.runtime.fake import FakeBackend
 
 def _kernel(tag: str) -> KernelSource:
     return KernelSource(
-        f"k{tag}_kernel", f'#include "migx.hpp"\nMIGX_GLOBAL void k{tag}_kernel(float* p) {{ p[0] = 1; }}\n', 64, 64
+        f"k{tag}_kernel",
+        f'#include "migx.hpp"\nMIGX_GLOBAL void k{tag}_kernel(float* p) {{\n'
+        "    migx::kernel_entry();\n    p[0] = 1;\n}\n",
+        64,
+        64,
     )
 
 
