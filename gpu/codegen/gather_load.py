@@ -43,12 +43,16 @@ class GatherLoad:
 
 
 def gather_views(
-    shapes: Sequence[Shape], gathers: Sequence[tuple[int, int]], nout: int, row_axes: Sequence[int] = ()
+    shapes: Sequence[Shape],
+    gathers: Sequence[tuple[int, int]],
+    nout: int,
+    row_axes: Sequence[int] = (),
+    rank: int | None = None,
 ) -> tuple[list[Shape], dict[int, GatherLoad]]:
     """`shapes` (kernel params: inputs, the gathers' indices, outputs) with each gathered table and
     its indices replaced by views over the gather's output lens, and the loads by table param.
-    `row_axes`: a reduction's reduced axes, where the indices must not vary (their view has lens
-    1 there: one index a row, read with the row's base offset)."""
+    `row_axes`: a reduction's reduced axes (of `rank` axes), where the indices must not vary
+    (their view has lens 1 there: one index a row, read with the row's base offset)."""
     out = list(shapes)
     first = len(shapes) - nout - len(gathers)
     loads: dict[int, GatherLoad] = {}
@@ -59,6 +63,8 @@ def gather_views(
             raise CodegenUnsupported(f"fused gather on param {k} along axis {axis}")
         r = idx.ndim
         lens = table.lens[:axis] + idx.lens + table.lens[axis + 1 :]
+        if rank is not None and len(lens) != rank:  # a lower-rank input the body broadcasts
+            raise CodegenUnsupported("a fused gather of another rank than the reduction")
         if any(axis <= d < axis + r and lens[d] != 1 for d in row_axes):
             raise CodegenUnsupported("a fused gather's indices vary along the reduced axes")
         rest = table.strides[:axis] + (0,) * r + table.strides[axis + 1 :]

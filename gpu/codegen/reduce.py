@@ -130,7 +130,7 @@ def reduce_kernel(
         name = "fused_reduce_" + "_".join(
             dict.fromkeys(i.name for i in module if i.name in REDUCE_OPS or i.name in ARG_OPS)
         )
-        views, loads = gather_views(shapes, gathers, nout, axes)
+        views, loads = gather_views(shapes, gathers, nout, axes, params[0].shape.ndim)
         return row_generator(module, axes, views, nout, loads).build(name)
     nin = len(shapes) - nout - len(gathers) if ninputs < 0 else ninputs
     mod, axes = synthesize(inner, gather_views(shapes, gathers, nout)[0][:nin])
@@ -139,7 +139,7 @@ def reduce_kernel(
     if epilogue is not None:
         mod = with_epilogue(mod, epilogue, shapes[nin : len(shapes) - nout - len(gathers)])
         name += "_" + "_".join(dict.fromkeys(i.name for i in epilogue if not i.is_builtin()))[:32]
-    views, loads = gather_views(shapes, gathers, nout, axes)
+    views, loads = gather_views(shapes, gathers, nout, axes, mod.params()[0].shape.ndim)
     return row_generator(mod, axes, views, nout, loads).build(name)
 
 
