@@ -18,6 +18,7 @@ where one does. Two rules, both on the lowered program:
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from migx_explore.compiler import dtypes
@@ -113,24 +114,73 @@ class _Kernel:
         return _Kernel(c.op, own, extras, list(c.module_inputs))
 
 
-def _with_gather(m: Module, c: Instruction, g: Instruction, k: _Kernel, extra_out: bool) -> Instruction:
+def _with_gather(
+    m: Module, c: Instruction, g: Instruction, k: _Kernel, extra_out: bool, read: _Read | None = None
+) -> Instruction:
     """Kernel `k` (c's, or a rewrite of it) reading `g` through its indices, inserted before `c`
-    (with g's buffer as an extra output when `extra_out`)."""
+    (with g's buffer as an extra output when `extra_out`); `read`: c reads a view of g."""
     outs = split_inputs(c.op, list(c.inputs))[2]
-    table, idx = g.inputs[0], g.inputs[1]
+    x_in, idx = (read.view, read.indices) if read else (g, g.inputs[1])
+    table = g.inputs[0]
     axis = inner_op(g.op["op"])["axis"]
     pairs = list(k.op["gathers"])
     indices = gather_indices(c.op, list(c.inputs))
     for j, x in enumerate(k.own):
-        if x is g:
+        if x is x_in:
             pairs += [j, axis]
             indices.append(idx)
-    own = [table if x is g else x for x in k.own]
+    own = [table if x is x_in else x for x in k.own]
     if extra_out:
         outs = [*outs, g.inputs[-1]]
     op = k.op.with_(gathers=pairs, outputs=len(outs))
     with m.program.provenance([c, g]):
         return m.insert_instruction(c, op, [*own, *k.extras, *indices, *outs], k.mods)
+
+
+@dataclass
+class _Read:
+    """A reader of a view of a gather: it reads the view as gather(table, indices)."""
+
+    reader: Instruction
+    view: Instruction
+    index_op: Op
+    indices: Instruction | None = None  # the index view, once inserted
+
+
+# Views of a gather's result that are a gather themselves, with a view of the indices.
+VIEW_OPS = ("multibroadcast", "reshape", "squeeze", "unsqueeze")
+
+
+def _index_view(g: Instruction, v: Instruction) -> Op | None:
+    """The view of g's indices that gathers v (a view of g) from g's table directly: v keeps the
+    table's axes before and after the gathered one, and changes or broadcasts only the index
+    axes (a decode step's position row broadcast to the batch)."""
+    table, idx = g.inputs[0].shape, g.inputs[1].shape
+    axis = inner_op(g.op["op"])["axis"]
+    tail = table.ndim - axis - 1
+    lens = v.shape.lens
+    keeps = lens[:axis] == table.lens[:axis] and lens[len(lens) - tail :] == table.lens[axis + 1 :]
+    if len(lens) < axis + tail or not keeps:
+        return None
+    mid = lens[axis : len(lens) - tail]
+    if v.name == "multibroadcast":
+        # right-aligned: new leading axes are index axes only when the gathered axis is the first
+        if axis and len(lens) != g.shape.ndim:
+            return None
+        if len(mid) >= idx.ndim and all(i in (1, j) for i, j in zip(reversed(idx.lens), reversed(mid))):
+            return Op("multibroadcast", out_lens=list(mid))
+        return None
+    if math.prod(mid) == idx.elements() and idx.standard():  # row-major: the prefix and suffix stay
+        return Op("reshape", dims=list(mid))
+    return None
+
+
+def _view_read(g: Instruction, v: Instruction) -> _Read | None:
+    """How the one reader of view `v` of g reads it through g's table, if it can."""
+    if v.name not in VIEW_OPS or len(v.inputs) != 1 or len(v.outputs) != 1 or not _reader(v.outputs[0], v):
+        return None
+    op = _index_view(g, v)
+    return _Read(v.outputs[0], v, op) if op is not None else None
 
 
 def _returning_input(ctx, m: Module, c: Instruction, g: Instruction) -> _Kernel | None:
@@ -181,28 +231,41 @@ def _generates(m: Module, new: Instruction) -> bool:
     return True
 
 
+def _fuse_everywhere(m: Module, g: Instruction, readers: list[Instruction], viewed: list[_Read]) -> bool:
+    """Every user of g reads it (or its view) through the table: g goes. False (nothing changed)
+    when a generator refuses one of them."""
+    news: list[Instruction] = []
+    for r in viewed:
+        r.indices = m.insert_instruction(r.reader, r.index_op, [g.inputs[1]])
+    plan = [(c, None) for c in readers] + [(r.reader, r) for r in viewed]
+    for c, r in plan:
+        new = _with_gather(m, c, g, _Kernel.of(c), extra_out=False, read=r)
+        if not _generates(m, new):
+            for n in news + [v.indices for v in viewed]:
+                m.remove_instruction(n)
+            return False
+        news.append(new)
+    for (c, r), new in zip(plan, news):
+        m.replace_all_uses(c, new)
+        m.remove_instruction(c)
+        if r is not None:
+            m.remove_instruction(r.view)
+    m.remove_instruction(g)
+    return True
+
+
 def fuse_gather(m: Module, g: Instruction, ctx) -> bool:
     """Read gather `g` in the kernels that use it; False when it stays a kernel of its own."""
     if not _plain_gather(g) or not g.outputs:
         return False
     users = list(dict.fromkeys(g.outputs))
     readers = [u for u in users if _reader(u, g)]
+    viewed = [r for r in (_view_read(g, u) for u in users if u not in readers) if r is not None]
+    if len(readers) + len(viewed) == len(users):
+        if _fuse_everywhere(m, g, readers, viewed):
+            return True
     if not readers:
         return False
-    if len(readers) == len(users):
-        news = []
-        for c in readers:
-            new = _with_gather(m, c, g, _Kernel.of(c), extra_out=False)
-            if not _generates(m, new):
-                for n in news:
-                    m.remove_instruction(n)
-                return False
-            news.append(new)
-        for c, new in zip(readers, news):
-            m.replace_all_uses(c, new)
-            m.remove_instruction(c)
-        m.remove_instruction(g)
-        return True
     # Others read the gathered tensor too: the first reader with a body writes it for them.
     order = m.index_of()
     for c in sorted(readers, key=lambda u: order[u.id]):
