@@ -53,14 +53,52 @@ def _alias_last(op, shapes) -> int:
 # --- kernel-wrapping ops ------------------------------------------------------------------------
 # Inputs: the wrapped op's own inputs (`ninputs` of them; -1 = all but the outputs), then extra
 # inputs of a fused epilogue (a pointwise submodule whose x0 is the op's result) or `workspace`
-# scratch buffers of the kernel (a spread topk's ticket and candidates), then `outputs` buffers.
-# The wrapped op's submodule (pointwise, fused_reduce) or the epilogue is the module input.
+# scratch buffers of the kernel (a spread topk's ticket and candidates), then the index tensors of
+# fused gathers (one per `gathers` pair), then `outputs` buffers. The wrapped op's submodule
+# (pointwise, fused_reduce) or the epilogue is the module input.
 def split_inputs(op: Op, items: list) -> tuple[list, list, list]:
+    """(own inputs, epilogue inputs, output buffers); fused gathers' indices are in none of them
+    (`gather_indices`), and an own input read through a gather is its table."""
     nout = op["outputs"]
-    body = items[: len(items) - nout]
+    body = items[: len(items) - nout - len(op["gathers"]) // 2]
     n = op["ninputs"]
     n = len(body) if n < 0 else n
     return body[:n], body[n:], items[len(items) - nout :]
+
+
+def gather_pairs(op: Op) -> list[tuple[int, int]]:
+    """(own input, axis) of each gather fused into the kernel's loads, in the order of its indices."""
+    g = list(op["gathers"])
+    return list(zip(g[::2], g[1::2]))
+
+
+def gather_indices(op: Op, items: list) -> list:
+    """The index tensors of the fused gathers: the inputs just before the output buffers."""
+    ng = len(op["gathers"]) // 2
+    end = len(items) - op["outputs"]
+    return items[end - ng : end]
+
+
+def gathered(op: Op, own: list, indices: list, take) -> list:
+    """`own` with each fused gather applied: `take(table, index, axis)` in place of its table."""
+    out = list(own)
+    for (k, axis), idx in zip(gather_pairs(op), indices):
+        out[k] = take(out[k], idx, axis)
+    return out
+
+
+def own_shapes(op: Op, shapes: list[Shape]) -> list[Shape]:
+    """The shapes the wrapped op's own inputs have as it sees them (a fused gather's result in
+    place of its table), from the shapes of all the kernel op's inputs."""
+    return gathered(op, split_inputs(op, shapes)[0], gather_indices(op, shapes), _gather_shape_of)
+
+
+def _gather_shape_of(table: Shape, idx: Shape, axis: int) -> Shape:
+    return compute_shape(Op("gather", axis=axis), [table, idx])
+
+
+def _gather_value(table, idx, axis: int):
+    return get_spec("gather").compute(Op("gather", axis=axis), [table, idx], None, None)
 
 
 # Wrapped ops whose module inputs are their own bodies; for any other op a module is an epilogue.
@@ -76,6 +114,7 @@ def _own_module(inner: Op) -> bool:
 def _wrapped_shape(op, shapes, mods):
     inner = inner_op(op["op"])
     ins, extras, outs = split_inputs(op, shapes)
+    ins = gathered(op, ins, gather_indices(op, shapes), _gather_shape_of)
     if not outs:
         raise ShapeError(f"{op.name}: needs an output buffer as its last input")
     own = _own_module(inner)
@@ -106,6 +145,7 @@ def apply_epilogue(module, result: np.ndarray, extras, out: Shape) -> np.ndarray
 def _wrapped_compute(op, args, out, run):
     inner = inner_op(op["op"])
     ins, extras, outs = split_inputs(op, list(args))
+    ins = gathered(op, ins, gather_indices(op, list(args)), _gather_value)
     mods = run.ins.module_inputs
     inner_shape = Shape.of(out.type, out.lens) if not out.is_tuple else out
     if inner.has("in_place"):
@@ -120,6 +160,13 @@ _WRAPPED_ATTRS = [
     A("op", "str", "", show=True, doc="the wrapped op, printed"),
     A("ninputs", "int", -1, doc="inputs of the wrapped op; the rest (before the outputs) feed the epilogue"),
     A("outputs", "int", 1, doc="number of output buffers (the last inputs)"),
+    A(
+        "gathers",
+        "ints",
+        (),
+        doc="(own input, axis) pairs: that input is a table the kernel reads through a gather along axis, "
+        "its indices being the inputs before the outputs (fuse_ops' gather fusion)",
+    ),
     A("workspace", "int", 0, doc="the last inputs before the outputs that are kernel scratch buffers (no epilogue)"),
 ]
 

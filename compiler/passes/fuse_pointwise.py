@@ -37,6 +37,9 @@ from .fusion_helpers import (
 )
 
 RESHAPES = ("reshape", "squeeze", "unsqueeze", "flatten")
+# Views that only add or drop unit axes: any strides take them (a broadcast input included), where
+# reshape and flatten regroup axes and need standard inputs.
+UNIT_AXIS_VIEWS = ("squeeze", "unsqueeze")
 MAX_ROUNDS = 8  # MIGraphX's loop bound in fuse_pointwise::apply
 
 
@@ -325,27 +328,46 @@ def _single_use_pointwise(x: Instruction, user: Instruction) -> bool:
     return x.name == "pointwise" and not x.shape.is_tuple and list(x.outputs) == [user]
 
 
+def _view_chain(v: Instruction, c: Instruction, kinds: tuple[str, ...]) -> list[Instruction] | None:
+    """The views from a pointwise producer up to `v` (producer's side first) when each is of
+    `kinds`, has one input and is read only by the next (v only by `c`); None otherwise. Unit-axis
+    views may sit between broadcasts (a mask broadcast, then unsqueezed to the attention's rank)."""
+    chain: list[Instruction] = []
+    user = c
+    while v.name in kinds and list(v.outputs) == [user] and len(v.inputs) == 1:
+        chain.append(v)
+        user, v = v, v.inputs[0]
+        if v.name == "pointwise":
+            return chain[::-1]
+    return None
+
+
 def rewrite_through(module: Module, kinds: tuple[str, ...], need_standard: bool) -> bool:
-    """pointwise P -> view V -> pointwise C  ==>  pointwise P'(V(P's inputs)) -> C, so P' and C can
-    merge. V must be P's only user and C V's only user; reshapes need standard inputs."""
+    """pointwise P -> views V -> pointwise C  ==>  pointwise P'(V(P's inputs)) -> C, so P' and C
+    can merge. Each view must be the only user of what it reads, the last read only by C; reshapes
+    other than squeeze / unsqueeze need standard inputs."""
     changed = False
     for c in module:
         if not c.alive or c.name != "pointwise":
             continue
         for v in c.inputs:
-            if v.name not in kinds or list(v.outputs) != [c] or len(v.inputs) != 1:
+            chain = _view_chain(v, c, kinds)
+            if chain is None:
                 continue
-            p = v.inputs[0]
-            if not _single_use_pointwise(p, v):
+            p = chain[0].inputs[0]
+            if not _single_use_pointwise(p, chain[0]):
                 continue
-            if need_standard and not all(i.shape.standard() for i in p.inputs):
+            regroups = any(x.name not in UNIT_AXIS_VIEWS for x in chain)
+            if need_standard and regroups and not all(i.shape.standard() for i in p.inputs):
                 continue
-            with module.program.provenance([p, v]):
-                moved = [module.insert_instruction(v, v.op, [i]) for i in p.inputs]
+            with module.program.provenance([p, *chain]):
+                moved = list(p.inputs)
+                for x in chain:
+                    moved = [module.insert_instruction(v, x.op, [i]) for i in moved]
                 new_p = module.insert_instruction(v, p.op, moved, p.module_inputs)
             module.replace_all_uses(v, new_p)
-            module.remove_instruction(v)
-            module.remove_instruction(p)
+            for x in [*chain[::-1], p]:
+                module.remove_instruction(x)
             changed = True
             break
     return changed
@@ -372,7 +394,7 @@ class FusePointwise(Pass):
             if self.enable_rewrite_reshapes:
                 changed = rewrite_through(module, RESHAPES, need_standard=True) or changed
             if self.enable_rewrite_broadcasts:
-                changed = rewrite_through(module, BROADCASTS, need_standard=False) or changed
+                changed = rewrite_through(module, BROADCASTS + UNIT_AXIS_VIEWS, need_standard=False) or changed
             merged = fuse_producers(module, self.enable_multi_output, names)
             if self.enable_multi_output:
                 merged = fuse_siblings(module, names) or merged

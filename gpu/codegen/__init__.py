@@ -11,7 +11,7 @@ from __future__ import annotations
 from migx_explore.compiler.ir import Instruction
 from migx_explore.compiler.op import OpSpec, contract_problems, function_fingerprint, get_spec, parse_expression
 
-from ..ops import MODULE_OPS, inner_op, split_inputs
+from ..ops import MODULE_OPS, gather_pairs, inner_op, split_inputs
 from .attention import GENERATORS as ATTENTION_GENERATORS
 from .common import CodegenUnsupported, KernelRequest, KernelSource
 from .common import RequestGenerator as Generator
@@ -28,6 +28,7 @@ from .reduce import GENERATORS as REDUCE_GENERATORS
 
 __all__ = [
     "EPILOGUE_REDUCTIONS",
+    "GATHER_FAMILIES",
     "GENERATORS",
     "LIBRARY_FAMILIES",
     "CodegenUnsupported",
@@ -69,6 +70,8 @@ GENERATORS: dict[str, Generator] = _merge(
 # `gemm` is vendor BLAS for float types (lowering sends float dots there first); an integer dot
 # that reaches code generation gets the generated integer kernel.
 GENERATORS["gemm"] = GENERATORS["int_dot"]
+# Families whose generators read an input through a fused gather (KernelRequest.gathers).
+GATHER_FAMILIES = ("pointwise", "reduce")
 # Families that lowering maps to a library call instead of a generated kernel.
 LIBRARY_FAMILIES: dict[str, str] = {"gemm": "vendor BLAS (cuBLAS / hipBLAS) through gpu::gemm"}
 
@@ -164,7 +167,11 @@ def generate(ins: Instruction) -> KernelSource:
     epilogue = mods[0] if not own and mods else None
     if epilogue is not None and family != "convolution" and inner.name not in EPILOGUE_REDUCTIONS:
         raise CodegenUnsupported(f"epilogue on {inner.name}")
-    ks = generator(KernelRequest(inner, shapes, op["outputs"], mods[0] if own and mods else None, epilogue, mods))
+    gathers = tuple(gather_pairs(op))
+    if gathers and family not in GATHER_FAMILIES:
+        raise CodegenUnsupported(f"a fused gather in a {family} kernel")
+    module = mods[0] if own and mods else None
+    ks = generator(KernelRequest(inner, shapes, op["outputs"], module, epilogue, mods, gathers))
     if not ks.name.isidentifier():  # pragma: no cover - generators build identifier names
         raise CodegenUnsupported(f"kernel name {ks.name!r} is not an identifier")
     return ks

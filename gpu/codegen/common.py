@@ -47,6 +47,9 @@ class KernelRequest:
     module: Module | None
     epilogue: Module | None
     modules: list[Module]
+    # (own input, axis) of gathers fused into the kernel's loads; their indices are the params
+    # before the outputs (gather_load.py). Generators that do not read them get none.
+    gathers: tuple[tuple[int, int], ...] = ()
 
 
 # A kernel family's generator. Each codegen module keeps a GENERATORS table of its families next to

@@ -30,6 +30,7 @@ from .common import (
     output_grid_kernel,
 )
 from .expr import BodyEmitter, op_expr
+from .gather_load import GatherLoad, gather_views, real_shapes
 from .pointwise_vec import paired_kernel, vectorizable
 
 Body = Callable[[list[str], list[str]], list[str]]  # (lines, loaded input exprs) -> output exprs
@@ -46,31 +47,38 @@ def elementwise(
     loads: Sequence[int],
     stores: Sequence[int],
     body: Body,
+    gathers: dict[int, GatherLoad] | None = None,
 ) -> KernelSource:
     """A grid-stride kernel over `lens`: load params `loads` (in compute type), run `body`, store
-    its results into params `stores`. Every listed param must have lens `lens`."""
+    its results into params `stores`. Every listed param must have lens `lens`. `gathers`: params
+    read through a fused gather's indices (gather_load.gather_views made their views)."""
+    gathers = gathers or {}
     n = 1
     for x in lens:
         n *= x
     if n == 0:
         raise CodegenUnsupported("empty output")
-    used = sorted(set(loads) | set(stores))
+    used = sorted(set(loads) | set(stores) | {g.index for g in gathers.values()})
     clens, cstrides = collapse(lens, [shapes[k].strides for k in used])
     strides = dict(zip(used, cstrides))
-    it = index_type(shapes)
+    it = index_type(list(shapes) + real_shapes(gathers))
     lines = decompose("i", clens, it)
     coords = [f"c{d}" for d in range(len(clens))]
     loaded = []
     for k in loads:
         var = f"a{k}"
         off = offset_expr(coords, strides[k])
+        g = gathers.get(k)
+        if g is not None:
+            lines += g.index_lines(offset_expr(coords, strides[g.index]), f"g{k}")
+            off = g.offset(off, f"g{k}", it)
         lines.append(f"const {compute_type(shapes[k].type)} {var} = migx::load(p{k}, {off});")
         loaded.append(var)
     results = body(lines, loaded)
     for k, expr in zip(stores, results):
         lines.append(f"migx::store(p{k}, {offset_expr(coords, strides[k])}, {expr});")
-    if VECTORIZE and vectorizable(shapes, clens, strides):
-        return paired_kernel(name, shapes, writes, it, n, clens, strides, loads, stores, body, lines)
+    if VECTORIZE and vectorizable(shapes, clens, strides, gathers):
+        return paired_kernel(name, shapes, writes, it, n, clens, strides, loads, stores, body, lines, gathers)
     return grid_stride_kernel(name, shapes, writes, it, n, lines)
 
 
@@ -90,12 +98,18 @@ def module_label(module: Module, limit: int = 3) -> str:
     return "_".join(uniq[:limit]) + ("_etc" if len(uniq) > limit else "") or "copy"
 
 
-def pointwise_kernel(inner: Op, shapes: Sequence[Shape], nout: int, module: Module | None) -> KernelSource:
-    """`pointwise` with its submodule, or a single elementwise op (add, convert, contiguous, ...)."""
+def pointwise_kernel(
+    inner: Op, shapes: Sequence[Shape], nout: int, module: Module | None, gathers: Sequence[tuple[int, int]] = ()
+) -> KernelSource:
+    """`pointwise` with its submodule, or a single elementwise op (add, convert, contiguous, ...);
+    `gathers`: (input, axis) of the inputs read through fused gathers (their indices follow the
+    inputs)."""
     nin = len(shapes) - nout
+    shapes, loads = gather_views(shapes, gathers, nout)
+    nown = nin - len(gathers)
     writes = [False] * nin + [True] * nout
     lens = shapes[-1].lens
-    types = [s.type for s in shapes[:nin]]
+    types = [s.type for s in shapes[:nown]]
     if module is not None:
         body = _body_from_module(module, types)
         label = module_label(module)
@@ -106,7 +120,8 @@ def pointwise_kernel(inner: Op, shapes: Sequence[Shape], nout: int, module: Modu
             return [op_expr(inner, loaded, types, out_type)]
 
         label = inner.name
-    return elementwise(label, shapes, writes, lens, list(range(nin)), list(range(nin, nin + nout)), body)
+    own, stores = list(range(nown)), list(range(nin, nin + nout))
+    return elementwise(label, shapes, writes, lens, own, stores, body, loads)
 
 
 def epilogue_kernel(module: Module, shapes: Sequence[Shape]) -> KernelSource:
@@ -302,7 +317,7 @@ def fused_concat_kernel(op: Op, shapes: Sequence[Shape], mods: Sequence[Module],
 
 
 GENERATORS: dict[str, RequestGenerator] = {
-    "pointwise": lambda r: pointwise_kernel(r.inner, r.shapes, r.nout, r.module),
+    "pointwise": lambda r: pointwise_kernel(r.inner, r.shapes, r.nout, r.module, r.gathers),
     "concat": lambda r: concat_kernel(r.inner, r.shapes),
     "gather": lambda r: gather_kernel(r.inner, r.shapes),
     "pad": lambda r: pad_kernel(r.inner, r.shapes),

@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 from migx_explore.compiler.shape import Shape
 
 from .common import KernelSource, compute_type, decompose, kernel_params, launch_1d, offset_expr, source, storage_type
+from .gather_load import GatherLoad
 
 Body = Callable[[list[str], list[str]], list[str]]
 _PAIRED = {"float16": ("unsigned", 4), "bfloat16": ("unsigned", 4), "float32": ("float2", 8)}
@@ -32,8 +33,16 @@ def _mode(shape: Shape, strides: Sequence[int]) -> str:
     return "each"
 
 
-def vectorizable(shapes: Sequence[Shape], clens: Sequence[int], strides: dict[int, list[int]]) -> bool:
-    """Worth the pair loop: an even innermost length and some 16-bit tensor accessed in pairs."""
+def vectorizable(
+    shapes: Sequence[Shape],
+    clens: Sequence[int],
+    strides: dict[int, list[int]],
+    gathers: dict[int, GatherLoad] | None = None,
+) -> bool:
+    """Worth the pair loop: an even innermost length and some 16-bit tensor accessed in pairs.
+    A fused gather's two elements must share their index (the indices broadcast along the axis)."""
+    if any(strides[g.index][-1] != 0 for g in (gathers or {}).values()):
+        return False
     return clens[-1] % 2 == 0 and any(
         shapes[k].type in ("float16", "bfloat16") and _mode(shapes[k], s) == "pair" for k, s in strides.items()
     )
@@ -51,16 +60,26 @@ def paired_kernel(
     stores: Sequence[int],
     body: Body,
     scalar_lines: Sequence[str],
+    gathers: dict[int, GatherLoad] | None = None,
 ) -> KernelSource:
     """The pair loop, with `scalar_lines` (the one-element loop body over flat index i) as the
-    fallback for unaligned buffers."""
+    fallback for unaligned buffers. `gathers`: params read through a fused gather, both elements
+    at one index (`vectorizable` checked); a pair there needs the table's row stride even too."""
+    gathers = gathers or {}
     coords = [f"c{d}" for d in range(len(clens))]
     modes = {k: _mode(shapes[k], s) for k, s in strides.items()}
+    for k, g in gathers.items():
+        if modes[k] == "pair" and g.stride % 2:
+            modes[k] = "each"
     lines = decompose("i", clens, it)
     elems: list[list[str]] = [[], []]
     for k in loads:
         ct = compute_type(shapes[k].type)
         off = offset_expr(coords, strides[k])
+        g = gathers.get(k)
+        if g is not None:
+            lines += g.index_lines(offset_expr(coords, strides[g.index]), f"g{k}")
+            off = g.offset(off, f"g{k}", it)
         if modes[k] == "pair":
             word, _ = _PAIRED[shapes[k].type]
             lines.append(f"const {word} w{k} = *(const {word}*)(p{k} + {off});")

@@ -28,6 +28,7 @@ from .common import (
     literal,
     source,
 )
+from .gather_load import gather_views
 from .reduce_gen import ARG_OPS, REDUCE_OPS, ReduceGen, block_size
 from .reduce_rows import row_generator
 
@@ -110,26 +111,36 @@ def reduce_kernel(
     module: Module | None,
     epilogue: Module | None = None,
     ninputs: int = -1,
+    gathers: Sequence[tuple[int, int]] = (),
 ) -> KernelSource:
+    """`gathers`: (input, axis) of inputs read through fused gathers, whose indices are the
+    params before the outputs (gather_load.py)."""
+    if gathers and inner.name in ("argmax", "argmin"):
+        raise CodegenUnsupported("a fused gather in an arg reduction")
     if inner.name in ("argmax", "argmin"):
         return arg_kernel(inner, shapes)
     if inner.name in ("fused_reduce", "split_fused_reduce"):  # split: one kernel does the whole reduction
         params = module.params()
         body = [i for i in module if not i.is_param() and not i.is_return()]
         if len(body) == 1 and body[0].name in ARG_OPS and body[0].inputs[0] is params[0] and len(params) == 1:
+            if gathers:
+                raise CodegenUnsupported("a fused gather in an arg reduction")
             return arg_kernel(body[0].op, shapes)  # a lone argmin / argmax: its own kernel
-        axes = norm_axes(inner["axes"], params[0].shape.ndim, "fused_reduce")
+        axes = tuple(sorted(norm_axes(inner["axes"], params[0].shape.ndim, "fused_reduce")))
         name = "fused_reduce_" + "_".join(
             dict.fromkeys(i.name for i in module if i.name in REDUCE_OPS or i.name in ARG_OPS)
         )
-        return row_generator(module, tuple(sorted(axes)), shapes, nout).build(name)
-    nin = len(shapes) - nout if ninputs < 0 else ninputs
-    mod, axes = synthesize(inner, shapes[:nin])
+        views, loads = gather_views(shapes, gathers, nout, axes, params[0].shape.ndim)
+        return row_generator(module, axes, views, nout, loads).build(name)
+    nin = len(shapes) - nout - len(gathers) if ninputs < 0 else ninputs
+    mod, axes = synthesize(inner, gather_views(shapes, gathers, nout)[0][:nin])
+    axes = tuple(sorted(axes))
     name = inner.name
     if epilogue is not None:
-        mod = with_epilogue(mod, epilogue, shapes[nin : len(shapes) - nout])
+        mod = with_epilogue(mod, epilogue, shapes[nin : len(shapes) - nout - len(gathers)])
         name += "_" + "_".join(dict.fromkeys(i.name for i in epilogue if not i.is_builtin()))[:32]
-    return row_generator(mod, tuple(sorted(axes)), shapes, nout).build(name)
+    views, loads = gather_views(shapes, gathers, nout, axes, mod.params()[0].shape.ndim)
+    return row_generator(mod, axes, views, nout, loads).build(name)
 
 
 def arg_kernel(inner: Op, shapes: Sequence[Shape]) -> KernelSource:
@@ -182,7 +193,8 @@ EPILOGUE_REDUCTIONS = ("layernorm", "add_layernorm")
 def _reduce_request(r: KernelRequest) -> KernelSource:
     # With an epilogue, the inputs are the op's own, then the epilogue's extras (its params x1..).
     extras = len(r.epilogue.params()) - 1 if r.epilogue is not None else 0
-    return reduce_kernel(r.inner, r.shapes, r.nout, r.module, r.epilogue, len(r.shapes) - r.nout - extras)
+    nown = len(r.shapes) - r.nout - extras - len(r.gathers)
+    return reduce_kernel(r.inner, r.shapes, r.nout, r.module, r.epilogue, nown, r.gathers)
 
 
 GENERATORS: dict[str, RequestGenerator] = {"reduce": _reduce_request}

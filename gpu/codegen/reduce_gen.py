@@ -28,6 +28,7 @@ from .common import (
     source,
 )
 from .expr import BodyEmitter, op_expr, scalar_literal
+from .gather_load import GatherLoad, real_shapes
 
 REDUCE_OPS = {
     "reduce_sum": "op_sum",
@@ -44,13 +45,24 @@ ARG_OPS = ("argmin", "argmax")  # index-carrying reductions (fuse_reduce wraps t
 class ReduceGen:
     """One block per row; each reduction loops over the row from memory (any row length, layout
     and op). The hooks (`loop_head`, `param_line`, `wrap_loop`, `combine`, `store_full`,
-    `store_row`, `finish`) are what reduce_rows.RegisterRowGen replaces to keep rows in registers."""
+    `store_row`, `finish`) are what reduce_rows.RegisterRowGen replaces to keep rows in registers.
+    `gathers`: inputs read through fused gathers (gather_load.gather_views made the views; their
+    indices are the params between the inputs and the outputs, one per row)."""
 
-    def __init__(self, module: Module, axes: tuple[int, ...], shapes: Sequence[Shape], nout: int):
+    def __init__(
+        self,
+        module: Module,
+        axes: tuple[int, ...],
+        shapes: Sequence[Shape],
+        nout: int,
+        gathers: dict[int, GatherLoad] | None = None,
+    ):
         self.m = module
         self.axes = axes
         self.shapes = list(shapes)
-        self.nin = len(shapes) - nout
+        self.gathers = gathers or {}
+        self.out0 = len(shapes) - nout  # the first output param
+        self.nin = self.out0 - len(self.gathers)
         params = module.params()
         if len(params) != self.nin:
             raise CodegenUnsupported(f"{module.name}: {len(params)} params for {self.nin} inputs")
@@ -60,7 +72,7 @@ class ReduceGen:
         self.kind: dict[int, str] = {}
         self.lines: list[str] = []
         self.row_env: dict[int, str] = {}
-        self.it = index_type(shapes)
+        self.it = index_type(list(shapes) + real_shapes(self.gathers))
         self.nred = 0
         self.shared: list[str] = []
 
@@ -120,7 +132,11 @@ class ReduceGen:
         self.lines += decompose("row", ol, self.it, "o")
         oc = [f"o{d}" for d in range(len(ol))]
         for k in range(len(self.shapes)):
-            self.lines.append(f"const {self.it} base{k} = {offset_expr(oc, os_[k])};")
+            if k not in self.gathers:
+                self.lines.append(f"const {self.it} base{k} = {offset_expr(oc, os_[k])};")
+        for k, g in self.gathers.items():  # the row's index moves the table's base (after base<index>)
+            self.lines += g.index_lines(f"base{g.index}", f"g{k}")
+            self.lines.append(f"const {self.it} base{k} = {g.offset(offset_expr(oc, os_[k]), f'g{k}', self.it)};")
         self.inner_lens, self.inner_strides = il, is_
 
     def inner_offsets(self, lines: list[str]) -> None:
@@ -241,12 +257,12 @@ class ReduceGen:
 
     def outputs(self) -> None:
         outs = self.m.output_instructions()
-        if len(outs) != len(self.shapes) - self.nin:
+        if len(outs) != len(self.shapes) - self.out0:
             raise CodegenUnsupported("output count differs from the output buffers")
         full_loop: list[str] = []
         memo: dict[int, str] = {}
         for k, o in enumerate(outs):
-            p = self.nin + k
+            p = self.out0 + k
             if self.kind[o.id] == "full":
                 if not full_loop:
                     self.loop_head(full_loop)
@@ -304,8 +320,8 @@ class ReduceGen:
             if self.kind.get(ins.id) == "row" or (self.kind.get(ins.id) == "const" and not ins.is_literal()):
                 self.row_value(ins)
         self.outputs()
-        nout = len(self.shapes) - self.nin
-        writes = [False] * self.nin + [True] * nout
+        nout = len(self.shapes) - self.out0
+        writes = [False] * self.out0 + [True] * nout
         body = "\n    ".join(self.shared + self.lines)
         src = f"""
 MIGX_GLOBAL void {name}_kernel({kernel_params(self.shapes, writes)}) {{

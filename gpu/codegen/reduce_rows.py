@@ -29,6 +29,7 @@ from migx_explore.compiler.ir import Module
 from migx_explore.compiler.shape import Shape
 
 from .common import collapse, compute_type
+from .gather_load import GatherLoad
 from .reduce_gen import ARG_OPS, ReduceGen
 
 REGISTER_ROWS = True  # False: every reduction takes ReduceGen's loop kernel (tests compare the two)
@@ -93,18 +94,31 @@ def plan_rows(rsize: int, nrows: int, nbuf: int, vec: int) -> RowPlan | None:
     return RowPlan(group, vec, nvec, rows)
 
 
-def row_generator(module: Module, axes: tuple[int, ...], shapes: Sequence[Shape], nout: int) -> ReduceGen:
+def row_generator(
+    module: Module,
+    axes: tuple[int, ...],
+    shapes: Sequence[Shape],
+    nout: int,
+    gathers: dict[int, GatherLoad] | None = None,
+) -> ReduceGen:
     """The register kernel's generator where the rows fit, else the loop kernel's."""
     if REGISTER_ROWS and not any(i.name in ARG_OPS for i in module):
-        gen = RegisterRowGen(module, axes, shapes, nout)
+        gen = RegisterRowGen(module, axes, shapes, nout, gathers)
         if gen.plan is not None:
             return gen
-    return ReduceGen(module, axes, shapes, nout)
+    return ReduceGen(module, axes, shapes, nout, gathers)
 
 
 class RegisterRowGen(ReduceGen):
-    def __init__(self, module: Module, axes: tuple[int, ...], shapes: Sequence[Shape], nout: int):
-        super().__init__(module, axes, shapes, nout)
+    def __init__(
+        self,
+        module: Module,
+        axes: tuple[int, ...],
+        shapes: Sequence[Shape],
+        nout: int,
+        gathers: dict[int, GatherLoad] | None = None,
+    ):
+        super().__init__(module, axes, shapes, nout, gathers)
         lens = self.full_lens
         outer = [d for d in range(len(lens)) if d not in axes]
         self.nrows = nrows = math.prod(lens[d] for d in outer)  # setup_indexing sets the same, later
@@ -118,7 +132,8 @@ class RegisterRowGen(ReduceGen):
             vec = 16 // min(sizes)
             while rsize % vec:
                 vec //= 2
-        # vector access: one contiguous run a row, row starts (every outer stride) multiples of vec
+        # vector access: one contiguous run a row, row starts (every outer stride, and a fused
+        # gather's table stride) multiples of vec
         self.vec_ks = [
             k
             for k in self.full_ks
@@ -126,6 +141,7 @@ class RegisterRowGen(ReduceGen):
             and runs[k]
             and self.shapes[k].type in _VEC_SIZES
             and all(self.shapes[k].strides[d] % vec == 0 for d in outer if lens[d] > 1)
+            and (k not in self.gathers or self.gathers[k].stride % vec == 0)
         ]
         if not self.vec_ks:
             vec = 1
@@ -199,7 +215,7 @@ class RegisterRowGen(ReduceGen):
         outs = self.m.output_instructions()
         for k, o in enumerate(outs):
             if self.kind.get(o.id) == "full":
-                self.out_types[nin + k] = o.shape.type
+                self.out_types[self.out0 + k] = o.shape.type
         if self.vec_ks:
             self.lines.append(self._vec_check())
         for k in ins_full:

@@ -9,7 +9,7 @@ from migx_explore.compiler.ir import Module
 from migx_explore.compiler.op import Op, compute_shape
 from migx_explore.compiler.passes import Pass
 
-from ..ops import inner_op, split_inputs
+from ..ops import inner_op, own_shapes, split_inputs
 from .eliminate_contiguous import accepts_any_layout
 
 
@@ -41,11 +41,11 @@ class AdjustAllocation(Pass):
             inner = inner_op(ins.op["op"])
             if inner.name != "pointwise" and not inner.has("pointwise"):
                 continue
-            ins_in, _, outs = split_inputs(ins.op, list(ins.inputs))
+            outs = split_inputs(ins.op, list(ins.inputs))[2]
             buf = outs[0]
             if buf.name != alloc_name or len(buf.outputs) != 1:
                 continue
-            natural = compute_shape(inner, [i.shape for i in ins_in], ins.module_inputs)
+            natural = compute_shape(inner, own_shapes(ins.op, [i.shape for i in ins.inputs]), ins.module_inputs)
             if natural.is_tuple or natural.strides == buf.shape.strides or not natural.packed():
                 continue
             if not ins.outputs or not all(

@@ -36,7 +36,7 @@ class CompileOps(Pass):
         for ins in list(module):
             if ins.name == "gpu::precompile_op":
                 # the operand layout the op carries whichever way it is computed
-                carried = {k: ins.op[k] for k in ("op", "ninputs", "outputs", "workspace")}
+                carried = {k: ins.op[k] for k in ("op", "ninputs", "outputs", "gathers", "workspace")}
                 try:
                     ks = generate(ins)
                 except CodegenUnsupported:  # the IR then shows gpu::host_op for this instruction

@@ -5,6 +5,7 @@ CUDA (a new op, a new dtype path) before anyone reaches a GPU; skips where nvcc 
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -220,3 +221,21 @@ def test_decode_step_kernels_compile(tmp_path, fresh_kernel_cache):
     sources = _sources(bucket_program(1))
     assert any(k.startswith("kv_attention_") for k in sources), list(sources)
     _nvcc_all(sources, tmp_path)
+
+
+@pytest.mark.parametrize("precision", ["fp32", "fp16"])
+def test_fused_gather_kernels_compile(precision, tmp_path, fresh_kernel_cache):
+    """Kernels that read an input through a fused gather (gather_load.py): pointwise, the register
+    row reduction with a second output, along a middle axis with 2-D indices, a layernorm."""
+    from migx_explore import models
+    from migx_explore.gpu.pipelines import CompileOptions
+    from tests.gpu.test_gather_fusion import gather_programs
+
+    # gpt2_decode: a layernorm reader turned fused_reduce, writing the gathered rows as well
+    # half tables: the pointwise kernel reads its pairs of table elements as one 32-bit word
+    programs = [*gather_programs(), *[(f"{n}_half", p) for n, p in gather_programs("half_type")]]
+    for name, program in [*programs, ("gpt2_decode", models.load("gpt2_decode", P=3, T=1))]:
+        sources = _sources(program, CompileOptions(precision=precision))
+        fused = {k: v for k, v in sources.items() if re.search(r"long long g\d+ = \(long long\)p", v[0])}
+        assert fused, (name, list(sources))
+        _nvcc_all(fused, tmp_path / name)

@@ -203,6 +203,77 @@ def test_broadcast_between_pointwise_ops_needs_enable_rewrite_broadcasts():
     assert q.main.sub_modules()[0].bypass
 
 
+def test_unsqueeze_moves_onto_a_broadcast_input():
+    # unsqueeze only adds a unit axis, which any strides take: the producer's broadcast input
+    # does not keep the two ops apart (reshape and flatten still need standard inputs)
+    check_pass(
+        """
+        x = @param:x -> float_type, {4, 1}
+        y = @param:y -> float_type, {1, 4, 4}
+        @2 = multibroadcast[out_lens={4, 4}](x) -> float_type, {4, 4}, {1, 0}
+        @3 = exp(@2) -> float_type, {4, 4}
+        @4 = unsqueeze[axes={0}](@3) -> float_type, {1, 4, 4}
+        @5 = add(@4, y) -> float_type, {1, 4, 4}
+        @6 = @return(@5)
+    """,
+        [FP],
+        """
+        module: "main"
+        x = @param:x -> float_type, {4, 1}
+        y = @param:y -> float_type, {1, 4, 4}
+        @2 = multibroadcast[out_lens={4, 4}](x) -> float_type, {4, 4}, {1, 0}
+        @3 = unsqueeze[axes={0}](@2) -> float_type, {1, 4, 4}, {4, 1, 0}
+        @4 = pointwise(@3, y), [main:pointwise0] -> float_type, {1, 4, 4}
+        @5 = @return(@4)
+        module: "main:pointwise0" bypass
+        x0 = @param:x0 -> float_type, {1}, {0}
+        x1 = @param:x1 -> float_type, {1}, {0}
+        @2 = exp(x0) -> float_type, {1}, {0}
+        @3 = add(@2, x1) -> float_type, {1}, {0}
+        @4 = @return(@3)
+    """,
+    )
+
+
+# An attention mask: converted, broadcast to (query, key), unsqueezed to the heads' rank, used.
+MASK_CHAIN = """
+    m = @param:m -> int64_type, {1, 4}
+    y = @param:y -> float_type, {1, 1, 4, 4}
+    @2 = convert[target_type=bool](m) -> bool_type, {1, 4}
+    @3 = multibroadcast[out_lens={4, 4}](@2) -> bool_type, {4, 4}, {0, 1}
+    @4 = unsqueeze[axes={0, 1}](@3) -> bool_type, {1, 1, 4, 4}, {0, 0, 0, 1}
+    @5 = convert[target_type=float](@4) -> float_type, {1, 1, 4, 4}
+    @6 = mul(@5, y) -> float_type, {1, 1, 4, 4}
+    @7 = @return(@6)
+"""
+
+
+def test_broadcast_then_unsqueeze_moves_as_one_chain():
+    p = parse(MASK_CHAIN)
+    run_passes(p, [FP])
+    assert [i.name for i in p.main if not i.is_builtin()] == ["pointwise", "multibroadcast", "unsqueeze", "pointwise"]
+    check_pass(
+        MASK_CHAIN,
+        [make_pass("fuse_pointwise", enable_rewrite_broadcasts=True)],
+        """
+        module: "main"
+        m = @param:m -> int64_type, {1, 4}
+        y = @param:y -> float_type, {1, 1, 4, 4}
+        @2 = multibroadcast[out_lens={4, 4}](m) -> int64_type, {4, 4}, {0, 1}
+        @3 = unsqueeze[axes={0, 1}](@2) -> int64_type, {1, 1, 4, 4}, {0, 0, 0, 1}
+        @4 = pointwise(@3, y), [main:pointwise0] -> float_type, {1, 1, 4, 4}
+        @5 = @return(@4)
+        module: "main:pointwise0" bypass
+        x0 = @param:x0 -> int64_type, {1}, {0}
+        x1 = @param:x1 -> float_type, {1}, {0}
+        @2 = convert[target_type=bool](x0) -> bool_type, {1}, {0}
+        @3 = convert[target_type=float](@2) -> float_type, {1}, {0}
+        @4 = mul(@3, x1) -> float_type, {1}, {0}
+        @5 = @return(@4)
+    """,
+    )
+
+
 def test_long_chain_is_one_kernel_and_numerically_equal():
     text = """
         x = @param:x -> float_type, {8, 8}

@@ -1,4 +1,5 @@
-"""fuse_ops: GEMM / convolution + pointwise epilogues."""
+"""fuse_ops: GEMM / convolution + pointwise epilogues; layernorm with its neighbours
+(layernorm_fusion.py); gathers into the kernels that read them (gather_fusion.py)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from migx_explore.compiler.shape import Shape
 from ...blas_plan import plan_gemm
 from ...codegen import EPILOGUE_REDUCTIONS
 from ...ops import inner_op, split_inputs
+from .gather_fusion import drop_index_convert, fuse_gather
 from .layernorm_fusion import fuse_layernorm_neighbours
 from .widening_epilogue import fuse_widening_epilogue
 
@@ -131,6 +133,14 @@ class FuseOps(Pass):
             if ins.alive:
                 with module.program.provenance([ins]):
                     changed |= self._fuse(module, ins, ctx)
+        # Gathers last: the kernels that read them are final now (an epilogue or layernorm
+        # fusion above would otherwise have to carry a fused gather along).
+        for ins in list(module):
+            if ins.alive:
+                changed |= drop_index_convert(module, ins)
+        for ins in list(module):
+            if ins.alive:
+                changed |= fuse_gather(module, ins, ctx)
         return changed
 
     def _fuse(self, m: Module, ins: Instruction, ctx) -> bool:
