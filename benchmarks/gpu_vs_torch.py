@@ -133,7 +133,7 @@ def graph_of(fn, stream):
 
 def torch_latency(net, xs: list, iters: int, warmup: int, keep: bool = False) -> dict:
     """PyTorch eager and CUDA-graph latency of `net(*xs)` (inputs already on the device); with
-    keep, "_replay" holds (graph, stream) for timings interleaved later (issue28_table.py)."""
+    keep, "_replay" holds (graph, stream, net, xs) for timings interleaved later (issue28_table.py)."""
     import torch
 
     stream = torch.cuda.Stream()
@@ -162,7 +162,10 @@ def torch_latency(net, xs: list, iters: int, warmup: int, keep: bool = False) ->
         "top_kernels": top,
         "outputs": [o.float().cpu().numpy() for o in _as_list(out)],
         "graph_outputs": [o.float().cpu().numpy() for o in _as_list(gout)],
-        **({"_replay": (graph, stream)} if keep else {}),
+        # the graph reads the module's weights and buffers and the inputs by address: they are kept
+        # with it (add_compile drops a row's fp16 module copy, whose freed buffers then held
+        # garbage position ids by the time issue28_table.py replayed the graph: a device assert)
+        **({"_replay": (graph, stream, net, xs)} if keep else {}),
     }
 
 
@@ -197,7 +200,7 @@ def torch_compiled_latency(net, xs: list, iters: int, warmup: int, keep: bool = 
         "kernels": kernels,
         "top_kernels": top,
         "outputs": [o.float().cpu().numpy() for o in _as_list(gout)],
-        **({"_replay": (graph, stream)} if keep else {}),
+        **({"_replay": (graph, stream, compiled, xs)} if keep else {}),  # kept alive with the graph
     }
 
 
