@@ -118,7 +118,8 @@ def strip_private(obj):
 
 
 def _f(v, fmt: str = ".1f") -> str:
-    return "–" if v is None else format(v, fmt)
+    """A number in `fmt`; a string is already formatted (italic timed-apart cells)."""
+    return "–" if v is None else v if isinstance(v, str) else format(v, fmt)
 
 
 def _kernels(part: Mapping) -> str:
@@ -126,9 +127,30 @@ def _kernels(part: Mapping) -> str:
     return f"{o['kernels']}+{o['blas_calls']}" if "kernels" in o else "–"
 
 
+def _apart(part: Mapping) -> tuple[dict, dict]:
+    """Medians and ratios from the separate timings (phases A and B), in italics: the cells a row
+    shows when its interleaved phase did not run."""
+    med = {
+        side: f"_{part[key]['graph_us']:.1f}_"
+        for side, key in (("ours", "ours"), ("torch_graph", "torch"), ("torch_compile", "torch_compile"))
+        if isinstance(part.get(key), dict) and part[key].get("graph_us") is not None
+    }
+    ratio = {
+        side: f"_{part[key]:.2f}_"
+        for side, key in (
+            ("torch_graph", "graph_ratio_vs_torch_graph"),
+            ("torch_compile", "graph_ratio_vs_torch_compile"),
+        )
+        if part.get(key) is not None
+    }
+    return med, ratio
+
+
 def _line(label: str, prec: str, part: Mapping, err_key: str, torch_err_key: str | None) -> str:
     il = part.get("interleaved", {})
     med, ratio = il.get("median_us", {}), il.get("ratio", {})
+    if not med:
+        med, ratio = _apart(part)
     lo, hi = il.get("round_ratio_min", {}), il.get("round_ratio_max", {})
     spread = f"{lo['torch_compile']:.2f}-{hi['torch_compile']:.2f}" if "torch_compile" in lo else "–"
     tc = part.get("torch_compile", {})
@@ -148,7 +170,8 @@ the interleaved phase: after every row's compiles, each side was replayed {per_r
 for {rounds} rounds, sides in rotated order, so all sides saw the same drift. "ours / compile" is
 the headline ratio (ours median / torch.compile + CUDA graph median); "round ratios" is its range
 over the rounds; "timed apart" is the same ratio from the first, separate timings (ours in phase
-A, torch.compile in phase B), for comparison. Kernels: ours = generated kernels + BLAS calls of one
+A, torch.compile in phase B), for comparison; a row whose interleaved phase did not run shows those
+separate timings in italics. Kernels: ours = generated kernels + BLAS calls of one
 replay; torch = kernels of one eager call (what its CUDA graph holds); torch.compile = kernels of
 one compiled-graph replay.
 Errors, against PyTorch fp32 (eager) of the same network:

@@ -283,3 +283,18 @@ def test_main_runs_every_phase_keeps_failed_rows_apart_and_frees_each_row(tmp_pa
     md = (tmp_path / "issue28_table.md").read_text()
     assert "| BERT (h256 L4 seq128) | fp32 | 10.0 | 20.0 | – | 0.50 |" in md
     assert "ViT (h192 L4 224): **failed**" in md and "| GPT-2 (d128 L4 seq128) | fp32 | 4.0 |" in md
+
+
+def test_a_row_without_its_interleaved_phase_shows_the_separate_timings_in_italics():
+    from issue28_report import markdown
+
+    part = {
+        "ours": {"graph_us": 100.0, "kernels": 3, "blas_calls": 2},
+        "torch": {"graph_us": 200.0, "kernels": 9},
+        "torch_compile": {"graph_us": 125.0, "kernels": 5},
+        "graph_ratio_vs_torch_graph": 0.5,
+        "graph_ratio_vs_torch_compile": 0.8,
+    }
+    text = markdown({"device": "X", "torch": "t", "rows": {"m": dict(part, label="M", fp16=dict(part))}})
+    line = next(ln for ln in text.splitlines() if ln.startswith("| M | fp32"))
+    assert "| _100.0_ | _200.0_ | _125.0_ | _0.50_ | **_0.80_** |" in line
