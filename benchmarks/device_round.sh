@@ -2,7 +2,7 @@
 # One device call that checks and times a tree for issue 28 work. Run from the repository root on
 # the device machine, after `python3 -m pip install --no-deps --no-build-isolation -e .`:
 #
-#     bash benchmarks/device_round.sh [suite|table|decode|rows|profile|issue28 ...]   (default: the first five)
+#     bash benchmarks/device_round.sh [suite|table|decode|rows|profile|pdl|issue28 ...]   (default: the first five)
 #
 #   suite    the gpu-marked tests (about 2 min on an H200)                    -> $OUT/gpu_suite.txt
 #   table    gpu_vs_torch.py --fp16 on the six transformer exports, torch.compile included (about 2.5 min)
@@ -10,6 +10,8 @@
 #   rows     gpu_issue28_rows.py: bilstm, yolov10n, mlp (about 1 min)
 #   profile  gpu_kernel_profile.py --fp16 on bert, gpt2, llama (about 1.5 min)
 #            (table, decode, rows, profile: their log and files packed as $OUT/<step>.tar.gz)
+#   pdl      dependent launch: gpu_kernel_profile.py (bert, gpt2, llama fp16) and decode.py at P=127
+#            under MIGX_PDL=0, the default rule and MIGX_PDL=all, in one process each (about 4 min)
 #   issue28  issue28_table.py: every row of issue 28's table, fp32 and fp16, ours against PyTorch
 #            CUDA graph and torch.compile, re-timed interleaved (about 6-7 min; ISSUE28_ARGS adds
 #            options, e.g. ISSUE28_ARGS="--rows bert,yolov10n")  -> $OUT/issue28.log, issue28_table.md/.json
@@ -47,11 +49,20 @@ for step in "${steps[@]}"; do
     profile) mkdir -p "$W"
            python3 benchmarks/gpu_kernel_profile.py --models bert,gpt2,llama --precision fp16 --out "$W/profile" \
              > "$W/profile.log" 2>&1; grep -E "^(##|ours|torch.compile)" "$W/profile/kernel_profile.md" ;;
+    pdl) mkdir -p "$W"
+           for mode in 0 auto all; do
+             MIGX_PDL=$mode python3 benchmarks/gpu_kernel_profile.py --models bert,gpt2,llama --precision fp16 \
+               --out "$W/profile_$mode" > "$W/profile_$mode.log" 2>&1
+             MIGX_PDL=$mode python3 benchmarks/decode.py --pasts 127 --exact-pasts 127 --iters 100 \
+               --out "$W/decode_$mode" > "$W/decode_$mode.log" 2>&1
+             echo "MIGX_PDL=$mode"; grep -E "^(##|ours|torch.compile)" "$W/profile_$mode/kernel_profile.md"
+             grep -E "^\| (ours graph|torch.compile)" "$W/decode_$mode"/*.md
+           done ;;
     issue28) current=""  # writes its two files straight into $OUT after every row and phase
            # shellcheck disable=SC2086  # ISSUE28_ARGS is a list of options
            python3 benchmarks/issue28_table.py --out "$OUT" ${ISSUE28_ARGS:-} > "$OUT/issue28.log" 2>&1
            grep -E "^\| |^- |^Run time" "$OUT/issue28_table.md" ;;
-    *) echo "device_round.sh: unknown step $step (suite, table, decode, rows, profile, issue28)"; exit 2 ;;
+    *) echo "device_round.sh: unknown step $step (suite, table, decode, rows, profile, pdl, issue28)"; exit 2 ;;
   esac
   [ -n "$current" ] && pack "$step"
   current=""
