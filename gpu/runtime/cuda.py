@@ -239,8 +239,13 @@ class CublasPart(Blas):
             try:
                 for _ in range(reps):
                     fn()
-            finally:
-                graph = graphs.end_capture(stream)  # always: an open capture would break the stream
+            except BaseException:
+                try:  # end the capture (an open one would break the stream) and drop its graph
+                    graphs.destroy(graphs.end_capture(stream))
+                except GpuError:
+                    pass  # the capture was invalidated: ending it left the stream out of capture
+                raise
+            graph = graphs.end_capture(stream)
             try:
                 exe = graphs.instantiate(graph)
             finally:
