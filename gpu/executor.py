@@ -281,14 +281,7 @@ class CompiledProgram:
 
     def _capture_segment(self, steps: list[Step]) -> _Graph:
         b, s = self.backend, self.stream
-        b.graphs.begin_capture(s)
-        try:
-            self._enqueue(steps)
-        except BaseException:
-            with contextlib.suppress(GpuError):
-                b.graphs.destroy(b.graphs.end_capture(s))
-            raise
-        graph = b.graphs.end_capture(s)
+        graph = b.graphs.capture(s, lambda: self._enqueue(steps))
         try:
             gexec = b.graphs.instantiate(graph)
         except BaseException:

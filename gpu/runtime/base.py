@@ -19,6 +19,7 @@ per launch.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import functools
 from abc import ABC, abstractmethod
@@ -280,6 +281,19 @@ class Graphs(Part, ABC):
         if err:
             raise GpuError(f"{self.backend.name}: stream capture failed: {self.backend.error_string(err)}")
         return graph
+
+    def capture(self, stream: Any, enqueue: Callable[[], Any]) -> Any:
+        """The graph of what `enqueue` puts on `stream` under capture. If it raises, the capture
+        is ended and its partial graph destroyed before the error goes on: an open capture would
+        break the stream for everything after it."""
+        self.begin_capture(stream)
+        try:
+            enqueue()
+        except BaseException:
+            with contextlib.suppress(GpuError):  # an invalidated capture still leaves capture mode
+                self.destroy(self.end_capture(stream))
+            raise
+        return self.end_capture(stream)
 
     def is_capturing(self, stream: Any) -> bool:
         return self.call(self.drv.capture_status, stream) != self.drv.capture_none

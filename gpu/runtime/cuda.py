@@ -235,17 +235,7 @@ class CublasPart(Blas):
 
         def in_graph(fn, reps: int = 10, trials: int = 3) -> float:
             fn()  # runs, and leaves cuBLASLt's lazily loaded kernel in place before the capture
-            graphs.begin_capture(stream)
-            try:
-                for _ in range(reps):
-                    fn()
-            except BaseException:
-                try:  # end the capture (an open one would break the stream) and drop its graph
-                    graphs.destroy(graphs.end_capture(stream))
-                except GpuError:
-                    pass  # the capture was invalidated: ending it left the stream out of capture
-                raise
-            graph = graphs.end_capture(stream)
+            graph = graphs.capture(stream, lambda: [fn() for _ in range(reps)])
             try:
                 exe = graphs.instantiate(graph)
             finally:

@@ -82,3 +82,22 @@ def test_the_backend_interface_stays_narrow_and_the_fake_runs_the_shared_code():
     assert [c[0] for c in fake.calls] == ["malloc", "free"]
     with pytest.raises(base.GpuError, match="unknown pointer"):
         fake.memory.free(0x1234)
+
+
+def test_capture_that_fails_ends_the_capture_and_destroys_its_graph(fake):
+    """Graphs.capture (the executor's segments, the BLAS tuning timer): an error while enqueuing
+    leaves the stream out of capture, with the partial graph destroyed, and goes on unchanged."""
+    from migx_explore.gpu.runtime.base import GpuError
+
+    stream = fake.streams.create()
+
+    def fails():
+        raise GpuError("refused while capturing")
+
+    with pytest.raises(GpuError, match="refused while capturing"):
+        fake.graphs.capture(stream, fails)
+    assert not fake.graphs.is_capturing(stream)
+    names = [c[0] for c in fake.calls]
+    assert names[-3:] == ["begin_capture", "end_capture", "graph_destroy"], names[-3:]
+    graph = fake.graphs.capture(stream, lambda: None)  # the stream captures again
+    assert fake.graphs.node_count(graph) == 0 and not fake.graphs.is_capturing(stream)
