@@ -135,7 +135,7 @@ def argblock(addrs: list[int], keep: list) -> int:
 QUANT_TYPES = ("int8", "uint8", "float8e4m3fn")
 
 
-def _generated_gemm(backend: Backend, ins: Instruction, addrs: list[int], stream: Any, keep: list):
+def _generated_gemm(backend: Backend, ins: Instruction, addrs: list[int], stream: Any, out: Built):
     """An 8-bit gpu::gemm the BLAS library refused at finalize: the generated tiled kernel
     instead (compiled here, through the kernel cache), never the host."""
     from . import kernel_cache
@@ -146,15 +146,16 @@ def _generated_gemm(backend: Backend, ins: Instruction, addrs: list[int], stream
     kernel_cache.register(ks)
     binary = kernel_cache.compile_many(backend.kernels, [ks])[ks.key]
     module = backend.kernels.load_module(binary)
-    keep.append(module)  # lives as long as the step list
+    out.keep.append(module)  # lives as long as the step list
     step = backend.kernels.make_launch(
         backend.kernels.get_function(module, ks.name),
         ks.global_size // ks.local_size,
         ks.local_size,
         0,
         stream,
-        argblock([addrs[0], addrs[1], addrs[-1]], keep),
+        argblock([addrs[0], addrs[1], addrs[-1]], out.keep),
         LaunchSite(ins, tuple(addrs)),
+        overlap=out.overlap_next(),
     )
     return step, ks
 
@@ -258,7 +259,7 @@ def build_steps(
             except GpuError as e:
                 if plan.dtype not in QUANT_TYPES:
                     raise
-                step, ks = _generated_gemm(backend, ins, addrs, stream, out.keep)
+                step, ks = _generated_gemm(backend, ins, addrs, stream, out)
                 out.add(step, StepInfo(ins.id, label, "kernel", f"{ks.name} (BLAS refused: {e})"))
             else:
                 out.add(step, StepInfo(ins.id, label, "blas", plan.describe() + (f" [{note}]" if note else "")))
