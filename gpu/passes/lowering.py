@@ -56,11 +56,20 @@ def allocate(module: Module, before: Instruction, shape: Shape) -> Instruction:
 
 
 def precompile(
-    module: Module, before: Instruction, inner: Op, inputs, out: Shape, mods=(), ninputs: int = -1
+    module: Module,
+    before: Instruction,
+    inner: Op,
+    inputs,
+    out: Shape,
+    mods=(),
+    ninputs: int = -1,
+    workspace: int = 0,
 ) -> Instruction:
+    """`workspace`: how many of `inputs` (the last ones) are scratch the kernel needs, not operands."""
     outs = list(out.sub_shapes) if out.is_tuple else [out]
     bufs = [allocate(module, before, s) for s in outs]
-    op = Op("gpu::precompile_op", op=op_text(inner), ninputs=ninputs, outputs=len(bufs))
+    extra = {"workspace": workspace} if workspace else {}
+    op = Op("gpu::precompile_op", op=op_text(inner), ninputs=ninputs, outputs=len(bufs), **extra)
     return module.insert_instruction(before, op, list(inputs) + bufs, mods)
 
 
@@ -159,9 +168,7 @@ class Lowering(Pass):
         ticket, cand = topk_workspace(ins.op, ins.inputs[0].shape)
         zero = m.add_literal(np.zeros(ticket.lens, np.uint32))
         ws = m.insert_instruction(ins, Op("allocate", shape=cand))
-        bufs = [allocate(m, ins, s) for s in ins.shape.sub_shapes]
-        op = Op("gpu::precompile_op", op=op_text(ins.op), ninputs=1, outputs=len(bufs), workspace=2)
-        return m.insert_instruction(ins, op, [ins.inputs[0], zero, ws, *bufs])
+        return precompile(m, ins, ins.op, [ins.inputs[0], zero, ws], ins.shape, ninputs=1, workspace=2)
 
     def _dot(self, m: Module, ins: Instruction) -> Instruction:
         a, b = ins.inputs
