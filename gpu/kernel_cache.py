@@ -262,13 +262,13 @@ def _write_atomic(path: Path, data: bytes) -> None:
 
 
 def kernel_keys(program: Any) -> list[str]:
-    """Kernel-store keys a lowered program launches: generated kernels and the in-place epilogue
-    kernels that follow BLAS GEMMs."""
+    """Kernel-store keys a lowered program launches: generated kernels, the in-place epilogue
+    kernels that follow BLAS GEMMs and the generated GEMMs that stand in for BLAS calls."""
     keys: dict[str, None] = {}
     for m in program.modules.values():
         for ins in m:
             if ins.name.startswith("gpu::"):
-                for attr in ("key", "epilogue_key"):
+                for attr in ("key", "epilogue_key", "kernel_key"):
                     if ins.op.get(attr):
                         keys[ins.op[attr]] = None
     return list(keys)

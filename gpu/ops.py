@@ -261,6 +261,16 @@ defop(
         A("blas_bias", "int", -1, doc="epilogue input the BLAS call adds as a per-column bias (-1: none)"),
         A("blas_c", "int", -1, doc="epilogue input the BLAS call adds as C with beta = 1 (-1: none)"),
         A("blas_act", "str", "", doc="activation the BLAS call applies to the sum: relu, gelu_tanh ('': none)"),
+        A(
+            "kernel_symbol",
+            "str",
+            "",
+            doc="the generated tensor-core kernel that computes product and epilogue "
+            "in one launch instead of the BLAS call (compile_ops; '': BLAS)",
+        ),
+        A("kernel_key", "str", ""),
+        A("kernel_global", "int", 0),
+        A("kernel_local", "int", 0),
     ],
     nargs=(3, -1),
     output_alias=_alias_last,

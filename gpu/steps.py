@@ -244,6 +244,19 @@ def build_steps(
                 overlap=out.overlap_next(),
             )
             out.add(step, StepInfo(ins.id, label, "kernel", ins.op["symbol_name"]))
+        elif name == "gpu::gemm" and ins.op["kernel_key"]:  # the generated kernel: product and epilogue
+            loc = ins.op["kernel_local"]
+            step = backend.kernels.make_launch(
+                functions[ins.op["kernel_key"]],
+                ins.op["kernel_global"] // loc,
+                loc,
+                0,
+                stream,
+                argblock(addrs, out.keep),
+                LaunchSite(ins, tuple(addrs)),
+                overlap=out.overlap_next(),
+            )
+            out.add(step, StepInfo(ins.id, label, "kernel", ins.op["kernel_symbol"]))
         elif name == "gpu::gemm":
             plan = plan_gemm(ins.inputs[0].shape, ins.inputs[1].shape, ins.inputs[-1].shape)
             if plan is None:

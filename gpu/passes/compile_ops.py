@@ -19,6 +19,7 @@ from migx_explore.compiler.passes import Pass
 
 from .. import kernel_cache
 from ..codegen import CodegenUnsupported, epilogue_kernel, generate
+from ..codegen.gemm_mma import generated_gemm_wanted, mma_gemm_kernel
 
 
 @dataclass(frozen=True)
@@ -50,6 +51,8 @@ class CompileOps(Pass):
                 module.replace_all_uses(ins, new)
                 module.remove_instruction(ins)
                 changed = True
+            elif ins.name == "gpu::gemm" and not ins.op["kernel_key"] and self._generated_gemm(ins, module, sources):
+                changed = True
             elif ins.name == "gpu::gemm" and ins.module_inputs and not ins.op["epilogue_key"]:
                 shapes = [ins.inputs[-1].shape] + [i.shape for i in ins.inputs[2:-1]]
                 ks = epilogue_kernel(ins.module_inputs[0], shapes)
@@ -69,3 +72,27 @@ class CompileOps(Pass):
         if target is not None and sources:
             kernel_cache.compile_many(target.kernels, sources)
         return changed
+
+    @staticmethod
+    def _generated_gemm(ins, module: Module, sources: list) -> bool:
+        """Record the generated tensor-core kernel on a gpu::gemm the rule gives it to
+        (gemm_mma.generated_gemm_wanted): product and epilogue in one launch. The BLAS plan stays
+        on the instruction for display; the executor launches the kernel instead."""
+        shapes = [i.shape for i in ins.inputs]
+        target = kernel_cache.current_target()
+        if not generated_gemm_wanted(shapes, getattr(target, "arch", None)):
+            return False
+        epilogue = ins.module_inputs[0] if ins.module_inputs else None
+        try:
+            ks = mma_gemm_kernel(shapes, epilogue, ins.op["alpha"])
+        except CodegenUnsupported:
+            return False
+        kernel_cache.register(ks)
+        sources.append(ks)
+        module.replace_instruction(
+            ins,
+            ins.op.with_(
+                kernel_symbol=ks.name, kernel_key=ks.key, kernel_global=ks.global_size, kernel_local=ks.local_size
+            ),
+        )
+        return True

@@ -51,8 +51,10 @@ def test_outputs_are_the_same_with_dependent_launch_on_and_off(device, name, pre
 
 
 @pytest.mark.parametrize("name, precision", [("mlp", "fp32"), ("transformer", "fp16"), ("gpt2_decode", "fp16")])
-def test_no_dependent_launch_right_after_a_gemm_with_a_cublaslt_epilogue(name, precision):
+def test_no_dependent_launch_right_after_a_gemm_with_a_cublaslt_epilogue(name, precision, monkeypatch):
     from migx_explore.gpu.runtime.fake import FakeBackend, FakeKernels
+
+    monkeypatch.setenv("MIGX_GEMM_GEN", "0")  # every GEMM a BLAS call: the rule under test
 
     asked: list[bool] = []
 

@@ -1,0 +1,144 @@
+"""Our graph latency with each GEMM path, against torch.compile + CUDA graph, in one process and
+timed interleaved (rounds that rotate through the variants, so drift hits all of them alike):
+
+    python benchmarks/gemm_paths.py --models bert,gpt2,llama,vit,whisper --precision fp16 --out DIR
+
+Variants are MIGX_GEMM_GEN settings read at compile time: "0" (every GEMM a cuBLASLt call, its
+epilogue in cuBLASLt or a kernel after it), "auto" (the default: small half GEMMs as the generated
+tensor-core kernel, gpu/codegen/gemm_mma.py) and "all". Prints, per model, the median graph
+latency of each, its ratio to torch.compile, the launches, the largest output difference to the
+"0" variant, and the per-kernel profile (CUPTI) of the first and second variants, so the gaps can
+be compared too. Writes gemm_paths.md / .json under --out.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+
+def compile_variant(model, mode: str, precision: str):
+    from migx_explore.compiler.onnx import parse_onnx
+    from migx_explore.compiler.passes import PassManager
+    from migx_explore.gpu import compile_program_ir
+    from migx_explore.gpu.executor import CompiledProgram
+    from migx_explore.gpu.pipelines import CompileOptions
+    from migx_explore.gpu.runtime import get_backend
+
+    os.environ["MIGX_GEMM_GEN"] = mode  # read by compile_ops while this program compiles
+    be = get_backend()
+    program = compile_program_ir(
+        parse_onnx(model), CompileOptions(precision=precision), backend=be, pass_manager=PassManager(validate=False)
+    )
+    return CompiledProgram(program, be)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--models", default="bert,gpt2,llama")
+    ap.add_argument("--precision", default="fp16", choices=("fp32", "fp16"))
+    ap.add_argument("--variants", default="0,auto")
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--iters", type=int, default=40, help="replays per variant per round")
+    ap.add_argument("--no-torch", action="store_true")
+    ap.add_argument("--out", default="bench_out")
+    args = ap.parse_args()
+    import torch
+    from gpu_kernel_profile import kernel_list
+    from gpu_transformers import transformer_cases
+    from gpu_vs_torch import graph_of, half_inputs, half_net, timed
+
+    from migx_explore.compiler.onnx.context import param_name
+    from migx_explore.gpu.timing import time_program
+
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    variants = args.variants.split(",")
+    device = torch.cuda.get_device_name()
+    results: dict = {"device": device, "precision": args.precision, "variants": variants, "models": {}}
+    text = [f"# GEMM paths, {args.precision}, {device}", ""]
+    rows = [
+        "| model | " + " | ".join(f"MIGX_GEMM_GEN={v}" for v in variants) + " | torch.compile |",
+        "|---" * (len(variants) + 2) + "|",
+    ]
+    for case in transformer_cases(args.models.split(",")):
+        inputs = {param_name(k): v for k, v in case.feeds.items()}
+        compiled = {v: compile_variant(case.model, v, args.precision) for v in variants}
+        outs = {v: [np.asarray(o, np.float64) for o in c.run(inputs, mode="graph")] for v, c in compiled.items()}
+        base = outs[variants[0]]
+        diff = {v: max(float(np.max(np.abs(a - b))) for a, b in zip(o, base)) for v, o in outs.items()}
+        launches = {v: sum(i.kind in ("kernel", "blas") for i in c.steps.info) for v, c in compiled.items()}
+        replay = None
+        if not args.no_torch:
+            xs = [torch.from_numpy(np.ascontiguousarray(case.feeds[n])).cuda() for n in case.feeds]
+            net = case.torch_module
+            if args.precision == "fp16":
+                net, xs = half_net(net), half_inputs(xs)
+            fn = torch.compile(net, dynamic=False)
+            stream = torch.cuda.Stream()
+            with torch.no_grad(), torch.cuda.stream(stream):
+                for _ in range(3):
+                    fn(*xs)
+            torch.cuda.synchronize()
+            with torch.no_grad():
+                graph, _, _ = graph_of(lambda: fn(*xs), stream)
+            replay = (graph, stream, net, xs)  # the module and inputs stay alive with the graph
+        samples: dict[str, list[float]] = {v: [] for v in variants + ["torch.compile"]}
+        for r in range(args.rounds):
+            order = variants[r % len(variants) :] + variants[: r % len(variants)]
+            for v in order:
+                res = time_program(compiled[v], modes=("graph",), warmup=5, iters=args.iters, inputs=inputs)
+                samples[v].append(res.modes["graph"].device_us.median)
+            if replay is not None:
+                samples["torch.compile"].append(statistics.median(timed(replay[0].replay, replay[1], args.iters)))
+        med = {k: statistics.median(s) for k, s in samples.items() if s}
+        tc = med.get("torch.compile")
+        cells = [
+            f"{med[v]:.1f}" + (f" ({med[v] / tc:.2f}x)" if tc else "") + f", {launches[v]} launches" for v in variants
+        ]
+        rows.append(f"| {case.name} | " + " | ".join(cells) + (f" | {tc:.1f} |" if tc else " | - |"))
+        profiles = {}
+        for v in variants[:2]:
+            c = compiled[v]
+            c.run(inputs, mode="graph")
+            ks = kernel_list(lambda c=c: c.launch_graph(io=False), lambda c=c: c.backend.streams.sync(c.stream))
+            profiles[v] = {"graph_us": med[v], "kernels": ks}
+        results["models"][case.name] = {
+            "median_us": med,
+            "launches": launches,
+            "max_diff_to_first": diff,
+            "samples": samples,
+            "profiles": profiles,
+        }
+        summary = f"{case.name}: " + ", ".join(f"{k} {m:.1f} us" for k, m in med.items())
+        summary += f"; launches {launches}; max |diff| to {variants[0]}: {diff}"
+        print(summary, flush=True)
+        text.append(summary)
+        for v, prof in profiles.items():
+            ks = prof["kernels"]
+            text += [
+                f"## {case.name}, MIGX_GEMM_GEN={v}: graph {med[v]:.1f} us, {len(ks)} kernels summing to "
+                f"{sum(k[1] for k in ks):.1f} us",
+                "",
+            ]
+            text += [f"    {us:8.2f}  (after {idle:5.2f} idle)  {name}" for name, us, idle in ks] + [""]
+        for c in compiled.values():
+            c.close()
+    table = "\n".join(rows)
+    print(table, flush=True)
+    (out / "gemm_paths.md").write_text(table + "\n\n" + "\n".join(text))
+    (out / "gemm_paths.json").write_text(json.dumps(results, indent=1))
+
+
+if __name__ == "__main__":
+    main()
