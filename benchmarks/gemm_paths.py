@@ -52,12 +52,7 @@ def main() -> None:
     ap.add_argument("--out", default="bench_out")
     args = ap.parse_args()
     import torch
-    from gpu_kernel_profile import kernel_list
     from gpu_transformers import transformer_cases
-    from gpu_vs_torch import graph_of, half_inputs, half_net, timed
-
-    from migx_explore.compiler.onnx.context import param_name
-    from migx_explore.gpu.timing import time_program
 
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
@@ -72,72 +67,84 @@ def main() -> None:
         "|---" * (len(variants) + 2) + "|",
     ]
     for case in transformer_cases(args.models.split(",")):
-        inputs = {param_name(k): v for k, v in case.feeds.items()}
-        compiled = {v: compile_variant(case.model, v, args.precision) for v in variants}
-        outs = {v: [np.asarray(o, np.float64) for o in c.run(inputs, mode="graph")] for v, c in compiled.items()}
-        base = outs[variants[0]]
-        diff = {v: max(float(np.max(np.abs(a - b))) for a, b in zip(o, base)) for v, o in outs.items()}
-        launches = {v: sum(i.kind in ("kernel", "blas") for i in c.steps.info) for v, c in compiled.items()}
-        replay = None
-        if not args.no_torch:
-            xs = [torch.from_numpy(np.ascontiguousarray(case.feeds[n])).cuda() for n in case.feeds]
-            net = case.torch_module
-            if args.precision == "fp16":
-                net, xs = half_net(net), half_inputs(xs)
-            fn = torch.compile(net, dynamic=False)
-            stream = torch.cuda.Stream()
-            with torch.no_grad(), torch.cuda.stream(stream):
-                for _ in range(3):
-                    fn(*xs)
-            torch.cuda.synchronize()
-            with torch.no_grad():
-                graph, _, _ = graph_of(lambda: fn(*xs), stream)
-            replay = (graph, stream, net, xs)  # the module and inputs stay alive with the graph
-        samples: dict[str, list[float]] = {v: [] for v in variants + ["torch.compile"]}
-        for r in range(args.rounds):
-            order = variants[r % len(variants) :] + variants[: r % len(variants)]
-            for v in order:
-                res = time_program(compiled[v], modes=("graph",), warmup=5, iters=args.iters, inputs=inputs)
-                samples[v].append(res.modes["graph"].device_us.median)
-            if replay is not None:
-                samples["torch.compile"].append(statistics.median(timed(replay[0].replay, replay[1], args.iters)))
-        med = {k: statistics.median(s) for k, s in samples.items() if s}
-        tc = med.get("torch.compile")
-        cells = [
-            f"{med[v]:.1f}" + (f" ({med[v] / tc:.2f}x)" if tc else "") + f", {launches[v]} launches" for v in variants
+        try:
+            one_case(case, variants, args, results, rows, text)
+        except Exception as e:  # noqa: BLE001 - the other models still run; the error is the row
+            rows.append(f"| {case.name} | failed: {type(e).__name__}: {str(e)[:200]} |")
+            print(f"{case.name}: failed: {e!r}"[:2000], flush=True)
+        (out / "gemm_paths.md").write_text("\n".join(rows) + "\n\n" + "\n".join(text))
+        (out / "gemm_paths.json").write_text(json.dumps(results, indent=1))
+    print("\n".join(rows), flush=True)
+
+
+def one_case(case, variants: list[str], args, results: dict, rows: list[str], text: list[str]) -> None:
+    import torch
+    from gpu_kernel_profile import kernel_list
+    from gpu_vs_torch import graph_of, half_inputs, half_net, timed
+
+    from migx_explore.compiler.onnx.context import param_name
+    from migx_explore.gpu.timing import time_program
+
+    inputs = {param_name(k): v for k, v in case.feeds.items()}
+    compiled = {v: compile_variant(case.model, v, args.precision) for v in variants}
+    outs = {v: [np.asarray(o, np.float64) for o in c.run(inputs, mode="graph")] for v, c in compiled.items()}
+    base = outs[variants[0]]
+    diff = {v: max(float(np.max(np.abs(a - b))) for a, b in zip(o, base)) for v, o in outs.items()}
+    launches = {v: sum(i.kind in ("kernel", "blas") for i in c.steps.info) for v, c in compiled.items()}
+    replay = None
+    if not args.no_torch:
+        xs = [torch.from_numpy(np.ascontiguousarray(case.feeds[n])).cuda() for n in case.feeds]
+        net = case.torch_module
+        if args.precision == "fp16":
+            net, xs = half_net(net), half_inputs(xs)
+        fn = torch.compile(net, dynamic=False)
+        stream = torch.cuda.Stream()
+        with torch.no_grad(), torch.cuda.stream(stream):
+            for _ in range(3):
+                fn(*xs)
+        torch.cuda.synchronize()
+        with torch.no_grad():
+            graph, _, _ = graph_of(lambda: fn(*xs), stream)
+        replay = (graph, stream, net, xs)  # the module and inputs stay alive with the graph
+    samples: dict[str, list[float]] = {v: [] for v in variants + ["torch.compile"]}
+    for r in range(args.rounds):
+        order = variants[r % len(variants) :] + variants[: r % len(variants)]
+        for v in order:
+            res = time_program(compiled[v], modes=("graph",), warmup=5, iters=args.iters, inputs=inputs)
+            samples[v].append(res.modes["graph"].device_us.median)
+        if replay is not None:
+            samples["torch.compile"].append(statistics.median(timed(replay[0].replay, replay[1], args.iters)))
+    med = {k: statistics.median(s) for k, s in samples.items() if s}
+    tc = med.get("torch.compile")
+    cells = [f"{med[v]:.1f}" + (f" ({med[v] / tc:.2f}x)" if tc else "") + f", {launches[v]} launches" for v in variants]
+    rows.append(f"| {case.name} | " + " | ".join(cells) + (f" | {tc:.1f} |" if tc else " | - |"))
+    profiles = {}
+    for v in variants[:2]:
+        c = compiled[v]
+        c.run(inputs, mode="graph")
+        ks = kernel_list(lambda c=c: c.launch_graph(io=False), lambda c=c: c.backend.streams.sync(c.stream))
+        profiles[v] = {"graph_us": med[v], "kernels": ks}
+    results["models"][case.name] = {
+        "median_us": med,
+        "launches": launches,
+        "max_diff_to_first": diff,
+        "samples": samples,
+        "profiles": profiles,
+    }
+    summary = f"{case.name}: " + ", ".join(f"{k} {m:.1f} us" for k, m in med.items())
+    summary += f"; launches {launches}; max |diff| to {variants[0]}: {diff}"
+    print(summary, flush=True)
+    text.append(summary)
+    for v, prof in profiles.items():
+        ks = prof["kernels"]
+        text += [
+            f"## {case.name}, MIGX_GEMM_GEN={v}: graph {med[v]:.1f} us, {len(ks)} kernels summing to "
+            f"{sum(k[1] for k in ks):.1f} us",
+            "",
         ]
-        rows.append(f"| {case.name} | " + " | ".join(cells) + (f" | {tc:.1f} |" if tc else " | - |"))
-        profiles = {}
-        for v in variants[:2]:
-            c = compiled[v]
-            c.run(inputs, mode="graph")
-            ks = kernel_list(lambda c=c: c.launch_graph(io=False), lambda c=c: c.backend.streams.sync(c.stream))
-            profiles[v] = {"graph_us": med[v], "kernels": ks}
-        results["models"][case.name] = {
-            "median_us": med,
-            "launches": launches,
-            "max_diff_to_first": diff,
-            "samples": samples,
-            "profiles": profiles,
-        }
-        summary = f"{case.name}: " + ", ".join(f"{k} {m:.1f} us" for k, m in med.items())
-        summary += f"; launches {launches}; max |diff| to {variants[0]}: {diff}"
-        print(summary, flush=True)
-        text.append(summary)
-        for v, prof in profiles.items():
-            ks = prof["kernels"]
-            text += [
-                f"## {case.name}, MIGX_GEMM_GEN={v}: graph {med[v]:.1f} us, {len(ks)} kernels summing to "
-                f"{sum(k[1] for k in ks):.1f} us",
-                "",
-            ]
-            text += [f"    {us:8.2f}  (after {idle:5.2f} idle)  {name}" for name, us, idle in ks] + [""]
-        for c in compiled.values():
-            c.close()
-    table = "\n".join(rows)
-    print(table, flush=True)
-    (out / "gemm_paths.md").write_text(table + "\n\n" + "\n".join(text))
-    (out / "gemm_paths.json").write_text(json.dumps(results, indent=1))
+        text += [f"    {us:8.2f}  (after {idle:5.2f} idle)  {name}" for name, us, idle in ks] + [""]
+    for c in compiled.values():
+        c.close()
 
 
 if __name__ == "__main__":

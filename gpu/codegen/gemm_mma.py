@@ -56,6 +56,8 @@ MMA_TYPES = ("float16", "bfloat16")
 # more blocks mean more loads in flight) and a larger one keeps bigger tiles.
 TILES = ((64, 64, 2, 2), (32, 64, 2, 2), (16, 64, 1, 4), (16, 32, 1, 4))
 TARGET_BLOCKS = 96
+MAX_STAGES = 4
+SHARED_BYTES = 48 * 1024
 
 
 @dataclass(frozen=True)
@@ -217,22 +219,26 @@ def mma_gemm_kernel(shapes: Sequence[Shape], epilogue: Module | None = None, alp
     head += [f"const {it} oa = {base(a.strides)}, ob = {base(b.strides)};"]
     head += [f"const {it} oc{j} = {base(v)};" for j, v in enumerate(views)]
     head += [f"const int row0 = tm * {bm}, col0 = tn * {bn};"]
+    nchunks = -(-k // bk)
+    # Pipeline depth of the 16-byte path: chunks in flight while one is multiplied (a long K is
+    # a serial chain of load latencies otherwise), as many as 48 KB of static shared memory holds.
+    stage_bytes = 2 * (bm + bn) * (bk + PAD)
+    stages = max(2, min(MAX_STAGES, nchunks + 1, SHARED_BYTES // stage_bytes))
     a_lim = (f"{m} - row0", f"{k} - k0")
     if plan.b_kmajor:  # B chunk [BK][BN]: its rows are k
         b_dims, b_strides, b_lim = (bk, bn), (b.strides[-2], b.strides[-1]), (f"{k} - k0", f"{n} - col0")
-        b_decl = f"__shared__ __align__(16) unsigned short bs[2][{bk}][{bn + PAD}];"
+        b_decl = f"__shared__ __align__(16) unsigned short bs[{stages}][{bk}][{bn + PAD}];"
         b_ptr = f"p1 + ob + (k0 * {b.strides[-2]} + col0 * {b.strides[-1]})"
         b_frag = [f"migx::load_b_trans(bf[j], &bs[buf][kk][wn0 + j * 8], {bn + PAD});"]
     else:  # B chunk [BN][BK]: a transposed weight, k contiguous
         b_dims, b_strides, b_lim = (bn, bk), (b.strides[-1], b.strides[-2]), (f"{n} - col0", f"{k} - k0")
-        b_decl = f"__shared__ __align__(16) unsigned short bs[2][{bn}][{bk + PAD}];"
+        b_decl = f"__shared__ __align__(16) unsigned short bs[{stages}][{bn}][{bk + PAD}];"
         b_ptr = f"p1 + ob + (col0 * {b.strides[-1]} + k0 * {b.strides[-2]})"
         b_frag = [
             "bf[j][0] = *reinterpret_cast<const unsigned*>(&bs[buf][wn0 + j * 8 + g][kk + 2 * t]);",
             "bf[j][1] = *reinterpret_cast<const unsigned*>(&bs[buf][wn0 + j * 8 + g][kk + 2 * t + 8]);",
         ]
     a_ptr = f"p0 + oa + (row0 * {a.strides[-2]} + k0 * {a.strides[-1]})"
-    nchunks = -(-k // bk)
     compute = [
         "#pragma unroll",
         f"for (int kk = 0; kk < {bk}; kk += 16) {{",
@@ -288,8 +294,51 @@ def mma_gemm_kernel(shapes: Sequence[Shape], epilogue: Module | None = None, alp
             "}",
         ]
 
+    def pipelined() -> list[str]:
+        """Both operands by 16-byte asynchronous copies, `stages` chunks deep: chunk c + stages - 1
+        is issued right after chunk c's mma, into the stage every warp finished reading before
+        this iteration's barrier."""
+
+        def issue(op: str, rows: int, cols: int, rs: int, lim: tuple[str, str], ptr: str) -> list[str]:
+            nv = rows * cols // 8
+            return [
+                f"    {{ const auto* p = {ptr};",
+                "#pragma unroll",
+                f"    for (int r = 0; r < {-(-nv // THREADS)}; ++r) {{",
+                f"        const int v = threadIdx.x + r * {THREADS}, row = v / {cols // 8};",
+                f"        const int col = (v % {cols // 8}) * 8;",
+                f"        const bool full = row < {lim[0]} && col < {lim[1]};",
+                f"        if (v < {nv})",
+                f"            migx::copy16_async(&{op}s[st][row][col], full ? p + (row * {rs} + col) : p, full);",
+                "    } }",
+            ]
+
+        return [
+            "{",
+            "auto issue = [&](int c) {",
+            f"    const int k0 = c * {bk}, st = c % {stages};",
+            *issue("a", bm, bk, a.strides[-2], a_lim, a_ptr),
+            *issue("b", *b_dims, b_strides[0], b_lim, b_ptr),
+            "};",
+            f"for (int c = 0; c < {stages - 1}; ++c) {{",
+            f"    if (c < {nchunks}) issue(c);",
+            "    migx::copy_async_commit();",
+            "}",
+            f"for (int c = 0; c < {nchunks}; ++c) {{",
+            f"    migx::copy_async_wait<{stages - 2}>();",
+            "    __syncthreads();",
+            f"    const int buf = c % {stages};",
+            *("    " + s for s in compute),
+            f"    if (c + {stages - 1} < {nchunks}) issue(c + {stages - 1});",
+            "    migx::copy_async_commit();",
+            "}",
+            "}",
+        ]
+
     vec_check = [f"((unsigned long long)p{q} % 16) == 0" for q, v in ((0, plan.a_vec), (1, plan.b_vec)) if v]
-    if vec_check:
+    if plan.a_vec and plan.b_vec:
+        loop = [f"if ({' && '.join(vec_check)})", *pipelined(), "else", *main_loop(False, False)]
+    elif vec_check:
         loop = [f"if ({' && '.join(vec_check)})", *main_loop(plan.a_vec, plan.b_vec), "else", *main_loop(False, False)]
     else:
         loop = main_loop(False, False)
@@ -336,7 +385,7 @@ def mma_gemm_kernel(shapes: Sequence[Shape], epilogue: Module | None = None, alp
         "    }",
     ]
     body = [
-        f"__shared__ __align__(16) unsigned short as[2][{bm}][{bk + PAD}];",
+        f"__shared__ __align__(16) unsigned short as[{stages}][{bm}][{bk + PAD}];",
         b_decl,
         "const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane >> 2, t = lane & 3;",
         f"const int wm0 = (warp / {wn}) * {fm * 16}, wn0 = (warp % {wn}) * {fn * 8};",
@@ -366,14 +415,18 @@ MIGX_GLOBAL void {name}_kernel({kernel_params(shapes, writes)}) {{
 # Products up to this many multiply-adds take the generated kernel by default (MIGX_GEMM_GEN=auto):
 # below it a BLAS call is launch latency, above it cuBLASLt's tuned kernels win.
 GENERATED_MAX_MACS = 1 << 25
+# Fewer rows than an mma tile (a decode step's M = 1) leave most of each tile idle and spread the
+# weight read over too few blocks (H100: gpt2 decode bucket 97.9 -> 99.6 us): BLAS's GEMV stays.
+MIN_ROWS = 16
 
 
 def generated_gemm_wanted(shapes: Sequence[Shape], arch: str | None, mode: str | None = None) -> bool:
     """Whether a gpu::gemm of these params (a, b, extras..., out) should run as the generated
     tensor-core kernel: `mode` (default: $MIGX_GEMM_GEN) "0" never, "all" whenever the kernel
-    applies, "auto" for products up to GENERATED_MAX_MACS. Only where mma.sync exists (NVIDIA
-    sm_80+; the fake backend and IR-only compiles follow the same rule so their IR is the GPU's):
-    AMD keeps hipBLASLt, where the kernel's fallback arithmetic would be slow."""
+    applies, "auto" for products of at least MIN_ROWS rows and up to GENERATED_MAX_MACS. Only
+    where mma.sync exists (NVIDIA sm_80+; the fake backend and IR-only compiles follow the same
+    rule so their IR is the GPU's): AMD keeps hipBLASLt, where the kernel's fallback arithmetic
+    would be slow."""
     mode = mode if mode is not None else os.environ.get("MIGX_GEMM_GEN", "auto")
     if mode == "0" or (arch and arch != "fake" and not _has_mma(arch)):
         return False
@@ -381,7 +434,7 @@ def generated_gemm_wanted(shapes: Sequence[Shape], arch: str | None, mode: str |
         plan = plan_mma_gemm(shapes)
     except CodegenUnsupported:
         return False
-    return mode == "all" or plan.macs <= GENERATED_MAX_MACS
+    return mode == "all" or (plan.m >= MIN_ROWS and plan.macs <= GENERATED_MAX_MACS)
 
 
 def _has_mma(arch: str) -> bool:

@@ -301,6 +301,31 @@ MIGX_DEVICE void load_b_trans(unsigned* b, const unsigned short* p, int stride) 
 #endif
 }
 
+// ---- asynchronous 16-byte copies global -> shared (gpu/codegen/gemm_mma.py's pipeline) ----------
+// cp.async on sm_80+: the copy runs while the thread goes on, so several chunks of a GEMM's
+// operands are in flight at once; `full` false writes zeros (src-size 0: nothing is read).
+// Elsewhere a plain copy, so the pipeline is correct everywhere and only overlaps where it can.
+MIGX_DEVICE void copy16_async(void* dst, const void* src, bool full) {
+#if defined(MIGX_MMA_16816)
+    unsigned addr;
+    asm("{ .reg .u64 a; cvta.to.shared.u64 a, %1; cvt.u32.u64 %0, a; }" : "=r"(addr) : "l"(dst));
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(addr), "l"(src), "r"(full ? 16 : 0) : "memory");
+#else
+    *reinterpret_cast<uint4*>(dst) = full ? *reinterpret_cast<const uint4*>(src) : make_uint4(0u, 0u, 0u, 0u);
+#endif
+}
+MIGX_DEVICE void copy_async_commit() {
+#if defined(MIGX_MMA_16816)
+    asm volatile("cp.async.commit_group;" ::: "memory");
+#endif
+}
+// Wait until at most N committed groups of this thread are still in flight.
+template <int N> MIGX_DEVICE void copy_async_wait() {
+#if defined(MIGX_MMA_16816)
+    asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
+#endif
+}
+
 // ---- rows in registers (gpu/codegen/reduce_rows.py) ---------------------------------------------
 // A reduction over a group of G consecutive lanes (G a power of two up to 32): the xor partners
 // stay inside the group, so groups sharing a warp reduce at once and every lane gets its group's

@@ -145,6 +145,9 @@ def test_the_rule_takes_small_half_products_on_tensor_core_targets():
     assert plan_mma_gemm(big).macs > GENERATED_MAX_MACS >= plan_mma_gemm(small).macs
     assert generated_gemm_wanted(small, "sm_90", "auto") and not generated_gemm_wanted(big, "sm_90", "auto")
     assert generated_gemm_wanted(big, "sm_90", "all")
+    # a decode step's single row keeps BLAS's GEMV by default (most of an mma tile would idle)
+    assert not generated_gemm_wanted(shapes(1, 128, 384), "sm_90", "auto")
+    assert generated_gemm_wanted(shapes(1, 128, 384), "sm_90", "all")
     assert generated_gemm_wanted(small, "sm_100", "auto")  # sm_100 is later than sm_90 (not "sm_1" < "sm_9")
     assert generated_gemm_wanted(small, "fake", "auto") and generated_gemm_wanted(small, None, "auto")
     for arch in ("sm_75", "gfx942"):  # no mma.sync: BLAS
