@@ -49,6 +49,7 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--iters", type=int, default=40, help="replays per variant per round")
     ap.add_argument("--no-torch", action="store_true")
+    ap.add_argument("--no-profile", action="store_true", help="skip the per-kernel CUPTI profiles")
     ap.add_argument("--out", default="bench_out")
     args = ap.parse_args()
     import torch
@@ -119,7 +120,7 @@ def one_case(case, variants: list[str], args, results: dict, rows: list[str], te
     cells = [f"{med[v]:.1f}" + (f" ({med[v] / tc:.2f}x)" if tc else "") + f", {launches[v]} launches" for v in variants]
     rows.append(f"| {case.name} | " + " | ".join(cells) + (f" | {tc:.1f} |" if tc else " | - |"))
     profiles = {}
-    for v in variants[:2]:
+    for v in [] if args.no_profile else variants[:2]:
         c = compiled[v]
         c.run(inputs, mode="graph")
         ks = kernel_list(lambda c=c: c.launch_graph(io=False), lambda c=c: c.backend.streams.sync(c.stream))
