@@ -43,6 +43,7 @@ from migx_explore.compiler.ops.common import norm_axis
 from migx_explore.compiler.shape import Shape
 
 from .common import KernelSource, decompose, index_type, kernel_params, offset_expr, source
+from .topk_device import TOPK_HELPERS
 
 MAX_THREADS = 1024
 RADIX_MIN_N = 512  # shorter slices: the rank-counting kernel is already a single short pass
@@ -140,134 +141,11 @@ def topk_workspace(op: Op, x: Shape) -> tuple[Shape, Shape] | None:
     return Shape("uint32", [nslices]), Shape("uint64", [nslices * plan.parts * plan.cap])
 
 
-_HELPERS = """
-MIGX_DEVICE unsigned int migx_topk_key(float f) {
-    if (f != f) f = __int_as_float(0x7f800000);  // NaN ranks as +inf (ties with it by index)
-    if (f == 0.0f) f = 0.0f;                     // -0 equals +0
-    const unsigned int u = __float_as_uint(f);
-    return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
-}
-
-MIGX_DEVICE unsigned int migx_shfl_up_u(unsigned int v, int d) {
-#if defined(MIGX_CUDA)
-    return __shfl_up_sync(0xffffffffu, v, d, MIGX_WARP_SIZE);
-#else
-    return __shfl_up(v, d, MIGX_WARP_SIZE);
-#endif
-}
-
-// Inclusive sum over the lanes up to this one.
-MIGX_DEVICE unsigned int migx_warp_inclusive_sum(unsigned int x) {
-    const int lane = threadIdx.x % MIGX_WARP_SIZE;
-#pragma unroll
-    for (int d = 1; d < MIGX_WARP_SIZE; d <<= 1) {
-        const unsigned int y = migx_shfl_up_u(x, d);
-        if (lane >= d) x += y;
-    }
-    return x;
-}
-
-// hist[bin] += 1 for this lane's bin (bin >= 256: none). Every lane of the warp calls it (the
-// callers' loops have the same trip count in every thread). Scores share their top bits and
-// same-address shared atomics serialise, so the lanes sharing the first valid lane's bin add
-// once through it; the others add one each (later digits spread over the bins).
-MIGX_DEVICE void migx_hist_add(unsigned int* hist, unsigned int bin) {
-#if defined(MIGX_CUDA)
-    const unsigned int valid = __ballot_sync(0xffffffffu, bin < 256u);
-    if (valid == 0u) return;
-    const int leader = __ffs(valid) - 1;
-    const unsigned int lead = __shfl_sync(0xffffffffu, bin, leader);
-    const unsigned int same = __ballot_sync(0xffffffffu, bin == lead);
-    if (bin == lead) {
-        if ((int)(threadIdx.x % 32) == leader) atomicAdd(&hist[bin], (unsigned int)__popc(same));
-    } else if (bin < 256u) {
-        atomicAdd(&hist[bin], 1u);
-    }
-#else
-    if (bin < 256u) atomicAdd(&hist[bin], 1u);
-#endif
-}
-
-// The digit of the want-th word from the top in a 256-bin histogram: its bin, the count of
-// the bins above it and its own count. Every warp computes it (the same answer in every
-// thread), so no barrier broadcasts it. A lane holds a run of bins, the top lane the top run.
-MIGX_DEVICE void migx_topk_digit(const unsigned int* h, unsigned int want, unsigned int& sel, unsigned int& acc,
-                                 unsigned int& cnt) {
-    constexpr int per = 256 / MIGX_WARP_SIZE;
-    const int lane = threadIdx.x % MIGX_WARP_SIZE;
-    const int top = 255 - lane * per;
-    unsigned int v[per], own = 0u;
-#if defined(MIGX_CUDA)
-    // two 16-byte loads: the lane's eight contiguous bins without bank conflicts
-    const uint4 lo = ((const uint4*)h)[(top - 7) / 4], hi = ((const uint4*)h)[(top - 3) / 4];
-    v[0] = hi.w; v[1] = hi.z; v[2] = hi.y; v[3] = hi.x; v[4] = lo.w; v[5] = lo.z; v[6] = lo.y; v[7] = lo.x;
-#else
-#pragma unroll
-    for (int b = 0; b < per; ++b) v[b] = h[top - b];
-#endif
-#pragma unroll
-    for (int b = 0; b < per; ++b) own += v[b];
-    const unsigned int upto = migx_warp_inclusive_sum(own);
-    const bool mine = upto >= want && upto - own < want;  // exactly one lane: upto grows with the lane
-    unsigned int s = 0u, a = upto - own, c = 0u;
-    if (mine) {
-        bool found = false;
-#pragma unroll
-        for (int b = 0; b < per; ++b) {
-            if (found) continue;
-            if (a + v[b] >= want) { found = true; s = (unsigned int)(top - b); c = v[b]; }
-            else a += v[b];
-        }
-    }
-#if defined(MIGX_CUDA)
-    const int src = __ffs(__ballot_sync(0xffffffffu, mine)) - 1;
-    sel = __shfl_sync(0xffffffffu, s, src); acc = __shfl_sync(0xffffffffu, a, src);
-    cnt = __shfl_sync(0xffffffffu, c, src);
-#else
-    if (!mine) a = 0u;  // a sum over the warp picks the one lane's values
-#pragma unroll
-    for (int m = 1; m < MIGX_WARP_SIZE; m <<= 1) {
-        s += MIGX_SHFL_XOR(s, m); a += MIGX_SHFL_XOR(a, m); c += MIGX_SHFL_XOR(c, m);
-    }
-    sel = s; acc = a; cnt = c;
-#endif
-}
-
-// This lane's slot in a list counted by *n when keep (every lane of the warp calls it).
-MIGX_DEVICE unsigned int migx_topk_slot(bool keep, unsigned int* n) {
-#if defined(MIGX_CUDA)
-    const unsigned int bal = __ballot_sync(0xffffffffu, keep);
-    if (bal == 0u) return 0u;
-    const int lane = threadIdx.x % 32, leader = __ffs(bal) - 1;
-    unsigned int base = 0u;
-    if (lane == leader) base = atomicAdd(n, (unsigned int)__popc(bal));
-    return __shfl_sync(0xffffffffu, base, leader) + (unsigned int)__popc(bal & ((1u << lane) - 1u));
-#else
-    return keep ? atomicAdd(n, 1u) : 0u;
-#endif
-}
-
-MIGX_DEVICE unsigned long long migx_shfl_xor_u64(unsigned long long v, int m) {
-    const unsigned int lo = MIGX_SHFL_XOR((unsigned int)v, m), hi = MIGX_SHFL_XOR((unsigned int)(v >> 32), m);
-    return ((unsigned long long)hi << 32) | lo;
-}
-
-// One compare-exchange of a descending bitonic sort: element i of a run of `size` against its
-// partner i ^ stride; the lower of the two keeps the larger value in descending runs.
-MIGX_DEVICE unsigned long long migx_bitonic_pick(unsigned long long v, unsigned long long o, int i, int size,
-                                                 int stride) {
-    const bool keep_max = ((i & stride) == 0) == ((i & size) == 0);
-    return keep_max ? (v > o ? v : o) : (v < o ? v : o);
-}
-"""
-
-
-def _count_loop(count: str, body: list[str], unroll: bool = False) -> list[str]:
+def _count_loop(count: str, body: list[str]) -> list[str]:
     """for j in [0, count) a thread each, with the same trip count in every lane (the warp
     collectives inside need every lane)."""
     return [
-        *(["#pragma unroll 4"] if unroll else []),  # independent global loads in flight together
-        f"for (int j0 = 0; j0 < ({count}); j0 += blockDim.x) {{",
+        f"for (int j0 = 0; j0 < ({count}); j0 += NT) {{",  # NT == blockDim.x: a known trip count
         "    const int j = j0 + t;",
         *("    " + s for s in body),
         "}",
@@ -327,12 +205,13 @@ def _compact(count: str) -> list[str]:
     )
 
 
-def _merge(parts: int, cap: int, slot: str) -> list[str]:
+def _merge(parts: int, cap: int, slot: str, threads: int) -> list[str]:
     """Spread slices: this block's survivors are in the workspace; the block that finishes last
     (an atomic ticket per slice) selects among all parts' survivors and goes on to the sort;
     the others exit. It sets the ticket back to 0 first (every part has counted), so the next
     run, eager or a graph replay, starts from 0 again."""
     m = parts * cap
+    per = -(-m // threads)
     return [
         "__threadfence();",  # the candidates are visible device-wide before the ticket counts them
         "__syncthreads();",
@@ -343,19 +222,19 @@ def _merge(parts: int, cap: int, slot: str) -> list[str]:
         "__threadfence();",
         "if (t == 0) ticket[slice] = 0u;",
         "unsigned long long* cand = pool_s;",  # this block's keys are no longer read
-        # volatile: read the other blocks' candidates from L2, never a stale L1 line
-        *_count_loop(
-            str(m),
-            [
-                "unsigned int bin = 256u;",
-                f"if (j < {m}) {{",
-                f"    const unsigned long long w = ((volatile unsigned long long*)ws)[{slot} + j];",
-                "    cand[j] = w;",
-                "    if (w != 0ull) bin = (unsigned int)(w >> 56);",
-                "}",
-                "migx_hist_add(hist, bin);",
-            ],
-        ),
+        # every candidate load of the thread in flight together, then the top digit's histogram
+        f"unsigned long long cw[{per}];",
+        "#pragma unroll",
+        f"for (int r = 0; r < {per}; ++r) {{",
+        f"    const int j = r * {threads} + t;",
+        f"    cw[r] = j < {m} ? migx_topk_ldcg(ws + {slot} + j) : 0ull;",
+        "}",
+        "#pragma unroll",
+        f"for (int r = 0; r < {per}; ++r) {{",
+        f"    const int j = r * {threads} + t;",
+        "    if (j < " + str(m) + ") cand[j] = cw[r];",
+        "    migx_hist_add(hist, cw[r] != 0ull ? (unsigned int)(cw[r] >> 56) : 256u);",
+        "}",
         "__syncthreads();",
         "#undef MIGX_WORD",
         "#undef MIGX_SURV",
@@ -387,7 +266,7 @@ def _run_sort(k: int) -> list[str]:
             "        for (int stride = size >> 1; stride > 0; stride >>= 1)",
             "            v = migx_bitonic_pick(v, migx_shfl_xor_u64(v, stride), t, size, stride);",
             "    }",
-            "    if (t < K) MIGX_OUT(t, (int)~(unsigned int)v);",
+            "    if (t < K) MIGX_OUT(t, v);",
             "}",
         ]
     return [
@@ -420,7 +299,7 @@ def _run_sort(k: int) -> list[str]:
         "        if (c == 31 && run[31] > e) c = 32;",
         "        rank += c;",
         "    }",
-        "    if (rank < K) MIGX_OUT(rank, (int)~(unsigned int)e);",
+        "    if (rank < K) MIGX_OUT(rank, e);",
         "}",
     ]
 
@@ -456,7 +335,7 @@ def _bitonic_sort(width: int, threads: int) -> list[str]:
         # element i of the sorted run is output i; its index is the low word's complement
         f"#pragma unroll\nfor (int e = 0; e < {per}; ++e) {{",
         f"    const int i = t + e * {threads};",
-        "    if (i < K) MIGX_OUT(i, (int)~(unsigned int)v[e]);",
+        "    if (i < K) MIGX_OUT(i, v[e]);",
         "}",
     ]
 
@@ -472,6 +351,13 @@ def radix_topk_kernel(op: Op, shapes: Sequence[Shape]) -> KernelSource:
     if len(shapes) != 5 or shapes[2].elements() != nslices * plan.parts * plan.cap:  # no (or another plan's) workspace
         plan = radix_plan(n, k, spread=False)
     parts, threads, width = plan.parts, plan.threads, plan.width
+    # MIGX_TOPK_CLOCKS=1 (one block a slice; measuring only): thread 0's clock64 after the load,
+    # the passes, the compaction and the sort replace values 0..3 of the output
+    clocks = os.environ.get("MIGX_TOPK_CLOCKS") == "1" and parts == 1
+
+    def clk(i: int) -> list[str]:
+        return [f"if (t == 0) c[{i}] = clock64();"] if clocks else []
+
     it = index_type(shapes)
     dims = [d for d in range(x.ndim) if d != axis]
     flip = "" if op["largest"] else "~"
@@ -484,18 +370,23 @@ def radix_topk_kernel(op: Op, shapes: Sequence[Shape]) -> KernelSource:
     xs = x.strides[axis]
     start = f"(({it})(blockIdx.x % {parts}) * {plan.chunk})" if parts > 1 else "0"
     count = "cnt" if parts > 1 else str(n)
-    key = f"{flip}migx_topk_key((float)migx::load(p0, base0 + ({start} + (j)) * {xs}))"
+    load = f"(float)migx::load(p0, base0 + ({start} + (j)) * {xs})"
+    key = f"{flip}migx_topk_key({load})"
     lines += [
-        f"constexpr int K = {k}, P = {width};",
+        f"constexpr int K = {k}, P = {width}, NT = {threads};",
         "const int t = threadIdx.x;",
+        *(["long long c[5] = {clock64(), 0, 0, 0, 0};"] if clocks else []),
         "__shared__ __align__(16) unsigned int hist[768];",  # three 256-bin buffers (see _select)
         "__shared__ unsigned long long win[P];",
         f"__shared__ unsigned long long pool_s[{plan.pool}];",
         "__shared__ unsigned int s_m;",
         "unsigned int m_surv;",
-        f"#define MIGX_OUT(i, j) {{ migx::store(p{po}, base{po} + (i) * {vals.strides[axis]}, "
-        f"migx::load(p0, base0 + (j) * {xs})); "
-        f"migx::store(p{pi}, base{pi} + (i) * {idx.strides[axis]}, (long long)(j)); }}",
+        # output i is word w: its value from the key (from memory where the key lost it)
+        f"#define MIGX_OUT(i, w) {{ const int jj = (int)~(unsigned int)(w); "
+        f"float f = migx_topk_unkey({flip}(unsigned int)((w) >> 32)); "
+        f"if (migx_topk_lossy(f)) f = (float)migx::load(p0, base0 + jj * {xs}); "
+        f"migx::store(p{po}, base{po} + (i) * {vals.strides[axis]}, f); "
+        f"migx::store(p{pi}, base{pi} + (i) * {idx.strides[axis]}, (long long)jj); }}",
         "for (int b = t; b < 768; b += blockDim.x) hist[b] = 0u;",
         "if (t == 0) s_m = 0u;",
         "__syncthreads();",
@@ -513,20 +404,29 @@ def radix_topk_kernel(op: Op, shapes: Sequence[Shape]) -> KernelSource:
     else:
         lines.append("#define MIGX_SURV(i, w) (win[(i)] = (w))")
     if plan.keys_shared:
-        # each key computed once into shared memory, the top digit's histogram counted on the way
+        # each key computed once into shared memory, the top digit's histogram counted on the way;
+        # every load of the thread is issued before the first is used (one memory latency, not
+        # one a key: the histogram's warp collectives would otherwise keep them apart)
+        per = -(-plan.chunk // threads)
         lines += [
             "unsigned int* keys_s = (unsigned int*)pool_s;",
             "bool first_done = true;",
-            *_count_loop(
-                count,
-                [
-                    "unsigned int bin = 256u;",
-                    f"if (j < {count}) {{ const unsigned int u = {key}; keys_s[j] = u; bin = u >> 24; }}",
-                    "migx_hist_add(hist, bin);",
-                ],
-                unroll=True,
-            ),
+            f"float xv[{per}];",
+            "#pragma unroll",
+            f"for (int r = 0; r < {per}; ++r) {{",
+            f"    const int j = r * {threads} + t;",
+            f"    xv[r] = j < {count} ? {load} : 0.0f;",
+            "}",
+            "#pragma unroll",
+            f"for (int r = 0; r < {per}; ++r) {{",
+            f"    const int j = r * {threads} + t;",
+            "    unsigned int bin = 256u;",
+            f"    if (j < {count}) {{ const unsigned int u = {flip}migx_topk_key(xv[r]);",
+            "        keys_s[j] = u; bin = u >> 24; }",
+            "    migx_hist_add(hist, bin);",
+            "}",
             "__syncthreads();",
+            *clk(1),
             f"#define MIGX_WORD(j) (((unsigned long long)keys_s[(j)] << 32) | {low})",
         ]
     else:
@@ -535,21 +435,26 @@ def radix_topk_kernel(op: Op, shapes: Sequence[Shape]) -> KernelSource:
     lines += [
         "{",
         f"    const unsigned int want0 = {count} < K ? (unsigned int)({count}) : (unsigned int)K;",
-        *("    " + s for s in _select(count, cap)),
-        *("    " + s for s in _compact(count)),
+        *("    " + s for s in _select(count, cap) + clk(2) + _compact(count)),
         "}",
     ]
     if parts > 1:
         lines.append(f"for (int i = (int)m_surv + t; i < {plan.cap}; i += blockDim.x) MIGX_SURV(i, 0ull);")
-        lines += _merge(parts, plan.cap, slot)
+        lines += _merge(parts, plan.cap, slot, threads)
     else:
         lines.append("for (int i = (int)m_surv + t; i < P; i += blockDim.x) win[i] = 0ull;")
-    lines += _run_sort(k) if width <= RUN_SORT_MAX else _bitonic_sort(width, threads)
+    lines += clk(3) + (_run_sort(k) if width <= RUN_SORT_MAX else _bitonic_sort(width, threads))
+    if clocks:
+        lines += ["__syncthreads();", *clk(4), "if (t == 0) {"]
+        vs = vals.strides[axis]
+        lines += [f"    migx::store(p{po}, base{po} + {i} * {vs}, (float)(c[{i + 1}] - c[0]));" for i in range(4)]
+        lines.append("}")
     lines += ["#undef MIGX_WORD", "#undef MIGX_SURV", "#undef MIGX_OUT"]
     body = "\n    ".join(lines)
     name = f"topk_radix{'_spread' if parts > 1 else ''}_{'largest' if op['largest'] else 'smallest'}_kernel"
     writes = [False] + [True] * (len(shapes) - 1)
-    src = f"""{_HELPERS}
+    match = "#define MIGX_TOPK_MATCH\n" if os.environ.get("MIGX_TOPK_MATCH") == "1" else ""
+    src = f"""{match}{TOPK_HELPERS}
 MIGX_GLOBAL void {name}({kernel_params(shapes, writes)}) {{
     migx::kernel_entry();
     {body}
