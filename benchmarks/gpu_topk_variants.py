@@ -24,6 +24,8 @@ VARIANTS = {
     "one_block": {"MIGX_TOPK_SPREAD_MIN": "10240"},
     "one_block_match": {"MIGX_TOPK_SPREAD_MIN": "10240", "MIGX_TOPK_MATCH": "1"},
     "chunk4096": {"MIGX_TOPK_CHUNK": "4096"},
+    "per2": {"MIGX_TOPK_PER": "2"},
+    "per8": {"MIGX_TOPK_PER": "8"},
 }
 CASES = [("float32", 2100, 10), ("float32", 2100, 300), ("float32", 8400, 10), ("float32", 8400, 300)]
 CASES += [("float32", 24000, 300), ("float16", 2100, 300), ("float16", 8400, 300)]

@@ -77,9 +77,10 @@ def sort_width(k: int) -> int:
 
 
 def block_threads(n: int, k: int) -> int:
-    """Enough threads for about four keys each, and one per sorted element up to 1,024 (a
-    multiple of 64: full AMD waves). Fewer warps make each block barrier cheaper."""
-    want = max(-(-n // 4), min(sort_width(k), MAX_THREADS))
+    """Enough threads for about four keys each, at least 256 (or sort_width(k)), at most 1,024
+    (a multiple of 64: full AMD waves). Fewer warps make each block barrier cheaper."""
+    per = int(os.environ.get("MIGX_TOPK_PER", 4))  # keys a thread (a knob for measuring)
+    want = max(-(-n // per), min(sort_width(k), 256))
     return min(MAX_THREADS, -(-want // 64) * 64)
 
 
