@@ -20,9 +20,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 VARIANTS = {
     "default": {},
-    "match": {"MIGX_TOPK_MATCH": "1"},
     "one_block": {"MIGX_TOPK_SPREAD_MIN": "10240"},
-    "one_block_match": {"MIGX_TOPK_SPREAD_MIN": "10240", "MIGX_TOPK_MATCH": "1"},
     "chunk4096": {"MIGX_TOPK_CHUNK": "4096"},
     "per2": {"MIGX_TOPK_PER": "2"},
     "per8": {"MIGX_TOPK_PER": "8"},
@@ -64,7 +62,7 @@ def main() -> None:
             row.update(variant=name, type=t, n=n, k=k)
             res["rows"].append(row)
             print(name, t, n, k, row.get("topk_us"), row.get("exact"), row.get("error", ""), flush=True)
-        if name in ("default", "one_block", "one_block_match"):
+        if name in ("default", "one_block"):
             os.environ["MIGX_TOPK_CLOCKS"] = "1"
             for n, k in ((2100, 10), (2100, 300), (8400, 300)):
                 cyc = stages("float32", n, k)

@@ -454,8 +454,7 @@ def radix_topk_kernel(op: Op, shapes: Sequence[Shape]) -> KernelSource:
     body = "\n    ".join(lines)
     name = f"topk_radix{'_spread' if parts > 1 else ''}_{'largest' if op['largest'] else 'smallest'}_kernel"
     writes = [False] + [True] * (len(shapes) - 1)
-    match = "#define MIGX_TOPK_MATCH\n" if os.environ.get("MIGX_TOPK_MATCH") == "1" else ""
-    src = f"""{match}{TOPK_HELPERS}
+    src = f"""{TOPK_HELPERS}
 MIGX_GLOBAL void {name}({kernel_params(shapes, writes)}) {{
     migx::kernel_entry();
     {body}

@@ -53,13 +53,10 @@ MIGX_DEVICE unsigned int migx_warp_inclusive_sum(unsigned int x) {
 // hist[bin] += 1 for this lane's bin (bin >= 256: none). Every lane of the warp calls it (the
 // callers' loops have the same trip count in every thread). Scores share their top bits and
 // same-address shared atomics serialise, so the lanes sharing the first valid lane's bin add
-// once through it; the others add one each (later digits spread over the bins).
+// once through it; the others add one each (later digits spread over the bins). Grouping every
+// bin with __match_any_sync was slower (docs/results/issue28_topk_survivors_h100.md).
 MIGX_DEVICE void migx_hist_add(unsigned int* hist, unsigned int bin) {
-#if defined(MIGX_CUDA) && defined(MIGX_TOPK_MATCH)
-    // every group of lanes sharing a bin adds once (MIGX_TOPK_MATCH=1: measuring match.any)
-    const unsigned int peers = __match_any_sync(0xffffffffu, bin);
-    if (bin < 256u && (int)(threadIdx.x % 32) == __ffs(peers) - 1) atomicAdd(&hist[bin], (unsigned int)__popc(peers));
-#elif defined(MIGX_CUDA)
+#if defined(MIGX_CUDA)
     const unsigned int valid = __ballot_sync(0xffffffffu, bin < 256u);
     if (valid == 0u) return;
     const int leader = __ffs(valid) - 1;
