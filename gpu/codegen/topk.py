@@ -1,32 +1,35 @@
 """Single-launch top-k by radix select (issue 28: YOLOv10n's k = 300 over 8,400 anchors took three
 rank-counting launches of 27 to 67 µs; docs/results/issue28_topk_radix_h200.md).
 
-A block finds the k-th best value's 32-bit key in up to four 8-bit histogram passes, gathers the
-k winners and sorts them. A slice of up to ~10,000 keys is one block (its keys in shared memory).
-A longer one is spread over `parts` blocks (radix_plan): each selects its chunk's k best into a
-workspace, and the block that finishes last, counted by an atomic ticket per slice, selects the
-k best of those candidates and sorts them. The lowering gives such an op two extra buffers
-(topk_workspace): the ticket, a zero literal (its own memory, set once at finalize; the last block
-sets it back to 0, so every eager run and graph replay finds it at 0), and the candidates, an
-allocation memory_coloring places in the arena (written before read in each launch).
+Each element is a unique 64-bit word, (key << 32 | ~index): the key is the value read as float
+mapped to an unsigned integer whose order is the value order (sign bit flipped for positives,
+all bits for negatives; NaN is read as +inf first and -0 as +0, so NaN ties with +inf and -0
+with +0 exactly as in the reference, compiler/ops/data.py's stable argsort with NaN as the
+largest value), complemented for `largest=False`; the low word makes equal keys rank by lower
+index first. The k best words are the output, in word order.
 
-Keys: each value, read as float, maps to an unsigned integer whose order is the value order
-(sign bit flipped for positives, all bits for negatives); NaN is read as +inf first and -0 as
-+0, so NaN ties with +inf and -0 with +0 exactly as in the reference (compiler/ops/data.py's
-stable argsort with NaN as the largest value). For `largest=False` the key is complemented, so
-the kernel always takes the k largest keys. Ties keep the lower index: the winners equal to the
-threshold key are the first ones in index order (a part's candidates are in index order for
-every key value, and parts are in index order), and the sort key is (key << 32 | ~index), so
-equal keys sort by lower index first.
+A block does not select the k-th word exactly: 8-bit radix passes from the top narrow down the
+bin holding it only until the words at or above that bin (the survivors) fit the sort (at most
+sort_width(k)); random scores stop after two passes (the first one counted while the keys are
+loaded), where an exact select took three or four plus an ordered gather. The survivors are
+compacted in any order (a shared counter) and sorted; only ranks below k are written. Words
+are unique, so the passes always end (ties take passes over the index bits). Every warp reads
+the histogram and finds the digit itself (no broadcast barrier), and the histogram rotates over
+three buffers (one is cleared during a pass while another is counted), so a pass costs one
+barrier. Sorting the survivors: each warp sorts a run of 32 in shuffles, and an element's output
+position is the count of larger elements over the runs (a binary search in each); widths over
+RUN_SORT_MAX take a bitonic network.
 
-The passes stop early once the bin holding the k-th key holds exactly the winners still wanted
-(every candidate left is taken; random scores stop after two or three passes). The winners are
-sorted by rank: each warp sorts a run of 32 in shuffles, and an element's output position is
-the count of larger elements over the runs (a binary search in each), instead of a bitonic
-network over all of them (45 dependent steps for 300 winners); k > 512 keeps the network. Used
-for float slices of at least RADIX_MIN_N elements and k <= RADIX_MAX_K; the rank-counting kernel
-in indexing.py takes the rest. Slices whose keys fit neither plan read their keys from global
-memory in every pass; the GPU pipeline splits those (rewrite_topk with SPLIT_THRESHOLD).
+A slice of up to ~10,000 keys is one block (its keys in shared memory). A longer one is spread
+over `parts` blocks (radix_plan): each writes its survivors (at most `cap`, zero-padded) to a
+workspace, and the block that finishes last, counted by an atomic ticket per slice, selects and
+sorts the best of those. The lowering gives such an op two extra buffers (topk_workspace): the
+ticket, a zero literal (its own memory, set once at finalize; the last block sets it back to 0,
+so every eager run and graph replay finds it at 0), and the candidates, an allocation
+memory_coloring places in the arena (written before read in each launch). Used for float slices
+of at least RADIX_MIN_N elements and k <= RADIX_MAX_K; the rank-counting kernel in indexing.py
+takes the rest. Slices whose keys fit neither plan read their keys from global memory in every
+pass; the GPU pipeline splits those (rewrite_topk with SPLIT_THRESHOLD).
 """
 
 from __future__ import annotations
@@ -40,14 +43,15 @@ from migx_explore.compiler.ops.common import norm_axis
 from migx_explore.compiler.shape import Shape
 
 from .common import KernelSource, decompose, index_type, kernel_params, offset_expr, source
+from .topk_device import TOPK_HELPERS
 
 MAX_THREADS = 1024
 RADIX_MIN_N = 512  # shorter slices: the rank-counting kernel is already a single short pass
-RADIX_MAX_K = 2048  # winners as 64-bit sort keys in shared memory: 16 KiB
+RADIX_MAX_K = 2048  # survivors as 64-bit words in shared memory: 16 KiB
 RUN_SORT_MAX = 512  # sort widths up to this rank 32-element runs; wider ones take the bitonic network
 FLOAT_TYPES = ("float32", "float16", "bfloat16")
 SHARED_BYTES = 46 * 1024  # static shared memory a block may use (48 KiB, less a margin)
-SHARED_RESERVE = 2 * 1024  # the histogram, the scan slots and the broadcast values
+SHARED_RESERVE = 4 * 1024  # the three histogram buffers and the counters
 # rewrite_topk's split_threshold in the GPU pipeline: a slice up to this long keeps its keys in
 # shared memory (k = 300) and is one launch; a longer one is split into groups that do.
 SPLIT_THRESHOLD = 10240
@@ -73,9 +77,10 @@ def sort_width(k: int) -> int:
 
 
 def block_threads(n: int, k: int) -> int:
-    """Enough threads for about four keys each, and one per sorted element up to 1,024 (a
-    multiple of 64: full AMD waves). Fewer warps make each block barrier cheaper."""
-    want = max(-(-n // 4), min(sort_width(k), MAX_THREADS))
+    """Enough threads for about four keys each, at least 256 (or sort_width(k)), at most 1,024
+    (a multiple of 64: full AMD waves). Fewer warps make each block barrier cheaper."""
+    per = int(os.environ.get("MIGX_TOPK_PER", 4))  # keys a thread (a knob for measuring)
+    want = max(-(-n // per), min(sort_width(k), 256))
     return min(MAX_THREADS, -(-want // 64) * 64)
 
 
@@ -86,7 +91,8 @@ class RadixPlan:
     threads: int
     width: int  # sort_width(k)
     keys_shared: bool  # the keys live in shared memory (else read from global in every pass)
-    pool: int  # 64-bit words of shared memory for the keys / candidates / ranks
+    pool: int  # 64-bit words of shared memory for the keys / candidates
+    cap: int = 0  # spread: survivors a part keeps (k <= cap <= width)
 
 
 def _fits(width: int, pool: int) -> bool:
@@ -104,14 +110,16 @@ def radix_plan(n: int, k: int, spread: bool = True) -> RadixPlan:
             chunk = -(-n // parts)
             if parts < 2 or chunk < 2 * k:
                 break
-            pool = max(-(-chunk // 2), parts * k, width // 2)
-            if _fits(width, pool):
-                want = max(-(-max(chunk, parts * k) // 2), 64)
-                threads = min(MAX_THREADS, -(-want // 64) * 64)
-                return RadixPlan(parts, chunk, threads, width, True, pool)
-    pool = max(-(-n // 2), width // 2)
+            # the merge holds every part's survivors: fewer a part (more passes) where all
+            # sort_width(k) would not fit
+            cap = min(width, (SHARED_BYTES - SHARED_RESERVE - 8 * width) // 8 // parts)
+            pool = max(-(-chunk // 2), parts * cap)
+            if cap >= k and _fits(width, pool):
+                threads = block_threads(max(chunk, parts * cap), k)
+                return RadixPlan(parts, chunk, threads, width, True, pool, cap)
+    pool = max(-(-n // 2), 1)
     shared = _fits(width, pool)
-    return RadixPlan(1, n, block_threads(n, k), width, shared, pool if shared else max(width // 2, 1))
+    return RadixPlan(1, n, block_threads(n, k), width, shared, pool if shared else 1)
 
 
 def one_launch(n: int, k: int, t: str) -> bool:
@@ -127,231 +135,128 @@ def topk_workspace(op: Op, x: Shape) -> tuple[Shape, Shape] | None:
     if not radix_topk_applies(op, [x]):
         return None
     axis = norm_axis(op["axis"], x.ndim, "topk")
-    n, k = x.lens[axis], op["k"]
-    plan = radix_plan(n, k)
+    plan = radix_plan(x.lens[axis], op["k"])
     if plan.parts == 1:
         return None
-    nslices = x.elements() // n
-    return Shape("uint32", [nslices]), Shape("uint64", [nslices * plan.parts * k])
+    nslices = x.elements() // x.lens[axis]
+    return Shape("uint32", [nslices]), Shape("uint64", [nslices * plan.parts * plan.cap])
 
 
-_HELPERS = """
-MIGX_DEVICE unsigned int migx_topk_key(float f) {
-    if (f != f) f = __int_as_float(0x7f800000);  // NaN ranks as +inf (ties with it by index)
-    if (f == 0.0f) f = 0.0f;                     // -0 equals +0
-    const unsigned int u = __float_as_uint(f);
-    return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
-}
-
-MIGX_DEVICE unsigned int migx_shfl_up_u(unsigned int v, int d) {
-#if defined(MIGX_CUDA)
-    return __shfl_up_sync(0xffffffffu, v, d, MIGX_WARP_SIZE);
-#else
-    return __shfl_up(v, d, MIGX_WARP_SIZE);
-#endif
-}
-
-// Inclusive sum over the lanes up to this one.
-MIGX_DEVICE unsigned int migx_warp_inclusive_sum(unsigned int x) {
-    const int lane = threadIdx.x % MIGX_WARP_SIZE;
-#pragma unroll
-    for (int d = 1; d < MIGX_WARP_SIZE; d <<= 1) {
-        const unsigned int y = migx_shfl_up_u(x, d);
-        if (lane >= d) x += y;
-    }
-    return x;
-}
-
-// hist[bin] += 1 for this lane's bin (bin >= 256: none). Every lane of the warp calls it (the
-// callers' loops have the same trip count in every thread). Scores share their top bits and
-// same-address shared atomics serialise, so the lanes sharing the first valid lane's bin add
-// once through it; the others add one each (later digits spread over the bins).
-MIGX_DEVICE void migx_hist_add(unsigned int* hist, unsigned int bin) {
-#if defined(MIGX_CUDA)
-    const unsigned int valid = __ballot_sync(0xffffffffu, bin < 256u);
-    if (valid == 0u) return;
-    const int leader = __ffs(valid) - 1;
-    const unsigned int lead = __shfl_sync(0xffffffffu, bin, leader);
-    const unsigned int same = __ballot_sync(0xffffffffu, bin == lead);
-    if (bin == lead) {
-        if ((int)(threadIdx.x % 32) == leader) atomicAdd(&hist[bin], (unsigned int)__popc(same));
-    } else if (bin < 256u) {
-        atomicAdd(&hist[bin], 1u);
-    }
-#else
-    if (bin < 256u) atomicAdd(&hist[bin], 1u);
-#endif
-}
-
-// Exclusive block-wide prefix sums of two per-thread counts (thread order), with their totals;
-// `slots` holds 2 x warps entries. Every thread of the block calls it.
-MIGX_DEVICE void migx_block_exclusive_sum2(unsigned int& a, unsigned int& b, unsigned int* slots) {
-    const int lane = threadIdx.x % MIGX_WARP_SIZE, warp = threadIdx.x / MIGX_WARP_SIZE;
-    const int warps = blockDim.x / MIGX_WARP_SIZE;
-    const unsigned int ia = migx_warp_inclusive_sum(a), ib = migx_warp_inclusive_sum(b);
-    if (lane == MIGX_WARP_SIZE - 1) { slots[warp] = ia; slots[warps + warp] = ib; }
-    __syncthreads();
-    if (warp == 0) {
-        const unsigned int sa = migx_warp_inclusive_sum(lane < warps ? slots[lane] : 0u);
-        const unsigned int sb = migx_warp_inclusive_sum(lane < warps ? slots[warps + lane] : 0u);
-        if (lane < warps) { slots[lane] = sa; slots[warps + lane] = sb; }
-    }
-    __syncthreads();
-    a = (warp ? slots[warp - 1] : 0u) + ia - a;
-    b = (warp ? slots[warps + warp - 1] : 0u) + ib - b;
-}
-
-MIGX_DEVICE unsigned long long migx_shfl_xor_u64(unsigned long long v, int m) {
-    const unsigned int lo = MIGX_SHFL_XOR((unsigned int)v, m), hi = MIGX_SHFL_XOR((unsigned int)(v >> 32), m);
-    return ((unsigned long long)hi << 32) | lo;
-}
-
-// One compare-exchange of a descending bitonic sort: element i of a run of `size` against its
-// partner i ^ stride; the lower of the two keeps the larger value in descending runs.
-MIGX_DEVICE unsigned long long migx_bitonic_pick(unsigned long long v, unsigned long long o, int i, int size,
-                                                 int stride) {
-    const bool keep_max = ((i & stride) == 0) == ((i & size) == 0);
-    return keep_max ? (v > o ? v : o) : (v < o ? v : o);
-}
-"""
-
-
-def _key_load(key: str, count: str, shared: bool) -> list[str]:
-    """MIGX_KEY(j), the key of this block's element j: computed once into shared memory when the
-    keys fit (every pass then reads shared memory, not global), else recomputed from global. The
-    shared load also counts the top digit's histogram (first_done: the first pass is made)."""
-    if not shared:
-        return [f"#define MIGX_KEY(j) ({key})", "bool first_done = false;"]
+def _count_loop(count: str, body: list[str]) -> list[str]:
+    """for j in [0, count) a thread each, with the same trip count in every lane (the warp
+    collectives inside need every lane)."""
     return [
-        "unsigned int* keys_s = (unsigned int*)pool_s;",
-        "bool first_done = true;",
-        "for (int b = t; b < 256; b += blockDim.x) hist[b] = 0u;",
-        "__syncthreads();",
-        "#pragma unroll 4",  # independent global loads in flight together
-        f"for (int j0 = 0; j0 < {count}; j0 += blockDim.x) {{",  # the same trip count in every lane
+        f"for (int j0 = 0; j0 < ({count}); j0 += NT) {{",  # NT == blockDim.x: a known trip count
         "    const int j = j0 + t;",
-        "    unsigned int bin = 256u;",
-        f"    if (j < {count}) {{ const unsigned int u = {key}; keys_s[j] = u; bin = u >> 24; }}",
-        "    migx_hist_add(hist, bin);",
+        *("    " + s for s in body),
         "}",
-        "__syncthreads();",
-        "#define MIGX_KEY(j) (keys_s[(j)])",
     ]
 
 
-def _select(count: str) -> list[str]:
-    """Radix select from the top digit among MIGX_KEY(0 .. count): `prefix` under `mask` is the
-    `want0`-th key's top bits, `want` how many winners equal to it under the mask are still
-    wanted. Every key wins when want0 == count (prefix and mask stay 0)."""
+def _select(count: str, cap: str) -> list[str]:
+    """Radix passes over the nonzero MIGX_WORD(j), j < count, from the top digit, until the words
+    at or above the want0-th one's bin under `mask` (m_surv of them) are at most `cap`: then
+    they are the survivors, (w & mask) >= prefix. Pass p counts into histogram buffer p % 3
+    and clears buffer (p + 1) % 3, last read by every warp's digit of pass p - 2, before this
+    pass's barrier; the first pass may have been counted by the load (first_done)."""
     return [
-        "unsigned int prefix = 0u, mask = 0u, want = want0;",
-        f"for (int shift = 24; shift >= 0 && want0 < (unsigned int)({count}); shift -= 8) {{",
-        "    if (shift < 24 || !first_done) {",
-        "        for (int b = t; b < 256; b += blockDim.x) hist[b] = 0u;",
-        "        __syncthreads();",
-        f"        for (int j0 = 0; j0 < {count}; j0 += blockDim.x) {{",  # the same trip count in every lane
-        "            const int j = j0 + t;",
-        "            unsigned int bin = 256u;",
-        f"            if (j < {count}) {{",
-        "                const unsigned int u = MIGX_KEY(j);",
-        "                if ((u & mask) == prefix) bin = (u >> shift) & 255u;",
-        "            }",
-        "            migx_hist_add(hist, bin);",
-        "        }",
+        "unsigned long long prefix = 0ull, mask = 0ull;",
+        "unsigned int want = want0;",
+        f"m_surv = (unsigned int)({count});",
+        f"for (int shift = 56, pass = 0; shift >= 0 && m_surv > (unsigned int)({cap}); shift -= 8, ++pass) {{",
+        "    unsigned int* h = hist + 256 * (pass % 3);",
+        "    if (pass > 0 || !first_done) {",
+        "        for (int b = t; b < 256; b += blockDim.x) hist[256 * ((pass + 1) % 3) + b] = 0u;",
+        *(
+            "        " + s
+            for s in _count_loop(
+                count,
+                [
+                    "unsigned int bin = 256u;",
+                    f"if (j < ({count})) {{",
+                    "    const unsigned long long w = MIGX_WORD(j);",
+                    "    if (w != 0ull && (w & mask) == prefix) bin = (unsigned int)(w >> shift) & 255u;",
+                    "}",
+                    "migx_hist_add(h, bin);",
+                ],
+            )
+        ),
         "        __syncthreads();",
         "    }",
-        # the digit: one warp scans the bins from the top, each lane a run of them in registers
-        "    if (t < MIGX_WARP_SIZE) {",
-        "        constexpr int per = 256 / MIGX_WARP_SIZE;",
-        "        const int top = 255 - t * per;",
-        "        unsigned int h[per], own = 0u;",
-        "#pragma unroll",
-        "        for (int b = 0; b < per; ++b) { h[b] = hist[top - b]; own += h[b]; }",
-        "        const unsigned int upto = migx_warp_inclusive_sum(own);",
-        "        if (upto >= want && upto - own < want) {",
-        "            unsigned int acc = upto - own, count = 0u;",
-        "            int sel = 0;",
-        "            bool found = false;",
-        "#pragma unroll",
-        "            for (int b = 0; b < per; ++b) {",
-        "                if (found) continue;",
-        "                if (acc + h[b] >= want) { found = true; sel = b; count = h[b]; }",
-        "                else acc += h[b];",
-        "            }",
-        "            s_prefix = prefix | ((unsigned int)(top - sel) << shift);",
-        "            s_want = want - acc;",
-        "            s_count = count;",
-        "        }",
-        "    }",
-        "    __syncthreads();",
-        "    prefix = s_prefix; want = s_want; mask |= 255u << shift;",
-        "    if (s_count == want) break;  // the bin holds exactly the winners left: all of them win",
+        "    unsigned int sel, acc, bc;",
+        "    migx_topk_digit(h, want, sel, acc, bc);",
+        "    prefix |= (unsigned long long)sel << shift;",
+        "    mask |= 255ull << shift;",
+        "    want -= acc;",
+        "    m_surv = want0 - want + bc;",
         "}",
     ]
 
 
-def _gather(count: str) -> list[str]:
-    """The want0 winners through MIGX_PUT(position, MIGX_WIN(j, key)): every key above the
-    threshold in element order, then the first `want` equal to it in element order (ties keep
-    the lower index). Each thread takes a contiguous run; a block scan gives its offsets."""
-    return [
-        f"const int per_t = ({count} + (int)blockDim.x - 1) / (int)blockDim.x;",
-        f"const int lo = t * per_t, hi = lo + per_t < ({count}) ? lo + per_t : ({count});",
-        "unsigned int g = 0u, e = 0u;",
-        "for (int j = lo; j < hi; ++j) {",
-        "    const unsigned int u = MIGX_KEY(j) & mask; g += u > prefix; e += u == prefix;",
-        "}",
-        "migx_block_exclusive_sum2(g, e, slots);",
-        "const unsigned int above = want0 - want;",
-        "for (int j = lo; j < hi; ++j) {",
-        "    const unsigned int u = MIGX_KEY(j), m = u & mask;",
-        "    if (m > prefix) { MIGX_PUT(g, MIGX_WIN(j, u)); ++g; }",
-        "    else if (m == prefix) { if (e < want) { MIGX_PUT(above + e, MIGX_WIN(j, u)); } ++e; }",
-        "}",
-    ]
+def _compact(count: str) -> list[str]:
+    """The survivors through MIGX_SURV(slot, word), in any order (the sort orders them)."""
+    return _count_loop(
+        count,
+        [
+            f"const unsigned long long w = j < ({count}) ? MIGX_WORD(j) : 0ull;",
+            "const bool keep = w != 0ull && (w & mask) >= prefix;",
+            "const unsigned int i = migx_topk_slot(keep, &s_m);",
+            "if (keep) MIGX_SURV(i, w);",
+        ],
+    )
 
 
-def _merge(parts: int, k: int, slot: str) -> list[str]:
-    """Spread slices: this block's winners are in the workspace; the block that finishes last
-    (an atomic ticket per slice) selects the k best of all parts' candidates and goes on to the
-    sort; the others exit. It sets the ticket back to 0 first (every part has counted), so the
-    next run, eager or a graph replay, starts from 0 again."""
-    m = parts * k
+def _merge(parts: int, cap: int, slot: str, threads: int) -> list[str]:
+    """Spread slices: this block's survivors are in the workspace; the block that finishes last
+    (an atomic ticket per slice) selects among all parts' survivors and goes on to the sort;
+    the others exit. It sets the ticket back to 0 first (every part has counted), so the next
+    run, eager or a graph replay, starts from 0 again."""
+    m = parts * cap
+    per = -(-m // threads)
     return [
         "__threadfence();",  # the candidates are visible device-wide before the ticket counts them
         "__syncthreads();",
-        f"if (t == 0) s_last = atomicAdd(&ticket[slice], 1u) == {parts - 1}u;",
+        f"if (t == 0) {{ s_last = atomicAdd(&ticket[slice], 1u) == {parts - 1}u; s_m = 0u; }}",
+        "for (int b = t; b < 768; b += blockDim.x) hist[b] = 0u;",  # every warp's digits are done
         "__syncthreads();",
         "if (!s_last) return;",
         "__threadfence();",
         "if (t == 0) ticket[slice] = 0u;",
         "unsigned long long* cand = pool_s;",  # this block's keys are no longer read
-        # volatile: read the other blocks' candidates from L2, never a stale L1 line
-        f"for (int j = t; j < {m}; j += blockDim.x) cand[j] = ((volatile unsigned long long*)ws)[{slot} + j];",
-        "__syncthreads();",
-        "#undef MIGX_KEY",
-        "#undef MIGX_WIN",
-        "#undef MIGX_PUT",
-        "#define MIGX_KEY(j) ((unsigned int)(cand[(j)] >> 32))",
-        "#define MIGX_WIN(j, u) (cand[(j)])",
-        "#define MIGX_PUT(i, w) (win[(i)] = (w))",
-        "{",
-        "    first_done = false;",
-        "    const unsigned int want0 = (unsigned int)K;",
-        *("    " + s for s in _select(str(m))),
-        *("    " + s for s in _gather(str(m))),
+        # every candidate load of the thread in flight together, then the top digit's histogram
+        f"unsigned long long cw[{per}];",
+        "#pragma unroll",
+        f"for (int r = 0; r < {per}; ++r) {{",
+        f"    const int j = r * {threads} + t;",
+        f"    cw[r] = j < {m} ? migx_topk_ldcg(ws + {slot} + j) : 0ull;",
         "}",
+        "#pragma unroll",
+        f"for (int r = 0; r < {per}; ++r) {{",
+        f"    const int j = r * {threads} + t;",
+        "    if (j < " + str(m) + ") cand[j] = cw[r];",
+        "    migx_hist_add(hist, cw[r] != 0ull ? (unsigned int)(cw[r] >> 56) : 256u);",
+        "}",
+        "__syncthreads();",
+        "#undef MIGX_WORD",
+        "#undef MIGX_SURV",
+        "#define MIGX_WORD(j) (cand[(j)])",
+        "#define MIGX_SURV(i, w) (win[(i)] = (w))",
+        "first_done = true;",
+        "{",
+        "    const unsigned int want0 = (unsigned int)K;",
+        *("    " + s for s in _select(str(m), "P")),
+        *("    " + s for s in _compact(str(m))),
+        "}",
+        "for (int i = (int)m_surv + t; i < P; i += blockDim.x) win[i] = 0ull;",
     ]
 
 
 def _run_sort(k: int) -> list[str]:
-    """Sort win[0, P) (P <= RUN_SORT_MAX) descending into ranks: each warp sorts a run of 32 by
-    a bitonic network in shuffles, then each element's rank is the sum over the runs of how many
-    of their elements are larger (a binary search in each run; the keys are distinct, the
-    index being part of them), added up in shared memory. Output position = rank. Only the runs
-    that hold winners take part (the zero padding past them is smaller than every winner)."""
-    runs = -(-k // 32)
-    if runs == 1:  # k <= 32: one warp sorts the one run, and lane i holds output i
+    """Sort the m_surv survivors in win[0, P) (P <= RUN_SORT_MAX, zero-padded) descending and
+    write ranks below K: each warp sorts a run of 32 by a bitonic network in shuffles, then each
+    element's rank is the sum over the runs of how many of their elements are larger (a binary
+    search in each; the words are distinct). The zero padding is smaller than every word."""
+    if k <= 32:  # one run: one warp sorts it, and lane i holds output i
         return [
             "__syncthreads();",
             "if (t < 32) {",
@@ -362,13 +267,13 @@ def _run_sort(k: int) -> list[str]:
             "        for (int stride = size >> 1; stride > 0; stride >>= 1)",
             "            v = migx_bitonic_pick(v, migx_shfl_xor_u64(v, stride), t, size, stride);",
             "    }",
-            "    if (t < K) MIGX_OUT(t, (int)~(unsigned int)v);",
+            "    if (t < K) MIGX_OUT(t, v);",
             "}",
         ]
     return [
-        "int* rank_s = (int*)pool_s;",  # the keys and candidates are no longer read
         "__syncthreads();",
-        f"for (int r = t / 32; r < {runs}; r += blockDim.x / 32) {{",  # the same trip count in a warp
+        "const int runs = ((int)m_surv + 31) / 32;",
+        "for (int r = t / 32; r < runs; r += blockDim.x / 32) {",  # the same trip count in a warp
         "    const int lane = t % 32;",
         "    unsigned long long v = win[r * 32 + lane];",
         "#pragma unroll",
@@ -379,24 +284,23 @@ def _run_sort(k: int) -> list[str]:
         "    }",
         "    win[r * 32 + lane] = v;",
         "}",
-        f"for (int i = t; i < {runs * 32}; i += blockDim.x) rank_s[i] = 0;",
         "__syncthreads();",
-        f"for (int q = t; q < {runs * 32 * runs}; q += blockDim.x) {{",
-        f"    const int i = q % {runs * 32};",
+        # each run is sorted with its padding last, so win[0, m_surv) holds every survivor
+        "for (int i = t; i < (int)m_surv; i += blockDim.x) {",
         "    const unsigned long long e = win[i];",
-        f"    const unsigned long long* run = win + (q / {runs * 32}) * 32;",
-        "    int c = run[15] > e ? 16 : 0;",  # run[0, c) > e (the run is descending)
-        "    if (run[c + 7] > e) c += 8;",
-        "    if (run[c + 3] > e) c += 4;",
-        "    if (run[c + 1] > e) c += 2;",
-        "    if (run[c] > e) c += 1;",
-        "    if (c == 31 && run[31] > e) c = 32;",
-        "    if (c) atomicAdd(&rank_s[i], c);",
-        "}",
-        "__syncthreads();",
-        f"for (int i = t; i < {runs * 32}; i += blockDim.x) {{",
-        "    const int r = rank_s[i];",
-        "    if (r < K) MIGX_OUT(r, (int)~(unsigned int)win[i]);",
+        "    int rank = 0;",
+        "#pragma unroll 4",  # independent searches in flight together
+        "    for (int r = 0; r < runs; ++r) {",
+        "        const unsigned long long* run = win + r * 32;",
+        "        int c = run[15] > e ? 16 : 0;",  # run[0, c) > e (the run is descending)
+        "        if (run[c + 7] > e) c += 8;",
+        "        if (run[c + 3] > e) c += 4;",
+        "        if (run[c + 1] > e) c += 2;",
+        "        if (run[c] > e) c += 1;",
+        "        if (c == 31 && run[31] > e) c = 32;",
+        "        rank += c;",
+        "    }",
+        "    if (rank < K) MIGX_OUT(rank, e);",
         "}",
     ]
 
@@ -432,7 +336,7 @@ def _bitonic_sort(width: int, threads: int) -> list[str]:
         # element i of the sorted run is output i; its index is the low word's complement
         f"#pragma unroll\nfor (int e = 0; e < {per}; ++e) {{",
         f"    const int i = t + e * {threads};",
-        "    if (i < K) MIGX_OUT(i, (int)~(unsigned int)v[e]);",
+        "    if (i < K) MIGX_OUT(i, v[e]);",
         "}",
     ]
 
@@ -445,9 +349,16 @@ def radix_topk_kernel(op: Op, shapes: Sequence[Shape]) -> KernelSource:
     n, k = x.lens[axis], op["k"]
     nslices = x.elements() // n
     plan = radix_plan(n, k)
-    if len(shapes) != 5 or shapes[2].elements() != nslices * plan.parts * k:  # no (or another plan's) workspace
+    if len(shapes) != 5 or shapes[2].elements() != nslices * plan.parts * plan.cap:  # no (or another plan's) workspace
         plan = radix_plan(n, k, spread=False)
     parts, threads, width = plan.parts, plan.threads, plan.width
+    # MIGX_TOPK_CLOCKS=1 (one block a slice; measuring only): thread 0's clock64 after the load,
+    # the passes, the compaction and the sort replace values 0..3 of the output
+    clocks = os.environ.get("MIGX_TOPK_CLOCKS") == "1" and parts == 1
+
+    def clk(i: int) -> list[str]:
+        return [f"if (t == 0) c[{i}] = clock64();"] if clocks else []
+
     it = index_type(shapes)
     dims = [d for d in range(x.ndim) if d != axis]
     flip = "" if op["largest"] else "~"
@@ -460,50 +371,90 @@ def radix_topk_kernel(op: Op, shapes: Sequence[Shape]) -> KernelSource:
     xs = x.strides[axis]
     start = f"(({it})(blockIdx.x % {parts}) * {plan.chunk})" if parts > 1 else "0"
     count = "cnt" if parts > 1 else str(n)
-    key = f"{flip}migx_topk_key((float)migx::load(p0, base0 + ({start} + (j)) * {xs}))"
+    load = f"(float)migx::load(p0, base0 + ({start} + (j)) * {xs})"
+    key = f"{flip}migx_topk_key({load})"
     lines += [
-        f"constexpr int K = {k}, P = {width};",
+        f"constexpr int K = {k}, P = {width}, NT = {threads};",
         "const int t = threadIdx.x;",
-        "__shared__ unsigned int hist[256];",
-        f"__shared__ unsigned int slots[2 * {threads} / MIGX_WARP_SIZE];",
+        *(["long long c[5] = {clock64(), 0, 0, 0, 0};"] if clocks else []),
+        "__shared__ __align__(16) unsigned int hist[768];",  # three 256-bin buffers (see _select)
         "__shared__ unsigned long long win[P];",
         f"__shared__ unsigned long long pool_s[{plan.pool}];",
-        "__shared__ unsigned int s_prefix, s_want, s_count;",
-        f"#define MIGX_OUT(i, j) {{ migx::store(p{po}, base{po} + (i) * {vals.strides[axis]}, "
-        f"migx::load(p0, base0 + (j) * {xs})); "
-        f"migx::store(p{pi}, base{pi} + (i) * {idx.strides[axis]}, (long long)(j)); }}",
-        "#define MIGX_WIN(j, u) (((unsigned long long)(u) << 32) | (unsigned int)~(unsigned int)(" + start + " + (j)))",
+        "__shared__ unsigned int s_m;",
+        "unsigned int m_surv;",
+        # output i is word w: its value from the key (from memory where the key lost it)
+        f"#define MIGX_OUT(i, w) {{ const int jj = (int)~(unsigned int)(w); "
+        f"float f = migx_topk_unkey({flip}(unsigned int)((w) >> 32)); "
+        f"if (migx_topk_lossy(f)) f = (float)migx::load(p0, base0 + jj * {xs}); "
+        f"migx::store(p{po}, base{po} + (i) * {vals.strides[axis]}, f); "
+        f"migx::store(p{pi}, base{pi} + (i) * {idx.strides[axis]}, (long long)jj); }}",
+        "for (int b = t; b < 768; b += blockDim.x) hist[b] = 0u;",
+        "if (t == 0) s_m = 0u;",
+        "__syncthreads();",
     ]
+    low = f"(unsigned int)~(unsigned int)({start} + (j))"
     if parts > 1:
-        slot = f"({it})slice * {parts * k}"
+        slot = f"({it})slice * {parts * plan.cap}"
         lines += [
             "__shared__ bool s_last;",
             "unsigned int* ticket = (unsigned int*)p1;",
             "unsigned long long* ws = (unsigned long long*)p2;",
             f"const int cnt = {n} - (int){start} < {plan.chunk} ? {n} - (int){start} : {plan.chunk};",
-            f"#define MIGX_PUT(i, w) (ws[{slot} + (blockIdx.x % {parts}) * {k} + (i)] = (w))",
+            f"#define MIGX_SURV(i, w) (ws[{slot} + (blockIdx.x % {parts}) * {plan.cap} + (i)] = (w))",
         ]
     else:
-        lines.append("#define MIGX_PUT(i, w) (win[(i)] = (w))")
-    lines += _key_load(key, count, plan.keys_shared)
+        lines.append("#define MIGX_SURV(i, w) (win[(i)] = (w))")
+    if plan.keys_shared:
+        # each key computed once into shared memory, the top digit's histogram counted on the way;
+        # every load of the thread is issued before the first is used (one memory latency, not
+        # one a key: the histogram's warp collectives would otherwise keep them apart)
+        per = -(-plan.chunk // threads)
+        lines += [
+            "unsigned int* keys_s = (unsigned int*)pool_s;",
+            "bool first_done = true;",
+            f"float xv[{per}];",
+            "#pragma unroll",
+            f"for (int r = 0; r < {per}; ++r) {{",
+            f"    const int j = r * {threads} + t;",
+            f"    xv[r] = j < {count} ? {load} : 0.0f;",
+            "}",
+            "#pragma unroll",
+            f"for (int r = 0; r < {per}; ++r) {{",
+            f"    const int j = r * {threads} + t;",
+            "    unsigned int bin = 256u;",
+            f"    if (j < {count}) {{ const unsigned int u = {flip}migx_topk_key(xv[r]);",
+            "        keys_s[j] = u; bin = u >> 24; }",
+            "    migx_hist_add(hist, bin);",
+            "}",
+            "__syncthreads();",
+            *clk(1),
+            f"#define MIGX_WORD(j) (((unsigned long long)keys_s[(j)] << 32) | {low})",
+        ]
+    else:
+        lines += ["bool first_done = false;", f"#define MIGX_WORD(j) (((unsigned long long)({key}) << 32) | {low})"]
+    cap = str(plan.cap) if parts > 1 else "P"
     lines += [
         "{",
         f"    const unsigned int want0 = {count} < K ? (unsigned int)({count}) : (unsigned int)K;",
-        *("    " + s for s in _select(count)),
-        *("    " + s for s in _gather(count)),
-        # keys are never 0 (that would be a NaN's bits, read as +inf): the padding sorts last
-        f"    for (int i = (int)want0 + t; i < {'K' if parts > 1 else 'P'}; i += blockDim.x) MIGX_PUT(i, 0ull);",
+        *("    " + s for s in _select(count, cap) + clk(2) + _compact(count)),
         "}",
     ]
     if parts > 1:
-        lines += _merge(parts, k, slot)
-        lines.append("for (int i = K + t; i < P; i += blockDim.x) win[i] = 0ull;")
-    lines += _run_sort(k) if width <= RUN_SORT_MAX else _bitonic_sort(width, threads)
-    lines += ["#undef MIGX_KEY", "#undef MIGX_WIN", "#undef MIGX_PUT", "#undef MIGX_OUT"]
+        lines.append(f"for (int i = (int)m_surv + t; i < {plan.cap}; i += blockDim.x) MIGX_SURV(i, 0ull);")
+        lines += _merge(parts, plan.cap, slot, threads)
+    else:
+        lines.append("for (int i = (int)m_surv + t; i < P; i += blockDim.x) win[i] = 0ull;")
+    lines += clk(3) + (_run_sort(k) if width <= RUN_SORT_MAX else _bitonic_sort(width, threads))
+    if clocks:
+        lines += ["__syncthreads();", *clk(4), "if (t == 0) {"]
+        vs = vals.strides[axis]
+        lines += [f"    migx::store(p{po}, base{po} + {i} * {vs}, (float)(c[{i + 1}] - c[0]));" for i in range(4)]
+        lines.append("}")
+    lines += ["#undef MIGX_WORD", "#undef MIGX_SURV", "#undef MIGX_OUT"]
     body = "\n    ".join(lines)
     name = f"topk_radix{'_spread' if parts > 1 else ''}_{'largest' if op['largest'] else 'smallest'}_kernel"
     writes = [False] + [True] * (len(shapes) - 1)
-    src = f"""{_HELPERS}
+    src = f"""{TOPK_HELPERS}
 MIGX_GLOBAL void {name}({kernel_params(shapes, writes)}) {{
     migx::kernel_entry();
     {body}

@@ -46,13 +46,13 @@ def test_short_slices_integers_and_huge_k_keep_the_rank_kernel():
 
 
 def test_long_slices_spread_over_blocks_with_a_ticket_and_candidates():
-    """8,400 keys: five blocks of 1,680 a slice, each writing its 300 best to the workspace, the
+    """8,400 keys: five blocks of 1,680 a slice, each writing its survivors (up to 512) to the workspace, the
     last one merging; without the workspace (no lowering) the same op is one block per slice."""
     plan = radix_plan(8400, 300)
     assert (plan.parts, plan.chunk, plan.keys_shared) == (5, 1680, True)
     assert radix_plan(2100, 300).parts == 1 and radix_plan(8400, 300, spread=False).parts == 1
     ticket, cand = topk_workspace(Op("topk", k=300, axis=1, largest=True), Shape("float32", [2, 8400]))
-    assert (ticket.type, list(ticket.lens), cand.type, list(cand.lens)) == ("uint32", [2], "uint64", [2 * 5 * 300])
+    assert (ticket.type, list(ticket.lens), cand.type, list(cand.lens)) == ("uint32", [2], "uint64", [2 * 5 * 512])
     ks = _kernel("float32", [2, 8400], 300, 1, workspace=True)
     assert ks.name == "topk_radix_spread_largest_kernel" and ks.global_size == 2 * 5 * ks.local_size
     assert "atomicAdd(&ticket[slice], 1u) == 4u" in ks.source and "ticket[slice] = 0u" in ks.source
@@ -70,7 +70,7 @@ def test_lowering_gives_a_spread_topk_a_zero_ticket_literal_and_an_arena_workspa
 
     text = str(lower(_topk_program("float16", [2, 8400], 300, 1, True), backend=FakeBackend()))
     ticket = re.search(r"(@\d+) = hip::hip_copy_literal\[[^]]*\]\((@\d+)\) -> uint32, \{2\}", text)
-    ws = re.search(r"(@\d+) = load\[shape=\{uint64, \{3000\}, \{1\}\},offset=\d+\]\(@\d+\)", text)
+    ws = re.search(r"(@\d+) = load\[shape=\{uint64, \{5120\}, \{1\}\},offset=\d+\]\(@\d+\)", text)
     assert ticket and ws, text
     assert re.search(r"@\d+ = @literal\{0, 0\} -> uint32, \{2\}", text), text
     call = re.search(
