@@ -418,12 +418,17 @@ GENERATED_MAX_MACS = 1 << 25
 # Fewer rows than an mma tile (a decode step's M = 1) leave most of each tile idle and spread the
 # weight read over too few blocks (H100: gpt2 decode bucket 97.9 -> 99.6 us): BLAS's GEMV stays.
 MIN_ROWS = 16
+# The K loop is serial in each block (no split-K), and only the 16-byte path is pipelined: a
+# ResNet-18 1x1/3x3 convolution as a GEMM of K = 1152-2304 with N = 49 or 196 (element loads)
+# took 20-36 us against ~5 in cuBLASLt (H200). Such products stay BLAS calls by default.
+MAX_K = 1024
 
 
 def generated_gemm_wanted(shapes: Sequence[Shape], arch: str | None, mode: str | None = None) -> bool:
     """Whether a gpu::gemm of these params (a, b, extras..., out) should run as the generated
     tensor-core kernel: `mode` (default: $MIGX_GEMM_GEN) "0" never, "all" whenever the kernel
-    applies, "auto" for products of at least MIN_ROWS rows and up to GENERATED_MAX_MACS. Only
+    applies, "auto" for products of at least MIN_ROWS rows, up to GENERATED_MAX_MACS and MAX_K,
+    whose operands allow 16-byte loads. Only
     where mma.sync exists (NVIDIA sm_80+; the fake backend and IR-only compiles follow the same
     rule so their IR is the GPU's): AMD keeps hipBLASLt, where the kernel's fallback arithmetic
     would be slow."""
@@ -434,7 +439,9 @@ def generated_gemm_wanted(shapes: Sequence[Shape], arch: str | None, mode: str |
         plan = plan_mma_gemm(shapes)
     except CodegenUnsupported:
         return False
-    return mode == "all" or (plan.m >= MIN_ROWS and plan.macs <= GENERATED_MAX_MACS)
+    if mode == "all":
+        return True
+    return plan.m >= MIN_ROWS and plan.macs <= GENERATED_MAX_MACS and plan.a_vec and plan.b_vec and plan.k <= MAX_K
 
 
 def _has_mma(arch: str) -> bool:

@@ -148,6 +148,10 @@ def test_the_rule_takes_small_half_products_on_tensor_core_targets():
     # a decode step's single row keeps BLAS's GEMV by default (most of an mma tile would idle)
     assert not generated_gemm_wanted(shapes(1, 128, 384), "sm_90", "auto")
     assert generated_gemm_wanted(shapes(1, 128, 384), "sm_90", "all")
+    # a long K (serial in each block) or element loads (N = 49: a ResNet stage's 7x7 positions)
+    assert not generated_gemm_wanted(shapes(256, 2304, 64), "sm_90", "auto")
+    assert not generated_gemm_wanted(shapes(256, 128, 49), "sm_90", "auto")
+    assert generated_gemm_wanted(shapes(256, 128, 49), "sm_90", "all")
     assert generated_gemm_wanted(small, "sm_100", "auto")  # sm_100 is later than sm_90 (not "sm_1" < "sm_9")
     assert generated_gemm_wanted(small, "fake", "auto") and generated_gemm_wanted(small, None, "auto")
     for arch in ("sm_75", "gfx942"):  # no mma.sync: BLAS
