@@ -90,8 +90,9 @@ def model_rows(names: str, iters: int) -> dict:
             try:
                 row = our_row(model, feeds, precision, iters)
                 kernels = ours_profile(model, feeds, precision, 20)["kernels"]  # the kernel cache has them
-                row["topk_launches_us"] = [(k, us) for k, us in kernels if k.startswith("topk")]
-                row["kernel_sum_us"] = round(sum(us for _, us in kernels), 1)
+                # gpu_kernel_profile.kernel_list gives (name, device us, idle us before it)
+                row["topk_launches_us"] = [(k, us) for k, us, *_ in kernels if k.startswith("topk")]
+                row["kernel_sum_us"] = round(sum(us for _, us, *_ in kernels), 1)
             except Exception as e:  # noqa: BLE001 - the other rows still count
                 row = {"error": f"{type(e).__name__}: {e}"}
             rows[f"{name} {precision}"] = row
