@@ -56,7 +56,7 @@ MMA_TYPES = ("float16", "bfloat16")
 # more blocks mean more loads in flight) and a larger one keeps bigger tiles.
 TILES = ((64, 64, 2, 2), (32, 64, 2, 2), (16, 64, 1, 4), (16, 32, 1, 4))
 TARGET_BLOCKS = 96
-MAX_STAGES = 4
+MAX_STAGES = 8
 SHARED_BYTES = 48 * 1024
 
 
@@ -181,10 +181,14 @@ def _stage(op: str, rows: int, cols: int, strides: tuple[int, int], lim: tuple[s
     return _Stage(f"unsigned short {op}r[{per}];", load, store)
 
 
-def mma_gemm_kernel(shapes: Sequence[Shape], epilogue: Module | None = None, alpha: float = 1.0) -> KernelSource:
+def mma_gemm_kernel(
+    shapes: Sequence[Shape], epilogue: Module | None = None, alpha: float = 1.0, constant_b: bool = False
+) -> KernelSource:
     """Params (a, b, extras..., out): out = epilogue(alpha * a . b, extras) (x0 = the product, x1..
     = extras, as gpu::gemm's epilogue module), or the product alone. `out` and every extra may be
-    any buffer that views the product's lens without a copy."""
+    any buffer that views the product's lens without a copy. `constant_b`: b is data no kernel
+    writes (a weight literal), so its first chunks may load before the wait for the previous
+    kernel (MIGX_GEMM_PREFETCH=0 turns that off)."""
     plan = plan_mma_gemm(shapes)
     a, b, out = shapes[0], shapes[1], shapes[-1]
     extras = list(shapes[2:-1])
@@ -223,7 +227,8 @@ def mma_gemm_kernel(shapes: Sequence[Shape], epilogue: Module | None = None, alp
     # Pipeline depth of the 16-byte path: chunks in flight while one is multiplied (a long K is
     # a serial chain of load latencies otherwise), as many as 48 KB of static shared memory holds.
     stage_bytes = 2 * (bm + bn) * (bk + PAD)
-    stages = max(2, min(MAX_STAGES, nchunks + 1, SHARED_BYTES // stage_bytes))
+    most = int(os.environ.get("MIGX_GEMM_STAGES", MAX_STAGES))  # a knob for measuring
+    stages = max(2, min(most, nchunks + 1, SHARED_BYTES // stage_bytes))
     a_lim = (f"{m} - row0", f"{k} - k0")
     if plan.b_kmajor:  # B chunk [BK][BN]: its rows are k
         b_dims, b_strides, b_lim = (bk, bn), (b.strides[-2], b.strides[-1]), (f"{k} - k0", f"{n} - col0")
@@ -313,31 +318,42 @@ def mma_gemm_kernel(shapes: Sequence[Shape], epilogue: Module | None = None, alp
                 "    } }",
             ]
 
+        def lam(name: str, body: list[str]) -> list[str]:
+            return [f"auto {name} = [&](int c) {{", f"    const int k0 = c * {bk}, st = c % {stages};", *body, "};"]
+
+        # With constant weights (prefetch_b), the first chunks of B are in flight before the wait
+        # for the previous kernel: under a dependent launch that wait is where this kernel sat
+        # idle, so their load latency is hidden behind the predecessor's tail.
+        first = f"for (int c = 0; c < {min(stages - 1, nchunks)}; ++c)"
+        start = (
+            [f"{first} issue_b(c);", "migx::kernel_wait();", f"{first} {{ issue_a(c); migx::copy_async_commit(); }}"]
+            if prefetch_b
+            else [f"{first} {{ issue_a(c); issue_b(c); migx::copy_async_commit(); }}"]
+        )
         return [
             "{",
-            "auto issue = [&](int c) {",
-            f"    const int k0 = c * {bk}, st = c % {stages};",
-            *issue("a", bm, bk, a.strides[-2], a_lim, a_ptr),
-            *issue("b", *b_dims, b_strides[0], b_lim, b_ptr),
-            "};",
-            f"for (int c = 0; c < {stages - 1}; ++c) {{",
-            f"    if (c < {nchunks}) issue(c);",
-            "    migx::copy_async_commit();",
-            "}",
+            *lam("issue_a", issue("a", bm, bk, a.strides[-2], a_lim, a_ptr)),
+            *lam("issue_b", issue("b", *b_dims, b_strides[0], b_lim, b_ptr)),
+            *start,
+            f"for (int c = {min(stages - 1, nchunks)}; c < {stages - 1}; ++c) migx::copy_async_commit();",
             f"for (int c = 0; c < {nchunks}; ++c) {{",
             f"    migx::copy_async_wait<{stages - 2}>();",
             "    __syncthreads();",
             f"    const int buf = c % {stages};",
             *("    " + s for s in compute),
-            f"    if (c + {stages - 1} < {nchunks}) issue(c + {stages - 1});",
+            f"    if (c + {stages - 1} < {nchunks}) {{ issue_a(c + {stages - 1}); issue_b(c + {stages - 1}); }}",
             "    migx::copy_async_commit();",
             "}",
             "}",
         ]
 
     vec_check = [f"((unsigned long long)p{q} % 16) == 0" for q, v in ((0, plan.a_vec), (1, plan.b_vec)) if v]
+    prefetch_b = constant_b and plan.a_vec and plan.b_vec and os.environ.get("MIGX_GEMM_PREFETCH", "1") != "0"
     if plan.a_vec and plan.b_vec:
-        loop = [f"if ({' && '.join(vec_check)})", *pipelined(), "else", *main_loop(False, False)]
+        fallback = main_loop(False, False)
+        if prefetch_b:  # the element-load path waits first
+            fallback = [fallback[0], "migx::kernel_wait();", *fallback[1:]]
+        loop = [f"if ({' && '.join(vec_check)})", *pipelined(), "else", *fallback]
     elif vec_check:
         loop = [f"if ({' && '.join(vec_check)})", *main_loop(plan.a_vec, plan.b_vec), "else", *main_loop(False, False)]
     else:
@@ -406,7 +422,7 @@ def mma_gemm_kernel(shapes: Sequence[Shape], epilogue: Module | None = None, alp
     inner = "\n    ".join(s for s in body if s)
     src = f"""
 MIGX_GLOBAL void {name}_kernel({kernel_params(shapes, writes)}) {{
-    migx::kernel_entry();
+    {"migx::kernel_entry_early();" if prefetch_b else "migx::kernel_entry();"}
     {inner}
 }}"""
     return KernelSource(name + "_kernel", source(src), plan.blocks * THREADS, THREADS)

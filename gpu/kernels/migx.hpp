@@ -40,6 +40,21 @@ MIGX_DEVICE void kernel_entry() {
 #endif
 }
 
+// The same in two halves, for a kernel that first reads data no kernel writes (a GEMM's constant
+// weights): kernel_entry_early() as its first statement lets the next grid launch, then the
+// kernel may start loading constants, and kernel_wait() must come before anything else is read
+// or written. The fake backend checks that a kernel beginning with the first also calls the second.
+MIGX_DEVICE void kernel_entry_early() {
+#if defined(MIGX_CUDA) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+MIGX_DEVICE void kernel_wait() {
+#if defined(MIGX_CUDA) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+
 typedef long long i64;
 typedef unsigned long long u64;
 

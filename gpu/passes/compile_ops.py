@@ -20,6 +20,7 @@ from migx_explore.compiler.passes import Pass
 from .. import kernel_cache
 from ..codegen import CodegenUnsupported, epilogue_kernel, generate
 from ..codegen.gemm_mma import generated_gemm_wanted, mma_gemm_kernel
+from ..ops import buffer_root
 
 
 @dataclass(frozen=True)
@@ -84,7 +85,7 @@ class CompileOps(Pass):
             return False
         epilogue = ins.module_inputs[0] if ins.module_inputs else None
         try:
-            ks = mma_gemm_kernel(shapes, epilogue, ins.op["alpha"])
+            ks = mma_gemm_kernel(shapes, epilogue, ins.op["alpha"], constant_b=_is_constant(ins.inputs[1]))
         except CodegenUnsupported:
             return False
         kernel_cache.register(ks)
@@ -96,3 +97,10 @@ class CompileOps(Pass):
             ),
         )
         return True
+
+
+def _is_constant(ins) -> bool:
+    """Whether `ins` (through views) is a literal's buffer: written once when the program loads,
+    never by a kernel, so a kernel may read it before waiting for its predecessor."""
+    root = buffer_root(ins)
+    return root.is_literal() or root.name == "hip::hip_copy_literal"

@@ -297,8 +297,12 @@ class FakeKernels(Kernels):
         # which is only safe if the kernel waits for its predecessor before touching memory.
         for entry in source.split("MIGX_GLOBAL ")[1:]:
             body = entry.split("{", 1)[1].lstrip() if "{" in entry else ""
-            if not body.startswith("migx::kernel_entry();"):
-                raise GpuError(f"fake: a kernel of {name} does not begin with migx::kernel_entry()")
+            early = body.startswith("migx::kernel_entry_early();")
+            if not body.startswith("migx::kernel_entry();") and not (early and "migx::kernel_wait();" in body):
+                raise GpuError(
+                    f"fake: a kernel of {name} does not begin with migx::kernel_entry() "
+                    "(or with kernel_entry_early() and call kernel_wait() before it reads what others write)"
+                )
         return b"FAKEBIN:" + name.encode() + b":" + hashlib.sha256(source.encode()).hexdigest()[:16].encode()
 
     def make_launch(self, fn, grid, block, smem, stream, argblock, site=None, *, overlap: bool = True) -> Step:

@@ -23,6 +23,14 @@ def test_fake_compiler_refuses_a_kernel_that_does_not_wait_for_its_predecessor(f
     fake.kernels.compile_source("a_kernel", ok, headers, [])
     with pytest.raises(GpuError, match="b_kernel does not begin with migx::kernel_entry"):
         fake.kernels.compile_source("b_kernel", bad, headers, [])
+    # the split form (a GEMM that loads its constant weights before the wait) must still wait
+    early = "migx::kernel_entry_early();\n    const float w = c[0];\n"
+    split = f'#include "migx.hpp"\nMIGX_GLOBAL void c_kernel(float* p, const float* c) {{\n    {early}'
+    fake.kernels.compile_source("c_kernel", split + "    migx::kernel_wait();\n    p[0] = w;\n}\n", headers, [])
+    with pytest.raises(GpuError, match="d_kernel does not begin with migx::kernel_entry"):
+        fake.kernels.compile_source(
+            "d_kernel", split.replace("c_kernel", "d_kernel") + "    p[0] = w;\n}\n", headers, []
+        )
 
 
 @pytest.mark.gpu
