@@ -188,7 +188,7 @@ def mma_gemm_kernel(
     = extras, as gpu::gemm's epilogue module), or the product alone. `out` and every extra may be
     any buffer that views the product's lens without a copy. `constant_b`: b is data no kernel
     writes (a weight literal), so its first chunks may load before the wait for the previous
-    kernel (MIGX_GEMM_PREFETCH=0 turns that off)."""
+    kernel where MIGX_GEMM_PREFETCH=1 (measured mixed, so off by default)."""
     plan = plan_mma_gemm(shapes)
     a, b, out = shapes[0], shapes[1], shapes[-1]
     extras = list(shapes[2:-1])
@@ -226,7 +226,8 @@ def mma_gemm_kernel(
     nchunks = -(-k // bk)
     # Pipeline depth of the 16-byte path: chunks in flight while one is multiplied (a long K is
     # a serial chain of load latencies otherwise), as many as 48 KB of static shared memory holds.
-    stage_bytes = 2 * (bm + bn) * (bk + PAD)
+    b_elems = bk * (bn + PAD) if plan.b_kmajor else bn * (bk + PAD)
+    stage_bytes = 2 * (bm * (bk + PAD) + b_elems)  # the as / bs arrays below, one stage
     most = int(os.environ.get("MIGX_GEMM_STAGES", MAX_STAGES))  # a knob for measuring
     stages = max(2, min(most, nchunks + 1, SHARED_BYTES // stage_bytes))
     a_lim = (f"{m} - row0", f"{k} - k0")
@@ -348,7 +349,9 @@ def mma_gemm_kernel(
         ]
 
     vec_check = [f"((unsigned long long)p{q} % 16) == 0" for q, v in ((0, plan.a_vec), (1, plan.b_vec)) if v]
-    prefetch_b = constant_b and plan.a_vec and plan.b_vec and os.environ.get("MIGX_GEMM_PREFETCH", "1") != "0"
+    # Off by default: on an H200 (one call, one process per setting) it gave gpt2 74.5 -> 73.0 and
+    # llama 68.3 -> 66.4 us but bert 101.5 -> 108.1 us (fp16 graphs).
+    prefetch_b = constant_b and plan.a_vec and plan.b_vec and os.environ.get("MIGX_GEMM_PREFETCH", "0") == "1"
     if plan.a_vec and plan.b_vec:
         fallback = main_loop(False, False)
         if prefetch_b:  # the element-load path waits first

@@ -121,6 +121,19 @@ def test_generated_gemm_matches_the_reference(case, backend, request, monkeypatc
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("case", ["gpt2_qkv", "transposed_weight", "residual"])
+def test_weights_loaded_before_the_dependency_wait_give_the_same_product(case, backend, request, monkeypatch):
+    """MIGX_GEMM_PREFETCH=1: the constant weight's first chunks load before kernel_wait()."""
+    monkeypatch.setenv("MIGX_GEMM_GEN", "all")
+    monkeypatch.setenv("MIGX_GEMM_PREFETCH", "1")
+    seq, d, n, dtype, opts = CASES[case]
+    _, launched, outs, want = _run(linear(seq, d, n, dtype, **opts), request.getfixturevalue(backend))
+    assert launched[-1][1].startswith("gemm_mma_"), launched
+    for mode, got in outs.items():
+        np.testing.assert_allclose(got, want, rtol=1e-2, atol=1e-2, err_msg=f"{case} {mode}")
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_switched_off_the_gemm_is_a_blas_call_again(backend, request, monkeypatch):
     monkeypatch.setenv("MIGX_GEMM_GEN", "0")
     gemms, launched, outs, want = _run(linear(64, 64, 64), request.getfixturevalue(backend))
@@ -186,10 +199,12 @@ NVCC = shutil.which("nvcc")
 
 
 @pytest.mark.skipif(NVCC is None, reason="no nvcc (CUDA toolkit) on PATH: cannot compile kernels offline")
-def test_every_case_compiles_with_nvcc_to_tensor_core_code(tmp_path: Path, monkeypatch):
+@pytest.mark.parametrize("prefetch", ["0", "1"])
+def test_every_case_compiles_with_nvcc_to_tensor_core_code(prefetch, tmp_path: Path, monkeypatch):
     from migx_explore.gpu.runtime.fake import FakeBackend, FakeKernels
 
     monkeypatch.setenv("MIGX_GEMM_GEN", "all")
+    monkeypatch.setenv("MIGX_GEMM_PREFETCH", prefetch)
     seen: dict[str, tuple[str, dict[str, str]]] = {}
 
     class Recording(FakeKernels):
@@ -233,3 +248,20 @@ def test_every_case_compiles_with_nvcc_to_tensor_core_code(tmp_path: Path, monke
         assert r.returncode == 0, f"{key}: {r.stderr[:1500]}"
         ptx = (d / "k.ptx").read_text()
         assert "mma.sync.aligned.m16n8k16" in ptx and "griddepcontrol.wait" in ptx, key
+
+
+@pytest.mark.parametrize(
+    "m, k, n", [(16, 4096, 32), (128, 1024, 256), (128, 256, 1024), (1024, 512, 1024), (64, 96, 40)]
+)
+def test_static_shared_memory_fits_48_kb(m, k, n):
+    """Static shared memory above 48 KB does not compile (ptxas), which nvcc -ptx alone does not
+    catch: the pipeline depth is sized from the arrays the kernel declares."""
+    import re
+
+    from migx_explore.gpu.codegen.gemm_mma import mma_gemm_kernel
+
+    for b in (Shape.of("float16", [k, n]), Shape("float16", [k, n], [1, k])):
+        src = mma_gemm_kernel([Shape.of("float16", [m, k]), b, Shape.of("float16", [m, n])]).source
+        arrays = re.findall(r"__shared__ __align__\(16\) unsigned short \w+((?:\[\d+\])+);", src)
+        total = sum(2 * math.prod(int(d) for d in re.findall(r"\d+", dims)) for dims in arrays)
+        assert len(arrays) == 2 and total <= 48 * 1024, (m, k, n, b.strides, total)
