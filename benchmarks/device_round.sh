@@ -12,7 +12,7 @@
 #            (table, decode, rows, profile: their log and files packed as $OUT/<step>.tar.gz)
 #   pdl      dependent launch: gpu_kernel_profile.py (bert, gpt2, llama fp16) and decode.py at P=127
 #            under MIGX_PDL=0, the default rule and MIGX_PDL=all, in one process each (about 4 min)
-#   issue28  issue28_table.py: every row of issue 28's table, fp32 and fp16, ours against PyTorch
+#   issue28  issue28_table.py --isolate (a process per row): every row of issue 28's table, fp32 and fp16, ours against PyTorch
 #            CUDA graph and torch.compile, re-timed interleaved (about 6-7 min; ISSUE28_ARGS adds
 #            options, e.g. ISSUE28_ARGS="--rows bert,yolov10n")  -> $OUT/issue28.log, issue28_table.md/.json
 #
@@ -60,7 +60,7 @@ for step in "${steps[@]}"; do
            done ;;
     issue28) current=""  # writes its two files straight into $OUT after every row and phase
            # shellcheck disable=SC2086  # ISSUE28_ARGS is a list of options
-           python3 benchmarks/issue28_table.py --out "$OUT" ${ISSUE28_ARGS:-} > "$OUT/issue28.log" 2>&1
+           python3 benchmarks/issue28_table.py --isolate --out "$OUT" ${ISSUE28_ARGS:-} > "$OUT/issue28.log" 2>&1
            grep -E "^\| |^- |^Run time" "$OUT/issue28_table.md" ;;
     *) echo "device_round.sh: unknown step $step (suite, table, decode, rows, profile, pdl, issue28)"; exit 2 ;;
   esac

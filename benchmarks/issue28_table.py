@@ -22,6 +22,13 @@ headline; then the row's objects are freed. Results are written after every phas
 run cut short keeps what finished.
 
     python3 benchmarks/issue28_table.py --out results/ [--rows bert,yolov10n] [--rounds 10 --per-round 50]
+
+--isolate runs each row in a process of its own (the same phases inside it) and merges their
+results into one table. In this session's H200 runs, two of our programs and a torch.compile'd
+module alive in one process made the next model's first graph replay fail
+(CUDA_ERROR_ILLEGAL_ADDRESS / INVALID_ADDRESS_SPACE) while each model alone, and the same models
+without torch, ran clean; the cause is not found, and a process per row keeps one row's failure
+from taking the others with it.
 """
 
 from __future__ import annotations
@@ -72,6 +79,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         default=360.0,
         help="phase B compiles no further row once this many seconds have passed (phase C still runs)",
     )
+    ap.add_argument("--isolate", action="store_true", help="each row in a process of its own, merged into one table")
     args = ap.parse_args(argv)
     args.rows = [r for r in args.rows.split(",") if r]
     unknown = [r for r in args.rows if r not in ROWS]
@@ -274,8 +282,55 @@ def write(results: dict, out: Path) -> None:
     (out / "issue28_table.md").write_text(markdown(strip_private(results)))
 
 
+def child_argv(argv: list[str]) -> list[str]:
+    """The options a row's own process gets: all but --rows, --out and --isolate."""
+    out, skip = [], False
+    for tok in argv:
+        if skip:
+            skip = False
+        elif tok in ("--rows", "--out"):
+            skip = True
+        elif tok != "--isolate" and not tok.startswith(("--rows=", "--out=")):
+            out.append(tok)
+    return out
+
+
+def run_isolated(args: argparse.Namespace, argv: list[str], out: Path, run=None) -> dict:
+    """Every row through `python issue28_table.py --rows ROW` in a fresh process, results merged
+    (and written) after each; a process that wrote nothing becomes a failed row with its exit
+    status and the end of its output. `run` (tests) replaces subprocess.run."""
+    import subprocess
+    import tempfile
+
+    run = run or subprocess.run
+    results: dict = {"rows": {}, "args": {k: v for k, v in vars(args).items() if k != "keep"}}
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in args.rows:
+            sub = Path(tmp) / name
+            cmd = [sys.executable, str(Path(__file__).resolve()), *child_argv(argv), "--rows", name, "--out", str(sub)]
+            proc = run(cmd, capture_output=True, text=True)
+            try:
+                part = json.loads((sub / "issue28_table.json").read_text())
+            except (OSError, ValueError):
+                tail = (proc.stdout + proc.stderr)[-600:]
+                results["rows"][name] = {"label": LABELS[name], "error": f"process exited {proc.returncode}: {tail}"}
+            else:
+                for key in ("device", "torch"):
+                    results.setdefault(key, part.get(key))
+                results["rows"][name] = part["rows"][name]
+            print(name, "done in its own process", flush=True)
+            write(results, out)
+    return results
+
+
 def main(argv: list[str] | None = None) -> None:
+    argv = list(sys.argv[1:] if argv is None else argv)
     args = parse_args(argv)
+    if args.isolate:
+        out = Path(args.out)
+        out.mkdir(parents=True, exist_ok=True)
+        print(markdown(strip_private(run_isolated(args, argv, out))))
+        return
     try:
         import torch
     except ImportError:

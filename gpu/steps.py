@@ -223,6 +223,20 @@ def build_steps(
     buffer behind an offload_copy param or result."""
     out = Built()
     reader = HostReader(backend, stream)
+
+    def launch(key: str, global_size: int, local: int, addrs: list[int], site: LaunchSite) -> Step:
+        """A generated kernel's launch (argument block packed once), dependent where allowed."""
+        return backend.kernels.make_launch(
+            functions[key],
+            global_size // local,
+            local,
+            0,
+            stream,
+            argblock(addrs, out.keep),
+            site,
+            overlap=out.overlap_next(),
+        )
+
     for k, ins in enumerate(main):
         name = ins.name
         label = f"@{k} {name}"
@@ -233,28 +247,17 @@ def build_steps(
             g, loc = ins.op["global"], ins.op["local"]
             if g == 0:
                 continue
-            step = backend.kernels.make_launch(
-                functions[ins.op["key"]],
-                g // loc,
-                loc,
-                0,
-                stream,
-                argblock(addrs, out.keep),
-                LaunchSite(ins, tuple(addrs)),
-                overlap=out.overlap_next(),
+            out.add(
+                launch(ins.op["key"], g, loc, addrs, LaunchSite(ins, tuple(addrs))),
+                StepInfo(ins.id, label, "kernel", ins.op["symbol_name"]),
             )
-            out.add(step, StepInfo(ins.id, label, "kernel", ins.op["symbol_name"]))
         elif name == "gpu::gemm" and ins.op["kernel_key"]:  # the generated kernel: product and epilogue
-            loc = ins.op["kernel_local"]
-            step = backend.kernels.make_launch(
-                functions[ins.op["kernel_key"]],
-                ins.op["kernel_global"] // loc,
-                loc,
-                0,
-                stream,
-                argblock(addrs, out.keep),
+            step = launch(
+                ins.op["kernel_key"],
+                ins.op["kernel_global"],
+                ins.op["kernel_local"],
+                addrs,
                 LaunchSite(ins, tuple(addrs)),
-                overlap=out.overlap_next(),
             )
             out.add(step, StepInfo(ins.id, label, "kernel", ins.op["kernel_symbol"]))
         elif name == "gpu::gemm":
@@ -281,17 +284,8 @@ def build_steps(
                 if not key:
                     raise GpuError(f"executor: gemm #{ins.id} has an epilogue but no kernel (run compile_ops)")
                 ep_addrs = [addrs[-1]] + addrs[2:-1]
-                loc = ins.op["epilogue_local"]
-                step = backend.kernels.make_launch(
-                    functions[key],
-                    ins.op["epilogue_global"] // loc,
-                    loc,
-                    0,
-                    stream,
-                    argblock(ep_addrs, out.keep),
-                    LaunchSite(ins, tuple(ep_addrs), True),
-                    overlap=out.overlap_next(),
-                )
+                site = LaunchSite(ins, tuple(ep_addrs), True)
+                step = launch(key, ins.op["epilogue_global"], ins.op["epilogue_local"], ep_addrs, site)
                 out.add(step, StepInfo(ins.id, label + " epilogue", "kernel", ins.op["epilogue_symbol"]))
         elif name == "gpu::host_op":
             out.add(_host_step(reader, ins, addrs), StepInfo(ins.id, label, "host", ins.op["op"]))

@@ -298,3 +298,36 @@ def test_a_row_without_its_interleaved_phase_shows_the_separate_timings_in_itali
     text = markdown({"device": "X", "torch": "t", "rows": {"m": dict(part, label="M", fp16=dict(part))}})
     line = next(ln for ln in text.splitlines() if ln.startswith("| M | fp32"))
     assert "| _100.0_ | _200.0_ | _125.0_ | _0.50_ | **_0.80_** |" in line
+
+
+def test_isolated_rows_run_in_their_own_processes_and_merge(tmp_path):
+    """--isolate: one child process per row with the other options passed on; a child that
+    writes its table is merged, one that dies is a failed row that says how."""
+    import types
+
+    import issue28_table as tab
+
+    calls: list[list[str]] = []
+
+    def run(cmd, **kw):
+        calls.append(cmd)
+        row = cmd[cmd.index("--rows") + 1]
+        sub = Path(cmd[cmd.index("--out") + 1])
+        if row == "vit":
+            return types.SimpleNamespace(returncode=-11, stdout="", stderr="Segmentation fault")
+        sub.mkdir(parents=True)
+        part = {"device": "Fake GPU", "torch": "0.fake", "rows": {row: {"label": tab.LABELS[row], "ours": {}}}}
+        (sub / "issue28_table.json").write_text(json.dumps(part))
+        return types.SimpleNamespace(returncode=0, stdout="", stderr="")
+
+    argv = ["--isolate", "--rows", "bert,vit", "--out", str(tmp_path), "--rounds", "3"]
+    res = tab.run_isolated(tab.parse_args(argv), argv, tmp_path, run=run)
+    assert [c[c.index("--rows") + 1] for c in calls] == ["bert", "vit"]
+    assert all("--isolate" not in c and c.count("--rows") == 1 and "--rounds" in c for c in calls)
+    assert res["device"] == "Fake GPU" and res["rows"]["bert"]["label"] == tab.LABELS["bert"]
+    assert (
+        res["rows"]["vit"]["error"].startswith("process exited -11") and "Segmentation" in res["rows"]["vit"]["error"]
+    )
+    saved = json.loads((tmp_path / "issue28_table.json").read_text())
+    assert list(saved["rows"]) == ["bert", "vit"]
+    assert "ViT (h192 L4 224): **failed**" in (tmp_path / "issue28_table.md").read_text()

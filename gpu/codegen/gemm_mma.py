@@ -143,46 +143,29 @@ def _stage(op: str, rows: int, cols: int, strides: tuple[int, int], lim: tuple[s
     """`op` is "a" or "b" (pointer p<op>, shared array <op>s); `strides` are the global strides of
     the chunk's rows and cols; `lim` the C++ bounds (rows, cols) still inside the matrix."""
     p, rs, cs = f"p{op}", strides[0], strides[1]
-    if vec:
+
+    def each(n: int, index: str, body: list[str]) -> list[str]:
+        """`body` for this thread's share of n items: `index` names the item, row and col."""
+        return ["#pragma unroll", f"for (int r = 0; r < {-(-n // THREADS)}; ++r) {{", f"    {index}", *body, "}"]
+
+    if vec:  # 16-byte vectors of 8 elements along the contiguous axis
         nv = rows * cols // 8
-        per = -(-nv // THREADS)
-        where = [f"    const int v = threadIdx.x + r * {THREADS}, row = v / {cols // 8}, col = (v % {cols // 8}) * 8;"]
+        where = f"const int v = threadIdx.x + r * {THREADS}, row = v / {cols // 8}, col = (v % {cols // 8}) * 8;"
         load = [
-            "#pragma unroll",
-            f"for (int r = 0; r < {per}; ++r) {{",
-            *where,
             f"    {op}r[r] = make_uint4(0u, 0u, 0u, 0u);",
             f"    if (v < {nv} && row < {lim[0]} && col < {lim[1]})",
             f"        {op}r[r] = *reinterpret_cast<const uint4*>({p} + (row * {rs} + col));",
-            "}",
         ]
-        store = [
-            "#pragma unroll",
-            f"for (int r = 0; r < {per}; ++r) {{",
-            *where,
-            f"    if (v < {nv}) *reinterpret_cast<uint4*>(&{op}s[buf][row][col]) = {op}r[r];",
-            "}",
-        ]
-        return _Stage(f"uint4 {op}r[{per}];", load, store)
+        store = [f"    if (v < {nv}) *reinterpret_cast<uint4*>(&{op}s[buf][row][col]) = {op}r[r];"]
+        return _Stage(f"uint4 {op}r[{-(-nv // THREADS)}];", each(nv, where, load), each(nv, where, store))
     ne = rows * cols
-    per = -(-ne // THREADS)
-    where = [f"    const int e = threadIdx.x + r * {THREADS}, row = e / {cols}, col = e % {cols};"]
+    where = f"const int e = threadIdx.x + r * {THREADS}, row = e / {cols}, col = e % {cols};"
     load = [
-        "#pragma unroll",
-        f"for (int r = 0; r < {per}; ++r) {{",
-        *where,
         f"    {op}r[r] = (e < {ne} && row < {lim[0]} && col < {lim[1]})",
         f"        ? {p}[row * {rs} + col * {cs}].bits : (unsigned short)0;",
-        "}",
     ]
-    store = [
-        "#pragma unroll",
-        f"for (int r = 0; r < {per}; ++r) {{",
-        *where,
-        f"    if (e < {ne}) {op}s[buf][row][col] = {op}r[r];",
-        "}",
-    ]
-    return _Stage(f"unsigned short {op}r[{per}];", load, store)
+    store = [f"    if (e < {ne}) {op}s[buf][row][col] = {op}r[r];"]
+    return _Stage(f"unsigned short {op}r[{-(-ne // THREADS)}];", each(ne, where, load), each(ne, where, store))
 
 
 def mma_gemm_kernel(
