@@ -188,6 +188,9 @@ def mma_gemm_kernel(
     fm, fn = bm // wm // 16, bn // wn // 8
     t = storage_type(b.type)
     it = index_type(shapes)
+    # Offsets past 2^31 elements (a large batch or matrix under MIGX_GEMM_GEN=all) need the
+    # coordinates widened before they are multiplied; int stays int (the same source as before).
+    ri, rk, rc, ii, jj = (c if it == "int" else f"(({it}){c})" for c in ("row0", "k0", "col0", "i", "j"))
     dot_lens = batch + [m, n]
     views = [view_strides(s.lens, s.strides, dot_lens) for s in [out, *extras]]
     tiles_m, tiles_n = -(-m // bm), -(-n // bn)
@@ -221,17 +224,17 @@ def mma_gemm_kernel(
     if plan.b_kmajor:  # B chunk [BK][BN]: its rows are k
         b_dims, b_strides, b_lim = (bk, bn), (b.strides[-2], b.strides[-1]), (f"{k} - k0", f"{n} - col0")
         b_decl = f"__shared__ __align__(16) unsigned short bs[{stages}][{bk}][{bn + PAD}];"
-        b_ptr = f"p1 + ob + (k0 * {b.strides[-2]} + col0 * {b.strides[-1]})"
+        b_ptr = f"p1 + ob + ({rk} * {b.strides[-2]} + {rc} * {b.strides[-1]})"
         b_frag = [f"migx::load_b_trans(bf[j], &bs[buf][kk][wn0 + j * 8], {bn + PAD});"]
     else:  # B chunk [BN][BK]: a transposed weight, k contiguous
         b_dims, b_strides, b_lim = (bn, bk), (b.strides[-1], b.strides[-2]), (f"{n} - col0", f"{k} - k0")
         b_decl = f"__shared__ __align__(16) unsigned short bs[{stages}][{bn}][{bk + PAD}];"
-        b_ptr = f"p1 + ob + (col0 * {b.strides[-1]} + k0 * {b.strides[-2]})"
+        b_ptr = f"p1 + ob + ({rc} * {b.strides[-1]} + {rk} * {b.strides[-2]})"
         b_frag = [
             "bf[j][0] = *reinterpret_cast<const unsigned*>(&bs[buf][wn0 + j * 8 + g][kk + 2 * t]);",
             "bf[j][1] = *reinterpret_cast<const unsigned*>(&bs[buf][wn0 + j * 8 + g][kk + 2 * t + 8]);",
         ]
-    a_ptr = f"p0 + oa + (row0 * {a.strides[-2]} + k0 * {a.strides[-1]})"
+    a_ptr = f"p0 + oa + ({ri} * {a.strides[-2]} + {rk} * {a.strides[-1]})"
     compute = [
         "#pragma unroll",
         f"for (int kk = 0; kk < {bk}; kk += 16) {{",
@@ -357,7 +360,7 @@ def mma_gemm_kernel(
             v = views[j + 1]
             ep_lines.append(
                 f"const {compute_type(s.type)} e{j} = migx::load(p{2 + j}, oc{j + 1} + "
-                f"{offset_expr(['i', 'j'], v[-2:])});"
+                f"{offset_expr([ii, jj], v[-2:])});"
             )
             loaded.append(f"e{j}")
         em = BodyEmitter("ep")
@@ -377,7 +380,7 @@ def mma_gemm_kernel(
         f"    if (i >= {m} || j >= {n}) return;",
         f"    x = x{scale};" if scale else "",
         *("    " + s for s in ep_lines),
-        f"    migx::store(p{nparams - 1}, oc0 + {offset_expr(['i', 'j'], views[0][-2:])}, {result});",
+        f"    migx::store(p{nparams - 1}, oc0 + {offset_expr([ii, jj], views[0][-2:])}, {result});",
         "};",
     ]
     writeback = [

@@ -265,3 +265,35 @@ def test_static_shared_memory_fits_48_kb(m, k, n):
         arrays = re.findall(r"__shared__ __align__\(16\) unsigned short \w+((?:\[\d+\])+);", src)
         total = sum(2 * math.prod(int(d) for d in re.findall(r"\d+", dims)) for dims in arrays)
         assert len(arrays) == 2 and total <= 48 * 1024, (m, k, n, b.strides, total)
+
+
+def test_offsets_past_two_to_the_31_are_computed_in_64_bits(tmp_path: Path):
+    """A batch of 4096 1024x1024 products spans 2^32 elements: the tile corners and the output
+    offsets are widened before they are multiplied (and the source still compiles)."""
+    from migx_explore.gpu.codegen.gemm_mma import mma_gemm_kernel
+
+    big = [Shape.of("float16", [4096, 1024, 1024])] * 3
+    src = mma_gemm_kernel(big).source
+    assert "((long long)row0) * 1024" in src and "((long long)i) * 1024" in src
+    small = mma_gemm_kernel([Shape.of("float16", [64, 64])] * 3).source
+    assert "(long long)" not in small
+    if NVCC is not None:
+        (tmp_path / "k.cu").write_text(src)
+        (tmp_path / "migx.hpp").write_text((Path(__file__).parents[2] / "gpu" / "kernels" / "migx.hpp").read_text())
+        r = subprocess.run(
+            [
+                NVCC,
+                "-ptx",
+                "-arch=sm_90",
+                "-std=c++17",
+                "-DMIGX_WARP_SIZE=32",
+                "-I",
+                str(tmp_path),
+                "-o",
+                str(tmp_path / "k.ptx"),
+                str(tmp_path / "k.cu"),
+            ],
+            capture_output=True,
+            text=True,
+        )
+        assert r.returncode == 0, r.stderr[:1500]
