@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import math
 import shutil
-import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -201,53 +200,18 @@ NVCC = shutil.which("nvcc")
 @pytest.mark.skipif(NVCC is None, reason="no nvcc (CUDA toolkit) on PATH: cannot compile kernels offline")
 @pytest.mark.parametrize("prefetch", ["0", "1"])
 def test_every_case_compiles_with_nvcc_to_tensor_core_code(prefetch, tmp_path: Path, monkeypatch):
-    from migx_explore.gpu.runtime.fake import FakeBackend, FakeKernels
+    from tests.gpu.test_kernels_compile_offline import _nvcc_all, _sources
 
     monkeypatch.setenv("MIGX_GEMM_GEN", "all")
     monkeypatch.setenv("MIGX_GEMM_PREFETCH", prefetch)
-    seen: dict[str, tuple[str, dict[str, str]]] = {}
-
-    class Recording(FakeKernels):
-        def compiler_id(self) -> str:
-            return f"fakecc-recording-{id(self)}"
-
-        def compile_source(self, name, source, headers, flags):
-            if name.startswith("gemm_mma_"):
-                seen[name + str(len(seen))] = (source, dict(headers))
-            return super().compile_source(name, source, headers, flags)
-
-    for seq, d, n, dtype, opts in CASES.values():
-        with compile_program(
-            linear(seq, d, n, dtype, **opts), CompileOptions(precision="fp16"), backend=FakeBackend(kernels=Recording)
-        ):
-            pass
-    assert len(seen) >= len(CASES)
-    for key, (src, headers) in seen.items():
-        d = tmp_path / key
-        d.mkdir()
-        (d / "k.cu").write_text(src)
-        for name, text in headers.items():
-            (d / name).write_text(text)
-        r = subprocess.run(
-            [
-                NVCC,
-                "-ptx",
-                "-arch=sm_90",
-                "-std=c++17",
-                "-DMIGX_WARP_SIZE=32",
-                "-I",
-                str(d),
-                "-o",
-                str(d / "k.ptx"),
-                str(d / "k.cu"),
-            ],
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
-        assert r.returncode == 0, f"{key}: {r.stderr[:1500]}"
-        ptx = (d / "k.ptx").read_text()
-        assert "mma.sync.aligned.m16n8k16" in ptx and "griddepcontrol.wait" in ptx, key
+    sources = {}
+    for case, (seq, d, n, dtype, opts) in CASES.items():
+        recorded = _sources(linear(seq, d, n, dtype, **opts), CompileOptions(precision="fp16"))
+        sources.update({f"{case}_{k}": v for k, v in recorded.items() if k.startswith("gemm_mma_")})
+    assert len(sources) >= len(CASES)
+    _nvcc_all(sources, tmp_path)  # also: every entry waits for its predecessor (griddepcontrol.wait)
+    for key in sources:
+        assert "mma.sync.aligned.m16n8k16" in (tmp_path / key / "k.ptx").read_text(), key
 
 
 @pytest.mark.parametrize(
@@ -278,22 +242,7 @@ def test_offsets_past_two_to_the_31_are_computed_in_64_bits(tmp_path: Path):
     small = mma_gemm_kernel([Shape.of("float16", [64, 64])] * 3).source
     assert "(long long)" not in small
     if NVCC is not None:
-        (tmp_path / "k.cu").write_text(src)
-        (tmp_path / "migx.hpp").write_text((Path(__file__).parents[2] / "gpu" / "kernels" / "migx.hpp").read_text())
-        r = subprocess.run(
-            [
-                NVCC,
-                "-ptx",
-                "-arch=sm_90",
-                "-std=c++17",
-                "-DMIGX_WARP_SIZE=32",
-                "-I",
-                str(tmp_path),
-                "-o",
-                str(tmp_path / "k.ptx"),
-                str(tmp_path / "k.cu"),
-            ],
-            capture_output=True,
-            text=True,
-        )
-        assert r.returncode == 0, r.stderr[:1500]
+        from tests.gpu.test_kernels_compile_offline import _nvcc_all
+
+        header = (Path(__file__).parents[2] / "gpu" / "kernels" / "migx.hpp").read_text()
+        _nvcc_all({"big": (src, {"migx.hpp": header})}, tmp_path)
