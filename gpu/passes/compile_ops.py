@@ -2,7 +2,9 @@
 
 Each precompile_op becomes `gpu::code_object[symbol_name=..., global=..., local=...]` (the
 lowered IR shows every kernel's name and launch size); GEMM epilogues get their in-place kernel
-recorded on the gpu::gemm. An op the generators do not cover becomes a `gpu::host_op` (numpy
+recorded on the gpu::gemm, and a small half / bf16 gpu::gemm that gemm_mma's rule picks gets a
+generated tensor-core kernel computing product and epilogue in one launch (`kernel_symbol`),
+which the executor launches instead of the BLAS call. An op the generators do not cover becomes a `gpu::host_op` (numpy
 on the host; the executor runs it in eager mode only). Sources go to the kernel store; when a
 GPU target is bound (gpu.compile and gpu.lower bind one) they compile in parallel through the disk cache,
 otherwise the executor compiles them at finalize.
