@@ -24,11 +24,11 @@ run cut short keeps what finished.
     python3 benchmarks/issue28_table.py --out results/ [--rows bert,yolov10n] [--rounds 10 --per-round 50]
 
 --isolate runs each row in a process of its own (the same phases inside it) and merges their
-results into one table. In this session's H100 runs, two of our programs and a torch.compile'd
-module alive in one process made the next model's first graph replay fail
-(CUDA_ERROR_ILLEGAL_ADDRESS / INVALID_ADDRESS_SPACE) while each model alone, and the same models
-without torch, ran clean; the cause is not found, and a process per row keeps one row's failure
-from taking the others with it.
+results into one table. Two of our BLAS-using programs alive together, closed while torch is
+loaded in the process, made the next program's first graph replay fail
+(CUDA_ERROR_ILLEGAL_ADDRESS / INVALID_ADDRESS_SPACE, H100 and H200); one such program per
+model, programs without BLAS calls, or programs left open ran clean. The cause is not found
+(docs/results/issue28_2026-11-27c.md), and a process per row keeps it out of the table.
 """
 
 from __future__ import annotations
