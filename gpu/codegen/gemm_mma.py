@@ -12,11 +12,11 @@ leaves an epilogue kernel behind; (3) it is compiled for the product's exact siz
 every generated kernel, so any layout and batch broadcast is read in place.
 
 The kernel: 128 threads (four warps), a BM x BN output tile per block, K in chunks of BK staged
-through shared memory (double buffered: the next chunk's global loads are in flight while the
-tensor cores work on this one, one barrier per chunk), mma.sync m16n8k16 (migx.hpp's mma_16816,
-whose fallback keeps the kernel correct where tensor cores are absent). Operands are read with
-16-byte loads where their contiguous axis allows it (a run-time pointer check picks the path) and
-element by element otherwise, so every stride and batch broadcast works. B is staged k-major when
+through shared memory, mma.sync m16n8k16 (migx.hpp's mma_16816, whose fallback keeps the kernel
+correct where tensor cores are absent). Operands whose contiguous axis allows 16-byte loads (a
+run-time pointer check picks the path) arrive by cp.async up to MAX_STAGES chunks ahead of the
+tensor cores; any other layout is read element by element into registers, one chunk ahead (double
+buffered, one barrier per chunk), so every stride and batch broadcast works. B is staged k-major when
 its rows are contiguous (fragments through ldmatrix.trans) and n-major when its columns are (a
 transposed weight): both fragment reads are free of bank conflicts with 8 elements of padding.
 """
@@ -139,25 +139,30 @@ class _Stage:
     store: list[str]
 
 
+def _each(n: int, index: str, body: list[str]) -> list[str]:
+    """`body` for this thread's share of n items: `index` names the item, its row and col."""
+    return ["#pragma unroll", f"for (int r = 0; r < {-(-n // THREADS)}; ++r) {{", f"    {index}", *body, "}"]
+
+
+def _vector_index(cols: int) -> str:
+    """Item v of a chunk moved in 16-byte vectors: its row and first column (8 elements a vector)."""
+    return f"const int v = threadIdx.x + r * {THREADS}, row = v / {cols // 8}, col = (v % {cols // 8}) * 8;"
+
+
 def _stage(op: str, rows: int, cols: int, strides: tuple[int, int], lim: tuple[str, str], vec: bool) -> _Stage:
     """`op` is "a" or "b" (pointer p<op>, shared array <op>s); `strides` are the global strides of
     the chunk's rows and cols; `lim` the C++ bounds (rows, cols) still inside the matrix."""
     p, rs, cs = f"p{op}", strides[0], strides[1]
-
-    def each(n: int, index: str, body: list[str]) -> list[str]:
-        """`body` for this thread's share of n items: `index` names the item, row and col."""
-        return ["#pragma unroll", f"for (int r = 0; r < {-(-n // THREADS)}; ++r) {{", f"    {index}", *body, "}"]
-
     if vec:  # 16-byte vectors of 8 elements along the contiguous axis
         nv = rows * cols // 8
-        where = f"const int v = threadIdx.x + r * {THREADS}, row = v / {cols // 8}, col = (v % {cols // 8}) * 8;"
+        where = _vector_index(cols)
         load = [
             f"    {op}r[r] = make_uint4(0u, 0u, 0u, 0u);",
             f"    if (v < {nv} && row < {lim[0]} && col < {lim[1]})",
             f"        {op}r[r] = *reinterpret_cast<const uint4*>({p} + (row * {rs} + col));",
         ]
         store = [f"    if (v < {nv}) *reinterpret_cast<uint4*>(&{op}s[buf][row][col]) = {op}r[r];"]
-        return _Stage(f"uint4 {op}r[{-(-nv // THREADS)}];", each(nv, where, load), each(nv, where, store))
+        return _Stage(f"uint4 {op}r[{-(-nv // THREADS)}];", _each(nv, where, load), _each(nv, where, store))
     ne = rows * cols
     where = f"const int e = threadIdx.x + r * {THREADS}, row = e / {cols}, col = e % {cols};"
     load = [
@@ -165,7 +170,7 @@ def _stage(op: str, rows: int, cols: int, strides: tuple[int, int], lim: tuple[s
         f"        ? {p}[row * {rs} + col * {cs}].bits : (unsigned short)0;",
     ]
     store = [f"    if (e < {ne}) {op}s[buf][row][col] = {op}r[r];"]
-    return _Stage(f"unsigned short {op}r[{-(-ne // THREADS)}];", each(ne, where, load), each(ne, where, store))
+    return _Stage(f"unsigned short {op}r[{-(-ne // THREADS)}];", _each(ne, where, load), _each(ne, where, store))
 
 
 def mma_gemm_kernel(
@@ -194,7 +199,7 @@ def mma_gemm_kernel(
     dot_lens = batch + [m, n]
     views = [view_strides(s.lens, s.strides, dot_lens) for s in [out, *extras]]
     tiles_m, tiles_n = -(-m // bm), -(-n // bn)
-    nb = math.prod(batch) if batch else 1
+    nb = math.prod(batch)
 
     head = [
         "int blk = blockIdx.x;",
@@ -297,20 +302,15 @@ def mma_gemm_kernel(
 
         def issue(op: str, rows: int, cols: int, rs: int, lim: tuple[str, str], ptr: str) -> list[str]:
             nv = rows * cols // 8
-            return [
-                f"    {{ const auto* p = {ptr};",
-                "#pragma unroll",
-                f"    for (int r = 0; r < {-(-nv // THREADS)}; ++r) {{",
-                f"        const int v = threadIdx.x + r * {THREADS}, row = v / {cols // 8};",
-                f"        const int col = (v % {cols // 8}) * 8;",
-                f"        const bool full = row < {lim[0]} && col < {lim[1]};",
-                f"        if (v < {nv})",
-                f"            migx::copy16_async(&{op}s[st][row][col], full ? p + (row * {rs} + col) : p, full);",
-                "    } }",
+            copy = [
+                f"    const bool full = row < {lim[0]} && col < {lim[1]};",
+                f"    if (v < {nv}) migx::copy16_async(&{op}s[st][row][col], full ? p + (row * {rs} + col) : p, full);",
             ]
+            return ["{", f"const auto* p = {ptr};", *_each(nv, _vector_index(cols), copy), "}"]
 
         def lam(name: str, body: list[str]) -> list[str]:
-            return [f"auto {name} = [&](int c) {{", f"    const int k0 = c * {bk}, st = c % {stages};", *body, "};"]
+            head = f"    const int k0 = c * {bk}, st = c % {stages};"
+            return [f"auto {name} = [&](int c) {{", head, *("    " + x for x in body), "};"]
 
         # With constant weights (prefetch_b), the first chunks of B are in flight before the wait
         # for the previous kernel: under a dependent launch that wait is where this kernel sat
@@ -437,10 +437,9 @@ def generated_gemm_wanted(shapes: Sequence[Shape], arch: str | None, mode: str |
     """Whether a gpu::gemm of these params (a, b, extras..., out) should run as the generated
     tensor-core kernel: `mode` (default: $MIGX_GEMM_GEN) "0" never, "all" whenever the kernel
     applies, "auto" for products of at least MIN_ROWS rows, up to GENERATED_MAX_MACS and MAX_K,
-    whose operands allow 16-byte loads. Only
-    where mma.sync exists (NVIDIA sm_80+; the fake backend and IR-only compiles follow the same
-    rule so their IR is the GPU's): AMD keeps hipBLASLt, where the kernel's fallback arithmetic
-    would be slow."""
+    whose operands allow 16-byte loads. Only where mma.sync exists (NVIDIA sm_80+; the fake
+    backend and IR-only compiles follow the same rule so their IR is the GPU's): AMD keeps
+    hipBLASLt, where the kernel's fallback arithmetic would be slow."""
     mode = mode if mode is not None else os.environ.get("MIGX_GEMM_GEN", "auto")
     if mode == "0" or (arch and arch != "fake" and not _has_mma(arch)):
         return False

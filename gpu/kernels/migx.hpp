@@ -29,30 +29,27 @@ namespace migx {
 
 // Programmatic dependent launch (sm_90 and later). The CUDA host may launch a kernel while the
 // kernel before it in the stream is still running (CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_
-// SERIALIZATION), so its block scheduling and set-up overlap the other's tail. Every generated
-// kernel calls this first: it waits until the previous grid has finished and its writes are
-// visible (a no-op when the launch was an ordinary one), then lets the next grid start launching,
-// which is safe because that grid waits here in turn before it reads anything.
-MIGX_DEVICE void kernel_entry() {
+// SERIALIZATION), so its block scheduling and set-up overlap the other's tail.
+// kernel_wait(): wait until the previous grid has finished and its writes are visible (a no-op
+// when the launch was an ordinary one).
+MIGX_DEVICE void kernel_wait() {
 #if defined(MIGX_CUDA) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     asm volatile("griddepcontrol.wait;" ::: "memory");
-    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
 #endif
 }
-
-// The same in two halves, for a kernel that first reads data no kernel writes (a GEMM's constant
-// weights): kernel_entry_early() as its first statement lets the next grid launch, then the
-// kernel may start loading constants, and kernel_wait() must come before anything else is read
-// or written. The fake backend checks that a kernel beginning with the first also calls the second.
+// kernel_entry_early(): let the next grid start launching, which is safe because that grid waits
+// in turn before it reads anything. A kernel that first reads data no kernel writes (a GEMM's
+// constant weights) begins with this, loads those, then calls kernel_wait() before anything else
+// is read or written; the fake backend checks that such a kernel calls kernel_wait().
 MIGX_DEVICE void kernel_entry_early() {
 #if defined(MIGX_CUDA) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
 #endif
 }
-MIGX_DEVICE void kernel_wait() {
-#if defined(MIGX_CUDA) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    asm volatile("griddepcontrol.wait;" ::: "memory");
-#endif
+// Every other generated kernel calls this first: both, the wait first.
+MIGX_DEVICE void kernel_entry() {
+    kernel_wait();
+    kernel_entry_early();
 }
 
 typedef long long i64;
