@@ -81,10 +81,11 @@ def main() -> None:
 def one_case(case, variants: list[str], args, results: dict, rows: list[str], text: list[str]) -> None:
     import torch
     from gpu_kernel_profile import kernel_list
-    from gpu_vs_torch import graph_of, half_inputs, half_net, timed
+    from gpu_vs_torch import half_inputs, half_net, timed, torch_compiled_latency
+    from issue28_report import interleave
 
     from migx_explore.compiler.onnx.context import param_name
-    from migx_explore.gpu.timing import time_program
+    from migx_explore.gpu.timing import graph_replay_us
 
     inputs = {param_name(k): v for k, v in case.feeds.items()}
     compiled = {v: compile_variant(case.model, v, args.precision) for v in variants}
@@ -92,30 +93,17 @@ def one_case(case, variants: list[str], args, results: dict, rows: list[str], te
     base = outs[variants[0]]
     diff = {v: max(float(np.max(np.abs(a - b))) for a, b in zip(o, base)) for v, o in outs.items()}
     launches = {v: sum(i.kind in ("kernel", "blas") for i in c.steps.info) for v, c in compiled.items()}
-    replay = None
+    timers = {v: (lambda n, c=c: graph_replay_us(c, n)) for v, c in compiled.items()}
     if not args.no_torch:
         xs = [torch.from_numpy(np.ascontiguousarray(case.feeds[n])).cuda() for n in case.feeds]
         net = case.torch_module
         if args.precision == "fp16":
             net, xs = half_net(net), half_inputs(xs)
-        fn = torch.compile(net, dynamic=False)
-        stream = torch.cuda.Stream()
-        with torch.no_grad(), torch.cuda.stream(stream):
-            for _ in range(3):
-                fn(*xs)
-        torch.cuda.synchronize()
-        with torch.no_grad():
-            graph, _, _ = graph_of(lambda: fn(*xs), stream)
-        replay = (graph, stream, net, xs)  # the module and inputs stay alive with the graph
-    samples: dict[str, list[float]] = {v: [] for v in variants + ["torch.compile"]}
-    for r in range(args.rounds):
-        order = variants[r % len(variants) :] + variants[: r % len(variants)]
-        for v in order:
-            res = time_program(compiled[v], modes=("graph",), warmup=5, iters=args.iters, inputs=inputs)
-            samples[v].append(res.modes["graph"].device_us.median)
-        if replay is not None:
-            samples["torch.compile"].append(statistics.median(timed(replay[0].replay, replay[1], args.iters)))
-    med = {k: statistics.median(s) for k, s in samples.items() if s}
+        # the replay tuple keeps the compiled module and inputs alive with the graph
+        graph, stream, *_ = torch_compiled_latency(net, xs, iters=args.iters, warmup=3, keep=True)["_replay"]
+        timers["torch.compile"] = lambda n: timed(graph.replay, stream, n)
+    samples = interleave(timers, rounds=args.rounds, per_round=args.iters, warmup=5)
+    med = {k: statistics.median(x for batch in s for x in batch) for k, s in samples.items() if s}
     tc = med.get("torch.compile")
     cells = [f"{med[v]:.1f}" + (f" ({med[v] / tc:.2f}x)" if tc else "") + f", {launches[v]} launches" for v in variants]
     rows.append(f"| {case.name} | " + " | ".join(cells) + (f" | {tc:.1f} |" if tc else " | - |"))
