@@ -34,7 +34,7 @@ ensure_venv() {
     . .venv/bin/activate
   fi
   # pip runs only when the install is not current: the stamp records what it installed from
-  # (pyproject.toml, setup.py, the extra, this checkout's path, the Python), so a second call skips it.
+  # (pyproject.toml, the extra, this checkout's path, the Python), so a second call skips it.
   local stamp="$VIRTUAL_ENV/.migx-explore-install-$1.stamp" want
   want="$(install_fingerprint "$1")"
   if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
@@ -49,6 +49,6 @@ ensure_venv() {
 }
 
 install_fingerprint() {
-  { cat pyproject.toml setup.py; echo "extra=$1 root=$ROOT"; python -c 'import sys; print(sys.version)'; } |
+  { cat pyproject.toml; echo "extra=$1 root=$ROOT"; python -c 'import sys; print(sys.version)'; } |
     sha256sum | cut -d' ' -f1
 }

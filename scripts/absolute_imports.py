@@ -1,9 +1,8 @@
-"""Rewrite relative imports that cross a mapped package boundary as absolute imports.
+"""Rewrite relative imports that cross from one layer into another as absolute imports.
 
-setup.py installs compiler/ as migx_explore.compiler and gpu/ as migx_explore.gpu, so a relative
-`from ...compiler.errors import X` in gpu/ resolves only once installed, and a reader (or a tool)
-cannot follow it from the source tree. This script turns every relative import whose target lies
-in another top-level part (compiler, gpu, or the explorer package itself) into
+A relative `from ...compiler.errors import X` in migx_explore/gpu/ hides which layer it reaches
+into; the layering rules (tests/test_layers.py) want that visible. This script turns every relative
+import whose target lies in another part (compiler, gpu, or the explorer package itself) into
 `from migx_explore.<part>... import X`; imports inside one part stay relative.
 
 Usage: python scripts/absolute_imports.py [--check]   (--check: list what would change, exit 1 if any)
@@ -16,23 +15,21 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-# source folder -> installed package (setup.py's MAPPED plus the explorer package itself)
-PARTS = {"compiler": "migx_explore.compiler", "gpu": "migx_explore.gpu", "migx_explore": "migx_explore"}
+# the three layers; folders are import paths, so a file's module name is its path from ROOT
+PARTS = ("migx_explore.compiler", "migx_explore.gpu", "migx_explore")
 
 
 def part_of(module: str) -> str:
     """The top-level part a dotted module name belongs to (the longest matching package)."""
-    for name in sorted(PARTS.values(), key=len, reverse=True):
+    for name in sorted(PARTS, key=len, reverse=True):
         if module == name or module.startswith(name + "."):
             return name
     raise ValueError(f"{module} is outside the project")
 
 
 def module_name(path: Path) -> tuple[str, bool]:
-    """(installed dotted name, whether the file is a package __init__)."""
-    rel = path.relative_to(ROOT).with_suffix("")
-    top, *rest = rel.parts
-    parts = PARTS[top].split(".") + rest
+    """(dotted module name, whether the file is a package __init__)."""
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
     is_init = parts[-1] == "__init__"
     if is_init:
         parts = parts[:-1]
@@ -67,18 +64,17 @@ def rewrites(path: Path) -> list[tuple[int, str, str]]:
 def main(argv: list[str]) -> int:
     check = "--check" in argv
     changed = 0
-    for top in PARTS:
-        for path in sorted((ROOT / top).rglob("*.py")):
-            found = rewrites(path)
-            if not found:
-                continue
-            lines = path.read_text().splitlines(keepends=True)
-            for lineno, old, new in found:
-                print(f"{path.relative_to(ROOT)}:{lineno}: {old} -> {new}")
-                lines[lineno - 1] = lines[lineno - 1].replace(old, new, 1)
-            changed += len(found)
-            if not check:
-                path.write_text("".join(lines))
+    for path in sorted((ROOT / "migx_explore").rglob("*.py")):
+        found = rewrites(path)
+        if not found:
+            continue
+        lines = path.read_text().splitlines(keepends=True)
+        for lineno, old, new in found:
+            print(f"{path.relative_to(ROOT)}:{lineno}: {old} -> {new}")
+            lines[lineno - 1] = lines[lineno - 1].replace(old, new, 1)
+        changed += len(found)
+        if not check:
+            path.write_text("".join(lines))
     print(f"{changed} import(s) {'to rewrite' if check else 'rewritten'}")
     return 1 if check and changed else 0
 

@@ -20,7 +20,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 CASES_DIR = ROOT / "tests" / "migraphx"
 DOC = ROOT / "docs" / "migraphx_conformance.md"
-DATA = ROOT / "compiler" / "passes" / "migraphx_conformance.json"
+DATA = ROOT / "migx_explore" / "compiler" / "passes" / "migraphx_conformance.json"
 MIGRAPHX_COMMIT = "f729a52faf"
 STATUSES = ("MATCH", "EQUIV", "DIFF")
 

@@ -13,12 +13,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-# Source folder -> the package name it installs as (setup.py maps compiler/ and gpu/ into migx_explore).
-PACKAGES = {"compiler": "migx_explore.compiler", "gpu": "migx_explore.gpu", "migx_explore": "migx_explore"}
+# Folders are import paths: a file's module name is its path from the checkout root.
 FILES = {
-    ".".join([pkg, *p.relative_to(ROOT / d).with_suffix("").parts]).removesuffix(".__init__"): p
-    for d, pkg in PACKAGES.items()
-    for p in (ROOT / d).rglob("*.py")
+    ".".join(p.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__"): p
+    for p in (ROOT / "migx_explore").rglob("*.py")
 }
 
 

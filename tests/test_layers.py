@@ -110,9 +110,8 @@ def test_importing_needs_no_gpu_or_notebook_library():
 
 
 def test_imports_across_parts_are_absolute():
-    """compiler/ and gpu/ are installed as migx_explore.compiler / migx_explore.gpu (setup.py), so a
-    relative import from one part into another resolves only once installed: write it absolute
-    (scripts/absolute_imports.py rewrites them)."""
+    """An import from one layer into another names the layer (`from migx_explore.compiler.ir import
+    ...` in gpu/), so a reader sees the direction it goes (scripts/absolute_imports.py rewrites them)."""
     parts = ("migx_explore.compiler", "migx_explore.gpu", "migx_explore")
 
     def part(mod: str) -> str:

@@ -244,5 +244,5 @@ def test_offsets_past_two_to_the_31_are_computed_in_64_bits(tmp_path: Path):
     if NVCC is not None:
         from tests.gpu.test_kernels_compile_offline import _nvcc_all
 
-        header = (Path(__file__).parents[2] / "gpu" / "kernels" / "migx.hpp").read_text()
+        header = (Path(__file__).parents[2] / "migx_explore" / "gpu" / "kernels" / "migx.hpp").read_text()
         _nvcc_all({"big": (src, {"migx.hpp": header})}, tmp_path)

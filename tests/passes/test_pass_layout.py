@@ -10,7 +10,10 @@ from pathlib import Path
 from migx_explore.compiler.passes import pass_registry
 
 ROOT = Path(__file__).resolve().parents[2]
-PASS_DIRS = {"compiler/passes": "migx_explore.compiler.passes", "gpu/passes": "migx_explore.gpu.passes"}
+PASS_DIRS = {
+    "migx_explore/compiler/passes": "migx_explore.compiler.passes",
+    "migx_explore/gpu/passes": "migx_explore.gpu.passes",
+}
 
 
 def _families() -> list[tuple[str, Path, str]]:
@@ -49,7 +52,7 @@ def test_each_family_package_holds_its_pass():
 
 def test_compiler_family_tests_sit_beside_each_other():
     for folder, path, module in _families():
-        if folder != "compiler/passes":
+        if folder != "migx_explore/compiler/passes":
             continue
         tests = ROOT / "tests" / "passes" / path.name
         assert sorted(tests.glob("test_*.py")), f"{module}: no tests in {tests.relative_to(ROOT)}"

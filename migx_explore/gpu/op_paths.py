@@ -105,7 +105,7 @@ def _importer(name: str) -> tuple[str | None, str | None]:
             return f'ONNX handler at {where} (f"{prefix}...")', None
     return None, (
         "no ONNX handler in compiler/onnx emits it: add one (@register('<OnnxOp>') in "
-        "compiler/onnx/parse_<family>.py, calling ctx.add('" + name + "', ...)), or give its defop "
+        "migx_explore/compiler/onnx/parse_<family>.py, calling ctx.add('" + name + "', ...)), or give its defop "
         "made_by='<the pass that creates it>' (or 'ir' when only IR text and the API make it)"
     )
 
