@@ -194,7 +194,7 @@ def load_with_feed(
             frozen = [n for n in _graph_inputs(model) if n not in (getattr(program, "input_names", None) or [])]
             program.frozen_inputs = frozen
     else:
-        program = load(model, input_dims)
+        program = load(model, input_dims, feed=data)
     if data is None:
         return program, None
     return program, feed_for_program(program, data, where, convert=convert_inputs)
