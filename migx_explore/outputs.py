@@ -106,7 +106,7 @@ def atomic_file(path: str | os.PathLike, suffix: str = "") -> Iterator[str]:
 def _is_our_trace(folder: Path) -> bool:
     try:
         index = json.loads((folder / "index.json").read_text())
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return False
     return isinstance(index, dict) and (
         index.get("generator") == TRACE_MARKER or ("passes" in index and "launches_before" in index)
@@ -150,7 +150,7 @@ def previous_trace_files(folder: Path) -> list[str]:
     that list existed, the IR files its passes name (and their rendered siblings) and 000_input.*."""
     try:
         index = json.loads((folder / "index.json").read_text())
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return []
     if not isinstance(index, dict):
         return []

@@ -78,6 +78,8 @@ def check_lens(lens: Iterable[int], itemsize: int, what: str) -> int:
     dims = [int(d) for d in lens]
     if any(d < 0 for d in dims):
         raise BudgetError(f"{what}: negative dimension in {dims}")
+    if len(dims) > 64:  # numpy's NPY_MAXDIMS (shape.MAX_RANK): no array of that rank can exist
+        raise BudgetError(f"{what}: rank {len(dims)} is more than the 64 dims migx-explore (and numpy) supports")
     return check_bytes(math.prod(dims) * int(itemsize), f"{what} {dims}")
 
 

@@ -159,8 +159,10 @@ def load_program_file(path: str | os.PathLike) -> SavedProgram:
         try:
             text = data["program.txt"].decode()
             ids = json.loads(data["ids.json"])
-        except (UnicodeDecodeError, ValueError) as e:
-            raise FormatError(f"{where}: program text or ids.json is not valid ({e})") from None
+        except (UnicodeDecodeError, ValueError, RecursionError) as e:  # RecursionError: JSON nested too deep
+            raise FormatError(
+                f"{where}: program text or ids.json is not valid ({str(e)[:200] or type(e).__name__})"
+            ) from None
         try:
             program = parse(text, literals=literals)
             _restore_ids(program, ids, manifest["next_id"])
