@@ -81,6 +81,15 @@ def check_output_file(path: str, flag: str = "output") -> None:
         raise MigxError(f"{flag} {path!r}: its folder {folder!r} does not exist")
 
 
+def with_suffix(path: str, suffix: str) -> str:
+    """`path` with its file name's extension replaced by `suffix` (added if it has none). Only the
+    last component counts: `run.1/study` becomes `run.1/study.csv`, never `run.csv` (a split of the
+    whole path at its last dot would write outside the folder the user named)."""
+    folder, name = os.path.split(path)
+    stem, ext = os.path.splitext(name)
+    return os.path.join(folder, (stem if ext else name) + suffix)
+
+
 @contextlib.contextmanager
 def atomic_file(path: str | os.PathLike, suffix: str = "") -> Iterator[str]:
     """Yield a temporary path beside `path`; on success rename it to `path`, else delete it.
