@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from onnx import helper
 
-from tests.safety.hostile import F, I64, assert_agrees_with_ort, assert_clean_refusal, model_bytes, run_ours
+from tests.safety.hostile import I64, F, assert_agrees_with_ort, assert_clean_refusal, model_bytes, run_ours
 
 pytest.importorskip("onnxruntime")
 

@@ -9,7 +9,7 @@ from onnx import helper
 
 from migx_explore.compiler.errors import MigxError
 from migx_explore.session import Session
-from tests.safety.hostile import F, I64, assert_clean_refusal, model_bytes, run_ort, run_ours
+from tests.safety.hostile import I64, F, assert_clean_refusal, model_bytes, run_ort, run_ours
 
 MODEL = model_bytes(
     [helper.make_node("Gather", ["D", "I"], ["Y"], axis=0)], [("D", F, [4, 3]), ("I", I64, [2])], [("Y", F, [2, 3])]
