@@ -65,8 +65,8 @@ def run(args: argparse.Namespace) -> int:
     signed = (
         f"signed by key {kid}"
         if kid
-        else "unsigned: its kernel binaries are used only with "
-        "--trust-binaries (create a signing key with `migx-explore keys create`)"
+        else "unsigned, so it carries kernel sources only; "
+        "create a signing key with `migx-explore keys create` to ship binaries"
     )
     print(f"{name}: ran {len(trace.top_level())} passes up to {last}; wrote {args.out} ({signed})")
     return 0
