@@ -145,7 +145,13 @@ def load_partial(path: str, *, recompile: bool = False, trust_binaries: bool = F
         raise FormatError(
             f"{path}: resume position {list(nxt)} is outside its pipelines ({spec}); the file is damaged or was edited"
         )
-    carried = sum(len(r.get("binaries") or []) for r in md.get("kernels", []) if isinstance(r, dict))
+    rows = md.get("kernels", [])
+    rows = rows if isinstance(rows, list) else []  # malformed rows: import_kernels names them
+    carried = sum(
+        len(r["binaries"])
+        for r in rows
+        if isinstance(rows, list) and isinstance(r, dict) and isinstance(r.get("binaries"), list)
+    )
     if signature.status == "unsigned" and carried and not (trust_binaries or recompile):
         raise FormatError(
             f"{path}: unsigned, yet it carries {carried} kernel binaries (GPU code nothing vouches for; "

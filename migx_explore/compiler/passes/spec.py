@@ -116,8 +116,8 @@ def _parse_opts(text: str, where: str) -> dict[str, Any]:
         reader = ValueReader(text)
         try:
             value = reader.value()
-        except ValueError as e:
-            raise SpecError(f"{where}: option {key}={text!r} is not a value ({e})") from None
+        except (ValueError, RecursionError) as e:  # RecursionError: an unclosed bracket
+            raise SpecError(f"{where}: option {key}={text!r} is not a value ({str(e)[:80]})") from None
         if reader.peek():  # the reader stops at the first token: never drop the rest silently
             raise SpecError(
                 f"{where}: option {key}={text!r}: unexpected {text[reader.i :][:20]!r} after the value; "
