@@ -154,7 +154,7 @@ def feed_for_program(
             )
         out[by_key[k]] = v
         fed_as[by_key[k]] = k
-    missing = [p for p in params if p not in out]
+    missing = [p for p in params if p not in out and not (onnx_names and _backend_param(p, onnx_names))]
     if missing and require_all:
         want = ", ".join(f"{m} {list(params[m].shape.lens)}" for m in missing)
         raise MigxError(f"{where}: missing input(s) {want}")
@@ -173,6 +173,14 @@ def feed_for_program(
                 )
             out[name] = v.astype(want)
     return out
+
+
+def _backend_param(name: str, onnx_names: Sequence[str]) -> bool:
+    """A parameter a backend pass added (an output buffer, the scratch arena) to a program that
+    knows its model's inputs: the evaluator gives it zeros (compiler.ref.with_buffer_params)."""
+    from migx_explore.compiler.onnx.context import param_name
+
+    return name not in {param_name(n) for n in onnx_names}
 
 
 def load_with_feed(

@@ -36,9 +36,9 @@ def output_names(program) -> list[str]:
 
 def evaluate_on(program, feed: dict[str, Any], target: str, mode: str, options: Any = None) -> list[np.ndarray]:
     if target == "ref":
-        from migx_explore.compiler.ref import evaluate
+        from migx_explore.compiler.ref import evaluate, with_buffer_params
 
-        return evaluate(program, feed)
+        return evaluate(program, with_buffer_params(program, feed))  # a compiled program's buffers: zeros
     try:
         from .. import gpu
 
