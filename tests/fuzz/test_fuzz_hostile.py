@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from migx_explore.compiler.errors import MigxError
-from migx_explore.compiler.passes import build_pipelines
+from migx_explore.compiler.pass_infra import build_pipelines
 from migx_explore.outputs import with_suffix
 from tests.fuzz.hostile_cases import KINDS, case
 from tests.safety.hostile import assert_agrees_with_ort, assert_clean_refusal, run_ours

@@ -14,7 +14,7 @@ from migx_explore.cli import main
 from migx_explore.compiler.errors import MigxError
 from migx_explore.compiler.limits import WorkBudgetError, memory_budget
 from migx_explore.compiler.onnx import parse_onnx
-from migx_explore.compiler.passes import build_pipelines
+from migx_explore.compiler.pass_infra import build_pipelines
 from migx_explore.compiler.pass_infra.spec import parse_spec
 from migx_explore.compiler.ref import evaluate
 from migx_explore.compiler.verify import Tolerance
