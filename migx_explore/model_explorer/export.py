@@ -253,7 +253,9 @@ def load_manifest(folder: str) -> dict[str, Any]:
         with open(path, encoding="utf-8") as f:
             data = json.load(f)
     except FileNotFoundError:
-        raise MigxError(f"{folder}: not a Model Explorer export (no {MANIFEST}; write one with --model-explorer)") from None
+        raise MigxError(
+            f"{folder}: not a Model Explorer export (no {MANIFEST}; write one with trace --model-explorer)"
+        ) from None
     except ValueError as e:
         raise MigxError(f"{path}: not readable as JSON ({e})") from None
     if not isinstance(data, dict) or data.get("format") != FORMAT:

@@ -33,9 +33,7 @@ def _graph_data(results: Mapping[str, float], name: str) -> dict[str, Any]:
     return {"name": name, "results": {k: {"value": v} for k, v in results.items()}, "gradient": GRADIENT}
 
 
-def provenance_data(
-    graphs: Mapping[str, ProgramSnapshot], created: Mapping[int, tuple[int, str]]
-) -> dict[str, Any]:
+def provenance_data(graphs: Mapping[str, ProgramSnapshot], created: Mapping[int, tuple[int, str]]) -> dict[str, Any]:
     out = {}
     for gid, snap in graphs.items():
         res = {str(r.id): created.get(r.id, (0, ""))[0] for r in snap.module("main").instrs}
@@ -66,7 +64,8 @@ def gpu_time_data(graphs: Mapping[str, ProgramSnapshot], final: ProgramSnapshot,
     if not times:
         return {}
     final_main = final.module("main")
-    return {gid: _graph_data(times, "GPU µs (eager)") for gid, snap in graphs.items() if snap.module("main") is final_main}
+    data = _graph_data(times, "GPU µs (eager)")
+    return {gid: data for gid, snap in graphs.items() if snap.module("main") is final_main}
 
 
 def numeric_error_data(
