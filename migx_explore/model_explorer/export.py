@@ -33,7 +33,7 @@ from migx_explore.compiler.snapshot import ProgramSnapshot
 
 from ..render import style as S
 from ..scopes import ScopeTable
-from .graphs import GraphSet
+from .graphs import GraphSet, namespace
 from .overlays import gpu_time_data, numeric_error_data, provenance_data
 
 if TYPE_CHECKING:
@@ -56,6 +56,10 @@ class PassGraph:
     added: int = 0
     removed: int = 0
     changed: int = 0
+    # The layers (Model Explorer group ids) holding what the pass removed / made: the launcher
+    # opens them, since diff highlights show on drawn nodes only.
+    layers_before: list[str] = field(default_factory=list)
+    layers_after: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -120,13 +124,16 @@ def export_trace(
     created = _provenance(trace)
     graph_of: dict[str, ProgramSnapshot] = {}
 
+    scopes_of: dict[str, dict[int, str]] = {}
+
     def add(gid: str, snap: ProgramSnapshot, upto: PassRecord | None, rec: PassRecord | None) -> str:
         d = rec.diff if rec is not None else None
         status = (lambda i: S.ADDED if i in d.added else S.CHANGED if i in d.changed else None) if d else None
+        scopes = scopes_of[gid] = table.scopes_of(snap, upto)
         gs.add_program(
             gid,
             snap,
-            table.scopes_of(snap, upto),
+            scopes,
             status=status or (lambda _i: None),
             extra_attrs=lambda i: [{"key": "created by", "value": created[i][1]}] if i in created else [],
             info=_info(trace, rec, snap, name),
@@ -159,6 +166,8 @@ def export_trace(
                 len(d.added) if d else 0,
                 len(d.removed) if d else 0,
                 len(d.changed) if d else 0,
+                _layers(scopes_of[bid], d.removed) if d else [],
+                _layers(scopes_of[gid], d.added | d.changed) if d else [],
             )
         )
     out.final_graph = add(f"{len(trace.records) + 1:0{width}d} final", trace.final, None, None)
@@ -201,6 +210,13 @@ def _provenance(trace: Trace) -> dict[int, tuple[int, str]]:
             for i in rec.diff.added:
                 out.setdefault(i, (rec.index + 1, rec.path))
     return out
+
+
+def _layers(scopes: dict[int, str], ids: Iterable[int], limit: int = 40) -> list[str]:
+    """The deepest layers holding `ids`, as Model Explorer names group nodes (`a/b___group___`)."""
+    spaces = {namespace(scopes[i]) for i in ids if i in scopes} - {""}
+    deepest = sorted(n for n in spaces if not any(o.startswith(n + "/") for o in spaces))
+    return [f"{n}___group___" for n in deepest[:limit]]
 
 
 def _mapping(before: ProgramSnapshot, after: ProgramSnapshot) -> dict[str, Any]:

@@ -37,7 +37,7 @@ CHANGE_STYLE = {
 
 
 @functools.lru_cache(maxsize=65536)
-def _namespace(scope: str) -> str:
+def namespace(scope: str) -> str:
     """A scope as Model Explorer's layer path ("/model.2/m.0/cv1" -> "model.2/m.0/cv1")."""
     return "/".join(split_scope(scope))
 
@@ -143,7 +143,7 @@ class GraphSet:
         nodes = g["nodes"]
         in_main = ms.name == "main"
         for r in ms.instrs:
-            scope = _namespace(scopes.get(r.id, "")) if in_main else ""
+            scope = namespace(scopes.get(r.id, "")) if in_main else ""
             subs = (
                 tuple(self._sub_id(m, snap, scopes, status, extra_attrs, tag) for m in r.modules if m in snap.by_name)
                 if r.modules
@@ -220,4 +220,4 @@ def _node(r: InstrRecord, scope: str) -> dict[str, Any]:
     return node
 
 
-__all__ = ["ATTR_LIMIT", "CHANGE_STYLE", "GraphSet"]
+__all__ = ["ATTR_LIMIT", "CHANGE_STYLE", "GraphSet", "namespace"]

@@ -146,14 +146,16 @@ def page_url(
     before: str = "",
     overlays: list[str] | None = None,
     label: str = "",
+    layers: list[str] | None = None,
+    layers_before: list[str] | None = None,
 ) -> str:
     """The Model Explorer address that opens `graph` of an exported folder (and `before` beside
     it, navigation synced by node id); `overlays` are node-data files to load."""
     collection = os.path.abspath(os.path.join(folder, COLLECTION))
 
-    def pane(gid: str, width: float, selected: bool) -> dict[str, Any]:
+    def pane(gid: str, width: float, selected: bool, open_layers: list[str] | None) -> dict[str, Any]:
         return {
-            "deepestExpandedGroupNodeIds": [],
+            "deepestExpandedGroupNodeIds": list(open_layers or []),
             "selectedNodeId": "",
             "selectedGraphId": gid,
             "selectedCollectionLabel": label,
@@ -161,7 +163,11 @@ def page_url(
             "selected": selected,
         }
 
-    panes = [pane(before, 0.5, False), pane(graph, 0.5, True)] if before else [pane(graph, 1, True)]
+    panes = (
+        [pane(before, 0.5, False, layers_before), pane(graph, 0.5, True, layers)]
+        if before
+        else [pane(graph, 1, True, layers)]
+    )
     data: dict[str, Any] = {"models": [{"url": collection}], "uiState": {"paneStates": panes}}
     if overlays:
         data["nodeData"] = [os.path.abspath(p) for p in overlays]
@@ -210,7 +216,16 @@ def open_in_model_explorer(
         have = ", ".join(manifest["node_data"]) or "none"
         raise MigxError(f"{folder}: no overlay {overlay!r} in this export (it has: {have})")
     server = start_server()
-    url = page_url(server.base, folder, graph, before=before, overlays=overlays, label=manifest["label"])
+    url = page_url(
+        server.base,
+        folder,
+        graph,
+        before=before,
+        overlays=overlays,
+        label=manifest["label"],
+        layers=entry["layers_after"] if entry else None,
+        layers_before=entry["layers_before"] if (entry and compare) else None,
+    )
     if browser:
         import webbrowser
 
