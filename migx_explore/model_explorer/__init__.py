@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .export import Export, export_trace, load_manifest
+from .export import Export, check_export_folder, export_trace, load_manifest
 
 
 def open_in_model_explorer(*args: Any, **kw: Any) -> Any:
@@ -25,4 +25,4 @@ def open_in_model_explorer(*args: Any, **kw: Any) -> Any:
     return _open(*args, **kw)
 
 
-__all__ = ["Export", "export_trace", "load_manifest", "open_in_model_explorer"]
+__all__ = ["Export", "check_export_folder", "export_trace", "load_manifest", "open_in_model_explorer"]

@@ -152,7 +152,8 @@ def export_trace(
         prev = trace.records[rec.index - 1] if rec.index > 0 else None
         num = f"{rec.index + 1:0{width}d}"
         bid = graph_for(before, prev, f"{num} {rec.path} (before)")
-        gid = add(f"{num} {rec.path}", after, rec, rec) if rec.changed else graph_for(after, rec, f"{num} {rec.path}")
+        # a pass asked for that changed nothing still gets its own name (the same program)
+        gid = add(f"{num} {rec.path}", after, rec, rec)
         mapping = os.path.join("compare", f"{num}.json")
         _write_json(os.path.join(folder, mapping), _mapping(before, after))
         d = rec.diff
@@ -198,7 +199,8 @@ def _unpack(source: Any, label: str | None, timing: Any, numeric_inputs: dict | 
     if timing is None:
         timing = gpu_bridge.session_timing(s)
     if numeric_inputs is None and s.traces.numeric:
-        numeric_inputs = s.traces.numeric_inputs
+        cfg = s.traces.numeric_config()  # the inputs the per-pass check ran on (given or generated)
+        numeric_inputs = cfg.inputs if cfg is not None else None
     return trace, label or s.name, timing, numeric_inputs
 
 
@@ -260,6 +262,20 @@ def _write_json(path: str, data: Any) -> None:
         f.write(json.dumps(data, separators=(",", ":")))  # the C encoder: json.dump streams in Python
 
 
+def check_export_folder(folder: str) -> None:
+    """MigxError unless `folder` can take an export: absent (its parent exists), empty, or an
+    earlier export of ours (whose files it replaces)."""
+    from ..errors import MigxError
+
+    if os.path.isdir(folder):
+        if os.listdir(folder) and not os.path.isfile(os.path.join(folder, MANIFEST)):
+            raise MigxError(f"--model-explorer {folder!r} is not empty and holds no earlier export (no {MANIFEST})")
+    elif os.path.exists(folder):
+        raise MigxError(f"--model-explorer {folder!r} exists and is not a folder")
+    elif not os.path.isdir(os.path.dirname(os.path.abspath(folder))):
+        raise MigxError(f"--model-explorer {folder!r}: its parent folder does not exist")
+
+
 def load_manifest(folder: str) -> dict[str, Any]:
     """The index of an exported folder, with a one-line error when it is not one."""
     from ..errors import MigxError
@@ -279,4 +295,13 @@ def load_manifest(folder: str) -> dict[str, Any]:
     return data
 
 
-__all__ = ["COLLECTION", "MANIFEST", "Export", "PassGraph", "export_trace", "exported_records", "load_manifest"]
+__all__ = [
+    "COLLECTION",
+    "MANIFEST",
+    "check_export_folder",
+    "Export",
+    "PassGraph",
+    "export_trace",
+    "exported_records",
+    "load_manifest",
+]

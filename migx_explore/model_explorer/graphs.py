@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from migx_explore.compiler import dtypes
 from migx_explore.compiler.op import Op
 from migx_explore.compiler.op_format import format_value
 from migx_explore.compiler.snapshot import InstrRecord, ModuleSnapshot, ProgramSnapshot
@@ -176,13 +177,17 @@ _shape_cache: dict[int, tuple[Any, list[dict[str, Any]]]] = {}
 
 
 def _shape_attrs(shape: Any) -> list[dict[str, Any]]:
-    """`tensor_shape` in MIGraphX's spelling (type and lens; the strides too when not standard)."""
+    """`tensor_shape` as MIGraphX prints it (`float_type, {1, 16, 192}`; the strides too when not
+    standard)."""
     hit = _shape_cache.get(id(shape))
     if hit is not None and hit[0] is shape:
         return hit[1]
     text = str(shape)
-    if not shape.is_tuple and shape.dyn_dims is None and shape.standard():
-        text = f"{shape.type}, {{{', '.join(map(str, shape.lens))}}}"
+    if not shape.is_tuple and shape.dyn_dims is None:
+        lens = ", ".join(map(str, shape.lens))
+        text = f"{dtypes.dtype(shape.type).migraphx}, {{{lens}}}"  # MIGraphX prints float_type
+        if not shape.standard():
+            text += f", {{{', '.join(map(str, shape.strides))}}}"
     out = [_kv("tensor_shape", text)]
     if len(_shape_cache) > 50_000:
         _shape_cache.clear()

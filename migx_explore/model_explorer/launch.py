@@ -171,7 +171,7 @@ def page_url(
     data: dict[str, Any] = {"models": [{"url": collection}], "uiState": {"paneStates": panes}}
     if overlays:
         data["nodeData"] = [os.path.abspath(p) for p in overlays]
-        data["nodeDataTargets"] = [COLLECTION] * len(overlays)
+        data["nodeDataTargets"] = [label] * len(overlays)  # Model Explorer matches the collection label
     if before:
         data["sync"] = {"mode": "match_node_id"}
     return f"{base}/?data={urllib.parse.quote(json.dumps(data))}"
