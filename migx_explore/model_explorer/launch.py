@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from ..session import Session
 
 HOST = "127.0.0.1"
+OPEN_LAYERS = 3
 INSTALL_HINT = "pip install 'migx-explore[model-explorer]' (or: pip install ai-edge-model-explorer)"
 
 
@@ -223,8 +224,9 @@ def open_in_model_explorer(
         before=before,
         overlays=overlays,
         label=manifest["label"],
-        layers=entry["layers_after"] if entry else None,
-        layers_before=entry["layers_before"] if (entry and compare) else None,
+        # a few changed layers open: the rest stay folded, so the graph fits at a readable scale
+        layers=entry["layers_after"][:OPEN_LAYERS] if entry else None,
+        layers_before=entry["layers_before"][:OPEN_LAYERS] if (entry and compare) else None,
     )
     if browser:
         import webbrowser
