@@ -97,8 +97,9 @@ def test_pass_graph_loads_with_layers_and_overlay(exported, server, me_page):
 def _count(png: bytes, rgb: tuple[int, int, int], box: tuple[int, int, int, int], tol: int = 24) -> int:
     from PIL import Image
 
-    im = Image.open(io.BytesIO(png)).convert("RGB").crop(box)
-    return sum(1 for px in im.getdata() if all(abs(a - b) <= tol for a, b in zip(px, rgb)))
+    raw = Image.open(io.BytesIO(png)).convert("RGB").crop(box).tobytes()
+    px = zip(raw[0::3], raw[1::3], raw[2::3])
+    return sum(1 for p in px if abs(p[0] - rgb[0]) <= tol and abs(p[1] - rgb[1]) <= tol and abs(p[2] - rgb[2]) <= tol)
 
 
 def _rgb(colour: str) -> tuple[int, int, int]:
