@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from migx_explore.compiler.errors import MigxError
-from migx_explore.compiler.passes import Trace
+from migx_explore.compiler.pass_infra import Trace
 from migx_explore.compiler.snapshot import ProgramSnapshot
 
 # Low to high: blue (old / fast / exact) to red (new / slow / off).
