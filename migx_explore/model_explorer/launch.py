@@ -16,6 +16,7 @@ Each pass's mapping file (compare/NNN.json) turns on the diff highlights from th
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import socket
@@ -123,6 +124,7 @@ def start_server(timeout_s: float = 60.0, port: int | None = None) -> Server:
             with urllib.request.urlopen(f"{server.base}/check_health", timeout=2) as r:
                 if r.read() == b"model_explorer_ok":
                     _server = server
+                    atexit.register(server.stop)  # its own session: it would outlive the kernel
                     return server
         except OSError:
             time.sleep(0.2)

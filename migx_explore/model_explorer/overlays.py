@@ -5,8 +5,9 @@
   so a pass graph coloured by it shows what each stage contributed;
 - gpu_time_us: microseconds per kernel step of the eager run (gpu.timing.kernel_breakdown), on
   the final program's graphs, when the session was timed;
-- numeric_error: max |error| of each value the input program also computes (same stable id),
-  on the reference evaluator and the session's inputs, for the passes the numeric check ran on.
+- numeric_error: max |error| of each value against the input program's value it stands for (the
+  same stable id, or the one it replaced, through the passes' recorded replacements), on the
+  reference evaluator and the session's inputs, for the passes the numeric check ran on.
 """
 
 from __future__ import annotations
@@ -85,8 +86,15 @@ def numeric_error_data(
     if reference is None:
         return {}
     out = {}
+    claims: dict[int, int] = {}  # new id -> the id whose value it claims to compute
+    done = 0
     for p in passes:
         rec = trace.records[p.index]
+        for r in trace.records[done : p.index + 1]:
+            if r.depth == 0:  # a top-level record holds its nested passes' claims too
+                for c in r.replacements:
+                    claims.setdefault(c.new, c.old)
+        done = p.index + 1
         if rec.numeric is None or rec.numeric.note:
             continue  # the check did not run here (or could not): neither can this
         got = values(graphs[p.graph])
@@ -94,7 +102,10 @@ def numeric_error_data(
             continue
         res = {}
         for i, v in got.items():
-            ref = reference.get(i)
+            j, hops = i, 0
+            while j not in reference and j in claims and hops < 64:  # through chains of rewrites
+                j, hops = claims[j], hops + 1
+            ref = reference.get(j)
             if ref is not None and np.shape(ref) == np.shape(v) and np.size(v):
                 err = float(np.max(np.abs(np.asarray(v, np.float64) - np.asarray(ref, np.float64))))
                 res[str(i)] = err if math.isfinite(err) else 1e30
