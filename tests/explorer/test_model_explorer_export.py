@@ -219,3 +219,16 @@ def test_widget_button_opens_the_current_pass(monkeypatch):
     b.button.click()
     assert b.opened.graph.endswith(" fusion.fuse_pointwise_reduce") and b.opened.before != b.opened.graph
     assert "migx-me-link" in b.link._dom_classes and "Model Explorer" in b.link.value
+
+
+def test_report_cli_with_gpu_on_the_fake_backend_writes_kernel_times(tmp_path, monkeypatch, capsys):
+    from migx_explore.cli import main
+
+    monkeypatch.setenv("MIGX_GPU_BACKEND", "fake")  # the recording backend: steps time as 1 µs
+    out = tmp_path / "me"
+    args = ["report", "mlp", "--out", str(tmp_path / "r.html"), "--gpu", "--iters", "2", "--warmup", "1"]
+    assert main([*args, "--no-graphs", "--no-numeric", "--model-explorer", str(out), "-q"]) == 0
+    m = load_manifest(str(out))
+    with open(os.path.join(str(out), m["node_data"]["gpu_time_us"]), encoding="utf-8") as f:
+        times = json.load(f)[m["final"]]["results"]
+    assert times and all(v["value"] > 0 for v in times.values())
