@@ -1,9 +1,10 @@
 """The Model Explorer extension: `model-explorer FILE --extensions=migx_explore` (Model Explorer
 loads `migx_explore.main`, which defines nothing but imports this).
 
-FILE is an exported folder's index (`out/yolo/trace.migx`) or an ONNX model, traced here with the
-default pipelines. Model Explorer picks an adapter by the file's extension, so a folder is opened
-through its `trace.migx` (or its graphs.json, which needs no adapter at all).
+FILE is an exported folder's index (`out/yolo/trace.migx`), an exported folder whose name ends in
+`.migx` (`out/yolo.migx`), or an ONNX model, traced here with the default pipelines. Model
+Explorer picks an adapter by the path's extension, so a folder named without one cannot reach any
+adapter (its graphs.json opens with no adapter at all).
 """
 
 from __future__ import annotations

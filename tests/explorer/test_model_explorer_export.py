@@ -176,6 +176,12 @@ def test_adapter_converts_an_export_and_an_onnx(bert, tmp_path):
     _, e = bert
     out = MigxExploreAdapter().convert(os.path.join(e.folder, "trace.migx"), {})
     assert out["graphCollections"][0].label == "bert_encoder"
+    assert "migx" in MigxExploreAdapter.metadata.fileExts  # so a folder named out/x.migx opens too
+    named = tmp_path / "bert.migx"
+    import shutil
+
+    shutil.copytree(e.folder, named)
+    assert MigxExploreAdapter().convert(str(named), {})["graphCollections"][0].graphs
     import onnx
 
     path = tmp_path / "mlp.onnx"
