@@ -17,8 +17,9 @@ from ._pipeline_args import add_pipeline_arguments, make_session
 
 def run(args: argparse.Namespace) -> int:
     if args.out is None and args.model_explorer is None:
-        print("error: trace needs --out DIR (IR files) and/or --model-explorer DIR", file=sys.stderr)
-        return 2
+        from migx_explore.compiler.errors import MigxError
+
+        raise MigxError("trace needs --out DIR (the IR files) or --model-explorer DIR, or both")
     if args.out is not None:
         check_output_folder(args.out)  # refuse a bad --out before spending time on the model
     if args.model_explorer is not None:

@@ -1,4 +1,4 @@
-""""Open in Model Explorer": the current pass (before | after when "compare" is ticked) in Google
+"""The "Open in Model Explorer" button: the current pass (before | after when "compare" is ticked) in Google
 Model Explorer's own page, through migx_explore.model_explorer (export, then its server on
 127.0.0.1). A thin row: a button, a checkbox, a line with the link (errors go to the error box,
 e.g. the one-line install hint when the package is missing)."""

@@ -166,6 +166,9 @@ def test_cli_trace_writes_the_export(tmp_path, capsys):
     assert "Model Explorer trace" in capsys.readouterr().out
     assert load_manifest(str(out))["passes"]
     assert main(["trace", "mlp", "--model-explorer", str(out), "-q"]) == 0  # an earlier export is replaced
+    capsys.readouterr()
+    assert main(["trace", "mlp", "-q"]) != 0
+    assert "trace needs --out DIR (the IR files) or --model-explorer DIR" in capsys.readouterr().err
 
 
 def test_adapter_converts_an_export_and_an_onnx(bert, tmp_path):
