@@ -136,7 +136,7 @@ def _sdpa(ctx, q, k, v, scale: float, causal: bool, bias=None, allowed=None):
         # query i sits at absolute position total - s + i and sees keys up to it
         allowed = ctx.literal(np.arange(total)[None, :] <= (np.arange(s)[:, None] + total - s))
     if allowed is not None:
-        mask = ctx.broadcast_to(allowed, scores.shape.lens)
+        mask = ctx.broadcast_to(allowed, scores)
         scores = ctx.add("where", [mask, scores, ctx.scalar_like(-np.inf, scores)])
     return ctx.add("dot", [ctx.add("softmax", [scores], axis=3), v])
 
