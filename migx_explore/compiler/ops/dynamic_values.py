@@ -184,6 +184,11 @@ defop(
 )
 
 
+DYNAMIC_VALUE_OPS = frozenset(
+    {"reshape_with_dims", "broadcast_with_dims", "fill_with_dims", "slice_with_bounds", "broadcast_for_dot"}
+)
+
+
 # --- static forms (simplify_dyn_ops; split_single_dyn_dim applies them per size) ----------------
 def static_form(op: Op, inputs: Sequence, values: Sequence[np.ndarray | None]) -> tuple[Op, list] | None:
     """The static op (and inputs) equivalent to a dynamic one whose value inputs are known
