@@ -48,3 +48,41 @@ def test_several_mismatched_outputs_make_one_warning_naming_each():
         parse_onnx(_relu([2, 4], extra_output=[3]))
     mine = [str(w.message) for w in caught if "graph output" in str(w.message)]
     assert len(mine) == 1 and "'y'" in mine[0] and "'z'" in mine[0]
+
+
+def test_every_unsupported_operator_is_named_in_one_message():
+    """An sklearn pipeline through skl2onnx: Scaler -> LinearClassifier (ai.onnx.ml), plus a
+    contrib op: one refusal naming all three, worded as for com.microsoft."""
+    from onnx import TensorProto
+
+    from migx_explore.compiler.errors import ImportError_
+
+    nodes = [
+        helper.make_node("Scaler", ["x"], ["s"], domain="ai.onnx.ml", name="scaler", offset=[0.0] * 4, scale=[1.0] * 4),
+        helper.make_node(
+            "LinearClassifier",
+            ["s"],
+            ["label", "prob"],
+            domain="ai.onnx.ml",
+            name="clf",
+            classlabels_ints=[0, 1],
+            coefficients=[0.1] * 8,
+            intercepts=[0.0, 0.0],
+        ),
+        helper.make_node("FastGelu", ["prob"], ["y"], domain="com.microsoft", name="gelu_like"),
+    ]
+    g = helper.make_graph(
+        nodes,
+        "g",
+        [vi("x", TensorProto.FLOAT, [1, 4])],
+        [vi("label", TensorProto.INT64, [1]), vi("y", TensorProto.FLOAT, [1, 2])],
+    )
+    ops = [helper.make_opsetid("", 18), helper.make_opsetid("ai.onnx.ml", 3), helper.make_opsetid("com.microsoft", 1)]
+    model = helper.make_model(g, opset_imports=ops, ir_version=9)
+    with pytest.raises(ImportError_) as e:
+        parse_onnx(model)
+    msg = str(e.value)
+    assert "\n" not in msg
+    for op in ("ai.onnx.ml.Scaler (node scaler)", "ai.onnx.ml.LinearClassifier (node clf)"):
+        assert op in msg
+    assert "migx-explore onnx --list" in msg
