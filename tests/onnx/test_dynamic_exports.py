@@ -93,3 +93,27 @@ def test_builtin_resnet18_takes_a_batch_range():
     program = load("resnet18", input=[(1, 2), 3, 224, 224])
     out = program.main.output_shapes()[0]
     assert str(out) == "dynamic, float32, {[1..2], 1000}"
+
+
+def _ort_greedy(model, prompt, steps):
+    import onnxruntime as ort
+
+    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    kv = np.zeros((1, 2, 0, 8), np.float32)
+    past_k, past_v, ids, tokens = kv, kv, np.asarray([prompt], np.int64), []
+    for _ in range(steps):
+        logits, past_k, past_v = sess.run(None, {"input_ids": ids, "past_key": past_k, "past_value": past_v})
+        tokens.append(int(logits[0, -1].argmax()))
+        ids = np.asarray([[tokens[-1]]], np.int64)
+    return tokens
+
+
+def test_generate_on_the_dynamo_style_decoder_matches_onnxruntime():
+    """generate makes bucket programs from the dynamic import: the Range to P + T, the mask's
+    ConstantOfShape / Expand span the bucket (the causal mask hides the rows past P + T)."""
+    from migx_explore.decode import generate
+
+    model = kv_decoder()
+    prompt = [3, 5, 7]
+    ours = generate(model, prompt, 8, target="ref", max_len=32)
+    assert list(ours.tokens) == _ort_greedy(model, prompt, 8)
