@@ -157,9 +157,7 @@ def test_invalid_model_refused_naming_the_node(name):
         assert ort_refuses(m), "the case is meant to be one ONNX Runtime refuses at load"
 
 
-@pytest.mark.parametrize(
-    "name", ["conv kernel_shape -1", "gather out of range (constant data)", "opset 1"]
-)
+@pytest.mark.parametrize("name", ["conv kernel_shape -1", "gather out of range (constant data)", "opset 1"])
 def test_cli_exit_2_one_line(name, tmp_path, capsys):
     path = tmp_path / "m.onnx"
     onnx.save(CASES[name][0], path)

@@ -246,9 +246,7 @@ def _lens(vi: onnx.ValueInfoProto) -> list[int]:
 
 
 def _where(ctx: NodeContext, cond: Instruction, a: Instruction, b: Instruction) -> Instruction:
-    return ctx.add(
-        "where", [ctx.broadcast_to(ctx.add("reshape", [cond], dims=[1] * a.shape.ndim or [1]), a), a, b]
-    )
+    return ctx.add("where", [ctx.broadcast_to(ctx.add("reshape", [cond], dims=[1] * a.shape.ndim or [1]), a), a, b])
 
 
 def _unroll_scan(

@@ -166,11 +166,14 @@ def parse_slice(ctx: NodeContext, args: Args) -> Result:
 def _runtime_slice(ctx, x, args, axes, steps, starts, ends):
     """Slice whose bounds (or sliced axes) follow the dynamic dims: slice_with_bounds, its output
     range found at both ends of the range."""
+
     def at(value, e):
         return value[0] if value[1] is None else value[1][0 if e == "min" else 1]
 
     lo, hi = (slice_lens(lens_at(x.shape, e), axes, at(starts, e), at(ends, e), steps) for e in ("min", "max"))
-    bounds = [a if v[1] is not None else ctx.literal(np.asarray(v[0], np.int64)) for a, v in zip(args[1:3], (starts, ends))]
+    bounds = [
+        a if v[1] is not None else ctx.literal(np.asarray(v[0], np.int64)) for a, v in zip(args[1:3], (starts, ends))
+    ]
     out = dyn_range_shape(x.shape.type, lo, hi)
     return ctx.add("slice_with_bounds", [x, *bounds], axes=list(axes), steps=list(steps), output_shape=out)
 

@@ -67,7 +67,9 @@ def validate_imported(model: onnx.ModelProto, output_shapes: list, check_outputs
     check_node_operands(model.graph, shapes, types, _default_opset(model))
     if check_outputs and (mismatches := check_declared_outputs(model, output_shapes)):
         warnings.warn(
-            "; ".join(mismatches) + "; using the computed shape" + ("s" if len(mismatches) > 1 else "")
+            "; ".join(mismatches)
+            + "; using the computed shape"
+            + ("s" if len(mismatches) > 1 else "")
             + " (ONNX Runtime runs such models, warning as here)",
             stacklevel=3,
         )

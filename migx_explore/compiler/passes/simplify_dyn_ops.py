@@ -1,11 +1,12 @@
 """simplify_dyn_ops (MIGraphX src/simplify_dyn_ops.cpp).
 
 Makes dynamic ops static where their inputs allow: a multi-input multibroadcast whose inputs are
-all static becomes `multibroadcast{out_lens}`; a runtime-shape op whose data input is static and whose
-value inputs are literals becomes its static form (reshape, multibroadcast, slice; ops/dynamic_values.py); `dimensions_of` a static shape becomes an int64
-literal of those dimensions when they are fixed, even in a dynamic shape (find_static_dimensions_of);
-and, last, a select_module gets as output shapes the ranges that cover its submodules' outputs, static
-where they all agree (simplify_select_module_output_shape). A no-op on programs without dynamic ops.
+all static becomes `multibroadcast{out_lens}`; a runtime-shape op whose data input is static and
+whose value inputs are literals becomes its static form (reshape, multibroadcast, slice;
+compiler/ops/dynamic_values.py); `dimensions_of` a static shape becomes an int64 literal of those
+dimensions when they are fixed, even in a dynamic shape (find_static_dimensions_of); and, last, a
+select_module gets as output shapes the ranges that cover its submodules' outputs, static where
+they all agree (simplify_select_module_output_shape). A no-op on programs without dynamic ops.
 """
 
 from __future__ import annotations

@@ -84,7 +84,7 @@ def _value(ins: Instruction) -> np.ndarray:
     return ins.literal.data if ins.is_literal() else np.asarray(eval_instruction(ins))
 
 
-def _copy_static(module: Module, sub: Module, axes: dict[str, int], size: int) -> list[Instruction]:
+def copy_static(module: Module, sub: Module, axes: dict[str, int], size: int) -> list[Instruction]:
     """Copy the body with static params. Shape computations are folded to literals as they are
     copied (simplify_dyn_ops's dimensions_of and constant rules, applied here so that every copied
     shape rule, e.g. a `range` whose length follows P, sees static inputs)."""
@@ -156,7 +156,7 @@ class SplitSingleDynDim(Pass):
         subs = []
         for size in bucket_sizes(dim.min, dim.max, self.buckets):
             sub = ctx.create_module(f"dim_{size}" if module.name == "main" else f"{module.name}:dim_{size}")
-            sub.add_return(_copy_static(module, sub, axes, size))
+            sub.add_return(copy_static(module, sub, axes, size))
             subs.append(sub)
         params = sorted(module.params(), key=lambda p: p.param_name)
         outs = module.output_instructions()
