@@ -69,9 +69,8 @@ def _perf_buckets(program, label, feed, options, modes, args) -> int:
     buckets = "pow2" if dim.max - dim.min + 1 > 8 else ""
     with BucketedProgram(program, options, buckets=buckets) as bucketed:
         sizes = [bucketed.size_of(feed)] if feed else sorted(bucketed.programs)
-        print(
-            f"{label}: {len(bucketed.programs)} programs, one per size of the dynamic dim {dim} ({buckets or 'every size'})"
-        )
+        how = buckets or "every size"
+        print(f"{label}: {len(bucketed.programs)} programs, one per size of the dynamic dim {dim} ({how})")
         for size in sizes:
             compiled = bucketed.programs.get(size) or bucketed.for_inputs(feed)
             res = time_program(
