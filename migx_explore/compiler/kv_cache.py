@@ -72,7 +72,7 @@ def kv_cache_bucket(program: Program, bucket: int, max_len: int, return_cache: b
     caches: dict[str, Instruction] = {}
     written: dict[int, Instruction] = {}  # concat id -> the in-place write (for return_cache)
     past_len = None
-    probe = _BucketProbe(main, pasts, bucket)
+    probe = _BucketProbe(main, pasts, bucket, env)
     for ins in main:
         if ins.is_param():
             name = ins.param_name
@@ -98,7 +98,9 @@ def kv_cache_bucket(program: Program, bucket: int, max_len: int, return_cache: b
                 f"{next(i.param_name for i in ins.inputs if i.is_param())} other than through "
                 "Shape or a Concat with the new entries"
             )
-        elif _total_length_shaped(ins):
+        elif _total_length_shaped(ins) and not (
+            ins.name == "range" and all(env[i.id].is_literal() for i in ins.inputs)
+        ):
             env[ins.id] = _at_bucket(m, ins, env, probe)
         else:
             args = [env[i.id] for i in ins.inputs]
@@ -136,7 +138,8 @@ class _BucketProbe:
     Concat appends), so that P + T, the length attention runs over, is the bucket. Rows past the
     runtime P + T are hidden by the model's causal mask, as the cache's stale rows are."""
 
-    def __init__(self, main, pasts: dict[str, int], bucket: int):
+    def __init__(self, main, pasts: dict[str, int], bucket: int, env: dict[int, Instruction]):
+        self.env = env  # the bucket program so far: its static shapes and literals
         self.memo: dict[int, np.ndarray] = {}
         self.lens: dict[str, list[int]] = {}
         for ins in main:
@@ -151,11 +154,17 @@ class _BucketProbe:
         from .ref import run_instruction
 
         if ins.id not in self.memo:
-            if ins.is_literal():
-                v = ins.literal.data
-            elif ins.name == "dimensions_of" and ins.inputs[0].is_param():
+            done = self.env.get(ins.id)
+            if ins.is_literal() or (done is not None and done.is_literal()):
+                v = (ins if ins.is_literal() else done).literal.data
+            elif ins.name == "dimensions_of":
                 x = ins.inputs[0]
-                lens = self.lens.get(x.param_name) or list(x.shape.lens)
+                if x.is_param() and x.param_name in self.lens:
+                    lens = self.lens[x.param_name]
+                elif x.id in self.env and not self.env[x.id].shape.dynamic_shape:
+                    lens = list(self.env[x.id].shape.lens)  # e.g. the present: the bucket's view
+                else:
+                    raise MigxError(f"kv_cache_bucket: dimensions_of (#{ins.id}) of a dynamic value")
                 v = np.asarray(lens[slice(ins.op["start"], ins.op["end"])], np.int64)
             elif ins.is_param() or ins.is_builtin() or ins.op.spec.compute is None:
                 raise MigxError(f"kv_cache_bucket: {ins.name} (#{ins.id}) sets a shape from input data")
