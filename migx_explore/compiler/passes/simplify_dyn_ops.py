@@ -19,8 +19,8 @@ import numpy as np
 from ..ir import Instruction, Module
 from ..op import Op
 from ..ops.dynamic_values import DYNAMIC_VALUE_OPS, static_form
+from ..pass_infra import Pass
 from ..shape import Shape
-from .base import Pass
 
 
 def _range(s: Shape) -> list[tuple[int, int]]:

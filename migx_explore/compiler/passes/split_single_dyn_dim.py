@@ -23,8 +23,8 @@ import numpy as np
 from ..ir import Instruction, Module
 from ..op import Op
 from ..ops.dynamic_values import DYNAMIC_VALUE_OPS, static_form
+from ..pass_infra import Pass
 from ..shape import DynDim, Shape
-from .base import Pass
 
 
 def single_dyn_dim(module: Module) -> tuple[DynDim, dict[str, int]] | None:
