@@ -58,10 +58,9 @@ def run(args: argparse.Namespace) -> int:
 def _perf_buckets(program, label, feed, options, modes, args) -> int:
     """A dynamic dimension: one compiled program and graph per size (pow2 buckets past 8 sizes),
     each timed; with --inputs only the size the feed selects."""
+    from migx_explore.compiler.passes.split_single_dyn_dim import single_dyn_dim
     from migx_explore.gpu.buckets import BucketedProgram
     from migx_explore.gpu.timing import time_program
-
-    from ..compiler.passes.split_single_dyn_dim import single_dyn_dim
 
     dim, _ = single_dyn_dim(program.main) or (None, None)
     if dim is None:

@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 from onnx import TensorProto, helper
 
-from migx_explore.compiler import evaluate, print_program
+from migx_explore.compiler import evaluate, parse, print_program
 from migx_explore.compiler.onnx import ConstantInputRequired, parse_onnx
 from migx_explore.compiler.ops.dynamic_values import DYNAMIC_VALUE_OPS
-from migx_explore.compiler.passes import PassManager
+from migx_explore.compiler.pass_infra import PassManager
 from migx_explore.gpu.pipelines import gpu_pipelines
 from tests.dynamic_exports import cnn_feed, decoder_feed, dyn_batch_cnn, kv_decoder
 from tests.onnx.onnx_util import make_model, run_ort, vi
@@ -66,6 +66,7 @@ def test_kv_decoder_shape_chains_stay_symbolic_and_match_onnxruntime(dims, sizes
     # Slice of the position table by Shape-derived bounds, Reshape of the heads, the mask's
     # ConstantOfShape and Expand to [batch, 1, seq, total]: none refused, none frozen at the max.
     assert {"dimensions_of", "slice_with_bounds", "fill_with_dims", "broadcast_with_dims"} <= names
+    assert parse(print_program(program, full=True)) == program  # the ops' output ranges round-trip
     for past, new in sizes:
         _close(evaluate(program, decoder_feed(past, new)), run_ort(model, decoder_feed(past, new)))
     subs = _dynamic_shapes(program)

@@ -73,7 +73,7 @@ def _rms_norm(ctx, x, gamma, eps: float, axis: int = -1):
     return ctx.add_common("mul", ctx.add_common("mul", x, inv), gamma), inv
 
 
-def _layer_norm(ctx, x, gamma, beta, eps: float):
+def layer_norm(ctx, x, gamma, beta, eps: float):
     node = helper.make_node(
         "LayerNormalization",
         ["x", "g"] + (["b"] if beta is not None else []),
@@ -99,7 +99,7 @@ def _skip_sum(ctx, args, bias_index: int):
 @register("SkipLayerNormalization", msft=True)
 def parse_skip_layer_norm(ctx: NodeContext, args: Args) -> Result:
     s = _skip_sum(ctx, args, 4)
-    y, mean, inv = _layer_norm(ctx, s, args[2], _opt(args, 3), float(ctx.attr("epsilon", 1e-12)))
+    y, mean, inv = layer_norm(ctx, s, args[2], _opt(args, 3), float(ctx.attr("epsilon", 1e-12)))
     return [y, mean, inv, s]
 
 

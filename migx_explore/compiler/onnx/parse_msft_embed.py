@@ -15,12 +15,16 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .parse_msft import _layer_norm, _opt
+from .parse_msft import layer_norm
 from .registry import register
 
 if TYPE_CHECKING:  # pragma: no cover
     from .context import NodeContext
     from .registry import Args, Result
+
+
+def _opt(args, i):
+    return args[i] if len(args) > i else None
 
 
 def _table_rows(ctx, table, ids):
@@ -44,7 +48,7 @@ def parse_embed_layer_norm(ctx: NodeContext, args: Args) -> Result:
     total = ctx.add_common("add", total, pos)
     if segment_ids is not None and segment is not None:
         total = ctx.add_common("add", total, _table_rows(ctx, segment, segment_ids))
-    y, _, _ = _layer_norm(ctx, total, gamma, beta, float(ctx.attr("epsilon", 1e-12)))
+    y, _, _ = layer_norm(ctx, total, gamma, beta, float(ctx.attr("epsilon", 1e-12)))
     if int(ctx.attr("mask_index_type", 1)) == 0:
         mask_index = None
     elif mask is None:
