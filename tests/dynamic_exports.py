@@ -2,7 +2,8 @@
 
 * `dyn_batch_cnn`: what torch.onnx writes for a small ResNet with
   `dynamic_axes={"input": {0: "batch_size"}}`: Conv with bias, BatchNormalization, residual Add,
-  MaxPool, GlobalAveragePool, a Shape -> Gather -> Unsqueeze -> Concat -> Reshape flatten, Gemm.
+  MaxPool, an EfficientNet-style squeeze-excite gate, GlobalAveragePool, a Shape -> Gather ->
+  Unsqueeze -> Concat -> Reshape flatten, Gemm.
 * `kv_decoder`: a dynamo-exporter-style decoder layer with the KV cache as inputs and outputs
   (`past_sequence_length`, `sequence_length`, `batch_size` symbolic): Shape -> Gather -> Add ->
   Range (cache positions), Concat -> Reshape of the heads, Expand of a causal mask to
@@ -37,6 +38,8 @@ def dyn_batch_cnn(channels: int = 8, classes: int = 10, size: int = 16) -> onnx.
         init("bn.bias", _w(rng, c, scale=0.1)),
         init("bn.mean", _w(rng, c, scale=0.1)),
         init("bn.var", (1 + np.abs(_w(rng, c, scale=0.1))).astype(np.float32)),
+        init("se.w", _w(rng, c, c, 1, 1)),
+        init("se.b", _w(rng, c)),
         init("fc.w", _w(rng, classes, c)),
         init("fc.b", _w(rng, classes)),
     ]
@@ -50,7 +53,12 @@ def dyn_batch_cnn(channels: int = 8, classes: int = 10, size: int = 16) -> onnx.
         ),
         helper.make_node("Add", ["bn", "p1"], ["res"], name="/layer1/Add"),
         helper.make_node("Relu", ["res"], ["r2"], name="/layer1/Relu"),
-        helper.make_node("GlobalAveragePool", ["r2"], ["gap"], name="/GlobalAveragePool"),
+        # EfficientNet's squeeze-excite: [B, C, 1, 1] gates times [B, C, H, W], both dynamic
+        helper.make_node("GlobalAveragePool", ["r2"], ["se_in"], name="/se/GlobalAveragePool"),
+        helper.make_node("Conv", ["se_in", "se.w", "se.b"], ["se_c"], name="/se/Conv"),
+        helper.make_node("Sigmoid", ["se_c"], ["se_gate"], name="/se/Sigmoid"),
+        helper.make_node("Mul", ["r2", "se_gate"], ["r3"], name="/se/Mul"),
+        helper.make_node("GlobalAveragePool", ["r3"], ["gap"], name="/GlobalAveragePool"),
         # torch's flatten(1): Reshape(x, Concat(Unsqueeze(Gather(Shape(x), 0)), [-1]))
         helper.make_node("Shape", ["gap"], ["gap_shape"], name="/Shape"),
         const("zero", np.array(0, np.int64)),
