@@ -73,3 +73,27 @@ def test_embed_layer_norm_compiles_for_the_gpu_target():
     trace = check_pipelines(parse_onnx(model), _feed(True, True, False), backend=True)
     lowered = {i.name for i in trace.final.to_program().main}
     assert "gpu::code_object" in lowered or "gpu::precompile_op" in lowered
+
+
+def test_skip_simplified_layer_norm_optional_outputs_match_onnxruntime():
+    """All four outputs: output, mean (zeros: an RMS norm has none), inv_std_var, and the sum."""
+    node = helper.make_node(
+        "SkipSimplifiedLayerNormalization", ["x", "s", "g"], ["y", "mean", "inv", "sum"], domain="com.microsoft"
+    )
+    shape = [2, 3, H]
+    g = helper.make_graph(
+        [node],
+        "g",
+        [vi("x", F, shape), vi("s", F, shape)],
+        [vi("y", F, shape), vi("mean", F, [2, 3, 1]), vi("inv", F, [2, 3, 1]), vi("sum", F, shape)],
+        [init("g", np.linspace(0.5, 1.5, H, dtype=np.float32))],
+    )
+    model = helper.make_model(
+        g, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("com.microsoft", 1)], ir_version=9
+    )
+    rng = np.random.default_rng(2)
+    feed = {"x": rng.standard_normal(shape).astype(np.float32), "s": rng.standard_normal(shape).astype(np.float32)}
+    ours, ref = evaluate(parse_onnx(model), feed), run_ort(model, feed)
+    for a, b in zip(ours, ref):
+        assert a.shape == b.shape
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)

@@ -107,7 +107,11 @@ def parse_skip_layer_norm(ctx: NodeContext, args: Args) -> Result:
 def parse_skip_simplified_layer_norm(ctx: NodeContext, args: Args) -> Result:
     s = _skip_sum(ctx, args, 3)
     y, inv = _rms_norm(ctx, s, args[2], float(ctx.attr("epsilon", 1e-12)))
-    return [y, None, inv, s]
+    # The mean output: an RMS norm subtracts none, and ORT returns zeros of inv_std_var's shape.
+    mean = (
+        ctx.add("contiguous", [ctx.scalar_like(0.0, inv)]) if len(ctx.node.output) > 1 and ctx.node.output[1] else None
+    )
+    return [y, mean, inv, s]
 
 
 # --- attention ------------------------------------------------------------------------------------
