@@ -97,3 +97,28 @@ def test_skip_simplified_layer_norm_optional_outputs_match_onnxruntime():
     for a, b in zip(ours, ref):
         assert a.shape == b.shape
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize(("bits", "zero_points"), [(4, False), (4, True), (8, True)])
+def test_gather_block_quantized_matches_onnxruntime(bits, zero_points):
+    """A quantized embedding table (com.microsoft.GatherBlockQuantized) looked up by 2-D ids."""
+    rng = np.random.default_rng(bits)
+    n, k, block = 6, 64, 16
+    data = rng.integers(0, 256, (n, k * bits // 8)).astype(np.uint8)
+    scales = rng.uniform(0.01, 0.1, (n, k // block)).astype(np.float32)
+    inits = [init("d", data), init("s", scales)]
+    names = ["d", "ids", "s"]
+    if zero_points:
+        z = rng.integers(0, 1 << bits, (n, k // block)).astype(np.uint8)
+        inits.append(init("z", (z[:, 0::2] | (z[:, 1::2] << 4)).astype(np.uint8) if bits == 4 else z))
+        names.append("z")
+    node = helper.make_node(
+        "GatherBlockQuantized", names, ["y"], domain="com.microsoft", block_size=block, bits=bits, quantize_axis=1
+    )
+    g = helper.make_graph([node], "g", [vi("ids", TensorProto.INT64, [2, 3])], [vi("y", F, [2, 3, k])], inits)
+    model = helper.make_model(
+        g, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("com.microsoft", 1)], ir_version=9
+    )
+    feed = {"ids": np.array([[5, 0, 3], [1, 1, 2]], np.int64)}
+    ours, ref = evaluate(parse_onnx(model), feed), run_ort(model, feed)
+    np.testing.assert_allclose(ours[0], ref[0], rtol=1e-5, atol=1e-5)

@@ -1,4 +1,4 @@
-"""ONNX Runtime's com.microsoft EmbedLayerNormalization, what its transformers optimizer
+"""ONNX Runtime's com.microsoft embedding ops. EmbedLayerNormalization, what its transformers optimizer
 (`optimize_model(model_type="bert")`) fuses a BERT's embeddings into, decomposed into plain IR:
 
     embedding_sum = word[input_ids] + position[position_ids or 0..S-1] (+ segment[segment_ids])
@@ -7,6 +7,8 @@
 
 Inputs: input_ids, segment_ids?, word_embedding, position_embedding, segment_embedding?, gamma,
 beta, mask?, position_ids?; outputs: output, mask_index, embedding_sum?.
+
+GatherBlockQuantized (a block-quantized embedding table) is dequantized at import, then gathered.
 """
 
 from __future__ import annotations
@@ -57,3 +59,40 @@ def parse_embed_layer_norm(ctx: NodeContext, args: Args) -> Result:
         summed = ctx.add("reduce_sum", [ctx.convert(mask, "int32")], axes=[1])
         mask_index = ctx.add("squeeze", [summed], axes=[1])
     return [y, mask_index, total]
+
+
+def _unpack4(a: np.ndarray) -> np.ndarray:
+    """uint8 holding two 4-bit values along the last axis, low nibble first."""
+    return np.stack([a & 15, a >> 4], -1).reshape(*a.shape[:-1], a.shape[-1] * 2)
+
+
+@register("GatherBlockQuantized", msft=True)
+def parse_gather_block_quantized(ctx: NodeContext, args: Args) -> Result:
+    """com.microsoft.GatherBlockQuantized (a quantized embedding table, as ORT's quantizers and
+    model builder write it): Gather from `data` dequantized per block of `block_size` along its
+    last axis, (q - zero_point) * scale; uint8 data holds 4-bit values in pairs (low nibble
+    first) or 8-bit ones; the zero point defaults to 2^(bits-1). The table is a constant, so it is
+    dequantized at import into a literal and the lookup is a plain gather."""
+    data = ctx.need_const(args[0], "data")
+    scales = ctx.need_const(args[2], "scales")
+    zp = ctx.need_const(args[3], "zero_points") if _opt(args, 3) is not None else None
+    bits, block = int(ctx.attr("bits", 4)), int(ctx.attr("block_size", 128))
+    gather_axis, quantize_axis = int(ctx.attr("gather_axis", 0)), int(ctx.attr("quantize_axis", 1))
+    if data.dtype != np.uint8 or bits not in (4, 8):
+        raise ctx.error(f"data of type {data.dtype} with bits={bits}: uint8 data with bits 4 or 8 is supported")
+    if quantize_axis % data.ndim != data.ndim - 1:
+        raise ctx.bad_attr("quantize_axis", f"{quantize_axis}: only the last axis of the data is supported")
+    q = (_unpack4(data) if bits == 4 else data).astype(np.int64)
+    k = q.shape[-1]
+    ctx.check_size(q.shape, scales.dtype.itemsize)
+    if zp is None:
+        zero = np.full(scales.shape, 1 << (bits - 1), np.int64)
+    else:
+        zero = (_unpack4(zp) if bits == 4 else zp).astype(np.int64)[..., : scales.shape[-1]]
+    if scales.shape[-1] * block < k or zero.shape != scales.shape:
+        raise ctx.error(
+            f"scales {list(scales.shape)} / zero points do not cover data of {k} values per row in blocks of {block}"
+        )
+    per_value = np.repeat(scales, block, axis=-1)[..., :k]
+    table = (q - np.repeat(zero, block, axis=-1)[..., :k]) * per_value
+    return ctx.add("gather", [ctx.literal(table.astype(scales.dtype)), args[1]], axis=gather_axis)
