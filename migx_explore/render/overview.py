@@ -16,6 +16,7 @@ from collections.abc import Collection, Mapping
 
 from migx_explore.compiler.snapshot import ProgramSnapshot, SnapshotDiff
 
+from ..scopes import auto_opened
 from . import style as S
 from .model import DisplayEdge, DisplayGraph, DisplayGroup, DisplayNode, _shape_info
 from .scoped import GROUP_NODE_PREFIX, SCOPE_GROUP_PREFIX, safe_part
@@ -60,7 +61,7 @@ def scope_overview(
         recs.setdefault(r.id, r)
     order = [r.id for r in main_a.instrs] + [r.id for r in main_b.instrs if r.id in d.removed]
     counted = set(region) if region else None
-    opened = set(expanded) | _single_chain(order, scopes)
+    opened = set(expanded) | auto_opened(scopes.get(i, "") for i in order)
     while True:
         keys = {i: _key(scopes.get(i, ""), opened) for i in order}
         drawn = {k for k, own in keys.values() if not own} | {i for i, (_, own) in keys.items() if own}
@@ -151,26 +152,6 @@ def scope_overview(
     return DisplayGraph(nodes, edges, groups, title)
 
 
-def _single_chain(order: list[int], scopes: Mapping[int, str]) -> set[str]:
-    """The scopes opened by themselves: while the drawing would be one box (every instruction
-    under `/bert`), that box opens."""
-    opened: set[str] = set()
-    prefix: list[str] = []
-    all_parts = [_parts(scopes.get(i, "")) for i in order]
-    while True:
-        k = len(prefix)
-        heads = {tuple(p[: k + 1]) for p in all_parts}
-        if len(heads) != 1:
-            return opened
-        head = next(iter(heads))
-        if len(head) <= k:
-            return opened
-        prefix = list(head)
-        if all(len(p) == len(prefix) for p in all_parts):  # a leaf: nothing below to show
-            return opened
-        opened.add("/".join(prefix))
-
-
 def _status(i: int, d: SnapshotDiff) -> str | None:
     if i in d.added:
         return S.ADDED
@@ -184,7 +165,7 @@ def _status(i: int, d: SnapshotDiff) -> str | None:
 def _groups(scope: str, groups: dict[str, DisplayGroup]) -> tuple[str, ...]:
     parts = _parts(scope)
     path: list[str] = []
-    for k, part in enumerate(parts):
+    for k in range(len(parts)):
         name = SCOPE_GROUP_PREFIX + "_".join(safe_part(p) for p in parts[: k + 1])
         if name not in groups:
             groups[name] = DisplayGroup(name, "/" + "/".join(parts[: k + 1]), tuple(path), S.OTHER, module="main")

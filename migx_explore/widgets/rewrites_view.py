@@ -26,8 +26,7 @@ def summary_html(path: str, rows: Sequence[RewriteRow], regions: Sequence[Region
     touched = sum(len(r.ids) for r in rows)
     return (
         f"<b>{html.escape(path)}</b>: {len(rows)} rewrite{'s' if len(rows) != 1 else ''} over {touched} "
-        f"instructions, in {len(regions)} region{'s' if len(regions) != 1 else ''}. Click a row to draw one of "
-        "its instances; ◀ ▶ step through them."
+        f"instructions, in {len(regions)} region{'s' if len(regions) != 1 else ''}"
     )
 
 
@@ -67,13 +66,23 @@ class RewritesPanel:
         )
         self.label = W.HTML("", _dom_classes=["migx-instance-label"])
         self.where_box = W.HBox([], _dom_classes=["migx-instance-where"], layout=W.Layout(flex_flow="row wrap"))
+        self.scopes = W.Dropdown(
+            options=[],
+            tooltip="jump to an instance in this scope",
+            layout=W.Layout(width="auto", max_width="22em"),
+            _dom_classes=["migx-instance-scopes"],
+        )
+        self._quiet = False
+        self.scopes.observe(
+            errors.guard(lambda c: self._quiet or self.jump(c["new"] or ""), "jump to a scope"), "value"
+        )
         self.bar = W.HBox(
-            [self.prev, self.label, self.next],
+            [self.prev, self.label, self.next, self.where_box],
             _dom_classes=["migx-instance-bar"],
             layout=W.Layout(align_items="center"),
         )
         self.widget = W.VBox(
-            [W.HBox([self.heading, self.graph_button]), self.rows_box, self.note, self.bar, self.where_box],
+            [W.HBox([self.heading, self.graph_button]), self.rows_box, self.note, self.bar],
             _dom_classes=["migx-pane", "migx-rewrites"],
             layout=W.Layout(width="100%"),
         )
@@ -108,8 +117,11 @@ class RewritesPanel:
         self._buttons = buttons
         self.rows_box.children = buttons
         more = len(self._rows) - MAX_ROWS
-        self.note.value = f"<i>… {more} more rows (pass_changes.rewrites(session))</i>" if more > 0 else ""
+        self._more = f"<i>… {more} more rows (pass_changes.rewrites(session))</i>" if more > 0 else ""
+        self.note.value = self._more
         self._describe()
+
+    _more = ""
 
     def step(self, k: int) -> tuple[int, ...]:
         """Row k's click: its first instance (the row shown stays on its instance; ◀ ▶ step);
@@ -148,43 +160,32 @@ class RewritesPanel:
         if v is None or not self._rows:
             self.label.value = ""
             self.where_box.children = ()
-            self.bar.layout.display = self.where_box.layout.display = "none"
+            self.bar.layout.display = "none"
             return
-        self.bar.layout.display = self.where_box.layout.display = None
+        self.bar.layout.display = None
         for k, b in enumerate(self._buttons):
             cls = [c for c in b._dom_classes if c != "migx-rewrite-selected"]
             b._dom_classes = tuple(cls + (["migx-rewrite-selected"] if k == v.row else []))
         row = self._rows[v.row]
         places = v.places()
         alike = places.alike()
-        self.label.value = f"<b>{html.escape(row.label)}</b>: {html.escape(v.describe())}" + (
+        self.label.value = html.escape(v.describe()) + (
             f" · <span class='migx-instance-alike'>{html.escape(alike)}</span>" if alike else ""
         )
-        self.note.value = f"<i>{html.escape(row.label)}: {html.escape(v.describe())}</i>"
+        self.note.value = self._more
         self.prev.disabled = self.next.disabled = row.count <= 1
-        kids = [
-            W.HTML(
-                html.escape(places.where(0).split(":")[0] + ("" if len(places.by_scope) == 1 else ":")),
-                _dom_classes=["migx-instance-count"],
-            )
-        ]
+        count = places.where(0).split(":")[0]
+        kids = [W.HTML(html.escape(count), _dom_classes=["migx-instance-count"])]
         if len(places.by_scope) > 1:
-            for scope, count, _first in places.by_scope[:WHERE_BUTTONS]:
-                b = W.Button(
-                    description=f"/{scope} × {count}" if scope else f"(top) × {count}",
-                    tooltip=f"jump to an instance in /{scope}",
-                    layout=W.Layout(width="auto"),
-                    _dom_classes=["migx-instance-scope"] + (["migx-current"] if scope == v.scope() else []),
-                )
-                b.on_click(self._errors.guard(lambda _b, s=scope: self.jump(s), "jump to a scope"))
-                kids.append(b)
-            more = len(places.by_scope) - WHERE_BUTTONS
-            if more > 0:
-                kids.append(W.HTML(f"… {more} more scopes", _dom_classes=["migx-instance-more"]))
+            # one compact control (the pane's height is for the drawing): pick a scope to jump there
+            self._quiet = True
+            try:
+                self.scopes.options = [(f"/{sc} × {c}" if sc else f"(top) × {c}", sc) for sc, c, _ in places.by_scope]
+                self.scopes.value = v.scope() if v.scope() in {sc for sc, _, _ in places.by_scope} else None
+            finally:
+                self._quiet = False
+            kids.append(self.scopes)
         self.where_box.children = kids
-
-
-WHERE_BUTTONS = 6  # scopes offered as buttons in a row's where line
 
 
 class RegionBar:
@@ -254,4 +255,4 @@ class RegionBar:
         return html.unescape(self.label.value)
 
 
-__all__ = ["MAX_ROWS", "WHERE_BUTTONS", "RegionBar", "RewritesPanel", "region_of", "summary_html"]
+__all__ = ["MAX_ROWS", "RegionBar", "RewritesPanel", "region_of", "summary_html"]

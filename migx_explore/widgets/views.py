@@ -11,9 +11,10 @@ import html
 from typing import Any
 
 from .. import pass_changes
-from ..instances import InstanceView
+from ..instances import InstanceView, scope_badges
 from ..render.model import Clusters
 from ..render.pane_layout import DEFAULT_PANE
+from ..scopes import auto_opened
 from ..session import Session
 from . import content, queries
 from ._common import ErrorBox, widgets
@@ -22,6 +23,7 @@ from .dom_tools import ClickableSvg
 from .draw_thread import DrawThread
 from .graph_view import GraphView
 from .rewrites_view import RegionBar, RewritesPanel, region_of
+from .scope_tree import ScopeTree
 
 # The views a step may switch between by itself: the rewrite summary for a pass whose change
 # cannot be read as one region, the region's drawing otherwise. Any other view the user picked
@@ -39,6 +41,10 @@ VIEW_CLASSES = {
     "text": "migx-text-diff",
     "metrics": "migx-metrics",
 }
+
+
+def _has_instance_in(v: InstanceView, row: int, scope: str) -> bool:
+    return any(s == scope or s.startswith(scope + "/") for s in v.places(row).scopes)
 
 
 def _in_kernel() -> bool:
@@ -128,6 +134,7 @@ class Views(CompareMixin):
         )
         self.stats = W.HTML("", _dom_classes=["migx-stats"])
         self.warnings = W.HTML("", _dom_classes=["migx-warnings"])
+        self.scope_tree = ScopeTree(errors, self.scope_clicked)
         self.rewrites = RewritesPanel(errors, self._show_instance, self._instance_moved)
         self.busy = W.HTML("<i>drawing…</i>", _dom_classes=["migx-busy"], layout=W.Layout(display="none"))
         self.region_bar = RegionBar(errors, lambda _k: self._quiet or self._show_selected())
@@ -207,11 +214,15 @@ class Views(CompareMixin):
         self._pass_regions = self._bar_source = regions
         rows = pass_changes.rewrites(session) if rec.changed else []
         view = None
+        sb, sa = pass_changes.scopes(session)
+        scopes = {**sb, **sa}
         if rows:
-            sb, sa = pass_changes.scopes(session)
             before, after = session.snapshots()
-            view = InstanceView(rows, before, after, {**sb, **sa})
+            view = InstanceView(rows, before, after, scopes)
         self.rewrites.show(rec.path, rows, regions, view)
+        self._tree_scopes = list(dict.fromkeys(sa.values()))
+        self._tree_badges = scope_badges(rows, scopes)
+        self._show_tree()
         if self.select.value in AUTO_VIEWS and self._auto_view:
             want = "rewrites" if rec.changed and not self._region_reads(session, regions) else "diff"
             if self.select.value != want:
@@ -243,6 +254,38 @@ class Views(CompareMixin):
         self._show_selected()
 
     _programmatic = False
+
+    def _show_tree(self) -> None:
+        opened = self.open_scopes | auto_opened(self._tree_scopes)
+        self.scope_tree.show(self._tree_scopes, opened, self._tree_badges, self._rec.path if self._rec else "")
+
+    def scope_clicked(self, scope: str) -> None:
+        """A scope tree click: open or close the scope (in the tree and the scope overview); in
+        the Rewrites view also show an instance inside it."""
+        if scope in self.open_scopes:
+            self.open_scopes.discard(scope)
+        elif any(s.startswith(scope + "/") for s in self._tree_scopes):
+            self.open_scopes.add(scope)
+        self._show_tree()
+        v = self.rewrites.view
+        if self.select.value == "rewrites" and v is not None:
+            inside = v.scope() == scope or v.scope().startswith(scope + "/")
+            if not inside and not _has_instance_in(v, v.row, scope):
+                k = next((r for r in range(len(v.rows)) if _has_instance_in(v, r, scope)), None)
+                if k is not None:
+                    v.pick(k, 0)
+            if not inside:
+                v.jump(scope)
+            self.rewrites.refresh()
+            self._show_selected()
+        elif self.select.value == "diff":
+            if self.region_bar.current is not None:
+                self._show_instance(())  # the overview is where scopes open
+            else:
+                self._show_selected()
+
+    _tree_scopes: list = []
+    _tree_badges: dict = {}
 
     def _instance_moved(self) -> None:
         """The instance bar moved: draw the instance in the Rewrites view."""
