@@ -194,7 +194,8 @@ def _open_rewrites(page, ex, timeout_s: float) -> None:
         return
     ex.locator(".migx-view-select button", has_text="Rewrites").first.click()
     page.wait_for_function(
-        "r => { const x = r.querySelector('.migx-rewrites'); return x && x.offsetParent && x.querySelector('.migx-rewrite-row'); }",
+        "r => { const x = r.querySelector('.migx-rewrites');"
+        " return x && x.offsetParent && x.querySelector('.migx-rewrite-row'); }",
         arg=ex.element_handle(),
         timeout=timeout_s * 1000,
     )

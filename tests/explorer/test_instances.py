@@ -75,6 +75,7 @@ def test_instances_differing_in_shape_are_not_alike(bert):
     ],
 )
 def test_every_rows_first_instance_draws_small_before_and_after(bert, path):
+    path = f"backend.{path}"
     rec = bert.trace.find(path)
     v = _view(bert, path)
     for k in range(len(v.rows)):
