@@ -20,7 +20,9 @@ from . import style as S
 from .model import DisplayEdge, DisplayGraph, DisplayGroup, DisplayNode, _op_info, _shape_info
 
 STUBS_PER_SIDE = 8  # context nodes per side; past it one "… N more" stub
-FOLD_OVER = 8  # a side with more instruction nodes than this folds its chains
+STUBS_BIG = 3  # the same for a side of more than 4 instructions (the instance itself needs the room)
+FOLD_OVER = 5  # a side with more instruction nodes than this folds its chains
+LIST_OVER = 10  # a side with more is drawn as one node listing its ops in program order
 ABSORBED_SHOWN = 6  # ops of a fused instruction listed one a line; past it, counted
 _ALLOC = ("allocate", "hip::allocate", "load", "hip::hip_allocate_memory", "hip::hip_copy_literal")
 
@@ -91,9 +93,9 @@ def instr_label(r: InstrRecord, snap: ProgramSnapshot) -> list[str]:
 
 
 def _stub_label(r: InstrRecord) -> str:
-    short, _ = _shape_info(r.shape)
+    # one short line: context says what the instance reads and feeds; its shape is in the tooltip
     name = r.op.attrs.get("name", "") if r.op.name == "@param" else ""
-    return f"{r.op.name} {name}".strip() + (f"\n{short}" if short else "")
+    return f"{r.op.name} {name}".strip()
 
 
 def _side(
@@ -106,12 +108,22 @@ def _side(
 ) -> DisplayGraph:
     recs, users, _module = _index(snap)
     ids = [i for i in ids if i in recs]
+    # Literals the rewrite made or consumed are counted in their reader's label, not drawn: a
+    # weight beside each op doubles the drawing and says nothing about the rewrite.
+    lits = [i for i in ids if recs[i].op.name == "@literal"]
+    if len(lits) < len(ids):
+        ids = [i for i in ids if recs[i].op.name != "@literal"]
+    if len(ids) > 4:
+        stub_limit = min(stub_limit, STUBS_BIG)
     inside = set(ids)
     panel = f"cluster_{prefix}panel"
     nodes: list[DisplayNode] = []
     edges: list[DisplayEdge] = []
     status = {i: S.ADDED if i in d.added else S.REMOVED if i in d.removed else S.CHANGED for i in ids}
-    folded = _fold_chains(ids, recs, users) if len(ids) > FOLD_OVER else {}
+    if len(ids) > LIST_OVER:  # too many to draw one by one at reading scale: one node lists them
+        folded = {ids[0]: list(ids)}
+    else:
+        folded = _fold_chains(ids, recs, users) if len(ids) > FOLD_OVER else {}
     head_of = {i: h for h, chain in folded.items() for i in chain}
     drawn: dict[int, str] = {}
     for i in ids:
@@ -125,7 +137,8 @@ def _side(
         if h in folded:
             chain = folded[h]
             ops = [recs[c].op.name for c in chain]
-            label = f"{len(chain)} ops in a chain:\n" + "\n".join(_wrap(ops))
+            what = "in a chain" if len(chain) < len(ids) or len(ids) <= LIST_OVER else "in program order"
+            label = f"{len(chain)} ops {what}:\n" + "\n".join(_wrap(ops))
             cat = S.category_of(recs[chain[-1]].op, recs[chain[-1]].op.name)
         else:
             lits = sum(1 for j in r.inputs if j in recs and recs[j].op.name == "@literal" and j not in inside)
@@ -165,7 +178,7 @@ def _side(
                 S.UNCHANGED,
                 "stub",
                 (),
-                f"#{j} {r.op.name} (context, unchanged)",
+                f"#{j} {r.op.name} -> {_shape_info(r.shape)[1]} (context, unchanged)",
             )
         )
         return name
@@ -191,8 +204,8 @@ def _side(
                 s = stub(u)
                 if s:
                     edge(drawn[i], s)
-    if extra:
-        nodes.append(DisplayNode(f"{prefix}more", f"… {extra} more", "more", S.SUMMARY, (panel,), kind="stub"))
+    if extra:  # said in the panel's title: a node for it would take a place in the layout
+        title = f"{title} (+{extra} neighbours not drawn)"
     if not ids:
         empty = "nothing: removed" if prefix == "a_" else "nothing: new"
         nodes.append(DisplayNode(f"{prefix}empty", empty, "empty", S.SUMMARY, (panel,), kind="stub"))
@@ -277,9 +290,14 @@ def render_instance(graph: DisplayGraph, pane: tuple[float, float], prefix: str 
     pane of this size (px)."""
     from .dot import DotOptions, render_svg
 
+    from .dot import to_dot
+
     best, best_scale = "", -1.0
     for rankdir in ("TB", "LR"):
-        svg = str(render_svg(graph, DotOptions(rankdir=rankdir, id_prefix=prefix, rank_hints=False)))
+        # tighter spacing than a whole graph's: a handful of nodes, and the pane's height is short
+        text = to_dot(graph, DotOptions(rankdir=rankdir, id_prefix=prefix, rank_hints=False))
+        text = text.replace('ranksep="0.3"', 'ranksep="0.18"').replace('nodesep="0.2"', 'nodesep="0.14"')
+        svg = str(render_svg(text, DotOptions(rankdir=rankdir, id_prefix=prefix, rank_hints=False)))
         scale = _fit_scale(svg, pane)
         if scale > best_scale:
             best, best_scale = svg, scale
@@ -290,4 +308,4 @@ def changed_ids(graph: DisplayGraph) -> Collection[int]:
     return [n.instr_id for n in graph.nodes if n.instr_id is not None]
 
 
-__all__ = ["FOLD_OVER", "STUBS_PER_SIDE", "changed_ids", "instance_graph", "instr_label", "render_instance"]
+__all__ = ["FOLD_OVER", "LIST_OVER", "STUBS_PER_SIDE", "changed_ids", "instance_graph", "instr_label", "render_instance"]

@@ -64,7 +64,7 @@ def test_the_explorer_opens_each_pass_on_a_region_or_the_summary_and_steps_regio
     svg = v.graph.svg
     drawn = {int(i) for i in re.findall(r"iid_(\d+)", " ".join(re.findall(CHANGED + r'[^"]*"', svg)))}
     assert drawn and drawn <= set(pass_changes.regions(ex.session)[0].ids)
-    assert ">before: what the rewrite consumed<" in svg and ">softmax<" in svg
+    assert ">before: what the rewrite consumed" in svg and ">softmax<" in svg
     assert "all 4 alike" in v.rewrites.label.value and "× 4 in 4 scopes" in v.rewrites.where_box.children[0].value
     v.rewrites.next.click()
     assert "instance 2 of 4 · /bert/encoder/layer.1/attention/self" in v.rewrites.label.value
