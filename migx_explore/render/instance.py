@@ -308,4 +308,12 @@ def changed_ids(graph: DisplayGraph) -> Collection[int]:
     return [n.instr_id for n in graph.nodes if n.instr_id is not None]
 
 
-__all__ = ["FOLD_OVER", "LIST_OVER", "STUBS_PER_SIDE", "changed_ids", "instance_graph", "instr_label", "render_instance"]
+__all__ = [
+    "FOLD_OVER",
+    "LIST_OVER",
+    "STUBS_PER_SIDE",
+    "changed_ids",
+    "instance_graph",
+    "instr_label",
+    "render_instance",
+]

@@ -1,8 +1,9 @@
-"""The rewrite-summary pane and the change-region bar (thin ipywidgets glue over rewrite_summary.py and
-regions.py).
+"""The rewrite-summary pane and the change-region bar (thin ipywidgets glue over rewrite_summary.py,
+instances.py and regions.py).
 
 RewritesPanel: one clickable row per rewrite (`{add, sigmoid, mul} → pointwise × 88`); a click
-shows the row's next instance in the graph (the region holding it), a button shows the graph.
+draws the row's first instance (Views draws it in the graph pane), ◀ ▶ step through its
+instances, the scope picker jumps to one in a scope; "Whole change" draws the pass's whole change.
 RegionBar: "◀ region 3 of 41 · /model.8/m.0 ▶" above the graph, stepping through regions.
 """
 

@@ -342,8 +342,10 @@ class Views(CompareMixin):
         self._show_selected()
 
     def reset_clusters(self) -> None:
-        """Back to the default (clusters on small programs only): a new model was loaded."""
+        """Back to the default (clusters on small programs only, no scope opened): a new model was
+        loaded."""
         self.clusters = Clusters()
+        self.open_scopes = set()
 
     def _cluster_requested(self, change: dict) -> None:
         req = change["new"] or {}
