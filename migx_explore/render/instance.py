@@ -288,9 +288,7 @@ def _fit_scale(svg: str, pane: tuple[float, float]) -> float:
 def render_instance(graph: DisplayGraph, pane: tuple[float, float], prefix: str = "in_") -> str:
     """SVG of an instance graph, laid out top-down or left-right, whichever reads larger in a
     pane of this size (px)."""
-    from .dot import DotOptions, render_svg
-
-    from .dot import to_dot
+    from .dot import DotOptions, render_svg, to_dot
 
     best, best_scale = "", -1.0
     for rankdir in ("TB", "LR"):
