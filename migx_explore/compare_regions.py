@@ -11,9 +11,10 @@ session's scope table knows the instructions. Functions of a session; results ar
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from migx_explore.compiler.snapshot import ProgramSnapshot
+from migx_explore.compiler.snapshot import diff as snapshot_diff
 
 from .instances import instance_scope
 from .regions import Region, change_regions
@@ -52,22 +53,23 @@ def regions_between(session: Session, a: ProgramSnapshot, b: ProgramSnapshot) ->
     return found
 
 
-def instances_between(session: Session, a: ProgramSnapshot, b: ProgramSnapshot) -> tuple[list[Region], list]:
+def instances_between(session: Session, a: ProgramSnapshot, b: ProgramSnapshot) -> tuple[list[Region], list, Any]:
     """The change from `a` to `b` one rewrite instance at a time: entries for the region bar
     ("instance 3 of 12 · /model.2 · {add, mul} → pointwise"), rows in summary order (swapped
-    inputs last), and the RewriteInstance of each entry."""
+    inputs last), the RewriteInstance of each entry, and the SnapshotDiff a -> b."""
     cache: list = session.cache.setdefault("compare_instances", [])
     for ca, cb, found in cache:
         if ca is a and cb is b:
             return found
     scopes = scopes_of(session, a, b)
     entries, instances = [], []
-    for row in summarize(a, b):
+    d = snapshot_diff(a, b)
+    for row in summarize(a, b, d):
         for inst in row.instances:
             note = row.label.rsplit(" × ", 1)[0]
             entries.append(Region(inst.ids, instance_scope(inst, scopes), 0, 0, noun="instance", note=note))
             instances.append(inst)
-    found = (entries, instances)
+    found = (entries, instances, d)
     cache.append((a, b, found))
     del cache[:-KEPT]
     return found

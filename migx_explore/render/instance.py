@@ -275,6 +275,19 @@ def instance_graph(
     return DisplayGraph(b.nodes + a.nodes, b.edges + a.edges, {**b.groups, **a.groups}, "")
 
 
+def instance_sides(
+    before: ProgramSnapshot,
+    after: ProgramSnapshot,
+    before_ids: Sequence[int],
+    after_ids: Sequence[int],
+    d: SnapshotDiff,
+    *,
+    titles: tuple[str, str] = ("before", "after"),
+) -> tuple[DisplayGraph, DisplayGraph]:
+    """The two panels of instance_graph as graphs of their own (Compare's synced panels)."""
+    return _side("b_", titles[0], before, before_ids, d), _side("a_", titles[1], after, after_ids, d)
+
+
 def _fit_scale(svg: str, pane: tuple[float, float]) -> float:
     import re
 

@@ -80,22 +80,27 @@ class CompareMixin:
         s = self._session
         a, b = self._compared()
         titles = self._compare_titles()
-        regions, instances = compare_regions.instances_between(s, a, b)
+        regions, instances, d = compare_regions.instances_between(s, a, b)
         self._use_regions(regions)
         k = self._region()
         self.compare_text.value = content.side_by_side_text_html(a.text, b.text, titles)
         self._markup["compare:right"] = ""
         if k is not None and instances:
-            return content.instance_svg(a, b, None, instances[k], self._pane(), titles=titles, prefix="ci_")
+            # the instance's two sides in the synced panels, each laid out to its half of the pane
+            from ..render.instance import instance_sides, render_instance
+
+            inst = instances[k]
+            left, right = instance_sides(a, b, inst.before, inst.after, d, titles=titles)
+            w, h = self._pane()
+            self._markup["compare:right"] = render_instance(right, (w / 2, h), prefix="cb_")
+            return render_instance(left, (w / 2, h), prefix="ca_")
         changed = sum(len(r.ids) for r in regions)
         if changed > content.OVERVIEW_OVER:  # the whole difference past the node budget: the overview
-            from migx_explore.compiler.snapshot import diff as snapshot_diff
-
             from .. import render
             from ..render.overview import scope_overview
             from ..render.pane_layout import render_to_pane
 
-            g = scope_overview(a, b, snapshot_diff(a, b), compare_regions.scopes_of(s, a, b), tuple(self.open_scopes))
+            g = scope_overview(a, b, d, compare_regions.scopes_of(s, a, b), tuple(self.open_scopes))
             return str(render_to_pane(g, render.DotOptions(id_prefix="ca_"), self._pane()))
         left, right = content.compare_svgs(a, b, titles, expand=self.clusters)
         self._markup["compare:right"] = right
