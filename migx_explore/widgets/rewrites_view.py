@@ -91,6 +91,7 @@ class RewritesPanel:
         self._on_instance = on_instance
         self._rows: list[RewriteRow] = []
         self._buttons: list = []
+        self._pool: list = []
         self.view: InstanceView | None = None
         self.graph_button.on_click(errors.guard(lambda _b: on_show(()), "whole change"))
         self.prev.on_click(errors.guard(lambda _b: self.move(-1), "previous instance"))
@@ -104,19 +105,22 @@ class RewritesPanel:
         self._rows = list(rows)
         self.view = view
         self.heading.value = summary_html(path, rows, regions)
-        buttons = []
-        for k, row in enumerate(self._rows[:MAX_ROWS]):
-            b = W.Button(
-                description=row.label,
-                tooltip=f"{row.kind}: click to draw instance 1 of {row.count}",
-                _dom_classes=["migx-rewrite-row", f"migx-rewrite-{row.kind}"],
-                layout=W.Layout(width="auto", max_width="100%"),
-            )
+        shown = self._rows[:MAX_ROWS]
+        while len(self._pool) < len(shown):  # buttons are reused from pass to pass (see ScopeTree)
+            k = len(self._pool)
+            b = W.Button(layout=W.Layout(width="auto", max_width="100%"), _dom_classes=["migx-rewrite-row"])
             b.on_click(self._errors.guard(lambda _b, k=k: self.step(k), "rewrite row"))
-            buttons.append(b)
-        pin_to_main_shell(*buttons)  # clicks keep their order with the stepper's (see there)
+            pin_to_main_shell(b)  # clicks keep their order with the stepper's (see there)
+            self._pool.append(b)
+        for b, row in zip(self._pool, shown):
+            with b.hold_sync():
+                b.description = row.label
+                b.tooltip = f"{row.kind}: click to draw instance 1 of {row.count}"
+                b._dom_classes = ("migx-rewrite-row", f"migx-rewrite-{row.kind}")
+        buttons = self._pool[: len(shown)]
         self._buttons = buttons
-        self.rows_box.children = buttons
+        if list(self.rows_box.children) != buttons:
+            self.rows_box.children = buttons
         more = len(self._rows) - MAX_ROWS
         self._more = f"<i>… {more} more rows (pass_changes.rewrites(session))</i>" if more > 0 else ""
         self.note.value = self._more

@@ -29,7 +29,7 @@ class ScopeTree:
         self._errors = errors
         self._on_click = on_click
         self._shown: list = []
-        self._buttons: dict[str, object] = {}
+        self._pool: list = []
 
     def show(self, scopes: list[str], opened: set[str], badges: Mapping[str, int], path: str = "") -> None:
         """Redraw for a pass: `scopes` the distinct scopes of its program, `badges` its instances
@@ -46,22 +46,29 @@ class ScopeTree:
             if path
             else "<b>Scopes</b>"
         )
-        kids = []
-        for scope, depth, has_children, badge in rows:
+        # Buttons are reused from step to step (a new widget costs a comm round trip; a step
+        # that only moves the badges sets a few traits instead).
+        while len(self._pool) < len(rows):
+            k = len(self._pool)
+            b = W.Button(layout=W.Layout(width="auto"), _dom_classes=["migx-scope-row"])
+            b.on_click(self._errors.guard(lambda _b, k=k: self._on_click(self._shown[k][0]), "scope tree"))
+            self._pool.append(b)
+        for b, (scope, depth, has_children, badge) in zip(self._pool, rows):
             name = scope.rsplit("/", 1)[-1]
             mark = ("▾ " if scope in opened else "▸ ") if has_children else "  "
-            b = W.Button(
-                description=f"{mark}{name}" + (f"  · {badge}" if badge else ""),
-                tooltip=f"/{scope}: {badge} rewrite instance{'s' if badge != 1 else ''} in this pass"
-                + ("; click to open / close" if has_children else ""),
-                layout=W.Layout(width="auto", margin=f"0 0 0 {12 * depth}px"),
-                _dom_classes=["migx-scope-row", f"migx-scope-depth-{min(depth, 6)}"]
-                + (["migx-scope-changed"] if badge else [])
-                + (["migx-scope-open"] if scope in opened else []),
-            )
-            b.on_click(self._errors.guard(lambda _b, s=scope: self._on_click(s), "scope tree"))
-            kids.append(b)
-        self.rows.children = kids
+            with b.hold_sync():
+                b.description = f"{mark}{name}" + (f"  · {badge}" if badge else "")
+                b.tooltip = f"/{scope}: {badge} rewrite instance{'s' if badge != 1 else ''} in this pass" + (
+                    "; click to open / close" if has_children else ""
+                )
+                b.layout.margin = f"0 0 0 {12 * depth}px"
+                b._dom_classes = tuple(
+                    ["migx-scope-row", f"migx-scope-depth-{min(depth, 6)}"]
+                    + (["migx-scope-changed"] if badge else [])
+                    + (["migx-scope-open"] if scope in opened else [])
+                )
+        if len(self.rows.children) != len(rows):
+            self.rows.children = self._pool[: len(rows)]
 
     @property
     def labels(self) -> list[str]:
