@@ -17,7 +17,7 @@ from collections.abc import Collection, Mapping, Sequence
 from migx_explore.compiler.snapshot import InstrRecord, ProgramSnapshot, SnapshotDiff
 
 from . import style as S
-from .model import DisplayEdge, DisplayGraph, DisplayGroup, DisplayNode, _op_info, _shape_info
+from .model import DisplayEdge, DisplayGraph, DisplayGroup, DisplayNode, op_info, shape_info
 
 STUBS_PER_SIDE = 8  # context nodes per side; past it one "… N more" stub
 STUBS_BIG = 3  # the same for a side of more than 4 instructions (the instance itself needs the room)
@@ -65,8 +65,8 @@ def _absorbed(r: InstrRecord, snap: ProgramSnapshot) -> list[str]:
 
 def instr_label(r: InstrRecord, snap: ProgramSnapshot) -> list[str]:
     """The lines of a full node: op, key attributes, absorbed ops, allocation figures, shape."""
-    _cat, op_lines, _attrs, _text = _op_info(r.op)
-    short, _full = _shape_info(r.shape)
+    _cat, op_lines, _attrs, _text = op_info(r.op)
+    short, _full = shape_info(r.shape)
     lines = [r.op.name, *op_lines]
     if r.op.name == "@param":
         lines = [f"@param {r.op.attrs.get('name', '')}".strip()]
@@ -178,7 +178,7 @@ def _side(
                 S.UNCHANGED,
                 "stub",
                 (),
-                f"#{j} {r.op.name} -> {_shape_info(r.shape)[1]} (context, unchanged)",
+                f"#{j} {r.op.name} -> {shape_info(r.shape)[1]} (context, unchanged)",
             )
         )
         return name

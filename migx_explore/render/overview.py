@@ -18,7 +18,7 @@ from migx_explore.compiler.snapshot import ProgramSnapshot, SnapshotDiff
 
 from ..scopes import auto_opened
 from . import style as S
-from .model import DisplayEdge, DisplayGraph, DisplayGroup, DisplayNode, _shape_info
+from .model import DisplayEdge, DisplayGraph, DisplayGroup, DisplayNode, shape_info
 from .scoped import GROUP_NODE_PREFIX, SCOPE_GROUP_PREFIX, safe_part
 
 OVERVIEW_BUDGET = 60  # nodes drawn at most (collapsed scopes and opened instructions together)
@@ -88,7 +88,7 @@ def scope_overview(
         if own:
             r = recs[i]
             status = _status(i, d) or S.UNCHANGED
-            short, _ = _shape_info(r.shape)
+            short, _ = shape_info(r.shape)
             name = f"i{i}"
             nodes.append(
                 DisplayNode(
