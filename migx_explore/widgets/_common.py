@@ -106,7 +106,9 @@ CSS = """
   flex: none; }
 .migx-explorer .migx-scope-rows { gap: 0; }
 .migx-explorer .migx-scope-row { height: 20px; line-height: 20px; padding: 0 4px; text-align: left;
-  justify-content: flex-start; background: none; box-shadow: none; font-size: 12px; }
+  justify-content: flex-start; background: none; box-shadow: none; font-size: 12px; flex: none;
+  width: max-content !important; max-width: 100%; min-width: 0; white-space: nowrap; overflow: hidden;
+  text-overflow: ellipsis; }
 .migx-explorer .migx-scope-row:hover { text-decoration: underline; }
 .migx-explorer .migx-scope-changed { color: #a04000; font-weight: 600; }
 .migx-explorer .migx-scope-note { color: #666; font-size: 11px; }
