@@ -223,7 +223,7 @@ class Explorer:
         self.model_explorer = ModelExplorerButton(self.errors, lambda: self.session)
         self.recipe_button.observe(self.errors.guard(lambda _c: self._show_recipe(), "recipe"), "value")
         left = W.VBox(
-            [self.tree.widget, self.views.stats, self.views.warnings],
+            [self.tree.widget, self.views.scope_tree.widget, self.views.stats, self.views.warnings],
             # the graph is what the user reads: the side column gives way first (at
             # 1280x800 in JupyterLab the graph pane had 510 px of the width)
             layout=W.Layout(width="290px", min_width="230px", flex="0 1 290px"),
