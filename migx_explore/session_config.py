@@ -56,6 +56,7 @@ class PipelineConfig:
     def __init__(self, options: CompileOptions | None = None, *, include_backend: bool = True):
         self.lock = threading.RLock()
         self.options = options or CompileOptions()
+        self.include_backend = include_backend
         self.catalog: list[Pipeline] = gpu_pipelines(self.options, include_backend=include_backend)
         self._pipelines: list[Pipeline] = [p.copy() for p in self.catalog]
         self.version = 0
@@ -182,7 +183,15 @@ class PipelineConfig:
 
     @_locked
     def set_mode(self, mode: str) -> None:
+        """A compile mode. In the 2026-08 catalogue a mode picks other entries (PR #4770: eager's
+        short optimize_rewrite list, fuse_attention off, no benchmarking), so the pipelines are
+        rebuilt and earlier toggles are dropped; in 2026-05, eager switches optimize_rewrite off."""
         self.options = dataclasses.replace(self.options, mode=mode)
+        if self.options.migraphx != "2026-05":
+            self.catalog = gpu_pipelines(self.options, include_backend=self.include_backend)
+            self._pipelines = [p.copy() for p in self.catalog]
+            self.touch()
+            return
         for pl in self._pipelines:
             if pl.name == "optimize_rewrite":
                 pl.enabled = mode != "eager"

@@ -17,6 +17,10 @@ from ._pipeline_args import add_pipeline_arguments, make_session
 
 def run(args: argparse.Namespace) -> int:
     check_output_folder(args.out)  # refuse a bad --out before spending time on the model
+    from ..migraphx import is_migraphx_text
+
+    if is_migraphx_text(args.model):  # MIGraphX's own compile log: its passes, not ours
+        return _write(_migraphx_session(args), args)
     program, name, feed = load_program_and_feed(args)
     s = make_session(program, args, numeric=args.numeric or feed is not None, name=name)
     if args.buckets == "pow2":
@@ -28,9 +32,23 @@ def run(args: argparse.Namespace) -> int:
     live = not args.quiet and sys.stdout.isatty()  # a progress line only on a terminal
     if live:
         s.traces.on_progress = lambda k, n, path: print(f"\r[{k}/{n}] {path:<60}", end="", flush=True)
-    trace = s.run()
+    s.run()
     if live:
         print("\r" + " " * 72 + "\r", end="")
+    return _write(s, args)
+
+
+def _migraphx_session(args: argparse.Namespace):
+    from ..session import Session
+
+    s = Session.from_migraphx(args.model, version=args.migraphx)
+    if not args.quiet:
+        print(s.cache["migraphx"].summary(), file=sys.stderr)
+    return s
+
+
+def _write(s, args: argparse.Namespace) -> int:
+    trace, name = s.trace, s.name
     with replaced_folder(args.out) as folder:  # replaces only what a previous trace there wrote
         files = write_trace(
             trace,

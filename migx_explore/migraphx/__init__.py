@@ -4,6 +4,6 @@ Trace (`read_log`), a Session over them (`Session.from_migraphx`), and ours besi
 
 from __future__ import annotations
 
-from .load import MigraphxLog, load_session, read_log
+from .load import MigraphxLog, is_migraphx_text, load_session, read_log
 
-__all__ = ["MigraphxLog", "load_session", "read_log"]
+__all__ = ["MigraphxLog", "is_migraphx_text", "load_session", "read_log"]

@@ -61,6 +61,26 @@ def read_text(path: str) -> str:
     return data.decode("utf-8", errors="replace")
 
 
+def is_migraphx_text(path: object) -> bool:
+    """Whether `path` names a text file that looks like MIGraphX output (a printed program or a
+    compile log): not .onnx, no NUL bytes, and an instruction or `Pass:` line near the top."""
+    import re
+
+    if not isinstance(path, (str, os.PathLike)) or str(path).endswith((".onnx", ".mxr", ".zip")):
+        return False
+    try:
+        if not os.path.isfile(path):
+            return False
+        with open(path, "rb") as f:
+            head = f.read(1 << 16)
+    except OSError:
+        return False
+    if b"\0" in head or head.startswith(b"PK"):
+        return False
+    text = head.decode("utf-8", errors="replace")
+    return bool(re.search(r"(?m)^(\S+ = (@param:|@literal|@return|[A-Za-z_][\w:]*[\[(]| ?\S)|Pass: |Module: .*, Pass: |module: \")", text))
+
+
 def read_log(source: str, *, version: str | None = None, text: bool = False) -> MigraphxLog:
     """A MIGraphX log or printed program from a path (or the text itself with text=True)."""
     body = source if text else read_text(source)
@@ -112,4 +132,4 @@ def _all_ours(program: Program | None) -> bool:
     return program is not None and not any(is_opaque(i.op) for m in program.modules.values() for i in m)
 
 
-__all__ = ["MigraphxLog", "NUMERIC_NOTE", "load_session", "read_log", "read_text"]
+__all__ = ["MigraphxLog", "NUMERIC_NOTE", "is_migraphx_text", "load_session", "read_log", "read_text"]

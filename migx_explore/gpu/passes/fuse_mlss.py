@@ -1,0 +1,14 @@
+"""gpu::fuse_mlss (MIGraphX develop, Aug 2026), disabled here: AMDMLSS (AMD's ML kernel library) is AMD-only; its ops stay on our generated kernels."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from migx_explore.compiler.passes.base import NotApplicable
+
+
+@dataclass(frozen=True)
+class FuseMlss(NotApplicable):
+    name: ClassVar[str] = "fuse_mlss"
+    note: ClassVar[str] = "AMDMLSS (AMD's ML kernel library) is AMD-only; its ops stay on our generated kernels"

@@ -1,0 +1,14 @@
+"""gpu::lower_device_ops (MIGraphX develop, Aug 2026), disabled here: we have no hip::fill / hip::copy device ops: lowering already emits generated kernels (precompile_op) for copies and contiguous."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from migx_explore.compiler.passes.base import NotApplicable
+
+
+@dataclass(frozen=True)
+class LowerDeviceOps(NotApplicable):
+    name: ClassVar[str] = "lower_device_ops"
+    note: ClassVar[str] = "we have no hip::fill / hip::copy device ops: lowering already emits generated kernels (precompile_op) for copies and contiguous"

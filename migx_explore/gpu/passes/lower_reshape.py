@@ -1,0 +1,14 @@
+"""gpu::lower_reshape (MIGraphX develop, Aug 2026), disabled here: our lowering already keeps reshapes of standard buffers as views and compile_ops copies the rest; there is no separate gpu reshape op to lower."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from migx_explore.compiler.passes.base import NotApplicable
+
+
+@dataclass(frozen=True)
+class LowerReshape(NotApplicable):
+    name: ClassVar[str] = "lower_reshape"
+    note: ClassVar[str] = "our lowering already keeps reshapes of standard buffers as views and compile_ops copies the rest; there is no separate gpu reshape op to lower"
