@@ -455,11 +455,11 @@ def parse_migraphx_shape(text: str) -> Shape:
     head = head.strip()
     if head == "dynamic":
         typ, _, dims = rest.strip().partition(",")
-        return Shape.dynamic(dtypes.dtype(typ.strip()).name, _dyn_dims(dims.strip()))
+        return Shape.dynamic(_type(typ.strip()), _dyn_dims(dims.strip()))
     if head == "tuple_type":
         inner = rest.strip()
         return Shape.tuple_of(_tuple_shapes(inner[1:-1] if inner.startswith(("[", "{")) else inner))
-    typ = dtypes.dtype(head).name
+    typ = _type(head)
     r = ValueReader(rest)
     lens = atom_value(r.value()) if rest.strip() else ()
     strides = None
@@ -468,9 +468,18 @@ def parse_migraphx_shape(text: str) -> Shape:
         strides = atom_value(r.value())
     if r.peek():
         raise ValueError(f"unexpected {r.s[r.i :][:20]!r}")
+    if strides is None and lens:
+        raise ValueError("no strides (MIGraphX prints lens and strides: a cut line?)")
     if any(not isinstance(x, int) for x in lens):  # symbolic dims (develop 2026): kept as ranges
         return Shape.dynamic(typ, [x if isinstance(x, int) else DynDim(0, 2**31 - 1) for x in lens])
     return Shape.of(typ, lens, strides if strides is not None and all(isinstance(x, int) for x in strides) else None)
+
+
+def _type(name: str) -> str:
+    try:
+        return dtypes.dtype(name).name
+    except (MigxError, ValueError, KeyError, TypeError):
+        raise ValueError(f"unknown type {name!r}") from None
 
 
 def _tuple_shapes(inner: str) -> list[Shape]:

@@ -48,6 +48,7 @@ class Header:
 @dataclass
 class Dump:
     lines: list[tuple[int, str]] = field(default_factory=list)
+    closed: bool = False  # ended by a blank line or what follows, not by the end of the text
 
     @property
     def program_level(self) -> bool:
@@ -80,6 +81,7 @@ class LogEvents:
     version: str = ""  # from the driver banner
     validate_lines: int = 0  # debug builds' `Validate ...`
     line_count: int = 0
+    last_line: int = 0  # the last line that is not blank
     completed: dict[int, float] = field(default_factory=dict)  # header index -> seconds (ROCm 5.5)
 
 
@@ -96,9 +98,10 @@ def split_log(text: str) -> LogEvents:
     dump: Dump | None = None
     blank_run = 0
 
-    def close() -> None:
+    def close(at_end: bool = False) -> None:
         nonlocal dump
         if dump is not None and dump.lines:
+            dump.closed = not at_end
             out.events.append(dump)
         dump = None
 
@@ -112,6 +115,7 @@ def split_log(text: str) -> LogEvents:
                 close()  # a program ends with two
             continue
         blank_run = 0
+        out.last_line = no
         st = s.strip()
         m = _COMPLETED.match(st)
         if m:
@@ -160,7 +164,7 @@ def split_log(text: str) -> LogEvents:
             out.stray.append((no, st))
             if dump is not None and (" = " in st or st.startswith("@")):
                 dump.lines.append((no, st))  # a garbled instruction: the program reader reports it
-    close()
+    close(at_end=True)
     return out
 
 

@@ -204,7 +204,7 @@ class _Builder:
                 pending.append(b)
         if pending:
             last = pending[-1]
-            self.out.stops_at = (last.dump.last if last.dump is not None else last.line) or last.line
+            self.out.stops_at = self.ev.last_line or last.line
             name = next((p.name for p in reversed(pending) if p.name in COMPOSITES), pending[-1].name)
             self.top(_Block(name, last.line, None), pending, truncated=True)
 
@@ -228,15 +228,25 @@ class _Builder:
                 segment.append(x)
         self.nest(segment, rec, visit[min(k, len(visit) - 1)] if visit else "main")
         if truncated:
-            rec.status = "failed"
-            rec.reason = f"the log stops at line {self.out.stops_at}, inside this pass (no program printed after it)"
-            rec.after = None
-            rec.diff = None
-            self.out.trace.error = f"{b.name}: {rec.reason}"
-            self.out.trace.failed_index = rec.index
+            self.truncated(rec, "inside this pass (no program printed after it)")
             return
-        rec.after = self.set_program(b.dump)
+        seen = len(self.out.problems)
+        after = self.set_program(b.dump)
+        if not b.dump.closed and len(self.out.problems) > seen:  # the text ends inside this print
+            self.out.stops_at = self.ev.last_line
+            self.snap = before
+            self.truncated(rec, "inside the program printed after this pass")
+            return
+        rec.after = after
         rec.diff = diff(rec.before, rec.after)
+
+    def truncated(self, rec: PassRecord, where: str) -> None:
+        rec.status = "failed"
+        rec.reason = f"the log stops at line {self.out.stops_at}, {where}"
+        rec.after = None
+        rec.diff = None
+        self.out.trace.error = f"{rec.name}: {rec.reason}"
+        self.out.trace.failed_index = rec.index
 
     def visit_order(self, n: int) -> list[str]:
         """Modules a pass visits, as run_passes does: reverse([main] + submodules), bypass ones
@@ -299,6 +309,7 @@ class _Builder:
         for m in sm.get_matching_blocks():
             for k in range(m.size):
                 assign[m.a + k] = best_cat[m.b + k]
+        _fill_unmatched(assign, names, best_cat)
         pipeline, counts = "", {}
         for k, r in enumerate(tops):
             e = assign.get(k)
@@ -332,6 +343,24 @@ class _Builder:
             )
         if self.out.stops_at is not None:
             self.out.notes.append(f"the log stops at line {self.out.stops_at}, in the middle of a pass")
+
+
+def _fill_unmatched(assign: dict[int, CatalogueEntry], names: list[str], cat: tuple[CatalogueEntry, ...]) -> None:
+    """Passes the sequence match left out (the log ran passes in another order, or a pass twice)
+    take the entry of their name between their matched neighbours, else the next one after the
+    previous match, else the first of that name."""
+    pos = {id(e): k for k, e in enumerate(cat)}
+    for k, name in enumerate(names):
+        if k in assign:
+            continue
+        lo = max((pos[id(assign[j])] for j in assign if j < k), default=-1)
+        hi = min((pos[id(assign[j])] for j in assign if j > k), default=len(cat))
+        hits = [j for j, e in enumerate(cat) if e.name == name]
+        pick = next((j for j in hits if lo < j < hi), None)
+        if pick is None:
+            pick = next((j for j in hits if j > lo), hits[0] if hits else None)
+        if pick is not None:
+            assign[k] = cat[pick]
 
 
 def _resolve_unnamed(new: list[tuple[int, str]], old: list[tuple[int, str]], module: str) -> list[tuple[int, str]]:
