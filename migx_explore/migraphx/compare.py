@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 
 from migx_explore.compiler.passes import PassRecord, Trace
 from migx_explore.compiler.snapshot import ProgramSnapshot, diff
-from migx_explore.id_alignment import align_ids
+from migx_explore.compiler.snapshot import InstrRecord
+from migx_explore.id_alignment import _Aligner
 
 
 def op_counts(snap: ProgramSnapshot) -> Counter:
@@ -100,7 +101,17 @@ class Comparison:
         return "\n".join(head + rows + tail)
 
 
+class _ValuesUnseen(_Aligner):
+    """id_alignment with literals matched by shape: a MIGraphX log elides their values."""
+
+    def strong_key(self, r: InstrRecord, module: str, base: bool = False) -> tuple:
+        key = super().strong_key(r, module, base)
+        return key[:-1] + (None,) if r.literal is not None else key
+
+
 def _key(r: PassRecord) -> str:
+    if r.status == "disabled" or r.name == "id":
+        return "id"  # enable_pass leaves an `id` entry where a pass is switched off
     ours = r.options.get("ours") if isinstance(r.options, dict) else None
     return str(ours or r.name).removeprefix("gpu::")
 
@@ -121,7 +132,7 @@ def compare(ours: Trace, theirs: Trace) -> Comparison:
 
 def _pair(x: PassRecord | None, y: PassRecord | None, ours: Trace, theirs: Trace) -> PassPair:
     ref = x or y
-    p = PassPair(_key(ref), ref.pipeline, x, y)
+    p = PassPair(ref.name if _key(ref) == "id" else _key(ref), ref.pipeline, x, y)
     if x is not None and x.after is not None:
         before, after = ours.snapshots(x)
         p.ours_delta = _delta(op_counts(before), op_counts(after))
@@ -134,7 +145,7 @@ def _pair(x: PassRecord | None, y: PassRecord | None, ours: Trace, theirs: Trace
         p.theirs_kernels = kernel_names(after)
     if x is not None and y is not None and x.after is not None and y.after is not None:
         mine = x.after
-        aligned = align_ids(mine, y.after)
+        aligned = _ValuesUnseen(mine, y.after, 0).run()
         p.graph_diff = diff(mine, aligned).summary()
     return p
 
