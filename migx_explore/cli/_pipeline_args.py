@@ -13,7 +13,10 @@ from ._precision import add_precision_arguments, precision_options
 
 def add_pipeline_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
-        "--mode", choices=COMPILE_MODES, default="balanced", help="compile mode (MIGraphX PR #4770: eager, balanced, max)"
+        "--mode",
+        choices=COMPILE_MODES,
+        default="balanced",
+        help="compile mode (MIGraphX PR #4770: eager, balanced, max)",
     )
     p.add_argument(
         "--migraphx",
@@ -32,12 +35,15 @@ def add_pipeline_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def make_session(program, args: argparse.Namespace, *, numeric: bool, name: str):
-    from ..session import Session
-
     import os
 
+    from ..session import Session
+
     opts = CompileOptions(
-        mode=args.mode, enable_nhwc=args.nhwc, migraphx=getattr(args, "migraphx", None) or LATEST, **precision_options(args)
+        mode=args.mode,
+        enable_nhwc=args.nhwc,
+        migraphx=getattr(args, "migraphx", None) or LATEST,
+        **precision_options(args),
     )
     if os.environ.get("MIGRAPHX_GPU_OPTIONS"):  # backend options, as MIGraphX reads them (PR #5131)
         opts = opts.with_gpu_options(os.environ["MIGRAPHX_GPU_OPTIONS"])

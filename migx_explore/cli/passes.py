@@ -64,7 +64,10 @@ def register(sub) -> None:
     p = sub.add_parser("passes", help="list the five pipelines and their entries with status")
     p.add_argument("--mode", choices=COMPILE_MODES, default="balanced")
     p.add_argument(
-        "--migraphx", choices=VERSIONS, default=LATEST, help="which MIGraphX develop pass list to follow (default: %(default)s)"
+        "--migraphx",
+        choices=VERSIONS,
+        default=LATEST,
+        help="which MIGraphX develop pass list to follow (default: %(default)s)",
     )
     p.add_argument(
         "--diff", nargs=2, metavar=("OLD", "NEW"), choices=VERSIONS, help="list what changed between two pass lists"

@@ -34,7 +34,7 @@ from .errors import MigxError
 from .instruction import Literal
 from .ir import Instruction, Module, Program
 from .op import Op, OpSpec, compute_shape, get_spec
-from .parser import ValueReader, _literal_values, _matching, _split_top, atom_value, parse_attrs
+from .parser import ValueReader, atom_value, literal_values, matching_bracket, parse_attrs, split_top
 from .shape import DynDim, Shape
 
 _HEADER = re.compile(r'^module:\s*"(.*)"\s*(bypass)?\s*$')
@@ -71,7 +71,7 @@ class OpaqueOp(Op):
         object.__setattr__(self, "name", name)
         object.__setattr__(self, "spec", OPAQUE_SPEC)
         attrs = []
-        for part in _split_top(attr_text) if attr_text else ():
+        for part in split_top(attr_text) if attr_text else ():
             key, eq, raw = part.partition("=")
             if part:
                 attrs.append((key.strip(), raw.strip() if eq else ""))
@@ -237,23 +237,23 @@ class _Reader:
             raise ValueError("no op name")
         attr_text, payload = "", False
         if k < len(body) and body[k] == "[":
-            end = _matching(body, k)
+            end = matching_bracket(body, k)
             attr_text, k = body[k + 1 : end], end + 1
         if k < len(body) and body[k] == "{":  # an op printed with a payload (@literal-like): kept in its text
-            end = _matching(body, k)
+            end = matching_bracket(body, k)
             attr_text, k, payload = attr_text + body[k : end + 1], end + 1, True
         inputs: list[Instruction] = []
         if k < len(body) and body[k] == "(":
-            end = _matching(body, k)
-            inputs = [self.input(mod, no, a) for a in _split_top(body[k + 1 : end]) if a]
+            end = matching_bracket(body, k)
+            inputs = [self.input(mod, no, a) for a in split_top(body[k + 1 : end]) if a]
             k = end + 1
         mods = []
         rest = body[k:].strip()
         if rest.startswith(","):
             rest = rest[1:].strip()
             if rest.startswith("["):
-                close = _matching(rest, 0)
-                for ref in _split_top(rest[1:close]):
+                close = matching_bracket(rest, 0)
+                for ref in split_top(rest[1:close]):
                     if ref in self.p.modules:
                         mods.append(self.p.modules[ref])
                     elif ref:
@@ -350,8 +350,12 @@ class _Reader:
             return elided_literal(shape)
         try:
             if shape.type == "bool":
-                body = "{" + ", ".join("true" if t.strip() not in ("0", "false") else "false" for t in inner.split(",")) + "}"
-            return Literal(_literal_values(body, shape, True), shape)
+                body = (
+                    "{"
+                    + ", ".join("true" if t.strip() not in ("0", "false") else "false" for t in inner.split(","))
+                    + "}"
+                )
+            return Literal(literal_values(body, shape, True), shape)
         except (MigxError, ValueError, TypeError, OverflowError) as e:
             self.problem(no, f"literal values unreadable ({e}); read as zeros")
             return elided_literal(shape)
@@ -449,7 +453,7 @@ def parse_migraphx_shape(text: str) -> Shape:
     if not t:
         raise ValueError("empty shape")
     if t.startswith("["):
-        end = _matching(t, 0)
+        end = matching_bracket(t, 0)
         return Shape.tuple_of(_tuple_shapes(t[1:end]))
     head, _, rest = t.partition(",")
     head = head.strip()
@@ -484,10 +488,14 @@ def _type(name: str) -> str:
 
 def _tuple_shapes(inner: str) -> list[Shape]:
     """Sub-shapes of a tuple: each starts at a type name."""
-    parts = _split_top(inner)
+    parts = split_top(inner)
     subs, cur = [], []
     for p in parts:
-        if cur and (p.endswith("_type") or p == "dynamic" or p.startswith("[")) and not (cur[0] == "dynamic" and len(cur) == 1):
+        if (
+            cur
+            and (p.endswith("_type") or p == "dynamic" or p.startswith("["))
+            and not (cur[0] == "dynamic" and len(cur) == 1)
+        ):
             subs.append(parse_migraphx_shape(", ".join(cur)))
             cur = []
         cur.append(p)
@@ -501,7 +509,7 @@ def _dyn_dims(text: str) -> list[DynDim]:
     if not (t.startswith("{") and t.endswith("}")):
         raise ValueError(f"dynamic dimensions {t[:30]!r} are not in {{...}}")
     out = []
-    for d in _split_top(t[1:-1]):
+    for d in split_top(t[1:-1]):
         out.append(_dyn_dim(d))
     return out
 
@@ -514,13 +522,13 @@ def _dyn_dim(d: str) -> DynDim:
     if m:
         return DynDim(int(m.group(1)), int(m.group(2)))
     if d.startswith("[") and d.endswith("]"):
-        parts = _split_top(d[1:-1])
+        parts = split_top(d[1:-1])
         lo, hi = int(parts[0]), int(parts[1])
         opts: tuple[int, ...] = ()
         if len(parts) > 2:
             o = parts[2].strip()
             if o.startswith("{"):  # ROCm 5.7-7.2: [ 1, 4, {2} ]
-                opts = tuple(int(x) for x in _split_top(o[1:-1]) if x)
+                opts = tuple(int(x) for x in split_top(o[1:-1]) if x)
             elif o not in ("0", ""):  # ROCm 5.3-5.6: [1, 4, 2] (0: no optimum)
                 opts = (int(o),)
         return DynDim(lo, hi, tuple(x for x in opts if lo <= x <= hi))

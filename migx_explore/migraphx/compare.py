@@ -12,9 +12,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from migx_explore.compiler.passes import PassRecord, Trace
-from migx_explore.compiler.snapshot import ProgramSnapshot, diff
-from migx_explore.compiler.snapshot import InstrRecord
-from migx_explore.id_alignment import _Aligner
+from migx_explore.compiler.snapshot import InstrRecord, ProgramSnapshot, diff
+from migx_explore.id_alignment import IdAligner
 
 
 def op_counts(snap: ProgramSnapshot) -> Counter:
@@ -97,11 +96,13 @@ class Comparison:
         if self.pairs:
             last = next((p for p in reversed(self.pairs) if p.ours and p.theirs), None)
             if last is not None:
-                tail.append(f"kernels after {last.name}: ours {dict(last.ours_kernels)}; MIGraphX {dict(last.theirs_kernels)}")
+                tail.append(
+                    f"kernels after {last.name}: ours {dict(last.ours_kernels)}; MIGraphX {dict(last.theirs_kernels)}"
+                )
         return "\n".join(head + rows + tail)
 
 
-class _ValuesUnseen(_Aligner):
+class _ValuesUnseen(IdAligner):
     """id_alignment with literals matched by shape: a MIGraphX log elides their values."""
 
     def strong_key(self, r: InstrRecord, module: str, base: bool = False) -> tuple:

@@ -78,7 +78,12 @@ def is_migraphx_text(path: object) -> bool:
     if b"\0" in head or head.startswith(b"PK"):
         return False
     text = head.decode("utf-8", errors="replace")
-    return bool(re.search(r"(?m)^(\S+ = (@param:|@literal|@return|[A-Za-z_][\w:]*[\[(]| ?\S)|Pass: |Module: .*, Pass: |module: \")", text))
+    return bool(
+        re.search(
+            r"(?m)^(\S+ = (@param:|@literal|@return|[A-Za-z_][\w:]*[\[(]| ?\S)|Pass: |Module: .*, Pass: |module: \")",
+            text,
+        )
+    )
 
 
 def read_log(source: str, *, version: str | None = None, text: bool = False) -> MigraphxLog:

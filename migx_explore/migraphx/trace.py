@@ -20,7 +20,7 @@ from migx_explore.compiler.migraphx_text import Problem, ReadProgram, read_progr
 from migx_explore.compiler.passes import PassRecord, Trace
 from migx_explore.compiler.snapshot import ProgramSnapshot, diff, snapshot
 from migx_explore.gpu.migraphx_catalogue import COMPOSITES, VERSIONS, CatalogueEntry, catalogue
-from migx_explore.id_alignment import _Aligner
+from migx_explore.id_alignment import IdAligner
 
 from .log import Dump, Header, LogEvents, PassTime, split_log
 
@@ -67,7 +67,7 @@ class _Block:
     timed: bool = False
 
 
-class _MigraphxAligner(_Aligner):
+class _MigraphxAligner(IdAligner):
     """id_alignment's matching with MIGraphX's module names kept as they are (a module's name is
     its identity across a real trace; content-matching bodies would rename them)."""
 

@@ -109,7 +109,13 @@ def test_mode_eager_runs_pr_4770s_short_optimize_rewrite():
     s = _session()
     s.config.set_mode("eager")
     recs = [r.name for r in s.trace.top_level() if r.pipeline == "optimize_rewrite"]
-    assert recs == ["optimize_module", "dead_code_elimination", "rewrite_reduce", "rewrite_topk", "dead_code_elimination"]
+    assert recs == [
+        "optimize_module",
+        "dead_code_elimination",
+        "rewrite_reduce",
+        "rewrite_topk",
+        "dead_code_elimination",
+    ]
 
 
 def test_mode_eager_of_the_may_catalogue_skips_optimize_rewrite():

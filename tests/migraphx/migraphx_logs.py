@@ -100,7 +100,14 @@ def _without_if(body: list[Ins]) -> list[Ins]:
         if i.mods or "get_tuple_elem" in i.op:
             continue
         if i.op in ("relu", "@return") or "relu_kernel" in i.op:
-            i = Ins(i.name, i.op, ((("main", last),) + i.inputs[1:]) if i.op != "@return" else i.inputs, i.shape, (), i.symbols)
+            i = Ins(
+                i.name,
+                i.op,
+                ((("main", last),) + i.inputs[1:]) if i.op != "@return" else i.inputs,
+                i.shape,
+                (),
+                i.symbols,
+            )
         kept.append(i)
         if i.op != "@return" and not i.op.startswith(("@param", "load", "hip::")):
             last = i.name

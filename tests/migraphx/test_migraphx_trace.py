@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import json
 
-import tests.migraphx.migraphx_logs as L
 import pytest
 
+import tests.migraphx.migraphx_logs as L
 from migx_explore import pass_changes
 from migx_explore.cli import main as cli
 from migx_explore.compiler.errors import MigxError

@@ -1,4 +1,4 @@
-"""gpu::fuse_mlss (MIGraphX develop, Aug 2026), disabled here: AMDMLSS (AMD's ML kernel library) is AMD-only; its ops stay on our generated kernels."""
+"""gpu::fuse_mlss (MIGraphX develop Aug 2026, PR #4831): ops for AMDMLSS kernels; disabled here."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""gpu::lower_device_ops (MIGraphX develop, Aug 2026), disabled here: we have no hip::fill / hip::copy device ops: lowering already emits generated kernels (precompile_op) for copies and contiguous."""
+"""gpu::lower_device_ops (MIGraphX develop Aug 2026, PR #5030); disabled here."""
 
 from __future__ import annotations
 
@@ -11,4 +11,7 @@ from migx_explore.compiler.passes.base import NotApplicable
 @dataclass(frozen=True)
 class LowerDeviceOps(NotApplicable):
     name: ClassVar[str] = "lower_device_ops"
-    note: ClassVar[str] = "we have no hip::fill / hip::copy device ops: lowering already emits generated kernels (precompile_op) for copies and contiguous"
+    note: ClassVar[str] = (
+        "we have no hip::fill / hip::copy device ops: lowering already emits "
+        "generated kernels (precompile_op) for copies and contiguous"
+    )

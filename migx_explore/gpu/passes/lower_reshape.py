@@ -1,4 +1,4 @@
-"""gpu::lower_reshape (MIGraphX develop, Aug 2026), disabled here: our lowering already keeps reshapes of standard buffers as views and compile_ops copies the rest; there is no separate gpu reshape op to lower."""
+"""gpu::lower_reshape (MIGraphX develop Aug 2026, PR #5105); disabled here."""
 
 from __future__ import annotations
 
@@ -11,4 +11,7 @@ from migx_explore.compiler.passes.base import NotApplicable
 @dataclass(frozen=True)
 class LowerReshape(NotApplicable):
     name: ClassVar[str] = "lower_reshape"
-    note: ClassVar[str] = "our lowering already keeps reshapes of standard buffers as views and compile_ops copies the rest; there is no separate gpu reshape op to lower"
+    note: ClassVar[str] = (
+        "our lowering keeps reshapes of standard buffers as views and compile_ops copies the rest; "
+        "there is no gpu reshape op to lower"
+    )
