@@ -33,13 +33,15 @@ from . import dtypes
 from .errors import MigxError
 from .instruction import Literal
 from .ir import Instruction, Module, Program
+from .migraphx_shape import parse_migraphx_shape
 from .op import Op, OpSpec, compute_shape, get_spec
-from .parser import ValueReader, atom_value, literal_values, matching_bracket, parse_attrs, split_top
-from .shape import DynDim, Shape
+from .parser import literal_values, matching_bracket, parse_attrs, split_top
+from .shape import Shape
 
 _HEADER = re.compile(r'^module:\s*"(.*)"\s*(bypass)?\s*$')
 _INSTR = re.compile(r"^(\S+) = (.+)$")
 _TARGET_ID = re.compile(r",\s*target_id=(\d+)\s*$")
+_PERF = re.compile(r":\s*[-+0-9.eE]+\s*ms,\s*[-+0-9.eE]+\s*%\s*$")  # a perf report's `: 0.01ms, 1%`
 # shape::type_t in enum order: convert[target_type=N] prints the index (src/include/migraphx/shape.hpp)
 TYPE_ENUM = (
     "bool_type half_type float_type double_type uint8_type int8_type uint16_type int16_type int32_type "
@@ -203,6 +205,7 @@ class _Reader:
             self.problem(no, "not an instruction line ('<name> = <instruction>'); skipped", s)
             return
         name, rhs = m.group(1), m.group(2)
+        rhs = _PERF.sub("", rhs)
         rhs, symbols = _split_symbols(rhs)
         rhs = _TARGET_ID.sub("", rhs)
         body, shape_txt = _split_shape(rhs)
@@ -442,97 +445,6 @@ def symbol_scope(symbols: Iterable[str]) -> str:
             n += 1
         common = common[:n]
     return "/".join(common)
-
-
-# ---- shapes --------------------------------------------------------------------------------------
-def parse_migraphx_shape(text: str) -> Shape:
-    """A shape as MIGraphX prints it: static `float_type, {lens}, {strides}`, dynamic
-    `dynamic, float_type, {dd, ...}` (dd printed `[1, 4, 2]`, `[ 1, 4, {2} ]` or `[1..4]` by
-    period), or a tuple `[shape, shape]`."""
-    t = text.strip()
-    if not t:
-        raise ValueError("empty shape")
-    if t.startswith("["):
-        end = matching_bracket(t, 0)
-        return Shape.tuple_of(_tuple_shapes(t[1:end]))
-    head, _, rest = t.partition(",")
-    head = head.strip()
-    if head == "dynamic":
-        typ, _, dims = rest.strip().partition(",")
-        return Shape.dynamic(_type(typ.strip()), _dyn_dims(dims.strip()))
-    if head == "tuple_type":
-        inner = rest.strip()
-        return Shape.tuple_of(_tuple_shapes(inner[1:-1] if inner.startswith(("[", "{")) else inner))
-    typ = _type(head)
-    r = ValueReader(rest)
-    lens = atom_value(r.value()) if rest.strip() else ()
-    strides = None
-    if r.peek() == ",":
-        r.i += 1
-        strides = atom_value(r.value())
-    if r.peek():
-        raise ValueError(f"unexpected {r.s[r.i :][:20]!r}")
-    if strides is None and lens:
-        raise ValueError("no strides (MIGraphX prints lens and strides: a cut line?)")
-    if any(not isinstance(x, int) for x in lens):  # symbolic dims (develop 2026): kept as ranges
-        return Shape.dynamic(typ, [x if isinstance(x, int) else DynDim(0, 2**31 - 1) for x in lens])
-    return Shape.of(typ, lens, strides if strides is not None and all(isinstance(x, int) for x in strides) else None)
-
-
-def _type(name: str) -> str:
-    try:
-        return dtypes.dtype(name).name
-    except (MigxError, ValueError, KeyError, TypeError):
-        raise ValueError(f"unknown type {name!r}") from None
-
-
-def _tuple_shapes(inner: str) -> list[Shape]:
-    """Sub-shapes of a tuple: each starts at a type name."""
-    parts = split_top(inner)
-    subs, cur = [], []
-    for p in parts:
-        if (
-            cur
-            and (p.endswith("_type") or p == "dynamic" or p.startswith("["))
-            and not (cur[0] == "dynamic" and len(cur) == 1)
-        ):
-            subs.append(parse_migraphx_shape(", ".join(cur)))
-            cur = []
-        cur.append(p)
-    if cur:
-        subs.append(parse_migraphx_shape(", ".join(cur)))
-    return subs
-
-
-def _dyn_dims(text: str) -> list[DynDim]:
-    t = text.strip()
-    if not (t.startswith("{") and t.endswith("}")):
-        raise ValueError(f"dynamic dimensions {t[:30]!r} are not in {{...}}")
-    out = []
-    for d in split_top(t[1:-1]):
-        out.append(_dyn_dim(d))
-    return out
-
-
-def _dyn_dim(d: str) -> DynDim:
-    d = d.strip()
-    if re.fullmatch(r"-?\d+", d):
-        return DynDim(int(d), int(d))
-    m = re.fullmatch(r"\[\s*(\d+)\s*\.\.\s*(\d+)\s*\]", d)  # develop 2026: [1..4]
-    if m:
-        return DynDim(int(m.group(1)), int(m.group(2)))
-    if d.startswith("[") and d.endswith("]"):
-        parts = split_top(d[1:-1])
-        lo, hi = int(parts[0]), int(parts[1])
-        opts: tuple[int, ...] = ()
-        if len(parts) > 2:
-            o = parts[2].strip()
-            if o.startswith("{"):  # ROCm 5.7-7.2: [ 1, 4, {2} ]
-                opts = tuple(int(x) for x in split_top(o[1:-1]) if x)
-            elif o not in ("0", ""):  # ROCm 5.3-5.6: [1, 4, 2] (0: no optimum)
-                opts = (int(o),)
-        return DynDim(lo, hi, tuple(x for x in opts if lo <= x <= hi))
-    return DynDim(0, 2**31 - 1)  # a symbol expression: its range is unknown here
 
 
 __all__ = [

@@ -34,7 +34,8 @@ _NOISE = re.compile(
     r"Skipped \d+ configs|Winning GEMM solution|Benchmarking|Compilation time:|Summary:|Batch size:|Rate:|"
     r"Total time:|Total instructions time:|Overhead|Percentiles|terminate called|\s*what\(\):|Error |Dump: |"
     r"\[\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d|\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d|\[ MIGraphX Version|Running \[ MIGraphX|"
-    r"[A-Z][A-Z0-9_]+=.*\\\s*$|MIGRAPHX_|Run instruction:|Time: )"
+    r"[A-Z][A-Z0-9_]+=.*\\\s*$|MIGRAPHX_|Run instruction:|Time: |"
+    r"\S+: [-+0-9.eE]+ms( / \d+ = [-+0-9.eE]+ms)?, [-+0-9.eE]+%)"  # perf report summary rows
 )
 
 
@@ -83,6 +84,7 @@ class LogEvents:
     line_count: int = 0
     last_line: int = 0  # the last line that is not blank
     completed: dict[int, float] = field(default_factory=dict)  # header index -> seconds (ROCm 5.5)
+    errors: list[tuple[int, str]] = field(default_factory=list)  # `Error <pass>: <what>`, `what(): ...`
 
 
 def clean(line: str) -> str:
@@ -160,6 +162,8 @@ def split_log(text: str) -> LogEvents:
             out.version = b.group(1).strip()
         if _NOISE.match(st) or b:
             out.noise.append((no, st))
+            if st.startswith(("Error ", "what():")) or "terminate called" in st or "[ERROR]" in st:
+                out.errors.append((no, st))
         else:
             out.stray.append((no, st))
             if dump is not None and (" = " in st or st.startswith("@")):

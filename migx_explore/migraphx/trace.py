@@ -243,6 +243,8 @@ class _Builder:
     def truncated(self, rec: PassRecord, where: str) -> None:
         rec.status = "failed"
         rec.reason = f"the log stops at line {self.out.stops_at}, {where}"
+        if self.ev.errors:  # the pass threw: MIGraphX's own message says why
+            rec.reason += f"; MIGraphX: {self.ev.errors[0][1][:200]}"
         rec.after = None
         rec.diff = None
         self.out.trace.error = f"{rec.name}: {rec.reason}"
@@ -343,6 +345,12 @@ class _Builder:
             )
         if self.out.stops_at is not None:
             self.out.notes.append(f"the log stops at line {self.out.stops_at}, in the middle of a pass")
+        if ev.errors:  # a pass threw (PR #4380 prints `Error <pass>: <what>` and dumps an .mxr)
+            line, text = ev.errors[0]
+            self.out.notes.append(f"MIGraphX reported an error at line {line}: {text[:200]}")
+            t = self.out.trace
+            if t.error is None:
+                t.error = f"line {line}: {text[:200]}"
 
 
 def _fill_unmatched(assign: dict[int, CatalogueEntry], names: list[str], cat: tuple[CatalogueEntry, ...]) -> None:

@@ -174,3 +174,25 @@ def test_printed_program_with_only_our_ops_runs_our_pipelines(tmp_path):
     )
     s = Session.from_migraphx(str(path))
     assert len(s.trace.top_level()) > 90  # our own pipelines over MIGraphX's parsed program
+
+
+def test_a_pass_that_threw_ends_the_trace_with_migraphx_s_message():
+    lines = L.log("develop2026").splitlines()
+    cut = next(k for k, s in enumerate(lines) if s == "Pass: gpu::lowering") + 4
+    text = "\n".join(lines[:cut] + ["Error gpu::lowering: unsupported operator foo", 'Dump: "/tmp/migraphx/x.mxr"'])
+    t = _read(text).trace
+    last = t.top_level()[-1]
+    assert last.status == "failed" and "unsupported operator foo" in last.reason
+
+
+def test_perf_report_lines_read_as_instructions():
+    text = (
+        "x = @param:x -> float_type, {2}, {1}: 0.001ms, 1%\n"
+        "@1 = gpu::code_object[code_object=1,symbol_name=k,global=1,local=1,](x) -> float_type, {2}, {1}: 0.02ms, 98%\n"
+        "@2 = @return(@1): 0.0001ms, 1%\n"
+        "Summary:\n"
+        "gpu::code_object::k: 0.02ms / 1 = 0.02ms, 98%\n"
+        "Rate: 5000 inferences/sec\n"
+    )
+    log = _read(text)
+    assert log.kind == "program" and not log.problems, [str(p) for p in log.problems]
