@@ -129,11 +129,12 @@ class ReadProgram:
     last_line: int = 0
 
 
-def read_program(text: str | Sequence[tuple[int, str]], *, literal_cache: dict | None = None) -> ReadProgram:
+def read_program(text: str | Sequence[tuple[int, str]], *, cache: dict | None = None) -> ReadProgram:
     """Read a printed program: a text, or (line number, line) pairs cut from a log. Never raises
-    on bad text; what it could not read is in `.problems`."""
+    on bad text; what it could not read is in `.problems`. `cache`: a dict kept across the
+    programs of one log (literals, shapes and ops read once)."""
     lines = list(enumerate(text.splitlines(), 1)) if isinstance(text, str) else list(text)
-    return _Reader(literal_cache if literal_cache is not None else {}).read(lines)
+    return _Reader(cache if cache is not None else {}).read(lines)
 
 
 def is_instruction_line(line: str) -> bool:
@@ -150,8 +151,11 @@ def header_name(line: str) -> str | None:
 
 
 class _Reader:
-    def __init__(self, literal_cache: dict):
-        self.literals = literal_cache
+    def __init__(self, cache: dict):
+        # Shared by the reads of one log: its passes print the same lines again and again.
+        self.literals = cache.setdefault("literals", {})
+        self.shapes: dict[str, Shape] = cache.setdefault("shapes", {})
+        self.ops: dict[tuple, Op | None] = cache.setdefault("ops", {})
         self.p = Program(empty=True)
         self.out = ReadProgram(self.p)
         self.env: dict[str, dict[str, Instruction]] = {}  # module -> printed name -> instruction
@@ -271,7 +275,14 @@ class _Reader:
         if shape is None:
             shape = Shape.of("float32", ())
             self.problem(no, f"{op_name} has no '-> <shape>'; read as float_type, {{}}, {{}}")
-        op = None if payload else self.known_op(op_name, attr_text, inputs, mods, shape)
+        op = None
+        if not payload:
+            key = (op_name, attr_text, tuple(i.shape for i in inputs), tuple(m.name for m in mods), shape)
+            op = self.ops.get(key, False)
+            if op is False and mods:  # a submodule's content is part of the shape rule: not cached
+                op = self.known_op(op_name, attr_text, inputs, mods, shape)
+            elif op is False:
+                op = self.ops[key] = self.known_op(op_name, attr_text, inputs, mods, shape)
         if op is None:
             op = OpaqueOp(op_name, attr_text)
             self.out.opaque[op_name] += 1
@@ -364,8 +375,14 @@ class _Reader:
             return elided_literal(shape)
 
     def shape(self, no: int, text: str) -> Shape:
+        hit = self.shapes.get(text)
+        if hit is not None:
+            return hit
         try:
-            return parse_migraphx_shape(text)
+            shape = parse_migraphx_shape(text)
+            if len(self.shapes) < 100_000:
+                self.shapes[text] = shape
+            return shape
         except (MigxError, ValueError, KeyError, IndexError, TypeError, OverflowError) as e:
             self.problem(no, f"shape {text!r} unreadable ({e}); read as float_type, {{}}, {{}}")
             return Shape.of("float32", ())

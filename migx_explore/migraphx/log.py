@@ -50,6 +50,7 @@ class Header:
 class Dump:
     lines: list[tuple[int, str]] = field(default_factory=list)
     closed: bool = False  # ended by a blank line or what follows, not by the end of the text
+    modules: set = field(default_factory=set)  # module headers seen (a repeated one starts a new print)
 
     @property
     def program_level(self) -> bool:
@@ -140,9 +141,10 @@ def split_log(text: str) -> LogEvents:
             continue
         name = header_name(st)
         if name is not None:
-            if dump is None or not dump.program_level or any(header_name(x) == name for _, x in dump.lines):
+            if dump is None or not dump.program_level or name in dump.modules:
                 close()
                 dump = Dump()
+            dump.modules.add(name)
             dump.lines.append((no, st))
             continue
         if is_instruction_line(st):

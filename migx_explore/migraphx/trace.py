@@ -92,7 +92,7 @@ class _Builder:
 
     # ---- programs --------------------------------------------------------------------------------
     def read(self, lines: list[tuple[int, str]]) -> tuple[ProgramSnapshot, ReadProgram]:
-        r = read_program(lines, literal_cache=self.literals)
+        r = read_program(lines, cache=self.literals)
         self.out.problems.extend(r.problems)
         snap = snapshot(r.program)
         if self.snap is not None:
