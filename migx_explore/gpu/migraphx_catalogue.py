@@ -5,7 +5,8 @@ Each entry is MIGraphX's `pass.name()` string (what MIGRAPHX_TRACE_PASSES and MI
 print: `gpu::lowering`, `dead_code_elimination`), the pipeline it sits in, the registered pass of
 ours that stands for it, and its `enable_pass` condition. gpu/pipelines.py builds our pipelines in
 this order; the MIGraphX trace reader groups a real compile's passes into pipelines with it.
-Sources: ../shared/reference/migraphx-pipelines-2026.md ([A] = May, [B] = August).
+Sources: MIGraphX's src/targets/gpu/target.cpp at develop f729a52 (May, PR #4904) and a copy with
+PRs #4770, #4831, #4928, #5030, #5105, #5131 and #5138 merged (August).
 """
 
 from __future__ import annotations
