@@ -213,12 +213,12 @@ class _Builder:
         rec = self.record(b.name, before, before, 0, None)
         rec.time_s = (b.time_ms + sum(x.time_ms for x in span if x.name == b.name)) / 1e3
         own = [x for x in span if x.name == b.name]
-        visit = self.visit_order(len(own))
+        visit = self.attribute(own)
         segment: list[_Block] = []
         k = 0
         for x in span:
             if x.name == b.name and x in own:
-                module = x.module or visit[min(k, len(visit) - 1)]
+                module = visit[k]
                 self.nest(segment, rec, module)
                 segment = []
                 k += 1
@@ -249,6 +249,25 @@ class _Builder:
         rec.diff = None
         self.out.trace.error = f"{rec.name}: {rec.reason}"
         self.out.trace.failed_index = rec.index
+
+    def attribute(self, own: list[_Block]) -> list[str]:
+        """The module each of a pass's per-module blocks printed: named by `Module:` headers, else
+        MIGraphX's visiting order when the count fits, else the module whose instructions the
+        block shares most of (fused bodies are skipped by MIGraphX, and a guess of which are
+        fused can miss)."""
+        order = self.visit_order(len(own))
+        if len(self.state) <= 1 or not own:
+            return [x.module or "main" for x in own]
+        out = []
+        for k, x in enumerate(own):
+            prior = order[k] if k < len(order) else "main"
+            if x.module or x.dump is None:
+                out.append(x.module or prior)
+                continue
+            scores = {m: _shares(x.dump.lines, lines) for m, lines in self.state.items()}
+            best = max(scores, key=lambda m: (scores[m], m == prior))
+            out.append(best if scores[best] > 0 and scores[best] > scores.get(prior, -1.0) else prior)
+        return out
 
     def visit_order(self, n: int) -> list[str]:
         """Modules a pass visits, as run_passes does: reverse([main] + submodules), bypass ones
@@ -351,6 +370,38 @@ class _Builder:
             t = self.out.trace
             if t.error is None:
                 t.error = f"line {line}: {text[:200]}"
+
+
+def _op_part(line: str) -> str:
+    """An instruction line without its names: what stays when a module is printed with or without
+    `<module>:` prefixes, `?` inputs, or renumbered."""
+    _, _, rhs = line.partition(" = ")
+    head, _, rest = rhs.partition("(")
+    shape = rest.rpartition(" -> ")[2] if " -> " in rest else ""
+    return head + " -> " + shape.split(" # ")[0]
+
+
+def _shares(block: list[tuple[int, str]], module: list[tuple[int, str]]) -> float:
+    """How much a block looks like a module: the share of its instructions the module holds (by
+    op and shape), half credit for a shape alone (a pass changed the op), less for a size apart."""
+    from collections import Counter
+
+    block = [(n, s) for n, s in block if "@return" not in s] or block  # a return matches any module
+    if not block:
+        return 0.0
+    parts = [_op_part(s) for _, s in module if "@return" not in s]
+    have, shapes = Counter(parts), Counter(p.partition(" -> ")[2] for p in parts)
+    score = 0.0
+    for _, s in block:
+        part = _op_part(s)
+        if have[part] > 0:
+            have[part] -= 1
+            shapes[part.partition(" -> ")[2]] -= 1
+            score += 1
+        elif shapes[part.partition(" -> ")[2]] > 0:
+            shapes[part.partition(" -> ")[2]] -= 1
+            score += 0.5
+    return score / len(block) - 0.1 * abs(len(parts) - len(block)) / max(len(block), 1)
 
 
 def _fill_unmatched(assign: dict[int, CatalogueEntry], names: list[str], cat: tuple[CatalogueEntry, ...]) -> None:

@@ -196,3 +196,44 @@ def test_perf_report_lines_read_as_instructions():
     )
     log = _read(text)
     assert log.kind == "program" and not log.problems, [str(p) for p in log.problems]
+
+
+FUSED_BODY = """module: "main"
+x = @param:x -> float_type, {2}, {1}
+@1 = pointwise(x), [helper] -> float_type, {2}, {1}
+@2 = if(x), [br] -> [float_type, {2}, {1}]
+@3 = @return(@1)
+
+module: "helper"
+x0 = @param:x0 -> float_type, {2}, {1}
+@1 = relu(x0) -> float_type, {2}, {1}
+@2 = @return(@1)
+
+module: "br"
+br:@0 = abs(@1) -> float_type, {2}, {1}
+br:@1 = @return(br:@0)
+
+
+"""
+
+
+def test_blocks_of_a_pass_go_to_the_module_they_print_when_the_visiting_order_does_not_fit():
+    # `helper` is a fused body MIGraphX skips, but its name does not say so: two blocks, three modules
+    after = FUSED_BODY.replace("abs(@1)", "neg(@1)")
+    body = lambda prog, mod: "\n".join(  # noqa: E731
+        s.replace(f"{mod}:", "") for s in prog.split(f'module: "{mod}"\n')[1].split("\n\n")[0].splitlines()
+    )
+    br, main = body(after, "br").replace("(@1)", "(?)"), body(after, "main")
+    text = FUSED_BODY + "".join(
+        f"Pass: {name}\n{block}\n\n"
+        for name, block in [("simplify_algebra", br), ("optimize_module", br), ("simplify_algebra", main), ("optimize_module", main)]
+    ) + "Pass: optimize_module\n" + after
+    t = _read(text).trace
+    (rec,) = t.top_level()
+    first, second = t.children(rec)
+    assert (first.options["module"], second.options["module"]) == ("br", "main")
+    assert "neg" in [r.op.name for r in first.after.module("br").instrs] and first.changed
+    assert not second.changed  # main printed as it was
+    ops = lambda m: [r.op.name for r in t.final.module(m).instrs]  # noqa: E731
+    assert ops("br")[-2] == "neg" and ops("helper") == ["@param", "relu", "@return"]
+    assert rec.changed and len(rec.diff.changed) + len(rec.diff.added) >= 1
