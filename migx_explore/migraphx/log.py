@@ -51,6 +51,7 @@ class Dump:
     lines: list[tuple[int, str]] = field(default_factory=list)
     closed: bool = False  # ended by a blank line or what follows, not by the end of the text
     modules: set = field(default_factory=set)  # module headers seen (a repeated one starts a new print)
+    follows: str = ""  # the line before it, other prints aside: "header", "time", "blank", "dump"
 
     @property
     def program_level(self) -> bool:
@@ -100,6 +101,7 @@ def split_log(text: str) -> LogEvents:
     out.line_count = len(lines)
     dump: Dump | None = None
     blank_run = 0
+    prev = "blank"
 
     def close(at_end: bool = False) -> None:
         nonlocal dump
@@ -111,6 +113,7 @@ def split_log(text: str) -> LogEvents:
     for no, raw in enumerate(lines, 1):
         s = clean(raw)
         if not s.strip():
+            prev = "blank"
             blank_run += 1
             if dump is not None and not dump.program_level:
                 close()  # a per-module block ends at its blank line
@@ -133,24 +136,28 @@ def split_log(text: str) -> LogEvents:
         if m:
             close()
             out.events.append(Header(m.group(2), no, m.group(1).strip().strip('"')))
+            prev = "header"
             continue
         m = _PASS.match(st)
         if m:
             close()
             out.events.append(Header(m.group(1), no))
+            prev = "header"
             continue
         name = header_name(st)
         if name is not None:
             if dump is None or not dump.program_level or name in dump.modules:
                 close()
-                dump = Dump()
+                dump = Dump(follows=prev)
             dump.modules.add(name)
             dump.lines.append((no, st))
+            prev = "dump"
             continue
         if is_instruction_line(st):
             if dump is None:
-                dump = Dump()
+                dump = Dump(follows=prev)
             dump.lines.append((no, st))
+            prev = "dump"
             continue
         if _VALIDATE.match(st):
             out.validate_lines += 1
@@ -158,10 +165,12 @@ def split_log(text: str) -> LogEvents:
         m = _TIME.match(st)
         if m:
             out.events.append(PassTime(m.group(1), float(m.group(2)), no))
+            prev = "time" if prev in ("header", "time") else prev
             continue
         b = _BANNER.search(st)
         if b and not out.version:
             out.version = b.group(1).strip()
+        # driver/logger/other threads' lines leave `prev` alone: they interleave anywhere
         if _NOISE.match(st) or b:
             out.noise.append((no, st))
             if st.startswith(("Error ", "what():")) or "terminate called" in st or "[ERROR]" in st:

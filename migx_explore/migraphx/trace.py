@@ -157,8 +157,13 @@ class _Builder:
         return self.out
 
     def blocks(self) -> tuple[list[_Block], Dump | None]:
+        """The log's pass blocks and input program. A log can hold several compiles (driver
+        `verify` compiles for ref and gpu; `compile` prints the result after the trace): a program
+        printed with no `Pass:` before it starts another, and the longest one is read."""
         blocks: list[_Block] = []
         initial = None
+        starts: list[tuple[int, Dump | None]] = [(0, None)]
+        has_headers = any(isinstance(e, Header) for e in self.ev.events)
         time: PassTime | None = None  # a MIGRAPHX_TIME_PASSES line not yet given to a block
         for k, e in enumerate(self.ev.events):
             if isinstance(e, Header):
@@ -168,10 +173,13 @@ class _Builder:
                 blocks.append(b)
                 time = None
             elif isinstance(e, Dump):
-                if blocks and blocks[-1].dump is None:
+                if blocks and blocks[-1].dump is None and (e.follows in ("header", "time") or not has_headers):
                     blocks[-1].dump = e
                 elif not blocks and initial is None and time is None:
                     initial = e
+                    starts = [(0, e)]
+                elif has_headers:
+                    starts.append((len(blocks), e))
                 else:  # a dump with no header (dev builds of early 2023): named by its time line if any
                     name = time.name if time else (blocks[-1].name if blocks and e.program_level else "")
                     b = _Block(name, e.first, None, e)
@@ -192,6 +200,17 @@ class _Builder:
         for k, b in enumerate(blocks):
             if not b.name:
                 b.name = f"pass#{k + 1}"
+        if len(starts) > 1:
+            ends = [s for s, _ in starts[1:]] + [len(blocks)]
+            pick = max(range(len(starts)), key=lambda j: ends[j] - starts[j][0])
+            first, initial = starts[pick]
+            runs = [ends[j] - starts[j][0] for j in range(len(starts))]
+            where = f"from line {initial.first}" if initial is not None else "at the top"
+            self.out.notes.append(
+                f"the log holds {len(starts)} program prints with passes between them ({', '.join(map(str, runs))} "
+                f"pass blocks): read the longest compile, {where}"
+            )
+            blocks = blocks[first : ends[pick]]
         return blocks, initial
 
     def with_program_dumps(self, blocks: list[_Block]) -> None:

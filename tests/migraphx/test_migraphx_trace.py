@@ -237,3 +237,13 @@ def test_blocks_of_a_pass_go_to_the_module_they_print_when_the_visiting_order_do
     ops = lambda m: [r.op.name for r in t.final.module(m).instrs]  # noqa: E731
     assert ops("br")[-2] == "neg" and ops("helper") == ["@param", "relu", "@return"]
     assert rec.changed and len(rec.diff.changed) + len(rec.diff.added) >= 1
+
+
+def test_a_log_of_two_compiles_and_the_final_print_reads_the_longest_compile():
+    one = L.log("rocm6.0")
+    final = "\n".join(L.print_program("rocm6.0", L.states()[-1][1])) + "\n\n"
+    short = "\n".join(one.splitlines()[:2] + L.print_program("rocm6.0", L.states()[0][1])) + "\nPass: normalize_ops\n"
+    log = _read(short + "\n" + one + final)
+    tops = [r.name for r in log.trace.top_level()]
+    assert tops == ["normalize_ops", "eliminate_identity", "optimize_module", "normalize_ops", "gpu::lowering"]
+    assert any("holds 3 program prints" in n for n in log.read.notes), log.read.notes
