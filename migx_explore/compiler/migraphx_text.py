@@ -40,6 +40,7 @@ from .shape import Shape
 
 _HEADER = re.compile(r'^module:\s*"(.*)"\s*(bypass)?\s*$')
 _INSTR = re.compile(r"^(\S+) = (.+)$")
+_PARAM = re.compile(r"^(.+?) = (@param:.*)$")  # parameter names are printed verbatim, spaces too
 _TARGET_ID = re.compile(r",\s*target_id=(\d+)\s*$")
 _PERF = re.compile(r":\s*[-+0-9.eE]+\s*ms,\s*[-+0-9.eE]+\s*%\s*$")  # a perf report's `: 0.01ms, 1%`
 # shape::type_t in enum order: convert[target_type=N] prints the index (src/include/migraphx/shape.hpp)
@@ -140,7 +141,7 @@ def read_program(text: str | Sequence[tuple[int, str]], *, cache: dict | None = 
 def is_instruction_line(line: str) -> bool:
     m = _INSTR.match(line.strip())
     if m is None:
-        return False
+        return _PARAM.match(line.strip()) is not None
     rhs = m.group(2)
     return rhs.startswith("@") or bool(re.match(r"[A-Za-z_][\w:]*[\[(]|[A-Za-z_][\w:]* ->|[A-Za-z_][\w:]*$", rhs))
 
@@ -204,7 +205,7 @@ class _Reader:
 
     # ---- one instruction line -------------------------------------------------------------------
     def line(self, mod: Module, no: int, s: str) -> None:
-        m = _INSTR.match(s)
+        m = _INSTR.match(s) or _PARAM.match(s)
         if m is None:
             self.problem(no, "not an instruction line ('<name> = <instruction>'); skipped", s)
             return

@@ -141,3 +141,9 @@ def test_real_dumps_from_migraphx_docs_read_cleanly(name):
     assert log.kind == "program"
     assert not log.problems, [str(p) for p in log.problems]
     assert log.program.modules["main"].return_instruction() is not None or "read" in name or "fp16" in name
+
+
+def test_parameter_names_with_spaces_and_inputs_naming_them():
+    r = read_program("input 1 = @param:input 1 -> float_type, {2}, {1}\n@1 = relu(input 1) -> float_type, {2}, {1}\n")
+    assert r.program.modules["main"].param_names() == ["input 1"]
+    assert not r.problems, [str(p) for p in r.problems]
