@@ -104,7 +104,7 @@ def test_dynamic_mlp_batch_is_symbolic_and_settable():
 
 
 def test_dynamic_mlp_imports_a_batch_range_that_split_single_dyn_dim_splits():
-    from migx_explore.compiler.passes import make_pass, run_passes
+    from migx_explore.compiler.pass_infra import make_pass, run_passes
 
     p = models.load("dynamic_mlp", x=[(1, 4), 64])
     assert p.main.get_parameter("x").shape.dynamic_shape

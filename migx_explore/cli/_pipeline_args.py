@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from migx_explore.compiler.passes import build_pipelines
+from migx_explore.compiler.pass_infra import build_pipelines
 from migx_explore.gpu.migraphx_catalogue import LATEST, VERSIONS
 from migx_explore.gpu.pipelines import COMPILE_MODES, CompileOptions
 

@@ -11,7 +11,7 @@ import difflib
 from collections import Counter
 from dataclasses import dataclass, field
 
-from migx_explore.compiler.passes import PassRecord, Trace
+from migx_explore.compiler.pass_infra import PassRecord, Trace
 from migx_explore.compiler.snapshot import InstrRecord, ProgramSnapshot, diff
 from migx_explore.id_alignment import IdAligner
 

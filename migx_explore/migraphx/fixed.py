@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import threading
 
-from migx_explore.compiler.passes import Trace
+from migx_explore.compiler.pass_infra import Trace
 from migx_explore.session_config import PipelineConfig, SessionError
 from migx_explore.session_trace import TraceCache
 

@@ -10,7 +10,7 @@ from typing import Any
 from migx_explore.compiler.errors import MigxError
 from migx_explore.compiler.ir import Program
 from migx_explore.compiler.migraphx_text import Problem, read_program
-from migx_explore.compiler.passes import PassRecord, Trace
+from migx_explore.compiler.pass_infra import PassRecord, Trace
 from migx_explore.compiler.snapshot import diff, snapshot
 
 from .log import Dump, looks_like_trace, split_log

@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass, field
 
 from migx_explore.compiler.migraphx_text import Problem, ReadProgram, read_program
-from migx_explore.compiler.passes import PassRecord, Trace
+from migx_explore.compiler.pass_infra import PassRecord, Trace
 from migx_explore.compiler.snapshot import ProgramSnapshot, diff, snapshot
 from migx_explore.gpu.migraphx_catalogue import COMPOSITES, VERSIONS, CatalogueEntry, catalogue
 from migx_explore.id_alignment import IdAligner

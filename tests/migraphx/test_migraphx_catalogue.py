@@ -10,7 +10,7 @@ from migx_explore.cli import main as cli
 from migx_explore.compiler import evaluate
 from migx_explore.compiler.ir import Program
 from migx_explore.compiler.op import Op
-from migx_explore.compiler.passes import make_pass, run_passes
+from migx_explore.compiler.pass_infra import make_pass, run_passes
 from migx_explore.compiler.shape import Shape
 from migx_explore.gpu.migraphx_catalogue import catalogue, mode_catalogue, pipeline_counts
 from migx_explore.gpu.pipelines import COMPILE_MODES, CompileOptions, gpu_pipelines, migraphx_entries

@@ -16,9 +16,9 @@ from ..matcher import name
 from ..op import Op
 from ..ops.nn import conv_params
 from ..pattern_rewriter import Rule, replace_with_op
-from .base import Pass, rewriter_of
+from ..pass_infra import Pass, rewriter_of
 from .rule_helpers import all_static
-from .rule_pass import sweep
+from .rewrite import sweep
 
 
 class BackwardsToForward(Rule):

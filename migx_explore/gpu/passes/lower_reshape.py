@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from migx_explore.compiler.passes.base import NotApplicable
+from migx_explore.compiler.pass_infra import NotApplicable
 
 
 @dataclass(frozen=True)
