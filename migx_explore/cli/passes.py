@@ -53,7 +53,10 @@ def run(args: argparse.Namespace) -> int:
         print()
     print(f"{total} entries: " + ", ".join(f"{n} {k}" for k, n in sorted(counts.items())))
     theirs = len(mode_catalogue(args.migraphx, args.mode))
-    print(f"MIGraphX develop {args.migraphx}, mode {args.mode}: {theirs} entries (ours adds fuse_kv_append + DCE)")
+    extra = "fuse_kv_append" + (" and rewrite_rnn" if args.migraphx != "2026-05" else "")
+    print(
+        f"MIGraphX develop {args.migraphx}, mode {args.mode}: {theirs} entries (ours adds {extra}, each with its DCE)"
+    )
     print(
         "MIGraphX tests: cases of MIGraphX's own pass tests that match or are equivalent (docs/migraphx_conformance.md)"
     )

@@ -23,8 +23,12 @@ from migx_explore.gpu.migraphx_catalogue import LATEST, VERSIONS, check_version
 PIPELINE_NAMES = ("dynamic_shapes", "required", "optimize_rewrite", "fusion", "backend")
 COMPILE_MODES = ("eager", "balanced", "max")
 CONVOLUTION_LAYOUTS = ("auto", "channels_first", "channels_last")
-# Entries of ours that MIGraphX does not have (pipeline, pass name); each is followed by its DCE.
-OUR_ENTRIES = (("fusion", "fuse_kv_append"),)
+# Entries of ours that MIGraphX does not have (pipeline, pass name), by catalogue; each is followed
+# by its DCE.
+OUR_ENTRIES = {
+    "2026-05": (("fusion", "fuse_kv_append"),),
+    "2026-08": (("fusion", "fuse_kv_append"), ("required", "rewrite_rnn")),
+}
 
 
 @dataclass(frozen=True)
@@ -167,7 +171,10 @@ def _required(o: CompileOptions) -> list[PassEntry]:
         _p("simplify_qdq", keep_qdq_pairs=o.precision not in ("int8", "fp8")),
         _p("rewrite_quantization"),  # enabled: `not mlir_enabled()` holds for us
         _p(DCE),
-        *([_p("rewrite_rnn"), _p(DCE)] if o.migraphx == "2026-05" else []),
+        # August 2026 dropped rewrite_rnn from target.cpp; ours stays (an entry of ours there: our
+        # GPU target has no recurrent kernels, so RNN/GRU/LSTM must still be unrolled here)
+        _p("rewrite_rnn"),
+        _p(DCE),
         _p("eliminate_data_type_for_gpu", disable_64bit=o.fast_math),
         _p("rewrite_resize", affine_only=True),
         _p(DCE),
@@ -336,7 +343,7 @@ def gpu_pipelines(
 TARGET_INDEPENDENT = PIPELINE_NAMES[:4]
 
 
-def migraphx_entries(pipelines: Sequence[Pipeline]) -> list[tuple[str, str]]:
+def migraphx_entries(pipelines: Sequence[Pipeline], version: str = LATEST) -> list[tuple[str, str]]:
     """(pipeline, pass name) of the entries that stand for MIGraphX's, in order: our own entries
     (OUR_ENTRIES, each with the DCE after it) and the quantize stage left out. The catalogue test
     compares this with gpu/migraphx_catalogue.py."""
@@ -346,7 +353,7 @@ def migraphx_entries(pipelines: Sequence[Pipeline]) -> list[tuple[str, str]]:
             continue
         skip = False
         for e in pl.entries:
-            if (pl.name, e.name) in OUR_ENTRIES:
+            if (pl.name, e.name) in OUR_ENTRIES[version]:
                 skip = True
                 continue
             if skip and e.name == DCE:
