@@ -15,10 +15,10 @@ from typing import ClassVar
 from ..matcher import name
 from ..op import Op
 from ..ops.nn import conv_params
-from ..pattern_rewriter import Rule, replace_with_op
 from ..pass_infra import Pass, rewriter_of
-from .rule_helpers import all_static
+from ..pattern_rewriter import Rule, replace_with_op
 from .rewrite import sweep
+from .rule_helpers import all_static
 
 
 class BackwardsToForward(Rule):
