@@ -89,15 +89,19 @@ class _Builder:
         self.state: dict[str, list[tuple[int, str]]] = {}  # module -> its lines, in program order
         self.snap: ProgramSnapshot | None = None
         self.want_version = version
+        self.seen: set[tuple[int, str]] = set()
 
     # ---- programs --------------------------------------------------------------------------------
     def read(self, lines: list[tuple[int, str]]) -> tuple[ProgramSnapshot, ReadProgram]:
         r = read_program(lines, cache=self.literals)
-        self.out.problems.extend(r.problems)
+        for p in r.problems:  # a program is re-read per pass: each bad line is reported once
+            if (p.line, p.message) not in self.seen:
+                self.seen.add((p.line, p.message))
+                self.out.problems.append(p)
         snap = snapshot(r.program)
         if self.snap is not None:
             al = _MigraphxAligner(self.snap, snap, 0)
-            aligned = al.run()
+            aligned = _share_unchanged(self.snap, al.run())
             ids = al.ids
         else:
             aligned, ids = snap, {}
@@ -389,6 +393,25 @@ class _Builder:
             t = self.out.trace
             if t.error is None:
                 t.error = f"line {line}: {text[:200]}"
+
+
+def _share_unchanged(before: ProgramSnapshot, after: ProgramSnapshot) -> ProgramSnapshot:
+    """`after` with each module equal to its `before` counterpart replaced by that very object, as
+    our own traces share what a pass left alone: memory grows with what changed, and diffs skip
+    the shared modules."""
+    old = before.by_name
+    mods = []
+    shared = 0
+    for m in after.modules:
+        prev = old.get(m.name) if m.name in old else None
+        if prev is not None and prev.bypass == m.bypass and prev.instrs == m.instrs:
+            mods.append(prev)
+            shared += 1
+        else:
+            mods.append(m)
+    if not shared:
+        return after
+    return ProgramSnapshot(mods, after.next_id, after.scopes)
 
 
 def _op_part(line: str) -> str:
