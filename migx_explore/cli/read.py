@@ -13,8 +13,9 @@ def run(args: argparse.Namespace) -> int:
     from migx_explore.compiler.printer import print_program
 
     from ..loading import load_program
-    from ..migraphx import is_migraphx_text
+    from ..migraphx.load import is_migraphx_text, refuse_mxr
 
+    refuse_mxr(args.model)
     if is_migraphx_text(args.model):
         return _read_migraphx(args)
 

@@ -17,8 +17,9 @@ from ._pipeline_args import add_pipeline_arguments, make_session
 
 def run(args: argparse.Namespace) -> int:
     check_output_folder(args.out)  # refuse a bad --out before spending time on the model
-    from ..migraphx import is_migraphx_text
+    from ..migraphx.load import is_migraphx_text, refuse_mxr
 
+    refuse_mxr(args.model)
     if is_migraphx_text(args.model):  # MIGraphX's own compile log: its passes, not ours
         return _write(_migraphx_session(args), args)
     program, name, feed = load_program_and_feed(args)

@@ -61,6 +61,15 @@ def read_text(path: str) -> str:
     return data.decode("utf-8", errors="replace")
 
 
+def refuse_mxr(path: object) -> None:
+    """A one-line error for MIGraphX's binary program files, which only MIGraphX can print."""
+    if isinstance(path, (str, os.PathLike)) and str(path).endswith(".mxr"):
+        raise MigxError(
+            f"{path}: an .mxr file (MIGraphX's msgpack program) is not read here; "
+            f"print it with `migraphx-driver read {os.path.basename(str(path))}` and load that text"
+        )
+
+
 def is_migraphx_text(path: object) -> bool:
     """Whether `path` names a text file that looks like MIGraphX output (a printed program or a
     compile log): not .onnx, no NUL bytes, and an instruction or `Pass:` line near the top."""
@@ -88,6 +97,8 @@ def is_migraphx_text(path: object) -> bool:
 
 def read_log(source: str, *, version: str | None = None, text: bool = False) -> MigraphxLog:
     """A MIGraphX log or printed program from a path (or the text itself with text=True)."""
+    if not text:
+        refuse_mxr(source)
     body = source if text else read_text(source)
     events = split_log(body)
     if looks_like_trace(events):
@@ -137,4 +148,4 @@ def _all_ours(program: Program | None) -> bool:
     return program is not None and not any(is_opaque(i.op) for m in program.modules.values() for i in m)
 
 
-__all__ = ["MigraphxLog", "NUMERIC_NOTE", "is_migraphx_text", "load_session", "read_log", "read_text"]
+__all__ = ["MigraphxLog", "NUMERIC_NOTE", "is_migraphx_text", "refuse_mxr", "load_session", "read_log", "read_text"]

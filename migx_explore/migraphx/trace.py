@@ -245,8 +245,6 @@ class _Builder:
                 self.nest(segment, rec, module)
                 segment = []
                 k += 1
-                if truncated and x.dump is not None:
-                    self.set_module(module, x.dump)
             else:
                 segment.append(x)
         self.nest(segment, rec, visit[min(k, len(visit) - 1)] if visit else "main")
