@@ -13,8 +13,8 @@ from migx_explore.compiler.migraphx_text import Problem, read_program
 from migx_explore.compiler.pass_infra import PassRecord, Trace
 from migx_explore.compiler.snapshot import diff, snapshot
 
-from .log import Dump, looks_like_trace, split_log
-from .trace import NUMERIC_NOTE, MigraphxTrace, read_trace
+from .log import Dump, PassTime, looks_like_trace, split_log
+from .trace import NUMERIC_NOTE, MigraphxTrace, read_trace, times_only
 
 MAX_LOG_BYTES = 2 << 30
 
@@ -104,6 +104,8 @@ def read_log(source: str, *, version: str | None = None, text: bool = False) -> 
     if looks_like_trace(events):
         return MigraphxLog("trace", read_trace(body, version=version))
     dumps = [e for e in events.events if isinstance(e, Dump)]
+    if not dumps and any(isinstance(e, PassTime) for e in events.events):
+        return MigraphxLog("trace", times_only(events, version))
     if not dumps:
         what = "the text" if text else source
         raise MigxError(f"{what}: no MIGraphX program or pass trace in it (no '<name> = <op>' or 'Pass:' lines)")

@@ -510,10 +510,25 @@ def _modules_of(lines: list[tuple[int, str]]) -> dict[str, list[tuple[int, str]]
     return out
 
 
+def times_only(events: LogEvents, version: str | None = None) -> MigraphxTrace:
+    """A MIGRAPHX_TIME_PASSES log with no program prints: one record per time line (per pass and
+    module, in order), each with its time and no program."""
+    b = _Builder(events, version)
+    b.out.trace.initial = b.read([])[0]
+    for e in events.events:
+        if isinstance(e, PassTime):
+            rec = b.record(e.name, b.snap, b.snap, 0, None)
+            rec.time_s = e.ms / 1e3
+    b.out.notes.append("a MIGRAPHX_TIME_PASSES log: pass names and times only, no programs")
+    b.group()
+    b.finish()
+    return b.out
+
+
 def read_trace(text: str, *, version: str | None = None) -> MigraphxTrace:
     """A MIGraphX compile log as a Trace (never raises on bad text: see `.problems`, `.notes`).
     `version`: the catalogue to group by ("2026-05" / "2026-08"); None picks the closer one."""
     return _Builder(split_log(text), version).build()
 
 
-__all__ = ["MigraphxTrace", "NUMERIC_NOTE", "read_trace"]
+__all__ = ["MigraphxTrace", "NUMERIC_NOTE", "read_trace", "times_only"]

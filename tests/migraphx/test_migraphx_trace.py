@@ -250,3 +250,12 @@ def test_a_log_of_two_compiles_and_the_final_print_reads_the_longest_compile():
     tops = [r.name for r in log.trace.top_level()]
     assert tops == ["normalize_ops", "eliminate_identity", "optimize_module", "normalize_ops", "gpu::lowering"]
     assert any("holds 3 program prints" in n for n in log.read.notes), log.read.notes
+
+
+def test_a_time_passes_log_alone_gives_names_and_times():
+    text = "Compiling ... \nnormalize_ops: 0.1ms\ndead_code_elimination: 0.02ms\ngpu::lowering: 1.5ms\nid: 0.001ms\n"
+    log = _read(text)
+    tops = log.trace.top_level()
+    assert [r.name for r in tops] == ["normalize_ops", "dead_code_elimination", "gpu::lowering", "id"]
+    assert tops[2].pipeline == "backend" and tops[2].time_s == pytest.approx(1.5e-3)
+    assert tops[3].status == "disabled"
