@@ -89,7 +89,8 @@ def is_migraphx_text(path: object) -> bool:
     text = head.decode("utf-8", errors="replace")
     return bool(
         re.search(
-            r"(?m)^(\S+ = (@param:|@literal|@return|[A-Za-z_][\w:]*[\[(]| ?\S)|Pass: |Module: .*, Pass: |module: \")",
+            r"(?m)^(\S+ = (@param:|@literal|@return|[A-Za-z_][\w:]*[\[(]| ?\S)|Pass: |Module: .*, Pass: |module: \"|"
+            r"[A-Za-z_][\w:]*: [-+0-9.eE]+ms\s*$)",
             text,
         )
     )
