@@ -389,10 +389,19 @@ class _Reader:
             return Shape.of("float32", ())
 
 
+class ElidedLiteral(Literal):
+    """`@literal{ ... }`: values MIGraphX did not print. Zeros that take no memory (a view of one
+    element), hashed by shape alone, so thousands of snapshots of a large model stay cheap; two
+    elided literals of one shape count as the same (their values are unknown either way)."""
+
+    __slots__ = ()
+
+    def same_as(self, other: Literal) -> bool:
+        return self is other or (isinstance(other, ElidedLiteral) and self.shape == other.shape)
+
+
 def elided_literal(shape: Shape) -> Literal:
-    """`@literal{ ... }`: MIGraphX printed no values. Zeros that take no memory (a view of one
-    element) and hash by shape alone, so thousands of snapshots of a large model stay cheap."""
-    lit = Literal.__new__(Literal)
+    lit = ElidedLiteral.__new__(ElidedLiteral)
     npd = dtypes.np_dtype(shape.type)
     data = np.broadcast_to(np.zeros((), npd), shape.lens)
     lit.data, lit.shape, lit._hash = data, shape, hash(("elided", shape))
@@ -471,6 +480,7 @@ __all__ = [
     "Problem",
     "ReadProgram",
     "TYPE_ENUM",
+    "ElidedLiteral",
     "elided_literal",
     "header_name",
     "is_instruction_line",

@@ -147,3 +147,11 @@ def test_parameter_names_with_spaces_and_inputs_naming_them():
     r = read_program("input 1 = @param:input 1 -> float_type, {2}, {1}\n@1 = relu(input 1) -> float_type, {2}, {1}\n")
     assert r.program.modules["main"].param_names() == ["input 1"]
     assert not r.problems, [str(p) for p in r.problems]
+
+
+def test_elided_literals_of_two_reads_compare_without_touching_their_values():
+    from migx_explore.compiler.snapshot import diff, snapshot
+
+    text = "@0 = @literal{ ... } -> float_type, {64, 64}, {64, 1}\n@1 = @return(@0)\n"
+    a, b = snapshot(read_program(text).program), snapshot(read_program(text).program)
+    assert diff(a, b).is_noop
