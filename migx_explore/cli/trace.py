@@ -26,6 +26,11 @@ def run(args: argparse.Namespace) -> int:
         from ..model_explorer import check_export_folder
 
         check_export_folder(args.model_explorer)
+    from ..migraphx.load import is_migraphx_text, refuse_mxr
+
+    refuse_mxr(args.model)
+    if is_migraphx_text(args.model):  # MIGraphX's own compile log: its passes, not ours
+        return _write(_migraphx_session(args), args)
     program, name, feed = load_program_and_feed(args)
     s = make_session(program, args, numeric=args.numeric or feed is not None, name=name)
     if args.buckets == "pow2":
@@ -37,9 +42,23 @@ def run(args: argparse.Namespace) -> int:
     live = not args.quiet and sys.stdout.isatty()  # a progress line only on a terminal
     if live:
         s.traces.on_progress = lambda k, n, path: print(f"\r[{k}/{n}] {path:<60}", end="", flush=True)
-    trace = s.run()
+    s.run()
     if live:
         print("\r" + " " * 72 + "\r", end="")
+    return _write(s, args)
+
+
+def _migraphx_session(args: argparse.Namespace):
+    from ..session import Session
+
+    s = Session.from_migraphx(args.model, version=args.migraphx)
+    if not args.quiet:
+        print(s.cache["migraphx"].summary(), file=sys.stderr)
+    return s
+
+
+def _write(s, args: argparse.Namespace) -> int:
+    trace, name = s.trace, s.name
     if args.model_explorer:
         from ..model_explorer import export_trace
 
