@@ -101,6 +101,7 @@ def test_headless_command_on_a_fresh_clone(clone: Path) -> None:
     where = subprocess.run(
         [str(clone / ".venv/bin/python"), "-c", "import migx_explore; print(migx_explore.__file__)"],
         cwd="/",
+        env=_env(clone),
         capture_output=True,
         text=True,
         check=True,
