@@ -118,6 +118,19 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+def _get(url: str, patience: float) -> int:
+    """The status of GET url, retried while the server finishes starting (the banner comes first)."""
+    deadline = time.monotonic() + patience
+    while True:
+        try:
+            with urllib.request.urlopen(url, timeout=30) as r:
+                return r.status
+        except OSError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(1)
+
+
 def test_interactive_command_prints_the_tour_url(clone: Path) -> None:
     pytest.importorskip("jupyterlab")
     port = _free_port()
@@ -142,8 +155,7 @@ def test_interactive_command_prints_the_tour_url(clone: Path) -> None:
                 url = m.group(1)
         assert url is not None, "".join(seen[-40:])
         assert "/lab/tree/notebooks/01_tour.ipynb" in url, url
-        with urllib.request.urlopen(url, timeout=30) as r:
-            assert r.status == 200
+        assert _get(url, 60) == 200, "".join(seen[-40:])
         tree = url.split("?")[0].replace("/lab/tree/", "/api/contents/")
         token = url.split("token=")[1] if "token=" in url else ""
         req = urllib.request.Request(tree + "?content=0", headers={"Authorization": f"token {token}"})
