@@ -88,8 +88,12 @@ def load(
         raise MigxError(f"model {str(model)!r} is not a regular file")
     if path.suffix == ".onnx" or os.sep in str(model):
         raise MigxError(f"model file {str(model)!r} not found")
+    from migx_explore.compiler.errors import did_you_mean
+
+    hint = did_you_mean(str(model), models.list_models())
     raise MigxError(
-        f"{str(model)!r} is neither a file nor a built-in model; built-in models: {', '.join(models.list_models())}"
+        f"{str(model)!r} is neither a file nor a built-in model"
+        + (hint or f"; built-in models: {', '.join(models.list_models())}")
     )
 
 
