@@ -69,9 +69,7 @@ def block_problems(block: Block) -> list[str]:
     if block.not_run is not None and not block.not_run:
         return [f'{block.where()}: not-run needs a reason (not-run="why")']
     if block.language in SHELL_LANGUAGES:
-        return [
-            f"{block.where()}: ```{block.language} block: use ```console with `$ ` lines (run by the docs test) or ```text"
-        ]
+        return [f"{block.where()}: ```{block.language} block: use ```console with `$ ` lines (run) or ```text"]
     if block.language == "console" and block.not_run is None and not commands(block):
         return [f"{block.where()}: ```console block without a `$ ` line"]
     return []

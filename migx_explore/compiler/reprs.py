@@ -18,7 +18,8 @@ TOP_OPS = 8  # op names listed per table cell; the rest are counted
 def table(title: str, rows: list[tuple[str, str]]) -> str:
     """A two-column HTML table under a bold title (cells are escaped here)."""
     body = "".join(
-        f"<tr><th style='text-align:left;padding-right:1em'>{escape(k)}</th><td style='text-align:left'>{escape(v)}</td></tr>"
+        f"<tr><th style='text-align:left;padding-right:1em'>{escape(k)}</th>"
+        f"<td style='text-align:left'>{escape(v)}</td></tr>"
         for k, v in rows
     )
     return f"<div class='migx-repr'><b>{escape(title)}</b><table>{body}</table></div>"
