@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 import warnings
 import zipfile
@@ -131,7 +132,38 @@ def load_program(source: Any, input_dims: Mapping[str, Sequence[int]] | None = N
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             program = load(source.model, dims or None, feed=feed)
-        for w in caught:  # one line each on stderr (e.g. a symbolic dim defaulted to 1), no file:line noise
-            print(f"migx-explore: warning: {w.message}", file=sys.stderr)
+        for line in collapse_warnings([str(w.message) for w in caught]):  # one line, no file:line noise
+            print(f"migx-explore: warning: {line}", file=sys.stderr)
         return program, model_label(source.model)
     return load(source, input_dims)
+
+
+_UNFIXED = re.compile(
+    r"input '(?P<input>[^']+)': dimension \d+ \('(?P<dim>[^']+)'\) is not fixed; using (?P<value>\S+) "
+)
+
+
+def collapse_warnings(messages: list[str]) -> list[str]:
+    """The warnings of loading a model as few lines: the same message once, and every symbolic
+    dim left unfixed in one line naming the dims and the inputs that use them (a decoder has one
+    such warning per cache input)."""
+    unfixed: dict[tuple[str, str], list[str]] = {}
+    out: list[str] = []
+    for m in messages:
+        hit = _UNFIXED.match(m)
+        if hit:
+            unfixed.setdefault((hit["dim"], hit["value"]), []).append(hit["input"])
+        elif m not in out:
+            out.append(m)
+    if unfixed:
+        parts = []
+        for (dim, value), inputs in unfixed.items():
+            shown = ", ".join(inputs[:3]) + (f" and {len(inputs) - 3} more" if len(inputs) > 3 else "")
+            parts.append(f"{dim}={value} ({shown})")
+        first = next(iter(unfixed))[0]
+        out.insert(
+            0,
+            "symbolic dims not fixed, using " + "; ".join(parts) + f": set them with --input-dim {first}=... "
+            f"(input_dims={{{first!r}: ...}} in Python) or give a feed",
+        )
+    return out

@@ -37,12 +37,12 @@ def test_notebook_tables(s: Session) -> None:
 
 
 def test_option_values_show_by_name() -> None:
-    from migx_explore.compiler.reprs import _short
+    from migx_explore.compiler.reprs import short_value
 
     def one_launch():  # noqa: ANN202 - a stand-in for a pass option that is a function
         return 1
 
-    assert _short(one_launch).endswith("one_launch") and "0x" not in _short(one_launch)
+    assert short_value(one_launch).endswith("one_launch") and "0x" not in short_value(one_launch)
 
 
 def test_goto_suggests_close_names(s: Session) -> None:

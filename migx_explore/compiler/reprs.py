@@ -94,7 +94,7 @@ def record_html(rec: PassRecord) -> str:
         ("time", f"{rec.time_s * 1e3:.2f} ms"),
     ]
     if rec.options:
-        rows.append(("options", ", ".join(f"{k}={_short(v)}" for k, v in rec.options.items())))
+        rows.append(("options", ", ".join(f"{k}={short_value(v)}" for k, v in rec.options.items())))
     if rec.validation:
         rows.append(("validation", rec.validation))
     if rec.numeric is not None:
@@ -106,7 +106,7 @@ def record_html(rec: PassRecord) -> str:
     return table(f"pass {rec.index}: {rec.path}", rows)
 
 
-def _short(value: Any) -> str:
+def short_value(value: Any) -> str:
     """An option value for display: functions and classes by name, never `<function ... at 0x...>`."""
     if callable(value):
         return getattr(value, "__qualname__", None) or getattr(value, "__name__", None) or type(value).__name__
