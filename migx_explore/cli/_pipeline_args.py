@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from migx_explore.compiler.passes import build_pipelines
+from migx_explore.compiler.pass_infra import build_pipelines
 from migx_explore.gpu.pipelines import CompileOptions
 
 from ._options import add_compile_mode

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import re
 
-from migx_explore.compiler.passes.conformance_data import conformance_summary
+from migx_explore.compiler.pass_infra.conformance import conformance_summary
 from migx_explore.compiler.reprs import short_value
 from migx_explore.gpu.pipelines import CompileOptions, PendingPass, gpu_pipelines
 
