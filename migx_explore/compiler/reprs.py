@@ -6,11 +6,12 @@ from __future__ import annotations
 
 from collections import Counter
 from html import escape
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:  # pragma: no cover
-    from .passes.trace import PassRecord
-    from .snapshot import ProgramSnapshot, SnapshotDiff
+# The classes these functions describe import this module, so they are typed here by their names
+# in the docstrings only (an import back would be a cycle): snap is a ProgramSnapshot, d a
+# SnapshotDiff, rec a PassRecord.
+ProgramSnapshot = SnapshotDiff = PassRecord = Any
 
 TOP_OPS = 8  # op names listed per table cell; the rest are counted
 
