@@ -149,6 +149,8 @@ def collapse_warnings(messages: list[str]) -> list[str]:
     such warning per cache input)."""
     unfixed: dict[tuple[str, str], list[str]] = {}
     out: list[str] = []
+    if sum(1 for m in messages if _UNFIXED.match(m)) < 2:  # one is said best as it is
+        return list(dict.fromkeys(messages))
     for m in messages:
         hit = _UNFIXED.match(m)
         if hit:
