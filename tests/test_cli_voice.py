@@ -173,3 +173,24 @@ def test_a_bad_model_file_is_the_users_error_in_the_widget(tmp_path: Path) -> No
     # and a bug of ours stays one
     box.show(KeyError("x"), "path")
     assert "internal error" in box.widget.value
+
+
+def test_progress_lines_off_a_terminal_and_silence_when_quiet(monkeypatch) -> None:
+    import io
+    import time as _time
+
+    from migx_explore.cli import _options
+
+    monkeypatch.setattr(_options, "SHOW_AFTER_S", 0.0)
+    monkeypatch.setattr(_options, "LINE_EVERY_S", 0.05)
+    out = io.StringIO()
+    with _options.Progress("verifying mlp", stream=out) as p:
+        for k in range(1, 4):
+            p(k, 3, f"pass {k}")
+            _time.sleep(0.06)
+    lines = out.getvalue().splitlines()
+    assert lines and all(ln.startswith("migx-explore: verifying mlp") for ln in lines) and "\r" not in out.getvalue()
+    quiet = io.StringIO()
+    with _options.Progress("verifying mlp", quiet=True, stream=quiet) as p:
+        p(1, 3, "pass 1")
+    assert quiet.getvalue() == ""
