@@ -1,4 +1,4 @@
-"""`migx-explore generate MODEL --steps N [--prompt 1,2,3] [--target ref|gpu] [--mode eager|graph]`:
+"""`migx-explore generate MODEL --steps N [--prompt 1,2,3] [--target ref|gpu] [--exec-mode eager|graph]`:
 greedy decoding with a KV-cache model: a prefill, then decode steps on per-bucket programs that
 append to a preallocated cache in place (migx_explore.decode)."""
 
