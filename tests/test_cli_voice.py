@@ -194,3 +194,13 @@ def test_progress_lines_off_a_terminal_and_silence_when_quiet(monkeypatch) -> No
     with _options.Progress("verifying mlp", quiet=True, stream=quiet) as p:
         p(1, 3, "pass 1")
     assert quiet.getvalue() == ""
+
+
+def test_perf_columns_line_up_on_the_fake_backend() -> None:
+    done = _cli("perf", "mlp", "--iters", "3", "--warmup", "1", env={"MIGX_GPU_BACKEND": "fake"})
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    top = lines.index("timing per mode:")
+    table = lines[top + 1 : top + 4]  # header, eager, graph
+    assert table[0].startswith("mode") and len({len(ln) for ln in table}) == 1, "\n".join(table)
+    assert "1 kernel," in done.stdout and "MIGX_GPU_BACKEND=fake" in done.stdout
