@@ -17,7 +17,16 @@ from ._pipeline_args import add_pipeline_arguments, make_session
 
 
 def run(args: argparse.Namespace) -> int:
-    check_output_folder(args.out)  # refuse a bad --out before spending time on the model
+    if args.out is None and args.model_explorer is None:
+        from migx_explore.compiler.errors import MigxError
+
+        raise MigxError("trace needs --out DIR (the IR files) or --model-explorer DIR, or both")
+    if args.out is not None:
+        check_output_folder(args.out)  # refuse a bad --out before spending time on the model
+    if args.model_explorer is not None:
+        from ..model_explorer import check_export_folder
+
+        check_export_folder(args.model_explorer)
     program, name, feed = load_program_and_feed(args)
     s = make_session(program, args, numeric=args.numeric or feed is not None, name=name)
     if args.buckets == "pow2":
@@ -29,8 +38,14 @@ def run(args: argparse.Namespace) -> int:
     with Progress(f"tracing {name}", quiet=args.quiet) as progress:
         s.traces.on_progress = progress
         trace = s.run()
-        progress.desc = f"writing {args.out}"
-        progress.update("")
+    if args.model_explorer:
+        from ..model_explorer import export_trace
+
+        e = export_trace(s, args.model_explorer)
+        print(f"wrote a Model Explorer trace ({len(e.passes)} pass graphs, {e.nodes} nodes) to {args.model_explorer}")
+    if args.out is None:
+        return 1 if s.trace.error else 0
+    with Progress(f"writing {args.out}", quiet=args.quiet):
         with replaced_folder(args.out) as folder:  # replaces only what a previous trace there wrote
             files = write_trace(
                 trace,
@@ -155,9 +170,14 @@ def register(sub) -> None:
     add_pipeline_arguments(p)
     p.add_argument(
         "--out",
-        required=True,
         metavar="DIR",
         help="output folder: new, empty, or a previous trace's, inside an existing folder",
+    )
+    p.add_argument(
+        "--model-explorer",
+        metavar="DIR",
+        help="also write the trace for Google Model Explorer: a graph per pass, overlays, compare "
+        "mappings (open DIR/graphs.json, or DIR/trace.migx with --extensions=migx_explore)",
     )
     p.add_argument("--svg", action="store_true", help="also write an SVG diff per (changed) pass")
     p.add_argument("--all", action="store_true", help="write files for unchanged passes too")
