@@ -114,6 +114,15 @@ class Session:
         return s
 
     @classmethod
+    def from_migraphx(cls, path: str, *, version: str | None = None, **kw: Any) -> Session:
+        """A MIGraphX compile log (MIGRAPHX_TRACE_COMPILE / MIGRAPHX_TRACE_PASSES output) or printed
+        program as a session: every view works on MIGraphX's own passes; numeric checks are off.
+        `version` picks the catalogue that groups passes into pipelines ("2026-05" / "2026-08")."""
+        from .migraphx import load_session
+
+        return load_session(cls, path, version=version, **kw)
+
+    @classmethod
     def from_text(cls, text: str, **kw: Any) -> Session:
         from migx_explore.compiler.parser import parse
 
@@ -291,8 +300,25 @@ class Session:
 
     def __repr__(self) -> str:
         t = self.traces.peek()
-        n = len(t.records) if t is not None else "untraced"
-        return f"<Session {self.name}: {n} records, at {self.position}>"
+        if t is None:
+            return f"<Session {self.name}: not traced yet ({self.config.label()})>"
+        at = t.records[self.position].path if 0 <= self.position < len(t.records) else "the input"
+        return f"<Session {self.name}: {len(t.records)} pass records, at {self.position} {at} ({self.config.label()})>"
+
+    def _repr_html_(self) -> str:
+        from migx_explore.compiler.reprs import table
+
+        t = self.traces.peek()
+        rows = [("model", self.name), ("configuration", self.config.label())]
+        if t is None:
+            rows.append(("trace", "not traced yet (goto, step or run traces it)"))
+        else:
+            rows += [
+                ("trace", f"{len(t.records)} pass records" + ("" if self.trace_complete else " so far")),
+                ("at", f"{self.position}: {t.records[self.position].path}" if t.records else "the input"),
+                ("instructions", f"{t.initial.total_instructions()} in the input"),
+            ]
+        return table(f"Session {self.name}", rows)
 
 
 __all__ = ["Session", "SessionError"]

@@ -41,6 +41,8 @@ def load_program_and_feed(args: argparse.Namespace) -> tuple[Any, str, dict[str,
         program, feed = load_with_feed(
             args.model, path, dims or None, convert_inputs=getattr(args, "convert_inputs", False)
         )
-    for w in caught:
-        print(f"migx-explore: warning: {w.message}", file=sys.stderr)
+    from ..loading import collapse_warnings
+
+    for line in collapse_warnings([str(w.message) for w in caught]):
+        print(f"migx-explore: warning: {line}", file=sys.stderr)
     return program, model_label(args.model), feed

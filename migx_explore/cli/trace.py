@@ -12,11 +12,26 @@ from ..outputs import TRACE_MARKER, check_output_folder, replaced_folder
 from ..rewrite_summary import index_rewrites
 from ..stats import launch_count
 from ._inputs import add_inputs_argument, load_program_and_feed
+from ._options import Progress, add_quiet, heading
 from ._pipeline_args import add_pipeline_arguments, make_session
 
 
 def run(args: argparse.Namespace) -> int:
-    check_output_folder(args.out)  # refuse a bad --out before spending time on the model
+    if args.out is None and args.model_explorer is None:
+        from migx_explore.compiler.errors import MigxError
+
+        raise MigxError("trace needs --out DIR (the IR files) or --model-explorer DIR, or both")
+    if args.out is not None:
+        check_output_folder(args.out)  # refuse a bad --out before spending time on the model
+    if args.model_explorer is not None:
+        from ..model_explorer import check_export_folder
+
+        check_export_folder(args.model_explorer)
+    from ..migraphx.load import is_migraphx_text, refuse_mxr
+
+    refuse_mxr(args.model)
+    if is_migraphx_text(args.model):  # MIGraphX's own compile log: its passes, not ours
+        return _write(_migraphx_session(args), args)
     program, name, feed = load_program_and_feed(args)
     s = make_session(program, args, numeric=args.numeric or feed is not None, name=name)
     if args.buckets == "pow2":
@@ -25,35 +40,60 @@ def run(args: argparse.Namespace) -> int:
         print(f"note: {note} (--buckets none traces every size)", file=sys.stderr)
     if feed is not None:
         s.traces.set_inputs(feed)
-    live = not args.quiet and sys.stdout.isatty()  # a progress line only on a terminal
-    if live:
-        s.traces.on_progress = lambda k, n, path: print(f"\r[{k}/{n}] {path:<60}", end="", flush=True)
-    trace = s.run()
-    if live:
-        print("\r" + " " * 72 + "\r", end="")
-    with replaced_folder(args.out) as folder:  # replaces only what a previous trace there wrote
-        files = write_trace(
-            trace,
-            folder,
-            changed_only=not args.all,
-            extra={
-                "generator": TRACE_MARKER,
-                "model": name,
-                "spec": s.config.label(),
-                "launches_before": launch_count(trace.initial),
-                "launches_after": launch_count(trace.final),
-            },
-            per_pass=lambda rec: index_rewrites(trace, rec),
-        )
-        if args.svg:
-            files += _write_svg_and_index(s, folder, args)
-        else:
-            files.append(_write_index_html(s, folder, args))
-    _print_summary(trace, args.verbose)
+    with Progress(f"tracing {name}", quiet=args.quiet) as progress:
+        s.traces.on_progress = progress
+        s.run()
+    return _write(s, args)
+
+
+def _migraphx_session(args: argparse.Namespace):
+    from ..session import Session
+
+    s = Session.from_migraphx(args.model, version=args.migraphx)
+    if not args.quiet:
+        print(s.cache["migraphx"].summary(), file=sys.stderr)
+    return s
+
+
+def _write(s, args: argparse.Namespace) -> int:
+    trace, name = s.trace, s.name
+    if args.model_explorer:
+        from ..model_explorer import export_trace
+
+        e = export_trace(s, args.model_explorer)
+        print(f"wrote a Model Explorer trace ({len(e.passes)} pass graphs, {e.nodes} nodes) to {args.model_explorer}")
+    if args.out is None:
+        return 1 if s.trace.error else 0
+    with Progress(f"writing {args.out}", quiet=args.quiet):
+        with replaced_folder(args.out) as folder:  # replaces only what a previous trace there wrote
+            files = write_trace(
+                trace,
+                folder,
+                changed_only=not args.all,
+                extra={
+                    "generator": TRACE_MARKER,
+                    "model": name,
+                    "spec": s.config.label(),
+                    "launches_before": launch_count(trace.initial),
+                    "launches_after": launch_count(trace.final),
+                },
+                per_pass=lambda rec: index_rewrites(trace, rec),
+            )
+            if args.svg:
+                files += _write_svg_and_index(s, folder, args)
+            else:
+                files.append(_write_index_html(s, folder, args))
+    _print_summary(trace, args.verbose, table=not args.quiet)
     from ..like_this import like_this_summary, range_note
 
-    for line in filter(None, [range_note(trace), *like_this_summary(trace.final)]):
-        print(line)
+    note = range_note(trace)
+    if note:
+        print(note)
+    alike = like_this_summary(trace.final)
+    if alike and not args.quiet:
+        heading("alike submodules in the final program (folded as '× N like this'):")
+        for line in alike:
+            print(line)
     print(f"wrote {len(files)} files to {args.out}")
     if s.trace.error:
         print(f"error: {s.trace.error}")
@@ -114,7 +154,7 @@ def _write_index_html(s, folder: str, args: argparse.Namespace, **draw) -> str:
     return path
 
 
-def _print_summary(trace, verbose: bool) -> None:
+def _print_summary(trace, verbose: bool, *, table: bool = True) -> None:
     total = sum(r.time_s for r in trace.top_level())
     changed = [r for r in trace.top_level() if r.changed]
     print(
@@ -125,6 +165,9 @@ def _print_summary(trace, verbose: bool) -> None:
         f"instructions {trace.initial.total_instructions()} -> {trace.final.total_instructions()}, "
         f"kernel launches {launch_count(trace.initial)} -> {launch_count(trace.final)}"
     )
+    if not table:
+        return
+    heading("every pass:" if verbose else "passes that changed the program (+added -removed ~changed, time):")
     for r in trace.top_level() if verbose else changed:
         d = r.diff.summary() if r.diff else r.status
         num = ""
@@ -144,7 +187,17 @@ def register(sub) -> None:
     p = sub.add_parser("trace", help="run the pipelines and write numbered per-pass IR files + index.json")
     add_model_arguments(p)
     add_pipeline_arguments(p)
-    p.add_argument("--out", required=True, help="output folder")
+    p.add_argument(
+        "--out",
+        metavar="DIR",
+        help="output folder: new, empty, or a previous trace's, inside an existing folder",
+    )
+    p.add_argument(
+        "--model-explorer",
+        metavar="DIR",
+        help="also write the trace for Google Model Explorer: a graph per pass, overlays, compare "
+        "mappings (open DIR/graphs.json, or DIR/trace.migx with --extensions=migx_explore)",
+    )
     p.add_argument("--svg", action="store_true", help="also write an SVG diff per (changed) pass")
     p.add_argument("--all", action="store_true", help="write files for unchanged passes too")
     p.add_argument(
@@ -162,5 +215,5 @@ def register(sub) -> None:
     )
     add_inputs_argument(p)
     p.add_argument("-v", "--verbose", action="store_true", help="list every pass, not only the changed ones")
-    p.add_argument("-q", "--quiet", action="store_true")
+    add_quiet(p)
     p.set_defaults(func=run)
