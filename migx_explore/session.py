@@ -95,10 +95,11 @@ class Session:
         cls, path: str, input_dims: dict[str, Sequence[int]] | None = None, *, inputs: Any = None, **kw: Any
     ) -> Session:
         """`inputs` (an .npz path or a dict of arrays, keyed by ONNX input name) fixes symbolic dims
-        from its shapes and becomes the numeric checks' inputs (migx_explore/feeds.py)."""
+        from its shapes and becomes the numeric checks' inputs (migx_explore/feeds.py); a feed of another
+        element type is refused unless `convert_inputs=True`."""
         from .feeds import load_with_feed
 
-        prog, feed = load_with_feed(path, inputs, input_dims)
+        prog, feed = load_with_feed(path, inputs, input_dims, convert_inputs=kw.pop("convert_inputs", False))
         s = cls(prog, name=kw.pop("name", str(path).rsplit("/", 1)[-1]), inputs=feed, **kw)
         s.source = {"kind": "onnx", "value": str(path), "input_dims": dict(input_dims or {})}
         return s

@@ -89,7 +89,7 @@ def evaluate_module(
                 continue
             if ins.is_return():
                 break
-            meter.spend(f"module {module.name}: {ins.name} (#{ins.id})")
+            meter.spend(f"module {module.name}: {ins.name} (#{ins.id})", arithmetic(ins))
             if ins.is_literal():
                 env[ins.id] = ins.literal.data
             else:
@@ -100,6 +100,22 @@ def evaluate_module(
                 if last_use.get(i.id) == k and i.id not in keep:
                     env.pop(i.id, None)
     return [env[o.id] for o in outputs]
+
+
+def arithmetic(ins: Instruction) -> int:
+    """An estimate of the operations an instruction's compute does, for the work budget: its output
+    elements, times the reduction length for a product (dot, convolution). 0 for dynamic shapes."""
+    out = ins.shape
+    if out.is_tuple or out.dyn_dims is not None:
+        return 0
+    n = out.elements()
+    name = ins.op.name
+    if name in ("dot", "quant_dot") and ins.inputs and ins.inputs[0].shape.lens:
+        return n * max(1, ins.inputs[0].shape.lens[-1])
+    if name in ("convolution", "quant_convolution") and len(ins.inputs) > 1 and ins.inputs[1].shape.lens:
+        w = ins.inputs[1].shape
+        return n * max(1, w.elements() // max(1, w.lens[0]))
+    return n
 
 
 def _concrete_shape(ins: Instruction, args: list[np.ndarray]) -> Shape:
