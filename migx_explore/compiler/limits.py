@@ -14,7 +14,7 @@ import contextvars
 import functools
 import math
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 from .errors import MigxError
 
@@ -119,9 +119,11 @@ class WorkMeter:
         self.spent = 0
         self.limit = limit
 
-    def spend(self, where: str) -> None:
+    def spend(self, where: str | Callable[[], str]) -> None:
+        """Count one instruction; `where` (or what it returns: formatted only on failure) names it."""
         self.spent += 1
         if self.spent > self.limit:
+            where = where() if callable(where) else where
             raise WorkBudgetError(
                 f"evaluation stopped after {self.limit:,} instructions, at {where}: over the work "
                 f"budget (a loop with a huge trip count?); raise it with --work-budget N or "
