@@ -50,7 +50,7 @@ def chain_model(n: int):
 
 def measure(n: int) -> dict:
     from migx_explore.compiler.onnx import parse_onnx
-    from migx_explore.compiler.passes import PassManager
+    from migx_explore.compiler.pass_infra import PassManager
     from migx_explore.gpu.pipelines import gpu_pipelines
 
     model = chain_model(n)

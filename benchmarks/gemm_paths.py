@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 def compile_variant(model, mode: str, precision: str):
     from migx_explore.compiler.onnx import parse_onnx
-    from migx_explore.compiler.passes import PassManager
+    from migx_explore.compiler.pass_infra import PassManager
     from migx_explore.gpu import compile_program_ir
     from migx_explore.gpu.executor import CompiledProgram
     from migx_explore.gpu.pipelines import CompileOptions

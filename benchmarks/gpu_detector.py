@@ -36,7 +36,7 @@ def detector(size: int):
 def ours(model, feeds: dict, iters: int, warmup: int) -> dict:
     from migx_explore import gpu
     from migx_explore.compiler.onnx.context import param_name
-    from migx_explore.compiler.passes import PassManager
+    from migx_explore.compiler.pass_infra import PassManager
     from migx_explore.gpu.executor import CompiledProgram
     from migx_explore.gpu.runtime import get_backend
     from migx_explore.gpu.timing import time_program

@@ -80,7 +80,7 @@ def micro(n: int = 300, iters: int = 50) -> dict:
 
 
 def cache_speedup() -> dict:
-    from migx_explore.compiler.passes import PassManager
+    from migx_explore.compiler.pass_infra import PassManager
     from migx_explore.gpu import compile_program_ir, kernel_cache
     from migx_explore.gpu.runtime import get_backend
 

@@ -207,7 +207,7 @@ def torch_compiled_latency(net, xs: list, iters: int, warmup: int, keep: bool = 
 def ours(model, feeds: dict, iters: int, warmup: int, precision: str = "fp32", keep: bool = False) -> dict:
     """Our eager and graph latency; with keep, the program stays open in "_program" (the caller closes it)."""
     from migx_explore.compiler.onnx import parse_onnx
-    from migx_explore.compiler.passes import PassManager
+    from migx_explore.compiler.pass_infra import PassManager
     from migx_explore.gpu import compile_program_ir
     from migx_explore.gpu.executor import CompiledProgram
     from migx_explore.gpu.pipelines import CompileOptions

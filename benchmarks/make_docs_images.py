@@ -17,8 +17,7 @@ import numpy as np
 
 from migx_explore.compiler.ir import Program
 from migx_explore.compiler.op import Op
-from migx_explore.compiler.passes import PassManager, make_pass, pass_registry
-from migx_explore.compiler.passes.trace import PassRecord
+from migx_explore.compiler.pass_infra import PassManager, PassRecord, make_pass, pass_registry
 from migx_explore.compiler.shape import Shape
 from migx_explore.render import diff_graph, side_by_side, write_graph
 

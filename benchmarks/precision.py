@@ -43,7 +43,7 @@ def ours(model, feeds: dict, precision: str, iters: int) -> dict:
     from migx_explore import models
     from migx_explore.compiler.onnx import parse_onnx
     from migx_explore.compiler.onnx.context import param_name
-    from migx_explore.compiler.passes import PassManager
+    from migx_explore.compiler.pass_infra import PassManager
     from migx_explore.gpu import compile_program_ir
     from migx_explore.gpu.executor import CompiledProgram
     from migx_explore.gpu.pipelines import CompileOptions

@@ -11,7 +11,7 @@ import argparse
 import time
 from collections.abc import Callable
 
-from migx_explore.compiler.passes import PassManager
+from migx_explore.compiler.pass_infra import PassManager
 from migx_explore.compiler.snapshot import snapshot
 from migx_explore.render import build_graph, diff_graph, program_graph, render_svg, side_by_side, text_diff
 from migx_explore.render.synthetic import FuseBiasRelu, conv_chain
@@ -72,7 +72,7 @@ def main() -> None:
     print(f"{'text diff, same model':<52} {t * 1e3:8.0f} ms {len(text.splitlines()):6d} lines")
 
     try:
-        from migx_explore.compiler.passes import make_pass
+        from migx_explore.compiler.pass_infra import make_pass
         from migx_explore.models import load
     except ImportError:
         print("(YOLO-style model not available: migx_explore.models is missing)")

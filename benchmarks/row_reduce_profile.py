@@ -89,7 +89,7 @@ def summary(replays: list[list[tuple[str, float]]]) -> dict:
 
 
 def profile_program(program, feeds: dict, reps: int) -> list[tuple[str, float]]:
-    from migx_explore.compiler.passes import PassManager
+    from migx_explore.compiler.pass_infra import PassManager
     from migx_explore.gpu import compile_program_ir
     from migx_explore.gpu.executor import CompiledProgram
     from migx_explore.gpu.pipelines import CompileOptions
@@ -168,7 +168,7 @@ def _standalone() -> dict[str, tuple]:
 def _model(case, reps: int) -> list[tuple[str, float]]:
     from migx_explore.compiler.onnx import parse_onnx
     from migx_explore.compiler.onnx.context import param_name
-    from migx_explore.compiler.passes import PassManager
+    from migx_explore.compiler.pass_infra import PassManager
     from migx_explore.gpu import compile_program_ir
     from migx_explore.gpu.executor import CompiledProgram
     from migx_explore.gpu.pipelines import CompileOptions

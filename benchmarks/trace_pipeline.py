@@ -12,7 +12,7 @@ import argparse
 import time
 
 from migx_explore.compiler.onnx import parse_onnx
-from migx_explore.compiler.passes import PassManager
+from migx_explore.compiler.pass_infra import PassManager
 from migx_explore.gpu.pipelines import TARGET_INDEPENDENT, gpu_pipelines
 from migx_explore.models import get_model
 from migx_explore.models.transformer import transformer

@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from migx_explore.compiler.passes import Trace
+from migx_explore.compiler.pass_infra import Trace
 from migx_explore.compiler.snapshot import ProgramSnapshot, SnapshotDiff, diff
 
 from .id_alignment import align_ids

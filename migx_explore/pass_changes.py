@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from migx_explore.compiler.passes import PassRecord
+from migx_explore.compiler.pass_infra import PassRecord
 
 from .regions import Region, change_regions
 from .rewrite_summary import RewriteRow, record_rewrites

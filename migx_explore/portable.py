@@ -18,7 +18,7 @@ from typing import Any
 
 from migx_explore.compiler.errors import FormatError, MigxError
 from migx_explore.compiler.ir import Program
-from migx_explore.compiler.passes import PassManager, Trace, build_pipelines, entry_paths
+from migx_explore.compiler.pass_infra import PassManager, Trace, build_pipelines, entry_paths
 from migx_explore.compiler.serialize import load_program_file, save_program
 from migx_explore.gpu.pipelines import CompileOptions, gpu_pipelines
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from migx_explore.compiler.ir import Replacement
-from migx_explore.compiler.passes import PassRecord, Trace
+from migx_explore.compiler.pass_infra import PassRecord, Trace
 from migx_explore.compiler.snapshot import InstrRecord, ProgramSnapshot, SnapshotDiff, differing_modules
 from migx_explore.compiler.snapshot import diff as snapshot_diff
 

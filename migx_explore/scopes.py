@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from migx_explore.compiler.passes import PassRecord, Trace
+from migx_explore.compiler.pass_infra import PassRecord, Trace
 from migx_explore.compiler.snapshot import ModuleSnapshot, ProgramSnapshot
 
 BLOCK_OPS = 12  # aim for derived blocks of about this many compute ops

@@ -31,8 +31,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from migx_explore.compiler.ir import Program
-from migx_explore.compiler.passes import Pass, PassEntry, PassRecord, Pipeline, Trace
-from migx_explore.compiler.passes.rule_pass import as_pass
+from migx_explore.compiler.pass_infra import Pass, PassEntry, PassRecord, Pipeline, Trace
+from migx_explore.compiler.passes.rewrite import as_pass
 from migx_explore.compiler.pattern_rewriter import Rule
 from migx_explore.compiler.snapshot import ProgramSnapshot, SnapshotDiff, diff, snapshot
 from migx_explore.gpu.pipelines import CompileOptions

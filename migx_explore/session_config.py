@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
 from migx_explore.compiler.errors import MigxError
-from migx_explore.compiler.passes import PassEntry, Pipeline, check_order, entry_paths, spec_from_pipelines
+from migx_explore.compiler.pass_infra import PassEntry, Pipeline, check_order, entry_paths, spec_from_pipelines
 from migx_explore.gpu.pipelines import CompileOptions, gpu_pipelines
 
 # One top-level entry as the trace cache sees it: (pipeline index, entry index, path, prefix key).

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from migx_explore.compiler.passes import PassRecord, Trace
+from migx_explore.compiler.pass_infra import PassRecord, Trace
 
 from .session_config import SessionError
 

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from migx_explore.compiler.ir import Program
-from migx_explore.compiler.passes import (
+from migx_explore.compiler.pass_infra import (
     NumericConfig,
     PassFailed,
     PassManager,
@@ -26,7 +26,7 @@ from migx_explore.compiler.passes import (
     Trace,
     make_numeric_config,
 )
-from migx_explore.compiler.passes.manager import compare_program_outputs
+from migx_explore.compiler.pass_infra.manager import compare_program_outputs
 from migx_explore.compiler.snapshot import ProgramSnapshot
 
 from .session_config import FlatEntry, PipelineConfig
@@ -244,10 +244,10 @@ class TraceCache:
 
 def numeric_check(cfg: NumericConfig, snap: ProgramSnapshot):
     """One snapshot's outputs against the reference, as PassManager's inline check computes them
-    (the comparison and its tolerance are compiler.passes.manager.compare_program_outputs')."""
+    (the comparison and its tolerance are compiler.pass_infra.manager.compare_program_outputs')."""
     from migx_explore.compiler.errors import MigxError
     from migx_explore.compiler.inputs import REAL_INPUTS_HINT
-    from migx_explore.compiler.passes import NumericCheck
+    from migx_explore.compiler.pass_infra import NumericCheck
     from migx_explore.compiler.ref import evaluate, with_buffer_params
 
     program = snap.to_program()

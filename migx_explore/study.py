@@ -6,8 +6,8 @@ swaps it with its movable neighbour, one step earlier or later, within its pipel
 boundary into the next one. Cleanups stay where they are, so "one step" moves past the next pass
 that does something, and moving A one step later is the same variant as moving its neighbour one
 step earlier: each adjacent pair is one variant. `scope="pipeline"` swaps adjacent sub-pipelines
-instead. A move the declared ordering rules forbid (must_follow, requires, final: see
-compiler/passes/rules.py) is not run; it is listed with the rule it breaks.
+instead. A move the declared ordering constraints forbid (must_follow, requires, final: see
+compiler/pass_infra/ordering.py) is not run; it is listed with the constraint it breaks.
 
 Every variant is compiled on a sweep worker (migx_explore.sweep: Dask, or serially) and returns
 its figures: final IR size, kernel launches, BLAS calls, numeric error of the optimized program
@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from migx_explore.compiler.errors import MigxError
-from migx_explore.compiler.passes import Pipeline, check_order, entry_paths
+from migx_explore.compiler.pass_infra import Pipeline, check_order, entry_paths
 from migx_explore.gpu.pipelines import TARGET_INDEPENDENT
 
 from .stats import launch_count
@@ -51,7 +51,7 @@ class OrderVariant:
 @dataclass
 class Skipped:
     label: str
-    reason: str  # the ordering rule the move would break
+    reason: str  # the ordering constraint the move would break
 
 
 @dataclass
@@ -127,7 +127,7 @@ class OrderStudy:
         lines = [
             f"{self.model}: ordering study ({self.scope} scope), {len(self.variants)} moves run"
             + (f" on {self.where}" if self.where else "")
-            + f", {len(self.skipped)} forbidden by ordering rules, "
+            + f", {len(self.skipped)} forbidden by ordering constraints, "
             f"{len(ranked)} change something"
         ]
         b = self.baseline
@@ -275,18 +275,18 @@ def _flat(pipelines: Sequence[Pipeline]) -> list[tuple[int, int, str]]:
 
 
 def _new_warnings(base: Sequence[Pipeline], variant: Sequence[Pipeline]) -> list[str]:
-    """Ordering-rule warnings the variant adds to those the configuration already has (compared by
-    rule and pass, without the #n a move may renumber)."""
+    """Ordering-constraint warnings the variant adds to those the configuration already has (compared by
+    constraint and pass, without the #n a move may renumber)."""
 
     def key(w) -> tuple[str, str]:
-        return w.rule, w.pass_path.split("#")[0]
+        return w.constraint, w.pass_path.split("#")[0]
 
     known = {key(w) for w in check_order(base)}
     return [w.message for w in check_order(variant) if key(w) not in known]
 
 
 def plan_order_variants(pipelines: Sequence[Pipeline], scope: str = "pass") -> tuple[list[OrderVariant], list[Skipped]]:
-    """The moves of the study over this configuration, and those the ordering rules forbid."""
+    """The moves of the study over this configuration, and those the ordering constraints forbid."""
     if scope not in SCOPES:
         raise MigxError(f"study scope {scope!r}: choose {' or '.join(SCOPES)}")
     base = list(pipelines)
@@ -433,7 +433,7 @@ def study_order(
 
 
 def _reference(session):
-    from migx_explore.compiler.passes import make_numeric_config
+    from migx_explore.compiler.pass_infra import make_numeric_config
 
     return make_numeric_config(session.initial.to_program(), session.traces.numeric_inputs)
 

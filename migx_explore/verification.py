@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from migx_explore.compiler.passes import PassRecord, make_numeric_config
+from migx_explore.compiler.pass_infra import PassRecord, make_numeric_config
 from migx_explore.compiler.verify import program_compute_type
 
 if TYPE_CHECKING:

@@ -167,7 +167,7 @@ residual add) and measures each variant by
 * the **kernel-launch count**: what an eager run pays per launch, and what graph capture removes,
 * the **rule rewrites** each variant made (every matcher rewrite is recorded in the trace),
 * the **latency** on a GPU (skipped, with the reason, where there is none),
-* the **ordering-rule warnings** the pipeline itself reports.
+* the **ordering-constraint warnings** the pipeline itself reports.
 """),
         code(GPU_CHECK),
         code("""

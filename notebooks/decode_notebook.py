@@ -80,7 +80,7 @@ for line in print_program(dynamic).splitlines():
 `select_module` output shapes static. DCE then drops the dynamic body.
 """),
         code("""
-from migx_explore.compiler.passes import PassManager
+from migx_explore.compiler.pass_infra import PassManager
 from migx_explore.gpu.pipelines import gpu_pipelines
 
 program = load("gpt2_decode", P=(1, 4), T=1)

@@ -17,8 +17,8 @@ inside its pipeline and across the boundary into the next one, and compiles ever
 to GPU kernels. Dead-code-elimination cleanups stay where they are, and the backend keeps its
 order (it is the lowering protocol, not a choice).
 
-Some moves are **forbidden** by ordering rules the passes declare (`must_follow`, `requires`,
-`final`, in `compiler/passes/rules.py`); the study lists them with the rule instead of running them.
+Some moves are **forbidden** by ordering constraints the passes declare (`must_follow`, `requires`,
+`final`, in `compiler/pass_infra/ordering.py`); the study lists them with the rule instead of running them.
 
 For every variant it records the final IR size, kernel launches, BLAS calls, the numeric error
 against the unoptimized program, how often each rewrite rule fired, and on a GPU the eager and
@@ -48,7 +48,7 @@ print(study.report())
 * the **ranked list** holds the moves that change the compiled program, the most consequential
   first (a numeric break, then kernel launches and BLAS calls, then latency, then IR size), each
   with the rewrite rules it gained or lost;
-* **not run** lists the moves an ordering rule forbids, with the rule;
+* **not run** lists the moves an ordering constraint forbids, with the constraint;
 * every other move is a pair of passes that commute on this model: they touch different ops.
 
 Most moves change nothing: the passes of a well-built pipeline mostly commute. The chart shows the

@@ -78,7 +78,7 @@ first projection, `MatMul + Add`, at each precision.
 import collections
 
 from migx_explore.compiler import print_program
-from migx_explore.compiler.passes import PassManager
+from migx_explore.compiler.pass_infra import PassManager
 
 
 def quantized(prec: str):

@@ -1,5 +1,5 @@
 """Publish the MIGraphX conformance suite (tests/migraphx/): docs/migraphx_conformance.md and the
-summary compiler/passes/migraphx_conformance.json that `migx-explore passes` and Pass.info() read.
+summary compiler/pass_infra/migraphx_conformance.json that `migx-explore passes` and Pass.info() read.
 
     python scripts/migraphx_conformance.py [--check]
 
@@ -20,7 +20,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 CASES_DIR = ROOT / "tests" / "migraphx"
 DOC = ROOT / "docs" / "migraphx_conformance.md"
-DATA = ROOT / "migx_explore" / "compiler" / "passes" / "migraphx_conformance.json"
+DATA = ROOT / "migx_explore" / "compiler" / "pass_infra" / "migraphx_conformance.json"
 MIGRAPHX_COMMIT = "f729a52faf"
 STATUSES = ("MATCH", "EQUIV", "DIFF")
 

@@ -380,7 +380,7 @@ def _split_params(text: str) -> list[str]:
 # ---- passes --------------------------------------------------------------------------------------------
 def _registry() -> set[str]:
     import migx_explore.gpu.passes  # noqa: F401 - registers the target passes (no GPU needed)
-    from migx_explore.compiler.passes import pass_registry
+    from migx_explore.compiler.pass_infra import pass_registry
 
     return set(pass_registry())
 
@@ -419,7 +419,7 @@ def _option_value(v: Any) -> Any:
 def _pass_spec(name: str, positional: list, named: dict) -> PassSpec:
     import dataclasses
 
-    from migx_explore.compiler.passes import pass_registry
+    from migx_explore.compiler.pass_infra import pass_registry
 
     cls = pass_registry().get(name)
     if cls is None:

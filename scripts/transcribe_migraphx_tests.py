@@ -396,7 +396,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from conformance import Case, classify
 
-    from migx_explore.compiler.passes import pass_registry
+    from migx_explore.compiler.pass_infra import pass_registry
 
     warnings.simplefilter("ignore")
     known = set(pass_registry())

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from migx_explore.compiler.ir import Program
-from migx_explore.compiler.passes import NumericConfig, PassManager, Trace, make_numeric_config
+from migx_explore.compiler.pass_infra import NumericConfig, PassManager, Trace, make_numeric_config
 from migx_explore.gpu.pipelines import gpu_pipelines
 
 

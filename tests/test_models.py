@@ -27,6 +27,20 @@ def _ort(model: onnx.ModelProto, feed: dict) -> list[np.ndarray]:
     return sess.run(None, feed)
 
 
+def _assert_close_up_to_tied_rows(ours: np.ndarray, ref: np.ndarray) -> None:
+    """Equal within tolerance, except that rows may trade places among themselves: a TopK over scores
+    that tie in one evaluator and differ by an ulp in the other orders those candidates either way."""
+    close = np.isclose(ours, ref, rtol=1e-4, atol=1e-5).reshape(-1, ours.shape[-1]).all(axis=1)
+    if close.all():
+        return
+    a = ours.reshape(-1, ours.shape[-1])[~close]
+    free = list(ref.reshape(-1, ref.shape[-1])[~close])
+    for row in a:
+        match = next((k for k, cand in enumerate(free) if np.allclose(row, cand, rtol=1e-4, atol=1e-5)), None)
+        assert match is not None, f"row {row} has no counterpart among the reordered rows of ONNX Runtime's output"
+        free.pop(match)
+
+
 @pytest.mark.parametrize("name", models.list_models())
 def test_model_matches_onnxruntime(name):
     model = models.get_model(name)
@@ -39,9 +53,12 @@ def test_model_matches_onnxruntime(name):
     assert len(ours) == len(ref)
     for a, b in zip(ours, ref):
         assert a.shape == b.shape and a.dtype == b.dtype == np.float32
-        # float32 rounding of a sum scales with its terms, not with the result: a logit of 0.24
-        # among logits of +-120 (resnet18) carries the rounding of the large ones
-        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5 + 1e-6 * float(np.abs(b).max(initial=0)))
+        if any(n.op_type == "TopK" for n in model.graph.node) and a.ndim >= 2:
+            _assert_close_up_to_tied_rows(a, b)
+        else:
+            # float32 rounding of a sum scales with its terms, not with the result: a logit of
+            # 0.24 among logits of +-120 (resnet18) carries the rounding of the large ones
+            np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5 + 1e-6 * float(np.abs(b).max(initial=0)))
 
 
 # resnet18 and yolov8 print millions of weights; their ops round-trip in the smaller models.
@@ -89,7 +106,7 @@ def test_dynamic_mlp_batch_is_symbolic_and_settable():
 
 
 def test_dynamic_mlp_imports_a_batch_range_that_split_single_dyn_dim_splits():
-    from migx_explore.compiler.passes import make_pass, run_passes
+    from migx_explore.compiler.pass_infra import make_pass, run_passes
 
     p = models.load("dynamic_mlp", x=[(1, 4), 64])
     assert p.main.get_parameter("x").shape.dynamic_shape

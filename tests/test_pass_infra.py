@@ -1,4 +1,4 @@
-"""Pass manager instrumentation, toggles, spec round trip, ordering rules, matcher DSL."""
+"""Pass manager instrumentation, toggles, spec round trip, ordering constraints, matcher DSL."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 from migx_explore.compiler import Op, parse
 from migx_explore.compiler import matcher as mt
 from migx_explore.compiler import pattern_rewriter as rw
-from migx_explore.compiler.passes import (
+from migx_explore.compiler.pass_infra import (
     FunctionPass,
     Pass,
     PassFailed,
@@ -189,7 +189,7 @@ def test_ordering_rule_warns_when_broken():
     late = pipeline("p", [EliminateIdentity(), DeadCodeElimination()])
     assert check_order([late]) == []
     late.entries[0].final = True
-    assert [w.rule for w in check_order([late])] == ["final"]
+    assert [w.constraint for w in check_order([late])] == ["final"]
 
 
 def test_make_pass_lists_known_names():
@@ -267,7 +267,8 @@ def test_each_pass_run_records_through_its_own_rewriter():
     """The manager hands each run a rewriter recording into that run's record: a nested pass's
     rule applications land on the child, not on the composite that ran it; a pass applied by hand
     (no context) rewrites the same and records nothing anywhere."""
-    from migx_explore.compiler.passes import FunctionPass, as_pass, rewriter_of, run_passes
+    from migx_explore.compiler.pass_infra import FunctionPass, rewriter_of, run_passes
+    from migx_explore.compiler.passes.rewrite import as_pass
 
     inner = as_pass(_mul_one_rule(), "mul_one_pass")
     outer = FunctionPass(fn=lambda module, ctx: ctx.run_pass(inner), label="outer")

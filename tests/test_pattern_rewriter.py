@@ -1,4 +1,4 @@
-"""The rewrite protocol (compiler/pattern_rewriter.py) and the rewrite pass (compiler/passes/rule_pass.py)."""
+"""The rewrite protocol (compiler/pattern_rewriter.py) and the rewrite pass (compiler/passes/rewrite.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ from migx_explore.compiler import evaluate, parse
 from migx_explore.compiler import matcher as mt
 from migx_explore.compiler import pattern_rewriter as rw
 from migx_explore.compiler.errors import MigxError
-from migx_explore.compiler.passes import RewritePass, as_pass, make_pass, run_passes
+from migx_explore.compiler.pass_infra import make_pass, run_passes
+from migx_explore.compiler.passes.rewrite import RewritePass, as_pass
 
 SRC = """
 x = @param:x -> float_type, {4}, {1}

@@ -8,7 +8,7 @@ import pytest
 from migx_explore.compiler import Op, Program, Shape
 from migx_explore.compiler.errors import MigxError
 from migx_explore.compiler.inputs import RandomInputsError, input_roles, model_inputs, random_inputs
-from migx_explore.compiler.passes import make_numeric_config
+from migx_explore.compiler.pass_infra import make_numeric_config
 
 
 def _prog():

@@ -10,7 +10,7 @@ from migx_explore.bisect import _claims
 from migx_explore.compiler import Op, parse
 from migx_explore.compiler.ir import Replacement
 from migx_explore.compiler.matcher import name
-from migx_explore.compiler.passes import FunctionPass, run_passes
+from migx_explore.compiler.pass_infra import FunctionPass, run_passes
 from migx_explore.compiler.pattern_rewriter import find_matches, rule
 from migx_explore.compiler.ref import evaluate
 
@@ -66,7 +66,7 @@ def test_rule_rewrites_name_their_rule_in_place_or_by_replacement():
 
 
 def test_nested_pass_claims_reach_the_parent_record():
-    from migx_explore.compiler.passes import make_pass
+    from migx_explore.compiler.pass_infra import make_pass
 
     p = parse(CSE_SRC)
     trace = run_passes(p, [make_pass("optimize_module")])
@@ -86,7 +86,7 @@ def test_claims_follow_chains_and_skip_values_with_new_meaning():
 
 
 def test_cse_survivor_claims_the_duplicate():
-    from migx_explore.compiler.passes import make_pass
+    from migx_explore.compiler.pass_infra import make_pass
 
     p = parse(CSE_SRC)
     reps = run_passes(p, [make_pass("eliminate_common_subexpression")]).records[0].replacements

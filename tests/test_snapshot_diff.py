@@ -5,7 +5,7 @@ on a trace whose passes add, fuse, inline and drop submodules."""
 from __future__ import annotations
 
 from migx_explore import models
-from migx_explore.compiler.passes import PassManager
+from migx_explore.compiler.pass_infra import PassManager
 from migx_explore.compiler.snapshot import diff
 from migx_explore.gpu.pipelines import gpu_pipelines
 

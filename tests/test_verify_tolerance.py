@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from migx_explore.compiler import Op, Program, Shape
-from migx_explore.compiler.passes import PassManager, compare_outputs, make_numeric_config
+from migx_explore.compiler.pass_infra import PassManager, compare_outputs, make_numeric_config
 from migx_explore.compiler.verify import (
     Tolerance,
     check_value,
@@ -120,7 +120,7 @@ def test_pass_manager_numeric_column_uses_the_rms_check():
         module.replace_instruction(ins, ins.op, [ins.inputs[0], lit])
         return True
 
-    from migx_explore.compiler.passes import FunctionPass
+    from migx_explore.compiler.pass_infra import FunctionPass
 
     cfg = make_numeric_config(p)
     trace = PassManager(numeric=cfg).run(p, [FunctionPass(fn=perturb, label="perturb")])

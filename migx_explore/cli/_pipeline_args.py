@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from migx_explore.compiler.passes import build_pipelines
+from migx_explore.compiler.pass_infra import build_pipelines
 from migx_explore.gpu.pipelines import COMPILE_MODES, CompileOptions
 
 from ._precision import add_precision_arguments, precision_options

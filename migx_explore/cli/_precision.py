@@ -62,7 +62,7 @@ def precision_options(args: argparse.Namespace) -> dict[str, Any]:
 
 def apply_quantize_stage(program: Any, args: argparse.Namespace) -> Any:
     """Run the quantize stage on `program` in place (read / run --target ref); fp32 is a no-op."""
-    from migx_explore.compiler.passes import PassManager
+    from migx_explore.compiler.pass_infra import PassManager
     from migx_explore.compiler.quantize import quantize_pipeline
 
     opts = precision_options(args)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from migx_explore.compiler.passes.conformance_data import conformance_summary
+from migx_explore.compiler.pass_infra.conformance import conformance_summary
 from migx_explore.gpu.pipelines import COMPILE_MODES, CompileOptions, PendingPass, gpu_pipelines
 
 

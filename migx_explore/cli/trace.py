@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from migx_explore.compiler.passes import write_trace
+from migx_explore.compiler.pass_infra import write_trace
 
 from ..like_this import EXACT_SIZES_LIMIT, bucket_long_ranges
 from ..outputs import TRACE_MARKER, check_output_folder, replaced_folder
@@ -88,7 +88,7 @@ def _write_index_html(s, folder: str, args: argparse.Namespace, **draw) -> str:
     diffs are drawn into the page only with --svg (the drawing is what costs time)."""
     import os
 
-    from migx_explore.compiler.passes.trace import record_file_name
+    from migx_explore.compiler.pass_infra.trace import record_file_name
 
     from ..render.tracefiles import has_pass_file, pass_file_name
     from ..report import write_report

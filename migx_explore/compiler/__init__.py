@@ -4,7 +4,10 @@ IR (shapes, ops, instructions, modules, programs), the text printer and parser, 
 reference evaluator, snapshots and diffs. Imports only numpy (onnx loads lazily in `.onnx`).
 """
 
-from . import ops  # noqa: F401  (registers op specs)
+from . import (
+    ops,  # noqa: F401  (registers op specs)
+    passes,  # noqa: F401  (registers the PASSES table: make_pass finds them by name)
+)
 from .errors import MigxError
 from .inputs import random_inputs
 from .ir import Instruction, Literal, Module, Program

@@ -6,7 +6,7 @@ in a notebook use it alike:
 
     x = any_().bind("x")
     silu = rule("silu", name("mul")(either_arg(0, 1)(x, name("sigmoid")(arg(0)(x)))), to("silu", "x"))
-    RewritePass((silu,), label="fuse_silu")          # compiler/passes/rule_pass.py runs rules as a pass
+    RewritePass((silu,), label="fuse_silu")          # compiler/passes/rewrite.py runs rules as a pass
 
 - `pattern()` is a matcher (compiler/matcher.py) tried on one root instruction.
 - `check(module, match)` returns a `str` to refuse (the reason `near_misses` shows, "weight not

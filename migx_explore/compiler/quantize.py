@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .errors import MigxError
-from .passes import Pipeline, make_pass, pipeline
+from .pass_infra import Pipeline, make_pass, pipeline
 
 PRECISIONS = ("fp32", "fp16", "bf16", "int8", "fp8")
 STAGE_NAME = "quantize"

@@ -29,7 +29,7 @@ def _norm(text: str) -> str:
 
 
 def run_on_text(text: str, passes: Sequence, *, validate: bool = True) -> Program:
-    from .passes import run_passes
+    from .pass_infra import run_passes
 
     p = parse(textwrap.dedent(text))
     run_passes(p, list(passes), validate=validate)

@@ -19,10 +19,11 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from . import ops as _ops  # noqa: F401  (registers the gpu::/hip:: op specs, so backend IR parses)
+from . import passes as _passes  # noqa: F401  (registers GPU_PASSES, so pipelines find them by name)
 
 if TYPE_CHECKING:  # pragma: no cover
     from migx_explore.compiler.ir import Program
-    from migx_explore.compiler.passes import PassManager, Trace
+    from migx_explore.compiler.pass_infra import PassManager, Trace
 
     from .executor import CompiledProgram
     from .pipelines import CompileOptions
@@ -60,7 +61,7 @@ def _program(source: Any, input_dims: Mapping[str, Sequence[int]] | None) -> Pro
 
 
 def _run_pipelines(program: Program, options: Any, backend: Backend, pass_manager: PassManager | None) -> Trace:
-    from migx_explore.compiler.passes import PassManager
+    from migx_explore.compiler.pass_infra import PassManager
 
     from . import kernel_cache
     from .pipelines import gpu_pipelines

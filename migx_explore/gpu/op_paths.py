@@ -30,7 +30,7 @@ from typing import Any
 
 from migx_explore.compiler import onnx as onnx_importer
 from migx_explore.compiler.op import STRUCTURAL_OPS, contract_problems, get_spec, registered_ops
-from migx_explore.compiler.passes.base import pass_registry
+from migx_explore.compiler.pass_infra import pass_registry
 
 from .codegen import GENERATORS, LIBRARY_FAMILIES, gpu_code_problems
 

@@ -8,19 +8,13 @@ MIGraphX traces. Pure data: importing this needs no GPU.
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from migx_explore.compiler.passes import Pass, PassEntry, Pipeline, make_pass
+from migx_explore.compiler.pass_infra import Pass, PassEntry, Pipeline, make_pass
 from migx_explore.compiler.quantize import check_precision, quantize_pipeline
 from migx_explore.gpu.codegen import topk as topk_codegen
-
-# Backend passes register themselves on import (they need no GPU either).
-if importlib.util.find_spec(f"{__package__}.passes") is not None:
-    importlib.import_module(f"{__package__}.passes")
 
 PIPELINE_NAMES = ("dynamic_shapes", "required", "optimize_rewrite", "fusion", "backend")
 COMPILE_MODES = ("eager", "balanced", "max")
@@ -56,7 +50,6 @@ class CompileOptions:
 class PendingPass(Pass):
     """Stands in for a pass whose implementation is not registered (shown disabled)."""
 
-    _abstract: ClassVar[bool] = True
     label: str = "pending"
     status: ClassVar[str] = "pending"
 

@@ -15,7 +15,7 @@ import numpy as np
 
 from migx_explore.compiler.ir import Module, Program
 from migx_explore.compiler.op import Op
-from migx_explore.compiler.passes import Pass
+from migx_explore.compiler.pass_infra import Pass
 from migx_explore.compiler.shape import Shape
 
 
@@ -47,7 +47,6 @@ class FuseBiasRelu(Pass):
     fuse_pointwise. `limit` fuses only the first n blocks (a local change on a big graph)."""
 
     name: ClassVar[str] = "render_test_fuse_bias_relu"
-    _abstract: ClassVar[bool] = True  # test helper: kept out of the pass registry
     limit: int = 0
 
     def apply_module(self, module: Module, ctx) -> bool:

@@ -13,7 +13,7 @@ from .model import build_graph
 from .scale import apply_budget
 
 if TYPE_CHECKING:  # pragma: no cover
-    from migx_explore.compiler.passes.trace import PassRecord, Trace
+    from migx_explore.compiler.pass_infra import PassRecord, Trace
 
 FORMATS = ("svg", "png", "dot")
 # Nodes per drawing (everything drawn counts): about what a screen shows readably. A trace of a
@@ -31,7 +31,7 @@ def pass_file_name(rec: PassRecord, fmt: str = "svg") -> str:
     """`012_fusion.fuse_pointwise.svg`: the trace's text file name with another extension."""
     # Reuse the trace writer's naming so a pass's .txt and .svg sort and pair up. Imported here:
     # importing compiler.passes loads every pass module, which `import render` should not need.
-    from migx_explore.compiler.passes.trace import record_file_name
+    from migx_explore.compiler.pass_infra.trace import record_file_name
 
     return os.path.splitext(record_file_name(rec))[0] + "." + fmt
 

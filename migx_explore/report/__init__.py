@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # pragma: no cover
-    from migx_explore.compiler.passes import PassRecord
+    from migx_explore.compiler.pass_infra import PassRecord
 
     from ..session import Session
 

@@ -7,14 +7,14 @@ from __future__ import annotations
 from collections import Counter
 from typing import TYPE_CHECKING, Any
 
-from migx_explore.compiler.passes.trace import jsonable
+from migx_explore.compiler.pass_infra.trace import jsonable
 from migx_explore.compiler.snapshot import ProgramSnapshot
 
 from ..rewrite_summary import RewriteRow
 from ..stats import launch_count, op_histogram
 
 if TYPE_CHECKING:  # pragma: no cover
-    from migx_explore.compiler.passes import PassRecord
+    from migx_explore.compiler.pass_infra import PassRecord
 
     from ..session import Session
 

@@ -20,7 +20,7 @@ from ..render.model import AUTO_EXPAND_MAX, DisplayGraph
 from ..render.scoped import region_view
 
 if TYPE_CHECKING:  # pragma: no cover
-    from migx_explore.compiler.passes import PassRecord
+    from migx_explore.compiler.pass_infra import PassRecord
 
     from ..session import Session
 

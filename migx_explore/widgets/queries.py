@@ -14,7 +14,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from migx_explore.compiler.passes import PassEntry, PassRecord, Pipeline, entry_paths
+from migx_explore.compiler.pass_infra import PassEntry, PassRecord, Pipeline, entry_paths
 
 from ..session import Session
 
@@ -294,9 +294,11 @@ def stats_html(rows: Sequence[StatRow]) -> str:
 
 def warnings_html(warnings: Sequence[str]) -> str:
     if not warnings:
-        return '<div class="migx-warnings-none">Pass order: no ordering-rule warnings.</div>'
+        return '<div class="migx-warnings-none">Pass order: no ordering-constraint warnings.</div>'
     items = "".join(f"<li>{html.escape(w)}</li>" for w in warnings)
-    return f'<div class="migx-warnings-list"><b>Ordering-rule warnings ({len(warnings)})</b><ul>{items}</ul></div>'
+    return (
+        f'<div class="migx-warnings-list"><b>Ordering-constraint warnings ({len(warnings)})</b><ul>{items}</ul></div>'
+    )
 
 
 def metrics_series(session: Session) -> dict[str, list]:

@@ -1,6 +1,6 @@
 """The ordering-study panel: which orderings matter for this model. Runs migx_explore.study.study_order
 (every movable pass swapped with its neighbour, or adjacent sub-pipelines) as Dask tasks, and
-shows the ranked moves with the rewrites each gains or loses, the moves the ordering rules
+shows the ranked moves with the rewrites each gains or loses, the moves the ordering constraints
 forbid, and the chart. Thin glue: the study itself is migx_explore.study."""
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ def study_html(st: Any, top: int = 15) -> str:
     b = st.baseline
     head = (
         f"<div class='migx-study-summary'>{len(st.variants)} moves run ({html.escape(st.where)}), "
-        f"{len(st.skipped)} forbidden by ordering rules, <b>{len(st.ranked())} change something</b>; "
+        f"{len(st.skipped)} forbidden by ordering constraints, <b>{len(st.ranked())} change something</b>; "
         f"shipped order: {b.get('instructions')} instructions, {b.get('launches')} launches, "
         f"{b.get('blas')} BLAS calls</div>"
     )
@@ -43,7 +43,9 @@ def study_html(st: Any, top: int = 15) -> str:
         else ("<div><i>No move changes the compiled program.</i></div>")
     )
     skipped = "".join(f"<li><code>{html.escape(s.label)}</code>: {html.escape(s.reason)}</li>" for s in st.skipped)
-    skipped = f"<details><summary>not run (ordering rules)</summary><ul>{skipped}</ul></details>" if skipped else ""
+    skipped = (
+        f"<details><summary>not run (ordering constraints)</summary><ul>{skipped}</ul></details>" if skipped else ""
+    )
     note = f"<div class='migx-study-note'>{html.escape(st.note)}</div>" if st.note else ""
     return head + table + skipped + note
 

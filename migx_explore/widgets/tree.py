@@ -295,8 +295,8 @@ class PipelineTree:
 def pass_info_text(name: str) -> str:
     """Tooltip lines about a pass: its MIGraphX source file, how it fares on MIGraphX's own unit
     tests (docs/migraphx_conformance.md) and its note (what we do differently, and why)."""
-    from migx_explore.compiler.passes import pass_registry
-    from migx_explore.compiler.passes.conformance_data import conformance_summary
+    from migx_explore.compiler.pass_infra import pass_registry
+    from migx_explore.compiler.pass_infra.conformance import conformance_summary
 
     cls = pass_registry().get(name)
     if cls is None:

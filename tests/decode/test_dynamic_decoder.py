@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from migx_explore.compiler import evaluate, print_program
-from migx_explore.compiler.passes import PassManager
+from migx_explore.compiler.pass_infra import PassManager
 from migx_explore.gpu.pipelines import gpu_pipelines
 from migx_explore.models import load
 from migx_explore.models.gpt2_decode import decode_feed

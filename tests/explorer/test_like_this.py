@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from migx_explore.compiler.passes import write_trace
+from migx_explore.compiler.pass_infra import write_trace
 from migx_explore.compiler.passes.split_single_dyn_dim import bucket_sizes
 from migx_explore.like_this import group_alike, like_this_summary, range_note, split_owners, value_range
 from migx_explore.loading import load_program, parse_input_dims

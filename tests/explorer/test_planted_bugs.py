@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from migx_explore.bisect import numeric_bisect
-from migx_explore.compiler.passes import make_numeric_config
+from migx_explore.compiler.pass_infra import make_numeric_config
 from migx_explore.session import Session
 from tests.planted_bugs import planted_bugs
 

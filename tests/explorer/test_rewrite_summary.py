@@ -10,7 +10,7 @@ import pytest
 from migx_explore import pass_changes
 from migx_explore.cli import main as cli
 from migx_explore.compiler import parse
-from migx_explore.compiler.passes import make_pass, run_passes
+from migx_explore.compiler.pass_infra import make_pass, run_passes
 from migx_explore.rewrite_summary import record_rewrites
 from migx_explore.session import Session, SessionError
 

@@ -46,7 +46,7 @@ def test_plan_swaps_neighbours_and_skips_moves_the_rules_forbid():
     assert not any(v.moved.startswith("backend.") for v in plan)
     # fuse_concat must follow fuse_pointwise_reduce: that swap is listed with its rule, not run
     rules = {k.label: k.reason for k in skipped}
-    assert "rule fuse_concat.must_follow" in rules["fuse_concat before fuse_pointwise_reduce"]
+    assert "constraint fuse_concat.must_follow" in rules["fuse_concat before fuse_pointwise_reduce"]
     # the session's own configuration is untouched by planning
     assert s.config.spec() == Session.from_model("mlp", numeric=False).config.spec()
     pplan, _ = plan_order_variants(s.pipelines, "pipeline")
@@ -247,7 +247,7 @@ def test_study_panel_shows_the_ranked_moves():
     ex.study.workers = 0
     st = ex.study.run()
     assert f"<code>{NAME} before fuse_pointwise_reduce</code>" in ex.study.table.value
-    assert "not run (ordering rules)" in ex.study.table.value and "<svg" in ex.study.plot.value
+    assert "not run (ordering constraints)" in ex.study.table.value and "<svg" in ex.study.plot.value
     assert ex.study.progress.value == ex.study.progress.max == len(st.variants) + 1
     assert ex.errors.messages == []
 

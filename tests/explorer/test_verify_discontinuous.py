@@ -12,7 +12,7 @@ import pytest
 from migx_explore.bisect import numeric_bisect
 from migx_explore.cli import main
 from migx_explore.compiler import Op
-from migx_explore.compiler.passes import compare_outputs
+from migx_explore.compiler.pass_infra import compare_outputs
 from migx_explore.compiler.ref import evaluate, with_buffer_params
 from migx_explore.session import Session
 from migx_explore.verification import verify_session

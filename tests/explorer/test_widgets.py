@@ -39,7 +39,7 @@ def test_tree_rows_cover_pipelines_entries_and_states():
 
 
 def test_pending_passes_cannot_be_toggled():
-    from migx_explore.compiler.passes import PassEntry
+    from migx_explore.compiler.pass_infra import PassEntry
     from migx_explore.gpu.pipelines import PendingPass
 
     s = _session()

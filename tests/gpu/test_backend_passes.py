@@ -11,7 +11,7 @@ import pytest
 
 import migx_explore.gpu.passes  # noqa: F401  (registers the backend passes and GPU ops)
 from migx_explore.compiler import evaluate, parse, print_program
-from migx_explore.compiler.passes import make_pass, run_passes
+from migx_explore.compiler.pass_infra import make_pass, run_passes
 
 CASES = {
     "lowering_pointwise": (

@@ -20,7 +20,7 @@ import pytest
 
 from migx_explore import models
 from migx_explore.compiler import evaluate, parse
-from migx_explore.compiler.passes import make_pass, run_passes
+from migx_explore.compiler.pass_infra import make_pass, run_passes
 from migx_explore.gpu import compile as gpu_compile
 from migx_explore.gpu.pipelines import CompileOptions
 

@@ -17,7 +17,7 @@ import pytest
 import migx_explore.gpu.passes  # noqa: F401  (registers the backend passes and GPU ops)
 from migx_explore.compiler import evaluate, parse, print_program
 from migx_explore.compiler.op import Op
-from migx_explore.compiler.passes import make_pass, run_passes
+from migx_explore.compiler.pass_infra import make_pass, run_passes
 from migx_explore.gpu import compile as gpu_compile
 from migx_explore.gpu import lower
 from migx_explore.gpu.ops import gather_indices
@@ -294,7 +294,7 @@ def test_paired_half_loads_share_their_index():
 def test_gather_fusion_in_the_pass_trace(fake):
     """The explorer's view: fuse_ops' record removes the gather and the convert, and its diff
     draws (DOT) with the fused kernel."""
-    from migx_explore.compiler.passes import PassManager
+    from migx_explore.compiler.pass_infra import PassManager
     from migx_explore.render import diff_graph, render_svg, text_diff, to_dot
 
     program = parse(GPT2_LIKE.replace("{t}", "float_type"))

@@ -18,7 +18,7 @@ from migx_explore import models
 from migx_explore.compiler import evaluate
 from migx_explore.compiler.inputs import random_inputs
 from migx_explore.compiler.parser import parse
-from migx_explore.compiler.passes import PassManager
+from migx_explore.compiler.pass_infra import PassManager
 from migx_explore.gpu import compile_program, compile_program_ir
 from migx_explore.gpu.codegen import gemm_kernel
 from migx_explore.gpu.ops import inner_op

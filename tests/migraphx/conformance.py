@@ -24,7 +24,7 @@ import numpy as np
 from migx_explore.compiler.inputs import random_inputs
 from migx_explore.compiler.ir import Instruction, Module, Program
 from migx_explore.compiler.parser import parse
-from migx_explore.compiler.passes import PassManager, make_pass
+from migx_explore.compiler.pass_infra import PassManager, make_pass
 from migx_explore.compiler.printer import print_program
 from migx_explore.compiler.ref import evaluate
 from migx_explore.gpu import passes as _gpu_passes  # noqa: F401 - registers the target passes cases use

@@ -21,8 +21,8 @@ def test_published_table_is_current():
 
 
 def test_pass_info_reports_conformance():
-    from migx_explore.compiler.passes import pass_registry
-    from migx_explore.compiler.passes.conformance_data import conformance_summary
+    from migx_explore.compiler.pass_infra import pass_registry
+    from migx_explore.compiler.pass_infra.conformance import conformance_summary
 
     info = pass_registry()["simplify_algebra"].info()
     assert info["migraphx_source"] == "src/simplify_algebra.cpp"

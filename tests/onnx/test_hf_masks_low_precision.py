@@ -16,7 +16,7 @@ from onnx import TensorProto, helper
 from migx_explore.compiler import evaluate, parse
 from migx_explore.compiler.onnx import param_name, parse_onnx
 from migx_explore.compiler.ops.pointwise import _convert
-from migx_explore.compiler.passes import PassManager, make_pass, run_passes
+from migx_explore.compiler.pass_infra import PassManager, make_pass, run_passes
 from migx_explore.compiler.ref import with_buffer_params
 from migx_explore.gpu.pipelines import CompileOptions, gpu_pipelines
 

@@ -213,7 +213,7 @@ def test_weight_quantized_along_the_reduction_axis_is_not_taken_for_per_column(a
 def test_ort_quantized_resnet_at_half_precision(float_resnet, precision):
     """--fp16 / --bf16 on a QDQ model: the half scales would rescale int32 accumulators (well past
     65504) in half; simplify_qdq rescales them in float32, and the convolutions stay int8."""
-    from migx_explore.compiler.passes import PassManager
+    from migx_explore.compiler.pass_infra import PassManager
     from migx_explore.gpu.pipelines import CompileOptions, gpu_pipelines
 
     model = quantize_qdq(float_resnet, image_batches(8))

@@ -12,7 +12,7 @@ import pytest
 from migx_explore.compiler import evaluate
 from migx_explore.compiler.ir import Instruction
 from migx_explore.compiler.onnx import parse_onnx
-from migx_explore.compiler.passes import PassManager, make_pass
+from migx_explore.compiler.pass_infra import PassManager, make_pass
 from migx_explore.compiler.passes.fuse_attention import FoldAttentionViews
 from migx_explore.compiler.pattern_rewriter import near_misses
 from migx_explore.compiler.shape import Shape

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from migx_explore.compiler import parse
-from migx_explore.compiler.passes import make_pass, run_passes
+from migx_explore.compiler.pass_infra import make_pass, run_passes
 from migx_explore.compiler.testing import check_pass
 
 AC = make_pass("auto_contiguous")

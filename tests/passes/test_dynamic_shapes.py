@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from migx_explore.compiler import evaluate, parse, print_program
-from migx_explore.compiler.passes import PassManager, make_pass, run_passes
+from migx_explore.compiler.pass_infra import PassManager, make_pass, run_passes
 from migx_explore.gpu.pipelines import gpu_pipelines
 
 MLP = """
@@ -113,10 +113,10 @@ def test_select_module_output_shape_becomes_static_when_the_range_does_not_reach
 
 
 def test_simplify_dyn_ops_must_follow_split_single_dyn_dim():
-    from migx_explore.compiler.passes import check_order, pipeline
+    from migx_explore.compiler.pass_infra import check_order, pipeline
 
     bad = pipeline("p", [make_pass("simplify_dyn_ops"), make_pass("split_single_dyn_dim")])
-    assert [w.rule for w in check_order([bad])] == ["must_follow"]
+    assert [w.constraint for w in check_order([bad])] == ["must_follow"]
     assert check_order(gpu_pipelines()) == []
 
 

@@ -8,7 +8,7 @@ import pytest
 
 from migx_explore.compiler import evaluate, parse
 from migx_explore.compiler.onnx import parse_onnx
-from migx_explore.compiler.passes import make_pass, run_passes
+from migx_explore.compiler.pass_infra import make_pass, run_passes
 from migx_explore.compiler.passes.fuse_attention import FindAttention
 from migx_explore.compiler.pattern_rewriter import near_misses
 from migx_explore.compiler.testing import assert_same_outputs, check_pass
@@ -260,7 +260,7 @@ def test_plain_matmul_is_left_alone():
 
 @pytest.mark.parametrize("layers", [1, 2])
 def test_builtin_transformer_gets_one_group_per_layer_and_keeps_its_numerics(layers):
-    from migx_explore.compiler.passes import PassManager
+    from migx_explore.compiler.pass_infra import PassManager
     from migx_explore.gpu.pipelines import TARGET_INDEPENDENT, gpu_pipelines
     from migx_explore.models.transformer import transformer
 

@@ -11,7 +11,7 @@ import pytest
 
 from migx_explore.compiler import evaluate, parse
 from migx_explore.compiler.onnx import parse_onnx
-from migx_explore.compiler.passes import PassManager, make_pass
+from migx_explore.compiler.pass_infra import PassManager, make_pass
 from migx_explore.compiler.passes.fuse_attention import FindAttention
 from migx_explore.compiler.pattern_rewriter import near_misses
 from migx_explore.compiler.testing import check_pass
@@ -164,7 +164,7 @@ def test_real_hf_sdpa_exports_get_one_group_per_layer(family):
 
     import onnx
 
-    from migx_explore.compiler.passes import PassManager
+    from migx_explore.compiler.pass_infra import PassManager
     from migx_explore.gpu.pipelines import TARGET_INDEPENDENT, gpu_pipelines
 
     small = dict(

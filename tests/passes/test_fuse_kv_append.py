@@ -14,7 +14,7 @@ import pytest
 
 from migx_explore.compiler import evaluate
 from migx_explore.compiler.kv_cache import kv_cache_bucket
-from migx_explore.compiler.passes import make_pass, run_passes
+from migx_explore.compiler.pass_infra import make_pass, run_passes
 from migx_explore.models import load
 
 MAX_LEN, BUCKET = 64, 32

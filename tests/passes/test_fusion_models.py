@@ -6,7 +6,7 @@ from collections import Counter
 
 import pytest
 
-from migx_explore.compiler.passes import PassManager, make_numeric_config
+from migx_explore.compiler.pass_infra import PassManager, make_numeric_config
 from migx_explore.gpu.pipelines import gpu_pipelines
 
 models = pytest.importorskip("migx_explore.models")

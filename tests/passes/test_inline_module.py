@@ -7,7 +7,7 @@ import pytest
 
 from migx_explore.compiler import evaluate, parse
 from migx_explore.compiler.errors import ShapeError
-from migx_explore.compiler.passes import make_pass, run_passes
+from migx_explore.compiler.pass_infra import make_pass, run_passes
 from migx_explore.compiler.testing import check_pass
 
 IF = """

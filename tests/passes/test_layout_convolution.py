@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from migx_explore.compiler import parse
-from migx_explore.compiler.passes import PassManager, make_numeric_config, make_pass, run_passes
+from migx_explore.compiler.pass_infra import PassManager, make_numeric_config, make_pass, run_passes
 from migx_explore.compiler.testing import assert_same_outputs, check_pass
 
 CONV2 = """

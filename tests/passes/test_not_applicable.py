@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from migx_explore.compiler import parse
-from migx_explore.compiler.passes import PassFailed, build_pipelines, make_pass, pass_registry, run_passes
+from migx_explore.compiler.pass_infra import PassFailed, build_pipelines, make_pass, pass_registry, run_passes
 from migx_explore.gpu.pipelines import gpu_pipelines, pending_entries
 
 DISABLED = ("fp8_ocp_to_fnuz", "fuse_ck", "fuse_mlir")
@@ -52,7 +52,7 @@ def test_force_enabled_pass_fails_with_its_reason(name):
 def test_forcing_one_on_through_a_spec():
     pls = build_pipelines("fusion{+fuse_mlir}", gpu_pipelines())
     with pytest.raises(PassFailed, match="rocMLIR"):
-        from migx_explore.compiler.passes import PassManager
+        from migx_explore.compiler.pass_infra import PassManager
 
         PassManager().run(parse(SMALL), pls)
 

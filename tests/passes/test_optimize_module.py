@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from migx_explore.compiler.parser import parse
-from migx_explore.compiler.passes import PassManager, make_numeric_config
+from migx_explore.compiler.pass_infra import PassManager, make_numeric_config
 from migx_explore.compiler.passes.optimize_module import OptimizeModule
 from migx_explore.compiler.testing import assert_same_outputs
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from migx_explore.compiler.parser import parse
-from migx_explore.compiler.passes import run_passes
+from migx_explore.compiler.pass_infra import run_passes
 from migx_explore.compiler.passes.propagate_constant import PropagateConstant
 from migx_explore.compiler.snapshot import snapshot
 from migx_explore.compiler.testing import check_pass

@@ -15,7 +15,7 @@ from migx_explore.compiler import ref
 from migx_explore.compiler.errors import MigxError
 from migx_explore.compiler.inputs import random_inputs
 from migx_explore.compiler.parser import parse
-from migx_explore.compiler.passes import PassManager, build_pipelines, spec_from_pipelines
+from migx_explore.compiler.pass_infra import PassManager, build_pipelines, spec_from_pipelines
 from migx_explore.compiler.passes.capture_arguments import CaptureArguments
 from migx_explore.compiler.passes.quantize_8bits import QuantizeEightBits
 from migx_explore.compiler.passes.simplify_qdq import SimplifyQdq

@@ -8,7 +8,7 @@ import numpy as np
 
 from migx_explore.compiler import evaluate
 from migx_explore.compiler.parser import parse
-from migx_explore.compiler.passes import make_pass, run_passes
+from migx_explore.compiler.pass_infra import make_pass, run_passes
 
 BOTH_RESHAPED = """
 module: "main"

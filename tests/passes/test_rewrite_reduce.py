@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from migx_explore.compiler.parser import parse
-from migx_explore.compiler.passes import PassManager
+from migx_explore.compiler.pass_infra import PassManager
 from migx_explore.compiler.passes.rewrite_reduce import RewriteReduce
 from migx_explore.compiler.testing import assert_same_outputs, check_pass, run_on_text
 

@@ -9,7 +9,7 @@ import pytest
 
 from migx_explore.compiler.ir import Program
 from migx_explore.compiler.op import Op
-from migx_explore.compiler.passes import make_pass, run_passes
+from migx_explore.compiler.pass_infra import make_pass, run_passes
 from migx_explore.compiler.passes.rewrite_rnn import UnrollRecurrent
 from migx_explore.compiler.pattern_rewriter import near_misses
 from migx_explore.compiler.ref import evaluate

@@ -7,7 +7,7 @@ import pytest
 
 from migx_explore.compiler.ir import Program
 from migx_explore.compiler.op import Op, registered_ops
-from migx_explore.compiler.passes import run_passes
+from migx_explore.compiler.pass_infra import run_passes
 from migx_explore.compiler.passes.dead_code_elimination import DeadCodeElimination
 from migx_explore.compiler.passes.rewrite_topk import LargeTopk, RewriteTopk, split_dim
 from migx_explore.compiler.pattern_rewriter import near_misses

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from migx_explore.compiler.passes import PassManager
+from migx_explore.compiler.pass_infra import PassManager
 from migx_explore.render.synthetic import FuseBiasRelu, conv_chain
 
 

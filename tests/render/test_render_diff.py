@@ -5,7 +5,7 @@ from __future__ import annotations
 from render_helpers import dot_edges, dot_nodes
 
 from migx_explore.compiler.op import Op
-from migx_explore.compiler.passes import PassManager, make_pass
+from migx_explore.compiler.pass_infra import PassManager, make_pass
 from migx_explore.compiler.shape import Shape
 from migx_explore.compiler.snapshot import diff, snapshot
 from migx_explore.render import build_graph, compare_panels, diff_graph, side_by_side, to_dot
@@ -109,7 +109,7 @@ def test_rewired_edges_are_marked():
         module.replace_return([sig])
         return ret is not None
 
-    from migx_explore.compiler.passes import FunctionPass
+    from migx_explore.compiler.pass_infra import FunctionPass
 
     tr = PassManager().run(p, [FunctionPass(fn=swap, label="swap_output")])
     rec = tr.records[0]

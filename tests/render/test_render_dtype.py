@@ -6,7 +6,7 @@ from __future__ import annotations
 from render_helpers import dot_edges
 
 from migx_explore.compiler.parser import parse
-from migx_explore.compiler.passes import PassManager
+from migx_explore.compiler.pass_infra import PassManager
 from migx_explore.compiler.quantize import quantize_pipeline
 from migx_explore.render import build_graph, to_dot
 from migx_explore.render.style import DTYPE_EDGE_COLOUR

@@ -9,7 +9,7 @@ import numpy as np
 
 from migx_explore.compiler.ir import Program
 from migx_explore.compiler.op import Op
-from migx_explore.compiler.passes import make_pass, run_passes
+from migx_explore.compiler.pass_infra import make_pass, run_passes
 from migx_explore.compiler.shape import Shape
 from migx_explore.compiler.snapshot import snapshot
 from migx_explore.render import build_graph, diff_graph, render_trace, scale_graph

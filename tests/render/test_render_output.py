@@ -12,7 +12,7 @@ import pytest
 from render_helpers import needs_dot
 
 from migx_explore.compiler.errors import MigxError
-from migx_explore.compiler.passes import PassManager, make_pass
+from migx_explore.compiler.pass_infra import PassManager, make_pass
 from migx_explore.compiler.snapshot import snapshot
 from migx_explore.render import (
     GraphvizNotFoundError,
@@ -96,7 +96,7 @@ def test_render_trace_writes_one_file_per_changed_pass(tmp_path):
 
 
 def test_file_names_match_the_text_trace(tmp_path):
-    from migx_explore.compiler.passes import write_trace
+    from migx_explore.compiler.pass_infra import write_trace
 
     tr = PassManager().run(conv_chain(1), [FuseBiasRelu()])
     txt = [os.path.basename(x) for x in write_trace(tr, str(tmp_path))]

@@ -8,7 +8,7 @@ import os
 import pytest
 from render_helpers import dot_edges, dot_nodes, needs_dot
 
-from migx_explore.compiler.passes import PassManager, make_pass, pass_registry
+from migx_explore.compiler.pass_infra import PassManager, make_pass, pass_registry
 from migx_explore.render import build_graph, diff_graph, render_trace, to_dot
 from migx_explore.render import style as S
 from migx_explore.render.synthetic import conv_chain

@@ -5,7 +5,7 @@ from __future__ import annotations
 import difflib
 
 from migx_explore.compiler.op import Op
-from migx_explore.compiler.passes import FunctionPass, PassManager
+from migx_explore.compiler.pass_infra import FunctionPass, PassManager
 from migx_explore.compiler.snapshot import snapshot
 from migx_explore.render import text_diff
 from migx_explore.render.synthetic import conv_chain

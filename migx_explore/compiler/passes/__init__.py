@@ -1,83 +1,114 @@
-"""Passes, pipelines and the instrumented pass manager.
-
-Importing this package registers every target-independent pass (one module per pass, named after
-it; composites hold their steps); `make_pass(name, **options)` builds one by name.
-"""
+"""The target-independent passes: one module per pass, named after it (a package, with its rewrite
+rules beside it, where the pass has rule modules). The machinery that runs them (Pass, PassManager,
+pipelines, specs, traces) is migx_explore/compiler/pass_infra/."""
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
+from migx_explore.compiler.pass_infra.base import Pass
+from migx_explore.compiler.pass_infra.registry import register
 
-from .base import (
-    FunctionPass,
-    Pass,
-    PassContext,
-    PassEntry,
-    Pipeline,
-    disabled,
-    make_pass,
-    pass_registry,
-    pipeline,
-    rewriter_of,
+from .auto_contiguous import AutoContiguous
+from .capture_arguments import CaptureArguments
+from .dead_code_elimination import DeadCodeElimination
+from .eliminate_common_subexpression import EliminateCommonSubexpression
+from .eliminate_convert import EliminateConvert
+from .eliminate_data_type import EliminateDataType
+from .eliminate_data_type_for_gpu import EliminateDataTypeForGpu
+from .eliminate_identity import EliminateIdentity
+from .eliminate_pad import EliminatePad
+from .fp8_ocp_to_fnuz import Fp8OcpToFnuz
+from .fuse_attention import FuseAttention
+from .fuse_ck import FuseCk
+from .fuse_concat import FuseConcat
+from .fuse_horizontal import FuseHorizontal
+from .fuse_kv_append import FuseKvAppend
+from .fuse_mlir import FuseMlir
+from .fuse_pointwise import FusePointwise
+from .fuse_pointwise_reduce import FusePointwiseReduce
+from .fuse_reduce import FuseReduce
+from .inline_module import InlineModule
+from .insert_pad import InsertPad
+from .layout_convolution import LayoutConvolution
+from .normalize_ops import NormalizeOps
+from .optimize_module import OptimizeModule
+from .prefuse_ops import PrefuseOps
+from .propagate_constant import PropagateConstant
+from .propagate_precision import PropagatePrecision
+from .quantize_8bits import QuantizeEightBits
+from .rewrite import RewritePass
+from .rewrite_dot import RewriteDot
+from .rewrite_gelu import RewriteGelu
+from .rewrite_low_precision import RewriteLowPrecision
+from .rewrite_pooling import RewritePooling
+from .rewrite_quantization import RewriteQuantization
+from .rewrite_reduce import RewriteReduce
+from .rewrite_resize import RewriteResize
+from .rewrite_rnn import RewriteRnn
+from .rewrite_topk import RewriteTopk
+from .simplify_algebra import SimplifyAlgebra
+from .simplify_dyn_ops import SimplifyDynOps
+from .simplify_qdq import SimplifyQdq
+from .simplify_reshapes import SimplifyReshapes
+from .split_reduce import SplitReduce
+from .split_single_dyn_dim import SplitSingleDynDim
+from .truncate_float import TruncateFloat
+
+# Every pass of this package, in module order; the registry reads this table (nothing registers
+# by being imported). tests/passes/test_pass_tables.py checks it against the folder.
+PASSES: tuple[type[Pass], ...] = (
+    AutoContiguous,
+    CaptureArguments,
+    DeadCodeElimination,
+    EliminateCommonSubexpression,
+    EliminateConvert,
+    EliminateDataType,
+    EliminateDataTypeForGpu,
+    EliminateIdentity,
+    EliminatePad,
+    Fp8OcpToFnuz,
+    FuseAttention,
+    FuseCk,
+    FuseConcat,
+    FuseHorizontal,
+    FuseKvAppend,
+    FuseMlir,
+    FusePointwise,
+    FusePointwiseReduce,
+    FuseReduce,
+    InlineModule,
+    InsertPad,
+    LayoutConvolution,
+    NormalizeOps,
+    OptimizeModule,
+    PrefuseOps,
+    PropagateConstant,
+    PropagatePrecision,
+    QuantizeEightBits,
+    RewritePass,
+    RewriteDot,
+    RewriteGelu,
+    RewriteLowPrecision,
+    RewritePooling,
+    RewriteQuantization,
+    RewriteReduce,
+    RewriteResize,
+    RewriteRnn,
+    RewriteTopk,
+    SimplifyAlgebra,
+    SimplifyDynOps,
+    SimplifyQdq,
+    SimplifyReshapes,
+    SplitReduce,
+    SplitSingleDynDim,
+    TruncateFloat,
 )
-from .manager import (
-    NumericConfig,
-    PassFailed,
-    PassManager,
-    compare_outputs,
-    entry_paths,
-    make_numeric_config,
-    restore,
-    run_passes,
+
+# Modules here that hold no pass of their own (shared by several passes).
+HELPERS: tuple[str, ...] = (
+    "fusion_helpers",
+    "rule_helpers",
 )
-from .rule_pass import RewritePass, as_pass
-from .rules import OrderWarning, check_order
-from .spec import SpecError, build_pipelines, format_spec, parse_spec, spec_from_pipelines
-from .trace import NumericCheck, PassRecord, Trace, write_trace
 
-_INFRA = {"base", "fusion_helpers", "manager", "rule_helpers", "rules", "spec", "trace"}
+register(PASSES)
 
-
-def _load_pass_modules() -> None:
-    # Every other module in this package defines passes; importing registers them.
-    for info in pkgutil.iter_modules(__path__):
-        if info.name not in _INFRA and not info.name.startswith("_") and not info.name.startswith("test"):
-            importlib.import_module(f"{__name__}.{info.name}")
-
-
-_load_pass_modules()
-
-__all__ = [
-    "FunctionPass",
-    "NumericCheck",
-    "NumericConfig",
-    "OrderWarning",
-    "Pass",
-    "PassContext",
-    "PassEntry",
-    "PassFailed",
-    "PassManager",
-    "PassRecord",
-    "Pipeline",
-    "RewritePass",
-    "SpecError",
-    "Trace",
-    "as_pass",
-    "build_pipelines",
-    "check_order",
-    "compare_outputs",
-    "disabled",
-    "entry_paths",
-    "format_spec",
-    "make_numeric_config",
-    "make_pass",
-    "rewriter_of",
-    "parse_spec",
-    "pass_registry",
-    "pipeline",
-    "restore",
-    "run_passes",
-    "spec_from_pipelines",
-    "write_trace",
-]
+__all__ = ["HELPERS", "PASSES"]

@@ -18,7 +18,7 @@ from typing import ClassVar
 
 from ..ir import Module
 from ..op import Op
-from .base import Pass
+from ..pass_infra import Pass
 
 SKIP = ("layout", "contiguous", "@return", "@param")
 

@@ -15,7 +15,7 @@ from typing import ClassVar
 
 from ..ir import Module
 from ..op import Op
-from .base import Pass
+from ..pass_infra import Pass
 
 QUANTIZABLE_TYPES = ("float32", "float64", "float16")
 

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from ..ir import Module, Program
-from .base import Pass
+from ..pass_infra import Pass
 
 
 def _removable(ins) -> bool:

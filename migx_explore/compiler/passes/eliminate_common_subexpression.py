@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from ..ir import Instruction, Module
-from .base import Pass
+from ..pass_infra import Pass
 
 
 def _key(ins: Instruction) -> tuple | None:

@@ -16,9 +16,9 @@ import numpy as np
 
 from .. import dtypes
 from ..matcher import arg, name, pred
+from ..pass_infra import Pass, rewriter_of
 from ..pattern_rewriter import Rule, replace_value
-from .base import Pass, rewriter_of
-from .rule_pass import sweep
+from .rewrite import sweep
 
 
 def _value_preserving(src: str, mid: str) -> bool:

@@ -9,7 +9,7 @@ from typing import ClassVar
 from .. import dtypes
 from ..ir import Instruction, Module
 from ..op import Op
-from .base import Pass
+from ..pass_infra import Pass
 
 # Ops eliminate_data_type leaves alone unless named explicitly (MIGraphX's skip_op_names).
 SKIP_OPS = frozenset(

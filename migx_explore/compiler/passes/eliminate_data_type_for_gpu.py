@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from ..ir import Module
-from .base import Pass
+from ..pass_infra import Pass
 from .eliminate_data_type import EliminateDataType
 
 # Ops whose 64-bit integer inputs are indices into memory, so they always fit in 32 bits. Other ops

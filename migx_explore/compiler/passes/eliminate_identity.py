@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from ..ir import Module
-from .base import Pass
+from ..pass_infra import Pass
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from typing import ClassVar
 import numpy as np
 
 from ..ir import Instruction, Module
-from .base import Pass
+from ..pass_infra import Pass
 
 LOWEST = float(np.finfo(np.float32).min)
 PADDED_OPS = ("convolution", "pooling")

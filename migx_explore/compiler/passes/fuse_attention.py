@@ -50,10 +50,10 @@ from typing import ClassVar
 from ..ir import Instruction, Module
 from ..matcher import MatchResult, name
 from ..op import Op
+from ..pass_infra import Pass, rewriter_of
 from ..pattern_rewriter import Rule
 from ..shape import Shape
 from ..strided_view import Axes, axes_of, compose, refine_batch, view_chain
-from .base import Pass, rewriter_of
 from .fusion_helpers import copy_body, new_submodule, param_name, remove_dead
 
 ATTENTION_TAG = "attention"

@@ -27,8 +27,8 @@ from typing import ClassVar
 from ..ir import Instruction, Module
 from ..matcher import MatchResult, name
 from ..op import Op
+from ..pass_infra import Pass, rewriter_of
 from ..pattern_rewriter import Rule
-from .base import Pass, rewriter_of
 from .fusion_helpers import copy_body, drop_if_unused, new_submodule, param_name, scalar_param_shape
 
 

@@ -24,9 +24,9 @@ import numpy as np
 
 from ..ir import Instruction, Module
 from ..op import Op
+from ..pass_infra import Pass
 from ..ref import eval_instruction
 from ..shape import Shape
-from .base import Pass
 from .fusion_helpers import depends_on, ensure_order
 
 MIN_GROUP = 4  # MIGraphX gather_horizontal_fusion::min_group_size

@@ -31,7 +31,7 @@ from typing import ClassVar
 
 from ..ir import Instruction, Module
 from ..op import Op
-from .base import Pass
+from ..pass_infra import Pass
 from .fusion_helpers import SubmoduleInputs, copy_body, new_submodule
 
 KV_ATTENTION_TAG = "kv_attention"

@@ -20,8 +20,8 @@ from typing import ClassVar
 
 from ..ir import Instruction, Module
 from ..op import Op
+from ..pass_infra import Pass
 from ..shape import Shape
-from .base import Pass
 from .eliminate_identity import EliminateIdentity
 from .fusion_helpers import (
     BROADCASTS,

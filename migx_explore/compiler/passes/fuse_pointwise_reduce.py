@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from ..ir import Module
-from .base import Pass, make_pass, pass_registry
+from ..pass_infra import Pass, make_pass, pass_registry
 from .fuse_pointwise import FusePointwise
 from .fuse_reduce import FuseReduce
 from .split_reduce import SplitReduce

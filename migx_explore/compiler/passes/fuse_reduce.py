@@ -17,9 +17,9 @@ from typing import ClassVar
 from ..ir import Instruction, Module
 from ..matcher import MatchResult, name
 from ..op import Op
+from ..pass_infra import Pass, rewriter_of
 from ..pattern_rewriter import Rule
 from ..shape import Shape
-from .base import Pass, rewriter_of
 from .fusion_helpers import BROADCASTS, SubmoduleInputs, copy_body, drop_if_unused, new_submodule, param_name
 
 REDUCE_OPS = ("reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "reduce_prod", "reduce_any", "reduce_all")

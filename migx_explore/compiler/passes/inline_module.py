@@ -11,8 +11,8 @@ from typing import ClassVar
 import numpy as np
 
 from ..ir import Instruction, Module
+from ..pass_infra import Pass
 from ..ref import eval_instruction
-from .base import Pass
 from .fusion_helpers import copy_body
 
 

@@ -9,7 +9,7 @@ from typing import ClassVar
 
 from ..ir import Module
 from ..op import Op
-from .base import Pass
+from ..pass_infra import Pass
 from .eliminate_pad import LOWEST, PADDED_OPS, ceil_mode_pooling, split_padding
 
 

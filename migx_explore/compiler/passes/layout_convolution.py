@@ -25,8 +25,8 @@ from typing import ClassVar
 from ..errors import MigxError
 from ..ir import Instruction, Module
 from ..op import Op, compute_shape
+from ..pass_infra import Pass
 from ..shape import Shape
-from .base import Pass
 from .dead_code_elimination import DeadCodeElimination
 
 NHWC = (0, 2, 3, 1)
@@ -35,7 +35,6 @@ CONVS = ("convolution", "quant_convolution")
 
 @dataclass(frozen=True)
 class PreserveOutputLayout(Pass):
-    _abstract: ClassVar[bool] = True  # a nested step of layout_convolution
     name: ClassVar[str] = "preserve_output_layout"
 
     def apply_module(self, module: Module, ctx) -> bool:
@@ -56,7 +55,6 @@ class PreserveOutputLayout(Pass):
 
 @dataclass(frozen=True)
 class TransformConvolutions(Pass):
-    _abstract: ClassVar[bool] = True  # a nested step of layout_convolution
     name: ClassVar[str] = "transform_convolutions"
     channels_last: bool = False
 
@@ -94,7 +92,6 @@ def _accepts(user: Instruction, old: Instruction, new_shape: Shape, depth: int =
 class LayoutEliminateContiguous(Pass):
     """The eliminate_contiguous{"contiguous"} step of layout_convolution (the backend has its own)."""
 
-    _abstract: ClassVar[bool] = True  # a nested step only; the registered name belongs to the backend
     name: ClassVar[str] = "eliminate_contiguous"
 
     def apply_module(self, module: Module, ctx) -> bool:
@@ -111,7 +108,6 @@ class LayoutEliminateContiguous(Pass):
 
 @dataclass(frozen=True)
 class RemoveLayout(Pass):
-    _abstract: ClassVar[bool] = True  # a nested step of layout_convolution
     name: ClassVar[str] = "remove_layout"
 
     def apply_module(self, module: Module, ctx) -> bool:

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from ..ir import Module
-from .base import Pass
+from ..pass_infra import Pass
 
 # Normalizers that read input lens (not just rank): with a dynamic input the lens are maxima, and
 # clamping against them would be wrong for a smaller run-time size.

@@ -8,8 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
+from ..pass_infra import Pass
 from ..pattern_rewriter import repeat_while_changes
-from .base import Pass
 from .dead_code_elimination import DeadCodeElimination
 from .eliminate_common_subexpression import EliminateCommonSubexpression
 from .eliminate_convert import EliminateConvert

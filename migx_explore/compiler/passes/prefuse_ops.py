@@ -28,9 +28,9 @@ import numpy as np
 from ..ir import Instruction, Module
 from ..matcher import MatchResult, name
 from ..op import Op
+from ..pass_infra import Pass, rewriter_of
 from ..pattern_rewriter import Rule
 from ..ref import eval_instruction
-from .base import Pass, rewriter_of
 from .fusion_helpers import BROADCASTS
 
 

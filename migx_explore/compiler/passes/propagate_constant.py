@@ -20,9 +20,9 @@ import numpy as np
 
 from ..ir import Instruction, Literal, Module
 from ..op import Op
+from ..pass_infra import Pass
 from ..ref import eval_instruction
 from ..shape import Shape
-from .base import Pass
 
 # Views that MIGraphX looks through when deciding whether folding would expand memory.
 _LOOK_THROUGH = frozenset({"contiguous", "reshape", "dequantizelinear"})

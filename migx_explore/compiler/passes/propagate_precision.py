@@ -12,8 +12,8 @@ import numpy as np
 from .. import dtypes
 from ..ir import Instruction, Module
 from ..op import Op
+from ..pass_infra import Pass, make_pass, pass_registry
 from ..ref import eval_instruction
-from .base import Pass, make_pass, pass_registry
 from .dead_code_elimination import DeadCodeElimination
 
 

@@ -30,7 +30,7 @@ from .. import dtypes
 from ..errors import MigxError
 from ..ir import Program
 from ..op import Op
-from .base import Pass
+from ..pass_infra import Pass
 from .capture_arguments import QUANTIZABLE_TYPES
 from .rule_helpers import broadcast_literal
 

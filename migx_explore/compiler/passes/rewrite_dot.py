@@ -13,10 +13,10 @@ from typing import ClassVar
 from ..ir import Instruction
 from ..matcher import arg, is_constant, name
 from ..op import Op
+from ..pass_infra import Pass, rewriter_of
 from ..pattern_rewriter import Rule, replace_with_op
-from .base import Pass, rewriter_of
+from .rewrite import sweep
 from .rule_helpers import all_static
-from .rule_pass import sweep
 
 
 def is_conv_1x1(ins: Instruction) -> str | None:

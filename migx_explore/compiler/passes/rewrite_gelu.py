@@ -28,11 +28,11 @@ import numpy as np
 from ..ir import Instruction
 from ..matcher import name
 from ..op import Op
+from ..pass_infra import Pass, rewriter_of
 from ..pattern_rewriter import Rule, replace_with_op
 from ..ref import eval_instruction
-from .base import Pass, rewriter_of
+from .rewrite import sweep
 from .rule_helpers import broadcast_scalar
-from .rule_pass import sweep
 
 
 def _is(ins: Instruction, value: float) -> bool:

@@ -7,9 +7,9 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from ..matcher import any_, any_of, arg, has_value, is_constant, name, pred
+from ..pass_infra import Pass, rewriter_of
 from ..pattern_rewriter import row, to
-from .base import Pass, rewriter_of
-from .rule_pass import sweep
+from .rewrite import sweep
 
 _x = any_().bind("x")
 _square = any_of(

@@ -20,11 +20,11 @@ import numpy as np
 from ..matcher import name
 from ..op import Op
 from ..ops.nn import pool_params
+from ..pass_infra import Pass, rewriter_of
 from ..pattern_rewriter import Rule, replace_value, replace_with_op
-from .base import Pass, rewriter_of
 from .eliminate_pad import LOWEST
+from .rewrite import sweep
 from .rule_helpers import all_static, broadcast_scalar
-from .rule_pass import sweep
 
 
 class PoolingToReduce(Rule):

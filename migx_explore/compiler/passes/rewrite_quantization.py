@@ -14,7 +14,7 @@ from .. import dtypes
 from ..ir import Instruction, Module
 from ..op import Op
 from ..ops.nn_extra import FP8_TYPES
-from .base import Pass
+from ..pass_infra import Pass
 from .rule_helpers import broadcast_literal
 
 

@@ -28,13 +28,13 @@ from ..ir import Instruction, Module
 from ..matcher import any_, any_of, arg, args, either_arg, has_value, name, skip_broadcasts
 from ..op import Op
 from ..ops.common import norm_axis
+from ..pass_infra import Pass, rewriter_of
 from ..pattern_rewriter import Rule, replace_value, replace_with_op, row, to
-from .base import Pass, rewriter_of
 from .dead_code_elimination import DeadCodeElimination
 from .eliminate_common_subexpression import EliminateCommonSubexpression
 from .eliminate_convert import EliminateConvert
+from .rewrite import sweep
 from .rule_helpers import broadcast_scalar, is_integral
-from .rule_pass import sweep
 from .simplify_reshapes import SimplifyReshapes
 
 LOGSOFTMAX = row(

@@ -24,11 +24,11 @@ import numpy as np
 from .. import dtypes
 from ..matcher import name
 from ..op import Op
+from ..pass_infra import Pass, rewriter_of
 from ..pattern_rewriter import Rule, replace_value
 from ..shape import Shape
-from .base import Pass, rewriter_of
+from .rewrite import sweep
 from .rule_helpers import all_static
-from .rule_pass import sweep
 
 
 def axis_matrix(op: Op, n_in: int, n_out: int, scale: float, roi: tuple[float, float]) -> np.ndarray:

@@ -26,10 +26,10 @@ from ..ir import Instruction, Module
 from ..matcher import any_of, name
 from ..op import Op
 from ..ops.rnn import DEFAULT_ACTIVATIONS, activations, directions
+from ..pass_infra import Pass, rewriter_of
 from ..pattern_rewriter import Rule, replace_value
 from ..ref import eval_instruction
-from .base import Pass, rewriter_of
-from .rule_pass import sweep
+from .rewrite import sweep
 
 RNN_OPS = ("rnn", "gru", "lstm")
 

@@ -21,10 +21,10 @@ import numpy as np
 from ..matcher import name, pred
 from ..op import Op
 from ..ops.common import norm_axis
+from ..pass_infra import Pass, rewriter_of
 from ..pattern_rewriter import Rule, replace_value, replace_with_op
-from .base import Pass, rewriter_of
+from .rewrite import sweep
 from .rule_helpers import static
-from .rule_pass import sweep
 
 
 def split_dim(r: int, min_size: int) -> tuple[int, int]:

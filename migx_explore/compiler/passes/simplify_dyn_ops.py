@@ -16,8 +16,8 @@ import numpy as np
 
 from ..ir import Instruction, Module
 from ..op import Op
+from ..pass_infra import Pass
 from ..shape import Shape
-from .base import Pass
 
 
 def _range(s: Shape) -> list[tuple[int, int]]:

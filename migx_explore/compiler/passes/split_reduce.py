@@ -8,7 +8,7 @@ from typing import ClassVar
 
 from ..ir import Instruction, Module
 from ..op import Op
-from .base import Pass
+from ..pass_infra import Pass
 from .fusion_helpers import depends_on, drop_if_unused, new_submodule, param_name
 
 

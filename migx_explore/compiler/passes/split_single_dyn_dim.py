@@ -22,8 +22,8 @@ import numpy as np
 
 from ..ir import Instruction, Module
 from ..op import Op
+from ..pass_infra import Pass
 from ..shape import DynDim, Shape
-from .base import Pass
 
 
 def single_dyn_dim(module: Module) -> tuple[DynDim, dict[str, int]] | None:

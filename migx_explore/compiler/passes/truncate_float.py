@@ -39,8 +39,8 @@ from .. import dtypes
 from ..errors import MigxError
 from ..ir import Module
 from ..op import Op
+from ..pass_infra import Pass
 from ..ref import eval_instruction
-from .base import Pass
 
 LOW_FLOAT_TYPES = ("float16", "bfloat16")
 # ops whose result stays within [-1, 1] (or is not a float) whatever their input's range: an

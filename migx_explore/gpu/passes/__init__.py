@@ -1,20 +1,54 @@
-"""The GPU backend passes (pure IR; no GPU needed), one module per pass, named after it.
-Importing this package registers them with the pass registry, so gpu/pipelines.py finds them by
-name."""
+"""The GPU backend passes (pure IR; no GPU needed), one module per pass, named after it;
+gpu/pipelines.py finds them by name."""
 
-import importlib
-import pkgutil
+from __future__ import annotations
 
-from .memory_coloring import MemoryStats, memory_stats
+from migx_explore.compiler.pass_infra.base import Pass
+from migx_explore.compiler.pass_infra.registry import register
 
+from .adjust_allocation import AdjustAllocation
+from .check_context import CheckContext
+from .compile_blas import CompileBlas
+from .compile_miopen import CompileMiopen
+from .compile_ops import CompileOps
+from .eliminate_allocation import EliminateAllocation
+from .eliminate_concat import EliminateConcat
+from .eliminate_contiguous import EliminateContiguous
+from .fuse_ops import FuseOps
+from .lowering import Lowering
+from .memory_coloring import MemoryColoring, MemoryStats, memory_stats
+from .preallocate_param import PreallocateParam
+from .promote_literals import PromoteLiterals
+from .replace_allocate import ReplaceAllocate
+from .schedule import Schedule
+from .sync_device import SyncDevice
+from .write_literals import WriteLiterals
 
-def _load_pass_modules() -> None:
-    # Every module in this package defines one pass; importing registers it.
-    for info in pkgutil.iter_modules(__path__):
-        if not info.name.startswith("_"):
-            importlib.import_module(f"{__name__}.{info.name}")
+# Every pass of this package, in module order; the registry reads this table (nothing registers
+# by being imported). tests/passes/test_pass_tables.py checks it against the folder.
+GPU_PASSES: tuple[type[Pass], ...] = (
+    AdjustAllocation,
+    CheckContext,
+    CompileBlas,
+    CompileMiopen,
+    CompileOps,
+    EliminateAllocation,
+    EliminateConcat,
+    EliminateContiguous,
+    FuseOps,
+    Lowering,
+    MemoryColoring,
+    PreallocateParam,
+    PromoteLiterals,
+    ReplaceAllocate,
+    Schedule,
+    SyncDevice,
+    WriteLiterals,
+)
 
+# Modules here that hold no pass of their own (shared by several passes).
+HELPERS: tuple[str, ...] = ("entry_convert",)
 
-_load_pass_modules()
+register(GPU_PASSES)
 
-__all__ = ["MemoryStats", "memory_stats"]
+__all__ = ["GPU_PASSES", "HELPERS", "MemoryStats", "memory_stats"]

@@ -7,7 +7,7 @@ from typing import ClassVar
 
 from migx_explore.compiler.ir import Module
 from migx_explore.compiler.op import Op, compute_shape
-from migx_explore.compiler.passes import Pass
+from migx_explore.compiler.pass_infra import Pass
 
 from ..ops import inner_op, own_shapes, split_inputs
 from .eliminate_contiguous import accepts_any_layout

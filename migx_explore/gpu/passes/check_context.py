@@ -7,7 +7,7 @@ from typing import ClassVar
 
 from migx_explore.compiler.ir import Module
 from migx_explore.compiler.op import Op
-from migx_explore.compiler.passes import Pass
+from migx_explore.compiler.pass_infra import Pass
 
 from .. import kernel_cache
 

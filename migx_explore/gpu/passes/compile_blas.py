@@ -7,7 +7,7 @@ from typing import ClassVar
 
 from migx_explore.compiler.errors import MigxError
 from migx_explore.compiler.ir import Module
-from migx_explore.compiler.passes import Pass
+from migx_explore.compiler.pass_infra import Pass
 
 from ..blas_epilogue import blas_epilogue
 from ..blas_plan import plan_gemm

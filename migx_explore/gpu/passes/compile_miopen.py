@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from migx_explore.compiler.ir import Module
-from migx_explore.compiler.passes import Pass
+from migx_explore.compiler.pass_infra import Pass
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ from typing import ClassVar
 
 from migx_explore.compiler.ir import Instruction, Module
 from migx_explore.compiler.op import Op, compute_shape
-from migx_explore.compiler.passes import Pass
+from migx_explore.compiler.pass_infra import Pass
 
 from ..blas_plan import plan_gemm
 from ..ops import inner_op, output_buffers

@@ -9,7 +9,7 @@ import numpy as np
 
 from migx_explore.compiler.ir import Instruction, Module
 from migx_explore.compiler.op import compute_shape
-from migx_explore.compiler.passes import Pass
+from migx_explore.compiler.pass_infra import Pass
 from migx_explore.compiler.ref import eval_instruction
 
 from ..blas_plan import QUANT_ALIGN, plan_gemm, quant_blas_refusal

@@ -32,7 +32,7 @@ from migx_explore.compiler.errors import MigxError
 from migx_explore.compiler.ir import Instruction, Module
 from migx_explore.compiler.op import Op
 from migx_explore.compiler.ops.nn import conv_params
-from migx_explore.compiler.passes import Pass
+from migx_explore.compiler.pass_infra import Pass
 from migx_explore.compiler.ref import eval_instruction
 from migx_explore.compiler.shape import Shape
 

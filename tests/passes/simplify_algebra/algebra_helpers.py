@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from migx_explore.compiler.passes import FunctionPass
-from migx_explore.compiler.passes.rule_pass import sweep
+from migx_explore.compiler.pass_infra import FunctionPass
+from migx_explore.compiler.passes.rewrite import sweep
 
 CONV = "convolution[padding={0, 0},stride={1, 1}]"
 X23 = "x = @param:x -> float_type, {2, 3}"

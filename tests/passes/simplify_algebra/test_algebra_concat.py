@@ -7,7 +7,7 @@ from algebra_helpers import CONV, X23, lit, only  # noqa: F401
 
 from migx_explore.compiler.parser import parse
 from migx_explore.compiler.passes import simplify_algebra as sa
-from migx_explore.compiler.passes.rule_pass import sweep
+from migx_explore.compiler.passes.rewrite import sweep
 from migx_explore.compiler.pattern_rewriter import near_misses
 from migx_explore.compiler.testing import assert_same_outputs, check_pass, run_on_text
 

@@ -11,7 +11,7 @@ from migx_explore.compiler.ir import Program
 from migx_explore.compiler.op import Op
 from migx_explore.compiler.parser import parse
 from migx_explore.compiler.passes import simplify_algebra as sa
-from migx_explore.compiler.passes.rule_pass import dce, sweep
+from migx_explore.compiler.passes.rewrite import dce, sweep
 from migx_explore.compiler.pattern_rewriter import near_misses
 from migx_explore.compiler.shape import Shape
 from migx_explore.compiler.testing import assert_same_outputs, check_pass

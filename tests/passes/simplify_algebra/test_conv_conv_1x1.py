@@ -12,8 +12,8 @@ import pytest
 
 from migx_explore.compiler.ir import Program
 from migx_explore.compiler.op import Op
-from migx_explore.compiler.passes import PassManager
-from migx_explore.compiler.passes.rule_pass import dce
+from migx_explore.compiler.pass_infra import PassManager
+from migx_explore.compiler.passes.rewrite import dce
 from migx_explore.compiler.passes.simplify_algebra import CONV_CONV_1X1, ConvConv1x1, SimplifyAlgebra
 from migx_explore.compiler.pattern_rewriter import find_matches, matches, near_misses
 from migx_explore.compiler.shape import Shape

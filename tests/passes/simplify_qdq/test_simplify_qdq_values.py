@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from migx_explore.compiler import evaluate, parse
-from migx_explore.compiler.passes import make_pass, run_passes
+from migx_explore.compiler.pass_infra import make_pass, run_passes
 from migx_explore.compiler.testing import assert_same_outputs, check_pass
 
 # ORT's pattern: Conv -> (ReLU removed) QuantizeLinear uint8, zero point 0 -> DequantizeLinear -> Add

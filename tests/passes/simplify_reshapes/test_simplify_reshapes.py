@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from migx_explore.compiler.parser import parse
-from migx_explore.compiler.passes import FunctionPass
+from migx_explore.compiler.pass_infra import FunctionPass
 from migx_explore.compiler.passes import simplify_reshapes as sr
-from migx_explore.compiler.passes.rule_pass import sweep
+from migx_explore.compiler.passes.rewrite import sweep
 from migx_explore.compiler.pattern_rewriter import near_misses
 from migx_explore.compiler.testing import assert_same_outputs, check_pass
 

@@ -9,7 +9,7 @@ import pytest
 from migx_explore.compiler.op import registered_ops
 from migx_explore.compiler.parser import parse
 from migx_explore.compiler.passes import simplify_reshapes as sr
-from migx_explore.compiler.passes.rule_pass import sweep
+from migx_explore.compiler.passes.rewrite import sweep
 from migx_explore.compiler.passes.simplify_reshapes import SimplifyReshapes
 from migx_explore.compiler.pattern_rewriter import near_misses
 from migx_explore.compiler.testing import assert_same_outputs, check_pass, run_on_text

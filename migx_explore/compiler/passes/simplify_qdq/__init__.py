@@ -36,9 +36,9 @@ import numpy as np
 from ... import dtypes
 from ...ir import Instruction, Module
 from ...op import Op
+from ...pass_infra import Pass, rewriter_of
 from ...ref import eval_instruction
 from ...shape import Shape
-from ..base import Pass, rewriter_of
 from ..dead_code_elimination import DeadCodeElimination
 from .quant_op_rules import FindQuantizableOps
 

@@ -28,9 +28,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
+from ...pass_infra import Pass, rewriter_of
 from ...pattern_rewriter import repeat_while_changes
-from ..base import Pass, rewriter_of
-from ..rule_pass import sweep
+from ..rewrite import sweep
 from .concat_rules import (
     ConcatMultibroadcasts,
     ConcatOfSlices,

@@ -9,7 +9,7 @@ from typing import ClassVar
 
 from migx_explore.compiler.ir import Instruction, Module
 from migx_explore.compiler.op import Op
-from migx_explore.compiler.passes import Pass
+from migx_explore.compiler.pass_infra import Pass
 from migx_explore.compiler.shape import Shape
 
 from ...blas_plan import plan_gemm

@@ -1,5 +1,6 @@
-"""Ordering rules, declared as data on pass classes (must_follow, requires, final), checked over
-a concrete list of pipelines. A toggle or reorder that breaks a rule gets a warning naming it."""
+"""Ordering constraints, declared as data on pass classes (must_follow, requires) and pipeline
+entries (final), checked over a concrete list of pipelines. A toggle or reorder that breaks one gets
+a warning naming it. ("Rules" in this project are rewrite rules, compiler/pattern_rewriter.py.)"""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from .base import Pipeline
 
 @dataclass(frozen=True)
 class OrderWarning:
-    rule: str  # "must_follow" | "requires" | "final"
+    constraint: str  # "must_follow" | "requires" | "final"
     pass_path: str
     message: str
 
@@ -42,7 +43,7 @@ def check_order(pipelines: Sequence[Pipeline]) -> list[OrderWarning]:
         for dep in getattr(cls, "must_follow", ()):
             if dep in names_present and dep not in earlier_on:
                 where = "is disabled" if dep not in {x.name for _, x, o in flat if o} else "runs later"
-                msg = f"{path} must run after {dep}, but {dep} {where} (rule {cls.name}.must_follow)"
+                msg = f"{path} must run after {dep}, but {dep} {where} (constraint {cls.name}.must_follow)"
                 warnings.append(OrderWarning("must_follow", path, msg))
         for dep in getattr(cls, "requires", ()):
             if dep not in earlier_on:
@@ -50,7 +51,7 @@ def check_order(pipelines: Sequence[Pipeline]) -> list[OrderWarning]:
                     OrderWarning(
                         "requires",
                         path,
-                        f"{path} requires {dep} to have run before it, but it has not (rule {cls.name}.requires)",
+                        f"{path} requires {dep} to have run before it, but it has not (constraint {cls.name}.requires)",
                     )
                 )
         if e.final and later_on:
@@ -59,7 +60,7 @@ def check_order(pipelines: Sequence[Pipeline]) -> list[OrderWarning]:
                 OrderWarning(
                     "final",
                     path,
-                    f"nothing may run after the final {e.name} ({path}), but {nxt} does (rule: final entry)",
+                    f"nothing may run after the final {e.name} ({path}), but {nxt} does (constraint: final entry)",
                 )
             )
     return warnings

@@ -17,8 +17,8 @@ from typing import Any, ClassVar
 
 from ..errors import MigxError
 from ..ir import Module
+from ..pass_infra.base import FunctionPass, Pass, rewriter_of
 from ..pattern_rewriter import PatternRewriter, Rule, repeat_while_changes
-from .base import FunctionPass, Pass, rewriter_of
 from .dead_code_elimination import DeadCodeElimination
 
 

@@ -8,7 +8,7 @@ where `ctx` (a `PassContext`) lets a pass run nested passes (recorded as childre
 create modules, and reach the program. Passes never print or time themselves: the PassManager
 owns instrumentation, validation and toggles.
 
-Ordering rules are declared on the pass class:
+Ordering constraints (pass_infra/ordering.py) are declared on the pass class:
     must_follow  = ("split_single_dyn_dim",)  run after these when they are in the pipeline
     requires     = ("auto_contiguous",)       these must have run (enabled) earlier
 and, for one position in a pipeline, on the entry: `PassEntry(final=True)` means nothing may run
@@ -26,8 +26,6 @@ from ..pattern_rewriter import PatternRewriter
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..ir import Module, Program
-
-_PASSES: dict[str, type[Pass]] = {}
 
 
 class PassContext:
@@ -86,10 +84,13 @@ class Pass:
         name = cls.__dict__.get("registered_as", cls.__dict__.get("name"))
         if isinstance(name, str) and "migraphx_source" not in cls.__dict__:
             cls.migraphx_source = _MIGRAPHX_SOURCES.get(name, f"src/{name}.cpp")
-        # A pass whose `name` is per instance (a property) registers under `registered_as`.
+
+    @classmethod
+    def registry_name(cls) -> str | None:
+        """The name `make_pass` finds this class by: its `name`, or `registered_as` for a pass
+        whose name is per instance (a property); None for a base that names no pass."""
         key = cls.__dict__.get("registered_as", cls.__dict__.get("name"))
-        if isinstance(key, str) and not cls.__dict__.get("_abstract", False):
-            _PASSES[key] = cls
+        return key if isinstance(key, str) else None
 
     def apply_module(self, module: Module, ctx: PassContext) -> bool | None:  # pragma: no cover
         raise NotImplementedError
@@ -141,7 +142,7 @@ class Pass:
         """What the explorer and `migx-explore passes` show about the pass: its status and note,
         MIGraphX's source file, and how it fares on MIGraphX's own unit tests (None where the
         conformance suite has no case for it; docs/migraphx_conformance.md has the details)."""
-        from .conformance_data import pass_conformance
+        from .conformance import pass_conformance
 
         name = cls.__dict__.get("registered_as", getattr(cls, "name", ""))
         return {
@@ -179,28 +180,10 @@ _MIGRAPHX_SOURCES = {
 }
 
 
-def pass_registry() -> dict[str, type[Pass]]:
-    return dict(_PASSES)
-
-
-def make_pass(name: str, **options: Any) -> Pass:
-    from ..errors import MigxError
-
-    cls = _PASSES.get(name)
-    if cls is None:
-        import difflib
-
-        close = difflib.get_close_matches(name, _PASSES, n=3)
-        hint = f" (did you mean {', '.join(close)}?)" if close else ""
-        raise MigxError(f"unknown pass {name!r}{hint}; known passes: {', '.join(sorted(_PASSES))}")
-    return cls().with_options(**options) if options else cls()
-
-
 @dataclass(frozen=True)
 class FunctionPass(Pass):
     """Wrap a plain function `f(module)` (or `f(module, ctx)`) as a pass, for notebook prototyping."""
 
-    _abstract: ClassVar[bool] = True
     fn: Any = None
     label: str = "user_pass"
 
@@ -228,7 +211,6 @@ class NotApplicable(Pass):
     pipelines keep it switched off, and force-enabling it fails with that reason rather than
     silently doing nothing."""
 
-    _abstract: ClassVar[bool] = True
     status: ClassVar[str] = "disabled"
 
     def apply_program(self, program: Program, ctx: PassContext) -> bool:
@@ -245,7 +227,7 @@ class PassEntry:
     enabled: bool = True
     reason: str = ""  # why disabled (shown by the explorer and `migx-explore passes`)
     user: bool = False  # inserted by the user (not part of the target's pipeline)
-    final: bool = False  # nothing may run after this entry (ordering rule)
+    final: bool = False  # nothing may run after this entry (ordering constraint)
 
     @property
     def name(self) -> str:

@@ -26,7 +26,8 @@ from typing import Any
 
 from ..errors import MigxError
 from ..printer import format_value
-from .base import PassEntry, Pipeline, make_pass, pass_registry
+from .base import PassEntry, Pipeline
+from .registry import make_pass, pass_registry
 
 _NAME = r"[A-Za-z_][A-Za-z0-9_:]*"
 _REF = re.compile(rf"^({_NAME})(?:#(\d+))?$")
