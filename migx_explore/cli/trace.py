@@ -125,6 +125,9 @@ def _print_summary(trace, verbose: bool) -> None:
         f"instructions {trace.initial.total_instructions()} -> {trace.final.total_instructions()}, "
         f"kernel launches {launch_count(trace.initial)} -> {launch_count(trace.final)}"
     )
+    pending = sum(1 for r in changed if r.numeric_pending)
+    if pending:  # tracing did not wait for them: they run here, each re-running what its pass changed
+        print(f"numeric check: {pending} changed passes, checked now that the trace is done")
     for r in trace.top_level() if verbose else changed:
         d = r.diff.summary() if r.diff else r.status
         num = ""

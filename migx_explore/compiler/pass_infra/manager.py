@@ -320,11 +320,8 @@ class PassManager:
         cfg = self.numeric
         if cfg.disabled_reason:
             return NumericCheck(float("nan"), float("nan"), True, cfg.disabled_reason)
-        from ..ref import evaluate, with_buffer_params
-
-        feeds = with_buffer_params(program, cfg.inputs)
         try:
-            outs = evaluate(program, feeds)
+            outs = reference_evaluator(cfg).evaluate(program)
         except MigxError as e:
             hint = f" (on random inputs: {REAL_INPUTS_HINT})" if cfg.random_inputs else ""
             cfg.disabled_reason = f"unavailable from here on: {e}{hint}"
@@ -428,19 +425,33 @@ def make_numeric_config(
     """Reference outputs of `program` on `inputs` (default: random inputs that respect the model,
     compiler/inputs.py). An evaluation error on random inputs says so and how to pass real ones."""
     from ..inputs import explain_random_failure, model_inputs
-    from ..ref import evaluate
+    from ..ref_incremental import IncrementalEvaluator
 
     generated = inputs is None
     feeds = dict(inputs) if inputs is not None else model_inputs(program, seed)
+    evaluator = IncrementalEvaluator(feeds)
     try:
-        reference = evaluate(program, feeds)
+        reference = evaluator.evaluate(program)
     except MigxError as e:
         if generated:
             raise explain_random_failure(e) from None
         raise
-    return NumericConfig(
+    cfg = NumericConfig(
         feeds, reference, rtol, atol, nested, rms=rms, random_inputs=generated, reference_program=snapshot(program)
     )
+    cfg.cache["evaluator"] = evaluator  # holds the reference's values: the first check reuses them
+    return cfg
+
+
+def reference_evaluator(cfg: NumericConfig) -> Any:
+    """The incremental evaluator of cfg's inputs, shared by its copies (compiler/ref_incremental.py):
+    each check re-runs only what the pass changed since the check before."""
+    from ..ref_incremental import IncrementalEvaluator
+
+    ev = cfg.cache.get("evaluator")
+    if ev is None or ev.inputs is not cfg.inputs:
+        ev = cfg.cache["evaluator"] = IncrementalEvaluator(cfg.inputs)
+    return ev
 
 
 def _validation_stamp(m: Module) -> tuple:
