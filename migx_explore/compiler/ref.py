@@ -87,7 +87,9 @@ def _check_input(name: str, value: Any, shape: Shape) -> np.ndarray:
     return arr
 
 
-def _bind_params(module: Module, inputs: Mapping[str, Any] | Sequence[Any], check: bool) -> dict[int, np.ndarray]:
+def bind_params(module: Module, inputs: Mapping[str, Any] | Sequence[Any], check: bool) -> dict[int, np.ndarray]:
+    """Module parameter values by instruction id from named or positional inputs (`check`: shape
+    and element type checked and converted, one clear error per problem)."""
     params = module.params()
     env: dict[int, np.ndarray] = {}
     if isinstance(inputs, Mapping):
@@ -118,7 +120,7 @@ def evaluate_module(
 ) -> list[np.ndarray]:
     """Run one module. `check_shapes=False` is used for pointwise submodules, whose scalar params
     are fed whole tensors. Values are dropped after their last use (a `hook` sees each one)."""
-    env = _bind_params(module, inputs, check_shapes)
+    env = bind_params(module, inputs, check_shapes)
     instrs = [i for i in module]
     last_use: dict[int, int] = {}
     for k, ins in enumerate(instrs):
@@ -208,7 +210,7 @@ def evaluate_all(program: Program, inputs: Mapping[str, Any]) -> dict[int, np.nd
     def hook(ins: Instruction, v: np.ndarray) -> None:
         values[ins.id] = v
 
-    values.update(_bind_params(program.main, inputs, True))
+    values.update(bind_params(program.main, inputs, True))
     evaluate_module(program.main, inputs, hook=hook)
     return values
 

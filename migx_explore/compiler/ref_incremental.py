@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .limits import work_meter
-from .ref import _bind_params, one_blas_thread, run_instruction, with_buffer_params
+from .ref import bind_params, one_blas_thread, run_instruction, with_buffer_params
 
 if TYPE_CHECKING:  # pragma: no cover
     from .ir import Instruction, Module, Program
@@ -57,7 +57,7 @@ class IncrementalEvaluator:
     def evaluate(self, program: Program) -> list[np.ndarray]:
         with self._lock, np.errstate(all="ignore"), work_meter() as meter, one_blas_thread():
             main = program.main
-            params = _bind_params(main, with_buffer_params(program, self.inputs), True)
+            params = bind_params(main, with_buffer_params(program, self.inputs), True)
             stats, by_key, by_id, by_print = EvalStats(), {}, {}, {}
             module_keys: dict[int, tuple] = {}
             tokens: dict[int, int] = {}
