@@ -21,7 +21,7 @@ import numpy as np
 
 from . import dtypes
 from .errors import EvalError, MigxError
-from .limits import WorkBudgetError, check_bytes, work_meter
+from .limits import WorkBudgetError, check_bytes, memory_budget, work_meter
 from .shape import Shape
 
 if TYPE_CHECKING:  # pragma: no cover - the evaluator walks IR objects but never builds them
@@ -154,11 +154,11 @@ def run_instruction(ins: Instruction, args: list[np.ndarray], check_shapes: bool
     if spec.compute is None:
         raise EvalError(f"module {ins.module.name}: {ins.name} (#{ins.id}) has no reference implementation")
     out = ins.shape
-    if check_shapes and not out.is_tuple and out.dyn_dims is None:
-        check_bytes(
-            out.elements() * dtypes.np_dtype(out.type).itemsize,
-            f"module {ins.module.name}: {ins.name} (#{ins.id}) output",
-        )
+    want = None if out.is_tuple else dtypes.np_dtype(out.type)
+    if check_shapes and want is not None and out.dyn_dims is None:
+        nbytes = out.elements() * want.itemsize
+        if nbytes > memory_budget():  # the message only when it is needed
+            check_bytes(nbytes, f"module {ins.module.name}: {ins.name} (#{ins.id}) output")
     try:
         res = spec.compute(ins.op, args, ins.shape, SubmoduleRunner(ins))
     except WorkBudgetError:
@@ -172,7 +172,6 @@ def run_instruction(ins: Instruction, args: list[np.ndarray], check_shapes: bool
     if out.is_tuple:
         return tuple(np.asarray(r, dtype=dtypes.np_dtype(s.type)) for r, s in zip(res, out.sub_shapes))
     arr = np.asarray(res)
-    want = dtypes.np_dtype(out.type)
     if arr.dtype != want:
         arr = arr.astype(want)
     if check_shapes and out.dyn_dims is None and tuple(arr.shape) != out.lens:

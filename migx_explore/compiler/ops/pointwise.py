@@ -29,8 +29,17 @@ def _erf(x: np.ndarray) -> np.ndarray:
         return _erf_float64(arr.astype(np.float64))
     t = np.clip(arr.astype(np.float64), -4.0, 4.0)
     t2 = t * t
-    out = t * np.polyval(_ERF_P, t2) / np.polyval(_ERF_Q, t2)
-    return out.astype(arr.dtype)
+    return (t * _horner(_ERF_P, t2) / _horner(_ERF_Q, t2)).astype(arr.dtype)
+
+
+def _horner(coeffs: tuple[float, ...], x: np.ndarray) -> np.ndarray:
+    """The polynomial with `coeffs` (highest power first) at x, in place (np.polyval allocates
+    a temporary per coefficient)."""
+    acc = np.full_like(x, coeffs[0])
+    for c in coeffs[1:]:
+        acc *= x
+        acc += c
+    return acc
 
 
 def _erf_float64(x: np.ndarray) -> np.ndarray:
