@@ -18,6 +18,7 @@ just evaluated are kept (views share their base's memory; literals are the progr
 
 from __future__ import annotations
 
+import functools
 import itertools
 import threading
 from collections.abc import Mapping
@@ -159,11 +160,16 @@ def _fingerprint(v: Any) -> tuple:
     if isinstance(v, tuple):
         return tuple(_fingerprint(x) for x in v)
     if v.size > 64:
-        sample = v.flat[np.linspace(0, v.size - 1, 16).astype(np.intp)]
+        sample = v.flat[_probe(v.size)]
     else:
         sample = v.reshape(-1)
     bits = _BITS.get(v.dtype.itemsize)
     return (v.dtype.str, v.shape, (sample.view(bits) if bits else sample).tobytes())
+
+
+@functools.lru_cache(maxsize=1024)
+def _probe(size: int) -> np.ndarray:
+    return np.linspace(0, size - 1, 16).astype(np.intp)
 
 
 def _same_bits(a: np.ndarray, b: np.ndarray) -> bool:

@@ -10,6 +10,7 @@ restored to the last good snapshot, which the trace keeps.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -334,6 +335,20 @@ def compare_program_outputs(program: Program, outs: Sequence[np.ndarray], cfg: N
     because a TopK / ArgMax / NMS chose differently among near-ties (inputs within tolerance) pass,
     compared with the reference re-run on that choice, and the check says so in `selection`."""
     compute = program_compute_type(program)
+    # Most passes leave the outputs as the check before found them (the incremental evaluator
+    # hands back the very arrays): the comparison is then the one made before.
+    last = cfg.cache.get("last_compared")
+    if last is not None and last[0] == compute and len(last[1]) == len(outs):
+        if all(a is b for a, b in zip(last[1], outs)):
+            return dataclasses.replace(last[2])
+    res = _compare_program_outputs(program, outs, cfg, compute)
+    cfg.cache["last_compared"] = (compute, list(outs), res)
+    return dataclasses.replace(res)
+
+
+def _compare_program_outputs(
+    program: Program, outs: Sequence[np.ndarray], cfg: NumericConfig, compute: str
+) -> NumericCheck:
     res = compare_outputs(outs, cfg.reference, cfg.tolerance, compute=compute)
     if res.ok or res.note or cfg.reference_program is None:
         return res
