@@ -34,6 +34,7 @@ VERBS = [
     "generate",
     "keys",
     "report",
+    "compare",
 ]
 
 
