@@ -9,8 +9,9 @@ decoder, a half-width ResNet-18, a bidirectional LSTM), in one process, on the s
 * forward: median wall time of `compiler.ref.evaluate` and of `onnxruntime.InferenceSession.run`
   (CPUExecutionProvider, intra_op_num_threads=1, inter_op_num_threads=1), runs interleaved, and
   their ratio (target <= 3x);
-* check: the trace of all five pipelines with the per-pass numeric check inline, minus the same
-  trace with the check off, in units of one reference forward (target <= 3x); it counts
+* check: the per-pass numeric check of all five pipelines, in units of one reference forward
+  (target <= 3x): the reading of every record's `numeric` after the trace, where checks wait
+  to be asked for, else the trace with the check inline minus the trace without it; it counts
   everything the check costs, the reference outputs of the imported program included;
 * goto(1): `Session.from_onnx(yolov10n.onnx).goto(1)` with the check on (target <= 0.5 s), and
   how long until the record's numeric result is there when it is asked for.
@@ -118,23 +119,27 @@ def forward_row(name: str, repeat: int) -> tuple[float, bytes, dict, dict]:
 
 
 def check_row(name: str, forward_s: float, data: bytes, dims: dict, feeds: dict) -> None:
-    """Whole trace with the inline check, minus the whole trace without it, in forwards."""
+    """What the checks of a whole trace cost, in forwards: timed alone where they run after
+    tracing, else the trace with the inline check minus the trace without it."""
 
-    def trace(numeric: bool) -> tuple[float, float]:
+    def trace(numeric: bool) -> tuple[float, float, float]:
         program = parse_onnx(data, input_dims=dims or None)
         s = Session(program, name=name, numeric=numeric, inputs=feeds if numeric else None)
         c = Clock()
         tr = s.trace
-        for r in tr.top_level():  # a lazy check is paid here, where it is asked for
+        traced = c.lap()
+        for r in tr.top_level():  # a check left pending is paid here, where it is asked for
             _ = r.numeric
-        elapsed = c.lap()
+        read = c.lap()
         if tr.error:
             print(f"  ({name}: trace stopped: {tr.error})")
-        return elapsed
+        return traced[0] + read[0], traced[1] + read[1], read[0]
 
     off = trace(False)
     on = trace(True)
-    cost = max(on[0] - off[0], 0.0)
+    # Checks that run after tracing are timed alone; inline ones (main before issue 43) only as
+    # the difference of two traces, which carries the noise of both.
+    cost = on[2] if on[2] > 0.05 * on[0] else max(on[0] - off[0], 0.0)
     ratio = cost / forward_s
     verdict = "within target" if ratio <= CHECK_RATIO_TARGET else f"OVER {CHECK_RATIO_TARGET:g}x"
     print(
