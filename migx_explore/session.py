@@ -299,8 +299,25 @@ class Session:
 
     def __repr__(self) -> str:
         t = self.traces.peek()
-        n = len(t.records) if t is not None else "untraced"
-        return f"<Session {self.name}: {n} records, at {self.position}>"
+        if t is None:
+            return f"<Session {self.name}: not traced yet ({self.config.label()})>"
+        at = t.records[self.position].path if 0 <= self.position < len(t.records) else "the input"
+        return f"<Session {self.name}: {len(t.records)} pass records, at {self.position} {at} ({self.config.label()})>"
+
+    def _repr_html_(self) -> str:
+        from migx_explore.compiler.reprs import table
+
+        t = self.traces.peek()
+        rows = [("model", self.name), ("configuration", self.config.label())]
+        if t is None:
+            rows.append(("trace", "not traced yet (goto, step or run traces it)"))
+        else:
+            rows += [
+                ("trace", f"{len(t.records)} pass records" + ("" if self.trace_complete else " so far")),
+                ("at", f"{self.position}: {t.records[self.position].path}" if t.records else "the input"),
+                ("instructions", f"{t.initial.total_instructions()} in the input"),
+            ]
+        return table(f"Session {self.name}", rows)
 
 
 __all__ = ["Session", "SessionError"]

@@ -191,7 +191,8 @@ def test_external_data_escaping_the_folder(tmp_path, capsys):
 def test_bad_input_dim_and_unknown_model(capsys):
     assert "expected NAME=D0,D1" in _error_line(capsys, ["read", "mlp", "--input-dim", "1,784"])
     assert "unknown input(s) 'y'" in _error_line(capsys, ["read", "mlp", "--input-dim", "y=1,784"])
-    assert "built-in models: resnet_block" in _error_line(capsys, ["read", "resnet50"])
+    assert "did you mean resnet18, resnet_block?" in _error_line(capsys, ["read", "resnet50"])
+    assert "built-in models: resnet_block" in _error_line(capsys, ["read", "zzz"])  # nothing close: the list
     assert "not found" in _error_line(capsys, ["read", "missing/model.onnx"])
 
 

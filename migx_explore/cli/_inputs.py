@@ -33,6 +33,8 @@ def load_program_and_feed(args: argparse.Namespace) -> tuple[Any, str, dict[str,
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         program, feed = load_with_feed(args.model, path, dims or None)
-    for w in caught:
-        print(f"migx-explore: warning: {w.message}", file=sys.stderr)
+    from ..loading import collapse_warnings
+
+    for line in collapse_warnings([str(w.message) for w in caught]):
+        print(f"migx-explore: warning: {line}", file=sys.stderr)
     return program, model_label(args.model), feed

@@ -50,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
     from ..loading import load_program
 
     program, name = load_program(args)
-    opts = CompileOptions(mode=args.mode, enable_nhwc=args.nhwc, **precision_options(args))
+    opts = CompileOptions(mode=args.compile_mode, enable_nhwc=args.nhwc, **precision_options(args))
     trace = portable.compile_until(program, args.until, args.out, options=opts, spec=args.spec, model=name)
     last = trace.top_level()[-1].path if trace.top_level() else "(nothing)"
     from ..keys import own_key_id

@@ -14,6 +14,7 @@ import numpy as np
 
 from migx_explore.compiler.errors import MigxError
 
+from ._options import add_exec_mode, add_quiet, exec_modes, print_fake_backend_note, step
 from ._precision import add_precision_arguments, apply_quantize_stage, precision_options
 
 
@@ -84,7 +85,8 @@ def run(args: argparse.Namespace) -> int:
 
             options = CompileOptions(**precision_options(args))
     try:
-        outs = evaluate_on(program, feed, args.target, args.mode, options)
+        with step(f"running {label} on the {'GPU' if args.target == 'gpu' else 'reference evaluator'}", args):
+            outs = evaluate_on(program, feed, args.target, exec_modes(args, several=False)[0], options)
     except MigxError as e:
         if args.inputs:
             raise
@@ -99,6 +101,8 @@ def run(args: argparse.Namespace) -> int:
             f = v.astype(np.float64)
             stats = f"  min {np.nanmin(f):.6g}  max {np.nanmax(f):.6g}  mean {np.nanmean(f):.6g}"
         print(f"{name}: {v.dtype} {list(v.shape)}{stats}")
+    if args.target == "gpu":
+        print_fake_backend_note()
     if args.out:
         from ..outputs import atomic_file
 
@@ -120,6 +124,7 @@ def register(sub) -> None:
     p.add_argument("--inputs", metavar="FEED.npz", help="inputs keyed by ONNX input name")
     p.add_argument("--out", metavar="OUT.npz", help="write the outputs keyed by ONNX output name")
     p.add_argument("--target", choices=("ref", "gpu"), default="ref", help="ref: numpy reference evaluator")
-    p.add_argument("--mode", choices=("eager", "graph"), default="eager", help="GPU execution mode")
+    add_exec_mode(p, default="eager", several=False, old=("--mode",))
+    add_quiet(p)
     p.add_argument("--seed", type=int, default=0, help="seed of the random inputs (without --inputs)")
     p.set_defaults(func=run)

@@ -14,6 +14,7 @@ from typing import Any
 
 from ..ir import Replacement
 from ..pattern_rewriter import MatchRecord
+from ..reprs import record_html, record_repr
 from ..snapshot import ProgramSnapshot, SnapshotDiff
 
 
@@ -106,6 +107,12 @@ class PassRecord:
     @property
     def noop(self) -> bool:
         return self.status == "ok" and not self.changed
+
+    def __repr__(self) -> str:
+        return record_repr(self)
+
+    def _repr_html_(self) -> str:
+        return record_html(self)
 
     def summary(self) -> dict[str, Any]:
         d = self.diff
