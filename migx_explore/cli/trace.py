@@ -167,6 +167,9 @@ def _print_summary(trace, verbose: bool, *, table: bool = True) -> None:
     )
     if not table:
         return
+    pending = sum(1 for r in changed if r.numeric_pending)
+    if pending:  # tracing did not wait for them: they run here, each re-running what its pass changed
+        print(f"numeric check: {pending} changed passes, checked now that the trace is done")
     heading("every pass:" if verbose else "passes that changed the program (+added -removed ~changed, time):")
     for r in trace.top_level() if verbose else changed:
         d = r.diff.summary() if r.diff else r.status

@@ -14,7 +14,7 @@ import contextvars
 import functools
 import math
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 from .errors import MigxError
 
@@ -131,16 +131,20 @@ class WorkMeter:
         self.arithmetic = 0
         self.arithmetic_limit = limit * ARITHMETIC_PER_WORK
 
-    def spend(self, where: str, arithmetic: int = 0) -> None:
+    def spend(self, where: str | Callable[[], str], arithmetic: int = 0) -> None:
+        """Count one instruction and its arithmetic; `where` (or what it returns: formatted only on
+        failure) names it."""
         self.spent += 1
         self.arithmetic += arithmetic
         if self.arithmetic > self.arithmetic_limit:
+            where = where() if callable(where) else where
             raise WorkBudgetError(
                 f"evaluation stopped after {self.arithmetic:.3g} arithmetic operations, at {where}: over "
                 f"the work budget ({self.limit:,} x {ARITHMETIC_PER_WORK:,}; a loop with a large product "
                 f"in its body?); raise it with --work-budget N or {WORK_ENV}=N"
             )
         if self.spent > self.limit:
+            where = where() if callable(where) else where
             raise WorkBudgetError(
                 f"evaluation stopped after {self.limit:,} instructions, at {where}: over the work "
                 f"budget (a loop with a huge trip count?); raise it with --work-budget N or "
