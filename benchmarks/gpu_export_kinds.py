@@ -16,7 +16,7 @@ gpu_transformers.transformer_cases picks these up by name (`--transformers swin,
 from __future__ import annotations
 
 import numpy as np
-from gpu_transformers import TransformerCase, _attention, _export, _last_hidden, _randomize_vectors
+from gpu_transformers import TransformerCase, _attention, _export, _image_case, _last_hidden, _randomize_vectors
 
 
 def hf_swin() -> TransformerCase:
@@ -36,13 +36,7 @@ def hf_swin() -> TransformerCase:
     )
     _attention(cfg)
     torch.manual_seed(0)
-    model = SwinModel(cfg, add_pooling_layer=False).eval()
-    _randomize_vectors(model)
-    names = ["pixel_values"]
-    x = np.random.default_rng(6).standard_normal((1, 3, 224, 224)).astype(np.float32)
-    wrapped = _last_hidden(model, names)
-    onnx_model = _export(wrapped, (torch.from_numpy(x),), names)
-    return TransformerCase("swin", "hf", onnx_model, {"pixel_values": x}, wrapped.cuda())
+    return _image_case("swin", SwinModel(cfg, add_pooling_layer=False), 224, 6)
 
 
 def hf_t5() -> TransformerCase:
