@@ -51,7 +51,7 @@ class PendingPass(Pass):
     """Stands in for a pass whose implementation is not registered (shown disabled)."""
 
     label: str = "pending"
-    status: ClassVar[str] = "pending"
+    pending: ClassVar[bool] = True  # what the explorer's tree reads (widgets/queries.is_pending)
 
     @property
     def name(self) -> str:  # type: ignore[override]
