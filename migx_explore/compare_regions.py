@@ -4,7 +4,7 @@ off) steps through with ◀ ▶, as the Diff view steps through one pass's regio
 The rewrite rows of the step A -> B (rewrites.summarize, as if B came from A in one pass) split
 into connected regions (regions.change_regions), each with the scope of what it holds where the
 session's scope table knows the instructions. Functions of a session; results are cached in
-`session.cache` per pair of snapshot objects (snapshots are never changed in place).
+the session's state (`ComparedRegions`) per pair of snapshot objects (snapshots are never changed in place).
 
     regions = compare_regions.regions_between(session, a, b)
 """
@@ -39,9 +39,13 @@ def _scopes(session: Session, *snaps: ProgramSnapshot) -> dict[int, str]:
     return out
 
 
+class ComparedRegions(list):
+    """The session's (a, b, regions) of recent comparisons, newest last (Session.state)."""
+
+
 def regions_between(session: Session, a: ProgramSnapshot, b: ProgramSnapshot) -> list[Region]:
     """The change from program `a` to program `b` as connected regions, in program order."""
-    cache: list[tuple[ProgramSnapshot, ProgramSnapshot, list[Region]]] = session.cache.setdefault("compare_regions", [])
+    cache = session.state(ComparedRegions)
     for ca, cb, found in cache:
         if ca is a and cb is b:
             return found

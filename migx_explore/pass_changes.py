@@ -11,8 +11,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from migx_explore.compiler.pass_infra import PassRecord
-
 from .regions import Region, change_regions
 from .rewrite_summary import RewriteRow, record_rewrites
 from .scopes import ScopeTable
@@ -29,13 +27,24 @@ def rewrites(session: Session, where: str | int | None = None) -> list[RewriteRo
     return record_rewrites(session.trace_so_far, rec)
 
 
+class _ScopeTableOf:
+    """The session's scope table (Session.state), rebuilt for a new trace."""
+
+    def __init__(self) -> None:
+        self.table: ScopeTable | None = None
+
+
+class _RegionsByRecord(dict):
+    """record index -> (the record, its regions) for the session's trace (Session.state)."""
+
+
 def scope_table(session: Session) -> ScopeTable:
-    """The session's scope table for the trace as far as it has run (cached in session.cache)."""
+    """The session's scope table for the trace as far as it has run (kept in its state)."""
     trace = session.trace_so_far  # grows in place; a new configuration's trace is a new object
-    table = session.cache.get("scope_table")
-    if table is None or table.trace is not trace:
-        table = session.cache["scope_table"] = ScopeTable(trace)
-    return table
+    held = session.state(_ScopeTableOf)
+    if held.table is None or held.table.trace is not trace:
+        held.table = ScopeTable(trace)
+    return held.table
 
 
 def scopes(session: Session, where: str | int | None = None) -> tuple[dict[int, str], dict[int, str]]:
@@ -52,7 +61,7 @@ def scopes(session: Session, where: str | int | None = None) -> tuple[dict[int, 
 def regions(session: Session, where: str | int | None = None) -> list[Region]:
     """A pass's change as connected regions in program order."""
     rec = session.record(where)
-    cache: dict[int, tuple[PassRecord, list[Region]]] = session.cache.setdefault("regions", {})
+    cache = session.state(_RegionsByRecord)
     hit = cache.get(rec.index)
     if hit is not None and hit[0] is rec:  # records are replaced, never changed, by a re-trace
         return hit[1]
