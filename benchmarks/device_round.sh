@@ -2,7 +2,7 @@
 # One device call that checks and times a tree for issue 28 work. Run from the repository root on
 # the device machine, after `python3 -m pip install --no-deps --no-build-isolation -e .`:
 #
-#     bash benchmarks/device_round.sh [suite|table|decode|rows|profile|pdl|issue28 ...]   (default: the first five)
+#     bash benchmarks/device_round.sh [suite|table|decode|rows|profile|pdl|kinds|compile|issue28 ...]   (default: the first five)
 #
 #   suite    the gpu-marked tests (about 2 min on an H200)                    -> $OUT/gpu_suite.txt
 #   table    gpu_vs_torch.py --fp16 on the six transformer exports, torch.compile included (about 2.5 min)
@@ -12,6 +12,10 @@
 #            (table, decode, rows, profile: their log and files packed as $OUT/<step>.tar.gz)
 #   pdl      dependent launch: gpu_kernel_profile.py (bert, gpt2, llama fp16) and decode.py at P=127
 #            under MIGX_PDL=0, the default rule and MIGX_PDL=all, in one process each (about 4 min)
+#   kinds    gpu_vs_torch.py --fp16 on the export kinds of gpu_export_kinds.py (swin, t5, vae), torch.compile
+#            included                                                          -> $OUT/kinds.tar.gz
+#   compile  compile_time.py: cold and warm compile per model, eager and balanced, fp32 and fp16
+#                                                                              -> $OUT/compile_time.md
 #   issue28  issue28_table.py --isolate (a process per row): every row of issue 28's table, fp32 and fp16, ours against PyTorch
 #            CUDA graph and torch.compile, re-timed interleaved (about 6-7 min; ISSUE28_ARGS adds
 #            options, e.g. ISSUE28_ARGS="--rows bert,yolov10n")  -> $OUT/issue28.log, issue28_table.md/.json
@@ -58,11 +62,18 @@ for step in "${steps[@]}"; do
              echo "MIGX_PDL=$mode"; grep -E "^(##|ours|torch.compile)" "$W/profile_$mode/kernel_profile.md"
              grep -E "^\| (ours graph|torch.compile)" "$W/decode_$mode"/*.md
            done ;;
+    kinds) mkdir -p "$W"
+           python3 benchmarks/gpu_vs_torch.py --models none --transformers swin,t5,vae --compile swin,t5,vae \
+             --fp16 --iters 100 --warmup 10 --skip-micro --out "$W/vs" > "$W/kinds.log" 2>&1
+           grep -A6 "^| model | ours fp32" "$W/vs/gpu_vs_torch.md" || tail -20 "$W/kinds.log" ;;
+    compile) current=""
+           python3 benchmarks/compile_time.py --out "$WORK/compile" > "$OUT/compile_time.log" 2>&1
+           cp "$WORK/compile/compile_time.md" "$OUT/" 2>/dev/null; tail -30 "$OUT/compile_time.log" ;;
     issue28) current=""  # writes its two files straight into $OUT after every row and phase
            # shellcheck disable=SC2086  # ISSUE28_ARGS is a list of options
            python3 benchmarks/issue28_table.py --isolate --out "$OUT" ${ISSUE28_ARGS:-} > "$OUT/issue28.log" 2>&1
            grep -E "^\| |^- |^Run time" "$OUT/issue28_table.md" ;;
-    *) echo "device_round.sh: unknown step $step (suite, table, decode, rows, profile, pdl, issue28)"; exit 2 ;;
+    *) echo "device_round.sh: unknown step $step (suite, table, decode, rows, profile, pdl, kinds, compile, issue28)"; exit 2 ;;
   esac
   [ -n "$current" ] && pack "$step"
   current=""

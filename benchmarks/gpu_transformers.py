@@ -278,6 +278,9 @@ def transformer_cases(names: list[str]) -> list[TransformerCase]:
         "whisper": (hf_whisper_encoder, None),
         "convnext": (hf_convnext, None),
     }
+    from gpu_export_kinds import BUILDERS as MORE_KINDS  # swin, t5, vae: beside this file, not to grow it
+
+    builders.update(MORE_KINDS)
     out = []
     for n in names:
         if n not in builders:

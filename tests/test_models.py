@@ -27,6 +27,20 @@ def _ort(model: onnx.ModelProto, feed: dict) -> list[np.ndarray]:
     return sess.run(None, feed)
 
 
+def _assert_close_up_to_tied_rows(ours: np.ndarray, ref: np.ndarray) -> None:
+    """Equal within tolerance, except that rows may trade places among themselves: a TopK over scores
+    that tie in one evaluator and differ by an ulp in the other orders those candidates either way."""
+    close = np.isclose(ours, ref, rtol=1e-4, atol=1e-5).reshape(-1, ours.shape[-1]).all(axis=1)
+    if close.all():
+        return
+    a = ours.reshape(-1, ours.shape[-1])[~close]
+    free = list(ref.reshape(-1, ref.shape[-1])[~close])
+    for row in a:
+        match = next((k for k, cand in enumerate(free) if np.allclose(row, cand, rtol=1e-4, atol=1e-5)), None)
+        assert match is not None, f"row {row} has no counterpart among the reordered rows of ONNX Runtime's output"
+        free.pop(match)
+
+
 @pytest.mark.parametrize("name", models.list_models())
 def test_model_matches_onnxruntime(name):
     model = models.get_model(name)
@@ -39,7 +53,10 @@ def test_model_matches_onnxruntime(name):
     assert len(ours) == len(ref)
     for a, b in zip(ours, ref):
         assert a.shape == b.shape and a.dtype == b.dtype == np.float32
-        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
+        if any(n.op_type == "TopK" for n in model.graph.node) and a.ndim >= 2:
+            _assert_close_up_to_tied_rows(a, b)
+        else:
+            np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
 
 
 # resnet18 and yolov8 print millions of weights; their ops round-trip in the smaller models.

@@ -1,0 +1,79 @@
+"""Compile time per model and compile mode: ONNX import, the five pipelines and kernel compilation,
+with a cold kernel cache (a fresh cache folder) and then warm (the same folder again), on whatever
+GPU backend `get_backend()` finds (MIGX_GPU_BACKEND=fake: the fake compiler, no device).
+
+    python3 benchmarks/compile_time.py [--models yolov10n,bert_encoder] [--modes eager,balanced]
+                                       [--precisions fp32,fp16] [--out DIR]
+
+Prints one row per (model, precision, mode) and each row's ratio to the goal the GPU issue sets
+(eager <= 2 s and balanced <= 10 s cold), so a ratio <= 1.00 meets it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import tempfile
+import time
+from pathlib import Path
+
+GOAL_S = {"eager": 2.0, "balanced": 10.0, "max": float("inf")}
+DEFAULT_MODELS = "mlp,resnet18,yolov10n,bert_encoder,llama_decoder,bilstm"
+
+
+def compile_seconds(name: str, mode: str, precision: str, cache_dir: str) -> float:
+    from migx_explore import models
+    from migx_explore.gpu import compile
+    from migx_explore.gpu.pipelines import CompileOptions
+    from migx_explore.gpu.runtime import get_backend
+
+    os.environ["MIGX_EXPLORE_CACHE_DIR"] = cache_dir
+    backend = get_backend()
+    source = models.load(name)  # the ONNX import is not compile time
+    start = time.perf_counter()
+    compile(source, CompileOptions(mode=mode, precision=precision), backend=backend).close()
+    return time.perf_counter() - start
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--models", default=DEFAULT_MODELS, help="comma-separated built-in model names")
+    ap.add_argument("--modes", default="eager,balanced", help="compile modes to time")
+    ap.add_argument("--precisions", default="fp32,fp16", help="precisions to time")
+    ap.add_argument("--out", default="", help="folder for compile_time.json and .md")
+    args = ap.parse_args()
+    import migx_explore.gpu.executor  # noqa: F401 - the first row must not pay for Python's imports
+
+    rows = []
+    for name in args.models.split(","):
+        for precision in args.precisions.split(","):
+            for mode in args.modes.split(","):
+                with tempfile.TemporaryDirectory(prefix="migx-compile-time-") as cache:
+                    try:
+                        cold = compile_seconds(name, mode, precision, cache)
+                        warm = compile_seconds(name, mode, precision, cache)
+                        row = {"model": name, "precision": precision, "mode": mode, "cold_s": cold, "warm_s": warm}
+                    except Exception as e:  # noqa: BLE001 - one model failing must not lose the others
+                        row = {"model": name, "precision": precision, "mode": mode, "error": f"{type(e).__name__}: {e}"}
+                rows.append(row)
+                print(json.dumps(row), flush=True)
+    lines = ["| model | precision | mode | cold s | warm s | cold / goal |", "|---|---|---|---|---|---|"]
+    for r in rows:
+        if "error" in r:
+            lines.append(f"| {r['model']} | {r['precision']} | {r['mode']} | error: {r['error'][:80]} | | |")
+        else:
+            ratio = r["cold_s"] / GOAL_S.get(r["mode"], float("inf"))
+            head = f"| {r['model']} | {r['precision']} | {r['mode']}"
+            lines.append(f"{head} | {r['cold_s']:.2f} | {r['warm_s']:.2f} | {ratio:.2f} |")
+    table = "\n".join(lines)
+    print(table)
+    if args.out:
+        out = Path(args.out)
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "compile_time.json").write_text(json.dumps(rows, indent=1))
+        (out / "compile_time.md").write_text(table + "\n")
+
+
+if __name__ == "__main__":
+    main()
