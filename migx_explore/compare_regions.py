@@ -11,10 +11,12 @@ the session's state (`ComparedRegions`) per pair of snapshot objects (snapshots 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from migx_explore.compiler.snapshot import ProgramSnapshot
+from migx_explore.compiler.snapshot import diff as snapshot_diff
 
+from .instances import instance_scope
 from .regions import Region, change_regions
 from .rewrite_summary import summarize
 
@@ -24,7 +26,7 @@ if TYPE_CHECKING:
 KEPT = 8  # pairs cached: Compare moves between a few choices, and each pair holds two programs
 
 
-def _scopes(session: Session, *snaps: ProgramSnapshot) -> dict[int, str]:
+def scopes_of(session: Session, *snaps: ProgramSnapshot) -> dict[int, str]:
     """The scope of each instruction of `snaps`, as far as the session's scope table knows them
     (a program of a variant trace, e.g. "this pass off", may have ids the table never saw)."""
     from .pass_changes import scope_table
@@ -49,10 +51,32 @@ def regions_between(session: Session, a: ProgramSnapshot, b: ProgramSnapshot) ->
     for ca, cb, found in cache:
         if ca is a and cb is b:
             return found
-    found = change_regions(a, b, summarize(a, b), _scopes(session, a, b))
+    found = change_regions(a, b, summarize(a, b), scopes_of(session, a, b))
     cache.append((a, b, found))
     del cache[:-KEPT]
     return found
 
 
-__all__ = ["regions_between"]
+def instances_between(session: Session, a: ProgramSnapshot, b: ProgramSnapshot) -> tuple[list[Region], list, Any]:
+    """The change from `a` to `b` one rewrite instance at a time: entries for the region bar
+    ("instance 3 of 12 · /model.2 · {add, mul} → pointwise"), rows in summary order (swapped
+    inputs last), the RewriteInstance of each entry, and the SnapshotDiff a -> b."""
+    cache: list = session.cache.setdefault("compare_instances", [])
+    for ca, cb, found in cache:
+        if ca is a and cb is b:
+            return found
+    scopes = scopes_of(session, a, b)
+    entries, instances = [], []
+    d = snapshot_diff(a, b)
+    for row in summarize(a, b, d):
+        for inst in row.instances:
+            note = row.label.rsplit(" × ", 1)[0]
+            entries.append(Region(inst.ids, instance_scope(inst, scopes), 0, 0, noun="instance", note=note))
+            instances.append(inst)
+    found = (entries, instances, d)
+    cache.append((a, b, found))
+    del cache[:-KEPT]
+    return found
+
+
+__all__ = ["instances_between", "regions_between", "scopes_of"]

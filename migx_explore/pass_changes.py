@@ -24,7 +24,18 @@ def rewrites(session: Session, where: str | int | None = None) -> list[RewriteRo
     """What a pass did as rows `{from ops} -> {to ops} x count`, each with its instances' ids.
     See rewrites.py."""
     rec = session.record(where)
-    return record_rewrites(session.trace_so_far, rec)
+    return _cached(session, "rewrites", rec, lambda: record_rewrites(session.trace_so_far, rec))
+
+
+def _cached(session: Session, kind: str, rec: PassRecord, make: Any) -> Any:
+    """One result per record (a step asks the same several times: view, tree, instance bar)."""
+    cache: dict[int, tuple[PassRecord, Any]] = session.cache.setdefault(kind, {})
+    hit = cache.get(rec.index)
+    if hit is not None and hit[0] is rec:  # records are replaced, never changed, by a re-trace
+        return hit[1]
+    found = make()
+    cache[rec.index] = (rec, found)
+    return found
 
 
 class _ScopeTableOf:
@@ -53,9 +64,16 @@ def scopes(session: Session, where: str | int | None = None) -> tuple[dict[int, 
     rec = session.record(where)
     table = scope_table(session)
     trace = session.trace_so_far  # holds rec: records are only ever appended to a trace
-    before, after = trace.snapshots(rec)
-    prev = trace.records[rec.index - 1] if rec.index > 0 else None
-    return table.scopes_of(before, prev), table.scopes_of(after, rec)
+
+    def make() -> tuple[dict[int, str], dict[int, str]]:
+        before, after = trace.snapshots(rec)
+        prev = trace.records[rec.index - 1] if rec.index > 0 else None
+        return table.scopes_of(before, prev), table.scopes_of(after, rec)
+
+    if session.cache.get("scopes_table") is not table:  # a new configuration's trace: a new table
+        session.cache["scopes_table"] = table
+        session.cache.pop("scopes", None)
+    return _cached(session, "scopes", rec, make)
 
 
 def regions(session: Session, where: str | int | None = None) -> list[Region]:
@@ -68,7 +86,7 @@ def regions(session: Session, where: str | int | None = None) -> list[Region]:
     sb, sa = scopes(session, rec.index)
     trace = session.trace_so_far
     before, after = trace.snapshots(rec)
-    found = change_regions(before, after, record_rewrites(trace, rec), {**sb, **sa})
+    found = change_regions(before, after, rewrites(session, rec.index), {**sb, **sa})
     cache[rec.index] = (rec, found)
     return found
 

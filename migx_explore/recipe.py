@@ -54,11 +54,14 @@ def migraphx_disable_list(session) -> tuple[str, list[str]]:
         for e, base in zip(pl.entries, catalog.entries if catalog else []):
             if base.enabled and not (pl.enabled and e.enabled) and not e.user:
                 names[MIGRAPHX_NAMES.get(e.name, e.name)] = None
-        if not pl.enabled and pl.name == "optimize_rewrite":
+        if not pl.enabled and pl.name == "optimize_rewrite" and session.config.options.migraphx == "2026-05":
             caveats.append(
                 "optimize_rewrite is off: in MIGraphX that is compile mode eager (compile-modes branch), "
                 "not a pass list"
             )
+    mode = session.config.options.mode
+    if mode != "balanced" and session.config.options.migraphx != "2026-05":
+        caveats.append(f"compile mode {mode}: in MIGraphX that is `--compile-mode {mode}` (PR #4770), not a pass list")
     for name in names:
         plain = name.split("::")[-1]
         plain = next((k for k, v in MIGRAPHX_NAMES.items() if v == name), plain)

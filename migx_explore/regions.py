@@ -43,6 +43,8 @@ class Region:
     scope: str  # their common scope ("" at the top)
     depth: int  # the longest chain of touched instructions feeding one another
     width: int = 1  # the most touched instructions at one depth
+    noun: str = "region"  # "instance" where each entry is one rewrite instance (Compare)
+    note: str = ""  # what the entry is, e.g. the rewrite row it belongs to
 
     @property
     def size(self) -> int:
@@ -54,7 +56,7 @@ class Region:
 
     def describe(self, k: int, n: int) -> str:
         """e.g. "region 3 of 41 · /model.8/m.0" (k counts from 0)."""
-        return f"region {k + 1} of {n} · /{self.scope}"
+        return f"{self.noun} {k + 1} of {n} · /{self.scope}" + (f" · {self.note}" if self.note else "")
 
 
 def change_regions(

@@ -185,4 +185,62 @@ def _placed(m: ModuleSnapshot, table: Mapping[int, str], default: str) -> dict[i
     return out
 
 
-__all__ = ["BLOCK_OPS", "STAGE_BLOCKS", "ScopeTable", "common_scope", "derived_scopes", "split_scope"]
+def auto_opened(scopes: Iterable[str]) -> set[str]:
+    """The scopes a tree or overview opens by itself: while everything sits under one scope
+    (every instruction of a BERT export under `bert`), showing that one box says nothing."""
+    all_parts = [split_scope(s) for s in scopes]
+    opened: set[str] = set()
+    prefix: tuple[str, ...] = ()
+    while all_parts:
+        k = len(prefix)
+        heads = {p[: k + 1] for p in all_parts}
+        if len(heads) != 1:
+            return opened
+        head = next(iter(heads))
+        if len(head) <= k or all(len(p) == len(head) for p in all_parts):
+            return opened
+        prefix = head
+        opened.add("/".join(prefix))
+    return opened
+
+
+def tree_rows(
+    scopes: Iterable[str], opened: Iterable[str], badges: Mapping[str, int] | None = None, limit: int = 80
+) -> list[tuple[str, int, bool, int]]:
+    """The rows of a scope tree: (scope, depth, has children, badge) for the top scopes and the
+    children of every opened one, in first-seen order; at most `limit` rows."""
+    children: dict[str, list[str]] = {}
+    seen: set[str] = set()
+    for s in scopes:
+        parts = split_scope(s)
+        for k in range(len(parts)):
+            key = "/".join(parts[: k + 1])
+            if key not in seen:
+                seen.add(key)
+                children.setdefault("/".join(parts[:k]), []).append(key)
+    is_open = set(opened)
+    badges = badges or {}
+    out: list[tuple[str, int, bool, int]] = []
+
+    def walk(parent: str, depth: int) -> None:
+        for c in children.get(parent, ()):
+            if len(out) >= limit:
+                return
+            out.append((c, depth, c in children, badges.get(c, 0)))
+            if c in is_open:
+                walk(c, depth + 1)
+
+    walk("", 0)
+    return out
+
+
+__all__ = [
+    "BLOCK_OPS",
+    "STAGE_BLOCKS",
+    "ScopeTable",
+    "auto_opened",
+    "common_scope",
+    "derived_scopes",
+    "split_scope",
+    "tree_rows",
+]

@@ -114,6 +114,15 @@ class Session:
         return s
 
     @classmethod
+    def from_migraphx(cls, path: str, *, version: str | None = None, **kw: Any) -> Session:
+        """A MIGraphX compile log (MIGRAPHX_TRACE_COMPILE / MIGRAPHX_TRACE_PASSES output) or printed
+        program as a session: every view works on MIGraphX's own passes; numeric checks are off.
+        `version` picks the catalogue that groups passes into pipelines ("2026-05" / "2026-08")."""
+        from .migraphx import load_session
+
+        return load_session(cls, path, version=version, **kw)
+
+    @classmethod
     def from_text(cls, text: str, **kw: Any) -> Session:
         from migx_explore.compiler.parser import parse
 

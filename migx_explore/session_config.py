@@ -56,6 +56,7 @@ class PipelineConfig:
     def __init__(self, options: CompileOptions | None = None, *, include_backend: bool = True):
         self.lock = threading.RLock()
         self.options = options or CompileOptions()
+        self.include_backend = include_backend
         self.catalog: list[Pipeline] = gpu_pipelines(self.options, include_backend=include_backend)
         self._pipelines: list[Pipeline] = [p.copy() for p in self.catalog]
         self.version = 0
@@ -182,10 +183,46 @@ class PipelineConfig:
 
     @_locked
     def set_mode(self, mode: str) -> None:
+        """A compile mode. In the 2026-08 catalogue a mode picks other entries (PR #4770: eager's
+        short optimize_rewrite list, fuse_attention off, no benchmarking), so the pipelines are
+        rebuilt, keeping the user's toggles and inserted passes where their positions still exist;
+        in 2026-05, eager switches optimize_rewrite off."""
         self.options = dataclasses.replace(self.options, mode=mode)
+        if self.options.migraphx != "2026-05":
+            self._rebuild()
+            return
         for pl in self._pipelines:
             if pl.name == "optimize_rewrite":
                 pl.enabled = mode != "eager"
+        self.touch()
+
+    def _rebuild(self) -> None:
+        old_catalog = {(pl.name, path): e for pl in self.catalog for e, path in zip(pl.entries, entry_paths(pl))}
+        toggles, inserted = {}, []
+        for pl in self._pipelines:
+            prev = None
+            for e, path in zip(pl.entries, entry_paths(pl)):
+                base = old_catalog.get((pl.name, path))
+                if e.user:
+                    inserted.append((pl.name, prev, e))
+                    continue
+                if base is not None and (e.enabled != base.enabled or e.pass_ != base.pass_):
+                    toggles[(pl.name, path)] = e
+                prev = path
+        self.catalog = gpu_pipelines(self.options, include_backend=self.include_backend)
+        self._pipelines = [p.copy() for p in self.catalog]
+        for pl in self._pipelines:
+            for k, path in enumerate(entry_paths(pl)):
+                mine = toggles.get((pl.name, path))
+                if mine is not None and mine.name == pl.entries[k].name:
+                    pl.entries[k] = dataclasses.replace(mine)
+        for name, after, e in inserted:
+            pl = next((p for p in self._pipelines if p.name == name), None)
+            if pl is None:
+                continue
+            paths = entry_paths(pl)
+            at = paths.index(after) + 1 if after in paths else len(pl.entries)
+            pl.entries.insert(at, e)
         self.touch()
 
     @_locked

@@ -36,6 +36,9 @@ class VerifyReport:
     # The first pass after which a discontinuous op (TopK, ArgMax, NMS) chose differently among
     # near-ties, its outputs then compared with the reference re-run on that choice.
     selection: PassRecord | None = None
+    # The pass that added the most error up to the failure (or the closest pass): (record, rms
+    # before, rms after); the error of a later pass that changed nothing numerically came from it.
+    source: Any = None
 
     @property
     def ok(self) -> bool:
@@ -48,6 +51,9 @@ class VerifyReport:
         ]
         if self.closest is not None:
             out.append(f"closest to the limit: {self.closest.path}: {self.closest.numeric.describe()}")
+        if self.source is not None and (self.failure is not None or self.source[0] is not self.closest):
+            rec, before, after = self.source
+            out.append(f"the error came from {rec.path}: rms {before:.3e} -> {after:.3e}")
         if self.unavailable is not None:
             out.append(f"numeric checks stopped at {self.unavailable.path}: {self.unavailable.numeric.note}")
         if self.selection is not None:
@@ -81,6 +87,39 @@ def _tolerance_summary(initial: str, checked: list[PassRecord]) -> str:
             current = r.numeric.tolerance
             out.append(f"{current.removeprefix('relative RMS ')} from {r.path} on")
     return "; ".join(out)
+
+
+# A pass whose outputs' error is within this factor of the previous checked pass's changed
+# nothing numerically: it is not blamed for an error that came before it (a threshold is per
+# compute type, and the error of an int8 program is the quantizer's, whichever pass is looked at).
+_UNCHANGED = 1.01
+
+
+def _grew(prev: PassRecord | None, rec: PassRecord) -> bool:
+    if prev is None or rec.numeric.rms != rec.numeric.rms or prev.numeric.rms != prev.numeric.rms:
+        return True
+    return rec.numeric.rms > prev.numeric.rms * _UNCHANGED + 1e-30
+
+
+def _first_failure_that_added_error(checked: list[PassRecord]) -> PassRecord | None:
+    """The first pass over its threshold that made the error larger than the pass before left it."""
+    for k, r in enumerate(checked):
+        if not r.numeric.ok and _grew(checked[k - 1] if k else None, r):
+            return r
+    return None
+
+
+def _error_source(checked: list[PassRecord], upto: PassRecord | None) -> tuple[PassRecord, float, float] | None:
+    """The pass (up to `upto`) whose change added the most error, with the rms before and after."""
+    if upto is None or upto not in checked:
+        return None
+    best, prev_rms = None, 0.0
+    for r in checked[: checked.index(upto) + 1]:
+        rms = r.numeric.rms
+        if rms == rms and (best is None or rms - prev_rms > best[2] - best[1]):
+            best = (r, prev_rms, rms)
+        prev_rms = rms if rms == rms else prev_rms
+    return best if best is not None and best[2] > 0 else None
 
 
 def verify_session(
@@ -119,11 +158,12 @@ def verify_session(
         inputs=inputs_label or ("the given inputs" if inputs is not None else f"random inputs (seed {seed})"),
         checked=len(checked),
         closest=max(checked, key=_margin, default=None),
-        failure=trace.first_numeric_failure(),
+        failure=_first_failure_that_added_error(checked),
         unavailable=next((r for r in trace if r.numeric is not None and r.numeric.note), None),
         error=trace.error,
         selection=next((r for r in checked if r.numeric.selection), None),
     )
+    report.source = _error_source(checked, report.failure or report.closest)
     if bisect and report.failure is not None and report.error is None:
         from .bisect import numeric_bisect
 

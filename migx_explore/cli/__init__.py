@@ -33,6 +33,7 @@ VERBS = [
     "generate",
     "keys",
     "report",
+    "compare",
 ]
 
 

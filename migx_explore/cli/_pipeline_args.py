@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from migx_explore.compiler.pass_infra import build_pipelines
+from migx_explore.gpu.migraphx_catalogue import LATEST, VERSIONS
 from migx_explore.gpu.pipelines import COMPILE_MODES, CompileOptions
 
 from ._precision import add_precision_arguments, precision_options
@@ -12,7 +13,16 @@ from ._precision import add_precision_arguments, precision_options
 
 def add_pipeline_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
-        "--mode", choices=COMPILE_MODES, default="balanced", help="compile mode (eager skips optimize_rewrite)"
+        "--mode",
+        choices=COMPILE_MODES,
+        default="balanced",
+        help="compile mode (MIGraphX PR #4770: eager, balanced, max)",
+    )
+    p.add_argument(
+        "--migraphx",
+        choices=VERSIONS,
+        default=None,
+        help=f"which MIGraphX develop pass list to follow (default: {LATEST}; for a MIGraphX log: the closer one)",
     )
     p.add_argument(
         "--spec",
@@ -25,9 +35,18 @@ def add_pipeline_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def make_session(program, args: argparse.Namespace, *, numeric: bool, name: str):
+    import os
+
     from ..session import Session
 
-    opts = CompileOptions(mode=args.mode, enable_nhwc=args.nhwc, **precision_options(args))
+    opts = CompileOptions(
+        mode=args.mode,
+        enable_nhwc=args.nhwc,
+        migraphx=getattr(args, "migraphx", None) or LATEST,
+        **precision_options(args),
+    )
+    if os.environ.get("MIGRAPHX_GPU_OPTIONS"):  # backend options, as MIGraphX reads them (PR #5131)
+        opts = opts.with_gpu_options(os.environ["MIGRAPHX_GPU_OPTIONS"])
     s = Session(program, name=name, options=opts, include_backend=not args.no_backend, numeric=numeric)
     if args.spec:
         s.pipelines = build_pipelines(args.spec, s.config.catalog)

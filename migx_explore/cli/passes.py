@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from migx_explore.compiler.pass_infra.conformance import conformance_summary
+from migx_explore.gpu.migraphx_catalogue import LATEST, VERSIONS, catalogue_diff, mode_catalogue
 from migx_explore.gpu.pipelines import COMPILE_MODES, CompileOptions, PendingPass, gpu_pipelines
 
 
@@ -24,8 +25,19 @@ def entry_status(entry) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.diff:
+        old, new = args.diff
+        lines = catalogue_diff(old, new)
+        print(f"MIGraphX develop {old} -> {new}: {len(mode_catalogue(old))} -> {len(mode_catalogue(new))} entries")
+        for line in lines:
+            print("  " + line)
+        return 0
     opts = CompileOptions(
-        mode=args.mode, enable_nhwc=args.nhwc, enable_rewrite_dot=args.rewrite_dot, precision=args.precision
+        mode=args.mode,
+        enable_nhwc=args.nhwc,
+        enable_rewrite_dot=args.rewrite_dot,
+        precision=args.precision,
+        migraphx=args.migraphx,
     )
     total = 0
     counts: dict[str, int] = {}
@@ -40,6 +52,11 @@ def run(args: argparse.Namespace) -> int:
         total += len(pl.entries)
         print()
     print(f"{total} entries: " + ", ".join(f"{n} {k}" for k, n in sorted(counts.items())))
+    theirs = len(mode_catalogue(args.migraphx, args.mode))
+    extra = "fuse_kv_append" + (" and rewrite_rnn" if args.migraphx != "2026-05" else "")
+    print(
+        f"MIGraphX develop {args.migraphx}, mode {args.mode}: {theirs} entries (ours adds {extra}, each with its DCE)"
+    )
     print(
         "MIGraphX tests: cases of MIGraphX's own pass tests that match or are equivalent (docs/migraphx_conformance.md)"
     )
@@ -49,6 +66,15 @@ def run(args: argparse.Namespace) -> int:
 def register(sub) -> None:
     p = sub.add_parser("passes", help="list the five pipelines and their entries with status")
     p.add_argument("--mode", choices=COMPILE_MODES, default="balanced")
+    p.add_argument(
+        "--migraphx",
+        choices=VERSIONS,
+        default=LATEST,
+        help="which MIGraphX develop pass list to follow (default: %(default)s)",
+    )
+    p.add_argument(
+        "--diff", nargs=2, metavar=("OLD", "NEW"), choices=VERSIONS, help="list what changed between two pass lists"
+    )
     p.add_argument("--nhwc", action="store_true", help="as MIGRAPHX_ENABLE_NHWC")
     p.add_argument("--rewrite-dot", action="store_true", help="as MIGRAPHX_ENABLE_REWRITE_DOT")
     g = p.add_mutually_exclusive_group()

@@ -32,7 +32,10 @@ def run(args: argparse.Namespace) -> int:
         raise MigxError(f"no GPU: {why}")
     from migx_explore.gpu.pipelines import CompileOptions
 
-    compiled = gpu.compile(program, CompileOptions(mode=args.compile_mode, **precision_options(args)))
+    options = CompileOptions(mode=args.compile_mode, **precision_options(args))
+    if any(p.shape.dynamic_shape for p in program.main.params()):
+        return _perf_buckets(program, label, feed, options, modes, args)
+    compiled = gpu.compile(program, options)
     try:
         res = time_program(
             compiled, modes=modes, warmup=args.warmup, iters=args.iters, per_kernel="eager" in modes, inputs=feed
@@ -49,6 +52,34 @@ def run(args: argparse.Namespace) -> int:
             print(res.kernel_table(args.kernels))
     finally:
         compiled.close()
+    return 0
+
+
+def _perf_buckets(program, label, feed, options, modes, args) -> int:
+    """A dynamic dimension: one compiled program and graph per size (pow2 buckets past 8 sizes),
+    each timed; with --inputs only the size the feed selects."""
+    from migx_explore.compiler.passes.split_single_dyn_dim import single_dyn_dim
+    from migx_explore.gpu.buckets import BucketedProgram
+    from migx_explore.gpu.timing import time_program
+
+    dim, _ = single_dyn_dim(program.main) or (None, None)
+    if dim is None:
+        raise MigxError("perf: the program has more than one dynamic dimension; fix all but one with --input-dim")
+    buckets = "pow2" if dim.max - dim.min + 1 > 8 else ""
+    with BucketedProgram(program, options, buckets=buckets) as bucketed:
+        sizes = [bucketed.size_of(feed)] if feed else sorted(bucketed.programs)
+        how = buckets or "every size"
+        print(f"{label}: {len(bucketed.programs)} programs, one per size of the dynamic dim {dim} ({how})")
+        for size in sizes:
+            compiled = bucketed.programs.get(size) or bucketed.for_inputs(feed)
+            res = time_program(
+                compiled, modes=modes, warmup=args.warmup, iters=args.iters, per_kernel=False, inputs=feed
+            )
+            print(
+                f"size {size}: {res.kernels} kernels, {res.blas_calls} BLAS calls"
+                + (f", graph nodes {res.graph_nodes}" if res.graph_nodes >= 0 else "")
+            )
+            print(res.table())
     return 0
 
 

@@ -1,5 +1,6 @@
 """`migx-explore read MODEL [--input-dim x=1,3,224,224] [--full]`: import and print the IR
-(migraphx-driver read). MODEL is an .onnx file or a built-in model name."""
+(migraphx-driver read). MODEL is an .onnx file, a built-in model name, or MIGraphX's own text (a
+printed program or a MIGRAPHX_TRACE_COMPILE log: its last program is printed)."""
 
 from __future__ import annotations
 
@@ -12,10 +13,31 @@ def run(args: argparse.Namespace) -> int:
     from migx_explore.compiler.printer import print_program
 
     from ..loading import load_program
+    from ..migraphx.load import is_migraphx_text, refuse_mxr
+
+    refuse_mxr(args.model)
+    if is_migraphx_text(args.model):
+        return _read_migraphx(args)
 
     program, _ = load_program(args)
     apply_quantize_stage(program, args)  # --fp16 etc.: print the program after the quantize stage
     print(print_program(program, full=args.full), end="")
+    return 0
+
+
+def _read_migraphx(args: argparse.Namespace) -> int:
+    """A MIGraphX printed program or compile log: print the program it ends with (our text form)
+    and, on stderr, what was read (passes, problems with their line numbers)."""
+    import sys
+
+    from migx_explore.compiler.printer import print_program
+
+    from ..migraphx import read_log
+
+    log = read_log(args.model, version=getattr(args, "migraphx", None))
+    program = log.program if log.kind == "program" else log.trace.final.to_program()
+    print(print_program(program, full=args.full), end="")
+    print(log.summary(), file=sys.stderr)
     return 0
 
 

@@ -15,6 +15,10 @@ def run(args: argparse.Namespace) -> int:
     from ..report.repro import cli_command
 
     _check_out(args.out)  # refuse a bad --out before spending a minute on the trace
+    if args.model_explorer is not None:
+        from ..model_explorer import check_export_folder
+
+        check_export_folder(args.model_explorer)
     if args.gpu:
         from ..errors import GpuUnavailable
         from ..gpu_bridge import unavailable_reason
@@ -47,6 +51,11 @@ def run(args: argparse.Namespace) -> int:
     if live:
         print("\r" + " " * 72 + "\r", end="")
     print(info)
+    if args.model_explorer is not None:  # after write_report: with --gpu it carries the kernel times
+        from ..model_explorer import export_trace
+
+        e = export_trace(s, args.model_explorer)
+        print(f"wrote a Model Explorer trace ({len(e.passes)} pass graphs, {e.nodes} nodes) to {args.model_explorer}")
     if s.trace.error:
         print(f"error: {s.trace.error} (the report shows the passes up to it)")
         return 1
@@ -103,5 +112,10 @@ def register(sub) -> None:
     p.add_argument("--warmup", type=int, default=5)
     p.add_argument("--no-graphs", action="store_true", help="text diffs only (no graphviz drawing)")
     p.add_argument("--no-numeric", action="store_true", help="skip the per-pass numeric check")
+    p.add_argument(
+        "--model-explorer",
+        metavar="DIR",
+        help="also write the trace for Google Model Explorer (docs/model_explorer.md; with --gpu, kernel times too)",
+    )
     p.add_argument("-q", "--quiet", action="store_true")
     p.set_defaults(func=run)

@@ -16,7 +16,21 @@ from ._pipeline_args import add_pipeline_arguments, make_session
 
 
 def run(args: argparse.Namespace) -> int:
-    check_output_folder(args.out)  # refuse a bad --out before spending time on the model
+    if args.out is None and args.model_explorer is None:
+        from migx_explore.compiler.errors import MigxError
+
+        raise MigxError("trace needs --out DIR (the IR files) or --model-explorer DIR, or both")
+    if args.out is not None:
+        check_output_folder(args.out)  # refuse a bad --out before spending time on the model
+    if args.model_explorer is not None:
+        from ..model_explorer import check_export_folder
+
+        check_export_folder(args.model_explorer)
+    from ..migraphx.load import is_migraphx_text, refuse_mxr
+
+    refuse_mxr(args.model)
+    if is_migraphx_text(args.model):  # MIGraphX's own compile log: its passes, not ours
+        return _write(_migraphx_session(args), args)
     program, name, feed = load_program_and_feed(args)
     s = make_session(program, args, numeric=args.numeric or feed is not None, name=name)
     if args.buckets == "pow2":
@@ -28,9 +42,30 @@ def run(args: argparse.Namespace) -> int:
     live = not args.quiet and sys.stdout.isatty()  # a progress line only on a terminal
     if live:
         s.traces.on_progress = lambda k, n, path: print(f"\r[{k}/{n}] {path:<60}", end="", flush=True)
-    trace = s.run()
+    s.run()
     if live:
         print("\r" + " " * 72 + "\r", end="")
+    return _write(s, args)
+
+
+def _migraphx_session(args: argparse.Namespace):
+    from ..session import Session
+
+    s = Session.from_migraphx(args.model, version=args.migraphx)
+    if not args.quiet:
+        print(s.cache["migraphx"].summary(), file=sys.stderr)
+    return s
+
+
+def _write(s, args: argparse.Namespace) -> int:
+    trace, name = s.trace, s.name
+    if args.model_explorer:
+        from ..model_explorer import export_trace
+
+        e = export_trace(s, args.model_explorer)
+        print(f"wrote a Model Explorer trace ({len(e.passes)} pass graphs, {e.nodes} nodes) to {args.model_explorer}")
+    if args.out is None:
+        return 1 if s.trace.error else 0
     with replaced_folder(args.out) as folder:  # replaces only what a previous trace there wrote
         files = write_trace(
             trace,
@@ -144,7 +179,13 @@ def register(sub) -> None:
     p = sub.add_parser("trace", help="run the pipelines and write numbered per-pass IR files + index.json")
     add_model_arguments(p)
     add_pipeline_arguments(p)
-    p.add_argument("--out", required=True, help="output folder")
+    p.add_argument("--out", help="output folder")
+    p.add_argument(
+        "--model-explorer",
+        metavar="DIR",
+        help="also write the trace for Google Model Explorer: a graph per pass, overlays, compare "
+        "mappings (open DIR/graphs.json, or DIR/trace.migx with --extensions=migx_explore)",
+    )
     p.add_argument("--svg", action="store_true", help="also write an SVG diff per (changed) pass")
     p.add_argument("--all", action="store_true", help="write files for unchanged passes too")
     p.add_argument(

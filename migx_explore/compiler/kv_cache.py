@@ -30,6 +30,7 @@ import numpy as np
 from .errors import MigxError
 from .ir import Instruction, Program
 from .op import Op
+from .ops.dynamic_values import DYNAMIC_VALUE_OPS, static_form
 from .passes.split_single_dyn_dim import shape_computations
 from .shape import Shape
 
@@ -71,6 +72,7 @@ def kv_cache_bucket(program: Program, bucket: int, max_len: int, return_cache: b
     caches: dict[str, Instruction] = {}
     written: dict[int, Instruction] = {}  # concat id -> the in-place write (for return_cache)
     past_len = None
+    probe = _BucketProbe(main, pasts, bucket, env)
     for ins in main:
         if ins.is_param():
             name = ins.param_name
@@ -96,6 +98,10 @@ def kv_cache_bucket(program: Program, bucket: int, max_len: int, return_cache: b
                 f"{next(i.param_name for i in ins.inputs if i.is_param())} other than through "
                 "Shape or a Concat with the new entries"
             )
+        elif _total_length_shaped(ins) and not (
+            ins.name == "range" and all(env[i.id].is_literal() for i in ins.inputs)
+        ):
+            env[ins.id] = _at_bucket(m, ins, env, probe)
         else:
             args = [env[i.id] for i in ins.inputs]
             env[ins.id] = (
@@ -114,6 +120,70 @@ def kv_cache_bucket(program: Program, bucket: int, max_len: int, return_cache: b
         out.output_names += [n for n, o in zip(names, outs) if o.id in written]
     out.input_names = [p.param_name for p in m.params()]
     return out
+
+
+def _total_length_shaped(ins: Instruction) -> bool:
+    """A runtime-shape op whose output length follows the past length (a Range to P + T, the
+    causal mask's ConstantOfShape / Expand to [.., T, P + T]): in a bucket it spans the bucket."""
+    if ins.name == "range":
+        lo, hi = ins.op["lens"]
+        return lo != hi
+    if ins.name in DYNAMIC_VALUE_OPS and ins.name != "broadcast_for_dot":
+        return ins.op["output_shape"].dynamic_shape
+    return False
+
+
+class _BucketProbe:
+    """Values of shape computations with every past at `bucket - T` rows (T: the new entries its
+    Concat appends), so that P + T, the length attention runs over, is the bucket. Rows past the
+    runtime P + T are hidden by the model's causal mask, as the cache's stale rows are."""
+
+    def __init__(self, main, pasts: dict[str, int], bucket: int, env: dict[int, Instruction]):
+        self.env = env  # the bucket program so far: its static shapes and literals
+        self.memo: dict[int, np.ndarray] = {}
+        self.lens: dict[str, list[int]] = {}
+        for ins in main:
+            if ins.name == "concat" and ins.inputs[0].is_param() and ins.inputs[0].param_name in pasts:
+                p = ins.inputs[0]
+                axis = pasts[p.param_name]
+                lens = [d.max for d in p.shape.dyn_dims]
+                lens[axis] = max(bucket - ins.inputs[1].shape.lens[axis], 0)
+                self.lens[p.param_name] = lens
+
+    def value(self, ins: Instruction) -> np.ndarray:
+        from .ref import run_instruction
+
+        if ins.id not in self.memo:
+            done = self.env.get(ins.id)
+            if ins.is_literal() or (done is not None and done.is_literal()):
+                v = (ins if ins.is_literal() else done).literal.data
+            elif ins.name == "dimensions_of":
+                x = ins.inputs[0]
+                if x.is_param() and x.param_name in self.lens:
+                    lens = self.lens[x.param_name]
+                elif x.id in self.env and not self.env[x.id].shape.dynamic_shape:
+                    lens = list(self.env[x.id].shape.lens)  # e.g. the present: the bucket's view
+                else:
+                    raise MigxError(f"kv_cache_bucket: dimensions_of (#{ins.id}) of a dynamic value")
+                v = np.asarray(lens[slice(ins.op["start"], ins.op["end"])], np.int64)
+            elif ins.is_param() or ins.is_builtin() or ins.op.spec.compute is None:
+                raise MigxError(f"kv_cache_bucket: {ins.name} (#{ins.id}) sets a shape from input data")
+            else:
+                v = np.asarray(run_instruction(ins, [self.value(a) for a in ins.inputs], False))
+            self.memo[ins.id] = v
+        return self.memo[ins.id]
+
+
+def _at_bucket(m, ins: Instruction, env, probe: _BucketProbe) -> Instruction:
+    if ins.name in ("range", "fill_with_dims"):
+        return m.add_literal(np.asarray(probe.value(ins)))
+    args = [env[i.id] for i in ins.inputs]
+    values = [None] + [probe.value(i) for i in ins.inputs[1:]]
+    found = static_form(ins.op, args, values)
+    if found is None:
+        raise MigxError(f"kv_cache_bucket: {ins.name} (#{ins.id}) has no static form in a bucket")
+    op, new_args = found
+    return m.add_instruction(op, [a if a is not None else m.add_literal(v) for a, v in zip(new_args, values)])
 
 
 def _runtime_dims(m, ins: Instruction, axis: int, past_len: Instruction) -> Instruction:
@@ -148,7 +218,7 @@ def _fold(m, ins: Instruction, args: list[Instruction]) -> Instruction:
     from .ref import run_instruction
 
     if not all(a.is_literal() for a in args) and not (ins.name == "dimensions_of" and not args[0].shape.dynamic_shape):
-        if ins.name == "range":
+        if ins.name == "range" and ins.op["lens"][0] != ins.op["lens"][1]:
             raise MigxError(f"kv_cache_bucket: range #{ins.id} has a length that depends on the runtime past length")
         return m.add_instruction(ins.op, args, ins.module_inputs)
     if ins.name == "dimensions_of":

@@ -54,6 +54,9 @@ def format_float(v: float) -> str:
 
 def format_op(op: Any) -> str:
     """An op as the printer writes it: `name[attr=value,...]` with non-default attributes only."""
+    printed = getattr(op, "printed", None)  # an op read from MIGraphX text prints as MIGraphX wrote it
+    if printed is not None:
+        return printed
     attrs = op.non_default_attrs()
     if not attrs:
         return op.name

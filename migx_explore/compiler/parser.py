@@ -405,3 +405,9 @@ def _parse_instruction(mod: Module, rhs: str, env: dict, allow_elided: bool, lit
         mod.remove_instruction(ins)
         raise ValueError(f"printed shape {printed} differs from computed {ins.shape}")
     return ins
+
+
+# The bracket and value helpers, for readers of other text forms (compiler/migraphx_text.py).
+split_top = _split_top
+matching_bracket = _matching
+literal_values = _literal_values

@@ -45,7 +45,10 @@ ELIDE_OVER = 10
 
 
 def format_literal(data: np.ndarray, full: bool) -> str:
-    flat = np.asarray(data).reshape(-1)
+    data = np.asarray(data)
+    if data.size > 1 and not any(data.strides):  # values MIGraphX elided (compiler/migraphx_text.py)
+        return "{ ... }"
+    flat = data.reshape(-1)
     if not full and flat.size > ELIDE_OVER:
         return "{ ... }"
     if flat.dtype == np.bool_:

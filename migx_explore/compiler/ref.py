@@ -102,6 +102,22 @@ def evaluate_module(
     return [env[o.id] for o in outputs]
 
 
+def _concrete_shape(ins: Instruction, args: list[np.ndarray]) -> Shape:
+    """A dynamic instruction's shape for these arguments: its static shape rule on their actual
+    shapes (computes that read `out.lens` then see the runtime dims, not the range's maxima)."""
+    from .op import NATIVE_DYNAMIC_OPS, compute_shape
+
+    if ins.name in NATIVE_DYNAMIC_OPS:
+        return ins.shape
+    shapes = [Shape.of(i.shape.type, np.shape(a)) for i, a in zip(ins.inputs, args) if not i.shape.is_tuple]
+    if len(shapes) != len(args):
+        return ins.shape
+    try:
+        return compute_shape(ins.op, shapes, ins.module_inputs)
+    except MigxError:
+        return ins.shape
+
+
 def run_instruction(ins: Instruction, args: list[np.ndarray], check_shapes: bool) -> np.ndarray:
     """Run one instruction's reference compute on `args` (its submodules through SubmoduleRunner)."""
     spec = ins.op.spec
@@ -113,8 +129,10 @@ def run_instruction(ins: Instruction, args: list[np.ndarray], check_shapes: bool
             out.elements() * dtypes.np_dtype(out.type).itemsize,
             f"module {ins.module.name}: {ins.name} (#{ins.id}) output",
         )
+    if out.dynamic_shape:
+        out = _concrete_shape(ins, args)
     try:
-        res = spec.compute(ins.op, args, ins.shape, SubmoduleRunner(ins))
+        res = spec.compute(ins.op, args, out, SubmoduleRunner(ins))
     except WorkBudgetError:
         raise  # said where it stopped already; wrapping it per enclosing loop would only repeat that
     except MigxError as e:

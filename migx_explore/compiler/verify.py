@@ -90,17 +90,39 @@ def compute_type(type_names: Iterable[str], op_names: Iterable[str] = ()) -> str
 
 
 def program_compute_type(program: Any) -> str:
-    """compute_type over every instruction of a Program or ProgramSnapshot (all modules)."""
+    """compute_type over every instruction of a Program or ProgramSnapshot (all modules).
+
+    A value quantized to 8 bits (a float input, an int8 / uint8 result) marks int8 compute
+    whatever the op is called, so the precision stays int8 after lowering renames
+    quantizelinear to a GPU kernel (the threshold must follow the precision the values were
+    computed in, not the pass position)."""
     types: set[str] = set()
     ops: set[str] = set()
     modules = program.modules.values() if isinstance(program.modules, dict) else program.modules
     for m in modules:
+        by_id = m.by_id if hasattr(m, "by_id") else {}
         for ins in m.instrs if hasattr(m, "instrs") else m:
             ops.add(ins.op.name)
             s = ins.shape
             for sub in s.sub_shapes if s.is_tuple else (s,):
                 types.add(sub.type)
+            if s.type in _EIGHT_BIT and _quantizes(ins, by_id):
+                ops.add("quantizelinear")
     return compute_type(types, ops)
+
+
+_EIGHT_BIT = frozenset({"int8", "uint8"})
+
+
+def _quantizes(ins: Any, by_id: dict) -> bool:
+    """An instruction (IR, or a snapshot record whose inputs are ids) that makes an 8-bit value
+    out of a float one."""
+    for i in ins.inputs:
+        rec = by_id.get(i) if isinstance(i, int) else i
+        t = _known(rec.shape.type) if rec is not None and not rec.shape.is_tuple else None
+        if t is not None and t.is_float:
+            return True
+    return False
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,9 @@
 """The GPU target's five named sub-pipelines, in MIGraphX's order (target.cpp after PR #4904).
 
-All 90 entries are present. An entry is our implementation of the MIGraphX pass of the same name,
+`CompileOptions.migraphx` picks which MIGraphX develop snapshot the entries follow: "2026-08"
+(96 entries, the default) or "2026-05" (90); gpu/migraphx_catalogue.py lists both, and compile
+modes follow PR #4770 as merged (eager 79 entries, max = balanced with exhaustive tuning). Every
+MIGraphX entry is present. An entry is our implementation of the MIGraphX pass of the same name,
 our equivalent of an AMD-library pass (the pass's docstring says which), or disabled with a
 one-line reason the explorer shows, the way `enable_pass(cond, p)` leaves an `id` entry in
 MIGraphX traces. Pure data: importing this needs no GPU.
@@ -15,16 +18,24 @@ from typing import Any, ClassVar
 from migx_explore.compiler.pass_infra import Pass, PassEntry, Pipeline, make_pass
 from migx_explore.compiler.quantize import check_precision, quantize_pipeline
 from migx_explore.gpu.codegen import topk as topk_codegen
+from migx_explore.gpu.migraphx_catalogue import LATEST, VERSIONS, check_version
 
 PIPELINE_NAMES = ("dynamic_shapes", "required", "optimize_rewrite", "fusion", "backend")
 COMPILE_MODES = ("eager", "balanced", "max")
+CONVOLUTION_LAYOUTS = ("auto", "channels_first", "channels_last")
+# Entries of ours that MIGraphX does not have (pipeline, pass name), by catalogue; each is followed
+# by its DCE.
+OUR_ENTRIES = {
+    "2026-05": (("fusion", "fuse_kv_append"),),
+    "2026-08": (("fusion", "fuse_kv_append"), ("required", "rewrite_rnn")),
+}
 
 
 @dataclass(frozen=True)
 class CompileOptions:
-    """compile_options plus the env switches target.cpp reads (MIGRAPHX_ENABLE_NHWC, ...)."""
+    """compile_options plus the env switches and backend options target.cpp reads."""
 
-    mode: str = "balanced"  # eager skips optimize_rewrite (MIGraphX compile-modes branch)
+    mode: str = "balanced"  # PR #4770: eager (79 entries), balanced, max (exhaustive tuning)
     fast_math: bool = True
     offload_copy: bool = False
     exhaustive_tune: bool = False
@@ -33,6 +44,10 @@ class CompileOptions:
     full_dynamic: bool = False  # MIGRAPHX_ENABLE_FULL_DYNAMIC
     disable_schedule: bool = False  # MIGRAPHX_DISABLE_SCHEDULE_PASS
     nstreams: int = 1
+    migraphx: str = LATEST  # which MIGraphX develop catalogue the pipelines follow (2026-05 / 2026-08)
+    # backend option (MIGRAPHX_GPU_OPTIONS='{convolution_layout:channels_last}'), 2026-08; 2026-05
+    # reads MIGRAPHX_ENABLE_NHWC (enable_nhwc) instead
+    convolution_layout: str = "auto"
     precision: str = "fp32"  # fp16 / bf16 / int8 / fp8 add the quantize stage (migraphx-driver --fp16 ...)
     # Feeds ({input: array}) int8 / fp8 scales are calibrated on. Data, not an option: it takes no
     # part in equality or hashing (two compiles differing only here share a configuration label).
@@ -44,6 +59,50 @@ class CompileOptions:
 
             raise MigxError(f"unknown compile mode {self.mode!r}; valid: {', '.join(COMPILE_MODES)}")
         check_precision(self.precision)
+        check_version(self.migraphx)
+        if self.convolution_layout not in CONVOLUTION_LAYOUTS:
+            from migx_explore.compiler.errors import MigxError
+
+            raise MigxError(
+                f"unknown convolution_layout {self.convolution_layout!r}; valid: {', '.join(CONVOLUTION_LAYOUTS)}"
+            )
+
+    @property
+    def channels_last(self) -> bool:
+        if self.migraphx == "2026-05":
+            return self.enable_nhwc
+        return self.convolution_layout == "channels_last" or self.enable_nhwc
+
+    def with_gpu_options(self, text: str) -> CompileOptions:
+        """These options with MIGRAPHX_GPU_OPTIONS' backend options applied, e.g.
+        '{convolution_layout:channels_last}' (json-like: keys and values may be unquoted)."""
+        import dataclasses
+
+        known = {"convolution_layout": "convolution_layout", "exhaustive_tune": "exhaustive_tune"}
+        values = parse_gpu_options(text)
+        unknown = sorted(set(values) - set(known))
+        if unknown:
+            from migx_explore.compiler.errors import MigxError
+
+            raise MigxError(f"MIGRAPHX_GPU_OPTIONS: unknown option(s) {', '.join(unknown)}; known: {', '.join(known)}")
+        kw = {known[k]: (v in ("1", "true") if k == "exhaustive_tune" else v) for k, v in values.items()}
+        return dataclasses.replace(self, **kw)
+
+
+def parse_gpu_options(text: str) -> dict[str, str]:
+    """`{convolution_layout:channels_last, x:"y"}` -> {'convolution_layout': 'channels_last', 'x': 'y'}."""
+    from migx_explore.compiler.errors import MigxError
+
+    body = text.strip()
+    if body.startswith("{") and body.endswith("}"):
+        body = body[1:-1]
+    out = {}
+    for part in filter(None, (p.strip() for p in body.split(","))):
+        key, colon, value = part.partition(":")
+        if not colon:
+            raise MigxError(f"MIGRAPHX_GPU_OPTIONS: {part!r} is not key:value")
+        out[key.strip().strip('"')] = value.strip().strip('"')
+    return out
 
 
 @dataclass(frozen=True)
@@ -112,6 +171,8 @@ def _required(o: CompileOptions) -> list[PassEntry]:
         _p("simplify_qdq", keep_qdq_pairs=o.precision not in ("int8", "fp8")),
         _p("rewrite_quantization"),  # enabled: `not mlir_enabled()` holds for us
         _p(DCE),
+        # August 2026 dropped rewrite_rnn from target.cpp; ours stays (an entry of ours there: our
+        # GPU target has no recurrent kernels, so RNN/GRU/LSTM must still be unrolled here)
         _p("rewrite_rnn"),
         _p(DCE),
         _p("eliminate_data_type_for_gpu", disable_64bit=o.fast_math),
@@ -129,11 +190,26 @@ def _required(o: CompileOptions) -> list[PassEntry]:
     ]
 
 
+def _topk() -> PassEntry:
+    # split only slices that one radix launch (one block, or several and a merge) cannot hold
+    return _p("rewrite_topk", split_threshold=topk_codegen.SPLIT_THRESHOLD, keep_whole=topk_codegen.one_launch)
+
+
+def _not_here(name: str) -> PassEntry:
+    """A MIGraphX pass with no counterpart here, off with its note as the reason."""
+    e = _p(name)
+    return _off(e, type(e.pass_).note)
+
+
 def _optimize_rewrite(o: CompileOptions) -> list[PassEntry]:
+    aug = o.migraphx != "2026-05"
+    if aug and o.mode == "eager":  # PR #4770: this short list stands in for optimize_rewrite
+        return [_p("optimize_module"), _p(DCE), _p("rewrite_reduce"), _topk(), _p(DCE)]
     return [
+        *([_p("rewrite_convolution"), _p(DCE)] if aug else []),
         _p("rewrite_gelu", fast_math=o.fast_math),
         _p("optimize_module"),
-        _p("layout_convolution", channels_last=o.enable_nhwc),
+        _p("layout_convolution", channels_last=o.channels_last),
         _p(DCE),
         _when(not o.full_dynamic, _p("fuse_horizontal"), "MIGRAPHX_ENABLE_FULL_DYNAMIC is set"),
         _p(DCE),
@@ -141,11 +217,11 @@ def _optimize_rewrite(o: CompileOptions) -> list[PassEntry]:
         _p(DCE),
         _p(DCE),
         _p("rewrite_reduce"),
-        # split only slices that one radix launch (one block, or several and a merge) cannot hold
-        _p("rewrite_topk", split_threshold=topk_codegen.SPLIT_THRESHOLD, keep_whole=topk_codegen.one_launch),
+        _topk(),
         _p("rewrite_low_precision"),
         _when(o.enable_rewrite_dot, _p("rewrite_dot"), "opt-in (MIGRAPHX_ENABLE_REWRITE_DOT / enable_rewrite_dot)"),
         _p(DCE),
+        *([_not_here("promote_storage_type"), _p(DCE)] if aug else []),
         _p("propagate_precision"),
         _p(DCE),
         _p("simplify_reshapes", enable_op_shape_transform_op=True),
@@ -154,13 +230,18 @@ def _optimize_rewrite(o: CompileOptions) -> list[PassEntry]:
 
 
 def _fusion(o: CompileOptions) -> list[PassEntry]:
+    aug = o.migraphx != "2026-05"
+    # attn_enabled: our flash-attention kernel stands in for rocMLIR's, up to its head size
+    attention = _p("fuse_attention", max_head_dim=ATTENTION_MAX_HEAD_DIM)
+    if aug and o.mode == "eager":
+        _off(attention, "compile mode eager: fuse_attention is an `id` entry (PR #4770)")
     return [
-        # attn_enabled: our flash-attention kernel stands in for rocMLIR's, up to its head size
-        _p("fuse_attention", max_head_dim=ATTENTION_MAX_HEAD_DIM),
+        attention,
         _p(DCE),
         _p("fuse_kv_append"),  # a decode step's KV-cache appends join its single-query attention
         _p(DCE),
         _p("optimize_module"),
+        *([_not_here("fuse_mlss")] if aug else []),
         _p("fuse_pointwise_reduce"),
         _p(DCE),
         _off(_p("fuse_ck"), "Composable Kernel is an AMD-only library (MIGRAPHX_ENABLE_CK)"),
@@ -173,12 +254,16 @@ def _fusion(o: CompileOptions) -> list[PassEntry]:
 
 
 def _backend(o: CompileOptions) -> list[PassEntry]:
+    aug = o.migraphx != "2026-05"
+    tune = o.exhaustive_tune or o.mode == "max"  # PR #4770: max forces exhaustive tuning
+    compile_ops = _p("compile_ops", exhaustive_tune=tune, skip_benchmark=aug and o.mode == "eager")
     return [
         _p("auto_contiguous"),
         _p(DCE),
         _p("lowering", offload_copy=o.offload_copy),
         _p("eliminate_contiguous"),
         _p(DCE),
+        *([_not_here("lower_reshape"), _p(DCE)] if aug else []),
         _p("adjust_allocation"),
         _p(DCE),
         _p("eliminate_concat"),
@@ -193,7 +278,8 @@ def _backend(o: CompileOptions) -> list[PassEntry]:
         _p(DCE),
         _p("adjust_allocation", use_hip_allocate=True),
         _p(DCE),
-        _p("compile_ops", exhaustive_tune=o.exhaustive_tune),
+        *([_not_here("lower_device_ops")] if aug else []),
+        compile_ops,
         _p(DCE),
         _p("promote_literals"),
         _p(DCE),
@@ -219,7 +305,7 @@ def _final(entry: PassEntry) -> PassEntry:
 _BUILDERS = {
     "dynamic_shapes": (_dynamic_shapes, "Split or simplify dynamic dimensions into static modules."),
     "required": (_required, "Passes every compile needs: canonical ops, type/quantization lowering, padding."),
-    "optimize_rewrite": (_optimize_rewrite, "Algebraic and layout optimizations (skipped in eager mode)."),
+    "optimize_rewrite": (_optimize_rewrite, "Algebraic and layout optimizations (a short list in eager mode)."),
     "fusion": (_fusion, "Fuse pointwise and reduce chains into kernels."),
     "backend": (_backend, "Lower to GPU kernels, plan memory, compile."),
 }
@@ -231,7 +317,8 @@ def gpu_pipelines(
     include_backend: bool = True,
     calibration: Sequence[Mapping[str, Any]] = (),
 ) -> list[Pipeline]:
-    """The five pipelines for these options (eager mode keeps optimize_rewrite visible, disabled),
+    """The five pipelines for these options (eager mode of the 2026-05 catalogue keeps optimize_rewrite
+    visible, disabled; the 2026-08 one runs PR #4770's short list in its place),
     preceded by the `quantize` stage when options.precision is not fp32; `calibration` holds the
     feeds int8 / fp8 scales are measured on."""
     o = options or CompileOptions()
@@ -244,7 +331,7 @@ def gpu_pipelines(
             continue
         build, doc = _BUILDERS[name]
         pl = Pipeline(name, build(o), True, doc)
-        if name == "optimize_rewrite" and o.mode == "eager":
+        if name == "optimize_rewrite" and o.mode == "eager" and o.migraphx == "2026-05":
             pl.enabled = False
             for e in pl.entries:
                 if e.enabled:
@@ -256,6 +343,27 @@ def gpu_pipelines(
 TARGET_INDEPENDENT = PIPELINE_NAMES[:4]
 
 
+def migraphx_entries(pipelines: Sequence[Pipeline], version: str = LATEST) -> list[tuple[str, str]]:
+    """(pipeline, pass name) of the entries that stand for MIGraphX's, in order: our own entries
+    (OUR_ENTRIES, each with the DCE after it) and the quantize stage left out. The catalogue test
+    compares this with gpu/migraphx_catalogue.py."""
+    out = []
+    for pl in pipelines:
+        if pl.name not in PIPELINE_NAMES or not pl.enabled:
+            continue
+        skip = False
+        for e in pl.entries:
+            if (pl.name, e.name) in OUR_ENTRIES[version]:
+                skip = True
+                continue
+            if skip and e.name == DCE:
+                skip = False
+                continue
+            skip = False
+            out.append((pl.name, e.name))
+    return out
+
+
 def pending_entries(pipelines: list[Pipeline] | None = None) -> list[str]:
     """Entries whose pass is not implemented (should be empty once the target is complete)."""
     pls = pipelines or gpu_pipelines()
@@ -265,10 +373,11 @@ def pending_entries(pipelines: list[Pipeline] | None = None) -> list[str]:
 def _check_every_configuration() -> None:
     """Build the pipelines for every switch that changes which entries exist, so a mistyped pass
     name or option fails when this module is imported, not when some configuration is first used."""
-    for mode in COMPILE_MODES:
+    for mode, version in ((m, v) for m in COMPILE_MODES for v in VERSIONS):
         for flag in (False, True):
             gpu_pipelines(
                 CompileOptions(
+                    migraphx=version,
                     mode=mode,
                     enable_nhwc=flag,
                     enable_rewrite_dot=flag,

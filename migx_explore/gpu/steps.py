@@ -106,7 +106,8 @@ def plan_addresses(main, owned: Callable[[Instruction], int]) -> dict[int, Any]:
         elif name == "load":
             addr[ins.id] = addr[ins.inputs[0].id] + ins.op["offset"]
         elif name == "get_tuple_elem":
-            addr[ins.id] = addr[ins.inputs[0].id][ins.op["index"]]
+            whole = addr[ins.inputs[0].id]  # one address when the tuple has one element (a lowered select_module)
+            addr[ins.id] = whole[ins.op["index"]] if isinstance(whole, list) else whole
         elif ins.op.has("view"):
             addr[ins.id] = addr[ins.inputs[0].id] + view_offset(ins)
         elif name in WRAPPING_OPS and ins.op["outputs"] > 1:

@@ -389,3 +389,8 @@ _shape_info = _IdentityCache(lambda shape: (S.short_shape(shape), str(shape)))
 
 def _safe(name: str) -> str:
     return "".join(c if c.isalnum() or c == "_" else "_" for c in name)
+
+
+# The label pieces other drawings of instructions share (render/instance.py, render/overview.py).
+op_info = _op_info
+shape_info = _shape_info

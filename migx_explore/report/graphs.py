@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from .. import pass_changes
-from ..regions import Region
+from ..regions import Region, first_view
 from ..render import DotOptions, diff_graph, render_svg, text_diff
 from ..render.model import AUTO_EXPAND_MAX, DisplayGraph
 from ..render.scoped import region_view
@@ -118,6 +118,25 @@ def unpack(blob: str) -> dict[str, Any]:
 
 # Instances kept per rewrite row for stepping through in the graph (a row can have hundreds).
 MAX_INSTANCES = 200
+INSTANCE_ROWS = 12  # rows whose first instance the report draws (the explorer draws any on a click)
+
+
+def instance_pieces(before: Any, after: Any, rec: PassRecord, rows: list[Any], scopes: dict[int, str]) -> list:
+    """The first instance of each rewrite row drawn as the explorer's Rewrites view draws it, with
+    its place: {svg, label ("instance 1 of 69 · /model.2/m.0 · all 69 alike"), where}."""
+    from ..instances import InstanceView
+    from ..widgets.content import instance_svg
+
+    view = InstanceView(rows, before, after, scopes)
+    out = []
+    for k in range(min(len(rows), INSTANCE_ROWS)):
+        view.pick(k, 0)
+        places = view.places()
+        alike = places.alike()
+        svg = compact_svg(instance_svg(before, after, rec.diff, view.current, prefix=f"ri{k}_"))
+        label = view.describe() + (f" · {alike}" if alike else "")
+        out.append({"svg": svg, "label": label, "where": places.where()})
+    return out
 
 
 def pass_blobs(
@@ -154,7 +173,12 @@ def pass_blobs(
         if graphs:
             try:
                 sb, sa = pass_changes.scopes(session, rec.index)
-                payload["regions"] = region_pieces(pass_changes.regions(session, rec.index))
+                payload["instances"] = instance_pieces(
+                    before, after, rec, (rewrites or {}).get(rec.index, []), {**sb, **sa}
+                )
+                found = pass_changes.regions(session, rec.index)
+                payload["regions"] = region_pieces(found)
+                payload["first_view"] = first_view(found)
                 wanted = {i for r in payload["regions"] for i in r["ids"]}
                 wanted |= {i for row in payload["rewrite_ids"] for inst in row for i in inst}
                 # a nested pass's change is mostly its parent's: one variant keeps the file small

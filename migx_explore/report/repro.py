@@ -7,6 +7,7 @@ import datetime
 import hashlib
 import os
 import platform
+import re
 import shlex
 import sys
 from typing import TYPE_CHECKING, Any
@@ -80,7 +81,21 @@ def repro_info(session: Session, *, command: str = "", inputs_path: str | None =
     info["command"] = command or "(made from Python: see the repro script)"
     info["script"] = recipe.script
     info["warnings"] = session.config.warnings()
-    return info
+    return {k: _no_machine_paths(v) for k, v in info.items()}
+
+
+# An absolute path's folders (the machine's layout: home, user, checkout), not its file name.
+_ABS_DIRS = re.compile(r"(?<![\w.:/~-])(?:[A-Za-z]:)?[/\\](?:[^\s/\\'\"]+[/\\])+")
+
+
+def _no_machine_paths(value: Any) -> Any:
+    """`value` with every absolute path cut to its file name: a report is shared, and where a file
+    lay on the machine that made it is neither needed to re-run it nor the reader's business."""
+    if isinstance(value, str):
+        return _ABS_DIRS.sub("", value)
+    if isinstance(value, list):
+        return [_no_machine_paths(v) for v in value]
+    return value
 
 
 __all__ = ["cli_command", "file_sha256", "package_version", "program_sha256", "repro_info"]

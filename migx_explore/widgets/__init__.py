@@ -22,7 +22,12 @@ path with non-word characters as '-'>; stepper .migx-first .migx-prev .migx-next
 .migx-gv-note .migx-gv-panel .migx-gv-canvas .migx-gv-minimap, data-zoom and data-changed-in-view
 on .migx-gv) .migx-focus-hops .migx-focus-centre .migx-compare-a .migx-compare-b .migx-compare-text
 .migx-text-diff .migx-metrics .migx-legend .migx-stats .migx-warnings .migx-recipe-button
-.migx-recipe; GPU .migx-gpu .migx-gpu-status .migx-gpu-recorded .migx-time .migx-gpu-progress
+.migx-recipe .migx-model-explorer (.migx-me-compare .migx-me-link); rewrites .migx-rewrites
+.migx-rewrites-heading .migx-rewrites-graph .migx-rewrite-row (+ .migx-rewrite-<kind>, .migx-rewrite-selected)
+.migx-instance-bar .migx-instance-prev .migx-instance-next .migx-instance-label .migx-instance-alike
+.migx-instance-where .migx-instance-count .migx-instance-scopes .migx-busy; scope tree .migx-scope-tree
+.migx-scope-row (+ .migx-scope-changed, .migx-scope-open, .migx-scope-depth-N); GPU .migx-gpu .migx-gpu-status
+.migx-gpu-recorded .migx-time .migx-gpu-progress
 .migx-timing-table .migx-timing-plot; waterfall .migx-waterfall .migx-waterfall-by
 .migx-waterfall-gpu .migx-waterfall-run .migx-waterfall-table-box .migx-waterfall-plot; ordering study
 .migx-study .migx-study-scope .migx-study-gpu .migx-study-run .migx-study-table-box .migx-study-plot; errors

@@ -102,6 +102,25 @@ CSS = """
 .migx-explorer .migx-timing-table td, .migx-explorer .migx-timing-table th { padding: 2px 10px; text-align: right;
   border-bottom: 1px solid #eee; }
 .migx-explorer .migx-rewrite-row { justify-content: flex-start; text-align: left; }
+.migx-explorer .migx-scope-tree { max-height: 190px; overflow-y: auto; border: 1px solid #ddd; padding: 2px 4px;
+  flex: none; }
+.migx-explorer .migx-scope-rows { gap: 0; }
+.migx-explorer .migx-scope-row { height: 20px; line-height: 20px; padding: 0 4px; text-align: left;
+  justify-content: flex-start; background: none; box-shadow: none; font-size: 12px; flex: none;
+  width: max-content !important; max-width: 100%; min-width: 0; white-space: nowrap; overflow: hidden;
+  text-overflow: ellipsis; }
+.migx-explorer .migx-scope-row:hover { text-decoration: underline; }
+.migx-explorer .migx-scope-changed { color: #a04000; font-weight: 600; }
+.migx-explorer .migx-scope-note { color: #666; font-size: 11px; }
+.migx-explorer .migx-rewrites-rows { max-height: 84px; overflow-y: auto; flex: none; }
+.migx-explorer .migx-rewrite-row { height: 24px; flex: none; }
+.migx-explorer .migx-rewrite-selected { background: #fff3c4; font-weight: 600; }
+.migx-explorer .migx-instance-bar { gap: 4px; }
+.migx-explorer .migx-instance-where { gap: 2px 4px; align-items: center; font-size: 12px; }
+.migx-explorer .migx-instance-scope { height: 22px; line-height: 22px; padding: 0 6px; font-size: 12px; }
+.migx-explorer .migx-instance-scope.migx-current { background: #fff3c4; }
+.migx-explorer .migx-instance-alike { color: #1b7f3b; font-weight: 600; }
+.migx-explorer .migx-busy { color: #a05a00; }
 .migx-explorer .migx-rewrites-graph { flex: none; }
 .migx-explorer .migx-rewrites-heading { flex: 1 1 0; min-width: 0; }
 </style>

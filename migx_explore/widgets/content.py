@@ -32,6 +32,7 @@ REGION_HOPS = 1  # context drawn around a change region
 # Scope clusters cost dot layout time; a drawing bigger than this (a whole-graph diff of a big
 # pass) is drawn without them.
 SCOPE_GROUPS_MAX_NODES = 250
+OVERVIEW_OVER = 60  # a change (or region) touching more instructions is drawn as its scope overview
 
 
 def graph_svg(
@@ -48,6 +49,7 @@ def graph_svg(
     region: Collection[int] = (),
     scopes: Mapping[int, str] | None = None,
     pane: tuple[float, float] | None = None,
+    scopes_open: Collection[str] = (),
 ) -> str:
     """Inline SVG for one graph view of a pass.
 
@@ -59,11 +61,23 @@ def graph_svg(
     region: diff and side_by_side draw this change region (instruction ids) with one hop of
     context, the rest summarised; scopes: group the diff drawing by the model's scopes.
     pane: the graph pane's size in px; the whole-change diff (no region) is laid out to its
-    shape (render.pane_layout: a tall drawing folded into columns)."""
+    shape (render.pane_layout: a tall drawing folded into columns). A diff (or region) touching
+    more than OVERVIEW_OVER instructions is drawn as its scope overview, `scopes_open` opened."""
     from .. import render
 
     opts = render.DotOptions(id_prefix=prefix, cluster_controls=True)
     near = {"focus": REGION_HOPS, "focus_ids": tuple(region)} if region else {}
+    changed = len(diff.added) + len(diff.removed) + len(diff.changed) if diff is not None else 0
+    if view == "diff" and scopes is not None and (len(region) if region else changed) > OVERVIEW_OVER:
+        # past the node budget: the scope overview (collapsed scopes with counts and badges)
+        from migx_explore.compiler.snapshot import diff as snapshot_diff
+
+        from ..render.overview import scope_overview
+        from ..render.pane_layout import DEFAULT_PANE, render_to_pane
+
+        d = diff if diff is not None else snapshot_diff(before, after)
+        g = scope_overview(before, after, d, scopes, scopes_open, region=region or ())
+        return str(render_to_pane(g, opts, pane or DEFAULT_PANE))
     if view == "diff" and region and scopes is not None:
         # the region with one hop of context; the rest of the model as collapsed scope groups
         from migx_explore.compiler.snapshot import diff as snapshot_diff
@@ -104,6 +118,28 @@ def graph_svg(
 
         return str(render_to_pane(g, opts, pane))
     return str(render.render_svg(g, opts))
+
+
+def instance_svg(
+    before: ProgramSnapshot,
+    after: ProgramSnapshot,
+    diff: Any,
+    inst: Any,
+    pane: tuple[float, float] | None = None,
+    *,
+    titles: tuple[str, str] = ("before: what the rewrite consumed", "after: what replaced it"),
+    prefix: str = "in_",
+) -> str:
+    """One rewrite instance (rewrite_summary.RewriteInstance) drawn before | after with one hop of
+    context, laid out to read at the largest scale in a pane of this size (render/instance.py)."""
+    from migx_explore.compiler.snapshot import diff as snapshot_diff
+
+    from ..render.instance import instance_graph, render_instance
+    from ..render.pane_layout import DEFAULT_PANE
+
+    d = diff if diff is not None else snapshot_diff(before, after)
+    g = instance_graph(before, after, inst.before, inst.after, d, titles=titles)
+    return render_instance(g, pane or DEFAULT_PANE, prefix=prefix)
 
 
 def compare_svgs(
@@ -362,7 +398,7 @@ def record_snapshots(session: Session, index: int) -> tuple[ProgramSnapshot, Pro
     return before, after, session.trace_so_far.records[index].diff
 
 
-def _graph_job(session: Session, index: int, view: str, opts: dict[str, Any]) -> tuple[Any, Any, tuple, Callable]:
+def graph_job(session: Session, index: int, view: str, opts: dict[str, Any]) -> tuple[Any, Any, tuple, Callable]:
     before, after, diff = record_snapshots(session, index)
     opts = dict(opts)
     extra: dict[str, Any] = {}
@@ -384,7 +420,7 @@ def _graph_job(session: Session, index: int, view: str, opts: dict[str, Any]) ->
 
 def current_graph(session: Session, view: str, cache: SvgCache | None = None, **opts: Any) -> str:
     """The SVG of `view` for the session's current pass (through `cache` when given)."""
-    before, after, key, make = _graph_job(session, session.position, view, opts)
+    before, after, key, make = graph_job(session, session.position, view, opts)
     return cache.get(before, after, key, make) if cache is not None else make()
 
 
@@ -404,6 +440,6 @@ def prefetch_next(session: Session, view: str, cache: SvgCache, **opts: Any) -> 
             and first_view(pass_changes.regions(session, i)) == "summary"
         ):
             continue
-        cache.prefetch(*_graph_job(session, i, view, opts))
+        cache.prefetch(*graph_job(session, i, view, opts))
         drawn.append(i)
     return later[0] if later and later[0] in drawn else None

@@ -26,6 +26,7 @@ from ._common import CSS, ErrorBox, pin_to_main_shell, widgets
 from .background import NumericFiller, TraceFiller
 from .dom_tools import ScrollTo
 from .gpu_panel import GpuPanel
+from .model_explorer_button import ModelExplorerButton
 from .picker import ModelPicker, make_session
 from .report_saver import ReportSaver
 from .study_panel import StudyPanel
@@ -219,9 +220,10 @@ class Explorer:
         self.recipe = W.HTML("", layout=W.Layout(display="none"), _dom_classes=["migx-recipe"])
         self.report = ReportSaver(self.errors, lambda: self.session)
         self.report.widget.layout.display = "none"  # part of the Recipe / export menu
+        self.model_explorer = ModelExplorerButton(self.errors, lambda: self.session)
         self.recipe_button.observe(self.errors.guard(lambda _c: self._show_recipe(), "recipe"), "value")
         left = W.VBox(
-            [self.tree.widget, self.views.stats, self.views.warnings],
+            [self.tree.widget, self.views.scope_tree.widget, self.views.stats, self.views.warnings],
             # the graph is what the user reads: the side column gives way first (at
             # 1280x800 in JupyterLab the graph pane had 510 px of the width)
             layout=W.Layout(width="290px", min_width="230px", flex="0 1 290px"),
@@ -230,7 +232,10 @@ class Explorer:
         right = W.VBox(
             [
                 self.stepper.widget,
-                W.HBox([self.stepper.position, self.recipe_button], _dom_classes=["migx-position-row"]),
+                W.HBox(
+                    [self.stepper.position, self.recipe_button, self.model_explorer.widget],
+                    _dom_classes=["migx-position-row"],
+                ),
                 self.recipe,
                 self.report.widget,
                 self.views.widget,

@@ -10,12 +10,12 @@ from typing import Any
 
 from migx_explore.compiler.quantize import PRECISIONS
 
+from ..migraphx import is_migraphx_text
+from ..migraphx.modes import mode_options
 from ..session import Session
 from . import queries
 from ._common import ErrorBox, widgets
 from .dom_tools import ChunkedUpload
-
-COMPILE_MODES = ("balanced", "eager")
 
 
 def _first_line(e: BaseException) -> str:
@@ -95,7 +95,7 @@ class ModelPicker:
             _dom_classes=["migx-input-dims"],
         )
         self.mode = W.Dropdown(
-            options=COMPILE_MODES,
+            options=mode_options(),
             value="balanced",
             description="mode",
             style={"description_width": "initial"},
@@ -168,6 +168,9 @@ class ModelPicker:
         if change["new"]:
             self.builtin.value = ""
             self._uploaded_bytes = None
+            if is_migraphx_text(change["new"]):  # MIGraphX's printed program or compile log
+                self.inputs_note.value = "MIGraphX text: Load shows its own passes (numeric checks off)"
+                return
             if os.path.exists(change["new"]):
                 try:
                     dims = queries.onnx_inputs(change["new"])
@@ -180,6 +183,10 @@ class ModelPicker:
         self.builtin.value, self.path.value = "", ""
         self._uploaded_bytes = None
         self._uploaded_name = name
+        if _migraphx_bytes(data):
+            self._uploaded_bytes = data
+            self.inputs_note.value = f"uploaded {html.escape(name)}: MIGraphX text (its own passes; numeric checks off)"
+            return
         try:
             dims = queries.onnx_inputs(data)
         except Exception as e:  # noqa: BLE001 - reported as one line naming the file
@@ -208,8 +215,37 @@ class ModelPicker:
             kw["name"] = self._uploaded_name
         if self.precision.value != "fp32":
             kw["precision"] = self.precision.value
-        session = make_session(self.selection(), queries.parse_dims(self.dims.value), **kw)
+        selection = self.selection()
+        text_file = _migraphx_file(selection, self._uploaded_name)
+        if text_file is not None:  # a printed program or compile log: MIGraphX's passes, not ours
+            session = Session.from_migraphx(text_file, name=kw.get("name") or os.path.basename(text_file))
+            self._on_load(session)
+            return session
+        session = make_session(selection, queries.parse_dims(self.dims.value), **kw)
         if self.mode.value != "balanced":
             session.config.set_mode(self.mode.value)
         self._on_load(session)
         return session
+
+
+def _migraphx_bytes(data: bytes) -> bool:
+    head = data[: 1 << 16]
+    if b"\0" in head or head.startswith(b"PK"):
+        return False
+    text = head.decode("utf-8", errors="replace")
+    return any(line.startswith(("Pass: ", 'module: "')) or " = @param:" in line for line in text.splitlines())
+
+
+def _migraphx_file(selection: Any, upload_name: str) -> str | None:
+    """A path to read with Session.from_migraphx, or None: a MIGraphX text path as typed, or an
+    uploaded MIGraphX text written to a temporary file."""
+    if isinstance(selection, str):
+        return selection if is_migraphx_text(selection) else None
+    if isinstance(selection, bytes) and _migraphx_bytes(selection):
+        import tempfile
+
+        fd, path = tempfile.mkstemp(suffix="-" + os.path.basename(upload_name or "migraphx.txt"))
+        with os.fdopen(fd, "wb") as f:
+            f.write(selection)
+        return path
+    return None

@@ -10,21 +10,27 @@ from __future__ import annotations
 import html
 from typing import Any
 
-from .. import compare_regions, config_compare, pass_changes
+from .. import pass_changes
+from ..instances import InstanceView, scope_badges
 from ..render.model import Clusters
 from ..render.pane_layout import DEFAULT_PANE
+from ..scopes import auto_opened
 from ..session import Session
 from . import content, queries
 from ._common import ErrorBox, widgets
+from .compare_view import CompareMixin
 from .dom_tools import ClickableSvg
+from .draw_thread import DrawThread
 from .graph_view import GraphView
 from .rewrites_view import RegionBar, RewritesPanel, region_of
+from .scope_tree import ScopeTree
 
 # The views a step may switch between by itself: the rewrite summary for a pass whose change
 # cannot be read as one region, the region's drawing otherwise. Any other view the user picked
 # stays picked.
 AUTO_VIEWS = ("rewrites", "diff")
 REGION_VIEWS = ("diff", "side_by_side")  # drawn one change region at a time
+ASYNC_VIEWS = ("diff", "side_by_side")  # laid out on the drawing thread (a whole change can take seconds)
 
 VIEW_CLASSES = {
     "rewrites": "migx-rewrites-view",
@@ -37,7 +43,20 @@ VIEW_CLASSES = {
 }
 
 
-class Views:
+def _has_instance_in(v: InstanceView, row: int, scope: str) -> bool:
+    return any(s == scope or s.startswith(scope + "/") for s in v.places(row).scopes)
+
+
+def _in_kernel() -> bool:
+    """Whether this runs in a Jupyter kernel (where a click must not wait for graphviz)."""
+    import sys
+
+    ip = sys.modules.get("IPython")
+    shell = ip.get_ipython() if ip is not None and hasattr(ip, "get_ipython") else None
+    return getattr(shell, "kernel", None) is not None
+
+
+class Views(CompareMixin):
     """Widget: `widget` holds the view selector, the view's controls, the graph view and the text
     panes; `stats` and `warnings` are placed by the explorer."""
 
@@ -115,8 +134,10 @@ class Views:
         )
         self.stats = W.HTML("", _dom_classes=["migx-stats"])
         self.warnings = W.HTML("", _dom_classes=["migx-warnings"])
-        self.rewrites = RewritesPanel(errors, self._show_instance)
-        self.region_bar = RegionBar(errors, lambda _k: self._show_selected())
+        self.scope_tree = ScopeTree(errors, self.scope_clicked)
+        self.rewrites = RewritesPanel(errors, self._show_instance, self._instance_moved)
+        self.busy = W.HTML("<i>drawing…</i>", _dom_classes=["migx-busy"], layout=W.Layout(display="none"))
+        self.region_bar = RegionBar(errors, lambda _k: self._quiet or self._show_selected())
         self.widget = W.VBox(
             [
                 self.select,
@@ -124,6 +145,7 @@ class Views:
                 self.focus_controls,
                 self.compare_controls,
                 self.rewrites.widget,
+                self.busy,
                 self.graph,
                 self.legend,
                 self.compare_text,
@@ -142,6 +164,8 @@ class Views:
         # instruction id (stable across passes), so an opened cluster stays open while stepping.
         self.clusters = Clusters()
         self._focus_next = ""  # what the next drawing centres on instead of the change
+        # Scopes the user opened in the scope tree: one choice for the model, kept while stepping.
+        self.open_scopes: set[str] = set()
         self._config_titles: tuple[str, str] | None = None  # the panels' labels in "on vs off" mode
         # The region bar steps through the pass's regions, or in Compare through those between
         # A and B; each list keeps its own position.
@@ -158,6 +182,10 @@ class Views:
         for w in (self.hops, self.centre, self.compare_a, self.compare_b, self.compare_mode, self.compare_at):
             w.observe(errors.guard(lambda _c: self._quiet or self._show_selected(), "view options"), "value")
         self.metrics.observe(errors.guard(self._metrics_clicked, "metrics chart"), "clicks")
+        # Drawings are laid out on a worker thread in a kernel (a click is answered at once and a
+        # newer one supersedes an older drawing); scripts and tests draw in line.
+        self.async_draw = _in_kernel()
+        self.drawer = DrawThread(self.busy)
         self._set_visibility()
 
     # ---- updating -----------------------------------------------------------------------------------
@@ -184,7 +212,17 @@ class Views:
         regions = pass_changes.regions(session) if rec.changed else []
         self.region_bar.set(regions, 0)
         self._pass_regions = self._bar_source = regions
-        self.rewrites.show(rec.path, pass_changes.rewrites(session) if rec.changed else [], regions)
+        rows = pass_changes.rewrites(session) if rec.changed else []
+        view = None
+        sb, sa = pass_changes.scopes(session)
+        scopes = {**sb, **sa}
+        if rows:
+            before, after = session.snapshots()
+            view = InstanceView(rows, before, after, scopes)
+        self.rewrites.show(rec.path, rows, regions, view)
+        self._tree_scopes = list(dict.fromkeys(sa.values()))
+        self._tree_badges = scope_badges(rows, scopes)
+        self._show_tree()
         if self.select.value in AUTO_VIEWS and self._auto_view:
             want = "rewrites" if rec.changed and not self._region_reads(session, regions) else "diff"
             if self.select.value != want:
@@ -217,11 +255,59 @@ class Views:
 
     _programmatic = False
 
+    def _show_tree(self) -> None:
+        opened = self.open_scopes | auto_opened(self._tree_scopes)
+        self.scope_tree.show(self._tree_scopes, opened, self._tree_badges, self._rec.path if self._rec else "")
+
+    def scope_clicked(self, scope: str) -> None:
+        """A scope tree click: open or close the scope (in the tree and the scope overview); in
+        the Rewrites view also show an instance inside it."""
+        if scope in self.open_scopes:
+            self.open_scopes.discard(scope)
+        elif any(s.startswith(scope + "/") for s in self._tree_scopes):
+            self.open_scopes.add(scope)
+        self._show_tree()
+        v = self.rewrites.view
+        if self.select.value == "rewrites" and v is not None:
+            inside = v.scope() == scope or v.scope().startswith(scope + "/")
+            if not inside and not _has_instance_in(v, v.row, scope):
+                k = next((r for r in range(len(v.rows)) if _has_instance_in(v, r, scope)), None)
+                if k is not None:
+                    v.pick(k, 0)
+            if not inside:
+                v.jump(scope)
+            self.rewrites.refresh()
+            self._show_selected()
+        elif self.select.value == "diff":
+            if self.region_bar.current is not None:
+                self._show_instance(())  # the overview is where scopes open
+            else:
+                self._show_selected()
+
+    _tree_scopes: list = []
+    _tree_badges: dict = {}
+
+    def _instance_moved(self) -> None:
+        """The instance bar moved: draw the instance in the Rewrites view."""
+        if self.select.value != "rewrites":
+            self._programmatic = True
+            try:
+                self.select.value = "rewrites"  # draws
+            finally:
+                self._programmatic = False
+        else:
+            self._show_selected()
+
     def _show_instance(self, ids) -> None:
-        """Draw the region holding these instruction ids (all of the first region for none)."""
+        """Draw the region holding these instruction ids (none: the whole change)."""
         regions = self.region_bar.regions
         self.region_bar.set(regions, region_of(regions, ids) if ids else 0)
-        self.region_bar.whole.value = False
+        self._quiet = True
+        try:
+            self.region_bar.whole.value = not ids
+        finally:
+            self._quiet = False
+        self.region_bar._label()
         if self.select.value not in REGION_VIEWS:
             self._programmatic = True  # the summary's own link: the steps keep choosing
             try:
@@ -256,8 +342,10 @@ class Views:
         self._show_selected()
 
     def reset_clusters(self) -> None:
-        """Back to the default (clusters on small programs only): a new model was loaded."""
+        """Back to the default (clusters on small programs only, no scope opened): a new model was
+        loaded."""
         self.clusters = Clusters()
+        self.open_scopes = set()
 
     def _cluster_requested(self, change: dict) -> None:
         req = change["new"] or {}
@@ -270,36 +358,6 @@ class Views:
         if self._session is not None:
             self.stats.value = queries.stats_html(queries.stat_rows(pass_changes.stats(self._session)))
 
-    def _fill_compare_choices(self, session: Session) -> None:
-        tops = [(("" if r.changed else "· ") + r.path, r.index) for r in session.trace_so_far.top_level()]
-        options = [("(input program)", -1)] + tops
-        if list(self.compare_a.options) == options:
-            return
-        old_a, old_b = self.compare_a.value, self.compare_b.value
-        idx = {v for _, v in options}
-        self._quiet = True  # one redraw after both lists changed, not one per trait
-        try:
-            self.compare_a.options = options
-            self.compare_b.options = options
-            self.compare_a.value = old_a if old_a in idx else -1
-            self.compare_b.value = old_b if old_b in idx else options[-1][1]
-        finally:
-            self._quiet = False
-
-    def _default_compare(self, session: Session) -> None:
-        """Outside the Compare view, keep its choice on 'the previous change vs this pass', so
-        opening it shows the step the user is on against the last one that changed the IR."""
-        cur = session.current
-        if cur.depth > 0 or self.select.value == "compare":
-            return
-        earlier = [r.index for r in session.trace_so_far.top_level() if r.changed and r.index < cur.index]
-        self._quiet = True
-        try:
-            self.compare_a.value = earlier[-1] if earlier else -1
-            self.compare_b.value = cur.index
-        finally:
-            self._quiet = False
-
     def _set_visibility(self) -> None:
         view = self.select.value
         shown = {
@@ -307,7 +365,7 @@ class Views:
             self.compare_controls: view == "compare",
             self.rewrites.widget: view == "rewrites",
             self.region_bar.widget: view in REGION_VIEWS + ("compare",) and bool(self.region_bar.regions),
-            self.graph: view in content.GRAPH_VIEWS,
+            self.graph: view in content.GRAPH_VIEWS or (view == "rewrites" and self.rewrites.view is not None),
             self.legend: view in content.GRAPH_VIEWS,
             self.compare_text: view == "compare",
             self.text: view == "text",
@@ -323,7 +381,8 @@ class Views:
             else "<i>the IR after each pass; pan/zoom move both</i>"
         )
         classes = [c for c in self.graph._dom_classes if c not in VIEW_CLASSES.values()]
-        self.graph._dom_classes = tuple(classes + [VIEW_CLASSES[view]] if view in content.GRAPH_VIEWS else classes)
+        drawn = view in content.GRAPH_VIEWS or view == "rewrites"
+        self.graph._dom_classes = tuple(classes + [VIEW_CLASSES[view]] if drawn else classes)
 
     def _centre_ids(self) -> tuple[int, ...]:
         text = self.centre.value.replace(",", " ").split()
@@ -341,7 +400,10 @@ class Views:
             return (self.compare_a.value, self.compare_b.value, self.clusters, self._region())
         if view in REGION_VIEWS:
             whole = view == "diff" and self._region() is None  # only that drawing is laid out to the pane
-            return (self.clusters, self._region(), self._pane() if whole else None)
+            return (self.clusters, self._region(), self._pane() if whole else None, tuple(sorted(self.open_scopes)))
+        if view == "rewrites":
+            v = self.rewrites.view
+            return (v.row, v.index, self._pane()) if v is not None else ()
         return (self.clusters,) if view in content.GRAPH_VIEWS else ()
 
     def _region(self) -> int | None:
@@ -356,7 +418,7 @@ class Views:
         return (max(50.0, round(size[0] / 50) * 50.0), max(50.0, round(size[1] / 50) * 50.0))
 
     def _pane_resized(self, _change: dict) -> None:
-        if self.select.value == "diff" and self.region_bar.current is None:
+        if self.select.value == "rewrites" or (self.select.value == "diff" and self.region_bar.current is None):
             self._show_selected()  # a new key only when the rounded size changed
 
     def _use_regions(self, regions: list) -> None:
@@ -374,6 +436,8 @@ class Views:
 
         Views remember the record object they show (not its index or id: a re-trace makes new
         records, and a freed record's id can come back for a new one)."""
+        if not self._in_thread:
+            self.drawer.cancel()  # a drawing in line supersedes any pending one
         extra = self._options(view)
         drawn = self._drawn.get(view)
         if drawn is not None and drawn[0] is self._rec and drawn[1] == extra:
@@ -392,9 +456,53 @@ class Views:
         self._put(view)
         return True
 
+    _in_thread = False
+
+    def _draw_later(self, view: str) -> None:
+        """`_draw` on the drawing thread (DrawThread: a busy note meanwhile, the latest wins)."""
+        extra = self._options(view)
+        drawn = self._drawn.get(view)
+        if drawn is not None and drawn[0] is self._rec and drawn[1] == extra:
+            self._draw(view)
+            return
+        rec = self._rec
+
+        def done(markup: str, err: BaseException | None) -> None:
+            if err is not None:
+                markup = f'<div class="migx-render-error">Cannot draw this view: {html.escape(str(err))}</div>'
+                self.errors.show(err, f"draw {content.VIEW_LABELS[view]}")
+            self._drawn[view] = (rec, extra)
+            self._markup[view] = markup
+            if self.select.value == view and self._rec is rec:
+                self._put(view)
+
+        self.drawer.submit(self._maker(view), done)
+
+    def wait(self, timeout: float | None = 60) -> None:
+        """Wait for the drawing thread's latest job (tests, scripts)."""
+        self.drawer.wait(timeout)
+
+    def _maker(self, view: str) -> Any:
+        """A function that draws `view` as it is chosen now (it reads no widget state later)."""
+        s = self._session
+        if view == "rewrites":
+            v = self.rewrites.view
+            inst = v.current if v is not None else None
+            if inst is None:
+                return lambda: ""
+            before, after, d = content.record_snapshots(s, s.position)
+            pane = self._pane()
+            return lambda: content.instance_svg(before, after, d, inst, pane)
+        if view in content.PASS_GRAPH_VIEWS:
+            before, after, key, make = content.graph_job(s, s.position, view, self._graph_opts(view))
+            return lambda: self.cache.get(before, after, key, make)
+        return lambda: self.render(view)
+
     def _put(self, view: str) -> None:
         markup = self._markup[view]
-        if view in content.GRAPH_VIEWS:
+        if view == "rewrites":
+            self.graph.show(markup)
+        elif view in content.GRAPH_VIEWS:
             right = self._markup.get(view + ":right", "") if view == "compare" else ""
             titles = self._compare_titles() if view == "compare" else ()
             if self._session is not None:
@@ -415,6 +523,14 @@ class Views:
         view = self.select.value
         if view != "compare":
             self._use_regions(self._pass_regions)
+        if (view == "rewrites" and self.rewrites.view is not None) or view in ASYNC_VIEWS:
+            if self.async_draw:
+                self._draw_later(view)
+            else:
+                self._draw(view)
+            if view in content.PASS_GRAPH_VIEWS:
+                content.prefetch_next(self._session, view, self.cache, **self._graph_opts(view))
+            return
         if self._draw(view) and view in content.PASS_GRAPH_VIEWS:
             content.prefetch_next(self._session, view, self.cache, **self._graph_opts(view))
 
@@ -424,62 +540,25 @@ class Views:
             opts["region"] = self._region()
         if view == "diff" and opts.get("region") is None:
             opts["pane"] = self._pane()
+        if view == "diff":
+            opts["scopes_open"] = tuple(sorted(self.open_scopes))
         if view == "focus":
             opts.update(hops=self.hops.value, centre=self._centre_ids())
         return opts
-
-    def _compare_titles(self) -> tuple[str, str]:
-        if self.compare_mode.value == "config" and self._config_titles:
-            return self._config_titles
-        names = dict((v, k.lstrip("· ")) for k, v in self.compare_a.options)
-        return (f"A: {names.get(self.compare_a.value, '?')}", f"B: {names.get(self.compare_b.value, '?')}")
-
-    def _compared(self) -> tuple[Any, Any]:
-        """The two programs the Compare view shows (A, B)."""
-        if self.compare_mode.value != "config":
-            self._config_titles = None
-            return self._snapshot_at(self.compare_a.value), self._snapshot_at(self.compare_b.value)
-        cmp = self.config_comparison()
-        base, variant = (cmp.base, cmp.labels[0]), (cmp.variant, cmp.labels[1])
-        # A is the program without the pass, B the one with it: A -> B is what the pass brings.
-        (a, la), (b, lb) = (variant, base) if not cmp.toggles[0][1] else (base, variant)
-        self._config_titles = (f"A: {la}", f"B: {lb}")
-        return a, b
-
-    def config_comparison(self) -> Any:
-        """The current top-level pass switched the other way, traced on a copy of the
-        configuration, against the program as configured (a config_compare.ConfigComparison)."""
-        s = self._session
-        cur = s.current
-        top = next(r for r in reversed(s.trace_so_far.top_level()) if r.index <= cur.index)
-        at = top.path if self.compare_at.value == "here" else ""
-        return config_compare.compare_configs(s, {top.path: not top.enabled}, at=at)
-
-    def _snapshot_at(self, index: int) -> Any:
-        s = self._session
-        return s.initial if index < 0 else s.snapshots(index)[1]
 
     def render(self, view: str) -> str:
         """The markup of one view for the current pass (public so notebooks can embed a view)."""
         s = self._session
         if view == "compare":
-            a, b = self._compared()
-            titles = self._compare_titles()
-            self._use_regions(compare_regions.regions_between(s, a, b))
-            k = self._region()
-            ids = self.region_bar.regions[k].ids if k is not None else None
-            left, right = content.compare_svgs(a, b, titles, expand=self.clusters, focus_ids=ids)
-            self._markup["compare:right"] = right
-            self.compare_text.value = content.side_by_side_text_html(a.text, b.text, titles)
-            return left
+            return self._render_compare()
         if view in content.GRAPH_VIEWS:
             return content.current_graph(s, view, self.cache, **self._graph_opts(view))
         if view == "text":
             return content.text_diff_html(pass_changes.text_diff(s))
         if view == "metrics":
             return content.metrics_svg(queries.metrics_series(s), s.current.index)
-        if view == "rewrites":  # the panel's rows are set on each step (update)
-            return self.rewrites.heading.value
+        if view == "rewrites":  # the panel's rows are set on each step (update); this draws the instance
+            return self._maker(view)() if self.rewrites.view is not None else self.rewrites.heading.value
         raise ValueError(f"unknown view {view!r}")
 
     def drawn(self, view: str = "diff") -> str:
@@ -488,34 +567,6 @@ class Views:
         return self._markup[view]
 
     svg = drawn  # the older name
-
-    def compare(self, a: str | int, b: str | int) -> None:
-        """Show the Compare view of the IR after pass `a` and after pass `b` (paths or indexes;
-        -1: the input program)."""
-        s = self._session
-        ia = a if isinstance(a, int) else s.trace.find(a).index
-        ib = b if isinstance(b, int) else s.trace.find(b).index
-        self._fill_compare_choices(s)  # the choices list passes traced so far; these may be later
-        self._quiet = True  # one drawing at the end, not one per control
-        try:
-            self.compare_a.value, self.compare_b.value = ia, ib
-            self.compare_mode.value = "passes"
-        finally:
-            self._quiet = False
-        self.select.value = "compare"
-        self._show_selected()
-
-    def compare_pass_off(self, at: str = "final") -> None:
-        """Show the Compare view of the current pass on vs off ("final": the final programs,
-        "here": the IR right after the pass) without changing the session's toggles."""
-        self._quiet = True
-        try:
-            self.compare_at.value = at
-            self.compare_mode.value = "config"
-        finally:
-            self._quiet = False
-        self.select.value = "compare"
-        self._show_selected()
 
     def _metrics_clicked(self, _change: dict) -> None:
         if self._on_pick is not None and self.metrics.clicked >= 0:

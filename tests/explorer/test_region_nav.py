@@ -3,6 +3,8 @@ regions handed to the minimap, and ◀ ▶ in the Compare view (two passes, or a
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from migx_explore import compare_regions, pass_changes
@@ -35,12 +37,16 @@ def test_whole_change_is_laid_out_to_the_pane_and_the_minimap_gets_the_regions(e
     v.region_bar.move(1)
     assert v.graph.region_index == 1 and v.graph.regions == [list(r.ids) for r in v.region_bar.regions]
     v.region_bar.whole.value = True
-    svg = v.drawn("diff")
-    columns = svg.count("<title>cluster_fold_")
-    assert columns > 1 and 'id="di_cluster_fold_0"' in svg
-    v.graph.pane_size = [1400.0, 420.0]  # a wider pane: more columns
-    wider = v.drawn("diff")
-    assert wider.count("<title>cluster_fold_") > columns
+    svg = v.drawn("diff")  # past the node budget: the scope overview, /bert opened by itself
+    assert re.search(r">/bert/encoder<", svg) and re.search(r">\d+ ops · [+−~]\d+", svg)
+    assert "st_changed" in svg and "layer.0" not in svg
+    v.open_scopes.add("bert/encoder")  # as the scope tree does; the choice holds while stepping
+    opened = v.drawn("diff")
+    assert ">/bert/encoder/layer.0<" in opened and ">/bert/encoder/layer.3<" in opened
+    ex.goto("backend.lowering")
+    v.region_bar.whole.value = True
+    assert ">/bert/encoder/layer.0<" in v.drawn("diff")
+    v.open_scopes.clear()
     v.region_bar.whole.value = False
     assert "cluster_fold_" not in v.drawn("diff")  # one region is drawn as it is
 
@@ -58,7 +64,7 @@ def test_compare_steps_through_the_regions_between_a_and_b_and_diff_gets_its_own
     assert v.graph.regions == [list(r.ids) for r in bar.regions] and v.graph.region_index == 0
     first = v.graph.svg
     bar.move(1)
-    assert bar.text.startswith(f"region 2 of {len(bar.regions)}") and v.graph.region_index == 1
+    assert bar.text.startswith(f"instance 2 of {len(bar.regions)}") and v.graph.region_index == 1
     assert v.graph.svg != first  # cut around region 2
     assert f"iid_{bar.regions[1].ids[0]}" in v.graph.svg + v.graph.svg_right
     v.select.value = "diff"
@@ -70,6 +76,8 @@ def test_compare_this_pass_on_vs_off_has_region_navigation(ex):
     ex.goto(PASS)
     v.compare_pass_off("here")
     bar = v.region_bar
-    assert len(bar.regions) == len(pass_changes.regions(ex.session)) > 1
+    rows = pass_changes.rewrites(ex.session)
+    assert len(bar.regions) == sum(r.count for r in rows) > 1  # one entry per differing instance
+    assert bar.text.startswith(f"instance 1 of {len(bar.regions)}") and rows[0].label.split(" × ")[0] in bar.text
     bar.move(1)
     assert v.graph.region_index == 1 and f"iid_{bar.regions[1].ids[0]}" in v.graph.svg + v.graph.svg_right

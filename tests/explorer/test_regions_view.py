@@ -58,20 +58,26 @@ def test_the_explorer_opens_each_pass_on_a_region_or_the_summary_and_steps_regio
     assert v.select.value == "rewrites"
     rows = v.rewrites.rows_box.children
     assert [b.description for b in rows][0].startswith("softmax → {reduce_max")
-    rows[0].click()  # the row's first instance: its region, in the graph
-    assert v.select.value == "diff" and "instance 1 of 4" in v.rewrites.note.value
-    assert v.region_bar.text == "region 1 of 4 · /bert/encoder/layer.0/attention/self"
-    svg = v.drawn("diff")
-    first = set(re.findall(r"iid_(\d+)", " ".join(re.findall(CHANGED + r'[^"]*"', svg))))
-    assert first and {int(i) for i in first} <= set(pass_changes.regions(ex.session)[0].ids)
-    assert 'class="cluster migx_cluster' in svg and ">layer.0<" in svg  # scope groups around it
-    rows[0].click()
-    assert v.region_bar.text.startswith("region 2 of 4 · /bert/encoder/layer.1")
+    rows[0].click()  # the row's first instance, drawn before | after in the Rewrites view
+    assert v.select.value == "rewrites" and v.rewrites.label.value.startswith("instance 1 of 4")
+    assert "/bert/encoder/layer.0/attention/self" in v.rewrites.label.value
+    svg = v.graph.svg
+    drawn = {int(i) for i in re.findall(r"iid_(\d+)", " ".join(re.findall(CHANGED + r'[^"]*"', svg)))}
+    assert drawn and drawn <= set(pass_changes.regions(ex.session)[0].ids)
+    assert ">before: what the rewrite consumed" in svg and ">softmax<" in svg
+    assert "all 4 alike" in v.rewrites.label.value and "× 4 in 4 scopes" in v.rewrites.where_box.children[0].value
+    v.rewrites.next.click()
+    assert "instance 2 of 4 · /bert/encoder/layer.1/attention/self" in v.rewrites.label.value
+    v.rewrites.scopes.value = "bert/encoder/layer.3/attention/self"  # jump to a scope
+    assert "instance 4 of 4 · /bert/encoder/layer.3" in v.rewrites.label.value
+    assert v.graph.svg != svg
+    v.rewrites.graph_button.click()  # the whole change, region by region
+    assert v.select.value == "diff" and v.region_bar.text == "all 4 regions"
     v.region_bar.move(1)
-    assert v.region_bar.text.startswith("region 3 of 4 · /bert/encoder/layer.2")
+    assert v.region_bar.text.startswith("region 2 of 4 · /bert/encoder/layer.1")
     ex.stepper.keys.value = "["  # the keys box: [ and ] step regions
-    assert v.region_bar.text.startswith("region 2 of 4")
-    assert v.drawn("diff") != svg
+    assert v.region_bar.text.startswith("region 1 of 4")
+    v.select.value = "rewrites"
     ex.goto("backend.lowering")  # a summary's link does not pin the graph: the steps still choose
     assert v.select.value == "rewrites"
     assert "gpu::gemm" in " ".join(b.description for b in v.rewrites.rows_box.children)

@@ -224,7 +224,8 @@ def test_onnx_report_records_the_file_and_feed_hashes(tmp_path):
     page = out.read_text()
     assert hashlib.sha256(model.read_bytes()).hexdigest() in page
     assert hashlib.sha256(feed.read_bytes()).hexdigest() in page
-    assert html.escape(f"Session.from_onnx({str(model)!r}") in page  # the repro script loads the same file
+    # the repro script loads the same file, named without the folders of the machine that made it
+    assert html.escape(f"Session.from_onnx({model.name!r}") in page and str(model.parent) not in page
     rows = _data(page)["passes"]
     assert any(r["numeric"]["state"] == "ok" for r in rows)  # checked on the feed
 
@@ -309,3 +310,25 @@ def test_trace_svg_with_all_draws_the_unchanged_passes_too(tmp_path):
     svgs = [f for names in data["files"].values() for f in names if f.endswith(".svg")]
     assert len(svgs) > len(_blobs((out / "index.html").read_text()))
     assert all((out / f).exists() for f in svgs)
+
+
+def test_report_draws_each_rows_first_instance_and_names_no_machine_path(tmp_path):
+    """Issue 36: the report opens a big pass on its first rewrite instance (the explorer's
+    drawing), and a shared report holds no absolute path of the machine that made it."""
+    import onnx
+
+    from migx_explore.models import get_model
+
+    model = tmp_path / "deep" / "folder" / "bert.onnx"
+    model.parent.mkdir(parents=True)
+    onnx.save(get_model("bert_encoder"), str(model))
+    s = Session.from_onnx(str(model), numeric=False)
+    page, _ = build_report(s, command=f"migx-explore report {model} --out {tmp_path / 'r.html'}")
+    assert str(tmp_path) not in page and "/deep/folder" not in page
+    assert "onnx: bert.onnx" in page
+    blobs = _blobs(page)
+    low = s.trace.find("backend.lowering")
+    inst = blobs[low.index]["instances"]
+    assert blobs[low.index]["first_view"] == "summary" and inst
+    assert inst[0]["label"].startswith("instance 1 of ") and " in " in inst[0]["where"]
+    assert "st_added" in inst[0]["svg"] and "before: what the rewrite consumed" in inst[0]["svg"]

@@ -105,8 +105,24 @@ def test_numeric_check_runs_per_pass():
     assert changed and all(r.numeric is not None and r.numeric.ok for r in changed)
 
 
-def test_mode_eager_skips_optimize_rewrite():
+def test_mode_eager_runs_pr_4770s_short_optimize_rewrite():
     s = _session()
+    s.config.set_mode("eager")
+    recs = [r.name for r in s.trace.top_level() if r.pipeline == "optimize_rewrite"]
+    assert recs == [
+        "optimize_module",
+        "dead_code_elimination",
+        "rewrite_reduce",
+        "rewrite_topk",
+        "dead_code_elimination",
+    ]
+
+
+def test_mode_eager_of_the_may_catalogue_skips_optimize_rewrite():
+    from migx_explore.compiler.parser import parse
+    from migx_explore.gpu.pipelines import CompileOptions
+
+    s = Session(parse(CHAIN), options=CompileOptions(migraphx="2026-05"), include_backend=False)
     s.config.set_mode("eager")
     recs = [r for r in s.trace.top_level() if r.pipeline == "optimize_rewrite"]
     assert recs and all(r.status == "disabled" for r in recs)

@@ -218,7 +218,7 @@ def _ms_model(nodes, inputs, outputs, inits=()):
     return m
 
 
-@pytest.mark.parametrize("mask", [None, "raw", "lengths"])
+@pytest.mark.parametrize("mask", [None, "raw", "lengths", "start_end", "3d"])
 @pytest.mark.parametrize("unidirectional", [0, 1])
 def test_com_microsoft_attention(mask, unidirectional):
     b, s, d, n = 2, 5, 8, 2
@@ -238,6 +238,15 @@ def test_com_microsoft_attention(mask, unidirectional):
         names.append("m")
         feed["m"] = np.array([5, 3], np.int32)
         inputs.append(vi("m", TensorProto.INT32, [b]))
+    elif mask == "start_end":  # [2B]: end positions, then start positions
+        names.append("m")
+        feed["m"] = np.array([5, 4, 0, 1], np.int32)
+        inputs.append(vi("m", TensorProto.INT32, [2 * b]))
+    elif mask == "3d":  # [B, S, T]: one key mask per query
+        names.append("m")
+        feed["m"] = (rng.random((b, s, s)) > 0.3).astype(np.int32)
+        feed["m"][..., 0] = 1
+        inputs.append(vi("m", TensorProto.INT32, [b, s, s]))
     node = helper.make_node("Attention", names, ["y"], domain=MS, num_heads=n, unidirectional=unidirectional)
     m = _ms_model([node], inputs, [vi("y", F, [b, s, d])], inits)
     check_against_ort(m, feed, rtol=1e-4, atol=1e-5)

@@ -18,6 +18,7 @@ from . import (  # noqa: F401  (registration side effects)
     parse_function_ops,
     parse_misc,
     parse_msft,
+    parse_msft_embed,
     parse_nn,
     parse_norm,
     parse_quant,

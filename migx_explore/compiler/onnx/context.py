@@ -170,7 +170,7 @@ class NodeContext:
         """A literal of `like`'s element type broadcast to its lens."""
 
         lit = self.module.add_literal(np.asarray(value, dtype=dtypes.np_dtype(like.shape.type)))
-        return self.broadcast_to(lit, like.shape.lens)
+        return self.broadcast_to(lit, like)
 
     def convert(self, ins: Instruction, type: str) -> Instruction:
         return ins if ins.shape.type == type else self.add("convert", [ins], target_type=type)
@@ -179,7 +179,16 @@ class NodeContext:
         """MIGraphX's make_contiguous: a copy only when the input is not standard (reshape needs it)."""
         return ins if ins.shape.standard() else self.add("contiguous", [ins])
 
-    def broadcast_to(self, ins: Instruction, lens: Sequence[int]) -> Instruction:
+    def broadcast_to(self, ins: Instruction, lens: Sequence[int] | Instruction) -> Instruction:
+        """ins broadcast to lens, or to the shape of an instruction (with a dynamic shape, the
+        2-input multibroadcast that follows it at run time)."""
+        if isinstance(lens, Instruction):
+            like = lens
+            if like.shape.dynamic_shape or ins.shape.dynamic_shape:
+                if ins.shape.dyn_dims == like.shape.dyn_dims and ins.shape.ndim == like.shape.ndim:
+                    return ins
+                return self.add("multibroadcast", [ins, like])
+            lens = like.shape.lens
         lens = tuple(lens)
         if ins.shape.lens == lens:
             return ins

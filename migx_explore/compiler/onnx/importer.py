@@ -58,6 +58,7 @@ def parse_onnx(
     model, folder, raw = load_model(source)
     what = f"ONNX model {str(source)!r}" if folder is not None else "ONNX model"
     _check_opset(model, what)
+    _check_supported_ops(model)
     if _undeclared_contrib_domain(model):
         # Exporters (and ORT's transformer optimizer) emit com.microsoft ops without declaring the
         # domain; ONNX Runtime and MIGraphX read them anyway, the checker refuses the node. Declare
@@ -132,6 +133,32 @@ def _undeclared_contrib_domain(model: onnx.ModelProto) -> bool:
     """The model has com.microsoft nodes but no opset_import for that domain."""
     return MSFT_DOMAIN not in {o.domain for o in model.opset_import} and any(
         n.domain == MSFT_DOMAIN for n in _nodes(model.graph)
+    )
+
+
+def _supported(node: onnx.NodeProto) -> bool:
+    if node.domain == MSFT_DOMAIN:
+        return node.op_type in registry.MSFT_OPS and node.op_type in registry.HANDLERS
+    return node.domain in _DEFAULT_DOMAINS and node.op_type in registry.HANDLERS
+
+
+def _check_supported_ops(model: onnx.ModelProto) -> None:
+    """Several unsupported operator types (ai.onnx.ml, com.microsoft, ...) are named in one message
+    rather than one import at a time; a single one is reported by its node (see _Importer._node)."""
+    missing: dict[str, list[str]] = {}
+    for n in _nodes(model.graph):
+        if not _supported(n):
+            domain = n.domain if n.domain not in _DEFAULT_DOMAINS else "ai.onnx"
+            missing.setdefault(f"{domain}.{n.op_type}", []).append(n.name or (n.output[0] if n.output else "?"))
+    if len(missing) < 2:
+        return
+    parts = []
+    for op, nodes in missing.items():
+        shown = ", ".join(nodes[:3]) + (f", ... ({len(nodes)} nodes)" if len(nodes) > 3 else "")
+        parts.append(f"{op} (node{'s' if len(nodes) > 1 else ''} {shown})")
+    raise ImportError_(
+        f"{len(missing)} operators are not supported: {'; '.join(parts)}; run `migx-explore onnx --list` "
+        "for the supported operators"
     )
 
 

@@ -9,9 +9,11 @@ body (a Reshape's shape) stay constant.
 
 - If with a constant condition imports only the chosen branch, inline (MIGraphX's parse_if does
   the same).
-- Loop needs its trip count at import (an input fed at run time raises ConstantInputRequired)
-  or runs at most MAX_LOOP_ITERATIONS (MIGraphX's default); scan outputs have that many rows,
-  and rows past an early exit are zeros (MIGraphX pads the same way). A body that needs its
+- Loop needs its trip count at import (an input fed at run time raises ConstantInputRequired);
+  scan outputs have that many rows, and rows past an early exit are zeros (MIGraphX pads the
+  same way). Without a trip count it runs until its condition turns false, as ONNX Runtime does
+  (MIGraphX stops at max_loop_iterations, 10 by default; we do not: only the work budget bounds
+  it, with an error naming the loop), and its scan outputs have as many rows as iterations ran. A body that needs its
   iteration number as a constant (a Slice at `i`) is unrolled at import instead, with the same
   semantics (a `where` keeps values once the condition turns false).
 - Scan's sequence length is a static dim, so the body is imported once per step (opset 8's
@@ -37,7 +39,6 @@ if TYPE_CHECKING:  # pragma: no cover
     from .context import NodeContext
     from .registry import Args, Result
 
-MAX_LOOP_ITERATIONS = 10  # MIGraphX's onnx_options::max_loop_iterations default
 MAX_SCAN_ROWS = 1 << 16  # per-iteration outputs are stacked to the trip count: keep that allocatable
 MAX_UNROLL = 256  # a body that needs its iteration number as a constant is unrolled up to this many times
 
@@ -166,7 +167,7 @@ def parse_loop(ctx: NodeContext, args: Args) -> Result:
     trip, cond = (args + [None, None])[:2]
     carried = list(args[2:])
     if trip is None:
-        max_iter = MAX_LOOP_ITERATIONS
+        max_iter = -1  # until the condition (the loop op's "no trip count"; the work budget bounds it)
     else:
         max_iter = int(ctx.need_const(trip, "M").reshape(-1)[0])
         max_iter = max(0, min(max_iter, np.iinfo(np.int32).max))
@@ -194,7 +195,7 @@ def parse_loop(ctx: NodeContext, args: Args) -> Result:
         # The body needs the iteration number as a constant (a Slice at `i`, say): unroll instead.
         for name in set(program.modules) - before:
             program.remove_module(name)
-        if param_name(body.input[0].name) not in e.params or max_iter > MAX_UNROLL:
+        if param_name(body.input[0].name) not in e.params or not 0 <= max_iter <= MAX_UNROLL:
             raise
         return _unroll_loop(ctx, body, max_iter, cond, carried)
     op = Op("loop", max_iterations=max_iter, carried=len(carried))
@@ -245,9 +246,7 @@ def _lens(vi: onnx.ValueInfoProto) -> list[int]:
 
 
 def _where(ctx: NodeContext, cond: Instruction, a: Instruction, b: Instruction) -> Instruction:
-    return ctx.add(
-        "where", [ctx.broadcast_to(ctx.add("reshape", [cond], dims=[1] * a.shape.ndim or [1]), a.shape.lens), a, b]
-    )
+    return ctx.add("where", [ctx.broadcast_to(ctx.add("reshape", [cond], dims=[1] * a.shape.ndim or [1]), a), a, b])
 
 
 def _unroll_scan(

@@ -222,7 +222,7 @@ def parse_trilu(ctx: NodeContext, args: Args) -> Result:
     m, n = x.shape.lens[-2:]
     diff = np.arange(n)[None, :] - np.arange(m)[:, None]
     keep = diff >= k if ctx.attr("upper", 1) else diff <= k
-    mask = ctx.broadcast_to(ctx.literal(keep), x.shape.lens)
+    mask = ctx.broadcast_to(ctx.literal(keep), x)
     return ctx.add("where", [mask, x, ctx.scalar_like(0, x)])
 
 

@@ -148,7 +148,7 @@ def parse_bitshift(ctx: NodeContext, args: Args) -> Result:
 @register("PRelu")
 def parse_prelu(ctx: NodeContext, args: Args) -> Result:
     x, slope = args
-    return ctx.add("prelu", [x, ctx.broadcast_to(slope, x.shape.lens)])
+    return ctx.add("prelu", [x, ctx.broadcast_to(slope, x)])
 
 
 @register("IsInf")
@@ -217,8 +217,8 @@ def parse_clip(ctx: NodeContext, args: Args) -> Result:
         lo_i = ctx.scalar_like(lo, x) if lo is not None else None
         hi_i = ctx.scalar_like(hi, x) if hi is not None else None
     else:
-        lo_i = ctx.broadcast_to(args[1], x.shape.lens) if len(args) > 1 and args[1] is not None else None
-        hi_i = ctx.broadcast_to(args[2], x.shape.lens) if len(args) > 2 and args[2] is not None else None
+        lo_i = ctx.broadcast_to(args[1], x) if len(args) > 1 and args[1] is not None else None
+        hi_i = ctx.broadcast_to(args[2], x) if len(args) > 2 and args[2] is not None else None
     if lo_i is not None and hi_i is not None:
         return ctx.add("clip", [x, lo_i, hi_i])
     if lo_i is not None:

@@ -146,7 +146,7 @@ def parse_multinomial(ctx: NodeContext, args: Args) -> Result:
     batch, classes = x.shape.lens
     n = int(ctx.attr("sample_size", 1))
     t = ir_type(ctx.attr("dtype", 6), f"node {ctx.name} attribute 'dtype'")
-    mx = ctx.broadcast_to(ctx.add("reduce_max", [x], axes=[1]), x.shape.lens)
+    mx = ctx.broadcast_to(ctx.add("reduce_max", [x], axes=[1]), x)
     cdf = ctx.add("prefix_scan_sum", [ctx.add("exp", [ctx.add("sub", [x, mx])])], axis=1)
     total = ctx.add("slice", [cdf], axes=[1], starts=[classes - 1], ends=[classes])  # [batch, 1]
     u = ctx.literal(random_state(ctx).rand(batch, n, 1), x.shape.type)

@@ -73,7 +73,7 @@ def _rms_norm(ctx, x, gamma, eps: float, axis: int = -1):
     return ctx.add_common("mul", ctx.add_common("mul", x, inv), gamma), inv
 
 
-def _layer_norm(ctx, x, gamma, beta, eps: float):
+def layer_norm(ctx, x, gamma, beta, eps: float):
     node = helper.make_node(
         "LayerNormalization",
         ["x", "g"] + (["b"] if beta is not None else []),
@@ -99,7 +99,7 @@ def _skip_sum(ctx, args, bias_index: int):
 @register("SkipLayerNormalization", msft=True)
 def parse_skip_layer_norm(ctx: NodeContext, args: Args) -> Result:
     s = _skip_sum(ctx, args, 4)
-    y, mean, inv = _layer_norm(ctx, s, args[2], _opt(args, 3), float(ctx.attr("epsilon", 1e-12)))
+    y, mean, inv = layer_norm(ctx, s, args[2], _opt(args, 3), float(ctx.attr("epsilon", 1e-12)))
     return [y, mean, inv, s]
 
 
@@ -107,7 +107,11 @@ def parse_skip_layer_norm(ctx: NodeContext, args: Args) -> Result:
 def parse_skip_simplified_layer_norm(ctx: NodeContext, args: Args) -> Result:
     s = _skip_sum(ctx, args, 3)
     y, inv = _rms_norm(ctx, s, args[2], float(ctx.attr("epsilon", 1e-12)))
-    return [y, None, inv, s]
+    # The mean output: an RMS norm subtracts none, and ORT returns zeros of inv_std_var's shape.
+    mean = (
+        ctx.add("contiguous", [ctx.scalar_like(0.0, inv)]) if len(ctx.node.output) > 1 and ctx.node.output[1] else None
+    )
+    return [y, mean, inv, s]
 
 
 # --- attention ------------------------------------------------------------------------------------
@@ -136,7 +140,7 @@ def _sdpa(ctx, q, k, v, scale: float, causal: bool, bias=None, allowed=None):
         # query i sits at absolute position total - s + i and sees keys up to it
         allowed = ctx.literal(np.arange(total)[None, :] <= (np.arange(s)[:, None] + total - s))
     if allowed is not None:
-        mask = ctx.broadcast_to(allowed, scores.shape.lens)
+        mask = ctx.broadcast_to(allowed, scores)
         scores = ctx.add("where", [mask, scores, ctx.scalar_like(-np.inf, scores)])
     return ctx.add("dot", [ctx.add("softmax", [scores], axis=3), v])
 
@@ -246,7 +250,7 @@ def ms_attention(ctx: NodeContext, args: Args) -> Result:
     b, s = x.shape.lens[:2]
     add = attn_bias
     if mask is not None:
-        keep = _key_mask(ctx, mask, b, s)
+        keep = _key_mask(ctx, mask, b, s, s)
         fill = ctx.literal(np.float32(ctx.attr("mask_filter_value", -10000.0)), x.shape.type)
         penalty = ctx.add_common("where", keep, ctx.scalar_like(0.0, fill), fill)
         add = penalty if add is None else ctx.add_common("add", add, penalty)
@@ -262,16 +266,30 @@ def ms_attention(ctx: NodeContext, args: Args) -> Result:
     return [_merge_heads(ctx, out)]
 
 
-def _key_mask(ctx, mask, b: int, total: int):
-    """mask_index as a bool [B, 1, 1, T] (True = attend): the raw [B, T] mask, or [B] lengths."""
-    if mask.shape.lens == (b, total):
+def _key_mask(ctx, mask, b: int, total: int, s: int | None = None):
+    """mask_index as a bool mask broadcastable to the scores (True = attend), in ORT's forms: the
+    raw [B, T] or [B, S, T] mask (1 = attend), [B] end positions (right padding), or [2B] end
+    positions then start positions (keys in [start, end) attend)."""
+    keys = ctx.literal(np.arange(total, dtype=np.int64).reshape(1, total))
+    if mask.shape.lens == (b, total) or (s is not None and mask.shape.lens == (b, s, total)):
         keep = ctx.add_common("not", ctx.add_common("equal", mask, ctx.scalar_like(0, mask)))
-    elif mask.shape.lens == (b,):
-        keys = ctx.literal(np.arange(total, dtype=np.int64).reshape(1, total))
+        return ctx.add("unsqueeze", [keep], axes=[1] if keep.shape.ndim == 3 else [1, 2])
+    if mask.shape.lens == (b,):
         ends = ctx.add("reshape", [ctx.convert(mask, "int64")], dims=[b, 1])
         keep = ctx.add_common("less", keys, ends)
+    elif mask.shape.lens == (2 * b,):
+        bounds = ctx.add("reshape", [ctx.convert(mask, "int64")], dims=[2, b, 1])
+        ends, starts = (
+            ctx.add("squeeze", [ctx.add("slice", [bounds], axes=[0], starts=[i], ends=[i + 1])], axes=[0])
+            for i in (0, 1)
+        )
+        before_start = ctx.add_common("less", keys, starts)
+        keep = ctx.add_common("logical_and", ctx.add_common("less", keys, ends), ctx.add("not", [before_start]))
     else:
-        raise ctx.error(f"mask_index {list(mask.shape.lens)}: only [batch, total_length] and [batch] are supported")
+        raise ctx.error(
+            f"mask_index {list(mask.shape.lens)}: the forms are [batch, total_length], [batch, seq, "
+            "total_length], [batch] and [2 * batch]"
+        )
     return ctx.add("reshape", [keep], dims=[b, 1, 1, total])
 
 

@@ -51,6 +51,9 @@ def _compact(pads: list[int]) -> list[int]:
 def _add_bias(ctx, y, bias):
     if bias is None:
         return y
+    if y.shape.dynamic_shape:  # [C] -> [1, C, 1, ...], then to y's runtime shape
+        u = ctx.add("unsqueeze", [bias], axes=[0, *range(2, y.shape.ndim)])
+        return ctx.add("add", [y, ctx.broadcast_to(u, y)])
     b = ctx.add("broadcast", [bias], axis=1, out_lens=y.shape.lens)
     return ctx.add("add", [y, b])
 
@@ -193,7 +196,7 @@ def parse_gemm(ctx: NodeContext, args: Args) -> Result:
     if alpha != 1.0:
         y = ctx.add("mul", [y, ctx.scalar_like(alpha, y)])
     if c is not None and beta != 0.0:
-        cb = ctx.broadcast_to(c, y.shape.lens)
+        cb = ctx.broadcast_to(c, y)
         if beta != 1.0:
             cb = ctx.add("mul", [cb, ctx.scalar_like(beta, cb)])
         y = ctx.add("add", [y, cb])
@@ -213,12 +216,29 @@ def matmul(ctx, a, b):
         squeeze.append(-1)
     from .context import common_lens
 
+    if a.shape.dynamic_shape or b.shape.dynamic_shape:  # batch dims follow the runtime shapes
+        a, b = _dot_batch(ctx, a, b), _dot_batch(ctx, b, a)
+        return _squeezed(ctx, ctx.add("dot", [a, b]), squeeze)
     batch = common_lens([a.shape.lens[:-2], b.shape.lens[:-2]])
     if batch is None:
         raise ctx.error(f"batch dims of {list(a.shape.lens)} and {list(b.shape.lens)} do not broadcast")
     a = ctx.broadcast_to(a, batch + a.shape.lens[-2:])
     b = ctx.broadcast_to(b, batch + b.shape.lens[-2:])
-    y = ctx.add("dot", [a, b])
+    return _squeezed(ctx, ctx.add("dot", [a, b]), squeeze)
+
+
+def _dot_batch(ctx, x, other):
+    """x with its batch dims broadcast to those of x and other (broadcast_for_dot, unless they
+    already are)."""
+    from ..op import Op, compute_shape
+
+    want = compute_shape(Op("broadcast_for_dot"), [x.shape, other.shape])
+    if want.ndim == x.shape.ndim and want.dyn_dims == x.shape.dyn_dims and want.lens == x.shape.lens:
+        return x
+    return ctx.add("broadcast_for_dot", [x, other])
+
+
+def _squeezed(ctx, y, squeeze: list[int]):
     if squeeze:
         nd = y.shape.ndim
         y = ctx.add("squeeze", [y], axes=sorted(nd + s for s in squeeze))

@@ -50,7 +50,7 @@ def _batchnorm_training(ctx, x, scale, bias, running_mean, running_var):
     y = ctx.add_common("add", y, _per_channel(ctx, bias, x))
     c = x.shape.lens[1]
     batch_mean = ctx.add("reshape", [mean], dims=[c])
-    mean_b = ctx.broadcast_to(mean, x.shape.lens)
+    mean_b = ctx.broadcast_to(mean, x)
     batch_var = ctx.add("reshape", [ctx.add("reduce_mean", [ctx.add("sqdiff", [x, mean_b])], axes=axes)], dims=[c])
     momentum = float(ctx.attr("momentum", 0.9))
 
@@ -69,10 +69,10 @@ def _batchnorm_training(ctx, x, scale, bias, running_mean, running_var):
 def _normalize(ctx, x, axes, eps):
     """(x - mean) * rsqrt(var + eps) over axes; returns (y, mean, rsqrt)."""
     mean = ctx.add("reduce_mean", [x], axes=axes)
-    mean_b = ctx.broadcast_to(mean, x.shape.lens)
+    mean_b = ctx.broadcast_to(mean, x)
     var = ctx.add("reduce_mean", [ctx.add("sqdiff", [x, mean_b])], axes=axes)
     inv = ctx.add("rsqrt", [ctx.add("add", [var, ctx.scalar_like(eps, var)])])
-    y = ctx.add("mul", [ctx.add("sub", [x, mean_b]), ctx.broadcast_to(inv, x.shape.lens)])
+    y = ctx.add("mul", [ctx.add("sub", [x, mean_b]), ctx.broadcast_to(inv, x)])
     return y, mean, inv
 
 
@@ -149,7 +149,7 @@ def parse_lpnorm(ctx: NodeContext, args: Args) -> Result:
         norm = ctx.add("reduce_sum", [ctx.add("abs", [x])], axes=[axis])
     else:
         norm = ctx.add("sqrt", [ctx.add("reduce_sum", [ctx.add("mul", [x, x])], axes=[axis])])
-    norm = ctx.broadcast_to(norm, x.shape.lens)
+    norm = ctx.broadcast_to(norm, x)
     zero = ctx.scalar_like(0, x)
     # A zero norm gives 0, not 0/0 (as onnx.reference does).
     return ctx.add("where", [ctx.add("equal", [norm, zero]), zero, ctx.add("div", [x, norm])])
@@ -159,7 +159,7 @@ def parse_lpnorm(ctx: NodeContext, args: Args) -> Result:
 def parse_mvn(ctx: NodeContext, args: Args) -> Result:
     x = args[0]
     axes = sorted(norm_axis(a, x.shape.ndim, ctx.op_type) for a in ctx.attr("axes", [0, 2, 3]))
-    mean = ctx.broadcast_to(ctx.add("reduce_mean", [x], axes=axes), x.shape.lens)
-    sq_mean = ctx.broadcast_to(ctx.add("reduce_mean", [ctx.add("mul", [x, x])], axes=axes), x.shape.lens)
+    mean = ctx.broadcast_to(ctx.add("reduce_mean", [x], axes=axes), x)
+    sq_mean = ctx.broadcast_to(ctx.add("reduce_mean", [ctx.add("mul", [x, x])], axes=axes), x)
     std = ctx.add("sqrt", [ctx.add("sub", [sq_mean, ctx.add("mul", [mean, mean])])])
     return ctx.add("div", [ctx.add("sub", [x, mean]), ctx.add("add", [std, ctx.scalar_like(1e-9, x)])])

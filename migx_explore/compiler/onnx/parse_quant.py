@@ -80,7 +80,7 @@ def parse_qlinear_matmul(ctx: NodeContext, args: Args) -> Result:
             f"b_scale {list(bs.shape.lens)} must be a scalar, 1-D of B's columns, or [..., 1, N] "
             f"for B {list(b.shape.lens)}"
         )
-    params = [ctx.broadcast_to(p, b.shape.lens) for p in ([bs, bz] if bz is not None else [bs])]
+    params = [ctx.broadcast_to(p, b) for p in ([bs, bz] if bz is not None else [bs])]
     fb = ctx.add("dequantizelinear", [b, *params])
     return _qlinear(ctx, [(a, a_s, az, {})], "MatMul", ys, yz, {}, [fb])
 

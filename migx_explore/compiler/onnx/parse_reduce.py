@@ -137,7 +137,7 @@ def parse_reduce_log_sum_exp(ctx: NodeContext, args: Args) -> Result:
         x = ctx.convert(x, "float64")
     # log(sum(exp(x - m))) + m with m = max(x): the stable form (the naive one overflows on large x)
     m = ctx.add("reduce_max", [x], axes=axes)
-    shifted = ctx.add("exp", [ctx.add("sub", [x, ctx.broadcast_to(m, x.shape.lens)])])
+    shifted = ctx.add("exp", [ctx.add("sub", [x, ctx.broadcast_to(m, x)])])
     y = ctx.add("add", [ctx.add("log", [ctx.add("reduce_sum", [shifted], axes=axes)]), m])
     return _finish(ctx, ctx.convert(y, t), axes)
 

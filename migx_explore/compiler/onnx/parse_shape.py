@@ -9,8 +9,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from .. import dtypes
 from ..errors import ShapeError
 from ..ops.common import norm_axes, norm_axis
+from ..ops.dynamic_values import dyn_range_shape, expand_lens, reshape_lens, slice_lens
 from .context import common_lens
 from .registry import register
 from .tensors import ir_type
@@ -45,7 +47,16 @@ def _axes_arg(ctx, args, index: int, since: int) -> list[int] | None:
 @register("Reshape")
 def parse_reshape(ctx: NodeContext, args: Args) -> Result:
     x = args[0]
-    dims = list(ctx.attr("shape")) if ctx.opset < 5 else ctx.const_ints(args[1], "shape")
+    if ctx.opset < 5:
+        dims = list(ctx.attr("shape"))
+    else:
+        dims, ends = shape_value(ctx, args[1], "shape")
+        if ends is not None and not ctx.attr("allowzero", 0):
+            lo, hi = (reshape_lens(lens_at(x.shape, e), v) for e, v in zip(("min", "max"), ends))
+            out = dyn_range_shape(x.shape.type, lo, hi)
+            return ctx.add("reshape_with_dims", [ctx.contiguous(x), args[1]], output_shape=out)
+        if ends is not None:
+            ctx.need_const(args[1], "shape")  # allowzero with a runtime shape: refused, naming the inputs
     if ctx.attr("allowzero", 0) and 0 in dims:
         # A literal 0 dim: the result holds no elements, so it is an (empty) literal.
         if -1 in dims or x.shape.elements() != 0:
@@ -131,7 +142,7 @@ def parse_slice(ctx: NodeContext, args: Args) -> Result:
         axes = ctx.attr("axes", None)
         steps = None
     else:
-        starts, ends = ctx.const_ints(args[1], "starts"), ctx.const_ints(args[2], "ends")
+        (starts, start_ends), (ends, end_ends) = shape_value(ctx, args[1], "starts"), shape_value(ctx, args[2], "ends")
         axes = ctx.const_ints(args[3], "axes") if len(args) > 3 and args[3] is not None else None
         steps = ctx.const_ints(args[4], "steps") if len(args) > 4 and args[4] is not None else None
     axes = list(range(len(starts))) if axes is None else list(axes)
@@ -139,6 +150,9 @@ def parse_slice(ctx: NodeContext, args: Args) -> Result:
     if not len(starts) == len(ends) == len(axes) == len(steps):
         raise ctx.error("starts, ends, axes and steps must have the same length")
     axes = _axes(ctx, axes, nd)
+    loose = x.shape.dynamic_shape and any(not x.shape.dyn_dims[a].is_fixed for a in axes)
+    if ctx.opset >= 10 and (start_ends is not None or end_ends is not None or loose):
+        return _runtime_slice(ctx, x, args, axes, steps, (starts, start_ends), (ends, end_ends))
     # One plain `slice` when every step is 1 (the common exporter case, and MIGraphX's form).
     if all(s == 1 for s in steps):
         b = [range(*slice(st, en).indices(x.shape.lens[a])) for a, st, en in zip(axes, starts, ends)]
@@ -147,6 +161,21 @@ def parse_slice(ctx: NodeContext, args: Args) -> Result:
     for a, st, en, sp in zip(axes, starts, ends, steps):
         y = slice_axis(ctx, y, a, st, en, sp)
     return y
+
+
+def _runtime_slice(ctx, x, args, axes, steps, starts, ends):
+    """Slice whose bounds (or sliced axes) follow the dynamic dims: slice_with_bounds, its output
+    range found at both ends of the range."""
+
+    def at(value, e):
+        return value[0] if value[1] is None else value[1][0 if e == "min" else 1]
+
+    lo, hi = (slice_lens(lens_at(x.shape, e), axes, at(starts, e), at(ends, e), steps) for e in ("min", "max"))
+    bounds = [
+        a if v[1] is not None else ctx.literal(np.asarray(v[0], np.int64)) for a, v in zip(args[1:3], (starts, ends))
+    ]
+    out = dyn_range_shape(x.shape.type, lo, hi)
+    return ctx.add("slice_with_bounds", [x, *bounds], axes=list(axes), steps=list(steps), output_shape=out)
 
 
 @register("Split")
@@ -179,7 +208,12 @@ def parse_split(ctx: NodeContext, args: Args) -> Result:
 @register("Expand")
 def parse_expand(ctx: NodeContext, args: Args) -> Result:
     x = args[0]
-    shape = ctx.const_ints(args[1], "shape")
+    shape, ends = shape_value(ctx, args[1], "shape")
+    if ends is not None or x.shape.dynamic_shape:
+        lo, hi = (expand_lens(lens_at(x.shape, e), v) for e, v in zip(("min", "max"), ends or (shape, shape)))
+        out = dyn_range_shape(x.shape.type, lo, hi)
+        dims = args[1] if ends is not None else ctx.literal(np.asarray(shape, np.int64))
+        return ctx.add("broadcast_with_dims", [x, dims], output_shape=out)
     lens = common_lens([x.shape.lens, shape])
     if lens is None:
         raise ctx.error(f"cannot expand {list(x.shape.lens)} to {shape}")
@@ -237,8 +271,11 @@ def parse_range(ctx: NodeContext, args: Args) -> Result:
 
 @register("ConstantOfShape")
 def parse_constant_of_shape(ctx: NodeContext, args: Args) -> Result:
-    dims = ctx.const_ints(args[0], "input")
+    dims, ends = shape_value(ctx, args[0], "input")
     value = ctx.attr("value", np.zeros(1, np.float32))
+    if ends is not None:
+        out = dyn_range_shape(dtypes.dtype(value.dtype).name, *ends)
+        return ctx.add("fill_with_dims", [args[0]], value=float(value.reshape(-1)[0]), output_shape=out)
     if any(d < 0 for d in dims):
         raise ctx.error(f"negative dimension in shape {dims}")
     ctx.check_size(dims, value.dtype.itemsize)
@@ -337,7 +374,7 @@ def probe_value(ins, end: str) -> np.ndarray:
             v = i.literal.data
         elif i.name == "dimensions_of":
             x = i.inputs[0].shape
-            lens = [d.min if end == "min" else d.max for d in x.dyn_dims] if x.dyn_dims else list(x.lens)
+            lens = lens_at(x, end)
             v = np.asarray(lens[slice(i.op["start"], i.op["end"])], dtype=np.int64)
         elif i.is_builtin() or i.op.spec.compute is None:
             raise ValueError(f"{i.name} is not a shape computation")
@@ -347,3 +384,31 @@ def probe_value(ins, end: str) -> np.ndarray:
         return v
 
     return value(ins)
+
+
+def lens_at(s, end: str) -> list[int]:
+    """A shape's lens with every dynamic dim at its "min", "mid" or "max"."""
+    if s.dyn_dims is None:
+        return list(s.lens)
+    pick = {"min": lambda d: d.min, "max": lambda d: d.max, "mid": lambda d: (d.min + d.max) // 2}[end]
+    return [pick(d) for d in s.dyn_dims]
+
+
+def shape_value(ctx, ins, what: str) -> tuple[list[int], tuple[list[int], list[int]] | None]:
+    """A shape-like input's value: (ints, None) when it is constant over the dynamic range, or
+    (value at the range's max, (value at min, value at max)) when it follows the dynamic dims
+    through the inputs' shapes (Shape -> Gather -> Concat chains); one that reads an input's data
+    is refused (ConstantInputRequired, naming the inputs)."""
+    v = ctx.const(ins)
+    if v is not None:
+        return [int(x) for x in v.reshape(-1)], None
+    if ins is None:
+        ctx.need_const(ins, what)
+    try:
+        lo, mid, hi = ([int(x) for x in probe_value(ins, e).reshape(-1)] for e in ("min", "mid", "max"))
+    except ValueError:
+        ctx.need_const(ins, what)  # raises, naming the graph inputs it reads
+        raise
+    if lo == mid == hi:
+        return hi, None  # follows only fixed dims (e.g. Shape(x)[1] of a dynamic batch)
+    return hi, (lo, hi)

@@ -5,7 +5,8 @@ model as a whole, as ORT's loader does: the opset range it implements, element t
 graph's values, attribute ranges of the windowed ops (a kernel of 0 or -1), ONNX shape inference
 in strict mode (the errors an op's inference function raises; declared shapes are merged
 leniently, as ORT does), and indices into constant data that are out of range. After import,
-`check_declared_outputs` refuses a model whose declared output dims contradict what it computes.
+`check_declared_outputs` warns (once) about declared output dims that contradict what it computes,
+as ONNX Runtime does, and the computed shape is used.
 
 Each refusal is one ImportError_ line naming the node (or the value) and what is wrong.
 """
@@ -13,6 +14,7 @@ Each refusal is one ImportError_ line naming the node (or the value) and what is
 from __future__ import annotations
 
 import re
+import warnings
 from collections.abc import Iterator
 
 import numpy as np
@@ -63,8 +65,14 @@ def validate_imported(model: onnx.ModelProto, output_shapes: list, check_outputs
     shapes, types = _infer_strict(model)
     _check_constant_gathers(model.graph, shapes)
     check_node_operands(model.graph, shapes, types, _default_opset(model))
-    if check_outputs:
-        check_declared_outputs(model, output_shapes)
+    if check_outputs and (mismatches := check_declared_outputs(model, output_shapes)):
+        warnings.warn(
+            "; ".join(mismatches)
+            + "; using the computed shape"
+            + ("s" if len(mismatches) > 1 else "")
+            + " (ONNX Runtime runs such models, warning as here)",
+            stacklevel=3,
+        )
 
 
 def _default_opset(model: onnx.ModelProto) -> int:
@@ -251,10 +259,15 @@ def overrides_fixed_dims(model: onnx.ModelProto, dims: dict) -> bool:
     return False
 
 
-def check_declared_outputs(model: onnx.ModelProto, output_shapes: list) -> None:
-    """Refuse a graph output whose declared dims contradict the shape the model computes (a
-    different rank, or a fixed dim of another size); unknown and symbolic dims match anything,
-    as does a declared shape with no dims (exporters write it for an unknown rank)."""
+def check_declared_outputs(model: onnx.ModelProto, output_shapes: list) -> list[str]:
+    """Graph outputs whose declared dims contradict the shape the model computes (a different
+    rank, or a fixed dim of another size), as messages; unknown and symbolic dims match anything,
+    as does a declared shape with no dims (exporters write it for an unknown rank).
+
+    ONNX Runtime warns about such a declaration ("Error merging shape info for output ...
+    Falling back to lenient merge") and runs the model with the computed shape; so do we:
+    `validate_imported` turns these into one warning."""
+    out = []
     for vi, shape in zip(model.graph.output, output_shapes):
         tt = vi.type.tensor_type
         if not vi.type.HasField("tensor_type") or not tt.HasField("shape") or not len(tt.shape.dim) or shape.is_tuple:
@@ -263,17 +276,18 @@ def check_declared_outputs(model: onnx.ModelProto, output_shapes: list) -> None:
         lens = list(shape.lens)
         shown = ["?" if d is None else d for d in declared]
         if len(declared) != len(lens):
-            raise ImportError_(
+            out.append(
                 f"graph output {vi.name!r} is declared with rank {len(declared)} {shown}, but the model "
                 f"computes rank {len(lens)} {lens}"
             )
+            continue
         dyn = shape.dyn_dims
         for i, (d, n) in enumerate(zip(declared, lens)):
             fixed = dyn is None or dyn[i].is_fixed
             if d is not None and d > 0 and fixed and d != n:
-                raise ImportError_(
-                    f"graph output {vi.name!r} is declared {shown}, but the model computes {lens} (dim {i})"
-                )
+                out.append(f"graph output {vi.name!r} is declared {shown}, but the model computes {lens} (dim {i})")
+                break
+    return out
 
 
 # Ops whose ONNX shape-inference function is narrower than the operator's spec: rank-1

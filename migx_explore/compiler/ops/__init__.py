@@ -11,6 +11,7 @@ from . import (  # noqa: F401  (registration side effects)
     data,
     detection,
     dynamic,
+    dynamic_values,
     fused,
     fusion,
     nn,

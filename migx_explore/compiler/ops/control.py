@@ -12,12 +12,16 @@ submodule's parameters of the same names.
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 
 from ..errors import EvalError, ShapeError
 from ..op import GpuCode, defop
-from ..shape import Shape
+from ..shape import DynDim, Shape
 from .common import A
+
+UNBOUNDED_LOOP_ROWS = 1 << 16  # the row range a loop without a trip count declares for its per-iteration outputs
 
 
 def _outputs_shape(shapes: list[Shape]) -> Shape:
@@ -149,7 +153,11 @@ def _loop_shape(op, s, mods):
     for o, a in zip(outs[1 : 1 + n], s[1 : 1 + n]):
         if o.lens != a.lens or o.type != a.type:
             raise ShapeError(f"loop: body {body.name} changes a loop-carried value from {a} to {o}")
-    scans = [Shape.of(o.type, (op["max_iterations"], *o.lens)) for o in outs[1 + n :]]
+    rows = op["max_iterations"]
+    if rows < 0:  # until the condition: as many rows as iterations run, known at run time
+        scans = [Shape.dynamic(o.type, [DynDim(0, UNBOUNDED_LOOP_ROWS), *o.lens]) for o in outs[1 + n :]]
+    else:
+        scans = [Shape.of(o.type, (rows, *o.lens)) for o in outs[1 + n :]]
     return _outputs_shape([Shape.of(a.type, a.lens) for a in s[1 : 1 + n]] + scans)
 
 
@@ -158,9 +166,12 @@ def _loop_compute(op, args, out, run):
     cond = bool(np.asarray(args[0]).reshape(-1)[0])
     carried, rest = list(args[1 : 1 + n]), list(args[1 + n :])
     subs = out.sub_shapes if out.is_tuple else (out,)
-    scans = [np.zeros(sh.lens, dtype=sh.dtype.np_dtype) for sh in subs[n:]]
+    bounded = op["max_iterations"] >= 0
+    scans = [np.zeros(sh.lens, dtype=sh.dtype.np_dtype) if bounded else [] for sh in subs[n:]]
     it_lens, cond_lens = (p.shape.lens for p in body.params()[:2])
-    for i in range(op["max_iterations"]):
+    # No trip count: run until the condition turns false; only the work budget (every body
+    # instruction spends from it) stops a loop that never ends, with an error saying so.
+    for i in range(op["max_iterations"]) if bounded else itertools.count():
         if not cond:
             break
         res = run(
@@ -169,7 +180,12 @@ def _loop_compute(op, args, out, run):
         cond = bool(np.asarray(res[0]).reshape(-1)[0])
         carried = list(res[1 : 1 + n])
         for buf, v in zip(scans, res[1 + n :]):
-            buf[i] = v
+            if bounded:
+                buf[i] = v
+            else:
+                buf.append(np.asarray(v))
+    if not bounded:
+        scans = [np.stack(b) if b else np.zeros((0, *sh.lens[1:]), sh.dtype.np_dtype) for b, sh in zip(scans, subs[n:])]
     vals = carried + scans
     return tuple(vals) if out.is_tuple else vals[0]
 
@@ -181,7 +197,8 @@ defop(
     nargs=(1, -1),
     gpu=GpuCode.host("control flow: the host runs the body module once per iteration"),
     attrs=[A("max_iterations", "int", 10, show=True), A("carried", "int", 0, show=True)],
-    doc="Run the body module while its condition holds, at most max_iterations times. Inputs: condition, "
+    doc="Run the body module while its condition holds, at most max_iterations times (-1: no trip "
+    "count, until the condition; per-iteration outputs then have as many rows as iterations ran). Inputs: condition, "
     "the `carried` loop-carried values, then values the body reads; the body takes (iteration, "
     "condition, carried..., reads...) and returns (condition, carried..., per-iteration outputs...). "
     "Outputs: final carried values, then per-iteration outputs stacked to max_iterations rows (rows "

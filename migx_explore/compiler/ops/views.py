@@ -88,6 +88,10 @@ def _multibroadcast_shape(op, s, m):
     return Shape.of(x.type, out, strides)
 
 
+def _within(fixed: DynDim, rng: DynDim) -> bool:
+    return fixed.is_fixed and fixed.min != 1 and rng.min <= fixed.min <= rng.max
+
+
 def common_dyn_dims(shapes) -> tuple[DynDim, ...]:
     """Numpy broadcasting over (possibly dynamic) dims: a fixed 1 yields to the other side."""
     rank = max(s.ndim for s in shapes)
@@ -99,6 +103,10 @@ def common_dyn_dims(shapes) -> tuple[DynDim, ...]:
                 continue
             if out[k].is_fixed and out[k].min == 1:
                 out[k] = d
+            elif _within(d, out[k]) or _within(out[k], d):
+                # A fixed n against a range that holds n (a probe at the range's end clamped, say a
+                # Slice past a table): the runtime shapes must agree, so the dim is n there.
+                out[k] = d if d.is_fixed else out[k]
             else:
                 raise ShapeError(f"multibroadcast: {', '.join(map(str, shapes))} cannot be broadcast together")
     return tuple(out)

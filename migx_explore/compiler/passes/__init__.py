@@ -32,10 +32,12 @@ from .layout_convolution import LayoutConvolution
 from .normalize_ops import NormalizeOps
 from .optimize_module import OptimizeModule
 from .prefuse_ops import PrefuseOps
+from .promote_storage_type import PromoteStorageType
 from .propagate_constant import PropagateConstant
 from .propagate_precision import PropagatePrecision
 from .quantize_8bits import QuantizeEightBits
 from .rewrite import RewritePass
+from .rewrite_convolution import RewriteConvolution
 from .rewrite_dot import RewriteDot
 from .rewrite_gelu import RewriteGelu
 from .rewrite_low_precision import RewriteLowPrecision
@@ -81,10 +83,12 @@ PASSES: tuple[type[Pass], ...] = (
     NormalizeOps,
     OptimizeModule,
     PrefuseOps,
+    PromoteStorageType,
     PropagateConstant,
     PropagatePrecision,
     QuantizeEightBits,
     RewritePass,
+    RewriteConvolution,
     RewriteDot,
     RewriteGelu,
     RewriteLowPrecision,

@@ -1,10 +1,12 @@
 """simplify_dyn_ops (MIGraphX src/simplify_dyn_ops.cpp).
 
 Makes dynamic ops static where their inputs allow: a multi-input multibroadcast whose inputs are
-all static becomes `multibroadcast{out_lens}`; `dimensions_of` a static shape becomes an int64
-literal of those dimensions when they are fixed, even in a dynamic shape (find_static_dimensions_of);
-and, last, a select_module gets as output shapes the ranges that cover its submodules' outputs, static
-where they all agree (simplify_select_module_output_shape). A no-op on programs without dynamic ops.
+all static becomes `multibroadcast{out_lens}`; a runtime-shape op whose data input is static and
+whose value inputs are literals becomes its static form (reshape, multibroadcast, slice;
+compiler/ops/dynamic_values.py); `dimensions_of` a static shape becomes an int64 literal of those
+dimensions when they are fixed, even in a dynamic shape (find_static_dimensions_of); and, last, a
+select_module gets as output shapes the ranges that cover its submodules' outputs, static where
+they all agree (simplify_select_module_output_shape). A no-op on programs without dynamic ops.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import numpy as np
 
 from ..ir import Instruction, Module
 from ..op import Op
+from ..ops.dynamic_values import DYNAMIC_VALUE_OPS, static_form
 from ..pass_infra import Pass
 from ..shape import Shape
 
@@ -40,6 +43,16 @@ def _select_output_shapes(ins: Instruction) -> Shape | None:
         hi = [max(r[a][1] for r in ranges) for a in range(s0.ndim)]
         shapes.append(Shape.of(s0.type, lo) if lo == hi else Shape.dynamic(s0.type, list(zip(lo, hi))))
     return Shape.tuple_of(shapes)
+
+
+def _static_form(ins: Instruction):
+    """A runtime-shape op (reshape_with_dims, broadcast_with_dims, slice_with_bounds,
+    broadcast_for_dot) made static when its data input is static and its value inputs literals."""
+    if ins.name == "fill_with_dims":
+        return None  # all its inputs are values: propagate_constant folds it
+    values = [i.literal.data if i.is_literal() else None for i in ins.inputs]
+    found = static_form(ins.op, ins.inputs, values)
+    return None if found is None or found[0] == ins.op else found
 
 
 def _fixed_dims(s: Shape, start: int, end: int) -> list[int] | None:
@@ -79,6 +92,13 @@ class SimplifyDynOps(Pass):
                 with module.program.provenance([ins]):
                     lit = module.add_literal(np.asarray(lens, np.int64), ins.shape)
                 module.replace_all_uses(ins, lit)
+                changed = True
+            elif ins.name in DYNAMIC_VALUE_OPS and (found := _static_form(ins)) is not None:
+                op, args = found
+                with module.program.provenance([ins]):
+                    new = module.insert_instruction(ins, op, args)
+                module.replace_all_uses(ins, new)
+                module.remove_instruction(ins)
                 changed = True
         for ins in list(module):
             if ins.name != "select_module":

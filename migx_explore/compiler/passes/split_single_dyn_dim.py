@@ -22,6 +22,7 @@ import numpy as np
 
 from ..ir import Instruction, Module
 from ..op import Op
+from ..ops.dynamic_values import DYNAMIC_VALUE_OPS, static_form
 from ..pass_infra import Pass
 from ..shape import DynDim, Shape
 
@@ -60,22 +61,30 @@ def shape_computations(module: Module) -> set[int]:
     """Ids of the instructions whose values follow from param shapes alone: dimensions_of and
     what is computed from it with literals (a cache length, positions, a range's limit)."""
     derived: set[int] = set()
+    constant: set[int] = set()  # computed from literals alone (e.g. Shape of a static input, gathered)
     for ins in module:
         if ins.name == "dimensions_of":
             derived.add(ins.id)
+        elif ins.is_literal():
+            constant.add(ins.id)
         elif (
             ins.inputs
             and not ins.is_builtin()
             and not ins.module_inputs
             and ins.op.spec.compute is not None
-            and any(i.id in derived for i in ins.inputs)
-            and all(i.id in derived or i.is_literal() for i in ins.inputs)
+            and all(i.id in derived or i.id in constant for i in ins.inputs)
         ):
-            derived.add(ins.id)
+            (derived if any(i.id in derived for i in ins.inputs) else constant).add(ins.id)
     return derived
 
 
-def _copy_static(module: Module, sub: Module, axes: dict[str, int], size: int) -> list[Instruction]:
+def _value(ins: Instruction) -> np.ndarray:
+    from ..ref import eval_instruction
+
+    return ins.literal.data if ins.is_literal() else np.asarray(eval_instruction(ins))
+
+
+def copy_static(module: Module, sub: Module, axes: dict[str, int], size: int) -> list[Instruction]:
     """Copy the body with static params. Shape computations are folded to literals as they are
     copied (simplify_dyn_ops's dimensions_of and constant rules, applied here so that every copied
     shape rule, e.g. a `range` whose length follows P, sees static inputs)."""
@@ -96,11 +105,17 @@ def _copy_static(module: Module, sub: Module, axes: dict[str, int], size: int) -
                 value = np.asarray(args[0].shape.lens[slice(ins.op["start"], ins.op["end"])], dtype=np.int64)
             else:
                 tmp = sub.add_instruction(ins.op, args)
-                value = run_instruction(tmp, [a.literal.data for a in args], False)
+                value = run_instruction(tmp, [_value(a) for a in args], False)
                 sub.remove_instruction(tmp)
             mapping[ins.id] = sub.add_literal(np.asarray(value))
         else:
-            mapping[ins.id] = sub.add_instruction(ins.op, [mapping[i.id] for i in ins.inputs], ins.module_inputs)
+            args = [mapping[i.id] for i in ins.inputs]
+            op = ins.op
+            if op.name in DYNAMIC_VALUE_OPS:  # its shape inputs are literals now: the static op
+                found = static_form(op, args, [_value(a) if a.can_eval() else None for a in args])
+                if found is not None:
+                    op, args = found
+            mapping[ins.id] = sub.add_instruction(op, args, ins.module_inputs)
     return [mapping[o.id] for o in module.output_instructions()]
 
 
@@ -141,7 +156,7 @@ class SplitSingleDynDim(Pass):
         subs = []
         for size in bucket_sizes(dim.min, dim.max, self.buckets):
             sub = ctx.create_module(f"dim_{size}" if module.name == "main" else f"{module.name}:dim_{size}")
-            sub.add_return(_copy_static(module, sub, axes, size))
+            sub.add_return(copy_static(module, sub, axes, size))
             subs.append(sub)
         params = sorted(module.params(), key=lambda p: p.param_name)
         outs = module.output_instructions()

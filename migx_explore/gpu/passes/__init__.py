@@ -14,7 +14,10 @@ from .compile_ops import CompileOps
 from .eliminate_allocation import EliminateAllocation
 from .eliminate_concat import EliminateConcat
 from .eliminate_contiguous import EliminateContiguous
+from .fuse_mlss import FuseMlss
 from .fuse_ops import FuseOps
+from .lower_device_ops import LowerDeviceOps
+from .lower_reshape import LowerReshape
 from .lowering import Lowering
 from .memory_coloring import MemoryColoring, MemoryStats, memory_stats
 from .preallocate_param import PreallocateParam
@@ -35,7 +38,10 @@ GPU_PASSES: tuple[type[Pass], ...] = (
     EliminateAllocation,
     EliminateConcat,
     EliminateContiguous,
+    FuseMlss,
     FuseOps,
+    LowerDeviceOps,
+    LowerReshape,
     Lowering,
     MemoryColoring,
     PreallocateParam,

@@ -31,6 +31,7 @@ class CompileOps(Pass):
 
     name: ClassVar[str] = "compile_ops"
     exhaustive_tune: bool = False  # kept for MIGraphX parity: each op has one generated solution
+    skip_benchmark: bool = False  # PR #4770's eager mode; nothing to skip here: one solution, no benchmark
 
     def apply_module(self, module: Module, ctx) -> bool:
         if module.name != "main":

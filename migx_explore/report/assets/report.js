@@ -150,6 +150,20 @@
 
   // A rewrite row of the summary: each click shows its next instance that the drawing holds.
   function gotoRewrite(row) {
+    const drawn = payload && payload.instances && payload.instances[row];
+    const first = !rewrite || rewrite.row !== row;
+    if (drawn && first && view) {
+      // the row's first instance, drawn before | after as the explorer's Rewrites view draws it
+      document.querySelectorAll(".rep-rewrites li").forEach((li, k) => li.classList.toggle("rep-rw-current", k === row));
+      rewrite = { row, k: -1 };
+      region = -1;
+      model.set("focus", "");
+      model.set("svg", drawn.svg);
+      const r = rows[current].rewrites[row];
+      $(".rep-region-label").textContent = `${r.label}: ${drawn.label} · ${drawn.where} (click it again: in the pass's graph)`;
+      return;
+    }
+    if (drawn && rewrite && rewrite.k === -1 && graph) showVariant(variant, "");
     const all = (payload && payload.rewrite_ids && payload.rewrite_ids[row]) || [];
     const r = rows[current].rewrites[row];
     const start = rewrite && rewrite.row === row ? rewrite.k + 1 : 0;
@@ -364,6 +378,8 @@
       $(".rep-graph-error").textContent = payload.graph_error ? "could not draw this pass: " + payload.graph_error : "";
       graph = payload.graph || null;
       if (graph) showVariant(graph.default || "collapsed", "");
+      // a pass whose change does not read as one drawing opens on its first rewrite instance
+      if (graph && payload.instances && payload.instances.length && payload.first_view === "summary") gotoRewrite(0);
       else { model.set("svg", ""); updateRegions(); } // nothing drawn: never the previous pass's picture
     }).catch((e) => { $(".rep-textdiff").textContent = "cannot read this pass's data: " + e.message; });
   }

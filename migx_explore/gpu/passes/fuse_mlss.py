@@ -1,0 +1,15 @@
+"""gpu::fuse_mlss (MIGraphX develop Aug 2026, PR #4831): ops for AMDMLSS kernels; disabled here."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from migx_explore.compiler.pass_infra import NotApplicable
+
+
+@dataclass(frozen=True)
+class FuseMlss(NotApplicable):
+    name: ClassVar[str] = "fuse_mlss"
+    migraphx_source: ClassVar[str] = "src/targets/gpu/fuse_mlss.cpp"
+    note: ClassVar[str] = "AMDMLSS (AMD's ML kernel library) is AMD-only; its ops stay on our generated kernels"

@@ -1,0 +1,228 @@
+"""Program snapshots as Model Explorer graphs (plain JSON dicts in the shape of the package's
+`graph_builder` dataclasses, so exporting needs no Model Explorer install).
+
+One graph per snapshot's main module; every other module (a fused kernel's body, an `if` branch,
+a bucket of a dynamic range) is a graph of its own that the owning node points to through
+`subgraphIds`. A module snapshot a pass left alone is the same object in the next snapshot, so
+its graph is written once and shared by every pass graph that contains it.
+
+Node ids are the stable instruction ids (decision 1 of the design), which is what makes Model
+Explorer's "match node id" sync and our compare mappings line up across passes.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from migx_explore.compiler import dtypes
+from migx_explore.compiler.op import Op
+from migx_explore.compiler.op_format import format_value
+from migx_explore.compiler.snapshot import InstrRecord, ModuleSnapshot, ProgramSnapshot
+
+from ..render import style as S
+from ..scopes import split_scope
+
+# Model Explorer shows attribute values in a side panel; kernel source and binaries are bulk that
+# nobody reads there (and they made pass graphs megabytes each).
+ATTR_LIMIT = 400
+
+# What a pass did to an instruction, as node styles (the diff view's colours, render/style.py).
+CHANGE_STYLE = {
+    status: {"backgroundColor": st.fill, "borderColor": st.border, "hoveredBorderColor": st.border}
+    for status, st in S.STATUS_STYLE.items()
+    if status in (S.ADDED, S.CHANGED)
+}
+
+
+@functools.lru_cache(maxsize=65536)
+def namespace(scope: str) -> str:
+    """A scope as Model Explorer's layer path ("/model.2/m.0/cv1" -> "model.2/m.0/cv1")."""
+    return "/".join(split_scope(scope))
+
+
+def _kv(key: str, value: Any) -> dict[str, Any]:
+    return {"key": key, "value": value}
+
+
+@dataclass
+class _OpInfo:
+    label: str
+    attrs: list[dict[str, Any]]
+
+
+_op_cache: dict[int, tuple[Op, _OpInfo]] = {}
+
+
+def _op_info(op: Op) -> _OpInfo:
+    """Label and attributes of an op, cached by identity (ops are immutable and shared between
+    the snapshots of successive passes)."""
+    hit = _op_cache.get(id(op))
+    if hit is not None and hit[0] is op:
+        return hit[1]
+    attrs = [_kv("op", op.name)]
+    if op.name.startswith("gpu::"):
+        kernel, launch = S.gpu_kernel_info(op)
+        if kernel:
+            attrs.append(_kv("kernel", kernel))
+        if launch:
+            attrs.append(_kv("launch", launch))
+    try:
+        pairs = op.non_default_attrs()
+    except Exception:  # noqa: BLE001 - a half-defined GPU op must not break the export
+        pairs = list(op.attrs.items())
+    for k, v in pairs:
+        text = format_value(v)  # MIGraphX's spelling, as the printer writes it
+        if len(text) > ATTR_LIMIT:
+            text = text[: ATTR_LIMIT - 1] + "…"
+        attrs.append(_kv(k, text))
+    info = _OpInfo(op.name, attrs)
+    if len(_op_cache) > 50_000:
+        _op_cache.clear()
+    _op_cache[id(op)] = (op, info)
+    return info
+
+
+@dataclass
+class GraphSet:
+    """The graphs of one export: pass graphs by id, and module graphs shared between them."""
+
+    graphs: list[dict[str, Any]] = field(default_factory=list)
+    _modules: dict[int, tuple[ModuleSnapshot, str]] = field(default_factory=dict)
+    _ids: set[str] = field(default_factory=set)
+    _nodes: dict[tuple, tuple[Any, Any, dict[str, Any]]] = field(default_factory=dict)
+
+    def add_program(
+        self,
+        graph_id: str,
+        snap: ProgramSnapshot,
+        scopes: Mapping[int, str],
+        *,
+        status: Callable[[int], str | None] = lambda _i: None,
+        extra_attrs: Callable[[int], list[dict[str, Any]]] = lambda _i: [],
+        info: Mapping[str, str] | None = None,
+    ) -> dict[str, Any]:
+        """Add the graph of `snap`'s main module (and graphs for the modules it reaches) as
+        `graph_id`; `status(id)` is "added"/"changed"/None (the node's change style)."""
+        if graph_id in self._ids:
+            raise ValueError(f"graph id {graph_id!r} is used twice in one export")
+        g = self._module_graph(graph_id, snap.module("main"), snap, scopes, status, extra_attrs, tag=graph_id)
+        if info:
+            g["groupNodeAttributes"] = {"": dict(info)}
+        return g
+
+    def _sub_id(
+        self, name: str, snap: ProgramSnapshot, scopes: Mapping[int, str], status, extra_attrs, tag: str
+    ) -> str:
+        ms = snap.module(name)
+        hit = self._modules.get(id(ms))
+        if hit is not None and hit[0] is ms:
+            return hit[1]
+        gid = f"{name} ({tag.split(' ', 1)[0]})"
+        k = 2
+        while gid in self._ids:
+            gid, k = f"{name} ({tag.split(' ', 1)[0]}.{k})", k + 1
+        self._modules[id(ms)] = (ms, gid)
+        self._module_graph(gid, ms, snap, scopes, status, extra_attrs, tag=tag)
+        return gid
+
+    def _module_graph(
+        self,
+        gid: str,
+        ms: ModuleSnapshot,
+        snap: ProgramSnapshot,
+        scopes: Mapping[int, str],
+        status,
+        extra_attrs,
+        tag: str,
+    ) -> dict[str, Any]:
+        self._ids.add(gid)
+        g: dict[str, Any] = {"id": gid, "nodes": []}
+        self.graphs.append(g)  # before its subgraphs: the list reads parent first
+        nodes = g["nodes"]
+        in_main = ms.name == "main"
+        for r in ms.instrs:
+            scope = namespace(scopes.get(r.id, "")) if in_main else ""
+            subs = (
+                tuple(self._sub_id(m, snap, scopes, status, extra_attrs, tag) for m in r.modules if m in snap.by_name)
+                if r.modules
+                else ()
+            )
+            # Module graphs are shared between passes: only the pass graph itself (main) carries
+            # what this pass did; a changed kernel body shows as its owner's change.
+            st = status(r.id) if in_main else None
+            # An instruction a pass left alone is the very same node in the next pass graph (the
+            # JSON repeats it; building it once is what keeps a long trace's export fast).
+            key = (r.id, id(r.op), id(r.shape), r.inputs, r.origin, id(r.literal), subs, scope, st)
+            hit = self._nodes.get(key)
+            if hit is not None and hit[0] is r.op and hit[1] is r.shape:
+                nodes.append(hit[2])
+                continue
+            node = _node(r, scope)
+            if subs:
+                node["subgraphIds"] = list(subs)
+                node["attrs"].append(_kv("modules", ", ".join(r.modules)))
+            if st in CHANGE_STYLE:
+                node["style"] = CHANGE_STYLE[st]
+                node["attrs"].append(_kv("change", st))
+            node["attrs"].extend(extra_attrs(r.id))
+            self._nodes[key] = (r.op, r.shape, node)
+            nodes.append(node)
+        return g
+
+
+_shape_cache: dict[int, tuple[Any, list[dict[str, Any]]]] = {}
+
+
+def _shape_attrs(shape: Any) -> list[dict[str, Any]]:
+    """`tensor_shape` as MIGraphX prints it (`float_type, {1, 16, 192}`; the strides too when not
+    standard)."""
+    hit = _shape_cache.get(id(shape))
+    if hit is not None and hit[0] is shape:
+        return hit[1]
+    text = str(shape)
+    if not shape.is_tuple and shape.dyn_dims is None:
+        lens = ", ".join(map(str, shape.lens))
+        text = f"{dtypes.dtype(shape.type).migraphx}, {{{lens}}}"  # MIGraphX prints float_type
+        if not shape.standard():
+            text += f", {{{', '.join(map(str, shape.strides))}}}"
+    out = [_kv("tensor_shape", text)]
+    if len(_shape_cache) > 50_000:
+        _shape_cache.clear()
+    _shape_cache[id(shape)] = (shape, out)
+    return out
+
+
+def _node(r: InstrRecord, scope: str) -> dict[str, Any]:
+    name = r.op.name
+    if name == "@param":
+        label, attrs = str(r.op["name"]), [_kv("op", "@param")]
+    elif name == "@literal":
+        label, attrs = "@literal", [_kv("op", "@literal")]
+        data = r.literal.data if r.literal is not None else None
+        if data is not None and data.size == 1:
+            label = f"literal {S.format_attr_value(data.reshape(-1)[0].item())}"
+    else:
+        info = _op_info(r.op)
+        label, attrs = info.label, list(info.attrs)
+    attrs.append(_kv("id", f"#{r.id}"))
+    if r.origin:
+        attrs.append(_kv("origin", ", ".join(f"#{i}" for i in r.origin)))
+    node: dict[str, Any] = {
+        "id": str(r.id),
+        "label": label,
+        "namespace": scope,
+        "attrs": attrs,
+        "incomingEdges": [
+            {"sourceNodeId": str(i), "sourceNodeOutputId": "0", "targetNodeInputId": str(k)}
+            for k, i in enumerate(r.inputs)
+        ],
+    }
+    if name != "@return":
+        node["outputsMetadata"] = [{"id": "0", "attrs": _shape_attrs(r.shape)}]
+    return node
+
+
+__all__ = ["ATTR_LIMIT", "CHANGE_STYLE", "GraphSet", "namespace"]

@@ -1,0 +1,51 @@
+"""The "Open in Model Explorer" button: the current pass (before | after when "compare" is ticked) in Google
+Model Explorer's own page, through migx_explore.model_explorer (export, then its server on
+127.0.0.1). A thin row: a button, a checkbox, a line with the link (errors go to the error box,
+e.g. the one-line install hint when the package is missing)."""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Callable
+from typing import Any
+
+from ..session import Session
+from ._common import ErrorBox, widgets
+
+
+class ModelExplorerButton:
+    def __init__(self, errors: ErrorBox, session: Callable[[], Session | None], *, browser: bool = True):
+        W = widgets()
+        self._session = session
+        self._browser = browser  # False in tests: the link is made, no tab is opened
+        self.opened: Any = None  # the last launch.Opened
+        self.button = W.Button(
+            description="Open in Model Explorer",
+            icon="external-link",
+            tooltip="this pass in Google Model Explorer (layers from the model's scopes, overlays, "
+            "and with 'compare' the pass's before | after with its changes highlighted)",
+            layout=W.Layout(width="auto"),
+            _dom_classes=["migx-model-explorer"],
+        )
+        self.compare = W.Checkbox(
+            True, description="compare", indent=False, layout=W.Layout(width="auto"), _dom_classes=["migx-me-compare"]
+        )
+        self.link = W.HTML("", _dom_classes=["migx-me-link"])
+        self.button.on_click(errors.guard(lambda _b: self.open(), "Open in Model Explorer"))
+        self.widget = W.HBox([self.button, self.compare, self.link], _dom_classes=["migx-me-row"])
+
+    def open(self) -> Any:
+        from ..model_explorer import open_in_model_explorer
+
+        s = self._session()
+        if s is None:
+            self.link.value = "load a model first"
+            return None
+        self.link.value = "exporting the trace…"
+        self.opened = open_in_model_explorer(s, compare=self.compare.value, browser=self._browser)
+        url = html.escape(self.opened.url, quote=True)
+        self.link.value = f'<a href="{url}" target="_blank">Model Explorer: {html.escape(self.opened.graph)}</a>'
+        return self.opened
+
+
+__all__ = ["ModelExplorerButton"]
