@@ -45,6 +45,10 @@ class ComparedRegions(list):
     """The session's (a, b, regions) of recent comparisons, newest last (Session.state)."""
 
 
+class ComparedInstances(list):
+    """The session's (a, b, (entries, instances, diff)) of recent comparisons (Session.state)."""
+
+
 def regions_between(session: Session, a: ProgramSnapshot, b: ProgramSnapshot) -> list[Region]:
     """The change from program `a` to program `b` as connected regions, in program order."""
     cache = session.state(ComparedRegions)
@@ -61,7 +65,7 @@ def instances_between(session: Session, a: ProgramSnapshot, b: ProgramSnapshot) 
     """The change from `a` to `b` one rewrite instance at a time: entries for the region bar
     ("instance 3 of 12 · /model.2 · {add, mul} → pointwise"), rows in summary order (swapped
     inputs last), the RewriteInstance of each entry, and the SnapshotDiff a -> b."""
-    cache: list = session.cache.setdefault("compare_instances", [])
+    cache = session.state(ComparedInstances)
     for ca, cb, found in cache:
         if ca is a and cb is b:
             return found

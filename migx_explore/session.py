@@ -48,7 +48,7 @@ class Session:
     """The state notebooks work on, in three parts: `config` (PipelineConfig: toggles, order,
     options, spec), `traces` (TraceCache: the trace of the configuration, prefix-cached, and
     the numeric check) and `cursor` (Cursor: position and view); `timings` (GPU results by
-    configuration identity) and `cache` (what features keep per session) complete it."""
+    configuration identity) and `state(cls)` (what features keep per session) complete it."""
 
     def __init__(
         self,

@@ -198,7 +198,7 @@ def _topk() -> PassEntry:
 def _not_here(name: str) -> PassEntry:
     """A MIGraphX pass with no counterpart here, off with its note as the reason."""
     e = _p(name)
-    return _off(e, type(e.pass_).note)
+    return _off(e, e.pass_.provenance().note)
 
 
 def _optimize_rewrite(o: CompileOptions) -> list[PassEntry]:

@@ -170,6 +170,37 @@ PROVENANCE: dict[str, Provenance] = {
     "sync_device": Provenance(source="src/targets/gpu/sync_device.cpp"),
     "truncate_float": Provenance(note="instructions with submodules keep their precision"),
     "write_literals": Provenance(source="src/targets/gpu/write_literals.cpp"),
+    "fuse_mlss": Provenance(
+        status="disabled",
+        source="src/targets/gpu/fuse_mlss.cpp",
+        note="AMDMLSS (AMD's ML kernel library) is AMD-only; its ops stay on our generated kernels",
+    ),
+    "lower_reshape": Provenance(
+        status="disabled",
+        source="src/targets/gpu/lower_reshape.cpp",
+        note=(
+            "our lowering keeps reshapes of standard buffers as views and compile_ops copies the rest; "
+            "there is no gpu reshape op to lower"
+        ),
+    ),
+    "lower_device_ops": Provenance(
+        status="disabled",
+        source="src/targets/gpu/lower_device_ops.cpp",
+        note=(
+            "we have no hip::fill / hip::copy device ops: lowering already emits generated kernels "
+            "(precompile_op) for copies and contiguous"
+        ),
+    ),
+    "promote_storage_type": Provenance(
+        status="disabled",
+        note=(
+            "our generated kernels already load bf16 as storage and compute in float registers, which "
+            "is the rewrite this pass makes for gfx targets without bf16 arithmetic"
+        ),
+    ),
+    "rewrite_convolution": Provenance(
+        note="stride-1 convolution_backwards only; MIGraphX also splits strided ones by phase",
+    ),
 }
 
 
