@@ -36,6 +36,35 @@ def compile_seconds(name: str, mode: str, precision: str, cache_dir: str) -> flo
     return time.perf_counter() - start
 
 
+def _one_row(name: str, mode: str, precision: str) -> dict:
+    import migx_explore.gpu.executor  # noqa: F401 - Python's imports are not compile time
+
+    with tempfile.TemporaryDirectory(prefix="migx-compile-time-") as cache:
+        try:
+            cold = compile_seconds(name, mode, precision, cache)
+            warm = compile_seconds(name, mode, precision, cache)
+            return {"model": name, "precision": precision, "mode": mode, "cold_s": cold, "warm_s": warm}
+        except Exception as e:  # noqa: BLE001 - one model failing must not lose the others
+            return {"model": name, "precision": precision, "mode": mode, "error": f"{type(e).__name__}: {e}"}
+
+
+def _row_in_own_process(name: str, mode: str, precision: str) -> dict:
+    """Each row in a fresh process: a compile earlier in the same process (nvrtc loaded, BLAS handles
+    made, modules imported) would make a later row look cold when it is not."""
+    import subprocess
+    import sys
+
+    code = f"import json, compile_time; print(json.dumps(compile_time._one_row({name!r}, {mode!r}, {precision!r})))"
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=Path(__file__).parent, capture_output=True, text=True, check=False
+    )
+    try:
+        return json.loads(done.stdout.strip().splitlines()[-1])
+    except (IndexError, json.JSONDecodeError):
+        why = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        return {"model": name, "precision": precision, "mode": mode, "error": f"exit {done.returncode}: {why}"}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--models", default=DEFAULT_MODELS, help="comma-separated built-in model names")
@@ -43,19 +72,11 @@ def main() -> None:
     ap.add_argument("--precisions", default="fp32,fp16", help="precisions to time")
     ap.add_argument("--out", default="", help="folder for compile_time.json and .md")
     args = ap.parse_args()
-    import migx_explore.gpu.executor  # noqa: F401 - the first row must not pay for Python's imports
-
     rows = []
     for name in args.models.split(","):
         for precision in args.precisions.split(","):
             for mode in args.modes.split(","):
-                with tempfile.TemporaryDirectory(prefix="migx-compile-time-") as cache:
-                    try:
-                        cold = compile_seconds(name, mode, precision, cache)
-                        warm = compile_seconds(name, mode, precision, cache)
-                        row = {"model": name, "precision": precision, "mode": mode, "cold_s": cold, "warm_s": warm}
-                    except Exception as e:  # noqa: BLE001 - one model failing must not lose the others
-                        row = {"model": name, "precision": precision, "mode": mode, "error": f"{type(e).__name__}: {e}"}
+                row = _row_in_own_process(name, mode, precision)
                 rows.append(row)
                 print(json.dumps(row), flush=True)
     lines = ["| model | precision | mode | cold s | warm s | cold / goal |", "|---|---|---|---|---|---|"]

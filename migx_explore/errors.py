@@ -18,6 +18,21 @@ class GpuUnavailable(MigxError):
     """A GPU feature was asked for where no GPU stack is usable (the message says why)."""
 
 
+class UserInputError(MigxError, ValueError):
+    """The user's input was refused (a file that is not an ONNX model, a form left empty): shown
+    as the user's mistake with what to do, never as an internal error."""
+
+
+def is_bad_file_error(exc: BaseException) -> bool:
+    """Whether `exc`, raised while reading a user's model file, means the file is bad (not that
+    migx-explore has a bug): our own refusals, OS errors, and protobuf's and onnx's parse and
+    check errors."""
+    if isinstance(exc, (MigxError, OSError, UnicodeDecodeError)):
+        return True
+    mod = type(exc).__module__ or ""
+    return mod.startswith(("google.protobuf", "onnx.checker", "onnx.onnx_cpp2py_export"))
+
+
 EXIT_KNOWN = 2
 EXIT_INTERNAL = 3
 

@@ -124,11 +124,16 @@ def _graph_inputs(model: Any) -> list[str]:
     return [i.name for i in proto.graph.input if i.name not in inits]
 
 
+CONVERT_HINT = "--convert-inputs (convert_inputs=True in Python) converts it"
+
+
 def feed_for_program(
-    program: Program, feed: Feed, where: str = "the inputs", *, require_all: bool = True
+    program: Program, feed: Feed, where: str = "the inputs", *, require_all: bool = True, convert: bool = False
 ) -> dict[str, np.ndarray]:
-    """The feed keyed by parameter name, checked against the program's inputs (names and shapes).
-    require_all=False accepts a feed without the parameters a backend pass added (output buffers)."""
+    """The feed keyed by parameter name, checked against the program's inputs (names, shapes and
+    element types). require_all=False accepts a feed without the parameters a backend pass added
+    (output buffers). An element type other than the input's is refused, as ONNX Runtime refuses
+    it ("Unexpected input data type"), unless `convert` asks for a same-kind or int-to-float cast."""
     from migx_explore.compiler import dtypes
     from migx_explore.compiler.onnx.context import param_name
 
@@ -139,6 +144,7 @@ def feed_for_program(
     by_key.update({p: p for p in params})
     frozen = set(getattr(program, "frozen_inputs", ()))
     out: dict[str, np.ndarray] = {}
+    fed_as: dict[str, str] = {}
     for k, v in data.items():
         if k not in by_key:
             if k in frozen or param_name(k) in frozen:
@@ -147,7 +153,8 @@ def feed_for_program(
                 f"{where}: unknown input {k!r}; the model's inputs are {', '.join(onnx_names or params) or 'none'}"
             )
         out[by_key[k]] = v
-    missing = [p for p in params if p not in out]
+        fed_as[by_key[k]] = k
+    missing = [p for p in params if p not in out and not (onnx_names and _backend_param(p, onnx_names))]
     if missing and require_all:
         want = ", ".join(f"{m} {list(params[m].shape.lens)}" for m in missing)
         raise MigxError(f"{where}: missing input(s) {want}")
@@ -157,17 +164,35 @@ def feed_for_program(
             raise MigxError(f"{where}: input {name!r} has shape {list(v.shape)} but the program expects {list(s.lens)}")
         want = dtypes.np_dtype(s.type)
         if v.dtype != want:
-            if not (np.can_cast(v.dtype, want, "same_kind") or (want.kind == "f" and v.dtype.kind in "iu")):
-                raise MigxError(f"{where}: input {name!r} has element type {v.dtype} but the program expects {s.type}")
+            castable = np.can_cast(v.dtype, want, "same_kind") or (want.kind == "f" and v.dtype.kind in "iu")
+            if not (convert and castable):
+                how = f"; {CONVERT_HINT}" if castable else ""
+                raise MigxError(
+                    f"{where}: input {fed_as[name]!r} has element type {dtypes.dtype(v.dtype).name} but the model "
+                    f"takes {s.type} (ONNX Runtime refuses it too){how}"
+                )
             out[name] = v.astype(want)
     return out
 
 
+def _backend_param(name: str, onnx_names: Sequence[str]) -> bool:
+    """A parameter a backend pass added (an output buffer, the scratch arena) to a program that
+    knows its model's inputs: the evaluator gives it zeros (compiler.ref.with_buffer_params)."""
+    from migx_explore.compiler.onnx.context import param_name
+
+    return name not in {param_name(n) for n in onnx_names}
+
+
 def load_with_feed(
-    model: Any, feed: str | os.PathLike | Feed | None = None, input_dims: Mapping[str, Sequence] | None = None
+    model: Any,
+    feed: str | os.PathLike | Feed | None = None,
+    input_dims: Mapping[str, Sequence] | None = None,
+    *,
+    convert_inputs: bool = False,
 ) -> tuple[Program, dict[str, np.ndarray] | None]:
     """(program, feed keyed by parameter name) for a model path / name / ONNX bytes / Program and
-    an optional feed (an .npz path or a dict). See the module docstring."""
+    an optional feed (an .npz path or a dict). See the module docstring; `convert_inputs` casts a
+    feed of another element type (feed_for_program)."""
     from .loading import load
 
     data, where = _as_feed(feed) if feed is not None else (None, "")
@@ -177,10 +202,10 @@ def load_with_feed(
             frozen = [n for n in _graph_inputs(model) if n not in (getattr(program, "input_names", None) or [])]
             program.frozen_inputs = frozen
     else:
-        program = load(model, input_dims)
+        program = load(model, input_dims, feed=data)
     if data is None:
         return program, None
-    return program, feed_for_program(program, data, where)
+    return program, feed_for_program(program, data, where, convert=convert_inputs)
 
 
 __all__ = ["feed_for_program", "load_with_feed", "read_npz"]

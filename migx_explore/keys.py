@@ -157,7 +157,7 @@ def trusted_keys() -> dict[str, dict[str, str]]:
         try:
             entry = json.loads(data) if data is not None else None
             raw = _parse_public(entry["public_key"])
-        except (ValueError, TypeError, KeyError, MigxError):
+        except (ValueError, TypeError, KeyError, RecursionError, MigxError):
             continue
         if key_id(raw) == path.stem:
             out[path.stem] = {"public_key": raw.hex(), "name": str(entry.get("name", ""))}
@@ -211,7 +211,7 @@ def check(manifest: bytes, member: bytes | None, where: str) -> Signature:
         signature = bytes.fromhex(sig["signature"])
         if sig.get("algorithm") != "ed25519":
             raise ValueError(f"algorithm {sig.get('algorithm')!r}")
-    except (ValueError, TypeError, KeyError, MigxError) as e:
+    except (ValueError, TypeError, KeyError, RecursionError, MigxError) as e:
         raise FormatError(f"{where}: its signature is malformed ({str(e)[:120]})") from None
     kid = key_id(raw)
     try:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 import warnings
 import zipfile
@@ -88,8 +89,12 @@ def load(
         raise MigxError(f"model {str(model)!r} is not a regular file")
     if path.suffix == ".onnx" or os.sep in str(model):
         raise MigxError(f"model file {str(model)!r} not found")
+    from migx_explore.compiler.errors import did_you_mean
+
+    hint = did_you_mean(str(model), models.list_models())
     raise MigxError(
-        f"{str(model)!r} is neither a file nor a built-in model; built-in models: {', '.join(models.list_models())}"
+        f"{str(model)!r} is neither a file nor a built-in model"
+        + (hint or f"; built-in models: {', '.join(models.list_models())}")
     )
 
 
@@ -127,7 +132,40 @@ def load_program(source: Any, input_dims: Mapping[str, Sequence[int]] | None = N
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             program = load(source.model, dims or None, feed=feed)
-        for w in caught:  # one line each on stderr (e.g. a symbolic dim defaulted to 1), no file:line noise
-            print(f"migx-explore: warning: {w.message}", file=sys.stderr)
+        for line in collapse_warnings([str(w.message) for w in caught]):  # one line, no file:line noise
+            print(f"migx-explore: warning: {line}", file=sys.stderr)
         return program, model_label(source.model)
     return load(source, input_dims)
+
+
+_UNFIXED = re.compile(
+    r"input '(?P<input>[^']+)': dimension \d+ \('(?P<dim>[^']+)'\) is not fixed; using (?P<value>\S+) "
+)
+
+
+def collapse_warnings(messages: list[str]) -> list[str]:
+    """The warnings of loading a model as few lines: the same message once, and every symbolic
+    dim left unfixed in one line naming the dims and the inputs that use them (a decoder has one
+    such warning per cache input)."""
+    unfixed: dict[tuple[str, str], list[str]] = {}
+    out: list[str] = []
+    if sum(1 for m in messages if _UNFIXED.match(m)) < 2:  # one is said best as it is
+        return list(dict.fromkeys(messages))
+    for m in messages:
+        hit = _UNFIXED.match(m)
+        if hit:
+            unfixed.setdefault((hit["dim"], hit["value"]), []).append(hit["input"])
+        elif m not in out:
+            out.append(m)
+    if unfixed:
+        parts = []
+        for (dim, value), inputs in unfixed.items():
+            shown = ", ".join(inputs[:3]) + (f" and {len(inputs) - 3} more" if len(inputs) > 3 else "")
+            parts.append(f"{dim}={value} ({shown})")
+        first = next(iter(unfixed))[0]
+        out.insert(
+            0,
+            "symbolic dims not fixed, using " + "; ".join(parts) + f": set them with --input-dim {first}=... "
+            f"(input_dims={{{first!r}: ...}} in Python) or give a feed",
+        )
+    return out

@@ -81,6 +81,15 @@ def check_output_file(path: str, flag: str = "output") -> None:
         raise MigxError(f"{flag} {path!r}: its folder {folder!r} does not exist")
 
 
+def with_suffix(path: str, suffix: str) -> str:
+    """`path` with its file name's extension replaced by `suffix` (added if it has none). Only the
+    last component counts: `run.1/study` becomes `run.1/study.csv`, never `run.csv` (a split of the
+    whole path at its last dot would write outside the folder the user named)."""
+    folder, name = os.path.split(path)
+    stem, ext = os.path.splitext(name)
+    return os.path.join(folder, (stem if ext else name) + suffix)
+
+
 @contextlib.contextmanager
 def atomic_file(path: str | os.PathLike, suffix: str = "") -> Iterator[str]:
     """Yield a temporary path beside `path`; on success rename it to `path`, else delete it.
@@ -106,7 +115,7 @@ def atomic_file(path: str | os.PathLike, suffix: str = "") -> Iterator[str]:
 def _is_our_trace(folder: Path) -> bool:
     try:
         index = json.loads((folder / "index.json").read_text())
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return False
     return isinstance(index, dict) and (
         index.get("generator") == TRACE_MARKER or ("passes" in index and "launches_before" in index)
@@ -117,6 +126,7 @@ def check_output_folder(path: str | os.PathLike) -> None:
     """MigxError unless `path` can take a trace: absent (in a folder that exists), an empty folder,
     or a previous trace of ours. Checked before any work, so a bad --out costs nothing."""
     target = Path(path)
+    recover_trace_folder(target)  # a trace interrupted while it replaced an earlier one
     if target.is_symlink():
         raise MigxError(f"--out {str(target)!r} is a link; give the folder itself")
     if target.exists():
@@ -150,7 +160,7 @@ def previous_trace_files(folder: Path) -> list[str]:
     that list existed, the IR files its passes name (and their rendered siblings) and 000_input.*."""
     try:
         index = json.loads((folder / "index.json").read_text())
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return []
     if not isinstance(index, dict):
         return []
@@ -180,6 +190,7 @@ def replaced_folder(path: str | os.PathLike) -> Iterator[str]:
     """Yield a fresh temporary folder beside `path`; on success its files land in `path`. An
     existing `path` must be an empty folder or a previous trace of ours: the files that trace wrote
     (its index lists them) are removed first; anything else there (a user's notes) stays."""
+    recover_trace_folder(path)
     check_output_folder(path)
     target = Path(path)
     parent = target.absolute().parent
@@ -199,11 +210,71 @@ def replaced_folder(path: str | os.PathLike) -> Iterator[str]:
             target.rmdir()
         os.replace(tmp, target)
         return
-    for name in previous_trace_files(target):
-        old = target / name
-        if old.is_symlink() or old.is_file():
-            old.unlink()
-    for name in names:
-        (target / name).parent.mkdir(parents=True, exist_ok=True)
-        os.replace(tmp / name, target / name)
-    shutil.rmtree(tmp, ignore_errors=True)
+    try:
+        _swap_in(tmp, target, names)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+# ---- replacing a previous trace so that no interruption loses it ----------------------------------
+# The previous trace's files move into a backup folder beside the target (index.json first), the
+# new files move in (index.json last), then the backup goes. A target without index.json and with a
+# backup holding one is therefore mid-swap: recover_trace_folder puts the previous trace back. It
+# runs in the except path of an in-process interrupt and, for a killed process, before the next
+# trace checks the folder. The backup's name is fixed (not a .tmp name the stale-temporary cleaner
+# removes), so a previous trace survives any number of crashes.
+INCOMING = ".migx-incoming.json"  # inside the backup: the names the new trace was moving in
+MOVING_IN = ".migx-moving-in"  # inside the backup: the previous trace is all out, new files move in
+
+
+def _backup_of(target: Path) -> Path:
+    return target.absolute().parent / f".{target.name}.migx-previous"
+
+
+def _move(src: Path, dst: Path) -> None:
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    os.replace(src, dst)
+
+
+def _swap_in(tmp: Path, target: Path, names: list[str]) -> None:
+    backup = _backup_of(target)
+    recover_trace_folder(target)
+    backup.mkdir()
+    (backup / INCOMING).write_text(json.dumps(names))
+    try:
+        old = [n for n in previous_trace_files(target) if (target / n).is_symlink() or (target / n).is_file()]
+        for name in sorted(old, key=lambda n: n != "index.json"):  # index.json first
+            _move(target / name, backup / name)
+        (backup / MOVING_IN).touch()  # every previous file is out: from here on, new ones come in
+        for name in sorted(names, key=lambda n: n == "index.json"):  # index.json last
+            _move(tmp / name, target / name)
+    except BaseException:
+        recover_trace_folder(target)
+        raise
+    shutil.rmtree(backup, ignore_errors=True)
+
+
+def recover_trace_folder(path: str | os.PathLike) -> bool:
+    """Finish or undo an interrupted swap of a trace into `path` (see above); True if the previous
+    trace was put back."""
+    target = Path(path)
+    backup = _backup_of(target)
+    if not backup.is_dir() or backup.is_symlink():
+        return False
+    restore = (backup / "index.json").is_file() and not (target / "index.json").exists()
+    if restore:
+        try:
+            incoming = json.loads((backup / INCOMING).read_text())
+        except (OSError, ValueError, RecursionError):
+            incoming = []
+        if not (backup / MOVING_IN).exists():
+            incoming = []  # still moving the previous trace out: what is left in the target is its own
+        for name in map(_safe_name, incoming if isinstance(incoming, list) else []):
+            if name is not None and ((target / name).is_file() or (target / name).is_symlink()):
+                (target / name).unlink()
+        for f in sorted(backup.rglob("*"), key=lambda p: p.name == "index.json"):  # index.json last
+            rel = f.relative_to(backup)
+            if (f.is_file() or f.is_symlink()) and str(rel) not in (INCOMING, MOVING_IN):
+                _move(f, target / rel)
+    shutil.rmtree(backup, ignore_errors=True)
+    return restore

@@ -116,11 +116,11 @@ def text_diff(session: Session, context: int = 3) -> str:
 
 def stats(session: Session) -> dict[str, Any]:
     """The current pass's figures: status, time, instructions and launches before and after, and
-    its numeric check."""
+    its numeric check (None while it is pending: the stats never wait for a check)."""
     r = session.current
     d = session.diff()
     before, after = session.snapshots()
-    n = r.numeric
+    n = r.numeric if r.numeric_ready else None
     return {
         "pass": r.path,
         "status": r.status,

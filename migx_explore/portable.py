@@ -109,6 +109,12 @@ def compile_until(
     from migx_explore.gpu.portable import export_kernels
 
     rows, blobs = export_kernels(program, target)
+    if keys.own_key_id() is None:
+        # nothing would vouch for a binary in an unsigned file, and a reader refuses one there
+        # (load_partial): ship the kernel sources only
+        for row in rows:
+            row["binaries"] = []
+        blobs = {k: v for k, v in blobs.items() if not k.endswith(".bin")}
     metadata["kernels"] = rows
     save_program(program, out, metadata=metadata, blobs=blobs, sign=keys.sign)
     return trace
@@ -138,6 +144,19 @@ def load_partial(path: str, *, recompile: bool = False, trust_binaries: bool = F
     if not (0 <= pi < len(pipelines) and 0 <= k <= len(pipelines[pi].entries)):
         raise FormatError(
             f"{path}: resume position {list(nxt)} is outside its pipelines ({spec}); the file is damaged or was edited"
+        )
+    rows = md.get("kernels", [])
+    rows = rows if isinstance(rows, list) else []  # malformed rows: import_kernels names them
+    carried = sum(
+        len(r["binaries"])
+        for r in rows
+        if isinstance(rows, list) and isinstance(r, dict) and isinstance(r.get("binaries"), list)
+    )
+    if signature.status == "unsigned" and carried and not (trust_binaries or recompile):
+        raise FormatError(
+            f"{path}: unsigned, yet it carries {carried} kernel binaries (GPU code nothing vouches for; "
+            "our own unsigned files carry sources only); refusing it: --recompile compiles every kernel "
+            "from its source, --trust-binaries uses the binaries anyway"
         )
     from migx_explore.gpu.portable import import_kernels
 

@@ -96,10 +96,11 @@ class Session:
         cls, path: str, input_dims: dict[str, Sequence[int]] | None = None, *, inputs: Any = None, **kw: Any
     ) -> Session:
         """`inputs` (an .npz path or a dict of arrays, keyed by ONNX input name) fixes symbolic dims
-        from its shapes and becomes the numeric checks' inputs (migx_explore/feeds.py)."""
+        from its shapes and becomes the numeric checks' inputs (migx_explore/feeds.py); a feed of another
+        element type is refused unless `convert_inputs=True`."""
         from .feeds import load_with_feed
 
-        prog, feed = load_with_feed(path, inputs, input_dims)
+        prog, feed = load_with_feed(path, inputs, input_dims, convert_inputs=kw.pop("convert_inputs", False))
         s = cls(prog, name=kw.pop("name", str(path).rsplit("/", 1)[-1]), inputs=feed, **kw)
         s.source = {"kind": "onnx", "value": str(path), "input_dims": dict(input_dims or {})}
         return s
@@ -309,8 +310,25 @@ class Session:
 
     def __repr__(self) -> str:
         t = self.traces.peek()
-        n = len(t.records) if t is not None else "untraced"
-        return f"<Session {self.name}: {n} records, at {self.position}>"
+        if t is None:
+            return f"<Session {self.name}: not traced yet ({self.config.label()})>"
+        at = t.records[self.position].path if 0 <= self.position < len(t.records) else "the input"
+        return f"<Session {self.name}: {len(t.records)} pass records, at {self.position} {at} ({self.config.label()})>"
+
+    def _repr_html_(self) -> str:
+        from migx_explore.compiler.reprs import table
+
+        t = self.traces.peek()
+        rows = [("model", self.name), ("configuration", self.config.label())]
+        if t is None:
+            rows.append(("trace", "not traced yet (goto, step or run traces it)"))
+        else:
+            rows += [
+                ("trace", f"{len(t.records)} pass records" + ("" if self.trace_complete else " so far")),
+                ("at", f"{self.position}: {t.records[self.position].path}" if t.records else "the input"),
+                ("instructions", f"{t.initial.total_instructions()} in the input"),
+            ]
+        return table(f"Session {self.name}", rows)
 
 
 __all__ = ["Session", "SessionError"]

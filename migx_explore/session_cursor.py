@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from migx_explore.compiler.errors import did_you_mean
 from migx_explore.compiler.pass_infra import PassRecord, Trace
 
 from .session_config import SessionError
@@ -91,9 +92,10 @@ class Cursor:
             except KeyError:
                 if trace.error:  # the pass may exist but never ran: say why, not just "no pass"
                     raise SessionError(f"no pass {where!r} in the trace, which stopped early: {trace.error}") from None
-                raise SessionError(
-                    f"no pass {where!r} in the trace; e.g. {', '.join(r.path for r in trace.top_level()[:4])}"
-                ) from None
+                hint = did_you_mean(where, (r.path for r in trace.records)) or (
+                    f"; e.g. {', '.join(r.path for r in trace.top_level()[:4])}"
+                )
+                raise SessionError(f"no pass {where!r} in the trace{hint}") from None
         return self.current(trace)
 
     def snap_to_visible(self, trace: Trace) -> PassRecord:

@@ -1,6 +1,10 @@
 """The trace cache: the trace of one PipelineConfig over the initial snapshot, re-run only from the
-first top-level entry whose pipeline prefix changed, and the per-pass numeric check, either
-inline (while tracing) or deferred (after the first render, one record at a time).
+first top-level entry whose pipeline prefix changed, and the per-pass numeric check.
+
+Tracing never waits for a numeric check: each top-level record that changed the IR gets its check
+attached, pending (`PassRecord.defer_numeric`), and it runs when someone reads `record.numeric`,
+or when the explorer's background filler gets to it (`check_next`). Checks run on one incremental
+evaluator (compiler/ref_incremental.py), so a check costs what its pass changed.
 
 The error is read off the trace itself (`Trace.error`), and the trace is re-made whenever the
 configuration's version moved, so neither can describe an older configuration.
@@ -49,9 +53,10 @@ class RetraceInfo:
 class TraceCache:
     """The trace of a configuration, cached by pipeline prefix.
 
-    numeric: check outputs against the reference after every pass that changed the IR;
-    defer_numeric: leave that check for `check_numeric` (the explorer draws first, then fills
-    the check in the background), so tracing costs only the passes themselves."""
+    numeric: check outputs against the reference after every pass that changed the IR, when
+    the record's `numeric` is read (tracing itself costs only the passes);
+    defer_numeric: the explorer fills the checks in the background (check_next) after drawing;
+    without it nothing runs a check until asked."""
 
     def __init__(
         self,
@@ -75,12 +80,12 @@ class TraceCache:
         self._flat: list[FlatEntry] = []
         self._live: Program | None = None  # the program as the last cached step left it
         self._live_at = 0  # how many steps the live program has run
-        self._run_numeric: NumericConfig | None = None
         self.last_retrace = RetraceInfo()
         self.on_progress: Callable[[int, int, str], None] | None = None
         # The deferred check and the background trace run in threads beside the viewer's requests;
         # a session shares this lock with its PipelineConfig, whose edits take it.
         self._lock = lock or threading.RLock()
+        self._numeric_lock = threading.Lock()  # the reference outputs are made once, by one thread
 
     # ---- numeric configuration ------------------------------------------------------------------------
     def numeric_config(self) -> NumericConfig | None:
@@ -88,10 +93,12 @@ class TraceCache:
         when the check is off."""
         if not self.numeric:
             return None
-        if self._numeric_base is None:
-            self._numeric_base = make_numeric_config(self.initial.to_program(), self.numeric_inputs)
+        with self._numeric_lock:
+            if self._numeric_base is None:
+                self._numeric_base = make_numeric_config(self.initial.to_program(), self.numeric_inputs)
+            base = self._numeric_base
         # a fresh copy per trace: the manager sets disabled_reason once evaluation stops working
-        return dataclasses.replace(self._numeric_base, disabled_reason="")
+        return dataclasses.replace(base, disabled_reason="")
 
     def set_inputs(self, inputs: dict | None) -> None:
         """Use these inputs (None: random ones that respect the model); forgets cached results."""
@@ -176,7 +183,6 @@ class TraceCache:
         for st in self._steps:
             trace.records.extend(st.records)
         self._partial, self._flat, self._version = trace, flat, config.version
-        self._run_numeric = None if self.defer_numeric else self.numeric_config()
         self.last_retrace = RetraceInfo(keep, 0, flat[keep][2] if keep < len(flat) else None)
 
     def _advance(self, config: PipelineConfig) -> None:
@@ -188,10 +194,12 @@ class TraceCache:
         order = {f[2]: j for j, f in enumerate(flat)}
 
         def progress(rec: PassRecord) -> None:
+            if rec.depth == 0 and self.numeric and rec.changed and rec.after is not None:
+                rec.defer_numeric(lambda rec=rec: self._check(rec))
             if rec.depth == 0 and self.on_progress:
                 self.on_progress(order.get(rec.path, 0) + 1, len(flat), rec.path)
 
-        pm = PassManager(validate=self.validate, numeric=self._run_numeric, on_record=progress)
+        pm = PassManager(validate=self.validate, numeric=None, on_record=progress)
         start = len(trace.records)
         stop = flat[k + 1][:2] if k + 1 < len(flat) else None
         try:
@@ -209,12 +217,16 @@ class TraceCache:
         """Top-level records that changed the IR and have no numeric result yet (pipeline order)."""
         if not self.numeric:
             return []
-        return [r for r in trace.top_level() if r.changed and r.after is not None and r.numeric is None]
+        return [r for r in trace.top_level() if r.changed and r.after is not None and not self._has_result(r)]
+
+    @staticmethod
+    def _has_result(r: PassRecord) -> bool:
+        return r.numeric_ready and r.numeric is not None
 
     def numeric_state(self, r: PassRecord) -> str:
         """'ok' | 'bad' | 'note' | 'pending' (deferred, not yet run) | 'off' | 'nested' (checked
         through its top-level pass) | 'unchanged'."""
-        if r.numeric is not None:
+        if self._has_result(r):
             return "note" if r.numeric.note else ("ok" if r.numeric.ok else "bad")
         if not r.changed:
             return "unchanged"
@@ -236,10 +248,18 @@ class TraceCache:
     def check_numeric(self, rec: PassRecord) -> None:
         """Compare `rec`'s outputs with the reference (records are shared with the step cache, so a
         result survives re-traces that reuse the record)."""
-        cfg = self.numeric_config()
-        if cfg is None or rec.after is None or rec.numeric is not None:
+        if rec.after is None or self._has_result(rec):
             return
-        rec.numeric = numeric_check(cfg, rec.after)
+        if rec.numeric_pending:
+            _ = rec.numeric  # runs the attached check (once, whichever thread asks first)
+            return
+        result = self._check(rec)
+        if result is not None:
+            rec.numeric = result
+
+    def _check(self, rec: PassRecord):
+        cfg = self.numeric_config()
+        return None if cfg is None or rec.after is None else numeric_check(cfg, rec.after)
 
 
 def numeric_check(cfg: NumericConfig, snap: ProgramSnapshot):
@@ -248,11 +268,11 @@ def numeric_check(cfg: NumericConfig, snap: ProgramSnapshot):
     from migx_explore.compiler.errors import MigxError
     from migx_explore.compiler.inputs import REAL_INPUTS_HINT
     from migx_explore.compiler.pass_infra import NumericCheck
-    from migx_explore.compiler.ref import evaluate, with_buffer_params
+    from migx_explore.compiler.pass_infra.numerics import reference_evaluator
 
     program = snap.to_program()
     try:
-        outs = evaluate(program, with_buffer_params(program, cfg.inputs))
+        outs = reference_evaluator(cfg).evaluate(program)
     except MigxError as e:
         hint = f" (on random inputs: {REAL_INPUTS_HINT})" if cfg.random_inputs else ""
         return NumericCheck(float("nan"), float("nan"), True, f"not checked: {e}{hint}")

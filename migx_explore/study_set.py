@@ -47,7 +47,7 @@ def write_rows(studies: Sequence[OrderStudy], out: str) -> str:
     .csv, CSV. Returns the path written (a .parquet name becomes .csv without pyarrow)."""
     import csv
 
-    from .outputs import atomic_file
+    from .outputs import atomic_file, with_suffix
 
     rows = [r for s in studies for r in s.rows()]
     if not out.endswith(".csv"):
@@ -55,7 +55,7 @@ def write_rows(studies: Sequence[OrderStudy], out: str) -> str:
             import pyarrow as pa
             import pyarrow.parquet as pq
         except ImportError:
-            out = out.rsplit(".", 1)[0] + ".csv"
+            out = with_suffix(out, ".csv")
         else:
             with atomic_file(out, suffix=".parquet") as tmp:
                 pq.write_table(pa.Table.from_pylist(rows), tmp)

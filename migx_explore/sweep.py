@@ -193,7 +193,7 @@ class Sweeper:
             except OSError as e:
                 raise MigxError(f"cannot reach the Dask scheduler at {self.address}: {e}") from None
             n = len(self._client.scheduler_info().get("workers", {}))
-            self.where = f"Dask cluster {self.address} ({n} workers)"
+            self.where = f"Dask cluster {self.address} ({n} worker{'' if n == 1 else 's'})"
             return self._client
         if self.gpus:
             self._cluster = _gpu_cluster(self.gpus)
@@ -206,7 +206,7 @@ class Sweeper:
             self._cluster = LocalCluster(
                 n_workers=n, threads_per_worker=1, processes=True, dashboard_address=":0", silence_logs=40
             )
-            self.where = f"local Dask cluster ({n} worker processes)"
+            self.where = f"local Dask cluster ({n} worker process{'' if n == 1 else 'es'})"
         self._client = Client(self._cluster)
         return self._client
 
@@ -277,6 +277,16 @@ class Sweeper:
 
 
 def _gpu_cluster(gpus: int) -> Any:
+    import warnings
+
+    from .gpu_bridge import unavailable_reason
+
+    why = unavailable_reason()
+    if why:  # the workers start anyway (a remote GPU stack may differ), but say so once, here
+        warnings.warn(
+            f"--gpus {gpus}: this machine has no usable GPU ({why}); the {gpus} workers' GPU steps will fail",
+            stacklevel=2,
+        )
     try:
         from dask_cuda import LocalCUDACluster
     except ImportError:

@@ -256,6 +256,9 @@ def waterfall(
         v.launches = rec.get("launches", 0)
         v.eager_us, v.graph_us, v.error = rec.get("eager_us"), rec.get("graph_us"), rec.get("error", "")
     note = "" if why is None else f"latency not measured: {why}"
+    errors = {v.error for v in [base, *plan]}
+    if why is None and len(errors) == 1 and "" not in errors:  # every variant failed the same way
+        note = f"every variant failed where it ran ({run.where}): {errors.pop()}"
     wf = Waterfall(session.name, by, base, plan, note)
     wf.where = run.where
     wf.scale_note = run.note

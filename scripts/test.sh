@@ -5,6 +5,8 @@
 ensure_system chromium
 ensure_venv test
 # Lint first: a finding fails the run before the (longer) tests start.
-python -m ruff check . || { echo "[migx-explore] ruff check found problems (fix them, or ruff check --fix .)" >&2; exit 1; }
-python -m ruff format --check . || { echo "[migx-explore] ruff format would change the files above (run: ruff format .)" >&2; exit 1; }
+say "ruff check and ruff format --check"
+python -m ruff check . || { say "FAILED: ruff check found the problems above; what to do: fix them, or ruff check --fix ."; exit 1; }
+python -m ruff format --check . || { say "FAILED: ruff format would change the files above; what to do: ruff format ."; exit 1; }
+say "running the test suite (pytest -n 2; takes about 10 minutes)"
 exec python -m pytest -n 2 --dist loadgroup "$@"

@@ -56,7 +56,9 @@ def test_model_matches_onnxruntime(name):
         if any(n.op_type == "TopK" for n in model.graph.node) and a.ndim >= 2:
             _assert_close_up_to_tied_rows(a, b)
         else:
-            np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
+            # float32 rounding of a sum scales with its terms, not with the result: a logit of
+            # 0.24 among logits of +-120 (resnet18) carries the rounding of the large ones
+            np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5 + 1e-6 * float(np.abs(b).max(initial=0)))
 
 
 # resnet18 and yolov8 print millions of weights; their ops round-trip in the smaller models.

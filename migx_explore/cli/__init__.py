@@ -75,6 +75,12 @@ def _one_line_warning(message, category, filename, lineno, file=None, line=None)
 
 
 def main(argv: list[str] | None = None) -> int:
+    from ._options import on_broken_pipe
+
+    return on_broken_pipe(lambda: _main(argv))
+
+
+def _main(argv: list[str] | None) -> int:
     parser = build_parser()
     argv = list(sys.argv[1:] if argv is None else argv)
     if "--debug" in argv[1:]:  # accepted after the verb too: `migx-explore read m.onnx --debug`
@@ -96,6 +102,8 @@ def main(argv: list[str] | None = None) -> int:
         return int(args.func(args) or 0)
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:  # the reader went away (`passes | head`): not an error
+        raise
     except Exception as e:  # noqa: BLE001 - the one boundary: every error becomes one line
         message = describe_error(e)
         if not message.known and (args.debug or debug_enabled()):

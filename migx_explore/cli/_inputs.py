@@ -21,6 +21,12 @@ def add_inputs_argument(p: argparse.ArgumentParser, what: str = "numeric checks"
         "(default: seeded random inputs that respect the model: indices below their table's rows, "
         "0/1 masks)",
     )
+    p.add_argument(
+        "--convert-inputs",
+        action="store_true",
+        help="cast a feed array of another element type (float64 for a float32 input, int32 for int64, "
+        "...) to the input's type instead of refusing it, as ONNX Runtime does",
+    )
 
 
 def load_program_and_feed(args: argparse.Namespace) -> tuple[Any, str, dict[str, np.ndarray] | None]:
@@ -32,7 +38,11 @@ def load_program_and_feed(args: argparse.Namespace) -> tuple[Any, str, dict[str,
     dims = parse_input_dims(getattr(args, "input_dim", None))
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        program, feed = load_with_feed(args.model, path, dims or None)
-    for w in caught:
-        print(f"migx-explore: warning: {w.message}", file=sys.stderr)
+        program, feed = load_with_feed(
+            args.model, path, dims or None, convert_inputs=getattr(args, "convert_inputs", False)
+        )
+    from ..loading import collapse_warnings
+
+    for line in collapse_warnings([str(w.message) for w in caught]):
+        print(f"migx-explore: warning: {line}", file=sys.stderr)
     return program, model_label(args.model), feed

@@ -6,18 +6,14 @@ import argparse
 
 from migx_explore.compiler.pass_infra import build_pipelines
 from migx_explore.gpu.migraphx_catalogue import LATEST, VERSIONS
-from migx_explore.gpu.pipelines import COMPILE_MODES, CompileOptions
+from migx_explore.gpu.pipelines import CompileOptions
 
+from ._options import add_compile_mode
 from ._precision import add_precision_arguments, precision_options
 
 
-def add_pipeline_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "--mode",
-        choices=COMPILE_MODES,
-        default="balanced",
-        help="compile mode (MIGraphX PR #4770: eager, balanced, max)",
-    )
+def add_pipeline_arguments(p: argparse.ArgumentParser, *, inputs: bool = True) -> None:
+    add_compile_mode(p)
     p.add_argument(
         "--migraphx",
         choices=VERSIONS,
@@ -31,7 +27,7 @@ def add_pipeline_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--no-backend", action="store_true", help="stop after the target-independent pipelines")
     p.add_argument("--nhwc", action="store_true", help="layout_convolution to NHWC (MIGRAPHX_ENABLE_NHWC)")
-    add_precision_arguments(p)
+    add_precision_arguments(p, inputs=inputs)
 
 
 def make_session(program, args: argparse.Namespace, *, numeric: bool, name: str):
@@ -40,7 +36,7 @@ def make_session(program, args: argparse.Namespace, *, numeric: bool, name: str)
     from ..session import Session
 
     opts = CompileOptions(
-        mode=args.mode,
+        mode=args.compile_mode,
         enable_nhwc=args.nhwc,
         migraphx=getattr(args, "migraphx", None) or LATEST,
         **precision_options(args),

@@ -13,7 +13,7 @@ from migx_explore.compiler.errors import MigxError
 _FLAGS = ("fp16", "bf16", "int8", "fp8")
 
 
-def add_precision_arguments(p: argparse.ArgumentParser) -> None:
+def add_precision_arguments(p: argparse.ArgumentParser, *, inputs: bool = True) -> None:
     g = p.add_mutually_exclusive_group()
     for name in _FLAGS:
         g.add_argument(
@@ -29,8 +29,9 @@ def add_precision_arguments(p: argparse.ArgumentParser) -> None:
         action="append",
         default=[],
         metavar="FEED.npz",
-        help="int8/fp8: a feed to calibrate scales on (repeatable; default: the --inputs feed, "
-        "else seeded random inputs with a warning)",
+        help="int8/fp8: a feed to calibrate scales on (repeatable; default: "
+        + ("the --inputs feed, else " if inputs else "")
+        + "seeded random inputs with a warning)",
     )
 
 

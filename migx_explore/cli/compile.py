@@ -41,7 +41,13 @@ def run(args: argparse.Namespace) -> int:
             if args.inputs:
                 from ..feeds import feed_for_program, read_npz
 
-                feed = feed_for_program(part.program, read_npz(args.inputs), args.inputs, require_all=False)
+                feed = feed_for_program(
+                    part.program,
+                    read_npz(args.inputs),
+                    args.inputs,
+                    require_all=False,
+                    convert=getattr(args, "convert_inputs", False),
+                )
             with portable.part_binaries(part):
                 return _run_and_check(part.program, feed)
         return 0
@@ -50,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
     from ..loading import load_program
 
     program, name = load_program(args)
-    opts = CompileOptions(mode=args.mode, enable_nhwc=args.nhwc, **precision_options(args))
+    opts = CompileOptions(mode=args.compile_mode, enable_nhwc=args.nhwc, **precision_options(args))
     trace = portable.compile_until(program, args.until, args.out, options=opts, spec=args.spec, model=name)
     last = trace.top_level()[-1].path if trace.top_level() else "(nothing)"
     from ..keys import own_key_id
@@ -59,8 +65,8 @@ def run(args: argparse.Namespace) -> int:
     signed = (
         f"signed by key {kid}"
         if kid
-        else "unsigned: its kernel binaries are used only with "
-        "--trust-binaries (create a signing key with `migx-explore keys create`)"
+        else "unsigned, so it carries kernel sources only; "
+        "create a signing key with `migx-explore keys create` to ship binaries"
     )
     print(f"{name}: ran {len(trace.top_level())} passes up to {last}; wrote {args.out} ({signed})")
     return 0
@@ -145,5 +151,10 @@ def register(sub) -> None:
         metavar="FEED.npz",
         default=None,
         help="with --run: real inputs (keyed by input name) instead of random ones that respect the model",
+    )
+    p.add_argument(
+        "--convert-inputs",
+        action="store_true",
+        help="with --inputs: cast a feed of another element type to the input's type instead of refusing it",
     )
     p.set_defaults(func=run)

@@ -1,4 +1,4 @@
-"""`migx-explore generate MODEL --steps N [--prompt 1,2,3] [--target ref|gpu] [--mode eager|graph]`:
+"""`migx-explore generate MODEL --steps N [--prompt 1,2,3] [--target ref|gpu] [--exec-mode eager|graph]`:
 greedy decoding with a KV-cache model: a prefill, then decode steps on per-bucket programs that
 append to a preallocated cache in place (migx_explore.decode)."""
 
@@ -8,6 +8,8 @@ import argparse
 import time
 
 from migx_explore.compiler.errors import MigxError
+
+from ._options import add_exec_mode, exec_modes
 
 
 def _prompt(text: str) -> list[int]:
@@ -29,7 +31,7 @@ def generate(args: argparse.Namespace) -> int:
         _prompt(args.prompt),
         args.steps,
         target=args.target,
-        mode=args.mode,
+        mode=exec_modes(args, several=False)[0],
         max_programs=args.max_programs,
         buckets=args.buckets,
         max_len=args.max_len,
@@ -38,7 +40,7 @@ def generate(args: argparse.Namespace) -> int:
     print("tokens: " + ",".join(map(str, out.tokens)))
     print(
         f"{len(out.tokens)} steps in {elapsed:.2f} s on {args.target}"
-        + (f" ({args.mode})" if args.target == "gpu" else "")
+        + (f" ({args.exec_mode})" if args.target == "gpu" else "")
     )
     if out.stats is not None:
         print(f"shape cache: {out.stats}")
@@ -51,7 +53,7 @@ def register(sub) -> None:
     p.add_argument("--steps", type=int, default=8, help="tokens to generate (the first comes from the prefill)")
     p.add_argument("--prompt", default="1,2,3,4", help="prompt token ids, comma-separated")
     p.add_argument("--target", choices=("ref", "gpu"), default="ref", help="ref: numpy reference evaluator")
-    p.add_argument("--mode", choices=("eager", "graph"), default="graph", help="GPU execution mode")
+    add_exec_mode(p, default="graph", several=False, old=("--mode",))
     p.add_argument(
         "--max-programs",
         type=int,

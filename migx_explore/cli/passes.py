@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import re
 
 from migx_explore.compiler.pass_infra.conformance import conformance_summary
+from migx_explore.compiler.reprs import short_value
 from migx_explore.gpu.migraphx_catalogue import LATEST, VERSIONS, catalogue_diff, mode_catalogue
-from migx_explore.gpu.pipelines import COMPILE_MODES, CompileOptions, PendingPass, gpu_pipelines
+from migx_explore.gpu.pipelines import CompileOptions, PendingPass, gpu_pipelines
+
+from ._options import add_compile_mode
 
 
 def entry_status(entry) -> str:
@@ -24,6 +28,14 @@ def entry_status(entry) -> str:
     return "implemented" + (f" ({conformance})" if conformance else "") + (f": {row.note}" if row.note else "")
 
 
+def _options_text(entry) -> str:
+    """The entry's non-default options as `{k=v}`; a function option by its name, not its repr."""
+    if isinstance(entry.pass_, PendingPass):
+        return ""
+    opts = entry.pass_.non_default_options()
+    return "{" + ",".join(f"{k}={short_value(v)}" for k, v in opts.items()) + "}" if opts else ""
+
+
 def run(args: argparse.Namespace) -> int:
     if args.diff:
         old, new = args.diff
@@ -33,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
             print("  " + line)
         return 0
     opts = CompileOptions(
-        mode=args.mode,
+        mode=args.compile_mode,
         enable_nhwc=args.nhwc,
         enable_rewrite_dot=args.rewrite_dot,
         precision=args.precision,
@@ -46,16 +58,18 @@ def run(args: argparse.Namespace) -> int:
         print(head)
         for k, e in enumerate(pl.entries, 1):
             status = entry_status(e)
-            counts[status.split(":")[0]] = counts.get(status.split(":")[0], 0) + 1
-            opts_txt = e.pass_.describe()[len(e.name) :] if not isinstance(e.pass_, PendingPass) else ""
+            kind = re.match(r"\w+", status).group(0)  # implemented | mapped | disabled | pending
+            counts[kind] = counts.get(kind, 0) + 1
+            opts_txt = _options_text(e)
             print(f"  {k:>3}  {e.name + opts_txt:<52} {status}")
         total += len(pl.entries)
         print()
-    print(f"{total} entries: " + ", ".join(f"{n} {k}" for k, n in sorted(counts.items())))
-    theirs = len(mode_catalogue(args.migraphx, args.mode))
+    print(f"{total} entries: " + ", ".join(f"{n} {k}" for k, n in sorted(counts.items(), key=lambda kv: -kv[1])))
+    theirs = len(mode_catalogue(args.migraphx, args.compile_mode))
     extra = "fuse_kv_append" + (" and rewrite_rnn" if args.migraphx != "2026-05" else "")
     print(
-        f"MIGraphX develop {args.migraphx}, mode {args.mode}: {theirs} entries (ours adds {extra}, each with its DCE)"
+        f"MIGraphX develop {args.migraphx}, mode {args.compile_mode}: {theirs} entries "
+        f"(ours adds {extra}, each with its DCE)"
     )
     print(
         "MIGraphX tests: cases of MIGraphX's own pass tests that match or are equivalent (docs/migraphx_conformance.md)"
@@ -65,7 +79,7 @@ def run(args: argparse.Namespace) -> int:
 
 def register(sub) -> None:
     p = sub.add_parser("passes", help="list the five pipelines and their entries with status")
-    p.add_argument("--mode", choices=COMPILE_MODES, default="balanced")
+    add_compile_mode(p)
     p.add_argument(
         "--migraphx",
         choices=VERSIONS,

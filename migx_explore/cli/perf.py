@@ -1,4 +1,4 @@
-"""`migx-explore perf MODEL [--mode eager,graph]`: compile for the GPU and time it.
+"""`migx-explore perf MODEL [--exec-mode eager,graph]`: compile for the GPU and time it.
 
 Prints device time (events around the program), host time per run and per enqueue, for each
 mode, then the slowest kernels of an eager run (like migraphx-driver perf)."""
@@ -9,6 +9,16 @@ import argparse
 
 from migx_explore.compiler.errors import MigxError
 
+from ._options import (
+    add_compile_mode,
+    add_exec_mode,
+    add_quiet,
+    exec_modes,
+    heading,
+    plural,
+    print_fake_backend_note,
+    step,
+)
 from ._precision import add_precision_arguments, precision_options
 
 
@@ -16,10 +26,7 @@ def run(args: argparse.Namespace) -> int:
     from ._inputs import load_program_and_feed
 
     program, label, feed = load_program_and_feed(args)
-    modes = [m.strip() for m in args.mode.split(",") if m.strip()]
-    bad = [m for m in modes if m not in ("eager", "graph")]
-    if bad or not modes:
-        raise MigxError(f"--mode {args.mode!r}: use eager, graph or eager,graph")
+    modes = exec_modes(args)
     try:
         from migx_explore.gpu.runtime import unavailable_reason
         from migx_explore.gpu.timing import time_program
@@ -35,21 +42,26 @@ def run(args: argparse.Namespace) -> int:
     options = CompileOptions(mode=args.compile_mode, **precision_options(args))
     if any(p.shape.dynamic_shape for p in program.main.params()):
         return _perf_buckets(program, label, feed, options, modes, args)
-    compiled = gpu.compile(program, options)
+    with step(f"compiling {label} for the GPU", args):
+        compiled = gpu.compile(program, options)
     try:
-        res = time_program(
-            compiled, modes=modes, warmup=args.warmup, iters=args.iters, per_kernel="eager" in modes, inputs=feed
-        )
+        with step(f"timing {label} ({', '.join(modes)})", args):
+            res = time_program(
+                compiled, modes=modes, warmup=args.warmup, iters=args.iters, per_kernel="eager" in modes, inputs=feed
+            )
         mem = compiled.memory()
         print(
-            f"{label} on {compiled.backend.describe()}: {res.kernels} kernels, {res.blas_calls} BLAS calls"
+            f"{label} on {compiled.backend.describe()}: {plural(res.kernels, 'kernel')}, "
+            f"{plural(res.blas_calls, 'BLAS call')}"
             + (f", graph nodes {res.graph_nodes}" if res.graph_nodes >= 0 else "")
             + f"; arena {mem.arena_bytes / 2**20:.2f} MiB (naive {mem.naive_bytes / 2**20:.2f} MiB)"
         )
+        heading("timing per mode:")
         print(res.table())
         if "eager" in modes and args.kernels:
-            print()
+            heading(f"slowest kernels of an eager run (up to {args.kernels}):")
             print(res.kernel_table(args.kernels))
+        print_fake_backend_note()
     finally:
         compiled.close()
     return 0
@@ -76,10 +88,11 @@ def _perf_buckets(program, label, feed, options, modes, args) -> int:
                 compiled, modes=modes, warmup=args.warmup, iters=args.iters, per_kernel=False, inputs=feed
             )
             print(
-                f"size {size}: {res.kernels} kernels, {res.blas_calls} BLAS calls"
+                f"size {size}: {plural(res.kernels, 'kernel')}, {plural(res.blas_calls, 'BLAS call')}"
                 + (f", graph nodes {res.graph_nodes}" if res.graph_nodes >= 0 else "")
             )
             print(res.table())
+    print_fake_backend_note()
     return 0
 
 
@@ -89,17 +102,13 @@ def register(sub) -> None:
     p = sub.add_parser("perf", help="compile for the GPU and time eager and graph execution")
     add_model_arguments(p)
     add_precision_arguments(p)
-    p.add_argument("--mode", default="eager,graph", help="comma-separated: eager, graph (default both)")
-    p.add_argument(
-        "--compile-mode",
-        choices=("eager", "balanced", "max"),
-        default="balanced",
-        help="compile mode of the pipelines (eager skips optimize_rewrite)",
-    )
-    p.add_argument("--iters", type=int, default=100)
-    p.add_argument("--warmup", type=int, default=10)
+    add_exec_mode(p, old=("--mode",))
+    add_compile_mode(p, old=())
+    p.add_argument("--iters", type=int, default=100, help="timed runs per mode (default 100)")
+    p.add_argument("--warmup", type=int, default=10, help="untimed runs before them (default 10)")
     p.add_argument("--kernels", type=int, default=15, help="slowest kernels to list (0: none)")
     from ._inputs import add_inputs_argument
 
     add_inputs_argument(p, "timed runs")
+    add_quiet(p)
     p.set_defaults(func=run)

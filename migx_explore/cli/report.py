@@ -4,9 +4,9 @@ one self-contained HTML page of the passes (migx_explore.report), to attach or h
 from __future__ import annotations
 
 import argparse
-import sys
 
 from ._inputs import add_inputs_argument, load_program_and_feed
+from ._options import Progress, add_quiet
 from ._pipeline_args import add_pipeline_arguments, make_session
 
 
@@ -31,25 +31,24 @@ def run(args: argparse.Namespace) -> int:
     s.source = _source(args)
     if feed is not None:
         s.traces.set_inputs(feed)
-    live = not args.quiet and sys.stdout.isatty()
-    if live:
-        s.traces.on_progress = lambda k, n, path: print(f"\r[{k}/{n}] {path:<60}", end="", flush=True)
-    progress = (lambda k, n, path: print(f"\r[draw {k}/{n}] {path:<54}", end="", flush=True)) if live else None
+    with Progress(f"tracing {name}", quiet=args.quiet) as tracing:
+        s.traces.on_progress = tracing
+        s.run()
+    drawing = Progress(f"drawing {name}", quiet=args.quiet)
     command = cli_command(getattr(args, "command_line", None))
-    info = write_report(
-        s,
-        args.out,
-        graphs=not args.no_graphs,
-        gpu=args.gpu,
-        command=command,
-        inputs_path=args.inputs,
-        waterfall_by=None if args.waterfall == "none" else args.waterfall,
-        iters=args.iters,
-        warmup=args.warmup,
-        progress=progress,
-    )
-    if live:
-        print("\r" + " " * 72 + "\r", end="")
+    with drawing:
+        info = write_report(
+            s,
+            args.out,
+            graphs=not args.no_graphs,
+            gpu=args.gpu,
+            command=command,
+            inputs_path=args.inputs,
+            waterfall_by=None if args.waterfall == "none" else args.waterfall,
+            iters=args.iters,
+            warmup=args.warmup,
+            progress=drawing,
+        )
     print(info)
     if args.model_explorer is not None:  # after write_report: with --gpu it carries the kernel times
         from ..model_explorer import export_trace
@@ -109,7 +108,7 @@ def register(sub) -> None:
         help="with --gpu: the waterfall's variants (default: each sub-pipeline off)",
     )
     p.add_argument("--iters", type=int, default=50, help="with --gpu: timed runs per mode")
-    p.add_argument("--warmup", type=int, default=5)
+    p.add_argument("--warmup", type=int, default=5, help="with --gpu: untimed runs before them (default 5)")
     p.add_argument("--no-graphs", action="store_true", help="text diffs only (no graphviz drawing)")
     p.add_argument("--no-numeric", action="store_true", help="skip the per-pass numeric check")
     p.add_argument(
@@ -117,5 +116,5 @@ def register(sub) -> None:
         metavar="DIR",
         help="also write the trace for Google Model Explorer (docs/model_explorer.md; with --gpu, kernel times too)",
     )
-    p.add_argument("-q", "--quiet", action="store_true")
+    add_quiet(p)
     p.set_defaults(func=run)

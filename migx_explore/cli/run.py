@@ -14,6 +14,7 @@ import numpy as np
 
 from migx_explore.compiler.errors import MigxError
 
+from ._options import add_exec_mode, add_quiet, exec_modes, print_fake_backend_note, step
 from ._precision import add_precision_arguments, apply_quantize_stage, precision_options
 
 
@@ -34,30 +35,11 @@ def output_names(program) -> list[str]:
     return list(names) if names is not None and len(names) == n else [f"output_{i}" for i in range(n)]
 
 
-def read_feed(path: str, program) -> dict[str, np.ndarray]:
-    from ..npz import read_npz
-
-    data = read_npz(path)
-    keys = input_names(program)
-    by_key = {k: p for k, p in keys}
-    by_param = {p: p for _, p in keys}
-    missing = [k for k, p in keys if k not in data and p not in data]
-    if missing:
-        want = ", ".join(f"{k} {list(program.main.get_parameter(by_key[k]).shape.lens)}" for k in missing)
-        raise MigxError(f"{path}: missing input(s) {want}")
-    extra = [k for k in data if k not in by_key and k not in by_param]
-    if extra:
-        raise MigxError(
-            f"{path}: unknown input(s) {', '.join(extra)}; the model's inputs are {', '.join(k for k, _ in keys)}"
-        )
-    return {p: data[k] if k in data else data[p] for k, p in keys}
-
-
 def evaluate_on(program, feed: dict[str, Any], target: str, mode: str, options: Any = None) -> list[np.ndarray]:
     if target == "ref":
-        from migx_explore.compiler.ref import evaluate
+        from migx_explore.compiler.ref import evaluate, with_buffer_params
 
-        return evaluate(program, feed)
+        return evaluate(program, with_buffer_params(program, feed))  # a compiled program's buffers: zeros
     try:
         from .. import gpu
 
@@ -71,10 +53,11 @@ def evaluate_on(program, feed: dict[str, Any], target: str, mode: str, options: 
 def run(args: argparse.Namespace) -> int:
     from migx_explore.compiler.inputs import random_inputs
 
-    from ..loading import load_program
+    from ._inputs import load_program_and_feed
 
-    program, label = load_program(args)
-    feed = read_feed(args.inputs, program) if args.inputs else random_inputs(program, seed=args.seed)
+    program, label, feed = load_program_and_feed(args)
+    if feed is None:
+        feed = random_inputs(program, seed=args.seed)
     options = None
     if args.precision != "fp32":  # ref: the quantize stage alone; gpu: the stage plus the five pipelines
         if args.target == "ref":
@@ -84,7 +67,8 @@ def run(args: argparse.Namespace) -> int:
 
             options = CompileOptions(**precision_options(args))
     try:
-        outs = evaluate_on(program, feed, args.target, args.mode, options)
+        with step(f"running {label} on the {'GPU' if args.target == 'gpu' else 'reference evaluator'}", args):
+            outs = evaluate_on(program, feed, args.target, exec_modes(args, several=False)[0], options)
     except MigxError as e:
         if args.inputs:
             raise
@@ -99,6 +83,8 @@ def run(args: argparse.Namespace) -> int:
             f = v.astype(np.float64)
             stats = f"  min {np.nanmin(f):.6g}  max {np.nanmax(f):.6g}  mean {np.nanmean(f):.6g}"
         print(f"{name}: {v.dtype} {list(v.shape)}{stats}")
+    if args.target == "gpu":
+        print_fake_backend_note()
     if args.out:
         from ..outputs import atomic_file
 
@@ -113,13 +99,15 @@ def run(args: argparse.Namespace) -> int:
 
 def register(sub) -> None:
     from ..loading import add_model_arguments
+    from ._inputs import add_inputs_argument
 
     p = sub.add_parser("run", help="evaluate a model on inputs from an .npz (or seeded random inputs)")
     add_model_arguments(p)
     add_precision_arguments(p)
-    p.add_argument("--inputs", metavar="FEED.npz", help="inputs keyed by ONNX input name")
+    add_inputs_argument(p, "run")
     p.add_argument("--out", metavar="OUT.npz", help="write the outputs keyed by ONNX output name")
     p.add_argument("--target", choices=("ref", "gpu"), default="ref", help="ref: numpy reference evaluator")
-    p.add_argument("--mode", choices=("eager", "graph"), default="eager", help="GPU execution mode")
+    add_exec_mode(p, default="eager", several=False, old=("--mode",))
+    add_quiet(p)
     p.add_argument("--seed", type=int, default=0, help="seed of the random inputs (without --inputs)")
     p.set_defaults(func=run)

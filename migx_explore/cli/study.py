@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 
+from ._options import add_quiet
 from ._sweep_args import add_sweep_arguments, sweep_kwargs
 
 
@@ -19,7 +19,8 @@ def run(args: argparse.Namespace) -> int:
     from ..outputs import atomic_file
     from ..study import study_order
     from ..study_set import write_rows
-    from ..sweep import Sweeper, terminal_progress
+    from ..sweep import Sweeper
+    from ._options import Progress
     from ._pipeline_args import make_session
 
     if args.png and len(args.models) > 1:
@@ -29,8 +30,7 @@ def run(args: argparse.Namespace) -> int:
         for model in args.models:
             program, name = _load(model, args)
             s = make_session(program, args, numeric=False, name=name)
-            report, end = terminal_progress(f"study {name}") if sys.stderr.isatty() else (None, lambda: None)
-            try:
+            with Progress(f"study {name}", quiet=args.quiet) as report:
                 st = study_order(
                     s,
                     scope=args.scope,
@@ -40,8 +40,6 @@ def run(args: argparse.Namespace) -> int:
                     progress=report,
                     sweeper=sw,
                 )
-            finally:
-                end()
             studies.append(st)
             print(st.report(top=args.top))
             print()
@@ -95,7 +93,7 @@ def register(sub) -> None:
         metavar="NAME=D0,D1,...",
         help="fix a symbolic input dimension (every MODEL)",
     )
-    add_pipeline_arguments(o)
+    add_pipeline_arguments(o, inputs=False)  # study has no --inputs: variants run on random inputs
     o.add_argument(
         "--scope",
         choices=("pass", "pipeline"),
@@ -110,4 +108,5 @@ def register(sub) -> None:
     o.add_argument("--png", default=None, help="chart of the ranked moves (one MODEL)")
     o.add_argument("--json", default=None, help="rows and ranked moves as JSON")
     add_sweep_arguments(o)
+    add_quiet(o)
     o.set_defaults(func=run)

@@ -12,6 +12,7 @@ from ..outputs import TRACE_MARKER, check_output_folder, replaced_folder
 from ..rewrite_summary import index_rewrites
 from ..stats import launch_count
 from ._inputs import add_inputs_argument, load_program_and_feed
+from ._options import Progress, add_quiet, heading
 from ._pipeline_args import add_pipeline_arguments, make_session
 
 
@@ -39,12 +40,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"note: {note} (--buckets none traces every size)", file=sys.stderr)
     if feed is not None:
         s.traces.set_inputs(feed)
-    live = not args.quiet and sys.stdout.isatty()  # a progress line only on a terminal
-    if live:
-        s.traces.on_progress = lambda k, n, path: print(f"\r[{k}/{n}] {path:<60}", end="", flush=True)
-    s.run()
-    if live:
-        print("\r" + " " * 72 + "\r", end="")
+    with Progress(f"tracing {name}", quiet=args.quiet) as progress:
+        s.traces.on_progress = progress
+        s.run()
     return _write(s, args)
 
 
@@ -67,29 +65,36 @@ def _write(s, args: argparse.Namespace) -> int:
         print(f"wrote a Model Explorer trace ({len(e.passes)} pass graphs, {e.nodes} nodes) to {args.model_explorer}")
     if args.out is None:
         return 1 if s.trace.error else 0
-    with replaced_folder(args.out) as folder:  # replaces only what a previous trace there wrote
-        files = write_trace(
-            trace,
-            folder,
-            changed_only=not args.all,
-            extra={
-                "generator": TRACE_MARKER,
-                "model": name,
-                "spec": s.config.label(),
-                "launches_before": launch_count(trace.initial),
-                "launches_after": launch_count(trace.final),
-            },
-            per_pass=lambda rec: index_rewrites(trace, rec),
-        )
-        if args.svg:
-            files += _write_svg_and_index(s, folder, args)
-        else:
-            files.append(_write_index_html(s, folder, args))
-    _print_summary(trace, args.verbose)
+    with Progress(f"writing {args.out}", quiet=args.quiet):
+        with replaced_folder(args.out) as folder:  # replaces only what a previous trace there wrote
+            files = write_trace(
+                trace,
+                folder,
+                changed_only=not args.all,
+                extra={
+                    "generator": TRACE_MARKER,
+                    "model": name,
+                    "spec": s.config.label(),
+                    "launches_before": launch_count(trace.initial),
+                    "launches_after": launch_count(trace.final),
+                },
+                per_pass=lambda rec: index_rewrites(trace, rec),
+            )
+            if args.svg:
+                files += _write_svg_and_index(s, folder, args)
+            else:
+                files.append(_write_index_html(s, folder, args))
+    _print_summary(trace, args.verbose, table=not args.quiet)
     from ..like_this import like_this_summary, range_note
 
-    for line in filter(None, [range_note(trace), *like_this_summary(trace.final)]):
-        print(line)
+    note = range_note(trace)
+    if note:
+        print(note)
+    alike = like_this_summary(trace.final)
+    if alike and not args.quiet:
+        heading("alike submodules in the final program (folded as '× N like this'):")
+        for line in alike:
+            print(line)
     print(f"wrote {len(files)} files to {args.out}")
     if s.trace.error:
         print(f"error: {s.trace.error}")
@@ -150,7 +155,7 @@ def _write_index_html(s, folder: str, args: argparse.Namespace, **draw) -> str:
     return path
 
 
-def _print_summary(trace, verbose: bool) -> None:
+def _print_summary(trace, verbose: bool, *, table: bool = True) -> None:
     total = sum(r.time_s for r in trace.top_level())
     changed = [r for r in trace.top_level() if r.changed]
     print(
@@ -161,6 +166,12 @@ def _print_summary(trace, verbose: bool) -> None:
         f"instructions {trace.initial.total_instructions()} -> {trace.final.total_instructions()}, "
         f"kernel launches {launch_count(trace.initial)} -> {launch_count(trace.final)}"
     )
+    if not table:
+        return
+    pending = sum(1 for r in changed if r.numeric_pending)
+    if pending:  # tracing did not wait for them: they run here, each re-running what its pass changed
+        print(f"numeric check: {pending} changed passes, checked now that the trace is done")
+    heading("every pass:" if verbose else "passes that changed the program (+added -removed ~changed, time):")
     for r in trace.top_level() if verbose else changed:
         d = r.diff.summary() if r.diff else r.status
         num = ""
@@ -180,7 +191,11 @@ def register(sub) -> None:
     p = sub.add_parser("trace", help="run the pipelines and write numbered per-pass IR files + index.json")
     add_model_arguments(p)
     add_pipeline_arguments(p)
-    p.add_argument("--out", help="output folder")
+    p.add_argument(
+        "--out",
+        metavar="DIR",
+        help="output folder: new, empty, or a previous trace's, inside an existing folder",
+    )
     p.add_argument(
         "--model-explorer",
         metavar="DIR",
@@ -204,5 +219,5 @@ def register(sub) -> None:
     )
     add_inputs_argument(p)
     p.add_argument("-v", "--verbose", action="store_true", help="list every pass, not only the changed ones")
-    p.add_argument("-q", "--quiet", action="store_true")
+    add_quiet(p)
     p.set_defaults(func=run)

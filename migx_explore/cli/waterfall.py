@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 
 from ._inputs import add_inputs_argument, load_program_and_feed
+from ._options import Progress, add_exec_mode, add_quiet, exec_modes, heading, print_fake_backend_note
 from ._pipeline_args import add_pipeline_arguments, make_session
 from ._sweep_args import add_sweep_arguments, sweep_kwargs
 
@@ -19,23 +19,20 @@ def run(args: argparse.Namespace) -> int:
     s = make_session(program, args, numeric=False, name=name)
     if args.no_backend:
         print("note: without the backend only kernel-launch counts of the un-lowered IR are compared")
-    from ..sweep import terminal_progress
-
-    report, end = terminal_progress("waterfall") if sys.stderr.isatty() else (None, lambda: None)
-    try:
+    with Progress("waterfall", quiet=args.quiet) as report:
         wf = waterfall(
             s,
             by=args.by,
-            modes=tuple(args.mode_timing.split(",")),
+            modes=tuple(exec_modes(args)),
             iters=args.iters,
             time_gpu=not args.no_gpu,
             inputs=feed,
             progress=report,
             **sweep_kwargs(args),
         )
-    finally:
-        end()
+    heading(f"{name}: what disabling each {args.by} costs")
     print(wf.table())
+    print_fake_backend_note()
     print(f"variants ran on: {wf.where}" + (f" ({wf.scale_note})" if wf.scale_note else ""))
     from ..outputs import atomic_file
 
@@ -56,12 +53,18 @@ def register(sub) -> None:
     p = sub.add_parser("waterfall", help="cost of disabling each pass: Δ launches and Δ eager/graph latency")
     add_model_arguments(p)
     add_pipeline_arguments(p)
-    p.add_argument("--by", choices=("pass", "pipeline", "prefix"), default="pass")
-    p.add_argument("--mode-timing", default="eager,graph", help="timing modes, e.g. eager,graph")
-    p.add_argument("--iters", type=int, default=50)
+    p.add_argument(
+        "--by",
+        choices=("pass", "pipeline", "prefix"),
+        default="pass",
+        help="what one variant disables: a pass, a sub-pipeline, or every pass up to a point (default pass)",
+    )
+    add_exec_mode(p, old=("--mode-timing",))
+    p.add_argument("--iters", type=int, default=50, help="timed runs per variant and mode (default 50)")
     p.add_argument("--no-gpu", action="store_true", help="count launches only")
-    p.add_argument("--png", default=None, help="write the chart here")
-    p.add_argument("--json", default=None, help="write the rows here")
+    p.add_argument("--png", default=None, metavar="F.png", help="write the chart here")
+    p.add_argument("--json", default=None, metavar="F.json", help="write the rows here")
     add_inputs_argument(p, "GPU timings")
     add_sweep_arguments(p)
+    add_quiet(p)
     p.set_defaults(func=run)

@@ -49,3 +49,20 @@ class ImportError_(MigxError):
 
 class FormatError(MigxError):
     """A saved program file is malformed, truncated, tampered with or of an unknown version."""
+
+
+def did_you_mean(name: str, candidates, *, n: int = 3) -> str:
+    """'; did you mean a, b?' naming the candidates closest to `name` (by difflib's ratio, also
+    against each candidate's last dotted part, so `fusion.fuse_pointwse` finds the full path), or
+    '' when nothing is close."""
+    import difflib
+
+    names = sorted(set(candidates))
+    close = difflib.get_close_matches(name, names, n=n, cutoff=0.6)
+    if not close:  # a bare pass name against dotted paths: compare with the last part too
+        tail = name.rsplit(".", 1)[-1]
+        by_tail: dict[str, list[str]] = {}
+        for c in names:
+            by_tail.setdefault(c.rsplit(".", 1)[-1].split("#")[0], []).append(c)
+        close = [c for t in difflib.get_close_matches(tail, by_tail, n=n, cutoff=0.6) for c in by_tail[t]][:n]
+    return f"; did you mean {', '.join(close)}?" if close else ""

@@ -195,6 +195,8 @@ def _padding_mask(rng: np.random.Generator, lens: tuple[int, ...], np_type: np.d
 def model_inputs(program: Program, seed: int = 0) -> dict[str, np.ndarray]:
     """Deterministic random inputs for every parameter of main, valid for how the model uses them.
     Raises RandomInputsError for shape-like inputs (they need real values)."""
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise MigxError(f"the random inputs' seed must be an integer >= 0, got {seed!r}")
     rng = np.random.default_rng(seed)
     out: dict[str, np.ndarray] = {}
     _check_budget(program)

@@ -14,7 +14,7 @@ import contextvars
 import functools
 import math
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 from .errors import MigxError
 
@@ -48,10 +48,11 @@ def _budget(setting: str) -> int:
         num, unit = (text[:-1], text[-1]) if text[-1] in _SUFFIX else (text, "")
         try:
             value = int(float(num) * _SUFFIX[unit])
-        except ValueError:
+        except (ValueError, OverflowError):  # nan, inf
             raise BudgetError(f"{ENV}={os.environ[ENV]!r} is not a size (e.g. 8G, 512M or a byte count)") from None
-        if value > 0:
-            return value
+        if value <= 0:
+            raise BudgetError(f"{ENV}={os.environ[ENV]!r}: the memory budget must be a positive size (e.g. 8G)")
+        return value
     return max(_physical_memory() // 2, 1 << 30)
 
 
@@ -78,6 +79,8 @@ def check_lens(lens: Iterable[int], itemsize: int, what: str) -> int:
     dims = [int(d) for d in lens]
     if any(d < 0 for d in dims):
         raise BudgetError(f"{what}: negative dimension in {dims}")
+    if len(dims) > 64:  # numpy's NPY_MAXDIMS (shape.MAX_RANK): no array of that rank can exist
+        raise BudgetError(f"{what}: rank {len(dims)} is more than the 64 dims migx-explore (and numpy) supports")
     return check_bytes(math.prod(dims) * int(itemsize), f"{what} {dims}")
 
 
@@ -105,23 +108,43 @@ def work_budget() -> int:
     num, unit = (text[:-1], text[-1]) if text[-1] in _WORK_SUFFIX else (text, "")
     try:
         value = int(float(num) * _WORK_SUFFIX[unit])
-    except ValueError:
+    except (ValueError, OverflowError):
         raise BudgetError(f"{WORK_ENV}={os.environ[WORK_ENV]!r} is not a count (e.g. 500M, 2G or a number)") from None
     if value <= 0:
         raise BudgetError(f"{WORK_ENV}={os.environ[WORK_ENV]!r} must be positive")
     return value
 
 
+# Arithmetic per unit of the work budget: an instruction count alone lets a Loop doing a large MatMul
+# each iteration run for minutes within it. Each instruction also spends its arithmetic (output
+# elements, times the reduction length for dot and convolution) against work budget x this: the
+# default 10M allows 10^12 multiply-adds, minutes of numpy at most.
+ARITHMETIC_PER_WORK = 100_000
+
+
 class WorkMeter:
-    __slots__ = ("spent", "limit")
+    __slots__ = ("spent", "limit", "arithmetic", "arithmetic_limit")
 
     def __init__(self, limit: int):
         self.spent = 0
         self.limit = limit
+        self.arithmetic = 0
+        self.arithmetic_limit = limit * ARITHMETIC_PER_WORK
 
-    def spend(self, where: str) -> None:
+    def spend(self, where: str | Callable[[], str], arithmetic: int = 0) -> None:
+        """Count one instruction and its arithmetic; `where` (or what it returns: formatted only on
+        failure) names it."""
         self.spent += 1
+        self.arithmetic += arithmetic
+        if self.arithmetic > self.arithmetic_limit:
+            where = where() if callable(where) else where
+            raise WorkBudgetError(
+                f"evaluation stopped after {self.arithmetic:.3g} arithmetic operations, at {where}: over "
+                f"the work budget ({self.limit:,} x {ARITHMETIC_PER_WORK:,}; a loop with a large product "
+                f"in its body?); raise it with --work-budget N or {WORK_ENV}=N"
+            )
         if self.spent > self.limit:
+            where = where() if callable(where) else where
             raise WorkBudgetError(
                 f"evaluation stopped after {self.limit:,} instructions, at {where}: over the work "
                 f"budget (a loop with a huge trip count?); raise it with --work-budget N or "

@@ -3,10 +3,17 @@
 Values are plain numpy arrays in logical (row-major) order; strides in the IR describe GPU
 memory layouts and do not matter here. Every instruction's result is checked against its IR
 shape, so an op spec whose compute disagrees with its shape rule is caught where it happens.
+
+Evaluation runs BLAS on one thread (through threadpoolctl, where installed). The reference runs
+beside the notebook's kernel, in background checks and in one Dask worker per core; a BLAS that
+spreads each product over every core there makes each wait on the others' threads (on a busy
+2-core machine a 128x128 product took 170 ms instead of 0.2 ms).
 """
 
 from __future__ import annotations
 
+import functools
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -14,13 +21,50 @@ import numpy as np
 
 from . import dtypes
 from .errors import EvalError, MigxError
-from .limits import WorkBudgetError, check_bytes, work_meter
+from .limits import WorkBudgetError, check_bytes, memory_budget, work_meter
 from .shape import Shape
 
 if TYPE_CHECKING:  # pragma: no cover - the evaluator walks IR objects but never builds them
     from .ir import Instruction, Module, Program
 
 Hook = Callable[["Instruction", np.ndarray], None]
+
+
+@functools.cache
+def _blas_controller() -> Any:
+    try:
+        from threadpoolctl import ThreadpoolController
+    except ImportError:  # an optional speed-up: without it BLAS keeps its own thread count
+        return None
+    return ThreadpoolController()
+
+
+class _OneBlasThread:
+    """BLAS on one thread while any evaluation runs (in any thread): the first to enter sets
+    the limit, the last to leave restores what was there before."""
+
+    _lock = threading.Lock()
+    _depth = 0
+    _limiter: Any = None
+
+    def __enter__(self) -> None:
+        cls = type(self)
+        with cls._lock:
+            if cls._depth == 0:
+                ctl = _blas_controller()
+                cls._limiter = None if ctl is None else ctl.limit(limits=1, user_api="blas")
+            cls._depth += 1
+
+    def __exit__(self, *exc: object) -> None:
+        cls = type(self)
+        with cls._lock:
+            cls._depth -= 1
+            if cls._depth == 0 and cls._limiter is not None:
+                cls._limiter.restore_original_limits()
+                cls._limiter = None
+
+
+one_blas_thread = _OneBlasThread
 
 
 def _check_input(name: str, value: Any, shape: Shape) -> np.ndarray:
@@ -43,7 +87,9 @@ def _check_input(name: str, value: Any, shape: Shape) -> np.ndarray:
     return arr
 
 
-def _bind_params(module: Module, inputs: Mapping[str, Any] | Sequence[Any], check: bool) -> dict[int, np.ndarray]:
+def bind_params(module: Module, inputs: Mapping[str, Any] | Sequence[Any], check: bool) -> dict[int, np.ndarray]:
+    """Module parameter values by instruction id from named or positional inputs (`check`: shape
+    and element type checked and converted, one clear error per problem)."""
     params = module.params()
     env: dict[int, np.ndarray] = {}
     if isinstance(inputs, Mapping):
@@ -74,7 +120,7 @@ def evaluate_module(
 ) -> list[np.ndarray]:
     """Run one module. `check_shapes=False` is used for pointwise submodules, whose scalar params
     are fed whole tensors. Values are dropped after their last use (a `hook` sees each one)."""
-    env = _bind_params(module, inputs, check_shapes)
+    env = bind_params(module, inputs, check_shapes)
     instrs = [i for i in module]
     last_use: dict[int, int] = {}
     for k, ins in enumerate(instrs):
@@ -83,13 +129,13 @@ def evaluate_module(
     outputs = module.output_instructions()
     keep = {o.id for o in outputs}
 
-    with np.errstate(all="ignore"), work_meter() as meter:
+    with np.errstate(all="ignore"), work_meter() as meter, one_blas_thread():
         for k, ins in enumerate(instrs):
             if ins.is_param():
                 continue
             if ins.is_return():
                 break
-            meter.spend(f"module {module.name}: {ins.name} (#{ins.id})")
+            meter.spend(lambda ins=ins: f"module {module.name}: {ins.name} (#{ins.id})", arithmetic(ins))
             if ins.is_literal():
                 env[ins.id] = ins.literal.data
             else:
@@ -100,6 +146,22 @@ def evaluate_module(
                 if last_use.get(i.id) == k and i.id not in keep:
                     env.pop(i.id, None)
     return [env[o.id] for o in outputs]
+
+
+def arithmetic(ins: Instruction) -> int:
+    """An estimate of the operations an instruction's compute does, for the work budget: its output
+    elements, times the reduction length for a product (dot, convolution). 0 for dynamic shapes."""
+    out = ins.shape
+    if out.is_tuple or out.dyn_dims is not None:
+        return 0
+    n = out.elements()
+    name = ins.op.name
+    if name in ("dot", "quant_dot") and ins.inputs and ins.inputs[0].shape.lens:
+        return n * max(1, ins.inputs[0].shape.lens[-1])
+    if name in ("convolution", "quant_convolution") and len(ins.inputs) > 1 and ins.inputs[1].shape.lens:
+        w = ins.inputs[1].shape
+        return n * max(1, w.elements() // max(1, w.lens[0]))
+    return n
 
 
 def _concrete_shape(ins: Instruction, args: list[np.ndarray]) -> Shape:
@@ -124,11 +186,11 @@ def run_instruction(ins: Instruction, args: list[np.ndarray], check_shapes: bool
     if spec.compute is None:
         raise EvalError(f"module {ins.module.name}: {ins.name} (#{ins.id}) has no reference implementation")
     out = ins.shape
-    if check_shapes and not out.is_tuple and out.dyn_dims is None:
-        check_bytes(
-            out.elements() * dtypes.np_dtype(out.type).itemsize,
-            f"module {ins.module.name}: {ins.name} (#{ins.id}) output",
-        )
+    want = None if out.is_tuple else dtypes.np_dtype(out.type)
+    if check_shapes and want is not None and out.dyn_dims is None:
+        nbytes = out.elements() * want.itemsize
+        if nbytes > memory_budget():  # the message only when it is needed
+            check_bytes(nbytes, f"module {ins.module.name}: {ins.name} (#{ins.id}) output")
     if out.dynamic_shape:
         out = _concrete_shape(ins, args)
     try:
@@ -144,7 +206,6 @@ def run_instruction(ins: Instruction, args: list[np.ndarray], check_shapes: bool
     if out.is_tuple:
         return tuple(np.asarray(r, dtype=dtypes.np_dtype(s.type)) for r, s in zip(res, out.sub_shapes))
     arr = np.asarray(res)
-    want = dtypes.np_dtype(out.type)
     if arr.dtype != want:
         arr = arr.astype(want)
     if check_shapes and out.dyn_dims is None and tuple(arr.shape) != out.lens:
@@ -182,14 +243,14 @@ def evaluate_all(program: Program, inputs: Mapping[str, Any]) -> dict[int, np.nd
     def hook(ins: Instruction, v: np.ndarray) -> None:
         values[ins.id] = v
 
-    values.update(_bind_params(program.main, inputs, True))
+    values.update(bind_params(program.main, inputs, True))
     evaluate_module(program.main, inputs, hook=hook)
     return values
 
 
 def evaluate_instruction(ins: Instruction, args: Sequence[np.ndarray]) -> np.ndarray:
     """One instruction on given argument values (numeric bisect re-runs a suspect on reference inputs)."""
-    with np.errstate(all="ignore"):
+    with np.errstate(all="ignore"), one_blas_thread():
         return run_instruction(ins, list(args), True)
 
 
@@ -199,7 +260,7 @@ def eval_instruction(ins: Instruction) -> np.ndarray:
         raise EvalError(f"{ins.name} (#{ins.id}) depends on a parameter or a non-constant op")
     memo: dict[int, np.ndarray] = {}
     stack = [ins]
-    with np.errstate(all="ignore"):
+    with np.errstate(all="ignore"), one_blas_thread():
         while stack:
             cur = stack[-1]
             if cur.id in memo:

@@ -92,6 +92,9 @@ def save_program(
         "members": {name: {"sha256": _sha(data), "size": len(data)} for name, data in members.items()},
         "metadata": metadata or {},
     }
+    names = _io_names(program)
+    if names:  # the model's own feed and output names, so a saved program runs on the model's feed
+        manifest["io_names"] = names
     manifest_raw = json.dumps(manifest, indent=1).encode()
     signature = sign(manifest_raw) if sign is not None else None
     target = os.fspath(path)
@@ -159,8 +162,10 @@ def load_program_file(path: str | os.PathLike) -> SavedProgram:
         try:
             text = data["program.txt"].decode()
             ids = json.loads(data["ids.json"])
-        except (UnicodeDecodeError, ValueError) as e:
-            raise FormatError(f"{where}: program text or ids.json is not valid ({e})") from None
+        except (UnicodeDecodeError, ValueError, RecursionError) as e:  # RecursionError: JSON nested too deep
+            raise FormatError(
+                f"{where}: program text or ids.json is not valid ({str(e)[:200] or type(e).__name__})"
+            ) from None
         try:
             program = parse(text, literals=literals)
             _restore_ids(program, ids, manifest["next_id"])
@@ -173,7 +178,34 @@ def load_program_file(path: str | os.PathLike) -> SavedProgram:
             if member not in data:
                 raise FormatError(f"{where}: blob {name!r} is listed but its member is missing from the manifest")
             blobs[name] = data[member]
+    _restore_io_names(program, manifest.get("io_names"), where)
     return SavedProgram(program, manifest["metadata"], blobs, manifest_raw, signature)
+
+
+def _io_names(program: Program) -> dict[str, list[str]]:
+    out = {}
+    for key in ("input_names", "output_names"):
+        names = getattr(program, key, None)
+        if isinstance(names, (list, tuple)) and all(isinstance(n, str) for n in names):
+            out[key] = list(names)
+    return out
+
+
+def _restore_io_names(program: Program, names: Any, where: str) -> None:
+    """Put the model's input / output names back on the loaded program (what `run` keys by)."""
+    if names is None:
+        return
+    ok = isinstance(names, dict) and all(
+        k in ("input_names", "output_names")
+        and isinstance(v, list)
+        and len(v) <= 100_000
+        and all(isinstance(n, str) and len(n) <= 4096 for n in v)
+        for k, v in names.items()
+    )
+    if not ok:
+        raise FormatError(f"{where}: io_names in the manifest is malformed")
+    for key, value in names.items():
+        setattr(program, key, list(value))
 
 
 def _read_signature(z: zipfile.ZipFile, where: str) -> bytes | None:

@@ -12,6 +12,14 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from . import dtypes
+from .errors import ShapeError
+
+# numpy's limit on an array's rank (NPY_MAXDIMS): a higher rank could never be evaluated
+MAX_RANK = 64
+
+
+class RankError(ShapeError, ValueError):
+    """A shape of more than MAX_RANK dims (a ValueError too, as the other malformed-shape errors)."""
 
 
 @dataclass(frozen=True)
@@ -64,6 +72,8 @@ class Shape:
         object.__setattr__(self, "lens", lens)
         if any(x < 0 for x in lens):
             raise ValueError(f"negative dimension in {lens}")
+        if len(lens) > MAX_RANK:
+            raise RankError(f"rank {len(lens)} is more than the {MAX_RANK} dims migx-explore (and numpy) supports")
         strides = tuple(int(x) for x in self.strides) if self.strides else standard_strides(lens)
         if len(strides) != len(lens):
             raise ValueError(f"lens {lens} and strides {strides} differ in rank")

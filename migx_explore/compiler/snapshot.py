@@ -14,6 +14,7 @@ from functools import cached_property
 from .ir import Instruction, Literal, Module, Program
 from .op import Op
 from .printer import format_literal, format_op
+from .reprs import diff_html, diff_repr, snapshot_html, snapshot_repr
 from .shape import Shape
 
 
@@ -139,6 +140,12 @@ class ProgramSnapshot:
 
     def module(self, name: str = "main") -> ModuleSnapshot:
         return self.by_name[name]
+
+    def __repr__(self) -> str:
+        return snapshot_repr(self)
+
+    def _repr_html_(self) -> str:
+        return snapshot_html(self)
 
     def module_count(self) -> int:
         return len(self._index)
@@ -400,6 +407,12 @@ class SnapshotDiff:
     @property
     def is_noop(self) -> bool:
         return not (self.added or self.removed or self.changed or self.modules_added or self.modules_removed)
+
+    def __repr__(self) -> str:
+        return diff_repr(self)
+
+    def _repr_html_(self) -> str:
+        return diff_html(self)
 
     def summary(self) -> str:
         if self.is_noop:

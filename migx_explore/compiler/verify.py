@@ -135,6 +135,18 @@ class Tolerance:
     atol: float | None = None
     factor: float = RMS_FACTOR
 
+    def __post_init__(self) -> None:
+        # a NaN threshold passes nothing and fails nothing (every comparison is False), inf passes
+        # everything, a negative one fails everything: none of them is a check
+        from .errors import MigxError
+
+        for key, flag in (("rms", "--rms-tol"), ("rtol", "--rtol"), ("atol", "--atol"), ("factor", "factor")):
+            v = getattr(self, key)
+            if v is None:
+                continue
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
+                raise MigxError(f"tolerance {flag} takes a finite number >= 0, not {v!r}")
+
     @property
     def allclose(self) -> bool:
         return self.rtol is not None or self.atol is not None

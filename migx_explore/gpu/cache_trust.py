@@ -10,6 +10,7 @@ keep other users out; (3) makes a planted or edited entry fail even where (1) or
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import secrets
@@ -120,7 +121,10 @@ def read_own_file(path: Path, limit: int = MAX_ENTRY_BYTES) -> tuple[bytes | Non
 
 def user_secret(root: Path) -> tuple[bytes | None, str | None]:
     """(the per-user HMAC secret, None), created 0600 under `root` on first use; (None, why) when
-    it cannot be created or the file there is not one this user alone can read."""
+    it cannot be created or the file there is not one this user alone can read. The secret is
+    written whole to a temporary and linked into place, so a full disk or a crash never leaves a
+    short one; a short one this user owns (what earlier versions could leave) is replaced: nothing
+    was ever signed with it, since the cache refuses to run on it."""
     path = root / SECRET_NAME
     # Create, then read back; one more try when another process created it between our read and create.
     for _ in range(3):
@@ -129,18 +133,43 @@ def user_secret(root: Path) -> tuple[bytes | None, str | None]:
             mode = os.stat(path).st_mode
             if mode & (stat.S_IRWXG | stat.S_IRWXO):
                 return None, f"its secret {str(path)!r} is readable by other users (chmod 600 it)"
-            if len(data) != SECRET_BYTES:
+            if len(data) == SECRET_BYTES:
+                return data, None
+            if len(data) > SECRET_BYTES:
                 return None, f"its secret {str(path)!r} is not {SECRET_BYTES} bytes (delete it to make a new one)"
-            return data, None
+            why = _write_secret(root, path, replace=True)  # a partial secret: make a whole one
+        else:
+            if why is not None:
+                return None, f"its secret {str(path)!r}: {why}"
+            why = _write_secret(root, path, replace=False)
         if why is not None:
-            return None, f"its secret {str(path)!r}: {why}"
-        try:
-            root.mkdir(mode=0o700, parents=True, exist_ok=True)
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
-        except FileExistsError:
-            continue
-        except OSError as e:
-            return None, f"cannot create its secret {str(path)!r} ({e.strerror})"
+            return None, why
+    return None, f"cannot read its secret {str(path)!r}"
+
+
+def _write_secret(root: Path, path: Path, *, replace: bool) -> str | None:
+    """Write a new secret to a temporary beside `path`, then link it into place (or replace a
+    partial one). None on success or when another process won the race; else why not."""
+    from migx_explore.compiler import tmpfiles
+
+    tmp = root / f"{tmpfiles.prefix()}{secrets.token_hex(4)}.tmp"
+    try:
+        root.mkdir(mode=0o700, parents=True, exist_ok=True)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
         with os.fdopen(fd, "wb") as f:
             f.write(secrets.token_bytes(SECRET_BYTES))
-    return None, f"cannot read its secret {str(path)!r}"
+            f.flush()
+            os.fsync(f.fileno())
+        if replace:
+            os.replace(tmp, path)
+        else:
+            try:
+                os.link(tmp, path)
+            except FileExistsError:
+                pass  # another process made one first: the caller reads theirs
+    except OSError as e:
+        return f"cannot create its secret {str(path)!r} ({e.strerror})"
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+    return None

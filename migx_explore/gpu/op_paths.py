@@ -211,7 +211,13 @@ def incomplete_ops(names: list[str] | None = None) -> list[OpPath]:
 
 
 def main(argv: list[str]) -> int:
-    paths = [op_path(n) for n in argv] if argv else incomplete_ops()
+    from migx_explore.compiler.errors import MigxError
+
+    try:
+        paths = [op_path(n) for n in argv] if argv else incomplete_ops()
+    except MigxError as e:  # an unknown op name: one line, with the close names
+        print(f"op_paths: error: {e}", file=sys.stderr)
+        return 2
     for p in paths:
         print(p.describe())
     if not argv:

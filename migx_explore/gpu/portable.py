@@ -62,7 +62,7 @@ def import_kernels(rows: Any, blobs: dict[str, bytes], target: Any = None) -> di
             ks = KernelSource(str(spec["name"]), str(spec["source"]), int(spec["global"]), int(spec["local"]))
         except KeyError as e:
             raise FormatError(f"kernel {key!r}: its source blob or field {e} is missing") from None
-        except (ValueError, TypeError) as e:
+        except (ValueError, TypeError, RecursionError) as e:
             raise FormatError(f"kernel {key!r} in the saved program is malformed ({e})") from None
         if ks.key != key:
             raise FormatError(f"kernel {key}: its source does not hash to its key (tampered)")

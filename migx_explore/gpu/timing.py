@@ -97,14 +97,17 @@ class TimingResult:
         )
 
     def table(self) -> str:
-        lines = [
-            f"{'mode':6} {'device us (median [p10, p90])':>34} {'host us per run':>28} "
-            f"{'enqueue us':>12} {'launches':>9}"
+        head = ("mode", "device us (median [p10, p90])", "host us per run", "enqueue us", "launches")
+        rows = [
+            (m.mode, str(m.device_us), str(m.host_us), f"{m.enqueue_us.median:.1f}", str(m.launches))
+            for m in self.modes.values()
         ]
-        for m in self.modes.values():
-            lines.append(
-                f"{m.mode:6} {str(m.device_us):>34} {str(m.host_us):>28} {m.enqueue_us.median:12.1f} {m.launches:9d}"
-            )
+        # each column as wide as its widest cell, so a slow host (7-digit µs) cannot push columns apart
+        widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
+        lines = [
+            "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))).rstrip()
+            for r in [head, *rows]
+        ]
         if self.segments_line():
             lines.append(self.segments_line())
         return "\n".join(lines)

@@ -408,7 +408,8 @@ class Explorer:
         with self._stats_lock:
             if self.session.position == rec.index:
                 self.views.refresh_stats()
-        bad = sum(1 for r in session.trace.top_level() if r.numeric is not None and not r.numeric.ok)
+        done_checks = [r.numeric for r in session.trace.top_level() if r.numeric_ready and r.numeric is not None]
+        bad = sum(1 for n in done_checks if not n.ok)
         self.numeric_progress.value = (
             f"numeric check: {done}/{total} passes"
             + ("…" if done < total else " ✓")

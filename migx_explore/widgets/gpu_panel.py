@@ -10,7 +10,7 @@ import html
 from collections.abc import Callable
 from typing import Any
 
-from ..errors import GpuUnavailable
+from ..errors import GpuUnavailable, UserInputError
 from ..session import Session
 from . import timing_view
 from ._common import ErrorBox, TaskProgress, widgets
@@ -98,12 +98,12 @@ class GpuPanel:
         cache, which finalize then hits), then one timing run per mode."""
         session = self._get_session()
         if session is None:
-            raise RuntimeError("load a model first")
+            raise UserInputError("load a model first")
         if self.reason:
             raise GpuUnavailable(f"GPU timing unavailable: {self.reason}")
         modes = self.modes()
         if not modes:
-            raise ValueError("pick at least one mode (eager, graph capture)")
+            raise UserInputError("pick at least one mode (eager, graph capture)")
         from ..gpu_bridge import compile_session_kernels, time_session
 
         compile_session_kernels(session, self._report)

@@ -10,6 +10,7 @@ from typing import Any
 
 from migx_explore.compiler.quantize import PRECISIONS
 
+from ..errors import UserInputError, is_bad_file_error
 from ..migraphx import is_migraphx_text
 from ..migraphx.modes import mode_options
 from ..session import Session
@@ -175,8 +176,10 @@ class ModelPicker:
                 try:
                     dims = queries.onnx_inputs(change["new"])
                 except Exception as e:  # noqa: BLE001 - reported as one line naming the file
+                    if not is_bad_file_error(e):
+                        raise  # our bug, not the user's file: the error box says so
                     self.inputs_note.value = f"{html.escape(change['new'])}: not a readable ONNX model"
-                    raise ValueError(f"{change['new']} is not a readable ONNX model ({_first_line(e)})") from None
+                    raise UserInputError(f"{change['new']} is not a readable ONNX model ({_first_line(e)})") from None
                 self._show_inputs(dims)
 
     def _uploaded(self, name: str, data: bytes) -> None:
@@ -190,9 +193,11 @@ class ModelPicker:
         try:
             dims = queries.onnx_inputs(data)
         except Exception as e:  # noqa: BLE001 - reported as one line naming the file
+            if not is_bad_file_error(e):
+                raise  # our bug, not the user's file: the error box says so
             # the note says what Load would do now, not the name of an earlier upload
             self.inputs_note.value = f"{html.escape(name)} not loaded: not a readable ONNX model"
-            raise ValueError(f"{name} is not a readable ONNX model ({_first_line(e)})") from None
+            raise UserInputError(f"{name} is not a readable ONNX model ({_first_line(e)})") from None
         self._uploaded_bytes = data
         self._show_inputs(dims)
         self.inputs_note.value = f"uploaded {html.escape(name)} ({len(data) / 1e6:.1f} MB). " + self.inputs_note.value
@@ -205,7 +210,7 @@ class ModelPicker:
             return self.builtin.value
         if self.path.value.strip():
             return self.path.value.strip()
-        raise ValueError("pick a built-in example, type a path to an .onnx file, or upload one")
+        raise UserInputError("pick a built-in example, type a path to an .onnx file, or upload one")
 
     def load(self) -> Session:
         """Build the session for the current selection and pass it to on_load (which traces it and

@@ -16,6 +16,7 @@ from typing import Any
 
 from migx_explore.compiler.pass_infra import PassEntry, PassRecord, Pipeline, entry_paths
 
+from ..errors import UserInputError
 from ..session import Session
 
 
@@ -329,7 +330,7 @@ def parse_dims(text: str) -> dict[str, list[int]]:
             continue
         m = _DIMS_ITEM.match(item)
         if not m:
-            raise ValueError(
+            raise UserInputError(
                 f"cannot read input dims {item.strip()!r}; write name=1,3,224,224 (separate inputs with ';')"
             )
         out[m.group(1)] = [int(d) for d in re.split(r"[,x×\s]+", m.group(2).strip()) if d]

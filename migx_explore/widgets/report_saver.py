@@ -10,6 +10,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from ..errors import UserInputError
 from ..session import Session
 from ._common import ErrorBox, widgets
 
@@ -52,7 +53,7 @@ class ReportSaver:
         """Write the report of the current configuration; returns its ReportInfo."""
         s = self._session()
         if s is None:
-            raise ValueError("no model loaded: load one before saving a report")
+            raise UserInputError("no model loaded: load one before saving a report")
         path = self.path.value.strip() or default_report_name(s)
         self.result.value = "<i>drawing every changed pass…</i>"
         try:

@@ -9,6 +9,7 @@ import html
 from collections.abc import Callable
 from typing import Any
 
+from ..errors import UserInputError
 from ..gpu_bridge import unavailable_reason as gpu_unavailable_reason
 from ..session import Session
 from ._common import ErrorBox, TaskProgress, widgets
@@ -95,7 +96,7 @@ class StudyPanel:
     def run(self) -> Any:
         session = self._get_session()
         if session is None:
-            raise RuntimeError("load a model first")
+            raise UserInputError("load a model first")
         from ..study import study_order
 
         st = study_order(

@@ -71,7 +71,7 @@ def test_error_is_read_off_the_current_trace_never_stale():
 def test_deferred_numeric_check_fills_in_one_pass_at_a_time():
     s = _session(defer_numeric=True)
     todo = s.traces.unchecked(s.trace)
-    assert todo and all(r.numeric is None for r in todo)
+    assert todo and all(r.numeric_pending for r in todo)  # attached, not run: reading r.numeric runs it
     s.goto(todo[0].index)
     assert s.traces.numeric_state(todo[0]) == "pending" and pass_changes.stats(s)["numeric_state"] == "pending"
     first = s.traces.check_next(s.trace)

@@ -173,7 +173,7 @@ def test_a_feed_that_contradicts_declared_dims_or_rank_is_refused(tmp_path, caps
     for shape in ((1, 5), (1, 4, 1)):
         np.savez(feed, x=np.ones(shape, np.float32))
         assert cli(["run", str(path), "--inputs", str(feed)]) == 2
-        assert "input 'x' has shape" in capsys.readouterr().err
+        assert "input 'x' has " in capsys.readouterr().err
 
 
 def test_valid_edges_still_import():

@@ -56,14 +56,34 @@ def test_signed_by_own_key_reuses_binaries_and_names_the_key(env, capsys):
     assert f"signed by key {keys.own_key_id()} (trusted)" in out and "kernel binaries reused" in out
 
 
-def test_unsigned_file_rebuilds_every_kernel_unless_trust_binaries(env, capsys):
+def test_an_unsigned_file_ships_sources_only_and_resumes(env, capsys):
     part = _save(env / "p.migx")
     loaded = load_partial(part)
-    assert loaded.signature.status == "unsigned" and loaded.kernels == 0 and loaded.shipped > 0
+    assert loaded.signature.status == "unsigned" and loaded.kernels == 0 and loaded.shipped == 0
     assert cli(["compile", part, "--resume"]) == 0
-    assert "not used, every kernel is compiled from its source" in capsys.readouterr().out
-    assert load_partial(part, trust_binaries=True).kernels == loaded.shipped
-    assert cli(["compile", part, "--resume", "--trust-binaries"]) == 0
+    assert "no kernel binaries for this machine" in capsys.readouterr().out
+
+
+def test_an_unsigned_file_with_binaries_is_refused_unless_trust_binaries(env, capsys):
+    """Issue 40 item 11: a file whose signature was stripped (or that never had one) yet carries
+    binaries, even with every hash recomputed, is refused, as an edit after signing is."""
+    keys.create_key()
+    signed = _save(env / "p.migx")
+
+    def strip(manifest, members):
+        del members["signature.json"]
+        _binary(manifest, members)
+
+    bad = str(tamper(env / "p.migx", env / "bad.migx", strip))
+    assert load_partial(signed).kernels > 0
+    with pytest.raises(FormatError, match="unsigned, yet it carries .* kernel binaries.*--trust-binaries"):
+        load_partial(bad)
+    assert cli(["compile", bad, "--resume"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--trust-binaries" in err[0]
+    assert load_partial(bad, recompile=True).kernels == 0
+    assert load_partial(bad, trust_binaries=True).kernels > 0
+    assert cli(["compile", bad, "--resume", "--trust-binaries"]) == 0
     assert "without a trusted signature (--trust-binaries)" in capsys.readouterr().out
 
 
@@ -107,19 +127,6 @@ def test_an_edit_after_signing_is_refused_even_with_hashes_recomputed(env, edit,
     assert cli(["compile", str(bad), "--resume", "--run", "--trust-binaries"]) == 2
     assert "edited after it was signed" in capsys.readouterr().err
     assert load_partial(part).signature.trusted  # the original still verifies
-
-
-def test_a_stripped_signature_leaves_an_unsigned_file_whose_binaries_are_not_used(env):
-    keys.create_key()
-    _save(env / "p.migx")
-
-    def strip(manifest, members):
-        del members["signature.json"]
-        _binary(manifest, members)
-
-    bad = tamper(env / "p.migx", env / "bad.migx", strip)
-    loaded = load_partial(str(bad))
-    assert loaded.signature.status == "unsigned" and loaded.kernels == 0
 
 
 def test_a_signing_key_others_can_read_is_refused(env):

@@ -20,10 +20,15 @@ def load_model(source: ModelSource) -> tuple[onnx.ModelProto, Path | None, bytes
     """Returns (model, folder, serialized bytes); folder is None for bytes / in-memory models, the
     bytes are None for a ModelProto (kept so the checker need not serialize a big model again)."""
     if isinstance(source, onnx.ModelProto):
+        check_strings(source, "the model")
         return source, None, None
     if isinstance(source, (bytes, bytearray, memoryview)):
         data = bytes(source)
         return _decode(data, "model bytes"), None, data
+    if not isinstance(source, (str, os.PathLike)):
+        raise ImportError_(
+            f"an ONNX model is a path, bytes or an onnx.ModelProto, not {type(source).__name__} {source!r:.40}"
+        )
     path = Path(source)
     if not path.is_file():
         raise ImportError_(
@@ -49,7 +54,93 @@ def _decode(data: bytes, what: str) -> onnx.ModelProto:
         ) from None
     if not model.HasField("graph"):
         raise ImportError_(f"cannot read {what}: no graph in the protobuf (truncated or not an ONNX model)")
+    check_strings(model, what)
     return model
+
+
+def check_strings(model: onnx.ModelProto, what: str) -> None:
+    """Refuse a string field that is not valid UTF-8 (protobuf hands it over as bytes, which every
+    name comparison downstream would trip on), naming the field's path in the model."""
+    where = _bad_string(model, "")
+    if where is not None:
+        raise ImportError_(f"cannot read {what}: {where} is not valid UTF-8 text")
+
+
+def _bad_string(model: onnx.ModelProto, path: str) -> str | None:
+    """The first string field, among those anything reads (names, types, domains, metadata), that
+    protobuf could not decode; a hand-written walk, as a generic one over every field is ~50x slower."""
+    for i, p in enumerate(model.metadata_props):
+        if isinstance(p.key, bytes) or isinstance(p.value, bytes):
+            return f"metadata_props[{i}]"
+    for k in ("producer_name", "producer_version", "domain", "doc_string"):
+        if isinstance(getattr(model, k), bytes):
+            return k
+    for i, o in enumerate(model.opset_import):
+        if isinstance(o.domain, bytes):
+            return f"opset_import[{i}].domain"
+    found = _bad_in_graph(model.graph, "graph")
+    for i, f in enumerate(model.functions):
+        found = found or _bad_in_nodes(f.node, f"functions[{i}]") or _bad_in_names(f, f"functions[{i}]")
+    return found
+
+
+def _bad_in_graph(g, path: str) -> str | None:
+    for field in ("input", "output", "value_info"):
+        for i, v in enumerate(getattr(g, field)):
+            if isinstance(v.name, bytes) or isinstance(v.doc_string, bytes):
+                return f"{path}.{field}[{i}].name"
+            if v.type.HasField("tensor_type") and any(
+                isinstance(d.dim_param, bytes) for d in v.type.tensor_type.shape.dim
+            ):
+                return f"{path}.{field}[{i}] (in {v.name!r}): a dim_param"
+    for field in ("initializer", "sparse_initializer"):
+        for i, t in enumerate(getattr(g, field)):
+            if field == "initializer" and (
+                isinstance(t.name, bytes)
+                or any(isinstance(e.key, bytes) or isinstance(e.value, bytes) for e in t.external_data)
+            ):
+                return f"{path}.initializer[{i}] (its name or external data)"
+    if isinstance(g.name, bytes):
+        return f"{path}.name"
+    return _bad_in_nodes(g.node, path)
+
+
+def _bad_in_names(f, path: str) -> str | None:
+    for k in ("name", "domain"):
+        if isinstance(getattr(f, k), bytes):
+            return f"{path}.{k}"
+    for k in ("input", "output", "attribute"):
+        if any(isinstance(v, bytes) for v in getattr(f, k)):
+            return f"{path}.{k}"
+    return None
+
+
+def _bad_in_nodes(nodes, path: str) -> str | None:
+    for i, n in enumerate(nodes):
+        here = f"{path}.node[{i}]"
+        for k in ("name", "op_type", "domain", "doc_string"):
+            if isinstance(getattr(n, k), bytes):
+                return f"{here}.{k}"
+        named = f" (in {n.name!r})" if n.name else ""
+        for k in ("input", "output"):
+            for j, v in enumerate(getattr(n, k)):
+                if isinstance(v, bytes):
+                    return f"{here}.{k}[{j}]{named}"
+        for j, p in enumerate(n.metadata_props):
+            if isinstance(p.key, bytes) or isinstance(p.value, bytes):
+                return f"{here}.metadata_props[{j}]{named}"
+        for a in n.attribute:
+            if isinstance(a.name, bytes) or isinstance(a.ref_attr_name, bytes):
+                return f"{here}.attribute{named}: a name"
+            if a.HasField("g"):
+                found = _bad_in_graph(a.g, f"{here}.attribute {a.name!r}")
+                if found:
+                    return found
+            for k, sub in enumerate(a.graphs):
+                found = _bad_in_graph(sub, f"{here}.attribute {a.name!r}[{k}]")
+                if found:
+                    return found
+    return None
 
 
 def check_model(model: onnx.ModelProto | bytes, what: str) -> None:
@@ -80,7 +171,7 @@ def load_external_data(model: onnx.ModelProto, folder: Path | None) -> bool:
         loc = info.get("location", "")
         try:
             target = (root / loc).resolve()
-        except (ValueError, OSError):  # a NUL byte, a link loop
+        except (ValueError, OSError, RuntimeError):  # a NUL byte, a link loop (RuntimeError before 3.13)
             raise ImportError_(f"tensor {t.name!r}: external data path {loc!r} is not a usable path") from None
         if not loc or os.path.isabs(loc) or not target.is_relative_to(root):
             raise ImportError_(

@@ -52,6 +52,18 @@ def parse_gather_elements(ctx: NodeContext, args: Args) -> Result:
         "where", [ctx.add("less", [idx, ctx.scalar_like(0, idx)]), ctx.add("add", [idx, ctx.scalar_like(n, idx)]), idx]
     )
     flat = ctx.add("add", [ctx.literal(base), ctx.add("mul", [wrapped, ctx.scalar_like(strides[axis], idx)])])
+    if ctx.const(ind) is None:
+        # A fed index outside [-n, n-1] on the axis would land on a valid flat position (a wrong
+        # answer); send it one past the end of the flat data instead, which the gather refuses.
+        bad = ctx.add(
+            "logical_or",
+            [
+                ctx.add("less", [wrapped, ctx.scalar_like(0, idx)]),
+                ctx.add("greater", [wrapped, ctx.scalar_like(n - 1, idx)]),
+            ],
+        )
+        total = int(np.prod(data.shape.lens, dtype=np.int64))
+        flat = ctx.add("where", [bad, ctx.scalar_like(total, idx), flat])
     flat_data = ctx.add("reshape", [ctx.contiguous(data)], dims=[-1])
     return ctx.add("gather", [flat_data, flat], axis=0)
 

@@ -11,6 +11,7 @@ from ..errors import ShapeError
 from ..op import GpuCode, defop
 from ..shape import Shape
 from .common import A, norm_axes, norm_axis, normalizer, same_type
+from .index_checks import checked_indices
 
 
 def _index_type(op: str, s: Shape) -> None:
@@ -19,7 +20,8 @@ def _index_type(op: str, s: Shape) -> None:
 
 
 def _wrap(idx: np.ndarray, n) -> np.ndarray:
-    """Negative indices count from the end (ONNX and MIGraphX both allow them)."""
+    """Negative indices count from the end, without a range check (OneHot defines out-of-range
+    indices; every other op checks them through checked_indices)."""
     idx = idx.astype(np.int64)
     return np.where(idx < 0, idx + n, idx)
 
@@ -37,7 +39,7 @@ def _gather_shape(op, s, m):
 def _gather_compute(op, args, out, run):
     data, ind = args
     axis = norm_axis(op["axis"], data.ndim, "gather")
-    return np.take(data, _wrap(ind, data.shape[axis]), axis=axis, mode="raise")
+    return np.take(data, checked_indices(ind, data.shape[axis], "gather", axis=axis), axis=axis)
 
 
 defop(
@@ -47,7 +49,7 @@ defop(
     attrs=[A("axis", "int", 0, show=True)],
     nargs=2,
     normalize=normalizer(axis="axis"),
-    doc="out = data indexed by `indices` along `axis` (numpy take; negative indices wrap).",
+    doc="out = data indexed by `indices` along `axis` (negative ones count from the end; outside [-n, n) refused).",
     gpu=GpuCode.kernel("gather"),
 )
 
@@ -77,7 +79,7 @@ def _gathernd_compute(op, args, out, run):
     nb = int(np.prod(data.shape[:b], dtype=np.int64))
     d = data.reshape((nb,) + data.shape[b:])
     i = ind.reshape(nb, -1, k)
-    coords = tuple(_wrap(i[..., j], d.shape[1 + j]) for j in range(k))
+    coords = tuple(checked_indices(i[..., j], d.shape[1 + j], "gathernd", axis=b + j) for j in range(k))
     batch = np.arange(nb).reshape(nb, 1)
     return d[(batch,) + coords].reshape(out.lens)
 
@@ -119,7 +121,7 @@ def _scatter_compute(reduction):
         axis = norm_axis(op["axis"], data.ndim, op.name)
         res = np.array(data, copy=True)
         coords = list(np.indices(ind.shape, sparse=True))
-        coords[axis] = _wrap(ind, data.shape[axis])
+        coords[axis] = checked_indices(ind, data.shape[axis], op.name, axis=axis)
         return _scatter_into(res, tuple(coords), upd, reduction)
 
     return compute
@@ -156,7 +158,7 @@ def _scatternd_compute(reduction):
         data, ind, upd = args
         k = ind.shape[-1]
         res = np.array(data, copy=True)
-        where = tuple(_wrap(ind[..., j], data.shape[j]) for j in range(k))
+        where = tuple(checked_indices(ind[..., j], data.shape[j], op.name, axis=j) for j in range(k))
         return _scatter_into(res, where, upd, reduction)
 
     return compute

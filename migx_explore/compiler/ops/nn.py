@@ -106,7 +106,9 @@ def _conv_shape(op, s, m):
 def sliding_windows(x: np.ndarray, kernel, pb, pe, st, dl, pad_value=0.0) -> np.ndarray:
     """(N, C, *out_spatial, *kernel) view of x's sliding windows."""
     nd = len(kernel)
-    xp = np.pad(x, [(0, 0), (0, 0)] + list(zip(pb, pe)), constant_values=pad_value)
+    xp = x
+    if any(pb) or any(pe):
+        xp = np.pad(x, [(0, 0), (0, 0)] + list(zip(pb, pe)), constant_values=pad_value)
     span = [dl[i] * (kernel[i] - 1) + 1 for i in range(nd)]
     win = sliding_window_view(xp, span, axis=tuple(range(2, 2 + nd)))
     idx = (slice(None), slice(None)) + tuple(slice(None, None, s) for s in st) + tuple(slice(None, None, d) for d in dl)
@@ -114,6 +116,8 @@ def sliding_windows(x: np.ndarray, kernel, pb, pe, st, dl, pad_value=0.0) -> np.
 
 
 def _conv_compute(op, args, out, run):
+    """Convolution as one matrix product per group (im2col): every output position's window,
+    C/group x kernel values, is a column; each filter is a row of the weights."""
     x, w = args[0], args[1]
     nd = x.ndim - 2
     pb, pe, st, dl = conv_params(op, nd)
@@ -123,15 +127,14 @@ def _conv_compute(op, args, out, run):
     wa = w.astype(acc) if acc else w
     win = sliding_windows(xa, w.shape[2:], pb, pe, st, dl)  # N C O.. K..
     n, c = x.shape[:2]
-    win = win.reshape((n, g, c // g) + win.shape[2:])
-    wg = wa.reshape((g, w.shape[0] // g) + w.shape[1:])
-    # N=batch, G=group, C=channels per group, F=filters per group; lower-case letters for the
-    # output (o) and kernel (k) spatial axes so no label can collide.
-    o = "ijklmn"[:nd]
-    k = "pqrstu"[:nd]
-    expr = f"NGC{o}{k},GFC{k}->NGF{o}"
-    res = np.einsum(expr, win, wg, optimize=True)
-    return res.reshape((n, w.shape[0]) + res.shape[3:])
+    out_spatial = win.shape[2 : 2 + nd]
+    taps, positions = int(np.prod(w.shape[2:], dtype=np.int64)), int(np.prod(out_spatial, dtype=np.int64))
+    win = win.reshape((n, g, c // g) + win.shape[2:])  # N G C/g O.. K..
+    k_axes = tuple(range(3 + nd, 3 + 2 * nd))
+    cols = np.moveaxis(win, k_axes, tuple(range(3, 3 + nd)))  # N G C/g K.. O..
+    cols = cols.reshape(n, g, (c // g) * taps, positions)  # the im2col copy (none for a 1x1 convolution)
+    filters = wa.reshape(g, w.shape[0] // g, -1)  # G F C/g*K
+    return np.matmul(filters, cols).reshape((n, w.shape[0]) + out_spatial)
 
 
 _CONV_ATTRS = [
@@ -216,24 +219,32 @@ def _pool_compute(op, args, out, run):
     ]
     pe2 = [pe[i] + extra[i] for i in range(nd)]
     mode = op["mode"]
-    xf = x.astype(np.float64)
-    axes = tuple(range(-nd, 0))
-    if mode == "max":
-        win = sliding_windows(xf, k, pb, pe2, st, dl, pad_value=-np.inf)
-        return win.max(axis=axes)
-    real = sliding_windows(np.ones((1, 1) + x.shape[2:]), k, pb, pe2, st, dl)
+    if mode == "max":  # exact in any float type; integers through float64 for the -inf padding
+        xm = x if dtypes.is_float_np(x.dtype) else x.astype(np.float64)
+        return _over_taps(sliding_windows(xm, k, pb, pe2, st, dl, pad_value=-np.inf), np.maximum, nd)
+    xf = x.astype(np.float64)  # sums accumulate in float64
     if mode == "lpnorm":
         p = op["lp_order"]
-        win = sliding_windows(np.abs(xf), k, pb, pe2, st, dl)
-        return np.power(np.power(win, p).sum(axis=axes), 1.0 / p)
-    win = sliding_windows(xf, k, pb, pe2, st, dl)
-    total = win.sum(axis=axes)
+        win = sliding_windows(np.power(np.abs(xf), p), k, pb, pe2, st, dl)
+        return np.power(_over_taps(win, np.add, nd), 1.0 / p)
+    total = _over_taps(sliding_windows(xf, k, pb, pe2, st, dl), np.add, nd)
+    ones = np.ones((1, 1) + x.shape[2:], xf.dtype)
     if op["count_include_pad"]:
-        padded = np.pad(np.ones((1, 1) + x.shape[2:]), [(0, 0), (0, 0)] + list(zip(pb, pe)), constant_values=1.0)
-        counted = sliding_windows(padded, k, [0] * nd, extra, st, dl).sum(axis=axes)
+        padded = np.pad(ones, [(0, 0), (0, 0)] + list(zip(pb, pe)), constant_values=1.0)
+        counted = _over_taps(sliding_windows(padded, k, [0] * nd, extra, st, dl), np.add, nd)
     else:
-        counted = real.sum(axis=axes)
+        counted = _over_taps(sliding_windows(ones, k, pb, pe2, st, dl), np.add, nd)
     return total / np.maximum(counted, 1)
+
+
+def _over_taps(win: np.ndarray, combine: np.ufunc, nd: int) -> np.ndarray:
+    """Windows (..., *kernel) reduced over their kernel taps with `combine`, one tap at a time
+    (numpy's reduction over small strided trailing axes is ten times slower)."""
+    taps = list(np.ndindex(win.shape[-nd:]))
+    acc = np.array(win[(Ellipsis, *taps[0])])
+    for t in taps[1:]:
+        combine(acc, win[(Ellipsis, *t)], out=acc)
+    return acc
 
 
 defop(

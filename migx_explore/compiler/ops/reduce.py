@@ -54,15 +54,21 @@ _reduce("reduce_all", np.all, made_by="ir")
 
 
 def _softmax(x: np.ndarray, axis: int) -> np.ndarray:
-    x64 = x.astype(np.float64)
-    e = np.exp(x64 - np.max(x64, axis=axis, keepdims=True))
+    xf = _float(x)
+    e = np.exp(xf - np.max(xf, axis=axis, keepdims=True))
     return e / np.sum(e, axis=axis, keepdims=True)
 
 
 def _logsoftmax(x: np.ndarray, axis: int) -> np.ndarray:
-    x64 = x.astype(np.float64)
-    sh = x64 - np.max(x64, axis=axis, keepdims=True)
+    xf = _float(x)
+    sh = xf - np.max(xf, axis=axis, keepdims=True)
     return sh - np.log(np.sum(np.exp(sh), axis=axis, keepdims=True))
+
+
+def _float(x: np.ndarray) -> np.ndarray:
+    # float32 and float64 as they are (the max is subtracted first, so exp cannot overflow);
+    # narrower floats and integers in float32, as the GPU kernels accumulate
+    return x if x.dtype in (np.float32, np.float64) else x.astype(np.float32)
 
 
 for _name, _fn in (("softmax", _softmax), ("logsoftmax", _logsoftmax)):

@@ -121,8 +121,9 @@ def _shape(op, s, mods):
     return Shape.tuple_of(outs)
 
 
-def _cell(name: str, op, x, h, c, w, r, b, p, acts):
-    """One time step for a batch: returns the new (h, c)."""
+def _cell(name: str, op, xw, h, c, r, rb, p, acts):
+    """One time step for a batch, given the input's part of the gates `xw` = x W^T + Wb:
+    returns the new (h, c)."""
     hs = op["hidden_size"]
     f, g, hh = acts[0], acts[1] if len(acts) > 1 else None, acts[2] if len(acts) > 2 else None
 
@@ -132,11 +133,9 @@ def _cell(name: str, op, x, h, c, w, r, b, p, acts):
     def clip(v):
         return np.clip(v, -op["clip"], op["clip"]) if op["clip"] > 0 else v
 
-    wb, rb = b[: len(b) // 2], b[len(b) // 2 :]
     if name == "rnn":
-        return act(f, clip(x @ w.T + h @ r.T + wb + rb)), c
+        return act(f, clip(xw + h @ r.T + rb)), c
     if name == "gru":
-        xw = x @ w.T + wb
         z = act(f, clip(xw[:, :hs] + h @ r[:hs].T + rb[:hs]))
         rr = act(f, clip(xw[:, hs : 2 * hs] + h @ r[hs : 2 * hs].T + rb[hs : 2 * hs]))
         if op["linear_before_reset"]:
@@ -144,7 +143,7 @@ def _cell(name: str, op, x, h, c, w, r, b, p, acts):
         else:
             n = act(g, clip(xw[:, 2 * hs :] + (rr * h) @ r[2 * hs :].T + rb[2 * hs :]))
         return (1 - z) * n + z * h, c
-    gates = x @ w.T + h @ r.T + wb + rb
+    gates = xw + h @ r.T + rb
     gi, go, gf, gc = (gates[:, k * hs : (k + 1) * hs] for k in range(4))
     i = act(f, clip(gi + p[:hs] * c))
     ff = act(f, clip(gf + p[2 * hs :] * c))
@@ -170,17 +169,20 @@ def _compute(op, args, out, run):
     for d, backwards in enumerate(directions(op)):
         h, c = h0[d].astype(acc), c0[d].astype(acc)
         pd = p[d].astype(acc) if lstm else None
-        wd, rd, bd = w[d].astype(acc), r[d].astype(acc), b[d].astype(acc)
+        rd, bd = r[d].astype(acc), b[d].astype(acc)
+        wb, rb = bd[: len(bd) // 2], bd[len(bd) // 2 :]
+        xw = x.astype(acc) @ w[d].astype(acc).T + wb  # the input's part of every step's gates, in one product
+        rows = np.arange(batch)
         for step in range(seq):
             # Reverse runs each batch entry from its own last valid step down to 0.
-            t = np.array([(ln - 1 - step) if backwards else step for ln in lens])
-            valid = (step < lens)[:, None]
-            xt = x[np.clip(t, 0, seq - 1), np.arange(batch)].astype(acc)
-            h2, c2 = _cell(op.name, op, xt, h, c, wd, rd, bd, pd, acts[d * n_act : (d + 1) * n_act])
-            h, c = np.where(valid, h2, h), np.where(valid, c2, c)
-            for bi in range(batch):
-                if valid[bi, 0]:
-                    ys[t[bi], d, bi] = h[bi]
+            t = np.clip(lens - 1 - step if backwards else np.full(batch, step), 0, seq - 1)
+            valid = step < lens
+            h2, c2 = _cell(op.name, op, xw[t, rows], h, c, rd, rb, pd, acts[d * n_act : (d + 1) * n_act])
+            if valid.all():
+                h, c = h2, c2
+            else:
+                h, c = np.where(valid[:, None], h2, h), np.where(valid[:, None], c2, c)
+            ys[t[valid], d, rows[valid]] = h[valid]
         hs_out[d], cs_out[d] = h, c
     res = [ys.astype(x.dtype), hs_out.astype(x.dtype)] + ([cs_out.astype(x.dtype)] if lstm else [])
     return tuple(res)

@@ -27,10 +27,15 @@ from typing import Any
 from ..errors import MigxError
 from ..printer import format_value
 from .base import PassEntry, Pipeline
+from .option_types import check_options
 from .registry import make_pass, pass_registry
 
 _NAME = r"[A-Za-z_][A-Za-z0-9_:]*"
 _REF = re.compile(rf"^({_NAME})(?:#(\d+))?$")
+# A spec names pipelines, passes and a few options: even a long hand-written one is a few KB. The
+# cap keeps a hostile one (megabytes of brackets) from costing gigabytes in the parser.
+MAX_SPEC_CHARS = 64 * 1024
+MAX_VALUE_CHARS = 1024
 
 
 class SpecError(MigxError):
@@ -98,11 +103,28 @@ def _parse_opts(text: str, where: str) -> dict[str, Any]:
     from ..parser import ValueReader, atom_value
 
     opts = {}
-    for part in _split(text):
+    try:
+        parts = _split(text)
+    except SpecError as e:
+        raise SpecError(f"{where}: options: {e}") from None
+    for part in parts:
         k, eq, v = part.partition("=")
         if not eq:
             raise SpecError(f"{where}: option {part!r} needs the form key=value")
-        opts[k.strip()] = atom_value(ValueReader(v.strip()).value())
+        key, text = k.strip(), v.strip()
+        if len(text) > MAX_VALUE_CHARS:
+            raise SpecError(f"{where}: option {key} has a value of {len(text)} characters (at most {MAX_VALUE_CHARS})")
+        reader = ValueReader(text)
+        try:
+            value = reader.value()
+        except (ValueError, RecursionError) as e:  # RecursionError: an unclosed bracket
+            raise SpecError(f"{where}: option {key}={text!r} is not a value ({str(e)[:80]})") from None
+        if reader.peek():  # the reader stops at the first token: never drop the rest silently
+            raise SpecError(
+                f"{where}: option {key}={text!r}: unexpected {text[reader.i :][:20]!r} after the value; "
+                'a value is a number, true/false, a name, "quoted text" or {a, b}'
+            )
+        opts[key] = atom_value(value)
     return opts
 
 
@@ -110,11 +132,18 @@ def _parse_ref_call(text: str, where: str) -> tuple[str, dict[str, Any] | None]:
     text = text.strip()
     if text.endswith(")") and "(" in text:
         head, _, body = text.partition("(")
-        return head.strip(), _parse_opts(body[:-1], where)
+        label = f"{where}: pass {head.strip()}" if where else f"pass {head.strip()}"
+        return head.strip(), _parse_opts(body[:-1], label)
     return text, None
 
 
 def parse_spec(text: str) -> list[SpecItem]:
+    if not isinstance(text, str):
+        raise SpecError(f"a pipeline spec is text, not {type(text).__name__}")
+    if len(text) > MAX_SPEC_CHARS:
+        raise SpecError(
+            f"pipeline spec is {len(text):,} characters, more than a spec needs (at most {MAX_SPEC_CHARS:,})"
+        )
     items = []
     for raw in _split(text):
         if raw.startswith("-"):
@@ -135,7 +164,7 @@ def parse_spec(text: str) -> list[SpecItem]:
                     mods.append(Mod("set", ref, opts))
             items.append(SpecItem(head.strip(), "pipeline", mods))
             continue
-        name, opts = _parse_ref_call(raw, raw)
+        name, opts = _parse_ref_call(raw, "")
         items.append(SpecItem(name, "pass" if opts is not None else "pipeline", [], opts or {}))
     return items
 
@@ -159,7 +188,8 @@ def build_pipelines(spec: str | Sequence[SpecItem], catalog: Sequence[Pipeline])
                 _apply_mod(pl, m)
             out.append(pl)
         elif it.name in passes:
-            out.append(Pipeline(it.name, [PassEntry(make_pass(it.name, **it.options))]))
+            opts = check_options(passes[it.name], it.name, it.options)
+            out.append(Pipeline(it.name, [PassEntry(make_pass(it.name, **opts))]))
         else:
             raise SpecError(
                 f"unknown pipeline or pass {it.name!r}; pipelines: {', '.join(by_name)}; "
@@ -199,7 +229,7 @@ def _apply_mod(pl: Pipeline, m: Mod) -> None:
         elif m.kind == "+":
             e.enabled, e.reason = True, ""
         else:
-            e.pass_ = e.pass_.with_options(**m.options)
+            e.pass_ = e.pass_.with_options(**check_options(type(e.pass_), e.name, m.options))
 
 
 def spec_from_pipelines(pipelines: Sequence[Pipeline], catalog: Sequence[Pipeline]) -> str:

@@ -7,12 +7,14 @@ from __future__ import annotations
 import json
 import os
 import re
+import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..ir import Replacement
 from ..pattern_rewriter import MatchRecord
+from ..reprs import record_html, record_repr
 from ..snapshot import ProgramSnapshot, SnapshotDiff
 
 
@@ -74,7 +76,9 @@ class PassRecord:
     after: ProgramSnapshot | None = None
     diff: SnapshotDiff | None = None
     validation: str | None = None  # None = valid; else the validation message
-    numeric: NumericCheck | None = None
+    # Computed on demand when a check was left pending (`defer_numeric`): reading it runs the
+    # check; `numeric_ready` tells without running anything.
+    numeric: NumericCheck | None = field(default=None, repr=False, compare=False)
     matches: list[MatchRecord] = field(default_factory=list)
     children: list[int] = field(default_factory=list)
     user: bool = False
@@ -88,8 +92,29 @@ class PassRecord:
         return self.diff is not None and not self.diff.is_noop
 
     @property
+    def numeric_ready(self) -> bool:
+        """Whether `numeric` is there to read without running a check (a result, or no check)."""
+        return self.__dict__.get("_numeric_pending") is None
+
+    @property
+    def numeric_pending(self) -> bool:
+        """A check is attached and has not run: reading `numeric` runs it."""
+        return not self.numeric_ready
+
+    def defer_numeric(self, check: Callable[[], NumericCheck | None]) -> None:
+        """Leave the numeric check for whoever first reads `numeric` (or a background filler)."""
+        if self.__dict__.get("_numeric") is None:
+            self.__dict__["_numeric_pending"] = check
+
+    @property
     def noop(self) -> bool:
         return self.status == "ok" and not self.changed
+
+    def __repr__(self) -> str:
+        return record_repr(self)
+
+    def _repr_html_(self) -> str:
+        return record_html(self)
 
     def summary(self) -> dict[str, Any]:
         d = self.diff
@@ -119,6 +144,25 @@ class PassRecord:
             "children": self.children,
             **({"figures": jsonable(self.figures)} if self.figures else {}),
         }
+
+
+def _get_numeric(rec: PassRecord) -> NumericCheck | None:
+    d = rec.__dict__
+    if d.get("_numeric_pending") is not None:
+        with d.setdefault("_numeric_lock", threading.Lock()):  # setdefault is atomic
+            check = d.get("_numeric_pending")
+            if check is not None:  # not computed meanwhile by another thread
+                d["_numeric"] = check()
+                d["_numeric_pending"] = None
+    return d.get("_numeric")
+
+
+def _set_numeric(rec: PassRecord, value: NumericCheck | None) -> None:
+    rec.__dict__["_numeric"] = value
+    rec.__dict__["_numeric_pending"] = None
+
+
+PassRecord.numeric = property(_get_numeric, _set_numeric, doc="The numeric check's result (None: not checked).")
 
 
 def jsonable(v: Any) -> Any:

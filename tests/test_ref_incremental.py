@@ -1,0 +1,94 @@
+"""The incremental evaluator behind the per-pass numeric check (compiler/ref_incremental.py) and
+the check that tracing leaves pending until someone reads `record.numeric` (issue 43)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from migx_explore import models
+from migx_explore.compiler import evaluate
+from migx_explore.compiler.inputs import model_inputs
+from migx_explore.compiler.ir import Program
+from migx_explore.compiler.op import Op
+from migx_explore.compiler.ref import with_buffer_params
+from migx_explore.compiler.ref_incremental import IncrementalEvaluator
+from migx_explore.compiler.shape import Shape
+from migx_explore.session import Session
+
+
+def chain(c_op: str = "exp", b_as_max: bool = False) -> Program:
+    """x -> dot(x, w) -> relu -> c_op -> add(c, b)."""
+    p = Program()
+    m = p.main
+    x = m.add_parameter("x", Shape.of("float32", [4, 8]))
+    w = m.add_literal(np.full((8, 8), 0.5, np.float32))
+    a = m.add_instruction(Op("dot"), [x, w])
+    if b_as_max:
+        b = m.add_instruction(Op("max"), [a, m.add_literal(np.zeros((4, 8), np.float32))])
+    else:
+        b = m.add_instruction(Op("relu"), [a])
+    c = m.add_instruction(Op(c_op), [b])
+    m.add_return([m.add_instruction(Op("add"), [c, b])])
+    return p
+
+
+def _same(a, b) -> bool:
+    return all(x.shape == y.shape and np.array_equal(x, y) for x, y in zip(a, b))
+
+
+def test_a_second_evaluation_of_the_same_program_runs_nothing():
+    p = chain()
+    feed = {"x": np.random.default_rng(0).standard_normal((4, 8)).astype(np.float32)}
+    ev = IncrementalEvaluator(feed)
+    assert _same(ev.evaluate(p), evaluate(p, feed)) and ev.last.computed == 4
+    assert _same(ev.evaluate(p), evaluate(p, feed)) and (ev.last.computed, ev.last.reused) == (0, 4)
+
+
+def test_only_what_a_change_can_affect_is_recomputed():
+    feed = {"x": np.random.default_rng(1).standard_normal((4, 8)).astype(np.float32)}
+    ev = IncrementalEvaluator(feed)
+    ev.evaluate(chain())
+    # exp -> sigmoid changes c and d; the dot and relu before it are reused
+    changed = chain("sigmoid")
+    assert _same(ev.evaluate(changed), evaluate(changed, feed))
+    assert (ev.last.computed, ev.last.reused) == (2, 2)
+
+
+def test_a_rewrite_to_the_same_value_does_not_invalidate_what_follows():
+    feed = {"x": np.random.default_rng(2).standard_normal((4, 8)).astype(np.float32)}
+    ev = IncrementalEvaluator(feed)
+    ev.evaluate(chain())
+    # relu(a) written as max(a, 0): recomputed, found bit for bit the same, so exp and add are kept
+    same = chain(b_as_max=True)
+    assert _same(ev.evaluate(same), evaluate(same, feed))
+    assert ev.last.computed == 1
+
+
+def test_incremental_checks_of_a_real_pipeline_agree_with_full_evaluations():
+    program = models.load("resnet_block")
+    feed = model_inputs(program, 0)
+    ev = IncrementalEvaluator(feed)
+    ev.evaluate(program)
+    s = Session(program, numeric=False)
+    computed = total = 0
+    for r in s.trace.top_level():
+        if not r.changed or r.after is None:
+            continue
+        q = r.after.to_program()
+        ours = ev.evaluate(q)
+        full = evaluate(q, with_buffer_params(q, feed))
+        for a, b in zip(ours, full):  # same numbers; a layout change may move the last bits
+            np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-6)
+        computed += ev.last.computed
+        total += ev.last.computed + ev.last.reused
+    assert 0 < computed < total / 2  # most of each version was reused
+
+
+def test_tracing_leaves_the_check_pending_and_reading_it_runs_it():
+    s = Session.from_model("resnet_block")  # numeric check on, not deferred to a background filler
+    rec = s.first_changed()
+    changed = [r for r in s.trace_so_far.top_level() if r.changed and r.after is not None]
+    assert rec in changed and all(r.numeric_pending for r in changed)  # stepping did not wait for any
+    assert s.traces.numeric_state(rec) == "pending"
+    assert rec.numeric is not None and rec.numeric.ok  # computed where it is read
+    assert rec.numeric_ready and s.traces.numeric_state(rec) == "ok"
