@@ -95,6 +95,6 @@ def test_prefetch_draws_the_next_and_the_previous_pass():
     for *_, fut in list(cache._pending):
         fut.result(60)
     for index in (vis[k + 1], vis[k - 1]):
-        before, after, key, _make = content._graph_job(s, index, "diff", {})
+        before, after, key, _make = content.graph_job(s, index, "diff", {})
         assert cache.get(before, after, key, lambda: "drawn on the click").startswith("<svg")
     assert cache.misses == 0 and cache.hits == 2
