@@ -177,7 +177,7 @@ def locate_divergence(
 
 
 def _breaks(snap: ProgramSnapshot, cfg) -> bool:
-    from migx_explore.compiler.pass_infra.manager import compare_program_outputs
+    from migx_explore.compiler.pass_infra.numerics import compare_program_outputs
     from migx_explore.compiler.ref import evaluate, with_buffer_params
 
     prog = snap.to_program()

@@ -4,7 +4,7 @@ off) steps through with ◀ ▶, as the Diff view steps through one pass's regio
 The rewrite rows of the step A -> B (rewrites.summarize, as if B came from A in one pass) split
 into connected regions (regions.change_regions), each with the scope of what it holds where the
 session's scope table knows the instructions. Functions of a session; results are cached in
-`session.cache` per pair of snapshot objects (snapshots are never changed in place).
+the session's state (`ComparedRegions`) per pair of snapshot objects (snapshots are never changed in place).
 
     regions = compare_regions.regions_between(session, a, b)
 """
@@ -41,9 +41,17 @@ def scopes_of(session: Session, *snaps: ProgramSnapshot) -> dict[int, str]:
     return out
 
 
+class ComparedRegions(list):
+    """The session's (a, b, regions) of recent comparisons, newest last (Session.state)."""
+
+
+class ComparedInstances(list):
+    """The session's (a, b, (entries, instances, diff)) of recent comparisons (Session.state)."""
+
+
 def regions_between(session: Session, a: ProgramSnapshot, b: ProgramSnapshot) -> list[Region]:
     """The change from program `a` to program `b` as connected regions, in program order."""
-    cache: list[tuple[ProgramSnapshot, ProgramSnapshot, list[Region]]] = session.cache.setdefault("compare_regions", [])
+    cache = session.state(ComparedRegions)
     for ca, cb, found in cache:
         if ca is a and cb is b:
             return found
@@ -57,7 +65,7 @@ def instances_between(session: Session, a: ProgramSnapshot, b: ProgramSnapshot) 
     """The change from `a` to `b` one rewrite instance at a time: entries for the region bar
     ("instance 3 of 12 · /model.2 · {add, mul} → pointwise"), rows in summary order (swapped
     inputs last), the RewriteInstance of each entry, and the SnapshotDiff a -> b."""
-    cache: list = session.cache.setdefault("compare_instances", [])
+    cache = session.state(ComparedInstances)
     for ca, cb, found in cache:
         if ca is a and cb is b:
             return found

@@ -137,7 +137,7 @@ def parting_id(base: Trace, other: Trace) -> int:
 
 def variants(session: Session) -> VariantTraces:
     """The variant traces kept for `session` (forgotten by session.invalidate())."""
-    return session.cache.setdefault("config_compare", VariantTraces())
+    return session.state(VariantTraces)
 
 
 def compare_configs(session: Session, toggles: Mapping[str, bool], at: str = "") -> ConfigComparison:

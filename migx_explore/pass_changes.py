@@ -11,14 +11,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from migx_explore.compiler.pass_infra import PassRecord
-
 from .regions import Region, change_regions
 from .rewrite_summary import RewriteRow, record_rewrites
 from .scopes import ScopeTable
 from .stats import launch_count
 
 if TYPE_CHECKING:
+    from migx_explore.compiler.pass_infra import PassRecord
+
     from .session import Session
 
 
@@ -26,12 +26,25 @@ def rewrites(session: Session, where: str | int | None = None) -> list[RewriteRo
     """What a pass did as rows `{from ops} -> {to ops} x count`, each with its instances' ids.
     See rewrites.py."""
     rec = session.record(where)
-    return _cached(session, "rewrites", rec, lambda: record_rewrites(session.trace_so_far, rec))
+    return _cached(session.state(_RewritesByRecord), rec, lambda: record_rewrites(session.trace_so_far, rec))
 
 
-def _cached(session: Session, kind: str, rec: PassRecord, make: Any) -> Any:
+class _PerRecord(dict):
+    """record index -> (the record, a result for it), kept in the session's state."""
+
+
+class _RewritesByRecord(_PerRecord):
+    pass
+
+
+class _ScopesByRecord(_PerRecord):
+    """Also remembers the scope table its entries came from (a new trace gets a new table)."""
+
+    table: ScopeTable | None = None
+
+
+def _cached(cache: _PerRecord, rec: PassRecord, make: Any) -> Any:
     """One result per record (a step asks the same several times: view, tree, instance bar)."""
-    cache: dict[int, tuple[PassRecord, Any]] = session.cache.setdefault(kind, {})
     hit = cache.get(rec.index)
     if hit is not None and hit[0] is rec:  # records are replaced, never changed, by a re-trace
         return hit[1]
@@ -40,13 +53,24 @@ def _cached(session: Session, kind: str, rec: PassRecord, make: Any) -> Any:
     return found
 
 
+class _ScopeTableOf:
+    """The session's scope table (Session.state), rebuilt for a new trace."""
+
+    def __init__(self) -> None:
+        self.table: ScopeTable | None = None
+
+
+class _RegionsByRecord(_PerRecord):
+    pass
+
+
 def scope_table(session: Session) -> ScopeTable:
-    """The session's scope table for the trace as far as it has run (cached in session.cache)."""
+    """The session's scope table for the trace as far as it has run (kept in its state)."""
     trace = session.trace_so_far  # grows in place; a new configuration's trace is a new object
-    table = session.cache.get("scope_table")
-    if table is None or table.trace is not trace:
-        table = session.cache["scope_table"] = ScopeTable(trace)
-    return table
+    held = session.state(_ScopeTableOf)
+    if held.table is None or held.table.trace is not trace:
+        held.table = ScopeTable(trace)
+    return held.table
 
 
 def scopes(session: Session, where: str | int | None = None) -> tuple[dict[int, str], dict[int, str]]:
@@ -61,16 +85,17 @@ def scopes(session: Session, where: str | int | None = None) -> tuple[dict[int, 
         prev = trace.records[rec.index - 1] if rec.index > 0 else None
         return table.scopes_of(before, prev), table.scopes_of(after, rec)
 
-    if session.cache.get("scopes_table") is not table:  # a new configuration's trace: a new table
-        session.cache["scopes_table"] = table
-        session.cache.pop("scopes", None)
-    return _cached(session, "scopes", rec, make)
+    cache = session.state(_ScopesByRecord)
+    if cache.table is not table:  # a new configuration's trace: a new table
+        cache.clear()
+        cache.table = table
+    return _cached(cache, rec, make)
 
 
 def regions(session: Session, where: str | int | None = None) -> list[Region]:
     """A pass's change as connected regions in program order."""
     rec = session.record(where)
-    cache: dict[int, tuple[PassRecord, list[Region]]] = session.cache.setdefault("regions", {})
+    cache = session.state(_RegionsByRecord)
     hit = cache.get(rec.index)
     if hit is not None and hit[0] is rec:  # records are replaced, never changed, by a re-trace
         return hit[1]

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 from migx_explore.compiler.ir import Program
 from migx_explore.compiler.pass_infra import Pass, PassEntry, PassRecord, Pipeline, Trace
@@ -41,12 +41,14 @@ from .session_config import PipelineConfig, SessionError
 from .session_cursor import Cursor
 from .session_trace import TraceCache
 
+T = TypeVar("T")
+
 
 class Session:
     """The state notebooks work on, in three parts: `config` (PipelineConfig: toggles, order,
     options, spec), `traces` (TraceCache: the trace of the configuration, prefix-cached, and
     the numeric check) and `cursor` (Cursor: position and view); `timings` (GPU results by
-    configuration identity) and `cache` (what features keep per session) complete it."""
+    configuration identity) and `state(cls)` (what features keep per session) complete it."""
 
     def __init__(
         self,
@@ -83,9 +85,8 @@ class Session:
         self.cursor = Cursor()
         # GPU timings keyed by configuration identity (migx_explore.gpu_bridge.time_session).
         self.timings: dict[tuple, Any] = {}
-        # What feature modules keep for this session, by module (compare variants, scope tables,
-        # regions); invalidate() empties it.
-        self.cache: dict[str, Any] = {}
+        # What feature modules keep for this session, keyed by the class that holds it (see state()).
+        self._state: dict[type, Any] = {}
         # Where the model came from (for repro scripts); set by the from_* constructors.
         self.source: dict[str, Any] = {"kind": "program", "value": name, "input_dims": {}}
 
@@ -166,7 +167,16 @@ class Session:
     def invalidate(self) -> None:
         """Forget cached results (e.g. after changing numeric settings), the features' too."""
         self.traces.invalidate()
-        self.cache.clear()
+        self._state.clear()
+
+    def state(self, owner: type[T]) -> T:
+        """The session's `owner()` instance: what a feature module keeps for this session (compare
+        variants, scope tables, regions), made on first use and forgotten by invalidate(). Keyed
+        by the class, so each feature's state has one owner and one type."""
+        held = self._state.get(owner)
+        if held is None:
+            held = self._state[owner] = owner()
+        return held
 
     def _upto(self, need: Callable[[Trace], bool] | None = None) -> Trace:
         """The trace run far enough for the current record and `need` (None: just the current)."""

@@ -30,7 +30,7 @@ from migx_explore.compiler.pass_infra import (
     Trace,
     make_numeric_config,
 )
-from migx_explore.compiler.pass_infra.manager import compare_program_outputs
+from migx_explore.compiler.pass_infra.numerics import compare_program_outputs
 from migx_explore.compiler.snapshot import ProgramSnapshot
 
 from .session_config import FlatEntry, PipelineConfig
@@ -264,11 +264,11 @@ class TraceCache:
 
 def numeric_check(cfg: NumericConfig, snap: ProgramSnapshot):
     """One snapshot's outputs against the reference, as PassManager's inline check computes them
-    (the comparison and its tolerance are compiler.pass_infra.manager.compare_program_outputs')."""
+    (the comparison and its tolerance are compiler.pass_infra.numerics.compare_program_outputs')."""
     from migx_explore.compiler.errors import MigxError
     from migx_explore.compiler.inputs import REAL_INPUTS_HINT
     from migx_explore.compiler.pass_infra import NumericCheck
-    from migx_explore.compiler.pass_infra.manager import reference_evaluator
+    from migx_explore.compiler.pass_infra.numerics import reference_evaluator
 
     program = snap.to_program()
     try:

@@ -16,16 +16,16 @@ from ._options import add_compile_mode
 def entry_status(entry) -> str:
     if isinstance(entry.pass_, PendingPass):
         return "pending: " + entry.reason
-    cls = type(entry.pass_)
+    row = entry.pass_.provenance()
     if not entry.enabled:
-        return "disabled: " + (entry.reason or cls.note or "disabled")
-    if cls.status == "mapped":
-        return "mapped: " + cls.note
-    if cls.status == "disabled":
-        return "disabled: " + cls.note
+        return "disabled: " + (entry.reason or row.note or "disabled")
+    if row.status == "mapped":
+        return "mapped: " + row.note
+    if row.status == "disabled":
+        return "disabled: " + row.note
     # how the pass fares on MIGraphX's own unit tests (docs/migraphx_conformance.md), not a claim
-    conformance = conformance_summary(cls.name)
-    return "implemented" + (f" ({conformance})" if conformance else "") + (f": {cls.note}" if cls.note else "")
+    conformance = conformance_summary(entry.pass_.name)
+    return "implemented" + (f" ({conformance})" if conformance else "") + (f": {row.note}" if row.note else "")
 
 
 def _options_text(entry) -> str:

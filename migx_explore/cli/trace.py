@@ -47,11 +47,12 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _migraphx_session(args: argparse.Namespace):
+    from ..migraphx.load import LoadedLog
     from ..session import Session
 
     s = Session.from_migraphx(args.model, version=args.migraphx)
     if not args.quiet:
-        print(s.cache["migraphx"].summary(), file=sys.stderr)
+        print(s.state(LoadedLog).log.summary(), file=sys.stderr)
     return s
 
 

@@ -142,6 +142,16 @@ def _where(fn: Any) -> str:
     return f"{short_path(path)}:{line} ({getattr(fn, '__qualname__', '')})"
 
 
+def _called_generator(gen: Any) -> Any:
+    """The function a table row `lambda r: lrn_kernel(r.inner, r.shapes)` calls (the generator a
+    reader wants to open), or `gen` itself when it is a named function."""
+    if getattr(gen, "__name__", "") != "<lambda>":
+        return gen
+    scope = getattr(gen, "__globals__", {})
+    called = (scope.get(n) for n in gen.__code__.co_names)
+    return next((f for f in called if inspect.isfunction(f)), gen)
+
+
 def _gpu(name: str) -> str:
     code = get_spec(name).gpu
     if code is None:
@@ -150,8 +160,7 @@ def _gpu(name: str) -> str:
         if code.detail in LIBRARY_FAMILIES:
             return f"kernel family {code.detail!r}: {LIBRARY_FAMILIES[code.detail]}"
         gen = GENERATORS.get(code.detail)
-        # A table row `lambda r, g=gen: g(r.inner, r.shapes)` adapts a generator: show the generator.
-        real = next((d for d in (getattr(gen, "__defaults__", None) or ()) if callable(d)), gen)
+        real = _called_generator(gen) if gen is not None else None
         return f"kernel family {code.detail!r}, generator {_where(real) if real else '?'}"
     if code.kind == "pointwise":
         return f"pointwise {code.detail!r}" if code.detail else "pointwise (row in gpu/codegen/expr.py ROWS)"

@@ -110,7 +110,7 @@ class PendingPass(Pass):
     """Stands in for a pass whose implementation is not registered (shown disabled)."""
 
     label: str = "pending"
-    status: ClassVar[str] = "pending"
+    pending: ClassVar[bool] = True  # what the explorer's tree reads (widgets/queries.is_pending)
 
     @property
     def name(self) -> str:  # type: ignore[override]
@@ -198,7 +198,7 @@ def _topk() -> PassEntry:
 def _not_here(name: str) -> PassEntry:
     """A MIGraphX pass with no counterpart here, off with its note as the reason."""
     e = _p(name)
-    return _off(e, type(e.pass_).note)
+    return _off(e, e.pass_.provenance().note)
 
 
 def _optimize_rewrite(o: CompileOptions) -> list[PassEntry]:

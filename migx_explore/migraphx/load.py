@@ -141,8 +141,14 @@ def load_session(cls: type, source: str, *, version: str | None = None, **kw: An
         s = cls(log.trace.initial.to_program(), name=name, **kw)
         s.traces = FixedTraceCache(log.trace, lock=s.config.lock)
     s.source = {"kind": "migraphx", "value": str(source), "input_dims": {}}
-    s.cache["migraphx"] = log
+    s.state(LoadedLog).log = log
     return s
+
+
+class LoadedLog:
+    """The MIGraphX log a session was read from (Session.state; `migx-explore trace` prints its summary)."""
+
+    log: Any = None
 
 
 def _all_ours(program: Program | None) -> bool:

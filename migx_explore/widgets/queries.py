@@ -58,7 +58,7 @@ class TreeRow:
 
 def is_pending(entry: PassEntry) -> bool:
     """A catalogue entry whose pass is not implemented (it can never be switched on)."""
-    return getattr(type(entry.pass_), "status", None) == "pending"
+    return getattr(type(entry.pass_), "pending", False)
 
 
 def _records_by_path(session: Session) -> dict[str, PassRecord]:

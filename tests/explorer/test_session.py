@@ -148,3 +148,14 @@ def test_rule_pass_does_not_rematch_what_a_rewrite_left_dead():
     path = s.insert_pass(rule, after="optimize_rewrite.propagate_precision")
     rec = s.trace.find(path)
     assert len(rec.matches) == 1  # the replaced relu stays until DCE but is not matched again
+
+
+def test_feature_state_is_keyed_by_its_class_and_forgotten_by_invalidate():
+    from migx_explore.config_compare import VariantTraces, variants
+
+    s = _session()
+    held = variants(s)
+    assert isinstance(held, VariantTraces) and s.state(VariantTraces) is held and variants(s) is held
+    assert s.state(dict) is not held  # another owner, another object
+    s.invalidate()
+    assert variants(s) is not held

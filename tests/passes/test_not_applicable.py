@@ -38,7 +38,7 @@ SMALL = """
 @pytest.mark.parametrize("name", DISABLED)
 def test_disabled_pass_has_a_note_and_stays_off_in_the_pipelines(name):
     cls = pass_registry()[name]
-    assert cls.status == "disabled" and cls.note
+    assert cls.provenance().status == "disabled" and cls.provenance().note
     entries = [e for pl in gpu_pipelines() for e in pl.entries if e.name == name]
     assert entries and not any(e.enabled for e in entries)
 
@@ -58,7 +58,7 @@ def test_forcing_one_on_through_a_spec():
 
 
 def test_rewrite_rnn_is_a_noop_without_recurrent_ops():
-    assert pass_registry()["rewrite_rnn"].note
+    assert pass_registry()["rewrite_rnn"].provenance().note
     assert run_passes(parse(SMALL), [make_pass("rewrite_rnn")]).records[0].noop
 
 

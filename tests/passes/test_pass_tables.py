@@ -14,7 +14,8 @@ from import_graph import IMPORTS
 import migx_explore.compiler.passes as compiler_passes
 import migx_explore.gpu.passes as gpu_passes
 from migx_explore.compiler.errors import MigxError
-from migx_explore.compiler.pass_infra import Pass, make_pass, pass_registry, register
+from migx_explore.compiler.pass_infra import NotApplicable, Pass, make_pass, pass_registry, register
+from migx_explore.compiler.pass_infra.provenance import PROVENANCE, STATUSES
 
 ROOT = Path(__file__).resolve().parents[2]
 TABLES = [
@@ -86,3 +87,17 @@ def test_pass_infra_imports_no_pass_package():
         if target.startswith(("migx_explore.compiler.passes", "migx_explore.gpu"))
     ]
     assert not bad, f"the pass machinery must not depend on the passes it runs: {bad}"
+
+
+def test_every_provenance_row_names_a_registered_pass_with_a_known_status():
+    registry = pass_registry()
+    stale = sorted(set(PROVENANCE) - set(registry))
+    assert not stale, f"pass_infra/provenance.py has rows for passes nobody registers: {stale}"
+    bad = {n: r.status for n, r in PROVENANCE.items() if r.status not in STATUSES}
+    assert not bad, f"unknown statuses (valid: {', '.join(STATUSES)}): {bad}"
+    for name, cls in registry.items():
+        row = cls.provenance()
+        if row.status != "implemented":
+            assert row.note, f"pass {name} is {row.status} without a note saying why"
+        if issubclass(cls, NotApplicable):
+            assert row.status == "disabled", f"{name} cannot run here, so its provenance must say disabled"

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..pattern_rewriter import PatternRewriter
+from .provenance import Provenance, provenance
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..ir import Module, Program
@@ -71,19 +72,6 @@ class Pass:
     name: ClassVar[str] = "pass"
     must_follow: ClassVar[tuple[str, ...]] = ()
     requires: ClassVar[tuple[str, ...]] = ()
-    # How this pass relates to MIGraphX's pass of the same name: "implemented" (same semantics),
-    # "mapped" (our equivalent; `note` says what it does instead), or "disabled".
-    status: ClassVar[str] = "implemented"
-    note: ClassVar[str] = ""
-    # MIGraphX's source of the pass (in ROCm/AMDMIGraphX), "" for a pass of ours only; a subclass
-    # that does not set it gets src/<name>.cpp, or the path _MIGRAPHX_SOURCES gives
-    migraphx_source: ClassVar[str] = ""
-
-    def __init_subclass__(cls, **kw):
-        super().__init_subclass__(**kw)
-        name = cls.__dict__.get("registered_as", cls.__dict__.get("name"))
-        if isinstance(name, str) and "migraphx_source" not in cls.__dict__:
-            cls.migraphx_source = _MIGRAPHX_SOURCES.get(name, f"src/{name}.cpp")
 
     @classmethod
     def registry_name(cls) -> str | None:
@@ -138,46 +126,26 @@ class Pass:
         return self.name + ("{" + ",".join(f"{k}={v}" for k, v in opts.items()) + "}" if opts else "")
 
     @classmethod
+    def provenance(cls) -> Provenance:
+        """How the pass relates to MIGraphX's pass of the same name (pass_infra/provenance.py)."""
+        return provenance(cls.registry_name() or "")
+
+    @classmethod
     def info(cls) -> dict[str, Any]:
         """What the explorer and `migx-explore passes` show about the pass: its status and note,
         MIGraphX's source file, and how it fares on MIGraphX's own unit tests (None where the
         conformance suite has no case for it; docs/migraphx_conformance.md has the details)."""
         from .conformance import pass_conformance
 
-        name = cls.__dict__.get("registered_as", getattr(cls, "name", ""))
+        name = cls.registry_name() or ""
+        row = cls.provenance()
         return {
             "name": name,
-            "status": cls.status,
-            "note": cls.note,
-            "migraphx_source": cls.migraphx_source,
-            "conformance": pass_conformance(name) if isinstance(name, str) else None,
+            "status": row.status,
+            "note": row.note,
+            "migraphx_source": row.source,
+            "conformance": pass_conformance(name) if name else None,
         }
-
-
-# Passes whose MIGraphX source is not src/<name>.cpp ("" where MIGraphX has no such pass)
-_MIGRAPHX_SOURCES = {
-    **{
-        n: f"src/targets/gpu/{n}.cpp"
-        for n in (
-            "eliminate_data_type_for_gpu",
-            "fuse_ck",
-            "fuse_mlir",
-            "prefuse_ops",
-            "compile_hipblaslt",
-            "compile_miopen",
-            "compile_ops",
-            "lowering",
-            "fuse_ops",
-            "sync_device",
-            "write_literals",
-            "pack_int8_args",
-        )
-    },
-    "capture_arguments": "src/quantize_8bits.cpp",
-    "compile_blas": "src/targets/gpu/compile_hipblaslt.cpp",
-    "check_context": "src/targets/gpu/include/migraphx/gpu/context.hpp",
-    "rewrite": "",
-}
 
 
 @dataclass(frozen=True)
@@ -207,16 +175,15 @@ class FunctionPass(Pass):
 @dataclass(frozen=True)
 class NotApplicable(Pass):
     """Base of a pass that stands for a MIGraphX pass with no counterpart here (an AMD library or
-    rocMLIR step). It is registered so the pipeline shows it by name with its `note` as the reason;
+    rocMLIR step). It is registered so the pipeline shows it by name with its provenance note as
+    the reason (status "disabled" in pass_infra/provenance.py);
     pipelines keep it switched off, and force-enabling it fails with that reason rather than
     silently doing nothing."""
-
-    status: ClassVar[str] = "disabled"
 
     def apply_program(self, program: Program, ctx: PassContext) -> bool:
         from ..errors import MigxError
 
-        raise MigxError(f"{self.name} does not apply to migx-explore: {self.note}")
+        raise MigxError(f"{self.name} does not apply to migx-explore: {self.provenance().note}")
 
 
 @dataclass

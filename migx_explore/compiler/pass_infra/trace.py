@@ -84,6 +84,8 @@ class PassRecord:
     user: bool = False
     # Claims "new computes old's value" made during the pass (nested passes' included), in order.
     replacements: list[Replacement] = field(default_factory=list)
+    # Per-pass figures of instrumentations beyond the built-in ones, by name (instrumentation.py).
+    figures: dict[str, Any] = field(default_factory=dict)
 
     @property
     def changed(self) -> bool:
@@ -140,6 +142,7 @@ class PassRecord:
             "numeric": self.numeric.as_dict() if self.numeric else None,
             "matches": [{"rule": m.rule, "root": m.root, "module": m.module} for m in self.matches],
             "children": self.children,
+            **({"figures": jsonable(self.figures)} if self.figures else {}),
         }
 
 

@@ -30,10 +30,6 @@ def _key(ins: Instruction) -> tuple | None:
 @dataclass(frozen=True)
 class EliminateCommonSubexpression(Pass):
     name: ClassVar[str] = "eliminate_common_subexpression"
-    note: ClassVar[str] = (
-        "also merges a commutative op with its inputs swapped (add(a, b) = add(b, a)), "
-        "which MIGraphX keeps apart (its test cse_test2); the values are the same"
-    )
 
     def apply_module(self, module: Module, ctx) -> bool:
         seen: dict[tuple, list[Instruction]] = {}

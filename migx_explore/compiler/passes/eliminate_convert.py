@@ -79,9 +79,6 @@ RULES = (NestedConvert(), NopConvert())
 @dataclass(frozen=True)
 class EliminateConvert(Pass):
     name: ClassVar[str] = "eliminate_convert"
-    note: ClassVar[str] = (
-        "a convert chain through an integral or narrower-integer type is kept (MIGraphX drops the truncation)"
-    )
 
     def apply_module(self, module, ctx) -> bool:
         return sweep(module, RULES, with_dce=False, rewriter=rewriter_of(ctx))

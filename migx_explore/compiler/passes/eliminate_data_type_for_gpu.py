@@ -42,10 +42,6 @@ class EliminateDataTypeForGpu(Pass):
     compute in float. bf16 stays (the devices we target have bf16), and there are no fp8 types."""
 
     name: ClassVar[str] = "eliminate_data_type_for_gpu"
-    status: ClassVar[str] = "mapped"
-    note: ClassVar[str] = (
-        "double -> float everywhere but int64 -> int32 only for index inputs; bf16 is kept and there are no fp8 steps"
-    )
     disable_64bit: bool = False
 
     def steps(self) -> list[EliminateDataType]:

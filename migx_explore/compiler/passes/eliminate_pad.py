@@ -45,10 +45,6 @@ def ceil_mode_pooling(ins: Instruction) -> bool:
 @dataclass(frozen=True)
 class EliminatePad(Pass):
     name: ClassVar[str] = "eliminate_pad"
-    note: ClassVar[str] = (
-        "folds into max pooling only the lowest-value pad insert_pad writes (MIGraphX folds a "
-        "zero pad, which changes all-negative windows)"
-    )
 
     def apply_module(self, module: Module, ctx) -> bool:
         changed = False

@@ -57,7 +57,6 @@ from ..strided_view import Axes, axes_of, compose, refine_batch, view_chain
 from .fusion_helpers import copy_body, new_submodule, param_name, remove_dead
 
 ATTENTION_TAG = "attention"
-SOFTMAX_PARTS = ("reduce_max", "sub", "exp", "reduce_sum", "div")
 _VIEWS_OF_SCALARS = ("multibroadcast", "broadcast", "reshape", "squeeze", "unsqueeze", "contiguous")
 
 
@@ -421,9 +420,6 @@ class FuseAttention(Pass):
     shared memory (gpu.pipelines), so wider heads stay unfused dots + softmax there."""
 
     name: ClassVar[str] = "fuse_attention"
-    note: ClassVar[str] = (
-        "our attention kernel replaces rocMLIR's; kv-cache attention and flash-decoding splits are not implemented"
-    )
     max_head_dim: int = 0
 
     def apply_module(self, module: Module, ctx) -> bool:

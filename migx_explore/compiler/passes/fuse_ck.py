@@ -11,4 +11,3 @@ from ..pass_infra import NotApplicable
 @dataclass(frozen=True)
 class FuseCk(NotApplicable):
     name: ClassVar[str] = "fuse_ck"
-    note: ClassVar[str] = "Composable Kernel is an AMD-only kernel library"

@@ -102,10 +102,6 @@ class FuseHorizontal(Pass):
     row width) into one gather."""
 
     name: ClassVar[str] = "fuse_horizontal"
-    note: ClassVar[str] = (
-        "a signed non-constant index is wrapped with mod(i, rows) before its table offset is added "
-        "(MIGraphX adds the offset as is, so a negative index reads the previous table)"
-    )
 
     def apply_module(self, module: Module, ctx) -> bool:
         groups: dict[tuple, list[Instruction]] = defaultdict(list)

@@ -109,9 +109,6 @@ class FuseKvAppend(Pass):
     one GPU kernel instead of three launches per layer."""
 
     name: ClassVar[str] = "fuse_kv_append"
-    note: ClassVar[str] = (
-        "MIGraphX's GroupQueryAttention does the append in its own kernel; here it joins the decode attention"
-    )
 
     def apply_module(self, module: Module, ctx) -> bool:
         changed = False

@@ -11,6 +11,3 @@ from ..pass_infra import NotApplicable
 @dataclass(frozen=True)
 class FuseMlir(NotApplicable):
     name: ClassVar[str] = "fuse_mlir"
-    note: ClassVar[str] = (
-        "it builds rocMLIR kernels (gpu::mlir_op); gemm/conv epilogues are fused by the backend's fuse_ops instead"
-    )

@@ -163,7 +163,6 @@ class FuseReduce(Pass):
     (MIGraphX's reduce_reshape) is not implemented, so it changes nothing."""
 
     name: ClassVar[str] = "fuse_reduce"
-    note: ClassVar[str] = "reshape rewrites around reductions (enable_rewrite_reshapes) are not implemented"
     enable_rewrite_reshapes: bool = True
 
     def apply_module(self, module: Module, ctx) -> bool:

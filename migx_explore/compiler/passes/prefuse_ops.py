@@ -150,12 +150,6 @@ class PrefuseOps(Pass):
     """Recognise layer normalization (and add + layernorm) before fusion."""
 
     name: ClassVar[str] = "prefuse_ops"
-    status: ClassVar[str] = "mapped"
-    note: ClassVar[str] = (
-        "layernorm and add_layernorm only, on by default (MIGraphX gates them behind "
-        "MIGRAPHX_ENABLE_LAYERNORM_FUSION); its CK attention and gfx11/12 channelwise-conv "
-        "finders do not apply"
-    )
     enable_layernorm_fusion: bool = True
 
     def apply_module(self, module: Module, ctx) -> bool:

@@ -12,7 +12,3 @@ from ..pass_infra import NotApplicable
 @dataclass(frozen=True)
 class PromoteStorageType(NotApplicable):
     name: ClassVar[str] = "promote_storage_type"
-    note: ClassVar[str] = (
-        "our generated kernels already load bf16 as storage and compute in float registers, "
-        "which is the rewrite this pass makes for gfx targets without bf16 arithmetic"
-    )

@@ -228,11 +228,6 @@ class PropagatePrecision(Pass):
     it."""
 
     name: ClassVar[str] = "propagate_precision"
-    note: ClassVar[str] = (
-        "a chain through a convert to or from bool is not upgraded: MIGraphX's int64(x) in place of "
-        "bool(x) changes the values (0.5 is true but truncates to 0); a dot of a narrowed float32 "
-        "program input by constants runs in float32 (no convert kernel before the first GEMM)"
-    )
 
     def apply_module(self, module: Module, ctx) -> bool:
         downs: dict[int, Instruction] = {}  # convert(high -> low) made here, by id

@@ -61,7 +61,6 @@ class BackwardsToForward(Rule):
 @dataclass(frozen=True)
 class RewriteConvolution(Pass):
     name: ClassVar[str] = "rewrite_convolution"
-    note: ClassVar[str] = "stride-1 convolution_backwards only; MIGraphX also splits strided ones by phase"
 
     def apply_module(self, module, ctx) -> bool:
         return sweep(module, [BackwardsToForward()], with_dce=False, rewriter=rewriter_of(ctx))

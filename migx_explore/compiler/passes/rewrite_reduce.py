@@ -203,7 +203,6 @@ class ReduceMean(Rule):
 @dataclass(frozen=True)
 class RewriteReduce(Pass):
     name: ClassVar[str] = "rewrite_reduce"
-    note: ClassVar[str] = "fp32 softmax is built upcast directly (the same program MIGraphX reaches op by op)"
     fp32_softmax: bool = True
 
     def apply_module(self, module, ctx) -> bool:

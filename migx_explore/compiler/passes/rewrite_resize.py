@@ -112,7 +112,6 @@ class ResizeToGather(Rule):
 @dataclass(frozen=True)
 class RewriteResize(Pass):
     name: ClassVar[str] = "rewrite_resize"
-    note: ClassVar[str] = "per-axis gathers and lerps instead of one gather of all 2^axes neighbours (same values)"
     affine_only: bool = False
 
     def apply_module(self, module, ctx) -> bool:

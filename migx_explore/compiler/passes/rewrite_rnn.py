@@ -264,12 +264,6 @@ class RewriteRnn(Pass):
     """Unroll rnn/gru/lstm over time (MIGraphX's rewrite_rnn)."""
 
     name: ClassVar[str] = "rewrite_rnn"
-    note: ClassVar[str] = (
-        "sequence lengths must be compile-time constants; uneven lengths are masked with "
-        "`where` (forward directions only); unlike MIGraphX, a plain LSTM direction becomes one "
-        "lstm_recurrence op (all steps in one kernel) after one input-projection GEMM "
-        "(fuse_lstm=False unrolls it step by step)"
-    )
 
     fuse_lstm: bool = True
 

@@ -108,9 +108,6 @@ def _take_along_axis(op, data, idx, axis: int):
 @dataclass(frozen=True)
 class RewriteTopk(Pass):
     name: ClassVar[str] = "rewrite_topk"
-    note: ClassVar[str] = (
-        "our topk has no indices input, so the final indices come from a gathernd of the stage-1 winners"
-    )
     split_threshold: int = 8192
     # (n, k, type) -> True where the target's kernel takes the whole axis in one launch anyway (the GPU
     # pipeline's radix top-k spread over several blocks); None: split_threshold alone decides.

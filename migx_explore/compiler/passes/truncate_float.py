@@ -113,7 +113,6 @@ def keep_in_float32(module: Module, low: str) -> set[int]:
 @dataclass(frozen=True)
 class TruncateFloat(Pass):
     name: ClassVar[str] = "truncate_float"
-    note: ClassVar[str] = "instructions with submodules keep their precision"
     ins_names: tuple[str, ...] = ("all",)
     float_type: str = "float16"
     keep_out_of_range: bool = False  # ours (see the module docstring); MIGraphX truncates everything

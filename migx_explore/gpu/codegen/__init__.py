@@ -57,7 +57,6 @@ def _merge(*tables: dict[str, Generator]) -> dict[str, Generator]:
 
 # Each codegen module keeps the table of its kernel families beside their code; a new family is
 # a generator and a row in its module (or register_generator from anywhere, e.g. a notebook).
-# indexing.py's generators take (op, shapes) (topk, gathernd, scatter, scans, nonzero, ...).
 GENERATORS: dict[str, Generator] = _merge(
     POINTWISE_GENERATORS,
     REDUCE_GENERATORS,
@@ -65,7 +64,7 @@ GENERATORS: dict[str, Generator] = _merge(
     ATTENTION_GENERATORS,
     NN_GENERATORS,
     GEMM_GENERATORS,
-    {family: (lambda r, g=gen: g(r.inner, r.shapes)) for family, gen in INDEXING_GENERATORS.items()},
+    INDEXING_GENERATORS,
 )
 # `gemm` is vendor BLAS for float types (lowering sends float dots there first); an integer dot
 # that reaches code generation gets the generated integer kernel.

@@ -18,6 +18,7 @@ from migx_explore.compiler.shape import Shape
 from .common import (
     CodegenUnsupported,
     KernelSource,
+    RequestGenerator,
     compute_type,
     decompose,
     index_type,
@@ -32,7 +33,6 @@ from .common import (
 from .topk import radix_topk_applies, radix_topk_kernel
 
 BLOCK = 256  # threads of the single-block and per-slice kernels (a multiple of 64: full AMD waves)
-Generator = Callable[[Op, Sequence[Shape]], KernelSource]
 
 
 def _store(k: int, shape: Shape, coords: Sequence[str], expr: str) -> str:
@@ -443,31 +443,15 @@ def deconv_kernel(op: Op, shapes: Sequence[Shape]) -> KernelSource:
     return output_grid_kernel("conv_transpose", shapes, lines_fn)
 
 
-# name -> family, family -> generator (registered in gpu/codegen/__init__.py)
-FAMILY_OF: dict[str, str] = {
-    "gathernd": "gathernd",
-    "prefix_scan_sum": "prefix_scan_sum",
-    "topk": "topk",
-    "onehot": "onehot",
-    "nonzero": "nonzero",
-    "lrn": "lrn",
-    "quant_dot": "int_dot",
-    "dot": "int_dot",
-    "convolution_backwards": "convolution_backwards",
-}
-for _red in ("none", "add", "mul", "min", "max"):
-    FAMILY_OF[f"scatter_{_red}"] = "scatter"
-    FAMILY_OF[f"scatternd_{_red}"] = "scatternd"
-
-GENERATORS: dict[str, Generator] = {
-    "gathernd": gathernd_kernel,
-    "scatter": scatter_kernel,
-    "scatternd": scatternd_kernel,
-    "prefix_scan_sum": scan_kernel,
-    "topk": topk_kernel,
-    "onehot": onehot_kernel,
-    "nonzero": nonzero_kernel,
-    "lrn": lrn_kernel,
-    "int_dot": int_dot_kernel,
-    "convolution_backwards": deconv_kernel,
+GENERATORS: dict[str, RequestGenerator] = {
+    "gathernd": lambda r: gathernd_kernel(r.inner, r.shapes),
+    "scatter": lambda r: scatter_kernel(r.inner, r.shapes),
+    "scatternd": lambda r: scatternd_kernel(r.inner, r.shapes),
+    "prefix_scan_sum": lambda r: scan_kernel(r.inner, r.shapes),
+    "topk": lambda r: topk_kernel(r.inner, r.shapes),
+    "onehot": lambda r: onehot_kernel(r.inner, r.shapes),
+    "nonzero": lambda r: nonzero_kernel(r.inner, r.shapes),
+    "lrn": lambda r: lrn_kernel(r.inner, r.shapes),
+    "int_dot": lambda r: int_dot_kernel(r.inner, r.shapes),
+    "convolution_backwards": lambda r: deconv_kernel(r.inner, r.shapes),
 }

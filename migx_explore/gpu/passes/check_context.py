@@ -18,8 +18,6 @@ class CheckContext(Pass):
     another backend or architecture (target `any` when compiled with no GPU bound)."""
 
     name: ClassVar[str] = "check_context"
-    status: ClassVar[str] = "mapped"
-    note: ClassVar[str] = "records backend:arch in gpu::check_context; the executor checks it at finalize"
 
     def apply_module(self, module: Module, ctx) -> bool:
         if module.name != "main" or any(i.name == "gpu::check_context" for i in module):

@@ -20,11 +20,6 @@ class CompileBlas(Pass):
     and which epilogue the call itself can do (bias, ReLU / GELU epilogues, beta = 1 with C)."""
 
     name: ClassVar[str] = "compile_blas"
-    status: ClassVar[str] = "mapped"
-    note: ClassVar[str] = (
-        "equivalent of compile_hipblaslt: records each GEMM's strided-batched BLAS call; the "
-        "algorithm is the library's default heuristic (no per-problem tuning)"
-    )
 
     def apply_module(self, module: Module, ctx) -> bool:
         if module.name != "main":

@@ -15,8 +15,6 @@ class CompileMiopen(Pass):
     lowered to generated kernels or im2col + BLAS GEMM instead."""
 
     name: ClassVar[str] = "compile_miopen"
-    status: ClassVar[str] = "disabled"
-    note: ClassVar[str] = "no MIOpen: convolutions become generated kernels or im2col + BLAS in compile_ops"
 
     def apply_module(self, module: Module, ctx) -> bool:
         return False

@@ -11,5 +11,3 @@ from migx_explore.compiler.pass_infra import NotApplicable
 @dataclass(frozen=True)
 class FuseMlss(NotApplicable):
     name: ClassVar[str] = "fuse_mlss"
-    migraphx_source: ClassVar[str] = "src/targets/gpu/fuse_mlss.cpp"
-    note: ClassVar[str] = "AMDMLSS (AMD's ML kernel library) is AMD-only; its ops stay on our generated kernels"

@@ -11,8 +11,3 @@ from migx_explore.compiler.pass_infra import NotApplicable
 @dataclass(frozen=True)
 class LowerDeviceOps(NotApplicable):
     name: ClassVar[str] = "lower_device_ops"
-    migraphx_source: ClassVar[str] = "src/targets/gpu/lower_device_ops.cpp"
-    note: ClassVar[str] = (
-        "we have no hip::fill / hip::copy device ops: lowering already emits "
-        "generated kernels (precompile_op) for copies and contiguous"
-    )

@@ -11,8 +11,3 @@ from migx_explore.compiler.pass_infra import NotApplicable
 @dataclass(frozen=True)
 class LowerReshape(NotApplicable):
     name: ClassVar[str] = "lower_reshape"
-    migraphx_source: ClassVar[str] = "src/targets/gpu/lower_reshape.cpp"
-    note: ClassVar[str] = (
-        "our lowering keeps reshapes of standard buffers as views and compile_ops copies the rest; "
-        "there is no gpu reshape op to lower"
-    )

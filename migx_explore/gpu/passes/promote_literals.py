@@ -17,8 +17,6 @@ class PromoteLiterals(Pass):
     uploaded once."""
 
     name: ClassVar[str] = "promote_literals"
-    status: ClassVar[str] = "mapped"
-    note: ClassVar[str] = "merges identical literals in main (fused-body literals are kernel constants)"
 
     def apply_module(self, module: Module, ctx) -> bool:
         if module.name != "main":

@@ -368,6 +368,3 @@ class Backend:
 
     def describe(self) -> str:
         return f"{self.name} {self.device_name or ''} ({self.arch}, warp {self.warp_size})".replace("  ", " ")
-
-
-ELEMENT_SIZE = {"float32": 4, "float16": 2, "bfloat16": 2, "float64": 8}

@@ -14,6 +14,7 @@ from typing import Any
 from ..blas_plan import GemmPlan
 from .base import Backend, Blas, Driver, GpuError, Graphs, Kernels, Step, named
 from .cuda_blas import Cublas
+from .rtc import RuntimeCompiler
 
 try:
     from cuda.bindings import driver as cu
@@ -144,33 +145,8 @@ class NvrtcKernels(Kernels):
         return [f"-arch={be.arch}", "-std=c++17", f"-DMIGX_WARP_SIZE={be.warp_size}", "-default-device"]
 
     def compile_source(self, name: str, source: str, headers: dict[str, str], flags: list[str]) -> bytes:
-        check = self.backend.check
-        prog = check(
-            nvrtc.nvrtcCreateProgram(
-                source.encode(),
-                f"{name}.cu".encode(),
-                len(headers),
-                [h.encode() for h in headers.values()],
-                [n.encode() for n in headers],
-            ),
-            "nvrtcCreateProgram",
-        )
-        try:
-            opts = [f.encode() for f in flags]
-            (err,) = nvrtc.nvrtcCompileProgram(prog, len(opts), opts)
-            if err:
-                size = check(nvrtc.nvrtcGetProgramLogSize(prog), "nvrtcGetProgramLogSize")
-                log = b" " * size
-                nvrtc.nvrtcGetProgramLog(prog, log)
-                raise GpuError(
-                    f"nvrtc failed to compile {name}:\n{log.decode(errors='replace').strip()}\n--- source ---\n{source}"
-                )
-            size = check(nvrtc.nvrtcGetCUBINSize(prog), "nvrtcGetCUBINSize")
-            cubin = b" " * size
-            check(nvrtc.nvrtcGetCUBIN(prog, cubin), "nvrtcGetCUBIN")
-            return cubin
-        finally:
-            nvrtc.nvrtcDestroyProgram(prog)
+        rtc = RuntimeCompiler(nvrtc, "nvrtc", ".cu", "CUBIN", lambda n: b" " * n, self.backend.check)
+        return rtc.compile_program(name, source, headers, flags)
 
 
 class CublasPart(Blas):

@@ -19,6 +19,7 @@ import numpy as np
 
 from ..blas_plan import GemmPlan
 from .base import Backend, Blas, Driver, GpuError, Graphs, Kernels, Step, named
+from .rtc import RuntimeCompiler
 
 HIPBLAS_OP = {False: 111, True: 112}  # HIPBLAS_OP_N, HIPBLAS_OP_T
 HIPBLAS_GEMM_DEFAULT = 160
@@ -162,31 +163,8 @@ class HiprtcKernels(Kernels):
         return [f"--offload-arch={be.arch}", "-O3", "-std=c++17", f"-DMIGX_WARP_SIZE={be.warp_size}"]
 
     def compile_source(self, name: str, source: str, headers: dict[str, str], flags: list[str]) -> bytes:
-        rtc, check = self.backend.hiprtc, self.backend.check
-        prog = check(
-            rtc.hiprtcCreateProgram(
-                source.encode(),
-                f"{name}.hip".encode(),
-                len(headers),
-                [h.encode() for h in headers.values()],
-                [n.encode() for n in headers],
-            ),
-            "hiprtcCreateProgram",
-        )
-        try:
-            opts = [f.encode() for f in flags]
-            (err,) = rtc.hiprtcCompileProgram(prog, len(opts), opts)
-            if err:
-                size = check(rtc.hiprtcGetProgramLogSize(prog), "hiprtcGetProgramLogSize")
-                log = bytearray(size)
-                rtc.hiprtcGetProgramLog(prog, log)
-                raise GpuError(f"hiprtc failed to compile {name}:\n{log.decode(errors='replace').strip()}")
-            size = check(rtc.hiprtcGetCodeSize(prog), "hiprtcGetCodeSize")
-            code = bytearray(size)
-            check(rtc.hiprtcGetCode(prog, code), "hiprtcGetCode")
-            return bytes(code)
-        finally:
-            rtc.hiprtcDestroyProgram(prog)
+        rtc = RuntimeCompiler(self.backend.hiprtc, "hiprtc", ".hip", "Code", bytearray, self.backend.check)
+        return rtc.compile_program(name, source, headers, flags)
 
 
 class HipblasPart(Blas):

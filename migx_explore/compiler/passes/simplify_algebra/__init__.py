@@ -107,10 +107,6 @@ RULES = (
 @dataclass(frozen=True)
 class SimplifyAlgebra(Pass):
     name: ClassVar[str] = "simplify_algebra"
-    note: ClassVar[str] = (
-        "MIGraphX's 32 finders, in its order, plus find_conv_conv_1x1 (unmerged "
-        "upstream) after find_conv_add; find_split_reshape refuses a reorder MIGraphX gets wrong (len-1 slices)"
-    )
 
     def apply_module(self, module, ctx) -> bool:
         return repeat_while_changes(8, lambda: sweep(module, RULES, rewriter=rewriter_of(ctx))) > 0

@@ -192,11 +192,6 @@ class SimplifyQdq(Pass):
     """Fold dequantize -> dot/convolution into 8-bit quant ops; drop fake-quant pairs."""
 
     name: ClassVar[str] = "simplify_qdq"
-    note: ClassVar[str] = (
-        "MIGraphX's steps: zero scales, quant dot/convolution (per-tensor / per-axis scales, "
-        "asymmetric zero points), same-parameter q -> dq pair removal, reused and concat "
-        "quantizelinear, zero-point removal; no MX (fp4) or int4 pack/unpack"
-    )
     remove_qdq_only: bool = False
     use_mx_quant: bool = False
     # ours: keep q -> dq pairs whose clamp or rounding can change a value (MIGraphX drops them;

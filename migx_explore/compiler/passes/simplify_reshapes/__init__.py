@@ -79,13 +79,6 @@ RULES = (
 @dataclass(frozen=True)
 class SimplifyReshapes(Pass):
     name: ClassVar[str] = "simplify_reshapes"
-    note: ClassVar[str] = (
-        "all 17 of MIGraphX's finders in its order, plus find_gather(_scalar) with MIGraphX's "
-        "strided-view decision; view chains are simplified through an exact digit (atom) model "
-        "instead of MIGraphX's shape_transform_descriptor, so some come out as different but equal "
-        "views; a gather on a {1},{0} index keeps the axis (our gather op's semantics); deliberately, a 2-D "
-        "GEMM on a plain weight and a GEMM's pointwise epilogue are not moved (our BLAS bias epilogue)"
-    )
     depth: int = 4
     enable_op_shape_transform_op: bool = False
     enable_gather_rewrite: bool = False

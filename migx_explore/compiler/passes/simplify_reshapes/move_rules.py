@@ -327,6 +327,3 @@ def skip_output(ins, names):
         if deeper is not None:
             return deeper
     return nxt
-
-
-RULES_AFTER_CONCAT = (ConcatReshape(),)

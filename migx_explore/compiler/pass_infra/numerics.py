@@ -1,0 +1,209 @@
+"""The numeric check: after each pass that changed the IR, the program's outputs against the
+reference outputs of the unoptimized program (MIGraphX's relative RMS per type, or allclose).
+`NumericChecks` is the instrumentation; `NumericConfig` what it checks against."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..errors import MigxError
+from ..inputs import REAL_INPUTS_HINT
+from ..ir import Program
+from ..snapshot import ProgramSnapshot, snapshot
+from ..verify import Tolerance, check_outputs, program_compute_type
+from .instrumentation import PassInstrumentation, PassRun
+from .trace import NumericCheck
+
+
+@dataclass
+class NumericConfig:
+    """Inputs, reference outputs and tolerance of the per-pass numeric check. With rtol/atol unset
+    the check is MIGraphX's relative RMS with a per-type threshold (`rms` overrides it); setting
+    either selects elementwise allclose (compiler/verify.py)."""
+
+    inputs: dict[str, np.ndarray]
+    reference: list[np.ndarray]
+    rtol: float | None = None
+    atol: float | None = None
+    nested: bool = False  # also check nested passes (slower)
+    disabled_reason: str = ""
+    rms: float | None = None
+    random_inputs: bool = False  # the inputs were generated (errors then say how to pass real ones)
+    # The program the reference outputs came from (discontinuous ops re-run it on a candidate's
+    # near-tie choice, compiler/discontinuous.py) and a cache of its values shared by the copies
+    # dataclasses.replace makes.
+    reference_program: ProgramSnapshot | None = None
+    cache: dict = field(default_factory=dict, repr=False, compare=False)
+
+    @property
+    def tolerance(self) -> Tolerance:
+        return Tolerance(rms=self.rms, rtol=self.rtol, atol=self.atol)
+
+
+class NumericChecks(PassInstrumentation):
+    """`record.numeric` after each pass that changed the IR: top-level passes, and nested ones
+    too with `config.nested`. An evaluation error turns the check off for the rest of the run,
+    saying why in every later record."""
+
+    def __init__(self, config: NumericConfig):
+        self.config = config
+
+    def after_pass(self, run: PassRun) -> None:
+        if run.record.changed and (run.parent is None or self.config.nested):
+            run.record.numeric = self.check(run.program)
+
+    def check(self, program: Program) -> NumericCheck:
+        cfg = self.config
+        if cfg.disabled_reason:
+            return NumericCheck(float("nan"), float("nan"), True, cfg.disabled_reason)
+        try:
+            outs = reference_evaluator(cfg).evaluate(program)
+        except MigxError as e:
+            hint = f" (on random inputs: {REAL_INPUTS_HINT})" if cfg.random_inputs else ""
+            cfg.disabled_reason = f"unavailable from here on: {e}{hint}"
+            return NumericCheck(float("nan"), float("nan"), True, cfg.disabled_reason)
+        return compare_program_outputs(program, outs, cfg)
+
+
+def compare_program_outputs(program: Program, outs: Sequence[np.ndarray], cfg: NumericConfig) -> NumericCheck:
+    """`program`'s outputs against the reference under cfg's tolerance. Outputs that differ only
+    because a TopK / ArgMax / NMS chose differently among near-ties (inputs within tolerance) pass,
+    compared with the reference re-run on that choice, and the check says so in `selection`."""
+    compute = program_compute_type(program)
+    # Most passes leave the outputs as the check before found them (the incremental evaluator
+    # hands back the very arrays): the comparison is then the one made before.
+    last = cfg.cache.get("last_compared")
+    if last is not None and last[0] == compute and len(last[1]) == len(outs):
+        if all(a is b for a, b in zip(last[1], outs)):
+            return dataclasses.replace(last[2])
+    res = _compare_program_outputs(program, outs, cfg, compute)
+    cfg.cache["last_compared"] = (compute, list(outs), res)
+    return dataclasses.replace(res)
+
+
+def _compare_program_outputs(
+    program: Program, outs: Sequence[np.ndarray], cfg: NumericConfig, compute: str
+) -> NumericCheck:
+    res = compare_outputs(outs, cfg.reference, cfg.tolerance, compute=compute)
+    if res.ok or res.note or cfg.reference_program is None:
+        return res
+    from ..discontinuous import explain_selection_change, has_discontinuous_ops, reference_values
+
+    if "reference_program" not in cfg.cache:
+        cfg.cache["reference_program"] = cfg.reference_program.to_program()
+    reference = cfg.cache["reference_program"]
+    if not has_discontinuous_ops(reference):
+        return res
+    if "reference_values" not in cfg.cache:
+        try:
+            cfg.cache["reference_values"] = reference_values(reference, cfg.inputs)
+        except MigxError:
+            return res
+    # After a flip, the following passes usually produce the very same outputs: reuse the answer.
+    digest = _digest(outs)
+    last = cfg.cache.get("last_explained")
+    if last is not None and last[0] == digest:
+        change = last[1]
+    else:
+        change = explain_selection_change(
+            reference,
+            program,
+            cfg.inputs,
+            outs,
+            cfg.tolerance,
+            compute=compute,
+            ref_values=cfg.cache["reference_values"],
+        )
+        cfg.cache["last_explained"] = (digest, change)
+    if change is None:
+        return res
+    alt = compare_outputs(outs, change.outputs, cfg.tolerance, compute=compute)
+    alt.selection = change.note
+    return alt
+
+
+def _digest(outs: Sequence[np.ndarray]) -> str:
+    import hashlib
+
+    h = hashlib.blake2b(digest_size=16)
+    for o in outs:
+        a = np.ascontiguousarray(o)
+        h.update(f"{a.dtype}{a.shape}".encode())
+        h.update(a.tobytes())
+    return h.hexdigest()
+
+
+def compare_outputs(
+    outs: Sequence[np.ndarray],
+    ref: Sequence[np.ndarray],
+    tol: Tolerance | None = None,
+    atol: float | None = None,
+    *,
+    compute: str = "float32",
+) -> NumericCheck:
+    """Outputs against reference outputs, summarised for the trace: the worst output's figures.
+    `compare_outputs(outs, ref, rtol, atol)` (two floats) is the allclose form."""
+    if not isinstance(tol, Tolerance):
+        tol = Tolerance(rtol=tol, atol=atol) if tol is not None or atol is not None else Tolerance()
+    res = check_outputs(outs, ref, tol, compute=compute)
+    if not res.outputs:
+        return NumericCheck(float("inf"), float("inf"), False, res.note, tolerance=tol.describe(compute))
+    k = res.worst
+    w = res.outputs[k]
+    return NumericCheck(
+        max(c.max_abs for c in res.outputs),
+        max(c.max_rel for c in res.outputs),
+        res.ok,
+        w.note,
+        rms=w.rms,
+        threshold=w.threshold,
+        output=k,
+        tolerance=tol.describe(compute),
+    )
+
+
+def make_numeric_config(
+    program: Program,
+    inputs: Mapping[str, np.ndarray] | None = None,
+    *,
+    seed: int = 0,
+    rtol: float | None = None,
+    atol: float | None = None,
+    rms: float | None = None,
+    nested: bool = False,
+) -> NumericConfig:
+    """Reference outputs of `program` on `inputs` (default: random inputs that respect the model,
+    compiler/inputs.py). An evaluation error on random inputs says so and how to pass real ones."""
+    from ..inputs import explain_random_failure, model_inputs
+    from ..ref_incremental import IncrementalEvaluator
+
+    generated = inputs is None
+    feeds = dict(inputs) if inputs is not None else model_inputs(program, seed)
+    evaluator = IncrementalEvaluator(feeds)
+    try:
+        reference = evaluator.evaluate(program)
+    except MigxError as e:
+        if generated:
+            raise explain_random_failure(e) from None
+        raise
+    cfg = NumericConfig(
+        feeds, reference, rtol, atol, nested, rms=rms, random_inputs=generated, reference_program=snapshot(program)
+    )
+    cfg.cache["evaluator"] = evaluator  # holds the reference's values: the first check reuses them
+    return cfg
+
+
+def reference_evaluator(cfg: NumericConfig) -> Any:
+    """The incremental evaluator of cfg's inputs, shared by its copies (compiler/ref_incremental.py):
+    each check re-runs only what the pass changed since the check before."""
+    from ..ref_incremental import IncrementalEvaluator
+
+    ev = cfg.cache.get("evaluator")
+    if ev is None or ev.inputs is not cfg.inputs:
+        ev = cfg.cache["evaluator"] = IncrementalEvaluator(cfg.inputs)
+    return ev

@@ -1,0 +1,113 @@
+"""Places that look like extension points must be real: a CLI verb listed without a module, a
+module-level table nothing reads, a generator that does not take the documented request, a dotted
+name a doc gives that no longer resolves, each fails here. (Paths named in docs: tests/test_docs.py;
+pass tables against their folders: tests/passes/test_pass_tables.py.)"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import inspect
+import re
+from pathlib import Path
+
+from migx_explore import cli
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = ROOT / "migx_explore"
+# Who counts as reading a table: the product and its scripts; a table only tests read is dead.
+READERS = [PACKAGE, ROOT / "scripts", ROOT / "benchmarks", ROOT / "notebooks"]
+TABLE_VALUES = (ast.Dict, ast.List, ast.Tuple, ast.Set, ast.DictComp, ast.ListComp, ast.SetComp)
+TABLE_NAME = re.compile(r"_?[A-Z][A-Z0-9_]*")
+DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+
+
+def test_every_listed_verb_has_a_module_and_every_verb_module_is_listed():
+    folder = Path(cli.__file__).parent
+    modules = {p.stem for p in folder.glob("*.py") if not p.name.startswith("_")}
+    assert sorted(set(cli.VERBS) - modules) == [], "verbs in cli.VERBS without a module"
+    assert sorted(modules - set(cli.VERBS)) == [], "cli modules no verb lists (add them to cli.VERBS)"
+    parser = cli.build_parser()
+    sub = next(a for a in parser._actions if a.dest == "verb")
+    assert list(sub.choices) == cli.VERBS
+
+
+def _tables(tree: ast.Module):
+    for st in tree.body:
+        if isinstance(st, ast.Assign) and isinstance(st.value, TABLE_VALUES):
+            names = [t.id for t in st.targets if isinstance(t, ast.Name)]
+        elif isinstance(st, ast.AnnAssign) and isinstance(st.target, ast.Name) and isinstance(st.value, TABLE_VALUES):
+            names = [st.target.id]
+        else:
+            continue
+        yield from ((n, st.lineno) for n in names if n != "__all__" and TABLE_NAME.fullmatch(n))
+
+
+def unread_tables(root: Path = ROOT, package: Path = PACKAGE, readers: list[Path] = READERS) -> list[str]:
+    """Module-level UPPER_CASE names bound to a literal table (dict, list, tuple, set, or a
+    comprehension of one) that no other line of the package, scripts, benchmarks or notebooks
+    names: a table that looks like a place to edit but that nothing consults."""
+    texts = {p: p.read_text() for folder in readers for p in folder.rglob("*.py")}
+    words: dict[str, int] = {}
+    for text in texts.values():
+        for w in re.findall(r"\b\w+\b", text):
+            words[w] = words.get(w, 0) + 1
+    return [
+        f"{p.relative_to(root)}:{line} {name}"
+        for p in sorted(package.rglob("*.py"))
+        for name, line in _tables(ast.parse(texts[p]))
+        if words.get(name, 0) == 1
+    ]
+
+
+def test_no_module_level_table_is_unread():
+    assert unread_tables() == [], "tables nothing reads (delete them, or read them where they belong)"
+
+
+def test_the_unread_table_rule_finds_one(tmp_path):
+    pkg = tmp_path / "migx_explore"
+    pkg.mkdir()
+    (pkg / "a.py").write_text("USED = {'x': 1}\nDEAD = {'y': 2}\nlower = [1]\n")
+    (pkg / "b.py").write_text("from .a import USED\n")
+    assert unread_tables(tmp_path, pkg, [pkg]) == ["migx_explore/a.py:2 DEAD"]
+
+
+def test_every_kernel_generator_takes_the_request():
+    """docs/adding_an_op.md: a generator is `(KernelRequest) -> KernelSource`, in every module."""
+    from migx_explore.gpu.codegen import GENERATORS
+
+    odd = {f: str(inspect.signature(g)) for f, g in GENERATORS.items() if len(inspect.signature(g).parameters) != 1}
+    assert not odd, f"generators that do not take one KernelRequest: {odd}"
+
+
+def _resolves(dotted: str) -> bool:
+    parts = dotted.split(".")
+    if parts[0] in ("compiler", "gpu"):
+        parts = ["migx_explore", *parts]
+    for k in range(len(parts), 0, -1):
+        try:
+            obj = importlib.import_module(".".join(parts[:k]))
+        except ImportError:
+            continue
+        for i, attr in enumerate(parts[k:], start=k):
+            if hasattr(obj, attr):
+                obj = getattr(obj, attr)
+                continue
+            try:
+                obj = importlib.import_module(".".join(parts[: i + 1]))
+            except ImportError:
+                return False
+        return True
+    return False
+
+
+def test_every_dotted_name_a_doc_gives_resolves():
+    pattern = re.compile(r"`((?:migx_explore|compiler|gpu)\.[A-Za-z_][\w.]*)(?:\(|`)")
+    stale = [
+        f"{doc.relative_to(ROOT)}:{i} {name}"
+        for doc in DOCS
+        for i, line in enumerate(doc.read_text().splitlines(), 1)
+        for name in pattern.findall(line)
+        if not _resolves(name.rstrip("."))
+    ]
+    assert not stale, "names in docs that no longer exist:\n" + "\n".join(stale)
