@@ -161,11 +161,11 @@ def test_env_script_skips_pip_when_the_install_is_current(tmp_path):
     env = {**os.environ, "PATH": f"{shim.parent}:{os.environ['PATH']}", "VIRTUAL_ENV": str(tmp_path)}
     cmd = f". {ROOT}/scripts/_env.sh && ensure_venv test && ensure_venv test"
     subprocess.run(["bash", "-c", cmd], env=env, check=True, timeout=60)
-    assert calls.read_text().count("install -q --disable-pip-version-check -e") == 1
+    assert calls.read_text().count("install --disable-pip-version-check -e") == 1
     stamp = next(tmp_path.glob(".migx-explore-install-test.stamp"))
     stamp.write_text("stale\n")
     subprocess.run(["bash", "-c", cmd], env=env, check=True, timeout=60)
-    assert calls.read_text().count("install -q --disable-pip-version-check -e") == 2
+    assert calls.read_text().count("install --disable-pip-version-check -e") == 2
 
 
 @pytest.mark.parametrize("uid, root", [("0", True), ("1000", False)])
@@ -188,7 +188,7 @@ def test_explore_script_passes_allow_root_as_root_and_says_so(tmp_path, uid, roo
     )
     assert res.returncode == 0, res.stderr
     lab = [ln for ln in calls.read_text().splitlines() if "jupyterlab" in ln]
-    assert len(lab) == 1 and lab[0].endswith("notebooks/01_tour.ipynb")
+    assert len(lab) == 1 and "--LabApp.default_url=/lab/tree/notebooks/01_tour.ipynb" in lab[0]
     assert ("--allow-root" in lab[0]) == root
     assert ("running as root" in res.stderr) == root
 
