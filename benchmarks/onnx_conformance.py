@@ -3,10 +3,10 @@
     python benchmarks/onnx_conformance.py [--out docs/onnx_conformance.md] [--json FILE] [-k PATTERN]
 
 Writes a Markdown summary (counts, failures, the most common reasons a case is unsupported) and
-rewrites the README's conformance paragraph (between its onnx-conformance markers) from the same
-counts, so the two cannot drift apart again (the README once kept 1222/1234 from a run made before
-the listing rule changed, while the docs said 1725/1743); tests/onnx/test_conformance_counts.py
-checks that they agree."""
+rewrites the summary conformance paragraph in docs/measurements.md (between its onnx-conformance
+markers; it used to be the README's) from the same counts, so the two cannot drift apart again (the
+README once kept 1222/1234 from a run made before the listing rule changed, while the docs said
+1725/1743); tests/onnx/test_conformance_counts.py checks that they agree."""
 
 from __future__ import annotations
 
@@ -135,7 +135,11 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--out", default="docs/onnx_conformance.md")
     ap.add_argument("--json", default=None, help="also write the counts and failures as JSON")
-    ap.add_argument("--readme", default="README.md", help="README whose conformance paragraph to rewrite ('' to skip)")
+    ap.add_argument(
+        "--readme",
+        default="docs/measurements.md",
+        help="page whose generated conformance paragraph to rewrite ('' to skip)",
+    )
     ap.add_argument("-k", dest="pattern", default=None, help="only cases whose name contains PATTERN")
     ap.add_argument("-j", dest="procs", type=int, default=min(os.cpu_count() or 1, 4))
     args = ap.parse_args(argv)

@@ -81,8 +81,8 @@ CASES = [
         main:pointwise1:@2 = add(main:pointwise1:x0,main:pointwise1:x1) -> float32, {1}, {0}
         main:pointwise1:@3 = @return(main:pointwise1:@2)
         """,
-         status='DIFF',
-         reason="transcription limit: the test's pass_op (a test-only opaque op, a fusion boundary for MIGraphX) is read as identity, which our fuse_pointwise removes first (eliminate_identity) and so fuses both adds; the static `single` case shows the same decision otherwise"),
+         status='EQUIV',
+         reason="transcription limit: the test's pass_op (a test-only opaque op, a fusion boundary for MIGraphX) is read as identity, which our fuse_pointwise removes first (eliminate_identity) and so fuses both adds into one kernel where MIGraphX keeps two; the two forms compute the same values over the dynamic range, and the static `single` case shows the same decision otherwise"),
     case('double_add',
          'fuse_pointwise,dead_code_elimination',
          """

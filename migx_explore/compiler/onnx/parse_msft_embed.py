@@ -29,12 +29,20 @@ def _opt(args, i):
     return args[i] if len(args) > i else None
 
 
+def _need(ctx, args, required: dict[int, str]) -> None:
+    # com.microsoft ops have no schema here, so the arity check cannot tell which inputs may be empty
+    for k, name in required.items():
+        if args[k] is None:
+            raise ctx.error(f"input {k} ({name!r}) is required but the node leaves it empty")
+
+
 def _table_rows(ctx, table, ids):
     return ctx.add("gather", [table, ids], axis=0)
 
 
 @register("EmbedLayerNormalization", msft=True)
 def parse_embed_layer_norm(ctx: NodeContext, args: Args) -> Result:
+    _need(ctx, args, {0: "input_ids", 2: "word_embedding", 3: "position_embedding", 5: "gamma", 6: "beta"})
     ids, segment_ids, word, position = args[0], _opt(args, 1), args[2], args[3]
     segment, gamma, beta, mask, position_ids = _opt(args, 4), args[5], args[6], _opt(args, 7), _opt(args, 8)
     if ids.shape.ndim != 2:
@@ -73,6 +81,7 @@ def parse_gather_block_quantized(ctx: NodeContext, args: Args) -> Result:
     last axis, (q - zero_point) * scale; uint8 data holds 4-bit values in pairs (low nibble
     first) or 8-bit ones; the zero point defaults to 2^(bits-1). The table is a constant, so it is
     dequantized at import into a literal and the lookup is a plain gather."""
+    _need(ctx, args, {0: "data", 1: "indices", 2: "scales"})
     data = ctx.need_const(args[0], "data")
     scales = ctx.need_const(args[2], "scales")
     zp = ctx.need_const(args[3], "zero_points") if _opt(args, 3) is not None else None
