@@ -1,7 +1,13 @@
 """Quantized models built in code, the way users bring them: a small ResNet-like float model
 quantized by onnxruntime.quantization.quantize_static (QDQ format, per-channel int8 weights,
 uint8 or int8 activations with zero points, MinMax calibration), and QOperator-format graphs
-(QLinearConv / QLinearMatMul, per-tensor and per-channel, N-D)."""
+(QLinearConv / QLinearMatMul, per-tensor and per-channel, N-D).
+
+uint8 x int8 against ORT: onnxruntime on x86 without VNNI multiplies u8 activations by s8 weights
+through pmaddubsw, which saturates each pair of products in int16 (255 * 127 * 2 > 32767; ORT's
+documented u8s8 limit, the reason its quantizer has reduce_range). Where ORT is the reference,
+either the weights (reduce_range) or the activations (x_bits=7) are 7-bit so no pair can saturate;
+the full 8-bit range is checked against the definition in float64 (qlinear_conv_exact)."""
 
 from __future__ import annotations
 
@@ -82,12 +88,19 @@ def image_batches(n: int, seed: int = 1, hw: int = 16) -> list[np.ndarray]:
 
 
 def quantize_qdq(
-    model: onnx.ModelProto, calibration: list, *, activation: str = "uint8", per_channel: bool = True, fmt: str = "QDQ"
+    model: onnx.ModelProto,
+    calibration: list,
+    *,
+    activation: str = "uint8",
+    per_channel: bool = True,
+    fmt: str = "QDQ",
+    reduce_range: bool = False,
 ) -> onnx.ModelProto:
     """onnxruntime.quantization.quantize_static in QDQ format with MinMax calibration; activations
     uint8 (asymmetric, zero points) or int8 (ORT's default for int8 is symmetric: zero point 0
     unless ActivationSymmetric is turned off, which we do to get zero points). `calibration`: image
-    arrays for the "input" of resnet_like, or whole feeds (dicts)."""
+    arrays for the "input" of resnet_like, or whole feeds (dicts). `reduce_range`: 7-bit weights,
+    which a model meant to be compared with ORT on x86 needs (the module docstring says why)."""
     import tempfile
     from pathlib import Path
 
@@ -119,15 +132,20 @@ def quantize_qdq(
             activation_type=act,
             weight_type=QuantType.QInt8,
             calibrate_method=CalibrationMethod.MinMax,
+            reduce_range=reduce_range,
             extra_options={"ActivationSymmetric": False, "WeightSymmetric": True},
         )
         return onnx.load(str(dst))
 
 
-def quantize_qoperator(model: onnx.ModelProto, calibration: list, *, activation: str = "uint8") -> onnx.ModelProto:
+def quantize_qoperator(
+    model: onnx.ModelProto, calibration: list, *, activation: str = "uint8", reduce_range: bool = False
+) -> onnx.ModelProto:
     """The same quantizer in QOperator format: QLinearConv, QLinearMatMul, com.microsoft QLinearAdd /
     QLinearGlobalAveragePool / QGemm / QLinearSoftmax, per-channel int8 weights."""
-    return quantize_qdq(model, calibration, activation=activation, per_channel=True, fmt="QOperator")
+    return quantize_qdq(
+        model, calibration, activation=activation, per_channel=True, fmt="QOperator", reduce_range=reduce_range
+    )
 
 
 def qlinear_matmul(
@@ -173,10 +191,11 @@ def qlinear_matmul(
 
 
 def qlinear_conv(
-    *, per_channel: bool, signed: bool, bias: bool = True, group: int = 1, seed: int = 0
+    *, per_channel: bool, signed: bool, bias: bool = True, group: int = 1, seed: int = 0, x_bits: int = 8
 ) -> tuple[onnx.ModelProto, dict[str, np.ndarray]]:
     """One QLinearConv (3x3, pad 1) with per-channel or per-tensor weight parameters; sizes the
-    8-bit BLAS takes (M, N, K multiples of 4) so the GPU runs it as an int8 GEMM."""
+    8-bit BLAS takes (M, N, K multiples of 4) so the GPU runs it as an int8 GEMM. `x_bits` 7 draws
+    the uint8 input from [0, 128), where ORT's u8s8 path cannot saturate."""
     rng = np.random.default_rng(seed)
     qt, npt = (TensorProto.INT8, np.int8) if signed else (TensorProto.UINT8, np.uint8)
     lo, hi = (-128, 128) if signed else (0, 256)
@@ -207,7 +226,34 @@ def qlinear_conv(
     )
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
     m.ir_version = 8
-    return m, {"x": rng.integers(lo, hi, (1, cin, hw, hw)).astype(npt)}
+    x_hi = hi if signed else 1 << x_bits
+    return m, {"x": rng.integers(lo, x_hi, (1, cin, hw, hw)).astype(npt)}
+
+
+def qlinear_conv_exact(model: onnx.ModelProto, x: np.ndarray) -> np.ndarray:
+    """QLinearConv of qlinear_conv's model by its definition, in float64: the sum of
+    (x - x_z) * (w - w_z) plus bias, times x_s * w_s / y_s, rounded half to even, plus y_z, clamped."""
+    (node,) = model.graph.node
+    init = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
+    group = next((a.i for a in node.attribute if a.name == "group"), 1)
+    xz, ys, yz = (np.ravel(init[k]).astype(np.float64)[0] for k in ("x_z", "y_s", "y_z"))
+    xf = np.pad(x.astype(np.float64) - xz, ((0, 0), (0, 0), (1, 1), (1, 1)))
+    w = init["w"].astype(np.float64) - init["w_z"].astype(np.float64).reshape(-1, 1, 1, 1)
+    cout, cg, kh, kw = w.shape
+    n, _, hp, wp = xf.shape
+    oh, ow = hp - kh + 1, wp - kw + 1
+    og = cout // group
+    acc = np.zeros((n, cout, oh, ow))
+    for o in range(cout):
+        g = o // og
+        for i in range(kh):
+            for j in range(kw):
+                patch = xf[:, g * cg : (g + 1) * cg, i : i + oh, j : j + ow]
+                acc[:, o] += np.einsum("nchw,c->nhw", patch, w[o, :, i, j])
+    acc += init["bias"].astype(np.float64).reshape(1, -1, 1, 1)
+    scale = np.ravel(init["x_s"]).astype(np.float64)[0] * init["w_s"].astype(np.float64).reshape(-1, 1, 1) / ys
+    info = np.iinfo(x.dtype)
+    return np.clip(np.rint(acc * scale) + yz, info.min, info.max)
 
 
 def qlinear_where(seed: int = 0) -> tuple[onnx.ModelProto, dict[str, np.ndarray]]:
