@@ -263,6 +263,21 @@ def test_numeric_config_uses_fixed_inputs():
     np.testing.assert_array_equal(a.inputs["x"], b.inputs["x"])
 
 
+def test_numeric_config_pickles_without_its_cache_and_still_checks():
+    """Sweeps ship the config to Dask workers: the cached incremental evaluator (it holds a lock)
+    stays behind and the copy rebuilds it on its first check."""
+    import pickle
+
+    p = parse(SRC)
+    cfg = make_numeric_config(p)
+    assert "evaluator" in cfg.cache
+    copy = pickle.loads(pickle.dumps(cfg))
+    assert copy.cache == {} and "evaluator" in cfg.cache
+    np.testing.assert_array_equal(copy.inputs["x"], cfg.inputs["x"])
+    tr = PassManager(numeric=copy).run(parse(SRC), [EliminateIdentity()])
+    assert tr.records[0].numeric.ok and "evaluator" in copy.cache
+
+
 def test_each_pass_run_records_through_its_own_rewriter():
     """The manager hands each run a rewriter recording into that run's record: a nested pass's
     rule applications land on the child, not on the composite that ran it; a pass applied by hand

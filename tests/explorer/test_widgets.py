@@ -86,6 +86,12 @@ def test_disabling_shows_in_rows_and_pipeline_summary():
 def test_stat_rows_and_html():
     s = _session()
     s.goto(IDENT)
+    # The numeric check is lazy: the stats show it pending and never run it themselves.
+    assert s.current.numeric_pending
+    pending = {r.label: r for r in queries.stat_rows(pass_changes.stats(s))}
+    assert pending["numeric error"].value == queries.NUMERIC_STATE_TEXT["pending"]
+    assert pending["numeric error"].css == "" and s.current.numeric_pending
+    assert s.current.numeric is not None  # reading it runs the check
     rows = queries.stat_rows(pass_changes.stats(s))
     by = {r.label: r for r in rows}
     assert by["instructions"].value == "6 → 5 (-1)"

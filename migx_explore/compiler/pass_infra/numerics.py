@@ -44,6 +44,14 @@ class NumericConfig:
     def tolerance(self) -> Tolerance:
         return Tolerance(rms=self.rms, rtol=self.rtol, atol=self.atol)
 
+    def __getstate__(self) -> dict[str, Any]:
+        # `cache` is a per-process memo: its incremental evaluator holds a lock and a whole
+        # version's values, neither of which should travel (a sweep ships this config to Dask
+        # workers). Each process rebuilds what it needs on first use (reference_evaluator).
+        state = dict(self.__dict__)
+        state["cache"] = {}
+        return state
+
 
 class NumericChecks(PassInstrumentation):
     """`record.numeric` after each pass that changed the IR: top-level passes, and nested ones
