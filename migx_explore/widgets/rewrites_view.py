@@ -191,6 +191,7 @@ class RewritesPanel:
                 self._quiet = False
             kids.append(self.scopes)
         self.where_box.children = kids
+        pin_to_main_shell(self.where_box)  # the new count line too (see there)
 
 
 class RegionBar:

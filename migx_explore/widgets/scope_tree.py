@@ -13,7 +13,7 @@ import html
 from collections.abc import Callable, Mapping
 
 from ..scopes import tree_rows
-from ._common import ErrorBox, widgets
+from ._common import ErrorBox, pin_to_main_shell, widgets
 
 ROWS = 80  # rows drawn at most (top scopes and the children of opened ones)
 
@@ -52,6 +52,7 @@ class ScopeTree:
             k = len(self._pool)
             b = W.Button(layout=W.Layout(width="auto"), _dom_classes=["migx-scope-row"])
             b.on_click(self._errors.guard(lambda _b, k=k: self._on_click(self._shown[k][0]), "scope tree"))
+            pin_to_main_shell(b)  # clicks keep their order with the stepper's (see there)
             self._pool.append(b)
         for b, (scope, depth, has_children, badge) in zip(self._pool, rows):
             name = scope.rsplit("/", 1)[-1]

@@ -88,8 +88,8 @@ ALL_IN_VIEW_JS = (
 
 def _regions_on_the_minimap_and_in_compare(page, ex) -> None:
     """The Diff view's minimap marks the change regions, the current one stronger; in Compare
-    (A: the input program, B: this pass) ◀ ▶ step through the regions between A and B, redrawing
-    both panels around each, and the minimap follows."""
+    (A: the input program, B: this pass) ◀ ▶ step through the differing instances between A and
+    B (docs/instances.md), redrawing both panels around each, and the minimap follows."""
     ex.locator(".migx-view-select button", has_text="Diff").first.click()
     page.wait_for_function(REGION_LABEL_JS, arg=r"region 1 of \d+", timeout=30_000)
     # one current mark, inside the minimap (measured in one go: a redraw replaces the marks)
@@ -98,7 +98,7 @@ def _regions_on_the_minimap_and_in_compare(page, ex) -> None:
 
     ex.locator(".migx-view-select button", has_text="Compare").first.click()
     ex.locator(".migx-compare-a select").first.select_option(label="(input program)")
-    page.wait_for_function(REGION_LABEL_JS, arg=r"region 1 of ([2-9]|\d\d+)", timeout=60_000)
+    page.wait_for_function(REGION_LABEL_JS, arg=r"instance 1 of ([2-9]|\d\d+)", timeout=60_000)
     # the view class the kernel sets reaches the page (it did not while the graph view's traits
     # were on its anywidget model, whose view drops later class changes: widgets/hosted.py)
     ex.locator(".migx-graph-view.migx-compare-graph").first.wait_for(state="visible", timeout=30_000)
@@ -113,7 +113,7 @@ def _regions_on_the_minimap_and_in_compare(page, ex) -> None:
     both = "s => [...s].map(eval(js)).join('||')"
     before = ex.evaluate(f"(e, js) => ({both})(e.querySelectorAll('.migx-gv-compare .migx-gv-canvas svg'))", DRAWING_JS)
     ex.locator("button.migx-region-next").first.click()
-    page.wait_for_function(REGION_LABEL_JS, arg=f"region 2 of {total}", timeout=30_000)
+    page.wait_for_function(REGION_LABEL_JS, arg=f"instance 2 of {total}", timeout=30_000)
     page.wait_for_function(  # the panels are cut around region 2 now
         f"([js, old]) => ({both})(document.querySelectorAll('.migx-explorer .migx-gv-compare .migx-gv-canvas svg'))"
         " !== old",
@@ -127,7 +127,7 @@ def _regions_on_the_minimap_and_in_compare(page, ex) -> None:
     )
     page.wait_for_function(ALL_IN_VIEW_JS, timeout=30_000)
     ex.locator("button.migx-region-prev").first.click()
-    page.wait_for_function(REGION_LABEL_JS, arg=f"region 1 of {total}", timeout=30_000)
+    page.wait_for_function(REGION_LABEL_JS, arg=f"instance 1 of {total}", timeout=30_000)
     ex.locator(".migx-view-select button", has_text="Diff").first.click()  # the pass's own regions again
     page.wait_for_function(REGION_LABEL_JS, arg=r"region 1 of 1\b", timeout=30_000)
 

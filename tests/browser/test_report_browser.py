@@ -129,8 +129,12 @@ def test_big_model_report_offline(report, offline_page):
     inside, total, font = page.evaluate(IN_VIEW_JS, ".rep-in-region")
     assert total > 0 and inside == total, f"{inside} of {total} nodes of the region in view"
     assert font >= 7, f"labels {font:.1f} px high: not legible"
-    # a rewrite row of the summary steps through its instances in the graph
+    # a rewrite row of the summary: its first instance drawn before | after (docs/instances.md),
+    # then a second click steps through its instances in the pass's graph
     first = pass_changes.rewrites(s, rec.path)[0]
+    page.locator(".rep-rewrites li").first.click()
+    page.wait_for_function("() => /click it again/.test(document.querySelector('.rep-region-label').textContent)")
+    page.wait_for_selector(".rep-graph-view svg g.node.st_added")
     page.locator(".rep-rewrites li").first.click()
     page.wait_for_function("() => / instance \\d+ \\/ /.test(document.querySelector('.rep-region-label').textContent)")
     page.wait_for_timeout(400)

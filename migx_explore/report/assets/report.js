@@ -142,6 +142,13 @@
   function gotoRegion(k) {
     const regs = regionsOf();
     if (!regs.length || !view) return;
+    // an instance drawing is on screen (a big pass opens on one): regions are in the pass's graph
+    // (focus once the graph is laid out, or the focus lands on the replaced drawing's geometry)
+    if (rewrite && rewrite.k === -1 && graph) {
+      showVariant(variant, "");
+      afterPaint(() => gotoRegion(k));
+      return;
+    }
     region = ((k % regs.length) + regs.length) % regs.length;
     rewrite = null;
     regs[region].missing = !focusNames(namesOf(regs[region].ids));
@@ -377,10 +384,11 @@
       if (!DATA.graphs) return;
       $(".rep-graph-error").textContent = payload.graph_error ? "could not draw this pass: " + payload.graph_error : "";
       graph = payload.graph || null;
-      if (graph) showVariant(graph.default || "collapsed", "");
-      // a pass whose change does not read as one drawing opens on its first rewrite instance
-      if (graph && payload.instances && payload.instances.length && payload.first_view === "summary") gotoRewrite(0);
-      else { model.set("svg", ""); updateRegions(); } // nothing drawn: never the previous pass's picture
+      if (graph) {
+        showVariant(graph.default || "collapsed", "");
+        // a pass whose change does not read as one drawing opens on its first rewrite instance
+        if (payload.instances && payload.instances.length && payload.first_view === "summary") gotoRewrite(0);
+      } else { model.set("svg", ""); updateRegions(); } // nothing drawn: never the previous pass's picture
     }).catch((e) => { $(".rep-textdiff").textContent = "cannot read this pass's data: " + e.message; });
   }
 
