@@ -239,3 +239,20 @@ def test_fused_gather_kernels_compile(precision, tmp_path, fresh_kernel_cache):
         fused = {k: v for k, v in sources.items() if re.search(r"long long g\d+ = \(long long\)p", v[0])}
         assert fused, (name, list(sources))
         _nvcc_all(fused, tmp_path / name)
+
+
+@pytest.mark.parametrize("precision", ["fp32", "fp16"])
+def test_squeeze_excite_reduction_kernels_compile(precision, tmp_path, fresh_kernel_cache):
+    """The dynamic-batch CNN's squeeze-excite block fuses into one reduction whose row-shaped gate
+    params come before the full-shaped input it reduces."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from dynamic_exports import dyn_batch_cnn
+
+    from migx_explore.compiler.onnx import parse_onnx
+    from migx_explore.gpu.pipelines import CompileOptions
+
+    sources = _sources(parse_onnx(dyn_batch_cnn(), input_dims={"batch_size": 2}), CompileOptions(precision=precision))
+    assert any(k.startswith("fused_reduce") for k in sources), list(sources)
+    _nvcc_all(sources, tmp_path)

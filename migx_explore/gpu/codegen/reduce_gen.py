@@ -66,7 +66,10 @@ class ReduceGen:
         params = module.params()
         if len(params) != self.nin:
             raise CodegenUnsupported(f"{module.name}: {len(params)} params for {self.nin} inputs")
-        self.full_lens = params[0].shape.lens
+        # The reduced tensor's shape, not the first param's: a squeeze-excite gate puts row-shaped
+        # params ([N, C, 1, 1]) before the full one ([N, C, H, W]) the reduction walks.
+        reduced = next((i.inputs[0] for i in module if i.name in REDUCE_OPS or i.name in ARG_OPS), params[0])
+        self.full_lens = reduced.shape.lens
         self.row_lens = tuple(1 if d in axes else n for d, n in enumerate(self.full_lens))
         self.param_index = {p.id: k for k, p in enumerate(params)}
         self.kind: dict[int, str] = {}
