@@ -208,7 +208,8 @@ defop(
     "gpu::host_op",
     _wrapped_shape,
     _wrapped_compute,
-    attrs=_WRAPPED_ATTRS,
+    attrs=_WRAPPED_ATTRS
+    + [A("why", "str", "", show=True, doc="why no kernel runs it: the declared reason or the refusal")],
     nargs=(1, -1),
     output_alias=_wrapped_alias,
     traits={"not_context_free"},

@@ -290,7 +290,8 @@ def build_steps(
                 out.add(step, StepInfo(ins.id, label + " epilogue", "kernel", ins.op["epilogue_symbol"]))
         elif name == "gpu::host_op":
             out.add(_host_step(reader, ins, addrs), StepInfo(ins.id, label, "host", ins.op["op"]))
-            out.host_ops.append(f"#{ins.id} {inner_op(ins.op['op']).name}")
+            why = ins.op["why"]
+            out.host_ops.append(f"#{ins.id} {inner_op(ins.op['op']).name}" + (f" ({why})" if why else ""))
         elif name == "hip::copy_to_gpu":
             src = host_ptr(ins.inputs[0])
             out.add(

@@ -62,3 +62,11 @@ def test_gallery_model_on_fake(name, fake):
 @pytest.mark.parametrize("name", list(MODELS))
 def test_gallery_model_on_device(name, device):
     check_gallery_model(name, device)
+
+
+def test_each_host_step_says_why(fake):
+    """A step left on the host names its reason: the op's declared one, or the generator's refusal."""
+    program = parse_onnx(MODELS["nms_detector"]())
+    with compile_program(program, backend=fake) as c:
+        assert c.steps.host_ops and all(h.endswith(")") and " (" in h for h in c.steps.host_ops), c.steps.host_ops
+        assert any("sequential per class" in h for h in c.steps.host_ops), c.steps.host_ops

@@ -44,8 +44,8 @@ class CompileOps(Pass):
                 carried = {k: ins.op[k] for k in ("op", "ninputs", "outputs", "gathers", "workspace")}
                 try:
                     ks = generate(ins)
-                except CodegenUnsupported:  # the IR then shows gpu::host_op for this instruction
-                    op = Op("gpu::host_op", **carried)
+                except CodegenUnsupported as e:  # the IR then shows gpu::host_op, and why
+                    op = Op("gpu::host_op", **carried, why=f"no kernel: {e}")
                 else:
                     kernel_cache.register(ks)
                     sources.append(ks)

@@ -76,7 +76,9 @@ def precompile(
 def host_op(module: Module, before: Instruction, inner: Op, inputs, out: Shape, mods=()) -> Instruction:
     outs = list(out.sub_shapes) if out.is_tuple else [out]
     bufs = [allocate(module, before, s) for s in outs]
-    op = Op("gpu::host_op", op=op_text(inner), outputs=len(bufs))
+    code = inner.spec.gpu
+    why = code.detail if code is not None and code.kind in ("host", "none") else "no GPU code declared"
+    op = Op("gpu::host_op", op=op_text(inner), outputs=len(bufs), why=why)
     return module.insert_instruction(before, op, list(inputs) + bufs, mods)
 
 
