@@ -3,7 +3,11 @@ capture; a table and plots of the results. Without a GPU it says why, keeps its 
 shows the results recorded on a real GPU (labelled with device and date) instead.
 
 It reaches the GPU only through Session methods (compile_kernels, time, timings). A `Panel`
-(widgets/panel.py): its CSS is here, and a load calls `on_session`."""
+(widgets/panel.py): its CSS is here, and a load calls `on_session`.
+
+Classes: .migx-gpu (the accordion) .migx-gpu-status (.migx-gpu-ready / .migx-gpu-unavailable)
+.migx-gpu-mode-eager .migx-gpu-mode-graph .migx-gpu-warmup .migx-gpu-iters .migx-time
+.migx-gpu-progress .migx-gpu-progress-label .migx-timing-table .migx-timing-plot .migx-gpu-recorded."""
 
 from __future__ import annotations
 

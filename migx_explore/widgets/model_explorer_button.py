@@ -2,7 +2,9 @@
 Model Explorer's own page, through migx_explore.model_explorer (export, then its server on
 127.0.0.1). A thin row: a button, a checkbox, a line with the link (errors go to the error box,
 e.g. the one-line install hint when the package is missing). A `Panel` (widgets/panel.py) with no
-body: its row goes in the position row."""
+body: its row goes in the position row.
+
+Classes: .migx-me-row .migx-model-explorer (the button) .migx-me-compare .migx-me-link."""
 
 from __future__ import annotations
 

@@ -2,7 +2,11 @@
 with the configuration as a pipeline spec, MIGraphX's MIGRAPHX_DISABLE_PASSES line and a repro
 script (migx_explore.recipe), and the "Save report" row (report_saver). A `Panel`
 (widgets/panel.py) placed in the main column; a load resets the report's file name, a toggle or
-a finished trace refreshes the recipe while the box is open."""
+a finished trace refreshes the recipe while the box is open.
+
+Classes: .migx-recipe-button (in the position row) .migx-recipe-menu (the box) .migx-recipe
+(.migx-recipe-spec .migx-recipe-env .migx-recipe-script) .migx-report-row (.migx-report-path
+.migx-report-save .migx-report-result)."""
 
 from __future__ import annotations
 

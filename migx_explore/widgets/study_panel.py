@@ -2,7 +2,10 @@
 (every movable pass swapped with its neighbour, or adjacent sub-pipelines) as Dask tasks, and
 shows the ranked moves with the rewrites each gains or loses, the moves the ordering constraints
 forbid, and the chart. Thin glue (a `SweepPanel`, widgets/panel.py): the study itself is
-migx_explore.study."""
+migx_explore.study.
+
+Classes: .migx-study (the accordion) .migx-study-scope .migx-study-gpu .migx-study-run
+.migx-study-progress .migx-study-table-box (.migx-study-table) .migx-study-plot."""
 
 from __future__ import annotations
 

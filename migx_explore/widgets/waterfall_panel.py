@@ -1,7 +1,10 @@
 """The waterfall panel: what each pass is worth. Disable each pass (or sub-pipeline, or cut the
 pipeline after a prefix), re-trace from the cache, and show Δ kernel launches plus Δ eager and
 graph-capture latency on the GPU. Without a GPU it still compares launch counts. A `SweepPanel`
-(widgets/panel.py) over `migx_explore.waterfall`."""
+(widgets/panel.py) over `migx_explore.waterfall`.
+
+Classes: .migx-waterfall (the accordion) .migx-waterfall-by .migx-waterfall-gpu .migx-waterfall-run
+.migx-waterfall-progress .migx-waterfall-table-box (.migx-waterfall-table) .migx-waterfall-plot."""
 
 from __future__ import annotations
 
