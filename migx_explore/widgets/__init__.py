@@ -8,7 +8,9 @@ Modules: `queries` and `content` (pure: rows, stats, SVG/HTML strings), `timing_
 results as tables and a figure), `graph_view` (the pan/zoom graph widget: an anywidget around the
 vendored svg-pan-zoom in js/), `dom_tools` (clickable SVG, tree scrolling, chunked upload), `hosted`
 (why those widgets keep their traits on a plain box and the anywidget only draws), and the thin
-widget layers `tree`, `views`, `picker`, `gpu_panel`, glued by `explorer`.
+widget layers `tree`, `views`, `picker`, glued by `explorer`, and the panels: each a `panel.Panel`
+in a module of its own (`recipe_panel`, `model_explorer_button`, `gpu_panel`, `waterfall_panel`,
+`study_panel`), listed in `explorer.PANELS`; a panel's classes and CSS are in its module.
 
 Stable CSS classes (for browser tests and styling): .migx-explorer (root, plus a per-instance
 .migx-ex-<id>); picker .migx-model-select .migx-model-path .migx-model-upload (.migx-upload-input)
@@ -22,7 +24,7 @@ path with non-word characters as '-'>; stepper .migx-first .migx-prev .migx-next
 .migx-gv-note .migx-gv-panel .migx-gv-canvas .migx-gv-minimap, data-zoom and data-changed-in-view
 on .migx-gv) .migx-focus-hops .migx-focus-centre .migx-compare-a .migx-compare-b .migx-compare-text
 .migx-text-diff .migx-metrics .migx-legend .migx-stats .migx-warnings .migx-recipe-button
-.migx-recipe .migx-model-explorer (.migx-me-compare .migx-me-link); rewrites .migx-rewrites
+.migx-recipe (in .migx-recipe-menu) .migx-model-explorer (.migx-me-compare .migx-me-link); rewrites .migx-rewrites
 .migx-rewrites-heading .migx-rewrites-graph .migx-rewrite-row (+ .migx-rewrite-<kind>, .migx-rewrite-selected)
 .migx-instance-bar .migx-instance-prev .migx-instance-next .migx-instance-label .migx-instance-alike
 .migx-instance-where .migx-instance-count .migx-instance-scopes .migx-busy; scope tree .migx-scope-tree

@@ -1,5 +1,5 @@
 """Shared bits of the explorer widgets: the error box every callback reports into, CSS class
-helpers and the one stylesheet.
+helpers and the stylesheet (each panel's own rules are in its module, widgets/panel.py).
 
 ipywidgets is imported inside functions only, so `import migx_explore.widgets` works without it."""
 
@@ -47,8 +47,6 @@ CSS = """
 .migx-explorer .migx-legend-item { margin-right: 8px; white-space: nowrap; }
 .migx-explorer .migx-legend-chip { display: inline-block; width: 11px; height: 11px; border: 2px solid;
   vertical-align: -2px; margin-right: 3px; border-radius: 2px; }
-.migx-explorer .migx-recipe pre { font-size: 11px; background: #f6f8fa; padding: 4px 6px; margin: 2px 0 6px;
-  white-space: pre-wrap; max-height: 220px; overflow: auto; }
 .migx-explorer .migx-compare-text { max-height: 260px; overflow: auto; }
 .migx-explorer .migx-cmp-text { font-family: monospace; font-size: 11px; border-collapse: collapse; width: 100%; }
 .migx-explorer .migx-cmp-text td { white-space: pre; vertical-align: top; padding: 0 6px; width: 50%;
@@ -58,11 +56,6 @@ CSS = """
 .migx-explorer .migx-metrics { overflow-x: auto; }
 .migx-explorer .migx-upload { display: inline-flex; align-items: center; gap: 4px; font-size: 12px; }
 .migx-explorer .migx-upload-input { max-width: 15em; }
-.migx-explorer .migx-gpu-recorded table { border-collapse: collapse; margin: 4px 0; }
-.migx-explorer .migx-gpu-recorded td, .migx-explorer .migx-gpu-recorded th { padding: 1px 8px; text-align: right;
-  border-bottom: 1px solid #eee; }
-.migx-explorer .migx-recorded-current { background: #fff3c4; }
-.migx-explorer .migx-recorded-label { color: #5a4a00; background: #fff8e1; padding: 4px 8px; margin-top: 6px; }
 .migx-explorer .migx-tree-row .widget-checkbox { width: 22px; }
 .migx-explorer .migx-hidden { display: none !important; }
 .migx-explorer .migx-depth-2 { padding-left: 40px; } .migx-explorer .migx-depth-3 { padding-left: 58px; }
@@ -97,10 +90,6 @@ CSS = """
 .migx-error-box .migx-error { color: #b00020; background: #fff0f0; border: 1px solid #f3b6b6;
   padding: 4px 8px; margin: 2px 0; }
 .migx-error-box .migx-error pre { white-space: pre-wrap; font-size: 11px; color: #444; }
-.migx-explorer .migx-gpu-unavailable { color: #8a5a00; background: #fff8e1; padding: 6px 8px; }
-.migx-explorer .migx-timing-table table { border-collapse: collapse; margin: 4px 0; }
-.migx-explorer .migx-timing-table td, .migx-explorer .migx-timing-table th { padding: 2px 10px; text-align: right;
-  border-bottom: 1px solid #eee; }
 .migx-explorer .migx-rewrite-row { justify-content: flex-start; text-align: left; }
 .migx-explorer .migx-scope-tree { max-height: 190px; overflow-y: auto; border: 1px solid #ddd; padding: 2px 4px;
   flex: none; }

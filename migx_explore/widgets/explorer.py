@@ -1,6 +1,8 @@
-"""The explorer: layout and glue between a Session and the picker, tree, stepper, views and GPU
-panel. Every control calls a method here; every method works on the Session and then refreshes
-the parts that changed. The same methods are the Python API notebooks and tests drive.
+"""The explorer: layout and glue between a Session and the picker, tree, stepper, views and the
+panels (`PANELS`: each a `widgets.panel.Panel` in a module of its own, built from this list and
+called through its hooks). Every control calls a method here; every method works on the Session
+and then refreshes the parts that changed. The same methods are the Python API notebooks and
+tests drive.
 
     ex = migx_explore.explore("yolov8")    # displays itself as the last expression of a cell
     ex.next(3); ex.toggle("fusion.fuse_pointwise_reduce", False); ex.views.drawn("diff")
@@ -17,6 +19,7 @@ import html
 import threading
 import time
 import uuid
+from collections.abc import Sequence
 from typing import Any
 
 from ..like_this import bucket_long_ranges
@@ -27,12 +30,16 @@ from .background import NumericFiller, TraceFiller
 from .dom_tools import ScrollTo
 from .gpu_panel import GpuPanel
 from .model_explorer_button import ModelExplorerButton
+from .panel import Panel, call_hook, check_panels, panel_style, placed
 from .picker import ModelPicker, make_session
-from .report_saver import ReportSaver
+from .recipe_panel import RecipePanel
 from .study_panel import StudyPanel
 from .tree import PipelineTree
 from .views import Views
 from .waterfall_panel import WaterfallPanel
+
+# The explorer's panels, in the order shown: a new panel is its module plus one entry here.
+PANELS: list[type[Panel]] = [RecipePanel, ModelExplorerButton, GpuPanel, WaterfallPanel, StudyPanel]
 
 
 class Progress:
@@ -162,66 +169,36 @@ class Stepper:
             getattr(self._ex, action)()
 
 
-def recipe_html(session: Session) -> str:
-    """The recipe box: our spec string, MIGraphX's MIGRAPHX_DISABLE_PASSES line, a repro script."""
-    from ..recipe import make_recipe
-
-    r = make_recipe(session)
-    caveats = "".join(f"<li>{html.escape(c)}</li>" for c in r.caveats)
-    return (
-        f'<div class="migx-recipe-body"><b>pipeline spec</b><pre class="migx-recipe-spec">'
-        f"{html.escape(r.spec or '(not expressible as a spec: see caveats)')}</pre>"
-        f'<b>MIGraphX</b><pre class="migx-recipe-env">{html.escape(r.env() or "(nothing disabled)")}</pre>'
-        + (f"<ul>{caveats}</ul>" if caveats else "")
-        + f'<b>repro script</b><pre class="migx-recipe-script">{html.escape(r.script)}</pre></div>'
-    )
-
-
 class Explorer:
     """The explorer widget around a Session. Display it (it is the last expression of a cell, or
-    `display(ex)`); drive it from Python with next/prev/first/last/goto/toggle/load."""
+    `display(ex)`); drive it from Python with next/prev/first/last/goto/toggle/load. Its panels
+    are `panels` (default `PANELS`), each also reached by its name: `ex.gpu`, `ex.recipe`."""
 
     def __init__(
-        self, session: Session | None = None, *, view: str = "diff", model_name: str = "", graph_height: int = 640
+        self,
+        session: Session | None = None,
+        *,
+        view: str = "diff",
+        model_name: str = "",
+        graph_height: int = 640,
+        panels: Sequence[type[Panel]] | None = None,
     ):
         W = widgets()
         self.css_id = "migx-ex-" + uuid.uuid4().hex[:8]  # scopes browser-side lookups to this explorer
         self.errors = ErrorBox()
-        self.progress = Progress("migx-progress")
-        self.numeric_progress = W.HTML("", _dom_classes=["migx-numeric-progress"])
-        self._stats_lock = threading.Lock()
-        self.numeric = NumericFiller(self._numeric_result, lambda e: self.errors.show(e, "numeric check"))
-        # The UI lock: the background trace and numeric check update tree and stats from their
-        # threads, between the user's clicks, never in the middle of one.
-        self._ui_lock = threading.RLock()
-        self.tracer = TraceFiller(
-            self._trace_progress, self._trace_done, lambda e: self.errors.show(e, "background trace")
-        )
+        self._init_state()
         self.picker = ModelPicker(self.errors, self.set_session, initial=model_name)
         self.tree = PipelineTree(self.errors, self.toggle, self.goto, self._view_changed)
         self.stepper = Stepper(self.errors, self)
         self.views = Views(
             self.errors, initial=view, on_pick=self.errors.guard(self.goto, "metrics chart"), graph_height=graph_height
         )
-        self.gpu = GpuPanel(self.errors, lambda: self.session)
-        self.waterfall = WaterfallPanel(self.errors, lambda: self.session)
-        self.study = StudyPanel(self.errors, lambda: self.session)
+        self.panels = [
+            cls(self.errors, lambda: self.session) for cls in check_panels(PANELS if panels is None else panels)
+        ]
         self.scroller = ScrollTo(container=f".{self.css_id} .migx-tree")
         self.title = W.HTML("", _dom_classes=["migx-title"])
         self.status = W.HTML("", _dom_classes=["migx-status"])
-        self.recipe_button = W.ToggleButton(
-            False,
-            description="Recipe / export",
-            icon="file-code-o",
-            tooltip="the pipeline as a spec string, a MIGRAPHX_DISABLE_PASSES line and a repro script",
-            layout=W.Layout(width="auto"),
-            _dom_classes=["migx-recipe-button"],
-        )
-        self.recipe = W.HTML("", layout=W.Layout(display="none"), _dom_classes=["migx-recipe"])
-        self.report = ReportSaver(self.errors, lambda: self.session)
-        self.report.widget.layout.display = "none"  # part of the Recipe / export menu
-        self.model_explorer = ModelExplorerButton(self.errors, lambda: self.session)
-        self.recipe_button.observe(self.errors.guard(lambda _c: self._show_recipe(), "recipe"), "value")
         left = W.VBox(
             [self.tree.widget, self.views.scope_tree.widget, self.views.stats, self.views.warnings],
             # the graph is what the user reads: the side column gives way first (at
@@ -232,12 +209,8 @@ class Explorer:
         right = W.VBox(
             [
                 self.stepper.widget,
-                W.HBox(
-                    [self.stepper.position, self.recipe_button, self.model_explorer.widget],
-                    _dom_classes=["migx-position-row"],
-                ),
-                self.recipe,
-                self.report.widget,
+                W.HBox([self.stepper.position, *placed(self.panels, "toolbar")], _dom_classes=["migx-position-row"]),
+                *placed(self.panels, "main"),
                 self.views.widget,
             ],
             layout=W.Layout(flex="1 1 auto", min_width="0", width="auto"),
@@ -245,28 +218,49 @@ class Explorer:
         )
         self.widget = W.VBox(
             [
-                W.HTML(CSS, _dom_classes=["migx-style"]),
+                W.HTML(CSS + panel_style(self.panels), _dom_classes=["migx-style"]),
                 self.title,
                 self.picker.widget,
                 W.HBox([self.progress.widget, self.numeric_progress], layout=W.Layout(grid_gap="12px")),
                 self.errors.widget,
                 self.status,
                 W.HBox([left, right], layout=W.Layout(grid_gap="8px", width="100%")),
-                self.gpu.widget,
-                self.waterfall.widget,
-                self.study.widget,
+                *placed(self.panels, "below"),
                 self.scroller,
             ],
             _dom_classes=["migx-explorer", self.css_id],
         )
         pin_to_main_shell(self.widget)  # browser messages handled in the order sent (see there)
+        self._name_panels()
+        if session is not None:
+            self.set_session(session)
+
+    def _init_state(self) -> None:
+        """What the explorer holds besides its controls: the loaded session, the background trace
+        and numeric check with their progress lines and locks, the last load's timings."""
+        W = widgets()
         self.session: Session | None = None
+        self.progress = Progress("migx-progress")
+        self.numeric_progress = W.HTML("", _dom_classes=["migx-numeric-progress"])
+        self._stats_lock = threading.Lock()
+        self.numeric = NumericFiller(self._numeric_result, lambda e: self.errors.show(e, "numeric check"))
+        # The UI lock: the background trace and numeric check update tree and stats from their
+        # threads, between the user's clicks, never in the middle of one.
+        self._ui_lock = threading.RLock()
+        self.tracer = TraceFiller(
+            self._trace_progress, self._trace_done, lambda e: self.errors.show(e, "background trace")
+        )
         self.last_refresh_s = 0.0
         self.last_load: dict[str, float] = {}
         self._rows_for = -1  # how many trace records the tree shows
         self._done_message = ""
-        if session is not None:
-            self.set_session(session)
+
+    def _name_panels(self) -> None:
+        """Each panel reached as `self.<its name>`, once every other attribute is set: a name the
+        explorer already uses is an error naming the panel."""
+        check_panels([type(p) for p in self.panels], lambda name: hasattr(self, name))
+        for p in self.panels:
+            setattr(self, p.name, p)
 
     def _repr_mimebundle_(self, **kwargs: Any) -> Any:
         pin_to_main_shell(self.widget)  # and any widget a panel made since
@@ -308,12 +302,13 @@ class Explorer:
             self.views.reset_clusters()  # opened clusters belong to the old model's instruction ids
             self.errors.clear()
             self.title.value = f"<h3 class='migx-title-text'>migx-explore · {html.escape(session.name)}</h3>"
-            self.gpu.reset(session.source.get("value", session.name) if session.source.get("kind") == "model" else "")
             self.tree.update(rows, session.position)
-            self.report.reset(session)
+            failed = call_hook(self.panels, "on_session", session)  # shown below: a redraw clears the box
             self._rows_for = rows_for
             self._show_position()
             self._show_status()
+            for where, e in failed:
+                self.errors.show(e, where)
             if session.trace_so_far.error:
                 self.errors.show(session.trace_so_far.error, "pipeline")
         t_shown = time.perf_counter()
@@ -382,15 +377,7 @@ class Explorer:
             f"<span class='migx-status-text'>{s.initial.total_instructions()} → "
             f"{final} instructions · spec: <code>{spec}</code></span>"
         )
-        if self.recipe_button.value:
-            self.recipe.value = recipe_html(s)
-
-    def _show_recipe(self) -> None:
-        on = self.recipe_button.value
-        self.recipe.layout.display = None if on else "none"
-        self.report.widget.layout.display = None if on else "none"
-        if on and self.session is not None:
-            self.recipe.value = recipe_html(self.session)
+        call_hook(self.panels, "on_trace", s, self.errors)
 
     # ---- the deferred numeric check ----------------------------------------------------------------------
     def _start_numeric(self, session: Session | None = None) -> None:
@@ -460,6 +447,7 @@ class Explorer:
         sel = self.tree.current_selector(s.position)
         if sel:
             self.scroller.scroll(f".{self.css_id} {sel}")
+        call_hook(self.panels, "on_step", s, self.errors)
 
     def _require(self) -> Session:
         if self.session is None:

@@ -2,26 +2,48 @@
 capture; a table and plots of the results. Without a GPU it says why, keeps its button off, and
 shows the results recorded on a real GPU (labelled with device and date) instead.
 
-It reaches the GPU only through Session methods (compile_kernels, time, timings)."""
+It reaches the GPU only through Session methods (compile_kernels, time, timings). A `Panel`
+(widgets/panel.py): its CSS is here, and a load calls `on_session`.
+
+Classes: .migx-gpu (the accordion) .migx-gpu-status (.migx-gpu-ready / .migx-gpu-unavailable)
+.migx-gpu-mode-eager .migx-gpu-mode-graph .migx-gpu-warmup .migx-gpu-iters .migx-time
+.migx-gpu-progress .migx-gpu-progress-label .migx-timing-table .migx-timing-plot .migx-gpu-recorded."""
 
 from __future__ import annotations
 
 import html
-from collections.abc import Callable
 from typing import Any
 
 from ..errors import GpuUnavailable, UserInputError
 from ..session import Session
 from . import timing_view
-from ._common import ErrorBox, TaskProgress, widgets
+from ._common import TaskProgress, widgets
+from .panel import Panel, gpu_reason
+
+CSS = """
+.migx-explorer .migx-gpu-recorded table { border-collapse: collapse; margin: 4px 0; }
+.migx-explorer .migx-gpu-recorded td, .migx-explorer .migx-gpu-recorded th { padding: 1px 8px; text-align: right;
+  border-bottom: 1px solid #eee; }
+.migx-explorer .migx-recorded-current { background: #fff3c4; }
+.migx-explorer .migx-recorded-label { color: #5a4a00; background: #fff8e1; padding: 4px 8px; margin-top: 6px; }
+.migx-explorer .migx-gpu-unavailable { color: #8a5a00; background: #fff8e1; padding: 6px 8px; }
+.migx-explorer .migx-timing-table table { border-collapse: collapse; margin: 4px 0; }
+.migx-explorer .migx-timing-table td, .migx-explorer .migx-timing-table th { padding: 2px 10px; text-align: right;
+  border-bottom: 1px solid #eee; }
+"""
 
 
-class GpuPanel:
-    def __init__(self, errors: ErrorBox, get_session: Callable[[], Session | None]):
+class GpuPanel(Panel):
+    name = "gpu"
+    title = "GPU: compile and time (eager vs graph capture)"
+    css_class = "migx-gpu"
+    css = CSS
+    opened = True
+
+    def build(self) -> Any:
         W = widgets()
-        self.errors = errors
-        self._get_session = get_session
-        self.reason = _unavailable_reason()
+        errors = self.errors
+        self.reason = gpu_reason()
         self.status = W.HTML("", _dom_classes=["migx-gpu-status"])
         self.eager = W.Checkbox(
             True, description="eager", indent=False, layout=W.Layout(width="auto"), _dom_classes=["migx-gpu-mode-eager"]
@@ -50,7 +72,8 @@ class GpuPanel:
         # state and the DOM whatever front end runs the kernel.
         self.plot = W.HTML("", _dom_classes=["migx-timing-plot"])
         self.run_button.on_click(errors.guard(lambda _b: self.run(), "GPU timing"))
-        body = W.VBox(
+        self.reset()
+        return W.VBox(
             [
                 self.status,
                 W.HBox([self.eager, self.graph, self.warmup, self.iters, self.run_button]),
@@ -60,13 +83,10 @@ class GpuPanel:
                 self.recorded,
             ]
         )
-        self.widget = W.Accordion(
-            [body],
-            titles=("GPU: compile and time (eager vs graph capture)",),
-            selected_index=0,
-            _dom_classes=["migx-gpu"],
-        )
-        self.reset()
+
+    def on_session(self, session: Session) -> None:
+        # the recorded results are per built-in model: highlight this one's row
+        self.reset(session.source.get("value", session.name) if session.source.get("kind") == "model" else "")
 
     def reset(self, model: str = "") -> None:
         """Show the GPU's availability (called when a model is loaded); without a GPU, the results
@@ -96,9 +116,7 @@ class GpuPanel:
 
         Stages report progress: kernel compilation one kernel at a time (through the kernel
         cache, which finalize then hits), then one timing run per mode."""
-        session = self._get_session()
-        if session is None:
-            raise UserInputError("load a model first")
+        session = self.session
         if self.reason:
             raise GpuUnavailable(f"GPU timing unavailable: {self.reason}")
         modes = self.modes()
@@ -122,9 +140,3 @@ class GpuPanel:
     def summary(self) -> str:
         """The last result in one line (notebooks print it)."""
         return "not timed yet" if self.last_result is None else timing_view.summary(self.last_result)
-
-
-def _unavailable_reason() -> str | None:
-    from ..gpu_bridge import unavailable_reason
-
-    return unavailable_reason()

@@ -1,7 +1,10 @@
 """The "Open in Model Explorer" button: the current pass (before | after when "compare" is ticked) in Google
 Model Explorer's own page, through migx_explore.model_explorer (export, then its server on
 127.0.0.1). A thin row: a button, a checkbox, a line with the link (errors go to the error box,
-e.g. the one-line install hint when the package is missing)."""
+e.g. the one-line install hint when the package is missing). A `Panel` (widgets/panel.py) with no
+body: its row goes in the position row.
+
+Classes: .migx-me-row .migx-model-explorer (the button) .migx-me-compare .migx-me-link."""
 
 from __future__ import annotations
 
@@ -11,13 +14,20 @@ from typing import Any
 
 from ..session import Session
 from ._common import ErrorBox, widgets
+from .panel import Panel
 
 
-class ModelExplorerButton:
+class ModelExplorerButton(Panel):
+    name = "model_explorer"
+    title = "Open in Model Explorer"
+    css_class = "migx-me-row"
+
     def __init__(self, errors: ErrorBox, session: Callable[[], Session | None], *, browser: bool = True):
-        W = widgets()
-        self._session = session
         self._browser = browser  # False in tests: the link is made, no tab is opened
+        super().__init__(errors, session)
+
+    def build(self) -> None:
+        W = widgets()
         self.opened: Any = None  # the last launch.Opened
         self.button = W.Button(
             description="Open in Model Explorer",
@@ -31,13 +41,13 @@ class ModelExplorerButton:
             True, description="compare", indent=False, layout=W.Layout(width="auto"), _dom_classes=["migx-me-compare"]
         )
         self.link = W.HTML("", _dom_classes=["migx-me-link"])
-        self.button.on_click(errors.guard(lambda _b: self.open(), "Open in Model Explorer"))
-        self.widget = W.HBox([self.button, self.compare, self.link], _dom_classes=["migx-me-row"])
+        self.button.on_click(self.errors.guard(lambda _b: self.open(), "Open in Model Explorer"))
+        self.toolbar = (W.HBox([self.button, self.compare, self.link], _dom_classes=[self.css_class]),)
 
     def open(self) -> Any:
         from ..model_explorer import open_in_model_explorer
 
-        s = self._session()
+        s = self._get_session()
         if s is None:
             self.link.value = "load a model first"
             return None

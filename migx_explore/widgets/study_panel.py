@@ -1,19 +1,19 @@
 """The ordering-study panel: which orderings matter for this model. Runs migx_explore.study.study_order
 (every movable pass swapped with its neighbour, or adjacent sub-pipelines) as Dask tasks, and
 shows the ranked moves with the rewrites each gains or loses, the moves the ordering constraints
-forbid, and the chart. Thin glue: the study itself is migx_explore.study."""
+forbid, and the chart. Thin glue (a `SweepPanel`, widgets/panel.py): the study itself is
+migx_explore.study.
+
+Classes: .migx-study (the accordion) .migx-study-scope .migx-study-gpu .migx-study-run
+.migx-study-progress .migx-study-table-box (.migx-study-table) .migx-study-plot."""
 
 from __future__ import annotations
 
 import html
-from collections.abc import Callable
 from typing import Any
 
-from ..errors import UserInputError
-from ..gpu_bridge import unavailable_reason as gpu_unavailable_reason
 from ..session import Session
-from ._common import ErrorBox, TaskProgress, widgets
-from .timing_view import closed_svg
+from .panel import SweepPanel
 
 
 def study_html(st: Any, top: int = 15) -> str:
@@ -55,54 +55,27 @@ def _num(v: Any) -> str:
     return "–" if v is None else (f"{v:+d}" if isinstance(v, int) else f"{v:+.1f}")
 
 
-class StudyPanel:
-    def __init__(self, errors: ErrorBox, get_session: Callable[[], Session | None]):
-        W = widgets()
-        self.errors = errors
-        self._get_session = get_session
-        self.reason = gpu_unavailable_reason()
+class StudyPanel(SweepPanel):
+    name = "study"
+    title = "Ordering study: which orderings matter"
+    css_class = "migx-study"
+    choices = (("swap adjacent passes", "pass"), ("swap sub-pipelines", "pipeline"))
+    choice_label, choice_class = "moves", "scope"
+    run_label, run_icon, action = "Run ordering study", "random", "ordering study"
+
+    def build(self) -> Any:
         self.workers: int | None = None  # None: a local Dask cluster sized to the machine; 0: serially
-        self.scope = W.Dropdown(
-            options=[("swap adjacent passes", "pass"), ("swap sub-pipelines", "pipeline")],
-            value="pass",
-            description="moves",
-            _dom_classes=["migx-study-scope"],
-        )
-        self.time_gpu = W.Checkbox(
-            False,
-            description="time on the GPU",
-            indent=False,
-            disabled=self.reason is not None,
-            layout=W.Layout(width="auto"),
-            _dom_classes=["migx-study-gpu"],
-        )
-        self.run_button = W.Button(description="Run ordering study", icon="random", _dom_classes=["migx-study-run"])
-        self.tracker = TaskProgress("migx-study")
-        self.progress, self.progress_label = self.tracker.bar, self.tracker.label
-        self.table = W.HTML("", _dom_classes=["migx-study-table-box"])
-        self.plot = W.HTML("", _dom_classes=["migx-study-plot"])
-        self.run_button.on_click(errors.guard(lambda _b: self.run(), "ordering study"))
-        body = W.VBox(
-            [W.HBox([self.scope, self.time_gpu, self.run_button]), self.tracker.widget, self.table, self.plot]
-        )
-        self.widget = W.Accordion(
-            [body], titles=("Ordering study: which orderings matter",), selected_index=None, _dom_classes=["migx-study"]
-        )
-        self.last: Any = None
+        return super().build()
 
-    def _report(self, done: int, total: int, what: str) -> None:
-        self.tracker.report(done, total, what)
+    @property
+    def scope(self) -> Any:
+        """The moves dropdown (adjacent passes or sub-pipelines)."""
+        return self.choice
 
-    def run(self) -> Any:
-        session = self._get_session()
-        if session is None:
-            raise UserInputError("load a model first")
+    def sweep(self, session: Session, choice: str, time_gpu: bool) -> Any:
         from ..study import study_order
 
-        st = study_order(
-            session, scope=self.scope.value, gpu=self.time_gpu.value, progress=self._report, workers=self.workers
-        )
-        self.table.value = study_html(st)
-        self.plot.value = closed_svg(st.plot())
-        self.last = st
-        return st
+        return study_order(session, scope=choice, gpu=time_gpu, progress=self._report, workers=self.workers)
+
+    def table_html(self, result: Any) -> str:
+        return study_html(result)

@@ -1,17 +1,18 @@
 """The waterfall panel: what each pass is worth. Disable each pass (or sub-pipeline, or cut the
 pipeline after a prefix), re-trace from the cache, and show Δ kernel launches plus Δ eager and
-graph-capture latency on the GPU. Without a GPU it still compares launch counts."""
+graph-capture latency on the GPU. Without a GPU it still compares launch counts. A `SweepPanel`
+(widgets/panel.py) over `migx_explore.waterfall`.
+
+Classes: .migx-waterfall (the accordion) .migx-waterfall-by .migx-waterfall-gpu .migx-waterfall-run
+.migx-waterfall-progress .migx-waterfall-table-box (.migx-waterfall-table) .migx-waterfall-plot."""
 
 from __future__ import annotations
 
 import html
-from collections.abc import Callable
 from typing import Any
 
-from ..gpu_bridge import unavailable_reason as gpu_unavailable_reason
 from ..session import Session
-from ._common import ErrorBox, TaskProgress, widgets
-from .timing_view import closed_svg
+from .panel import SweepPanel
 
 
 def table_html(wf: Any) -> str:
@@ -42,61 +43,31 @@ def table_html(wf: Any) -> str:
     )
 
 
-class WaterfallPanel:
-    def __init__(self, errors: ErrorBox, get_session: Callable[[], Session | None]):
-        W = widgets()
-        self.errors = errors
-        self._get_session = get_session
-        self.reason = gpu_unavailable_reason()
-        self.by = W.Dropdown(
-            options=[
-                ("each pass disabled", "pass"),
-                ("each sub-pipeline disabled", "pipeline"),
-                ("pipeline prefixes", "prefix"),
-            ],
-            value="pass",
-            description="variants",
-            _dom_classes=["migx-waterfall-by"],
-        )
-        self.time_gpu = W.Checkbox(
-            self.reason is None,
-            description="time on the GPU",
-            indent=False,
-            disabled=self.reason is not None,
-            layout=W.Layout(width="auto"),
-            _dom_classes=["migx-waterfall-gpu"],
-        )
-        self.run_button = W.Button(description="Run waterfall", icon="bar-chart", _dom_classes=["migx-waterfall-run"])
-        self.tracker = TaskProgress("migx-waterfall")
-        self.progress, self.progress_label = self.tracker.bar, self.tracker.label
-        self.table = W.HTML("", _dom_classes=["migx-waterfall-table-box"])
-        self.plot = W.HTML("", _dom_classes=["migx-waterfall-plot"])
-        self.run_button.on_click(errors.guard(lambda _b: self.run(), "waterfall"))
-        hint = W.HTML(
-            ""
-            if self.reason is None
-            else f"<i>No GPU here: launch counts only ({html.escape(self.reason.split(';')[0])}).</i>"
-        )
-        body = W.VBox(
-            [W.HBox([self.by, self.time_gpu, self.run_button]), hint, self.tracker.widget, self.table, self.plot]
-        )
-        self.widget = W.Accordion(
-            [body], titles=("Waterfall: what each pass is worth",), selected_index=None, _dom_classes=["migx-waterfall"]
-        )
-        self.last: Any = None
+class WaterfallPanel(SweepPanel):
+    name = "waterfall"
+    title = "Waterfall: what each pass is worth"
+    css_class = "migx-waterfall"
+    choices = (
+        ("each pass disabled", "pass"),
+        ("each sub-pipeline disabled", "pipeline"),
+        ("pipeline prefixes", "prefix"),
+    )
+    choice_label, choice_class = "variants", "by"
+    run_label, run_icon, action = "Run waterfall", "bar-chart", "waterfall"
+    gpu_by_default = True
+    no_gpu_hint = "No GPU here: launch counts only"
 
-    def _report(self, done: int, total: int, what: str) -> None:
-        self.tracker.report(done, total, what)
+    @property
+    def by(self) -> Any:
+        """The variants dropdown (each pass, each sub-pipeline, prefixes)."""
+        return self.choice
 
-    def run(self) -> Any:
-        session = self._get_session()
-        if session is None:
-            raise RuntimeError("load a model first")
+    def sweep(self, session: Session, choice: str, time_gpu: bool) -> Any:
         from ..waterfall import waterfall
 
-        wf = waterfall(session, by=self.by.value, time_gpu=self.time_gpu.value, progress=self._report)
+        wf = waterfall(session, by=choice, time_gpu=time_gpu, progress=self._report)
         self._report(len(wf.variants), len(wf.variants), "done")
-        self.table.value = table_html(wf)
-        self.plot.value = closed_svg(wf.plot())
-        self.last = wf
         return wf
+
+    def table_html(self, result: Any) -> str:
+        return table_html(result)

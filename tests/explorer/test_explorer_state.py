@@ -133,8 +133,8 @@ def test_metrics_chart_names_passes_and_clicks_go_there(ex):
 
 def test_recipe_box_shows_spec_env_line_and_script(ex):
     ex.toggle(IDENT, False)
-    ex.recipe_button.value = True
-    body = ex.recipe.value
+    ex.recipe.button.value = True
+    body = ex.recipe.html.value
     assert "-eliminate_identity#1" in body and "MIGRAPHX_DISABLE_PASSES=eliminate_identity" in body
     assert "migx-recipe-script" in body and "build_pipelines(" in body
 

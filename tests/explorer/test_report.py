@@ -190,13 +190,14 @@ def test_explorer_recipe_menu_saves_a_report(tmp_path, monkeypatch):
 
     monkeypatch.chdir(tmp_path)
     ex = Explorer(Session.from_model("mlp", defer_numeric=True))
-    assert ex.report.widget.layout.display == "none"  # inside the Recipe / export menu
-    ex.recipe_button.value = True
-    assert ex.report.widget.layout.display is None and ex.report.path.value == "mlp_report.html"
-    ex.report.path.value = "saved.html"
-    ex.report.button.click()
+    report = ex.recipe.report
+    assert report.widget.layout.display == "none"  # inside the Recipe / export menu
+    ex.recipe.button.value = True
+    assert report.widget.layout.display is None and report.path.value == "mlp_report.html"
+    report.path.value = "saved.html"
+    report.button.click()
     assert ex.errors.text.strip() == ""
-    assert "saved.html" in ex.report.result.value
+    assert "saved.html" in report.result.value
     rows = _data((tmp_path / "saved.html").read_text())["passes"]
     # the deferred numeric check was finished before writing: no pass left "pending"
     assert not any(r["numeric"]["state"] == "pending" for r in rows)
