@@ -10,7 +10,8 @@ a machine with no GPU, SwiftShader draws WebGL there, on the CPU) and Model Expl
 Cases: a 3-node graph (the fixed cost of the page), the final graph read from the whole
 collection (graphs.json, what `model-explorer out/y/graphs.json` loads), then through
 `open_in_model_explorer` (the pass's own collection, views.py): the final graph, the
-fuse_pointwise_reduce pass, and that pass's before | after compare. The load average is printed
+fuse_pointwise_reduce pass, and that pass's before | after compare; with --baseline, the same
+pages of an earlier version's export, from its whole collection. The load average is printed
 before and after: on the project's shared 2-core machine it decides most of the spread.
 
 Results: docs/results/model_explorer_speed.md.
@@ -27,8 +28,8 @@ import time
 import psutil
 from playwright.sync_api import sync_playwright
 
-from migx_explore.model_explorer import export_trace, open_in_model_explorer
-from migx_explore.model_explorer.launch import page_url, start_server
+from migx_explore.model_explorer import export_trace, load_manifest, open_in_model_explorer
+from migx_explore.model_explorer.launch import OPEN_LAYERS, page_url, start_server
 from migx_explore.session import Session
 
 TINY = "x = @param:x -> float32, {4}, {1}\n@0 = relu(x) -> float32, {4}, {1}\n@1 = @return(@0)\n"
@@ -70,10 +71,39 @@ def load_page(browser, base: str, url: str, panes: int) -> tuple[float, dict[str
     return wall, {k: c1.get(k, 0.0) - c0.get(k, 0.0) for k in ("renderer", "gpu", "server")}
 
 
+def baseline_cases(base: str, folder: str) -> dict[str, tuple[str, int]]:
+    """An earlier export's final graph, PASS and PASS compare, from its whole collection."""
+    m = load_manifest(folder)
+    p = next(x for x in m["passes"] if x["path"].endswith(PASS))
+    label, n = m["label"], OPEN_LAYERS
+    return {
+        "baseline: final, whole collection": (page_url(base, folder, m["final"], label=label), 1),
+        f"baseline: {PASS}": (page_url(base, folder, p["graph"], label=label, layers=p["layers_after"][:n]), 1),
+        f"baseline: {PASS} compare": (
+            page_url(
+                base,
+                folder,
+                p["graph"],
+                before=p["before"],
+                label=label,
+                layers=p["layers_after"][:n],
+                layers_before=p["layers_before"][:n],
+            ),
+            2,
+        ),
+    }
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--runs", type=int, default=1, help="pages opened per case (the median is printed too)")
     ap.add_argument("--chromium-args", default="", help="extra Chromium flags, e.g. '--use-angle=swiftshader'")
+    ap.add_argument(
+        "--baseline",
+        default="",
+        help="a yolov10n export written by an earlier version: its pages, opened as that version's "
+        "launcher opened them (the whole collection), in the same run",
+    )
     a = ap.parse_args()
     print("load average at start", tuple(round(x, 1) for x in os.getloadavg()))
     s = Session.from_model("yolov10n", numeric=False)
@@ -97,6 +127,8 @@ def main() -> None:
         "yolov10n final, whole collection": (page_url(srv.base, e.folder, e.final_graph, label=e.label), 1),
         **{name: (h.url, panes) for name, (h, panes) in opened.items()},
     }
+    if a.baseline:
+        cases.update(baseline_cases(srv.base, a.baseline))
     args = ["--disable-quic", *a.chromium_args.split()]
     with sync_playwright() as p:
         b = p.chromium.launch(executable_path="/usr/bin/chromium", headless=True, args=args)

@@ -8,10 +8,11 @@ on a pass's before | after pair.
 
 The server runs as a child process (`python -m model_explorer`, the package's own command line;
 one server serves every later call of this kernel), and the page opens through URL state Model
-Explorer reads itself: the graph (`uiState`), the overlays (`nodeData`) and, for compare, two
-panes with navigation synced by node id, which our node ids (stable instruction ids) make exact.
-Each pass's mapping file (compare/NNN.json) turns on the diff highlights from the sync menu's
-"Upload mapping" (Model Explorer reads mappings only from there).
+Explorer reads itself: the pass's own small collection (views.py), the graph (`uiState`), the
+overlays (`nodeData`) and, for compare, two panes with navigation synced by node id, which our
+node ids (stable instruction ids) make exact. The pass's change shows on open as node styles of
+its before and after graphs; its mapping file (compare/NNN.json) adds Model Explorer's own diff
+highlights from the sync menu's "Upload mapping" (Model Explorer reads mappings only there).
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """The "Open in Model Explorer" button: the current pass (before | after when "compare" is ticked) in Google
-Model Explorer's own page, through migx_explore.model_explorer (export, then its server on
-127.0.0.1). A thin row: a button, a checkbox, a line with the link (errors go to the error box,
-e.g. the one-line install hint when the package is missing)."""
+Model Explorer's own page, opened in a new tab through migx_explore.model_explorer (export, reused
+for later clicks on the same trace, then its server on 127.0.0.1). A thin row: a button, a
+checkbox, a line with the link that opens the page again (errors go to the error box, e.g. the
+one-line install hint when the package is missing). tests/browser/test_model_explorer.py clicks it."""
 
 from __future__ import annotations
 
