@@ -194,24 +194,21 @@ def open_in_model_explorer(
     compare: bool = False,
     folder: str | None = None,
     browser: bool = True,
-    overlay: str | None = None,
+    overlay: str | list[str] | None = None,
 ) -> Opened:
     """Open a pass in Model Explorer: `source` is a Session (exported first, into `folder` or a
     temporary folder; a later call on the same trace reuses that export) or an exported folder;
     `where` a pass path or record index, or "input" / "final" (default: the session's current
     pass, or the folder's last pass); `compare` shows before | after, what the pass removed red
-    on the left and what it made green (changed amber) on the right; `overlay` names a node-data
-    file to load ("provenance", "gpu_time_us", "numeric_error")."""
+    on the left and what it made green (changed amber) on the right; `overlay` names node-data
+    files to load ("provenance", "gpu_time_us", "numeric_error", a list of them, or "all")."""
     why = unavailable_reason()
     if why:
         raise MigxError(why)
     folder, manifest, entry = _resolve(source, where, folder)
     graph = entry["graph"] if entry else manifest[where if where in ENDS else "final"]
     before = entry["before"] if (entry and compare) else ""
-    overlays = [os.path.join(folder, manifest["node_data"][overlay])] if overlay in manifest["node_data"] else []
-    if overlay and not overlays:
-        have = ", ".join(manifest["node_data"]) or "none"
-        raise MigxError(f"{folder}: no overlay {overlay!r} in this export (it has: {have})")
+    overlays = _overlays(folder, manifest, overlay)
     # the pass's own small collection: Model Explorer parses a collection whole before drawing
     name = os.path.splitext(os.path.basename(entry["mapping"]))[0] if entry else str(where or "final")
     view = view_collection(folder, manifest["collection"], [entry["before"], graph] if entry else [graph], name)
@@ -234,6 +231,18 @@ def open_in_model_explorer(
         webbrowser.open_new_tab(url)
     mapping = os.path.abspath(os.path.join(folder, entry["mapping"])) if (entry and compare) else ""
     return Opened(url, server, folder, graph, before, mapping)
+
+
+def _overlays(folder: str, manifest: dict[str, Any], overlay: str | list[str] | None) -> list[str]:
+    """The node-data files named by `overlay`: one name, a list of names, or "all" (every one
+    the export has)."""
+    have = manifest["node_data"]
+    names = list(have) if overlay == "all" else [overlay] if isinstance(overlay, str) else list(overlay or [])
+    missing = [n for n in names if n not in have]
+    if missing:
+        listed = ", ".join(have) or "none"
+        raise MigxError(f"{folder}: no overlay {missing[0]!r} in this export (it has: {listed})")
+    return [os.path.join(folder, have[n]) for n in names]
 
 
 def _resolve(

@@ -23,8 +23,8 @@ class ModelExplorerButton:
         self.button = W.Button(
             description="Open in Model Explorer",
             icon="external-link",
-            tooltip="this pass in Google Model Explorer (layers from the model's scopes, overlays, "
-            "and with 'compare' the pass's before | after with its changes highlighted)",
+            tooltip="this pass in Google Model Explorer (layers from the model's scopes, overlays; "
+            "with 'compare' the pass's before | after with its changes highlighted)",
             layout=W.Layout(width="auto"),
             _dom_classes=["migx-model-explorer"],
         )
@@ -43,7 +43,13 @@ class ModelExplorerButton:
             self.link.value = "load a model first"
             return None
         self.link.value = "exporting the trace…"
-        self.opened = open_in_model_explorer(s, compare=self.compare.value, browser=self._browser)
+        compare = self.compare.value
+        # One pane gets every overlay the export has (the first one colours the nodes, the rest
+        # are a click away in Model Explorer's side panel). The compare view gets none: Model
+        # Explorer attaches node data from the address to one pane only, and its fills would
+        # cover the removed nodes' red there.
+        overlay = None if compare else "all"
+        self.opened = open_in_model_explorer(s, compare=compare, browser=self._browser, overlay=overlay)
         url = html.escape(self.opened.url, quote=True)
         self.link.value = f'<a href="{url}" target="_blank">Model Explorer: {html.escape(self.opened.graph)}</a>'
         return self.opened

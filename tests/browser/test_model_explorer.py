@@ -209,5 +209,6 @@ def test_widget_button_opens_the_pass_on_screen(open_notebook, run_all, tmp_path
     body = me.locator("body").inner_text()
     assert re.search(rf"\d+ {re.escape(other)}\b", body) and "(before)" not in body, body[:2000]
     assert re.search(rf"\bpass\s+{re.escape(other)}\s", body), body[:2000]  # its graph-level attributes
+    me.get_by_text("created by pass #").first.wait_for(timeout=LOAD_MS)  # one pane: the overlays load
     me.close()
     assert not page.page_errors, page.page_errors

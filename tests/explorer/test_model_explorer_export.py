@@ -159,6 +159,11 @@ def test_a_pass_opens_from_its_own_small_collection(bert, monkeypatch):
     assert set(ids) == {p.before, p.graph} | subs  # the module graphs they open, nothing else
     assert [x["selectedGraphId"] for x in data["uiState"]["paneStates"]] == [p.before, p.graph]
     assert open_in_model_explorer(e.folder, "final", browser=False).graph == e.final_graph
+    every = open_in_model_explorer(e.folder, p.path, overlay="all", browser=False).url
+    named = json.loads(urllib.parse.parse_qs(urllib.parse.urlparse(every).query)["data"][0])["nodeData"]
+    assert [os.path.basename(x) for x in named] == [os.path.basename(x) for x in e.node_data.values()]
+    with pytest.raises(MigxError, match=r"no overlay 'gpu_time_us' in this export \(it has: provenance\)"):
+        open_in_model_explorer(e.folder, p.path, overlay=["provenance", "gpu_time_us"], browser=False)
     with pytest.raises(MigxError, match="no pass 'no_such_pass'"):
         open_in_model_explorer(e.folder, "no_such_pass", browser=False)
 
@@ -279,6 +284,8 @@ def test_missing_package_is_one_clear_line(monkeypatch):
 
 
 def test_widget_button_opens_the_current_pass(monkeypatch):
+    import urllib.parse
+
     pytest.importorskip("ipywidgets")
     from migx_explore.model_explorer import launch
     from migx_explore.widgets._common import ErrorBox
@@ -302,6 +309,10 @@ def test_widget_button_opens_the_current_pass(monkeypatch):
     b.button.click()
     assert b.opened.graph.endswith(" fusion.fuse_pointwise_reduce") and b.opened.before != b.opened.graph
     assert b.opened.folder == first  # the same trace: its export is reused, not written again
+    assert "nodeData" not in urllib.parse.unquote(b.opened.url)  # compare: the change styles alone
+    b.compare.value = False
+    b.button.click()
+    assert "provenance.json" in urllib.parse.unquote(b.opened.url)  # one pane: every overlay
     assert "migx-me-link" in b.link._dom_classes and "Model Explorer" in b.link.value
 
 
