@@ -290,6 +290,8 @@ def _exported(session: Session, index: int | None, folder: str | None) -> str:
     extra = [] if index is None else [index]
     export_trace(session, folder, records=extra)
     done = frozenset(r.index for r in exported_records(trace, extra))
+    if len(_exports) >= 4:  # each entry holds a whole trace alive: keep the latest few
+        _exports.pop(next(iter(_exports)))
     _exports[id(trace)] = (trace, timing, folder, done)
     return folder
 
