@@ -120,15 +120,20 @@ def export_trace(
     table = ScopeTable(trace)
     width = max(3, len(str(len(trace.records) + 1)))
     gs = GraphSet()
-    by_snapshot: dict[int, tuple[ProgramSnapshot, str]] = {}
     created = _provenance(trace)
     graph_of: dict[str, ProgramSnapshot] = {}
 
     scopes_of: dict[str, dict[int, str]] = {}
 
-    def add(gid: str, snap: ProgramSnapshot, upto: PassRecord | None, rec: PassRecord | None) -> str:
+    def add(
+        gid: str, snap: ProgramSnapshot, upto: PassRecord | None, rec: PassRecord | None, before: bool = False
+    ) -> str:
         d = rec.diff if rec is not None else None
-        status = (lambda i: S.ADDED if i in d.added else S.CHANGED if i in d.changed else None) if d else None
+        status = None
+        if d and before:
+            status = lambda i: S.REMOVED if i in d.removed else None  # noqa: E731
+        elif d:
+            status = lambda i: S.ADDED if i in d.added else S.CHANGED if i in d.changed else None  # noqa: E731
         scopes = scopes_of[gid] = table.scopes_of(snap, upto)
         gs.add_program(
             gid,
@@ -136,26 +141,24 @@ def export_trace(
             scopes,
             status=status or (lambda _i: None),
             extra_attrs=lambda i: [{"key": "created by", "value": created[i][1]}] if i in created else [],
-            info=_info(trace, rec, snap, name),
+            info=_info(trace, rec, snap, name, before),
         )
-        by_snapshot.setdefault(id(snap), (snap, gid))
         graph_of[gid] = snap
         return gid
-
-    def graph_for(snap: ProgramSnapshot, upto: PassRecord | None, gid: str) -> str:
-        hit = by_snapshot.get(id(snap))
-        return hit[1] if hit is not None and hit[0] is snap else add(gid, snap, upto, None)
 
     out.input_graph = add(f"{0:0{width}d} input", trace.initial, None, None)
     for rec in exported_records(trace, records):
         before, after = trace.snapshots(rec)
         prev = trace.records[rec.index - 1] if rec.index > 0 else None
         num = f"{rec.index + 1:0{width}d}"
-        bid = graph_for(before, prev, f"{num} {rec.path} (before)")
+        # Each pass has its own before graph, styled with what the pass removed: the compare
+        # view's left pane then shows the pass's removals with no mapping file (Model Explorer
+        # reads one only from its Sync menu), and not the previous pass's additions.
+        bid = add(f"{num} {rec.path} (before)", before, prev, rec, before=True)
         # a pass asked for that changed nothing still gets its own name (the same program)
         gid = add(f"{num} {rec.path}", after, rec, rec)
         mapping = os.path.join("compare", f"{num}.json")
-        _write_json(os.path.join(folder, mapping), _mapping(before, after))
+        _write_json(os.path.join(folder, mapping), _mapping(gs.node_ids(bid), gs.node_ids(gid)))
         d = rec.diff
         out.passes.append(
             PassGraph(
@@ -221,14 +224,13 @@ def _layers(scopes: dict[int, str], ids: Iterable[int], limit: int = 40) -> list
     return [f"{n}___group___" for n in deepest[:limit]]
 
 
-def _mapping(before: ProgramSnapshot, after: ProgramSnapshot) -> dict[str, Any]:
-    """Model Explorer's sync-navigation data for a pass: each instruction kept in main maps to
-    itself; what the pass removed (left) or made (right) maps to nothing, which is what its diff
-    highlights mark."""
-    left = {r.id for r in before.module("main").instrs}
-    kept = sorted(left & {r.id for r in after.module("main").instrs})
+def _mapping(left: set[str], right: set[str]) -> dict[str, Any]:
+    """Model Explorer's sync-navigation data for a pass (the node ids of its before and after
+    graphs): each node kept maps to itself; what the pass removed (left) or made (right) maps to
+    nothing, which is what its diff highlights mark."""
+    kept = sorted(left & right, key=lambda i: (len(i), i))
     return {
-        "mapping": {str(i): str(i) for i in kept},
+        "mapping": {i: i for i in kept},
         "disableMappingFallback": True,
         "showDiffHighlights": True,
         "deletedNodesBorderColor": S.STATUS_STYLE[S.REMOVED].border,
@@ -238,10 +240,17 @@ def _mapping(before: ProgramSnapshot, after: ProgramSnapshot) -> dict[str, Any]:
     }
 
 
-def _info(trace: Trace, rec: PassRecord | None, snap: ProgramSnapshot, name: str) -> dict[str, str]:
+def _info(
+    trace: Trace, rec: PassRecord | None, snap: ProgramSnapshot, name: str, before: bool = False
+) -> dict[str, str]:
     """Graph-level attributes (Model Explorer's side panel with nothing selected)."""
     info = {"model": name, "instructions": str(snap.total_instructions()), "modules": str(snap.module_count())}
     if rec is None:
+        return info
+    if before:  # the program the pass was given; its removals styled
+        info["before pass"] = rec.path
+        if rec.diff is not None:
+            info["removed"] = str(len(rec.diff.removed))
         return info
     info.update({"pass": rec.path, "pipeline": rec.pipeline, "time": f"{rec.time_s * 1e3:.2f} ms"})
     if rec.diff is not None:

@@ -23,17 +23,19 @@ from migx_explore.compiler.op_format import format_value
 from migx_explore.compiler.snapshot import InstrRecord, ModuleSnapshot, ProgramSnapshot
 
 from ..render import style as S
+from ..render.scale import HUB_FANOUT
 from ..scopes import split_scope
 
 # Model Explorer shows attribute values in a side panel; kernel source and binaries are bulk that
 # nobody reads there (and they made pass graphs megabytes each).
 ATTR_LIMIT = 400
 
-# What a pass did to an instruction, as node styles (the diff view's colours, render/style.py).
+# What a pass did to an instruction, as node styles (the diff view's colours, render/style.py):
+# added and changed in the pass's graph, removed in its "(before)" graph.
 CHANGE_STYLE = {
     status: {"backgroundColor": st.fill, "borderColor": st.border, "hoveredBorderColor": st.border}
     for status, st in S.STATUS_STYLE.items()
-    if status in (S.ADDED, S.CHANGED)
+    if status in (S.ADDED, S.CHANGED, S.REMOVED)
 }
 
 
@@ -113,6 +115,10 @@ class GraphSet:
             g["groupNodeAttributes"] = {"": dict(info)}
         return g
 
+    def node_ids(self, graph_id: str) -> set[str]:
+        """The node ids of one graph of this export."""
+        return {n["id"] for g in self.graphs if g["id"] == graph_id for n in g["nodes"]}
+
     def _sub_id(
         self, name: str, snap: ProgramSnapshot, scopes: Mapping[int, str], status, extra_attrs, tag: str
     ) -> str:
@@ -143,8 +149,16 @@ class GraphSet:
         self.graphs.append(g)  # before its subgraphs: the list reads parent first
         nodes = g["nodes"]
         in_main = ms.name == "main"
+        hubs = _hubs(ms)
+        copies: set[str] = set()
         for r in ms.instrs:
             scope = namespace(scopes.get(r.id, "")) if in_main else ""
+            hub_in = tuple(i for i in r.inputs if i in hubs)
+            for h in hub_in:
+                cid = _copy_id(h, scope)
+                if cid not in copies:  # drawn just before its layer's first user
+                    copies.add(cid)
+                    nodes.append(_hub_copy(hubs[h], scope, cid))
             subs = (
                 tuple(self._sub_id(m, snap, scopes, status, extra_attrs, tag) for m in r.modules if m in snap.by_name)
                 if r.modules
@@ -155,12 +169,26 @@ class GraphSet:
             st = status(r.id) if in_main else None
             # An instruction a pass left alone is the very same node in the next pass graph (the
             # JSON repeats it; building it once is what keeps a long trace's export fast).
-            key = (r.id, id(r.op), id(r.shape), r.inputs, r.origin, id(r.literal), subs, scope, st)
+            key = (
+                r.id,
+                id(r.op),
+                id(r.shape),
+                r.inputs,
+                r.origin,
+                id(r.literal),
+                subs,
+                scope,
+                st,
+                hub_in,
+                r.id in hubs,
+            )
             hit = self._nodes.get(key)
             if hit is not None and hit[0] is r.op and hit[1] is r.shape:
                 nodes.append(hit[2])
                 continue
-            node = _node(r, scope)
+            node = _node(r, scope, hub_in)
+            if r.id in hubs:
+                node["attrs"].append(_kv("users", f"{hubs[r.id][1]} (a copy stands in each layer that uses it)"))
             if subs:
                 node["subgraphIds"] = list(subs)
                 node["attrs"].append(_kv("modules", ", ".join(r.modules)))
@@ -171,6 +199,36 @@ class GraphSet:
             self._nodes[key] = (r.op, r.shape, node)
             nodes.append(node)
         return g
+
+
+def _hubs(ms: ModuleSnapshot) -> dict[int, tuple[InstrRecord, int]]:
+    """Instructions with more than HUB_FANOUT users (id -> (record, users)). Why: the final
+    program's scratch buffer feeds 163 kernels of yolov10n across every layer; Model Explorer
+    routed those edges between all the collapsed layers, and drawing them in software WebGL
+    took the final graph from 3.5 s to 10.5 s to open. As in our own drawings
+    (render/scale.py split_hubs), each layer that uses such a value gets its own copy of it."""
+    users: dict[int, int] = {}
+    for r in ms.instrs:
+        for i in set(r.inputs):
+            users[i] = users.get(i, 0) + 1
+    if not any(k > HUB_FANOUT for k in users.values()):
+        return {}
+    return {r.id: (r, users[r.id]) for r in ms.instrs if users.get(r.id, 0) > HUB_FANOUT}
+
+
+def _copy_id(hub: int, scope: str) -> str:
+    """The copy of a hub in one layer: stable across pass graphs, like instruction ids."""
+    return f"{hub}@{scope}"
+
+
+def _hub_copy(hub: tuple[InstrRecord, int], scope: str, cid: str) -> dict[str, Any]:
+    r, users = hub
+    node = _node(r, scope)
+    node["id"] = cid
+    node["label"] = f"↳ {node['label']}"
+    node["incomingEdges"] = []  # the hub itself keeps its inputs
+    node["attrs"].append(_kv("copy of", f"#{r.id} (used by {users} instructions)"))
+    return node
 
 
 _shape_cache: dict[int, tuple[Any, list[dict[str, Any]]]] = {}
@@ -195,7 +253,7 @@ def _shape_attrs(shape: Any) -> list[dict[str, Any]]:
     return out
 
 
-def _node(r: InstrRecord, scope: str) -> dict[str, Any]:
+def _node(r: InstrRecord, scope: str, hub_in: tuple[int, ...] = ()) -> dict[str, Any]:
     name = r.op.name
     if name == "@param":
         label, attrs = str(r.op["name"]), [_kv("op", "@param")]
@@ -216,7 +274,11 @@ def _node(r: InstrRecord, scope: str) -> dict[str, Any]:
         "namespace": scope,
         "attrs": attrs,
         "incomingEdges": [
-            {"sourceNodeId": str(i), "sourceNodeOutputId": "0", "targetNodeInputId": str(k)}
+            {
+                "sourceNodeId": _copy_id(i, scope) if i in hub_in else str(i),
+                "sourceNodeOutputId": "0",
+                "targetNodeInputId": str(k),
+            }
             for k, i in enumerate(r.inputs)
         ],
     }

@@ -8,10 +8,11 @@ on a pass's before | after pair.
 
 The server runs as a child process (`python -m model_explorer`, the package's own command line;
 one server serves every later call of this kernel), and the page opens through URL state Model
-Explorer reads itself: the graph (`uiState`), the overlays (`nodeData`) and, for compare, two
-panes with navigation synced by node id, which our node ids (stable instruction ids) make exact.
-Each pass's mapping file (compare/NNN.json) turns on the diff highlights from the sync menu's
-"Upload mapping" (Model Explorer reads mappings only from there).
+Explorer reads itself: the pass's own small collection (views.py), the graph (`uiState`), the
+overlays (`nodeData`) and, for compare, two panes with navigation synced by node id, which our
+node ids (stable instruction ids) make exact. The pass's change shows on open as node styles of
+its before and after graphs; its mapping file (compare/NNN.json) adds Model Explorer's own diff
+highlights from the sync menu's "Upload mapping" (Model Explorer reads mappings only there).
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 from migx_explore.compiler.errors import MigxError
 
 from .export import COLLECTION, export_trace, load_manifest
+from .views import view_collection
 
 if TYPE_CHECKING:
     from ..session import Session
@@ -151,10 +153,12 @@ def page_url(
     label: str = "",
     layers: list[str] | None = None,
     layers_before: list[str] | None = None,
+    collection: str = "",
 ) -> str:
     """The Model Explorer address that opens `graph` of an exported folder (and `before` beside
-    it, navigation synced by node id); `overlays` are node-data files to load."""
-    collection = os.path.abspath(os.path.join(folder, COLLECTION))
+    it, navigation synced by node id); `overlays` are node-data files to load; `collection` a
+    collection file other than the folder's whole one (a pass's view, views.py)."""
+    collection = os.path.abspath(collection or os.path.join(folder, COLLECTION))
 
     def pane(gid: str, width: float, selected: bool, open_layers: list[str] | None) -> dict[str, Any]:
         return {
@@ -180,6 +184,9 @@ def page_url(
     return f"{base}/?data={urllib.parse.quote(json.dumps(data))}"
 
 
+ENDS = ("input", "final")  # `where` for the program before every pass, and after the last
+
+
 def open_in_model_explorer(
     source: Session | str,
     where: str | int | None = None,
@@ -187,37 +194,24 @@ def open_in_model_explorer(
     compare: bool = False,
     folder: str | None = None,
     browser: bool = True,
-    overlay: str | None = None,
+    overlay: str | list[str] | None = None,
 ) -> Opened:
     """Open a pass in Model Explorer: `source` is a Session (exported first, into `folder` or a
-    temporary folder) or an exported folder; `where` a pass path or record index (default: the
-    session's current pass, or the folder's last pass); `compare` shows before | after;
-    `overlay` names a node-data file to load ("provenance", "gpu_time_us", "numeric_error")."""
+    temporary folder; a later call on the same trace reuses that export) or an exported folder;
+    `where` a pass path or record index, or "input" / "final" (default: the session's current
+    pass, or the folder's last pass); `compare` shows before | after, what the pass removed red
+    on the left and what it made green (changed amber) on the right; `overlay` names node-data
+    files to load ("provenance", "gpu_time_us", "numeric_error", a list of them, or "all")."""
     why = unavailable_reason()
     if why:
         raise MigxError(why)
-    if isinstance(source, (str, os.PathLike)):
-        folder = os.fspath(source)
-        manifest = load_manifest(folder)
-        rec_index = None if where is None else _find(manifest, where)
-    else:
-        rec = source.record(where)
-        folder = folder or tempfile.mkdtemp(prefix=f"migx-{_safe(source.name)}-")
-        export_trace(source, folder, records=[rec.index])
-        manifest = load_manifest(folder)
-        rec_index = rec.index
-    passes = manifest["passes"]
-    entry = next((p for p in passes if p["index"] == rec_index), None) if rec_index is not None else None
-    if entry is None and rec_index is None and passes:
-        entry = passes[-1]
-    if entry is None and rec_index is not None:
-        raise MigxError(f"{folder}: record {rec_index} has no graph in this export")
-    graph = entry["graph"] if entry else manifest["final"]
+    folder, manifest, entry = _resolve(source, where, folder)
+    graph = entry["graph"] if entry else manifest[where if where in ENDS else "final"]
     before = entry["before"] if (entry and compare) else ""
-    overlays = [os.path.join(folder, manifest["node_data"][overlay])] if overlay in manifest["node_data"] else []
-    if overlay and not overlays:
-        have = ", ".join(manifest["node_data"]) or "none"
-        raise MigxError(f"{folder}: no overlay {overlay!r} in this export (it has: {have})")
+    overlays = _overlays(folder, manifest, overlay)
+    # the pass's own small collection: Model Explorer parses a collection whole before drawing
+    name = os.path.splitext(os.path.basename(entry["mapping"]))[0] if entry else str(where or "final")
+    view = view_collection(folder, manifest["collection"], [entry["before"], graph] if entry else [graph], name)
     server = start_server()
     url = page_url(
         server.base,
@@ -226,6 +220,7 @@ def open_in_model_explorer(
         before=before,
         overlays=overlays,
         label=manifest["label"],
+        collection=view,
         # a few changed layers open: the rest stay folded, so the graph fits at a readable scale
         layers=entry["layers_after"][:OPEN_LAYERS] if entry else None,
         layers_before=entry["layers_before"][:OPEN_LAYERS] if (entry and compare) else None,
@@ -236,6 +231,69 @@ def open_in_model_explorer(
         webbrowser.open_new_tab(url)
     mapping = os.path.abspath(os.path.join(folder, entry["mapping"])) if (entry and compare) else ""
     return Opened(url, server, folder, graph, before, mapping)
+
+
+def _overlays(folder: str, manifest: dict[str, Any], overlay: str | list[str] | None) -> list[str]:
+    """The node-data files named by `overlay`: one name, a list of names, or "all" (every one
+    the export has)."""
+    have = manifest["node_data"]
+    names = list(have) if overlay == "all" else [overlay] if isinstance(overlay, str) else list(overlay or [])
+    missing = [n for n in names if n not in have]
+    if missing:
+        listed = ", ".join(have) or "none"
+        raise MigxError(f"{folder}: no overlay {missing[0]!r} in this export (it has: {listed})")
+    return [os.path.join(folder, have[n]) for n in names]
+
+
+def _resolve(
+    source: Session | str, where: str | int | None, folder: str | None
+) -> tuple[str, dict[str, Any], dict[str, Any] | None]:
+    """The exported folder, its index and the pass entry to open (None: the input or final)."""
+    if isinstance(source, (str, os.PathLike)):
+        folder = os.fspath(source)
+        manifest = load_manifest(folder)
+        if where in ENDS:
+            return folder, manifest, None
+        if where is None:
+            return folder, manifest, (manifest["passes"] or [None])[-1]
+        rec_index = _find(manifest, where)
+    elif where in ENDS:
+        folder = _exported(source, None, folder)
+        return folder, load_manifest(folder), None
+    else:
+        rec_index = source.record(where).index
+        folder = _exported(source, rec_index, folder)
+        manifest = load_manifest(folder)
+    entry = next((p for p in manifest["passes"] if p["index"] == rec_index), None)
+    if entry is None:
+        raise MigxError(f"{folder}: record {rec_index} has no graph in this export")
+    return folder, manifest, entry
+
+
+# Session exports by trace: a second click on the same trace opens the folder already written.
+_exports: dict[int, tuple[Any, Any, str, frozenset[int]]] = {}
+
+
+def _exported(session: Session, index: int | None, folder: str | None) -> str:
+    """A folder holding the session's trace exported with record `index` in it: the one written
+    for an earlier call on the same trace (and the same timing), else a new export."""
+    from .. import gpu_bridge
+    from .export import exported_records
+
+    trace, timing = session.trace, gpu_bridge.session_timing(session)
+    hit = _exports.get(id(trace))
+    fresh = hit is None or hit[0] is not trace or hit[1] is not timing
+    if folder is None and not fresh and (index is None or index in hit[3]):
+        if os.path.isfile(os.path.join(hit[2], COLLECTION)):
+            return hit[2]
+    folder = folder or tempfile.mkdtemp(prefix=f"migx-{_safe(session.name)}-")
+    extra = [] if index is None else [index]
+    export_trace(session, folder, records=extra)
+    done = frozenset(r.index for r in exported_records(trace, extra))
+    if len(_exports) >= 4:  # each entry holds a whole trace alive: keep the latest few
+        _exports.pop(next(iter(_exports)))
+    _exports[id(trace)] = (trace, timing, folder, done)
+    return folder
 
 
 def _find(manifest: dict[str, Any], where: str | int) -> int:

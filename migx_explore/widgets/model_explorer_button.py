@@ -1,8 +1,9 @@
 """The "Open in Model Explorer" button: the current pass (before | after when "compare" is ticked) in Google
-Model Explorer's own page, through migx_explore.model_explorer (export, then its server on
-127.0.0.1). A thin row: a button, a checkbox, a line with the link (errors go to the error box,
-e.g. the one-line install hint when the package is missing). A `Panel` (widgets/panel.py) with no
-body: its row goes in the position row.
+Model Explorer's own page, opened in a new tab through migx_explore.model_explorer (export, reused
+for later clicks on the same trace, then its server on 127.0.0.1). A thin row: a button, a
+checkbox, a line with the link that opens the page again (errors go to the error box, e.g. the
+one-line install hint when the package is missing). A `Panel` (widgets/panel.py) with no body: its
+row goes in the position row. tests/browser/test_model_explorer.py clicks it.
 
 Classes: .migx-me-row .migx-model-explorer (the button) .migx-me-compare .migx-me-link."""
 
@@ -32,8 +33,8 @@ class ModelExplorerButton(Panel):
         self.button = W.Button(
             description="Open in Model Explorer",
             icon="external-link",
-            tooltip="this pass in Google Model Explorer (layers from the model's scopes, overlays, "
-            "and with 'compare' the pass's before | after with its changes highlighted)",
+            tooltip="this pass in Google Model Explorer (layers from the model's scopes, overlays; "
+            "with 'compare' the pass's before | after with its changes highlighted)",
             layout=W.Layout(width="auto"),
             _dom_classes=["migx-model-explorer"],
         )
@@ -52,7 +53,13 @@ class ModelExplorerButton(Panel):
             self.link.value = "load a model first"
             return None
         self.link.value = "exporting the trace…"
-        self.opened = open_in_model_explorer(s, compare=self.compare.value, browser=self._browser)
+        compare = self.compare.value
+        # One pane gets every overlay the export has (the first one colours the nodes, the rest
+        # are a click away in Model Explorer's side panel). The compare view gets none: Model
+        # Explorer attaches node data from the address to one pane only, and its fills would
+        # cover the removed nodes' red there.
+        overlay = None if compare else "all"
+        self.opened = open_in_model_explorer(s, compare=compare, browser=self._browser, overlay=overlay)
         url = html.escape(self.opened.url, quote=True)
         self.link.value = f'<a href="{url}" target="_blank">Model Explorer: {html.escape(self.opened.graph)}</a>'
         return self.opened

@@ -107,40 +107,108 @@ def _rgb(colour: str) -> tuple[int, int, int]:
 
 
 def test_compare_view_highlights_the_pass_changes(exported, server, me_page):
+    """The launcher's compare page shows the pass's change on open, with no Sync menu: the left
+    pane (the pass's before graph) has what it removed filled red, the right pane what it made
+    green, in the layers the launcher opens."""
     pytest.importorskip("PIL", reason="Pillow reads the screenshot's pixels")
+    from migx_explore.model_explorer import open_in_model_explorer
+
     pg = me_page
     p = _pass(exported, PASS)
-    url = page_url(
-        server.base,
-        exported.folder,
-        p.graph,
-        before=p.before,
-        label=exported.label,
-        # one changed layer open on each side: drawn at a readable scale, the highlights are
-        # whole borders, not sub-pixel lines
-        layers=p.layers_after[:1],
-        layers_before=p.layers_before[:1],
-    )
-    pg.goto(url)
+    h = open_in_model_explorer(exported.folder, PASS, compare=True, browser=False)
+    assert h.server.base == server.base  # the one server of this kernel
+    pg.goto(h.url)
     pg.get_by_text("op node count").nth(1).wait_for(timeout=LOAD_MS)  # both panes drew their graph
     body = pg.locator("body").inner_text()
     assert f"{exported.label} | {p.before}" in body and f"{exported.label} | {p.graph}" in body
-    # the left pane's canvas (its side panel starts at a third of the pane)
-    left = (0, 120, 320, 880)
-    red = _rgb(S.STATUS_STYLE[S.REMOVED].border)
-    pg.wait_for_timeout(3000)  # layout of the opened layers settles
-    before_upload = _count(pg.screenshot(), red, left)
-    pg.locator("sync-navigation-button").first.click()
-    pg.get_by_text("Upload mapping from computer").click()  # the mode the uploaded file is for
-    pg.locator("input.upload-mapping-input").set_input_files(os.path.join(exported.folder, p.mapping))
-    pg.get_by_text(os.path.basename(p.mapping)).first.wait_for(timeout=30_000)
-    pg.keyboard.press("Escape")
-    deadline = 60
-    after_upload = 0
-    for _ in range(deadline):
+    assert p.before.endswith("(before)") and "before pass" in body  # the left pane's graph-level attributes
+    # each pane's canvas (its side panel starts at a third of the pane)
+    left, right = (0, 120, 320, 880), (700, 120, 1020, 880)
+    removed, added = _rgb(S.STATUS_STYLE[S.REMOVED].fill), _rgb(S.STATUS_STYLE[S.ADDED].fill)
+    counts = (0, 0, 0)
+    for _ in range(60):  # until the opened layers are laid out and drawn
         pg.wait_for_timeout(1000)
-        after_upload = _count(pg.screenshot(), red, left)
-        if after_upload > before_upload + 50:
+        shot = pg.screenshot()
+        counts = (_count(shot, removed, left, 8), _count(shot, added, right, 8), _count(shot, removed, right, 8))
+        if counts[0] > 50 and counts[1] > 50:
             break
-    assert after_upload > before_upload + 50, (before_upload, after_upload)
+    assert counts[0] > 50 and counts[1] > 50, counts  # removals on the left, additions on the right
+    assert counts[2] < counts[0], counts  # and the right pane has no removal's colour to speak of
     assert not pg.page_errors
+
+
+# The kernel's webbrowser.open writes the address to a file here instead of starting a browser
+# on the test machine; the test opens the same address from the widget's link.
+BUTTON_CODE = """import os, migx_explore
+os.environ["BROWSER"] = {browser!r}
+ex = migx_explore.explore("mlp")
+ex"""
+RECORD_URL = "import sys\nwith open(sys.argv[1], 'a') as f:\n    f.write(sys.argv[2] + '\\n')\n"
+
+POSITION_JS = "() => { const p = document.querySelector('.migx-explorer .migx-position'); return p && p.textContent; }"
+
+
+def _position_path(page) -> str:
+    """The pass the widget shows ("k / N · path")."""
+    page.wait_for_function(f"() => ({POSITION_JS})()?.includes('·')", timeout=60_000)
+    return page.evaluate(POSITION_JS).split("·", 1)[1].strip()
+
+
+def _open_from_widget(page, old_href: str) -> tuple[str, object]:
+    """Click Open in Model Explorer; returns the link it shows and the page that link opens."""
+    ex = page.locator(".migx-explorer").first
+    ex.locator("button.migx-model-explorer").click()
+    link = ex.locator(".migx-me-link a")
+    page.wait_for_function(
+        "old => { const a = document.querySelector('.migx-explorer .migx-me-link a'); return a && a.href !== old; }",
+        arg=old_href,
+        timeout=LOAD_MS,  # the first click exports the trace and starts Model Explorer's server
+    )
+    href = link.get_attribute("href")
+    with page.context.expect_page(timeout=30_000) as opened:
+        link.click()
+    return href, opened.value
+
+
+def test_widget_button_opens_the_pass_on_screen(open_notebook, run_all, tmp_path):
+    import re
+    import sys
+
+    import nbformat
+
+    opened_log, script = tmp_path / "opened.txt", tmp_path / "record_url.py"
+    script.write_text(RECORD_URL)
+    src = tmp_path / "me_button.ipynb"
+    code = BUTTON_CODE.format(browser=f"{sys.executable} {script} {opened_log} %s")
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(code)])
+    nb.metadata["kernelspec"] = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
+    nbformat.write(nb, src)
+    page = open_notebook(src)
+    # Model Explorer's page asks for a web font: nothing but loopback is reached
+    page.context.route("**/*", lambda r: r.continue_() if r.request.url.startswith("http://127.0.0.1") else r.abort())
+    run_all(page)
+    ex = page.locator(".migx-explorer").first
+    path = _position_path(page)
+
+    # compare (ticked by default): the pass's before | after, side by side
+    href, me = _open_from_widget(page, "")
+    me.get_by_text("op node count").nth(1).wait_for(timeout=LOAD_MS)  # both panes drew their graph
+    body = me.locator("body").inner_text()
+    assert re.search(rf"mlp \| \d+ {re.escape(path)} \(before\)", body), body[:2000]
+    assert re.search(rf"mlp \| \d+ {re.escape(path)}\n", body), body[:2000]
+    assert opened_log.read_text().split() == [href]  # the kernel opened the same page: one click
+    me.close()
+
+    # another pass, compare unticked: that pass's graph alone
+    ex.locator("button.migx-prev").click()
+    page.wait_for_function(f"old => ({POSITION_JS})() && !({POSITION_JS})().endsWith(old)", arg=path, timeout=60_000)
+    other = _position_path(page)
+    ex.locator(".migx-me-compare input").uncheck()
+    _, me = _open_from_widget(page, href)
+    me.get_by_text("op node count").first.wait_for(timeout=LOAD_MS)
+    body = me.locator("body").inner_text()
+    assert re.search(rf"\d+ {re.escape(other)}\b", body) and "(before)" not in body, body[:2000]
+    assert re.search(rf"\bpass\s+{re.escape(other)}\s", body), body[:2000]  # its graph-level attributes
+    me.get_by_text("created by pass #").first.wait_for(timeout=LOAD_MS)  # one pane: the overlays load
+    me.close()
+    assert not page.page_errors, page.page_errors

@@ -90,6 +90,84 @@ def test_graphs_are_passes_with_stable_ids_and_scoped_layers(bert):
     assert p.layers_after and all(x.endswith("___group___") for x in p.layers_after)
 
 
+def test_before_graph_of_a_pass_styles_what_it_removed(bert):
+    s, e = bert
+    graphs = {g["id"]: g for g in _collection(e)["graphs"]}
+    p = next(p for p in e.passes if p.path == "optimize_rewrite.optimize_module")
+    rec = s.trace.records[p.index]
+    assert p.before == p.graph + " (before)"
+    left = {n["id"]: n for n in graphs[p.before]["nodes"]}
+    assert set(left) == {str(r.id) for r in rec.before.module("main").instrs}
+    styled = {i for i, n in left.items() if n.get("style")}
+    assert styled == {str(i) for i in rec.diff.removed}  # nothing else: not the previous pass's additions
+    assert all({"key": "change", "value": "removed"} in left[i]["attrs"] for i in styled)
+    assert graphs[p.before]["groupNodeAttributes"][""]["before pass"] == rec.path
+
+
+# x feeds 20 instructions: more than a layer's worth of edges from one node (HUB_FANOUT)
+HUB = "\n".join(
+    ["x = @param:x -> float, {4}, {1}"]
+    + [f"@{i} = relu(x) -> float, {{4}}, {{1}}" for i in range(20)]
+    + [f"@{20 + i} = add({'@0' if i == 0 else f'@{19 + i}'},@{i + 1}) -> float, {{4}}, {{1}}" for i in range(19)]
+    + ["@39 = @return(@38)", ""]
+)
+
+
+def test_a_value_with_many_users_gets_a_copy_in_each_layer(tmp_path):
+    s = Session.from_text(HUB, numeric=False, include_backend=False)
+    e = export_trace(s, str(tmp_path / "hub"))
+    g = next(g for g in _collection(e)["graphs"] if g["id"] == e.input_graph)
+    nodes = {n["id"]: n for n in g["nodes"]}
+    x = next(n for n in g["nodes"] if n["label"] == "x")
+    copies = [n for n in g["nodes"] if n["id"].startswith(x["id"] + "@")]
+    assert len(copies) == len({n["namespace"] for n in g["nodes"] if n["label"] == "relu"})
+    assert all(c["label"] == "↳ x" and c["namespace"] == c["id"].split("@", 1)[1] for c in copies)
+    assert {"key": "users", "value": "20 (a copy stands in each layer that uses it)"} in x["attrs"]
+    users = [n for n in g["nodes"] if n["label"] == "relu"]
+    for n in users:  # every edge from x leaves the copy in the user's own layer
+        (edge,) = n["incomingEdges"]
+        assert nodes[edge["sourceNodeId"]]["namespace"] == n["namespace"] and edge["sourceNodeId"] != x["id"]
+    # the copies are the same nodes in the next pass graph, so the pass's mapping keeps them
+    p = e.passes[0]
+    with open(os.path.join(e.folder, p.mapping), encoding="utf-8") as f:
+        mapping = json.load(f)["mapping"]
+    after = {n["id"] for g2 in _collection(e)["graphs"] if g2["id"] == p.graph for n in g2["nodes"]}
+    assert all(mapping.get(c["id"]) == c["id"] for c in copies if c["id"] in after)
+
+
+def test_a_pass_opens_from_its_own_small_collection(bert, monkeypatch):
+    pytest.importorskip("model_explorer", reason="ai-edge-model-explorer is not installed")
+    import urllib.parse
+
+    from migx_explore.model_explorer import launch, open_in_model_explorer
+
+    class FakeServer:
+        base = "http://127.0.0.1:1"
+
+    monkeypatch.setattr(launch, "start_server", lambda **kw: FakeServer())
+    _, e = bert
+    p = next(p for p in e.passes if p.path == "optimize_rewrite.optimize_module")
+    h = open_in_model_explorer(e.folder, p.path, compare=True, browser=False)
+    data = json.loads(urllib.parse.parse_qs(urllib.parse.urlparse(h.url).query)["data"][0])
+    (model,) = data["models"]
+    with open(model["url"], encoding="utf-8") as f:
+        view = json.load(f)
+    ids = [g["id"] for g in view["graphs"]]
+    assert ids[:2] == [p.before, p.graph] and view["label"] == e.label
+    whole = {g["id"]: g for g in _collection(e)["graphs"]}
+    subs = {s for gid in ids for n in whole[gid]["nodes"] for s in n.get("subgraphIds", [])}
+    assert set(ids) == {p.before, p.graph} | subs  # the module graphs they open, nothing else
+    assert [x["selectedGraphId"] for x in data["uiState"]["paneStates"]] == [p.before, p.graph]
+    assert open_in_model_explorer(e.folder, "final", browser=False).graph == e.final_graph
+    every = open_in_model_explorer(e.folder, p.path, overlay="all", browser=False).url
+    named = json.loads(urllib.parse.parse_qs(urllib.parse.urlparse(every).query)["data"][0])["nodeData"]
+    assert [os.path.basename(x) for x in named] == [os.path.basename(x) for x in e.node_data.values()]
+    with pytest.raises(MigxError, match=r"no overlay 'gpu_time_us' in this export \(it has: provenance\)"):
+        open_in_model_explorer(e.folder, p.path, overlay=["provenance", "gpu_time_us"], browser=False)
+    with pytest.raises(MigxError, match="no pass 'no_such_pass'"):
+        open_in_model_explorer(e.folder, "no_such_pass", browser=False)
+
+
 def test_fused_modules_are_subgraphs_shared_between_passes(tmp_path):
     s = Session.from_model("resnet_block", numeric=False)
     e = export_trace(s, str(tmp_path / "rb"))
@@ -206,6 +284,8 @@ def test_missing_package_is_one_clear_line(monkeypatch):
 
 
 def test_widget_button_opens_the_current_pass(monkeypatch):
+    import urllib.parse
+
     pytest.importorskip("ipywidgets")
     from migx_explore.model_explorer import launch
     from migx_explore.widgets._common import ErrorBox
@@ -224,9 +304,15 @@ def test_widget_button_opens_the_current_pass(monkeypatch):
     b.button.click()
     assert b.opened is not None, box.widget
     assert b.opened.graph.endswith(" " + rec.path) and b.opened.before  # an unchanged pass too
+    first = b.opened.folder
     s.goto("fusion.fuse_pointwise_reduce")
     b.button.click()
     assert b.opened.graph.endswith(" fusion.fuse_pointwise_reduce") and b.opened.before != b.opened.graph
+    assert b.opened.folder == first  # the same trace: its export is reused, not written again
+    assert "nodeData" not in urllib.parse.unquote(b.opened.url)  # compare: the change styles alone
+    b.compare.value = False
+    b.button.click()
+    assert "provenance.json" in urllib.parse.unquote(b.opened.url)  # one pane: every overlay
     assert "migx-me-link" in b.link._dom_classes and "Model Explorer" in b.link.value
 
 
