@@ -6,7 +6,9 @@ A template file holds one or more named sections, each opened by a line of its o
 
 and running to the next such line (or the end of the file, less its final newline). Inside a
 section, `${key}` is a slot the generator fills (string.Template syntax: `$$` is a literal `$`);
-everything else is C++ as it is compiled. `render(file, section, **values)` fills every slot and
+everything else is C++ as it is compiled. A value that is a list of lines fills a slot standing
+alone on its line: each item on a line of its own at that line's indentation, no line at all for
+an empty list. `render(file, section, **values)` fills every slot and
 refuses a missing value or a value no slot takes, so a renamed slot fails at once instead of
 leaving `${key}` in the source or dropping a parameter. The files ship as package data
 (pyproject's `kernels/*.hpp`) and are read with importlib.resources, so an installed package
@@ -66,4 +68,22 @@ def render(file: str, section: str, **values: object) -> str:
     missing, extra = sorted(wanted - values.keys()), sorted(values.keys() - wanted)
     if missing or extra:
         raise TemplateError(f"{file}:{section}: slots without a value {missing}, values without a slot {extra}")
-    return template.substitute({k: str(v) for k, v in values.items()})
+    text = template.template
+    for key, value in values.items():
+        if isinstance(value, (list, tuple)):
+            text = _expand_lines(text, key, value, f"{file}:{section}")
+    scalars = {k: str(v) for k, v in values.items() if not isinstance(v, (list, tuple))}
+    return Template(text).substitute(scalars)
+
+
+def _expand_lines(text: str, key: str, lines: list[str] | tuple[str, ...], where: str) -> str:
+    """Put `lines` where `${key}` stands alone on a line, each at that line's indentation."""
+    slot = re.compile(rf"^([ \t]*)\$\{{{key}\}}\n?", re.M)
+    if len(slot.findall(text)) != text.count(f"${{{key}}}"):
+        raise TemplateError(f"{where}: list slot {key!r} must stand alone on its line")
+
+    def put(m: re.Match) -> str:
+        end = "\n" if m.group(0).endswith("\n") else ""
+        return "".join(f"{m.group(1)}{line}\n" for line in lines).removesuffix("\n") + end if lines else ""
+
+    return slot.sub(lambda m: put(m).replace("$", "$$"), text)
