@@ -166,6 +166,7 @@ def _other_cases() -> dict[str, Callable[[], dict[str, list[str]]]]:
     from tests.gpu.test_lstm_recurrence import _lstm_program
     from tests.gpu.test_paired_pointwise import PROGRAMS
     from tests.gpu.test_topk_radix import CASES as TOPK
+    from tests.passes.test_fuse_kv_append import bucket_program
 
     cases: dict[str, Callable[[], dict[str, list[str]]]] = {}
     for name, (text, _) in PROGRAMS.items():
@@ -190,6 +191,9 @@ def _other_cases() -> dict[str, Callable[[], dict[str, list[str]]]]:
     for case, (t, lens, k, axis, largest, special, _) in TOPK.items():
         if special is None:
             cases[f"topk_{case}"] = lambda a=(t, lens, k, axis, largest): topk(*a)
+    for t in (1, 4):  # gpt2_decode's bucket program: the KV-cache append inside the attention kernel
+        for precision in ("fp32", "fp16"):
+            cases[f"kv_append_T{t}_{precision}"] = lambda n=t, p=precision: _compiled_sources(bucket_program(n), p)
     for model in ("transformer", "llama_decoder", "bert_encoder", "gpt2_decode", "bilstm", "mlp", "yolov10n"):
         for precision in ("fp32", "fp16"):
             cases[f"model_{model}_{precision}"] = lambda m=model, p=precision: _compiled_sources(models.load(m), p)
