@@ -26,10 +26,10 @@ from migx_explore.compiler.shape import Shape
 from .common import (
     CodegenUnsupported,
     KernelSource,
+    batch_offsets,
     decompose,
     index_type,
     kernel_params,
-    offset_expr,
     source,
 )
 from .templates import render
@@ -105,6 +105,17 @@ def _appended(
     return lines, k_read, v_read
 
 
+def _dims(qs: Shape, ks: Shape, vs: Shape, out: Shape) -> tuple[list[int], int, int, int]:
+    """(batch lens, d, keys, dv), or CodegenUnsupported where the decode kernel does not apply."""
+    *batch, m, d = qs.lens
+    n, dv = ks.lens[-1], vs.lens[-1]
+    if m != 1 or dv > MAX_DV or d > 256:
+        raise CodegenUnsupported(f"decode attention takes one query row and head dims <= 256/{MAX_DV}")
+    if out.ndim != qs.ndim or list(out.lens) != [*batch, m, dv]:
+        raise CodegenUnsupported(f"attention output {list(out.lens)} is not [batch..., {m}, {dv}]")
+    return batch, d, n, dv
+
+
 def decode_attention_kernel(
     plan,
     module: Module,
@@ -124,17 +135,11 @@ def decode_attention_kernel(
     qs, ks, vs = shapes[plan.q], shapes[plan.k], shapes[plan.v]
     if kv_views is not None:
         ks, vs = kv_views
-    *batch, m, d = qs.lens
-    n, dv = ks.lens[-1], vs.lens[-1]
-    if m != 1 or dv > MAX_DV or d > 256:
-        raise CodegenUnsupported(f"decode attention takes one query row and head dims <= 256/{MAX_DV}")
-    if out.ndim != qs.ndim or list(out.lens) != [*batch, m, dv]:
-        raise CodegenUnsupported(f"attention output {list(out.lens)} is not [batch..., {m}, {dv}]")
+    batch, d, n, dv = _dims(qs, ks, vs, out)
     threads = 32 * WARPS
     it = index_type(shapes)
     nbd = len(batch)
-    bcoords = [f"b{i}" for i in range(nbd)]
-    offsets = {k: (offset_expr(bcoords, s.strides[:nbd]) if nbd else "0") for k, s in enumerate(shapes)}
+    offsets = batch_offsets(shapes, nbd)
     lines, score = score_lines(offsets)
     k_read = f"migx::load(p{plan.k}, k_base + j * {ks.strides[-1]} + c * {ks.strides[-2]})"
     v_read = f"migx::load(p{plan.v}, v_base + jv * {vs.strides[-2]} + c * {vs.strides[-1]})"

@@ -35,11 +35,11 @@ from migx_explore.compiler.shape import Shape
 from .common import (
     CodegenUnsupported,
     KernelSource,
+    batch_offsets,
     compute_type,
     decompose,
     index_type,
     kernel_params,
-    offset_expr,
     source,
 )
 from .templates import render
@@ -358,8 +358,7 @@ def mma_attention_kernel(plan, module: Module, shapes: Sequence[Shape], score_li
     g = _geometry(qs, shapes[plan.k], shapes[plan.v])
     it = index_type(shapes)
     nbd = qs.ndim - 2
-    batch = [f"b{i}" for i in range(nbd)]
-    offsets = {k: (offset_expr(batch, s.strides[:nbd]) if nbd else "0") for k, s in enumerate(shapes)}
+    offsets = batch_offsets(shapes, nbd)
     masks = _MaskPrefetch(shapes, offsets, it, g.m, g.n)
     lines, score = score_lines(offsets, masks)
     if g.smem > MAX_SHARED_BYTES:
