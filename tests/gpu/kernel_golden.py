@@ -192,9 +192,9 @@ def _other_cases() -> dict[str, Callable[[], dict[str, list[str]]]]:
         if special is None:
             cases[f"topk_{case}"] = lambda a=(t, lens, k, axis, largest): topk(*a)
     # the measuring knob's timestamps (one block a slice, keys in shared memory and not)
-    for lens, k in (([1, 8400], 300), ([10000], 1500)):
+    for lens, k, axis in (([1, 8400], 300, 1), ([10000], 1500, 0)):
         cases[f"topk_clocks_{lens[-1]}_k{k}"] = _with(
-            {"MIGX_TOPK_CLOCKS": "1"}, {}, lambda a=("float32", lens, k, len(lens) - 1, True): topk(*a)
+            {"MIGX_TOPK_CLOCKS": "1"}, {}, lambda a=("float32", lens, k, axis, True): topk(*a)
         )
     for t in (1, 4):  # gpt2_decode's bucket program: the KV-cache append inside the attention kernel
         for precision in ("fp32", "fp16"):
