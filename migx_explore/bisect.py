@@ -99,6 +99,28 @@ def _claims(
     return out
 
 
+@dataclass
+class _Compared:
+    """Both snapshots' values (before: vb, after: va) and, per instruction of after, the earlier
+    values it claims to equal (with the rule that says so)."""
+
+    vb: Mapping[int, Any]
+    va: Mapping[int, Any]
+    claims: Mapping[int, list[tuple[int, str]]]
+
+    def counterparts(self, ins) -> list[tuple[int, str]]:
+        shape = np.shape(self.va[ins.id])
+        return [(c, rule) for c, rule in self.claims.get(ins.id, []) if c in self.vb and np.shape(self.vb[c]) == shape]
+
+    def reference_args(self, ins) -> list[np.ndarray]:
+        """The instruction's inputs as the reference has them (its own value where none is claimed)."""
+        args = []
+        for i in ins.inputs:
+            cps = self.counterparts(i) if i.id in self.va else []
+            args.append(self.vb[cps[0][0]] if cps else self.va[i.id])
+        return args
+
+
 def locate_divergence(
     before: ProgramSnapshot,
     after: ProgramSnapshot,
@@ -122,40 +144,19 @@ def locate_divergence(
     compute = program_compute_type(prog_after)
     before_labels = {i.id: _label(i) for i in prog_before.main}
     order = [i for i in prog_after.main if not (i.is_param() or i.is_return()) and i.id in va]
-    claims = _claims([i.id for i in order], set(vb), replacements)
-
-    def counterparts(ins) -> list[tuple[int, str]]:
-        shape = np.shape(va[ins.id])
-        return [(c, rule) for c, rule in claims.get(ins.id, []) if c in vb and np.shape(vb[c]) == shape]
-
-    def reference_args(ins) -> list[np.ndarray]:
-        args = []
-        for i in ins.inputs:
-            cps = counterparts(i) if i.id in va else []
-            args.append(vb[cps[0][0]] if cps else va[i.id])
-        return args
-
+    cmp = _Compared(vb, va, _claims([i.id for i in order], set(vb), replacements))
     first_unconfirmed: Divergence | None = None
     bad: set[int] = set()
     for ins in order:
-        for c, rule in counterparts(ins):
+        for c, rule in cmp.counterparts(ins):
             full = check_value(va[ins.id], vb[c], tol, compute=compute)
             if full.ok:
                 continue
             bad.add(ins.id)
-            d = Divergence(
-                pass_path,
-                ins.id,
-                _label(ins),
-                c,
-                full.max_abs,
-                rule=rule,
-                counterpart_label=before_labels.get(c, ""),
-                rms=full.rms,
-                threshold=full.threshold,
-            )
+            d = Divergence(pass_path, ins.id, _label(ins), c, full.max_abs, rule=rule)
+            d.counterpart_label, d.rms, d.threshold = before_labels.get(c, ""), full.rms, full.threshold
             try:
-                local = check_value(evaluate_instruction(ins, reference_args(ins)), vb[c], tol, compute=compute)
+                local = check_value(evaluate_instruction(ins, cmp.reference_args(ins)), vb[c], tol, compute=compute)
             except MigxError:
                 local = full
             if not local.ok:

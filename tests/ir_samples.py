@@ -25,3 +25,12 @@ x = @param:x -> float_type, {2, 8}, {8, 1}
 @4 = exp(@3) -> float_type, {2, 8}, {8, 1}
 @5 = @return(@4)
 """
+
+# An identity to remove and a dead neg: the pass-manager tests run DCE and EliminateIdentity on it.
+IDENTITY_AND_DEAD = """
+x = @param:x -> float_type, {4}, {1}
+@1 = identity(x) -> float_type, {4}, {1}
+@2 = relu(@1) -> float_type, {4}, {1}
+@3 = neg(x) -> float_type, {4}, {1}
+@4 = @return(@2)
+"""

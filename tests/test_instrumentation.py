@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 import pytest
+from ir_samples import IDENTITY_AND_DEAD
 
 from migx_explore.compiler import parse
 from migx_explore.compiler.pass_infra import (
@@ -26,13 +27,7 @@ from migx_explore.compiler.pass_infra import (
 from migx_explore.compiler.passes.dead_code_elimination import DeadCodeElimination
 from migx_explore.compiler.passes.eliminate_identity import EliminateIdentity
 
-SRC = """
-x = @param:x -> float_type, {4}, {1}
-@1 = identity(x) -> float_type, {4}, {1}
-@2 = relu(@1) -> float_type, {4}, {1}
-@3 = neg(x) -> float_type, {4}, {1}
-@4 = @return(@2)
-"""
+SRC = IDENTITY_AND_DEAD
 
 
 @dataclass(frozen=True)

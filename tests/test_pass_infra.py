@@ -8,6 +8,7 @@ from typing import ClassVar
 
 import numpy as np
 import pytest
+from ir_samples import IDENTITY_AND_DEAD
 
 from migx_explore.compiler import Op, parse
 from migx_explore.compiler import matcher as mt
@@ -30,13 +31,7 @@ from migx_explore.compiler.pass_infra import (
 from migx_explore.compiler.passes.dead_code_elimination import DeadCodeElimination
 from migx_explore.compiler.passes.eliminate_identity import EliminateIdentity
 
-SRC = """
-x = @param:x -> float_type, {4}, {1}
-@1 = identity(x) -> float_type, {4}, {1}
-@2 = relu(@1) -> float_type, {4}, {1}
-@3 = neg(x) -> float_type, {4}, {1}
-@4 = @return(@2)
-"""
+SRC = IDENTITY_AND_DEAD
 
 
 def test_trace_records_diffs_noops_and_times():

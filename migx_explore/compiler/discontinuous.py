@@ -194,6 +194,21 @@ def explain_selection_change(
         outs = _evaluate_pinned(reference, with_buffer_params(reference, feeds), pinned, alt, run_instruction)
     except MigxError:
         return None
+    notes = _selection_notes(ref_ops, vr, alt, tol, compute)
+    if not notes:
+        return None
+    if not check_outputs(cand_outputs, outs, tol, compute=compute).ok:
+        return None
+    return SelectionChange(
+        "; ".join(notes) + "; inputs within tolerance (outputs compared with the reference "
+        "re-run on the same choice among near-ties)",
+        outs,
+    )
+
+
+def _selection_notes(ref_ops, vr: Mapping[int, Any], alt: Mapping[int, Any], tol: Tolerance, compute: str):
+    """One note per op whose choice changed when re-run on the candidate's inputs, or None when
+    some change is not a near tie (a real divergence)."""
     notes = []
     for op in ref_ops:
         if op.id not in alt:
@@ -204,24 +219,20 @@ def explain_selection_change(
             continue
         if not _near_tie(op, [np.asarray(vr[i.id]) for i in op.inputs], ref_out, alt_out, tol, compute):
             return None
-        what = "selection" if op.name == "nonmaxsuppression" else "tie order"
-        # A detector's TopK picks one output row per position (indices [1, k]): say rows there.
-        single = sum(d > 1 for d in np.shape(_selection(ref_out, op.name))) <= 1
-        unit = "rows" if op.name == "nonmaxsuppression" or single else "positions"
-        note = f"{DISCONTINUOUS_OPS[op.name]} {what} differs at {changed} of {total} {unit}"
-        if op.name == "topk":
-            swapped = _boundary_swaps(_selection(ref_out, op.name), _selection(alt_out, op.name), int(op.op["axis"]))
-            note += f" ({swapped} swapped across the k boundary)" if swapped else ""
-        notes.append(note)
-    if not notes:
-        return None
-    if not check_outputs(cand_outputs, outs, tol, compute=compute).ok:
-        return None
-    return SelectionChange(
-        "; ".join(notes) + "; inputs within tolerance (outputs compared with the reference "
-        "re-run on the same choice among near-ties)",
-        outs,
-    )
+        notes.append(_change_note(op, ref_out, alt_out, changed, total))
+    return notes
+
+
+def _change_note(op, ref_out, alt_out, changed: int, total: int) -> str:
+    what = "selection" if op.name == "nonmaxsuppression" else "tie order"
+    # A detector's TopK picks one output row per position (indices [1, k]): say rows there.
+    single = sum(d > 1 for d in np.shape(_selection(ref_out, op.name))) <= 1
+    unit = "rows" if op.name == "nonmaxsuppression" or single else "positions"
+    note = f"{DISCONTINUOUS_OPS[op.name]} {what} differs at {changed} of {total} {unit}"
+    if op.name == "topk":
+        swapped = _boundary_swaps(_selection(ref_out, op.name), _selection(alt_out, op.name), int(op.op["axis"]))
+        note += f" ({swapped} swapped across the k boundary)" if swapped else ""
+    return note
 
 
 def _evaluate_pinned(

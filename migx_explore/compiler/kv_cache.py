@@ -75,13 +75,7 @@ def kv_cache_bucket(program: Program, bucket: int, max_len: int, return_cache: b
     probe = _BucketProbe(main, pasts, bucket, env)
     for ins in main:
         if ins.is_param():
-            name = ins.param_name
-            if name in pasts:
-                lens = [d.max for d in ins.shape.dyn_dims]
-                lens[pasts[name]] = max_len
-                caches[name] = env[ins.id] = m.add_parameter(cache_name(name), Shape.of(ins.shape.type, lens))
-            else:
-                env[ins.id] = m.add_parameter(name, ins.shape)
+            env[ins.id] = _bucket_param(m, ins, pasts, max_len, caches)
             if past_len is None:
                 past_len = m.add_parameter(PAST_LEN, Shape.of("int64", [1]))
         elif ins.is_literal():
@@ -109,17 +103,37 @@ def kv_cache_bucket(program: Program, bucket: int, max_len: int, return_cache: b
                 if ins.id in fold or ins.name in ("range", "dimensions_of")
                 else m.add_instruction(ins.op, args, ins.module_inputs)
             )
-    outs = main.output_instructions()
+    _bucket_outputs(program, out, env, written, return_cache)
+    return out
+
+
+def _bucket_param(m, ins: Instruction, pasts: dict[str, int], max_len: int, caches: dict[str, Instruction]):
+    """A past input becomes its cache of `max_len` rows (recorded in `caches`); others stay."""
+    name = ins.param_name
+    if name not in pasts:
+        return m.add_parameter(name, ins.shape)
+    lens = [d.max for d in ins.shape.dyn_dims]
+    lens[pasts[name]] = max_len
+    caches[name] = m.add_parameter(cache_name(name), Shape.of(ins.shape.type, lens))
+    return caches[name]
+
+
+def _bucket_outputs(
+    program: Program, out: Program, env: dict[int, Instruction], written: dict[int, Instruction], return_cache: bool
+) -> None:
+    """The outputs that are not cache appends, then (return_cache) the in-place cache writes,
+    with their names."""
+    outs = program.main.output_instructions()
     kept = [env[o.id] for o in outs if o.id not in written]
     if return_cache:
         kept += [written[o.id] for o in outs if o.id in written]
+    m = out.main
     m.add_return(kept)
     names = getattr(program, "output_names", None) or [f"output_{k}" for k in range(len(outs))]
     out.output_names = [n for n, o in zip(names, outs) if o.id not in written]
     if return_cache:
         out.output_names += [n for n, o in zip(names, outs) if o.id in written]
     out.input_names = [p.param_name for p in m.params()]
-    return out
 
 
 def _total_length_shaped(ins: Instruction) -> bool:

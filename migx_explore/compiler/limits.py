@@ -137,19 +137,20 @@ class WorkMeter:
         self.spent += 1
         self.arithmetic += arithmetic
         if self.arithmetic > self.arithmetic_limit:
-            where = where() if callable(where) else where
-            raise WorkBudgetError(
-                f"evaluation stopped after {self.arithmetic:.3g} arithmetic operations, at {where}: over "
-                f"the work budget ({self.limit:,} x {ARITHMETIC_PER_WORK:,}; a loop with a large product "
-                f"in its body?); raise it with --work-budget N or {WORK_ENV}=N"
+            self._stop(
+                where,
+                f"{self.arithmetic:.3g} arithmetic operations",
+                f"({self.limit:,} x {ARITHMETIC_PER_WORK:,}; a loop with a large product in its body?)",
             )
         if self.spent > self.limit:
-            where = where() if callable(where) else where
-            raise WorkBudgetError(
-                f"evaluation stopped after {self.limit:,} instructions, at {where}: over the work "
-                f"budget (a loop with a huge trip count?); raise it with --work-budget N or "
-                f"{WORK_ENV}=N"
-            )
+            self._stop(where, f"{self.limit:,} instructions", "(a loop with a huge trip count?)")
+
+    def _stop(self, where: str | Callable[[], str], spent: str, why: str) -> None:
+        where = where() if callable(where) else where
+        raise WorkBudgetError(
+            f"evaluation stopped after {spent}, at {where}: over the work budget {why}; raise it "
+            f"with --work-budget N or {WORK_ENV}=N"
+        )
 
 
 @contextlib.contextmanager

@@ -424,29 +424,31 @@ def _migraphx_attrs(spec: OpSpec, attrs: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _split_symbols(rhs: str) -> tuple[str, tuple[str, ...]]:
-    """The instruction and its debug symbols (after ` # ` outside brackets; names may hold '#')."""
+def _find_top_level(rhs: str, sep: str) -> int | None:
+    """The first index of `sep` outside brackets, or None."""
     depth = 0
     for k, ch in enumerate(rhs):
         if ch in "[({":
             depth += 1
         elif ch in "])}":
             depth -= 1
-        elif depth <= 0 and rhs.startswith(" # ", k):
-            syms = tuple(s.strip() for s in rhs[k + 3 :].split(", ") if s.strip())
-            return rhs[:k].rstrip(), syms
-    return rhs, ()
+        elif depth <= 0 and rhs.startswith(sep, k):
+            return k
+    return None
+
+
+def _split_symbols(rhs: str) -> tuple[str, tuple[str, ...]]:
+    """The instruction and its debug symbols (after ` # ` outside brackets; names may hold '#')."""
+    k = _find_top_level(rhs, " # ")
+    if k is None:
+        return rhs, ()
+    return rhs[:k].rstrip(), tuple(s.strip() for s in rhs[k + 3 :].split(", ") if s.strip())
 
 
 def _split_shape(rhs: str) -> tuple[str, str | None]:
-    depth = 0
-    for k, ch in enumerate(rhs):
-        if ch in "[({":
-            depth += 1
-        elif ch in "])}":
-            depth -= 1
-        elif depth <= 0 and rhs.startswith(" -> ", k):
-            return rhs[:k].strip(), rhs[k + 4 :].strip()
+    k = _find_top_level(rhs, " -> ")
+    if k is not None:
+        return rhs[:k].strip(), rhs[k + 4 :].strip()
     if rhs.endswith(" ->"):
         return rhs[:-3].strip(), ""
     return rhs.strip(), None

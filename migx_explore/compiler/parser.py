@@ -349,30 +349,42 @@ def _parse_instruction(mod: Module, rhs: str, env: dict, allow_elided: bool, lit
         return env[arg]
 
     if rhs.startswith("@param:"):
-        pname, _, shape_txt = rhs[len("@param:") :].partition(" -> ")
-        pname = pname.strip()
-        if pname in mod.param_names():
-            raise ValueError(f"parameter {pname!r} is declared twice")
-        # Linked at the end (not via add_parameter) so the text order is kept exactly.
-        return mod._link_before(mod._new(Op("@param", name=pname), (), (), parse_shape(shape_txt)), mod.end())
+        return _parse_param(mod, rhs)
     if rhs.startswith("@literal"):
-        # Fast path: a literal body holds only numbers, so the last "->" starts the shape; this
-        # avoids a per-character bracket scan of multi-megabyte weight literals.
-        body, arrow, shape_txt = rhs[len("@literal") :].rpartition("->")
-        if not (body.strip().startswith("{") and body.strip().endswith("}")):
-            end = _matching(rhs, len("@literal"))
-            body = rhs[len("@literal") : end + 1]
-            _, arrow, shape_txt = rhs[end + 1 :].partition("->")
-        if not arrow:
-            raise ValueError("literal needs '-> <shape>'")
-        shape = parse_shape(shape_txt.strip())
-        data = _literal_values(body, shape, allow_elided, literals)
-        return mod._link_before(mod._new(Op("@literal"), (), (), shape, Literal(data, shape)), mod.end())
+        return _parse_literal(mod, rhs, allow_elided, literals)
     if rhs.startswith("@return"):
         inner = rhs[rhs.index("(") + 1 : _matching(rhs, rhs.index("("))]
         args = [lookup(a) for a in _split_top(inner) if a]
         return mod.add_return(args)
+    return _parse_op(mod, rhs, lookup)
 
+
+def _parse_param(mod: Module, rhs: str):
+    pname, _, shape_txt = rhs[len("@param:") :].partition(" -> ")
+    pname = pname.strip()
+    if pname in mod.param_names():
+        raise ValueError(f"parameter {pname!r} is declared twice")
+    # Linked at the end (not via add_parameter) so the text order is kept exactly.
+    return mod._link_before(mod._new(Op("@param", name=pname), (), (), parse_shape(shape_txt)), mod.end())
+
+
+def _parse_literal(mod: Module, rhs: str, allow_elided: bool, literals):
+    # Fast path: a literal body holds only numbers, so the last "->" starts the shape; this
+    # avoids a per-character bracket scan of multi-megabyte weight literals.
+    body, arrow, shape_txt = rhs[len("@literal") :].rpartition("->")
+    if not (body.strip().startswith("{") and body.strip().endswith("}")):
+        end = _matching(rhs, len("@literal"))
+        body = rhs[len("@literal") : end + 1]
+        _, arrow, shape_txt = rhs[end + 1 :].partition("->")
+    if not arrow:
+        raise ValueError("literal needs '-> <shape>'")
+    shape = parse_shape(shape_txt.strip())
+    data = _literal_values(body, shape, allow_elided, literals)
+    return mod._link_before(mod._new(Op("@literal"), (), (), shape, Literal(data, shape)), mod.end())
+
+
+def _parse_op(mod: Module, rhs: str, lookup):
+    """`name[attrs](args)[, {modules}] -> shape`; the printed shape must be the computed one."""
     k = 0
     while k < len(rhs) and rhs[k] not in "[(":
         k += 1
@@ -399,8 +411,7 @@ def _parse_instruction(mod: Module, rhs: str, env: dict, allow_elided: bool, lit
     if not rest.startswith("->"):
         raise ValueError("expected '-> <shape>' after the arguments")
     printed = parse_shape(rest[2:].strip())
-    op = Op(op_name, attrs)
-    ins = mod._link_before(mod._new(op, args, mods), mod.end())
+    ins = mod._link_before(mod._new(Op(op_name, attrs), args, mods), mod.end())
     if ins.shape != printed:
         mod.remove_instruction(ins)
         raise ValueError(f"printed shape {printed} differs from computed {ins.shape}")

@@ -55,6 +55,35 @@ def save_program(
     """Write `program` (plus JSON-able `metadata` and named binary `blobs`) to `path`. `sign`, given
     the manifest's bytes, returns a signature member (SIGNATURE_MEMBER) or None: the manifest holds
     every member's SHA-256, so signing it covers the whole file."""
+    members, literal_meta = _program_members(program)
+    for name, data in (blobs or {}).items():
+        if not name or name.startswith(("/", "..")) or ".." in name.split("/"):
+            raise MigxError(f"bad blob name {name!r}")
+        members[f"blobs/{name}"] = bytes(data)
+    manifest = {
+        "format": FORMAT,
+        "version": VERSION,
+        "next_id": program._next_id,
+        "literals": literal_meta,
+        "blobs": sorted(blobs or {}),
+        "members": {name: {"sha256": _sha(data), "size": len(data)} for name, data in members.items()},
+        "metadata": metadata or {},
+    }
+    names = _io_names(program)
+    if names:  # the model's own feed and output names, so a saved program runs on the model's feed
+        manifest["io_names"] = names
+    manifest_raw = json.dumps(manifest, indent=1).encode()
+    signature = sign(manifest_raw) if sign is not None else None
+    target = os.fspath(path)
+    if os.path.isdir(target):
+        raise MigxError(f"cannot write {target!r}: it is a folder")
+    _write_zip(target, manifest_raw, members, signature)
+    return os.fspath(path)
+
+
+def _program_members(program: Program) -> tuple[dict[str, bytes], dict[str, dict[str, Any]]]:
+    """(members, literal metadata): the program's text with literals as references, the
+    instruction ids and origins, and each distinct literal's little-endian bytes."""
     literal_keys: dict[int, str] = {}
     literal_data: dict[str, bytes] = {}
     literal_meta: dict[str, dict[str, Any]] = {}
@@ -79,27 +108,10 @@ def save_program(
     members: dict[str, bytes] = {"program.txt": text.encode(), "ids.json": json.dumps(ids).encode()}
     for key, raw in literal_data.items():
         members[literal_meta[key]["member"]] = raw
-    for name, data in (blobs or {}).items():
-        if not name or name.startswith(("/", "..")) or ".." in name.split("/"):
-            raise MigxError(f"bad blob name {name!r}")
-        members[f"blobs/{name}"] = bytes(data)
-    manifest = {
-        "format": FORMAT,
-        "version": VERSION,
-        "next_id": program._next_id,
-        "literals": literal_meta,
-        "blobs": sorted(blobs or {}),
-        "members": {name: {"sha256": _sha(data), "size": len(data)} for name, data in members.items()},
-        "metadata": metadata or {},
-    }
-    names = _io_names(program)
-    if names:  # the model's own feed and output names, so a saved program runs on the model's feed
-        manifest["io_names"] = names
-    manifest_raw = json.dumps(manifest, indent=1).encode()
-    signature = sign(manifest_raw) if sign is not None else None
-    target = os.fspath(path)
-    if os.path.isdir(target):
-        raise MigxError(f"cannot write {target!r}: it is a folder")
+    return members, literal_meta
+
+
+def _write_zip(target: str, manifest_raw: bytes, members: dict[str, bytes], signature: bytes | None) -> None:
     # A unique temporary name beside the target, renamed into place: an error or interrupt never
     # leaves a half-written file under the real name, nor clobbers an unrelated `<path>.tmp`.
     folder = os.path.dirname(os.path.abspath(target))
@@ -118,7 +130,6 @@ def save_program(
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
-    return os.fspath(path)
 
 
 class SavedProgram:

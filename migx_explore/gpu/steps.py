@@ -222,72 +222,28 @@ def build_steps(
     """Steps for every instruction of main, in order. `functions` maps kernel keys to loaded
     functions; `blas()` gives the BLAS handle (created on first GEMM); host_ptr gives the pinned
     buffer behind an offload_copy param or result."""
-    out = Built()
+    sm = _StepMaker(backend, stream, functions, blas, Built())
+    out = sm.out
     reader = HostReader(backend, stream)
-
-    def launch(key: str, global_size: int, local: int, addrs: list[int], site: LaunchSite) -> Step:
-        """A generated kernel's launch (argument block packed once), dependent where allowed."""
-        return backend.kernels.make_launch(
-            functions[key],
-            global_size // local,
-            local,
-            0,
-            stream,
-            argblock(addrs, out.keep),
-            site,
-            overlap=out.overlap_next(),
-        )
-
     for k, ins in enumerate(main):
         name = ins.name
         label = f"@{k} {name}"
         if ins.is_builtin() or name in FREE_OPS or ins.op.has("view"):
             continue
         addrs = [addr[i.id] for i in ins.inputs]
+        site = LaunchSite(ins, tuple(addrs))
         if name == "gpu::code_object":
             g, loc = ins.op["global"], ins.op["local"]
             if g == 0:
                 continue
             out.add(
-                launch(ins.op["key"], g, loc, addrs, LaunchSite(ins, tuple(addrs))),
-                StepInfo(ins.id, label, "kernel", ins.op["symbol_name"]),
+                sm.launch(ins.op["key"], g, loc, addrs, site), StepInfo(ins.id, label, "kernel", ins.op["symbol_name"])
             )
         elif name == "gpu::gemm" and ins.op["kernel_key"]:  # the generated kernel: product and epilogue
-            step = launch(
-                ins.op["kernel_key"],
-                ins.op["kernel_global"],
-                ins.op["kernel_local"],
-                addrs,
-                LaunchSite(ins, tuple(addrs)),
-            )
+            step = sm.launch(ins.op["kernel_key"], ins.op["kernel_global"], ins.op["kernel_local"], addrs, site)
             out.add(step, StepInfo(ins.id, label, "kernel", ins.op["kernel_symbol"]))
         elif name == "gpu::gemm":
-            plan = plan_gemm(ins.inputs[0].shape, ins.inputs[1].shape, ins.inputs[-1].shape)
-            if plan is None:
-                raise GpuError(f"executor: gemm #{ins.id} has no BLAS plan (run compile_blas)")
-            # Bias and residual inputs the BLAS call may add itself (compile_blas marked them).
-            bias, c_in = (addrs[2 + ins.op[k]] if ins.op[k] >= 0 else None for k in ("blas_bias", "blas_c"))
-            act = ins.op["blas_act"]
-            extra = {"bias": bias, "c_in": c_in, "act": act} if bias is not None or c_in is not None or act else {}
-            try:
-                step, note = backend.blas.make_gemm(
-                    blas(), plan, addrs[0], addrs[1], addrs[-1], ins.op["alpha"], **extra
-                )
-            except GpuError as e:
-                if plan.dtype not in QUANT_TYPES:
-                    raise
-                step, ks = _generated_gemm(backend, ins, addrs, stream, out)
-                out.add(step, StepInfo(ins.id, label, "kernel", f"{ks.name} (BLAS refused: {e})"))
-            else:
-                out.add(step, StepInfo(ins.id, label, "blas", plan.describe() + (f" [{note}]" if note else "")))
-            if ins.module_inputs and not getattr(step, "fused_epilogue", False):
-                key = ins.op["epilogue_key"]
-                if not key:
-                    raise GpuError(f"executor: gemm #{ins.id} has an epilogue but no kernel (run compile_ops)")
-                ep_addrs = [addrs[-1]] + addrs[2:-1]
-                site = LaunchSite(ins, tuple(ep_addrs), True)
-                step = launch(key, ins.op["epilogue_global"], ins.op["epilogue_local"], ep_addrs, site)
-                out.add(step, StepInfo(ins.id, label + " epilogue", "kernel", ins.op["epilogue_symbol"]))
+            sm.blas_gemm(ins, addrs, label)
         elif name == "gpu::host_op":
             out.add(_host_step(reader, ins, addrs), StepInfo(ins.id, label, "host", ins.op["op"]))
             why = ins.op["why"]
@@ -308,3 +264,59 @@ def build_steps(
         else:
             raise GpuError(f"executor: no GPU implementation for {name} (#{ins.id})")
     return out
+
+
+@dataclass
+class _StepMaker:
+    """What build_steps' launches and BLAS calls share: the backend, stream, loaded kernels, the
+    BLAS handle's maker and the steps built so far."""
+
+    backend: Backend
+    stream: Any
+    functions: dict[str, Any]
+    blas: Callable[[], Any]
+    out: Built
+
+    def launch(self, key: str, global_size: int, local: int, addrs: list[int], site: LaunchSite) -> Step:
+        """A generated kernel's launch (argument block packed once), dependent where allowed."""
+        return self.backend.kernels.make_launch(
+            self.functions[key],
+            global_size // local,
+            local,
+            0,
+            self.stream,
+            argblock(addrs, self.out.keep),
+            site,
+            overlap=self.out.overlap_next(),
+        )
+
+    def blas_gemm(self, ins: Instruction, addrs: list[int], label: str) -> None:
+        """The BLAS call (the generated kernel where the library refuses an 8-bit or fp8 one), then
+        the epilogue kernel unless the call fused it."""
+        out = self.out
+        plan = plan_gemm(ins.inputs[0].shape, ins.inputs[1].shape, ins.inputs[-1].shape)
+        if plan is None:
+            raise GpuError(f"executor: gemm #{ins.id} has no BLAS plan (run compile_blas)")
+        # Bias and residual inputs the BLAS call may add itself (compile_blas marked them).
+        bias, c_in = (addrs[2 + ins.op[k]] if ins.op[k] >= 0 else None for k in ("blas_bias", "blas_c"))
+        act = ins.op["blas_act"]
+        extra = {"bias": bias, "c_in": c_in, "act": act} if bias is not None or c_in is not None or act else {}
+        try:
+            step, note = self.backend.blas.make_gemm(
+                self.blas(), plan, addrs[0], addrs[1], addrs[-1], ins.op["alpha"], **extra
+            )
+        except GpuError as e:
+            if plan.dtype not in QUANT_TYPES:
+                raise
+            step, ks = _generated_gemm(self.backend, ins, addrs, self.stream, out)
+            out.add(step, StepInfo(ins.id, label, "kernel", f"{ks.name} (BLAS refused: {e})"))
+        else:
+            out.add(step, StepInfo(ins.id, label, "blas", plan.describe() + (f" [{note}]" if note else "")))
+        if ins.module_inputs and not getattr(step, "fused_epilogue", False):
+            key = ins.op["epilogue_key"]
+            if not key:
+                raise GpuError(f"executor: gemm #{ins.id} has an epilogue but no kernel (run compile_ops)")
+            ep_addrs = [addrs[-1]] + addrs[2:-1]
+            site = LaunchSite(ins, tuple(ep_addrs), True)
+            step = self.launch(key, ins.op["epilogue_global"], ins.op["epilogue_local"], ep_addrs, site)
+            out.add(step, StepInfo(ins.id, label + " epilogue", "kernel", ins.op["epilogue_symbol"]))

@@ -96,77 +96,97 @@ def clean(line: str) -> str:
 def split_log(text: str) -> LogEvents:
     """The events of a log. A blank line ends a dump only where the next line is no instruction of
     the same dump: MIGraphX ends each module with one blank line and each program with two."""
-    out = LogEvents()
     lines = text.splitlines()
-    out.line_count = len(lines)
-    dump: Dump | None = None
-    blank_run = 0
-    prev = "blank"
-
-    def close(at_end: bool = False) -> None:
-        nonlocal dump
-        if dump is not None and dump.lines:
-            dump.closed = not at_end
-            out.events.append(dump)
-        dump = None
-
+    splitter = _Splitter()
+    splitter.out.line_count = len(lines)
     for no, raw in enumerate(lines, 1):
         s = clean(raw)
         if not s.strip():
-            prev = "blank"
-            blank_run += 1
-            if dump is not None and not dump.program_level:
-                close()  # a per-module block ends at its blank line
-            elif dump is not None and blank_run >= 2:
-                close()  # a program ends with two
+            splitter.blank()
             continue
-        blank_run = 0
-        out.last_line = no
+        splitter.blank_run = 0
+        splitter.out.last_line = no
         st = s.strip()
+        if not (splitter.pass_line(st, no) or splitter.dump_line(st, no)):
+            splitter.other_line(st, no)
+    splitter.close(at_end=True)
+    return splitter.out
+
+
+class _Splitter:
+    """split_log's state: the events so far, the dump being read, the blank lines just seen and
+    what the last significant line was (`prev`: blank, header, dump or time)."""
+
+    def __init__(self) -> None:
+        self.out = LogEvents()
+        self.dump: Dump | None = None
+        self.blank_run = 0
+        self.prev = "blank"
+
+    def close(self, at_end: bool = False) -> None:
+        if self.dump is not None and self.dump.lines:
+            self.dump.closed = not at_end
+            self.out.events.append(self.dump)
+        self.dump = None
+
+    def blank(self) -> None:
+        self.prev = "blank"
+        self.blank_run += 1
+        if self.dump is not None and not self.dump.program_level:
+            self.close()  # a per-module block ends at its blank line
+        elif self.dump is not None and self.blank_run >= 2:
+            self.close()  # a program ends with two
+
+    def pass_line(self, st: str, no: int) -> bool:
+        """A pass's completion time or header (of a module pass, or a program pass)."""
+        out = self.out
         m = _COMPLETED.match(st)
         if m:
-            close()
+            self.close()
             seconds = float(m.group(2))
             for k in range(len(out.events) - 1, -1, -1):
                 if isinstance(out.events[k], Header) and out.events[k].name == m.group(1):
                     out.completed[k] = out.completed.get(k, 0.0) + seconds
                     break
-            continue
+            return True
         m = _MODULE_PASS.match(st)
-        if m:
-            close()
-            out.events.append(Header(m.group(2), no, m.group(1).strip().strip('"')))
-            prev = "header"
-            continue
-        m = _PASS.match(st)
-        if m:
-            close()
-            out.events.append(Header(m.group(1), no))
-            prev = "header"
-            continue
+        header = Header(m.group(2), no, m.group(1).strip().strip('"')) if m else None
+        if header is None and (m := _PASS.match(st)):
+            header = Header(m.group(1), no)
+        if header is None:
+            return False
+        self.close()
+        out.events.append(header)
+        self.prev = "header"
+        return True
+
+    def dump_line(self, st: str, no: int) -> bool:
+        """A module header or an instruction: a line of the current dump, or the first of a new one."""
         name = header_name(st)
         if name is not None:
-            if dump is None or not dump.program_level or name in dump.modules:
-                close()
-                dump = Dump(follows=prev)
-            dump.modules.add(name)
-            dump.lines.append((no, st))
-            prev = "dump"
-            continue
-        if is_instruction_line(st):
-            if dump is None:
-                dump = Dump(follows=prev)
-            dump.lines.append((no, st))
-            prev = "dump"
-            continue
+            if self.dump is None or not self.dump.program_level or name in self.dump.modules:
+                self.close()
+                self.dump = Dump(follows=self.prev)
+            self.dump.modules.add(name)
+        elif not is_instruction_line(st):
+            return False
+        elif self.dump is None:
+            self.dump = Dump(follows=self.prev)
+        self.dump.lines.append((no, st))
+        self.prev = "dump"
+        return True
+
+    def other_line(self, st: str, no: int) -> None:
+        """Validation lines, pass times, the banner, other threads' noise and stray lines."""
+        out = self.out
         if _VALIDATE.match(st):
             out.validate_lines += 1
-            continue
+            return
         m = _TIME.match(st)
         if m:
             out.events.append(PassTime(m.group(1), float(m.group(2)), no))
-            prev = "time" if prev in ("header", "time") else prev
-            continue
+            self.prev = "time" if self.prev in ("header", "time") else self.prev
+            return
         b = _BANNER.search(st)
         if b and not out.version:
             out.version = b.group(1).strip()
@@ -177,10 +197,8 @@ def split_log(text: str) -> LogEvents:
                 out.errors.append((no, st))
         else:
             out.stray.append((no, st))
-            if dump is not None and (" = " in st or st.startswith("@")):
-                dump.lines.append((no, st))  # a garbled instruction: the program reader reports it
-    close(at_end=True)
-    return out
+            if self.dump is not None and (" = " in st or st.startswith("@")):
+                self.dump.lines.append((no, st))  # a garbled instruction: the program reader reports it
 
 
 def looks_like_trace(events: LogEvents) -> bool:

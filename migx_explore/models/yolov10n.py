@@ -143,6 +143,13 @@ def _up(e: _Exporter, s: str, x: str) -> str:
 def _detect(e: _Exporter, feats: list[tuple[str, int, int]], classes: int, size: int, max_det: int) -> str:
     """v10Detect's one-to-one branches, DFL, dist2bbox (xyxy), and v10postprocess."""
     s = "/model.23"
+    cat = e.node(s, "Concat", _branches(e, s, feats, classes), axis=2)
+    preds = _decoded(e, s, cat, feats, classes, size)  # [1, A, 4 + classes]
+    return _postprocess(e, s, preds, classes, max_det)
+
+
+def _branches(e: _Exporter, s: str, feats: list[tuple[str, int, int]], classes: int) -> list[str]:
+    """Each level's box (4 x REG_MAX) and class outputs, concatenated and flattened to [1, no, -1]."""
     c0 = feats[0][1]
     c2, c3 = max(16, c0 // 4, 4 * REG_MAX), max(c0, min(classes, 100))
     no = 4 * REG_MAX + classes
@@ -164,7 +171,12 @@ def _detect(e: _Exporter, feats: list[tuple[str, int, int]], classes: int, size:
         cls = e.conv2d(f"{cv3}/one2one_cv3.{i}.2", z, c3, classes)
         y = e.node(s, "Concat", [box, cls], axis=1)
         flat.append(e.node(s, "Reshape", [y, e.const(s, np.array([1, no, -1], np.int64))]))
-    cat = e.node(s, "Concat", flat, axis=2)
+    return flat
+
+
+def _decoded(e: _Exporter, s: str, cat: str, feats: list[tuple[str, int, int]], classes: int, size: int) -> str:
+    """DFL over the box logits, dist2bbox to xyxy at each anchor times its stride, and the class
+    sigmoids: [1, anchors, 4 + classes]."""
     box, cls = e.node(s, "Split", [cat, e.const(s, np.array([4 * REG_MAX, classes], np.int64))], n_out=2, axis=1)
     d = f"{s}/dfl"
     y = e.node(d, "Reshape", [box, e.const(d, np.array([1, 4, REG_MAX, -1], np.int64))])
@@ -186,7 +198,12 @@ def _detect(e: _Exporter, feats: list[tuple[str, int, int]], classes: int, size:
     stride_t = e.g.init(np.concatenate(strides)[None, None].astype(np.float32), "strides")
     xyxy = e.node(s, "Concat", [e.node(s, "Sub", [anchors, lt]), e.node(s, "Add", [anchors, rb])], axis=1)
     y = e.node(s, "Concat", [e.node(s, "Mul", [xyxy, stride_t]), e.node(s, "Sigmoid", [cls])], axis=1)
-    preds = e.node(s, "Transpose", [y], perm=[0, 2, 1])  # [1, A, 4 + classes]
+    return e.node(s, "Transpose", [y], perm=[0, 2, 1])  # [1, A, 4 + classes]
+
+
+def _postprocess(e: _Exporter, s: str, preds: str, classes: int, max_det: int) -> str:
+    """v10postprocess: the max_det best anchors by best class score, then the max_det best
+    (anchor, class) pairs among them, as [1, max_det, (x1, y1, x2, y2, score, label)]."""
     boxes, scores = e.node(s, "Split", [preds, e.const(s, np.array([4, classes], np.int64))], n_out=2, axis=-1)
     best = e.node(s, "ReduceMax", [scores, e.const(s, np.array([-1], np.int64))], keepdims=0)
     _, index = e.node(s, "TopK", [best, e.const(s, np.array([max_det], np.int64))], n_out=2, axis=-1)

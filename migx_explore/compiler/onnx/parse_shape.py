@@ -12,7 +12,7 @@ import numpy as np
 from .. import dtypes
 from ..errors import ShapeError
 from ..ops.common import norm_axes, norm_axis
-from ..ops.dynamic_values import dyn_range_shape, expand_lens, reshape_lens, slice_lens
+from ..ops.dynamic_values import dyn_range_shape, expand_lens, onnx_slice_range, reshape_lens, slice_lens
 from .context import common_lens
 from .registry import register
 from .tensors import ir_type
@@ -104,24 +104,13 @@ def parse_concat(ctx: NodeContext, args: Args) -> Result:
     return ctx.add("concat", args, axis=_axis(ctx, ctx.attr("axis"), args[0].shape.ndim))
 
 
-def _onnx_range(n: int, start: int, end: int, step: int) -> range:
-    """The indices ONNX's Slice takes: negative bounds count from the end, then starts clamp to
-    [0, n] ([0, n - 1] for a negative step) and ends to [0, n] ([-1, n - 1]). Unlike Python's
-    slice, a negative step's start below the range clamps to 0 (one element), not to "empty"."""
-    if n == 0:
-        return range(0)
-    start, end = start + n if start < 0 else start, end + n if end < 0 else end
-    if step > 0:
-        return range(min(max(start, 0), n), min(max(end, 0), n), step)
-    return range(min(max(start, 0), n - 1), min(max(end, -1), n - 1), step)
-
-
 def slice_axis(ctx, x, axis: int, start: int, end: int, step: int = 1):
     """x[start:end:step] on one axis, with ONNX/Python clamping, as slice + reverse + step views."""
     n = x.shape.lens[axis]
     if step == 0:
         raise ctx.error("slice step must not be 0")
-    r = _onnx_range(n, start, end, step)
+    # unlike Python's slice, a negative step's start below the range clamps to 0 (one element)
+    r = onnx_slice_range(n, start, end, step)
     if len(r) == 0:
         return ctx.add("slice", [x], axes=[axis], starts=[0], ends=[0])
     lo, hi = (r[0], r[-1]) if step > 0 else (r[-1], r[0])

@@ -17,6 +17,7 @@ importer's default) nothing is masked; shorter forward sequences keep their stat
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -191,7 +192,6 @@ class UnrollRecurrent(Rule):
     def _unroll(self, m: Module, ins: Instruction, lens: np.ndarray | None) -> None:
         b, op = _Builder(m, ins), ins.op
         lstm = op.name == "lstm"
-        fuse = self.fuse_lstm and lstm
         x, w, r, bias, _, h0 = ins.inputs[:6]
         seq, batch, _ = x.shape.lens
         gh = w.shape.lens[1]
@@ -200,13 +200,7 @@ class UnrollRecurrent(Rule):
         ys, hs, cs = [], [], []
         # Scopes for what the unrolling makes (the explorer groups by them: one box per step)
         scope = f"{m.program.scopes.get(ins.id, '')}/{op.name}_{ins.id}".lstrip("/")
-        scoped: dict[int, str] = {}
-
-        def enter(where: str) -> None:
-            for made in b.made:
-                scoped.setdefault(made.id, where)
-            b.made.clear()
-
+        scopes = _Scopes(b)
         for d, backwards in enumerate(directions(op)):
             where = f"{scope}/{'reverse' if backwards else 'forward'}"
             wd = b("transpose", b.pick(w, d), permutation=[1, 0])  # [input, G*hidden]
@@ -218,7 +212,8 @@ class UnrollRecurrent(Rule):
             c = b.pick(ins.inputs[6], d) if lstm else None
             p = b.pick(ins.inputs[7], d) if lstm else None
             xws = _input_projection(b, x, wd)
-            if fuse and _plain_lstm(op, acts[d * n_act : (d + 1) * n_act], p, lens, batch):
+            dir_acts = acts[d * n_act : (d + 1) * n_act]
+            if self.fuse_lstm and lstm and _plain_lstm(op, dir_acts, p, lens, batch):
                 wrb = b("add", b.cols(bd, 0, gh), b.cols(bd, 1, gh))  # constant: folded at compile time
                 rec = b("lstm_recurrence", xws, rd, wrb, h, c, reverse=int(backwards))
                 y = b("get_tuple_elem", rec, index=0)
@@ -226,37 +221,61 @@ class UnrollRecurrent(Rule):
                 hs.append(b("unsqueeze", b.pick(y, 0 if backwards else seq - 1), axes=[0]))
                 cs.append(b("unsqueeze", b("get_tuple_elem", rec, index=1), axes=[0]))
                 continue
-            steps: list[Instruction | None] = [None] * seq
-            enter(where)
-            for step in range(seq):
-                t = seq - 1 - step if backwards else step
-                h2, c2 = _cell(b, op, b.pick(xws, t), wb, h, c, rd, rb, p, acts[d * n_act : (d + 1) * n_act])
-                if lens is not None:  # forward only (plan refuses reverse with uneven lengths)
-                    valid = b("multibroadcast", b.literal((t < lens)[:, None]), out_lens=h2.shape.lens)
-                    steps[t] = b("where", valid, h2, b.const(0, h2))
-                    h2 = b("where", valid, h2, h)
-                    c2 = b("where", valid, c2, c) if lstm else None
-                else:
-                    steps[t] = h2
-                h, c = h2, c2
-                enter(f"{where}/step.{t}")
-            stacked = [b("unsqueeze", s, axes=[0, 1]) for s in steps]
-            for s, u in zip(steps, stacked):  # each step's output row belongs to that step
-                scoped[u.id] = scoped.get(s.id, where)
-            ys.append(b("concat", *stacked, axis=0))
+            scopes.enter(where)
+            cell = functools.partial(_cell, b, op, wb=wb, rd=rd, rb=rb, p=p, acts=dir_acts)
+            y, h, c = _unrolled_direction(b, cell, xws, h, c, lens, backwards, where, scopes)
+            ys.append(y)
             hs.append(b("unsqueeze", h, axes=[0]))
             cs.append(b("unsqueeze", c, axes=[0]) if lstm else None)
-            enter(where)
+            scopes.enter(where)
 
         def join(parts, axis):
             return parts[0] if len(parts) == 1 else b("concat", *parts, axis=axis)
 
         values = [join(ys, 1), join(hs, 0)] + ([join(cs, 0)] if lstm else [])
-        enter(scope)
+        scopes.enter(scope)
         # a new mapping, never a change to the shared one (copies and snapshots hold it)
-        m.program.scopes = {**m.program.scopes, **scoped}
+        m.program.scopes = {**m.program.scopes, **scopes.scoped}
         for u in list(ins.outputs):
             replace_value(m, u, values[u.op["index"]])
+
+
+class _Scopes:
+    """Which scope each instruction the unrolling makes belongs to: `enter(where)` gives every
+    instruction made since the last call (and not scoped yet) the scope `where`."""
+
+    def __init__(self, b: _Builder) -> None:
+        self.b = b
+        self.scoped: dict[int, str] = {}
+
+    def enter(self, where: str) -> None:
+        for made in self.b.made:
+            self.scoped.setdefault(made.id, where)
+        self.b.made.clear()
+
+
+def _unrolled_direction(b, cell, xws, h, c, lens, backwards: bool, where: str, scopes: _Scopes):
+    """One direction's steps, each its own scope: (Y of the direction [seq, 1, batch, hidden],
+    last h, last c). With uneven `lens`, a batch entry past its length keeps its state and
+    outputs zeros."""
+    seq = xws.shape.lens[0]
+    steps: list[Instruction | None] = [None] * seq
+    for step in range(seq):
+        t = seq - 1 - step if backwards else step
+        h2, c2 = cell(b.pick(xws, t), h=h, c=c)
+        if lens is not None:  # forward only (plan refuses reverse with uneven lengths)
+            valid = b("multibroadcast", b.literal((t < lens)[:, None]), out_lens=h2.shape.lens)
+            steps[t] = b("where", valid, h2, b.const(0, h2))
+            h2 = b("where", valid, h2, h)
+            c2 = b("where", valid, c2, c) if c is not None else None
+        else:
+            steps[t] = h2
+        h, c = h2, c2
+        scopes.enter(f"{where}/step.{t}")
+    stacked = [b("unsqueeze", s, axes=[0, 1]) for s in steps]
+    for s, u in zip(steps, stacked):  # each step's output row belongs to that step
+        scopes.scoped[u.id] = scopes.scoped.get(s.id, where)
+    return b("concat", *stacked, axis=0), h, c
 
 
 @dataclass(frozen=True)

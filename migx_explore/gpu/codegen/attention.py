@@ -34,14 +34,15 @@ from .common import (
     KernelRequest,
     KernelSource,
     RequestGenerator,
+    batch_offsets,
     compute_type,
     decompose,
     index_type,
     kernel_params,
-    offset_expr,
     source,
 )
 from .expr import op_expr, scalar_literal
+from .templates import render
 
 THREADS = 128  # a multiple of 64: whole waves on AMD, four warps on NVIDIA
 # Up to 8192 query rows in all each warp takes one row, in blocks of SMALL_THREADS: more rows
@@ -195,11 +196,20 @@ def _tile_load(dst: str, ptr: str, base: str, cols: int, srow: int, scol: int, p
         idx = f"const int j = e / {cols}, c = e % {cols};"
     else:
         idx = "const int j = e % MIGX_WARP_SIZE, c = e / MIGX_WARP_SIZE;"
-    return f"""for (int e = threadIdx.x; e < MIGX_WARP_SIZE * {cols}; e += {threads}) {{
-            {idx}
-            {dst}[j * ({cols} + {pad}) + c] =
-                (j0 + j < {n}) ? (float)migx::load({ptr}, {base} + (j0 + j) * {srow} + c * {scol}) : 0.0f;
-        }}"""
+    return render(
+        "attention.hpp",
+        "tile_load",
+        cols=cols,
+        threads=threads,
+        idx=idx,
+        dst=dst,
+        pad=pad,
+        n=n,
+        ptr=ptr,
+        base=base,
+        srow=srow,
+        scol=scol,
+    )
 
 
 def attention_kernel(module: Module, shapes: Sequence[Shape]) -> KernelSource:
@@ -222,121 +232,72 @@ def attention_kernel(module: Module, shapes: Sequence[Shape]) -> KernelSource:
         return decode_attention_kernel(
             plan, module, shapes, lambda offs: _score_lines(plan, module, shapes, offs), name
         )
+    return _scalar_attention_kernel(plan, module, shapes, name)
+
+
+def _scalar_blocks(nb: int, m: int, d: int, dv: int) -> tuple[int, int]:
+    """(query rows per block, threads per block) of the scalar kernel, checked against the shared
+    memory it needs."""
     small = nb * m <= 8192
     rows_per_warp = ROWS_PER_WARP or (1 if small else 4)
     threads = SMALL_THREADS if small else THREADS
     rows = rows_per_warp * threads // 32  # rows per block, the same for every warp size
-    blocks = nb * -(-m // rows)
     # 32-wide warps (NVIDIA); 64-wide AMD waves need about twice this of their 64 KiB of LDS.
     smem = 4 * (rows * d + 32 * (d + 1) + 32 * dv + rows * 32)
     if smem > MAX_SHARED_BYTES:
         raise CodegenUnsupported(f"attention head dims {d}/{dv} need {smem} bytes of shared memory")
+    return rows, threads
+
+
+def _scalar_attention_kernel(plan: AttentionPlan, module: Module, shapes: Sequence[Shape], name: str) -> KernelSource:
+    out = shapes[-1]
+    qs, ks, vs = shapes[plan.q], shapes[plan.k], shapes[plan.v]
+    *batch, m, d = qs.lens
+    n, dv = ks.lens[-1], vs.lens[-1]
+    rows, threads = _scalar_blocks(math.prod(batch), m, d, dv)
     it = index_type(shapes)
     nbd = len(batch)
-    bcoords = [f"b{i}" for i in range(nbd)]
-    offsets = {k: (offset_expr(bcoords, s.strides[:nbd]) if nbd else "0") for k, s in enumerate(shapes)}
+    offsets = batch_offsets(shapes, nbd)
     score_lines, score = _score_lines(plan, module, shapes, offsets)
-    score_body = "\n                ".join(score_lines)
-    batch_lines = "\n    ".join(decompose("bh", batch, it, "b")) if nbd else ""
     nout = len(shapes) - 1
-    k_load = _tile_load("k_s", f"p{plan.k}", "k_base", d, ks.strides[-1], ks.strides[-2], 1, n, threads)
-    v_load = _tile_load("v_s", f"p{plan.v}", "v_base", dv, vs.strides[-2], vs.strides[-1], 0, n, threads)
     if plan.nan_guard:
         row_comment = "// where(isnan(p), 0, p): a row with no unmasked key (l = 0) gives 0."
         row_value = "l_run[r] > 0.0f ? acc[r][t] / l_run[r] : 0.0f"
     else:
         row_comment = "// A fully masked row gives 0/0 = NaN, as softmax over all -inf does."
         row_value = "acc[r][t] / l_run[r]"
-    src = f"""
-constexpr int ROWS = {rows};
-constexpr int NWARPS = {threads} / MIGX_WARP_SIZE;
-constexpr int RPW = ROWS / NWARPS;  // rows per warp
-constexpr int DVL = ({dv} + MIGX_WARP_SIZE - 1) / MIGX_WARP_SIZE;  // output columns per lane
-constexpr int ILP = 4;  // independent accumulators in the Q·K and P·V loops
-
-MIGX_GLOBAL void {name}_kernel({kernel_params(shapes, [False] * nout + [True])}) {{
-    migx::kernel_entry();
-    __shared__ float q_s[ROWS * {d}];
-    __shared__ float k_s[MIGX_WARP_SIZE * ({d} + 1)];
-    __shared__ float v_s[MIGX_WARP_SIZE * {dv}];
-    __shared__ float p_s[ROWS * MIGX_WARP_SIZE];
-    const int lane = threadIdx.x % MIGX_WARP_SIZE;
-    const int warp = threadIdx.x / MIGX_WARP_SIZE;
-    const {it} bh = blockIdx.x / {-(-m // rows)};
-    const {it} row0 = (blockIdx.x % {-(-m // rows)}) * ROWS;
-    {batch_lines}
-    const {it} q_base = {offsets[plan.q]}, k_base = {offsets[plan.k]}, v_base = {offsets[plan.v]};
-    for (int e = threadIdx.x; e < ROWS * {d}; e += {threads}) {{
-        const {it} r = row0 + e / {d};
-        const {it} off = q_base + r * {qs.strides[-2]} + (e % {d}) * {qs.strides[-1]};
-        q_s[e] = r < {m} ? (float)migx::load(p{plan.q}, off) : 0.0f;
-    }}
-    float m_run[RPW], l_run[RPW], acc[RPW][DVL];
-    for (int r = 0; r < RPW; ++r) {{
-        m_run[r] = -migx::inf_f();
-        l_run[r] = 0.0f;
-        for (int t = 0; t < DVL; ++t) acc[r][t] = 0.0f;
-    }}
-    for (int j0 = 0; j0 < {n}; j0 += MIGX_WARP_SIZE) {{
-        __syncthreads();
-        {k_load}
-        {v_load}
-        __syncthreads();
-        const {it} j = j0 + lane;
-        float alpha[RPW];
-        for (int r = 0; r < RPW; ++r) {{
-            const int lr = warp * RPW + r;
-            const {it} row = row0 + lr;
-            float x = -migx::inf_f();
-            if (row < {m} && j < {n}) {{
-                // ILP independent partial sums: a block holds only a few warps (one row each), so
-                // a single dependent FMA chain would leave the SM waiting on each step.
-                float s4[ILP] = {{}};
-                #pragma unroll
-                for (int c = 0; c < {d}; ++c) s4[c % ILP] += q_s[lr * {d} + c] * k_s[lane * ({d} + 1) + c];
-                float s = s4[0];
-                #pragma unroll
-                for (int u = 1; u < ILP; ++u) s += s4[u];
-                {score_body}
-                x = {score};
-            }}
-            const float m_new = migx::max_(m_run[r], migx::warp_reduce(x, migx::op_max{{}}));
-            // A row whose keys so far are all masked (-inf) has nothing to rescale yet.
-            alpha[r] = m_new == -migx::inf_f() ? 1.0f : expf(m_run[r] - m_new);
-            const float p = x == -migx::inf_f() ? 0.0f : expf(x - m_new);
-            l_run[r] = l_run[r] * alpha[r] + migx::warp_reduce(p, migx::op_sum{{}});
-            m_run[r] = m_new;
-            p_s[lr * MIGX_WARP_SIZE + lane] = p;
-        }}
-        __syncthreads();
-        for (int r = 0; r < RPW; ++r) {{
-            const float* pr = p_s + (warp * RPW + r) * MIGX_WARP_SIZE;
-            for (int t = 0; t < DVL; ++t) {{
-                const int c = lane + t * MIGX_WARP_SIZE;
-                if (c < {dv}) {{
-                    float a4[ILP] = {{}};
-                    #pragma unroll
-                    for (int jj = 0; jj < MIGX_WARP_SIZE; ++jj) a4[jj % ILP] += pr[jj] * v_s[jj * {dv} + c];
-                    float a = acc[r][t] * alpha[r];
-                    #pragma unroll
-                    for (int u = 0; u < ILP; ++u) a += a4[u];
-                    acc[r][t] = a;
-                }}
-            }}
-        }}
-    }}
-    const {it} o_base = {offsets[nout]};
-    for (int r = 0; r < RPW; ++r) {{
-        const {it} row = row0 + warp * RPW + r;
-        if (row >= {m}) continue;
-        for (int t = 0; t < DVL; ++t) {{
-            const int c = lane + t * MIGX_WARP_SIZE;
-            {row_comment}
-            if (c < {dv})
-                migx::store(p{nout}, o_base + row * {out.strides[-2]} + c * {out.strides[-1]}, {row_value});
-        }}
-    }}
-}}"""
+    src = render(
+        "attention.hpp",
+        "kernel",
+        rows=rows,
+        threads=threads,
+        dv=dv,
+        name=name,
+        params=kernel_params(shapes, [False] * nout + [True]),
+        d=d,
+        it=it,
+        row_blocks=-(-m // rows),
+        batch_lines="\n    ".join(decompose("bh", batch, it, "b")) if nbd else "",
+        q_base=offsets[plan.q],
+        k_base=offsets[plan.k],
+        v_base=offsets[plan.v],
+        q_row=qs.strides[-2],
+        q_col=qs.strides[-1],
+        m=m,
+        q=plan.q,
+        n=n,
+        k_load=_tile_load("k_s", f"p{plan.k}", "k_base", d, ks.strides[-1], ks.strides[-2], 1, n, threads),
+        v_load=_tile_load("v_s", f"p{plan.v}", "v_base", dv, vs.strides[-2], vs.strides[-1], 0, n, threads),
+        score_body="\n                ".join(score_lines),
+        score=score,
+        o_base=offsets[nout],
+        row_comment=row_comment,
+        nout=nout,
+        o_row=out.strides[-2],
+        o_col=out.strides[-1],
+        row_value=row_value,
+    )
+    blocks = math.prod(batch) * -(-m // rows)
     return KernelSource(name + "_kernel", source(src), blocks * threads, threads)
 
 

@@ -26,12 +26,13 @@ from migx_explore.compiler.shape import Shape
 from .common import (
     CodegenUnsupported,
     KernelSource,
+    batch_offsets,
     decompose,
     index_type,
     kernel_params,
-    offset_expr,
     source,
 )
+from .templates import render
 
 WARPS = 4  # warps sharing one row's keys (128 threads: 4 x 32 keys in flight per step)
 MAX_DV = 128  # output columns one lane keeps (up to 4 per lane)
@@ -55,6 +56,66 @@ def decode_attention_applies(shapes: Sequence[Shape], q: int) -> bool:
     return shapes[q].ndim >= 2 and shapes[q].lens[-2] == 1
 
 
+def _appended(
+    a: Append, shapes: Sequence[Shape], offsets: dict[int, str], d: int, dv: int, it: str, reads: tuple[str, str]
+) -> tuple[str, str, str]:
+    """(lines, K read, V read) for a step that appends its rows to the caches: the block writes
+    its head's new rows into both caches, and the key loop reads rows P .. P + T - 1 from
+    k_new / v_new instead (the cache writes of other blocks are not visible to it)."""
+    kn, vn, ck, cv = shapes[a.k_new], shapes[a.v_new], shapes[a.cache_k], shapes[a.cache_v]
+    t = kn.lens[-2]
+    if vn.lens[-2] != t or kn.lens[-1] != d or vn.lens[-1] != dv:
+        raise CodegenUnsupported("kv_attention: new K/V rows do not match the head dims")
+    k_read = (
+        f"(fits && j >= P && j < P + {t} ? migx::load(p{a.k_new}, kn_base + (j - P) * {kn.strides[-2]}"
+        f" + c * {kn.strides[-1]}) : {reads[0]})"
+    )
+    v_read = (
+        f"(fits && jv >= P && jv < P + {t} ? migx::load(p{a.v_new}, vn_base + (jv - P) * {vn.strides[-2]}"
+        f" + c * {vn.strides[-1]}) : {reads[1]})"
+    )
+    lines = render(
+        "attention_decode.hpp",
+        "append",
+        past=a.past,
+        room=ck.lens[-2] - t,
+        it=it,
+        kn_base=offsets[a.k_new],
+        vn_base=offsets[a.v_new],
+        ck_base=offsets[a.cache_k],
+        cv_base=offsets[a.cache_v],
+        new_elements=t * max(d, dv),
+        threads=32 * WARPS,
+        width=max(d, dv),
+        d=d,
+        cache_k=a.cache_k,
+        ck_row=ck.strides[-2],
+        ck_col=ck.strides[-1],
+        k_new=a.k_new,
+        kn_row=kn.strides[-2],
+        kn_col=kn.strides[-1],
+        dv=dv,
+        cache_v=a.cache_v,
+        cv_row=cv.strides[-2],
+        cv_col=cv.strides[-1],
+        v_new=a.v_new,
+        vn_row=vn.strides[-2],
+        vn_col=vn.strides[-1],
+    )
+    return lines, k_read, v_read
+
+
+def _dims(qs: Shape, ks: Shape, vs: Shape, out: Shape) -> tuple[list[int], int, int, int]:
+    """(batch lens, d, keys, dv), or CodegenUnsupported where the decode kernel does not apply."""
+    *batch, m, d = qs.lens
+    n, dv = ks.lens[-1], vs.lens[-1]
+    if m != 1 or dv > MAX_DV or d > 256:
+        raise CodegenUnsupported(f"decode attention takes one query row and head dims <= 256/{MAX_DV}")
+    if out.ndim != qs.ndim or list(out.lens) != [*batch, m, dv]:
+        raise CodegenUnsupported(f"attention output {list(out.lens)} is not [batch..., {m}, {dv}]")
+    return batch, d, n, dv
+
+
 def decode_attention_kernel(
     plan,
     module: Module,
@@ -69,146 +130,48 @@ def decode_attention_kernel(
     With `append`, plan.k / plan.v are the cache params, read through `kv_views` (Kᵀ's and V's
     view shapes over them), and the step's new rows are written into the cache outputs and read
     from k_new / v_new while attending (rows past_len .. past_len + T - 1)."""
-    nout_at = append.out if append else len(shapes) - 1
-    out = shapes[nout_at]
+    nout = append.out if append else len(shapes) - 1
+    out = shapes[nout]
     qs, ks, vs = shapes[plan.q], shapes[plan.k], shapes[plan.v]
     if kv_views is not None:
         ks, vs = kv_views
-    *batch, m, d = qs.lens
-    n, dv = ks.lens[-1], vs.lens[-1]
-    if m != 1 or dv > MAX_DV or d > 256:
-        raise CodegenUnsupported(f"decode attention takes one query row and head dims <= 256/{MAX_DV}")
-    if out.ndim != qs.ndim or list(out.lens) != [*batch, m, dv]:
-        raise CodegenUnsupported(f"attention output {list(out.lens)} is not [batch..., {m}, {dv}]")
-    nb = math.prod(batch)
+    batch, d, n, dv = _dims(qs, ks, vs, out)
     threads = 32 * WARPS
     it = index_type(shapes)
     nbd = len(batch)
-    bcoords = [f"b{i}" for i in range(nbd)]
-    offsets = {k: (offset_expr(bcoords, s.strides[:nbd]) if nbd else "0") for k, s in enumerate(shapes)}
+    offsets = batch_offsets(shapes, nbd)
     lines, score = score_lines(offsets)
-    score_body = "\n            ".join(lines)
-    batch_lines = "\n    ".join(decompose("bh", batch, it, "b")) if nbd else ""
-    nout = nout_at
-    kj, kc, vj, vc = ks.strides[-1], ks.strides[-2], vs.strides[-2], vs.strides[-1]
-    k_at = f"k_base + j * {kj} + c * {kc}"
-    v_at = f"v_base + jv * {vj} + c * {vc}"
-    k_read, v_read = f"migx::load(p{plan.k}, {k_at})", f"migx::load(p{plan.v}, {v_at})"
+    k_read = f"migx::load(p{plan.k}, k_base + j * {ks.strides[-1]} + c * {ks.strides[-2]})"
+    v_read = f"migx::load(p{plan.v}, v_base + jv * {vs.strides[-2]} + c * {vs.strides[-1]})"
     append_lines = ""
     if append is not None:
-        a = append
-        kn, vn, ck, cv = shapes[a.k_new], shapes[a.v_new], shapes[a.cache_k], shapes[a.cache_v]
-        t = kn.lens[-2]
-        if vn.lens[-2] != t or kn.lens[-1] != d or vn.lens[-1] != dv:
-            raise CodegenUnsupported("kv_attention: new K/V rows do not match the head dims")
-        room = ck.lens[-2] - t
-        k_read = (
-            f"(fits && j >= P && j < P + {t} ? migx::load(p{a.k_new}, kn_base + (j - P) * {kn.strides[-2]}"
-            f" + c * {kn.strides[-1]}) : {k_read})"
-        )
-        v_read = (
-            f"(fits && jv >= P && jv < P + {t} ? migx::load(p{a.v_new}, vn_base + (jv - P) * {vn.strides[-2]}"
-            f" + c * {vn.strides[-1]}) : {v_read})"
-        )
-        append_lines = f"""const long long P = (long long)p{a.past}[0];
-    // a write that does not fit is dropped (concat_past_present's guard), and then nothing is substituted
-    const bool fits = P >= 0 && P <= {room};
-    const {it} kn_base = {offsets[a.k_new]}, vn_base = {offsets[a.v_new]};
-    const {it} ck_base = {offsets[a.cache_k]}, cv_base = {offsets[a.cache_v]};
-    // this block's head: the new rows into both caches (the keys below read them from k_new / v_new)
-    for (int e = threadIdx.x; fits && e < {t * max(d, dv)}; e += {threads}) {{
-        const int r = e / {max(d, dv)}, c = e % {max(d, dv)};
-        if (c < {d})
-            migx::store(p{a.cache_k}, ck_base + (P + r) * {ck.strides[-2]} + c * {ck.strides[-1]},
-                        migx::load(p{a.k_new}, kn_base + r * {kn.strides[-2]} + c * {kn.strides[-1]}));
-        if (c < {dv})
-            migx::store(p{a.cache_v}, cv_base + (P + r) * {cv.strides[-2]} + c * {cv.strides[-1]},
-                        migx::load(p{a.v_new}, vn_base + r * {vn.strides[-2]} + c * {vn.strides[-1]}));
-    }}"""
-    value = "l > 0.0f ? a / l : 0.0f" if plan.nan_guard else "a / l"  # guard: a fully masked row gives 0
+        append_lines, k_read, v_read = _appended(append, shapes, offsets, d, dv, it, (k_read, v_read))
     name = f"{name}_decode"
-    writes = [k >= nout for k in range(len(shapes))]
-    src = f"""
-constexpr int NWARPS = {WARPS};
-constexpr int DVL = ({dv} + MIGX_WARP_SIZE - 1) / MIGX_WARP_SIZE;  // output columns per lane
-
-MIGX_GLOBAL void {name}_kernel({kernel_params(shapes, writes)}) {{
-    migx::kernel_entry();
-    __shared__ float q_s[{d}];
-    __shared__ float p_s[NWARPS][MIGX_WARP_SIZE];
-    __shared__ float m_s[NWARPS], l_s[NWARPS];
-    __shared__ float acc_s[NWARPS][{dv}];
-    const int lane = threadIdx.x % MIGX_WARP_SIZE;
-    const int warp = threadIdx.x / MIGX_WARP_SIZE;
-    const {it} bh = blockIdx.x;
-    {batch_lines}
-    const {it} q_base = {offsets[plan.q]}, k_base = {offsets[plan.k]}, v_base = {offsets[plan.v]};
-    const {it} row = 0;
-    {append_lines}
-    for (int c = threadIdx.x; c < {d}; c += {threads})
-        q_s[c] = (float)migx::load(p{plan.q}, q_base + c * {qs.strides[-1]});
-    __syncthreads();
-    float m_run = -migx::inf_f(), l_run = 0.0f, acc[DVL];
-    for (int t = 0; t < DVL; ++t) acc[t] = 0.0f;
-    // the same trip count in every warp, so the barriers below are reached by all
-    for (int base = 0; base < {n}; base += NWARPS * MIGX_WARP_SIZE) {{
-        const int j0 = base + warp * MIGX_WARP_SIZE;
-        const {it} j = j0 + lane;
-        float x = -migx::inf_f();
-        if (j < {n}) {{
-            float s4[4] = {{}};
-            #pragma unroll
-            for (int c = 0; c < {d}; ++c)
-                s4[c % 4] += q_s[c] * (float){k_read};
-            float s = (s4[0] + s4[1]) + (s4[2] + s4[3]);
-            {score_body}
-            x = {score};
-        }}
-        const float m_new = migx::max_(m_run, migx::warp_reduce(x, migx::op_max{{}}));
-        // keys all masked so far: nothing to rescale yet
-        const float alpha = m_new == -migx::inf_f() ? 1.0f : expf(m_run - m_new);
-        const float p = x == -migx::inf_f() ? 0.0f : expf(x - m_new);
-        l_run = l_run * alpha + migx::warp_reduce(p, migx::op_sum{{}});
-        m_run = m_new;
-        p_s[warp][lane] = p;
-        __syncthreads();
-        const int keys = {n} - j0 < MIGX_WARP_SIZE ? {n} - j0 : MIGX_WARP_SIZE;
-        for (int t = 0; t < DVL; ++t) {{
-            const int c = lane + t * MIGX_WARP_SIZE;
-            if (c < {dv}) {{
-                float a4[4] = {{}};
-                // a constant trip count, unrolled, so the tile's V loads are all in flight at once
-                // (a loop to `keys` issues them one L2 round trip after another)
-                #pragma unroll
-                for (int jj = 0; jj < MIGX_WARP_SIZE; ++jj) {{
-                    if (jj < keys) {{
-                        const {it} jv = j0 + jj;
-                        a4[jj % 4] += p_s[warp][jj] * (float){v_read};
-                    }}
-                }}
-                acc[t] = acc[t] * alpha + ((a4[0] + a4[1]) + (a4[2] + a4[3]));
-            }}
-        }}
-        __syncthreads();
-    }}
-    if (lane == 0) {{ m_s[warp] = m_run; l_s[warp] = l_run; }}
-    for (int t = 0; t < DVL; ++t) {{
-        const int c = lane + t * MIGX_WARP_SIZE;
-        if (c < {dv}) acc_s[warp][c] = acc[t];
-    }}
-    __syncthreads();
-    float mx = -migx::inf_f();
-    for (int w = 0; w < NWARPS; ++w) mx = migx::max_(mx, m_s[w]);
-    const {it} o_base = {offsets[nout]};
-    for (int c = threadIdx.x; c < {dv}; c += {threads}) {{
-        float a = 0.0f, l = 0.0f;
-        for (int w = 0; w < NWARPS; ++w) {{
-            // a warp whose keys were all masked (m = -inf) adds nothing
-            const float e = m_s[w] == -migx::inf_f() ? 0.0f : expf(m_s[w] - mx);
-            a += e * acc_s[w][c];
-            l += e * l_s[w];
-        }}
-        migx::store(p{nout}, o_base + c * {out.strides[-1]}, {value});
-    }}
-}}"""
-    return KernelSource(name + "_kernel", source(src), nb * threads, threads)
+    src = render(
+        "attention_decode.hpp",
+        "kernel",
+        warps=WARPS,
+        dv=dv,
+        name=name,
+        params=kernel_params(shapes, [k >= nout for k in range(len(shapes))]),
+        d=d,
+        it=it,
+        batch_lines="\n    ".join(decompose("bh", batch, it, "b")) if nbd else "",
+        q_base=offsets[plan.q],
+        k_base=offsets[plan.k],
+        v_base=offsets[plan.v],
+        append_lines=append_lines,
+        threads=threads,
+        q=plan.q,
+        q_col=qs.strides[-1],
+        n=n,
+        k_read=k_read,
+        score_body="\n            ".join(lines),
+        score=score,
+        v_read=v_read,
+        o_base=offsets[nout],
+        nout=nout,
+        o_col=out.strides[-1],
+        value="l > 0.0f ? a / l : 0.0f" if plan.nan_guard else "a / l",  # guard: a fully masked row gives 0
+    )
+    return KernelSource(name + "_kernel", source(src), math.prod(batch) * threads, threads)

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from migx_explore.compiler.ir import Module
 from migx_explore.compiler.shape import Shape
@@ -35,13 +35,14 @@ from migx_explore.compiler.shape import Shape
 from .common import (
     CodegenUnsupported,
     KernelSource,
+    batch_offsets,
     compute_type,
     decompose,
     index_type,
     kernel_params,
-    offset_expr,
     source,
 )
+from .templates import render
 
 MMA_TYPES = {"float16": "migx::half_t", "bfloat16": "migx::bf16_t"}
 MAX_HEAD_DIM = 128  # registers: Q fragments d/4 words, O accumulators dv/2 floats per lane
@@ -62,6 +63,10 @@ KEY_SPLITS: int | None = None  # fixed split count (benchmarks/gpu_attention.py 
 # kernel wins down to the smallest layer measured (H200, CUPTI: llama's 4 heads x 64 x 64 x 32,
 # 0.5 M, 3.5 us against 4.3 for the scalar kernel); smaller problems are not measured.
 MIN_WORK = 1 << 18
+
+
+def _render(section: str, **values: object) -> str:
+    return render("attention_mma.hpp", section, **values)
 
 
 def mma_attention_applies(shapes: Sequence[Shape], q: int, k: int, v: int) -> bool:
@@ -138,34 +143,47 @@ class _TileCopy:
     def fetch(self, start: str) -> str:
         if not self.vector:
             return ""
-        return f"""if (aligned) {{
-            #pragma unroll
-            for (int i = 0; i < {self.per_thread}; ++i) {{
-                {self._vec_index()}
-                {self.name}_r[i] = make_uint4(0, 0, 0, 0);
-                const {self.it} at = {self.base} + ({start} + j) * {self.row_stride} + c;
-                const bool in_tile = e < {self.rows * self.cols // 8} && {start} + j < {self.n};
-                if (in_tile) {self.name}_r[i] = *(const uint4*)({self.ptr} + at);
-            }}
-        }}"""
+        return _render(
+            "tile_fetch",
+            per_thread=self.per_thread,
+            vec_index=self._vec_index(),
+            name=self.name,
+            it=self.it,
+            base=self.base,
+            start=start,
+            row_stride=self.row_stride,
+            vectors=self.rows * self.cols // 8,
+            n=self.n,
+            ptr=self.ptr,
+        )
 
     def put(self, dst: str) -> str:
-        scalar = f"""for (int e = threadIdx.x; e < {self.rows * self.cols}; e += {self.threads}) {{
-                const int j = e / {self.cols}, c = e % {self.cols};
-                const {self.it} at = {self.base} + (j0 + j) * {self.row_stride} + c * {self.col_stride};
-                {dst}[j * {self.cols + PAD} + c] = (j0 + j < {self.n}) ? {self.ptr}[at].bits : 0;
-            }}"""
+        scalar = _render(
+            "tile_put_scalar",
+            elements=self.rows * self.cols,
+            threads=self.threads,
+            cols=self.cols,
+            it=self.it,
+            base=self.base,
+            row_stride=self.row_stride,
+            col_stride=self.col_stride,
+            dst=dst,
+            pitch=self.cols + PAD,
+            n=self.n,
+            ptr=self.ptr,
+        )
         if not self.vector:
             return scalar
-        return f"""if (aligned) {{
-            #pragma unroll
-            for (int i = 0; i < {self.per_thread}; ++i) {{
-                {self._vec_index()}
-                if (e < {self.rows * self.cols // 8}) *(uint4*)({dst} + j * {self.cols + PAD} + c) = {self.name}_r[i];
-            }}
-        }} else {{
-            {scalar}
-        }}"""
+        return _render(
+            "tile_put_vector",
+            per_thread=self.per_thread,
+            vec_index=self._vec_index(),
+            vectors=self.rows * self.cols // 8,
+            dst=dst,
+            pitch=self.cols + PAD,
+            name=self.name,
+            scalar=scalar,
+        )
 
 
 def _kv_bytes(splits: int, bn: int, d: int, dv: int) -> int:
@@ -195,269 +213,194 @@ def _split_and_key_tile(row_tiles: int, n: int, d: int, dv: int) -> tuple[int, i
         splits //= 2
 
 
-def mma_attention_kernel(plan, module: Module, shapes: Sequence[Shape], score_lines, name: str) -> KernelSource:
-    """`plan`: attention.AttentionPlan; `score_lines(offsets, preloaded)` -> (C++ lines, score
-    expr) reading s, row, j, the batch coordinates b0.. and, for each score-chain input k, the
-    expression preloaded(k); params: the group's inputs, then the output."""
-    out = shapes[-1]
-    qs, ks, vs = shapes[plan.q], shapes[plan.k], shapes[plan.v]
+@dataclass(frozen=True)
+class _Geometry:
+    """One kernel's tiling: `splits` warps share each 16-row query tile, each over its own `bn`
+    keys of a step; a block holds `rows` query rows (one tile when the keys are split)."""
+
+    m: int
+    n: int
+    d: int
+    dv: int
+    nb: int
+    splits: int
+    bn: int
+    warps: int
+
+    @property
+    def threads(self) -> int:
+        return 32 * self.warps
+
+    @property
+    def rows(self) -> int:
+        return 16 * (self.warps // self.splits)
+
+    @property
+    def block_keys(self) -> int:
+        """Keys copied to shared memory per step, bn per warp of a query tile."""
+        return self.splits * self.bn
+
+    @property
+    def smem(self) -> int:
+        kv = 2 * self.block_keys * (self.d + self.dv + 2 * PAD)
+        return max(kv, _merge_bytes(self.warps, self.dv) if self.splits > 1 else 0)
+
+    @property
+    def row_blocks(self) -> int:
+        return -(-self.m // self.rows)
+
+
+def _geometry(qs: Shape, ks: Shape, vs: Shape) -> _Geometry:
     *batch, m, d = qs.lens
     n, dv = ks.lens[-1], vs.lens[-1]
     nb = math.prod(batch)
-    ty = MMA_TYPES[qs.type]
-    row_tiles = nb * -(-m // 16)
-    splits, bn = _split_and_key_tile(row_tiles, n, d, dv)
+    splits, bn = _split_and_key_tile(nb * -(-m // 16), n, d, dv)
     # A split kernel keeps one query tile per block: its warps are the tile's key splits.
     warps = splits if splits > 1 else max(1, min(MAX_WARPS, -(-m // 16)))
-    threads = 32 * warps
-    rows = 16 * (warps // splits)
-    block_keys = splits * bn  # keys copied to shared memory per step, bn per warp of a query tile
-    smem = max(2 * block_keys * (d + dv + 2 * PAD), _merge_bytes(warps, dv) if splits > 1 else 0)
-    row_blocks = -(-m // rows)
-    it = index_type(shapes)
-    nbd = len(batch)
-    offsets = {
-        k: (offset_expr([f"b{i}" for i in range(nbd)], s.strides[:nbd]) if nbd else "0") for k, s in enumerate(shapes)
-    }
-    used: list[int] = []  # score-chain inputs (masks), read into registers one key tile ahead
+    return _Geometry(m, n, d, dv, nb, splits, bn, warps)
 
-    def preloaded(k: int) -> str:
-        if k not in used:
-            used.append(k)
+
+@dataclass
+class _MaskPrefetch:
+    """The score-chain inputs (masks) the score lines read, into registers one key tile ahead:
+    calling it with input k gives the register expression and records k as used."""
+
+    shapes: Sequence[Shape]
+    offsets: dict[int, str]
+    it: str
+    m: int
+    n: int
+    used: list[int] = field(default_factory=list)
+
+    def __call__(self, k: int) -> str:
+        if k not in self.used:
+            self.used.append(k)
         return f"pf{k}[nt][e]"
 
-    lines, score = score_lines(offsets, preloaded)
-    score_body = "\n                    ".join(lines)
-    pf_decl = " ".join(f"{compute_type(shapes[k].type)} pf{k}[NT][4];" for k in used)
+    def decl(self) -> str:
+        return " ".join(f"{compute_type(self.shapes[k].type)} pf{k}[NT][4];" for k in self.used)
 
-    def pf_fetch(start: str) -> str:
+    def fetch(self, start: str) -> str:
         """Read tile `start`'s mask values into pf*: independent loads issued together, one tile
         ahead, rather than one dependent load per score (indices clamped: out-of-range scores
         are never used)."""
-        if not used:
+        if not self.used:
             return ""
         loads = "\n                ".join(
-            f"pf{k}[nt][e] = migx::load(p{k}, {offsets[k]} + rc * {shapes[k].strides[-2]} + "
-            f"jc * {shapes[k].strides[-1]});"
-            for k in used
+            f"pf{k}[nt][e] = migx::load(p{k}, {self.offsets[k]} + rc * {self.shapes[k].strides[-2]} + "
+            f"jc * {self.shapes[k].strides[-1]});"
+            for k in self.used
         )
-        return f"""#pragma unroll
-        for (int nt = 0; nt < NT; ++nt) {{
-            #pragma unroll
-            for (int e = 0; e < 4; ++e) {{
-                const {it} rc = migx::min_(({it})(row0 + g + (e >> 1) * 8), ({it}){m - 1});
-                const {it} jc = migx::min_(({it})({start} + nt * 8 + 2 * t + (e & 1)), ({it}){n - 1});
-                {loads}
-            }}
-        }}"""
+        return _render("mask_fetch", it=self.it, m_last=self.m - 1, start=start, n_last=self.n - 1, loads=loads)
 
-    if smem > MAX_SHARED_BYTES:
-        raise CodegenUnsupported(f"attention head dims {d}/{dv} need {smem} bytes of shared memory")
-    batch_lines = "\n    ".join(decompose("bh", batch, it, "b")) if nbd else ""
-    nout = len(shapes) - 1
-    # K is the dot's [d, n] operand (a transpose view): rows are keys along its last axis.
-    k_vec, v_vec = _vectorizable(ks, -2, nbd), _vectorizable(vs, -1, nbd)
-    k_copy = _TileCopy(
-        "k", f"p{plan.k}", "k_base", block_keys, d, ks.strides[-1], ks.strides[-2], n, k_vec, threads, it
-    )
-    v_copy = _TileCopy(
-        "v", f"p{plan.v}", "v_base", block_keys, dv, vs.strides[-2], vs.strides[-1], n, v_vec, threads, it
-    )
-    aligned = " | ".join(f"(unsigned long long)p{i}" for i, vec in ((plan.k, k_vec), (plan.v, v_vec)) if vec)
+
+def _write_out(plan, g: _Geometry, out: Shape, nout: int, it: str) -> str:
+    """Normalise and store each output row: straight from the warp's accumulators, or (keys split)
+    after merging the splits' partials through shared memory, rescaled to the largest row
+    maximum (FlashAttention's merge, in the block)."""
 
     def value(acc: str, total: str) -> str:
         if plan.nan_guard:
             return f"{total} > 0.0f ? {acc} / {total} : 0.0f;  // where(isnan(p), 0, p): no unmasked key gives 0"
         return f"{acc} / {total};  // no unmasked key: 0/0 = NaN, as softmax over all -inf"
 
-    store = f"if (row < {m}) migx::store(p{nout}, o_base + row * {out.strides[-2]} + c * {out.strides[-1]}, y);"
-    if splits == 1:
-        write_out = f"""#pragma unroll
-    for (int dt = 0; dt < DT; ++dt) {{
-        #pragma unroll
-        for (int e = 0; e < 4; ++e) {{
-            const {it} row = row0 + g + (e >> 1) * 8;
-            const {it} c = dt * 8 + 2 * t + (e & 1);
-            const float l = l_run[e >> 1];
-            const float y = {value("o[dt][e]", "l")}
-            {store}
-        }}
-    }}"""
-    else:
-        # Each split warp holds its keys' unnormalised output, running max and sum; a row's
-        # result rescales every split to the largest max (FlashAttention's merge, in the block).
-        write_out = f"""__syncthreads();  // every warp is done with k_s / v_s: their space takes the partials
-    float* part_o = (float*)smem;  // [warp][16 rows][dv]
-    float* part_ml = part_o + {warps * 16 * dv};  // [warp][16 rows][max, sum]
-    #pragma unroll
-    for (int dt = 0; dt < DT; ++dt) {{
-        #pragma unroll
-        for (int e = 0; e < 4; ++e) part_o[(warp * 16 + g + (e >> 1) * 8) * {dv} + dt * 8 + 2 * t + (e & 1)] = o[dt][e];
-    }}
-    if (t == 0) {{
-        part_ml[(warp * 16 + g) * 2] = m_run[0];
-        part_ml[(warp * 16 + g) * 2 + 1] = l_run[0];
-        part_ml[(warp * 16 + g + 8) * 2] = m_run[1];
-        part_ml[(warp * 16 + g + 8) * 2 + 1] = l_run[1];
-    }}
-    __syncthreads();
-    const int tile_warp0 = (warp / SPLITS) * SPLITS;
-    for (int e = split * 32 + lane; e < {16 * dv}; e += SPLITS * 32) {{
-        const int r = e / {dv}, c = e % {dv};
-        float mx = -migx::inf_f();
-        #pragma unroll
-        for (int s = 0; s < SPLITS; ++s) mx = migx::max_(mx, part_ml[((tile_warp0 + s) * 16 + r) * 2]);
-        float l = 0.0f, acc = 0.0f;
-        #pragma unroll
-        for (int s = 0; s < SPLITS; ++s) {{
-            const float ms = part_ml[((tile_warp0 + s) * 16 + r) * 2];
-            const float w = ms == -migx::inf_f() ? 0.0f : expf(ms - mx);  // a split with no unmasked key adds nothing
-            l += w * part_ml[((tile_warp0 + s) * 16 + r) * 2 + 1];
-            acc += w * part_o[((tile_warp0 + s) * 16 + r) * {dv} + c];
-        }}
-        const {it} row = row0 + r;
-        const float y = {value("acc", "l")}
-        {store}
-    }}"""
-    kname = name.replace("attention_", "attention_mma_", 1) + "_kernel"  # still attention_*[_guarded]_kernel
-    src = f"""
-constexpr int KD = {d // 16};  // 16-wide chunks of the head dim (Q·Kᵀ reduction)
-constexpr int NT = {bn // 8};  // 8-key score tiles per warp's key tile
-constexpr int DT = {dv // 8};  // 8-wide output column tiles
-constexpr int SPLITS = {splits};  // warps per query tile, each over its own bn keys of a step
+    store = f"if (row < {g.m}) migx::store(p{nout}, o_base + row * {out.strides[-2]} + c * {out.strides[-1]}, y);"
+    if g.splits == 1:
+        return _render("write_unsplit", it=it, y=value("o[dt][e]", "l"), store=store)
+    return _render(
+        "write_split",
+        ml_offset=g.warps * 16 * g.dv,
+        dv=g.dv,
+        tile_elements=16 * g.dv,
+        it=it,
+        y=value("acc", "l"),
+        store=store,
+    )
 
-MIGX_GLOBAL void {kname}({kernel_params(shapes, [False] * nout + [True])}) {{
-    migx::kernel_entry();
-    __shared__ __attribute__((aligned(16))) unsigned char smem[{smem}];
-    unsigned short* k_s = (unsigned short*)smem;  // [block_keys][d + PAD]
-    unsigned short* v_s = k_s + {block_keys * (d + PAD)};  // [block_keys][dv + PAD]
-    const int lane = threadIdx.x % 32, g = lane >> 2, t = lane & 3;
-    const int warp = threadIdx.x / 32, split = warp % SPLITS;
-    const {it} bh = blockIdx.x / {row_blocks};
-    const {it} row0 = (blockIdx.x % {row_blocks}) * {rows} + (warp / SPLITS) * 16;
-    {batch_lines}
-    const {it} q_base = {offsets[plan.q]}, k_base = {offsets[plan.k]}, v_base = {offsets[plan.v]};
-    const bool aligned = (({aligned or "0ull"}) & 15ull) == 0;
-    (void)aligned;
-    (void)split;
-    unsigned qa[KD][4];
-    #pragma unroll
-    for (int kc = 0; kc < KD; ++kc) {{
-        #pragma unroll
-        for (int r = 0; r < 4; ++r) {{
-            const {it} row = row0 + g + (r & 1) * 8;
-            const {it} c = kc * 16 + 2 * t + (r >> 1) * 8;
-            const {it} off = q_base + row * {qs.strides[-2]} + c * {qs.strides[-1]};
-            const unsigned lo = row < {m} ? p{plan.q}[off].bits : 0;
-            const unsigned hi = row < {m} ? p{plan.q}[off + {qs.strides[-1]}].bits : 0;
-            qa[kc][r] = lo | (hi << 16);
-        }}
-    }}
-    float m_run[2] = {{-migx::inf_f(), -migx::inf_f()}}, l_run[2] = {{0.0f, 0.0f}};  // rows g, g + 8
-    float o[DT][4];
-    #pragma unroll
-    for (int dt = 0; dt < DT; ++dt) o[dt][0] = o[dt][1] = o[dt][2] = o[dt][3] = 0.0f;
-    {k_copy.decl()} {v_copy.decl()}
-    {k_copy.fetch("0")}
-    {v_copy.fetch("0")}
-    {pf_decl}
-    {pf_fetch(f"split * {bn}")}
-    const unsigned short* k_w = k_s + split * {bn * (d + PAD)};  // this warp's keys of the step
-    const unsigned short* v_w = v_s + split * {bn * (dv + PAD)};
-    for (int j0 = 0; j0 < {n}; j0 += {block_keys}) {{
-        __syncthreads();
-        {k_copy.put("k_s")}
-        {v_copy.put("v_s")}
-        __syncthreads();
-        if (j0 + {block_keys} < {n}) {{
-            {k_copy.fetch(f"(j0 + {block_keys})")}
-            {v_copy.fetch(f"(j0 + {block_keys})")}
-        }}
-        const int jw = j0 + split * {bn};  // first key of this warp's share
-        if (jw >= {n}) continue;  // warp-uniform: past the last key, this split has nothing left
-        // Fragments first, then NT independent mma: one warp per scheduler is all the SM has
-        // at these sizes, so consecutive tensor-core instructions must not wait on each other.
-        float sc[NT][4];
-        #pragma unroll
-        for (int nt = 0; nt < NT; ++nt) sc[nt][0] = sc[nt][1] = sc[nt][2] = sc[nt][3] = 0.0f;
-        #pragma unroll
-        for (int kc = 0; kc < KD; ++kc) {{
-            unsigned kb[NT][2];
-            #pragma unroll
-            for (int nt = 0; nt < NT; ++nt) {{
-                const unsigned short* kr = k_w + (nt * 8 + g) * {d + PAD} + kc * 16 + 2 * t;
-                kb[nt][0] = *(const unsigned*)kr;
-                kb[nt][1] = *(const unsigned*)(kr + 8);
-            }}
-            #pragma unroll
-            for (int nt = 0; nt < NT; ++nt) migx::mma_16816<{ty}>(sc[nt], qa[kc], kb[nt]);
-        }}
-        float mx[2] = {{-migx::inf_f(), -migx::inf_f()}};
-        #pragma unroll
-        for (int nt = 0; nt < NT; ++nt) {{
-            #pragma unroll
-            for (int e = 0; e < 4; ++e) {{
-                const {it} row = row0 + g + (e >> 1) * 8;
-                const {it} j = jw + nt * 8 + 2 * t + (e & 1);
-                float x = -migx::inf_f();
-                if (row < {m} && j < {n}) {{
-                    const float s = sc[nt][e];
-                    {score_body}
-                    x = {score};
-                }}
-                sc[nt][e] = x;
-                mx[e >> 1] = migx::max_(mx[e >> 1], x);
-            }}
-        }}
-        if (jw + {block_keys} < {n}) {{
-            {pf_fetch(f"(jw + {block_keys})")}
-        }}
-        float alpha[2];
-        #pragma unroll
-        for (int h = 0; h < 2; ++h) {{
-            // the row's four lanes (4g .. 4g+3) agree on its maximum
-            mx[h] = migx::max_(mx[h], MIGX_SHFL_XOR32(mx[h], 1));
-            mx[h] = migx::max_(mx[h], MIGX_SHFL_XOR32(mx[h], 2));
-            const float m_new = migx::max_(m_run[h], mx[h]);
-            // A row whose keys so far are all masked (-inf) has nothing to rescale yet.
-            alpha[h] = m_new == -migx::inf_f() ? 1.0f : expf(m_run[h] - m_new);
-            m_run[h] = m_new;
-            l_run[h] *= alpha[h];  // this lane's share of the row sum; lanes are summed at the end
-        }}
-        #pragma unroll
-        for (int nt = 0; nt < NT; ++nt) {{
-            #pragma unroll
-            for (int e = 0; e < 4; ++e) {{
-                const float x = sc[nt][e];
-                const float p = x == -migx::inf_f() ? 0.0f : expf(x - m_run[e >> 1]);
-                sc[nt][e] = p;
-                l_run[e >> 1] += p;
-            }}
-        }}
-        #pragma unroll
-        for (int dt = 0; dt < DT; ++dt) {{
-            o[dt][0] *= alpha[0]; o[dt][1] *= alpha[0]; o[dt][2] *= alpha[1]; o[dt][3] *= alpha[1];
-        }}
-        #pragma unroll
-        for (int kc = 0; kc < NT / 2; ++kc) {{
-            const unsigned pa[4] = {{migx::pack2<{ty}>(sc[2 * kc][0], sc[2 * kc][1]),
-                                    migx::pack2<{ty}>(sc[2 * kc][2], sc[2 * kc][3]),
-                                    migx::pack2<{ty}>(sc[2 * kc + 1][0], sc[2 * kc + 1][1]),
-                                    migx::pack2<{ty}>(sc[2 * kc + 1][2], sc[2 * kc + 1][3])}};
-            unsigned vb[DT][2];
-            #pragma unroll
-            for (int dt = 0; dt < DT; ++dt) migx::load_b_trans(vb[dt], v_w + kc * 16 * {dv + PAD} + dt * 8, {dv + PAD});
-            #pragma unroll
-            for (int dt = 0; dt < DT; ++dt) migx::mma_16816<{ty}>(o[dt], pa, vb[dt]);
-        }}
-    }}
-    #pragma unroll
-    for (int h = 0; h < 2; ++h) {{
-        l_run[h] += MIGX_SHFL_XOR32(l_run[h], 1);
-        l_run[h] += MIGX_SHFL_XOR32(l_run[h], 2);
-    }}
-    const {it} o_base = {offsets[nout]};
-    {write_out}
-}}"""
-    blocks = nb * row_blocks
-    return KernelSource(kname, source(src), blocks * threads, threads)
+
+def _tile_copies(plan, shapes: Sequence[Shape], g: _Geometry, it: str) -> tuple[_TileCopy, _TileCopy]:
+    """K is the dot's [d, n] operand (a transpose view): rows are keys along its last axis."""
+    ks, vs = shapes[plan.k], shapes[plan.v]
+    nbd = shapes[plan.q].ndim - 2
+    k_vec, v_vec = _vectorizable(ks, -2, nbd), _vectorizable(vs, -1, nbd)
+    k_copy = _TileCopy(
+        "k", f"p{plan.k}", "k_base", g.block_keys, g.d, ks.strides[-1], ks.strides[-2], g.n, k_vec, g.threads, it
+    )
+    v_copy = _TileCopy(
+        "v", f"p{plan.v}", "v_base", g.block_keys, g.dv, vs.strides[-2], vs.strides[-1], g.n, v_vec, g.threads, it
+    )
+    return k_copy, v_copy
+
+
+def _copy_slots(k_copy: _TileCopy, v_copy: _TileCopy, g: _Geometry) -> dict[str, str]:
+    """The kernel's K/V tile copies: register declarations, the first tile's loads, the stores to
+    shared memory and the next step's loads (vector copies check the buffers' alignment)."""
+    step = f"(j0 + {g.block_keys})"
+    aligned = " | ".join(f"(unsigned long long){c.ptr}" for c in (k_copy, v_copy) if c.vector)
+    return {
+        "aligned": aligned or "0ull",
+        "k_decl": k_copy.decl(),
+        "v_decl": v_copy.decl(),
+        "k_fetch0": k_copy.fetch("0"),
+        "v_fetch0": v_copy.fetch("0"),
+        "k_put": k_copy.put("k_s"),
+        "v_put": v_copy.put("v_s"),
+        "k_fetch_next": k_copy.fetch(step),
+        "v_fetch_next": v_copy.fetch(step),
+    }
+
+
+def mma_attention_kernel(plan, module: Module, shapes: Sequence[Shape], score_lines, name: str) -> KernelSource:
+    """`plan`: attention.AttentionPlan; `score_lines(offsets, preloaded)` -> (C++ lines, score
+    expr) reading s, row, j, the batch coordinates b0.. and, for each score-chain input k, the
+    expression preloaded(k); params: the group's inputs, then the output."""
+    qs = shapes[plan.q]
+    g = _geometry(qs, shapes[plan.k], shapes[plan.v])
+    it = index_type(shapes)
+    nbd = qs.ndim - 2
+    offsets = batch_offsets(shapes, nbd)
+    masks = _MaskPrefetch(shapes, offsets, it, g.m, g.n)
+    lines, score = score_lines(offsets, masks)
+    if g.smem > MAX_SHARED_BYTES:
+        raise CodegenUnsupported(f"attention head dims {g.d}/{g.dv} need {g.smem} bytes of shared memory")
+    nout = len(shapes) - 1
+    kname = name.replace("attention_", "attention_mma_", 1) + "_kernel"  # still attention_*[_guarded]_kernel
+    src = _render(
+        "kernel",
+        kd=g.d // 16,
+        nt=g.bn // 8,
+        dt=g.dv // 8,
+        splits=g.splits,
+        kname=kname,
+        params=kernel_params(shapes, [False] * nout + [True]),
+        smem=g.smem,
+        v_s_offset=g.block_keys * (g.d + PAD),
+        it=it,
+        row_blocks=g.row_blocks,
+        rows=g.rows,
+        batch_lines="\n    ".join(decompose("bh", qs.lens[:-2], it, "b")) if nbd else "",
+        q_base=offsets[plan.q],
+        k_base=offsets[plan.k],
+        v_base=offsets[plan.v],
+        q_row_stride=qs.strides[-2],
+        q_col_stride=qs.strides[-1],
+        m=g.m,
+        q=plan.q,
+        pf_decl=masks.decl(),
+        mask_fetch0=masks.fetch(f"split * {g.bn}"),
+        k_split_offset=g.bn * (g.d + PAD),
+        v_split_offset=g.bn * (g.dv + PAD),
+        n=g.n,
+        block_keys=g.block_keys,
+        bn=g.bn,
+        k_pitch=g.d + PAD,
+        ty=MMA_TYPES[qs.type],
+        score_body="\n                    ".join(lines),
+        score=score,
+        mask_fetch_next=masks.fetch(f"(jw + {g.block_keys})"),
+        v_pitch=g.dv + PAD,
+        o_base=offsets[nout],
+        write_out=_write_out(plan, g, shapes[-1], nout, it),
+        **_copy_slots(*_tile_copies(plan, shapes, g, it), g),
+    )
+    return KernelSource(kname, source(src), g.nb * g.row_blocks * g.threads, g.threads)

@@ -162,6 +162,12 @@ def offset_expr(coords: Sequence[str], strides: Sequence[int]) -> str:
     return " + ".join(terms) if terms else "0"
 
 
+def batch_offsets(shapes: Sequence[Shape], nbd: int) -> dict[int, str]:
+    """Param k's offset at batch coordinates b0..b{nbd-1} (its leading nbd strides), by param."""
+    coords = [f"b{i}" for i in range(nbd)]
+    return {k: (offset_expr(coords, s.strides[:nbd]) if nbd else "0") for k, s in enumerate(shapes)}
+
+
 def launch_1d(n: int, local: int = 256, max_blocks: int = 8192) -> tuple[int, int]:
     """(global, local) for a grid-stride loop over n items."""
     blocks = max(1, min((n + local - 1) // local, max_blocks))

@@ -26,6 +26,7 @@ from .common import (
     kernel_params,
     source,
 )
+from .templates import render
 
 TILE = 16
 
@@ -57,55 +58,44 @@ def gemm_kernel(shapes: Sequence[Shape], alpha: float = 1.0) -> KernelSource:
     it = index_type(shapes)
     tm, tn = -(-m // TILE), -(-n // TILE)
     nb = math.prod(batch) if batch else 1
-    lines = [
-        f"const int tx = threadIdx.x % {TILE}, ty = threadIdx.x / {TILE};",
-        f"{it} blk = blockIdx.x;",
-        f"const {it} tn = blk % {tn}; blk /= {tn};",
-        f"const {it} tm = blk % {tm}; blk /= {tm};",
-    ]
-    if batch:
-        lines += decompose("blk", batch, it, "g")
-        coords = [f"g{d}" for d in range(len(batch))]
-
-        def base(strides):
-            terms = [f"{c_} * {s}" for c_, s in zip(coords, strides) if s]
-            return " + ".join(terms) or "0"
-
-        lines += [
-            f"const {it} oa = {base(a.strides[:-2])};",
-            f"const {it} ob = {base(b.strides[:-2])};",
-            f"const {it} oc = {base(cs[:-2])};",
-        ]
-    else:
-        lines += [f"const {it} oa = 0, ob = 0, oc = 0;"]
-    scale = "" if alpha == 1.0 else f" * ({acc}){alpha!r}"
-    lines += [
-        f"const {it} row = tm * {TILE} + ty, col = tn * {TILE} + tx;",
-        f"{acc} acc = 0;",
-        f"for ({it} k0 = 0; k0 < {k}; k0 += {TILE}) {{",
-        f"    const {it} ak = k0 + tx, bk = k0 + ty;",
-        f"    sa[ty][tx] = (row < {m} && ak < {k}) ? ({acc})migx::load(p0, oa + row * {a.strides[-2]} + "
-        f"ak * {a.strides[-1]}) : ({acc})0;",
-        f"    sb[ty][tx] = (bk < {k} && col < {n}) ? ({acc})migx::load(p1, ob + bk * {b.strides[-2]} + "
-        f"col * {b.strides[-1]}) : ({acc})0;",
-        "    __syncthreads();",
-        "#pragma unroll",
-        f"    for (int kk = 0; kk < {TILE}; ++kk) acc += sa[ty][kk] * sb[kk][tx];",
-        "    __syncthreads();",
-        "}",
-        f"if (row < {m} && col < {n}) migx::store(p2, oc + row * {cs[-2]} + col * {cs[-1]}, acc{scale});",
-    ]
-    body = "\n    ".join(lines)
     name = f"gemm_tiled_{a.type}_{m}x{n}x{k}" + (f"_b{nb}" if nb > 1 else "")
-    src = f"""
-MIGX_GLOBAL void {name}_kernel({kernel_params([a, b, c], [False, False, True])}) {{
-    migx::kernel_entry();
-    __shared__ {acc} sa[{TILE}][{TILE + 1}];
-    __shared__ {acc} sb[{TILE}][{TILE + 1}];
-    {body}
-}}"""
+    src = render(
+        "gemm.hpp",
+        "kernel",
+        name=name,
+        params=kernel_params([a, b, c], [False, False, True]),
+        acc=acc,
+        tile=TILE,
+        pitch=TILE + 1,
+        it=it,
+        tiles_n=tn,
+        tiles_m=tm,
+        offsets=_batch_offsets(batch, [a.strides, b.strides, cs], it),
+        k=k,
+        m=m,
+        n=n,
+        a_row=a.strides[-2],
+        a_col=a.strides[-1],
+        b_row=b.strides[-2],
+        b_col=b.strides[-1],
+        c_row=cs[-2],
+        c_col=cs[-1],
+        scale="" if alpha == 1.0 else f" * ({acc}){alpha!r}",
+    )
     local = TILE * TILE
     return KernelSource(name + "_kernel", source(src), nb * tm * tn * local, local)
+
+
+def _batch_offsets(batch: list[int], strides: list[Sequence[int]], it: str) -> list[str]:
+    """Lines setting oa, ob and oc: each operand's offset at the block's batch coordinates."""
+    if not batch:
+        return [f"const {it} oa = 0, ob = 0, oc = 0;"]
+    coords = [f"g{d}" for d in range(len(batch))]
+
+    def base(s: Sequence[int]) -> str:
+        return " + ".join(f"{c_} * {st}" for c_, st in zip(coords, s[:-2]) if st) or "0"
+
+    return decompose("blk", batch, it, "g") + [f"const {it} o{x} = {base(s)};" for x, s in zip("abc", strides)]
 
 
 # quant_dot where 8-bit BLAS cannot take it (MIGX_WIDEN_8BIT=0): tiled, int32 / fp32 accumulation

@@ -47,6 +47,7 @@ from .common import (
     storage_type,
 )
 from .expr import BodyEmitter
+from .templates import render
 
 THREADS = 128
 PAD = 8  # shared-memory row padding in 16-bit elements (keeps fragment reads conflict-free)
@@ -173,6 +174,177 @@ def _stage(op: str, rows: int, cols: int, strides: tuple[int, int], lim: tuple[s
     return _Stage(f"unsigned short {op}r[{-(-ne // THREADS)}];", _each(ne, where, load), _each(ne, where, store))
 
 
+def _render(section: str, **values: object) -> str:
+    return render("gemm_mma.hpp", section, **values)
+
+
+def _lines(section: str, **values: object) -> list[str]:
+    return _render(section, **values).split("\n")
+
+
+@dataclass(frozen=True)
+class _Loop:
+    """What the K loops of one kernel share: the plan, the operands' corner pointers and bounds,
+    the B chunk's shape in shared memory, the pipeline depth and the per-chunk mma lines."""
+
+    plan: MmaGemmPlan
+    a: Shape
+    b: Shape
+    a_ptr: str
+    b_ptr: str
+    a_lim: tuple[str, str]
+    b_lim: tuple[str, str]
+    b_dims: tuple[int, int]
+    b_strides: tuple[int, int]
+    stages: int
+    compute: list[str]
+
+    @property
+    def nchunks(self) -> int:
+        return -(-self.plan.k // self.plan.bk)
+
+
+def _k_loop_parts(plan: MmaGemmPlan, a: Shape, b: Shape, it: str) -> _Loop:
+    m, n, k, bm, bn, bk = plan.m, plan.n, plan.k, plan.bm, plan.bn, plan.bk
+    # Offsets past 2^31 elements (a large batch or matrix under MIGX_GEMM_GEN=all) need the
+    # coordinates widened before they are multiplied; int stays int (the same source as before).
+    ri, rk, rc = (c if it == "int" else f"(({it}){c})" for c in ("row0", "k0", "col0"))
+    # Pipeline depth of the 16-byte path: chunks in flight while one is multiplied (a long K is
+    # a serial chain of load latencies otherwise), as many as 48 KB of static shared memory holds.
+    b_elems = bk * (bn + PAD) if plan.b_kmajor else bn * (bk + PAD)
+    stage_bytes = 2 * (bm * (bk + PAD) + b_elems)  # the as / bs arrays, one stage
+    most = int(os.environ.get("MIGX_GEMM_STAGES", MAX_STAGES))  # a knob for measuring
+    stages = max(2, min(most, -(-k // bk) + 1, SHARED_BYTES // stage_bytes))
+    if plan.b_kmajor:  # B chunk [BK][BN]: its rows are k
+        b_dims, b_strides, b_lim = (bk, bn), (b.strides[-2], b.strides[-1]), (f"{k} - k0", f"{n} - col0")
+        b_ptr = f"p1 + ob + ({rk} * {b.strides[-2]} + {rc} * {b.strides[-1]})"
+        b_frag = _lines("b_frag_kmajor", pitch=bn + PAD)
+    else:  # B chunk [BN][BK]: a transposed weight, k contiguous
+        b_dims, b_strides, b_lim = (bn, bk), (b.strides[-1], b.strides[-2]), (f"{n} - col0", f"{k} - k0")
+        b_ptr = f"p1 + ob + ({rc} * {b.strides[-1]} + {rk} * {b.strides[-2]})"
+        b_frag = _lines("b_frag_nmajor")
+    fm, fn = bm // plan.wm // 16, bn // plan.wn // 8
+    compute = _lines("compute", bk=bk, fm=fm, fn=fn, b_frag=b_frag, t=storage_type(b.type))
+    a_ptr = f"p0 + oa + ({ri} * {a.strides[-2]} + {rk} * {a.strides[-1]})"
+    a_lim = (f"{m} - row0", f"{k} - k0")
+    return _Loop(plan, a, b, a_ptr, b_ptr, a_lim, b_lim, b_dims, b_strides, stages, compute)
+
+
+def _main_loop(lp: _Loop, va: bool, vb: bool) -> list[str]:
+    """The chunk loop, A / B loads vectorised or not: double-buffered shared memory, the next
+    chunk's global loads issued before this chunk's mma, one barrier per chunk (the buffer
+    written is the one every warp finished reading before the last barrier)."""
+    a = lp.a
+    sa = _stage("a", lp.plan.bm, lp.plan.bk, (a.strides[-2], a.strides[-1]), lp.a_lim, va)
+    sb = _stage("b", *lp.b_dims, lp.b_strides, lp.b_lim, vb)
+    corner = [f"const auto* pa = {lp.a_ptr};", f"const auto* pb = {lp.b_ptr};"]
+    return _lines(
+        "main_loop",
+        sa_decl=sa.decl,
+        sb_decl=sb.decl,
+        loads=corner + sa.load + sb.load,
+        stores=sa.store + sb.store,
+        nchunks=lp.nchunks,
+        bk=lp.plan.bk,
+        compute=lp.compute,
+    )
+
+
+def _pipelined(lp: _Loop, prefetch_b: bool) -> list[str]:
+    """Both operands by 16-byte asynchronous copies, `stages` chunks deep: chunk c + stages - 1
+    is issued right after chunk c's mma, into the stage every warp finished reading before
+    this iteration's barrier."""
+    stages, nchunks = lp.stages, lp.nchunks
+
+    def issue(op: str, rows: int, cols: int, rs: int, lim: tuple[str, str], ptr: str) -> list[str]:
+        nv = rows * cols // 8
+        copy = _lines("async_copy", rows_left=lim[0], cols_left=lim[1], vectors=nv, op=op, row_stride=rs)
+        each = _each(nv, _vector_index(cols), copy)
+        return _lines("issue", name=f"issue_{op}", bk=lp.plan.bk, stages=stages, ptr=ptr, copies=each)
+
+    # With constant weights (prefetch_b), the first chunks of B are in flight before the wait
+    # for the previous kernel: under a dependent launch that wait is where this kernel sat
+    # idle, so their load latency is hidden behind the predecessor's tail.
+    first = f"for (int c = 0; c < {min(stages - 1, nchunks)}; ++c)"
+    start = (
+        [f"{first} issue_b(c);", "migx::kernel_wait();", f"{first} {{ issue_a(c); migx::copy_async_commit(); }}"]
+        if prefetch_b
+        else [f"{first} {{ issue_a(c); issue_b(c); migx::copy_async_commit(); }}"]
+    )
+    return _lines(
+        "pipelined",
+        issue_a=issue("a", lp.plan.bm, lp.plan.bk, lp.a.strides[-2], lp.a_lim, lp.a_ptr),
+        issue_b=issue("b", *lp.b_dims, lp.b_strides[0], lp.b_lim, lp.b_ptr),
+        start=start,
+        first_chunks=min(stages - 1, nchunks),
+        last_stage=stages - 1,
+        nchunks=nchunks,
+        wait_stages=stages - 2,
+        stages=stages,
+        compute=lp.compute,
+    )
+
+
+def _k_loop(lp: _Loop, prefetch_b: bool) -> list[str]:
+    """The pipelined 16-byte loop where both operands allow it (the element loop for a buffer
+    that turns out unaligned at run time), else the loop for what does."""
+    plan = lp.plan
+    vec_check = [f"((unsigned long long)p{q} % 16) == 0" for q, v in ((0, plan.a_vec), (1, plan.b_vec)) if v]
+    if plan.a_vec and plan.b_vec:
+        fallback = _main_loop(lp, False, False)
+        if prefetch_b:  # the element-load path waits first
+            fallback = [fallback[0], "migx::kernel_wait();", *fallback[1:]]
+        return [f"if ({' && '.join(vec_check)})", *_pipelined(lp, prefetch_b), "else", *fallback]
+    if vec_check:
+        return [
+            f"if ({' && '.join(vec_check)})",
+            *_main_loop(lp, plan.a_vec, plan.b_vec),
+            "else",
+            *_main_loop(lp, False, False),
+        ]
+    return _main_loop(lp, False, False)
+
+
+def _epilogue(epilogue: Module | None, extras: Sequence[Shape], views: list, ii: str, jj: str) -> tuple[list[str], str]:
+    """(lines, result expression) of the store function: one output element per call."""
+    if epilogue is None:
+        return [], "x"
+    ep_lines, loaded = [], []
+    for j, s in enumerate(extras):
+        v = views[j + 1]
+        ep_lines.append(
+            f"const {compute_type(s.type)} e{j} = migx::load(p{2 + j}, oc{j + 1} + {offset_expr([ii, jj], v[-2:])});"
+        )
+        loaded.append(f"e{j}")
+    em = BodyEmitter("ep")
+    outs = em.run(epilogue, ["x", *loaded])
+    # locals renumbered in order: the same epilogue in every layer gives the same source
+    # (one compile), whatever instruction ids the modules have
+    names = {v: f"ep{j}" for j, v in enumerate(dict.fromkeys(re.findall(r"\bep\d+\b", "\n".join(em.lines))))}
+    renumber = functools.partial(re.sub, r"\bep\d+\b", lambda mt: names.get(mt.group(0), mt.group(0)))
+    return ep_lines + [renumber(s) for s in em.lines], renumber(outs[0][0])
+
+
+def _block_head(plan: MmaGemmPlan, shapes: Sequence[Shape], views: list, it: str) -> list[str]:
+    """The block's tile, batch coordinates and the operands' batch offsets."""
+    tiles_m, tiles_n = -(-plan.m // plan.bm), -(-plan.n // plan.bn)
+    head = [
+        "int blk = blockIdx.x;",
+        f"const int tn = blk % {tiles_n}; blk /= {tiles_n};",
+        f"const int tm = blk % {tiles_m}; blk /= {tiles_m};",
+    ]
+    coords = [f"g{d}" for d in range(len(plan.batch))]
+    if plan.batch:
+        head += decompose("blk", list(plan.batch), it, "g")
+
+    def base(strides: Sequence[int]) -> str:
+        return offset_expr(coords, strides[: len(coords)]) if coords else "0"
+
+    head += [f"const {it} oa = {base(shapes[0].strides)}, ob = {base(shapes[1].strides)};"]
+    head += [f"const {it} oc{j} = {base(v)};" for j, v in enumerate(views)]
+    return head + [f"const int row0 = tm * {plan.bm}, col0 = tn * {plan.bn};"]
+
+
 def mma_gemm_kernel(
     shapes: Sequence[Shape], epilogue: Module | None = None, alpha: float = 1.0, constant_b: bool = False
 ) -> KernelSource:
@@ -182,242 +354,50 @@ def mma_gemm_kernel(
     writes (a weight literal), so its first chunks may load before the wait for the previous
     kernel where MIGX_GEMM_PREFETCH=1 (measured mixed, so off by default)."""
     plan = plan_mma_gemm(shapes)
-    a, b, out = shapes[0], shapes[1], shapes[-1]
-    extras = list(shapes[2:-1])
+    out, extras = shapes[-1], list(shapes[2:-1])
     if extras and epilogue is None:
         raise CodegenUnsupported("gemm extras without an epilogue")
     if not is_float(out.type):
         raise CodegenUnsupported(f"tensor-core GEMM writing {out.type}")
-    m, n, k, batch = plan.m, plan.n, plan.k, list(plan.batch)
-    bm, bn, bk, wm, wn = plan.bm, plan.bn, plan.bk, plan.wm, plan.wn
-    fm, fn = bm // wm // 16, bn // wn // 8
-    t = storage_type(b.type)
+    m, n, k, bm, bn, bk = plan.m, plan.n, plan.k, plan.bm, plan.bn, plan.bk
+    fm, fn = bm // plan.wm // 16, bn // plan.wn // 8
     it = index_type(shapes)
-    # Offsets past 2^31 elements (a large batch or matrix under MIGX_GEMM_GEN=all) need the
-    # coordinates widened before they are multiplied; int stays int (the same source as before).
-    ri, rk, rc, ii, jj = (c if it == "int" else f"(({it}){c})" for c in ("row0", "k0", "col0", "i", "j"))
-    dot_lens = batch + [m, n]
-    views = [view_strides(s.lens, s.strides, dot_lens) for s in [out, *extras]]
-    tiles_m, tiles_n = -(-m // bm), -(-n // bn)
-    nb = math.prod(batch)
-
-    head = [
-        "int blk = blockIdx.x;",
-        f"const int tn = blk % {tiles_n}; blk /= {tiles_n};",
-        f"const int tm = blk % {tiles_m}; blk /= {tiles_m};",
-    ]
-    if batch:
-        head += decompose("blk", batch, it, "g")
-        coords = [f"g{d}" for d in range(len(batch))]
-    else:
-        coords = []
-
-    def base(strides: Sequence[int]) -> str:
-        return offset_expr(coords, strides[: len(coords)]) if coords else "0"
-
-    head += [f"const {it} oa = {base(a.strides)}, ob = {base(b.strides)};"]
-    head += [f"const {it} oc{j} = {base(v)};" for j, v in enumerate(views)]
-    head += [f"const int row0 = tm * {bm}, col0 = tn * {bn};"]
-    nchunks = -(-k // bk)
-    # Pipeline depth of the 16-byte path: chunks in flight while one is multiplied (a long K is
-    # a serial chain of load latencies otherwise), as many as 48 KB of static shared memory holds.
-    b_elems = bk * (bn + PAD) if plan.b_kmajor else bn * (bk + PAD)
-    stage_bytes = 2 * (bm * (bk + PAD) + b_elems)  # the as / bs arrays below, one stage
-    most = int(os.environ.get("MIGX_GEMM_STAGES", MAX_STAGES))  # a knob for measuring
-    stages = max(2, min(most, nchunks + 1, SHARED_BYTES // stage_bytes))
-    a_lim = (f"{m} - row0", f"{k} - k0")
-    if plan.b_kmajor:  # B chunk [BK][BN]: its rows are k
-        b_dims, b_strides, b_lim = (bk, bn), (b.strides[-2], b.strides[-1]), (f"{k} - k0", f"{n} - col0")
-        b_decl = f"__shared__ __align__(16) unsigned short bs[{stages}][{bk}][{bn + PAD}];"
-        b_ptr = f"p1 + ob + ({rk} * {b.strides[-2]} + {rc} * {b.strides[-1]})"
-        b_frag = [f"migx::load_b_trans(bf[j], &bs[buf][kk][wn0 + j * 8], {bn + PAD});"]
-    else:  # B chunk [BN][BK]: a transposed weight, k contiguous
-        b_dims, b_strides, b_lim = (bn, bk), (b.strides[-1], b.strides[-2]), (f"{n} - col0", f"{k} - k0")
-        b_decl = f"__shared__ __align__(16) unsigned short bs[{stages}][{bn}][{bk + PAD}];"
-        b_ptr = f"p1 + ob + ({rc} * {b.strides[-1]} + {rk} * {b.strides[-2]})"
-        b_frag = [
-            "bf[j][0] = *reinterpret_cast<const unsigned*>(&bs[buf][wn0 + j * 8 + g][kk + 2 * t]);",
-            "bf[j][1] = *reinterpret_cast<const unsigned*>(&bs[buf][wn0 + j * 8 + g][kk + 2 * t + 8]);",
-        ]
-    a_ptr = f"p0 + oa + ({ri} * {a.strides[-2]} + {rk} * {a.strides[-1]})"
-    compute = [
-        "#pragma unroll",
-        f"for (int kk = 0; kk < {bk}; kk += 16) {{",
-        f"    unsigned af[{fm}][4], bf[{fn}][2];",
-        "#pragma unroll",
-        f"    for (int i = 0; i < {fm}; ++i) {{",
-        "        const int r = wm0 + i * 16 + g;",
-        "        af[i][0] = *reinterpret_cast<const unsigned*>(&as[buf][r][kk + 2 * t]);",
-        "        af[i][1] = *reinterpret_cast<const unsigned*>(&as[buf][r + 8][kk + 2 * t]);",
-        "        af[i][2] = *reinterpret_cast<const unsigned*>(&as[buf][r][kk + 2 * t + 8]);",
-        "        af[i][3] = *reinterpret_cast<const unsigned*>(&as[buf][r + 8][kk + 2 * t + 8]);",
-        "    }",
-        "#pragma unroll",
-        f"    for (int j = 0; j < {fn}; ++j) {{",
-        *("        " + s for s in b_frag),
-        "    }",
-        "#pragma unroll",
-        f"    for (int i = 0; i < {fm}; ++i)",
-        "#pragma unroll",
-        f"        for (int j = 0; j < {fn}; ++j) migx::mma_16816<{t}>(acc[i][j], af[i], bf[j]);",
-        "}",
-    ]
-
-    def main_loop(va: bool, vb: bool) -> list[str]:
-        """The chunk loop, A / B loads vectorised or not: double-buffered shared memory, the next
-        chunk's global loads issued before this chunk's mma, one barrier per chunk (the buffer
-        written is the one every warp finished reading before the last barrier)."""
-        sa = _stage("a", bm, bk, (a.strides[-2], a.strides[-1]), a_lim, va)
-        sb = _stage("b", *b_dims, b_strides, b_lim, vb)
-        corner = [f"const auto* pa = {a_ptr};", f"const auto* pb = {b_ptr};"]
-        return [
-            "{",
-            "    int buf = 0;",
-            f"    {sa.decl} {sb.decl}",
-            "    {",
-            "        const int k0 = 0;",
-            *("        " + s for s in corner + sa.load + sb.load),
-            "    }",
-            *("    " + s for s in sa.store + sb.store),
-            "    __syncthreads();",
-            f"    for (int c = 0; c < {nchunks}; ++c) {{",
-            f"        if (c + 1 < {nchunks}) {{",
-            f"            const int k0 = (c + 1) * {bk};",
-            *("            " + s for s in corner + sa.load + sb.load),
-            "        }",
-            *("        " + s for s in compute),
-            f"        if (c + 1 < {nchunks}) {{",
-            "            buf ^= 1;",
-            *("            " + s for s in sa.store + sb.store),
-            "            __syncthreads();",
-            "        }",
-            "    }",
-            "}",
-        ]
-
-    def pipelined() -> list[str]:
-        """Both operands by 16-byte asynchronous copies, `stages` chunks deep: chunk c + stages - 1
-        is issued right after chunk c's mma, into the stage every warp finished reading before
-        this iteration's barrier."""
-
-        def issue(op: str, rows: int, cols: int, rs: int, lim: tuple[str, str], ptr: str) -> list[str]:
-            nv = rows * cols // 8
-            copy = [
-                f"    const bool full = row < {lim[0]} && col < {lim[1]};",
-                f"    if (v < {nv}) migx::copy16_async(&{op}s[st][row][col], full ? p + (row * {rs} + col) : p, full);",
-            ]
-            return ["{", f"const auto* p = {ptr};", *_each(nv, _vector_index(cols), copy), "}"]
-
-        def lam(name: str, body: list[str]) -> list[str]:
-            head = f"    const int k0 = c * {bk}, st = c % {stages};"
-            return [f"auto {name} = [&](int c) {{", head, *("    " + x for x in body), "};"]
-
-        # With constant weights (prefetch_b), the first chunks of B are in flight before the wait
-        # for the previous kernel: under a dependent launch that wait is where this kernel sat
-        # idle, so their load latency is hidden behind the predecessor's tail.
-        first = f"for (int c = 0; c < {min(stages - 1, nchunks)}; ++c)"
-        start = (
-            [f"{first} issue_b(c);", "migx::kernel_wait();", f"{first} {{ issue_a(c); migx::copy_async_commit(); }}"]
-            if prefetch_b
-            else [f"{first} {{ issue_a(c); issue_b(c); migx::copy_async_commit(); }}"]
-        )
-        return [
-            "{",
-            *lam("issue_a", issue("a", bm, bk, a.strides[-2], a_lim, a_ptr)),
-            *lam("issue_b", issue("b", *b_dims, b_strides[0], b_lim, b_ptr)),
-            *start,
-            f"for (int c = {min(stages - 1, nchunks)}; c < {stages - 1}; ++c) migx::copy_async_commit();",
-            f"for (int c = 0; c < {nchunks}; ++c) {{",
-            f"    migx::copy_async_wait<{stages - 2}>();",
-            "    __syncthreads();",
-            f"    const int buf = c % {stages};",
-            *("    " + s for s in compute),
-            f"    if (c + {stages - 1} < {nchunks}) {{ issue_a(c + {stages - 1}); issue_b(c + {stages - 1}); }}",
-            "    migx::copy_async_commit();",
-            "}",
-            "}",
-        ]
-
-    vec_check = [f"((unsigned long long)p{q} % 16) == 0" for q, v in ((0, plan.a_vec), (1, plan.b_vec)) if v]
+    ii, jj = (c if it == "int" else f"(({it}){c})" for c in ("i", "j"))
+    views = [view_strides(s.lens, s.strides, list(plan.batch) + [m, n]) for s in [out, *extras]]
+    lp = _k_loop_parts(plan, shapes[0], shapes[1], it)
     # Off by default: on an H200 (one call, one process per setting) it gave gpt2 74.5 -> 73.0 and
     # llama 68.3 -> 66.4 us but bert 101.5 -> 108.1 us (fp16 graphs).
     prefetch_b = constant_b and plan.a_vec and plan.b_vec and os.environ.get("MIGX_GEMM_PREFETCH", "0") == "1"
-    if plan.a_vec and plan.b_vec:
-        fallback = main_loop(False, False)
-        if prefetch_b:  # the element-load path waits first
-            fallback = [fallback[0], "migx::kernel_wait();", *fallback[1:]]
-        loop = [f"if ({' && '.join(vec_check)})", *pipelined(), "else", *fallback]
-    elif vec_check:
-        loop = [f"if ({' && '.join(vec_check)})", *main_loop(plan.a_vec, plan.b_vec), "else", *main_loop(False, False)]
-    else:
-        loop = main_loop(False, False)
-
-    # epilogue: one output element per call of the store function
-    ep_lines: list[str] = []
-    if epilogue is not None:
-        loaded = []
-        for j, s in enumerate(extras):
-            v = views[j + 1]
-            ep_lines.append(
-                f"const {compute_type(s.type)} e{j} = migx::load(p{2 + j}, oc{j + 1} + "
-                f"{offset_expr([ii, jj], v[-2:])});"
-            )
-            loaded.append(f"e{j}")
-        em = BodyEmitter("ep")
-        outs = em.run(epilogue, ["x", *loaded])
-        # locals renumbered in order: the same epilogue in every layer gives the same source
-        # (one compile), whatever instruction ids the modules have
-        names = {v: f"ep{j}" for j, v in enumerate(dict.fromkeys(re.findall(r"\bep\d+\b", "\n".join(em.lines))))}
-        renumber = functools.partial(re.sub, r"\bep\d+\b", lambda mt: names.get(mt.group(0), mt.group(0)))
-        ep_lines += [renumber(s) for s in em.lines]
-        result = renumber(outs[0][0])
-    else:
-        result = "x"
-    scale = "" if alpha == 1.0 else f" * {float(alpha)!r}f"
-    nparams = len(shapes)
-    store_fn = [
-        "auto put = [&](int i, int j, float x) {",
-        f"    if (i >= {m} || j >= {n}) return;",
-        f"    x = x{scale};" if scale else "",
-        *("    " + s for s in ep_lines),
-        f"    migx::store(p{nparams - 1}, oc0 + {offset_expr([ii, jj], views[0][-2:])}, {result});",
-        "};",
-    ]
-    writeback = [
-        "#pragma unroll",
-        f"for (int i = 0; i < {fm}; ++i)",
-        "#pragma unroll",
-        f"    for (int j = 0; j < {fn}; ++j) {{",
-        "        const int r = row0 + wm0 + i * 16 + g, col = col0 + wn0 + j * 8 + 2 * t;",
-        "        put(r, col, acc[i][j][0]); put(r, col + 1, acc[i][j][1]);",
-        "        put(r + 8, col, acc[i][j][2]); put(r + 8, col + 1, acc[i][j][3]);",
-        "    }",
-    ]
-    body = [
-        f"__shared__ __align__(16) unsigned short as[{stages}][{bm}][{bk + PAD}];",
-        b_decl,
-        "const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane >> 2, t = lane & 3;",
-        f"const int wm0 = (warp / {wn}) * {fm * 16}, wn0 = (warp % {wn}) * {fn * 8};",
-        *head,
-        f"float acc[{fm}][{fn}][4];",
-        "#pragma unroll",
-        f"for (int i = 0; i < {fm}; ++i)",
-        "#pragma unroll",
-        f"    for (int j = 0; j < {fn}; ++j) acc[i][j][0] = acc[i][j][1] = acc[i][j][2] = acc[i][j][3] = 0.f;",
-        *loop,
-        *store_fn,
-        *writeback,
-    ]
+    ep_lines, result = _epilogue(epilogue, extras, views, ii, jj)
+    nb = math.prod(plan.batch)
     name = f"gemm_mma_{bm}x{bn}x{bk}_{m}x{n}x{k}" + (f"_b{nb}" if nb > 1 else "")
     if epilogue is not None:
         name += "_" + "_".join(dict.fromkeys(i.name for i in epilogue if not i.is_builtin()))[:32]
-    writes = [False] * (nparams - 1) + [True]
-    inner = "\n    ".join(s for s in body if s)
-    src = f"""
-MIGX_GLOBAL void {name}_kernel({kernel_params(shapes, writes)}) {{
-    {"migx::kernel_entry_early();" if prefetch_b else "migx::kernel_entry();"}
-    {inner}
-}}"""
+    src = _render(
+        "kernel",
+        name=name,
+        params=kernel_params(shapes, [False] * (len(shapes) - 1) + [True]),
+        entry="migx::kernel_entry_early();" if prefetch_b else "migx::kernel_entry();",
+        stages=lp.stages,
+        bm=bm,
+        a_pitch=bk + PAD,
+        b_rows=lp.b_dims[0],
+        b_pitch=lp.b_dims[1] + PAD,
+        wn=plan.wn,
+        wm_span=fm * 16,
+        wn_span=fn * 8,
+        head=_block_head(plan, shapes, views, it),
+        fm=fm,
+        fn=fn,
+        loop=_k_loop(lp, prefetch_b),
+        m=m,
+        n=n,
+        scale=[] if alpha == 1.0 else [f"x = x * {float(alpha)!r}f;"],
+        epilogue=ep_lines,
+        out=len(shapes) - 1,
+        out_offset=offset_expr([ii, jj], views[0][-2:]),
+        result=result,
+    )
     return KernelSource(name + "_kernel", source(src), plan.blocks * THREADS, THREADS)
 
 

@@ -19,6 +19,7 @@ from migx_explore.compiler.shape import Shape
 
 from .common import KernelSource, compute_type, decompose, kernel_params, launch_1d, offset_expr, source, storage_type
 from .gather_load import GatherLoad
+from .templates import render
 
 Body = Callable[[list[str], list[str]], list[str]]
 _PAIRED = {"float16": ("unsigned", 4), "bfloat16": ("unsigned", 4), "float32": ("float2", 8)}
@@ -48,6 +49,69 @@ def vectorizable(
     )
 
 
+def _pair_loads(
+    shapes: Sequence[Shape],
+    it: str,
+    coords: list[str],
+    strides: dict[int, list[int]],
+    loads: Sequence[int],
+    modes: dict[int, str],
+    gathers: dict[int, GatherLoad],
+) -> tuple[list[str], list[list[str]]]:
+    """(lines, the two elements' input expressions): a pair read as one word, a broadcast read
+    once for both, or two reads."""
+    lines: list[str] = []
+    elems: list[list[str]] = [[], []]
+    for k in loads:
+        ct = compute_type(shapes[k].type)
+        off = offset_expr(coords, strides[k])
+        g = gathers.get(k)
+        if g is not None:
+            lines += g.index_lines(offset_expr(coords, strides[g.index]), f"g{k}")
+            off = g.offset(off, f"g{k}", it)
+        if modes[k] == "pair":
+            word, _ = _PAIRED[shapes[k].type]
+            lines.append(f"const {word} w{k} = *(const {word}*)(p{k} + {off});")
+            if word == "float2":
+                pair = (f"w{k}.x", f"w{k}.y")
+            else:
+                st = storage_type(shapes[k].type)
+                pair = (f"migx::lo_f<{st}>(w{k})", f"migx::hi_f<{st}>(w{k})")
+        elif modes[k] == "bcast":
+            lines.append(f"const {ct} a{k} = migx::load(p{k}, {off});")
+            pair = (f"a{k}", f"a{k}")
+        else:
+            lines.append(f"const {ct} a{k}_0 = migx::load(p{k}, {off});")
+            lines.append(f"const {ct} a{k}_1 = migx::load(p{k}, {off} + {strides[k][-1]});")
+            pair = (f"a{k}_0", f"a{k}_1")
+        elems[0].append(pair[0])
+        elems[1].append(pair[1])
+    return lines, elems
+
+
+def _pair_stores(
+    shapes: Sequence[Shape],
+    coords: list[str],
+    strides: dict[int, list[int]],
+    stores: Sequence[int],
+    modes: dict[int, str],
+) -> list[str]:
+    lines = []
+    for k in stores:
+        off = offset_expr(coords, strides[k])
+        if modes[k] == "pair":
+            word, _ = _PAIRED[shapes[k].type]
+            if word == "float2":
+                lines.append(f"*(float2*)(p{k} + {off}) = make_float2(r{k}_0, r{k}_1);")
+            else:
+                st = storage_type(shapes[k].type)
+                lines.append(f"*({word}*)(p{k} + {off}) = migx::pack2<{st}>(r{k}_0, r{k}_1);")
+        else:  # a broadcast output would be a race in the scalar kernel too; never generated
+            lines.append(f"migx::store(p{k}, {off}, r{k}_0);")
+            lines.append(f"migx::store(p{k}, {off} + {strides[k][-1]}, r{k}_1);")
+    return lines
+
+
 def paired_kernel(
     name: str,
     shapes: Sequence[Shape],
@@ -72,33 +136,8 @@ def paired_kernel(
         if modes[k] == "pair" and g.stride % 2:
             modes[k] = "each"
     lines = decompose("i", clens, it)
-    elems: list[list[str]] = [[], []]
-    for k in loads:
-        ct = compute_type(shapes[k].type)
-        off = offset_expr(coords, strides[k])
-        g = gathers.get(k)
-        if g is not None:
-            lines += g.index_lines(offset_expr(coords, strides[g.index]), f"g{k}")
-            off = g.offset(off, f"g{k}", it)
-        if modes[k] == "pair":
-            word, _ = _PAIRED[shapes[k].type]
-            lines.append(f"const {word} w{k} = *(const {word}*)(p{k} + {off});")
-            if word == "float2":
-                elems[0].append(f"w{k}.x")
-                elems[1].append(f"w{k}.y")
-            else:
-                st = storage_type(shapes[k].type)
-                elems[0].append(f"migx::lo_f<{st}>(w{k})")
-                elems[1].append(f"migx::hi_f<{st}>(w{k})")
-        elif modes[k] == "bcast":
-            lines.append(f"const {ct} a{k} = migx::load(p{k}, {off});")
-            elems[0].append(f"a{k}")
-            elems[1].append(f"a{k}")
-        else:
-            lines.append(f"const {ct} a{k}_0 = migx::load(p{k}, {off});")
-            lines.append(f"const {ct} a{k}_1 = migx::load(p{k}, {off} + {strides[k][-1]});")
-            elems[0].append(f"a{k}_0")
-            elems[1].append(f"a{k}_1")
+    loaded, elems = _pair_loads(shapes, it, coords, strides, loads, modes, gathers)
+    lines += loaded
     for u in (0, 1):
         # each element's body in its own scope: the emitted locals have the same names twice
         lines += [f"{compute_type(shapes[k].type)} r{k}_{u};" for k in stores]
@@ -106,36 +145,20 @@ def paired_kernel(
         results = body(inner, elems[u])
         inner += [f"r{k}_{u} = {e};" for k, e in zip(stores, results)]
         lines.append("{ " + " ".join(inner) + " }")
-    for k in stores:
-        off = offset_expr(coords, strides[k])
-        if modes[k] == "pair":
-            word, _ = _PAIRED[shapes[k].type]
-            if word == "float2":
-                lines.append(f"*(float2*)(p{k} + {off}) = make_float2(r{k}_0, r{k}_1);")
-            else:
-                st = storage_type(shapes[k].type)
-                lines.append(f"*({word}*)(p{k} + {off}) = migx::pack2<{st}>(r{k}_0, r{k}_1);")
-        else:  # a broadcast output would be a race in the scalar kernel too; never generated
-            lines.append(f"migx::store(p{k}, {off}, r{k}_0);")
-            lines.append(f"migx::store(p{k}, {off} + {strides[k][-1]}, r{k}_1);")
+    lines += _pair_stores(shapes, coords, strides, stores, modes)
     paired = [k for k in modes if modes[k] == "pair"]
     check = " | ".join(f"((unsigned long long)p{k} & {_PAIRED[shapes[k].type][1] - 1}ull)" for k in paired)
     g, loc = launch_1d(n // 2)
-    pair_body = "\n            ".join(lines)
-    scalar_body = "\n            ".join(scalar_lines)
-    src = f"""
-MIGX_GLOBAL void {name}_kernel({kernel_params(shapes, writes)}) {{
-    migx::kernel_entry();
-    const {it} stride = ({it})gridDim.x * blockDim.x;
-    if (({check}) == 0) {{
-        for ({it} v = ({it})blockIdx.x * blockDim.x + threadIdx.x; v < {n // 2}; v += stride) {{
-            const {it} i = v * 2;
-            {pair_body}
-        }}
-    }} else {{
-        for ({it} i = ({it})blockIdx.x * blockDim.x + threadIdx.x; i < {n}; i += stride) {{
-            {scalar_body}
-        }}
-    }}
-}}"""
+    src = render(
+        "pointwise_vec.hpp",
+        "kernel",
+        name=name,
+        params=kernel_params(shapes, writes),
+        it=it,
+        check=check,
+        pairs=n // 2,
+        pair_body=lines,
+        n=n,
+        scalar_body=list(scalar_lines),
+    )
     return KernelSource(name + "_kernel", source(src), g, loc)

@@ -17,6 +17,7 @@ from migx_explore.compiler.op import Op
 from migx_explore.compiler.shape import Shape
 
 from .common import CodegenUnsupported, KernelSource, RequestGenerator, kernel_params, offset_expr, source
+from .templates import render
 
 REGISTER_FLOATS = 128  # R^T values a thread keeps in registers; more are read from memory each step
 BLOCK_REGISTERS = 65536
@@ -41,70 +42,37 @@ def lstm_recurrence_kernel(op: Op, shapes: Sequence[Shape]) -> KernelSource:
         return offset_expr(list(idx), s.strides)
 
     r_at = f"(float)migx::load(p1, {at(rt, 'k', 'col')})"
-    lines = [
-        f"__shared__ float h_s[{batch * hidden}], c_s[{batch * hidden}], g_s[{batch * g}];",
-        "const int t = threadIdx.x;",
-        f"for (int e = t; e < {batch * hidden}; e += {threads}) {{",
-        f"    const int b = e / {hidden}, j = e % {hidden};",
-        f"    h_s[e] = (float)migx::load(p3, {at(h0, 'b', 'j')});",
-        f"    c_s[e] = (float)migx::load(p4, {at(c0, 'b', 'j')});",
-        "}",
-        f"float bias_r[{cols}];",
-    ]
-    if in_regs:
-        lines.append(f"float r[{cols}][{hidden}];")
-    lines += [
-        "#pragma unroll",
-        f"for (int q = 0; q < {cols}; ++q) {{",
-        f"    const int col = t + q * {threads};",
-        f"    bias_r[q] = col < {g} ? (float)migx::load(p2, {at(bias, 'col')}) : 0.0f;",
-    ]
-    if in_regs:
-        lines += ["#pragma unroll", f"    for (int k = 0; k < {hidden}; ++k) r[q][k] = col < {g} ? {r_at} : 0.0f;"]
-    lines += [
-        "}",
-        "__syncthreads();",
-        f"for (int step = 0; step < {seq}; ++step) {{",
-        f"    const int ts = {f'{seq - 1} - step' if op['reverse'] else 'step'};",
-        "#pragma unroll",
-        f"    for (int q = 0; q < {cols}; ++q) {{",
-        f"        const int col = t + q * {threads};",
-        f"        if (col >= {g}) continue;",
-        f"        for (int b = 0; b < {batch}; ++b) {{",
-        f"            float acc = (float)migx::load(p0, {at(xw, 'ts', 'b', 'col')}) + bias_r[q];",
-        f"            const float* hb = h_s + b * {hidden};",
-        "#pragma unroll" if in_regs else "#pragma unroll 8",  # register indices must be constants
-        f"            for (int k = 0; k < {hidden}; ++k) acc += hb[k] * {'r[q][k]' if in_regs else r_at};",
-        f"            g_s[b * {g} + col] = acc;",
-        "        }",
-        "    }",
-        "    __syncthreads();",
-        f"    for (int e = t; e < {batch * hidden}; e += {threads}) {{",
-        f"        const int b = e / {hidden}, j = e % {hidden};",
-        f"        const float* gb = g_s + b * {g};",
-        "        const float i = 1.0f / (1.0f + expf(-gb[j]));",
-        f"        const float o = 1.0f / (1.0f + expf(-gb[{hidden} + j]));",
-        f"        const float f = 1.0f / (1.0f + expf(-gb[{2 * hidden} + j]));",
-        f"        const float c = f * c_s[e] + i * tanhf(gb[{3 * hidden} + j]);",
-        "        const float h = o * tanhf(c);",
-        "        c_s[e] = c;",
-        "        h_s[e] = h;",
-        f"        migx::store(p5, {at(y, 'ts', 'b', 'j')}, h);",
-        "    }",
-        "    __syncthreads();",
-        "}",
-        f"for (int e = t; e < {batch * hidden}; e += {threads}) {{",
-        f"    const int b = e / {hidden}, j = e % {hidden};",
-        f"    migx::store(p6, {at(c_last, 'b', 'j')}, c_s[e]);",
-        "}",
-    ]
-    body = "\n    ".join(lines)
     name = f"lstm_recurrence_{'reverse' if op['reverse'] else 'forward'}_kernel"
-    src = f"""
-MIGX_GLOBAL __launch_bounds__({threads}) void {name}({kernel_params(shapes, [False] * 5 + [True, True])}) {{
-    migx::kernel_entry();
-    {body}
-}}"""
+    src = render(
+        "recurrent.hpp",
+        "kernel",
+        threads=threads,
+        name=name,
+        params=kernel_params(shapes, [False] * 5 + [True, True]),
+        state=batch * hidden,
+        gates=batch * g,
+        hidden=hidden,
+        h0_at=at(h0, "b", "j"),
+        c0_at=at(c0, "b", "j"),
+        cols=cols,
+        r_decl=[f"float r[{cols}][{hidden}];"] if in_regs else [],
+        g=g,
+        bias_at=at(bias, "col"),
+        r_load=["#pragma unroll", f"    for (int k = 0; k < {hidden}; ++k) r[q][k] = col < {g} ? {r_at} : 0.0f;"]
+        if in_regs
+        else [],
+        seq=seq,
+        ts=f"{seq - 1} - step" if op["reverse"] else "step",
+        batch=batch,
+        xw_at=at(xw, "ts", "b", "col"),
+        unroll="#pragma unroll" if in_regs else "#pragma unroll 8",  # register indices must be constants
+        r_value="r[q][k]" if in_regs else r_at,
+        o_gate=hidden,
+        f_gate=2 * hidden,
+        c_gate=3 * hidden,
+        y_at=at(y, "ts", "b", "j"),
+        c_last_at=at(c_last, "b", "j"),
+    )
     return KernelSource(name, source(src), threads, threads)
 
 

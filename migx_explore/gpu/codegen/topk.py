@@ -43,7 +43,7 @@ from migx_explore.compiler.ops.common import norm_axis
 from migx_explore.compiler.shape import Shape
 
 from .common import KernelSource, decompose, index_type, kernel_params, offset_expr, source
-from .topk_device import TOPK_HELPERS
+from .templates import render
 
 MAX_THREADS = 1024
 RADIX_MIN_N = 512  # shorter slices: the rank-counting kernel is already a single short pass
@@ -341,27 +341,27 @@ def _bitonic_sort(width: int, threads: int) -> list[str]:
     ]
 
 
-def radix_topk_kernel(op: Op, shapes: Sequence[Shape]) -> KernelSource:
-    """shapes: (x, values, indices), or (x, ticket, workspace, values, indices) when the lowering
-    gave the op topk_workspace's buffers (a spread plan)."""
+def _lines(section: str, **values: object) -> list[str]:
+    return render("topk.hpp", section, **values).split("\n")
+
+
+@dataclass(frozen=True)
+class _Slice:
+    """One block's view of its slice: `load` reads key j's value, `count` is how many keys the
+    block has (its chunk of a spread slice), `low` the word's low half (the index's complement)."""
+
+    load: str
+    count: str
+    low: str
+    flip: str
+
+
+def _slice_lines(op: Op, shapes: Sequence[Shape], plan: RadixPlan, axis: int, it: str) -> tuple[list[str], _Slice]:
+    """The slice's coordinates and bases, then the prologue: shared arrays, MIGX_OUT, the cleared
+    histograms; with `clocks`, the first timestamp."""
     x, vals, idx = shapes[0], shapes[-2], shapes[-1]
-    axis = norm_axis(op["axis"], x.ndim, "topk")
-    n, k = x.lens[axis], op["k"]
-    nslices = x.elements() // n
-    plan = radix_plan(n, k)
-    if len(shapes) != 5 or shapes[2].elements() != nslices * plan.parts * plan.cap:  # no (or another plan's) workspace
-        plan = radix_plan(n, k, spread=False)
-    parts, threads, width = plan.parts, plan.threads, plan.width
-    # MIGX_TOPK_CLOCKS=1 (one block a slice; measuring only): thread 0's clock64 after the load,
-    # the passes, the compaction and the sort replace values 0..3 of the output
-    clocks = os.environ.get("MIGX_TOPK_CLOCKS") == "1" and parts == 1
-
-    def clk(i: int) -> list[str]:
-        return [f"if (t == 0) c[{i}] = clock64();"] if clocks else []
-
-    it = index_type(shapes)
+    parts = plan.parts
     dims = [d for d in range(x.ndim) if d != axis]
-    flip = "" if op["largest"] else "~"
     lines = [f"const {it} slice = blockIdx.x / {parts};" if parts > 1 else f"const {it} slice = blockIdx.x;"]
     lines += decompose("slice", [x.lens[d] for d in dims] or [1], it, "s")
     coords = [f"s{j}" for j in range(len(dims))]
@@ -370,93 +370,94 @@ def radix_topk_kernel(op: Op, shapes: Sequence[Shape]) -> KernelSource:
         lines.append(f"const {it} base{p} = {offset_expr(coords, [s.strides[d] for d in dims]) if dims else '0'};")
     xs = x.strides[axis]
     start = f"(({it})(blockIdx.x % {parts}) * {plan.chunk})" if parts > 1 else "0"
-    count = "cnt" if parts > 1 else str(n)
+    flip = "" if op["largest"] else "~"
+    lines += _lines(
+        "prologue",
+        k=op["k"],
+        width=plan.width,
+        threads=plan.threads,
+        clock_start=["long long c[5] = {clock64(), 0, 0, 0, 0};"] if _clocks(plan) else [],
+        pool=plan.pool,
+        flip=flip,
+        xs=xs,
+        po=po,
+        value_stride=vals.strides[axis],
+        pi=pi,
+        index_stride=idx.strides[axis],
+    )
     load = f"(float)migx::load(p0, base0 + ({start} + (j)) * {xs})"
-    key = f"{flip}migx_topk_key({load})"
-    lines += [
-        f"constexpr int K = {k}, P = {width}, NT = {threads};",
-        "const int t = threadIdx.x;",
-        *(["long long c[5] = {clock64(), 0, 0, 0, 0};"] if clocks else []),
-        "__shared__ __align__(16) unsigned int hist[768];",  # three 256-bin buffers (see _select)
-        "__shared__ unsigned long long win[P];",
-        f"__shared__ unsigned long long pool_s[{plan.pool}];",
-        "__shared__ unsigned int s_m;",
-        "unsigned int m_surv;",
-        # output i is word w: its value from the key (from memory where the key lost it)
-        f"#define MIGX_OUT(i, w) {{ const int jj = (int)~(unsigned int)(w); "
-        f"float f = migx_topk_unkey({flip}(unsigned int)((w) >> 32)); "
-        f"if (migx_topk_lossy(f)) f = (float)migx::load(p0, base0 + jj * {xs}); "
-        f"migx::store(p{po}, base{po} + (i) * {vals.strides[axis]}, f); "
-        f"migx::store(p{pi}, base{pi} + (i) * {idx.strides[axis]}, (long long)jj); }}",
-        "for (int b = t; b < 768; b += blockDim.x) hist[b] = 0u;",
-        "if (t == 0) s_m = 0u;",
-        "__syncthreads();",
-    ]
     low = f"(unsigned int)~(unsigned int)({start} + (j))"
+    return lines, _Slice(load, "cnt" if parts > 1 else str(x.lens[axis]), low, flip)
+
+
+def _clocks(plan: RadixPlan) -> bool:
+    """MIGX_TOPK_CLOCKS=1 (one block a slice; measuring only): thread 0's clock64 after the load,
+    the passes, the compaction and the sort replace values 0..3 of the output."""
+    return os.environ.get("MIGX_TOPK_CLOCKS") == "1" and plan.parts == 1
+
+
+def _clk(plan: RadixPlan, i: int) -> list[str]:
+    return [f"if (t == 0) c[{i}] = clock64();"] if _clocks(plan) else []
+
+
+def _key_lines(plan: RadixPlan, sl: _Slice, n: int, it: str) -> tuple[list[str], str]:
+    """(lines, slot) where survivors go (MIGX_SURV) and how a key's word is read (MIGX_WORD):
+    from shared memory where the slice's keys fit (keys_shared), else from global memory."""
+    parts, slot = plan.parts, ""
     if parts > 1:
         slot = f"({it})slice * {parts * plan.cap}"
-        lines += [
-            "__shared__ bool s_last;",
-            "unsigned int* ticket = (unsigned int*)p1;",
-            "unsigned long long* ws = (unsigned long long*)p2;",
-            f"const int cnt = {n} - (int){start} < {plan.chunk} ? {n} - (int){start} : {plan.chunk};",
-            f"#define MIGX_SURV(i, w) (ws[{slot} + (blockIdx.x % {parts}) * {plan.cap} + (i)] = (w))",
-        ]
+        start = f"(({it})(blockIdx.x % {parts}) * {plan.chunk})"
+        lines = _lines("spread", n=n, start=start, chunk=plan.chunk, slot=slot, parts=parts, cap=plan.cap)
     else:
-        lines.append("#define MIGX_SURV(i, w) (win[(i)] = (w))")
+        lines = ["#define MIGX_SURV(i, w) (win[(i)] = (w))"]
     if plan.keys_shared:
-        # each key computed once into shared memory, the top digit's histogram counted on the way;
-        # every load of the thread is issued before the first is used (one memory latency, not
-        # one a key: the histogram's warp collectives would otherwise keep them apart)
-        per = -(-plan.chunk // threads)
-        lines += [
-            "unsigned int* keys_s = (unsigned int*)pool_s;",
-            "bool first_done = true;",
-            f"float xv[{per}];",
-            "#pragma unroll",
-            f"for (int r = 0; r < {per}; ++r) {{",
-            f"    const int j = r * {threads} + t;",
-            f"    xv[r] = j < {count} ? {load} : 0.0f;",
-            "}",
-            "#pragma unroll",
-            f"for (int r = 0; r < {per}; ++r) {{",
-            f"    const int j = r * {threads} + t;",
-            "    unsigned int bin = 256u;",
-            f"    if (j < {count}) {{ const unsigned int u = {flip}migx_topk_key(xv[r]);",
-            "        keys_s[j] = u; bin = u >> 24; }",
-            "    migx_hist_add(hist, bin);",
-            "}",
-            "__syncthreads();",
-            *clk(1),
-            f"#define MIGX_WORD(j) (((unsigned long long)keys_s[(j)] << 32) | {low})",
-        ]
+        per = -(-plan.chunk // plan.threads)
+        lines += _lines(
+            "keys_shared",
+            per=per,
+            threads=plan.threads,
+            count=sl.count,
+            load=sl.load,
+            flip=sl.flip,
+            clock=_clk(plan, 1),
+            low=sl.low,
+        )
     else:
-        lines += ["bool first_done = false;", f"#define MIGX_WORD(j) (((unsigned long long)({key}) << 32) | {low})"]
+        key = f"{sl.flip}migx_topk_key({sl.load})"
+        lines += ["bool first_done = false;", f"#define MIGX_WORD(j) (((unsigned long long)({key}) << 32) | {sl.low})"]
+    return lines, slot
+
+
+def radix_topk_kernel(op: Op, shapes: Sequence[Shape]) -> KernelSource:
+    """shapes: (x, values, indices), or (x, ticket, workspace, values, indices) when the lowering
+    gave the op topk_workspace's buffers (a spread plan)."""
+    x, vals = shapes[0], shapes[-2]
+    axis = norm_axis(op["axis"], x.ndim, "topk")
+    n, k = x.lens[axis], op["k"]
+    nslices = x.elements() // n
+    plan = radix_plan(n, k)
+    if len(shapes) != 5 or shapes[2].elements() != nslices * plan.parts * plan.cap:  # no (or another plan's) workspace
+        plan = radix_plan(n, k, spread=False)
+    parts, threads, width = plan.parts, plan.threads, plan.width
+    it = index_type(shapes)
+    lines, sl = _slice_lines(op, shapes, plan, axis, it)
+    key_lines, slot = _key_lines(plan, sl, n, it)
+    lines += key_lines
     cap = str(plan.cap) if parts > 1 else "P"
-    lines += [
-        "{",
-        f"    const unsigned int want0 = {count} < K ? (unsigned int)({count}) : (unsigned int)K;",
-        *("    " + s for s in _select(count, cap) + clk(2) + _compact(count)),
-        "}",
-    ]
+    lines += _lines("select", count=sl.count, passes=_select(sl.count, cap) + _clk(plan, 2) + _compact(sl.count))
     if parts > 1:
         lines.append(f"for (int i = (int)m_surv + t; i < {plan.cap}; i += blockDim.x) MIGX_SURV(i, 0ull);")
         lines += _merge(parts, plan.cap, slot, threads)
     else:
         lines.append("for (int i = (int)m_surv + t; i < P; i += blockDim.x) win[i] = 0ull;")
-    lines += clk(3) + (_run_sort(k) if width <= RUN_SORT_MAX else _bitonic_sort(width, threads))
-    if clocks:
-        lines += ["__syncthreads();", *clk(4), "if (t == 0) {"]
-        vs = vals.strides[axis]
+    lines += _clk(plan, 3) + (_run_sort(k) if width <= RUN_SORT_MAX else _bitonic_sort(width, threads))
+    if _clocks(plan):
+        po, vs = len(shapes) - 2, vals.strides[axis]
+        lines += ["__syncthreads();", *_clk(plan, 4), "if (t == 0) {"]
         lines += [f"    migx::store(p{po}, base{po} + {i} * {vs}, (float)(c[{i + 1}] - c[0]));" for i in range(4)]
         lines.append("}")
     lines += ["#undef MIGX_WORD", "#undef MIGX_SURV", "#undef MIGX_OUT"]
-    body = "\n    ".join(lines)
     name = f"topk_radix{'_spread' if parts > 1 else ''}_{'largest' if op['largest'] else 'smallest'}_kernel"
-    writes = [False] + [True] * (len(shapes) - 1)
-    src = f"""{TOPK_HELPERS}
-MIGX_GLOBAL void {name}({kernel_params(shapes, writes)}) {{
-    migx::kernel_entry();
-    {body}
-}}"""
+    params = kernel_params(shapes, [False] + [True] * (len(shapes) - 1))
+    src = render("topk.hpp", "kernel", helpers=render("topk.hpp", "helpers"), name=name, params=params, body=lines)
     return KernelSource(name, source(src), nslices * parts * threads, threads)

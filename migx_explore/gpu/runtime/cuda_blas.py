@@ -15,6 +15,7 @@ import ctypes
 import ctypes.util
 import functools
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -207,41 +208,7 @@ class Cublas:
         if calls is None:
             if plan.dtype == "float8e4m3fn":  # fp8 GEMMs exist only in cuBLASLt
                 raise GpuError(f"cuda: cuBLASLt refused the fp8 GEMM {plan.describe()}")
-            al, be = (vp(ctypes.addressof(x)) for x in keep[:2])
-            calls = [
-                functools.partial(
-                    self.gemm_raw,
-                    bh.handle,
-                    i32(plan.trans1),
-                    i32(plan.trans2),
-                    i32(plan.m),
-                    i32(plan.n),
-                    i32(plan.k),
-                    al,
-                    vp(p1),
-                    i32(t),
-                    i32(plan.ld1),
-                    i64(plan.stride1),
-                    vp(p2),
-                    i32(t),
-                    i32(plan.ld2),
-                    i64(plan.stride2),
-                    be,
-                    vp(pc),
-                    i32(tc),
-                    i32(plan.ldc),
-                    i64(plan.stride_c),
-                    i32(plan.batch),
-                    i32(compute),
-                    i32(GEMM_DEFAULT),
-                )
-                for p1, p2, pc in ptrs
-            ]
-            if plan.dtype == "int8":  # one checked call: a refusal falls back to a generated kernel
-                for f in calls:
-                    err = f()
-                    if err:
-                        raise GpuError(f"cuda: cuBLAS refused the int8 GEMM {plan.describe()} (status {err})")
+            calls = self._cublas_calls(bh, plan, (t, tc), compute, ptrs, keep)
 
         def step(calls=tuple(calls), keep=keep) -> tuple:
             for f in calls:
@@ -263,6 +230,119 @@ class Cublas:
         keep.append(lay)
         return lay
 
+    def _cublas_calls(self, bh: BlasHandle, plan: GemmPlan, types: tuple[int, int], compute: int, ptrs, keep: list):
+        """cublasGemmStridedBatchedEx calls, one per pointer triple (alpha and beta in keep[:2])."""
+        t, tc = types
+        al, be = (vp(ctypes.addressof(x)) for x in keep[:2])
+        calls = [
+            functools.partial(
+                self.gemm_raw,
+                bh.handle,
+                i32(plan.trans1),
+                i32(plan.trans2),
+                i32(plan.m),
+                i32(plan.n),
+                i32(plan.k),
+                al,
+                vp(p1),
+                i32(t),
+                i32(plan.ld1),
+                i64(plan.stride1),
+                vp(p2),
+                i32(t),
+                i32(plan.ld2),
+                i64(plan.stride2),
+                be,
+                vp(pc),
+                i32(tc),
+                i32(plan.ldc),
+                i64(plan.stride_c),
+                i32(plan.batch),
+                i32(compute),
+                i32(GEMM_DEFAULT),
+            )
+            for p1, p2, pc in ptrs
+        ]
+        if plan.dtype == "int8":  # one checked call: a refusal falls back to a generated kernel
+            for f in calls:
+                err = f()
+                if err:
+                    raise GpuError(f"cuda: cuBLAS refused the int8 GEMM {plan.describe()} (status {err})")
+        return calls
+
+    def _lt_layouts(self, plan: GemmPlan, types: tuple[int, int], keep: list) -> tuple[vp, vp, vp]:
+        """The layouts of A, B (as the plan transposes them) and C."""
+        t, tc = types
+        s1 = (plan.k, plan.m) if plan.trans1 else (plan.m, plan.k)
+        s2 = (plan.n, plan.k) if plan.trans2 else (plan.k, plan.n)
+        la = self._layout(t, *s1, plan.ld1, plan.batch, plan.stride1, keep)
+        lb = self._layout(t, *s2, plan.ld2, plan.batch, plan.stride2, keep)
+        lc = self._layout(tc, plan.m, plan.n, plan.ldc, plan.batch, plan.stride_c, keep)
+        return la, lb, lc
+
+    def _lt_desc(self, plan: GemmPlan, compute: int, keep: list, bias: int | None, act: str) -> vp:
+        """The matmul descriptor: compute and scale types, transposes and the epilogue (set before
+        the heuristic, which then picks kernels that support it)."""
+        L = self.lt
+        desc = vp()
+        scale_t = {70: 1, 72: CUDA_R["int32"]}.get(compute, 0)  # the alpha/beta type
+        _ok(L.cublasLtMatmulDescCreate(ctypes.byref(desc), i32(compute), i32(scale_t)), "MatmulDescCreate")
+        keep.append(desc)
+        for attr, v in ((LT_DESC_TRANSA, plan.trans1), (LT_DESC_TRANSB, plan.trans2)):
+            val = i32(int(v))
+            _ok(
+                L.cublasLtMatmulDescSetAttribute(desc, i32(attr), ctypes.byref(val), ctypes.c_size_t(4)),
+                "MatmulDescSetAttribute",
+            )
+        if bias is not None or act:
+            epi = ctypes.c_uint32(LT_EPILOGUE[(act, bias is not None)])
+            keep.append(epi)
+            _ok(
+                L.cublasLtMatmulDescSetAttribute(desc, i32(LT_DESC_EPILOGUE), ctypes.byref(epi), ctypes.c_size_t(4)),
+                "MatmulDescSetAttribute(epilogue)",
+            )
+        if bias is not None:
+            ptr = vp(bias)
+            keep.append(ptr)
+            _ok(
+                L.cublasLtMatmulDescSetAttribute(
+                    desc, i32(LT_DESC_BIAS_POINTER), ctypes.byref(ptr), ctypes.c_size_t(8)
+                ),
+                "MatmulDescSetAttribute(bias)",
+            )
+        return desc
+
+    def _lt_candidates(self, bh: BlasHandle, desc: vp, layouts: tuple[vp, vp, vp], keep: list) -> list:
+        """The heuristic's algorithms that succeeded and fit the workspace (kept alive in `keep`)."""
+        L = self.lt
+        la, lb, lc = layouts
+        pref = vp()
+        _ok(L.cublasLtMatmulPreferenceCreate(ctypes.byref(pref)), "PreferenceCreate")
+        keep.append(pref)
+        wsb = ctypes.c_uint64(bh.workspace_bytes)
+        _ok(
+            L.cublasLtMatmulPreferenceSetAttribute(
+                pref, i32(LT_PREF_MAX_WORKSPACE), ctypes.byref(wsb), ctypes.c_size_t(8)
+            ),
+            "pref",
+        )
+        results = (HeuristicResult * LT_CANDIDATES)()
+        count = i32(0)
+        _ok(
+            L.cublasLtMatmulAlgoGetHeuristic(
+                bh.lt, desc, la, lb, lc, lc, pref, i32(LT_CANDIDATES), results, ctypes.byref(count)
+            ),
+            "AlgoGetHeuristic",
+        )
+        cands = [
+            results[i]
+            for i in range(count.value)
+            if results[i].state == 0 and results[i].workspaceSize <= bh.workspace_bytes
+        ]
+        if cands:
+            keep.append(results)
+        return cands
+
     def _lt_calls(
         self,
         bh: BlasHandle,
@@ -277,70 +357,14 @@ class Cublas:
         c_in: int | None = None,
         act: str = "",
     ):
-        L = self.lt
-        t, tc = types
         try:
-            desc = vp()
-            scale_t = {70: 1, 72: CUDA_R["int32"]}.get(compute, 0)  # the alpha/beta type
-            _ok(L.cublasLtMatmulDescCreate(ctypes.byref(desc), i32(compute), i32(scale_t)), "MatmulDescCreate")
-            keep.append(desc)
-            for attr, v in ((LT_DESC_TRANSA, plan.trans1), (LT_DESC_TRANSB, plan.trans2)):
-                val = i32(int(v))
-                _ok(
-                    L.cublasLtMatmulDescSetAttribute(desc, i32(attr), ctypes.byref(val), ctypes.c_size_t(4)),
-                    "MatmulDescSetAttribute",
-                )
-            if bias is not None or act:  # set before the heuristic: it picks kernels that support the epilogue
-                epi = ctypes.c_uint32(LT_EPILOGUE[(act, bias is not None)])
-                keep.append(epi)
-                _ok(
-                    L.cublasLtMatmulDescSetAttribute(
-                        desc, i32(LT_DESC_EPILOGUE), ctypes.byref(epi), ctypes.c_size_t(4)
-                    ),
-                    "MatmulDescSetAttribute(epilogue)",
-                )
-            if bias is not None:
-                ptr = vp(bias)
-                keep.append(ptr)
-                _ok(
-                    L.cublasLtMatmulDescSetAttribute(
-                        desc, i32(LT_DESC_BIAS_POINTER), ctypes.byref(ptr), ctypes.c_size_t(8)
-                    ),
-                    "MatmulDescSetAttribute(bias)",
-                )
-            s1 = (plan.k, plan.m) if plan.trans1 else (plan.m, plan.k)
-            s2 = (plan.n, plan.k) if plan.trans2 else (plan.k, plan.n)
-            la = self._layout(t, *s1, plan.ld1, plan.batch, plan.stride1, keep)
-            lb = self._layout(t, *s2, plan.ld2, plan.batch, plan.stride2, keep)
-            lc = self._layout(tc, plan.m, plan.n, plan.ldc, plan.batch, plan.stride_c, keep)
-            pref = vp()
-            _ok(L.cublasLtMatmulPreferenceCreate(ctypes.byref(pref)), "PreferenceCreate")
-            keep.append(pref)
-            wsb = ctypes.c_uint64(bh.workspace_bytes)
-            _ok(
-                L.cublasLtMatmulPreferenceSetAttribute(
-                    pref, i32(LT_PREF_MAX_WORKSPACE), ctypes.byref(wsb), ctypes.c_size_t(8)
-                ),
-                "pref",
-            )
-            results = (HeuristicResult * LT_CANDIDATES)()
-            count = i32(0)
-            _ok(
-                L.cublasLtMatmulAlgoGetHeuristic(
-                    bh.lt, desc, la, lb, lc, lc, pref, i32(LT_CANDIDATES), results, ctypes.byref(count)
-                ),
-                "AlgoGetHeuristic",
-            )
+            desc = self._lt_desc(plan, compute, keep, bias, act)
+            la, lb, lc = self._lt_layouts(plan, types, keep)
+            cands = self._lt_candidates(bh, desc, (la, lb, lc), keep)
         except GpuError:
             return None
-        cands = [
-            results[i]
-            for i in range(count.value)
-            if results[i].state == 0 and results[i].workspaceSize <= bh.workspace_bytes
-        ]
         if not cands:
             return None
-        keep.append(results)
         al, be = (vp(ctypes.addressof(x)) for x in keep[:2])
 
         def calls_for(r: HeuristicResult) -> list:
@@ -368,22 +392,29 @@ class Cublas:
                 for p1, p2, pc in ptrs
             ]
 
-        best, best_t = 0, None
-        if timer is not None and len(cands) > 1:  # time each candidate on the program's own buffers
-            for k, r in enumerate(cands):
-                fs = calls_for(r)
-                try:
-                    us = timer(lambda fs=fs: [_ok(f(), "cublasLtMatmul") for f in fs])
-                except GpuError:
-                    continue
-                if best_t is None or us < best_t:
-                    best, best_t = k, us
+        best, best_t = _fastest(cands, calls_for, timer)
         calls = calls_for(cands[best])
         for f in calls:  # one checked call: a plan cuBLASLt accepts in the heuristic but rejects here falls back
             if f():
                 return None
         how = f"tuned {best + 1}/{len(cands)}" if best_t is not None else f"heuristic 1/{len(cands)}"
         return calls, f"cublasLt {how}"
+
+
+def _fastest(cands: list, calls_for: Callable, timer) -> tuple[int, float | None]:
+    """(index, µs) of the fastest candidate, timed on the program's own buffers; (0, None) without
+    a timer or with one candidate."""
+    best, best_t = 0, None
+    if timer is not None and len(cands) > 1:
+        for k, r in enumerate(cands):
+            fs = calls_for(r)
+            try:
+                us = timer(lambda fs=fs: [_ok(f(), "cublasLtMatmul") for f in fs])
+            except GpuError:
+                continue
+            if best_t is None or us < best_t:
+                best, best_t = k, us
+    return best, best_t
 
 
 def _ok(status: int, what: str) -> None:

@@ -1,8 +1,64 @@
-"""Device helpers of the radix top-k kernel (gpu/codegen/topk.py): the float-to-key map and its
-inverse, warp scans, the histogram add, the digit search every warp runs, the survivor slots and
-the bitonic compare-exchange."""
+// topk.hpp: the single-launch radix-select top-k (gpu/codegen/topk.py fills the ${...} slots and
+// assembles the sections; a list slot alone on its line takes lines; see gpu/codegen/templates.py).
+// prologue: hist holds three 256-bin buffers (see topk.py's _select); MIGX_OUT(i, w) writes output
+// i from word w, its value from the key (from memory where the key lost it). keys_shared: each key
+// computed once into shared memory, the top digit's histogram counted on the way; every load of
+// the thread is issued before the first is used (one memory latency, not one a key: the
+// histogram's warp collectives would otherwise keep them apart). helpers: the float-to-key map and
+// its inverse, warp scans, the histogram add, the digit search every warp runs, the survivor
+// slots and the bitonic compare-exchange.
+// @template kernel
+${helpers}
 
-TOPK_HELPERS = """
+MIGX_GLOBAL void ${name}(${params}) {
+    migx::kernel_entry();
+    ${body}
+}
+// @template prologue
+constexpr int K = ${k}, P = ${width}, NT = ${threads};
+const int t = threadIdx.x;
+${clock_start}
+__shared__ __align__(16) unsigned int hist[768];
+__shared__ unsigned long long win[P];
+__shared__ unsigned long long pool_s[${pool}];
+__shared__ unsigned int s_m;
+unsigned int m_surv;
+#define MIGX_OUT(i, w) { const int jj = (int)~(unsigned int)(w); float f = migx_topk_unkey(${flip}(unsigned int)((w) >> 32)); if (migx_topk_lossy(f)) f = (float)migx::load(p0, base0 + jj * ${xs}); migx::store(p${po}, base${po} + (i) * ${value_stride}, f); migx::store(p${pi}, base${pi} + (i) * ${index_stride}, (long long)jj); }
+for (int b = t; b < 768; b += blockDim.x) hist[b] = 0u;
+if (t == 0) s_m = 0u;
+__syncthreads();
+// @template spread
+__shared__ bool s_last;
+unsigned int* ticket = (unsigned int*)p1;
+unsigned long long* ws = (unsigned long long*)p2;
+const int cnt = ${n} - (int)${start} < ${chunk} ? ${n} - (int)${start} : ${chunk};
+#define MIGX_SURV(i, w) (ws[${slot} + (blockIdx.x % ${parts}) * ${cap} + (i)] = (w))
+// @template keys_shared
+unsigned int* keys_s = (unsigned int*)pool_s;
+bool first_done = true;
+float xv[${per}];
+#pragma unroll
+for (int r = 0; r < ${per}; ++r) {
+    const int j = r * ${threads} + t;
+    xv[r] = j < ${count} ? ${load} : 0.0f;
+}
+#pragma unroll
+for (int r = 0; r < ${per}; ++r) {
+    const int j = r * ${threads} + t;
+    unsigned int bin = 256u;
+    if (j < ${count}) { const unsigned int u = ${flip}migx_topk_key(xv[r]);
+        keys_s[j] = u; bin = u >> 24; }
+    migx_hist_add(hist, bin);
+}
+__syncthreads();
+${clock}
+#define MIGX_WORD(j) (((unsigned long long)keys_s[(j)] << 32) | ${low})
+// @template select
+{
+    const unsigned int want0 = ${count} < K ? (unsigned int)(${count}) : (unsigned int)K;
+    ${passes}
+}
+// @template helpers
 MIGX_DEVICE unsigned int migx_topk_key(float f) {
     if (f != f) f = __int_as_float(0x7f800000);  // NaN ranks as +inf (ties with it by index)
     if (f == 0.0f) f = 0.0f;                     // -0 equals +0
@@ -143,4 +199,3 @@ MIGX_DEVICE unsigned long long migx_bitonic_pick(unsigned long long v, unsigned 
     const bool keep_max = ((i & stride) == 0) == ((i & size) == 0);
     return keep_max ? (v > o ? v : o) : (v < o ? v : o);
 }
-"""
