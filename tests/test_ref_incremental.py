@@ -167,3 +167,16 @@ def test_a_fused_gemm_finishes_from_the_product_before_fusion():
     fused = gemm(True)
     assert _same(ev.evaluate(fused), evaluate(fused, with_buffer_params(fused, feed)))
     assert (ev.last.computed, ev.last.finished) == (1, 1)
+
+
+def test_a_trace_pickles_after_its_checks_were_read_or_left_pending():
+    import pickle
+
+    s = Session.from_model("resnet_block")
+    changed = [r for r in s.trace.top_level() if r.changed and r.after is not None]
+    read = changed[0].numeric  # its lock now exists; the others stay pending
+    copy = pickle.loads(pickle.dumps(s.trace))
+    again = [r for r in copy.top_level() if r.changed and r.after is not None]
+    assert again[0].numeric == read and again[0].numeric_ready
+    assert again[1].numeric_ready and again[1].numeric is None  # a pending check does not travel
+    assert changed[1].numeric_pending  # and the original keeps it
