@@ -121,40 +121,47 @@ def _shape(op, s, mods):
     return Shape.tuple_of(outs)
 
 
-def _cell(name: str, op, xw, h, c, rt, rb, p, acts):
-    """One time step, given the input's part of the gates `xw` = x W^T + Wb (+ the parts of Rb
-    that are plain sums, `_input_part`) and R^T `rt`: returns the new (h, c). Gates are the last
-    axis; leading axes (directions stepped together, the batch) broadcast."""
-    hs = op["hidden_size"]
-    f, g, hh = acts[0], acts[1] if len(acts) > 1 else None, acts[2] if len(acts) > 2 else None
-    lim = op["clip"]
+class _Cell:
+    """One time step of a layer, its attributes read once: given the input's part of the gates
+    `xw` = x W^T + Wb (+ the parts of Rb that are plain sums, `_input_part`), R^T `rt`, the rest
+    of Rb and the peepholes `p` (None: all zero), `step(xw, h, c)` returns the new (h, c). Gates
+    are the last axis; leading axes (directions stepped together, the batch) broadcast."""
 
-    def act(a, v, clip=True):  # `clip` bounds the gates' pre-activations, not the cell state
-        return np_activation(a[0], np.clip(v, -lim, lim) if clip and lim > 0 else v, a[1], a[2])
+    def __init__(self, op, rt, rb, p, acts):
+        self.name, self.hs, self.lim = op.name, op["hidden_size"], op["clip"]
+        self.input_forget = op.name == "lstm" and op["input_forget"]
+        self.linear_before_reset = op.name == "gru" and op["linear_before_reset"]
+        self.rt, self.rb, self.p = rt, rb, p
+        self.f, self.g, self.hh = (list(acts) + [None, None])[:3]
 
-    if name == "rnn":
-        return act(f, xw + h @ rt), c
-    if name == "gru":
-        zr = act(f, xw[..., : 2 * hs] + h @ rt[..., : 2 * hs])  # gates z and r in one product
-        z, rr = zr[..., :hs], zr[..., hs:]
-        if op["linear_before_reset"]:
-            n = act(g, xw[..., 2 * hs :] + rr * (h @ rt[..., 2 * hs :] + rb[..., 2 * hs :]))
+    def act(self, a, v, clip: bool = True):  # `clip` bounds the gates' pre-activations, not the cell
+        return np_activation(a[0], np.clip(v, -self.lim, self.lim) if clip and self.lim > 0 else v, a[1], a[2])
+
+    def step(self, xw, h, c):
+        hs, rt, rb, p, act, f, g = self.hs, self.rt, self.rb, self.p, self.act, self.f, self.g
+        if self.name == "rnn":
+            return act(f, xw + h @ rt), c
+        if self.name == "gru":
+            zr = act(f, xw[..., : 2 * hs] + h @ rt[..., : 2 * hs])  # gates z and r in one product
+            z, rr = zr[..., :hs], zr[..., hs:]
+            if self.linear_before_reset:
+                n = act(g, xw[..., 2 * hs :] + rr * (h @ rt[..., 2 * hs :] + rb[..., 2 * hs :]))
+            else:
+                n = act(g, xw[..., 2 * hs :] + (rr * h) @ rt[..., 2 * hs :] + rb[..., 2 * hs :])
+            return (1 - z) * n + z * h, c
+        gates = xw + h @ rt  # i, o, f, c
+        if p is None:  # no peepholes: gates i, o, f are one block under one activation
+            iof = act(f, gates[..., : 3 * hs])
+            i, o, ff = iof[..., :hs], iof[..., hs : 2 * hs], iof[..., 2 * hs :]
         else:
-            n = act(g, xw[..., 2 * hs :] + (rr * h) @ rt[..., 2 * hs :] + rb[..., 2 * hs :])
-        return (1 - z) * n + z * h, c
-    gates = xw + h @ rt  # i, o, f, c
-    if p is None:  # no peepholes: gates i, o, f are one block under one activation
-        iof = act(f, gates[..., : 3 * hs])
-        i, o, ff = iof[..., :hs], iof[..., hs : 2 * hs], iof[..., 2 * hs :]
-    else:
-        i = act(f, gates[..., :hs] + p[..., :hs] * c)
-        ff = act(f, gates[..., 2 * hs : 3 * hs] + p[..., 2 * hs :] * c)
-    if op["input_forget"]:
-        ff = 1 - i
-    c2 = ff * c + i * act(g, gates[..., 3 * hs :])
-    if p is not None:
-        o = act(f, gates[..., hs : 2 * hs] + p[..., hs : 2 * hs] * c2)
-    return o * act(hh, c2, clip=False), c2
+            i = act(f, gates[..., :hs] + p[..., :hs] * c)
+            ff = act(f, gates[..., 2 * hs : 3 * hs] + p[..., 2 * hs :] * c)
+        if self.input_forget:
+            ff = 1 - i
+        c2 = ff * c + i * act(g, gates[..., 3 * hs :])
+        if p is not None:
+            o = act(f, gates[..., hs : 2 * hs] + p[..., hs : 2 * hs] * c2)
+        return o * act(self.hh, c2, clip=False), c2
 
 
 def _input_part(name: str, hs: int, x, w, b):
@@ -191,25 +198,24 @@ def _compute(op, args, out, run):
     # reading its inputs in its own time order. Otherwise one direction at a time.
     together = bool((lens == seq).all()) and all(a == acts[0] for a in acts)
     for ds in [list(range(len(dirs)))] if together else [[d] for d in range(len(dirs))]:
-        pd = p[ds] if lstm and p[ds].any() else None
-        args_d = (rt[ds], rb[ds], pd, acts[ds[0]])
+        cell = _Cell(op, rt[ds], rb[ds], p[ds] if lstm and p[ds].any() else None, acts[ds[0]])
         if together:
             order = np.stack([xw[d, ::-1] if dirs[d] else xw[d] for d in ds])
             h, c = h0[ds], c0[ds]
             seen = np.empty((len(ds), seq) + h0.shape[1:], acc)
             for step in range(seq):
-                h, c = _cell(op.name, op, order[:, step], h, c, *args_d)
+                h, c = cell.step(order[:, step], h, c)
                 seen[:, step] = h
             for d in ds:
                 ys[:, d] = seen[d, ::-1] if dirs[d] else seen[d]
         else:
-            h, c = _direction(op, xw[ds[0]], h0[ds], c0[ds], lens, dirs[ds[0]], ys[:, ds[0]], args_d)
+            h, c = _direction(cell, xw[ds[0]], h0[ds], c0[ds], lens, dirs[ds[0]], ys[:, ds[0]])
         h_out[ds], c_out[ds] = h, c
     res = [ys.astype(x.dtype), h_out.astype(x.dtype)] + ([c_out.astype(x.dtype)] if lstm else [])
     return tuple(res)
 
 
-def _direction(op, xw, h, c, lens, backwards: bool, ys, cell_args):
+def _direction(cell: _Cell, xw, h, c, lens, backwards: bool, ys):
     """One direction with per-entry sequence lengths: steps at or past an entry's length leave its
     state unchanged and write zeros to Y; reverse runs each entry from its own last valid step
     down to 0. Writes Y into `ys` [seq, batch, h]; returns the last (h, c) ([1, batch, h])."""
@@ -218,7 +224,7 @@ def _direction(op, xw, h, c, lens, backwards: bool, ys, cell_args):
     for step in range(seq):
         t = np.clip(lens - 1 - step if backwards else np.full(batch, step), 0, seq - 1)
         valid = (step < lens)[:, None]
-        h2, c2 = _cell(op.name, op, xw[t, rows][None], h, c, *cell_args)
+        h2, c2 = cell.step(xw[t, rows][None], h, c)
         h, c = np.where(valid, h2, h), np.where(valid, c2, c)
         ys[t[valid[:, 0]], rows[valid[:, 0]]] = h[0][valid[:, 0]]
     return h, c
