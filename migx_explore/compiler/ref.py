@@ -91,7 +91,8 @@ def _check_input(name: str, value: Any, shape: Shape) -> np.ndarray:
 def bind_params(module: Module, inputs: Mapping[str, Any] | Sequence[Any], check: bool) -> dict[int, np.ndarray]:
     """Module parameter values by instruction id from named or positional inputs (`check`: shape
     and element type checked and converted, one clear error per problem)."""
-    params = module.params()
+    cached = _PLANS.get(module)  # an evaluated module's plan lists them; else walk the module
+    params = cached[1][2] if cached is not None and cached[0] == module.version else module.params()
     env: dict[int, np.ndarray] = {}
     if isinstance(inputs, Mapping):
         names = [p.param_name for p in params]
@@ -131,16 +132,17 @@ class _Step:
 
 
 # Plans by module, for the module's version (every edit of a module moves its version).
-_PLANS: weakref.WeakKeyDictionary[Module, tuple[int, list[_Step], list[int]]] = weakref.WeakKeyDictionary()
+_PLANS: weakref.WeakKeyDictionary[Module, tuple] = weakref.WeakKeyDictionary()
 
 
-def _plan(module: Module) -> tuple[list[_Step], list[int]]:
-    """The steps of `module` (params and the return left out) and its output ids. Each value is
-    dropped after its last use unless it is an output."""
+def _plan(module: Module) -> tuple[list[_Step], list[int], list[Instruction]]:
+    """The steps of `module` (params and the return left out), its output ids and its params.
+    Each value is dropped after its last use unless it is an output."""
     cached = _PLANS.get(module)
     if cached is not None and cached[0] == module.version:
-        return cached[1], cached[2]
+        return cached[1]
     version = module.version
+    params = module.params()
     instrs: list[Instruction] = []
     for ins in module:
         if ins.is_return():
@@ -158,8 +160,8 @@ def _plan(module: Module) -> tuple[list[_Step], list[int]]:
         _Step(ins, ids, tuple(dict.fromkeys(i for i in ids if last_use[i] == k and i not in keep)))
         for k, (ins, ids) in enumerate(zip(instrs, args))
     ]
-    _PLANS[module] = (version, steps, outputs)
-    return steps, outputs
+    _PLANS[module] = (version, (steps, outputs, params))
+    return steps, outputs, params
 
 
 def evaluate_module(
@@ -168,7 +170,7 @@ def evaluate_module(
     """Run one module. `check_shapes=False` is used for pointwise submodules, whose scalar params
     are fed whole tensors. Values are dropped after their last use (a `hook` sees each one)."""
     env = bind_params(module, inputs, check_shapes)
-    steps, outputs = _plan(module)
+    steps, outputs, _ = _plan(module)
     budget = memory_budget()
     with np.errstate(all="ignore"), work_meter() as meter, one_blas_thread():
         for st in steps:
