@@ -92,3 +92,91 @@ def test_tracing_leaves_the_check_pending_and_reading_it_runs_it():
     assert s.traces.numeric_state(rec) == "pending"
     assert rec.numeric is not None and rec.numeric.ok  # computed where it is read
     assert rec.numeric_ready and s.traces.numeric_state(rec) == "ok"
+
+
+def _conv(padding) -> Program:
+    p = Program()
+    m = p.main
+    x = m.add_parameter("x", Shape.of("float32", [1, 2, 6, 6]))
+    w = m.add_literal(np.random.default_rng(3).standard_normal((3, 2, 3, 3)).astype(np.float32))
+    m.add_return([m.add_instruction(Op("convolution", padding=padding), [x, w])])
+    return p
+
+
+def test_padding_written_out_is_the_same_convolution_and_a_wrong_one_is_not():
+    feed = {"x": np.random.default_rng(4).standard_normal((1, 2, 6, 6)).astype(np.float32)}
+    ev = IncrementalEvaluator(feed)
+    ev.evaluate(_conv((1, 1)))
+    ev.evaluate(_conv((1, 1, 1, 1)))  # what normalize_ops writes: the compute reads the same
+    assert ev.last.computed == 0
+    ev.evaluate(_conv((1, 2)))
+    wrong = _conv((1, 1, 2, 2))  # a mis-normalized (1, 2): begins (1, 1), ends (2, 2)
+    assert not _same(ev.evaluate(wrong), evaluate(_conv((1, 2)), feed)) and ev.last.computed == 1
+
+
+def test_a_kernel_renamed_or_a_gemm_planned_is_not_recomputed():
+    import migx_explore.gpu  # noqa: F401  (registers gpu:: ops and their value keys)
+    from migx_explore.gpu.ops import op_text
+
+    def lowered(name: str, algo: str) -> Program:
+        p = Program()
+        m = p.main
+        x = m.add_parameter("x", Shape.of("float32", [4, 8]))
+        w = m.add_literal(np.full((8, 8), 0.25, np.float32))
+        g = m.add_instruction(
+            Op("gpu::gemm", algo=algo),
+            [x, w, m.add_instruction(Op("hip::allocate", shape=Shape.of("float32", [4, 8])))],
+        )
+        attrs = {"op": op_text(Op("relu"))} | (
+            {"symbol_name": "relu_k", "global": 64, "local": 64} if name == "gpu::code_object" else {}
+        )
+        buf = m.add_instruction(Op("hip::allocate", shape=Shape.of("float32", [4, 8])))
+        m.add_return([m.add_instruction(Op(name, attrs), [g, buf])])
+        return p
+
+    feed = {"x": np.random.default_rng(5).standard_normal((4, 8)).astype(np.float32)}
+    ev = IncrementalEvaluator(feed)
+    first = ev.evaluate(lowered("gpu::precompile_op", ""))
+    assert ev.last.computed == 3  # the second buffer is the first's zeros
+    again = ev.evaluate(lowered("gpu::code_object", "planned"))  # compile_ops, compile_blas
+    assert ev.last.computed == 0 and _same(first, again)
+
+
+def test_a_fused_gemm_finishes_from_the_product_before_fusion():
+    import migx_explore.gpu  # noqa: F401
+    from migx_explore.compiler.ir import Module
+
+    def gemm(epilogue: bool) -> Program:
+        p = Program()
+        m = p.main
+        x = m.add_parameter("x", Shape.of("float32", [4, 8]))
+        w = m.add_literal(np.full((8, 8), 0.5, np.float32))
+        buf = m.add_instruction(Op("hip::allocate", shape=Shape.of("float32", [4, 8])))
+        if not epilogue:
+            m.add_return([m.add_instruction(Op("relu"), [m.add_instruction(Op("gpu::gemm"), [x, w, buf])])])
+            return p
+        body: Module = p.create_module("epilogue")
+        body.bypass = True
+        body.add_return([body.add_instruction(Op("relu"), [body.add_parameter("x0", Shape.scalar("float32"))])])
+        m.add_return([m.add_instruction(Op("gpu::gemm"), [x, w, buf], [body])])
+        return p
+
+    feed = {"x": np.random.default_rng(6).standard_normal((4, 8)).astype(np.float32)}
+    ev = IncrementalEvaluator(feed)
+    ev.evaluate(gemm(False))
+    fused = gemm(True)
+    assert _same(ev.evaluate(fused), evaluate(fused, with_buffer_params(fused, feed)))
+    assert (ev.last.computed, ev.last.finished) == (1, 1)
+
+
+def test_a_trace_pickles_after_its_checks_were_read_or_left_pending():
+    import pickle
+
+    s = Session.from_model("resnet_block")
+    changed = [r for r in s.trace.top_level() if r.changed and r.after is not None]
+    read = changed[0].numeric  # its lock now exists; the others stay pending
+    copy = pickle.loads(pickle.dumps(s.trace))
+    again = [r for r in copy.top_level() if r.changed and r.after is not None]
+    assert again[0].numeric == read and again[0].numeric_ready
+    assert again[1].numeric_ready and again[1].numeric is None  # a pending check does not travel
+    assert changed[1].numeric_pending  # and the original keeps it

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import threading
+import weakref
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -90,7 +91,8 @@ def _check_input(name: str, value: Any, shape: Shape) -> np.ndarray:
 def bind_params(module: Module, inputs: Mapping[str, Any] | Sequence[Any], check: bool) -> dict[int, np.ndarray]:
     """Module parameter values by instruction id from named or positional inputs (`check`: shape
     and element type checked and converted, one clear error per problem)."""
-    params = module.params()
+    cached = _PLANS.get(module)  # an evaluated module's plan lists them; else walk the module
+    params = cached[1][2] if cached is not None and cached[0] == module.version else module.params()
     env: dict[int, np.ndarray] = {}
     if isinstance(inputs, Mapping):
         names = [p.param_name for p in params]
@@ -115,37 +117,73 @@ def bind_params(module: Module, inputs: Mapping[str, Any] | Sequence[Any], check
     return env
 
 
+class _Step:
+    """One instruction of a module's execution plan: its argument and dead-value ids resolved."""
+
+    __slots__ = ("ins", "id", "literal", "args", "free", "work")
+
+    def __init__(self, ins: Instruction, args: tuple[int, ...], free: tuple[int, ...]):
+        self.ins, self.id, self.args, self.free = ins, ins.id, args, free
+        self.literal = ins.literal.data if ins.is_literal() else None
+        self.work = arithmetic(ins)
+
+    def where(self) -> str:  # formatted only when the work budget runs out
+        return f"module {self.ins.module.name}: {self.ins.name} (#{self.id})"
+
+
+# Plans by module, for the module's version (every edit of a module moves its version).
+_PLANS: weakref.WeakKeyDictionary[Module, tuple] = weakref.WeakKeyDictionary()
+
+
+def _plan(module: Module) -> tuple[list[_Step], list[int], list[Instruction]]:
+    """The steps of `module` (params and the return left out), its output ids and its params.
+    Each value is dropped after its last use unless it is an output."""
+    cached = _PLANS.get(module)
+    if cached is not None and cached[0] == module.version:
+        return cached[1]
+    version = module.version
+    params = module.params()
+    instrs: list[Instruction] = []
+    for ins in module:
+        if ins.is_return():
+            break
+        if not ins.is_param():
+            instrs.append(ins)
+    outputs = [o.id for o in module.output_instructions()]
+    keep = set(outputs)
+    last_use: dict[int, int] = {}
+    args = [tuple(i.id for i in ins.inputs) for ins in instrs]
+    for k, ids in enumerate(args):
+        for i in ids:
+            last_use[i] = k
+    steps = [
+        _Step(ins, ids, tuple(dict.fromkeys(i for i in ids if last_use[i] == k and i not in keep)))
+        for k, (ins, ids) in enumerate(zip(instrs, args))
+    ]
+    _PLANS[module] = (version, (steps, outputs, params))
+    return steps, outputs, params
+
+
 def evaluate_module(
     module: Module, inputs: Mapping[str, Any] | Sequence[Any], *, check_shapes: bool = True, hook: Hook | None = None
 ) -> list[np.ndarray]:
     """Run one module. `check_shapes=False` is used for pointwise submodules, whose scalar params
     are fed whole tensors. Values are dropped after their last use (a `hook` sees each one)."""
     env = bind_params(module, inputs, check_shapes)
-    instrs = [i for i in module]
-    last_use: dict[int, int] = {}
-    for k, ins in enumerate(instrs):
-        for i in ins.inputs:
-            last_use[i.id] = k
-    outputs = module.output_instructions()
-    keep = {o.id for o in outputs}
-
+    steps, outputs, _ = _plan(module)
+    budget = memory_budget()
     with np.errstate(all="ignore"), work_meter() as meter, one_blas_thread():
-        for k, ins in enumerate(instrs):
-            if ins.is_param():
-                continue
-            if ins.is_return():
-                break
-            meter.spend(lambda ins=ins: f"module {module.name}: {ins.name} (#{ins.id})", arithmetic(ins))
-            if ins.is_literal():
-                env[ins.id] = ins.literal.data
+        for st in steps:
+            meter.spend(st.where, st.work)
+            if st.literal is not None:
+                env[st.id] = st.literal
             else:
-                env[ins.id] = run_instruction(ins, [env[i.id] for i in ins.inputs], check_shapes)
+                env[st.id] = run_instruction(st.ins, [env[i] for i in st.args], check_shapes, budget)
             if hook is not None:
-                hook(ins, env[ins.id])
-            for i in ins.inputs:
-                if last_use.get(i.id) == k and i.id not in keep:
-                    env.pop(i.id, None)
-    return [env[o.id] for o in outputs]
+                hook(st.ins, env[st.id])
+            for i in st.free:
+                del env[i]
+    return [env[o] for o in outputs]
 
 
 def arithmetic(ins: Instruction) -> int:
@@ -180,8 +218,11 @@ def _concrete_shape(ins: Instruction, args: list[np.ndarray]) -> Shape:
         return ins.shape
 
 
-def run_instruction(ins: Instruction, args: list[np.ndarray], check_shapes: bool) -> np.ndarray:
-    """Run one instruction's reference compute on `args` (its submodules through SubmoduleRunner)."""
+def run_instruction(
+    ins: Instruction, args: list[np.ndarray], check_shapes: bool, budget: int | None = None
+) -> np.ndarray:
+    """Run one instruction's reference compute on `args` (its submodules through SubmoduleRunner);
+    `budget`: the memory budget, when the caller read it already."""
     spec = ins.op.spec
     if spec.compute is None:
         raise EvalError(f"module {ins.module.name}: {ins.name} (#{ins.id}) has no reference implementation")
@@ -189,7 +230,7 @@ def run_instruction(ins: Instruction, args: list[np.ndarray], check_shapes: bool
     want = None if out.is_tuple else dtypes.np_dtype(out.type)
     if check_shapes and want is not None and out.dyn_dims is None:
         nbytes = out.elements() * want.itemsize
-        if nbytes > memory_budget():  # the message only when it is needed
+        if nbytes > (memory_budget() if budget is None else budget):  # the message only when needed
             check_bytes(nbytes, f"module {ins.module.name}: {ins.name} (#{ins.id}) output")
     if out.dynamic_shape:
         out = _concrete_shape(ins, args)

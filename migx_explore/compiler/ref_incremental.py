@@ -29,6 +29,7 @@ import numpy as np
 
 from .limits import work_meter
 from .ref import arithmetic, bind_params, one_blas_thread, run_instruction, with_buffer_params
+from .value_keys import shape_key, value_key, value_split
 
 if TYPE_CHECKING:  # pragma: no cover
     from .ir import Instruction, Module, Program
@@ -38,6 +39,7 @@ if TYPE_CHECKING:  # pragma: no cover
 class EvalStats:
     computed: int = 0  # instructions run
     reused: int = 0  # instructions whose value was kept from the version before
+    finished: int = 0  # of those computed, how many from a stored part (value_keys.value_split)
 
 
 class IncrementalEvaluator:
@@ -75,7 +77,12 @@ class IncrementalEvaluator:
                     elif ins.is_literal():
                         value = ins.literal.data
                     else:
-                        value = run_instruction(ins, [values[i.id] for i in ins.inputs], True)
+                        args = [values[i.id] for i in ins.inputs]
+                        value = self._from_part(ins, args, tokens, module_keys, by_key)
+                        if value is None:
+                            value = run_instruction(ins, args, True)
+                        else:
+                            stats.finished += 1
                         stats.computed += 1
                     fp = _fingerprint(value)
                     same = self._as_before(ins, value, fp)
@@ -98,9 +105,21 @@ class IncrementalEvaluator:
             # By identity: literal data is immutable and shared between versions, and the stored
             # value holds it, so the id cannot be reused while the key exists.
             return ("@literal", id(ins.literal.data), ins.shape)
-        # No shape: the op and its inputs' values determine it (and the reference ignores strides).
-        subs = tuple(_module_key(m, module_keys) for m in ins.module_inputs) if ins.module_inputs else ()
-        return (ins.op, subs, tuple(tokens[i.id] for i in ins.inputs))
+        # What the compute reads (compiler/value_keys.py): the op as it reads it, the inputs whose
+        # values it reads, its submodules and the element type and lens it writes (a lowered
+        # GEMM writes its buffer's lens; strides are GPU layout, which the reference ignores).
+        return _make_key(ins, value_key(ins), shape_key(ins.shape), tokens, module_keys)
+
+    def _from_part(self, ins: Instruction, args: list, tokens: dict[int, int], module_keys: dict, by_key: dict):
+        """The value finished from a stored value of its first part (a fused GEMM's product, the
+        GEMM it was before the epilogue joined it), or None: only the epilogue then runs."""
+        split = value_split(ins)
+        if split is None:
+            return None
+        part, part_shape, finish = split
+        key = _make_key(ins, part, part_shape, tokens, module_keys)
+        hit = by_key.get(key) or self._by_key.get(key)
+        return None if hit is None else finish(hit[1], args)
 
     def _as_before(self, ins: Instruction, value: Any, fp: tuple) -> tuple | None:
         """A previous value that is the same bit for bit: this instruction's, one it came from, or
@@ -111,6 +130,14 @@ class IncrementalEvaluator:
                 return prev
         prev = self._by_print.get(fp)
         return prev if prev is not None and _identical(prev[1], value) else None
+
+
+def _make_key(ins: Instruction, vk: tuple, shape: Any, tokens: dict[int, int], module_keys: dict) -> tuple:
+    op_key, used, mods = vk
+    subs = tuple(_module_key(m, module_keys) for m in mods) if mods else ()
+    inputs = ins.inputs
+    toks = tuple(tokens[i.id] for i in inputs) if used is None else tuple(tokens[inputs[k].id] for k in used)
+    return (op_key, subs, toks, shape)
 
 
 def _module_key(m: Module, memo: dict[int, tuple]) -> tuple:

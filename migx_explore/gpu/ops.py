@@ -20,6 +20,7 @@ from migx_explore.compiler.errors import ShapeError
 from migx_explore.compiler.op import AttrSpec, GpuCode, Op, compute_shape, defop, get_spec, register_namespace
 from migx_explore.compiler.ref import evaluate_module
 from migx_explore.compiler.shape import Shape
+from migx_explore.compiler.value_keys import canonical_op, register_value_key, register_value_split
 
 
 def A(name: str, kind: str, default=None, **kw) -> AttrSpec:
@@ -432,6 +433,56 @@ defop(
     traits={"not_context_free", "side_effect"},
     doc="Checked at finalize: the program was compiled for the device it runs on (check_context).",
 )
+
+
+# --- value keys (compiler/value_keys.py): what each compute above reads -----------------------
+@register_value_key("gpu::precompile_op", "gpu::code_object", "gpu::host_op")
+def _wrapped_value_key(ins):
+    """The wrapped op on its own inputs (the buffers it writes are not read, kernel names and
+    launch sizes not at all); plain, it is the very computation of the op it wraps."""
+    op, inputs = ins.op, ins.inputs
+    inner = inner_op(op["op"])
+    n = len(inputs)
+    nout, ngather = op["outputs"], len(op["gathers"]) // 2
+    body = n - nout - ngather
+    own = body if op["ninputs"] < 0 else op["ninputs"]
+    rank = inputs[0].shape.ndim if inputs and not inputs[0].shape.is_tuple else 0
+    canon = canonical_op(inner, rank)
+    mods = ins.module_inputs
+    if own == body and not ngather and not inner.has("in_place") and (_own_module(inner) or not mods):
+        return canon, range(own), mods
+    read = range(n) if inner.has("in_place") else range(n - nout)
+    return ("wrapped", canon, op["ninputs"], nout, op["gathers"]), read, mods
+
+
+@register_value_key("gpu::gemm")
+def _gemm_value_key(ins):
+    """alpha, the epilogue and the inputs before the buffer (not the BLAS plan or kernel names);
+    a plain float GEMM at alpha 1 is the `dot` of its two inputs."""
+    a = ins.inputs[0].shape
+    if ins.op["alpha"] == 1.0 and not ins.module_inputs and len(ins.inputs) == 3 and a.type not in _QUANT_ACC:
+        return Op("dot"), (0, 1), ()
+    return ("gpu::gemm", ins.op["alpha"]), range(len(ins.inputs) - 1), ins.module_inputs
+
+
+@register_value_split("gpu::gemm")
+def _gemm_value_split(ins):
+    """A float GEMM at alpha 1 with an epilogue: the epilogue applied to the product of its two
+    inputs, which the plain GEMM before fuse_ops (or the dot before lowering) computed already."""
+    a, out = ins.inputs[0].shape, ins.shape
+    if ins.op["alpha"] != 1.0 or not ins.module_inputs or a.type in _QUANT_ACC or out.is_tuple:
+        return None
+    product = "float32" if dtypes.is_low_float(dtypes.np_dtype(a.type)) else a.type
+
+    def finish(prod, args):
+        return apply_epilogue(ins.module_inputs[0], prod, list(args[2:-1]), out)
+
+    return (Op("dot"), (0, 1), ()), (product, out.lens), finish
+
+
+@register_value_key("hip::allocate", "hip::hip_allocate_memory", "load")
+def _zeros_value_key(ins):
+    return "zeros", (), ()  # a buffer holds zeros in the reference, wherever it lives
 
 
 def output_buffers(ins) -> list:

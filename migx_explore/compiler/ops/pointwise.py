@@ -80,8 +80,9 @@ def _sigmoid(x):
     # In the input's float type (float32 for narrower ones): exp(-x) overflows to inf for very
     # negative x, and 1 / inf is the 0 the function tends to.
     t = x.astype(np.float32) if dtypes.is_low_float(x.dtype) or x.dtype.kind != "f" else x
-    one = np.ones((), t.dtype)
-    return (one / (one + np.exp(-t))).astype(x.dtype)
+    e = np.exp(np.negative(t))  # 1 / (1 + exp(-x)), in one buffer (each step rounds as written out)
+    e += 1
+    return np.reciprocal(e, out=e).astype(x.dtype, copy=False)
 
 
 def _mod(a, b):

@@ -141,6 +141,10 @@ def _resize_axis(op, data: np.ndarray, axis: int, scale: float, n_out: int, roi)
     n_in = data.shape[axis]
     ctm = op["coordinate_transformation_mode"]
     x, idx, c = axis_taps(op, scale, n_in, n_out, roi)
+    if ctm != "tf_crop_and_resize" and ((c == 0) | (c == 1)).all() and (c.sum(axis=1) == 1).all():
+        # One tap of weight 1 per output (nearest): the weighted sum is a gather, in the data's type.
+        pick = idx[np.arange(n_out), c.argmax(axis=1)]
+        return np.take(data, np.clip(pick, 0, n_in - 1), axis=axis)
     src = np.take(data, np.clip(idx, 0, n_in - 1), axis=axis)  # clamping = edge padding
     shape = (1,) * axis + c.shape + (1,) * (data.ndim - axis - 1)
     res = (src * c.reshape(shape)).sum(axis=axis + 1)
@@ -156,7 +160,7 @@ def _resize_compute(op, args, out, run):
     sizes = list(out.lens)
     scales = list(op["scales"]) or [o / i if i else 1.0 for o, i in zip(sizes, x.shape)]
     roi = list(op["roi"]) or [0.0] * nd + [1.0] * nd
-    res = x.astype(np.float64)
+    res = x if op["mode"] == "nearest" else x.astype(np.float64)  # nearest gathers (_resize_axis)
     for axis in range(nd):
         r = (roi[axis], roi[axis + nd])
         if math.isclose(scales[axis], 1.0) and sizes[axis] == res.shape[axis] and r == (0.0, 1.0):

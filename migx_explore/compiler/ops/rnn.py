@@ -121,71 +121,113 @@ def _shape(op, s, mods):
     return Shape.tuple_of(outs)
 
 
-def _cell(name: str, op, xw, h, c, r, rb, p, acts):
-    """One time step for a batch, given the input's part of the gates `xw` = x W^T + Wb:
-    returns the new (h, c)."""
-    hs = op["hidden_size"]
-    f, g, hh = acts[0], acts[1] if len(acts) > 1 else None, acts[2] if len(acts) > 2 else None
+class _Cell:
+    """One time step of a layer, its attributes read once: given the input's part of the gates
+    `xw` = x W^T + Wb (+ the parts of Rb that are plain sums, `_input_part`), R^T `rt`, the rest
+    of Rb and the peepholes `p` (None: all zero), `step(xw, h, c)` returns the new (h, c). Gates
+    are the last axis; leading axes (directions stepped together, the batch) broadcast."""
 
-    def act(a, v):
-        return np_activation(a[0], v, a[1], a[2])
+    def __init__(self, op, rt, rb, p, acts):
+        self.name, self.hs, self.lim = op.name, op["hidden_size"], op["clip"]
+        self.input_forget = op.name == "lstm" and op["input_forget"]
+        self.linear_before_reset = op.name == "gru" and op["linear_before_reset"]
+        self.rt, self.rb, self.p = rt, rb, p
+        self.f, self.g, self.hh = (list(acts) + [None, None])[:3]
 
-    def clip(v):
-        return np.clip(v, -op["clip"], op["clip"]) if op["clip"] > 0 else v
+    def act(self, a, v, clip: bool = True):  # `clip` bounds the gates' pre-activations, not the cell
+        return np_activation(a[0], np.clip(v, -self.lim, self.lim) if clip and self.lim > 0 else v, a[1], a[2])
 
-    if name == "rnn":
-        return act(f, clip(xw + h @ r.T + rb)), c
-    if name == "gru":
-        z = act(f, clip(xw[:, :hs] + h @ r[:hs].T + rb[:hs]))
-        rr = act(f, clip(xw[:, hs : 2 * hs] + h @ r[hs : 2 * hs].T + rb[hs : 2 * hs]))
-        if op["linear_before_reset"]:
-            n = act(g, clip(xw[:, 2 * hs :] + rr * (h @ r[2 * hs :].T + rb[2 * hs :])))
+    def step(self, xw, h, c):
+        hs, rt, rb, p, act, f, g = self.hs, self.rt, self.rb, self.p, self.act, self.f, self.g
+        if self.name == "rnn":
+            return act(f, xw + h @ rt), c
+        if self.name == "gru":
+            zr = act(f, xw[..., : 2 * hs] + h @ rt[..., : 2 * hs])  # gates z and r in one product
+            z, rr = zr[..., :hs], zr[..., hs:]
+            if self.linear_before_reset:
+                n = act(g, xw[..., 2 * hs :] + rr * (h @ rt[..., 2 * hs :] + rb[..., 2 * hs :]))
+            else:
+                n = act(g, xw[..., 2 * hs :] + (rr * h) @ rt[..., 2 * hs :] + rb[..., 2 * hs :])
+            return (1 - z) * n + z * h, c
+        gates = xw + h @ rt  # i, o, f, c
+        if p is None:  # no peepholes: gates i, o, f are one block under one activation
+            iof = act(f, gates[..., : 3 * hs])
+            i, o, ff = iof[..., :hs], iof[..., hs : 2 * hs], iof[..., 2 * hs :]
         else:
-            n = act(g, clip(xw[:, 2 * hs :] + (rr * h) @ r[2 * hs :].T + rb[2 * hs :]))
-        return (1 - z) * n + z * h, c
-    gates = xw + h @ r.T + rb
-    gi, go, gf, gc = (gates[:, k * hs : (k + 1) * hs] for k in range(4))
-    i = act(f, clip(gi + p[:hs] * c))
-    ff = act(f, clip(gf + p[2 * hs :] * c))
-    if op["input_forget"]:
-        ff = 1 - i
-    c2 = ff * c + i * act(g, clip(gc))
-    o = act(f, clip(go + p[hs : 2 * hs] * c2))
-    return o * act(hh, c2), c2
+            i = act(f, gates[..., :hs] + p[..., :hs] * c)
+            ff = act(f, gates[..., 2 * hs : 3 * hs] + p[..., 2 * hs :] * c)
+        if self.input_forget:
+            ff = 1 - i
+        c2 = ff * c + i * act(g, gates[..., 3 * hs :])
+        if p is not None:
+            o = act(f, gates[..., hs : 2 * hs] + p[..., hs : 2 * hs] * c2)
+        return o * act(self.hh, c2, clip=False), c2
+
+
+def _input_part(name: str, hs: int, x, w, b):
+    """x W^T + Wb of every time step, for every direction, in one product [dirs, seq, batch, G*h],
+    plus the recurrence biases that are plain sums (all of Rb but a GRU's Rh, which its reset
+    gate multiplies): only h R^T stays in the loop."""
+    half = b.shape[-1] // 2
+    xw = x @ np.swapaxes(w, 1, 2)[:, None] + b[:, None, None, :half]
+    rb = b[:, None, half:]  # [dirs, 1, G*h]
+    if name == "gru":
+        xw[..., : 2 * hs] += rb[:, None, :, : 2 * hs]
+    else:
+        xw += rb[:, None]
+    return xw, rb
 
 
 def _compute(op, args, out, run):
     lstm = op.name == "lstm"
     x, w, r, b, lens, h0 = (np.asarray(a) for a in args[:6])
-    c0 = np.asarray(args[6]) if lstm else np.zeros_like(h0)
-    p = np.asarray(args[7]) if lstm else None
-    seq, batch, _ = x.shape
     acc = np.float64 if x.dtype == np.float64 else np.float32
+    c0 = np.asarray(args[6]).astype(acc) if lstm else np.zeros(h0.shape, acc)
+    p = np.asarray(args[7]).astype(acc)[:, None, :] if lstm else None  # [dirs, 1, 3h]
+    seq, batch, _ = x.shape
+    dirs = directions(op)
     n_act = len(DEFAULT_ACTIVATIONS[op.name])
-    acts = activations(op)
-    ys = np.zeros(out.sub_shapes[0].lens, dtype=acc)
-    hs_out, cs_out = np.zeros(h0.shape, acc), np.zeros(h0.shape, acc)
+    acts = [activations(op)[d * n_act : (d + 1) * n_act] for d in range(len(dirs))]
+    xw, rb = _input_part(op.name, op["hidden_size"], x.astype(acc), w.astype(acc), b.astype(acc))
+    rt = np.swapaxes(r.astype(acc), 1, 2)  # [dirs, h, G*h]
+    h0 = h0.astype(acc)
     lens = np.minimum(lens.astype(np.int64).reshape(-1), seq)
-    for d, backwards in enumerate(directions(op)):
-        h, c = h0[d].astype(acc), c0[d].astype(acc)
-        pd = p[d].astype(acc) if lstm else None
-        rd, bd = r[d].astype(acc), b[d].astype(acc)
-        wb, rb = bd[: len(bd) // 2], bd[len(bd) // 2 :]
-        xw = x.astype(acc) @ w[d].astype(acc).T + wb  # the input's part of every step's gates, in one product
-        rows = np.arange(batch)
-        for step in range(seq):
-            # Reverse runs each batch entry from its own last valid step down to 0.
-            t = np.clip(lens - 1 - step if backwards else np.full(batch, step), 0, seq - 1)
-            valid = step < lens
-            h2, c2 = _cell(op.name, op, xw[t, rows], h, c, rd, rb, pd, acts[d * n_act : (d + 1) * n_act])
-            if valid.all():
-                h, c = h2, c2
-            else:
-                h, c = np.where(valid[:, None], h2, h), np.where(valid[:, None], c2, c)
-            ys[t[valid], d, rows[valid]] = h[valid]
-        hs_out[d], cs_out[d] = h, c
-    res = [ys.astype(x.dtype), hs_out.astype(x.dtype)] + ([cs_out.astype(x.dtype)] if lstm else [])
+    ys = np.zeros(out.sub_shapes[0].lens, dtype=acc)  # [seq, dirs, batch, h]
+    h_out, c_out = np.zeros(h0.shape, acc), np.zeros(h0.shape, acc)
+    # Every sequence full length and one set of activations: the directions step together, each
+    # reading its inputs in its own time order. Otherwise one direction at a time.
+    together = bool((lens == seq).all()) and all(a == acts[0] for a in acts)
+    for ds in [list(range(len(dirs)))] if together else [[d] for d in range(len(dirs))]:
+        cell = _Cell(op, rt[ds], rb[ds], p[ds] if lstm and p[ds].any() else None, acts[ds[0]])
+        if together:
+            order = np.stack([xw[d, ::-1] if dirs[d] else xw[d] for d in ds])
+            h, c = h0[ds], c0[ds]
+            seen = np.empty((len(ds), seq) + h0.shape[1:], acc)
+            for step in range(seq):
+                h, c = cell.step(order[:, step], h, c)
+                seen[:, step] = h
+            for d in ds:
+                ys[:, d] = seen[d, ::-1] if dirs[d] else seen[d]
+        else:
+            h, c = _direction(cell, xw[ds[0]], h0[ds], c0[ds], lens, dirs[ds[0]], ys[:, ds[0]])
+        h_out[ds], c_out[ds] = h, c
+    res = [ys.astype(x.dtype), h_out.astype(x.dtype)] + ([c_out.astype(x.dtype)] if lstm else [])
     return tuple(res)
+
+
+def _direction(cell: _Cell, xw, h, c, lens, backwards: bool, ys):
+    """One direction with per-entry sequence lengths: steps at or past an entry's length leave its
+    state unchanged and write zeros to Y; reverse runs each entry from its own last valid step
+    down to 0. Writes Y into `ys` [seq, batch, h]; returns the last (h, c) ([1, batch, h])."""
+    seq, batch = xw.shape[:2]
+    rows = np.arange(batch)
+    for step in range(seq):
+        t = np.clip(lens - 1 - step if backwards else np.full(batch, step), 0, seq - 1)
+        valid = (step < lens)[:, None]
+        h2, c2 = cell.step(xw[t, rows][None], h, c)
+        h, c = np.where(valid, h2, h), np.where(valid, c2, c)
+        ys[t[valid[:, 0]], rows[valid[:, 0]]] = h[0][valid[:, 0]]
+    return h, c
 
 
 _COMMON = [

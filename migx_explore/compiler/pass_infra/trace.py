@@ -162,7 +162,18 @@ def _set_numeric(rec: PassRecord, value: NumericCheck | None) -> None:
     rec.__dict__["_numeric_pending"] = None
 
 
+def _record_state(rec: PassRecord) -> dict[str, Any]:
+    """What a record pickles (and copies): not the lock of its lazy check, which exists once the
+    check was read, and not a check still pending (a closure over this process's evaluator);
+    a copy of a pending record has no result."""
+    state = dict(rec.__dict__)
+    state.pop("_numeric_lock", None)
+    state["_numeric_pending"] = None
+    return state
+
+
 PassRecord.numeric = property(_get_numeric, _set_numeric, doc="The numeric check's result (None: not checked).")
+PassRecord.__getstate__ = _record_state
 
 
 def jsonable(v: Any) -> Any:
