@@ -142,6 +142,9 @@ CSS = """
 .migx-explorer .migx-position { flex: 1 1 0; min-width: 0; }
 .migx-explorer .migx-position-row { flex-wrap: nowrap; gap: 6px; }
 .migx-explorer .migx-position-row > :not(.migx-position) { flex: none; }
+/* the stats' labels wrap at their spaces, so a narrow column leaves the values (pass names) room */
+.migx-explorer .migx-side .migx-stats-table { table-layout: fixed; width: 100%; }
+.migx-explorer .migx-side .migx-stats-table th { white-space: normal; width: 36%; }
 @container migx-explorer (max-width: 1040px) {
   .migx-body { flex-wrap: wrap; }
   .migx-body > .migx-main { order: 1; flex: 1 1 100% !important; width: 100% !important; }
