@@ -121,6 +121,11 @@ CSS = """
 .migx-explorer .migx-instance-scope.migx-current { background: #fff3c4; }
 .migx-explorer .migx-instance-alike { color: #1b7f3b; font-weight: 600; }
 .migx-explorer .migx-busy { color: #a05a00; }
+/* "drawing…" floats over the pane's toolbar: a line that came and went moved everything under it
+   (the tree under the pane on a narrow explorer) while the user was clicking there */
+.migx-explorer .migx-views { position: relative; }
+.migx-explorer .migx-views > .migx-busy { position: absolute; right: 8px; z-index: 5; background: #fff8e1;
+  padding: 0 6px; border-radius: 3px; pointer-events: none; }
 .migx-explorer .migx-rewrites-graph { flex: none; }
 .migx-explorer .migx-rewrites-heading { flex: 1 1 0; min-width: 0; }
 /* The layout at laptop size (issue 36: the graph pane >= 60% of a 1280 px window with Lab's file
