@@ -1,8 +1,9 @@
 // The explorer's graph view (an anywidget front end): graphviz SVG with pan/zoom through the
 // vendored svg-pan-zoom, fit, centre on the change, node search, a minimap, a pinned node, and two
 // panels with synced pan/zoom for comparisons, and fused nodes that open into clusters (double-click
-// a ⊞ node; click a cluster's ⊟ label to close it; the toolbar expands or collapses all). `svgPanZoom` is defined by the loader that
-// graph_view.py puts in front of this file. `model` is the host box's model (see hosted.py).
+// a ⊞ node; click a cluster's ⊟ label to close it; the toolbar expands or collapses all), and scope
+// groups that open on a click (an open scope's label closes it). `svgPanZoom` is defined by the
+// loader that graph_view.py puts in front of this file. `model` is the host box's model (see hosted.py).
 
 const CHANGED = "g.node.st_added, g.node.st_removed, g.node.st_changed";
 const READABLE_ZOOM = 0.35; // below this real zoom node labels are too small to read
