@@ -131,7 +131,9 @@ CSS = """
 /* The layout at laptop size (issue 36: the graph pane >= 60% of a 1280 px window with Lab's file
    browser open, all of it above the fold): a compact header, and on a narrow explorer the side
    column goes under the pane as a row of boxes. */
-.migx-explorer { container-type: inline-size; container-name: migx-explorer; }
+/* width: the container's inline size no longer comes from its content (a box holding the
+   explorer in a row would shrink it to nothing) */
+.migx-explorer { container-type: inline-size; container-name: migx-explorer; width: 100%; }
 .migx-explorer .migx-header { align-items: baseline; gap: 4px 14px; flex-wrap: wrap; }
 .migx-explorer .migx-header .migx-title { flex: none; }
 .migx-explorer .migx-header .migx-status { flex: 1 1 16em; min-width: 0; }
