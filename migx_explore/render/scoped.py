@@ -74,12 +74,18 @@ def region_view(
 
 
 def collapse_scopes(
-    graph: DisplayGraph, scopes: Mapping[int, str], d: SnapshotDiff, region: Collection[int], hops: int = 1
+    graph: DisplayGraph,
+    scopes: Mapping[int, str],
+    d: SnapshotDiff,
+    region: Collection[int],
+    hops: int = 1,
+    opened: Collection[str] = (),
 ) -> DisplayGraph:
     """Model Explorer's collapsed layers: keep the region and `hops` of context around it; every
     other node goes into one node per scope group beside the region's path (the siblings of each
     scope that holds the region, e.g. `layer.3` next to `layer.0` when the region is in
-    `layer.0/attention`), labelled with its op count and change badge."""
+    `layer.0/attention`), labelled with its op count and change badge. A scope in `opened` (the
+    user clicked its group) is drawn as its child groups, and its own instructions as nodes."""
     from .scale import distances
 
     ids = set(region)
@@ -96,7 +102,10 @@ def collapse_scopes(
         if n.name in keep:
             nodes.append(n)
             continue
-        key = _group_key(node_scope_of(n, scopes), anchor)
+        key = _group_key(node_scope_of(n, scopes), anchor, opened)
+        if key is None:  # in an opened scope, not in a group below it: drawn as itself
+            nodes.append(n)
+            continue
         name = GROUP_NODE_PREFIX + safe_part(key or "top")
         if name not in members:
             members[name] = (key, [])
@@ -112,11 +121,18 @@ def collapse_scopes(
     return reconnect(graph, nodes, rep)
 
 
-def _group_key(scope: str, anchor: list[str]) -> str:
+def _group_key(scope: str, anchor: list[str], opened: Collection[str] = ()) -> str | None:
+    """The group a node of `scope` is folded into: one level below what it shares with the
+    region's scope, or below the deepest opened scope holding it; None when the node sits
+    directly in an opened scope (it is drawn)."""
     parts = [p for p in scope.split("/") if p]
     k = 0
     while k < min(len(parts), len(anchor)) and parts[k] == anchor[k]:
         k += 1
+    while k < len(parts) and "/".join(parts[: k + 1]) in opened:
+        k += 1
+    if k >= len(parts) and parts and "/".join(parts) in opened:
+        return None
     return "/".join(parts[: k + 1])
 
 
@@ -144,7 +160,7 @@ def _group_node(name: str, scope: str, run: list[DisplayNode], d: SnapshotDiff, 
         S.ELSEWHERE if (a or r or c) else None,
         "summary",
         tuple(ids),
-        f"/{scope}: {len(ids)} instructions, collapsed (+{a} −{r} ~{c})",
+        f"/{scope}: {len(ids)} instructions, collapsed (+{a} −{r} ~{c}); click to open it",
     )
 
 

@@ -139,6 +139,23 @@ def instance_pieces(before: Any, after: Any, rec: PassRecord, rows: list[Any], s
     return out
 
 
+SCOPE_ROWS = 120  # scope tree rows a pass stores at most (top scopes first)
+
+
+def scope_tree_rows(rows: list[Any], scopes: dict[int, str], after_scopes: Mapping[int, str]) -> list:
+    """The explorer's scope tree of one pass, every level: [scope, depth, has children,
+    instances in it] per row (the page folds and unfolds it); [] for a model without scopes."""
+    from ..instances import scope_badges
+    from ..scopes import tree_rows
+
+    names = list(dict.fromkeys(s for s in after_scopes.values() if s))
+    if not names:
+        return []
+    every = {"/".join(p.split("/")[: k + 1]) for p in names for k in range(len(p.split("/")))}
+    badges = scope_badges(rows, scopes)
+    return [list(r) for r in tree_rows(names, every, badges, SCOPE_ROWS)]
+
+
 def pass_blobs(
     session: Session,
     *,
@@ -173,9 +190,9 @@ def pass_blobs(
         if graphs:
             try:
                 sb, sa = pass_changes.scopes(session, rec.index)
-                payload["instances"] = instance_pieces(
-                    before, after, rec, (rewrites or {}).get(rec.index, []), {**sb, **sa}
-                )
+                rows = (rewrites or {}).get(rec.index, [])
+                payload["instances"] = instance_pieces(before, after, rec, rows, {**sb, **sa})
+                payload["scopes"] = scope_tree_rows(rows, {**sb, **sa}, sa)
                 found = pass_changes.regions(session, rec.index)
                 payload["regions"] = region_pieces(found)
                 payload["first_view"] = first_view(found)
@@ -220,4 +237,14 @@ def fit_budget(payloads: dict[int, dict[str, Any]], budget: int | None) -> dict[
     return blobs
 
 
-__all__ = ["aliases", "compact_svg", "fit_budget", "pack", "pass_blobs", "pass_graph", "region_pieces", "unpack"]
+__all__ = [
+    "aliases",
+    "compact_svg",
+    "fit_budget",
+    "pack",
+    "pass_blobs",
+    "pass_graph",
+    "region_pieces",
+    "scope_tree_rows",
+    "unpack",
+]

@@ -13,7 +13,8 @@ in a module of its own (`recipe_panel`, `model_explorer_button`, `gpu_panel`, `w
 `study_panel`), listed in `explorer.PANELS`; a panel's classes and CSS are in its module.
 
 Stable CSS classes (for browser tests and styling): .migx-explorer (root, plus a per-instance
-.migx-ex-<id>); picker .migx-model-select .migx-model-path .migx-model-upload (.migx-upload-input)
+.migx-ex-<id>; inside: .migx-header .migx-progress-row .migx-body, .migx-side .migx-main);
+picker .migx-model-select .migx-model-path .migx-model-upload (.migx-upload-input)
 .migx-input-dims .migx-mode .migx-numeric .migx-load; tree .migx-filter .migx-hide-unchanged
 .migx-tree .migx-tree-row (+ .migx-changed / -noop / -disabled / -failed / -pending / -not-run,
 .migx-current) .migx-pass-checkbox .migx-pipeline-checkbox .migx-pass-goto and .migx-path-<pass

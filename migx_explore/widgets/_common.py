@@ -110,8 +110,45 @@ CSS = """
 .migx-explorer .migx-instance-scope.migx-current { background: #fff3c4; }
 .migx-explorer .migx-instance-alike { color: #1b7f3b; font-weight: 600; }
 .migx-explorer .migx-busy { color: #a05a00; }
+/* "drawing…" floats over the pane's toolbar: a line that came and went moved everything under it
+   (the tree under the pane on a narrow explorer) while the user was clicking there */
+.migx-explorer .migx-views { position: relative; }
+.migx-explorer .migx-views > .migx-busy { position: absolute; right: 8px; z-index: 5; background: #fff8e1;
+  padding: 0 6px; border-radius: 3px; pointer-events: none; }
 .migx-explorer .migx-rewrites-graph { flex: none; }
 .migx-explorer .migx-rewrites-heading { flex: 1 1 0; min-width: 0; }
+/* The layout at laptop size (issue 36: the graph pane >= 60% of a 1280 px window with Lab's file
+   browser open, all of it above the fold): a compact header, and on a narrow explorer the side
+   column goes under the pane as a row of boxes. */
+/* width: the container's inline size no longer comes from its content (a box holding the
+   explorer in a row would shrink it to nothing) */
+.migx-explorer { container-type: inline-size; container-name: migx-explorer; width: 100%; }
+.migx-explorer .migx-header { align-items: baseline; gap: 4px 14px; flex-wrap: wrap; }
+.migx-explorer .migx-header .migx-title { flex: none; }
+.migx-explorer .migx-header .migx-status { flex: 1 1 16em; min-width: 0; }
+.migx-explorer .migx-status .widget-html-content, .migx-explorer .migx-position .widget-html-content,
+.migx-explorer .migx-progress-label .widget-html-content { white-space: nowrap; overflow: hidden;
+  text-overflow: ellipsis; display: block; }
+.migx-explorer .migx-progress-row, .migx-explorer .migx-progress { min-width: 0; max-width: 100%; }
+.migx-explorer .migx-progress-label { flex: 1 1 auto; min-width: 0; }
+.migx-explorer .migx-picker { flex-flow: row wrap; align-items: center; }
+.migx-explorer .migx-picker > .widget-hbox { display: contents; }
+.migx-explorer .migx-picker .migx-model-path { width: 15em !important; }
+.migx-explorer .migx-picker .migx-input-dims { width: 19em !important; }
+.migx-explorer .migx-position { flex: 1 1 0; min-width: 0; }
+.migx-explorer .migx-position-row { flex-wrap: nowrap; gap: 6px; }
+.migx-explorer .migx-position-row > :not(.migx-position) { flex: none; }
+/* the stats' labels wrap at their spaces, so a narrow column leaves the values (pass names) room */
+.migx-explorer .migx-side .migx-stats-table { table-layout: fixed; width: 100%; }
+.migx-explorer .migx-side .migx-stats-table th { white-space: normal; width: 36%; }
+@container migx-explorer (max-width: 1040px) {
+  .migx-body { flex-wrap: wrap; }
+  .migx-body > .migx-main { order: 1; flex: 1 1 100% !important; width: 100% !important; }
+  .migx-body > .migx-side { order: 2; flex: 1 1 100% !important; width: 100% !important; min-width: 0 !important;
+    flex-flow: row wrap !important; align-items: flex-start; gap: 6px 10px; }
+  .migx-body > .migx-side > * { flex: 1 1 250px !important; min-width: 230px; width: auto !important; }
+  .migx-body > .migx-side > .migx-tree-panel { flex: 2 1 340px !important; }
+}
 </style>
 """
 

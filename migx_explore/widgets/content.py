@@ -86,7 +86,7 @@ def graph_svg(
 
         d = diff if diff is not None else snapshot_diff(before, after)
         full = render.diff_graph(before, after, d, expand=expand, focus=None, chains=False, budget=None)
-        g = collapse_scopes(full, scopes, d, region, REGION_HOPS)
+        g = collapse_scopes(full, scopes, d, region, REGION_HOPS, scopes_open)
         if len(g.nodes) <= SCOPE_GROUPS_MAX_NODES:
             g = region_view(g, scopes, d, region)
     elif view == "diff":

@@ -219,12 +219,19 @@ class Explorer:
         self.widget = W.VBox(
             [
                 W.HTML(CSS + panel_style(self.panels), _dom_classes=["migx-style"]),
-                self.title,
+                # one line for the title and the instruction counts: the height above the graph
+                # pane is what decides how much of it a laptop screen shows (issue 36)
+                W.HBox([self.title, self.status], _dom_classes=["migx-header"]),
                 self.picker.widget,
-                W.HBox([self.progress.widget, self.numeric_progress], layout=W.Layout(grid_gap="12px")),
+                W.HBox(
+                    [self.progress.widget, self.numeric_progress],
+                    layout=W.Layout(grid_gap="12px"),
+                    _dom_classes=["migx-progress-row"],
+                ),
                 self.errors.widget,
-                self.status,
-                W.HBox([left, right], layout=W.Layout(grid_gap="8px", width="100%")),
+                # beside each other on a wide explorer, the side column under the pane on a narrow
+                # one (the CSS container query in _common.py)
+                W.HBox([left, right], layout=W.Layout(grid_gap="8px", width="100%"), _dom_classes=["migx-body"]),
                 *placed(self.panels, "below"),
                 self.scroller,
             ],

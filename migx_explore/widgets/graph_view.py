@@ -90,7 +90,9 @@ def _widget_class() -> type:
         view_state = t.Dict().tag(sync=True)  # from the front end: zoom, changed, changed_in_view
         # Clusters: the front end asks to expand a fused node (double-click) or collapse a cluster
         # (click on its ⊟ label), {"owner": id, "expand": bool} or all of them, {"all": bool};
-        # a counter makes a repeat a change. `all_expanded` names the toolbar toggle's state.
+        # a scope group opens on a click and an open scope closes on its label, {"scope": its
+        # graphviz name, "expand": bool}; a counter makes a repeat a change. `all_expanded` names
+        # the toolbar toggle's state.
         cluster_request = t.Dict().tag(sync=True)
         all_expanded = t.Bool(False).tag(sync=True)
         focus = t.Unicode("").tag(sync=True)  # node title to centre the next drawing on, not the change

@@ -10,12 +10,32 @@ also jumps to an instance inside it. The open scopes are one choice for the mode
 from __future__ import annotations
 
 import html
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
 from ..scopes import tree_rows
 from ._common import ErrorBox, pin_to_main_shell, widgets
 
 ROWS = 80  # rows drawn at most (top scopes and the children of opened ones)
+
+
+def scope_named(name: str, scopes: Iterable[str]) -> str | None:
+    """The scope a group in the drawing stands for, from its graphviz name: `scope_model_2_m_0`
+    (a collapsed group node) or `cluster_scope_model_2_m_0` (an open scope's box) is `model.2/m.0`
+    when that is a scope of the model (or one above one); None otherwise."""
+    from ..render.scoped import GROUP_NODE_PREFIX, SCOPE_GROUP_PREFIX, safe_part
+
+    for prefix in (SCOPE_GROUP_PREFIX, GROUP_NODE_PREFIX):
+        if name.startswith(prefix):
+            want = name[len(prefix) :]
+            break
+    else:
+        return None
+    for scope in scopes:
+        parts = [p for p in scope.split("/") if p]
+        for k in range(len(parts), 0, -1):
+            if "_".join(safe_part(p) for p in parts[:k]) == want:
+                return "/".join(parts[:k])
+    return "" if want == "top" else None
 
 
 class ScopeTree:
@@ -77,4 +97,4 @@ class ScopeTree:
         return [b.description for b in self.rows.children]
 
 
-__all__ = ["ROWS", "ScopeTree"]
+__all__ = ["ROWS", "ScopeTree", "scope_named"]

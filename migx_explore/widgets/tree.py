@@ -62,14 +62,15 @@ def _info_text(r: TreeRow) -> str:
 class PipelineTree:
     """Widget: `widget` holds the filter row and the scrolling tree.
 
-    on_toggle(path, enabled) is called for pass and pipeline checkboxes; on_select(record index)
-    when a pass name is clicked; on_view_change() when the filter or "hide unchanged" changes."""
+    on_toggle(path, enabled) is called for pass and pipeline checkboxes; on_select(record index,
+    or the entry's path while the trace has not reached it) when a pass name is clicked;
+    on_view_change() when the filter or "hide unchanged" changes."""
 
     def __init__(
         self,
         errors: ErrorBox,
         on_toggle: Callable[[str, bool], None],
-        on_select: Callable[[int], None],
+        on_select: Callable[[int | str], None],
         on_view_change: Callable[[str, bool], None],
     ):
         W = widgets()
@@ -270,9 +271,15 @@ class PipelineTree:
         self._on_toggle(key[1], bool(value))
 
     def _select(self, key: tuple[str, str]) -> None:
-        rw = self._pool[key]
-        if rw.row is not None and rw.row.index is not None:
-            self._on_select(rw.row.index)
+        r = self._pool[key].row
+        if r is None:
+            return
+        if r.index is not None:
+            self._on_select(r.index)
+        elif r.kind == "pass" and r.status == "tracing":
+            # the background trace has not reached it yet: go by path (traced as far as it). The
+            # click used to do nothing here, and a click soon after a load looked lost.
+            self._on_select(r.path)
 
     # ---- programmatic access (tests, notebooks) -------------------------------------------------
     def checkbox(self, path: str) -> Any:

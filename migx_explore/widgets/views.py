@@ -23,7 +23,7 @@ from .dom_tools import ClickableSvg
 from .draw_thread import DrawThread
 from .graph_view import GraphView
 from .rewrites_view import RegionBar, RewritesPanel, region_of
-from .scope_tree import ScopeTree
+from .scope_tree import ScopeTree, scope_named
 
 # The views a step may switch between by itself: the rewrite summary for a pass whose change
 # cannot be read as one region, the region's drawing otherwise. Any other view the user picked
@@ -353,6 +353,24 @@ class Views(CompareMixin):
             self.set_all_clusters(bool(req["all"]))
         elif "owner" in req:
             self.set_cluster(int(req["owner"]), bool(req.get("expand", True)))
+        elif "scope" in req:  # a click on a collapsed scope group (or an open scope's label)
+            self.set_scope(str(req["scope"]), bool(req.get("expand", True)))
+
+    def set_scope(self, drawn: str, expanded: bool) -> None:
+        """Open a scope group of the drawing (by its graphviz name) into its child groups and
+        ops, or close it and what is open inside it; one choice for the model, kept while
+        stepping (the scope tree shows it too). The redraw centres on that scope."""
+        scope = scope_named(drawn, self._tree_scopes)
+        if scope is None or self._session is None:
+            return
+        if expanded:
+            self.open_scopes.add(scope)
+        else:
+            self.open_scopes -= {s for s in self.open_scopes if s == scope or s.startswith(scope + "/")}
+        safe = drawn.split("scope_", 1)[1]
+        self._focus_next = ("cluster_scope_" if expanded else "scope_") + safe
+        self._show_tree()
+        self._show_selected()
 
     def refresh_stats(self) -> None:
         if self._session is not None:

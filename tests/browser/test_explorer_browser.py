@@ -3,15 +3,12 @@ next button, uncheck a pass, and check that the inline diff SVG and the stats fo
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 TOUR = REPO / "notebooks" / "01_tour.ipynb"
 SHOT = REPO / "test-artifacts" / "explorer.png"
-DOCS_IMAGE = REPO / "docs" / "images" / "explorer.png"  # refreshed with MIGX_UPDATE_DOCS_IMAGES=1
 
 
 def _stats_pass(ex) -> str:
@@ -51,8 +48,8 @@ def _wait_position(page, k: int) -> str:
 
 
 def _screenshot(page, ex) -> None:
-    """The explorer as the tour leaves it (at fusion.fuse_pointwise_reduce) under test-artifacts/;
-    with MIGX_UPDATE_DOCS_IMAGES=1 it also replaces the README's docs/images/explorer.png."""
+    """The explorer as the tour leaves it (at fusion.fuse_pointwise_reduce) under test-artifacts/
+    (the README's docs/images/explorer.png is shot by test_pane_layout.py at 1280x800)."""
     for command in ("application:toggle-left-area", "notebook:hide-all-cell-code"):
         page.evaluate(f"() => window.jupyterapp.commands.execute('{command}')")
     ex.evaluate("e => e.scrollIntoView({block: 'start'})")
@@ -60,9 +57,6 @@ def _screenshot(page, ex) -> None:
     SHOT.parent.mkdir(exist_ok=True)
     ex.screenshot(path=str(SHOT))
     assert SHOT.stat().st_size > 20_000
-    if os.environ.get("MIGX_UPDATE_DOCS_IMAGES") == "1":
-        DOCS_IMAGE.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(SHOT, DOCS_IMAGE)
 
 
 REGION_LABEL_JS = (

@@ -10,9 +10,7 @@ model, so the page and kernel are paid for once."""
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
 from pathlib import Path
 
 import pytest
@@ -24,13 +22,12 @@ SHOTS = REPO / "test-artifacts"
 MODELS = ("yolo", "yolov8", "transformer", "bert_encoder", "llama_decoder", "unet_unnamed")
 TARGET = 0.95
 MIN_LABEL_PX = 10.0
-# First views kept as pictures (test-artifacts/; with MIGX_UPDATE_DOCS_IMAGES=1 also docs/images/
-# for the README): a region drawn in its scopes, and a pass opening on its rewrite summary.
+# First views kept as pictures under test-artifacts/: a region drawn in its scopes, and a pass
+# opening on its rewrite summary (the docs' copies come from test_pane_layout.py).
 PICTURES = {
     ("bert_encoder", "required.eliminate_data_type_for_gpu"): "explorer_region.png",
     ("bert_encoder", "backend.lowering"): "explorer_rewrites.png",
 }
-DOCS_IMAGES = REPO / "docs" / "images"
 
 # What the explorer shows now: "summary" (the rewrites pane, fresh for `path`), "graph" (a drawing
 # other than the `old` one, settled: every changed node measured), or false (not ready).
@@ -106,11 +103,9 @@ def _first_view(page, ex, path: str, old: int) -> tuple[str, tuple]:
 
 
 def _picture(page, name: str) -> None:
+    # docs/images/ is shot by test_pane_layout.py (Lab's default layout, file browser open)
     SHOTS.mkdir(exist_ok=True)
     page.screenshot(path=str(SHOTS / name))
-    if os.environ.get("MIGX_UPDATE_DOCS_IMAGES") == "1":
-        DOCS_IMAGES.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(SHOTS / name, DOCS_IMAGES / name)
 
 
 def _step_model(page, ex, model: str) -> list[tuple[str, str, tuple, bool]]:

@@ -140,8 +140,33 @@ def test_big_model_report_offline(report, offline_page):
     page.wait_for_timeout(400)
     inside, total, _ = page.evaluate(IN_VIEW_JS, ".rep-in-region")
     assert total > 0 and inside == total and first.label in page.locator(".rep-region-label").inner_text()
+    # the scope tree (issue 36): the explorer's scopes with rewrite instances per scope; a click
+    # folds / unfolds a scope and shows a rewrite instance drawn inside it
+    tree = page.locator(".rep-scopes-section")
+    assert tree.is_visible()
+    shown = page.locator(".rep-scope-row:visible")
+    tops = shown.count()
+    assert tops > 0 and page.locator(".rep-scope-row.rep-scope-changed:visible").count() > 0
+    closed = page.locator(".rep-scope-row:visible:not(.rep-scope-open)", has_text="▸").first
+    parent = page.locator(f'.rep-scope-row[data-scope="{closed.get_attribute("data-scope")}"]')
+    parent.click()
+    assert shown.count() > tops and "▾" in parent.inner_text()
+    parent.click()
+    assert shown.count() == tops
+    page.locator(".rep-scope-row.rep-scope-changed:visible").last.click()
+    page.wait_for_function("() => /click it again/.test(document.querySelector('.rep-region-label').textContent)")
     SHOTS.mkdir(exist_ok=True)
     page.screenshot(path=str(SHOTS / "report-yolov8.png"))
+    page.set_viewport_size({"width": 1280, "height": 800})
+    page.locator(".rep-rewrites-section").evaluate("e => e.scrollIntoView({block: 'start'})")  # summary, scopes, graph
+    page.wait_for_timeout(300)
+    page.screenshot(path=str(SHOTS / "report-yolov8-1280x800.png"))
+    if os.environ.get("MIGX_UPDATE_DOCS_IMAGES") == "1":  # docs/cli.md's picture, 256 colours
+        from PIL import Image
+
+        img = Image.open(SHOTS / "report-yolov8-1280x800.png").convert("RGB").quantize(256)
+        img.save(REPO / "docs" / "images" / "report_yolov8.png", optimize=True)
+    page.set_viewport_size({"width": 1500, "height": 1000})
 
     # expand / collapse swap the pre-drawn variants
     clusters = "() => document.querySelectorAll('.rep-graph-view svg g.cluster').length"
@@ -162,3 +187,5 @@ def test_big_model_report_offline(report, offline_page):
 
     assert page.page_errors == []
     assert page.blocked == [], f"the report tried the network: {page.blocked[:3]}"
+    text = path.read_text()
+    assert str(REPO) not in text and str(path.parent) not in text  # no path of this machine

@@ -62,6 +62,7 @@
     model.on("change:command", () => view.message(model.get("command") || {}));
     model.on("change:cluster_request", () => {
       const req = model.get("cluster_request") || {};
+      if ("scope" in req) { showScope(req.scope); return; } // a scope group: found in the scope tree
       const expand = "all" in req ? !!req.all : !!req.expand;
       const focus = req.owner === undefined ? "" : (expand ? "owner_" + req.owner : "i" + req.owner);
       showVariant(expand ? "expanded" : "collapsed", focus);
@@ -185,6 +186,62 @@
       }
     }
     $(".rep-region-label").textContent = `${r.label}: no instance of it is in this drawing (big graphs are cut to the change)`;
+  }
+
+  // ---- the scope tree of the pass (the explorer's, every level stored): rows fold and unfold, a
+  // click on a scope with rewrites shows the first rewrite instance drawn there ----------------------
+  let scopeOpen = new Set();
+  function scopeRows() { return (payload && payload.scopes) || []; }
+  function buildScopes() {
+    const box = $(".rep-scopes");
+    box.innerHTML = "";
+    const all = scopeRows();
+    $(".rep-scopes-section").style.display = all.length ? "" : "none";
+    const tops = all.filter((r) => r[1] === 0);
+    scopeOpen = new Set();
+    // a lone top scope (every op of a BERT export under /bert) says nothing: open it, as the explorer does
+    for (let lone = tops.length === 1 ? tops[0] : null; lone && lone[2];) {
+      scopeOpen.add(lone[0]);
+      const kids = all.filter((r) => r[1] === lone[1] + 1 && r[0].startsWith(lone[0] + "/"));
+      lone = kids.length === 1 ? kids[0] : null;
+    }
+    all.forEach(([scope, depth, kids, badge]) => {
+      const row = mk("div", "rep-scope-row" + (badge ? " rep-scope-changed" : ""));
+      row.dataset.scope = scope;
+      row.style.paddingLeft = `${depth * 12}px`;
+      row.title = `/${scope}: ${badge} rewrite instance${badge === 1 ? "" : "s"} in this pass`;
+      row.addEventListener("click", () => scopeClicked(scope, kids, badge));
+      box.appendChild(row);
+    });
+    paintScopes();
+  }
+  function paintScopes() {
+    document.querySelectorAll(".rep-scope-row").forEach((row) => {
+      const scope = row.dataset.scope, r = scopeRows().find((x) => x[0] === scope);
+      const parts = scope.split("/");
+      const shown = parts.slice(0, -1).every((_, k) => scopeOpen.has(parts.slice(0, k + 1).join("/")));
+      row.style.display = shown ? "" : "none";
+      row.classList.toggle("rep-scope-open", scopeOpen.has(scope));
+      row.textContent = (r[2] ? (scopeOpen.has(scope) ? "▾ " : "▸ ") : "\u00a0\u00a0") + parts[parts.length - 1]
+        + (r[3] ? ` · ${r[3]}` : "");
+    });
+  }
+  function scopeClicked(scope, kids, badge) {
+    if (kids) { if (scopeOpen.has(scope)) scopeOpen.delete(scope); else scopeOpen.add(scope); }
+    paintScopes();
+    const drawn = (payload && payload.instances) || [];
+    const k = badge ? drawn.findIndex((d) => (d.label + " ").includes("/" + scope + " ") || (d.label + " ").includes("/" + scope + "/")) : -1;
+    if (k >= 0) { rewrite = null; gotoRewrite(k); }
+  }
+  // A scope group clicked in the drawing: open the tree down to it and mark it.
+  function showScope(name) {
+    const want = name.replace(/^(cluster_)?scope_/, "");
+    const r = scopeRows().find((x) => x[0].split("/").map((p) => p.replace(/[^A-Za-z0-9]/g, "_")).join("_") === want);
+    if (!r) return;
+    const parts = r[0].split("/");
+    parts.forEach((_, k) => scopeOpen.add(parts.slice(0, k + 1).join("/")));
+    paintScopes();
+    document.querySelectorAll(".rep-scope-row").forEach((row) => row.classList.toggle("rep-scope-current", row.dataset.scope === r[0]));
   }
 
   // ---- the tree ------------------------------------------------------------------------------------
@@ -375,12 +432,14 @@
     graph = null;
     payload = null;
     rewrite = null;
+    $(".rep-scopes-section").style.display = "none";
     if (!hasBlob) return;
     $(".rep-textdiff").textContent = "inflating…";
     loadBlob(i).then((p) => {
       if (current !== i) return;
       payload = p;
       textDiff($(".rep-textdiff"), payload.text, 2500);
+      buildScopes();
       if (!DATA.graphs) return;
       $(".rep-graph-error").textContent = payload.graph_error ? "could not draw this pass: " + payload.graph_error : "";
       graph = payload.graph || null;

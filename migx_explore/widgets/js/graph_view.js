@@ -1,8 +1,9 @@
 // The explorer's graph view (an anywidget front end): graphviz SVG with pan/zoom through the
 // vendored svg-pan-zoom, fit, centre on the change, node search, a minimap, a pinned node, and two
 // panels with synced pan/zoom for comparisons, and fused nodes that open into clusters (double-click
-// a ⊞ node; click a cluster's ⊟ label to close it; the toolbar expands or collapses all). `svgPanZoom` is defined by the loader that
-// graph_view.py puts in front of this file. `model` is the host box's model (see hosted.py).
+// a ⊞ node; click a cluster's ⊟ label to close it; the toolbar expands or collapses all), and scope
+// groups that open on a click (an open scope's label closes it). `svgPanZoom` is defined by the
+// loader that graph_view.py puts in front of this file. `model` is the host box's model (see hosted.py).
 
 const CHANGED = "g.node.st_added, g.node.st_removed, g.node.st_changed";
 const READABLE_ZOOM = 0.35; // below this real zoom node labels are too small to read
@@ -55,6 +56,12 @@ function matches(n, q) {
   return nodeText(n).includes(q);
 }
 
+// The graphviz name of a node or cluster (its <title>), "" when it has none.
+function titleOf(g) {
+  const t = g && g.querySelector(":scope > title");
+  return t ? t.textContent.trim() : "";
+}
+
 class Panel {
   constructor(view, markup, title) {
     this.view = view;
@@ -79,14 +86,20 @@ class Panel {
       if (this.view.dragged || !ev.target.closest) return;
       const n = ev.target.closest("g.node");
       if (!n) {
-        // a click on a cluster's label (its ⊟ control) collapses that cluster
+        // a click on a cluster's label (its ⊟ control) collapses that cluster; on an open
+        // scope's label, closes the scope
         const c = ev.target.closest("g.cluster");
-        const owner = c && ev.target.closest("text") ? classNumber(c, "owner_") : null;
+        const label = c && ev.target.closest("text");
+        const owner = label ? classNumber(c, "owner_") : null;
+        const name = label ? titleOf(c) : "";
         if (owner !== null) this.view.requestCluster(owner, false);
+        else if (name.startsWith("cluster_scope_")) this.view.requestScope(name, false);
         return;
       }
-      const t = n.querySelector("title");
-      if (t) this.view.pin(t.textContent.trim());
+      const t = titleOf(n);
+      // a collapsed scope group opens (Model Explorer's layers); any other node is pinned
+      if (n.classList.contains("op_scope") && t.startsWith("scope_")) this.view.requestScope(t, true);
+      else if (t) this.view.pin(t);
     });
     this.svg.addEventListener("dblclick", (ev) => {
       if (!ev.target.closest) return;
@@ -99,10 +112,12 @@ class Panel {
     });
   }
 
-  // The elements a focus target names: "owner_42" a cluster, "i42" a node.
+  // The elements a focus target names: "owner_42" a cluster, "cluster_scope_x" a scope's box,
+  // "i42" a node.
   targets(target) {
     if (!this.svg || !target) return [];
     if (target.startsWith("owner_")) return [...this.svg.querySelectorAll("g.cluster." + target)];
+    if (target.startsWith("cluster_")) return [...this.svg.querySelectorAll("g.cluster")].filter((c) => titleOf(c) === target);
     return [...this.svg.querySelectorAll("g.node")].filter((n) => {
       const t = n.querySelector("title");
       return t && t.textContent.trim().replace(/^(ca_|cb_|b_|a_)/, "") === target;
@@ -313,8 +328,26 @@ class GraphView {
     this.build();
   }
 
-  // Fill the window below the controls on a laptop screen, up to `height` on a tall one.
-  canvasHeight() { return `clamp(260px, calc(100vh - 430px), ${this.model.get("height")}px)`; }
+  // The pane fills what the notebook shows below the controls once the explorer is scrolled to
+  // its top (issue 36: all of it above the fold at 1280x800), between 260 px and `height`. The
+  // explorer's header differs per view, so this is measured, not a fixed share of the window.
+  canvasHeight() {
+    const most = this.model.get("height");
+    const ex = this.root.closest(".migx-explorer");
+    const port = ex && (ex.closest(".jp-WindowedPanel-outer") || ex.closest(".jp-Notebook"));
+    const top = this.panes.getBoundingClientRect().top;
+    if (!ex || !port || !this.panes.isConnected || top === 0) {
+      return `clamp(260px, calc(100vh - 430px), ${most}px)`;
+    }
+    const title = this.panels.length > 1 ? 22 : 0;  // compare panels carry a title line
+    const room = port.clientHeight - (top - ex.getBoundingClientRect().top) - title - 10;
+    return `${Math.round(Math.max(260, Math.min(most, room)))}px`;
+  }
+
+  fitHeight() {
+    const h = this.canvasHeight();
+    this.each((p) => { if (p.canvas.style.height !== h) p.canvas.style.height = h; });
+  }
   each(fn) { this.panels.forEach(fn); }
 
   build() {
@@ -343,6 +376,13 @@ class GraphView {
     this.model.save_changes();
   }
 
+  // Ask the kernel to open a scope group of the drawing (or close an open scope's box).
+  requestScope(name, expand) {
+    const n = ((this.model.get("cluster_request") || {}).n || 0) + 1;
+    this.model.set("cluster_request", { scope: name, expand, n });
+    this.model.save_changes();
+  }
+
   requestAll(expand) {
     const n = ((this.model.get("cluster_request") || {}).n || 0) + 1;
     this.model.set("cluster_request", { all: expand, n });
@@ -362,6 +402,7 @@ class GraphView {
 
   // svg-pan-zoom needs a laid-out SVG: panels start when the pane first has a size.
   whenVisible() {
+    this.fitHeight();
     this.reportPane();
     let started = false;
     this.each((p) => { started = p.init() || started; if (p.spz) { p.spz.resize(); } });
@@ -560,8 +601,10 @@ function render({ model, el: root }) {
   const marks = () => view.each((p) => p.markRegions());
   model.on("change:regions", marks);
   model.on("change:region_index", marks);
-  model.on("change:height", () => { view.each((p) => { p.canvas.style.height = view.canvasHeight(); }); view.whenVisible(); });
+  model.on("change:height", () => view.whenVisible());
+  const resized = () => view.whenVisible();
+  window.addEventListener("resize", resized);
   model.on("change:command", () => view.message(model.get("command") || {}));
-  return () => { view.observer.disconnect(); view.each((p) => p.destroy()); };
+  return () => { window.removeEventListener("resize", resized); view.observer.disconnect(); view.each((p) => p.destroy()); };
 }
 // (the module's export is added by hosted.py: render runs against the host box's model)
