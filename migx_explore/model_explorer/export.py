@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -117,79 +117,104 @@ def export_trace(
     os.makedirs(os.path.join(folder, "compare"), exist_ok=True)
     os.makedirs(os.path.join(folder, "node_data"), exist_ok=True)
     out = Export(folder, name)
-    table = ScopeTable(trace)
+    graphs = _Graphs(trace, name)
     width = max(3, len(str(len(trace.records) + 1)))
-    gs = GraphSet()
-    created = _provenance(trace)
-    graph_of: dict[str, ProgramSnapshot] = {}
+    out.input_graph = graphs.add(f"{0:0{width}d} input", trace.initial, None, None)
+    for rec in exported_records(trace, records):
+        out.passes.append(_export_pass(graphs, rec, f"{rec.index + 1:0{width}d}", folder))
+    out.final_graph = graphs.add(f"{len(trace.records) + 1:0{width}d} final", trace.final, None, None)
+    gs = graphs.gs
+    _write_json(out.collection, {"label": name, "graphs": gs.graphs, "graphSorting": "name_asc"})
+    out.nodes = sum(len(g["nodes"]) for g in gs.graphs)
+    _write_overlays(out, graphs, timing, numeric_inputs)
+    _write_json(os.path.join(folder, MANIFEST), out.as_json())
+    out.seconds = time.perf_counter() - t0
+    return out
 
-    scopes_of: dict[str, dict[int, str]] = {}
+
+class _Graphs:
+    """The graphs of one export as they are added, with each graph's program and layers (the
+    pass entries and the overlays read them back by graph id)."""
+
+    def __init__(self, trace: Trace, name: str):
+        self.trace, self.name = trace, name
+        self.table = ScopeTable(trace)
+        self.created = _provenance(trace)
+        self.gs = GraphSet()
+        self.graph_of: dict[str, ProgramSnapshot] = {}
+        self.scopes_of: dict[str, dict[int, str]] = {}
 
     def add(
-        gid: str, snap: ProgramSnapshot, upto: PassRecord | None, rec: PassRecord | None, before: bool = False
+        self, gid: str, snap: ProgramSnapshot, upto: PassRecord | None, rec: PassRecord | None, before: bool = False
     ) -> str:
-        d = rec.diff if rec is not None else None
-        status = None
-        if d and before:
-            status = lambda i: S.REMOVED if i in d.removed else None  # noqa: E731
-        elif d:
-            status = lambda i: S.ADDED if i in d.added else S.CHANGED if i in d.changed else None  # noqa: E731
-        scopes = scopes_of[gid] = table.scopes_of(snap, upto)
-        gs.add_program(
+        """Add `snap` as graph `gid`, layered by the scopes as of `upto`, styled with what `rec`
+        removed (`before`) or added and changed."""
+        created = self.created
+        scopes = self.scopes_of[gid] = self.table.scopes_of(snap, upto)
+        self.gs.add_program(
             gid,
             snap,
             scopes,
-            status=status or (lambda _i: None),
+            status=_change_status(rec, before),
             extra_attrs=lambda i: [{"key": "created by", "value": created[i][1]}] if i in created else [],
-            info=_info(trace, rec, snap, name, before),
+            info=_info(self.trace, rec, snap, self.name, before),
         )
-        graph_of[gid] = snap
+        self.graph_of[gid] = snap
         return gid
 
-    out.input_graph = add(f"{0:0{width}d} input", trace.initial, None, None)
-    for rec in exported_records(trace, records):
-        before, after = trace.snapshots(rec)
-        prev = trace.records[rec.index - 1] if rec.index > 0 else None
-        num = f"{rec.index + 1:0{width}d}"
-        # Each pass has its own before graph, styled with what the pass removed: the compare
-        # view's left pane then shows the pass's removals with no mapping file (Model Explorer
-        # reads one only from its Sync menu), and not the previous pass's additions.
-        bid = add(f"{num} {rec.path} (before)", before, prev, rec, before=True)
-        # a pass asked for that changed nothing still gets its own name (the same program)
-        gid = add(f"{num} {rec.path}", after, rec, rec)
-        mapping = os.path.join("compare", f"{num}.json")
-        _write_json(os.path.join(folder, mapping), _mapping(gs.node_ids(bid), gs.node_ids(gid)))
-        d = rec.diff
-        out.passes.append(
-            PassGraph(
-                rec.index,
-                rec.path,
-                gid,
-                bid,
-                mapping,
-                len(d.added) if d else 0,
-                len(d.removed) if d else 0,
-                len(d.changed) if d else 0,
-                _layers(scopes_of[bid], d.removed) if d else [],
-                _layers(scopes_of[gid], d.added | d.changed) if d else [],
-            )
-        )
-    out.final_graph = add(f"{len(trace.records) + 1:0{width}d} final", trace.final, None, None)
-    _write_json(out.collection, {"label": name, "graphs": gs.graphs, "graphSorting": "name_asc"})
-    out.nodes = sum(len(g["nodes"]) for g in gs.graphs)
+
+def _change_status(rec: PassRecord | None, before: bool) -> Callable[[int], str | None]:
+    """A node's change style in a graph of `rec`: its removals in the before graph, its additions
+    and changes in the after graph; none for the input and final graphs."""
+    d = rec.diff if rec is not None else None
+    if d and before:
+        return lambda i: S.REMOVED if i in d.removed else None
+    if d:
+        return lambda i: S.ADDED if i in d.added else S.CHANGED if i in d.changed else None
+    return lambda _i: None
+
+
+def _export_pass(graphs: _Graphs, rec: PassRecord, num: str, folder: str) -> PassGraph:
+    """Add the before and after graphs of one pass, write its compare mapping, and describe it."""
+    trace = graphs.trace
+    before, after = trace.snapshots(rec)
+    prev = trace.records[rec.index - 1] if rec.index > 0 else None
+    # Each pass has its own before graph, styled with what the pass removed: the compare
+    # view's left pane then shows the pass's removals with no mapping file (Model Explorer
+    # reads one only from its Sync menu), and not the previous pass's additions.
+    bid = graphs.add(f"{num} {rec.path} (before)", before, prev, rec, before=True)
+    # a pass asked for that changed nothing still gets its own name (the same program)
+    gid = graphs.add(f"{num} {rec.path}", after, rec, rec)
+    mapping = os.path.join("compare", f"{num}.json")
+    _write_json(os.path.join(folder, mapping), _mapping(graphs.gs.node_ids(bid), graphs.gs.node_ids(gid)))
+    d = rec.diff
+    return PassGraph(
+        rec.index,
+        rec.path,
+        gid,
+        bid,
+        mapping,
+        len(d.added) if d else 0,
+        len(d.removed) if d else 0,
+        len(d.changed) if d else 0,
+        _layers(graphs.scopes_of[bid], d.removed) if d else [],
+        _layers(graphs.scopes_of[gid], d.added | d.changed) if d else [],
+    )
+
+
+def _write_overlays(out: Export, graphs: _Graphs, timing: Any, numeric_inputs: dict | None) -> None:
+    """Write the node-data overlays that have data and list them in `out.node_data`."""
+    trace, graph_of = graphs.trace, graphs.graph_of
     overlays = {
-        "provenance": provenance_data(graph_of, created),
+        "provenance": provenance_data(graph_of, graphs.created),
         "gpu_time_us": gpu_time_data(graph_of, trace.final, timing) if timing is not None else None,
         "numeric_error": numeric_error_data(trace, out.passes, graph_of, numeric_inputs) if numeric_inputs else None,
     }
     for key, data in overlays.items():
         if data:
             rel = os.path.join("node_data", f"{key}.json")
-            _write_json(os.path.join(folder, rel), data)
+            _write_json(os.path.join(out.folder, rel), data)
             out.node_data[key] = rel
-    _write_json(os.path.join(folder, MANIFEST), out.as_json())
-    out.seconds = time.perf_counter() - t0
-    return out
 
 
 def _unpack(source: Any, label: str | None, timing: Any, numeric_inputs: dict | None):

@@ -154,11 +154,7 @@ class GraphSet:
         for r in ms.instrs:
             scope = namespace(scopes.get(r.id, "")) if in_main else ""
             hub_in = tuple(i for i in r.inputs if i in hubs)
-            for h in hub_in:
-                cid = _copy_id(h, scope)
-                if cid not in copies:  # drawn just before its layer's first user
-                    copies.add(cid)
-                    nodes.append(_hub_copy(hubs[h], scope, cid))
+            nodes.extend(_hub_copies(hubs, hub_in, scope, copies))
             subs = (
                 tuple(self._sub_id(m, snap, scopes, status, extra_attrs, tag) for m in r.modules if m in snap.by_name)
                 if r.modules
@@ -167,38 +163,65 @@ class GraphSet:
             # Module graphs are shared between passes: only the pass graph itself (main) carries
             # what this pass did; a changed kernel body shows as its owner's change.
             st = status(r.id) if in_main else None
-            # An instruction a pass left alone is the very same node in the next pass graph (the
-            # JSON repeats it; building it once is what keeps a long trace's export fast).
-            key = (
-                r.id,
-                id(r.op),
-                id(r.shape),
-                r.inputs,
-                r.origin,
-                id(r.literal),
-                subs,
-                scope,
-                st,
-                hub_in,
-                r.id in hubs,
-            )
-            hit = self._nodes.get(key)
-            if hit is not None and hit[0] is r.op and hit[1] is r.shape:
-                nodes.append(hit[2])
-                continue
-            node = _node(r, scope, hub_in)
-            if r.id in hubs:
-                node["attrs"].append(_kv("users", f"{hubs[r.id][1]} (a copy stands in each layer that uses it)"))
-            if subs:
-                node["subgraphIds"] = list(subs)
-                node["attrs"].append(_kv("modules", ", ".join(r.modules)))
-            if st in CHANGE_STYLE:
-                node["style"] = CHANGE_STYLE[st]
-                node["attrs"].append(_kv("change", st))
-            node["attrs"].extend(extra_attrs(r.id))
-            self._nodes[key] = (r.op, r.shape, node)
-            nodes.append(node)
+            users = hubs[r.id][1] if r.id in hubs else None
+            nodes.append(self._instr_node(r, scope, hub_in, users, subs, st, extra_attrs))
         return g
+
+    def _instr_node(
+        self,
+        r: InstrRecord,
+        scope: str,
+        hub_in: tuple[int, ...],
+        hub_users: int | None,
+        subs: tuple[str, ...],
+        st: str | None,
+        extra_attrs,
+    ) -> dict[str, Any]:
+        """The node of one instruction (`hub_users`: its users when it is a hub, else None)."""
+        # An instruction a pass left alone is the very same node in the next pass graph (the
+        # JSON repeats it; building it once is what keeps a long trace's export fast).
+        key = (
+            r.id,
+            id(r.op),
+            id(r.shape),
+            r.inputs,
+            r.origin,
+            id(r.literal),
+            subs,
+            scope,
+            st,
+            hub_in,
+            hub_users is not None,
+        )
+        hit = self._nodes.get(key)
+        if hit is not None and hit[0] is r.op and hit[1] is r.shape:
+            return hit[2]
+        node = _node(r, scope, hub_in)
+        if hub_users is not None:
+            node["attrs"].append(_kv("users", f"{hub_users} (a copy stands in each layer that uses it)"))
+        if subs:
+            node["subgraphIds"] = list(subs)
+            node["attrs"].append(_kv("modules", ", ".join(r.modules)))
+        if st in CHANGE_STYLE:
+            node["style"] = CHANGE_STYLE[st]
+            node["attrs"].append(_kv("change", st))
+        node["attrs"].extend(extra_attrs(r.id))
+        self._nodes[key] = (r.op, r.shape, node)
+        return node
+
+
+def _hub_copies(
+    hubs: Mapping[int, tuple[InstrRecord, int]], hub_in: tuple[int, ...], scope: str, drawn: set[str]
+) -> list[dict[str, Any]]:
+    """The copies of the hubs `hub_in` not yet drawn in layer `scope` (adding them to `drawn`):
+    each is drawn just before its layer's first user."""
+    out = []
+    for h in hub_in:
+        cid = _copy_id(h, scope)
+        if cid not in drawn:
+            drawn.add(cid)
+            out.append(_hub_copy(hubs[h], scope, cid))
+    return out
 
 
 def _hubs(ms: ModuleSnapshot) -> dict[int, tuple[InstrRecord, int]]:

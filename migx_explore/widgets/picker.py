@@ -69,6 +69,22 @@ class ModelPicker:
         W = widgets()
         self.errors = errors
         self._on_load = on_load
+        self._source_controls(W, initial)
+        self._option_controls(W)
+        self.load_button = W.Button(
+            description="Load", button_style="primary", icon="folder-open", _dom_classes=["migx-load"]
+        )
+        self.inputs_note = W.HTML("", _dom_classes=["migx-inputs-note"])
+        self.widget = self._layout(W)
+        self.builtin.observe(errors.guard(self._builtin_changed, "model"), "value")
+        self.path.observe(errors.guard(self._path_changed, "path"), "value")
+        self.load_button.on_click(errors.guard(lambda _b: self.load(), "load"))
+        self._uploaded_bytes: bytes | None = None
+        self._uploaded_name = "model.onnx"
+
+    def _source_controls(self, W: Any, initial: str) -> None:
+        """What to load: a built-in example, a typed path, or an uploaded file."""
+        errors = self.errors
         names = builtin_models()
         self.builtin = W.Dropdown(
             options=[("(built-in examples)", "")] + [(n, n) for n in names],
@@ -88,6 +104,9 @@ class ModelPicker:
             on_file=errors.guard(self._uploaded, "upload"), on_error=lambda msg: errors.show(msg, "upload")
         )
         self.upload.add_class("migx-model-upload")
+
+    def _option_controls(self, W: Any) -> None:
+        """How to load it: input dims, mode, precision and the per-pass numeric check."""
         self.dims = W.Text(
             "",
             placeholder="input dims for symbolic inputs: x=1,3,224,224; y=1,77",
@@ -122,11 +141,10 @@ class ModelPicker:
             layout=W.Layout(width="auto"),
             _dom_classes=["migx-numeric"],
         )
-        self.load_button = W.Button(
-            description="Load", button_style="primary", icon="folder-open", _dom_classes=["migx-load"]
-        )
-        self.inputs_note = W.HTML("", _dom_classes=["migx-inputs-note"])
-        self.widget = W.VBox(
+
+    def _layout(self, W: Any) -> Any:
+        """Two wrapping rows: the model and its options with Load, then dims, check and note."""
+        return W.VBox(
             [
                 W.HBox(
                     [self.builtin, self.path, self.upload, self.mode, self.precision, self.load_button],
@@ -139,11 +157,6 @@ class ModelPicker:
             ],
             _dom_classes=["migx-picker"],
         )
-        self.builtin.observe(errors.guard(self._builtin_changed, "model"), "value")
-        self.path.observe(errors.guard(self._path_changed, "path"), "value")
-        self.load_button.on_click(errors.guard(lambda _b: self.load(), "load"))
-        self._uploaded_bytes: bytes | None = None
-        self._uploaded_name = "model.onnx"
 
     # ---- inspecting inputs ------------------------------------------------------------------------
     def _show_inputs(self, dims: dict[str, list[int | str]]) -> None:
