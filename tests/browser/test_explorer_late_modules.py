@@ -9,7 +9,7 @@ its view class, the metrics chart and a step must all still reach the page."""
 
 from __future__ import annotations
 
-import nbformat
+from tests.browser.notebook_files import write_notebook
 
 CODE = "import migx_explore\nex = migx_explore.explore('mlp')\nex"
 
@@ -23,10 +23,7 @@ DRAWING_JS = "s => [...s.querySelectorAll('g.node > title')].map(t => t.textCont
 
 
 def test_widgets_follow_the_kernel_when_modules_bind_late(open_notebook, run_all, tmp_path):
-    src = tmp_path / "late_modules.ipynb"
-    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(CODE)])
-    nb.metadata["kernelspec"] = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
-    nbformat.write(nb, src)
+    src = write_notebook(tmp_path / "late_modules.ipynb", CODE)
     page = open_notebook(src)
     page.set_viewport_size({"width": 1280, "height": 800})
     raised: list[str] = []

@@ -5,7 +5,7 @@ action."""
 
 from __future__ import annotations
 
-import nbformat
+from tests.browser.notebook_files import write_notebook
 
 CODE = "import migx_explore\nex = migx_explore.explore('mlp')\nex"
 
@@ -13,10 +13,7 @@ CODE = "import migx_explore\nex = migx_explore.explore('mlp')\nex"
 def test_layout_and_errors_at_1280x800(open_notebook, run_all, tmp_path):
     corrupt = tmp_path / "corrupt.onnx"
     corrupt.write_bytes(b"\x08\x07not an onnx protobuf" * 40)
-    src = tmp_path / "rough_edges.ipynb"
-    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(CODE)])
-    nb.metadata["kernelspec"] = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
-    nbformat.write(nb, src)
+    src = write_notebook(tmp_path / "rough_edges.ipynb", CODE)
     page = open_notebook(src)
     page.set_viewport_size({"width": 1280, "height": 800})
     run_all(page)

@@ -24,6 +24,7 @@ from migx_explore.model_explorer import export_trace  # noqa: E402
 from migx_explore.model_explorer.launch import page_url, start_server  # noqa: E402
 from migx_explore.render import style as S  # noqa: E402
 from migx_explore.session import Session  # noqa: E402
+from tests.browser.notebook_files import write_notebook  # noqa: E402
 
 PASS = "optimize_rewrite.optimize_module"  # folds and removes across every layer of the encoder
 LOAD_MS = 180_000  # a 2-core CI machine shared with other jobs: generous, but bounded
@@ -174,15 +175,10 @@ def test_widget_button_opens_the_pass_on_screen(open_notebook, run_all, tmp_path
     import re
     import sys
 
-    import nbformat
-
     opened_log, script = tmp_path / "opened.txt", tmp_path / "record_url.py"
     script.write_text(RECORD_URL)
-    src = tmp_path / "me_button.ipynb"
     code = BUTTON_CODE.format(browser=f"{sys.executable} {script} {opened_log} %s")
-    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(code)])
-    nb.metadata["kernelspec"] = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
-    nbformat.write(nb, src)
+    src = write_notebook(tmp_path / "me_button.ipynb", code)
     page = open_notebook(src)
     # Model Explorer's page asks for a web font: nothing but loopback is reached
     page.context.route("**/*", lambda r: r.continue_() if r.request.url.startswith("http://127.0.0.1") else r.abort())

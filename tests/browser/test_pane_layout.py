@@ -15,8 +15,9 @@ import json
 import os
 from pathlib import Path
 
-import nbformat
 import pytest
+
+from tests.browser.notebook_files import write_notebook
 
 REPO = Path(__file__).resolve().parents[2]
 ARTIFACTS = REPO / "test-artifacts"
@@ -43,10 +44,7 @@ GEOMETRY_JS = """ex => {
 
 
 def _notebook(path, model: str = MODEL) -> None:
-    nb = nbformat.v4.new_notebook()
-    nb.cells = [nbformat.v4.new_code_cell(f"import migx_explore\nmigx_explore.explore({model!r}, numeric=False)")]
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    nbformat.write(nb, path)
+    write_notebook(path, f"import migx_explore\nmigx_explore.explore({model!r}, numeric=False)")
 
 
 def _bench():

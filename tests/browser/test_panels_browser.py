@@ -5,7 +5,7 @@ and runs from its own button."""
 
 from __future__ import annotations
 
-import nbformat
+from tests.browser.notebook_files import write_notebook
 
 CODE = "import migx_explore\nex = migx_explore.explore('mlp')\nex"
 
@@ -14,10 +14,7 @@ HAS_RULE_JS = """sel => [...document.styleSheets].some(s => {
 
 
 def test_panels_are_placed_styled_and_run(open_notebook, run_all, tmp_path):
-    src = tmp_path / "panels.ipynb"
-    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(CODE)])
-    nb.metadata["kernelspec"] = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
-    nbformat.write(nb, src)
+    src = write_notebook(tmp_path / "panels.ipynb", CODE)
     page = open_notebook(src)
     page.set_viewport_size({"width": 1280, "height": 900})
     run_all(page)
