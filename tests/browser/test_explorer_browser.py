@@ -49,7 +49,7 @@ def _wait_position(page, k: int) -> str:
 
 def _screenshot(page, ex) -> None:
     """The explorer as the tour leaves it (at fusion.fuse_pointwise_reduce) under test-artifacts/
-    (the README's docs/images/explorer.png is shot by test_pane_layout.py at 1280x800)."""
+    (the README's docs/images/explorer.png is shot by test_pane_layout_browser.py at 1280x800)."""
     for command in ("application:toggle-left-area", "notebook:hide-all-cell-code"):
         page.evaluate(f"() => window.jupyterapp.commands.execute('{command}')")
     ex.evaluate("e => e.scrollIntoView({block: 'start'})")

@@ -23,7 +23,7 @@ MODELS = ("yolo", "yolov8", "transformer", "bert_encoder", "llama_decoder", "une
 TARGET = 0.95
 MIN_LABEL_PX = 10.0
 # First views kept as pictures under test-artifacts/: a region drawn in its scopes, and a pass
-# opening on its rewrite summary (the docs' copies come from test_pane_layout.py).
+# opening on its rewrite summary (the docs' copies come from test_pane_layout_browser.py).
 PICTURES = {
     ("bert_encoder", "required.eliminate_data_type_for_gpu"): "explorer_region.png",
     ("bert_encoder", "backend.lowering"): "explorer_rewrites.png",
@@ -103,7 +103,7 @@ def _first_view(page, ex, path: str, old: int) -> tuple[str, tuple]:
 
 
 def _picture(page, name: str) -> None:
-    # docs/images/ is shot by test_pane_layout.py (Lab's default layout, file browser open)
+    # docs/images/ is shot by test_pane_layout_browser.py (Lab's default layout, file browser open)
     SHOTS.mkdir(exist_ok=True)
     page.screenshot(path=str(SHOTS / name))
 
