@@ -322,9 +322,12 @@ def eval_instruction(ins: Instruction) -> np.ndarray:
 
 def with_buffer_params(program: Program, inputs: Mapping[str, Any]) -> dict[str, Any]:
     """`inputs` plus zeros for parameters a backend pass introduced (output buffers, the scratch
-    arena), so a lowered program evaluates with the model's own inputs."""
+    arena), so a lowered program evaluates with the model's own inputs. A dynamic output buffer
+    (replace_allocate on a dynamic program) gets its smallest shape: kernels compute their values
+    functionally and never read it, and a missing dynamic *model* input stays an error."""
     feeds = dict(inputs)
     for p in program.main.params():
-        if p.param_name not in feeds and p.shape.dyn_dims is None:
-            feeds[p.param_name] = np.zeros(p.shape.lens, dtype=dtypes.np_dtype(p.shape.type))
+        if p.param_name not in feeds and (p.shape.dyn_dims is None or p.param_name.startswith("main:#output_")):
+            lens = p.shape.lens if p.shape.dyn_dims is None else tuple(d.min for d in p.shape.dyn_dims)
+            feeds[p.param_name] = np.zeros(lens, dtype=dtypes.np_dtype(p.shape.type))
     return feeds

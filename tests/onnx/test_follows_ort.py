@@ -6,6 +6,7 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
+import onnx
 import pytest
 from onnx import helper
 
@@ -86,3 +87,25 @@ def test_every_unsupported_operator_is_named_in_one_message():
     for op in ("ai.onnx.ml.Scaler (node scaler)", "ai.onnx.ml.LinearClassifier (node clf)"):
         assert op in msg
     assert "migx-explore onnx --list" in msg
+
+
+def test_a_fed_sequence_is_refused_by_name_through_the_backend():
+    """The onnx backend API feeds a sequence as a list: the refusal names the input and its type
+    (it used to crash in numpy, or blame input_dims)."""
+    from migx_explore.compiler.errors import MigxError
+    from migx_explore.compiler.onnx.backend import ReferenceBackend
+
+    seq = helper.make_tensor_sequence_value_info
+    g = helper.make_graph(
+        [helper.make_node("Identity", ["x"], ["y"])],
+        "g",
+        [seq("x", onnx.TensorProto.FLOAT, [2])],
+        [seq("y", onnx.TensorProto.FLOAT, [2])],
+    )
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 18)], ir_version=9)
+    feed = [np.zeros(2, np.float32), np.ones(2, np.float32)]
+    import onnxruntime as ort
+
+    assert len(ort.InferenceSession(model.SerializeToString()).run(None, {"x": feed})[0]) == 2
+    with pytest.raises(MigxError, match="input 'x': only tensor inputs are supported \\(got sequence\\)"):
+        ReferenceBackend.prepare(model).run({"x": feed})

@@ -23,8 +23,16 @@ from .context import ConstantInputRequired, param_name
 from .importer import parse_onnx
 
 
-def _array(v: Any) -> np.ndarray:
-    return numpy_helper.to_array(v) if isinstance(v, onnx.TensorProto) else np.asarray(v)
+def _array(v: Any) -> Any:
+    """A fed tensor as an array; a sequence (list) or an absent optional (None) stays as it is, so
+    the importer's own message names the non-tensor input (the IR has tensor values only)."""
+    if isinstance(v, onnx.TensorProto):
+        return numpy_helper.to_array(v)
+    return v if v is None or isinstance(v, (list, tuple)) else np.asarray(v)
+
+
+def _is_tensor(v: Any) -> bool:
+    return isinstance(v, np.ndarray)
 
 
 class ReferenceBackendRep(BackendRep):
@@ -39,13 +47,13 @@ class ReferenceBackendRep(BackendRep):
         self.frozen: tuple[str, ...] = ()  # inputs frozen to their values in the last run
 
     def specialize(self, feed: Mapping[str, np.ndarray]) -> tuple[Program, tuple[str, ...]]:
-        shapes = tuple((n, feed[n].shape) for n in self.input_names)
+        shapes = tuple((n, getattr(feed[n], "shape", None)) for n in self.input_names)
         frozen: dict[str, np.ndarray] = {}
         for key_shapes, key_values, prog, names in self._cache:
             if key_shapes == shapes and all(np.array_equal(feed[n], v) for n, v in key_values):
                 return prog, names
         while True:
-            dims = {n: list(feed[n].shape) for n in self.input_names if n not in frozen}
+            dims = {n: list(feed[n].shape) for n in self.input_names if n not in frozen and _is_tensor(feed[n])}
             try:
                 prog = parse_onnx(self.model, input_dims=dims, constant_inputs=frozen)
                 break
