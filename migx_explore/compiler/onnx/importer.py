@@ -374,6 +374,8 @@ class _Importer:
             )
         args = [env[n] if n else None for n in node.input]
         check_inputs(ctx, args)
+        if node.domain == MSFT_DOMAIN:
+            _check_contrib_dynamic(ctx, node.op_type, args)
         first_id = self.program._next_id
         try:
             result = handler(ctx, args)
@@ -410,3 +412,20 @@ class _Importer:
             if i >= len(outs) or outs[i] is None:
                 raise ctx.error(f"output {i} ({name!r}) is not supported")
             env[name] = outs[i]
+
+
+def _check_contrib_dynamic(ctx: NodeContext, op_type: str, args: list) -> None:
+    """A contrib op whose parser takes fixed dims, fed a dynamic range: one named refusal."""
+    allowed = registry.MSFT_DYNAMIC.get(op_type, "")
+    if allowed == "any":
+        return
+    for a in args:
+        dd = a.shape.dyn_dims if a is not None else None
+        loose = [k for k, d in enumerate(dd or ()) if not d.is_fixed and not (allowed == "batch" and k == 0)]
+        if loose:
+            which = "dims other than the batch" if allowed == "batch" else "dims"
+            raise ctx.error(
+                f"com.microsoft.{op_type} takes fixed {which}, but an input has the dynamic shape {a.shape} "
+                "(rule contrib-ops-fixed-dims, docs/dynamic_shapes.md): fix the size with --input-dim NAME=N, "
+                "or run with --inputs (the feed fixes every dim)"
+            )

@@ -251,11 +251,18 @@ def parse_nonzero(ctx: NodeContext, args: Args) -> Result:
 def _quant_param(ctx, p, x, axis_attr: int, block: int):
     """Scale / zero point broadcast to x's lens: per tensor, per axis, or per block of `block`."""
     lens = x.shape.lens
+    like = x if x.shape.dynamic_shape else lens  # a dynamic x: broadcast that follows it at run time
     if p.shape.elements() == 1 and not block:
         if p.shape.ndim > len(lens):
             p = ctx.add("reshape", [p], dims=[1] * len(lens))
-        return ctx.broadcast_to(p, lens)
+        return ctx.broadcast_to(p, like)
     axis = _axis(ctx, axis_attr, len(lens))
+    if x.shape.dynamic_shape and not block and p.shape.ndim == 1 and x.shape.dyn_dims[axis].is_fixed:
+        if p.shape.lens[0] != lens[axis]:
+            raise ctx.error(f"scale/zero point {list(p.shape.lens)} must have {lens[axis]} values for axis {axis}")
+        per_axis = [1] * len(lens)
+        per_axis[axis] = lens[axis]
+        return ctx.broadcast_to(ctx.add("reshape", [p], dims=per_axis), x)
     if block:
         if p.shape.ndim != len(lens):
             raise ctx.error(f"blocked scale {list(p.shape.lens)} must have the rank of the input {list(lens)}")

@@ -34,7 +34,7 @@ def parse_expanded(ctx: NodeContext, args: Args) -> Result:
     return expand_function(ctx, args)
 
 
-@register("Attention", msft=True)
+@register("Attention", msft=True, dynamic="batch")
 def parse_attention(ctx: NodeContext, args: Args) -> Result:
     if ctx.node.domain == "com.microsoft":  # ORT's fused QKV projection + attention, other inputs
         from .parse_msft import ms_attention

@@ -34,13 +34,13 @@ def _gelu(ctx, x, approximate: str = "none"):
     return import_expansion(ctx, {"x": x}, [node], ["y"], opset=20)[0]
 
 
-@register("BiasAdd", msft=True)
+@register("BiasAdd", msft=True, dynamic="any")
 def parse_bias_add(ctx: NodeContext, args: Args) -> Result:
     x, bias, skip = args
     return ctx.add_common("add", ctx.add_common("add", x, bias), skip)
 
 
-@register("BiasGelu", "FastGelu", msft=True)
+@register("BiasGelu", "FastGelu", msft=True, dynamic="any")
 def parse_bias_gelu(ctx: NodeContext, args: Args) -> Result:
     x, bias = args[0], _opt(args, 1)
     if bias is not None:
@@ -58,7 +58,7 @@ def parse_bias_split_gelu(ctx: NodeContext, args: Args) -> Result:
     return ctx.add("mul", [left, _gelu(ctx, right)])
 
 
-@register("QuickGelu", msft=True)
+@register("QuickGelu", msft=True, dynamic="any")
 def parse_quick_gelu(ctx: NodeContext, args: Args) -> Result:
     x = args[0]
     alpha = ctx.scalar_like(float(ctx.attr("alpha", 1.702)), x)
@@ -84,7 +84,7 @@ def layer_norm(ctx, x, gamma, beta, eps: float):
     return import_expansion(ctx, {"x": x, "g": gamma, "b": beta}, [node], ["y", "mean", "inv"], opset=17)
 
 
-@register("SimplifiedLayerNormalization", msft=True)
+@register("SimplifiedLayerNormalization", msft=True, dynamic="any")
 def parse_simplified_layer_norm(ctx: NodeContext, args: Args) -> Result:
     y, inv = _rms_norm(ctx, args[0], args[1], float(ctx.attr("epsilon", 1e-5)), int(ctx.attr("axis", -1)))
     return [y, inv]
@@ -96,14 +96,14 @@ def _skip_sum(ctx, args, bias_index: int):
     return ctx.add_common("add", s, bias) if bias is not None else s
 
 
-@register("SkipLayerNormalization", msft=True)
+@register("SkipLayerNormalization", msft=True, dynamic="any")
 def parse_skip_layer_norm(ctx: NodeContext, args: Args) -> Result:
     s = _skip_sum(ctx, args, 4)
     y, mean, inv = layer_norm(ctx, s, args[2], _opt(args, 3), float(ctx.attr("epsilon", 1e-12)))
     return [y, mean, inv, s]
 
 
-@register("SkipSimplifiedLayerNormalization", msft=True)
+@register("SkipSimplifiedLayerNormalization", msft=True, dynamic="any")
 def parse_skip_simplified_layer_norm(ctx: NodeContext, args: Args) -> Result:
     s = _skip_sum(ctx, args, 3)
     y, inv = _rms_norm(ctx, s, args[2], float(ctx.attr("epsilon", 1e-12)))
@@ -115,17 +115,22 @@ def parse_skip_simplified_layer_norm(ctx: NodeContext, args: Args) -> Result:
 
 
 # --- attention ------------------------------------------------------------------------------------
+def _keep(x, lens: list[int]) -> list[int]:
+    """Reshape dims for x: a dynamic x keeps its leading (batch, seq) dims as 0, "copy this dim"."""
+    return [0 if x.shape.dynamic_shape and k < 2 else v for k, v in enumerate(lens)]
+
+
 def _heads(ctx, x, n: int):
     """[B, S, n*d] -> [B, n, S, d]."""
     b, s, hidden = x.shape.lens
-    return ctx.add(
-        "transpose", [ctx.add("reshape", [ctx.contiguous(x)], dims=[b, s, n, hidden // n])], permutation=[0, 2, 1, 3]
-    )
+    dims = _keep(x, [b, s, n, hidden // n])
+    return ctx.add("transpose", [ctx.add("reshape", [ctx.contiguous(x)], dims=dims)], permutation=[0, 2, 1, 3])
 
 
 def _merge_heads(ctx, x):
     b, n, s, d = x.shape.lens
-    return ctx.add("reshape", [ctx.contiguous(ctx.add("transpose", [x], permutation=[0, 2, 1, 3]))], dims=[b, s, n * d])
+    t = ctx.contiguous(ctx.add("transpose", [x], permutation=[0, 2, 1, 3]))
+    return ctx.add("reshape", [t], dims=_keep(t, [b, s, n * d]))
 
 
 def _sdpa(ctx, q, k, v, scale: float, causal: bool, bias=None, allowed=None):
@@ -241,7 +246,10 @@ def ms_attention(ctx: NodeContext, args: Args) -> Result:
             f"{sizes} must be 3 sizes summing to the weights' {total} columns, "
             f"q and k equal, each divisible by num_heads {n}",
         )
-    qkv = ctx.add("dot", [x, ctx.broadcast_to(w, [x.shape.lens[0], *w.shape.lens])])
+    if x.shape.dynamic_shape:
+        qkv = ctx.add("dot", [x, ctx.add("broadcast_for_dot", [w, x])])
+    else:
+        qkv = ctx.add("dot", [x, ctx.broadcast_to(w, [x.shape.lens[0], *w.shape.lens])])
     if bias is not None:
         qkv = ctx.add_common("add", qkv, bias)
     edges = np.cumsum([0, *sizes])
@@ -275,7 +283,7 @@ def _key_mask(ctx, mask, b: int, total: int, s: int | None = None):
         keep = ctx.add_common("not", ctx.add_common("equal", mask, ctx.scalar_like(0, mask)))
         return ctx.add("unsqueeze", [keep], axes=[1] if keep.shape.ndim == 3 else [1, 2])
     if mask.shape.lens == (b,):
-        ends = ctx.add("reshape", [ctx.convert(mask, "int64")], dims=[b, 1])
+        ends = ctx.add("unsqueeze", [ctx.convert(mask, "int64")], axes=[1])
         keep = ctx.add_common("less", keys, ends)
     elif mask.shape.lens == (2 * b,):
         bounds = ctx.add("reshape", [ctx.convert(mask, "int64")], dims=[2, b, 1])
@@ -290,7 +298,7 @@ def _key_mask(ctx, mask, b: int, total: int, s: int | None = None):
             f"mask_index {list(mask.shape.lens)}: the forms are [batch, total_length], [batch, seq, "
             "total_length], [batch] and [2 * batch]"
         )
-    return ctx.add("reshape", [keep], dims=[b, 1, 1, total])
+    return ctx.add("unsqueeze", [keep], axes=[1, 2])
 
 
 def _repeat_kv(ctx, x, groups: int):

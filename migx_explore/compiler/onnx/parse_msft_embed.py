@@ -40,7 +40,7 @@ def _table_rows(ctx, table, ids):
     return ctx.add("gather", [table, ids], axis=0)
 
 
-@register("EmbedLayerNormalization", msft=True)
+@register("EmbedLayerNormalization", msft=True, dynamic="batch")
 def parse_embed_layer_norm(ctx: NodeContext, args: Args) -> Result:
     _need(ctx, args, {0: "input_ids", 2: "word_embedding", 3: "position_embedding", 5: "gamma", 6: "beta"})
     ids, segment_ids, word, position = args[0], _opt(args, 1), args[2], args[3]

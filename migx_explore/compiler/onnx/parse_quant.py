@@ -104,14 +104,16 @@ def parse_qgemm(ctx: NodeContext, args: Args) -> Result:
     )
 
 
-@register("QLinearAdd", "QLinearMul", msft=True)
+@register("QLinearAdd", "QLinearMul", msft=True, dynamic="any")
 def parse_qlinear_binary(ctx: NodeContext, args: Args) -> Result:
     a, a_s, az, b, bs, bz, ys, yz = (list(args) + [None] * 8)[:8]
     op = {"QLinearAdd": "Add", "QLinearMul": "Mul"}[ctx.op_type]
     return _qlinear(ctx, [(a, a_s, az, {}), (b, bs, bz, {})], op, ys, yz, {})
 
 
-@register("QLinearSigmoid", "QLinearLeakyRelu", "QLinearAveragePool", "QLinearGlobalAveragePool", msft=True)
+@register(
+    "QLinearSigmoid", "QLinearLeakyRelu", "QLinearAveragePool", "QLinearGlobalAveragePool", msft=True, dynamic="any"
+)
 def parse_qlinear_unary(ctx: NodeContext, args: Args) -> Result:
     x, xs, xz, ys, yz = (list(args) + [None] * 5)[:5]
     op = ctx.op_type.removeprefix("QLinear")
@@ -123,7 +125,7 @@ def parse_qlinear_unary(ctx: NodeContext, args: Args) -> Result:
     return _qlinear(ctx, [(x, xs, xz, {})], op, ys, yz, attrs)
 
 
-@register("QLinearSoftmax", msft=True)
+@register("QLinearSoftmax", msft=True, dynamic="any")
 def parse_qlinear_softmax(ctx: NodeContext, args: Args) -> Result:
     """com.microsoft.QLinearSoftmax (ONNX Runtime's QOperator softmax): dequantize, Softmax over
     `axis`, quantize. Its `opset` attribute is the softmax semantics; before 13 a softmax flattens
@@ -135,7 +137,7 @@ def parse_qlinear_softmax(ctx: NodeContext, args: Args) -> Result:
     return _qlinear(ctx, [(x, xs, xz, {})], "Softmax", ys, yz, {"axis": axis})
 
 
-@register("QLinearWhere", msft=True)
+@register("QLinearWhere", msft=True, dynamic="any")
 def parse_qlinear_where(ctx: NodeContext, args: Args) -> Result:
     """com.microsoft.QLinearWhere: where(condition, dequantized X, dequantized Y), quantized."""
     cond, x, xs, xz, y, ys_in, yz_in, zs, zz = (list(args) + [None] * 9)[:9]

@@ -23,11 +23,15 @@ HANDLERS: dict[str, Handler] = {}
 # Op types also accepted from ONNX Runtime's com.microsoft domain (the handler reads
 # ctx.node.domain where the two domains' semantics differ, e.g. RotaryEmbedding).
 MSFT_OPS: set[str] = set()
+# com.microsoft ops whose parsers follow dynamic dims: "any" dim, or only the leading batch dim
+# ("batch"); the others take fixed dims (rule contrib-ops-fixed-dims, docs/dynamic_shapes.md).
+MSFT_DYNAMIC: dict[str, str] = {}
 
 
-def register(*op_types: str, msft: bool = False) -> Callable[[Handler], Handler]:
+def register(*op_types: str, msft: bool = False, dynamic: str = "") -> Callable[[Handler], Handler]:
     """Decorator: `@register("Relu", "Sigmoid")` maps those op types to the function; msft=True
-    also accepts them from the com.microsoft domain."""
+    also accepts them from the com.microsoft domain, `dynamic` ("any" / "batch") says which of
+    their dims may be a dynamic range there."""
 
     def deco(fn: Handler) -> Handler:
         for t in op_types:
@@ -36,6 +40,8 @@ def register(*op_types: str, msft: bool = False) -> Callable[[Handler], Handler]
             HANDLERS[t] = fn
             if msft:
                 MSFT_OPS.add(t)
+                if dynamic:
+                    MSFT_DYNAMIC[t] = dynamic
         return fn
 
     return deco
