@@ -43,3 +43,14 @@ def test_verify_on_a_range_checks_the_backend_passes_too(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "numeric checks stopped" not in out
     assert "OK: every pass keeps the outputs within tolerance" in out
+
+
+def test_verify_a_qdq_cnn_over_a_batch_range(tmp_path, capsys):
+    from tests.qdq_models import image_batches, quantize_qdq, resnet_like
+
+    model = tmp_path / "qdq.onnx"
+    onnx.save(quantize_qdq(resnet_like(), image_batches(4)), model)
+    assert main(["verify", str(model), "--input-dim", "input=1..4,3,16,16"]) == 0
+    out = capsys.readouterr().out
+    assert "tolerance: relative RMS <= 0.1 (int8)" in out
+    assert "OK: every pass keeps the outputs within tolerance" in out

@@ -90,6 +90,18 @@ def test_shape_like_inputs_are_refused_with_a_hint():
         model_inputs(p)
 
 
+def test_an_input_read_as_a_value_and_as_a_broadcast_reference_is_a_value():
+    """The importer's broadcasts on a dynamic input take the input itself as the 2-input
+    multibroadcast's shape reference; its values are still read elsewhere (a QDQ CNN over a batch
+    range: verify refused its image input as shape-like)."""
+    p, m = _prog()
+    x = m.add_parameter("x", Shape.of("float32", [3, 4]))
+    s = m.add_parameter("s", Shape.of("float32", [1]))
+    m.add_return([m.add_instruction(Op("mul"), [x, m.add_instruction(Op("multibroadcast"), [s, x])])])
+    assert input_roles(p)["x"].kind == "value"
+    assert model_inputs(p)["x"].shape == (3, 4)
+
+
 def test_plain_inputs_keep_the_old_random_stream():
     p, m = _prog()
     x = m.add_parameter("x", Shape.of("float32", [5]))

@@ -156,6 +156,8 @@ def input_role(param: Instruction) -> InputRole:
     integral = not dtypes.dtype(param.shape.type).is_float
     seen: set[int] = set()
     todo = [param]
+    shape_why: str | None = None
+    read = False  # some use reads the values (a shape reference alone does not)
     while todo:
         cur = todo.pop()
         if cur.id in seen:
@@ -164,13 +166,17 @@ def input_role(param: Instruction) -> InputRole:
         for user, k in _users(cur):
             why = _shape_use(user, k)
             if why:
-                return InputRole("shape", why=why)
+                shape_why = shape_why or why
+                continue
+            read = True
             hit = _index_bound(user, k)
             if hit is not None and (index is None or hit[0] < index[0]):
                 index = hit
             mask = mask or _mask_use(user, k, integral)
             if user.name in _TRANSPARENT and not (user.name == "convert" and user.shape.type == "bool"):
                 todo.append(user)
+    if shape_why is not None and not read:
+        return InputRole("shape", why=shape_why)
     if index is not None:
         return InputRole("index", max(index[0], 1), index[1])
     if mask is not None:
