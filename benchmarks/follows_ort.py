@@ -34,7 +34,21 @@ from migx_explore.compiler.errors import MigxError
 from migx_explore.compiler.onnx.backend import ReferenceBackend
 
 
-def _ort(model: onnx.ModelProto, feed: dict) -> list | str:
+def _ort(model: onnx.ModelProto, feed: dict, seconds: int = 60) -> list | str:
+    """ORT's outputs, or why it refused; in a forked child, since ORT can hang on a malformed
+    model (an Einsum with two ellipses in one term, in MIGraphX's corpus)."""
+    import multiprocessing as mp
+
+    parent, child = mp.get_context("fork").Pipe(duplex=False)
+    proc = mp.get_context("fork").Process(target=lambda: child.send(_ort_here(model, feed)))
+    proc.start()
+    got = parent.recv() if parent.poll(seconds) else f"timeout: ORT ran past {seconds} s"
+    proc.kill()
+    proc.join()
+    return got
+
+
+def _ort_here(model: onnx.ModelProto, feed: dict) -> list | str:
     import onnxruntime as ort
 
     opts = ort.SessionOptions()
@@ -125,6 +139,24 @@ def dir_corpus(folder: str):
         yield f, model, _random_feed(model), 1e-3, 1e-4
 
 
+def _timed(seconds: int, fn, *args) -> tuple[str, str]:
+    """fn(*args), or ("timeout", ...) when it runs past `seconds` (a SIGALRM, main thread only)."""
+    import signal
+
+    def stop(signum, frame):
+        raise TimeoutError
+
+    old = signal.signal(signal.SIGALRM, stop)
+    signal.alarm(seconds)
+    try:
+        return fn(*args)
+    except TimeoutError:
+        return "timeout", f"over {seconds} s"
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
+
+
 def _reason(detail: str) -> str:
     """A refusal's message without names and numbers, to group them."""
     text = re.sub(r"'[^']*'", "'.'", detail)
@@ -139,6 +171,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("folder", nargs="?")
     ap.add_argument("-k", dest="pattern", default=None)
     ap.add_argument("--json", default=None)
+    ap.add_argument("--progress", default=None, help="append one line per model to this file as it goes")
+    ap.add_argument("--timeout", type=int, default=60, help="seconds per model before it counts as 'timeout'")
     args = ap.parse_args(argv)
     if args.corpus == "dir" and not args.folder:
         ap.error("dir needs a FOLDER")
@@ -148,7 +182,10 @@ def main(argv: list[str] | None = None) -> int:
     with warnings.catch_warnings(), np.errstate(all="ignore"):
         warnings.simplefilter("ignore")
         for name, model, feed, rtol, atol in items:
-            rows[name] = classify(model, feed, rtol, atol)
+            rows[name] = _timed(args.timeout, classify, model, feed, rtol, atol)
+            if args.progress:
+                with open(args.progress, "a") as f:
+                    f.write(f"{name}\t{rows[name][0]}\t{rows[name][1]}\n")
     counts = collections.Counter(k for k, _ in rows.values())
     ort_runs = counts["match"] + counts["mismatch"] + counts["we refuse"]
     print(
