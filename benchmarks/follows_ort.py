@@ -31,7 +31,9 @@ import onnx
 from onnx import numpy_helper
 
 from migx_explore.compiler.errors import MigxError
-from migx_explore.compiler.onnx.backend import ReferenceBackend
+from migx_explore.compiler.onnx.backend import ReferenceBackendRep
+
+_FORK = True  # the node tests' models are ORT's own test cases: run those in this process
 
 
 def _ort(model: onnx.ModelProto, feed: dict, seconds: int = 60) -> list | str:
@@ -39,6 +41,8 @@ def _ort(model: onnx.ModelProto, feed: dict, seconds: int = 60) -> list | str:
     model (an Einsum with two ellipses in one term, in MIGraphX's corpus)."""
     import multiprocessing as mp
 
+    if not _FORK:
+        return _ort_here(model, feed)
     parent, child = mp.get_context("fork").Pipe(duplex=False)
     proc = mp.get_context("fork").Process(target=lambda: child.send(_ort_here(model, feed)))
     proc.start()
@@ -62,8 +66,9 @@ def _ort_here(model: onnx.ModelProto, feed: dict) -> list | str:
 
 def _ours(model: onnx.ModelProto, feed: dict) -> list | str:
     try:
-        rep = ReferenceBackend.prepare(model)
-        return list(rep.run(feed))
+        # the CLI's path: parse_onnx runs its own model checks (ReferenceBackend.prepare adds the
+        # onnx backend API's strict checker, which refuses contrib nodes without an opset import)
+        return list(ReferenceBackendRep(model).run(feed))
     except MigxError as e:
         return f"{type(e).__name__}: {' '.join(str(e).split())[:200]}"
     except Exception as e:  # noqa: BLE001 - a crash is a refusal too, but named as one
@@ -105,7 +110,7 @@ def _random_feed(model: onnx.ModelProto, seed: int = 0) -> dict:
             continue
         tt = vi.type.tensor_type
         dt = onnx.helper.tensor_dtype_to_np_dtype(tt.elem_type)
-        lens = [d.dim_value if d.HasField("dim_value") else 1 for d in tt.shape.dim]
+        lens = [max(d.dim_value, 1) if d.HasField("dim_value") else 1 for d in tt.shape.dim]
         if dt.kind == "f":
             feed[vi.name] = rng.uniform(-1, 1, lens).astype(dt)
         elif dt == np.bool_:
@@ -176,12 +181,19 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if args.corpus == "dir" and not args.folder:
         ap.error("dir needs a FOLDER")
+    global _FORK
+    _FORK = args.corpus == "dir"
     items = node_corpus(args.pattern) if args.corpus == "node" else dir_corpus(args.folder)
     t0 = time.perf_counter()
     rows = {}
+    if args.progress and os.path.exists(args.progress):  # resume: the models already classified
+        with open(args.progress) as f:
+            rows = {n: (k, d) for n, k, d in (line.rstrip("\n").split("\t", 2) for line in f if line.count("\t") >= 2)}
     with warnings.catch_warnings(), np.errstate(all="ignore"):
         warnings.simplefilter("ignore")
         for name, model, feed, rtol, atol in items:
+            if name in rows:
+                continue
             rows[name] = _timed(args.timeout, classify, model, feed, rtol, atol)
             if args.progress:
                 with open(args.progress, "a") as f:
