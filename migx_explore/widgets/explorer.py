@@ -201,6 +201,16 @@ class Explorer:
         self.scroller = ScrollTo(container=f".{self.css_id} .migx-tree")
         self.title = W.HTML("", _dom_classes=["migx-title"])
         self.status = W.HTML("", _dom_classes=["migx-status"])
+        self.widget = self._layout()
+        pin_to_main_shell(self.widget)  # browser messages handled in the order sent (see there)
+        self._name_panels()
+        if session is not None:
+            self.set_session(session)
+
+    def _layout(self) -> Any:
+        """The explorer's box: header, picker, progress and errors above the side column and the
+        main column (stepper, panels, views)."""
+        W = widgets()
         left = W.VBox(
             [self.tree.widget, self.views.scope_tree.widget, self.views.stats, self.views.warnings],
             # the graph is what the user reads: the side column gives way first (at
@@ -218,7 +228,7 @@ class Explorer:
             layout=W.Layout(flex="1 1 auto", min_width="0", width="auto"),
             _dom_classes=["migx-main"],
         )
-        self.widget = W.VBox(
+        return W.VBox(
             [
                 W.HTML(CSS + panel_style(self.panels), _dom_classes=["migx-style"]),
                 # one line for the title and the instruction counts: the height above the graph
@@ -239,10 +249,6 @@ class Explorer:
             ],
             _dom_classes=["migx-explorer", self.css_id],
         )
-        pin_to_main_shell(self.widget)  # browser messages handled in the order sent (see there)
-        self._name_panels()
-        if session is not None:
-            self.set_session(session)
 
     def _init_state(self) -> None:
         """What the explorer holds besides its controls: the loaded session, the background trace
