@@ -12,6 +12,7 @@ import inspect
 import pkgutil
 import re
 import types
+import typing
 from pathlib import Path
 
 from migx_explore import cli
@@ -145,11 +146,22 @@ def test_the_unrun_rule_check_finds_one():
     assert unrun_rules(package, [rules], source) == ["fake.rules.LEFT_OUT", "fake.rules.PAIR[0]", "fake.rules.Unused"]
 
 
-def test_every_kernel_generator_takes_the_request():
-    """docs/adding_an_op.md: a generator is `(KernelRequest) -> KernelSource`, in every module."""
+def test_every_kernel_generator_takes_the_request_the_docs_give():
+    """The signature docs/adding_an_op.md and docs/architecture.md give a generator is the one
+    `RequestGenerator` declares, and every generator in every codegen module takes it."""
     from migx_explore.gpu.codegen import GENERATORS
+    from migx_explore.gpu.codegen.common import RequestGenerator
 
-    odd = {f: str(inspect.signature(g)) for f, g in GENERATORS.items() if len(inspect.signature(g).parameters) != 1}
+    params, result = typing.get_args(RequestGenerator)
+    declared = f"({', '.join(p.__name__ for p in params)}) -> {result.__name__}"
+    for doc in ("adding_an_op.md", "architecture.md"):
+        given = re.findall(r"a generator `(\([^`]*\) -> \w+)`", (ROOT / "docs" / doc).read_text())
+        assert given and set(given) == {declared}, f"docs/{doc} gives a generator {given}, the code {declared}"
+    odd = {
+        f: str(inspect.signature(g))
+        for f, g in GENERATORS.items()
+        if len(inspect.signature(g).parameters) != len(params)
+    }
     assert not odd, f"generators that do not take one KernelRequest: {odd}"
 
 
