@@ -245,5 +245,16 @@ class NodeContext:
             )
         return v
 
+    def need_exact(self, ins: Instruction, what: str) -> np.ndarray | None:
+        """The value of `ins` when an op with a data-dependent output length must give ONNX's exact
+        result (the importer was asked for it and `ins` is computed from main-graph inputs, which the
+        caller can freeze: ConstantInputRequired); None where the padded form stays."""
+        v = self.const(ins)
+        if v is not None or not getattr(self.importer, "exact_data_dependent", False):
+            return v
+        if self.importer is None or self.module is not self.importer.main:
+            return None
+        return self.need_const(ins, what)
+
     def const_ints(self, ins: Instruction | None, what: str) -> list[int]:
         return [int(x) for x in self.need_const(ins, what).reshape(-1)]

@@ -240,7 +240,7 @@ def parse_trilu(ctx: NodeContext, args: Args) -> Result:
 
 @register("NonZero")
 def parse_nonzero(ctx: NodeContext, args: Args) -> Result:
-    v = ctx.const(args[0])
+    v = ctx.need_exact(args[0], "X")
     if v is None:  # MIGraphX's answer to the data-dependent shape: [rank, elements], zero-padded
         if args[0].shape.ndim == 0:
             raise ctx.error("NonZero of a non-constant scalar is not supported")
