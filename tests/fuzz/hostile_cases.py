@@ -1,6 +1,8 @@
 """Seeded hostile inputs for tests/fuzz/test_fuzz_hostile.py (issue 40): invalid UTF-8 in every
-string field of a model, fed indices out of range, wrong-typed feeds, hostile pass-option values
-and --out paths with dots. `case(kind, seed, i)` rebuilds any one case from its name."""
+string field of a model, fed indices out of range, fed shape / size / k / axis / pad / divisor
+values and data-dependent output lengths (hostile_values.py), the same index and value cases on
+the GPU path (`gpu`, the fake backend), wrong-typed feeds (a frozen shape operand too), hostile
+pass-option values and --out paths with dots. `case(kind, seed, i)` rebuilds any one case from its name."""
 
 from __future__ import annotations
 
@@ -11,9 +13,10 @@ from typing import Any
 import numpy as np
 from onnx import TensorProto, helper
 
+from tests.fuzz.hostile_values import value_case
 from tests.safety.hostile import I64, F, model_bytes
 
-KINDS = ("utf8", "indices", "feed_type", "option", "out_path")
+KINDS = ("utf8", "indices", "values", "gpu", "feed_type", "option", "out_path")
 
 # every token is 6 bytes; a case swaps one for 6 bytes that are not UTF-8
 TOKENS = {
@@ -114,6 +117,12 @@ FEED_TYPES = ["float32", "float64", "float16", "int32", "int64", "uint8", "bool"
 
 
 def _feed_type_case(rng: random.Random) -> tuple[bytes, dict[str, np.ndarray], list[str]]:
+    if rng.random() < 0.25:  # a shape operand the importer freezes to the fed value: typed the same
+        m = model_bytes(
+            [helper.make_node("Reshape", ["X", "S"], ["Y"])], [("X", F, [4, 3]), ("S", I64, [2])], [("Y", F, [3, 4])]
+        )
+        s = np.array([3, 4]).astype(rng.choice(["int64", "int32", "float64", "float32", "uint8", "int16"]))
+        return m, {"X": D43.astype(rng.choice(["float32", "float32", "float64"])), "S": s}, ["Y"]
     m = model_bytes(
         [helper.make_node("Gather", ["D", "I"], ["Y"], axis=0)], [("D", F, [4, 3]), ("I", I64, [2])], [("Y", F, [2, 3])]
     )
@@ -212,6 +221,15 @@ def case(kind: str, seed: int, i: int) -> Case:
     if kind == "indices":
         m, feed, outs = _index_case(rng)
         return Case(kind, name, model=m, feed=feed, outputs=outs)
+    if kind == "values":
+        op, m, feed, outs = value_case(rng)
+        return Case(kind, f"{name} {op}", model=m, feed=feed, outputs=outs)
+    if kind == "gpu":  # the index and value cases through `run --target gpu` (fake backend)
+        if rng.random() < 0.5:
+            m, feed, outs = _index_case(rng)
+            return Case(kind, f"{name} indices", model=m, feed=feed, outputs=outs)
+        op, m, feed, outs = value_case(rng)
+        return Case(kind, f"{name} {op}", model=m, feed=feed, outputs=outs)
     if kind == "feed_type":
         m, feed, outs = _feed_type_case(rng)
         return Case(kind, name, model=m, feed=feed, outputs=outs)

@@ -256,5 +256,15 @@ class NodeContext:
             return None
         return self.need_const(ins, what)
 
+    def const_one_int(self, ins: Instruction | None, what: str) -> int:
+        """A constant operand that must hold exactly one integer (TopK's K, CumSum's axis, Trilu's
+        k): ONNX Runtime refuses [1, 2] or [] rather than reading the first element."""
+        v = self.need_const(ins, what)
+        if v.size != 1 or v.ndim > 1:
+            raise self.error(f"input {what!r} must hold one integer (a scalar or shape [1]), got shape {list(v.shape)}")
+        if v.dtype.kind not in "iu":
+            raise self.error(f"input {what!r} must be an integer, got {v.dtype}")
+        return int(v.reshape(-1)[0])
+
     def const_ints(self, ins: Instruction | None, what: str) -> list[int]:
         return [int(x) for x in self.need_const(ins, what).reshape(-1)]

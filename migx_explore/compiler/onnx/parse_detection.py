@@ -16,7 +16,8 @@ if TYPE_CHECKING:  # pragma: no cover
 def _scalar(ctx, args, i: int, what: str, default):
     if len(args) <= i or args[i] is None:
         return default
-    return ctx.need_const(args[i], what).reshape(-1)[0]
+    v = ctx.need_const(args[i], what).reshape(-1)
+    return v[0] if v.size else default  # ORT reads an empty operand as absent
 
 
 @register("NonMaxSuppression")
