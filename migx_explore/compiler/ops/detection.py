@@ -144,7 +144,8 @@ def _roialign_compute(op, args, out, run):
     n, c, h, w = x.shape
     bad = np.flatnonzero((idx < 0) | (idx >= n))
     if bad.size:  # ORT refuses these; numpy would wrap a negative one onto another image
-        raise EvalError(f"batch_indices[{int(bad[0])}] = {int(idx[bad[0]])} is out of range [0, {n - 1}] (ONNX Runtime refuses it)")
+        first = int(bad[0])
+        raise EvalError(f"batch_indices[{first}] = {int(idx[first])} is out of range [0, {n - 1}] (ONNX Runtime refuses it)")
     res = np.zeros(out.lens, dtype=np.float64)
     shift = 0.5 if op["coordinate_transformation_mode"] == "half_pixel" else 0.0
     for r in range(rois.shape[0]):
