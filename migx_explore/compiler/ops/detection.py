@@ -145,7 +145,7 @@ def _roialign_compute(op, args, out, run):
     bad = np.flatnonzero((idx < 0) | (idx >= n))
     if bad.size:  # ORT refuses these; numpy would wrap a negative one onto another image
         first = int(bad[0])
-        raise EvalError(f"batch_indices[{first}] = {int(idx[first])} is out of range [0, {n - 1}] (ONNX Runtime refuses it)")
+        raise EvalError(f"batch_indices[{first}] = {int(idx[first])} is out of range [0, {n - 1}] (ORT refuses it)")
     res = np.zeros(out.lens, dtype=np.float64)
     shift = 0.5 if op["coordinate_transformation_mode"] == "half_pixel" else 0.0
     for r in range(rois.shape[0]):
