@@ -25,7 +25,9 @@ def _out(name: str, t: int, rank: int) -> tuple[str, int, list[str]]:
 
 
 def _ints(rng: random.Random, n: int, lo: int, hi: int, extreme: float = 0.1) -> np.ndarray:
-    pool = [2**62, -(2**62), 2**31, -(2**31) - 1]
+    # Extremes that overflow or are negative: every runtime refuses them before allocating. A
+    # size such as 2^31 would be a legal 8 GiB tensor, which ORT (in the same process) allocates.
+    pool = [2**62, -(2**62), -(2**31) - 1, 2**63 - 1]
     return np.array([rng.choice(pool) if rng.random() < extreme else rng.randint(lo, hi) for _ in range(n)], np.int64)
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import math
 import warnings
 from collections.abc import Iterator, Mapping, Sequence
 
@@ -208,6 +209,10 @@ def _check_budget(ctx: NodeContext, ins: Instruction | None) -> None:
     if ins is None or ins.shape.is_tuple or ins.shape.dyn_dims is not None:
         return
     try:
+        itemsize = dtypes.np_dtype(ins.shape.type).itemsize
+        if 0 in ins.shape.lens and math.prod(d for d in ins.shape.lens if d) * itemsize >= 2**63:
+            # empty, yet no array has such dims (numpy: "array is too big"; ORT refuses them too)
+            raise BudgetError(f"its output {list(ins.shape.lens)} is empty but its other dims overflow 64 bits")
         check_bytes(ins.shape.elements() * dtypes.np_dtype(ins.shape.type).itemsize, "its output")
     except BudgetError as e:
         raise ctx.error(f"{e} ({ins.shape})") from None
