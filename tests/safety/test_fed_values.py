@@ -97,6 +97,29 @@ CASES = {
     # batch indices outside the batch, negative ones too
     "roialign_past_batch": roialign(1),
     "roialign_negative": roialign(-1),
+    # an index past 32 bits: narrowed to int32 on the GPU path it would wrap to a valid one
+    "gathernd_2_32": (
+        one("GatherND", ["D", "J"], ["Y"]),
+        [("D", F, [4, 5]), ("J", I64, [1, 2])],
+        [out("Y", 1)],
+        {"D": X, "J": i64([[0, 2**32 + 1]])},
+    ),
+    "scatter_2_32": (
+        one("ScatterElements", ["D", "K", "U"], ["Y"], axis=1),
+        [("D", F, [4, 5]), ("K", I64, [4, 1]), ("U", F, [4, 1])],
+        [out("Y", 2)],
+        {"D": X, "K": i64([[0], [2**32 + 1], [1], [2]]), "U": np.ones((4, 1), np.float32)},
+    ),
+    "onehot_2_32": (
+        [
+            helper.make_node("Constant", [], ["dep"], value=helper.make_tensor("d", I64, [], [3])),
+            helper.make_node("Constant", [], ["vals"], value=helper.make_tensor("v", F, [2], [0.0, 1.0])),
+            helper.make_node("OneHot", ["J", "dep", "vals"], ["Y"]),
+        ],
+        [("J", I64, [2])],
+        [out("Y", 2)],
+        {"J": i64([2**32 + 1, 1])},
+    ),
     "hann_negative": (one("HannWindow", ["N"], ["Y"]), [("N", I64, [])], [out("Y", 1)], {"N": i64(-3)}),
     "upsample_below_one": (
         one("Upsample", ["X", "S"], ["Y"], mode="nearest"),
