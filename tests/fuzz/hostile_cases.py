@@ -59,6 +59,14 @@ def utf8_model() -> bytes:
 D43 = np.arange(12, dtype=np.float32).reshape(4, 3)
 
 
+def _idx(rng: random.Random, lo: int, hi: int) -> int:
+    """Mostly a small index; sometimes one past 32 bits, which a narrowing to int32 would wrap into
+    range (2^32 + 1 -> 1)."""
+    if rng.random() < 0.08:
+        return rng.choice([1, -1]) * 2**32 + rng.randint(-2, 2)
+    return rng.randint(lo, hi)
+
+
 def _index_case(rng: random.Random) -> tuple[bytes, dict[str, np.ndarray], list[str]]:
     op = rng.choice(["Gather", "GatherElements", "GatherND", "ScatterElements", "ScatterND", "OneHot"])
     lo, hi = -9, 9
@@ -66,14 +74,14 @@ def _index_case(rng: random.Random) -> tuple[bytes, dict[str, np.ndarray], list[
         axis = rng.choice([0, 1, -1])
         k = rng.randint(1, 4)
         out = [k, 3] if axis == 0 else [4, k]
-        idx = np.array([rng.randint(lo, hi) for _ in range(k)], np.int64)
+        idx = np.array([_idx(rng, lo, hi) for _ in range(k)], np.int64)
         m = model_bytes(
             [helper.make_node(op, ["D", "I"], ["Y"], axis=axis)], [("D", F, [4, 3]), ("I", I64, [k])], [("Y", F, out)]
         )
         return m, {"D": D43, "I": idx}, ["Y"]
     if op == "GatherElements":
         axis = rng.choice([0, 1])
-        idx = np.array([[rng.randint(lo, hi) for _ in range(3)] for _ in range(2)], np.int64)
+        idx = np.array([[_idx(rng, lo, hi) for _ in range(3)] for _ in range(2)], np.int64)
         m = model_bytes(
             [helper.make_node(op, ["D", "I"], ["Y"], axis=axis)],
             [("D", F, [4, 3]), ("I", I64, [2, 3])],
@@ -81,13 +89,13 @@ def _index_case(rng: random.Random) -> tuple[bytes, dict[str, np.ndarray], list[
         )
         return m, {"D": D43, "I": idx}, ["Y"]
     if op == "GatherND":
-        idx = np.array([[rng.randint(lo, hi), rng.randint(lo, hi)] for _ in range(2)], np.int64)
+        idx = np.array([[_idx(rng, lo, hi), _idx(rng, lo, hi)] for _ in range(2)], np.int64)
         m = model_bytes(
             [helper.make_node(op, ["D", "I"], ["Y"])], [("D", F, [4, 3]), ("I", I64, [2, 2])], [("Y", F, [2])]
         )
         return m, {"D": D43, "I": idx}, ["Y"]
     if op == "ScatterElements":
-        idx = np.array([[rng.randint(lo, hi) for _ in range(3)]], np.int64)
+        idx = np.array([[_idx(rng, lo, hi) for _ in range(3)]], np.int64)
         upd = -np.ones((1, 3), np.float32)
         m = model_bytes(
             [helper.make_node(op, ["D", "I", "U"], ["Y"], axis=0)],
@@ -96,7 +104,7 @@ def _index_case(rng: random.Random) -> tuple[bytes, dict[str, np.ndarray], list[
         )
         return m, {"D": D43, "I": idx, "U": upd}, ["Y"]
     if op == "ScatterND":
-        idx = np.array([[rng.randint(lo, hi)]], np.int64)
+        idx = np.array([[_idx(rng, lo, hi)]], np.int64)
         m = model_bytes(
             [helper.make_node(op, ["D", "I", "U"], ["Y"])],
             [("D", F, [4, 3]), ("I", I64, [1, 1]), ("U", F, [1, 3])],
@@ -109,7 +117,7 @@ def _index_case(rng: random.Random) -> tuple[bytes, dict[str, np.ndarray], list[
         helper.make_node("Constant", [], ["vals"], value=helper.make_tensor("v", F, [2], [0.0, 1.0])),
         helper.make_node("OneHot", ["I", "depth", "vals"], ["Y"]),
     ]
-    idx = np.array([rng.randint(lo, hi) for _ in range(3)], np.int64)
+    idx = np.array([_idx(rng, lo, hi) for _ in range(3)], np.int64)
     return model_bytes(nodes, [("I", I64, [3])], [("Y", F, [3, depth])]), {"I": idx}, ["Y"]
 
 
