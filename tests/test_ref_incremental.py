@@ -276,3 +276,20 @@ def test_a_convolution_kernel_with_an_epilogue_finishes_from_the_plain_kernel():
     out = ev.evaluate(wrong)
     assert ev.last.finished == 0 and _same(out, evaluate(wrong, with_buffer_params(wrong, feed)))
     assert not _same(out, evaluate(fused, with_buffer_params(fused, feed)))
+
+
+def test_a_body_edited_after_its_rebuild_is_keyed_on_what_it_holds_now():
+    from migx_explore.compiler.snapshot import snapshot
+
+    feed = {"x": np.random.default_rng(11).standard_normal((4, 8)).astype(np.float32)}
+    ev = IncrementalEvaluator(feed)
+    snap = snapshot(_silu(True))
+    first = ev.evaluate(snap.to_program())  # the body's structure is read once from its record
+    assert _same(ev.evaluate(snap.to_program()), first) and ev.last.computed == 0
+    edited = snap.to_program()
+    body = edited.modules["pw"]
+    sig = next(i for i in body if i.name == "sigmoid")
+    body.replace_instruction(sig, Op("exp"), list(sig.inputs))  # the record no longer describes it
+    out = ev.evaluate(edited)
+    assert ev.last.computed == 1 and _same(out, evaluate(_silu(True, ("exp", "mul")), feed))
+    assert not _same(out, first)

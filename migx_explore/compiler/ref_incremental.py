@@ -12,6 +12,11 @@ memory layout (a `contiguous` copy of a transposed view) count as the same value
 them may round differently in its last bits, well inside any check's tolerance, and re-running
 everything downstream of each layout change would cost a forward pass per backend pass.
 
+Submodules (a fused pointwise or reduce body, a kernel's epilogue) run through the same memo, each
+instruction keyed as in main, so fusing ops into a kernel reuses the values they had; a main
+instruction reused whole carries its body's values to the next version, where fuse_ops may turn
+that kernel into another's epilogue.
+
 Memory is bounded by one version's values: after each evaluation only the values of the version
 just evaluated are kept (views share their base's memory; literals are the program's own data).
 """
@@ -21,7 +26,7 @@ from __future__ import annotations
 import functools
 import itertools
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -57,10 +62,12 @@ class IncrementalEvaluator:
         self._by_print: dict[tuple, tuple] = {}
         # the (key, entry) pairs computed inside each main instruction's submodules, by its key
         self._inner: dict[tuple, list] = {}
+        self._modules: dict[tuple, tuple] = {}  # submodule structures and their numbers (_ModuleTokens)
+        self._records: dict[int, tuple] = {}
         self._tokens = itertools.count()
         self._lock = threading.Lock()
 
-    def _key(self, ins: Instruction, tokens: dict[int, int], module_keys: dict[int, tuple]) -> tuple:
+    def _key(self, ins: Instruction, tokens: dict[int, int], module_keys: _ModuleTokens) -> tuple:
         if ins.is_param():
             return ("@param", ins.param_name, ins.shape)
         if ins.is_literal():
@@ -76,7 +83,7 @@ class IncrementalEvaluator:
         with self._lock, np.errstate(all="ignore"), work_meter() as meter, one_blas_thread():
             main = program.main
             params = bind_params(main, with_buffer_params(program, self.inputs), True)
-            run = _Run(meter)
+            run = _Run(meter, self._modules, self._tokens, self._records)
             tokens: dict[int, int] = {}
             values: dict[int, Any] = {}
             for ins in main:
@@ -104,7 +111,7 @@ class IncrementalEvaluator:
             outputs = [values[o.id] for o in main.output_instructions()]
             # drop what this version lacks
             self._by_key, self._by_id, self._by_print, self.last = run.by_key, run.by_id, run.by_print, run.stats
-            self._inner = run.inner
+            self._inner, self._modules, self._records = run.inner, run.module_keys.now, run.module_keys.records
             return outputs
 
     def _token(self, ins: Instruction, value: Any) -> tuple:
@@ -193,13 +200,13 @@ class _Run:
     """One evaluation's state: the values it keeps for the next (by key, by stable id and by
     fingerprint), its submodules' keys, its counts and its work meter."""
 
-    def __init__(self, meter: Any):
+    def __init__(self, meter: Any, modules_before: dict, counter: Iterator[int], records_before: dict):
         self.meter = meter
         self.stats = EvalStats()
         self.by_key: dict[tuple, tuple] = {}
         self.by_id: dict[int, tuple] = {}
         self.by_print: dict[tuple, tuple] = {}
-        self.module_keys: dict[int, tuple] = {}
+        self.module_keys = _ModuleTokens(modules_before, counter, records_before)
         self.inner: dict[tuple, list] = {}
         self.collect: list | None = None  # where the submodule entries of the instruction computing go
 
@@ -234,38 +241,59 @@ class _MemoRunner(SubmoduleRunner):
         return self.evaluator.run_module(self.run, module, list(args), check, self.known)
 
 
-def _make_key(ins: Instruction, vk: tuple, shape: Any, tokens: dict[int, int], module_keys: dict) -> tuple:
+def _make_key(ins: Instruction, vk: tuple, shape: Any, tokens: dict[int, int], modules: _ModuleTokens) -> tuple:
     op_key, used, mods = vk
-    subs = tuple(_module_key(m, module_keys) for m in mods) if mods else ()
+    subs = tuple(modules(m) for m in mods) if mods else ()
     inputs = ins.inputs
     toks = tuple(tokens[i.id] for i in inputs) if used is None else tuple(tokens[inputs[k].id] for k in used)
     return (op_key, subs, toks, shape)
 
 
-def _module_key(m: Module, memo: dict[int, tuple]) -> tuple:
-    """A submodule's structure: each instruction's op, shape, literal, submodules and inputs (by
-    position), so two modules with equal keys compute the same function."""
-    k = memo.get(id(m))
-    if k is not None:
-        return k
-    pos: dict[int, int] = {}
-    rows = []
-    for n, ins in enumerate(m):
-        pos[ins.id] = n
-        lit = id(ins.literal.data) if ins.is_literal() else None
-        name = ins.param_name if ins.is_param() else None
-        rows.append(
-            (
-                ins.op,
-                ins.shape,
-                lit,
-                name,
-                tuple(_module_key(s, memo) for s in ins.module_inputs),
-                tuple(pos[i.id] for i in ins.inputs),
-            )
-        )
-    k = memo[id(m)] = (m.bypass, tuple(rows))
-    return k
+class _ModuleTokens:
+    """A number per submodule structure (each instruction's op, shape, literal, submodules and
+    inputs by position): modules with the same number compute the same function, in this version
+    and the one before. Keys hold the number, so the structure is hashed once per evaluation."""
+
+    def __init__(self, before: dict[tuple, tuple], counter: Iterator[int], by_record: dict[int, tuple]):
+        self.before, self.now = before, {}  # structure -> (number, the literals it names by id)
+        # a leaf module's structure by the snapshot record it was rebuilt from, the version before's and this one's
+        self._by_record, self.records = by_record, {}
+        self._memo: dict[int, int] = {}  # id(module) -> number, this evaluation
+        self._counter = counter
+
+    def __call__(self, m: Module) -> int:
+        n = self._memo.get(id(m))
+        if n is not None:
+            return n
+        src = m.rebuilt_from if m.version == 0 else None  # unedited since compiler/snapshot.py built it
+        if src is not None and id(src) in self._by_record:
+            key, lits = self._by_record[id(src)][1:]
+        else:
+            key, lits = self._structure(m)
+        if src is not None and not key[1]:  # a leaf module: its record fixes its structure
+            self.records[id(src)] = (src, key, lits)
+        key = (m.bypass, key)
+        entry = self.now.get(key) or self.before.get(key) or (next(self._counter), lits)
+        self.now[key] = entry
+        self._memo[id(m)] = entry[0]
+        return entry[0]
+
+    def _structure(self, m: Module) -> tuple[tuple, tuple]:
+        """((rows, has submodules), the literals named by id): held, so no id is reused while the
+        entry exists."""
+        pos: dict[int, int] = {}
+        rows, lits, nested = [], [], False
+        for k, ins in enumerate(m):
+            pos[ins.id] = k
+            lit = None
+            if ins.is_literal():
+                lit = id(ins.literal.data)
+                lits.append(ins.literal.data)
+            name = ins.param_name if ins.is_param() else None
+            subs = tuple(self(s) for s in ins.module_inputs)
+            nested = nested or bool(subs)
+            rows.append((ins.op, ins.shape, lit, name, subs, tuple(pos[i.id] for i in ins.inputs)))
+        return (tuple(rows), nested), tuple(lits)
 
 
 def _identical(a: Any, b: Any) -> bool:
