@@ -51,6 +51,10 @@ TYPE_ENUM = (
 ).split()
 
 
+# A literal whose values cannot be held (a tuple or dynamic shape, a payload not in {...}).
+OPAQUE_LITERAL = "migraphx::literal"
+
+
 def _no_shape_rule(op: Op, inputs: list[Shape], mods: list) -> Shape:
     raise MigxError(f"{op.name} was read from MIGraphX text; its shape is the printed one (no shape rule)")
 
@@ -349,8 +353,9 @@ class _Reader:
         if lit is None:
             lit = self.literals[key] = self.literal_value(no, body, shape)
         if lit is None:
-            op = OpaqueOp("@literal", body)
-            self.out.opaque["@literal"] += 1
+            # not `@literal`: our IR gives every @literal its values, and these have none we can hold
+            op = OpaqueOp(OPAQUE_LITERAL, body)
+            self.out.opaque[OPAQUE_LITERAL] += 1
             return self.link(mod, op, (), (), shape)
         return self.link(mod, Op("@literal"), (), (), shape, lit)
 
@@ -477,6 +482,7 @@ def symbol_scope(symbols: Iterable[str]) -> str:
 
 
 __all__ = [
+    "OPAQUE_LITERAL",
     "OPAQUE_SPEC",
     "OpaqueOp",
     "Problem",

@@ -152,7 +152,11 @@ class _Builder:
             self.out.trace.initial = self.set_program(first) if first.program_level else self.set_module("main", first)
         else:
             self.out.trace.initial = self.read([])[0]
-        if any(b.dump is not None and b.dump.program_level for b in blocks):
+        # since 2021 every pass ends in a program print; a log cut before the first one still
+        # shows the period by its input program's `module:` header
+        if any(b.dump is not None and b.dump.program_level for b in blocks) or (
+            initial is not None and initial.program_level
+        ):
             self.with_program_dumps(blocks)
         else:
             self.per_module_only(blocks)
@@ -228,7 +232,7 @@ class _Builder:
         if pending:
             last = pending[-1]
             self.out.stops_at = self.ev.last_line or last.line
-            name = next((p.name for p in reversed(pending) if p.name in COMPOSITES), pending[-1].name)
+            name = _cut_pass_name([p.name for p in pending])
             self.top(_Block(name, last.line, None), pending, truncated=True)
 
     def top(self, b: _Block, span: list[_Block], truncated: bool = False) -> None:
@@ -236,7 +240,9 @@ class _Builder:
         rec = self.record(b.name, before, before, 0, None)
         rec.time_s = (b.time_ms + sum(x.time_ms for x in span if x.name == b.name)) / 1e3
         own = [x for x in span if x.name == b.name]
-        visit = self.attribute(own)
+        # a log cut inside a pass holds the first modules of its visiting order, not the last
+        order = self.visit_order(0 if truncated else len(own))
+        visit = self.attribute(own, order)
         segment: list[_Block] = []
         k = 0
         for x in span:
@@ -247,13 +253,16 @@ class _Builder:
                 k += 1
             else:
                 segment.append(x)
-        self.nest(segment, rec, visit[min(k, len(visit) - 1)] if visit else "main")
+        if truncated:  # the blocks after the last of its own: the module it was visiting next
+            self.nest(segment, rec, order[k] if k < len(order) else "main")
+        else:
+            self.nest(segment, rec, visit[min(k, len(visit) - 1)] if visit else "main")
         if truncated:
             self.truncated(rec, "inside this pass (no program printed after it)")
             return
-        seen = len(self.out.problems)
+        seen, state = len(self.out.problems), self.state
         after = self.set_program(b.dump)
-        if not b.dump.closed and len(self.out.problems) > seen:  # the text ends inside this print
+        if not b.dump.closed and (len(self.out.problems) > seen or _cut_short(state, self.state)):
             self.out.stops_at = self.ev.last_line
             self.snap = before
             self.truncated(rec, "inside the program printed after this pass")
@@ -271,12 +280,11 @@ class _Builder:
         self.out.trace.error = f"{rec.name}: {rec.reason}"
         self.out.trace.failed_index = rec.index
 
-    def attribute(self, own: list[_Block]) -> list[str]:
+    def attribute(self, own: list[_Block], order: list[str]) -> list[str]:
         """The module each of a pass's per-module blocks printed: named by `Module:` headers, else
         MIGraphX's visiting order when the count fits, else the module whose instructions the
         block shares most of (fused bodies are skipped by MIGraphX, and a guess of which are
         fused can miss)."""
-        order = self.visit_order(len(own))
         if len(self.state) <= 1 or not own:
             return [x.module or "main" for x in own]
         out = []
@@ -319,17 +327,27 @@ class _Builder:
         rec.time_s = x.time_ms / 1e3
         for kid in kids:
             self.emit(kid, rec, module)
-        if x.dump is not None:
+        if x.dump is not None and not x.dump.closed:  # the text ends inside this block
+            rec.status = "failed"
+            rec.reason = f"the log stops at line {self.ev.last_line}, inside this pass's print of {module}"
+            rec.after = rec.diff = None
+        elif x.dump is not None:
             rec.after = self.set_module(x.module or module, x.dump)
             rec.diff = diff(rec.before, rec.after)
 
     def per_module_only(self, blocks: list[_Block]) -> None:
         """2018-2020 logs: every block is a top-level pass over main (or the `Module:` it names)."""
-        for b in blocks:
+        for k, b in enumerate(blocks):
             before = self.snap
             rec = self.record(b.name, before, before, 0, None)
             rec.time_s = b.time_ms / 1e3
-            if b.dump is not None:
+            if b.dump is None and k == len(blocks) - 1 and isinstance(self.ev.events[-1], Header):
+                self.out.stops_at = self.ev.last_line  # the text ends at a pass's header
+                self.truncated(rec, "right after this pass's header")
+            elif b.dump is not None and not b.dump.closed and _cut_short(self.state, _modules_of(b.dump.lines)):
+                self.out.stops_at = self.ev.last_line
+                self.truncated(rec, "inside this pass's print")
+            elif b.dump is not None:
                 rec.after = self.set_module(b.module or "main", b.dump)
                 rec.diff = diff(rec.before, rec.after)
 
@@ -410,6 +428,42 @@ def _share_unchanged(before: ProgramSnapshot, after: ProgramSnapshot) -> Program
     if not shared:
         return after
     return ProgramSnapshot(mods, after.next_id, after.scopes)
+
+
+def _within(composite: str) -> set[str]:
+    """The passes a composite runs, its own nested composites' passes included."""
+    out, todo = set(), [composite]
+    while todo:
+        for kid in COMPOSITES.get(todo.pop(), ()):
+            if kid not in out:
+                out.add(kid)
+                todo.append(kid)
+    return out
+
+
+def _cut_pass_name(names: list[str]) -> str:
+    """The pass a log stops inside, from the blocks printed so far: a top-level pass prints one
+    name for all its modules, so several names are nested passes of the smallest composite that
+    runs them all (itself printed or not)."""
+    distinct = set(names)
+    if len(distinct) == 1:
+        return names[-1]
+    fits = [c for c in COMPOSITES if distinct <= _within(c) | {c}]
+    if fits:
+        return min(fits, key=lambda c: len(_within(c)))
+    return next((n for n in reversed(names) if n in COMPOSITES), names[-1])
+
+
+def _cut_short(before: dict[str, list[tuple[int, str]]], after: dict[str, list[tuple[int, str]]]) -> bool:
+    """Whether a program print the text ends in (no closing blank lines) stops short: a module of
+    the program before it is missing, or its last module lacks the `@return` it had before."""
+    if any(m not in after for m in before):
+        return True
+    last = next(reversed(after), None)
+    if last is None or not before.get(last):
+        return False
+    had = any(" = @return" in s for _, s in before[last])
+    return had and not any(" = @return" in s for _, s in after[last])
 
 
 def _op_part(line: str) -> str:
