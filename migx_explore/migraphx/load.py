@@ -56,9 +56,11 @@ def read_text(path: str) -> str:
             data = f.read()
     except OSError as e:
         raise MigxError(f"{path}: cannot read ({e.strerror or e})") from None
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):  # PowerShell's `>` writes UTF-16 with a BOM
+        return data.decode("utf-16", errors="replace")
     if b"\0" in data[:4096]:
         raise MigxError(f"{path}: a binary file (an .mxr?), not MIGraphX text; print it with migraphx-driver read")
-    return data.decode("utf-8", errors="replace")
+    return data.decode("utf-8-sig", errors="replace")
 
 
 def refuse_mxr(path: object) -> None:
@@ -84,9 +86,12 @@ def is_migraphx_text(path: object) -> bool:
             head = f.read(1 << 16)
     except OSError:
         return False
-    if b"\0" in head or head.startswith(b"PK"):
+    if head.startswith((b"\xff\xfe", b"\xfe\xff")):
+        text = head.decode("utf-16", errors="replace")
+    elif b"\0" in head or head.startswith(b"PK"):
         return False
-    text = head.decode("utf-8", errors="replace")
+    else:
+        text = head.decode("utf-8-sig", errors="replace")
     return bool(
         re.search(
             r"(?m)^(\S+ = (@param:|@literal|@return|[A-Za-z_][\w:]*[\[(]| ?\S)|Pass: |Module: .*, Pass: |module: \"|"

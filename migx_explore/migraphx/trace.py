@@ -119,9 +119,10 @@ class _Builder:
 
     def set_module(self, module: str, dump: Dump) -> ProgramSnapshot:
         lines = _resolve_unnamed(dump.lines, self.state.get(module, []), module)
-        if module not in self.state:
-            self.state[module] = []
         self.state[module] = lines
+        for _, s in lines:  # a module the pass just made (fuse_pointwise's `main:pointwise0`) is
+            for ref in _module_refs(s):  # printed with the program after it: empty until then
+                self.state.setdefault(ref, [])
         joined: list[tuple[int, str]] = []
         for name, body in self.state.items():
             joined.append((body[0][0] if body else 0, f'module: "{name}"'))
@@ -430,6 +431,17 @@ def _share_unchanged(before: ProgramSnapshot, after: ProgramSnapshot) -> Program
     return ProgramSnapshot(mods, after.next_id, after.scopes)
 
 
+_REFS = re.compile(r"\), \[([^\]]*)\]|^\S+ = [^(\[]*(?:\[.*\])?, \[([^\]]*)\]")
+
+
+def _module_refs(line: str) -> list[str]:
+    """The submodules an instruction line names (`, [If_0_if, If_0_else]`)."""
+    m = _REFS.search(line.split(" -> ")[0])
+    if m is None:
+        return []
+    return [r.strip() for r in (m.group(1) or m.group(2) or "").split(",") if r.strip()]
+
+
 def _within(composite: str) -> set[str]:
     """The passes a composite runs, its own nested composites' passes included."""
     out, todo = set(), [composite]
@@ -456,14 +468,20 @@ def _cut_pass_name(names: list[str]) -> str:
 
 def _cut_short(before: dict[str, list[tuple[int, str]]], after: dict[str, list[tuple[int, str]]]) -> bool:
     """Whether a program print the text ends in (no closing blank lines) stops short: a module of
-    the program before it is missing, or its last module lacks the `@return` it had before."""
+    the program before it is missing, or its last module lacks the `@return` it had before (or,
+    new, that every other module printed has)."""
     if any(m not in after for m in before):
         return True
     last = next(reversed(after), None)
-    if last is None or not before.get(last):
+    if last is None:
         return False
-    had = any(" = @return" in s for _, s in before[last])
-    return had and not any(" = @return" in s for _, s in after[last])
+
+    def returns(m: str, prog: dict) -> bool:
+        return any(" = @return" in s for _, s in prog.get(m, ()))
+
+    others = [m for m in after if m != last]
+    had = returns(last, before) if before.get(last) else bool(others) and all(returns(m, after) for m in others)
+    return had and not returns(last, after)
 
 
 def _op_part(line: str) -> str:
