@@ -4,6 +4,7 @@ trace (or, when every op is ours, a program our own pipelines can run), and a Se
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -74,9 +75,7 @@ def refuse_mxr(path: object) -> None:
 
 def is_migraphx_text(path: object) -> bool:
     """Whether `path` names a text file that looks like MIGraphX output (a printed program or a
-    compile log): not .onnx, no NUL bytes, and an instruction or `Pass:` line near the top."""
-    import re
-
+    compile log): not .onnx, and MIGraphX text near the top (see looks_like_migraphx)."""
     if not isinstance(path, (str, os.PathLike)) or str(path).endswith((".onnx", ".mxr", ".zip")):
         return False
     try:
@@ -86,19 +85,25 @@ def is_migraphx_text(path: object) -> bool:
             head = f.read(1 << 16)
     except OSError:
         return False
+    return looks_like_migraphx(head)
+
+
+_TEXT_START = re.compile(
+    r"(?m)^(\S+ = (@param:|@literal|@return|[A-Za-z_][\w:]*[\[(]| ?\S)|Pass: |Module: .*, Pass: |module: \"|"
+    r"[A-Za-z_][\w:]*: [-+0-9.eE]+ms\s*$)"
+)
+
+
+def looks_like_migraphx(head: bytes) -> bool:
+    """Whether the first bytes of a file are MIGraphX text (UTF-8 or, from PowerShell, UTF-16):
+    an instruction, a `module:`, `Pass:` or pass-time line; no NUL bytes, no zip."""
     if head.startswith((b"\xff\xfe", b"\xfe\xff")):
         text = head.decode("utf-16", errors="replace")
     elif b"\0" in head or head.startswith(b"PK"):
         return False
     else:
         text = head.decode("utf-8-sig", errors="replace")
-    return bool(
-        re.search(
-            r"(?m)^(\S+ = (@param:|@literal|@return|[A-Za-z_][\w:]*[\[(]| ?\S)|Pass: |Module: .*, Pass: |module: \"|"
-            r"[A-Za-z_][\w:]*: [-+0-9.eE]+ms\s*$)",
-            text,
-        )
-    )
+    return bool(_TEXT_START.search(text))
 
 
 def read_log(source: str, *, version: str | None = None, text: bool = False) -> MigraphxLog:
@@ -162,4 +167,13 @@ def _all_ours(program: Program | None) -> bool:
     return program is not None and not any(is_opaque(i.op) for m in program.modules.values() for i in m)
 
 
-__all__ = ["MigraphxLog", "NUMERIC_NOTE", "is_migraphx_text", "refuse_mxr", "load_session", "read_log", "read_text"]
+__all__ = [
+    "MigraphxLog",
+    "NUMERIC_NOTE",
+    "is_migraphx_text",
+    "looks_like_migraphx",
+    "refuse_mxr",
+    "load_session",
+    "read_log",
+    "read_text",
+]
