@@ -113,7 +113,7 @@ def read_log(source: str, *, version: str | None = None, text: bool = False) -> 
     body = source if text else read_text(source)
     events = split_log(body)
     if looks_like_trace(events):
-        return MigraphxLog("trace", read_trace(body, version=version))
+        return MigraphxLog("trace", read_trace(body, version=version, events=events))
     dumps = [e for e in events.events if isinstance(e, Dump)]
     if not dumps and any(isinstance(e, PassTime) for e in events.events):
         return MigraphxLog("trace", times_only(events, version))

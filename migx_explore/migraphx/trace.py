@@ -90,6 +90,7 @@ class _Builder:
         self.snap: ProgramSnapshot | None = None
         self.want_version = version
         self.seen: set[tuple[int, str]] = set()
+        self.printed: tuple[str, ...] | None = None  # the last whole-program print read
 
     # ---- programs --------------------------------------------------------------------------------
     def read(self, lines: list[tuple[int, str]]) -> tuple[ProgramSnapshot, ReadProgram]:
@@ -114,12 +115,22 @@ class _Builder:
         return aligned, r
 
     def set_program(self, dump: Dump) -> ProgramSnapshot:
+        """The program a whole-program print shows; most passes change nothing, and a print the
+        same as the last one is the same program (not read again)."""
         self.state = _modules_of(dump.lines)
+        key = tuple(s for _, s in dump.lines)
+        if key == self.printed and self.snap is not None:
+            return self.snap
+        self.printed = key
         return self.read(dump.lines)[0]
 
     def set_module(self, module: str, dump: Dump) -> ProgramSnapshot:
         lines = _resolve_unnamed(dump.lines, self.state.get(module, []), module)
+        old = self.state.get(module)
         self.state[module] = lines
+        if old is not None and self.snap is not None and [s for _, s in old] == [s for _, s in lines]:
+            return self.snap  # the module as it was
+        self.printed = None
         for _, s in lines:  # a module the pass just made (fuse_pointwise's `main:pointwise0`) is
             for ref in _module_refs(s):  # printed with the program after it: empty until then
                 self.state.setdefault(ref, [])
@@ -597,10 +608,11 @@ def times_only(events: LogEvents, version: str | None = None) -> MigraphxTrace:
     return b.out
 
 
-def read_trace(text: str, *, version: str | None = None) -> MigraphxTrace:
+def read_trace(text: str, *, version: str | None = None, events: LogEvents | None = None) -> MigraphxTrace:
     """A MIGraphX compile log as a Trace (never raises on bad text: see `.problems`, `.notes`).
-    `version`: the catalogue to group by ("2026-05" / "2026-08"); None picks the closer one."""
-    return _Builder(split_log(text), version).build()
+    `version`: the catalogue to group by ("2026-05" / "2026-08"); None picks the closer one.
+    `events`: split_log(text), when the caller has it already."""
+    return _Builder(events if events is not None else split_log(text), version).build()
 
 
 __all__ = ["MigraphxTrace", "NUMERIC_NOTE", "read_trace", "times_only"]
