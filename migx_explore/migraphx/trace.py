@@ -23,6 +23,7 @@ from migx_explore.gpu.migraphx_catalogue import COMPOSITES, VERSIONS, CatalogueE
 from migx_explore.id_alignment import IdAligner
 
 from .log import Dump, Header, LogEvents, PassTime, split_log
+from .printed import cut_short, module_refs, modules_of, resolve_unnamed, shares
 
 NUMERIC_NOTE = "numeric checks are off: a MIGraphX log holds no weights, and its kernels do not run here"
 _FUSED = re.compile(r"(^mlir_|(^|:)(pointwise|reduce|mlir|fused|ck_|concat|split_fused)\w*$)")
@@ -117,7 +118,7 @@ class _Builder:
     def set_program(self, dump: Dump) -> ProgramSnapshot:
         """The program a whole-program print shows; most passes change nothing, and a print the
         same as the last one is the same program (not read again)."""
-        self.state = _modules_of(dump.lines)
+        self.state = modules_of(dump.lines)
         key = tuple(s for _, s in dump.lines)
         if key == self.printed and self.snap is not None:
             return self.snap
@@ -125,14 +126,14 @@ class _Builder:
         return self.read(dump.lines)[0]
 
     def set_module(self, module: str, dump: Dump) -> ProgramSnapshot:
-        lines = _resolve_unnamed(dump.lines, self.state.get(module, []), module)
+        lines = resolve_unnamed(dump.lines, self.state.get(module, []), module)
         old = self.state.get(module)
         self.state[module] = lines
         if old is not None and self.snap is not None and [s for _, s in old] == [s for _, s in lines]:
             return self.snap  # the module as it was
         self.printed = None
         for _, s in lines:  # a module the pass just made (fuse_pointwise's `main:pointwise0`) is
-            for ref in _module_refs(s):  # printed with the program after it: empty until then
+            for ref in module_refs(s):  # printed with the program after it: empty until then
                 self.state.setdefault(ref, [])
         joined: list[tuple[int, str]] = []
         for name, body in self.state.items():
@@ -274,7 +275,7 @@ class _Builder:
             return
         seen, state = len(self.out.problems), self.state
         after = self.set_program(b.dump)
-        if not b.dump.closed and (len(self.out.problems) > seen or _cut_short(state, self.state)):
+        if not b.dump.closed and (len(self.out.problems) > seen or cut_short(state, self.state)):
             self.out.stops_at = self.ev.last_line
             self.snap = before
             self.truncated(rec, "inside the program printed after this pass")
@@ -305,7 +306,7 @@ class _Builder:
             if x.module or x.dump is None:
                 out.append(x.module or prior)
                 continue
-            scores = {m: _shares(x.dump.lines, lines) for m, lines in self.state.items()}
+            scores = {m: shares(x.dump.lines, lines) for m, lines in self.state.items()}
             best = max(scores, key=lambda m: (scores[m], m == prior))
             out.append(best if scores[best] > 0 and scores[best] > scores.get(prior, -1.0) else prior)
         return out
@@ -356,7 +357,7 @@ class _Builder:
             if b.dump is None and k == len(blocks) - 1 and isinstance(self.ev.events[-1], Header):
                 self.out.stops_at = self.ev.last_line  # the text ends at a pass's header
                 self.truncated(rec, "right after this pass's header")
-            elif b.dump is not None and not b.dump.closed and _cut_short(self.state, _modules_of(b.dump.lines)):
+            elif b.dump is not None and not b.dump.closed and cut_short(self.state, modules_of(b.dump.lines)):
                 self.out.stops_at = self.ev.last_line
                 self.truncated(rec, "inside this pass's print")
             elif b.dump is not None:
@@ -442,17 +443,6 @@ def _share_unchanged(before: ProgramSnapshot, after: ProgramSnapshot) -> Program
     return ProgramSnapshot(mods, after.next_id, after.scopes)
 
 
-_REFS = re.compile(r"\), \[([^\]]*)\]|^\S+ = [^(\[]*(?:\[.*\])?, \[([^\]]*)\]")
-
-
-def _module_refs(line: str) -> list[str]:
-    """The submodules an instruction line names (`, [If_0_if, If_0_else]`)."""
-    m = _REFS.search(line.split(" -> ")[0])
-    if m is None:
-        return []
-    return [r.strip() for r in (m.group(1) or m.group(2) or "").split(",") if r.strip()]
-
-
 def _within(composite: str) -> set[str]:
     """The passes a composite runs, its own nested composites' passes included."""
     out, todo = set(), [composite]
@@ -477,56 +467,6 @@ def _cut_pass_name(names: list[str]) -> str:
     return next((n for n in reversed(names) if n in COMPOSITES), names[-1])
 
 
-def _cut_short(before: dict[str, list[tuple[int, str]]], after: dict[str, list[tuple[int, str]]]) -> bool:
-    """Whether a program print the text ends in (no closing blank lines) stops short: a module of
-    the program before it is missing, or its last module lacks the `@return` it had before (or,
-    new, that every other module printed has)."""
-    if any(m not in after for m in before):
-        return True
-    last = next(reversed(after), None)
-    if last is None:
-        return False
-
-    def returns(m: str, prog: dict) -> bool:
-        return any(" = @return" in s for _, s in prog.get(m, ()))
-
-    others = [m for m in after if m != last]
-    had = returns(last, before) if before.get(last) else bool(others) and all(returns(m, after) for m in others)
-    return had and not returns(last, after)
-
-
-def _op_part(line: str) -> str:
-    """An instruction line without its names: what stays when a module is printed with or without
-    `<module>:` prefixes, `?` inputs, or renumbered."""
-    _, _, rhs = line.partition(" = ")
-    head, _, rest = rhs.partition("(")
-    shape = rest.rpartition(" -> ")[2] if " -> " in rest else ""
-    return head + " -> " + shape.split(" # ")[0]
-
-
-def _shares(block: list[tuple[int, str]], module: list[tuple[int, str]]) -> float:
-    """How much a block looks like a module: the share of its instructions the module holds (by
-    op and shape), half credit for a shape alone (a pass changed the op), less for a size apart."""
-    from collections import Counter
-
-    block = [(n, s) for n, s in block if "@return" not in s] or block  # a return matches any module
-    if not block:
-        return 0.0
-    parts = [_op_part(s) for _, s in module if "@return" not in s]
-    have, shapes = Counter(parts), Counter(p.partition(" -> ")[2] for p in parts)
-    score = 0.0
-    for _, s in block:
-        part = _op_part(s)
-        if have[part] > 0:
-            have[part] -= 1
-            shapes[part.partition(" -> ")[2]] -= 1
-            score += 1
-        elif shapes[part.partition(" -> ")[2]] > 0:
-            shapes[part.partition(" -> ")[2]] -= 1
-            score += 0.5
-    return score / len(block) - 0.1 * abs(len(parts) - len(block)) / max(len(block), 1)
-
-
 def _fill_unmatched(assign: dict[int, CatalogueEntry], names: list[str], cat: tuple[CatalogueEntry, ...]) -> None:
     """Passes the sequence match left out (the log ran passes in another order, or a pass twice)
     take the entry of their name between their matched neighbours, else the next one after the
@@ -543,54 +483,6 @@ def _fill_unmatched(assign: dict[int, CatalogueEntry], names: list[str], cat: tu
             pick = next((j for j in hits if j > lo), hits[0] if hits else None)
         if pick is not None:
             assign[k] = cat[pick]
-
-
-def _resolve_unnamed(new: list[tuple[int, str]], old: list[tuple[int, str]], module: str) -> list[tuple[int, str]]:
-    """A module printed on its own shows values of the module around it as `?`; take those
-    inputs from the same instruction (same name, op and shape) in the program printed before."""
-    if not any("?" in s for _, s in new):
-        return list(new)
-    prefix = module + ":"
-    before: dict[tuple[str, str, str], list[str]] = {}
-    for _, s in old:
-        key, args = _masked(s.replace(prefix, ""))
-        if key is not None:
-            before[key] = args
-    out = []
-    for no, s in new:
-        key, args = _masked(s)
-        theirs = before.get(key) if key is not None and "?" in args else None
-        if theirs is not None and len(theirs) == len(args):
-            filled = [t if a == "?" else a for a, t in zip(args, theirs)]
-            head, _, rest = s.partition("(")
-            s = head + "(" + ",".join(filled) + ")" + rest[rest.index(")") + 1 :]
-        out.append((no, s))
-    return out
-
-
-_ARGS = re.compile(r"^(\S+) = ([^(]*)\(([^()]*)\)(.*)$")
-
-
-def _masked(line: str) -> tuple[tuple[str, str, str] | None, list[str]]:
-    m = _ARGS.match(line)
-    if m is None:
-        return None, []
-    return (m.group(1), m.group(2), m.group(4)), m.group(3).split(",")
-
-
-def _modules_of(lines: list[tuple[int, str]]) -> dict[str, list[tuple[int, str]]]:
-    from migx_explore.compiler.migraphx_text import header_name
-
-    out: dict[str, list[tuple[int, str]]] = {}
-    cur = "main"
-    for no, s in lines:
-        name = header_name(s)
-        if name is not None:
-            cur = name
-            out.setdefault(cur, [])
-            continue
-        out.setdefault(cur, []).append((no, s))
-    return out
 
 
 def times_only(events: LogEvents, version: str | None = None) -> MigraphxTrace:
