@@ -109,3 +109,22 @@ def test_trace_out_and_compare_with_our_compile(log_path, tmp_path, capsys):
     out = capsys.readouterr().out
     assert "first pass where they part: fusion.fuse_pointwise_reduce" in out
     assert "'mlir_dot_add_relu': 2" in out  # MIGraphX's kernels by symbol name
+
+
+MLIR = """module {
+  func.func @mlir_dot_add_relu(%arg0: !migraphx.shaped<1x784xf32, 784x1>) -> !migraphx.shaped<1x256xf32, 256x1> {
+    %0 = migraphx.dot %arg0, %arg1 : <1x784xf32, 784x1>, <784x256xf32, 1x784> -> <1x256xf32, 256x1>
+    return %0 : !migraphx.shaped<1x256xf32, 256x1>
+  }
+}
+"""
+
+
+def test_mlir_printed_by_migraphx_trace_mlir_is_skipped_not_counted_as_stray():
+    from migx_explore.migraphx import read_log
+
+    clean = read_log(M.log(), text=True)
+    noisy = read_log(M.log().replace("Pass: gpu::lowering", MLIR + "Pass: gpu::lowering", 1), text=True)
+    assert not noisy.problems
+    assert [r.path for r in noisy.trace.records] == [r.path for r in clean.trace.records]
+    assert noisy.summary() == clean.summary()  # the same single stray line (another thread's)
