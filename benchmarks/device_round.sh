@@ -14,6 +14,8 @@
 #            under MIGX_PDL=0, the default rule and MIGX_PDL=all, in one process each (about 4 min)
 #   kinds    gpu_vs_torch.py --fp16 on the export kinds of gpu_export_kinds.py (swin, t5, vae), torch.compile
 #            included                                                          -> $OUT/kinds.tar.gz
+#   dynkinds gpu_dynamic_kinds.py: dynamic-batch CNN, KV decoder, ORT-BERT + MatMulNBits, QOperator CNN
+#                                                                              -> $OUT/dynamic_kinds.md
 #   compile  compile_time.py: cold and warm compile per model, eager and balanced, fp32 and fp16
 #                                                                              -> $OUT/compile_time.md
 #   issue28  issue28_table.py --isolate (a process per row): every row of issue 28's table, fp32 and fp16, ours against PyTorch
@@ -66,6 +68,9 @@ for step in "${steps[@]}"; do
            python3 benchmarks/gpu_vs_torch.py --models none --transformers swin,t5,vae --compile swin,t5,vae \
              --fp16 --iters 100 --warmup 10 --skip-micro --out "$W/vs" > "$W/kinds.log" 2>&1
            grep -A6 "^| model | ours fp32" "$W/vs/gpu_vs_torch.md" || tail -20 "$W/kinds.log" ;;
+    dynkinds) current=""
+           python3 benchmarks/gpu_dynamic_kinds.py --out "$OUT/dynamic_kinds.md" > "$OUT/dynamic_kinds.log" 2>&1
+           cat "$OUT/dynamic_kinds.md" 2>/dev/null || tail -20 "$OUT/dynamic_kinds.log" ;;
     compile) current=""
            python3 benchmarks/compile_time.py --out "$WORK/compile" > "$OUT/compile_time.log" 2>&1
            cp "$WORK/compile/compile_time.md" "$OUT/" 2>/dev/null; tail -30 "$OUT/compile_time.log" ;;
@@ -73,7 +78,7 @@ for step in "${steps[@]}"; do
            # shellcheck disable=SC2086  # ISSUE28_ARGS is a list of options
            python3 benchmarks/issue28_table.py --isolate --out "$OUT" ${ISSUE28_ARGS:-} > "$OUT/issue28.log" 2>&1
            grep -E "^\| |^- |^Run time" "$OUT/issue28_table.md" ;;
-    *) echo "device_round.sh: unknown step $step (suite, table, decode, rows, profile, pdl, kinds, compile, issue28)"; exit 2 ;;
+    *) echo "device_round.sh: unknown step $step (suite, table, decode, rows, profile, pdl, kinds, dynkinds, compile, issue28)"; exit 2 ;;
   esac
   [ -n "$current" ] && pack "$step"
   current=""

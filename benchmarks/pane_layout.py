@@ -2,7 +2,7 @@
 
 For each pass: the drawing's aspect ratio (width / height), the label size at fit-to-pane
 (10 pt labels scaled by min(pane_w / w, pane_h / h)) and the zoom needed for 10 px labels,
-for the pane 610 x 500 px the explorer has at 1280 x 800. Run from the repo root:
+for the pane the explorer has at 1280 x 800 (render.pane_layout.DEFAULT_PANE). Run from the repo root:
 
     python benchmarks/pane_layout.py
 
@@ -17,6 +17,7 @@ import sys
 import time
 
 from migx_explore.render.model import Clusters
+from migx_explore.render.pane_layout import DEFAULT_PANE
 from migx_explore.session import Session
 from migx_explore.widgets import content
 
@@ -26,7 +27,7 @@ PASSES = (
     ("bert_encoder", "fusion.fuse_pointwise_reduce"),
     ("bert_encoder", "required.simplify_reshapes"),
 )
-PANE = (610.0, 500.0)
+PANE = DEFAULT_PANE
 LABEL_PT = 10.0  # the node label font size in drawing units
 READ_PX = 10.0
 

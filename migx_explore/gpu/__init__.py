@@ -66,8 +66,27 @@ def _run_pipelines(program: Program, options: Any, backend: Backend, pass_manage
     from . import kernel_cache
     from .pipelines import gpu_pipelines
 
+    # MIGraphX validates the module after every pass in debug builds only; a compile does the same
+    # and validates the result once, while the explorer's traces (the debugging view) validate
+    # after every pass. MIGX_VALIDATE_PASSES=1 turns the per-pass check on here too.
+    pm = pass_manager or PassManager(validate=os.environ.get("MIGX_VALIDATE_PASSES", "") not in ("", "0"))
     with kernel_cache.bound_target(backend):  # kernels compile inside compile_ops
-        return (pass_manager or PassManager()).run(program, gpu_pipelines(_options(options)))
+        trace = pm.run(program, gpu_pipelines(_options(options)))
+    if not pm.validate:
+        _validate_result(program)
+    return trace
+
+
+def _validate_result(program: Program) -> None:
+    from migx_explore.compiler.errors import MigxError, ValidationError
+
+    for module in program.get_modules():
+        try:
+            module.validate()
+        except ValidationError as e:
+            raise MigxError(
+                f"the compiled program is invalid: {e} (MIGX_VALIDATE_PASSES=1 names the pass that made it)"
+            ) from None
 
 
 def lower(

@@ -20,7 +20,7 @@ from ..scopes import common_scope, split_scope
 from . import style as S
 from .model import DisplayGraph, DisplayNode
 from .scale import CHANGED_STATUSES, HUB_FANOUT, hub_copies, reconnect
-from .scoped import GROUP_NODE_PREFIX, badge, node_scope_of, safe_part
+from .scoped import GROUP_NODE_PREFIX, badge, node_scope_of, scope_id
 
 Key = tuple[str, ...]
 
@@ -119,7 +119,7 @@ def _fold(graph: DisplayGraph, node_scope: Mapping[str, Key], opened: set[Key], 
 
 
 def _group_name(key: Key) -> str:
-    return GROUP_NODE_PREFIX + "_".join(safe_part(p) for p in key)
+    return GROUP_NODE_PREFIX + scope_id("/".join(key))
 
 
 def _scope_node(key: Key, run: list[DisplayNode], d: SnapshotDiff | None) -> DisplayNode:

@@ -19,7 +19,7 @@ from migx_explore.compiler.snapshot import ProgramSnapshot, SnapshotDiff
 from ..scopes import auto_opened
 from . import style as S
 from .model import DisplayEdge, DisplayGraph, DisplayGroup, DisplayNode, shape_info
-from .scoped import GROUP_NODE_PREFIX, SCOPE_GROUP_PREFIX, safe_part
+from .scoped import GROUP_NODE_PREFIX, SCOPE_GROUP_PREFIX, scope_id
 
 OVERVIEW_BUDGET = 60  # nodes drawn at most (collapsed scopes and opened instructions together)
 OVERVIEW_OVER = 60  # a whole change touching more instructions than this is drawn as the overview
@@ -109,7 +109,7 @@ def scope_overview(
             )
             name_of[i] = name
             continue
-        name = GROUP_NODE_PREFIX + safe_part(key or "top")
+        name = GROUP_NODE_PREFIX + scope_id(key or "")
         name_of[i] = name
         if name in made:
             continue
@@ -166,7 +166,7 @@ def _groups(scope: str, groups: dict[str, DisplayGroup]) -> tuple[str, ...]:
     parts = _parts(scope)
     path: list[str] = []
     for k in range(len(parts)):
-        name = SCOPE_GROUP_PREFIX + "_".join(safe_part(p) for p in parts[: k + 1])
+        name = SCOPE_GROUP_PREFIX + scope_id("/".join(parts[: k + 1]))
         if name not in groups:
             groups[name] = DisplayGroup(name, "/" + "/".join(parts[: k + 1]), tuple(path), S.OTHER, module="main")
         path.append(name)

@@ -2,14 +2,14 @@
 
 Dot stacks a network's layers top to bottom, so the "whole change" drawing of a big pass (a
 yolov8 fusion pass: ~1000 x 11500 points) is a strip 12 times taller than wide, and the pane
-(about 610 x 500 px at 1280 x 800) fits it at labels well under a pixel tall. Read like a
+(about 840 x 500 px at 1280 x 800 in JupyterLab) fits it at labels well under a pixel tall. Read like a
 newspaper instead: cut the drawing at rank boundaries into k bands and set the bands side by
 side, each in a column of its own. k is picked on a first layout so the result's aspect ratio
 is closest to the pane's (which maximises the label size at fit-to-pane); each column starts at
 the top, and the edges between columns are drawn afterwards as thin dashed lines (left to dot,
 they would reorder the columns). Drawings whose shape already suits the pane are rendered as they are.
 
-    svg = render_to_pane(graph, DotOptions(), pane=(610, 500))
+    svg = render_to_pane(graph, DotOptions(), pane=(840, 500))
 """
 
 from __future__ import annotations
@@ -24,7 +24,9 @@ from . import style as S
 from .dot import DotOptions, InlineSvg, RenderError, dot_quote, edge_attrs, pipe, render_svg, to_dot
 from .model import DisplayGraph, DisplayGroup
 
-DEFAULT_PANE = (610.0, 500.0)  # the graph pane in px at 1280 x 800 (the explorer sends its own)
+# The graph pane in px at 1280 x 800 in JupyterLab's default layout with the file browser open
+# (tests/browser/test_pane_layout_browser.py); the explorer sends its own once it is shown.
+DEFAULT_PANE = (840.0, 500.0)
 MAX_COLUMNS = 8
 COLUMN_GAP = 0.5  # inches between columns (dot's cluster margins plus nodesep)
 # Fold only when it makes labels at fit at least 1.5x larger: a slightly tall drawing reads better

@@ -11,6 +11,7 @@ of one change region, and returns the drawing the explorer opens a pass on:
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Collection, Mapping
 
@@ -106,7 +107,7 @@ def collapse_scopes(
         if key is None:  # in an opened scope, not in a group below it: drawn as itself
             nodes.append(n)
             continue
-        name = GROUP_NODE_PREFIX + safe_part(key or "top")
+        name = GROUP_NODE_PREFIX + scope_id(key or "")
         if name not in members:
             members[name] = (key, [])
             nodes.append(DisplayNode(name, "", "scope", S.SUMMARY, kind="summary"))  # filled below
@@ -168,7 +169,7 @@ def _scope_groups(scope: str, groups: dict[str, DisplayGroup]) -> tuple[str, ...
     parts = [p for p in scope.split("/") if p][:MAX_SCOPE_DEPTH]
     path: list[str] = []
     for k, part in enumerate(parts):
-        name = SCOPE_GROUP_PREFIX + "_".join(safe_part(p) for p in parts[: k + 1])
+        name = SCOPE_GROUP_PREFIX + scope_id("/".join(parts[: k + 1]))
         if name not in groups:
             groups[name] = DisplayGroup(name, part, tuple(path), S.OTHER, module="main")
         path.append(name)
@@ -177,6 +178,22 @@ def _scope_groups(scope: str, groups: dict[str, DisplayGroup]) -> tuple[str, ...
 
 def safe_part(part: str) -> str:
     return "".join(c if c.isalnum() else "_" for c in part)
+
+
+ROOT_ID = "_root"  # the group of what lies in no scope: no scope's id starts with "_"
+
+
+def scope_id(scope: str) -> str:
+    """The graphviz-safe id of a scope path, shared by no other scope: its parts joined by "_"
+    when they are letters and digits only (so "_" can only have been "/"), else the same with a
+    short hash of the path after it ("model.2" and "model_2" would otherwise be one group)."""
+    parts = [p for p in scope.split("/") if p]
+    if not parts:
+        return ROOT_ID
+    readable = "_".join(safe_part(p) for p in parts)
+    if all(p.isalnum() for p in parts):
+        return readable
+    return f"{readable}_{hashlib.blake2s('/'.join(parts).encode(), digest_size=3).hexdigest()}"
 
 
 def _summary(n: DisplayNode, scopes: Mapping[int, str], d: SnapshotDiff) -> DisplayNode:
@@ -221,9 +238,11 @@ def changed_box(svg: str) -> tuple[float, float]:
 __all__ = [
     "GROUP_NODE_PREFIX",
     "MAX_SCOPE_DEPTH",
+    "ROOT_ID",
     "SCOPE_GROUP_PREFIX",
     "badge",
     "changed_box",
     "collapse_scopes",
     "region_view",
+    "scope_id",
 ]

@@ -114,12 +114,7 @@ def build_report(
         "passes": collect.pass_rows(session, rewrites),
         "files": {str(k): list(v) for k, v in (files or {}).items()},
     }
-    if gpu:
-        from .timing import gpu_section
-
-        gpu_html = gpu_section(session, waterfall_by=waterfall_by, iters=iters, warmup=warmup)
-    else:
-        gpu_html = _no_gpu_html(session.name, None)
+    gpu_html = _gpu_html(session, gpu, waterfall_by=waterfall_by, iters=iters, warmup=warmup)
     repro = repro_info(session, command=command, inputs_path=inputs_path)
     rest = len(page_html(data, {}, gpu_html=gpu_html, repro=repro).encode("utf-8"))
     budget = None if max_bytes is None else max(max_bytes - rest - 100 * len(trace.records), 0)
@@ -136,6 +131,15 @@ def build_report(
     )
     text = page_html(data, blobs, gpu_html=gpu_html, repro=repro)
     return text, {"passes": len(trace.records), "drawn": len(blobs), "undrawn": undrawn}
+
+
+def _gpu_html(session: Session, gpu: bool, **timing: Any) -> str:
+    """The report's GPU section: the final program timed (and its waterfall), or why not."""
+    if not gpu:
+        return _no_gpu_html(session.name, None)
+    from .timing import gpu_section
+
+    return gpu_section(session, **timing)
 
 
 def write_report(session: Session, path: str | os.PathLike, **kw: Any) -> ReportInfo:

@@ -144,8 +144,10 @@ SCOPE_ROWS = 120  # scope tree rows a pass stores at most (top scopes first)
 
 def scope_tree_rows(rows: list[Any], scopes: dict[int, str], after_scopes: Mapping[int, str]) -> list:
     """The explorer's scope tree of one pass, every level: [scope, depth, has children,
-    instances in it] per row (the page folds and unfolds it); [] for a model without scopes."""
+    instances in it, the scope's id in the drawings] per row (the page folds and unfolds it, and
+    finds the row of a group clicked in a drawing by its id); [] for a model without scopes."""
     from ..instances import scope_badges
+    from ..render.scoped import scope_id
     from ..scopes import tree_rows
 
     names = list(dict.fromkeys(s for s in after_scopes.values() if s))
@@ -153,7 +155,7 @@ def scope_tree_rows(rows: list[Any], scopes: dict[int, str], after_scopes: Mappi
         return []
     every = {"/".join(p.split("/")[: k + 1]) for p in names for k in range(len(p.split("/")))}
     badges = scope_badges(rows, scopes)
-    return [list(r) for r in tree_rows(names, every, badges, SCOPE_ROWS)]
+    return [[*r, scope_id(r[0])] for r in tree_rows(names, every, badges, SCOPE_ROWS)]
 
 
 def pass_blobs(

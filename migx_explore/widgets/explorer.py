@@ -22,6 +22,7 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
+from ..errors import describe_error
 from ..like_this import bucket_long_ranges
 from ..session import Session, SessionError
 from . import queries
@@ -29,6 +30,7 @@ from ._common import CSS, ErrorBox, pin_to_main_shell, widgets
 from .background import NumericFiller, TraceFiller
 from .dom_tools import ScrollTo
 from .gpu_panel import GpuPanel
+from .main_thread import MainThreadCalls
 from .model_explorer_button import ModelExplorerButton
 from .panel import Panel, call_hook, check_panels, panel_style, placed
 from .picker import ModelPicker, make_session
@@ -199,6 +201,16 @@ class Explorer:
         self.scroller = ScrollTo(container=f".{self.css_id} .migx-tree")
         self.title = W.HTML("", _dom_classes=["migx-title"])
         self.status = W.HTML("", _dom_classes=["migx-status"])
+        self.widget = self._layout()
+        pin_to_main_shell(self.widget)  # browser messages handled in the order sent (see there)
+        self._name_panels()
+        if session is not None:
+            self.set_session(session)
+
+    def _layout(self) -> Any:
+        """The explorer's box: header, picker, progress and errors above the side column and the
+        main column (stepper, panels, views)."""
+        W = widgets()
         left = W.VBox(
             [self.tree.widget, self.views.scope_tree.widget, self.views.stats, self.views.warnings],
             # the graph is what the user reads: the side column gives way first (at
@@ -216,7 +228,7 @@ class Explorer:
             layout=W.Layout(flex="1 1 auto", min_width="0", width="auto"),
             _dom_classes=["migx-main"],
         )
-        self.widget = W.VBox(
+        return W.VBox(
             [
                 W.HTML(CSS + panel_style(self.panels), _dom_classes=["migx-style"]),
                 # one line for the title and the instruction counts: the height above the graph
@@ -237,10 +249,6 @@ class Explorer:
             ],
             _dom_classes=["migx-explorer", self.css_id],
         )
-        pin_to_main_shell(self.widget)  # browser messages handled in the order sent (see there)
-        self._name_panels()
-        if session is not None:
-            self.set_session(session)
 
     def _init_state(self) -> None:
         """What the explorer holds besides its controls: the loaded session, the background trace
@@ -250,12 +258,18 @@ class Explorer:
         self.progress = Progress("migx-progress")
         self.numeric_progress = W.HTML("", _dom_classes=["migx-numeric-progress"])
         self._stats_lock = threading.Lock()
-        self.numeric = NumericFiller(self._numeric_result, lambda e: self.errors.show(e, "numeric check"))
-        # The UI lock: the background trace and numeric check update tree and stats from their
-        # threads, between the user's clicks, never in the middle of one.
+        # The jobs' results are applied on the kernel's main thread (see main_thread.py); in a
+        # script they run on the job's thread, and the UI lock keeps them between the user's calls.
+        self.calls = MainThreadCalls(lambda e: self.errors.show(e, "background update"))
+        post = self.calls.post
+        self.numeric = NumericFiller(
+            lambda *a: post(self._numeric_result, *a), lambda e: post(self.errors.show, e, "numeric check")
+        )
         self._ui_lock = threading.RLock()
         self.tracer = TraceFiller(
-            self._trace_progress, self._trace_done, lambda e: self.errors.show(e, "background trace")
+            lambda s: post(self._trace_progress, s),
+            lambda s: post(self._trace_done, s),
+            lambda e: post(self._trace_failed, e),
         )
         self.last_refresh_s = 0.0
         self.last_load: dict[str, float] = {}
@@ -271,6 +285,9 @@ class Explorer:
 
     def _repr_mimebundle_(self, **kwargs: Any) -> Any:
         pin_to_main_shell(self.widget)  # and any widget a panel made since
+        # Shown as a cell's result: the drawing a step in that cell asked for is put in first, so
+        # the view appears with it (and a notebook executed headless saves it).
+        self.views.wait(30)
         return self.widget._repr_mimebundle_(**kwargs)
 
     # ---- loading (one transaction) ---------------------------------------------------------------------
@@ -345,8 +362,9 @@ class Explorer:
             self.tracer.restart(session)
 
     def wait(self, timeout: float | None = 600) -> bool:
-        """Block until the background trace and numeric check are done (scripts, tests)."""
-        return self.tracer.wait(timeout) and self.numeric.wait(timeout)
+        """Block until the background trace and numeric check are done and their results shown
+        (scripts, tests, a cell); False on timeout."""
+        return self.calls.wait_until(lambda: not (self.tracer.running() or self.numeric.running()), timeout)
 
     def _trace_progress(self, session: Session) -> None:
         with self._ui_lock:  # checked under the lock: a load swaps the session under it
@@ -371,6 +389,12 @@ class Explorer:
                 f"({len(session.trace.records)} pass records)"
             )
             self._start_numeric(session)
+
+    def _trace_failed(self, e: BaseException) -> None:
+        """The background trace stopped on an error of ours: say so where the progress said
+        "tracing", so the line never claims work that has stopped."""
+        self.errors.show(e, "background trace")
+        self.progress.finish(f"{self._done_message}; the background trace stopped: {describe_error(e).text}")
 
     def _update_tree(self, s: Session) -> None:
         self._rows_for = len(s.trace_so_far.records)

@@ -110,6 +110,29 @@ def _catalogue_defaults(session: Session) -> dict[str, bool]:
     return {path: e.enabled for pl in session.config.catalog for e, path in zip(pl.entries, entry_paths(pl))}
 
 
+def _untraced_row(pl: Pipeline, entry: Any, path: str, tracing: bool, default_enabled: bool) -> TreeRow:
+    """The row of an entry with no record: being traced in the background, or not run."""
+    if tracing:
+        status, why = "tracing", "being traced in the background"
+    else:
+        status, why = "not run", "not run: an earlier pass failed"
+    return TreeRow(
+        "pass",
+        path,
+        entry.name,
+        pl.name,
+        1,
+        entry.enabled,
+        False,
+        status,
+        False,
+        reason=why,
+        toggleable=not is_pending(entry),
+        user=entry.user,
+        default_enabled=default_enabled,
+    )
+
+
 def pipeline_rows(session: Session, pl: Pipeline, so_far: bool = False) -> list[TreeRow]:
     """The rows of one pipeline: its header, its entries, and each entry's nested children
     (so_far: as far as the trace has run, else tracing the session to the end first)."""
@@ -123,28 +146,7 @@ def pipeline_rows(session: Session, pl: Pipeline, so_far: bool = False) -> list[
         rec = recs.get(path)
         pending = is_pending(entry)
         if rec is None:  # not traced yet (the rest runs in the background), or after a failure
-            status, why = (
-                ("tracing", "being traced in the background")
-                if tracing
-                else ("not run", "not run: an earlier pass failed")
-            )
-            body.append(
-                TreeRow(
-                    "pass",
-                    path,
-                    entry.name,
-                    pl.name,
-                    1,
-                    entry.enabled,
-                    False,
-                    status,
-                    False,
-                    reason=why,
-                    toggleable=not pending,
-                    user=entry.user,
-                    default_enabled=defaults.get(path, True),
-                )
-            )
+            body.append(_untraced_row(pl, entry, path, tracing, defaults.get(path, True)))
             continue
         row = _row_for_record(
             session,

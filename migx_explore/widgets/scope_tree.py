@@ -22,7 +22,7 @@ def scope_named(name: str, scopes: Iterable[str]) -> str | None:
     """The scope a group in the drawing stands for, from its graphviz name: `scope_model_2_m_0`
     (a collapsed group node) or `cluster_scope_model_2_m_0` (an open scope's box) is `model.2/m.0`
     when that is a scope of the model (or one above one); None otherwise."""
-    from ..render.scoped import GROUP_NODE_PREFIX, SCOPE_GROUP_PREFIX, safe_part
+    from ..render.scoped import GROUP_NODE_PREFIX, ROOT_ID, SCOPE_GROUP_PREFIX, scope_id
 
     for prefix in (SCOPE_GROUP_PREFIX, GROUP_NODE_PREFIX):
         if name.startswith(prefix):
@@ -33,9 +33,9 @@ def scope_named(name: str, scopes: Iterable[str]) -> str | None:
     for scope in scopes:
         parts = [p for p in scope.split("/") if p]
         for k in range(len(parts), 0, -1):
-            if "_".join(safe_part(p) for p in parts[:k]) == want:
+            if scope_id("/".join(parts[:k])) == want:
                 return "/".join(parts[:k])
-    return "" if want == "top" else None
+    return "" if want == ROOT_ID else None
 
 
 class ScopeTree:

@@ -64,6 +64,7 @@ def test_report_has_the_scope_tree_and_no_machine_path(tmp_path):
         assert str(tmp_path) not in text and "a-folder-of-this-machine" not in text
     assert 'class="rep-scopes"' in page
 
+    from migx_explore.render.scoped import scope_id
     from migx_explore.session import Session
 
     s = Session.from_onnx(str(model), numeric=False)
@@ -77,6 +78,7 @@ def test_report_has_the_scope_tree_and_no_machine_path(tmp_path):
         sb, sa = pass_changes.scopes(s, rec.index)
         every = {"/".join(v.split("/")[: k + 1]) for v in sa.values() if v for k in range(v.count("/") + 1)}
         assert {r[0] for r in rows} == every  # every level is stored, not only the top
+        assert [r[4] for r in rows] == [scope_id(r[0]) for r in rows]  # how report.js finds a clicked group
         levels = max(r[1] for r in rows) + 1
         seen_deep |= levels > 1
         want = scope_badges(record_rewrites(trace, rec), {**sb, **sa})

@@ -8,6 +8,7 @@ import re
 
 import pytest
 
+from migx_explore.render.scoped import ROOT_ID, scope_id
 from migx_explore.widgets.explorer import explore
 from migx_explore.widgets.scope_tree import scope_named
 
@@ -23,10 +24,22 @@ def ex():
 
 def test_scope_named_maps_drawn_names_to_the_models_scopes():
     scopes = ["bert/encoder/layer.0/attention", "bert/embeddings"]
-    assert scope_named("scope_bert_encoder_layer_0", scopes) == "bert/encoder/layer.0"
+    layer0 = scope_id("bert/encoder/layer.0")
+    assert layer0.startswith("bert_encoder_layer_0_")  # readable, with a hash: "." is not "/"
+    assert scope_named("scope_" + layer0, scopes) == "bert/encoder/layer.0"
     assert scope_named("cluster_scope_bert_embeddings", scopes) == "bert/embeddings"
     assert scope_named("scope_bert_pooler", scopes) is None  # not a scope of this model
+    assert scope_named("scope_bert_encoder_layer_0", scopes) is None  # that would be bert/encoder/layer/0
     assert scope_named("i42", scopes) is None
+    assert scope_named("scope_" + ROOT_ID, scopes) == ""
+
+
+def test_scopes_whose_names_differ_only_in_punctuation_get_their_own_groups():
+    scopes = ["model.2", "model_2", "model/2", "a/layer_norm", "a/layer/norm", "top"]
+    ids = [scope_id(s) for s in scopes]
+    assert len(set(ids)) == len(ids) and ROOT_ID not in ids, ids
+    for s, i in zip(scopes, ids):
+        assert scope_named("cluster_scope_" + i, scopes) == s
 
 
 def test_click_on_a_collapsed_group_opens_it_and_stepping_keeps_it(ex):
@@ -41,7 +54,8 @@ def test_click_on_a_collapsed_group_opens_it_and_stepping_keeps_it(ex):
     opened = v.drawn("diff")
     assert "scope_bert_embeddings" not in GROUP.findall(opened)  # the group is now its children
     assert "cluster_scope_bert_embeddings" in BOX.findall(opened)
-    assert {"scope_bert_embeddings_word_embeddings", "scope_bert_embeddings_LayerNorm"} <= set(GROUP.findall(opened))
+    children = {"scope_" + scope_id("bert/embeddings/word_embeddings"), "scope_bert_embeddings_LayerNorm"}
+    assert children <= set(GROUP.findall(opened))
     assert v.graph.focus == "cluster_scope_bert_embeddings"  # the redraw centres on what opened
     assert any("▾ embeddings" in label for label in v.scope_tree.labels)
 

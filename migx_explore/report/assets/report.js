@@ -236,7 +236,7 @@
   // A scope group clicked in the drawing: open the tree down to it and mark it.
   function showScope(name) {
     const want = name.replace(/^(cluster_)?scope_/, "");
-    const r = scopeRows().find((x) => x[0].split("/").map((p) => p.replace(/[^A-Za-z0-9]/g, "_")).join("_") === want);
+    const r = scopeRows().find((x) => x[4] === want);
     if (!r) return;
     const parts = r[0].split("/");
     parts.forEach((_, k) => scopeOpen.add(parts.slice(0, k + 1).join("/")));
