@@ -457,9 +457,10 @@ def _within(composite: str) -> set[str]:
 def _cut_pass_name(names: list[str]) -> str:
     """The pass a log stops inside, from the blocks printed so far: a top-level pass prints one
     name for all its modules, so several names are nested passes of the smallest composite that
-    runs them all (itself printed or not)."""
+    runs them all (itself printed or not); so is one name that is no entry of a catalogue
+    (fuse_pointwise runs only inside fuse_pointwise_reduce)."""
     distinct = set(names)
-    if len(distinct) == 1:
+    if len(distinct) == 1 and names[-1] in {e.name for v in VERSIONS for e in catalogue(v)}:
         return names[-1]
     fits = [c for c in COMPOSITES if distinct <= _within(c) | {c}]
     if fits:

@@ -128,3 +128,23 @@ def test_mlir_printed_by_migraphx_trace_mlir_is_skipped_not_counted_as_stray():
     assert not noisy.problems
     assert [r.path for r in noisy.trace.records] == [r.path for r in clean.trace.records]
     assert noisy.summary() == clean.summary()  # the same single stray line (another thread's)
+
+
+def test_the_explorer_shows_a_log_cut_inside_a_nested_pass(tmp_path):
+    from migx_explore.widgets.explorer import Explorer
+    from migx_explore.widgets.views import VIEW_CLASSES
+
+    lines = M.log().splitlines(keepends=True)
+    cut = next(k for k, s in enumerate(lines) if s.startswith("Pass: fuse_pointwise\n")) + 5
+    path = tmp_path / "cut.txt"
+    path.write_text("".join(lines[:cut]))
+    s = Session.from_migraphx(str(path))
+    failed = [r for r in s.trace.records if r.status == "failed"]  # the pass and its nested one
+    assert [r.path for r in failed] == ["fusion.fuse_pointwise_reduce", "fusion.fuse_pointwise_reduce/fuse_pointwise"]
+    assert all(f"stops at line {cut}" in r.reason for r in failed)
+    ex = Explorer(s)
+    for r in s.trace.records:
+        ex.goto(r.index)
+        for view in VIEW_CLASSES:
+            ex.views.select.value = view
+    assert not ex.errors.messages, ex.errors.messages
