@@ -340,7 +340,12 @@ class _Builder:
         rec.time_s = x.time_ms / 1e3
         for kid in kids:
             self.emit(kid, rec, module)
-        if x.dump is not None and not x.dump.closed:  # the text ends inside this block
+        last = self.ev.events[-1] if self.ev.events else None
+        if x.dump is None and isinstance(last, Header) and last.line == x.line:  # ends at its header
+            rec.status = "failed"
+            rec.reason = f"the log stops at line {self.ev.last_line}, right after this pass's header"
+            rec.after = rec.diff = None
+        elif x.dump is not None and not x.dump.closed:  # the text ends inside this block
             rec.status = "failed"
             rec.reason = f"the log stops at line {self.ev.last_line}, inside this pass's print of {module}"
             rec.after = rec.diff = None
