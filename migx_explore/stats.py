@@ -6,7 +6,8 @@ from collections import Counter
 
 from migx_explore.compiler.snapshot import ModuleSnapshot, ProgramSnapshot
 
-# Ops that never launch a kernel: views, bookkeeping and memory planning.
+# Ops that never launch a kernel: views, bookkeeping and memory planning (at least the ops the
+# executor makes no step for, gpu/steps.py's FREE_OPS).
 NO_LAUNCH = frozenset(
     {
         "identity",
@@ -17,6 +18,8 @@ NO_LAUNCH = frozenset(
         "hip::hip_allocate_memory",
         "hip::hip_copy_literal",
         "check_context",
+        "gpu::check_context",
+        "gpu::concat_alias",
         "hip::sync_stream",
         "gpu::set_stream",
         "gpu::record_event",

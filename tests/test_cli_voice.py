@@ -204,3 +204,21 @@ def test_perf_columns_line_up_on_the_fake_backend() -> None:
     table = lines[top + 1 : top + 4]  # header, eager, graph
     assert table[0].startswith("mode") and len({len(ln) for ln in table}) == 1, "\n".join(table)
     assert "1 kernel," in done.stdout and "MIGX_GPU_BACKEND=fake" in done.stdout
+
+
+def test_a_mistyped_option_is_refused_by_its_verb_with_the_closest_name() -> None:
+    done = _cli("perf", "mlp", "--itres", "3")
+    last = done.stderr.strip().splitlines()[-1]
+    assert done.returncode == 2 and last.startswith("migx-explore perf: error: unrecognized arguments: --itres 3"), last
+    assert "did you mean --iters?" in last, last
+    nested = _cli("study", "order", "mlp", "--bogus")
+    assert nested.stderr.strip().splitlines()[-1].startswith("migx-explore study order: error:"), nested.stderr
+
+
+def test_a_mistyped_choice_gets_the_closest_one() -> None:
+    verb = _cli("trce", "yolo")
+    assert verb.returncode == 2 and "did you mean trace?" in verb.stderr, verb.stderr
+    mode = _cli("passes", "--compile-mode", "balancd")
+    assert "did you mean balanced?" in mode.stderr, mode.stderr
+    keys = _cli("keys", "lst")
+    assert "argument ACTION: invalid choice" in keys.stderr and "did you mean list?" in keys.stderr, keys.stderr

@@ -95,6 +95,12 @@ def test_made_by_must_name_a_pass_or_a_function(scratch_ops):
 
 def test_the_importer_is_found_in_the_handlers_source():
     assert op_paths.op_path("relu").found["importer"].startswith("ONNX handler at compiler/onnx/parse_")
+    # CumSum's handler, which returns it, not Multinomial's (earlier in the folder), which uses it.
+    assert (
+        op_paths.op_path("prefix_scan_sum")
+        .found["importer"]
+        .startswith("ONNX handler at compiler/onnx/parse_reduce.py:")
+    )
     # built by an f-string: scatter_{reduction}
     assert 'f"scatter_...' in op_paths.op_path("scatter_add").found["importer"]
     # `group` is also an ONNX attribute name (ctx.attr("group")): that is no handler emitting the op

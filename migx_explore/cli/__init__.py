@@ -9,8 +9,10 @@ Outputs that would overwrite an input are refused before the verb runs (migx_exp
 from __future__ import annotations
 
 import argparse
+import difflib
 import importlib
 import os
+import re
 import sys
 import traceback
 import warnings
@@ -37,10 +39,41 @@ VERBS = [
 ]
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse's parser, with "did you mean" on a mistyped choice (a verb, a mode); subparsers
+    are made of the same class."""
+
+    def error(self, message: str):  # type: ignore[override]
+        m = re.search(r"invalid choice: '?([^'\s]+)'? \(choose from (.*)\)", message)
+        if m:
+            choices = [c.strip(" '") for c in m.group(2).split(",")]
+            close = difflib.get_close_matches(m.group(1), choices, n=3, cutoff=0.6)
+            if close:
+                message += f"; did you mean {', '.join(close)}?"
+        super().error(message)
+
+
+def _unrecognized(parser: argparse.ArgumentParser, args: argparse.Namespace, extras: list[str]) -> None:
+    """Refuse arguments no option takes, from the verb's own parser (its usage, its name), with the
+    closest option names for a mistyped one; argparse would answer from the top-level parser."""
+    target = parser
+    while True:
+        subs = [a for a in target._actions if isinstance(a, argparse._SubParsersAction)]
+        chosen = getattr(args, subs[0].dest, None) if subs else None
+        if chosen is None or chosen not in subs[0].choices:
+            break
+        target = subs[0].choices[chosen]
+    known = [o for a in target._actions if a.help != argparse.SUPPRESS for o in a.option_strings]
+    hints = []
+    for extra in extras:
+        if extra.startswith("--"):
+            close = difflib.get_close_matches(extra.split("=")[0], known, n=1, cutoff=0.6)
+            hints += [f"{extra.split('=')[0]}: did you mean {close[0]}?"] if close else []
+    target.error(f"unrecognized arguments: {' '.join(extras)}" + "".join(f"; {h}" for h in hints))
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="migx-explore", description="Explore, compile and time ML graphs pass by pass."
-    )
+    parser = _Parser(prog="migx-explore", description="Explore, compile and time ML graphs pass by pass.")
     parser.add_argument("--debug", action="store_true", help="show the traceback of an internal error")
     parser.add_argument(
         "--work-budget",
@@ -86,7 +119,9 @@ def _main(argv: list[str] | None) -> int:
     if "--debug" in argv[1:]:  # accepted after the verb too: `migx-explore read m.onnx --debug`
         argv = ["--debug"] + [a for a in argv if a != "--debug"]
     argv = _global_option_first(argv, "--work-budget")
-    args = parser.parse_args(argv)
+    args, extras = parser.parse_known_args(argv)
+    if extras:
+        _unrecognized(parser, args, extras)
     if args.work_budget is not None:  # the evaluator reads it from the environment (compiler/limits.py)
         os.environ["MIGX_EXPLORE_WORK_BUDGET"] = args.work_budget
     args.command_line = argv  # as given, for outputs that record how they were made (report)

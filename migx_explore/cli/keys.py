@@ -39,7 +39,14 @@ def run(args: argparse.Namespace) -> int:
 
 def register(sub) -> None:
     p = sub.add_parser("keys", help="create, list, export and trust the keys that sign saved programs")
-    p.add_argument("action", choices=["create", "list", "export", "trust"], nargs="?", default="list")
+    p.add_argument(
+        "action",
+        metavar="ACTION",
+        choices=["create", "list", "export", "trust"],
+        nargs="?",
+        default="list",
+        help="create, list (the default), export or trust",
+    )
     p.add_argument("key", nargs="?", default=None, help="with trust: the public key, hex")
     p.add_argument("--name", default=None, help="with trust: a label for the key")
     p.add_argument("--replace", action="store_true", help="with create: replace an existing signing key")

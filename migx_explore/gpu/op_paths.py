@@ -59,8 +59,11 @@ class OpPath:
 @functools.lru_cache(maxsize=1)
 def importer_sites() -> tuple[dict[str, str], tuple[tuple[str, str], ...]]:
     """Where the ONNX handlers name ops: ({op name: file:line} for string constants, ((prefix,
-    file:line), ...) for names built by an f-string such as f"scatter_{reduction}")."""
+    file:line), ...) for names built by an f-string such as f"scatter_{reduction}"). A handler
+    that returns the op (`return ctx.add("op", ...)`) is preferred to one that only uses it on
+    the way (Multinomial's prefix_scan_sum), so the site shown is the one to copy."""
     exact: dict[str, str] = {}
+    returned: dict[str, str] = {}
     prefixes: list[tuple[str, str]] = []
     for info in pkgutil.iter_modules(onnx_importer.__path__, onnx_importer.__name__ + "."):
         module = importlib.import_module(info.name)
@@ -68,14 +71,19 @@ def importer_sites() -> tuple[dict[str, str], tuple[tuple[str, str], ...]]:
         tree = ast.parse(inspect.getsource(module))
         # ONNX attribute names (ctx.attr("group"), `a.name == "group"`) and docstrings name no op.
         skip = {id(c) for n in ast.walk(tree) if _names_no_op(n) for c in ast.walk(n)}
+        results = {id(n.value.args[0]) for n in ast.walk(tree) if _returns_a_call(n)}
         for node in ast.walk(tree):
             if id(node) in skip:
                 continue
             if isinstance(node, ast.Constant) and isinstance(node.value, str):
-                exact.setdefault(node.value, f"{short}:{node.lineno}")
+                (returned if id(node) in results else exact).setdefault(node.value, f"{short}:{node.lineno}")
             elif isinstance(node, ast.JoinedStr) and node.values and isinstance(node.values[0], ast.Constant):
                 prefixes.append((str(node.values[0].value), f"{short}:{node.lineno}"))
-    return exact, tuple(prefixes)
+    return {**exact, **returned}, tuple(prefixes)
+
+
+def _returns_a_call(node: ast.AST) -> bool:
+    return isinstance(node, ast.Return) and isinstance(node.value, ast.Call) and bool(node.value.args)
 
 
 ATTRIBUTE_READS = ("attr", "has_attr", "attr_choice", "bad_attr")  # NodeContext methods taking an attribute name

@@ -62,9 +62,9 @@ CSS = """
 def esm() -> str:
     """The front end as one ES module (without its export, which hosted.py adds): the vendored
     library, evaluated as the classic script it is (new Function runs it outside module strict
-    mode and without an AMD `define`), then the view."""
+    mode and without an AMD `define`), then the view's panel and the view (one module scope)."""
     library = (JS_DIR / "svg-pan-zoom.min.js").read_text(encoding="utf-8")
-    view = (JS_DIR / "graph_view.js").read_text(encoding="utf-8")
+    view = "\n".join((JS_DIR / name).read_text(encoding="utf-8") for name in ("graph_panel.js", "graph_view.js"))
     loader = (
         "if (!globalThis.svgPanZoom) { new Function('define', 'module', 'exports', "
         f"{json.dumps(library)})(undefined, undefined, undefined); }}\n"

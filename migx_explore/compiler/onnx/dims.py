@@ -79,10 +79,11 @@ def resolve_input_dims(
             named[key] = _as_dim(key, value)
         else:
             unknown = [k for k in input_dims if k not in inputs and k not in syms]
-            sym_text = ", ".join(f"{s!r} (used by {_users(u)})" for s, u in syms.items()) or "none"
+            sym_text = ", ".join(f"{s!r} (used by {_users(u)})" for s, u in syms.items())
             raise ImportError_(
-                f"input_dims names unknown input(s) {', '.join(map(repr, unknown))}; the model's "
-                f"inputs are {', '.join(map(repr, inputs)) or 'none'}; its symbolic dims are {sym_text}"
+                f"input_dims (--input-dim) names unknown input(s) {', '.join(map(repr, unknown))}; the model's "
+                f"inputs are {', '.join(map(repr, inputs)) or 'none'}; "
+                + (f"its symbolic dims are {sym_text}" if sym_text else "it has no symbolic dims")
             )
     for sym, value in named.items():
         for name, axis in syms[sym]:

@@ -260,7 +260,7 @@ class _Importer:
         unknown = [n for n in self.input_dims if n not in names]
         if unknown:
             raise ImportError_(
-                f"input_dims names unknown input(s) {', '.join(map(repr, unknown))}; the model's "
+                f"input_dims (--input-dim) names unknown input(s) {', '.join(map(repr, unknown))}; the model's "
                 f"inputs are {', '.join(map(repr, names)) or 'none'}"
             )
         seen: dict[str, str] = {}
