@@ -85,7 +85,13 @@ def _onnx_input_dims(
 
 
 def _import_onnx(
-    model: Any, feed: dict[str, np.ndarray] | None, where: str, user_dims: Mapping[str, Sequence]
+    model: Any,
+    feed: dict[str, np.ndarray] | None,
+    where: str,
+    user_dims: Mapping[str, Sequence],
+    *,
+    convert: bool = False,
+    exact: bool = False,
 ) -> Program:
     import warnings
 
@@ -103,6 +109,7 @@ def _import_onnx(
                     model,
                     input_dims={k: v for k, v in dims.items() if k not in frozen} or None,
                     constant_inputs=frozen or None,
+                    exact_data_dependent=exact and feed is not None,
                 )
         except ConstantInputRequired as e:
             if feed is None:
@@ -113,7 +120,54 @@ def _import_onnx(
             missing = [n for n in names if n not in feed and param_name(n) not in feed]
             if not names or missing:
                 raise MigxError(f"{e} ({where} lacks {', '.join(missing) or 'them'})") from None
-            frozen.update({n: feed[n] if n in feed else feed[param_name(n)] for n in names})
+            for n in names:
+                frozen[n] = _typed_as_declared(model, n, feed[n] if n in feed else feed[param_name(n)], where, convert)
+
+
+def _typed_as_declared(model: Any, name: str, value: np.ndarray, where: str, convert: bool) -> np.ndarray:
+    """A value frozen into the model (a fed shape, k, axes) checked against the element type the
+    model declares for that input, as feed_for_program checks every other input: ORT refuses an
+    int32 shape for an int64 input, and a float k must not be truncated silently."""
+    from onnx import helper
+
+    from migx_explore.compiler.onnx.loader import load_model
+
+    proto, _, _ = load_model(model)
+    decl = next((vi for vi in proto.graph.input if vi.name == name), None)
+    elem = decl.type.tensor_type.elem_type if decl is not None else 0
+    if not elem:
+        return value
+    want = np.dtype(helper.tensor_dtype_to_np_dtype(elem))
+    want_name = helper.tensor_dtype_to_string(elem).removeprefix("TensorProto.").lower()
+    return _cast_or_refuse(value, want, want_name, name, where, convert)
+
+
+def _type_name(dt: np.dtype) -> str:
+    from migx_explore.compiler import dtypes
+
+    try:
+        return dtypes.dtype(dt).name
+    except (ValueError, KeyError, TypeError):
+        return {"U": "string", "S": "bytes", "O": "object", "c": "complex", "M": "datetime", "m": "timedelta"}.get(
+            dt.kind, str(dt)
+        )
+
+
+def _cast_or_refuse(v: np.ndarray, want: np.dtype, want_name: str, name: str, where: str, convert: bool) -> np.ndarray:
+    """v as `want`, or one line naming the input, the type the model takes and the type given.
+    Only a same-kind or integer-to-float cast is made, and only when `convert` asks."""
+    if v.dtype == want:
+        return v
+    castable = v.dtype.kind in "biuf" and (
+        np.can_cast(v.dtype, want, "same_kind") or (want.kind == "f" and v.dtype.kind in "iu")
+    )
+    if not (convert and castable):
+        how = f"; {CONVERT_HINT}" if castable else ""
+        raise MigxError(
+            f"{where}: input {name!r} has element type {_type_name(v.dtype)} but the model takes {want_name} "
+            f"(ONNX Runtime refuses it too){how}"
+        )
+    return v.astype(want)
 
 
 def _graph_inputs(model: Any) -> list[str]:
@@ -162,16 +216,7 @@ def feed_for_program(
         s = params[name].shape
         if s.dyn_dims is None and tuple(v.shape) != s.lens and not (v.size == 1 and s.elements() == 1):
             raise MigxError(f"{where}: input {name!r} has shape {list(v.shape)} but the program expects {list(s.lens)}")
-        want = dtypes.np_dtype(s.type)
-        if v.dtype != want:
-            castable = np.can_cast(v.dtype, want, "same_kind") or (want.kind == "f" and v.dtype.kind in "iu")
-            if not (convert and castable):
-                how = f"; {CONVERT_HINT}" if castable else ""
-                raise MigxError(
-                    f"{where}: input {fed_as[name]!r} has element type {dtypes.dtype(v.dtype).name} but the model "
-                    f"takes {s.type} (ONNX Runtime refuses it too){how}"
-                )
-            out[name] = v.astype(want)
+        out[name] = _cast_or_refuse(v, dtypes.np_dtype(s.type), s.type, fed_as[name], where, convert)
     return out
 
 
@@ -189,15 +234,18 @@ def load_with_feed(
     input_dims: Mapping[str, Sequence] | None = None,
     *,
     convert_inputs: bool = False,
+    exact_outputs: bool = False,
 ) -> tuple[Program, dict[str, np.ndarray] | None]:
     """(program, feed keyed by parameter name) for a model path / name / ONNX bytes / Program and
     an optional feed (an .npz path or a dict). See the module docstring; `convert_inputs` casts a
-    feed of another element type (feed_for_program)."""
+    feed of another element type (feed_for_program). `exact_outputs` (what `run` asks for) freezes
+    the inputs that an op with a data-dependent output length (NonZero, NonMaxSuppression) reads,
+    so its result has ONNX's exact length instead of MIGraphX's padded maximum."""
     from .loading import load
 
     data, where = _as_feed(feed) if feed is not None else (None, "")
     if _is_onnx(model):
-        program = _import_onnx(model, data, where, dict(input_dims or {}))
+        program = _import_onnx(model, data, where, dict(input_dims or {}), convert=convert_inputs, exact=exact_outputs)
         if data is not None:
             frozen = [n for n in _graph_inputs(model) if n not in (getattr(program, "input_names", None) or [])]
             program.frozen_inputs = frozen

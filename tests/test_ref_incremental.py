@@ -180,3 +180,116 @@ def test_a_trace_pickles_after_its_checks_were_read_or_left_pending():
     assert again[0].numeric == read and again[0].numeric_ready
     assert again[1].numeric_ready and again[1].numeric is None  # a pending check does not travel
     assert changed[1].numeric_pending  # and the original keeps it
+
+
+def _body(p: Program, name: str, ops: list[str]):
+    """A scalar-param body x0 -> ops[0] -> ... where "mul" multiplies by x0 (SiLU: sigmoid, mul)."""
+    body = p.create_module(name)
+    body.bypass = True
+    x0 = v = body.add_parameter("x0", Shape.scalar("float32"))
+    for o in ops:
+        v = body.add_instruction(Op(o), [x0, v] if o == "mul" else [v])
+    body.add_return([v])
+    return body
+
+
+def _silu(fused: bool, ops: tuple[str, ...] = ("sigmoid", "mul")) -> Program:
+    p = Program()
+    m = p.main
+    x = m.add_parameter("x", Shape.of("float32", [4, 8]))
+    if fused:
+        m.add_return([m.add_instruction(Op("pointwise"), [x], [_body(p, "pw", list(ops))])])
+        return p
+    v = x
+    for o in ops:
+        v = m.add_instruction(Op(o), [x, v] if o == "mul" else [v])
+    m.add_return([v])
+    return p
+
+
+def test_a_fused_pointwise_body_reuses_what_the_unfused_ops_computed():
+    feed = {"x": np.random.default_rng(7).standard_normal((4, 8)).astype(np.float32)}
+    ev = IncrementalEvaluator(feed)
+    ev.evaluate(_silu(False))
+    fused = _silu(True)
+    assert _same(ev.evaluate(fused), evaluate(fused, feed))
+    assert (ev.last.computed, ev.last.inside) == (1, 2)  # sigmoid and mul inside are the stored ones
+    ev.evaluate(_silu(False))
+    wrong = _silu(True, ("exp", "mul"))  # a fusion that put exp in place of sigmoid
+    out = ev.evaluate(wrong)
+    assert _same(out, evaluate(wrong, feed)) and not _same(out, evaluate(fused, feed))
+    assert (ev.last.computed, ev.last.inside) == (1, 0)  # exp is new, so is the mul of it
+
+
+def _gemm_then(p: Program, epilogue: list[str] | None, after: list[str] | None) -> Program:
+    m = p.main
+    x = m.add_parameter("x", Shape.of("float32", [4, 8]))
+    w = m.add_literal(np.full((8, 8), 0.5, np.float32))
+    buf = m.add_instruction(Op("hip::allocate", shape=Shape.of("float32", [4, 8])))
+    mods = [_body(p, "epilogue", epilogue)] if epilogue else []
+    g = m.add_instruction(Op("gpu::gemm"), [x, w, buf], mods)
+    m.add_return([m.add_instruction(Op("pointwise"), [g], [_body(p, "pw", after)]) if after else g])
+    return p
+
+
+def test_a_kernel_reused_whole_keeps_its_body_for_the_epilogue_it_becomes():
+    import migx_explore.gpu  # noqa: F401
+
+    feed = {"x": np.random.default_rng(8).standard_normal((4, 8)).astype(np.float32)}
+    ev = IncrementalEvaluator(feed)
+    ev.evaluate(_gemm_then(Program(), None, ["sigmoid", "mul"]))
+    ev.evaluate(_gemm_then(Program(), None, ["sigmoid", "mul"]))  # a pass that changed nothing here
+    assert ev.last.computed == 0
+    fused = _gemm_then(Program(), ["sigmoid", "mul"], None)  # fuse_ops: the pointwise is the epilogue
+    assert _same(ev.evaluate(fused), evaluate(fused, with_buffer_params(fused, feed)))
+    assert (ev.last.computed, ev.last.finished, ev.last.inside) == (1, 1, 2)
+    ev.evaluate(_gemm_then(Program(), None, ["sigmoid", "mul"]))
+    wrong = _gemm_then(Program(), ["tanh", "mul"], None)  # an epilogue that is not the kernel it replaced
+    out = ev.evaluate(wrong)
+    assert _same(out, evaluate(wrong, with_buffer_params(wrong, feed))) and not _same(out, ev.evaluate(fused))
+
+
+def _conv_kernel(padding, epilogue: list[str] | None) -> Program:
+    from migx_explore.gpu.ops import op_text
+
+    p = Program()
+    m = p.main
+    x = m.add_parameter("x", Shape.of("float32", [1, 2, 6, 6]))
+    w = m.add_literal(np.random.default_rng(9).standard_normal((3, 2, 3, 3)).astype(np.float32))
+    buf = m.add_instruction(Op("hip::allocate", shape=Shape.of("float32", [1, 3, 6, 6])))
+    attrs = {"op": op_text(Op("convolution", padding=padding)), "ninputs": 2}
+    mods = [_body(p, "epilogue", epilogue)] if epilogue else []
+    m.add_return([m.add_instruction(Op("gpu::precompile_op", attrs), [x, w, buf], mods)])
+    return p
+
+
+def test_a_convolution_kernel_with_an_epilogue_finishes_from_the_plain_kernel():
+    import migx_explore.gpu  # noqa: F401
+
+    feed = {"x": np.random.default_rng(10).standard_normal((1, 2, 6, 6)).astype(np.float32)}
+    ev = IncrementalEvaluator(feed)
+    ev.evaluate(_conv_kernel((1, 1), None))
+    fused = _conv_kernel((1, 1), ["relu"])
+    assert _same(ev.evaluate(fused), evaluate(fused, with_buffer_params(fused, feed)))
+    assert (ev.last.computed, ev.last.finished) == (1, 1)
+    wrong = _conv_kernel((2, 2, 0, 0), ["relu"])  # the same lens from another padding
+    out = ev.evaluate(wrong)
+    assert ev.last.finished == 0 and _same(out, evaluate(wrong, with_buffer_params(wrong, feed)))
+    assert not _same(out, evaluate(fused, with_buffer_params(fused, feed)))
+
+
+def test_a_body_edited_after_its_rebuild_is_keyed_on_what_it_holds_now():
+    from migx_explore.compiler.snapshot import snapshot
+
+    feed = {"x": np.random.default_rng(11).standard_normal((4, 8)).astype(np.float32)}
+    ev = IncrementalEvaluator(feed)
+    snap = snapshot(_silu(True))
+    first = ev.evaluate(snap.to_program())  # the body's structure is read once from its record
+    assert _same(ev.evaluate(snap.to_program()), first) and ev.last.computed == 0
+    edited = snap.to_program()
+    body = edited.modules["pw"]
+    sig = next(i for i in body if i.name == "sigmoid")
+    body.replace_instruction(sig, Op("exp"), list(sig.inputs))  # the record no longer describes it
+    out = ev.evaluate(edited)
+    assert ev.last.computed == 1 and _same(out, evaluate(_silu(True, ("exp", "mul")), feed))
+    assert not _same(out, first)

@@ -29,8 +29,11 @@ def add_inputs_argument(p: argparse.ArgumentParser, what: str = "numeric checks"
     )
 
 
-def load_program_and_feed(args: argparse.Namespace) -> tuple[Any, str, dict[str, np.ndarray] | None]:
-    """(program, label, feed or None) from MODEL, --input-dim and --inputs."""
+def load_program_and_feed(
+    args: argparse.Namespace, *, exact_outputs: bool = False
+) -> tuple[Any, str, dict[str, np.ndarray] | None]:
+    """(program, label, feed or None) from MODEL, --input-dim and --inputs; `exact_outputs` (run)
+    freezes the inputs of ops whose output length depends on values (feeds.load_with_feed)."""
     from ..feeds import load_with_feed
     from ..loading import model_label, parse_input_dims
 
@@ -39,7 +42,11 @@ def load_program_and_feed(args: argparse.Namespace) -> tuple[Any, str, dict[str,
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         program, feed = load_with_feed(
-            args.model, path, dims or None, convert_inputs=getattr(args, "convert_inputs", False)
+            args.model,
+            path,
+            dims or None,
+            convert_inputs=getattr(args, "convert_inputs", False),
+            exact_outputs=exact_outputs,
         )
     from ..loading import collapse_warnings
 

@@ -35,10 +35,27 @@ def _read_migraphx(args: argparse.Namespace) -> int:
     from ..migraphx import read_log
 
     log = read_log(args.model, version=getattr(args, "migraphx", None))
-    program = log.program if log.kind == "program" else log.trace.final.to_program()
-    print(print_program(program, full=args.full), end="")
+    if args.full:  # every literal value, in a text our parser reads back
+        program = log.program if log.kind == "program" else log.trace.final.to_program()
+        print(print_program(program, full=True), end="")
+    else:
+        print(with_symbols(log.trace.final, log.read.symbols), end="")
     print(log.summary(), file=sys.stderr)
     return 0
+
+
+def with_symbols(snap, symbols: dict[int, tuple[str, ...]]) -> str:
+    """The snapshot's text with each instruction's debug symbols after ` # `, as MIGraphX prints
+    them (`--debug-symbols`): the ONNX node each instruction came from."""
+    out = []
+    for ms in snap.modules:
+        head, *lines = ms.text.rstrip("\n").split("\n")
+        out.append(head)
+        for r, line in zip(ms.instrs, lines):
+            syms = symbols.get(r.id)
+            out.append(line + (" # " + ", ".join(syms) if syms else ""))
+        out.append("")
+    return "\n".join(out) + "\n"
 
 
 def register(sub) -> None:

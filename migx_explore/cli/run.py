@@ -55,7 +55,7 @@ def run(args: argparse.Namespace) -> int:
 
     from ._inputs import load_program_and_feed
 
-    program, label, feed = load_program_and_feed(args)
+    program, label, feed = load_program_and_feed(args, exact_outputs=True)
     if feed is None:
         feed = random_inputs(program, seed=args.seed)
     options = None

@@ -54,6 +54,9 @@ class Module:
         self._tail._prev = self._head
         self._count = 0
         self.version = 0
+        # The snapshot record to_program rebuilt this module from: the same structure while its
+        # version is still 0 (the incremental evaluator reads it instead of the instructions).
+        self.rebuilt_from: Any = None
 
     # A module whose version or bypass flag moved is noted on its program, so the next snapshot
     # re-reads only those modules (compiler/snapshot.py) instead of looking at every module.

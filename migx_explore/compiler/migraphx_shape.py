@@ -47,7 +47,14 @@ def parse_migraphx_shape(text: str) -> Shape:
     return Shape.of(typ, lens, strides if strides is not None and all(isinstance(x, int) for x in strides) else None)
 
 
+# MIGraphX's fp4x2_type packs two fp4 e2m1 values in a byte, and its lens count bytes: read as
+# the byte container it is (our float4e2m1 holds one value per element).
+_PACKED = {"fp4x2_type": "uint8"}
+
+
 def _type(name: str) -> str:
+    if name in _PACKED:
+        return _PACKED[name]
     try:
         return dtypes.dtype(name).name
     except (MigxError, ValueError, KeyError, TypeError):

@@ -51,6 +51,10 @@ TYPE_ENUM = (
 ).split()
 
 
+# A literal whose values cannot be held (a tuple or dynamic shape, a payload not in {...}).
+OPAQUE_LITERAL = "migraphx::literal"
+
+
 def _no_shape_rule(op: Op, inputs: list[Shape], mods: list) -> Shape:
     raise MigxError(f"{op.name} was read from MIGraphX text; its shape is the printed one (no shape rule)")
 
@@ -157,6 +161,7 @@ class _Reader:
         self.literals = cache.setdefault("literals", {})
         self.shapes: dict[str, Shape] = cache.setdefault("shapes", {})
         self.ops: dict[tuple, Op | None] = cache.setdefault("ops", {})
+        self.parts: dict[str, tuple] = cache.setdefault("parts", {})  # line right of ` = ` -> its pieces
         self.p = Program(empty=True)
         self.out = ReadProgram(self.p)
         self.env: dict[str, dict[str, Instruction]] = {}  # module -> printed name -> instruction
@@ -210,10 +215,13 @@ class _Reader:
             self.problem(no, "not an instruction line ('<name> = <instruction>'); skipped", s)
             return
         name, rhs = m.group(1), m.group(2)
-        rhs = _PERF.sub("", rhs)
-        rhs, symbols = _split_symbols(rhs)
-        rhs = _TARGET_ID.sub("", rhs)
-        body, shape_txt = _split_shape(rhs)
+        parts = self.parts.get(rhs)
+        if parts is None:  # a log prints the same line once per pass: split it once
+            text, symbols = _split_symbols(_PERF.sub("", rhs))
+            parts = _split_shape(_TARGET_ID.sub("", text)) + (symbols,)
+            if len(self.parts) < 1_000_000:
+                self.parts[rhs] = parts
+        body, shape_txt, symbols = parts
         env = self.env[mod.name]
         if name in env:
             self.problem(no, f"name {name} is defined twice in module {mod.name}; the second is kept as {name}'")
@@ -349,8 +357,9 @@ class _Reader:
         if lit is None:
             lit = self.literals[key] = self.literal_value(no, body, shape)
         if lit is None:
-            op = OpaqueOp("@literal", body)
-            self.out.opaque["@literal"] += 1
+            # not `@literal`: our IR gives every @literal its values, and these have none we can hold
+            op = OpaqueOp(OPAQUE_LITERAL, body)
+            self.out.opaque[OPAQUE_LITERAL] += 1
             return self.link(mod, op, (), (), shape)
         return self.link(mod, Op("@literal"), (), (), shape, lit)
 
@@ -477,6 +486,7 @@ def symbol_scope(symbols: Iterable[str]) -> str:
 
 
 __all__ = [
+    "OPAQUE_LITERAL",
     "OPAQUE_SPEC",
     "OpaqueOp",
     "Problem",

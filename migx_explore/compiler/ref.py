@@ -219,10 +219,14 @@ def _concrete_shape(ins: Instruction, args: list[np.ndarray]) -> Shape:
 
 
 def run_instruction(
-    ins: Instruction, args: list[np.ndarray], check_shapes: bool, budget: int | None = None
+    ins: Instruction,
+    args: list[np.ndarray],
+    check_shapes: bool,
+    budget: int | None = None,
+    run: SubmoduleRunner | None = None,
 ) -> np.ndarray:
-    """Run one instruction's reference compute on `args` (its submodules through SubmoduleRunner);
-    `budget`: the memory budget, when the caller read it already."""
+    """Run one instruction's reference compute on `args` (its submodules through `run`, by default
+    a SubmoduleRunner); `budget`: the memory budget, when the caller read it already."""
     spec = ins.op.spec
     if spec.compute is None:
         raise EvalError(f"module {ins.module.name}: {ins.name} (#{ins.id}) has no reference implementation")
@@ -235,7 +239,7 @@ def run_instruction(
     if out.dynamic_shape:
         out = _concrete_shape(ins, args)
     try:
-        res = spec.compute(ins.op, args, out, SubmoduleRunner(ins))
+        res = spec.compute(ins.op, args, out, SubmoduleRunner(ins) if run is None else run)
     except WorkBudgetError:
         raise  # said where it stopped already; wrapping it per enclosing loop would only repeat that
     except MigxError as e:
@@ -261,7 +265,8 @@ def run_instruction(
 
 
 class SubmoduleRunner:
-    """Passed to op computes: call it with (module, args) to evaluate a submodule."""
+    """Passed to op computes: call it with (module, args) to evaluate a submodule (the incremental
+    evaluator passes one that reuses the values it has, compiler/ref_incremental.py)."""
 
     __slots__ = ("ins",)
 

@@ -12,6 +12,11 @@ memory layout (a `contiguous` copy of a transposed view) count as the same value
 them may round differently in its last bits, well inside any check's tolerance, and re-running
 everything downstream of each layout change would cost a forward pass per backend pass.
 
+Submodules (a fused pointwise or reduce body, a kernel's epilogue) run through the same memo, each
+instruction keyed as in main, so fusing ops into a kernel reuses the values they had; a main
+instruction reused whole carries its body's values to the next version, where fuse_ops may turn
+that kernel into another's epilogue.
+
 Memory is bounded by one version's values: after each evaluation only the values of the version
 just evaluated are kept (views share their base's memory; literals are the program's own data).
 """
@@ -21,14 +26,14 @@ from __future__ import annotations
 import functools
 import itertools
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .limits import work_meter
-from .ref import arithmetic, bind_params, one_blas_thread, run_instruction, with_buffer_params
+from .ref import SubmoduleRunner, arithmetic, bind_params, one_blas_thread, run_instruction, with_buffer_params
 from .value_keys import shape_key, value_key, value_split
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -40,6 +45,7 @@ class EvalStats:
     computed: int = 0  # instructions run
     reused: int = 0  # instructions whose value was kept from the version before
     finished: int = 0  # of those computed, how many from a stored part (value_keys.value_split)
+    inside: int = 0  # instructions inside submodules (fused bodies, epilogues) whose value was kept
 
 
 class IncrementalEvaluator:
@@ -54,51 +60,14 @@ class IncrementalEvaluator:
         self._by_key: dict[tuple, tuple] = {}
         self._by_id: dict[int, tuple] = {}
         self._by_print: dict[tuple, tuple] = {}
+        # the (key, entry) pairs computed inside each main instruction's submodules, by its key
+        self._inner: dict[tuple, list] = {}
+        self._modules: dict[tuple, tuple] = {}  # submodule structures and their numbers (_ModuleTokens)
+        self._records: dict[int, tuple] = {}
         self._tokens = itertools.count()
         self._lock = threading.Lock()
 
-    def evaluate(self, program: Program) -> list[np.ndarray]:
-        with self._lock, np.errstate(all="ignore"), work_meter() as meter, one_blas_thread():
-            main = program.main
-            params = bind_params(main, with_buffer_params(program, self.inputs), True)
-            stats, by_key, by_id, by_print = EvalStats(), {}, {}, {}
-            module_keys: dict[int, tuple] = {}
-            tokens: dict[int, int] = {}
-            values: dict[int, Any] = {}
-            for ins in main:
-                if ins.is_return():
-                    break
-                meter.spend(lambda ins=ins: f"module {main.name}: {ins.name} (#{ins.id})", arithmetic(ins))
-                key = self._key(ins, tokens, module_keys)
-                hit = by_key.get(key) or self._by_key.get(key)
-                if hit is None:
-                    if ins.is_param():
-                        value = params[ins.id]
-                    elif ins.is_literal():
-                        value = ins.literal.data
-                    else:
-                        args = [values[i.id] for i in ins.inputs]
-                        value = self._from_part(ins, args, tokens, module_keys, by_key)
-                        if value is None:
-                            value = run_instruction(ins, args, True)
-                        else:
-                            stats.finished += 1
-                        stats.computed += 1
-                    fp = _fingerprint(value)
-                    same = self._as_before(ins, value, fp)
-                    # the old token (what depends on it is unchanged), with this version's array
-                    hit = (same[0] if same else next(self._tokens), value, fp)
-                elif not (ins.is_param() or ins.is_literal()):
-                    stats.reused += 1
-                by_key[key] = by_id[ins.id] = hit
-                by_print.setdefault(hit[2], hit)
-                tokens[ins.id], values[ins.id] = hit[0], hit[1]
-            outputs = [values[o.id] for o in main.output_instructions()]
-            # drop what this version lacks
-            self._by_key, self._by_id, self._by_print, self.last = by_key, by_id, by_print, stats
-            return outputs
-
-    def _key(self, ins: Instruction, tokens: dict[int, int], module_keys: dict[int, tuple]) -> tuple:
+    def _key(self, ins: Instruction, tokens: dict[int, int], module_keys: _ModuleTokens) -> tuple:
         if ins.is_param():
             return ("@param", ins.param_name, ins.shape)
         if ins.is_literal():
@@ -110,16 +79,111 @@ class IncrementalEvaluator:
         # GEMM writes its buffer's lens; strides are GPU layout, which the reference ignores).
         return _make_key(ins, value_key(ins), shape_key(ins.shape), tokens, module_keys)
 
-    def _from_part(self, ins: Instruction, args: list, tokens: dict[int, int], module_keys: dict, by_key: dict):
-        """The value finished from a stored value of its first part (a fused GEMM's product, the
-        GEMM it was before the epilogue joined it), or None: only the epilogue then runs."""
+    def evaluate(self, program: Program) -> list[np.ndarray]:
+        with self._lock, np.errstate(all="ignore"), work_meter() as meter, one_blas_thread():
+            main = program.main
+            params = bind_params(main, with_buffer_params(program, self.inputs), True)
+            run = _Run(meter, self._modules, self._tokens, self._records)
+            tokens: dict[int, int] = {}
+            values: dict[int, Any] = {}
+            for ins in main:
+                if ins.is_return():
+                    break
+                meter.spend(lambda ins=ins: f"module {main.name}: {ins.name} (#{ins.id})", arithmetic(ins))
+                key = self._key(ins, tokens, run.module_keys)
+                hit = run.by_key.get(key) or self._by_key.get(key)
+                if hit is None:
+                    if ins.is_param():
+                        value = params[ins.id]
+                    elif ins.is_literal():
+                        value = ins.literal.data
+                    else:
+                        run.inner[key] = run.collect = []  # what its submodules compute, for reuse
+                        value = self._compute(ins, [values[i.id] for i in ins.inputs], tokens, run)
+                        run.collect = None
+                        run.stats.computed += 1
+                    hit = self._token(ins, value)
+                elif not (ins.is_param() or ins.is_literal()):
+                    run.stats.reused += 1
+                    run.carry(key, self._inner.get(key, ()))
+                run.keep(key, ins.id, hit)
+                tokens[ins.id], values[ins.id] = hit[0], hit[1]
+            outputs = [values[o.id] for o in main.output_instructions()]
+            # drop what this version lacks
+            self._by_key, self._by_id, self._by_print, self.last = run.by_key, run.by_id, run.by_print, run.stats
+            self._inner, self._modules, self._records = run.inner, run.module_keys.now, run.module_keys.records
+            return outputs
+
+    def _token(self, ins: Instruction, value: Any) -> tuple:
+        """(token, value, fingerprint) of a computed value: the old token where the value is the
+        one stored before (what depends on it is unchanged), with this version's array."""
+        fp = _fingerprint(value)
+        same = self._as_before(ins, value, fp)
+        return (same[0] if same else next(self._tokens), value, fp)
+
+    def _compute(self, ins: Instruction, args: list, tokens: dict[int, int], run: _Run) -> Any:
+        """ins's value: finished from a stored value of its first part where there is one (a fused
+        GEMM's product: only the epilogue then runs), else its compute; either way its submodules
+        run through the memo too (_MemoRunner)."""
+        known = {id(v): tokens[i.id] for i, v in zip(ins.inputs, args)}
         split = value_split(ins)
-        if split is None:
+        if split is not None:
+            part, part_shape, finish = split
+            key = _make_key(ins, part, part_shape, tokens, run.module_keys)
+            hit = run.by_key.get(key) or self._by_key.get(key)
+            if hit is not None:
+                run.stats.finished += 1
+                return finish(hit[1], args, _MemoRunner(self, run, ins, {**known, id(hit[1]): hit[0]}))
+        return run_instruction(ins, args, True, run=_MemoRunner(self, run, ins, known))
+
+    def run_module(self, run: _Run, module: Module, args: list, check_shapes: bool, known: dict[int, int]) -> list:
+        """A submodule's outputs, as compiler.ref.evaluate_module computes them, each instruction
+        keyed as in main, so a fused body reuses the values the unfused ops computed. `known`: the
+        tokens of `args`, by array identity (an arg without one gets a new token)."""
+        params = bind_params(module, args, check_shapes)
+        tokens: dict[int, int] = {}
+        values: dict[int, Any] = {}
+        for p, a in zip(module.params(), args):
+            v = params[p.id]
+            tok = known.get(id(a))
+            # a token names a type, lens and numbers: an arg the binding reshaped or converted is another value
+            same = (
+                tok is not None and np.shape(v) == np.shape(a) and getattr(v, "dtype", None) == getattr(a, "dtype", 0)
+            )
+            tokens[p.id], values[p.id] = (tok if same else next(self._tokens)), v
+        for ins in module:
+            if ins.is_return():
+                break
+            if ins.is_param():
+                continue
+            if ins.is_literal():
+                key = self._key(ins, tokens, run.module_keys)
+                hit = run.by_key.get(key) or self._by_key.get(key) or self._token(ins, ins.literal.data)
+            else:
+                a = [values[i.id] for i in ins.inputs]
+                key = self._body_key(ins, a, tokens, run, check_shapes)
+                hit = None if key is None else run.by_key.get(key) or self._by_key.get(key)
+                if hit is None:
+                    run.meter.spend(lambda ins=ins: f"module {module.name}: {ins.name} (#{ins.id})", arithmetic(ins))
+                    inner = _MemoRunner(self, run, ins, {id(v): tokens[i.id] for i, v in zip(ins.inputs, a)})
+                    hit = self._token(ins, run_instruction(ins, a, check_shapes, run=inner))
+                else:
+                    run.stats.inside += 1
+            if key is not None:
+                run.keep(key, ins.id, hit)
+            tokens[ins.id], values[ins.id] = hit[0], hit[1]
+        return [values[o.id] for o in module.output_instructions()]
+
+    def _body_key(self, ins: Instruction, args: list, tokens: dict[int, int], run: _Run, check: bool) -> tuple | None:
+        """A submodule instruction's key, as in main. Where the params are scalar-shaped (a
+        pointwise body fed whole tensors, `check` off) only elementwise ops are keyed, on the lens
+        they are fed (their compute reads its inputs, never the output's lens); None: computed."""
+        if check:
+            return self._key(ins, tokens, run.module_keys)
+        if not ins.op.spec.has("pointwise") or ins.module_inputs or ins.shape.is_tuple:
             return None
-        part, part_shape, finish = split
-        key = _make_key(ins, part, part_shape, tokens, module_keys)
-        hit = by_key.get(key) or self._by_key.get(key)
-        return None if hit is None else finish(hit[1], args)
+        lens = np.broadcast_shapes(*(np.shape(a) for a in args))
+        return _make_key(ins, value_key(ins), (ins.shape.type, lens), tokens, run.module_keys)
 
     def _as_before(self, ins: Instruction, value: Any, fp: tuple) -> tuple | None:
         """A previous value that is the same bit for bit: this instruction's, one it came from, or
@@ -132,38 +196,104 @@ class IncrementalEvaluator:
         return prev if prev is not None and _identical(prev[1], value) else None
 
 
-def _make_key(ins: Instruction, vk: tuple, shape: Any, tokens: dict[int, int], module_keys: dict) -> tuple:
+class _Run:
+    """One evaluation's state: the values it keeps for the next (by key, by stable id and by
+    fingerprint), its submodules' keys, its counts and its work meter."""
+
+    def __init__(self, meter: Any, modules_before: dict, counter: Iterator[int], records_before: dict):
+        self.meter = meter
+        self.stats = EvalStats()
+        self.by_key: dict[tuple, tuple] = {}
+        self.by_id: dict[int, tuple] = {}
+        self.by_print: dict[tuple, tuple] = {}
+        self.module_keys = _ModuleTokens(modules_before, counter, records_before)
+        self.inner: dict[tuple, list] = {}
+        self.collect: list | None = None  # where the submodule entries of the instruction computing go
+
+    def keep(self, key: tuple, stable: int, hit: tuple) -> None:
+        self.by_key[key] = self.by_id[stable] = hit
+        self.by_print.setdefault(hit[2], hit)
+        if self.collect is not None:
+            self.collect.append((key, hit))
+
+    def carry(self, key: tuple, inner: list) -> None:
+        """Keep the submodule values of a main instruction reused whole: a later version that
+        splits or refuses the kernel finds them (a fused GEMM's epilogue, the body once fused)."""
+        if inner:
+            self.inner[key] = inner
+            for k, hit in inner:
+                self.by_key.setdefault(k, hit)
+
+
+class _MemoRunner(SubmoduleRunner):
+    """The SubmoduleRunner of one instruction's compute: its submodules (a fused body, an
+    epilogue) run through the evaluator's memo; `known`: the tokens of the values it was given,
+    by array identity."""
+
+    __slots__ = ("evaluator", "run", "known")
+
+    def __init__(self, evaluator: IncrementalEvaluator, run: _Run, ins: Instruction, known: dict[int, int]):
+        super().__init__(ins)
+        self.evaluator, self.run, self.known = evaluator, run, known
+
+    def __call__(self, module: Module, args: Sequence[np.ndarray], check_shapes: bool | None = None) -> list:
+        check = (not module.bypass) if check_shapes is None else check_shapes
+        return self.evaluator.run_module(self.run, module, list(args), check, self.known)
+
+
+def _make_key(ins: Instruction, vk: tuple, shape: Any, tokens: dict[int, int], modules: _ModuleTokens) -> tuple:
     op_key, used, mods = vk
-    subs = tuple(_module_key(m, module_keys) for m in mods) if mods else ()
+    subs = tuple(modules(m) for m in mods) if mods else ()
     inputs = ins.inputs
     toks = tuple(tokens[i.id] for i in inputs) if used is None else tuple(tokens[inputs[k].id] for k in used)
     return (op_key, subs, toks, shape)
 
 
-def _module_key(m: Module, memo: dict[int, tuple]) -> tuple:
-    """A submodule's structure: each instruction's op, shape, literal, submodules and inputs (by
-    position), so two modules with equal keys compute the same function."""
-    k = memo.get(id(m))
-    if k is not None:
-        return k
-    pos: dict[int, int] = {}
-    rows = []
-    for n, ins in enumerate(m):
-        pos[ins.id] = n
-        lit = id(ins.literal.data) if ins.is_literal() else None
-        name = ins.param_name if ins.is_param() else None
-        rows.append(
-            (
-                ins.op,
-                ins.shape,
-                lit,
-                name,
-                tuple(_module_key(s, memo) for s in ins.module_inputs),
-                tuple(pos[i.id] for i in ins.inputs),
-            )
-        )
-    k = memo[id(m)] = (m.bypass, tuple(rows))
-    return k
+class _ModuleTokens:
+    """A number per submodule structure (each instruction's op, shape, literal, submodules and
+    inputs by position): modules with the same number compute the same function, in this version
+    and the one before. Keys hold the number, so the structure is hashed once per evaluation."""
+
+    def __init__(self, before: dict[tuple, tuple], counter: Iterator[int], by_record: dict[int, tuple]):
+        self.before, self.now = before, {}  # structure -> (number, the literals it names by id)
+        # a leaf module's structure by the snapshot record it was rebuilt from, the version before's and this one's
+        self._by_record, self.records = by_record, {}
+        self._memo: dict[int, int] = {}  # id(module) -> number, this evaluation
+        self._counter = counter
+
+    def __call__(self, m: Module) -> int:
+        n = self._memo.get(id(m))
+        if n is not None:
+            return n
+        src = m.rebuilt_from if m.version == 0 else None  # unedited since compiler/snapshot.py built it
+        if src is not None and id(src) in self._by_record:
+            key, lits = self._by_record[id(src)][1:]
+        else:
+            key, lits = self._structure(m)
+        if src is not None and not key[1]:  # a leaf module: its record fixes its structure
+            self.records[id(src)] = (src, key, lits)
+        key = (m.bypass, key)
+        entry = self.now.get(key) or self.before.get(key) or (next(self._counter), lits)
+        self.now[key] = entry
+        self._memo[id(m)] = entry[0]
+        return entry[0]
+
+    def _structure(self, m: Module) -> tuple[tuple, tuple]:
+        """((rows, has submodules), the literals named by id): held, so no id is reused while the
+        entry exists."""
+        pos: dict[int, int] = {}
+        rows, lits, nested = [], [], False
+        for k, ins in enumerate(m):
+            pos[ins.id] = k
+            lit = None
+            if ins.is_literal():
+                lit = id(ins.literal.data)
+                lits.append(ins.literal.data)
+            name = ins.param_name if ins.is_param() else None
+            subs = tuple(self(s) for s in ins.module_inputs)
+            nested = nested or bool(subs)
+            rows.append((ins.op, ins.shape, lit, name, subs, tuple(pos[i.id] for i in ins.inputs)))
+        return (tuple(rows), nested), tuple(lits)
 
 
 def _identical(a: Any, b: Any) -> bool:

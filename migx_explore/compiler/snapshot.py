@@ -186,6 +186,7 @@ class ProgramSnapshot:
                 live[r.id] = ins
                 m._link_before(ins, m._tail)
             m.version = 0
+            m.rebuilt_from = ms
         return p
 
     @property

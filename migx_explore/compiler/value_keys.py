@@ -45,8 +45,9 @@ def register_value_key(*names: str) -> Callable[[ValueKeyFn], ValueKeyFn]:
 
 
 # A value computed in two steps whose first is an instruction of its own elsewhere: (that
-# part's value key, its shape key, finish(part value, the instruction's args) -> the value).
-ValueSplit = tuple[ValueKey, Hashable, Callable[[Any, list], Any]]
+# part's value key, its shape key, finish(part value, the instruction's args, the compute's
+# SubmoduleRunner) -> the value).
+ValueSplit = tuple[ValueKey, Hashable, Callable[[Any, list, Any], Any]]
 _SPLITS: dict[str, Callable[[Instruction], ValueSplit | None]] = {}
 
 

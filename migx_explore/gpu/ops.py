@@ -138,8 +138,10 @@ def _wrapped_shape(op, shapes, mods):
     return outs[0] if len(outs) == 1 and not res.is_tuple else Shape.tuple_of(outs)
 
 
-def apply_epilogue(module, result: np.ndarray, extras, out: Shape) -> np.ndarray:
-    res = evaluate_module(module, [result, *extras], check_shapes=False)[0]
+def apply_epilogue(module, result: np.ndarray, extras, out: Shape, run=None) -> np.ndarray:
+    """The epilogue module on the op's result and the extra inputs (through `run`, the compute's
+    SubmoduleRunner, where there is one)."""
+    res = (evaluate_module if run is None else run)(module, [result, *extras], check_shapes=False)[0]
     return np.broadcast_to(np.asarray(res), out.lens).astype(dtypes.np_dtype(out.type))
 
 
@@ -153,7 +155,7 @@ def _wrapped_compute(op, args, out, run):
         ins = ins + outs
     res = get_spec(inner.name).compute(inner, ins, inner_shape, run)
     if mods and not _own_module(inner):
-        return apply_epilogue(mods[0], np.asarray(res), extras, out)
+        return apply_epilogue(mods[0], np.asarray(res), extras, out, run)
     return res
 
 
@@ -244,7 +246,7 @@ def _gemm_compute(op, args, out, run):
     res = np.matmul(a.astype(acc) if acc else a, b.astype(acc) if acc else b) * op["alpha"]
     res = res.reshape(out.lens)
     if run.ins.module_inputs:
-        return apply_epilogue(run.ins.module_inputs[0], res, list(args[2:-1]), out)
+        return apply_epilogue(run.ins.module_inputs[0], res, list(args[2:-1]), out, run)
     return res
 
 
@@ -455,6 +457,30 @@ def _wrapped_value_key(ins):
     return ("wrapped", canon, op["ninputs"], nout, op["gathers"]), read, mods
 
 
+@register_value_split("gpu::precompile_op", "gpu::code_object")
+def _wrapped_value_split(ins):
+    """A float convolution kernel with a fused epilogue: the epilogue applied to the convolution
+    of its own inputs, which the plain kernel before fuse_ops computed already. Only where the
+    convolution's compute gives the output's element type itself (float32 or float64 in and
+    out), so the stored convolution is the very array the epilogue would be given."""
+    op, inputs, out = ins.op, ins.inputs, ins.shape
+    inner = inner_op(op["op"])
+    mods = ins.module_inputs
+    if inner.name != "convolution" or not mods or _own_module(inner) or op["gathers"] or op["workspace"]:
+        return None
+    own = split_inputs(op, list(inputs))[0]
+    if len(own) != 2 or out.is_tuple or op["outputs"] != 1:
+        return None
+    types = {own[0].shape.type, own[1].shape.type, out.type}
+    if len(types) != 1 or not types <= {"float32", "float64"}:
+        return None
+
+    def finish(conv, args, run=None):
+        return apply_epilogue(mods[0], conv, split_inputs(op, list(args))[1], out, run)
+
+    return (canonical_op(inner, own[0].shape.ndim), range(2), ()), (out.type, out.lens), finish
+
+
 @register_value_key("gpu::gemm")
 def _gemm_value_key(ins):
     """alpha, the epilogue and the inputs before the buffer (not the BLAS plan or kernel names);
@@ -474,8 +500,8 @@ def _gemm_value_split(ins):
         return None
     product = "float32" if dtypes.is_low_float(dtypes.np_dtype(a.type)) else a.type
 
-    def finish(prod, args):
-        return apply_epilogue(ins.module_inputs[0], prod, list(args[2:-1]), out)
+    def finish(prod, args, run=None):
+        return apply_epilogue(ins.module_inputs[0], prod, list(args[2:-1]), out, run)
 
     return (Op("dot"), (0, 1), ()), (product, out.lens), finish
 

@@ -4,6 +4,7 @@ trace (or, when every op is ours, a program our own pipelines can run), and a Se
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -56,9 +57,11 @@ def read_text(path: str) -> str:
             data = f.read()
     except OSError as e:
         raise MigxError(f"{path}: cannot read ({e.strerror or e})") from None
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):  # PowerShell's `>` writes UTF-16 with a BOM
+        return data.decode("utf-16", errors="replace")
     if b"\0" in data[:4096]:
         raise MigxError(f"{path}: a binary file (an .mxr?), not MIGraphX text; print it with migraphx-driver read")
-    return data.decode("utf-8", errors="replace")
+    return data.decode("utf-8-sig", errors="replace")
 
 
 def refuse_mxr(path: object) -> None:
@@ -72,9 +75,7 @@ def refuse_mxr(path: object) -> None:
 
 def is_migraphx_text(path: object) -> bool:
     """Whether `path` names a text file that looks like MIGraphX output (a printed program or a
-    compile log): not .onnx, no NUL bytes, and an instruction or `Pass:` line near the top."""
-    import re
-
+    compile log): not .onnx, and MIGraphX text near the top (see looks_like_migraphx)."""
     if not isinstance(path, (str, os.PathLike)) or str(path).endswith((".onnx", ".mxr", ".zip")):
         return False
     try:
@@ -84,16 +85,25 @@ def is_migraphx_text(path: object) -> bool:
             head = f.read(1 << 16)
     except OSError:
         return False
-    if b"\0" in head or head.startswith(b"PK"):
+    return looks_like_migraphx(head)
+
+
+_TEXT_START = re.compile(
+    r"(?m)^(\S+ = (@param:|@literal|@return|[A-Za-z_][\w:]*[\[(]| ?\S)|Pass: |Module: .*, Pass: |module: \"|"
+    r"[A-Za-z_][\w:]*: [-+0-9.eE]+ms\s*$)"
+)
+
+
+def looks_like_migraphx(head: bytes) -> bool:
+    """Whether the first bytes of a file are MIGraphX text (UTF-8 or, from PowerShell, UTF-16):
+    an instruction, a `module:`, `Pass:` or pass-time line; no NUL bytes, no zip."""
+    if head.startswith((b"\xff\xfe", b"\xfe\xff")):
+        text = head.decode("utf-16", errors="replace")
+    elif b"\0" in head or head.startswith(b"PK"):
         return False
-    text = head.decode("utf-8", errors="replace")
-    return bool(
-        re.search(
-            r"(?m)^(\S+ = (@param:|@literal|@return|[A-Za-z_][\w:]*[\[(]| ?\S)|Pass: |Module: .*, Pass: |module: \"|"
-            r"[A-Za-z_][\w:]*: [-+0-9.eE]+ms\s*$)",
-            text,
-        )
-    )
+    else:
+        text = head.decode("utf-8-sig", errors="replace")
+    return bool(_TEXT_START.search(text))
 
 
 def read_log(source: str, *, version: str | None = None, text: bool = False) -> MigraphxLog:
@@ -103,7 +113,7 @@ def read_log(source: str, *, version: str | None = None, text: bool = False) -> 
     body = source if text else read_text(source)
     events = split_log(body)
     if looks_like_trace(events):
-        return MigraphxLog("trace", read_trace(body, version=version))
+        return MigraphxLog("trace", read_trace(body, version=version, events=events))
     dumps = [e for e in events.events if isinstance(e, Dump)]
     if not dumps and any(isinstance(e, PassTime) for e in events.events):
         return MigraphxLog("trace", times_only(events, version))
@@ -157,4 +167,13 @@ def _all_ours(program: Program | None) -> bool:
     return program is not None and not any(is_opaque(i.op) for m in program.modules.values() for i in m)
 
 
-__all__ = ["MigraphxLog", "NUMERIC_NOTE", "is_migraphx_text", "refuse_mxr", "load_session", "read_log", "read_text"]
+__all__ = [
+    "MigraphxLog",
+    "NUMERIC_NOTE",
+    "is_migraphx_text",
+    "looks_like_migraphx",
+    "refuse_mxr",
+    "load_session",
+    "read_log",
+    "read_text",
+]

@@ -35,7 +35,8 @@ _NOISE = re.compile(
     r"Total time:|Total instructions time:|Overhead|Percentiles|terminate called|\s*what\(\):|Error |Dump: |"
     r"\[\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d|\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d|\[ MIGraphX Version|Running \[ MIGraphX|"
     r"[A-Z][A-Z0-9_]+=.*\\\s*$|MIGRAPHX_|Run instruction:|Time: |"
-    r"\S+: [-+0-9.eE]+ms( / \d+ = [-+0-9.eE]+ms)?, [-+0-9.eE]+%)"  # perf report summary rows
+    r"\S+: [-+0-9.eE]+ms( / \d+ = [-+0-9.eE]+ms)?, [-+0-9.eE]+%|"  # perf report summary rows
+    r"module \{|module attributes |func\.func |%[\w.#]+ = |return( %|$)|\}+$|#map\d* = )"  # MIGRAPHX_TRACE_MLIR's MLIR
 )
 
 

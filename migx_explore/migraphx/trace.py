@@ -23,6 +23,7 @@ from migx_explore.gpu.migraphx_catalogue import COMPOSITES, VERSIONS, CatalogueE
 from migx_explore.id_alignment import IdAligner
 
 from .log import Dump, Header, LogEvents, PassTime, split_log
+from .printed import cut_short, module_refs, modules_of, resolve_unnamed, shares
 
 NUMERIC_NOTE = "numeric checks are off: a MIGraphX log holds no weights, and its kernels do not run here"
 _FUSED = re.compile(r"(^mlir_|(^|:)(pointwise|reduce|mlir|fused|ck_|concat|split_fused)\w*$)")
@@ -90,6 +91,7 @@ class _Builder:
         self.snap: ProgramSnapshot | None = None
         self.want_version = version
         self.seen: set[tuple[int, str]] = set()
+        self.printed: tuple[str, ...] | None = None  # the last whole-program print read
 
     # ---- programs --------------------------------------------------------------------------------
     def read(self, lines: list[tuple[int, str]]) -> tuple[ProgramSnapshot, ReadProgram]:
@@ -114,14 +116,25 @@ class _Builder:
         return aligned, r
 
     def set_program(self, dump: Dump) -> ProgramSnapshot:
-        self.state = _modules_of(dump.lines)
+        """The program a whole-program print shows; most passes change nothing, and a print the
+        same as the last one is the same program (not read again)."""
+        self.state = modules_of(dump.lines)
+        key = tuple(s for _, s in dump.lines)
+        if key == self.printed and self.snap is not None:
+            return self.snap
+        self.printed = key
         return self.read(dump.lines)[0]
 
     def set_module(self, module: str, dump: Dump) -> ProgramSnapshot:
-        lines = _resolve_unnamed(dump.lines, self.state.get(module, []), module)
-        if module not in self.state:
-            self.state[module] = []
+        lines = resolve_unnamed(dump.lines, self.state.get(module, []), module)
+        old = self.state.get(module)
         self.state[module] = lines
+        if old is not None and self.snap is not None and [s for _, s in old] == [s for _, s in lines]:
+            return self.snap  # the module as it was
+        self.printed = None
+        for _, s in lines:  # a module the pass just made (fuse_pointwise's `main:pointwise0`) is
+            for ref in module_refs(s):  # printed with the program after it: empty until then
+                self.state.setdefault(ref, [])
         joined: list[tuple[int, str]] = []
         for name, body in self.state.items():
             joined.append((body[0][0] if body else 0, f'module: "{name}"'))
@@ -152,7 +165,11 @@ class _Builder:
             self.out.trace.initial = self.set_program(first) if first.program_level else self.set_module("main", first)
         else:
             self.out.trace.initial = self.read([])[0]
-        if any(b.dump is not None and b.dump.program_level for b in blocks):
+        # since 2021 every pass ends in a program print; a log cut before the first one still
+        # shows the period by its input program's `module:` header
+        if any(b.dump is not None and b.dump.program_level for b in blocks) or (
+            initial is not None and initial.program_level
+        ):
             self.with_program_dumps(blocks)
         else:
             self.per_module_only(blocks)
@@ -228,7 +245,7 @@ class _Builder:
         if pending:
             last = pending[-1]
             self.out.stops_at = self.ev.last_line or last.line
-            name = next((p.name for p in reversed(pending) if p.name in COMPOSITES), pending[-1].name)
+            name = _cut_pass_name([p.name for p in pending])
             self.top(_Block(name, last.line, None), pending, truncated=True)
 
     def top(self, b: _Block, span: list[_Block], truncated: bool = False) -> None:
@@ -236,7 +253,9 @@ class _Builder:
         rec = self.record(b.name, before, before, 0, None)
         rec.time_s = (b.time_ms + sum(x.time_ms for x in span if x.name == b.name)) / 1e3
         own = [x for x in span if x.name == b.name]
-        visit = self.attribute(own)
+        # a log cut inside a pass holds the first modules of its visiting order, not the last
+        order = self.visit_order(0 if truncated else len(own))
+        visit = self.attribute(own, order)
         segment: list[_Block] = []
         k = 0
         for x in span:
@@ -247,13 +266,16 @@ class _Builder:
                 k += 1
             else:
                 segment.append(x)
-        self.nest(segment, rec, visit[min(k, len(visit) - 1)] if visit else "main")
+        if truncated:  # the blocks after the last of its own: the module it was visiting next
+            self.nest(segment, rec, order[k] if k < len(order) else "main")
+        else:
+            self.nest(segment, rec, visit[min(k, len(visit) - 1)] if visit else "main")
         if truncated:
             self.truncated(rec, "inside this pass (no program printed after it)")
             return
-        seen = len(self.out.problems)
+        seen, state = len(self.out.problems), self.state
         after = self.set_program(b.dump)
-        if not b.dump.closed and len(self.out.problems) > seen:  # the text ends inside this print
+        if not b.dump.closed and (len(self.out.problems) > seen or cut_short(state, self.state)):
             self.out.stops_at = self.ev.last_line
             self.snap = before
             self.truncated(rec, "inside the program printed after this pass")
@@ -271,12 +293,11 @@ class _Builder:
         self.out.trace.error = f"{rec.name}: {rec.reason}"
         self.out.trace.failed_index = rec.index
 
-    def attribute(self, own: list[_Block]) -> list[str]:
+    def attribute(self, own: list[_Block], order: list[str]) -> list[str]:
         """The module each of a pass's per-module blocks printed: named by `Module:` headers, else
         MIGraphX's visiting order when the count fits, else the module whose instructions the
         block shares most of (fused bodies are skipped by MIGraphX, and a guess of which are
         fused can miss)."""
-        order = self.visit_order(len(own))
         if len(self.state) <= 1 or not own:
             return [x.module or "main" for x in own]
         out = []
@@ -285,7 +306,7 @@ class _Builder:
             if x.module or x.dump is None:
                 out.append(x.module or prior)
                 continue
-            scores = {m: _shares(x.dump.lines, lines) for m, lines in self.state.items()}
+            scores = {m: shares(x.dump.lines, lines) for m, lines in self.state.items()}
             best = max(scores, key=lambda m: (scores[m], m == prior))
             out.append(best if scores[best] > 0 and scores[best] > scores.get(prior, -1.0) else prior)
         return out
@@ -319,17 +340,32 @@ class _Builder:
         rec.time_s = x.time_ms / 1e3
         for kid in kids:
             self.emit(kid, rec, module)
-        if x.dump is not None:
+        last = self.ev.events[-1] if self.ev.events else None
+        if x.dump is None and isinstance(last, Header) and last.line == x.line:  # ends at its header
+            rec.status = "failed"
+            rec.reason = f"the log stops at line {self.ev.last_line}, right after this pass's header"
+            rec.after = rec.diff = None
+        elif x.dump is not None and not x.dump.closed:  # the text ends inside this block
+            rec.status = "failed"
+            rec.reason = f"the log stops at line {self.ev.last_line}, inside this pass's print of {module}"
+            rec.after = rec.diff = None
+        elif x.dump is not None:
             rec.after = self.set_module(x.module or module, x.dump)
             rec.diff = diff(rec.before, rec.after)
 
     def per_module_only(self, blocks: list[_Block]) -> None:
         """2018-2020 logs: every block is a top-level pass over main (or the `Module:` it names)."""
-        for b in blocks:
+        for k, b in enumerate(blocks):
             before = self.snap
             rec = self.record(b.name, before, before, 0, None)
             rec.time_s = b.time_ms / 1e3
-            if b.dump is not None:
+            if b.dump is None and k == len(blocks) - 1 and isinstance(self.ev.events[-1], Header):
+                self.out.stops_at = self.ev.last_line  # the text ends at a pass's header
+                self.truncated(rec, "right after this pass's header")
+            elif b.dump is not None and not b.dump.closed and cut_short(self.state, modules_of(b.dump.lines)):
+                self.out.stops_at = self.ev.last_line
+                self.truncated(rec, "inside this pass's print")
+            elif b.dump is not None:
                 rec.after = self.set_module(b.module or "main", b.dump)
                 rec.diff = diff(rec.before, rec.after)
 
@@ -412,36 +448,29 @@ def _share_unchanged(before: ProgramSnapshot, after: ProgramSnapshot) -> Program
     return ProgramSnapshot(mods, after.next_id, after.scopes)
 
 
-def _op_part(line: str) -> str:
-    """An instruction line without its names: what stays when a module is printed with or without
-    `<module>:` prefixes, `?` inputs, or renumbered."""
-    _, _, rhs = line.partition(" = ")
-    head, _, rest = rhs.partition("(")
-    shape = rest.rpartition(" -> ")[2] if " -> " in rest else ""
-    return head + " -> " + shape.split(" # ")[0]
+def _within(composite: str) -> set[str]:
+    """The passes a composite runs, its own nested composites' passes included."""
+    out, todo = set(), [composite]
+    while todo:
+        for kid in COMPOSITES.get(todo.pop(), ()):
+            if kid not in out:
+                out.add(kid)
+                todo.append(kid)
+    return out
 
 
-def _shares(block: list[tuple[int, str]], module: list[tuple[int, str]]) -> float:
-    """How much a block looks like a module: the share of its instructions the module holds (by
-    op and shape), half credit for a shape alone (a pass changed the op), less for a size apart."""
-    from collections import Counter
-
-    block = [(n, s) for n, s in block if "@return" not in s] or block  # a return matches any module
-    if not block:
-        return 0.0
-    parts = [_op_part(s) for _, s in module if "@return" not in s]
-    have, shapes = Counter(parts), Counter(p.partition(" -> ")[2] for p in parts)
-    score = 0.0
-    for _, s in block:
-        part = _op_part(s)
-        if have[part] > 0:
-            have[part] -= 1
-            shapes[part.partition(" -> ")[2]] -= 1
-            score += 1
-        elif shapes[part.partition(" -> ")[2]] > 0:
-            shapes[part.partition(" -> ")[2]] -= 1
-            score += 0.5
-    return score / len(block) - 0.1 * abs(len(parts) - len(block)) / max(len(block), 1)
+def _cut_pass_name(names: list[str]) -> str:
+    """The pass a log stops inside, from the blocks printed so far: a top-level pass prints one
+    name for all its modules, so several names are nested passes of the smallest composite that
+    runs them all (itself printed or not); so is one name that is no entry of a catalogue
+    (fuse_pointwise runs only inside fuse_pointwise_reduce)."""
+    distinct = set(names)
+    if len(distinct) == 1 and names[-1] in {e.name for v in VERSIONS for e in catalogue(v)}:
+        return names[-1]
+    fits = [c for c in COMPOSITES if distinct <= _within(c) | {c}]
+    if fits:
+        return min(fits, key=lambda c: len(_within(c)))
+    return next((n for n in reversed(names) if n in COMPOSITES), names[-1])
 
 
 def _fill_unmatched(assign: dict[int, CatalogueEntry], names: list[str], cat: tuple[CatalogueEntry, ...]) -> None:
@@ -462,54 +491,6 @@ def _fill_unmatched(assign: dict[int, CatalogueEntry], names: list[str], cat: tu
             assign[k] = cat[pick]
 
 
-def _resolve_unnamed(new: list[tuple[int, str]], old: list[tuple[int, str]], module: str) -> list[tuple[int, str]]:
-    """A module printed on its own shows values of the module around it as `?`; take those
-    inputs from the same instruction (same name, op and shape) in the program printed before."""
-    if not any("?" in s for _, s in new):
-        return list(new)
-    prefix = module + ":"
-    before: dict[tuple[str, str, str], list[str]] = {}
-    for _, s in old:
-        key, args = _masked(s.replace(prefix, ""))
-        if key is not None:
-            before[key] = args
-    out = []
-    for no, s in new:
-        key, args = _masked(s)
-        theirs = before.get(key) if key is not None and "?" in args else None
-        if theirs is not None and len(theirs) == len(args):
-            filled = [t if a == "?" else a for a, t in zip(args, theirs)]
-            head, _, rest = s.partition("(")
-            s = head + "(" + ",".join(filled) + ")" + rest[rest.index(")") + 1 :]
-        out.append((no, s))
-    return out
-
-
-_ARGS = re.compile(r"^(\S+) = ([^(]*)\(([^()]*)\)(.*)$")
-
-
-def _masked(line: str) -> tuple[tuple[str, str, str] | None, list[str]]:
-    m = _ARGS.match(line)
-    if m is None:
-        return None, []
-    return (m.group(1), m.group(2), m.group(4)), m.group(3).split(",")
-
-
-def _modules_of(lines: list[tuple[int, str]]) -> dict[str, list[tuple[int, str]]]:
-    from migx_explore.compiler.migraphx_text import header_name
-
-    out: dict[str, list[tuple[int, str]]] = {}
-    cur = "main"
-    for no, s in lines:
-        name = header_name(s)
-        if name is not None:
-            cur = name
-            out.setdefault(cur, [])
-            continue
-        out.setdefault(cur, []).append((no, s))
-    return out
-
-
 def times_only(events: LogEvents, version: str | None = None) -> MigraphxTrace:
     """A MIGRAPHX_TIME_PASSES log with no program prints: one record per time line (per pass and
     module, in order), each with its time and no program."""
@@ -525,10 +506,11 @@ def times_only(events: LogEvents, version: str | None = None) -> MigraphxTrace:
     return b.out
 
 
-def read_trace(text: str, *, version: str | None = None) -> MigraphxTrace:
+def read_trace(text: str, *, version: str | None = None, events: LogEvents | None = None) -> MigraphxTrace:
     """A MIGraphX compile log as a Trace (never raises on bad text: see `.problems`, `.notes`).
-    `version`: the catalogue to group by ("2026-05" / "2026-08"); None picks the closer one."""
-    return _Builder(split_log(text), version).build()
+    `version`: the catalogue to group by ("2026-05" / "2026-08"); None picks the closer one.
+    `events`: split_log(text), when the caller has it already."""
+    return _Builder(events if events is not None else split_log(text), version).build()
 
 
 __all__ = ["MigraphxTrace", "NUMERIC_NOTE", "read_trace", "times_only"]

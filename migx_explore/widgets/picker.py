@@ -12,6 +12,7 @@ from migx_explore.compiler.quantize import PRECISIONS
 
 from ..errors import UserInputError, is_bad_file_error
 from ..migraphx import is_migraphx_text
+from ..migraphx.load import refuse_mxr
 from ..migraphx.modes import mode_options
 from ..session import Session
 from . import queries
@@ -182,6 +183,7 @@ class ModelPicker:
         if change["new"]:
             self.builtin.value = ""
             self._uploaded_bytes = None
+            refuse_mxr(change["new"])  # MIGraphX's binary program: how to print it instead
             if is_migraphx_text(change["new"]):  # MIGraphX's printed program or compile log
                 self.inputs_note.value = "MIGraphX text: Load shows its own passes (numeric checks off)"
                 return
@@ -199,6 +201,7 @@ class ModelPicker:
         self.builtin.value, self.path.value = "", ""
         self._uploaded_bytes = None
         self._uploaded_name = name
+        refuse_mxr(name)
         if _migraphx_bytes(data):
             self._uploaded_bytes = data
             self.inputs_note.value = f"uploaded {html.escape(name)}: MIGraphX text (its own passes; numeric checks off)"
@@ -247,11 +250,9 @@ class ModelPicker:
 
 
 def _migraphx_bytes(data: bytes) -> bool:
-    head = data[: 1 << 16]
-    if b"\0" in head or head.startswith(b"PK"):
-        return False
-    text = head.decode("utf-8", errors="replace")
-    return any(line.startswith(("Pass: ", 'module: "')) or " = @param:" in line for line in text.splitlines())
+    from ..migraphx.load import looks_like_migraphx
+
+    return looks_like_migraphx(data[: 1 << 16])
 
 
 def _migraphx_file(selection: Any, upload_name: str) -> str | None:

@@ -1,6 +1,8 @@
 """Seeded hostile inputs for tests/fuzz/test_fuzz_hostile.py (issue 40): invalid UTF-8 in every
-string field of a model, fed indices out of range, wrong-typed feeds, hostile pass-option values
-and --out paths with dots. `case(kind, seed, i)` rebuilds any one case from its name."""
+string field of a model, fed indices out of range, fed shape / size / k / axis / pad / divisor
+values and data-dependent output lengths (hostile_values.py), the same index and value cases on
+the GPU path (`gpu`, the fake backend), wrong-typed feeds (a frozen shape operand too), hostile
+pass-option values and --out paths with dots. `case(kind, seed, i)` rebuilds any one case from its name."""
 
 from __future__ import annotations
 
@@ -11,9 +13,10 @@ from typing import Any
 import numpy as np
 from onnx import TensorProto, helper
 
+from tests.fuzz.hostile_values import value_case
 from tests.safety.hostile import I64, F, model_bytes
 
-KINDS = ("utf8", "indices", "feed_type", "option", "out_path")
+KINDS = ("utf8", "indices", "values", "gpu", "feed_type", "option", "out_path")
 
 # every token is 6 bytes; a case swaps one for 6 bytes that are not UTF-8
 TOKENS = {
@@ -56,6 +59,14 @@ def utf8_model() -> bytes:
 D43 = np.arange(12, dtype=np.float32).reshape(4, 3)
 
 
+def _idx(rng: random.Random, lo: int, hi: int) -> int:
+    """Mostly a small index; sometimes one past 32 bits, which a narrowing to int32 would wrap into
+    range (2^32 + 1 -> 1)."""
+    if rng.random() < 0.08:
+        return rng.choice([1, -1]) * 2**32 + rng.randint(-2, 2)
+    return rng.randint(lo, hi)
+
+
 def _index_case(rng: random.Random) -> tuple[bytes, dict[str, np.ndarray], list[str]]:
     op = rng.choice(["Gather", "GatherElements", "GatherND", "ScatterElements", "ScatterND", "OneHot"])
     lo, hi = -9, 9
@@ -63,14 +74,14 @@ def _index_case(rng: random.Random) -> tuple[bytes, dict[str, np.ndarray], list[
         axis = rng.choice([0, 1, -1])
         k = rng.randint(1, 4)
         out = [k, 3] if axis == 0 else [4, k]
-        idx = np.array([rng.randint(lo, hi) for _ in range(k)], np.int64)
+        idx = np.array([_idx(rng, lo, hi) for _ in range(k)], np.int64)
         m = model_bytes(
             [helper.make_node(op, ["D", "I"], ["Y"], axis=axis)], [("D", F, [4, 3]), ("I", I64, [k])], [("Y", F, out)]
         )
         return m, {"D": D43, "I": idx}, ["Y"]
     if op == "GatherElements":
         axis = rng.choice([0, 1])
-        idx = np.array([[rng.randint(lo, hi) for _ in range(3)] for _ in range(2)], np.int64)
+        idx = np.array([[_idx(rng, lo, hi) for _ in range(3)] for _ in range(2)], np.int64)
         m = model_bytes(
             [helper.make_node(op, ["D", "I"], ["Y"], axis=axis)],
             [("D", F, [4, 3]), ("I", I64, [2, 3])],
@@ -78,13 +89,13 @@ def _index_case(rng: random.Random) -> tuple[bytes, dict[str, np.ndarray], list[
         )
         return m, {"D": D43, "I": idx}, ["Y"]
     if op == "GatherND":
-        idx = np.array([[rng.randint(lo, hi), rng.randint(lo, hi)] for _ in range(2)], np.int64)
+        idx = np.array([[_idx(rng, lo, hi), _idx(rng, lo, hi)] for _ in range(2)], np.int64)
         m = model_bytes(
             [helper.make_node(op, ["D", "I"], ["Y"])], [("D", F, [4, 3]), ("I", I64, [2, 2])], [("Y", F, [2])]
         )
         return m, {"D": D43, "I": idx}, ["Y"]
     if op == "ScatterElements":
-        idx = np.array([[rng.randint(lo, hi) for _ in range(3)]], np.int64)
+        idx = np.array([[_idx(rng, lo, hi) for _ in range(3)]], np.int64)
         upd = -np.ones((1, 3), np.float32)
         m = model_bytes(
             [helper.make_node(op, ["D", "I", "U"], ["Y"], axis=0)],
@@ -93,7 +104,7 @@ def _index_case(rng: random.Random) -> tuple[bytes, dict[str, np.ndarray], list[
         )
         return m, {"D": D43, "I": idx, "U": upd}, ["Y"]
     if op == "ScatterND":
-        idx = np.array([[rng.randint(lo, hi)]], np.int64)
+        idx = np.array([[_idx(rng, lo, hi)]], np.int64)
         m = model_bytes(
             [helper.make_node(op, ["D", "I", "U"], ["Y"])],
             [("D", F, [4, 3]), ("I", I64, [1, 1]), ("U", F, [1, 3])],
@@ -106,7 +117,7 @@ def _index_case(rng: random.Random) -> tuple[bytes, dict[str, np.ndarray], list[
         helper.make_node("Constant", [], ["vals"], value=helper.make_tensor("v", F, [2], [0.0, 1.0])),
         helper.make_node("OneHot", ["I", "depth", "vals"], ["Y"]),
     ]
-    idx = np.array([rng.randint(lo, hi) for _ in range(3)], np.int64)
+    idx = np.array([_idx(rng, lo, hi) for _ in range(3)], np.int64)
     return model_bytes(nodes, [("I", I64, [3])], [("Y", F, [3, depth])]), {"I": idx}, ["Y"]
 
 
@@ -114,6 +125,12 @@ FEED_TYPES = ["float32", "float64", "float16", "int32", "int64", "uint8", "bool"
 
 
 def _feed_type_case(rng: random.Random) -> tuple[bytes, dict[str, np.ndarray], list[str]]:
+    if rng.random() < 0.25:  # a shape operand the importer freezes to the fed value: typed the same
+        m = model_bytes(
+            [helper.make_node("Reshape", ["X", "S"], ["Y"])], [("X", F, [4, 3]), ("S", I64, [2])], [("Y", F, [3, 4])]
+        )
+        s = np.array([3, 4]).astype(rng.choice(["int64", "int32", "float64", "float32", "uint8", "int16"]))
+        return m, {"X": D43.astype(rng.choice(["float32", "float32", "float64"])), "S": s}, ["Y"]
     m = model_bytes(
         [helper.make_node("Gather", ["D", "I"], ["Y"], axis=0)], [("D", F, [4, 3]), ("I", I64, [2])], [("Y", F, [2, 3])]
     )
@@ -212,6 +229,15 @@ def case(kind: str, seed: int, i: int) -> Case:
     if kind == "indices":
         m, feed, outs = _index_case(rng)
         return Case(kind, name, model=m, feed=feed, outputs=outs)
+    if kind == "values":
+        op, m, feed, outs = value_case(rng)
+        return Case(kind, f"{name} {op}", model=m, feed=feed, outputs=outs)
+    if kind == "gpu":  # the index and value cases through `run --target gpu` (fake backend)
+        if rng.random() < 0.5:
+            m, feed, outs = _index_case(rng)
+            return Case(kind, f"{name} indices", model=m, feed=feed, outputs=outs)
+        op, m, feed, outs = value_case(rng)
+        return Case(kind, f"{name} {op}", model=m, feed=feed, outputs=outs)
     if kind == "feed_type":
         m, feed, outs = _feed_type_case(rng)
         return Case(kind, name, model=m, feed=feed, outputs=outs)

@@ -1,14 +1,18 @@
 """Hostile-input fuzz (issue 40): invalid UTF-8 in every string field, fed indices out of range,
-wrong-typed feeds, hostile pass-option values and --out paths with dots. Every outcome is a clean
+fed shape / size / k / axis / pad / divisor values and data-dependent output lengths (on the
+reference evaluator and, kind `gpu`, on the GPU path with the fake backend), wrong-typed feeds,
+hostile pass-option values and --out paths with dots. Every outcome is a clean
 exit 2 with one line naming the problem, or a result equal to ONNX Runtime's; nothing outside the
 case's own folder changes (a sentinel file beside it is checked after every case).
 
-300 cases by default (60 per kind); `-m slow` runs 2,000 more (400 per kind). Seeded: a failure
+420 cases by default (60 per kind); `-m slow` runs 2,800 more (400 per kind). Seeded: a failure
 names its case, which `tests.fuzz.hostile_cases.case(kind, seed, i)` rebuilds."""
 
 from __future__ import annotations
 
+import contextlib
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -42,6 +46,25 @@ def relu_model() -> bytes:
     return model_bytes([helper.make_node("Relu", ["x"], ["y"])], [("x", F, [2, 3])], [("y", F, [2, 3])])
 
 
+@contextlib.contextmanager
+def fake_gpu() -> Iterator[None]:
+    """MIGX_GPU_BACKEND=fake for one case (the recording backend runs each kernel's reference
+    compute on the device buffers), restored afterwards."""
+    from migx_explore.gpu.runtime import reset_backends
+
+    old = os.environ.get("MIGX_GPU_BACKEND")
+    os.environ["MIGX_GPU_BACKEND"] = "fake"
+    reset_backends()
+    try:
+        yield
+    finally:
+        if old is None:
+            os.environ.pop("MIGX_GPU_BACKEND", None)
+        else:
+            os.environ["MIGX_GPU_BACKEND"] = old
+        reset_backends()
+
+
 def _listing(root: Path) -> dict[str, bytes | None]:
     return {str(p.relative_to(root)): (p.read_bytes() if p.is_file() else None) for p in sorted(root.rglob("*"))}
 
@@ -52,8 +75,11 @@ def check_case(c, root: Path, capsys, catalog, relu_model) -> None:
     if c.kind == "utf8":
         rc, err, _ = run_ours(capsys, work, c.model, c.feed)
         assert_clean_refusal(rc, err, "not valid UTF-8")
-    elif c.kind in ("indices", "feed_type"):
+    elif c.kind in ("indices", "values", "feed_type"):
         assert_agrees_with_ort(capsys, work, c.model, c.feed, c.outputs)
+    elif c.kind == "gpu":
+        with fake_gpu():
+            assert_agrees_with_ort(capsys, work, c.model, c.feed, c.outputs, "--target", "gpu")
     elif c.kind == "option":
         try:
             pipelines = build_pipelines(c.spec, catalog)

@@ -109,10 +109,9 @@ def test_batchnorm_fp16_input_with_fp32_statistics():
     check_against_ort(m, {"x": x}, rtol=2e-3, atol=2e-3)
 
 
-# ---- Pad: reflect wider than the dimension (ORT refuses; onnx.reference and MIGraphX reflect again) --------
-def test_reflect_pad_wider_than_the_dimension():
-    from pipeline_check import check_pipelines
-
+# ---- Pad: reflect wider than the dimension: ORT refuses, so the importer refuses (decision 22; issue 40) ----
+def test_reflect_pad_wider_than_the_dimension_is_refused_as_ort_does():
+    from migx_explore.compiler.errors import MigxError
     from migx_explore.compiler.onnx import parse_onnx
 
     m = make_model(
@@ -121,9 +120,16 @@ def test_reflect_pad_wider_than_the_dimension():
         [vi("y", F, None)],
         [init("p", np.array([1, 5, 2, 0, 4, 3], np.int64))],
     )
-    feed = {"x": np.arange(6, dtype=np.float32).reshape(2, 3, 1)}
-    check_against_reference(m, feed)
-    check_pipelines(parse_onnx(m), feed)
+    with pytest.raises(MigxError, match="reflect pad of 5 on axis 1"):
+        parse_onnx(m)
+    # the widest reflection ORT runs (the axis minus one) still matches it
+    m2 = make_model(
+        [helper.make_node("Pad", ["x", "p"], ["y"], mode="reflect")],
+        [vi("x", F, [2, 3, 1])],
+        [vi("y", F, None)],
+        [init("p", np.array([1, 2, 0, 1, 2, 0], np.int64))],
+    )
+    check_against_ort(m2, {"x": np.arange(6, dtype=np.float32).reshape(2, 3, 1)})
 
 
 # ---- Resize: tf_half_pixel_for_nn; align_corners downsampling by a float scale ------------------------------

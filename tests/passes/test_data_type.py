@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from migx_explore.compiler import parse
 from migx_explore.compiler.pass_infra import make_pass, run_passes
@@ -88,9 +89,10 @@ def test_for_gpu_runs_steps_as_children():
     top = trace.records[0]
     kids = [trace.records[i] for i in top.children]
     assert [k.name for k in kids] == ["eliminate_data_type"] * 4
-    assert [k.changed for k in kids] == [True, True, False, False]
+    # a fed index keeps 64 bits: 2^32 + 1 narrowed to int32 would be the valid index 1 (issue 40)
+    assert [k.changed for k in kids] == [True, False, False, False]
     g = next(i for i in q.main if i.name == "gather")
-    assert g.inputs[1].name == "convert" and g.inputs[1].shape.type == "int32"
+    assert g.inputs[1].name == "@param" and g.inputs[1].shape.type == "int64"
     assert_same_outputs(
         p,
         q,
@@ -285,3 +287,18 @@ def test_propagate_precision_multiplies_the_widened_output_a_gemm_also_reads():
     assert dot.shape.type == "float32" and src.shape.type == "float32" and src.name in ("convert", "exp")
     assert not any(i.name == "slice" and i.shape.type == "float16" for i in q.main)
     assert_same_outputs(p, q, rtol=1e-2, atol=1e-2)
+
+
+@pytest.mark.parametrize("values,narrowed", [("0, 4, -1, 2", True), ("0, 1099511627776, -1, 2", False)])
+def test_for_gpu_narrows_only_literal_indices_that_fit(values, narrowed):
+    q = parse(
+        f"""
+        t = @param:t -> float_type, {{5, 3}}
+        i = @literal{{{values}}} -> int64_type, {{4}}
+        @2 = gather[axis=0](t, i) -> float_type, {{4, 3}}
+        @3 = @return(@2)
+        """
+    )
+    run_passes(q, [make_pass("eliminate_data_type_for_gpu", disable_64bit=True)])
+    g = next(i for i in q.main if i.name == "gather")
+    assert (g.inputs[1].name == "convert" and g.inputs[1].shape.type == "int32") is narrowed

@@ -62,15 +62,18 @@ def assert_clean_refusal(rc: int, err: str, *words: str) -> str:
     return lines[0]
 
 
-def assert_agrees_with_ort(capsys, tmp: Path, model: bytes, feed: dict[str, Any], out_names: list[str]) -> str:
-    """Ours equals ORT's result, or both refuse (ours with one line, exit 2). Returns 'refused' or
-    'equal'."""
+def assert_agrees_with_ort(
+    capsys, tmp: Path, model: bytes, feed: dict[str, Any], out_names: list[str], *extra: str
+) -> str:
+    """Ours equals ORT's result (values and shapes), or both refuse (ours with one line, exit 2).
+    `extra`: more `run` arguments (`--target gpu`). Returns 'refused' or 'equal'."""
     want = run_ort(model, feed)
-    rc, err, got = run_ours(capsys, tmp, model, feed)
+    rc, err, got = run_ours(capsys, tmp, model, feed, *extra)
     if isinstance(want, str):
         assert_clean_refusal(rc, err)
         return "refused"
     assert rc == 0, f"ORT runs it but we exit {rc}: {err}"
     for name, w in zip(out_names, want):
+        assert got[name].shape == w.shape, f"{name}: shape {got[name].shape}, ORT's is {w.shape}"
         np.testing.assert_allclose(got[name], w, rtol=1e-5, atol=1e-6, err_msg=name)
     return "equal"

@@ -245,5 +245,26 @@ class NodeContext:
             )
         return v
 
+    def need_exact(self, ins: Instruction, what: str) -> np.ndarray | None:
+        """The value of `ins` when an op with a data-dependent output length must give ONNX's exact
+        result (the importer was asked for it and `ins` is computed from main-graph inputs, which the
+        caller can freeze: ConstantInputRequired); None where the padded form stays."""
+        v = self.const(ins)
+        if v is not None or not getattr(self.importer, "exact_data_dependent", False):
+            return v
+        if self.importer is None or self.module is not self.importer.main:
+            return None
+        return self.need_const(ins, what)
+
+    def const_one_int(self, ins: Instruction | None, what: str) -> int:
+        """A constant operand that must hold exactly one integer (TopK's K, CumSum's axis, Trilu's
+        k): ONNX Runtime refuses [1, 2] or [] rather than reading the first element."""
+        v = self.need_const(ins, what)
+        if v.size != 1 or v.ndim > 1:
+            raise self.error(f"input {what!r} must hold one integer (a scalar or shape [1]), got shape {list(v.shape)}")
+        if v.dtype.kind not in "iu":
+            raise self.error(f"input {what!r} must be an integer, got {v.dtype}")
+        return int(v.reshape(-1)[0])
+
     def const_ints(self, ins: Instruction | None, what: str) -> list[int]:
         return [int(x) for x in self.need_const(ins, what).reshape(-1)]

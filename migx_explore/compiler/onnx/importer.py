@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import math
 import warnings
 from collections.abc import Iterator, Mapping, Sequence
 
@@ -44,6 +45,7 @@ def parse_onnx(
     default_dim: int = 1,
     constant_inputs: Mapping[str, np.ndarray] | None = None,
     feed: Mapping[str, np.ndarray] | None = None,
+    exact_data_dependent: bool = False,
 ) -> Program:
     """Import an ONNX model (path, serialized bytes or ModelProto).
 
@@ -54,7 +56,11 @@ def parse_onnx(
     constant_inputs freezes named graph inputs to values (they become literals, not params): for
     models that feed shape-like operands (axes, pads, target shapes) as inputs, which a static-shape
     compiler must know at compile time (ConstantInputRequired names them). `feed` (arrays keyed by
-    input name) fixes every input's dims from the arrays' shapes; input_dims overrides it."""
+    input name) fixes every input's dims from the arrays' shapes; input_dims overrides it.
+    exact_data_dependent makes an op whose output length depends on values (NonZero,
+    NonMaxSuppression) in the main graph need its inputs as constants (ConstantInputRequired)
+    instead of taking MIGraphX's padded maximum-size form, so a caller that has the feed can freeze
+    them and get ONNX's exact result."""
     model, folder, raw = load_model(source)
     what = f"ONNX model {str(source)!r}" if folder is not None else "ONNX model"
     _check_opset(model, what)
@@ -76,7 +82,9 @@ def parse_onnx(
     constants = dict(constant_inputs or {})
     dims = importer_input_dims(model, input_dims, feed, skip=list(constants))
     with _no_cyclic_gc():
-        program = _Importer(model, dims, int(default_dim), constants).run()
+        importer = _Importer(model, dims, int(default_dim), constants)
+        importer.exact_data_dependent = exact_data_dependent
+        program = importer.run()
         validate_imported(model, program.main.output_shapes(), check_outputs=not overrides_fixed_dims(model, dims))
     return program
 
@@ -201,6 +209,10 @@ def _check_budget(ctx: NodeContext, ins: Instruction | None) -> None:
     if ins is None or ins.shape.is_tuple or ins.shape.dyn_dims is not None:
         return
     try:
+        itemsize = dtypes.np_dtype(ins.shape.type).itemsize
+        if 0 in ins.shape.lens and math.prod(d for d in ins.shape.lens if d) * itemsize >= 2**63:
+            # empty, yet no array has such dims (numpy: "array is too big"; ORT refuses them too)
+            raise BudgetError(f"its output {list(ins.shape.lens)} is empty but its other dims overflow 64 bits")
         check_bytes(ins.shape.elements() * dtypes.np_dtype(ins.shape.type).itemsize, "its output")
     except BudgetError as e:
         raise ctx.error(f"{e} ({ins.shape})") from None
@@ -219,6 +231,7 @@ class _Importer:
         self.program.scopes = self.scopes
         self.main = self.program.main
         self.env: dict[str, Instruction] = {}
+        self.exact_data_dependent = False
 
     def run(self) -> Program:
         names = [o.name for o in self.graph.output]

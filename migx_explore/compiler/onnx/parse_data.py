@@ -115,6 +115,15 @@ def parse_pad(ctx: NodeContext, args: Args) -> Result:
             f"pads {pads} crop {-(pads[a] + pads[a + nd])} from axis {a}, which has only {lens[a]} "
             f"elements (input {list(lens)})"
         )
+    # A reflection wider than the axis would repeat itself (numpy, onnx.reference and MIGraphX do);
+    # ONNX Runtime refuses it, and so does the importer (the pad op itself keeps the wider form).
+    wide = [(a, p) for a in range(nd) for p in (pads[a], pads[a + nd]) if mode == "reflect" and p > lens[a] - 1]
+    if wide:
+        a, p = wide[0]
+        raise ctx.error(
+            f"reflect pad of {p} on axis {a} of {list(lens)} is wider than the axis allows ({max(lens[a] - 1, 0)}); "
+            "ONNX Runtime refuses it"
+        )
     # Negative pads crop (a slice); the rest is a pad op.
     y = x
     if any(p < 0 for p in pads):
@@ -205,6 +214,9 @@ def parse_upsample(ctx: NodeContext, args: Args) -> Result:
     x = args[0]
     scales = ctx.attr("scales") if ctx.opset < 9 else ctx.need_const(args[1], "scales").reshape(-1)
     mode = ctx.attr_choice("mode", ("nearest", "linear", "bilinear"), "nearest")
+    small = [float(v) for v in scales if not float(v) >= 1.0]  # NaN too
+    if small:  # Upsample only enlarges (Resize downsamples); ORT refuses a scale below 1
+        raise ctx.error(f"scales {[float(v) for v in scales]} must all be >= 1 (got {small[0]})")
     out, full_scales = _resize_sizes(ctx, x, scales, None, None)
     return ctx.add(
         "resize",
@@ -228,7 +240,7 @@ def parse_onehot(ctx: NodeContext, args: Args) -> Result:
 @register("Trilu")
 def parse_trilu(ctx: NodeContext, args: Args) -> Result:
     x = args[0]
-    k = ctx.const_ints(args[1], "k")[0] if len(args) > 1 and args[1] is not None else 0
+    k = ctx.const_one_int(args[1], "k") if len(args) > 1 and args[1] is not None else 0
     if x.shape.ndim < 2:
         raise ctx.error(f"input {list(x.shape.lens)} needs rank >= 2")
     m, n = x.shape.lens[-2:]
@@ -240,7 +252,7 @@ def parse_trilu(ctx: NodeContext, args: Args) -> Result:
 
 @register("NonZero")
 def parse_nonzero(ctx: NodeContext, args: Args) -> Result:
-    v = ctx.const(args[0])
+    v = ctx.need_exact(args[0], "X")
     if v is None:  # MIGraphX's answer to the data-dependent shape: [rank, elements], zero-padded
         if args[0].shape.ndim == 0:
             raise ctx.error("NonZero of a non-constant scalar is not supported")

@@ -16,7 +16,8 @@ if TYPE_CHECKING:  # pragma: no cover
 def _scalar(ctx, args, i: int, what: str, default):
     if len(args) <= i or args[i] is None:
         return default
-    return ctx.need_const(args[i], what).reshape(-1)[0]
+    v = ctx.need_const(args[i], what).reshape(-1)
+    return v[0] if v.size else default  # ORT reads an empty operand as absent
 
 
 @register("NonMaxSuppression")
@@ -25,8 +26,10 @@ def parse_nms(ctx: NodeContext, args: Args) -> Result:
     limit = int(_scalar(ctx, args, 2, "max_output_boxes_per_class", 0))
     iou = float(_scalar(ctx, args, 3, "iou_threshold", 0.0))
     score = _scalar(ctx, args, 4, "score_threshold", None)
+    if not 0.0 <= iou <= 1.0:  # NaN fails this too; ORT refuses the same
+        raise ctx.error(f"iou_threshold must be in [0, 1], got {iou}")
     limit = max(0, min(limit, scores.shape.lens[2]))
-    return ctx.add(
+    nms = ctx.add(
         "nonmaxsuppression",
         [boxes, scores],
         center_point_box=int(ctx.attr("center_point_box", 0)),
@@ -35,6 +38,10 @@ def parse_nms(ctx: NodeContext, args: Args) -> Result:
         score_threshold=float(score) if score is not None else 0.0,
         use_score_threshold=score is not None,
     )
+    if ctx.need_exact(boxes, "boxes") is None or ctx.need_exact(scores, "scores") is None:
+        return nms  # MIGraphX's fixed-size form: rows past the selected ones are -1
+    rows = ctx.need_const(nms, "selected_indices")
+    return ctx.literal(rows[(rows >= 0).all(axis=1)])  # ONNX's exact result: the selected rows only
 
 
 @register("RoiAlign")

@@ -29,8 +29,15 @@ EXPANDED_OPS = (
 )
 
 
+WINDOWS = ("BlackmanWindow", "HammingWindow", "HannWindow")
+
+
 @register(*EXPANDED_OPS)
 def parse_expanded(ctx: NodeContext, args: Args) -> Result:
+    if ctx.op_type in WINDOWS:  # the function body would give an empty window for a negative size
+        size = ctx.const(args[0]) if args else None
+        if size is not None and (size.size != 1 or int(size.reshape(-1)[0]) < 0):
+            raise ctx.error(f"size must be one integer >= 0, got {size.reshape(-1).tolist()} (ONNX Runtime refuses it)")
     return expand_function(ctx, args)
 
 

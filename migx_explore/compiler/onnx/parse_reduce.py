@@ -200,7 +200,7 @@ def parse_hardmax(ctx: NodeContext, args: Args) -> Result:
 @register("TopK")
 def parse_topk(ctx: NodeContext, args: Args) -> Result:
     x = args[0]
-    k = ctx.attr("k") if ctx.opset < 10 else ctx.const_ints(args[1], "K")[0]
+    k = ctx.attr("k") if ctx.opset < 10 else ctx.const_one_int(args[1], "K")
     try:
         axis = norm_axis(ctx.attr("axis", -1), x.shape.ndim, "TopK")
     except ShapeError as e:
@@ -211,7 +211,7 @@ def parse_topk(ctx: NodeContext, args: Args) -> Result:
 
 @register("CumSum")
 def parse_cumsum(ctx: NodeContext, args: Args) -> Result:
-    axis = ctx.const_ints(args[1], "axis")[0]
+    axis = ctx.const_one_int(args[1], "axis")
     return ctx.add(
         "prefix_scan_sum",
         [args[0]],

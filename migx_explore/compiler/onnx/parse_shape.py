@@ -218,6 +218,8 @@ def parse_tile(ctx: NodeContext, args: Args) -> Result:
         raise ctx.error(f"repeats {reps} must hold one non-negative value per axis of {list(lens)}")
     if all(r == 1 for r in reps):
         return x
+    if 0 in reps:  # an empty result; a reshape's 0 would copy the input's dim instead
+        return ctx.literal(np.zeros([r * n for r, n in zip(reps, lens)], dtypes.np_dtype(x.shape.type)))
     # [a, b] tiled [r, s]: unsqueeze to [1, a, 1, b], broadcast to [r, a, s, b], merge pairs.
     u = ctx.add("unsqueeze", [x], axes=[2 * i for i in range(len(lens))])
     b = ctx.broadcast_to(u, [v for pair in zip(reps, lens) for v in pair])

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import ShapeError
+from ..errors import EvalError, ShapeError
 from ..op import GpuCode, defop
 from ..shape import Shape
 from .common import A
@@ -142,6 +142,10 @@ def _roi_samples(op, h: int, w: int, y1, x1, y2, x2):
 def _roialign_compute(op, args, out, run):
     x, rois, idx = (np.asarray(a) for a in args)
     n, c, h, w = x.shape
+    bad = np.flatnonzero((idx < 0) | (idx >= n))
+    if bad.size:  # ORT refuses these; numpy would wrap a negative one onto another image
+        first = int(bad[0])
+        raise EvalError(f"batch_indices[{first}] = {int(idx[first])} is out of range [0, {n - 1}] (ORT refuses it)")
     res = np.zeros(out.lens, dtype=np.float64)
     shift = 0.5 if op["coordinate_transformation_mode"] == "half_pixel" else 0.0
     for r in range(rois.shape[0]):

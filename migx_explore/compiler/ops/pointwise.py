@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes
-from ..errors import ShapeError
+from ..errors import EvalError, ShapeError
 from ..op import GpuCode, defop
 from .common import A, pointwise_shape, same_type
 
@@ -58,8 +58,16 @@ def _erf_float64(x: np.ndarray) -> np.ndarray:
     return np.copysign(np.where(small, total * (2 / np.sqrt(np.pi)), tail), x)  # erf(-0) = -0
 
 
+def _no_zero_divisor(b: np.ndarray, what: str) -> None:
+    """Integer division by zero has no value: ONNX Runtime refuses it ("Integer division by zero"),
+    numpy would give 0 with a warning, so it is refused rather than answered."""
+    if np.any(b == 0):
+        raise EvalError(f"{what}: integer division by zero (the divisor holds a 0; ONNX Runtime refuses it)")
+
+
 def _int_div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     if a.dtype.kind in "iu":
+        _no_zero_divisor(b, "div")
         bz = np.where(b == 0, 1, b)
         q = np.abs(a) // np.abs(bz)
         return np.where((a < 0) ^ (b < 0), -q, q).astype(a.dtype)
@@ -87,12 +95,14 @@ def _sigmoid(x):
 
 def _mod(a, b):
     if a.dtype.kind in "iu":
+        _no_zero_divisor(b, "mod")
         return np.mod(a, np.where(b == 0, 1, b))
     return np.mod(a, b)
 
 
 def _fmod(a, b):
     if a.dtype.kind in "iu":
+        _no_zero_divisor(b, "fmod")
         return np.fmod(a, np.where(b == 0, 1, b))
     return np.fmod(a, b)
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
+import numpy as np
+
 from .. import dtypes
 from ..ir import Instruction, Module
 from ..op import Op
@@ -64,6 +66,20 @@ def convert_to_supported(module: Module, ins: Instruction, unsupported: frozense
     return True
 
 
+def _literals_fit(ins: Instruction, unsupported: frozenset[str], target: str) -> bool:
+    """Every input of an unsupported type is a literal whose values the target type holds."""
+    info = np.iinfo(dtypes.np_dtype(target)) if dtypes.np_dtype(target).kind in "iu" else None
+    for i in ins.inputs:
+        if i.shape.type not in unsupported:
+            continue
+        if not i.is_literal():
+            return False
+        v = np.asarray(i.literal.data)
+        if info is not None and v.size and (v.min() < info.min or v.max() > info.max):
+            return False
+    return True
+
+
 @dataclass(frozen=True)
 class EliminateDataType(Pass):
     """Wrap the listed ops (or all) that read an unsupported type in converts so they compute in
@@ -73,6 +89,10 @@ class EliminateDataType(Pass):
     unsupported_types: tuple[str, ...] = ()
     target_type: str = "float32"
     unsupported_ops: tuple[str, ...] = ("all",)
+    # Convert only where every input of an unsupported type is a literal whose values fit the
+    # target type: a fed or computed int64 index may not fit int32 (2^32 + 1 would wrap to 1 and
+    # pass every range check), so those ops keep their 64-bit inputs.
+    literals_that_fit: bool = False
 
     def apply_module(self, module: Module, ctx) -> bool:
         if not self.unsupported_types:
@@ -85,5 +105,7 @@ class EliminateDataType(Pass):
             if ins.is_builtin() or (ins.name in SKIP_OPS and ins.name not in self.unsupported_ops):
                 continue
             if every or ins.name in self.unsupported_ops:
+                if self.literals_that_fit and not _literals_fit(ins, bad, target):
+                    continue
                 changed = convert_to_supported(module, ins, bad, target) or changed
         return changed

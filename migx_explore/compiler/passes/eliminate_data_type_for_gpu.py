@@ -10,8 +10,10 @@ from ..ir import Module
 from ..pass_infra import Pass
 from .eliminate_data_type import EliminateDataType
 
-# Ops whose 64-bit integer inputs are indices into memory, so they always fit in 32 bits. Other ops
-# keep 64-bit integers: a sum or a product may need them, and converting would change results.
+# Ops whose 64-bit integer inputs are indices into memory, so a valid one fits in 32 bits. Only
+# literal indices that fit are narrowed: a fed or computed one may be hostile (2^32 + 1 would wrap
+# to a valid 1), so it stays 64-bit and is range-checked as it is. Other ops keep 64-bit
+# integers: a sum or a product may need them, and converting would change results.
 INDEX_OPS = (
     "gather",
     "gathernd",
@@ -49,8 +51,8 @@ class EliminateDataTypeForGpu(Pass):
         if self.disable_64bit:
             out += [
                 EliminateDataType(("float64",), "float32"),
-                EliminateDataType(("int64",), "int32", INDEX_OPS),
-                EliminateDataType(("uint64",), "uint32", INDEX_OPS),
+                EliminateDataType(("int64",), "int32", INDEX_OPS, literals_that_fit=True),
+                EliminateDataType(("uint64",), "uint32", INDEX_OPS, literals_that_fit=True),
             ]
         out.append(EliminateDataType(NON_FLOAT_GEMM, "float32", GEMM_CONV))
         return out

@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from migx_explore.compiler import dtypes
+from migx_explore.compiler.errors import EvalError
 from migx_explore.compiler.ref import SubmoduleRunner
 from migx_explore.compiler.shape import Shape
 
@@ -332,7 +333,13 @@ class FakeKernels(Kernels):
 
         def kernel():
             args = [np.array(self.view(a, i.shape)) for a, i in zip(addrs, ins.inputs)]
-            res = ins.op.spec.compute(ins.op, args, ins.shape, SubmoduleRunner(ins))
+            try:
+                res = ins.op.spec.compute(ins.op, args, ins.shape, SubmoduleRunner(ins))
+            except EvalError as e:  # name the kernel, as the reference evaluator names the instruction
+                if str(e).startswith("module "):
+                    raise
+                what = ins.op.attrs.get("symbol_name") or ins.name
+                raise EvalError(f"module {ins.module.name}: {ins.name} (#{ins.id}, kernel {what}): {e}") from None
             results = res if isinstance(res, tuple) else (res,)
             for a, b, r in zip(addrs[len(addrs) - len(outs) :], outs, results):
                 self.view(a, b.shape)[...] = np.broadcast_to(np.asarray(r), b.shape.lens)

@@ -180,8 +180,8 @@ def plan_broadcast_chain(x: Instruction, chain: Sequence[Instruction]) -> list[O
         src = (1,) if len(x.shape.lens) > len(out_lens) else None
         first = auto_reshape_op(x.shape.lens, src) if src else None
         return [first, Op("multibroadcast", out_lens=out_lens)]
-    if math.prod(out_lens) > MAX_SIMULATED:
-        return None
+    if math.prod(out_lens) > MAX_SIMULATED or math.prod(out_lens) == 0:
+        return None  # an empty result (Tile by 0) has no element positions to simulate
     idx = np.arange(x.shape.elements()).reshape(x.shape.lens)
     for ins in chain:
         idx = np.asarray(ins.op.spec.compute(ins.op, [idx], ins.shape, None))
