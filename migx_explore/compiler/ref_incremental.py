@@ -238,6 +238,8 @@ class _MemoRunner(SubmoduleRunner):
 
     def __call__(self, module: Module, args: Sequence[np.ndarray], check_shapes: bool | None = None) -> list:
         check = (not module.bypass) if check_shapes is None else check_shapes
+        if isinstance(args, Mapping):  # named feeds (select_module): in the module's param order
+            args = [args[p.param_name] for p in module.params()]
         return self.evaluator.run_module(self.run, module, list(args), check, self.known)
 
 
