@@ -6,23 +6,33 @@ a click): two threads sending state for the same widgets can leave the browser o
 and locks taken in different orders on the two threads can deadlock. So results are posted to the
 event loop the kernel runs cells on and applied there, between messages, in the order posted.
 
-Outside a kernel (scripts, unit tests) there is no running loop on the main thread: a post runs the
-call at once, on the worker thread, as before; the explorer's locks cover that case.
+Outside a kernel (scripts, tests) a post runs the call at once, on the worker thread, as before;
+the explorer's locks cover that case. A loop running on the main thread there is someone else's
+(Playwright's sync API keeps one registered while a browser is open) and would never run our calls,
+so only an IPython kernel's loop is used.
 """
 
 from __future__ import annotations
 
 import asyncio
 import collections
+import sys
 import threading
 import time
 from collections.abc import Callable
 from typing import Any
 
 
+def _in_kernel() -> bool:
+    """Whether this process is an IPython kernel (IPython's shell there has a `kernel`)."""
+    ipython = sys.modules.get("IPython")
+    shell = ipython.get_ipython() if ipython is not None else None
+    return getattr(shell, "kernel", None) is not None
+
+
 def _kernel_loop() -> asyncio.AbstractEventLoop | None:
     """The event loop running the current cell, when called on the main thread inside one."""
-    if threading.current_thread() is not threading.main_thread():
+    if threading.current_thread() is not threading.main_thread() or not _in_kernel():
         return None
     try:
         return asyncio.get_running_loop()

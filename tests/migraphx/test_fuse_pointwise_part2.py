@@ -316,8 +316,8 @@ CASES = [
         main:pointwise0:@4 = add(main:pointwise0:@3,main:pointwise0:x2) -> float32, {1}, {0}
         main:pointwise0:@5 = @return(main:pointwise0:@4)
         """,
-         status='DIFF',
-         reason="fusion boundary: MIGraphX's pointwise_broadcast_pointwise (supports_dynamic_shapes) moves a dynamic two-input multibroadcast above the producer add and fuses both adds; ours leaves dynamic broadcasts where they are (the static add_broadcast_add case is fused)",
+         status='EQUIV',
+         reason="fusion boundary: MIGraphX's pointwise_broadcast_pointwise (supports_dynamic_shapes) moves a dynamic two-input multibroadcast above the producer add and fuses both adds; ours leaves dynamic broadcasts where they are (the static add_broadcast_add case is fused); both rewrite and evaluate the same now that the reference evaluates dynamic shapes",
          options={'fuse_pointwise': {'enable_rewrite_broadcasts': True}}),
     case('rewrite_broadcast_multi_output',
          'fuse_pointwise,dead_code_elimination,fuse_pointwise,dead_code_elimination',
