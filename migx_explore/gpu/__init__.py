@@ -80,13 +80,12 @@ def _run_pipelines(program: Program, options: Any, backend: Backend, pass_manage
 def _validate_result(program: Program) -> None:
     from migx_explore.compiler.errors import MigxError, ValidationError
 
-    for module in program.get_modules():
-        try:
-            module.validate()
-        except ValidationError as e:
-            raise MigxError(
-                f"the compiled program is invalid: {e} (MIGX_VALIDATE_PASSES=1 names the pass that made it)"
-            ) from None
+    try:
+        program.validate()
+    except ValidationError as e:
+        raise MigxError(
+            f"the compiled program is invalid: {e} (MIGX_VALIDATE_PASSES=1 names the pass that made it)"
+        ) from None
 
 
 def lower(

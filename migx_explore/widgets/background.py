@@ -43,14 +43,6 @@ class BackgroundJob:
     def running(self) -> bool:
         return self._thread is not None and self._thread.is_alive()
 
-    def wait(self, timeout: float | None = None) -> bool:
-        """Block until the job finishes (tests, scripts); False on timeout."""
-        t = self._thread
-        if t is not None:
-            t.join(timeout)
-            return not t.is_alive()
-        return True
-
 
 class NumericFiller(BackgroundJob):
     """Runs the deferred per-pass numeric check, one pass at a time, reporting each result."""

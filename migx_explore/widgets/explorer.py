@@ -193,7 +193,11 @@ class Explorer:
         self.tree = PipelineTree(self.errors, self.toggle, self.goto, self._view_changed)
         self.stepper = Stepper(self.errors, self)
         self.views = Views(
-            self.errors, initial=view, on_pick=self.errors.guard(self.goto, "metrics chart"), graph_height=graph_height
+            self.errors,
+            initial=view,
+            on_pick=self.errors.guard(self.goto, "metrics chart"),
+            graph_height=graph_height,
+            calls=self.calls,
         )
         self.panels = [
             cls(self.errors, lambda: self.session) for cls in check_panels(PANELS if panels is None else panels)

@@ -42,7 +42,7 @@ def _kernel_loop() -> asyncio.AbstractEventLoop | None:
 
 class MainThreadCalls:
     """A queue of calls from worker threads, drained on the main thread's event loop (or run at
-    once where there is none). `on_error` receives what a call raised, with the call's name."""
+    once where there is none). `on_error` receives what a call raised (None: it propagates)."""
 
     def __init__(self, on_error: Callable[[BaseException], Any] | None = None):
         self._loop = _kernel_loop()  # made where the explorer is made: inside a cell, in a kernel
@@ -72,9 +72,6 @@ class MainThreadCalls:
             except IndexError:
                 return
             self._call(fn, args)
-
-    def pending(self) -> bool:
-        return bool(self._queue)
 
     def wait_until(self, done: Callable[[], bool], timeout: float | None) -> bool:
         """Block until `done()` holds and nothing is queued, running queued calls meanwhile when on

@@ -22,6 +22,7 @@ from .compare_view import CompareMixin
 from .dom_tools import ClickableSvg
 from .draw_thread import DrawThread
 from .graph_view import GraphView
+from .main_thread import MainThreadCalls
 from .rewrites_view import RegionBar, RewritesPanel, region_of
 from .scope_tree import ScopeTree, scope_named
 
@@ -60,7 +61,14 @@ class Views(CompareMixin):
     """Widget: `widget` holds the view selector, the view's controls, the graph view and the text
     panes; `stats` and `warnings` are placed by the explorer."""
 
-    def __init__(self, errors: ErrorBox, initial: str = "diff", on_pick: Any = None, graph_height: int = 640):
+    def __init__(
+        self,
+        errors: ErrorBox,
+        initial: str = "diff",
+        on_pick: Any = None,
+        graph_height: int = 640,
+        calls: MainThreadCalls | None = None,
+    ):
         W = widgets()
         self.errors = errors
         self.cache = content.SvgCache()
@@ -185,7 +193,7 @@ class Views(CompareMixin):
         # Drawings are laid out on a worker thread in a kernel (a click is answered at once and a
         # newer one supersedes an older drawing); scripts and tests draw in line.
         self.async_draw = _in_kernel()
-        self.drawer = DrawThread(self.busy)
+        self.drawer = DrawThread(self.busy, calls)  # the explorer's queue: drawings in order with its updates
         self._set_visibility()
 
     # ---- updating -----------------------------------------------------------------------------------
