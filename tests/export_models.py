@@ -75,10 +75,14 @@ def bert_like(seq: str | int = "seq", hidden: int = 16, vocab: int = 30) -> onnx
     return make_model(nodes, inputs, [vi("out", F, None)], inits, opset=18)
 
 
-def bert_feed(batch: int = 2, seq: int = 8, vocab: int = 30) -> dict[str, np.ndarray]:
-    rng = np.random.default_rng(5)
+def bert_feed(
+    batch: int = 2, seq: int = 8, vocab: int = 30, *, rng: np.random.Generator | None = None, padded: int = 3
+) -> dict[str, np.ndarray]:
+    """Token ids, two segments, and a mask whose first row ends in `padded` pad tokens (at least
+    one real token is kept)."""
+    rng = rng if rng is not None else np.random.default_rng(5)
     mask = np.ones((batch, seq), np.int64)
-    mask[0, seq - 3 :] = 0
+    mask[0, max(1, seq - padded) :] = 0
     types = np.zeros((batch, seq), np.int64)
     types[:, seq // 2 :] = 1
     return {

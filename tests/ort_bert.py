@@ -9,6 +9,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper
 
+from tests.export_models import bert_feed as export_bert_feed
 from tests.onnx.onnx_util import const, init, make_model, vi
 
 F, I64 = TensorProto.FLOAT, TensorProto.INT64
@@ -155,13 +156,4 @@ def ort_optimized_bert() -> onnx.ModelProto:
 
 
 def bert_feed(batch: int, seq: int, seed: int = 0) -> dict[str, np.ndarray]:
-    rng = np.random.default_rng(seed + 10 * batch + seq)
-    mask = np.ones((batch, seq), np.int64)
-    mask[0, max(1, seq - 2) :] = 0  # the first row is padded
-    types = np.zeros((batch, seq), np.int64)
-    types[:, seq // 2 :] = 1
-    return {
-        "input_ids": rng.integers(0, VOCAB, (batch, seq)).astype(np.int64),
-        "token_type_ids": types,
-        "attention_mask": mask,
-    }
+    return export_bert_feed(batch, seq, VOCAB, rng=np.random.default_rng(seed + 10 * batch + seq), padded=2)

@@ -38,14 +38,12 @@ IN_VIEW_JS = """sel => {
 
 @pytest.fixture(scope="module")
 def report(tmp_path_factory):
-    from migx_explore.gpu.runtime import reset_backends
+    from fake_gpu import fake_gpu
+
     from migx_explore.session import Session
 
     path = tmp_path_factory.mktemp("report") / f"{MODEL}.html"
-    old = os.environ.get("MIGX_GPU_BACKEND")
-    os.environ["MIGX_GPU_BACKEND"] = "fake"  # timing through the recording fake: CI has no GPU
-    reset_backends()
-    try:
+    with fake_gpu():  # timing through the recording fake: CI has no GPU
         # numeric off: the check is the costly part of tracing and tests/explorer covers it
         s = Session.from_model(MODEL, numeric=False)
         info = write_report(
@@ -57,12 +55,6 @@ def report(tmp_path_factory):
             waterfall_by=None,
             command=f"migx-explore report {MODEL} --out {path.name} --gpu",
         )
-    finally:
-        if old is None:
-            os.environ.pop("MIGX_GPU_BACKEND", None)
-        else:
-            os.environ["MIGX_GPU_BACKEND"] = old
-        reset_backends()
     return s, path, info
 
 

@@ -151,12 +151,10 @@ def test_cli_report_and_gpu_refusal(tmp_path, monkeypatch, capsys):
     assert not (tmp_path / "g.html").exists()
 
 
-def test_report_with_timing_on_the_fake_backend(tmp_path, monkeypatch):
-    monkeypatch.setenv("MIGX_GPU_BACKEND", "fake")
-    from migx_explore.gpu.runtime import reset_backends as reset
+def test_report_with_timing_on_the_fake_backend(tmp_path):
+    from fake_gpu import fake_gpu
 
-    reset()
-    try:
+    with fake_gpu():
         info = write_report(
             Session.from_model("mlp", numeric=False),
             str(tmp_path / "t.html"),
@@ -165,9 +163,6 @@ def test_report_with_timing_on_the_fake_backend(tmp_path, monkeypatch):
             warmup=1,
             graphs=False,
         )
-    finally:
-        monkeypatch.delenv("MIGX_GPU_BACKEND")
-        reset()
     page = (tmp_path / "t.html").read_text()
     assert info.gpu and re.search(r'<table class="[^"]*migx-timing-results', page)
     assert "eager (a launch per kernel)" in page and "graph capture (one launch)" in page

@@ -463,15 +463,14 @@ def test_gpu_panel_without_a_gpu_says_why(ex, monkeypatch):
         panel.run()
 
 
-def test_gpu_panel_times_through_the_fake_backend(monkeypatch):
+def test_gpu_panel_times_through_the_fake_backend():
     """The whole panel path (compile with progress, a run per mode, table and figure) on the
     recording fake runtime, so it is exercised where no GPU exists."""
-    from migx_explore.gpu import runtime
+    from fake_gpu import fake_gpu
+
     from migx_explore.widgets.explorer import Explorer
 
-    monkeypatch.setenv("MIGX_GPU_BACKEND", "fake")
-    runtime.reset_backends()
-    try:
+    with fake_gpu():
         ex = Explorer(Session.from_text(SRC, numeric=False))
         assert not ex.gpu.run_button.disabled and "GPU ready" in ex.gpu.status.value
         ex.gpu.iters.value, ex.gpu.warmup.value = 2, 0
@@ -483,9 +482,6 @@ def test_gpu_panel_times_through_the_fake_backend(monkeypatch):
         result = gpu_bridge.session_timing(ex.session)
         assert list(ex.session.timings) == [ex.session.config.identity()]
         assert set(result.modes) == {"eager", "graph"} and ex.gpu.summary().startswith("eager:")
-    finally:
-        monkeypatch.delenv("MIGX_GPU_BACKEND")
-        runtime.reset_backends()
 
 
 def test_a_render_failure_is_shown_in_the_pane_and_the_error_box(monkeypatch):

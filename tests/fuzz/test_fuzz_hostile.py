@@ -10,13 +10,12 @@ names its case, which `tests.fuzz.hostile_cases.case(kind, seed, i)` rebuilds.""
 
 from __future__ import annotations
 
-import contextlib
 import os
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 import pytest
+from fake_gpu import fake_gpu
 
 from migx_explore.compiler.errors import MigxError
 from migx_explore.compiler.pass_infra import build_pipelines
@@ -44,25 +43,6 @@ def relu_model() -> bytes:
     from tests.safety.hostile import F, model_bytes
 
     return model_bytes([helper.make_node("Relu", ["x"], ["y"])], [("x", F, [2, 3])], [("y", F, [2, 3])])
-
-
-@contextlib.contextmanager
-def fake_gpu() -> Iterator[None]:
-    """MIGX_GPU_BACKEND=fake for one case (the recording backend runs each kernel's reference
-    compute on the device buffers), restored afterwards."""
-    from migx_explore.gpu.runtime import reset_backends
-
-    old = os.environ.get("MIGX_GPU_BACKEND")
-    os.environ["MIGX_GPU_BACKEND"] = "fake"
-    reset_backends()
-    try:
-        yield
-    finally:
-        if old is None:
-            os.environ.pop("MIGX_GPU_BACKEND", None)
-        else:
-            os.environ["MIGX_GPU_BACKEND"] = old
-        reset_backends()
 
 
 def _listing(root: Path) -> dict[str, bytes | None]:

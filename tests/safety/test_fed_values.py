@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from fake_gpu import fake_gpu
 from onnx import helper
 
 from tests.safety.hostile import I64, F, assert_agrees_with_ort, assert_clean_refusal, model_bytes, run_ours
@@ -133,14 +134,11 @@ OPSET = {"pad_edge_wide": 19, "upsample_below_one": 9}
 
 @pytest.mark.parametrize("target", ["ref", "gpu"])
 @pytest.mark.parametrize("name", sorted(CASES))
-def test_fed_values_match_onnxruntime_or_are_refused(capsys, tmp_path, monkeypatch, name, target):
-    from migx_explore.gpu.runtime import reset_backends
-
-    monkeypatch.setenv("MIGX_GPU_BACKEND", "fake")
-    reset_backends()
+def test_fed_values_match_onnxruntime_or_are_refused(capsys, tmp_path, name, target):
     nodes, ins, outs, feed = CASES[name]
     m = model_bytes(nodes, ins, outs, opset=OPSET.get(name, 18))
-    assert_agrees_with_ort(capsys, tmp_path, m, feed, [o[0] for o in outs], "--target", target)
+    with fake_gpu():
+        assert_agrees_with_ort(capsys, tmp_path, m, feed, [o[0] for o in outs], "--target", target)
 
 
 def test_nonzero_of_a_fed_tensor_has_no_padding_rows(capsys, tmp_path):
@@ -171,11 +169,8 @@ def test_a_feed_of_a_type_no_model_takes_is_one_line(capsys, tmp_path, value):
     assert_clean_refusal(rc, err, "'A'", "float32")
 
 
-def test_gpu_refusal_names_the_kernel(capsys, tmp_path, monkeypatch):
-    from migx_explore.gpu.runtime import reset_backends
-
-    monkeypatch.setenv("MIGX_GPU_BACKEND", "fake")
-    reset_backends()
+def test_gpu_refusal_names_the_kernel(capsys, tmp_path):
     m = model_bytes(one("Gather", ["D", "I"], ["Y"], axis=0), [("D", F, [4, 5]), ("I", I64, [2])], [out("Y", 2)])
-    rc, err, _ = run_ours(capsys, tmp_path, m, {"D": X, "I": i64([0, -5])}, "--target", "gpu")
+    with fake_gpu():
+        rc, err, _ = run_ours(capsys, tmp_path, m, {"D": X, "I": i64([0, -5])}, "--target", "gpu")
     assert_clean_refusal(rc, err, "gather", "indices[1] = -5", "[-4, 3]")
