@@ -1,7 +1,8 @@
 """Per-kernel device time of one CUDA graph replay, ours against torch.compile + CUDA graph, for
-the transformer cases at one precision: the table that says which kernels to work on.
+the transformer cases and issue 28's other rows (resnet18, yolov10n, bilstm, ...) at one
+precision: the table that says which kernels to work on.
 
-    python benchmarks/gpu_kernel_profile.py --models bert,gpt2,llama --precision fp16 --out DIR
+    python benchmarks/gpu_kernel_profile.py --models bert,gpt2,resnet18,bilstm --precision fp16 --out DIR
 
 Each side's kernels are listed in launch order with their CUPTI device time (torch.profiler), and
 the totals are printed beside the graph latency (median of --iters event-timed replays), so the
@@ -99,6 +100,21 @@ def report(name: str, ours: dict, theirs: dict) -> str:
     return "\n".join(lines)
 
 
+def _cases(names: list[str]):
+    """(name, ONNX model, feeds, torch module, torch inputs) per name: the transformer cases as
+    gpu_transformers builds them, every other row as issue28_table builds it (its first torch net)."""
+    import torch
+    from gpu_transformers import transformer_cases
+    from issue28_table import HF, build_case
+
+    for case in transformer_cases([n for n in names if n in HF]):
+        xs = [torch.from_numpy(np.ascontiguousarray(case.feeds[n])).cuda() for n in case.feeds]
+        yield case.name, case.model, case.feeds, case.torch_module, xs
+    for name in (n for n in names if n not in HF):
+        case = build_case(name)
+        yield name, case.model, case.feeds, case.nets[0][1], case.xs
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--models", default="bert,gpt2,llama")
@@ -107,7 +123,6 @@ def main() -> None:
     ap.add_argument("--out", default="bench_out")
     args = ap.parse_args()
     import torch
-    from gpu_transformers import transformer_cases
     from gpu_vs_torch import half_inputs, half_net
 
     torch.backends.cuda.matmul.allow_tf32 = False
@@ -116,15 +131,13 @@ def main() -> None:
     out.mkdir(parents=True, exist_ok=True)
     results: dict = {"device": torch.cuda.get_device_name(), "precision": args.precision, "models": {}}
     text = [f"# Per-kernel profile, {args.precision}, {results['device']}", ""]
-    for case in transformer_cases(args.models.split(",")):
-        xs = [torch.from_numpy(np.ascontiguousarray(case.feeds[n])).cuda() for n in case.feeds]
-        net = case.torch_module
+    for name, model, feeds, net, xs in _cases(args.models.split(",")):
         if args.precision == "fp16":
             net, xs = half_net(net), half_inputs(xs)
-        ours = ours_profile(case.model, case.feeds, args.precision, args.iters)
+        ours = ours_profile(model, feeds, args.precision, args.iters)
         theirs = torch_compile_profile(net, xs, args.iters)
-        results["models"][case.name] = {"ours": ours, "torch_compile": theirs}
-        text.append(report(case.name, ours, theirs))
+        results["models"][name] = {"ours": ours, "torch_compile": theirs}
+        text.append(report(name, ours, theirs))
         print(text[-1], flush=True)
     (out / "kernel_profile.json").write_text(json.dumps(results, indent=1))
     (out / "kernel_profile.md").write_text("\n".join(text))

@@ -61,18 +61,22 @@ def compile_snapshot(snap: ProgramSnapshot) -> Any:
 
 
 def compile_kernels(snap: ProgramSnapshot, progress: Progress | None = None) -> int:
-    """Compile a lowered snapshot's kernels one at a time into the kernel cache (which finalize then
-    hits), reporting progress; returns how many there were."""
+    """Compile a lowered snapshot's kernels into the kernel cache (which finalize then hits), side
+    by side, reporting each as it finishes; returns how many there were."""
     _require_gpu()
     from migx_explore.gpu import kernel_cache
     from migx_explore.gpu.runtime import get_backend
 
     keys = sorted(kernel_cache.kernel_keys(snap.to_program()))
-    backend = get_backend()
-    for k, key in enumerate(keys):
-        if progress:
-            progress(k, len(keys), f"compiling kernel {key[:40]}")
-        kernel_cache.compile_many(backend.kernels, [kernel_cache.source_for(key)])
+    if progress:
+        progress(0, len(keys), f"compiling {len(keys)} kernels (cached ones are loaded)")
+
+    def compiled(done: int, to_compile: int, key: str) -> None:
+        if progress:  # the cached ones count as done from the start
+            progress(len(keys) - to_compile + done, len(keys), f"compiled kernel {key[:40]}")
+
+    sources = [kernel_cache.source_for(key) for key in keys]
+    kernel_cache.compile_many(get_backend().kernels, sources, on_compiled=compiled)
     if progress:
         progress(len(keys), len(keys), "kernels compiled")
     return len(keys)

@@ -2,7 +2,8 @@
 
 compile_ops registers each generated source under its content key (the key an IR
 `gpu::code_object` carries) and, when a GPU target is bound (compile_target binds one),
-compiles the new ones in parallel. Binaries are cached in memory and on disk under
+compiles the new ones in parallel (on worker processes for a large batch: runtime/rtc_pool.py says
+why). Binaries are cached in memory and on disk under
 `$MIGX_EXPLORE_CACHE_DIR` (default ~/.cache/migx-explore/kernels), keyed by (source, header,
 arch, compiler version, flags), so a warm recompile skips compilation entirely.
 """
@@ -18,7 +19,7 @@ import tempfile
 import threading
 import time
 import warnings
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,6 +30,8 @@ from migx_explore.compiler.errors import MigxError
 
 from . import cache_trust
 from .codegen.common import KernelSource
+from .runtime import rtc_pool
+from .runtime.base import GpuError
 
 HEADER_NAME = "migx.hpp"
 _HEADER_PATH = Path(__file__).parent / "kernels" / HEADER_NAME
@@ -183,10 +186,16 @@ def binary_key(ks: KernelSource, compiler: KernelCompiler, flags: list[str]) -> 
 
 
 def compile_many(
-    compiler: KernelCompiler, kernels: Iterable[KernelSource], *, workers: int | None = None, use_disk: bool = True
+    compiler: KernelCompiler,
+    kernels: Iterable[KernelSource],
+    *,
+    workers: int | None = None,
+    use_disk: bool = True,
+    on_compiled: Callable[[int, int, str], None] | None = None,
 ) -> dict[str, bytes]:
     """Binaries for `kernels` (by KernelSource.key): memory cache, then disk, then compile the
-    rest on a thread pool (nvrtc and hiprtc release the GIL while compiling)."""
+    rest side by side (worker processes for a batch, else threads). `on_compiled(done, total,
+    name)` follows the compiles as they finish (a progress bar's callback)."""
     global last_stats
     t0 = time.perf_counter()
     stats = CompileStats()
@@ -217,21 +226,42 @@ def compile_many(
             continue
         todo.append((ks, bk))
 
+    procs = rtc_pool.pool_for(getattr(compiler, "worker_spec", None), len(todo)) if workers is None else None
+
     def build(item: tuple[KernelSource, str]) -> tuple[str, str, bytes]:
         ks, bk = item
-        return ks.key, bk, compiler.compile_source(ks.name, ks.source, headers, flags)
+        return ks.key, bk, _compile_one(compiler, procs, ks, headers, flags)
 
     if todo:
-        n = workers or min(32, os.cpu_count() or 4, len(todo))
+        n = workers or (procs.size if procs is not None else min(32, os.cpu_count() or 4, len(todo)))
         with ThreadPoolExecutor(max_workers=max(1, n)) as pool:
             for key, bk, data in pool.map(build, todo):
                 _BINARIES[bk] = out[key] = data
                 stats.compiled += 1
+                if on_compiled is not None:
+                    on_compiled(stats.compiled, len(todo), key)
                 if disk is not None:
                     _write_entry(disk, bk, data)
     stats.seconds = time.perf_counter() - t0
     last_stats = stats
     return out
+
+
+def _compile_one(
+    compiler: KernelCompiler, pool: rtc_pool.CompilePool | None, ks: KernelSource, headers: dict, flags: list[str]
+) -> bytes:
+    """One kernel's binary: on a worker process when there is a pool, else (or when the worker
+    died) in this process."""
+    if pool is not None:
+        try:
+            ok, out = pool.compile(ks.name, ks.source, headers, flags)
+        except rtc_pool.WorkerDied:
+            pass
+        else:
+            if ok:
+                return out
+            raise GpuError(out)
+    return compiler.compile_source(ks.name, ks.source, headers, flags)
 
 
 def _write_entry(disk: tuple[Path, bytes], bk: str, data: bytes) -> None:

@@ -15,6 +15,7 @@ from ..blas_plan import GemmPlan
 from .base import Backend, Blas, Driver, GpuError, Graphs, Kernels, Step, named
 from .cuda_blas import Cublas
 from .rtc import RuntimeCompiler
+from .rtc_pool import WorkerSpec
 
 try:
     from cuda.bindings import driver as cu
@@ -143,6 +144,9 @@ class NvrtcKernels(Kernels):
     def compile_flags(self) -> list[str]:
         be = self.backend
         return [f"-arch={be.arch}", "-std=c++17", f"-DMIGX_WARP_SIZE={be.warp_size}", "-default-device"]
+
+    # compile_many hands large batches to worker processes running the same compile (rtc_pool)
+    worker_spec = WorkerSpec("cuda.bindings.nvrtc", "nvrtc", ".cu", "CUBIN", "bytes")
 
     def compile_source(self, name: str, source: str, headers: dict[str, str], flags: list[str]) -> bytes:
         rtc = RuntimeCompiler(nvrtc, "nvrtc", ".cu", "CUBIN", lambda n: b" " * n, self.backend.check)

@@ -1,6 +1,7 @@
 """The runtime compilers, written once: nvrtc and hiprtc have the same calls under their own
 prefix (`nvrtcCreateProgram` / `hiprtcCreateProgram`, ...), so each vendor file names its module,
-prefix and binary kind and `compile_program` does the rest."""
+prefix and binary kind and `rtc_worker.compile_with` does the rest (in this process, or in a
+worker process of rtc_pool)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .base import GpuError
+from .rtc_worker import CompileFailed, compile_with
 
 
 @dataclass(frozen=True)
@@ -20,33 +22,11 @@ class RuntimeCompiler:
     buffer: Callable[[int], Any]  # an n-byte buffer the bindings write into
     check: Callable[[Any, str], Any]  # the backend's status check: raises GpuError naming the call
 
-    def _fn(self, call: str) -> Callable[..., Any]:
-        return getattr(self.module, f"{self.prefix}{call}")
-
-    def _checked(self, call: str, *args: Any) -> Any:
-        return self.check(self._fn(call)(*args), f"{self.prefix}{call}")
-
     def compile_program(self, name: str, source: str, headers: dict[str, str], flags: list[str]) -> bytes:
         """`source` (with `headers` as include-name -> text) compiled to a loadable binary; a
         compile error raises GpuError with the compiler's log and the source."""
-        prog = self._checked(
-            "CreateProgram",
-            source.encode(),
-            f"{name}{self.suffix}".encode(),
-            len(headers),
-            [h.encode() for h in headers.values()],
-            [n.encode() for n in headers],
-        )
         try:
-            opts = [f.encode() for f in flags]
-            (err,) = self._fn("CompileProgram")(prog, len(opts), opts)
-            if err:
-                log = self.buffer(self._checked("GetProgramLogSize", prog))
-                self._fn("GetProgramLog")(prog, log)
-                text = bytes(log).decode(errors="replace").strip()
-                raise GpuError(f"{self.prefix} failed to compile {name}:\n{text}\n--- source ---\n{source}")
-            code = self.buffer(self._checked(f"Get{self.binary}Size", prog))
-            self._checked(f"Get{self.binary}", prog, code)
-            return bytes(code)
-        finally:
-            self._fn("DestroyProgram")(prog)
+            parts = (self.module, self.prefix, self.suffix, self.binary, self.buffer, self.check)
+            return compile_with(*parts, name, source, headers, flags)
+        except CompileFailed as e:
+            raise GpuError(str(e)) from None
