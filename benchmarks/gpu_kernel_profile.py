@@ -105,12 +105,14 @@ def _cases(names: list[str]):
     gpu_transformers builds them, every other row as issue28_table builds it (its first torch net)."""
     import torch
     from gpu_transformers import transformer_cases
+    from gpu_export_kinds import BUILDERS as MORE_KINDS
     from issue28_table import HF, build_case
 
-    for case in transformer_cases([n for n in names if n in HF]):
+    whole = set(HF) | set(MORE_KINDS)  # built by gpu_transformers (swin, t5, vae included)
+    for case in transformer_cases([n for n in names if n in whole]):
         xs = [torch.from_numpy(np.ascontiguousarray(case.feeds[n])).cuda() for n in case.feeds]
         yield case.name, case.model, case.feeds, case.torch_module, xs
-    for name in (n for n in names if n not in HF):
+    for name in (n for n in names if n not in whole):
         case = build_case(name)
         yield name, case.model, case.feeds, case.nets[0][1], case.xs
 
