@@ -104,8 +104,8 @@ def _cases(names: list[str]):
     """(name, ONNX model, feeds, torch module, torch inputs) per name: the transformer cases as
     gpu_transformers builds them, every other row as issue28_table builds it (its first torch net)."""
     import torch
-    from gpu_transformers import transformer_cases
     from gpu_export_kinds import BUILDERS as MORE_KINDS
+    from gpu_transformers import transformer_cases
     from issue28_table import HF, build_case
 
     whole = set(HF) | set(MORE_KINDS)  # built by gpu_transformers (swin, t5, vae included)

@@ -156,6 +156,7 @@ def shipped_binaries(binaries: dict[str, bytes]) -> Iterator[None]:
 def bound_target(backend: Any) -> Iterator[None]:
     """Make compile_ops compile for `backend` while passes run (compile_target uses this)."""
     token = _TARGET.set(backend)
+    rtc_pool.prestart(getattr(getattr(backend, "kernels", None), "worker_spec", None))
     try:
         yield
     finally:

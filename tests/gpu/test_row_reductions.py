@@ -253,3 +253,23 @@ def test_fused_layernorm_shapes(n, rows, device):
 @pytest.mark.parametrize("form", sorted(FORMS))
 def test_forms_and_types(form, dt, rows, n, device):
     _check(FORMS[form](rows, n, dt), dt, n, device)
+
+
+# ---- few long rows: the loop kernel with the widest block ---------------------------------------
+def test_few_long_rows_get_the_widest_block():
+    from migx_explore.gpu.codegen.reduce_gen import FEW_ROWS, LONG_ROW, block_size
+
+    assert block_size(LONG_ROW, 32) == 1024  # a VAE's group norm: 32 groups of 131072
+    assert block_size(LONG_ROW, FEW_ROWS + 1) == 256  # rows enough to fill the GPU keep 256 threads
+    assert block_size(LONG_ROW - 1, 32) == 256 and block_size(100) == 128
+    long_src = "".join(_sources(layernorm_op(32, 1 << 17, "float16")).values())
+    assert "block_reduce" in long_src and "#pragma unroll 4" in long_src
+    short_src = "".join(_sources(layernorm_op(32, 1 << 13, "float16")).values())
+    assert "#pragma unroll 4" not in short_src
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dt", ["float32", "float16"])
+def test_few_long_rows_numerics(dt, device):
+    _check(layernorm_op(4, 1 << 17, dt), dt, 1 << 17, device)
+    _check(row_sum(3, 40000, dt), dt, 40000, device)

@@ -111,3 +111,29 @@ def test_when_every_worker_dies_everything_compiles_in_process(workers_here, mon
     monkeypatch.setattr(fake_rtc_bindings, "fakeCompileProgram", lambda prog, n, opts: (0,))
     out = kernel_cache.compile_many(StandInCompiler(), kernels, use_disk=False)
     assert {_made_by(b) for b in out.values()} == {os.getpid()}
+
+
+def test_binding_a_target_starts_its_pool_before_any_compile(workers_here):
+    class Target:
+        kernels = StandInCompiler()
+
+    assert not rtc_pool._POOLS
+    with kernel_cache.bound_target(Target()):
+        pool = rtc_pool._POOLS.get(StandInCompiler.worker_spec)
+        assert pool is not None and pool.size == 2
+        pool.wait_ready()  # the workers import and warm up on their own, before a kernel is asked for
+        assert all(w.ready for w in pool._all)
+        out = kernel_cache.compile_many(Target.kernels, _kernels(rtc_pool.MIN_KERNELS), use_disk=False)
+    assert rtc_pool._POOLS[StandInCompiler.worker_spec] is pool  # the same workers did the compiles
+    assert os.getpid() not in {_made_by(b) for b in out.values()}
+
+
+def test_no_pool_for_a_target_without_workers(workers_here, monkeypatch):
+    class Target:
+        kernels = object()  # the fake backend's compiler: no worker_spec
+
+    with kernel_cache.bound_target(Target()):
+        assert not rtc_pool._POOLS
+    monkeypatch.setenv("MIGX_COMPILE_WORKERS", "0")
+    with kernel_cache.bound_target(type("T", (), {"kernels": StandInCompiler()})()):
+        assert not rtc_pool._POOLS

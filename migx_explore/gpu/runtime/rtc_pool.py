@@ -54,12 +54,19 @@ class _Worker:
         )
         self.ready = False
 
-    def call(self, request: tuple) -> tuple[bool, Any]:
-        try:
-            if not self.ready:  # the first answer says the bindings imported
+    def wait_ready(self) -> None:
+        """Block until the worker said its bindings imported (WorkerDied if it never does)."""
+        if not self.ready:
+            try:
                 if rtc_worker.receive(self.proc.stdout) != (True, b"ready"):
                     raise WorkerDied("the worker did not start")
-                self.ready = True
+            except (OSError, EOFError, ValueError) as e:
+                raise WorkerDied(str(e)) from None
+            self.ready = True
+
+    def call(self, request: tuple) -> tuple[bool, Any]:
+        self.wait_ready()
+        try:
             rtc_worker.send(self.proc.stdin, request)
             reply = rtc_worker.receive(self.proc.stdout)
         except (OSError, EOFError, ValueError) as e:
@@ -112,6 +119,14 @@ class CompilePool:
         self._idle.put(w)
         return reply
 
+    def wait_ready(self) -> None:
+        """Block until every worker started (a benchmark times start-up apart from compiles)."""
+        for w in list(self._all):
+            try:
+                w.wait_ready()
+            except WorkerDied:
+                pass
+
     def _borrow(self) -> _Worker:
         """An idle worker; WorkerDied once none is left (each death removes one, so a caller
         waiting for an idle worker must not wait on a pool that has none)."""
@@ -155,6 +170,13 @@ def pool_for(spec: WorkerSpec | None, kernels: int) -> CompilePool | None:
         if pool is None or pool.alive == 0:
             pool = _POOLS[spec] = CompilePool(spec, size)
         return pool
+
+
+def prestart(spec: WorkerSpec | None) -> None:
+    """Start `spec`'s pool now, without waiting for it: a compile calls this before its passes
+    run, so the workers import their bindings and warm up while the passes take their ~1-2 s, and
+    compile_ops finds them ready. Starts nothing where pool_for would not use a pool."""
+    pool_for(spec, MIN_KERNELS)
 
 
 @atexit.register
