@@ -137,3 +137,21 @@ def test_no_pool_for_a_target_without_workers(workers_here, monkeypatch):
     monkeypatch.setenv("MIGX_COMPILE_WORKERS", "0")
     with kernel_cache.bound_target(type("T", (), {"kernels": StandInCompiler()})()):
         assert not rtc_pool._POOLS
+
+
+def test_workers_import_a_vendor_package_named_like_a_runtime_module(workers_here, monkeypatch, tmp_path):
+    """The worker runs as a script from gpu/runtime/, beside cuda.py and hip.py: the vendors'
+    `cuda` package must still be the one it imports (it once imported runtime/cuda.py and died,
+    and every kernel quietly compiled in the parent)."""
+    pkg = tmp_path / "cuda" / "bindings"
+    pkg.mkdir(parents=True)
+    (tmp_path / "cuda" / "__init__.py").write_text("")
+    (pkg / "__init__.py").write_text("")
+    (pkg / "fakertc.py").write_text("from fake_rtc_bindings import *  # noqa: F403\n")
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(tmp_path), os.environ["PYTHONPATH"]]))
+
+    class VendorNamed(StandInCompiler):
+        worker_spec = WorkerSpec("cuda.bindings.fakertc", "fake", ".cu", "CUBIN", "bytearray")
+
+    out = kernel_cache.compile_many(VendorNamed(), _kernels(rtc_pool.MIN_KERNELS), use_disk=False)
+    assert os.getpid() not in {_made_by(b) for b in out.values()}

@@ -15,10 +15,17 @@ the only writer of its stdin, so the pickles come from our own process.
 
 from __future__ import annotations
 
-import importlib
-import pickle
-import struct
 import sys
+
+if __name__ == "__main__":
+    # Run as a script, this file's folder comes first on sys.path, and its cuda.py and hip.py
+    # would shadow the vendors' `cuda` and `hip` packages: every worker then died importing
+    # cuda.bindings.nvrtc and the pool compiled nothing (the parent fell back in-process).
+    del sys.path[0]
+
+import importlib  # noqa: E402 - after the path fix above
+import pickle  # noqa: E402
+import struct  # noqa: E402
 from collections.abc import Callable
 from typing import Any
 
