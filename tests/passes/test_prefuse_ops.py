@@ -102,3 +102,55 @@ def test_layernorm_op_reference():
     g = np.linspace(0.5, 1.5, 8, dtype=np.float32)
     want = (x - x.mean(1, keepdims=True)) / np.sqrt(x.var(1, keepdims=True) + 1e-5) * g
     np.testing.assert_allclose(evaluate(q, {"x": x, "g": g})[0], want, rtol=1e-5, atol=1e-6)
+
+
+# ---- few long rows: statistics from chunks (FindSplitLayernorm) -----------------------------------
+def _long_rows(rows: int, n: int, dt: str = "float") -> str:
+    return (
+        IMPORTED.replace("{3, 8}", f"{{{rows}, {n}}}")
+        .replace("{3, 1}", f"{{{rows}, 1}}")
+        .replace("{8}", f"{{{n}}}")
+        .replace("float_type", dt)
+    )
+
+
+def test_few_long_rows_are_normalized_from_chunk_statistics():
+    text = _long_rows(2, 32768)
+    p, q = parse(text), parse(text)
+    run_passes(q, [PREFUSE])
+    ops = [i for i in q.main if not i.is_builtin()]
+    assert "layernorm" not in {i.name for i in ops}
+    chunked = [i for i in ops if i.name == "reshape" and i.shape.lens == (2, 8, 4096)]
+    assert len(chunked) == 1  # 8 chunks of 4096 per row
+    reductions = [i for i in ops if i.name.startswith("reduce_")]
+    assert sorted(i.inputs[0].shape.lens for i in reductions) == [(2, 8, 1)] * 3 + [(2, 8, 4096)] * 2
+    assert_same_outputs(p, q, rtol=1e-5, atol=1e-5)
+
+
+def test_split_statistics_hold_for_a_large_mean_and_half_inputs():
+    """Chan's combination keeps the variance where one pass of sums would cancel: values around
+    1000 with unit spread, and half inputs computed in float."""
+    for dt, tol in (("float", 1e-4), ("half", 2e-2)):
+        text = _long_rows(3, 16384, dt)
+        p, q = parse(text), parse(text)
+        run_passes(q, [PREFUSE])
+        assert "layernorm" not in {i.name for i in q.main}
+        rng = np.random.default_rng(3)
+        np_t = np.float32 if dt == "float" else np.float16
+        feeds = {"x": (1000 + rng.normal(size=(3, 16384))).astype(np_t), "g": np.ones(16384, np_t)}
+        want = evaluate(p, feeds)[0].astype(np.float64)
+        got = evaluate(q, feeds)[0].astype(np.float64)
+        x = feeds["x"].astype(np.float64)
+        exact = (x - x.mean(1, keepdims=True)) / np.sqrt(x.var(1, keepdims=True) + 1e-5)
+        np.testing.assert_allclose(got, exact, rtol=tol, atol=tol)
+        assert np.abs(got - exact).max() <= np.abs(want - exact).max() + tol
+
+
+def test_rows_too_many_short_or_uneven_keep_the_layernorm_op():
+    for rows, n in ((1025, 16384), (2, 8192), (2, 16385 * 2)):
+        q = parse(_long_rows(rows, n))
+        run_passes(q, [PREFUSE])
+        assert "layernorm" in {i.name for i in q.main}, (rows, n)
+    q = parse(_long_rows(2, 32768))
+    run_passes(q, [make_pass("prefuse_ops", split_long_rows=0)])
+    assert "layernorm" in {i.name for i in q.main}

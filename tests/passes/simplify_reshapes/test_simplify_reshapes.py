@@ -217,6 +217,26 @@ def test_nested_broadcasts_become_one_broadcast():
     )
 
 
+def test_a_reshape_of_a_broadcast_becomes_a_broadcast_of_a_reshape():
+    """Same length, but the reshape now reads a standard tensor: no copy of the broadcast (a
+    GroupNorm's per-channel scale split into groups by fuse_pointwise's common dims)."""
+    check_pass(
+        """
+        g = @param:g -> float_type, {6, 1, 1}
+        a = multibroadcast[out_lens={1, 6, 4, 4}](g) -> float_type, {1, 6, 4, 4}, {0, 1, 0, 0}
+        y = reshape[dims={1, 3, 2, 4, 4}](a) -> float_type, {1, 3, 2, 4, 4}
+        r = @return(y)
+    """,
+        [only(sr.NestedShapeTransforms())],
+        """
+        g = @param:g -> float_type, {6, 1, 1}
+        a = reshape[dims={1, 3, 2, 1, 1}](g) -> float_type, {1, 3, 2, 1, 1}
+        y = multibroadcast[out_lens={1, 3, 2, 4, 4}](a) -> float_type, {1, 3, 2, 4, 4}, {0, 2, 1, 0, 0}
+        r = @return(y)
+    """,
+    )
+
+
 def test_scalar_broadcast_chain():
     check_pass(
         """

@@ -10,7 +10,7 @@ from ..rule_helpers import all_static, insert_ops
 from .move_rules import (
     skip_output,
 )
-from .shape_chains import BROADCASTS, TRANSFORMS, plan_broadcast_chain, plan_reshape_transpose
+from .shape_chains import BROADCASTS, RESHAPES, TRANSFORMS, plan_broadcast_chain, plan_reshape_transpose
 
 _SHAPE_NOPS = frozenset(
     {
@@ -104,7 +104,9 @@ class NestedShapeTransforms(Rule):
             if ops is None:
                 return "no equivalent form of the chain is shorter"
             ops = [o for o in ops if o is not None]
-        if len(ops) > len(full) or (len(ops) == len(full) and not _canonicalizes(x, full, ops)):
+        if len(ops) > len(full) or (
+            len(ops) == len(full) and not _canonicalizes(x, full, ops) and not _broadcast_last(full, ops)
+        ):
             return f"the chain of {len(full)} ops is already minimal"
 
         def apply():
@@ -130,6 +132,14 @@ def _canonicalizes(x, chain, ops) -> bool:
                 return False
             changed = True
     return changed
+
+
+def _broadcast_last(chain, ops) -> bool:
+    """`ops` broadcast last where `chain` regroups a broadcast: a reshape needs a standard
+    input, so reshape(multibroadcast(g)) costs a copy of the whole broadcast tensor (8 MB for a
+    VAE's GroupNorm scale after fuse_pointwise splits its channels), multibroadcast(reshape(g)) none."""
+    regroups_broadcast = any(a.name in BROADCASTS and b.name in RESHAPES for a, b in zip(chain, chain[1:]))
+    return regroups_broadcast and ops[-1].name in BROADCASTS and all(o.name not in BROADCASTS for o in ops[:-1])
 
 
 def _broadcastable(src, out) -> bool:
