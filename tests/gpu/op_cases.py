@@ -336,6 +336,9 @@ CASES.update(
         "avgpool_ceil": lambda: pooling(mode="average", lengths=[2, 2], stride=[2, 2], padding=[0, 0], ceil_mode=True),
         "lppool": lambda: pooling(mode="lpnorm", lengths=[2, 3], stride=[1, 2], padding=[0, 1], lp_order=2),
         "conv_im2col": lambda: conv([1, 8, 12, 12], [16, 8, 3, 3], padding=[1, 1], stride=[1, 1]),
+        # im2col's run form: 8 (fp16) / 4 (fp32) positions a thread, asymmetric padding; odd widths: per element
+        "conv_im2col_runs": lambda: conv([2, 8, 10, 32], [16, 8, 3, 3], padding=[1, 0, 1, 2], stride=[1, 1]),
+        "conv_im2col_odd": lambda: conv([1, 8, 11, 13], [16, 8, 3, 3], padding=[1, 1], stride=[1, 1]),
         "conv_bias_relu": lambda: conv([2, 8, 12, 12], [16, 8, 3, 3], True, padding=[1, 1], stride=[2, 2]),
         "conv_1x1": lambda: conv([2, 24, 7, 9], [12, 24, 1, 1], True, padding=[0, 0], stride=[1, 1]),
         "conv_depthwise": lambda: conv([1, 8, 10, 10], [8, 1, 3, 3], True, padding=[1, 1], stride=[1, 1], group=8),
