@@ -168,6 +168,8 @@ def plan_gemm(a: Shape, b: Shape, c: Shape) -> GemmPlan | None:
 # order need op(A) = T, op(B) = N ("TN") and sizes / leading dimensions / batch strides in
 # multiples of 4 (int8) or 16 elements (fp8: 16-byte alignment); hipBLAS(Lt) int8 likewise.
 QUANT_ALIGN = {"int8": 4, "float8e4m3fn": 16}
+# gpu::gemm's algo when compile_blas skips benchmarking (compile mode eager): the library's first choice
+HEURISTIC_ALGO = "heuristic"
 
 
 def quant_blas_refusal(plan: GemmPlan, types: Sequence[str]) -> str | None:

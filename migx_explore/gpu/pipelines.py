@@ -272,7 +272,7 @@ def _backend(o: CompileOptions) -> list[PassEntry]:
         _p(DCE),
         _p("fuse_ops", fast_math=o.fast_math),
         _p(DCE),
-        _p("compile_blas"),  # our equivalent of compile_hipblaslt
+        _p("compile_blas", skip_benchmark=o.mode == "eager"),  # our equivalent of compile_hipblaslt
         _p(DCE),
         _p("replace_allocate", offload_copy=o.offload_copy),
         _p(DCE),

@@ -23,7 +23,7 @@ from migx_explore.compiler.ops.views import slice_bounds
 from migx_explore.compiler.ref import SubmoduleRunner
 from migx_explore.compiler.shape import Shape
 
-from .blas_plan import plan_gemm
+from .blas_plan import HEURISTIC_ALGO, plan_gemm
 from .ops import WRAPPING_OPS, inner_op, output_buffers
 from .runtime.base import Backend, GpuError, LaunchSite, Step
 
@@ -301,6 +301,8 @@ class _StepMaker:
         bias, c_in = (addrs[2 + ins.op[k]] if ins.op[k] >= 0 else None for k in ("blas_bias", "blas_c"))
         act = ins.op["blas_act"]
         extra = {"bias": bias, "c_in": c_in, "act": act} if bias is not None or c_in is not None or act else {}
+        if ins.op["algo"] == HEURISTIC_ALGO:  # compile_blas under skip_benchmark: nothing timed
+            extra["tune"] = False
         try:
             step, note = self.backend.blas.make_gemm(
                 self.blas(), plan, addrs[0], addrs[1], addrs[-1], ins.op["alpha"], **extra

@@ -268,3 +268,33 @@ x = @param:x -> float_type, {{3, 7}}
     feeds = {"x": np.random.default_rng(1).standard_normal((3, 7)).astype(np.float32)}
     for got, want in zip(evaluate(program, _zeros_for_new_params(program, feeds)), evaluate(original, feeds)):
         np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize(("mode", "algo", "tuned"), [("eager", "heuristic", False), ("balanced", "default", True)])
+def test_eager_gemms_take_the_librarys_first_algorithm(monkeypatch, mode, algo, tuned):
+    """Compile mode eager skips benchmarking (MIGraphX PR #4770): compile_blas marks its GEMMs
+    algo=heuristic and finalize asks the BLAS for no timing; balanced times candidates."""
+    from migx_explore import gpu
+    from migx_explore.gpu.pipelines import CompileOptions
+    from migx_explore.gpu.runtime.fake import FakeBackend, FakeBlas
+
+    asked: list[bool] = []
+    real = FakeBlas.make_gemm
+
+    def spy(self, *args, tune: bool = True, **kw):
+        asked.append(tune)
+        return real(self, *args, tune=tune, **kw)
+
+    monkeypatch.setattr(FakeBlas, "make_gemm", spy)
+    p = parse(
+        textwrap.dedent("""
+        a = @param:a -> float_type, {64, 64}
+        b = @param:b -> float_type, {64, 64}
+        @2 = dot(a,b) -> float_type, {64, 64}
+        @3 = @return(@2)
+    """)
+    )
+    with gpu.compile(p, CompileOptions(mode=mode), backend=FakeBackend()) as compiled:
+        gemms = [i for i in compiled.program.main if i.name == "gpu::gemm"]
+    assert gemms and {i.op["algo"] for i in gemms} == {algo}
+    assert asked and set(asked) == {tuned}

@@ -10,7 +10,7 @@ from migx_explore.compiler.ir import Module
 from migx_explore.compiler.pass_infra import Pass
 
 from ..blas_epilogue import blas_epilogue
-from ..blas_plan import plan_gemm
+from ..blas_plan import HEURISTIC_ALGO, plan_gemm
 
 
 @dataclass(frozen=True)
@@ -20,6 +20,10 @@ class CompileBlas(Pass):
     and which epilogue the call itself can do (bias, ReLU / GELU epilogues, beta = 1 with C)."""
 
     name: ClassVar[str] = "compile_blas"
+    # compile mode eager (MIGraphX PR #4770's skip_benchmark): the library's first choice of
+    # algorithm, none timed at finalize (timing cuBLASLt's candidates is most of a cold eager
+    # finalize); recorded on the op as algo=heuristic
+    skip_benchmark: bool = False
 
     def apply_module(self, module: Module, ctx) -> bool:
         if module.name != "main":
@@ -34,7 +38,7 @@ class CompileBlas(Pass):
                     f"compile_blas: no BLAS call fits gemm #{ins.id} "
                     f"({ins.inputs[0].shape} x {ins.inputs[1].shape} -> {ins.inputs[-1].shape})"
                 )
-            op = ins.op.with_(algo="default", plan=plan.describe())
+            op = ins.op.with_(algo=HEURISTIC_ALGO if self.skip_benchmark else "default", plan=plan.describe())
             lt = blas_epilogue(ins)
             if lt is not None:  # the BLAS call can do the whole epilogue (the kernel stays as fallback)
                 op = op.with_(blas_bias=lt.bias, blas_c=lt.c, blas_act=lt.act)

@@ -257,6 +257,7 @@ class Blas(Part, ABC):
         bias: int | None = None,
         c_in: int | None = None,
         act: str = "",
+        tune: bool = True,
     ) -> tuple[Step, str]:
         """The BLAS calls of `plan` for device addresses a, b, c (element offsets in the plan), and
         a note naming the path or algorithm chosen ('' when there is nothing to say).
@@ -264,7 +265,8 @@ class Blas(Part, ABC):
         `bias` (a vector per output column), `c_in` (added with beta = 1) and `act` (an
         activation of the sum, blas_epilogue.ACTIVATIONS) are optional: a backend that does
         them all sets `fused_epilogue = True` on the step; one that cannot ignores them, and the
-        caller runs the epilogue kernel instead. Raises GpuError when the
+        caller runs the epilogue kernel instead. `tune` False: the library's first choice, no
+        algorithm timed (compile mode eager's skip_benchmark). Raises GpuError when the
         library refuses an 8-bit plan (the executor then launches a generated kernel instead)."""
 
 

@@ -181,9 +181,10 @@ class CublasPart(Blas):
         bias: int | None = None,
         c_in: int | None = None,
         act: str = "",
+        tune: bool = True,
     ) -> tuple[Step, str]:
-        tune = os.environ.get("MIGX_BLAS_TUNE", "graph")
-        timer = None if tune == "0" else self._timer(handle.stream, captured=tune != "stream")
+        how = os.environ.get("MIGX_BLAS_TUNE", "graph")
+        timer = None if how == "0" or not tune else self._timer(handle.stream, captured=how != "stream")
         step, note = self._cublas.make_gemm(handle, plan, a, b, c, alpha, timer, bias=bias, c_in=c_in, act=act)
         step.fused_epilogue = note.endswith("+epilogue")
         return step, note

@@ -375,6 +375,7 @@ class FakeBlas(Blas):
         bias: int | None = None,
         c_in: int | None = None,
         act: str = "",
+        tune: bool = True,
     ) -> tuple[Step, str]:
         if plan.dtype in self.backend.refuse_gemm_types:
             raise GpuError(f"fake: BLAS refuses {plan.dtype} GEMMs")

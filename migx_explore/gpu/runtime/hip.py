@@ -204,6 +204,7 @@ class HipblasPart(Blas):
         bias: int | None = None,
         c_in: int | None = None,
         act: str = "",
+        tune: bool = True,
     ) -> tuple[Step, str]:
         # bias / c_in / act are not fused here: the caller runs the GEMM's epilogue kernel.
         t, tc, compute = self.gemm_types(plan.dtype, plan.c_dtype)
