@@ -120,12 +120,17 @@ def test_uneven_reverse_lengths_are_a_near_miss_and_stay():
 @pytest.mark.parametrize("direction", ["forward", "reverse", "bidirectional"])
 def test_plain_lstm_direction_is_one_recurrence_op(direction):
     """No peepholes, default activations, full lengths: one input-projection GEMM and one
-    lstm_recurrence per direction (one kernel for every step), same numbers as the lstm op."""
+    recurrence op (one kernel for every step; both directions of a bidirectional layer in one
+    lstm_recurrences, which writes Y, Y_h and Y_c with no concat), same numbers as the lstm op."""
     p = _unrolled_matches(recurrent("lstm", direction, peepholes=False))
-    dirs = 2 if direction == "bidirectional" else 1
     names = [i.name for i in p.main]
-    assert names.count("lstm_recurrence") == dirs and names.count("dot") == dirs
-    assert [i.op["reverse"] for i in p.main if i.name == "lstm_recurrence"] == [int(direction == "reverse"), 1][:dirs]
+    assert names.count("dot") == 1
+    if direction == "bidirectional":
+        assert names.count("lstm_recurrences") == 1 and "lstm_recurrence" not in names
+        assert "concat" not in names
+    else:
+        assert names.count("lstm_recurrence") == 1 and "lstm_recurrences" not in names
+        assert [i.op["reverse"] for i in p.main if i.name == "lstm_recurrence"] == [int(direction == "reverse")]
 
 
 def test_fuse_lstm_off_unrolls_every_step():

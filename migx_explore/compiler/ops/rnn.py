@@ -301,16 +301,22 @@ def _recurrence_shape(op, s, m):
     return Shape.tuple_of([Shape.of(h0.type, [seq, batch, hidden]), Shape.of(h0.type, [batch, hidden])])
 
 
-def _recurrence_compute(op, args, out, run):
-    xw, rt, bias, h, c = (np.asarray(a).astype(np.float32) for a in args)
+def _lstm_direction(xw, rt, bias, h, c, reverse: bool):
+    """One direction's steps in float32: (Y [seq, batch, h], last h, last c)."""
     hs = h.shape[1]
     ys = np.zeros((xw.shape[0],) + h.shape, np.float32)
-    for t in range(xw.shape[0] - 1, -1, -1) if op["reverse"] else range(xw.shape[0]):
+    for t in range(xw.shape[0] - 1, -1, -1) if reverse else range(xw.shape[0]):
         g = xw[t] + h @ rt + bias
         i, o, f = (1 / (1 + np.exp(-g[:, k * hs : (k + 1) * hs])) for k in range(3))
         c = f * c + i * np.tanh(g[:, 3 * hs :])
         h = o * np.tanh(c)
         ys[t] = h
+    return ys, h, c
+
+
+def _recurrence_compute(op, args, out, run):
+    xw, rt, bias, h, c = (np.asarray(a).astype(np.float32) for a in args)
+    ys, _, c = _lstm_direction(xw, rt, bias, h, c, bool(op["reverse"]))
     dt = np.asarray(args[3]).dtype
     return ys.astype(dt), c.astype(dt)
 
@@ -326,4 +332,58 @@ defop(
     doc="Every step of one plain LSTM direction: inputs x W^T per step [seq, batch, 4h] (gates i, o, f, c), "
     "R^T [h, 4h], the summed biases [4h], h0, c0; returns (Y [seq, batch, h], the last c). One kernel "
     "runs the whole recurrence (rewrite_rnn emits it).",
+)
+
+
+# --- lstm_recurrences -----------------------------------------------------------------------------
+# Every direction of a plain LSTM layer as one op (a bidirectional layer's two recurrences in one
+# kernel launch, one block each, side by side on the GPU instead of one after the other), in
+# ONNX's own layouts: Y [seq, directions, batch, h], Y_h and Y_c [directions, batch, h].
+def _recurrences_shape(op, s, m):
+    xw, rt, bias, h0, c0 = s
+    if xw.ndim != 3 or rt.ndim != 3 or h0.ndim != 3:
+        raise ShapeError(
+            f"lstm_recurrences: expected xw [seq, batch, directions*4h], R^T [directions, h, 4h], "
+            f"h0 [directions, batch, h]; got {list(xw.lens)}, {list(rt.lens)}, {list(h0.lens)}"
+        )
+    seq, batch, dg = xw.lens
+    dirs, hidden, g = rt.lens
+    if (
+        dirs not in (1, 2)
+        or g != 4 * hidden
+        or dg != dirs * g
+        or list(bias.lens) != [dirs, g]
+        or list(h0.lens) != [dirs, batch, hidden]
+        or list(c0.lens) != [dirs, batch, hidden]
+    ):
+        raise ShapeError(
+            f"lstm_recurrences: xw {list(xw.lens)} / R^T {list(rt.lens)} / bias {list(bias.lens)} / h0 "
+            f"{list(h0.lens)} / c0 {list(c0.lens)} do not fit 1 or 2 directions of hidden {hidden}"
+        )
+    state = Shape.of(h0.type, [dirs, batch, hidden])
+    return Shape.tuple_of([Shape.of(h0.type, [seq, dirs, batch, hidden]), state, state])
+
+
+def _recurrences_compute(op, args, out, run):
+    xw, rt, bias, h0, c0 = (np.asarray(a).astype(np.float32) for a in args)
+    g = rt.shape[2]
+    parts = [
+        _lstm_direction(xw[..., d * g : (d + 1) * g], rt[d], bias[d], h0[d], c0[d], d == 1) for d in range(len(rt))
+    ]
+    dt = np.asarray(args[3]).dtype
+    y = np.stack([p[0] for p in parts], axis=1)
+    return y.astype(dt), np.stack([p[1] for p in parts]).astype(dt), np.stack([p[2] for p in parts]).astype(dt)
+
+
+defop(
+    "lstm_recurrences",
+    _recurrences_shape,
+    _recurrences_compute,
+    nargs=5,
+    gpu=GpuCode.kernel("lstm_recurrences"),
+    made_by="rewrite_rnn",
+    doc="Every step of every direction (1 or 2; the second runs in reverse) of a plain LSTM layer: x W^T "
+    "[seq, batch, directions*4h] (each direction's gates i, o, f, c), R^T [directions, h, 4h], the summed "
+    "biases [directions, 4h], h0, c0 [directions, batch, h]; returns (Y [seq, directions, batch, h], the last "
+    "h, the last c). One kernel launch runs every direction (rewrite_rnn emits it for a bidirectional layer).",
 )

@@ -181,7 +181,7 @@ _SINK_VIEWS = _VIEWS + ("multibroadcast", "broadcast")
 
 # Ops whose kernel reads these inputs in any float type (and computes in float): a narrowing
 # convert before them is dropped rather than run.
-READS_ANY_FLOAT = {"lstm_recurrence": (0,)}
+READS_ANY_FLOAT = {"lstm_recurrence": (0,), "lstm_recurrences": (0,)}
 
 
 def _reads_any_float(u: Instruction, x: Instruction) -> bool:

@@ -152,14 +152,18 @@ def _input_projection(b: _Builder, x: Instruction, wd: Instruction) -> Instructi
 FUSED_LSTM_MAX_STATE = 2048  # batch x hidden: lstm_recurrence keeps h, c and the gates in one block
 
 
-def _plain_lstm(op: Op, acts, p: Instruction | None, lens: np.ndarray | None, batch: int) -> bool:
-    """A direction lstm_recurrence computes: the default activations, no clip, no coupled input
-    and forget gates, zero peepholes, every sequence full length, a state one block holds."""
-    if [a[0] for a in acts] != list(DEFAULT_ACTIVATIONS["lstm"]) or op["clip"] > 0 or op["input_forget"]:
-        return False
-    if p is None or not p.can_eval() or np.any(np.asarray(eval_instruction(p))):
-        return False
-    return lens is None and batch * op["hidden_size"] <= FUSED_LSTM_MAX_STATE
+def _plain_directions(op: Op, acts, n_act: int, peepholes: Instruction, lens, batch: int) -> list[bool]:
+    """Per direction, whether lstm_recurrence computes it: the default activations, no clip, no
+    coupled input and forget gates, zero peepholes, every sequence full length, a state one block
+    holds. Reads the peepholes' value without adding instructions."""
+    ndir = len(directions(op))
+    if op["clip"] > 0 or op["input_forget"] or lens is not None or batch * op["hidden_size"] > FUSED_LSTM_MAX_STATE:
+        return [False] * ndir
+    if not peepholes.can_eval():
+        return [False] * ndir
+    pv = np.asarray(eval_instruction(peepholes))
+    default = list(DEFAULT_ACTIVATIONS["lstm"])
+    return [[a[0] for a in acts[d * n_act : (d + 1) * n_act]] == default and not np.any(pv[d]) for d in range(ndir)]
 
 
 def _lengths(ins: Instruction) -> np.ndarray | None:
@@ -201,7 +205,17 @@ class UnrollRecurrent(Rule):
         # Scopes for what the unrolling makes (the explorer groups by them: one box per step)
         scope = f"{m.program.scopes.get(ins.id, '')}/{op.name}_{ins.id}".lstrip("/")
         scopes = _Scopes(b)
-        for d, backwards in enumerate(directions(op)):
+        dirs = directions(op)
+        plain = _plain_directions(op, acts, n_act, ins.inputs[7], lens, batch) if self.fuse_lstm and lstm else []
+
+        if len(dirs) == 2 and plain and all(plain):
+            values = _both_directions(b, ins, gh)
+            scopes.enter(scope)
+            m.program.scopes = {**m.program.scopes, **scopes.scoped}
+            for u in list(ins.outputs):
+                replace_value(m, u, values[u.op["index"]])
+            return
+        for d, backwards in enumerate(dirs):
             where = f"{scope}/{'reverse' if backwards else 'forward'}"
             wd = b("transpose", b.pick(w, d), permutation=[1, 0])  # [input, G*hidden]
             rd = b("transpose", b.pick(r, d), permutation=[1, 0])  # [hidden, G*hidden]
@@ -213,7 +227,7 @@ class UnrollRecurrent(Rule):
             p = b.pick(ins.inputs[7], d) if lstm else None
             xws = _input_projection(b, x, wd)
             dir_acts = acts[d * n_act : (d + 1) * n_act]
-            if self.fuse_lstm and lstm and _plain_lstm(op, dir_acts, p, lens, batch):
+            if plain and plain[d]:
                 wrb = b("add", b.cols(bd, 0, gh), b.cols(bd, 1, gh))  # constant: folded at compile time
                 rec = b("lstm_recurrence", xws, rd, wrb, h, c, reverse=int(backwards))
                 y = b("get_tuple_elem", rec, index=0)
@@ -238,6 +252,20 @@ class UnrollRecurrent(Rule):
         m.program.scopes = {**m.program.scopes, **scopes.scoped}
         for u in list(ins.outputs):
             replace_value(m, u, values[u.op["index"]])
+
+
+def _both_directions(b: _Builder, ins: Instruction, gh: int) -> list[Instruction]:
+    """A plain bidirectional LSTM layer as one lstm_recurrences: one input-projection GEMM for
+    both directions (W^T of each side by side), R^T and the summed biases stacked as ONNX holds
+    them; its results are the layer's Y, Y_h and Y_c as they are (no concat)."""
+    x, w, r, bias = ins.inputs[:4]
+    size = x.shape.lens[2]
+    # [2, G*h, input] -> [input, 2*G*h]: columns of the forward direction, then the reverse's
+    wt = b("reshape", b("contiguous", b("transpose", w, permutation=[2, 0, 1])), dims=[size, 2 * gh])
+    rt = b("transpose", r, permutation=[0, 2, 1])  # [2, h, G*h]
+    summed = b("add", b.cols(bias, 0, gh), b.cols(bias, 1, gh))  # constant: folded at compile time
+    rec = b("lstm_recurrences", _input_projection(b, x, wt), rt, summed, ins.inputs[5], ins.inputs[6])
+    return [b("get_tuple_elem", rec, index=k) for k in range(3)]
 
 
 class _Scopes:

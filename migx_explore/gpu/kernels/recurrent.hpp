@@ -1,6 +1,7 @@
 // recurrent.hpp: one LSTM direction's whole recurrence in one block (gpu/codegen/recurrent.py fills
 // the ${...} slots; a list slot alone on its line takes lines; see gpu/codegen/templates.py).
 // h, c and the step's gates live in shared memory; R^T in registers where r_decl declares them.
+// lstm_recurrences launches a block per direction: blockIdx.x is the direction in every offset.
 // @template kernel
 
 MIGX_GLOBAL __launch_bounds__(${threads}) void ${name}(${params}) {
@@ -52,6 +53,7 @@ MIGX_GLOBAL __launch_bounds__(${threads}) void ${name}(${params}) {
     }
     for (int e = t; e < ${state}; e += ${threads}) {
         const int b = e / ${hidden}, j = e % ${hidden};
-        migx::store(p6, ${c_last_at}, c_s[e]);
+        migx::store(p${c_last_param}, ${c_last_at}, c_s[e]);
+        ${h_last}
     }
 }
