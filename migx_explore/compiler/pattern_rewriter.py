@@ -215,8 +215,7 @@ class PatternRewriter:
     def find_matches(self, module: Module, *rules: Rule) -> int:
         """One forward sweep; for each instruction apply the first rule that matches and whose check
         accepts, handing it the plan its check computed. Returns the number of rewrites."""
-        patterns = [r.pattern() for r in rules]
-        roots = [root_names(p) for p in patterns]
+        candidates = _RuleIndex(rules)
         # One can_eval cache for the whole sweep even as rewrites bump the module's version: a
         # rewrite replaces a value by an equivalent one, so a constant stays constant, and a value
         # that became constant only waits for the next sweep. Dropping the cache on every rewrite
@@ -228,9 +227,7 @@ class PatternRewriter:
             # feeding sibling dots is what find_conv_dot_horiz_fusion matches); @return cannot.
             if not ins.alive or ins.is_return() or _dead(ins):
                 continue
-            for rl, pat, names in zip(rules, patterns, roots):
-                if names is not None and ins.name not in names:
-                    continue
+            for rl, pat in candidates.get(ins.name):
                 r = pat.match(ins, eval_cache)
                 if r is None:
                     continue
@@ -251,6 +248,25 @@ class PatternRewriter:
             self.records.append(
                 MatchRecord(rl.name, ins.id, tuple((k, v.id) for k, v in r.bindings.items()), module.name)
             )
+
+
+class _RuleIndex:
+    """The rules (with their patterns) that can match a root of each op name, in the rules' order.
+    A sweep tried every rule's root-name test on every instruction: 39 simplify_algebra rules
+    times every instruction times every sweep, most of a sweep's own time. A rule whose root
+    names are not known (None) is a candidate for every op; each name's list is built once."""
+
+    def __init__(self, rules: Sequence[Rule]):
+        patterns = [r.pattern() for r in rules]
+        self._rules = [(rl, pat, root_names(pat)) for rl, pat in zip(rules, patterns)]
+        self._by_name: dict[str, list[tuple[Rule, Matcher]]] = {}
+
+    def get(self, op_name: str) -> list[tuple[Rule, Matcher]]:
+        out = self._by_name.get(op_name)
+        if out is None:
+            out = [(rl, pat) for rl, pat, names in self._rules if names is None or op_name in names]
+            self._by_name[op_name] = out
+        return out
 
 
 def find_matches(module: Module, *rules: Rule, rewriter: PatternRewriter | None = None) -> int:
