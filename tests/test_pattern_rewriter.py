@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from migx_explore.compiler import evaluate, parse
+from migx_explore.compiler import Op, evaluate, parse
 from migx_explore.compiler import matcher as mt
 from migx_explore.compiler import pattern_rewriter as rw
 from migx_explore.compiler.errors import MigxError
@@ -90,3 +90,25 @@ def test_rewrite_pass_options_are_fields():
 def test_repeat_while_changes_counts_changing_runs():
     assert rw.repeat_while_changes(5, lambda: False) == 0
     assert rw.repeat_while_changes(3, lambda: True) == 3
+
+
+def test_root_filters_say_which_ops_a_pattern_can_start_at():
+    neg = Op("neg")
+    assert mt.root_filter(mt.any_()) is None
+    assert mt.root_filter(NEG_NEG)(neg) and not mt.root_filter(mt.name("exp"))(neg)
+    pw = mt.root_filter(mt.pointwise()(mt.nargs(1)).bind("p"))
+    assert pw(neg) and not pw(Op("transpose", permutation=[0]))
+    either = mt.root_filter(mt.any_of(mt.name("exp"), mt.pointwise()))
+    assert either(neg) and either(Op("exp")) and not either(Op("transpose", permutation=[0]))
+    assert mt.root_filter(mt.any_of(mt.name("exp"), mt.any_())) is None  # one side does not say
+
+
+def test_find_matches_tries_a_rule_only_on_the_roots_its_filter_allows():
+    p = parse(SRC)
+    seen: list[str] = []
+    spy = mt.pred("spy", lambda ins: seen.append(ins.name) or False)
+    assert rw.find_matches(p.main, rw.rule("spy", mt.on_root_ops(spy, lambda op: op.name == "neg"), "x")) == 0
+    assert seen == ["neg", "neg", "neg"]  # neither the param nor exp
+    seen.clear()
+    assert rw.find_matches(p.main, rw.rule("spy_all", spy, "x")) == 0
+    assert seen == ["@param", "neg", "neg", "exp", "neg"]  # no filter: every root but @return

@@ -18,6 +18,13 @@ def validate_module(module: Any) -> None:
     seen: set[int] = set()
     members = {id(i) for i in module}
     user_ids: dict[int, set[int]] = {}
+    # Shapes recomputed before, by instruction id: (op, input shapes, stored shape) objects that
+    # passed. Ops and shapes are immutable and a shape rule is a function of them, so the very
+    # same objects pass again; validating after every pass of a trace recomputed every shape of
+    # every changed module each time (most of an explorer re-trace's validation time).
+    # Kept for the instructions of this validation only, so removed ones do not pile up.
+    passed: dict[int, tuple] = module.__dict__.get("_shapes_checked", {})
+    checked: dict[int, tuple] = {}
     count = 0
     for ins in module:
         count += 1
@@ -48,12 +55,19 @@ def validate_module(module: Any) -> None:
         if ins.is_return() and ins is not module.last:
             fail("@return is not the last instruction")
         if not ins.is_builtin():
-            try:
-                expect = compute_shape(ins._op, [i._shape for i in ins._inputs], ins._module_inputs)
-            except Exception as e:  # noqa: BLE001 - reported as a validation failure
-                fail(f"shape rule fails: {e}")
-            if expect != ins._shape:
-                fail(f"stored shape {ins._shape} differs from recomputed {expect}")
+            in_shapes = tuple(i._shape for i in ins._inputs)
+            prev = passed.get(ins._id)
+            if _shape_checked(prev, ins, in_shapes):
+                checked[ins._id] = prev
+            else:
+                try:
+                    expect = compute_shape(ins._op, list(in_shapes), ins._module_inputs)
+                except Exception as e:  # noqa: BLE001 - reported as a validation failure
+                    fail(f"shape rule fails: {e}")
+                if expect != ins._shape:
+                    fail(f"stored shape {ins._shape} differs from recomputed {expect}")
+                if not ins._module_inputs:
+                    checked[ins._id] = (ins._op, in_shapes, ins._shape)
         for m in ins._module_inputs:
             if module.program.modules.get(m.name) is not m:
                 fail(f"references module {m.name!r} which is not in the program")
@@ -62,6 +76,15 @@ def validate_module(module: Any) -> None:
         raise ValidationError(
             f"module {module.name}: instruction count {module._count} but {count} linked", module.name
         )
+    module.__dict__["_shapes_checked"] = checked
+
+
+def _shape_checked(prev: tuple | None, ins: Instruction, in_shapes: tuple) -> bool:
+    """Whether `ins` holds the very op, input shapes and shape that passed the shape rule before
+    (an instruction with submodules is always recomputed: their contents can change)."""
+    if prev is None or prev[0] is not ins._op or prev[2] is not ins._shape or len(prev[1]) != len(in_shapes):
+        return False
+    return all(a is b for a, b in zip(prev[1], in_shapes))
 
 
 def structure_key(program: Any) -> tuple:

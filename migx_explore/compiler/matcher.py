@@ -11,6 +11,7 @@ pattern, with a check that refuses with a reason or returns a plan, and a rewrit
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -21,6 +22,7 @@ from .ref import eval_instruction
 
 if TYPE_CHECKING:  # pragma: no cover
     from .ir import Instruction
+    from .op import Op
 
 
 class MatchState:
@@ -118,7 +120,34 @@ def name(*names: str) -> Matcher:
         f"name({shown})", lambda ins, st: ins._op.name in allowed, lambda ins: f"expected {shown}, got {ins.name}"
     )
     m.names = allowed  # lets find_matches skip rules by root op name without running them
+    m.root_op = lambda op: op.name in allowed
     return m
+
+
+def on_root_ops(m: Matcher, test: Callable[[Op], bool]) -> Matcher:
+    """`m`, declaring that every root it accepts has an op passing `test`, so find_matches tries
+    it only on those. `test` must depend on the op's name alone (its name or its spec's traits):
+    find_matches asks it once per op name per sweep. Matching itself is unchanged (a copy of `m`
+    carries the test; `m` is left as it was)."""
+    out = copy.copy(m)
+    out.root_op = test
+    return out
+
+
+def root_filter(m: Matcher) -> Callable[[Op], bool] | None:
+    """A test on a root instruction's op that every root the matcher accepts passes (see
+    `on_root_ops`), or None if the matcher does not say."""
+    if isinstance(m, Bind):
+        return root_filter(m.inner)
+    if isinstance(m, AllOf):
+        known = [f for f in map(root_filter, m.ms) if f is not None]
+        if len(known) <= 1:
+            return known[0] if known else None
+        return lambda op: all(f(op) for f in known)
+    if isinstance(m, AnyOf):
+        parts = [root_filter(x) for x in m.ms]
+        return None if any(p is None for p in parts) else (lambda op: any(f(op) for f in parts))
+    return getattr(m, "root_op", None)
 
 
 def root_names(m: Matcher) -> frozenset[str] | None:
@@ -233,7 +262,8 @@ def scalar_shape() -> Matcher:
 
 
 def pointwise() -> Matcher:
-    return _Pred("pointwise", lambda ins, st: ins.op.has("pointwise"), lambda ins: f"{ins.name} is not pointwise")
+    m = _Pred("pointwise", lambda ins, st: ins.op.has("pointwise"), lambda ins: f"{ins.name} is not pointwise")
+    return on_root_ops(m, lambda op: op.has("pointwise"))
 
 
 def same_shape(*binds: str) -> Matcher:

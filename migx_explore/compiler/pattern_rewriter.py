@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .errors import IRError
-from .matcher import Matcher, MatchResult, MatchState, root_names
+from .matcher import Matcher, MatchResult, MatchState, root_filter
 from .op import Op
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -225,9 +225,9 @@ class PatternRewriter:
         for ins in module:
             # Params and literals can be roots too (MIGraphX visits every instruction: a parameter
             # feeding sibling dots is what find_conv_dot_horiz_fusion matches); @return cannot.
-            if not ins.alive or ins.is_return() or _dead(ins):
+            if not ins._alive or ins.is_return() or _dead(ins):
                 continue
-            for rl, pat in candidates.get(ins.name):
+            for rl, pat in candidates.get(ins.op):
                 r = pat.match(ins, eval_cache)
                 if r is None:
                     continue
@@ -253,19 +253,20 @@ class PatternRewriter:
 class _RuleIndex:
     """The rules (with their patterns) that can match a root of each op name, in the rules' order.
     A sweep tried every rule's root-name test on every instruction: 39 simplify_algebra rules
-    times every instruction times every sweep, most of a sweep's own time. A rule whose root
-    names are not known (None) is a candidate for every op; each name's list is built once."""
+    times every instruction times every sweep, most of a sweep's own time. Each name's list is
+    built once per sweep from the patterns' root filters (matcher.root_filter: op names, or a
+    trait such as pointwise); a rule whose pattern does not say is a candidate for every op."""
 
     def __init__(self, rules: Sequence[Rule]):
         patterns = [r.pattern() for r in rules]
-        self._rules = [(rl, pat, root_names(pat)) for rl, pat in zip(rules, patterns)]
+        self._rules = [(rl, pat, root_filter(pat)) for rl, pat in zip(rules, patterns)]
         self._by_name: dict[str, list[tuple[Rule, Matcher]]] = {}
 
-    def get(self, op_name: str) -> list[tuple[Rule, Matcher]]:
-        out = self._by_name.get(op_name)
+    def get(self, op: Op) -> list[tuple[Rule, Matcher]]:
+        out = self._by_name.get(op.name)
         if out is None:
-            out = [(rl, pat) for rl, pat, names in self._rules if names is None or op_name in names]
-            self._by_name[op_name] = out
+            out = [(rl, pat) for rl, pat, test in self._rules if test is None or test(op)]
+            self._by_name[op.name] = out
         return out
 
 
@@ -277,7 +278,9 @@ def find_matches(module: Module, *rules: Rule, rewriter: PatternRewriter | None 
 def _dead(ins: Instruction) -> bool:
     """An unused value awaiting DCE (a rewrite left it behind): rewriting it again is wasted work
     and, in fixpoint loops, would count the same match over and over."""
-    return not ins.outputs and ins is not ins.module.last and not ins.op.has("side_effect")
+    # The private fields: `outputs` copies the list into a tuple (asked of every instruction in
+    # every sweep).
+    return not ins._outputs and ins is not ins._module.last and not ins._op.has("side_effect")
 
 
 def repeat_while_changes(n: int, step: Callable[[], Any]) -> int:
