@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from migx_explore.compiler import Op, evaluate, parse
+from migx_explore.compiler import Op, Program, evaluate, parse
 from migx_explore.compiler import matcher as mt
 from migx_explore.compiler import pattern_rewriter as rw
 from migx_explore.compiler.errors import MigxError
@@ -112,3 +112,15 @@ def test_find_matches_tries_a_rule_only_on_the_roots_its_filter_allows():
     seen.clear()
     assert rw.find_matches(p.main, rw.rule("spy_all", spy, "x")) == 0
     assert seen == ["@param", "neg", "neg", "exp", "neg"]  # no filter: every root but @return
+
+
+def test_has_value_compares_every_element_and_keeps_the_answer_for_the_sweep():
+    p = Program()
+    m = p.main
+    same = m.add_literal(np.full((3, 3), 2.0, np.float32))
+    first_only = m.add_literal(np.array([2.0, 2.0, 5.0], np.float32))
+    cache: dict = {}
+    twos = mt.has_value(2.0)
+    assert twos.match(same, cache) is not None and twos.match(first_only, cache) is None
+    assert mt.has_value(5.0).match(first_only, cache) is None  # the first element settles it
+    assert twos.match(same, cache) is not None and mt.has_value(3.5, rtol=0.5).match(first_only, cache)

@@ -238,7 +238,21 @@ def has_value(value: float, rtol: float = 0.0) -> Matcher:
                 data = st.eval_cache[key] = eval_instruction(ins)
         else:
             return False
-        return data.size > 0 and bool(np.all(np.isclose(data, value, rtol=rtol, atol=0)))
+        if data.size == 0:
+            return False
+        # Asked again by later rules of the sweep: the answer is kept with the array it is about
+        # (held, so its id is not reused while the sweep's cache lives).
+        key = ("has_value", id(data), value, rtol)
+        hit = st.eval_cache.get(key)
+        if hit is not None and hit[0] is data:
+            return hit[1]
+        # The first element alone settles most misses (a weight tensor is rarely all one value)
+        # without comparing all of it: the same isclose, on the same dtype.
+        ok = bool(np.isclose(data.flat[:1], value, rtol=rtol, atol=0)[0]) and bool(
+            np.all(np.isclose(data, value, rtol=rtol, atol=0))
+        )
+        st.eval_cache[key] = (data, ok)
+        return ok
 
     return _Pred(f"has_value({value})", ok, lambda ins: f"{ins.name} is not the constant {value}")
 
