@@ -4,10 +4,10 @@ Program.structure_key (what program equality compares)."""
 
 from __future__ import annotations
 
+import operator
 from typing import Any
 
 from .errors import ValidationError
-from .instruction import Instruction
 from .op import compute_shape
 from .printer import instruction_label
 
@@ -26,15 +26,15 @@ def validate_module(module: Any) -> None:
     passed: dict[int, tuple] = module.__dict__.get("_shapes_checked", {})
     checked: dict[int, tuple] = {}
     count = 0
+
+    def fail(msg: str) -> None:
+        # Names the instruction the loop below is at. The label scans the module for the
+        # position, so build it only on failure (for every instruction it was quadratic).
+        label = instruction_label(ins)
+        raise ValidationError(f"module {module.name}: {label}: {msg}", module.name, label)
+
     for ins in module:
         count += 1
-
-        def fail(msg: str, ins: Instruction = ins) -> None:
-            # The label scans the module for the position, so build it only on failure
-            # (building it for every instruction made validation quadratic).
-            label = instruction_label(ins)
-            raise ValidationError(f"module {module.name}: {label}: {msg}", module.name, label)
-
         if ins._module is not module:
             fail(f"belongs to module {ins._module.name}")
         for i in ins._inputs:
@@ -55,9 +55,15 @@ def validate_module(module: Any) -> None:
         if ins.is_return() and ins is not module.last:
             fail("@return is not the last instruction")
         if not ins.is_builtin():
-            in_shapes = tuple(i._shape for i in ins._inputs)
+            in_shapes = tuple([i._shape for i in ins._inputs])
             prev = passed.get(ins._id)
-            if _shape_checked(prev, ins, in_shapes):
+            if (
+                prev is not None
+                and prev[0] is ins._op
+                and prev[2] is ins._shape
+                and len(prev[1]) == len(in_shapes)
+                and all(map(operator.is_, prev[1], in_shapes))
+            ):  # the very op, input shapes and shape that passed the shape rule before
                 checked[ins._id] = prev
             else:
                 try:
@@ -77,14 +83,6 @@ def validate_module(module: Any) -> None:
             f"module {module.name}: instruction count {module._count} but {count} linked", module.name
         )
     module.__dict__["_shapes_checked"] = checked
-
-
-def _shape_checked(prev: tuple | None, ins: Instruction, in_shapes: tuple) -> bool:
-    """Whether `ins` holds the very op, input shapes and shape that passed the shape rule before
-    (an instruction with submodules is always recomputed: their contents can change)."""
-    if prev is None or prev[0] is not ins._op or prev[2] is not ins._shape or len(prev[1]) != len(in_shapes):
-        return False
-    return all(a is b for a, b in zip(prev[1], in_shapes))
 
 
 def structure_key(program: Any) -> tuple:
