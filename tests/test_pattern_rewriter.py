@@ -124,3 +124,41 @@ def test_has_value_compares_every_element_and_keeps_the_answer_for_the_sweep():
     assert twos.match(same, cache) is not None and twos.match(first_only, cache) is None
     assert mt.has_value(5.0).match(first_only, cache) is None  # the first element settles it
     assert twos.match(same, cache) is not None and mt.has_value(3.5, rtol=0.5).match(first_only, cache)
+
+
+def test_a_quiet_sweep_is_not_repeated_until_the_module_changes():
+    from migx_explore.compiler.passes.rewrite import sweep
+
+    p = parse(SRC)
+    tried: list[int] = []
+    spy = rw.rule("spy", mt.pred("spy", lambda ins: tried.append(ins.id) or False), "x")
+    rules = (spy,)
+    assert not sweep(p.main, rules, skip_if_quiet=True) and len(tried) == 5
+    assert not sweep(p.main, rules, skip_if_quiet=True) and len(tried) == 5  # nothing changed: skipped
+    assert not sweep(p.main, rules) and len(tried) == 10  # without the flag it always runs
+    assert not sweep(p.main, (spy,), skip_if_quiet=True) and len(tried) == 15  # another rules object
+    exp = next(i for i in p.main if i.name == "exp")
+    p.main.replace_instruction(exp, Op("abs"))
+    assert not sweep(p.main, rules, skip_if_quiet=True) and len(tried) == 20  # the module changed
+    neg_neg = (rw.rule("neg_neg", NEG_NEG, "x"),)
+    assert sweep(p.main, neg_neg, skip_if_quiet=True)  # a sweep that changes is not remembered as quiet
+    assert not sweep(p.main, neg_neg, skip_if_quiet=True)
+
+
+def test_a_quiet_sweep_runs_again_when_a_submodule_it_reaches_changes():
+    from ir_samples import FUSED
+
+    from migx_explore.compiler.passes.rewrite import sweep
+
+    p = parse(FUSED)
+    tried: list[int] = []
+    rules = (rw.rule("spy", mt.pred("spy", lambda ins: tried.append(ins.id) or False), "x"),)
+    sweep(p.main, rules, skip_if_quiet=True)
+    n = len(tried)
+    sweep(p.main, rules, skip_if_quiet=True)
+    assert len(tried) == n
+    sub = p.modules["main:pointwise0"]
+    mul = next(i for i in sub if i.name == "mul")
+    sub.replace_instruction(mul, Op("add"))  # the fused body changed, main did not
+    sweep(p.main, rules, skip_if_quiet=True)
+    assert len(tried) == 2 * n
