@@ -107,6 +107,33 @@ def test_pass_that_lies_about_changes_is_caught():
         PassManager().run(parse(SRC), [FunctionPass(fn=sneaky, label="sneaky")])
 
 
+def test_trusting_version_counters_records_the_same_diffs_for_api_passes():
+    def relu_to_abs(m):
+        for ins in m:
+            if ins.name == "relu":
+                m.replace_instruction(ins, Op("abs"))
+        return True
+
+    def run(trust: bool):
+        passes = [FunctionPass(fn=relu_to_abs, label="relu_to_abs"), EliminateIdentity(), DeadCodeElimination()]
+        return PassManager(validate=False, trust_versions=trust).run(parse(SRC), passes)
+
+    reread, trusted = run(False), run(True)
+    assert [r.diff.summary() for r in trusted] == [r.diff.summary() for r in reread]
+    assert [r.diff.changed for r in trusted] == [r.diff.changed for r in reread]
+    assert trusted.records[0].changed and trusted.final.text == reread.final.text
+
+
+def test_only_the_re_read_sees_a_change_made_behind_the_module_api():
+    # What trust_versions gives up (a plain compile, which validates nothing per pass either):
+    # a pass that writes an instruction's fields directly leaves the version counter as it was.
+    seen = {}
+    for trust in (False, True):
+        rec = PassManager(validate=False, trust_versions=trust).run(parse(SRC), [BreakShape()]).records[0]
+        seen[trust] = rec.changed
+    assert seen == {False: True, True: False}
+
+
 def test_numeric_check_flags_a_pass_that_changes_results():
     def break_math(m):
         for ins in m:

@@ -144,6 +144,10 @@ class Instruction:
 
     def can_eval(self, _cache: dict | None = None) -> bool:
         """True for a literal, or a context-free non-param op whose inputs can all be evaluated."""
+        if _cache is not None:  # asked again in a sweep (is_constant on many roots): one lookup
+            known = _cache.get(self._id)
+            if known is not None:
+                return known
         cache = {} if _cache is None else _cache
         stack = [self]
         while stack:

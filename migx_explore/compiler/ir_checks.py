@@ -4,10 +4,10 @@ Program.structure_key (what program equality compares)."""
 
 from __future__ import annotations
 
+import operator
 from typing import Any
 
 from .errors import ValidationError
-from .instruction import Instruction
 from .op import compute_shape
 from .printer import instruction_label
 
@@ -18,16 +18,23 @@ def validate_module(module: Any) -> None:
     seen: set[int] = set()
     members = {id(i) for i in module}
     user_ids: dict[int, set[int]] = {}
+    # Shapes recomputed before, by instruction id: (op, input shapes, stored shape) objects that
+    # passed. Ops and shapes are immutable and a shape rule is a function of them, so the very
+    # same objects pass again; validating after every pass of a trace recomputed every shape of
+    # every changed module each time (most of an explorer re-trace's validation time).
+    # Kept for the instructions of this validation only, so removed ones do not pile up.
+    passed: dict[int, tuple] = module.__dict__.get("_shapes_checked", {})
+    checked: dict[int, tuple] = {}
     count = 0
+
+    def fail(msg: str) -> None:
+        # Names the instruction the loop below is at. The label scans the module for the
+        # position, so build it only on failure (for every instruction it was quadratic).
+        label = instruction_label(ins)
+        raise ValidationError(f"module {module.name}: {label}: {msg}", module.name, label)
+
     for ins in module:
         count += 1
-
-        def fail(msg: str, ins: Instruction = ins) -> None:
-            # The label scans the module for the position, so build it only on failure
-            # (building it for every instruction made validation quadratic).
-            label = instruction_label(ins)
-            raise ValidationError(f"module {module.name}: {label}: {msg}", module.name, label)
-
         if ins._module is not module:
             fail(f"belongs to module {ins._module.name}")
         for i in ins._inputs:
@@ -48,12 +55,25 @@ def validate_module(module: Any) -> None:
         if ins.is_return() and ins is not module.last:
             fail("@return is not the last instruction")
         if not ins.is_builtin():
-            try:
-                expect = compute_shape(ins._op, [i._shape for i in ins._inputs], ins._module_inputs)
-            except Exception as e:  # noqa: BLE001 - reported as a validation failure
-                fail(f"shape rule fails: {e}")
-            if expect != ins._shape:
-                fail(f"stored shape {ins._shape} differs from recomputed {expect}")
+            in_shapes = tuple([i._shape for i in ins._inputs])
+            prev = passed.get(ins._id)
+            if (
+                prev is not None
+                and prev[0] is ins._op
+                and prev[2] is ins._shape
+                and len(prev[1]) == len(in_shapes)
+                and all(map(operator.is_, prev[1], in_shapes))
+            ):  # the very op, input shapes and shape that passed the shape rule before
+                checked[ins._id] = prev
+            else:
+                try:
+                    expect = compute_shape(ins._op, list(in_shapes), ins._module_inputs)
+                except Exception as e:  # noqa: BLE001 - reported as a validation failure
+                    fail(f"shape rule fails: {e}")
+                if expect != ins._shape:
+                    fail(f"stored shape {ins._shape} differs from recomputed {expect}")
+                if not ins._module_inputs:
+                    checked[ins._id] = (ins._op, in_shapes, ins._shape)
         for m in ins._module_inputs:
             if module.program.modules.get(m.name) is not m:
                 fail(f"references module {m.name!r} which is not in the program")
@@ -62,6 +82,7 @@ def validate_module(module: Any) -> None:
         raise ValidationError(
             f"module {module.name}: instruction count {module._count} but {count} linked", module.name
         )
+    module.__dict__["_shapes_checked"] = checked
 
 
 def structure_key(program: Any) -> tuple:

@@ -11,6 +11,7 @@ pattern, with a check that refuses with a reason or returns a plan, and a rewrit
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -21,6 +22,7 @@ from .ref import eval_instruction
 
 if TYPE_CHECKING:  # pragma: no cover
     from .ir import Instruction
+    from .op import Op
 
 
 class MatchState:
@@ -95,6 +97,16 @@ class _Pred(Matcher):
         st.reason = self.why(ins) if callable(self.why) else self.why
         return False
 
+    # test() written out for the matchers every rule is made of (predicates and all_of): the
+    # same depth counting as Matcher.test, one Python call fewer per condition tried (a compile
+    # tries some 400k). A subclass that overrides _test must override test too.
+    def test(self, ins, st):
+        if self.fn(ins, st):
+            st.depth += 1
+            return True
+        st.reason = self.why(ins) if callable(self.why) else self.why
+        return False
+
 
 def pred(desc: str, fn: Callable[[Instruction], bool], why: str | Callable | None = None) -> Matcher:
     """A custom predicate matcher (MIGRAPHX_PRED_MATCHER)."""
@@ -104,9 +116,38 @@ def pred(desc: str, fn: Callable[[Instruction], bool], why: str | Callable | Non
 def name(*names: str) -> Matcher:
     allowed = frozenset(names)
     shown = "|".join(names)
-    m = _Pred(f"name({shown})", lambda ins, st: ins.name in allowed, lambda ins: f"expected {shown}, got {ins.name}")
+    m = _Pred(
+        f"name({shown})", lambda ins, st: ins._op.name in allowed, lambda ins: f"expected {shown}, got {ins.name}"
+    )
     m.names = allowed  # lets find_matches skip rules by root op name without running them
+    m.root_op = lambda op: op.name in allowed
     return m
+
+
+def on_root_ops(m: Matcher, test: Callable[[Op], bool]) -> Matcher:
+    """`m`, declaring that every root it accepts has an op passing `test`, so find_matches tries
+    it only on those. `test` must depend on the op's name alone (its name or its spec's traits):
+    find_matches asks it once per op name per sweep. Matching itself is unchanged (a copy of `m`
+    carries the test; `m` is left as it was)."""
+    out = copy.copy(m)
+    out.root_op = test
+    return out
+
+
+def root_filter(m: Matcher) -> Callable[[Op], bool] | None:
+    """A test on a root instruction's op that every root the matcher accepts passes (see
+    `on_root_ops`), or None if the matcher does not say."""
+    if isinstance(m, Bind):
+        return root_filter(m.inner)
+    if isinstance(m, AllOf):
+        known = [f for f in map(root_filter, m.ms) if f is not None]
+        if len(known) <= 1:
+            return known[0] if known else None
+        return lambda op: all(f(op) for f in known)
+    if isinstance(m, AnyOf):
+        parts = [root_filter(x) for x in m.ms]
+        return None if any(p is None for p in parts) else (lambda op: any(f(op) for f in parts))
+    return getattr(m, "root_op", None)
 
 
 def root_names(m: Matcher) -> frozenset[str] | None:
@@ -197,7 +238,21 @@ def has_value(value: float, rtol: float = 0.0) -> Matcher:
                 data = st.eval_cache[key] = eval_instruction(ins)
         else:
             return False
-        return data.size > 0 and bool(np.all(np.isclose(data, value, rtol=rtol, atol=0)))
+        if data.size == 0:
+            return False
+        # Asked again by later rules of the sweep: the answer is kept with the array it is about
+        # (held, so its id is not reused while the sweep's cache lives).
+        key = ("has_value", id(data), value, rtol)
+        hit = st.eval_cache.get(key)
+        if hit is not None and hit[0] is data:
+            return hit[1]
+        # The first element alone settles most misses (a weight tensor is rarely all one value)
+        # without comparing all of it: the same isclose, on the same dtype.
+        ok = bool(np.isclose(data.flat[:1], value, rtol=rtol, atol=0)[0]) and bool(
+            np.all(np.isclose(data, value, rtol=rtol, atol=0))
+        )
+        st.eval_cache[key] = (data, ok)
+        return ok
 
     return _Pred(f"has_value({value})", ok, lambda ins: f"{ins.name} is not the constant {value}")
 
@@ -221,7 +276,8 @@ def scalar_shape() -> Matcher:
 
 
 def pointwise() -> Matcher:
-    return _Pred("pointwise", lambda ins, st: ins.op.has("pointwise"), lambda ins: f"{ins.name} is not pointwise")
+    m = _Pred("pointwise", lambda ins, st: ins.op.has("pointwise"), lambda ins: f"{ins.name} is not pointwise")
+    return on_root_ops(m, lambda op: op.has("pointwise"))
 
 
 def same_shape(*binds: str) -> Matcher:
@@ -256,7 +312,17 @@ class AllOf(Matcher):
         self.desc = "all_of(" + ", ".join(m.desc for m in self.ms) + ")"
 
     def _test(self, ins, st):
-        return all(m.test(ins, st) for m in self.ms)
+        for m in self.ms:
+            if not m.test(ins, st):
+                return False
+        return True
+
+    def test(self, ins, st):
+        for m in self.ms:
+            if not m.test(ins, st):
+                return False
+        st.depth += 1
+        return True
 
     def __call__(self, *subs: Matcher) -> Matcher:
         return AllOf(self.ms + subs) if subs else self
@@ -311,10 +377,11 @@ class _Arg(Matcher):
         self.desc = f"arg({i})({m.desc})"
 
     def _test(self, ins, st):
-        if self.i >= len(ins.inputs):
+        inputs = ins._inputs  # the list itself: `inputs` copies it into a tuple on every read
+        if self.i >= len(inputs):
             st.reason = f"{ins.name} has no input {self.i}"
             return False
-        x = _skip(ins.inputs[self.i], self.skip)
+        x = _skip(inputs[self.i], self.skip)
         if not self.m.test(x, st):
             st.reason = f"arg {self.i} of {ins.name}: {st.reason}"
             return False
@@ -337,10 +404,11 @@ class _Args(Matcher):
         self.desc = "args(" + ", ".join(m.desc for m in self.ms) + ")"
 
     def _test(self, ins, st):
-        if len(ins.inputs) != len(self.ms):
-            st.reason = f"{ins.name} has {len(ins.inputs)} inputs, expected {len(self.ms)}"
+        inputs = ins._inputs
+        if len(inputs) != len(self.ms):
+            st.reason = f"{ins.name} has {len(inputs)} inputs, expected {len(self.ms)}"
             return False
-        for k, (x, m) in enumerate(zip(ins.inputs, self.ms)):
+        for k, (x, m) in enumerate(zip(inputs, self.ms)):
             if not m.test(x, st):
                 st.reason = f"arg {k} of {ins.name}: {st.reason}"
                 return False
@@ -357,10 +425,11 @@ class _EitherArg(Matcher):
         self.desc = f"either_arg({i}, {j})({m1.desc}, {m2.desc})"
 
     def _test(self, ins, st):
-        if max(self.i, self.j) >= len(ins.inputs):
+        inputs = ins._inputs
+        if max(self.i, self.j) >= len(inputs):
             st.reason = f"{ins.name} has too few inputs"
             return False
-        a, b = ins.inputs[self.i], ins.inputs[self.j]
+        a, b = inputs[self.i], inputs[self.j]
         reasons = []
         for x, y in ((a, b), (b, a)):
             saved = dict(st.bindings)

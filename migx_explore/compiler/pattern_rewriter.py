@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .errors import IRError
-from .matcher import Matcher, MatchResult, MatchState, root_names
+from .matcher import Matcher, MatchResult, MatchState, root_filter
 from .op import Op
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -215,8 +215,7 @@ class PatternRewriter:
     def find_matches(self, module: Module, *rules: Rule) -> int:
         """One forward sweep; for each instruction apply the first rule that matches and whose check
         accepts, handing it the plan its check computed. Returns the number of rewrites."""
-        patterns = [r.pattern() for r in rules]
-        roots = [root_names(p) for p in patterns]
+        candidates = _RuleIndex(rules)
         # One can_eval cache for the whole sweep even as rewrites bump the module's version: a
         # rewrite replaces a value by an equivalent one, so a constant stays constant, and a value
         # that became constant only waits for the next sweep. Dropping the cache on every rewrite
@@ -226,11 +225,9 @@ class PatternRewriter:
         for ins in module:
             # Params and literals can be roots too (MIGraphX visits every instruction: a parameter
             # feeding sibling dots is what find_conv_dot_horiz_fusion matches); @return cannot.
-            if not ins.alive or ins.is_return() or _dead(ins):
+            if not ins._alive or ins.is_return() or _dead(ins):
                 continue
-            for rl, pat, names in zip(rules, patterns, roots):
-                if names is not None and ins.name not in names:
-                    continue
+            for rl, pat in candidates.get(ins.op):
                 r = pat.match(ins, eval_cache)
                 if r is None:
                     continue
@@ -253,6 +250,26 @@ class PatternRewriter:
             )
 
 
+class _RuleIndex:
+    """The rules (with their patterns) that can match a root of each op name, in the rules' order.
+    A sweep tried every rule's root-name test on every instruction: 39 simplify_algebra rules
+    times every instruction times every sweep, most of a sweep's own time. Each name's list is
+    built once per sweep from the patterns' root filters (matcher.root_filter: op names, or a
+    trait such as pointwise); a rule whose pattern does not say is a candidate for every op."""
+
+    def __init__(self, rules: Sequence[Rule]):
+        patterns = [r.pattern() for r in rules]
+        self._rules = [(rl, pat, root_filter(pat)) for rl, pat in zip(rules, patterns)]
+        self._by_name: dict[str, list[tuple[Rule, Matcher]]] = {}
+
+    def get(self, op: Op) -> list[tuple[Rule, Matcher]]:
+        out = self._by_name.get(op.name)
+        if out is None:
+            out = [(rl, pat) for rl, pat, test in self._rules if test is None or test(op)]
+            self._by_name[op.name] = out
+        return out
+
+
 def find_matches(module: Module, *rules: Rule, rewriter: PatternRewriter | None = None) -> int:
     """`rewriter.find_matches(module, *rules)`; without a rewriter, one that records nothing."""
     return (rewriter or PatternRewriter()).find_matches(module, *rules)
@@ -261,7 +278,9 @@ def find_matches(module: Module, *rules: Rule, rewriter: PatternRewriter | None 
 def _dead(ins: Instruction) -> bool:
     """An unused value awaiting DCE (a rewrite left it behind): rewriting it again is wasted work
     and, in fixpoint loops, would count the same match over and over."""
-    return not ins.outputs and ins is not ins.module.last and not ins.op.has("side_effect")
+    # The private fields: `outputs` copies the list into a tuple (asked of every instruction in
+    # every sweep).
+    return not ins._outputs and ins is not ins._module.last and not ins._op.has("side_effect")
 
 
 def repeat_while_changes(n: int, step: Callable[[], Any]) -> int:

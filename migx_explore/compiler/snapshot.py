@@ -35,10 +35,10 @@ class InstrRecord:
     def same_content(self, other: InstrRecord) -> bool:
         """Equal op, inputs, submodules and shape (the literal compared by identity/content)."""
         if (
-            self.op != other.op
+            (self.op is not other.op and self.op != other.op)
             or self.inputs != other.inputs
             or self.modules != other.modules
-            or self.shape != other.shape
+            or (self.shape is not other.shape and self.shape != other.shape)
         ):
             return False
         if self.literal is None or other.literal is None:
@@ -247,18 +247,7 @@ def snapshot_module(m: Module, fresh: bool = False) -> ModuleSnapshot:
         # (this re-read runs over the whole program after each top-level pass).
         setattr(m, _CACHE_ATTR, (m.version, cache[1]))
         return cache[1]
-    recs = tuple(
-        InstrRecord(
-            ins._id,
-            ins._op,
-            tuple(i._id for i in ins._inputs),
-            tuple(sm.name for sm in ins._module_inputs),
-            ins._shape,
-            ins._origin,
-            ins._literal,
-        )
-        for ins in m
-    )
+    recs = _records(m, cache[1].instrs if cache is not None else ())
     if (
         cache is not None
         and cache[1].name == m.name
@@ -278,6 +267,31 @@ def snapshot_module(m: Module, fresh: bool = False) -> ModuleSnapshot:
                 dirty.add(m)
     setattr(m, _CACHE_ATTR, (m.version, snap))
     return snap
+
+
+def _records(m: Module, old: tuple[InstrRecord, ...]) -> tuple[InstrRecord, ...]:
+    """`m`'s instruction records, reusing the old record of each instruction that still holds the
+    very objects recorded: after a pass that rewrote a few instructions of a large module, most
+    records are the old objects, so diff and `_same_records` pass them by identity instead of
+    comparing ops and shapes (and no new frozen record is built for them)."""
+    by_id = {r.id: r for r in old}
+    out = []
+    for ins in m:
+        inputs = tuple(i._id for i in ins._inputs)
+        modules = tuple(sm.name for sm in ins._module_inputs) if ins._module_inputs else ()
+        r = by_id.get(ins._id)
+        if (
+            r is None
+            or r.op is not ins._op
+            or r.shape is not ins._shape
+            or r.literal is not ins._literal
+            or r.origin is not ins._origin
+            or r.inputs != inputs
+            or r.modules != modules
+        ):
+            r = InstrRecord(ins._id, ins._op, inputs, modules, ins._shape, ins._origin, ins._literal)
+        out.append(r)
+    return tuple(out)
 
 
 def _unchanged_by_identity(m: Module, recs: tuple[InstrRecord, ...]) -> bool:
@@ -303,7 +317,8 @@ def _unchanged_by_identity(m: Module, recs: tuple[InstrRecord, ...]) -> bool:
 
 def _same_records(a: tuple[InstrRecord, ...], b: tuple[InstrRecord, ...]) -> bool:
     return len(a) == len(b) and all(
-        x.id == y.id and x.origin == y.origin and x.literal is y.literal and x.same_content(y) for x, y in zip(a, b)
+        x is y or (x.id == y.id and x.origin == y.origin and x.literal is y.literal and x.same_content(y))
+        for x, y in zip(a, b)
     )
 
 
@@ -444,7 +459,7 @@ def diff(before: ProgramSnapshot, after: ProgramSnapshot) -> SnapshotDiff:
     changed = set()
     for i in a.keys() & b.keys():
         (ma, ra), (mb, rb) = a[i], b[i]
-        if ma != mb or not ra.same_content(rb):
+        if ma != mb or (ra is not rb and not ra.same_content(rb)):
             changed.add(i)
     replaced_by: dict[int, list[int]] = {}
     for i in sorted(added):  # new ids in creation order, whatever the set's layout

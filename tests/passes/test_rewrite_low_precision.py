@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from migx_explore.compiler.passes.rewrite_low_precision import RewriteLowPrecision
@@ -43,3 +44,24 @@ def test_fp32_is_left_alone():
         r = @return(y)
     """
     check_pass(text, [RewriteLowPrecision()], text)
+
+
+@pytest.mark.parametrize(
+    "values, dtype, beyond",
+    [
+        ([1.0, -2.0, 65504.0], "float32", False),  # half's max itself fits
+        ([1.0, -65505.0], "float32", True),
+        ([np.inf, -np.inf, np.nan, 3.0], "float32", False),  # only finite elements count
+        ([np.nan, -1e6], "float32", True),
+        ([-3.4e38, 0.0], "float32", True),  # an HF mask constant
+        ([0.5, -60000.0], "float16", False),
+        ([], "float32", False),
+    ],
+)
+def test_truncate_float_finds_constants_beyond_the_low_type(values, dtype, beyond):
+    from migx_explore.compiler.passes.truncate_float import _beyond
+
+    data = np.array(values, dtype=dtype)
+    assert _beyond(data, 65504.0) == beyond
+    ref = np.asarray(data, np.float64)
+    assert _beyond(data, 65504.0) == bool(data.size and np.any(np.abs(ref[np.isfinite(ref)]) > 65504.0))

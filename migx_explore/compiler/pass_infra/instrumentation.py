@@ -104,14 +104,25 @@ class Timing(PassInstrumentation):
 
 class Snapshots(PassInstrumentation):
     """`record.before`, `record.after` and `record.diff`; fails a pass that reported no change
-    but changed the IR."""
+    but changed the IR.
+
+    `trust_versions`: after a built-in top-level pass, read only the modules whose version
+    counters moved instead of re-reading every instruction of the program (the re-read catches a
+    pass that mutated instructions behind the Module API). A plain compile (gpu.compile, no
+    per-pass validation) trusts them, as it trusts the passes to leave valid modules; a nested
+    pass given one module still re-reads it, since its diff says whether a fixpoint loop goes on."""
+
+    def __init__(self, trust_versions: bool = False) -> None:
+        self.trust_versions = trust_versions
 
     def before_pass(self, run: PassRun) -> None:
         run.record.before = snapshot(run.program)
 
     def after_pass(self, run: PassRun) -> None:
         rec, program, scope = run.record, run.program, run.module_scope
-        if scope is not None and run.untrusted and not run.user:
+        if self.trust_versions and scope is None and run.scope is None and not run.user:
+            rec.after = snapshot(program)
+        elif scope is not None and run.untrusted and not run.user:
             # A nested pass given one module (optimize_module's, per module) re-reads that module
             # only: re-reading and re-validating every module after each of them cost the module
             # count squared. Anything it did elsewhere is still caught by its top-level pass's

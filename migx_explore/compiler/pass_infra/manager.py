@@ -42,7 +42,8 @@ class PassFailed(MigxError):
 class PassManager:
     """`validate`, `numeric` and `on_record` switch the standard instrumentations on;
     `instrumentations` adds the caller's own (each sees the record after validation and the
-    numeric check, before `on_record`)."""
+    numeric check, before `on_record`). `trust_versions`: the snapshot after a built-in top-level
+    pass reads only the modules whose version moved (Snapshots says when that is enough)."""
 
     def __init__(
         self,
@@ -51,8 +52,10 @@ class PassManager:
         numeric: NumericConfig | None = None,
         on_record: Callable[[PassRecord], None] | None = None,
         instrumentations: Sequence[PassInstrumentation] = (),
+        trust_versions: bool = False,
     ):
         self.validate = validate
+        self.trust_versions = trust_versions
         self.numeric = numeric
         self.on_record = on_record
         self.extra_instrumentations = list(instrumentations)
@@ -67,7 +70,7 @@ class PassManager:
         out += self.extra_instrumentations
         out += [NumericChecks(self.numeric)] if self.numeric is not None else []
         out += [Validation()] if self.validate else []
-        return [*out, MatchRecording(), Snapshots(), Timing()]
+        return [*out, MatchRecording(), Snapshots(self.trust_versions), Timing()]
 
     # ---- public ----------------------------------------------------------------------------------
     def run(

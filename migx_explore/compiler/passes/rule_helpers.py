@@ -37,7 +37,7 @@ def static(ins: Instruction) -> bool:
 def all_static() -> Matcher:
     return pred(
         "static_shapes",
-        lambda ins: static(ins) and all(static(i) for i in ins.inputs),
+        lambda ins: static(ins) and all(static(i) for i in ins._inputs),
         "dynamic or tuple shapes are left alone",
     )
 

@@ -109,7 +109,8 @@ class SimplifyAlgebra(Pass):
     name: ClassVar[str] = "simplify_algebra"
 
     def apply_module(self, module, ctx) -> bool:
-        return repeat_while_changes(8, lambda: sweep(module, RULES, rewriter=rewriter_of(ctx))) > 0
+        step = lambda: sweep(module, RULES, rewriter=rewriter_of(ctx), skip_if_quiet=True)  # noqa: E731
+        return repeat_while_changes(8, step) > 0
 
 
 __all__ = ["CONV_CONV_1X1", "ConvConv1x1", "RULES", "SimplifyAlgebra"]

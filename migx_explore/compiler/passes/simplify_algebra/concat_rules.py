@@ -14,7 +14,12 @@ BCASTS = ("broadcast", "multibroadcast")
 
 
 def is_pointwise_op(ins: Instruction) -> bool:
-    return (ins.op.has("pointwise") or ins.name == "pointwise") and ins.name != "layout"
+    return pointwise_op(ins.op)
+
+
+def pointwise_op(op: Op) -> bool:
+    """What is_pointwise_op asks of an instruction's op (its name and traits only)."""
+    return (op.has("pointwise") or op.name == "pointwise") and op.name != "layout"
 
 
 class ConcatSameInput(Rule):

@@ -8,12 +8,12 @@ import numpy as np
 
 from ...errors import ShapeError
 from ...ir import Instruction
-from ...matcher import arg, name, pred
+from ...matcher import arg, name, on_root_ops, pred
 from ...op import Op, compute_shape
 from ...ops.common import norm_axis
 from ...pattern_rewriter import Rule, replace_with_op
 from ..rule_helpers import all_static, slice_ranges
-from .concat_rules import BCASTS, get_splits, is_pointwise_op
+from .concat_rules import BCASTS, get_splits, is_pointwise_op, pointwise_op
 
 
 class DotBroadcast(Rule):
@@ -195,11 +195,12 @@ class InnerBroadcast(Rule):
     name = "find_inner_broadcast"
 
     def pattern(self):
-        return pred(
+        root = pred(
             "pointwise_of_broadcasts",
             lambda i: is_pointwise_op(i) and bool(i.inputs) and all(x.name in BCASTS for x in i.inputs),
             "not a pointwise op whose inputs are all broadcasts",
-        )(all_static())
+        )
+        return on_root_ops(root, pointwise_op)(all_static())  # find_matches tries it on pointwise roots only
 
     def check(self, m, r):
         ins = r.root

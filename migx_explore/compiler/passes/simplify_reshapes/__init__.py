@@ -84,8 +84,10 @@ class SimplifyReshapes(Pass):
     enable_gather_rewrite: bool = False
 
     def apply_module(self, module, ctx) -> bool:
-        changed = sweep(module, GATHER_SCALAR, rewriter=rewriter_of(ctx))
+        changed = sweep(module, GATHER_SCALAR, rewriter=rewriter_of(ctx), skip_if_quiet=True)
         if self.enable_gather_rewrite:
             changed = sweep(module, GATHER, with_dce=False, rewriter=rewriter_of(ctx)) or changed
         rules = RULES + (OpShapeTransformOp(),) if self.enable_op_shape_transform_op else RULES
-        return repeat_while_changes(self.depth, lambda: sweep(module, rules, rewriter=rewriter_of(ctx))) > 0 or changed
+        quiet = rules is RULES  # a fresh tuple per run would never be found quiet again
+        step = lambda: sweep(module, rules, rewriter=rewriter_of(ctx), skip_if_quiet=quiet)  # noqa: E731
+        return repeat_while_changes(self.depth, step) > 0 or changed
