@@ -117,15 +117,32 @@ def bind_params(module: Module, inputs: Mapping[str, Any] | Sequence[Any], check
     return env
 
 
+class _Result:
+    """What run_instruction checks an instruction's result against, read off its IR shape once
+    (a plan keeps one per step: per instruction, the lookups cost as much as a small op)."""
+
+    __slots__ = ("shape", "want", "subtypes", "static", "dynamic", "size", "nbytes")
+
+    def __init__(self, out: Shape):
+        self.shape = out
+        self.subtypes = tuple(dtypes.np_dtype(s.type) for s in out.sub_shapes) if out.is_tuple else None
+        self.want = None if out.is_tuple else dtypes.np_dtype(out.type)
+        self.static = self.want is not None and out.dyn_dims is None  # lens known: checked
+        self.dynamic = out.dynamic_shape
+        self.size = out.elements() if self.static else 0
+        self.nbytes = self.size * self.want.itemsize if self.static else 0
+
+
 class _Step:
     """One instruction of a module's execution plan: its argument and dead-value ids resolved."""
 
-    __slots__ = ("ins", "id", "literal", "args", "free", "work")
+    __slots__ = ("ins", "id", "literal", "args", "free", "work", "result")
 
     def __init__(self, ins: Instruction, args: tuple[int, ...], free: tuple[int, ...]):
         self.ins, self.id, self.args, self.free = ins, ins.id, args, free
         self.literal = ins.literal.data if ins.is_literal() else None
         self.work = arithmetic(ins)
+        self.result = None if self.literal is not None else _Result(ins.shape)
 
     def where(self) -> str:  # formatted only when the work budget runs out
         return f"module {self.ins.module.name}: {self.ins.name} (#{self.id})"
@@ -178,7 +195,7 @@ def evaluate_module(
             if st.literal is not None:
                 env[st.id] = st.literal
             else:
-                env[st.id] = run_instruction(st.ins, [env[i] for i in st.args], check_shapes, budget)
+                env[st.id] = run_instruction(st.ins, [env[i] for i in st.args], check_shapes, budget, result=st.result)
             if hook is not None:
                 hook(st.ins, env[st.id])
             for i in st.free:
@@ -224,22 +241,22 @@ def run_instruction(
     check_shapes: bool,
     budget: int | None = None,
     run: SubmoduleRunner | None = None,
+    *,
+    result: _Result | None = None,
 ) -> np.ndarray:
     """Run one instruction's reference compute on `args` (its submodules through `run`, by default
-    a SubmoduleRunner); `budget`: the memory budget, when the caller read it already."""
+    a SubmoduleRunner); `budget`: the memory budget, when the caller read it already; `result`:
+    the instruction's _Result, when a plan holds it."""
     spec = ins.op.spec
     if spec.compute is None:
         raise EvalError(f"module {ins.module.name}: {ins.name} (#{ins.id}) has no reference implementation")
-    out = ins.shape
-    want = None if out.is_tuple else dtypes.np_dtype(out.type)
-    if check_shapes and want is not None and out.dyn_dims is None:
-        nbytes = out.elements() * want.itemsize
-        if nbytes > (memory_budget() if budget is None else budget):  # the message only when needed
-            check_bytes(nbytes, f"module {ins.module.name}: {ins.name} (#{ins.id}) output")
-    if out.dynamic_shape:
-        out = _concrete_shape(ins, args)
+    r = _Result(ins.shape) if result is None else result
+    if check_shapes and r.static and r.nbytes > (memory_budget() if budget is None else budget):
+        check_bytes(r.nbytes, f"module {ins.module.name}: {ins.name} (#{ins.id}) output")  # formatted only here
+    if r.dynamic:
+        r = _Result(_concrete_shape(ins, args))
     try:
-        res = spec.compute(ins.op, args, out, SubmoduleRunner(ins) if run is None else run)
+        res = spec.compute(ins.op, args, r.shape, SubmoduleRunner(ins) if run is None else run)
     except WorkBudgetError:
         raise  # said where it stopped already; wrapping it per enclosing loop would only repeat that
     except MigxError as e:
@@ -248,18 +265,18 @@ def run_instruction(
         raise EvalError(f"module {ins.module.name}: {ins.name} (#{ins.id}) failed: {e}") from None
     except MemoryError:
         raise EvalError(f"module {ins.module.name}: {ins.name} (#{ins.id}) ran out of memory") from None
-    if out.is_tuple:
-        return tuple(np.asarray(r, dtype=dtypes.np_dtype(s.type)) for r, s in zip(res, out.sub_shapes))
+    if r.subtypes is not None:
+        return tuple(np.asarray(v, dtype=t) for v, t in zip(res, r.subtypes))
     arr = np.asarray(res)
-    if arr.dtype != want:
-        arr = arr.astype(want)
-    if check_shapes and out.dyn_dims is None and tuple(arr.shape) != out.lens:
-        if arr.size == out.elements():
-            arr = arr.reshape(out.lens)
+    if arr.dtype != r.want:
+        arr = arr.astype(r.want)
+    if check_shapes and r.static and arr.shape != r.shape.lens:
+        if arr.size == r.size:
+            arr = arr.reshape(r.shape.lens)
         else:
             raise EvalError(
                 f"module {ins.module.name}: {ins.name} (#{ins.id}) computed shape {arr.shape}, "
-                f"but its IR shape is {out}"
+                f"but its IR shape is {r.shape}"
             )
     return arr
 
