@@ -136,13 +136,28 @@ class _Result:
 class _Step:
     """One instruction of a module's execution plan: its argument and dead-value ids resolved."""
 
-    __slots__ = ("ins", "id", "literal", "args", "free", "work", "result")
+    __slots__ = ("ins", "id", "literal", "args", "free", "work", "result", "constant", "value")
 
-    def __init__(self, ins: Instruction, args: tuple[int, ...], free: tuple[int, ...]):
+    def __init__(self, ins: Instruction, args: tuple[int, ...], free: tuple[int, ...], constant: bool):
         self.ins, self.id, self.args, self.free = ins, ins.id, args, free
         self.literal = ins.literal.data if ins.is_literal() else None
         self.work = arithmetic(ins)
         self.result = None if self.literal is not None else _Result(ins.shape)
+        self.constant = constant  # a function of literals only: kept after its first evaluation
+        self.value: np.ndarray | None = None
+
+    def keep(self, value: Any) -> None:
+        """Keep a constant step's value for the next evaluations, read-only, unless it holds more
+        than _KEEP_BYTES of memory of its own (a view of a literal holds none)."""
+        if not isinstance(value, np.ndarray):
+            return
+        root = value
+        while isinstance(root.base, np.ndarray):
+            root = root.base
+        if root.flags.writeable and root.nbytes > _KEEP_BYTES:
+            return
+        value.flags.writeable = False
+        self.value = value
 
     def where(self) -> str:  # formatted only when the work budget runs out
         return f"module {self.ins.module.name}: {self.ins.name} (#{self.id})"
@@ -150,6 +165,24 @@ class _Step:
 
 # Plans by module, for the module's version (every edit of a module moves its version).
 _PLANS: weakref.WeakKeyDictionary[Module, tuple] = weakref.WeakKeyDictionary()
+# Constant values a plan keeps at most this large each: an imported model recomputes its
+# batch-norm scales, broadcast biases and reshaped constants on every forward otherwise (200+
+# small instructions in GPT-2 or ResNet-18, 7-15% of their forward); large ones (converted
+# weights) would double the model's memory.
+_KEEP_BYTES = 256 << 10
+
+
+def _foldable(ins: Instruction) -> bool:
+    """Whether the value of `ins` depends on nothing but its inputs (then, on literals alone, it
+    is the same on every evaluation)."""
+    op = ins.op
+    return not (
+        op.has("builtin")
+        or op.has("not_context_free")
+        or op.has("side_effect")
+        or ins.module_inputs
+        or ins.shape.dynamic_shape
+    )
 
 
 def _plan(module: Module) -> tuple[list[_Step], list[int], list[Instruction]]:
@@ -173,10 +206,14 @@ def _plan(module: Module) -> tuple[list[_Step], list[int], list[Instruction]]:
     for k, ids in enumerate(args):
         for i in ids:
             last_use[i] = k
-    steps = [
-        _Step(ins, ids, tuple(dict.fromkeys(i for i in ids if last_use[i] == k and i not in keep)))
-        for k, (ins, ids) in enumerate(zip(instrs, args))
-    ]
+    constant: set[int] = set()
+    steps = []
+    for k, (ins, ids) in enumerate(zip(instrs, args)):
+        const = not ins.is_literal() and all(i in constant for i in ids) and _foldable(ins)
+        if const or ins.is_literal():
+            constant.add(ins.id)
+        free = tuple(dict.fromkeys(i for i in ids if last_use[i] == k and i not in keep))
+        steps.append(_Step(ins, ids, free, const))
     _PLANS[module] = (version, (steps, outputs, params))
     return steps, outputs, params
 
@@ -194,8 +231,12 @@ def evaluate_module(
             meter.spend(st.where, st.work)
             if st.literal is not None:
                 env[st.id] = st.literal
+            elif st.value is not None:
+                env[st.id] = st.value
             else:
                 env[st.id] = run_instruction(st.ins, [env[i] for i in st.args], check_shapes, budget, result=st.result)
+                if st.constant and check_shapes:  # (unchecked shapes could differ: not kept)
+                    st.keep(env[st.id])
             if hook is not None:
                 hook(st.ins, env[st.id])
             for i in st.free:
