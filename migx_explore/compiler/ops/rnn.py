@@ -139,19 +139,23 @@ class _Cell:
         f, g, hh = (list(acts) + [None, None])[:3]
         # `clip` bounds the gates' pre-activations, not the cell (hh)
         self.f, self.g, self.hh = _activation(f, op["clip"]), _activation(g, op["clip"]), _activation(hh, 0.0)
+        self.step = {"rnn": self._rnn, "gru": self._gru, "lstm": self._lstm}[op.name]  # chosen once
 
-    def step(self, xw, h, c):
-        hs, rt, rb, p, f, g = self.hs, self.rt, self.rb, self.p, self.f, self.g
-        if self.name == "rnn":
-            return f(xw + h @ rt), c
-        if self.name == "gru":
-            zr = f(xw[..., : 2 * hs] + h @ rt[..., : 2 * hs])  # gates z and r in one product
-            z, rr = zr[..., :hs], zr[..., hs:]
-            if self.linear_before_reset:
-                n = g(xw[..., 2 * hs :] + rr * (h @ rt[..., 2 * hs :] + rb[..., 2 * hs :]))
-            else:
-                n = g(xw[..., 2 * hs :] + (rr * h) @ rt[..., 2 * hs :] + rb[..., 2 * hs :])
-            return (1 - z) * n + z * h, c
+    def _rnn(self, xw, h, c):
+        return self.f(xw + h @ self.rt), c
+
+    def _gru(self, xw, h, c):
+        hs, rt, rb, f, g = self.hs, self.rt, self.rb, self.f, self.g
+        zr = f(xw[..., : 2 * hs] + h @ rt[..., : 2 * hs])  # gates z and r in one product
+        z, rr = zr[..., :hs], zr[..., hs:]
+        if self.linear_before_reset:
+            n = g(xw[..., 2 * hs :] + rr * (h @ rt[..., 2 * hs :] + rb[..., 2 * hs :]))
+        else:
+            n = g(xw[..., 2 * hs :] + (rr * h) @ rt[..., 2 * hs :] + rb[..., 2 * hs :])
+        return (1 - z) * n + z * h, c
+
+    def _lstm(self, xw, h, c):
+        hs, rt, p, f = self.hs, self.rt, self.p, self.f
         gates = h @ rt  # i, o, f, c
         gates += xw
         if p is None:  # no peepholes: gates i, o, f are one block under one activation
@@ -163,7 +167,7 @@ class _Cell:
         if self.input_forget:
             ff = 1 - i
         c2 = ff * c
-        c2 += i * g(gates[..., 3 * hs :])
+        c2 += i * self.g(gates[..., 3 * hs :])
         if p is not None:
             o = f(gates[..., hs : 2 * hs] + p[..., hs : 2 * hs] * c2)
         return o * self.hh(c2), c2
@@ -187,15 +191,16 @@ def _input_part(name: str, hs: int, x, w, b):
     half = b.shape[-1] // 2
     (seq, batch, inp), (dirs, gh, _) = x.shape, w.shape
     # One GEMM for all steps and directions (a batched matmul over the time steps would run
-    # seq*dirs tiny products), as (W x^T)^T: OpenBLAS runs a product of few rows (seq*batch)
-    # at about 2/3 the speed of its transpose.
-    xw = (w.reshape(dirs * gh, inp) @ x.reshape(seq * batch, inp).T).T.reshape(seq, batch, dirs, gh)
-    xw = np.transpose(xw, (2, 0, 1, 3)) + b[:, None, None, :half]
+    # seq*dirs tiny products), as W x^T: OpenBLAS runs a product of few rows (seq*batch) at
+    # about 2/3 the speed of its transpose. The biases are added in its row-major layout.
+    wx = (w.reshape(dirs * gh, inp) @ x.reshape(seq * batch, inp).T).reshape(dirs, gh, seq, batch)
+    wx += b[:, :half, None, None]
     rb = b[:, None, half:]  # [dirs, 1, G*h]
     if name == "gru":
-        xw[..., : 2 * hs] += rb[:, None, :, : 2 * hs]
+        wx[:, : 2 * hs] += b[:, half : half + 2 * hs, None, None]
     else:
-        xw += rb[:, None]
+        wx += b[:, half:, None, None]
+    xw = np.transpose(wx, (0, 2, 3, 1))  # [dirs, seq, batch, G*h]
     return xw, rb
 
 
