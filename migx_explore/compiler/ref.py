@@ -4,6 +4,10 @@ Values are plain numpy arrays in logical (row-major) order; strides in the IR de
 memory layouts and do not matter here. Every instruction's result is checked against its IR
 shape, so an op spec whose compute disagrees with its shape rule is caught where it happens.
 
+A module's plan (its steps, cached per module version) keeps the value of each instruction that
+depends on literals alone after its first evaluation, read-only, when small (_KEEP_BYTES): an
+imported model's batch-norm scales and broadcast biases are then computed once, not per forward.
+
 Evaluation runs BLAS on one thread (through threadpoolctl, where installed). The reference runs
 beside the notebook's kernel, in background checks and in one Dask worker per core; a BLAS that
 spreads each product over every core there makes each wait on the others' threads (on a busy
@@ -212,6 +216,7 @@ def _plan(module: Module) -> tuple[list[_Step], list[int], list[Instruction]]:
         const = not ins.is_literal() and all(i in constant for i in ids) and _foldable(ins)
         if const or ins.is_literal():
             constant.add(ins.id)
+        const = const and ins.id not in keep  # outputs stay fresh arrays the caller may write to
         free = tuple(dict.fromkeys(i for i in ids if last_use[i] == k and i not in keep))
         steps.append(_Step(ins, ids, free, const))
     _PLANS[module] = (version, (steps, outputs, params))
