@@ -231,7 +231,9 @@ def _compute(op, args, out, run):
         first = ds.start or 0
         cell = _Cell(op, rt[ds], rb[ds], p[ds] if lstm and p[ds].any() else None, acts[first])
         if together:  # time-major, so that each step reads and writes one contiguous block
-            order = np.stack([xw[d, ::-1] if back else xw[d] for d, back in enumerate(dirs)], axis=1)
+            order = np.empty((seq, len(dirs)) + xw.shape[2:], acc)  # row-major (np.stack keeps xw's order)
+            for d, back in enumerate(dirs):
+                order[:, d] = xw[d, ::-1] if back else xw[d]
             h, c = h0, c0
             seen = np.empty((seq, len(dirs)) + h0.shape[1:], acc)  # [seq, dirs, batch, h]
             for step in range(seq):
