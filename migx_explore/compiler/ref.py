@@ -4,6 +4,10 @@ Values are plain numpy arrays in logical (row-major) order; strides in the IR de
 memory layouts and do not matter here. Every instruction's result is checked against its IR
 shape, so an op spec whose compute disagrees with its shape rule is caught where it happens.
 
+A module's plan (its steps, cached per module version) keeps the value of each instruction that
+depends on literals alone after its first evaluation, read-only, when small (_KEEP_BYTES): an
+imported model's batch-norm scales and broadcast biases are then computed once, not per forward.
+
 Evaluation runs BLAS on one thread (through threadpoolctl, where installed). The reference runs
 beside the notebook's kernel, in background checks and in one Dask worker per core; a BLAS that
 spreads each product over every core there makes each wait on the others' threads (on a busy
@@ -117,15 +121,47 @@ def bind_params(module: Module, inputs: Mapping[str, Any] | Sequence[Any], check
     return env
 
 
+class _Result:
+    """What run_instruction checks an instruction's result against, read off its IR shape once
+    (a plan keeps one per step: per instruction, the lookups cost as much as a small op)."""
+
+    __slots__ = ("shape", "want", "subtypes", "static", "dynamic", "size", "nbytes")
+
+    def __init__(self, out: Shape):
+        self.shape = out
+        self.subtypes = tuple(dtypes.np_dtype(s.type) for s in out.sub_shapes) if out.is_tuple else None
+        self.want = None if out.is_tuple else dtypes.np_dtype(out.type)
+        self.static = self.want is not None and out.dyn_dims is None  # lens known: checked
+        self.dynamic = out.dynamic_shape
+        self.size = out.elements() if self.static else 0
+        self.nbytes = self.size * self.want.itemsize if self.static else 0
+
+
 class _Step:
     """One instruction of a module's execution plan: its argument and dead-value ids resolved."""
 
-    __slots__ = ("ins", "id", "literal", "args", "free", "work")
+    __slots__ = ("ins", "id", "literal", "args", "free", "work", "result", "constant", "value")
 
-    def __init__(self, ins: Instruction, args: tuple[int, ...], free: tuple[int, ...]):
+    def __init__(self, ins: Instruction, args: tuple[int, ...], free: tuple[int, ...], constant: bool):
         self.ins, self.id, self.args, self.free = ins, ins.id, args, free
         self.literal = ins.literal.data if ins.is_literal() else None
         self.work = arithmetic(ins)
+        self.result = None if self.literal is not None else _Result(ins.shape)
+        self.constant = constant  # a function of literals only: kept after its first evaluation
+        self.value: np.ndarray | None = None
+
+    def keep(self, value: Any) -> None:
+        """Keep a constant step's value for the next evaluations, read-only, unless it holds more
+        than _KEEP_BYTES of memory of its own (a view of a literal holds none)."""
+        if not isinstance(value, np.ndarray):
+            return
+        root = value
+        while isinstance(root.base, np.ndarray):
+            root = root.base
+        if root.flags.writeable and root.nbytes > _KEEP_BYTES:
+            return
+        value.flags.writeable = False
+        self.value = value
 
     def where(self) -> str:  # formatted only when the work budget runs out
         return f"module {self.ins.module.name}: {self.ins.name} (#{self.id})"
@@ -133,6 +169,24 @@ class _Step:
 
 # Plans by module, for the module's version (every edit of a module moves its version).
 _PLANS: weakref.WeakKeyDictionary[Module, tuple] = weakref.WeakKeyDictionary()
+# Constant values a plan keeps at most this large each: an imported model recomputes its
+# batch-norm scales, broadcast biases and reshaped constants on every forward otherwise (200+
+# small instructions in GPT-2 or ResNet-18, 7-15% of their forward); large ones (converted
+# weights) would double the model's memory.
+_KEEP_BYTES = 256 << 10
+
+
+def _foldable(ins: Instruction) -> bool:
+    """Whether the value of `ins` depends on nothing but its inputs (then, on literals alone, it
+    is the same on every evaluation)."""
+    op = ins.op
+    return not (
+        op.has("builtin")
+        or op.has("not_context_free")
+        or op.has("side_effect")
+        or ins.module_inputs
+        or ins.shape.dynamic_shape
+    )
 
 
 def _plan(module: Module) -> tuple[list[_Step], list[int], list[Instruction]]:
@@ -156,10 +210,15 @@ def _plan(module: Module) -> tuple[list[_Step], list[int], list[Instruction]]:
     for k, ids in enumerate(args):
         for i in ids:
             last_use[i] = k
-    steps = [
-        _Step(ins, ids, tuple(dict.fromkeys(i for i in ids if last_use[i] == k and i not in keep)))
-        for k, (ins, ids) in enumerate(zip(instrs, args))
-    ]
+    constant: set[int] = set()
+    steps = []
+    for k, (ins, ids) in enumerate(zip(instrs, args)):
+        const = not ins.is_literal() and all(i in constant for i in ids) and _foldable(ins)
+        if const or ins.is_literal():
+            constant.add(ins.id)
+        const = const and ins.id not in keep  # outputs stay fresh arrays the caller may write to
+        free = tuple(dict.fromkeys(i for i in ids if last_use[i] == k and i not in keep))
+        steps.append(_Step(ins, ids, free, const))
     _PLANS[module] = (version, (steps, outputs, params))
     return steps, outputs, params
 
@@ -177,8 +236,12 @@ def evaluate_module(
             meter.spend(st.where, st.work)
             if st.literal is not None:
                 env[st.id] = st.literal
+            elif st.value is not None:
+                env[st.id] = st.value
             else:
-                env[st.id] = run_instruction(st.ins, [env[i] for i in st.args], check_shapes, budget)
+                env[st.id] = run_instruction(st.ins, [env[i] for i in st.args], check_shapes, budget, result=st.result)
+                if st.constant and check_shapes:  # (unchecked shapes could differ: not kept)
+                    st.keep(env[st.id])
             if hook is not None:
                 hook(st.ins, env[st.id])
             for i in st.free:
@@ -224,22 +287,22 @@ def run_instruction(
     check_shapes: bool,
     budget: int | None = None,
     run: SubmoduleRunner | None = None,
+    *,
+    result: _Result | None = None,
 ) -> np.ndarray:
     """Run one instruction's reference compute on `args` (its submodules through `run`, by default
-    a SubmoduleRunner); `budget`: the memory budget, when the caller read it already."""
+    a SubmoduleRunner); `budget`: the memory budget, when the caller read it already; `result`:
+    the instruction's _Result, when a plan holds it."""
     spec = ins.op.spec
     if spec.compute is None:
         raise EvalError(f"module {ins.module.name}: {ins.name} (#{ins.id}) has no reference implementation")
-    out = ins.shape
-    want = None if out.is_tuple else dtypes.np_dtype(out.type)
-    if check_shapes and want is not None and out.dyn_dims is None:
-        nbytes = out.elements() * want.itemsize
-        if nbytes > (memory_budget() if budget is None else budget):  # the message only when needed
-            check_bytes(nbytes, f"module {ins.module.name}: {ins.name} (#{ins.id}) output")
-    if out.dynamic_shape:
-        out = _concrete_shape(ins, args)
+    r = _Result(ins.shape) if result is None else result
+    if check_shapes and r.static and r.nbytes > (memory_budget() if budget is None else budget):
+        check_bytes(r.nbytes, f"module {ins.module.name}: {ins.name} (#{ins.id}) output")  # formatted only here
+    if r.dynamic:
+        r = _Result(_concrete_shape(ins, args))
     try:
-        res = spec.compute(ins.op, args, out, SubmoduleRunner(ins) if run is None else run)
+        res = spec.compute(ins.op, args, r.shape, SubmoduleRunner(ins) if run is None else run)
     except WorkBudgetError:
         raise  # said where it stopped already; wrapping it per enclosing loop would only repeat that
     except MigxError as e:
@@ -248,18 +311,18 @@ def run_instruction(
         raise EvalError(f"module {ins.module.name}: {ins.name} (#{ins.id}) failed: {e}") from None
     except MemoryError:
         raise EvalError(f"module {ins.module.name}: {ins.name} (#{ins.id}) ran out of memory") from None
-    if out.is_tuple:
-        return tuple(np.asarray(r, dtype=dtypes.np_dtype(s.type)) for r, s in zip(res, out.sub_shapes))
+    if r.subtypes is not None:
+        return tuple(np.asarray(v, dtype=t) for v, t in zip(res, r.subtypes))
     arr = np.asarray(res)
-    if arr.dtype != want:
-        arr = arr.astype(want)
-    if check_shapes and out.dyn_dims is None and tuple(arr.shape) != out.lens:
-        if arr.size == out.elements():
-            arr = arr.reshape(out.lens)
+    if arr.dtype != r.want:
+        arr = arr.astype(r.want)
+    if check_shapes and r.static and arr.shape != r.shape.lens:
+        if arr.size == r.size:
+            arr = arr.reshape(r.shape.lens)
         else:
             raise EvalError(
                 f"module {ins.module.name}: {ins.name} (#{ins.id}) computed shape {arr.shape}, "
-                f"but its IR shape is {out}"
+                f"but its IR shape is {r.shape}"
             )
     return arr
 

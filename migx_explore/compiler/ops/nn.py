@@ -107,8 +107,9 @@ def sliding_windows(x: np.ndarray, kernel, pb, pe, st, dl, pad_value=0.0) -> np.
     """(N, C, *out_spatial, *kernel) view of x's sliding windows."""
     nd = len(kernel)
     xp = x
-    if any(pb) or any(pe):
-        xp = np.pad(x, [(0, 0), (0, 0)] + list(zip(pb, pe)), constant_values=pad_value)
+    if any(pb) or any(pe):  # (np.pad does the same, at 2-4x the time on these sizes)
+        xp = np.full(x.shape[:2] + tuple(n + b + e for n, b, e in zip(x.shape[2:], pb, pe)), pad_value, x.dtype)
+        xp[(slice(None), slice(None)) + tuple(slice(b, b + n) for n, b in zip(x.shape[2:], pb))] = x
     span = [dl[i] * (kernel[i] - 1) + 1 for i in range(nd)]
     win = sliding_window_view(xp, span, axis=tuple(range(2, 2 + nd)))
     idx = (slice(None), slice(None)) + tuple(slice(None, None, s) for s in st) + tuple(slice(None, None, d) for d in dl)
