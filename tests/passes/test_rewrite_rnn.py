@@ -143,3 +143,26 @@ def test_fuse_lstm_off_unrolls_every_step():
 def test_lstm_the_recurrence_op_cannot_compute_is_unrolled(attrs):
     p = _unrolled_matches(recurrent("lstm", peepholes=False, **attrs))
     assert "lstm_recurrence" not in {i.name for i in p.main}
+
+
+def test_recurrences_op_names_a_shape_that_does_not_fit():
+    from migx_explore.compiler import Program, Shape
+    from migx_explore.compiler.errors import ShapeError
+    from migx_explore.compiler.op import Op
+
+    m = Program().main
+    f = "float32"
+    args = [
+        m.add_parameter("xw", Shape.of(f, [5, 2, 2 * 16])),  # two directions of hidden 4, side by side
+        m.add_parameter("rt", Shape.of(f, [2, 4, 16])),
+        m.add_parameter("bias", Shape.of(f, [2, 16])),
+        m.add_parameter("h0", Shape.of(f, [2, 2, 4])),
+        m.add_parameter("c0", Shape.of(f, [2, 2, 4])),
+    ]
+    ok = m.add_instruction(Op("lstm_recurrences"), args)
+    assert [s.lens for s in ok.shape.sub_shapes] == [(5, 2, 2, 4), (2, 2, 4), (2, 2, 4)]
+    bad = m.add_parameter("bias1", Shape.of(f, [1, 16]))
+    with pytest.raises(ShapeError, match=r"lstm_recurrences: .*bias \[1, 16\].*1 or 2 directions of hidden 4"):
+        m.add_instruction(Op("lstm_recurrences"), args[:2] + [bad] + args[3:])
+    with pytest.raises(ShapeError, match=r"lstm_recurrences: expected xw"):
+        m.add_instruction(Op("lstm_recurrences"), [args[0], args[2], args[2], args[3], args[4]])

@@ -313,27 +313,35 @@ defop(
 # sequence full length) as one op, for a kernel that runs every step: rewrite_rnn emits it after
 # the whole-sequence input projection, so only h R^T and the cell stay inside the recurrence.
 def _recurrence_shape(op, s, m):
+    """lstm_recurrence's shapes, and lstm_recurrences' (each operand with a leading direction axis
+    but x W^T, whose directions sit side by side in its last axis)."""
     xw, rt, bias, h0, c0 = s
-    if xw.ndim != 3 or rt.ndim != 2 or h0.ndim != 2:
+    stacked = op.name == "lstm_recurrences"
+    d = "directions, " if stacked else ""
+    if xw.ndim != 3 or rt.ndim != 2 + stacked or h0.ndim != 2 + stacked:
         raise ShapeError(
-            f"lstm_recurrence: expected xw [seq, batch, 4h], R^T [h, 4h], h0 [batch, h]; got "
-            f"{list(xw.lens)}, {list(rt.lens)}, {list(h0.lens)}"
+            f"{op.name}: expected xw [seq, batch, {'directions*' if stacked else ''}4h], R^T [{d}h, 4h], "
+            f"h0 [{d}batch, h]; got {list(xw.lens)}, {list(rt.lens)}, {list(h0.lens)}"
         )
-    seq, batch, g = xw.lens
-    hidden = h0.lens[1]
+    seq, batch, width = xw.lens
+    dirs = [rt.lens[0]] if stacked else []
+    hidden, g = rt.lens[-2:]
     if (
-        g != 4 * hidden
-        or list(rt.lens) != [hidden, g]
-        or list(bias.lens) != [g]
-        or list(c0.lens) != [batch, hidden]
-        or h0.lens[0] != batch
+        (stacked and dirs[0] not in (1, 2))
+        or g != 4 * hidden
+        or width != (dirs[0] if stacked else 1) * g
+        or list(bias.lens) != dirs + [g]
+        or list(h0.lens) != dirs + [batch, hidden]
+        or list(c0.lens) != dirs + [batch, hidden]
     ):
         raise ShapeError(
-            f"lstm_recurrence: gates {g} / R^T {list(rt.lens)} / bias {list(bias.lens)} / c0 "
-            f"{list(c0.lens)} do not fit hidden {hidden} and batch {batch}"
+            f"{op.name}: xw {list(xw.lens)} / R^T {list(rt.lens)} / bias {list(bias.lens)} / h0 {list(h0.lens)} / "
+            f"c0 {list(c0.lens)} do not fit {'1 or 2 directions of ' if stacked else ''}hidden {hidden}"
         )
     # the state's type: x W^T may come wider (a float32 input's projection, at fp16)
-    return Shape.tuple_of([Shape.of(h0.type, [seq, batch, hidden]), Shape.of(h0.type, [batch, hidden])])
+    state = Shape.of(h0.type, dirs + [batch, hidden])
+    y = Shape.of(h0.type, [seq] + dirs + [batch, hidden])
+    return Shape.tuple_of([y, state, state] if stacked else [y, state])
 
 
 def _lstm_direction(xw, rt, bias, h, c, reverse: bool):
@@ -374,31 +382,6 @@ defop(
 # Every direction of a plain LSTM layer as one op (a bidirectional layer's two recurrences in one
 # kernel launch, one block each, side by side on the GPU instead of one after the other), in
 # ONNX's own layouts: Y [seq, directions, batch, h], Y_h and Y_c [directions, batch, h].
-def _recurrences_shape(op, s, m):
-    xw, rt, bias, h0, c0 = s
-    if xw.ndim != 3 or rt.ndim != 3 or h0.ndim != 3:
-        raise ShapeError(
-            f"lstm_recurrences: expected xw [seq, batch, directions*4h], R^T [directions, h, 4h], "
-            f"h0 [directions, batch, h]; got {list(xw.lens)}, {list(rt.lens)}, {list(h0.lens)}"
-        )
-    seq, batch, dg = xw.lens
-    dirs, hidden, g = rt.lens
-    if (
-        dirs not in (1, 2)
-        or g != 4 * hidden
-        or dg != dirs * g
-        or list(bias.lens) != [dirs, g]
-        or list(h0.lens) != [dirs, batch, hidden]
-        or list(c0.lens) != [dirs, batch, hidden]
-    ):
-        raise ShapeError(
-            f"lstm_recurrences: xw {list(xw.lens)} / R^T {list(rt.lens)} / bias {list(bias.lens)} / h0 "
-            f"{list(h0.lens)} / c0 {list(c0.lens)} do not fit 1 or 2 directions of hidden {hidden}"
-        )
-    state = Shape.of(h0.type, [dirs, batch, hidden])
-    return Shape.tuple_of([Shape.of(h0.type, [seq, dirs, batch, hidden]), state, state])
-
-
 def _recurrences_compute(op, args, out, run):
     xw, rt, bias, h0, c0 = (np.asarray(a).astype(np.float32, copy=False) for a in args)
     g = rt.shape[2]
@@ -412,7 +395,7 @@ def _recurrences_compute(op, args, out, run):
 
 defop(
     "lstm_recurrences",
-    _recurrences_shape,
+    _recurrence_shape,
     _recurrences_compute,
     nargs=5,
     gpu=GpuCode.kernel("lstm_recurrences"),
