@@ -64,6 +64,8 @@ class IncrementalEvaluator:
         self._inner: dict[tuple, list] = {}
         self._modules: dict[tuple, tuple] = {}  # submodule structures and their numbers (_ModuleTokens)
         self._records: dict[int, tuple] = {}
+        # main's entries by stable id: (snapshot record, input tokens, submodule records, key, hit, work)
+        self._by_record: dict[int, tuple] = {}
         self._tokens = itertools.count()
         self._lock = threading.Lock()
 
@@ -86,10 +88,26 @@ class IncrementalEvaluator:
             run = _Run(meter, self._modules, self._tokens, self._records)
             tokens: dict[int, int] = {}
             values: dict[int, Any] = {}
-            for ins in main:
+            recs = _records(main)
+            for k, ins in enumerate(main):
                 if ins.is_return():
                     break
-                meter.spend(lambda ins=ins: f"module {main.name}: {ins.name} (#{ins.id})", arithmetic(ins))
+                rec = None if recs is None else recs[k]
+                same = None if rec is None else self._unchanged(rec, ins, tokens, run)
+                if same is not None:
+                    # The very record of the version before, on inputs of the same values: its
+                    # key and value are the ones it had (no key to build, nothing to look up).
+                    key, hit, work = same[3], same[4], same[5]
+                    meter.spend(lambda ins=ins: f"module {main.name}: {ins.name} (#{ins.id})", work)
+                    run.keep_record(rec.id, same)
+                    if not (ins.is_param() or ins.is_literal()):
+                        run.stats.reused += 1
+                        run.carry(key, self._inner.get(key, ()))
+                    run.keep(key, ins.id, hit)
+                    tokens[ins.id], values[ins.id] = hit[0], hit[1]
+                    continue
+                work = arithmetic(ins)
+                meter.spend(lambda ins=ins: f"module {main.name}: {ins.name} (#{ins.id})", work)
                 key = self._key(ins, tokens, run.module_keys)
                 hit = run.by_key.get(key) or self._by_key.get(key)
                 if hit is None:
@@ -107,12 +125,35 @@ class IncrementalEvaluator:
                     run.stats.reused += 1
                     run.carry(key, self._inner.get(key, ()))
                 run.keep(key, ins.id, hit)
+                if rec is not None:
+                    run.keep_record(rec.id, (rec, _input_tokens(ins, tokens), _leaf_sources(ins), key, hit, work))
                 tokens[ins.id], values[ins.id] = hit[0], hit[1]
             outputs = [values[o.id] for o in main.output_instructions()]
             # drop what this version lacks
             self._by_key, self._by_id, self._by_print, self.last = run.by_key, run.by_id, run.by_print, run.stats
             self._inner, self._modules, self._records = run.inner, run.module_keys.now, run.module_keys.records
+            self._by_record = run.by_record
             return outputs
+
+    def _unchanged(self, rec: Any, ins: Instruction, tokens: dict[int, int], run: _Run) -> tuple | None:
+        """The entry main's instruction `ins` had in the version before, where it was rebuilt from
+        the very same snapshot record (compiler/snapshot.py shares the records a pass left alone),
+        its inputs hold the same values (tokens) and its submodules are the same leaf module
+        records; else None (keyed as usual)."""
+        entry = self._by_record.get(rec.id)
+        if entry is None or entry[0] is not rec:
+            return None
+        if entry[1] != _input_tokens(ins, tokens):
+            return None
+        if entry[2] is None:
+            return None
+        if entry[2]:
+            srcs = _leaf_sources(ins)
+            if srcs is None or len(srcs) != len(entry[2]) or any(a is not b for a, b in zip(srcs, entry[2])):
+                return None
+            for m in ins.module_inputs:  # their structures stay known to the next version
+                run.module_keys(m)
+        return entry
 
     def _token(self, ins: Instruction, value: Any) -> tuple:
         """(token, value, fingerprint) of a computed value: the old token where the value is the
@@ -209,6 +250,10 @@ class _Run:
         self.module_keys = _ModuleTokens(modules_before, counter, records_before)
         self.inner: dict[tuple, list] = {}
         self.collect: list | None = None  # where the submodule entries of the instruction computing go
+        self.by_record: dict[int, tuple] = {}
+
+    def keep_record(self, stable: int, entry: tuple) -> None:
+        self.by_record[stable] = entry
 
     def keep(self, key: tuple, stable: int, hit: tuple) -> None:
         self.by_key[key] = self.by_id[stable] = hit
@@ -241,6 +286,33 @@ class _MemoRunner(SubmoduleRunner):
         if isinstance(args, Mapping):  # named feeds (select_module): in the module's param order
             args = [args[p.param_name] for p in module.params()]
         return self.evaluator.run_module(self.run, module, list(args), check, self.known)
+
+
+def _records(main: Module) -> tuple | None:
+    """The snapshot records main was rebuilt from, one per instruction in order, while it is
+    unedited since (compiler/snapshot.py's to_program); None otherwise."""
+    src = main.rebuilt_from if main.version == 0 else None
+    if src is None or len(src.instrs) != len(main):
+        return None
+    return src.instrs
+
+
+def _input_tokens(ins: Instruction, tokens: dict[int, int]) -> tuple:
+    return tuple(tokens[i.id] for i in ins.inputs)
+
+
+def _leaf_sources(ins: Instruction) -> tuple | None:
+    """The snapshot records of `ins`'s submodules where each is a leaf module unedited since its
+    rebuild (its record then fixes what it computes); None where one is not."""
+    if not ins.module_inputs:
+        return ()
+    out = []
+    for m in ins.module_inputs:
+        src = m.rebuilt_from if m.version == 0 else None
+        if src is None or src.sub_refs:
+            return None
+        out.append(src)
+    return tuple(out)
 
 
 def _make_key(ins: Instruction, vk: tuple, shape: Any, tokens: dict[int, int], modules: _ModuleTokens) -> tuple:

@@ -15,7 +15,7 @@ from ..errors import MigxError
 from ..inputs import REAL_INPUTS_HINT
 from ..ir import Program
 from ..snapshot import ProgramSnapshot, snapshot
-from ..verify import Tolerance, check_outputs, program_compute_type
+from ..verify import OutputsCheck, Tolerance, check_outputs, program_compute_type
 from .instrumentation import PassInstrumentation, PassRun
 from .trace import NumericCheck
 
@@ -83,35 +83,52 @@ def compare_program_outputs(program: Program, outs: Sequence[np.ndarray], cfg: N
     because a TopK / ArgMax / NMS chose differently among near-ties (inputs within tolerance) pass,
     compared with the reference re-run on that choice, and the check says so in `selection`."""
     compute = program_compute_type(program)
+    how = (compute, cfg.tolerance)
     # Most passes leave the outputs as the check before found them (the incremental evaluator
     # hands back the very arrays): the comparison is then the one made before.
     last = cfg.cache.get("last_compared")
-    if last is not None and last[0] == compute and len(last[1]) == len(outs):
+    known: list = []
+    if last is not None and last[0] == how and len(last[1]) == len(outs):
         if all(a is b for a, b in zip(last[1], outs)):
             return dataclasses.replace(last[2])
-    res = _compare_program_outputs(program, outs, cfg, compute)
-    cfg.cache["last_compared"] = (compute, list(outs), res)
+        # the outputs a pass left as they were keep their comparison (a decoder's caches)
+        known = [c if a is b else None for a, b, c in zip(outs, last[1], last[3])]
+    res, checks = _compare_program_outputs(program, outs, cfg, compute, known)
+    cfg.cache["last_compared"] = (how, list(outs), res, checks)
     return dataclasses.replace(res)
 
 
 def _compare_program_outputs(
-    program: Program, outs: Sequence[np.ndarray], cfg: NumericConfig, compute: str
-) -> NumericCheck:
-    res = compare_outputs(outs, cfg.reference, cfg.tolerance, compute=compute)
+    program: Program, outs: Sequence[np.ndarray], cfg: NumericConfig, compute: str, known: list
+) -> tuple[NumericCheck, list]:
+    """The check, and the per-output comparisons against the reference (empty where the answer
+    came from elsewhere: a near-tie selection)."""
+    vres = check_outputs(outs, cfg.reference, cfg.tolerance, compute=compute, known=known)
+    res = _summary(vres, cfg.tolerance, compute)
+    checks = vres.outputs if len(vres.outputs) == len(outs) else []
+    alt = _explained(program, outs, cfg, compute, res)
+    return (res, checks) if alt is None else (alt, [])
+
+
+def _explained(
+    program: Program, outs: Sequence[np.ndarray], cfg: NumericConfig, compute: str, res: NumericCheck
+) -> NumericCheck | None:
+    """The check against the reference re-run on the program's near-tie choice, where outputs
+    that failed differ only by such a choice; None otherwise."""
     if res.ok or res.note or cfg.reference_program is None:
-        return res
+        return None
     from ..discontinuous import explain_selection_change, has_discontinuous_ops, reference_values
 
     if "reference_program" not in cfg.cache:
         cfg.cache["reference_program"] = cfg.reference_program.to_program()
     reference = cfg.cache["reference_program"]
     if not has_discontinuous_ops(reference):
-        return res
+        return None
     if "reference_values" not in cfg.cache:
         try:
             cfg.cache["reference_values"] = reference_values(reference, cfg.inputs)
         except MigxError:
-            return res
+            return None
     # After a flip, the following passes usually produce the very same outputs: reuse the answer.
     digest = _digest(outs)
     last = cfg.cache.get("last_explained")
@@ -129,7 +146,7 @@ def _compare_program_outputs(
         )
         cfg.cache["last_explained"] = (digest, change)
     if change is None:
-        return res
+        return None
     alt = compare_outputs(outs, change.outputs, cfg.tolerance, compute=compute)
     alt.selection = change.note
     return alt
@@ -158,7 +175,11 @@ def compare_outputs(
     `compare_outputs(outs, ref, rtol, atol)` (two floats) is the allclose form."""
     if not isinstance(tol, Tolerance):
         tol = Tolerance(rtol=tol, atol=atol) if tol is not None or atol is not None else Tolerance()
-    res = check_outputs(outs, ref, tol, compute=compute)
+    return _summary(check_outputs(outs, ref, tol, compute=compute), tol, compute)
+
+
+def _summary(res: OutputsCheck, tol: Tolerance, compute: str) -> NumericCheck:
+    """An OutputsCheck as the trace shows it: the worst output's figures."""
     if not res.outputs:
         return NumericCheck(float("inf"), float("inf"), False, res.note, tolerance=tol.describe(compute))
     k = res.worst
