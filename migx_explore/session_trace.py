@@ -270,13 +270,12 @@ def numeric_check(cfg: NumericConfig, snap: ProgramSnapshot):
     from migx_explore.compiler.pass_infra import NumericCheck
     from migx_explore.compiler.pass_infra.numerics import reference_evaluator
 
-    program = snap.to_program()
     try:
-        outs = reference_evaluator(cfg).evaluate(program)
+        outs = reference_evaluator(cfg).evaluate_snapshot(snap)
     except MigxError as e:
         hint = f" (on random inputs: {REAL_INPUTS_HINT})" if cfg.random_inputs else ""
         return NumericCheck(float("nan"), float("nan"), True, f"not checked: {e}{hint}")
-    return compare_program_outputs(program, outs, cfg)
+    return compare_program_outputs(snap, outs, cfg)
 
 
 __all__ = ["CachedStep", "RetraceInfo", "TraceCache", "numeric_check"]

@@ -34,10 +34,12 @@ import numpy as np
 
 from .limits import work_meter
 from .ref import SubmoduleRunner, arithmetic, bind_params, one_blas_thread, run_instruction, with_buffer_params
+from .snapshot_mirror import ProgramMirror
 from .value_keys import shape_key, value_key, value_split
 
 if TYPE_CHECKING:  # pragma: no cover
     from .ir import Instruction, Module, Program
+    from .snapshot import ProgramSnapshot
 
 
 @dataclass
@@ -68,6 +70,7 @@ class IncrementalEvaluator:
         self._by_record: dict[int, tuple] = {}
         self._tokens = itertools.count()
         self._lock = threading.Lock()
+        self._mirror = ProgramMirror()
 
     def _key(self, ins: Instruction, tokens: dict[int, int], module_keys: _ModuleTokens) -> tuple:
         if ins.is_param():
@@ -82,7 +85,22 @@ class IncrementalEvaluator:
         return _make_key(ins, value_key(ins), shape_key(ins.shape), tokens, module_keys)
 
     def evaluate(self, program: Program) -> list[np.ndarray]:
-        with self._lock, np.errstate(all="ignore"), work_meter() as meter, one_blas_thread():
+        with self._lock:
+            return self._evaluate(program)
+
+    def evaluate_snapshot(self, snap: ProgramSnapshot) -> list[np.ndarray]:
+        """`evaluate(snap.to_program())`, on a program patched from the snapshot evaluated before
+        instead (compiler/snapshot_mirror.py): a pass that changed a few instructions costs
+        building those, not the whole program."""
+        with self._lock:
+            try:
+                return self._evaluate(self._mirror.update(snap))
+            except BaseException:
+                self._mirror = ProgramMirror()  # maybe half patched: the next one starts afresh
+                raise
+
+    def _evaluate(self, program: Program) -> list[np.ndarray]:
+        with np.errstate(all="ignore"), work_meter() as meter, one_blas_thread():
             main = program.main
             params = bind_params(main, with_buffer_params(program, self.inputs), True)
             run = _Run(meter, self._modules, self._tokens, self._records)
@@ -291,7 +309,7 @@ class _MemoRunner(SubmoduleRunner):
 def _records(main: Module) -> tuple | None:
     """The snapshot records main was rebuilt from, one per instruction in order, while it is
     unedited since (compiler/snapshot.py's to_program); None otherwise."""
-    src = main.rebuilt_from if main.version == 0 else None
+    src = main.rebuilt_record()
     if src is None or len(src.instrs) != len(main):
         return None
     return src.instrs
@@ -308,7 +326,7 @@ def _leaf_sources(ins: Instruction) -> tuple | None:
         return ()
     out = []
     for m in ins.module_inputs:
-        src = m.rebuilt_from if m.version == 0 else None
+        src = m.rebuilt_record()
         if src is None or src.sub_refs:
             return None
         out.append(src)
@@ -339,7 +357,7 @@ class _ModuleTokens:
         n = self._memo.get(id(m))
         if n is not None:
             return n
-        src = m.rebuilt_from if m.version == 0 else None  # unedited since compiler/snapshot.py built it
+        src = m.rebuilt_record()  # unedited since compiler/snapshot.py built it
         if src is not None and id(src) in self._by_record:
             key, lits = self._by_record[id(src)][1:]
         else:

@@ -78,8 +78,11 @@ class NumericChecks(PassInstrumentation):
         return compare_program_outputs(program, outs, cfg)
 
 
-def compare_program_outputs(program: Program, outs: Sequence[np.ndarray], cfg: NumericConfig) -> NumericCheck:
-    """`program`'s outputs against the reference under cfg's tolerance. Outputs that differ only
+def compare_program_outputs(
+    program: Program | ProgramSnapshot, outs: Sequence[np.ndarray], cfg: NumericConfig
+) -> NumericCheck:
+    """`program`'s outputs (a Program or a snapshot of one) against the reference under cfg's
+    tolerance. Outputs that differ only
     because a TopK / ArgMax / NMS chose differently among near-ties (inputs within tolerance) pass,
     compared with the reference re-run on that choice, and the check says so in `selection`."""
     compute = program_compute_type(program)
@@ -99,7 +102,7 @@ def compare_program_outputs(program: Program, outs: Sequence[np.ndarray], cfg: N
 
 
 def _compare_program_outputs(
-    program: Program, outs: Sequence[np.ndarray], cfg: NumericConfig, compute: str, known: list
+    program: Program | ProgramSnapshot, outs: Sequence[np.ndarray], cfg: NumericConfig, compute: str, known: list
 ) -> tuple[NumericCheck, list]:
     """The check, and the per-output comparisons against the reference (empty where the answer
     came from elsewhere: a near-tie selection)."""
@@ -111,7 +114,7 @@ def _compare_program_outputs(
 
 
 def _explained(
-    program: Program, outs: Sequence[np.ndarray], cfg: NumericConfig, compute: str, res: NumericCheck
+    program: Program | ProgramSnapshot, outs: Sequence[np.ndarray], cfg: NumericConfig, compute: str, res: NumericCheck
 ) -> NumericCheck | None:
     """The check against the reference re-run on the program's near-tie choice, where outputs
     that failed differ only by such a choice; None otherwise."""
@@ -119,6 +122,8 @@ def _explained(
         return None
     from ..discontinuous import explain_selection_change, has_discontinuous_ops, reference_values
 
+    if isinstance(program, ProgramSnapshot):  # rebuilt only here, where a check failed
+        program = program.to_program()
     if "reference_program" not in cfg.cache:
         cfg.cache["reference_program"] = cfg.reference_program.to_program()
     reference = cfg.cache["reference_program"]
