@@ -126,3 +126,40 @@ def test_the_mirror_is_the_snapshot_and_its_values_are_a_full_evaluation(model):
             np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-6)
         checked += 1
     assert checked > 5
+
+
+def _lowering(model: str):
+    s = Session(models.load(model), numeric=False)
+    return next(r for r in s.trace.top_level() if r.path.endswith(".lowering"))
+
+
+def test_a_convolution_lowered_to_im2col_and_gemm_is_not_recomputed(monkeypatch):
+    rec = _lowering("resnet_block")
+    feed = model_inputs(rec.before.to_program(), 0)
+    ev = IncrementalEvaluator(feed)
+    ev.evaluate_snapshot(rec.before)
+    ran = []
+    compute = IncrementalEvaluator._compute
+    monkeypatch.setattr(IncrementalEvaluator, "_compute", lambda self, i, *a: ran.append(i) or compute(self, i, *a))
+    out = ev.evaluate_snapshot(rec.after)
+    gemms = [i for i in ev._mirror.program.main if i.name == "gpu::gemm"]
+    assert gemms and not [i for i in ran if i.name == "gpu::gemm"]
+    # nor the columns only those GEMMs read, nor the buffers they write
+    assert not [i for i in ran if i.name == "gpu::precompile_op" and "im2col" in str(i.op)]
+    q = rec.after.to_program()
+    full = evaluate(q, with_buffer_params(q, feed))
+    assert all(np.array_equal(a, b) for a, b in zip(out, full))  # the very bits, not close ones
+
+
+def test_a_lowered_gemm_on_other_weights_is_recomputed_and_caught():
+    rec = _lowering("resnet_block")
+    cfg = make_numeric_config(rec.before.to_program(), model_inputs(rec.before.to_program(), 0))
+    assert numeric_check(cfg, rec.before).ok and numeric_check(cfg, rec.after).ok
+    q = rec.after.to_program()
+    gemm = next(i for i in q.main if i.name == "gpu::gemm" and i.inputs[0].name == "multibroadcast")
+    reshape = gemm.inputs[0].inputs[0]
+    w = reshape.inputs[0]
+    other = q.main.add_literal(w.literal.data[::-1].copy(), before=reshape)  # the same shape, other filters
+    q.main.replace_instruction(reshape, reshape.op, [other])
+    res = numeric_check(cfg, snapshot(q))
+    assert not res.ok  # keyed on the weights it reads: computed anew, and wrong

@@ -48,6 +48,7 @@ class EvalStats:
     reused: int = 0  # instructions whose value was kept from the version before
     finished: int = 0  # of those computed, how many from a stored part (value_keys.value_split)
     inside: int = 0  # instructions inside submodules (fused bodies, epilogues) whose value was kept
+    unread: int = 0  # main instructions not computed because nothing read their values
 
 
 class IncrementalEvaluator:
@@ -104,8 +105,20 @@ class IncrementalEvaluator:
             main = program.main
             params = bind_params(main, with_buffer_params(program, self.inputs), True)
             run = _Run(meter, self._modules, self._tokens, self._records)
-            tokens: dict[int, int] = {}
-            values: dict[int, Any] = {}
+            # A value no one reads is not computed: an instruction whose key is new waits until
+            # a later key reads its token or a compute its value (a convolution's columns, once
+            # its GEMM keys as the convolution; a buffer only written), then runs as it would have.
+            pending: dict[int, tuple] = {}
+            waiting: dict[tuple, int] = {}  # the first pending instruction of each key
+            tokens, values = _OnRead(), _OnRead()
+
+            def force(i: int) -> None:
+                entry = pending.pop(i, None)
+                if entry is None:
+                    raise KeyError(i)
+                self._finish(entry, tokens, values, run)
+
+            tokens.force = values.force = force
             recs = _records(main)
             for k, ins in enumerate(main):
                 if ins.is_return():
@@ -134,24 +147,45 @@ class IncrementalEvaluator:
                     elif ins.is_literal():
                         value = ins.literal.data
                     else:
-                        run.inner[key] = run.collect = []  # what its submodules compute, for reuse
-                        value = self._compute(ins, [values[i.id] for i in ins.inputs], tokens, run)
-                        run.collect = None
-                        run.stats.computed += 1
+                        # the same key as one still pending (a second zero buffer): its value
+                        first = waiting.setdefault(key, ins.id)
+                        pending[ins.id] = (ins, key, rec, work, None if first == ins.id else first)
+                        continue
                     hit = self._token(ins, value)
                 elif not (ins.is_param() or ins.is_literal()):
                     run.stats.reused += 1
                     run.carry(key, self._inner.get(key, ()))
                 run.keep(key, ins.id, hit)
                 if rec is not None:
-                    run.keep_record(rec.id, (rec, _input_tokens(ins, tokens), _leaf_sources(ins), key, hit, work))
+                    _keep_entry(run, rec, ins, tokens, key, hit, work)
                 tokens[ins.id], values[ins.id] = hit[0], hit[1]
             outputs = [values[o.id] for o in main.output_instructions()]
+            run.stats.unread = len(pending)
             # drop what this version lacks
             self._by_key, self._by_id, self._by_print, self.last = run.by_key, run.by_id, run.by_print, run.stats
             self._inner, self._modules, self._records = run.inner, run.module_keys.now, run.module_keys.records
             self._by_record = run.by_record
             return outputs
+
+    def _finish(self, entry: tuple, tokens: _OnRead, values: _OnRead, run: _Run) -> None:
+        """Compute a pending main instruction (its inputs first, where they are pending too)."""
+        ins, key, rec, work, same = entry
+        # forced while another computes (its input): that one's submodule entries are its own
+        saved, run.collect = run.collect, None
+        if same is not None:  # what the first of its key computes (computed here if still pending)
+            hit = (tokens[same], values[same], run.by_id[same][2])
+            run.stats.reused += 1
+        else:
+            run.inner[key] = run.collect = []  # what its submodules compute, for reuse
+            value = self._compute(ins, values, tokens, run)
+            run.collect = None
+            run.stats.computed += 1
+            hit = self._token(ins, value)
+        run.keep(key, ins.id, hit)
+        if rec is not None:
+            _keep_entry(run, rec, ins, tokens, key, hit, work)
+        tokens[ins.id], values[ins.id] = hit[0], hit[1]
+        run.collect = saved
 
     def _unchanged(self, rec: Any, ins: Instruction, tokens: dict[int, int], run: _Run) -> tuple | None:
         """The entry main's instruction `ins` had in the version before, where it was rebuilt from
@@ -180,11 +214,11 @@ class IncrementalEvaluator:
         same = self._as_before(ins, value, fp)
         return (same[0] if same else next(self._tokens), value, fp)
 
-    def _compute(self, ins: Instruction, args: list, tokens: dict[int, int], run: _Run) -> Any:
+    def _compute(self, ins: Instruction, values: _OnRead, tokens: _OnRead, run: _Run) -> Any:
         """ins's value: finished from a stored value of its first part where there is one (a fused
-        GEMM's product: only the epilogue then runs), else its compute; either way its submodules
-        run through the memo too (_MemoRunner)."""
-        known = {id(v): tokens[i.id] for i, v in zip(ins.inputs, args)}
+        GEMM's product: only the epilogue then runs, and inputs only the part read, such as a
+        convolution's columns, stay uncomputed), else its compute; either way its submodules run
+        through the memo too (_MemoRunner)."""
         split = value_split(ins)
         if split is not None:
             part, part_shape, finish = split
@@ -192,7 +226,11 @@ class IncrementalEvaluator:
             hit = run.by_key.get(key) or self._by_key.get(key)
             if hit is not None:
                 run.stats.finished += 1
-                return finish(hit[1], args, _MemoRunner(self, run, ins, {**known, id(hit[1]): hit[0]}))
+                known = {id(values[i.id]): tokens[i.id] for i in ins.inputs if i.id in values}
+                known[id(hit[1])] = hit[0]
+                return finish(hit[1], _Args(ins, values), _MemoRunner(self, run, ins, known))
+        args = [values[i.id] for i in ins.inputs]
+        known = {id(v): tokens[i.id] for i, v in zip(ins.inputs, args)}
         return run_instruction(ins, args, True, run=_MemoRunner(self, run, ins, known))
 
     def run_module(self, run: _Run, module: Module, args: list, check_shapes: bool, known: dict[int, int]) -> list:
@@ -315,8 +353,43 @@ def _records(main: Module) -> tuple | None:
     return src.instrs
 
 
+class _Args(Sequence):
+    """An instruction's argument values, each computed when first read (a finish that reads only
+    some of them leaves the others pending)."""
+
+    def __init__(self, ins: Instruction, values: _OnRead):
+        self._ids, self._values = [i.id for i in ins.inputs], values
+
+    def __len__(self) -> int:
+        return len(self._ids)
+
+    def __getitem__(self, k: Any) -> Any:
+        if isinstance(k, slice):
+            return [self._values[i] for i in self._ids[k]]
+        return self._values[self._ids[k]]
+
+
+class _OnRead(dict):
+    """main's tokens or values by id: reading one of a pending instruction computes it first."""
+
+    force: Any = None
+
+    def __missing__(self, i: int) -> Any:
+        self.force(i)
+        return self[i]
+
+
 def _input_tokens(ins: Instruction, tokens: dict[int, int]) -> tuple:
-    return tuple(tokens[i.id] for i in ins.inputs)
+    """The tokens of ins's inputs as they stand (None for one still pending: nothing is forced)."""
+    return tuple(tokens.get(i.id) for i in ins.inputs)
+
+
+def _keep_entry(run: _Run, rec: Any, ins: Instruction, tokens: dict, key: tuple, hit: tuple, work: int) -> None:
+    """main's entry for the next version's unchanged records; none where an input is still
+    pending (its value is not known to be the one the next version has)."""
+    toks = _input_tokens(ins, tokens)
+    if None not in toks:
+        run.keep_record(rec.id, (rec, toks, _leaf_sources(ins), key, hit, work))
 
 
 def _leaf_sources(ins: Instruction) -> tuple | None:
@@ -337,8 +410,18 @@ def _make_key(ins: Instruction, vk: tuple, shape: Any, tokens: dict[int, int], m
     op_key, used, mods = vk
     subs = tuple(modules(m) for m in mods) if mods else ()
     inputs = ins.inputs
-    toks = tuple(tokens[i.id] for i in inputs) if used is None else tuple(tokens[inputs[k].id] for k in used)
+    toks = tuple(tokens[i.id] for i in inputs) if used is None else tuple(tokens[_input_at(inputs, k).id] for k in used)
     return (op_key, subs, toks, shape)
+
+
+def _input_at(inputs: tuple, k: int | tuple[int, ...]) -> Instruction:
+    """An input by position, or by a path of positions through inputs' inputs (value_keys.py)."""
+    if isinstance(k, int):
+        return inputs[k]
+    ins = inputs[k[0]]
+    for j in k[1:]:
+        ins = ins.inputs[j]
+    return ins
 
 
 class _ModuleTokens:
