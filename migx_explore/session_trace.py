@@ -95,7 +95,7 @@ class TraceCache:
             return None
         with self._numeric_lock:
             if self._numeric_base is None:
-                self._numeric_base = make_numeric_config(self.initial.to_program(), self.numeric_inputs)
+                self._numeric_base = make_numeric_config(self.initial, self.numeric_inputs)
             base = self._numeric_base
         # a fresh copy per trace: the manager sets disabled_reason once evaluation stops working
         return dataclasses.replace(base, disabled_reason="")

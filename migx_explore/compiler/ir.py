@@ -54,9 +54,8 @@ class Module:
         self._tail._prev = self._head
         self._count = 0
         self.version = 0
-        # The snapshot record to_program rebuilt this module from: the same structure while its
-        # version is still `rebuilt_at` (the incremental evaluator reads it instead of the
-        # instructions; compiler/snapshot_mirror.py re-points it when it patches the module).
+        # The snapshot record to_program rebuilt this module from: its structure while its version
+        # is still `rebuilt_at` (snapshot.rebuilt_record; snapshot_mirror.py re-points it).
         self.rebuilt_from: Any = None
         self.rebuilt_at = 0
 
@@ -72,11 +71,6 @@ class Module:
         dirty = getattr(self.program, "_snap_dirty", None)
         if dirty is not None:
             dirty.add(self)
-
-    def rebuilt_record(self) -> Any:
-        """The snapshot record this module was rebuilt from, while it is unedited since; else None."""
-        src = self.rebuilt_from
-        return src if src is not None and self._version == self.rebuilt_at else None
 
     @property
     def bypass(self) -> bool:

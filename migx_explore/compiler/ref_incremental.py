@@ -32,8 +32,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .limits import work_meter
+from .limits import memory_budget, work_meter
 from .ref import SubmoduleRunner, arithmetic, bind_params, one_blas_thread, run_instruction, with_buffer_params
+from .snapshot import rebuilt_record
 from .snapshot_mirror import ProgramMirror
 from .value_keys import shape_key, value_key, value_split
 
@@ -231,7 +232,7 @@ class IncrementalEvaluator:
                 return finish(hit[1], _Args(ins, values), _MemoRunner(self, run, ins, known))
         args = [values[i.id] for i in ins.inputs]
         known = {id(v): tokens[i.id] for i, v in zip(ins.inputs, args)}
-        return run_instruction(ins, args, True, run=_MemoRunner(self, run, ins, known))
+        return run_instruction(ins, args, True, run.budget, _MemoRunner(self, run, ins, known))
 
     def run_module(self, run: _Run, module: Module, args: list, check_shapes: bool, known: dict[int, int]) -> list:
         """A submodule's outputs, as compiler.ref.evaluate_module computes them, each instruction
@@ -263,7 +264,7 @@ class IncrementalEvaluator:
                 if hit is None:
                     run.meter.spend(lambda ins=ins: f"module {module.name}: {ins.name} (#{ins.id})", arithmetic(ins))
                     inner = _MemoRunner(self, run, ins, {id(v): tokens[i.id] for i, v in zip(ins.inputs, a)})
-                    hit = self._token(ins, run_instruction(ins, a, check_shapes, run=inner))
+                    hit = self._token(ins, run_instruction(ins, a, check_shapes, run.budget, inner))
                 else:
                     run.stats.inside += 1
             if key is not None:
@@ -299,6 +300,7 @@ class _Run:
 
     def __init__(self, meter: Any, modules_before: dict, counter: Iterator[int], records_before: dict):
         self.meter = meter
+        self.budget = memory_budget()  # read once: from the environment, per instruction it showed
         self.stats = EvalStats()
         self.by_key: dict[tuple, tuple] = {}
         self.by_id: dict[int, tuple] = {}
@@ -347,7 +349,7 @@ class _MemoRunner(SubmoduleRunner):
 def _records(main: Module) -> tuple | None:
     """The snapshot records main was rebuilt from, one per instruction in order, while it is
     unedited since (compiler/snapshot.py's to_program); None otherwise."""
-    src = main.rebuilt_record()
+    src = rebuilt_record(main)
     if src is None or len(src.instrs) != len(main):
         return None
     return src.instrs
@@ -399,7 +401,7 @@ def _leaf_sources(ins: Instruction) -> tuple | None:
         return ()
     out = []
     for m in ins.module_inputs:
-        src = m.rebuilt_record()
+        src = rebuilt_record(m)
         if src is None or src.sub_refs:
             return None
         out.append(src)
@@ -440,7 +442,7 @@ class _ModuleTokens:
         n = self._memo.get(id(m))
         if n is not None:
             return n
-        src = m.rebuilt_record()  # unedited since compiler/snapshot.py built it
+        src = rebuilt_record(m)  # unedited since compiler/snapshot.py built it
         if src is not None and id(src) in self._by_record:
             key, lits = self._by_record[id(src)][1:]
         else:

@@ -200,6 +200,13 @@ class ProgramSnapshot:
         return "\n".join(m.text for m in self.modules)
 
 
+def rebuilt_record(m: Module) -> ModuleSnapshot | None:
+    """The snapshot record module `m` was rebuilt from (to_program, or a ProgramMirror's patch),
+    while `m` is unedited since; else None."""
+    src = m.rebuilt_from
+    return src if src is not None and m.version == m.rebuilt_at else None
+
+
 def print_module_records(ms: ModuleSnapshot) -> str:
     """print_module of a module snapshot without rebuilding it (the same text: params print by
     name, other instructions as @<index>, names outside main prefixed with `<module>:`)."""

@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from . import dtypes
+from .snapshot import rebuilt_record
 
 RMS_FACTOR = 80  # MIGraphX's get_rms_tol default
 
@@ -109,7 +110,7 @@ def program_compute_type(program: Any) -> str:
 def _module_types(m: Any) -> tuple[frozenset[str], frozenset[str]]:
     """The value types and op names of one module (a Module or a ModuleSnapshot). A snapshot's are
     kept with it: the per-pass check asks after every pass, and a pass changes few modules."""
-    src = m if hasattr(m, "instrs") else m.rebuilt_record()
+    src = m if hasattr(m, "instrs") else rebuilt_record(m)
     if src is not None and "_compute_types" in src.__dict__:
         return src.__dict__["_compute_types"]
     types: set[str] = set()

@@ -202,7 +202,7 @@ def _summary(res: OutputsCheck, tol: Tolerance, compute: str) -> NumericCheck:
 
 
 def make_numeric_config(
-    program: Program,
+    program: Program | ProgramSnapshot,
     inputs: Mapping[str, np.ndarray] | None = None,
     *,
     seed: int = 0,
@@ -212,21 +212,34 @@ def make_numeric_config(
     nested: bool = False,
 ) -> NumericConfig:
     """Reference outputs of `program` on `inputs` (default: random inputs that respect the model,
-    compiler/inputs.py). An evaluation error on random inputs says so and how to pass real ones."""
+    compiler/inputs.py). An evaluation error on random inputs says so and how to pass real ones.
+    `program` may be a snapshot (a session's initial one): it is evaluated as it is, and the
+    first check after a pass then patches the evaluator's program from it, nothing rebuilt."""
     from ..inputs import explain_random_failure, model_inputs
     from ..ref_incremental import IncrementalEvaluator
 
     generated = inputs is None
-    feeds = dict(inputs) if inputs is not None else model_inputs(program, seed)
+    snap = program if isinstance(program, ProgramSnapshot) else None
+    if generated:
+        feeds = model_inputs(program if snap is None else snap.to_program(), seed)
+    else:
+        feeds = dict(inputs)
     evaluator = IncrementalEvaluator(feeds)
     try:
-        reference = evaluator.evaluate(program)
+        reference = evaluator.evaluate(program) if snap is None else evaluator.evaluate_snapshot(snap)
     except MigxError as e:
         if generated:
             raise explain_random_failure(e) from None
         raise
     cfg = NumericConfig(
-        feeds, reference, rtol, atol, nested, rms=rms, random_inputs=generated, reference_program=snapshot(program)
+        feeds,
+        reference,
+        rtol,
+        atol,
+        nested,
+        rms=rms,
+        random_inputs=generated,
+        reference_program=snapshot(program) if snap is None else snap,
     )
     cfg.cache["evaluator"] = evaluator  # holds the reference's values: the first check reuses them
     return cfg
