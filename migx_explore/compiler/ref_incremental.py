@@ -68,7 +68,8 @@ class IncrementalEvaluator:
         self._inner: dict[tuple, list] = {}
         self._modules: dict[tuple, tuple] = {}  # submodule structures and their numbers (_ModuleTokens)
         self._records: dict[int, tuple] = {}
-        # main's entries by stable id: (snapshot record, input tokens, submodule records, key, hit, work)
+        # main's entries by stable id: (snapshot record, input tokens, submodule records, key, hit,
+        # work, not a param or literal)
         self._by_record: dict[int, tuple] = {}
         self._tokens = itertools.count()
         self._lock = threading.Lock()
@@ -121,25 +122,36 @@ class IncrementalEvaluator:
 
             tokens.force = values.force = force
             recs = _records(main)
+            where = _Where(main.name)
+            # the loop over what a pass left alone, kept lean: it runs over the whole program per pass
+            by_record, inner_before, stats, tget = self._by_record, self._inner, run.stats, tokens.get
             for k, ins in enumerate(main):
                 if ins.is_return():
                     break
+                where.ins = ins
                 rec = None if recs is None else recs[k]
-                same = None if rec is None else self._unchanged(rec, ins, tokens, run)
-                if same is not None:
-                    # The very record of the version before, on inputs of the same values: its
-                    # key and value are the ones it had (no key to build, nothing to look up).
-                    key, hit, work = same[3], same[4], same[5]
-                    meter.spend(lambda ins=ins: f"module {main.name}: {ins.name} (#{ins.id})", work)
-                    run.keep_record(rec.id, same)
-                    if not (ins.is_param() or ins.is_literal()):
-                        run.stats.reused += 1
-                        run.carry(key, self._inner.get(key, ()))
-                    run.keep(key, ins.id, hit)
-                    tokens[ins.id], values[ins.id] = hit[0], hit[1]
+                same = None if rec is None else by_record.get(rec.id)
+                if (
+                    same is not None
+                    and same[0] is rec
+                    and same[1] == tuple(map(tget, rec.inputs))
+                    and (same[2] == () or self._same_modules(same[2], ins, run))
+                ):
+                    # The very record of the version before, on inputs of the same values
+                    # (the record's input ids, in order): its key and value are the ones it had.
+                    key, hit = same[3], same[4]
+                    meter.spend(where, same[5])
+                    run.by_record[rec.id] = same
+                    if same[6]:  # not a param or literal
+                        stats.reused += 1
+                        inner = inner_before.get(key)
+                        if inner:
+                            run.carry(key, inner)
+                    run.keep(key, rec.id, hit)
+                    tokens[rec.id], values[rec.id] = hit[0], hit[1]
                     continue
                 work = arithmetic(ins)
-                meter.spend(lambda ins=ins: f"module {main.name}: {ins.name} (#{ins.id})", work)
+                meter.spend(where, work)
                 key = self._key(ins, tokens, run.module_keys)
                 hit = run.by_key.get(key) or self._by_key.get(key)
                 if hit is None:
@@ -188,25 +200,19 @@ class IncrementalEvaluator:
         tokens[ins.id], values[ins.id] = hit[0], hit[1]
         run.collect = saved
 
-    def _unchanged(self, rec: Any, ins: Instruction, tokens: dict[int, int], run: _Run) -> tuple | None:
-        """The entry main's instruction `ins` had in the version before, where it was rebuilt from
-        the very same snapshot record (compiler/snapshot.py shares the records a pass left alone),
-        its inputs hold the same values (tokens) and its submodules are the same leaf module
-        records; else None (keyed as usual)."""
-        entry = self._by_record.get(rec.id)
-        if entry is None or entry[0] is not rec:
-            return None
-        if entry[1] != _input_tokens(ins, tokens):
-            return None
-        if entry[2] is None:
-            return None
-        if entry[2]:
-            srcs = _leaf_sources(ins)
-            if srcs is None or len(srcs) != len(entry[2]) or any(a is not b for a, b in zip(srcs, entry[2])):
-                return None
-            for m in ins.module_inputs:  # their structures stay known to the next version
-                run.module_keys(m)
-        return entry
+    @staticmethod
+    def _same_modules(before: tuple | None, ins: Instruction, run: _Run) -> bool:
+        """Whether `ins`'s submodules are the very leaf module records they were in the version
+        before (main's entry, kept by stable id: the snapshot record it was rebuilt from, its
+        input tokens, these, its key, value and work). None: not leaf modules, never the same."""
+        if before is None:
+            return False
+        srcs = _leaf_sources(ins)
+        if srcs is None or len(srcs) != len(before) or any(a is not b for a, b in zip(srcs, before)):
+            return False
+        for m in ins.module_inputs:  # their structures stay known to the next version
+            run.module_keys(m)
+        return True
 
     def _token(self, ins: Instruction, value: Any) -> tuple:
         """(token, value, fingerprint) of a computed value: the old token where the value is the
@@ -371,6 +377,18 @@ class _Args(Sequence):
         return self._values[self._ids[k]]
 
 
+class _Where:
+    """Names the instruction the work meter charges, formatted only when the budget runs out."""
+
+    __slots__ = ("module", "ins")
+
+    def __init__(self, module: str):
+        self.module, self.ins = module, None
+
+    def __call__(self) -> str:
+        return f"module {self.module}: {self.ins.name} (#{self.ins.id})"
+
+
 class _OnRead(dict):
     """main's tokens or values by id: reading one of a pending instruction computes it first."""
 
@@ -381,17 +399,14 @@ class _OnRead(dict):
         return self[i]
 
 
-def _input_tokens(ins: Instruction, tokens: dict[int, int]) -> tuple:
-    """The tokens of ins's inputs as they stand (None for one still pending: nothing is forced)."""
-    return tuple(tokens.get(i.id) for i in ins.inputs)
-
-
 def _keep_entry(run: _Run, rec: Any, ins: Instruction, tokens: dict, key: tuple, hit: tuple, work: int) -> None:
-    """main's entry for the next version's unchanged records; none where an input is still
-    pending (its value is not known to be the one the next version has)."""
-    toks = _input_tokens(ins, tokens)
+    """main's entry for the next version's unchanged records: the tokens of its inputs as they
+    stand (tokens.get: nothing forced); none where an input is still pending (its value is not
+    known to be the one the next version has)."""
+    toks = tuple(map(tokens.get, rec.inputs))
     if None not in toks:
-        run.keep_record(rec.id, (rec, toks, _leaf_sources(ins), key, hit, work))
+        plain = not (ins.is_param() or ins.is_literal())
+        run.keep_record(rec.id, (rec, toks, _leaf_sources(ins), key, hit, work, plain))
 
 
 def _leaf_sources(ins: Instruction) -> tuple | None:
@@ -432,7 +447,7 @@ class _ModuleTokens:
     and the one before. Keys hold the number, so the structure is hashed once per evaluation."""
 
     def __init__(self, before: dict[tuple, tuple], counter: Iterator[int], by_record: dict[int, tuple]):
-        self.before, self.now = before, {}  # structure -> (number, the literals it names by id)
+        self.before, self.now = before, {}  # structure -> (number, the literals it names by id, itself)
         # a leaf module's structure by the snapshot record it was rebuilt from, the version before's and this one's
         self._by_record, self.records = by_record, {}
         self._memo: dict[int, int] = {}  # id(module) -> number, this evaluation
@@ -446,11 +461,12 @@ class _ModuleTokens:
         if src is not None and id(src) in self._by_record:
             key, lits = self._by_record[id(src)][1:]
         else:
-            key, lits = self._structure(m)
-        if src is not None and not key[1]:  # a leaf module: its record fixes its structure
+            struct, lits = self._structure(m)
+            key = _Structure((m.bypass, struct))
+        entry = self.now.get(key) or self.before.get(key) or (next(self._counter), lits, key)
+        key = entry[2]  # one object per structure, so the records of its copies find it by identity
+        if src is not None and not key.value[1][1]:  # a leaf module: its record fixes its structure
             self.records[id(src)] = (src, key, lits)
-        key = (m.bypass, key)
-        entry = self.now.get(key) or self.before.get(key) or (next(self._counter), lits)
         self.now[key] = entry
         self._memo[id(m)] = entry[0]
         return entry[0]
@@ -471,6 +487,25 @@ class _ModuleTokens:
             nested = nested or bool(subs)
             rows.append((ins.op, ins.shape, lit, name, subs, tuple(pos[i.id] for i in ins.inputs)))
         return (tuple(rows), nested), tuple(lits)
+
+
+class _Structure:
+    """A module's structure as a dict key, its hash computed once: the same module record gives
+    the same object each version, found by identity (a structure tuple re-hashed its every row,
+    ops and shapes, on each lookup: two thirds of a check that changed nothing)."""
+
+    __slots__ = ("value", "_hash")
+
+    def __init__(self, value: tuple):
+        self.value, self._hash = value, hash(value)
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __eq__(self, other: object) -> bool:
+        return self is other or (
+            isinstance(other, _Structure) and self._hash == other._hash and self.value == other.value
+        )
 
 
 def _identical(a: Any, b: Any) -> bool:
