@@ -14,6 +14,11 @@ import numpy as np
 from ..errors import MigxError
 from ..inputs import REAL_INPUTS_HINT
 from ..ir import Program
+
+# At import, not at the first check: a check is what a user waits for (and where Python keeps
+# no bytecode cache, compiling the evaluator there cost the first check of a small model as
+# much as two forwards).
+from ..ref_incremental import IncrementalEvaluator
 from ..snapshot import ProgramSnapshot, snapshot
 from ..verify import OutputsCheck, Tolerance, check_outputs, program_compute_type
 from .instrumentation import PassInstrumentation, PassRun
@@ -216,7 +221,6 @@ def make_numeric_config(
     `program` may be a snapshot (a session's initial one): it is evaluated as it is, and the
     first check after a pass then patches the evaluator's program from it, nothing rebuilt."""
     from ..inputs import explain_random_failure, model_inputs
-    from ..ref_incremental import IncrementalEvaluator
 
     generated = inputs is None
     snap = program if isinstance(program, ProgramSnapshot) else None
@@ -248,8 +252,6 @@ def make_numeric_config(
 def reference_evaluator(cfg: NumericConfig) -> Any:
     """The incremental evaluator of cfg's inputs, shared by its copies (compiler/ref_incremental.py):
     each check re-runs only what the pass changed since the check before."""
-    from ..ref_incremental import IncrementalEvaluator
-
     ev = cfg.cache.get("evaluator")
     if ev is None or ev.inputs is not cfg.inputs:
         ev = cfg.cache["evaluator"] = IncrementalEvaluator(cfg.inputs)
