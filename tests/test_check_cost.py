@@ -163,3 +163,14 @@ def test_a_lowered_gemm_on_other_weights_is_recomputed_and_caught():
     q.main.replace_instruction(reshape, reshape.op, [other])
     res = numeric_check(cfg, snapshot(q))
     assert not res.ok  # keyed on the weights it reads: computed anew, and wrong
+
+
+@pytest.mark.parametrize("tol", [{}, {"rtol": 1e-5, "atol": 1e-6}])
+def test_an_output_that_is_the_reference_array_checks_as_a_full_comparison_would(tol):
+    from migx_explore.compiler.verify import Tolerance, check_value
+
+    t = Tolerance(**tol)
+    a = np.array([1.0, np.nan, np.inf, -0.0, 3.5], np.float32)
+    assert check_value(a, a, t) == check_value(a, a.copy(), t)  # the shortcut, and the scan
+    i = np.array([1, 2, 3], np.int64)
+    assert check_value(i, i, t) == check_value(i, i.copy(), t)

@@ -249,6 +249,16 @@ def _errors(a: np.ndarray, b: np.ndarray, atol: float) -> tuple[np.ndarray, floa
 def check_value(actual: Any, expected: Any, tol: Tolerance = Tolerance(), *, compute: str = "float32") -> ValueCheck:
     """Compare one value with its reference under `tol` (see the module docstring)."""
     a, b = np.asarray(actual), np.asarray(expected)
+    if a is b and b.dtype.kind in "fciub":
+        # The reference's own array (a pass that left an output alone): what the scan below finds,
+        # without converting both sides to float64 (a NaN's relative error reads as inf there).
+        nan = b.dtype.kind in "fc" and bool(np.isnan(b).any())
+        thr = (
+            math.nan
+            if tol.allclose
+            else tol.threshold(compute, "float32" if b.dtype.kind in "fc" else _np_type_name(b.dtype))
+        )
+        return ValueCheck(True, 0.0, thr, 0.0, math.inf if nan else 0.0)
     if a.shape != b.shape:
         if a.size != b.size:
             return ValueCheck(False, math.inf, math.nan, math.inf, math.inf, f"shape {a.shape} != {b.shape}")
