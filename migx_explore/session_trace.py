@@ -95,7 +95,7 @@ class TraceCache:
             return None
         with self._numeric_lock:
             if self._numeric_base is None:
-                self._numeric_base = make_numeric_config(self.initial.to_program(), self.numeric_inputs)
+                self._numeric_base = make_numeric_config(self.initial, self.numeric_inputs)
             base = self._numeric_base
         # a fresh copy per trace: the manager sets disabled_reason once evaluation stops working
         return dataclasses.replace(base, disabled_reason="")
@@ -270,13 +270,12 @@ def numeric_check(cfg: NumericConfig, snap: ProgramSnapshot):
     from migx_explore.compiler.pass_infra import NumericCheck
     from migx_explore.compiler.pass_infra.numerics import reference_evaluator
 
-    program = snap.to_program()
     try:
-        outs = reference_evaluator(cfg).evaluate(program)
+        outs = reference_evaluator(cfg).evaluate_snapshot(snap)
     except MigxError as e:
         hint = f" (on random inputs: {REAL_INPUTS_HINT})" if cfg.random_inputs else ""
         return NumericCheck(float("nan"), float("nan"), True, f"not checked: {e}{hint}")
-    return compare_program_outputs(program, outs, cfg)
+    return compare_program_outputs(snap, outs, cfg)
 
 
 __all__ = ["CachedStep", "RetraceInfo", "TraceCache", "numeric_check"]

@@ -54,9 +54,10 @@ class Module:
         self._tail._prev = self._head
         self._count = 0
         self.version = 0
-        # The snapshot record to_program rebuilt this module from: the same structure while its
-        # version is still 0 (the incremental evaluator reads it instead of the instructions).
+        # The snapshot record to_program rebuilt this module from: its structure while its version
+        # is still `rebuilt_at` (snapshot.rebuilt_record; snapshot_mirror.py re-points it).
         self.rebuilt_from: Any = None
+        self.rebuilt_at = 0
 
     # A module whose version or bypass flag moved is noted on its program, so the next snapshot
     # re-reads only those modules (compiler/snapshot.py) instead of looking at every module.

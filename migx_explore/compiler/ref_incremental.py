@@ -32,12 +32,15 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .limits import work_meter
+from .limits import memory_budget, work_meter
 from .ref import SubmoduleRunner, arithmetic, bind_params, one_blas_thread, run_instruction, with_buffer_params
+from .snapshot import rebuilt_record
+from .snapshot_mirror import ProgramMirror
 from .value_keys import shape_key, value_key, value_split
 
 if TYPE_CHECKING:  # pragma: no cover
     from .ir import Instruction, Module, Program
+    from .snapshot import ProgramSnapshot
 
 
 @dataclass
@@ -46,6 +49,7 @@ class EvalStats:
     reused: int = 0  # instructions whose value was kept from the version before
     finished: int = 0  # of those computed, how many from a stored part (value_keys.value_split)
     inside: int = 0  # instructions inside submodules (fused bodies, epilogues) whose value was kept
+    unread: int = 0  # main instructions not computed because nothing read their values
 
 
 class IncrementalEvaluator:
@@ -64,8 +68,12 @@ class IncrementalEvaluator:
         self._inner: dict[tuple, list] = {}
         self._modules: dict[tuple, tuple] = {}  # submodule structures and their numbers (_ModuleTokens)
         self._records: dict[int, tuple] = {}
+        # main's entries by stable id: (snapshot record, input tokens, submodule records, key, hit,
+        # work, not a param or literal)
+        self._by_record: dict[int, tuple] = {}
         self._tokens = itertools.count()
         self._lock = threading.Lock()
+        self._mirror = ProgramMirror()
 
     def _key(self, ins: Instruction, tokens: dict[int, int], module_keys: _ModuleTokens) -> tuple:
         if ins.is_param():
@@ -80,16 +88,70 @@ class IncrementalEvaluator:
         return _make_key(ins, value_key(ins), shape_key(ins.shape), tokens, module_keys)
 
     def evaluate(self, program: Program) -> list[np.ndarray]:
-        with self._lock, np.errstate(all="ignore"), work_meter() as meter, one_blas_thread():
+        with self._lock:
+            return self._evaluate(program)
+
+    def evaluate_snapshot(self, snap: ProgramSnapshot) -> list[np.ndarray]:
+        """`evaluate(snap.to_program())`, on a program patched from the snapshot evaluated before
+        instead (compiler/snapshot_mirror.py): a pass that changed a few instructions costs
+        building those, not the whole program."""
+        with self._lock:
+            try:
+                return self._evaluate(self._mirror.update(snap))
+            except BaseException:
+                self._mirror = ProgramMirror()  # maybe half patched: the next one starts afresh
+                raise
+
+    def _evaluate(self, program: Program) -> list[np.ndarray]:
+        with np.errstate(all="ignore"), work_meter() as meter, one_blas_thread():
             main = program.main
             params = bind_params(main, with_buffer_params(program, self.inputs), True)
             run = _Run(meter, self._modules, self._tokens, self._records)
-            tokens: dict[int, int] = {}
-            values: dict[int, Any] = {}
-            for ins in main:
+            # A value no one reads is not computed: an instruction whose key is new waits until
+            # a later key reads its token or a compute its value (a convolution's columns, once
+            # its GEMM keys as the convolution; a buffer only written), then runs as it would have.
+            pending: dict[int, tuple] = {}
+            waiting: dict[tuple, int] = {}  # the first pending instruction of each key
+            tokens, values = _OnRead(), _OnRead()
+
+            def force(i: int) -> None:
+                entry = pending.pop(i, None)
+                if entry is None:
+                    raise KeyError(i)
+                self._finish(entry, tokens, values, run)
+
+            tokens.force = values.force = force
+            recs = _records(main)
+            where = _Where(main.name)
+            # the loop over what a pass left alone, kept lean: it runs over the whole program per pass
+            by_record, inner_before, stats, tget = self._by_record, self._inner, run.stats, tokens.get
+            for k, ins in enumerate(main):
                 if ins.is_return():
                     break
-                meter.spend(lambda ins=ins: f"module {main.name}: {ins.name} (#{ins.id})", arithmetic(ins))
+                where.ins = ins
+                rec = None if recs is None else recs[k]
+                same = None if rec is None else by_record.get(rec.id)
+                if (
+                    same is not None
+                    and same[0] is rec
+                    and same[1] == tuple(map(tget, rec.inputs))
+                    and (same[2] == () or self._same_modules(same[2], ins, run))
+                ):
+                    # The very record of the version before, on inputs of the same values
+                    # (the record's input ids, in order): its key and value are the ones it had.
+                    key, hit = same[3], same[4]
+                    meter.spend(where, same[5])
+                    run.by_record[rec.id] = same
+                    if same[6]:  # not a param or literal
+                        stats.reused += 1
+                        inner = inner_before.get(key)
+                        if inner:
+                            run.carry(key, inner)
+                    run.keep(key, rec.id, hit)
+                    tokens[rec.id], values[rec.id] = hit[0], hit[1]
+                    continue
+                work = arithmetic(ins)
+                meter.spend(where, work)
                 key = self._key(ins, tokens, run.module_keys)
                 hit = run.by_key.get(key) or self._by_key.get(key)
                 if hit is None:
@@ -98,21 +160,59 @@ class IncrementalEvaluator:
                     elif ins.is_literal():
                         value = ins.literal.data
                     else:
-                        run.inner[key] = run.collect = []  # what its submodules compute, for reuse
-                        value = self._compute(ins, [values[i.id] for i in ins.inputs], tokens, run)
-                        run.collect = None
-                        run.stats.computed += 1
+                        # the same key as one still pending (a second zero buffer): its value
+                        first = waiting.setdefault(key, ins.id)
+                        pending[ins.id] = (ins, key, rec, work, None if first == ins.id else first)
+                        continue
                     hit = self._token(ins, value)
                 elif not (ins.is_param() or ins.is_literal()):
                     run.stats.reused += 1
                     run.carry(key, self._inner.get(key, ()))
                 run.keep(key, ins.id, hit)
+                if rec is not None:
+                    _keep_entry(run, rec, ins, tokens, key, hit, work)
                 tokens[ins.id], values[ins.id] = hit[0], hit[1]
             outputs = [values[o.id] for o in main.output_instructions()]
+            run.stats.unread = len(pending)
             # drop what this version lacks
             self._by_key, self._by_id, self._by_print, self.last = run.by_key, run.by_id, run.by_print, run.stats
             self._inner, self._modules, self._records = run.inner, run.module_keys.now, run.module_keys.records
+            self._by_record = run.by_record
             return outputs
+
+    def _finish(self, entry: tuple, tokens: _OnRead, values: _OnRead, run: _Run) -> None:
+        """Compute a pending main instruction (its inputs first, where they are pending too)."""
+        ins, key, rec, work, same = entry
+        # forced while another computes (its input): that one's submodule entries are its own
+        saved, run.collect = run.collect, None
+        if same is not None:  # what the first of its key computes (computed here if still pending)
+            hit = (tokens[same], values[same], run.by_id[same][2])
+            run.stats.reused += 1
+        else:
+            run.inner[key] = run.collect = []  # what its submodules compute, for reuse
+            value = self._compute(ins, values, tokens, run)
+            run.collect = None
+            run.stats.computed += 1
+            hit = self._token(ins, value)
+        run.keep(key, ins.id, hit)
+        if rec is not None:
+            _keep_entry(run, rec, ins, tokens, key, hit, work)
+        tokens[ins.id], values[ins.id] = hit[0], hit[1]
+        run.collect = saved
+
+    @staticmethod
+    def _same_modules(before: tuple | None, ins: Instruction, run: _Run) -> bool:
+        """Whether `ins`'s submodules are the very leaf module records they were in the version
+        before (main's entry, kept by stable id: the snapshot record it was rebuilt from, its
+        input tokens, these, its key, value and work). None: not leaf modules, never the same."""
+        if before is None:
+            return False
+        srcs = _leaf_sources(ins)
+        if srcs is None or len(srcs) != len(before) or any(a is not b for a, b in zip(srcs, before)):
+            return False
+        for m in ins.module_inputs:  # their structures stay known to the next version
+            run.module_keys(m)
+        return True
 
     def _token(self, ins: Instruction, value: Any) -> tuple:
         """(token, value, fingerprint) of a computed value: the old token where the value is the
@@ -121,11 +221,11 @@ class IncrementalEvaluator:
         same = self._as_before(ins, value, fp)
         return (same[0] if same else next(self._tokens), value, fp)
 
-    def _compute(self, ins: Instruction, args: list, tokens: dict[int, int], run: _Run) -> Any:
+    def _compute(self, ins: Instruction, values: _OnRead, tokens: _OnRead, run: _Run) -> Any:
         """ins's value: finished from a stored value of its first part where there is one (a fused
-        GEMM's product: only the epilogue then runs), else its compute; either way its submodules
-        run through the memo too (_MemoRunner)."""
-        known = {id(v): tokens[i.id] for i, v in zip(ins.inputs, args)}
+        GEMM's product: only the epilogue then runs, and inputs only the part read, such as a
+        convolution's columns, stay uncomputed), else its compute; either way its submodules run
+        through the memo too (_MemoRunner)."""
         split = value_split(ins)
         if split is not None:
             part, part_shape, finish = split
@@ -133,8 +233,12 @@ class IncrementalEvaluator:
             hit = run.by_key.get(key) or self._by_key.get(key)
             if hit is not None:
                 run.stats.finished += 1
-                return finish(hit[1], args, _MemoRunner(self, run, ins, {**known, id(hit[1]): hit[0]}))
-        return run_instruction(ins, args, True, run=_MemoRunner(self, run, ins, known))
+                known = {id(values[i.id]): tokens[i.id] for i in ins.inputs if i.id in values}
+                known[id(hit[1])] = hit[0]
+                return finish(hit[1], _Args(ins, values), _MemoRunner(self, run, ins, known))
+        args = [values[i.id] for i in ins.inputs]
+        known = {id(v): tokens[i.id] for i, v in zip(ins.inputs, args)}
+        return run_instruction(ins, args, True, run.budget, _MemoRunner(self, run, ins, known))
 
     def run_module(self, run: _Run, module: Module, args: list, check_shapes: bool, known: dict[int, int]) -> list:
         """A submodule's outputs, as compiler.ref.evaluate_module computes them, each instruction
@@ -166,7 +270,7 @@ class IncrementalEvaluator:
                 if hit is None:
                     run.meter.spend(lambda ins=ins: f"module {module.name}: {ins.name} (#{ins.id})", arithmetic(ins))
                     inner = _MemoRunner(self, run, ins, {id(v): tokens[i.id] for i, v in zip(ins.inputs, a)})
-                    hit = self._token(ins, run_instruction(ins, a, check_shapes, run=inner))
+                    hit = self._token(ins, run_instruction(ins, a, check_shapes, run.budget, inner))
                 else:
                     run.stats.inside += 1
             if key is not None:
@@ -202,6 +306,7 @@ class _Run:
 
     def __init__(self, meter: Any, modules_before: dict, counter: Iterator[int], records_before: dict):
         self.meter = meter
+        self.budget = memory_budget()  # read once: from the environment, per instruction it showed
         self.stats = EvalStats()
         self.by_key: dict[tuple, tuple] = {}
         self.by_id: dict[int, tuple] = {}
@@ -209,6 +314,10 @@ class _Run:
         self.module_keys = _ModuleTokens(modules_before, counter, records_before)
         self.inner: dict[tuple, list] = {}
         self.collect: list | None = None  # where the submodule entries of the instruction computing go
+        self.by_record: dict[int, tuple] = {}
+
+    def keep_record(self, stable: int, entry: tuple) -> None:
+        self.by_record[stable] = entry
 
     def keep(self, key: tuple, stable: int, hit: tuple) -> None:
         self.by_key[key] = self.by_id[stable] = hit
@@ -243,12 +352,93 @@ class _MemoRunner(SubmoduleRunner):
         return self.evaluator.run_module(self.run, module, list(args), check, self.known)
 
 
+def _records(main: Module) -> tuple | None:
+    """The snapshot records main was rebuilt from, one per instruction in order, while it is
+    unedited since (compiler/snapshot.py's to_program); None otherwise."""
+    src = rebuilt_record(main)
+    if src is None or len(src.instrs) != len(main):
+        return None
+    return src.instrs
+
+
+class _Args(Sequence):
+    """An instruction's argument values, each computed when first read (a finish that reads only
+    some of them leaves the others pending)."""
+
+    def __init__(self, ins: Instruction, values: _OnRead):
+        self._ids, self._values = [i.id for i in ins.inputs], values
+
+    def __len__(self) -> int:
+        return len(self._ids)
+
+    def __getitem__(self, k: Any) -> Any:
+        if isinstance(k, slice):
+            return [self._values[i] for i in self._ids[k]]
+        return self._values[self._ids[k]]
+
+
+class _Where:
+    """Names the instruction the work meter charges, formatted only when the budget runs out."""
+
+    __slots__ = ("module", "ins")
+
+    def __init__(self, module: str):
+        self.module, self.ins = module, None
+
+    def __call__(self) -> str:
+        return f"module {self.module}: {self.ins.name} (#{self.ins.id})"
+
+
+class _OnRead(dict):
+    """main's tokens or values by id: reading one of a pending instruction computes it first."""
+
+    force: Any = None
+
+    def __missing__(self, i: int) -> Any:
+        self.force(i)
+        return self[i]
+
+
+def _keep_entry(run: _Run, rec: Any, ins: Instruction, tokens: dict, key: tuple, hit: tuple, work: int) -> None:
+    """main's entry for the next version's unchanged records: the tokens of its inputs as they
+    stand (tokens.get: nothing forced); none where an input is still pending (its value is not
+    known to be the one the next version has)."""
+    toks = tuple(map(tokens.get, rec.inputs))
+    if None not in toks:
+        plain = not (ins.is_param() or ins.is_literal())
+        run.keep_record(rec.id, (rec, toks, _leaf_sources(ins), key, hit, work, plain))
+
+
+def _leaf_sources(ins: Instruction) -> tuple | None:
+    """The snapshot records of `ins`'s submodules where each is a leaf module unedited since its
+    rebuild (its record then fixes what it computes); None where one is not."""
+    if not ins.module_inputs:
+        return ()
+    out = []
+    for m in ins.module_inputs:
+        src = rebuilt_record(m)
+        if src is None or src.sub_refs:
+            return None
+        out.append(src)
+    return tuple(out)
+
+
 def _make_key(ins: Instruction, vk: tuple, shape: Any, tokens: dict[int, int], modules: _ModuleTokens) -> tuple:
     op_key, used, mods = vk
     subs = tuple(modules(m) for m in mods) if mods else ()
     inputs = ins.inputs
-    toks = tuple(tokens[i.id] for i in inputs) if used is None else tuple(tokens[inputs[k].id] for k in used)
+    toks = tuple(tokens[i.id] for i in inputs) if used is None else tuple(tokens[_input_at(inputs, k).id] for k in used)
     return (op_key, subs, toks, shape)
+
+
+def _input_at(inputs: tuple, k: int | tuple[int, ...]) -> Instruction:
+    """An input by position, or by a path of positions through inputs' inputs (value_keys.py)."""
+    if isinstance(k, int):
+        return inputs[k]
+    ins = inputs[k[0]]
+    for j in k[1:]:
+        ins = ins.inputs[j]
+    return ins
 
 
 class _ModuleTokens:
@@ -257,7 +447,7 @@ class _ModuleTokens:
     and the one before. Keys hold the number, so the structure is hashed once per evaluation."""
 
     def __init__(self, before: dict[tuple, tuple], counter: Iterator[int], by_record: dict[int, tuple]):
-        self.before, self.now = before, {}  # structure -> (number, the literals it names by id)
+        self.before, self.now = before, {}  # structure -> (number, the literals it names by id, itself)
         # a leaf module's structure by the snapshot record it was rebuilt from, the version before's and this one's
         self._by_record, self.records = by_record, {}
         self._memo: dict[int, int] = {}  # id(module) -> number, this evaluation
@@ -267,15 +457,16 @@ class _ModuleTokens:
         n = self._memo.get(id(m))
         if n is not None:
             return n
-        src = m.rebuilt_from if m.version == 0 else None  # unedited since compiler/snapshot.py built it
+        src = rebuilt_record(m)  # unedited since compiler/snapshot.py built it
         if src is not None and id(src) in self._by_record:
             key, lits = self._by_record[id(src)][1:]
         else:
-            key, lits = self._structure(m)
-        if src is not None and not key[1]:  # a leaf module: its record fixes its structure
+            struct, lits = self._structure(m)
+            key = _Structure((m.bypass, struct))
+        entry = self.now.get(key) or self.before.get(key) or (next(self._counter), lits, key)
+        key = entry[2]  # one object per structure, so the records of its copies find it by identity
+        if src is not None and not key.value[1][1]:  # a leaf module: its record fixes its structure
             self.records[id(src)] = (src, key, lits)
-        key = (m.bypass, key)
-        entry = self.now.get(key) or self.before.get(key) or (next(self._counter), lits)
         self.now[key] = entry
         self._memo[id(m)] = entry[0]
         return entry[0]
@@ -296,6 +487,25 @@ class _ModuleTokens:
             nested = nested or bool(subs)
             rows.append((ins.op, ins.shape, lit, name, subs, tuple(pos[i.id] for i in ins.inputs)))
         return (tuple(rows), nested), tuple(lits)
+
+
+class _Structure:
+    """A module's structure as a dict key, its hash computed once: the same module record gives
+    the same object each version, found by identity (a structure tuple re-hashed its every row,
+    ops and shapes, on each lookup: two thirds of a check that changed nothing)."""
+
+    __slots__ = ("value", "_hash")
+
+    def __init__(self, value: tuple):
+        self.value, self._hash = value, hash(value)
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __eq__(self, other: object) -> bool:
+        return self is other or (
+            isinstance(other, _Structure) and self._hash == other._hash and self.value == other.value
+        )
 
 
 def _identical(a: Any, b: Any) -> bool:

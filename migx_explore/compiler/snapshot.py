@@ -167,24 +167,28 @@ class ProgramSnapshot:
             m = Module(ms.name, p)
             m.bypass = ms.bypass
             p.modules[ms.name] = m
+        mods = p.modules
         for ms in self.modules:
-            m = p.modules[ms.name]
+            m = mods[ms.name]
             live: dict[int, Instruction] = {}
+            prev = m._head
             for r in ms.instrs:
-                ins = Instruction(
-                    m,
-                    r.op,
-                    [live[i] for i in r.inputs],
-                    [p.modules[n] for n in r.modules],
-                    r.shape,
-                    r.origin,
-                    r.literal,
-                    r.id,
-                )
-                for i in {id(i): i for i in ins._inputs}.values():  # no scan of a long use list
-                    i._outputs.append(ins)
+                inputs = [live[i] for i in r.inputs]
+                ins = Instruction(m, r.op, inputs, [mods[n] for n in r.modules], r.shape, r.origin, r.literal, r.id)
+                if len(inputs) == 1:
+                    inputs[0]._outputs.append(ins)
+                elif inputs:
+                    for i in {id(i): i for i in inputs}.values():  # once per distinct input
+                        i._outputs.append(ins)
                 live[r.id] = ins
-                m._link_before(ins, m._tail)
+                # linked in order here (Module._link_before's checks and version moves, per
+                # instruction, were a third of the rebuild the per-pass check does)
+                prev._next = ins
+                ins._prev = prev
+                prev = ins
+            prev._next = m._tail
+            m._tail._prev = prev
+            m._count = len(ms.instrs)
             m.version = 0
             m.rebuilt_from = ms
         return p
@@ -194,6 +198,13 @@ class ProgramSnapshot:
         # Joined on demand, not kept: a trace over a range of 255 lengths has thousands of
         # snapshots of thousands of modules, whose module texts are shared.
         return "\n".join(m.text for m in self.modules)
+
+
+def rebuilt_record(m: Module) -> ModuleSnapshot | None:
+    """The snapshot record module `m` was rebuilt from (to_program, or a ProgramMirror's patch),
+    while `m` is unedited since; else None."""
+    src = m.rebuilt_from
+    return src if src is not None and m.version == m.rebuilt_at else None
 
 
 def print_module_records(ms: ModuleSnapshot) -> str:
@@ -247,7 +258,10 @@ def snapshot_module(m: Module, fresh: bool = False) -> ModuleSnapshot:
         # (this re-read runs over the whole program after each top-level pass).
         setattr(m, _CACHE_ATTR, (m.version, cache[1]))
         return cache[1]
-    recs = _records(m, cache[1].instrs if cache is not None else ())
+    # a local index, not the snapshot's cached `by_id`: kept on every snapshot of a long trace
+    # it would hold a dict per module version
+    before = {r.id: r for r in cache[1].instrs} if cache is not None else {}
+    recs = tuple(_record(ins, before.get(ins._id)) for ins in m)
     if (
         cache is not None
         and cache[1].name == m.name
@@ -269,29 +283,23 @@ def snapshot_module(m: Module, fresh: bool = False) -> ModuleSnapshot:
     return snap
 
 
-def _records(m: Module, old: tuple[InstrRecord, ...]) -> tuple[InstrRecord, ...]:
-    """`m`'s instruction records, reusing the old record of each instruction that still holds the
-    very objects recorded: after a pass that rewrote a few instructions of a large module, most
-    records are the old objects, so diff and `_same_records` pass them by identity instead of
-    comparing ops and shapes (and no new frozen record is built for them)."""
-    by_id = {r.id: r for r in old}
-    out = []
-    for ins in m:
-        inputs = tuple(i._id for i in ins._inputs)
-        modules = tuple(sm.name for sm in ins._module_inputs) if ins._module_inputs else ()
-        r = by_id.get(ins._id)
-        if (
-            r is None
-            or r.op is not ins._op
-            or r.shape is not ins._shape
-            or r.literal is not ins._literal
-            or r.origin is not ins._origin
-            or r.inputs != inputs
-            or r.modules != modules
-        ):
-            r = InstrRecord(ins._id, ins._op, inputs, modules, ins._shape, ins._origin, ins._literal)
-        out.append(r)
-    return tuple(out)
+def _record(ins: Instruction, before: InstrRecord | None) -> InstrRecord:
+    """`ins`'s record: the one of the snapshot before where nothing in it changed, so records
+    are shared between consecutive snapshots and what a pass left alone is known by identity
+    (the incremental evaluator's per-pass check skips those records, compiler/ref_incremental.py)."""
+    inputs = tuple(i._id for i in ins._inputs)
+    modules = tuple(sm.name for sm in ins._module_inputs)
+    if (
+        before is not None
+        and before.op is ins._op
+        and before.shape is ins._shape
+        and before.literal is ins._literal
+        and before.origin == ins._origin
+        and before.inputs == inputs
+        and before.modules == modules
+    ):
+        return before
+    return InstrRecord(ins._id, ins._op, inputs, modules, ins._shape, ins._origin, ins._literal)
 
 
 def _unchanged_by_identity(m: Module, recs: tuple[InstrRecord, ...]) -> bool:

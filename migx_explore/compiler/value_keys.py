@@ -24,8 +24,10 @@ if TYPE_CHECKING:  # pragma: no cover
     from .op import Op
     from .shape import Shape
 
-# (what the compute reads of the op, positions of the inputs whose values it reads (None: all),
-# the submodules it runs)
+# (what the compute reads of the op, positions of the inputs whose values it reads (None: all;
+# a tuple of positions is a path through inputs' inputs, for a value that is a function of
+# theirs: a lowered convolution's GEMM keys on the convolution's data and weights), the
+# submodules it runs)
 ValueKey = tuple[Hashable, "Sequence[int] | None", "Sequence[Module]"]
 ValueKeyFn = Callable[["Instruction"], ValueKey]
 

@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from . import dtypes
+from .snapshot import rebuilt_record
 
 RMS_FACTOR = 80  # MIGraphX's get_rms_tol default
 
@@ -100,15 +101,35 @@ def program_compute_type(program: Any) -> str:
     ops: set[str] = set()
     modules = program.modules.values() if isinstance(program.modules, dict) else program.modules
     for m in modules:
-        by_id = m.by_id if hasattr(m, "by_id") else {}
-        for ins in m.instrs if hasattr(m, "instrs") else m:
-            ops.add(ins.op.name)
-            s = ins.shape
-            for sub in s.sub_shapes if s.is_tuple else (s,):
-                types.add(sub.type)
-            if s.type in _EIGHT_BIT and _quantizes(ins, by_id):
-                ops.add("quantizelinear")
+        t, o = _module_types(m)
+        types |= t
+        ops |= o
     return compute_type(types, ops)
+
+
+def _module_types(m: Any) -> tuple[frozenset[str], frozenset[str]]:
+    """The value types and op names of one module (a Module or a ModuleSnapshot). A snapshot's are
+    kept with it: the per-pass check asks after every pass, and a pass changes few modules."""
+    src = m if hasattr(m, "instrs") else rebuilt_record(m)
+    if src is not None and "_compute_types" in src.__dict__:
+        return src.__dict__["_compute_types"]
+    types: set[str] = set()
+    ops: set[str] = set()
+    by_id = None
+    for ins in src.instrs if src is not None else m:
+        ops.add(ins.op.name)
+        s = ins.shape
+        for sub in s.sub_shapes if s.is_tuple else (s,):
+            types.add(sub.type)
+        if s.type in _EIGHT_BIT:
+            if by_id is None:
+                by_id = {r.id: r for r in src.instrs} if src is not None else {}
+            if _quantizes(ins, by_id):
+                ops.add("quantizelinear")
+    out = (frozenset(types), frozenset(ops))
+    if src is not None:
+        src.__dict__["_compute_types"] = out  # a frozen dataclass: its cache slot, as cached_property's
+    return out
 
 
 _EIGHT_BIT = frozenset({"int8", "uint8"})
@@ -228,6 +249,16 @@ def _errors(a: np.ndarray, b: np.ndarray, atol: float) -> tuple[np.ndarray, floa
 def check_value(actual: Any, expected: Any, tol: Tolerance = Tolerance(), *, compute: str = "float32") -> ValueCheck:
     """Compare one value with its reference under `tol` (see the module docstring)."""
     a, b = np.asarray(actual), np.asarray(expected)
+    if a is b and b.dtype.kind in "fciub":
+        # The reference's own array (a pass that left an output alone): what the scan below finds,
+        # without converting both sides to float64 (a NaN's relative error reads as inf there).
+        nan = b.dtype.kind in "fc" and bool(np.isnan(b).any())
+        thr = (
+            math.nan
+            if tol.allclose
+            else tol.threshold(compute, "float32" if b.dtype.kind in "fc" else _np_type_name(b.dtype))
+        )
+        return ValueCheck(True, 0.0, thr, 0.0, math.inf if nan else 0.0)
     if a.shape != b.shape:
         if a.size != b.size:
             return ValueCheck(False, math.inf, math.nan, math.inf, math.inf, f"shape {a.shape} != {b.shape}")
@@ -264,11 +295,19 @@ class OutputsCheck:
 
 
 def check_outputs(
-    outs: Sequence[Any], ref: Sequence[Any], tol: Tolerance = Tolerance(), *, compute: str = "float32"
+    outs: Sequence[Any],
+    ref: Sequence[Any],
+    tol: Tolerance = Tolerance(),
+    *,
+    compute: str = "float32",
+    known: Sequence[ValueCheck | None] = (),
 ) -> OutputsCheck:
+    """`known[k]`: output k's check where the caller knows it already (the very array compared
+    under this tolerance and compute type before), so only the other outputs are compared."""
     if len(outs) != len(ref):
         return OutputsCheck(False, [], f"{len(outs)} outputs, the reference has {len(ref)}")
-    checks = [check_value(a, b, tol, compute=compute) for a, b in zip(outs, ref)]
+    known = list(known) + [None] * (len(outs) - len(known))
+    checks = [c if c is not None else check_value(a, b, tol, compute=compute) for a, b, c in zip(outs, ref, known)]
     return OutputsCheck(all(c.ok for c in checks), checks)
 
 

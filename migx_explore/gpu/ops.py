@@ -16,7 +16,7 @@ import functools
 import numpy as np
 
 from migx_explore.compiler import dtypes
-from migx_explore.compiler.errors import ShapeError
+from migx_explore.compiler.errors import MigxError, ShapeError
 from migx_explore.compiler.op import AttrSpec, GpuCode, Op, compute_shape, defop, get_spec, register_namespace
 from migx_explore.compiler.ref import evaluate_module
 from migx_explore.compiler.shape import Shape
@@ -481,13 +481,63 @@ def _wrapped_value_split(ins):
     return (canonical_op(inner, own[0].shape.ndim), range(2), ()), (out.type, out.lens), finish
 
 
+def _as_convolution(ins):
+    """The convolution a float32 GEMM computes where lowering made it of one: filters
+    multibroadcast(reshape(W)) times the columns gpu::im2col(x) (or reshape(x), a 1x1 kernel with
+    no padding, stride or dilation), batch-broadcast. The reference convolution computes that
+    very product (compiler/ops/nn.py's _conv_compute: the same columns, one matmul of the same
+    filters), so the GEMM keys as convolution(x, W), on x's and W's values (input paths), and
+    lowering a convolution costs no recomputation. None for anything else."""
+    from migx_explore.compiler.ops.nn import conv_params
+
+    if len(ins.inputs) < 3 or ins.op["alpha"] != 1.0:
+        return None
+    a, b, out = ins.inputs[0], ins.inputs[1], ins.shape
+    if a.name != "multibroadcast" or a.inputs[0].name != "reshape" or out.is_tuple or out.type != "float32":
+        return None
+    w = a.inputs[0].inputs[0]
+    ws = w.shape
+    if ws.is_tuple or ws.type != "float32" or ws.ndim < 3 or out.ndim != ws.ndim:
+        return None
+    f, ck = ws.lens[0], int(np.prod(ws.lens[1:]))
+    n, nd = out.lens[0], ws.ndim - 2
+    if a.inputs[0].shape.lens != (f, ck) or a.shape.lens != (n, f, ck) or out.lens[1] != f:
+        return None
+    wrapped = b.name in ("gpu::precompile_op", "gpu::code_object", "gpu::host_op") and len(b.inputs) == 2
+    if wrapped and inner_op(b.op["op"]).name == "gpu::im2col":  # compiled or not, the same columns
+        im = inner_op(b.op["op"])
+        x = b.inputs[0]
+        if im["out_type"] not in ("", x.shape.type) or tuple(im["kernel"]) != ws.lens[2:]:
+            return None
+        try:
+            pb, pe, st, dl = conv_params(im, nd)
+        except (MigxError, ValueError, TypeError, IndexError):
+            return None
+        conv = Op("convolution", padding=tuple(pb) + tuple(pe), stride=tuple(st), dilation=tuple(dl))
+    elif b.name == "reshape" and all(k == 1 for k in ws.lens[2:]):
+        x = b.inputs[0]
+        if x.shape.is_tuple or x.shape.lens[2:] != out.lens[2:]:
+            return None
+        conv = Op("convolution", padding=(0,) * (2 * nd), stride=(1,) * nd, dilation=(1,) * nd)
+    else:
+        return None
+    xs = x.shape
+    if xs.is_tuple or xs.type != "float32" or xs.ndim != ws.ndim or xs.lens[:2] != (n, ws.lens[1]):
+        return None
+    return canonical_op(conv, xs.ndim), ((1, 0), (0, 0, 0)), ()
+
+
 @register_value_key("gpu::gemm")
 def _gemm_value_key(ins):
     """alpha, the epilogue and the inputs before the buffer (not the BLAS plan or kernel names);
-    a plain float GEMM at alpha 1 is the `dot` of its two inputs."""
+    a plain float GEMM at alpha 1 is the `dot` of its two inputs, or the convolution lowering
+    made it of (_as_convolution)."""
     a = ins.inputs[0].shape
     if ins.op["alpha"] == 1.0 and not ins.module_inputs and len(ins.inputs) == 3 and a.type not in _QUANT_ACC:
-        return Op("dot"), (0, 1), ()
+        return _as_convolution(ins) or (Op("dot"), (0, 1), ())
+    conv = _as_convolution(ins) if ins.module_inputs else None
+    if conv is not None:  # the epilogue on that convolution: its columns are not read
+        return ("gpu::gemm", 1.0, conv[0]), (*conv[1], *range(2, len(ins.inputs) - 1)), ins.module_inputs
     return ("gpu::gemm", ins.op["alpha"]), range(len(ins.inputs) - 1), ins.module_inputs
 
 
@@ -503,7 +553,7 @@ def _gemm_value_split(ins):
     def finish(prod, args, run=None):
         return apply_epilogue(ins.module_inputs[0], prod, list(args[2:-1]), out, run)
 
-    return (Op("dot"), (0, 1), ()), (product, out.lens), finish
+    return _as_convolution(ins) or (Op("dot"), (0, 1), ()), (product, out.lens), finish
 
 
 @register_value_key("hip::allocate", "hip::hip_allocate_memory", "load")

@@ -14,8 +14,13 @@ import numpy as np
 from ..errors import MigxError
 from ..inputs import REAL_INPUTS_HINT
 from ..ir import Program
+
+# At import, not at the first check: a check is what a user waits for (and where Python keeps
+# no bytecode cache, compiling the evaluator there cost the first check of a small model as
+# much as two forwards).
+from ..ref_incremental import IncrementalEvaluator
 from ..snapshot import ProgramSnapshot, snapshot
-from ..verify import Tolerance, check_outputs, program_compute_type
+from ..verify import OutputsCheck, Tolerance, check_outputs, program_compute_type
 from .instrumentation import PassInstrumentation, PassRun
 from .trace import NumericCheck
 
@@ -78,40 +83,62 @@ class NumericChecks(PassInstrumentation):
         return compare_program_outputs(program, outs, cfg)
 
 
-def compare_program_outputs(program: Program, outs: Sequence[np.ndarray], cfg: NumericConfig) -> NumericCheck:
-    """`program`'s outputs against the reference under cfg's tolerance. Outputs that differ only
+def compare_program_outputs(
+    program: Program | ProgramSnapshot, outs: Sequence[np.ndarray], cfg: NumericConfig
+) -> NumericCheck:
+    """`program`'s outputs (a Program or a snapshot of one) against the reference under cfg's
+    tolerance. Outputs that differ only
     because a TopK / ArgMax / NMS chose differently among near-ties (inputs within tolerance) pass,
     compared with the reference re-run on that choice, and the check says so in `selection`."""
     compute = program_compute_type(program)
+    how = (compute, cfg.tolerance)
     # Most passes leave the outputs as the check before found them (the incremental evaluator
     # hands back the very arrays): the comparison is then the one made before.
     last = cfg.cache.get("last_compared")
-    if last is not None and last[0] == compute and len(last[1]) == len(outs):
+    known: list = []
+    if last is not None and last[0] == how and len(last[1]) == len(outs):
         if all(a is b for a, b in zip(last[1], outs)):
             return dataclasses.replace(last[2])
-    res = _compare_program_outputs(program, outs, cfg, compute)
-    cfg.cache["last_compared"] = (compute, list(outs), res)
+        # the outputs a pass left as they were keep their comparison (a decoder's caches)
+        known = [c if a is b else None for a, b, c in zip(outs, last[1], last[3])]
+    res, checks = _compare_program_outputs(program, outs, cfg, compute, known)
+    cfg.cache["last_compared"] = (how, list(outs), res, checks)
     return dataclasses.replace(res)
 
 
 def _compare_program_outputs(
-    program: Program, outs: Sequence[np.ndarray], cfg: NumericConfig, compute: str
-) -> NumericCheck:
-    res = compare_outputs(outs, cfg.reference, cfg.tolerance, compute=compute)
+    program: Program | ProgramSnapshot, outs: Sequence[np.ndarray], cfg: NumericConfig, compute: str, known: list
+) -> tuple[NumericCheck, list]:
+    """The check, and the per-output comparisons against the reference (empty where the answer
+    came from elsewhere: a near-tie selection)."""
+    vres = check_outputs(outs, cfg.reference, cfg.tolerance, compute=compute, known=known)
+    res = _summary(vres, cfg.tolerance, compute)
+    checks = vres.outputs if len(vres.outputs) == len(outs) else []
+    alt = _explained(program, outs, cfg, compute, res)
+    return (res, checks) if alt is None else (alt, [])
+
+
+def _explained(
+    program: Program | ProgramSnapshot, outs: Sequence[np.ndarray], cfg: NumericConfig, compute: str, res: NumericCheck
+) -> NumericCheck | None:
+    """The check against the reference re-run on the program's near-tie choice, where outputs
+    that failed differ only by such a choice; None otherwise."""
     if res.ok or res.note or cfg.reference_program is None:
-        return res
+        return None
     from ..discontinuous import explain_selection_change, has_discontinuous_ops, reference_values
 
+    if isinstance(program, ProgramSnapshot):  # rebuilt only here, where a check failed
+        program = program.to_program()
     if "reference_program" not in cfg.cache:
         cfg.cache["reference_program"] = cfg.reference_program.to_program()
     reference = cfg.cache["reference_program"]
     if not has_discontinuous_ops(reference):
-        return res
+        return None
     if "reference_values" not in cfg.cache:
         try:
             cfg.cache["reference_values"] = reference_values(reference, cfg.inputs)
         except MigxError:
-            return res
+            return None
     # After a flip, the following passes usually produce the very same outputs: reuse the answer.
     digest = _digest(outs)
     last = cfg.cache.get("last_explained")
@@ -129,7 +156,7 @@ def _compare_program_outputs(
         )
         cfg.cache["last_explained"] = (digest, change)
     if change is None:
-        return res
+        return None
     alt = compare_outputs(outs, change.outputs, cfg.tolerance, compute=compute)
     alt.selection = change.note
     return alt
@@ -158,7 +185,11 @@ def compare_outputs(
     `compare_outputs(outs, ref, rtol, atol)` (two floats) is the allclose form."""
     if not isinstance(tol, Tolerance):
         tol = Tolerance(rtol=tol, atol=atol) if tol is not None or atol is not None else Tolerance()
-    res = check_outputs(outs, ref, tol, compute=compute)
+    return _summary(check_outputs(outs, ref, tol, compute=compute), tol, compute)
+
+
+def _summary(res: OutputsCheck, tol: Tolerance, compute: str) -> NumericCheck:
+    """An OutputsCheck as the trace shows it: the worst output's figures."""
     if not res.outputs:
         return NumericCheck(float("inf"), float("inf"), False, res.note, tolerance=tol.describe(compute))
     k = res.worst
@@ -176,7 +207,7 @@ def compare_outputs(
 
 
 def make_numeric_config(
-    program: Program,
+    program: Program | ProgramSnapshot,
     inputs: Mapping[str, np.ndarray] | None = None,
     *,
     seed: int = 0,
@@ -186,21 +217,33 @@ def make_numeric_config(
     nested: bool = False,
 ) -> NumericConfig:
     """Reference outputs of `program` on `inputs` (default: random inputs that respect the model,
-    compiler/inputs.py). An evaluation error on random inputs says so and how to pass real ones."""
+    compiler/inputs.py). An evaluation error on random inputs says so and how to pass real ones.
+    `program` may be a snapshot (a session's initial one): it is evaluated as it is, and the
+    first check after a pass then patches the evaluator's program from it, nothing rebuilt."""
     from ..inputs import explain_random_failure, model_inputs
-    from ..ref_incremental import IncrementalEvaluator
 
     generated = inputs is None
-    feeds = dict(inputs) if inputs is not None else model_inputs(program, seed)
+    snap = program if isinstance(program, ProgramSnapshot) else None
+    if generated:
+        feeds = model_inputs(program if snap is None else snap.to_program(), seed)
+    else:
+        feeds = dict(inputs)
     evaluator = IncrementalEvaluator(feeds)
     try:
-        reference = evaluator.evaluate(program)
+        reference = evaluator.evaluate(program) if snap is None else evaluator.evaluate_snapshot(snap)
     except MigxError as e:
         if generated:
             raise explain_random_failure(e) from None
         raise
     cfg = NumericConfig(
-        feeds, reference, rtol, atol, nested, rms=rms, random_inputs=generated, reference_program=snapshot(program)
+        feeds,
+        reference,
+        rtol,
+        atol,
+        nested,
+        rms=rms,
+        random_inputs=generated,
+        reference_program=snapshot(program) if snap is None else snap,
     )
     cfg.cache["evaluator"] = evaluator  # holds the reference's values: the first check reuses them
     return cfg
@@ -209,8 +252,6 @@ def make_numeric_config(
 def reference_evaluator(cfg: NumericConfig) -> Any:
     """The incremental evaluator of cfg's inputs, shared by its copies (compiler/ref_incremental.py):
     each check re-runs only what the pass changed since the check before."""
-    from ..ref_incremental import IncrementalEvaluator
-
     ev = cfg.cache.get("evaluator")
     if ev is None or ev.inputs is not cfg.inputs:
         ev = cfg.cache["evaluator"] = IncrementalEvaluator(cfg.inputs)
