@@ -7,7 +7,7 @@ snapshotting after every pass costs time only for the modules a pass touched.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -171,7 +171,6 @@ class ProgramSnapshot:
         for ms in self.modules:
             m = mods[ms.name]
             live: dict[int, Instruction] = {}
-            prev = m._head
             for r in ms.instrs:
                 inputs = [live[i] for i in r.inputs]
                 ins = Instruction(m, r.op, inputs, [mods[n] for n in r.modules], r.shape, r.origin, r.literal, r.id)
@@ -181,14 +180,7 @@ class ProgramSnapshot:
                     for i in {id(i): i for i in inputs}.values():  # once per distinct input
                         i._outputs.append(ins)
                 live[r.id] = ins
-                # linked in order here (Module._link_before's checks and version moves, per
-                # instruction, were a third of the rebuild the per-pass check does)
-                prev._next = ins
-                ins._prev = prev
-                prev = ins
-            prev._next = m._tail
-            m._tail._prev = prev
-            m._count = len(ms.instrs)
+            link_in_order(m, live.values())
             m.version = 0
             m.rebuilt_from = ms
         return p
@@ -300,6 +292,21 @@ def _record(ins: Instruction, before: InstrRecord | None) -> InstrRecord:
     ):
         return before
     return InstrRecord(ins._id, ins._op, inputs, modules, ins._shape, ins._origin, ins._literal)
+
+
+def link_in_order(m: Module, instrs: Iterable[Instruction]) -> None:
+    """Make `instrs` the whole of m's instruction list, in that order: one pass of links, not
+    Module._link_before's checks and version moves per instruction (those were a third of the
+    rebuild the per-pass check does)."""
+    prev, count = m._head, 0
+    for ins in instrs:
+        prev._next = ins
+        ins._prev = prev
+        prev = ins
+        count += 1
+    prev._next = m._tail
+    m._tail._prev = prev
+    m._count = count
 
 
 def _unchanged_by_identity(m: Module, recs: tuple[InstrRecord, ...]) -> bool:

@@ -16,7 +16,7 @@ next update. Anything else wants `snap.to_program()`.
 from __future__ import annotations
 
 from .ir import Instruction, Module, Program
-from .snapshot import ModuleSnapshot, ProgramSnapshot, differing_modules
+from .snapshot import ModuleSnapshot, ProgramSnapshot, differing_modules, link_in_order
 
 
 class ProgramMirror:
@@ -54,7 +54,6 @@ class ProgramMirror:
         old = self._built.get(ms.name, {})
         built: dict[int, tuple] = {}
         live: dict[int, Instruction] = {}
-        prev = m._head
         for r in ms.instrs:
             inputs = [live[i] for i in r.inputs]
             e = old.get(r.id)
@@ -66,12 +65,7 @@ class ProgramMirror:
                 ins = Instruction(m, r.op, inputs, [mods[n] for n in r.modules], r.shape, r.origin, r.literal, r.id)
             built[r.id] = (r, ins)
             live[r.id] = ins
-            prev._next = ins
-            ins._prev = prev
-            prev = ins
-        prev._next = m._tail
-        m._tail._prev = prev
-        m._count = len(ms.instrs)
+        link_in_order(m, live.values())
         m._bypass = ms.bypass
         # A new version, so nothing cached by (module, version) (evaluation plans, submodule
         # lists) describes the module as it was; the snapshot record stands for it from here.
