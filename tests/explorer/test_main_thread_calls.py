@@ -97,10 +97,21 @@ def test_a_loop_that_is_not_a_kernels_is_not_used(monkeypatch):
     assert isinstance(main_thread._kernel_loop(), KernelLoop)
 
 
-def test_the_explorer_writes_its_widgets_on_the_main_thread_in_a_kernel(kernel_loop):
+def test_the_explorer_writes_its_widgets_on_the_main_thread_in_a_kernel(kernel_loop, monkeypatch):
     """The background trace's tree, stepper and progress writes, and the numeric check's, happen on
     the kernel's main thread; `wait()` in the cell returns with them applied."""
+    from migx_explore.widgets import background
     from migx_explore.widgets.explorer import Explorer
+
+    # Hold the background trace until the cell has looked: the pipelines of this small program
+    # can otherwise finish on the job's thread before `set_session` returns.
+    gate, real_run = threading.Event(), background.TraceFiller._run
+
+    def held(self, *a):
+        gate.wait(60)
+        return real_run(self, *a)
+
+    monkeypatch.setattr(background.TraceFiller, "_run", held)
 
     threads: set[str] = set()
     ex = Explorer()
@@ -114,6 +125,7 @@ def test_the_explorer_writes_its_widgets_on_the_main_thread_in_a_kernel(kernel_l
         setattr(ex, name, spy)
     ex.set_session(Session.from_text(CHAIN, include_backend=False))
     assert not ex.session.trace_complete  # the rest is traced in the background
+    gate.set()
     assert ex.wait(120)
     assert ex.session.trace_complete
     assert "pass records" in ex.progress.label.value, ex.progress.label.value
