@@ -119,8 +119,7 @@ def name(*names: str) -> Matcher:
     m = _Pred(
         f"name({shown})", lambda ins, st: ins._op.name in allowed, lambda ins: f"expected {shown}, got {ins.name}"
     )
-    m.names = allowed  # lets find_matches skip rules by root op name without running them
-    m.root_op = lambda op: op.name in allowed
+    m.root_op = lambda op: op.name in allowed  # find_matches tries the rule on those roots only
     return m
 
 
@@ -148,18 +147,6 @@ def root_filter(m: Matcher) -> Callable[[Op], bool] | None:
         parts = [root_filter(x) for x in m.ms]
         return None if any(p is None for p in parts) else (lambda op: any(f(op) for f in parts))
     return getattr(m, "root_op", None)
-
-
-def root_names(m: Matcher) -> frozenset[str] | None:
-    """Op names a matcher can possibly accept at its root, or None if it does not say."""
-    if isinstance(m, Bind):
-        return root_names(m.inner)
-    if isinstance(m, AllOf):
-        return next((r for r in map(root_names, m.ms) if r is not None), None)
-    if isinstance(m, AnyOf):
-        parts = [root_names(x) for x in m.ms]
-        return None if any(p is None for p in parts) else frozenset().union(*parts)
-    return getattr(m, "names", None)
 
 
 def name_contains(part: str) -> Matcher:

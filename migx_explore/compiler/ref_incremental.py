@@ -316,9 +316,6 @@ class _Run:
         self.collect: list | None = None  # where the submodule entries of the instruction computing go
         self.by_record: dict[int, tuple] = {}
 
-    def keep_record(self, stable: int, entry: tuple) -> None:
-        self.by_record[stable] = entry
-
     def keep(self, key: tuple, stable: int, hit: tuple) -> None:
         self.by_key[key] = self.by_id[stable] = hit
         self.by_print.setdefault(hit[2], hit)
@@ -406,7 +403,7 @@ def _keep_entry(run: _Run, rec: Any, ins: Instruction, tokens: dict, key: tuple,
     toks = tuple(map(tokens.get, rec.inputs))
     if None not in toks:
         plain = not (ins.is_param() or ins.is_literal())
-        run.keep_record(rec.id, (rec, toks, _leaf_sources(ins), key, hit, work, plain))
+        run.by_record[rec.id] = (rec, toks, _leaf_sources(ins), key, hit, work, plain)
 
 
 def _leaf_sources(ins: Instruction) -> tuple | None:

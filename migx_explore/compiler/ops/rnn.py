@@ -389,8 +389,8 @@ def _recurrences_compute(op, args, out, run):
         _lstm_direction(xw[..., d * g : (d + 1) * g], rt[d], bias[d], h0[d], c0[d], d == 1) for d in range(len(rt))
     ]
     dt = np.asarray(args[3]).dtype
-    y = np.stack([p[0] for p in parts], axis=1)
-    return y.astype(dt), np.stack([p[1] for p in parts]).astype(dt), np.stack([p[2] for p in parts]).astype(dt)
+    y, h, c = (np.stack([p[k] for p in parts], axis=1 if k == 0 else 0) for k in range(3))
+    return y.astype(dt, copy=False), h.astype(dt, copy=False), c.astype(dt, copy=False)
 
 
 defop(

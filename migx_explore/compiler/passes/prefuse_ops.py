@@ -252,15 +252,14 @@ class PrefuseOps(Pass):
     def apply_module(self, module: Module, ctx) -> bool:
         if not self.enable_layernorm_fusion:
             return False
+        # MIGraphX: find_matches per finder with DCE in between (a finder would otherwise match
+        # the dead roots the one before left behind).
+        finders: list[Rule] = [FindLayernorm(), FindAddLayernorm()]
+        if self.split_long_rows > 0:
+            finders.insert(0, FindSplitLayernorm(self.split_long_rows))
         changed = False
-        if self.split_long_rows > 0 and rewriter_of(ctx).find_matches(module, FindSplitLayernorm(self.split_long_rows)):
-            _dce(module)
-            changed = True
-        # MIGraphX: find_matches per finder with DCE in between.
-        changed = rewriter_of(ctx).find_matches(module, FindLayernorm()) > 0 or changed
-        if changed:
-            _dce(module)
-        if rewriter_of(ctx).find_matches(module, FindAddLayernorm()) > 0:
-            _dce(module)
-            changed = True
+        for finder in finders:
+            if rewriter_of(ctx).find_matches(module, finder) > 0:
+                _dce(module)
+                changed = True
         return changed

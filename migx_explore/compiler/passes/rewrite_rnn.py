@@ -195,63 +195,69 @@ class UnrollRecurrent(Rule):
 
     def _unroll(self, m: Module, ins: Instruction, lens: np.ndarray | None) -> None:
         b, op = _Builder(m, ins), ins.op
-        lstm = op.name == "lstm"
-        x, w, r, bias, _, h0 = ins.inputs[:6]
-        seq, batch, _ = x.shape.lens
-        gh = w.shape.lens[1]
-        n_act = len(DEFAULT_ACTIVATIONS[op.name])
-        acts = activations(op)
-        ys, hs, cs = [], [], []
+        batch = ins.inputs[0].shape.lens[1]
         # Scopes for what the unrolling makes (the explorer groups by them: one box per step)
         scope = f"{m.program.scopes.get(ins.id, '')}/{op.name}_{ins.id}".lstrip("/")
         scopes = _Scopes(b)
-        dirs = directions(op)
-        plain = _plain_directions(op, acts, n_act, ins.inputs[7], lens, batch) if self.fuse_lstm and lstm else []
-
-        if len(dirs) == 2 and plain and all(plain):
-            values = _both_directions(b, ins, gh)
-            scopes.enter(scope)
-            m.program.scopes = {**m.program.scopes, **scopes.scoped}
-            for u in list(ins.outputs):
-                replace_value(m, u, values[u.op["index"]])
-            return
-        for d, backwards in enumerate(dirs):
-            where = f"{scope}/{'reverse' if backwards else 'forward'}"
-            wd = b("transpose", b.pick(w, d), permutation=[1, 0])  # [input, G*hidden]
-            rd = b("transpose", b.pick(r, d), permutation=[1, 0])  # [hidden, G*hidden]
-            bd = b.pick(bias, d)
-            wb = b("multibroadcast", b.cols(bd, 0, gh), out_lens=[batch, gh])
-            rb = b("multibroadcast", b.cols(bd, 1, gh), out_lens=[batch, gh])
-            h = b.pick(h0, d)
-            c = b.pick(ins.inputs[6], d) if lstm else None
-            p = b.pick(ins.inputs[7], d) if lstm else None
-            xws = _input_projection(b, x, wd)
-            dir_acts = acts[d * n_act : (d + 1) * n_act]
-            if plain and plain[d]:
-                wrb = b("add", b.cols(bd, 0, gh), b.cols(bd, 1, gh))  # constant: folded at compile time
-                rec = b("lstm_recurrence", xws, rd, wrb, h, c, reverse=int(backwards))
-                y = b("get_tuple_elem", rec, index=0)
-                ys.append(b("unsqueeze", y, axes=[1]))
-                hs.append(b("unsqueeze", b.pick(y, 0 if backwards else seq - 1), axes=[0]))
-                cs.append(b("unsqueeze", b("get_tuple_elem", rec, index=1), axes=[0]))
-                continue
-            scopes.enter(where)
-            cell = functools.partial(_cell, b, op, wb=wb, rd=rd, rb=rb, p=p, acts=dir_acts)
-            y, h, c = _unrolled_direction(b, cell, xws, h, c, lens, backwards, where, scopes)
-            ys.append(y)
-            hs.append(b("unsqueeze", h, axes=[0]))
-            cs.append(b("unsqueeze", c, axes=[0]) if lstm else None)
-            scopes.enter(where)
-
-        def join(parts, axis):
-            return parts[0] if len(parts) == 1 else b("concat", *parts, axis=axis)
-
-        values = [join(ys, 1), join(hs, 0)] + ([join(cs, 0)] if lstm else [])
+        n_act = len(DEFAULT_ACTIVATIONS[op.name])
+        fused = self.fuse_lstm and op.name == "lstm"
+        plain = _plain_directions(op, activations(op), n_act, ins.inputs[7], lens, batch) if fused else []
+        if len(plain) == 2 and all(plain):
+            values = _both_directions(b, ins, ins.inputs[1].shape.lens[1])
+        else:
+            values = _each_direction(b, ins, lens, plain, scope, scopes)
         scopes.enter(scope)
         # a new mapping, never a change to the shared one (copies and snapshots hold it)
         m.program.scopes = {**m.program.scopes, **scopes.scoped}
         for u in list(ins.outputs):
             replace_value(m, u, values[u.op["index"]])
+
+
+def _each_direction(
+    b: _Builder, ins: Instruction, lens: np.ndarray | None, plain: list[bool], scope: str, scopes: _Scopes
+) -> list[Instruction]:
+    """The layer's results (Y, Y_h and, for an LSTM, Y_c) from its directions one by one: an
+    lstm_recurrence for a plain LSTM direction, else its steps unrolled, each its own scope."""
+    op = ins.op
+    lstm = op.name == "lstm"
+    x, w, r, bias, _, h0 = ins.inputs[:6]
+    seq, batch, _ = x.shape.lens
+    gh = w.shape.lens[1]
+    n_act = len(DEFAULT_ACTIVATIONS[op.name])
+    acts = activations(op)
+    ys, hs, cs = [], [], []
+    for d, backwards in enumerate(directions(op)):
+        where = f"{scope}/{'reverse' if backwards else 'forward'}"
+        wd = b("transpose", b.pick(w, d), permutation=[1, 0])  # [input, G*hidden]
+        rd = b("transpose", b.pick(r, d), permutation=[1, 0])  # [hidden, G*hidden]
+        bd = b.pick(bias, d)
+        wb = b("multibroadcast", b.cols(bd, 0, gh), out_lens=[batch, gh])
+        rb = b("multibroadcast", b.cols(bd, 1, gh), out_lens=[batch, gh])
+        h = b.pick(h0, d)
+        c = b.pick(ins.inputs[6], d) if lstm else None
+        p = b.pick(ins.inputs[7], d) if lstm else None
+        xws = _input_projection(b, x, wd)
+        dir_acts = acts[d * n_act : (d + 1) * n_act]
+        if plain and plain[d]:
+            wrb = b("add", b.cols(bd, 0, gh), b.cols(bd, 1, gh))  # constant: folded at compile time
+            rec = b("lstm_recurrence", xws, rd, wrb, h, c, reverse=int(backwards))
+            y = b("get_tuple_elem", rec, index=0)
+            ys.append(b("unsqueeze", y, axes=[1]))
+            hs.append(b("unsqueeze", b.pick(y, 0 if backwards else seq - 1), axes=[0]))
+            cs.append(b("unsqueeze", b("get_tuple_elem", rec, index=1), axes=[0]))
+            continue
+        scopes.enter(where)
+        cell = functools.partial(_cell, b, op, wb=wb, rd=rd, rb=rb, p=p, acts=dir_acts)
+        y, h, c = _unrolled_direction(b, cell, xws, h, c, lens, backwards, where, scopes)
+        ys.append(y)
+        hs.append(b("unsqueeze", h, axes=[0]))
+        cs.append(b("unsqueeze", c, axes=[0]) if lstm else None)
+        scopes.enter(where)
+
+    def join(parts, axis):
+        return parts[0] if len(parts) == 1 else b("concat", *parts, axis=axis)
+
+    return [join(ys, 1), join(hs, 0)] + ([join(cs, 0)] if lstm else [])
 
 
 def _both_directions(b: _Builder, ins: Instruction, gh: int) -> list[Instruction]:

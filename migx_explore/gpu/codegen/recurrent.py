@@ -62,13 +62,12 @@ def lstm_recurrence_kernel(op: Op, shapes: Sequence[Shape]) -> KernelSource:
         ts = f"({d} == 1 ? {seq - 1} - step : step)"  # the second direction runs in reverse
         xw_at = at(xw, "ts", "b", f"{d} * {g} + col")
         y_at = at(y, "ts", d, "b", "j")
-        h_last = [f"migx::store(p6, {at(h_last, d, 'b', 'j')}, h_s[e]);"]
-        c_last_param = 7
+        h_last = [f"migx::store(p{len(shapes) - 2}, {at(h_last, d, 'b', 'j')}, h_s[e]);"]
     else:
         name = f"lstm_recurrence_{'reverse' if op['reverse'] else 'forward'}_kernel"
         ts = f"{seq - 1} - step" if op["reverse"] else "step"
-        xw_at, y_at, h_last, c_last_param = at(xw, "ts", "b", "col"), at(y, "ts", "b", "j"), [], 6
-    nout = len(shapes) - 5
+        xw_at, y_at, h_last = at(xw, "ts", "b", "col"), at(y, "ts", "b", "j"), []
+    nout = len(shapes) - 5  # Y (p5), then the last h for every direction's op, then the last c
     src = render(
         "recurrent.hpp",
         "kernel",
@@ -99,7 +98,7 @@ def lstm_recurrence_kernel(op: Op, shapes: Sequence[Shape]) -> KernelSource:
         y_at=y_at,
         c_last_at=per_dir(c_last, "b", "j"),
         h_last=h_last,
-        c_last_param=c_last_param,
+        c_last_param=len(shapes) - 1,
     )
     return KernelSource(name, source(src), threads * ndir, threads)
 
