@@ -11,6 +11,7 @@ compile_blas records it, the executor calls it, and the fake backend replays it 
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -105,10 +106,34 @@ def _stored(rows: int, cols: int, rs: int, cs: int, want_t: bool) -> tuple[bool,
     return min(cands, key=lambda c: c[0])  # prefer no transpose
 
 
+def fold_broadcast_batch(shapes: Sequence[Shape]) -> list[Shape]:
+    """Params (a, b, extras..., c) of a product whose b is the same matrix for every batch
+    index (a weight broadcast over the batch axes) as one 2-D product of prod(batch) * m rows,
+    where a's rows and every other operand's rows view that many rows without a copy. A linear
+    layer on windowed or batched tokens is one large GEMM then, not a batch of small ones (m = 7
+    per window row in Swin). Anything else comes back unchanged."""
+    a, b = shapes[0], shapes[1]
+    if a.ndim < 3 or a.ndim != b.ndim or any(s != 0 for n, s in zip(b.lens[:-2], b.strides) if n != 1):
+        return list(shapes)
+    rows = math.prod(a.lens[:-1])
+    if rows == a.lens[-2]:
+        return list(shapes)
+    product = (*a.lens[:-1], b.lens[-1])
+    folded = []
+    for s in [a, *shapes[2:]]:
+        lens = (rows, s.lens[-1])
+        strides = view_strides(s.lens, s.strides, lens) if s is a or s.lens == product else None
+        if strides is None:
+            return list(shapes)
+        folded.append(Shape(s.type, lens, strides))
+    return [folded[0], Shape(b.type, b.lens[-2:], b.strides[-2:]), *folded[1:]]
+
+
 def plan_gemm(a: Shape, b: Shape, c: Shape) -> GemmPlan | None:
     """The BLAS calls for buffer c = a[..., m, k] · b[..., k, n] (c viewed as the product's lens)."""
     if a.ndim < 2 or a.ndim != b.ndim:
         return None
+    a, b, c = fold_broadcast_batch([a, b, c])
     batch_lens = a.lens[:-2]
     m, k, n = a.lens[-2], a.lens[-1], b.lens[-1]
     dot_lens = tuple(batch_lens) + (m, n)

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from migx_explore.compiler import Shape
-from migx_explore.gpu.blas_plan import plan_gemm, view_strides
+from migx_explore.gpu.blas_plan import fold_broadcast_batch, plan_gemm, view_strides
 from migx_explore.gpu.runtime.fake import FakeBackend
 
 
@@ -49,6 +49,18 @@ CASES = {
         _transposed([2, 5, 6], [0, 2, 1]),
         Shape.of("float32", [2, 4, 6]),
     ),
+    # a weight broadcast over the batch: one product of 2 * 3 * 4 rows
+    "broadcast_b": (
+        Shape.of("float32", [2, 3, 4, 5]),
+        Shape.of("float32", [2, 3, 5, 6], [0, 0, 6, 1]),
+        Shape.of("float32", [2, 3, 4, 6]),
+    ),
+    # ... but not where a's rows are a window partition (no one row stride): calls per window
+    "broadcast_b_windows": (
+        _transposed([2, 2, 3, 5], [0, 2, 1, 3]),
+        Shape.of("float32", [2, 2, 5, 6], [0, 0, 6, 1]),
+        Shape.of("float32", [2, 2, 3, 6]),
+    ),
 }
 
 
@@ -79,3 +91,17 @@ def test_view_strides():
     assert view_strides((2, 3, 4), (1, 2, 6), (6, 4)) is None  # not contiguous in row-major order
     assert view_strides((8, 3, 4), (240, 12, 1), (8, 12)) is None  # slice rows 12 apart but 3x4 packed? no: 4 != 12
     assert view_strides((1, 8, 3, 4), (240, 12, 4, 1), (1, 8, 12)) == (0, 12, 1)
+
+
+def test_broadcast_weight_folds_into_one_product():
+    """Rows of every batch index against one weight are one GEMM: m = 24, no batch, one call."""
+    a, b, c = CASES["broadcast_b"]
+    plan = plan_gemm(a, b, c)
+    assert (plan.m * plan.n, plan.batch, len(plan.offsets)) == (24 * 6, 1, 1), plan.describe()
+    fa, fb, fc = fold_broadcast_batch([a, b, c])
+    assert (fa.lens, fb.lens, fc.lens) == ((24, 5), (5, 6), (24, 6))
+    # a weight that differs per batch index, or rows that no one stride walks, stay batched
+    assert fold_broadcast_batch([a, Shape.of("float32", [2, 3, 5, 6]), c])[0] is a
+    wa, wb, wc = CASES["broadcast_b_windows"]
+    assert fold_broadcast_batch([wa, wb, wc])[0] is wa
+    assert len(plan_gemm(wa, wb, wc).offsets) > 1

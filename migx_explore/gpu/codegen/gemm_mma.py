@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from migx_explore.compiler.ir import Module
 from migx_explore.compiler.shape import Shape
 
-from ..blas_plan import view_strides
+from ..blas_plan import fold_broadcast_batch, view_strides
 from .common import (
     CodegenUnsupported,
     KernelSource,
@@ -99,6 +99,7 @@ def _vector_ok(inner_stride: int, other_strides: Sequence[int], extent: int) -> 
 
 def plan_mma_gemm(shapes: Sequence[Shape]) -> MmaGemmPlan:
     """The plan for params (a, b, extras..., out), or CodegenUnsupported saying why there is none."""
+    shapes = fold_broadcast_batch(shapes)
     a, b, out = shapes[0], shapes[1], shapes[-1]
     if b.type not in MMA_TYPES or a.type != b.type:
         raise CodegenUnsupported(f"tensor-core GEMM of {a.type} x {b.type}")
@@ -353,6 +354,7 @@ def mma_gemm_kernel(
     any buffer that views the product's lens without a copy. `constant_b`: b is data no kernel
     writes (a weight literal), so its first chunks may load before the wait for the previous
     kernel where MIGX_GEMM_PREFETCH=1 (measured mixed, so off by default)."""
+    shapes = fold_broadcast_batch(shapes)
     plan = plan_mma_gemm(shapes)
     out, extras = shapes[-1], list(shapes[2:-1])
     if extras and epilogue is None:
