@@ -36,30 +36,50 @@ def compile_seconds(name: str, mode: str, precision: str, cache_dir: str) -> flo
     return time.perf_counter() - start
 
 
-def _one_row(name: str, mode: str, precision: str) -> dict:
+def _profiled(top: int, fn, *args):
+    """fn(*args) under cProfile; prints the `top` entries by cumulative and by own time."""
+    import cProfile
+    import pstats
+
+    prof = cProfile.Profile()
+    out = prof.runcall(fn, *args)
+    for key in ("cumulative", "tottime"):
+        pstats.Stats(prof).sort_stats(key).print_stats(top)
+    return out
+
+
+def _one_row(name: str, mode: str, precision: str, profile: int = 0) -> dict:
     import migx_explore.gpu.executor  # noqa: F401 - Python's imports are not compile time
 
     with tempfile.TemporaryDirectory(prefix="migx-compile-time-") as cache:
         try:
-            cold = compile_seconds(name, mode, precision, cache)
+            if profile:  # the cold compile under the profiler: its time is inflated by it
+                cold = _profiled(profile, compile_seconds, name, mode, precision, cache)
+            else:
+                cold = compile_seconds(name, mode, precision, cache)
             warm = compile_seconds(name, mode, precision, cache)
-            return {"model": name, "precision": precision, "mode": mode, "cold_s": cold, "warm_s": warm}
+            row = {"model": name, "precision": precision, "mode": mode, "cold_s": cold, "warm_s": warm}
+            return row | ({"profiled": True} if profile else {})
         except Exception as e:  # noqa: BLE001 - one model failing must not lose the others
             return {"model": name, "precision": precision, "mode": mode, "error": f"{type(e).__name__}: {e}"}
 
 
-def _row_in_own_process(name: str, mode: str, precision: str) -> dict:
+def _row_in_own_process(name: str, mode: str, precision: str, profile: int = 0) -> dict:
     """Each row in a fresh process: a compile earlier in the same process (nvrtc loaded, BLAS handles
     made, modules imported) would make a later row look cold when it is not."""
     import subprocess
     import sys
 
-    code = f"import json, compile_time; print(json.dumps(compile_time._one_row({name!r}, {mode!r}, {precision!r})))"
+    row = f"compile_time._one_row({name!r}, {mode!r}, {precision!r}, {profile})"
+    code = f"import json, compile_time; print(json.dumps({row}))"
     done = subprocess.run(
         [sys.executable, "-c", code], cwd=Path(__file__).parent, capture_output=True, text=True, check=False
     )
+    lines = done.stdout.strip().splitlines()
+    if profile:
+        print("\n".join(lines[:-1]), flush=True)
     try:
-        return json.loads(done.stdout.strip().splitlines()[-1])
+        return json.loads(lines[-1])
     except (IndexError, json.JSONDecodeError):
         why = (done.stderr.strip().splitlines() or ["no output"])[-1]
         return {"model": name, "precision": precision, "mode": mode, "error": f"exit {done.returncode}: {why}"}
@@ -71,12 +91,13 @@ def main() -> None:
     ap.add_argument("--modes", default="eager,balanced", help="compile modes to time")
     ap.add_argument("--precisions", default="fp32,fp16", help="precisions to time")
     ap.add_argument("--out", default="", help="folder for compile_time.json and .md")
+    ap.add_argument("--profile", type=int, default=0, help="print the top N cProfile entries of a cold compile")
     args = ap.parse_args()
     rows = []
     for name in args.models.split(","):
         for precision in args.precisions.split(","):
             for mode in args.modes.split(","):
-                row = _row_in_own_process(name, mode, precision)
+                row = _row_in_own_process(name, mode, precision, args.profile)
                 rows.append(row)
                 print(json.dumps(row), flush=True)
     lines = ["| model | precision | mode | cold s | warm s | cold / goal |", "|---|---|---|---|---|---|"]

@@ -27,7 +27,7 @@ from typing import Any
 from .errors import IRError
 from .instruction import Instruction, Literal, Sentinel  # noqa: F401  (Literal re-exported)
 from .instruction_order import drop_user, stable_topological_order
-from .ir_checks import structure_key, validate_module
+from .ir_checks import remember_shape, structure_key, validate_module
 from .op import Op, compute_shape
 from .printer import print_module, print_program
 from .shape import Shape
@@ -184,10 +184,13 @@ class Module:
                     f"module {self.name}: {op.name} uses #{i._id} ({i.name}) from module "
                     f"{i._module.name}; values cannot cross modules"
                 )
-        if shape is None:
+        ruled = shape is None
+        if ruled:
             shape = compute_shape(op, [i._shape for i in inputs], list(module_inputs))
         prog = self.program
         ins = Instruction(self, op, inputs, module_inputs, shape, prog._current_origin(), literal, prog._take_id())
+        if ruled:
+            remember_shape(self, ins)
         # Once per distinct input: `ins` is new, so no use list holds it yet (a membership test
         # here scanned the whole use list of a widely shared value: O(n^2) on long chains).
         for i in {id(i): i for i in inputs}.values():
@@ -290,6 +293,8 @@ class Module:
                 i._outputs.append(ins)
         ins._op, ins._inputs, ins._module_inputs = op, new_inputs, mods
         old_shape, ins._shape = ins._shape, shape
+        if op.name not in ("@param", "@literal"):
+            remember_shape(self, ins)
         self.version += 1
         if old_shape != shape:
             for user in list(ins._outputs):
@@ -404,10 +409,11 @@ class Module:
             raise IRError(f"module {self.name}: instruction #{ins._id} ({ins.name}) was removed")
 
     # validation --------------------------------------------------------------------------------
-    def validate(self) -> None:
+    def validate(self, *, snapshots_current: bool = False) -> None:
         """Check use lists, def-before-use, shapes and references; raise ValidationError naming
-        the module and instruction at fault (compiler/ir_checks.py)."""
-        validate_module(self)
+        the module and instruction at fault (compiler/ir_checks.py; `snapshots_current`: see
+        validate_module)."""
+        validate_module(self, snapshots_current)
 
     def __repr__(self) -> str:
         return f"<Module {self.name} ({self._count} instructions)>"

@@ -12,9 +12,26 @@ from .op import compute_shape
 from .printer import instruction_label
 
 
-def validate_module(module: Any) -> None:
+def remember_shape(module: Any, ins: Any) -> None:
+    """Note that `ins`'s shape was just computed by its op's rule from its inputs' shapes (the IR
+    does so on every insert and replace), so validate_module need not recompute it while op and
+    shapes stay the very same objects: after a pass that made hundreds of instructions (lowering,
+    compile_ops) validation otherwise ran each shape rule a second time."""
+    if not ins._module_inputs:  # with submodules, validate_module keys them by their snapshots
+        memo = module.__dict__.setdefault("_shapes_checked", {})
+        memo[ins._id] = (ins._op, tuple([i._shape for i in ins._inputs]), ins._shape, ())
+
+
+def validate_module(module: Any, snapshots_current: bool = False) -> None:
     """Check one ir.Module; raise ValidationError naming the module and instruction at fault.
-    (`module` is untyped here: naming ir.Module would make an import cycle with ir.py.)"""
+    (`module` is untyped here: naming ir.Module would make an import cycle with ir.py.)
+    `snapshots_current`: the submodules' cached snapshots were just re-read (the pass manager's
+    Snapshots instrumentation does so before validation), so an instruction whose submodules'
+    snapshots are the ones its shape passed with need not run its shape rule again; otherwise
+    a submodule may have been changed around the Module API since, and such shapes are
+    recomputed."""
+    from .snapshot import snapshot_module  # snapshot imports ir, which imports this module
+
     seen: set[int] = set()
     members = {id(i) for i in module}
     user_ids: dict[int, set[int]] = {}
@@ -56,14 +73,21 @@ def validate_module(module: Any) -> None:
             fail("@return is not the last instruction")
         if not ins.is_builtin():
             in_shapes = tuple([i._shape for i in ins._inputs])
+            # A rule that reads submodules (pointwise, fused ops, GEMM epilogues) is keyed by
+            # their snapshots too: the Snapshots instrumentation re-reads a module after a pass
+            # that may have gone around the Module API, so a changed submodule is a new object.
+            subs = tuple([snapshot_module(sm) for sm in ins._module_inputs]) if ins._module_inputs else ()
             prev = passed.get(ins._id)
             if (
                 prev is not None
+                and (snapshots_current or not subs)
                 and prev[0] is ins._op
-                and prev[2] is ins._shape
+                and (prev[2] is ins._shape or prev[2] == ins._shape)
                 and len(prev[1]) == len(in_shapes)
-                and all(map(operator.is_, prev[1], in_shapes))
-            ):  # the very op, input shapes and shape that passed the shape rule before
+                and (all(map(operator.is_, prev[1], in_shapes)) or prev[1] == in_shapes)
+                and len(prev[3]) == len(subs)
+                and all(map(operator.is_, prev[3], subs))
+            ):  # the very op and submodules, and equal shapes, that passed the shape rule before
                 checked[ins._id] = prev
             else:
                 try:
@@ -72,8 +96,7 @@ def validate_module(module: Any) -> None:
                     fail(f"shape rule fails: {e}")
                 if expect != ins._shape:
                     fail(f"stored shape {ins._shape} differs from recomputed {expect}")
-                if not ins._module_inputs:
-                    checked[ins._id] = (ins._op, in_shapes, ins._shape)
+                checked[ins._id] = (ins._op, in_shapes, ins._shape, subs)
         for m in ins._module_inputs:
             if module.program.modules.get(m.name) is not m:
                 fail(f"references module {m.name!r} which is not in the program")
