@@ -22,7 +22,7 @@ GOAL_S = {"eager": 2.0, "balanced": 10.0, "max": float("inf")}
 DEFAULT_MODELS = "mlp,resnet18,yolov10n,bert_encoder,llama_decoder,bilstm"
 
 
-def compile_seconds(name: str, mode: str, precision: str, cache_dir: str) -> float:
+def compile_seconds(name: str, mode: str, precision: str, cache_dir: str, passes: int = 0) -> float:
     from migx_explore import models
     from migx_explore.gpu import compile
     from migx_explore.gpu.pipelines import CompileOptions
@@ -32,8 +32,19 @@ def compile_seconds(name: str, mode: str, precision: str, cache_dir: str) -> flo
     backend = get_backend()
     source = models.load(name)  # the ONNX import is not compile time
     start = time.perf_counter()
-    compile(source, CompileOptions(mode=mode, precision=precision), backend=backend).close()
-    return time.perf_counter() - start
+    compiled = compile(source, CompileOptions(mode=mode, precision=precision), backend=backend)
+    seconds = time.perf_counter() - start
+    if passes:  # where the time went: the slowest top-level passes, and everything outside them
+        tops = [r for r in compiled.trace.records if r.depth == 0 and r.time_s is not None]
+        in_passes = sum(r.time_s for r in tops)
+        print(
+            f"{name} {precision} {mode}: {seconds:.2f} s, passes {in_passes:.2f} s,"
+            f" outside them {seconds - in_passes:.2f} s"
+        )
+        for r in sorted(tops, key=lambda r: -r.time_s)[:passes]:
+            print(f"    {r.time_s:6.3f} s  {r.path}")
+    compiled.close()
+    return seconds
 
 
 def _profiled(top: int, fn, *args):
@@ -48,7 +59,7 @@ def _profiled(top: int, fn, *args):
     return out
 
 
-def _one_row(name: str, mode: str, precision: str, profile: int = 0) -> dict:
+def _one_row(name: str, mode: str, precision: str, profile: int = 0, passes: int = 0) -> dict:
     import migx_explore.gpu.executor  # noqa: F401 - Python's imports are not compile time
 
     with tempfile.TemporaryDirectory(prefix="migx-compile-time-") as cache:
@@ -56,27 +67,27 @@ def _one_row(name: str, mode: str, precision: str, profile: int = 0) -> dict:
             if profile:  # the cold compile under the profiler: its time is inflated by it
                 cold = _profiled(profile, compile_seconds, name, mode, precision, cache)
             else:
-                cold = compile_seconds(name, mode, precision, cache)
-            warm = compile_seconds(name, mode, precision, cache)
+                cold = compile_seconds(name, mode, precision, cache, passes)
+            warm = compile_seconds(name, mode, precision, cache, passes)
             row = {"model": name, "precision": precision, "mode": mode, "cold_s": cold, "warm_s": warm}
             return row | ({"profiled": True} if profile else {})
         except Exception as e:  # noqa: BLE001 - one model failing must not lose the others
             return {"model": name, "precision": precision, "mode": mode, "error": f"{type(e).__name__}: {e}"}
 
 
-def _row_in_own_process(name: str, mode: str, precision: str, profile: int = 0) -> dict:
+def _row_in_own_process(name: str, mode: str, precision: str, profile: int = 0, passes: int = 0) -> dict:
     """Each row in a fresh process: a compile earlier in the same process (nvrtc loaded, BLAS handles
     made, modules imported) would make a later row look cold when it is not."""
     import subprocess
     import sys
 
-    row = f"compile_time._one_row({name!r}, {mode!r}, {precision!r}, {profile})"
+    row = f"compile_time._one_row({name!r}, {mode!r}, {precision!r}, {profile}, {passes})"
     code = f"import json, compile_time; print(json.dumps({row}))"
     done = subprocess.run(
         [sys.executable, "-c", code], cwd=Path(__file__).parent, capture_output=True, text=True, check=False
     )
     lines = done.stdout.strip().splitlines()
-    if profile:
+    if profile or passes:
         print("\n".join(lines[:-1]), flush=True)
     try:
         return json.loads(lines[-1])
@@ -92,12 +103,13 @@ def main() -> None:
     ap.add_argument("--precisions", default="fp32,fp16", help="precisions to time")
     ap.add_argument("--out", default="", help="folder for compile_time.json and .md")
     ap.add_argument("--profile", type=int, default=0, help="print the top N cProfile entries of a cold compile")
+    ap.add_argument("--passes", type=int, default=0, help="print the N slowest passes of each compile")
     args = ap.parse_args()
     rows = []
     for name in args.models.split(","):
         for precision in args.precisions.split(","):
             for mode in args.modes.split(","):
-                row = _row_in_own_process(name, mode, precision, args.profile)
+                row = _row_in_own_process(name, mode, precision, args.profile, args.passes)
                 rows.append(row)
                 print(json.dumps(row), flush=True)
     lines = ["| model | precision | mode | cold s | warm s | cold / goal |", "|---|---|---|---|---|---|"]

@@ -157,6 +157,9 @@ def bound_target(backend: Any) -> Iterator[None]:
     """Make compile_ops compile for `backend` while passes run (compile_target uses this)."""
     token = _TARGET.set(backend)
     rtc_pool.prestart(getattr(getattr(backend, "kernels", None), "worker_spec", None))
+    preload = getattr(getattr(backend, "blas", None), "preload", None)
+    if preload is not None:  # finalize makes the first BLAS handle: load the library meanwhile
+        preload()
     try:
         yield
     finally:

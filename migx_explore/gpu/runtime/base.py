@@ -238,6 +238,10 @@ class Kernels(Part, ABC):
 class Blas(Part, ABC):
     """GEMMs through the vendor BLAS."""
 
+    def preload(self) -> None:
+        """Start loading the BLAS libraries in the background, where the backend loads them
+        lazily (a compile calls this as it starts, so the load overlaps the passes)."""
+
     @abstractmethod
     def create(self, stream: Any, workspace: int, workspace_bytes: int) -> Any:
         """A BLAS handle bound to `stream`, with its workspace set (set before any capture)."""

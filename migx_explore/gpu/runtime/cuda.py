@@ -7,8 +7,10 @@ or nvmath-python is needed (nvmath is not on the H200 image).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
+import threading
 from typing import Any
 
 from ..blas_plan import GemmPlan
@@ -159,12 +161,31 @@ class CublasPart(Blas):
     def __init__(self, backend: CudaBackend):
         super().__init__(backend)
         self._cublas: Cublas | None = None
+        self._loading: threading.Thread | None = None
         self._tune_events: tuple[Any, Any] | None = None
 
-    def create(self, stream: Any, workspace: int, workspace_bytes: int) -> Any:
+    def preload(self) -> None:
+        """Load libcublas and libcublasLt on a thread: dlopen of the two (~0.4 s on an H200 host,
+        most of it cuBLASLt) releases the GIL, so it overlaps a compile's passes instead of
+        adding to its first BLAS handle. A load that fails here is retried (and reported) by
+        create."""
+        if self._cublas is None and self._loading is None:
+            self._loading = threading.Thread(target=self._load, name="migx-cublas-load", daemon=True)
+            self._loading.start()
+
+    def _load(self) -> None:
+        with contextlib.suppress(Exception):  # create() loads again and raises what went wrong
+            self._cublas = Cublas()
+
+    def _library(self) -> Cublas:
+        if self._loading is not None:
+            self._loading.join()
         if self._cublas is None:
             self._cublas = Cublas()
-        return self._cublas.create(stream, workspace, workspace_bytes)
+        return self._cublas
+
+    def create(self, stream: Any, workspace: int, workspace_bytes: int) -> Any:
+        return self._library().create(stream, workspace, workspace_bytes)
 
     def destroy(self, handle: Any) -> None:
         if self._cublas is not None:
