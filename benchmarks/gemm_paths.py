@@ -2,6 +2,7 @@
 timed interleaved (rounds that rotate through the variants, so drift hits all of them alike):
 
     python benchmarks/gemm_paths.py --models bert,gpt2,llama,vit,whisper --precision fp16 --out DIR
+    python benchmarks/gemm_paths.py --models resnet18,yolov10n --variants auto,all --out DIR
 
 Variants are MIGX_GEMM_GEN settings read at compile time: "0" (every GEMM a cuBLASLt call, its
 epilogue in cuBLASLt or a kernel after it), "auto" (the default: small half GEMMs as the generated
@@ -53,7 +54,6 @@ def main() -> None:
     ap.add_argument("--out", default="bench_out")
     args = ap.parse_args()
     import torch
-    from gpu_transformers import transformer_cases
 
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
@@ -67,7 +67,7 @@ def main() -> None:
         "| model | " + " | ".join(f"MIGX_GEMM_GEN={v}" for v in variants) + " | torch.compile |",
         "|---" * (len(variants) + 2) + "|",
     ]
-    for case in transformer_cases(args.models.split(",")):
+    for case in _cases(args.models.split(",")):
         try:
             one_case(case, variants, args, results, rows, text)
         except Exception as e:  # noqa: BLE001 - the other models still run; the error is the row
@@ -78,8 +78,18 @@ def main() -> None:
     print("\n".join(rows), flush=True)
 
 
+def _cases(names: list[str]):
+    """gpu_kernel_profile's cases (transformer exports, and issue 28's rows by name: resnet18,
+    yolov10n, ...) as objects with name, model, feeds, torch_module and torch inputs xs."""
+    from types import SimpleNamespace
+
+    from gpu_kernel_profile import _cases as profile_cases
+
+    for name, model, feeds, net, xs in profile_cases(names):
+        yield SimpleNamespace(name=name, model=model, feeds=feeds, torch_module=net, xs=xs)
+
+
 def one_case(case, variants: list[str], args, results: dict, rows: list[str], text: list[str]) -> None:
-    import torch
     from gpu_kernel_profile import kernel_list
     from gpu_vs_torch import half_inputs, half_net, timed, torch_compiled_latency
     from issue28_report import interleave
@@ -95,8 +105,7 @@ def one_case(case, variants: list[str], args, results: dict, rows: list[str], te
     launches = {v: sum(i.kind in ("kernel", "blas") for i in c.steps.info) for v, c in compiled.items()}
     timers = {v: (lambda n, c=c: graph_replay_us(c, n)) for v, c in compiled.items()}
     if not args.no_torch:
-        xs = [torch.from_numpy(np.ascontiguousarray(case.feeds[n])).cuda() for n in case.feeds]
-        net = case.torch_module
+        xs, net = case.xs, case.torch_module
         if args.precision == "fp16":
             net, xs = half_net(net), half_inputs(xs)
         # the replay tuple keeps the compiled module and inputs alive with the graph
