@@ -31,7 +31,7 @@ from migx_explore.compiler.pass_infra import (
     make_numeric_config,
 )
 from migx_explore.compiler.pass_infra.numerics import compare_program_outputs
-from migx_explore.compiler.snapshot import ProgramSnapshot
+from migx_explore.compiler.snapshot import ProgramSnapshot, same_program
 
 from .session_config import FlatEntry, PipelineConfig
 
@@ -48,6 +48,13 @@ class RetraceInfo:
     reused: int = 0  # top-level entries served from the cache
     ran: int = 0  # top-level entries executed
     first_run: str | None = None  # path of the first entry re-run
+    rejoined: int = 0  # entries taken from an earlier trace that had reached the same program
+
+
+# Earlier traces kept for rejoining (TraceCache._rejoin): a toggle and its undo, and the same
+# toggle again, each find the trace they return to. Records and snapshots are shared, so an
+# earlier trace costs little beyond what the current one holds.
+EARLIER_TRACES = 4
 
 
 class TraceCache:
@@ -75,6 +82,7 @@ class TraceCache:
         self.numeric_inputs = numeric_inputs
         self._numeric_base: NumericConfig | None = None
         self._steps: list[CachedStep] = []
+        self._earlier: list[list[CachedStep]] = []  # complete traces a toggle moved away from
         self._partial: Trace | None = None  # the trace of configuration `_version`, maybe a prefix
         self._version: int | None = None
         self._flat: list[FlatEntry] = []
@@ -160,6 +168,7 @@ class TraceCache:
         """Forget cached results (e.g. after changing numeric settings)."""
         with self._lock:
             self._steps.clear()
+            self._earlier.clear()
             self._partial = None
             self._version = None
             self._live = None
@@ -178,6 +187,8 @@ class TraceCache:
             keep += 1
         if self._live_at != keep:
             self._live = None  # the live program is past the kept prefix (or was never made)
+        if keep < len(self._steps) and len(self._steps) == len(self._flat):
+            self._earlier = [self._steps, *self._earlier][:EARLIER_TRACES]
         self._steps = self._steps[:keep]
         trace = Trace(self.initial)
         for st in self._steps:
@@ -211,6 +222,33 @@ class TraceCache:
         if tops and tops[0].status != "failed":
             self._steps.append(CachedStep(flat[k][3], trace.records[start:], tops[0].after))
         self._live_at = len(self._steps)
+        if self._live is not None and len(self._steps) == k + 1:
+            self._rejoin(k)
+
+    def _rejoin(self, k: int) -> None:
+        """Entry k just ran: when an earlier trace reached the very same program after its entry
+        k, with the same entries after it, its remaining steps are this trace's (a pass is a
+        function of the program it is given and its options: the rebuilt live program of a
+        re-trace is made from a snapshot alone). Toggling a pass back on re-runs that pass only,
+        and a toggle made before takes one entry. The records are shared, so their record
+        indices must line up: the same number of records up to entry k."""
+        flat, mine = self._flat, self._steps[k]
+        count = sum(len(st.records) for st in self._steps)
+        for earlier in self._earlier:
+            if (
+                len(earlier) == len(flat)
+                and all(st.key[-1] == f[3][-1] for st, f in zip(earlier[k + 1 :], flat[k + 1 :]))
+                and sum(len(st.records) for st in earlier[: k + 1]) == count
+                and same_program(earlier[k].after, mine.after)
+            ):
+                rest = [dataclasses.replace(st, key=f[3]) for st, f in zip(earlier[k + 1 :], flat[k + 1 :])]
+                self._steps.extend(rest)
+                for st in rest:
+                    self._partial.records.extend(st.records)
+                self.last_retrace.rejoined = len(rest)
+                if self.on_progress and rest:
+                    self.on_progress(len(flat), len(flat), flat[-1][2])
+                return
 
     # ---- the deferred numeric check ----------------------------------------------------------------------
     def unchecked(self, trace: Trace) -> list[PassRecord]:

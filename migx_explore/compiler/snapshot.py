@@ -413,6 +413,24 @@ def _rebuilt(p: Program, last: ProgramSnapshot | None, fresh: bool) -> ProgramSn
     return ProgramSnapshot._shared(tuple(chunks), index, p._next_id, p.scopes)
 
 
+def same_program(a: ProgramSnapshot, b: ProgramSnapshot) -> bool:
+    """Whether two snapshots hold the very same program: modules in order, instruction ids,
+    content and origins, the id counter and the scopes (what a pass run on either can see)."""
+    if a is b:
+        return True
+    if a.next_id != b.next_id or list(a._index) != list(b._index) or a.scopes != b.scopes:
+        return False
+    for ma, mb in zip(a.modules, b.modules):
+        if ma is mb:
+            continue
+        if ma.bypass != mb.bypass or len(ma.instrs) != len(mb.instrs):
+            return False
+        for ra, rb in zip(ma.instrs, mb.instrs):
+            if ra is not rb and (ra.id != rb.id or ra.origin != rb.origin or not ra.same_content(rb)):
+                return False
+    return True
+
+
 @dataclass(frozen=True)
 class SnapshotDiff:
     """What a pass did, keyed by stable id (across all modules)."""
