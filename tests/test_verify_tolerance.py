@@ -168,10 +168,13 @@ def _same_float(x: float, y: float) -> bool:
     return x == y or (math.isnan(x) and math.isnan(y))
 
 
-@pytest.mark.parametrize("case", ["plain", "nan_inf", "transposed", "float64_view", "reshaped", "ints", "empty"])
+@pytest.mark.parametrize(
+    "case", ["plain", "nan_inf", "transposed", "float64_view", "reshaped", "ints", "empty", "signed_zero", "float16"]
+)
 def test_check_value_figures_are_the_ones_each_scan_computes_alone(case):
-    """check_value converts each side to float64 once for all its figures: the same numbers as
-    rms_range and the elementwise errors computed each on its own."""
+    """check_value converts each side to float64 once for all its figures, and skips the NaN and
+    inf masks where both sides are finite: the same numbers as rms_range and the elementwise
+    errors computed each on its own."""
     from migx_explore.compiler.verify import Tolerance, check_value, rms_range
 
     rng = np.random.default_rng(7)
@@ -191,6 +194,11 @@ def test_check_value_figures_are_the_ones_each_scan_computes_alone(case):
         a, b = (a * 10).astype(np.int64), (b * 10).astype(np.int64)
     elif case == "empty":
         a, b = a[:0], b[:0]
+    elif case == "signed_zero":
+        a[0], b[0] = -0.0, 0.0
+        a[1] = b[1]
+    elif case == "float16":
+        a, b = a.astype(np.float16), b.astype(np.float16)
     for tol in (Tolerance(), Tolerance(rtol=1e-3, atol=1e-5)):
         got = check_value(a, b, tol)
         a64 = np.asarray(a, np.float64).reshape(b.shape)
