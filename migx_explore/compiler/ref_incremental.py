@@ -147,32 +147,41 @@ class IncrementalEvaluator:
         recs = _records(main)
         where = _Where(main.name)
         # the loop over what a pass left alone, kept lean: it runs over the whole program per pass
-        by_record, inner_before, stats, tget = self._by_record, self._inner, run.stats, tokens.get
+        # (run.keep inlined: collect is None out here, only a compute sets it)
+        by_record, inner_before, tget = self._by_record, self._inner, tokens.get
+        now_record, by_key, by_id, by_print = run.by_record, run.by_key, run.by_id, run.by_print
+        spend, reused = meter.spend, 0
         for k, ins in enumerate(main):
             if ins.is_return():
                 break
             where.ins = ins
             rec = None if recs is None else recs[k]
             same = None if rec is None else by_record.get(rec.id)
-            if (
-                same is not None
-                and same[0] is rec
-                and same[1] == _marks(tuple(map(tget, rec.inputs)), rec.inputs, pending)
-                and (same[2] == () or self._same_modules(same[2], ins, run))
-            ):
+            if same is not None and same[0] is rec:
+                toks = tuple(map(tget, rec.inputs))
+                if None in toks:
+                    toks = _marks(toks, rec.inputs, pending)
+                if same[1] != toks or not (same[2] == () or self._same_modules(same[2], ins, run)):
+                    same = None
+            else:
+                same = None
+            if same is not None:
                 # The very record of the version before, on inputs of the same values
                 # (the record's input ids, in order): its key and value are the ones it had.
                 key, hit, work = same[3], same[4], same[5]
-                meter.spend(where, work)
+                spend(where, work)
                 if hit is not None:
-                    run.by_record[rec.id] = same
+                    rid = rec.id
+                    now_record[rid] = same
                     if same[6]:  # not a param or literal
-                        stats.reused += 1
+                        reused += 1
                         inner = inner_before.get(key)
                         if inner:
                             run.carry(key, inner)
-                    run.keep(key, rec.id, hit)
-                    tokens[rec.id], values[rec.id] = hit[0], hit[1]
+                    by_key[key] = by_id[rid] = hit
+                    if hit[2] not in by_print:
+                        by_print[hit[2]] = hit
+                    tokens[rid], values[rid] = hit[0], hit[1]
                     continue
                 # pending when the version before ended (nothing read it): its key as it was
             else:
@@ -189,8 +198,6 @@ class IncrementalEvaluator:
                     # the same key as one still pending (a second zero buffer): its value
                     first = waiting.setdefault(key, ins.id)
                     pending[ins.id] = (ins, key, rec, work, None if first == ins.id else first)
-                    if rec is not None:  # found unchanged next version unless forced (_finish)
-                        _keep_entry(run, rec, ins, tokens, pending, key, None, work)
                     continue
                 hit = self._token(ins, value)
             elif not (ins.is_param() or ins.is_literal()):
@@ -200,10 +207,14 @@ class IncrementalEvaluator:
             if rec is not None:
                 _keep_entry(run, rec, ins, tokens, pending, key, hit, work)
             tokens[ins.id], values[ins.id] = hit[0], hit[1]
+        run.stats.reused += reused
         outs = main.output_instructions()
         outputs = [values[o.id] for o in outs]
         self._output_tokens = [tokens[o.id] for o in outs]
         run.stats.unread = len(pending)
+        for ins, key, rec, work, _ in pending.values():  # never read: unchanged next version, still pending
+            if rec is not None:
+                _keep_entry(run, rec, ins, tokens, pending, key, None, work)
         # drop what this version lacks
         self._by_key, self._by_id, self._by_print, self.last = run.by_key, run.by_id, run.by_print, run.stats
         self._inner, self._modules, self._records = run.inner, run.module_keys.now, run.module_keys.records
