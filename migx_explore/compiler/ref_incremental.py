@@ -277,8 +277,11 @@ class IncrementalEvaluator:
                 known = {id(values[i.id]): tokens[i.id] for i in ins.inputs if i.id in values}
                 known[id(hit[1])] = hit[0]
                 return finish(hit[1], _Args(ins, values), _MemoRunner(self, run, ins, known))
-        args = [values[i.id] for i in ins.inputs]
-        known = {id(v): tokens[i.id] for i, v in zip(ins.inputs, args)}
+        inputs = ins.inputs
+        args = [values[i.id] for i in inputs]
+        if not ins.module_inputs:  # nothing to run through the memo
+            return run_instruction(ins, args, True, run.budget)
+        known = {id(v): tokens[i.id] for i, v in zip(inputs, args)}
         return run_instruction(ins, args, True, run.budget, _MemoRunner(self, run, ins, known))
 
     def run_module(self, run: _Run, module: Module, args: list, check_shapes: bool, known: dict[int, int]) -> list:

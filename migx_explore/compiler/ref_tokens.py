@@ -23,7 +23,7 @@ def make_key(ins: Instruction, vk: tuple, shape: Any, tokens: dict[int, int], mo
     op_key, used, mods = vk
     subs = tuple(modules(m) for m in mods) if mods else ()
     inputs = ins.inputs
-    toks = tuple(tokens[i.id] for i in inputs) if used is None else tuple(tokens[_input_at(inputs, k).id] for k in used)
+    toks = tuple([tokens[i.id] for i in inputs] if used is None else [tokens[_input_at(inputs, k).id] for k in used])
     return (op_key, subs, toks, shape)
 
 
