@@ -309,11 +309,11 @@ def numeric_check(cfg: NumericConfig, snap: ProgramSnapshot):
     from migx_explore.compiler.pass_infra.numerics import reference_evaluator
 
     try:
-        outs = reference_evaluator(cfg).evaluate_snapshot(snap)
+        outs, names = reference_evaluator(cfg).evaluate_snapshot(snap, named=True)
     except MigxError as e:
         hint = f" (on random inputs: {REAL_INPUTS_HINT})" if cfg.random_inputs else ""
         return NumericCheck(float("nan"), float("nan"), True, f"not checked: {e}{hint}")
-    return compare_program_outputs(snap, outs, cfg)
+    return compare_program_outputs(snap, outs, cfg, names)
 
 
 __all__ = ["CachedStep", "RetraceInfo", "TraceCache", "numeric_check"]

@@ -162,3 +162,50 @@ def test_precision_modes_pass_verify_with_their_own_thresholds(precision):
     assert report.ok, str(report)
     want = {"fp16": "(float16)", "bf16": "(bfloat16)", "int8": "(int8)", "fp8": "(float8e4m3fn)"}[precision]
     assert want in report.tolerance and "from quantize." in report.tolerance
+
+
+def _same_float(x: float, y: float) -> bool:
+    return x == y or (math.isnan(x) and math.isnan(y))
+
+
+@pytest.mark.parametrize(
+    "case", ["plain", "nan_inf", "transposed", "float64_view", "reshaped", "ints", "empty", "signed_zero", "float16"]
+)
+def test_check_value_figures_are_the_ones_each_scan_computes_alone(case):
+    """check_value converts each side to float64 once for all its figures, and skips the NaN and
+    inf masks where both sides are finite: the same numbers as rms_range and the elementwise
+    errors computed each on its own."""
+    from migx_explore.compiler.verify import Tolerance, check_value, rms_range
+
+    rng = np.random.default_rng(7)
+    b = rng.standard_normal((6, 5)).astype(np.float32)
+    a = (b + 1e-4 * rng.standard_normal((6, 5))).astype(np.float32)
+    if case == "nan_inf":
+        a[0, 0] = b[0, 0] = np.nan
+        a[1, 1], b[1, 1] = np.inf, np.inf
+        a[2, 2] = np.nan
+    elif case == "transposed":
+        a, b = np.ascontiguousarray(a.T).T, b
+    elif case == "float64_view":
+        a, b = a.astype(np.float64)[:, ::2], b.astype(np.float64)[:, ::2]
+    elif case == "reshaped":
+        a = a.reshape(30)
+    elif case == "ints":
+        a, b = (a * 10).astype(np.int64), (b * 10).astype(np.int64)
+    elif case == "empty":
+        a, b = a[:0], b[:0]
+    elif case == "signed_zero":
+        a[0], b[0] = -0.0, 0.0
+        a[1] = b[1]
+    elif case == "float16":
+        a, b = a.astype(np.float16), b.astype(np.float16)
+    for tol in (Tolerance(), Tolerance(rtol=1e-3, atol=1e-5)):
+        got = check_value(a, b, tol)
+        a64 = np.asarray(a, np.float64).reshape(b.shape)
+        b64 = np.asarray(b, np.float64)
+        same = (np.isnan(a64) & np.isnan(b64)) | (a64 == b64)
+        with np.errstate(all="ignore"):
+            err = np.nan_to_num(np.where(same, 0.0, np.abs(a64 - b64)), nan=np.inf)
+            rel = np.nan_to_num(err / (np.abs(b64) + max(tol.atol or 0.0, 1e-30)), nan=np.inf)
+        assert _same_float(got.rms, rms_range(a.reshape(b.shape), b))
+        assert got.max_abs == float(err.max(initial=0.0)) and _same_float(got.max_rel, float(rel.max(initial=0.0)))

@@ -17,13 +17,21 @@ instruction keyed as in main, so fusing ops into a kernel reuses the values they
 instruction reused whole carries its body's values to the next version, where fuse_ops may turn
 that kernel into another's epilogue.
 
+A main instruction whose snapshot record and input tokens are those of the version before takes
+its entry without being keyed again; an input left pending (a buffer nothing reads) stands in
+that comparison by its key. Outputs come back with names (`named=True`): equal names, equal bits,
+so the check keeps the comparison of an output a pass recomputed to the same bits.
+
 Memory is bounded by one version's values: after each evaluation only the values of the version
-just evaluated are kept (views share their base's memory; literals are the program's own data).
+just evaluated are kept (views share their base's memory; literals are the program's own data),
+and the version before is freed then, not at the next garbage collection. While a version is
+evaluated the one before is still held, so a pass that recomputes most of the network raises the
+peak by that version's values once (fresh pages: on the shared VM, first-touched memory costs
+~2 ms/MB, a third of bert's check).
 """
 
 from __future__ import annotations
 
-import functools
 import itertools
 import threading
 from collections.abc import Iterator, Mapping, Sequence
@@ -34,6 +42,7 @@ import numpy as np
 
 from .limits import memory_budget, work_meter
 from .ref import SubmoduleRunner, arithmetic, bind_params, one_blas_thread, run_instruction, with_buffer_params
+from .ref_tokens import ModuleTokens, fingerprint, identical, make_key
 from .snapshot import rebuilt_record
 from .snapshot_mirror import ProgramMirror
 from .value_keys import shape_key, value_key, value_split
@@ -66,7 +75,7 @@ class IncrementalEvaluator:
         self._by_print: dict[tuple, tuple] = {}
         # the (key, entry) pairs computed inside each main instruction's submodules, by its key
         self._inner: dict[tuple, list] = {}
-        self._modules: dict[tuple, tuple] = {}  # submodule structures and their numbers (_ModuleTokens)
+        self._modules: dict[tuple, tuple] = {}  # submodule structures and their numbers (ModuleTokens)
         self._records: dict[int, tuple] = {}
         # main's entries by stable id: (snapshot record, input tokens, submodule records, key, hit,
         # work, not a param or literal)
@@ -74,8 +83,10 @@ class IncrementalEvaluator:
         self._tokens = itertools.count()
         self._lock = threading.Lock()
         self._mirror = ProgramMirror()
+        self._serial = next(_SERIALS)  # tokens are this evaluator's numbers: names pair them with it
+        self._output_tokens: list[int] = []
 
-    def _key(self, ins: Instruction, tokens: dict[int, int], module_keys: _ModuleTokens) -> tuple:
+    def _key(self, ins: Instruction, tokens: dict[int, int], module_keys: ModuleTokens) -> tuple:
         if ins.is_param():
             return ("@param", ins.param_name, ins.shape)
         if ins.is_literal():
@@ -85,22 +96,30 @@ class IncrementalEvaluator:
         # What the compute reads (compiler/value_keys.py): the op as it reads it, the inputs whose
         # values it reads, its submodules and the element type and lens it writes (a lowered
         # GEMM writes its buffer's lens; strides are GPU layout, which the reference ignores).
-        return _make_key(ins, value_key(ins), shape_key(ins.shape), tokens, module_keys)
+        return make_key(ins, value_key(ins), shape_key(ins.shape), tokens, module_keys)
 
-    def evaluate(self, program: Program) -> list[np.ndarray]:
+    def evaluate(self, program: Program, *, named: bool = False) -> Any:
+        """main's outputs; with `named`, (outputs, their names): a name per output, equal to the
+        name of an output of an earlier evaluation (by any evaluator) only where the two hold the
+        same element type, lens and bits (compiler/pass_infra/numerics.py then keeps its comparison)."""
         with self._lock:
-            return self._evaluate(program)
+            return self._named(self._evaluate(program), named)
 
-    def evaluate_snapshot(self, snap: ProgramSnapshot) -> list[np.ndarray]:
+    def evaluate_snapshot(self, snap: ProgramSnapshot, *, named: bool = False) -> Any:
         """`evaluate(snap.to_program())`, on a program patched from the snapshot evaluated before
         instead (compiler/snapshot_mirror.py): a pass that changed a few instructions costs
         building those, not the whole program."""
         with self._lock:
             try:
-                return self._evaluate(self._mirror.update(snap))
+                return self._named(self._evaluate(self._mirror.update(snap)), named)
             except BaseException:
                 self._mirror = ProgramMirror()  # maybe half patched: the next one starts afresh
                 raise
+
+    def _named(self, outputs: list[np.ndarray], named: bool) -> Any:
+        if not named:
+            return outputs
+        return outputs, tuple((self._serial, t) for t in self._output_tokens)
 
     def _evaluate(self, program: Program) -> list[np.ndarray]:
         with np.errstate(all="ignore"), work_meter() as meter, one_blas_thread():
@@ -118,69 +137,100 @@ class IncrementalEvaluator:
                 entry = pending.pop(i, None)
                 if entry is None:
                     raise KeyError(i)
-                self._finish(entry, tokens, values, run)
+                self._finish(entry, tokens, values, run, pending)
 
             tokens.force = values.force = force
-            recs = _records(main)
-            where = _Where(main.name)
-            # the loop over what a pass left alone, kept lean: it runs over the whole program per pass
-            by_record, inner_before, stats, tget = self._by_record, self._inner, run.stats, tokens.get
-            for k, ins in enumerate(main):
-                if ins.is_return():
-                    break
-                where.ins = ins
-                rec = None if recs is None else recs[k]
-                same = None if rec is None else by_record.get(rec.id)
-                if (
-                    same is not None
-                    and same[0] is rec
-                    and same[1] == tuple(map(tget, rec.inputs))
-                    and (same[2] == () or self._same_modules(same[2], ins, run))
-                ):
-                    # The very record of the version before, on inputs of the same values
-                    # (the record's input ids, in order): its key and value are the ones it had.
-                    key, hit = same[3], same[4]
-                    meter.spend(where, same[5])
-                    run.by_record[rec.id] = same
+            try:
+                return self._walk(main, params, run, pending, waiting, tokens, values)
+            finally:
+                # force closes over both maps: without this cycle broken they, and every value
+                # of this version, would wait for the garbage collector, and the next version's
+                # values would land on fresh pages (page faults: erf ran 2.5x slower)
+                tokens.force = values.force = None
+
+    def _walk(
+        self, main: Module, params: dict, run: _Run, pending: dict, waiting: dict, tokens: _OnRead, values: _OnRead
+    ) -> list[np.ndarray]:
+        """The loop over main's instructions (see _evaluate), outputs returned."""
+        meter = run.meter
+        recs = _records(main)
+        where = _Where(main.name)
+        # the loop over what a pass left alone, kept lean: it runs over the whole program per pass
+        # (run.keep inlined: collect is None out here, only a compute sets it)
+        by_record, inner_before, tget = self._by_record, self._inner, tokens.get
+        now_record, by_key, by_id, by_print = run.by_record, run.by_key, run.by_id, run.by_print
+        spend, reused = meter.spend, 0
+        for k, ins in enumerate(main):
+            if ins.is_return():
+                break
+            where.ins = ins
+            rec = None if recs is None else recs[k]
+            same = None if rec is None else by_record.get(rec.id)
+            if same is not None and same[0] is rec:
+                toks = tuple(map(tget, rec.inputs))
+                if None in toks:
+                    toks = _marks(toks, rec.inputs, pending)
+                if same[1] != toks or not (same[2] == () or self._same_modules(same[2], ins, run)):
+                    same = None
+            else:
+                same = None
+            if same is not None:
+                # The very record of the version before, on inputs of the same values
+                # (the record's input ids, in order): its key and value are the ones it had.
+                key, hit, work = same[3], same[4], same[5]
+                spend(where, work)
+                if hit is not None:
+                    rid = rec.id
+                    now_record[rid] = same
                     if same[6]:  # not a param or literal
-                        stats.reused += 1
+                        reused += 1
                         inner = inner_before.get(key)
                         if inner:
                             run.carry(key, inner)
-                    run.keep(key, rec.id, hit)
-                    tokens[rec.id], values[rec.id] = hit[0], hit[1]
+                    by_key[key] = by_id[rid] = hit
+                    if hit[2] not in by_print:
+                        by_print[hit[2]] = hit
+                    tokens[rid], values[rid] = hit[0], hit[1]
                     continue
+                # pending when the version before ended (nothing read it): its key as it was
+            else:
                 work = arithmetic(ins)
                 meter.spend(where, work)
                 key = self._key(ins, tokens, run.module_keys)
-                hit = run.by_key.get(key) or self._by_key.get(key)
-                if hit is None:
-                    if ins.is_param():
-                        value = params[ins.id]
-                    elif ins.is_literal():
-                        value = ins.literal.data
-                    else:
-                        # the same key as one still pending (a second zero buffer): its value
-                        first = waiting.setdefault(key, ins.id)
-                        pending[ins.id] = (ins, key, rec, work, None if first == ins.id else first)
-                        continue
-                    hit = self._token(ins, value)
-                elif not (ins.is_param() or ins.is_literal()):
-                    run.stats.reused += 1
-                    run.carry(key, self._inner.get(key, ()))
-                run.keep(key, ins.id, hit)
-                if rec is not None:
-                    _keep_entry(run, rec, ins, tokens, key, hit, work)
-                tokens[ins.id], values[ins.id] = hit[0], hit[1]
-            outputs = [values[o.id] for o in main.output_instructions()]
-            run.stats.unread = len(pending)
-            # drop what this version lacks
-            self._by_key, self._by_id, self._by_print, self.last = run.by_key, run.by_id, run.by_print, run.stats
-            self._inner, self._modules, self._records = run.inner, run.module_keys.now, run.module_keys.records
-            self._by_record = run.by_record
-            return outputs
+            hit = run.by_key.get(key) or self._by_key.get(key)
+            if hit is None:
+                if ins.is_param():
+                    value = params[ins.id]
+                elif ins.is_literal():
+                    value = ins.literal.data
+                else:
+                    # the same key as one still pending (a second zero buffer): its value
+                    first = waiting.setdefault(key, ins.id)
+                    pending[ins.id] = (ins, key, rec, work, None if first == ins.id else first)
+                    continue
+                hit = self._token(ins, value)
+            elif not (ins.is_param() or ins.is_literal()):
+                run.stats.reused += 1
+                run.carry(key, self._inner.get(key, ()))
+            run.keep(key, ins.id, hit)
+            if rec is not None:
+                _keep_entry(run, rec, ins, tokens, pending, key, hit, work)
+            tokens[ins.id], values[ins.id] = hit[0], hit[1]
+        run.stats.reused += reused
+        outs = main.output_instructions()
+        outputs = [values[o.id] for o in outs]
+        self._output_tokens = [tokens[o.id] for o in outs]
+        run.stats.unread = len(pending)
+        for ins, key, rec, work, _ in pending.values():  # never read: unchanged next version, still pending
+            if rec is not None:
+                _keep_entry(run, rec, ins, tokens, pending, key, None, work)
+        # drop what this version lacks
+        self._by_key, self._by_id, self._by_print, self.last = run.by_key, run.by_id, run.by_print, run.stats
+        self._inner, self._modules, self._records = run.inner, run.module_keys.now, run.module_keys.records
+        self._by_record = run.by_record
+        return outputs
 
-    def _finish(self, entry: tuple, tokens: _OnRead, values: _OnRead, run: _Run) -> None:
+    def _finish(self, entry: tuple, tokens: _OnRead, values: _OnRead, run: _Run, pending: dict) -> None:
         """Compute a pending main instruction (its inputs first, where they are pending too)."""
         ins, key, rec, work, same = entry
         # forced while another computes (its input): that one's submodule entries are its own
@@ -196,7 +246,7 @@ class IncrementalEvaluator:
             hit = self._token(ins, value)
         run.keep(key, ins.id, hit)
         if rec is not None:
-            _keep_entry(run, rec, ins, tokens, key, hit, work)
+            _keep_entry(run, rec, ins, tokens, pending, key, hit, work)
         tokens[ins.id], values[ins.id] = hit[0], hit[1]
         run.collect = saved
 
@@ -217,7 +267,7 @@ class IncrementalEvaluator:
     def _token(self, ins: Instruction, value: Any) -> tuple:
         """(token, value, fingerprint) of a computed value: the old token where the value is the
         one stored before (what depends on it is unchanged), with this version's array."""
-        fp = _fingerprint(value)
+        fp = fingerprint(value)
         same = self._as_before(ins, value, fp)
         return (same[0] if same else next(self._tokens), value, fp)
 
@@ -229,15 +279,18 @@ class IncrementalEvaluator:
         split = value_split(ins)
         if split is not None:
             part, part_shape, finish = split
-            key = _make_key(ins, part, part_shape, tokens, run.module_keys)
+            key = make_key(ins, part, part_shape, tokens, run.module_keys)
             hit = run.by_key.get(key) or self._by_key.get(key)
             if hit is not None:
                 run.stats.finished += 1
                 known = {id(values[i.id]): tokens[i.id] for i in ins.inputs if i.id in values}
                 known[id(hit[1])] = hit[0]
                 return finish(hit[1], _Args(ins, values), _MemoRunner(self, run, ins, known))
-        args = [values[i.id] for i in ins.inputs]
-        known = {id(v): tokens[i.id] for i, v in zip(ins.inputs, args)}
+        inputs = ins.inputs
+        args = [values[i.id] for i in inputs]
+        if not ins.module_inputs:  # nothing to run through the memo
+            return run_instruction(ins, args, True, run.budget)
+        known = {id(v): tokens[i.id] for i, v in zip(inputs, args)}
         return run_instruction(ins, args, True, run.budget, _MemoRunner(self, run, ins, known))
 
     def run_module(self, run: _Run, module: Module, args: list, check_shapes: bool, known: dict[int, int]) -> list:
@@ -287,17 +340,20 @@ class IncrementalEvaluator:
         if not ins.op.spec.has("pointwise") or ins.module_inputs or ins.shape.is_tuple:
             return None
         lens = np.broadcast_shapes(*(np.shape(a) for a in args))
-        return _make_key(ins, value_key(ins), (ins.shape.type, lens), tokens, run.module_keys)
+        return make_key(ins, value_key(ins), (ins.shape.type, lens), tokens, run.module_keys)
 
     def _as_before(self, ins: Instruction, value: Any, fp: tuple) -> tuple | None:
         """A previous value that is the same bit for bit: this instruction's, one it came from, or
         any with the same fingerprint (an output buffer now a parameter, still zeros)."""
         for stable in (ins.id, *ins.origin):
             prev = self._by_id.get(stable)
-            if prev is not None and prev[2] == fp and _identical(prev[1], value):
+            if prev is not None and prev[2] == fp and identical(prev[1], value):
                 return prev
         prev = self._by_print.get(fp)
-        return prev if prev is not None and _identical(prev[1], value) else None
+        return prev if prev is not None and identical(prev[1], value) else None
+
+
+_SERIALS = itertools.count()
 
 
 class _Run:
@@ -311,7 +367,7 @@ class _Run:
         self.by_key: dict[tuple, tuple] = {}
         self.by_id: dict[int, tuple] = {}
         self.by_print: dict[tuple, tuple] = {}
-        self.module_keys = _ModuleTokens(modules_before, counter, records_before)
+        self.module_keys = ModuleTokens(modules_before, counter, records_before)
         self.inner: dict[tuple, list] = {}
         self.collect: list | None = None  # where the submodule entries of the instruction computing go
         self.by_record: dict[int, tuple] = {}
@@ -396,14 +452,33 @@ class _OnRead(dict):
         return self[i]
 
 
-def _keep_entry(run: _Run, rec: Any, ins: Instruction, tokens: dict, key: tuple, hit: tuple, work: int) -> None:
+def _keep_entry(
+    run: _Run, rec: Any, ins: Instruction, tokens: dict, pending: dict, key: tuple, hit: tuple, work: int
+) -> None:
     """main's entry for the next version's unchanged records: the tokens of its inputs as they
-    stand (tokens.get: nothing forced); none where an input is still pending (its value is not
-    known to be the one the next version has)."""
-    toks = tuple(map(tokens.get, rec.inputs))
-    if None not in toks:
+    stand (tokens.get: nothing forced), a pending input's key in place of its token (_marks)."""
+    toks = _marks(tuple(map(tokens.get, rec.inputs)), rec.inputs, pending)
+    if toks is not None:
         plain = not (ins.is_param() or ins.is_literal())
         run.by_record[rec.id] = (rec, toks, _leaf_sources(ins), key, hit, work, plain)
+
+
+def _marks(toks: tuple, ids: tuple, pending: dict) -> tuple | None:
+    """Input tokens, where one is missing (None) the input's key while it is pending: the key
+    fixes the value it would compute, so an instruction whose compute never read it (a kernel's
+    output buffer) is found unchanged next version, where the buffer is pending on the same key
+    again. None where an input has neither."""
+    if None not in toks:
+        return toks
+    out = []
+    for t, i in zip(toks, ids):
+        if t is None:
+            entry = pending.get(i)
+            if entry is None:
+                return None
+            t = ("@pending", entry[1])
+        out.append(t)
+    return tuple(out)
 
 
 def _leaf_sources(ins: Instruction) -> tuple | None:
@@ -418,134 +493,6 @@ def _leaf_sources(ins: Instruction) -> tuple | None:
             return None
         out.append(src)
     return tuple(out)
-
-
-def _make_key(ins: Instruction, vk: tuple, shape: Any, tokens: dict[int, int], modules: _ModuleTokens) -> tuple:
-    op_key, used, mods = vk
-    subs = tuple(modules(m) for m in mods) if mods else ()
-    inputs = ins.inputs
-    toks = tuple(tokens[i.id] for i in inputs) if used is None else tuple(tokens[_input_at(inputs, k).id] for k in used)
-    return (op_key, subs, toks, shape)
-
-
-def _input_at(inputs: tuple, k: int | tuple[int, ...]) -> Instruction:
-    """An input by position, or by a path of positions through inputs' inputs (value_keys.py)."""
-    if isinstance(k, int):
-        return inputs[k]
-    ins = inputs[k[0]]
-    for j in k[1:]:
-        ins = ins.inputs[j]
-    return ins
-
-
-class _ModuleTokens:
-    """A number per submodule structure (each instruction's op, shape, literal, submodules and
-    inputs by position): modules with the same number compute the same function, in this version
-    and the one before. Keys hold the number, so the structure is hashed once per evaluation."""
-
-    def __init__(self, before: dict[tuple, tuple], counter: Iterator[int], by_record: dict[int, tuple]):
-        self.before, self.now = before, {}  # structure -> (number, the literals it names by id, itself)
-        # a leaf module's structure by the snapshot record it was rebuilt from, the version before's and this one's
-        self._by_record, self.records = by_record, {}
-        self._memo: dict[int, int] = {}  # id(module) -> number, this evaluation
-        self._counter = counter
-
-    def __call__(self, m: Module) -> int:
-        n = self._memo.get(id(m))
-        if n is not None:
-            return n
-        src = rebuilt_record(m)  # unedited since compiler/snapshot.py built it
-        if src is not None and id(src) in self._by_record:
-            key, lits = self._by_record[id(src)][1:]
-        else:
-            struct, lits = self._structure(m)
-            key = _Structure((m.bypass, struct))
-        entry = self.now.get(key) or self.before.get(key) or (next(self._counter), lits, key)
-        key = entry[2]  # one object per structure, so the records of its copies find it by identity
-        if src is not None and not key.value[1][1]:  # a leaf module: its record fixes its structure
-            self.records[id(src)] = (src, key, lits)
-        self.now[key] = entry
-        self._memo[id(m)] = entry[0]
-        return entry[0]
-
-    def _structure(self, m: Module) -> tuple[tuple, tuple]:
-        """((rows, has submodules), the literals named by id): held, so no id is reused while the
-        entry exists."""
-        pos: dict[int, int] = {}
-        rows, lits, nested = [], [], False
-        for k, ins in enumerate(m):
-            pos[ins.id] = k
-            lit = None
-            if ins.is_literal():
-                lit = id(ins.literal.data)
-                lits.append(ins.literal.data)
-            name = ins.param_name if ins.is_param() else None
-            subs = tuple(self(s) for s in ins.module_inputs)
-            nested = nested or bool(subs)
-            rows.append((ins.op, ins.shape, lit, name, subs, tuple(pos[i.id] for i in ins.inputs)))
-        return (tuple(rows), nested), tuple(lits)
-
-
-class _Structure:
-    """A module's structure as a dict key, its hash computed once: the same module record gives
-    the same object each version, found by identity (a structure tuple re-hashed its every row,
-    ops and shapes, on each lookup: two thirds of a check that changed nothing)."""
-
-    __slots__ = ("value", "_hash")
-
-    def __init__(self, value: tuple):
-        self.value, self._hash = value, hash(value)
-
-    def __hash__(self) -> int:
-        return self._hash
-
-    def __eq__(self, other: object) -> bool:
-        return self is other or (
-            isinstance(other, _Structure) and self._hash == other._hash and self.value == other.value
-        )
-
-
-def _identical(a: Any, b: Any) -> bool:
-    """Same dtype, shape and bits (NaN payloads and the sign of zero included)."""
-    if isinstance(a, tuple) or isinstance(b, tuple):
-        return (
-            isinstance(a, tuple)
-            and isinstance(b, tuple)
-            and len(a) == len(b)
-            and all(_identical(x, y) for x, y in zip(a, b))
-        )
-    if a is b:
-        return True
-    if a.dtype != b.dtype or a.shape != b.shape:
-        return False
-    return _same_bits(a, b)
-
-
-def _fingerprint(v: Any) -> tuple:
-    """Type, shape and a few elements' bits: equal for identical values, rarely for others."""
-    if isinstance(v, tuple):
-        return tuple(_fingerprint(x) for x in v)
-    if v.size > 64:
-        sample = v.flat[_probe(v.size)]
-    else:
-        sample = v.reshape(-1)
-    bits = _BITS.get(v.dtype.itemsize)
-    return (v.dtype.str, v.shape, (sample.view(bits) if bits else sample).tobytes())
-
-
-@functools.lru_cache(maxsize=1024)
-def _probe(size: int) -> np.ndarray:
-    return np.linspace(0, size - 1, 16).astype(np.intp)
-
-
-def _same_bits(a: np.ndarray, b: np.ndarray) -> bool:
-    bits = _BITS.get(a.dtype.itemsize)
-    if bits is None:  # complex128 and wider: by value
-        return bool(np.array_equal(a, b, equal_nan=True))
-    return bool(np.array_equal(a.view(bits), b.view(bits)))  # a view of any strides, same itemsize
-
-
-_BITS = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
 
 
 __all__ = ["EvalStats", "IncrementalEvaluator"]

@@ -75,21 +75,26 @@ class NumericChecks(PassInstrumentation):
         if cfg.disabled_reason:
             return NumericCheck(float("nan"), float("nan"), True, cfg.disabled_reason)
         try:
-            outs = reference_evaluator(cfg).evaluate(program)
+            outs, names = reference_evaluator(cfg).evaluate(program, named=True)
         except MigxError as e:
             hint = f" (on random inputs: {REAL_INPUTS_HINT})" if cfg.random_inputs else ""
             cfg.disabled_reason = f"unavailable from here on: {e}{hint}"
             return NumericCheck(float("nan"), float("nan"), True, cfg.disabled_reason)
-        return compare_program_outputs(program, outs, cfg)
+        return compare_program_outputs(program, outs, cfg, names)
 
 
 def compare_program_outputs(
-    program: Program | ProgramSnapshot, outs: Sequence[np.ndarray], cfg: NumericConfig
+    program: Program | ProgramSnapshot,
+    outs: Sequence[np.ndarray],
+    cfg: NumericConfig,
+    names: Sequence | None = None,
 ) -> NumericCheck:
     """`program`'s outputs (a Program or a snapshot of one) against the reference under cfg's
     tolerance. Outputs that differ only
     because a TopK / ArgMax / NMS chose differently among near-ties (inputs within tolerance) pass,
-    compared with the reference re-run on that choice, and the check says so in `selection`."""
+    compared with the reference re-run on that choice, and the check says so in `selection`.
+    `names`: the outputs' names from the incremental evaluator (`evaluate(..., named=True)`),
+    where they come from there: an output named as one compared before holds its bits."""
     compute = program_compute_type(program)
     how = (compute, cfg.tolerance)
     # Most passes leave the outputs as the check before found them (the incremental evaluator
@@ -97,12 +102,15 @@ def compare_program_outputs(
     last = cfg.cache.get("last_compared")
     known: list = []
     if last is not None and last[0] == how and len(last[1]) == len(outs):
-        if all(a is b for a, b in zip(last[1], outs)):
+        # ... and so do new arrays of the same bits (a pass that fused the ops computing them)
+        before = last[4] if names is not None and last[4] is not None and len(last[4]) == len(names) else None
+        same = [a is b or (before is not None and names[k] == before[k]) for k, (a, b) in enumerate(zip(outs, last[1]))]
+        if all(same):
             return dataclasses.replace(last[2])
         # the outputs a pass left as they were keep their comparison (a decoder's caches)
-        known = [c if a is b else None for a, b, c in zip(outs, last[1], last[3])]
+        known = [c if s else None for s, c in zip(same, last[3])]
     res, checks = _compare_program_outputs(program, outs, cfg, compute, known)
-    cfg.cache["last_compared"] = (how, list(outs), res, checks)
+    cfg.cache["last_compared"] = (how, list(outs), res, checks, None if names is None else tuple(names))
     return dataclasses.replace(res)
 
 
