@@ -1,0 +1,68 @@
+"""The numpy reference of ONNX LSTM (compiler/ops/rnn.py) against ONNX Runtime (onnx's own
+reference evaluator ignores sequence_lens), on the paths its compute takes: both directions
+stepped together (every sequence full length; the plain LSTM loop of _Cell.run), peepholes, and
+per-entry sequence lengths (one direction at a time)."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper
+
+from migx_explore.compiler import evaluate
+from migx_explore.compiler.onnx import parse_onnx
+
+SEQ, BATCH, INP, HID = 7, 2, 5, 4
+
+
+def _model(direction: str, peepholes: bool, lens: list[int] | None) -> tuple[onnx.ModelProto, dict]:
+    dirs = 2 if direction == "bidirectional" else 1
+    rng = np.random.default_rng(11)
+    inits = {
+        "W": rng.uniform(-0.5, 0.5, (dirs, 4 * HID, INP)),
+        "R": rng.uniform(-0.5, 0.5, (dirs, 4 * HID, HID)),
+        "B": rng.uniform(-0.5, 0.5, (dirs, 8 * HID)),
+        "h0": rng.uniform(-0.5, 0.5, (dirs, BATCH, HID)),
+        "c0": rng.uniform(-0.5, 0.5, (dirs, BATCH, HID)),
+        "P": rng.uniform(-0.5, 0.5, (dirs, 3 * HID)) if peepholes else np.zeros((dirs, 3 * HID)),
+    }
+    tensors = [
+        helper.make_tensor(k, TensorProto.FLOAT, v.shape, v.astype(np.float32).ravel()) for k, v in inits.items()
+    ]
+    lens_arr = np.array(lens if lens is not None else [SEQ] * BATCH, np.int32)
+    tensors.append(helper.make_tensor("lens", TensorProto.INT32, lens_arr.shape, lens_arr))
+    node = helper.make_node(
+        "LSTM", ["X", "W", "R", "B", "lens", "h0", "c0", "P"], ["Y", "Y_h", "Y_c"], direction=direction, hidden_size=HID
+    )
+    graph = helper.make_graph(
+        [node],
+        "lstm",
+        [helper.make_tensor_value_info("X", TensorProto.FLOAT, [SEQ, BATCH, INP])],
+        [
+            helper.make_tensor_value_info("Y", TensorProto.FLOAT, [SEQ, dirs, BATCH, HID]),
+            helper.make_tensor_value_info("Y_h", TensorProto.FLOAT, [dirs, BATCH, HID]),
+            helper.make_tensor_value_info("Y_c", TensorProto.FLOAT, [dirs, BATCH, HID]),
+        ],
+        tensors,
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)])
+    return model, {"X": rng.standard_normal((SEQ, BATCH, INP)).astype(np.float32)}
+
+
+@pytest.mark.parametrize(
+    "direction, peepholes, lens",
+    [
+        ("bidirectional", False, None),  # the directions together, the plain loop
+        ("bidirectional", True, None),  # together, _lstm with peepholes
+        ("reverse", False, None),
+        ("bidirectional", False, [SEQ, 4]),  # per direction, per-entry lengths
+    ],
+)
+def test_lstm_matches_onnx_reference(direction, peepholes, lens):
+    ort = pytest.importorskip("onnxruntime")
+    model, feeds = _model(direction, peepholes, lens)
+    want = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, feeds)
+    got = evaluate(parse_onnx(model.SerializeToString()), feeds)
+    for name, a, b in zip(("Y", "Y_h", "Y_c"), got, want):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6, err_msg=name)
