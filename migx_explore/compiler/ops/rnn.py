@@ -59,12 +59,17 @@ def activation_params(name: str, alpha: float | None, beta: float | None) -> tup
 _ONE = np.ones((), np.float32)
 
 
+def _sigmoid(x: np.ndarray) -> np.ndarray:
+    """1 / (1 + exp(-x)), in one buffer (each step rounds as written out)."""
+    e = np.negative(x)
+    np.exp(e, out=e)
+    e += _ONE
+    return np.reciprocal(e, out=e)
+
+
 def np_activation(name: str, x: np.ndarray, alpha: float, beta: float) -> np.ndarray:
-    if name == "sigmoid":  # 1 / (1 + exp(-x)), in one buffer (each step rounds as written out)
-        e = np.negative(x)
-        np.exp(e, out=e)
-        e += _ONE
-        return np.reciprocal(e, out=e)
+    if name == "sigmoid":
+        return _sigmoid(x)
     if name == "tanh":
         return np.tanh(x)
     if name == "relu":
@@ -146,23 +151,33 @@ class _Cell:
         self.f, self.g, self.hh = _activation(f, op["clip"]), _activation(g, op["clip"]), _activation(hh, 0.0)
         self.step = {"rnn": self._rnn, "gru": self._gru, "lstm": self._lstm}[op.name]  # chosen once
 
+    @property
+    def plain_lstm(self) -> bool:
+        """An LSTM without peepholes or coupled gates: `run_plain` steps it."""
+        return self.name == "lstm" and self.p is None and not self.input_forget
+
     def run(self, xws, h, c, ys):
-        """Every step of `xws` [seq, ...] in order from state (h, c), each new h written to
-        ys[step]; returns the last (h, c). A plain LSTM (no peepholes, no coupled gates) runs its
-        steps in this one frame: the same operations as _lstm, without a call per step."""
-        if self.name != "lstm" or self.p is not None or self.input_forget:
-            for step in range(len(xws)):
-                h, c = self.step(xws[step], h, c)
-                ys[step] = h
-            return h, c
-        hs, rt, f, g, hh = self.hs, self.rt, self.f, self.g, self.hh
+        """Every step of `xws` [seq, ..., G*h] in order from state (h, c), each new h written to
+        ys[step]; returns the last (h, c)."""
         for step in range(len(xws)):
-            gates = h @ rt
-            gates += xws[step]
-            iof = f(gates)  # i, o, f: over all four gates, as in _lstm
-            c = iof[..., 2 * hs : 3 * hs] * c
-            c += iof[..., :hs] * g(gates[..., 3 * hs :])
-            h = np.multiply(iof[..., hs : 2 * hs], hh(c), out=ys[step])
+            h, c = self.step(xws[step], h, c)
+            ys[step] = h
+        return h, c
+
+    def run_plain(self, xws, h, c, ys):
+        """`run` for a plain LSTM, its inputs gate-major: xws [seq, 4 (i, o, f, c), ..., h]. The
+        operations of _lstm, in one frame, each gate a contiguous block (each small ufunc on a
+        strided slice of the gates costs up to 2x more): h R^T is added to x W^T into that layout."""
+        hs, rt, f, g, hh = self.hs, self.rt, self.f, self.g, self.hh
+        split = h.shape[:-1] + (4, hs)  # (directions, batch, gate, h)
+        gate_first = (2, 0, 1, 3)  # (np.moveaxis costs more than a step's ufunc)
+        gates = np.empty(xws.shape[1:], xws.dtype)  # one buffer, rewritten every step
+        for step in range(len(xws)):
+            np.add((h @ rt).reshape(split).transpose(gate_first), xws[step], out=gates)
+            iof = f(gates[:3])
+            c = iof[2] * c
+            c += iof[0] * g(gates[3])
+            h = np.multiply(iof[1], hh(c), out=ys[step])
         return h, c
 
     def _rnn(self, xw, h, c):
@@ -197,10 +212,6 @@ class _Cell:
         if p is not None:
             o = f(gates[..., hs : 2 * hs] + p[..., hs : 2 * hs] * c2)
         return o * self.hh(c2), c2
-
-
-def _sigmoid(x: np.ndarray) -> np.ndarray:
-    return np_activation("sigmoid", x, 0.0, 0.0)
 
 
 # activations without parameters, called directly: each step calls three
@@ -269,10 +280,18 @@ def _compute(op, args, out, run):
         first = ds.start or 0
         cell = _Cell(op, rt[ds], rb[ds], p[ds] if lstm and p[ds].any() else None, acts[first])
         if together:  # time-major, so that each step reads and writes one contiguous block
-            order = np.empty((seq, len(dirs)) + xw.shape[2:], acc)  # row-major (np.stack keeps xw's order)
-            for d, back in enumerate(dirs):
-                order[:, d] = xw[d, ::-1] if back else xw[d]
-            h_out[ds], c_out[ds] = cell.run(order, h0, c0, ys)  # ys: each direction in its own time order
+            if cell.plain_lstm:  # [seq, 4, dirs, batch, h]: each gate a block (run_plain)
+                order = np.empty((seq, 4, len(dirs), batch, op["hidden_size"]), acc)
+                gate_major = xw.reshape(xw.shape[:3] + (4, -1))
+                for d, back in enumerate(dirs):
+                    order[:, :, d] = np.moveaxis(gate_major[d, ::-1] if back else gate_major[d], -2, 1)
+                run = cell.run_plain
+            else:  # [seq, dirs, batch, G*h]
+                order = np.empty((seq, len(dirs)) + xw.shape[2:], acc)
+                for d, back in enumerate(dirs):
+                    order[:, d] = xw[d, ::-1] if back else xw[d]
+                run = cell.run
+            h_out[ds], c_out[ds] = run(order, h0, c0, ys)  # ys: each direction in its own time order
             for d, back in enumerate(dirs):
                 if back:  # (after h_out is read: the last h is a view of ys)
                     ys[:, d] = ys[::-1, d].copy()
