@@ -230,24 +230,22 @@ def _activation(a: tuple[str, float, float] | None, clip: float) -> Callable[[np
 
 
 def _input_part(name: str, hs: int, x, w, b):
-    """x W^T + Wb of every time step, for every direction, in one product [dirs, seq, batch, G*h],
-    plus the recurrence biases that are plain sums (all of Rb but a GRU's Rh, which its reset
-    gate multiplies): only h R^T stays in the loop."""
+    """x W^T of every time step, for every direction, in one product [dirs, seq, batch, G*h] (a
+    view), the biases to add to it [dirs, G*h] (Wb plus the recurrence biases that are plain sums:
+    all of Rb but a GRU's Rh, which its reset gate multiplies), and that rest of Rb [dirs, 1, G*h]:
+    only h R^T stays in the loop. The caller adds the biases as it lays x W^T out in time order."""
     half = b.shape[-1] // 2
     (seq, batch, inp), (dirs, gh, _) = x.shape, w.shape
     # One GEMM for all steps and directions (a batched matmul over the time steps would run
     # seq*dirs tiny products), as W x^T: OpenBLAS runs a product of few rows (seq*batch) at
-    # about 2/3 the speed of its transpose. The biases are added in its row-major layout.
+    # about 2/3 the speed of its transpose.
     wx = (w.reshape(dirs * gh, inp) @ x.reshape(seq * batch, inp).T).reshape(dirs, gh, seq, batch)
-    bias = b[:, :half].copy()  # Wb plus the plain parts of Rb, summed first: one pass over wx
+    bias = b[:, :half].copy()  # summed first: one pass over x W^T
     if name == "gru":
         bias[:, : 2 * hs] += b[:, half : half + 2 * hs]
     else:
         bias += b[:, half:]
-    wx += bias[:, :, None, None]
-    rb = b[:, None, half:]  # [dirs, 1, G*h]
-    xw = np.transpose(wx, (0, 2, 3, 1))  # [dirs, seq, batch, G*h]
-    return xw, rb
+    return np.transpose(wx, (0, 2, 3, 1)), bias, b[:, None, half:]
 
 
 def _compute(op, args, out, run):
@@ -261,7 +259,7 @@ def _compute(op, args, out, run):
     n_act = len(DEFAULT_ACTIVATIONS[op.name])
     every = activations(op)
     acts = [every[d * n_act : (d + 1) * n_act] for d in range(len(dirs))]
-    xw, rb = _input_part(
+    xw, bias, rb = _input_part(
         op.name, op["hidden_size"], x.astype(acc, copy=False), w.astype(acc, copy=False), b.astype(acc, copy=False)
     )
     # [dirs, h, G*h] as a view: a row-major copy makes h R^T ~1.3x faster per step, but its
@@ -284,19 +282,21 @@ def _compute(op, args, out, run):
                 order = np.empty((seq, 4, len(dirs), batch, op["hidden_size"]), acc)
                 gate_major = xw.reshape(xw.shape[:3] + (4, -1))
                 for d, back in enumerate(dirs):
-                    order[:, :, d] = np.moveaxis(gate_major[d, ::-1] if back else gate_major[d], -2, 1)
+                    gm = np.moveaxis(gate_major[d, ::-1] if back else gate_major[d], -2, 1)
+                    np.add(gm, bias[d].reshape(4, 1, -1), out=order[:, :, d])
                 run = cell.run_plain
             else:  # [seq, dirs, batch, G*h]
                 order = np.empty((seq, len(dirs)) + xw.shape[2:], acc)
                 for d, back in enumerate(dirs):
-                    order[:, d] = xw[d, ::-1] if back else xw[d]
+                    np.add(xw[d, ::-1] if back else xw[d], bias[d], out=order[:, d])
                 run = cell.run
             h_out[ds], c_out[ds] = run(order, h0, c0, ys)  # ys: each direction in its own time order
             for d, back in enumerate(dirs):
                 if back:  # (after h_out is read: the last h is a view of ys)
                     ys[:, d] = ys[::-1, d].copy()
         else:
-            h_out[ds], c_out[ds] = _direction(cell, xw[first], h0[ds], c0[ds], lens, dirs[first], ys[:, first])
+            xw_d = xw[first] + bias[first]
+            h_out[ds], c_out[ds] = _direction(cell, xw_d, h0[ds], c0[ds], lens, dirs[first], ys[:, first])
     res = [ys.astype(x.dtype, copy=False), h_out.astype(x.dtype, copy=False)] + (
         [c_out.astype(x.dtype, copy=False)] if lstm else []
     )
