@@ -16,7 +16,7 @@ from migx_explore.compiler.onnx import parse_onnx
 SEQ, BATCH, INP, HID = 7, 2, 5, 4
 
 
-def _model(direction: str, peepholes: bool, lens: list[int] | None) -> tuple[onnx.ModelProto, dict]:
+def _model(direction: str, peepholes: bool, lens: list[int] | None, acts=None) -> tuple[onnx.ModelProto, dict]:
     dirs = 2 if direction == "bidirectional" else 1
     rng = np.random.default_rng(11)
     inits = {
@@ -32,8 +32,14 @@ def _model(direction: str, peepholes: bool, lens: list[int] | None) -> tuple[onn
     ]
     lens_arr = np.array(lens if lens is not None else [SEQ] * BATCH, np.int32)
     tensors.append(helper.make_tensor("lens", TensorProto.INT32, lens_arr.shape, lens_arr))
+    extra = {"activations": acts * dirs} if acts else {}
     node = helper.make_node(
-        "LSTM", ["X", "W", "R", "B", "lens", "h0", "c0", "P"], ["Y", "Y_h", "Y_c"], direction=direction, hidden_size=HID
+        "LSTM",
+        ["X", "W", "R", "B", "lens", "h0", "c0", "P"],
+        ["Y", "Y_h", "Y_c"],
+        direction=direction,
+        hidden_size=HID,
+        **extra,
     )
     graph = helper.make_graph(
         [node],
@@ -51,17 +57,18 @@ def _model(direction: str, peepholes: bool, lens: list[int] | None) -> tuple[onn
 
 
 @pytest.mark.parametrize(
-    "direction, peepholes, lens",
+    "direction, peepholes, lens, acts",
     [
-        ("bidirectional", False, None),  # the directions together, the plain loop
-        ("bidirectional", True, None),  # together, _lstm with peepholes
-        ("reverse", False, None),
-        ("bidirectional", False, [SEQ, 4]),  # per direction, per-entry lengths
+        ("bidirectional", False, None, None),  # the directions together, the plain loop
+        ("bidirectional", False, None, ["HardSigmoid", "Tanh", "Relu"]),  # plain, other activations
+        ("bidirectional", True, None, None),  # together, _lstm with peepholes
+        ("reverse", False, None, None),
+        ("bidirectional", False, [SEQ, 4], None),  # per direction, per-entry lengths
     ],
 )
-def test_lstm_matches_onnx_reference(direction, peepholes, lens):
+def test_lstm_matches_onnx_reference(direction, peepholes, lens, acts):
     ort = pytest.importorskip("onnxruntime")
-    model, feeds = _model(direction, peepholes, lens)
+    model, feeds = _model(direction, peepholes, lens, acts)
     want = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, feeds)
     got = evaluate(parse_onnx(model.SerializeToString()), feeds)
     for name, a, b in zip(("Y", "Y_h", "Y_c"), got, want):
