@@ -7,6 +7,8 @@ shape, so an op spec whose compute disagrees with its shape rule is caught where
 A module's plan (its steps, cached per module version) keeps the value of each instruction that
 depends on literals alone after its first evaluation, read-only, when small (_KEEP_BYTES): an
 imported model's batch-norm scales and broadcast biases are then computed once, not per forward.
+Without a hook, the plan also folds a convolution's per-channel affine chain (an inference batch
+norm) into the convolution's weights, once per plan (compiler/ref_fold.py).
 
 Evaluation runs BLAS on one thread (through threadpoolctl, where installed). The reference runs
 beside the notebook's kernel, in background checks and in one Dask worker per core; a BLAS that
