@@ -73,3 +73,25 @@ def test_lstm_matches_onnx_reference(direction, peepholes, lens, acts):
     got = evaluate(parse_onnx(model.SerializeToString()), feeds)
     for name, a, b in zip(("Y", "Y_h", "Y_c"), got, want):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6, err_msg=name)
+
+
+def test_the_plan_feeds_a_constant_r_relaid_once():
+    """compiler/ref_fold.py RelaidR: R stored with its last two axes transposed (so the compute's
+    R^T view is row-major), made on the first evaluation and kept; the outputs stay the op's."""
+    from migx_explore.compiler import ref, ref_fold
+
+    model, feeds = _model("bidirectional", False, None)
+    program = parse_onnx(model.SerializeToString())
+    first = evaluate(program, feeds)
+    (st,) = [s for s in ref._plan(program.main)[0] if s.fused is not None]
+    assert isinstance(st.fused, ref_fold.RelaidR)
+    relaid = st.fused.r
+    assert np.swapaxes(relaid, 1, 2).flags.c_contiguous
+    again = evaluate(program, feeds)
+    assert st.fused.r is relaid  # made once, not per forward
+    lstm = next(i for i in program.main if i.name == "lstm")
+    args = [i.literal.data if i.is_literal() else feeds["X"] for i in lstm.inputs]
+    plain = ref.evaluate_instruction(lstm, args)  # R as stored: a transposed R^T view
+    for a, b, c in zip(first, again, plain):
+        np.testing.assert_array_equal(a, b)
+        np.testing.assert_allclose(a, c, rtol=1e-6, atol=1e-7)

@@ -8,7 +8,8 @@ A module's plan (its steps, cached per module version) keeps the value of each i
 depends on literals alone after its first evaluation, read-only, when small (_KEEP_BYTES): an
 imported model's batch-norm scales and broadcast biases are then computed once, not per forward.
 Without a hook, the plan also folds a convolution's per-channel affine chain (an inference batch
-norm) into the convolution's weights, once per plan (compiler/ref_fold.py).
+norm) into the convolution's weights, once per plan; a recurrent op's constant R is relaid for
+its per-step product once per plan (compiler/ref_fold.py).
 
 Evaluation runs BLAS on one thread (through threadpoolctl, where installed). The reference runs
 beside the notebook's kernel, in background checks and in one Dask worker per core; a BLAS that
@@ -29,7 +30,7 @@ import numpy as np
 from . import dtypes
 from .errors import EvalError, MigxError
 from .limits import WorkBudgetError, check_bytes, memory_budget, work_meter
-from .ref_fold import ConvAffine, affine_chains, chain_operands
+from .ref_fold import ConvAffine, RelaidR, affine_chains, chain_operands, relaid_recurrence
 from .shape import Shape
 
 if TYPE_CHECKING:  # pragma: no cover - the evaluator walks IR objects but never builds them
@@ -147,12 +148,19 @@ class _Step:
     __slots__ = ("ins", "id", "literal", "args", "free", "work", "result", "constant", "value", "fused")
 
     def __init__(
-        self, ins: Instruction, args: tuple[int, ...], free: tuple[int, ...], constant: bool, fused: ConvAffine | None
+        self,
+        ins: Instruction,
+        args: tuple[int, ...],
+        free: tuple[int, ...],
+        constant: bool,
+        fused: ConvAffine | RelaidR | None,
     ):
         self.ins, self.id, self.args, self.free = ins, ins.id, args, free
         self.literal = ins.literal.data if ins.is_literal() else None
-        self.fused = fused  # a convolution and its affine chain, ending in `ins` (ref_fold.py)
-        self.work = arithmetic(ins) if fused is None else sum(map(arithmetic, [fused.conv, *fused.chain]))
+        # the plan's own compute for this step (ref_fold.py): a convolution and its affine chain
+        # ending in `ins`, or a recurrent op fed its constant R relaid
+        self.fused = fused
+        self.work = arithmetic(ins) if fused is None else sum(map(arithmetic, fused.instructions))
         self.result = None if self.literal is not None else _Result(ins.shape)
         self.constant = constant  # a function of literals only: kept after its first evaluation
         self.value: np.ndarray | None = None
@@ -224,13 +232,13 @@ def _plan(module: Module, fold: bool = True) -> tuple[list[_Step], list[int], li
     # the fused step takes the place of its chain's last operation, where its constants exist
     fused_at = {chain[-1].id: (conv, chain) for conv, chain in chains}
     folded_away = {i.id for conv, chain in chains for i in [conv, *chain[:-1]]}
-    entries: list[tuple[Instruction, tuple[int, ...], ConvAffine | None]] = []
+    entries: list[tuple[Instruction, tuple[int, ...], ConvAffine | RelaidR | None]] = []
     for ins in instrs:
         if ins.id in fused_at:
             conv, chain = fused_at[ins.id]
             entries.append((ins, chain_operands(conv, chain), ConvAffine(conv, chain)))
         elif ins.id not in folded_away:
-            entries.append((ins, tuple(i.id for i in ins.inputs), None))
+            entries.append((ins, tuple(i.id for i in ins.inputs), relaid_recurrence(ins, constant)))
     last_use: dict[int, int] = {}
     for k, (_, ids, _) in enumerate(entries):
         for i in ids:

@@ -268,8 +268,9 @@ def _compute(op, args, out, run):
     xw, bias, rb = _input_part(
         op.name, op["hidden_size"], x.astype(acc, copy=False), w.astype(acc, copy=False), b.astype(acc, copy=False)
     )
-    # [dirs, h, G*h] as a view: a row-major copy makes h R^T ~1.3x faster per step, but its
-    # fresh 300 KB (bilstm) come from mmap, page-faulting on every forward: 0.1-0.4 ms a layer
+    # [dirs, h, G*h], a view: row-major where the evaluator's plan relaid a constant R
+    # (compiler/ref_fold.py RelaidR; a row-major R^T makes h R^T ~1.3x faster per step, and a
+    # copy made here would be a fresh 300 KB a forward that page-faults)
     rt = np.swapaxes(r.astype(acc, copy=False), 1, 2)
     h0 = h0.astype(acc, copy=False)
     lens = np.minimum(lens.astype(np.int64).reshape(-1), seq)
