@@ -122,8 +122,10 @@ def test_the_mirror_is_the_snapshot_and_its_values_are_a_full_evaluation(model):
         }
         ours = ev.evaluate_snapshot(r.after)
         full = evaluate(q, with_buffer_params(q, feed))
-        for a, b in zip(ours, full):  # same numbers; a layout change may move the last bits
-            np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-6)
+        # same numbers; a layout change may move the last bits, and the full evaluation folds each
+        # batch norm into its convolution's weights (compiler/ref_fold.py), which moves them too
+        for a, b in zip(ours, full):
+            np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
         checked += 1
     assert checked > 5
 

@@ -77,8 +77,10 @@ def test_incremental_checks_of_a_real_pipeline_agree_with_full_evaluations():
         q = r.after.to_program()
         ours = ev.evaluate(q)
         full = evaluate(q, with_buffer_params(q, feed))
-        for a, b in zip(ours, full):  # same numbers; a layout change may move the last bits
-            np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-6)
+        # same numbers; a layout change may move the last bits, and the full evaluation folds each
+        # batch norm into its convolution's weights (compiler/ref_fold.py), which moves them too
+        for a, b in zip(ours, full):
+            np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
         computed += ev.last.computed
         total += ev.last.computed + ev.last.reused
     assert 0 < computed < total / 2  # most of each version was reused

@@ -7,6 +7,9 @@ shape, so an op spec whose compute disagrees with its shape rule is caught where
 A module's plan (its steps, cached per module version) keeps the value of each instruction that
 depends on literals alone after its first evaluation, read-only, when small (_KEEP_BYTES): an
 imported model's batch-norm scales and broadcast biases are then computed once, not per forward.
+Without a hook, the plan also folds a convolution's per-channel affine chain (an inference batch
+norm) into the convolution's weights, once per plan; a recurrent op's constant R is relaid for
+its per-step product once per plan (compiler/ref_fold.py).
 
 Evaluation runs BLAS on one thread (through threadpoolctl, where installed). The reference runs
 beside the notebook's kernel, in background checks and in one Dask worker per core; a BLAS that
@@ -27,6 +30,7 @@ import numpy as np
 from . import dtypes
 from .errors import EvalError, MigxError
 from .limits import WorkBudgetError, check_bytes, memory_budget, work_meter
+from .ref_fold import ConvAffine, RelaidR, affine_chains, chain_operands, relaid_recurrence
 from .shape import Shape
 
 if TYPE_CHECKING:  # pragma: no cover - the evaluator walks IR objects but never builds them
@@ -96,7 +100,8 @@ def bind_params(module: Module, inputs: Mapping[str, Any] | Sequence[Any], check
     """Module parameter values by instruction id from named or positional inputs (`check`: shape
     and element type checked and converted, one clear error per problem)."""
     cached = _PLANS.get(module)  # an evaluated module's plan lists them; else walk the module
-    params = cached[1][2] if cached is not None and cached[0] == module.version else module.params()
+    plan = next(iter(cached[1].values())) if cached is not None and cached[0] == module.version else None
+    params = plan[2] if plan is not None else module.params()
     env: dict[int, np.ndarray] = {}
     if isinstance(inputs, Mapping):
         names = [p.param_name for p in params]
@@ -140,12 +145,22 @@ class _Result:
 class _Step:
     """One instruction of a module's execution plan: its argument and dead-value ids resolved."""
 
-    __slots__ = ("ins", "id", "literal", "args", "free", "work", "result", "constant", "value")
+    __slots__ = ("ins", "id", "literal", "args", "free", "work", "result", "constant", "value", "fused")
 
-    def __init__(self, ins: Instruction, args: tuple[int, ...], free: tuple[int, ...], constant: bool):
+    def __init__(
+        self,
+        ins: Instruction,
+        args: tuple[int, ...],
+        free: tuple[int, ...],
+        constant: bool,
+        fused: ConvAffine | RelaidR | None,
+    ):
         self.ins, self.id, self.args, self.free = ins, ins.id, args, free
         self.literal = ins.literal.data if ins.is_literal() else None
-        self.work = arithmetic(ins)
+        # the plan's own compute for this step (ref_fold.py): a convolution and its affine chain
+        # ending in `ins`, or a recurrent op fed its constant R relaid
+        self.fused = fused
+        self.work = arithmetic(ins) if fused is None else sum(map(arithmetic, fused.instructions))
         self.result = None if self.literal is not None else _Result(ins.shape)
         self.constant = constant  # a function of literals only: kept after its first evaluation
         self.value: np.ndarray | None = None
@@ -164,6 +179,8 @@ class _Step:
         self.value = value
 
     def where(self) -> str:  # formatted only when the work budget runs out
+        if self.fused is not None:
+            return self.fused.where()
         return f"module {self.ins.module.name}: {self.ins.name} (#{self.id})"
 
 
@@ -189,12 +206,14 @@ def _foldable(ins: Instruction) -> bool:
     )
 
 
-def _plan(module: Module) -> tuple[list[_Step], list[int], list[Instruction]]:
+def _plan(module: Module, fold: bool = True) -> tuple[list[_Step], list[int], list[Instruction]]:
     """The steps of `module` (params and the return left out), its output ids and its params.
-    Each value is dropped after its last use unless it is an output."""
+    Each value is dropped after its last use unless it is an output. `fold`: a convolution and
+    the per-channel affine chain after it (a batch norm) run as one step (compiler/ref_fold.py);
+    evaluations that report every value (a hook) take the plan without."""
     cached = _PLANS.get(module)
-    if cached is not None and cached[0] == module.version:
-        return cached[1]
+    if cached is not None and cached[0] == module.version and fold in cached[1]:
+        return cached[1][fold]
     version = module.version
     params = module.params()
     instrs: list[Instruction] = []
@@ -205,22 +224,34 @@ def _plan(module: Module) -> tuple[list[_Step], list[int], list[Instruction]]:
             instrs.append(ins)
     outputs = [o.id for o in module.output_instructions()]
     keep = set(outputs)
+    constant: set[int] = set()
+    for ins in instrs:
+        if ins.is_literal() or (all(i.id in constant for i in ins.inputs) and _foldable(ins)):
+            constant.add(ins.id)
+    chains = affine_chains(instrs, constant, keep) if fold else []
+    # the fused step takes the place of its chain's last operation, where its constants exist
+    fused_at = {chain[-1].id: (conv, chain) for conv, chain in chains}
+    folded_away = {i.id for conv, chain in chains for i in [conv, *chain[:-1]]}
+    entries: list[tuple[Instruction, tuple[int, ...], ConvAffine | RelaidR | None]] = []
+    for ins in instrs:
+        if ins.id in fused_at:
+            conv, chain = fused_at[ins.id]
+            entries.append((ins, chain_operands(conv, chain), ConvAffine(conv, chain)))
+        elif ins.id not in folded_away:
+            entries.append((ins, tuple(i.id for i in ins.inputs), relaid_recurrence(ins, constant)))
     last_use: dict[int, int] = {}
-    args = [tuple(i.id for i in ins.inputs) for ins in instrs]
-    for k, ids in enumerate(args):
+    for k, (_, ids, _) in enumerate(entries):
         for i in ids:
             last_use[i] = k
-    constant: set[int] = set()
     steps = []
-    for k, (ins, ids) in enumerate(zip(instrs, args)):
-        const = not ins.is_literal() and all(i in constant for i in ids) and _foldable(ins)
-        if const or ins.is_literal():
-            constant.add(ins.id)
-        const = const and ins.id not in keep  # outputs stay fresh arrays the caller may write to
+    for k, (ins, ids, fused) in enumerate(entries):
+        const = ins.id in constant and not ins.is_literal() and ins.id not in keep  # outputs stay fresh arrays
         free = tuple(dict.fromkeys(i for i in ids if last_use[i] == k and i not in keep))
-        steps.append(_Step(ins, ids, free, const))
-    _PLANS[module] = (version, (steps, outputs, params))
-    return steps, outputs, params
+        steps.append(_Step(ins, ids, free, const, fused))
+    plans = cached[1] if cached is not None and cached[0] == version else {}
+    plans[fold] = (steps, outputs, params)
+    _PLANS[module] = (version, plans)
+    return plans[fold]
 
 
 def evaluate_module(
@@ -229,7 +260,7 @@ def evaluate_module(
     """Run one module. `check_shapes=False` is used for pointwise submodules, whose scalar params
     are fed whole tensors. Values are dropped after their last use (a `hook` sees each one)."""
     env = bind_params(module, inputs, check_shapes)
-    steps, outputs, _ = _plan(module)
+    steps, outputs, _ = _plan(module, fold=hook is None)
     budget = memory_budget()
     with np.errstate(all="ignore"), work_meter() as meter, one_blas_thread():
         for st in steps:
@@ -238,6 +269,10 @@ def evaluate_module(
                 env[st.id] = st.literal
             elif st.value is not None:
                 env[st.id] = st.value
+            elif st.fused is not None:
+                env[st.id] = st.fused(
+                    [env[i] for i in st.args], lambda ins, a: run_instruction(ins, a, check_shapes, budget)
+                )
             else:
                 env[st.id] = run_instruction(st.ins, [env[i] for i in st.args], check_shapes, budget, result=st.result)
                 if st.constant and check_shapes:  # (unchecked shapes could differ: not kept)

@@ -55,11 +55,21 @@ def activation_params(name: str, alpha: float | None, beta: float | None) -> tup
     )
 
 
+# 1 as an array: adding it skips the conversion of a Python scalar (a third of a small add's time)
+_ONE = np.ones((), np.float32)
+
+
+def _sigmoid(x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """1 / (1 + exp(-x)), in one buffer (`out`, else a new one; each step rounds as written out)."""
+    e = np.negative(x, out=out)
+    np.exp(e, out=e)
+    e += _ONE
+    return np.reciprocal(e, out=e)
+
+
 def np_activation(name: str, x: np.ndarray, alpha: float, beta: float) -> np.ndarray:
-    if name == "sigmoid":  # 1 / (1 + exp(-x)), in one buffer (each step rounds as written out)
-        e = np.exp(np.negative(x))
-        e += 1
-        return np.reciprocal(e, out=e)
+    if name == "sigmoid":
+        return _sigmoid(x)
     if name == "tanh":
         return np.tanh(x)
     if name == "relu":
@@ -141,6 +151,41 @@ class _Cell:
         self.f, self.g, self.hh = _activation(f, op["clip"]), _activation(g, op["clip"]), _activation(hh, 0.0)
         self.step = {"rnn": self._rnn, "gru": self._gru, "lstm": self._lstm}[op.name]  # chosen once
 
+    @property
+    def plain_lstm(self) -> bool:
+        """An LSTM without peepholes or coupled gates: `run_plain` steps it."""
+        return self.name == "lstm" and self.p is None and not self.input_forget
+
+    def run(self, xws, h, c, ys):
+        """Every step of `xws` [seq, ..., G*h] in order from state (h, c), each new h written to
+        ys[step]; returns the last (h, c)."""
+        for step in range(len(xws)):
+            h, c = self.step(xws[step], h, c)
+            ys[step] = h
+        return h, c
+
+    def run_plain(self, xws, h, c, ys):
+        """`run` for a plain LSTM, its inputs gate-major: xws [seq, 4 (i, o, f, c), ..., h]. The
+        operations of _lstm, in one frame, each gate a contiguous block (each small ufunc on a
+        strided slice of the gates costs up to 2x more): h R^T is added to x W^T into that layout.
+        The gates and the i, o, f activations live in buffers rewritten every step, their views
+        made once (at ~12 us a step, the views' construction alone was a tenth)."""
+        hs, rt, f, g, hh = self.hs, self.rt, self.f, self.g, self.hh
+        hr = np.empty(h.shape[:-1] + (4 * hs,), xws.dtype)  # h R^T [directions, batch, 4h]
+        hr_gates = hr.reshape(h.shape[:-1] + (4, hs)).transpose(2, 0, 1, 3)  # as [4, directions, batch, h]
+        gates = np.empty(xws.shape[1:], xws.dtype)
+        iof = np.empty((3,) + xws.shape[2:], xws.dtype)
+        pre_iof, pre_c, i, o, ff = gates[:3], gates[3], iof[0], iof[1], iof[2]
+        into = f if f in _DIRECT.values() else lambda x, out: np.copyto(out, f(x))  # f(x) written to out
+        for step in range(len(xws)):
+            np.matmul(h, rt, out=hr)
+            np.add(hr_gates, xws[step], out=gates)
+            into(pre_iof, out=iof)
+            c = ff * c
+            c += i * g(pre_c)
+            h = np.multiply(o, hh(c), out=ys[step])
+        return h, c
+
     def _rnn(self, xw, h, c):
         return self.f(xw + h @ self.rt), c
 
@@ -158,9 +203,11 @@ class _Cell:
         hs, rt, p, f = self.hs, self.rt, self.p, self.f
         gates = h @ rt  # i, o, f, c
         gates += xw
-        if p is None:  # no peepholes: gates i, o, f are one block under one activation
-            iof = f(gates[..., : 3 * hs])
-            i, o, ff = iof[..., :hs], iof[..., hs : 2 * hs], iof[..., 2 * hs :]
+        if p is None:  # no peepholes: gates i, o, f under one activation, taken over all four
+            # gates (the c block's result unused): on the whole array, not a strided view of it,
+            # each of its ufuncs runs ~2x faster at these sizes
+            iof = f(gates)
+            i, o, ff = iof[..., :hs], iof[..., hs : 2 * hs], iof[..., 2 * hs : 3 * hs]
         else:
             i = f(gates[..., :hs] + p[..., :hs] * c)
             ff = f(gates[..., 2 * hs : 3 * hs] + p[..., 2 * hs :] * c)
@@ -173,6 +220,10 @@ class _Cell:
         return o * self.hh(c2), c2
 
 
+# activations without parameters, called directly: each step calls three
+_DIRECT: dict[str, Callable[[np.ndarray], np.ndarray]] = {"sigmoid": _sigmoid, "tanh": np.tanh}
+
+
 def _activation(a: tuple[str, float, float] | None, clip: float) -> Callable[[np.ndarray], np.ndarray] | None:
     """Activation `a` (name, alpha, beta) as a function of the pre-activation, clipped to
     [-clip, clip] first when clip > 0; resolved once per layer, not per step."""
@@ -181,27 +232,26 @@ def _activation(a: tuple[str, float, float] | None, clip: float) -> Callable[[np
     name, alpha, beta = a
     if clip > 0:
         return lambda v: np_activation(name, np.clip(v, -clip, clip), alpha, beta)
-    return lambda v: np_activation(name, v, alpha, beta)
+    return _DIRECT.get(name) or (lambda v: np_activation(name, v, alpha, beta))
 
 
 def _input_part(name: str, hs: int, x, w, b):
-    """x W^T + Wb of every time step, for every direction, in one product [dirs, seq, batch, G*h],
-    plus the recurrence biases that are plain sums (all of Rb but a GRU's Rh, which its reset
-    gate multiplies): only h R^T stays in the loop."""
+    """x W^T of every time step, for every direction, in one product [dirs, seq, batch, G*h] (a
+    view), the biases to add to it [dirs, G*h] (Wb plus the recurrence biases that are plain sums:
+    all of Rb but a GRU's Rh, which its reset gate multiplies), and that rest of Rb [dirs, 1, G*h]:
+    only h R^T stays in the loop. The caller adds the biases as it lays x W^T out in time order."""
     half = b.shape[-1] // 2
     (seq, batch, inp), (dirs, gh, _) = x.shape, w.shape
     # One GEMM for all steps and directions (a batched matmul over the time steps would run
     # seq*dirs tiny products), as W x^T: OpenBLAS runs a product of few rows (seq*batch) at
-    # about 2/3 the speed of its transpose. The biases are added in its row-major layout.
+    # about 2/3 the speed of its transpose.
     wx = (w.reshape(dirs * gh, inp) @ x.reshape(seq * batch, inp).T).reshape(dirs, gh, seq, batch)
-    wx += b[:, :half, None, None]
-    rb = b[:, None, half:]  # [dirs, 1, G*h]
+    bias = b[:, :half].copy()  # summed first: one pass over x W^T
     if name == "gru":
-        wx[:, : 2 * hs] += b[:, half : half + 2 * hs, None, None]
+        bias[:, : 2 * hs] += b[:, half : half + 2 * hs]
     else:
-        wx += b[:, half:, None, None]
-    xw = np.transpose(wx, (0, 2, 3, 1))  # [dirs, seq, batch, G*h]
-    return xw, rb
+        bias += b[:, half:]
+    return np.transpose(wx, (0, 2, 3, 1)), bias, b[:, None, half:]
 
 
 def _compute(op, args, out, run):
@@ -213,37 +263,47 @@ def _compute(op, args, out, run):
     seq, batch, _ = x.shape
     dirs = directions(op)
     n_act = len(DEFAULT_ACTIVATIONS[op.name])
-    acts = [activations(op)[d * n_act : (d + 1) * n_act] for d in range(len(dirs))]
-    xw, rb = _input_part(
+    every = activations(op)
+    acts = [every[d * n_act : (d + 1) * n_act] for d in range(len(dirs))]
+    xw, bias, rb = _input_part(
         op.name, op["hidden_size"], x.astype(acc, copy=False), w.astype(acc, copy=False), b.astype(acc, copy=False)
     )
-    # [dirs, h, G*h], copied row-major: h R^T on a transposed view runs 1.6x slower per step
-    rt = np.ascontiguousarray(np.swapaxes(r.astype(acc, copy=False), 1, 2))
+    # [dirs, h, G*h], a view: row-major where the evaluator's plan relaid a constant R
+    # (compiler/ref_fold.py RelaidR; a row-major R^T makes h R^T ~1.3x faster per step, and a
+    # copy made here would be a fresh 300 KB a forward that page-faults)
+    rt = np.swapaxes(r.astype(acc, copy=False), 1, 2)
     h0 = h0.astype(acc, copy=False)
     lens = np.minimum(lens.astype(np.int64).reshape(-1), seq)
-    ys = np.zeros(out.sub_shapes[0].lens, dtype=acc)  # [seq, dirs, batch, h]
-    h_out, c_out = np.zeros(h0.shape, acc), np.zeros(h0.shape, acc)
     # Every sequence full length and one set of activations: the directions step together, each
     # reading its inputs in its own time order. Otherwise one direction at a time.
     together = bool((lens == seq).all()) and all(a == acts[0] for a in acts)
+    # [seq, dirs, batch, h]: zeros where a shorter sequence ends; stepping together writes it all
+    ys = (np.empty if together else np.zeros)(out.sub_shapes[0].lens, dtype=acc)
+    h_out, c_out = np.empty(h0.shape, acc), np.empty(h0.shape, acc)
     # direction groups as slices: views of R, the biases and the states, not copies
     for ds in [slice(None)] if together else [slice(d, d + 1) for d in range(len(dirs))]:
         first = ds.start or 0
         cell = _Cell(op, rt[ds], rb[ds], p[ds] if lstm and p[ds].any() else None, acts[first])
         if together:  # time-major, so that each step reads and writes one contiguous block
-            order = np.empty((seq, len(dirs)) + xw.shape[2:], acc)  # row-major (np.stack keeps xw's order)
+            if cell.plain_lstm:  # [seq, 4, dirs, batch, h]: each gate a block (run_plain)
+                order = np.empty((seq, 4, len(dirs), batch, op["hidden_size"]), acc)
+                gate_major = xw.reshape(xw.shape[:3] + (4, -1))
+                for d, back in enumerate(dirs):
+                    gm = np.moveaxis(gate_major[d, ::-1] if back else gate_major[d], -2, 1)
+                    np.add(gm, bias[d].reshape(4, 1, -1), out=order[:, :, d])
+                run = cell.run_plain
+            else:  # [seq, dirs, batch, G*h]
+                order = np.empty((seq, len(dirs)) + xw.shape[2:], acc)
+                for d, back in enumerate(dirs):
+                    np.add(xw[d, ::-1] if back else xw[d], bias[d], out=order[:, d])
+                run = cell.run
+            h_out[ds], c_out[ds] = run(order, h0, c0, ys)  # ys: each direction in its own time order
             for d, back in enumerate(dirs):
-                order[:, d] = xw[d, ::-1] if back else xw[d]
-            h, c = h0, c0
-            seen = np.empty((seq, len(dirs)) + h0.shape[1:], acc)  # [seq, dirs, batch, h]
-            for step in range(seq):
-                h, c = cell.step(order[step], h, c)
-                seen[step] = h
-            for d, back in enumerate(dirs):
-                ys[:, d] = seen[::-1, d] if back else seen[:, d]
+                if back:  # (after h_out is read: the last h is a view of ys)
+                    ys[:, d] = ys[::-1, d].copy()
         else:
-            h, c = _direction(cell, xw[first], h0[ds], c0[ds], lens, dirs[first], ys[:, first])
-        h_out[ds], c_out[ds] = h, c
+            xw_d = xw[first] + bias[first]
+            h_out[ds], c_out[ds] = _direction(cell, xw_d, h0[ds], c0[ds], lens, dirs[first], ys[:, first])
     res = [ys.astype(x.dtype, copy=False), h_out.astype(x.dtype, copy=False)] + (
         [c_out.astype(x.dtype, copy=False)] if lstm else []
     )
