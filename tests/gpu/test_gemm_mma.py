@@ -20,7 +20,6 @@ from migx_explore.compiler.op import Op
 from migx_explore.compiler.shape import Shape
 from migx_explore.gpu import compile_program
 from migx_explore.gpu.codegen.gemm_mma import (
-    FUSED_MAX_K,
     GENERATED_MAX_MACS,
     generated_gemm_wanted,
     plan_mma_gemm,
@@ -106,7 +105,7 @@ CASES = {
     "widened": (32, 64, 48, "float16", {"epilogue": "", "widen": True}),
     "batched_params": (40, 32, 24, "float16", {"weight": "param", "batch": 3, "epilogue": ""}),
     "batch_broadcast_weight": (50, 64, 72, "bfloat16", {"batch": 2, "epilogue": "bias"}),
-    # MIGX_GEMM_GEN=fused's range: a convolution-sized K, many chunks through the pipeline
+    # a convolution-sized K: many chunks through the pipeline
     "long_k": (128, 1152, 256, "float16", {"epilogue": "bias"}),
 }
 
@@ -176,12 +175,6 @@ def test_the_rule_takes_small_half_products_on_tensor_core_targets():
     for arch in ("sm_75", "gfx942"):  # no mma.sync: BLAS
         assert not generated_gemm_wanted(small, arch, "auto"), arch
     assert not generated_gemm_wanted(small, "sm_90", "0")
-    # "fused": also larger products whose epilogue would be a kernel after the BLAS call
-    conv = shapes(64, 576, 6400)  # a yolov10n 3x3 convolution's GEMM, its SiLU after it
-    assert plan_mma_gemm(conv).macs > GENERATED_MAX_MACS and not generated_gemm_wanted(conv, "sm_90", "auto")
-    assert generated_gemm_wanted(conv, "sm_90", "fused", epilogue_kernel=True)
-    assert not generated_gemm_wanted(conv, "sm_90", "fused", epilogue_kernel=False)  # BLAS does it all
-    assert not generated_gemm_wanted(shapes(64, FUSED_MAX_K + 64, 6400), "sm_90", "fused", epilogue_kernel=True)
     assert not generated_gemm_wanted(shapes(8, 8, 8, "float32"), "sm_90", "all")
     assert not generated_gemm_wanted(
         [Shape.of("float16", [4, 8]), Shape.of("bfloat16", [8, 4]), Shape.of("float16", [4, 4])], "sm_90", "all"

@@ -415,24 +415,13 @@ MIN_ROWS = 16
 MAX_K = 1024
 
 
-# With MIGX_GEMM_GEN=fused, products whose epilogue BLAS cannot run (a SiLU after a convolution's
-# GEMM) take the generated kernel up to these sizes too: the epilogue kernel after the BLAS call
-# is ~1.7 us a launch on an H200 (38 of them in yolov10n fp16).
-FUSED_MAX_MACS = 1 << 28
-FUSED_MAX_K = 2304
-
-
-def generated_gemm_wanted(
-    shapes: Sequence[Shape], arch: str | None, mode: str | None = None, epilogue_kernel: bool = False
-) -> bool:
+def generated_gemm_wanted(shapes: Sequence[Shape], arch: str | None, mode: str | None = None) -> bool:
     """Whether a gpu::gemm of these params (a, b, extras..., out) should run as the generated
     tensor-core kernel: `mode` (default: $MIGX_GEMM_GEN) "0" never, "all" whenever the kernel
     applies, "auto" for products of at least MIN_ROWS rows, up to GENERATED_MAX_MACS and MAX_K,
-    whose operands allow 16-byte loads; "fused" as auto, and also up to FUSED_MAX_MACS and
-    FUSED_MAX_K where `epilogue_kernel` (the epilogue would be a kernel of its own after BLAS).
-    Only where mma.sync exists (NVIDIA sm_80+; the fake backend and IR-only compiles follow the
-    same rule so their IR is the GPU's): AMD keeps hipBLASLt, where the kernel's fallback
-    arithmetic would be slow."""
+    whose operands allow 16-byte loads. Only where mma.sync exists (NVIDIA sm_80+; the fake
+    backend and IR-only compiles follow the same rule so their IR is the GPU's): AMD keeps
+    hipBLASLt, where the kernel's fallback arithmetic would be slow."""
     mode = mode if mode is not None else os.environ.get("MIGX_GEMM_GEN", "auto")
     if mode == "0" or (arch and arch != "fake" and not _has_mma(arch)):
         return False
@@ -442,11 +431,7 @@ def generated_gemm_wanted(
         return False
     if mode == "all":
         return True
-    if not (plan.m >= MIN_ROWS and plan.a_vec and plan.b_vec):
-        return False
-    if plan.macs <= GENERATED_MAX_MACS and plan.k <= MAX_K:
-        return True
-    return mode == "fused" and epilogue_kernel and plan.macs <= FUSED_MAX_MACS and plan.k <= FUSED_MAX_K
+    return plan.m >= MIN_ROWS and plan.macs <= GENERATED_MAX_MACS and plan.a_vec and plan.b_vec and plan.k <= MAX_K
 
 
 def _has_mma(arch: str) -> bool:

@@ -20,7 +20,6 @@ from migx_explore.compiler.op import Op
 from migx_explore.compiler.pass_infra import Pass
 
 from .. import kernel_cache
-from ..blas_epilogue import blas_epilogue
 from ..codegen import CodegenUnsupported, epilogue_kernel, generate
 from ..codegen.gemm_mma import generated_gemm_wanted, mma_gemm_kernel
 from ..ops import buffer_root
@@ -85,8 +84,7 @@ class CompileOps(Pass):
         on the instruction for display; the executor launches the kernel instead."""
         shapes = [i.shape for i in ins.inputs]
         target = kernel_cache.current_target()
-        epilogue_kernel = bool(ins.module_inputs) and blas_epilogue(ins) is None
-        if not generated_gemm_wanted(shapes, getattr(target, "arch", None), epilogue_kernel=epilogue_kernel):
+        if not generated_gemm_wanted(shapes, getattr(target, "arch", None)):
             return False
         epilogue = ins.module_inputs[0] if ins.module_inputs else None
         try:
