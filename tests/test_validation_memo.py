@@ -14,6 +14,7 @@ import migx_explore.compiler.ir_checks as ir_checks
 from migx_explore.compiler import Op, Program, Shape
 from migx_explore.compiler.errors import ValidationError
 from migx_explore.compiler.pass_infra import Pass, PassFailed, PassManager
+from migx_explore.compiler.snapshot import snapshot_module
 
 F32 = Shape.of("float32", (4, 6))
 
@@ -54,20 +55,20 @@ def _body_to_half(pw) -> None:
 
 def test_shapes_made_through_the_api_are_not_recomputed(rule_calls):
     p, _ = _fused()
-    p.main.validate(snapshots_current=True)
+    p.main.validate(submodule_stamp=snapshot_module)
     assert rule_calls == ["pointwise"]  # relu's shape was computed as it was inserted
     rule_calls.clear()
-    p.main.validate(snapshots_current=True)
+    p.main.validate(submodule_stamp=snapshot_module)
     assert rule_calls == []  # the pointwise passed with these very submodule snapshots
 
 
 def test_a_submodule_changed_around_the_api_is_recomputed_when_read_directly(rule_calls):
     p, pw = _fused()
-    p.main.validate(snapshots_current=True)
+    p.main.validate(submodule_stamp=snapshot_module)
     _body_to_half(pw)
     pw.validate()  # the body is consistent
     with pytest.raises(ValidationError, match=r"pointwise .*stored shape"):
-        p.main.validate()  # a direct call cannot know the cached snapshots are current
+        p.main.validate()  # without a stamp: recomputed
 
 
 @dataclass(frozen=True)
@@ -83,6 +84,6 @@ class HalfBody(Pass):
 
 def test_a_pass_that_changes_a_submodule_around_the_api_is_caught():
     p, _ = _fused()
-    p.main.validate(snapshots_current=True)  # the memo holds the pointwise
+    p.main.validate(submodule_stamp=snapshot_module)  # the memo holds the pointwise
     with pytest.raises(PassFailed, match=r"test_half_body.*pointwise .*stored shape"):
         PassManager().run(p, [HalfBody()])

@@ -20,7 +20,7 @@ which lets a module keep a version counter that snapshots use to skip unchanged 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -185,8 +185,7 @@ class Module:
                     f"{i._module.name}; values cannot cross modules"
                 )
         ruled = shape is None
-        if ruled:
-            shape = compute_shape(op, [i._shape for i in inputs], list(module_inputs))
+        shape = compute_shape(op, [i._shape for i in inputs], list(module_inputs)) if ruled else shape
         prog = self.program
         ins = Instruction(self, op, inputs, module_inputs, shape, prog._current_origin(), literal, prog._take_id())
         if ruled:
@@ -282,9 +281,8 @@ class Module:
                 raise IRError(f"module {self.name}: replacement input #{i._id} ({i.name}) is not live in this module")
             if i is ins:
                 raise IRError(f"module {self.name}: #{ins._id} ({op.name}) cannot use itself")
-        shape = (
-            ins._shape if op.name in ("@param", "@literal") else compute_shape(op, [i._shape for i in new_inputs], mods)
-        )
+        ruled = op.name not in ("@param", "@literal")
+        shape = compute_shape(op, [i._shape for i in new_inputs], mods) if ruled else ins._shape
         for old in ins._inputs:
             if old not in new_inputs and ins in old._outputs:
                 old._outputs.remove(ins)
@@ -293,7 +291,7 @@ class Module:
                 i._outputs.append(ins)
         ins._op, ins._inputs, ins._module_inputs = op, new_inputs, mods
         old_shape, ins._shape = ins._shape, shape
-        if op.name not in ("@param", "@literal"):
+        if ruled:
             remember_shape(self, ins)
         self.version += 1
         if old_shape != shape:
@@ -409,11 +407,10 @@ class Module:
             raise IRError(f"module {self.name}: instruction #{ins._id} ({ins.name}) was removed")
 
     # validation --------------------------------------------------------------------------------
-    def validate(self, *, snapshots_current: bool = False) -> None:
-        """Check use lists, def-before-use, shapes and references; raise ValidationError naming
-        the module and instruction at fault (compiler/ir_checks.py; `snapshots_current`: see
-        validate_module)."""
-        validate_module(self, snapshots_current)
+    def validate(self, *, submodule_stamp: Callable[[Module], object] | None = None) -> None:
+        """Check use lists, def-before-use, shapes and references; raise ValidationError naming the
+        module and instruction at fault (compiler/ir_checks.py, which says what the stamp is)."""
+        validate_module(self, submodule_stamp)
 
     def __repr__(self) -> str:
         return f"<Module {self.name} ({self._count} instructions)>"
@@ -569,16 +566,8 @@ class Program:
             copy = p.modules[m.name]
             live: dict[int, Instruction] = {}
             for ins in m:
-                new = Instruction(
-                    copy,
-                    ins._op,
-                    [live[i._id] for i in ins._inputs],
-                    [p.modules[s.name] for s in ins._module_inputs],
-                    ins._shape,
-                    ins._origin,
-                    ins._literal,
-                    ins._id,
-                )
+                uses = ([live[i._id] for i in ins._inputs], [p.modules[s.name] for s in ins._module_inputs])
+                new = Instruction(copy, ins._op, *uses, ins._shape, ins._origin, ins._literal, ins._id)
                 for i in new._inputs:
                     if new not in i._outputs:
                         i._outputs.append(new)

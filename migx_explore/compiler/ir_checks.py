@@ -5,6 +5,7 @@ Program.structure_key (what program equality compares)."""
 from __future__ import annotations
 
 import operator
+from collections.abc import Callable
 from typing import Any
 
 from .errors import ValidationError
@@ -22,16 +23,15 @@ def remember_shape(module: Any, ins: Any) -> None:
         memo[ins._id] = (ins._op, tuple([i._shape for i in ins._inputs]), ins._shape, ())
 
 
-def validate_module(module: Any, snapshots_current: bool = False) -> None:
+def validate_module(module: Any, submodule_stamp: Callable[[Any], object] | None = None) -> None:
     """Check one ir.Module; raise ValidationError naming the module and instruction at fault.
     (`module` is untyped here: naming ir.Module would make an import cycle with ir.py.)
-    `snapshots_current`: the submodules' cached snapshots were just re-read (the pass manager's
-    Snapshots instrumentation does so before validation), so an instruction whose submodules'
-    snapshots are the ones its shape passed with need not run its shape rule again; otherwise
-    a submodule may have been changed around the Module API since, and such shapes are
-    recomputed."""
-    from .snapshot import snapshot_module  # snapshot imports ir, which imports this module
-
+    `submodule_stamp`: what a submodule is now, as an object that is the same exactly while its
+    content is (the pass manager passes snapshot_module: its Snapshots instrumentation re-read the
+    modules before validation, so a submodule changed around the Module API is a new snapshot).
+    With it, an instruction whose submodules' stamps are the ones its shape passed with does not
+    run its shape rule again; without it, such shapes are recomputed every time."""
+    stamp = submodule_stamp
     seen: set[int] = set()
     members = {id(i) for i in module}
     user_ids: dict[int, set[int]] = {}
@@ -76,11 +76,11 @@ def validate_module(module: Any, snapshots_current: bool = False) -> None:
             # A rule that reads submodules (pointwise, fused ops, GEMM epilogues) is keyed by
             # their snapshots too: the Snapshots instrumentation re-reads a module after a pass
             # that may have gone around the Module API, so a changed submodule is a new object.
-            subs = tuple([snapshot_module(sm) for sm in ins._module_inputs]) if ins._module_inputs else ()
+            subs = tuple([stamp(sm) for sm in ins._module_inputs]) if ins._module_inputs and stamp else ()
             prev = passed.get(ins._id)
             if (
                 prev is not None
-                and (snapshots_current or not subs)
+                and (stamp is not None or not ins._module_inputs)
                 and prev[0] is ins._op
                 and (prev[2] is ins._shape or prev[2] == ins._shape)
                 and len(prev[1]) == len(in_shapes)

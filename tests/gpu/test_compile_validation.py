@@ -17,11 +17,11 @@ def _break_modules(monkeypatch, after: int) -> list[int]:
     calls = [0]
     real = Module.validate
 
-    def validate(self):
+    def validate(self, **kw):
         calls[0] += 1
         if calls[0] > after:
             raise ValidationError("instruction @7: planted break")
-        return real(self)
+        return real(self, **kw)
 
     monkeypatch.setattr(Module, "validate", validate)
     return calls

@@ -177,7 +177,7 @@ class Validation(PassInstrumentation):
                 self._validated[key] = m.version
                 continue
             try:
-                m.validate(snapshots_current=True)  # Snapshots.after_pass ran first (innermost)
+                m.validate(submodule_stamp=snapshot_module)  # Snapshots.after_pass re-read them first
             except ValidationError as e:
                 rec.validation = str(e)
                 raise PassCheckFailed(f"pass {rec.path} left an invalid module: {e}") from None
