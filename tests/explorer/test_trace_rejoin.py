@@ -59,3 +59,18 @@ def test_a_later_entry_that_differs_is_run_not_taken(session):
     s = Session.from_model("resnet18", numeric=False)
     s.disable(later)
     assert got == _texts(s)
+
+
+def test_rejoined_records_keep_their_numeric_checks():
+    """The records taken from an earlier trace are that trace's: their numeric results hold (the
+    programs are the same), pending ones run when read."""
+    s = Session.from_model("resnet18")
+    s.run()
+    path = "fusion.fuse_pointwise_reduce"
+    s.disable(path)
+    s.run()
+    s.enable(path)
+    s.run()
+    assert s.traces.last_retrace.rejoined > 0
+    checked = [r for r in s.trace.top_level() if r.changed and r.after is not None]
+    assert checked and all(r.numeric is not None and r.numeric.ok for r in checked)
