@@ -45,10 +45,10 @@ def accepts_any_layout(user: Instruction, index: int, new_shape) -> bool:
         if plan is None:
             return False
         now = plan_gemm(*(i.shape for i in (user.inputs[0], user.inputs[1], user.inputs[-1])))
-        if now is not None and len(plan.offsets) > len(now.offsets):
+        if now is not None and len(plan.offsets) > len(now.offsets) + 1:
             # Batch axes no one stride steps through are looped on the host, one BLAS call each:
             # Swin's window partition read in place was 64 calls of ~2.5 us where the copy and one
-            # call cost ~5 us. Keep the copy.
+            # call cost ~5 us. Keep the copy where it saves more calls than the one launch it is.
             return False
         if plan.dtype in QUANT_ALIGN:  # 8-bit BLAS needs its TN layout kept
             from .lowering import quant_blas_types
