@@ -91,15 +91,9 @@ class _Pred(Matcher):
     def __init__(self, desc: str, fn: Callable[[Instruction, MatchState], bool], why: Callable | str):
         self.desc, self.fn, self.why = desc, fn, why
 
-    def _test(self, ins, st):
-        if self.fn(ins, st):
-            return True
-        st.reason = self.why(ins) if callable(self.why) else self.why
-        return False
-
-    # test() written out for the matchers every rule is made of (predicates and all_of): the
-    # same depth counting as Matcher.test, one Python call fewer per condition tried (a compile
-    # tries some 400k). A subclass that overrides _test must override test too.
+    # test() in place of _test for the matchers every rule is made of (predicates and all_of):
+    # the same depth counting as Matcher.test, one Python call fewer per condition tried (a
+    # compile tries some 400k).
     def test(self, ins, st):
         if self.fn(ins, st):
             st.depth += 1
@@ -298,13 +292,7 @@ class AllOf(Matcher):
         self.ms = tuple(ms)
         self.desc = "all_of(" + ", ".join(m.desc for m in self.ms) + ")"
 
-    def _test(self, ins, st):
-        for m in self.ms:
-            if not m.test(ins, st):
-                return False
-        return True
-
-    def test(self, ins, st):
+    def test(self, ins, st):  # in place of _test, as _Pred.test
         for m in self.ms:
             if not m.test(ins, st):
                 return False

@@ -177,7 +177,7 @@ class ConvAffine:
         return y
 
     def where(self) -> str:
-        names = " -> ".join(i.name for i in [self.conv, *self.chain])
+        names = " -> ".join(i.name for i in self.instructions)
         return f"module {self.conv.module.name}: {names} (#{self.conv.id}..#{self.chain[-1].id}, folded)"
 
 

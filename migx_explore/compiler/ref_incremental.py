@@ -195,7 +195,7 @@ class IncrementalEvaluator:
                 # pending when the version before ended (nothing read it): its key as it was
             else:
                 work = arithmetic(ins)
-                meter.spend(where, work)
+                spend(where, work)
                 key = self._key(ins, tokens, run.module_keys)
             hit = run.by_key.get(key) or self._by_key.get(key)
             if hit is None:

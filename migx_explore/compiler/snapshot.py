@@ -330,9 +330,18 @@ def _unchanged_by_identity(m: Module, recs: tuple[InstrRecord, ...]) -> bool:
     return True
 
 
-def _same_records(a: tuple[InstrRecord, ...], b: tuple[InstrRecord, ...]) -> bool:
+def _same_records(a: tuple[InstrRecord, ...], b: tuple[InstrRecord, ...], literal_object: bool = True) -> bool:
+    """Records pairwise the same: ids, origins and content; `literal_object`: a literal must be
+    the very object too (a snapshot shared with a module holds the module's literals), else
+    equal data is enough."""
     return len(a) == len(b) and all(
-        x is y or (x.id == y.id and x.origin == y.origin and x.literal is y.literal and x.same_content(y))
+        x is y
+        or (
+            x.id == y.id
+            and x.origin == y.origin
+            and (not literal_object or x.literal is y.literal)
+            and x.same_content(y)
+        )
         for x, y in zip(a, b)
     )
 
@@ -420,15 +429,10 @@ def same_program(a: ProgramSnapshot, b: ProgramSnapshot) -> bool:
         return True
     if a.next_id != b.next_id or list(a._index) != list(b._index) or a.scopes != b.scopes:
         return False
-    for ma, mb in zip(a.modules, b.modules):
-        if ma is mb:
-            continue
-        if ma.bypass != mb.bypass or len(ma.instrs) != len(mb.instrs):
-            return False
-        for ra, rb in zip(ma.instrs, mb.instrs):
-            if ra is not rb and (ra.id != rb.id or ra.origin != rb.origin or not ra.same_content(rb)):
-                return False
-    return True
+    return all(
+        ma is mb or (ma.bypass == mb.bypass and _same_records(ma.instrs, mb.instrs, literal_object=False))
+        for ma, mb in zip(a.modules, b.modules)
+    )
 
 
 @dataclass(frozen=True)

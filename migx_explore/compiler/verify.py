@@ -282,21 +282,17 @@ def _errors_finite(a64: np.ndarray, b64: np.ndarray, atol: float) -> tuple[np.nd
 def check_value(actual: Any, expected: Any, tol: Tolerance = Tolerance(), *, compute: str = "float32") -> ValueCheck:
     """Compare one value with its reference under `tol` (see the module docstring)."""
     a, b = np.asarray(actual), np.asarray(expected)
+    value_type = "float32" if b.dtype.kind in "fcV" else _np_type_name(b.dtype)
     if a is b and b.dtype.kind in "fciub":
         # The reference's own array (a pass that left an output alone): what the scan below finds,
         # without converting both sides to float64 (a NaN's relative error reads as inf there).
         nan = b.dtype.kind in "fc" and bool(np.isnan(b).any())
-        thr = (
-            math.nan
-            if tol.allclose
-            else tol.threshold(compute, "float32" if b.dtype.kind in "fc" else _np_type_name(b.dtype))
-        )
+        thr = math.nan if tol.allclose else tol.threshold(compute, value_type)
         return ValueCheck(True, 0.0, thr, 0.0, math.inf if nan else 0.0)
     if a.shape != b.shape:
         if a.size != b.size:
             return ValueCheck(False, math.inf, math.nan, math.inf, math.inf, f"shape {a.shape} != {b.shape}")
         a = a.reshape(b.shape)
-    value_type = "float32" if b.dtype.kind in "fc" or b.dtype.kind == "V" else _np_type_name(b.dtype)
     err, max_abs, max_rel, rms = _errors(a, b, tol.atol or 0.0)
     if tol.allclose:
         rtol, atol = tol.rtol or 0.0, tol.atol or 0.0
