@@ -6,7 +6,10 @@ timed interleaved (rounds that rotate through the variants, so drift hits all of
 
 Variants are MIGX_GEMM_GEN settings read at compile time: "0" (every GEMM a cuBLASLt call, its
 epilogue in cuBLASLt or a kernel after it), "auto" (the default: small half GEMMs as the generated
-tensor-core kernel, gpu/codegen/gemm_mma.py) and "all". Prints, per model, the median graph
+tensor-core kernel, gpu/codegen/gemm_mma.py) and "all"; or "+"-joined KEY=VALUE settings of other
+variables and of convolution_layout (parse_variant), e.g.
+`--variants MIGX_CONV_IGEMM=0,MIGX_CONV_IGEMM=auto+convolution_layout=channels_last`.
+Prints, per model, the median graph
 latency of each, its ratio to torch.compile, the launches, the largest output difference to the
 "0" variant, and the per-kernel profile (CUPTI) of the first and second variants, so the gaps can
 be compared too. Writes gemm_paths.md / .json under --out.
@@ -26,7 +29,27 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).parent))
 
 
-def compile_variant(model, mode: str, precision: str):
+# What a variant may set besides MIGX_GEMM_GEN: compile options by name
+OPTION_KEYS = ("convolution_layout",)
+
+
+def parse_variant(variant: str) -> tuple[dict[str, str], dict[str, str]]:
+    """(environment, compile options) of a variant: a bare value is MIGX_GEMM_GEN's, else
+    "+"-joined KEY=VALUE settings, e.g. "MIGX_CONV_IGEMM=0+convolution_layout=channels_last"."""
+    if "=" not in variant:
+        return {"MIGX_GEMM_GEN": variant}, {}
+    env, options = {}, {}
+    for part in variant.split("+"):
+        key, _, value = part.partition("=")
+        (options if key in OPTION_KEYS else env)[key] = value
+    return env, options
+
+
+def _label(variant: str) -> str:
+    return variant if "=" in variant else f"MIGX_GEMM_GEN={variant}"
+
+
+def compile_variant(model, variant: str, precision: str):
     from migx_explore.compiler.onnx import parse_onnx
     from migx_explore.compiler.pass_infra import PassManager
     from migx_explore.gpu import compile_program_ir
@@ -34,11 +57,23 @@ def compile_variant(model, mode: str, precision: str):
     from migx_explore.gpu.pipelines import CompileOptions
     from migx_explore.gpu.runtime import get_backend
 
-    os.environ["MIGX_GEMM_GEN"] = mode  # read by compile_ops while this program compiles
-    be = get_backend()
-    program = compile_program_ir(
-        parse_onnx(model), CompileOptions(precision=precision), backend=be, pass_manager=PassManager(validate=False)
-    )
+    env, options = parse_variant(variant)
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)  # read by the passes while this program compiles
+    try:
+        be = get_backend()
+        program = compile_program_ir(
+            parse_onnx(model),
+            CompileOptions(precision=precision, **options),
+            backend=be,
+            pass_manager=PassManager(validate=False),
+        )
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
     return CompiledProgram(program, be)
 
 
@@ -64,7 +99,7 @@ def main() -> None:
     results: dict = {"device": device, "precision": args.precision, "variants": variants, "models": {}}
     text = [f"# GEMM paths, {args.precision}, {device}", ""]
     rows = [
-        "| model | " + " | ".join(f"MIGX_GEMM_GEN={v}" for v in variants) + " | torch.compile |",
+        "| model | " + " | ".join(_label(v) for v in variants) + " | torch.compile |",
         "|---" * (len(variants) + 2) + "|",
     ]
     for case in _cases(args.models.split(",")):
@@ -136,7 +171,7 @@ def one_case(case, variants: list[str], args, results: dict, rows: list[str], te
     for v, prof in profiles.items():
         ks = prof["kernels"]
         text += [
-            f"## {case.name}, MIGX_GEMM_GEN={v}: graph {med[v]:.1f} us, {len(ks)} kernels summing to "
+            f"## {case.name}, {_label(v)}: graph {med[v]:.1f} us, {len(ks)} kernels summing to "
             f"{sum(k[1] for k in ks):.1f} us",
             "",
         ]

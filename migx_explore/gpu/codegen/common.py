@@ -207,14 +207,28 @@ MIGX_GLOBAL void {name}_kernel({kernel_params(shapes, writes)}) {{
     return KernelSource(name + "_kernel", source(src), g, loc)
 
 
+def memory_order(s: Shape) -> list[int]:
+    """s's axes from the largest stride to the smallest (ties keep their order): the order that
+    walks a buffer front to back, e.g. [0, 2, 3, 1] for a channels-last [n, c, h, w]. Consecutive
+    threads then touch consecutive addresses whatever the layout (a logical-order walk of a
+    channels-last output stored each thread's element C apart)."""
+    return sorted(range(s.ndim), key=lambda d: -s.strides[d])
+
+
 def output_grid_kernel(name: str, shapes: Sequence[Shape], lines_fn, prelude: str = "") -> KernelSource:
     """A kernel computing each element of the last param (the output) from output coordinates
-    o0, o1, ...: `lines_fn(coords, index_type)` returns the lines that compute and store it."""
+    o0, o1, ...: `lines_fn(coords, index_type)` returns the lines that compute and store it.
+    Threads take the output's elements in memory order (memory_order)."""
     out = shapes[-1]
     n = out.elements()
     if n == 0:
         raise CodegenUnsupported("empty output")
     it = index_type(shapes)
-    lines = decompose("i", out.lens, it, "o")
+    order = memory_order(out)
+    if order == list(range(out.ndim)):
+        lines = decompose("i", out.lens, it, "o")
+    else:
+        lines = decompose("i", [out.lens[d] for d in order], it, "mo")  # a prefix no generator uses
+        lines += [f"const {it} o{d} = mo{k};" for k, d in enumerate(order)]
     lines += lines_fn([f"o{d}" for d in range(out.ndim)], it)
     return grid_stride_kernel(name, shapes, [False] * (len(shapes) - 1) + [True], it, n, lines, prelude)

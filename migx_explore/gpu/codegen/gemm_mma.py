@@ -97,6 +97,18 @@ def _vector_ok(inner_stride: int, other_strides: Sequence[int], extent: int) -> 
     return inner_stride == 1 and extent % 8 == 0 and all(s % 8 == 0 for s in other_strides)
 
 
+Tile = tuple[int, int, int, int]
+
+
+def choose_tile(nb: int, m: int, n: int, tiles: Sequence[Tile] = TILES) -> Tile:
+    """(BM, BN, warps along M, warps along N) for `nb` products of m x n: the largest of `tiles`
+    that still gives TARGET_BLOCKS blocks, else the smallest."""
+    for tile in tiles:  # past the loop: the smallest
+        if nb * -(-m // tile[0]) * -(-n // tile[1]) >= TARGET_BLOCKS:
+            break
+    return tile
+
+
 def plan_mma_gemm(shapes: Sequence[Shape]) -> MmaGemmPlan:
     """The plan for params (a, b, extras..., out), or CodegenUnsupported saying why there is none."""
     shapes = fold_broadcast_batch(shapes)
@@ -115,11 +127,7 @@ def plan_mma_gemm(shapes: Sequence[Shape]) -> MmaGemmPlan:
     for s in [out, *shapes[2:-1]]:
         if view_strides(s.lens, s.strides, dot_lens) is None:
             raise CodegenUnsupported(f"gemm operand {s} cannot view the product's lens {dot_lens}")
-    nb = math.prod(batch)
-    for tile in TILES:  # past the loop: the smallest
-        if nb * -(-m // tile[0]) * -(-n // tile[1]) >= TARGET_BLOCKS:
-            break
-    bm, bn, wm, wn = tile
+    bm, bn, wm, wn = choose_tile(math.prod(batch), m, n)
     bk = min(64, -(-k // 16) * 16)
     b_kmajor = b.strides[-1] == 1 or b.strides[-2] != 1
     a_vec = _vector_ok(a.strides[-1], a.strides[:-1], k)
@@ -231,13 +239,14 @@ def _k_loop_parts(plan: MmaGemmPlan, a: Shape, b: Shape, it: str) -> _Loop:
     return _Loop(plan, a, b, a_ptr, b_ptr, a_lim, b_lim, b_dims, b_strides, stages, compute)
 
 
-def _main_loop(lp: _Loop, va: bool, vb: bool) -> list[str]:
+def _main_loop(lp: _Loop, va: bool, vb: bool, sb: _Stage | None = None) -> list[str]:
     """The chunk loop, A / B loads vectorised or not: double-buffered shared memory, the next
     chunk's global loads issued before this chunk's mma, one barrier per chunk (the buffer
-    written is the one every warp finished reading before the last barrier)."""
+    written is the one every warp finished reading before the last barrier). `sb`: B's moves
+    where B is not a strided matrix (an implicit-GEMM convolution's gathered columns)."""
     a = lp.a
     sa = _stage("a", lp.plan.bm, lp.plan.bk, (a.strides[-2], a.strides[-1]), lp.a_lim, va)
-    sb = _stage("b", *lp.b_dims, lp.b_strides, lp.b_lim, vb)
+    sb = sb or _stage("b", *lp.b_dims, lp.b_strides, lp.b_lim, vb)
     corner = [f"const auto* pa = {lp.a_ptr};", f"const auto* pb = {lp.b_ptr};"]
     return _lines(
         "main_loop",
@@ -251,15 +260,18 @@ def _main_loop(lp: _Loop, va: bool, vb: bool) -> list[str]:
     )
 
 
-def _pipelined(lp: _Loop, prefetch_b: bool) -> list[str]:
+def _pipelined(lp: _Loop, prefetch_b: bool, b_copy: list[str] | None = None) -> list[str]:
     """Both operands by 16-byte asynchronous copies, `stages` chunks deep: chunk c + stages - 1
     is issued right after chunk c's mma, into the stage every warp finished reading before
-    this iteration's barrier."""
+    this iteration's barrier. `b_copy`: the copy of one B vector (row, col, st, p in scope)
+    where B is gathered rather than strided."""
     stages, nchunks = lp.stages, lp.nchunks
 
     def issue(op: str, rows: int, cols: int, rs: int, lim: tuple[str, str], ptr: str) -> list[str]:
         nv = rows * cols // 8
         copy = _lines("async_copy", rows_left=lim[0], cols_left=lim[1], vectors=nv, op=op, row_stride=rs)
+        if op == "b" and b_copy is not None:
+            copy = b_copy
         each = _each(nv, _vector_index(cols), copy)
         return _lines("issue", name=f"issue_{op}", bk=lp.plan.bk, stages=stages, ptr=ptr, copies=each)
 
@@ -306,16 +318,14 @@ def _k_loop(lp: _Loop, prefetch_b: bool) -> list[str]:
     return _main_loop(lp, False, False)
 
 
-def _epilogue(epilogue: Module | None, extras: Sequence[Shape], views: list, ii: str, jj: str) -> tuple[list[str], str]:
-    """(lines, result expression) of the store function: one output element per call."""
+def _epilogue(epilogue: Module | None, extras: Sequence[Shape], offsets: Sequence[str]) -> tuple[list[str], str]:
+    """(lines, result expression) of the store function: one output element per call; extra j
+    is read at oc<j+1> + offsets[j]."""
     if epilogue is None:
         return [], "x"
     ep_lines, loaded = [], []
-    for j, s in enumerate(extras):
-        v = views[j + 1]
-        ep_lines.append(
-            f"const {compute_type(s.type)} e{j} = migx::load(p{2 + j}, oc{j + 1} + {offset_expr([ii, jj], v[-2:])});"
-        )
+    for j, (s, off) in enumerate(zip(extras, offsets)):
+        ep_lines.append(f"const {compute_type(s.type)} e{j} = migx::load(p{2 + j}, oc{j + 1} + {off});")
         loaded.append(f"e{j}")
     em = BodyEmitter("ep")
     outs = em.run(epilogue, ["x", *loaded])
@@ -370,7 +380,7 @@ def mma_gemm_kernel(
     # Off by default: on an H200 (one call, one process per setting) it gave gpt2 74.5 -> 73.0 and
     # llama 68.3 -> 66.4 us but bert 101.5 -> 108.1 us (fp16 graphs).
     prefetch_b = constant_b and plan.a_vec and plan.b_vec and os.environ.get("MIGX_GEMM_PREFETCH", "0") == "1"
-    ep_lines, result = _epilogue(epilogue, extras, views, ii, jj)
+    ep_lines, result = _epilogue(epilogue, extras, [offset_expr([ii, jj], v[-2:]) for v in views[1:]])
     nb = math.prod(plan.batch)
     name = f"gemm_mma_{bm}x{bn}x{bk}_{m}x{n}x{k}" + (f"_b{nb}" if nb > 1 else "")
     if epilogue is not None:

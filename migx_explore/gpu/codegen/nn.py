@@ -41,6 +41,20 @@ def _acc_type(t: str) -> str:
     return "double" if t == "float64" else "float"
 
 
+def convolution_kernel(op: Op, shapes: Sequence[Shape], epilogue: Module | None) -> KernelSource:
+    """The implicit-GEMM kernel where lowering laid the convolution out for it (channels-last
+    half input, [co][r][s][c] weight, enough output channels), else the direct kernel."""
+    from .conv_igemm import MIN_CHANNELS, conv_gemm, conv_igemm_kernel
+
+    try:
+        conv_gemm(op, shapes[0], shapes[1], shapes[-1])
+    except CodegenUnsupported:
+        return conv_kernel(op, shapes, epilogue)
+    if shapes[1].lens[0] < MIN_CHANNELS:
+        return conv_kernel(op, shapes, epilogue)
+    return conv_igemm_kernel(op, shapes, epilogue)
+
+
 def conv_kernel(op: Op, shapes: Sequence[Shape], epilogue: Module | None) -> KernelSource:
     """Direct convolution; params (x, w, epilogue extras..., out)."""
     x, w, out = shapes[0], shapes[1], shapes[-1]
@@ -305,7 +319,7 @@ def _prev(tables: dict, d: int) -> int | None:
 
 
 GENERATORS: dict[str, RequestGenerator] = {
-    "convolution": lambda r: conv_kernel(r.inner, r.shapes, r.epilogue),
+    "convolution": lambda r: convolution_kernel(r.inner, r.shapes, r.epilogue),
     "im2col": lambda r: im2col_kernel(r.inner, r.shapes),
     "pooling": lambda r: pooling_kernel(r.inner, r.shapes),
     "resize": lambda r: resize_kernel(r.inner, r.shapes),

@@ -26,6 +26,7 @@ from .common import (
     grid_stride_kernel,
     index_type,
     literal,
+    memory_order,
     offset_expr,
     output_grid_kernel,
 )
@@ -59,7 +60,10 @@ def elementwise(
     if n == 0:
         raise CodegenUnsupported("empty output")
     used = sorted(set(loads) | set(stores) | {g.index for g in gathers.values()})
-    clens, cstrides = collapse(lens, [shapes[k].strides for k in used])
+    # the walk follows the (first) output's memory order: coalesced stores for any layout
+    order = memory_order(shapes[stores[0]]) if stores and not gathers else list(range(len(lens)))
+    lens = [lens[d] for d in order]
+    clens, cstrides = collapse(lens, [[shapes[k].strides[d] for d in order] for k in used])
     strides = dict(zip(used, cstrides))
     it = index_type(list(shapes) + real_shapes(gathers))
     lines = decompose("i", clens, it)

@@ -37,6 +37,9 @@ def accepts_any_layout(user: Instruction, index: int, new_shape) -> bool:
             shapes = [i.shape for i in user.inputs]
             shapes[index] = new_shape
             return attention_layout_refusal(user.module_inputs[0], shapes) is None
+        if inner.name == "convolution" and index < 2:
+            # lowering laid this input out channels-last for the implicit-GEMM kernel
+            return _keeps_implicit_gemm(inner, [i.shape for i in user.inputs], index, new_shape)
         return True  # generated kernels and numpy read any strides
     if user.name == "gpu::gemm" and index < 2:
         shapes = [i.shape for i in user.inputs]
@@ -75,6 +78,24 @@ def accepts_any_layout(user: Instruction, index: int, new_shape) -> bool:
         users = list(user.outputs)
         return bool(users) and all(accepts_any_layout(u, list(u.inputs).index(user), shape) for u in users)
     return False
+
+
+def _keeps_implicit_gemm(op, shapes: list, index: int, new_shape) -> bool:
+    """False where the convolution's inputs fit the implicit-GEMM kernel now and would not with
+    input `index` read as `new_shape` (the direct kernel would then run it, many times slower)."""
+    from ..codegen import CodegenUnsupported
+    from ..codegen.conv_igemm import conv_gemm
+
+    def fits(s: list) -> bool:
+        try:
+            conv_gemm(op, s[0], s[1], s[-1])
+        except CodegenUnsupported:
+            return False
+        return True
+
+    changed = list(shapes)
+    changed[index] = new_shape
+    return fits(changed) or not fits(shapes)
 
 
 @dataclass(frozen=True)

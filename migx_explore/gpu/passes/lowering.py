@@ -40,6 +40,7 @@ from ..blas_plan import plan_gemm, quant_blas_refusal
 from ..codegen import kernel_family
 from ..codegen.topk import topk_workspace
 from ..ops import op_text
+from .conv_layout import feeds_implicit_gemm, followed_layout, is_channels_last, nhwc_strides, wants_implicit_gemm
 from .entry_convert import converted_source, narrowing_epilogue, widened_constant
 
 SMALL_CONV_TAPS = 32  # C/group x kernel taps at or under which a direct kernel beats im2col + GEMM
@@ -153,7 +154,7 @@ class Lowering(Pass):
         elif ins.name == "topk" and topk_workspace(op, ins.inputs[0].shape) is not None:
             new = self._topk(m, ins)
         elif kernel_family(ins.name) is not None:
-            new = precompile(m, ins, op, ins.inputs, ins.shape, ins.module_inputs)
+            new = precompile(m, ins, op, ins.inputs, followed_layout(ins), ins.module_inputs)
         elif op.spec.compute is not None:
             new = host_op(m, ins, op, ins.inputs, ins.shape, ins.module_inputs)
         else:
@@ -193,12 +194,26 @@ class Lowering(Pass):
         if all(v == 1 for v in ksz) and all(v == 1 for v in st) and not any(pb + pe) and g == 1:
             return self._conv_1x1(m, ins, x, w)
         src = converted_source(x, ins)  # at fp16, the model's float32 input: read it directly
-        if cg * taps <= SMALL_CONV_TAPS or (cg == 1 and g > 1):
+        igemm = wants_implicit_gemm(ins)
+        if (cg * taps <= SMALL_CONV_TAPS or (cg == 1 and g > 1)) and not (igemm and is_channels_last(x.shape)):
             wide = widened_constant(m, ins, w, src.shape.type) if src is not None else None
             if wide is not None:
                 epi = narrowing_epilogue(m, src.shape.type, ins.shape.type)
                 return precompile(m, ins, op, [src, wide], ins.shape, [epi], ninputs=2)
-            return precompile(m, ins, op, [x, w], ins.shape)
+            # a channels-last input keeps its layout (the kernel walks the output in memory
+            # order), and an output an implicit-GEMM convolution reads is written so; else
+            # standard (the shape follows a channels-last input: convolution's shape rule)
+            out = ins.shape.as_standard()
+            if is_channels_last(x.shape) or (out.lens[1] % 8 == 0 and feeds_implicit_gemm(ins)):
+                out = Shape(out.type, list(out.lens), nhwc_strides(out.lens))
+            return precompile(m, ins, op, [x, w], out)
+        if igemm:
+            # written channels-last too where another one reads it (through elementwise kernels,
+            # conv_layout.followed_layout), so that one needs no copy; else standard
+            out = ins.shape.as_standard()
+            if out.lens[1] % 8 == 0 and feeds_implicit_gemm(ins):
+                out = Shape(out.type, list(out.lens), nhwc_strides(out.lens))
+            return precompile(m, ins, op, [channels_last(m, ins, x), channels_last(m, ins, w)], out)
         n = x.shape.lens[0]
         col_op = Op(
             "gpu::im2col",
@@ -221,7 +236,10 @@ class Lowering(Pass):
                 view(m, ins, "reshape", w_std, dims=[k_out, cg * taps]),
                 out_lens=[n, k_out, cg * taps],
             )
-            return gemm(m, ins, a, col, ins.shape.as_standard())
+            out = ins.shape.as_standard()
+            if out.ndim == 4 and k_out % 8 == 0 and feeds_implicit_gemm(ins):  # a stem convolution
+                out = Shape(out.type, list(out.lens), nhwc_strides(out.lens))
+            return gemm(m, ins, a, col, out)
         kg = k_out // g
         a = view(
             m,
@@ -302,7 +320,14 @@ class Lowering(Pass):
         n, c = x.shape.lens[:2]
         k_out = w.shape.lens[0]
         hw = math.prod(x.shape.lens[2:])
-        b = view(m, ins, "reshape", make_standard(m, ins, x), dims=[n, c, hw])
+        out = ins.shape.as_standard()
+        if is_channels_last(x.shape):
+            # a channels-last input is the k-contiguous [n, c, hw] operand as it is (no copy back
+            # to NCHW), and the output stays channels-last for the kernels after it
+            rows = view(m, ins, "reshape", view(m, ins, "transpose", x, permutation=[0, 2, 3, 1]), dims=[n, hw, c])
+            b = view(m, ins, "transpose", rows, permutation=[0, 2, 1])
+        else:
+            b = view(m, ins, "reshape", make_standard(m, ins, x), dims=[n, c, hw])
         a = view(
             m,
             ins,
@@ -310,7 +335,9 @@ class Lowering(Pass):
             view(m, ins, "reshape", make_standard(m, ins, w), dims=[k_out, c]),
             out_lens=[n, k_out, c],
         )
-        return gemm(m, ins, a, b, ins.shape.as_standard())
+        if k_out % 8 == 0 and (is_channels_last(x.shape) or feeds_implicit_gemm(ins)):
+            out = Shape(out.type, list(out.lens), nhwc_strides(out.lens))
+        return gemm(m, ins, a, b, out)
 
     def _outputs(self, m: Module) -> bool:
         """Results leave as standard buffers (offload_copy: through hip::copy_from_gpu)."""
@@ -391,6 +418,19 @@ def _transposed_copy(m: Module, before: Instruction, b: Instruction) -> Instruct
         return view(m, before, "transpose", lit, permutation=perm)
     t = make_standard(m, before, view(m, before, "transpose", b, permutation=perm))
     return view(m, before, "transpose", t, permutation=perm)
+
+
+def channels_last(m: Module, before: Instruction, x: Instruction) -> Instruction:
+    """A 4-D x stored [n][h][w][c], seen as [n, c, h, w]: x itself when it already is (a channel
+    stride of 1), a new literal when x is constant (a weight: [co][r][s][c]), else one copy kernel."""
+    if is_channels_last(x.shape):
+        return x
+    to_last, back = [0, 2, 3, 1], [0, 3, 1, 2]
+    if x.can_eval():
+        lit = m.add_literal(np.ascontiguousarray(np.transpose(np.asarray(eval_instruction(x)), to_last)))
+        return view(m, before, "transpose", lit, permutation=back)
+    t = make_standard(m, before, view(m, before, "transpose", x, permutation=to_last))
+    return view(m, before, "transpose", t, permutation=back)
 
 
 def _k_contiguous(s: Shape) -> Shape:
