@@ -40,6 +40,7 @@ from .common import (
 )
 from .gemm_mma import (
     MMA_TYPES,
+    PAD,
     THREADS,
     TILES,
     MmaGemmPlan,
@@ -200,9 +201,9 @@ def conv_igemm_kernel(op: Op, shapes: Sequence[Shape], epilogue: Module | None =
         entry="migx::kernel_entry();",
         stages=lp.stages,
         bm=bm,
-        a_pitch=bk + 8,
+        a_pitch=bk + PAD,
         b_rows=lp.b_dims[0],
-        b_pitch=lp.b_dims[1] + 8,
+        b_pitch=lp.b_dims[1] + PAD,
         wn=plan.wn,
         wm_span=fm * 16,
         wn_span=fn * 8,
