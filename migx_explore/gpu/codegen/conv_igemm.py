@@ -44,14 +44,14 @@ from .gemm_mma import (
     THREADS,
     TILES,
     MmaGemmPlan,
-    _each,
-    _epilogue,
-    _k_loop_parts,
-    _main_loop,
-    _pipelined,
-    _render,
-    _Stage,
+    Stage,
     choose_tile,
+    epilogue_lines,
+    k_loop_parts,
+    main_loop,
+    per_thread,
+    pipelined_loop,
+    render_section,
 )
 
 # K chunk: 64 as gemm_mma's; MIGX_IGEMM_BK=32 for measuring (a 64 x 64 tile then fits 4 stages
@@ -140,13 +140,13 @@ def _gather(g: ConvGemm, x: Shape, it: str) -> list[str]:
     ]
 
 
-def _element_stage(g: ConvGemm, x: Shape, bn: int, bk: int, it: str) -> _Stage:
+def _element_stage(g: ConvGemm, x: Shape, bn: int, bk: int, it: str) -> Stage:
     """B moved element by element (the input pointer is not 16-byte aligned at run time)."""
     ne = bn * bk
     where = f"const int e = threadIdx.x + r * {THREADS}, row = e / {bk}, col = e % {bk};"
     load = [*_gather(g, x, it), f"    br[r] = (e < {ne} && ok) ? pb[off].bits : (unsigned short)0;"]
     store = [f"    if (e < {ne}) bs[buf][row][col] = br[r];"]
-    return _Stage(f"unsigned short br[{-(-ne // THREADS)}];", _each(ne, where, load), _each(ne, where, store))
+    return Stage(f"unsigned short br[{-(-ne // THREADS)}];", per_thread(ne, where, load), per_thread(ne, where, store))
 
 
 def conv_igemm_kernel(op: Op, shapes: Sequence[Shape], epilogue: Module | None = None) -> KernelSource:
@@ -166,7 +166,7 @@ def conv_igemm_kernel(op: Op, shapes: Sequence[Shape], epilogue: Module | None =
     # A is the weight (param 1, row-major [cout, K]); B's corner is the image's (xb): the gather
     # adds each element's offset
     lp = dataclasses.replace(
-        _k_loop_parts(plan, a_virtual, b_virtual, it), a_ptr=f"p1 + (({it})row0 * {g.k} + k0)", b_ptr="xb"
+        k_loop_parts(plan, a_virtual, b_virtual, it), a_ptr=f"p1 + (({it})row0 * {g.k} + k0)", b_ptr="xb"
     )
     # the output and extras at (image, channel i, pixel j) through their own 4-D strides
     ii, jj = (c if it == "int" else f"(({it}){c})" for c in ("i", "j"))
@@ -176,9 +176,9 @@ def conv_igemm_kernel(op: Op, shapes: Sequence[Shape], epilogue: Module | None =
     loop = [
         "const auto* xb = p0 + ox;",
         f"if ({vec_check})",
-        *_pipelined(lp, False, copy),
+        *pipelined_loop(lp, False, copy),
         "else",
-        *_main_loop(lp, False, False, _element_stage(g, x, bn, bk, it)),
+        *main_loop(lp, False, False, _element_stage(g, x, bn, bk, it)),
     ]
     head = [
         "int blk = blockIdx.x;",
@@ -189,12 +189,12 @@ def conv_igemm_kernel(op: Op, shapes: Sequence[Shape], epilogue: Module | None =
         *(f"const {it} oc{j} = {offset_expr(['g0'], s.strides[:1])};" for j, s in enumerate([out, *extras])),
         f"const int row0 = tm * {bm}, col0 = tn * {bn};",
     ]
-    ep_lines, result = _epilogue(epilogue, extras, [offset_expr(pixel, s.strides[1:]) for s in extras])
+    ep_lines, result = epilogue_lines(epilogue, extras, [offset_expr(pixel, s.strides[1:]) for s in extras])
     taps = f"{g.r}x{g.s}" + (f"s{g.stride[0]}" if g.stride != (1, 1) else "")
     name = f"conv_igemm_{taps}_{bm}x{bn}x{bk}_{cout}x{g.pixels}x{g.k}" + (f"_b{g.n}" if g.n > 1 else "")
     if epilogue is not None:
         name += "_" + "_".join(dict.fromkeys(i.name for i in epilogue if not i.is_builtin()))[:32]
-    src = _render(
+    src = render_section(
         "kernel",
         name=name,
         params=kernel_params(shapes, [False] * (len(shapes) - 1) + [True]),
@@ -250,10 +250,10 @@ def implicit_gemm_wanted(
     has enough output channels and blocks (`min_blocks`: 0 where the input is channels-last
     already, so that the alternative, an im2col, would read it across channels), and is not so
     large that cuBLASLt wins."""
-    from .gemm_mma import _has_mma
+    from .gemm_mma import has_mma
 
     mode = mode if mode is not None else igemm_mode()
-    if mode == "0" or (arch and arch != "fake" and not _has_mma(arch)):
+    if mode == "0" or (arch and arch != "fake" and not has_mma(arch)):
         return False
     try:
         g = conv_gemm(op, x, w, out)

@@ -139,7 +139,7 @@ def plan_mma_gemm(shapes: Sequence[Shape]) -> MmaGemmPlan:
 
 
 @dataclass(frozen=True)
-class _Stage:
+class Stage:
     """Moving one operand's chunk (rows x cols, cols contiguous in shared memory) from global
     memory into registers (`load`, reads pointer `pa`/`pb` at the chunk's corner) and from
     registers into the shared array (`store`, into buffer `buf`)."""
@@ -149,7 +149,7 @@ class _Stage:
     store: list[str]
 
 
-def _each(n: int, index: str, body: list[str]) -> list[str]:
+def per_thread(n: int, index: str, body: list[str]) -> list[str]:
     """`body` for this thread's share of n items: `index` names the item, its row and col."""
     return ["#pragma unroll", f"for (int r = 0; r < {-(-n // THREADS)}; ++r) {{", f"    {index}", *body, "}"]
 
@@ -159,7 +159,7 @@ def _vector_index(cols: int) -> str:
     return f"const int v = threadIdx.x + r * {THREADS}, row = v / {cols // 8}, col = (v % {cols // 8}) * 8;"
 
 
-def _stage(op: str, rows: int, cols: int, strides: tuple[int, int], lim: tuple[str, str], vec: bool) -> _Stage:
+def _stage(op: str, rows: int, cols: int, strides: tuple[int, int], lim: tuple[str, str], vec: bool) -> Stage:
     """`op` is "a" or "b" (pointer p<op>, shared array <op>s); `strides` are the global strides of
     the chunk's rows and cols; `lim` the C++ bounds (rows, cols) still inside the matrix."""
     p, rs, cs = f"p{op}", strides[0], strides[1]
@@ -172,7 +172,7 @@ def _stage(op: str, rows: int, cols: int, strides: tuple[int, int], lim: tuple[s
             f"        {op}r[r] = *reinterpret_cast<const uint4*>({p} + (row * {rs} + col));",
         ]
         store = [f"    if (v < {nv}) *reinterpret_cast<uint4*>(&{op}s[buf][row][col]) = {op}r[r];"]
-        return _Stage(f"uint4 {op}r[{-(-nv // THREADS)}];", _each(nv, where, load), _each(nv, where, store))
+        return Stage(f"uint4 {op}r[{-(-nv // THREADS)}];", per_thread(nv, where, load), per_thread(nv, where, store))
     ne = rows * cols
     where = f"const int e = threadIdx.x + r * {THREADS}, row = e / {cols}, col = e % {cols};"
     load = [
@@ -180,15 +180,16 @@ def _stage(op: str, rows: int, cols: int, strides: tuple[int, int], lim: tuple[s
         f"        ? {p}[row * {rs} + col * {cs}].bits : (unsigned short)0;",
     ]
     store = [f"    if (e < {ne}) {op}s[buf][row][col] = {op}r[r];"]
-    return _Stage(f"unsigned short {op}r[{-(-ne // THREADS)}];", _each(ne, where, load), _each(ne, where, store))
+    decl = f"unsigned short {op}r[{-(-ne // THREADS)}];"
+    return Stage(decl, per_thread(ne, where, load), per_thread(ne, where, store))
 
 
-def _render(section: str, **values: object) -> str:
+def render_section(section: str, **values: object) -> str:
     return render("gemm_mma.hpp", section, **values)
 
 
 def _lines(section: str, **values: object) -> list[str]:
-    return _render(section, **values).split("\n")
+    return render_section(section, **values).split("\n")
 
 
 @dataclass(frozen=True)
@@ -213,7 +214,7 @@ class _Loop:
         return -(-self.plan.k // self.plan.bk)
 
 
-def _k_loop_parts(plan: MmaGemmPlan, a: Shape, b: Shape, it: str) -> _Loop:
+def k_loop_parts(plan: MmaGemmPlan, a: Shape, b: Shape, it: str) -> _Loop:
     m, n, k, bm, bn, bk = plan.m, plan.n, plan.k, plan.bm, plan.bn, plan.bk
     # Offsets past 2^31 elements (a large batch or matrix under MIGX_GEMM_GEN=all) need the
     # coordinates widened before they are multiplied; int stays int (the same source as before).
@@ -239,7 +240,7 @@ def _k_loop_parts(plan: MmaGemmPlan, a: Shape, b: Shape, it: str) -> _Loop:
     return _Loop(plan, a, b, a_ptr, b_ptr, a_lim, b_lim, b_dims, b_strides, stages, compute)
 
 
-def _main_loop(lp: _Loop, va: bool, vb: bool, sb: _Stage | None = None) -> list[str]:
+def main_loop(lp: _Loop, va: bool, vb: bool, sb: Stage | None = None) -> list[str]:
     """The chunk loop, A / B loads vectorised or not: double-buffered shared memory, the next
     chunk's global loads issued before this chunk's mma, one barrier per chunk (the buffer
     written is the one every warp finished reading before the last barrier). `sb`: B's moves
@@ -260,7 +261,7 @@ def _main_loop(lp: _Loop, va: bool, vb: bool, sb: _Stage | None = None) -> list[
     )
 
 
-def _pipelined(lp: _Loop, prefetch_b: bool, b_copy: list[str] | None = None) -> list[str]:
+def pipelined_loop(lp: _Loop, prefetch_b: bool, b_copy: list[str] | None = None) -> list[str]:
     """Both operands by 16-byte asynchronous copies, `stages` chunks deep: chunk c + stages - 1
     is issued right after chunk c's mma, into the stage every warp finished reading before
     this iteration's barrier. `b_copy`: the copy of one B vector (row, col, st, p in scope)
@@ -272,7 +273,7 @@ def _pipelined(lp: _Loop, prefetch_b: bool, b_copy: list[str] | None = None) -> 
         copy = _lines("async_copy", rows_left=lim[0], cols_left=lim[1], vectors=nv, op=op, row_stride=rs)
         if op == "b" and b_copy is not None:
             copy = b_copy
-        each = _each(nv, _vector_index(cols), copy)
+        each = per_thread(nv, _vector_index(cols), copy)
         return _lines("issue", name=f"issue_{op}", bk=lp.plan.bk, stages=stages, ptr=ptr, copies=each)
 
     # With constant weights (prefetch_b), the first chunks of B are in flight before the wait
@@ -304,21 +305,21 @@ def _k_loop(lp: _Loop, prefetch_b: bool) -> list[str]:
     plan = lp.plan
     vec_check = [f"((unsigned long long)p{q} % 16) == 0" for q, v in ((0, plan.a_vec), (1, plan.b_vec)) if v]
     if plan.a_vec and plan.b_vec:
-        fallback = _main_loop(lp, False, False)
+        fallback = main_loop(lp, False, False)
         if prefetch_b:  # the element-load path waits first
             fallback = [fallback[0], "migx::kernel_wait();", *fallback[1:]]
-        return [f"if ({' && '.join(vec_check)})", *_pipelined(lp, prefetch_b), "else", *fallback]
+        return [f"if ({' && '.join(vec_check)})", *pipelined_loop(lp, prefetch_b), "else", *fallback]
     if vec_check:
         return [
             f"if ({' && '.join(vec_check)})",
-            *_main_loop(lp, plan.a_vec, plan.b_vec),
+            *main_loop(lp, plan.a_vec, plan.b_vec),
             "else",
-            *_main_loop(lp, False, False),
+            *main_loop(lp, False, False),
         ]
-    return _main_loop(lp, False, False)
+    return main_loop(lp, False, False)
 
 
-def _epilogue(epilogue: Module | None, extras: Sequence[Shape], offsets: Sequence[str]) -> tuple[list[str], str]:
+def epilogue_lines(epilogue: Module | None, extras: Sequence[Shape], offsets: Sequence[str]) -> tuple[list[str], str]:
     """(lines, result expression) of the store function: one output element per call; extra j
     is read at oc<j+1> + offsets[j]."""
     if epilogue is None:
@@ -376,16 +377,16 @@ def mma_gemm_kernel(
     it = index_type(shapes)
     ii, jj = (c if it == "int" else f"(({it}){c})" for c in ("i", "j"))
     views = [view_strides(s.lens, s.strides, list(plan.batch) + [m, n]) for s in [out, *extras]]
-    lp = _k_loop_parts(plan, shapes[0], shapes[1], it)
+    lp = k_loop_parts(plan, shapes[0], shapes[1], it)
     # Off by default: on an H200 (one call, one process per setting) it gave gpt2 74.5 -> 73.0 and
     # llama 68.3 -> 66.4 us but bert 101.5 -> 108.1 us (fp16 graphs).
     prefetch_b = constant_b and plan.a_vec and plan.b_vec and os.environ.get("MIGX_GEMM_PREFETCH", "0") == "1"
-    ep_lines, result = _epilogue(epilogue, extras, [offset_expr([ii, jj], v[-2:]) for v in views[1:]])
+    ep_lines, result = epilogue_lines(epilogue, extras, [offset_expr([ii, jj], v[-2:]) for v in views[1:]])
     nb = math.prod(plan.batch)
     name = f"gemm_mma_{bm}x{bn}x{bk}_{m}x{n}x{k}" + (f"_b{nb}" if nb > 1 else "")
     if epilogue is not None:
         name += "_" + "_".join(dict.fromkeys(i.name for i in epilogue if not i.is_builtin()))[:32]
-    src = _render(
+    src = render_section(
         "kernel",
         name=name,
         params=kernel_params(shapes, [False] * (len(shapes) - 1) + [True]),
@@ -433,7 +434,7 @@ def generated_gemm_wanted(shapes: Sequence[Shape], arch: str | None, mode: str |
     backend and IR-only compiles follow the same rule so their IR is the GPU's): AMD keeps
     hipBLASLt, where the kernel's fallback arithmetic would be slow."""
     mode = mode if mode is not None else os.environ.get("MIGX_GEMM_GEN", "auto")
-    if mode == "0" or (arch and arch != "fake" and not _has_mma(arch)):
+    if mode == "0" or (arch and arch != "fake" and not has_mma(arch)):
         return False
     try:
         plan = plan_mma_gemm(shapes)
@@ -444,7 +445,7 @@ def generated_gemm_wanted(shapes: Sequence[Shape], arch: str | None, mode: str |
     return plan.m >= MIN_ROWS and plan.macs <= GENERATED_MAX_MACS and plan.a_vec and plan.b_vec and plan.k <= MAX_K
 
 
-def _has_mma(arch: str) -> bool:
+def has_mma(arch: str) -> bool:
     """sm_80 and later ("sm_100" is later than "sm_90": compared as numbers, not strings)."""
     digits = arch[3:].rstrip("abf") if arch.startswith("sm_") else ""
     return digits.isdigit() and int(digits) >= 80

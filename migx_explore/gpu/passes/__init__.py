@@ -53,7 +53,7 @@ GPU_PASSES: tuple[type[Pass], ...] = (
 )
 
 # Modules here that hold no pass of their own (shared by several passes).
-HELPERS: tuple[str, ...] = ("entry_convert",)
+HELPERS: tuple[str, ...] = ("conv_layout", "entry_convert")
 
 register(GPU_PASSES)
 
