@@ -34,13 +34,11 @@ from .common import (
     decompose,
     index_type,
     is_float,
-    kernel_params,
     offset_expr,
     source,
 )
 from .gemm_mma import (
     MMA_TYPES,
-    PAD,
     THREADS,
     TILES,
     MmaGemmPlan,
@@ -51,7 +49,8 @@ from .gemm_mma import (
     main_loop,
     per_thread,
     pipelined_loop,
-    render_section,
+    render_kernel,
+    with_epilogue_name,
 )
 
 # K chunk: 64 as gemm_mma's; MIGX_IGEMM_BK=32 for measuring (a 64 x 64 tile then fits 4 stages
@@ -159,7 +158,6 @@ def conv_igemm_kernel(op: Op, shapes: Sequence[Shape], epilogue: Module | None =
     cout = w.lens[0]
     plan = plan_conv_gemm(g, cout)
     bm, bn, bk = plan.bm, plan.bn, plan.bk
-    fm, fn = bm // plan.wm // 16, bn // plan.wn // 8
     it = index_type(shapes)
     a_virtual = Shape(w.type, [cout, g.k], [g.k, 1])
     b_virtual = Shape(x.type, [g.k, g.pixels], [1, g.k])
@@ -192,35 +190,20 @@ def conv_igemm_kernel(op: Op, shapes: Sequence[Shape], epilogue: Module | None =
     ep_lines, result = epilogue_lines(epilogue, extras, [offset_expr(pixel, s.strides[1:]) for s in extras])
     taps = f"{g.r}x{g.s}" + (f"s{g.stride[0]}" if g.stride != (1, 1) else "")
     name = f"conv_igemm_{taps}_{bm}x{bn}x{bk}_{cout}x{g.pixels}x{g.k}" + (f"_b{g.n}" if g.n > 1 else "")
-    if epilogue is not None:
-        name += "_" + "_".join(dict.fromkeys(i.name for i in epilogue if not i.is_builtin()))[:32]
-    src = render_section(
-        "kernel",
-        name=name,
-        params=kernel_params(shapes, [False] * (len(shapes) - 1) + [True]),
+    src = render_kernel(
+        with_epilogue_name(name, epilogue),
+        lp,
+        shapes,
         entry="migx::kernel_entry();",
-        stages=lp.stages,
-        bm=bm,
-        a_pitch=bk + PAD,
-        b_rows=lp.b_dims[0],
-        b_pitch=lp.b_dims[1] + PAD,
-        wn=plan.wn,
-        wm_span=fm * 16,
-        wn_span=fn * 8,
         head=head,
-        fm=fm,
-        fn=fn,
         loop=loop,
-        m=cout,
-        n=g.pixels,
         scale=[],
         epilogue=ep_lines,
-        out=len(shapes) - 1,
         out_offset=offset_expr(pixel, out.strides[1:]),
         result=result,
     )
     blocks = g.n * -(-cout // bm) * -(-g.pixels // bn)
-    return KernelSource(name + "_kernel", source(src), blocks * THREADS, THREADS)
+    return KernelSource(with_epilogue_name(name, epilogue) + "_kernel", source(src), blocks * THREADS, THREADS)
 
 
 # Fewer output channels than an mma tile's 16 rows leave most of each tile idle (the VAE's

@@ -357,6 +357,57 @@ def _block_head(plan: MmaGemmPlan, shapes: Sequence[Shape], views: list, it: str
     return head + [f"const int row0 = tm * {plan.bm}, col0 = tn * {plan.bn};"]
 
 
+def with_epilogue_name(name: str, epilogue: Module | None) -> str:
+    """A kernel name with its epilogue's ops appended (the profile then says what it fused)."""
+    if epilogue is None:
+        return name
+    return name + "_" + "_".join(dict.fromkeys(i.name for i in epilogue if not i.is_builtin()))[:32]
+
+
+def render_kernel(
+    name: str,
+    lp: _Loop,
+    shapes: Sequence[Shape],
+    *,
+    entry: str,
+    head: list[str],
+    loop: list[str],
+    scale: list[str],
+    epilogue: list[str],
+    out_offset: str,
+    result: str,
+) -> str:
+    """The kernel section filled for the plan of `lp`: params (inputs..., out), the block's
+    `head` (tile, batch offsets oa / ob / oc<j>), the K `loop`, and the store of each element."""
+    plan = lp.plan
+    fm, fn = plan.bm // plan.wm // 16, plan.bn // plan.wn // 8
+    return render_section(
+        "kernel",
+        name=name,
+        params=kernel_params(shapes, [False] * (len(shapes) - 1) + [True]),
+        entry=entry,
+        stages=lp.stages,
+        bm=plan.bm,
+        a_pitch=plan.bk + PAD,
+        b_rows=lp.b_dims[0],
+        b_pitch=lp.b_dims[1] + PAD,
+        wn=plan.wn,
+        wm_span=fm * 16,
+        wn_span=fn * 8,
+        head=head,
+        fm=fm,
+        fn=fn,
+        loop=loop,
+        m=plan.m,
+        n=plan.n,
+        scale=scale,
+        epilogue=epilogue,
+        out=len(shapes) - 1,
+        out_offset=out_offset,
+        result=result,
+    )
+
+
 def mma_gemm_kernel(
     shapes: Sequence[Shape], epilogue: Module | None = None, alpha: float = 1.0, constant_b: bool = False
 ) -> KernelSource:
@@ -373,7 +424,6 @@ def mma_gemm_kernel(
     if not is_float(out.type):
         raise CodegenUnsupported(f"tensor-core GEMM writing {out.type}")
     m, n, k, bm, bn, bk = plan.m, plan.n, plan.k, plan.bm, plan.bn, plan.bk
-    fm, fn = bm // plan.wm // 16, bn // plan.wn // 8
     it = index_type(shapes)
     ii, jj = (c if it == "int" else f"(({it}){c})" for c in ("i", "j"))
     views = [view_strides(s.lens, s.strides, list(plan.batch) + [m, n]) for s in [out, *extras]]
@@ -383,31 +433,16 @@ def mma_gemm_kernel(
     prefetch_b = constant_b and plan.a_vec and plan.b_vec and os.environ.get("MIGX_GEMM_PREFETCH", "0") == "1"
     ep_lines, result = epilogue_lines(epilogue, extras, [offset_expr([ii, jj], v[-2:]) for v in views[1:]])
     nb = math.prod(plan.batch)
-    name = f"gemm_mma_{bm}x{bn}x{bk}_{m}x{n}x{k}" + (f"_b{nb}" if nb > 1 else "")
-    if epilogue is not None:
-        name += "_" + "_".join(dict.fromkeys(i.name for i in epilogue if not i.is_builtin()))[:32]
-    src = render_section(
-        "kernel",
-        name=name,
-        params=kernel_params(shapes, [False] * (len(shapes) - 1) + [True]),
+    name = with_epilogue_name(f"gemm_mma_{bm}x{bn}x{bk}_{m}x{n}x{k}" + (f"_b{nb}" if nb > 1 else ""), epilogue)
+    src = render_kernel(
+        name,
+        lp,
+        shapes,
         entry="migx::kernel_entry_early();" if prefetch_b else "migx::kernel_entry();",
-        stages=lp.stages,
-        bm=bm,
-        a_pitch=bk + PAD,
-        b_rows=lp.b_dims[0],
-        b_pitch=lp.b_dims[1] + PAD,
-        wn=plan.wn,
-        wm_span=fm * 16,
-        wn_span=fn * 8,
         head=_block_head(plan, shapes, views, it),
-        fm=fm,
-        fn=fn,
         loop=_k_loop(lp, prefetch_b),
-        m=m,
-        n=n,
         scale=[] if alpha == 1.0 else [f"x = x * {float(alpha)!r}f;"],
         epilogue=ep_lines,
-        out=len(shapes) - 1,
         out_offset=offset_expr([ii, jj], views[0][-2:]),
         result=result,
     )
