@@ -23,6 +23,7 @@ import os
 import statistics
 import sys
 from pathlib import Path
+from unittest import mock
 
 import numpy as np
 
@@ -58,9 +59,7 @@ def compile_variant(model, variant: str, precision: str):
     from migx_explore.gpu.runtime import get_backend
 
     env, options = parse_variant(variant)
-    saved = {k: os.environ.get(k) for k in env}
-    os.environ.update(env)  # read by the passes while this program compiles
-    try:
+    with mock.patch.dict(os.environ, env):  # read by the passes while this program compiles
         be = get_backend()
         program = compile_program_ir(
             parse_onnx(model),
@@ -68,12 +67,6 @@ def compile_variant(model, variant: str, precision: str):
             backend=be,
             pass_manager=PassManager(validate=False),
         )
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
     return CompiledProgram(program, be)
 
 
