@@ -22,6 +22,11 @@ def nhwc_strides(lens) -> list[int]:
     return [h * w * c, 1, w * c, c]
 
 
+def channels_last_shape(s: Shape) -> Shape:
+    """`s` (an [n, c, h, w] buffer) stored [n][h][w][c]."""
+    return Shape(s.type, list(s.lens), nhwc_strides(s.lens))
+
+
 def is_channels_last(s: Shape) -> bool:
     """A packed [n, c, h, w] buffer stored [n][h][w][c]."""
     return not s.is_tuple and s.ndim == 4 and list(s.strides) == nhwc_strides(s.lens)
@@ -58,7 +63,7 @@ def followed_layout(ins: Instruction) -> Shape:
         values = [s for s in values if list(s.lens) == list(shape.lens)]
     if not values or not all(_channel_minor(s) for s in values):
         return shape
-    return Shape(shape.type, list(shape.lens), nhwc_strides(shape.lens))
+    return channels_last_shape(shape)
 
 
 def feeds_implicit_gemm(ins: Instruction) -> bool:

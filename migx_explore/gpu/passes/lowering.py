@@ -40,7 +40,13 @@ from ..blas_plan import plan_gemm, quant_blas_refusal
 from ..codegen import kernel_family
 from ..codegen.topk import topk_workspace
 from ..ops import op_text
-from .conv_layout import feeds_implicit_gemm, followed_layout, is_channels_last, nhwc_strides, wants_implicit_gemm
+from .conv_layout import (
+    channels_last_shape,
+    feeds_implicit_gemm,
+    followed_layout,
+    is_channels_last,
+    wants_implicit_gemm,
+)
 from .entry_convert import converted_source, narrowing_epilogue, widened_constant
 
 SMALL_CONV_TAPS = 32  # C/group x kernel taps at or under which a direct kernel beats im2col + GEMM
@@ -205,14 +211,14 @@ class Lowering(Pass):
             # standard (the shape follows a channels-last input: convolution's shape rule)
             out = ins.shape.as_standard()
             if is_channels_last(x.shape) or (out.lens[1] % 8 == 0 and feeds_implicit_gemm(ins)):
-                out = Shape(out.type, list(out.lens), nhwc_strides(out.lens))
+                out = channels_last_shape(out)
             return precompile(m, ins, op, [x, w], out)
         if igemm:
             # written channels-last too where another one reads it (through elementwise kernels,
             # conv_layout.followed_layout), so that one needs no copy; else standard
             out = ins.shape.as_standard()
             if out.lens[1] % 8 == 0 and feeds_implicit_gemm(ins):
-                out = Shape(out.type, list(out.lens), nhwc_strides(out.lens))
+                out = channels_last_shape(out)
             return precompile(m, ins, op, [channels_last(m, ins, x), channels_last(m, ins, w)], out)
         n = x.shape.lens[0]
         col_op = Op(
@@ -238,7 +244,7 @@ class Lowering(Pass):
             )
             out = ins.shape.as_standard()
             if out.ndim == 4 and k_out % 8 == 0 and feeds_implicit_gemm(ins):  # a stem convolution
-                out = Shape(out.type, list(out.lens), nhwc_strides(out.lens))
+                out = channels_last_shape(out)
             return gemm(m, ins, a, col, out)
         kg = k_out // g
         a = view(
@@ -336,7 +342,7 @@ class Lowering(Pass):
             out_lens=[n, k_out, c],
         )
         if k_out % 8 == 0 and (is_channels_last(x.shape) or feeds_implicit_gemm(ins)):
-            out = Shape(out.type, list(out.lens), nhwc_strides(out.lens))
+            out = channels_last_shape(out)
         return gemm(m, ins, a, b, out)
 
     def _outputs(self, m: Module) -> bool:
