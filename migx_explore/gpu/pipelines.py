@@ -260,7 +260,7 @@ def _backend(o: CompileOptions) -> list[PassEntry]:
     return [
         _p("auto_contiguous"),
         _p(DCE),
-        _p("lowering", offload_copy=o.offload_copy),
+        _p("lowering", offload_copy=o.offload_copy, implicit_gemm=o.mode != "eager"),
         _p("eliminate_contiguous"),
         _p(DCE),
         *([_not_here("lower_reshape"), _p(DCE)] if aug else []),

@@ -190,3 +190,13 @@ def test_a_channels_last_chain_matches_the_reference(backend, request, monkeypat
     assert any(name.startswith("conv_igemm_") for name in launched), launched
     for mode, got in outs.items():
         assert np.abs(got - want).max() <= 1e-2 * np.abs(want).max(), mode
+
+
+def test_compile_mode_eager_keeps_im2col_and_blas(fake, monkeypatch):
+    """Eager mode compiles for speed (MIGraphX PR #4770): no tensor-core kernel per convolution
+    shape, so no implicit GEMM and no channels-last layout for it either."""
+    monkeypatch.delenv("MIGX_CONV_IGEMM", raising=False)
+    program = lower(conv_chain(), CompileOptions(precision="fp16", mode="eager"), backend=fake)
+    names = [i.op["symbol_name"] for i in program.main if i.name == "gpu::code_object"]
+    assert not any(n.startswith(("conv_igemm", "contiguous")) for n in names), names
+    assert sum("im2col" in n for n in names) == 2, names

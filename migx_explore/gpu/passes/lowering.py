@@ -109,6 +109,9 @@ class Lowering(Pass):
 
     name: ClassVar[str] = "lowering"
     offload_copy: bool = False
+    # compile mode eager turns it off: each implicit-GEMM convolution is a tensor-core kernel of
+    # its own sizes to compile, where im2col + BLAS compiles a gather kernel or none
+    implicit_gemm: bool = True
 
     def apply_module(self, module: Module, ctx) -> bool:
         if module.name != "main":
@@ -200,7 +203,7 @@ class Lowering(Pass):
         if all(v == 1 for v in ksz) and all(v == 1 for v in st) and not any(pb + pe) and g == 1:
             return self._conv_1x1(m, ins, x, w)
         src = converted_source(x, ins)  # at fp16, the model's float32 input: read it directly
-        igemm = wants_implicit_gemm(ins)
+        igemm = self.implicit_gemm and wants_implicit_gemm(ins)
         if (cg * taps <= SMALL_CONV_TAPS or (cg == 1 and g > 1)) and not (igemm and is_channels_last(x.shape)):
             wide = widened_constant(m, ins, w, src.shape.type) if src is not None else None
             if wide is not None:
@@ -210,14 +213,14 @@ class Lowering(Pass):
             # order), and an output an implicit-GEMM convolution reads is written so; else
             # standard (the shape follows a channels-last input: convolution's shape rule)
             out = ins.shape.as_standard()
-            if is_channels_last(x.shape) or (out.lens[1] % 8 == 0 and feeds_implicit_gemm(ins)):
+            if is_channels_last(x.shape) or (out.lens[1] % 8 == 0 and self._feeds_implicit_gemm(ins)):
                 out = channels_last_shape(out)
             return precompile(m, ins, op, [x, w], out)
         if igemm:
             # written channels-last too where another one reads it (through elementwise kernels,
             # conv_layout.followed_layout), so that one needs no copy; else standard
             out = ins.shape.as_standard()
-            if out.lens[1] % 8 == 0 and feeds_implicit_gemm(ins):
+            if out.lens[1] % 8 == 0 and self._feeds_implicit_gemm(ins):
                 out = channels_last_shape(out)
             return precompile(m, ins, op, [channels_last(m, ins, x), channels_last(m, ins, w)], out)
         n = x.shape.lens[0]
@@ -243,7 +246,7 @@ class Lowering(Pass):
                 out_lens=[n, k_out, cg * taps],
             )
             out = ins.shape.as_standard()
-            if out.ndim == 4 and k_out % 8 == 0 and feeds_implicit_gemm(ins):  # a stem convolution
+            if out.ndim == 4 and k_out % 8 == 0 and self._feeds_implicit_gemm(ins):  # a stem convolution
                 out = channels_last_shape(out)
             return gemm(m, ins, a, col, out)
         kg = k_out // g
@@ -256,6 +259,10 @@ class Lowering(Pass):
         )
         b = view(m, ins, "reshape", col, dims=[n, g, cg * taps, p])
         return gemm(m, ins, a, b, ins.shape.as_standard())
+
+    def _feeds_implicit_gemm(self, ins: Instruction) -> bool:
+        """conv_layout.feeds_implicit_gemm, where implicit-GEMM convolutions are on."""
+        return self.implicit_gemm and feeds_implicit_gemm(ins)
 
     def _quant_conv(self, m: Module, ins: Instruction) -> Instruction:
         """int8 / fp8 convolution: small and depthwise as the direct kernel (int32 / float
@@ -341,7 +348,7 @@ class Lowering(Pass):
             view(m, ins, "reshape", make_standard(m, ins, w), dims=[k_out, c]),
             out_lens=[n, k_out, c],
         )
-        if k_out % 8 == 0 and (is_channels_last(x.shape) or feeds_implicit_gemm(ins)):
+        if k_out % 8 == 0 and (is_channels_last(x.shape) or self._feeds_implicit_gemm(ins)):
             out = channels_last_shape(out)
         return gemm(m, ins, a, b, out)
 
