@@ -113,6 +113,15 @@ def conv_gemm(op: Op, x: Shape, w: Shape, out: Shape) -> ConvGemm:
     )  # fmt: skip
 
 
+def fits_implicit_gemm(op: Op, x: Shape, w: Shape, out: Shape) -> bool:
+    """Whether the kernel can compute this convolution with these layouts (conv_gemm's checks)."""
+    try:
+        conv_gemm(op, x, w, out)
+    except CodegenUnsupported:
+        return False
+    return True
+
+
 def plan_conv_gemm(g: ConvGemm, cout: int) -> MmaGemmPlan:
     """gemm_mma's plan for the product: A [cout, K] row-major, B [K, pixels] k-contiguous. Tiles
     no taller than the channels (YOLOv10n's 32-channel convolutions got 64-row tiles, half idle),
@@ -190,8 +199,9 @@ def conv_igemm_kernel(op: Op, shapes: Sequence[Shape], epilogue: Module | None =
     ep_lines, result = epilogue_lines(epilogue, extras, [offset_expr(pixel, s.strides[1:]) for s in extras])
     taps = f"{g.r}x{g.s}" + (f"s{g.stride[0]}" if g.stride != (1, 1) else "")
     name = f"conv_igemm_{taps}_{bm}x{bn}x{bk}_{cout}x{g.pixels}x{g.k}" + (f"_b{g.n}" if g.n > 1 else "")
+    name = with_epilogue_name(name, epilogue)
     src = render_kernel(
-        with_epilogue_name(name, epilogue),
+        name,
         lp,
         shapes,
         entry="migx::kernel_entry();",
@@ -202,8 +212,7 @@ def conv_igemm_kernel(op: Op, shapes: Sequence[Shape], epilogue: Module | None =
         out_offset=offset_expr(pixel, out.strides[1:]),
         result=result,
     )
-    blocks = g.n * -(-cout // bm) * -(-g.pixels // bn)
-    return KernelSource(with_epilogue_name(name, epilogue) + "_kernel", source(src), blocks * THREADS, THREADS)
+    return KernelSource(name + "_kernel", source(src), plan.blocks * THREADS, THREADS)
 
 
 # Fewer output channels than an mma tile's 16 rows leave most of each tile idle (the VAE's

@@ -44,15 +44,11 @@ def _acc_type(t: str) -> str:
 def convolution_kernel(op: Op, shapes: Sequence[Shape], epilogue: Module | None) -> KernelSource:
     """The implicit-GEMM kernel where lowering laid the convolution out for it (channels-last
     half input, [co][r][s][c] weight, enough output channels), else the direct kernel."""
-    from .conv_igemm import MIN_CHANNELS, conv_gemm, conv_igemm_kernel
+    from .conv_igemm import MIN_CHANNELS, conv_igemm_kernel, fits_implicit_gemm
 
-    try:
-        conv_gemm(op, shapes[0], shapes[1], shapes[-1])
-    except CodegenUnsupported:
-        return conv_kernel(op, shapes, epilogue)
-    if shapes[1].lens[0] < MIN_CHANNELS:
-        return conv_kernel(op, shapes, epilogue)
-    return conv_igemm_kernel(op, shapes, epilogue)
+    if fits_implicit_gemm(op, shapes[0], shapes[1], shapes[-1]) and shapes[1].lens[0] >= MIN_CHANNELS:
+        return conv_igemm_kernel(op, shapes, epilogue)
+    return conv_kernel(op, shapes, epilogue)
 
 
 def conv_kernel(op: Op, shapes: Sequence[Shape], epilogue: Module | None) -> KernelSource:

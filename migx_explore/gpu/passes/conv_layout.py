@@ -96,9 +96,9 @@ def wants_implicit_gemm(conv: Instruction, input_channels_last: bool | None = No
     x, w = (i.shape for i in conv.inputs[:2])
     if x.ndim != 4 or w.lens[2] * w.lens[3] == 1 and all(st == 1 for st in conv.op["stride"]):
         return False  # a 1x1 stride-1 convolution is a GEMM on the buffer as it is
-    x_cl = Shape(x.type, list(x.lens), nhwc_strides(x.lens))
-    w_cl = Shape(w.type, list(w.lens), nhwc_strides(w.lens))
     arch = getattr(kernel_cache.current_target(), "arch", None)
     channels_last = is_channels_last(x) if input_channels_last is None else input_channels_last
     min_blocks = 0 if channels_last else MIN_BLOCKS
-    return implicit_gemm_wanted(conv.op, x_cl, w_cl, conv.shape, arch, min_blocks=min_blocks)  # out: type, lens
+    return implicit_gemm_wanted(
+        conv.op, channels_last_shape(x), channels_last_shape(w), conv.shape, arch, min_blocks=min_blocks
+    )

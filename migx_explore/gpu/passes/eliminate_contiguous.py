@@ -83,19 +83,13 @@ def accepts_any_layout(user: Instruction, index: int, new_shape) -> bool:
 def _keeps_implicit_gemm(op, shapes: list, index: int, new_shape) -> bool:
     """False where the convolution's inputs fit the implicit-GEMM kernel now and would not with
     input `index` read as `new_shape` (the direct kernel would then run it, many times slower)."""
-    from ..codegen import CodegenUnsupported
-    from ..codegen.conv_igemm import conv_gemm
-
-    def fits(s: list) -> bool:
-        try:
-            conv_gemm(op, s[0], s[1], s[-1])
-        except CodegenUnsupported:
-            return False
-        return True
+    from ..codegen.conv_igemm import fits_implicit_gemm
 
     changed = list(shapes)
     changed[index] = new_shape
-    return fits(changed) or not fits(shapes)
+    return fits_implicit_gemm(op, changed[0], changed[1], changed[-1]) or not fits_implicit_gemm(
+        op, shapes[0], shapes[1], shapes[-1]
+    )
 
 
 @dataclass(frozen=True)
