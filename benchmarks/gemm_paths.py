@@ -11,8 +11,8 @@ variables and of convolution_layout (parse_variant), e.g.
 `--variants MIGX_CONV_IGEMM=0,MIGX_CONV_IGEMM=auto+convolution_layout=channels_last`.
 Prints, per model, the median graph
 latency of each, its ratio to torch.compile, the launches, the largest output difference to the
-"0" variant, and the per-kernel profile (CUPTI) of the first and second variants, so the gaps can
-be compared too. Writes gemm_paths.md / .json under --out.
+"0" variant, and the per-kernel profile (CUPTI) of the first and second variants (--profile-variants), so the
+gaps can be compared too. Writes gemm_paths.md / .json under --out.
 """
 
 from __future__ import annotations
@@ -79,6 +79,7 @@ def main() -> None:
     ap.add_argument("--iters", type=int, default=40, help="replays per variant per round")
     ap.add_argument("--no-torch", action="store_true")
     ap.add_argument("--no-profile", action="store_true", help="skip the per-kernel CUPTI profiles")
+    ap.add_argument("--profile-variants", default="0,1", help="indexes of the variants to profile")
     ap.add_argument("--out", default="bench_out")
     args = ap.parse_args()
     import torch
@@ -145,7 +146,8 @@ def one_case(case, variants: list[str], args, results: dict, rows: list[str], te
     cells = [f"{med[v]:.1f}" + (f" ({med[v] / tc:.2f}x)" if tc else "") + f", {launches[v]} launches" for v in variants]
     rows.append(f"| {case.name} | " + " | ".join(cells) + (f" | {tc:.1f} |" if tc else " | - |"))
     profiles = {}
-    for v in [] if args.no_profile else variants[:2]:
+    picked = [variants[int(i)] for i in args.profile_variants.split(",") if int(i) < len(variants)]
+    for v in [] if args.no_profile else picked:
         c = compiled[v]
         c.run(inputs, mode="graph")
         ks = kernel_list(lambda c=c: c.launch_graph(io=False), lambda c=c: c.backend.streams.sync(c.stream))

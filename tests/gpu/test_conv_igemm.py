@@ -200,3 +200,19 @@ def test_compile_mode_eager_keeps_im2col_and_blas(fake, monkeypatch):
     names = [i.op["symbol_name"] for i in program.main if i.name == "gpu::code_object"]
     assert not any(n.startswith(("conv_igemm", "contiguous")) for n in names), names
     assert sum("im2col" in n for n in names) == 2, names
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("case", ["3x3_stride2_batch", "ragged_k_bf16", "long_k_residual"])
+def test_the_element_path_for_unaligned_buffers_gives_the_same_convolution(case, backend, request, monkeypatch):
+    """The run-time alignment test made false: every chunk through the element loads."""
+    from migx_explore.gpu.codegen import gemm_mma
+
+    monkeypatch.setenv("MIGX_CONV_IGEMM", "all")
+    monkeypatch.setattr(gemm_mma, "aligned", lambda pointers: "false")
+    n, c, hw, k, kernel, opts = CASES[case]
+    launched, _, outs, want = _run(conv_net(n, c, hw, k, kernel, **opts), request.getfixturevalue(backend))
+    assert any(name.startswith("conv_igemm_") for name in launched), launched
+    tol = 5e-2 if opts.get("dtype") == "bfloat16" else 1e-2
+    for mode, got in outs.items():
+        assert np.abs(got - want).max() <= tol * np.abs(want).max(), f"{case} {mode}"

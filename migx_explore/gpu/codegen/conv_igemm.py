@@ -28,6 +28,7 @@ from migx_explore.compiler.op import Op
 from migx_explore.compiler.ops.nn import conv_params
 from migx_explore.compiler.shape import Shape
 
+from . import gemm_mma
 from .common import (
     CodegenUnsupported,
     KernelSource,
@@ -149,7 +150,11 @@ def _gather(g: ConvGemm, x: Shape, it: str) -> list[str]:
 
 
 def _element_stage(g: ConvGemm, x: Shape, bn: int, bk: int, it: str) -> Stage:
-    """B moved element by element (the input pointer is not 16-byte aligned at run time)."""
+    """B moved element by element (the input pointer is not 16-byte aligned at run time). Its
+    chunk is held in registers across the mma (main_loop's double buffering), which puts every
+    implicit-GEMM kernel at ~255 registers; a variant that moved each element straight to shared
+    memory took them to 30-90, and yet made ResNet-18 fp16 10% and YOLOv10n 7% slower (H200,
+    session 51, docs/results/igemm_registers_session51_h200.md), so it stays."""
     ne = bn * bk
     where = f"const int e = threadIdx.x + r * {THREADS}, row = e / {bk}, col = e % {bk};"
     load = [*_gather(g, x, it), f"    br[r] = (e < {ne} && ok) ? pb[off].bits : (unsigned short)0;"]
@@ -179,10 +184,9 @@ def conv_igemm_kernel(op: Op, shapes: Sequence[Shape], epilogue: Module | None =
     ii, jj = (c if it == "int" else f"(({it}){c})" for c in ("i", "j"))
     pixel = [ii, f"({jj} / {g.ow})", f"({jj} % {g.ow})"]
     copy = [*_gather(g, x, it), f"    if (v < {bn * bk // 8}) migx::copy16_async(&bs[st][row][col], p + off, ok);"]
-    vec_check = "((unsigned long long)p0 % 16) == 0 && ((unsigned long long)p1 % 16) == 0"
     loop = [
         "const auto* xb = p0 + ox;",
-        f"if ({vec_check})",
+        f"if ({gemm_mma.aligned(['p0', 'p1'])})",
         *pipelined_loop(lp, False, copy),
         "else",
         *main_loop(lp, False, False, _element_stage(g, x, bn, bk, it)),

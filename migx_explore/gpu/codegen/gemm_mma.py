@@ -299,19 +299,25 @@ def pipelined_loop(lp: _Loop, prefetch_b: bool, b_copy: list[str] | None = None)
     )
 
 
+def aligned(pointers: Sequence[str]) -> str:
+    """The run-time test that picks a kernel's 16-byte path: every pointer 16-byte aligned (a
+    view at an odd element offset takes the element path). Tests replace it by "false"."""
+    return " && ".join(f"((unsigned long long){p} % 16) == 0" for p in pointers)
+
+
 def _k_loop(lp: _Loop, prefetch_b: bool) -> list[str]:
     """The pipelined 16-byte loop where both operands allow it (the element loop for a buffer
     that turns out unaligned at run time), else the loop for what does."""
     plan = lp.plan
-    vec_check = [f"((unsigned long long)p{q} % 16) == 0" for q, v in ((0, plan.a_vec), (1, plan.b_vec)) if v]
+    vectors = [f"p{q}" for q, v in ((0, plan.a_vec), (1, plan.b_vec)) if v]
     if plan.a_vec and plan.b_vec:
         fallback = main_loop(lp, False, False)
         if prefetch_b:  # the element-load path waits first
             fallback = [fallback[0], "migx::kernel_wait();", *fallback[1:]]
-        return [f"if ({' && '.join(vec_check)})", *pipelined_loop(lp, prefetch_b), "else", *fallback]
-    if vec_check:
+        return [f"if ({aligned(vectors)})", *pipelined_loop(lp, prefetch_b), "else", *fallback]
+    if vectors:
         return [
-            f"if ({' && '.join(vec_check)})",
+            f"if ({aligned(vectors)})",
             *main_loop(lp, plan.a_vec, plan.b_vec),
             "else",
             *main_loop(lp, False, False),
