@@ -12,7 +12,9 @@ variables and of convolution_layout (parse_variant), e.g.
 Prints, per model, the median graph
 latency of each, its ratio to torch.compile, the launches, the largest output difference to the
 "0" variant, and the per-kernel profile (CUPTI) of the first and second variants (--profile-variants), so the
-gaps can be compared too. Writes gemm_paths.md / .json under --out.
+gaps can be compared too, and where the first two profiled variants launch different kernels, the
+runs that differ side by side (an implicit-GEMM convolution against its im2col + GEMM).
+Writes gemm_paths.md / .json under --out.
 """
 
 from __future__ import annotations
@@ -163,6 +165,10 @@ def one_case(case, variants: list[str], args, results: dict, rows: list[str], te
     summary += f"; launches {launches}; max |diff| to {variants[0]}: {diff}"
     print(summary, flush=True)
     text.append(summary)
+    if len(profiles) >= 2:  # where the first two profiled variants launch different kernels
+        (la, pa), (lb, pb) = list(profiles.items())[:2]
+        text += [f"## {case.name}: where {_label(la)} and {_label(lb)} differ", ""]
+        text += span_lines(_label(la), _label(lb), differing_spans(pa["kernels"], pb["kernels"])) + [""]
     for v, prof in profiles.items():
         ks = prof["kernels"]
         text += [
@@ -173,6 +179,29 @@ def one_case(case, variants: list[str], args, results: dict, rows: list[str], te
         text += [f"    {us:8.2f}  (after {idle:5.2f} idle)  {name}" for name, us, idle in ks] + [""]
     for c in compiled.values():
         c.close()
+
+
+def differing_spans(first: list, second: list) -> list[tuple[list, list]]:
+    """The runs of kernels where two profiles of one model differ, in launch order: (kernels of
+    `first`, kernels of `second`) per run, each kernel a (name, us, idle) row as kernel_list gives
+    them. Kernels with the same name in both line up (difflib on the names), so each run is what
+    one variant launched in place of the other's: an implicit-GEMM convolution against its
+    im2col, GEMM and epilogue, say."""
+    import difflib
+
+    names = [[k[0] for k in ks] for ks in (first, second)]
+    matcher = difflib.SequenceMatcher(None, *names, autojunk=False)
+    return [(first[i1:i2], second[j1:j2]) for tag, i1, i2, j1, j2 in matcher.get_opcodes() if tag != "equal"]
+
+
+def span_lines(label_a: str, label_b: str, spans: list[tuple[list, list]]) -> list[str]:
+    """The report of differing_spans: per run, both sides' summed device time and kernels."""
+    out = [f"| {label_a} us | {label_b} us | {label_a} kernels | {label_b} kernels |", "|---|---|---|---|"]
+    for a, b in spans:
+        names = ["; ".join(k[0].removesuffix("_kernel")[:48] for k in ks) for ks in (a, b)]
+        out.append(f"| {sum(k[1] for k in a):.1f} | {sum(k[1] for k in b):.1f} | {names[0]} | {names[1]} |")
+    total = [sum(k[1] for a in side for k in a) for side in zip(*spans)] if spans else [0.0, 0.0]
+    return out + [f"| **{total[0]:.1f}** | **{total[1]:.1f}** | (every differing run) | |"]
 
 
 if __name__ == "__main__":
