@@ -2,7 +2,7 @@
 # One device call that checks and times a tree for issue 28 work. Run from the repository root on
 # the device machine, after `python3 -m pip install --no-deps --no-build-isolation -e .`:
 #
-#     bash benchmarks/device_round.sh [suite|table|decode|rows|profile|pdl|kinds|compile|issue28 ...]   (default: the first five)
+#     bash benchmarks/device_round.sh [suite|table|decode|rows|profile|pdl|kinds|convs|compile|issue28 ...]   (default: the first five)
 #
 #   suite    the gpu-marked tests (about 2 min on an H200)                    -> $OUT/gpu_suite.txt
 #   table    gpu_vs_torch.py --fp16 on the six transformer exports, torch.compile included (about 2.5 min)
@@ -16,6 +16,10 @@
 #            included                                                          -> $OUT/kinds.tar.gz
 #   dynkinds gpu_dynamic_kinds.py: dynamic-batch CNN, KV decoder, ORT-BERT + MatMulNBits, QOperator CNN
 #                                                                              -> $OUT/dynamic_kinds.md
+#   convs    gemm_paths.py on resnet18, yolov10n, vae: im2col + GEMM against the implicit GEMM, graphs
+#            timed with torch.compile, then per-kernel profiles under MIGX_PDL=0 (each kernel's own time) and
+#            the kernels where the two differ side by side (about 3 min: session 51 ran the same commands)
+#                                                                              -> $OUT/convs.tar.gz
 #   compile  compile_time.py: cold and warm compile per model, eager and balanced, fp32 and fp16
 #                                                                              -> $OUT/compile_time.md
 #   issue28  issue28_table.py --isolate (a process per row): every row of issue 28's table, fp32 and fp16, ours against PyTorch
@@ -68,6 +72,13 @@ for step in "${steps[@]}"; do
            python3 benchmarks/gpu_vs_torch.py --models none --transformers swin,t5,vae --compile swin,t5,vae \
              --fp16 --iters 100 --warmup 10 --skip-micro --out "$W/vs" > "$W/kinds.log" 2>&1
            grep -A6 "^| model | ours fp32" "$W/vs/gpu_vs_torch.md" || tail -20 "$W/kinds.log" ;;
+    convs) mkdir -p "$W"
+           variants="MIGX_CONV_IGEMM=0,MIGX_CONV_IGEMM=auto"
+           python3 benchmarks/gemm_paths.py --models resnet18,yolov10n,vae --variants "$variants" --no-profile \
+             --out "$W/graphs" > "$W/graphs.log" 2>&1
+           MIGX_PDL=0 python3 benchmarks/gemm_paths.py --models resnet18,yolov10n,vae --variants "$variants" \
+             --no-torch --rounds 2 --out "$W/kernels" > "$W/kernels.log" 2>&1
+           grep "^|" "$W/graphs/gemm_paths.md" | head -5; grep -E 'differ$|^\| \*\*' "$W/kernels/gemm_paths.md" ;;
     dynkinds) current=""
            python3 benchmarks/gpu_dynamic_kinds.py --out "$OUT/dynamic_kinds.md" > "$OUT/dynamic_kinds.log" 2>&1
            cat "$OUT/dynamic_kinds.md" 2>/dev/null || tail -20 "$OUT/dynamic_kinds.log" ;;
@@ -78,7 +89,7 @@ for step in "${steps[@]}"; do
            # shellcheck disable=SC2086  # ISSUE28_ARGS is a list of options
            python3 benchmarks/issue28_table.py --isolate --out "$OUT" ${ISSUE28_ARGS:-} > "$OUT/issue28.log" 2>&1
            grep -E "^\| |^- |^Run time" "$OUT/issue28_table.md" ;;
-    *) echo "device_round.sh: unknown step $step (suite, table, decode, rows, profile, pdl, kinds, dynkinds, compile, issue28)"; exit 2 ;;
+    *) echo "device_round.sh: unknown step $step (suite, table, decode, rows, profile, pdl, kinds, convs, dynkinds, compile, issue28)"; exit 2 ;;
   esac
   [ -n "$current" ] && pack "$step"
   current=""
